@@ -1,0 +1,136 @@
+//! Configuration, from the environment (the Functions host passes app settings as environment
+//! variables; locally, `cargo run` needs none of them).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// The app setting that names the Cosmos DB account. The change-feed triggers' `connection`
+/// property names the same setting, so the handler and the triggers always use one account:
+/// `CosmosDB` holds a connection string (the emulator, with its key), or
+/// `CosmosDB__accountEndpoint` an account endpoint reached with Entra ID (Azure).
+pub const CONNECTION_SETTING: &str = "CosmosDB";
+
+/// The address `cargo run` serves on: `func start`'s port, so the same curl lines work for both.
+pub const LOCAL_ADDRESS: &str = "127.0.0.1:7071";
+
+/// Where the data lives.
+#[derive(Clone, Debug)]
+pub enum Backend {
+    /// The SDK's in-memory emulator, made durable by a journal in `data_dir`.
+    Embedded { data_dir: PathBuf },
+    /// An account reached with a connection string and its key (the Cosmos DB emulator).
+    ConnectionString(String),
+    /// An account reached with Entra ID: the managed identity on Azure (`client_id` selects a
+    /// user-assigned one), developer credentials elsewhere.
+    Endpoint { endpoint: String, client_id: Option<String> },
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub backend: Backend,
+    pub database: String,
+    /// Create the database and containers when missing. On by default where the credential can
+    /// (embedded store, emulator key); against Azure, Bicep provisions them and the app's
+    /// identity has data-plane rights only.
+    pub create_containers: bool,
+}
+
+impl Config {
+    pub fn from_env() -> Result<Config, String> {
+        Self::from_lookup(|name| std::env::var(name).ok().filter(|value| !value.trim().is_empty()))
+    }
+
+    /// The configuration described by `lookup` (an environment), for tests.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
+        let listen = match lookup("FUNCTIONS_CUSTOMHANDLER_PORT") {
+            // Under the Functions host: it calls the handler on loopback at the port it chose.
+            Some(port) => {
+                let port: u16 = port.parse().map_err(|_| format!("FUNCTIONS_CUSTOMHANDLER_PORT is not a port: {port:?}"))?;
+                SocketAddr::from(([127, 0, 0, 1], port))
+            }
+            None => {
+                let address = lookup("BLOG_LISTEN").unwrap_or_else(|| LOCAL_ADDRESS.to_owned());
+                address.parse().map_err(|_| format!("BLOG_LISTEN is not an address like {LOCAL_ADDRESS}: {address:?}"))?
+            }
+        };
+        let endpoint_setting = format!("{CONNECTION_SETTING}__accountEndpoint");
+        let backend = match (lookup(CONNECTION_SETTING), lookup(&endpoint_setting)) {
+            (Some(_), Some(_)) => return Err(format!("set either {CONNECTION_SETTING} or {endpoint_setting}, not both")),
+            (Some(connection_string), None) => Backend::ConnectionString(connection_string),
+            (None, Some(endpoint)) => {
+                Backend::Endpoint { endpoint, client_id: lookup(&format!("{CONNECTION_SETTING}__clientId")) }
+            }
+            (None, None) => embedded_backend(&lookup)?,
+        };
+        let create_default = !matches!(backend, Backend::Endpoint { .. });
+        let create_containers = match lookup("BLOG_CREATE_CONTAINERS").as_deref() {
+            None => create_default,
+            Some("true") => true,
+            Some("false") => false,
+            Some(other) => return Err(format!("BLOG_CREATE_CONTAINERS must be true or false, not {other:?}")),
+        };
+        let database = lookup("COSMOS_DATABASE").unwrap_or_else(|| "blog".to_owned());
+        Ok(Config { listen, backend, database, create_containers })
+    }
+}
+
+#[cfg(feature = "embedded")]
+fn embedded_backend(lookup: &impl Fn(&str) -> Option<String>) -> Result<Backend, String> {
+    let data_dir = lookup("BLOG_DATA_DIR").map_or_else(|| PathBuf::from("data"), PathBuf::from);
+    Ok(Backend::Embedded { data_dir })
+}
+
+#[cfg(not(feature = "embedded"))]
+fn embedded_backend(_: &impl Fn(&str) -> Option<String>) -> Result<Backend, String> {
+    Err(format!(
+        "no Cosmos DB account configured: set {CONNECTION_SETTING} (connection string) or \
+         {CONNECTION_SETTING}__accountEndpoint (Entra ID); this build has no embedded store"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<Config, String> {
+        let env: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(|name| env.get(name).cloned())
+    }
+
+    #[test]
+    fn under_the_host_the_port_comes_from_the_host() {
+        let config = config(&[
+            ("FUNCTIONS_CUSTOMHANDLER_PORT", "41234"),
+            ("CosmosDB__accountEndpoint", "https://a.documents.azure.com:443/"),
+        ])
+        .unwrap();
+        assert_eq!(config.listen.to_string(), "127.0.0.1:41234");
+        assert!(matches!(config.backend, Backend::Endpoint { .. }));
+        assert!(!config.create_containers, "an Entra identity has no control-plane rights");
+    }
+
+    #[test]
+    fn a_connection_string_selects_key_auth_and_creates_containers() {
+        let config = config(&[("CosmosDB", "AccountEndpoint=https://localhost:8081/;AccountKey=abc;")]).unwrap();
+        assert!(matches!(config.backend, Backend::ConnectionString(_)));
+        assert!(config.create_containers);
+        assert_eq!(config.database, "blog");
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        assert!(config(&[("FUNCTIONS_CUSTOMHANDLER_PORT", "http")]).unwrap_err().contains("FUNCTIONS_CUSTOMHANDLER_PORT"));
+        assert!(config(&[("CosmosDB", "x"), ("CosmosDB__accountEndpoint", "y")]).is_err());
+        assert!(config(&[("BLOG_CREATE_CONTAINERS", "yes")]).unwrap_err().contains("BLOG_CREATE_CONTAINERS"));
+    }
+
+    #[cfg(feature = "embedded")]
+    #[test]
+    fn nothing_configured_means_the_embedded_store_on_the_local_port() {
+        let config = config(&[]).unwrap();
+        assert_eq!(config.listen.to_string(), LOCAL_ADDRESS);
+        assert!(matches!(config.backend, Backend::Embedded { ref data_dir } if data_dir == &PathBuf::from("data")));
+    }
+}

@@ -1,0 +1,588 @@
+//! Every Cosmos DB call the application makes, through the official SDK (`azure_data_cosmos`).
+//!
+//! Handlers and scripts speak in items, partition keys and pages; this module turns that into
+//! SDK calls, records each call's cost on the request's [`Meter`], bounds it in time, and maps
+//! the SDK's errors to the few outcomes the application acts on ([`StoreError`]).
+
+#[cfg(feature = "embedded")]
+mod embedded;
+mod journal;
+mod meter;
+pub mod queries;
+
+use std::borrow::Cow;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::time::Duration;
+
+use azure_core::credentials::TokenCredential;
+use azure_core::http::Etag;
+use azure_data_cosmos::feed::ContinuationToken;
+use azure_data_cosmos::models::{
+    CompositeIndex, CompositeIndexOrder, CompositeIndexProperty, ContainerProperties, IndexingMode, IndexingPolicy,
+};
+use azure_data_cosmos::options::{
+    BatchDeleteOptions, BatchReplaceOptions, BatchUpsertOptions, ConnectionPoolOptions, ItemWriteOptions, MaxItemCountHint,
+    Precondition, QueryOptions, Region, ServerCertificateValidation,
+};
+use azure_data_cosmos::{
+    AccountReference, ContainerClient, CosmosClient, CosmosError, CosmosRuntimeBuilder, FeedScope, Query, RoutingStrategy,
+    TransactionalBatch,
+};
+use futures::TryStreamExt;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::config::{Backend, Config};
+pub use journal::Record as JournalRecord;
+pub use meter::Meter;
+
+/// How long any one Cosmos call may take before the request gives up on it.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The containers of the article's V3 model, plus the change feed's lease container.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Container {
+    Users,
+    Posts,
+    Feed,
+    Leases,
+}
+
+impl Container {
+    pub const ALL: [Container; 4] = [Container::Users, Container::Posts, Container::Feed, Container::Leases];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Container::Users => "users",
+            Container::Posts => "posts",
+            Container::Feed => "feed",
+            Container::Leases => "leases",
+        }
+    }
+
+    /// The partition key path: each container is partitioned so that every request reads one
+    /// logical partition.
+    pub fn partition_key_path(self) -> &'static str {
+        match self {
+            Container::Users => "/userId",
+            Container::Posts => "/postId",
+            Container::Feed => "/type",
+            Container::Leases => "/id",
+        }
+    }
+
+    /// Lists sort by `creationDate`, then `id` so that equal dates keep one order. Cosmos DB
+    /// needs a composite index for an ORDER BY on two properties; one ascending index also serves
+    /// the same ORDER BY fully descending.
+    fn indexing_policy(self) -> IndexingPolicy {
+        let mut policy = IndexingPolicy::default().with_indexing_mode(IndexingMode::Consistent).with_included_path("/*");
+        if self != Container::Leases {
+            policy = policy.with_composite_index(
+                CompositeIndex::default()
+                    .with_property(CompositeIndexProperty::new("/creationDate", CompositeIndexOrder::Ascending))
+                    .with_property(CompositeIndexProperty::new("/id", CompositeIndexOrder::Ascending)),
+            );
+        }
+        policy.automatic = true;
+        policy
+    }
+}
+
+/// The outcomes of a Cosmos call that the application tells apart.
+#[derive(Debug)]
+pub enum StoreError {
+    NotFound,
+    Conflict,
+    PreconditionFailed,
+    /// 429 after the SDK's own retries.
+    Throttled,
+    Timeout,
+    /// A continuation token Cosmos refused.
+    BadContinuation(String),
+    /// A transactional batch failed; `statuses` holds each operation's status (the failing one,
+    /// and 424 for the others).
+    BatchFailed {
+        statuses: Vec<u16>,
+    },
+    Other(String),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::NotFound => f.write_str("not found"),
+            StoreError::Conflict => f.write_str("conflict: the item exists"),
+            StoreError::PreconditionFailed => f.write_str("precondition failed: the item changed"),
+            StoreError::Throttled => f.write_str("throttled (429)"),
+            StoreError::Timeout => write!(f, "no answer within {CALL_TIMEOUT:?}"),
+            StoreError::BadContinuation(why) => write!(f, "invalid continuation token: {why}"),
+            StoreError::BatchFailed { statuses } => write!(f, "transactional batch failed: {statuses:?}"),
+            StoreError::Other(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl StoreError {
+    fn from_cosmos(error: &CosmosError) -> StoreError {
+        let status = error.status();
+        match u16::from(status.status_code()) {
+            404 => StoreError::NotFound,
+            409 => StoreError::Conflict,
+            412 => StoreError::PreconditionFailed,
+            429 => StoreError::Throttled,
+            _ => StoreError::Other(error.to_string()),
+        }
+    }
+
+    /// The status a batch operation's failure corresponds to, when it is the one that failed.
+    pub fn batch_cause(&self) -> Option<u16> {
+        match self {
+            StoreError::BatchFailed { statuses } => statuses.iter().copied().find(|status| *status != 424),
+            _ => None,
+        }
+    }
+}
+
+/// An item read together with its etag, for a later conditional write.
+pub struct Versioned<T> {
+    pub item: T,
+    pub etag: String,
+}
+
+/// Which page of a query to read.
+#[derive(Clone, Debug, Default)]
+pub struct PageRequest {
+    pub size: u32,
+    /// The SDK's continuation token from the previous page.
+    pub continuation: Option<String>,
+}
+
+/// One page of a query.
+pub struct Page<T> {
+    pub items: Vec<T>,
+    /// The SDK's token for the next page; `None` on the last page.
+    pub continuation: Option<String>,
+}
+
+/// One write of a transactional batch.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WriteOp {
+    Create { document: Value },
+    Replace { id: String, document: Value, if_match: Option<String> },
+    Upsert { document: Value, if_match: Option<String> },
+    Delete { id: String, if_match: Option<String> },
+}
+
+/// A parameterized query. The application's queries are constants of [`queries`], and every
+/// value from a request travels as a parameter, never as text; scripts bring their own SQL.
+pub struct QuerySpec {
+    pub sql: Cow<'static, str>,
+    pub parameters: Vec<(Cow<'static, str>, Value)>,
+}
+
+/// The database, reached through one SDK client.
+pub struct Store {
+    users: ContainerClient,
+    posts: ContainerClient,
+    feed: ContainerClient,
+    leases: ContainerClient,
+    /// Present on the embedded store: every acknowledged write is also journaled to disk.
+    durability: Option<Durability>,
+}
+
+/// The embedded store's journal, and the lock that keeps its order the store's order.
+struct Durability {
+    journal: journal::Journal,
+    order: tokio::sync::Mutex<()>,
+}
+
+impl Store {
+    /// Connects to the backend `config` names, creating the database and containers first when
+    /// `config.create_containers` is set.
+    pub async fn connect(config: &Config) -> Result<Store, StoreError> {
+        let other = |error: CosmosError| StoreError::Other(error.to_string());
+        let (client, durability, preload) = match &config.backend {
+            #[cfg(feature = "embedded")]
+            Backend::Embedded { data_dir } => {
+                let (journal, items) = journal::Journal::open(data_dir).map_err(|error| {
+                    StoreError::Other(format!("cannot open the data directory {}: {error}", data_dir.display()))
+                })?;
+                let client = embedded::client().await.map_err(other)?;
+                (client, Some(Durability { journal, order: tokio::sync::Mutex::new(()) }), items)
+            }
+            #[cfg(not(feature = "embedded"))]
+            Backend::Embedded { .. } => return Err(StoreError::Other("this build has no embedded store".into())),
+            Backend::ConnectionString(text) => (key_client(text).await.map_err(other)?, None, Vec::new()),
+            Backend::Endpoint { endpoint, client_id } => (entra_client(endpoint, client_id.as_deref()).await?, None, Vec::new()),
+        };
+        if config.create_containers {
+            create_containers(&client, &config.database).await?;
+        }
+        let database = client.database_client(&config.database);
+        let open = |container: Container| {
+            let database = &database;
+            async move {
+                database.container_client(container.name(), None).await.map_err(|error| {
+                    StoreError::Other(format!("container {}/{} is not reachable: {error}", config.database, container.name()))
+                })
+            }
+        };
+        let store = Store {
+            users: open(Container::Users).await?,
+            posts: open(Container::Posts).await?,
+            feed: open(Container::Feed).await?,
+            leases: open(Container::Leases).await?,
+            durability: None,
+        };
+        for record in &preload {
+            store.load(record).await?;
+        }
+        if !preload.is_empty() {
+            tracing::info!(items = preload.len(), "embedded store loaded from its data directory");
+        }
+        Ok(Store { durability, ..store })
+    }
+
+    fn container(&self, container: Container) -> &ContainerClient {
+        match container {
+            Container::Users => &self.users,
+            Container::Posts => &self.posts,
+            Container::Feed => &self.feed,
+            Container::Leases => &self.leases,
+        }
+    }
+
+    /// Point read; `None` when there is no such item.
+    pub async fn read<T: DeserializeOwned>(
+        &self,
+        container: Container,
+        partition_key: &str,
+        id: &str,
+    ) -> Result<Option<T>, StoreError> {
+        Ok(self.read_versioned(container, partition_key, id).await?.map(|found| found.item))
+    }
+
+    /// Point read with the item's etag.
+    pub async fn read_versioned<T: DeserializeOwned>(
+        &self,
+        container: Container,
+        partition_key: &str,
+        id: &str,
+    ) -> Result<Option<Versioned<T>>, StoreError> {
+        let client = self.container(container);
+        let response = match metered(client.read_item(partition_key.to_owned(), id, None)).await {
+            Ok(response) => response,
+            Err(StoreError::NotFound) => return Ok(None),
+            Err(other) => return Err(other),
+        };
+        let etag = response.headers().etag().map(ToString::to_string).unwrap_or_default();
+        let item = response.into_model::<T>().map_err(|error| StoreError::Other(format!("unreadable item {id:?}: {error}")))?;
+        Ok(Some(Versioned { item, etag }))
+    }
+
+    /// Creates an item; [`StoreError::Conflict`] when its id exists in the partition.
+    pub async fn create<T: Serialize>(&self, container: Container, partition_key: &str, item: &T) -> Result<(), StoreError> {
+        let document = to_document(item)?;
+        let id = document_id(&document)?;
+        self.durably(container, partition_key, vec![(id.clone(), Some(document.clone()))], async {
+            metered(self.container(container).create_item(partition_key.to_owned(), &id, &document, None)).await
+        })
+        .await
+    }
+
+    /// Replaces an item, only if its etag is still `if_match` when given.
+    pub async fn replace<T: Serialize>(
+        &self,
+        container: Container,
+        partition_key: &str,
+        id: &str,
+        item: &T,
+        if_match: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let document = to_document(item)?;
+        let options = if_match
+            .map(|etag| ItemWriteOptions::default().with_precondition(Precondition::if_match(Etag::from(etag.to_owned()))));
+        self.durably(container, partition_key, vec![(id.to_owned(), Some(document.clone()))], async {
+            metered(self.container(container).replace_item(partition_key.to_owned(), id, &document, options)).await
+        })
+        .await
+    }
+
+    /// Creates or replaces an item.
+    pub async fn upsert<T: Serialize>(&self, container: Container, partition_key: &str, item: &T) -> Result<(), StoreError> {
+        let document = to_document(item)?;
+        let id = document_id(&document)?;
+        self.durably(container, partition_key, vec![(id.clone(), Some(document.clone()))], async {
+            metered(self.container(container).upsert_item(partition_key.to_owned(), &id, &document, None)).await
+        })
+        .await
+    }
+
+    /// Reads one page of a single-partition query: one Cosmos operation.
+    pub async fn query_page<T: DeserializeOwned + Send + 'static>(
+        &self,
+        container: Container,
+        partition_key: &str,
+        query: QuerySpec,
+        page: PageRequest,
+    ) -> Result<Page<T>, StoreError> {
+        let (documents, continuation) = self.query_documents(container, partition_key, query, page).await?;
+        let items = documents.into_iter().map(serde_json::from_value).collect::<Result<Vec<T>, _>>().map_err(|error| {
+            StoreError::Other(format!("a {} item does not have the expected shape: {error}", container.name()))
+        })?;
+        Ok(Page { items, continuation })
+    }
+
+    /// [`Store::query_page`] on raw JSON documents, system properties included (scripts see them).
+    pub async fn query_documents(
+        &self,
+        container: Container,
+        partition_key: &str,
+        query: QuerySpec,
+        page: PageRequest,
+    ) -> Result<(Vec<Value>, Option<String>), StoreError> {
+        let mut sdk_query = Query::from(query.sql.into_owned());
+        for (name, value) in query.parameters {
+            sdk_query =
+                sdk_query.with_parameter(name.into_owned(), value).map_err(|error| StoreError::Other(error.to_string()))?;
+        }
+        let size = NonZeroU32::new(page.size.max(1)).expect("at least one");
+        let mut options = QueryOptions::default().with_max_item_count(MaxItemCountHint::Limit(size));
+        let resuming = page.continuation.is_some();
+        if let Some(token) = page.continuation {
+            options = options.with_continuation_token(ContinuationToken::from_string(token));
+        }
+        let continuation_error = |error: StoreError| match error {
+            StoreError::Other(why) if resuming => StoreError::BadContinuation(why),
+            other => other,
+        };
+        let scope = FeedScope::partition(partition_key.to_owned());
+        let iterator = bounded(self.container(container).query_items::<Value>(sdk_query, scope, Some(options)))
+            .await
+            .map_err(continuation_error)?;
+        let mut pages = iterator.into_pages();
+        let page = match bounded(pages.try_next()).await {
+            Ok(page) => page,
+            Err(error) => {
+                Meter::record(0.0);
+                return Err(continuation_error(error));
+            }
+        };
+        let Some(page) = page else {
+            return Ok((Vec::new(), None));
+        };
+        Meter::record(page.headers().request_charge().map_or(0.0, |charge| f64::from(*charge)));
+        // The backend sends a continuation header only when more results may follow.
+        let continuation = match page.headers().continuation() {
+            Some(_) => {
+                Some(pages.to_continuation_token().map_err(|error| StoreError::Other(error.to_string()))?.as_str().to_owned())
+            }
+            None => None,
+        };
+        Ok((page.items().to_vec(), continuation))
+    }
+
+    /// Commits `operations` in one partition as one transactional batch: all or nothing.
+    pub async fn execute_batch(
+        &self,
+        container: Container,
+        partition_key: &str,
+        operations: Vec<WriteOp>,
+    ) -> Result<(), StoreError> {
+        if operations.is_empty() {
+            return Ok(());
+        }
+        let mut journaled = Vec::with_capacity(operations.len());
+        let mut batch = TransactionalBatch::new(partition_key.to_owned());
+        let sdk_error = |error: CosmosError| StoreError::Other(error.to_string());
+        let precondition = |etag: &Option<String>| etag.as_ref().map(|etag| Precondition::if_match(Etag::from(etag.clone())));
+        for operation in operations {
+            batch = match operation {
+                WriteOp::Create { document } => {
+                    journaled.push((document_id(&document)?, Some(document.clone())));
+                    batch.create_item(document).map_err(sdk_error)?
+                }
+                WriteOp::Replace { id, document, if_match } => {
+                    journaled.push((id.clone(), Some(document.clone())));
+                    let options = precondition(&if_match).map(|p| BatchReplaceOptions::default().with_precondition(p));
+                    batch.replace_item(id, document, options).map_err(sdk_error)?
+                }
+                WriteOp::Upsert { document, if_match } => {
+                    journaled.push((document_id(&document)?, Some(document.clone())));
+                    let options = precondition(&if_match).map(|p| BatchUpsertOptions::default().with_precondition(p));
+                    batch.upsert_item(document, options).map_err(sdk_error)?
+                }
+                WriteOp::Delete { id, if_match } => {
+                    journaled.push((id.clone(), None));
+                    let options = precondition(&if_match).map(|p| BatchDeleteOptions::default().with_precondition(p));
+                    batch.delete_item(id, options)
+                }
+            };
+        }
+        self.durably(container, partition_key, journaled, async {
+            let response = metered(self.container(container).execute_transactional_batch(batch, None)).await?;
+            let results = response.into_model().map_err(|error| StoreError::Other(error.to_string()))?;
+            // A failed batch is an `Ok` response (207) whose operations say what failed.
+            if results.results().iter().all(|result| result.is_success()) {
+                Ok(())
+            } else {
+                let statuses = results.results().iter().map(|result| result.status_code()).collect();
+                Err(StoreError::BatchFailed { statuses })
+            }
+        })
+        .await
+    }
+
+    /// Runs a write; on the embedded store, also journals what it left (`records`: id and
+    /// document, `None` for a deletion) before acknowledging it.
+    async fn durably<R>(
+        &self,
+        container: Container,
+        partition_key: &str,
+        records: Vec<(String, Option<Value>)>,
+        write: impl Future<Output = Result<R, StoreError>>,
+    ) -> Result<(), StoreError> {
+        let Some(durability) = &self.durability else {
+            return write.await.map(drop);
+        };
+        // Holding the lock from the write to the queueing of its journal line makes the journal's
+        // order the order in which the store applied the writes.
+        let order = durability.order.lock().await;
+        write.await?;
+        let records: Vec<JournalRecord> = records
+            .into_iter()
+            .map(|(id, doc)| JournalRecord { c: container.name().to_owned(), pk: partition_key.to_owned(), id, doc })
+            .collect();
+        let on_disk = durability.journal.append(&records);
+        drop(order);
+        on_disk.await.map_err(|error| StoreError::Other(format!("the write was applied but could not be journaled: {error}")))
+    }
+
+    /// Puts one journaled item back into the embedded store at start-up.
+    async fn load(&self, record: &JournalRecord) -> Result<(), StoreError> {
+        let container = Container::ALL
+            .into_iter()
+            .find(|container| container.name() == record.c)
+            .ok_or_else(|| StoreError::Other(format!("the journal names an unknown container {:?}", record.c)))?;
+        if let Some(document) = &record.doc {
+            bounded(self.container(container).upsert_item(record.pk.clone(), &record.id, document, None)).await?;
+        }
+        Ok(())
+    }
+}
+
+fn to_document<T: Serialize>(item: &T) -> Result<Value, StoreError> {
+    serde_json::to_value(item).map_err(|error| StoreError::Other(format!("an item does not serialize: {error}")))
+}
+
+fn document_id(document: &Value) -> Result<String, StoreError> {
+    document
+        .get("id")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| StoreError::Other("an item to write has no string id".into()))
+}
+
+/// Runs one Cosmos call within [`CALL_TIMEOUT`], mapping its error.
+async fn bounded<T>(call: impl Future<Output = azure_data_cosmos::Result<T>>) -> Result<T, StoreError> {
+    match tokio::time::timeout(CALL_TIMEOUT, call).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(StoreError::from_cosmos(&error)),
+        Err(_) => Err(StoreError::Timeout),
+    }
+}
+
+/// A point operation or batch: bounded, and counted with its charge (failed ones too: Cosmos
+/// bills them).
+async fn metered<R: HasCharge>(call: impl Future<Output = azure_data_cosmos::Result<R>>) -> Result<R, StoreError> {
+    match tokio::time::timeout(CALL_TIMEOUT, call).await {
+        Ok(Ok(response)) => {
+            Meter::record(response.charge());
+            Ok(response)
+        }
+        Ok(Err(error)) => {
+            Meter::record(error.diagnostics().map_or(0.0, |diagnostics| f64::from(diagnostics.total_request_charge())));
+            Err(StoreError::from_cosmos(&error))
+        }
+        Err(_) => {
+            Meter::record(0.0);
+            Err(StoreError::Timeout)
+        }
+    }
+}
+
+trait HasCharge {
+    fn charge(&self) -> f64;
+}
+
+impl HasCharge for azure_data_cosmos::models::ItemResponse {
+    fn charge(&self) -> f64 {
+        self.headers().request_charge().map_or(0.0, |charge| f64::from(*charge))
+    }
+}
+
+impl HasCharge for azure_data_cosmos::models::BatchResponse {
+    fn charge(&self) -> f64 {
+        self.headers().request_charge().map_or(0.0, |charge| f64::from(*charge))
+    }
+}
+
+/// The region the SDK routes from: the Functions host names its own in `REGION_NAME`.
+fn home_region() -> Region {
+    Region::new(std::env::var("REGION_NAME").unwrap_or_else(|_| "East US".to_owned()))
+}
+
+/// A client for an account reached with a connection string and key (the Cosmos DB emulator).
+async fn key_client(connection_string: &str) -> azure_data_cosmos::Result<CosmosClient> {
+    let parsed: azure_data_cosmos_driver::models::ConnectionString = connection_string.parse()?;
+    let endpoint = parsed.account_endpoint().parse()?;
+    let account = AccountReference::with_authentication_key(endpoint, parsed.account_key().clone());
+    // The emulator serves a self-signed certificate; the driver relaxes the check for a local
+    // emulator endpoint only, never for a remote account.
+    let pool = ConnectionPoolOptions::builder()
+        .with_server_certificate_validation(ServerCertificateValidation::RequiredUnlessEmulator)
+        .build()?;
+    let runtime = CosmosRuntimeBuilder::new().with_connection_pool(pool).build().await?;
+    CosmosClient::builder().with_runtime(runtime).build(account, RoutingStrategy::ProximityTo(home_region())).await
+}
+
+/// A client for an account reached with Entra ID: the function app's managed identity on Azure
+/// (the platform sets `IDENTITY_ENDPOINT`), the developer's `az login` elsewhere.
+async fn entra_client(endpoint: &str, client_id: Option<&str>) -> Result<CosmosClient, StoreError> {
+    let credential: Arc<dyn TokenCredential> = if std::env::var_os("IDENTITY_ENDPOINT").is_some() {
+        let options = azure_identity::ManagedIdentityCredentialOptions {
+            user_assigned_id: client_id.map(|id| azure_identity::UserAssignedId::ClientId(id.to_owned())),
+            ..Default::default()
+        };
+        azure_identity::ManagedIdentityCredential::new(Some(options)).map_err(|error| StoreError::Other(error.to_string()))?
+    } else {
+        azure_identity::DeveloperToolsCredential::new(None).map_err(|error| StoreError::Other(error.to_string()))?
+    };
+    let endpoint = endpoint.parse().map_err(|error: CosmosError| StoreError::Other(format!("bad account endpoint: {error}")))?;
+    let account = AccountReference::with_credential(endpoint, credential);
+    CosmosClient::builder()
+        .build(account, RoutingStrategy::ProximityTo(home_region()))
+        .await
+        .map_err(|error| StoreError::Other(error.to_string()))
+}
+
+/// Creates the database and the four containers when missing (needs control-plane rights: the
+/// embedded store and the emulator's key have them; on Azure, Bicep does this instead).
+async fn create_containers(client: &CosmosClient, database: &str) -> Result<(), StoreError> {
+    let tolerate_existing = |result: azure_data_cosmos::Result<_>| match result {
+        Ok(_) => Ok(()),
+        Err(error) if error.status().is_conflict() => Ok(()),
+        Err(error) => Err(StoreError::Other(format!("cannot create the database or a container: {error}"))),
+    };
+    tolerate_existing(client.create_database(database, None).await.map(drop))?;
+    for container in Container::ALL {
+        let properties = ContainerProperties::new(container.name(), container.partition_key_path().into())
+            .with_indexing_policy(container.indexing_policy());
+        tolerate_existing(client.database_client(database).create_container(properties, None).await.map(drop))?;
+    }
+    Ok(())
+}

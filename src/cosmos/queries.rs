@@ -1,0 +1,40 @@
+//! Every query the application runs, as constant SQL with parameters. Each one reads ONE
+//! logical partition (the partition key is passed beside the query, never in it).
+
+use std::borrow::Cow;
+
+use serde_json::json;
+
+use super::QuerySpec;
+
+/// Q3: a user's posts, newest first, from the short copies in the user's partition of `users`.
+pub fn user_posts() -> QuerySpec {
+    QuerySpec {
+        sql: Cow::Borrowed("SELECT * FROM c WHERE c.type = @type ORDER BY c.creationDate DESC, c.id DESC"),
+        parameters: vec![(Cow::Borrowed("@type"), json!("post"))],
+    }
+}
+
+/// Q4: a post's comments, oldest first, from the post's partition of `posts`.
+pub fn post_comments() -> QuerySpec {
+    QuerySpec {
+        sql: Cow::Borrowed("SELECT * FROM c WHERE c.type = @type ORDER BY c.creationDate ASC, c.id ASC"),
+        parameters: vec![(Cow::Borrowed("@type"), json!("comment"))],
+    }
+}
+
+/// Q5: a post's likes, oldest first, from the post's partition of `posts`.
+pub fn post_likes() -> QuerySpec {
+    QuerySpec {
+        sql: Cow::Borrowed("SELECT * FROM c WHERE c.type = @type ORDER BY c.creationDate ASC, c.id ASC"),
+        parameters: vec![(Cow::Borrowed("@type"), json!("like"))],
+    }
+}
+
+/// Q6: the newest posts, from the single partition of `feed`.
+pub fn feed() -> QuerySpec {
+    QuerySpec {
+        sql: Cow::Borrowed("SELECT * FROM c WHERE c.type = @type ORDER BY c.creationDate DESC, c.id DESC"),
+        parameters: vec![(Cow::Borrowed("@type"), json!("post"))],
+    }
+}

@@ -1,0 +1,69 @@
+//! The one error type of the HTTP API, answered as RFC 9457 `application/problem+json`.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::cosmos::StoreError;
+
+/// A failed request: the status, and a `detail` that tells the caller what to fix. Internal
+/// failures keep their cause in the log and answer a generic detail, so nothing about the
+/// deployment (endpoints, keys, stack traces) ever reaches a caller.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub detail: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
+        ApiError { status, detail: detail.into() }
+    }
+    pub fn bad_request(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, detail)
+    }
+    pub fn not_found(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, detail)
+    }
+    pub fn conflict(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, detail)
+    }
+    pub fn unprocessable(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, detail)
+    }
+    /// Logs `cause` and answers 500 without it.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        tracing::error!(%cause, "internal error");
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "The server failed to complete the request; it has been logged.")
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Throttled => {
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, "The database is busy (request rate too large); retry in a moment.")
+            }
+            StoreError::Timeout => {
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, "The database did not answer in time; retry in a moment.")
+            }
+            StoreError::BadContinuation(why) => Self::bad_request(format!("continuationToken is not valid here: {why}")),
+            other => Self::internal(other),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({
+            "type": "about:blank",
+            "title": self.status.canonical_reason().unwrap_or("Error"),
+            "status": self.status.as_u16(),
+            "detail": self.detail,
+        });
+        let mut response = (self.status, body.to_string()).into_response();
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+        response
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

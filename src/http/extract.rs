@@ -1,0 +1,124 @@
+//! Extractors that turn every malformed request into a problem+json answer with a useful detail
+//! (axum's own rejections answer plain text).
+
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::http::header;
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+
+/// The largest request body accepted. The longest valid body (a post at the field limits) is far
+/// below it; anything bigger is refused before it is read whole.
+pub const MAX_BODY_BYTES: usize = 256 * 1024;
+
+/// The longest id accepted in a path: Cosmos allows 255 bytes.
+const MAX_ID_BYTES: usize = 255;
+
+/// A JSON request body, parsed strictly: the body types deny unknown fields, and every error
+/// names what is wrong.
+pub struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let is_json = request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.split(';').next())
+            .is_some_and(|mime| {
+                let mime = mime.trim();
+                mime.eq_ignore_ascii_case("application/json") || mime.to_ascii_lowercase().ends_with("+json")
+            });
+        if !is_json {
+            return Err(ApiError::new(
+                axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "The body must be JSON, sent with Content-Type: application/json.",
+            ));
+        }
+        let bytes = axum::body::Bytes::from_request(request, state).await.map_err(|rejection| {
+            ApiError::new(rejection.status(), format!("The request body could not be read: {}", rejection.body_text()))
+        })?;
+        serde_json::from_slice(&bytes)
+            .map(JsonBody)
+            .map_err(|error| ApiError::bad_request(format!("The request body is not valid: {error}.")))
+    }
+}
+
+/// The one id in a route (`{user_id}` or `{post_id}`), checked to be one Cosmos can store.
+pub struct Id(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for Id {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let Path(id) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|rejection| ApiError::bad_request(format!("The id in the path is not valid: {}", rejection.body_text())))?;
+        validate_id(&id).map_err(ApiError::bad_request)?;
+        Ok(Id(id))
+    }
+}
+
+/// Why `id` cannot be a Cosmos item id, if it cannot: Cosmos forbids `/ \ ? #` in ids (they
+/// break resource links), and we also refuse control characters and blank or over-long ids.
+pub fn validate_id(id: &str) -> Result<(), String> {
+    if id.trim().is_empty() {
+        return Err("The id must not be empty.".into());
+    }
+    if id.len() > MAX_ID_BYTES {
+        return Err(format!("The id must be at most {MAX_ID_BYTES} bytes long."));
+    }
+    if let Some(bad) = id.chars().find(|c| matches!(c, '/' | '\\' | '?' | '#') || c.is_control()) {
+        return Err(format!("The id must not contain {bad:?}: Cosmos DB cannot store ids with / \\ ? # or control characters."));
+    }
+    Ok(())
+}
+
+/// A query string parsed strictly into `T` (which denies unknown parameters).
+pub struct QueryParams<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Query(value)| QueryParams(value))
+            .map_err(|rejection| ApiError::bad_request(format!("The query string is not valid: {}", rejection.body_text())))
+    }
+}
+
+/// Checks one text field of a body: not blank, at most `max_chars` characters, and no control
+/// characters other than line breaks and tabs (allowed only where `multiline`).
+pub fn validate_text(field: &str, value: &str, max_chars: usize, multiline: bool) -> Result<(), ApiError> {
+    if value.trim().is_empty() {
+        return Err(ApiError::bad_request(format!("`{field}` must not be empty.")));
+    }
+    let chars = value.chars().count();
+    if chars > max_chars {
+        return Err(ApiError::bad_request(format!("`{field}` must be at most {max_chars} characters long; it has {chars}.")));
+    }
+    let allowed = |c: char| multiline && matches!(c, '\n' | '\r' | '\t');
+    if let Some(bad) = value.chars().find(|&c| c.is_control() && !allowed(c)) {
+        return Err(ApiError::bad_request(format!("`{field}` must not contain the control character {bad:?}.")));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::validate_id;
+
+    #[test]
+    fn ids_cosmos_cannot_store_are_refused() {
+        for bad in ["", "  ", "a/b", "a\\b", "a?b", "a#b", "a\u{0}b", "a\nb", &"x".repeat(256)] {
+            assert!(validate_id(bad).is_err(), "{bad:?} should be refused");
+        }
+        for good in ["0b7d6c1e-8a6f-4b6e-9f1e-2d3c4b5a6978", "like-u1", "é", &"x".repeat(255)] {
+            assert!(validate_id(good).is_ok(), "{good:?} should be accepted");
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! C4 (like a post) and Q5 (a post's likes).
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::Deserialize;
+
+use super::AppState;
+use super::extract::{Id, JsonBody, QueryParams, validate_id};
+use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
+use super::posts::{existing_author, post_not_found};
+use crate::cosmos::{Container, queries};
+use crate::error::{ApiError, ApiResult};
+use crate::model::{self, Like};
+use crate::scripts::{CounterOutcome, StoredProcedure};
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewLikeBody {
+    user_id: String,
+}
+
+/// C4: `POST /api/posts/{postId}/likes`. The stored procedure `createLike` creates the like
+/// and increments `likeCount` in one transaction; a user's second like on a post is 409 and
+/// changes nothing (the like's id is derived from the user).
+pub async fn create(
+    State(state): State<AppState>,
+    Id(post_id): Id,
+    JsonBody(body): JsonBody<NewLikeBody>,
+) -> ApiResult<(StatusCode, Json<Like>)> {
+    validate_id(&body.user_id).map_err(|why| ApiError::bad_request(format!("`userId` is not valid: {why}")))?;
+    let author = existing_author(&state, &body.user_id).await?;
+    let like = model::new_like(&post_id, &author, model::now());
+    let body = state.scripts.execute(StoredProcedure::CreateLike, &post_id, (&post_id, &like)).await?;
+    match CounterOutcome::<Like>::from_body(body)? {
+        CounterOutcome::Created(created) => Ok((StatusCode::CREATED, Json(created))),
+        CounterOutcome::PostNotFound => Err(post_not_found(&post_id)),
+        CounterOutcome::AlreadyLiked => Err(ApiError::conflict(format!(
+            "User {:?} already likes post {post_id:?}; a post is liked once per user.",
+            author.user_id
+        ))),
+    }
+}
+
+/// Q5: `GET /api/posts/{postId}/likes`, oldest first: one query on the post's partition.
+pub async fn list(
+    State(state): State<AppState>,
+    Id(post_id): Id,
+    QueryParams(params): QueryParams<ListParams>,
+) -> ApiResult<Json<ListPage<Like>>> {
+    const LIST: &str = "likes";
+    let page = params.page_request(LIST, &post_id, DEFAULT_PAGE_SIZE)?;
+    let found = state.store.query_page::<Like>(Container::Posts, &post_id, queries::post_likes(), page).await?;
+    Ok(Json(ListPage { items: found.items, continuation_token: wrap_token(found.continuation, LIST, &post_id) }))
+}

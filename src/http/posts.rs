@@ -1,0 +1,99 @@
+//! C2 (create, edit post) and Q2 (get post).
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use serde::Deserialize;
+
+use super::AppState;
+use super::extract::{Id, JsonBody, validate_id, validate_text};
+use crate::cosmos::{Container, StoreError};
+use crate::error::{ApiError, ApiResult};
+use crate::model::{self, Post, User};
+
+/// The longest title accepted, in characters.
+pub const MAX_TITLE_CHARS: usize = 200;
+/// The longest post content accepted, in characters: a post at every limit stays far below
+/// Cosmos DB's 2 MB item size.
+pub const MAX_CONTENT_CHARS: usize = 20_000;
+/// How often an edit is retried when a comment or like changed the post between its read and
+/// its write.
+const EDIT_ATTEMPTS: usize = 5;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewPostBody {
+    user_id: String,
+    title: String,
+    content: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EditPostBody {
+    title: String,
+    content: String,
+}
+
+fn validate_post_text(title: &str, content: &str) -> ApiResult<()> {
+    validate_text("title", title, MAX_TITLE_CHARS, false)?;
+    validate_text("content", content, MAX_CONTENT_CHARS, true)
+}
+
+/// C2 create: `POST /api/posts`. Reads the author once, to copy their username into the post
+/// (the article's V2 step): Q2 then needs no second read. An unknown author is 422: the request
+/// is well-formed but names a user that does not exist.
+pub async fn create(State(state): State<AppState>, JsonBody(body): JsonBody<NewPostBody>) -> ApiResult<impl IntoResponse> {
+    validate_id(&body.user_id).map_err(|why| ApiError::bad_request(format!("`userId` is not valid: {why}")))?;
+    validate_post_text(&body.title, &body.content)?;
+    let author = existing_author(&state, &body.user_id).await?;
+    let post = model::new_post(model::new_id(), &author, body.title, body.content, model::now());
+    state.store.create(Container::Posts, &post.post_id, &post).await?;
+    let location = format!("/api/posts/{}", post.id);
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(post)))
+}
+
+/// C2 edit: `PUT /api/posts/{postId}`. Read, change title and content, replace on the etag
+/// that was read: a comment or like landing in between moves a counter, and the edit is redone
+/// on the new version instead of writing the old count back.
+pub async fn edit(
+    State(state): State<AppState>,
+    Id(post_id): Id,
+    JsonBody(body): JsonBody<EditPostBody>,
+) -> ApiResult<Json<Post>> {
+    validate_post_text(&body.title, &body.content)?;
+    for _ in 0..EDIT_ATTEMPTS {
+        let current = state.store.read_versioned::<Post>(Container::Posts, &post_id, &post_id).await?;
+        let current =
+            current.filter(|found| found.item.item_type == model::ItemType::Post).ok_or_else(|| post_not_found(&post_id))?;
+        let edited = model::edited_post(current.item, body.title.clone(), body.content.clone());
+        match state.store.replace(Container::Posts, &post_id, &post_id, &edited, Some(&current.etag)).await {
+            Ok(()) => return Ok(Json(edited)),
+            Err(StoreError::PreconditionFailed) => continue,
+            Err(StoreError::NotFound) => return Err(post_not_found(&post_id)),
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "The post kept changing while it was being edited; retry in a moment."))
+}
+
+/// Q2: `GET /api/posts/{postId}`: one point read returns the post with its author's username
+/// and both counters, all kept on the post itself.
+pub async fn get(State(state): State<AppState>, Id(post_id): Id) -> ApiResult<Json<Post>> {
+    let post = state.store.read::<Post>(Container::Posts, &post_id, &post_id).await?;
+    post.filter(|post| post.item_type == model::ItemType::Post).map(Json).ok_or_else(|| post_not_found(&post_id))
+}
+
+/// The user who writes a post, comment or like; 422 when there is no such user.
+pub async fn existing_author(state: &AppState, user_id: &str) -> ApiResult<User> {
+    state
+        .store
+        .read::<User>(Container::Users, user_id, user_id)
+        .await?
+        .ok_or_else(|| ApiError::unprocessable(format!("`userId` {user_id:?} names no existing user; create the user first.")))
+}
+
+pub fn post_not_found(post_id: &str) -> ApiError {
+    ApiError::not_found(format!("There is no post with id {post_id:?}."))
+}

@@ -1,0 +1,73 @@
+//! C1 (create, edit user), Q1 (get user) and Q3 (a user's posts).
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use serde::Deserialize;
+
+use super::AppState;
+use super::extract::{Id, JsonBody, QueryParams, validate_text};
+use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
+use crate::cosmos::{Container, queries};
+use crate::error::{ApiError, ApiResult};
+use crate::model::{self, Post, User};
+
+/// The longest username accepted, in characters.
+pub const MAX_USERNAME_CHARS: usize = 64;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserBody {
+    username: String,
+}
+
+impl UserBody {
+    fn username(self) -> ApiResult<String> {
+        validate_text("username", &self.username, MAX_USERNAME_CHARS, false)?;
+        Ok(self.username)
+    }
+}
+
+/// C1 create: `POST /api/users`.
+pub async fn create(State(state): State<AppState>, JsonBody(body): JsonBody<UserBody>) -> ApiResult<impl IntoResponse> {
+    let user = model::new_user(model::new_id(), body.username()?);
+    state.store.create(Container::Users, &user.user_id, &user).await?;
+    let location = format!("/api/users/{}", user.id);
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(user)))
+}
+
+/// C1 edit: `PUT /api/users/{userId}`. One replace: it fails with 404 when the user does not
+/// exist, so no read is needed. The new name reaches the user's posts, comments, likes and
+/// post copies through the change feed.
+pub async fn edit(State(state): State<AppState>, Id(user_id): Id, JsonBody(body): JsonBody<UserBody>) -> ApiResult<Json<User>> {
+    let user = model::new_user(user_id.clone(), body.username()?);
+    match state.store.replace(Container::Users, &user_id, &user_id, &user, None).await {
+        Ok(()) => Ok(Json(user)),
+        Err(crate::cosmos::StoreError::NotFound) => Err(user_not_found(&user_id)),
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// Q1: `GET /api/users/{userId}`, one point read.
+pub async fn get(State(state): State<AppState>, Id(user_id): Id) -> ApiResult<Json<User>> {
+    let user = state.store.read::<User>(Container::Users, &user_id, &user_id).await?;
+    user.map(Json).ok_or_else(|| user_not_found(&user_id))
+}
+
+/// Q3: `GET /api/users/{userId}/posts`, newest first: one query on the user's own partition of
+/// `users`, which holds the short copies of their posts.
+pub async fn list_posts(
+    State(state): State<AppState>,
+    Id(user_id): Id,
+    QueryParams(params): QueryParams<ListParams>,
+) -> ApiResult<Json<ListPage<Post>>> {
+    const LIST: &str = "userPosts";
+    let page = params.page_request(LIST, &user_id, DEFAULT_PAGE_SIZE)?;
+    let found = state.store.query_page::<Post>(Container::Users, &user_id, queries::user_posts(), page).await?;
+    Ok(Json(ListPage { items: found.items, continuation_token: wrap_token(found.continuation, LIST, &user_id) }))
+}
+
+pub fn user_not_found(user_id: &str) -> ApiError {
+    ApiError::not_found(format!("There is no user with id {user_id:?}."))
+}

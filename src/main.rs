@@ -1,0 +1,65 @@
+//! `handler`: the executable the Azure Functions host starts (see `host.json`), and the one
+//! `cargo run` starts locally on the embedded store.
+
+use std::process::ExitCode;
+
+use blog::config::{Backend, Config};
+use tracing_subscriber::EnvFilter;
+
+/// The SDK logs every request at `info`; our own per-request line says what matters.
+const DEFAULT_LOG_FILTER: &str = "info,azure_core=warn,azure_data_cosmos=warn,azure_data_cosmos_driver=warn";
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let under_host = std::env::var_os("FUNCTIONS_CUSTOMHANDLER_PORT").is_some();
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG_FILTER)))
+        // The host captures stdout into its own log stream, where colour codes are noise.
+        .with_ansi(!under_host && std::env::var_os("NO_COLOR").is_none())
+        .init();
+
+    match run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!("{error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), String> {
+    let config = Config::from_env()?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|error| format!("cannot listen on {}: {error}", config.listen))?;
+    let state = blog::connect(&config).await.map_err(|error| format!("cannot open the store: {error}"))?;
+    match &config.backend {
+        Backend::Embedded { data_dir } => {
+            tracing::info!(data = %data_dir.display(), "embedded store (the SDK's in-memory emulator, journaled to disk)")
+        }
+        Backend::ConnectionString(_) => {
+            tracing::info!("Cosmos DB account from the {} connection string", blog::config::CONNECTION_SETTING)
+        }
+        Backend::Endpoint { endpoint, .. } => tracing::info!(%endpoint, "Cosmos DB account with Entra ID"),
+    }
+    let address = listener.local_addr().map_err(|error| format!("cannot read the bound address: {error}"))?;
+    tracing::info!("serving on http://{address}/api");
+    blog::serve(listener, state, shutdown_signal()).await.map_err(|error| format!("server failed: {error}"))
+}
+
+/// Ctrl-C locally; SIGTERM from the host when it recycles the worker.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        if let Ok(mut signal) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            signal.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! { () = ctrl_c => {}, () = terminate => {} }
+    tracing::info!("shutting down");
+}

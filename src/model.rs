@@ -1,0 +1,233 @@
+//! The article's final (V3) items, and the rules that derive one item from another.
+//!
+//! Everything here is plain data and pure functions: no I/O, so every denormalization rule can
+//! be tested on its own. The HTTP handlers, the scripts and the change-feed functions apply
+//! these rules; none of them invents its own.
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+/// How many characters of a post's `content` its short form (the copies in `users` and `feed`,
+/// served by Q3 and Q6) keeps. Counted in Unicode scalar values, so a cut never splits one.
+pub const SHORT_CONTENT_CHARS: usize = 200;
+
+/// The partition key value of every item in `feed`: the article partitions it by `type`, so the
+/// whole feed is one logical partition that Q6 reads with one query.
+pub const FEED_PARTITION: &str = "post";
+
+/// The `type` discriminator the article puts on every item; containers hold several types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ItemType {
+    User,
+    Post,
+    Comment,
+    Like,
+}
+
+/// A user, in `users` (partition `/userId`, which equals `id`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct User {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub item_type: ItemType,
+    pub user_id: String,
+    pub username: String,
+}
+
+/// A post in `posts` (partition `/postId`, which equals `id`). Its short form, with the same
+/// fields, is copied into `users` (partition `/userId`) and `feed` (partition `/type`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Post {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub item_type: ItemType,
+    pub post_id: String,
+    pub user_id: String,
+    pub user_username: String,
+    pub title: String,
+    pub content: String,
+    pub comment_count: u64,
+    pub like_count: u64,
+    pub creation_date: String,
+}
+
+/// A comment, in its post's partition of `posts`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Comment {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub item_type: ItemType,
+    pub post_id: String,
+    pub user_id: String,
+    pub user_username: String,
+    pub content: String,
+    pub creation_date: String,
+}
+
+/// A like, in its post's partition of `posts`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Like {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub item_type: ItemType,
+    pub post_id: String,
+    pub user_id: String,
+    pub user_username: String,
+    pub creation_date: String,
+}
+
+/// A new random item id. Ids are strings in the article; a UUID never needs escaping in a
+/// Cosmos resource link.
+pub fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// `creationDate`: RFC 3339, UTC, millisecond precision. The fixed width makes the string order
+/// the time order, so Cosmos can sort by it as a string.
+pub fn creation_date(now: OffsetDateTime) -> String {
+    let now = now.to_offset(time::UtcOffset::UTC);
+    let millis = now.millisecond();
+    let whole = now.replace_nanosecond(0).expect("zero nanoseconds is valid");
+    let text = whole.format(&Rfc3339).expect("a UTC date formats as RFC 3339");
+    // `text` ends in "Z" with no fraction; insert exactly three digits.
+    format!("{}.{millis:03}Z", text.trim_end_matches('Z'))
+}
+
+/// The current time as a `creationDate`.
+pub fn now() -> String {
+    creation_date(OffsetDateTime::now_utc())
+}
+
+pub fn new_user(id: String, username: String) -> User {
+    User { user_id: id.clone(), id, item_type: ItemType::User, username }
+}
+
+/// C2 create: counters start at zero and the author's current username is copied in, so that
+/// Q2 needs no second read.
+pub fn new_post(id: String, author: &User, title: String, content: String, creation_date: String) -> Post {
+    Post {
+        post_id: id.clone(),
+        id,
+        item_type: ItemType::Post,
+        user_id: author.user_id.clone(),
+        user_username: author.username.clone(),
+        title,
+        content,
+        comment_count: 0,
+        like_count: 0,
+        creation_date,
+    }
+}
+
+/// C2 edit: title and content change; author, counters and creation date never do.
+pub fn edited_post(post: Post, title: String, content: String) -> Post {
+    Post { title, content, ..post }
+}
+
+/// The short form of a post that `users` and `feed` hold: the same item with its content cut to
+/// [`SHORT_CONTENT_CHARS`]. One document serves both containers: it carries `userId` (the
+/// partition key of `users`) and `type` = "post" (the partition key of `feed`).
+pub fn short_post(post: &Post) -> Post {
+    Post { content: truncate_chars(&post.content, SHORT_CONTENT_CHARS).to_owned(), ..post.clone() }
+}
+
+pub fn new_comment(id: String, post_id: &str, author: &User, content: String, creation_date: String) -> Comment {
+    Comment {
+        id,
+        item_type: ItemType::Comment,
+        post_id: post_id.to_owned(),
+        user_id: author.user_id.clone(),
+        user_username: author.username.clone(),
+        content,
+        creation_date,
+    }
+}
+
+/// The id of a user's like on a post. Deterministic, so that a second like by the same user is
+/// a conflict on create inside the post's partition: the store itself forbids double likes.
+pub fn like_id(user_id: &str) -> String {
+    format!("like-{user_id}")
+}
+
+pub fn new_like(post_id: &str, author: &User, creation_date: String) -> Like {
+    Like {
+        id: like_id(&author.user_id),
+        item_type: ItemType::Like,
+        post_id: post_id.to_owned(),
+        user_id: author.user_id.clone(),
+        user_username: author.username.clone(),
+        creation_date,
+    }
+}
+
+/// The longest prefix of `text` with at most `max_chars` characters.
+pub fn truncate_chars(text: &str, max_chars: usize) -> &str {
+    match text.char_indices().nth(max_chars) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    fn alice() -> User {
+        new_user("u1".into(), "alice".into())
+    }
+
+    #[test]
+    fn creation_date_has_milliseconds_and_sorts_as_text() {
+        assert_eq!(creation_date(datetime!(2026-11-22 06:05:04.007 UTC)), "2026-11-22T06:05:04.007Z");
+        assert_eq!(creation_date(datetime!(2026-11-22 06:05:04 UTC)), "2026-11-22T06:05:04.000Z");
+        assert_eq!(creation_date(datetime!(2026-11-22 08:05:04.999_9 +02:00)), "2026-11-22T06:05:04.999Z");
+        assert!(creation_date(datetime!(2026-11-22 06:05:04.010 UTC)) > creation_date(datetime!(2026-11-22 06:05:04.009 UTC)));
+    }
+
+    #[test]
+    fn new_post_copies_the_author_and_starts_counters_at_zero() {
+        let post = new_post("p1".into(), &alice(), "t".into(), "c".into(), "d".into());
+        assert_eq!((post.id.as_str(), post.post_id.as_str()), ("p1", "p1"));
+        assert_eq!((post.user_id.as_str(), post.user_username.as_str()), ("u1", "alice"));
+        assert_eq!((post.comment_count, post.like_count), (0, 0));
+    }
+
+    #[test]
+    fn an_edit_keeps_author_counters_and_date() {
+        let mut post = new_post("p1".into(), &alice(), "t".into(), "c".into(), "d".into());
+        post.comment_count = 3;
+        post.like_count = 5;
+        let edited = edited_post(post.clone(), "t2".into(), "c2".into());
+        assert_eq!(edited, Post { title: "t2".into(), content: "c2".into(), ..post });
+    }
+
+    #[test]
+    fn short_post_cuts_content_on_a_character_boundary() {
+        let long = "é".repeat(SHORT_CONTENT_CHARS + 10);
+        let post = new_post("p1".into(), &alice(), "t".into(), long, "d".into());
+        let short = short_post(&post);
+        assert_eq!(short.content.chars().count(), SHORT_CONTENT_CHARS);
+        assert_eq!(Post { content: post.content.clone(), ..short }, post);
+        assert_eq!(truncate_chars("abc", 5), "abc");
+        assert_eq!(truncate_chars("a😀b", 2), "a😀");
+    }
+
+    #[test]
+    fn items_serialize_in_the_article_shape() {
+        let like = new_like("p1", &alice(), "2026-01-01T00:00:00.000Z".into());
+        assert_eq!(
+            serde_json::to_value(&like).unwrap(),
+            serde_json::json!({"id": "like-u1", "type": "like", "postId": "p1", "userId": "u1",
+                "userUsername": "alice", "creationDate": "2026-01-01T00:00:00.000Z"})
+        );
+        let user = serde_json::to_value(alice()).unwrap();
+        assert_eq!(user, serde_json::json!({"id": "u1", "type": "user", "userId": "u1", "username": "alice"}));
+    }
+}

@@ -1,0 +1,51 @@
+/**
+ * C4, the article's stored procedure `createLike`, on `posts`, executed in the partition of the
+ * liked post (partition key = postId).
+ *
+ * Creates the like and increments the post's `likeCount` in ONE transaction.
+ *
+ * Changed from the article's version:
+ * - a like's id is derived from the user (`like-<userId>`), so a second like by the same user
+ *   fails to create with 409; the counter is moved only after the create succeeded, so a
+ *   double like changes nothing and answers {outcome: "alreadyLiked"};
+ * - a missing post answers {outcome: "postNotFound"} instead of throwing;
+ * - the like must already belong to this post, and every call checks `isAccepted`.
+ * ES5 only: it also runs on Cosmos DB's own JavaScript engine.
+ */
+function createLike(postId, like) {
+    var collection = getContext().getCollection();
+    var response = getContext().getResponse();
+
+    if (!like || like.type !== "like" || like.postId !== postId) {
+        throw new Error("createLike: the like must have type 'like' and postId '" + postId + "'");
+    }
+
+    accepted(collection.readDocument(collection.getAltLink() + "/docs/" + postId, function (err, post) {
+        if (err && err.number === 404) {
+            response.setBody({ outcome: "postNotFound" });
+            return;
+        }
+        if (err) throw err;
+        if (post.type !== "post") {
+            response.setBody({ outcome: "postNotFound" });
+            return;
+        }
+
+        accepted(collection.createDocument(collection.getSelfLink(), like, function (err, created) {
+            if (err && err.number === 409) {
+                response.setBody({ outcome: "alreadyLiked" });
+                return;
+            }
+            if (err) throw err;
+            post.likeCount = (post.likeCount || 0) + 1;
+            accepted(collection.replaceDocument(post._self, post, function (err) {
+                if (err) throw err;
+                response.setBody({ outcome: "created", item: created });
+            }));
+        }));
+    }));
+
+    function accepted(isAccepted) {
+        if (!isAccepted) throw new Error("createLike: the database did not accept the operation; nothing was written");
+    }
+}

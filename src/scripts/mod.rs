@@ -1,0 +1,153 @@
+//! The article's server-side JavaScript, and who runs it.
+//!
+//! The `.js` files beside this module are the scripts Bicep deploys to Cosmos DB. Where the
+//! backend cannot run them (the embedded store, the Linux emulator), [`InProcessScripts`] runs
+//! the very same files in an embedded JavaScript engine, committing their writes as one
+//! transactional batch. Both are a [`ScriptExecutor`], so the handlers never know which ran.
+
+pub mod engine;
+mod in_process;
+
+use async_trait::async_trait;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::cosmos::{Container, StoreError};
+use crate::error::ApiError;
+
+pub use in_process::InProcessScripts;
+
+/// The stored procedures of the model, each deployed on one container.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoredProcedure {
+    /// C3: create a comment and increment the post's `commentCount`.
+    CreateComment,
+    /// C4: create a like and increment the post's `likeCount`.
+    CreateLike,
+}
+
+impl StoredProcedure {
+    pub const ALL: [StoredProcedure; 2] = [Self::CreateComment, Self::CreateLike];
+
+    /// The script's id in Cosmos DB, which is also its function's name and its file's stem.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::CreateComment => "createComment",
+            Self::CreateLike => "createLike",
+        }
+    }
+
+    /// The JavaScript source, compiled into the binary from the file Bicep deploys.
+    pub fn source(self) -> &'static str {
+        match self {
+            Self::CreateComment => include_str!("createComment.js"),
+            Self::CreateLike => include_str!("createLike.js"),
+        }
+    }
+
+    /// The container the procedure is registered on.
+    pub fn container(self) -> Container {
+        match self {
+            Self::CreateComment | Self::CreateLike => Container::Posts,
+        }
+    }
+
+    pub fn script(self) -> Script {
+        Script { name: self.name(), source: self.source(), container: self.container() }
+    }
+}
+
+/// A server-side script: its function's name, its source, and the container it runs on.
+#[derive(Clone, Copy, Debug)]
+pub struct Script {
+    pub name: &'static str,
+    pub source: &'static str,
+    pub container: Container,
+}
+
+/// Why a script produced no result. Nothing it wrote was committed.
+#[derive(Debug)]
+pub enum ScriptError {
+    /// The script threw, or was stopped (time or memory); the message says why.
+    Failed(String),
+    /// The script kept conflicting with concurrent writers and was given up.
+    Contention,
+    Store(StoreError),
+}
+
+impl std::fmt::Display for ScriptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Failed(message) => write!(f, "the script failed: {message}"),
+            Self::Contention => f.write_str("the script conflicted with concurrent writes too often"),
+            Self::Store(error) => write!(f, "{error}"),
+        }
+    }
+}
+
+impl From<StoreError> for ScriptError {
+    fn from(error: StoreError) -> Self {
+        ScriptError::Store(error)
+    }
+}
+
+impl From<ScriptError> for ApiError {
+    fn from(error: ScriptError) -> Self {
+        match error {
+            ScriptError::Store(error) => error.into(),
+            ScriptError::Contention => ApiError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "Too many concurrent changes to this post; retry in a moment.",
+            ),
+            failed @ ScriptError::Failed(_) => ApiError::internal(failed),
+        }
+    }
+}
+
+/// Runs a stored procedure in one logical partition and returns the body it set.
+#[async_trait]
+pub trait ScriptExecutor: Send + Sync {
+    async fn execute_json(&self, procedure: StoredProcedure, partition_key: &str, args: Vec<Value>)
+    -> Result<Value, ScriptError>;
+}
+
+impl dyn ScriptExecutor {
+    /// [`ScriptExecutor::execute_json`] with the arguments given as a tuple of serializable values.
+    pub async fn execute(
+        &self,
+        procedure: StoredProcedure,
+        partition_key: &str,
+        args: impl Serialize,
+    ) -> Result<Value, ScriptError> {
+        let args = match serde_json::to_value(args) {
+            Ok(Value::Array(args)) => args,
+            Ok(single) => vec![single],
+            Err(error) => return Err(ScriptError::Failed(format!("arguments do not serialize: {error}"))),
+        };
+        self.execute_json(procedure, partition_key, args).await
+    }
+}
+
+/// What `createComment` and `createLike` answer in their response body.
+#[derive(Debug, PartialEq)]
+pub enum CounterOutcome<T> {
+    Created(T),
+    PostNotFound,
+    AlreadyLiked,
+}
+
+impl<T: DeserializeOwned> CounterOutcome<T> {
+    pub fn from_body(body: Value) -> Result<Self, ScriptError> {
+        let unexpected = || ScriptError::Failed(format!("unexpected script response: {body}"));
+        match body.get("outcome").and_then(Value::as_str) {
+            Some("created") => {
+                let item = body.get("item").cloned().ok_or_else(unexpected)?;
+                serde_json::from_value(item).map(CounterOutcome::Created).map_err(|_| unexpected())
+            }
+            Some("postNotFound") => Ok(CounterOutcome::PostNotFound),
+            Some("alreadyLiked") => Ok(CounterOutcome::AlreadyLiked),
+            _ => Err(unexpected()),
+        }
+    }
+}

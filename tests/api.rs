@@ -1,0 +1,236 @@
+//! Every request of the article's table through HTTP, on the embedded store.
+
+mod common;
+
+use common::TestApp;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+fn is_creation_date(value: &Value) -> bool {
+    let text = value.as_str().unwrap_or_default();
+    // 2026-11-22T06:05:04.007Z: RFC 3339, UTC, milliseconds.
+    text.len() == 24
+        && text.ends_with('Z')
+        && text.as_bytes()[19] == b'.'
+        && time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).is_ok()
+}
+
+#[tokio::test]
+async fn c1_and_q1_create_edit_and_get_a_user() {
+    let app = TestApp::start().await;
+
+    let created = app.post("/api/users", json!({"username": "alice"})).await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    let id = created.body["id"].as_str().unwrap().to_owned();
+    assert_eq!(created.body, json!({"id": id, "type": "user", "userId": id, "username": "alice"}));
+    assert_eq!(created.header("location"), Some(format!("/api/users/{id}").as_str()));
+
+    let read = app.get(&format!("/api/users/{id}")).await;
+    assert_eq!(read.status, StatusCode::OK);
+    assert_eq!(read.body, created.body);
+    assert_eq!(read.operations(), 1, "Q1 is one point read");
+
+    let edited = app.put(&format!("/api/users/{id}"), json!({"username": "alice2"})).await;
+    assert_eq!(edited.status, StatusCode::OK);
+    assert_eq!(edited.body["username"], "alice2");
+    assert_eq!(app.get(&format!("/api/users/{id}")).await.body["username"], "alice2");
+
+    app.put("/api/users/nobody", json!({"username": "x"})).await.problem(404);
+    app.get("/api/users/nobody").await.problem(404);
+}
+
+#[tokio::test]
+async fn c2_and_q2_create_edit_and_get_a_post() {
+    let app = TestApp::start().await;
+    let author = app.user("alice").await;
+
+    let created = app.post("/api/posts", json!({"userId": author, "title": "Hello", "content": "First post."})).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    let post = created.body.clone();
+    let id = post["id"].as_str().unwrap().to_owned();
+    assert_eq!(created.header("location"), Some(format!("/api/posts/{id}").as_str()));
+    assert_eq!(post["type"], "post");
+    assert_eq!(post["postId"], id.as_str());
+    assert_eq!(post["userId"], author.as_str());
+    assert_eq!(post["userUsername"], "alice");
+    assert_eq!((post["commentCount"].clone(), post["likeCount"].clone()), (json!(0), json!(0)));
+    assert!(is_creation_date(&post["creationDate"]), "{}", post["creationDate"]);
+    let fields: Vec<&str> = post.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(fields.len(), 10, "exactly the article's post fields: {fields:?}");
+
+    let read = app.get(&format!("/api/posts/{id}")).await;
+    assert_eq!(read.status, StatusCode::OK);
+    assert_eq!(read.body, post);
+    assert_eq!(read.operations(), 1, "Q2 is one point read");
+    assert!(read.charge() > 0.0);
+
+    // An edit changes title and content only; counters stay what the scripts made them.
+    let commenter = app.user("bob").await;
+    app.post(&format!("/api/posts/{id}/comments"), json!({"userId": commenter, "content": "Nice"})).await;
+    let edited = app.put(&format!("/api/posts/{id}"), json!({"title": "Hello again", "content": "Edited."})).await;
+    assert_eq!(edited.status, StatusCode::OK, "{}", edited.body);
+    assert_eq!(edited.body["title"], "Hello again");
+    assert_eq!(edited.body["content"], "Edited.");
+    assert_eq!(edited.body["commentCount"], 1);
+    assert_eq!(edited.body["creationDate"], post["creationDate"]);
+    assert_eq!(edited.body["userUsername"], "alice");
+    assert_eq!(app.get(&format!("/api/posts/{id}")).await.body, edited.body);
+
+    app.put("/api/posts/missing", json!({"title": "t", "content": "c"})).await.problem(404);
+    app.get("/api/posts/missing").await.problem(404);
+    let detail = app.post("/api/posts", json!({"userId": "ghost", "title": "t", "content": "c"})).await.problem(422);
+    assert!(detail.contains("ghost"), "{detail}");
+}
+
+#[tokio::test]
+async fn c3_and_q4_comment_and_list_comments_oldest_first() {
+    let app = TestApp::start().await;
+    let author = app.user("alice").await;
+    let commenter = app.user("bob").await;
+    let post = app.post_by(&author, "Hello").await;
+
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        let comment = app
+            .post(&format!("/api/posts/{post}/comments"), json!({"userId": commenter, "content": format!("comment {n}")}))
+            .await;
+        assert_eq!(comment.status, StatusCode::CREATED, "{}", comment.body);
+        assert_eq!(comment.body["type"], "comment");
+        assert_eq!(comment.body["postId"], post.as_str());
+        assert_eq!(comment.body["userId"], commenter.as_str());
+        assert_eq!(comment.body["userUsername"], "bob");
+        assert!(is_creation_date(&comment.body["creationDate"]));
+        assert_eq!(comment.body.as_object().unwrap().len(), 7, "exactly the article's comment fields: {}", comment.body);
+        ids.push(comment.body["id"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(app.get(&format!("/api/posts/{post}")).await.body["commentCount"], 3);
+
+    let list = app.get(&format!("/api/posts/{post}/comments")).await;
+    assert_eq!(list.status, StatusCode::OK);
+    assert_eq!(list.operations(), 1, "Q4 is one single-partition query");
+    let listed: Vec<&str> = list.body["items"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(listed, ids, "oldest first");
+    assert_eq!(list.body["continuationToken"], Value::Null);
+
+    app.post("/api/posts/missing/comments", json!({"userId": commenter, "content": "x"})).await.problem(404);
+    app.post(&format!("/api/posts/{post}/comments"), json!({"userId": "ghost", "content": "x"})).await.problem(422);
+    assert_eq!(app.get(&format!("/api/posts/{post}")).await.body["commentCount"], 3, "refused comments are not counted");
+}
+
+#[tokio::test]
+async fn c4_and_q5_like_once_and_list_likes() {
+    let app = TestApp::start().await;
+    let author = app.user("alice").await;
+    let fan = app.user("bob").await;
+    let post = app.post_by(&author, "Hello").await;
+
+    let like = app.post(&format!("/api/posts/{post}/likes"), json!({"userId": fan})).await;
+    assert_eq!(like.status, StatusCode::CREATED, "{}", like.body);
+    assert_eq!(like.body["type"], "like");
+    assert_eq!(like.body["userUsername"], "bob");
+    assert_eq!(like.body.as_object().unwrap().len(), 6, "exactly the article's like fields: {}", like.body);
+
+    let again = app.post(&format!("/api/posts/{post}/likes"), json!({"userId": fan})).await;
+    again.problem(409);
+    assert_eq!(app.get(&format!("/api/posts/{post}")).await.body["likeCount"], 1, "a second like does not count");
+
+    let list = app.get(&format!("/api/posts/{post}/likes")).await;
+    assert_eq!(list.status, StatusCode::OK);
+    assert_eq!(list.operations(), 1, "Q5 is one single-partition query");
+    assert_eq!(list.body["items"], json!([like.body]));
+
+    app.post("/api/posts/missing/likes", json!({"userId": fan})).await.problem(404);
+}
+
+#[tokio::test]
+async fn q3_and_q6_read_the_copies_and_are_one_query_each() {
+    let app = TestApp::start().await;
+    let author = app.user("alice").await;
+
+    let posts = app.get(&format!("/api/users/{author}/posts")).await;
+    assert_eq!(posts.status, StatusCode::OK);
+    assert_eq!(posts.operations(), 1, "Q3 is one single-partition query");
+    assert!(posts.body["items"].is_array());
+
+    let feed = app.get("/api/feed?limit=5").await;
+    assert_eq!(feed.status, StatusCode::OK);
+    assert_eq!(feed.operations(), 1, "Q6 is one single-partition query");
+    assert!(feed.body["items"].is_array());
+    assert!(feed.body.as_object().unwrap().contains_key("continuationToken"));
+}
+
+#[tokio::test]
+async fn lists_page_with_continuation_tokens() {
+    let app = TestApp::start().await;
+    let author = app.user("alice").await;
+    let post = app.post_by(&author, "Popular").await;
+    let other_post = app.post_by(&author, "Other").await;
+    let mut created = Vec::new();
+    for n in 0..23 {
+        let answer =
+            app.post(&format!("/api/posts/{post}/comments"), json!({"userId": author, "content": format!("c{n}")})).await;
+        created.push(answer.body["id"].as_str().unwrap().to_owned());
+    }
+
+    let mut seen = Vec::new();
+    let mut token: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let mut path = format!("/api/posts/{post}/comments?limit=10");
+        if let Some(token) = &token {
+            path.push_str(&format!("&continuationToken={}", urlencode(token)));
+        }
+        let page = app.get(&path).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+        assert_eq!(page.operations(), 1, "one query per page");
+        let items = page.body["items"].as_array().unwrap();
+        assert!(items.len() <= 10);
+        seen.extend(items.iter().map(|c| c["id"].as_str().unwrap().to_owned()));
+        pages += 1;
+        match page.body["continuationToken"].as_str() {
+            Some(next) => token = Some(next.to_owned()),
+            None => break,
+        }
+        assert!(pages < 10, "paging must end");
+    }
+    assert_eq!(seen, created, "every comment exactly once, oldest first");
+    assert!(pages >= 3);
+
+    // A token is refused anywhere but its own list, and when forged.
+    let first = app.get(&format!("/api/posts/{post}/comments?limit=10")).await;
+    let token = first.body["continuationToken"].as_str().unwrap().to_owned();
+    app.get(&format!("/api/posts/{other_post}/comments?continuationToken={}", urlencode(&token))).await.problem(400);
+    app.get(&format!("/api/posts/{post}/likes?continuationToken={}", urlencode(&token))).await.problem(400);
+    app.get(&format!("/api/posts/{post}/comments?continuationToken=forged")).await.problem(400);
+    app.get(&format!("/api/posts/{post}/comments?limit=0")).await.problem(400);
+    app.get(&format!("/api/posts/{post}/comments?limit=101")).await.problem(400);
+    app.get("/api/feed?limit=abc").await.problem(400);
+    app.get("/api/feed?color=red").await.problem(400);
+}
+
+fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn every_response_reports_its_cosmos_cost() {
+    let app = TestApp::start().await;
+    let created = app.post("/api/users", json!({"username": "alice"})).await;
+    assert_eq!(created.operations(), 1, "C1 create is one write");
+    assert!(created.charge() > 0.0);
+    let missing = app.get("/api/nothing-here").await;
+    assert_eq!(missing.operations(), 0);
+    assert_eq!(missing.charge(), 0.0);
+}
+
+#[tokio::test]
+async fn readiness_answers_the_host() {
+    let app = TestApp::start().await;
+    assert_eq!(app.get("/").await.status, StatusCode::OK);
+    let _ = Method::GET;
+}

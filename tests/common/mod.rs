@@ -1,0 +1,146 @@
+//! A running handler on the embedded store, and a small HTTP client for it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use blog::config::{Backend, Config};
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub data_dir: PathBuf,
+    stop: Option<oneshot::Sender<()>>,
+    server: Option<JoinHandle<()>>,
+    _temp: Option<tempfile::TempDir>,
+}
+
+/// A response, read whole.
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+}
+
+impl Answer {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|value| value.to_str().ok())
+    }
+    pub fn operations(&self) -> u64 {
+        self.header("x-cosmos-operations").expect("x-cosmos-operations is on every response").parse().unwrap()
+    }
+    pub fn charge(&self) -> f64 {
+        self.header("x-ms-request-charge").expect("x-ms-request-charge is on every response").parse().unwrap()
+    }
+    /// Asserts a problem+json answer with `status` and a non-empty detail, and returns the detail.
+    pub fn problem(&self, status: u16) -> String {
+        assert_eq!(self.status.as_u16(), status, "body: {}", self.body);
+        assert_eq!(self.header("content-type"), Some("application/problem+json"), "body: {}", self.body);
+        assert_eq!(self.body["status"], status);
+        let detail = self.body["detail"].as_str().expect("a problem has a detail").to_owned();
+        assert!(!detail.is_empty());
+        detail
+    }
+}
+
+impl TestApp {
+    /// A handler on a fresh, empty data directory.
+    pub async fn start() -> TestApp {
+        let temp = tempfile::tempdir().unwrap();
+        let mut app = Self::start_in(temp.path()).await;
+        app._temp = Some(temp);
+        app
+    }
+
+    /// A handler on the data directory `dir` (which may hold earlier data).
+    pub async fn start_in(dir: &Path) -> TestApp {
+        let config = Config {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            backend: Backend::Embedded { data_dir: dir.to_owned() },
+            database: "blog".into(),
+            create_containers: true,
+        };
+        let state = blog::connect(&config).await.expect("the embedded store opens");
+        let listener = tokio::net::TcpListener::bind(config.listen).await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let server = tokio::spawn(async move {
+            blog::serve(listener, state, async move {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+        });
+        TestApp {
+            base,
+            client: reqwest::Client::new(),
+            data_dir: dir.to_owned(),
+            stop: Some(stop),
+            server: Some(server),
+            _temp: None,
+        }
+    }
+
+    /// Stops serving and waits until the server has let go of the store.
+    pub async fn stop(mut self) -> Option<tempfile::TempDir> {
+        self.stop.take().unwrap().send(()).unwrap();
+        self.server.take().unwrap().await.unwrap();
+        self._temp.take()
+    }
+
+    pub async fn send(&self, method: Method, path: &str, body: Option<Value>) -> Answer {
+        let mut request = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        read(request.send().await.unwrap()).await
+    }
+
+    pub async fn raw(&self, method: Method, path: &str, content_type: Option<&str>, body: &str) -> Answer {
+        let mut request = self.client.request(method, format!("{}{path}", self.base)).body(body.to_owned());
+        if let Some(content_type) = content_type {
+            request = request.header("content-type", content_type);
+        }
+        read(request.send().await.unwrap()).await
+    }
+
+    pub async fn get(&self, path: &str) -> Answer {
+        self.send(Method::GET, path, None).await
+    }
+    pub async fn post(&self, path: &str, body: Value) -> Answer {
+        self.send(Method::POST, path, Some(body)).await
+    }
+    pub async fn put(&self, path: &str, body: Value) -> Answer {
+        self.send(Method::PUT, path, Some(body)).await
+    }
+
+    /// Creates a user and returns its id.
+    pub async fn user(&self, username: &str) -> String {
+        let answer = self.post("/api/users", serde_json::json!({"username": username})).await;
+        assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+        answer.body["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Creates a post by `user_id` and returns its id.
+    pub async fn post_by(&self, user_id: &str, title: &str) -> String {
+        let answer =
+            self.post("/api/posts", serde_json::json!({"userId": user_id, "title": title, "content": "Some content."})).await;
+        assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+        answer.body["id"].as_str().unwrap().to_owned()
+    }
+}
+
+pub async fn read(response: reqwest::Response) -> Answer {
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = response.bytes().await.unwrap();
+    let body = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()))
+    };
+    Answer { status, headers, body }
+}

@@ -1,0 +1,86 @@
+//! C3 and C4 are atomic also under concurrency: the counter and the items always agree.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::TestApp;
+use reqwest::StatusCode;
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_concurrent_comments_are_all_counted() {
+    let app = Arc::new(TestApp::start().await);
+    let author = app.user("alice").await;
+    let post = app.post_by(&author, "Popular").await;
+
+    let mut tasks = Vec::new();
+    for n in 0..50 {
+        let (app, post, author) = (app.clone(), post.clone(), author.clone());
+        tasks.push(tokio::spawn(async move {
+            app.post(&format!("/api/posts/{post}/comments"), json!({"userId": author, "content": format!("comment {n}")}))
+                .await
+                .status
+        }));
+    }
+    for task in tasks {
+        assert_eq!(task.await.unwrap(), StatusCode::CREATED);
+    }
+
+    assert_eq!(app.get(&format!("/api/posts/{post}")).await.body["commentCount"], 50);
+    let listed = app.get(&format!("/api/posts/{post}/comments?limit=100")).await;
+    assert_eq!(listed.body["items"].as_array().unwrap().len(), 50);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_likes_count_each_user_once() {
+    let app = Arc::new(TestApp::start().await);
+    let author = app.user("alice").await;
+    let post = app.post_by(&author, "Popular").await;
+    let mut fans = Vec::new();
+    for n in 0..10 {
+        fans.push(app.user(&format!("fan{n}")).await);
+    }
+
+    // Every fan likes twice at once: one of each pair wins, the other is 409.
+    let mut tasks = Vec::new();
+    for fan in fans.iter().chain(fans.iter()) {
+        let (app, post, fan) = (app.clone(), post.clone(), fan.clone());
+        tasks.push(tokio::spawn(
+            async move { app.post(&format!("/api/posts/{post}/likes"), json!({"userId": fan})).await.status },
+        ));
+    }
+    let mut statuses = Vec::new();
+    for task in tasks {
+        statuses.push(task.await.unwrap());
+    }
+    assert_eq!(statuses.iter().filter(|s| **s == StatusCode::CREATED).count(), 10);
+    assert_eq!(statuses.iter().filter(|s| **s == StatusCode::CONFLICT).count(), 10);
+    assert_eq!(app.get(&format!("/api/posts/{post}")).await.body["likeCount"], 10);
+    assert_eq!(app.get(&format!("/api/posts/{post}/likes?limit=100")).await.body["items"].as_array().unwrap().len(), 10);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_edit_racing_comments_keeps_every_count() {
+    let app = Arc::new(TestApp::start().await);
+    let author = app.user("alice").await;
+    let post = app.post_by(&author, "Popular").await;
+
+    let mut tasks = Vec::new();
+    for n in 0..20 {
+        let (app, post, author) = (app.clone(), post.clone(), author.clone());
+        tasks.push(tokio::spawn(async move {
+            if n % 4 == 0 {
+                app.put(&format!("/api/posts/{post}"), json!({"title": format!("title {n}"), "content": "edited"})).await.status
+            } else {
+                app.post(&format!("/api/posts/{post}/comments"), json!({"userId": author, "content": "hi"})).await.status
+            }
+        }));
+    }
+    for task in tasks {
+        assert!(task.await.unwrap().is_success());
+    }
+    let post = app.get(&format!("/api/posts/{post}")).await.body;
+    assert_eq!(post["commentCount"], 15, "no edit wrote back a stale count");
+    assert_eq!(post["content"], "edited");
+}
