@@ -34,6 +34,17 @@ pub struct Config {
     /// (embedded store, emulator key); against Azure, Bicep provisions them and the app's
     /// identity has data-plane rights only.
     pub create_containers: bool,
+    /// Who runs the change-feed functions.
+    pub change_feed: ChangeFeedMode,
+}
+
+/// Who runs the change-feed functions `PostsChangeFeed` and `UsersChangeFeed`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChangeFeedMode {
+    /// Processors in this process read the change feed (the embedded store's default).
+    Local,
+    /// The Functions host's Cosmos DB triggers invoke them (every other backend's default).
+    Host,
 }
 
 impl Config {
@@ -71,7 +82,15 @@ impl Config {
             Some(other) => return Err(format!("BLOG_CREATE_CONTAINERS must be true or false, not {other:?}")),
         };
         let database = lookup("COSMOS_DATABASE").unwrap_or_else(|| "blog".to_owned());
-        Ok(Config { listen, backend, database, create_containers })
+        let embedded = matches!(backend, Backend::Embedded { .. });
+        let change_feed = match lookup("BLOG_CHANGE_FEED").as_deref() {
+            None if embedded => ChangeFeedMode::Local,
+            None | Some("host") => ChangeFeedMode::Host,
+            Some("local") if embedded => ChangeFeedMode::Local,
+            Some("local") => return Err("BLOG_CHANGE_FEED=local needs the embedded store; with a Cosmos DB account the host's triggers run the change-feed functions".into()),
+            Some(other) => return Err(format!("BLOG_CHANGE_FEED must be local or host, not {other:?}")),
+        };
+        Ok(Config { listen, backend, database, create_containers, change_feed })
     }
 }
 
@@ -109,6 +128,7 @@ mod tests {
         assert_eq!(config.listen.to_string(), "127.0.0.1:41234");
         assert!(matches!(config.backend, Backend::Endpoint { .. }));
         assert!(!config.create_containers, "an Entra identity has no control-plane rights");
+        assert_eq!(config.change_feed, ChangeFeedMode::Host);
     }
 
     #[test]
@@ -132,5 +152,6 @@ mod tests {
         let config = config(&[]).unwrap();
         assert_eq!(config.listen.to_string(), LOCAL_ADDRESS);
         assert!(matches!(config.backend, Backend::Embedded { ref data_dir } if data_dir == &PathBuf::from("data")));
+        assert_eq!(config.change_feed, ChangeFeedMode::Local);
     }
 }

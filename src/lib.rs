@@ -5,8 +5,10 @@
 //! - [`model`]: the items and the denormalization rules, pure functions.
 //! - [`http`]: the HTTP functions (the article's commands and queries), thin handlers.
 //! - [`cosmos`]: every Cosmos DB call, through the official SDK; the embedded store.
-//! - [`scripts`]: the article's stored procedures, run in Cosmos DB or in-process.
+//! - [`scripts`]: the article's stored procedures and trigger, run in Cosmos DB or in-process.
+//! - [`changefeed`]: the change-feed functions that keep the denormalized copies true.
 
+pub mod changefeed;
 pub mod config;
 pub mod cosmos;
 pub mod error;
@@ -16,24 +18,47 @@ pub mod scripts;
 
 use std::sync::Arc;
 
-use config::Config;
+use changefeed::processor::LocalProcessors;
+use config::{Backend, ChangeFeedMode, Config};
 use http::AppState;
 use scripts::{InProcessScripts, ScriptExecutor};
 
-/// Connects to the configured backend (creating the containers where configured to) and
-/// returns what the handlers share.
+/// A running blog: what the handlers share, and the local change-feed processors if any.
+pub struct Blog {
+    pub state: AppState,
+    processors: Option<LocalProcessors>,
+}
+
+impl Blog {
+    /// Connects to the configured backend (creating the containers where configured to) and
+    /// starts the local change-feed processors where configured to.
+    pub async fn open(config: &Config) -> Result<Blog, cosmos::StoreError> {
+        let state = connect(config).await?;
+        let processors = match (&config.backend, config.change_feed) {
+            (Backend::Embedded { data_dir }, ChangeFeedMode::Local) => Some(LocalProcessors::start(&state, data_dir)),
+            _ => None,
+        };
+        Ok(Blog { state, processors })
+    }
+
+    /// Serves the API on `listener` until `shutdown` resolves, then finishes the requests in
+    /// flight and stops the processors.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let served = axum::serve(listener, http::router(self.state)).with_graceful_shutdown(shutdown).await;
+        if let Some(processors) = self.processors {
+            processors.stop().await;
+        }
+        served
+    }
+}
+
+/// Connects to the configured backend and returns what the handlers share.
 pub async fn connect(config: &Config) -> Result<AppState, cosmos::StoreError> {
     let store = Arc::new(cosmos::Store::connect(config).await?);
     let scripts: Arc<dyn ScriptExecutor> = Arc::new(InProcessScripts::new(store.clone()));
     Ok(AppState { store, scripts })
-}
-
-/// Serves the router on `listener` until `shutdown` resolves, then finishes the requests in
-/// flight.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    state: AppState,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    axum::serve(listener, http::router(state)).with_graceful_shutdown(shutdown).await
 }

@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+use blog::Blog;
 use blog::config::{Backend, Config};
 use tracing_subscriber::EnvFilter;
 
@@ -29,10 +30,18 @@ async fn main() -> ExitCode {
 
 async fn run() -> Result<(), String> {
     let config = Config::from_env()?;
+    match std::env::args().nth(1).as_deref() {
+        None => serve(config).await,
+        Some("rebuild-copies") => rebuild_copies(config).await,
+        Some(other) => Err(format!("unknown command {other:?}; `handler` serves, `handler rebuild-copies` rebuilds the copies")),
+    }
+}
+
+async fn serve(config: Config) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|error| format!("cannot listen on {}: {error}", config.listen))?;
-    let state = blog::connect(&config).await.map_err(|error| format!("cannot open the store: {error}"))?;
+    let blog = Blog::open(&config).await.map_err(|error| format!("cannot open the store: {error}"))?;
     match &config.backend {
         Backend::Embedded { data_dir } => {
             tracing::info!(data = %data_dir.display(), "embedded store (the SDK's in-memory emulator, journaled to disk)")
@@ -42,9 +51,19 @@ async fn run() -> Result<(), String> {
         }
         Backend::Endpoint { endpoint, .. } => tracing::info!(%endpoint, "Cosmos DB account with Entra ID"),
     }
+    tracing::info!(change_feed = ?config.change_feed, "change-feed functions");
     let address = listener.local_addr().map_err(|error| format!("cannot read the bound address: {error}"))?;
     tracing::info!("serving on http://{address}/api");
-    blog::serve(listener, state, shutdown_signal()).await.map_err(|error| format!("server failed: {error}"))
+    blog.serve(listener, shutdown_signal()).await.map_err(|error| format!("server failed: {error}"))
+}
+
+/// `handler rebuild-copies`: delivers the whole `posts` change feed to `PostsChangeFeed`, which
+/// (re)builds every short copy in `users` and `feed`.
+async fn rebuild_copies(config: Config) -> Result<(), String> {
+    let state = blog::connect(&config).await.map_err(|error| format!("cannot open the store: {error}"))?;
+    let posts = blog::changefeed::processor::rebuild_copies(&state).await.map_err(|error| format!("rebuild failed: {error}"))?;
+    tracing::info!(posts, "copies rebuilt from posts");
+    Ok(())
 }
 
 /// Ctrl-C locally; SIGTERM from the host when it recycles the worker.

@@ -12,6 +12,16 @@ use time::format_description::well_known::Rfc3339;
 /// served by Q3 and Q6) keeps. Counted in Unicode scalar values, so a cut never splits one.
 pub const SHORT_CONTENT_CHARS: usize = 200;
 
+/// The longest username accepted, in characters.
+pub const MAX_USERNAME_CHARS: usize = 64;
+/// The longest post title accepted, in characters.
+pub const MAX_TITLE_CHARS: usize = 200;
+/// The longest post content accepted, in characters: a post at every limit stays far below
+/// Cosmos DB's 2 MB item size.
+pub const MAX_CONTENT_CHARS: usize = 20_000;
+/// The longest comment accepted, in characters.
+pub const MAX_COMMENT_CHARS: usize = 2_000;
+
 /// The partition key value of every item in `feed`: the article partitions it by `type`, so the
 /// whole feed is one logical partition that Q6 reads with one query.
 pub const FEED_PARTITION: &str = "post";
@@ -137,6 +147,53 @@ pub fn short_post(post: &Post) -> Post {
     Post { content: truncate_chars(&post.content, SHORT_CONTENT_CHARS).to_owned(), ..post.clone() }
 }
 
+/// Which version of a post a copy was made from: the post's `_ts` (seconds) and `_etag` as the
+/// change feed delivered it. Etags are unordered; `_ts` orders versions a second apart, and two
+/// versions within one second are told apart by their etags.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceVersion {
+    pub source_ts: i64,
+    pub source_etag: String,
+}
+
+/// A short copy of a post as stored in `users` and `feed`: the article's short post, plus the
+/// version of the post it was made from, so that a late or repeated change-feed delivery never
+/// turns a copy back into an older version. Reads deserialize copies as [`Post`], which leaves
+/// the version out of every answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PostCopy {
+    #[serde(flatten)]
+    pub post: Post,
+    #[serde(flatten)]
+    pub source: SourceVersion,
+}
+
+pub fn post_copy(post: &Post, source: SourceVersion) -> PostCopy {
+    PostCopy { post: short_post(post), source }
+}
+
+/// What to do with a copy when a version of its post is delivered.
+#[derive(Debug, PartialEq, Eq)]
+pub enum CopyAction {
+    /// The copy is from this version or a newer one.
+    Keep,
+    /// The delivered version is newer: write the copy from it.
+    Write,
+    /// Same second, other etag: the delivery cannot say which is newer, so write the copy from
+    /// the post's current version, which is at least as new as both.
+    WriteFromCurrent,
+}
+
+pub fn copy_action(copy: Option<&SourceVersion>, delivered: &SourceVersion) -> CopyAction {
+    match copy {
+        None => CopyAction::Write,
+        Some(copy) if delivered.source_ts > copy.source_ts => CopyAction::Write,
+        Some(copy) if delivered.source_ts < copy.source_ts || delivered.source_etag == copy.source_etag => CopyAction::Keep,
+        Some(_) => CopyAction::WriteFromCurrent,
+    }
+}
+
 pub fn new_comment(id: String, post_id: &str, author: &User, content: String, creation_date: String) -> Comment {
     Comment {
         id,
@@ -217,6 +274,33 @@ mod tests {
         assert_eq!(Post { content: post.content.clone(), ..short }, post);
         assert_eq!(truncate_chars("abc", 5), "abc");
         assert_eq!(truncate_chars("a😀b", 2), "a😀");
+    }
+
+    fn version(ts: i64, etag: &str) -> SourceVersion {
+        SourceVersion { source_ts: ts, source_etag: etag.into() }
+    }
+
+    #[test]
+    fn a_copy_never_goes_back_to_an_older_version() {
+        assert_eq!(copy_action(None, &version(5, "a")), CopyAction::Write);
+        assert_eq!(copy_action(Some(&version(5, "a")), &version(6, "b")), CopyAction::Write);
+        assert_eq!(copy_action(Some(&version(6, "b")), &version(5, "a")), CopyAction::Keep, "an older delivery");
+        assert_eq!(copy_action(Some(&version(6, "b")), &version(6, "b")), CopyAction::Keep, "a repeated delivery");
+        assert_eq!(copy_action(Some(&version(6, "b")), &version(6, "c")), CopyAction::WriteFromCurrent, "same second");
+    }
+
+    #[test]
+    fn a_copy_is_the_short_post_with_its_source_version_and_reads_back_as_a_post() {
+        let post = new_post("p1".into(), &alice(), "t".into(), "x".repeat(500), "d".into());
+        let copy = post_copy(&post, version(7, "e"));
+        let stored = serde_json::to_value(&copy).unwrap();
+        assert_eq!(stored["sourceTs"], 7);
+        assert_eq!(stored["sourceEtag"], "e");
+        assert_eq!(stored["content"].as_str().unwrap().len(), SHORT_CONTENT_CHARS);
+        let read: Post = serde_json::from_value(stored.clone()).unwrap();
+        assert_eq!(read, short_post(&post));
+        let round_trip: PostCopy = serde_json::from_value(stored).unwrap();
+        assert_eq!(round_trip, copy);
     }
 
     #[test]

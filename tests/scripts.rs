@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use blog::config::{Backend, Config};
-use blog::cosmos::{Container, Store};
-use blog::scripts::{InProcessScripts, Script, ScriptError};
+use blog::cosmos::{Container, Store, WriteOp};
+use blog::scripts::{InProcessScripts, NOT_AMONG_NEWEST, PostTrigger, Script, ScriptError, ScriptExecutor, StoredProcedure};
 use serde_json::{Value, json};
 
 async fn store() -> (Arc<Store>, tempfile::TempDir) {
@@ -15,6 +15,7 @@ async fn store() -> (Arc<Store>, tempfile::TempDir) {
         backend: Backend::Embedded { data_dir: dir.path().to_owned() },
         database: "blog".into(),
         create_containers: true,
+        change_feed: blog::config::ChangeFeedMode::Host,
     };
     (Arc::new(Store::connect(&config).await.unwrap()), dir)
 }
@@ -58,7 +59,7 @@ async fn a_script_that_throws_writes_nothing() {
     };
     let scripts = InProcessScripts::new(store.clone());
     let error = scripts.run(failing, "p", vec![]).await.unwrap_err();
-    assert!(matches!(&error, ScriptError::Failed(message) if message.contains("changed my mind")), "{error}");
+    assert!(matches!(&error, ScriptError::Thrown(message) if message.contains("changed my mind")), "{error}");
     assert_eq!(store.read::<Value>(Container::Posts, "p", "written-first").await.unwrap(), None);
     assert_eq!(store.read::<Value>(Container::Posts, "p", "p").await.unwrap().unwrap()["n"], 0);
 }
@@ -85,4 +86,76 @@ async fn a_script_whose_reads_went_stale_runs_again() {
     for n in 1..=30 {
         assert!(store.read::<Value>(Container::Posts, "p", &format!("p-{n}")).await.unwrap().is_some(), "item p-{n}");
     }
+}
+
+#[tokio::test]
+async fn update_usernames_works_in_bounded_runs_and_rewrites_only_what_is_wrong() {
+    let (store, _dir) = store().await;
+    // 150 items of the user in one post partition: more than one transactional batch (100).
+    for n in 0..150 {
+        let item = json!({"id": format!("c{n}"), "type": "comment", "postId": "p", "userId": "u", "userUsername": "old"});
+        store.create(Container::Posts, "p", &item).await.unwrap();
+    }
+    let other = json!({"id": "other", "type": "comment", "postId": "p", "userId": "v", "userUsername": "old"});
+    store.create(Container::Posts, "p", &other).await.unwrap();
+    let scripts = InProcessScripts::new(store.clone());
+    let update = StoredProcedure::UpdateUsernames.script();
+
+    let first = scripts.run(update, "p", vec![json!("u"), json!("new")]).await.unwrap();
+    assert_eq!(first, json!({"updated": 100, "done": false}), "stops when the batch is full");
+    let second = scripts.run(update, "p", vec![json!("u"), json!("new")]).await.unwrap();
+    assert_eq!(second, json!({"updated": 50, "done": true}), "the next run picks up the rest");
+    let third = scripts.run(update, "p", vec![json!("u"), json!("new")]).await.unwrap();
+    assert_eq!(third, json!({"updated": 0, "done": true}), "nothing is rewritten twice");
+    for n in 0..150 {
+        assert_eq!(store.read::<Value>(Container::Posts, "p", &format!("c{n}")).await.unwrap().unwrap()["userUsername"], "new");
+    }
+    assert_eq!(store.read::<Value>(Container::Posts, "p", "other").await.unwrap().unwrap()["userUsername"], "old");
+    // A user id that would break a concatenated query is only ever a parameter.
+    let hostile = scripts.run(update, "p", vec![json!("u\" OR 1=1 --"), json!("x")]).await.unwrap();
+    assert_eq!(hostile, json!({"updated": 0, "done": true}));
+}
+
+fn feed_post(n: u32) -> Value {
+    json!({"id": format!("p{n:03}"), "type": "post", "postId": format!("p{n:03}"), "userId": "u", "userUsername": "u",
+           "title": "t", "content": "c", "commentCount": 0, "likeCount": 0,
+           "creationDate": format!("2026-01-01T00:00:{:02}.{:03}Z", n / 1000, n % 1000)})
+}
+
+async fn feed_ids(store: &Store) -> Vec<String> {
+    let query = blog::cosmos::QuerySpec { sql: "SELECT VALUE c.id FROM c ORDER BY c.id".into(), parameters: vec![] };
+    let page = blog::cosmos::PageRequest { size: 1000, continuation: None };
+    let (ids, _) = store.query_documents(Container::Feed, "post", query, page).await.unwrap();
+    ids.into_iter().map(|id| id.as_str().unwrap().to_owned()).collect()
+}
+
+#[tokio::test]
+async fn truncate_feed_keeps_exactly_the_newest_100() {
+    let (store, _dir) = store().await;
+    let scripts = InProcessScripts::new(store.clone());
+    let write = |n: u32| WriteOp::Create { document: feed_post(n) };
+    for n in 1..=100 {
+        scripts.write_with_trigger(PostTrigger::TruncateFeed, "post", write(n)).await.unwrap();
+    }
+    assert_eq!(feed_ids(&store).await.len(), 100, "100 fit");
+
+    scripts.write_with_trigger(PostTrigger::TruncateFeed, "post", write(101)).await.unwrap();
+    let ids = feed_ids(&store).await;
+    assert_eq!(ids.len(), 100, "the 101st pushes the oldest out");
+    assert!(!ids.contains(&"p001".to_owned()) && ids.contains(&"p101".to_owned()));
+
+    // An older post is refused, and the refusal undoes its write.
+    let refused = scripts.write_with_trigger(PostTrigger::TruncateFeed, "post", write(0)).await.unwrap_err();
+    assert!(matches!(&refused, ScriptError::Thrown(message) if message.starts_with(NOT_AMONG_NEWEST)), "{refused}");
+    assert_eq!(feed_ids(&store).await, ids);
+    assert_eq!(store.read::<Value>(Container::Feed, "post", "p000").await.unwrap(), None);
+
+    // Rewriting a post that is in the feed keeps it at 100.
+    let existing = store.read_versioned::<Value>(Container::Feed, "post", "p050").await.unwrap().unwrap();
+    let mut edited = feed_post(50);
+    edited["title"] = json!("edited");
+    let replace = WriteOp::Replace { id: "p050".into(), document: edited, if_match: Some(existing.etag) };
+    scripts.write_with_trigger(PostTrigger::TruncateFeed, "post", replace).await.unwrap();
+    assert_eq!(feed_ids(&store).await, ids);
+    assert_eq!(store.read::<Value>(Container::Feed, "post", "p050").await.unwrap().unwrap()["title"], "edited");
 }

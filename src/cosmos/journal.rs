@@ -19,10 +19,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use tokio::sync::{mpsc, oneshot};
 
 const SNAPSHOT: &str = "snapshot.jsonl";
 const JOURNAL: &str = "journal.jsonl";
+const LOCK: &str = "lock";
 
 /// The state one write left behind for one item.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -34,6 +37,10 @@ pub struct Record {
     pub id: String,
     /// The item as written, or `None` when it was deleted.
     pub doc: Option<Value>,
+    /// The write's position in the journal: every write gets the next number, in the order the
+    /// store applied them. The change-feed processors keep their position as such a number.
+    #[serde(default)]
+    pub seq: u64,
 }
 
 type Ack = oneshot::Sender<io::Result<()>>;
@@ -41,6 +48,10 @@ type Ack = oneshot::Sender<io::Result<()>>;
 /// The append side of the journal: a writer thread that group-commits lines.
 pub struct Journal {
     lines: mpsc::UnboundedSender<(String, Ack)>,
+    /// The `seq` of the last write appended.
+    last_seq: AtomicU64,
+    /// Held while the journal is open: one process per data directory.
+    _lock: File,
 }
 
 impl Journal {
@@ -50,30 +61,42 @@ impl Journal {
     /// not to its history.
     pub fn open(dir: &Path) -> io::Result<(Journal, Vec<Record>)> {
         fs::create_dir_all(dir)?;
+        let lock = OpenOptions::new().create(true).truncate(false).write(true).open(dir.join(LOCK))?;
+        lock.try_lock().map_err(|_| {
+            io::Error::new(io::ErrorKind::WouldBlock, format!("{} is in use by another handler process", dir.display()))
+        })?;
         let mut live = LiveItems::default();
         for name in [SNAPSHOT, JOURNAL] {
             read_lines(&dir.join(name), &mut live)?;
         }
+        let last_seq = AtomicU64::new(live.last_seq);
         let items = live.into_items();
         write_snapshot(dir, &items)?;
         let file = OpenOptions::new().create(true).write(true).truncate(true).open(dir.join(JOURNAL))?;
         file.sync_all()?;
         let (lines, receiver) = mpsc::unbounded_channel();
         std::thread::Builder::new().name("journal".into()).spawn(move || write_loop(file, receiver))?;
-        Ok((Journal { lines }, items))
+        Ok((Journal { lines, last_seq, _lock: lock }, items))
     }
 
     /// Queues the records of one write, and returns a future that resolves once they are on
     /// disk. Call it in the order the store applied the writes: that order is the replay order.
-    pub fn append(&self, records: &[Record]) -> impl Future<Output = io::Result<()>> + use<> {
+    pub fn append(&self, mut records: Vec<Record>) -> impl Future<Output = io::Result<()>> + use<> {
+        let seq = self.last_seq.fetch_add(1, Ordering::SeqCst) + 1;
+        records.iter_mut().for_each(|record| record.seq = seq);
         let (ack, done) = oneshot::channel();
-        let mut line = serde_json::to_string(records).expect("records serialize");
+        let mut line = serde_json::to_string(&records).expect("records serialize");
         line.push('\n');
         let queued = self.lines.send((line, ack));
         async move {
             queued.map_err(|_| io::Error::other("the journal writer has stopped"))?;
             done.await.map_err(|_| io::Error::other("the journal writer has stopped"))?
         }
+    }
+
+    /// The `seq` of the last write appended: every write up to it has been applied to the store.
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq.load(Ordering::SeqCst)
     }
 }
 
@@ -107,10 +130,12 @@ struct LiveItems {
     order: BTreeMap<u64, Record>,
     position: HashMap<(String, String, String), u64>,
     next: u64,
+    last_seq: u64,
 }
 
 impl LiveItems {
     fn apply(&mut self, record: Record) {
+        self.last_seq = self.last_seq.max(record.seq);
         let key = (record.c.clone(), record.pk.clone(), record.id.clone());
         if let Some(old) = self.position.remove(&key) {
             self.order.remove(&old);
@@ -172,11 +197,11 @@ mod tests {
     use serde_json::json;
 
     fn put(id: &str, n: i64) -> Record {
-        Record { c: "posts".into(), pk: id.into(), id: id.into(), doc: Some(json!({"id": id, "n": n})) }
+        Record { c: "posts".into(), pk: id.into(), id: id.into(), doc: Some(json!({"id": id, "n": n})), seq: 0 }
     }
 
     fn delete(id: &str) -> Record {
-        Record { c: "posts".into(), pk: id.into(), id: id.into(), doc: None }
+        Record { c: "posts".into(), pk: id.into(), id: id.into(), doc: None, seq: 0 }
     }
 
     #[tokio::test]
@@ -184,13 +209,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (journal, items) = Journal::open(dir.path()).unwrap();
         assert!(items.is_empty());
-        journal.append(&[put("a", 1), put("b", 1)]).await.unwrap();
-        journal.append(&[put("a", 2)]).await.unwrap();
-        journal.append(&[put("c", 1), delete("b")]).await.unwrap();
+        journal.append(vec![put("a", 1), put("b", 1)]).await.unwrap();
+        journal.append(vec![put("a", 2)]).await.unwrap();
+        journal.append(vec![put("c", 1), delete("b")]).await.unwrap();
+        assert_eq!(journal.last_seq(), 3);
         drop(journal);
 
-        let (_journal, items) = Journal::open(dir.path()).unwrap();
-        assert_eq!(items, vec![put("a", 2), put("c", 1)]);
+        let (journal, items) = Journal::open(dir.path()).unwrap();
+        assert_eq!(items, vec![Record { seq: 2, ..put("a", 2) }, Record { seq: 3, ..put("c", 1) }]);
+        assert_eq!(journal.last_seq(), 3, "numbering goes on after a restart");
+        drop(journal);
         // Compacted into the snapshot; a second start-up reads the same from it alone.
         let (_journal, again) = Journal::open(dir.path()).unwrap();
         assert_eq!(again, items);
@@ -200,13 +228,23 @@ mod tests {
     async fn a_torn_last_line_is_an_unacknowledged_write_and_is_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let (journal, _) = Journal::open(dir.path()).unwrap();
-        journal.append(&[put("a", 1)]).await.unwrap();
+        journal.append(vec![put("a", 1)]).await.unwrap();
         drop(journal);
         let mut file = OpenOptions::new().append(true).open(dir.path().join(JOURNAL)).unwrap();
         file.write_all(br#"[{"c":"posts","pk":"b","id":"b","doc":{"id"#).unwrap();
         drop(file);
         let (_journal, items) = Journal::open(dir.path()).unwrap();
-        assert_eq!(items, vec![put("a", 1)]);
+        assert_eq!(items, vec![Record { seq: 1, ..put("a", 1) }]);
+    }
+
+    #[tokio::test]
+    async fn one_process_per_data_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let (journal, _) = Journal::open(dir.path()).unwrap();
+        let error = Journal::open(dir.path()).err().expect("a second open is refused");
+        assert!(error.to_string().contains("in use"), "{error}");
+        drop(journal);
+        Journal::open(dir.path()).expect("free again once the first is closed");
     }
 
     #[tokio::test]

@@ -17,13 +17,14 @@ use std::time::Duration;
 
 use azure_core::credentials::TokenCredential;
 use azure_core::http::Etag;
-use azure_data_cosmos::feed::ContinuationToken;
+use azure_data_cosmos::feed::{ChangeFeedPageIterator, ContinuationToken};
 use azure_data_cosmos::models::{
-    CompositeIndex, CompositeIndexOrder, CompositeIndexProperty, ContainerProperties, IndexingMode, IndexingPolicy,
+    ChangeFeedItem, CompositeIndex, CompositeIndexOrder, CompositeIndexProperty, ContainerProperties, IndexingMode,
+    IndexingPolicy,
 };
 use azure_data_cosmos::options::{
-    BatchDeleteOptions, BatchReplaceOptions, BatchUpsertOptions, ConnectionPoolOptions, ItemWriteOptions, MaxItemCountHint,
-    Precondition, QueryOptions, Region, ServerCertificateValidation,
+    BatchDeleteOptions, BatchReplaceOptions, BatchUpsertOptions, ChangeFeedStartFrom, ConnectionPoolOptions, ItemWriteOptions,
+    MaxItemCountHint, Precondition, QueryOptions, Region, ServerCertificateValidation,
 };
 use azure_data_cosmos::{
     AccountReference, ContainerClient, CosmosClient, CosmosError, CosmosRuntimeBuilder, FeedScope, Query, RoutingStrategy,
@@ -198,6 +199,11 @@ pub struct Store {
 struct Durability {
     journal: journal::Journal,
     order: tokio::sync::Mutex<()>,
+    /// Woken after every write, so the local change-feed processors need not poll.
+    written: Arc<tokio::sync::Notify>,
+    /// The items loaded at start-up with the `seq` of their last write, for the change-feed
+    /// processors to deliver what they had not processed before the restart.
+    loaded: Vec<(Container, String, String, u64)>,
 }
 
 impl Store {
@@ -212,7 +218,7 @@ impl Store {
                     StoreError::Other(format!("cannot open the data directory {}: {error}", data_dir.display()))
                 })?;
                 let client = embedded::client().await.map_err(other)?;
-                (client, Some(Durability { journal, order: tokio::sync::Mutex::new(()) }), items)
+                (client, Some(journal), items)
             }
             #[cfg(not(feature = "embedded"))]
             Backend::Embedded { .. } => return Err(StoreError::Other("this build has no embedded store".into())),
@@ -238,12 +244,19 @@ impl Store {
             leases: open(Container::Leases).await?,
             durability: None,
         };
+        let mut loaded = Vec::with_capacity(preload.len());
         for record in &preload {
-            store.load(record).await?;
+            loaded.push((store.load(record).await?, record.pk.clone(), record.id.clone(), record.seq));
         }
         if !preload.is_empty() {
             tracing::info!(items = preload.len(), "embedded store loaded from its data directory");
         }
+        let durability = durability.map(|journal| Durability {
+            journal,
+            order: tokio::sync::Mutex::new(()),
+            written: Arc::new(tokio::sync::Notify::new()),
+            loaded,
+        });
         Ok(Store { durability, ..store })
     }
 
@@ -386,6 +399,23 @@ impl Store {
         Ok((page.items().to_vec(), continuation))
     }
 
+    /// One write, conditional as `write` says.
+    pub async fn execute_write(&self, container: Container, partition_key: &str, write: WriteOp) -> Result<(), StoreError> {
+        match write {
+            WriteOp::Create { document } => self.create(container, partition_key, &document).await,
+            WriteOp::Replace { id, document, if_match } => {
+                self.replace(container, partition_key, &id, &document, if_match.as_deref()).await
+            }
+            other => self.execute_batch(container, partition_key, vec![other]).await.map_err(|error| match error.batch_cause() {
+                Some(404) => StoreError::NotFound,
+                Some(409) => StoreError::Conflict,
+                Some(412) => StoreError::PreconditionFailed,
+                Some(429) => StoreError::Throttled,
+                _ => error,
+            }),
+        }
+    }
+
     /// Commits `operations` in one partition as one transactional batch: all or nothing.
     pub async fn execute_batch(
         &self,
@@ -455,15 +485,16 @@ impl Store {
         write.await?;
         let records: Vec<JournalRecord> = records
             .into_iter()
-            .map(|(id, doc)| JournalRecord { c: container.name().to_owned(), pk: partition_key.to_owned(), id, doc })
+            .map(|(id, doc)| JournalRecord { c: container.name().to_owned(), pk: partition_key.to_owned(), id, doc, seq: 0 })
             .collect();
-        let on_disk = durability.journal.append(&records);
+        let on_disk = durability.journal.append(records);
         drop(order);
+        durability.written.notify_waiters();
         on_disk.await.map_err(|error| StoreError::Other(format!("the write was applied but could not be journaled: {error}")))
     }
 
     /// Puts one journaled item back into the embedded store at start-up.
-    async fn load(&self, record: &JournalRecord) -> Result<(), StoreError> {
+    async fn load(&self, record: &JournalRecord) -> Result<Container, StoreError> {
         let container = Container::ALL
             .into_iter()
             .find(|container| container.name() == record.c)
@@ -471,7 +502,89 @@ impl Store {
         if let Some(document) = &record.doc {
             bounded(self.container(container).upsert_item(record.pk.clone(), &record.id, document, None)).await?;
         }
-        Ok(())
+        Ok(container)
+    }
+
+    /// The embedded store's journal position: every write numbered up to it is applied. `None`
+    /// on other backends.
+    pub fn journal_position(&self) -> Option<u64> {
+        self.durability.as_ref().map(|durability| durability.journal.last_seq())
+    }
+
+    /// Woken after every write to the embedded store (`None` on other backends).
+    pub fn write_signal(&self) -> Option<Arc<tokio::sync::Notify>> {
+        self.durability.as_ref().map(|durability| durability.written.clone())
+    }
+
+    /// The items of `container` loaded at start-up whose last write came after journal position
+    /// `after`, oldest write first, as the store holds them now (with system properties).
+    pub async fn loaded_since(&self, container: Container, after: u64) -> Result<Vec<Value>, StoreError> {
+        let Some(durability) = &self.durability else { return Ok(Vec::new()) };
+        let mut documents = Vec::new();
+        for (_, pk, id, _) in durability.loaded.iter().filter(|(c, _, _, seq)| *c == container && *seq > after) {
+            if let Some(document) = self.read::<Value>(container, pk, id).await? {
+                documents.push(document);
+            }
+        }
+        Ok(documents)
+    }
+
+    /// Every result of a query across all partitions of `container`, page after page. Only
+    /// the change-feed functions use one (to find the posts a renamed user wrote in).
+    pub async fn query_all_partitions(&self, container: Container, query: QuerySpec) -> Result<Vec<Value>, StoreError> {
+        let mut sdk_query = Query::from(query.sql.into_owned());
+        for (name, value) in query.parameters {
+            sdk_query =
+                sdk_query.with_parameter(name.into_owned(), value).map_err(|error| StoreError::Other(error.to_string()))?;
+        }
+        let mut pages = bounded(self.container(container).query_items::<Value>(sdk_query, FeedScope::full_container(), None))
+            .await?
+            .into_pages();
+        let mut documents = Vec::new();
+        while let Some(page) = bounded(pages.try_next()).await? {
+            Meter::record(page.headers().request_charge().map_or(0.0, |charge| f64::from(*charge)));
+            documents.extend(page.items().iter().cloned());
+        }
+        Ok(documents)
+    }
+
+    /// The change feed of `container` (latest version of each changed item), from its beginning
+    /// or from now.
+    pub async fn change_feed(&self, container: Container, from_beginning: bool) -> Result<ChangeFeed, StoreError> {
+        let client = self.container(container);
+        let ranges = bounded(client.read_feed_ranges(None)).await?.len().max(1);
+        let start = if from_beginning { ChangeFeedStartFrom::Beginning } else { ChangeFeedStartFrom::Now };
+        let pages = bounded(client.query_change_feed::<Value>(FeedScope::full_container(), start, None)).await?;
+        let mut feed = ChangeFeed { pages, ranges };
+        if !from_beginning {
+            // Each feed range fixes its "now" at its first poll: poll them all at once, so that
+            // nothing written from here on is missed.
+            for _ in 0..ranges {
+                let _ = feed.poll().await?;
+            }
+        }
+        Ok(feed)
+    }
+}
+
+/// A container's change feed, read page by page. The SDK serves one feed range per page, in
+/// turn; a poll of every range that finds nothing means the reader has caught up.
+pub struct ChangeFeed {
+    pages: ChangeFeedPageIterator<ChangeFeedItem<Value>>,
+    ranges: usize,
+}
+
+impl ChangeFeed {
+    /// One page: the documents changed in one feed range since its last poll (often none).
+    pub async fn poll(&mut self) -> Result<Vec<Value>, StoreError> {
+        let Some(page) = bounded(self.pages.try_next()).await? else { return Ok(Vec::new()) };
+        Meter::record(page.headers().request_charge().map_or(0.0, |charge| f64::from(*charge)));
+        Ok(page.items().iter().filter_map(|item| item.current().cloned()).collect())
+    }
+
+    /// How many polls in a row must come back empty before the reader has seen every range.
+    pub fn ranges(&self) -> usize {
+        self.ranges
     }
 }
 

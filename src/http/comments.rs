@@ -11,11 +11,8 @@ use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
 use super::posts::{existing_author, post_not_found};
 use crate::cosmos::{Container, queries};
 use crate::error::{ApiError, ApiResult};
-use crate::model::{self, Comment};
+use crate::model::{self, Comment, MAX_COMMENT_CHARS};
 use crate::scripts::{CounterOutcome, StoredProcedure};
-
-/// The longest comment accepted, in characters.
-pub const MAX_COMMENT_CHARS: usize = 2_000;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

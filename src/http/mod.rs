@@ -17,13 +17,17 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::routing::{MethodRouter, get, post, put};
 
+use crate::changefeed;
 use crate::cosmos::Store;
 use crate::error::ApiError;
 use crate::scripts::ScriptExecutor;
 
 pub use extract::{MAX_BODY_BYTES, validate_id};
+
+/// The largest change-feed batch the host may deliver in one invocation.
+pub const HOST_BATCH_BYTES: usize = 64 * 1024 * 1024;
 
 /// What every handler shares: the store, and whoever runs the server-side scripts.
 #[derive(Clone)]
@@ -32,23 +36,60 @@ pub struct AppState {
     pub scripts: Arc<dyn ScriptExecutor>,
 }
 
-/// Every route the handler serves. The HTTP routes are the ones `functions/*/function.json`
-/// declare, under the host's `api` route prefix.
-pub fn router(state: AppState) -> Router {
-    let api = Router::new()
-        .route("/users", axum::routing::post(users::create))
-        .route("/users/{user_id}", get(users::get).put(users::edit))
-        .route("/users/{user_id}/posts", get(users::list_posts))
-        .route("/posts", axum::routing::post(posts::create))
-        .route("/posts/{post_id}", get(posts::get).put(posts::edit))
-        .route("/posts/{post_id}/comments", get(comments::list).post(comments::create))
-        .route("/posts/{post_id}/likes", get(likes::list).post(likes::create))
-        .route("/feed", get(feed::list));
+/// The HTTP functions: name (the folder under `functions/`), method, and route under the
+/// host's `api` prefix. The router is built from this table, and a test checks it against every
+/// `functions/*/function.json`, so the two cannot drift apart.
+pub const HTTP_FUNCTIONS: [(&str, &str, &str); 12] = [
+    ("CreateUser", "POST", "users"),
+    ("EditUser", "PUT", "users/{userId}"),
+    ("GetUser", "GET", "users/{userId}"),
+    ("ListUserPosts", "GET", "users/{userId}/posts"),
+    ("CreatePost", "POST", "posts"),
+    ("EditPost", "PUT", "posts/{postId}"),
+    ("GetPost", "GET", "posts/{postId}"),
+    ("CreateComment", "POST", "posts/{postId}/comments"),
+    ("ListComments", "GET", "posts/{postId}/comments"),
+    ("CreateLike", "POST", "posts/{postId}/likes"),
+    ("ListLikes", "GET", "posts/{postId}/likes"),
+    ("GetFeed", "GET", "feed"),
+];
 
+/// The handler of each HTTP function.
+fn handler(function: &str) -> MethodRouter<AppState> {
+    match function {
+        "CreateUser" => post(users::create),
+        "EditUser" => put(users::edit),
+        "GetUser" => get(users::get),
+        "ListUserPosts" => get(users::list_posts),
+        "CreatePost" => post(posts::create),
+        "EditPost" => put(posts::edit),
+        "GetPost" => get(posts::get),
+        "CreateComment" => post(comments::create),
+        "ListComments" => get(comments::list),
+        "CreateLike" => post(likes::create),
+        "ListLikes" => get(likes::list),
+        "GetFeed" => get(feed::list),
+        other => unreachable!("no handler for {other}"),
+    }
+}
+
+/// Every route the handler serves: the HTTP functions at the paths the host forwards
+/// (`/api/...`), the change-feed functions at `/{FunctionName}`, and `GET /`.
+pub fn router(state: AppState) -> Router {
+    let mut api = Router::new();
+    for (function, _, route) in HTTP_FUNCTIONS {
+        api = api.route(&format!("/{route}"), handler(function));
+    }
+
+    // The change-feed functions, invoked by the host as `POST /{FunctionName}`. A batch holds up
+    // to `maxItemsPerInvocation` whole items, so its body may be far larger than an API body.
+    let host_batch_limit = axum::extract::DefaultBodyLimit::max(HOST_BATCH_BYTES);
     Router::new()
         // The host's readiness probe: it waits for any answer to `GET /` before sending work.
         .route("/", get(|| async { StatusCode::OK }))
         .nest("/api", api)
+        .route("/PostsChangeFeed", post(changefeed::host::posts).layer(host_batch_limit))
+        .route("/UsersChangeFeed", post(changefeed::host::users).layer(host_batch_limit))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn(observe::per_request))

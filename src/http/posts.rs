@@ -10,13 +10,8 @@ use super::AppState;
 use super::extract::{Id, JsonBody, validate_id, validate_text};
 use crate::cosmos::{Container, StoreError};
 use crate::error::{ApiError, ApiResult};
-use crate::model::{self, Post, User};
+use crate::model::{self, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, User};
 
-/// The longest title accepted, in characters.
-pub const MAX_TITLE_CHARS: usize = 200;
-/// The longest post content accepted, in characters: a post at every limit stays far below
-/// Cosmos DB's 2 MB item size.
-pub const MAX_CONTENT_CHARS: usize = 20_000;
 /// How often an edit is retried when a comment or like changed the post between its read and
 /// its write.
 const EDIT_ATTEMPTS: usize = 5;

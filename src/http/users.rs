@@ -11,10 +11,7 @@ use super::extract::{Id, JsonBody, QueryParams, validate_text};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
 use crate::cosmos::{Container, queries};
 use crate::error::{ApiError, ApiResult};
-use crate::model::{self, Post, User};
-
-/// The longest username accepted, in characters.
-pub const MAX_USERNAME_CHARS: usize = 64;
+use crate::model::{self, MAX_USERNAME_CHARS, Post, User};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -16,8 +16,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tokio::runtime::Handle;
 
-use super::engine::{self, Limits, Partition, PartitionReader, QueryPage, ScriptOutcome};
-use super::{Script, ScriptError, ScriptExecutor, StoredProcedure};
+use super::engine::{self, Limits, Partition, PartitionReader, QueryPage, ScriptOutcome, TriggerOperation, TriggerRequest};
+use super::{PostTrigger, Script, ScriptError, ScriptExecutor, StoredProcedure};
 use crate::cosmos::{Container, Meter, PageRequest, QuerySpec, Store, StoreError, WriteOp};
 
 /// How often a script is re-run after its batch lost a race with a writer outside this process
@@ -58,12 +58,12 @@ impl InProcessScripts {
         &self,
         procedure: Script,
         partition_key: &str,
-        args: &[Value],
+        invocation: &Invocation,
     ) -> Result<(ScriptOutcome, ReadSet), RunError> {
         let store = self.store.clone();
         let container = procedure.container;
         let key = partition_key.to_owned();
-        let args = args.to_vec();
+        let invocation = invocation.clone();
         let limits = self.limits.clone();
         let meter = Meter::current();
         let handle = Handle::current();
@@ -74,7 +74,14 @@ impl InProcessScripts {
             let key_value = Value::String(key.clone());
             let link = format!("dbs/blog/colls/{}", container.name());
             let partition = Partition { key: &key_value, key_path: container.partition_key_path(), collection_link: &link };
-            let outcome = engine::run_stored_procedure(procedure.source, procedure.name, &args, &partition, &reader, &limits);
+            let outcome = match &invocation {
+                Invocation::Procedure(args) => {
+                    engine::run_stored_procedure(procedure.source, procedure.name, args, &partition, &reader, &limits)
+                }
+                Invocation::Trigger(request) => {
+                    engine::run_post_trigger(procedure.source, procedure.name, request, &partition, &reader, &limits)
+                }
+            };
             (outcome, reader.seen.into_inner())
         };
         let (outcome, seen) = tokio::task::spawn_blocking(move || match meter {
@@ -93,7 +100,7 @@ impl InProcessScripts {
                 Err(RunError::Final(StoreError::Timeout.into()))
             }
             Err(thrown @ engine::ScriptError::Thrown { .. }) => {
-                Err(RunError::Thrown(ScriptError::Failed(thrown.to_string()), seen))
+                Err(RunError::Thrown(ScriptError::Thrown(thrown_message(thrown)), seen))
             }
             Err(other) => Err(RunError::Final(ScriptError::Failed(other.to_string()))),
         }
@@ -133,18 +140,43 @@ impl ScriptExecutor for InProcessScripts {
     ) -> Result<Value, ScriptError> {
         self.run(procedure.script(), partition_key, args).await
     }
+
+    async fn write_with_trigger(&self, trigger: PostTrigger, partition_key: &str, write: WriteOp) -> Result<(), ScriptError> {
+        let (operation, document) = match &write {
+            WriteOp::Create { document } => (TriggerOperation::Create, document.clone()),
+            WriteOp::Replace { document, .. } => (TriggerOperation::Replace, document.clone()),
+            WriteOp::Upsert { document, .. } => (TriggerOperation::Upsert, document.clone()),
+            WriteOp::Delete { .. } => {
+                return Err(ScriptError::Failed("a post-trigger runs after a create, replace or upsert".into()));
+            }
+        };
+        let request = Invocation::Trigger(TriggerRequest { operation, document });
+        self.commit_until_current(trigger.script(), partition_key, &request, Some(write)).await.map(drop)
+    }
 }
 
 impl InProcessScripts {
     /// Runs `procedure` in the partition `partition_key` until its writes commit, and returns the
     /// body it set.
     pub async fn run(&self, procedure: Script, partition_key: &str, args: Vec<Value>) -> Result<Value, ScriptError> {
-        let _serialized = self.partition_lock(procedure.container, partition_key).lock().await;
+        self.commit_until_current(procedure, partition_key, &Invocation::Procedure(args), None).await
+    }
+
+    /// Runs the script and commits `request_write` (the write that fired a trigger) with the
+    /// script's writes as one batch; runs it again while what it read keeps changing under it.
+    async fn commit_until_current(
+        &self,
+        script: Script,
+        partition_key: &str,
+        invocation: &Invocation,
+        request_write: Option<WriteOp>,
+    ) -> Result<Value, ScriptError> {
+        let _serialized = self.partition_lock(script.container, partition_key).lock().await;
         for attempt in 0..ATTEMPTS {
-            let outcome = match self.run_once(procedure, partition_key, &args).await {
+            let outcome = match self.run_once(script, partition_key, invocation).await {
                 Ok((outcome, _)) => outcome,
                 Err(RunError::Thrown(error, seen)) => {
-                    if self.still_current(procedure.container, partition_key, &seen).await? {
+                    if self.still_current(script.container, partition_key, &seen).await? {
                         return Err(error);
                     }
                     tokio::time::sleep(backoff(attempt)).await;
@@ -152,19 +184,78 @@ impl InProcessScripts {
                 }
                 Err(RunError::Final(error)) => return Err(error),
             };
-            let writes = outcome.writes.into_iter().map(into_write_op).collect();
-            match self.store.execute_batch(procedure.container, partition_key, writes).await {
+            let mut writes: Vec<WriteOp> = request_write.iter().cloned().collect();
+            if let Some(id) = request_write.as_ref().and_then(written_id)
+                && outcome.writes.iter().any(|write| engine_write_id(write) == Some(id))
+            {
+                return Err(ScriptError::Failed(format!("{} wrote the document its request writes ({id})", script.name)));
+            }
+            writes.extend(outcome.writes.into_iter().map(into_write_op));
+            match self.store.execute_batch(script.container, partition_key, writes).await {
                 Ok(()) => return Ok(outcome.body),
                 // Something the script read changed (412), or an id it found free was taken
                 // (409), by a writer outside this lock: the script's view is stale, so it runs
-                // again on the new state, after a short randomized pause.
-                Err(failed @ StoreError::BatchFailed { .. }) if matches!(failed.batch_cause(), Some(409 | 412)) => {
+                // again on the new state, after a short randomized pause. (A conflict on the
+                // request's own write is the caller's to handle, so it is returned as it is.)
+                Err(failed @ StoreError::BatchFailed { .. }) if is_script_conflict(&failed, request_write.is_some()) => {
                     tokio::time::sleep(backoff(attempt)).await;
+                }
+                Err(StoreError::BatchFailed { statuses }) if request_write.is_some() => {
+                    return Err(ScriptError::Store(request_failure(&statuses)));
                 }
                 Err(other) => return Err(other.into()),
             }
         }
         Err(ScriptError::Contention)
+    }
+}
+
+/// How a script was invoked.
+#[derive(Clone)]
+enum Invocation {
+    Procedure(Vec<Value>),
+    Trigger(TriggerRequest),
+}
+
+/// Whether a failed batch failed on one of the script's own writes with 409 or 412. The
+/// request's write, when there is one, is the batch's first operation.
+fn is_script_conflict(failed: &StoreError, has_request: bool) -> bool {
+    let StoreError::BatchFailed { statuses } = failed else { return false };
+    statuses.iter().enumerate().any(|(index, status)| (index > 0 || !has_request) && matches!(status, 409 | 412))
+}
+
+/// The error of the request's own write, the first operation of the batch.
+fn request_failure(statuses: &[u16]) -> StoreError {
+    match statuses.first() {
+        Some(404) => StoreError::NotFound,
+        Some(409) => StoreError::Conflict,
+        Some(412) => StoreError::PreconditionFailed,
+        Some(429) => StoreError::Throttled,
+        _ => StoreError::BatchFailed { statuses: statuses.to_vec() },
+    }
+}
+
+fn written_id(write: &WriteOp) -> Option<&str> {
+    match write {
+        WriteOp::Create { document } | WriteOp::Upsert { document, .. } => document.get("id").and_then(Value::as_str),
+        WriteOp::Replace { id, .. } | WriteOp::Delete { id, .. } => Some(id),
+    }
+}
+
+fn engine_write_id(write: &engine::WriteOp) -> Option<&str> {
+    match write {
+        engine::WriteOp::Create { document } | engine::WriteOp::Upsert { document, .. } => {
+            document.get("id").and_then(Value::as_str)
+        }
+        engine::WriteOp::Replace { id, .. } | engine::WriteOp::Delete { id, .. } => Some(id),
+    }
+}
+
+/// The message a script threw, without the engine's framing.
+fn thrown_message(error: engine::ScriptError) -> String {
+    match error {
+        engine::ScriptError::Thrown { message } => message,
+        other => other.to_string(),
     }
 }
 

@@ -13,10 +13,13 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::cosmos::{Container, StoreError};
+use crate::cosmos::{Container, StoreError, WriteOp};
 use crate::error::ApiError;
 
 pub use in_process::InProcessScripts;
+
+/// The message a `truncateFeed` refusal starts with: the post is older than the newest 100.
+pub const NOT_AMONG_NEWEST: &str = "notAmongNewest";
 
 /// The stored procedures of the model, each deployed on one container.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,16 +28,19 @@ pub enum StoredProcedure {
     CreateComment,
     /// C4: create a like and increment the post's `likeCount`.
     CreateLike,
+    /// After a rename: rewrite `userUsername` on the user's items in one post partition.
+    UpdateUsernames,
 }
 
 impl StoredProcedure {
-    pub const ALL: [StoredProcedure; 2] = [Self::CreateComment, Self::CreateLike];
+    pub const ALL: [StoredProcedure; 3] = [Self::CreateComment, Self::CreateLike, Self::UpdateUsernames];
 
     /// The script's id in Cosmos DB, which is also its function's name and its file's stem.
     pub fn name(self) -> &'static str {
         match self {
             Self::CreateComment => "createComment",
             Self::CreateLike => "createLike",
+            Self::UpdateUsernames => "updateUsernames",
         }
     }
 
@@ -43,18 +49,38 @@ impl StoredProcedure {
         match self {
             Self::CreateComment => include_str!("createComment.js"),
             Self::CreateLike => include_str!("createLike.js"),
+            Self::UpdateUsernames => include_str!("updateUsernames.js"),
         }
     }
 
     /// The container the procedure is registered on.
     pub fn container(self) -> Container {
         match self {
-            Self::CreateComment | Self::CreateLike => Container::Posts,
+            Self::CreateComment | Self::CreateLike | Self::UpdateUsernames => Container::Posts,
         }
     }
 
     pub fn script(self) -> Script {
         Script { name: self.name(), source: self.source(), container: self.container() }
+    }
+}
+
+/// The post-triggers of the model. A trigger runs only when a write names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PostTrigger {
+    /// Keeps `feed` at the newest 100 posts; refuses the write of a post older than those.
+    TruncateFeed,
+}
+
+impl PostTrigger {
+    pub const ALL: [PostTrigger; 1] = [Self::TruncateFeed];
+
+    pub fn script(self) -> Script {
+        match self {
+            Self::TruncateFeed => {
+                Script { name: "truncateFeed", source: include_str!("truncateFeed.js"), container: Container::Feed }
+            }
+        }
     }
 }
 
@@ -69,7 +95,9 @@ pub struct Script {
 /// Why a script produced no result. Nothing it wrote was committed.
 #[derive(Debug)]
 pub enum ScriptError {
-    /// The script threw, or was stopped (time or memory); the message says why.
+    /// The script threw: the message is the script's own.
+    Thrown(String),
+    /// The script could not run to its end (time, memory, engine failure).
     Failed(String),
     /// The script kept conflicting with concurrent writers and was given up.
     Contention,
@@ -79,6 +107,7 @@ pub enum ScriptError {
 impl std::fmt::Display for ScriptError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            Self::Thrown(message) => write!(f, "the script threw: {message}"),
             Self::Failed(message) => write!(f, "the script failed: {message}"),
             Self::Contention => f.write_str("the script conflicted with concurrent writes too often"),
             Self::Store(error) => write!(f, "{error}"),
@@ -100,16 +129,21 @@ impl From<ScriptError> for ApiError {
                 axum::http::StatusCode::SERVICE_UNAVAILABLE,
                 "Too many concurrent changes to this post; retry in a moment.",
             ),
-            failed @ ScriptError::Failed(_) => ApiError::internal(failed),
+            failed @ (ScriptError::Thrown(_) | ScriptError::Failed(_)) => ApiError::internal(failed),
         }
     }
 }
 
-/// Runs a stored procedure in one logical partition and returns the body it set.
+/// Runs the server-side scripts: stored procedures, and writes that name a post-trigger.
 #[async_trait]
 pub trait ScriptExecutor: Send + Sync {
+    /// Runs a stored procedure in one logical partition and returns the body it set.
     async fn execute_json(&self, procedure: StoredProcedure, partition_key: &str, args: Vec<Value>)
     -> Result<Value, ScriptError>;
+
+    /// Makes `write` (a create, replace or upsert) with `trigger` run after it in the same
+    /// transaction; a trigger that throws undoes the write.
+    async fn write_with_trigger(&self, trigger: PostTrigger, partition_key: &str, write: WriteOp) -> Result<(), ScriptError>;
 }
 
 impl dyn ScriptExecutor {

@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use blog::config::{Backend, Config};
+use blog::Blog;
+use blog::config::{Backend, ChangeFeedMode, Config};
+use blog::http::AppState;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -13,6 +15,9 @@ pub struct TestApp {
     pub base: String,
     pub client: reqwest::Client,
     pub data_dir: PathBuf,
+    /// Direct access to the store and scripts, for tests that set up or inspect what the API
+    /// cannot.
+    pub state: AppState,
     stop: Option<oneshot::Sender<()>>,
     server: Option<JoinHandle<()>>,
     _temp: Option<tempfile::TempDir>,
@@ -55,20 +60,36 @@ impl TestApp {
         app
     }
 
+    /// A handler on a fresh data directory, without local change-feed processors: the test
+    /// plays the Functions host.
+    pub async fn start_as_host() -> TestApp {
+        let temp = tempfile::tempdir().unwrap();
+        let mut app = Self::start_with(temp.path(), ChangeFeedMode::Host).await;
+        app._temp = Some(temp);
+        app
+    }
+
     /// A handler on the data directory `dir` (which may hold earlier data).
     pub async fn start_in(dir: &Path) -> TestApp {
+        Self::start_with(dir, ChangeFeedMode::Local).await
+    }
+
+    /// A handler on `dir`, with the change-feed functions run as `change_feed` says.
+    pub async fn start_with(dir: &Path, change_feed: ChangeFeedMode) -> TestApp {
         let config = Config {
             listen: "127.0.0.1:0".parse().unwrap(),
             backend: Backend::Embedded { data_dir: dir.to_owned() },
             database: "blog".into(),
             create_containers: true,
+            change_feed,
         };
-        let state = blog::connect(&config).await.expect("the embedded store opens");
+        let blog = Blog::open(&config).await.expect("the embedded store opens");
+        let state = blog.state.clone();
         let listener = tokio::net::TcpListener::bind(config.listen).await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel::<()>();
         let server = tokio::spawn(async move {
-            blog::serve(listener, state, async move {
+            blog.serve(listener, async move {
                 let _ = stopped.await;
             })
             .await
@@ -78,9 +99,23 @@ impl TestApp {
             base,
             client: reqwest::Client::new(),
             data_dir: dir.to_owned(),
+            state,
             stop: Some(stop),
             server: Some(server),
             _temp: None,
+        }
+    }
+
+    /// Waits (up to 10 s) until `check` holds for the answer to `GET path`; returns that answer.
+    pub async fn eventually(&self, path: &str, check: impl Fn(&Value) -> bool) -> Answer {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let answer = self.get(path).await;
+            if check(&answer.body) {
+                return answer;
+            }
+            assert!(std::time::Instant::now() < deadline, "GET {path} never satisfied the check; last answer: {}", answer.body);
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     }
 

@@ -1,0 +1,14 @@
+// Parameters of one deployment of main.bicep. `location` is left to its default (the resource
+// group's region), which a parameters file cannot compute.
+using 'main.bicep'
+
+param namePrefix = 'blog'
+
+// Serverless suits a blog's spiky, mostly idle traffic; set false for provisioned autoscale.
+param cosmosServerless = true
+
+param maximumInstanceCount = 40
+
+param tags = {
+  project: 'cosmos-blog'
+}

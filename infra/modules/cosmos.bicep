@@ -1,0 +1,247 @@
+// Cosmos DB for NoSQL: the article's final ("V3") model. The app's identity gets data-plane
+// access only, which cannot create containers or scripts, so everything is created here:
+// database, the four containers (the change feed's lease container included) and the article's
+// stored procedures and trigger.
+
+param location string
+param tags object
+param accountName string
+
+@description('true: serverless account. false: provisioned throughput, autoscale on the database.')
+param serverless bool
+
+@description('Autoscale maximum RU/s of the database when not serverless.')
+param autoscaleMaxThroughput int
+
+@description('Principal id of the Function App\'s identity.')
+param principalId string
+
+// The app's COSMOS_DATABASE.
+var databaseName = 'blog'
+
+// Built-in "Cosmos DB Built-in Data Contributor" (data-plane role, not an Azure RBAC role).
+var dataContributorRoleId = '00000000-0000-0000-0000-000000000002'
+
+// The indexing policy of users, posts and feed; mirrors `Container::indexing_policy` in
+// src/cosmos/mod.rs. Every list sorts by creationDate, then id: an ORDER BY on two properties,
+// which Cosmos DB serves only with this composite index (it also serves the fully descending
+// order).
+var listIndexingPolicy = {
+  indexingMode: 'consistent'
+  automatic: true
+  includedPaths: [
+    {
+      path: '/*'
+    }
+  ]
+  compositeIndexes: [
+    [
+      {
+        path: '/creationDate'
+        order: 'ascending'
+      }
+      {
+        path: '/id'
+        order: 'ascending'
+      }
+    ]
+  ]
+}
+
+// The lease container is only read by id: the default policy.
+var leasesIndexingPolicy = {
+  indexingMode: 'consistent'
+  automatic: true
+  includedPaths: [
+    {
+      path: '/*'
+    }
+  ]
+}
+
+// The account: Entra ID only (no keys), session consistency, one region.
+resource account 'Microsoft.DocumentDB/databaseAccounts@2025-04-15' = {
+  name: accountName
+  location: location
+  tags: tags
+  kind: 'GlobalDocumentDB'
+  properties: {
+    databaseAccountOfferType: 'Standard'
+    locations: [
+      {
+        locationName: location
+        failoverPriority: 0
+        isZoneRedundant: false
+      }
+    ]
+    consistencyPolicy: {
+      defaultConsistencyLevel: 'Session'
+    }
+    capabilities: serverless ? [
+      {
+        name: 'EnableServerless'
+      }
+    ] : []
+    disableLocalAuth: true
+    // Containers and scripts change through Azure Resource Manager (this template) only.
+    disableKeyBasedMetadataWriteAccess: true
+    minimalTlsVersion: 'Tls12'
+  }
+}
+
+// The database; with provisioned throughput it holds the autoscale RU/s its containers share.
+resource database 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases@2025-04-15' = {
+  parent: account
+  name: databaseName
+  properties: {
+    resource: {
+      id: databaseName
+    }
+    options: serverless ? {} : {
+      autoscaleSettings: {
+        maxThroughput: autoscaleMaxThroughput
+      }
+    }
+  }
+}
+
+// A user and the short copies of their posts (Q1, Q3), one partition per user.
+resource users 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2025-04-15' = {
+  parent: database
+  name: 'users'
+  properties: {
+    resource: {
+      id: 'users'
+      partitionKey: {
+        paths: [
+          '/userId'
+        ]
+        kind: 'Hash'
+        version: 2
+      }
+      indexingPolicy: listIndexingPolicy
+    }
+  }
+}
+
+// A post with its comments and likes, one partition per post (Q2, Q4, Q5).
+resource posts 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2025-04-15' = {
+  parent: database
+  name: 'posts'
+  properties: {
+    resource: {
+      id: 'posts'
+      partitionKey: {
+        paths: [
+          '/postId'
+        ]
+        kind: 'Hash'
+        version: 2
+      }
+      indexingPolicy: listIndexingPolicy
+    }
+  }
+}
+
+// Short copies of the newest 100 posts, all in the partition "post" (Q6).
+resource feed 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2025-04-15' = {
+  parent: database
+  name: 'feed'
+  properties: {
+    resource: {
+      id: 'feed'
+      partitionKey: {
+        paths: [
+          '/type'
+        ]
+        kind: 'Hash'
+        version: 2
+      }
+      indexingPolicy: listIndexingPolicy
+    }
+  }
+}
+
+// The change-feed functions' positions; the trigger must not create it (the data-plane role
+// cannot).
+resource leases 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2025-04-15' = {
+  parent: database
+  name: 'leases'
+  properties: {
+    resource: {
+      id: 'leases'
+      partitionKey: {
+        paths: [
+          '/id'
+        ]
+        kind: 'Hash'
+        version: 2
+      }
+      indexingPolicy: leasesIndexingPolicy
+    }
+  }
+}
+
+// C3: create a comment and increment the post's commentCount in one transaction.
+resource createComment 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers/storedProcedures@2025-04-15' = {
+  parent: posts
+  name: 'createComment'
+  properties: {
+    resource: {
+      id: 'createComment'
+      body: loadTextContent('../../src/scripts/createComment.js')
+    }
+  }
+}
+
+// C4: create a like and increment the post's likeCount in one transaction.
+resource createLike 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers/storedProcedures@2025-04-15' = {
+  parent: posts
+  name: 'createLike'
+  properties: {
+    resource: {
+      id: 'createLike'
+      body: loadTextContent('../../src/scripts/createLike.js')
+    }
+  }
+}
+
+// A username change, pushed into one post partition's items (run once per partition).
+resource updateUsernames 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers/storedProcedures@2025-04-15' = {
+  parent: posts
+  name: 'updateUsernames'
+  properties: {
+    resource: {
+      id: 'updateUsernames'
+      body: loadTextContent('../../src/scripts/updateUsernames.js')
+    }
+  }
+}
+
+// Keeps the feed at its newest 100 posts; runs when a write names it as post-trigger.
+resource truncateFeed 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers/triggers@2025-04-15' = {
+  parent: feed
+  name: 'truncateFeed'
+  properties: {
+    resource: {
+      id: 'truncateFeed'
+      triggerType: 'Post'
+      triggerOperation: 'All'
+      body: loadTextContent('../../src/scripts/truncateFeed.js')
+    }
+  }
+}
+
+// The app's data-plane access: read and write items, run the scripts, read the change feed.
+resource dataContributor 'Microsoft.DocumentDB/databaseAccounts/sqlRoleAssignments@2025-04-15' = {
+  parent: account
+  name: guid(account.id, principalId, dataContributorRoleId)
+  properties: {
+    roleDefinitionId: '${account.id}/sqlRoleDefinitions/${dataContributorRoleId}'
+    scope: account.id
+    principalId: principalId
+  }
+}
+
+output endpoint string = account.properties.documentEndpoint
+output databaseName string = database.name

@@ -1,0 +1,158 @@
+// The Function App running the Rust custom handler (`handler`) on Flex Consumption, Linux.
+// Every connection is identity-based: AzureWebJobsStorage, the deployment container, Cosmos DB
+// (the `CosmosDB` setting family, which the cosmosDBTrigger's `connection` names too) and
+// Application Insights.
+
+param location string
+param tags object
+param planName string
+param appName string
+
+@description('Resource id of the user-assigned identity the app runs as.')
+param identityId string
+
+@description('Client id of that identity (picks it for every identity-based connection).')
+param identityClientId string
+
+param storageAccountName string
+
+@description('URL of the blob container holding the deployment package.')
+param deploymentContainerUrl string
+
+param appInsightsConnectionString string
+param cosmosEndpoint string
+param databaseName string
+
+@minValue(1)
+param maximumInstanceCount int
+
+@allowed([
+  512
+  2048
+  4096
+])
+param instanceMemoryMB int = 2048
+
+// Flex Consumption: per-execution billing, scale to zero, Linux only.
+resource plan 'Microsoft.Web/serverfarms@2024-11-01' = {
+  name: planName
+  location: location
+  tags: tags
+  kind: 'functionapp'
+  sku: {
+    name: 'FC1'
+    tier: 'FlexConsumption'
+  }
+  properties: {
+    reserved: true
+  }
+}
+
+// The app: custom runtime (the host starts `handler`, see host.json), package from blob storage.
+resource app 'Microsoft.Web/sites@2024-11-01' = {
+  name: appName
+  location: location
+  tags: tags
+  kind: 'functionapp,linux'
+  identity: {
+    type: 'UserAssigned'
+    userAssignedIdentities: {
+      '${identityId}': {}
+    }
+  }
+  properties: {
+    serverFarmId: plan.id
+    httpsOnly: true
+    functionAppConfig: {
+      deployment: {
+        storage: {
+          type: 'blobContainer'
+          value: deploymentContainerUrl
+          authentication: {
+            type: 'UserAssignedIdentity'
+            userAssignedIdentityResourceId: identityId
+          }
+        }
+      }
+      scaleAndConcurrency: {
+        instanceMemoryMB: instanceMemoryMB
+        maximumInstanceCount: maximumInstanceCount
+      }
+      runtime: {
+        name: 'custom'
+        version: '1.0'
+      }
+    }
+    siteConfig: {
+      minTlsVersion: '1.2'
+      ftpsState: 'Disabled'
+      // Flex Consumption takes the runtime from functionAppConfig: no FUNCTIONS_WORKER_RUNTIME.
+      appSettings: [
+        // The host's storage, reached with the identity.
+        {
+          name: 'AzureWebJobsStorage__accountName'
+          value: storageAccountName
+        }
+        {
+          name: 'AzureWebJobsStorage__credential'
+          value: 'managedidentity'
+        }
+        {
+          name: 'AzureWebJobsStorage__clientId'
+          value: identityClientId
+        }
+        // Telemetry, authenticated with the identity (the component refuses keys).
+        {
+          name: 'APPLICATIONINSIGHTS_CONNECTION_STRING'
+          value: appInsightsConnectionString
+        }
+        {
+          name: 'APPLICATIONINSIGHTS_AUTHENTICATION_STRING'
+          value: 'ClientId=${identityClientId};Authorization=AAD'
+        }
+        // Cosmos DB with Entra ID, read by the handler and by the cosmosDBTrigger (connection 'CosmosDB').
+        {
+          name: 'CosmosDB__accountEndpoint'
+          value: cosmosEndpoint
+        }
+        {
+          name: 'CosmosDB__credential'
+          value: 'managedidentity'
+        }
+        {
+          name: 'CosmosDB__clientId'
+          value: identityClientId
+        }
+        {
+          name: 'COSMOS_DATABASE'
+          value: databaseName
+        }
+        // The data-plane role cannot create containers; this template did.
+        {
+          name: 'BLOG_CREATE_CONTAINERS'
+          value: 'false'
+        }
+      ]
+    }
+  }
+}
+
+// No publishing with user names and passwords: deployments use Entra ID.
+resource scmBasicAuth 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@2024-11-01' = {
+  parent: app
+  name: 'scm'
+  properties: {
+    allow: false
+  }
+}
+
+resource ftpBasicAuth 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@2024-11-01' = {
+  parent: app
+  name: 'ftp'
+  properties: {
+    allow: false
+  }
+}
+
+output name string = app.name
+output defaultHostName string = app.properties.defaultHostName

@@ -1,0 +1,157 @@
+//! `PostsChangeFeed`: copy each changed post, in short form, into `users` and `feed`.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{BatchReport, FeedError, item_type};
+use crate::cosmos::{Container, StoreError, Versioned, WriteOp};
+use crate::http::{AppState, validate_id};
+use crate::model::{self, CopyAction, FEED_PARTITION, Post, PostCopy, SourceVersion};
+use crate::scripts::{NOT_AMONG_NEWEST, PostTrigger, ScriptError};
+
+/// How often a copy is re-read and re-written when another writer changed it in between.
+const ATTEMPTS: usize = 10;
+
+/// A post as the change feed delivers it: the item with its system properties.
+#[derive(Deserialize)]
+struct ChangedPost {
+    #[serde(flatten)]
+    post: Post,
+    #[serde(rename = "_ts")]
+    ts: i64,
+    #[serde(rename = "_etag")]
+    etag: String,
+}
+
+impl ChangedPost {
+    fn version(&self) -> SourceVersion {
+        SourceVersion { source_ts: self.ts, source_etag: self.etag.clone() }
+    }
+}
+
+/// Handles one batch of changes from `posts`.
+pub async fn posts_changed(state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
+    let mut report = BatchReport::default();
+    for document in documents {
+        if !document.is_object() {
+            tracing::warn!(target: "blog::changefeed", function = "PostsChangeFeed", "skipping a change that is not an item");
+            report.poison += 1;
+            continue;
+        }
+        if item_type(&document) != Some("post") {
+            report.ignored += 1; // comments and likes share the container
+            continue;
+        }
+        match parse(document) {
+            Ok(changed) => {
+                refresh_copy(state, Target::UserPosts, &changed).await?;
+                refresh_copy(state, Target::Feed, &changed).await?;
+                report.applied += 1;
+            }
+            Err(why) => {
+                tracing::warn!(target: "blog::changefeed", function = "PostsChangeFeed", %why, "skipping a malformed post");
+                report.poison += 1;
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Reads a changed post, refusing what a well-behaved writer of `posts` never writes.
+fn parse(document: Value) -> Result<ChangedPost, String> {
+    let id = document.get("id").cloned().unwrap_or(Value::Null);
+    let changed: ChangedPost = serde_json::from_value(document).map_err(|error| format!("post {id}: {error}"))?;
+    let post = &changed.post;
+    validate_id(&post.id).and_then(|()| validate_id(&post.user_id)).map_err(|why| format!("post {id}: {why}"))?;
+    if post.post_id != post.id {
+        return Err(format!("post {id}: postId {:?} differs from its id", post.post_id));
+    }
+    let too_long = |text: &str, max: usize| text.chars().count() > max;
+    if too_long(&post.title, model::MAX_TITLE_CHARS)
+        || too_long(&post.content, model::MAX_CONTENT_CHARS)
+        || too_long(&post.user_username, model::MAX_USERNAME_CHARS)
+    {
+        return Err(format!("post {id}: a field is longer than the API allows"));
+    }
+    Ok(changed)
+}
+
+/// Where a post's short copy lives.
+#[derive(Clone, Copy, Debug)]
+enum Target {
+    /// The author's partition of `users` (Q3).
+    UserPosts,
+    /// The single partition of `feed` (Q6), kept at the newest 100 by `truncateFeed`.
+    Feed,
+}
+
+impl Target {
+    fn container(self) -> Container {
+        match self {
+            Target::UserPosts => Container::Users,
+            Target::Feed => Container::Feed,
+        }
+    }
+
+    fn partition_key(self, post: &Post) -> &str {
+        match self {
+            Target::UserPosts => &post.user_id,
+            Target::Feed => FEED_PARTITION,
+        }
+    }
+}
+
+/// Makes the copy of `changed` in `target` at least as new as `changed`, and never older than
+/// it was. The copy is written conditionally on the etag it was read with, so a concurrent
+/// writer of the same copy makes this start over rather than be overwritten.
+async fn refresh_copy(state: &AppState, target: Target, changed: &ChangedPost) -> Result<(), FeedError> {
+    let (container, partition_key) = (target.container(), target.partition_key(&changed.post));
+    for _ in 0..ATTEMPTS {
+        let existing = state.store.read_versioned::<PostCopy>(container, partition_key, &changed.post.id).await?;
+        let copy = match model::copy_action(existing.as_ref().map(|found| &found.item.source), &changed.version()) {
+            CopyAction::Keep => return Ok(()),
+            CopyAction::Write => model::post_copy(&changed.post, changed.version()),
+            CopyAction::WriteFromCurrent => match current_post(state, &changed.post.id).await? {
+                Some(current) if Some(&current.version()) != existing.as_ref().map(|found| &found.item.source) => {
+                    model::post_copy(&current.post, current.version())
+                }
+                _ => return Ok(()),
+            },
+        };
+        match write_copy(state, target, partition_key, copy, existing).await {
+            Ok(()) => return Ok(()),
+            Err(FeedError::Store(StoreError::PreconditionFailed | StoreError::Conflict)) => continue,
+            Err(FeedError::Script(ScriptError::Store(StoreError::PreconditionFailed | StoreError::Conflict))) => continue,
+            // `truncateFeed` refused the write: the post is older than the newest 100, so it has
+            // no place in the feed (an edit or a new comment on an old post must not bring it back).
+            Err(FeedError::Script(ScriptError::Thrown(message))) if message.starts_with(NOT_AMONG_NEWEST) => return Ok(()),
+            Err(other) => return Err(other),
+        }
+    }
+    Err(StoreError::Other(format!("the copy of post {} in {} kept changing", changed.post.id, container.name())).into())
+}
+
+/// The post as it is now in `posts`, with its version.
+async fn current_post(state: &AppState, post_id: &str) -> Result<Option<ChangedPost>, FeedError> {
+    let document = state.store.read::<Value>(Container::Posts, post_id, post_id).await?;
+    Ok(document.and_then(|document| parse(document).ok()))
+}
+
+/// Creates or replaces the copy; writes into `feed` run the `truncateFeed` trigger.
+async fn write_copy(
+    state: &AppState,
+    target: Target,
+    partition_key: &str,
+    copy: PostCopy,
+    existing: Option<Versioned<PostCopy>>,
+) -> Result<(), FeedError> {
+    let document = serde_json::to_value(&copy).map_err(|error| StoreError::Other(error.to_string()))?;
+    let write = match existing {
+        Some(found) => WriteOp::Replace { id: copy.post.id.clone(), document, if_match: Some(found.etag) },
+        None => WriteOp::Create { document },
+    };
+    match target {
+        Target::Feed => Ok(state.scripts.write_with_trigger(PostTrigger::TruncateFeed, partition_key, write).await?),
+        Target::UserPosts => Ok(state.store.execute_write(target.container(), partition_key, write).await?),
+    }
+}

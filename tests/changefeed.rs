@@ -1,0 +1,278 @@
+//! The change-feed functions keep every denormalized copy true: end to end on the embedded
+//! store with the local processors, and as the Functions host invokes them.
+
+mod common;
+
+use blog::config::ChangeFeedMode;
+use blog::cosmos::{Container, PageRequest, QuerySpec};
+use blog::model::SHORT_CONTENT_CHARS;
+use common::TestApp;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+fn ids(list: &Value) -> Vec<String> {
+    list["items"].as_array().unwrap().iter().map(|item| item["id"].as_str().unwrap().to_owned()).collect()
+}
+
+/// Every document of one partition, system properties included.
+async fn partition(app: &TestApp, container: Container, key: &str) -> Vec<Value> {
+    let query = QuerySpec { sql: "SELECT * FROM c ORDER BY c.id".into(), parameters: vec![] };
+    let page = PageRequest { size: 1000, continuation: None };
+    app.state.store.query_documents(container, key, query, page).await.unwrap().0
+}
+
+/// The documents of a partition without what the store adds, for comparing states.
+async fn contents(app: &TestApp, container: Container, key: &str) -> Vec<Value> {
+    let mut documents = partition(app, container, key).await;
+    for document in &mut documents {
+        document.as_object_mut().unwrap().retain(|name, _| !name.starts_with('_'));
+    }
+    documents
+}
+
+#[tokio::test]
+async fn q3_and_q6_show_each_post_with_its_author_counts_and_short_content() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let long = "é".repeat(SHORT_CONTENT_CHARS + 50);
+    let first = app.post("/api/posts", json!({"userId": alice, "title": "First", "content": long})).await.body;
+    let second = app.post_by(&alice, "Second").await;
+    let first_id = first["id"].as_str().unwrap();
+    for n in 0..3 {
+        app.post(&format!("/api/posts/{first_id}/comments"), json!({"userId": bob, "content": format!("c{n}")})).await;
+    }
+    app.post(&format!("/api/posts/{first_id}/likes"), json!({"userId": bob})).await;
+    app.post(&format!("/api/posts/{first_id}/likes"), json!({"userId": alice})).await;
+
+    let expected_first = |item: &Value| {
+        item["id"] == first["id"]
+            && item["commentCount"] == 3
+            && item["likeCount"] == 2
+            && item["userUsername"] == "alice"
+            && item["content"].as_str().unwrap().chars().count() == SHORT_CONTENT_CHARS
+            && first["content"].as_str().unwrap().starts_with(item["content"].as_str().unwrap())
+    };
+    let feed = app.eventually("/api/feed", |feed| feed["items"].as_array().unwrap().iter().any(expected_first)).await;
+    assert_eq!(ids(&feed.body), vec![second.clone(), first_id.to_owned()], "newest first");
+    assert_eq!(feed.body["items"][1].as_object().unwrap().len(), 10, "exactly the article's fields: {}", feed.body);
+    let posts = app
+        .eventually(&format!("/api/users/{alice}/posts"), |posts| posts["items"].as_array().unwrap().iter().any(expected_first))
+        .await;
+    assert_eq!(ids(&posts.body), vec![second, first_id.to_owned()]);
+    assert_eq!(app.get(&format!("/api/users/{bob}/posts")).await.body["items"], json!([]));
+}
+
+#[tokio::test]
+async fn a_rename_reaches_every_post_comment_like_and_copy() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let alices_post = app.post_by(&alice, "By Alice").await;
+    let bobs_post = app.post_by(&bob, "By Bob").await;
+    app.post(&format!("/api/posts/{bobs_post}/comments"), json!({"userId": alice, "content": "hi"})).await;
+    app.post(&format!("/api/posts/{bobs_post}/likes"), json!({"userId": alice})).await;
+    app.post(&format!("/api/posts/{alices_post}/comments"), json!({"userId": alice, "content": "mine"})).await;
+    app.post(&format!("/api/posts/{alices_post}/comments"), json!({"userId": bob, "content": "bob's"})).await;
+
+    app.put(&format!("/api/users/{alice}"), json!({"username": "alicia"})).await;
+
+    app.eventually(&format!("/api/posts/{alices_post}"), |post| post["userUsername"] == "alicia").await;
+    let comments =
+        app.eventually(&format!("/api/posts/{bobs_post}/comments"), |c| c["items"][0]["userUsername"] == "alicia").await;
+    assert_eq!(comments.body["items"].as_array().unwrap().len(), 1);
+    app.eventually(&format!("/api/posts/{bobs_post}/likes"), |l| l["items"][0]["userUsername"] == "alicia").await;
+    let own = app.eventually(&format!("/api/posts/{alices_post}/comments"), |c| c["items"][0]["userUsername"] == "alicia").await;
+    assert_eq!(own.body["items"][1]["userUsername"], "bob", "other users' items keep their names");
+    app.eventually(&format!("/api/users/{alice}/posts"), |p| p["items"][0]["userUsername"] == "alicia").await;
+    let feed = app
+        .eventually("/api/feed", |feed| {
+            feed["items"].as_array().unwrap().iter().any(|p| p["id"] == alices_post.as_str() && p["userUsername"] == "alicia")
+        })
+        .await;
+    let bobs_copy = feed.body["items"].as_array().unwrap().iter().find(|p| p["id"] == bobs_post.as_str()).unwrap().clone();
+    assert_eq!(bobs_copy["userUsername"], "bob");
+    assert_eq!(app.get(&format!("/api/posts/{bobs_post}")).await.body["userUsername"], "bob");
+}
+
+#[tokio::test]
+async fn the_feed_keeps_exactly_the_newest_100_posts() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    let mut posts = Vec::new();
+    for n in 0..105 {
+        posts.push(app.post_by(&alice, &format!("post {n}")).await);
+    }
+    let newest: Vec<String> = posts.iter().rev().take(100).cloned().collect();
+    let feed = app.eventually("/api/feed?limit=100", |feed| ids(feed) == newest).await;
+    assert_eq!(feed.body["items"].as_array().unwrap().len(), 100);
+    assert_eq!(partition(&app, Container::Feed, "post").await.len(), 100, "the container itself holds 100");
+
+    // Changing an old post (a comment moves its counter) must not bring it back into the feed.
+    let oldest = &posts[0];
+    app.post(&format!("/api/posts/{oldest}/comments"), json!({"userId": alice, "content": "late"})).await;
+    app.put(&format!("/api/posts/{oldest}"), json!({"title": "edited", "content": "edited"})).await;
+    app.eventually(&format!("/api/users/{alice}/posts?limit=100"), |list| {
+        list["items"].as_array().unwrap().iter().all(|p| p["id"] != oldest.as_str())
+    })
+    .await;
+    let mut copies_of_oldest = Vec::new();
+    for _ in 0..50 {
+        copies_of_oldest =
+            partition(&app, Container::Users, &alice).await.into_iter().filter(|d| d["id"] == oldest.as_str()).collect();
+        if copies_of_oldest.first().is_some_and(|copy| copy["title"] == "edited") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(copies_of_oldest[0]["title"], "edited", "the user's copy follows the edit");
+    assert_eq!(ids(&app.get("/api/feed?limit=100").await.body), newest, "the feed does not");
+    assert_eq!(partition(&app, Container::Feed, "post").await.len(), 100);
+}
+
+/// The host's invocation body for a batch: the documents as a JSON string holding the array.
+fn invocation(documents: &[Value]) -> Value {
+    json!({"Data": {"documents": serde_json::to_string(documents).unwrap()}, "Metadata": {"sys": {"MethodName": "PostsChangeFeed"}}})
+}
+
+#[tokio::test]
+async fn a_replayed_or_late_batch_leaves_the_same_state() {
+    // No local processors: this test plays the host.
+    let app = TestApp::start_as_host().await;
+    let alice = app.user("alice").await;
+    let post = app.post_by(&alice, "Hello").await;
+    let old_version = app.state.store.read::<Value>(Container::Posts, &post, &post).await.unwrap().unwrap();
+    // A second later, so the two versions differ in `_ts` too.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    app.put(&format!("/api/posts/{post}"), json!({"title": "Hello, edited", "content": "new"})).await;
+    let new_version = app.state.store.read::<Value>(Container::Posts, &post, &post).await.unwrap().unwrap();
+
+    let answer = app.post("/PostsChangeFeed", invocation(std::slice::from_ref(&new_version))).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(answer.body["Outputs"], json!({}));
+    assert_eq!(answer.body["ReturnValue"], Value::Null);
+    assert!(answer.body["Logs"][0].as_str().unwrap().contains("1 applied"), "{}", answer.body);
+    let state = (contents(&app, Container::Users, &alice).await, contents(&app, Container::Feed, "post").await);
+    assert_eq!(state.1[0]["title"], "Hello, edited");
+
+    // The same batch again, then the older version late: nothing moves.
+    app.post("/PostsChangeFeed", invocation(std::slice::from_ref(&new_version))).await;
+    app.post("/PostsChangeFeed", invocation(std::slice::from_ref(&old_version))).await;
+    app.post("/PostsChangeFeed", json!({"Data": {"documents": [old_version, new_version]}, "Metadata": {}})).await;
+    assert_eq!((contents(&app, Container::Users, &alice).await, contents(&app, Container::Feed, "post").await), state);
+}
+
+#[tokio::test]
+async fn a_malformed_item_is_skipped_without_blocking_its_batch() {
+    let app = TestApp::start_as_host().await;
+    let alice = app.user("alice").await;
+    let post = app.post_by(&alice, "Good").await;
+    let good = app.state.store.read::<Value>(Container::Posts, &post, &post).await.unwrap().unwrap();
+    let poison = [
+        json!({"id": "p-broken", "type": "post", "postId": "p-broken"}),
+        json!({"id": "p-wrong", "type": "post", "postId": "p-wrong", "userId": 5, "_ts": 1, "_etag": "x"}),
+        json!({"id": "p-huge", "type": "post", "postId": "p-huge", "userId": "u", "userUsername": "u", "title": "t",
+               "content": "x".repeat(3_000_000), "commentCount": 0, "likeCount": 0, "creationDate": "2026-01-01T00:00:00.000Z",
+               "_ts": 1, "_etag": "x"}),
+        json!("not even an object"),
+    ];
+    let mut batch = poison.to_vec();
+    batch.push(json!({"id": "c1", "type": "comment", "postId": post}));
+    batch.push(good);
+    let answer = app.post("/PostsChangeFeed", invocation(&batch)).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let log = answer.body["Logs"][0].as_str().unwrap();
+    assert!(log.contains("1 applied") && log.contains("1 of other types") && log.contains("4 malformed"), "{log}");
+    assert_eq!(ids(&app.get("/api/feed").await.body), vec![post], "the good post went through, nothing else was written");
+
+    let users = app.post("/UsersChangeFeed", invocation(&[json!({"id": "u9", "type": "user"}), json!({"type": "post"})])).await;
+    assert_eq!(users.status, StatusCode::OK, "{}", users.body);
+    assert!(users.body["Logs"][0].as_str().unwrap().contains("1 malformed"), "{}", users.body);
+
+    let bad = app
+        .raw(reqwest::Method::POST, "/PostsChangeFeed", Some("application/json"), "{\"Data\": {\"documents\": \"[1,\"}}")
+        .await;
+    bad.problem(400);
+}
+
+#[tokio::test]
+async fn users_change_feed_applies_the_current_name_whatever_the_batch_says() {
+    let app = TestApp::start_as_host().await;
+    let alice = app.user("alice").await;
+    let post = app.post_by(&alice, "Hello").await;
+    app.post(&format!("/api/posts/{post}/comments"), json!({"userId": alice, "content": "c"})).await;
+    let old = app.state.store.read::<Value>(Container::Users, &alice, &alice).await.unwrap().unwrap();
+    app.put(&format!("/api/users/{alice}"), json!({"username": "alicia"})).await;
+    let new = app.state.store.read::<Value>(Container::Users, &alice, &alice).await.unwrap().unwrap();
+
+    for batch in [vec![new.clone()], vec![new.clone()], vec![old.clone()], vec![new, old]] {
+        let answer = app.post("/UsersChangeFeed", invocation(&batch)).await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+        for item in contents(&app, Container::Posts, &post).await {
+            assert_eq!(item["userUsername"], "alicia", "{item}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_restart_delivers_what_was_not_processed_and_rebuild_gives_the_same_copies() {
+    let data = tempfile::tempdir().unwrap();
+    // Written while nothing processes the change feed.
+    let app = TestApp::start_with(data.path(), ChangeFeedMode::Host).await;
+    let alice = app.user("alice").await;
+    let posts = [app.post_by(&alice, "one").await, app.post_by(&alice, "two").await];
+    app.post(&format!("/api/posts/{}/likes", posts[0]), json!({"userId": alice})).await;
+    assert_eq!(app.get("/api/feed").await.body["items"], json!([]));
+    app.stop().await;
+
+    // The processors catch up after the restart...
+    let app = TestApp::start_in(data.path()).await;
+    let expected: Vec<String> = posts.iter().rev().cloned().collect();
+    app.eventually("/api/feed", |feed| ids(feed) == expected && feed["items"][1]["likeCount"] == 1).await;
+    let incremental = (contents(&app, Container::Users, &alice).await, contents(&app, Container::Feed, "post").await);
+    let position = app.state.store.journal_position().unwrap();
+    let checkpoint = data.path().join("changefeed-PostsChangeFeed.json");
+    for _ in 0..200 {
+        let saved: Value = serde_json::from_slice(&std::fs::read(&checkpoint).unwrap_or_default()).unwrap_or_default();
+        if saved["delivered_through"].as_u64() >= Some(position) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let saved: Value = serde_json::from_slice(&std::fs::read(&checkpoint).unwrap()).unwrap();
+    assert!(saved["delivered_through"].as_u64().unwrap() >= position, "the position is kept: {saved}");
+    app.stop().await;
+
+    // ...and rebuilding from the whole posts feed, on a store stripped of its copies, gives the
+    // same copies.
+    let app = TestApp::start_with(data.path(), ChangeFeedMode::Host).await;
+    for document in partition(&app, Container::Users, &alice).await.into_iter().filter(|d| d["type"] == "post") {
+        let id = document["id"].as_str().unwrap().to_owned();
+        app.state
+            .store
+            .execute_write(Container::Users, &alice, blog::cosmos::WriteOp::Delete { id, if_match: None })
+            .await
+            .unwrap();
+    }
+    for document in partition(&app, Container::Feed, "post").await {
+        let id = document["id"].as_str().unwrap().to_owned();
+        app.state
+            .store
+            .execute_write(Container::Feed, "post", blog::cosmos::WriteOp::Delete { id, if_match: None })
+            .await
+            .unwrap();
+    }
+    assert_eq!(app.get("/api/feed").await.body["items"], json!([]));
+    let rebuilt = blog::changefeed::processor::rebuild_copies(&app.state).await.unwrap();
+    assert_eq!(rebuilt, 2);
+    let strip_versions = |mut documents: Vec<Value>| {
+        for document in &mut documents {
+            let object = document.as_object_mut().unwrap();
+            object.remove("sourceTs");
+            object.remove("sourceEtag");
+        }
+        documents
+    };
+    assert_eq!(strip_versions(contents(&app, Container::Users, &alice).await), strip_versions(incremental.0));
+    assert_eq!(strip_versions(contents(&app, Container::Feed, "post").await), strip_versions(incremental.1));
+}

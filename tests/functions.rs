@@ -1,0 +1,117 @@
+//! The Functions host's view of the app: `host.json` and every `functions/*/function.json`
+//! agree with the routes the handler serves, in both directions.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use blog::changefeed::processor::Function;
+use blog::config::CONNECTION_SETTING;
+use blog::http::HTTP_FUNCTIONS;
+use common::TestApp;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|error| panic!("{} is not valid JSON: {error}", path.display()))
+}
+
+/// Every function folder with its function.json.
+fn functions() -> Vec<(String, Value)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("functions");
+    let mut functions: Vec<(String, Value)> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.is_dir())
+        .map(|path| (path.file_name().unwrap().to_string_lossy().into_owned(), read_json(&path.join("function.json"))))
+        .collect();
+    functions.sort_by(|a, b| a.0.cmp(&b.0));
+    functions
+}
+
+#[test]
+fn host_json_runs_the_handler_with_forwarding_under_api() {
+    let host = read_json(&Path::new(env!("CARGO_MANIFEST_DIR")).join("host.json"));
+    assert_eq!(host["version"], "2.0");
+    assert_eq!(host["customHandler"]["description"]["defaultExecutablePath"], "handler");
+    assert_eq!(host["customHandler"]["enableForwardingHttpRequest"], true);
+    assert_eq!(host["extensions"]["http"]["routePrefix"], "api");
+    assert_eq!(host["extensionBundle"]["id"], "Microsoft.Azure.Functions.ExtensionBundle");
+    assert_eq!(host["extensionBundle"]["version"], "[4.*, 5.0.0)");
+}
+
+#[test]
+fn every_http_function_is_a_forwarded_route_of_the_handler_and_back() {
+    let mut declared = BTreeSet::new();
+    for (name, function) in functions() {
+        let bindings = function["bindings"].as_array().unwrap();
+        if bindings[0]["type"] != "httpTrigger" {
+            continue;
+        }
+        // Forwarding needs exactly one httpTrigger and one http output.
+        assert_eq!(bindings.len(), 2, "{name}");
+        assert_eq!(bindings[1], json!({"type": "http", "direction": "out", "name": "res"}), "{name}");
+        let trigger = &bindings[0];
+        assert_eq!(trigger["direction"], "in", "{name}");
+        assert!(
+            ["anonymous", "function"].contains(&trigger["authLevel"].as_str().unwrap()),
+            "{name}: authLevel is set deliberately"
+        );
+        let methods: Vec<String> =
+            trigger["methods"].as_array().unwrap().iter().map(|m| m.as_str().unwrap().to_uppercase()).collect();
+        assert_eq!(methods.len(), 1, "{name}: one request of the article per function");
+        declared.insert((name, methods[0].clone(), trigger["route"].as_str().unwrap().to_owned()));
+    }
+    let served: BTreeSet<(String, String, String)> =
+        HTTP_FUNCTIONS.iter().map(|(name, method, route)| (name.to_string(), method.to_string(), route.to_string())).collect();
+    assert_eq!(declared, served, "functions/*/function.json and the handler's routes must be the same set");
+}
+
+#[tokio::test]
+async fn the_handler_answers_every_declared_route_and_method() {
+    let app = TestApp::start_as_host().await;
+    for (name, method, route) in HTTP_FUNCTIONS {
+        let path = format!("/api/{}", route.replace("{userId}", "someone").replace("{postId}", "something"));
+        let answer = app.raw(Method::from_bytes(method.as_bytes()).unwrap(), &path, Some("application/json"), "{}").await;
+        assert_ne!(answer.status.as_u16(), 405, "{name}: {method} {path}");
+        let detail = answer.body["detail"].as_str().unwrap_or_default();
+        assert!(!detail.starts_with("There is no resource at"), "{name}: {method} {path} is not routed");
+    }
+}
+
+#[tokio::test]
+async fn every_change_feed_function_is_declared_as_the_handler_serves_it() {
+    let declared: Vec<(String, Value)> =
+        functions().into_iter().filter(|(_, function)| function["bindings"][0]["type"] == "cosmosDBTrigger").collect();
+    let names: BTreeSet<&str> = declared.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, Function::ALL.iter().map(|function| function.name()).collect());
+
+    let mut prefixes = BTreeSet::new();
+    let app = TestApp::start_as_host().await;
+    for (name, function) in &declared {
+        let served = Function::ALL.into_iter().find(|function| function.name() == name).unwrap();
+        let bindings = function["bindings"].as_array().unwrap();
+        assert_eq!(bindings.len(), 1, "{name}");
+        let trigger = &bindings[0];
+        assert_eq!(trigger["name"], "documents", "{name}: the handler reads Data.documents");
+        assert_eq!(trigger["direction"], "in");
+        assert_eq!(trigger["connection"], CONNECTION_SETTING, "{name}: the app and the trigger share one account setting");
+        assert_eq!(trigger["databaseName"], "%COSMOS_DATABASE%");
+        assert_eq!(trigger["containerName"], served.container().name(), "{name}");
+        assert_eq!(trigger["leaseContainerName"], "leases");
+        assert_eq!(trigger["createLeaseContainerIfNotExists"], false, "{name}: the app's identity cannot create containers");
+        assert_eq!(trigger["startFromBeginning"], true, "{name}: a new deployment bootstraps the copies");
+        let batch = trigger["maxItemsPerInvocation"].as_u64().unwrap();
+        assert!((1..=1000).contains(&batch), "{name}: bounded batches");
+        assert!(
+            prefixes.insert(trigger["leaseContainerPrefix"].as_str().unwrap().to_owned()),
+            "{name}: lease prefixes are distinct"
+        );
+        assert!(function["retry"]["strategy"].is_string(), "{name}: a failed batch must be retried, not lost");
+
+        let answer = app.post(&format!("/{name}"), json!({"Data": {"documents": "[]"}, "Metadata": {}})).await;
+        assert_eq!(answer.status.as_u16(), 200, "{name}: {}", answer.body);
+    }
+}

@@ -1,0 +1,823 @@
+//! Offline checks of the Azure infrastructure in `infra/`.
+//!
+//! No Bicep compiler can run here, so this test does the part of its work that catches most
+//! deployment failures: it parses every Bicep file with the tree-sitter Bicep grammar, and checks
+//! every resource against the same type definitions the compiler uses (`../shared/bicep-types`,
+//! generated from Azure/bicep-types-az): the type and API version exist, every property name
+//! exists, enum values are allowed, read-only properties are not set, required ones are present.
+//! Then it checks that the infrastructure matches the application: the containers and partition
+//! keys of `src/cosmos/mod.rs`, the scripts of `src/scripts/`, Entra-ID-only Cosmos DB, and the
+//! app settings the handler and the Functions host read.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+use tree_sitter::{Node, Parser, Tree};
+
+// ---------------------------------------------------------------------------------------------
+// Files
+// ---------------------------------------------------------------------------------------------
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every file under `dir` whose name ends with `.{extension}`, sorted so reports are stable.
+fn files_with_extension(dir: &Path, extension: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let entries = fs::read_dir(dir).unwrap_or_else(|error| panic!("cannot read {}: {error}", dir.display()));
+    for entry in entries {
+        let path = entry.expect("directory entry").path();
+        if path.is_dir() {
+            found.extend(files_with_extension(&path, extension));
+        } else if path.extension().is_some_and(|ext| ext == extension) {
+            found.push(path);
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The path relative to the repository, for messages.
+fn shown(path: &Path) -> String {
+    path.strip_prefix(repo_root()).unwrap_or(path).display().to_string()
+}
+
+/// Fails with every problem found, not just the first, so one run shows all there is to fix.
+fn assert_no_problems(what: &str, problems: &[String]) {
+    assert!(problems.is_empty(), "{what}:\n  - {}", problems.join("\n  - "));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bicep syntax trees
+// ---------------------------------------------------------------------------------------------
+
+/// One parsed Bicep file.
+struct BicepFile {
+    path: PathBuf,
+    source: String,
+    tree: Tree,
+}
+
+impl BicepFile {
+    fn parse(path: &Path) -> BicepFile {
+        let source = fs::read_to_string(path).unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
+        let mut parser = Parser::new();
+        parser.set_language(&tree_sitter_bicep::LANGUAGE.into()).expect("the Bicep grammar loads");
+        let tree = parser.parse(&source, None).expect("the parser returns a tree");
+        BicepFile { path: path.to_path_buf(), source, tree }
+    }
+
+    fn text(&self, node: Node) -> &str {
+        &self.source[node.byte_range()]
+    }
+
+    /// Where a node is, as `file:line`, for messages.
+    fn at(&self, node: Node) -> String {
+        format!("{}:{}", shown(&self.path), node.start_position().row + 1)
+    }
+
+    /// The top-level statements of one kind (`parameter_declaration`, `variable_declaration`, …).
+    fn statements<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = Node<'a>> + 'a {
+        named_children(self.tree.root_node()).into_iter().filter(move |node| node.kind() == kind)
+    }
+
+    /// The value of `var <name> = …`, so that a property set from a variable is checked too.
+    fn variable(&self, name: &str) -> Option<Node<'_>> {
+        self.statements("variable_declaration")
+            .find(|declaration| first_child_of_kind(*declaration, "identifier").is_some_and(|id| self.text(id) == name))
+            .and_then(|declaration| named_children(declaration).last().copied())
+    }
+
+    /// The names of the `param`s this file declares, and whether each has a default value.
+    fn parameters(&self) -> BTreeMap<String, bool> {
+        self.statements("parameter_declaration")
+            .filter_map(|declaration| {
+                let name = first_child_of_kind(declaration, "identifier")?;
+                let has_default = anonymous_child(declaration, "=").is_some();
+                Some((self.text(name).to_string(), has_default))
+            })
+            .collect()
+    }
+
+    /// A string literal's value; `None` for anything else, interpolated strings included.
+    fn string_literal(&self, node: Node) -> Option<String> {
+        if node.kind() != "string" {
+            return None;
+        }
+        let mut value = String::new();
+        for part in named_children(node) {
+            match part.kind() {
+                "string_content" => value.push_str(self.text(part)),
+                "escape_sequence" => value.push_str(&unescape(self.text(part))),
+                _ => return None, // an interpolation: only known at deployment
+            }
+        }
+        Some(value)
+    }
+
+    /// An object literal's properties: the key (`None` when computed, as `'${id}'`) and the value.
+    fn object_entries<'a>(&'a self, object: Node<'a>) -> Vec<(Option<String>, Node<'a>)> {
+        named_children(object)
+            .into_iter()
+            .filter(|child| child.kind() == "object_property")
+            .filter_map(|property| {
+                let parts = named_children(property);
+                let (key, value) = (parts.first()?, parts.last()?);
+                let key = match key.kind() {
+                    "string" => self.string_literal(*key),
+                    _ => Some(self.text(*key).to_string()),
+                };
+                Some((key, *value))
+            })
+            .collect()
+    }
+
+    /// The value of `key` in an object literal.
+    fn property<'a>(&'a self, object: Node<'a>, key: &str) -> Option<Node<'a>> {
+        self.object_entries(object).into_iter().find(|(name, _)| name.as_deref() == Some(key)).map(|(_, value)| value)
+    }
+
+    /// Follows a dotted path of properties through object literals (and variables).
+    fn path<'a>(&'a self, object: Node<'a>, path: &[&str]) -> Option<Node<'a>> {
+        path.iter().try_fold(object, |node, key| {
+            let node = self.resolve(node);
+            if node.kind() == "object" { self.property(node, key) } else { None }
+        })
+    }
+
+    /// Sees through parentheses and variables to the expression that gives a value.
+    fn resolve<'a>(&'a self, node: Node<'a>) -> Node<'a> {
+        let mut node = node;
+        for _ in 0..16 {
+            node = match node.kind() {
+                "parenthesized_expression" => match named_children(node).first() {
+                    Some(inner) => *inner,
+                    None => return node,
+                },
+                "identifier" => match self.variable(self.text(node)) {
+                    Some(value) => value,
+                    None => return node, // a parameter, a loop variable or a resource: not literal
+                },
+                _ => return node,
+            };
+        }
+        node
+    }
+
+    /// A literal expression as JSON (variables followed); `None` where it depends on deployment.
+    fn literal(&self, node: Node) -> Option<Value> {
+        let node = self.resolve(node);
+        match node.kind() {
+            "string" => self.string_literal(node).map(Value::String),
+            "number" => self.text(node).parse::<i64>().ok().map(Value::from),
+            "boolean" => Some(Value::Bool(self.text(node) == "true")),
+            "null" => Some(Value::Null),
+            "array" => {
+                named_children(node).into_iter().map(|item| self.literal(item)).collect::<Option<Vec<_>>>().map(Value::Array)
+            }
+            "object" => {
+                let mut object = Map::new();
+                for (key, value) in self.object_entries(node) {
+                    object.insert(key?, self.literal(value)?);
+                }
+                Some(Value::Object(object))
+            }
+            _ => None,
+        }
+    }
+
+    /// Every `resource` declaration in the file, nested ones included.
+    fn resources(&self) -> Vec<Resource<'_>> {
+        descendants(self.tree.root_node())
+            .into_iter()
+            .filter(|node| node.kind() == "resource_declaration")
+            .filter_map(|declaration| {
+                let symbol = self.text(first_child_of_kind(declaration, "identifier")?).to_string();
+                let type_and_version = self.string_literal(first_child_of_kind(declaration, "string")?)?;
+                let existing = anonymous_child(declaration, "existing").is_some();
+                let body = resource_body(declaration)?;
+                Some(Resource { file: self, declaration, symbol, type_and_version, existing, body })
+            })
+            .collect()
+    }
+
+    /// Every syntax error: tree-sitter marks what it could not parse as ERROR, and what it had
+    /// to assume as MISSING.
+    fn syntax_errors(&self) -> Vec<String> {
+        descendants(self.tree.root_node())
+            .into_iter()
+            .filter(|node| node.is_error() || node.is_missing())
+            .map(|node| {
+                let what = if node.is_missing() { "missing" } else { "cannot parse" };
+                format!("{}: {what} `{}`", self.at(node), self.text(node).chars().take(60).collect::<String>())
+            })
+            .collect()
+    }
+}
+
+fn unescape(sequence: &str) -> String {
+    match sequence {
+        "\\n" => "\n".into(),
+        "\\r" => "\r".into(),
+        "\\t" => "\t".into(),
+        other => other.trim_start_matches('\\').into(), // \\ \' \$
+    }
+}
+
+fn named_children(node: Node) -> Vec<Node> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).collect()
+}
+
+fn first_child_of_kind<'a>(node: Node<'a>, kind: &str) -> Option<Node<'a>> {
+    named_children(node).into_iter().find(|child| child.kind() == kind)
+}
+
+/// A keyword or punctuation child (`existing`, `=`), which tree-sitter leaves unnamed.
+fn anonymous_child<'a>(node: Node<'a>, kind: &str) -> Option<Node<'a>> {
+    let mut cursor = node.walk();
+    node.children(&mut cursor).find(|child| !child.is_named() && child.kind() == kind)
+}
+
+fn descendants(node: Node) -> Vec<Node> {
+    let mut all = vec![node];
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        all.extend(descendants(child));
+    }
+    all
+}
+
+/// The object literal of a resource: `= {…}`, `= if (…) {…}` or `= [for … : {…}]`.
+fn resource_body(declaration: Node) -> Option<Node> {
+    let value = named_children(declaration).into_iter().last()?;
+    let value = match value.kind() {
+        "for_statement" => value.child_by_field_name("body")?,
+        _ => value,
+    };
+    match value.kind() {
+        "if_statement" => first_child_of_kind(value, "object"),
+        "object" => Some(value),
+        _ => None,
+    }
+}
+
+/// A `resource` declaration.
+struct Resource<'a> {
+    file: &'a BicepFile,
+    declaration: Node<'a>,
+    symbol: String,
+    /// `'Microsoft.X/y@2025-01-01'`, as written.
+    type_and_version: String,
+    existing: bool,
+    body: Node<'a>,
+}
+
+impl Resource<'_> {
+    fn type_name(&self) -> &str {
+        self.type_and_version.split('@').next().unwrap_or_default()
+    }
+
+    fn at(&self) -> String {
+        format!("{} ({})", self.file.at(self.declaration), self.symbol)
+    }
+
+    fn literal_at(&self, path: &[&str]) -> Option<Value> {
+        self.file.path(self.body, path).and_then(|node| self.file.literal(node))
+    }
+}
+
+/// Every `.bicep` file under `infra/`, parsed.
+fn bicep_files() -> Vec<BicepFile> {
+    let infra = repo_root().join("infra");
+    let files: Vec<BicepFile> = files_with_extension(&infra, "bicep").iter().map(|path| BicepFile::parse(path)).collect();
+    assert!(!files.is_empty(), "no .bicep files under {}", infra.display());
+    files
+}
+
+fn resources_of_type<'a>(files: &'a [BicepFile], type_name: &str) -> Vec<Resource<'a>> {
+    files.iter().flat_map(BicepFile::resources).filter(|resource| resource.type_name() == type_name).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Azure type definitions (../shared/bicep-types)
+// ---------------------------------------------------------------------------------------------
+
+const REQUIRED: u64 = 1;
+const READ_ONLY: u64 = 2;
+
+/// Properties a resource declaration may carry that are Bicep's, not the resource provider's.
+const BICEP_RESOURCE_KEYWORDS: [&str; 3] = ["parent", "scope", "dependsOn"];
+
+/// The type definitions of every provider in the folder: each file is one array of types that
+/// refer to each other by index (`{"$ref": "#/12"}`), so a type is (file, index).
+struct Schemas {
+    files: Vec<Vec<Value>>,
+    resources: BTreeMap<String, TypeRef>,
+}
+
+#[derive(Clone, Copy)]
+struct TypeRef {
+    file: usize,
+    index: usize,
+}
+
+/// An object type's properties, with the base properties of a discriminated type merged in.
+struct ObjectSchema<'a> {
+    properties: Map<String, Value>,
+    additional: Option<&'a Value>,
+    file: usize,
+}
+
+impl Schemas {
+    fn load() -> Schemas {
+        let dir = repo_root().join("../shared/bicep-types");
+        assert!(
+            dir.is_dir(),
+            "the Azure type definitions are missing: expected {} (the shared folder next to the repository, present in CI)",
+            dir.display()
+        );
+        let mut schemas = Schemas { files: Vec::new(), resources: BTreeMap::new() };
+        for path in files_with_extension(&dir, "json") {
+            let text = fs::read_to_string(&path).expect("readable type definitions");
+            let types: Vec<Value> = serde_json::from_str(&text).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+            let file = schemas.files.len();
+            for entry in types.iter().filter(|entry| entry["$type"] == "ResourceType") {
+                let name = entry["name"].as_str().expect("a resource type has a name");
+                let index = reference_index(&entry["body"]);
+                schemas.resources.insert(name.to_string(), TypeRef { file, index });
+            }
+            schemas.files.push(types);
+        }
+        schemas
+    }
+
+    fn get(&self, type_ref: TypeRef) -> &Value {
+        &self.files[type_ref.file][type_ref.index]
+    }
+
+    /// Follows a `{"$ref": "#/N"}` found in `file`.
+    fn follow(&self, file: usize, reference: &Value) -> TypeRef {
+        TypeRef { file, index: reference_index(reference) }
+    }
+
+    /// The properties an object literal may have under this type, if it is an object type we can
+    /// resolve. A discriminated type (e.g. `sites/basicPublishingCredentialsPolicies`, chosen by
+    /// `name`) resolves through the discriminator's literal value.
+    fn object_schema(&self, type_ref: TypeRef, discriminator_value: &dyn Fn(&str) -> Option<String>) -> Option<ObjectSchema<'_>> {
+        let definition = self.get(type_ref);
+        match definition["$type"].as_str()? {
+            "ObjectType" => Some(ObjectSchema {
+                properties: definition["properties"].as_object().cloned().unwrap_or_default(),
+                additional: definition.get("additionalProperties"),
+                file: type_ref.file,
+            }),
+            "DiscriminatedObjectType" => {
+                let discriminator = definition["discriminator"].as_str()?;
+                let element = definition["elements"].get(discriminator_value(discriminator)?)?;
+                let mut schema = self.object_schema(self.follow(type_ref.file, element), &|_| None)?;
+                for (name, property) in definition["baseProperties"].as_object().into_iter().flatten() {
+                    schema.properties.insert(name.clone(), property.clone());
+                }
+                Some(schema)
+            }
+            _ => None,
+        }
+    }
+
+    /// The allowed values when the type is an enum: a string literal, or a union of string
+    /// literals only. `None` when any string (or anything else) is accepted.
+    fn allowed_strings(&self, type_ref: TypeRef) -> Option<Vec<String>> {
+        let definition = self.get(type_ref);
+        match definition["$type"].as_str()? {
+            "StringLiteralType" => Some(vec![definition["value"].as_str()?.to_string()]),
+            "UnionType" => definition["elements"]
+                .as_array()?
+                .iter()
+                .map(|element| {
+                    let element = self.get(self.follow(type_ref.file, element));
+                    (element["$type"] == "StringLiteralType").then(|| element["value"].as_str().map(str::to_string))?
+                })
+                .collect(),
+            _ => None,
+        }
+    }
+
+    fn array_item(&self, type_ref: TypeRef) -> Option<TypeRef> {
+        let definition = self.get(type_ref);
+        (definition["$type"] == "ArrayType").then(|| self.follow(type_ref.file, &definition["itemType"]))
+    }
+}
+
+fn reference_index(reference: &Value) -> usize {
+    reference["$ref"]
+        .as_str()
+        .and_then(|text| text.strip_prefix("#/"))
+        .and_then(|index| index.parse().ok())
+        .unwrap_or_else(|| panic!("not a type reference: {reference}"))
+}
+
+/// Checks Bicep expressions against the type definitions, collecting every problem.
+struct TypeChecker<'a> {
+    schemas: &'a Schemas,
+    file: &'a BicepFile,
+    problems: Vec<String>,
+}
+
+impl TypeChecker<'_> {
+    /// Checks one value. Only literals can be checked: an expression computed at deployment
+    /// (a parameter, a function call, a reference to another resource) is accepted as it is.
+    fn check_value(&mut self, type_ref: TypeRef, node: Node, path: &str, require: bool) {
+        let node = self.file.resolve(node);
+        match node.kind() {
+            // Both branches of `condition ? a : b` may be deployed.
+            "ternary_expression" => {
+                for field in ["consequence", "alternative"] {
+                    if let Some(branch) = node.child_by_field_name(field) {
+                        self.check_value(type_ref, branch, path, require);
+                    }
+                }
+            }
+            "object" => self.check_object(type_ref, node, path, require, false),
+            "array" => {
+                if let Some(item) = self.schemas.array_item(type_ref) {
+                    for (index, element) in named_children(node).into_iter().enumerate() {
+                        self.check_value(item, element, &format!("{path}[{index}]"), require);
+                    }
+                }
+            }
+            // `[for x in xs: {…}]`: the body is one item.
+            "for_statement" => {
+                if let (Some(item), Some(body)) = (self.schemas.array_item(type_ref), node.child_by_field_name("body")) {
+                    self.check_value(item, body, &format!("{path}[*]"), require);
+                }
+            }
+            "string" => self.check_enum(type_ref, node, path),
+            _ => {}
+        }
+    }
+
+    fn check_enum(&mut self, type_ref: TypeRef, node: Node, path: &str) {
+        let (Some(allowed), Some(value)) = (self.schemas.allowed_strings(type_ref), self.file.string_literal(node)) else {
+            return;
+        };
+        if !allowed.contains(&value) {
+            let at = self.file.at(node);
+            self.problems.push(format!("{at}: {path} = '{value}' is not one of {allowed:?}"));
+        }
+    }
+
+    /// Checks an object literal: known names only, no read-only ones, the required ones present
+    /// (`require` is false for `existing` resources, which only name what is already there).
+    fn check_object(&mut self, type_ref: TypeRef, object: Node, path: &str, require: bool, resource_top: bool) {
+        let file = self.file;
+        let entries = file.object_entries(object);
+        let discriminator_value = |name: &str| {
+            entries
+                .iter()
+                .find(|(key, _)| key.as_deref() == Some(name))
+                .and_then(|(_, value)| file.literal(*value)?.as_str().map(str::to_string))
+        };
+        let Some(schema) = self.schemas.object_schema(type_ref, &discriminator_value) else {
+            return; // `any`, or a union we cannot resolve: nothing more to check
+        };
+        for (key, value) in &entries {
+            let Some(key) = key else {
+                continue; // a computed key (`'${identity.id}': {}`): only a map takes those
+            };
+            if resource_top && BICEP_RESOURCE_KEYWORDS.contains(&key.as_str()) {
+                continue;
+            }
+            let here = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+            let (property_type, flags) = match schema.properties.get(key) {
+                Some(property) => (self.schemas.follow(schema.file, &property["type"]), property["flags"].as_u64().unwrap_or(0)),
+                None => match schema.additional {
+                    Some(additional) => (self.schemas.follow(schema.file, additional), 0),
+                    None => {
+                        let known: Vec<&String> = schema.properties.keys().collect();
+                        self.problems.push(format!("{}: unknown property {here} (known: {known:?})", file.at(*value)));
+                        continue;
+                    }
+                },
+            };
+            if flags & READ_ONLY != 0 && flags & REQUIRED == 0 {
+                self.problems.push(format!("{}: {here} is read-only", file.at(*value)));
+            }
+            self.check_value(property_type, *value, &here, require);
+        }
+        if require {
+            for (name, property) in &schema.properties {
+                let flags = property["flags"].as_u64().unwrap_or(0);
+                let present = entries.iter().any(|(key, _)| key.as_deref() == Some(name.as_str()));
+                if flags & REQUIRED != 0 && !present {
+                    let shown_path = if path.is_empty() { "the resource" } else { path };
+                    self.problems.push(format!("{}: {shown_path} lacks required property {name}", file.at(object)));
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Syntax
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn every_bicep_file_parses() {
+    let problems: Vec<String> = bicep_files().iter().flat_map(BicepFile::syntax_errors).collect();
+    assert_no_problems("Bicep syntax errors", &problems);
+}
+
+/// The grammar does not know `.bicepparam` assignments (`param x = …`), so this file gets a
+/// line-based check: it targets main.bicep and sets only parameters main.bicep declares.
+#[test]
+fn parameters_file_sets_declared_parameters() {
+    let infra = repo_root().join("infra");
+    let text = fs::read_to_string(infra.join("main.bicepparam")).expect("infra/main.bicepparam exists");
+    let declared = BicepFile::parse(&infra.join("main.bicep")).parameters();
+    let mut problems = Vec::new();
+    let code: Vec<&str> = text.lines().map(str::trim).filter(|line| !line.is_empty() && !line.starts_with("//")).collect();
+    if code.first() != Some(&"using 'main.bicep'") {
+        problems.push("the first statement must be `using 'main.bicep'`".to_string());
+    }
+    for line in code.iter().filter_map(|line| line.strip_prefix("param ")) {
+        let name = line.split('=').next().unwrap_or_default().trim();
+        if !declared.contains_key(name) {
+            problems.push(format!("param {name} is not declared in main.bicep"));
+        }
+    }
+    assert_no_problems("infra/main.bicepparam", &problems);
+}
+
+/// What the compiler checks for modules: the file exists, every given parameter is declared,
+/// every parameter without a default is given.
+#[test]
+fn modules_exist_and_get_their_parameters() {
+    let mut problems = Vec::new();
+    for file in bicep_files() {
+        for module in descendants(file.tree.root_node()).into_iter().filter(|node| node.kind() == "module_declaration") {
+            let (Some(target), Some(body)) = (
+                first_child_of_kind(module, "string").and_then(|s| file.string_literal(s)),
+                first_child_of_kind(module, "object"),
+            ) else {
+                problems.push(format!("{}: module without a literal path and body", file.at(module)));
+                continue;
+            };
+            let target_path = file.path.parent().expect("a file has a folder").join(&target);
+            if !target_path.is_file() {
+                problems.push(format!("{}: module file {target} does not exist", file.at(module)));
+                continue;
+            }
+            let declared = BicepFile::parse(&target_path).parameters();
+            let given: BTreeSet<String> = file
+                .property(body, "params")
+                .map(|params| file.object_entries(params).into_iter().filter_map(|(key, _)| key).collect())
+                .unwrap_or_default();
+            for name in given.iter().filter(|name| !declared.contains_key(*name)) {
+                problems.push(format!("{}: {target} has no param {name}", file.at(module)));
+            }
+            for (name, _) in declared.iter().filter(|(name, has_default)| !**has_default && !given.contains(*name)) {
+                problems.push(format!("{}: {target} needs param {name}", file.at(module)));
+            }
+        }
+    }
+    assert_no_problems("module calls", &problems);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resources against the Azure type definitions
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn every_resource_matches_its_azure_type_definition() {
+    let schemas = Schemas::load();
+    let files = bicep_files();
+    let mut problems = Vec::new();
+    for file in &files {
+        let mut checker = TypeChecker { schemas: &schemas, file, problems: Vec::new() };
+        for resource in file.resources() {
+            // Child resources are declared with `parent:` and their full type name; a nested
+            // declaration's short type name would not be found here either.
+            let Some(type_ref) = schemas.resources.get(&resource.type_and_version) else {
+                checker.problems.push(format!(
+                    "{}: unknown resource type or API version '{}'",
+                    resource.at(),
+                    resource.type_and_version
+                ));
+                continue;
+            };
+            checker.check_object(*type_ref, resource.body, "", !resource.existing, true);
+        }
+        problems.extend(checker.problems);
+    }
+    assert_no_problems("resources that do not match their Azure type definitions", &problems);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The infrastructure against the application
+// ---------------------------------------------------------------------------------------------
+
+const STORED_PROCEDURE: &str = "Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers/storedProcedures";
+const TRIGGER: &str = "Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers/triggers";
+const CONTAINER: &str = "Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers";
+const ACCOUNT: &str = "Microsoft.DocumentDB/databaseAccounts";
+const SITE: &str = "Microsoft.Web/sites";
+
+/// The containers and partition key paths the application uses: `Container::partition_key_path`
+/// in src/cosmos/mod.rs. A container deployed with another key cannot be changed afterwards.
+const APP_CONTAINERS: [(&str, &str); 4] = [("users", "/userId"), ("posts", "/postId"), ("feed", "/type"), ("leases", "/id")];
+
+/// The containers whose lists sort by creationDate, then id (`Container::indexing_policy`).
+const SORTED_CONTAINERS: [&str; 3] = ["users", "posts", "feed"];
+
+/// Every `loadTextContent('…')` target, relative to the file that loads it, must exist:
+/// the compiler would refuse the template otherwise.
+#[test]
+fn loaded_files_exist() {
+    let mut problems = Vec::new();
+    for file in bicep_files() {
+        for (at, target) in load_text_content_calls(&file) {
+            let path = file.path.parent().expect("a file has a folder").join(&target);
+            if !path.is_file() {
+                problems.push(format!("{at}: loadTextContent('{target}') does not exist"));
+            }
+        }
+    }
+    assert_no_problems("missing files", &problems);
+}
+
+fn load_text_content_calls(file: &BicepFile) -> Vec<(String, String)> {
+    descendants(file.tree.root_node())
+        .into_iter()
+        .filter(|node| node.kind() == "call_expression")
+        .filter(|call| call.child_by_field_name("function").is_some_and(|function| file.text(function) == "loadTextContent"))
+        .filter_map(|call| {
+            let argument =
+                call.child_by_field_name("arguments").and_then(|arguments| named_children(arguments).first().copied())?;
+            Some((file.at(call), file.string_literal(argument)?))
+        })
+        .collect()
+}
+
+/// The deployed scripts are exactly the app's `src/scripts/*.js`, each deployed under its file
+/// stem (the name the app calls it by) with that file as its body.
+#[test]
+fn deployed_scripts_are_the_app_scripts() {
+    let files = bicep_files();
+    let mut problems = Vec::new();
+    let mut deployed = BTreeSet::new();
+    for resource in resources_of_type(&files, STORED_PROCEDURE).into_iter().chain(resources_of_type(&files, TRIGGER)) {
+        let id = resource.literal_at(&["properties", "resource", "id"]).and_then(|id| id.as_str().map(str::to_string));
+        let Some(id) = id else {
+            problems.push(format!("{}: properties.resource.id is not a literal", resource.at()));
+            continue;
+        };
+        if resource.literal_at(&["name"]) != Some(json!(id)) {
+            problems.push(format!("{}: name differs from properties.resource.id '{id}'", resource.at()));
+        }
+        let app_script = repo_root().join(format!("src/scripts/{id}.js")).canonicalize().ok();
+        if app_script.is_none() || script_body_file(&resource) != app_script {
+            problems.push(format!("{}: body must be loadTextContent of src/scripts/{id}.js", resource.at()));
+        }
+        deployed.insert(id);
+    }
+    let app_scripts: BTreeSet<String> = fs::read_dir(repo_root().join("src/scripts"))
+        .expect("src/scripts exists")
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            (path.extension()? == "js").then(|| path.file_stem()?.to_str().map(str::to_string))?
+        })
+        .collect();
+    if deployed != app_scripts {
+        problems.push(format!("deployed scripts {deployed:?} differ from src/scripts/*.js {app_scripts:?}"));
+    }
+    assert_no_problems("Cosmos DB scripts", &problems);
+}
+
+/// The file a script's `properties.resource.body: loadTextContent('…')` loads (canonical path).
+fn script_body_file(script: &Resource) -> Option<PathBuf> {
+    let file = script.file;
+    let call = file.path(script.body, &["properties", "resource", "body"])?;
+    let function = call.child_by_field_name("function")?;
+    let argument = named_children(call.child_by_field_name("arguments")?).first().copied()?;
+    if call.kind() != "call_expression" || file.text(function) != "loadTextContent" {
+        return None;
+    }
+    file.path.parent()?.join(file.string_literal(argument)?).canonicalize().ok()
+}
+
+#[test]
+fn containers_and_partition_keys_are_the_apps() {
+    let files = bicep_files();
+    let mut problems = Vec::new();
+    let mut deployed = BTreeMap::new();
+    for container in resources_of_type(&files, CONTAINER) {
+        let name = container.literal_at(&["properties", "resource", "id"]);
+        let partition_key = container.literal_at(&["properties", "resource", "partitionKey"]);
+        let (Some(Value::String(name)), Some(partition_key)) = (name, partition_key) else {
+            problems.push(format!("{}: the container id and partition key must be literals", container.at()));
+            continue;
+        };
+        if partition_key["kind"] != "Hash" || partition_key["version"] != 2 {
+            problems
+                .push(format!("{}: partition key of {name} should be kind 'Hash', version 2: {partition_key}", container.at()));
+        }
+        deployed.insert(name, partition_key["paths"].clone());
+    }
+    let expected: BTreeMap<String, Value> = APP_CONTAINERS.iter().map(|(name, path)| (name.to_string(), json!([path]))).collect();
+    if deployed != expected {
+        problems.push(format!("containers and partition key paths {deployed:?} differ from the app's {expected:?}"));
+    }
+    assert_no_problems("Cosmos DB containers", &problems);
+}
+
+/// Two-property ORDER BY (creationDate, id) fails on real Cosmos DB without this composite index.
+#[test]
+fn sorted_containers_have_the_composite_index() {
+    let files = bicep_files();
+    let mut problems = Vec::new();
+    let wanted_composite = json!([{"path": "/creationDate", "order": "ascending"}, {"path": "/id", "order": "ascending"}]);
+    for container in resources_of_type(&files, CONTAINER) {
+        let name = container.literal_at(&["properties", "resource", "id"]).unwrap_or_default();
+        if !SORTED_CONTAINERS.iter().any(|sorted| name == *sorted) {
+            continue;
+        }
+        let policy = container.literal_at(&["properties", "resource", "indexingPolicy"]).unwrap_or_default();
+        let includes_all = policy["includedPaths"].as_array().is_some_and(|paths| paths.iter().any(|path| path["path"] == "/*"));
+        let has_composite = policy["compositeIndexes"].as_array().is_some_and(|indexes| indexes.contains(&wanted_composite));
+        if policy["indexingMode"] != "consistent" || policy["automatic"] != true || !includes_all || !has_composite {
+            problems.push(format!(
+                "{}: {name} needs indexingMode consistent, automatic, includedPaths /* and the composite index {wanted_composite}; has {policy}",
+                container.at()
+            ));
+        }
+    }
+    assert_no_problems("indexing policies", &problems);
+}
+
+/// The app authenticates with Entra ID only; keys must not work at all.
+#[test]
+fn cosmos_account_accepts_entra_id_only() {
+    let files = bicep_files();
+    let accounts = resources_of_type(&files, ACCOUNT);
+    assert!(!accounts.is_empty(), "no Cosmos DB account in infra/");
+    let problems: Vec<String> = accounts
+        .iter()
+        .filter(|account| account.literal_at(&["properties", "disableLocalAuth"]) != Some(Value::Bool(true)))
+        .map(|account| format!("{}: properties.disableLocalAuth must be true", account.at()))
+        .collect();
+    assert_no_problems("Cosmos DB local (key) authentication", &problems);
+}
+
+/// The settings the handler (src/config.rs) and the Functions host read, with identity-based
+/// connections; and none of FUNCTIONS_WORKER_RUNTIME, which Flex Consumption refuses.
+#[test]
+fn function_app_settings_are_identity_based() {
+    let files = bicep_files();
+    let sites = resources_of_type(&files, SITE);
+    assert_eq!(sites.len(), 1, "one Function App expected in infra/");
+    let site = &sites[0];
+    let settings: BTreeMap<String, Option<String>> = site
+        .file
+        .path(site.body, &["properties", "siteConfig", "appSettings"])
+        .map(|array| named_children(site.file.resolve(array)))
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|setting| {
+            let name = site.file.literal(site.file.property(setting, "name")?)?.as_str()?.to_string();
+            let value =
+                site.file.property(setting, "value").and_then(|value| site.file.literal(value)?.as_str().map(str::to_string));
+            Some((name, value))
+        })
+        .collect();
+    let mut problems = Vec::new();
+    let required = [
+        "AzureWebJobsStorage__accountName",
+        "AzureWebJobsStorage__clientId",
+        "CosmosDB__accountEndpoint",
+        "CosmosDB__clientId",
+        "COSMOS_DATABASE",
+        "APPLICATIONINSIGHTS_CONNECTION_STRING",
+        "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
+    ];
+    for name in required.iter().filter(|name| !settings.contains_key(**name)) {
+        problems.push(format!("{}: app setting {name} is missing", site.at()));
+    }
+    for name in ["AzureWebJobsStorage__credential", "CosmosDB__credential"] {
+        if settings.get(name) != Some(&Some("managedidentity".to_string())) {
+            problems.push(format!("{}: app setting {name} must be 'managedidentity'", site.at()));
+        }
+    }
+    for forbidden in ["FUNCTIONS_WORKER_RUNTIME", "AzureWebJobsStorage", "CosmosDB"] {
+        if settings.contains_key(forbidden) {
+            problems.push(format!("{}: app setting {forbidden} must not be set (Flex Consumption / no secrets)", site.at()));
+        }
+    }
+    if site.literal_at(&["properties", "functionAppConfig", "runtime"]) != Some(json!({"name": "custom", "version": "1.0"})) {
+        problems.push(format!("{}: functionAppConfig.runtime must be custom 1.0", site.at()));
+    }
+    assert_no_problems("Function App settings", &problems);
+}
