@@ -36,6 +36,18 @@ pub struct Config {
     pub create_containers: bool,
     /// Who runs the change-feed functions.
     pub change_feed: ChangeFeedMode,
+    /// Who runs the stored procedures and the trigger.
+    pub scripts: ScriptsMode,
+}
+
+/// Where the stored procedures and the trigger run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScriptsMode {
+    /// In Cosmos DB, by signed REST calls (Azure, and the Windows emulator).
+    Server,
+    /// In this process, in an embedded JavaScript engine, committed as transactional batches
+    /// (the embedded store and the Linux emulator, which cannot run scripts).
+    InProcess,
 }
 
 /// Who runs the change-feed functions `PostsChangeFeed` and `UsersChangeFeed`.
@@ -90,7 +102,16 @@ impl Config {
             Some("local") => return Err("BLOG_CHANGE_FEED=local needs the embedded store; with a Cosmos DB account the host's triggers run the change-feed functions".into()),
             Some(other) => return Err(format!("BLOG_CHANGE_FEED must be local or host, not {other:?}")),
         };
-        Ok(Config { listen, backend, database, create_containers, change_feed })
+        let scripts = match lookup("BLOG_SCRIPTS").as_deref() {
+            None if matches!(backend, Backend::Endpoint { .. }) => ScriptsMode::Server,
+            None | Some("in-process") => ScriptsMode::InProcess,
+            Some("server") if embedded => {
+                return Err("BLOG_SCRIPTS=server needs a Cosmos DB account; the embedded store cannot run scripts".into());
+            }
+            Some("server") => ScriptsMode::Server,
+            Some(other) => return Err(format!("BLOG_SCRIPTS must be server or in-process, not {other:?}")),
+        };
+        Ok(Config { listen, backend, database, create_containers, change_feed, scripts })
     }
 }
 
@@ -129,6 +150,7 @@ mod tests {
         assert!(matches!(config.backend, Backend::Endpoint { .. }));
         assert!(!config.create_containers, "an Entra identity has no control-plane rights");
         assert_eq!(config.change_feed, ChangeFeedMode::Host);
+        assert_eq!(config.scripts, ScriptsMode::Server, "Azure runs the scripts itself");
     }
 
     #[test]
@@ -137,6 +159,7 @@ mod tests {
         assert!(matches!(config.backend, Backend::ConnectionString(_)));
         assert!(config.create_containers);
         assert_eq!(config.database, "blog");
+        assert_eq!(config.scripts, ScriptsMode::InProcess, "the Linux emulator cannot run scripts");
     }
 
     #[test]
@@ -153,5 +176,6 @@ mod tests {
         assert_eq!(config.listen.to_string(), LOCAL_ADDRESS);
         assert!(matches!(config.backend, Backend::Embedded { ref data_dir } if data_dir == &PathBuf::from("data")));
         assert_eq!(config.change_feed, ChangeFeedMode::Local);
+        assert_eq!(config.scripts, ScriptsMode::InProcess);
     }
 }

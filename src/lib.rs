@@ -19,9 +19,9 @@ pub mod scripts;
 use std::sync::Arc;
 
 use changefeed::processor::LocalProcessors;
-use config::{Backend, ChangeFeedMode, Config};
+use config::{Backend, ChangeFeedMode, Config, ScriptsMode};
 use http::AppState;
-use scripts::{InProcessScripts, ScriptExecutor};
+use scripts::{InProcessScripts, ScriptCredential, ScriptExecutor, ServerSideScripts};
 
 /// A running blog: what the handlers share, and the local change-feed processors if any.
 pub struct Blog {
@@ -58,7 +58,45 @@ impl Blog {
 
 /// Connects to the configured backend and returns what the handlers share.
 pub async fn connect(config: &Config) -> Result<AppState, cosmos::StoreError> {
-    let store = Arc::new(cosmos::Store::connect(config).await?);
-    let scripts: Arc<dyn ScriptExecutor> = Arc::new(InProcessScripts::new(store.clone()));
+    let store = Arc::new(connect_store(config).await?);
+    let scripts: Arc<dyn ScriptExecutor> = match (config.scripts, &config.backend) {
+        (ScriptsMode::InProcess, _) | (_, Backend::Embedded { .. }) => Arc::new(InProcessScripts::new(store.clone())),
+        (ScriptsMode::Server, Backend::ConnectionString(text)) => {
+            let parsed: azure_data_cosmos_driver::models::ConnectionString =
+                text.parse().map_err(|error| cosmos::StoreError::Other(format!("bad connection string: {error}")))?;
+            let credential = ScriptCredential::Key(parsed.account_key().secret().to_owned());
+            Arc::new(
+                ServerSideScripts::new(parsed.account_endpoint(), &config.database, credential)
+                    .map_err(cosmos::StoreError::Other)?,
+            )
+        }
+        (ScriptsMode::Server, Backend::Endpoint { endpoint, .. }) => {
+            let credential = store.credential().ok_or_else(|| cosmos::StoreError::Other("no Entra ID credential".into()))?;
+            Arc::new(
+                ServerSideScripts::new(endpoint, &config.database, ScriptCredential::Entra(credential))
+                    .map_err(cosmos::StoreError::Other)?,
+            )
+        }
+    };
     Ok(AppState { store, scripts })
+}
+
+/// The SDK contacts the account while the client is built, so a worker that starts while the
+/// network or the account is not ready yet would die at once. A remote account gets a few
+/// tries, within the host's 60 s start-up window; the embedded store is opened once.
+async fn connect_store(config: &Config) -> Result<cosmos::Store, cosmos::StoreError> {
+    let mut pause = std::time::Duration::from_secs(1);
+    let mut attempt = 1;
+    loop {
+        match cosmos::Store::connect(config).await {
+            Ok(store) => return Ok(store),
+            Err(error) if attempt < 5 && !matches!(config.backend, Backend::Embedded { .. }) => {
+                tracing::warn!(%error, attempt, retry_in = ?pause, "cannot reach Cosmos DB yet");
+                tokio::time::sleep(pause).await;
+                pause *= 2;
+                attempt += 1;
+            }
+            Err(error) => return Err(error),
+        }
+    }
 }

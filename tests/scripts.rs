@@ -16,6 +16,7 @@ async fn store() -> (Arc<Store>, tempfile::TempDir) {
         database: "blog".into(),
         create_containers: true,
         change_feed: blog::config::ChangeFeedMode::Host,
+        scripts: blog::config::ScriptsMode::InProcess,
     };
     (Arc::new(Store::connect(&config).await.unwrap()), dir)
 }

@@ -193,6 +193,9 @@ pub struct Store {
     leases: ContainerClient,
     /// Present on the embedded store: every acknowledged write is also journaled to disk.
     durability: Option<Durability>,
+    /// The Entra ID credential the client signs in with, shared with the server-side script
+    /// executor so both use one token cache.
+    credential: Option<Arc<dyn TokenCredential>>,
 }
 
 /// The embedded store's journal, and the lock that keeps its order the store's order.
@@ -211,6 +214,7 @@ impl Store {
     /// `config.create_containers` is set.
     pub async fn connect(config: &Config) -> Result<Store, StoreError> {
         let other = |error: CosmosError| StoreError::Other(error.to_string());
+        let mut credential_for_scripts = None;
         let (client, durability, preload) = match &config.backend {
             #[cfg(feature = "embedded")]
             Backend::Embedded { data_dir } => {
@@ -223,7 +227,11 @@ impl Store {
             #[cfg(not(feature = "embedded"))]
             Backend::Embedded { .. } => return Err(StoreError::Other("this build has no embedded store".into())),
             Backend::ConnectionString(text) => (key_client(text).await.map_err(other)?, None, Vec::new()),
-            Backend::Endpoint { endpoint, client_id } => (entra_client(endpoint, client_id.as_deref()).await?, None, Vec::new()),
+            Backend::Endpoint { endpoint, client_id } => {
+                let credential = entra_credential(client_id.as_deref())?;
+                credential_for_scripts = Some(credential.clone());
+                (entra_client(endpoint, credential).await?, None, Vec::new())
+            }
         };
         if config.create_containers {
             create_containers(&client, &config.database).await?;
@@ -243,6 +251,7 @@ impl Store {
             feed: open(Container::Feed).await?,
             leases: open(Container::Leases).await?,
             durability: None,
+            credential: credential_for_scripts,
         };
         let mut loaded = Vec::with_capacity(preload.len());
         for record in &preload {
@@ -511,6 +520,11 @@ impl Store {
         self.durability.as_ref().map(|durability| durability.journal.last_seq())
     }
 
+    /// The Entra ID credential, when the account is reached with one.
+    pub fn credential(&self) -> Option<Arc<dyn TokenCredential>> {
+        self.credential.clone()
+    }
+
     /// Woken after every write to the embedded store (`None` on other backends).
     pub fn write_signal(&self) -> Option<Arc<tokio::sync::Notify>> {
         self.durability.as_ref().map(|durability| durability.written.clone())
@@ -663,9 +677,10 @@ async fn key_client(connection_string: &str) -> azure_data_cosmos::Result<Cosmos
     CosmosClient::builder().with_runtime(runtime).build(account, RoutingStrategy::ProximityTo(home_region())).await
 }
 
-/// A client for an account reached with Entra ID: the function app's managed identity on Azure
-/// (the platform sets `IDENTITY_ENDPOINT`), the developer's `az login` elsewhere.
-async fn entra_client(endpoint: &str, client_id: Option<&str>) -> Result<CosmosClient, StoreError> {
+/// The Entra ID credential: the function app's managed identity on Azure (the platform sets
+/// `IDENTITY_ENDPOINT`; `client_id` picks a user-assigned identity), the developer's `az login`
+/// elsewhere.
+pub fn entra_credential(client_id: Option<&str>) -> Result<Arc<dyn TokenCredential>, StoreError> {
     let credential: Arc<dyn TokenCredential> = if std::env::var_os("IDENTITY_ENDPOINT").is_some() {
         let options = azure_identity::ManagedIdentityCredentialOptions {
             user_assigned_id: client_id.map(|id| azure_identity::UserAssignedId::ClientId(id.to_owned())),
@@ -675,6 +690,11 @@ async fn entra_client(endpoint: &str, client_id: Option<&str>) -> Result<CosmosC
     } else {
         azure_identity::DeveloperToolsCredential::new(None).map_err(|error| StoreError::Other(error.to_string()))?
     };
+    Ok(credential)
+}
+
+/// A client for an account reached with Entra ID.
+async fn entra_client(endpoint: &str, credential: Arc<dyn TokenCredential>) -> Result<CosmosClient, StoreError> {
     let endpoint = endpoint.parse().map_err(|error: CosmosError| StoreError::Other(format!("bad account endpoint: {error}")))?;
     let account = AccountReference::with_credential(endpoint, credential);
     CosmosClient::builder()

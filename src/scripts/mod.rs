@@ -7,6 +7,7 @@
 
 pub mod engine;
 mod in_process;
+mod server_side;
 
 use async_trait::async_trait;
 use serde::Serialize;
@@ -17,6 +18,7 @@ use crate::cosmos::{Container, StoreError, WriteOp};
 use crate::error::ApiError;
 
 pub use in_process::InProcessScripts;
+pub use server_side::{ScriptCredential, ServerSideScripts};
 
 /// The message a `truncateFeed` refusal starts with: the post is older than the newest 100.
 pub const NOT_AMONG_NEWEST: &str = "notAmongNewest";

@@ -82,6 +82,7 @@ impl TestApp {
             database: "blog".into(),
             create_containers: true,
             change_feed,
+            scripts: blog::config::ScriptsMode::InProcess,
         };
         let blog = Blog::open(&config).await.expect("the embedded store opens");
         let state = blog.state.clone();
