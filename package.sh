@@ -42,4 +42,11 @@ if grep -q "in_memory_emulator" "$out/handler"; then
   echo "package: handler contains the in-memory emulator; it must be built without the embedded feature" >&2
   exit 1
 fi
+# ...and the folder must have the shape the host reads: the executable host.json names, and
+# every function folder with its function.json at the root.
+[ -x "$out/handler" ] && [ -f "$out/host.json" ] || { echo "package: $out lacks handler or host.json" >&2; exit 1; }
+for function in functions/*/; do
+  name=$(basename "$function")
+  [ -f "$out/$name/function.json" ] || { echo "package: $out/$name/function.json is missing" >&2; exit 1; }
+done
 echo "package: $out ($(du -h "$out/handler" | cut -f1) handler, needs glibc >= $newest, $(ls -d "$out"/*/ | wc -l) functions)"

@@ -160,3 +160,46 @@ async fn truncate_feed_keeps_exactly_the_newest_100() {
     assert_eq!(feed_ids(&store).await, ids);
     assert_eq!(store.read::<Value>(Container::Feed, "post", "p050").await.unwrap().unwrap()["title"], "edited");
 }
+
+/// The scripts deployed to Cosmos DB and run in-process are the files in `src/scripts/`: each
+/// must be valid JavaScript defining the function its file is named after.
+#[test]
+fn every_script_file_is_valid_javascript_defining_its_function() {
+    use blog::scripts::engine::{self, Limits, Partition, PartitionReader, QueryPage, StoreError};
+
+    struct Empty;
+    impl PartitionReader for Empty {
+        fn read(&self, _: &str) -> Result<Option<Value>, StoreError> {
+            Ok(None)
+        }
+        fn query(&self, _: &str, _: &[(String, Value)], _: Option<u32>, _: Option<&str>) -> Result<QueryPage, StoreError> {
+            Ok(QueryPage::default())
+        }
+    }
+
+    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/scripts");
+    let mut checked = Vec::new();
+    for entry in std::fs::read_dir(&folder).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("js") {
+            continue;
+        }
+        let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
+        let source = std::fs::read_to_string(&path).unwrap();
+        let key = json!("k");
+        let partition = Partition { key: &key, key_path: "/postId", collection_link: "dbs/blog/colls/posts" };
+        // Run without arguments: the script may throw (it validates its input), but it must
+        // compile and define its function.
+        let result = engine::run_stored_procedure(&source, &name, &[], &partition, &Empty, &Limits::default());
+        assert!(!matches!(result, Err(engine::ScriptError::Compile(_))), "{name}.js: {result:?}");
+        checked.push(name);
+    }
+    checked.sort();
+    assert_eq!(checked, ["createComment", "createLike", "truncateFeed", "updateUsernames"]);
+    for procedure in StoredProcedure::ALL {
+        assert!(checked.contains(&procedure.name().to_owned()));
+    }
+    for trigger in PostTrigger::ALL {
+        assert!(checked.contains(&trigger.script().name.to_owned()));
+    }
+}

@@ -1,0 +1,138 @@
+//! An HTTP client for the handler that keeps, of every answer, what the benchmark reports: the
+//! latency seen by the client and the handler's own cost headers.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// One request as the client saw it.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    pub status: u16,
+    pub latency: Duration,
+    /// `x-ms-request-charge`: the RU of every Cosmos operation the request made.
+    pub charge: f64,
+    /// `x-cosmos-operations`: how many Cosmos operations the request made.
+    pub operations: u64,
+}
+
+/// An answer: its sample and its JSON body.
+pub struct Answer {
+    pub sample: Sample,
+    pub body: Value,
+}
+
+impl Answer {
+    pub fn ok(&self) -> bool {
+        (200..300).contains(&self.sample.status)
+    }
+
+    /// The `id` of a created item.
+    pub fn id(&self) -> String {
+        self.body["id"].as_str().unwrap_or_else(|| panic!("no id in {}", self.body)).to_owned()
+    }
+
+    /// The ids of a list page's items, in order.
+    pub fn item_ids(&self) -> Vec<String> {
+        self.body["items"].as_array().map_or_else(Vec::new, |items| {
+            items.iter().filter_map(|item| item["id"].as_str().map(str::to_owned)).collect()
+        })
+    }
+}
+
+#[derive(Clone)]
+pub struct Client {
+    base: String,
+    http: reqwest::Client,
+}
+
+impl Client {
+    /// `base` is `http://127.0.0.1:<port>`. One connection pool, kept alive, as a front end would.
+    pub fn new(base: String) -> Client {
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(256)
+            .timeout(Duration::from_secs(60))
+            .build()
+            .expect("an HTTP client");
+        Client { base, http }
+    }
+
+    pub async fn get(&self, path: &str) -> Answer {
+        self.send(self.http.get(format!("{}{path}", self.base))).await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Answer {
+        self.send(self.http.post(format!("{}{path}", self.base)).json(body)).await
+    }
+
+    /// Sends, times until the whole body is read, and parses the answer. A failure to connect is
+    /// a bench failure, not a figure: it panics with the reason.
+    async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
+        let started = Instant::now();
+        let response = request.send().await.unwrap_or_else(|error| panic!("the handler did not answer: {error}"));
+        let status = response.status().as_u16();
+        let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let charge = header("x-ms-request-charge").and_then(|v| v.parse().ok()).unwrap_or(0.0);
+        let operations = header("x-cosmos-operations").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let bytes = response.bytes().await.unwrap_or_default();
+        let latency = started.elapsed();
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Answer { sample: Sample { status, latency, charge, operations }, body }
+    }
+}
+
+/// Percentiles and means of a set of samples.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub count: usize,
+    pub errors: usize,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub mean_charge: f64,
+    pub mean_operations: f64,
+    pub min_operations: u64,
+    pub max_operations: u64,
+}
+
+impl Stats {
+    pub fn of(samples: &[Sample]) -> Stats {
+        if samples.is_empty() {
+            return Stats::default();
+        }
+        let mut latencies: Vec<f64> = samples.iter().map(|s| s.latency.as_secs_f64() * 1000.0).collect();
+        let n = samples.len() as f64;
+        Stats {
+            count: samples.len(),
+            errors: samples.iter().filter(|s| !(200..300).contains(&s.status)).count(),
+            p50_ms: percentile(&mut latencies, 50.0),
+            p99_ms: percentile(&mut latencies, 99.0),
+            mean_charge: samples.iter().map(|s| s.charge).sum::<f64>() / n,
+            mean_operations: samples.iter().map(|s| s.operations as f64).sum::<f64>() / n,
+            min_operations: samples.iter().map(|s| s.operations).min().unwrap_or(0),
+            max_operations: samples.iter().map(|s| s.operations).max().unwrap_or(0),
+        }
+    }
+
+    /// "1" when every request made the same number of operations, else "mean (min–max)".
+    pub fn operations_text(&self) -> String {
+        if self.min_operations == self.max_operations {
+            self.min_operations.to_string()
+        } else {
+            format!("{:.1} ({}–{})", self.mean_operations, self.min_operations, self.max_operations)
+        }
+    }
+}
+
+/// The nearest-rank percentile of `values` (sorted in place), in their unit.
+pub fn percentile(values: &mut [f64], p: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0) * values.len() as f64).ceil() as usize;
+    values[rank.clamp(1, values.len()) - 1]
+}
+
+pub fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
