@@ -38,7 +38,13 @@ pub struct Config {
     pub change_feed: ChangeFeedMode,
     /// Who runs the stored procedures and the trigger.
     pub scripts: ScriptsMode,
+    /// The most requests one instance works on at once; more are answered 503 at once rather
+    /// than queued without end.
+    pub max_in_flight: usize,
 }
+
+/// [`Config::max_in_flight`] unless `BLOG_MAX_IN_FLIGHT` says otherwise.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 128;
 
 /// Where the stored procedures and the trigger run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,7 +117,15 @@ impl Config {
             Some("server") => ScriptsMode::Server,
             Some(other) => return Err(format!("BLOG_SCRIPTS must be server or in-process, not {other:?}")),
         };
-        Ok(Config { listen, backend, database, create_containers, change_feed, scripts })
+        let max_in_flight = match lookup("BLOG_MAX_IN_FLIGHT") {
+            None => DEFAULT_MAX_IN_FLIGHT,
+            Some(text) => text
+                .parse()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("BLOG_MAX_IN_FLIGHT must be a positive number, not {text:?}"))?,
+        };
+        Ok(Config { listen, backend, database, create_containers, change_feed, scripts, max_in_flight })
     }
 }
 
@@ -167,6 +181,7 @@ mod tests {
         assert!(config(&[("FUNCTIONS_CUSTOMHANDLER_PORT", "http")]).unwrap_err().contains("FUNCTIONS_CUSTOMHANDLER_PORT"));
         assert!(config(&[("CosmosDB", "x"), ("CosmosDB__accountEndpoint", "y")]).is_err());
         assert!(config(&[("BLOG_CREATE_CONTAINERS", "yes")]).unwrap_err().contains("BLOG_CREATE_CONTAINERS"));
+        assert!(config(&[("BLOG_MAX_IN_FLIGHT", "0")]).unwrap_err().contains("BLOG_MAX_IN_FLIGHT"));
     }
 
     #[cfg(feature = "embedded")]

@@ -27,6 +27,7 @@ use scripts::{InProcessScripts, ScriptCredential, ScriptExecutor, ServerSideScri
 pub struct Blog {
     pub state: AppState,
     processors: Option<LocalProcessors>,
+    max_in_flight: usize,
 }
 
 impl Blog {
@@ -38,7 +39,7 @@ impl Blog {
             (Backend::Embedded { data_dir }, ChangeFeedMode::Local) => Some(LocalProcessors::start(&state, data_dir)),
             _ => None,
         };
-        Ok(Blog { state, processors })
+        Ok(Blog { state, processors, max_in_flight: config.max_in_flight })
     }
 
     /// Serves the API on `listener` until `shutdown` resolves, then finishes the requests in
@@ -48,7 +49,7 @@ impl Blog {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let served = axum::serve(listener, http::router(self.state)).with_graceful_shutdown(shutdown).await;
+        let served = axum::serve(listener, http::router(self.state, self.max_in_flight)).with_graceful_shutdown(shutdown).await;
         if let Some(processors) = self.processors {
             processors.stop().await;
         }

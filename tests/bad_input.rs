@@ -75,3 +75,26 @@ async fn unknown_routes_and_wrong_methods_are_problems() {
     assert!(detail.contains("DELETE"), "{detail}");
     app.send(Method::PATCH, "/api/feed", None).await.problem(405);
 }
+
+/// Past `max_in_flight` requests, the next is answered 503 at once instead of waiting in an
+/// unbounded queue.
+#[tokio::test]
+async fn overload_is_answered_503_at_once() {
+    use tokio::io::AsyncWriteExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let app = TestApp::start_configured(blog::config::Config { max_in_flight: 1, ..TestApp::config(dir.path()) }).await;
+    // A request whose body is still on its way holds the only place.
+    let mut slow = tokio::net::TcpStream::connect(app.base.trim_start_matches("http://")).await.unwrap();
+    slow.write_all(b"POST /api/users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{\"user")
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+
+    let detail = app.get("/api/feed").await.problem(503);
+    assert!(detail.contains("retry"), "{detail}");
+
+    drop(slow);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(app.get("/api/feed").await.status, reqwest::StatusCode::OK, "the place is free again");
+}

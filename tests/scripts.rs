@@ -17,6 +17,7 @@ async fn store() -> (Arc<Store>, tempfile::TempDir) {
         create_containers: true,
         change_feed: blog::config::ChangeFeedMode::Host,
         scripts: blog::config::ScriptsMode::InProcess,
+        max_in_flight: 16,
     };
     (Arc::new(Store::connect(&config).await.unwrap()), dir)
 }

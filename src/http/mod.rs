@@ -16,8 +16,12 @@ mod users;
 use std::sync::Arc;
 
 use axum::Router;
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post, put};
+use tokio::sync::Semaphore;
 
 use crate::changefeed;
 use crate::cosmos::Store;
@@ -75,7 +79,7 @@ fn handler(function: &str) -> MethodRouter<AppState> {
 
 /// Every route the handler serves: the HTTP functions at the paths the host forwards
 /// (`/api/...`), the change-feed functions at `/{FunctionName}`, and `GET /`.
-pub fn router(state: AppState) -> Router {
+pub fn router(state: AppState, max_in_flight: usize) -> Router {
     let mut api = Router::new();
     for (function, _, route) in HTTP_FUNCTIONS {
         api = api.route(&format!("/{route}"), handler(function));
@@ -92,9 +96,25 @@ pub fn router(state: AppState) -> Router {
         .route("/UsersChangeFeed", post(changefeed::host::users).layer(host_batch_limit))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        // Overload is answered at once: past `max_in_flight`, a request gets 503 instead of a
+        // place in an unbounded queue (the host and clients retry; the instance stays healthy).
+        .layer(axum::middleware::from_fn_with_state(Arc::new(Semaphore::new(max_in_flight)), bounded))
         .layer(axum::middleware::from_fn(observe::per_request))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
+}
+
+/// Lets a request in while fewer than `max_in_flight` are being worked on (one semaphore for the
+/// whole router: a layer on the router is applied per route, so the count must live outside).
+async fn bounded(State(places): State<Arc<Semaphore>>, request: Request, next: Next) -> Response {
+    match places.try_acquire_owned() {
+        Ok(_place) => next.run(request).await,
+        Err(_) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The handler is at its limit of requests in flight; retry in a moment.",
+        )
+        .into_response(),
+    }
 }
 
 async fn not_found(uri: axum::http::Uri) -> ApiError {

@@ -76,14 +76,26 @@ impl TestApp {
 
     /// A handler on `dir`, with the change-feed functions run as `change_feed` says.
     pub async fn start_with(dir: &Path, change_feed: ChangeFeedMode) -> TestApp {
-        let config = Config {
+        Self::start_configured(Config { change_feed, ..Self::config(dir) }).await
+    }
+
+    /// The configuration `cargo run` would use, on the data directory `dir` and any free port.
+    pub fn config(dir: &Path) -> Config {
+        Config {
             listen: "127.0.0.1:0".parse().unwrap(),
             backend: Backend::Embedded { data_dir: dir.to_owned() },
             database: "blog".into(),
             create_containers: true,
-            change_feed,
+            change_feed: ChangeFeedMode::Local,
             scripts: blog::config::ScriptsMode::InProcess,
-        };
+            max_in_flight: blog::config::DEFAULT_MAX_IN_FLIGHT,
+        }
+    }
+
+    /// A handler with `config` (its data directory is the caller's to keep).
+    pub async fn start_configured(config: Config) -> TestApp {
+        let Backend::Embedded { data_dir } = &config.backend else { panic!("tests run on the embedded store") };
+        let dir = data_dir.clone();
         let blog = Blog::open(&config).await.expect("the embedded store opens");
         let state = blog.state.clone();
         let listener = tokio::net::TcpListener::bind(config.listen).await.unwrap();
@@ -99,7 +111,7 @@ impl TestApp {
         TestApp {
             base,
             client: reqwest::Client::new(),
-            data_dir: dir.to_owned(),
+            data_dir: dir,
             state,
             stop: Some(stop),
             server: Some(server),
