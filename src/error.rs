@@ -3,6 +3,9 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use serde::Serialize;
+use utoipa::ToSchema;
+
 use crate::cosmos::StoreError;
 
 /// A failed request: the status, and a `detail` that tells the caller what to fix. Internal
@@ -52,15 +55,28 @@ impl From<StoreError> for ApiError {
     }
 }
 
+/// The body of every error answer (RFC 9457).
+#[derive(Serialize, ToSchema)]
+pub struct ProblemDetails {
+    /// Always `about:blank`: the status says what kind of problem it is.
+    #[serde(rename = "type")]
+    pub problem_type: &'static str,
+    pub title: &'static str,
+    pub status: u16,
+    /// What went wrong, and what to change.
+    pub detail: String,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::json!({
-            "type": "about:blank",
-            "title": self.status.canonical_reason().unwrap_or("Error"),
-            "status": self.status.as_u16(),
-            "detail": self.detail,
-        });
-        let mut response = (self.status, body.to_string()).into_response();
+        let body = ProblemDetails {
+            problem_type: "about:blank",
+            title: self.status.canonical_reason().unwrap_or("Error"),
+            status: self.status.as_u16(),
+            detail: self.detail,
+        };
+        let body = serde_json::to_string(&body).expect("a problem serializes");
+        let mut response = (self.status, body).into_response();
         response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
         response
     }

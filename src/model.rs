@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
+use utoipa::ToSchema;
 
 /// How many characters of a post's `content` its short form (the copies in `users` and `feed`,
 /// served by Q3 and Q6) keeps. Counted in Unicode scalar values, so a cut never splits one.
@@ -27,7 +28,7 @@ pub const MAX_COMMENT_CHARS: usize = 2_000;
 pub const FEED_PARTITION: &str = "post";
 
 /// The `type` discriminator the article puts on every item; containers hold several types.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ItemType {
     User,
@@ -37,7 +38,7 @@ pub enum ItemType {
 }
 
 /// A user, in `users` (partition `/userId`, which equals `id`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct User {
     pub id: String,
@@ -49,7 +50,7 @@ pub struct User {
 
 /// A post in `posts` (partition `/postId`, which equals `id`). Its short form, with the same
 /// fields, is copied into `users` (partition `/userId`) and `feed` (partition `/type`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Post {
     pub id: String,
@@ -66,7 +67,7 @@ pub struct Post {
 }
 
 /// A comment, in its post's partition of `posts`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Comment {
     pub id: String,
@@ -80,7 +81,7 @@ pub struct Comment {
 }
 
 /// A like, in its post's partition of `posts`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Like {
     pub id: String,

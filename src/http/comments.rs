@@ -4,17 +4,18 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
+use utoipa::ToSchema;
 
 use super::AppState;
 use super::extract::{Id, JsonBody, QueryParams, validate_id, validate_text};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
 use super::posts::{existing_author, post_not_found};
 use crate::cosmos::{Container, queries};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ProblemDetails};
 use crate::model::{self, Comment, MAX_COMMENT_CHARS};
 use crate::scripts::{CounterOutcome, StoredProcedure};
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewCommentBody {
     user_id: String,
@@ -23,6 +24,7 @@ pub struct NewCommentBody {
 
 /// C3: `POST /api/posts/{postId}/comments`. The stored procedure `createComment` creates the
 /// comment and increments the post's `commentCount` in one transaction.
+#[utoipa::path(post, path = "/api/posts/{postId}/comments", tag = "posts", request_body = NewCommentBody, params(("postId" = String, Path, description = "The post's id")), responses((status = 201, description = "C3: the comment, created and counted", body = Comment), (status = 404, description = "No such post", body = ProblemDetails, content_type = "application/problem+json"), (status = 422, description = "No such user", body = ProblemDetails, content_type = "application/problem+json"), (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = "application/problem+json"), (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = "application/problem+json"), (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = "application/problem+json"), (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = "application/problem+json")))]
 pub async fn create(
     State(state): State<AppState>,
     Id(post_id): Id,
@@ -41,6 +43,7 @@ pub async fn create(
 }
 
 /// Q4: `GET /api/posts/{postId}/comments`, oldest first: one query on the post's partition.
+#[utoipa::path(get, path = "/api/posts/{postId}/comments", tag = "posts", params(("postId" = String, Path, description = "The post's id"), ListParams), responses((status = 200, description = "Q4: the post's comments, oldest first", body = ListPage<Comment>), (status = 400, description = "Invalid id, limit or continuationToken", body = ProblemDetails, content_type = "application/problem+json"), (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = "application/problem+json")))]
 pub async fn list(
     State(state): State<AppState>,
     Id(post_id): Id,

@@ -7,6 +7,7 @@
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::cosmos::PageRequest;
 use crate::error::ApiError;
@@ -21,15 +22,19 @@ pub const MAX_PAGE_SIZE: u32 = 100;
 const MAX_TOKEN_BYTES: usize = 8 * 1024;
 
 /// The query string of every list.
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ListParams {
+    /// Page size, 1 to 100 (default 25; 10 for the feed).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     limit: Option<String>,
+    /// The `continuationToken` of the previous page of the same list.
     continuation_token: Option<String>,
 }
 
 /// One page of a list, as answered to the client.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListPage<T> {
     pub items: Vec<T>,

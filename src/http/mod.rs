@@ -10,6 +10,7 @@ mod feed;
 mod likes;
 pub mod lists;
 mod observe;
+pub mod openapi;
 mod posts;
 mod users;
 
@@ -43,7 +44,7 @@ pub struct AppState {
 /// The HTTP functions: name (the folder under `functions/`), method, and route under the
 /// host's `api` prefix. The router is built from this table, and a test checks it against every
 /// `functions/*/function.json`, so the two cannot drift apart.
-pub const HTTP_FUNCTIONS: [(&str, &str, &str); 12] = [
+pub const HTTP_FUNCTIONS: [(&str, &str, &str); 13] = [
     ("CreateUser", "POST", "users"),
     ("EditUser", "PUT", "users/{userId}"),
     ("GetUser", "GET", "users/{userId}"),
@@ -56,6 +57,7 @@ pub const HTTP_FUNCTIONS: [(&str, &str, &str); 12] = [
     ("CreateLike", "POST", "posts/{postId}/likes"),
     ("ListLikes", "GET", "posts/{postId}/likes"),
     ("GetFeed", "GET", "feed"),
+    ("GetOpenApi", "GET", "openapi.json"),
 ];
 
 /// The handler of each HTTP function.
@@ -73,6 +75,7 @@ fn handler(function: &str) -> MethodRouter<AppState> {
         "CreateLike" => post(likes::create),
         "ListLikes" => get(likes::list),
         "GetFeed" => get(feed::list),
+        "GetOpenApi" => get(openapi::document),
         other => unreachable!("no handler for {other}"),
     }
 }
