@@ -55,6 +55,9 @@ impl From<StoreError> for ApiError {
     }
 }
 
+/// The media type of every error answer.
+pub const PROBLEM: &str = "application/problem+json";
+
 /// The body of every error answer (RFC 9457).
 #[derive(Serialize, ToSchema)]
 pub struct ProblemDetails {
@@ -77,7 +80,7 @@ impl IntoResponse for ApiError {
         };
         let body = serde_json::to_string(&body).expect("a problem serializes");
         let mut response = (self.status, body).into_response();
-        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM));
         response
     }
 }

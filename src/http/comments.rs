@@ -11,20 +11,41 @@ use super::extract::{Id, JsonBody, QueryParams, validate_id, validate_text};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
 use super::posts::{existing_author, post_not_found};
 use crate::cosmos::{Container, queries};
-use crate::error::{ApiError, ApiResult, ProblemDetails};
+use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails};
 use crate::model::{self, Comment, MAX_COMMENT_CHARS};
 use crate::scripts::{CounterOutcome, StoredProcedure};
 
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewCommentBody {
+    #[schema(min_length = 1, max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$")]
     user_id: String,
+    #[schema(
+        min_length = 1,
+        max_length = 2000,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$"
+    )]
     content: String,
 }
 
 /// C3: `POST /api/posts/{postId}/comments`. The stored procedure `createComment` creates the
 /// comment and increments the post's `commentCount` in one transaction.
-#[utoipa::path(post, path = "/api/posts/{postId}/comments", tag = "posts", request_body = NewCommentBody, params(("postId" = String, Path, description = "The post's id")), responses((status = 201, description = "C3: the comment, created and counted", body = Comment), (status = 404, description = "No such post", body = ProblemDetails, content_type = "application/problem+json"), (status = 422, description = "No such user", body = ProblemDetails, content_type = "application/problem+json"), (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = "application/problem+json"), (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = "application/problem+json"), (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = "application/problem+json"), (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = "application/problem+json")))]
+#[utoipa::path(
+    post,
+    path = "/api/posts/{postId}/comments",
+    tag = "posts",
+    request_body = NewCommentBody,
+    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$")),
+    responses(
+        (status = 201, description = "C3: the comment, created and counted", body = Comment),
+        (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
+        (status = 422, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
+        (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = PROBLEM),
+        (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = PROBLEM),
+        (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = PROBLEM),
+        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+    ),
+)]
 pub async fn create(
     State(state): State<AppState>,
     Id(post_id): Id,
@@ -43,7 +64,17 @@ pub async fn create(
 }
 
 /// Q4: `GET /api/posts/{postId}/comments`, oldest first: one query on the post's partition.
-#[utoipa::path(get, path = "/api/posts/{postId}/comments", tag = "posts", params(("postId" = String, Path, description = "The post's id"), ListParams), responses((status = 200, description = "Q4: the post's comments, oldest first", body = ListPage<Comment>), (status = 400, description = "Invalid id, limit or continuationToken", body = ProblemDetails, content_type = "application/problem+json"), (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = "application/problem+json")))]
+#[utoipa::path(
+    get,
+    path = "/api/posts/{postId}/comments",
+    tag = "posts",
+    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$"), ListParams),
+    responses(
+        (status = 200, description = "Q4: the post's comments, oldest first", body = ListPage<Comment>),
+        (status = 400, description = "Invalid id, limit or continuationToken", body = ProblemDetails, content_type = PROBLEM),
+        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+    ),
+)]
 pub async fn list(
     State(state): State<AppState>,
     Id(post_id): Id,

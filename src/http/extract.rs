@@ -74,6 +74,11 @@ pub fn validate_id(id: &str) -> Result<(), String> {
     if let Some(bad) = id.chars().find(|c| matches!(c, '/' | '\\' | '?' | '#') || c.is_control()) {
         return Err(format!("The id must not contain {bad:?}: Cosmos DB cannot store ids with / \\ ? # or control characters."));
     }
+    // Ids are generated here as UUIDs (and `like-<userId>`): printable ASCII, so a link to an
+    // item never needs more escaping than the URL itself.
+    if let Some(bad) = id.chars().find(|c| !c.is_ascii_graphic()) {
+        return Err(format!("The id must not contain {bad:?}: ids are printable ASCII without spaces."));
+    }
     Ok(())
 }
 
@@ -94,7 +99,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T>
 /// Checks one text field of a body: not blank, at most `max_chars` characters, and no control
 /// characters other than line breaks and tabs (allowed only where `multiline`).
 pub fn validate_text(field: &str, value: &str, max_chars: usize, multiline: bool) -> Result<(), ApiError> {
-    if value.trim().is_empty() {
+    // Blank means only whitespace, as JavaScript's `\s` counts it (U+FEFF too), so that the
+    // OpenAPI description's patterns say exactly what is accepted.
+    if value.chars().all(|c| c.is_whitespace() || c == '\u{feff}') {
         return Err(ApiError::bad_request(format!("`{field}` must not be empty.")));
     }
     let chars = value.chars().count();
@@ -114,10 +121,10 @@ mod tests {
 
     #[test]
     fn ids_cosmos_cannot_store_are_refused() {
-        for bad in ["", "  ", "a/b", "a\\b", "a?b", "a#b", "a\u{0}b", "a\nb", &"x".repeat(256)] {
+        for bad in ["", "  ", "a b", "é", "a/b", "a\\b", "a?b", "a#b", "a\u{0}b", "a\nb", &"x".repeat(256)] {
             assert!(validate_id(bad).is_err(), "{bad:?} should be refused");
         }
-        for good in ["0b7d6c1e-8a6f-4b6e-9f1e-2d3c4b5a6978", "like-u1", "é", &"x".repeat(255)] {
+        for good in ["0b7d6c1e-8a6f-4b6e-9f1e-2d3c4b5a6978", "like-u1", "!$%&'()*+,-.:;<=>@[]^_`{|}~", &"x".repeat(255)] {
             assert!(validate_id(good).is_ok(), "{good:?} should be accepted");
         }
     }

@@ -7,12 +7,22 @@ use super::AppState;
 use super::extract::QueryParams;
 use super::lists::{DEFAULT_FEED_SIZE, ListPage, ListParams, wrap_token};
 use crate::cosmos::{Container, queries};
-use crate::error::{ApiResult, ProblemDetails};
+use crate::error::{ApiResult, PROBLEM, ProblemDetails};
 use crate::model::{FEED_PARTITION, Post};
 
 /// Q6: `GET /api/feed?limit=x`, newest first: one query on the single partition of `feed`,
 /// which the change feed keeps at the newest 100 posts.
-#[utoipa::path(get, path = "/api/feed", tag = "feed", params(ListParams), responses((status = 200, description = "Q6: the newest short posts, newest first", body = ListPage<Post>), (status = 400, description = "Invalid id, limit or continuationToken", body = ProblemDetails, content_type = "application/problem+json"), (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = "application/problem+json")))]
+#[utoipa::path(
+    get,
+    path = "/api/feed",
+    tag = "feed",
+    params(ListParams),
+    responses(
+        (status = 200, description = "Q6: the newest short posts, newest first", body = ListPage<Post>),
+        (status = 400, description = "Invalid id, limit or continuationToken", body = ProblemDetails, content_type = PROBLEM),
+        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+    ),
+)]
 pub async fn list(
     State(state): State<AppState>,
     QueryParams(params): QueryParams<ListParams>,

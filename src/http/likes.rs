@@ -11,20 +11,37 @@ use super::extract::{Id, JsonBody, QueryParams, validate_id};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
 use super::posts::{existing_author, post_not_found};
 use crate::cosmos::{Container, queries};
-use crate::error::{ApiError, ApiResult, ProblemDetails};
+use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails};
 use crate::model::{self, Like};
 use crate::scripts::{CounterOutcome, StoredProcedure};
 
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewLikeBody {
+    #[schema(min_length = 1, max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$")]
     user_id: String,
 }
 
 /// C4: `POST /api/posts/{postId}/likes`. The stored procedure `createLike` creates the like
 /// and increments `likeCount` in one transaction; a user's second like on a post is 409 and
 /// changes nothing (the like's id is derived from the user).
-#[utoipa::path(post, path = "/api/posts/{postId}/likes", tag = "posts", request_body = NewLikeBody, params(("postId" = String, Path, description = "The post's id")), responses((status = 201, description = "C4: the like, created and counted", body = Like), (status = 404, description = "No such post", body = ProblemDetails, content_type = "application/problem+json"), (status = 409, description = "This user already likes the post", body = ProblemDetails, content_type = "application/problem+json"), (status = 422, description = "No such user", body = ProblemDetails, content_type = "application/problem+json"), (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = "application/problem+json"), (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = "application/problem+json"), (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = "application/problem+json"), (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = "application/problem+json")))]
+#[utoipa::path(
+    post,
+    path = "/api/posts/{postId}/likes",
+    tag = "posts",
+    request_body = NewLikeBody,
+    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$")),
+    responses(
+        (status = 201, description = "C4: the like, created and counted", body = Like),
+        (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
+        (status = 409, description = "This user already likes the post", body = ProblemDetails, content_type = PROBLEM),
+        (status = 422, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
+        (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = PROBLEM),
+        (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = PROBLEM),
+        (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = PROBLEM),
+        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+    ),
+)]
 pub async fn create(
     State(state): State<AppState>,
     Id(post_id): Id,
@@ -45,7 +62,17 @@ pub async fn create(
 }
 
 /// Q5: `GET /api/posts/{postId}/likes`, oldest first: one query on the post's partition.
-#[utoipa::path(get, path = "/api/posts/{postId}/likes", tag = "posts", params(("postId" = String, Path, description = "The post's id"), ListParams), responses((status = 200, description = "Q5: the post's likes, oldest first", body = ListPage<Like>), (status = 400, description = "Invalid id, limit or continuationToken", body = ProblemDetails, content_type = "application/problem+json"), (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = "application/problem+json")))]
+#[utoipa::path(
+    get,
+    path = "/api/posts/{postId}/likes",
+    tag = "posts",
+    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$"), ListParams),
+    responses(
+        (status = 200, description = "Q5: the post's likes, oldest first", body = ListPage<Like>),
+        (status = 400, description = "Invalid id, limit or continuationToken", body = ProblemDetails, content_type = PROBLEM),
+        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+    ),
+)]
 pub async fn list(
     State(state): State<AppState>,
     Id(post_id): Id,

@@ -29,7 +29,8 @@ pub struct ListParams {
     /// Page size, 1 to 100 (default 25; 10 for the feed).
     #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     limit: Option<String>,
-    /// The `continuationToken` of the previous page of the same list.
+    /// The `continuationToken` of the previous page of the same list, unchanged.
+    #[param(max_length = 8192, pattern = "^[A-Za-z0-9_-]+$")]
     continuation_token: Option<String>,
 }
 

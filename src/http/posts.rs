@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::extract::{Id, JsonBody, validate_id, validate_text};
 use crate::cosmos::{Container, StoreError};
-use crate::error::{ApiError, ApiResult, ProblemDetails};
+use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails};
 use crate::model::{self, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, User};
 
 /// How often an edit is retried when a comment or like changed the post between its read and
@@ -20,15 +20,36 @@ const EDIT_ATTEMPTS: usize = 5;
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewPostBody {
+    #[schema(min_length = 1, max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$")]
     user_id: String,
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u001F\\u007F-\\u009F]*$"
+    )]
     title: String,
+    #[schema(
+        min_length = 1,
+        max_length = 20000,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$"
+    )]
     content: String,
 }
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditPostBody {
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u001F\\u007F-\\u009F]*$"
+    )]
     title: String,
+    #[schema(
+        min_length = 1,
+        max_length = 20000,
+        pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$"
+    )]
     content: String,
 }
 
@@ -40,7 +61,20 @@ fn validate_post_text(title: &str, content: &str) -> ApiResult<()> {
 /// C2 create: `POST /api/posts`. Reads the author once, to copy their username into the post
 /// (the article's V2 step): Q2 then needs no second read. An unknown author is 422: the request
 /// is well-formed but names a user that does not exist.
-#[utoipa::path(post, path = "/api/posts", tag = "posts", request_body = NewPostBody, responses((status = 201, description = "C2: the post, created", body = Post), (status = 422, description = "No such user", body = ProblemDetails, content_type = "application/problem+json"), (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = "application/problem+json"), (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = "application/problem+json"), (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = "application/problem+json"), (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = "application/problem+json")))]
+#[utoipa::path(
+    post,
+    path = "/api/posts",
+    tag = "posts",
+    request_body = NewPostBody,
+    responses(
+        (status = 201, description = "C2: the post, created", body = Post),
+        (status = 422, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
+        (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = PROBLEM),
+        (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = PROBLEM),
+        (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = PROBLEM),
+        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+    ),
+)]
 pub async fn create(State(state): State<AppState>, JsonBody(body): JsonBody<NewPostBody>) -> ApiResult<impl IntoResponse> {
     validate_id(&body.user_id).map_err(|why| ApiError::bad_request(format!("`userId` is not valid: {why}")))?;
     validate_post_text(&body.title, &body.content)?;
@@ -54,7 +88,21 @@ pub async fn create(State(state): State<AppState>, JsonBody(body): JsonBody<NewP
 /// C2 edit: `PUT /api/posts/{postId}`. Read, change title and content, replace on the etag
 /// that was read: a comment or like landing in between moves a counter, and the edit is redone
 /// on the new version instead of writing the old count back.
-#[utoipa::path(put, path = "/api/posts/{postId}", tag = "posts", request_body = EditPostBody, params(("postId" = String, Path, description = "The post's id")), responses((status = 200, description = "C2: the post, edited", body = Post), (status = 404, description = "No such post", body = ProblemDetails, content_type = "application/problem+json"), (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = "application/problem+json"), (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = "application/problem+json"), (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = "application/problem+json"), (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = "application/problem+json")))]
+#[utoipa::path(
+    put,
+    path = "/api/posts/{postId}",
+    tag = "posts",
+    request_body = EditPostBody,
+    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$")),
+    responses(
+        (status = 200, description = "C2: the post, edited", body = Post),
+        (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
+        (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = PROBLEM),
+        (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = PROBLEM),
+        (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = PROBLEM),
+        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+    ),
+)]
 pub async fn edit(
     State(state): State<AppState>,
     Id(post_id): Id,
@@ -78,7 +126,18 @@ pub async fn edit(
 
 /// Q2: `GET /api/posts/{postId}`: one point read returns the post with its author's username
 /// and both counters, all kept on the post itself.
-#[utoipa::path(get, path = "/api/posts/{postId}", tag = "posts", params(("postId" = String, Path, description = "The post's id")), responses((status = 200, description = "Q2: the post with its author's username and counters", body = Post), (status = 404, description = "No such post", body = ProblemDetails, content_type = "application/problem+json"), (status = 400, description = "Invalid id, limit or continuationToken", body = ProblemDetails, content_type = "application/problem+json"), (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = "application/problem+json")))]
+#[utoipa::path(
+    get,
+    path = "/api/posts/{postId}",
+    tag = "posts",
+    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$")),
+    responses(
+        (status = 200, description = "Q2: the post with its author's username and counters", body = Post),
+        (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
+        (status = 400, description = "Invalid id, limit or continuationToken", body = ProblemDetails, content_type = PROBLEM),
+        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+    ),
+)]
 pub async fn get(State(state): State<AppState>, Id(post_id): Id) -> ApiResult<Json<Post>> {
     let post = state.store.read::<Post>(Container::Posts, &post_id, &post_id).await?;
     post.filter(|post| post.item_type == model::ItemType::Post).map(Json).ok_or_else(|| post_not_found(&post_id))

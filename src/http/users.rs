@@ -11,12 +11,17 @@ use super::AppState;
 use super::extract::{Id, JsonBody, QueryParams, validate_text};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
 use crate::cosmos::{Container, queries};
-use crate::error::{ApiError, ApiResult, ProblemDetails};
+use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails};
 use crate::model::{self, MAX_USERNAME_CHARS, Post, User};
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UserBody {
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u001F\\u007F-\\u009F]*$"
+    )]
     username: String,
 }
 
@@ -28,7 +33,19 @@ impl UserBody {
 }
 
 /// C1 create: `POST /api/users`.
-#[utoipa::path(post, path = "/api/users", tag = "users", request_body = UserBody, responses((status = 201, description = "C1: the user, created", body = User), (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = "application/problem+json"), (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = "application/problem+json"), (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = "application/problem+json"), (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = "application/problem+json")))]
+#[utoipa::path(
+    post,
+    path = "/api/users",
+    tag = "users",
+    request_body = UserBody,
+    responses(
+        (status = 201, description = "C1: the user, created", body = User),
+        (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = PROBLEM),
+        (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = PROBLEM),
+        (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = PROBLEM),
+        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+    ),
+)]
 pub async fn create(State(state): State<AppState>, JsonBody(body): JsonBody<UserBody>) -> ApiResult<impl IntoResponse> {
     let user = model::new_user(model::new_id(), body.username()?);
     state.store.create(Container::Users, &user.user_id, &user).await?;
@@ -39,7 +56,21 @@ pub async fn create(State(state): State<AppState>, JsonBody(body): JsonBody<User
 /// C1 edit: `PUT /api/users/{userId}`. One replace: it fails with 404 when the user does not
 /// exist, so no read is needed. The new name reaches the user's posts, comments, likes and
 /// post copies through the change feed.
-#[utoipa::path(put, path = "/api/users/{userId}", tag = "users", request_body = UserBody, params(("userId" = String, Path, description = "The user's id")), responses((status = 200, description = "C1: the user, renamed", body = User), (status = 404, description = "No such user", body = ProblemDetails, content_type = "application/problem+json"), (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = "application/problem+json"), (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = "application/problem+json"), (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = "application/problem+json"), (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = "application/problem+json")))]
+#[utoipa::path(
+    put,
+    path = "/api/users/{userId}",
+    tag = "users",
+    request_body = UserBody,
+    params(("userId" = String, Path, description = "The user's id", max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$")),
+    responses(
+        (status = 200, description = "C1: the user, renamed", body = User),
+        (status = 404, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
+        (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = PROBLEM),
+        (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = PROBLEM),
+        (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = PROBLEM),
+        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+    ),
+)]
 pub async fn edit(State(state): State<AppState>, Id(user_id): Id, JsonBody(body): JsonBody<UserBody>) -> ApiResult<Json<User>> {
     let user = model::new_user(user_id.clone(), body.username()?);
     match state.store.replace(Container::Users, &user_id, &user_id, &user, None).await {
@@ -50,7 +81,18 @@ pub async fn edit(State(state): State<AppState>, Id(user_id): Id, JsonBody(body)
 }
 
 /// Q1: `GET /api/users/{userId}`, one point read.
-#[utoipa::path(get, path = "/api/users/{userId}", tag = "users", params(("userId" = String, Path, description = "The user's id")), responses((status = 200, description = "Q1: the user", body = User), (status = 404, description = "No such user", body = ProblemDetails, content_type = "application/problem+json"), (status = 400, description = "Invalid id, limit or continuationToken", body = ProblemDetails, content_type = "application/problem+json"), (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = "application/problem+json")))]
+#[utoipa::path(
+    get,
+    path = "/api/users/{userId}",
+    tag = "users",
+    params(("userId" = String, Path, description = "The user's id", max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$")),
+    responses(
+        (status = 200, description = "Q1: the user", body = User),
+        (status = 404, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
+        (status = 400, description = "Invalid id, limit or continuationToken", body = ProblemDetails, content_type = PROBLEM),
+        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+    ),
+)]
 pub async fn get(State(state): State<AppState>, Id(user_id): Id) -> ApiResult<Json<User>> {
     let user = state.store.read::<User>(Container::Users, &user_id, &user_id).await?;
     user.map(Json).ok_or_else(|| user_not_found(&user_id))
@@ -58,7 +100,17 @@ pub async fn get(State(state): State<AppState>, Id(user_id): Id) -> ApiResult<Js
 
 /// Q3: `GET /api/users/{userId}/posts`, newest first: one query on the user's own partition of
 /// `users`, which holds the short copies of their posts.
-#[utoipa::path(get, path = "/api/users/{userId}/posts", tag = "users", params(("userId" = String, Path, description = "The user's id"), ListParams), responses((status = 200, description = "Q3: the user's short posts, newest first", body = ListPage<Post>), (status = 400, description = "Invalid id, limit or continuationToken", body = ProblemDetails, content_type = "application/problem+json"), (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = "application/problem+json")))]
+#[utoipa::path(
+    get,
+    path = "/api/users/{userId}/posts",
+    tag = "users",
+    params(("userId" = String, Path, description = "The user's id", max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$"), ListParams),
+    responses(
+        (status = 200, description = "Q3: the user's short posts, newest first", body = ListPage<Post>),
+        (status = 400, description = "Invalid id, limit or continuationToken", body = ProblemDetails, content_type = PROBLEM),
+        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+    ),
+)]
 pub async fn list_posts(
     State(state): State<AppState>,
     Id(user_id): Id,
