@@ -161,14 +161,7 @@ async fn drain(
     feed: &mut ChangeFeed,
     stopped: &mut watch::Receiver<bool>,
 ) -> Result<bool, FeedError> {
-    let mut empty_in_a_row = 0;
-    while empty_in_a_row < feed.ranges() {
-        let documents = feed.poll().await?;
-        if documents.is_empty() {
-            empty_in_a_row += 1;
-            continue;
-        }
-        empty_in_a_row = 0;
+    while let Some(documents) = feed.next_changes().await? {
         for batch in documents.chunks(BATCH_SIZE) {
             if !deliver_until_done(state, function, batch.to_vec(), stopped).await {
                 return Ok(false);
@@ -210,14 +203,8 @@ async fn deliver_until_done(
 /// left alone, so running it on a live system is safe. Returns how many posts it delivered.
 pub async fn rebuild_copies(state: &AppState) -> Result<usize, FeedError> {
     let mut feed = state.store.change_feed(Container::Posts, true).await?;
-    let (mut posts, mut empty_in_a_row) = (0, 0);
-    while empty_in_a_row < feed.ranges() {
-        let documents = feed.poll().await?;
-        if documents.is_empty() {
-            empty_in_a_row += 1;
-            continue;
-        }
-        empty_in_a_row = 0;
+    let mut posts = 0;
+    while let Some(documents) = feed.next_changes().await? {
         for batch in documents.chunks(BATCH_SIZE) {
             posts += posts_changed(state, batch.to_vec()).await?.applied;
         }

@@ -571,12 +571,13 @@ impl Store {
         let ranges = bounded(client.read_feed_ranges(None)).await?.len().max(1);
         let start = if from_beginning { ChangeFeedStartFrom::Beginning } else { ChangeFeedStartFrom::Now };
         let pages = bounded(client.query_change_feed::<Value>(FeedScope::full_container(), start, None)).await?;
-        let mut feed = ChangeFeed { pages, ranges };
+        let mut feed = ChangeFeed { pages, ranges, early: Vec::new() };
         if !from_beginning {
             // Each feed range fixes its "now" at its first poll: poll them all at once, so that
-            // nothing written from here on is missed.
+            // nothing written from here on is missed (what those polls find is kept for later).
             for _ in 0..ranges {
-                let _ = feed.poll().await?;
+                let found = feed.poll().await?;
+                feed.early.extend(found);
             }
         }
         Ok(feed)
@@ -588,19 +589,31 @@ impl Store {
 pub struct ChangeFeed {
     pages: ChangeFeedPageIterator<ChangeFeedItem<Value>>,
     ranges: usize,
+    /// Changes found while the feed was being started, not handed out yet.
+    early: Vec<Value>,
 }
 
 impl ChangeFeed {
     /// One page: the documents changed in one feed range since its last poll (often none).
-    pub async fn poll(&mut self) -> Result<Vec<Value>, StoreError> {
+    async fn poll(&mut self) -> Result<Vec<Value>, StoreError> {
         let Some(page) = bounded(self.pages.try_next()).await? else { return Ok(Vec::new()) };
         Meter::record(page.headers().request_charge().map_or(0.0, |charge| f64::from(*charge)));
         Ok(page.items().iter().filter_map(|item| item.current().cloned()).collect())
     }
 
-    /// How many polls in a row must come back empty before the reader has seen every range.
-    pub fn ranges(&self) -> usize {
-        self.ranges
+    /// The next changes, or `None` once a poll of every feed range in a row found nothing (the
+    /// reader has caught up).
+    pub async fn next_changes(&mut self) -> Result<Option<Vec<Value>>, StoreError> {
+        if !self.early.is_empty() {
+            return Ok(Some(std::mem::take(&mut self.early)));
+        }
+        for _ in 0..self.ranges {
+            let documents = self.poll().await?;
+            if !documents.is_empty() {
+                return Ok(Some(documents));
+            }
+        }
+        Ok(None)
     }
 }
 
