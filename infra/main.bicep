@@ -26,6 +26,9 @@ param cosmosAutoscaleMaxThroughput int = 1000
 @maxValue(1000)
 param maximumInstanceCount int = 40
 
+@description('Client id of the Entra ID app registration users sign in to (App Service Authentication). Empty: no sign-in, every write is answered 401.')
+param authClientId string = ''
+
 @description('Tags applied to every resource.')
 param tags object = {}
 
@@ -104,6 +107,7 @@ module functionApp 'modules/functionapp.bicep' = {
     cosmosEndpoint: cosmos.outputs.endpoint
     databaseName: cosmos.outputs.databaseName
     maximumInstanceCount: maximumInstanceCount
+    authClientId: authClientId
   }
 }
 

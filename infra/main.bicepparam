@@ -9,6 +9,9 @@ param cosmosServerless = true
 
 param maximumInstanceCount = 40
 
+// The Entra ID app registration users sign in to (create it once: az ad app create ...).
+param authClientId = ''
+
 param tags = {
   project: 'cosmos-blog'
 }

@@ -41,6 +41,23 @@ pub struct Config {
     /// The most requests one instance works on at once; more are answered 503 at once rather
     /// than queued without end.
     pub max_in_flight: usize,
+    /// Who vouches for the caller of a write.
+    pub auth: AuthMode,
+}
+
+/// Who vouches for the caller of a write (reads are public).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuthMode {
+    /// Nobody: every write is answered 401. The default wherever App Service Authentication is
+    /// not on, so a handler never trusts a caller that nothing authenticated.
+    None,
+    /// App Service Authentication (Easy Auth): the platform signs the caller in and sets
+    /// `X-MS-CLIENT-PRINCIPAL-ID`, which clients cannot set themselves while it is on.
+    Platform,
+    /// Local development only: the caller is whoever the `X-Dev-User` header names. Exists only
+    /// in builds with the embedded store, and only when `BLOG_AUTH=development` says so.
+    #[cfg(feature = "embedded")]
+    Development,
 }
 
 /// [`Config::max_in_flight`] unless `BLOG_MAX_IN_FLIGHT` says otherwise.
@@ -125,8 +142,30 @@ impl Config {
                 .filter(|n| *n > 0)
                 .ok_or_else(|| format!("BLOG_MAX_IN_FLIGHT must be a positive number, not {text:?}"))?,
         };
-        Ok(Config { listen, backend, database, create_containers, change_feed, scripts, max_in_flight })
+        // The platform sets WEBSITE_AUTH_ENABLED when App Service Authentication is on; trusting its
+        // headers without it would let any client pick its identity.
+        let platform_auth = lookup("WEBSITE_AUTH_ENABLED").is_some_and(|value| value.eq_ignore_ascii_case("true"));
+        let auth = match lookup("BLOG_AUTH").as_deref() {
+            None if platform_auth => AuthMode::Platform,
+            None | Some("none") => AuthMode::None,
+            Some("platform") if platform_auth => AuthMode::Platform,
+            Some("platform") => {
+                return Err("BLOG_AUTH=platform needs App Service Authentication on (WEBSITE_AUTH_ENABLED=true)".into());
+            }
+            #[cfg(feature = "embedded")]
+            Some("development") if platform_auth => {
+                return Err("BLOG_AUTH=development is refused where App Service Authentication is on".into());
+            }
+            #[cfg(feature = "embedded")]
+            Some("development") => AuthMode::Development,
+            Some(other) => return Err(format!("BLOG_AUTH must be platform or none{}, not {other:?}", development_hint())),
+        };
+        Ok(Config { listen, backend, database, create_containers, change_feed, scripts, max_in_flight, auth })
     }
+}
+
+fn development_hint() -> &'static str {
+    if cfg!(feature = "embedded") { " (or development, locally)" } else { "" }
 }
 
 #[cfg(feature = "embedded")]
@@ -182,6 +221,16 @@ mod tests {
         assert!(config(&[("CosmosDB", "x"), ("CosmosDB__accountEndpoint", "y")]).is_err());
         assert!(config(&[("BLOG_CREATE_CONTAINERS", "yes")]).unwrap_err().contains("BLOG_CREATE_CONTAINERS"));
         assert!(config(&[("BLOG_MAX_IN_FLIGHT", "0")]).unwrap_err().contains("BLOG_MAX_IN_FLIGHT"));
+        assert!(config(&[("BLOG_AUTH", "platform")]).unwrap_err().contains("WEBSITE_AUTH_ENABLED"), "no platform, no trust");
+        assert!(config(&[("BLOG_AUTH", "development"), ("WEBSITE_AUTH_ENABLED", "True")]).is_err());
+    }
+
+    #[test]
+    fn writes_are_refused_unless_something_authenticates_the_caller() {
+        assert_eq!(config(&[]).unwrap().auth, AuthMode::None);
+        assert_eq!(config(&[("WEBSITE_AUTH_ENABLED", "True")]).unwrap().auth, AuthMode::Platform);
+        #[cfg(feature = "embedded")]
+        assert_eq!(config(&[("BLOG_AUTH", "development")]).unwrap().auth, AuthMode::Development);
     }
 
     #[cfg(feature = "embedded")]

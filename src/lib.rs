@@ -79,7 +79,7 @@ pub async fn connect(config: &Config) -> Result<AppState, cosmos::StoreError> {
             )
         }
     };
-    Ok(AppState { store, scripts })
+    Ok(AppState { store, scripts, auth: config.auth })
 }
 
 /// The SDK contacts the account while the client is built, so a worker that starts while the

@@ -86,7 +86,7 @@ async fn overload_is_answered_503_at_once() {
     let app = TestApp::start_configured(blog::config::Config { max_in_flight: 1, ..TestApp::config(dir.path()) }).await;
     // A request whose body is still on its way holds the only place.
     let mut slow = tokio::net::TcpStream::connect(app.base.trim_start_matches("http://")).await.unwrap();
-    slow.write_all(b"POST /api/users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{\"user")
+    slow.write_all(b"POST /api/users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nx-dev-user: slow\r\nContent-Length: 20\r\n\r\n{\"user")
         .await
         .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;

@@ -78,7 +78,8 @@ async fn an_edit_racing_comments_keeps_every_count() {
         }));
     }
     for task in tasks {
-        assert!(task.await.unwrap().is_success());
+        let status = task.await.unwrap();
+        assert!(status.is_success(), "{status}");
     }
     let post = app.get(&format!("/api/posts/{post}")).await.body;
     assert_eq!(post["commentCount"], 15, "no edit wrote back a stale count");

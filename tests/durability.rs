@@ -16,7 +16,8 @@ async fn everything_acknowledged_survives_a_restart() {
     app.post(&format!("/api/posts/{post}/comments"), json!({"userId": author, "content": "first"})).await;
     app.post(&format!("/api/posts/{post}/likes"), json!({"userId": author})).await;
     app.put(&format!("/api/users/{author}"), json!({"username": "alice2"})).await;
-    let before = app.get(&format!("/api/posts/{post}")).await.body;
+    // Let the rename reach the post through the change feed, so the state is settled.
+    let before = app.eventually(&format!("/api/posts/{post}"), |post| post["userUsername"] == "alice2").await.body;
     let temp = app.stop().await.unwrap();
 
     let app = TestApp::start_in(temp.path()).await;
@@ -37,6 +38,7 @@ fn spawn_handler(data_dir: &std::path::Path) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_handler"))
         .env("BLOG_DATA_DIR", data_dir)
         .env("BLOG_LISTEN", "127.0.0.1:0")
+        .env("BLOG_AUTH", "development")
         .env("RUST_LOG", "info")
         .env("NO_COLOR", "1")
         .stdout(Stdio::piped())
@@ -61,13 +63,22 @@ async fn acknowledged_writes_survive_kill_9() {
     let data = tempfile::tempdir().unwrap();
     let (mut child, base) = spawn_handler(data.path());
     let client = reqwest::Client::new();
-    let user: serde_json::Value =
-        client.post(format!("{base}/api/users")).json(&json!({"username": "alice"})).send().await.unwrap().json().await.unwrap();
+    let user: serde_json::Value = client
+        .post(format!("{base}/api/users"))
+        .header("x-dev-user", "alice-principal")
+        .json(&json!({"username": "alice"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let user_id = user["id"].as_str().unwrap();
     let mut posts = Vec::new();
     for n in 0..20 {
         let post: serde_json::Value = client
             .post(format!("{base}/api/posts"))
+            .header("x-dev-user", user_id)
             .json(&json!({"userId": user_id, "title": format!("post {n}"), "content": "body"}))
             .send()
             .await

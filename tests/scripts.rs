@@ -18,6 +18,7 @@ async fn store() -> (Arc<Store>, tempfile::TempDir) {
         change_feed: blog::config::ChangeFeedMode::Host,
         scripts: blog::config::ScriptsMode::InProcess,
         max_in_flight: 16,
+        auth: blog::config::AuthMode::None,
     };
     (Arc::new(Store::connect(&config).await.unwrap()), dir)
 }

@@ -33,6 +33,9 @@ param maximumInstanceCount int
 ])
 param instanceMemoryMB int = 2048
 
+@description('Client id of the Entra ID app registration users sign in to; empty leaves App Service Authentication off, and then every write is answered 401.')
+param authClientId string = ''
+
 // Flex Consumption: per-execution billing, scale to zero, Linux only.
 resource plan 'Microsoft.Web/serverfarms@2024-11-01' = {
   name: planName
@@ -151,6 +154,44 @@ resource ftpBasicAuth 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@20
   name: 'ftp'
   properties: {
     allow: false
+  }
+}
+
+// App Service Authentication: the platform validates the caller's Entra ID token and passes
+// their identity to the handler in X-MS-CLIENT-PRINCIPAL-ID (clients cannot set that header
+// while this is on). Anonymous requests still reach the app: reads are public, and the handler
+// answers 401 to anonymous writes.
+resource authentication 'Microsoft.Web/sites/config@2024-11-01' = if (!empty(authClientId)) {
+  parent: app
+  name: 'authsettingsV2'
+  properties: {
+    platform: {
+      enabled: true
+    }
+    globalValidation: {
+      requireAuthentication: false
+      unauthenticatedClientAction: 'AllowAnonymous'
+    }
+    identityProviders: {
+      azureActiveDirectory: {
+        enabled: true
+        registration: {
+          clientId: authClientId
+          openIdIssuer: '${environment().authentication.loginEndpoint}${tenant().tenantId}/v2.0'
+        }
+        validation: {
+          allowedAudiences: [
+            authClientId
+            'api://${authClientId}'
+          ]
+        }
+      }
+    }
+    login: {
+      tokenStore: {
+        enabled: false
+      }
+    }
   }
 }
 

@@ -617,6 +617,15 @@ impl ChangeFeed {
     }
 }
 
+/// The pause before attempt `attempt + 1` of an optimistic write that lost a race (412/409):
+/// up to 1 ms, doubling per attempt up to 64 ms, scaled by a random factor so that the
+/// contenders spread out instead of colliding again.
+pub fn retry_pause(attempt: usize) -> Duration {
+    let ceiling_micros = 1_000u64 << attempt.min(6);
+    let jitter = (uuid::Uuid::new_v4().as_u128() % 1_000) as u64;
+    Duration::from_micros(ceiling_micros * (jitter + 1) / 1_000)
+}
+
 fn to_document<T: Serialize>(item: &T) -> Result<Value, StoreError> {
     serde_json::to_value(item).map_err(|error| StoreError::Other(format!("an item does not serialize: {error}")))
 }

@@ -7,6 +7,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::AppState;
+use super::auth::Caller;
 use super::extract::{Id, JsonBody, QueryParams, validate_id, validate_text};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
 use super::posts::{existing_author, post_not_found};
@@ -40,6 +41,8 @@ pub struct NewCommentBody {
         (status = 201, description = "C3: the comment, created and counted", body = Comment),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
         (status = 422, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
+        (status = 401, description = "No signed-in caller", body = ProblemDetails, content_type = PROBLEM),
+        (status = 403, description = "The caller does not own what the request writes", body = ProblemDetails, content_type = PROBLEM),
         (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = PROBLEM),
         (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = PROBLEM),
         (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = PROBLEM),
@@ -48,10 +51,12 @@ pub struct NewCommentBody {
 )]
 pub async fn create(
     State(state): State<AppState>,
+    caller: Caller,
     Id(post_id): Id,
     JsonBody(body): JsonBody<NewCommentBody>,
 ) -> ApiResult<(StatusCode, Json<Comment>)> {
     validate_id(&body.user_id).map_err(|why| ApiError::bad_request(format!("`userId` is not valid: {why}")))?;
+    caller.must_be(&body.user_id, "comment as this user")?;
     validate_text("content", &body.content, MAX_COMMENT_CHARS, true)?;
     let author = existing_author(&state, &body.user_id).await?;
     let comment = model::new_comment(model::new_id(), &post_id, &author, body.content, model::now());

@@ -7,6 +7,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::AppState;
+use super::auth::Caller;
 use super::extract::{Id, JsonBody, QueryParams, validate_id};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
 use super::posts::{existing_author, post_not_found};
@@ -36,6 +37,8 @@ pub struct NewLikeBody {
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
         (status = 409, description = "This user already likes the post", body = ProblemDetails, content_type = PROBLEM),
         (status = 422, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
+        (status = 401, description = "No signed-in caller", body = ProblemDetails, content_type = PROBLEM),
+        (status = 403, description = "The caller does not own what the request writes", body = ProblemDetails, content_type = PROBLEM),
         (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = PROBLEM),
         (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = PROBLEM),
         (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = PROBLEM),
@@ -44,10 +47,12 @@ pub struct NewLikeBody {
 )]
 pub async fn create(
     State(state): State<AppState>,
+    caller: Caller,
     Id(post_id): Id,
     JsonBody(body): JsonBody<NewLikeBody>,
 ) -> ApiResult<(StatusCode, Json<Like>)> {
     validate_id(&body.user_id).map_err(|why| ApiError::bad_request(format!("`userId` is not valid: {why}")))?;
+    caller.must_be(&body.user_id, "like as this user")?;
     let author = existing_author(&state, &body.user_id).await?;
     let like = model::new_like(&post_id, &author, model::now());
     let body = state.scripts.execute(StoredProcedure::CreateLike, &post_id, (&post_id, &like)).await?;

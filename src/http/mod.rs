@@ -4,6 +4,7 @@
 //! Handlers stay thin: validate the input, apply a rule from [`crate::model`], make the one
 //! Cosmos call the article's V3 model needs, answer.
 
+pub mod auth;
 mod comments;
 mod extract;
 mod feed;
@@ -25,6 +26,7 @@ use axum::routing::{MethodRouter, get, post, put};
 use tokio::sync::Semaphore;
 
 use crate::changefeed;
+use crate::config::AuthMode;
 use crate::cosmos::Store;
 use crate::error::ApiError;
 use crate::scripts::ScriptExecutor;
@@ -39,6 +41,7 @@ pub const HOST_BATCH_BYTES: usize = 64 * 1024 * 1024;
 pub struct AppState {
     pub store: Arc<Store>,
     pub scripts: Arc<dyn ScriptExecutor>,
+    pub auth: AuthMode,
 }
 
 /// The HTTP functions: name (the folder under `functions/`), method, and route under the

@@ -8,14 +8,15 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::AppState;
+use super::auth::Caller;
 use super::extract::{Id, JsonBody, validate_id, validate_text};
-use crate::cosmos::{Container, StoreError};
+use crate::cosmos::{Container, StoreError, retry_pause};
 use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails};
 use crate::model::{self, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, User};
 
 /// How often an edit is retried when a comment or like changed the post between its read and
 /// its write.
-const EDIT_ATTEMPTS: usize = 5;
+const EDIT_ATTEMPTS: usize = 16;
 
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -69,14 +70,21 @@ fn validate_post_text(title: &str, content: &str) -> ApiResult<()> {
     responses(
         (status = 201, description = "C2: the post, created", body = Post),
         (status = 422, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
+        (status = 401, description = "No signed-in caller", body = ProblemDetails, content_type = PROBLEM),
+        (status = 403, description = "The caller does not own what the request writes", body = ProblemDetails, content_type = PROBLEM),
         (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = PROBLEM),
         (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = PROBLEM),
         (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = PROBLEM),
         (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
     ),
 )]
-pub async fn create(State(state): State<AppState>, JsonBody(body): JsonBody<NewPostBody>) -> ApiResult<impl IntoResponse> {
+pub async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<NewPostBody>,
+) -> ApiResult<impl IntoResponse> {
     validate_id(&body.user_id).map_err(|why| ApiError::bad_request(format!("`userId` is not valid: {why}")))?;
+    caller.must_be(&body.user_id, "post as this user")?;
     validate_post_text(&body.title, &body.content)?;
     let author = existing_author(&state, &body.user_id).await?;
     let post = model::new_post(model::new_id(), &author, body.title, body.content, model::now());
@@ -97,6 +105,8 @@ pub async fn create(State(state): State<AppState>, JsonBody(body): JsonBody<NewP
     responses(
         (status = 200, description = "C2: the post, edited", body = Post),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
+        (status = 401, description = "No signed-in caller", body = ProblemDetails, content_type = PROBLEM),
+        (status = 403, description = "The caller does not own what the request writes", body = ProblemDetails, content_type = PROBLEM),
         (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = PROBLEM),
         (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = PROBLEM),
         (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = PROBLEM),
@@ -105,18 +115,20 @@ pub async fn create(State(state): State<AppState>, JsonBody(body): JsonBody<NewP
 )]
 pub async fn edit(
     State(state): State<AppState>,
+    caller: Caller,
     Id(post_id): Id,
     JsonBody(body): JsonBody<EditPostBody>,
 ) -> ApiResult<Json<Post>> {
     validate_post_text(&body.title, &body.content)?;
-    for _ in 0..EDIT_ATTEMPTS {
+    for attempt in 0..EDIT_ATTEMPTS {
         let current = state.store.read_versioned::<Post>(Container::Posts, &post_id, &post_id).await?;
         let current =
             current.filter(|found| found.item.item_type == model::ItemType::Post).ok_or_else(|| post_not_found(&post_id))?;
+        caller.must_be(&current.item.user_id, "edit this post")?;
         let edited = model::edited_post(current.item, body.title.clone(), body.content.clone());
         match state.store.replace(Container::Posts, &post_id, &post_id, &edited, Some(&current.etag)).await {
             Ok(()) => return Ok(Json(edited)),
-            Err(StoreError::PreconditionFailed) => continue,
+            Err(StoreError::PreconditionFailed) => tokio::time::sleep(retry_pause(attempt)).await,
             Err(StoreError::NotFound) => return Err(post_not_found(&post_id)),
             Err(other) => return Err(other.into()),
         }

@@ -8,9 +8,10 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::AppState;
+use super::auth::Caller;
 use super::extract::{Id, JsonBody, QueryParams, validate_text};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
-use crate::cosmos::{Container, queries};
+use crate::cosmos::{Container, StoreError, queries};
 use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails};
 use crate::model::{self, MAX_USERNAME_CHARS, Post, User};
 
@@ -32,7 +33,7 @@ impl UserBody {
     }
 }
 
-/// C1 create: `POST /api/users`.
+/// C1 create: `POST /api/users`: the caller's own user (one per principal; 409 for a second).
 #[utoipa::path(
     post,
     path = "/api/users",
@@ -40,15 +41,28 @@ impl UserBody {
     request_body = UserBody,
     responses(
         (status = 201, description = "C1: the user, created", body = User),
+        (status = 409, description = "The caller already has a user", body = ProblemDetails, content_type = PROBLEM),
+        (status = 401, description = "No signed-in caller", body = ProblemDetails, content_type = PROBLEM),
+        (status = 403, description = "The caller does not own what the request writes", body = ProblemDetails, content_type = PROBLEM),
         (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = PROBLEM),
         (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = PROBLEM),
         (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = PROBLEM),
         (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
     ),
 )]
-pub async fn create(State(state): State<AppState>, JsonBody(body): JsonBody<UserBody>) -> ApiResult<impl IntoResponse> {
-    let user = model::new_user(model::new_id(), body.username()?);
-    state.store.create(Container::Users, &user.user_id, &user).await?;
+pub async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<UserBody>,
+) -> ApiResult<impl IntoResponse> {
+    // The caller's own user: its id is their principal id.
+    let user = model::new_user(caller.0, body.username()?);
+    match state.store.create(Container::Users, &user.user_id, &user).await {
+        Err(StoreError::Conflict) => {
+            return Err(ApiError::conflict(format!("You already have a user, {:?}; rename it with PUT instead.", user.id)));
+        }
+        other => other?,
+    }
     let location = format!("/api/users/{}", user.id);
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(user)))
 }
@@ -65,17 +79,25 @@ pub async fn create(State(state): State<AppState>, JsonBody(body): JsonBody<User
     responses(
         (status = 200, description = "C1: the user, renamed", body = User),
         (status = 404, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
+        (status = 401, description = "No signed-in caller", body = ProblemDetails, content_type = PROBLEM),
+        (status = 403, description = "The caller does not own what the request writes", body = ProblemDetails, content_type = PROBLEM),
         (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = PROBLEM),
         (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = PROBLEM),
         (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = PROBLEM),
         (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
     ),
 )]
-pub async fn edit(State(state): State<AppState>, Id(user_id): Id, JsonBody(body): JsonBody<UserBody>) -> ApiResult<Json<User>> {
+pub async fn edit(
+    State(state): State<AppState>,
+    caller: Caller,
+    Id(user_id): Id,
+    JsonBody(body): JsonBody<UserBody>,
+) -> ApiResult<Json<User>> {
+    caller.must_be(&user_id, "rename this user")?;
     let user = model::new_user(user_id.clone(), body.username()?);
     match state.store.replace(Container::Users, &user_id, &user_id, &user, None).await {
         Ok(()) => Ok(Json(user)),
-        Err(crate::cosmos::StoreError::NotFound) => Err(user_not_found(&user_id)),
+        Err(StoreError::NotFound) => Err(user_not_found(&user_id)),
         Err(other) => Err(other.into()),
     }
 }

@@ -18,7 +18,7 @@ use tokio::runtime::Handle;
 
 use super::engine::{self, Limits, Partition, PartitionReader, QueryPage, ScriptOutcome, TriggerOperation, TriggerRequest};
 use super::{PostTrigger, Script, ScriptError, ScriptExecutor, StoredProcedure};
-use crate::cosmos::{Container, Meter, PageRequest, QuerySpec, Store, StoreError, WriteOp};
+use crate::cosmos::{Container, Meter, PageRequest, QuerySpec, Store, StoreError, WriteOp, retry_pause};
 
 /// How often a script is re-run after its batch lost a race with a writer outside this process
 /// (or a direct write such as a post edit). Each retry re-reads the partition.
@@ -179,7 +179,7 @@ impl InProcessScripts {
                     if self.still_current(script.container, partition_key, &seen).await? {
                         return Err(error);
                     }
-                    tokio::time::sleep(backoff(attempt)).await;
+                    tokio::time::sleep(retry_pause(attempt)).await;
                     continue;
                 }
                 Err(RunError::Final(error)) => return Err(error),
@@ -198,7 +198,7 @@ impl InProcessScripts {
                 // again on the new state, after a short randomized pause. (A conflict on the
                 // request's own write is the caller's to handle, so it is returned as it is.)
                 Err(failed @ StoreError::BatchFailed { .. }) if is_script_conflict(&failed, request_write.is_some()) => {
-                    tokio::time::sleep(backoff(attempt)).await;
+                    tokio::time::sleep(retry_pause(attempt)).await;
                 }
                 Err(StoreError::BatchFailed { statuses }) if request_write.is_some() => {
                     return Err(ScriptError::Store(request_failure(&statuses)));
@@ -257,14 +257,6 @@ fn thrown_message(error: engine::ScriptError) -> String {
         engine::ScriptError::Thrown { message } => message,
         other => other.to_string(),
     }
-}
-
-/// Up to 1 ms, doubling per attempt up to 64 ms, each scaled by a random factor so that
-/// contenders spread out.
-fn backoff(attempt: usize) -> std::time::Duration {
-    let ceiling_micros = 1_000u64 << attempt.min(6);
-    let jitter = (uuid::Uuid::new_v4().as_u128() % 1_000) as u64;
-    std::time::Duration::from_micros(ceiling_micros * (jitter + 1) / 1_000)
 }
 
 fn into_write_op(write: engine::WriteOp) -> WriteOp {

@@ -18,6 +18,8 @@ pub struct TestApp {
     /// Direct access to the store and scripts, for tests that set up or inspect what the API
     /// cannot.
     pub state: AppState,
+    /// Each post's author, to edit posts as their author.
+    authors: std::sync::Mutex<std::collections::HashMap<String, String>>,
     stop: Option<oneshot::Sender<()>>,
     server: Option<JoinHandle<()>>,
     _temp: Option<tempfile::TempDir>,
@@ -89,6 +91,8 @@ impl TestApp {
             change_feed: ChangeFeedMode::Local,
             scripts: blog::config::ScriptsMode::InProcess,
             max_in_flight: blog::config::DEFAULT_MAX_IN_FLIGHT,
+            // The local development scheme: the caller is the `x-dev-user` header.
+            auth: blog::config::AuthMode::Development,
         }
     }
 
@@ -113,6 +117,7 @@ impl TestApp {
             client: reqwest::Client::new(),
             data_dir: dir,
             state,
+            authors: Default::default(),
             stop: Some(stop),
             server: Some(server),
             _temp: None,
@@ -139,20 +144,64 @@ impl TestApp {
         self._temp.take()
     }
 
+    /// Sends a request as the caller who owns what it writes (see [`TestApp::owner`]).
     pub async fn send(&self, method: Method, path: &str, body: Option<Value>) -> Answer {
+        let caller = self.owner(&method, path, body.as_ref());
+        self.send_as(caller.as_deref(), method, path, body).await
+    }
+
+    /// Sends a request as `caller` (`None`: anonymously).
+    pub async fn send_as(&self, caller: Option<&str>, method: Method, path: &str, body: Option<Value>) -> Answer {
         let mut request = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(caller) = caller {
+            request = request.header("x-dev-user", caller);
+        }
         if let Some(body) = body {
             request = request.json(&body);
         }
-        read(request.send().await.unwrap()).await
+        let answer = read(request.send().await.unwrap()).await;
+        if answer.status == StatusCode::CREATED && path == "/api/posts" {
+            let (post, author) = (answer.body["id"].as_str().unwrap(), answer.body["userId"].as_str().unwrap());
+            self.authors.lock().unwrap().insert(post.to_owned(), author.to_owned());
+        }
+        answer
     }
 
+    /// A request with a raw body, sent as the caller who owns what it writes.
     pub async fn raw(&self, method: Method, path: &str, content_type: Option<&str>, body: &str) -> Answer {
+        let caller = self.owner(&method, path, serde_json::from_str::<Value>(body).ok().as_ref());
         let mut request = self.client.request(method, format!("{}{path}", self.base)).body(body.to_owned());
         if let Some(content_type) = content_type {
             request = request.header("content-type", content_type);
         }
+        if let Some(caller) = caller {
+            request = request.header("x-dev-user", caller);
+        }
         read(request.send().await.unwrap()).await
+    }
+
+    /// Who the tests act as for a write: a new principal to create a user, the user a body or
+    /// path names, a post's author to edit it, else "someone". Reads are anonymous.
+    fn owner(&self, method: &Method, path: &str, body: Option<&Value>) -> Option<String> {
+        if method == Method::GET {
+            return None;
+        }
+        if path == "/api/users" {
+            return Some(uuid::Uuid::new_v4().to_string());
+        }
+        if let Some(user) = body.and_then(|body| body.get("userId")).and_then(Value::as_str)
+            && blog::http::validate_id(user).is_ok()
+        {
+            return Some(user.to_owned());
+        }
+        let segments: Vec<&str> = path.trim_start_matches("/api/").split('/').collect();
+        let owner = match segments.as_slice() {
+            ["users", user] => Some((*user).to_owned()),
+            ["posts", post] => self.authors.lock().unwrap().get(*post).cloned(),
+            _ => None,
+        };
+        // Signed in in any case, so that what a test checks is not hidden behind a 401.
+        Some(owner.unwrap_or_else(|| "someone".to_owned()))
     }
 
     pub async fn get(&self, path: &str) -> Answer {
