@@ -208,7 +208,7 @@ mod tests {
 
     #[test]
     fn a_connection_string_selects_key_auth_and_creates_containers() {
-        let config = config(&[("CosmosDB", "AccountEndpoint=https://localhost:8081/;AccountKey=abc;")]).unwrap();
+        let config = config(&[("CosmosDB", "AccountEndpoint=https://localhost:8081/;AccountKey=C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==;")]).unwrap();
         assert!(matches!(config.backend, Backend::ConnectionString(_)));
         assert!(config.create_containers);
         assert_eq!(config.database, "blog");

@@ -1,0 +1,35 @@
+//! No secret is ever committed: the only account key in the repository is the Cosmos DB
+//! emulator's public, well-known one, and local.settings.json stays out of git.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Published in Microsoft's emulator documentation; it opens nothing but a local emulator.
+const EMULATOR_KEY: &str = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
+
+#[test]
+fn the_only_account_key_in_the_repository_is_the_emulators() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let listed = Command::new("git").arg("ls-files").current_dir(root).output().expect("git lists the tracked files");
+    let files = String::from_utf8(listed.stdout).unwrap();
+    assert!(files.lines().any(|file| file == "Cargo.toml"), "run inside the git checkout");
+    for file in files.lines() {
+        let Ok(text) = std::fs::read_to_string(root.join(file)) else { continue };
+        for (at, _) in text.match_indices("AccountKey=") {
+            let key: String =
+                text[at + "AccountKey=".len()..].chars().take_while(|c| !matches!(c, ';' | '"' | '\'' | '\n')).collect();
+            assert_eq!(key, EMULATOR_KEY, "{file} holds an account key that is not the emulator's");
+        }
+    }
+}
+
+#[test]
+fn local_settings_stay_out_of_git() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let ignored = Command::new("git").args(["check-ignore", "-q", "local.settings.json"]).current_dir(root).status().unwrap();
+    assert!(ignored.success(), "local.settings.json must be ignored by git");
+    let example: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("local.settings.json.example")).unwrap()).unwrap();
+    assert_eq!(example["Values"]["FUNCTIONS_WORKER_RUNTIME"], "Custom");
+    assert_eq!(example["Values"]["AzureWebJobsStorage"], "UseDevelopmentStorage=true");
+}
