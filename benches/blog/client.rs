@@ -34,9 +34,9 @@ impl Answer {
 
     /// The ids of a list page's items, in order.
     pub fn item_ids(&self) -> Vec<String> {
-        self.body["items"].as_array().map_or_else(Vec::new, |items| {
-            items.iter().filter_map(|item| item["id"].as_str().map(str::to_owned)).collect()
-        })
+        self.body["items"]
+            .as_array()
+            .map_or_else(Vec::new, |items| items.iter().filter_map(|item| item["id"].as_str().map(str::to_owned)).collect())
     }
 }
 
@@ -61,8 +61,11 @@ impl Client {
         self.send(self.http.get(format!("{}{path}", self.base))).await
     }
 
-    pub async fn post(&self, path: &str, body: &Value) -> Answer {
-        self.send(self.http.post(format!("{}{path}", self.base)).json(body)).await
+    /// A write as `caller`: every write needs a signed-in caller, who may only write as
+    /// themselves. The bench runs the handler with `BLOG_AUTH=development`, where the caller is
+    /// whoever `x-dev-user` names (a user's id is their principal id).
+    pub async fn post(&self, caller: &str, path: &str, body: &Value) -> Answer {
+        self.send(self.http.post(format!("{}{path}", self.base)).header("x-dev-user", caller).json(body)).await
     }
 
     /// Sends, times until the whole body is read, and parses the answer. A failure to connect is

@@ -119,11 +119,13 @@ impl DataSet {
     }
 }
 
+#[rustfmt::skip]
 const WORDS: [&str; 48] = [
     "cosmos", "partition", "request", "unit", "latency", "blog", "post", "comment", "like", "feed", "model", "query",
-    "index", "container", "change", "copy", "user", "title", "river", "mountain", "coffee", "morning", "travel", "garden",
-    "recipe", "music", "review", "weekend", "city", "light", "winter", "summer", "story", "idea", "notes", "design",
-    "simple", "quick", "honest", "little", "bright", "quiet", "about", "with", "from", "today", "again", "every",
+    "index", "container", "change", "copy", "user", "title", "river", "mountain", "coffee", "morning", "travel",
+    "garden", "recipe", "music", "review", "weekend", "city", "light", "winter", "summer", "story", "idea", "notes",
+    "design", "simple", "quick", "honest", "little", "bright", "quiet", "about", "with", "from", "today", "again",
+    "every",
 ];
 
 fn word(rng: &mut Rng) -> &'static str {

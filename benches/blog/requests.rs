@@ -1,0 +1,196 @@
+//! The article's ten requests (V3), each run many times over HTTP, one at a time, as the
+//! article measured them.
+
+use serde_json::json;
+
+use crate::client::{Answer, Client, Sample, Stats};
+use crate::data::{self, Rng};
+use crate::load::Loaded;
+
+/// The article's conclusion table, V3 column: (request, latency ms, RU).
+/// https://learn.microsoft.com/azure/cosmos-db/nosql/model-partition-example#conclusion
+pub const ARTICLE_V3: [(&str, f64, f64); 10] = [
+    ("C1", 7.0, 5.71),
+    ("Q1", 2.0, 1.0),
+    ("C2", 9.0, 8.76),
+    ("Q2", 2.0, 1.0),
+    ("Q3", 4.0, 6.46),
+    ("C3", 7.0, 15.27),
+    ("Q4", 4.0, 7.72),
+    ("C4", 7.0, 14.67),
+    ("Q5", 4.0, 8.92),
+    ("Q6", 9.0, 16.97),
+];
+
+/// The logical partitions each request reads or writes, by construction: what the handler's
+/// code for the route does (`src/http/*.rs`), which the metered operation count confirms.
+/// The response headers say how many operations, not where; see BENCHMARKS.md.
+fn partitions(request: &str) -> (u32, &'static str) {
+    match request {
+        "C1" => (1, "users[userId] create"),
+        "Q1" => (1, "users[userId] point read"),
+        "C2" => (2, "users[author] read + posts[postId] create"),
+        "Q2" => (1, "posts[postId] point read"),
+        "Q3" => (1, "users[userId] query"),
+        "C3" => (2, "users[author] read + posts[postId] createComment"),
+        "Q4" => (1, "posts[postId] query"),
+        "C4" => (2, "users[liker] read + posts[postId] createLike"),
+        "Q5" => (1, "posts[postId] query"),
+        "Q6" => (1, "feed[\"post\"] query"),
+        other => unreachable!("no request {other}"),
+    }
+}
+
+/// One row of the table: our figures beside the article's.
+pub struct RequestRow {
+    pub request: &'static str,
+    pub route: String,
+    pub stats: Stats,
+    pub partitions: u32,
+    pub partitions_detail: &'static str,
+    pub article_latency_ms: f64,
+    pub article_charge: f64,
+}
+
+/// What the ten requests are run with.
+pub struct Plan<'a> {
+    pub client: &'a Client,
+    pub loaded: &'a Loaded,
+    pub iterations: usize,
+    pub feed_limit: u32,
+    pub seed: u64,
+    /// The prefix of this run's principal ids.
+    pub run: &'a str,
+}
+
+/// Untimed requests before each read is measured, so that connection set-up is not in p99.
+const WARM_UP: usize = 10;
+
+pub async fn measure_all(plan: &Plan<'_>) -> Vec<RequestRow> {
+    let mut rng = Rng::new(plan.seed ^ 0xBE7C);
+    let (client, loaded, n) = (plan.client, plan.loaded, plan.iterations);
+    let random_user = |rng: &mut Rng| loaded.users[rng.index(loaded.users.len())].id.clone();
+    let random_post = |rng: &mut Rng| loaded.posts[rng.index(loaded.posts.len())].0.clone();
+    let mut rows = Vec::new();
+
+    // C1: new users, who like posts in C4 below (a user likes a post at most once).
+    let mut new_users = Vec::new();
+    let samples = writes(
+        n,
+        |i| {
+            let body = json!({ "username": format!("bench-{i}") });
+            let caller = format!("{}-bench{i}", plan.run);
+            async move { client.post(&caller, "/api/users", &body).await }
+        },
+        |answer| new_users.push(answer.id()),
+    )
+    .await;
+    rows.push(row("C1", "POST /api/users", samples));
+
+    let samples = reads(n, || format!("/api/users/{}", random_user(&mut rng)), client).await;
+    rows.push(row("Q1", "GET /api/users/{id}", samples));
+
+    let posts: Vec<(String, String, String)> =
+        (0..n).map(|_| (random_user(&mut rng), data::text(&mut rng, (35, 65)), data::text(&mut rng, (1_000, 5_000)))).collect();
+    let samples = writes(
+        n,
+        |i| {
+            let (user, title, content) = &posts[i];
+            let body = json!({ "userId": user, "title": title, "content": content });
+            async move { client.post(user, "/api/posts", &body).await }
+        },
+        |_| {},
+    )
+    .await;
+    rows.push(row("C2", "POST /api/posts", samples));
+
+    let samples = reads(n, || format!("/api/posts/{}", random_post(&mut rng)), client).await;
+    rows.push(row("Q2", "GET /api/posts/{id}", samples));
+
+    // Every post of a user fits one page (at most 50 posts): the whole list, as V1 returns it.
+    let samples = reads(n, || format!("/api/users/{}/posts?limit=100", random_user(&mut rng)), client).await;
+    rows.push(row("Q3", "GET /api/users/{id}/posts?limit=100", samples));
+
+    let comments: Vec<(String, String, String)> =
+        (0..n).map(|_| (random_post(&mut rng), random_user(&mut rng), data::text(&mut rng, (100, 300)))).collect();
+    let samples = writes(
+        n,
+        |i| {
+            let (post, user, content) = &comments[i];
+            let body = json!({ "userId": user, "content": content });
+            let path = format!("/api/posts/{post}/comments");
+            async move { client.post(user, &path, &body).await }
+        },
+        |_| {},
+    )
+    .await;
+    rows.push(row("C3", "POST /api/posts/{id}/comments", samples));
+
+    let samples = reads(n, || format!("/api/posts/{}/comments?limit=100", random_post(&mut rng)), client).await;
+    rows.push(row("Q4", "GET /api/posts/{id}/comments?limit=100", samples));
+
+    let likes: Vec<(String, String)> = new_users.iter().map(|user| (random_post(&mut rng), user.clone())).collect();
+    let samples = writes(
+        likes.len(),
+        |i| {
+            let (post, user) = &likes[i];
+            let body = json!({ "userId": user });
+            let path = format!("/api/posts/{post}/likes");
+            async move { client.post(user, &path, &body).await }
+        },
+        |_| {},
+    )
+    .await;
+    rows.push(row("C4", "POST /api/posts/{id}/likes", samples));
+
+    let samples = reads(n, || format!("/api/posts/{}/likes?limit=100", random_post(&mut rng)), client).await;
+    rows.push(row("Q5", "GET /api/posts/{id}/likes?limit=100", samples));
+
+    let limit = plan.feed_limit;
+    let samples = reads(n, || format!("/api/feed?limit={limit}"), client).await;
+    rows.push(row("Q6", &format!("GET /api/feed?limit={limit}"), samples));
+    rows
+}
+
+fn row(request: &'static str, route: &str, samples: Vec<Sample>) -> RequestRow {
+    let (partitions, partitions_detail) = partitions(request);
+    let &(_, article_latency_ms, article_charge) =
+        ARTICLE_V3.iter().find(|(name, _, _)| *name == request).expect("every request is in the article's table");
+    RequestRow {
+        request,
+        route: route.to_owned(),
+        stats: Stats::of(&samples),
+        partitions,
+        partitions_detail,
+        article_latency_ms,
+        article_charge,
+    }
+}
+
+/// `n` GETs of the paths `next_path` gives, one at a time, after a short warm-up.
+async fn reads(n: usize, mut next_path: impl FnMut() -> String, client: &Client) -> Vec<Sample> {
+    for _ in 0..WARM_UP {
+        client.get(&next_path()).await;
+    }
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        samples.push(client.get(&next_path()).await.sample);
+    }
+    samples
+}
+
+/// `n` writes, one at a time; `created` sees each answer (to collect new ids).
+async fn writes<F: Future<Output = Answer>>(
+    n: usize,
+    mut write: impl FnMut(usize) -> F,
+    mut created: impl FnMut(&Answer),
+) -> Vec<Sample> {
+    let mut samples = Vec::with_capacity(n);
+    for i in 0..n {
+        let answer = write(i).await;
+        assert!(answer.ok(), "a write failed: {} {}", answer.sample.status, answer.body);
+        created(&answer);
+        samples.push(answer.sample);
+    }
+    samples
+}
