@@ -19,6 +19,8 @@ mod users;
 pub use posts::posts_changed;
 pub use users::users_changed;
 
+use serde_json::Value;
+
 use crate::cosmos::StoreError;
 use crate::scripts::ScriptError;
 
@@ -31,6 +33,23 @@ pub struct BatchReport {
     pub ignored: usize,
     /// Items that do not have the expected shape: logged and skipped, never retried.
     pub poison: usize,
+}
+
+impl BatchReport {
+    /// Lets through a changed document that is an item of type `wanted`; counts any other as
+    /// of another type (containers hold several), or as malformed when it is no item at all.
+    fn admit(&mut self, function: &str, document: Value, wanted: &str) -> Option<Value> {
+        if !document.is_object() {
+            tracing::warn!(target: "blog::changefeed", function, "skipping a change that is not an item");
+            self.poison += 1;
+            return None;
+        }
+        if document.get("type").and_then(Value::as_str) != Some(wanted) {
+            self.ignored += 1;
+            return None;
+        }
+        Some(document)
+    }
 }
 
 /// A failure that makes the whole batch fail, so that it is delivered again.
@@ -59,9 +78,4 @@ impl From<ScriptError> for FeedError {
     fn from(error: ScriptError) -> Self {
         FeedError::Script(error)
     }
-}
-
-/// The `type` of a changed document, if it has one.
-fn item_type(document: &serde_json::Value) -> Option<&str> {
-    document.get("type").and_then(serde_json::Value::as_str)
 }

@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{BatchReport, FeedError, item_type};
+use super::{BatchReport, FeedError};
 use crate::cosmos::{Container, StoreError, Versioned, WriteOp};
 use crate::http::{AppState, validate_id};
 use crate::model::{self, CopyAction, FEED_PARTITION, Post, PostCopy, SourceVersion};
@@ -33,15 +33,8 @@ impl ChangedPost {
 pub async fn posts_changed(state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
     let mut report = BatchReport::default();
     for document in documents {
-        if !document.is_object() {
-            tracing::warn!(target: "blog::changefeed", function = "PostsChangeFeed", "skipping a change that is not an item");
-            report.poison += 1;
-            continue;
-        }
-        if item_type(&document) != Some("post") {
-            report.ignored += 1; // comments and likes share the container
-            continue;
-        }
+        // (Comments and likes share the container.)
+        let Some(document) = report.admit("PostsChangeFeed", document, "post") else { continue };
         match parse(document) {
             Ok(changed) => {
                 refresh_copy(state, Target::UserPosts, &changed).await?;

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use super::{BatchReport, FeedError, item_type};
+use super::{BatchReport, FeedError};
 use crate::cosmos::{Container, QuerySpec, StoreError};
 use crate::http::{AppState, validate_id};
 use crate::model::User;
@@ -19,15 +19,8 @@ const MAX_RUNS_PER_POST: usize = 1_000;
 pub async fn users_changed(state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
     let mut report = BatchReport::default();
     for document in documents {
-        if !document.is_object() {
-            tracing::warn!(target: "blog::changefeed", function = "UsersChangeFeed", "skipping a change that is not an item");
-            report.poison += 1;
-            continue;
-        }
-        if item_type(&document) != Some("user") {
-            report.ignored += 1; // the users' post copies share the container
-            continue;
-        }
+        // (The users' post copies share the container.)
+        let Some(document) = report.admit("UsersChangeFeed", document, "user") else { continue };
         let id = document.get("id").cloned().unwrap_or(Value::Null);
         let user = serde_json::from_value::<User>(document)
             .map_err(|error| error.to_string())
