@@ -4,7 +4,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use serde::Serialize;
-use utoipa::ToSchema;
+use utoipa::{IntoResponses, ToSchema};
 
 use crate::cosmos::StoreError;
 
@@ -68,6 +68,43 @@ pub struct ProblemDetails {
     pub status: u16,
     /// What went wrong, and what to change.
     pub detail: String,
+}
+
+/// The problems any write may be answered with, besides its own (for the OpenAPI description;
+/// never built: the handlers answer [`ApiError`]).
+#[allow(dead_code)]
+#[derive(IntoResponses)]
+pub enum WriteProblems {
+    /// Malformed body, or an invalid field or id
+    #[response(status = 400, content_type = "application/problem+json")]
+    BadRequest(ProblemDetails),
+    /// No signed-in caller
+    #[response(status = 401, content_type = "application/problem+json")]
+    Unauthorized(ProblemDetails),
+    /// The caller does not own what the request writes
+    #[response(status = 403, content_type = "application/problem+json")]
+    Forbidden(ProblemDetails),
+    /// Body over 256 KiB
+    #[response(status = 413, content_type = "application/problem+json")]
+    TooLarge(ProblemDetails),
+    /// Body not JSON
+    #[response(status = 415, content_type = "application/problem+json")]
+    NotJson(ProblemDetails),
+    /// Busy or throttled; retry
+    #[response(status = 503, content_type = "application/problem+json")]
+    Unavailable(ProblemDetails),
+}
+
+/// The problems any read may be answered with, besides its own (for the OpenAPI description).
+#[allow(dead_code)]
+#[derive(IntoResponses)]
+pub enum ReadProblems {
+    /// Invalid id, limit or continuationToken
+    #[response(status = 400, content_type = "application/problem+json")]
+    BadRequest(ProblemDetails),
+    /// Busy or throttled; retry
+    #[response(status = 503, content_type = "application/problem+json")]
+    Unavailable(ProblemDetails),
 }
 
 impl IntoResponse for ApiError {

@@ -12,7 +12,7 @@ use super::extract::{Id, JsonBody, QueryParams, validate_id, validate_text};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
 use super::posts::{existing_author, post_not_found};
 use crate::cosmos::{Container, queries};
-use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails};
+use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
 use crate::model::{self, Comment, MAX_COMMENT_CHARS};
 use crate::scripts::{CounterOutcome, StoredProcedure};
 
@@ -41,12 +41,7 @@ pub struct NewCommentBody {
         (status = 201, description = "C3: the comment, created and counted", body = Comment),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
         (status = 422, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
-        (status = 401, description = "No signed-in caller", body = ProblemDetails, content_type = PROBLEM),
-        (status = 403, description = "The caller does not own what the request writes", body = ProblemDetails, content_type = PROBLEM),
-        (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = PROBLEM),
-        (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = PROBLEM),
-        (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = PROBLEM),
-        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+        WriteProblems,
     ),
 )]
 pub async fn create(
@@ -76,8 +71,7 @@ pub async fn create(
     params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$"), ListParams),
     responses(
         (status = 200, description = "Q4: the post's comments, oldest first", body = ListPage<Comment>),
-        (status = 400, description = "Invalid id, limit or continuationToken", body = ProblemDetails, content_type = PROBLEM),
-        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+        ReadProblems,
     ),
 )]
 pub async fn list(

@@ -7,7 +7,7 @@ use super::AppState;
 use super::extract::QueryParams;
 use super::lists::{DEFAULT_FEED_SIZE, ListPage, ListParams, wrap_token};
 use crate::cosmos::{Container, queries};
-use crate::error::{ApiResult, PROBLEM, ProblemDetails};
+use crate::error::{ApiResult, ReadProblems};
 use crate::model::{FEED_PARTITION, Post};
 
 /// Q6: `GET /api/feed?limit=x`, newest first: one query on the single partition of `feed`,
@@ -19,8 +19,7 @@ use crate::model::{FEED_PARTITION, Post};
     params(ListParams),
     responses(
         (status = 200, description = "Q6: the newest short posts, newest first", body = ListPage<Post>),
-        (status = 400, description = "Invalid id, limit or continuationToken", body = ProblemDetails, content_type = PROBLEM),
-        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+        ReadProblems,
     ),
 )]
 pub async fn list(

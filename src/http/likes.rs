@@ -12,7 +12,7 @@ use super::extract::{Id, JsonBody, QueryParams, validate_id};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
 use super::posts::{existing_author, post_not_found};
 use crate::cosmos::{Container, queries};
-use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails};
+use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
 use crate::model::{self, Like};
 use crate::scripts::{CounterOutcome, StoredProcedure};
 
@@ -37,12 +37,7 @@ pub struct NewLikeBody {
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
         (status = 409, description = "This user already likes the post", body = ProblemDetails, content_type = PROBLEM),
         (status = 422, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
-        (status = 401, description = "No signed-in caller", body = ProblemDetails, content_type = PROBLEM),
-        (status = 403, description = "The caller does not own what the request writes", body = ProblemDetails, content_type = PROBLEM),
-        (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = PROBLEM),
-        (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = PROBLEM),
-        (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = PROBLEM),
-        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+        WriteProblems,
     ),
 )]
 pub async fn create(
@@ -74,8 +69,7 @@ pub async fn create(
     params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$"), ListParams),
     responses(
         (status = 200, description = "Q5: the post's likes, oldest first", body = ListPage<Like>),
-        (status = 400, description = "Invalid id, limit or continuationToken", body = ProblemDetails, content_type = PROBLEM),
-        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+        ReadProblems,
     ),
 )]
 pub async fn list(

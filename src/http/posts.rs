@@ -11,7 +11,7 @@ use super::AppState;
 use super::auth::Caller;
 use super::extract::{Id, JsonBody, validate_id, validate_text};
 use crate::cosmos::{Container, StoreError, retry_pause};
-use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails};
+use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
 use crate::model::{self, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, User};
 
 /// How often an edit is retried when a comment or like changed the post between its read and
@@ -70,12 +70,7 @@ fn validate_post_text(title: &str, content: &str) -> ApiResult<()> {
     responses(
         (status = 201, description = "C2: the post, created", body = Post),
         (status = 422, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
-        (status = 401, description = "No signed-in caller", body = ProblemDetails, content_type = PROBLEM),
-        (status = 403, description = "The caller does not own what the request writes", body = ProblemDetails, content_type = PROBLEM),
-        (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = PROBLEM),
-        (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = PROBLEM),
-        (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = PROBLEM),
-        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+        WriteProblems,
     ),
 )]
 pub async fn create(
@@ -105,12 +100,7 @@ pub async fn create(
     responses(
         (status = 200, description = "C2: the post, edited", body = Post),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
-        (status = 401, description = "No signed-in caller", body = ProblemDetails, content_type = PROBLEM),
-        (status = 403, description = "The caller does not own what the request writes", body = ProblemDetails, content_type = PROBLEM),
-        (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = PROBLEM),
-        (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = PROBLEM),
-        (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = PROBLEM),
-        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+        WriteProblems,
     ),
 )]
 pub async fn edit(
@@ -146,8 +136,7 @@ pub async fn edit(
     responses(
         (status = 200, description = "Q2: the post with its author's username and counters", body = Post),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
-        (status = 400, description = "Invalid id, limit or continuationToken", body = ProblemDetails, content_type = PROBLEM),
-        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+        ReadProblems,
     ),
 )]
 pub async fn get(State(state): State<AppState>, Id(post_id): Id) -> ApiResult<Json<Post>> {

@@ -12,7 +12,7 @@ use super::auth::Caller;
 use super::extract::{Id, JsonBody, QueryParams, validate_text};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
 use crate::cosmos::{Container, StoreError, queries};
-use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails};
+use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
 use crate::model::{self, MAX_USERNAME_CHARS, Post, User};
 
 #[derive(Deserialize, ToSchema)]
@@ -42,12 +42,7 @@ impl UserBody {
     responses(
         (status = 201, description = "C1: the user, created", body = User),
         (status = 409, description = "The caller already has a user", body = ProblemDetails, content_type = PROBLEM),
-        (status = 401, description = "No signed-in caller", body = ProblemDetails, content_type = PROBLEM),
-        (status = 403, description = "The caller does not own what the request writes", body = ProblemDetails, content_type = PROBLEM),
-        (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = PROBLEM),
-        (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = PROBLEM),
-        (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = PROBLEM),
-        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+        WriteProblems,
     ),
 )]
 pub async fn create(
@@ -79,12 +74,7 @@ pub async fn create(
     responses(
         (status = 200, description = "C1: the user, renamed", body = User),
         (status = 404, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
-        (status = 401, description = "No signed-in caller", body = ProblemDetails, content_type = PROBLEM),
-        (status = 403, description = "The caller does not own what the request writes", body = ProblemDetails, content_type = PROBLEM),
-        (status = 400, description = "Malformed body, or an invalid field or id", body = ProblemDetails, content_type = PROBLEM),
-        (status = 413, description = "Body over 256 KiB", body = ProblemDetails, content_type = PROBLEM),
-        (status = 415, description = "Body not JSON", body = ProblemDetails, content_type = PROBLEM),
-        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+        WriteProblems,
     ),
 )]
 pub async fn edit(
@@ -111,8 +101,7 @@ pub async fn edit(
     responses(
         (status = 200, description = "Q1: the user", body = User),
         (status = 404, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
-        (status = 400, description = "Invalid id, limit or continuationToken", body = ProblemDetails, content_type = PROBLEM),
-        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+        ReadProblems,
     ),
 )]
 pub async fn get(State(state): State<AppState>, Id(user_id): Id) -> ApiResult<Json<User>> {
@@ -129,8 +118,7 @@ pub async fn get(State(state): State<AppState>, Id(user_id): Id) -> ApiResult<Js
     params(("userId" = String, Path, description = "The user's id", max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$"), ListParams),
     responses(
         (status = 200, description = "Q3: the user's short posts, newest first", body = ListPage<Post>),
-        (status = 400, description = "Invalid id, limit or continuationToken", body = ProblemDetails, content_type = PROBLEM),
-        (status = 503, description = "Busy or throttled; retry", body = ProblemDetails, content_type = PROBLEM),
+        ReadProblems,
     ),
 )]
 pub async fn list_posts(
