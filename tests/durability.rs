@@ -58,35 +58,24 @@ fn spawn_handler(data_dir: &std::path::Path) -> (Child, String) {
     panic!("the handler exited before serving");
 }
 
+/// A write to the spawned handler as `caller` (development sign-in); its answer's body.
+async fn post_as(client: &reqwest::Client, base: &str, caller: &str, path: &str, body: serde_json::Value) -> serde_json::Value {
+    let response = client.post(format!("{base}{path}")).header("x-dev-user", caller).json(&body).send().await.unwrap();
+    assert!(response.status().is_success(), "{path}: {}", response.status());
+    response.json().await.unwrap()
+}
+
 #[tokio::test]
 async fn acknowledged_writes_survive_kill_9() {
     let data = tempfile::tempdir().unwrap();
     let (mut child, base) = spawn_handler(data.path());
     let client = reqwest::Client::new();
-    let user: serde_json::Value = client
-        .post(format!("{base}/api/users"))
-        .header("x-dev-user", "alice-principal")
-        .json(&json!({"username": "alice"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let user = post_as(&client, &base, "alice-principal", "/api/users", json!({"username": "alice"})).await;
     let user_id = user["id"].as_str().unwrap();
     let mut posts = Vec::new();
     for n in 0..20 {
-        let post: serde_json::Value = client
-            .post(format!("{base}/api/posts"))
-            .header("x-dev-user", user_id)
-            .json(&json!({"userId": user_id, "title": format!("post {n}"), "content": "body"}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        posts.push(post);
+        let body = json!({"userId": user_id, "title": format!("post {n}"), "content": "body"});
+        posts.push(post_as(&client, &base, user_id, "/api/posts", body).await);
     }
     child.kill().unwrap(); // SIGKILL: no shutdown code runs.
     child.wait().unwrap();
