@@ -10,8 +10,12 @@ use tracing_subscriber::EnvFilter;
 /// The SDK logs every request at `info`; our own per-request line says what matters.
 const DEFAULT_LOG_FILTER: &str = "info,azure_core=warn,azure_data_cosmos=warn,azure_data_cosmos_driver=warn";
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    blog::quiet_library_backtraces();
+    tokio::runtime::Runtime::new().expect("a Tokio runtime").block_on(handler())
+}
+
+async fn handler() -> ExitCode {
     let under_host = std::env::var_os("FUNCTIONS_CUSTOMHANDLER_PORT").is_some();
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG_FILTER)))

@@ -46,6 +46,10 @@ pub struct User {
     pub item_type: ItemType,
     pub user_id: String,
     pub username: String,
+    /// When the username was last set by an edit (C1 edit); absent on a user never edited.
+    /// `UsersChangeFeed` needs it: only a renamed user can have items that show another name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renamed_at: Option<String>,
 }
 
 /// A post in `posts` (partition `/postId`, which equals `id`). Its short form, with the same
@@ -115,8 +119,21 @@ pub fn now() -> String {
     creation_date(OffsetDateTime::now_utc())
 }
 
+/// C1 create.
 pub fn new_user(id: String, username: String) -> User {
-    User { user_id: id.clone(), id, item_type: ItemType::User, username }
+    User { user_id: id.clone(), id, item_type: ItemType::User, username, renamed_at: None }
+}
+
+/// C1 edit: the user with the username it has from `now` on.
+pub fn renamed_user(id: String, username: String, now: String) -> User {
+    User { renamed_at: Some(now), ..new_user(id, username) }
+}
+
+/// Whether items of `user` may show a name other than the current one, so that the name has to
+/// be carried onto them. Every item copies the username of its writer when it is written, so a
+/// user who was never renamed only ever wrote the name they have.
+pub fn may_show_other_names(user: &User) -> bool {
+    user.renamed_at.is_some()
 }
 
 /// C2 create: counters start at zero and the author's current username is copied in, so that
@@ -247,6 +264,16 @@ mod tests {
         assert_eq!(creation_date(datetime!(2026-11-22 06:05:04 UTC)), "2026-11-22T06:05:04.000Z");
         assert_eq!(creation_date(datetime!(2026-11-22 08:05:04.999_9 +02:00)), "2026-11-22T06:05:04.999Z");
         assert!(creation_date(datetime!(2026-11-22 06:05:04.010 UTC)) > creation_date(datetime!(2026-11-22 06:05:04.009 UTC)));
+    }
+
+    #[test]
+    fn only_a_renamed_user_needs_their_name_carried_onto_their_items() {
+        assert!(!may_show_other_names(&alice()));
+        let renamed = renamed_user("u1".into(), "alice2".into(), "2026-11-22T06:05:04.007Z".into());
+        assert!(may_show_other_names(&renamed));
+        let stored = serde_json::to_value(alice()).unwrap();
+        assert!(stored.get("renamedAt").is_none(), "a new user is stored as the article's user: {stored}");
+        assert_eq!(serde_json::to_value(&renamed).unwrap()["renamedAt"], "2026-11-22T06:05:04.007Z");
     }
 
     #[test]

@@ -29,6 +29,7 @@ async fn c1_and_q1_create_edit_and_get_a_user() {
     assert_eq!(read.status, StatusCode::OK);
     assert_eq!(read.body, created.body);
     assert_eq!(read.operations(), 1, "Q1 is one point read");
+    assert_eq!(read.partitions(), "users=1");
 
     let edited = app.put(&format!("/api/users/{id}"), json!({"username": "alice2"})).await;
     assert_eq!(edited.status, StatusCode::OK);
@@ -46,6 +47,7 @@ async fn c2_and_q2_create_edit_and_get_a_post() {
 
     let created = app.post("/api/posts", json!({"userId": author, "title": "Hello", "content": "First post."})).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    assert_eq!(created.partitions(), "users=1, posts=1", "the author's name, then the post's partition");
     let post = created.body.clone();
     let id = post["id"].as_str().unwrap().to_owned();
     assert_eq!(created.header("location"), Some(format!("/api/posts/{id}").as_str()));
@@ -62,6 +64,7 @@ async fn c2_and_q2_create_edit_and_get_a_post() {
     assert_eq!(read.status, StatusCode::OK);
     assert_eq!(read.body, post);
     assert_eq!(read.operations(), 1, "Q2 is one point read");
+    assert_eq!(read.partitions(), "posts=1");
     assert!(read.charge() > 0.0);
 
     // An edit changes title and content only; counters stay what the scripts made them.
@@ -95,6 +98,7 @@ async fn c3_and_q4_comment_and_list_comments_oldest_first() {
             .post(&format!("/api/posts/{post}/comments"), json!({"userId": commenter, "content": format!("comment {n}")}))
             .await;
         assert_eq!(comment.status, StatusCode::CREATED, "{}", comment.body);
+        assert_eq!(comment.partitions(), "users=1, posts=1", "the commenter's name, then the post's partition");
         assert_eq!(comment.body["type"], "comment");
         assert_eq!(comment.body["postId"], post.as_str());
         assert_eq!(comment.body["userId"], commenter.as_str());
@@ -108,6 +112,7 @@ async fn c3_and_q4_comment_and_list_comments_oldest_first() {
     let list = app.get(&format!("/api/posts/{post}/comments")).await;
     assert_eq!(list.status, StatusCode::OK);
     assert_eq!(list.operations(), 1, "Q4 is one single-partition query");
+    assert_eq!(list.partitions(), "posts=1");
     let listed: Vec<&str> = list.body["items"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
     assert_eq!(listed, ids, "oldest first");
     assert_eq!(list.body["continuationToken"], Value::Null);
@@ -126,6 +131,7 @@ async fn c4_and_q5_like_once_and_list_likes() {
 
     let like = app.post(&format!("/api/posts/{post}/likes"), json!({"userId": fan})).await;
     assert_eq!(like.status, StatusCode::CREATED, "{}", like.body);
+    assert_eq!(like.partitions(), "users=1, posts=1", "the liker's name, then the post's partition");
     assert_eq!(like.body["type"], "like");
     assert_eq!(like.body["userUsername"], "bob");
     assert_eq!(like.body.as_object().unwrap().len(), 6, "exactly the article's like fields: {}", like.body);
@@ -137,6 +143,7 @@ async fn c4_and_q5_like_once_and_list_likes() {
     let list = app.get(&format!("/api/posts/{post}/likes")).await;
     assert_eq!(list.status, StatusCode::OK);
     assert_eq!(list.operations(), 1, "Q5 is one single-partition query");
+    assert_eq!(list.partitions(), "posts=1");
     assert_eq!(list.body["items"], json!([like.body]));
 
     app.post("/api/posts/missing/likes", json!({"userId": fan})).await.problem(404);
@@ -150,11 +157,13 @@ async fn q3_and_q6_read_the_copies_and_are_one_query_each() {
     let posts = app.get(&format!("/api/users/{author}/posts")).await;
     assert_eq!(posts.status, StatusCode::OK);
     assert_eq!(posts.operations(), 1, "Q3 is one single-partition query");
+    assert_eq!(posts.partitions(), "users=1");
     assert!(posts.body["items"].is_array());
 
     let feed = app.get("/api/feed?limit=5").await;
     assert_eq!(feed.status, StatusCode::OK);
     assert_eq!(feed.operations(), 1, "Q6 is one single-partition query");
+    assert_eq!(feed.partitions(), "feed=1");
     assert!(feed.body["items"].is_array());
     assert!(feed.body.as_object().unwrap().contains_key("continuationToken"));
 }
@@ -222,10 +231,12 @@ async fn every_response_reports_its_cosmos_cost() {
     let app = TestApp::start().await;
     let created = app.post("/api/users", json!({"username": "alice"})).await;
     assert_eq!(created.operations(), 1, "C1 create is one write");
+    assert_eq!(created.partitions(), "users=1");
     assert!(created.charge() > 0.0);
     let missing = app.get("/api/nothing-here").await;
     assert_eq!(missing.operations(), 0);
     assert_eq!(missing.charge(), 0.0);
+    assert_eq!(missing.header("x-cosmos-partitions"), None, "no partition touched, no header");
 }
 
 #[tokio::test]

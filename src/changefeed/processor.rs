@@ -1,29 +1,35 @@
 //! The change-feed functions without the Functions host: a processor per monitored container
-//! reads the SDK's change feed and delivers batches to the same functions the host invokes.
+//! follows the container's changes and delivers batches to the same functions the host invokes.
 //!
-//! Used by `cargo run` on the embedded store, whose journal gives every write a number: a
-//! processor keeps, in a file beside the data, the number up to which every write has been
-//! delivered. A restart reloads the store (and with it a fresh change feed), delivers the items
-//! whose last write came after that number, then follows the feed from there on: nothing is
-//! lost, and only what was not yet processed is delivered again.
+//! Used by `cargo run` on the embedded store, whose journal gives every write a number. A
+//! processor asks the store which items changed after its position (their current version,
+//! each once: the change feed's "latest version" mode), delivers them, and keeps the new
+//! position in a file beside the data. A restart goes on from that position: nothing is lost,
+//! and only what was not yet processed is delivered again. It does not read the SDK's change
+//! feed because the in-memory emulator answers every poll by copying all the data of a feed
+//! range (see `cosmos/changes.rs`); following the journal costs only what changed.
 //!
 //! [`rebuild_copies`] reads the whole `posts` feed from its beginning, on any backend: the
 //! article's way to build the copies for an existing data set.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::{BatchReport, FeedError, posts_changed, users_changed};
-use crate::cosmos::{ChangeFeed, Container, StoreError};
+use crate::cosmos::{Container, Meter, StoreError};
 use crate::http::AppState;
 
 /// The most items delivered in one batch (the host's `maxItemsPerInvocation` plays this role).
 const BATCH_SIZE: usize = 100;
+/// How many changed items are read at once.
+const CONCURRENT_ITEMS: usize = 16;
 /// How long a processor waits for a write notification before polling anyway.
 const IDLE_POLL: Duration = Duration::from_secs(1);
 /// The longest pause between two deliveries of a batch that failed.
@@ -67,20 +73,62 @@ impl Function {
 pub struct LocalProcessors {
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
+    deliveries: Deliveries,
+}
+
+/// What each processor delivered so far; a handle that stays readable while they run.
+#[derive(Clone, Default)]
+pub struct Deliveries(Arc<Vec<(Function, Arc<Mutex<Delivered>>)>>);
+
+impl Deliveries {
+    /// What `function`'s processor delivered so far.
+    pub fn of(&self, function: Function) -> Delivered {
+        self.0
+            .iter()
+            .find(|(candidate, _)| *candidate == function)
+            .map(|(_, tally)| *tally.lock().expect("never poisoned"))
+            .unwrap_or_default()
+    }
+}
+
+/// What a processor delivered since it started, and what that cost in Cosmos DB: reading the
+/// changed items and everything the function did with them. This work happens after the
+/// write, outside any request, so no response header shows it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Delivered {
+    pub batches: u64,
+    pub items: u64,
+    pub charge: f64,
+    pub operations: u64,
+}
+
+impl Delivered {
+    fn add(&mut self, items: usize, meter: &Meter) {
+        let (charge, operations) = meter.totals();
+        self.batches += 1;
+        self.items += items as u64;
+        self.charge += charge;
+        self.operations += operations;
+    }
 }
 
 impl LocalProcessors {
     /// Starts one processor per function on the embedded store whose data is in `data_dir`.
     pub fn start(state: &AppState, data_dir: &Path) -> LocalProcessors {
         let (stop, stopped) = watch::channel(false);
-        let tasks = Function::ALL
-            .into_iter()
-            .map(|function| {
-                let checkpoint = data_dir.join(format!("changefeed-{}.json", function.name()));
-                tokio::spawn(run(state.clone(), function, checkpoint, stopped.clone()))
-            })
-            .collect();
-        LocalProcessors { stop, tasks }
+        let mut tasks = Vec::new();
+        let mut delivered = Vec::new();
+        for function in Function::ALL {
+            let checkpoint = data_dir.join(format!("changefeed-{}.json", function.name()));
+            let tally = Arc::new(Mutex::new(Delivered::default()));
+            tasks.push(tokio::spawn(run(state.clone(), function, checkpoint, tally.clone(), stopped.clone())));
+            delivered.push((function, tally));
+        }
+        LocalProcessors { stop, tasks, deliveries: Deliveries(Arc::new(delivered)) }
+    }
+
+    pub fn deliveries(&self) -> Deliveries {
+        self.deliveries.clone()
     }
 
     /// Stops the processors and waits for them; a batch being delivered is finished first.
@@ -93,9 +141,15 @@ impl LocalProcessors {
 }
 
 /// Runs one processor until stopped, starting over after a failure of the feed itself.
-async fn run(state: AppState, function: Function, checkpoint: PathBuf, mut stopped: watch::Receiver<bool>) {
+async fn run(
+    state: AppState,
+    function: Function,
+    checkpoint: PathBuf,
+    delivered: Arc<Mutex<Delivered>>,
+    mut stopped: watch::Receiver<bool>,
+) {
     while !*stopped.borrow() {
-        match follow(&state, function, &checkpoint, &mut stopped).await {
+        match follow(&state, function, &checkpoint, &delivered, &mut stopped).await {
             Ok(()) => return,
             Err(error) => {
                 tracing::error!(target: "blog::changefeed", function = function.name(), %error, "change feed processor failed; restarting");
@@ -108,42 +162,44 @@ async fn run(state: AppState, function: Function, checkpoint: PathBuf, mut stopp
     }
 }
 
-/// Delivers what was not processed before, then follows the change feed until stopped.
+/// Delivers every item whose last write came after the checkpoint, a batch at a time, moving
+/// the checkpoint after each; then waits for the next write. Until stopped.
 async fn follow(
     state: &AppState,
     function: Function,
     checkpoint: &Path,
+    delivered: &Mutex<Delivered>,
     stopped: &mut watch::Receiver<bool>,
 ) -> Result<(), FeedError> {
-    let (Some(written), Some(start)) = (state.store.write_signal(), state.store.journal_position()) else {
+    let Some(written) = state.store.write_signal() else {
         return Err(StoreError::Other("local change-feed processing needs the embedded store".into()).into());
     };
-    let mut feed = state.store.change_feed(function.container(), false).await?;
     let mut position = Checkpoint::load(checkpoint)?;
-    let missed = state.store.loaded_since(function.container(), position).await?;
-    if !missed.is_empty() {
-        tracing::info!(target: "blog::changefeed", function = function.name(), items = missed.len(), "delivering what changed before the restart");
-    }
-    for batch in missed.chunks(BATCH_SIZE) {
-        if !deliver_until_done(state, function, batch.to_vec(), stopped).await {
-            return Ok(());
-        }
-    }
-    position = Checkpoint::save(checkpoint, start.max(position))?;
-
     loop {
-        // Registered before the position is read, so a write from here on always wakes us.
+        // Registered before the changes are read, so a write from here on always wakes us.
         let notified = written.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let reached = state.store.journal_position().unwrap_or(position);
-        if !drain(state, function, &mut feed, stopped).await? {
-            return Ok(());
-        }
-        // Every write numbered up to `reached` was in the store before the drain began, and the
-        // drain read every feed range after that: all of them have been delivered.
-        if reached > position {
-            position = Checkpoint::save(checkpoint, reached)?;
+        loop {
+            let changed = state
+                .store
+                .changed_after(function.container(), position, BATCH_SIZE)
+                .ok_or_else(|| StoreError::Other("the embedded store lost its change index".into()))?;
+            if changed.items.is_empty() {
+                // Writes to other containers move the position too.
+                if changed.through > position {
+                    position = Checkpoint::save(checkpoint, changed.through)?;
+                }
+                break;
+            }
+            let meter = Arc::new(Meter::default());
+            let documents = meter.clone().measure(read_current(state, function.container(), changed.items)).await?;
+            let items = documents.len();
+            if !deliver_until_done(state, function, documents, &meter, stopped).await {
+                return Ok(());
+            }
+            delivered.lock().expect("never poisoned").add(items, &meter);
+            position = Checkpoint::save(checkpoint, changed.through)?;
         }
         tokio::select! {
             () = &mut notified => {}
@@ -153,22 +209,15 @@ async fn follow(
     }
 }
 
-/// Delivers every page of `feed` until a poll of every feed range finds nothing new; `false`
-/// when stopped first.
-async fn drain(
-    state: &AppState,
-    function: Function,
-    feed: &mut ChangeFeed,
-    stopped: &mut watch::Receiver<bool>,
-) -> Result<bool, FeedError> {
-    while let Some(documents) = feed.next_changes().await? {
-        for batch in documents.chunks(BATCH_SIZE) {
-            if !deliver_until_done(state, function, batch.to_vec(), stopped).await {
-                return Ok(false);
-            }
-        }
-    }
-    Ok(true)
+/// The changed items as they are now, with their system properties, as the change feed
+/// delivers them; an item deleted since is left out (the feed never shows deletions).
+async fn read_current(state: &AppState, container: Container, items: Vec<(String, String)>) -> Result<Vec<Value>, StoreError> {
+    let documents: Vec<Option<Value>> = futures::stream::iter(items)
+        .map(|(partition_key, id)| async move { state.store.read::<Value>(container, &partition_key, &id).await })
+        .buffered(CONCURRENT_ITEMS)
+        .try_collect()
+        .await?;
+    Ok(documents.into_iter().flatten().collect())
 }
 
 /// Delivers a batch until the function accepts it, as the host's retry policy would; `false`
@@ -177,13 +226,15 @@ async fn deliver_until_done(
     state: &AppState,
     function: Function,
     documents: Vec<Value>,
+    meter: &Arc<Meter>,
     stopped: &mut watch::Receiver<bool>,
 ) -> bool {
     let mut pause = Duration::from_millis(50);
     loop {
-        match function.deliver(state, documents.clone()).await {
+        match meter.clone().measure(function.deliver(state, documents.clone())).await {
             Ok(report) => {
-                tracing::debug!(target: "blog::changefeed", function = function.name(), ?report, "batch");
+                let (charge, operations) = meter.totals();
+                tracing::debug!(target: "blog::changefeed", function = function.name(), ?report, ru = format_args!("{charge:.2}"), operations, "batch");
                 return true;
             }
             Err(error) => {

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::{BatchReport, FeedError};
 use crate::cosmos::{Container, QuerySpec, StoreError};
 use crate::http::{AppState, validate_id};
-use crate::model::User;
+use crate::model::{self, User};
 use crate::scripts::{ScriptError, StoredProcedure};
 
 /// How often `updateUsernames` is run in one post partition before giving up on the batch (each
@@ -28,7 +28,11 @@ pub async fn users_changed(state: &AppState, documents: Vec<Value>) -> Result<Ba
             .and_then(|user| if user.id == user.user_id { Ok(user) } else { Err("userId differs from id".into()) });
         match user {
             Ok(user) => {
-                propagate_username(state, &user.user_id).await?;
+                // A new user has written nothing under another name: no query across
+                // partitions for them. (Once renamed, every later version says so too.)
+                if model::may_show_other_names(&user) {
+                    propagate_username(state, &user.user_id).await?;
+                }
                 report.applied += 1;
             }
             Err(why) => {
@@ -46,6 +50,7 @@ async fn propagate_username(state: &AppState, user_id: &str) -> Result<(), FeedE
     let Some(user) = state.store.read::<User>(Container::Users, user_id, user_id).await? else {
         return Ok(());
     };
+
     // Which posts hold items of this user that show another name: the one query across
     // partitions in the whole application; a rename is rare, and the article's design accepts
     // this fan-out on the write path so that every read stays in one partition.

@@ -79,19 +79,20 @@ impl Journal {
         Ok((Journal { lines, last_seq, _lock: lock }, items))
     }
 
-    /// Queues the records of one write, and returns a future that resolves once they are on
-    /// disk. Call it in the order the store applied the writes: that order is the replay order.
-    pub fn append(&self, mut records: Vec<Record>) -> impl Future<Output = io::Result<()>> + use<> {
+    /// Queues the records of one write, and returns the write's number with a future that
+    /// resolves once they are on disk. Call it in the order the store applied the writes: that
+    /// order is the replay order.
+    pub fn append(&self, mut records: Vec<Record>) -> (u64, impl Future<Output = io::Result<()>> + use<>) {
         let seq = self.last_seq.fetch_add(1, Ordering::SeqCst) + 1;
         records.iter_mut().for_each(|record| record.seq = seq);
         let (ack, done) = oneshot::channel();
         let mut line = serde_json::to_string(&records).expect("records serialize");
         line.push('\n');
         let queued = self.lines.send((line, ack));
-        async move {
+        (seq, async move {
             queued.map_err(|_| io::Error::other("the journal writer has stopped"))?;
             done.await.map_err(|_| io::Error::other("the journal writer has stopped"))?
-        }
+        })
     }
 
     /// The `seq` of the last write appended: every write up to it has been applied to the store.
@@ -209,9 +210,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (journal, items) = Journal::open(dir.path()).unwrap();
         assert!(items.is_empty());
-        journal.append(vec![put("a", 1), put("b", 1)]).await.unwrap();
-        journal.append(vec![put("a", 2)]).await.unwrap();
-        journal.append(vec![put("c", 1), delete("b")]).await.unwrap();
+        journal.append(vec![put("a", 1), put("b", 1)]).1.await.unwrap();
+        journal.append(vec![put("a", 2)]).1.await.unwrap();
+        journal.append(vec![put("c", 1), delete("b")]).1.await.unwrap();
         assert_eq!(journal.last_seq(), 3);
         drop(journal);
 
@@ -228,7 +229,7 @@ mod tests {
     async fn a_torn_last_line_is_an_unacknowledged_write_and_is_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let (journal, _) = Journal::open(dir.path()).unwrap();
-        journal.append(vec![put("a", 1)]).await.unwrap();
+        journal.append(vec![put("a", 1)]).1.await.unwrap();
         drop(journal);
         let mut file = OpenOptions::new().append(true).open(dir.path().join(JOURNAL)).unwrap();
         file.write_all(br#"[{"c":"posts","pk":"b","id":"b","doc":{"id"#).unwrap();

@@ -4,6 +4,7 @@
 //! SDK calls, records each call's cost on the request's [`Meter`], bounds it in time, and maps
 //! the SDK's errors to the few outcomes the application acts on ([`StoreError`]).
 
+mod changes;
 #[cfg(feature = "embedded")]
 mod embedded;
 // Only the embedded store journals; the deployed build compiles the code but never opens one.
@@ -38,14 +39,16 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::config::{Backend, Config};
+use changes::ChangeIndex;
+pub use changes::Changed;
 pub use journal::Record as JournalRecord;
-pub use meter::Meter;
+pub use meter::{Meter, Partitions, Scope};
 
 /// How long any one Cosmos call may take before the request gives up on it.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The containers of the article's V3 model, plus the change feed's lease container.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Container {
     Users,
     Posts,
@@ -206,9 +209,8 @@ struct Durability {
     order: tokio::sync::Mutex<()>,
     /// Woken after every write, so the local change-feed processors need not poll.
     written: Arc<tokio::sync::Notify>,
-    /// The items loaded at start-up with the `seq` of their last write, for the change-feed
-    /// processors to deliver what they had not processed before the restart.
-    loaded: Vec<(Container, String, String, u64)>,
+    /// Which items changed after which write, for the local change-feed processors.
+    changes: std::sync::Mutex<ChangeIndex>,
 }
 
 impl Store {
@@ -255,9 +257,10 @@ impl Store {
             durability: None,
             credential: credential_for_scripts,
         };
-        let mut loaded = Vec::with_capacity(preload.len());
+        let mut changes = ChangeIndex::default();
         for record in &preload {
-            loaded.push((store.load(record).await?, record.pk.clone(), record.id.clone(), record.seq));
+            let container = store.load(record).await?;
+            changes.record(container, &record.pk, &record.id, record.seq, true);
         }
         if !preload.is_empty() {
             tracing::info!(items = preload.len(), "embedded store loaded from its data directory");
@@ -266,7 +269,7 @@ impl Store {
             journal,
             order: tokio::sync::Mutex::new(()),
             written: Arc::new(tokio::sync::Notify::new()),
-            loaded,
+            changes: std::sync::Mutex::new(changes),
         });
         Ok(Store { durability, ..store })
     }
@@ -298,11 +301,13 @@ impl Store {
         id: &str,
     ) -> Result<Option<Versioned<T>>, StoreError> {
         let client = self.container(container);
-        let response = match metered(client.read_item(partition_key.to_owned(), id, None)).await {
-            Ok(response) => response,
-            Err(StoreError::NotFound) => return Ok(None),
-            Err(other) => return Err(other),
-        };
+        let response =
+            match metered(Scope::partition(container, partition_key), client.read_item(partition_key.to_owned(), id, None)).await
+            {
+                Ok(response) => response,
+                Err(StoreError::NotFound) => return Ok(None),
+                Err(other) => return Err(other),
+            };
         let etag = response.headers().etag().map(ToString::to_string).unwrap_or_default();
         let item = response.into_model::<T>().map_err(|error| StoreError::Other(format!("unreadable item {id:?}: {error}")))?;
         Ok(Some(Versioned { item, etag }))
@@ -313,7 +318,11 @@ impl Store {
         let document = to_document(item)?;
         let id = document_id(&document)?;
         self.durably(container, partition_key, vec![(id.clone(), Some(document.clone()))], async {
-            metered(self.container(container).create_item(partition_key.to_owned(), &id, &document, None)).await
+            metered(
+                Scope::partition(container, partition_key),
+                self.container(container).create_item(partition_key.to_owned(), &id, &document, None),
+            )
+            .await
         })
         .await
     }
@@ -331,7 +340,11 @@ impl Store {
         let options = if_match
             .map(|etag| ItemWriteOptions::default().with_precondition(Precondition::if_match(Etag::from(etag.to_owned()))));
         self.durably(container, partition_key, vec![(id.to_owned(), Some(document.clone()))], async {
-            metered(self.container(container).replace_item(partition_key.to_owned(), id, &document, options)).await
+            metered(
+                Scope::partition(container, partition_key),
+                self.container(container).replace_item(partition_key.to_owned(), id, &document, options),
+            )
+            .await
         })
         .await
     }
@@ -341,7 +354,11 @@ impl Store {
         let document = to_document(item)?;
         let id = document_id(&document)?;
         self.durably(container, partition_key, vec![(id.clone(), Some(document.clone()))], async {
-            metered(self.container(container).upsert_item(partition_key.to_owned(), &id, &document, None)).await
+            metered(
+                Scope::partition(container, partition_key),
+                self.container(container).upsert_item(partition_key.to_owned(), &id, &document, None),
+            )
+            .await
         })
         .await
     }
@@ -392,14 +409,14 @@ impl Store {
         let page = match bounded(pages.try_next()).await {
             Ok(page) => page,
             Err(error) => {
-                Meter::record(0.0);
+                Meter::record(Scope::partition(container, partition_key), 0.0);
                 return Err(continuation_error(error));
             }
         };
         let Some(page) = page else {
             return Ok((Vec::new(), None));
         };
-        Meter::record(page.headers().request_charge().map_or(0.0, |charge| f64::from(*charge)));
+        Meter::record(Scope::partition(container, partition_key), response_charge(page.headers()));
         // The backend sends a continuation header only when more results may follow.
         let continuation = match page.headers().continuation() {
             Some(_) => {
@@ -465,7 +482,11 @@ impl Store {
             };
         }
         self.durably(container, partition_key, journaled, async {
-            let response = metered(self.container(container).execute_transactional_batch(batch, None)).await?;
+            let response = metered(
+                Scope::partition(container, partition_key),
+                self.container(container).execute_transactional_batch(batch, None),
+            )
+            .await?;
             let results = response.into_model().map_err(|error| StoreError::Other(error.to_string()))?;
             // A failed batch is an `Ok` response (207) whose operations say what failed.
             if results.results().iter().all(|result| result.is_success()) {
@@ -498,7 +519,14 @@ impl Store {
             .into_iter()
             .map(|(id, doc)| JournalRecord { c: container.name().to_owned(), pk: partition_key.to_owned(), id, doc, seq: 0 })
             .collect();
-        let on_disk = durability.journal.append(records);
+        let written: Vec<(String, bool)> = records.iter().map(|record| (record.id.clone(), record.doc.is_some())).collect();
+        let (seq, on_disk) = durability.journal.append(records);
+        {
+            let mut changes = durability.changes.lock().expect("the change index's lock is never poisoned");
+            for (id, live) in written {
+                changes.record(container, partition_key, &id, seq, live);
+            }
+        }
         drop(order);
         durability.written.notify_waiters();
         on_disk.await.map_err(|error| StoreError::Other(format!("the write was applied but could not be journaled: {error}")))
@@ -532,17 +560,11 @@ impl Store {
         self.durability.as_ref().map(|durability| durability.written.clone())
     }
 
-    /// The items of `container` loaded at start-up whose last write came after journal position
-    /// `after`, oldest write first, as the store holds them now (with system properties).
-    pub async fn loaded_since(&self, container: Container, after: u64) -> Result<Vec<Value>, StoreError> {
-        let Some(durability) = &self.durability else { return Ok(Vec::new()) };
-        let mut documents = Vec::new();
-        for (_, pk, id, _) in durability.loaded.iter().filter(|(c, _, _, seq)| *c == container && *seq > after) {
-            if let Some(document) = self.read::<Value>(container, pk, id).await? {
-                documents.push(document);
-            }
-        }
-        Ok(documents)
+    /// At most `limit` items of `container` whose last write on the embedded store came after
+    /// journal position `after`, oldest change first (`None` on other backends).
+    pub fn changed_after(&self, container: Container, after: u64, limit: usize) -> Option<Changed> {
+        let durability = self.durability.as_ref()?;
+        Some(durability.changes.lock().expect("the change index's lock is never poisoned").changed_after(container, after, limit))
     }
 
     /// Every result of a query across all partitions of `container`, page after page. Only
@@ -558,7 +580,7 @@ impl Store {
             .into_pages();
         let mut documents = Vec::new();
         while let Some(page) = bounded(pages.try_next()).await? {
-            Meter::record(page.headers().request_charge().map_or(0.0, |charge| f64::from(*charge)));
+            Meter::record(Scope::AllPartitions(container), response_charge(page.headers()));
             documents.extend(page.items().iter().cloned());
         }
         Ok(documents)
@@ -571,7 +593,7 @@ impl Store {
         let ranges = bounded(client.read_feed_ranges(None)).await?.len().max(1);
         let start = if from_beginning { ChangeFeedStartFrom::Beginning } else { ChangeFeedStartFrom::Now };
         let pages = bounded(client.query_change_feed::<Value>(FeedScope::full_container(), start, None)).await?;
-        let mut feed = ChangeFeed { pages, ranges, early: Vec::new() };
+        let mut feed = ChangeFeed { container, pages, ranges, early: Vec::new() };
         if !from_beginning {
             // Each feed range fixes its "now" at its first poll: poll them all at once, so that
             // nothing written from here on is missed (what those polls find is kept for later).
@@ -587,6 +609,7 @@ impl Store {
 /// A container's change feed, read page by page. The SDK serves one feed range per page, in
 /// turn; a poll of every range that finds nothing means the reader has caught up.
 pub struct ChangeFeed {
+    container: Container,
     pages: ChangeFeedPageIterator<ChangeFeedItem<Value>>,
     ranges: usize,
     /// Changes found while the feed was being started, not handed out yet.
@@ -597,7 +620,7 @@ impl ChangeFeed {
     /// One page: the documents changed in one feed range since its last poll (often none).
     async fn poll(&mut self) -> Result<Vec<Value>, StoreError> {
         let Some(page) = bounded(self.pages.try_next()).await? else { return Ok(Vec::new()) };
-        Meter::record(page.headers().request_charge().map_or(0.0, |charge| f64::from(*charge)));
+        Meter::record(Scope::AllPartitions(self.container), response_charge(page.headers()));
         Ok(page.items().iter().filter_map(|item| item.current().cloned()).collect())
     }
 
@@ -649,18 +672,18 @@ async fn bounded<T>(call: impl Future<Output = azure_data_cosmos::Result<T>>) ->
 
 /// A point operation or batch: bounded, and counted with its charge (failed ones too: Cosmos
 /// bills them).
-async fn metered<R: HasCharge>(call: impl Future<Output = azure_data_cosmos::Result<R>>) -> Result<R, StoreError> {
+async fn metered<R: HasCharge>(scope: Scope, call: impl Future<Output = azure_data_cosmos::Result<R>>) -> Result<R, StoreError> {
     match tokio::time::timeout(CALL_TIMEOUT, call).await {
         Ok(Ok(response)) => {
-            Meter::record(response.charge());
+            Meter::record(scope, response.charge());
             Ok(response)
         }
         Ok(Err(error)) => {
-            Meter::record(error.diagnostics().map_or(0.0, |diagnostics| f64::from(diagnostics.total_request_charge())));
+            Meter::record(scope, error.diagnostics().map_or(0.0, |diagnostics| f64::from(diagnostics.total_request_charge())));
             Err(StoreError::from_cosmos(&error))
         }
         Err(_) => {
-            Meter::record(0.0);
+            Meter::record(scope, 0.0);
             Err(StoreError::Timeout)
         }
     }
@@ -672,14 +695,19 @@ trait HasCharge {
 
 impl HasCharge for azure_data_cosmos::models::ItemResponse {
     fn charge(&self) -> f64 {
-        self.headers().request_charge().map_or(0.0, |charge| f64::from(*charge))
+        response_charge(self.headers())
     }
 }
 
 impl HasCharge for azure_data_cosmos::models::BatchResponse {
     fn charge(&self) -> f64 {
-        self.headers().request_charge().map_or(0.0, |charge| f64::from(*charge))
+        response_charge(self.headers())
     }
+}
+
+/// The request charge a response reports (0 when it reports none).
+fn response_charge(headers: &azure_data_cosmos::models::ResponseHeaders) -> f64 {
+    headers.request_charge().map_or(0.0, |charge| f64::from(*charge))
 }
 
 /// The region the SDK routes from: the Functions host names its own in `REGION_NAME`.

@@ -1,5 +1,7 @@
 //! One log line per request, and the Cosmos cost of each request in its response headers:
-//! `x-ms-request-charge` (RU) and `x-cosmos-operations` (database round trips).
+//! `x-ms-request-charge` (RU), `x-cosmos-operations` (database round trips) and
+//! `x-cosmos-partitions` (the logical partitions they touched, per container: `users=1, posts=1`;
+//! `posts=*` for a query across all partitions; absent when the request touched none).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -25,6 +27,10 @@ pub async fn per_request(request: Request, next: Next) -> Response {
     let headers = response.headers_mut();
     headers.insert("x-ms-request-charge", HeaderValue::from_str(&format!("{charge:.2}")).expect("a number is a header value"));
     headers.insert("x-cosmos-operations", HeaderValue::from(operations));
+    let partitions = meter.partitions().to_string();
+    if !partitions.is_empty() {
+        headers.insert("x-cosmos-partitions", HeaderValue::from_str(&partitions).expect("container names are header values"));
+    }
     tracing::info!(
         target: "blog::http",
         %method,
@@ -32,6 +38,7 @@ pub async fn per_request(request: Request, next: Next) -> Response {
         status = response.status().as_u16(),
         ru = format_args!("{charge:.2}"),
         operations,
+        partitions,
         latency_ms = format_args!("{:.1}", started.elapsed().as_secs_f64() * 1000.0),
         "request"
     );

@@ -13,7 +13,7 @@ use super::{comments, feed, likes, posts, users};
         title = "Cosmos DB blog",
         description = "The blogging platform of Microsoft's article \"Model and partition data on Azure Cosmos DB using a \
                        real-world example\", on the article's final model (V3). Every response carries \
-                       x-ms-request-charge (RU) and x-cosmos-operations; every error is application/problem+json."
+                       x-ms-request-charge (RU), x-cosmos-operations and x-cosmos-partitions; every error is application/problem+json."
     ),
     paths(
         users::create, users::edit, users::get, users::list_posts,

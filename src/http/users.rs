@@ -64,7 +64,7 @@ pub async fn create(
 
 /// C1 edit: `PUT /api/users/{userId}`. One replace: it fails with 404 when the user does not
 /// exist, so no read is needed. The new name reaches the user's posts, comments, likes and
-/// post copies through the change feed.
+/// post copies through the change feed; `renamedAt` tells it that there may be some to update.
 #[utoipa::path(
     put,
     path = "/api/users/{userId}",
@@ -84,7 +84,7 @@ pub async fn edit(
     JsonBody(body): JsonBody<UserBody>,
 ) -> ApiResult<Json<User>> {
     caller.must_be(&user_id, "rename this user")?;
-    let user = model::new_user(user_id.clone(), body.username()?);
+    let user = model::renamed_user(user_id.clone(), body.username()?, model::now());
     match state.store.replace(Container::Users, &user_id, &user_id, &user, None).await {
         Ok(()) => Ok(Json(user)),
         Err(StoreError::NotFound) => Err(user_not_found(&user_id)),

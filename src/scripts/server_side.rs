@@ -19,7 +19,7 @@ use reqwest::{Method, StatusCode, Url};
 use serde_json::Value;
 
 use super::{PostTrigger, ScriptError, ScriptExecutor, StoredProcedure};
-use crate::cosmos::{Meter, StoreError, WriteOp};
+use crate::cosmos::{Container, Meter, Scope, StoreError, WriteOp};
 
 /// The REST API version the requests are written against.
 const API_VERSION: &str = "2018-12-31";
@@ -191,7 +191,7 @@ impl ServerSideScripts {
         let counted = AtomicBool::new(false);
         let count = |charge: f64| {
             if !counted.swap(true, Ordering::Relaxed) {
-                Meter::record(charge);
+                Meter::record(Scope::partition(call.container, call.partition_key), charge);
             }
         };
         let exchange = async {
@@ -224,6 +224,7 @@ struct Call<'a> {
     resource: Vec<&'a str>,
     /// Whether the URL is the link's feed of `resource_type` (`.../colls/feed/docs`).
     to_feed: bool,
+    container: Container,
     partition_key: &'a str,
     headers: Vec<(&'static str, String)>,
     body: Vec<u8>,
@@ -250,6 +251,7 @@ impl ScriptExecutor for ServerSideScripts {
             resource_type: "sprocs",
             resource: vec!["dbs", &self.database, "colls", procedure.container().name(), "sprocs", procedure.name()],
             to_feed: false,
+            container: procedure.container(),
             partition_key,
             headers: Vec::new(),
             body,
@@ -283,7 +285,16 @@ impl ScriptExecutor for ServerSideScripts {
         resource.extend(id.as_deref().map(|id| ["docs", id]).into_iter().flatten());
         let body = serde_json::to_vec(&document)
             .map_err(|error| ScriptError::Failed(format!("the item does not serialize: {error}")))?;
-        let call = Call { method, resource_type: "docs", resource, to_feed: id.is_none(), partition_key, headers, body };
+        let call = Call {
+            method,
+            resource_type: "docs",
+            resource,
+            to_feed: id.is_none(),
+            container: script.container,
+            partition_key,
+            headers,
+            body,
+        };
         self.send(&call).await.map(drop)
     }
 }

@@ -39,6 +39,10 @@ impl Answer {
     pub fn operations(&self) -> u64 {
         self.header("x-cosmos-operations").expect("x-cosmos-operations is on every response").parse().unwrap()
     }
+    /// `x-cosmos-partitions`: the logical partitions touched per container, `""` for none.
+    pub fn partitions(&self) -> &str {
+        self.header("x-cosmos-partitions").unwrap_or("")
+    }
     pub fn charge(&self) -> f64 {
         self.header("x-ms-request-charge").expect("x-ms-request-charge is on every response").parse().unwrap()
     }

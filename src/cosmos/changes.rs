@@ -1,0 +1,114 @@
+//! Which items of the embedded store changed after a journal position: what the local
+//! change-feed processors follow, in place of the SDK's change feed.
+//!
+//! The in-memory emulator answers each change-feed poll by copying every item of the polled
+//! feed range and keeping the newer ones, so following it costs time proportional to all the
+//! data on every poll; under a steady write load the processors fell further behind as the data
+//! grew. The journal already numbers every write in the order the store applied it. This index
+//! keeps each live item's latest number, so "what changed after n" costs what changed.
+//!
+//! It has the change feed's "latest version" meaning: an item written twice is listed once, at
+//! its last write, and a deleted item not at all.
+
+use std::collections::{BTreeSet, HashMap};
+
+use super::Container;
+
+/// The live items of every container by the number of their last write.
+#[derive(Default)]
+pub struct ChangeIndex {
+    /// The number of the last write recorded: every write up to it is in the index.
+    last_seq: u64,
+    /// Per container: (write number, partition key, id) of each live item.
+    by_seq: HashMap<Container, BTreeSet<(u64, String, String)>>,
+    /// Each live item's write number, to find its entry in `by_seq` when it is written again.
+    latest: HashMap<(Container, String, String), u64>,
+}
+
+/// Items changed after a position, oldest change first.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Changed {
+    /// (partition key, id) of each item.
+    pub items: Vec<(String, String)>,
+    /// The position these items bring a reader to: every write numbered up to it is covered,
+    /// because its item is listed here or was written again after `through`.
+    pub through: u64,
+}
+
+impl ChangeIndex {
+    /// Records write number `seq` of one item: `live` is false for a deletion. Writes must be
+    /// recorded in the order of their numbers.
+    pub fn record(&mut self, container: Container, partition_key: &str, id: &str, seq: u64, live: bool) {
+        let key = (container, partition_key.to_owned(), id.to_owned());
+        let entries = self.by_seq.entry(container).or_default();
+        if let Some(previous) = self.latest.remove(&key) {
+            entries.remove(&(previous, key.1.clone(), key.2.clone()));
+        }
+        if live {
+            entries.insert((seq, key.1.clone(), key.2.clone()));
+            self.latest.insert(key, seq);
+        }
+        self.last_seq = self.last_seq.max(seq);
+    }
+
+    /// At most `limit` items of `container` whose last write is numbered after `after`.
+    pub fn changed_after(&self, container: Container, after: u64, limit: usize) -> Changed {
+        let mut items = Vec::new();
+        let mut through = self.last_seq;
+        let later = self
+            .by_seq
+            .get(&container)
+            .into_iter()
+            .flat_map(|entries| entries.range((after + 1, String::new(), String::new())..));
+        for (seq, partition_key, id) in later {
+            if items.len() == limit {
+                // Stop before this write; the next page starts with it.
+                through = seq - 1;
+                break;
+            }
+            items.push((partition_key.clone(), id.clone()));
+        }
+        Changed { items, through: through.max(after) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(changed: &Changed) -> Vec<&str> {
+        changed.items.iter().map(|(_, id)| id.as_str()).collect()
+    }
+
+    #[test]
+    fn lists_each_item_once_at_its_last_write() {
+        let mut index = ChangeIndex::default();
+        index.record(Container::Posts, "p1", "p1", 1, true);
+        index.record(Container::Posts, "p2", "p2", 2, true);
+        index.record(Container::Users, "u1", "u1", 3, true);
+        index.record(Container::Posts, "p1", "p1", 4, true);
+        index.record(Container::Posts, "p2", "c1", 5, true);
+        index.record(Container::Posts, "p2", "c1", 6, false);
+
+        let all = index.changed_after(Container::Posts, 0, 100);
+        assert_eq!(ids(&all), ["p2", "p1"], "p1 at its second write; the deleted comment not at all");
+        assert_eq!(all.through, 6);
+        assert_eq!(ids(&index.changed_after(Container::Posts, 2, 100)), ["p1"]);
+        assert_eq!(index.changed_after(Container::Posts, 6, 100), Changed { items: vec![], through: 6 });
+        assert_eq!(ids(&index.changed_after(Container::Users, 0, 100)), ["u1"]);
+    }
+
+    #[test]
+    fn a_page_ends_before_the_first_item_it_leaves_out() {
+        let mut index = ChangeIndex::default();
+        for seq in 1..=5 {
+            index.record(Container::Feed, "post", &format!("f{seq}"), seq, true);
+        }
+        let first = index.changed_after(Container::Feed, 0, 2);
+        assert_eq!((ids(&first), first.through), (vec!["f1", "f2"], 2));
+        let second = index.changed_after(Container::Feed, first.through, 2);
+        assert_eq!((ids(&second), second.through), (vec!["f3", "f4"], 4));
+        let last = index.changed_after(Container::Feed, second.through, 2);
+        assert_eq!((ids(&last), last.through), (vec!["f5"], 5));
+    }
+}
