@@ -29,6 +29,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use blog::Blog;
+use blog::changefeed::processor::{Deliveries, Function};
 use blog::config::{Backend, Config};
 use blog::http::AppState;
 
@@ -109,6 +110,8 @@ impl Args {
 struct InProcess {
     client: Client,
     state: AppState,
+    /// What the local change-feed processors delivered (`None` against an account).
+    deliveries: Option<Deliveries>,
     embedded: bool,
     stop: tokio::sync::oneshot::Sender<()>,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
@@ -135,13 +138,14 @@ impl InProcess {
         let embedded = data.is_some();
         let blog = Blog::open(&config).await.unwrap_or_else(|error| panic!("cannot open the store: {error}"));
         let state = blog.state.clone();
+        let deliveries = blog.deliveries();
         let listener = tokio::net::TcpListener::bind(config.listen).await.expect("a loopback port");
         let client = Client::new(format!("http://{}", listener.local_addr().unwrap()));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(blog.serve(listener, async move {
             let _ = stopped.await;
         }));
-        InProcess { client, state, embedded, stop, server, _data: data }
+        InProcess { client, state, deliveries, embedded, stop, server, _data: data }
     }
 
     async fn stop(self) {
@@ -150,8 +154,12 @@ impl InProcess {
     }
 }
 
-#[tokio::main(flavor = "multi_thread")]
-async fn main() {
+fn main() {
+    blog::quiet_library_backtraces();
+    tokio::runtime::Runtime::new().expect("a Tokio runtime").block_on(run());
+}
+
+async fn run() {
     let args = Args::parse();
     let run_started = Instant::now();
     println!("# Benchmark run\n");
@@ -183,6 +191,9 @@ async fn main() {
     let loaded = load::load(&handler.client, &data, args.in_flight, &run).await;
     let settle = settle(&handler, &data, &loaded).await;
     print_load(&loaded, settle);
+    if let Some(deliveries) = &handler.deliveries {
+        print_deliveries(deliveries);
+    }
 
     // The ten requests (V3, through HTTP), then V1 through the Store on the same data.
     let plan = requests::Plan {
@@ -316,22 +327,44 @@ fn print_load(loaded: &Loaded, settle: Duration) {
     );
 }
 
+/// The work of the change-feed functions during the load and the settling, metered by the
+/// local processors: it follows the writes, outside any request, so no header counted it.
+fn print_deliveries(deliveries: &Deliveries) {
+    println!("Change-feed work behind the load (metered by the local processors; no response header shows it):\n");
+    println!("| function | batches | items delivered | RU | operations | operations per item |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
+    for function in Function::ALL {
+        let delivered = deliveries.of(function);
+        println!(
+            "| {} | {} | {} | {:.0} | {} | {:.2} |",
+            function.name(),
+            delivered.batches,
+            delivered.items,
+            delivered.charge,
+            delivered.operations,
+            delivered.operations as f64 / delivered.items.max(1) as f64
+        );
+    }
+    println!();
+}
+
 fn print_requests(rows: &[requests::RequestRow], iterations: usize) {
     println!("## The ten requests (V3, over HTTP, one at a time, {iterations} each)\n");
-    println!("| request | route | p50 ms | p99 ms | RU/request | ops/request | partitions | article V3 | errors |");
-    println!("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |");
+    println!(
+        "| request | route | p50 ms | p99 ms | RU/request | ops/request | partitions (x-cosmos-partitions) | article V3 | errors |"
+    );
+    println!("| --- | --- | ---: | ---: | ---: | ---: | --- | --- | ---: |");
     for row in rows {
         let s = &row.stats;
         println!(
-            "| {} | `{}` | {:.2} | {:.2} | {:.2} | {} | {} ({}) | {} ms / {} RU | {} |",
+            "| {} | `{}` | {:.2} | {:.2} | {:.2} | {} | {} | {} ms / {} RU | {} |",
             row.request,
             row.route,
             s.p50_ms,
             s.p99_ms,
             s.mean_charge,
             s.operations_text(),
-            row.partitions,
-            row.partitions_detail,
+            s.partitions_text(),
             row.article_latency_ms,
             row.article_charge,
             s.errors
@@ -343,16 +376,16 @@ fn print_requests(rows: &[requests::RequestRow], iterations: usize) {
 fn print_v1(v1_rows: &[v1::V1Row], v3_rows: &[requests::RequestRow], iterations: usize) {
     println!("## V1 against V3, same data (V1 through the Store in-process, {iterations} each; V3 from the table above)\n");
     println!(
-        "| request | V1 ops | V3 ops | ops ratio | V1 RU | V3 RU | RU ratio | V1 p50 ms | V3 p50 ms | latency ratio | posts per answer | article V1 → V3 |"
+        "| request | V1 ops | V3 ops | ops ratio | V1 RU | V3 RU | RU ratio | V1 p50 ms | V3 p50 ms | latency ratio | V1 partitions | V3 partitions | posts per answer | article V1 → V3 |"
     );
-    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | --- |");
     let ratio = |a: f64, b: f64| if b > 0.0 { format!("{:.1}x", a / b) } else { "n/a".to_owned() };
     for v1 in v1_rows {
         let v3 = &v3_rows.iter().find(|row| row.request == v1.request).expect("a V3 row").stats;
         let (article_v3_ms, article_v3_ru) =
             requests::ARTICLE_V3.iter().find(|(name, _, _)| *name == v1.request).map(|&(_, ms, ru)| (ms, ru)).unwrap();
         println!(
-            "| {} | {:.1} | {:.1} | {} | {:.2} | {:.2} | {} | {:.2} | {:.2} | {} | {:.1} | {} ms / {} RU → {} ms / {} RU ({:.0}x RU) |",
+            "| {} | {:.1} | {:.1} | {} | {:.2} | {:.2} | {} | {:.2} | {:.2} | {} | {} | {} | {:.1} | {} ms / {} RU → {} ms / {} RU ({:.0}x RU) |",
             v1.request,
             v1.stats.mean_operations,
             v3.mean_operations,
@@ -363,6 +396,8 @@ fn print_v1(v1_rows: &[v1::V1Row], v3_rows: &[requests::RequestRow], iterations:
             v1.stats.p50_ms,
             v3.p50_ms,
             ratio(v1.stats.p50_ms, v3.p50_ms),
+            v1.stats.partitions_text(),
+            v3.partitions_text(),
             v1.mean_posts,
             v1.article_latency_ms,
             v1.article_charge,

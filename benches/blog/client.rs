@@ -14,6 +14,8 @@ pub struct Sample {
     pub charge: f64,
     /// `x-cosmos-operations`: how many Cosmos operations the request made.
     pub operations: u64,
+    /// `x-cosmos-partitions`: the logical partitions they touched, per container.
+    pub partitions: String,
 }
 
 /// An answer: its sample and its JSON body.
@@ -77,10 +79,11 @@ impl Client {
         let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
         let charge = header("x-ms-request-charge").and_then(|v| v.parse().ok()).unwrap_or(0.0);
         let operations = header("x-cosmos-operations").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let partitions = header("x-cosmos-partitions").unwrap_or_default();
         let bytes = response.bytes().await.unwrap_or_default();
         let latency = started.elapsed();
         let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Answer { sample: Sample { status, latency, charge, operations }, body }
+        Answer { sample: Sample { status, latency, charge, operations, partitions }, body }
     }
 }
 
@@ -95,6 +98,8 @@ pub struct Stats {
     pub mean_operations: f64,
     pub min_operations: u64,
     pub max_operations: u64,
+    /// Each `x-cosmos-partitions` value seen, with how many requests answered it.
+    pub partitions: Vec<(String, usize)>,
 }
 
 impl Stats {
@@ -113,6 +118,24 @@ impl Stats {
             mean_operations: samples.iter().map(|s| s.operations as f64).sum::<f64>() / n,
             min_operations: samples.iter().map(|s| s.operations).min().unwrap_or(0),
             max_operations: samples.iter().map(|s| s.operations).max().unwrap_or(0),
+            partitions: tally(samples.iter().map(|s| s.partitions.as_str())),
+        }
+    }
+
+    /// "users=1, posts=1" when every request touched the same partitions, else each set seen
+    /// with its share of the requests.
+    pub fn partitions_text(&self) -> String {
+        match self.partitions.as_slice() {
+            [] => "–".to_owned(),
+            [(only, _)] if only.is_empty() => "none".to_owned(),
+            [(only, _)] => only.clone(),
+            several => several
+                .iter()
+                .map(|(partitions, count)| {
+                    format!("{} ({}%)", if partitions.is_empty() { "none" } else { partitions }, count * 100 / self.count)
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
         }
     }
 
@@ -124,6 +147,19 @@ impl Stats {
             format!("{:.1} ({}–{})", self.mean_operations, self.min_operations, self.max_operations)
         }
     }
+}
+
+/// Each distinct value with how often it occurs, most frequent first.
+fn tally<'a>(values: impl Iterator<Item = &'a str>) -> Vec<(String, usize)> {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for value in values {
+        match counts.iter_mut().find(|(seen, _)| seen == value) {
+            Some((_, count)) => *count += 1,
+            None => counts.push((value.to_owned(), 1)),
+        }
+    }
+    counts.sort_by_key(|(_, count)| std::cmp::Reverse(*count));
+    counts
 }
 
 /// The nearest-rank percentile of `values` (sorted in place), in their unit.

@@ -97,10 +97,10 @@ fn status_field(pid: u32, field: &str) -> Option<u64> {
 async fn first_answer(base: &str, started: Instant) -> Duration {
     let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().unwrap();
     loop {
-        if let Ok(response) = http.get(format!("{base}/")).send().await {
-            if response.status().is_success() {
-                return started.elapsed();
-            }
+        if let Ok(response) = http.get(format!("{base}/")).send().await
+            && response.status().is_success()
+        {
+            return started.elapsed();
         }
         assert!(started.elapsed() < Duration::from_secs(60), "the handler did not answer GET / within 60 s");
         tokio::time::sleep(Duration::from_millis(1)).await;

@@ -22,32 +22,11 @@ pub const ARTICLE_V3: [(&str, f64, f64); 10] = [
     ("Q6", 9.0, 16.97),
 ];
 
-/// The logical partitions each request reads or writes, by construction: what the handler's
-/// code for the route does (`src/http/*.rs`), which the metered operation count confirms.
-/// The response headers say how many operations, not where; see BENCHMARKS.md.
-fn partitions(request: &str) -> (u32, &'static str) {
-    match request {
-        "C1" => (1, "users[userId] create"),
-        "Q1" => (1, "users[userId] point read"),
-        "C2" => (2, "users[author] read + posts[postId] create"),
-        "Q2" => (1, "posts[postId] point read"),
-        "Q3" => (1, "users[userId] query"),
-        "C3" => (2, "users[author] read + posts[postId] createComment"),
-        "Q4" => (1, "posts[postId] query"),
-        "C4" => (2, "users[liker] read + posts[postId] createLike"),
-        "Q5" => (1, "posts[postId] query"),
-        "Q6" => (1, "feed[\"post\"] query"),
-        other => unreachable!("no request {other}"),
-    }
-}
-
 /// One row of the table: our figures beside the article's.
 pub struct RequestRow {
     pub request: &'static str,
     pub route: String,
     pub stats: Stats,
-    pub partitions: u32,
-    pub partitions_detail: &'static str,
     pub article_latency_ms: f64,
     pub article_charge: f64,
 }
@@ -153,18 +132,9 @@ pub async fn measure_all(plan: &Plan<'_>) -> Vec<RequestRow> {
 }
 
 fn row(request: &'static str, route: &str, samples: Vec<Sample>) -> RequestRow {
-    let (partitions, partitions_detail) = partitions(request);
     let &(_, article_latency_ms, article_charge) =
         ARTICLE_V3.iter().find(|(name, _, _)| *name == request).expect("every request is in the article's table");
-    RequestRow {
-        request,
-        route: route.to_owned(),
-        stats: Stats::of(&samples),
-        partitions,
-        partitions_detail,
-        article_latency_ms,
-        article_charge,
-    }
+    RequestRow { request, route: route.to_owned(), stats: Stats::of(&samples), article_latency_ms, article_charge }
 }
 
 /// `n` GETs of the paths `next_path` gives, one at a time, after a short warm-up.

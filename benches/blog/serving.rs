@@ -198,7 +198,7 @@ pub async fn change_feed_cost(samples: usize) -> ChangeFeedCost {
             let started = Instant::now();
             meter.clone().measure(blog::changefeed::posts_changed(&state, vec![document])).await.expect("a delivery");
             let (charge, operations) = meter.totals();
-            Sample { status: 200, latency: started.elapsed(), charge, operations }
+            Sample { status: 200, latency: started.elapsed(), charge, operations, partitions: meter.partitions().to_string() }
         }
     };
     let mut new_post = Vec::new();
