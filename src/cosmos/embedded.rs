@@ -7,19 +7,52 @@
 use std::sync::Arc;
 
 use azure_core::credentials::Secret;
+use azure_data_cosmos::models::ContainerProperties;
 use azure_data_cosmos::options::Region;
 use azure_data_cosmos::{AccountReference, CosmosClient, CosmosClientBuilder, CosmosRuntimeBuilder, RoutingStrategy};
-use azure_data_cosmos_driver::in_memory_emulator::{InMemoryEmulatorHttpClient, VirtualAccountConfig, VirtualRegion};
+use azure_data_cosmos_driver::in_memory_emulator::{
+    ContainerConfig, EmulatorStore, InMemoryEmulatorHttpClient, VirtualAccountConfig, VirtualRegion,
+};
+use azure_data_cosmos_driver::models::PartitionKeyDefinition;
+
+use super::Container;
 
 /// The emulator's made-up account; nothing is ever sent there.
 const ENDPOINT: &str = "https://blog.emulator.local";
 
-pub async fn client() -> azure_data_cosmos::Result<CosmosClient> {
+/// How many physical partitions each embedded container has (the emulator's default is 4). The
+/// emulator runs a transactional batch on a copy of the batch's whole physical partition, so a
+/// batch costs time in proportion to the data sharing that partition; every comment and like is
+/// one (the stored procedures commit through a batch here). With 4 partitions C3 and C4 slowed
+/// down as the data set grew (7 ms → 20 ms p50 from 6 to 24 users); with 64 the copy is 16 times
+/// smaller. Cosmos DB itself does not work this way.
+const PARTITIONS: u32 = 64;
+
+/// The SDK's client on a new in-memory emulator, and the emulator itself.
+pub async fn client() -> azure_data_cosmos::Result<(CosmosClient, Arc<EmulatorStore>)> {
     let url = azure_core::http::Url::parse(ENDPOINT).expect("a valid URL");
     let emulator =
         Arc::new(InMemoryEmulatorHttpClient::new(VirtualAccountConfig::new(vec![VirtualRegion::new("East US", url)])?));
     // The emulator checks that requests are signed, not with which key.
     let account = AccountReference::with_authentication_key(ENDPOINT.parse()?, Secret::new("ZW1iZWRkZWQ="));
     let runtime = CosmosRuntimeBuilder::from(emulator.runtime_builder()).build().await?;
-    CosmosClientBuilder::new().with_runtime(runtime).build(account, RoutingStrategy::ProximityTo(Region::EAST_US)).await
+    let client =
+        CosmosClientBuilder::new().with_runtime(runtime).build(account, RoutingStrategy::ProximityTo(Region::EAST_US)).await?;
+    Ok((client, emulator.store()))
+}
+
+/// Creates the database and the containers with [`PARTITIONS`] physical partitions each (only
+/// the emulator's own interface can ask for that), then gives them their indexing policies
+/// through the SDK, as `create_containers` would have.
+pub async fn create_containers(emulator: &EmulatorStore, client: &CosmosClient, database: &str) -> azure_data_cosmos::Result<()> {
+    emulator.create_database(database);
+    for container in Container::ALL {
+        let partition_key = PartitionKeyDefinition::new(vec![container.partition_key_path().into()]);
+        let config = ContainerConfig::new().with_partition_count(PARTITIONS).build()?;
+        emulator.create_container_with_config(database, container.name(), partition_key, config);
+        let properties = ContainerProperties::new(container.name(), container.partition_key_path().into())
+            .with_indexing_policy(container.indexing_policy());
+        client.database_client(database).container_client(container.name(), None).await?.replace(properties, None).await?;
+    }
+    Ok(())
 }

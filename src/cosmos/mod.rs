@@ -225,7 +225,8 @@ impl Store {
                 let (journal, items) = journal::Journal::open(data_dir).map_err(|error| {
                     StoreError::Other(format!("cannot open the data directory {}: {error}", data_dir.display()))
                 })?;
-                let client = embedded::client().await.map_err(other)?;
+                let (client, emulator) = embedded::client().await.map_err(other)?;
+                embedded::create_containers(&emulator, &client, &config.database).await.map_err(other)?;
                 (client, Some(journal), items)
             }
             #[cfg(not(feature = "embedded"))]
