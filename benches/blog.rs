@@ -1,9 +1,9 @@
 //! The benchmark: the article's request table on our code, V1 against V3 on the same data, and
 //! the figures that matter for a serverless handler. Not a test: it asserts nothing about time.
 //!
-//!     cargo bench --bench blog                    # default scale, 1–2 minutes on 2 cores
-//!     cargo bench --bench blog -- --quick         # smaller, about a minute
-//!     cargo bench --bench blog -- --users 24      # 3x the default
+//!     cargo bench --bench blog                    # default scale, under a minute on 2 cores
+//!     cargo bench --bench blog -- --quick         # smaller, about 20 s
+//!     cargo bench --bench blog -- --users 80      # 10x the default, about 12 minutes
 //!
 //! It writes nothing into the repository: the data lives in a temporary directory, and the
 //! figures go to stdout as Markdown (see BENCHMARKS.md). With `CosmosDB` or
