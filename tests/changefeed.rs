@@ -3,6 +3,7 @@
 
 mod common;
 
+use blog::changefeed::processor::Function;
 use blog::config::ChangeFeedMode;
 use blog::cosmos::{Container, PageRequest, QuerySpec};
 use blog::model::SHORT_CONTENT_CHARS;
@@ -275,4 +276,39 @@ async fn a_restart_delivers_what_was_not_processed_and_rebuild_gives_the_same_co
     };
     assert_eq!(strip_versions(contents(&app, Container::Users, &alice).await), strip_versions(incremental.0));
     assert_eq!(strip_versions(contents(&app, Container::Feed, "post").await), strip_versions(incremental.1));
+}
+
+#[tokio::test]
+async fn the_processors_meter_their_work_and_query_only_for_renamed_users() {
+    let app = TestApp::start().await;
+    let deliveries = app.deliveries.clone().expect("the local processors run");
+    let settled = |function: Function, items: u64| {
+        let deliveries = deliveries.clone();
+        async move {
+            for _ in 0..250 {
+                if deliveries.of(function).items >= items {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            deliveries.of(function)
+        }
+    };
+    let alice = app.user("alice").await;
+    let post = app.post_by(&alice, "Hello").await;
+    app.eventually("/api/feed", |feed| ids(feed) == [post.clone()]).await;
+
+    let posts = settled(Function::PostsChangeFeed, 1).await;
+    assert!(posts.items >= 1 && posts.charge > 0.0, "{posts:?}");
+    assert!(posts.operations >= posts.items + 4, "each item read, then both copies read and written: {posts:?}");
+    // The user, then the copy of her post in her partition: each costs only the processor's
+    // read of it. A user never renamed needs no query for items under another name.
+    let users = settled(Function::UsersChangeFeed, 2).await;
+    assert_eq!((users.items, users.operations), (2, 2), "{users:?}");
+
+    let renamed = app.put(&format!("/api/users/{alice}"), json!({"username": "alice2"})).await;
+    assert!(renamed.body["renamedAt"].is_string(), "{}", renamed.body);
+    app.eventually(&format!("/api/posts/{post}"), |found| found["userUsername"] == "alice2").await;
+    let users = settled(Function::UsersChangeFeed, 3).await;
+    assert!(users.operations > users.items + 1, "a rename reads the user and queries for her items: {users:?}");
 }

@@ -253,7 +253,7 @@ async fn deliver_until_done(
 /// `posts` change feed from its beginning to `PostsChangeFeed`. Copies already up to date are
 /// left alone, so running it on a live system is safe. Returns how many posts it delivered.
 pub async fn rebuild_copies(state: &AppState) -> Result<usize, FeedError> {
-    let mut feed = state.store.change_feed(Container::Posts, true).await?;
+    let mut feed = state.store.change_feed_from_beginning(Container::Posts).await?;
     let mut posts = 0;
     while let Some(documents) = feed.next_changes().await? {
         for batch in documents.chunks(BATCH_SIZE) {

@@ -587,23 +587,15 @@ impl Store {
         Ok(documents)
     }
 
-    /// The change feed of `container` (latest version of each changed item), from its beginning
-    /// or from now.
-    pub async fn change_feed(&self, container: Container, from_beginning: bool) -> Result<ChangeFeed, StoreError> {
+    /// The change feed of `container` from its beginning: the latest version of every item.
+    /// `rebuild-copies` reads it; the local processors follow the journal instead (see
+    /// `changes.rs`).
+    pub async fn change_feed_from_beginning(&self, container: Container) -> Result<ChangeFeed, StoreError> {
         let client = self.container(container);
         let ranges = bounded(client.read_feed_ranges(None)).await?.len().max(1);
-        let start = if from_beginning { ChangeFeedStartFrom::Beginning } else { ChangeFeedStartFrom::Now };
+        let start = ChangeFeedStartFrom::Beginning;
         let pages = bounded(client.query_change_feed::<Value>(FeedScope::full_container(), start, None)).await?;
-        let mut feed = ChangeFeed { container, pages, ranges, early: Vec::new() };
-        if !from_beginning {
-            // Each feed range fixes its "now" at its first poll: poll them all at once, so that
-            // nothing written from here on is missed (what those polls find is kept for later).
-            for _ in 0..ranges {
-                let found = feed.poll().await?;
-                feed.early.extend(found);
-            }
-        }
-        Ok(feed)
+        Ok(ChangeFeed { container, pages, ranges })
     }
 }
 
@@ -613,8 +605,6 @@ pub struct ChangeFeed {
     container: Container,
     pages: ChangeFeedPageIterator<ChangeFeedItem<Value>>,
     ranges: usize,
-    /// Changes found while the feed was being started, not handed out yet.
-    early: Vec<Value>,
 }
 
 impl ChangeFeed {
@@ -628,9 +618,6 @@ impl ChangeFeed {
     /// The next changes, or `None` once a poll of every feed range in a row found nothing (the
     /// reader has caught up).
     pub async fn next_changes(&mut self) -> Result<Option<Vec<Value>>, StoreError> {
-        if !self.early.is_empty() {
-            return Ok(Some(std::mem::take(&mut self.early)));
-        }
         for _ in 0..self.ranges {
             let documents = self.poll().await?;
             if !documents.is_empty() {

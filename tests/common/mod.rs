@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use blog::Blog;
+use blog::changefeed::processor::Deliveries;
 use blog::config::{Backend, ChangeFeedMode, Config};
 use blog::http::AppState;
 use reqwest::{Method, StatusCode};
@@ -18,6 +19,8 @@ pub struct TestApp {
     /// Direct access to the store and scripts, for tests that set up or inspect what the API
     /// cannot.
     pub state: AppState,
+    /// What the local change-feed processors delivered (`None` when the test plays the host).
+    pub deliveries: Option<Deliveries>,
     /// Each post's author, to edit posts as their author.
     authors: std::sync::Mutex<std::collections::HashMap<String, String>>,
     stop: Option<oneshot::Sender<()>>,
@@ -106,6 +109,7 @@ impl TestApp {
         let dir = data_dir.clone();
         let blog = Blog::open(&config).await.expect("the embedded store opens");
         let state = blog.state.clone();
+        let deliveries = blog.deliveries();
         let listener = tokio::net::TcpListener::bind(config.listen).await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel::<()>();
@@ -121,6 +125,7 @@ impl TestApp {
             client: reqwest::Client::new(),
             data_dir: dir,
             state,
+            deliveries,
             authors: Default::default(),
             stop: Some(stop),
             server: Some(server),
