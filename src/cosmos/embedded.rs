@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use azure_core::credentials::Secret;
-use azure_data_cosmos::models::ContainerProperties;
 use azure_data_cosmos::options::Region;
 use azure_data_cosmos::{AccountReference, CosmosClient, CosmosClientBuilder, CosmosRuntimeBuilder, RoutingStrategy};
 use azure_data_cosmos_driver::in_memory_emulator::{
@@ -43,16 +42,15 @@ pub async fn client() -> azure_data_cosmos::Result<(CosmosClient, Arc<EmulatorSt
 
 /// Creates the database and the containers with [`PARTITIONS`] physical partitions each (only
 /// the emulator's own interface can ask for that), then gives them their indexing policies
-/// through the SDK, as `create_containers` would have.
+/// through the SDK. It replaces `create_containers` on the embedded store.
 pub async fn create_containers(emulator: &EmulatorStore, client: &CosmosClient, database: &str) -> azure_data_cosmos::Result<()> {
     emulator.create_database(database);
     for container in Container::ALL {
         let partition_key = PartitionKeyDefinition::new(vec![container.partition_key_path().into()]);
         let config = ContainerConfig::new().with_partition_count(PARTITIONS).build()?;
         emulator.create_container_with_config(database, container.name(), partition_key, config);
-        let properties = ContainerProperties::new(container.name(), container.partition_key_path().into())
-            .with_indexing_policy(container.indexing_policy());
-        client.database_client(database).container_client(container.name(), None).await?.replace(properties, None).await?;
+        let created = client.database_client(database).container_client(container.name(), None).await?;
+        created.replace(container.properties(), None).await?;
     }
     Ok(())
 }

@@ -94,6 +94,11 @@ impl Container {
         policy.automatic = true;
         policy
     }
+
+    /// What the container is created with: its partition key and indexing policy.
+    fn properties(self) -> ContainerProperties {
+        ContainerProperties::new(self.name(), self.partition_key_path().into()).with_indexing_policy(self.indexing_policy())
+    }
 }
 
 /// The outcomes of a Cosmos call that the application tells apart.
@@ -215,7 +220,7 @@ struct Durability {
 
 impl Store {
     /// Connects to the backend `config` names, creating the database and containers first when
-    /// `config.create_containers` is set.
+    /// `config.create_containers` is set (always, on the embedded store).
     pub async fn connect(config: &Config) -> Result<Store, StoreError> {
         let other = |error: CosmosError| StoreError::Other(error.to_string());
         let mut credential_for_scripts = None;
@@ -238,7 +243,8 @@ impl Store {
                 (entra_client(endpoint, credential).await?, None, Vec::new())
             }
         };
-        if config.create_containers {
+        // (The embedded store created its own above.)
+        if config.create_containers && !matches!(config.backend, Backend::Embedded { .. }) {
             create_containers(&client, &config.database).await?;
         }
         let database = client.database_client(&config.database);
@@ -753,9 +759,7 @@ async fn create_containers(client: &CosmosClient, database: &str) -> Result<(), 
     };
     tolerate_existing(client.create_database(database, None).await.map(drop))?;
     for container in Container::ALL {
-        let properties = ContainerProperties::new(container.name(), container.partition_key_path().into())
-            .with_indexing_policy(container.indexing_policy());
-        tolerate_existing(client.database_client(database).create_container(properties, None).await.map(drop))?;
+        tolerate_existing(client.database_client(database).create_container(container.properties(), None).await.map(drop))?;
     }
     Ok(())
 }
