@@ -21,8 +21,8 @@ param cosmosServerless bool = true
 @minValue(1000)
 param cosmosAutoscaleMaxThroughput int = 1000
 
-@description('Most instances the Function App may scale out to.')
-@minValue(1)
+@description('Most instances the Function App may scale out to (Flex Consumption allows 40 to 1000).')
+@minValue(40)
 @maxValue(1000)
 param maximumInstanceCount int = 40
 

@@ -2,8 +2,8 @@
 //!
 //! No Bicep compiler can run here, so this test does the part of its work that catches most
 //! deployment failures: it parses every Bicep file with the tree-sitter Bicep grammar, and checks
-//! every resource against the same type definitions the compiler uses (`../shared/bicep-types`,
-//! generated from Azure/bicep-types-az): the type and API version exist, every property name
+//! every resource against the same type definitions the compiler uses (`tests/bicep-types/`,
+//! generated data from Azure/bicep-types-az, kept in the repository): the type and API version exist, every property name
 //! exists, enum values are allowed, read-only properties are not set, required ones are present.
 //! Then it checks that the infrastructure matches the application: the containers and partition
 //! keys of `src/cosmos/mod.rs`, the scripts of `src/scripts/`, Entra-ID-only Cosmos DB, and the
@@ -303,7 +303,7 @@ fn resources_of_type<'a>(files: &'a [BicepFile], type_name: &str) -> Vec<Resourc
 }
 
 // ---------------------------------------------------------------------------------------------
-// Azure type definitions (../shared/bicep-types)
+// Azure type definitions (tests/bicep-types/, see its README)
 // ---------------------------------------------------------------------------------------------
 
 const REQUIRED: u64 = 1;
@@ -334,12 +334,8 @@ struct ObjectSchema<'a> {
 
 impl Schemas {
     fn load() -> Schemas {
-        let dir = repo_root().join("../shared/bicep-types");
-        assert!(
-            dir.is_dir(),
-            "the Azure type definitions are missing: expected {} (the shared folder next to the repository, present in CI)",
-            dir.display()
-        );
+        let dir = repo_root().join("tests/bicep-types");
+        assert!(dir.is_dir(), "the Azure type definitions are missing: expected {}", dir.display());
         let mut schemas = Schemas { files: Vec::new(), resources: BTreeMap::new() };
         for path in files_with_extension(&dir, "json") {
             let text = fs::read_to_string(&path).expect("readable type definitions");
@@ -820,4 +816,74 @@ fn function_app_settings_are_identity_based() {
         problems.push(format!("{}: functionAppConfig.runtime must be custom 1.0", site.at()));
     }
     assert_no_problems("Function App settings", &problems);
+}
+
+/// The decorators (`@minValue(40)`, …) on `param <name>`, as text without the `@`.
+fn parameter_decorators(file: &BicepFile, name: &str) -> Option<Vec<String>> {
+    let declaration = file
+        .statements("parameter_declaration")
+        .find(|declaration| first_child_of_kind(*declaration, "identifier").is_some_and(|id| file.text(id) == name))?;
+    let mut decorators = Vec::new();
+    for node in descendants(declaration).into_iter().chain(declaration.prev_named_sibling().map(descendants).unwrap_or_default()) {
+        if node.kind() == "decorator" {
+            decorators.push(file.text(node).trim_start_matches('@').to_string());
+        }
+    }
+    Some(decorators)
+}
+
+/// What Flex Consumption refuses is absent: `siteConfig` holds only what the plan takes
+/// (`ftpsState` is refused with ARM error 51021; the runtime and its versions live in
+/// `functionAppConfig`), no app setting of Microsoft's list of Flex Consumption deprecations
+/// (learn.microsoft.com/azure/azure-functions/functions-app-settings, "Flex Consumption plan
+/// deprecations"), and `maximumInstanceCount` is bounded as the plan bounds it, 40 to 1000.
+#[test]
+fn nothing_flex_consumption_refuses() {
+    let files = bicep_files();
+    let sites = resources_of_type(&files, SITE);
+    let site = &sites[0];
+    let mut problems = Vec::new();
+    let site_config = site.file.path(site.body, &["properties", "siteConfig"]).map(|node| site.file.resolve(node));
+    let allowed = ["appSettings", "minTlsVersion", "cors", "http20Enabled"];
+    for (key, _) in site_config.map(|object| site.file.object_entries(object)).unwrap_or_default() {
+        let key = key.unwrap_or_default();
+        if !allowed.contains(&key.as_str()) {
+            problems.push(format!("{}: siteConfig.{key} is not taken on Flex Consumption (allowed here: {allowed:?})", site.at()));
+        }
+    }
+    let deprecated = [
+        "FUNCTIONS_EXTENSION_VERSION",
+        "FUNCTIONS_WORKER_RUNTIME",
+        "FUNCTIONS_WORKER_RUNTIME_VERSION",
+        "FUNCTIONS_MAX_HTTP_CONCURRENCY",
+        "FUNCTIONS_WORKER_PROCESS_COUNT",
+        "FUNCTIONS_WORKER_DYNAMIC_CONCURRENCY_ENABLED",
+        "SCM_DO_BUILD_DURING_DEPLOYMENT",
+        "WEBSITE_CONTENTAZUREFILECONNECTIONSTRING",
+        "WEBSITE_CONTENTOVERVNET",
+        "WEBSITE_CONTENTSHARE",
+        "WEBSITE_MAX_DYNAMIC_APPLICATION_SCALE_OUT",
+        "WEBSITE_NODE_DEFAULT_VERSION",
+        "WEBSITE_RUN_FROM_PACKAGE",
+        "WEBSITE_SKIP_CONTENTSHARE_VALIDATION",
+        "WEBSITE_VNET_ROUTE_ALL",
+    ];
+    let app_settings = site.file.path(site.body, &["properties", "siteConfig", "appSettings"]);
+    for setting in app_settings.map(|array| named_children(site.file.resolve(array))).unwrap_or_default() {
+        let name = site.file.property(setting, "name").and_then(|name| site.file.literal(name));
+        if let Some(Value::String(name)) = name
+            && deprecated.contains(&name.as_str())
+        {
+            problems.push(format!("{}: app setting {name} is refused on Flex Consumption", site.at()));
+        }
+    }
+    for file in &files {
+        let Some(decorators) = parameter_decorators(file, "maximumInstanceCount") else { continue };
+        for bound in ["minValue(40)", "maxValue(1000)"] {
+            if !decorators.iter().any(|decorator| decorator == bound) {
+                problems.push(format!("{}: param maximumInstanceCount needs @{bound} (found {decorators:?})", shown(&file.path)));
+            }
+        }
+    }
+    assert_no_problems("Flex Consumption", &problems);
 }

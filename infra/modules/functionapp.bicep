@@ -23,7 +23,9 @@ param appInsightsConnectionString string
 param cosmosEndpoint string
 param databaseName string
 
-@minValue(1)
+@description('Flex Consumption allows 40 to 1000.')
+@minValue(40)
+@maxValue(1000)
 param maximumInstanceCount int
 
 @allowed([
@@ -88,7 +90,8 @@ resource app 'Microsoft.Web/sites@2024-11-01' = {
     }
     siteConfig: {
       minTlsVersion: '1.2'
-      ftpsState: 'Disabled'
+      // No ftpsState: Flex Consumption refuses it (ARM error 51021); FTP is off through the
+      // publishing-credentials policies below.
       // Flex Consumption takes the runtime from functionAppConfig: no FUNCTIONS_WORKER_RUNTIME.
       appSettings: [
         // The host's storage, reached with the identity.
