@@ -29,7 +29,8 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use blog::Blog;
-use blog::changefeed::processor::{Deliveries, Function};
+use blog::changefeed::Function;
+use blog::changefeed::processor::Deliveries;
 use blog::config::{Backend, Config};
 use blog::http::AppState;
 

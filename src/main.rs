@@ -37,7 +37,11 @@ async fn run() -> Result<(), String> {
     match std::env::args().nth(1).as_deref() {
         None => serve(config).await,
         Some("rebuild-copies") => rebuild_copies(config).await,
-        Some(other) => Err(format!("unknown command {other:?}; `handler` serves, `handler rebuild-copies` rebuilds the copies")),
+        Some("dead-letters") => dead_letters(config, std::env::args().nth(2).as_deref()).await,
+        Some(other) => Err(format!(
+            "unknown command {other:?}; `handler` serves, `handler rebuild-copies` rebuilds the copies, \
+             `handler dead-letters [replay]` lists (or replays) the changes the change-feed functions set aside"
+        )),
     }
 }
 
@@ -68,6 +72,30 @@ async fn rebuild_copies(config: Config) -> Result<(), String> {
     let posts = blog::changefeed::processor::rebuild_copies(&state).await.map_err(|error| format!("rebuild failed: {error}"))?;
     tracing::info!(posts, "copies rebuilt from posts");
     Ok(())
+}
+
+/// `handler dead-letters`: prints every change the change-feed functions set aside, one JSON
+/// object per line; `handler dead-letters replay` delivers each again and removes those that
+/// now apply.
+async fn dead_letters(config: Config, action: Option<&str>) -> Result<(), String> {
+    use blog::changefeed::dead_letters;
+    let state = blog::connect(&config).await.map_err(|error| format!("cannot open the store: {error}"))?;
+    match action {
+        None => {
+            for letter in dead_letters::list(&state.store).await.map_err(|error| error.to_string())? {
+                println!("{}", dead_letters::describe(&letter));
+            }
+            Ok(())
+        }
+        Some("replay") => {
+            let (applied, kept) = dead_letters::replay(&state).await.map_err(|error| format!("replay failed: {error}"))?;
+            tracing::info!(applied, kept, "dead letters replayed: the applied ones are removed");
+            Ok(())
+        }
+        Some(other) => {
+            Err(format!("unknown action {other:?}: `handler dead-letters` lists, `handler dead-letters replay` replays"))
+        }
+    }
 }
 
 /// Ctrl-C locally; SIGTERM from the host when it recycles the worker.

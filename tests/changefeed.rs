@@ -3,11 +3,13 @@
 
 mod common;
 
-use blog::changefeed::processor::Function;
+use blog::changefeed::Function;
+use blog::changefeed::dead_letters;
 use blog::config::ChangeFeedMode;
 use blog::cosmos::{Container, PageRequest, QuerySpec};
 use blog::model::SHORT_CONTENT_CHARS;
 use common::TestApp;
+use common::host::{self, Attempt};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -131,9 +133,12 @@ async fn the_feed_keeps_exactly_the_newest_100_posts() {
     assert_eq!(partition(&app, Container::Feed, "post").await.len(), 100);
 }
 
-/// The host's invocation body for a batch: the documents as a JSON string holding the array.
-fn invocation(documents: &[Value]) -> Value {
-    json!({"Data": {"documents": serde_json::to_string(documents).unwrap()}, "Metadata": {"sys": {"MethodName": "PostsChangeFeed"}}})
+/// Delivers `documents` to `function` exactly as the Functions host would (see common/host.rs).
+async fn deliver(app: &TestApp, function: &str, documents: &[Value]) -> common::Answer {
+    let body = host::cosmos_invocation(function, documents, Attempt::Retry(0));
+    let answer = host::invoke(app, function, &body).await;
+    assert_eq!(answer.header("content-type"), Some("application/json"), "the host reads only a JSON answer");
+    answer
 }
 
 #[tokio::test]
@@ -148,7 +153,7 @@ async fn a_replayed_or_late_batch_leaves_the_same_state() {
     app.put(&format!("/api/posts/{post}"), json!({"title": "Hello, edited", "content": "new"})).await;
     let new_version = app.state.store.read::<Value>(Container::Posts, &post, &post).await.unwrap().unwrap();
 
-    let answer = app.post("/PostsChangeFeed", invocation(std::slice::from_ref(&new_version))).await;
+    let answer = deliver(&app, "PostsChangeFeed", std::slice::from_ref(&new_version)).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
     assert_eq!(answer.body["Outputs"], json!({}));
     assert_eq!(answer.body["ReturnValue"], Value::Null);
@@ -156,15 +161,36 @@ async fn a_replayed_or_late_batch_leaves_the_same_state() {
     let state = (contents(&app, Container::Users, &alice).await, contents(&app, Container::Feed, "post").await);
     assert_eq!(state.1[0]["title"], "Hello, edited");
 
-    // The same batch again, then the older version late: nothing moves.
-    app.post("/PostsChangeFeed", invocation(std::slice::from_ref(&new_version))).await;
-    app.post("/PostsChangeFeed", invocation(std::slice::from_ref(&old_version))).await;
-    app.post("/PostsChangeFeed", json!({"Data": {"documents": [old_version, new_version]}, "Metadata": {}})).await;
+    // The same batch again (a retry: the host's second attempt), then the older version late,
+    // then both in one batch with no retry policy: nothing moves.
+    let again = host::cosmos_invocation("PostsChangeFeed", std::slice::from_ref(&new_version), Attempt::Retry(1));
+    assert_eq!(host::invoke(&app, "PostsChangeFeed", &again).await.status, StatusCode::OK);
+    deliver(&app, "PostsChangeFeed", std::slice::from_ref(&old_version)).await;
+    let both = host::cosmos_invocation("PostsChangeFeed", &[old_version, new_version], Attempt::NoRetryPolicy);
+    assert_eq!(host::invoke(&app, "PostsChangeFeed", &both).await.status, StatusCode::OK);
     assert_eq!((contents(&app, Container::Users, &alice).await, contents(&app, Container::Feed, "post").await), state);
 }
 
 #[tokio::test]
-async fn a_malformed_item_is_skipped_without_blocking_its_batch() {
+async fn the_host_invocation_is_decoded_through_both_string_layers() {
+    let app = TestApp::start_as_host().await;
+    let alice = app.user("alice").await;
+    let post = app.post_by(&alice, "Hello").await;
+    let version = app.state.store.read::<Value>(Container::Posts, &post, &post).await.unwrap().unwrap();
+    let body = host::cosmos_invocation("PostsChangeFeed", std::slice::from_ref(&version), Attempt::Retry(0));
+    // The shape itself: Data.documents is a string holding a string holding the array.
+    let invocation: Value = serde_json::from_slice(&body).unwrap();
+    let layer: String = serde_json::from_str(invocation["Data"]["documents"].as_str().unwrap()).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&layer).unwrap(), json!([version]));
+
+    let answer = host::invoke(&app, "PostsChangeFeed", &body).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert!(answer.body["Logs"][0].as_str().unwrap().contains("1 applied"), "{}", answer.body);
+    assert_eq!(ids(&app.get("/api/feed").await.body), vec![post]);
+}
+
+#[tokio::test]
+async fn a_malformed_item_is_set_aside_without_blocking_its_batch() {
     let app = TestApp::start_as_host().await;
     let alice = app.user("alice").await;
     let post = app.post_by(&alice, "Good").await;
@@ -180,20 +206,50 @@ async fn a_malformed_item_is_skipped_without_blocking_its_batch() {
     let mut batch = poison.to_vec();
     batch.push(json!({"id": "c1", "type": "comment", "postId": post}));
     batch.push(good);
-    let answer = app.post("/PostsChangeFeed", invocation(&batch)).await;
+    let answer = deliver(&app, "PostsChangeFeed", &batch).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
     let log = answer.body["Logs"][0].as_str().unwrap();
     assert!(log.contains("1 applied") && log.contains("1 of other types") && log.contains("4 malformed"), "{log}");
-    assert_eq!(ids(&app.get("/api/feed").await.body), vec![post], "the good post went through, nothing else was written");
+    assert_eq!(ids(&app.get("/api/feed").await.body), vec![post.clone()], "the good post went through, nothing else was written");
 
-    let users = app.post("/UsersChangeFeed", invocation(&[json!({"id": "u9", "type": "user"}), json!({"type": "post"})])).await;
+    let users = deliver(&app, "UsersChangeFeed", &[json!({"id": "u9", "type": "user"}), json!({"type": "post"})]).await;
     assert_eq!(users.status, StatusCode::OK, "{}", users.body);
     assert!(users.body["Logs"][0].as_str().unwrap().contains("1 malformed"), "{}", users.body);
 
-    let bad = app
-        .raw(reqwest::Method::POST, "/PostsChangeFeed", Some("application/json"), "{\"Data\": {\"documents\": \"[1,\"}}")
-        .await;
-    bad.problem(400);
+    // Every refused item is kept, whole, where a person can look at it.
+    let letters = dead_letters::list(&app.state.store).await.unwrap();
+    assert_eq!(letters.len(), 5, "{letters:?}");
+    let payloads: Vec<Value> = letters.iter().map(|letter| serde_json::from_str(&letter.payload).unwrap()).collect();
+    for refused in poison.iter().chain([&json!({"id": "u9", "type": "user"})]) {
+        assert!(payloads.contains(refused), "not set aside: {}", refused.to_string().chars().take(80).collect::<String>());
+    }
+    assert!(letters.iter().all(|letter| letter.what == "item" && !letter.reason.is_empty()));
+
+    // A replay applies what now applies (here: a good post set aside, as an older version of
+    // the function might have done) and keeps the rest.
+    let second = app.post_by(&alice, "Set aside once").await;
+    let version = app.state.store.read::<Value>(Container::Posts, &second, &second).await.unwrap().unwrap();
+    dead_letters::set_aside(&app.state.store, "PostsChangeFeed", "item", "a bug since fixed", &version.to_string())
+        .await
+        .unwrap();
+    assert_eq!(dead_letters::replay(&app.state).await.unwrap(), (1, 5));
+    assert_eq!(dead_letters::list(&app.state.store).await.unwrap().len(), 5);
+    assert_eq!(ids(&app.get("/api/feed").await.body), vec![second, post]);
+}
+
+#[tokio::test]
+async fn an_unreadable_invocation_is_acknowledged_and_kept_not_retried_forever() {
+    let app = TestApp::start_as_host().await;
+    for body in [&b"{\"Data\": {\"documents\": \"[1,\"}}"[..], b"not json at all", b"{\"Data\": {\"documents\": 5}}"] {
+        let answer = host::invoke(&app, "PostsChangeFeed", body).await;
+        // A non-2xx answer would make the host deliver it again forever (maxRetryCount: -1),
+        // holding every later change of the lease behind it.
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+        assert!(answer.body["Logs"][0].as_str().unwrap().contains("set aside"), "{}", answer.body);
+    }
+    let letters = dead_letters::list(&app.state.store).await.unwrap();
+    assert_eq!(letters.len(), 3);
+    assert!(letters.iter().any(|letter| letter.payload == "not json at all" && letter.what == "invocation"));
 }
 
 #[tokio::test]
@@ -207,7 +263,7 @@ async fn users_change_feed_applies_the_current_name_whatever_the_batch_says() {
     let new = app.state.store.read::<Value>(Container::Users, &alice, &alice).await.unwrap().unwrap();
 
     for batch in [vec![new.clone()], vec![new.clone()], vec![old.clone()], vec![new, old]] {
-        let answer = app.post("/UsersChangeFeed", invocation(&batch)).await;
+        let answer = deliver(&app, "UsersChangeFeed", &batch).await;
         assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
         for item in contents(&app, Container::Posts, &post).await {
             assert_eq!(item["userUsername"], "alicia", "{item}");

@@ -6,7 +6,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use blog::changefeed::processor::Function;
+use blog::changefeed::Function;
 use blog::config::CONNECTION_SETTING;
 use blog::http::HTTP_FUNCTIONS;
 use common::TestApp;

@@ -824,7 +824,8 @@ fn parameter_decorators(file: &BicepFile, name: &str) -> Option<Vec<String>> {
         .statements("parameter_declaration")
         .find(|declaration| first_child_of_kind(*declaration, "identifier").is_some_and(|id| file.text(id) == name))?;
     let mut decorators = Vec::new();
-    for node in descendants(declaration).into_iter().chain(declaration.prev_named_sibling().map(descendants).unwrap_or_default()) {
+    for node in descendants(declaration).into_iter().chain(declaration.prev_named_sibling().map(descendants).unwrap_or_default())
+    {
         if node.kind() == "decorator" {
             decorators.push(file.text(node).trim_start_matches('@').to_string());
         }
@@ -848,7 +849,8 @@ fn nothing_flex_consumption_refuses() {
     for (key, _) in site_config.map(|object| site.file.object_entries(object)).unwrap_or_default() {
         let key = key.unwrap_or_default();
         if !allowed.contains(&key.as_str()) {
-            problems.push(format!("{}: siteConfig.{key} is not taken on Flex Consumption (allowed here: {allowed:?})", site.at()));
+            problems
+                .push(format!("{}: siteConfig.{key} is not taken on Flex Consumption (allowed here: {allowed:?})", site.at()));
         }
     }
     let deprecated = [

@@ -1,29 +1,42 @@
-//! The change-feed functions as the Functions host invokes them: `POST /{FunctionName}` with
-//! `{"Data": {"documents": <the changed items>}, "Metadata": {...}}`, answered with
-//! `{"Outputs": {}, "Logs": [...], "ReturnValue": null}`. The host hands the documents over as
-//! a JSON string holding the array; an array is accepted too.
+//! The change-feed functions as the Functions host invokes them.
 //!
-//! Any non-2xx answer fails the invocation, and the function's retry policy delivers the batch
-//! again: a batch is answered 200 only once every copy it implies is written.
+//! For a non-HTTP trigger the host POSTs `/{FunctionName}` with `{"Data": {...}, "Metadata":
+//! {...}}` (azure-functions-host, `DefaultHttpWorkerService.ProcessDefaultInvocationRequest`,
+//! `ScriptInvocationContextExtensions.ToHttpScriptInvocationContext`). The Cosmos DB extension
+//! hands a custom handler's documents over as one compact JSON string
+//! (azure-webjobs-sdk-extensions, `CosmosDBTriggerValueBinder.GetValueAsync`: `JArray.ToString(
+//! Formatting.None)`), and the host serializes that string once more
+//! (`GetHttpScriptInvocationContextValue`: `JsonConvert.SerializeObject`, as the host's own
+//! `ScriptInvocationContextExtensionsTests` and `DefaultHttpWorkerServiceTests` expect), so
+//! `Data.documents` is a JSON string holding a JSON string holding the array. [`documents`]
+//! unwraps every string layer; an array as such is accepted too.
+//!
+//! The answer is `{"Outputs": {}, "Logs": [...], "ReturnValue": null}` as `application/json`
+//! (the host reads it with `ReadAsAsync<HttpScriptInvocationResult>`). A non-2xx answer fails
+//! the invocation (`EnsureSuccessStatusCode`) and the function's retry policy delivers the batch
+//! again; with `maxRetryCount: -1` the lease does not move until an answer is 2xx. So only a
+//! passing failure is answered 500: an invocation that can never be read is set aside as a
+//! dead letter (kept whole, see [`super::dead_letters`]) and acknowledged, so that it cannot
+//! hold every later change behind it.
 
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{BatchReport, FeedError, posts_changed, users_changed};
-use crate::error::ApiError;
+use super::{Function, dead_letters};
 use crate::http::AppState;
 
 /// The host's invocation request for a non-HTTP trigger.
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]
 struct Invocation {
-    /// The trigger's data; `Metadata` (also sent) is not needed here.
     data: InvocationData,
+    #[serde(default)]
+    metadata: Metadata,
 }
 
 #[derive(Deserialize)]
@@ -32,59 +45,129 @@ struct InvocationData {
     documents: Value,
 }
 
-impl Invocation {
-    fn documents(self) -> Result<Vec<Value>, ApiError> {
-        let documents = match self.data.documents {
-            Value::String(text) => serde_json::from_str(&text)
-                .map_err(|error| ApiError::bad_request(format!("Data.documents is not a JSON array of items: {error}")))?,
-            other => other,
+/// The part of `Metadata` worth a log line: which attempt this is. The host adds
+/// `RetryContext` whenever the function has a retry policy, from the first attempt on
+/// (`ScriptInvocationContextExtensions.SetRetryContext`).
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct Metadata {
+    retry_context: Option<RetryContext>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct RetryContext {
+    retry_count: i64,
+}
+
+/// The changed items of an invocation, through every layer of string encoding (at most a few:
+/// a string that keeps holding strings is no batch).
+pub fn documents(value: Value) -> Result<Vec<Value>, String> {
+    let mut value = value;
+    for _ in 0..4 {
+        value = match value {
+            Value::Array(documents) => return Ok(documents),
+            Value::Null => return Ok(Vec::new()),
+            Value::String(text) => {
+                serde_json::from_str(&text).map_err(|error| format!("Data.documents does not hold JSON: {error}"))?
+            }
+            other => return Err(format!("Data.documents must hold an array of items, not {}", kind(&other))),
         };
-        match documents {
-            Value::Array(documents) => Ok(documents),
-            Value::Null => Ok(Vec::new()),
-            _ => Err(ApiError::bad_request("Data.documents must be an array of items (or a string holding one).")),
+    }
+    Err("Data.documents is a string nested too deep to be a batch".into())
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Object(_) => "an object",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        _ => "a string",
+    }
+}
+
+/// Reads an invocation's documents and its attempt number.
+pub(super) fn read_invocation(body: &[u8]) -> Result<(Vec<Value>, Option<i64>), String> {
+    let invocation: Invocation =
+        serde_json::from_slice(body).map_err(|error| format!("the body is not a Functions host invocation: {error}"))?;
+    let attempt = invocation.metadata.retry_context.map(|retry| retry.retry_count);
+    Ok((documents(invocation.data.documents)?, attempt))
+}
+
+/// `POST /PostsChangeFeed`
+pub async fn posts(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    invoke(&state, Function::PostsChangeFeed, &headers, &body).await
+}
+
+/// `POST /UsersChangeFeed`
+pub async fn users(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    invoke(&state, Function::UsersChangeFeed, &headers, &body).await
+}
+
+/// Runs one invocation and answers the host.
+async fn invoke(state: &AppState, function: Function, headers: &HeaderMap, body: &[u8]) -> Response {
+    let name = function.name();
+    // The same on every attempt of one invocation (DefaultHttpWorkerService.AddHeaders).
+    let invocation_id = headers.get("x-azure-functions-invocationid").and_then(|value| value.to_str().ok()).unwrap_or("");
+    let (documents, attempt) = match read_invocation(body) {
+        Ok(read) => read,
+        Err(why) => {
+            let payload = String::from_utf8_lossy(body);
+            return match dead_letters::set_aside(&state.store, name, "invocation", &why, &payload).await {
+                Ok(id) => answer(StatusCode::OK, format!("{name}: the invocation could not be read ({why}); set aside as {id}")),
+                Err(error) => {
+                    tracing::error!(target: "blog::changefeed", function = name, invocation_id, %why, %error, "an unreadable invocation could not be set aside; the host will deliver it again");
+                    answer(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        format!("{name}: cannot set aside an unreadable invocation: {error}"),
+                    )
+                }
+            };
+        }
+    };
+    let count = documents.len();
+    match function.deliver(state, documents).await {
+        Ok(report) => {
+            tracing::info!(target: "blog::changefeed", function = name, invocation_id, attempt, count, applied = report.applied, ignored = report.ignored, set_aside = report.set_aside, "batch");
+            answer(
+                StatusCode::OK,
+                format!(
+                    "{name}: {count} changes: {} applied, {} of other types, {} malformed and set aside",
+                    report.applied, report.ignored, report.set_aside
+                ),
+            )
+        }
+        Err(error) => {
+            tracing::error!(target: "blog::changefeed", function = name, invocation_id, attempt, count, %error, "batch failed; the host will deliver it again");
+            answer(StatusCode::INTERNAL_SERVER_ERROR, format!("{name}: the batch of {count} failed and will be retried: {error}"))
         }
     }
 }
 
-/// `POST /PostsChangeFeed`
-pub async fn posts(State(state): State<AppState>, body: Bytes) -> Response {
-    run("PostsChangeFeed", &body, |documents| posts_changed(&state, documents)).await
-}
-
-/// `POST /UsersChangeFeed`
-pub async fn users(State(state): State<AppState>, body: Bytes) -> Response {
-    run("UsersChangeFeed", &body, |documents| users_changed(&state, documents)).await
-}
-
-/// Parses the invocation, runs the function on its documents, and answers the host.
-async fn run<F: Future<Output = Result<BatchReport, FeedError>>>(
-    function: &str,
-    body: &[u8],
-    handle: impl FnOnce(Vec<Value>) -> F,
-) -> Response {
-    let documents = match serde_json::from_slice::<Invocation>(body) {
-        Ok(invocation) => invocation.documents(),
-        Err(error) => Err(ApiError::bad_request(format!("The body is not a Functions host invocation: {error}."))),
-    };
-    let documents = match documents {
-        Ok(documents) => documents,
-        Err(error) => return error.into_response(),
-    };
-    let count = documents.len();
-    let (status, line) = match handle(documents).await {
-        Ok(report) => {
-            tracing::info!(target: "blog::changefeed", function, count, applied = report.applied, ignored = report.ignored, poison = report.poison, "batch");
-            let line = format!(
-                "{function}: {count} changes: {} applied, {} of other types, {} malformed and skipped",
-                report.applied, report.ignored, report.poison
-            );
-            (StatusCode::OK, line)
-        }
-        Err(error) => {
-            tracing::error!(target: "blog::changefeed", function, count, %error, "batch failed; the host will deliver it again");
-            (StatusCode::INTERNAL_SERVER_ERROR, format!("{function}: the batch of {count} failed and will be retried: {error}"))
-        }
-    };
+fn answer(status: StatusCode, line: String) -> Response {
     (status, Json(json!({"Outputs": {}, "Logs": [line], "ReturnValue": null}))).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::documents;
+    use serde_json::{Value, json};
+
+    #[test]
+    fn every_string_layer_is_unwrapped() {
+        let items = json!([{"id": "1", "n": 2}]);
+        let once = Value::String(items.to_string());
+        let twice = Value::String(once.to_string());
+        for value in [items.clone(), once, twice] {
+            assert_eq!(documents(value).unwrap(), items.as_array().unwrap().clone());
+        }
+        assert_eq!(documents(Value::Null).unwrap(), Vec::<Value>::new());
+        assert!(documents(json!({"id": "1"})).is_err());
+        assert!(documents(json!("[1,")).is_err());
+        let mut deep = Value::String("[]".into());
+        for _ in 0..4 {
+            deep = Value::String(deep.to_string());
+        }
+        assert!(documents(deep).is_err());
+    }
 }

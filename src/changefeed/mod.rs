@@ -7,10 +7,12 @@
 //!   through `posts_changed`, which refreshes their copies.
 //!
 //! Under the Functions host, the Cosmos DB trigger delivers batches to [`host`]; locally,
-//! [`processor`] reads the change feed itself and delivers batches to the same functions.
+//! [`processor`] reads the change feed itself. Both hand each batch to [`Function::deliver`].
 //! Delivery is at least once, in any order: every step here is idempotent and never moves a
-//! copy back to an older version.
+//! copy back to an older version. A change that can never be applied is set aside in
+//! [`dead_letters`] rather than retried forever.
 
+pub mod dead_letters;
 pub mod host;
 mod posts;
 pub mod processor;
@@ -21,27 +23,81 @@ pub use users::users_changed;
 
 use serde_json::Value;
 
-use crate::cosmos::StoreError;
+use crate::cosmos::{Container, StoreError};
+use crate::http::AppState;
 use crate::scripts::ScriptError;
 
+/// The two change-feed functions and what they watch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Function {
+    PostsChangeFeed,
+    UsersChangeFeed,
+}
+
+impl Function {
+    pub const ALL: [Function; 2] = [Function::PostsChangeFeed, Function::UsersChangeFeed];
+
+    /// The function's name: its folder under `functions/`, and its path on the handler.
+    pub fn name(self) -> &'static str {
+        match self {
+            Function::PostsChangeFeed => "PostsChangeFeed",
+            Function::UsersChangeFeed => "UsersChangeFeed",
+        }
+    }
+
+    /// The container whose change feed triggers it.
+    pub fn container(self) -> Container {
+        match self {
+            Function::PostsChangeFeed => Container::Posts,
+            Function::UsersChangeFeed => Container::Users,
+        }
+    }
+
+    /// Applies one batch, as the host's trigger or a local processor delivers it, and sets aside
+    /// the changes that can never be applied. `Err` means the whole batch must be delivered
+    /// again (a passing failure: throttling, a timeout, the store unreachable).
+    pub async fn deliver(self, state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
+        let mut report = self.apply(state, documents).await?;
+        for (reason, document) in std::mem::take(&mut report.refused) {
+            dead_letters::set_aside(&state.store, self.name(), "item", &reason, &document.to_string()).await?;
+            report.set_aside += 1;
+        }
+        Ok(report)
+    }
+
+    /// Applies one batch; what it refuses is left in [`BatchReport::refused`].
+    pub async fn apply(self, state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
+        match self {
+            Function::PostsChangeFeed => posts_changed(state, documents).await,
+            Function::UsersChangeFeed => users_changed(state, documents).await,
+        }
+    }
+
+    pub fn named(name: &str) -> Option<Function> {
+        Function::ALL.into_iter().find(|function| function.name() == name)
+    }
+}
+
 /// What a batch did.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq)]
 pub struct BatchReport {
     /// Items the function acted on.
     pub applied: usize,
     /// Items of another type in the same container (the function's business is one type).
     pub ignored: usize,
-    /// Items that do not have the expected shape: logged and skipped, never retried.
-    pub poison: usize,
+    /// Items that do not have the expected shape, and why: never retried, set aside by
+    /// [`Function::deliver`].
+    pub refused: Vec<(String, Value)>,
+    /// How many of them were set aside as dead letters.
+    pub set_aside: usize,
 }
 
 impl BatchReport {
     /// Lets through a changed document that is an item of type `wanted`; counts any other as
     /// of another type (containers hold several), or as malformed when it is no item at all.
-    fn admit(&mut self, function: &str, document: Value, wanted: &str) -> Option<Value> {
+    fn admit(&mut self, document: Value, wanted: &str) -> Option<Value> {
         if !document.is_object() {
-            tracing::warn!(target: "blog::changefeed", function, "skipping a change that is not an item");
-            self.poison += 1;
+            self.refuse("the change is not an item (a JSON object)".into(), document);
             return None;
         }
         if document.get("type").and_then(Value::as_str) != Some(wanted) {
@@ -49,6 +105,11 @@ impl BatchReport {
             return None;
         }
         Some(document)
+    }
+
+    /// Counts a change that can never be applied; it is set aside, not retried.
+    fn refuse(&mut self, reason: String, document: Value) {
+        self.refused.push((reason, document));
     }
 }
 

@@ -39,13 +39,10 @@ pub async fn posts_changed(state: &AppState, documents: Vec<Value>) -> Result<Ba
     let mut changed_posts = Vec::new();
     for document in documents {
         // (Comments and likes share the container.)
-        let Some(document) = report.admit("PostsChangeFeed", document, "post") else { continue };
-        match parse(document) {
+        let Some(document) = report.admit(document, "post") else { continue };
+        match parse(&document) {
             Ok(changed) => changed_posts.push(changed),
-            Err(why) => {
-                tracing::warn!(target: "blog::changefeed", function = "PostsChangeFeed", %why, "skipping a malformed post");
-                report.poison += 1;
-            }
+            Err(why) => report.refuse(why, document),
         }
     }
     // The copies in `users` are in the authors' partitions and each is written conditionally,
@@ -63,9 +60,9 @@ pub async fn posts_changed(state: &AppState, documents: Vec<Value>) -> Result<Ba
 }
 
 /// Reads a changed post, refusing what a well-behaved writer of `posts` never writes.
-fn parse(document: Value) -> Result<ChangedPost, String> {
+fn parse(document: &Value) -> Result<ChangedPost, String> {
     let id = document.get("id").cloned().unwrap_or(Value::Null);
-    let changed: ChangedPost = serde_json::from_value(document).map_err(|error| format!("post {id}: {error}"))?;
+    let changed = ChangedPost::deserialize(document).map_err(|error| format!("post {id}: {error}"))?;
     let post = &changed.post;
     validate_id(&post.id).and_then(|()| validate_id(&post.user_id)).map_err(|why| format!("post {id}: {why}"))?;
     if post.post_id != post.id {
@@ -139,7 +136,7 @@ async fn refresh_copy(state: &AppState, target: Target, changed: &ChangedPost) -
 /// The post as it is now in `posts`, with its version.
 async fn current_post(state: &AppState, post_id: &str) -> Result<Option<ChangedPost>, FeedError> {
     let document = state.store.read::<Value>(Container::Posts, post_id, post_id).await?;
-    Ok(document.and_then(|document| parse(document).ok()))
+    Ok(document.and_then(|document| parse(&document).ok()))
 }
 
 /// Creates or replaces the copy; writes into `feed` run the `truncateFeed` trigger.

@@ -22,7 +22,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::{BatchReport, FeedError, posts_changed, users_changed};
+use super::{FeedError, Function, posts_changed};
 use crate::cosmos::{Container, Meter, StoreError};
 use crate::http::AppState;
 
@@ -34,40 +34,6 @@ const CONCURRENT_ITEMS: usize = 16;
 const IDLE_POLL: Duration = Duration::from_secs(1);
 /// The longest pause between two deliveries of a batch that failed.
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(5);
-
-/// The two change-feed functions and what they watch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Function {
-    PostsChangeFeed,
-    UsersChangeFeed,
-}
-
-impl Function {
-    pub const ALL: [Function; 2] = [Function::PostsChangeFeed, Function::UsersChangeFeed];
-
-    /// The function's name: its folder under `functions/`, and its path on the handler.
-    pub fn name(self) -> &'static str {
-        match self {
-            Function::PostsChangeFeed => "PostsChangeFeed",
-            Function::UsersChangeFeed => "UsersChangeFeed",
-        }
-    }
-
-    /// The container whose change feed triggers it.
-    pub fn container(self) -> Container {
-        match self {
-            Function::PostsChangeFeed => Container::Posts,
-            Function::UsersChangeFeed => Container::Users,
-        }
-    }
-
-    pub async fn deliver(self, state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
-        match self {
-            Function::PostsChangeFeed => posts_changed(state, documents).await,
-            Function::UsersChangeFeed => users_changed(state, documents).await,
-        }
-    }
-}
 
 /// The running local processors; [`LocalProcessors::stop`] ends them.
 pub struct LocalProcessors {

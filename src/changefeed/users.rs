@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{BatchReport, FeedError};
@@ -20,9 +21,8 @@ pub async fn users_changed(state: &AppState, documents: Vec<Value>) -> Result<Ba
     let mut report = BatchReport::default();
     for document in documents {
         // (The users' post copies share the container.)
-        let Some(document) = report.admit("UsersChangeFeed", document, "user") else { continue };
-        let id = document.get("id").cloned().unwrap_or(Value::Null);
-        let user = serde_json::from_value::<User>(document)
+        let Some(document) = report.admit(document, "user") else { continue };
+        let user = User::deserialize(&document)
             .map_err(|error| error.to_string())
             .and_then(|user| validate_id(&user.user_id).map(|()| user))
             .and_then(|user| if user.id == user.user_id { Ok(user) } else { Err("userId differs from id".into()) });
@@ -35,10 +35,7 @@ pub async fn users_changed(state: &AppState, documents: Vec<Value>) -> Result<Ba
                 }
                 report.applied += 1;
             }
-            Err(why) => {
-                tracing::warn!(target: "blog::changefeed", function = "UsersChangeFeed", user = %id, %why, "skipping a malformed user");
-                report.poison += 1;
-            }
+            Err(why) => report.refuse(format!("user {}: {why}", document.get("id").unwrap_or(&Value::Null)), document),
         }
     }
     Ok(report)

@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod host;
+
 use blog::Blog;
 use blog::changefeed::processor::Deliveries;
 use blog::config::{Backend, ChangeFeedMode, Config};
