@@ -144,7 +144,7 @@ impl Config {
         };
         // The platform sets WEBSITE_AUTH_ENABLED when App Service Authentication is on; trusting its
         // headers without it would let any client pick its identity.
-        let platform_auth = lookup("WEBSITE_AUTH_ENABLED").is_some_and(|value| value.eq_ignore_ascii_case("true"));
+        let platform_auth = lookup("WEBSITE_AUTH_ENABLED").is_some_and(|value| platform_flag(&value));
         let auth = match lookup("BLOG_AUTH").as_deref() {
             None if platform_auth => AuthMode::Platform,
             None | Some("none") => AuthMode::None,
@@ -180,6 +180,15 @@ fn embedded_backend(_: &impl Fn(&str) -> Option<String>) -> Result<Backend, Stri
         "no Cosmos DB account configured: set {CONNECTION_SETTING} (connection string) or \
          {CONNECTION_SETTING}__accountEndpoint (Entra ID); this build has no embedded store"
     ))
+}
+
+/// Whether a platform setting such as `WEBSITE_AUTH_ENABLED` says "on", read as the Functions
+/// host reads it: .NET's `bool.TryParse` (`true` in any case, surrounding whitespace allowed;
+/// azure-functions-host `EnvironmentExtensions.IsEasyAuthEnabled`), or else a whole number that is
+/// not 0 (`HostEasyAuthOptionsSetup.IsSiteAuthEnabled`: `int.TryParse`, `Convert.ToBoolean`).
+fn platform_flag(value: &str) -> bool {
+    let value = value.trim();
+    value.eq_ignore_ascii_case("true") || value.parse::<i32>().is_ok_and(|number| number != 0)
 }
 
 #[cfg(test)]
@@ -228,7 +237,12 @@ mod tests {
     #[test]
     fn writes_are_refused_unless_something_authenticates_the_caller() {
         assert_eq!(config(&[]).unwrap().auth, AuthMode::None);
-        assert_eq!(config(&[("WEBSITE_AUTH_ENABLED", "True")]).unwrap().auth, AuthMode::Platform);
+        for on in ["True", "true", " TRUE ", "1", "-1"] {
+            assert_eq!(config(&[("WEBSITE_AUTH_ENABLED", on)]).unwrap().auth, AuthMode::Platform, "{on:?}");
+        }
+        for off in ["False", "0", "", "yes", "on"] {
+            assert_eq!(config(&[("WEBSITE_AUTH_ENABLED", off)]).unwrap().auth, AuthMode::None, "{off:?}");
+        }
         #[cfg(feature = "embedded")]
         assert_eq!(config(&[("BLOG_AUTH", "development")]).unwrap().auth, AuthMode::Development);
     }

@@ -115,3 +115,18 @@ async fn every_change_feed_function_is_declared_as_the_handler_serves_it() {
         assert_eq!(answer.status.as_u16(), 200, "{name}: {}", answer.body);
     }
 }
+
+/// Core Tools cannot tell a custom handler's runtime from its files: `func azure functionapp
+/// publish` stops with "Worker runtime cannot be 'None'" unless it is named (azure-functions-core-
+/// tools `GlobalCoreToolsSettings.Init` reads `--custom`, else `FUNCTIONS_WORKER_RUNTIME` from the
+/// environment or local.settings.json, which publish never uploads). Every publish
+/// command in the README names it.
+#[test]
+fn the_readme_publish_command_names_the_worker_runtime() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let publishes: Vec<&str> = readme.lines().filter(|line| line.contains("func azure functionapp publish")).collect();
+    assert!(!publishes.is_empty(), "the README shows how to publish");
+    for line in publishes {
+        assert!(line.contains("--custom"), "publish without the runtime named: {line}");
+    }
+}

@@ -10,8 +10,8 @@ use super::AppState;
 use super::auth::Caller;
 use super::extract::{Id, JsonBody, QueryParams, validate_id, validate_text};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
-use super::posts::{existing_author, post_not_found};
-use crate::cosmos::{Container, queries};
+use super::posts::{existing_author, list_of_post, post_not_found};
+use crate::cosmos::queries;
 use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
 use crate::model::{self, Comment, MAX_COMMENT_CHARS};
 use crate::scripts::{CounterOutcome, StoredProcedure};
@@ -81,6 +81,6 @@ pub async fn list(
 ) -> ApiResult<Json<ListPage<Comment>>> {
     const LIST: &str = "comments";
     let page = params.page_request(LIST, &post_id, DEFAULT_PAGE_SIZE)?;
-    let found = state.store.query_page::<Comment>(Container::Posts, &post_id, queries::post_comments(), page).await?;
+    let found = list_of_post::<Comment>(&state, &post_id, queries::post_comments(), page).await?;
     Ok(Json(ListPage { items: found.items, continuation_token: wrap_token(found.continuation, LIST, &post_id) }))
 }

@@ -23,28 +23,62 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
-        let is_json = request
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.split(';').next())
-            .is_some_and(|mime| {
-                let mime = mime.trim();
-                mime.eq_ignore_ascii_case("application/json") || mime.to_ascii_lowercase().ends_with("+json")
-            });
-        if !is_json {
-            return Err(ApiError::new(
-                axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "The body must be JSON, sent with Content-Type: application/json.",
-            ));
-        }
+        let headers = request.headers().clone();
         let bytes = axum::body::Bytes::from_request(request, state).await.map_err(|rejection| {
             ApiError::new(rejection.status(), format!("The request body could not be read: {}", rejection.body_text()))
         })?;
+        if bytes.is_empty() {
+            return Err(missing_body(&headers));
+        }
+        check_json_media_type(&headers)?;
         serde_json::from_slice(&bytes)
             .map(JsonBody)
             .map_err(|error| ApiError::bad_request(format!("The request body is not valid: {error}.")))
     }
+}
+
+/// Why a write arrived without a body. Under the Functions host the likely cause is the
+/// client's framing: the host copies a request's body only when its `Content-Length` is above 0
+/// (azure-functions-host `DefaultHttpWorkerService`, forwarding), so a chunked body is dropped
+/// on the way and its `Transfer-Encoding` header arrives alone.
+fn missing_body(headers: &axum::http::HeaderMap) -> ApiError {
+    let declared_empty = headers.get(header::CONTENT_LENGTH).is_some_and(|length| length == "0");
+    if declared_empty {
+        ApiError::bad_request("The request body is empty; this request needs a JSON body (see the README's API table).")
+    } else {
+        ApiError::new(
+            axum::http::StatusCode::LENGTH_REQUIRED,
+            "The request arrived without its body. Send the JSON body with a Content-Length header, not chunked: \
+             the Azure Functions host forwards a request's body only when its Content-Length is above 0.",
+        )
+    }
+}
+
+/// 415 unless the body is declared JSON (`application/json` or `+json`), in UTF-8: JSON
+/// exchanged between systems is UTF-8 (RFC 8259), so another declared charset is refused rather
+/// than misread.
+fn check_json_media_type(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or("");
+    let mut parts = content_type.split(';');
+    let mime = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+    if mime != "application/json" && !mime.ends_with("+json") {
+        return Err(ApiError::new(
+            axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "The body must be JSON, sent with Content-Type: application/json.",
+        ));
+    }
+    for parameter in parts {
+        if let Some((name, value)) = parameter.split_once('=')
+            && name.trim().eq_ignore_ascii_case("charset")
+            && !value.trim().trim_matches('"').eq_ignore_ascii_case("utf-8")
+        {
+            return Err(ApiError::new(
+                axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!("The body must be UTF-8 JSON; it was declared {}.", value.trim()),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The one id in a route (`{user_id}` or `{post_id}`), checked to be one Cosmos can store.
@@ -88,11 +122,18 @@ pub struct QueryParams<T>(pub T);
 impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        axum::extract::Query::<T>::from_request_parts(parts, state)
-            .await
-            .map(|axum::extract::Query(value)| QueryParams(value))
-            .map_err(|rejection| ApiError::bad_request(format!("The query string is not valid: {}", rejection.body_text())))
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        let invalid = |why: String| ApiError::bad_request(format!("The query string is not valid: {why}"));
+        let query = parts.uri.query().unwrap_or_default();
+        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).map_err(|error| invalid(error.to_string()))?;
+        // Locally a repeated key arrives as it was sent; under the Functions host it arrives
+        // once, its values joined by commas (the host rebuilds the query from its parsed form).
+        // Either way one value is expected.
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some((key, _)) = pairs.iter().find(|(key, _)| !seen.insert(key.as_str())) {
+            return Err(invalid(format!("`{key}` is given more than once; give each parameter once.")));
+        }
+        serde_urlencoded::from_str(query).map(QueryParams).map_err(|error| invalid(format!("{error}.")))
     }
 }
 

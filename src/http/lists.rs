@@ -55,8 +55,16 @@ impl ListParams {
     pub fn page_request(&self, list: &str, key: &str, default_size: u32) -> Result<PageRequest, ApiError> {
         let size = match &self.limit {
             None => default_size,
+            // Digits only: Rust's parse would also take a sign ("+5"), which the OpenAPI
+            // description's integer does not allow.
             Some(text) => match text.parse::<u32>() {
-                Ok(n) if (1..=MAX_PAGE_SIZE).contains(&n) => n,
+                Ok(n) if (1..=MAX_PAGE_SIZE).contains(&n) && text.bytes().all(|byte| byte.is_ascii_digit()) => n,
+                // (Under the Functions host a repeated `limit` arrives as one value with commas.)
+                _ if text.contains(',') => {
+                    return Err(ApiError::bad_request(format!(
+                        "`limit` must be one whole number from 1 to {MAX_PAGE_SIZE}; it was {text:?}: give it once."
+                    )));
+                }
                 _ => {
                     return Err(ApiError::bad_request(format!(
                         "`limit` must be a whole number from 1 to {MAX_PAGE_SIZE}; it was {text:?}."
@@ -118,7 +126,7 @@ mod tests {
     fn limit_is_bounded() {
         assert_eq!(params(None, None).page_request("feed", "post", 10).unwrap().size, 10);
         assert_eq!(params(Some("100"), None).page_request("feed", "post", 10).unwrap().size, 100);
-        for bad in ["0", "101", "-1", "ten", ""] {
+        for bad in ["0", "101", "-1", "+5", "05x", "ten", "", "5,6"] {
             assert!(params(Some(bad), None).page_request("feed", "post", 10).is_err(), "{bad}");
         }
     }

@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::auth::Caller;
 use super::extract::{Id, JsonBody, validate_id, validate_text};
-use crate::cosmos::{Container, StoreError, retry_pause};
+use crate::cosmos::{Container, Page, PageRequest, QuerySpec, StoreError, retry_pause};
 use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
 use crate::model::{self, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, User};
 
@@ -151,6 +151,25 @@ pub async fn existing_author(state: &AppState, user_id: &str) -> ApiResult<User>
         .read::<User>(Container::Users, user_id, user_id)
         .await?
         .ok_or_else(|| ApiError::unprocessable(format!("`userId` {user_id:?} names no existing user; create the user first.")))
+}
+
+/// A page of a post's comments or likes, or 404 when the post does not exist. The list's
+/// query reads the post's partition only, so an empty first page cannot tell "no comments yet"
+/// from "no such post": then, and only then, one point read tells (1 RU). A post with items
+/// costs nothing more; a later page (it has a continuation token) was issued for an existing
+/// post.
+pub async fn list_of_post<T: serde::de::DeserializeOwned + Send + 'static>(
+    state: &AppState,
+    post_id: &str,
+    query: QuerySpec,
+    page: PageRequest,
+) -> ApiResult<Page<T>> {
+    let first_page = page.continuation.is_none();
+    let found = state.store.query_page::<T>(Container::Posts, post_id, query, page).await?;
+    if first_page && found.items.is_empty() && state.store.read::<Post>(Container::Posts, post_id, post_id).await?.is_none() {
+        return Err(post_not_found(post_id));
+    }
+    Ok(found)
 }
 
 pub fn post_not_found(post_id: &str) -> ApiError {

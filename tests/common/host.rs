@@ -87,6 +87,9 @@ pub async fn invoke(app: &TestApp, function: &str, body: &[u8]) -> Answer {
 /// the end of `User-Agent`; the body is copied only when the client's `Content-Length` is above
 /// 0, and with it `Content-Type` and `Content-Length` (a chunked client request arrives without
 /// its body, its `Transfer-Encoding` header still copied).
+///
+/// `body`: `None` for a request whose body did not come through (a GET, or a chunked client
+/// request), `Some` for one the client sent with a `Content-Length`.
 pub async fn forward(app: &TestApp, method: &str, path_and_query: &str, headers: &[(&str, &str)], body: Option<&[u8]>) -> Answer {
     let mut head = format!(
         "{method} {path_and_query} HTTP/1.1\r\nHost: blog.azurewebsites.net\r\n\
@@ -100,16 +103,17 @@ pub async fn forward(app: &TestApp, method: &str, path_and_query: &str, headers:
             continue;
         }
         // The host sends content headers only with a body.
-        if name.eq_ignore_ascii_case("content-type") && body.is_none() {
+        if name.eq_ignore_ascii_case("content-type") && body.is_none_or(<[u8]>::is_empty) {
             continue;
         }
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str(&format!("User-Agent: {user_agent}\r\n"));
-    let body = body.unwrap_or_default();
-    if !body.is_empty() {
+    // A POST or PUT without a body goes out with `Content-Length: 0` (.NET's HttpClient).
+    if let Some(body) = body {
         head.push_str(&format!("Content-Length: {}\r\n", body.len()));
     }
+    let body = body.unwrap_or_default();
     head.push_str("\r\n");
     let mut request = head.into_bytes();
     request.extend_from_slice(body);
