@@ -42,6 +42,7 @@ pub struct Blog {
     pub state: AppState,
     processors: Option<LocalProcessors>,
     max_in_flight: usize,
+    host_change_feed: bool,
 }
 
 impl Blog {
@@ -53,7 +54,8 @@ impl Blog {
             (Backend::Embedded { data_dir }, ChangeFeedMode::Local) => Some(LocalProcessors::start(&state, data_dir)),
             _ => None,
         };
-        Ok(Blog { state, processors, max_in_flight: config.max_in_flight })
+        let host_change_feed = config.change_feed == ChangeFeedMode::Host;
+        Ok(Blog { state, processors, max_in_flight: config.max_in_flight, host_change_feed })
     }
 
     /// What the local change-feed processors delivered, and its cost; `None` where they do not
@@ -69,7 +71,7 @@ impl Blog {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let served = axum::serve(listener, http::router(self.state, self.max_in_flight)).with_graceful_shutdown(shutdown).await;
+        let served = axum::serve(listener, http::router(self.state, self.max_in_flight, self.host_change_feed)).with_graceful_shutdown(shutdown).await;
         if let Some(processors) = self.processors {
             processors.stop().await;
         }

@@ -368,3 +368,38 @@ async fn the_processors_meter_their_work_and_query_only_for_renamed_users() {
     let users = settled(Function::UsersChangeFeed, 3).await;
     assert!(users.operations > users.items + 1, "a rename reads the user and queries for her items: {users:?}");
 }
+
+#[tokio::test]
+async fn the_change_feed_routes_exist_only_for_the_host() {
+    // Locally the processors deliver the changes: nobody else may.
+    let app = TestApp::start().await;
+    for function in Function::ALL {
+        let forged = host::cosmos_invocation(function.name(), &[json!({"id": "p", "type": "post"})], Attempt::Retry(0));
+        let answer = host::invoke(&app, function.name(), &forged).await;
+        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{}: {}", function.name(), answer.body);
+    }
+    // Under the host, a client's request is forwarded under the `api` prefix, where no
+    // change-feed function lives.
+    let app = TestApp::start_as_host().await;
+    for function in Function::ALL {
+        for path in [format!("/api/{}", function.name()), format!("/api/../{}", function.name())] {
+            let answer = host::forward(&app, "POST", &path, &[("Content-Type", "application/json")], Some(b"{}")).await;
+            assert!(matches!(answer.status.as_u16(), 404 | 405), "{path}: {}", answer.status);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_version_from_the_future_is_set_aside_and_freezes_nothing() {
+    let app = TestApp::start_as_host().await;
+    let alice = app.user("alice").await;
+    let post = app.post_by(&alice, "Real").await;
+    let mut forged = app.state.store.read::<Value>(Container::Posts, &post, &post).await.unwrap().unwrap();
+    forged["title"] = json!("DEFACED");
+    forged["_ts"] = json!(9_999_999_999_i64);
+    let answer = deliver(&app, "PostsChangeFeed", &[forged]).await;
+    assert!(answer.body["Logs"][0].as_str().unwrap().contains("1 malformed"), "{}", answer.body);
+    let real = app.state.store.read::<Value>(Container::Posts, &post, &post).await.unwrap().unwrap();
+    deliver(&app, "PostsChangeFeed", &[real]).await;
+    assert_eq!(app.get("/api/feed").await.body["items"][0]["title"], "Real");
+}

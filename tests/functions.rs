@@ -130,3 +130,24 @@ fn the_readme_publish_command_names_the_worker_runtime() {
         assert!(line.contains("--custom"), "publish without the runtime named: {line}");
     }
 }
+
+/// No HTTP function's route, catch-alls included, can forward a client's request to a
+/// change-feed function: the host forwards `/{routePrefix}/{route}` with the request's path as
+/// it came, and a change-feed function is `/{FunctionName}`, outside the prefix.
+#[test]
+fn no_http_route_reaches_a_change_feed_function() {
+    let host = read_json(&Path::new(env!("CARGO_MANIFEST_DIR")).join("host.json"));
+    let prefix = host["extensions"]["http"]["routePrefix"].as_str().unwrap();
+    assert!(!prefix.is_empty() && !prefix.contains('{'), "an empty or templated route prefix would let routes reach /{{FunctionName}}");
+    for (name, function) in functions() {
+        let trigger = &function["bindings"][0];
+        if trigger["type"] != "httpTrigger" {
+            continue;
+        }
+        let forwarded = format!("/{prefix}/{}", trigger["route"].as_str().unwrap());
+        for change_feed in Function::ALL {
+            let path = format!("/{}", change_feed.name());
+            assert!(!forwarded.starts_with(&path) && !path.starts_with(&format!("/{prefix}/")), "{name}: {forwarded} may reach {path}");
+        }
+    }
+}

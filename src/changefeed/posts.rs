@@ -10,6 +10,12 @@ use crate::http::{AppState, validate_id};
 use crate::model::{self, CopyAction, FEED_PARTITION, Post, PostCopy, SourceVersion};
 use crate::scripts::{NOT_AMONG_NEWEST, PostTrigger, ScriptError};
 
+/// How far ahead of this instance's clock a change's `_ts` may be. `_ts` is the second Cosmos DB
+/// stored the version at, and a copy never goes back to a version with a smaller `_ts`: a
+/// version claiming to come from the future would freeze its copies for good, so it is refused.
+/// Five minutes is far beyond the skew of NTP-synchronized clocks.
+pub const MAX_CLOCK_SKEW_SECS: i64 = 300;
+
 /// How often a copy is re-read and re-written when another writer changed it in between.
 const ATTEMPTS: usize = 10;
 
@@ -67,6 +73,10 @@ fn parse(document: &Value) -> Result<ChangedPost, String> {
     validate_id(&post.id).and_then(|()| validate_id(&post.user_id)).map_err(|why| format!("post {id}: {why}"))?;
     if post.post_id != post.id {
         return Err(format!("post {id}: postId {:?} differs from its id", post.post_id));
+    }
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    if changed.ts > now + MAX_CLOCK_SKEW_SECS {
+        return Err(format!("post {id}: its _ts {} is more than {MAX_CLOCK_SKEW_SECS} s ahead of the clock ({now})", changed.ts));
     }
     let too_long = |text: &str, max: usize| text.chars().count() > max;
     if too_long(&post.title, model::MAX_TITLE_CHARS)

@@ -19,7 +19,7 @@ use crate::scripts::{CounterOutcome, StoredProcedure};
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewCommentBody {
-    #[schema(min_length = 1, max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$")]
+    #[schema(min_length = 1, max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$")]
     user_id: String,
     #[schema(
         min_length = 1,
@@ -36,7 +36,7 @@ pub struct NewCommentBody {
     path = "/api/posts/{postId}/comments",
     tag = "posts",
     request_body = NewCommentBody,
-    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$")),
+    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$")),
     responses(
         (status = 201, description = "C3: the comment, created and counted", body = Comment),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
@@ -68,7 +68,7 @@ pub async fn create(
     get,
     path = "/api/posts/{postId}/comments",
     tag = "posts",
-    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$"), ListParams),
+    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$"), ListParams),
     responses(
         (status = 200, description = "Q4: the post's comments, oldest first", body = ListPage<Comment>),
         ReadProblems,

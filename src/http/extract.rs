@@ -96,20 +96,29 @@ impl<S: Send + Sync> FromRequestParts<S> for Id {
     }
 }
 
-/// Why `id` cannot be a Cosmos item id, if it cannot: Cosmos forbids `/ \ ? #` in ids (they
-/// break resource links), and we also refuse control characters and blank or over-long ids.
+/// Why `id` cannot be a Cosmos item id, if it cannot. An id travels as one segment of a
+/// resource path (`dbs/blog/colls/posts/docs/{id}`, in the SDK's requests and in the scripts'
+/// links), so it must be one that such a segment carries unchanged:
+/// - not `/ \ ? #`, which Cosmos DB refuses in ids (they end or split a path);
+/// - not `%`, which a path reads as the start of an escape (`a%2Fb` would be read as `a/b`);
+/// - not `.` or `..` alone, which a path resolves as "this" and "the parent" segment;
+/// - printable ASCII only (ids are generated here as UUIDs and `like-<userId>`, and principal ids
+///   are GUIDs), 1 to 255 bytes.
 pub fn validate_id(id: &str) -> Result<(), String> {
-    if id.trim().is_empty() {
+    if id.is_empty() {
         return Err("The id must not be empty.".into());
     }
     if id.len() > MAX_ID_BYTES {
         return Err(format!("The id must be at most {MAX_ID_BYTES} bytes long."));
     }
-    if let Some(bad) = id.chars().find(|c| matches!(c, '/' | '\\' | '?' | '#') || c.is_control()) {
-        return Err(format!("The id must not contain {bad:?}: Cosmos DB cannot store ids with / \\ ? # or control characters."));
+    if id == "." || id == ".." {
+        return Err(format!("The id must not be {id:?}: a resource path reads it as a relative segment."));
     }
-    // Ids are generated here as UUIDs (and `like-<userId>`): printable ASCII, so a link to an
-    // item never needs more escaping than the URL itself.
+    if let Some(bad) = id.chars().find(|c| matches!(c, '/' | '\\' | '?' | '#' | '%')) {
+        return Err(format!(
+            "The id must not contain {bad:?}: a Cosmos DB resource path cannot carry / \\ ? # % in an id."
+        ));
+    }
     if let Some(bad) = id.chars().find(|c| !c.is_ascii_graphic()) {
         return Err(format!("The id must not contain {bad:?}: ids are printable ASCII without spaces."));
     }
@@ -162,10 +171,10 @@ mod tests {
 
     #[test]
     fn ids_cosmos_cannot_store_are_refused() {
-        for bad in ["", "  ", "a b", "é", "a/b", "a\\b", "a?b", "a#b", "a\u{0}b", "a\nb", &"x".repeat(256)] {
+        for bad in ["", "  ", "a b", "é", "a/b", "a\\b", "a?b", "a#b", "a%2Fb", "%", ".", "..", "a\u{0}b", "a\nb", &"x".repeat(256)] {
             assert!(validate_id(bad).is_err(), "{bad:?} should be refused");
         }
-        for good in ["0b7d6c1e-8a6f-4b6e-9f1e-2d3c4b5a6978", "like-u1", "!$%&'()*+,-.:;<=>@[]^_`{|}~", &"x".repeat(255)] {
+        for good in ["0b7d6c1e-8a6f-4b6e-9f1e-2d3c4b5a6978", "like-u1", "!$&'()*+,-.:;<=>@[]^_`{|}~", "...", ".a", "a..b", &"x".repeat(255)] {
             assert!(validate_id(good).is_ok(), "{good:?} should be accepted");
         }
     }

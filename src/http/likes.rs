@@ -19,7 +19,7 @@ use crate::scripts::{CounterOutcome, StoredProcedure};
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewLikeBody {
-    #[schema(min_length = 1, max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$")]
+    #[schema(min_length = 1, max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$")]
     user_id: String,
 }
 
@@ -31,7 +31,7 @@ pub struct NewLikeBody {
     path = "/api/posts/{postId}/likes",
     tag = "posts",
     request_body = NewLikeBody,
-    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$")),
+    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$")),
     responses(
         (status = 201, description = "C4: the like, created and counted", body = Like),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
@@ -66,7 +66,7 @@ pub async fn create(
     get,
     path = "/api/posts/{postId}/likes",
     tag = "posts",
-    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$"), ListParams),
+    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$"), ListParams),
     responses(
         (status = 200, description = "Q5: the post's likes, oldest first", body = ListPage<Like>),
         ReadProblems,

@@ -84,22 +84,32 @@ fn handler(function: &str) -> MethodRouter<AppState> {
 }
 
 /// Every route the handler serves: the HTTP functions at the paths the host forwards
-/// (`/api/...`), the change-feed functions at `/{FunctionName}`, and `GET /`.
-pub fn router(state: AppState, max_in_flight: usize) -> Router {
+/// (`/api/...`), `GET /`, and, when the Functions host delivers the change feed
+/// (`host_change_feed`), the change-feed functions at `/{FunctionName}`.
+///
+/// The change-feed routes write copies from whatever batch they are given, so they exist only
+/// where the host is their one caller: the host reaches them on loopback, and a client cannot,
+/// because every forwarded request keeps the `api` route prefix (host.json), which no change-feed
+/// path has. Where the local processors deliver the changes, nothing else may.
+pub fn router(state: AppState, max_in_flight: usize, host_change_feed: bool) -> Router {
     let mut api = Router::new();
     for (function, _, route) in HTTP_FUNCTIONS {
         api = api.route(&format!("/{route}"), handler(function));
     }
 
-    // The change-feed functions, invoked by the host as `POST /{FunctionName}`. A batch holds up
-    // to `maxItemsPerInvocation` whole items, so its body may be far larger than an API body.
-    let host_batch_limit = axum::extract::DefaultBodyLimit::max(HOST_BATCH_BYTES);
-    Router::new()
+    let mut router = Router::new()
         // The host's readiness probe: it waits for any answer to `GET /` before sending work.
         .route("/", get(|| async { StatusCode::OK }))
-        .nest("/api", api)
-        .route("/PostsChangeFeed", post(changefeed::host::posts).layer(host_batch_limit))
-        .route("/UsersChangeFeed", post(changefeed::host::users).layer(host_batch_limit))
+        .nest("/api", api);
+    if host_change_feed {
+        // Invoked by the host as `POST /{FunctionName}`. A batch holds up to
+        // `maxItemsPerInvocation` whole items, so its body may be far larger than an API body.
+        let host_batch_limit = axum::extract::DefaultBodyLimit::max(HOST_BATCH_BYTES);
+        router = router
+            .route("/PostsChangeFeed", post(changefeed::host::posts).layer(host_batch_limit))
+            .route("/UsersChangeFeed", post(changefeed::host::users).layer(host_batch_limit));
+    }
+    router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // Overload is answered at once: past `max_in_flight`, a request gets 503 instead of a

@@ -21,7 +21,7 @@ const EDIT_ATTEMPTS: usize = 16;
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewPostBody {
-    #[schema(min_length = 1, max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$")]
+    #[schema(min_length = 1, max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$")]
     user_id: String,
     #[schema(
         min_length = 1,
@@ -96,7 +96,7 @@ pub async fn create(
     path = "/api/posts/{postId}",
     tag = "posts",
     request_body = EditPostBody,
-    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$")),
+    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$")),
     responses(
         (status = 200, description = "C2: the post, edited", body = Post),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
@@ -132,7 +132,7 @@ pub async fn edit(
     get,
     path = "/api/posts/{postId}",
     tag = "posts",
-    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^[!\"$-.0->@-\\[\\]-~]+$")),
+    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$")),
     responses(
         (status = 200, description = "Q2: the post with its author's username and counters", body = Post),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
