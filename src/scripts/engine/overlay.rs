@@ -39,7 +39,8 @@ struct Entry {
 
 /// How an operation went, for the JavaScript layer.
 enum Reply {
-    Done(Value),
+    /// The reply's fields: `result`, `continuation`, `notModified`.
+    Done(Map<String, Value>),
     Failed(u16, String),
     NotAccepted,
 }
@@ -61,6 +62,10 @@ pub(super) struct State {
 
 fn failed(status: u16, message: impl Into<String>) -> Reply {
     Reply::Failed(status, message.into())
+}
+
+fn done(reply: Value) -> Reply {
+    Reply::Done(reply.as_object().cloned().unwrap_or_default())
 }
 
 fn not_found() -> Reply {
@@ -119,11 +124,10 @@ impl State {
         let reply = match outcome {
             Ok(Reply::NotAccepted) => json!({"accepted": false}),
             Ok(Reply::Failed(status, message)) => json!({"accepted": true, "error": {"status": status, "message": message}}),
-            Ok(Reply::Done(Value::Object(mut reply))) => {
+            Ok(Reply::Done(mut reply)) => {
                 reply.insert("accepted".into(), Value::Bool(true));
                 Value::Object(reply)
             }
-            Ok(Reply::Done(result)) => json!({"accepted": true, "result": result}),
             Err(error) => {
                 let message = error.to_string();
                 self.failure = Some(error);
@@ -137,7 +141,7 @@ impl State {
         let Some(id) = self.target(&request["target"])? else { return Ok(not_found()) };
         let Some(document) = self.current(&id)? else { return Ok(not_found()) };
         let unchanged = request["options"]["ifNoneMatch"].as_str().is_some_and(|etag| document.get("_etag") == Some(&json!(etag)));
-        Ok(Reply::Done(if unchanged { json!({"notModified": true}) } else { json!({"result": document}) }))
+        Ok(done(if unchanged { json!({"notModified": true}) } else { json!({"result": document}) }))
     }
 
     fn query(&mut self, request: &Value) -> Result<Reply, ScriptError> {
@@ -167,7 +171,7 @@ impl State {
                 visible.push(document);
             }
         }
-        Ok(Reply::Done(json!({"result": visible, "continuation": continuation})))
+        Ok(done(json!({"result": visible, "continuation": continuation})))
     }
 
     fn write(&mut self, kind: &str, request: &Value) -> Result<Reply, ScriptError> {
@@ -224,7 +228,7 @@ impl State {
         }
         let stored = self.with_system_properties(&id, document);
         self.record_write(&id, Some(stored.clone()), bytes + OPERATION_OVERHEAD);
-        Ok(Reply::Done(stored))
+        Ok(done(json!({"result": stored})))
     }
 
     fn delete(&mut self, request: &Value) -> Result<Reply, ScriptError> {
@@ -241,7 +245,7 @@ impl State {
             return Ok(Reply::NotAccepted);
         }
         self.record_write(&id, None, OPERATION_OVERHEAD);
-        Ok(Reply::Done(json!({})))
+        Ok(done(json!({})))
     }
 
     /// The id a link names: by id, or by `_rid` (one seen in this run, else looked up).
