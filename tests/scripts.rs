@@ -201,7 +201,8 @@ fn every_script_file_is_valid_javascript_defining_its_function() {
         };
         // Run without arguments: the script may throw (it validates its input), but it must
         // compile and define its function.
-        let run = engine::run(&source, &name, &Invocation::Procedure(vec![]), &partition, std::rc::Rc::new(Empty), &Limits::default());
+        let run =
+            engine::run(&source, &name, &Invocation::Procedure(vec![]), &partition, std::rc::Rc::new(Empty), &Limits::default());
         assert!(!matches!(&run.result, Err(ScriptError::Failed(_))), "{name}.js: {:?}", run.result);
         checked.push(name);
     }
@@ -224,7 +225,10 @@ async fn truncate_feed_holds_across_processes() {
         let (store, _dir) = store().await;
         let single = InProcessScripts::new(store.clone());
         for n in 1..=99 {
-            single.write_with_trigger(PostTrigger::TruncateFeed, "post", WriteOp::Create { document: feed_post(n) }).await.unwrap();
+            single
+                .write_with_trigger(PostTrigger::TruncateFeed, "post", WriteOp::Create { document: feed_post(n) })
+                .await
+                .unwrap();
         }
         let processes = [Arc::new(InProcessScripts::new(store.clone())), Arc::new(InProcessScripts::new(store.clone()))];
         let writes = processes.iter().zip([100, 101]).map(|(process, n)| {
@@ -249,7 +253,10 @@ async fn the_fence_item_is_invisible_to_the_application() {
     let (store, _dir) = store().await;
     let scripts = InProcessScripts::new(store.clone());
     scripts.write_with_trigger(PostTrigger::TruncateFeed, "post", WriteOp::Create { document: feed_post(1) }).await.unwrap();
-    assert!(store.read::<Value>(Container::Feed, "post", blog::scripts::FENCE_ID).await.unwrap().is_some(), "the trigger queried");
+    assert!(
+        store.read::<Value>(Container::Feed, "post", blog::scripts::FENCE_ID).await.unwrap().is_some(),
+        "the trigger queried"
+    );
     let page = blog::cosmos::PageRequest { size: 100, continuation: None };
     let feed = store.query_documents(Container::Feed, "post", blog::cosmos::queries::feed(), page).await.unwrap().0;
     assert_eq!(feed.iter().map(|post| post["id"].as_str().unwrap()).collect::<Vec<_>>(), ["p001"]);

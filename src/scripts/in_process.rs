@@ -82,7 +82,8 @@ impl InProcessScripts {
             partition_key: partition.key.as_str().unwrap_or_default().to_owned(),
             handle: Handle::current(),
         };
-        let (partition, invocation, limits, meter) = (partition.clone(), invocation.clone(), self.limits.clone(), Meter::current());
+        let (partition, invocation, limits, meter) =
+            (partition.clone(), invocation.clone(), self.limits.clone(), Meter::current());
         let run = move || engine::run(script.source, script.name, &invocation, &partition, Rc::new(reader), &limits);
         tokio::task::spawn_blocking(move || match meter {
             Some(meter) => meter.enter(run),

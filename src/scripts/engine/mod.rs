@@ -55,8 +55,12 @@ pub trait PartitionReader {
     /// Point read by id, with system properties; `Ok(None)` when absent.
     fn read(&self, id: &str) -> Result<Option<Value>, StoreError>;
     /// One page of a parameterized query in this partition, and the continuation of the next.
-    fn query(&self, sql: &str, parameters: &[(String, Value)], page: PageRequest)
-    -> Result<(Vec<Value>, Option<String>), StoreError>;
+    fn query(
+        &self,
+        sql: &str,
+        parameters: &[(String, Value)],
+        page: PageRequest,
+    ) -> Result<(Vec<Value>, Option<String>), StoreError>;
 }
 
 /// The partition a script runs in, and its collection's links.

@@ -140,7 +140,8 @@ impl State {
     fn read(&mut self, request: &Value) -> Result<Reply, ScriptError> {
         let Some(id) = self.target(&request["target"])? else { return Ok(not_found()) };
         let Some(document) = self.current(&id)? else { return Ok(not_found()) };
-        let unchanged = request["options"]["ifNoneMatch"].as_str().is_some_and(|etag| document.get("_etag") == Some(&json!(etag)));
+        let unchanged =
+            request["options"]["ifNoneMatch"].as_str().is_some_and(|etag| document.get("_etag") == Some(&json!(etag)));
         Ok(done(if unchanged { json!({"notModified": true}) } else { json!({"result": document}) }))
     }
 
@@ -187,7 +188,9 @@ impl State {
             document["id"] = Value::String(uuid::Uuid::new_v4().to_string());
         }
         let id = match document.get("id") {
-            None => return Ok(failed(400, "The input content is invalid because the required properties - 'id; ' - are missing")),
+            None => {
+                return Ok(failed(400, "The input content is invalid because the required properties - 'id; ' - are missing"));
+            }
             Some(Value::String(id)) if valid_id(id) => id.clone(),
             Some(other) => return Ok(failed(400, format!("The input name {other} is invalid."))),
         };

@@ -164,4 +164,3 @@ fn describe(value: &JsValue<'_>) -> String {
     }
     value.get::<Coerced<String>>().map_or_else(|_| "<unprintable exception>".to_owned(), |Coerced(text)| text)
 }
-

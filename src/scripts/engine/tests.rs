@@ -45,7 +45,12 @@ impl PartitionReader for MemReader {
         Ok(self.docs.get(id).cloned())
     }
 
-    fn query(&self, sql: &str, parameters: &[(String, Value)], page: PageRequest) -> Result<(Vec<Value>, Option<String>), StoreError> {
+    fn query(
+        &self,
+        sql: &str,
+        parameters: &[(String, Value)],
+        page: PageRequest,
+    ) -> Result<(Vec<Value>, Option<String>), StoreError> {
         self.queries.borrow_mut().push((sql.to_owned(), page.clone()));
         let bad = || StoreError::BadRequest(format!("Syntax error near '{sql}'"));
         let rows: Vec<Value> = if sql == "SELECT * FROM c" {
@@ -220,10 +225,7 @@ fn links_are_checked_as_on_cosmos() {
         });
       });
     }"#);
-    assert_eq!(
-        out.body,
-        json!({"results": [400, 400, 400, 400, 400, 400], "self": SELF, "alt": ALT, "same": true})
-    );
+    assert_eq!(out.body, json!({"results": [400, 400, 400, 400, 400, 400], "self": SELF, "alt": ALT, "same": true}));
 }
 
 /// W createDocument: a string body is parsed; a missing id is generated (the caller's object is
@@ -321,10 +323,7 @@ fn request_and_response_are_property_maps() {
         reader(),
     )
     .unwrap();
-    assert_eq!(
-        out.body,
-        json!({"args": [{"k": 1}], "same": true, "requestIsReadOnly": true, "newHeader": 400, "body": "ab"})
-    );
+    assert_eq!(out.body, json!({"args": [{"k": 1}], "same": true, "requestIsReadOnly": true, "newHeader": 400, "body": "ab"}));
 }
 
 /// D1, Response.setBody: a post-trigger sees the request's body and operation, reads the
@@ -342,10 +341,7 @@ fn post_trigger_sees_the_written_document() {
     let document = json!({"id": "post-9", "postId": "post-1", "title": "new"});
     let invocation = Invocation::PostTrigger { operation: TriggerOperation::Create, document };
     let out = run_with(source, invocation, reader(), &Limits::default()).result.unwrap();
-    assert_eq!(
-        out.body,
-        json!({"op": "Create", "read": "new", "etag": true, "requestHasNoRid": true, "storedRid": "string"})
-    );
+    assert_eq!(out.body, json!({"op": "Create", "read": "new", "etag": true, "requestHasNoRid": true, "storedRid": "string"}));
     assert!(out.writes.is_empty());
 }
 
@@ -392,7 +388,11 @@ fn etags_follow_the_runs_own_writes() {
     assert_eq!(out.body, json!([412, null]));
     assert_eq!(
         out.writes,
-        [WriteOp::Replace { id: "post-1".into(), document: json!({"id": "post-1", "postId": "post-1", "v": 3}), if_match: etag("post-1") }]
+        [WriteOp::Replace {
+            id: "post-1".into(),
+            document: json!({"id": "post-1", "postId": "post-1", "v": 3}),
+            if_match: etag("post-1")
+        }]
     );
 }
 
@@ -435,8 +435,12 @@ fn the_read_set_comes_back() {
     let run = run_with(source, Invocation::Procedure(vec![]), reader(), &Limits::default());
     assert_eq!(run.reads.items, [("post-2".to_owned(), etag("post-2"))]);
     assert!(run.reads.covered_by(&run.result.unwrap().writes));
-    let run = run_with("function main() { __.queryDocuments(__.getSelfLink(), 'SELECT * FROM c'); }",
-        Invocation::Procedure(vec![]), reader(), &Limits::default());
+    let run = run_with(
+        "function main() { __.queryDocuments(__.getSelfLink(), 'SELECT * FROM c'); }",
+        Invocation::Procedure(vec![]),
+        reader(),
+        &Limits::default(),
+    );
     assert!(run.reads.queried && !run.reads.covered_by(&[]));
 }
 
@@ -486,7 +490,9 @@ fn per_run_cost() {
     let r = reader();
     let create = r#"function main() { __.readDocument(__.getAltLink() + "/docs/post-1",
         function (e, p) { p.commentCount++; __.replaceDocument(p._self, p); }); }"#;
-    for (name, source) in [("trivial", "function main(x) { getContext().getResponse().setBody(x + 1); }"), ("read+replace", create)] {
+    for (name, source) in
+        [("trivial", "function main(x) { getContext().getResponse().setBody(x + 1); }"), ("read+replace", create)]
+    {
         let start = Instant::now();
         for _ in 0..300 {
             sp(source, vec![json!(1)], r.clone()).unwrap();
