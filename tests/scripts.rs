@@ -105,9 +105,10 @@ async fn update_usernames_works_in_bounded_runs_and_rewrites_only_what_is_wrong(
     let update = StoredProcedure::UpdateUsernames.script();
 
     let first = scripts.run(update, "p", vec![json!("u"), json!("new")]).await.unwrap();
-    assert_eq!(first, json!({"updated": 100, "done": false}), "stops when the batch is full");
+    // One transactional batch holds 100 operations: 99 rewrites and the partition's fence.
+    assert_eq!(first, json!({"updated": 99, "done": false}), "stops when the batch is full");
     let second = scripts.run(update, "p", vec![json!("u"), json!("new")]).await.unwrap();
-    assert_eq!(second, json!({"updated": 50, "done": true}), "the next run picks up the rest");
+    assert_eq!(second, json!({"updated": 51, "done": true}), "the next run picks up the rest");
     let third = scripts.run(update, "p", vec![json!("u"), json!("new")]).await.unwrap();
     assert_eq!(third, json!({"updated": 0, "done": true}), "nothing is rewritten twice");
     for n in 0..150 {
@@ -126,7 +127,10 @@ fn feed_post(n: u32) -> Value {
 }
 
 async fn feed_ids(store: &Store) -> Vec<String> {
-    let query = blog::cosmos::QuerySpec { sql: "SELECT VALUE c.id FROM c ORDER BY c.id".into(), parameters: vec![] };
+    let query = blog::cosmos::QuerySpec {
+        sql: "SELECT VALUE c.id FROM c WHERE NOT IS_DEFINED(c.scriptFence) ORDER BY c.id".into(),
+        parameters: vec![],
+    };
     let page = blog::cosmos::PageRequest { size: 1000, continuation: None };
     let (ids, _) = store.query_documents(Container::Feed, "post", query, page).await.unwrap();
     ids.into_iter().map(|id| id.as_str().unwrap().to_owned()).collect()
@@ -167,15 +171,16 @@ async fn truncate_feed_keeps_exactly_the_newest_100() {
 /// must be valid JavaScript defining the function its file is named after.
 #[test]
 fn every_script_file_is_valid_javascript_defining_its_function() {
-    use blog::scripts::engine::{self, Limits, Partition, PartitionReader, QueryPage, StoreError};
+    use blog::cosmos::{PageRequest, StoreError};
+    use blog::scripts::engine::{self, Invocation, Limits, Partition, PartitionReader};
 
     struct Empty;
     impl PartitionReader for Empty {
         fn read(&self, _: &str) -> Result<Option<Value>, StoreError> {
             Ok(None)
         }
-        fn query(&self, _: &str, _: &[(String, Value)], _: Option<u32>, _: Option<&str>) -> Result<QueryPage, StoreError> {
-            Ok(QueryPage::default())
+        fn query(&self, _: &str, _: &[(String, Value)], _: PageRequest) -> Result<(Vec<Value>, Option<String>), StoreError> {
+            Ok((Vec::new(), None))
         }
     }
 
@@ -188,12 +193,17 @@ fn every_script_file_is_valid_javascript_defining_its_function() {
         }
         let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
         let source = std::fs::read_to_string(&path).unwrap();
-        let key = json!("k");
-        let partition = Partition { key: &key, key_path: "/postId", collection_link: "dbs/blog/colls/posts" };
+        let partition = Partition {
+            key: json!("k"),
+            key_path: "/postId",
+            self_link: "dbs/AAAA==/colls/AAAAAA==/".into(),
+            alt_link: "dbs/blog/colls/posts".into(),
+        };
         // Run without arguments: the script may throw (it validates its input), but it must
         // compile and define its function.
-        let result = engine::run_stored_procedure(&source, &name, &[], &partition, &Empty, &Limits::default());
-        assert!(!matches!(result, Err(engine::ScriptError::Compile(_))), "{name}.js: {result:?}");
+        let run =
+            engine::run(&source, &name, &Invocation::Procedure(vec![]), &partition, std::rc::Rc::new(Empty), &Limits::default());
+        assert!(!matches!(&run.result, Err(ScriptError::Failed(_))), "{name}.js: {:?}", run.result);
         checked.push(name);
     }
     checked.sort();
@@ -203,5 +213,60 @@ fn every_script_file_is_valid_javascript_defining_its_function() {
     }
     for trigger in PostTrigger::ALL {
         assert!(checked.contains(&trigger.script().name.to_owned()));
+    }
+}
+
+/// Two handler processes on one account, each with its own executor (and partition locks): with
+/// the feed at 99 posts, two concurrent writes of new posts must leave exactly 100. Each trigger
+/// only reads the others posts; without the fence both commit and the feed holds 101.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn truncate_feed_holds_across_processes() {
+    for trial in 0..15 {
+        let (store, _dir) = store().await;
+        let single = InProcessScripts::new(store.clone());
+        for n in 1..=99 {
+            single
+                .write_with_trigger(PostTrigger::TruncateFeed, "post", WriteOp::Create { document: feed_post(n) })
+                .await
+                .unwrap();
+        }
+        let processes = [Arc::new(InProcessScripts::new(store.clone())), Arc::new(InProcessScripts::new(store.clone()))];
+        let writes = processes.iter().zip([100, 101]).map(|(process, n)| {
+            let process = process.clone();
+            tokio::spawn(async move {
+                process.write_with_trigger(PostTrigger::TruncateFeed, "post", WriteOp::Create { document: feed_post(n) }).await
+            })
+        });
+        for write in writes.collect::<Vec<_>>() {
+            write.await.unwrap().unwrap();
+        }
+        let ids = feed_ids(&store).await;
+        assert_eq!(ids.len(), 100, "trial {trial}: {} posts", ids.len());
+        assert!(!ids.contains(&"p001".to_owned()), "trial {trial}: the oldest is gone");
+    }
+}
+
+/// The fence item never shows: not in the application's feed query, nor in a post partition's
+/// lists, nor in what a script's query returns.
+#[tokio::test]
+async fn the_fence_item_is_invisible_to_the_application() {
+    let (store, _dir) = store().await;
+    let scripts = InProcessScripts::new(store.clone());
+    scripts.write_with_trigger(PostTrigger::TruncateFeed, "post", WriteOp::Create { document: feed_post(1) }).await.unwrap();
+    assert!(
+        store.read::<Value>(Container::Feed, "post", blog::scripts::FENCE_ID).await.unwrap().is_some(),
+        "the trigger queried"
+    );
+    let page = blog::cosmos::PageRequest { size: 100, continuation: None };
+    let feed = store.query_documents(Container::Feed, "post", blog::cosmos::queries::feed(), page).await.unwrap().0;
+    assert_eq!(feed.iter().map(|post| post["id"].as_str().unwrap()).collect::<Vec<_>>(), ["p001"]);
+
+    store.create(Container::Posts, "p", &json!({"id": "c1", "postId": "p", "userId": "u", "userUsername": "old"})).await.unwrap();
+    let update = StoredProcedure::UpdateUsernames.script();
+    scripts.run(update, "p", vec![json!("u"), json!("new")]).await.unwrap();
+    assert!(store.read::<Value>(Container::Posts, "p", blog::scripts::FENCE_ID).await.unwrap().is_some());
+    let page = blog::cosmos::PageRequest { size: 100, continuation: None };
+    for query in [blog::cosmos::queries::post_comments(), blog::cosmos::queries::post_likes()] {
+        assert!(store.query_documents(Container::Posts, "p", query, page.clone()).await.unwrap().0.is_empty());
     }
 }

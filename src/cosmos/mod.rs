@@ -112,6 +112,8 @@ pub enum StoreError {
     Timeout,
     /// A continuation token Cosmos refused.
     BadContinuation(String),
+    /// A request Cosmos refused as malformed (400), e.g. a script's query that does not parse.
+    BadRequest(String),
     /// A transactional batch failed; `statuses` holds each operation's status (the failing one,
     /// and 424 for the others).
     BatchFailed {
@@ -129,6 +131,7 @@ impl std::fmt::Display for StoreError {
             StoreError::Throttled => f.write_str("throttled (429)"),
             StoreError::Timeout => write!(f, "no answer within {CALL_TIMEOUT:?}"),
             StoreError::BadContinuation(why) => write!(f, "invalid continuation token: {why}"),
+            StoreError::BadRequest(why) => write!(f, "bad request: {why}"),
             StoreError::BatchFailed { statuses } => write!(f, "transactional batch failed: {statuses:?}"),
             StoreError::Other(message) => f.write_str(message),
         }
@@ -141,6 +144,7 @@ impl StoreError {
     fn from_cosmos(error: &CosmosError) -> StoreError {
         let status = error.status();
         match u16::from(status.status_code()) {
+            400 => StoreError::BadRequest(error.to_string()),
             404 => StoreError::NotFound,
             409 => StoreError::Conflict,
             412 => StoreError::PreconditionFailed,
@@ -201,6 +205,7 @@ pub struct Store {
     posts: ContainerClient,
     feed: ContainerClient,
     leases: ContainerClient,
+    database: String,
     /// Present on the embedded store: every acknowledged write is also journaled to disk.
     durability: Option<Durability>,
     /// The Entra ID credential the client signs in with, shared with the server-side script
@@ -261,6 +266,7 @@ impl Store {
             posts: open(Container::Posts).await?,
             feed: open(Container::Feed).await?,
             leases: open(Container::Leases).await?,
+            database: config.database.clone(),
             durability: None,
             credential: credential_for_scripts,
         };
@@ -288,6 +294,21 @@ impl Store {
             Container::Feed => &self.feed,
             Container::Leases => &self.leases,
         }
+    }
+
+    /// The container's links as a server-side script sees them: its self link, by resource ids
+    /// (`dbs/<rid>/colls/<rid>/`, from the container's `_self`), and its name-based link
+    /// (`dbs/<database>/colls/<name>`).
+    pub async fn script_links(&self, container: Container) -> Result<(String, String), StoreError> {
+        let properties = bounded(self.container(container).read(None))
+            .await?
+            .into_model()
+            .map_err(|error| StoreError::Other(format!("unreadable container properties: {error}")))?;
+        let self_link = properties
+            .system_properties
+            .self_link
+            .ok_or_else(|| StoreError::Other(format!("container {} has no _self", container.name())))?;
+        Ok((self_link, format!("dbs/{}/colls/{}", self.database, container.name())))
     }
 
     /// Point read; `None` when there is no such item.

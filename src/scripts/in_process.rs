@@ -1,49 +1,57 @@
-//! Runs the stored procedures in this process, for backends that cannot run them (the embedded
-//! store, the Linux emulator), with the guarantees Cosmos DB gives a stored procedure.
+//! Runs the stored procedures and the trigger in this process, for backends that cannot run them
+//! (the embedded store, the Linux emulator), with the guarantees Cosmos DB gives a script.
 //!
-//! The script reads the partition through the store and buffers its writes (see [`engine`]).
-//! Its net writes are then committed as ONE transactional batch, every replace or delete
-//! conditioned on the etag the script read and every create on the id being free, so the batch
-//! commits only if nothing the script relied on changed meanwhile. Otherwise the script is run
-//! again on the new state. A script that throws writes nothing.
+//! The script runs on a blocking thread, reading the partition through the store (see
+//! [`engine`]). Its net writes are then committed as ONE transactional batch, every replace or
+//! delete conditioned on the etag the script read and every create on the id being free. A
+//! script whose decision rests on more than the documents it writes (it queried, or read a
+//! document it does not write) also replaces the partition's fence item ([`FENCE_ID`]) under the
+//! etag it had when the run began: every committing script moves the fence, so of two scripts of
+//! one partition that overlap in time, in any number of processes, only the first commits and
+//! the other runs again on the new state, as Cosmos DB runs a partition's scripts one after
+//! another. A script that throws writes nothing.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::runtime::Handle;
 
-use super::engine::{self, Limits, Partition, PartitionReader, QueryPage, ScriptOutcome, TriggerOperation, TriggerRequest};
+use super::engine::{self, Invocation, Limits, Partition, PartitionReader, Reads, TriggerOperation, write_id};
 use super::{PostTrigger, Script, ScriptError, ScriptExecutor, StoredProcedure};
 use crate::cosmos::{Container, Meter, PageRequest, QuerySpec, Store, StoreError, WriteOp, retry_pause};
 
-/// How often a script is re-run after its batch lost a race with a writer outside this process
-/// (or a direct write such as a post edit). Each retry re-reads the partition.
-const ATTEMPTS: usize = 16;
+/// The id of the item each partition's committing scripts move (see the module docs). Application
+/// ids are printable ASCII; this one starts with `§` (U+00A7), so it can never be one of them.
+/// It carries only the partition key and `scriptFence: true`; in `feed`, whose partition key is
+/// `type`, it has `type: "post"`, so the feed's queries exclude it by `scriptFence`.
+pub const FENCE_ID: &str = "\u{a7}scriptFence";
 
-/// The page size of a script's query that sets no `pageSize` (Cosmos DB's default is 100).
-const DEFAULT_SCRIPT_PAGE_SIZE: u32 = 100;
+/// How often a script is re-run after its batch lost a race. Each retry re-reads the partition.
+const ATTEMPTS: usize = 16;
 
 pub struct InProcessScripts {
     store: Arc<Store>,
     limits: Limits,
     /// Cosmos DB runs the scripts of one logical partition one after another. Doing the same
     /// here (a lock per partition, striped) keeps this process's scripts from failing each
-    /// other's etag checks; the checks still guard against other processes and other writers.
+    /// other's checks; the fence and the etags guard against other processes and writers.
     partitions: Vec<tokio::sync::Mutex<()>>,
+    /// Each container's self link and name-based link, read once.
+    links: Mutex<HashMap<Container, (String, String)>>,
 }
 
-/// How many partition locks there are; partitions that share a stripe merely wait for each
-/// other.
+/// How many partition locks there are; partitions that share a stripe merely wait for each other.
 const PARTITION_STRIPES: usize = 256;
 
 impl InProcessScripts {
     pub fn new(store: Arc<Store>) -> Self {
         let partitions = (0..PARTITION_STRIPES).map(|_| tokio::sync::Mutex::new(())).collect();
-        InProcessScripts { store, limits: Limits::default(), partitions }
+        InProcessScripts { store, limits: Limits::default(), partitions, links: Mutex::default() }
     }
 
     fn partition_lock(&self, container: Container, partition_key: &str) -> &tokio::sync::Mutex<()> {
@@ -52,66 +60,45 @@ impl InProcessScripts {
         &self.partitions[hasher.finish() as usize % PARTITION_STRIPES]
     }
 
-    /// One run of the script on the current state: its response body and net writes, and what
-    /// it read (each id with the etag it had, `None` if it was absent).
-    async fn run_once(
-        &self,
-        procedure: Script,
-        partition_key: &str,
-        invocation: &Invocation,
-    ) -> Result<(ScriptOutcome, ReadSet), RunError> {
-        let store = self.store.clone();
-        let container = procedure.container;
-        let key = partition_key.to_owned();
-        let invocation = invocation.clone();
-        let limits = self.limits.clone();
-        let meter = Meter::current();
-        let handle = Handle::current();
-        // QuickJS is synchronous and not `Send`: the script runs on a blocking thread, and its
-        // reads block that thread on the async store.
-        let run = move || {
-            let reader = StoreReader { store: &store, container, partition_key: &key, handle, seen: RefCell::default() };
-            let key_value = Value::String(key.clone());
-            let link = format!("dbs/blog/colls/{}", container.name());
-            let partition = Partition { key: &key_value, key_path: container.partition_key_path(), collection_link: &link };
-            let outcome = match &invocation {
-                Invocation::Procedure(args) => {
-                    engine::run_stored_procedure(procedure.source, procedure.name, args, &partition, &reader, &limits)
-                }
-                Invocation::Trigger(request) => {
-                    engine::run_post_trigger(procedure.source, procedure.name, request, &partition, &reader, &limits)
-                }
-            };
-            (outcome, reader.seen.into_inner())
+    async fn partition(&self, container: Container, partition_key: &str) -> Result<Partition, StoreError> {
+        let cached = self.links.lock().expect("the links' lock is never poisoned").get(&container).cloned();
+        let (self_link, alt_link) = match cached {
+            Some(links) => links,
+            None => {
+                let links = self.store.script_links(container).await?;
+                self.links.lock().expect("the links' lock is never poisoned").insert(container, links.clone());
+                links
+            }
         };
-        let (outcome, seen) = tokio::task::spawn_blocking(move || match meter {
+        let key = Value::String(partition_key.to_owned());
+        Ok(Partition { key, key_path: container.partition_key_path(), self_link, alt_link })
+    }
+
+    /// One run of the script on the current state, on a blocking thread.
+    async fn run_once(&self, script: Script, partition: &Partition, invocation: &Invocation) -> Result<engine::Run, ScriptError> {
+        let reader = StoreReader {
+            store: self.store.clone(),
+            container: script.container,
+            partition_key: partition.key.as_str().unwrap_or_default().to_owned(),
+            handle: Handle::current(),
+        };
+        let (partition, invocation, limits, meter) =
+            (partition.clone(), invocation.clone(), self.limits.clone(), Meter::current());
+        let run = move || engine::run(script.source, script.name, &invocation, &partition, Rc::new(reader), &limits);
+        tokio::task::spawn_blocking(move || match meter {
             Some(meter) => meter.enter(run),
             None => run(),
         })
         .await
-        .map_err(|error| RunError::Final(ScriptError::Failed(format!("the script thread failed: {error}"))))?;
-        match outcome {
-            Ok(outcome) => Ok((outcome, seen)),
-            // The store failed under the script: report it as the store failure it is.
-            Err(engine::ScriptError::Store(engine::StoreError { status: 429, .. })) => {
-                Err(RunError::Final(StoreError::Throttled.into()))
-            }
-            Err(engine::ScriptError::Store(engine::StoreError { status: 408, .. })) => {
-                Err(RunError::Final(StoreError::Timeout.into()))
-            }
-            Err(thrown @ engine::ScriptError::Thrown { .. }) => {
-                Err(RunError::Thrown(ScriptError::Thrown(thrown_message(thrown)), seen))
-            }
-            Err(other) => Err(RunError::Final(ScriptError::Failed(other.to_string()))),
-        }
+        .map_err(|error| ScriptError::Failed(format!("the script thread failed: {error}")))
     }
 
-    /// Whether every item in `seen` is still as the script saw it. The script's reads are
+    /// Whether every item in `reads` is still as the script saw it. The script's reads are
     /// separate point reads, not one snapshot as inside Cosmos DB; a script that threw on a view
-    /// mixing old and new state (say, an old post and a comment made since) must run again
-    /// rather than report an error that a consistent view would not have produced.
-    async fn still_current(&self, container: Container, partition_key: &str, seen: &ReadSet) -> Result<bool, ScriptError> {
-        for (id, etag) in seen {
+    /// mixing old and new state must run again rather than report an error that a consistent
+    /// view would not have produced.
+    async fn still_current(&self, container: Container, partition_key: &str, reads: &Reads) -> Result<bool, ScriptError> {
+        for (id, etag) in &reads.items {
             let now = self.store.read_versioned::<serde::de::IgnoredAny>(container, partition_key, id).await?;
             if now.map(|found| found.etag) != *etag {
                 return Ok(false);
@@ -119,43 +106,7 @@ impl InProcessScripts {
         }
         Ok(true)
     }
-}
 
-/// Each item a script read, with the etag it had (`None`: it did not exist).
-type ReadSet = Vec<(String, Option<String>)>;
-
-enum RunError {
-    /// The script threw; whether that stands depends on whether its reads were current.
-    Thrown(ScriptError, ReadSet),
-    Final(ScriptError),
-}
-
-#[async_trait]
-impl ScriptExecutor for InProcessScripts {
-    async fn execute_json(
-        &self,
-        procedure: StoredProcedure,
-        partition_key: &str,
-        args: Vec<Value>,
-    ) -> Result<Value, ScriptError> {
-        self.run(procedure.script(), partition_key, args).await
-    }
-
-    async fn write_with_trigger(&self, trigger: PostTrigger, partition_key: &str, write: WriteOp) -> Result<(), ScriptError> {
-        let (operation, document) = match &write {
-            WriteOp::Create { document } => (TriggerOperation::Create, document.clone()),
-            WriteOp::Replace { document, .. } => (TriggerOperation::Replace, document.clone()),
-            WriteOp::Upsert { document, .. } => (TriggerOperation::Upsert, document.clone()),
-            WriteOp::Delete { .. } => {
-                return Err(ScriptError::Failed("a post-trigger runs after a create, replace or upsert".into()));
-            }
-        };
-        let request = Invocation::Trigger(TriggerRequest { operation, document });
-        self.commit_until_current(trigger.script(), partition_key, &request, Some(write)).await.map(drop)
-    }
-}
-
-impl InProcessScripts {
     /// Runs `procedure` in the partition `partition_key` until its writes commit, and returns the
     /// body it set.
     pub async fn run(&self, procedure: Script, partition_key: &str, args: Vec<Value>) -> Result<Value, ScriptError> {
@@ -163,7 +114,7 @@ impl InProcessScripts {
     }
 
     /// Runs the script and commits `request_write` (the write that fired a trigger) with the
-    /// script's writes as one batch; runs it again while what it read keeps changing under it.
+    /// script's writes as one batch; runs it again while what it relied on keeps changing.
     async fn commit_until_current(
         &self,
         script: Script,
@@ -172,31 +123,43 @@ impl InProcessScripts {
         request_write: Option<WriteOp>,
     ) -> Result<Value, ScriptError> {
         let _serialized = self.partition_lock(script.container, partition_key).lock().await;
+        let partition = self.partition(script.container, partition_key).await?;
+        let request_id = request_write.as_ref().and_then(write_id).map(str::to_owned);
         for attempt in 0..ATTEMPTS {
-            let outcome = match self.run_once(script, partition_key, invocation).await {
-                Ok((outcome, _)) => outcome,
-                Err(RunError::Thrown(error, seen)) => {
-                    if self.still_current(script.container, partition_key, &seen).await? {
-                        return Err(error);
+            // Read before the script reads anything: a commit in between moves it.
+            let fence = self.store.read_versioned::<Value>(script.container, partition_key, FENCE_ID).await?;
+            let run = self.run_once(script, &partition, invocation).await?;
+            let outcome = match run.result {
+                Ok(outcome) => outcome,
+                Err(thrown @ ScriptError::Thrown(_)) => {
+                    if self.still_current(script.container, partition_key, &run.reads).await? {
+                        return Err(thrown);
                     }
                     tokio::time::sleep(retry_pause(attempt)).await;
                     continue;
                 }
-                Err(RunError::Final(error)) => return Err(error),
+                Err(other) => return Err(other),
             };
-            let mut writes: Vec<WriteOp> = request_write.iter().cloned().collect();
-            if let Some(id) = request_write.as_ref().and_then(written_id)
-                && outcome.writes.iter().any(|write| engine_write_id(write) == Some(id))
+            if let Some(id) = &request_id
+                && outcome.writes.iter().any(|write| write_id(write) == Some(id))
             {
                 return Err(ScriptError::Failed(format!("{} wrote the document its request writes ({id})", script.name)));
             }
-            writes.extend(outcome.writes.into_iter().map(into_write_op));
+            let fenced = !run.reads.covered_by(&outcome.writes);
+            let mut writes: Vec<WriteOp> = request_write.iter().cloned().collect();
+            writes.extend(outcome.writes);
+            if fenced {
+                let document = fence_document(script.container, &partition.key);
+                writes.push(match fence {
+                    Some(fence) => WriteOp::Replace { id: FENCE_ID.to_owned(), document, if_match: Some(fence.etag) },
+                    None => WriteOp::Create { document },
+                });
+            }
             match self.store.execute_batch(script.container, partition_key, writes).await {
                 Ok(()) => return Ok(outcome.body),
-                // Something the script read changed (412), or an id it found free was taken
-                // (409), by a writer outside this lock: the script's view is stale, so it runs
-                // again on the new state, after a short randomized pause. (A conflict on the
-                // request's own write is the caller's to handle, so it is returned as it is.)
+                // Something the script relied on changed (412), or an id it found free was taken
+                // (409), by another process or writer: it runs again on the new state, after a
+                // short randomized pause. (A conflict on the request's own write is the caller's.)
                 Err(failed @ StoreError::BatchFailed { .. }) if is_script_conflict(&failed, request_write.is_some()) => {
                     tokio::time::sleep(retry_pause(attempt)).await;
                 }
@@ -210,15 +173,41 @@ impl InProcessScripts {
     }
 }
 
-/// How a script was invoked.
-#[derive(Clone)]
-enum Invocation {
-    Procedure(Vec<Value>),
-    Trigger(TriggerRequest),
+#[async_trait]
+impl ScriptExecutor for InProcessScripts {
+    async fn execute_json(
+        &self,
+        procedure: StoredProcedure,
+        partition_key: &str,
+        args: Vec<Value>,
+    ) -> Result<Value, ScriptError> {
+        self.run(procedure.script(), partition_key, args).await
+    }
+
+    /// The trigger's response body is not returned: the application does not use it.
+    async fn write_with_trigger(&self, trigger: PostTrigger, partition_key: &str, write: WriteOp) -> Result<(), ScriptError> {
+        let (operation, document) = match &write {
+            WriteOp::Create { document } => (TriggerOperation::Create, document.clone()),
+            WriteOp::Replace { document, .. } => (TriggerOperation::Replace, document.clone()),
+            WriteOp::Upsert { document, .. } => (TriggerOperation::Upsert, document.clone()),
+            WriteOp::Delete { .. } => {
+                return Err(ScriptError::Failed("a post-trigger runs after a create, replace or upsert".into()));
+            }
+        };
+        let invocation = Invocation::PostTrigger { operation, document };
+        self.commit_until_current(trigger.script(), partition_key, &invocation, Some(write)).await.map(drop)
+    }
 }
 
-/// Whether a failed batch failed on one of the script's own writes with 409 or 412. The
-/// request's write, when there is one, is the batch's first operation.
+/// The fence item of a partition: its id, its partition key, and the mark queries exclude.
+fn fence_document(container: Container, key: &Value) -> Value {
+    let mut document = json!({"id": FENCE_ID, "scriptFence": true});
+    document[container.partition_key_path().trim_start_matches('/')] = key.clone();
+    document
+}
+
+/// Whether a failed batch failed on one of the script's own writes (or the fence) with 409 or
+/// 412. The request's write, when there is one, is the batch's first operation.
 fn is_script_conflict(failed: &StoreError, has_request: bool) -> bool {
     let StoreError::BatchFailed { statuses } = failed else { return false };
     statuses.iter().enumerate().any(|(index, status)| (index > 0 || !has_request) && matches!(status, 409 | 412))
@@ -235,99 +224,29 @@ fn request_failure(statuses: &[u16]) -> StoreError {
     }
 }
 
-fn written_id(write: &WriteOp) -> Option<&str> {
-    match write {
-        WriteOp::Create { document } | WriteOp::Upsert { document, .. } => document.get("id").and_then(Value::as_str),
-        WriteOp::Replace { id, .. } | WriteOp::Delete { id, .. } => Some(id),
-    }
-}
-
-fn engine_write_id(write: &engine::WriteOp) -> Option<&str> {
-    match write {
-        engine::WriteOp::Create { document } | engine::WriteOp::Upsert { document, .. } => {
-            document.get("id").and_then(Value::as_str)
-        }
-        engine::WriteOp::Replace { id, .. } | engine::WriteOp::Delete { id, .. } => Some(id),
-    }
-}
-
-/// The message a script threw, without the engine's framing.
-fn thrown_message(error: engine::ScriptError) -> String {
-    match error {
-        engine::ScriptError::Thrown { message } => message,
-        other => other.to_string(),
-    }
-}
-
-fn into_write_op(write: engine::WriteOp) -> WriteOp {
-    match write {
-        engine::WriteOp::Create { document } => WriteOp::Create { document },
-        engine::WriteOp::Replace { id, document, if_match } => WriteOp::Replace { id, document, if_match },
-        engine::WriteOp::Upsert { document, if_match } => WriteOp::Upsert { document, if_match },
-        engine::WriteOp::Delete { id, if_match } => WriteOp::Delete { id, if_match },
-    }
-}
-
-/// The script's view of its partition: reads go to the store, on the calling blocking thread.
-struct StoreReader<'a> {
-    store: &'a Store,
+/// The script's view of its partition: reads go to the store, blocking the script's thread.
+struct StoreReader {
+    store: Arc<Store>,
     container: Container,
-    partition_key: &'a str,
+    partition_key: String,
     handle: Handle,
-    /// What the script read, for [`InProcessScripts::still_current`].
-    seen: RefCell<ReadSet>,
 }
 
-impl StoreReader<'_> {
-    fn saw(&self, id: &str, document: Option<&Value>) {
-        let etag = document.and_then(|document| document.get("_etag")).and_then(Value::as_str).map(str::to_owned);
-        self.seen.borrow_mut().push((id.to_owned(), etag));
-    }
-}
-
-impl PartitionReader for StoreReader<'_> {
-    fn read(&self, id: &str) -> Result<Option<Value>, engine::StoreError> {
-        let document =
-            self.handle.block_on(self.store.read::<Value>(self.container, self.partition_key, id)).map_err(reader_error)?;
-        self.saw(id, document.as_ref());
-        Ok(document)
+impl PartitionReader for StoreReader {
+    fn read(&self, id: &str) -> Result<Option<Value>, StoreError> {
+        self.handle.block_on(self.store.read::<Value>(self.container, &self.partition_key, id))
     }
 
     fn query(
         &self,
         sql: &str,
         parameters: &[(String, Value)],
-        page_size: Option<u32>,
-        continuation: Option<&str>,
-    ) -> Result<QueryPage, engine::StoreError> {
+        page: PageRequest,
+    ) -> Result<(Vec<Value>, Option<String>), StoreError> {
         let query = QuerySpec {
             sql: Cow::Owned(sql.to_owned()),
             parameters: parameters.iter().map(|(name, value)| (Cow::Owned(name.clone()), value.clone())).collect(),
         };
-        let page =
-            PageRequest { size: page_size.unwrap_or(DEFAULT_SCRIPT_PAGE_SIZE), continuation: continuation.map(str::to_owned) };
-        let (documents, continuation) = self
-            .handle
-            .block_on(self.store.query_documents(self.container, self.partition_key, query, page))
-            .map_err(reader_error)?;
-        for document in &documents {
-            if let Some(id) = document.get("id").and_then(Value::as_str) {
-                self.saw(id, Some(document));
-            }
-        }
-        Ok(QueryPage { documents, continuation })
+        self.handle.block_on(self.store.query_documents(self.container, &self.partition_key, query, page))
     }
-}
-
-fn reader_error(error: StoreError) -> engine::StoreError {
-    let status = match error {
-        StoreError::NotFound => 404,
-        StoreError::Conflict => 409,
-        StoreError::PreconditionFailed => 412,
-        StoreError::Throttled => 429,
-        StoreError::Timeout => 408,
-        StoreError::BadContinuation(_) => 400,
-        _ => 500,
-    };
-    engine::StoreError { status, message: error.to_string() }
 }

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::cosmos::{Container, StoreError, WriteOp};
 use crate::error::ApiError;
 
-pub use in_process::InProcessScripts;
+pub use in_process::{FENCE_ID, InProcessScripts};
 pub use server_side::{ScriptCredential, ServerSideScripts};
 
 /// The message a `truncateFeed` refusal starts with: the post is older than the newest 100.
