@@ -71,7 +71,9 @@ impl Blog {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let served = axum::serve(listener, http::router(self.state, self.max_in_flight, self.host_change_feed)).with_graceful_shutdown(shutdown).await;
+        let served = axum::serve(listener, http::router(self.state, self.max_in_flight, self.host_change_feed))
+            .with_graceful_shutdown(shutdown)
+            .await;
         if let Some(processors) = self.processors {
             processors.stop().await;
         }

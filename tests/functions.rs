@@ -138,7 +138,10 @@ fn the_readme_publish_command_names_the_worker_runtime() {
 fn no_http_route_reaches_a_change_feed_function() {
     let host = read_json(&Path::new(env!("CARGO_MANIFEST_DIR")).join("host.json"));
     let prefix = host["extensions"]["http"]["routePrefix"].as_str().unwrap();
-    assert!(!prefix.is_empty() && !prefix.contains('{'), "an empty or templated route prefix would let routes reach /{{FunctionName}}");
+    assert!(
+        !prefix.is_empty() && !prefix.contains('{'),
+        "an empty or templated route prefix would let routes reach /{{FunctionName}}"
+    );
     for (name, function) in functions() {
         let trigger = &function["bindings"][0];
         if trigger["type"] != "httpTrigger" {
@@ -147,7 +150,10 @@ fn no_http_route_reaches_a_change_feed_function() {
         let forwarded = format!("/{prefix}/{}", trigger["route"].as_str().unwrap());
         for change_feed in Function::ALL {
             let path = format!("/{}", change_feed.name());
-            assert!(!forwarded.starts_with(&path) && !path.starts_with(&format!("/{prefix}/")), "{name}: {forwarded} may reach {path}");
+            assert!(
+                !forwarded.starts_with(&path) && !path.starts_with(&format!("/{prefix}/")),
+                "{name}: {forwarded} may reach {path}"
+            );
         }
     }
 }

@@ -115,9 +115,7 @@ pub fn validate_id(id: &str) -> Result<(), String> {
         return Err(format!("The id must not be {id:?}: a resource path reads it as a relative segment."));
     }
     if let Some(bad) = id.chars().find(|c| matches!(c, '/' | '\\' | '?' | '#' | '%')) {
-        return Err(format!(
-            "The id must not contain {bad:?}: a Cosmos DB resource path cannot carry / \\ ? # % in an id."
-        ));
+        return Err(format!("The id must not contain {bad:?}: a Cosmos DB resource path cannot carry / \\ ? # % in an id."));
     }
     if let Some(bad) = id.chars().find(|c| !c.is_ascii_graphic()) {
         return Err(format!("The id must not contain {bad:?}: ids are printable ASCII without spaces."));
@@ -171,10 +169,20 @@ mod tests {
 
     #[test]
     fn ids_cosmos_cannot_store_are_refused() {
-        for bad in ["", "  ", "a b", "é", "a/b", "a\\b", "a?b", "a#b", "a%2Fb", "%", ".", "..", "a\u{0}b", "a\nb", &"x".repeat(256)] {
+        for bad in
+            ["", "  ", "a b", "é", "a/b", "a\\b", "a?b", "a#b", "a%2Fb", "%", ".", "..", "a\u{0}b", "a\nb", &"x".repeat(256)]
+        {
             assert!(validate_id(bad).is_err(), "{bad:?} should be refused");
         }
-        for good in ["0b7d6c1e-8a6f-4b6e-9f1e-2d3c4b5a6978", "like-u1", "!$&'()*+,-.:;<=>@[]^_`{|}~", "...", ".a", "a..b", &"x".repeat(255)] {
+        for good in [
+            "0b7d6c1e-8a6f-4b6e-9f1e-2d3c4b5a6978",
+            "like-u1",
+            "!$&'()*+,-.:;<=>@[]^_`{|}~",
+            "...",
+            ".a",
+            "a..b",
+            &"x".repeat(255),
+        ] {
             assert!(validate_id(good).is_ok(), "{good:?} should be accepted");
         }
     }
