@@ -26,6 +26,10 @@ param cosmosAutoscaleMaxThroughput int = 1000
 @maxValue(1000)
 param maximumInstanceCount int = 40
 
+@description('The key the instances sign the lists\' continuation tokens with; the same on every instance. A new one each deployment unless given (tokens issued before then are refused).')
+@secure()
+param tokenSigningKey string = newGuid()
+
 @description('Client id of the Entra ID app registration users sign in to (App Service Authentication). Empty: no sign-in, every write is answered 401.')
 param authClientId string = ''
 
@@ -108,6 +112,7 @@ module functionApp 'modules/functionapp.bicep' = {
     databaseName: cosmos.outputs.databaseName
     maximumInstanceCount: maximumInstanceCount
     authClientId: authClientId
+    tokenSigningKey: tokenSigningKey
   }
 }
 

@@ -43,6 +43,9 @@ pub struct Config {
     pub max_in_flight: usize,
     /// Who vouches for the caller of a write.
     pub auth: AuthMode,
+    /// `BLOG_TOKEN_KEY`: the key continuation tokens are signed with, the same on every instance
+    /// (`None`: a random key of this process).
+    pub token_key: Option<String>,
 }
 
 /// Who vouches for the caller of a write (reads are public).
@@ -160,7 +163,13 @@ impl Config {
             Some("development") => AuthMode::Development,
             Some(other) => return Err(format!("BLOG_AUTH must be platform or none{}, not {other:?}", development_hint())),
         };
-        Ok(Config { listen, backend, database, create_containers, change_feed, scripts, max_in_flight, auth })
+        let token_key = lookup("BLOG_TOKEN_KEY");
+        if let Some(key) = &token_key
+            && key.len() < 16
+        {
+            return Err("BLOG_TOKEN_KEY must be at least 16 characters (a random secret, the same on every instance)".into());
+        }
+        Ok(Config { listen, backend, database, create_containers, change_feed, scripts, max_in_flight, auth, token_key })
     }
 }
 

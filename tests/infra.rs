@@ -796,6 +796,7 @@ fn function_app_settings_are_identity_based() {
         "CosmosDB__accountEndpoint",
         "CosmosDB__clientId",
         "COSMOS_DATABASE",
+        "BLOG_TOKEN_KEY",
         "APPLICATIONINSIGHTS_CONNECTION_STRING",
         "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
     ];

@@ -19,6 +19,7 @@ async fn store() -> (Arc<Store>, tempfile::TempDir) {
         scripts: blog::config::ScriptsMode::InProcess,
         max_in_flight: 16,
         auth: blog::config::AuthMode::None,
+        token_key: None,
     };
     (Arc::new(Store::connect(&config).await.unwrap()), dir)
 }

@@ -38,6 +38,10 @@ param instanceMemoryMB int = 2048
 @description('Client id of the Entra ID app registration users sign in to; empty leaves App Service Authentication off, and then every write is answered 401.')
 param authClientId string = ''
 
+@description('BLOG_TOKEN_KEY: the key continuation tokens are signed with, shared by every instance.')
+@secure()
+param tokenSigningKey string
+
 // Flex Consumption: per-execution billing, scale to zero, Linux only.
 resource plan 'Microsoft.Web/serverfarms@2024-11-01' = {
   name: planName
@@ -132,6 +136,10 @@ resource app 'Microsoft.Web/sites@2024-11-01' = {
         {
           name: 'COSMOS_DATABASE'
           value: databaseName
+        }
+        {
+          name: 'BLOG_TOKEN_KEY'
+          value: tokenSigningKey
         }
         // The data-plane role cannot create containers; this template did.
         {

@@ -80,7 +80,7 @@ pub async fn list(
     QueryParams(params): QueryParams<ListParams>,
 ) -> ApiResult<Json<ListPage<Comment>>> {
     const LIST: &str = "comments";
-    let page = params.page_request(LIST, &post_id, DEFAULT_PAGE_SIZE)?;
+    let page = params.page_request(&state.tokens, LIST, &post_id, DEFAULT_PAGE_SIZE)?;
     let found = list_of_post::<Comment>(&state, &post_id, queries::post_comments(), page).await?;
-    Ok(Json(ListPage { items: found.items, continuation_token: wrap_token(found.continuation, LIST, &post_id) }))
+    Ok(Json(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, &post_id) }))
 }

@@ -27,7 +27,10 @@ pub async fn list(
     QueryParams(params): QueryParams<ListParams>,
 ) -> ApiResult<Json<ListPage<Post>>> {
     const LIST: &str = "feed";
-    let page = params.page_request(LIST, FEED_PARTITION, DEFAULT_FEED_SIZE)?;
+    let page = params.page_request(&state.tokens, LIST, FEED_PARTITION, DEFAULT_FEED_SIZE)?;
     let found = state.store.query_page::<Post>(Container::Feed, FEED_PARTITION, queries::feed(), page).await?;
-    Ok(Json(ListPage { items: found.items, continuation_token: wrap_token(found.continuation, LIST, FEED_PARTITION) }))
+    Ok(Json(ListPage {
+        items: found.items,
+        continuation_token: wrap_token(&state.tokens, found.continuation, LIST, FEED_PARTITION),
+    }))
 }

@@ -78,7 +78,7 @@ pub async fn list(
     QueryParams(params): QueryParams<ListParams>,
 ) -> ApiResult<Json<ListPage<Like>>> {
     const LIST: &str = "likes";
-    let page = params.page_request(LIST, &post_id, DEFAULT_PAGE_SIZE)?;
+    let page = params.page_request(&state.tokens, LIST, &post_id, DEFAULT_PAGE_SIZE)?;
     let found = list_of_post::<Like>(&state, &post_id, queries::post_likes(), page).await?;
-    Ok(Json(ListPage { items: found.items, continuation_token: wrap_token(found.continuation, LIST, &post_id) }))
+    Ok(Json(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, &post_id) }))
 }

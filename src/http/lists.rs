@@ -1,10 +1,10 @@
 //! Paged lists: `?limit=` and `?continuationToken=` in, `{items, continuationToken}` out.
 //!
 //! The continuation token a client sees wraps the SDK's token with the list and partition it
-//! belongs to, so a token passed to another list, or edited, is refused with 400 before it
-//! reaches Cosmos.
+//! belongs to, signed (HMAC-SHA256 with the instance's [`TokenKey`]), so a token passed to another
+//! list, or edited, is refused with 400 before it reaches Cosmos.
 
-use base64::Engine;
+use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -42,17 +42,42 @@ pub struct ListPage<T> {
     pub continuation_token: Option<String>,
 }
 
-/// Which list a token was issued for, and in which partition.
+/// Which list a token was issued for, in which partition, and the signature that binds them.
 #[derive(Serialize, Deserialize, PartialEq)]
 struct Token {
     list: String,
     key: String,
     sdk: String,
+    mac: String,
+}
+
+/// The key continuation tokens are signed with. Every instance that may serve the next page must
+/// have the same one: `BLOG_TOKEN_KEY` (Bicep generates one per deployment). Without it, a random
+/// key of this process: fine for one process (`cargo run`), not for several instances.
+#[derive(Clone)]
+pub struct TokenKey(azure_core::credentials::Secret);
+
+impl TokenKey {
+    pub fn new(setting: Option<&str>) -> TokenKey {
+        let bytes = match setting {
+            Some(text) => text.as_bytes().to_vec(),
+            None => uuid::Uuid::new_v4().as_bytes().iter().chain(uuid::Uuid::new_v4().as_bytes()).copied().collect(),
+        };
+        TokenKey(azure_core::credentials::Secret::new(base64::engine::general_purpose::STANDARD.encode(bytes)))
+    }
+
+    fn sign(&self, list: &str, key: &str, sdk: &str) -> String {
+        // Lengths first, so that no two (list, key, sdk) share a signed text.
+        let text = format!("{}:{list}{}:{key}{sdk}", list.len(), key.len());
+        let signature = azure_core::hmac::hmac_sha256(&text, &self.0).expect("the key is base64 by construction");
+        let bytes = base64::engine::general_purpose::STANDARD.decode(signature).expect("the signature is base64");
+        URL_SAFE_NO_PAD.encode(bytes)
+    }
 }
 
 impl ListParams {
     /// The page to read for the list named `list` in partition `key`.
-    pub fn page_request(&self, list: &str, key: &str, default_size: u32) -> Result<PageRequest, ApiError> {
+    pub fn page_request(&self, tokens: &TokenKey, list: &str, key: &str, default_size: u32) -> Result<PageRequest, ApiError> {
         let size = match &self.limit {
             None => default_size,
             // Digits only: Rust's parse would also take a sign ("+5"), which the OpenAPI
@@ -72,18 +97,20 @@ impl ListParams {
                 }
             },
         };
-        let continuation = self.continuation_token.as_deref().map(|token| unwrap_token(token, list, key)).transpose()?;
+        let continuation = self.continuation_token.as_deref().map(|token| unwrap_token(tokens, token, list, key)).transpose()?;
         Ok(PageRequest { size, continuation })
     }
 }
 
 /// Turns the SDK's continuation for `list` in partition `key` into the client's token.
-pub fn wrap_token(sdk: Option<String>, list: &str, key: &str) -> Option<String> {
-    let token = Token { list: list.to_owned(), key: key.to_owned(), sdk: sdk? };
+pub fn wrap_token(tokens: &TokenKey, sdk: Option<String>, list: &str, key: &str) -> Option<String> {
+    let sdk = sdk?;
+    let mac = tokens.sign(list, key, &sdk);
+    let token = Token { list: list.to_owned(), key: key.to_owned(), sdk, mac };
     Some(URL_SAFE_NO_PAD.encode(serde_json::to_vec(&token).expect("a token serializes")))
 }
 
-fn unwrap_token(text: &str, list: &str, key: &str) -> Result<String, ApiError> {
+fn unwrap_token(tokens: &TokenKey, text: &str, list: &str, key: &str) -> Result<String, ApiError> {
     let invalid = || {
         ApiError::bad_request(
             "`continuationToken` is not a token this list issued; pass back the `continuationToken` of the previous page unchanged.",
@@ -94,6 +121,9 @@ fn unwrap_token(text: &str, list: &str, key: &str) -> Result<String, ApiError> {
     }
     let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| invalid())?;
     let token: Token = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
+    if token.mac != tokens.sign(&token.list, &token.key, &token.sdk) {
+        return Err(invalid());
+    }
     if token.list != list || token.key != key {
         return Err(ApiError::bad_request(format!(
             "`continuationToken` was issued for another list; it belongs to {} of {:?}.",
@@ -113,21 +143,32 @@ mod tests {
 
     #[test]
     fn a_token_round_trips_only_to_its_own_list() {
-        let token = wrap_token(Some("sdk-token".into()), "comments", "p1").unwrap();
-        let page = params(None, Some(&token)).page_request("comments", "p1", 25).unwrap();
+        let keys = TokenKey::new(Some("a key shared by every instance"));
+        let token = wrap_token(&keys, Some("sdk-token".into()), "comments", "p1").unwrap();
+        let page = params(None, Some(&token)).page_request(&keys, "comments", "p1", 25).unwrap();
         assert_eq!(page.continuation.as_deref(), Some("sdk-token"));
-        assert!(params(None, Some(&token)).page_request("likes", "p1", 25).is_err());
-        assert!(params(None, Some(&token)).page_request("comments", "p2", 25).is_err());
-        assert!(params(None, Some("garbage!")).page_request("comments", "p1", 25).is_err());
-        assert_eq!(wrap_token(None, "comments", "p1"), None);
+        assert!(params(None, Some(&token)).page_request(&keys, "likes", "p1", 25).is_err());
+        assert!(params(None, Some(&token)).page_request(&keys, "comments", "p2", 25).is_err());
+        assert!(params(None, Some("garbage!")).page_request(&keys, "comments", "p1", 25).is_err());
+        assert_eq!(wrap_token(&keys, None, "comments", "p1"), None);
+
+        // Rewritten to name another list or partition (the wrapper is readable JSON): refused.
+        let mut forged: Token = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(&token).unwrap()).unwrap();
+        forged.key = "p2".into();
+        let forged = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&forged).unwrap());
+        assert!(params(None, Some(&forged)).page_request(&keys, "comments", "p2", 25).is_err());
+        // Another instance with the same key takes it; one with another key does not.
+        let same = TokenKey::new(Some("a key shared by every instance"));
+        assert!(params(None, Some(&token)).page_request(&same, "comments", "p1", 25).is_ok());
+        assert!(params(None, Some(&token)).page_request(&TokenKey::new(None), "comments", "p1", 25).is_err());
     }
 
     #[test]
     fn limit_is_bounded() {
-        assert_eq!(params(None, None).page_request("feed", "post", 10).unwrap().size, 10);
-        assert_eq!(params(Some("100"), None).page_request("feed", "post", 10).unwrap().size, 100);
+        assert_eq!(params(None, None).page_request(&TokenKey::new(None), "feed", "post", 10).unwrap().size, 10);
+        assert_eq!(params(Some("100"), None).page_request(&TokenKey::new(None), "feed", "post", 10).unwrap().size, 100);
         for bad in ["0", "101", "-1", "+5", "05x", "ten", "", "5,6"] {
-            assert!(params(Some(bad), None).page_request("feed", "post", 10).is_err(), "{bad}");
+            assert!(params(Some(bad), None).page_request(&TokenKey::new(None), "feed", "post", 10).is_err(), "{bad}");
         }
     }
 }

@@ -13,9 +13,11 @@ pub mod lists;
 mod observe;
 pub mod openapi;
 mod posts;
+pub mod serve;
 mod users;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -42,6 +44,8 @@ pub struct AppState {
     pub store: Arc<Store>,
     pub scripts: Arc<dyn ScriptExecutor>,
     pub auth: AuthMode,
+    /// Signs and checks the lists' continuation tokens.
+    pub tokens: lists::TokenKey,
 }
 
 /// The HTTP functions: name (the folder under `functions/`), method, and route under the
@@ -112,19 +116,64 @@ pub fn router(state: AppState, max_in_flight: usize, host_change_feed: bool) -> 
     router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        // Overload is answered at once: past `max_in_flight`, a request gets 503 instead of a
-        // place in an unbounded queue (the host and clients retry; the instance stays healthy).
-        .layer(axum::middleware::from_fn_with_state(Arc::new(Semaphore::new(max_in_flight)), bounded))
+        .layer(axum::middleware::from_fn_with_state(Arc::new(Admission::new(max_in_flight)), admit))
         .layer(axum::middleware::from_fn(observe::per_request))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
 }
 
-/// Lets a request in while fewer than `max_in_flight` are being worked on (one semaphore for the
-/// whole router: a layer on the router is applied per route, so the count must live outside).
-async fn bounded(State(places): State<Arc<Semaphore>>, request: Request, next: Next) -> Response {
-    match places.try_acquire_owned() {
-        Ok(_place) => next.run(request).await,
+/// How long a client may take to send a request's body once its headers are in.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The places of requests being worked on: overload is answered 503 at once instead of a place
+/// in an unbounded queue (the host and clients retry; the instance stays healthy). Reads and
+/// writes have places of their own, so that a flood of one kind cannot starve the other: the
+/// front page stays up while writes queue, and the reverse.
+struct Admission {
+    reads: Arc<Semaphore>,
+    writes: Arc<Semaphore>,
+}
+
+impl Admission {
+    fn new(max_in_flight: usize) -> Self {
+        Admission { reads: Arc::new(Semaphore::new(max_in_flight)), writes: Arc::new(Semaphore::new(max_in_flight)) }
+    }
+}
+
+/// Reads the whole body first, within [`BODY_TIMEOUT`], and only then takes a place (one set of
+/// places for the whole router: a layer on the router is applied per route, so the count must
+/// live outside): a client that trickles its body holds its own connection, never a place.
+async fn admit(State(admission): State<Arc<Admission>>, request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    let is_host_batch = parts.method == axum::http::Method::POST && !parts.uri.path().starts_with("/api/");
+    let limit = if is_host_batch { HOST_BATCH_BYTES } else { MAX_BODY_BYTES };
+    let bytes = match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(error)) => {
+            let too_large =
+                std::error::Error::source(&error).is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
+            return if too_large {
+                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("The request body is over {limit} bytes."))
+            } else {
+                ApiError::bad_request(format!("The request body could not be read: {error}."))
+            }
+            .into_response();
+        }
+        Err(_) => {
+            return ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("The request body did not arrive within {} s.", BODY_TIMEOUT.as_secs()),
+            )
+            .into_response();
+        }
+    };
+    let places = if matches!(parts.method, axum::http::Method::GET | axum::http::Method::HEAD) {
+        &admission.reads
+    } else {
+        &admission.writes
+    };
+    match places.clone().try_acquire_owned() {
+        Ok(_place) => next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await,
         Err(_) => ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "The handler is at its limit of requests in flight; retry in a moment.",
@@ -139,4 +188,57 @@ async fn not_found(uri: axum::http::Uri) -> ApiError {
 
 async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
     ApiError::new(StatusCode::METHOD_NOT_ALLOWED, format!("{} does not accept {method}.", uri.path()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use axum::Router;
+    use axum::routing::{get, post};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::sync::Notify;
+
+    use super::{Admission, admit, serve};
+
+    /// A server whose `POST /api/hold` waits until released, behind the admission layer.
+    async fn held_server(max_in_flight: usize, header_timeout: Duration) -> (String, Arc<Notify>) {
+        let release = Arc::new(Notify::new());
+        let waiting = release.clone();
+        let router = Router::new()
+            .route("/api/hold", post(move || async move { waiting.notified().await }))
+            .route("/api/read", get(|| async { "ok" }))
+            .layer(axum::middleware::from_fn_with_state(Arc::new(Admission::new(max_in_flight)), admit));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(serve::serve(listener, router, header_timeout, std::future::pending()));
+        (base, release)
+    }
+
+    #[tokio::test]
+    async fn past_max_in_flight_a_request_is_503_at_once_but_only_for_its_kind() {
+        let (base, release) = held_server(1, serve::HEADER_TIMEOUT).await;
+        let client = reqwest::Client::new();
+        let held = tokio::spawn(client.post(format!("{base}/api/hold")).send());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let refused = client.post(format!("{base}/api/hold")).send().await.unwrap();
+        assert_eq!(refused.status(), 503);
+        assert!(refused.text().await.unwrap().contains("retry"));
+        assert_eq!(client.get(format!("{base}/api/read")).send().await.unwrap().status(), 200, "writes do not starve reads");
+        release.notify_waiters();
+        assert_eq!(held.await.unwrap().unwrap().status(), 200);
+    }
+
+    #[tokio::test]
+    async fn a_connection_that_does_not_finish_its_headers_is_closed() {
+        let (base, _release) = held_server(1, Duration::from_millis(300)).await;
+        for request in [&b"GET /api/read HTTP/1.1\r\nHost: x\r\n"[..], b""] {
+            let mut stream = tokio::net::TcpStream::connect(base.trim_start_matches("http://")).await.unwrap();
+            stream.write_all(request).await.unwrap();
+            let mut rest = Vec::new();
+            let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest)).await;
+            assert!(read.is_ok(), "the server closes a slow or idle connection");
+        }
+    }
 }

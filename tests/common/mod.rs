@@ -102,6 +102,7 @@ impl TestApp {
             max_in_flight: blog::config::DEFAULT_MAX_IN_FLIGHT,
             // The local development scheme: the caller is the `x-dev-user` header.
             auth: blog::config::AuthMode::Development,
+            token_key: None,
         }
     }
 
