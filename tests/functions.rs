@@ -111,7 +111,8 @@ async fn every_change_feed_function_is_declared_as_the_handler_serves_it() {
         );
         assert!(function["retry"]["strategy"].is_string(), "{name}: a failed batch must be retried, not lost");
 
-        let answer = app.post(&format!("/{name}"), json!({"Data": {"documents": "[]"}, "Metadata": {}})).await;
+        let invocation = common::host::cosmos_invocation(name, &[], common::host::Attempt::Retry(0));
+        let answer = common::host::invoke(&app, name, &invocation).await;
         assert_eq!(answer.status.as_u16(), 200, "{name}: {}", answer.body);
     }
 }
