@@ -34,7 +34,8 @@ pub struct DeadLetter {
     pub kind: String,
     /// The function that set it aside (`PostsChangeFeed`, `UsersChangeFeed`).
     pub function: String,
-    /// `item`: one changed item, `payload` is its JSON; `invocation`: a whole invocation from
+    /// `item`: one changed item, `payload` is its JSON; `unreadable`: a changed item the store
+    /// would not read, `payload` is `{partitionKey, id}`; `invocation`: a whole invocation from
     /// the host that could not be read, `payload` is its body as received.
     pub what: String,
     pub reason: String,
@@ -114,6 +115,7 @@ pub async fn replay(state: &AppState) -> Result<(usize, usize), FeedError> {
         };
         let documents = match letter.what.as_str() {
             "invocation" => super::host::read_invocation(letter.payload.as_bytes()).map(|(documents, _)| documents),
+            "unreadable" => read_again(state, function, &letter.payload).await,
             _ => serde_json::from_str::<Value>(&letter.payload).map(|item| vec![item]).map_err(|error| error.to_string()),
         };
         let report = match documents {
@@ -133,6 +135,16 @@ pub async fn replay(state: &AppState) -> Result<(usize, usize), FeedError> {
         }
     }
     Ok((applied, kept))
+}
+
+/// An item set aside because it could not be read, read again: `[]` if it is gone now.
+async fn read_again(state: &AppState, function: Function, payload: &str) -> Result<Vec<Value>, String> {
+    let at: Value = serde_json::from_str(payload).map_err(|error| error.to_string())?;
+    let (Some(partition_key), Some(id)) = (at["partitionKey"].as_str(), at["id"].as_str()) else {
+        return Err("no partitionKey and id".into());
+    };
+    let document = state.store.read::<Value>(function.container(), partition_key, id).await.map_err(|error| error.to_string())?;
+    Ok(document.into_iter().collect())
 }
 
 /// A dead letter as one line for a person: what, why, and the start of the payload.

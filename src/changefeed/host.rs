@@ -126,7 +126,14 @@ async fn invoke(state: &AppState, function: Function, headers: &HeaderMap, body:
         }
     };
     let count = documents.len();
-    match function.deliver(state, documents).await {
+    // The host's retry policy delivers a failed batch again, forever: from the ISOLATE_AFTER-th
+    // attempt on, the change that keeps failing is looked for and set aside.
+    let delivered = if attempt.is_some_and(|attempt| attempt >= i64::from(super::ISOLATE_AFTER)) {
+        function.deliver_item_by_item(state, documents).await
+    } else {
+        function.deliver(state, documents).await
+    };
+    match delivered {
         Ok(report) => {
             tracing::info!(target: "blog::changefeed", function = name, invocation_id, attempt, count, applied = report.applied, ignored = report.ignored, set_aside = report.set_aside, "batch");
             answer(

@@ -65,6 +65,33 @@ impl Function {
         Ok(report)
     }
 
+    /// Delivers a batch that failed [`ISOLATE_AFTER`] times in a row item by item, to find the
+    /// change that keeps failing: each item that fails alone, while others apply, is set aside
+    /// with its error. When every item fails alike, it is the store, not the items, that fails
+    /// (an outage): the batch is delivered again later, and nothing is set aside. A passing
+    /// failure (throttling, a timeout) also ends it, to be delivered again.
+    pub async fn deliver_item_by_item(self, state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
+        let count = documents.len();
+        let mut report = BatchReport::default();
+        let mut failed = Vec::new();
+        for document in documents {
+            match self.deliver(state, vec![document.clone()]).await {
+                Ok(one) => report.add(one),
+                Err(error) if error.is_passing() => return Err(error),
+                Err(error) => failed.push((error, document)),
+            }
+        }
+        if count > 1 && failed.len() == count {
+            return Err(failed.swap_remove(0).0);
+        }
+        for (error, document) in failed {
+            let reason = format!("failed {ISOLATE_AFTER} times in its batch and again alone: {error}");
+            dead_letters::set_aside(&state.store, self.name(), "item", &reason, &document.to_string()).await?;
+            report.set_aside += 1;
+        }
+        Ok(report)
+    }
+
     /// Applies one batch; what it refuses is left in [`BatchReport::refused`].
     pub async fn apply(self, state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
         match self {
@@ -77,6 +104,10 @@ impl Function {
         Function::ALL.into_iter().find(|function| function.name() == name)
     }
 }
+
+/// After how many failed deliveries in a row a batch is delivered item by item
+/// ([`Function::deliver_item_by_item`]).
+pub const ISOLATE_AFTER: u32 = 5;
 
 /// What a batch did.
 #[derive(Debug, Default, PartialEq)]
@@ -107,6 +138,13 @@ impl BatchReport {
         Some(document)
     }
 
+    fn add(&mut self, other: BatchReport) {
+        self.applied += other.applied;
+        self.ignored += other.ignored;
+        self.refused.extend(other.refused);
+        self.set_aside += other.set_aside;
+    }
+
     /// Counts a change that can never be applied; it is set aside, not retried.
     fn refuse(&mut self, reason: String, document: Value) {
         self.refused.push((reason, document));
@@ -118,6 +156,18 @@ impl BatchReport {
 pub enum FeedError {
     Store(StoreError),
     Script(ScriptError),
+}
+
+impl FeedError {
+    /// Whether delivering the same batch again later may well succeed: the store throttled,
+    /// did not answer in time, or scripts kept conflicting.
+    pub fn is_passing(&self) -> bool {
+        matches!(
+            self,
+            FeedError::Store(StoreError::Throttled | StoreError::Timeout)
+                | FeedError::Script(ScriptError::Contention | ScriptError::Store(StoreError::Throttled | StoreError::Timeout))
+        )
+    }
 }
 
 impl std::fmt::Display for FeedError {

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::watch;
@@ -159,7 +159,7 @@ async fn follow(
                 break;
             }
             let meter = Arc::new(Meter::default());
-            let documents = meter.clone().measure(read_current(state, function.container(), changed.items)).await?;
+            let documents = meter.clone().measure(read_current(state, function, changed.items)).await?;
             let items = documents.len();
             if !deliver_until_done(state, function, documents, &meter, stopped).await {
                 return Ok(());
@@ -176,14 +176,32 @@ async fn follow(
 }
 
 /// The changed items as they are now, with their system properties, as the change feed
-/// delivers them; an item deleted since is left out (the feed never shows deletions).
-async fn read_current(state: &AppState, container: Container, items: Vec<(String, String)>) -> Result<Vec<Value>, StoreError> {
-    let documents: Vec<Option<Value>> = futures::stream::iter(items)
-        .map(|(partition_key, id)| async move { state.store.read::<Value>(container, &partition_key, &id).await })
+/// delivers them; an item deleted since is left out (the feed never shows deletions). An item
+/// the store refuses to read (not a passing failure: it would refuse it every time) is set aside
+/// as `unreadable`, with its partition key and id, so that the rest goes on.
+async fn read_current(state: &AppState, function: Function, items: Vec<(String, String)>) -> Result<Vec<Value>, FeedError> {
+    let container = function.container();
+    let reads: Vec<_> = futures::stream::iter(items)
+        .map(|(partition_key, id)| async move {
+            let read = state.store.read::<Value>(container, &partition_key, &id).await;
+            (partition_key, id, read)
+        })
         .buffered(CONCURRENT_ITEMS)
-        .try_collect()
-        .await?;
-    Ok(documents.into_iter().flatten().collect())
+        .collect()
+        .await;
+    let mut documents = Vec::with_capacity(reads.len());
+    for (partition_key, id, read) in reads {
+        match read {
+            Ok(document) => documents.extend(document),
+            Err(error @ (StoreError::Throttled | StoreError::Timeout)) => return Err(error.into()),
+            Err(error) => {
+                let item = serde_json::json!({"partitionKey": partition_key, "id": id}).to_string();
+                let reason = format!("the item cannot be read from {}: {error}", container.name());
+                super::dead_letters::set_aside(&state.store, function.name(), "unreadable", &reason, &item).await?;
+            }
+        }
+    }
+    Ok(documents)
 }
 
 /// Delivers a batch until the function accepts it, as the host's retry policy would; `false`
@@ -196,8 +214,18 @@ async fn deliver_until_done(
     stopped: &mut watch::Receiver<bool>,
 ) -> bool {
     let mut pause = Duration::from_millis(50);
+    let mut failures = 0;
     loop {
-        match meter.clone().measure(function.deliver(state, documents.clone())).await {
+        // As under the host: after repeated failures, the change that keeps failing is set aside.
+        let isolate = failures >= super::ISOLATE_AFTER;
+        let delivery = async {
+            if isolate {
+                function.deliver_item_by_item(state, documents.clone()).await
+            } else {
+                function.deliver(state, documents.clone()).await
+            }
+        };
+        match meter.clone().measure(delivery).await {
             Ok(report) => {
                 let (charge, operations) = meter.totals();
                 tracing::debug!(target: "blog::changefeed", function = function.name(), ?report, ru = format_args!("{charge:.2}"), operations, "batch");
@@ -210,6 +238,7 @@ async fn deliver_until_done(
                     _ = stopped.changed() => return false,
                 }
                 pause = (pause * 2).min(MAX_RETRY_PAUSE);
+                failures += 1;
             }
         }
     }
