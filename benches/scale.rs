@@ -1,0 +1,239 @@
+//! The embedded store as its data grows: what a restart costs (time to the first answer,
+//! resident memory), what the data takes on disk, and whether writes slow down. Not a test.
+//!
+//!     cargo bench --bench scale                          # 20,000 and 100,000 items, ~6 minutes
+//!     cargo bench --bench scale -- --items 5000,20000    # other sizes
+//!
+//! It grows one data set, in a temporary directory, through the release `handler` run as a
+//! child process, mostly with C3 (comments: most of the article's items are comments and likes),
+//! one post per 25 comments and one user per 5 posts, 8 clients at a time. At each size it
+//! measures C3 throughput over the last 2,000 comments, stops the handler (SIGKILL: what
+//! survives is what the journal holds), starts it again on the same directory and measures the
+//! time to its first answer and its resident memory idle, then under 5 s of C3 load.
+
+#[path = "blog/client.rs"]
+#[allow(dead_code)]
+mod client;
+#[path = "blog/data.rs"]
+#[allow(dead_code)]
+mod data;
+#[path = "blog/process.rs"]
+#[allow(dead_code)]
+mod process;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use client::Client;
+use data::Rng;
+
+const CLIENTS: usize = 8;
+const COMMENTS_PER_POST: usize = 25;
+const POSTS_PER_USER: usize = 5;
+const MEASURED_COMMENTS: usize = 2_000;
+
+struct Row {
+    items: usize,
+    c3_per_second: f64,
+    restart: Duration,
+    rss_started_kib: u64,
+    rss_running_kib: u64,
+    c3_after_restart_per_second: f64,
+    disk_bytes: u64,
+}
+
+fn main() {
+    let mut sizes = vec![20_000, 100_000];
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--bench" => {}
+            "--items" => {
+                sizes = args.next().expect("--items needs sizes").split(',').map(|n| n.parse().expect("a number")).collect()
+            }
+            other => panic!("unknown argument {other:?}: cargo bench --bench scale -- [--items 20000,100000]"),
+        }
+    }
+    let binary = process::handler_binary().unwrap_or_else(|error| panic!("{error}"));
+    let runtime = tokio::runtime::Runtime::new().expect("a Tokio runtime");
+    let rows = runtime.block_on(run(&binary, &sizes));
+    println!("| items | C3/s, 8 clients, growing | restart (first answer) | RSS after start | RSS under C3 load | C3/s after restart | on disk |");
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for row in rows {
+        println!(
+            "| {} | {:.0} | {:.2} s | {:.0} MiB | {:.0} MiB | {:.0} | {:.1} MiB |",
+            row.items,
+            row.c3_per_second,
+            row.restart.as_secs_f64(),
+            row.rss_started_kib as f64 / 1024.0,
+            row.rss_running_kib as f64 / 1024.0,
+            row.c3_after_restart_per_second,
+            row.disk_bytes as f64 / 1_048_576.0
+        );
+    }
+}
+
+/// The data set so far: who can comment on what, and how many items exist.
+struct Grown {
+    users: Vec<String>,
+    posts: Vec<(String, String)>, // (post, its author)
+    items: usize,
+    rng: Rng,
+}
+
+async fn run(binary: &Path, sizes: &[usize]) -> Vec<Row> {
+    let data = tempfile::tempdir().expect("a temporary directory");
+    let mut grown = Grown { users: Vec::new(), posts: Vec::new(), items: 0, rng: Rng::new(7) };
+    let mut rows = Vec::new();
+    for &size in sizes {
+        let (mut child, base) = spawn(binary, data.path());
+        let client = Client::new(base.clone());
+        wait_for_answer(&base, Instant::now()).await;
+        let c3_per_second = grow(&client, &mut grown, size).await;
+        child.kill().expect("the handler stops");
+        child.wait().expect("the handler is gone");
+
+        let started = Instant::now();
+        let (child, base) = spawn(binary, data.path());
+        let restart = wait_for_answer(&base, started).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let rss_started_kib = rss(&child);
+        let client = Client::new(base);
+        let (c3_after_restart_per_second, rss_running_kib) = comment_load(&client, &mut grown, &child, Duration::from_secs(5)).await;
+        let mut child = child;
+        child.kill().expect("the handler stops");
+        child.wait().expect("the handler is gone");
+        rows.push(Row {
+            items: grown.items,
+            c3_per_second,
+            restart,
+            rss_started_kib,
+            rss_running_kib,
+            c3_after_restart_per_second,
+            disk_bytes: directory_bytes(data.path()),
+        });
+        eprintln!("{} items done", grown.items);
+    }
+    rows
+}
+
+/// Grows the data set to `size` items; the C3 rate of its last [`MEASURED_COMMENTS`] comments.
+async fn grow(client: &Client, grown: &mut Grown, size: usize) -> f64 {
+    let mut rate = 0.0;
+    while grown.items < size {
+        if grown.posts.len() * COMMENTS_PER_POST <= grown.items {
+            if grown.users.len() * POSTS_PER_USER <= grown.posts.len() {
+                let principal = format!("scale-{}", grown.users.len());
+                client.post(&principal, "/api/users", &json!({ "username": principal })).await;
+                grown.users.push(principal);
+                grown.items += 1;
+            }
+            let author = grown.users.last().expect("a user").clone();
+            let body = json!({ "userId": author, "title": data::text(&mut grown.rng, (35, 65)), "content": data::text(&mut grown.rng, (500, 2_000)) });
+            let post = client.post(&author, "/api/posts", &body).await.id();
+            grown.posts.push((post, author));
+            grown.items += 3; // the post, and its copies in `users` and `feed` (the feed keeps 100)
+        }
+        let batch = (size - grown.items).clamp(1, MEASURED_COMMENTS);
+        let started = Instant::now();
+        comments(client, grown, batch).await;
+        rate = batch as f64 / started.elapsed().as_secs_f64();
+    }
+    rate
+}
+
+/// `count` comments by [`CLIENTS`] clients, each on a random post by a random user.
+async fn comments(client: &Client, grown: &mut Grown, count: usize) {
+    let plan: Vec<(String, String, String)> = (0..count)
+        .map(|_| {
+            let (post, _) = grown.posts[grown.rng.index(grown.posts.len())].clone();
+            let user = grown.users[grown.rng.index(grown.users.len())].clone();
+            (post, user, data::text(&mut grown.rng, (50, 300)))
+        })
+        .collect();
+    let plan = Arc::new(plan);
+    let next = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            let (client, plan, next) = (client.clone(), plan.clone(), next.clone());
+            tokio::spawn(async move {
+                loop {
+                    let n = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((post, user, content)) = plan.get(n) else { break };
+                    let answer = client.post(user, &format!("/api/posts/{post}/comments"), &json!({ "userId": user, "content": content })).await;
+                    assert!(answer.ok(), "C3 failed: {}", answer.body);
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("a client");
+    }
+    grown.items += count;
+}
+
+/// C3 for `duration` after a restart: its rate, and the highest resident memory seen meanwhile.
+async fn comment_load(client: &Client, grown: &mut Grown, child: &Child, duration: Duration) -> (f64, u64) {
+    let started = Instant::now();
+    let mut done = 0;
+    let mut peak = rss(child);
+    while started.elapsed() < duration {
+        comments(client, grown, 200).await;
+        done += 200;
+        peak = peak.max(rss(child));
+    }
+    (done as f64 / started.elapsed().as_secs_f64(), peak)
+}
+
+fn spawn(binary: &Path, data: &Path) -> (Child, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new(binary)
+        .env("BLOG_DATA_DIR", data)
+        .env("BLOG_LISTEN", format!("127.0.0.1:{port}"))
+        .env("RUST_LOG", "warn")
+        .env("BLOG_AUTH", "development")
+        .env_remove("CosmosDB")
+        .env_remove("CosmosDB__accountEndpoint")
+        .env_remove("FUNCTIONS_CUSTOMHANDLER_PORT")
+        .env_remove("BLOG_CHANGE_FEED")
+        .env_remove("BLOG_SCRIPTS")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the handler starts");
+    (child, format!("http://127.0.0.1:{port}"))
+}
+
+async fn wait_for_answer(base: &str, started: Instant) -> Duration {
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().unwrap();
+    loop {
+        if let Ok(response) = http.get(format!("{base}/")).send().await
+            && response.status().is_success()
+        {
+            return started.elapsed();
+        }
+        assert!(started.elapsed() < Duration::from_secs(300), "the handler did not answer within 300 s");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+fn rss(child: &Child) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+    status
+        .lines()
+        .find(|line| line.starts_with("VmRSS:"))
+        .and_then(|line| line.split_whitespace().nth(1))
+        .and_then(|kib| kib.parse().ok())
+        .unwrap_or(0)
+}
+
+fn directory_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| entries.filter_map(Result::ok).filter_map(|entry| entry.metadata().ok()).map(|meta| meta.len()).sum())
+        .unwrap_or(0)
+}
