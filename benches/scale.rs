@@ -22,7 +22,7 @@ mod data;
 mod process;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -62,7 +62,9 @@ fn main() {
     let binary = process::handler_binary().unwrap_or_else(|error| panic!("{error}"));
     let runtime = tokio::runtime::Runtime::new().expect("a Tokio runtime");
     let rows = runtime.block_on(run(&binary, &sizes));
-    println!("| items | C3/s, 8 clients, growing | restart (first answer) | RSS after start | RSS under C3 load | C3/s after restart | on disk |");
+    println!(
+        "| items | C3/s, 8 clients, growing | restart (first answer) | RSS after start | RSS under C3 load | C3/s after restart | on disk |"
+    );
     println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for row in rows {
         println!(
@@ -91,20 +93,21 @@ async fn run(binary: &Path, sizes: &[usize]) -> Vec<Row> {
     let mut grown = Grown { users: Vec::new(), posts: Vec::new(), items: 0, rng: Rng::new(7) };
     let mut rows = Vec::new();
     for &size in sizes {
-        let (mut child, base) = spawn(binary, data.path());
+        let (mut child, base) = process::spawn_on(binary, data.path());
         let client = Client::new(base.clone());
-        wait_for_answer(&base, Instant::now()).await;
+        process::first_answer(&base, Instant::now()).await;
         let c3_per_second = grow(&client, &mut grown, size).await;
         child.kill().expect("the handler stops");
         child.wait().expect("the handler is gone");
 
         let started = Instant::now();
-        let (child, base) = spawn(binary, data.path());
-        let restart = wait_for_answer(&base, started).await;
+        let (child, base) = process::spawn_on(binary, data.path());
+        let restart = process::first_answer(&base, started).await;
         tokio::time::sleep(Duration::from_secs(1)).await;
         let rss_started_kib = rss(&child);
         let client = Client::new(base);
-        let (c3_after_restart_per_second, rss_running_kib) = comment_load(&client, &mut grown, &child, Duration::from_secs(5)).await;
+        let (c3_after_restart_per_second, rss_running_kib) =
+            comment_load(&client, &mut grown, &child, Duration::from_secs(5)).await;
         let mut child = child;
         child.kill().expect("the handler stops");
         child.wait().expect("the handler is gone");
@@ -165,7 +168,9 @@ async fn comments(client: &Client, grown: &mut Grown, count: usize) {
                 loop {
                     let n = next.fetch_add(1, Ordering::Relaxed);
                     let Some((post, user, content)) = plan.get(n) else { break };
-                    let answer = client.post(user, &format!("/api/posts/{post}/comments"), &json!({ "userId": user, "content": content })).await;
+                    let answer = client
+                        .post(user, &format!("/api/posts/{post}/comments"), &json!({ "userId": user, "content": content }))
+                        .await;
                     assert!(answer.ok(), "C3 failed: {}", answer.body);
                 }
             })
@@ -190,46 +195,8 @@ async fn comment_load(client: &Client, grown: &mut Grown, child: &Child, duratio
     (done as f64 / started.elapsed().as_secs_f64(), peak)
 }
 
-fn spawn(binary: &Path, data: &Path) -> (Child, String) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new(binary)
-        .env("BLOG_DATA_DIR", data)
-        .env("BLOG_LISTEN", format!("127.0.0.1:{port}"))
-        .env("RUST_LOG", "warn")
-        .env("BLOG_AUTH", "development")
-        .env_remove("CosmosDB")
-        .env_remove("CosmosDB__accountEndpoint")
-        .env_remove("FUNCTIONS_CUSTOMHANDLER_PORT")
-        .env_remove("BLOG_CHANGE_FEED")
-        .env_remove("BLOG_SCRIPTS")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the handler starts");
-    (child, format!("http://127.0.0.1:{port}"))
-}
-
-async fn wait_for_answer(base: &str, started: Instant) -> Duration {
-    let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().unwrap();
-    loop {
-        if let Ok(response) = http.get(format!("{base}/")).send().await
-            && response.status().is_success()
-        {
-            return started.elapsed();
-        }
-        assert!(started.elapsed() < Duration::from_secs(300), "the handler did not answer within 300 s");
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-}
-
 fn rss(child: &Child) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
-    status
-        .lines()
-        .find(|line| line.starts_with("VmRSS:"))
-        .and_then(|line| line.split_whitespace().nth(1))
-        .and_then(|kib| kib.parse().ok())
-        .unwrap_or(0)
+    process::status_field(child.id(), "VmRSS:").unwrap_or(0)
 }
 
 fn directory_bytes(dir: &Path) -> u64 {

@@ -38,6 +38,9 @@
 
 mod overlay;
 mod runner;
+
+/// Runs the function `function_name` of `source` once.
+pub use runner::run;
 #[cfg(test)]
 mod tests;
 
@@ -158,16 +161,4 @@ pub fn write_id(write: &WriteOp) -> Option<&str> {
 pub struct Run {
     pub result: Result<ScriptOutcome, ScriptError>,
     pub reads: Reads,
-}
-
-/// Runs the function `function_name` of `source` once.
-pub fn run(
-    source: &str,
-    function_name: &str,
-    invocation: &Invocation,
-    partition: &Partition,
-    reader: Rc<dyn PartitionReader>,
-    limits: &Limits,
-) -> Run {
-    runner::run(source, function_name, invocation, partition, reader, limits)
 }

@@ -20,7 +20,7 @@ const SERVER_API: &str = include_str!("server_api.js");
 /// few frames of the caller: half of it leaves the rest ample room.
 const MAX_STACK_BYTES: usize = 1024 * 1024;
 
-pub(super) fn run(
+pub fn run(
     source: &str,
     function_name: &str,
     invocation: &Invocation,
