@@ -44,7 +44,6 @@ pub use runner::run;
 #[cfg(test)]
 mod tests;
 
-use std::rc::Rc;
 use std::time::Duration;
 
 use serde_json::Value;
