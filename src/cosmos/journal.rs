@@ -633,6 +633,16 @@ pub(crate) mod tests {
         }
     }
 
+    /// Releases held syncs when a test ends, also by a failed assertion: the journal's drop
+    /// waits for its writer.
+    pub(crate) struct ReleaseOnDrop(pub Arc<FaultyDisk>);
+
+    impl Drop for ReleaseOnDrop {
+        fn drop(&mut self) {
+            self.0.release_syncs();
+        }
+    }
+
     impl Disk for FaultyDisk {
         fn write(&self, _path: &Path, file: &mut File, bytes: &[u8]) -> io::Result<()> {
             if self.full.load(Ordering::SeqCst) {

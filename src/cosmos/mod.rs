@@ -918,6 +918,7 @@ pub(crate) mod tests {
         assert_eq!(before.items.len(), 1);
 
         // A slow fdatasync: the next write is applied, and waits for the disk.
+        let _release = journal::tests::ReleaseOnDrop(disk.clone());
         disk.hold_syncs();
         let writing = tokio::spawn({
             let store = store.clone();
