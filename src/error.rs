@@ -49,6 +49,10 @@ impl From<StoreError> for ApiError {
             StoreError::Timeout => {
                 Self::new(StatusCode::SERVICE_UNAVAILABLE, "The database did not answer in time; retry in a moment.")
             }
+            StoreError::DiskFull => Self::new(
+                StatusCode::INSUFFICIENT_STORAGE,
+                "The server's disk is full: nothing was written. Retry once space has been freed.",
+            ),
             StoreError::BadContinuation(why) => Self::bad_request(format!("continuationToken is not valid here: {why}")),
             other => Self::internal(other),
         }
@@ -93,6 +97,9 @@ pub enum WriteProblems {
     /// Busy or throttled; retry
     #[response(status = 503, content_type = "application/problem+json")]
     Unavailable(ProblemDetails),
+    /// The disk of the local embedded store is full: nothing was written
+    #[response(status = 507, content_type = "application/problem+json")]
+    DiskFull(ProblemDetails),
 }
 
 /// The problems any read may be answered with, besides its own (for the OpenAPI description).
@@ -123,3 +130,17 @@ impl IntoResponse for ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_disk_is_507_and_says_nothing_was_written() {
+        let error = ApiError::from(StoreError::DiskFull);
+        assert_eq!(error.status.as_u16(), 507);
+        assert!(error.detail.contains("disk is full") && error.detail.contains("nothing was written"), "{}", error.detail);
+        let through_a_script = ApiError::from(crate::scripts::ScriptError::Store(StoreError::DiskFull));
+        assert_eq!(through_a_script.status.as_u16(), 507);
+    }
+}

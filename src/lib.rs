@@ -83,7 +83,12 @@ impl Blog {
 
 /// Connects to the configured backend and returns what the handlers share.
 pub async fn connect(config: &Config) -> Result<AppState, cosmos::StoreError> {
-    let store = Arc::new(connect_store(config).await?);
+    let store = connect_store(config).await?;
+    if let Backend::Embedded { data_dir } = &config.backend {
+        // Read before any write: also refuses to start on a checkpoint that cannot be read.
+        store.continue_numbering_after(changefeed::processor::furthest_position(data_dir)?);
+    }
+    let store = Arc::new(store);
     let scripts: Arc<dyn ScriptExecutor> = match (config.scripts, &config.backend) {
         (ScriptsMode::InProcess, _) | (_, Backend::Embedded { .. }) => Arc::new(InProcessScripts::new(store.clone())),
         (ScriptsMode::Server, Backend::ConnectionString(text)) => {
@@ -128,5 +133,93 @@ async fn connect_store(config: &Config) -> Result<cosmos::Store, cosmos::StoreEr
             }
             Err(error) => return Err(error),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+    use std::sync::atomic::Ordering;
+
+    /// The blog on `disk`, served; its base URL, and what stops it.
+    async fn serve_on(
+        config: &Config,
+        disk: Arc<cosmos::FaultyDisk>,
+    ) -> (String, tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+        let Backend::Embedded { data_dir } = &config.backend else { unreachable!() };
+        let store = Arc::new(cosmos::Store::connect_with(config, disk).await.unwrap());
+        let state = AppState { store: store.clone(), scripts: Arc::new(InProcessScripts::new(store)), auth: config.auth };
+        let processors = Some(LocalProcessors::start(&state, data_dir));
+        let blog = Blog { state, processors, max_in_flight: config.max_in_flight, host_change_feed: false };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}/api", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(async move {
+            blog.serve(listener, async move { drop(stopped.await) }).await.unwrap();
+        });
+        (base, stop, server)
+    }
+
+    async fn send(method: reqwest::Method, url: String, caller: &str, body: Option<Value>) -> (u16, Value) {
+        let mut request = reqwest::Client::new().request(method, url).header("x-dev-user", caller);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+    }
+
+    #[tokio::test]
+    async fn on_a_full_disk_writes_are_507_and_not_seen_and_writing_resumes_once_there_is_room() {
+        use reqwest::Method;
+        let dir = tempfile::tempdir().unwrap();
+        let config = cosmos::tests::embedded_config(dir.path());
+        let disk = Arc::new(cosmos::FaultyDisk::default());
+        let (api, stop, server) = serve_on(&config, disk.clone()).await;
+        let (status, _) = send(Method::POST, format!("{api}/users"), "alice", Some(json!({"username": "alice"}))).await;
+        assert_eq!(status, 201);
+        let post_body = json!({"userId": "alice", "title": "t", "content": "c"});
+        let (_, post) = send(Method::POST, format!("{api}/posts"), "alice", Some(post_body)).await;
+        let post = post["id"].as_str().unwrap().to_owned();
+        let comment = |content: &str| Some(json!({"userId": "alice", "content": content}));
+        assert_eq!(send(Method::POST, format!("{api}/posts/{post}/comments"), "alice", comment("one")).await.0, 201);
+
+        // Full, and each refused append leaves half a line behind.
+        disk.full.store(true, Ordering::SeqCst);
+        disk.tear.store(true, Ordering::SeqCst);
+        let (status, problem) = send(Method::POST, format!("{api}/posts/{post}/comments"), "alice", comment("two")).await;
+        assert_eq!(status, 507, "{problem}");
+        assert!(problem["detail"].as_str().unwrap().contains("nothing was written"), "{problem}");
+        assert_eq!(send(Method::POST, format!("{api}/users"), "bob", Some(json!({"username": "bob"}))).await.0, 507);
+        assert_eq!(
+            send(Method::POST, format!("{api}/posts/{post}/likes"), "alice", Some(json!({"userId": "alice"}))).await.0,
+            507
+        );
+        let rename = Some(json!({"username": "alice2"}));
+        assert_eq!(send(Method::PUT, format!("{api}/users/alice"), "alice", rename).await.0, 507);
+        // Reads agree with what a restart would find.
+        let (_, read) = send(Method::GET, format!("{api}/posts/{post}"), "x", None).await;
+        assert_eq!((read["commentCount"].as_u64(), read["likeCount"].as_u64()), (Some(1), Some(0)), "{read}");
+        let (_, comments) = send(Method::GET, format!("{api}/posts/{post}/comments"), "x", None).await;
+        assert_eq!(comments["items"].as_array().unwrap().len(), 1, "{comments}");
+        assert_eq!(send(Method::GET, format!("{api}/users/bob"), "x", None).await.0, 404);
+        assert_eq!(send(Method::GET, format!("{api}/users/alice"), "x", None).await.1["username"], "alice");
+
+        // Room again: writing resumes without a restart, and the refused like is no like.
+        disk.full.store(false, Ordering::SeqCst);
+        assert_eq!(
+            send(Method::POST, format!("{api}/posts/{post}/likes"), "alice", Some(json!({"userId": "alice"}))).await.0,
+            201
+        );
+        assert_eq!(send(Method::POST, format!("{api}/posts/{post}/comments"), "alice", comment("three")).await.0, 201);
+        assert_eq!(send(Method::POST, format!("{api}/users"), "bob", Some(json!({"username": "bob"}))).await.0, 201);
+        stop.send(()).unwrap();
+        server.await.unwrap();
+
+        let store = cosmos::Store::connect(&config).await.expect("the journal has no partial line");
+        let read: Value = store.read(cosmos::Container::Posts, &post, &post).await.unwrap().unwrap();
+        assert_eq!((read["commentCount"].as_u64(), read["likeCount"].as_u64()), (Some(2), Some(1)), "{read}");
+        assert!(store.read::<Value>(cosmos::Container::Users, "bob", "bob").await.unwrap().is_some());
     }
 }

@@ -85,7 +85,7 @@ impl LocalProcessors {
         let mut tasks = Vec::new();
         let mut delivered = Vec::new();
         for function in Function::ALL {
-            let checkpoint = data_dir.join(format!("changefeed-{}.json", function.name()));
+            let checkpoint = checkpoint_path(data_dir, function);
             let tally = Arc::new(Mutex::new(Delivered::default()));
             tasks.push(tokio::spawn(run(state.clone(), function, checkpoint, tally.clone(), stopped.clone())));
             delivered.push((function, tally));
@@ -258,6 +258,19 @@ pub async fn rebuild_copies(state: &AppState) -> Result<usize, FeedError> {
     Ok(posts)
 }
 
+/// The furthest position any processor on `data_dir` saved (0 when none did); an error names a
+/// checkpoint that cannot be read, and what to do about it.
+pub fn furthest_position(data_dir: &Path) -> Result<u64, StoreError> {
+    Function::ALL
+        .into_iter()
+        .map(|function| Checkpoint::load(&checkpoint_path(data_dir, function)))
+        .try_fold(0, |furthest, position| Ok(furthest.max(position?)))
+}
+
+fn checkpoint_path(data_dir: &Path, function: Function) -> PathBuf {
+    data_dir.join(format!("changefeed-{}.json", function.name()))
+}
+
 /// A processor's position, in a small file: every write numbered up to it has been delivered.
 #[derive(Serialize, Deserialize)]
 struct Checkpoint {
@@ -267,9 +280,16 @@ struct Checkpoint {
 impl Checkpoint {
     fn load(path: &Path) -> Result<u64, StoreError> {
         match std::fs::read(path) {
-            Ok(bytes) => serde_json::from_slice::<Checkpoint>(&bytes)
-                .map(|checkpoint| checkpoint.delivered_through)
-                .map_err(|error| StoreError::Other(format!("{} is corrupt: {error}", path.display()))),
+            Ok(bytes) => {
+                serde_json::from_slice::<Checkpoint>(&bytes).map(|checkpoint| checkpoint.delivered_through).map_err(|error| {
+                    StoreError::Other(format!(
+                        "{} is corrupt ({error}): it holds a change-feed processor's position. Delete it to have \
+                         every change delivered again from the beginning (the change-feed functions are idempotent), \
+                         then start again",
+                        path.display()
+                    ))
+                })
+            }
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(0),
             Err(error) => Err(StoreError::Other(format!("cannot read {}: {error}", path.display()))),
         }

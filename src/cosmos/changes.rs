@@ -51,16 +51,22 @@ impl ChangeIndex {
         self.last_seq = self.last_seq.max(seq);
     }
 
-    /// At most `limit` items of `container` whose last write is numbered after `after`.
-    pub fn changed_after(&self, container: Container, after: u64, limit: usize) -> Changed {
+    /// At most `limit` items of `container` whose last write is numbered after `after` and at
+    /// most `settled`: a reader is never taken past a write that is not on disk yet, since a
+    /// crash would lose it and the numbers after the restart would start again below its
+    /// position.
+    pub fn changed_after(&self, container: Container, after: u64, settled: u64, limit: usize) -> Changed {
         let mut items = Vec::new();
-        let mut through = self.last_seq;
+        let mut through = settled;
         let later = self
             .by_seq
             .get(&container)
             .into_iter()
             .flat_map(|entries| entries.range((after + 1, String::new(), String::new())..));
         for (seq, partition_key, id) in later {
+            if *seq > settled {
+                break;
+            }
             if items.len() == limit {
                 // Stop before this write; the next page starts with it.
                 through = seq - 1;
@@ -90,12 +96,12 @@ mod tests {
         index.record(Container::Posts, "p2", "c1", 5, true);
         index.record(Container::Posts, "p2", "c1", 6, false);
 
-        let all = index.changed_after(Container::Posts, 0, 100);
+        let all = index.changed_after(Container::Posts, 0, 6, 100);
         assert_eq!(ids(&all), ["p2", "p1"], "p1 at its second write; the deleted comment not at all");
         assert_eq!(all.through, 6);
-        assert_eq!(ids(&index.changed_after(Container::Posts, 2, 100)), ["p1"]);
-        assert_eq!(index.changed_after(Container::Posts, 6, 100), Changed { items: vec![], through: 6 });
-        assert_eq!(ids(&index.changed_after(Container::Users, 0, 100)), ["u1"]);
+        assert_eq!(ids(&index.changed_after(Container::Posts, 2, 6, 100)), ["p1"]);
+        assert_eq!(index.changed_after(Container::Posts, 6, 6, 100), Changed { items: vec![], through: 6 });
+        assert_eq!(ids(&index.changed_after(Container::Users, 0, 6, 100)), ["u1"]);
     }
 
     #[test]
@@ -104,11 +110,26 @@ mod tests {
         for seq in 1..=5 {
             index.record(Container::Feed, "post", &format!("f{seq}"), seq, true);
         }
-        let first = index.changed_after(Container::Feed, 0, 2);
+        let first = index.changed_after(Container::Feed, 0, 5, 2);
         assert_eq!((ids(&first), first.through), (vec!["f1", "f2"], 2));
-        let second = index.changed_after(Container::Feed, first.through, 2);
+        let second = index.changed_after(Container::Feed, first.through, 5, 2);
         assert_eq!((ids(&second), second.through), (vec!["f3", "f4"], 4));
-        let last = index.changed_after(Container::Feed, second.through, 2);
+        let last = index.changed_after(Container::Feed, second.through, 5, 2);
         assert_eq!((ids(&last), last.through), (vec!["f5"], 5));
+    }
+
+    #[test]
+    fn a_reader_is_never_taken_past_a_write_that_is_not_settled() {
+        let mut index = ChangeIndex::default();
+        index.record(Container::Posts, "p1", "p1", 1, true);
+        index.record(Container::Users, "u1", "u1", 2, true);
+        index.record(Container::Posts, "p2", "p2", 3, true);
+        // Writes 2 and 3 are applied but not on disk yet.
+        assert_eq!(
+            index.changed_after(Container::Posts, 0, 1, 100),
+            Changed { items: vec![("p1".into(), "p1".into())], through: 1 }
+        );
+        assert_eq!(index.changed_after(Container::Posts, 1, 1, 100), Changed { items: vec![], through: 1 });
+        assert_eq!(ids(&index.changed_after(Container::Posts, 1, 3, 100)), ["p2"]);
     }
 }

@@ -14,6 +14,7 @@ mod meter;
 pub mod queries;
 
 use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,6 +43,8 @@ use crate::config::{Backend, Config};
 use changes::ChangeIndex;
 pub use changes::Changed;
 pub use journal::Record as JournalRecord;
+#[cfg(test)]
+pub(crate) use journal::tests::FaultyDisk;
 pub use meter::{Meter, Partitions, Scope};
 
 /// How long any one Cosmos call may take before the request gives up on it.
@@ -119,6 +122,8 @@ pub enum StoreError {
     BatchFailed {
         statuses: Vec<u16>,
     },
+    /// The embedded store's disk is full: the write was not journaled, and was undone.
+    DiskFull,
     Other(String),
 }
 
@@ -133,6 +138,7 @@ impl std::fmt::Display for StoreError {
             StoreError::BadContinuation(why) => write!(f, "invalid continuation token: {why}"),
             StoreError::BadRequest(why) => write!(f, "bad request: {why}"),
             StoreError::BatchFailed { statuses } => write!(f, "transactional batch failed: {statuses:?}"),
+            StoreError::DiskFull => f.write_str("the disk is full: the write was not journaled, and was undone"),
             StoreError::Other(message) => f.write_str(message),
         }
     }
@@ -207,32 +213,110 @@ pub struct Store {
     leases: ContainerClient,
     database: String,
     /// Present on the embedded store: every acknowledged write is also journaled to disk.
-    durability: Option<Durability>,
+    durability: Option<Arc<Durability>>,
     /// The Entra ID credential the client signs in with, shared with the server-side script
     /// executor so both use one token cache.
     credential: Option<Arc<dyn TokenCredential>>,
 }
 
+/// An item: its container, partition key and id.
+type ItemKey = (Container, String, String);
+
 /// The embedded store's journal, and the lock that keeps its order the store's order.
 struct Durability {
     journal: journal::Journal,
     order: tokio::sync::Mutex<()>,
-    /// Woken after every write, so the local change-feed processors need not poll.
+    /// Woken after every write that reached the disk, so the local change-feed processors need
+    /// not poll.
     written: Arc<tokio::sync::Notify>,
     /// Which items changed after which write, for the local change-feed processors.
     changes: std::sync::Mutex<ChangeIndex>,
+    /// The items each write not yet on disk touched, by write number: what to undo when the
+    /// journal refuses it.
+    in_flight: std::sync::Mutex<BTreeMap<u64, Vec<ItemKey>>>,
+    /// The containers, to undo refused writes in.
+    containers: HashMap<Container, ContainerClient>,
+}
+
+impl Durability {
+    /// Waits until write `seq` is on disk. When the journal refuses it, it is undone, with every
+    /// write applied after it (each may build on it, and the journal refuses them all), so that
+    /// reads show what a restart would.
+    async fn settle(&self, seq: u64, on_disk: impl Future<Output = std::io::Result<()>>) -> Result<(), StoreError> {
+        match on_disk.await {
+            Ok(()) => {
+                self.in_flight.lock().expect("never poisoned").remove(&seq);
+                self.written.notify_waiters();
+                Ok(())
+            }
+            Err(error) => {
+                self.undo_refused(seq).await;
+                Err(match error.kind() {
+                    std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => StoreError::DiskFull,
+                    _ => StoreError::Other(format!("the write could not be journaled, so it was undone: {error}")),
+                })
+            }
+        }
+    }
+
+    /// Puts every item a refused write touched back as the journal holds it, then lets the
+    /// journal write again. The first refused write to get here does it for all of them.
+    async fn undo_refused(&self, seq: u64) {
+        let _order = self.order.lock().await;
+        let refused = {
+            let mut in_flight = self.in_flight.lock().expect("never poisoned");
+            if !in_flight.contains_key(&seq) {
+                return;
+            }
+            // Under the order lock no write is being applied, and the journal refuses every
+            // line until it resumes: every write after the last one on disk is refused.
+            in_flight.split_off(&(self.journal.settled() + 1))
+        };
+        let mut items: Vec<ItemKey> = refused.into_values().flatten().collect();
+        items.sort();
+        items.dedup();
+        // A new number, so that the change-feed processors deliver the items again as they are
+        // now (one may have gone past the item's earlier write while the refused one hid it).
+        let restored = self.journal.next_seq();
+        for (container, partition_key, id) in &items {
+            let client = &self.containers[container];
+            let durable = self.journal.durable_item(container.name(), partition_key, id);
+            let undone = match &durable {
+                Some(document) => bounded(client.upsert_item(partition_key.clone(), id, document, None)).await.map(drop),
+                None => match bounded(client.delete_item(partition_key.clone(), id, None)).await {
+                    Err(StoreError::NotFound) => Ok(()),
+                    other => other.map(drop),
+                },
+            };
+            if let Err(error) = undone {
+                tracing::error!(container = container.name(), id, %error, "cannot undo a refused write; reads show it until a restart");
+            }
+            let mut changes = self.changes.lock().expect("the change index's lock is never poisoned");
+            changes.record(*container, partition_key, id, restored, durable.is_some());
+        }
+        self.journal.settle(restored);
+        self.journal.resume();
+        tracing::warn!(items = items.len(), "refused writes undone");
+        self.written.notify_waiters();
+    }
 }
 
 impl Store {
     /// Connects to the backend `config` names, creating the database and containers first when
     /// `config.create_containers` is set (always, on the embedded store).
     pub async fn connect(config: &Config) -> Result<Store, StoreError> {
+        Self::connect_with(config, Arc::new(journal::RealDisk)).await
+    }
+
+    /// [`Store::connect`], with the embedded store's journal on `disk`.
+    #[cfg_attr(not(feature = "embedded"), allow(unused_variables))]
+    pub(crate) async fn connect_with(config: &Config, disk: Arc<dyn journal::Disk>) -> Result<Store, StoreError> {
         let other = |error: CosmosError| StoreError::Other(error.to_string());
         let mut credential_for_scripts = None;
         let (client, durability, preload) = match &config.backend {
             #[cfg(feature = "embedded")]
             Backend::Embedded { data_dir } => {
-                let (journal, items) = journal::Journal::open(data_dir).map_err(|error| {
+                let (journal, items) = journal::Journal::open_with(data_dir, disk, journal::COMPACT_AFTER).map_err(|error| {
                     StoreError::Other(format!("cannot open the data directory {}: {error}", data_dir.display()))
                 })?;
                 let (client, emulator) = embedded::client().await.map_err(other)?;
@@ -278,11 +362,15 @@ impl Store {
         if !preload.is_empty() {
             tracing::info!(items = preload.len(), "embedded store loaded from its data directory");
         }
-        let durability = durability.map(|journal| Durability {
-            journal,
-            order: tokio::sync::Mutex::new(()),
-            written: Arc::new(tokio::sync::Notify::new()),
-            changes: std::sync::Mutex::new(changes),
+        let durability = durability.map(|journal| {
+            Arc::new(Durability {
+                journal,
+                order: tokio::sync::Mutex::new(()),
+                written: Arc::new(tokio::sync::Notify::new()),
+                changes: std::sync::Mutex::new(changes),
+                in_flight: Default::default(),
+                containers: Container::ALL.into_iter().map(|container| (container, store.container(container).clone())).collect(),
+            })
         });
         Ok(Store { durability, ..store })
     }
@@ -549,6 +637,8 @@ impl Store {
             .collect();
         let written: Vec<(String, bool)> = records.iter().map(|record| (record.id.clone(), record.doc.is_some())).collect();
         let (seq, on_disk) = durability.journal.append(records);
+        let touched = written.iter().map(|(id, _)| (container, partition_key.to_owned(), id.clone())).collect();
+        durability.in_flight.lock().expect("never poisoned").insert(seq, touched);
         {
             let mut changes = durability.changes.lock().expect("the change index's lock is never poisoned");
             for (id, live) in written {
@@ -556,8 +646,12 @@ impl Store {
             }
         }
         drop(order);
-        durability.written.notify_waiters();
-        on_disk.await.map_err(|error| StoreError::Other(format!("the write was applied but could not be journaled: {error}")))
+        // A task of its own, so that a refused write is undone (and the journal resumes) even
+        // when the request that made it is dropped meanwhile.
+        let settling = durability.clone();
+        tokio::spawn(async move { settling.settle(seq, on_disk).await })
+            .await
+            .map_err(|error| StoreError::Other(format!("the write's journaling did not finish: {error}")))?
     }
 
     /// Puts one journaled item back into the embedded store at start-up.
@@ -572,10 +666,19 @@ impl Store {
         Ok(container)
     }
 
-    /// The embedded store's journal position: every write numbered up to it is applied. `None`
-    /// on other backends.
+    /// The embedded store's journal position: every write numbered up to it is on disk (or was
+    /// refused and undone). `None` on other backends.
     pub fn journal_position(&self) -> Option<u64> {
-        self.durability.as_ref().map(|durability| durability.journal.last_seq())
+        self.durability.as_ref().map(|durability| durability.journal.settled())
+    }
+
+    /// Numbers the embedded store's next write after `position`, the furthest a change-feed
+    /// processor got: numbering never goes back below a position a processor holds, or it would
+    /// skip the writes that reuse the numbers. Call it before the first write.
+    pub fn continue_numbering_after(&self, position: u64) {
+        if let Some(durability) = &self.durability {
+            durability.journal.continue_after(position);
+        }
     }
 
     /// The Entra ID credential, when the account is reached with one.
@@ -592,7 +695,9 @@ impl Store {
     /// journal position `after`, oldest change first (`None` on other backends).
     pub fn changed_after(&self, container: Container, after: u64, limit: usize) -> Option<Changed> {
         let durability = self.durability.as_ref()?;
-        Some(durability.changes.lock().expect("the change index's lock is never poisoned").changed_after(container, after, limit))
+        let settled = durability.journal.settled();
+        let changes = durability.changes.lock().expect("the change index's lock is never poisoned");
+        Some(changes.changed_after(container, after, settled, limit))
     }
 
     /// Every result of a query across all partitions of `container`, page after page. Only
@@ -783,4 +888,51 @@ async fn create_containers(client: &CosmosClient, database: &str) -> Result<(), 
         tolerate_existing(client.database_client(database).create_container(container.properties(), None).await.map(drop))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use serde_json::json;
+
+    pub(crate) fn embedded_config(dir: &std::path::Path) -> Config {
+        Config {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            backend: Backend::Embedded { data_dir: dir.to_owned() },
+            database: "blog".into(),
+            create_containers: true,
+            change_feed: crate::config::ChangeFeedMode::Local,
+            scripts: crate::config::ScriptsMode::InProcess,
+            max_in_flight: crate::config::DEFAULT_MAX_IN_FLIGHT,
+            auth: crate::config::AuthMode::Development,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_change_feed_reader_is_never_offered_a_write_before_it_is_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let disk = Arc::new(FaultyDisk::default());
+        let store = Arc::new(Store::connect_with(&embedded_config(dir.path()), disk.clone()).await.unwrap());
+        store.create(Container::Users, "u1", &json!({"id": "u1", "userId": "u1"})).await.unwrap();
+        let before = store.changed_after(Container::Users, 0, 100).unwrap();
+        assert_eq!(before.items.len(), 1);
+
+        // A slow fdatasync: the next write is applied, and waits for the disk.
+        let _release = journal::tests::ReleaseOnDrop(disk.clone());
+        disk.hold_syncs();
+        let writing = tokio::spawn({
+            let store = store.clone();
+            async move { store.create(Container::Users, "u2", &json!({"id": "u2", "userId": "u2"})).await }
+        });
+        while store.read::<Value>(Container::Users, "u2", "u2").await.unwrap().is_none() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let during = store.changed_after(Container::Users, before.through, 100).unwrap();
+        assert_eq!(during, Changed { items: vec![], through: before.through }, "a crash now would lose the write");
+
+        disk.release_syncs();
+        writing.await.unwrap().unwrap();
+        let after = store.changed_after(Container::Users, before.through, 100).unwrap();
+        assert_eq!(after.items, vec![("u2".to_owned(), "u2".to_owned())]);
+    }
 }
