@@ -149,7 +149,12 @@ mod tests {
     ) -> (String, tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
         let Backend::Embedded { data_dir } = &config.backend else { unreachable!() };
         let store = Arc::new(cosmos::Store::connect_with(config, disk).await.unwrap());
-        let state = AppState { store: store.clone(), scripts: Arc::new(InProcessScripts::new(store)), auth: config.auth };
+        let state = AppState {
+            store: store.clone(),
+            scripts: Arc::new(InProcessScripts::new(store)),
+            auth: config.auth,
+            tokens: http::lists::TokenKey::new(None),
+        };
         let processors = Some(LocalProcessors::start(&state, data_dir));
         let blog = Blog { state, processors, max_in_flight: config.max_in_flight, host_change_feed: false };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -905,6 +905,7 @@ pub(crate) mod tests {
             scripts: crate::config::ScriptsMode::InProcess,
             max_in_flight: crate::config::DEFAULT_MAX_IN_FLIGHT,
             auth: crate::config::AuthMode::Development,
+            token_key: None,
         }
     }
 
