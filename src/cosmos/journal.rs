@@ -17,7 +17,7 @@
 //! needs no space beyond what the data uses); compaction writes both anew once the journal has
 //! grown past the snapshot, and a compaction that fails leaves them as they were.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -106,31 +106,40 @@ impl Journal {
     /// Reads the data directory, and returns the live items to load (in the order they were last
     /// written) with a journal ready to append to.
     #[cfg(test)]
-    pub fn open(dir: &Path) -> io::Result<(Journal, Vec<Record>)> {
+    pub fn open(dir: &Path) -> io::Result<(Journal, Vec<Box<str>>)> {
         Self::open_with(dir, Arc::new(RealDisk), COMPACT_AFTER)
     }
 
     /// [`Journal::open`] on `disk`, compacting once the journal has `compact_after` bytes.
-    pub(crate) fn open_with(dir: &Path, disk: Arc<dyn Disk>, compact_after: u64) -> io::Result<(Journal, Vec<Record>)> {
+    pub(crate) fn open_with(dir: &Path, disk: Arc<dyn Disk>, compact_after: u64) -> io::Result<(Journal, Vec<Box<str>>)> {
         fs::create_dir_all(dir)?;
         let lock = OpenOptions::new().create(true).truncate(false).write(true).open(dir.join(LOCK))?;
         lock.try_lock().map_err(|_| {
             io::Error::new(io::ErrorKind::WouldBlock, format!("{} is in use by another handler process", dir.display()))
         })?;
         let (snapshot_path, journal_path) = (dir.join(SNAPSHOT), dir.join(JOURNAL));
-        let snapshot = DataFile::read(&snapshot_path, false)?;
-        let journal = DataFile::read(&journal_path, true)?;
+        // The snapshot's items, then the journal's writes after what the snapshot covers: each
+        // line is applied as it is read, so start-up holds the items once, compactly.
+        let mut live = LiveItems::default();
+        let mut last_seq = 0;
+        let snapshot =
+            DataFile::read(&snapshot_path, false, |_, line| live.apply_line(line, 0).map(|seq| last_seq = last_seq.max(seq)))?;
+        let snapshot_through = snapshot.as_ref().map_or(0, |snapshot| snapshot.header.through);
+        let journal = DataFile::read(&journal_path, true, |_, line| {
+            live.apply_line(line, snapshot_through).map(|seq| last_seq = last_seq.max(seq))
+        })?;
         let (snapshot, journal) = match (snapshot, journal) {
             (None, None) => {
                 let header = Header { generation: 1, through: 0 };
                 write_atomically(&*disk, &journal_path, header, &[])?;
                 write_atomically(&*disk, &snapshot_path, header, &[])?;
-                (DataFile::read(&snapshot_path, false)?, DataFile::read(&journal_path, true)?)
+                let ignore = |_: &Header, _: &str| Ok(());
+                (DataFile::read(&snapshot_path, false, ignore)?, DataFile::read(&journal_path, true, ignore)?)
             }
-            (None, Some(journal)) if journal.header.generation == 1 && journal.writes.is_empty() => {
+            (None, Some(journal)) if journal.header.generation == 1 && journal.writes == 0 => {
                 // A first start that stopped between writing the two: nothing was written yet.
                 write_atomically(&*disk, &snapshot_path, journal.header, &[])?;
-                (DataFile::read(&snapshot_path, false)?, Some(journal))
+                (DataFile::read(&snapshot_path, false, |_, _| Ok(()))?, Some(journal))
             }
             other => other,
         };
@@ -171,17 +180,9 @@ impl Journal {
                 journal.header.generation
             )));
         }
-        let mut live = LiveItems::default();
-        let mut last_seq = through.max(journal.header.through);
-        for records in snapshot.writes {
-            records.into_iter().for_each(|record| live.apply(record));
-        }
-        for records in journal.writes {
-            for record in records.into_iter().filter(|record| record.seq > through) {
-                last_seq = last_seq.max(record.seq);
-                live.apply(record);
-            }
-        }
+        // The journal's header is the compaction's: the numbers go on from there even when no
+        // write has followed yet.
+        let last_seq = last_seq.max(through).max(journal.header.through);
         let file = OpenOptions::new().append(true).open(&journal_path)?;
         if let Some(line) = journal.torn_line {
             tracing::warn!(path = %journal_path.display(), line, "dropping a torn last line (a write that was never acknowledged)");
@@ -189,7 +190,7 @@ impl Journal {
             file.set_len(journal.good_len)?;
             file.sync_all()?;
         }
-        let items = live.records().cloned().collect();
+        let items = live.lines().into_iter().map(Box::from).collect();
         let durable = Arc::new(Mutex::new(live));
         let settled = Arc::new(AtomicU64::new(last_seq));
         let writer = Writer {
@@ -265,7 +266,7 @@ impl Journal {
 
     /// The item as the files on disk hold it (`None`: absent or deleted).
     pub fn durable_item(&self, container: &str, partition_key: &str, id: &str) -> Option<Value> {
-        self.durable.lock().expect("never poisoned").get(container, partition_key, id).cloned()
+        self.durable.lock().expect("never poisoned").get(container, partition_key, id)
     }
 
     /// The writes refused since the last failure have all been undone: the writer may write
@@ -343,7 +344,7 @@ impl Writer {
                 let last = batch.last().expect("not empty").0;
                 let mut durable = self.durable.lock().expect("never poisoned");
                 for (_, records, _, _) in batch.iter_mut() {
-                    std::mem::take(records).into_iter().for_each(|record| durable.apply(record));
+                    std::mem::take(records).iter().for_each(|record| durable.apply(record));
                 }
                 drop(durable);
                 self.settled.fetch_max(last, Ordering::SeqCst);
@@ -407,8 +408,7 @@ impl Writer {
         let header = Header { generation, through: self.settled.load(Ordering::SeqCst) };
         let (snapshot, journal) = (self.dir.join(SNAPSHOT), self.dir.join(JOURNAL));
         let durable = self.durable.lock().expect("never poisoned");
-        let records: Vec<&Record> = durable.records().collect();
-        let new_snapshot = write_temporary(&*self.disk, &snapshot, header, &records);
+        let new_snapshot = write_temporary(&*self.disk, &snapshot, header, &durable.lines());
         drop(durable);
         let new_snapshot = new_snapshot?;
         let new_journal = match write_temporary(&*self.disk, &journal, header, &[]) {
@@ -443,9 +443,9 @@ fn temporary(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Writes `<path>.tmp` with `header` and one line per record, synced; returns it opened to
-/// append, with its length. Removes it on failure.
-fn write_temporary(disk: &dyn Disk, path: &Path, header: Header, records: &[&Record]) -> io::Result<(File, u64)> {
+/// Writes `<path>.tmp` with `header` and the `lines` (the JSON of each), synced; returns it
+/// opened to append, with its length. Removes it on failure.
+fn write_temporary(disk: &dyn Disk, path: &Path, header: Header, lines: &[&str]) -> io::Result<(File, u64)> {
     let temporary = temporary(path);
     let written = (|| {
         // Opened to append (the writer goes on appending to the new journal); one left behind
@@ -454,8 +454,8 @@ fn write_temporary(disk: &dyn Disk, path: &Path, header: Header, records: &[&Rec
         let mut file = OpenOptions::new().create_new(true).append(true).open(&temporary)?;
         let mut buffer = encode(&serde_json::to_string(&header).expect("a header serializes"));
         let mut length = 0;
-        for record in records {
-            buffer.push_str(&encode(&serde_json::to_string(std::slice::from_ref(*record)).expect("records serialize")));
+        for line in lines {
+            buffer.push_str(&encode(line));
             if buffer.len() >= 1 << 16 {
                 disk.write(&temporary, &mut file, buffer.as_bytes())?;
                 length += buffer.len() as u64;
@@ -473,9 +473,9 @@ fn write_temporary(disk: &dyn Disk, path: &Path, header: Header, records: &[&Rec
     written
 }
 
-/// Replaces `path` atomically with a file of `header` and `records`.
-fn write_atomically(disk: &dyn Disk, path: &Path, header: Header, records: &[&Record]) -> io::Result<()> {
-    write_temporary(disk, path, header, records)?;
+/// Replaces `path` atomically with a file of `header` and `lines`.
+fn write_atomically(disk: &dyn Disk, path: &Path, header: Header, lines: &[&str]) -> io::Result<()> {
+    write_temporary(disk, path, header, lines)?;
     fs::rename(temporary(path), path).inspect_err(|_| drop(fs::remove_file(temporary(path))))?;
     File::open(path.parent().expect("a file in the data directory"))?.sync_all()
 }
@@ -505,11 +505,11 @@ fn invalid(message: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, message)
 }
 
-/// A snapshot or journal, read and checked.
+/// A snapshot or journal, read and checked; its writes went to the reader's callback.
 struct DataFile {
     header: Header,
-    /// The records of each line after the header.
-    writes: Vec<Vec<Record>>,
+    /// How many writes (lines after the header) it holds.
+    writes: usize,
     /// The length up to the end of the last good line.
     good_len: u64,
     /// The number of a torn last line that was dropped.
@@ -519,7 +519,11 @@ struct DataFile {
 impl DataFile {
     /// `None` when the file does not exist. A damaged line is an error, except the journal's
     /// last line (`is_journal`), which a crash may have torn in the middle of an append.
-    fn read(path: &Path, is_journal: bool) -> io::Result<Option<DataFile>> {
+    fn read(
+        path: &Path,
+        is_journal: bool,
+        mut write: impl FnMut(&Header, &str) -> Result<(), String>,
+    ) -> io::Result<Option<DataFile>> {
         let bytes = match fs::read(path) {
             Ok(bytes) => bytes,
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -534,7 +538,7 @@ impl DataFile {
         };
         let damaged = |number: usize, why: &str| invalid(format!("{} line {number}: {why}. {advice}", path.display()));
         let mut header = None;
-        let mut writes = Vec::new();
+        let mut writes = 0;
         let mut good_len = 0;
         let mut torn_line = None;
         let mut start = 0;
@@ -563,9 +567,9 @@ impl DataFile {
                         .map_err(|error| damaged(number, &format!("it is not a header: {error}")))?,
                 );
             } else {
-                let records = serde_json::from_str::<Vec<Record>>(json)
-                    .map_err(|error| damaged(number, &format!("it is not a list of records: {error}")))?;
-                writes.push(records);
+                let header = header.as_ref().expect("read from the first line");
+                write(header, json).map_err(|error| damaged(number, &format!("it is not a list of records: {error}")))?;
+                writes += 1;
             }
             start = end.expect("a complete line") + 1;
             good_len = start as u64;
@@ -575,34 +579,74 @@ impl DataFile {
     }
 }
 
-/// The newest state per item, ordered by when it was last written.
+/// The newest state of each live item, kept compact: each as the JSON of its snapshot line (a
+/// list of one record), which a compaction writes back as it is. Parsed again only to undo a
+/// refused write, or once at start-up to load the store.
 #[derive(Default)]
 struct LiveItems {
-    order: BTreeMap<u64, Record>,
-    position: HashMap<(String, String, String), u64>,
-    next: u64,
+    /// `container NUL partition key NUL id` → (the write's number, the line's JSON).
+    items: HashMap<Box<str>, (u64, Box<str>)>,
+}
+
+fn item_key(container: &str, partition_key: &str, id: &str) -> Box<str> {
+    format!("{container}\0{partition_key}\0{id}").into_boxed_str()
 }
 
 impl LiveItems {
-    fn apply(&mut self, record: Record) {
-        let key = (record.c.clone(), record.pk.clone(), record.id.clone());
-        if let Some(old) = self.position.remove(&key) {
-            self.order.remove(&old);
+    fn apply(&mut self, record: &Record) {
+        let key = item_key(&record.c, &record.pk, &record.id);
+        match &record.doc {
+            Some(_) => {
+                let line = serde_json::to_string(std::slice::from_ref(record)).expect("records serialize");
+                self.items.insert(key, (record.seq, line.into_boxed_str()));
+            }
+            None => {
+                self.items.remove(&key);
+            }
         }
-        if record.doc.is_some() {
-            self.position.insert(key, self.next);
-            self.order.insert(self.next, record);
-        }
-        self.next += 1;
     }
 
-    fn get(&self, container: &str, partition_key: &str, id: &str) -> Option<&Value> {
-        let key = (container.to_owned(), partition_key.to_owned(), id.to_owned());
-        self.position.get(&key).and_then(|at| self.order[at].doc.as_ref())
+    /// Applies one line of a data file (the JSON of a list of records) for the writes numbered
+    /// after `after`; returns the highest number it holds. A line of one record, as every
+    /// snapshot line is, is kept as it is, without parsing the item itself.
+    fn apply_line(&mut self, line: &str, after: u64) -> Result<u64, String> {
+        /// A record without its item: enough to file a line of one record.
+        #[derive(Deserialize)]
+        struct Head {
+            c: String,
+            pk: String,
+            id: String,
+            doc: Option<serde::de::IgnoredAny>,
+            seq: u64,
+        }
+        let heads: Vec<Head> = serde_json::from_str(line).map_err(|error| error.to_string())?;
+        let highest = heads.iter().map(|head| head.seq).max().unwrap_or(0);
+        if let [head] = heads.as_slice() {
+            if head.seq > after {
+                let key = item_key(&head.c, &head.pk, &head.id);
+                match head.doc {
+                    Some(_) => drop(self.items.insert(key, (head.seq, line.into()))),
+                    None => drop(self.items.remove(&key)),
+                }
+            }
+        } else {
+            let records: Vec<Record> = serde_json::from_str(line).map_err(|error| error.to_string())?;
+            records.iter().filter(|record| record.seq > after).for_each(|record| self.apply(record));
+        }
+        Ok(highest)
     }
 
-    fn records(&self) -> impl Iterator<Item = &Record> {
-        self.order.values()
+    fn get(&self, container: &str, partition_key: &str, id: &str) -> Option<Value> {
+        let (_, line) = self.items.get(&item_key(container, partition_key, id))?;
+        let mut records: Vec<Record> = serde_json::from_str(line).expect("a line this process wrote parses");
+        records.pop().and_then(|record| record.doc)
+    }
+
+    /// The lines of every live item, oldest write first.
+    fn lines(&self) -> Vec<&str> {
+        let mut lines: Vec<(u64, &str)> = self.items.values().map(|(seq, line)| (*seq, &**line)).collect();
+        lines.sort_unstable_by_key(|(seq, _)| *seq);
+        lines.into_iter().map(|(_, line)| line).collect()
     }
 }
 
@@ -610,6 +654,11 @@ impl LiveItems {
 pub(crate) mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The records of the lines `open` returns for loading.
+    fn records(lines: &[Box<str>]) -> Vec<Record> {
+        lines.iter().flat_map(|line| serde_json::from_str::<Vec<Record>>(line).unwrap()).collect()
+    }
     use std::sync::Condvar;
     use std::sync::atomic::AtomicBool;
 
@@ -689,7 +738,7 @@ pub(crate) mod tests {
         drop(journal);
 
         let (journal, items) = Journal::open(dir.path()).unwrap();
-        assert_eq!(items, vec![Record { seq: 2, ..put("a", 2) }, Record { seq: 3, ..put("c", 1) }]);
+        assert_eq!(records(&items), vec![Record { seq: 2, ..put("a", 2) }, Record { seq: 3, ..put("c", 1) }]);
         assert_eq!(journal.last_seq(), 3, "numbering goes on after a restart");
         drop(journal);
         let (_journal, again) = Journal::open(dir.path()).unwrap();
@@ -706,7 +755,7 @@ pub(crate) mod tests {
         file.write_all(br#"0badcafe [{"c":"posts","pk":"b","id":"b","doc":{"id"#).unwrap();
         drop(file);
         let (journal, items) = Journal::open(dir.path()).unwrap();
-        assert_eq!(items, vec![Record { seq: 1, ..put("a", 1) }]);
+        assert_eq!(records(&items), vec![Record { seq: 1, ..put("a", 1) }]);
         // Cut off, so the next line is a line of its own.
         journal.append(vec![put("b", 2)]).1.await.unwrap();
         drop(journal);
@@ -807,7 +856,7 @@ pub(crate) mod tests {
         assert!(length < 8192, "journal of {length} bytes for one item");
         drop(journal);
         let (journal, items) = Journal::open(dir.path()).unwrap();
-        assert_eq!(items, vec![Record { seq: 400, ..put("a", 399) }]);
+        assert_eq!(records(&items), vec![Record { seq: 400, ..put("a", 399) }]);
         assert_eq!(journal.last_seq(), 400);
     }
 
@@ -830,7 +879,7 @@ pub(crate) mod tests {
         assert_eq!(journal.durable_item("posts", "d", "d"), Some(json!({"id": "d", "n": 1})));
         drop(journal);
         let (_journal, items) = Journal::open(dir.path()).unwrap();
-        let ids: Vec<&str> = items.iter().map(|record| record.id.as_str()).collect();
+        let ids: Vec<String> = records(&items).iter().map(|record| record.id.clone()).collect();
         assert_eq!(ids, ["a", "d"]);
     }
 
@@ -843,7 +892,7 @@ pub(crate) mod tests {
         let (journal, _) = Journal::open_with(dir.path(), Arc::new(RealDisk), 0).unwrap();
         journal.append(vec![put("b", 1)]).1.await.unwrap();
         drop(journal);
-        let snapshot = DataFile::read(&dir.path().join(SNAPSHOT), false).unwrap().unwrap().header;
+        let snapshot = DataFile::read(&dir.path().join(SNAPSHOT), false, |_, _| Ok(())).unwrap().unwrap().header;
         assert_eq!(snapshot.through, 2);
         // The new snapshot in place, the journal still the one before it (which holds `b`,
         // already in the snapshot), with a write appended to it after the snapshot was taken.
@@ -853,7 +902,7 @@ pub(crate) mod tests {
         }
         fs::write(dir.path().join(JOURNAL), stale).unwrap();
         let (journal, items) = Journal::open(dir.path()).unwrap();
-        let ids: Vec<&str> = items.iter().map(|record| record.id.as_str()).collect();
+        let ids: Vec<String> = records(&items).iter().map(|record| record.id.clone()).collect();
         assert_eq!(ids, ["a", "b", "c"]);
         assert_eq!(journal.last_seq(), 9);
     }

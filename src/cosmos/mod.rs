@@ -34,7 +34,7 @@ use azure_data_cosmos::{
     AccountReference, ContainerClient, CosmosClient, CosmosError, CosmosRuntimeBuilder, FeedScope, Query, RoutingStrategy,
     TransactionalBatch,
 };
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -46,6 +46,9 @@ pub use journal::Record as JournalRecord;
 #[cfg(test)]
 pub(crate) use journal::tests::FaultyDisk;
 pub use meter::{Meter, Partitions, Scope};
+
+/// How many journaled items are loaded into the embedded store at once at start-up.
+const LOAD_CONCURRENCY: usize = 16;
 
 /// How long any one Cosmos call may take before the request gives up on it.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -355,12 +358,16 @@ impl Store {
             credential: credential_for_scripts,
         };
         let mut changes = ChangeIndex::default();
-        for record in &preload {
-            let container = store.load(record).await?;
+        let loaded = preload.len();
+        // Each item once, in the order of its last write; several at a time, since each is one
+        // call through the SDK's pipeline and the items are independent.
+        let mut loads = futures::stream::iter(preload.into_iter().map(|line| store.load(line))).buffered(LOAD_CONCURRENCY);
+        while let Some((container, record)) = loads.try_next().await? {
             changes.record(container, &record.pk, &record.id, record.seq, true);
         }
-        if !preload.is_empty() {
-            tracing::info!(items = preload.len(), "embedded store loaded from its data directory");
+        drop(loads);
+        if loaded > 0 {
+            tracing::info!(items = loaded, "embedded store loaded from its data directory");
         }
         let durability = durability.map(|journal| {
             Arc::new(Durability {
@@ -655,15 +662,19 @@ impl Store {
     }
 
     /// Puts one journaled item back into the embedded store at start-up.
-    async fn load(&self, record: &JournalRecord) -> Result<Container, StoreError> {
+    async fn load(&self, line: Box<str>) -> Result<(Container, JournalRecord), StoreError> {
+        let unreadable = |why: String| StoreError::Other(format!("a journaled item cannot be loaded: {why}"));
+        let mut records: Vec<JournalRecord> = serde_json::from_str(&line).map_err(|error| unreadable(error.to_string()))?;
+        let mut record = records.pop().ok_or_else(|| unreadable("an empty line".into()))?;
+        drop(line);
         let container = Container::ALL
             .into_iter()
             .find(|container| container.name() == record.c)
             .ok_or_else(|| StoreError::Other(format!("the journal names an unknown container {:?}", record.c)))?;
-        if let Some(document) = &record.doc {
-            bounded(self.container(container).upsert_item(record.pk.clone(), &record.id, document, None)).await?;
+        if let Some(document) = record.doc.take() {
+            bounded(self.container(container).upsert_item(record.pk.clone(), &record.id, &document, None)).await?;
         }
-        Ok(container)
+        Ok((container, record))
     }
 
     /// The embedded store's journal position: every write numbered up to it is on disk (or was
