@@ -30,8 +30,9 @@ const SIGN_IN_FIELDS: [Field; 1] = [Field {
     multiline: false,
 }];
 
-/// The development sign-in form's one field.
+/// The development sign-in form's one field (the deployed build has no such form, and ignores it).
 #[derive(Deserialize)]
+#[cfg_attr(not(feature = "embedded"), allow(dead_code))]
 #[serde(deny_unknown_fields)]
 pub struct SignInForm {
     #[serde(default)]
