@@ -412,6 +412,17 @@ mod tests {
         assert!(check_same_origin(&headers(&[("host", "blog.example")])).is_ok(), "no browser page sent it");
     }
 
+    #[tokio::test]
+    async fn an_unexpected_failure_is_a_page_that_says_what_to_do_and_hides_the_cause() {
+        let response = PageError(ApiError::internal("connection to https://secret.documents.azure.com refused")).into_response();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(response.headers()[header::CONTENT_TYPE], "text/html; charset=utf-8");
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        let html = String::from_utf8(body.to_vec()).unwrap();
+        assert!(html.contains("<h1>Something went wrong</h1>") && html.contains("Reload the page in a moment"), "{html}");
+        assert!(!html.contains("secret"), "the cause stays in the log: {html}");
+    }
+
     #[test]
     fn a_refusal_finds_the_field_its_detail_names() {
         let refusal = Refusal::of(&ApiError::bad_request("`title` must not be empty."), &["title", "content"]);
