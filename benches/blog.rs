@@ -214,21 +214,14 @@ async fn run() {
 
     // Serving figures.
     let mut throughputs = Vec::new();
+    let shape = serving::LoadShape {
+        feed_limit: args.feed_limit,
+        concurrency: args.concurrency,
+        duration: args.load_for,
+        seed: args.seed,
+    };
     for request in ["Q2", "Q6 uncached", "Q6", "front page"] {
-        let feed_cache = &handler.state.feed;
-        throughputs.push(
-            serving::throughput(
-                &handler.client,
-                &loaded,
-                feed_cache,
-                request,
-                args.feed_limit,
-                args.concurrency,
-                args.load_for,
-                args.seed,
-            )
-            .await,
-        );
+        throughputs.push(serving::throughput(&handler.client, &loaded, &handler.state.feed, request, &shape).await);
     }
     print_throughput(&throughputs);
     if handler.embedded {

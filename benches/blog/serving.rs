@@ -28,6 +28,14 @@ pub struct Throughput {
     pub operations_per_second: f64,
 }
 
+/// How a throughput run loads the handler.
+pub struct LoadShape {
+    pub feed_limit: u32,
+    pub concurrency: usize,
+    pub duration: Duration,
+    pub seed: u64,
+}
+
 /// `request` is "Q2" (a random post each time), "Q6" (the feed, as served: from the feed
 /// cache), "Q6 uncached" (the cache dropped before each request) or "front page" (`GET /`).
 pub async fn throughput(
@@ -35,11 +43,9 @@ pub async fn throughput(
     loaded: &Loaded,
     feed_cache: &Arc<FeedCache>,
     request: &'static str,
-    feed_limit: u32,
-    concurrency: usize,
-    duration: Duration,
-    seed: u64,
+    shape: &LoadShape,
 ) -> Throughput {
+    let &LoadShape { feed_limit, concurrency, duration, seed } = shape;
     let deadline = Instant::now() + duration;
     let started = Instant::now();
     let tasks: Vec<_> = (0..concurrency)
