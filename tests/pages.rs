@@ -351,3 +351,55 @@ async fn the_stylesheet_and_sign_in_page_are_served() {
         assert!(sign_in.html.contains(landmark), "{landmark}");
     }
 }
+
+/// On Azure: the pages as the Functions host forwards them (the client's `Host`), signed in by
+/// App Service Authentication's headers; sign-in and sign-out are the platform's `/.auth/`
+/// endpoints, the development cookie means nothing, and a form is judged by its `Origin` when
+/// the browser sends no fetch metadata.
+#[tokio::test]
+async fn on_azure_the_pages_sign_in_with_app_service_authentication() {
+    use blog::config::{AuthMode, Config};
+    let dir = tempfile::tempdir().unwrap();
+    let app = TestApp::start_configured(Config { auth: AuthMode::Platform, ..TestApp::config(dir.path()) }).await;
+    let principal = "00000000-0000-0000-0000-0000000000aa";
+    let identity = common::host::signed_in(principal);
+    let signed_in: Vec<(&str, &str)> = identity.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    let form = |origin: &'static str| {
+        let mut headers = signed_in.clone();
+        headers.extend([("Content-Type", "application/x-www-form-urlencoded"), ("Origin", origin)]);
+        headers
+    };
+
+    let sign_in = common::host::forward(&app, "GET", "/signin", &[], None).await;
+    assert_eq!((sign_in.status.as_u16(), sign_in.header("location")), (303, Some("/.auth/login/aad?post_login_redirect_uri=/")));
+    let front = common::host::forward(&app, "GET", "/", &[("Cookie", "blog_dev_user=alice")], None).await;
+    assert!(front.body.as_str().unwrap().contains("href=\"/signin\""), "the development cookie signs nobody in");
+
+    let created =
+        common::host::forward(&app, "POST", "/users", &form("https://blog.azurewebsites.net"), Some(b"username=Entra+Alice"))
+            .await;
+    assert_eq!((created.status.as_u16(), created.header("location")), (303, Some(&*format!("/users/{principal}"))));
+    let forged = common::host::forward(&app, "POST", "/write", &form("https://evil.example"), Some(b"title=t&content=c")).await;
+    assert_eq!(forged.status.as_u16(), 403, "{}", forged.body);
+    let written = common::host::forward(
+        &app,
+        "POST",
+        "/write",
+        &form("https://blog.azurewebsites.net"),
+        Some(b"title=From+Azure&content=c"),
+    )
+    .await;
+    assert_eq!(written.status.as_u16(), 303, "{}", written.body);
+    let post_path = written.header("location").unwrap().to_owned();
+    // The like button's form is empty: the host forwards it without a body or Content-Type.
+    let liked =
+        common::host::forward(&app, "POST", &format!("{post_path}/likes"), &form("https://blog.azurewebsites.net"), None).await;
+    assert_eq!((liked.status.as_u16(), liked.header("location")), (303, Some(post_path.as_str())), "{}", liked.body);
+    let post = common::host::forward(&app, "GET", &post_path, &signed_in, None).await;
+    let html = post.body.as_str().unwrap();
+    assert!(html.contains("by <a href=\"/users/00000000-0000-0000-0000-0000000000aa\">Entra Alice</a>"), "{html}");
+    assert!(html.contains("0 comments · 1 like") && html.contains("You like this post."), "{html}");
+
+    let sign_out = common::host::forward(&app, "POST", "/signout", &form("https://blog.azurewebsites.net"), None).await;
+    assert_eq!(sign_out.header("location"), Some("/.auth/logout?post_logout_redirect_uri=/"));
+}

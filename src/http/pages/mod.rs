@@ -268,16 +268,19 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Form<T> {
     type Rejection = PageError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, PageError> {
-        let content_type = request.headers().get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or("");
-        if !content_type.trim_start().to_ascii_lowercase().starts_with("application/x-www-form-urlencoded") {
+        let content_type =
+            request.headers().get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or("").to_owned();
+        let bytes = axum::body::Bytes::from_request(request, state)
+            .await
+            .map_err(|rejection| PageError(ApiError::new(rejection.status(), rejection.body_text())))?;
+        // A form with no fields (the like button, sign out) has an empty body, which the
+        // Functions host forwards without its Content-Type: there is nothing to misread.
+        if !bytes.is_empty() && !content_type.trim_start().to_ascii_lowercase().starts_with("application/x-www-form-urlencoded") {
             return Err(PageError(ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "This address takes a form sent from the blog's pages (application/x-www-form-urlencoded).",
             )));
         }
-        let bytes = axum::body::Bytes::from_request(request, state)
-            .await
-            .map_err(|rejection| PageError(ApiError::new(rejection.status(), rejection.body_text())))?;
         serde_urlencoded::from_bytes(&bytes)
             .map(Form)
             .map_err(|error| PageError(ApiError::bad_request(format!("The form could not be read: {error}."))))
