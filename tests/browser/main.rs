@@ -19,10 +19,10 @@ use webdriver::{Browser, ENTER, TAB};
 async fn sign_up(browser: &Browser, app: &TestApp, user: &str, username: &str) {
     browser.open(&format!("{}/signin", app.base)).await;
     browser.type_into("#signin-user", user).await;
-    browser.click("#signin button[type=submit]").await;
+    browser.follow("#signin button[type=submit]").await;
     assert!(browser.url().await.ends_with(&format!("/users/{user}")));
     browser.type_into("#profile-username", username).await;
-    browser.click("#profile button[type=submit]").await;
+    browser.follow("#profile button[type=submit]").await;
     assert_eq!(browser.text("h1").await, username);
 }
 
@@ -34,38 +34,38 @@ async fn a_person_uses_the_whole_blog_in_a_browser() {
     sign_up(&browser, &app, "alice", "Alice").await;
 
     // Post: the redirect lands on the post's own page.
-    browser.click("nav a[href='/write']").await;
+    browser.follow("nav a[href='/write']").await;
     browser.type_into("#post-title", "Hello from Chromium").await;
     browser.type_into("#post-content", "Written in a real browser.").await;
-    browser.click("#post button[type=submit]").await;
+    browser.follow("#post button[type=submit]").await;
     let post_url = browser.url().await;
     assert!(post_url.contains("/posts/"), "{post_url}");
     assert_eq!(browser.text("h1").await, "Hello from Chromium");
 
     // On the front page (once the change feed copied it), and open it from there.
     browser.eventually(&format!("{}/", app.base), |html| html.contains("Hello from Chromium")).await;
-    browser.click("ol.posts h2 a").await;
+    browser.follow("ol.posts h2 a").await;
     assert_eq!(browser.url().await, post_url);
 
     // Comment and like.
     browser.type_into("#comment-content", "A first comment.").await;
-    browser.click("#comment button[type=submit]").await;
+    browser.follow("#comment button[type=submit]").await;
     assert!(browser.source().await.contains("A first comment."));
-    browser.click("form[action$='/likes'] button").await;
+    browser.follow("form[action$='/likes'] button").await;
     assert_eq!(browser.text(".counts").await, "1 comment · 1 like");
     assert!(browser.source().await.contains("You like this post."));
 
     // Edit.
-    browser.click("a[href$='/edit']").await;
+    browser.follow("a[href$='/edit']").await;
     browser.type_into("#post-title", "Hello, edited").await;
-    browser.click("#post button[type=submit]").await;
+    browser.follow("#post button[type=submit]").await;
     assert_eq!(browser.text("h1").await, "Hello, edited");
 
     // A refused form shows its error next to the field, and keeps what was typed.
-    browser.click("a[href$='/edit']").await;
+    browser.follow("a[href$='/edit']").await;
     browser.type_into("#post-title", "   ").await;
     browser.type_into("#post-content", "Kept after the refusal.").await;
-    browser.click("#post button[type=submit]").await;
+    browser.follow("#post button[type=submit]").await;
     assert_eq!(browser.text("#post-title-error").await, "`title` must not be empty.");
     assert!(browser.source().await.contains(">Kept after the refusal.</textarea>"));
 
@@ -73,7 +73,7 @@ async fn a_person_uses_the_whole_blog_in_a_browser() {
     browser.open(&format!("{}/users/alice", app.base)).await;
     browser.click("details summary").await;
     browser.type_into("#rename-username", "Alice Liddell").await;
-    browser.click("#rename button[type=submit]").await;
+    browser.follow("#rename button[type=submit]").await;
     assert_eq!(browser.text("h1").await, "Alice Liddell");
     browser.eventually(&post_url, |html| html.contains(">Alice Liddell</a>")).await;
 }
@@ -84,10 +84,10 @@ async fn markup_shows_as_text_and_a_forged_cross_site_form_is_refused() {
     let app = TestApp::start().await;
     let browser = Browser::start().await;
     sign_up(&browser, &app, "mallory", "<script>document.title='owned'</script>").await;
-    browser.click("nav a[href='/write']").await;
+    browser.follow("nav a[href='/write']").await;
     browser.type_into("#post-title", "<script>document.title='owned'</script>").await;
     browser.type_into("#post-content", "<b>not bold</b>").await;
-    browser.click("#post button[type=submit]").await;
+    browser.follow("#post button[type=submit]").await;
     let post_url = browser.url().await;
     assert_eq!(browser.text("h1").await, "<script>document.title='owned'</script>", "the title shows as text");
     assert_eq!(browser.text(".content").await, "<b>not bold</b>");
@@ -107,7 +107,7 @@ async fn markup_shows_as_text_and_a_forged_cross_site_form_is_refused() {
     let router = axum::Router::new().route("/", axum::routing::get(move || async move { axum::response::Html(page) }));
     tokio::spawn(async move { axum::serve(forger, router).await });
     browser.open(&format!("{forger_base}/")).await;
-    browser.click("#go").await;
+    browser.follow("#go").await;
     let refused = browser.source().await;
     assert!(refused.contains("sent from another site") && refused.contains("Sec-Fetch-Site: same-site"), "{refused}");
     browser.open(&post_url).await;
@@ -140,6 +140,7 @@ async fn a_post_is_written_with_the_keyboard_alone() {
     let focused = browser.focused().await;
     assert_eq!(browser.attribute(&focused, "type").await.as_deref(), Some("submit"), "Tab reaches Publish");
     browser.press(ENTER).await;
+    browser.until_gone(&focused).await;
     assert!(browser.url().await.contains("/posts/"));
     assert_eq!(browser.text("h1").await, "Typed, not clicked");
     assert_eq!(browser.text(".content").await, "Every key pressed.");

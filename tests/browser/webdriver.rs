@@ -153,9 +153,40 @@ impl Browser {
         self.post(&format!("/element/{}/value", element.0), json!({"text": text})).await;
     }
 
+    /// Clicks what does not leave the page (a `<summary>`).
     pub async fn click(&self, css: &str) {
         let element = self.find(css).await;
         self.post(&format!("/element/{}/click", element.0), json!({})).await;
+    }
+
+    /// Clicks a link or a submit button and waits (at most 10 s) until the next page has replaced
+    /// this one: the clicked element is gone from the document.
+    pub async fn follow(&self, css: &str) {
+        let element = self.find(css).await;
+        self.post(&format!("/element/{}/click", element.0), json!({})).await;
+        self.until_gone(&element).await;
+    }
+
+    /// Waits (at most 10 s) until `element` no longer belongs to the current document.
+    pub async fn until_gone(&self, element: &Element) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let answer: Value = self
+                .client
+                .get(format!("{}/element/{}/name", self.session, element.0))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if answer["value"]["error"].as_str().is_some_and(|error| error.contains("stale") || error.contains("no such element"))
+            {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the page did not change within 10 s");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// The element that has the keyboard focus.
