@@ -282,6 +282,11 @@ async fn a_missing_post_or_user_is_an_html_404_page() {
         assert_eq!(got.header("content-type"), "text/html; charset=utf-8", "{path}");
         assert!(got.html.contains("<h1>Not found</h1>") && got.html.contains("Go to the front page"), "{path}: {}", got.html);
     }
+    let wrong_method = browser.send(browser.client.delete(format!("{}/posts/x", app.base))).await;
+    assert_eq!(
+        (wrong_method.status, wrong_method.header("content-type")),
+        (StatusCode::METHOD_NOT_ALLOWED, "text/html; charset=utf-8")
+    );
     // The JSON API keeps answering problem+json.
     app.get("/api/no/such/resource").await.problem(404);
     app.get("/api/posts/nothing-here").await.problem(404);
@@ -402,4 +407,31 @@ async fn on_azure_the_pages_sign_in_with_app_service_authentication() {
 
     let sign_out = common::host::forward(&app, "POST", "/signout", &form("https://blog.azurewebsites.net"), None).await;
     assert_eq!(sign_out.header("location"), Some("/.auth/logout?post_logout_redirect_uri=/"));
+}
+
+/// The feed cache is dropped by `PostsChangeFeed` itself, not only by time: within one cache
+/// lifetime, a delivered post change makes the next feed read go to the store and show it.
+#[tokio::test]
+async fn posts_change_feed_drops_the_cached_feed_at_once() {
+    use blog::changefeed::Function;
+    use blog::cosmos::Container;
+    use blog::http::feed::{FEED_CACHE_LIFETIME, feed_page};
+    use blog::http::lists::ListParams;
+
+    // Playing the host: nothing delivers the change feed but this test.
+    let app = TestApp::start_as_host().await;
+    let user = app.user("alice").await;
+    let post = app.post_by(&user, "Delivered").await;
+    let started = Instant::now();
+    let first = feed_page(&app.state, &ListParams::default()).await.unwrap();
+    assert!(first.list.items.is_empty(), "no copy yet");
+    let again = feed_page(&app.state, &ListParams::default()).await.unwrap();
+    assert!(std::sync::Arc::ptr_eq(&first, &again), "served from the cache");
+
+    let document = app.state.store.read::<serde_json::Value>(Container::Posts, &post, &post).await.unwrap().unwrap();
+    Function::PostsChangeFeed.deliver(&app.state, vec![document]).await.unwrap();
+    let after = feed_page(&app.state, &ListParams::default()).await.unwrap();
+    assert!(started.elapsed() < FEED_CACHE_LIFETIME, "this test must finish within one cache lifetime to prove anything");
+    assert_eq!(after.list.items.len(), 1, "the delivery dropped the cache: the post is in the feed at once");
+    assert_ne!(after.etag, first.etag);
 }
