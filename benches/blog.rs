@@ -223,6 +223,9 @@ async fn run() {
     for request in ["Q2", "Q6 uncached", "Q6", "front page"] {
         throughputs.push(serving::throughput(&handler.client, &loaded, &handler.state.feed, request, &shape).await);
     }
+    // The front page again with one client: its Cosmos queries per second do not follow traffic.
+    let one_client = serving::LoadShape { concurrency: 1, ..shape };
+    throughputs.push(serving::throughput(&handler.client, &loaded, &handler.state.feed, "front page", &one_client).await);
     print_throughput(&throughputs);
     if handler.embedded {
         // First with nothing else running, then under a steady write load (4 writers, one

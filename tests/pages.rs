@@ -347,10 +347,13 @@ async fn many_concurrent_front_page_loads_read_the_feed_about_once_a_second() {
 async fn the_stylesheet_and_sign_in_page_are_served() {
     let app = TestApp::start().await;
     let browser = Browser::new(&app);
-    let css = browser.get("/style.css").await;
+    let sign_in = browser.get("/signin").await;
+    let href = sign_in.html.split("<link rel=\"stylesheet\" href=\"").nth(1).unwrap().split('"').next().unwrap();
+    assert!(href.starts_with("/style.css?v="), "versioned by content: {href}");
+    let css = browser.get(href).await;
+    assert!(css.header("cache-control").contains("immutable"));
     assert_eq!(css.header("content-type"), "text/css; charset=utf-8");
     assert!(css.html.contains("system-ui"));
-    let sign_in = browser.get("/signin").await;
     assert!(sign_in.html.contains("<label for=\"signin-user\">Sign in as</label>"), "{}", sign_in.html);
     for landmark in ["<header class=\"site\">", "<main id=\"main\">", "<nav aria-label=\"Site\">", "<html lang=\"en\">"] {
         assert!(sign_in.html.contains(landmark), "{landmark}");

@@ -30,12 +30,19 @@ use crate::error::ApiError;
 /// The stylesheet every page links, served at `/style.css`.
 const STYLESHEET: &str = include_str!("style.css");
 
-/// `GET /style.css`: small and the same for everyone, so caches may keep it for an hour.
+/// The stylesheet's address in the pages: versioned by its content, so browsers and CDNs may
+/// keep it for good and a new build's pages ask for the new one.
+static STYLESHEET_HREF: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let etag = super::feed::etag_of(STYLESHEET.as_bytes());
+    format!("/style.css?v={}", etag.trim_matches('"'))
+});
+
+/// `GET /style.css`: the same for everyone, and linked by a versioned address.
 pub async fn stylesheet() -> Response {
     (
         [
             (header::CONTENT_TYPE, HeaderValue::from_static("text/css; charset=utf-8")),
-            (header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=3600")),
+            (header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=31536000, immutable")),
         ],
         STYLESHEET,
     )
@@ -139,11 +146,12 @@ pub fn layout(title: &str, viewer: &Viewer, main: &str) -> String {
         html,
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{} · Cosmos Blog</title>\n<link rel=\"stylesheet\" href=\"/style.css\">\n</head>\n<body>\n\
+         <title>{} · Cosmos Blog</title>\n<link rel=\"stylesheet\" href=\"{}\">\n</head>\n<body>\n\
          <a class=\"skip\" href=\"#main\">Skip to content</a>\n\
          <header class=\"site\"><div class=\"bar\"><a class=\"brand\" href=\"/\">Cosmos Blog</a>\n\
          <nav aria-label=\"Site\"><ul>",
-        esc(title)
+        esc(title),
+        *STYLESHEET_HREF
     );
     match viewer.id() {
         Some(id) => {
