@@ -20,18 +20,13 @@ use crate::http::lists::ListParams;
 use crate::http::posts::{PostKnown, create_post, edit_post, get_post};
 use crate::model::{MAX_COMMENT_CHARS, MAX_CONTENT_CHARS, MAX_TITLE_CHARS};
 
+// The hints say the limits the API applies; the assertion keeps them true.
 const POST_FIELDS: [Field; 2] = [
-    Field { name: "title", label: "Title", hint: const_hint::TITLE, multiline: false },
-    Field { name: "content", label: "Text", hint: const_hint::CONTENT, multiline: true },
+    Field { name: "title", label: "Title", hint: "Up to 200 characters.", multiline: false },
+    Field { name: "content", label: "Text", hint: "Up to 20,000 characters.", multiline: true },
 ];
-const COMMENT_FIELDS: [Field; 1] = [Field { name: "content", label: "Your comment", hint: const_hint::COMMENT, multiline: true }];
-
-/// The limits the API applies, said next to each field.
-mod const_hint {
-    pub const TITLE: &str = "Up to 200 characters.";
-    pub const CONTENT: &str = "Up to 20,000 characters.";
-    pub const COMMENT: &str = "Up to 2,000 characters.";
-}
+const COMMENT_FIELDS: [Field; 1] =
+    [Field { name: "content", label: "Your comment", hint: "Up to 2,000 characters.", multiline: true }];
 const _: () = assert!(MAX_TITLE_CHARS == 200 && MAX_CONTENT_CHARS == 20_000 && MAX_COMMENT_CHARS == 2_000);
 
 /// A post's title and text, as typed into the form.

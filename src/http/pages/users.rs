@@ -14,6 +14,8 @@ use crate::http::AppState;
 use crate::http::lists::ListParams;
 use crate::http::users::{create_user, get_user, posts_of, rename_user};
 
+// The hint says the limit the API applies; the assertion keeps it true.
+const _: () = assert!(crate::model::MAX_USERNAME_CHARS == 64);
 const USERNAME_FIELDS: [Field; 1] = [Field {
     name: "username",
     label: "Username",
