@@ -204,20 +204,28 @@ async fn run() {
         feed_limit: args.feed_limit,
         seed: args.seed,
         run: &run,
+        feed_cache: &handler.state.feed,
     };
     let rows = requests::measure_all(&plan).await;
     print_requests(&rows, args.iterations);
+    print_pages(&requests::measure_pages(&plan).await, args.iterations);
     let v1_rows = v1::measure_all(&handler.state.store, &loaded, args.v1_iterations, args.feed_limit, args.seed).await;
     print_v1(&v1_rows, &rows, args.v1_iterations);
 
     // Serving figures.
     let mut throughputs = Vec::new();
-    for request in ["Q2", "Q6"] {
-        throughputs.push(
-            serving::throughput(&handler.client, &loaded, request, args.feed_limit, args.concurrency, args.load_for, args.seed)
-                .await,
-        );
+    let shape = serving::LoadShape {
+        feed_limit: args.feed_limit,
+        concurrency: args.concurrency,
+        duration: args.load_for,
+        seed: args.seed,
+    };
+    for request in ["Q2", "Q6 uncached", "Q6", "front page"] {
+        throughputs.push(serving::throughput(&handler.client, &loaded, &handler.state.feed, request, &shape).await);
     }
+    // The front page again with one client: its Cosmos queries per second do not follow traffic.
+    let one_client = serving::LoadShape { concurrency: 1, ..shape };
+    throughputs.push(serving::throughput(&handler.client, &loaded, &handler.state.feed, "front page", &one_client).await);
     print_throughput(&throughputs);
     if handler.embedded {
         // First with nothing else running, then under a steady write load (4 writers, one
@@ -414,13 +422,34 @@ fn print_v1(v1_rows: &[v1::V1Row], v3_rows: &[requests::RequestRow], iterations:
     println!();
 }
 
+fn print_pages(rows: &[requests::PageRow], iterations: usize) {
+    println!("## The pages (HTML, over HTTP, one at a time, {iterations} each)\n");
+    println!("| page | route | p50 ms | p99 ms | RU/request | ops/request | partitions (x-cosmos-partitions) | errors |");
+    println!("| --- | --- | ---: | ---: | ---: | ---: | --- | ---: |");
+    for row in rows {
+        let s = &row.stats;
+        println!(
+            "| {} | `{}` | {:.2} | {:.2} | {:.2} | {} | {} | {} |",
+            row.page,
+            row.path,
+            s.p50_ms,
+            s.p99_ms,
+            s.mean_charge,
+            s.operations_text(),
+            s.partitions_text(),
+            s.errors
+        );
+    }
+    println!();
+}
+
 fn print_throughput(runs: &[serving::Throughput]) {
     println!("## Throughput on loopback (closed loop, client in the same process)\n");
-    println!("| request | clients | time | requests/s | p50 ms | p99 ms | errors |");
-    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!("| request | clients | time | requests/s | p50 ms | p99 ms | Cosmos ops/s | errors |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     for run in runs {
         println!(
-            "| {} `{}` | {} | {:.1} s | {:.0} | {:.2} | {:.2} | {} |",
+            "| {} `{}` | {} | {:.1} s | {:.0} | {:.2} | {:.2} | {:.1} | {} |",
             run.request,
             run.path,
             run.concurrency,
@@ -428,6 +457,7 @@ fn print_throughput(runs: &[serving::Throughput]) {
             run.per_second,
             run.stats.p50_ms,
             run.stats.p99_ms,
+            run.operations_per_second,
             run.stats.errors
         );
     }

@@ -113,7 +113,13 @@ pub async fn connect(config: &Config) -> Result<AppState, cosmos::StoreError> {
             "BLOG_TOKEN_KEY is not set: continuation tokens are signed with a key of this process, and another instance will refuse them"
         );
     }
-    Ok(AppState { store, scripts, auth: config.auth, tokens: http::lists::TokenKey::new(config.token_key.as_deref()) })
+    Ok(AppState {
+        store,
+        scripts,
+        auth: config.auth,
+        tokens: http::lists::TokenKey::new(config.token_key.as_deref()),
+        feed: Default::default(),
+    })
 }
 
 /// The SDK contacts the account while the client is built, so a worker that starts while the

@@ -61,7 +61,7 @@ async fn serve(config: Config) -> Result<(), String> {
     }
     tracing::info!(change_feed = ?config.change_feed, "change-feed functions");
     let address = listener.local_addr().map_err(|error| format!("cannot read the bound address: {error}"))?;
-    tracing::info!("serving on http://{address}/api");
+    tracing::info!("serving on http://{address}/ (the JSON API under /api)");
     blog.serve(listener, shutdown_signal()).await.map_err(|error| format!("server failed: {error}"))
 }
 

@@ -49,7 +49,8 @@ fn spawn_handler(data_dir: &std::path::Path) -> (Child, String) {
     for line in stdout.lines() {
         let line = line.unwrap();
         if let Some(at) = line.find("serving on http://") {
-            let url = line[at + "serving on ".len()..].trim_end_matches("/api").trim().to_owned();
+            let address = line[at + "serving on ".len()..].split_whitespace().next().unwrap();
+            let url = address.trim_end_matches('/').to_owned();
             return (child, url);
         }
     }

@@ -32,12 +32,13 @@ fn functions() -> Vec<(String, Value)> {
 }
 
 #[test]
-fn host_json_runs_the_handler_with_forwarding_under_api() {
+fn host_json_runs_the_handler_with_forwarding_at_the_root() {
     let host = read_json(&Path::new(env!("CARGO_MANIFEST_DIR")).join("host.json"));
     assert_eq!(host["version"], "2.0");
     assert_eq!(host["customHandler"]["description"]["defaultExecutablePath"], "handler");
     assert_eq!(host["customHandler"]["enableForwardingHttpRequest"], true);
-    assert_eq!(host["extensions"]["http"]["routePrefix"], "api");
+    // The pages live at the root and the JSON API under `api/`, both in the functions' routes.
+    assert_eq!(host["extensions"]["http"]["routePrefix"], "");
     assert_eq!(host["extensionBundle"]["id"], "Microsoft.Azure.Functions.ExtensionBundle");
     assert_eq!(host["extensionBundle"]["version"], "[4.*, 5.0.0)");
 }
@@ -73,11 +74,13 @@ fn every_http_function_is_a_forwarded_route_of_the_handler_and_back() {
 async fn the_handler_answers_every_declared_route_and_method() {
     let app = TestApp::start_as_host().await;
     for (name, method, route) in HTTP_FUNCTIONS {
-        let path = format!("/api/{}", route.replace("{userId}", "someone").replace("{postId}", "something"));
+        let path = blog::http::router_path(route).replace("{userId}", "someone").replace("{postId}", "something");
         let answer = app.raw(Method::from_bytes(method.as_bytes()).unwrap(), &path, Some("application/json"), "{}").await;
         assert_ne!(answer.status.as_u16(), 405, "{name}: {method} {path}");
         let detail = answer.body["detail"].as_str().unwrap_or_default();
         assert!(!detail.starts_with("There is no resource at"), "{name}: {method} {path} is not routed");
+        let page = answer.body.as_str().unwrap_or_default();
+        assert!(!page.contains("There is no page at"), "{name}: {method} {path} is not routed");
     }
 }
 
@@ -132,29 +135,44 @@ fn the_readme_publish_command_names_the_worker_runtime() {
     }
 }
 
-/// No HTTP function's route, catch-alls included, can forward a client's request to a
-/// change-feed function: the host forwards `/{routePrefix}/{route}` with the request's path as
-/// it came, and a change-feed function is `/{FunctionName}`, outside the prefix.
-#[test]
-fn no_http_route_reaches_a_change_feed_function() {
+/// No HTTP function's route can forward a client's request to a change-feed function. With
+/// host.json's empty route prefix, the host forwards `/{route}` with the request's path as it
+/// came, and a change-feed function is `/{FunctionName}` on the same handler: so every route is
+/// explicit (no catch-all `{*...}`), starts with a literal segment (or is the front page's
+/// parameter that only the empty path matches), and that segment is no change-feed function's
+/// name in any case (ASP.NET Core matches routes case-insensitively). The handler agrees: without
+/// `BLOG_CHANGE_FEED=host` those paths are not routes at all.
+#[tokio::test]
+async fn no_http_route_reaches_a_change_feed_function() {
     let host = read_json(&Path::new(env!("CARGO_MANIFEST_DIR")).join("host.json"));
-    let prefix = host["extensions"]["http"]["routePrefix"].as_str().unwrap();
-    assert!(
-        !prefix.is_empty() && !prefix.contains('{'),
-        "an empty or templated route prefix would let routes reach /{{FunctionName}}"
-    );
+    assert_eq!(host["extensions"]["http"]["routePrefix"], "", "the checks below are for an empty prefix");
+    let mut front_pages = 0;
     for (name, function) in functions() {
         let trigger = &function["bindings"][0];
         if trigger["type"] != "httpTrigger" {
             continue;
         }
-        let forwarded = format!("/{prefix}/{}", trigger["route"].as_str().unwrap());
-        for change_feed in Function::ALL {
-            let path = format!("/{}", change_feed.name());
-            assert!(
-                !forwarded.starts_with(&path) && !path.starts_with(&format!("/{prefix}/")),
-                "{name}: {forwarded} may reach {path}"
+        let route = trigger["route"].as_str().unwrap();
+        assert!(!route.contains("{*"), "{name}: a catch-all route {route} may reach /{{FunctionName}}");
+        let first = route.split('/').next().unwrap();
+        if first.starts_with('{') {
+            assert_eq!(
+                route,
+                blog::http::FRONT_PAGE_ROUTE,
+                "{name}: {route} starts with a parameter, which may match a function's name"
             );
+            front_pages += 1;
+            continue;
         }
+        for change_feed in Function::ALL {
+            assert!(!first.eq_ignore_ascii_case(change_feed.name()), "{name}: {route} reaches /{}", change_feed.name());
+        }
+    }
+    assert_eq!(front_pages, 1, "one front page");
+
+    let app = TestApp::start().await;
+    for change_feed in Function::ALL {
+        let answer = app.raw(Method::POST, &format!("/{}", change_feed.name()), Some("application/json"), "{}").await;
+        assert_eq!(answer.status.as_u16(), 404, "{}: only the host delivers changes", change_feed.name());
     }
 }

@@ -799,6 +799,8 @@ fn function_app_settings_are_identity_based() {
         "BLOG_TOKEN_KEY",
         "APPLICATIONINSIGHTS_CONNECTION_STRING",
         "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
+        // The front page is served at the root, in place of the host's home page.
+        "AzureWebJobsDisableHomepage",
     ];
     for name in required.iter().filter(|name| !settings.contains_key(**name)) {
         problems.push(format!("{}: app setting {name} is missing", site.at()));

@@ -3,6 +3,8 @@
 
 use serde_json::json;
 
+use blog::http::feed::FeedCache;
+
 use crate::client::{Answer, Client, Sample, Stats};
 use crate::data::{self, Rng};
 use crate::load::Loaded;
@@ -40,6 +42,9 @@ pub struct Plan<'a> {
     pub seed: u64,
     /// The prefix of this run's principal ids.
     pub run: &'a str,
+    /// The handler's feed cache: the Q6 row drops it before each request, so that it measures
+    /// what Q6 costs in Cosmos DB (the cache's effect has rows of its own).
+    pub feed_cache: &'a FeedCache,
 }
 
 /// Untimed requests before each read is measured, so that connection set-up is not in p99.
@@ -126,8 +131,50 @@ pub async fn measure_all(plan: &Plan<'_>) -> Vec<RequestRow> {
     rows.push(row("Q5", "GET /api/posts/{id}/likes?limit=100", samples));
 
     let limit = plan.feed_limit;
-    let samples = reads(n, || format!("/api/feed?limit={limit}"), client).await;
-    rows.push(row("Q6", &format!("GET /api/feed?limit={limit}"), samples));
+    let samples = reads(
+        n,
+        || {
+            plan.feed_cache.invalidate();
+            format!("/api/feed?limit={limit}")
+        },
+        client,
+    )
+    .await;
+    rows.push(row("Q6", &format!("GET /api/feed?limit={limit}, uncached"), samples));
+    rows
+}
+
+/// One page, read one at a time.
+pub struct PageRow {
+    pub page: &'static str,
+    pub path: &'static str,
+    pub stats: Stats,
+}
+
+/// The pages one at a time: the front page as served (from the feed cache) and read through
+/// (the cache dropped before each request), and a random post's page (Q2 + Q4 + Q5).
+pub async fn measure_pages(plan: &Plan<'_>) -> Vec<PageRow> {
+    let mut rng = Rng::new(plan.seed ^ 0x9A6E);
+    let (client, loaded, n) = (plan.client, plan.loaded, plan.iterations);
+    let mut rows = Vec::new();
+    let samples = reads(n, || "/".to_owned(), client).await;
+    rows.push(PageRow { page: "front page", path: "GET /", stats: Stats::of(&samples) });
+    let samples = reads(
+        n,
+        || {
+            plan.feed_cache.invalidate();
+            "/".to_owned()
+        },
+        client,
+    )
+    .await;
+    rows.push(PageRow {
+        page: "front page, uncached",
+        path: "GET / (feed cache dropped before each)",
+        stats: Stats::of(&samples),
+    });
+    let samples = reads(n, || format!("/posts/{}", loaded.posts[rng.index(loaded.posts.len())].0), client).await;
+    rows.push(PageRow { page: "a post", path: "GET /posts/{random id}", stats: Stats::of(&samples) });
     rows
 }
 

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use blog::Blog;
 use blog::config::Config;
 use blog::cosmos::{Container, Meter};
+use blog::http::feed::FeedCache;
 use serde_json::{Value, json};
 
 use crate::client::{Client, Sample, Stats, ms, percentile};
@@ -23,18 +24,28 @@ pub struct Throughput {
     pub duration: Duration,
     pub stats: Stats,
     pub per_second: f64,
+    /// Cosmos DB operations per second, summed from `x-cosmos-operations`.
+    pub operations_per_second: f64,
 }
 
-/// `request` is "Q2" (a random post each time) or "Q6" (the feed).
+/// How a throughput run loads the handler.
+pub struct LoadShape {
+    pub feed_limit: u32,
+    pub concurrency: usize,
+    pub duration: Duration,
+    pub seed: u64,
+}
+
+/// `request` is "Q2" (a random post each time), "Q6" (the feed, as served: from the feed
+/// cache), "Q6 uncached" (the cache dropped before each request) or "front page" (`GET /`).
 pub async fn throughput(
     client: &Client,
     loaded: &Loaded,
+    feed_cache: &Arc<FeedCache>,
     request: &'static str,
-    feed_limit: u32,
-    concurrency: usize,
-    duration: Duration,
-    seed: u64,
+    shape: &LoadShape,
 ) -> Throughput {
+    let &LoadShape { feed_limit, concurrency, duration, seed } = shape;
     let deadline = Instant::now() + duration;
     let started = Instant::now();
     let tasks: Vec<_> = (0..concurrency)
@@ -42,11 +53,17 @@ pub async fn throughput(
             let client = client.clone();
             let posts: Vec<String> = loaded.posts.iter().map(|(id, _)| id.clone()).collect();
             let mut rng = Rng::new(seed ^ task as u64);
+            let feed_cache = feed_cache.clone();
             tokio::spawn(async move {
                 let mut samples = Vec::new();
                 while Instant::now() < deadline {
                     let path = match request {
                         "Q2" => format!("/api/posts/{}", posts[rng.index(posts.len())]),
+                        "front page" => "/".to_owned(),
+                        "Q6 uncached" => {
+                            feed_cache.invalidate();
+                            format!("/api/feed?limit={feed_limit}")
+                        }
                         _ => format!("/api/feed?limit={feed_limit}"),
                     };
                     samples.push(client.get(&path).await.sample);
@@ -60,14 +77,19 @@ pub async fn throughput(
         samples.extend(task.await.expect("a load task"));
     }
     let elapsed = started.elapsed();
-    let path =
-        if request == "Q2" { "GET /api/posts/{random id}".to_owned() } else { format!("GET /api/feed?limit={feed_limit}") };
+    let path = match request {
+        "Q2" => "GET /api/posts/{random id}".to_owned(),
+        "front page" => "GET /".to_owned(),
+        _ => format!("GET /api/feed?limit={feed_limit}"),
+    };
+    let operations: u64 = samples.iter().map(|sample| sample.operations).sum();
     Throughput {
         request,
         path,
         concurrency,
         duration: elapsed,
         per_second: samples.len() as f64 / elapsed.as_secs_f64(),
+        operations_per_second: operations as f64 / elapsed.as_secs_f64(),
         stats: Stats::of(&samples),
     }
 }

@@ -141,6 +141,11 @@ resource app 'Microsoft.Web/sites@2024-11-01' = {
           name: 'BLOG_TOKEN_KEY'
           value: tokenSigningKey
         }
+        // The front page is an HTTP function at the root: the host's own home page must not answer it.
+        {
+          name: 'AzureWebJobsDisableHomepage'
+          value: 'true'
+        }
         // The data-plane role cannot create containers; this template did.
         {
           name: 'BLOG_CREATE_CONTAINERS'

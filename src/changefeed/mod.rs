@@ -95,7 +95,14 @@ impl Function {
     /// Applies one batch; what it refuses is left in [`BatchReport::refused`].
     pub async fn apply(self, state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
         match self {
-            Function::PostsChangeFeed => posts_changed(state, documents).await,
+            Function::PostsChangeFeed => {
+                let report = posts_changed(state, documents).await?;
+                // The copies in `feed` may have changed: this instance's cached feed pages go.
+                if report.applied > 0 {
+                    state.feed.invalidate();
+                }
+                Ok(report)
+            }
             Function::UsersChangeFeed => users_changed(state, documents).await,
         }
     }

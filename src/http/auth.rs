@@ -19,6 +19,32 @@ pub const PLATFORM_PRINCIPAL: &str = "x-ms-client-principal-id";
 /// The header the local development scheme reads the caller from.
 pub const DEVELOPMENT_USER: &str = "x-dev-user";
 
+/// The cookie the development sign-in form sets: the browser's stand-in for `x-dev-user`. Read
+/// by the pages only (the JSON API keeps reading the header), and only in development builds.
+#[cfg(feature = "embedded")]
+pub const DEVELOPMENT_COOKIE: &str = "blog_dev_user";
+
+/// Who is signed in on a page request, if anyone: App Service Authentication's header on Azure,
+/// the development cookie under `BLOG_AUTH=development`. An id that could not be a user id counts
+/// as nobody.
+pub fn page_viewer(parts: &Parts, mode: AuthMode) -> Option<String> {
+    let principal = match mode {
+        AuthMode::None => None,
+        AuthMode::Platform => parts.headers.get(PLATFORM_PRINCIPAL).and_then(|value| value.to_str().ok()).map(str::to_owned),
+        #[cfg(feature = "embedded")]
+        AuthMode::Development => parts
+            .headers
+            .get_all(axum::http::header::COOKIE)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|cookies| cookies.split(';'))
+            .filter_map(|cookie| cookie.trim().split_once('='))
+            .find(|(name, _)| *name == DEVELOPMENT_COOKIE)
+            .map(|(_, value)| value.to_owned()),
+    };
+    principal.filter(|id| validate_id(id).is_ok())
+}
+
 /// The authenticated caller of a write: their principal id, which is also their user id.
 pub struct Caller(pub String);
 

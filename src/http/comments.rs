@@ -10,7 +10,7 @@ use super::AppState;
 use super::auth::Caller;
 use super::extract::{Id, JsonBody, QueryParams, validate_id, validate_text};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
-use super::posts::{existing_author, list_of_post, post_not_found};
+use super::posts::{PostKnown, existing_author, list_of_post, post_not_found};
 use crate::cosmos::queries;
 use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
 use crate::model::{self, Comment, MAX_COMMENT_CHARS};
@@ -50,15 +50,27 @@ pub async fn create(
     Id(post_id): Id,
     JsonBody(body): JsonBody<NewCommentBody>,
 ) -> ApiResult<(StatusCode, Json<Comment>)> {
-    validate_id(&body.user_id).map_err(|why| ApiError::bad_request(format!("`userId` is not valid: {why}")))?;
-    caller.must_be(&body.user_id, "comment as this user")?;
-    validate_text("content", &body.content, MAX_COMMENT_CHARS, true)?;
-    let author = existing_author(&state, &body.user_id).await?;
-    let comment = model::new_comment(model::new_id(), &post_id, &author, body.content, model::now());
-    let body = state.scripts.execute(StoredProcedure::CreateComment, &post_id, (&post_id, &comment)).await?;
+    let created = create_comment(&state, &caller, &post_id, &body.user_id, body.content).await?;
+    Ok((StatusCode::CREATED, Json(created)))
+}
+
+/// C3, for the API and the pages.
+pub async fn create_comment(
+    state: &AppState,
+    caller: &Caller,
+    post_id: &str,
+    user_id: &str,
+    content: String,
+) -> ApiResult<Comment> {
+    validate_id(user_id).map_err(|why| ApiError::bad_request(format!("`userId` is not valid: {why}")))?;
+    caller.must_be(user_id, "comment as this user")?;
+    validate_text("content", &content, MAX_COMMENT_CHARS, true)?;
+    let author = existing_author(state, user_id).await?;
+    let comment = model::new_comment(model::new_id(), post_id, &author, content, model::now());
+    let body = state.scripts.execute(StoredProcedure::CreateComment, post_id, (post_id, &comment)).await?;
     match CounterOutcome::<Comment>::from_body(body)? {
-        CounterOutcome::Created(created) => Ok((StatusCode::CREATED, Json(created))),
-        CounterOutcome::PostNotFound => Err(post_not_found(&post_id)),
+        CounterOutcome::Created(created) => Ok(created),
+        CounterOutcome::PostNotFound => Err(post_not_found(post_id)),
         CounterOutcome::AlreadyLiked => Err(ApiError::internal("createComment answered alreadyLiked")),
     }
 }
@@ -79,8 +91,13 @@ pub async fn list(
     Id(post_id): Id,
     QueryParams(params): QueryParams<ListParams>,
 ) -> ApiResult<Json<ListPage<Comment>>> {
+    comments_of(&state, &post_id, &params, PostKnown::No).await.map(Json)
+}
+
+/// Q4, for the API and the pages.
+pub async fn comments_of(state: &AppState, post_id: &str, params: &ListParams, known: PostKnown) -> ApiResult<ListPage<Comment>> {
     const LIST: &str = "comments";
-    let page = params.page_request(&state.tokens, LIST, &post_id, DEFAULT_PAGE_SIZE)?;
-    let found = list_of_post::<Comment>(&state, &post_id, queries::post_comments(), page).await?;
-    Ok(Json(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, &post_id) }))
+    let page = params.page_request(&state.tokens, LIST, post_id, DEFAULT_PAGE_SIZE)?;
+    let found = list_of_post::<Comment>(state, post_id, queries::post_comments(), page, known).await?;
+    Ok(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, post_id) })
 }

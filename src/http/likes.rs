@@ -10,7 +10,7 @@ use super::AppState;
 use super::auth::Caller;
 use super::extract::{Id, JsonBody, QueryParams, validate_id};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
-use super::posts::{existing_author, list_of_post, post_not_found};
+use super::posts::{PostKnown, existing_author, list_of_post, post_not_found};
 use crate::cosmos::queries;
 use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
 use crate::model::{self, Like};
@@ -46,14 +46,20 @@ pub async fn create(
     Id(post_id): Id,
     JsonBody(body): JsonBody<NewLikeBody>,
 ) -> ApiResult<(StatusCode, Json<Like>)> {
-    validate_id(&body.user_id).map_err(|why| ApiError::bad_request(format!("`userId` is not valid: {why}")))?;
-    caller.must_be(&body.user_id, "like as this user")?;
-    let author = existing_author(&state, &body.user_id).await?;
-    let like = model::new_like(&post_id, &author, model::now());
-    let body = state.scripts.execute(StoredProcedure::CreateLike, &post_id, (&post_id, &like)).await?;
+    let created = create_like(&state, &caller, &post_id, &body.user_id).await?;
+    Ok((StatusCode::CREATED, Json(created)))
+}
+
+/// C4, for the API and the pages.
+pub async fn create_like(state: &AppState, caller: &Caller, post_id: &str, user_id: &str) -> ApiResult<Like> {
+    validate_id(user_id).map_err(|why| ApiError::bad_request(format!("`userId` is not valid: {why}")))?;
+    caller.must_be(user_id, "like as this user")?;
+    let author = existing_author(state, user_id).await?;
+    let like = model::new_like(post_id, &author, model::now());
+    let body = state.scripts.execute(StoredProcedure::CreateLike, post_id, (post_id, &like)).await?;
     match CounterOutcome::<Like>::from_body(body)? {
-        CounterOutcome::Created(created) => Ok((StatusCode::CREATED, Json(created))),
-        CounterOutcome::PostNotFound => Err(post_not_found(&post_id)),
+        CounterOutcome::Created(created) => Ok(created),
+        CounterOutcome::PostNotFound => Err(post_not_found(post_id)),
         CounterOutcome::AlreadyLiked => Err(ApiError::conflict(format!(
             "User {:?} already likes post {post_id:?}; a post is liked once per user.",
             author.user_id
@@ -77,8 +83,13 @@ pub async fn list(
     Id(post_id): Id,
     QueryParams(params): QueryParams<ListParams>,
 ) -> ApiResult<Json<ListPage<Like>>> {
+    likes_of(&state, &post_id, &params, PostKnown::No).await.map(Json)
+}
+
+/// Q5, for the API and the pages.
+pub async fn likes_of(state: &AppState, post_id: &str, params: &ListParams, known: PostKnown) -> ApiResult<ListPage<Like>> {
     const LIST: &str = "likes";
-    let page = params.page_request(&state.tokens, LIST, &post_id, DEFAULT_PAGE_SIZE)?;
-    let found = list_of_post::<Like>(&state, &post_id, queries::post_likes(), page).await?;
-    Ok(Json(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, &post_id) }))
+    let page = params.page_request(&state.tokens, LIST, post_id, DEFAULT_PAGE_SIZE)?;
+    let found = list_of_post::<Like>(state, post_id, queries::post_likes(), page, known).await?;
+    Ok(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, post_id) })
 }

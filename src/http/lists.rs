@@ -22,7 +22,7 @@ pub const MAX_PAGE_SIZE: u32 = 100;
 const MAX_TOKEN_BYTES: usize = 8 * 1024;
 
 /// The query string of every list.
-#[derive(Deserialize, IntoParams)]
+#[derive(Default, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ListParams {
@@ -76,6 +76,11 @@ impl TokenKey {
 }
 
 impl ListParams {
+    /// The `limit` as given, to carry it into the link to the next page.
+    pub fn limit(&self) -> Option<&str> {
+        self.limit.as_deref()
+    }
+
     /// The page to read for the list named `list` in partition `key`.
     pub fn page_request(&self, tokens: &TokenKey, list: &str, key: &str, default_size: u32) -> Result<PageRequest, ApiError> {
         let size = match &self.limit {

@@ -1,5 +1,6 @@
 //! The HTTP functions: one module per resource, a router that serves them at the paths the
-//! Functions host forwards (`/api/...`), and the few extractors they share.
+//! Functions host forwards (the JSON API under `/api/...`, the pages at the root), and the few
+//! extractors they share.
 //!
 //! Handlers stay thin: validate the input, apply a rule from [`crate::model`], make the one
 //! Cosmos call the article's V3 model needs, answer.
@@ -7,11 +8,12 @@
 pub mod auth;
 mod comments;
 mod extract;
-mod feed;
+pub mod feed;
 mod likes;
 pub mod lists;
 mod observe;
 pub mod openapi;
+pub mod pages;
 mod posts;
 pub mod serve;
 mod users;
@@ -46,26 +48,60 @@ pub struct AppState {
     pub auth: AuthMode,
     /// Signs and checks the lists' continuation tokens.
     pub tokens: lists::TokenKey,
+    /// The feed pages read in the last second, shared by the front page and `GET /api/feed`.
+    pub feed: Arc<feed::FeedCache>,
 }
 
-/// The HTTP functions: name (the folder under `functions/`), method, and route under the
-/// host's `api` prefix. The router is built from this table, and a test checks it against every
-/// `functions/*/function.json`, so the two cannot drift apart.
-pub const HTTP_FUNCTIONS: [(&str, &str, &str); 13] = [
-    ("CreateUser", "POST", "users"),
-    ("EditUser", "PUT", "users/{userId}"),
-    ("GetUser", "GET", "users/{userId}"),
-    ("ListUserPosts", "GET", "users/{userId}/posts"),
-    ("CreatePost", "POST", "posts"),
-    ("EditPost", "PUT", "posts/{postId}"),
-    ("GetPost", "GET", "posts/{postId}"),
-    ("CreateComment", "POST", "posts/{postId}/comments"),
-    ("ListComments", "GET", "posts/{postId}/comments"),
-    ("CreateLike", "POST", "posts/{postId}/likes"),
-    ("ListLikes", "GET", "posts/{postId}/likes"),
-    ("GetFeed", "GET", "feed"),
-    ("GetOpenApi", "GET", "openapi.json"),
+/// The route of the front page: under the Functions host an empty route is not served at the
+/// root (it falls back to the function's name), so it is an optional parameter that only the
+/// empty path matches (ASP.NET Core's `maxlength(0)` constraint).
+pub const FRONT_PAGE_ROUTE: &str = "{home:maxlength(0)?}";
+
+/// The HTTP functions: name (the folder under `functions/`), method, and route (host.json's
+/// route prefix is empty: the JSON API's routes start with `api/`, the pages' do not). The router
+/// is built from this table, and a test checks it against every `functions/*/function.json`, so
+/// the two cannot drift apart.
+pub const HTTP_FUNCTIONS: [(&str, &str, &str); 28] = [
+    ("CreateUser", "POST", "api/users"),
+    ("EditUser", "PUT", "api/users/{userId}"),
+    ("GetUser", "GET", "api/users/{userId}"),
+    ("ListUserPosts", "GET", "api/users/{userId}/posts"),
+    ("CreatePost", "POST", "api/posts"),
+    ("EditPost", "PUT", "api/posts/{postId}"),
+    ("GetPost", "GET", "api/posts/{postId}"),
+    ("CreateComment", "POST", "api/posts/{postId}/comments"),
+    ("ListComments", "GET", "api/posts/{postId}/comments"),
+    ("CreateLike", "POST", "api/posts/{postId}/likes"),
+    ("ListLikes", "GET", "api/posts/{postId}/likes"),
+    ("GetFeed", "GET", "api/feed"),
+    ("GetOpenApi", "GET", "api/openapi.json"),
+    // The pages.
+    ("FrontPage", "GET", FRONT_PAGE_ROUTE),
+    ("PostPage", "GET", "posts/{postId}"),
+    ("NewPostPage", "GET", "write"),
+    ("SubmitNewPost", "POST", "write"),
+    ("EditPostPage", "GET", "posts/{postId}/edit"),
+    ("SubmitPostEdit", "POST", "posts/{postId}/edit"),
+    ("SubmitComment", "POST", "posts/{postId}/comments"),
+    ("SubmitLike", "POST", "posts/{postId}/likes"),
+    ("UserPage", "GET", "users/{userId}"),
+    ("SubmitNewUser", "POST", "users"),
+    ("SubmitRename", "POST", "users/{userId}"),
+    ("SignInPage", "GET", "signin"),
+    ("SubmitSignIn", "POST", "signin"),
+    ("SubmitSignOut", "POST", "signout"),
+    ("Stylesheet", "GET", "style.css"),
 ];
+
+/// The path the handler serves a function's route at.
+pub fn router_path(route: &str) -> String {
+    if route == FRONT_PAGE_ROUTE { "/".to_owned() } else { format!("/{route}") }
+}
+
+/// Whether a function's route is the JSON API's (the rest are pages).
+pub fn is_api_route(route: &str) -> bool {
+    route.starts_with("api/")
+}
 
 /// The handler of each HTTP function.
 fn handler(function: &str) -> MethodRouter<AppState> {
@@ -83,28 +119,40 @@ fn handler(function: &str) -> MethodRouter<AppState> {
         "ListLikes" => get(likes::list),
         "GetFeed" => get(feed::list),
         "GetOpenApi" => get(openapi::document),
+        "FrontPage" => get(pages::feed::front_page),
+        "PostPage" => get(pages::posts::post_page),
+        "NewPostPage" => get(pages::posts::new_post_page),
+        "SubmitNewPost" => post(pages::posts::submit_new_post),
+        "EditPostPage" => get(pages::posts::edit_post_page),
+        "SubmitPostEdit" => post(pages::posts::submit_post_edit),
+        "SubmitComment" => post(pages::posts::submit_comment),
+        "SubmitLike" => post(pages::posts::submit_like),
+        "UserPage" => get(pages::users::user_page),
+        "SubmitNewUser" => post(pages::users::submit_new_user),
+        "SubmitRename" => post(pages::users::submit_rename),
+        "SignInPage" => get(pages::session::sign_in_page),
+        "SubmitSignIn" => post(pages::session::submit_sign_in),
+        "SubmitSignOut" => post(pages::session::submit_sign_out),
+        "Stylesheet" => get(pages::stylesheet),
         other => unreachable!("no handler for {other}"),
     }
 }
 
-/// Every route the handler serves: the HTTP functions at the paths the host forwards
-/// (`/api/...`), `GET /`, and, when the Functions host delivers the change feed
-/// (`host_change_feed`), the change-feed functions at `/{FunctionName}`.
+/// Every route the handler serves: the HTTP functions at the paths the host forwards (the
+/// front page at `/` is also the host's readiness probe: it waits for any answer to `GET /`),
+/// and, when the Functions host delivers the change feed (`host_change_feed`), the change-feed
+/// functions at `/{FunctionName}`.
 ///
 /// The change-feed routes write copies from whatever batch they are given, so they exist only
 /// where the host is their one caller: the host reaches them on loopback, and a client cannot,
-/// because every forwarded request keeps the `api` route prefix (host.json), which no change-feed
-/// path has. Where the local processors deliver the changes, nothing else may.
+/// because no HTTP function's route can match `/{FunctionName}` (explicit routes only, no
+/// catch-all; a test holds every `function.json` to that). Where the local processors deliver
+/// the changes, nothing else may.
 pub fn router(state: AppState, max_in_flight: usize, host_change_feed: bool) -> Router {
-    let mut api = Router::new();
+    let mut router = Router::new();
     for (function, _, route) in HTTP_FUNCTIONS {
-        api = api.route(&format!("/{route}"), handler(function));
+        router = router.route(&router_path(route), handler(function));
     }
-
-    let mut router = Router::new()
-        // The host's readiness probe: it waits for any answer to `GET /` before sending work.
-        .route("/", get(|| async { StatusCode::OK }))
-        .nest("/api", api);
     if host_change_feed {
         // Invoked by the host as `POST /{FunctionName}`. A batch holds up to
         // `maxItemsPerInvocation` whole items, so its body may be far larger than an API body.
@@ -145,7 +193,8 @@ impl Admission {
 /// live outside): a client that trickles its body holds its own connection, never a place.
 async fn admit(State(admission): State<Arc<Admission>>, request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
-    let is_host_batch = parts.method == axum::http::Method::POST && !parts.uri.path().starts_with("/api/");
+    let is_host_batch = parts.method == axum::http::Method::POST
+        && changefeed::Function::ALL.iter().any(|function| parts.uri.path().strip_prefix('/') == Some(function.name()));
     let limit = if is_host_batch { HOST_BATCH_BYTES } else { MAX_BODY_BYTES };
     let bytes = match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, limit)).await {
         Ok(Ok(bytes)) => bytes,
@@ -182,12 +231,19 @@ async fn admit(State(admission): State<Arc<Admission>>, request: Request, next: 
     }
 }
 
-async fn not_found(uri: axum::http::Uri) -> ApiError {
-    ApiError::not_found(format!("There is no resource at {}; see the README for the API's routes.", uri.path()))
+/// 404: problem+json under `/api/`, an HTML page elsewhere (a person followed a bad link).
+async fn not_found(uri: axum::http::Uri) -> Response {
+    if uri.path().starts_with("/api/") {
+        ApiError::not_found(format!("There is no resource at {}; see the README for the API's routes.", uri.path()))
+            .into_response()
+    } else {
+        pages::not_found_page(uri.path())
+    }
 }
 
-async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
-    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, format!("{} does not accept {method}.", uri.path()))
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    let error = ApiError::new(StatusCode::METHOD_NOT_ALLOWED, format!("{} does not accept {method}.", uri.path()));
+    if uri.path().starts_with("/api/") { error.into_response() } else { pages::PageError(error).into_response() }
 }
 
 #[cfg(test)]

@@ -78,14 +78,20 @@ pub async fn create(
     caller: Caller,
     JsonBody(body): JsonBody<NewPostBody>,
 ) -> ApiResult<impl IntoResponse> {
-    validate_id(&body.user_id).map_err(|why| ApiError::bad_request(format!("`userId` is not valid: {why}")))?;
-    caller.must_be(&body.user_id, "post as this user")?;
-    validate_post_text(&body.title, &body.content)?;
-    let author = existing_author(&state, &body.user_id).await?;
-    let post = model::new_post(model::new_id(), &author, body.title, body.content, model::now());
-    state.store.create(Container::Posts, &post.post_id, &post).await?;
+    let post = create_post(&state, &caller, &body.user_id, body.title, body.content).await?;
     let location = format!("/api/posts/{}", post.id);
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(post)))
+}
+
+/// C2 create, for the API and the pages: validates, reads the author, creates the post.
+pub async fn create_post(state: &AppState, caller: &Caller, user_id: &str, title: String, content: String) -> ApiResult<Post> {
+    validate_id(user_id).map_err(|why| ApiError::bad_request(format!("`userId` is not valid: {why}")))?;
+    caller.must_be(user_id, "post as this user")?;
+    validate_post_text(&title, &content)?;
+    let author = existing_author(state, user_id).await?;
+    let post = model::new_post(model::new_id(), &author, title, content, model::now());
+    state.store.create(Container::Posts, &post.post_id, &post).await?;
+    Ok(post)
 }
 
 /// C2 edit: `PUT /api/posts/{postId}`. Read, change title and content, replace on the etag
@@ -109,17 +115,22 @@ pub async fn edit(
     Id(post_id): Id,
     JsonBody(body): JsonBody<EditPostBody>,
 ) -> ApiResult<Json<Post>> {
-    validate_post_text(&body.title, &body.content)?;
+    edit_post(&state, &caller, &post_id, body.title, body.content).await.map(Json)
+}
+
+/// C2 edit, for the API and the pages.
+pub async fn edit_post(state: &AppState, caller: &Caller, post_id: &str, title: String, content: String) -> ApiResult<Post> {
+    validate_post_text(&title, &content)?;
     for attempt in 0..EDIT_ATTEMPTS {
-        let current = state.store.read_versioned::<Post>(Container::Posts, &post_id, &post_id).await?;
+        let current = state.store.read_versioned::<Post>(Container::Posts, post_id, post_id).await?;
         let current =
-            current.filter(|found| found.item.item_type == model::ItemType::Post).ok_or_else(|| post_not_found(&post_id))?;
+            current.filter(|found| found.item.item_type == model::ItemType::Post).ok_or_else(|| post_not_found(post_id))?;
         caller.must_be(&current.item.user_id, "edit this post")?;
-        let edited = model::edited_post(current.item, body.title.clone(), body.content.clone());
-        match state.store.replace(Container::Posts, &post_id, &post_id, &edited, Some(&current.etag)).await {
-            Ok(()) => return Ok(Json(edited)),
+        let edited = model::edited_post(current.item, title.clone(), content.clone());
+        match state.store.replace(Container::Posts, post_id, post_id, &edited, Some(&current.etag)).await {
+            Ok(()) => return Ok(edited),
             Err(StoreError::PreconditionFailed) => tokio::time::sleep(retry_pause(attempt)).await,
-            Err(StoreError::NotFound) => return Err(post_not_found(&post_id)),
+            Err(StoreError::NotFound) => return Err(post_not_found(post_id)),
             Err(other) => return Err(other.into()),
         }
     }
@@ -140,8 +151,13 @@ pub async fn edit(
     ),
 )]
 pub async fn get(State(state): State<AppState>, Id(post_id): Id) -> ApiResult<Json<Post>> {
-    let post = state.store.read::<Post>(Container::Posts, &post_id, &post_id).await?;
-    post.filter(|post| post.item_type == model::ItemType::Post).map(Json).ok_or_else(|| post_not_found(&post_id))
+    get_post(&state, &post_id).await.map(Json)
+}
+
+/// Q2, for the API and the pages.
+pub async fn get_post(state: &AppState, post_id: &str) -> ApiResult<Post> {
+    let post = state.store.read::<Post>(Container::Posts, post_id, post_id).await?;
+    post.filter(|post| post.item_type == model::ItemType::Post).ok_or_else(|| post_not_found(post_id))
 }
 
 /// The user who writes a post, comment or like; 422 when there is no such user.
@@ -157,19 +173,32 @@ pub async fn existing_author(state: &AppState, user_id: &str) -> ApiResult<User>
 /// query reads the post's partition only, so an empty first page cannot tell "no comments yet"
 /// from "no such post": then, and only then, one point read tells (1 RU). A post with items
 /// costs nothing more; a later page (it has a continuation token) was issued for an existing
-/// post.
+/// post. The post page reads the post itself (Q2) alongside, so it passes `PostKnown::Yes`
+/// and never pays for that read.
 pub async fn list_of_post<T: serde::de::DeserializeOwned + Send + 'static>(
     state: &AppState,
     post_id: &str,
     query: QuerySpec,
     page: PageRequest,
+    known: PostKnown,
 ) -> ApiResult<Page<T>> {
     let first_page = page.continuation.is_none();
     let found = state.store.query_page::<T>(Container::Posts, post_id, query, page).await?;
-    if first_page && found.items.is_empty() && state.store.read::<Post>(Container::Posts, post_id, post_id).await?.is_none() {
+    if known == PostKnown::No
+        && first_page
+        && found.items.is_empty()
+        && state.store.read::<Post>(Container::Posts, post_id, post_id).await?.is_none()
+    {
         return Err(post_not_found(post_id));
     }
     Ok(found)
+}
+
+/// Whether the caller of [`list_of_post`] reads the post anyway (and so tells a missing post itself).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum PostKnown {
+    Yes,
+    No,
 }
 
 pub fn post_not_found(post_id: &str) -> ApiError {

@@ -75,16 +75,20 @@ pub async fn create(
     caller: Caller,
     JsonBody(body): JsonBody<UserBody>,
 ) -> ApiResult<impl IntoResponse> {
-    // The caller's own user: its id is their principal id.
-    let user = model::new_user(caller.0, body.username()?);
-    match state.store.create(Container::Users, &user.user_id, &user).await {
-        Err(StoreError::Conflict) => {
-            return Err(ApiError::conflict(format!("You already have a user, {:?}; rename it with PUT instead.", user.id)));
-        }
-        other => other?,
-    }
+    let user = create_user(&state, &caller, body.username).await?;
     let location = format!("/api/users/{}", user.id);
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(user)))
+}
+
+/// C1 create, for the API and the pages: the caller's own user, whose id is their principal id.
+pub async fn create_user(state: &AppState, caller: &Caller, username: String) -> ApiResult<User> {
+    let user = model::new_user(caller.0.clone(), UserBody { username }.username()?);
+    match state.store.create(Container::Users, &user.user_id, &user).await {
+        Err(StoreError::Conflict) => {
+            Err(ApiError::conflict(format!("You already have a user, {:?}; rename it with PUT instead.", user.id)))
+        }
+        other => other.map(|()| user).map_err(ApiError::from),
+    }
 }
 
 /// C1 edit: `PUT /api/users/{userId}`. One replace: it fails with 404 when the user does not
@@ -108,11 +112,16 @@ pub async fn edit(
     Id(user_id): Id,
     JsonBody(body): JsonBody<UserBody>,
 ) -> ApiResult<Json<User>> {
-    caller.must_be(&user_id, "rename this user")?;
-    let user = model::renamed_user(user_id.clone(), body.username()?, model::now());
-    match state.store.replace(Container::Users, &user_id, &user_id, &user, None).await {
-        Ok(()) => Ok(Json(user)),
-        Err(StoreError::NotFound) => Err(user_not_found(&user_id)),
+    rename_user(&state, &caller, &user_id, body.username).await.map(Json)
+}
+
+/// C1 edit, for the API and the pages.
+pub async fn rename_user(state: &AppState, caller: &Caller, user_id: &str, username: String) -> ApiResult<User> {
+    caller.must_be(user_id, "rename this user")?;
+    let user = model::renamed_user(user_id.to_owned(), UserBody { username }.username()?, model::now());
+    match state.store.replace(Container::Users, user_id, user_id, &user, None).await {
+        Ok(()) => Ok(user),
+        Err(StoreError::NotFound) => Err(user_not_found(user_id)),
         Err(other) => Err(other.into()),
     }
 }
@@ -130,8 +139,12 @@ pub async fn edit(
     ),
 )]
 pub async fn get(State(state): State<AppState>, Id(user_id): Id) -> ApiResult<Json<User>> {
-    let user = state.store.read::<User>(Container::Users, &user_id, &user_id).await?;
-    user.map(Json).ok_or_else(|| user_not_found(&user_id))
+    get_user(&state, &user_id).await.map(Json)
+}
+
+/// Q1, for the API and the pages.
+pub async fn get_user(state: &AppState, user_id: &str) -> ApiResult<User> {
+    state.store.read::<User>(Container::Users, user_id, user_id).await?.ok_or_else(|| user_not_found(user_id))
 }
 
 /// Q3: `GET /api/users/{userId}/posts`, newest first: one query on the user's own partition of
@@ -151,10 +164,15 @@ pub async fn list_posts(
     Id(user_id): Id,
     QueryParams(params): QueryParams<ListParams>,
 ) -> ApiResult<Json<ListPage<Post>>> {
+    posts_of(&state, &user_id, &params).await.map(Json)
+}
+
+/// Q3, for the API and the pages.
+pub async fn posts_of(state: &AppState, user_id: &str, params: &ListParams) -> ApiResult<ListPage<Post>> {
     const LIST: &str = "userPosts";
-    let page = params.page_request(&state.tokens, LIST, &user_id, DEFAULT_PAGE_SIZE)?;
-    let found = state.store.query_page::<Post>(Container::Users, &user_id, queries::user_posts(), page).await?;
-    Ok(Json(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, &user_id) }))
+    let page = params.page_request(&state.tokens, LIST, user_id, DEFAULT_PAGE_SIZE)?;
+    let found = state.store.query_page::<Post>(Container::Users, user_id, queries::user_posts(), page).await?;
+    Ok(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, user_id) })
 }
 
 pub fn user_not_found(user_id: &str) -> ApiError {

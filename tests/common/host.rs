@@ -81,7 +81,8 @@ pub async fn invoke(app: &TestApp, function: &str, body: &[u8]) -> Answer {
 }
 
 /// A client's request as the host forwards it to the handler (`enableForwardingHttpRequest`):
-/// the path keeps the `api` prefix; the query is rebuilt from the parsed one, so a repeated key
+/// the path as the client sent it (the route prefix is empty: `/api/...` for the API, `/...` for
+/// the pages); the query is rebuilt from the parsed one, so a repeated key
 /// arrives once with its values joined by commas (`a=1%2C2`); every header is copied and the
 /// host adds `X-Azure-Functions-HostVersion`, `X-Azure-Functions-InvocationId` and its token at
 /// the end of `User-Agent`; the body is copied only when the client's `Content-Length` is above

@@ -1,0 +1,287 @@
+//! A post's page (Q2 + Q4 + Q5), the forms to write and edit a post (C2), and the comment (C3)
+//! and like (C4) forms on the post's page.
+
+use std::fmt::Write as _;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+
+use super::{
+    Draft, Field, Form, Page, PageId, PageQuery, PageResult, Refusal, SameOrigin, Viewer, count, esc, form, layout, time,
+    url_part,
+};
+use crate::error::ApiError;
+use crate::http::AppState;
+use crate::http::comments::{comments_of, create_comment};
+use crate::http::likes::{create_like, likes_of};
+use crate::http::lists::ListParams;
+use crate::http::posts::{PostKnown, create_post, edit_post, get_post};
+use crate::model::{MAX_COMMENT_CHARS, MAX_CONTENT_CHARS, MAX_TITLE_CHARS};
+
+// The hints say the limits the API applies; the assertion keeps them true.
+const POST_FIELDS: [Field; 2] = [
+    Field { name: "title", label: "Title", hint: "Up to 200 characters.", multiline: false },
+    Field { name: "content", label: "Text", hint: "Up to 20,000 characters.", multiline: true },
+];
+const COMMENT_FIELDS: [Field; 1] =
+    [Field { name: "content", label: "Your comment", hint: "Up to 2,000 characters.", multiline: true }];
+const _: () = assert!(MAX_TITLE_CHARS == 200 && MAX_CONTENT_CHARS == 20_000 && MAX_COMMENT_CHARS == 2_000);
+
+/// A post's title and text, as typed into the form.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PostForm {
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    content: String,
+}
+
+/// A comment, as typed into the form.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommentForm {
+    #[serde(default)]
+    content: String,
+}
+
+/// A like carries nothing but who clicked it, and that is the session's.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LikeForm {}
+
+/// What the post page shows besides the post: a comment being written, or a like refused.
+#[derive(Default)]
+struct PostPageState<'a> {
+    comment: Draft<'a>,
+    like_refused: Option<String>,
+}
+
+/// `GET /posts/{postId}`: the post, who likes it and its comments (paged with
+/// `?continuationToken=`), read at once: Q2, Q4 and Q5 run concurrently.
+pub async fn post_page(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    PageId(post_id): PageId,
+    PageQuery(params): PageQuery<ListParams>,
+) -> PageResult {
+    render_post(&state, &viewer, &post_id, &params, PostPageState::default(), StatusCode::OK).await
+}
+
+async fn render_post(
+    state: &AppState,
+    viewer: &Viewer,
+    post_id: &str,
+    params: &ListParams,
+    extra: PostPageState<'_>,
+    status: StatusCode,
+) -> PageResult {
+    // Likes are shown from their first page only; the comments are what `?continuationToken=` pages.
+    let first_page = ListParams::default();
+    let (post, comments, likes) = tokio::join!(
+        get_post(state, post_id),
+        comments_of(state, post_id, params, PostKnown::Yes),
+        likes_of(state, post_id, &first_page, PostKnown::Yes),
+    );
+    let (post, comments, likes) = (post?, comments?, likes?);
+    let id = url_part(&post.id);
+    let mut main = String::with_capacity(8192);
+    let _ = write!(
+        main,
+        "<article><h1>{}</h1><p class=\"meta\">by <a href=\"/users/{}\">{}</a> · {}</p><div class=\"content\">{}</div>\
+         <p class=\"counts\">{} · {}</p>",
+        esc(&post.title),
+        url_part(&post.user_id),
+        esc(&post.user_username),
+        time(&post.creation_date),
+        esc(&post.content),
+        count(post.comment_count, "comment", "comments"),
+        count(post.like_count, "like", "likes"),
+    );
+    main.push_str("<div class=\"actions\">");
+    if viewer.is(&post.user_id) {
+        let _ = write!(main, "<a href=\"/posts/{id}/edit\">Edit this post</a>");
+    }
+    let liked = viewer.id().is_some_and(|me| likes.items.iter().any(|like| like.user_id == me));
+    match viewer.id() {
+        Some(_) if liked => main.push_str("<span>You like this post.</span>"),
+        Some(_) => {
+            let _ =
+                write!(main, "<form method=\"post\" action=\"/posts/{id}/likes\"><button type=\"submit\">Like</button></form>");
+        }
+        None => main.push_str("<span><a href=\"/signin\">Sign in</a> to like or comment.</span>"),
+    }
+    main.push_str("</div>");
+    if let Some(detail) = &extra.like_refused {
+        let _ = write!(main, "<p class=\"error\" role=\"alert\" id=\"like-error\">{}</p>", esc(detail));
+    }
+    main.push_str("</article>");
+
+    if !likes.items.is_empty() {
+        main.push_str("<section aria-labelledby=\"likes\"><h2 id=\"likes\">Liked by</h2><p>");
+        for (n, like) in likes.items.iter().enumerate() {
+            let separator = if n == 0 { "" } else { ", " };
+            let _ = write!(main, "{separator}<a href=\"/users/{}\">{}</a>", url_part(&like.user_id), esc(&like.user_username));
+        }
+        let more = post.like_count.saturating_sub(likes.items.len() as u64);
+        if more > 0 && likes.continuation_token.is_some() {
+            let _ = write!(main, " and {more} more");
+        }
+        main.push_str("</p></section>");
+    }
+
+    let _ = write!(main, "<section aria-labelledby=\"comments\"><h2 id=\"comments\">Comments</h2>");
+    if comments.items.is_empty() {
+        main.push_str("<p>No comments yet.</p>");
+    } else {
+        main.push_str("<ol class=\"comments\">");
+        for comment in &comments.items {
+            let _ = write!(
+                main,
+                "<li id=\"comment-{}\"><p class=\"meta\"><a href=\"/users/{}\">{}</a> · {}</p><p>{}</p></li>",
+                esc(&comment.id),
+                url_part(&comment.user_id),
+                esc(&comment.user_username),
+                time(&comment.creation_date),
+                esc(&comment.content)
+            );
+        }
+        main.push_str("</ol>");
+    }
+    if let Some(token) = &comments.continuation_token {
+        let _ = write!(
+            main,
+            "<nav class=\"more\" aria-label=\"More comments\"><a rel=\"next\" href=\"/posts/{id}?continuationToken={}#comments\">More comments</a></nav>",
+            url_part(token)
+        );
+    }
+    if viewer.id().is_some() {
+        form(&mut main, &format!("/posts/{id}/comments"), "comment", &COMMENT_FIELDS, &extra.comment, "Comment");
+    }
+    main.push_str("</section>");
+    Ok(Page { status, html: layout(&post.title, viewer, &main), private: viewer.id().is_some() }.into_response())
+}
+
+/// `POST /posts/{postId}/comments`: C3, then back to the post's comments; refused, the post
+/// page again with the comment kept and the reason next to it.
+pub async fn submit_comment(
+    State(state): State<AppState>,
+    _: SameOrigin,
+    viewer: Viewer,
+    PageId(post_id): PageId,
+    Form(typed): Form<CommentForm>,
+) -> PageResult {
+    let written = match viewer.caller() {
+        Ok(caller) => create_comment(&state, &caller, &post_id, &caller.0, typed.content.clone()).await,
+        Err(error) => Err(error),
+    };
+    match written {
+        Ok(comment) => {
+            Ok(Redirect::to(&format!("/posts/{}#comment-{}", url_part(&post_id), url_part(&comment.id))).into_response())
+        }
+        Err(error) if error.status == StatusCode::NOT_FOUND || error.status.is_server_error() => Err(error.into()),
+        Err(error) => {
+            let comment = Draft { values: vec![("content", &typed.content)], refusal: Some(Refusal::of(&error, &["content"])) };
+            let extra = PostPageState { comment, like_refused: None };
+            render_post(&state, &viewer, &post_id, &ListParams::default(), extra, error.status).await
+        }
+    }
+}
+
+/// `POST /posts/{postId}/likes`: C4, then back to the post; refused (a second like), the post
+/// page again with the reason.
+pub async fn submit_like(
+    State(state): State<AppState>,
+    _: SameOrigin,
+    viewer: Viewer,
+    PageId(post_id): PageId,
+    Form(LikeForm {}): Form<LikeForm>,
+) -> PageResult {
+    let written = match viewer.caller() {
+        Ok(caller) => create_like(&state, &caller, &post_id, &caller.0).await.map(|_| ()),
+        Err(error) => Err(error),
+    };
+    match written {
+        Ok(()) => Ok(Redirect::to(&format!("/posts/{}", url_part(&post_id))).into_response()),
+        Err(error) if error.status == StatusCode::NOT_FOUND || error.status.is_server_error() => Err(error.into()),
+        Err(error) => {
+            let extra = PostPageState { like_refused: Some(error.detail), ..Default::default() };
+            render_post(&state, &viewer, &post_id, &ListParams::default(), extra, error.status).await
+        }
+    }
+}
+
+/// `GET /write`: the form for a new post.
+pub async fn new_post_page(viewer: Viewer) -> Response {
+    post_form_page(&viewer, None, Draft::default(), StatusCode::OK)
+}
+
+/// `POST /write`: C2, then the new post's own page (a point read: it shows the post at once,
+/// while its copies in the feed and the author's list follow through the change feed).
+pub async fn submit_new_post(
+    State(state): State<AppState>,
+    _: SameOrigin,
+    viewer: Viewer,
+    Form(typed): Form<PostForm>,
+) -> PageResult {
+    let written = match viewer.caller() {
+        Ok(caller) => create_post(&state, &caller, &caller.0, typed.title.clone(), typed.content.clone()).await,
+        Err(error) => Err(error),
+    };
+    match written {
+        Ok(post) => Ok(Redirect::to(&format!("/posts/{}", url_part(&post.id))).into_response()),
+        Err(error) if error.status.is_server_error() => Err(error.into()),
+        Err(error) => Ok(post_form_page(&viewer, None, post_draft(&typed, &error), error.status)),
+    }
+}
+
+/// `GET /posts/{postId}/edit`: the form to edit a post, filled with it; only its author's.
+pub async fn edit_post_page(State(state): State<AppState>, viewer: Viewer, PageId(post_id): PageId) -> PageResult {
+    let post = get_post(&state, &post_id).await?;
+    viewer.caller()?.must_be(&post.user_id, "edit this post")?;
+    let draft = Draft { values: vec![("title", &post.title), ("content", &post.content)], refusal: None };
+    Ok(post_form_page(&viewer, Some(&post_id), draft, StatusCode::OK))
+}
+
+/// `POST /posts/{postId}/edit`: C2 edit, then the post.
+pub async fn submit_post_edit(
+    State(state): State<AppState>,
+    _: SameOrigin,
+    viewer: Viewer,
+    PageId(post_id): PageId,
+    Form(typed): Form<PostForm>,
+) -> PageResult {
+    let written = match viewer.caller() {
+        Ok(caller) => edit_post(&state, &caller, &post_id, typed.title.clone(), typed.content.clone()).await,
+        Err(error) => Err(error),
+    };
+    match written {
+        Ok(post) => Ok(Redirect::to(&format!("/posts/{}", url_part(&post.id))).into_response()),
+        Err(error) if error.status == StatusCode::NOT_FOUND || error.status.is_server_error() => Err(error.into()),
+        Err(error) => Ok(post_form_page(&viewer, Some(&post_id), post_draft(&typed, &error), error.status)),
+    }
+}
+
+fn post_draft<'a>(typed: &'a PostForm, error: &ApiError) -> Draft<'a> {
+    Draft {
+        values: vec![("title", &typed.title), ("content", &typed.content)],
+        refusal: Some(Refusal::of(error, &["title", "content"])),
+    }
+}
+
+/// The new-post form (`editing` is `None`) or the edit form of the post `editing`.
+fn post_form_page(viewer: &Viewer, editing: Option<&str>, draft: Draft, status: StatusCode) -> Response {
+    let (heading, action, submit) = match editing {
+        None => ("Write a post".to_owned(), "/write".to_owned(), "Publish"),
+        Some(id) => ("Edit your post".to_owned(), format!("/posts/{}/edit", url_part(id)), "Save"),
+    };
+    let mut main = format!("<h1>{heading}</h1>");
+    if viewer.id().is_none() {
+        main.push_str("<p><a href=\"/signin\">Sign in</a> to write.</p>");
+    } else {
+        form(&mut main, &action, "post", &POST_FIELDS, &draft, submit);
+    }
+    Page { status, html: layout(&heading, viewer, &main), private: true }.into_response()
+}

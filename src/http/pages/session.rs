@@ -1,0 +1,118 @@
+//! Signing in and out. On Azure, App Service Authentication does both (`/.auth/login/aad`,
+//! `/.auth/logout`); with `BLOG_AUTH=development`, a form picks who this browser is, kept in a
+//! cookie that the pages read as the API reads `x-dev-user`.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+
+#[cfg(feature = "embedded")]
+use super::{Draft, Field, Form, Refusal, form, url_part};
+use super::{Page, PageResult, SameOrigin, Viewer, layout};
+use crate::config::AuthMode;
+#[cfg(feature = "embedded")]
+use crate::error::ApiError;
+use crate::http::AppState;
+#[cfg(feature = "embedded")]
+use crate::http::auth::DEVELOPMENT_COOKIE;
+
+/// Where App Service Authentication signs a person in with Entra ID, and back to the front page.
+const PLATFORM_SIGN_IN: &str = "/.auth/login/aad?post_login_redirect_uri=/";
+/// Where App Service Authentication signs a person out.
+const PLATFORM_SIGN_OUT: &str = "/.auth/logout?post_logout_redirect_uri=/";
+
+#[cfg(feature = "embedded")]
+const SIGN_IN_FIELDS: [Field; 1] = [Field {
+    name: "user",
+    label: "Sign in as",
+    hint: "Development sign-in: any id (letters, digits, - and _), e.g. alice. Nothing checks it.",
+    multiline: false,
+}];
+
+/// The development sign-in form's one field (the deployed build has no such form, and ignores it).
+#[derive(Deserialize)]
+#[cfg_attr(not(feature = "embedded"), allow(dead_code))]
+#[serde(deny_unknown_fields)]
+pub struct SignInForm {
+    #[serde(default)]
+    user: String,
+}
+
+/// `GET /signin`: on Azure, off to App Service Authentication; in development, the form.
+pub async fn sign_in_page(State(state): State<AppState>, viewer: Viewer) -> Response {
+    match state.auth {
+        AuthMode::Platform => Redirect::to(PLATFORM_SIGN_IN).into_response(),
+        AuthMode::None => {
+            let main = "<h1>Sign in</h1><p>This blog has no sign-in configured, so it can only be read. \
+                        On Azure, deploy it with <code>authClientId</code>; locally, start it with \
+                        <code>BLOG_AUTH=development</code>.</p>";
+            Page { status: StatusCode::OK, html: layout("Sign in", &viewer, main), private: false }.into_response()
+        }
+        #[cfg(feature = "embedded")]
+        AuthMode::Development => development_form(&viewer, Draft::default(), StatusCode::OK),
+    }
+}
+
+#[cfg(feature = "embedded")]
+fn development_form(viewer: &Viewer, draft: Draft, status: StatusCode) -> Response {
+    let mut main = String::from("<h1>Sign in</h1>");
+    form(&mut main, "/signin", "signin", &SIGN_IN_FIELDS, &draft, "Sign in");
+    Page { status, html: layout("Sign in", viewer, &main), private: true }.into_response()
+}
+
+/// `POST /signin`: development only: remembers who this browser is, then their page (which
+/// offers to create their user the first time).
+pub async fn submit_sign_in(
+    State(state): State<AppState>,
+    _: SameOrigin,
+    viewer: Viewer,
+    #[cfg_attr(not(feature = "embedded"), allow(unused_variables))] form_body: super::Form<SignInForm>,
+) -> PageResult {
+    match state.auth {
+        #[cfg(feature = "embedded")]
+        AuthMode::Development => {
+            let Form(typed) = form_body;
+            let user = typed.user.trim();
+            match development_id(user) {
+                Ok(()) => {
+                    let cookie = format!("{DEVELOPMENT_COOKIE}={user}; Path=/; HttpOnly; SameSite=Lax");
+                    let mut response = Redirect::to(&format!("/users/{}", url_part(user))).into_response();
+                    response.headers_mut().insert(axum::http::header::SET_COOKIE, cookie.parse().expect("checked above"));
+                    Ok(response)
+                }
+                Err(error) => {
+                    let draft = Draft { values: vec![("user", &typed.user)], refusal: Some(Refusal::of(&error, &["user"])) };
+                    Ok(development_form(&viewer, draft, error.status))
+                }
+            }
+        }
+        AuthMode::Platform => Ok(Redirect::to(PLATFORM_SIGN_IN).into_response()),
+        AuthMode::None => Ok(sign_in_page(State(state), viewer).await),
+    }
+}
+
+/// A development id must be a user id and a cookie value.
+#[cfg(feature = "embedded")]
+fn development_id(user: &str) -> Result<(), ApiError> {
+    crate::http::validate_id(user).map_err(|why| ApiError::bad_request(format!("`user` is not valid: {why}")))?;
+    if let Some(bad) = user.chars().find(|c| matches!(c, ';' | ',' | '"')) {
+        return Err(ApiError::bad_request(format!("`user` must not contain {bad:?}: a cookie cannot carry it.")));
+    }
+    Ok(())
+}
+
+/// `POST /signout`: forgets the development sign-in, or signs out of App Service Authentication.
+pub async fn submit_sign_out(State(state): State<AppState>, _: SameOrigin) -> Response {
+    match state.auth {
+        AuthMode::Platform => Redirect::to(PLATFORM_SIGN_OUT).into_response(),
+        AuthMode::None => Redirect::to("/").into_response(),
+        #[cfg(feature = "embedded")]
+        AuthMode::Development => {
+            let mut response = Redirect::to("/").into_response();
+            let expired = format!("{DEVELOPMENT_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0");
+            response.headers_mut().insert(axum::http::header::SET_COOKIE, expired.parse().expect("a cookie is a header value"));
+            response
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! A user's page (Q1 + Q3), and the forms that create (C1) and rename (C1 edit) the signed-in
+//! person's own user.
+
+use std::fmt::Write as _;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect};
+use serde::Deserialize;
+
+use super::feed::post_list;
+use super::{Draft, Field, Form, Page, PageId, PageQuery, PageResult, Refusal, SameOrigin, Viewer, esc, form, layout, url_part};
+use crate::http::AppState;
+use crate::http::lists::ListParams;
+use crate::http::users::{create_user, get_user, posts_of, rename_user};
+
+// The hint says the limit the API applies; the assertion keeps it true.
+const _: () = assert!(crate::model::MAX_USERNAME_CHARS == 64);
+const USERNAME_FIELDS: [Field; 1] = [Field {
+    name: "username",
+    label: "Username",
+    hint: "Shown beside everything you write; up to 64 characters.",
+    multiline: false,
+}];
+
+/// A username, as typed into the form.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsernameForm {
+    #[serde(default)]
+    username: String,
+}
+
+/// `GET /users/{userId}`: the user and their posts, newest first (paged with
+/// `?continuationToken=`); Q1 and Q3 run concurrently. The signed-in person's own page offers
+/// to rename them, or, before they have a user, to create it.
+pub async fn user_page(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    PageId(user_id): PageId,
+    PageQuery(params): PageQuery<ListParams>,
+) -> PageResult {
+    render_user(&state, &viewer, &user_id, &params, Draft::default(), StatusCode::OK).await
+}
+
+async fn render_user(
+    state: &AppState,
+    viewer: &Viewer,
+    user_id: &str,
+    params: &ListParams,
+    draft: Draft<'_>,
+    status: StatusCode,
+) -> PageResult {
+    let (user, posts) = tokio::join!(get_user(state, user_id), posts_of(state, user_id, params));
+    let user = match user {
+        Ok(user) => user,
+        // Signed in for the first time: their page is where they choose their name.
+        Err(error) if error.status == StatusCode::NOT_FOUND && viewer.is(user_id) => {
+            let mut main = String::from("<h1>Welcome</h1><p>Choose the name others will see beside your posts and comments.</p>");
+            form(&mut main, "/users", "profile", &USERNAME_FIELDS, &draft, "Create my profile");
+            return Ok(Page { status, html: layout("Welcome", viewer, &main), private: true }.into_response());
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let posts = posts?;
+    let mut main = format!("<h1>{}</h1>", esc(&user.username));
+    if viewer.is(user_id) {
+        let action = format!("/users/{}", url_part(user_id));
+        let draft =
+            if draft.values.is_empty() { Draft { values: vec![("username", &user.username)], refusal: None } } else { draft };
+        main.push_str("<details");
+        if draft.refusal.is_some() {
+            main.push_str(" open");
+        }
+        main.push_str("><summary>Rename</summary>");
+        form(&mut main, &action, "rename", &USERNAME_FIELDS, &draft, "Rename");
+        main.push_str("</details>");
+    }
+    main.push_str("<section aria-labelledby=\"posts\"><h2 id=\"posts\">Posts</h2>");
+    if posts.items.is_empty() {
+        main.push_str("<p>No posts yet.</p>");
+    } else {
+        post_list(&mut main, &posts.items, false);
+    }
+    if let Some(token) = &posts.continuation_token {
+        let _ = write!(
+            main,
+            "<nav class=\"more\" aria-label=\"More posts\"><a rel=\"next\" href=\"/users/{}?continuationToken={}\">More posts</a></nav>",
+            url_part(user_id),
+            url_part(token)
+        );
+    }
+    main.push_str("</section>");
+    Ok(Page { status, html: layout(&user.username, viewer, &main), private: viewer.id().is_some() }.into_response())
+}
+
+/// `POST /users`: C1, the signed-in person's own user, then their page.
+pub async fn submit_new_user(
+    State(state): State<AppState>,
+    _: SameOrigin,
+    viewer: Viewer,
+    Form(typed): Form<UsernameForm>,
+) -> PageResult {
+    let caller = viewer.caller()?;
+    match create_user(&state, &caller, typed.username.clone()).await {
+        Ok(user) => Ok(Redirect::to(&format!("/users/{}", url_part(&user.id))).into_response()),
+        Err(error) if error.status.is_server_error() => Err(error.into()),
+        Err(error) => {
+            let draft = Draft { values: vec![("username", &typed.username)], refusal: Some(Refusal::of(&error, &["username"])) };
+            render_user(&state, &viewer, &caller.0, &ListParams::default(), draft, error.status).await
+        }
+    }
+}
+
+/// `POST /users/{userId}`: C1 edit, then the user's page (the new name reaches their posts
+/// through the change feed a moment later).
+pub async fn submit_rename(
+    State(state): State<AppState>,
+    _: SameOrigin,
+    viewer: Viewer,
+    PageId(user_id): PageId,
+    Form(typed): Form<UsernameForm>,
+) -> PageResult {
+    let caller = viewer.caller()?;
+    match rename_user(&state, &caller, &user_id, typed.username.clone()).await {
+        Ok(user) => Ok(Redirect::to(&format!("/users/{}", url_part(&user.id))).into_response()),
+        Err(error) if error.status == StatusCode::FORBIDDEN || error.status.is_server_error() => Err(error.into()),
+        Err(error) => {
+            let draft = Draft { values: vec![("username", &typed.username)], refusal: Some(Refusal::of(&error, &["username"])) };
+            render_user(&state, &viewer, &user_id, &ListParams::default(), draft, error.status).await
+        }
+    }
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what the browser tests drive: Debian's chromium and chromium-driver packages
+# (/usr/bin/chromium, /usr/bin/chromedriver), from the machine's own apt sources and nowhere
+# else. Does nothing when both are already there.
+set -euo pipefail
+if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then
+    exit 0
+fi
+if ! command -v apt-get >/dev/null; then
+    echo "tests/browser/install.sh: needs apt-get (Debian or Ubuntu) to install chromium and chromium-driver;" >&2
+    echo "elsewhere, install Chromium and its matching chromedriver and put both on PATH." >&2
+    exit 1
+fi
+sudo=""
+if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium chromium-driver
+chromium --version
+chromedriver --version

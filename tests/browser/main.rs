@@ -1,0 +1,217 @@
+//! The blog in a real browser: headless Chromium (Debian's packages), driven over WebDriver,
+//! against the handler on the embedded store.
+//!
+//! Ignored by `cargo test` (a fresh clone's tests run offline, with nothing installed); run them
+//! with `tests/browser/run.sh`, which installs Chromium and runs `cargo test --test browser --
+//! --ignored` (`.ci/run` does). Without Chromium they fail and say how to install it.
+//! `BLOG_SCREENSHOTS=docs/screenshots` saves the README's screenshots.
+
+#[path = "../common/mod.rs"]
+mod common;
+mod webdriver;
+
+use std::path::PathBuf;
+
+use common::TestApp;
+use webdriver::{Browser, ENTER, TAB};
+
+/// Signs in with the development form and creates the user on the welcome page.
+async fn sign_up(browser: &Browser, app: &TestApp, user: &str, username: &str) {
+    browser.open(&format!("{}/signin", app.base)).await;
+    browser.type_into("#signin-user", user).await;
+    browser.follow("#signin button[type=submit]").await;
+    assert!(browser.url().await.ends_with(&format!("/users/{user}")));
+    browser.type_into("#profile-username", username).await;
+    browser.follow("#profile button[type=submit]").await;
+    assert_eq!(browser.text("h1").await, username);
+}
+
+#[tokio::test]
+#[ignore = "needs Chromium: run tests/browser/run.sh"]
+async fn a_person_uses_the_whole_blog_in_a_browser() {
+    let app = TestApp::start().await;
+    let browser = Browser::start().await;
+    sign_up(&browser, &app, "alice", "Alice").await;
+
+    // Post: the redirect lands on the post's own page.
+    browser.follow("nav a[href='/write']").await;
+    browser.type_into("#post-title", "Hello from Chromium").await;
+    browser.type_into("#post-content", "Written in a real browser.").await;
+    browser.follow("#post button[type=submit]").await;
+    let post_url = browser.url().await;
+    assert!(post_url.contains("/posts/"), "{post_url}");
+    assert_eq!(browser.text("h1").await, "Hello from Chromium");
+
+    // On the front page (once the change feed copied it), and open it from there.
+    browser.eventually(&format!("{}/", app.base), |html| html.contains("Hello from Chromium")).await;
+    browser.follow("ol.posts h2 a").await;
+    assert_eq!(browser.url().await, post_url);
+
+    // Comment and like.
+    browser.type_into("#comment-content", "A first comment.").await;
+    browser.follow("#comment button[type=submit]").await;
+    assert!(browser.source().await.contains("A first comment."));
+    browser.follow("form[action$='/likes'] button").await;
+    assert_eq!(browser.text(".counts").await, "1 comment · 1 like");
+    assert!(browser.source().await.contains("You like this post."));
+
+    // Edit.
+    browser.follow("a[href$='/edit']").await;
+    browser.type_into("#post-title", "Hello, edited").await;
+    browser.follow("#post button[type=submit]").await;
+    assert_eq!(browser.text("h1").await, "Hello, edited");
+
+    // A refused form shows its error next to the field, and keeps what was typed.
+    browser.follow("a[href$='/edit']").await;
+    browser.type_into("#post-title", "   ").await;
+    browser.type_into("#post-content", "Kept after the refusal.").await;
+    browser.follow("#post button[type=submit]").await;
+    assert_eq!(browser.text("#post-title-error").await, "`title` must not be empty.");
+    assert!(browser.source().await.contains(">Kept after the refusal.</textarea>"));
+
+    // Rename, and the new name reaches the post (through the change feed).
+    browser.open(&format!("{}/users/alice", app.base)).await;
+    browser.click("details summary").await;
+    browser.type_into("#rename-username", "Alice Liddell").await;
+    browser.follow("#rename button[type=submit]").await;
+    assert_eq!(browser.text("h1").await, "Alice Liddell");
+    browser.eventually(&post_url, |html| html.contains(">Alice Liddell</a>")).await;
+}
+
+#[tokio::test]
+#[ignore = "needs Chromium: run tests/browser/run.sh"]
+async fn markup_shows_as_text_and_a_forged_cross_site_form_is_refused() {
+    let app = TestApp::start().await;
+    let browser = Browser::start().await;
+    sign_up(&browser, &app, "mallory", "<script>document.title='owned'</script>").await;
+    browser.follow("nav a[href='/write']").await;
+    browser.type_into("#post-title", "<script>document.title='owned'</script>").await;
+    browser.type_into("#post-content", "<b>not bold</b>").await;
+    browser.follow("#post button[type=submit]").await;
+    let post_url = browser.url().await;
+    assert_eq!(browser.text("h1").await, "<script>document.title='owned'</script>", "the title shows as text");
+    assert_eq!(browser.text(".content").await, "<b>not bold</b>");
+    assert!(!browser.exists(".content b").await, "no element was made from the text");
+    let title = browser.title().await;
+    assert!(title.starts_with("<script>"), "no script ran (it would have set the title to 'owned'): {title}");
+
+    // Another origin on the same machine (same site, so the Lax cookie rides along) serves a
+    // form aimed at the post's comments; the person submits it.
+    let forger = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let forger_base = format!("http://{}", forger.local_addr().unwrap());
+    let target = format!("{post_url}/comments");
+    let page = format!(
+        "<!doctype html><title>Win a prize</title><form method=post action=\"{target}\">\
+         <input type=hidden name=content value=forged><button id=go>Claim</button></form>"
+    );
+    let router = axum::Router::new().route("/", axum::routing::get(move || async move { axum::response::Html(page) }));
+    tokio::spawn(async move { axum::serve(forger, router).await });
+    browser.open(&format!("{forger_base}/")).await;
+    browser.follow("#go").await;
+    let refused = browser.source().await;
+    assert!(refused.contains("sent from another site") && refused.contains("Sec-Fetch-Site: same-site"), "{refused}");
+    browser.open(&post_url).await;
+    assert!(!browser.source().await.contains("forged"), "the forged comment was not written");
+    assert_eq!(browser.text(".counts").await, "0 comments · 0 likes");
+}
+
+#[tokio::test]
+#[ignore = "needs Chromium: run tests/browser/run.sh"]
+async fn a_post_is_written_with_the_keyboard_alone() {
+    let app = TestApp::start().await;
+    let browser = Browser::start().await;
+    sign_up(&browser, &app, "kim", "Kim").await;
+    browser.open(&format!("{}/write", app.base)).await;
+    // Tab through the page until the title field has the focus (skip link, site links first).
+    let mut tabs = 0;
+    loop {
+        browser.press(TAB).await;
+        tabs += 1;
+        let focused = browser.focused().await;
+        if browser.attribute(&focused, "id").await.as_deref() == Some("post-title") {
+            break;
+        }
+        assert!(tabs < 20, "the title field is reachable with Tab");
+    }
+    browser.press("Typed, not clicked").await;
+    browser.press(TAB).await;
+    browser.press("Every key pressed.").await;
+    browser.press(TAB).await;
+    let focused = browser.focused().await;
+    assert_eq!(browser.attribute(&focused, "type").await.as_deref(), Some("submit"), "Tab reaches Publish");
+    browser.press(ENTER).await;
+    browser.until_gone(&focused).await;
+    assert!(browser.url().await.contains("/posts/"));
+    assert_eq!(browser.text("h1").await, "Typed, not clicked");
+    assert_eq!(browser.text(".content").await, "Every key pressed.");
+}
+
+/// The README's screenshots: the front page and a post, on a desktop and a phone.
+#[tokio::test]
+#[ignore = "needs Chromium: run tests/browser/run.sh"]
+async fn screenshots_of_the_front_page_and_a_post() {
+    let app = TestApp::start().await;
+    let writers = [("ada", "Ada Lovelace"), ("grace", "Grace Hopper"), ("edsger", "Edsger Dijkstra")];
+    let mut users = Vec::new();
+    for (principal, name) in writers {
+        let answer =
+            app.send_as(Some(principal), reqwest::Method::POST, "/api/users", Some(serde_json::json!({"username": name}))).await;
+        users.push(answer.body["id"].as_str().unwrap().to_owned());
+    }
+    let posts = [
+        (
+            0,
+            "Notes on the analytical engine",
+            "The engine weaves algebraic patterns just as the Jacquard loom weaves flowers and leaves. It might act upon other things besides number, were objects found whose mutual relations could be expressed by those of the abstract science of operations.",
+        ),
+        (
+            1,
+            "It's easier to ask forgiveness",
+            "It is often easier to ask for forgiveness than to ask for permission. A ship in port is safe, but that is not what ships are built for.",
+        ),
+        (
+            2,
+            "On the cruelty of really teaching computing",
+            "Programs should be written for people to read, and only incidentally for machines to execute: the competent programmer is fully aware of the strictly limited size of their own skull.",
+        ),
+        (
+            1,
+            "Nanoseconds",
+            "A nanosecond is eleven point eight inches: the distance light travels in a billionth of a second. Hand one out to everyone who asks why a satellite message takes so long.",
+        ),
+    ];
+    let mut last = String::new();
+    for (author, title, content) in posts {
+        let body = serde_json::json!({"userId": users[author], "title": title, "content": content});
+        last = app.send_as(Some(&users[author]), reqwest::Method::POST, "/api/posts", Some(body)).await.body["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    }
+    let comments = ["Exactly the right length.", "I measured one this morning.", "Hand them out at conferences!"];
+    for (commenter, comment) in users.iter().zip(comments) {
+        let body = serde_json::json!({"userId": commenter, "content": comment});
+        app.send_as(Some(commenter), reqwest::Method::POST, &format!("/api/posts/{last}/comments"), Some(body)).await;
+        let like = serde_json::json!({"userId": commenter});
+        app.send_as(Some(commenter), reqwest::Method::POST, &format!("/api/posts/{last}/likes"), Some(like)).await;
+    }
+
+    let mut browser = Browser::start().await;
+    sign_up(&browser, &app, "reader", "Reader").await;
+    let front = format!("{}/", app.base);
+    browser.eventually(&front, |html| html.contains("Nanoseconds") && html.contains("3 comments")).await;
+    let post = format!("{}/posts/{last}", app.base);
+    let out = std::env::var_os("BLOG_SCREENSHOTS").map(PathBuf::from);
+    for (device, width, height) in [("desktop", 1280, 900), ("phone", 390, 844)] {
+        browser.resize(width, height).await;
+        for (page, url) in [("front", &front), ("post", &post)] {
+            browser.open(url).await;
+            let png = browser.screenshot().await;
+            assert_eq!(&png[1..4], b"PNG", "a PNG image");
+            if let Some(dir) = &out {
+                std::fs::create_dir_all(dir).unwrap();
+                std::fs::write(dir.join(format!("{page}-{device}.png")), &png).unwrap();
+            }
+        }
+    }
+}

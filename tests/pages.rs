@@ -1,0 +1,440 @@
+//! The pages over HTTP: what a browser sends and gets, without the browser (tests/browser.rs
+//! drives a real one). Forms are post/redirect/get, refused writes keep what was typed, every
+//! state change refuses another site's forms, and everything shown is escaped.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use blog::http::HTTP_FUNCTIONS;
+use common::TestApp;
+use reqwest::StatusCode;
+use reqwest::header::{HeaderMap, LOCATION};
+
+/// A browser's requests as the pages see them: no redirects followed, the sign-in cookie sent.
+struct Browser<'a> {
+    app: &'a TestApp,
+    client: reqwest::Client,
+    cookie: Option<String>,
+}
+
+struct Got {
+    status: StatusCode,
+    headers: HeaderMap,
+    html: String,
+}
+
+impl Got {
+    fn location(&self) -> &str {
+        self.headers.get(LOCATION).and_then(|value| value.to_str().ok()).unwrap_or_else(|| panic!("no Location: {}", self.html))
+    }
+    fn header(&self, name: &str) -> &str {
+        self.headers.get(name).and_then(|value| value.to_str().ok()).unwrap_or("")
+    }
+    fn operations(&self) -> u64 {
+        self.header("x-cosmos-operations").parse().unwrap()
+    }
+}
+
+impl<'a> Browser<'a> {
+    fn new(app: &'a TestApp) -> Self {
+        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        Browser { app, client, cookie: None }
+    }
+
+    async fn send(&self, request: reqwest::RequestBuilder) -> Got {
+        let request = match &self.cookie {
+            Some(cookie) => request.header("cookie", cookie),
+            None => request,
+        };
+        let response = request.send().await.unwrap();
+        let (status, headers) = (response.status(), response.headers().clone());
+        Got { status, headers, html: response.text().await.unwrap() }
+    }
+
+    async fn get(&self, path: &str) -> Got {
+        self.send(self.client.get(format!("{}{path}", self.app.base))).await
+    }
+
+    /// A form submitted from one of the blog's own pages.
+    async fn submit(&self, path: &str, fields: &[(&str, &str)]) -> Got {
+        self.submit_from(path, fields, "same-origin").await
+    }
+
+    async fn submit_from(&self, path: &str, fields: &[(&str, &str)], site: &str) -> Got {
+        let body = serde_urlencoded::to_string(fields).unwrap();
+        let request = self
+            .client
+            .post(format!("{}{path}", self.app.base))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("sec-fetch-site", site)
+            .body(body);
+        self.send(request).await
+    }
+
+    /// Signs in as `user` with the development form and creates their user named `username`.
+    async fn sign_up(&mut self, user: &str, username: &str) {
+        let signed_in = self.submit("/signin", &[("user", user)]).await;
+        assert_eq!(signed_in.status, StatusCode::SEE_OTHER, "{}", signed_in.html);
+        assert_eq!(signed_in.location(), format!("/users/{user}"));
+        let cookie = signed_in.header("set-cookie").split(';').next().unwrap().to_owned();
+        self.cookie = Some(cookie);
+        let welcome = self.get(&format!("/users/{user}")).await;
+        assert!(welcome.html.contains("Create my profile"), "{}", welcome.html);
+        let created = self.submit("/users", &[("username", username)]).await;
+        assert_eq!(created.status, StatusCode::SEE_OTHER, "{}", created.html);
+        assert_eq!(created.location(), format!("/users/{user}"));
+    }
+
+    /// Writes a post and returns its page's path.
+    async fn write(&self, title: &str, content: &str) -> String {
+        let written = self.submit("/write", &[("title", title), ("content", content)]).await;
+        assert_eq!(written.status, StatusCode::SEE_OTHER, "{}", written.html);
+        written.location().to_owned()
+    }
+}
+
+/// Waits (bounded) until the page at `path` satisfies `check`: copies arrive through the
+/// change feed a moment after the write.
+async fn eventually(browser: &Browser<'_>, path: &str, check: impl Fn(&str) -> bool) -> Got {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = browser.get(path).await;
+        if check(&got.html) {
+            return got;
+        }
+        assert!(Instant::now() < deadline, "{path} never showed what was expected:\n{}", got.html);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_person_signs_in_writes_comments_likes_edits_and_renames() {
+    let app = TestApp::start().await;
+    let mut alice = Browser::new(&app);
+    alice.sign_up("alice", "Alice").await;
+
+    let post = alice.write("Hello, pages", "My first post,\nwritten in a form.").await;
+    assert!(post.starts_with("/posts/"), "the redirect goes to the post's own page: {post}");
+    let page = alice.get(&post).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert_eq!(page.header("content-type"), "text/html; charset=utf-8");
+    assert!(page.html.contains("<h1>Hello, pages</h1>") && page.html.contains("Edit this post"), "{}", page.html);
+    assert_eq!(page.operations(), 3, "Q2 + Q4 + Q5, nothing more");
+
+    let front = eventually(&alice, "/", |html| html.contains("Hello, pages")).await;
+    assert!(front.html.contains("by <a href=\"/users/alice\">Alice</a>"), "{}", front.html);
+
+    let commented = alice.submit(&format!("{post}/comments"), &[("content", "First!")]).await;
+    assert_eq!(commented.status, StatusCode::SEE_OTHER);
+    assert!(commented.location().starts_with(&format!("{post}#comment-")));
+    let liked = alice.submit(&format!("{post}/likes"), &[]).await;
+    assert_eq!(liked.location(), post);
+    let page = alice.get(&post).await;
+    assert!(page.html.contains("First!") && page.html.contains("1 comment · 1 like"), "{}", page.html);
+    assert!(page.html.contains("You like this post."));
+    let again = alice.submit(&format!("{post}/likes"), &[]).await;
+    assert_eq!(again.status, StatusCode::CONFLICT, "a second like is refused on the page");
+    assert!(again.html.contains("already likes post"), "{}", again.html);
+
+    let edited = alice.submit(&format!("{post}/edit"), &[("title", "Hello, edited"), ("content", "Now edited.")]).await;
+    assert_eq!(edited.location(), post);
+    assert!(alice.get(&post).await.html.contains("<h1>Hello, edited</h1>"));
+
+    let renamed = alice.submit("/users/alice", &[("username", "Alice Liddell")]).await;
+    assert_eq!(renamed.location(), "/users/alice");
+    eventually(&alice, &post, |html| html.contains(">Alice Liddell</a>")).await;
+
+    // Someone else sees no edit link, and may not edit.
+    let mut bob = Browser::new(&app);
+    bob.sign_up("bob", "Bob").await;
+    let seen = bob.get(&post).await;
+    assert!(!seen.html.contains("Edit this post") && seen.html.contains(">Like</button>"));
+    assert_eq!(bob.get(&format!("{post}/edit")).await.status, StatusCode::FORBIDDEN);
+    let refused = bob.submit(&format!("{post}/edit"), &[("title", "Mine now"), ("content", "x")]).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    assert!(alice.get(&post).await.html.contains("Hello, edited"), "a refused edit changes nothing");
+
+    // Signed out, the forms are gone.
+    let signed_out = alice.submit("/signout", &[]).await;
+    assert!(signed_out.header("set-cookie").contains("Max-Age=0"));
+    let anonymous = Browser::new(&app).get(&post).await;
+    assert!(!anonymous.html.contains("<form method=\"post\" action=\"/posts/") && anonymous.html.contains("Sign in</a> to like"));
+}
+
+#[tokio::test]
+async fn a_refused_form_shows_the_api_detail_next_to_its_field_and_keeps_what_was_typed() {
+    let app = TestApp::start().await;
+    let mut alice = Browser::new(&app);
+    alice.sign_up("alice", "Alice").await;
+
+    let refused = alice.submit("/write", &[("title", "   "), ("content", "Typed <b>carefully</b>.")]).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    let detail =
+        app.post("/api/posts", serde_json::json!({"userId": "alice", "title": "   ", "content": "x"})).await.problem(400);
+    assert!(
+        refused
+            .html
+            .contains(&format!("<span class=\"error\" role=\"alert\" id=\"post-title-error\">{}</span>", escape(&detail))),
+        "{}",
+        refused.html
+    );
+    assert!(refused.html.contains("aria-invalid=\"true\" aria-describedby=\"post-title-error"), "{}", refused.html);
+    assert!(refused.html.contains(">Typed &lt;b&gt;carefully&lt;/b&gt;.</textarea>"), "what was typed is kept: {}", refused.html);
+
+    let long = "x".repeat(2001);
+    let post = alice.write("A post", "Text").await;
+    let refused = alice.submit(&format!("{post}/comments"), &[("content", &long)]).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    assert!(
+        refused.html.contains("id=\"comment-content-error\">`content` must be at most 2000 characters long"),
+        "{}",
+        refused.html
+    );
+    assert!(refused.html.contains(&long), "the comment is kept");
+
+    let refused = alice.submit("/users/alice", &[("username", "\u{200B}")]).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    assert!(refused.html.contains("`username` must contain a visible character."), "{}", refused.html);
+
+    let refused = Browser::new(&app).submit("/signin", &[("user", "a b")]).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    assert!(refused.html.contains("id=\"signin-user-error\">`user` is not valid"), "{}", refused.html);
+
+    let anonymous = Browser::new(&app).submit("/write", &[("title", "t"), ("content", "c")]).await;
+    assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
+}
+
+fn escape(text: &str) -> String {
+    blog::http::pages::esc(text).to_string()
+}
+
+#[tokio::test]
+async fn every_form_refuses_another_sites_request_and_takes_the_blogs_own() {
+    let app = TestApp::start().await;
+    let mut alice = Browser::new(&app);
+    alice.sign_up("alice", "Alice").await;
+    let post = alice.write("Target", "Text").await;
+
+    for (name, method, route) in
+        HTTP_FUNCTIONS.iter().filter(|(_, method, route)| *method == "POST" && !blog::http::is_api_route(route))
+    {
+        let path =
+            blog::http::router_path(route).replace("{userId}", "alice").replace("{postId}", post.trim_start_matches("/posts/"));
+        for site in ["cross-site", "same-site"] {
+            let forged = alice.submit_from(&path, &[("content", "forged")], site).await;
+            assert_eq!(forged.status, StatusCode::FORBIDDEN, "{name}: {method} {path} from {site}");
+            assert!(
+                forged.html.contains("sent from another site") && forged.html.contains("nothing was changed"),
+                "{}",
+                forged.html
+            );
+            assert_eq!(forged.header("content-type"), "text/html; charset=utf-8");
+        }
+        // A browser without fetch metadata: its Origin decides.
+        let request = alice
+            .client
+            .post(format!("{}{path}", app.base))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("origin", "https://evil.example")
+            .body("content=forged");
+        assert_eq!(alice.send(request).await.status, StatusCode::FORBIDDEN, "{name}: a foreign Origin");
+    }
+    let page = alice.get(&post).await;
+    assert!(page.html.contains("0 comments · 0 likes") && !page.html.contains("forged"), "nothing forged landed: {}", page.html);
+
+    // The same forms from the blog's own pages (fetch metadata, or only an Origin naming it) work.
+    let own_origin = app.base.clone();
+    let request = alice
+        .client
+        .post(format!("{}{post}/comments", app.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("origin", own_origin)
+        .header("cookie", alice.cookie.clone().unwrap())
+        .body("content=mine");
+    assert_eq!(alice.send(request).await.status, StatusCode::SEE_OTHER);
+    assert_eq!(alice.submit(&format!("{post}/likes"), &[]).await.status, StatusCode::SEE_OTHER);
+    assert!(alice.get(&post).await.html.contains("1 comment · 1 like"));
+}
+
+#[tokio::test]
+async fn markup_in_titles_comments_and_names_shows_as_text() {
+    let app = TestApp::start().await;
+    let mut mallory = Browser::new(&app);
+    mallory.sign_up("mallory", "<script>alert('name')</script>").await;
+    let post = mallory.write("<script>alert('title')</script>", "<img src=x onerror=alert(1)>").await;
+    mallory.submit(&format!("{post}/comments"), &[("content", "<script>alert('comment')</script>")]).await;
+
+    let front = eventually(&mallory, "/", |html| html.contains("alert(&#39;title&#39;)")).await;
+    for page in [front.html, mallory.get(&post).await.html, mallory.get("/users/mallory").await.html] {
+        assert!(!page.contains("<script>") && !page.contains("<img src=x"), "{page}");
+        assert!(page.contains("&lt;script&gt;alert(&#39;"), "{page}");
+    }
+}
+
+#[tokio::test]
+async fn a_missing_post_or_user_is_an_html_404_page() {
+    let app = TestApp::start().await;
+    let browser = Browser::new(&app);
+    for path in ["/posts/nothing-here", "/users/nobody", "/posts/nothing-here/edit", "/no/such/page"] {
+        let got = browser.get(path).await;
+        assert_eq!(got.status, StatusCode::NOT_FOUND, "{path}");
+        assert_eq!(got.header("content-type"), "text/html; charset=utf-8", "{path}");
+        assert!(got.html.contains("<h1>Not found</h1>") && got.html.contains("Go to the front page"), "{path}: {}", got.html);
+    }
+    let wrong_method = browser.send(browser.client.delete(format!("{}/posts/x", app.base))).await;
+    assert_eq!(
+        (wrong_method.status, wrong_method.header("content-type")),
+        (StatusCode::METHOD_NOT_ALLOWED, "text/html; charset=utf-8")
+    );
+    // The JSON API keeps answering problem+json.
+    app.get("/api/no/such/resource").await.problem(404);
+    app.get("/api/posts/nothing-here").await.problem(404);
+}
+
+#[tokio::test]
+async fn the_front_page_and_the_feed_revalidate_with_an_etag() {
+    let app = TestApp::start().await;
+    let user = app.user("alice").await;
+    app.post_by(&user, "Cached").await;
+    let browser = Browser::new(&app);
+    eventually(&browser, "/", |html| html.contains("Cached")).await;
+    for path in ["/", "/api/feed"] {
+        let first = browser.get(path).await;
+        let etag = first.header("etag").to_owned();
+        assert!(etag.starts_with('"'), "{path}: {etag}");
+        assert!(first.header("cache-control").contains("max-age=1"), "{path}");
+        let request = browser.client.get(format!("{}{path}", app.base)).header("if-none-match", &etag);
+        let again = browser.send(request).await;
+        assert_eq!(again.status, StatusCode::NOT_MODIFIED, "{path}");
+        assert!(again.html.is_empty(), "{path}: a 304 has no body");
+        assert_eq!(again.header("etag"), etag);
+        let other = browser.client.get(format!("{}{path}", app.base)).header("if-none-match", "\"something-else\"");
+        assert_eq!(browser.send(other).await.status, StatusCode::OK, "{path}");
+    }
+    // A new post changes the page, and so its ETag: the cache was dropped by the change feed.
+    let before = browser.get("/").await.header("etag").to_owned();
+    app.post_by(&user, "Newer").await;
+    let after = eventually(&browser, "/", |html| html.contains("Newer")).await;
+    assert_ne!(after.header("etag"), before);
+}
+
+#[tokio::test]
+async fn many_concurrent_front_page_loads_read_the_feed_about_once_a_second() {
+    let app = TestApp::start().await;
+    let user = app.user("alice").await;
+    app.post_by(&user, "Popular").await;
+    let browser = Browser::new(&app);
+    eventually(&browser, "/", |html| html.contains("Popular")).await;
+
+    let started = Instant::now();
+    let loads: Vec<_> = (0..200)
+        .map(|n| {
+            let path = if n % 2 == 0 { "/" } else { "/api/feed" };
+            browser.get(path)
+        })
+        .collect();
+    let answers = futures::future::join_all(loads).await;
+    let seconds = started.elapsed().as_secs_f64();
+    assert!(answers.iter().all(|got| got.status == StatusCode::OK));
+    let queries: u64 = answers.iter().map(Got::operations).sum();
+    let bound = seconds.ceil() as u64 + 1;
+    assert!(queries <= bound, "200 loads in {seconds:.2} s made {queries} Cosmos queries; at most {bound} expected");
+    assert!(answers.iter().filter(|got| got.operations() == 0).count() >= 200 - bound as usize, "cache hits cost nothing");
+}
+
+#[tokio::test]
+async fn the_stylesheet_and_sign_in_page_are_served() {
+    let app = TestApp::start().await;
+    let browser = Browser::new(&app);
+    let sign_in = browser.get("/signin").await;
+    let href = sign_in.html.split("<link rel=\"stylesheet\" href=\"").nth(1).unwrap().split('"').next().unwrap();
+    assert!(href.starts_with("/style.css?v="), "versioned by content: {href}");
+    let css = browser.get(href).await;
+    assert!(css.header("cache-control").contains("immutable"));
+    assert_eq!(css.header("content-type"), "text/css; charset=utf-8");
+    assert!(css.html.contains("system-ui"));
+    assert!(sign_in.html.contains("<label for=\"signin-user\">Sign in as</label>"), "{}", sign_in.html);
+    for landmark in ["<header class=\"site\">", "<main id=\"main\">", "<nav aria-label=\"Site\">", "<html lang=\"en\">"] {
+        assert!(sign_in.html.contains(landmark), "{landmark}");
+    }
+}
+
+/// On Azure: the pages as the Functions host forwards them (the client's `Host`), signed in by
+/// App Service Authentication's headers; sign-in and sign-out are the platform's `/.auth/`
+/// endpoints, the development cookie means nothing, and a form is judged by its `Origin` when
+/// the browser sends no fetch metadata.
+#[tokio::test]
+async fn on_azure_the_pages_sign_in_with_app_service_authentication() {
+    use blog::config::{AuthMode, Config};
+    let dir = tempfile::tempdir().unwrap();
+    let app = TestApp::start_configured(Config { auth: AuthMode::Platform, ..TestApp::config(dir.path()) }).await;
+    let principal = "00000000-0000-0000-0000-0000000000aa";
+    let identity = common::host::signed_in(principal);
+    let signed_in: Vec<(&str, &str)> = identity.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    let form = |origin: &'static str| {
+        let mut headers = signed_in.clone();
+        headers.extend([("Content-Type", "application/x-www-form-urlencoded"), ("Origin", origin)]);
+        headers
+    };
+
+    let sign_in = common::host::forward(&app, "GET", "/signin", &[], None).await;
+    assert_eq!((sign_in.status.as_u16(), sign_in.header("location")), (303, Some("/.auth/login/aad?post_login_redirect_uri=/")));
+    let front = common::host::forward(&app, "GET", "/", &[("Cookie", "blog_dev_user=alice")], None).await;
+    assert!(front.body.as_str().unwrap().contains("href=\"/signin\""), "the development cookie signs nobody in");
+
+    let created =
+        common::host::forward(&app, "POST", "/users", &form("https://blog.azurewebsites.net"), Some(b"username=Entra+Alice"))
+            .await;
+    assert_eq!((created.status.as_u16(), created.header("location")), (303, Some(&*format!("/users/{principal}"))));
+    let forged = common::host::forward(&app, "POST", "/write", &form("https://evil.example"), Some(b"title=t&content=c")).await;
+    assert_eq!(forged.status.as_u16(), 403, "{}", forged.body);
+    let written = common::host::forward(
+        &app,
+        "POST",
+        "/write",
+        &form("https://blog.azurewebsites.net"),
+        Some(b"title=From+Azure&content=c"),
+    )
+    .await;
+    assert_eq!(written.status.as_u16(), 303, "{}", written.body);
+    let post_path = written.header("location").unwrap().to_owned();
+    // The like button's form is empty: the host forwards it without a body or Content-Type.
+    let liked =
+        common::host::forward(&app, "POST", &format!("{post_path}/likes"), &form("https://blog.azurewebsites.net"), None).await;
+    assert_eq!((liked.status.as_u16(), liked.header("location")), (303, Some(post_path.as_str())), "{}", liked.body);
+    let post = common::host::forward(&app, "GET", &post_path, &signed_in, None).await;
+    let html = post.body.as_str().unwrap();
+    assert!(html.contains("by <a href=\"/users/00000000-0000-0000-0000-0000000000aa\">Entra Alice</a>"), "{html}");
+    assert!(html.contains("0 comments · 1 like") && html.contains("You like this post."), "{html}");
+
+    let sign_out = common::host::forward(&app, "POST", "/signout", &form("https://blog.azurewebsites.net"), None).await;
+    assert_eq!(sign_out.header("location"), Some("/.auth/logout?post_logout_redirect_uri=/"));
+}
+
+/// The feed cache is dropped by `PostsChangeFeed` itself, not only by time: within one cache
+/// lifetime, a delivered post change makes the next feed read go to the store and show it.
+#[tokio::test]
+async fn posts_change_feed_drops_the_cached_feed_at_once() {
+    use blog::changefeed::Function;
+    use blog::cosmos::Container;
+    use blog::http::feed::{FEED_CACHE_LIFETIME, feed_page};
+    use blog::http::lists::ListParams;
+
+    // Playing the host: nothing delivers the change feed but this test.
+    let app = TestApp::start_as_host().await;
+    let user = app.user("alice").await;
+    let post = app.post_by(&user, "Delivered").await;
+    let started = Instant::now();
+    let first = feed_page(&app.state, &ListParams::default()).await.unwrap();
+    assert!(first.list.items.is_empty(), "no copy yet");
+    let again = feed_page(&app.state, &ListParams::default()).await.unwrap();
+    assert!(std::sync::Arc::ptr_eq(&first, &again), "served from the cache");
+
+    let document = app.state.store.read::<serde_json::Value>(Container::Posts, &post, &post).await.unwrap().unwrap();
+    Function::PostsChangeFeed.deliver(&app.state, vec![document]).await.unwrap();
+    let after = feed_page(&app.state, &ListParams::default()).await.unwrap();
+    assert!(started.elapsed() < FEED_CACHE_LIFETIME, "this test must finish within one cache lifetime to prove anything");
+    assert_eq!(after.list.items.len(), 1, "the delivery dropped the cache: the post is in the feed at once");
+    assert_ne!(after.etag, first.etag);
+}
