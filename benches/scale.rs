@@ -122,7 +122,12 @@ async fn run(binary: &Path, sizes: &[usize]) -> Vec<Row> {
         });
         eprintln!(
             "{} items: C3 {:.0}/s growing, restart {:.2} s, RSS {} KiB after start, {} KiB under load, C3 {:.0}/s after restart, {} bytes on disk",
-            grown.items, c3_per_second, restart.as_secs_f64(), rss_started_kib, rss_running_kib, c3_after_restart_per_second,
+            grown.items,
+            c3_per_second,
+            restart.as_secs_f64(),
+            rss_started_kib,
+            rss_running_kib,
+            c3_after_restart_per_second,
             directory_bytes(data.path())
         );
     }

@@ -160,6 +160,7 @@ mod tests {
             scripts: Arc::new(InProcessScripts::new(store)),
             auth: config.auth,
             tokens: http::lists::TokenKey::new(None),
+            feed: Default::default(),
         };
         let processors = Some(LocalProcessors::start(&state, data_dir));
         let blog = Blog { state, processors, max_in_flight: config.max_in_flight, host_change_feed: false };
