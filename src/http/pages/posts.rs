@@ -181,7 +181,7 @@ pub async fn submit_comment(
         Ok(comment) => {
             Ok(Redirect::to(&format!("/posts/{}#comment-{}", url_part(&post_id), url_part(&comment.id))).into_response())
         }
-        Err(error) if error.status == StatusCode::NOT_FOUND || error.status.is_server_error() => Err(error.into()),
+        Err(error) if is_page_error(&error) => Err(error.into()),
         Err(error) => {
             let comment = Draft { values: vec![("content", &typed.content)], refusal: Some(Refusal::of(&error, &["content"])) };
             let extra = PostPageState { comment, like_refused: None };
@@ -205,7 +205,7 @@ pub async fn submit_like(
     };
     match written {
         Ok(()) => Ok(Redirect::to(&format!("/posts/{}", url_part(&post_id))).into_response()),
-        Err(error) if error.status == StatusCode::NOT_FOUND || error.status.is_server_error() => Err(error.into()),
+        Err(error) if is_page_error(&error) => Err(error.into()),
         Err(error) => {
             let extra = PostPageState { like_refused: Some(error.detail), ..Default::default() };
             render_post(&state, &viewer, &post_id, &ListParams::default(), extra, error.status).await
@@ -259,7 +259,7 @@ pub async fn submit_post_edit(
     };
     match written {
         Ok(post) => Ok(Redirect::to(&format!("/posts/{}", url_part(&post.id))).into_response()),
-        Err(error) if error.status == StatusCode::NOT_FOUND || error.status.is_server_error() => Err(error.into()),
+        Err(error) if is_page_error(&error) => Err(error.into()),
         Err(error) => Ok(post_form_page(&viewer, Some(&post_id), post_draft(&typed, &error), error.status)),
     }
 }
@@ -284,4 +284,10 @@ fn post_form_page(viewer: &Viewer, editing: Option<&str>, draft: Draft, status: 
         form(&mut main, &action, "post", &POST_FIELDS, &draft, submit);
     }
     Page { status, html: layout(&heading, viewer, &main), private: true }.into_response()
+}
+
+/// Whether a refused write on a post's forms is an error page rather than the form again: the
+/// post is gone (404), or the server failed; anything else is about what was typed.
+fn is_page_error(error: &ApiError) -> bool {
+    error.status == StatusCode::NOT_FOUND || error.status.is_server_error()
 }
