@@ -102,6 +102,28 @@ pub enum WriteProblems {
     DiskFull(ProblemDetails),
 }
 
+/// The problems any deletion may be answered with, besides its own (for the OpenAPI
+/// description; never built).
+#[allow(dead_code)]
+#[derive(IntoResponses)]
+pub enum DeleteProblems {
+    /// An invalid id
+    #[response(status = 400, content_type = "application/problem+json")]
+    BadRequest(ProblemDetails),
+    /// No signed-in caller
+    #[response(status = 401, content_type = "application/problem+json")]
+    Unauthorized(ProblemDetails),
+    /// The caller may not delete it
+    #[response(status = 403, content_type = "application/problem+json")]
+    Forbidden(ProblemDetails),
+    /// Busy or throttled; retry
+    #[response(status = 503, content_type = "application/problem+json")]
+    Unavailable(ProblemDetails),
+    /// The disk of the local embedded store is full: nothing was written
+    #[response(status = 507, content_type = "application/problem+json")]
+    DiskFull(ProblemDetails),
+}
+
 /// The problems any read may be answered with, besides its own (for the OpenAPI description).
 #[allow(dead_code)]
 #[derive(IntoResponses)]

@@ -89,6 +89,7 @@ pub async fn connect(config: &Config) -> Result<AppState, cosmos::StoreError> {
         store.continue_numbering_after(changefeed::processor::furthest_position(data_dir)?);
     }
     let store = Arc::new(store);
+    cosmos::spawn_expiry_sweep(&store);
     let scripts: Arc<dyn ScriptExecutor> = match (config.scripts, &config.backend) {
         (ScriptsMode::InProcess, _) | (_, Backend::Embedded { .. }) => Arc::new(InProcessScripts::new(store.clone())),
         (ScriptsMode::Server, Backend::ConnectionString(text)) => {

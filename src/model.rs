@@ -68,6 +68,26 @@ pub struct Post {
     pub comment_count: u64,
     pub like_count: u64,
     pub creation_date: String,
+    /// Set by C7 (`deletePost`): the post is deleted and Cosmos DB removes it after its `ttl`.
+    /// Until then it is a tombstone, kept only so that the change feed, which never delivers a
+    /// deletion, delivers this update and `PostsChangeFeed` removes the post's copies. Every read
+    /// treats a deleted post as missing ([`is_live`]); no answer ever carries the flag.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[schema(ignore)]
+    pub deleted: bool,
+}
+
+/// How long a deleted post's tombstone stays before Cosmos DB's TTL removes it: long enough
+/// for `PostsChangeFeed` to see it even after a day-long outage of the change-feed functions
+/// (once the tombstone is gone, a change feed that had not read it never will, and the copies
+/// would stay). The tombstone keeps no title, content or counts, so the wait costs a few
+/// hundred bytes and shows the author's words to no one.
+pub const DELETED_POST_TTL_SECS: u32 = 24 * 60 * 60;
+
+/// Whether a post item is a post that exists: not a comment or like of the partition, and not
+/// a deleted post's tombstone.
+pub fn is_live(post: &Post) -> bool {
+    post.item_type == ItemType::Post && !post.deleted
 }
 
 /// A comment, in its post's partition of `posts`.
@@ -150,6 +170,7 @@ pub fn new_post(id: String, author: &User, title: String, content: String, creat
         comment_count: 0,
         like_count: 0,
         creation_date,
+        deleted: false,
     }
 }
 

@@ -85,3 +85,43 @@ async fn an_edit_racing_comments_keeps_every_count() {
     assert_eq!(post["commentCount"], 15, "no edit wrote back a stale count");
     assert_eq!(post["content"], "edited");
 }
+
+/// C4 and C5 racing: 50 users each like and unlike one post several times, all at once. Each
+/// user's own requests are in order, so each must succeed, and in the end `likeCount` is the
+/// number of likes listed, and the number of users whose last request was a like.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_users_toggling_likes_leave_the_count_equal_to_the_likes() {
+    let app = Arc::new(TestApp::start().await);
+    let author = app.user("alice").await;
+    let post = app.post_by(&author, "Popular").await;
+    let mut fans = Vec::new();
+    for n in 0..50 {
+        fans.push(app.user(&format!("fan{n}")).await);
+    }
+
+    let mut tasks = Vec::new();
+    for (n, fan) in fans.into_iter().enumerate() {
+        let (app, post) = (app.clone(), post.clone());
+        // 1 to 4 toggles: odd counts end liked.
+        let toggles = 1 + n % 4;
+        tasks.push(tokio::spawn(async move {
+            for toggle in 0..toggles {
+                let answer = if toggle % 2 == 0 {
+                    app.post(&format!("/api/posts/{post}/likes"), json!({"userId": fan})).await
+                } else {
+                    app.send(reqwest::Method::DELETE, &format!("/api/posts/{post}/likes/{fan}"), None).await
+                };
+                assert!(answer.status.is_success(), "{fan}, toggle {toggle}: {} {}", answer.status, answer.body);
+            }
+            toggles % 2 == 1
+        }));
+    }
+    let mut liking = 0;
+    for task in tasks {
+        liking += usize::from(task.await.unwrap());
+    }
+    assert_eq!(liking, 25);
+    assert_eq!(app.get(&format!("/api/posts/{post}")).await.body["likeCount"], liking);
+    let listed = app.get(&format!("/api/posts/{post}/likes?limit=100")).await;
+    assert_eq!(listed.body["items"].as_array().unwrap().len(), liking);
+}

@@ -730,6 +730,25 @@ fn containers_and_partition_keys_are_the_apps() {
     assert_no_problems("Cosmos DB containers", &problems);
 }
 
+/// Time to live is on (`defaultTtl: -1`) exactly where the app writes items with a `ttl`
+/// (`Container::expires_items` in src/cosmos/mod.rs): elsewhere Cosmos DB ignores an item's ttl,
+/// and a deleted post's tombstone would stay forever.
+#[test]
+fn time_to_live_is_on_where_the_app_expires_items() {
+    let files = bicep_files();
+    let mut problems = Vec::new();
+    for container in resources_of_type(&files, CONTAINER) {
+        let name = container.literal_at(&["properties", "resource", "id"]).unwrap_or_default();
+        let app_container = blog::cosmos::Container::ALL.into_iter().find(|app| app.name() == name);
+        let expected = app_container.filter(|app| app.expires_items()).map(|_| json!(-1));
+        let deployed = container.literal_at(&["properties", "resource", "defaultTtl"]);
+        if deployed != expected {
+            problems.push(format!("{}: {name} has defaultTtl {deployed:?}, the app needs {expected:?}", container.at()));
+        }
+    }
+    assert_no_problems("time to live", &problems);
+}
+
 /// Two-property ORDER BY (creationDate, id) fails on real Cosmos DB without this composite index.
 #[test]
 fn sorted_containers_have_the_composite_index() {

@@ -208,7 +208,10 @@ fn every_script_file_is_valid_javascript_defining_its_function() {
         checked.push(name);
     }
     checked.sort();
-    assert_eq!(checked, ["createComment", "createLike", "truncateFeed", "updateUsernames"]);
+    assert_eq!(
+        checked,
+        ["createComment", "createLike", "deleteComment", "deleteLike", "deletePost", "truncateFeed", "updateUsernames"]
+    );
     for procedure in StoredProcedure::ALL {
         assert!(checked.contains(&procedure.name().to_owned()));
     }

@@ -124,7 +124,9 @@ resource users 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@20
   }
 }
 
-// A post with its comments and likes, one partition per post (Q2, Q4, Q5).
+// A post with its comments and likes, one partition per post (Q2, Q4, Q5). Time to live is on
+// with no default (-1): only a deleted post's tombstone carries a ttl (C7, deletePost.js), so that
+// the change feed delivers the deletion before Cosmos DB removes the item.
 resource posts 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2025-04-15' = {
   parent: database
   name: 'posts'
@@ -139,6 +141,7 @@ resource posts 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@20
         version: 2
       }
       indexingPolicy: listIndexingPolicy
+      defaultTtl: -1
     }
   }
 }
@@ -214,6 +217,42 @@ resource updateUsernames 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/con
     resource: {
       id: 'updateUsernames'
       body: loadTextContent('../../src/scripts/updateUsernames.js')
+    }
+  }
+}
+
+// C5: delete a like and decrement the post's likeCount in one transaction.
+resource deleteLike 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers/storedProcedures@2025-04-15' = {
+  parent: posts
+  name: 'deleteLike'
+  properties: {
+    resource: {
+      id: 'deleteLike'
+      body: loadTextContent('../../src/scripts/deleteLike.js')
+    }
+  }
+}
+
+// C6: delete a comment and decrement the post's commentCount in one transaction.
+resource deleteComment 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers/storedProcedures@2025-04-15' = {
+  parent: posts
+  name: 'deleteComment'
+  properties: {
+    resource: {
+      id: 'deleteComment'
+      body: loadTextContent('../../src/scripts/deleteComment.js')
+    }
+  }
+}
+
+// C7: make a post a tombstone, then delete its comments and likes in bounded pieces.
+resource deletePost 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers/storedProcedures@2025-04-15' = {
+  parent: posts
+  name: 'deletePost'
+  properties: {
+    resource: {
+      id: 'deletePost'
+      body: loadTextContent('../../src/scripts/deletePost.js')
     }
   }
 }

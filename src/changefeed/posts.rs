@@ -1,4 +1,5 @@
-//! `PostsChangeFeed`: copy each changed post, in short form, into `users` and `feed`.
+//! `PostsChangeFeed`: copy each changed post, in short form, into `users` and `feed`; for a
+//! deleted post (its tombstone, C7), remove the copies and finish deleting its comments and likes.
 
 use futures::TryStreamExt;
 use serde::Deserialize;
@@ -6,7 +7,7 @@ use serde_json::Value;
 
 use super::{BatchReport, FeedError};
 use crate::cosmos::{Container, StoreError, Versioned, WriteOp};
-use crate::http::{AppState, validate_id};
+use crate::http::{AppState, PostRemoval, validate_id};
 use crate::model::{self, CopyAction, FEED_PARTITION, Post, PostCopy, SourceVersion};
 use crate::scripts::{NOT_AMONG_NEWEST, PostTrigger, ScriptError};
 
@@ -43,13 +44,19 @@ const CONCURRENT_USER_COPIES: usize = 8;
 pub async fn posts_changed(state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
     let mut report = BatchReport::default();
     let mut changed_posts = Vec::new();
+    let mut deleted_posts = Vec::new();
     for document in documents {
         // (Comments and likes share the container.)
         let Some(document) = report.admit(document, "post") else { continue };
         match parse(&document) {
+            Ok(changed) if changed.post.deleted => deleted_posts.push(changed),
             Ok(changed) => changed_posts.push(changed),
             Err(why) => report.refuse(why, document),
         }
+    }
+    for deleted in &deleted_posts {
+        remove_copies(state, &deleted.post).await?;
+        report.applied += 1;
     }
     // The copies in `users` are in the authors' partitions and each is written conditionally,
     // so they are refreshed concurrently (their writes then share the embedded journal's disk
@@ -124,7 +131,10 @@ async fn refresh_copy(state: &AppState, target: Target, changed: &ChangedPost) -
             CopyAction::Keep => return Ok(()),
             CopyAction::Write => model::post_copy(&changed.post, changed.version()),
             CopyAction::WriteFromCurrent => match current_post(state, &changed.post.id).await? {
-                Some(current) if Some(&current.version()) != existing.as_ref().map(|found| &found.item.source) => {
+                // (A deleted post's copies are removed when its tombstone is delivered.)
+                Some(current)
+                    if !current.post.deleted && Some(&current.version()) != existing.as_ref().map(|found| &found.item.source) =>
+                {
                     model::post_copy(&current.post, current.version())
                 }
                 _ => return Ok(()),
@@ -141,6 +151,23 @@ async fn refresh_copy(state: &AppState, target: Target, changed: &ChangedPost) -
         }
     }
     Err(StoreError::Other(format!("the copy of post {} in {} kept changing", changed.post.id, container.name())).into())
+}
+
+/// A deleted post: its copies go, and so does whatever its deletion left of its comments and
+/// likes (a DELETE that stopped early: the tombstone is written first). The change feed never
+/// delivers a deletion; it delivers the tombstone, and this is the only place that sees it.
+async fn remove_copies(state: &AppState, post: &Post) -> Result<(), FeedError> {
+    for target in [Target::UserPosts, Target::Feed] {
+        let delete = WriteOp::Delete { id: post.id.clone(), if_match: None };
+        match state.store.execute_write(target.container(), target.partition_key(post), delete).await {
+            Ok(()) | Err(StoreError::NotFound) => {}
+            Err(other) => return Err(other.into()),
+        }
+    }
+    match crate::http::remove_post(state, &post.id, &post.user_id).await? {
+        PostRemoval::Removed | PostRemoval::NothingLeft | PostRemoval::NotFound => Ok(()),
+        other => Err(StoreError::Other(format!("post {}: deletePost answered {other:?}", post.id)).into()),
+    }
 }
 
 /// The post as it is now in `posts`, with its version.

@@ -53,7 +53,9 @@ async fn propagate_username(state: &AppState, user_id: &str) -> Result<(), FeedE
     // this fan-out on the write path so that every read stays in one partition.
     // (Deduplicated here: a cross-partition DISTINCT needs the SDK to buffer a bounded window.)
     let query = QuerySpec {
-        sql: Cow::Borrowed("SELECT VALUE c.postId FROM c WHERE c.userId = @userId AND c.userUsername != @username"),
+        sql: Cow::Borrowed(
+            "SELECT VALUE c.postId FROM c WHERE c.userId = @userId AND c.userUsername != @username AND NOT IS_DEFINED(c.deleted)",
+        ),
         parameters: vec![(Cow::Borrowed("@userId"), json!(user.user_id)), (Cow::Borrowed("@username"), json!(user.username))],
     };
     let post_ids: BTreeSet<String> = state

@@ -49,6 +49,10 @@ pub struct Record {
     /// The write's position in the journal: every write gets the next number, in the order the
     /// store applied them. The change-feed processors keep their position as such a number.
     pub seq: u64,
+    /// When the item expires (Unix seconds), if it carries a `ttl`: the time of the write plus
+    /// the ttl, which a restart must not reset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exp: Option<u64>,
 }
 
 /// The first line of the snapshot and of the journal.
@@ -712,11 +716,11 @@ pub(crate) mod tests {
     }
 
     fn put(id: &str, n: i64) -> Record {
-        Record { c: "posts".into(), pk: id.into(), id: id.into(), doc: Some(json!({"id": id, "n": n})), seq: 0 }
+        Record { c: "posts".into(), pk: id.into(), id: id.into(), doc: Some(json!({"id": id, "n": n})), seq: 0, exp: None }
     }
 
     fn delete(id: &str) -> Record {
-        Record { c: "posts".into(), pk: id.into(), id: id.into(), doc: None, seq: 0 }
+        Record { c: "posts".into(), pk: id.into(), id: id.into(), doc: None, seq: 0, exp: None }
     }
 
     fn damage(path: &Path, line: usize, edit: impl Fn(&str) -> String) {

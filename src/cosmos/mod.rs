@@ -14,7 +14,7 @@ mod meter;
 pub mod queries;
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +24,7 @@ use azure_core::http::Etag;
 use azure_data_cosmos::feed::{ChangeFeedPageIterator, ContinuationToken};
 use azure_data_cosmos::models::{
     ChangeFeedItem, CompositeIndex, CompositeIndexOrder, CompositeIndexProperty, ContainerProperties, IndexingMode,
-    IndexingPolicy,
+    IndexingPolicy, TimeToLive,
 };
 use azure_data_cosmos::options::{
     BatchDeleteOptions, BatchReplaceOptions, BatchUpsertOptions, ChangeFeedStartFrom, ConnectionPoolOptions, ItemWriteOptions,
@@ -101,9 +101,18 @@ impl Container {
         policy
     }
 
-    /// What the container is created with: its partition key and indexing policy.
+    /// Whether the container has time to live on with no default (`defaultTtl: -1`), so that an
+    /// item carrying a `ttl` is removed that many seconds after its last write: `posts`, for the
+    /// tombstones of deleted posts (C7). Cosmos DB ignores an item's `ttl` elsewhere.
+    pub fn expires_items(self) -> bool {
+        self == Container::Posts
+    }
+
+    /// What the container is created with: its partition key, indexing policy and time to live.
     fn properties(self) -> ContainerProperties {
-        ContainerProperties::new(self.name(), self.partition_key_path().into()).with_indexing_policy(self.indexing_policy())
+        let properties =
+            ContainerProperties::new(self.name(), self.partition_key_path().into()).with_indexing_policy(self.indexing_policy());
+        if self.expires_items() { properties.with_default_ttl(TimeToLive::NoDefault) } else { properties }
     }
 }
 
@@ -239,6 +248,56 @@ struct Durability {
     in_flight: std::sync::Mutex<BTreeMap<u64, Vec<ItemKey>>>,
     /// The containers, to undo refused writes in.
     containers: HashMap<Container, ContainerClient>,
+    /// When the items that carry a `ttl` expire: the emulator does not remove them, so the
+    /// store does ([`Store::remove_expired`]).
+    expiries: std::sync::Mutex<Expiries>,
+}
+
+/// The embedded store's items that carry a `ttl`, by the time they expire (Unix seconds).
+#[derive(Default)]
+struct Expiries {
+    by_item: HashMap<ItemKey, u64>,
+    due: BTreeSet<(u64, ItemKey)>,
+}
+
+impl Expiries {
+    /// Records the expiry of an item's latest write: `None` when it does not expire (or was
+    /// deleted).
+    fn set(&mut self, item: ItemKey, expires: Option<u64>) {
+        if let Some(previous) = self.by_item.remove(&item) {
+            self.due.remove(&(previous, item.clone()));
+        }
+        if let Some(expires) = expires {
+            self.by_item.insert(item.clone(), expires);
+            self.due.insert((expires, item));
+        }
+    }
+
+    /// Takes the items expired at `now`.
+    fn take_due(&mut self, now: u64) -> Vec<ItemKey> {
+        let mut taken = Vec::new();
+        while let Some((expires, _)) = self.due.first()
+            && *expires <= now
+        {
+            let (_, item) = self.due.pop_first().expect("just seen");
+            self.by_item.remove(&item);
+            taken.push(item);
+        }
+        taken
+    }
+}
+
+/// When an item written at `now` (Unix seconds) expires, as Cosmos DB reads its `ttl`: a
+/// positive number of seconds after the write, in a container with time to live on; `-1`, or
+/// none (the container's default, which is none here), never.
+fn expiry(container: Container, document: &Value, now: u64) -> Option<u64> {
+    let ttl = document.get("ttl")?.as_u64().filter(|ttl| *ttl > 0)?;
+    container.expires_items().then_some(now + ttl)
+}
+
+/// The time now, in Unix seconds.
+fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs())
 }
 
 impl Durability {
@@ -358,12 +417,16 @@ impl Store {
             credential: credential_for_scripts,
         };
         let mut changes = ChangeIndex::default();
+        let mut expiries = Expiries::default();
         let loaded = preload.len();
         // Each item once, in the order of its last write; several at a time, since each is one
         // call through the SDK's pipeline and the items are independent.
         let mut loads = futures::stream::iter(preload.into_iter().map(|line| store.load(line))).buffered(LOAD_CONCURRENCY);
         while let Some((container, record)) = loads.try_next().await? {
             changes.record(container, &record.pk, &record.id, record.seq, true);
+            if record.exp.is_some() {
+                expiries.set((container, record.pk, record.id), record.exp);
+            }
         }
         drop(loads);
         if loaded > 0 {
@@ -377,6 +440,7 @@ impl Store {
                 changes: std::sync::Mutex::new(changes),
                 in_flight: Default::default(),
                 containers: Container::ALL.into_iter().map(|container| (container, store.container(container).clone())).collect(),
+                expiries: std::sync::Mutex::new(expiries),
             })
         });
         Ok(Store { durability, ..store })
@@ -638,10 +702,20 @@ impl Store {
         // order the order in which the store applied the writes.
         let order = durability.order.lock().await;
         write.await?;
+        let now = unix_now();
         let records: Vec<JournalRecord> = records
             .into_iter()
-            .map(|(id, doc)| JournalRecord { c: container.name().to_owned(), pk: partition_key.to_owned(), id, doc, seq: 0 })
+            .map(|(id, doc)| {
+                let exp = doc.as_ref().and_then(|doc| expiry(container, doc, now));
+                JournalRecord { c: container.name().to_owned(), pk: partition_key.to_owned(), id, doc, seq: 0, exp }
+            })
             .collect();
+        if container.expires_items() {
+            let mut expiries = durability.expiries.lock().expect("never poisoned");
+            for record in &records {
+                expiries.set((container, record.pk.clone(), record.id.clone()), record.exp);
+            }
+        }
         let written: Vec<(String, bool)> = records.iter().map(|record| (record.id.clone(), record.doc.is_some())).collect();
         let (seq, on_disk) = durability.journal.append(records);
         let touched = written.iter().map(|(id, _)| (container, partition_key.to_owned(), id.clone())).collect();
@@ -675,6 +749,47 @@ impl Store {
             bounded(self.container(container).upsert_item(record.pk.clone(), &record.id, &document, None)).await?;
         }
         Ok((container, record))
+    }
+
+    /// Removes the embedded store's items whose `ttl` ran out by `now` (Unix seconds), as Cosmos
+    /// DB does by itself: each removal is a deletion like any other, journaled, so it survives a
+    /// restart, and an expiry a restart would not reset. Returns how many it removed; does
+    /// nothing on other backends.
+    pub async fn remove_expired(&self, now: u64) -> Result<usize, StoreError> {
+        let Some(durability) = &self.durability else { return Ok(0) };
+        let due = durability.expiries.lock().expect("never poisoned").take_due(now);
+        let mut removed = 0;
+        for (index, (container, partition_key, id)) in due.iter().enumerate() {
+            let outcome = async {
+                let Some(found) = self.read_versioned::<Value>(*container, partition_key, id).await? else { return Ok(false) };
+                // Written again since it was due (then it has a new expiry), or no longer expiring.
+                let rewritten = durability.expiries.lock().expect("never poisoned").by_item.contains_key(&due[index]);
+                if rewritten || expiry(*container, &found.item, 0).is_none() {
+                    return Ok(false);
+                }
+                let delete = WriteOp::Delete { id: id.clone(), if_match: Some(found.etag) };
+                match self.execute_write(*container, partition_key, delete).await {
+                    Ok(()) => Ok(true),
+                    Err(StoreError::NotFound | StoreError::PreconditionFailed) => Ok(false),
+                    Err(error) => Err(error),
+                }
+            }
+            .await;
+            match outcome {
+                Ok(was_removed) => removed += usize::from(was_removed),
+                Err(error) => {
+                    // Due still: the next sweep tries again (a full disk refuses deletions too).
+                    let mut expiries = durability.expiries.lock().expect("never poisoned");
+                    for item in &due[index..] {
+                        if !expiries.by_item.contains_key(item) {
+                            expiries.set(item.clone(), Some(now));
+                        }
+                    }
+                    return Err(error);
+                }
+            }
+        }
+        Ok(removed)
     }
 
     /// The embedded store's journal position: every write numbered up to it is on disk (or was
@@ -740,6 +855,28 @@ impl Store {
         let pages = bounded(client.query_change_feed::<Value>(FeedScope::full_container(), start, None)).await?;
         Ok(ChangeFeed { container, pages, ranges })
     }
+}
+
+/// How often the embedded store looks for expired items. Cosmos DB removes them in the
+/// background too, with no promise of when; the application never waits for it.
+const EXPIRY_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Removes expired items from the embedded store every [`EXPIRY_SWEEP_INTERVAL`] for as long as
+/// the store is in use (the task holds it weakly). Nothing to do on other backends.
+pub fn spawn_expiry_sweep(store: &Arc<Store>) {
+    if store.durability.is_none() {
+        return;
+    }
+    let store = Arc::downgrade(store);
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(EXPIRY_SWEEP_INTERVAL).await;
+            let Some(store) = store.upgrade() else { return };
+            if let Err(error) = store.remove_expired(unix_now()).await {
+                tracing::warn!(%error, "expired items could not be removed yet");
+            }
+        }
+    });
 }
 
 /// A container's change feed, read page by page. The SDK serves one feed range per page, in
@@ -918,6 +1055,39 @@ pub(crate) mod tests {
             auth: crate::config::AuthMode::Development,
             token_key: None,
         }
+    }
+
+    /// Cosmos DB removes an item `ttl` seconds after its last write, in a container with time to
+    /// live on; the embedded store's sweep must too, by a journaled deletion, and a restart must
+    /// neither forget nor reset an expiry.
+    #[tokio::test]
+    async fn items_expire_ttl_seconds_after_their_last_write_across_restarts() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = embedded_config(dir.path());
+        let now = unix_now();
+        {
+            let store = Store::connect(&config).await.unwrap();
+            store.create(Container::Posts, "p", &json!({"id": "gone", "postId": "p", "ttl": 100})).await.unwrap();
+            store.create(Container::Posts, "p", &json!({"id": "kept", "postId": "p", "ttl": 100})).await.unwrap();
+            // Written again without a ttl: it no longer expires.
+            store.replace(Container::Posts, "p", "kept", &json!({"id": "kept", "postId": "p"}), None).await.unwrap();
+            store.create(Container::Posts, "p", &json!({"id": "forever", "postId": "p", "ttl": -1})).await.unwrap();
+            // No time to live in `users`: Cosmos DB ignores the item's ttl there.
+            store.create(Container::Users, "u", &json!({"id": "u", "userId": "u", "ttl": 1})).await.unwrap();
+            assert_eq!(store.remove_expired(now + 50).await.unwrap(), 0);
+        }
+        let store = Store::connect(&config).await.unwrap();
+        assert_eq!(store.remove_expired(now + 98).await.unwrap(), 0, "a restart does not reset the expiry, nor bring it forward");
+        assert_eq!(store.remove_expired(now + 200).await.unwrap(), 1);
+        assert!(store.read::<Value>(Container::Posts, "p", "gone").await.unwrap().is_none());
+        for (container, partition_key, id) in
+            [(Container::Posts, "p", "kept"), (Container::Posts, "p", "forever"), (Container::Users, "u", "u")]
+        {
+            assert!(store.read::<Value>(container, partition_key, id).await.unwrap().is_some(), "{id}");
+        }
+        drop(store);
+        let store = Store::connect(&config).await.unwrap();
+        assert!(store.read::<Value>(Container::Posts, "p", "gone").await.unwrap().is_none(), "the removal was journaled");
     }
 
     #[tokio::test]

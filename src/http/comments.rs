@@ -1,4 +1,4 @@
-//! C3 (comment on a post) and Q4 (a post's comments).
+//! C3 (comment on a post), C6 (delete a comment) and Q4 (a post's comments).
 
 use axum::Json;
 use axum::extract::State;
@@ -8,13 +8,13 @@ use utoipa::ToSchema;
 
 use super::AppState;
 use super::auth::Caller;
-use super::extract::{Id, JsonBody, QueryParams, validate_id, validate_text};
+use super::extract::{Id, Ids, JsonBody, QueryParams, validate_id, validate_text};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
 use super::posts::{PostKnown, existing_author, list_of_post, post_not_found};
 use crate::cosmos::queries;
-use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
+use crate::error::{ApiError, ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
 use crate::model::{self, Comment, MAX_COMMENT_CHARS};
-use crate::scripts::{CounterOutcome, StoredProcedure};
+use crate::scripts::{CounterOutcome, DeleteOutcome, StoredProcedure};
 
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -72,6 +72,49 @@ pub async fn create_comment(
         CounterOutcome::Created(created) => Ok(created),
         CounterOutcome::PostNotFound => Err(post_not_found(post_id)),
         CounterOutcome::AlreadyLiked => Err(ApiError::internal("createComment answered alreadyLiked")),
+    }
+}
+
+/// C6: `DELETE /api/posts/{postId}/comments/{commentId}`, by the comment's author or the post's
+/// author (who moderates the comments under their post). The stored procedure `deleteComment`
+/// checks who may, deletes the comment and decrements `commentCount`, in one transaction.
+#[utoipa::path(
+    delete,
+    path = "/api/posts/{postId}/comments/{commentId}",
+    tag = "posts",
+    params(
+        ("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$"),
+        ("commentId" = String, Path, description = "The comment's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$"),
+    ),
+    responses(
+        (status = 204, description = "C6: the comment, deleted and uncounted"),
+        (status = 404, description = "No such post, or no such comment on it", body = ProblemDetails, content_type = PROBLEM),
+        DeleteProblems,
+    ),
+)]
+pub async fn delete(State(state): State<AppState>, caller: Caller, Ids(post_id, comment_id): Ids) -> ApiResult<StatusCode> {
+    delete_comment(&state, &caller, &post_id, &comment_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// C6, for the API and the pages.
+pub async fn delete_comment(state: &AppState, caller: &Caller, post_id: &str, comment_id: &str) -> ApiResult<()> {
+    let body = state.scripts.execute(StoredProcedure::DeleteComment, post_id, (post_id, comment_id, &caller.0)).await?;
+    match DeleteOutcome::from_body(body)? {
+        DeleteOutcome::Deleted { .. } => Ok(()),
+        DeleteOutcome::PostNotFound => Err(post_not_found(post_id)),
+        DeleteOutcome::CommentNotFound => {
+            Err(ApiError::not_found(format!("There is no comment with id {comment_id:?} on post {post_id:?}.")))
+        }
+        DeleteOutcome::Forbidden { author } => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!(
+                "Only the comment's author ({}) or the post's author may delete it; you are signed in as {:?}.",
+                author.map_or_else(|| "unknown".to_owned(), |author| format!("{author:?}")),
+                caller.0
+            ),
+        )),
+        other => Err(ApiError::internal(format!("deleteComment answered {other:?}"))),
     }
 }
 

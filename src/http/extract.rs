@@ -96,6 +96,22 @@ impl<S: Send + Sync> FromRequestParts<S> for Id {
     }
 }
 
+/// The two ids of a nested route (`posts/{postId}/comments/{commentId}`, in route order), each
+/// checked as [`Id`] checks one.
+pub struct Ids(pub String, pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for Ids {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let Path((first, second)) = Path::<(String, String)>::from_request_parts(parts, state)
+            .await
+            .map_err(|rejection| ApiError::bad_request(format!("An id in the path is not valid: {}", rejection.body_text())))?;
+        validate_id(&first).and_then(|()| validate_id(&second)).map_err(ApiError::bad_request)?;
+        Ok(Ids(first, second))
+    }
+}
+
 /// Why `id` cannot be a Cosmos item id, if it cannot. An id travels as one segment of a
 /// resource path (`dbs/blog/colls/posts/docs/{id}`, in the SDK's requests and in the scripts'
 /// links), so it must be one that such a segment carries unchanged:

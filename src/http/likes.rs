@@ -1,4 +1,4 @@
-//! C4 (like a post) and Q5 (a post's likes).
+//! C4 (like a post), C5 (unlike it) and Q5 (a post's likes).
 
 use axum::Json;
 use axum::extract::State;
@@ -8,13 +8,13 @@ use utoipa::ToSchema;
 
 use super::AppState;
 use super::auth::Caller;
-use super::extract::{Id, JsonBody, QueryParams, validate_id};
+use super::extract::{Id, Ids, JsonBody, QueryParams, validate_id};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
 use super::posts::{PostKnown, existing_author, list_of_post, post_not_found};
 use crate::cosmos::queries;
-use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
+use crate::error::{ApiError, ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
 use crate::model::{self, Like};
-use crate::scripts::{CounterOutcome, StoredProcedure};
+use crate::scripts::{CounterOutcome, DeleteOutcome, StoredProcedure};
 
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -64,6 +64,42 @@ pub async fn create_like(state: &AppState, caller: &Caller, post_id: &str, user_
             "User {:?} already likes post {post_id:?}; a post is liked once per user.",
             author.user_id
         ))),
+    }
+}
+
+/// C5: `DELETE /api/posts/{postId}/likes/{userId}`, by the liker only. The stored procedure
+/// `deleteLike` deletes the like and decrements `likeCount` in one transaction; a second unlike
+/// is 404 and changes nothing.
+#[utoipa::path(
+    delete,
+    path = "/api/posts/{postId}/likes/{userId}",
+    tag = "posts",
+    params(
+        ("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$"),
+        ("userId" = String, Path, description = "The liker's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$"),
+    ),
+    responses(
+        (status = 204, description = "C5: the like, deleted and uncounted"),
+        (status = 404, description = "No such post, or the user does not like it", body = ProblemDetails, content_type = PROBLEM),
+        DeleteProblems,
+    ),
+)]
+pub async fn delete(State(state): State<AppState>, caller: Caller, Ids(post_id, user_id): Ids) -> ApiResult<StatusCode> {
+    delete_like(&state, &caller, &post_id, &user_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// C5, for the API and the pages.
+pub async fn delete_like(state: &AppState, caller: &Caller, post_id: &str, user_id: &str) -> ApiResult<()> {
+    caller.must_be(user_id, "take back this like")?;
+    let body = state.scripts.execute(StoredProcedure::DeleteLike, post_id, (post_id, user_id)).await?;
+    match DeleteOutcome::from_body(body)? {
+        DeleteOutcome::Deleted { .. } => Ok(()),
+        DeleteOutcome::PostNotFound => Err(post_not_found(post_id)),
+        DeleteOutcome::LikeNotFound => {
+            Err(ApiError::not_found(format!("User {user_id:?} does not like post {post_id:?}; there is no like to take back.")))
+        }
+        other => Err(ApiError::internal(format!("deleteLike answered {other:?}"))),
     }
 }
 

@@ -26,7 +26,7 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, get, post, put};
+use axum::routing::{MethodRouter, delete, get, post, put};
 use tokio::sync::Semaphore;
 
 use crate::changefeed;
@@ -36,6 +36,7 @@ use crate::error::ApiError;
 use crate::scripts::ScriptExecutor;
 
 pub use extract::{MAX_BODY_BYTES, validate_id};
+pub use posts::{PostRemoval, remove_post};
 
 /// The largest change-feed batch the host may deliver in one invocation.
 pub const HOST_BATCH_BYTES: usize = 64 * 1024 * 1024;
@@ -61,7 +62,7 @@ pub const FRONT_PAGE_ROUTE: &str = "{home:maxlength(0)?}";
 /// route prefix is empty: the JSON API's routes start with `api/`, the pages' do not). The router
 /// is built from this table, and a test checks it against every `functions/*/function.json`, so
 /// the two cannot drift apart.
-pub const HTTP_FUNCTIONS: [(&str, &str, &str); 28] = [
+pub const HTTP_FUNCTIONS: [(&str, &str, &str); 31] = [
     ("CreateUser", "POST", "api/users"),
     ("EditUser", "PUT", "api/users/{userId}"),
     ("GetUser", "GET", "api/users/{userId}"),
@@ -69,10 +70,13 @@ pub const HTTP_FUNCTIONS: [(&str, &str, &str); 28] = [
     ("CreatePost", "POST", "api/posts"),
     ("EditPost", "PUT", "api/posts/{postId}"),
     ("GetPost", "GET", "api/posts/{postId}"),
+    ("DeletePost", "DELETE", "api/posts/{postId}"),
     ("CreateComment", "POST", "api/posts/{postId}/comments"),
     ("ListComments", "GET", "api/posts/{postId}/comments"),
+    ("DeleteComment", "DELETE", "api/posts/{postId}/comments/{commentId}"),
     ("CreateLike", "POST", "api/posts/{postId}/likes"),
     ("ListLikes", "GET", "api/posts/{postId}/likes"),
+    ("DeleteLike", "DELETE", "api/posts/{postId}/likes/{userId}"),
     ("GetFeed", "GET", "api/feed"),
     ("GetOpenApi", "GET", "api/openapi.json"),
     // The pages.
@@ -113,10 +117,13 @@ fn handler(function: &str) -> MethodRouter<AppState> {
         "CreatePost" => post(posts::create),
         "EditPost" => put(posts::edit),
         "GetPost" => get(posts::get),
+        "DeletePost" => delete(posts::delete),
         "CreateComment" => post(comments::create),
         "ListComments" => get(comments::list),
+        "DeleteComment" => delete(comments::delete),
         "CreateLike" => post(likes::create),
         "ListLikes" => get(likes::list),
+        "DeleteLike" => delete(likes::delete),
         "GetFeed" => get(feed::list),
         "GetOpenApi" => get(openapi::document),
         "FrontPage" => get(pages::feed::front_page),

@@ -17,14 +17,14 @@ use super::{comments, feed, likes, posts, users};
     ),
     paths(
         users::create, users::edit, users::get, users::list_posts,
-        posts::create, posts::edit, posts::get,
-        comments::create, comments::list,
-        likes::create, likes::list,
+        posts::create, posts::edit, posts::get, posts::delete,
+        comments::create, comments::list, comments::delete,
+        likes::create, likes::list, likes::delete,
         feed::list,
     ),
     tags(
         (name = "users", description = "C1, Q1, Q3"),
-        (name = "posts", description = "C2, Q2, C3, Q4, C4, Q5"),
+        (name = "posts", description = "C2, Q2, C7, C3, Q4, C6, C4, Q5, C5"),
         (name = "feed", description = "Q6"),
     )
 )]

@@ -1,4 +1,4 @@
-//! C2 (create, edit post) and Q2 (get post).
+//! C2 (create, edit post), C7 (delete post) and Q2 (get post).
 
 use axum::Json;
 use axum::extract::State;
@@ -11,8 +11,9 @@ use super::AppState;
 use super::auth::Caller;
 use super::extract::{Id, JsonBody, validate_id, validate_text};
 use crate::cosmos::{Container, Page, PageRequest, QuerySpec, StoreError, retry_pause};
-use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
+use crate::error::{ApiError, ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
 use crate::model::{self, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, User};
+use crate::scripts::{DeleteOutcome, ScriptError, StoredProcedure};
 
 /// How often an edit is retried when a comment or like changed the post between its read and
 /// its write.
@@ -123,8 +124,7 @@ pub async fn edit_post(state: &AppState, caller: &Caller, post_id: &str, title: 
     validate_post_text(&title, &content)?;
     for attempt in 0..EDIT_ATTEMPTS {
         let current = state.store.read_versioned::<Post>(Container::Posts, post_id, post_id).await?;
-        let current =
-            current.filter(|found| found.item.item_type == model::ItemType::Post).ok_or_else(|| post_not_found(post_id))?;
+        let current = current.filter(|found| model::is_live(&found.item)).ok_or_else(|| post_not_found(post_id))?;
         caller.must_be(&current.item.user_id, "edit this post")?;
         let edited = model::edited_post(current.item, title.clone(), content.clone());
         match state.store.replace(Container::Posts, post_id, post_id, &edited, Some(&current.etag)).await {
@@ -135,6 +135,83 @@ pub async fn edit_post(state: &AppState, caller: &Caller, post_id: &str, title: 
         }
     }
     Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "The post kept changing while it was being edited; retry in a moment."))
+}
+
+/// How many times `deletePost` is run for one request: each run deletes what the database
+/// accepts in one transaction (on the embedded store, 98 comments and likes), so this bounds a
+/// post at about 6,000 of them per request; a bigger one is finished by the change feed.
+const MAX_DELETE_RUNS: usize = 64;
+
+/// C7: `DELETE /api/posts/{postId}`, by its author only. The stored procedure `deletePost` makes
+/// the post a tombstone (every read then answers 404, and `PostsChangeFeed` removes its copies
+/// from `users` and `feed`), then deletes its comments and likes in bounded pieces, run after
+/// run; Cosmos DB's time to live removes the tombstone a day later.
+#[utoipa::path(
+    delete,
+    path = "/api/posts/{postId}",
+    tag = "posts",
+    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$")),
+    responses(
+        (status = 204, description = "C7: the post, its comments and likes, deleted; its copies follow through the change feed"),
+        (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
+        DeleteProblems,
+    ),
+)]
+pub async fn delete(State(state): State<AppState>, caller: Caller, Id(post_id): Id) -> ApiResult<StatusCode> {
+    delete_post(&state, &caller, &post_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// C7, for the API and the pages. A repeated DELETE of a post whose deletion was cut short
+/// finishes it (204); of a post already wholly deleted, 404.
+pub async fn delete_post(state: &AppState, caller: &Caller, post_id: &str) -> ApiResult<()> {
+    match remove_post(state, post_id, &caller.0).await? {
+        PostRemoval::Removed => Ok(()),
+        PostRemoval::NothingLeft | PostRemoval::NotFound => Err(post_not_found(post_id)),
+        PostRemoval::Forbidden => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!("Only its author may delete this post; you are signed in as {:?}.", caller.0),
+        )),
+        PostRemoval::Unfinished => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The post is deleted, but not all of its comments and likes yet; the change feed finishes it, or repeat the DELETE.",
+        )),
+    }
+}
+
+/// What [`remove_post`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum PostRemoval {
+    /// It deleted something (the post, or what a cut-short deletion left), and nothing is left.
+    Removed,
+    /// The post was a tombstone with nothing left to delete.
+    NothingLeft,
+    NotFound,
+    Forbidden,
+    /// Comments or likes are left after [`MAX_DELETE_RUNS`] runs.
+    Unfinished,
+}
+
+/// Runs `deletePost` for `author` until the post's comments and likes are all deleted. Shared
+/// by C7 and by `PostsChangeFeed`, which finishes a deletion whose request stopped early.
+pub async fn remove_post(state: &AppState, post_id: &str, author: &str) -> Result<PostRemoval, ScriptError> {
+    let mut removed_any = false;
+    for _ in 0..MAX_DELETE_RUNS {
+        let body =
+            state.scripts.execute(StoredProcedure::DeletePost, post_id, (post_id, author, model::DELETED_POST_TTL_SECS)).await?;
+        match DeleteOutcome::from_body(body)? {
+            DeleteOutcome::Deleted { marked, removed, done } => {
+                removed_any |= marked || removed > 0;
+                if done {
+                    return Ok(if removed_any { PostRemoval::Removed } else { PostRemoval::NothingLeft });
+                }
+            }
+            DeleteOutcome::PostNotFound => return Ok(PostRemoval::NotFound),
+            DeleteOutcome::Forbidden { .. } => return Ok(PostRemoval::Forbidden),
+            other => return Err(ScriptError::Failed(format!("deletePost answered {other:?}"))),
+        }
+    }
+    Ok(PostRemoval::Unfinished)
 }
 
 /// Q2: `GET /api/posts/{postId}`: one point read returns the post with its author's username
@@ -157,7 +234,7 @@ pub async fn get(State(state): State<AppState>, Id(post_id): Id) -> ApiResult<Js
 /// Q2, for the API and the pages.
 pub async fn get_post(state: &AppState, post_id: &str) -> ApiResult<Post> {
     let post = state.store.read::<Post>(Container::Posts, post_id, post_id).await?;
-    post.filter(|post| post.item_type == model::ItemType::Post).ok_or_else(|| post_not_found(post_id))
+    post.filter(model::is_live).ok_or_else(|| post_not_found(post_id))
 }
 
 /// The user who writes a post, comment or like; 422 when there is no such user.
@@ -187,7 +264,7 @@ pub async fn list_of_post<T: serde::de::DeserializeOwned + Send + 'static>(
     if known == PostKnown::No
         && first_page
         && found.items.is_empty()
-        && state.store.read::<Post>(Container::Posts, post_id, post_id).await?.is_none()
+        && !state.store.read::<Post>(Container::Posts, post_id, post_id).await?.is_some_and(|post| model::is_live(&post))
     {
         return Err(post_not_found(post_id));
     }

@@ -28,7 +28,7 @@ function createComment(postId, comment) {
             return;
         }
         if (err) throw err;
-        if (post.type !== "post") {
+        if (post.type !== "post" || post.deleted) {
             response.setBody({ outcome: "postNotFound" });
             return;
         }

@@ -8,7 +8,8 @@
  * - a like's id is derived from the user (`like-<userId>`), so a second like by the same user
  *   fails to create with 409; the counter is moved only after the create succeeded, so a
  *   double like changes nothing and answers {outcome: "alreadyLiked"};
- * - a missing post answers {outcome: "postNotFound"} instead of throwing;
+ * - a missing or deleted post (a tombstone of C7) answers {outcome: "postNotFound"} instead of
+ *   throwing;
  * - the like must already belong to this post, and every call checks `isAccepted`.
  * ES5 only: it also runs on Cosmos DB's own JavaScript engine.
  */
@@ -26,7 +27,7 @@ function createLike(postId, like) {
             return;
         }
         if (err) throw err;
-        if (post.type !== "post") {
+        if (post.type !== "post" || post.deleted) {
             response.setBody({ outcome: "postNotFound" });
             return;
         }

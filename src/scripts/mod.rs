@@ -32,10 +32,17 @@ pub enum StoredProcedure {
     CreateLike,
     /// After a rename: rewrite `userUsername` on the user's items in one post partition.
     UpdateUsernames,
+    /// C5: delete a like and decrement the post's `likeCount`.
+    DeleteLike,
+    /// C6: delete a comment and decrement the post's `commentCount`.
+    DeleteComment,
+    /// C7: make the post a tombstone, then delete its comments and likes, in bounded pieces.
+    DeletePost,
 }
 
 impl StoredProcedure {
-    pub const ALL: [StoredProcedure; 3] = [Self::CreateComment, Self::CreateLike, Self::UpdateUsernames];
+    pub const ALL: [StoredProcedure; 6] =
+        [Self::CreateComment, Self::CreateLike, Self::UpdateUsernames, Self::DeleteLike, Self::DeleteComment, Self::DeletePost];
 
     /// The script's id in Cosmos DB, which is also its function's name and its file's stem.
     pub fn name(self) -> &'static str {
@@ -43,6 +50,9 @@ impl StoredProcedure {
             Self::CreateComment => "createComment",
             Self::CreateLike => "createLike",
             Self::UpdateUsernames => "updateUsernames",
+            Self::DeleteLike => "deleteLike",
+            Self::DeleteComment => "deleteComment",
+            Self::DeletePost => "deletePost",
         }
     }
 
@@ -52,13 +62,21 @@ impl StoredProcedure {
             Self::CreateComment => include_str!("createComment.js"),
             Self::CreateLike => include_str!("createLike.js"),
             Self::UpdateUsernames => include_str!("updateUsernames.js"),
+            Self::DeleteLike => include_str!("deleteLike.js"),
+            Self::DeleteComment => include_str!("deleteComment.js"),
+            Self::DeletePost => include_str!("deletePost.js"),
         }
     }
 
     /// The container the procedure is registered on.
     pub fn container(self) -> Container {
         match self {
-            Self::CreateComment | Self::CreateLike | Self::UpdateUsernames => Container::Posts,
+            Self::CreateComment
+            | Self::CreateLike
+            | Self::UpdateUsernames
+            | Self::DeleteLike
+            | Self::DeleteComment
+            | Self::DeletePost => Container::Posts,
         }
     }
 
@@ -183,6 +201,47 @@ impl<T: DeserializeOwned> CounterOutcome<T> {
             }
             Some("postNotFound") => Ok(CounterOutcome::PostNotFound),
             Some("alreadyLiked") => Ok(CounterOutcome::AlreadyLiked),
+            _ => Err(unexpected()),
+        }
+    }
+}
+
+/// What `deleteLike`, `deleteComment` and `deletePost` answer in their response body.
+#[derive(Debug, PartialEq, Eq)]
+pub enum DeleteOutcome {
+    /// Deleted. For `deletePost`: whether this call made the tombstone, how many comments and
+    /// likes it deleted, and whether none is left (else call it again).
+    Deleted {
+        marked: bool,
+        removed: u64,
+        done: bool,
+    },
+    PostNotFound,
+    LikeNotFound,
+    CommentNotFound,
+    /// The caller may not delete it; `author` is the comment's author where there is one.
+    Forbidden {
+        author: Option<String>,
+    },
+}
+
+impl DeleteOutcome {
+    pub fn from_body(body: Value) -> Result<Self, ScriptError> {
+        let unexpected = || ScriptError::Failed(format!("unexpected script response: {body}"));
+        let flag = |name: &str| body.get(name).and_then(Value::as_bool);
+        match body.get("outcome").and_then(Value::as_str) {
+            // (deleteLike and deleteComment delete in one piece, so they send no counts.)
+            Some("deleted") => Ok(DeleteOutcome::Deleted {
+                marked: flag("marked").unwrap_or(false),
+                removed: body.get("removed").and_then(Value::as_u64).unwrap_or(0),
+                done: flag("done").unwrap_or(true),
+            }),
+            Some("postNotFound") => Ok(DeleteOutcome::PostNotFound),
+            Some("likeNotFound") => Ok(DeleteOutcome::LikeNotFound),
+            Some("commentNotFound") => Ok(DeleteOutcome::CommentNotFound),
+            Some("forbidden") => {
+                Ok(DeleteOutcome::Forbidden { author: body.get("author").and_then(Value::as_str).map(str::to_owned) })
+            }
             _ => Err(unexpected()),
         }
     }

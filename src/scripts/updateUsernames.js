@@ -5,7 +5,8 @@
  * holds items of the user).
  *
  * Changed from the article's version:
- * - the query is parameterized (the article concatenated the user id into the SQL text);
+ * - the query is parameterized (the article concatenated the user id into the SQL text), and
+ *   skips a deleted post's tombstone (C7), which no one reads;
  * - it selects only the items that still carry another name, so it never rewrites an item that
  *   is already correct, and running it again is harmless;
  * - its work is bounded: when the database stops accepting operations (`isAccepted` false) it
@@ -18,7 +19,7 @@ function updateUsernames(userId, username) {
     var collection = getContext().getCollection();
     var response = getContext().getResponse();
     var query = {
-        query: "SELECT * FROM c WHERE c.userId = @userId AND c.userUsername != @username",
+        query: "SELECT * FROM c WHERE c.userId = @userId AND c.userUsername != @username AND NOT IS_DEFINED(c.deleted)",
         parameters: [{ name: "@userId", value: userId }, { name: "@username", value: username }]
     };
     var updated = 0;

@@ -193,7 +193,7 @@ impl TestApp {
     }
 
     /// Who the tests act as for a write: a new principal to create a user, the user a body or
-    /// path names, a post's author to edit it, else "someone". Reads are anonymous.
+    /// path names, a post's author to edit or delete it, else "someone". Reads are anonymous.
     fn owner(&self, method: &Method, path: &str, body: Option<&Value>) -> Option<String> {
         if method == Method::GET {
             return None;
@@ -208,7 +208,7 @@ impl TestApp {
         }
         let segments: Vec<&str> = path.trim_start_matches("/api/").split('/').collect();
         let owner = match segments.as_slice() {
-            ["users", user] => Some((*user).to_owned()),
+            ["users", user] | ["posts", _, "likes", user] => Some((*user).to_owned()),
             ["posts", post] => self.authors.lock().unwrap().get(*post).cloned(),
             _ => None,
         };
