@@ -210,6 +210,62 @@ fn escape(text: &str) -> String {
 }
 
 #[tokio::test]
+async fn a_person_takes_back_a_like_deletes_comments_and_then_the_post() {
+    let app = TestApp::start().await;
+    let mut alice = Browser::new(&app);
+    alice.sign_up("alice", "Alice").await;
+    let mut bob = Browser::new(&app);
+    bob.sign_up("bob", "Bob").await;
+    let post = alice.write("Short-lived", "Soon gone.").await;
+    assert!(alice.get(&post).await.html.contains("Delete this post"));
+    assert!(!bob.get(&post).await.html.contains("Delete this post"));
+
+    // Bob likes, then takes it back.
+    assert_eq!(bob.submit(&format!("{post}/likes"), &[]).await.status, StatusCode::SEE_OTHER);
+    let page = bob.get(&post).await;
+    assert!(page.html.contains("0 comments · 1 like") && page.html.contains("Take back your like"), "{}", page.html);
+    let unliked = bob.submit(&format!("{post}/unlike"), &[]).await;
+    assert_eq!(unliked.location(), post);
+    let page = bob.get(&post).await;
+    assert!(page.html.contains("0 comments · 0 likes") && page.html.contains(">Like</button>"), "{}", page.html);
+    let again = bob.submit(&format!("{post}/unlike"), &[]).await;
+    assert_eq!(again.status, StatusCode::NOT_FOUND, "taken back already, in another tab");
+    assert!(again.html.contains("does not like") && again.html.contains("Short-lived"), "the post page says why: {}", again.html);
+
+    // Bob deletes his own comment; Alice, the post's author, may delete any under her post.
+    bob.submit(&format!("{post}/comments"), &[("content", "Bob's first")]).await;
+    bob.submit(&format!("{post}/comments"), &[("content", "Bob's second")]).await;
+    alice.submit(&format!("{post}/comments"), &[("content", "Alice's")]).await;
+    let page = bob.get(&post).await;
+    assert_eq!(page.html.matches("Delete this comment").count(), 2, "only his own: {}", page.html);
+    assert_eq!(alice.get(&post).await.html.matches("Delete this comment").count(), 3);
+    let delete_path = |html: &str, n: usize| {
+        let form = html.match_indices("/delete\"><button type=\"submit\" class=\"link\">Delete this comment").nth(n).unwrap().0;
+        let start = html[..form].rfind("action=\"").unwrap() + "action=\"".len();
+        format!("{}/delete", &html[start..form])
+    };
+    let first = delete_path(&page.html, 0);
+    let forbidden = bob.submit(&delete_path(&alice.get(&post).await.html, 2), &[]).await;
+    assert_eq!(forbidden.status, StatusCode::FORBIDDEN, "not his comment: {}", forbidden.html);
+    assert_eq!(bob.submit(&first, &[]).await.location(), format!("{post}#comments"));
+    let page = alice.get(&post).await;
+    assert!(!page.html.contains("Bob's first") && page.html.contains("2 comments"), "{}", page.html);
+    assert_eq!(alice.submit(&delete_path(&page.html, 0), &[]).await.status, StatusCode::SEE_OTHER);
+    assert!(!alice.get(&post).await.html.contains("Bob's second"));
+
+    // The post: a confirmation first, then gone, and gone from the lists.
+    eventually(&alice, "/users/alice", |html| html.contains("Short-lived")).await;
+    assert_eq!(bob.get(&format!("{post}/delete")).await.status, StatusCode::FORBIDDEN);
+    let confirm = alice.get(&format!("{post}/delete")).await;
+    assert!(confirm.html.contains("Delete “Short-lived”?") && confirm.html.contains("1 comment"), "{}", confirm.html);
+    let deleted = alice.submit(&format!("{post}/delete"), &[]).await;
+    assert_eq!(deleted.location(), "/users/alice");
+    assert_eq!(alice.get(&post).await.status, StatusCode::NOT_FOUND);
+    eventually(&alice, "/users/alice", |html| !html.contains("Short-lived")).await;
+    eventually(&alice, "/", |html| !html.contains("Short-lived")).await;
+}
+
+#[tokio::test]
 async fn every_form_refuses_another_sites_request_and_takes_the_blogs_own() {
     let app = TestApp::start().await;
     let mut alice = Browser::new(&app);
@@ -219,8 +275,10 @@ async fn every_form_refuses_another_sites_request_and_takes_the_blogs_own() {
     for (name, method, route) in
         HTTP_FUNCTIONS.iter().filter(|(_, method, route)| *method == "POST" && !blog::http::is_api_route(route))
     {
-        let path =
-            blog::http::router_path(route).replace("{userId}", "alice").replace("{postId}", post.trim_start_matches("/posts/"));
+        let path = blog::http::router_path(route)
+            .replace("{userId}", "alice")
+            .replace("{postId}", post.trim_start_matches("/posts/"))
+            .replace("{commentId}", "c1");
         for site in ["cross-site", "same-site"] {
             let forged = alice.submit_from(&path, &[("content", "forged")], site).await;
             assert_eq!(forged.status, StatusCode::FORBIDDEN, "{name}: {method} {path} from {site}");

@@ -62,7 +62,7 @@ pub const FRONT_PAGE_ROUTE: &str = "{home:maxlength(0)?}";
 /// route prefix is empty: the JSON API's routes start with `api/`, the pages' do not). The router
 /// is built from this table, and a test checks it against every `functions/*/function.json`, so
 /// the two cannot drift apart.
-pub const HTTP_FUNCTIONS: [(&str, &str, &str); 31] = [
+pub const HTTP_FUNCTIONS: [(&str, &str, &str); 35] = [
     ("CreateUser", "POST", "api/users"),
     ("EditUser", "PUT", "api/users/{userId}"),
     ("GetUser", "GET", "api/users/{userId}"),
@@ -88,6 +88,10 @@ pub const HTTP_FUNCTIONS: [(&str, &str, &str); 31] = [
     ("SubmitPostEdit", "POST", "posts/{postId}/edit"),
     ("SubmitComment", "POST", "posts/{postId}/comments"),
     ("SubmitLike", "POST", "posts/{postId}/likes"),
+    ("SubmitUnlike", "POST", "posts/{postId}/unlike"),
+    ("SubmitCommentDelete", "POST", "posts/{postId}/comments/{commentId}/delete"),
+    ("DeletePostPage", "GET", "posts/{postId}/delete"),
+    ("SubmitPostDelete", "POST", "posts/{postId}/delete"),
     ("UserPage", "GET", "users/{userId}"),
     ("SubmitNewUser", "POST", "users"),
     ("SubmitRename", "POST", "users/{userId}"),
@@ -134,6 +138,10 @@ fn handler(function: &str) -> MethodRouter<AppState> {
         "SubmitPostEdit" => post(pages::posts::submit_post_edit),
         "SubmitComment" => post(pages::posts::submit_comment),
         "SubmitLike" => post(pages::posts::submit_like),
+        "SubmitUnlike" => post(pages::posts::submit_unlike),
+        "SubmitCommentDelete" => post(pages::posts::submit_comment_delete),
+        "DeletePostPage" => get(pages::posts::delete_post_page),
+        "SubmitPostDelete" => post(pages::posts::submit_post_delete),
         "UserPage" => get(pages::users::user_page),
         "SubmitNewUser" => post(pages::users::submit_new_user),
         "SubmitRename" => post(pages::users::submit_rename),

@@ -24,7 +24,7 @@ use serde::de::DeserializeOwned;
 
 use super::AppState;
 use super::auth::{Caller, page_viewer};
-use super::extract::{Id, QueryParams};
+use super::extract::{Id, Ids, QueryParams};
 use crate::error::ApiError;
 
 /// The stylesheet every page links, served at `/style.css`.
@@ -234,6 +234,18 @@ impl<S: Send + Sync> FromRequestParts<S> for PageId {
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, PageError> {
         let Id(id) = Id::from_request_parts(parts, state).await?;
         Ok(PageId(id))
+    }
+}
+
+/// The two ids of a nested page path, checked as the API checks them.
+pub struct PageIds(pub String, pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PageIds {
+    type Rejection = PageError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, PageError> {
+        let Ids(first, second) = Ids::from_request_parts(parts, state).await?;
+        Ok(PageIds(first, second))
     }
 }
 

@@ -1,5 +1,5 @@
-//! A post's page (Q2 + Q4 + Q5), the forms to write and edit a post (C2), and the comment (C3)
-//! and like (C4) forms on the post's page.
+//! A post's page (Q2 + Q4 + Q5), the forms to write, edit (C2) and delete (C7) a post, and the
+//! comment (C3, C6) and like (C4, C5) buttons on the post's page.
 
 use std::fmt::Write as _;
 
@@ -9,15 +9,15 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::{
-    Draft, Field, Form, Page, PageId, PageQuery, PageResult, Refusal, SameOrigin, Viewer, count, esc, form, layout, time,
-    url_part,
+    Draft, Field, Form, Page, PageId, PageIds, PageQuery, PageResult, Refusal, SameOrigin, Viewer, count, esc, form, layout,
+    time, url_part,
 };
 use crate::error::ApiError;
 use crate::http::AppState;
-use crate::http::comments::{comments_of, create_comment};
-use crate::http::likes::{create_like, likes_of};
+use crate::http::comments::{comments_of, create_comment, delete_comment};
+use crate::http::likes::{create_like, delete_like, likes_of};
 use crate::http::lists::ListParams;
-use crate::http::posts::{PostKnown, create_post, edit_post, get_post};
+use crate::http::posts::{PostKnown, create_post, delete_post, edit_post, get_post};
 use crate::model::{MAX_COMMENT_CHARS, MAX_CONTENT_CHARS, MAX_TITLE_CHARS};
 
 // The hints say the limits the API applies; the assertion keeps them true.
@@ -47,10 +47,10 @@ pub struct CommentForm {
     content: String,
 }
 
-/// A like carries nothing but who clicked it, and that is the session's.
+/// A like, an unlike or a deletion carries nothing but who clicked it, and that is the session's.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct LikeForm {}
+pub struct ButtonForm {}
 
 /// What the post page shows besides the post: a comment being written, or a like refused.
 #[derive(Default)]
@@ -102,11 +102,18 @@ async fn render_post(
     );
     main.push_str("<div class=\"actions\">");
     if viewer.is(&post.user_id) {
-        let _ = write!(main, "<a href=\"/posts/{id}/edit\">Edit this post</a>");
+        let _ =
+            write!(main, "<a href=\"/posts/{id}/edit\">Edit this post</a><a href=\"/posts/{id}/delete\">Delete this post</a>");
     }
     let liked = viewer.id().is_some_and(|me| likes.items.iter().any(|like| like.user_id == me));
     match viewer.id() {
-        Some(_) if liked => main.push_str("<span>You like this post.</span>"),
+        Some(_) if liked => {
+            let _ = write!(
+                main,
+                "<span>You like this post.</span><form method=\"post\" action=\"/posts/{id}/unlike\">\
+                 <button type=\"submit\" class=\"link\">Take back your like</button></form>"
+            );
+        }
         Some(_) => {
             let _ =
                 write!(main, "<form method=\"post\" action=\"/posts/{id}/likes\"><button type=\"submit\">Like</button></form>");
@@ -140,13 +147,23 @@ async fn render_post(
         for comment in &comments.items {
             let _ = write!(
                 main,
-                "<li id=\"comment-{}\"><p class=\"meta\"><a href=\"/users/{}\">{}</a> · {}</p><p>{}</p></li>",
+                "<li id=\"comment-{}\"><p class=\"meta\"><a href=\"/users/{}\">{}</a> · {}</p><p>{}</p>",
                 esc(&comment.id),
                 url_part(&comment.user_id),
                 esc(&comment.user_username),
                 time(&comment.creation_date),
                 esc(&comment.content)
             );
+            // Its author, and the post's author, who moderates the comments under the post (C6).
+            if viewer.is(&comment.user_id) || viewer.is(&post.user_id) {
+                let _ = write!(
+                    main,
+                    "<form method=\"post\" action=\"/posts/{id}/comments/{}/delete\">\
+                     <button type=\"submit\" class=\"link\">Delete this comment</button></form>",
+                    url_part(&comment.id)
+                );
+            }
+            main.push_str("</li>");
         }
         main.push_str("</ol>");
     }
@@ -197,7 +214,7 @@ pub async fn submit_like(
     _: SameOrigin,
     viewer: Viewer,
     PageId(post_id): PageId,
-    Form(LikeForm {}): Form<LikeForm>,
+    Form(ButtonForm {}): Form<ButtonForm>,
 ) -> PageResult {
     let written = match viewer.caller() {
         Ok(caller) => create_like(&state, &caller, &post_id, &caller.0).await.map(|_| ()),
@@ -211,6 +228,73 @@ pub async fn submit_like(
             render_post(&state, &viewer, &post_id, &ListParams::default(), extra, error.status).await
         }
     }
+}
+
+/// `POST /posts/{postId}/unlike`: C5, then back to the post; refused, the post page again with
+/// the reason.
+pub async fn submit_unlike(
+    State(state): State<AppState>,
+    _: SameOrigin,
+    viewer: Viewer,
+    PageId(post_id): PageId,
+    Form(ButtonForm {}): Form<ButtonForm>,
+) -> PageResult {
+    let written = match viewer.caller() {
+        Ok(caller) => delete_like(&state, &caller, &post_id, &caller.0).await,
+        Err(error) => Err(error),
+    };
+    match written {
+        Ok(()) => Ok(Redirect::to(&format!("/posts/{}", url_part(&post_id))).into_response()),
+        // (404 here is a like already taken back, in another tab: the post page says so.)
+        Err(error) if error.status.is_server_error() => Err(error.into()),
+        Err(error) => {
+            let extra = PostPageState { like_refused: Some(error.detail), ..Default::default() };
+            render_post(&state, &viewer, &post_id, &ListParams::default(), extra, error.status).await
+        }
+    }
+}
+
+/// `POST /posts/{postId}/comments/{commentId}/delete`: C6, then back to the comments.
+pub async fn submit_comment_delete(
+    State(state): State<AppState>,
+    _: SameOrigin,
+    viewer: Viewer,
+    PageIds(post_id, comment_id): PageIds,
+    Form(ButtonForm {}): Form<ButtonForm>,
+) -> PageResult {
+    let caller = viewer.caller()?;
+    delete_comment(&state, &caller, &post_id, &comment_id).await?;
+    Ok(Redirect::to(&format!("/posts/{}#comments", url_part(&post_id))).into_response())
+}
+
+/// `GET /posts/{postId}/delete`: asks its author to confirm, since a deletion cannot be undone.
+pub async fn delete_post_page(State(state): State<AppState>, viewer: Viewer, PageId(post_id): PageId) -> PageResult {
+    let post = get_post(&state, &post_id).await?;
+    viewer.caller()?.must_be(&post.user_id, "delete this post")?;
+    let id = url_part(&post.id);
+    let main = format!(
+        "<h1>Delete “{}”?</h1><p>The post, its {} and its {} are deleted for good.</p>\
+         <div class=\"actions\"><form method=\"post\" action=\"/posts/{id}/delete\"><button type=\"submit\">Delete</button></form>\
+         <a href=\"/posts/{id}\">Keep it</a></div>",
+        esc(&post.title),
+        count(post.comment_count, "comment", "comments"),
+        count(post.like_count, "like", "likes"),
+    );
+    Ok(Page { status: StatusCode::OK, html: layout("Delete this post", &viewer, &main), private: true }.into_response())
+}
+
+/// `POST /posts/{postId}/delete`: C7, then the author's page (where the post's copy goes with
+/// the change feed, as it came).
+pub async fn submit_post_delete(
+    State(state): State<AppState>,
+    _: SameOrigin,
+    viewer: Viewer,
+    PageId(post_id): PageId,
+    Form(ButtonForm {}): Form<ButtonForm>,
+) -> PageResult {
+    let caller = viewer.caller()?;
+    delete_post(&state, &caller, &post_id).await?;
+    Ok(Redirect::to(&format!("/users/{}", url_part(&caller.0))).into_response())
 }
 
 /// `GET /write`: the form for a new post.
