@@ -209,6 +209,7 @@ async fn run() {
     let rows = requests::measure_all(&plan).await;
     print_requests(&rows, args.iterations);
     print_pages(&requests::measure_pages(&plan).await, args.iterations);
+    print_beyond_article(&requests::measure_beyond_article(&plan).await);
     let v1_rows = v1::measure_all(&handler.state.store, &loaded, args.v1_iterations, args.feed_limit, args.seed).await;
     print_v1(&v1_rows, &rows, args.v1_iterations);
 
@@ -432,6 +433,30 @@ fn print_pages(rows: &[requests::PageRow], iterations: usize) {
             "| {} | `{}` | {:.2} | {:.2} | {:.2} | {} | {} | {} |",
             row.page,
             row.path,
+            s.p50_ms,
+            s.p99_ms,
+            s.mean_charge,
+            s.operations_text(),
+            s.partitions_text(),
+            s.errors
+        );
+    }
+    println!();
+}
+
+fn print_beyond_article(rows: &[requests::ExtraRow]) {
+    println!("## Beyond the article: unlike, deletes and the rename (over HTTP, one at a time)\n");
+    println!(
+        "| request | route | runs | p50 ms | p99 ms | RU/request | ops/request | partitions (x-cosmos-partitions) | errors |"
+    );
+    println!("| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: |");
+    for row in rows {
+        let s = &row.stats;
+        let runs = if row.what.is_empty() { s.count.to_string() } else { format!("{}: {}", s.count, row.what) };
+        println!(
+            "| {} | `{}` | {runs} | {:.2} | {:.2} | {:.2} | {} | {} | {} |",
+            row.request,
+            row.route,
             s.p50_ms,
             s.p99_ms,
             s.mean_charge,

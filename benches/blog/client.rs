@@ -70,6 +70,14 @@ impl Client {
         self.send(self.http.post(format!("{}{path}", self.base)).header("x-dev-user", caller).json(body)).await
     }
 
+    pub async fn put(&self, caller: &str, path: &str, body: &Value) -> Answer {
+        self.send(self.http.put(format!("{}{path}", self.base)).header("x-dev-user", caller).json(body)).await
+    }
+
+    pub async fn delete(&self, caller: &str, path: &str) -> Answer {
+        self.send(self.http.delete(format!("{}{path}", self.base)).header("x-dev-user", caller)).await
+    }
+
     /// Sends, times until the whole body is read, and parses the answer. A failure to connect is
     /// a bench failure, not a figure: it panics with the reason.
     async fn send(&self, request: reqwest::RequestBuilder) -> Answer {

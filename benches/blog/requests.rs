@@ -144,6 +144,133 @@ pub async fn measure_all(plan: &Plan<'_>) -> Vec<RequestRow> {
     rows
 }
 
+/// One request beyond the article's ten, with how many times it ran.
+pub struct ExtraRow {
+    pub request: &'static str,
+    pub route: &'static str,
+    pub what: String,
+    pub stats: Stats,
+}
+
+/// Comments and likes on each post C7 deletes: the case.
+const C7_COMMENTS: usize = 25;
+const C7_LIKES: usize = 100;
+
+/// The requests the article leaves out (C5 unlike, C6 delete a comment, C7 delete a post, and
+/// C1's rename, which claims the new name's reservation and releases the old one), each timed
+/// one at a time on items set up, untimed, just before.
+pub async fn measure_beyond_article(plan: &Plan<'_>) -> Vec<ExtraRow> {
+    let mut rng = Rng::new(plan.seed ^ 0xDE1E);
+    let (client, loaded, n) = (plan.client, plan.loaded, plan.iterations);
+    let random_post = |rng: &mut Rng| loaded.posts[rng.index(loaded.posts.len())].0.clone();
+    let mut rows = Vec::new();
+
+    // Users of their own, each liking and commenting on one random post.
+    let mut fans = Vec::new();
+    for i in 0..n.max(C7_LIKES) {
+        let caller = format!("{}-fan{i}", plan.run);
+        let created = client.post(&caller, "/api/users", &json!({ "username": format!("{caller}-name") })).await;
+        assert!(created.ok(), "{}", created.body);
+        fans.push(created.id());
+    }
+    let mut liked = Vec::new();
+    let mut commented = Vec::new();
+    for fan in fans.iter().take(n) {
+        let post = random_post(&mut rng);
+        assert!(client.post(fan, &format!("/api/posts/{post}/likes"), &json!({ "userId": fan })).await.ok());
+        let body = json!({ "userId": fan, "content": data::text(&mut rng, (100, 300)) });
+        let comment = client.post(fan, &format!("/api/posts/{post}/comments"), &body).await;
+        commented.push((post.clone(), comment.id(), fan.clone()));
+        liked.push((post, fan.clone()));
+    }
+
+    let samples = writes(
+        n,
+        |i| {
+            let (post, fan) = &liked[i];
+            let path = format!("/api/posts/{post}/likes/{fan}");
+            async move { client.delete(fan, &path).await }
+        },
+        |_| {},
+    )
+    .await;
+    rows.push(ExtraRow {
+        request: "C5",
+        route: "DELETE /api/posts/{id}/likes/{userId}",
+        what: String::new(),
+        stats: Stats::of(&samples),
+    });
+
+    let samples = writes(
+        n,
+        |i| {
+            let (post, comment, fan) = &commented[i];
+            let path = format!("/api/posts/{post}/comments/{comment}");
+            async move { client.delete(fan, &path).await }
+        },
+        |_| {},
+    )
+    .await;
+    rows.push(ExtraRow {
+        request: "C6",
+        route: "DELETE /api/posts/{id}/comments/{commentId}",
+        what: String::new(),
+        stats: Stats::of(&samples),
+    });
+
+    // C7 on posts with 25 comments and 100 likes; fewer runs, as each needs 126 writes first.
+    let deletions = (n / 10).max(3);
+    let mut doomed = Vec::new();
+    for i in 0..deletions {
+        let author = &fans[i];
+        let body = json!({ "userId": author, "title": format!("doomed {i}"), "content": data::text(&mut rng, (1_000, 5_000)) });
+        let post = client.post(author, "/api/posts", &body).await.id();
+        for fan in &fans[..C7_LIKES] {
+            assert!(client.post(fan, &format!("/api/posts/{post}/likes"), &json!({ "userId": fan })).await.ok());
+        }
+        for _ in 0..C7_COMMENTS {
+            let body = json!({ "userId": author, "content": data::text(&mut rng, (100, 300)) });
+            assert!(client.post(author, &format!("/api/posts/{post}/comments"), &body).await.ok());
+        }
+        doomed.push((post, author.clone()));
+    }
+    let samples = writes(
+        deletions,
+        |i| {
+            let (post, author) = &doomed[i];
+            let path = format!("/api/posts/{post}");
+            async move { client.delete(author, &path).await }
+        },
+        |_| {},
+    )
+    .await;
+    rows.push(ExtraRow {
+        request: "C7",
+        route: "DELETE /api/posts/{id}",
+        what: format!("{deletions} posts of {C7_COMMENTS} comments and {C7_LIKES} likes"),
+        stats: Stats::of(&samples),
+    });
+
+    let samples = writes(
+        n,
+        |i| {
+            let fan = &fans[i];
+            let body = json!({ "username": format!("{fan}-renamed") });
+            let path = format!("/api/users/{fan}");
+            async move { client.put(fan, &path, &body).await }
+        },
+        |_| {},
+    )
+    .await;
+    rows.push(ExtraRow {
+        request: "C1 rename",
+        route: "PUT /api/users/{id}",
+        what: "a name no one holds".into(),
+        stats: Stats::of(&samples),
+    });
+    rows
+}
+
 /// One page, read one at a time.
 pub struct PageRow {
     pub page: &'static str,
