@@ -62,8 +62,9 @@ pub async fn measure_all(plan: &Plan<'_>) -> Vec<RequestRow> {
     let samples = writes(
         n,
         |i| {
-            let body = json!({ "username": format!("bench-{i}") });
+            // (Names are unique: the run's prefix keeps them free on a persistent account.)
             let caller = format!("{}-bench{i}", plan.run);
+            let body = json!({ "username": caller });
             async move { client.post(&caller, "/api/users", &body).await }
         },
         |answer| new_users.push(answer.id()),
