@@ -172,6 +172,33 @@ async fn a_replayed_or_late_batch_leaves_the_same_state() {
     assert_eq!((contents(&app, Container::Users, &alice).await, contents(&app, Container::Feed, "post").await), state);
 }
 
+/// A deleted post's tombstone, delivered by the host, removes both copies; a late or repeated
+/// delivery of the post's live version afterwards brings neither back.
+#[tokio::test]
+async fn a_tombstone_removes_the_copies_and_a_late_live_version_does_not_bring_them_back() {
+    let app = TestApp::start_as_host().await;
+    let alice = app.user("alice").await;
+    let post = app.post_by(&alice, "Hello").await;
+    let live = app.state.store.read::<Value>(Container::Posts, &post, &post).await.unwrap().unwrap();
+    deliver(&app, "PostsChangeFeed", std::slice::from_ref(&live)).await;
+    assert_eq!(ids(&app.get("/api/feed").await.body), vec![post.clone()]);
+    assert_eq!(ids(&app.get(&format!("/api/users/{alice}/posts")).await.body), vec![post.clone()]);
+
+    let deleted = app.send_as(Some(&alice), reqwest::Method::DELETE, &format!("/api/posts/{post}"), None).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    let tombstone = app.state.store.read::<Value>(Container::Posts, &post, &post).await.unwrap().unwrap();
+    let answer = deliver(&app, "PostsChangeFeed", std::slice::from_ref(&tombstone)).await;
+    assert!(answer.body["Logs"][0].as_str().unwrap().contains("1 applied"), "{}", answer.body);
+    let no_copies = (partition(&app, Container::Users, &alice).await.len(), partition(&app, Container::Feed, "post").await.len());
+    assert_eq!(no_copies, (1, 0), "the user alone, no copy");
+
+    for batch in [vec![live.clone()], vec![live.clone(), tombstone.clone()], vec![tombstone]] {
+        assert_eq!(deliver(&app, "PostsChangeFeed", &batch).await.status, StatusCode::OK);
+        assert!(ids(&app.get("/api/feed").await.body).is_empty());
+        assert!(ids(&app.get(&format!("/api/users/{alice}/posts")).await.body).is_empty());
+    }
+}
+
 #[tokio::test]
 async fn the_host_invocation_is_decoded_through_both_string_layers() {
     let app = TestApp::start_as_host().await;

@@ -129,6 +129,14 @@ async fn refresh_copy(state: &AppState, target: Target, changed: &ChangedPost) -
         let existing = state.store.read_versioned::<PostCopy>(container, partition_key, &changed.post.id).await?;
         let copy = match model::copy_action(existing.as_ref().map(|found| &found.item.source), &changed.version()) {
             CopyAction::Keep => return Ok(()),
+            // No copy yet: made only while the post exists. A late or repeated delivery of a
+            // version older than the post's deletion would otherwise bring back a copy that its
+            // tombstone removed (nothing is left to compare versions with). One point read,
+            // once per post and place; the current version is at least as new as the delivered.
+            CopyAction::Write if existing.is_none() => match current_post(state, &changed.post.id).await? {
+                Some(current) if !current.post.deleted => model::post_copy(&current.post, current.version()),
+                _ => return Ok(()),
+            },
             CopyAction::Write => model::post_copy(&changed.post, changed.version()),
             CopyAction::WriteFromCurrent => match current_post(state, &changed.post.id).await? {
                 // (A deleted post's copies are removed when its tombstone is delivered.)
