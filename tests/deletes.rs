@@ -200,3 +200,29 @@ async fn a_repeated_delete_finishes_a_cut_short_one() {
     assert_eq!(items_in_partition(&app, &post).await.len(), 1);
     assert_eq!(delete_as(&app, &alice, &format!("/api/posts/{post}")).await.status, StatusCode::NOT_FOUND);
 }
+
+/// The feed after a deletion: the hole is not refilled from older posts (that would take a
+/// query across every partition of `posts`); the next new post fills it.
+#[tokio::test]
+async fn a_deleted_post_leaves_a_hole_in_the_feed_until_the_next_post() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    let mut posts = Vec::new();
+    for n in 0..101 {
+        posts.push(app.post_by(&alice, &format!("post {n}")).await);
+    }
+    let ids = |list: &Value| -> Vec<String> {
+        list["items"].as_array().unwrap().iter().map(|item| item["id"].as_str().unwrap().to_owned()).collect()
+    };
+    let newest: Vec<String> = posts.iter().rev().take(100).cloned().collect();
+    app.eventually("/api/feed?limit=100", |feed| ids(feed) == newest).await;
+
+    let deleted = posts.pop().unwrap();
+    assert_eq!(delete_as(&app, &alice, &format!("/api/posts/{deleted}")).await.status, StatusCode::NO_CONTENT);
+    let left: Vec<String> = newest[1..].to_vec();
+    app.eventually("/api/feed?limit=100", |feed| ids(feed) == left).await;
+
+    let next = app.post_by(&alice, "the next post").await;
+    let refilled: Vec<String> = std::iter::once(next).chain(left).collect();
+    app.eventually("/api/feed?limit=100", |feed| ids(feed) == refilled).await;
+}
