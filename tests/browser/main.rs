@@ -76,6 +76,18 @@ async fn a_person_uses_the_whole_blog_in_a_browser() {
     browser.follow("#rename button[type=submit]").await;
     assert_eq!(browser.text("h1").await, "Alice Liddell");
     browser.eventually(&post_url, |html| html.contains(">Alice Liddell</a>")).await;
+
+    // Take back the like, delete the comment, then the post after its confirmation.
+    browser.follow("form[action$='/unlike'] button").await;
+    assert_eq!(browser.text(".counts").await, "1 comment · 0 likes");
+    browser.follow("li form[action$='/delete'] button").await;
+    assert_eq!(browser.text(".counts").await, "0 comments · 0 likes");
+    browser.follow("a[href$='/delete']").await;
+    assert_eq!(browser.text("h1").await, "Delete “Hello, edited”?");
+    browser.follow("form[action$='/delete'] button").await;
+    assert!(browser.url().await.ends_with("/users/alice"));
+    browser.open(&post_url).await;
+    assert!(browser.source().await.contains("There is no post"), "{}", browser.source().await);
 }
 
 #[tokio::test]
@@ -213,5 +225,18 @@ async fn screenshots_of_the_front_page_and_a_post() {
                 std::fs::write(dir.join(format!("{page}-{device}.png")), &png).unwrap();
             }
         }
+    }
+
+    // The same post as its author sees it: edit and delete it, delete any comment under it, and
+    // take back the like.
+    browser.open(&format!("{}/signin", app.base)).await;
+    browser.type_into("#signin-user", "grace").await;
+    browser.follow("#signin button[type=submit]").await;
+    browser.resize(1280, 900).await;
+    browser.open(&post).await;
+    assert_eq!(browser.source().await.matches("Delete this comment").count(), 3);
+    let png = browser.screenshot().await;
+    if let Some(dir) = &out {
+        std::fs::write(dir.join("post-author-desktop.png"), &png).unwrap();
     }
 }
