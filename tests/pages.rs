@@ -476,23 +476,22 @@ async fn on_azure_the_pages_sign_in_with_app_service_authentication() {
 async fn posts_change_feed_drops_the_cached_feed_at_once() {
     use blog::changefeed::Function;
     use blog::cosmos::Container;
-    use blog::http::feed::{FEED_CACHE_LIFETIME, feed_page};
+    use blog::http::feed::feed_page;
     use blog::http::lists::ListParams;
 
     // Playing the host: nothing delivers the change feed but this test.
     let app = TestApp::start_as_host().await;
     let user = app.user("alice").await;
     let post = app.post_by(&user, "Delivered").await;
-    let started = Instant::now();
     let first = feed_page(&app.state, &ListParams::default()).await.unwrap();
     assert!(first.list.items.is_empty(), "no copy yet");
-    let again = feed_page(&app.state, &ListParams::default()).await.unwrap();
-    assert!(std::sync::Arc::ptr_eq(&first, &again), "served from the cache");
+    assert_eq!(app.state.feed.cached_pages(), 1);
 
     let document = app.state.store.read::<serde_json::Value>(Container::Posts, &post, &post).await.unwrap().unwrap();
     Function::PostsChangeFeed.deliver(&app.state, vec![document]).await.unwrap();
+    // Gone at once, whatever the time (a slow machine may take longer than a cache lifetime).
+    assert_eq!(app.state.feed.cached_pages(), 0, "the delivery dropped the cache");
     let after = feed_page(&app.state, &ListParams::default()).await.unwrap();
-    assert!(started.elapsed() < FEED_CACHE_LIFETIME, "this test must finish within one cache lifetime to prove anything");
-    assert_eq!(after.list.items.len(), 1, "the delivery dropped the cache: the post is in the feed at once");
+    assert_eq!(after.list.items.len(), 1, "the post is in the feed at once");
     assert_ne!(after.etag, first.etag);
 }

@@ -300,9 +300,20 @@ impl Checkpoint {
     fn save(path: &Path, delivered_through: u64) -> Result<u64, StoreError> {
         let temporary = path.with_extension("json.tmp");
         let bytes = serde_json::to_vec(&Checkpoint { delivered_through }).expect("a checkpoint serializes");
-        std::fs::write(&temporary, bytes)
-            .and_then(|()| std::fs::rename(&temporary, path))
-            .map_err(|error| StoreError::Other(format!("cannot write {}: {error}", path.display())))?;
+        // Synced before and after the rename: otherwise a power cut could leave the new name on an
+        // empty file (a checkpoint that refuses start-up) or the old position after the new one
+        // was acted on.
+        let write = || -> std::io::Result<()> {
+            let mut file = std::fs::File::create(&temporary)?;
+            std::io::Write::write_all(&mut file, &bytes)?;
+            file.sync_all()?;
+            std::fs::rename(&temporary, path)?;
+            match path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+                Some(dir) => std::fs::File::open(dir)?.sync_all(),
+                None => std::fs::File::open(".")?.sync_all(),
+            }
+        };
+        write().map_err(|error| StoreError::Other(format!("cannot write {}: {error}", path.display())))?;
         Ok(delivered_through)
     }
 }

@@ -134,6 +134,11 @@ impl FeedCache {
         cell
     }
 
+    /// How many pages are held, fresh or not yet swept.
+    pub fn cached_pages(&self) -> usize {
+        self.pages.lock().expect("never poisoned").len()
+    }
+
     /// Forgets every page: the feed changed (called by `PostsChangeFeed` after it wrote copies).
     /// A read already under way still answers its own waiters; the next request reads again.
     pub fn invalidate(&self) {

@@ -179,7 +179,7 @@ pub fn router(state: AppState, max_in_flight: usize, host_change_feed: bool) -> 
     router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(axum::middleware::from_fn_with_state(Arc::new(Admission::new(max_in_flight)), admit))
+        .layer(axum::middleware::from_fn_with_state(Arc::new(Admission::new(max_in_flight, host_change_feed)), admit))
         .layer(axum::middleware::from_fn(observe::per_request))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
@@ -195,11 +195,17 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 struct Admission {
     reads: Arc<Semaphore>,
     writes: Arc<Semaphore>,
+    /// Whether the change-feed routes exist (under the host), and with them their larger bodies.
+    host_batches: bool,
 }
 
 impl Admission {
-    fn new(max_in_flight: usize) -> Self {
-        Admission { reads: Arc::new(Semaphore::new(max_in_flight)), writes: Arc::new(Semaphore::new(max_in_flight)) }
+    fn new(max_in_flight: usize, host_batches: bool) -> Self {
+        Admission {
+            reads: Arc::new(Semaphore::new(max_in_flight)),
+            writes: Arc::new(Semaphore::new(max_in_flight)),
+            host_batches,
+        }
     }
 }
 
@@ -208,7 +214,8 @@ impl Admission {
 /// live outside): a client that trickles its body holds its own connection, never a place.
 async fn admit(State(admission): State<Arc<Admission>>, request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
-    let is_host_batch = parts.method == axum::http::Method::POST
+    let is_host_batch = admission.host_batches
+        && parts.method == axum::http::Method::POST
         && changefeed::Function::ALL.iter().any(|function| parts.uri.path().strip_prefix('/') == Some(function.name()));
     let limit = if is_host_batch { HOST_BATCH_BYTES } else { MAX_BODY_BYTES };
     let bytes = match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, limit)).await {
@@ -280,7 +287,7 @@ mod tests {
         let router = Router::new()
             .route("/api/hold", post(move || async move { waiting.notified().await }))
             .route("/api/read", get(|| async { "ok" }))
-            .layer(axum::middleware::from_fn_with_state(Arc::new(Admission::new(max_in_flight)), admit));
+            .layer(axum::middleware::from_fn_with_state(Arc::new(Admission::new(max_in_flight, false)), admit));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(serve::serve(listener, router, header_timeout, std::future::pending()));
