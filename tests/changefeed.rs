@@ -199,6 +199,55 @@ async fn a_tombstone_removes_the_copies_and_a_late_live_version_does_not_bring_t
     }
 }
 
+/// An item that is well formed but fails every time it is applied (here its copy in `users` was
+/// damaged by hand, so it cannot be read): the batch fails and is retried; from the 5th retry on
+/// it is delivered item by item, the failing item is set aside and the others apply. When every
+/// item fails alike it is an outage, and nothing is set aside.
+#[tokio::test]
+async fn after_five_failed_deliveries_the_item_that_keeps_failing_is_set_aside_alone() {
+    let app = TestApp::start_as_host().await;
+    let alice = app.user("alice").await;
+    let [damaged, healthy, also_damaged] =
+        [app.post_by(&alice, "a").await, app.post_by(&alice, "b").await, app.post_by(&alice, "c").await];
+    let version = |post: String| {
+        let store = app.state.store.clone();
+        async move { store.read::<Value>(Container::Posts, &post, &post).await.unwrap().unwrap() }
+    };
+    let (damaged_version, healthy_version, also_damaged_version) =
+        (version(damaged.clone()).await, version(healthy.clone()).await, version(also_damaged.clone()).await);
+    for post in [&damaged, &also_damaged] {
+        let broken_copy = json!({"id": post, "userId": alice, "type": "post", "title": 5});
+        app.state.store.upsert(Container::Users, &alice, &broken_copy).await.unwrap();
+    }
+    let app = &app;
+    let invoke = |documents: Vec<Value>, retry: u32| {
+        let body = host::cosmos_invocation("PostsChangeFeed", &documents, Attempt::Retry(retry));
+        async move { host::invoke(app, "PostsChangeFeed", &body).await }
+    };
+
+    let batch = vec![damaged_version.clone(), healthy_version.clone()];
+    for retry in 0..blog::changefeed::ISOLATE_AFTER {
+        assert_eq!(
+            invoke(batch.clone(), retry).await.status,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "retry {retry}: delivered again"
+        );
+    }
+    assert!(dead_letters::list(&app.state.store).await.unwrap().is_empty());
+    // Both failing alike: the store, not an item, is what fails.
+    let both_damaged = vec![damaged_version.clone(), also_damaged_version];
+    assert_eq!(invoke(both_damaged, blog::changefeed::ISOLATE_AFTER).await.status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert!(dead_letters::list(&app.state.store).await.unwrap().is_empty());
+
+    let answer = invoke(batch, blog::changefeed::ISOLATE_AFTER).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let letters = dead_letters::list(&app.state.store).await.unwrap();
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    assert_eq!(serde_json::from_str::<Value>(&letters[0].payload).unwrap(), damaged_version);
+    assert!(letters[0].reason.contains("again alone"), "{}", letters[0].reason);
+    assert!(ids(&app.get("/api/feed").await.body).contains(&healthy), "the healthy post applied");
+}
+
 #[tokio::test]
 async fn the_host_invocation_is_decoded_through_both_string_layers() {
     let app = TestApp::start_as_host().await;
