@@ -59,7 +59,12 @@ async fn c1_usernames_are_unique_ignoring_case_and_unicode_form() {
     app.post("/api/users", json!({"username": "alice"})).await.problem(409);
 
     // A rename frees the old name at once.
-    app.put(&format!("/api/users/{alice}"), json!({"username": "Alicia"})).await;
+    let renamed = app.put(&format!("/api/users/{alice}"), json!({"username": "Alicia"})).await;
+    assert_eq!(
+        (renamed.operations(), renamed.partitions()),
+        (5, "users=3"),
+        "the user and the old name's reservation read, the new name claimed, the user written, the old name released"
+    );
     app.user("alice").await;
     let detail = app.put(&format!("/api/users/{bob}"), json!({"username": "alicia"})).await.problem(409);
     assert!(detail.contains("alicia"), "{detail}");
