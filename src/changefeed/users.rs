@@ -56,13 +56,20 @@ pub async fn users_changed(state: &AppState, documents: Vec<Value>) -> Result<Ba
 /// Finishes what a C1 write may have left undone (see `src/http/usernames.rs`): reserves the
 /// user's current name if nobody has (a crash, or a user from before reservations: `handler
 /// rebuild-copies` replays every user through here), and deletes the reservation of the name
-/// the current one replaced if the user still holds it. One point read when all is in order.
+/// the current one replaced if the user still holds it. One point read when all is in order
+/// (two for a renamed user: the name it gave up is looked at again).
 async fn tidy_reservations(state: &AppState, user: &User) -> Result<(), FeedError> {
     let store = &state.store;
     let name = normalize_username(&user.username);
     let id = reservation_id(&name);
     match store.read::<Reservation>(Container::Users, &id, &id).await? {
         None => {
+            // Only the name the user shows now: a late delivery of an older version must not
+            // reserve a name given up since. (A read only on this rare path.)
+            let current = store.read::<User>(Container::Users, &user.user_id, &user.user_id).await?;
+            if !current.is_some_and(|current| normalize_username(&current.username) == name) {
+                return Ok(());
+            }
             let reservation = new_reservation(name, &user.user_id, model::now(), None);
             match store.create(Container::Users, &id, &reservation).await {
                 // Claimed meanwhile: by the user (a rename), or by another, who was first.

@@ -269,3 +269,15 @@ async fn a_taken_name_is_a_409_that_names_it_and_writes_nothing() {
     assert_eq!(status(blog.create("w", "a\u{200B}lice").await), StatusCode::CONFLICT);
     assert_eq!(blog.username("w").await, None);
 }
+
+#[tokio::test]
+async fn a_late_delivery_of_an_older_name_reserves_nothing() {
+    let blog = blog().await;
+    blog.create("u", "alice").await.unwrap();
+    let old = blog.state.store.read::<Value>(Container::Users, "u", "u").await.unwrap().unwrap();
+    blog.rename("u", "bob").await.unwrap();
+    assert_eq!(blog.holder("alice").await, None);
+    Function::UsersChangeFeed.deliver(&blog.state, vec![old]).await.unwrap();
+    assert_eq!(blog.holder("alice").await, None, "the name u gave up stays free");
+    blog.assert_holds_own_name("u").await;
+}
