@@ -67,7 +67,7 @@ async fn tidy_reservations(state: &AppState, user: &User) -> Result<(), FeedErro
             // Only the name the user shows now: a late delivery of an older version must not
             // reserve a name given up since. (A read only on this rare path.)
             let current = store.read::<User>(Container::Users, &user.user_id, &user.user_id).await?;
-            if !current.is_some_and(|current| normalize_username(&current.username) == name) {
+            if current.is_none_or(|current| normalize_username(&current.username) != name) {
                 return Ok(());
             }
             let reservation = new_reservation(name, &user.user_id, model::now(), None);
