@@ -65,10 +65,13 @@ async fn serve(config: Config) -> Result<(), String> {
     blog.serve(listener, shutdown_signal()).await.map_err(|error| format!("server failed: {error}"))
 }
 
-/// `handler rebuild-copies`: delivers the whole `posts` change feed to `PostsChangeFeed`, which
-/// (re)builds every short copy in `users` and `feed`.
+/// `handler rebuild-copies`: delivers the whole `users` change feed to `UsersChangeFeed` (names
+/// carried onto items, and reserved), then the whole `posts` change feed to `PostsChangeFeed`,
+/// which (re)builds every short copy in `users` and `feed`.
 async fn rebuild_copies(config: Config) -> Result<(), String> {
     let state = blog::connect(&config).await.map_err(|error| format!("cannot open the store: {error}"))?;
+    let users = blog::changefeed::processor::replay_users(&state).await.map_err(|error| format!("replay failed: {error}"))?;
+    tracing::info!(users, "users replayed: names carried and reserved");
     let posts = blog::changefeed::processor::rebuild_copies(&state).await.map_err(|error| format!("rebuild failed: {error}"))?;
     tracing::info!(posts, "copies rebuilt from posts");
     Ok(())

@@ -2,7 +2,10 @@
 //!
 //! Everything here is plain data and pure functions: no I/O, so every denormalization rule can
 //! be tested on its own. The HTTP handlers, the scripts and the change-feed functions apply
-//! these rules; none of them invents its own.
+//! these rules; none of them invents its own. [`usernames`]: how names compare, and the
+//! reservations that keep them unique.
+
+pub mod usernames;
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;

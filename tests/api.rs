@@ -41,6 +41,36 @@ async fn c1_and_q1_create_edit_and_get_a_user() {
 }
 
 #[tokio::test]
+async fn c1_usernames_are_unique_ignoring_case_and_unicode_form() {
+    let app = TestApp::start().await;
+    let alice = app.user("Alice").await;
+    for same in ["alice", "ALICE", "Ａｌｉｃｅ", " alice", "al\u{200B}ice"] {
+        let detail = app.post("/api/users", json!({"username": same})).await.problem(409);
+        assert!(detail.starts_with(&format!("`username` {same:?} is taken")), "{detail}");
+    }
+    let bob = app.user("bob").await;
+    let detail = app.put(&format!("/api/users/{bob}"), json!({"username": "ALICE"})).await.problem(409);
+    assert!(detail.contains("\"ALICE\" is taken"), "{detail}");
+    assert_eq!(app.get(&format!("/api/users/{bob}")).await.body["username"], "bob", "a refused rename changes nothing");
+
+    // Another form of one's own name is fine, and keeps it.
+    let recased = app.put(&format!("/api/users/{alice}"), json!({"username": "ALICE"})).await;
+    assert_eq!((recased.status, recased.body["username"].as_str()), (StatusCode::OK, Some("ALICE")), "{}", recased.body);
+    app.post("/api/users", json!({"username": "alice"})).await.problem(409);
+
+    // A rename frees the old name at once.
+    let renamed = app.put(&format!("/api/users/{alice}"), json!({"username": "Alicia"})).await;
+    assert_eq!(
+        (renamed.operations(), renamed.partitions()),
+        (5, "users=3"),
+        "the user and the old name's reservation read, the new name claimed, the user written, the old name released"
+    );
+    app.user("alice").await;
+    let detail = app.put(&format!("/api/users/{bob}"), json!({"username": "alicia"})).await.problem(409);
+    assert!(detail.contains("alicia"), "{detail}");
+}
+
+#[tokio::test]
 async fn c2_and_q2_create_edit_and_get_a_post() {
     let app = TestApp::start().await;
     let author = app.user("alice").await;
@@ -230,8 +260,8 @@ fn urlencode(text: &str) -> String {
 async fn every_response_reports_its_cosmos_cost() {
     let app = TestApp::start().await;
     let created = app.post("/api/users", json!({"username": "alice"})).await;
-    assert_eq!(created.operations(), 1, "C1 create is one write");
-    assert_eq!(created.partitions(), "users=1");
+    assert_eq!(created.operations(), 2, "C1 create is two writes: the name's reservation, then the user");
+    assert_eq!(created.partitions(), "users=2");
     assert!(created.charge() > 0.0);
     let missing = app.get("/api/nothing-here").await;
     assert_eq!(missing.operations(), 0);

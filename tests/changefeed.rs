@@ -434,15 +434,17 @@ async fn the_processors_meter_their_work_and_query_only_for_renamed_users() {
     let posts = settled(Function::PostsChangeFeed, 1).await;
     assert!(posts.items >= 1 && posts.charge > 0.0, "{posts:?}");
     assert!(posts.operations >= posts.items + 4, "each item read, then both copies read and written: {posts:?}");
-    // The user, then the copy of her post in her partition: each costs only the processor's
-    // read of it. A user never renamed needs no query for items under another name.
-    let users = settled(Function::UsersChangeFeed, 2).await;
-    assert_eq!((users.items, users.operations), (2, 2), "{users:?}");
+    // Her name's reservation, the user, then the copy of her post in her partition: each costs
+    // the processor's read of it, and the user one read of her name's reservation. A user never
+    // renamed needs no query for items under another name.
+    let users = settled(Function::UsersChangeFeed, 3).await;
+    assert_eq!((users.items, users.operations), (3, 4), "{users:?}");
 
     let renamed = app.put(&format!("/api/users/{alice}"), json!({"username": "alice2"})).await;
     assert!(renamed.body["renamedAt"].is_string(), "{}", renamed.body);
     app.eventually(&format!("/api/posts/{post}"), |found| found["userUsername"] == "alice2").await;
-    let users = settled(Function::UsersChangeFeed, 3).await;
+    // (The new name's reservation, and the user.)
+    let users = settled(Function::UsersChangeFeed, 5).await;
     assert!(users.operations > users.items + 1, "a rename reads the user and queries for her items: {users:?}");
 }
 
@@ -497,4 +499,28 @@ async fn one_bad_item_does_not_stall_the_feed_for_everyone() {
     let letters = dead_letters::list(&app.state.store).await.unwrap();
     assert_eq!(letters.len(), 1, "{letters:?}");
     assert_eq!(serde_json::from_str::<Value>(&letters[0].payload).unwrap()["id"], "..");
+}
+
+/// Users written before usernames were unique have no reservations: `rebuild-copies` replays
+/// the users' change feed, which reserves each user's current name.
+#[tokio::test]
+async fn replaying_the_users_reserves_the_names_of_users_from_before_reservations() {
+    use blog::model::usernames::{Reservation, normalize_username, reservation_id};
+    let app = TestApp::start_as_host().await;
+    for (id, name) in [("old-1", "Ada"), ("old-2", "Grace")] {
+        let user = blog::model::new_user(id.into(), name.into());
+        app.state.store.create(Container::Users, id, &user).await.unwrap();
+    }
+    // Nothing holds Ada's name yet, so a new user may take it: then it is theirs.
+    let newcomer = app.user("ada").await;
+    let replayed = blog::changefeed::processor::replay_users(&app.state).await.unwrap();
+    assert_eq!(replayed, 3);
+    for (name, holder) in [("Ada", newcomer.as_str()), ("Grace", "old-2")] {
+        let reservation = reservation_id(&normalize_username(name));
+        let found = app.state.store.read::<Reservation>(Container::Users, &reservation, &reservation).await.unwrap();
+        assert_eq!(found.map(|r| r.owner_id).as_deref(), Some(holder), "{name}");
+    }
+    app.post("/api/users", json!({"username": "GRACE"})).await.problem(409);
+    // Again: nothing changes.
+    assert_eq!(blog::changefeed::processor::replay_users(&app.state).await.unwrap(), 3);
 }

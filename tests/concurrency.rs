@@ -1,4 +1,5 @@
-//! C3 and C4 are atomic also under concurrency: the counter and the items always agree.
+//! C3 and C4 are atomic also under concurrency: the counter and the items always agree. C1
+//! gives a username to one user only, whoever races for it.
 
 mod common;
 
@@ -124,4 +125,74 @@ async fn fifty_users_toggling_likes_leave_the_count_equal_to_the_likes() {
     assert_eq!(app.get(&format!("/api/posts/{post}")).await.body["likeCount"], liking);
     let listed = app.get(&format!("/api/posts/{post}/likes?limit=100")).await;
     assert_eq!(listed.body["items"].as_array().unwrap().len(), liking);
+}
+
+/// The reservation of `name`: who holds it, if anyone.
+async fn holder(app: &TestApp, name: &str) -> Option<String> {
+    use blog::model::usernames::{Reservation, normalize_username, reservation_id};
+    let id = reservation_id(&normalize_username(name));
+    app.state.store.read::<Reservation>(blog::cosmos::Container::Users, &id, &id).await.unwrap().map(|r| r.owner_id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn of_two_users_racing_for_one_free_name_exactly_one_wins() {
+    let app = Arc::new(TestApp::start().await);
+    for round in 0..20 {
+        let name = format!("prize{round}");
+        let (first, second) = (app.user(&format!("first{round}")).await, app.user(&format!("second{round}")).await);
+        // Two renames at once, in another case each: the same name.
+        let rename = |user: String, name: String| {
+            let app = app.clone();
+            tokio::spawn(async move { app.put(&format!("/api/users/{user}"), json!({"username": name})).await })
+        };
+        let racing = [rename(first.clone(), name.clone()), rename(second.clone(), name.to_uppercase())];
+        let mut answers = Vec::new();
+        for task in racing {
+            answers.push(task.await.unwrap());
+        }
+        let statuses: Vec<u16> = answers.iter().map(|answer| answer.status.as_u16()).collect();
+        assert!(statuses == [200, 409] || statuses == [409, 200], "round {round}: {statuses:?}");
+        let (winner, loser) = if statuses[0] == 200 { (&first, &second) } else { (&second, &first) };
+        let loss = answers.iter().find(|answer| answer.status == StatusCode::CONFLICT).unwrap();
+        assert!(loss.problem(409).contains("is taken"), "{}", loss.body);
+        assert_eq!(holder(&app, &name).await.as_deref(), Some(winner.as_str()));
+        let shown = app.get(&format!("/api/users/{loser}")).await.body["username"].as_str().unwrap().to_owned();
+        assert!(shown.starts_with("first") || shown.starts_with("second"), "the loser keeps their name: {shown}");
+        assert_eq!(holder(&app, &shown).await.as_deref(), Some(loser.as_str()));
+
+        // Two sign-ups at once: the same.
+        let name = format!("signup{round}");
+        let sign_up = |name: String| {
+            let app = app.clone();
+            tokio::spawn(async move { app.post("/api/users", json!({"username": name})).await })
+        };
+        let racing = [sign_up(name.clone()), sign_up(name.clone())];
+        let mut statuses = Vec::new();
+        for task in racing {
+            statuses.push(task.await.unwrap().status.as_u16());
+        }
+        statuses.sort();
+        assert_eq!(statuses, [201, 409], "round {round}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_renames_of_one_user_leave_one_name_held_and_the_others_free() {
+    let app = Arc::new(TestApp::start().await);
+    let user = app.user("start").await;
+    let names = ["one", "two", "three"];
+    let mut tasks = Vec::new();
+    for name in names {
+        let (app, user) = (app.clone(), user.clone());
+        tasks.push(tokio::spawn(async move { app.put(&format!("/api/users/{user}"), json!({"username": name})).await.status }));
+    }
+    for task in tasks {
+        assert_eq!(task.await.unwrap(), StatusCode::OK, "renames of one user take turns");
+    }
+    let shown = app.get(&format!("/api/users/{user}")).await.body["username"].as_str().unwrap().to_owned();
+    assert_eq!(holder(&app, &shown).await.as_deref(), Some(user.as_str()));
+    for name in names.iter().copied().chain(["start"]).filter(|name| *name != shown) {
+        assert_eq!(holder(&app, name).await, None, "{name} was released");
+        app.user(name).await;
+    }
 }

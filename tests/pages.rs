@@ -205,6 +205,32 @@ async fn a_refused_form_shows_the_api_detail_next_to_its_field_and_keeps_what_wa
     assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
 }
 
+#[tokio::test]
+async fn a_taken_username_is_an_error_on_the_sign_up_and_rename_forms() {
+    let app = TestApp::start().await;
+    let mut alice = Browser::new(&app);
+    alice.sign_up("alice", "Alice").await;
+
+    let mut bob = Browser::new(&app);
+    let signed_in = bob.submit("/signin", &[("user", "bob")]).await;
+    bob.cookie = Some(signed_in.header("set-cookie").split(';').next().unwrap().to_owned());
+    let refused = bob.submit("/users", &[("username", "ALICE")]).await;
+    assert_eq!(refused.status, StatusCode::CONFLICT);
+    let error = format!("id=\"profile-username-error\">{}", escape("`username` \"ALICE\" is taken"));
+    assert!(refused.html.contains(&error), "{}", refused.html);
+    assert!(refused.html.contains("value=\"ALICE\""), "what was typed is kept: {}", refused.html);
+    assert!(refused.html.contains("Create my profile"), "the sign-up form again: {}", refused.html);
+
+    let created = bob.submit("/users", &[("username", "Bob")]).await;
+    assert_eq!(created.status, StatusCode::SEE_OTHER, "{}", created.html);
+    let refused = bob.submit("/users/bob", &[("username", "alice")]).await;
+    assert_eq!(refused.status, StatusCode::CONFLICT);
+    let error = format!("id=\"rename-username-error\">{}", escape("`username` \"alice\" is taken"));
+    assert!(refused.html.contains(&error), "{}", refused.html);
+    assert!(refused.html.contains("<details open>"), "the rename form is open: {}", refused.html);
+    assert!(refused.html.contains("<h1>Bob</h1>"), "a refused rename changes nothing: {}", refused.html);
+}
+
 fn escape(text: &str) -> String {
     blog::http::pages::esc(text).to_string()
 }

@@ -10,7 +10,8 @@
 //! range (see `cosmos/changes.rs`); following the journal costs only what changed.
 //!
 //! [`rebuild_copies`] reads the whole `posts` feed from its beginning, on any backend: the
-//! article's way to build the copies for an existing data set.
+//! article's way to build the copies for an existing data set; [`replay_users`] does the same
+//! with `users` (every user's name carried onto their items, and reserved).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -22,7 +23,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::{FeedError, Function, posts_changed};
+use super::{FeedError, Function, posts_changed, users_changed};
 use crate::cosmos::{Container, Meter, StoreError};
 use crate::http::AppState;
 
@@ -316,4 +317,20 @@ impl Checkpoint {
         write().map_err(|error| StoreError::Other(format!("cannot write {}: {error}", path.display())))?;
         Ok(delivered_through)
     }
+}
+
+/// Delivers the whole `users` change feed from its beginning to `UsersChangeFeed`: every
+/// renamed user's name is carried onto their items again, and every user's current name is
+/// reserved (the migration of data written before usernames were unique; where two users show
+/// one name, the first delivered holds it). Idempotent, like the function. Returns how many
+/// users it delivered.
+pub async fn replay_users(state: &AppState) -> Result<usize, FeedError> {
+    let mut feed = state.store.change_feed_from_beginning(Container::Users).await?;
+    let mut users = 0;
+    while let Some(documents) = feed.next_changes().await? {
+        for batch in documents.chunks(BATCH_SIZE) {
+            users += users_changed(state, batch.to_vec()).await?.applied;
+        }
+    }
+    Ok(users)
 }

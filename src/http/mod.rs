@@ -16,6 +16,7 @@ pub mod openapi;
 pub mod pages;
 mod posts;
 pub mod serve;
+mod usernames;
 mod users;
 
 use std::sync::Arc;

@@ -1,4 +1,5 @@
-//! C1 (create, edit user), Q1 (get user) and Q3 (a user's posts).
+//! C1 (create, edit user), Q1 (get user) and Q3 (a user's posts). Usernames are unique: the
+//! steps that keep them so are in [`usernames`].
 
 use axum::Json;
 use axum::extract::State;
@@ -11,8 +12,10 @@ use super::AppState;
 use super::auth::Caller;
 use super::extract::{Id, JsonBody, QueryParams, validate_text};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
-use crate::cosmos::{Container, StoreError, queries};
+use super::usernames;
+use crate::cosmos::{Container, StoreError, queries, retry_pause};
 use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
+use crate::model::usernames::released_name;
 use crate::model::{self, MAX_USERNAME_CHARS, Post, User};
 
 #[derive(Deserialize, ToSchema)]
@@ -58,7 +61,8 @@ fn is_invisible(c: char) -> bool {
         | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}' | '\u{FFA0}' | '\u{E0000}'..='\u{E0FFF}')
 }
 
-/// C1 create: `POST /api/users`: the caller's own user (one per principal; 409 for a second).
+/// C1 create: `POST /api/users`: the caller's own user (one per principal; 409 for a second),
+/// with a username nobody else has (409 when taken).
 #[utoipa::path(
     post,
     path = "/api/users",
@@ -66,7 +70,7 @@ fn is_invisible(c: char) -> bool {
     request_body = UserBody,
     responses(
         (status = 201, description = "C1: the user, created", body = User),
-        (status = 409, description = "The caller already has a user", body = ProblemDetails, content_type = PROBLEM),
+        (status = 409, description = "The caller already has a user, or another user has this username (compared ignoring case and Unicode form)", body = ProblemDetails, content_type = PROBLEM),
         WriteProblems,
     ),
 )]
@@ -81,19 +85,28 @@ pub async fn create(
 }
 
 /// C1 create, for the API and the pages: the caller's own user, whose id is their principal id.
+/// Claims the name first (see [`usernames`]), then creates the user: a crash in between leaves
+/// a claim that a retry reuses and that anyone else may take once it is old.
 pub async fn create_user(state: &AppState, caller: &Caller, username: String) -> ApiResult<User> {
     let user = model::new_user(caller.0.clone(), UserBody { username }.username()?);
+    while !usernames::claim(&state.store, &user.user_id, &user.username, None).await?.is_fresh() {}
+    #[cfg(test)]
+    usernames::crash::after(usernames::crash::Step::Claimed)?;
     match state.store.create(Container::Users, &user.user_id, &user).await {
+        Ok(()) => Ok(user),
         Err(StoreError::Conflict) => {
+            if let Err(error) = usernames::abandon(&state.store, &user.user_id, &user.username).await {
+                tracing::warn!(%error, user = user.user_id, "a claim made for nothing stays until it is old");
+            }
             Err(ApiError::conflict(format!("You already have a user, {:?}; rename it with PUT instead.", user.id)))
         }
-        other => other.map(|()| user).map_err(ApiError::from),
+        Err(other) => Err(other.into()),
     }
 }
 
-/// C1 edit: `PUT /api/users/{userId}`. One replace: it fails with 404 when the user does not
-/// exist, so no read is needed. The new name reaches the user's posts, comments, likes and
-/// post copies through the change feed; `renamedAt` tells it that there may be some to update.
+/// C1 edit: `PUT /api/users/{userId}`. The new name reaches the user's posts, comments, likes
+/// and post copies through the change feed; `renamedAt` tells it that there may be some to
+/// update.
 #[utoipa::path(
     put,
     path = "/api/users/{userId}",
@@ -103,6 +116,7 @@ pub async fn create_user(state: &AppState, caller: &Caller, username: String) ->
     responses(
         (status = 200, description = "C1: the user, renamed", body = User),
         (status = 404, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
+        (status = 409, description = "Another user has this username (compared ignoring case and Unicode form)", body = ProblemDetails, content_type = PROBLEM),
         WriteProblems,
     ),
 )]
@@ -115,15 +129,69 @@ pub async fn edit(
     rename_user(&state, &caller, &user_id, body.username).await.map(Json)
 }
 
-/// C1 edit, for the API and the pages.
+/// How often a rename starts again because the user changed between its read and its write (a
+/// concurrent rename of the same user).
+const MAX_RENAME_ATTEMPTS: usize = 8;
+
+/// C1 edit, for the API and the pages: the three steps of [`usernames`]. Claim the new name,
+/// write the user (only if unchanged since read), release the old name. Renaming to another
+/// form of one's own name (other case) claims it again and releases nothing.
 pub async fn rename_user(state: &AppState, caller: &Caller, user_id: &str, username: String) -> ApiResult<User> {
     caller.must_be(user_id, "rename this user")?;
-    let user = model::renamed_user(user_id.to_owned(), UserBody { username }.username()?, model::now());
-    match state.store.replace(Container::Users, user_id, user_id, &user, None).await {
-        Ok(()) => Ok(user),
-        Err(StoreError::NotFound) => Err(user_not_found(user_id)),
-        Err(other) => Err(other.into()),
+    let username = UserBody { username }.username()?;
+    let store = &state.store;
+    for attempt in 0..MAX_RENAME_ATTEMPTS {
+        let current =
+            store.read_versioned::<User>(Container::Users, user_id, user_id).await?.ok_or_else(|| user_not_found(user_id))?;
+        let released = released_name(&current.item.username, &username);
+        let (old_reservation, claim) = tokio::join!(
+            async {
+                match &released {
+                    Some(old) => usernames::reservation_of(store, old).await,
+                    None => Ok(None),
+                }
+            },
+            usernames::claim(store, user_id, &username, released.clone()),
+        );
+        let (old_reservation, claim) = (old_reservation?, claim?);
+        // A claim of one's own name (a retry, a change of case) may still carry a name an
+        // earlier attempt gave up and stopped before releasing: released here too.
+        let left_behind = match (&released, &claim.releases) {
+            (None, Some(earlier)) => usernames::reservation_of(store, earlier).await?,
+            _ => None,
+        };
+        #[cfg(test)]
+        usernames::crash::after(usernames::crash::Step::Claimed)?;
+        if !claim.is_fresh() {
+            continue;
+        }
+        let user = model::renamed_user(user_id.to_owned(), username.clone(), model::now());
+        match store.replace(Container::Users, user_id, user_id, &user, Some(&current.etag)).await {
+            Ok(()) => {}
+            // Renamed meanwhile by another request: start again from what it wrote.
+            Err(StoreError::PreconditionFailed) => {
+                tokio::time::sleep(retry_pause(attempt)).await;
+                continue;
+            }
+            Err(StoreError::NotFound) => return Err(user_not_found(user_id)),
+            Err(other) => return Err(other.into()),
+        }
+        #[cfg(test)]
+        usernames::crash::after(usernames::crash::Step::UserWritten)?;
+        for old in [old_reservation, left_behind].into_iter().flatten() {
+            if let Err(error) = usernames::release(store, user_id, old).await {
+                // The rename is done; UsersChangeFeed releases the old name.
+                tracing::warn!(%error, user = user_id, "an old username is left for the change feed to release");
+            }
+        }
+        #[cfg(test)]
+        usernames::crash::after(usernames::crash::Step::Released)?;
+        return Ok(user);
     }
+    Err(ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "The user is being renamed by other requests right now; retry in a moment.",
+    ))
 }
 
 /// Q1: `GET /api/users/{userId}`, one point read.

@@ -19,7 +19,8 @@ const _: () = assert!(crate::model::MAX_USERNAME_CHARS == 64);
 const USERNAME_FIELDS: [Field; 1] = [Field {
     name: "username",
     label: "Username",
-    hint: "Shown beside everything you write; up to 64 characters.",
+    hint: "Shown beside everything you write; up to 64 characters, and yours alone: a name another user has, in any \
+           case, is taken.",
     multiline: false,
 }];
 
