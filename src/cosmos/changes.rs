@@ -51,6 +51,11 @@ impl ChangeIndex {
         self.last_seq = self.last_seq.max(seq);
     }
 
+    /// The number of the last write of a live item (`None` when it is deleted or never written).
+    pub fn last_write(&self, container: Container, partition_key: &str, id: &str) -> Option<u64> {
+        self.latest.get(&(container, partition_key.to_owned(), id.to_owned())).copied()
+    }
+
     /// At most `limit` items of `container` whose last write is numbered after `after` and at
     /// most `settled`: a reader is never taken past a write that is not on disk yet, since a
     /// crash would lose it and the numbers after the restart would start again below its

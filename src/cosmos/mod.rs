@@ -826,6 +826,18 @@ impl Store {
         Some(changes.changed_after(container, after, settled, limit))
     }
 
+    /// Whether the item's last write on the embedded store is on disk (always, on other
+    /// backends). A change-feed processor that read an item checks this after the read: the
+    /// item may have been written again since it was listed, and a version not on disk yet must
+    /// not reach a copy, which a crash would leave showing a write that never happened (and,
+    /// its `_ts` being newer, never replaced). That newer write is listed again once settled.
+    pub fn is_settled(&self, container: Container, partition_key: &str, id: &str) -> bool {
+        let Some(durability) = &self.durability else { return true };
+        let settled = durability.journal.settled();
+        let changes = durability.changes.lock().expect("the change index's lock is never poisoned");
+        changes.last_write(container, partition_key, id).is_none_or(|seq| seq <= settled)
+    }
+
     /// Every result of a query across all partitions of `container`, page after page. Only
     /// the change-feed functions use one (to find the posts a renamed user wrote in).
     pub async fn query_all_partitions(&self, container: Container, query: QuerySpec) -> Result<Vec<Value>, StoreError> {
@@ -1116,5 +1128,22 @@ pub(crate) mod tests {
         writing.await.unwrap().unwrap();
         let after = store.changed_after(Container::Users, before.through, 100).unwrap();
         assert_eq!(after.items, vec![("u2".to_owned(), "u2".to_owned())]);
+
+        // Listed while settled, then written again before it is read: the version read is not
+        // on disk, and the reader can tell.
+        let listed = store.changed_after(Container::Users, 0, 100).unwrap();
+        assert!(listed.items.contains(&("u1".to_owned(), "u1".to_owned())));
+        disk.hold_syncs();
+        let rewriting = tokio::spawn({
+            let store = store.clone();
+            async move { store.replace(Container::Users, "u1", "u1", &json!({"id": "u1", "userId": "u1", "v": 2}), None).await }
+        });
+        while store.read::<Value>(Container::Users, "u1", "u1").await.unwrap().unwrap().get("v").is_none() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(!store.is_settled(Container::Users, "u1", "u1"), "read before its write is on disk");
+        disk.release_syncs();
+        rewriting.await.unwrap().unwrap();
+        assert!(store.is_settled(Container::Users, "u1", "u1"));
     }
 }
