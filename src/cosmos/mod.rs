@@ -300,7 +300,97 @@ fn unix_now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs())
 }
 
+/// Armed while a write is being applied: a request dropped then (its client went away) drops
+/// the write's future, and the emulator may have applied it without the journal or the change
+/// index ever hearing of it (a post readable now, never copied, and gone after a restart). On
+/// drop, it has the items journaled as the emulator holds them.
+struct DroppedMidway {
+    durability: Arc<Durability>,
+    container: Container,
+    partition_key: String,
+    ids: Vec<String>,
+    armed: bool,
+}
+
+impl Drop for DroppedMidway {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (durability, container) = (self.durability.clone(), self.container);
+        let (partition_key, ids) = (std::mem::take(&mut self.partition_key), std::mem::take(&mut self.ids));
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move { durability.journal_as_is(container, &partition_key, ids).await });
+        }
+    }
+}
+
 impl Durability {
+    /// Queues the journal line of a write just applied, and records it in the expiries and the
+    /// change index; the caller holds the order lock. Returns its number, and when it is on disk.
+    fn journal_locked(
+        &self,
+        container: Container,
+        partition_key: &str,
+        records: Vec<(String, Option<Value>)>,
+    ) -> (u64, impl Future<Output = std::io::Result<()>> + use<>) {
+        let now = unix_now();
+        let records: Vec<JournalRecord> = records
+            .into_iter()
+            .map(|(id, doc)| {
+                let exp = doc.as_ref().and_then(|doc| expiry(container, doc, now));
+                JournalRecord { c: container.name().to_owned(), pk: partition_key.to_owned(), id, doc, seq: 0, exp }
+            })
+            .collect();
+        if container.expires_items() {
+            let mut expiries = self.expiries.lock().expect("never poisoned");
+            for record in &records {
+                expiries.set((container, record.pk.clone(), record.id.clone()), record.exp);
+            }
+        }
+        let written: Vec<(String, bool)> = records.iter().map(|record| (record.id.clone(), record.doc.is_some())).collect();
+        let (seq, on_disk) = self.journal.append(records);
+        let touched = written.iter().map(|(id, _)| (container, partition_key.to_owned(), id.clone())).collect();
+        self.in_flight.lock().expect("never poisoned").insert(seq, touched);
+        let mut changes = self.changes.lock().expect("the change index's lock is never poisoned");
+        for (id, live) in written {
+            changes.record(container, partition_key, &id, seq, live);
+        }
+        (seq, on_disk)
+    }
+
+    /// Journals `ids` as the emulator holds them now (see [`DroppedMidway`]): whether or not the
+    /// dropped write was applied, reads, the journal and the change feed agree again. (Its
+    /// request got no answer, so either outcome is one it may see.)
+    async fn journal_as_is(self: Arc<Self>, container: Container, partition_key: &str, ids: Vec<String>) {
+        let order = self.order.lock().await;
+        let client = &self.containers[&container];
+        let mut records = Vec::with_capacity(ids.len());
+        for id in ids {
+            let document = match bounded(client.read_item(partition_key.to_owned(), &id, None)).await {
+                Ok(response) => match response.into_model::<Value>() {
+                    Ok(mut document) => {
+                        // As written, without what the store adds.
+                        if let Some(fields) = document.as_object_mut() {
+                            fields
+                                .retain(|name, _| !matches!(name.as_str(), "_rid" | "_self" | "_etag" | "_attachments" | "_ts"));
+                        }
+                        Some(document)
+                    }
+                    Err(error) => return tracing::error!(id, %error, "a write whose request was dropped cannot be journaled"),
+                },
+                Err(StoreError::NotFound) => None,
+                Err(error) => return tracing::error!(id, %error, "a write whose request was dropped cannot be journaled"),
+            };
+            records.push((id, document));
+        }
+        let (seq, on_disk) = self.journal_locked(container, partition_key, records);
+        drop(order);
+        if let Err(error) = self.settle(seq, on_disk).await {
+            tracing::error!(%error, "a write whose request was dropped cannot be journaled");
+        }
+    }
+
     /// Waits until write `seq` is on disk. When the journal refuses it, it is undone, with every
     /// write applied after it (each may build on it, and the journal refuses them all), so that
     /// reads show what a restart would.
@@ -701,31 +791,18 @@ impl Store {
         // Holding the lock from the write to the queueing of its journal line makes the journal's
         // order the order in which the store applied the writes.
         let order = durability.order.lock().await;
-        write.await?;
-        let now = unix_now();
-        let records: Vec<JournalRecord> = records
-            .into_iter()
-            .map(|(id, doc)| {
-                let exp = doc.as_ref().and_then(|doc| expiry(container, doc, now));
-                JournalRecord { c: container.name().to_owned(), pk: partition_key.to_owned(), id, doc, seq: 0, exp }
-            })
-            .collect();
-        if container.expires_items() {
-            let mut expiries = durability.expiries.lock().expect("never poisoned");
-            for record in &records {
-                expiries.set((container, record.pk.clone(), record.id.clone()), record.exp);
-            }
-        }
-        let written: Vec<(String, bool)> = records.iter().map(|record| (record.id.clone(), record.doc.is_some())).collect();
-        let (seq, on_disk) = durability.journal.append(records);
-        let touched = written.iter().map(|(id, _)| (container, partition_key.to_owned(), id.clone())).collect();
-        durability.in_flight.lock().expect("never poisoned").insert(seq, touched);
-        {
-            let mut changes = durability.changes.lock().expect("the change index's lock is never poisoned");
-            for (id, live) in written {
-                changes.record(container, partition_key, &id, seq, live);
-            }
-        }
+        let mut dropped_midway = DroppedMidway {
+            durability: durability.clone(),
+            container,
+            partition_key: partition_key.to_owned(),
+            ids: records.iter().map(|(id, _)| id.clone()).collect(),
+            armed: true,
+        };
+        let written = write.await;
+        // Done, one way or the other: journaled below, or refused (a failed write applies nothing).
+        dropped_midway.armed = false;
+        written?;
+        let (seq, on_disk) = durability.journal_locked(container, partition_key, records);
         drop(order);
         // A task of its own, so that a refused write is undone (and the journal resumes) even
         // when the request that made it is dropped meanwhile.
@@ -1100,6 +1177,41 @@ pub(crate) mod tests {
         drop(store);
         let store = Store::connect(&config).await.unwrap();
         assert!(store.read::<Value>(Container::Posts, "p", "gone").await.unwrap().is_none(), "the removal was journaled");
+    }
+
+    /// A request dropped while its write is being applied (the client went away): the write may
+    /// be in the emulator already, so it is journaled as it is there, listed for the change-feed
+    /// processors, and still there after a restart.
+    #[tokio::test]
+    async fn a_write_whose_request_is_dropped_midway_is_journaled_as_applied() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = embedded_config(dir.path());
+        let store = Store::connect(&config).await.unwrap();
+        let document = json!({"id": "u1", "userId": "u1", "username": "kept"});
+        let applied_then_stalled = async {
+            bounded(store.users.upsert_item("u1".to_owned(), "u1", &document, None)).await?;
+            std::future::pending::<Result<(), StoreError>>().await
+        };
+        let write = store.durably(Container::Users, "u1", vec![("u1".into(), Some(document.clone()))], applied_then_stalled);
+        assert!(tokio::time::timeout(Duration::from_millis(200), write).await.is_err(), "dropped midway");
+
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while store.changed_after(Container::Users, 0, 10).unwrap().items.is_empty() {
+            assert!(std::time::Instant::now() < deadline, "never journaled");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        drop(store);
+        // (The journaling task may hold the data directory a moment longer.)
+        let store = loop {
+            match Store::connect(&config).await {
+                Ok(store) => break store,
+                Err(error) if error.to_string().contains("in use") && std::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(10)).await
+                }
+                Err(error) => panic!("{error}"),
+            }
+        };
+        assert_eq!(store.read::<Value>(Container::Users, "u1", "u1").await.unwrap().unwrap()["username"], "kept");
     }
 
     #[tokio::test]
