@@ -17,6 +17,7 @@
 //! needs no space beyond what the data uses); compaction writes both anew once the journal has
 //! grown past the snapshot, and a compaction that fails leaves them as they were.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -26,6 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 
 const SNAPSHOT: &str = "snapshot.jsonl";
@@ -49,6 +51,30 @@ pub struct Record {
     /// The write's position in the journal: every write gets the next number, in the order the
     /// store applied them. The change-feed processors keep their position as such a number.
     pub seq: u64,
+}
+
+/// A live item as [`Journal::open`] returns it to load, read from its line without copying.
+#[derive(Deserialize)]
+pub struct LiveItem<'a> {
+    /// Container name.
+    #[serde(borrow)]
+    pub c: Cow<'a, str>,
+    #[serde(borrow)]
+    pub pk: Cow<'a, str>,
+    #[serde(borrow)]
+    pub id: Cow<'a, str>,
+    /// The item's JSON as written.
+    #[serde(borrow)]
+    pub doc: &'a RawValue,
+    pub seq: u64,
+}
+
+impl<'a> LiveItem<'a> {
+    /// The item of a line [`Journal::open`] returned.
+    pub fn parse(line: &'a str) -> Result<LiveItem<'a>, String> {
+        let [item]: [LiveItem; 1] = serde_json::from_str(line).map_err(|error| error.to_string())?;
+        Ok(item)
+    }
 }
 
 /// The first line of the snapshot and of the journal.
