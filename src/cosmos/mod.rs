@@ -280,7 +280,13 @@ impl Durability {
         let restored = self.journal.next_seq();
         for (container, partition_key, id) in &items {
             let client = &self.containers[container];
-            let durable = self.journal.durable_item(container.name(), partition_key, id);
+            let durable = match self.journal.durable_item(container.name(), partition_key, id) {
+                Ok(durable) => durable,
+                Err(error) => {
+                    tracing::error!(container = container.name(), id, %error, "cannot read a refused write's item back from the data directory; reads show the write until a restart");
+                    continue;
+                }
+            };
             let undone = match &durable {
                 Some(document) => bounded(client.upsert_item(partition_key.clone(), id, document, None)).await.map(drop),
                 None => match bounded(client.delete_item(partition_key.clone(), id, None)).await {
