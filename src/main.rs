@@ -12,6 +12,8 @@ const DEFAULT_LOG_FILTER: &str = "info,azure_core=warn,azure_data_cosmos=warn,az
 
 fn main() -> ExitCode {
     blog::quiet_library_backtraces();
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    glibc::limit_arenas();
     tokio::runtime::Runtime::new().expect("a Tokio runtime").block_on(handler())
 }
 
@@ -50,6 +52,8 @@ async fn serve(config: Config) -> Result<(), String> {
         .await
         .map_err(|error| format!("cannot listen on {}: {error}", config.listen))?;
     let blog = Blog::open(&config).await.map_err(|error| format!("cannot open the store: {error}"))?;
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    glibc::release_freed_memory();
     match &config.backend {
         Backend::Embedded { data_dir } => {
             tracing::info!(data = %data_dir.display(), "embedded store (the SDK's in-memory emulator, journaled to disk)")
@@ -116,4 +120,24 @@ async fn shutdown_signal() {
     let terminate = std::future::pending::<()>();
     tokio::select! { () = ctrl_c => {}, () = terminate => {} }
     tracing::info!("shutting down");
+}
+
+/// glibc's allocator, set for a long-running handler.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod glibc {
+    /// glibc gives threads that contend for the heap arenas of their own, up to 8 per core, and
+    /// memory freed in one arena serves only that arena: under the embedded store's write load
+    /// the resident memory grew far beyond the data (173 MiB at 10,000 items against 137 with
+    /// two arenas). Call it before any thread starts.
+    pub fn limit_arenas() {
+        // SAFETY: mallopt only sets a parameter; no other thread allocates yet.
+        unsafe { libc::mallopt(libc::M_ARENA_MAX, 2) };
+    }
+
+    /// Hands back to the system what the start-up freed: loading the embedded store passes
+    /// several times the data through the allocator, and glibc keeps freed memory for reuse.
+    pub fn release_freed_memory() {
+        // SAFETY: malloc_trim only releases free memory; it is safe to call at any time.
+        unsafe { libc::malloc_trim(0) };
+    }
 }

@@ -11,6 +11,7 @@
 //! its last write, and a deleted item not at all.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use super::Container;
 
@@ -19,10 +20,37 @@ use super::Container;
 pub struct ChangeIndex {
     /// The number of the last write recorded: every write up to it is in the index.
     last_seq: u64,
-    /// Per container: (write number, partition key, id) of each live item.
-    by_seq: HashMap<Container, BTreeSet<(u64, String, String)>>,
+    /// Per container: (write number, item) of each live item.
+    by_seq: HashMap<Container, BTreeSet<(u64, ItemKey)>>,
     /// Each live item's write number, to find its entry in `by_seq` when it is written again.
-    latest: HashMap<(Container, String, String), u64>,
+    latest: HashMap<(Container, ItemKey), u64>,
+}
+
+/// An item's partition key and id, in one allocation that both maps share: the index holds an
+/// entry for every live item, so its size grows with the data.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct ItemKey {
+    /// The partition key, then the id.
+    text: Arc<str>,
+    /// Where the id starts.
+    split: u32,
+}
+
+impl ItemKey {
+    fn new(partition_key: &str, id: &str) -> ItemKey {
+        let split = u32::try_from(partition_key.len()).expect("a partition key is at most 2 KB");
+        ItemKey { text: format!("{partition_key}{id}").into(), split }
+    }
+
+    /// The smallest key: where a write number's entries begin.
+    fn first() -> ItemKey {
+        ItemKey { text: Arc::from(""), split: 0 }
+    }
+
+    fn parts(&self) -> (String, String) {
+        let (partition_key, id) = self.text.split_at(self.split as usize);
+        (partition_key.to_owned(), id.to_owned())
+    }
 }
 
 /// Items changed after a position, oldest change first.
@@ -39,13 +67,13 @@ impl ChangeIndex {
     /// Records write number `seq` of one item: `live` is false for a deletion. Writes must be
     /// recorded in the order of their numbers.
     pub fn record(&mut self, container: Container, partition_key: &str, id: &str, seq: u64, live: bool) {
-        let key = (container, partition_key.to_owned(), id.to_owned());
+        let key = (container, ItemKey::new(partition_key, id));
         let entries = self.by_seq.entry(container).or_default();
         if let Some(previous) = self.latest.remove(&key) {
-            entries.remove(&(previous, key.1.clone(), key.2.clone()));
+            entries.remove(&(previous, key.1.clone()));
         }
         if live {
-            entries.insert((seq, key.1.clone(), key.2.clone()));
+            entries.insert((seq, key.1.clone()));
             self.latest.insert(key, seq);
         }
         self.last_seq = self.last_seq.max(seq);
@@ -53,7 +81,7 @@ impl ChangeIndex {
 
     /// The number of the last write of a live item (`None` when it is deleted or never written).
     pub fn last_write(&self, container: Container, partition_key: &str, id: &str) -> Option<u64> {
-        self.latest.get(&(container, partition_key.to_owned(), id.to_owned())).copied()
+        self.latest.get(&(container, ItemKey::new(partition_key, id))).copied()
     }
 
     /// At most `limit` items of `container` whose last write is numbered after `after` and at
@@ -63,12 +91,8 @@ impl ChangeIndex {
     pub fn changed_after(&self, container: Container, after: u64, settled: u64, limit: usize) -> Changed {
         let mut items = Vec::new();
         let mut through = settled;
-        let later = self
-            .by_seq
-            .get(&container)
-            .into_iter()
-            .flat_map(|entries| entries.range((after + 1, String::new(), String::new())..));
-        for (seq, partition_key, id) in later {
+        let later = self.by_seq.get(&container).into_iter().flat_map(|entries| entries.range((after + 1, ItemKey::first())..));
+        for (seq, key) in later {
             if *seq > settled {
                 break;
             }
@@ -77,7 +101,7 @@ impl ChangeIndex {
                 through = seq - 1;
                 break;
             }
-            items.push((partition_key.clone(), id.clone()));
+            items.push(key.parts());
         }
         Changed { items, through: through.max(after) }
     }
