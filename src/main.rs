@@ -12,8 +12,6 @@ const DEFAULT_LOG_FILTER: &str = "info,azure_core=warn,azure_data_cosmos=warn,az
 
 fn main() -> ExitCode {
     blog::quiet_library_backtraces();
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    glibc::limit_arenas();
     tokio::runtime::Runtime::new().expect("a Tokio runtime").block_on(handler())
 }
 
@@ -122,18 +120,11 @@ async fn shutdown_signal() {
     tracing::info!("shutting down");
 }
 
-/// glibc's allocator, set for a long-running handler.
+/// glibc's allocator, set for a long-running handler. (Not its arena limit: `M_ARENA_MAX` 2 took
+/// a fifth off the resident memory under write load, and 40 % off C3's throughput, the threads
+/// queueing for two arenas; see BENCHMARKS.md.)
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod glibc {
-    /// glibc gives threads that contend for the heap arenas of their own, up to 8 per core, and
-    /// memory freed in one arena serves only that arena: under the embedded store's write load
-    /// the resident memory grew far beyond the data (173 MiB at 10,000 items against 137 with
-    /// two arenas). Call it before any thread starts.
-    pub fn limit_arenas() {
-        // SAFETY: mallopt only sets a parameter; no other thread allocates yet.
-        unsafe { libc::mallopt(libc::M_ARENA_MAX, 2) };
-    }
-
     /// Hands back to the system what the start-up freed: loading the embedded store passes
     /// several times the data through the allocator, and glibc keeps freed memory for reuse.
     pub fn release_freed_memory() {

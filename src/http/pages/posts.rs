@@ -220,14 +220,7 @@ pub async fn submit_like(
         Ok(caller) => create_like(&state, &caller, &post_id, &caller.0).await.map(|_| ()),
         Err(error) => Err(error),
     };
-    match written {
-        Ok(()) => Ok(Redirect::to(&format!("/posts/{}", url_part(&post_id))).into_response()),
-        Err(error) if is_page_error(&error) => Err(error.into()),
-        Err(error) => {
-            let extra = PostPageState { like_refused: Some(error.detail), ..Default::default() };
-            render_post(&state, &viewer, &post_id, &ListParams::default(), extra, error.status).await
-        }
-    }
+    back_to_post(&state, &viewer, &post_id, written).await
 }
 
 /// `POST /posts/{postId}/unlike`: C5, then back to the post; refused, the post page again with
@@ -243,13 +236,19 @@ pub async fn submit_unlike(
         Ok(caller) => delete_like(&state, &caller, &post_id, &caller.0).await,
         Err(error) => Err(error),
     };
+    back_to_post(&state, &viewer, &post_id, written).await
+}
+
+/// After the like or unlike button: back to the post; refused (a second like, a like already
+/// taken back in another tab), the post page again with the reason. A post that is gone is the
+/// 404 page, which rendering it answers.
+async fn back_to_post(state: &AppState, viewer: &Viewer, post_id: &str, written: Result<(), ApiError>) -> PageResult {
     match written {
-        Ok(()) => Ok(Redirect::to(&format!("/posts/{}", url_part(&post_id))).into_response()),
-        // (404 here is a like already taken back, in another tab: the post page says so.)
+        Ok(()) => Ok(Redirect::to(&format!("/posts/{}", url_part(post_id))).into_response()),
         Err(error) if error.status.is_server_error() => Err(error.into()),
         Err(error) => {
             let extra = PostPageState { like_refused: Some(error.detail), ..Default::default() };
-            render_post(&state, &viewer, &post_id, &ListParams::default(), extra, error.status).await
+            render_post(state, viewer, post_id, &ListParams::default(), extra, error.status).await
         }
     }
 }
