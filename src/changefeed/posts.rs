@@ -134,15 +134,12 @@ async fn refresh_copy(state: &AppState, target: Target, changed: &ChangedPost) -
             // tombstone removed (nothing is left to compare versions with). One point read,
             // once per post and place; the current version is at least as new as the delivered.
             CopyAction::Write if existing.is_none() => match current_post(state, &changed.post.id).await? {
-                Some(current) if !current.post.deleted => model::post_copy(&current.post, current.version()),
-                _ => return Ok(()),
+                Some(current) => model::post_copy(&current.post, current.version()),
+                None => return Ok(()),
             },
             CopyAction::Write => model::post_copy(&changed.post, changed.version()),
             CopyAction::WriteFromCurrent => match current_post(state, &changed.post.id).await? {
-                // (A deleted post's copies are removed when its tombstone is delivered.)
-                Some(current)
-                    if !current.post.deleted && Some(&current.version()) != existing.as_ref().map(|found| &found.item.source) =>
-                {
+                Some(current) if Some(&current.version()) != existing.as_ref().map(|found| &found.item.source) => {
                     model::post_copy(&current.post, current.version())
                 }
                 _ => return Ok(()),
@@ -178,10 +175,11 @@ async fn remove_copies(state: &AppState, post: &Post) -> Result<(), FeedError> {
     }
 }
 
-/// The post as it is now in `posts`, with its version.
+/// The post as it is now in `posts`, with its version; `None` once it is deleted (its copies
+/// are removed when its tombstone is delivered, and none is made again).
 async fn current_post(state: &AppState, post_id: &str) -> Result<Option<ChangedPost>, FeedError> {
     let document = state.store.read::<Value>(Container::Posts, post_id, post_id).await?;
-    Ok(document.and_then(|document| parse(&document).ok()))
+    Ok(document.and_then(|document| parse(&document).ok()).filter(|current| model::is_live(&current.post)))
 }
 
 /// Creates or replaces the copy; writes into `feed` run the `truncateFeed` trigger.
