@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::{BatchReport, FeedError};
 use crate::cosmos::{Container, QuerySpec, StoreError};
-use crate::http::{AppState, validate_id};
+use crate::http::{AppState, usernames, validate_id};
 use crate::model::usernames::{Reservation, is_left_behind, new_reservation, normalize_username, reservation_id};
 use crate::model::{self, User};
 use crate::scripts::{ScriptError, StoredProcedure};
@@ -94,18 +94,11 @@ async fn tidy_reservations(state: &AppState, user: &User) -> Result<(), FeedErro
 /// Deletes the reservation of the normalized name `released` if `user` left it behind, only if
 /// unchanged since read (a claim of it made meanwhile changes its etag).
 async fn release_left_behind(state: &AppState, user: &User, released: &str) -> Result<(), FeedError> {
-    let id = reservation_id(released);
-    let Some(found) = state.store.read_versioned::<Reservation>(Container::Users, &id, &id).await? else {
-        return Ok(());
-    };
-    if !is_left_behind(&found.item, &user.user_id, &user.username, time::OffsetDateTime::now_utc()) {
-        return Ok(());
+    let Some(found) = usernames::reservation_of(&state.store, released).await? else { return Ok(()) };
+    if is_left_behind(&found.item, &user.user_id, &user.username, time::OffsetDateTime::now_utc()) {
+        usernames::release(&state.store, &user.user_id, found).await?;
     }
-    let delete = crate::cosmos::WriteOp::Delete { id: id.clone(), if_match: Some(found.etag) };
-    match state.store.execute_write(Container::Users, &id, delete).await {
-        Ok(()) | Err(StoreError::NotFound | StoreError::PreconditionFailed) => Ok(()),
-        Err(other) => Err(other.into()),
-    }
+    Ok(())
 }
 
 /// Writes the user's username, as it is NOW (`user` was just read), onto every item of theirs

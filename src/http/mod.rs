@@ -16,7 +16,7 @@ pub mod openapi;
 pub mod pages;
 mod posts;
 pub mod serve;
-mod usernames;
+pub(crate) mod usernames;
 mod users;
 
 use std::sync::Arc;
