@@ -15,7 +15,7 @@ use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
 use super::usernames;
 use crate::cosmos::{Container, StoreError, queries, retry_pause};
 use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
-use crate::model::usernames::released_name;
+use crate::model::usernames::{is_default_ignorable, released_name};
 use crate::model::{self, MAX_USERNAME_CHARS, Post, User};
 
 #[derive(Deserialize, ToSchema)]
@@ -24,7 +24,7 @@ pub struct UserBody {
     #[schema(
         min_length = 1,
         max_length = 64,
-        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F\\u202A-\\u202E\\u2066-\\u2069]*[^\\s\\u0000-\\u001F\\u007F-\\u009F\\u202A-\\u202E\\u2066-\\u2069\\u00AD\\u034F\\u115F\\u1160\\u180E\\u200B-\\u200F\\u2060-\\u2064\\u3164\\uFE00-\\uFE0F\\uFEFF\\uFFA0][^\\u0000-\\u001F\\u007F-\\u009F\\u202A-\\u202E\\u2066-\\u2069]*$"
+        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F\\u202A-\\u202E\\u2066-\\u2069]*[^\\s\\u0000-\\u001F\\u007F-\\u009F\\u202A-\\u202E\\u2066-\\u2069\\u00AD\\u034F\\u061C\\u115F\\u1160\\u17B4\\u17B5\\u180B-\\u180F\\u200B-\\u200F\\u2060-\\u206F\\u3164\\uFE00-\\uFE0F\\uFEFF\\uFFA0\\uFFF0-\\uFFF8][^\\u0000-\\u001F\\u007F-\\u009F\\u202A-\\u202E\\u2066-\\u2069]*$"
     )]
     username: String,
 }
@@ -38,27 +38,20 @@ impl UserBody {
 }
 
 /// A username is shown beside everything its user writes, so it must show as what it is: not
-/// only invisible characters (zero-width spaces and joiners, fillers, variation selectors, ...),
-/// and no bidirectional embedding, override or isolate (U+202A-U+202E, U+2066-U+2069), which
-/// would reorder the text shown after it.
+/// only invisible characters (Unicode's default-ignorable code points: zero-width spaces and
+/// joiners, fillers, variation selectors, ...; the ones names are compared without), and no
+/// bidirectional embedding, override or isolate (U+202A-U+202E, U+2066-U+2069), which would
+/// reorder the text shown after it.
 fn validate_display_name(name: &str) -> ApiResult<()> {
     if let Some(bad) = name.chars().find(|c| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')) {
         return Err(ApiError::bad_request(format!(
             "`username` must not contain the bidirectional control {bad:?}: it would reorder the text around the name."
         )));
     }
-    if name.chars().all(|c| c.is_whitespace() || is_invisible(c)) {
+    if name.chars().all(|c| c.is_whitespace() || is_default_ignorable(c)) {
         return Err(ApiError::bad_request("`username` must contain a visible character."));
     }
     Ok(())
-}
-
-/// Characters that render as nothing (Unicode's default-ignorable code points that can appear
-/// in text, and the Hangul fillers, which render blank).
-fn is_invisible(c: char) -> bool {
-    matches!(c,
-        '\u{00AD}' | '\u{034F}' | '\u{115F}' | '\u{1160}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}'
-        | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}' | '\u{FFA0}' | '\u{E0000}'..='\u{E0FFF}')
 }
 
 /// C1 create: `POST /api/users`: the caller's own user (one per principal; 409 for a second),

@@ -48,8 +48,9 @@ pub fn normalize_username(name: &str) -> String {
 }
 
 /// Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties 15.1): characters that render
-/// as nothing, so "al\u{200B}ice" shows as "alice" and must be the same name.
-fn is_default_ignorable(c: char) -> bool {
+/// as nothing, so "al\u{200B}ice" shows as "alice" and must be the same name (and a name of
+/// only these shows nothing, which C1 refuses).
+pub fn is_default_ignorable(c: char) -> bool {
     matches!(c,
         '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}'..='\u{1160}' | '\u{17B4}'..='\u{17B5}' | '\u{180B}'..='\u{180F}'
         | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}'
