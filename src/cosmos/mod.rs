@@ -300,22 +300,23 @@ fn unix_now() -> u64 {
 /// Armed while a write is being applied: a request dropped then (its client went away) drops
 /// the write's future, and the emulator may have applied it without the journal or the change
 /// index ever hearing of it (a post readable now, never copied, and gone after a restart). On
-/// drop, it has the items journaled as the emulator holds them.
-struct DroppedMidway {
-    durability: Arc<Durability>,
+/// drop, it has the items journaled as the emulator holds them. (It borrows the write's own
+/// records: nothing is copied unless it is dropped armed.)
+struct DroppedMidway<'a> {
+    durability: &'a Arc<Durability>,
     container: Container,
-    partition_key: String,
-    ids: Vec<String>,
+    partition_key: &'a str,
+    records: &'a [(String, Option<Value>)],
     armed: bool,
 }
 
-impl Drop for DroppedMidway {
+impl Drop for DroppedMidway<'_> {
     fn drop(&mut self) {
         if !self.armed {
             return;
         }
-        let (durability, container) = (self.durability.clone(), self.container);
-        let (partition_key, ids) = (std::mem::take(&mut self.partition_key), std::mem::take(&mut self.ids));
+        let (durability, container, partition_key) = (self.durability.clone(), self.container, self.partition_key.to_owned());
+        let ids = self.records.iter().map(|(id, _)| id.clone()).collect();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move { durability.journal_as_is(container, &partition_key, ids).await });
         }
@@ -779,16 +780,11 @@ impl Store {
         // Holding the lock from the write to the queueing of its journal line makes the journal's
         // order the order in which the store applied the writes.
         let order = durability.order.lock().await;
-        let mut dropped_midway = DroppedMidway {
-            durability: durability.clone(),
-            container,
-            partition_key: partition_key.to_owned(),
-            ids: records.iter().map(|(id, _)| id.clone()).collect(),
-            armed: true,
-        };
+        let mut dropped_midway = DroppedMidway { durability, container, partition_key, records: &records, armed: true };
         let written = write.await;
         // Done, one way or the other: journaled below, or refused (a failed write applies nothing).
         dropped_midway.armed = false;
+        drop(dropped_midway);
         written?;
         let (seq, on_disk) = durability.journal_locked(container, partition_key, records);
         drop(order);
