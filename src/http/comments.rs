@@ -9,8 +9,9 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::auth::Caller;
 use super::extract::{Id, Ids, JsonBody, QueryParams, validate_id, validate_text};
+use super::lists::OwnerKnown;
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
-use super::posts::{PostKnown, existing_author, list_of_post, post_not_found};
+use super::posts::{existing_author, list_of_post, post_not_found};
 use crate::cosmos::queries;
 use crate::error::{ApiError, ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
 use crate::model::{self, Comment, MAX_COMMENT_CHARS};
@@ -126,6 +127,7 @@ pub async fn delete_comment(state: &AppState, caller: &Caller, post_id: &str, co
     params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$"), ListParams),
     responses(
         (status = 200, description = "Q4: the post's comments, oldest first", body = ListPage<Comment>),
+        (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
         ReadProblems,
     ),
 )]
@@ -134,11 +136,16 @@ pub async fn list(
     Id(post_id): Id,
     QueryParams(params): QueryParams<ListParams>,
 ) -> ApiResult<Json<ListPage<Comment>>> {
-    comments_of(&state, &post_id, &params, PostKnown::No).await.map(Json)
+    comments_of(&state, &post_id, &params, OwnerKnown::No).await.map(Json)
 }
 
 /// Q4, for the API and the pages.
-pub async fn comments_of(state: &AppState, post_id: &str, params: &ListParams, known: PostKnown) -> ApiResult<ListPage<Comment>> {
+pub async fn comments_of(
+    state: &AppState,
+    post_id: &str,
+    params: &ListParams,
+    known: OwnerKnown,
+) -> ApiResult<ListPage<Comment>> {
     const LIST: &str = "comments";
     let page = params.page_request(&state.tokens, LIST, post_id, DEFAULT_PAGE_SIZE)?;
     let found = list_of_post::<Comment>(state, post_id, queries::post_comments(), page, known).await?;

@@ -9,8 +9,9 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::auth::Caller;
 use super::extract::{Id, Ids, JsonBody, QueryParams, validate_id};
+use super::lists::OwnerKnown;
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
-use super::posts::{PostKnown, existing_author, list_of_post, post_not_found};
+use super::posts::{existing_author, list_of_post, post_not_found};
 use crate::cosmos::queries;
 use crate::error::{ApiError, ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
 use crate::model::{self, Like};
@@ -111,6 +112,7 @@ pub async fn delete_like(state: &AppState, caller: &Caller, post_id: &str, user_
     params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$"), ListParams),
     responses(
         (status = 200, description = "Q5: the post's likes, oldest first", body = ListPage<Like>),
+        (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
         ReadProblems,
     ),
 )]
@@ -119,11 +121,11 @@ pub async fn list(
     Id(post_id): Id,
     QueryParams(params): QueryParams<ListParams>,
 ) -> ApiResult<Json<ListPage<Like>>> {
-    likes_of(&state, &post_id, &params, PostKnown::No).await.map(Json)
+    likes_of(&state, &post_id, &params, OwnerKnown::No).await.map(Json)
 }
 
 /// Q5, for the API and the pages.
-pub async fn likes_of(state: &AppState, post_id: &str, params: &ListParams, known: PostKnown) -> ApiResult<ListPage<Like>> {
+pub async fn likes_of(state: &AppState, post_id: &str, params: &ListParams, known: OwnerKnown) -> ApiResult<ListPage<Like>> {
     const LIST: &str = "likes";
     let page = params.page_request(&state.tokens, LIST, post_id, DEFAULT_PAGE_SIZE)?;
     let found = list_of_post::<Like>(state, post_id, queries::post_likes(), page, known).await?;

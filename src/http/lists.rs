@@ -34,6 +34,16 @@ pub struct ListParams {
     continuation_token: Option<String>,
 }
 
+/// Whether the caller of a list reads the list's owner (the post of Q4 and Q5, the user of Q3)
+/// anyway, and so tells a missing owner itself. Each list reads one partition only, so an empty
+/// first page cannot tell "nothing yet" from "no such owner": then, and only then, a list that
+/// does not know pays one point read to tell (1 RU).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum OwnerKnown {
+    Yes,
+    No,
+}
+
 /// One page of a list, as answered to the client.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

@@ -10,6 +10,7 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::auth::Caller;
 use super::extract::{Id, JsonBody, validate_id, validate_text};
+use super::lists::OwnerKnown;
 use crate::cosmos::{Container, Page, PageRequest, QuerySpec, StoreError, retry_pause};
 use crate::error::{ApiError, ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
 use crate::model::{self, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, User};
@@ -246,22 +247,20 @@ pub async fn existing_author(state: &AppState, user_id: &str) -> ApiResult<User>
         .ok_or_else(|| ApiError::unprocessable(format!("`userId` {user_id:?} names no existing user; create the user first.")))
 }
 
-/// A page of a post's comments or likes, or 404 when the post does not exist. The list's
-/// query reads the post's partition only, so an empty first page cannot tell "no comments yet"
-/// from "no such post": then, and only then, one point read tells (1 RU). A post with items
-/// costs nothing more; a later page (it has a continuation token) was issued for an existing
-/// post. The post page reads the post itself (Q2) alongside, so it passes `PostKnown::Yes`
-/// and never pays for that read.
+/// A page of a post's comments or likes, or 404 when the post does not exist ([`OwnerKnown`]).
+/// A post with items costs nothing more; a later page (it has a continuation token) was issued
+/// for an existing post. The post page reads the post itself (Q2) alongside, so it passes
+/// `OwnerKnown::Yes` and never pays for that read.
 pub async fn list_of_post<T: serde::de::DeserializeOwned + Send + 'static>(
     state: &AppState,
     post_id: &str,
     query: QuerySpec,
     page: PageRequest,
-    known: PostKnown,
+    known: OwnerKnown,
 ) -> ApiResult<Page<T>> {
     let first_page = page.continuation.is_none();
     let found = state.store.query_page::<T>(Container::Posts, post_id, query, page).await?;
-    if known == PostKnown::No
+    if known == OwnerKnown::No
         && first_page
         && found.items.is_empty()
         && !state.store.read::<Post>(Container::Posts, post_id, post_id).await?.is_some_and(|post| model::is_live(&post))
@@ -269,13 +268,6 @@ pub async fn list_of_post<T: serde::de::DeserializeOwned + Send + 'static>(
         return Err(post_not_found(post_id));
     }
     Ok(found)
-}
-
-/// Whether the caller of [`list_of_post`] reads the post anyway (and so tells a missing post itself).
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum PostKnown {
-    Yes,
-    No,
 }
 
 pub fn post_not_found(post_id: &str) -> ApiError {

@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::auth::Caller;
 use super::extract::{Id, JsonBody, QueryParams, validate_text};
-use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
+use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, OwnerKnown, wrap_token};
 use super::usernames;
 use crate::cosmos::{Container, StoreError, queries, retry_pause};
 use crate::error::{ApiError, ApiResult, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
@@ -217,6 +217,7 @@ pub async fn get_user(state: &AppState, user_id: &str) -> ApiResult<User> {
     params(("userId" = String, Path, description = "The user's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$"), ListParams),
     responses(
         (status = 200, description = "Q3: the user's short posts, newest first", body = ListPage<Post>),
+        (status = 404, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
         ReadProblems,
     ),
 )]
@@ -225,14 +226,19 @@ pub async fn list_posts(
     Id(user_id): Id,
     QueryParams(params): QueryParams<ListParams>,
 ) -> ApiResult<Json<ListPage<Post>>> {
-    posts_of(&state, &user_id, &params).await.map(Json)
+    posts_of(&state, &user_id, &params, OwnerKnown::No).await.map(Json)
 }
 
-/// Q3, for the API and the pages.
-pub async fn posts_of(state: &AppState, user_id: &str, params: &ListParams) -> ApiResult<ListPage<Post>> {
+/// Q3, for the API and the pages; 404 when the user does not exist ([`OwnerKnown`]). The user
+/// page reads the user itself (Q1) alongside, so it passes `OwnerKnown::Yes`.
+pub async fn posts_of(state: &AppState, user_id: &str, params: &ListParams, known: OwnerKnown) -> ApiResult<ListPage<Post>> {
     const LIST: &str = "userPosts";
     let page = params.page_request(&state.tokens, LIST, user_id, DEFAULT_PAGE_SIZE)?;
+    let first_page = page.continuation.is_none();
     let found = state.store.query_page::<Post>(Container::Users, user_id, queries::user_posts(), page).await?;
+    if known == OwnerKnown::No && first_page && found.items.is_empty() {
+        get_user(state, user_id).await?;
+    }
     Ok(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, user_id) })
 }
 

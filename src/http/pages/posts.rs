@@ -17,7 +17,8 @@ use crate::http::AppState;
 use crate::http::comments::{comments_of, create_comment, delete_comment};
 use crate::http::likes::{create_like, delete_like, likes_of};
 use crate::http::lists::ListParams;
-use crate::http::posts::{PostKnown, create_post, delete_post, edit_post, get_post};
+use crate::http::lists::OwnerKnown;
+use crate::http::posts::{create_post, delete_post, edit_post, get_post};
 use crate::model::{MAX_COMMENT_CHARS, MAX_CONTENT_CHARS, MAX_TITLE_CHARS};
 
 // The hints say the limits the API applies; the assertion keeps them true.
@@ -82,8 +83,8 @@ async fn render_post(
     let first_page = ListParams::default();
     let (post, comments, likes) = tokio::join!(
         get_post(state, post_id),
-        comments_of(state, post_id, params, PostKnown::Yes),
-        likes_of(state, post_id, &first_page, PostKnown::Yes),
+        comments_of(state, post_id, params, OwnerKnown::Yes),
+        likes_of(state, post_id, &first_page, OwnerKnown::Yes),
     );
     let (post, comments, likes) = (post?, comments?, likes?);
     let id = url_part(&post.id);

@@ -12,6 +12,7 @@ use super::feed::post_list;
 use super::{Draft, Field, Form, Page, PageId, PageQuery, PageResult, Refusal, SameOrigin, Viewer, esc, form, layout, url_part};
 use crate::http::AppState;
 use crate::http::lists::ListParams;
+use crate::http::lists::OwnerKnown;
 use crate::http::users::{create_user, get_user, posts_of, rename_user};
 
 // The hint says the limit the API applies; the assertion keeps it true.
@@ -52,7 +53,7 @@ async fn render_user(
     draft: Draft<'_>,
     status: StatusCode,
 ) -> PageResult {
-    let (user, posts) = tokio::join!(get_user(state, user_id), posts_of(state, user_id, params));
+    let (user, posts) = tokio::join!(get_user(state, user_id), posts_of(state, user_id, params, OwnerKnown::Yes));
     let user = match user {
         Ok(user) => user,
         // Signed in for the first time: their page is where they choose their name.
