@@ -65,15 +65,17 @@ impl Blog {
     }
 
     /// Serves the API on `listener` until `shutdown` resolves, then finishes the requests in
-    /// flight and stops the processors.
+    /// flight and stops the processors. Every connection has the timeouts and the limit of
+    /// [`http::serve`], the same for `main` and for every test that starts a blog.
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let served = axum::serve(listener, http::router(self.state, self.max_in_flight, self.host_change_feed))
-            .with_graceful_shutdown(shutdown)
-            .await;
+        let limits = http::serve::Limits::of_this_process();
+        tracing::debug!(?limits, "connection limits");
+        let router = http::router(self.state, self.max_in_flight, self.host_change_feed);
+        let served = http::serve::serve(listener, router, limits, shutdown).await;
         if let Some(processors) = self.processors {
             processors.stop().await;
         }

@@ -2,10 +2,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-
 use common::TestApp;
+use common::binary::Handler;
 use serde_json::json;
 
 #[tokio::test]
@@ -33,32 +31,6 @@ async fn everything_acknowledged_survives_a_restart() {
     drop(temp);
 }
 
-/// The real binary, as `cargo run` starts it, on `data_dir`; returns it with its base URL.
-fn spawn_handler(data_dir: &std::path::Path) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_handler"))
-        .env("BLOG_DATA_DIR", data_dir)
-        .env("BLOG_LISTEN", "127.0.0.1:0")
-        .env("BLOG_AUTH", "development")
-        .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the handler binary starts");
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    for line in stdout.lines() {
-        let line = line.unwrap();
-        if let Some(at) = line.find("serving on http://") {
-            let address = line[at + "serving on ".len()..].split_whitespace().next().unwrap();
-            let url = address.trim_end_matches('/').to_owned();
-            return (child, url);
-        }
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("the handler exited before serving");
-}
-
 /// A write to the spawned handler as `caller` (development sign-in); its answer's body.
 async fn post_as(client: &reqwest::Client, base: &str, caller: &str, path: &str, body: serde_json::Value) -> serde_json::Value {
     let response = client.post(format!("{base}{path}")).header("x-dev-user", caller).json(&body).send().await.unwrap();
@@ -69,7 +41,8 @@ async fn post_as(client: &reqwest::Client, base: &str, caller: &str, path: &str,
 #[tokio::test]
 async fn acknowledged_writes_survive_kill_9() {
     let data = tempfile::tempdir().unwrap();
-    let (mut child, base) = spawn_handler(data.path());
+    let handler = Handler::start(data.path(), &[]);
+    let base = handler.base.clone();
     let client = reqwest::Client::new();
     let user = post_as(&client, &base, "alice-principal", "/api/users", json!({"username": "alice"})).await;
     let user_id = user["id"].as_str().unwrap();
@@ -78,17 +51,15 @@ async fn acknowledged_writes_survive_kill_9() {
         let body = json!({"userId": user_id, "title": format!("post {n}"), "content": "body"});
         posts.push(post_as(&client, &base, user_id, "/api/posts", body).await);
     }
-    child.kill().unwrap(); // SIGKILL: no shutdown code runs.
-    child.wait().unwrap();
+    handler.kill_9();
 
-    let (mut child, base) = spawn_handler(data.path());
+    let handler = Handler::start(data.path(), &[]);
+    let base = &handler.base;
     for post in &posts {
         let read: serde_json::Value =
             client.get(format!("{base}/api/posts/{}", post["id"].as_str().unwrap())).send().await.unwrap().json().await.unwrap();
         assert_eq!(&read, post);
     }
-    child.kill().unwrap();
-    child.wait().unwrap();
 }
 
 /// Why `Blog::open` refused `dir`; panics if it started.

@@ -283,6 +283,10 @@ mod tests {
 
     /// A server whose `POST /api/hold` waits until released, behind the admission layer.
     async fn held_server(max_in_flight: usize, header_timeout: Duration) -> (String, Arc<Notify>) {
+        held_server_with(max_in_flight, serve::Limits { header_timeout, max_connections: 1024 }).await
+    }
+
+    async fn held_server_with(max_in_flight: usize, limits: serve::Limits) -> (String, Arc<Notify>) {
         let release = Arc::new(Notify::new());
         let waiting = release.clone();
         let router = Router::new()
@@ -291,7 +295,7 @@ mod tests {
             .layer(axum::middleware::from_fn_with_state(Arc::new(Admission::new(max_in_flight, false)), admit));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(serve::serve(listener, router, header_timeout, std::future::pending()));
+        tokio::spawn(serve::serve(listener, router, limits, std::future::pending()));
         (base, release)
     }
 
@@ -319,5 +323,24 @@ mod tests {
             let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest)).await;
             assert!(read.is_ok(), "the server closes a slow or idle connection");
         }
+    }
+
+    /// At the connection limit, with every connection working on a request, there is nobody to
+    /// close: a newcomer is answered 503 with a problem at once, and served again once there is
+    /// room.
+    #[tokio::test]
+    async fn at_the_connection_limit_with_every_connection_busy_a_newcomer_is_503() {
+        let limits = serve::Limits { header_timeout: serve::HEADER_TIMEOUT, max_connections: 1 };
+        let (base, release) = held_server_with(2, limits).await;
+        let held = tokio::spawn(reqwest::Client::new().post(format!("{base}/api/hold")).send());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let refused = reqwest::Client::new().get(format!("{base}/api/read")).send().await.unwrap();
+        assert_eq!(refused.status(), 503);
+        assert_eq!(refused.headers()["content-type"], "application/problem+json");
+        assert!(refused.text().await.unwrap().contains("retry in a moment"));
+        release.notify_waiters();
+        assert_eq!(held.await.unwrap().unwrap().status(), 200);
+        let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+        assert_eq!(client.get(format!("{base}/api/read")).send().await.unwrap().status(), 200);
     }
 }

@@ -1,4 +1,5 @@
-//! The HTTP/1 server loop, with the timeouts `axum::serve` leaves out.
+//! The HTTP/1 server loop `Blog::serve` runs: the timeouts and the connection limit that
+//! `axum::serve` leaves out.
 //!
 //! `axum::serve` gives hyper no timer, so hyper's header read timeout never fires: a client that
 //! opens connections and sends headers slowly, or never sends the next request on a kept-alive
@@ -6,47 +7,117 @@
 //! each connection has [`HEADER_TIMEOUT`] to deliver a request's headers, idle kept-alive
 //! connections included (hyper starts the same timer while it waits for the next request); the
 //! body has its own deadline in the admission layer (`super::BODY_TIMEOUT`).
+//!
+//! A timeout alone still lets a few hundred silent sockets take every file descriptor for 30 s,
+//! and then nobody is served. So connections are counted against [`Limits::max_connections`],
+//! kept below the process's descriptor limit so that one can always be accepted; at the limit,
+//! the connection that has waited longest for a request (a silent, trickling or idle kept-alive
+//! socket: it costs its client nothing to open another) is closed to make room, and only when
+//! every connection is working on a request is the newcomer answered 503 at once.
 
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpListener;
-use tokio::sync::{mpsc, watch};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, mpsc, watch};
 
 /// How long a connection may take to deliver a request's headers, or stay idle between requests.
 /// Longer than the idle time after which .NET's HTTP client (the Functions host's) stops reusing
 /// a pooled connection would be safest; 30 s is hyper's own default for this timeout.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// File descriptors kept out of the connection limit: the data files, the log, the outgoing
+/// connections to Cosmos DB and to the identity endpoint, and one to accept and refuse with.
+const RESERVED_DESCRIPTORS: usize = 64;
+
+/// What the server allows each connection, and how many it keeps open.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub header_timeout: Duration,
+    pub max_connections: usize,
+}
+
+impl Limits {
+    /// The limits of this process: [`HEADER_TIMEOUT`], and as many connections as its file
+    /// descriptor limit leaves room for (raised to the hard limit first, see
+    /// [`raise_descriptor_limit`]), less [`RESERVED_DESCRIPTORS`] and an eighth for headroom.
+    pub fn of_this_process() -> Limits {
+        let descriptors = raise_descriptor_limit();
+        let max_connections = descriptors.saturating_sub(RESERVED_DESCRIPTORS.max(descriptors / 8)).max(1);
+        Limits { header_timeout: HEADER_TIMEOUT, max_connections }
+    }
+}
+
+/// Raises the soft limit on open files to the hard limit, as Go's runtime and nginx's
+/// `worker_rlimit_nofile` do: the soft limit is often 1024 while the hard one allows far more.
+/// Returns the limit in force. Where it cannot be read, 1024 (the usual soft limit).
+#[cfg(unix)]
+fn raise_descriptor_limit() -> usize {
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed to them.
+    unsafe {
+        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return 1024;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                limit = raised;
+            }
+        }
+        // RLIM_INFINITY, or anything beyond what a process can really open.
+        usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX).min(1 << 20)
+    }
+}
+
+#[cfg(not(unix))]
+fn raise_descriptor_limit() -> usize {
+    1024
+}
+
 /// Serves `router` on `listener` until `shutdown` resolves, then lets every connection finish
 /// the request it is working on and returns.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
-    header_timeout: Duration,
+    limits: Limits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let (closing, closing_seen) = watch::channel(false);
     // Every connection task holds a sender; when all are dropped, every connection is done.
     let (open, mut all_closed) = mpsc::channel::<()>(1);
+    let connections = Arc::new(Connections::default());
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    let connection = connection(stream, router.clone(), header_timeout, closing_seen.clone());
+                    if connections.count() >= limits.max_connections && !connections.evict_longest_waiting() {
+                        tokio::spawn(refuse_busy(stream));
+                        continue;
+                    }
+                    let tracked = connections.open();
+                    let connection = connection(stream, router.clone(), limits.header_timeout, tracked, closing_seen.clone());
                     let open = open.clone();
+                    let connections = connections.clone();
                     tokio::spawn(async move {
-                        connection.await;
+                        let id = connection.await;
+                        connections.close(id);
                         drop(open);
                     });
                 }
-                // Out of file descriptors, or a connection reset before it was accepted: the
-                // listener itself is fine; pause a moment rather than spin.
+                // Out of file descriptors after all (the reserve was used elsewhere), or a
+                // connection reset before it was accepted: the listener itself is fine; make room
+                // and pause a moment rather than spin.
                 Err(error) => {
                     tracing::warn!(%error, "cannot accept a connection");
+                    connections.evict_longest_waiting();
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
@@ -60,8 +131,97 @@ pub async fn serve(
     Ok(())
 }
 
-async fn connection(stream: tokio::net::TcpStream, router: Router, header_timeout: Duration, mut closing: watch::Receiver<bool>) {
-    let service = TowerToHyperService::new(router);
+/// The open connections, and what each is doing.
+#[derive(Default)]
+struct Connections {
+    next_id: AtomicU64,
+    open: Mutex<HashMap<u64, Arc<Tracked>>>,
+}
+
+/// One connection, as [`Connections`] sees it.
+struct Tracked {
+    id: u64,
+    /// Requests being answered on it (hyper serves HTTP/1 requests one at a time: 0 or 1).
+    in_flight: AtomicUsize,
+    /// Since when it has waited for a request: its opening, or the end of its last request.
+    waiting_since: Mutex<Instant>,
+    /// Told when the server needs its descriptor back.
+    evict: Notify,
+}
+
+impl Connections {
+    fn count(&self) -> usize {
+        self.open.lock().expect("never poisoned").len()
+    }
+
+    fn open(&self) -> Arc<Tracked> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let tracked = Arc::new(Tracked {
+            id,
+            in_flight: AtomicUsize::new(0),
+            waiting_since: Mutex::new(Instant::now()),
+            evict: Notify::new(),
+        });
+        self.open.lock().expect("never poisoned").insert(id, tracked.clone());
+        tracked
+    }
+
+    fn close(&self, id: u64) {
+        self.open.lock().expect("never poisoned").remove(&id);
+    }
+
+    /// Closes the connection that has waited longest for a request, if any is waiting; `false`
+    /// when every connection is working on one. It leaves the count at once, so that the next
+    /// accept does not pick it again while it closes.
+    fn evict_longest_waiting(&self) -> bool {
+        let mut open = self.open.lock().expect("never poisoned");
+        let victim = open
+            .values()
+            .filter(|tracked| tracked.in_flight.load(Ordering::Acquire) == 0)
+            .min_by_key(|tracked| *tracked.waiting_since.lock().expect("never poisoned"))
+            .map(|tracked| tracked.id);
+        let Some(tracked) = victim.and_then(|id| open.remove(&id)) else { return false };
+        tracked.evict.notify_one();
+        true
+    }
+}
+
+/// Marks its connection as working on a request while it lives.
+struct Busy(Arc<Tracked>);
+
+impl Busy {
+    fn start(tracked: &Arc<Tracked>) -> Busy {
+        tracked.in_flight.fetch_add(1, Ordering::AcqRel);
+        Busy(tracked.clone())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        *self.0.waiting_since.lock().expect("never poisoned") = Instant::now();
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Serves one connection until it closes, is evicted, or the server shuts down; returns its id.
+async fn connection(
+    stream: TcpStream,
+    router: Router,
+    header_timeout: Duration,
+    tracked: Arc<Tracked>,
+    mut closing: watch::Receiver<bool>,
+) -> u64 {
+    let inner = TowerToHyperService::new(router);
+    let marker = tracked.clone();
+    let service = hyper::service::service_fn(move |request| {
+        let busy = Busy::start(&marker);
+        let answer = hyper::service::Service::call(&inner, request);
+        async move {
+            let response = answer.await;
+            drop(busy);
+            response
+        }
+    });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(TokioTimer::new()).header_read_timeout(header_timeout);
     let connection = builder.serve_connection(TokioIo::new(stream), service);
@@ -69,11 +229,49 @@ async fn connection(stream: tokio::net::TcpStream, router: Router, header_timeou
     let closed = async move {
         let _ = closing.wait_for(|closing| *closing).await;
     };
-    tokio::select! {
-        _ = connection.as_mut() => {}
-        () = closed => {
-            connection.as_mut().graceful_shutdown();
-            let _ = connection.await;
+    tokio::pin!(closed);
+    loop {
+        tokio::select! {
+            _ = connection.as_mut() => break,
+            () = tracked.evict.notified() => {
+                // Chosen while it waited for a request; if one has just begun, it is answered
+                // and the connection closed after it.
+                if tracked.in_flight.load(Ordering::Acquire) == 0 {
+                    break;
+                }
+                connection.as_mut().graceful_shutdown();
+            }
+            () = &mut closed => {
+                connection.as_mut().graceful_shutdown();
+                let _ = connection.await;
+                break;
+            }
         }
     }
+    tracked.id
+}
+
+/// Answers a connection the server has no room for: 503 with a problem body, then closes it.
+/// The request's head is read first (HTTP clients take an answer that comes before their
+/// request for a broken connection, not for an answer); all of it bounded by one second, so
+/// that a client that sends or reads nothing cannot hold the descriptor.
+async fn refuse_busy(mut stream: TcpStream) {
+    const BODY: &str = r#"{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"The server has as many connections open as it can serve, all working on requests; retry in a moment."}"#;
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/problem+json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{BODY}",
+        BODY.len()
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        let mut head = Vec::with_capacity(1024);
+        let mut chunk = [0u8; 1024];
+        while !head.windows(4).any(|window| window == b"\r\n\r\n") && head.len() < 16 * 1024 {
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(read) => head.extend_from_slice(&chunk[..read]),
+            }
+        }
+        let _ = stream.write_all(answer.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
 }

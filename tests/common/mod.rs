@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod binary;
 pub mod host;
 
 use blog::Blog;

@@ -1,0 +1,85 @@
+//! The real `handler` binary, started as `cargo run` starts it (`main`'s path: its config from
+//! the environment, `Blog::serve`'s server loop), for tests about what only the process shows:
+//! `kill -9`, file descriptor limits, timeouts on real sockets.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+/// A running handler process; killed when dropped.
+pub struct Handler {
+    child: Child,
+    /// `http://127.0.0.1:<port>`, without a trailing slash.
+    pub base: String,
+}
+
+impl Handler {
+    /// `handler` on the embedded store in `data_dir`, with the development sign-in, on a free
+    /// port, with `extra` settings on top.
+    pub fn start(data_dir: &Path, extra: &[(&str, &str)]) -> Handler {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_handler"));
+        command
+            .env("BLOG_DATA_DIR", data_dir)
+            .env("BLOG_LISTEN", "127.0.0.1:0")
+            .env("BLOG_AUTH", "development")
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1");
+        for (name, value) in extra {
+            command.env(name, value);
+        }
+        Self::spawn(command)
+    }
+
+    /// As [`Handler::start`], in a process that may open at most `descriptors` files (soft and
+    /// hard limit, set by the shell's `ulimit` before it becomes the handler).
+    pub fn start_with_descriptor_limit(data_dir: &Path, descriptors: u32) -> Handler {
+        let mut command = Command::new("bash");
+        command
+            .arg("-c")
+            .arg(format!("ulimit -n {descriptors} && exec \"$0\""))
+            .arg(env!("CARGO_BIN_EXE_handler"))
+            .env("BLOG_DATA_DIR", data_dir)
+            .env("BLOG_LISTEN", "127.0.0.1:0")
+            .env("BLOG_AUTH", "development")
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1");
+        Self::spawn(command)
+    }
+
+    fn spawn(mut command: Command) -> Handler {
+        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("the handler binary starts");
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut lines = stdout.lines();
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            if let Some(at) = line.find("serving on http://") {
+                let address = line[at + "serving on ".len()..].split_whitespace().next().unwrap();
+                let base = address.trim_end_matches('/').to_owned();
+                // Keep draining its log, so that it never blocks on a full pipe.
+                std::thread::spawn(move || lines.for_each(drop));
+                return Handler { child, base };
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the handler exited before serving");
+    }
+
+    /// `host:port`, for raw sockets.
+    pub fn address(&self) -> &str {
+        self.base.trim_start_matches("http://")
+    }
+
+    /// SIGKILL: no shutdown code runs.
+    pub fn kill_9(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Handler {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,66 @@
+//! The server the binary runs (`main` → `Blog::serve`): a connection that sends no request is
+//! closed after the header timeout, and sockets that send nothing cannot take the server's file
+//! descriptors from everyone else.
+
+mod common;
+
+use std::time::Duration;
+
+use common::binary::Handler;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Reads until the server closes the connection; `false` if it is still open after `patience`.
+async fn closed_within(stream: &mut TcpStream, patience: Duration) -> bool {
+    let mut rest = Vec::new();
+    tokio::time::timeout(patience, stream.read_to_end(&mut rest)).await.is_ok()
+}
+
+/// The README: "a connection has 30 s to send a request's headers or its next request". A
+/// trickled request, a silent socket and an idle kept-alive connection are all closed by the
+/// handler as `main` starts it. The patience is past the 30 s, not a measure of speed.
+#[tokio::test]
+async fn a_connection_without_a_whole_request_is_closed_after_the_header_timeout() {
+    let data = tempfile::tempdir().unwrap();
+    let handler = Handler::start(data.path(), &[]);
+    let mut trickled = TcpStream::connect(handler.address()).await.unwrap();
+    trickled.write_all(b"GET /api/feed HTTP/1.1\r\nHost: x\r\n").await.unwrap();
+    let mut silent = TcpStream::connect(handler.address()).await.unwrap();
+    let mut kept_alive = TcpStream::connect(handler.address()).await.unwrap();
+    kept_alive.write_all(b"GET /api/feed HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    let mut answer = [0u8; 12];
+    kept_alive.read_exact(&mut answer).await.unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 200");
+
+    let patience = Duration::from_secs(45);
+    let (trickled, silent, kept_alive) = tokio::join!(
+        closed_within(&mut trickled, patience),
+        closed_within(&mut silent, patience),
+        closed_within(&mut kept_alive, patience)
+    );
+    assert!(trickled, "a request whose headers never end is cut off");
+    assert!(silent, "a socket that never sends a request is closed");
+    assert!(kept_alive, "an idle kept-alive connection is closed");
+}
+
+/// Under a limit of 256 open files, 400 sockets that send nothing are opened before anyone
+/// else asks: the reads of everyone else are still answered, long before any header timeout,
+/// because the server closes the longest-silent connection to make room, and the silent
+/// sockets are the ones that go.
+#[tokio::test]
+async fn silent_sockets_past_the_descriptor_limit_do_not_take_reads_down() {
+    let data = tempfile::tempdir().unwrap();
+    let handler = Handler::start_with_descriptor_limit(data.path(), 256);
+    let mut silent = Vec::new();
+    for _ in 0..400 {
+        silent.push(TcpStream::connect(handler.address()).await.unwrap());
+    }
+    // Well under the 30 s header timeout: an answer here did not wait for silent sockets to expire.
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(15)).build().unwrap();
+    for path in ["/api/feed", "/", "/api/feed?limit=5"] {
+        let answer = client.get(format!("{}{path}", handler.base)).send().await.unwrap_or_else(|error| panic!("{path}: {error}"));
+        assert_eq!(answer.status(), 200, "{path}");
+    }
+    // The first silent sockets were the ones closed to make room.
+    assert!(closed_within(&mut silent[0], Duration::from_secs(15)).await, "the longest-silent socket was closed");
+}
