@@ -521,3 +521,27 @@ async fn posts_change_feed_drops_the_cached_feed_at_once() {
     assert_eq!(after.list.items.len(), 1, "the post is in the feed at once");
     assert_ne!(after.etag, first.etag);
 }
+
+/// Links are shared with parameters the reader did not add (`utm_source`, `fbclid`, `ref`): a
+/// page ignores those and still checks its own; the JSON API stays strict.
+#[tokio::test]
+async fn a_shared_link_with_tracking_parameters_opens_the_page() {
+    let app = TestApp::start().await;
+    let browser = Browser::new(&app);
+    let alice = app.user("alice").await;
+    let post = app.post_by(&alice, "Shared").await;
+    for path in [
+        "/?utm_source=twitter".to_owned(),
+        "/?utm_source=a&utm_source=b&limit=5".to_owned(),
+        format!("/posts/{post}?fbclid=abc"),
+        format!("/users/{alice}?ref=x"),
+    ] {
+        let got = browser.get(&path).await;
+        assert_eq!(got.status, StatusCode::OK, "{path}: {}", got.html);
+    }
+    for path in ["/?limit=abc", "/?limit=5&limit=6&utm_source=x"] {
+        assert_eq!(browser.get(path).await.status, StatusCode::BAD_REQUEST, "{path}: the page's own parameters are checked");
+    }
+    let detail = app.get("/api/feed?utm_source=twitter").await.problem(400);
+    assert!(detail.contains("utm_source"), "{detail}");
+}

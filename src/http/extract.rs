@@ -146,18 +146,68 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T>
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
-        let invalid = |why: String| ApiError::bad_request(format!("The query string is not valid: {why}"));
-        let query = parts.uri.query().unwrap_or_default();
-        let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).map_err(|error| invalid(error.to_string()))?;
-        // Locally a repeated key arrives as it was sent; under the Functions host it arrives
-        // once, its values joined by commas (the host rebuilds the query from its parsed form).
-        // Either way one value is expected.
-        let mut seen = std::collections::BTreeSet::new();
-        if let Some((key, _)) = pairs.iter().find(|(key, _)| !seen.insert(key.as_str())) {
-            return Err(invalid(format!("`{key}` is given more than once; give each parameter once.")));
-        }
-        serde_urlencoded::from_str(query).map(QueryParams).map_err(|error| invalid(format!("{error}.")))
+        parse_query(parts.uri.query().unwrap_or_default(), |_| true).map(QueryParams)
     }
+}
+
+/// Parses `query` into `T`, keeping only the parameters `keep` accepts; each kept one must be
+/// given once.
+pub fn parse_query<T: DeserializeOwned>(query: &str, keep: impl Fn(&str) -> bool) -> Result<T, ApiError> {
+    let invalid = |why: String| ApiError::bad_request(format!("The query string is not valid: {why}"));
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).map_err(|error| invalid(error.to_string()))?;
+    let kept: Vec<(String, String)> = pairs.into_iter().filter(|(key, _)| keep(key)).collect();
+    // Locally a repeated key arrives as it was sent; under the Functions host it arrives
+    // once, its values joined by commas (the host rebuilds the query from its parsed form).
+    // Either way one value is expected.
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some((key, _)) = kept.iter().find(|(key, _)| !seen.insert(key.as_str())) {
+        return Err(invalid(format!("`{key}` is given more than once; give each parameter once.")));
+    }
+    let kept = serde_urlencoded::to_string(&kept).map_err(|error| invalid(error.to_string()))?;
+    serde_urlencoded::from_str(&kept).map_err(|error| invalid(format!("{error}.")))
+}
+
+/// The names of the fields a struct deserializes, as serde's derive lists them (the `fields`
+/// it passes to `deserialize_struct`): what a lenient parser may keep of a query string.
+pub fn field_names<T: DeserializeOwned>() -> &'static [&'static str] {
+    use serde::de::{self, Deserializer, Visitor};
+
+    struct Fields(Option<&'static [&'static str]>);
+    #[derive(Debug)]
+    struct Seen;
+    impl std::fmt::Display for Seen {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("fields seen")
+        }
+    }
+    impl std::error::Error for Seen {}
+    impl de::Error for Seen {
+        fn custom<M: std::fmt::Display>(_: M) -> Self {
+            Seen
+        }
+    }
+    impl<'de> Deserializer<'de> for &mut Fields {
+        type Error = Seen;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Seen> {
+            Err(Seen)
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Seen> {
+            self.0 = Some(fields);
+            Err(Seen)
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
+            unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+        }
+    }
+    let mut fields = Fields(None);
+    let _ = T::deserialize(&mut fields);
+    fields.0.unwrap_or(&[])
 }
 
 /// Checks one text field of a body: not blank, at most `max_chars` characters, and no control

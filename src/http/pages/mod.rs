@@ -24,7 +24,7 @@ use serde::de::DeserializeOwned;
 
 use super::AppState;
 use super::auth::{Caller, page_viewer};
-use super::extract::{Id, Ids, QueryParams};
+use super::extract::{Id, Ids, field_names, parse_query};
 use crate::error::ApiError;
 
 /// The stylesheet every page links, served at `/style.css`.
@@ -213,14 +213,18 @@ pub fn not_found_page(path: &str) -> Response {
     PageError(ApiError::not_found(format!("There is no page at {path}."))).into_response()
 }
 
-/// A query string parsed as the API parses it (strictly), refused with an HTML page.
+/// A page's query string: the parameters the page knows are checked as the API checks them
+/// (refused with an HTML page); the others are ignored, as every site ignores them: links are
+/// shared with tracking parameters (`?utm_source=…`, `?fbclid=…`) that the reader did not add.
+/// (The JSON API stays strict: a typo there is a client's bug to report.)
 pub struct PageQuery<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for PageQuery<T> {
     type Rejection = PageError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, PageError> {
-        let QueryParams(params) = QueryParams::from_request_parts(parts, state).await?;
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, PageError> {
+        let known = field_names::<T>();
+        let params = parse_query(parts.uri.query().unwrap_or_default(), |key| known.contains(&key))?;
         Ok(PageQuery(params))
     }
 }
