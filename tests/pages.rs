@@ -545,3 +545,29 @@ async fn a_shared_link_with_tracking_parameters_opens_the_page() {
     let detail = app.get("/api/feed?utm_source=twitter").await.problem(400);
     assert!(detail.contains("utm_source"), "{detail}");
 }
+
+/// A browser sends a textarea's line breaks as CR LF: they are stored as LF, as the API stores
+/// them, and count once against the limit, as the field's `maxlength` counts them. Every field
+/// carries the API's limit as its `maxlength`.
+#[tokio::test]
+async fn line_breaks_typed_in_a_browser_count_once_and_are_stored_as_lf() {
+    let app = TestApp::start().await;
+    let mut alice = Browser::new(&app);
+    alice.sign_up("alice", "Alice").await;
+    let post = alice.write("Lines", "one\r\ntwo\rthree").await;
+    let post_id = post.trim_start_matches("/posts/");
+    assert_eq!(app.get(&format!("/api/posts/{post_id}")).await.body["content"], "one\ntwo\nthree");
+
+    // 600 lines of "ab": 1,799 characters with LF, 2,398 as the browser sends them.
+    let long = vec!["ab"; 600].join("\r\n");
+    let commented = alice.submit(&format!("{post}/comments"), &[("content", &long)]).await;
+    assert_eq!(commented.status, StatusCode::SEE_OTHER, "{}", commented.html);
+    let comments = app.get(&format!("/api/posts/{post_id}/comments")).await;
+    assert_eq!(comments.body["items"][0]["content"], vec!["ab"; 600].join("\n"));
+
+    let form = alice.get(&post).await.html;
+    assert!(form.contains("name=\"content\" rows=\"8\" maxlength=\"2000\""), "{form}");
+    let write = alice.get("/write").await.html;
+    assert!(write.contains("name=\"title\" type=\"text\" value=\"\" maxlength=\"200\""), "{write}");
+    assert!(write.contains("maxlength=\"20000\""), "{write}");
+}

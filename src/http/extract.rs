@@ -13,7 +13,7 @@ use crate::error::ApiError;
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
 
 /// The longest id accepted in a path: Cosmos allows 255 bytes.
-const MAX_ID_BYTES: usize = 255;
+pub const MAX_ID_BYTES: usize = 255;
 
 /// A JSON request body, parsed strictly: the body types deny unknown fields, and every error
 /// names what is wrong.

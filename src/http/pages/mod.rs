@@ -305,10 +305,25 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Form<T> {
                 "This address takes a form sent from the blog's pages (application/x-www-form-urlencoded).",
             )));
         }
-        serde_urlencoded::from_bytes(&bytes)
-            .map(Form)
-            .map_err(|error| PageError(ApiError::bad_request(format!("The form could not be read: {error}."))))
+        let unreadable =
+            |error: &dyn std::fmt::Display| PageError(ApiError::bad_request(format!("The form could not be read: {error}.")));
+        let fields: Vec<(String, String)> = serde_urlencoded::from_bytes(&bytes).map_err(|error| unreadable(&error))?;
+        let fields: Vec<(String, String)> =
+            fields.into_iter().map(|(name, value)| (name, normalize_line_breaks(value))).collect();
+        let fields = serde_urlencoded::to_string(&fields).map_err(|error| unreadable(&error))?;
+        serde_urlencoded::from_str(&fields).map(Form).map_err(|error| unreadable(&error))
     }
+}
+
+/// A browser sends every line break of a form's text as CR LF (the HTML standard's form data
+/// set encoding: "newline normalization"), so a comment of 1,000 short lines would count twice
+/// against its limit and be stored in another form than the API's: each CR LF, and any lone
+/// CR, becomes LF, as a `textarea`'s value and its `maxlength` count them.
+fn normalize_line_breaks(value: String) -> String {
+    if !value.contains('\r') {
+        return value;
+    }
+    value.replace("\r\n", "\n").replace('\r', "\n")
 }
 
 /// Why a write from a form was refused: the API's `detail`, and the field it is about, if it
@@ -350,6 +365,10 @@ pub struct Field {
     pub label: &'static str,
     pub hint: &'static str,
     pub multiline: bool,
+    /// The API's limit, as the field's `maxlength`, so that the browser stops the typing there.
+    /// (A browser counts UTF-16 code units, the API characters: a text of emoji is stopped
+    /// early, never let through too long.)
+    pub max_chars: usize,
 }
 
 /// Renders a form: a general error first, then each field, then the submit button.
@@ -376,14 +395,14 @@ pub fn form(out: &mut String, action: &str, id: &str, fields: &[Field], draft: &
         if field.multiline {
             let _ = write!(
                 out,
-                "<textarea id=\"{input_id}\" name=\"{}\" rows=\"8\" required{invalid}{described}>{value}</textarea></p>",
-                field.name
+                "<textarea id=\"{input_id}\" name=\"{}\" rows=\"8\" maxlength=\"{}\" required{invalid}{described}>{value}</textarea></p>",
+                field.name, field.max_chars
             );
         } else {
             let _ = write!(
                 out,
-                "<input id=\"{input_id}\" name=\"{}\" type=\"text\" value=\"{value}\" required{invalid}{described}></p>",
-                field.name
+                "<input id=\"{input_id}\" name=\"{}\" type=\"text\" value=\"{value}\" maxlength=\"{}\" required{invalid}{described}></p>",
+                field.name, field.max_chars
             );
         }
     }

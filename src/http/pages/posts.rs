@@ -23,11 +23,16 @@ use crate::model::{MAX_COMMENT_CHARS, MAX_CONTENT_CHARS, MAX_TITLE_CHARS};
 
 // The hints say the limits the API applies; the assertion keeps them true.
 const POST_FIELDS: [Field; 2] = [
-    Field { name: "title", label: "Title", hint: "Up to 200 characters.", multiline: false },
-    Field { name: "content", label: "Text", hint: "Up to 20,000 characters.", multiline: true },
+    Field { name: "title", label: "Title", hint: "Up to 200 characters.", multiline: false, max_chars: MAX_TITLE_CHARS },
+    Field { name: "content", label: "Text", hint: "Up to 20,000 characters.", multiline: true, max_chars: MAX_CONTENT_CHARS },
 ];
-const COMMENT_FIELDS: [Field; 1] =
-    [Field { name: "content", label: "Your comment", hint: "Up to 2,000 characters.", multiline: true }];
+const COMMENT_FIELDS: [Field; 1] = [Field {
+    name: "content",
+    label: "Your comment",
+    hint: "Up to 2,000 characters.",
+    multiline: true,
+    max_chars: MAX_COMMENT_CHARS,
+}];
 const _: () = assert!(MAX_TITLE_CHARS == 200 && MAX_CONTENT_CHARS == 20_000 && MAX_COMMENT_CHARS == 2_000);
 
 /// A post's title and text, as typed into the form.

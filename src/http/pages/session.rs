@@ -28,6 +28,7 @@ const SIGN_IN_FIELDS: [Field; 1] = [Field {
     label: "Sign in as",
     hint: "Development sign-in: any id (letters, digits, - and _), e.g. alice. Nothing checks it.",
     multiline: false,
+    max_chars: crate::http::extract::MAX_ID_BYTES,
 }];
 
 /// The development sign-in form's one field (the deployed build has no such form, and ignores it).

@@ -23,6 +23,7 @@ const USERNAME_FIELDS: [Field; 1] = [Field {
     hint: "Shown beside everything you write; up to 64 characters, and yours alone: a name another user has, in any \
            case, is taken.",
     multiline: false,
+    max_chars: crate::model::MAX_USERNAME_CHARS,
 }];
 
 /// A username, as typed into the form.
