@@ -571,3 +571,30 @@ async fn line_breaks_typed_in_a_browser_count_once_and_are_stored_as_lf() {
     assert!(write.contains("name=\"title\" type=\"text\" value=\"\" maxlength=\"200\""), "{write}");
     assert!(write.contains("maxlength=\"20000\""), "{write}");
 }
+
+/// An error page (404, 403, 400, 405) keeps showing who is signed in, as every other page does.
+#[tokio::test]
+async fn error_pages_show_the_signed_in_person_as_signed_in() {
+    let app = TestApp::start().await;
+    let mut alice = Browser::new(&app);
+    alice.sign_up("alice", "Alice").await;
+    let bob = app.user("bob").await;
+    let bobs_post = app.post_by(&bob, "Bob's").await;
+    let forbidden = alice.get(&format!("/posts/{bobs_post}/edit")).await;
+    let refused_query = alice.get("/?limit=abc").await;
+    let wrong_method = alice.send(alice.client.delete(format!("{}/posts/x", app.base))).await;
+    for (got, status) in [
+        (alice.get("/posts/nothing-here").await, StatusCode::NOT_FOUND),
+        (alice.get("/no/such/page").await, StatusCode::NOT_FOUND),
+        (forbidden, StatusCode::FORBIDDEN),
+        (refused_query, StatusCode::BAD_REQUEST),
+        (wrong_method, StatusCode::METHOD_NOT_ALLOWED),
+    ] {
+        assert_eq!(got.status, status, "{}", got.html);
+        assert!(got.html.contains("href=\"/users/alice\">Your page</a>") && got.html.contains("Sign out"), "{}", got.html);
+        assert!(!got.html.contains("href=\"/signin\""), "{}", got.html);
+        assert_eq!(got.header("cache-control"), "private, no-cache", "a page showing who is signed in is theirs alone");
+    }
+    let anonymous = Browser::new(&app).get("/posts/nothing-here").await;
+    assert!(anonymous.html.contains("href=\"/signin\""), "{}", anonymous.html);
+}

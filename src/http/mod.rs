@@ -180,6 +180,7 @@ pub fn router(state: AppState, max_in_flight: usize, host_change_feed: bool) -> 
     router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), pages::remember_viewer))
         .layer(axum::middleware::from_fn_with_state(Arc::new(Admission::new(max_in_flight, host_change_feed)), admit))
         .layer(axum::middleware::from_fn(observe::per_request))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))

@@ -173,6 +173,27 @@ pub fn layout(title: &str, viewer: &Viewer, main: &str) -> String {
     html
 }
 
+tokio::task_local! {
+    /// Who is signed in, for the request being answered: error pages are rendered where no
+    /// handler asked (a refused extractor, an unknown path), and must still show who it is.
+    static SIGNED_IN: Option<String>;
+}
+
+/// Reads who is signed in once per page request, for [`PageError`]'s page. (The JSON API's
+/// requests pass through untouched.)
+pub async fn remember_viewer(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if request.uri().path().starts_with("/api/") {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let viewer = page_viewer(&parts, state.auth);
+    SIGNED_IN.scope(viewer, next.run(Request::from_parts(parts, body))).await
+}
+
 /// A page that failed: an HTML page with the status and what to do, never problem+json.
 pub struct PageError(pub ApiError);
 
@@ -202,7 +223,9 @@ impl IntoResponse for PageError {
             "<article class=\"notice\"><h1>{heading}</h1><p>{}</p><p>{advice}</p><p><a href=\"/\">Go to the front page</a></p></article>",
             esc(&detail)
         );
-        Page { status, html: layout(heading, &Viewer(None), &main), private: false }.into_response()
+        let viewer = Viewer(SIGNED_IN.try_with(Clone::clone).ok().flatten());
+        let private = viewer.id().is_some();
+        Page { status, html: layout(heading, &viewer, &main), private }.into_response()
     }
 }
 
