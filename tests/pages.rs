@@ -598,3 +598,31 @@ async fn error_pages_show_the_signed_in_person_as_signed_in() {
     let anonymous = Browser::new(&app).get("/posts/nothing-here").await;
     assert!(anonymous.html.contains("href=\"/signin\""), "{}", anonymous.html);
 }
+
+/// On a post with more likes than the first page shows, a later liker still sees that they
+/// like it, and can take the like back (one point read of their like, not a search of a page).
+#[tokio::test]
+async fn a_later_liker_of_a_popular_post_sees_their_like() {
+    let app = TestApp::start().await;
+    let author = app.user("author").await;
+    let post = app.post_by(&author, "Popular").await;
+    for n in 0..29 {
+        let fan = app.user(&format!("fan{n}")).await;
+        assert_eq!(
+            app.post(&format!("/api/posts/{post}/likes"), serde_json::json!({"userId": fan})).await.status,
+            StatusCode::CREATED
+        );
+    }
+    let mut late = Browser::new(&app);
+    late.sign_up("late", "Late").await;
+    let liked = late.submit(&format!("/posts/{post}/likes"), &[]).await;
+    assert_eq!(liked.status, StatusCode::SEE_OTHER, "{}", liked.html);
+    let page = late.get(&format!("/posts/{post}")).await;
+    assert!(page.html.contains("30 likes"), "{}", page.html);
+    assert!(page.html.contains("You like this post.") && page.html.contains("Take back your like"), "{}", page.html);
+    assert_eq!(page.operations(), 4, "Q2 + Q4 + Q5, and the viewer's like past the first page");
+    let unliked = late.submit(&format!("/posts/{post}/unlike"), &[]).await;
+    assert_eq!(unliked.status, StatusCode::SEE_OTHER, "{}", unliked.html);
+    let page = late.get(&format!("/posts/{post}")).await;
+    assert!(page.html.contains("29 likes") && !page.html.contains("You like this post."), "{}", page.html);
+}

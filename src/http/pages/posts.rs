@@ -12,6 +12,7 @@ use super::{
     Draft, Field, Form, Page, PageId, PageIds, PageQuery, PageResult, Refusal, SameOrigin, Viewer, count, esc, form, layout,
     time, url_part,
 };
+use crate::cosmos::Container;
 use crate::error::ApiError;
 use crate::http::AppState;
 use crate::http::comments::{comments_of, create_comment, delete_comment};
@@ -19,7 +20,7 @@ use crate::http::likes::{create_like, delete_like, likes_of};
 use crate::http::lists::ListParams;
 use crate::http::lists::OwnerKnown;
 use crate::http::posts::{create_post, delete_post, edit_post, get_post};
-use crate::model::{MAX_COMMENT_CHARS, MAX_CONTENT_CHARS, MAX_TITLE_CHARS};
+use crate::model::{Like, MAX_COMMENT_CHARS, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, like_id};
 
 // The hints say the limits the API applies; the assertion keeps them true.
 const POST_FIELDS: [Field; 2] = [
@@ -76,6 +77,19 @@ pub async fn post_page(
     render_post(&state, &viewer, &post_id, &params, PostPageState::default(), StatusCode::OK).await
 }
 
+/// Whether `me` likes `post`: seen on the first page of likes when it is there; past it (a
+/// post with more likes than one page), one point read of the like, whose id is derived from
+/// the user (`like-<userId>`), in the post's partition.
+async fn likes_post(state: &AppState, post: &Post, first_page: &[Like], me: &str) -> Result<bool, ApiError> {
+    if first_page.iter().any(|like| like.user_id == me) {
+        return Ok(true);
+    }
+    if post.like_count as usize <= first_page.len() {
+        return Ok(false);
+    }
+    Ok(state.store.read::<Like>(Container::Posts, &post.id, &like_id(me)).await?.is_some())
+}
+
 async fn render_post(
     state: &AppState,
     viewer: &Viewer,
@@ -111,7 +125,10 @@ async fn render_post(
         let _ =
             write!(main, "<a href=\"/posts/{id}/edit\">Edit this post</a><a href=\"/posts/{id}/delete\">Delete this post</a>");
     }
-    let liked = viewer.id().is_some_and(|me| likes.items.iter().any(|like| like.user_id == me));
+    let liked = match viewer.id() {
+        Some(me) => likes_post(state, &post, &likes.items, me).await?,
+        None => false,
+    };
     match viewer.id() {
         Some(_) if liked => {
             let _ = write!(
