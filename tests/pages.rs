@@ -119,11 +119,11 @@ async fn a_person_signs_in_writes_comments_likes_edits_and_renames() {
     let page = alice.get(&post).await;
     assert_eq!(page.status, StatusCode::OK);
     assert_eq!(page.header("content-type"), "text/html; charset=utf-8");
-    assert!(page.html.contains("<h1>Hello, pages</h1>") && page.html.contains("Edit this post"), "{}", page.html);
+    assert!(page.html.contains("<h1 dir=\"auto\">Hello, pages</h1>") && page.html.contains("Edit this post"), "{}", page.html);
     assert_eq!(page.operations(), 3, "Q2 + Q4 + Q5, nothing more");
 
     let front = eventually(&alice, "/", |html| html.contains("Hello, pages")).await;
-    assert!(front.html.contains("by <a href=\"/users/alice\">Alice</a>"), "{}", front.html);
+    assert!(front.html.contains("by <a href=\"/users/alice\"><bdi>Alice</bdi></a>"), "{}", front.html);
 
     let commented = alice.submit(&format!("{post}/comments"), &[("content", "First!")]).await;
     assert_eq!(commented.status, StatusCode::SEE_OTHER);
@@ -139,11 +139,11 @@ async fn a_person_signs_in_writes_comments_likes_edits_and_renames() {
 
     let edited = alice.submit(&format!("{post}/edit"), &[("title", "Hello, edited"), ("content", "Now edited.")]).await;
     assert_eq!(edited.location(), post);
-    assert!(alice.get(&post).await.html.contains("<h1>Hello, edited</h1>"));
+    assert!(alice.get(&post).await.html.contains("<h1 dir=\"auto\">Hello, edited</h1>"));
 
     let renamed = alice.submit("/users/alice", &[("username", "Alice Liddell")]).await;
     assert_eq!(renamed.location(), "/users/alice");
-    eventually(&alice, &post, |html| html.contains(">Alice Liddell</a>")).await;
+    eventually(&alice, &post, |html| html.contains("><bdi>Alice Liddell</bdi></a>")).await;
 
     // Someone else sees no edit link, and may not edit.
     let mut bob = Browser::new(&app);
@@ -228,7 +228,7 @@ async fn a_taken_username_is_an_error_on_the_sign_up_and_rename_forms() {
     let error = format!("id=\"rename-username-error\">{}", escape("`username` \"alice\" is taken"));
     assert!(refused.html.contains(&error), "{}", refused.html);
     assert!(refused.html.contains("<details open>"), "the rename form is open: {}", refused.html);
-    assert!(refused.html.contains("<h1>Bob</h1>"), "a refused rename changes nothing: {}", refused.html);
+    assert!(refused.html.contains("<h1 dir=\"auto\">Bob</h1>"), "a refused rename changes nothing: {}", refused.html);
 }
 
 fn escape(text: &str) -> String {
@@ -283,7 +283,7 @@ async fn a_person_takes_back_a_like_deletes_comments_and_then_the_post() {
     eventually(&alice, "/users/alice", |html| html.contains("Short-lived")).await;
     assert_eq!(bob.get(&format!("{post}/delete")).await.status, StatusCode::FORBIDDEN);
     let confirm = alice.get(&format!("{post}/delete")).await;
-    assert!(confirm.html.contains("Delete “Short-lived”?") && confirm.html.contains("1 comment"), "{}", confirm.html);
+    assert!(confirm.html.contains("Delete “<bdi>Short-lived</bdi>”?") && confirm.html.contains("1 comment"), "{}", confirm.html);
     let deleted = alice.submit(&format!("{post}/delete"), &[]).await;
     assert_eq!(deleted.location(), "/users/alice");
     assert_eq!(alice.get(&post).await.status, StatusCode::NOT_FOUND);
@@ -489,7 +489,7 @@ async fn on_azure_the_pages_sign_in_with_app_service_authentication() {
     assert_eq!((liked.status.as_u16(), liked.header("location")), (303, Some(post_path.as_str())), "{}", liked.body);
     let post = common::host::forward(&app, "GET", &post_path, &signed_in, None).await;
     let html = post.body.as_str().unwrap();
-    assert!(html.contains("by <a href=\"/users/00000000-0000-0000-0000-0000000000aa\">Entra Alice</a>"), "{html}");
+    assert!(html.contains("by <a href=\"/users/00000000-0000-0000-0000-0000000000aa\"><bdi>Entra Alice</bdi></a>"), "{html}");
     assert!(html.contains("0 comments · 1 like") && html.contains("You like this post."), "{html}");
 
     let sign_out = common::host::forward(&app, "POST", "/signout", &form("https://blog.azurewebsites.net"), None).await;
@@ -625,4 +625,27 @@ async fn a_later_liker_of_a_popular_post_sees_their_like() {
     assert_eq!(unliked.status, StatusCode::SEE_OTHER, "{}", unliked.html);
     let page = late.get(&format!("/posts/{post}")).await;
     assert!(page.html.contains("29 likes") && !page.html.contains("You like this post."), "{}", page.html);
+}
+
+/// A right-to-left name or title must not reorder the text around it ("by 24 · فاطمة Nov
+/// 2026"): every user-supplied name is isolated in `<bdi>`, and every title and text block
+/// takes its direction from its own first strong character (`dir="auto"`).
+#[tokio::test]
+async fn right_to_left_names_and_titles_are_isolated_from_the_text_around_them() {
+    let app = TestApp::start().await;
+    let mut fatima = Browser::new(&app);
+    fatima.sign_up("fatima", "فاطمة الزهراء").await;
+    let post = fatima.write("مرحبا", "نص عربي").await;
+    fatima.submit(&format!("{post}/comments"), &[("content", "تعليق")]).await;
+    fatima.submit(&format!("{post}/likes"), &[]).await;
+    let page = fatima.get(&post).await.html;
+    assert!(page.contains("<h1 dir=\"auto\">مرحبا</h1>"), "{page}");
+    assert!(page.contains("by <a href=\"/users/fatima\"><bdi>فاطمة الزهراء</bdi></a> · <time"), "{page}");
+    assert!(page.contains("<div class=\"content\" dir=\"auto\">نص عربي</div>"), "{page}");
+    assert!(page.contains("<p dir=\"auto\">تعليق</p>"), "{page}");
+    assert_eq!(page.matches("<bdi>فاطمة الزهراء</bdi>").count(), 3, "author, liker and commenter: {page}");
+    let front = eventually(&fatima, "/", |html| html.contains("مرحبا")).await.html;
+    assert!(front.contains("<bdi>مرحبا</bdi></a></h2>") && front.contains("<bdi>فاطمة الزهراء</bdi></a> · <time"), "{front}");
+    let user_page = fatima.get("/users/fatima").await.html;
+    assert!(user_page.contains("<h1 dir=\"auto\">فاطمة الزهراء</h1>"), "{user_page}");
 }

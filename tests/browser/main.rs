@@ -75,7 +75,7 @@ async fn a_person_uses_the_whole_blog_in_a_browser() {
     browser.type_into("#rename-username", "Alice Liddell").await;
     browser.follow("#rename button[type=submit]").await;
     assert_eq!(browser.text("h1").await, "Alice Liddell");
-    browser.eventually(&post_url, |html| html.contains(">Alice Liddell</a>")).await;
+    browser.eventually(&post_url, |html| html.contains("><bdi>Alice Liddell</bdi></a>")).await;
 
     // Take back the like, delete the comment, then the post after its confirmation.
     browser.follow("form[action$='/unlike'] button").await;

@@ -61,16 +61,17 @@ pub fn post_list(out: &mut String, posts: &[Post], show_author: bool) {
     for post in posts {
         let _ = write!(
             out,
-            "<li><article><h2><a href=\"/posts/{}\">{}</a></h2><p class=\"meta\">",
+            "<li><article><h2><a href=\"/posts/{}\"><bdi>{}</bdi></a></h2><p class=\"meta\">",
             url_part(&post.id),
             esc(&post.title)
         );
         if show_author {
-            let _ = write!(out, "by <a href=\"/users/{}\">{}</a> · ", url_part(&post.user_id), esc(&post.user_username));
+            let _ =
+                write!(out, "by <a href=\"/users/{}\"><bdi>{}</bdi></a> · ", url_part(&post.user_id), esc(&post.user_username));
         }
         let _ = write!(
             out,
-            "{}</p><p class=\"excerpt\">{}</p><p class=\"counts\">{} · {}</p></article></li>",
+            "{}</p><p class=\"excerpt\" dir=\"auto\">{}</p><p class=\"counts\">{} · {}</p></article></li>",
             time(&post.creation_date),
             esc(&post.content),
             count(post.comment_count, "comment", "comments"),

@@ -110,7 +110,7 @@ async fn render_post(
     let mut main = String::with_capacity(8192);
     let _ = write!(
         main,
-        "<article><h1>{}</h1><p class=\"meta\">by <a href=\"/users/{}\">{}</a> · {}</p><div class=\"content\">{}</div>\
+        "<article><h1 dir=\"auto\">{}</h1><p class=\"meta\">by <a href=\"/users/{}\"><bdi>{}</bdi></a> · {}</p><div class=\"content\" dir=\"auto\">{}</div>\
          <p class=\"counts\">{} · {}</p>",
         esc(&post.title),
         url_part(&post.user_id),
@@ -153,7 +153,12 @@ async fn render_post(
         main.push_str("<section aria-labelledby=\"likes\"><h2 id=\"likes\">Liked by</h2><p>");
         for (n, like) in likes.items.iter().enumerate() {
             let separator = if n == 0 { "" } else { ", " };
-            let _ = write!(main, "{separator}<a href=\"/users/{}\">{}</a>", url_part(&like.user_id), esc(&like.user_username));
+            let _ = write!(
+                main,
+                "{separator}<a href=\"/users/{}\"><bdi>{}</bdi></a>",
+                url_part(&like.user_id),
+                esc(&like.user_username)
+            );
         }
         let more = post.like_count.saturating_sub(likes.items.len() as u64);
         if more > 0 && likes.continuation_token.is_some() {
@@ -170,7 +175,7 @@ async fn render_post(
         for comment in &comments.items {
             let _ = write!(
                 main,
-                "<li id=\"comment-{}\"><p class=\"meta\"><a href=\"/users/{}\">{}</a> · {}</p><p>{}</p>",
+                "<li id=\"comment-{}\"><p class=\"meta\"><a href=\"/users/{}\"><bdi>{}</bdi></a> · {}</p><p dir=\"auto\">{}</p>",
                 esc(&comment.id),
                 url_part(&comment.user_id),
                 esc(&comment.user_username),
@@ -295,7 +300,7 @@ pub async fn delete_post_page(State(state): State<AppState>, viewer: Viewer, Pag
     viewer.caller()?.must_be(&post.user_id, "delete this post")?;
     let id = url_part(&post.id);
     let main = format!(
-        "<h1>Delete “{}”?</h1><p>The post, its {} and its {} are deleted for good.</p>\
+        "<h1>Delete “<bdi>{}</bdi>”?</h1><p>The post, its {} and its {} are deleted for good.</p>\
          <div class=\"actions\"><form method=\"post\" action=\"/posts/{id}/delete\"><button type=\"submit\">Delete</button></form>\
          <a href=\"/posts/{id}\">Keep it</a></div>",
         esc(&post.title),

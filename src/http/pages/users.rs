@@ -66,7 +66,7 @@ async fn render_user(
         Err(error) => return Err(error.into()),
     };
     let posts = posts?;
-    let mut main = format!("<h1>{}</h1>", esc(&user.username));
+    let mut main = format!("<h1 dir=\"auto\">{}</h1>", esc(&user.username));
     if viewer.is(user_id) {
         let action = format!("/users/{}", url_part(user_id));
         let draft =
