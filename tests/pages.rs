@@ -649,3 +649,52 @@ async fn right_to_left_names_and_titles_are_isolated_from_the_text_around_them()
     let user_page = fatima.get("/users/fatima").await.html;
     assert!(user_page.contains("<h1 dir=\"auto\">فاطمة الزهراء</h1>"), "{user_page}");
 }
+
+/// The head of the answer to `GET path` with `Accept-Encoding: encoding`, sent on a raw socket
+/// (an HTTP client library may decompress and drop `Content-Encoding` before the test sees it).
+async fn head_with_encoding(app: &TestApp, path: &str, encoding: &str) -> HeaderMap {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = app.base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nAccept-Encoding: {encoding}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    let end = answer.windows(4).position(|window| window == b"\r\n\r\n").expect("a whole head");
+    let head = String::from_utf8_lossy(&answer[..end]).into_owned();
+    let mut headers = HeaderMap::new();
+    for line in head.lines().skip(1) {
+        let (name, value) = line.split_once(':').unwrap();
+        headers.append(reqwest::header::HeaderName::from_bytes(name.trim().as_bytes()).unwrap(), value.trim().parse().unwrap());
+    }
+    headers
+}
+
+/// Pages are compressed for a browser that accepts it, and carry a Content-Security-Policy that
+/// the pages' own markup passes (one stylesheet of the blog's, no script, no inline style), no
+/// framing, `nosniff` and a Referrer-Policy; the API's answers carry `nosniff` too.
+#[tokio::test]
+async fn pages_are_compressed_and_carry_security_headers() {
+    let app = TestApp::start().await;
+    let author = app.user("alice").await;
+    let post = app.post_by(&author, "Headers").await;
+    for path in ["/".to_owned(), format!("/posts/{post}"), "/signin".to_owned(), "/posts/missing".to_owned()] {
+        let headers = head_with_encoding(&app, &path, "gzip").await;
+        assert_eq!(headers["content-encoding"], "gzip", "{path}: {headers:?}");
+        let policy = headers["content-security-policy"].to_str().unwrap();
+        assert!(policy.contains("default-src 'none'") && policy.contains("style-src 'self'"), "{path}: {policy}");
+        assert!(policy.contains("frame-ancestors 'none'") && !policy.contains("unsafe-inline"), "{path}: {policy}");
+        assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(headers["x-frame-options"], "DENY", "{path}");
+        assert_eq!(headers["referrer-policy"], "strict-origin-when-cross-origin", "{path}");
+    }
+    // What the policy allows is all the pages use: no script, no inline style, no other origin.
+    let html = Browser::new(&app).get(&format!("/posts/{post}")).await.html;
+    for forbidden in ["<script", " style=", "<style", "http://", "https://"] {
+        assert!(!html.contains(forbidden), "{forbidden} in a page: {html}");
+    }
+    let api = head_with_encoding(&app, "/api/feed", "br").await;
+    assert_eq!(api["content-encoding"], "br");
+    assert_eq!(api["x-content-type-options"], "nosniff");
+    assert!(api.get("content-security-policy").is_none(), "JSON is not a page");
+}

@@ -181,7 +181,11 @@ pub fn router(state: AppState, max_in_flight: usize, host_change_feed: bool) -> 
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(state.clone(), pages::remember_viewer))
+        .layer(axum::middleware::from_fn(pages::security_headers))
         .layer(axum::middleware::from_fn_with_state(Arc::new(Admission::new(max_in_flight, host_change_feed)), admit))
+        // gzip or brotli, for clients that accept it (browsers do): pages and JSON lists are
+        // repetitive text. The body is compressed as it is sent, after the handler's work.
+        .layer(tower_http::compression::CompressionLayer::new())
         .layer(axum::middleware::from_fn(observe::per_request))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
