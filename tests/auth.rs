@@ -57,6 +57,11 @@ async fn a_user_is_the_callers_own_principal() {
     assert!(detail.contains("PUT"), "{detail}");
     assert_eq!(app.get("/api/users/principal-1").await.body["username"], "alice");
     app.send_as(Some("a/b"), Method::POST, "/api/users", Some(json!({"username": "x"}))).await.problem(403);
+    let me = app.send_as(Some("principal-1"), Method::GET, "/api/me", None).await;
+    assert_eq!((me.status.as_u16(), me.operations()), (200, 0));
+    assert_eq!(me.body, json!({"userId": "principal-1"}));
+    app.send_as(Some("principal-1"), Method::GET, "/api/me?x=1", None).await.problem(400);
+    app.send_as(None, Method::GET, "/api/me", None).await.problem(401);
 }
 
 #[tokio::test]
@@ -117,4 +122,11 @@ async fn platform_authentication_trusts_only_the_platforms_header() {
     let answer = common::host::forward(&app, "POST", "/api/users", &headers, Some(br#"{"username":"entra"}"#)).await;
     assert_eq!(answer.status.as_u16(), 201, "{}", answer.body);
     assert_eq!(answer.body["id"], "00000000-0000-0000-0000-0000000000aa");
+    // A client with a token learns the id its writes must name.
+    let headers: Vec<(&str, &str)> = identity.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    let me = common::host::forward(&app, "GET", "/api/me", &headers, None).await;
+    assert_eq!(me.status.as_u16(), 200, "{}", me.body);
+    assert_eq!(me.body, json!({"userId": "00000000-0000-0000-0000-0000000000aa"}));
+    app.send_as(None, Method::GET, "/api/me", None).await.problem(401);
+    app.send_as(Some("dev"), Method::GET, "/api/me", None).await.problem(401);
 }

@@ -63,10 +63,11 @@ pub const FRONT_PAGE_ROUTE: &str = "{home:maxlength(0)?}";
 /// route prefix is empty: the JSON API's routes start with `api/`, the pages' do not). The router
 /// is built from this table, and a test checks it against every `functions/*/function.json`, so
 /// the two cannot drift apart.
-pub const HTTP_FUNCTIONS: [(&str, &str, &str); 35] = [
+pub const HTTP_FUNCTIONS: [(&str, &str, &str); 36] = [
     ("CreateUser", "POST", "api/users"),
     ("EditUser", "PUT", "api/users/{userId}"),
     ("GetUser", "GET", "api/users/{userId}"),
+    ("GetMe", "GET", "api/me"),
     ("ListUserPosts", "GET", "api/users/{userId}/posts"),
     ("CreatePost", "POST", "api/posts"),
     ("EditPost", "PUT", "api/posts/{postId}"),
@@ -118,6 +119,7 @@ fn handler(function: &str) -> MethodRouter<AppState> {
         "CreateUser" => post(users::create),
         "EditUser" => put(users::edit),
         "GetUser" => get(users::get),
+        "GetMe" => get(users::me),
         "ListUserPosts" => get(users::list_posts),
         "CreatePost" => post(posts::create),
         "EditPost" => put(posts::edit),

@@ -16,14 +16,14 @@ use super::{comments, feed, likes, posts, users};
                        x-ms-request-charge (RU), x-cosmos-operations and x-cosmos-partitions; every error is application/problem+json."
     ),
     paths(
-        users::create, users::edit, users::get, users::list_posts,
+        users::create, users::edit, users::get, users::me, users::list_posts,
         posts::create, posts::edit, posts::get, posts::delete,
         comments::create, comments::list, comments::delete,
         likes::create, likes::list, likes::delete,
         feed::list,
     ),
     tags(
-        (name = "users", description = "C1, Q1, Q3"),
+        (name = "users", description = "C1, Q1, Q3, and who the caller is"),
         (name = "posts", description = "C2, Q2, C7, C3, Q4, C6, C4, Q5, C5"),
         (name = "feed", description = "Q6"),
     )

@@ -208,6 +208,38 @@ pub async fn get_user(state: &AppState, user_id: &str) -> ApiResult<User> {
     state.store.read::<User>(Container::Users, user_id, user_id).await?.ok_or_else(|| user_not_found(user_id))
 }
 
+/// Who the caller is, as the handler sees them.
+#[derive(serde::Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Me {
+    /// The caller's principal id, which is their user's id (C1 creates it with this id).
+    pub user_id: String,
+}
+
+/// `GET /api/me`: the signed-in caller's user id, no store operation. A user IS a principal, and
+/// a client with a token knows its token, not the id the platform derives from it (App Service
+/// Authentication's `X-MS-CLIENT-PRINCIPAL-ID`): this says which `userId` its writes must name,
+/// and where its user is (`GET /api/users/{userId}`, 404 until C1 created it).
+#[utoipa::path(
+    get,
+    path = "/api/me",
+    tag = "users",
+    responses(
+        (status = 200, description = "The caller's user id", body = Me),
+        (status = 401, description = "Nobody is signed in", body = ProblemDetails, content_type = PROBLEM),
+        (status = 403, description = "The caller's principal id cannot be a user id", body = ProblemDetails, content_type = PROBLEM),
+        ReadProblems,
+    ),
+)]
+pub async fn me(caller: Caller, QueryParams(NoParams {}): QueryParams<NoParams>) -> Json<Me> {
+    Json(Me { user_id: caller.0 })
+}
+
+/// The query string of a request that takes no parameters: any is refused, as everywhere in the API.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
+
 /// Q3: `GET /api/users/{userId}/posts`, newest first: one query on the user's own partition of
 /// `users`, which holds the short copies of their posts.
 #[utoipa::path(
