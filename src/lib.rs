@@ -7,6 +7,7 @@
 //! - [`cosmos`]: every Cosmos DB call, through the official SDK; the embedded store.
 //! - [`scripts`]: the article's stored procedures and trigger, run in Cosmos DB or in-process.
 //! - [`changefeed`]: the change-feed functions that keep the denormalized copies true.
+//! - [`smoke`]: `handler smoke`, which proves a running blog works, from outside.
 
 pub mod changefeed;
 pub mod config;
@@ -15,6 +16,7 @@ pub mod error;
 pub mod http;
 pub mod model;
 pub mod scripts;
+pub mod smoke;
 
 use std::sync::Arc;
 

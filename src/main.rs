@@ -33,16 +33,29 @@ async fn handler() -> ExitCode {
 }
 
 async fn run() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // The smoke test talks to a blog over HTTP: it needs none of the blog's own settings.
+    if args.first().map(String::as_str) == Some("smoke") {
+        return smoke(&args[1..]).await;
+    }
     let config = Config::from_env()?;
-    match std::env::args().nth(1).as_deref() {
+    match args.first().map(String::as_str) {
         None => serve(config).await,
         Some("rebuild-copies") => rebuild_copies(config).await,
-        Some("dead-letters") => dead_letters(config, std::env::args().nth(2).as_deref()).await,
+        Some("dead-letters") => dead_letters(config, args.get(1).map(String::as_str)).await,
         Some(other) => Err(format!(
             "unknown command {other:?}; `handler` serves, `handler rebuild-copies` rebuilds the copies, \
-             `handler dead-letters [replay]` lists (or replays) the changes the change-feed functions set aside"
+             `handler dead-letters [replay]` lists (or replays) the changes the change-feed functions set aside, \
+             `handler smoke <base-url>` checks a running blog"
         )),
     }
+}
+
+/// `handler smoke <base-url> [--token … | --dev-user …]`: see [`blog::smoke`].
+async fn smoke(args: &[String]) -> Result<(), String> {
+    let options = blog::smoke::Options::parse(args, std::env::var(blog::smoke::TOKEN_VARIABLE).ok())?;
+    let mut out = std::io::stdout();
+    blog::smoke::run(&options, &mut out).await.map(drop).map_err(|failure| failure.to_string())
 }
 
 async fn serve(config: Config) -> Result<(), String> {
