@@ -124,15 +124,26 @@ async fn every_change_feed_function_is_declared_as_the_handler_serves_it() {
 /// publish` stops with "Worker runtime cannot be 'None'" unless it is named (azure-functions-core-
 /// tools `GlobalCoreToolsSettings.Init` reads `--custom`, else `FUNCTIONS_WORKER_RUNTIME` from the
 /// environment or local.settings.json, which publish never uploads). Every publish
-/// command in the README names it.
+/// command in the README and in `docs/` names it.
 #[test]
-fn the_readme_publish_command_names_the_worker_runtime() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let publishes: Vec<&str> = readme.lines().filter(|line| line.contains("func azure functionapp publish")).collect();
-    assert!(!publishes.is_empty(), "the README shows how to publish");
-    for line in publishes {
-        assert!(line.contains("--custom"), "publish without the runtime named: {line}");
+fn every_documented_publish_command_names_the_worker_runtime() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut documents = vec![root.join("README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|extension| extension == "md") {
+            documents.push(path);
+        }
     }
+    let mut publishes = 0;
+    for document in documents {
+        let text = std::fs::read_to_string(&document).unwrap();
+        for line in text.lines().filter(|line| line.contains("func azure functionapp publish")) {
+            assert!(line.contains("--custom"), "{}: publish without the runtime named: {line}", document.display());
+            publishes += 1;
+        }
+    }
+    assert!(publishes > 0, "the documentation shows how to publish");
 }
 
 /// No HTTP function's route can forward a client's request to a change-feed function. With
