@@ -3,7 +3,8 @@
 // and what that app needs to run without any secret: one user-assigned identity, a storage
 // account reached with that identity, and workspace-based Application Insights.
 //
-// Deploy: az deployment group create -g <rg> -f infra/main.bicep -p infra/main.bicepparam
+// Deploy: `azd up` (azure.yaml), or az deployment group create -g <rg> -p infra/main.bicepparam
+// (docs/deploy.md). The Entra ID app registration is part of the deployment (modules/signin.bicep).
 targetScope = 'resourceGroup'
 
 @description('Azure region for every resource.')
@@ -30,8 +31,17 @@ param maximumInstanceCount int = 40
 @secure()
 param tokenSigningKey string = newGuid()
 
-@description('Client id of the Entra ID app registration users sign in to (App Service Authentication). Empty: no sign-in, every write is answered 401.')
+@description('Create the Entra ID app registration people sign in with, in this deployment (needs the right to create applications in the tenant: by default every member user has it). false with no authClientId: a read-only blog, on purpose.')
+param createAppRegistration bool = true
+
+@description('Client id of an app registration that already exists, to use instead of creating one (then its redirect URI, credential and exposed API are yours to set: docs/deploy.md). Empty: create one (createAppRegistration).')
 param authClientId string = ''
+
+@description('The identifier URI (audience) of that existing registration\'s API, when it has one.')
+param authIdentifierUri string = ''
+
+@description('Object id of the operator: gets the Cosmos DB data-plane role (handler rebuild-copies, dead-letters) and owns the app registration. Defaults to whoever deploys; empty: nobody.')
+param operatorPrincipalId string = deployer().objectId
 
 @description('Tags applied to every resource.')
 param tags object = {}
@@ -49,6 +59,10 @@ var names = {
   plan: 'plan-${namePrefix}-${suffix}'
   functionApp: 'func-${namePrefix}-${suffix}'
 }
+
+// Sign-in: a registration created here, one given, or none (read-only, chosen explicitly).
+var createSignIn = createAppRegistration && empty(authClientId)
+var signInMode = createSignIn ? 'created' : (empty(authClientId) ? 'off' : 'existing')
 
 // The app's only credential: every data-plane call (Cosmos DB, storage, telemetry) is made with
 // this identity, so no keys or connection strings with secrets exist anywhere.
@@ -91,8 +105,24 @@ module cosmos 'modules/cosmos.bicep' = {
     serverless: cosmosServerless
     autoscaleMaxThroughput: cosmosAutoscaleMaxThroughput
     principalId: identity.properties.principalId
+    operatorPrincipalId: operatorPrincipalId
   }
 }
+
+// The registration people sign in to; its redirect URI is the app's host name, known already.
+module signIn 'modules/signin.bicep' = if (createSignIn) {
+  name: 'signIn'
+  params: {
+    uniqueName: 'blog-${suffix}'
+    displayName: 'Cosmos DB blog (${names.functionApp})'
+    appHostName: '${names.functionApp}.azurewebsites.net'
+    identityPrincipalId: identity.properties.principalId
+    ownerObjectId: operatorPrincipalId
+  }
+}
+
+var signInClientId = createSignIn ? signIn.outputs.clientId : authClientId
+var signInIdentifierUri = createSignIn ? signIn.outputs.identifierUri : authIdentifierUri
 
 // The custom handler itself. Its inputs come from the other modules' outputs, so it is created
 // after their role assignments exist and the host can reach storage and Cosmos DB at first start.
@@ -111,12 +141,21 @@ module functionApp 'modules/functionapp.bicep' = {
     cosmosEndpoint: cosmos.outputs.endpoint
     databaseName: cosmos.outputs.databaseName
     maximumInstanceCount: maximumInstanceCount
-    authClientId: authClientId
+    authClientId: signInClientId
+    authAudiences: filter([signInClientId, signInIdentifierUri], audience => !empty(audience))
     tokenSigningKey: tokenSigningKey
   }
 }
 
-output functionAppName string = functionApp.outputs.name
-output functionAppUrl string = 'https://${functionApp.outputs.defaultHostName}'
-output cosmosEndpoint string = cosmos.outputs.endpoint
-output resourceGroupName string = resourceGroup().name
+// Outputs, in the names azd keeps in its environment (.azure/<env>/.env), read by azure.yaml's
+// hooks and by docs/deploy.md (az deployment group show ... --query properties.outputs.<name>.value).
+output BLOG_URL string = 'https://${functionApp.outputs.defaultHostName}'
+output BLOG_FUNCTION_APP_NAME string = functionApp.outputs.name
+output BLOG_SIGN_IN string = signInMode
+output BLOG_AUTH_CLIENT_ID string = signInClientId
+output BLOG_API_IDENTIFIER_URI string = signInIdentifierUri
+output BLOG_API_SCOPE string = createSignIn ? signIn.outputs.scope : ''
+output BLOG_COSMOS_ENDPOINT string = cosmos.outputs.endpoint
+output BLOG_COSMOS_DATABASE string = cosmos.outputs.databaseName
+output BLOG_RESOURCE_GROUP string = resourceGroup().name
+output BLOG_APP_INSIGHTS_NAME string = names.appInsights

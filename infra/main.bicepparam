@@ -9,8 +9,10 @@ param cosmosServerless = true
 
 param maximumInstanceCount = 40
 
-// The Entra ID app registration users sign in to (create it once: az ad app create ...).
-param authClientId = ''
+// Sign-in: the Entra ID app registration is created by this deployment (modules/signin.bicep).
+// To use one that exists instead, set authClientId (and authIdentifierUri); to deploy a
+// read-only blog on purpose, set createAppRegistration = false. See docs/deploy.md.
+param createAppRegistration = true
 
 param tags = {
   project: 'cosmos-blog'

@@ -59,15 +59,49 @@ struct BicepFile {
     path: PathBuf,
     source: String,
     tree: Tree,
+    /// The `extension <alias>` statements of the file (see [`BicepFile::parse`]).
+    extensions: Vec<String>,
+}
+
+/// The extensions `infra/bicepconfig.json` declares: alias → registry reference. The file is
+/// JSON with comments (Bicep reads it so); whole-line `//` comments are left out here.
+fn declared_extensions() -> BTreeMap<String, String> {
+    let path = repo_root().join("infra/bicepconfig.json");
+    let text = fs::read_to_string(&path).unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
+    let json: String = text.lines().filter(|line| !line.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
+    let config: Value = serde_json::from_str(&json).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    let extensions = config["extensions"].as_object().cloned().unwrap_or_default();
+    extensions.into_iter().map(|(alias, reference)| (alias, reference.as_str().unwrap_or_default().to_owned())).collect()
 }
 
 impl BicepFile {
+    /// Parses a Bicep file. The grammar (tree-sitter-bicep 1.1) predates `extension` statements
+    /// and cannot parse them: a line `extension <alias>` whose alias `infra/bicepconfig.json`
+    /// declares is recorded in [`BicepFile::extensions`] and blanked (kept as spaces, so that
+    /// positions stay right) before parsing; any other `extension` line is left for the parser
+    /// to refuse, so nothing is skipped unseen. `extensions_are_declared_and_typed` checks them.
     fn parse(path: &Path) -> BicepFile {
-        let source = fs::read_to_string(path).unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
+        let original = fs::read_to_string(path).unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
+        let declared = declared_extensions();
+        let mut extensions = Vec::new();
+        let source: String = original
+            .split_inclusive('\n')
+            .map(|line| {
+                let statement = line.trim_end();
+                match statement.strip_prefix("extension ").map(str::trim) {
+                    Some(alias) if declared.contains_key(alias) && !alias.contains(char::is_whitespace) => {
+                        extensions.push(alias.to_owned());
+                        let blank: String = statement.chars().map(|_| ' ').collect();
+                        format!("{blank}{}", &line[statement.len()..])
+                    }
+                    _ => line.to_owned(),
+                }
+            })
+            .collect();
         let mut parser = Parser::new();
         parser.set_language(&tree_sitter_bicep::LANGUAGE.into()).expect("the Bicep grammar loads");
         let tree = parser.parse(&source, None).expect("the parser returns a tree");
-        BicepFile { path: path.to_path_buf(), source, tree }
+        BicepFile { path: path.to_path_buf(), source, tree, extensions }
     }
 
     fn text(&self, node: Node) -> &str {
@@ -555,10 +589,9 @@ fn modules_exist_and_get_their_parameters() {
     let mut problems = Vec::new();
     for file in bicep_files() {
         for module in descendants(file.tree.root_node()).into_iter().filter(|node| node.kind() == "module_declaration") {
-            let (Some(target), Some(body)) = (
-                first_child_of_kind(module, "string").and_then(|s| file.string_literal(s)),
-                first_child_of_kind(module, "object"),
-            ) else {
+            let (Some(target), Some(body)) =
+                (first_child_of_kind(module, "string").and_then(|s| file.string_literal(s)), resource_body(module))
+            else {
                 problems.push(format!("{}: module without a literal path and body", file.at(module)));
                 continue;
             };
@@ -910,4 +943,262 @@ fn nothing_flex_consumption_refuses() {
         }
     }
     assert_no_problems("Flex Consumption", &problems);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sign-in, the operator, and what the deployment hands on (issue: one command deploys a blog
+// people can sign in to)
+// ---------------------------------------------------------------------------------------------
+
+/// The parsed file `infra/<relative>`.
+fn infra_file<'a>(files: &'a [BicepFile], relative: &str) -> &'a BicepFile {
+    let path = repo_root().join("infra").join(relative);
+    files.iter().find(|file| file.path == path).unwrap_or_else(|| panic!("infra/{relative} exists"))
+}
+
+/// The one resource of `type_name` in `file`.
+fn only_resource<'a>(file: &'a BicepFile, type_name: &str) -> Resource<'a> {
+    let mut found: Vec<Resource> = file.resources().into_iter().filter(|resource| resource.type_name() == type_name).collect();
+    assert_eq!(found.len(), 1, "one {type_name} in {}", shown(&file.path));
+    found.remove(0)
+}
+
+/// The expression at `path` in a resource's body, variables followed, as written (whitespace
+/// collapsed): for values known only at deployment, what they are made of.
+fn expression_at(resource: &Resource, path: &[&str]) -> String {
+    let node = resource.file.path(resource.body, path).unwrap_or_else(|| panic!("{}: no {}", resource.at(), path.join(".")));
+    expression(resource.file, node)
+}
+
+fn expression(file: &BicepFile, node: Node) -> String {
+    file.text(file.resolve(node)).split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The first item of the array at `path`.
+fn first_item<'a>(resource: &Resource<'a>, path: &[&str]) -> Node<'a> {
+    let array = resource.file.path(resource.body, path).unwrap_or_else(|| panic!("{}: no {}", resource.at(), path.join(".")));
+    *named_children(resource.file.resolve(array))
+        .first()
+        .unwrap_or_else(|| panic!("{}: {} is empty", resource.at(), path.join(".")))
+}
+
+/// The expression `main.bicep` passes to a module's parameter.
+fn module_argument(main: &BicepFile, module_path: &str, parameter: &str) -> String {
+    let module = descendants(main.tree.root_node())
+        .into_iter()
+        .filter(|node| node.kind() == "module_declaration")
+        .find(|module| {
+            first_child_of_kind(*module, "string").and_then(|path| main.string_literal(path)).as_deref() == Some(module_path)
+        })
+        .unwrap_or_else(|| panic!("main.bicep calls {module_path}"));
+    let body = resource_body(module).expect("a module has a body");
+    let argument = main.path(body, &["params", parameter]).unwrap_or_else(|| panic!("{module_path}: no param {parameter}"));
+    expression(main, argument)
+}
+
+/// The output declarations of a file: name → expression.
+fn outputs(file: &BicepFile) -> BTreeMap<String, String> {
+    file.statements("output_declaration")
+        .filter_map(|declaration| {
+            let name = first_child_of_kind(declaration, "identifier")?;
+            let value = named_children(declaration).last().copied()?;
+            Some((file.text(name).to_owned(), expression(file, value)))
+        })
+        .collect()
+}
+
+/// The Graph extension is used where Graph resources are, declared in bicepconfig.json, and its
+/// version is the one whose types are vendored here (so that the type check above is the
+/// compiler's).
+#[test]
+fn extensions_are_declared_and_typed() {
+    let declared = declared_extensions();
+    let mut problems = Vec::new();
+    for file in bicep_files() {
+        let uses_graph = file.resources().iter().any(|resource| resource.type_name().starts_with("Microsoft.Graph/"));
+        if uses_graph != file.extensions.iter().any(|alias| alias == "microsoftGraphV1") {
+            problems.push(format!("{}: Graph resources and `extension microsoftGraphV1` go together", shown(&file.path)));
+        }
+    }
+    let reference = declared.get("microsoftGraphV1").expect("bicepconfig.json declares microsoftGraphV1");
+    let version = reference
+        .strip_prefix("br:mcr.microsoft.com/bicep/extensions/microsoftgraph/v1.0:")
+        .unwrap_or_else(|| panic!("microsoftGraphV1 is the Graph v1.0 extension, not {reference}"));
+    let types = repo_root().join(format!("tests/bicep-types/microsoft.graph@v1.0-{version}.json"));
+    if !types.is_file() {
+        problems.push(format!("the Graph types of extension version {version} are not vendored: {}", shown(&types)));
+    }
+    assert_no_problems("Bicep extensions", &problems);
+}
+
+/// What Entra ID and App Service Authentication need for the pages' "Sign in" and for API
+/// tokens, as deployed: each link between the registration, its credential and the app.
+#[test]
+fn sign_in_is_wired_between_the_registration_and_the_app() {
+    let files = bicep_files();
+    let (main, signin, app) = (
+        infra_file(&files, "main.bicep"),
+        infra_file(&files, "modules/signin.bicep"),
+        infra_file(&files, "modules/functionapp.bicep"),
+    );
+    let registration = only_resource(signin, "Microsoft.Graph/applications");
+
+    // The web redirect URI is App Service Authentication's callback on the app's own host name.
+    assert_eq!(
+        expression(signin, first_item(&registration, &["web", "redirectUris"])),
+        "'https://${appHostName}/.auth/login/aad/callback'"
+    );
+    assert_eq!(module_argument(main, "modules/signin.bicep", "appHostName"), "'${names.functionApp}.azurewebsites.net'");
+    assert_eq!(module_argument(main, "modules/functionapp.bicep", "appName"), "names.functionApp");
+    assert_eq!(registration.literal_at(&["web", "implicitGrantSettings", "enableIdTokenIssuance"]), Some(json!(true)));
+
+    // The identifier URI, of a form Entra accepts, is an allowed audience; so is the client id,
+    // the audience of v2.0 tokens, which are what the registration asks for.
+    assert_eq!(expression(signin, first_item(&registration, &["identifierUris"])), "'api://${tenant().tenantId}/${uniqueName}'");
+    assert_eq!(outputs(signin)["identifierUri"], "'api://${tenant().tenantId}/${uniqueName}'");
+    assert_eq!(registration.literal_at(&["api", "requestedAccessTokenVersion"]), Some(json!(2)));
+    assert_eq!(
+        module_argument(main, "modules/functionapp.bicep", "authAudiences"),
+        "filter([signInClientId, signInIdentifierUri], audience => !empty(audience))"
+    );
+    let main_variable = |name: &str| expression(main, main.variable(name).unwrap_or_else(|| panic!("main.bicep: var {name}")));
+    assert!(main_variable("signInIdentifierUri").contains("signIn.outputs.identifierUri"));
+    assert!(main_variable("signInClientId").contains("signIn.outputs.clientId"));
+    assert_eq!(outputs(signin)["clientId"], "registration.appId");
+    let auth = only_resource(app, "Microsoft.Web/sites/config");
+    assert_eq!(
+        expression_at(&auth, &["properties", "identityProviders", "azureActiveDirectory", "validation", "allowedAudiences"]),
+        "authAudiences"
+    );
+    assert_eq!(
+        expression_at(&auth, &["properties", "identityProviders", "azureActiveDirectory", "registration", "clientId"]),
+        "authClientId"
+    );
+    assert_eq!(
+        module_argument(main, "modules/functionapp.bicep", "authClientId"),
+        "createSignIn ? signIn.outputs.clientId : authClientId"
+    );
+    let v2_issuer = "'${environment().authentication.loginEndpoint}${tenant().tenantId}/v2.0'";
+    assert_eq!(
+        expression_at(&auth, &["properties", "identityProviders", "azureActiveDirectory", "registration", "openIdIssuer"]),
+        v2_issuer
+    );
+
+    // The Azure CLI is pre-authorized for the one scope, by the scope's own id.
+    let scope = first_item(&registration, &["api", "oauth2PermissionScopes"]);
+    let pre_authorized = first_item(&registration, &["api", "preAuthorizedApplications"]);
+    let scope_id = signin.property(scope, "id").map(|id| signin.text(id).to_owned());
+    let permitted =
+        signin.path(pre_authorized, &["delegatedPermissionIds"]).map(|ids| signin.text(named_children(ids)[0]).to_owned());
+    assert_eq!(scope_id, permitted, "the pre-authorization names the scope's id");
+    assert_eq!(
+        signin.literal(signin.property(pre_authorized, "appId").unwrap()),
+        Some(json!("04b07795-8ddb-461a-bbee-02f9e1bf7b46"))
+    );
+    assert_eq!(signin.literal(signin.property(scope, "type").unwrap()), Some(json!("User")), "a delegated scope");
+
+    // The managed identity is the registration's credential: issuer, subject and audience.
+    let credential = only_resource(signin, "Microsoft.Graph/applications/federatedIdentityCredentials");
+    assert_eq!(expression_at(&credential, &["issuer"]), v2_issuer);
+    assert_eq!(expression_at(&credential, &["subject"]), "identityPrincipalId");
+    assert_eq!(module_argument(main, "modules/signin.bicep", "identityPrincipalId"), "identity.properties.principalId");
+    assert_eq!(credential.literal_at(&["audiences"]), Some(json!(["api://AzureADTokenExchange"])));
+    assert!(
+        expression_at(&credential, &["name"]).starts_with("'${registration.uniqueName}/"),
+        "a child is named <app>/<credential>"
+    );
+    only_resource(signin, "Microsoft.Graph/servicePrincipals");
+    assert!(registration.file.path(registration.body, &["passwordCredentials"]).is_none(), "no client secret");
+
+    // clientSecretSettingName names an app setting holding the identity's client id.
+    let setting =
+        auth.literal_at(&["properties", "identityProviders", "azureActiveDirectory", "registration", "clientSecretSettingName"]);
+    assert_eq!(setting, Some(json!("OVERRIDE_USE_MI_FIC_ASSERTION_CLIENTID")));
+    let site = only_resource(app, "Microsoft.Web/sites");
+    let holds_client_id = site
+        .file
+        .path(site.body, &["properties", "siteConfig", "appSettings"])
+        .map(|settings| named_children(site.file.resolve(settings)))
+        .unwrap_or_default()
+        .into_iter()
+        .any(|entry| {
+            app.property(entry, "name").and_then(|name| app.literal(name)) == setting
+                && app.property(entry, "value").map(|value| expression(app, value)).as_deref() == Some("identityClientId")
+        });
+    assert!(holds_client_id, "an app setting named {setting:?} holds identityClientId");
+    assert_eq!(module_argument(main, "modules/functionapp.bicep", "identityClientId"), "identity.properties.clientId");
+
+    // azd deploys the service to the site with its tag.
+    assert!(expression_at(&site, &["tags"]).contains("'azd-service-name': 'blog'"), "{}", expression_at(&site, &["tags"]));
+}
+
+/// The operator who deploys may run `handler rebuild-copies` and `dead-letters`: the account
+/// takes Entra ID only, so they need the data-plane role, given to `deployer().objectId` unless
+/// the parameter says otherwise.
+#[test]
+fn the_operator_gets_the_cosmos_db_data_role() {
+    let files = bicep_files();
+    let (main, cosmos) = (infra_file(&files, "main.bicep"), infra_file(&files, "modules/cosmos.bicep"));
+    let parameter = main
+        .statements("parameter_declaration")
+        .find(|declaration| {
+            first_child_of_kind(*declaration, "identifier").is_some_and(|id| main.text(id) == "operatorPrincipalId")
+        })
+        .expect("main.bicep: param operatorPrincipalId");
+    assert_eq!(expression(main, *named_children(parameter).last().unwrap()), "deployer().objectId");
+    assert_eq!(module_argument(main, "modules/cosmos.bicep", "operatorPrincipalId"), "operatorPrincipalId");
+    let assignments: Vec<Resource> = cosmos
+        .resources()
+        .into_iter()
+        .filter(|resource| resource.type_name() == "Microsoft.DocumentDB/databaseAccounts/sqlRoleAssignments")
+        .collect();
+    let operator = assignments
+        .iter()
+        .find(|assignment| expression_at(assignment, &["properties", "principalId"]) == "operatorPrincipalId")
+        .expect("a role assignment for the operator");
+    assert!(
+        expression_at(operator, &["properties", "roleDefinitionId"]).ends_with("/sqlRoleDefinitions/${dataContributorRoleId}'")
+    );
+    assert_eq!(
+        cosmos.literal(cosmos.variable("dataContributorRoleId").unwrap()),
+        Some(json!("00000000-0000-0000-0000-000000000002"))
+    );
+    assert!(cosmos.text(operator.declaration).contains("if (!empty(operatorPrincipalId))"), "an empty operator skips it");
+}
+
+/// Every output that azure.yaml, its hooks, the README or docs/ name exists in main.bicep:
+/// `properties.outputs.<name>` (az deployment group show --query), `${<name>:?…}` in the hooks,
+/// and `azd env get-value <name>`.
+#[test]
+fn every_output_the_documentation_names_exists() {
+    let files = bicep_files();
+    let declared = outputs(infra_file(&files, "main.bicep"));
+    let root = repo_root();
+    let mut documents = vec![root.join("README.md"), root.join("azure.yaml")];
+    documents.extend(files_with_extension(&root.join("docs"), "md"));
+    documents.extend(files_with_extension(&root.join("infra/hooks"), "sh"));
+    let mut named = 0;
+    let mut problems = Vec::new();
+    for document in documents {
+        let text = fs::read_to_string(&document).unwrap_or_default();
+        let mut names = Vec::new();
+        for marker in ["properties.outputs.", "azd env get-value ", "${"] {
+            for (at, _) in text.match_indices(marker) {
+                let name: String =
+                    text[at + marker.len()..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                let hook_check = marker != "${" || text[at + marker.len() + name.len()..].starts_with(":?");
+                if !name.is_empty() && name.starts_with("BLOG_") && hook_check {
+                    names.push(name);
+                }
+            }
+        }
+        for name in names {
+            named += 1;
+            if !declared.contains_key(&name) {
+                problems.push(format!("{} names output {name}, which main.bicep does not declare", shown(&document)));
+            }
+        }
+    }
+    assert!(named > 0, "the documentation reads the deployment's outputs somewhere");
+    assert_no_problems("outputs", &problems);
 }

@@ -16,6 +16,9 @@ param autoscaleMaxThroughput int
 @description('Principal id of the Function App\'s identity.')
 param principalId string
 
+@description('Object id of the operator, who runs handler rebuild-copies and dead-letters against the account; empty: nobody.')
+param operatorPrincipalId string
+
 // The app's COSMOS_DATABASE.
 var databaseName = 'blog'
 
@@ -279,6 +282,19 @@ resource dataContributor 'Microsoft.DocumentDB/databaseAccounts/sqlRoleAssignmen
     roleDefinitionId: '${account.id}/sqlRoleDefinitions/${dataContributorRoleId}'
     scope: account.id
     principalId: principalId
+  }
+}
+
+// The operator's data-plane access: keys are disabled (disableLocalAuth), so `handler
+// rebuild-copies` and `handler dead-letters` run with the operator's own Entra ID sign-in
+// (az login), which needs this role on the account.
+resource operatorDataContributor 'Microsoft.DocumentDB/databaseAccounts/sqlRoleAssignments@2025-04-15' = if (!empty(operatorPrincipalId)) {
+  parent: account
+  name: guid(account.id, operatorPrincipalId, dataContributorRoleId)
+  properties: {
+    roleDefinitionId: '${account.id}/sqlRoleDefinitions/${dataContributorRoleId}'
+    scope: account.id
+    principalId: operatorPrincipalId
   }
 }
 

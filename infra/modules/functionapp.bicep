@@ -38,9 +38,18 @@ param instanceMemoryMB int = 2048
 @description('Client id of the Entra ID app registration users sign in to; empty leaves App Service Authentication off, and then every write is answered 401.')
 param authClientId string = ''
 
+@description('The audiences an access token may carry: the registration\'s client id (v2.0 tokens) and its identifier URI.')
+param authAudiences array = []
+
 @description('BLOG_TOKEN_KEY: the key continuation tokens are signed with, shared by every instance.')
 @secure()
 param tokenSigningKey string
+
+// The app setting whose name tells App Service Authentication to use a managed identity's
+// federated credential as the registration's client credential ("Configure your App Service or
+// Azure Functions app to use Microsoft Entra sign-in": "Use a managed identity instead of a
+// secret"); its value is the identity's client id.
+var signInCredentialSetting = 'OVERRIDE_USE_MI_FIC_ASSERTION_CLIENTID'
 
 // Flex Consumption: per-execution billing, scale to zero, Linux only.
 resource plan 'Microsoft.Web/serverfarms@2024-11-01' = {
@@ -61,7 +70,10 @@ resource plan 'Microsoft.Web/serverfarms@2024-11-01' = {
 resource app 'Microsoft.Web/sites@2024-11-01' = {
   name: appName
   location: location
-  tags: tags
+  // azd deploys the service `blog` (azure.yaml) to the resource carrying this tag.
+  tags: union(tags, {
+    'azd-service-name': 'blog'
+  })
   kind: 'functionapp,linux'
   identity: {
     type: 'UserAssigned'
@@ -151,6 +163,12 @@ resource app 'Microsoft.Web/sites@2024-11-01' = {
           name: 'BLOG_CREATE_CONTAINERS'
           value: 'false'
         }
+        // App Service Authentication redeems sign-in codes with the identity instead of a secret:
+        // the setting named by clientSecretSettingName below holds the identity's client id.
+        {
+          name: signInCredentialSetting
+          value: identityClientId
+        }
       ]
     }
   }
@@ -193,13 +211,13 @@ resource authentication 'Microsoft.Web/sites/config@2024-11-01' = if (!empty(aut
         enabled: true
         registration: {
           clientId: authClientId
+          // No secret: this app setting holds the user-assigned identity's client id, and
+          // the registration trusts that identity as a federated credential (signin.bicep).
+          clientSecretSettingName: signInCredentialSetting
           openIdIssuer: '${environment().authentication.loginEndpoint}${tenant().tenantId}/v2.0'
         }
         validation: {
-          allowedAudiences: [
-            authClientId
-            'api://${authClientId}'
-          ]
+          allowedAudiences: authAudiences
         }
       }
     }

@@ -1,0 +1,112 @@
+// The Entra ID app registration people and API clients sign in to, created in the same
+// deployment as the app (Microsoft Graph Bicep extension, see infra/bicepconfig.json). Nothing is
+// left to do by hand, and no secret exists anywhere:
+// - the web redirect URI is App Service Authentication's callback on the function app, whose
+//   host name is known before it exists (main.bicep derives it from the app's name);
+// - ID tokens are issued, for App Service Authentication's sign-in (the pages' "Sign in");
+// - the API is exposed under an identifier URI of a form Entra ID accepts without a verified
+//   domain, `api://<tenantId>/<name>` (msgraph-bicep-types "Known issues": a resource cannot
+//   reference its own appId, so `api://<appId>` cannot be set here), with one delegated scope;
+// - the Azure CLI is pre-authorized for that scope, so `az account get-access-token --resource
+//   <identifier URI>` gets a token without a consent prompt (else AADSTS65001);
+// - the credential App Service Authentication redeems sign-in codes with is the function app's
+//   user-assigned managed identity, as a federated identity credential (no client secret):
+//   "Configure your App Service or Azure Functions app to use Microsoft Entra sign-in", section
+//   "Use a managed identity instead of a secret" (learn.microsoft.com), and the sample
+//   Azure-Samples/mcp-sdk-functions-hosting-python, infra/app/entra.bicep and infra/app/mcp.bicep.
+extension microsoftGraphV1
+
+@description('Unique name of the registration (its alternate key: redeploying updates it instead of creating another).')
+param uniqueName string
+
+@description('The name people see when they sign in.')
+param displayName string
+
+@description('Host name of the function app, e.g. func-blog-xxxx.azurewebsites.net.')
+param appHostName string
+
+@description('Principal id of the function app\'s user-assigned identity: the subject of the federated credential.')
+param identityPrincipalId string
+
+@description('Object id of the user who owns the registration (may update and delete it); empty: none.')
+param ownerObjectId string
+
+// The Azure CLI's well-known application id (Microsoft's first-party client).
+var azureCliAppId = '04b07795-8ddb-461a-bbee-02f9e1bf7b46'
+
+var identifierUri = 'api://${tenant().tenantId}/${uniqueName}'
+
+// A scope id is a GUID chosen by the registration's author; deterministic, so that a redeployment
+// keeps the id the pre-authorization refers to.
+var scopeId = guid(tenant().tenantId, uniqueName, 'user_impersonation')
+
+resource registration 'Microsoft.Graph/applications@v1.0' = {
+  uniqueName: uniqueName
+  displayName: displayName
+  signInAudience: 'AzureADMyOrg'
+  identifierUris: [
+    identifierUri
+  ]
+  api: {
+    // v2.0 access tokens: issuer `<loginEndpoint><tenantId>/v2.0`, the one App Service
+    // Authentication is configured with (functionapp.bicep, openIdIssuer); their audience is
+    // the application (client) id, also allowed there.
+    requestedAccessTokenVersion: 2
+    oauth2PermissionScopes: [
+      {
+        id: scopeId
+        value: 'user_impersonation'
+        type: 'User'
+        isEnabled: true
+        adminConsentDisplayName: 'Write to the blog as you'
+        adminConsentDescription: 'Lets the application write posts, comments and likes to the blog as the signed-in user.'
+        userConsentDisplayName: 'Write to the blog as you'
+        userConsentDescription: 'Lets the application write posts, comments and likes to the blog as you.'
+      }
+    ]
+    preAuthorizedApplications: [
+      {
+        appId: azureCliAppId
+        delegatedPermissionIds: [
+          scopeId
+        ]
+      }
+    ]
+  }
+  web: {
+    redirectUris: [
+      'https://${appHostName}/.auth/login/aad/callback'
+    ]
+    implicitGrantSettings: {
+      enableIdTokenIssuance: true
+      enableAccessTokenIssuance: false
+    }
+  }
+  owners: {
+    relationships: empty(ownerObjectId) ? [] : [
+      ownerObjectId
+    ]
+  }
+}
+
+// Sign-in needs the application's service principal in the tenant.
+resource servicePrincipal 'Microsoft.Graph/servicePrincipals@v1.0' = {
+  appId: registration.appId
+}
+
+// The function app's identity, trusted as the registration's credential. A child resource is
+// declared at the top level with the name '<application uniqueName>/<credential name>'
+// (msgraph-bicep-types "Known issues").
+resource identityCredential 'Microsoft.Graph/applications/federatedIdentityCredentials@v1.0' = {
+  name: '${registration.uniqueName}/function-app-identity'
+  description: 'The blog\'s function app signs users in with its managed identity instead of a secret.'
+  issuer: '${environment().authentication.loginEndpoint}${tenant().tenantId}/v2.0'
+  subject: identityPrincipalId
+  audiences: [
+    'api://AzureADTokenExchange'
+  ]
+}
+
+output clientId string = registration.appId
+output identifierUri string = identifierUri
+output scope string = '${identifierUri}/user_impersonation'
