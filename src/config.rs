@@ -79,7 +79,9 @@ pub enum ScriptsMode {
 /// Who runs the change-feed functions `PostsChangeFeed` and `UsersChangeFeed`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChangeFeedMode {
-    /// Processors in this process read the change feed (the embedded store's default).
+    /// Processors in this process follow the changes: the embedded store's writes (its
+    /// default), or an account's change feed through the SDK (where the host's trigger cannot
+    /// serve it: the Linux emulator).
     Local,
     /// The Functions host's Cosmos DB triggers invoke them (every other backend's default).
     Host,
@@ -124,8 +126,7 @@ impl Config {
         let change_feed = match lookup("BLOG_CHANGE_FEED").as_deref() {
             None if embedded => ChangeFeedMode::Local,
             None | Some("host") => ChangeFeedMode::Host,
-            Some("local") if embedded => ChangeFeedMode::Local,
-            Some("local") => return Err("BLOG_CHANGE_FEED=local needs the embedded store; with a Cosmos DB account the host's triggers run the change-feed functions".into()),
+            Some("local") => ChangeFeedMode::Local,
             Some(other) => return Err(format!("BLOG_CHANGE_FEED must be local or host, not {other:?}")),
         };
         let scripts = match lookup("BLOG_SCRIPTS").as_deref() {
@@ -231,6 +232,17 @@ mod tests {
         assert!(config.create_containers);
         assert_eq!(config.database, "blog");
         assert_eq!(config.scripts, ScriptsMode::InProcess, "the Linux emulator cannot run scripts");
+        assert_eq!(config.change_feed, ChangeFeedMode::Host);
+    }
+
+    /// Where the host's trigger cannot serve an account's change feed (the Linux emulator), the
+    /// handler's own processors may follow it.
+    #[test]
+    fn an_account_may_have_its_change_feed_followed_by_the_handler() {
+        let key = "AccountEndpoint=https://localhost:8081/;AccountKey=C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==;";
+        let followed = config(&[("CosmosDB", key), ("BLOG_CHANGE_FEED", "local")]).unwrap();
+        assert_eq!(followed.change_feed, ChangeFeedMode::Local);
+        assert!(config(&[("BLOG_CHANGE_FEED", "sometimes")]).unwrap_err().contains("BLOG_CHANGE_FEED"));
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod smoke;
 
 use std::sync::Arc;
 
+use changefeed::account::AccountProcessors;
 use changefeed::processor::{Deliveries, LocalProcessors};
 use config::{Backend, ChangeFeedMode, Config, ScriptsMode};
 use http::AppState;
@@ -42,7 +43,7 @@ pub fn quiet_library_backtraces() {
 /// A running blog: what the handlers share, and the local change-feed processors if any.
 pub struct Blog {
     pub state: AppState,
-    processors: Option<LocalProcessors>,
+    processors: Option<Processors>,
     max_in_flight: usize,
     host_change_feed: bool,
 }
@@ -53,8 +54,11 @@ impl Blog {
     pub async fn open(config: &Config) -> Result<Blog, cosmos::StoreError> {
         let state = connect(config).await?;
         let processors = match (&config.backend, config.change_feed) {
-            (Backend::Embedded { data_dir }, ChangeFeedMode::Local) => Some(LocalProcessors::start(&state, data_dir)),
-            _ => None,
+            (Backend::Embedded { data_dir }, ChangeFeedMode::Local) => {
+                Some(Processors::Journal(LocalProcessors::start(&state, data_dir)))
+            }
+            (_, ChangeFeedMode::Local) => Some(Processors::Account(AccountProcessors::start(&state))),
+            (_, ChangeFeedMode::Host) => None,
         };
         let host_change_feed = config.change_feed == ChangeFeedMode::Host;
         Ok(Blog { state, processors, max_in_flight: config.max_in_flight, host_change_feed })
@@ -63,7 +67,10 @@ impl Blog {
     /// What the local change-feed processors delivered, and its cost; `None` where they do not
     /// run (under the Functions host, which delivers the changes itself).
     pub fn deliveries(&self) -> Option<Deliveries> {
-        self.processors.as_ref().map(LocalProcessors::deliveries)
+        self.processors.as_ref().map(|processors| match processors {
+            Processors::Journal(processors) => processors.deliveries(),
+            Processors::Account(processors) => processors.deliveries(),
+        })
     }
 
     /// Serves the API on `listener` until `shutdown` resolves, then finishes the requests in
@@ -78,11 +85,21 @@ impl Blog {
         tracing::debug!(?limits, "connection limits");
         let router = http::router(self.state, self.max_in_flight, self.host_change_feed);
         let served = http::serve::serve(listener, router, limits, shutdown).await;
-        if let Some(processors) = self.processors {
-            processors.stop().await;
+        match self.processors {
+            Some(Processors::Journal(processors)) => processors.stop().await,
+            Some(Processors::Account(processors)) => processors.stop().await,
+            None => {}
         }
         served
     }
+}
+
+/// Who follows the changes in this process (`BLOG_CHANGE_FEED=local`).
+enum Processors {
+    /// The embedded store's own numbering of its writes.
+    Journal(LocalProcessors),
+    /// An account's change feed, through the SDK.
+    Account(AccountProcessors),
 }
 
 /// Connects to the configured backend and returns what the handlers share.
@@ -167,7 +184,7 @@ mod tests {
             tokens: http::lists::TokenKey::new(None),
             feed: Default::default(),
         };
-        let processors = Some(LocalProcessors::start(&state, data_dir));
+        let processors = Some(Processors::Journal(LocalProcessors::start(&state, data_dir)));
         let blog = Blog { state, processors, max_in_flight: config.max_in_flight, host_change_feed: false };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}/api", listener.local_addr().unwrap());

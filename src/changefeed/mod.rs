@@ -7,11 +7,13 @@
 //!   through `posts_changed`, which refreshes their copies.
 //!
 //! Under the Functions host, the Cosmos DB trigger delivers batches to [`host`]; locally,
-//! [`processor`] reads the change feed itself. Both hand each batch to [`Function::deliver`].
+//! [`processor`] follows the embedded store's writes, and [`account`] an account's change feed
+//! through the SDK (where the host's trigger cannot: the Linux emulator). Both hand each batch to [`Function::deliver`].
 //! Delivery is at least once, in any order: every step here is idempotent and never moves a
 //! copy back to an older version. A change that can never be applied is set aside in
 //! [`dead_letters`] rather than retried forever.
 
+pub mod account;
 pub mod dead_letters;
 pub mod host;
 mod posts;

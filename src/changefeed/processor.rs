@@ -28,11 +28,11 @@ use crate::cosmos::{Container, Meter, StoreError};
 use crate::http::AppState;
 
 /// The most items delivered in one batch (the host's `maxItemsPerInvocation` plays this role).
-const BATCH_SIZE: usize = 100;
+pub(super) const BATCH_SIZE: usize = 100;
 /// How many changed items are read at once.
 const CONCURRENT_ITEMS: usize = 16;
 /// How long a processor waits for a write notification before polling anyway.
-const IDLE_POLL: Duration = Duration::from_secs(1);
+pub(super) const IDLE_POLL: Duration = Duration::from_secs(1);
 /// The longest pause between two deliveries of a batch that failed.
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(5);
 
@@ -48,6 +48,10 @@ pub struct LocalProcessors {
 pub struct Deliveries(Arc<Vec<(Function, Arc<Mutex<Delivered>>)>>);
 
 impl Deliveries {
+    pub(super) fn new(tallies: Vec<(Function, Arc<Mutex<Delivered>>)>) -> Deliveries {
+        Deliveries(Arc::new(tallies))
+    }
+
     /// What `function`'s processor delivered so far.
     pub fn of(&self, function: Function) -> Delivered {
         self.0
@@ -70,7 +74,7 @@ pub struct Delivered {
 }
 
 impl Delivered {
-    fn add(&mut self, items: usize, meter: &Meter) {
+    pub(super) fn add(&mut self, items: usize, meter: &Meter) {
         let (charge, operations) = meter.totals();
         self.batches += 1;
         self.items += items as u64;
@@ -211,7 +215,7 @@ async fn read_current(state: &AppState, function: Function, items: Vec<(String, 
 
 /// Delivers a batch until the function accepts it, as the host's retry policy would; `false`
 /// when stopped first (the batch is then delivered again after the restart).
-async fn deliver_until_done(
+pub(super) async fn deliver_until_done(
     state: &AppState,
     function: Function,
     documents: Vec<Value>,

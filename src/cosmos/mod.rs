@@ -906,10 +906,20 @@ impl Store {
     /// `rebuild-copies` reads it; the local processors follow the journal instead (see
     /// `changes.rs`).
     pub async fn change_feed_from_beginning(&self, container: Container) -> Result<ChangeFeed, StoreError> {
+        self.change_feed_from(container, None).await
+    }
+
+    /// The change feed of `container` from `position` (a [`ChangeFeed::position`] saved
+    /// earlier, one token for every feed range), or from its beginning.
+    pub async fn change_feed_from(&self, container: Container, position: Option<&str>) -> Result<ChangeFeed, StoreError> {
         let client = self.container(container);
         let ranges = bounded(client.read_feed_ranges(None)).await?.len().max(1);
+        let options = position.map(|token| {
+            azure_data_cosmos::options::ChangeFeedOptions::default()
+                .with_continuation_token(ContinuationToken::from_string(token.to_owned()))
+        });
         let start = ChangeFeedStartFrom::Beginning;
-        let pages = bounded(client.query_change_feed::<Value>(FeedScope::full_container(), start, None)).await?;
+        let pages = bounded(client.query_change_feed::<Value>(FeedScope::full_container(), start, options)).await?;
         Ok(ChangeFeed { container, pages, ranges })
     }
 }
@@ -950,6 +960,15 @@ impl ChangeFeed {
         let Some(page) = bounded(self.pages.try_next()).await? else { return Ok(Vec::new()) };
         Meter::record(Scope::AllPartitions(self.container), response_charge(page.headers()));
         Ok(page.items().iter().filter_map(|item| item.current().cloned()).collect())
+    }
+
+    /// Where the reader is: every change of the pages read so far is behind it. Saved, it starts
+    /// a later [`Store::change_feed_from`] there.
+    pub fn position(&self) -> Result<String, StoreError> {
+        self.pages
+            .to_continuation_token()
+            .map(|token| token.as_str().to_owned())
+            .map_err(|error| StoreError::Other(format!("the change feed's position cannot be read: {error}")))
     }
 
     /// The next changes, or `None` once a poll of every feed range in a row found nothing (the
