@@ -23,8 +23,19 @@ fi
 
 cargo zigbuild --release --locked --no-default-features --bin handler --target "$target.$glibc"
 
+# A local.settings.json put in the folder for `func start` (docs/local.md) survives repackaging;
+# everything else is built anew. It is never deployed: Core Tools does not upload it, and azd
+# leaves it out of a function app's package (azure-dev pkg/project/project_utils.go).
+kept=""
+if [ -f "$out/local.settings.json" ]; then
+  kept=$(mktemp)
+  cp "$out/local.settings.json" "$kept"
+fi
 rm -rf "$out"
 mkdir -p "$out"
+if [ -n "$kept" ]; then
+  mv "$kept" "$out/local.settings.json"
+fi
 install -m 0755 "target/$target/release/handler" "$out/handler"
 cp host.json "$out/"
 for function in functions/*/; do

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use blog::changefeed::Function;
 use blog::config::CONNECTION_SETTING;
+use blog::config::ChangeFeedMode;
 use blog::http::HTTP_FUNCTIONS;
 use common::TestApp;
 use reqwest::Method;
@@ -185,5 +186,35 @@ async fn no_http_route_reaches_a_change_feed_function() {
     for change_feed in Function::ALL {
         let answer = app.raw(Method::POST, &format!("/{}", change_feed.name()), Some("application/json"), "{}").await;
         assert_eq!(answer.status.as_u16(), 404, "{}: only the host delivers changes", change_feed.name());
+    }
+}
+
+/// The local settings for the Linux emulator (vNext), whose change feed the host's Cosmos DB
+/// trigger cannot serve: the trigger functions are switched off by the setting the WebJobs SDK
+/// reads (`AzureWebJobs.<FunctionName>.Disabled`, azure-webjobs-sdk `HostListenerFactory.
+/// IsDisabled`: no listener is created for them), the handler follows the change feed itself,
+/// runs the scripts in process, and reads the connection string the trigger's .NET SDK reads
+/// (with `DisableServerCertificateValidation=True`, which the Rust driver ignores: it relaxes
+/// certificate checks for a local emulator endpoint on its own).
+#[test]
+fn the_linux_emulator_settings_switch_the_triggers_off_and_the_handlers_processors_on() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (file, vnext) in [("local.settings.json.example", false), ("local.settings.vnext.json.example", true)] {
+        let settings = read_json(&root.join(file));
+        let values = settings["Values"].as_object().unwrap_or_else(|| panic!("{file}: Values"));
+        let value = |name: &str| values.get(name).and_then(|value| value.as_str()).map(str::to_owned);
+        let config = blog::config::Config::from_lookup(value).unwrap_or_else(|error| panic!("{file}: {error}"));
+        assert!(matches!(config.backend, blog::config::Backend::ConnectionString(_)), "{file}");
+        let connection: azure_data_cosmos_driver::models::ConnectionString =
+            value("CosmosDB").unwrap().parse().unwrap_or_else(|error| panic!("{file}: {error}"));
+        assert_eq!(connection.account_endpoint(), "https://localhost:8081/", "{file}");
+        assert_eq!(config.scripts, blog::config::ScriptsMode::InProcess, "{file}: no emulator runs the scripts unregistered");
+        let expected = if vnext { ChangeFeedMode::Local } else { ChangeFeedMode::Host };
+        assert_eq!(config.change_feed, expected, "{file}");
+        for function in Function::ALL {
+            assert!(root.join("functions").join(function.name()).join("function.json").is_file());
+            let disabled = value(&format!("AzureWebJobs.{}.Disabled", function.name()));
+            assert_eq!(disabled.as_deref() == Some("true"), vnext, "{file}: {} trigger", function.name());
+        }
     }
 }
