@@ -103,6 +103,19 @@ async fn a_corrupt_checkpoint_refuses_to_start_and_says_what_to_do() {
     assert!(error.contains(&path.display().to_string()) && error.to_lowercase().contains("delete it"), "{error}");
 }
 
+/// A position no write number can reach (here `u64::MAX`) is refused at start like any damage,
+/// naming the file and what to do; before, the handler started and then hung, chasing a
+/// numbering that had wrapped around.
+#[tokio::test]
+async fn a_checkpoint_out_of_range_refuses_to_start_and_says_what_to_do() {
+    let data = tempfile::tempdir().unwrap();
+    let path = data.path().join("changefeed-UsersChangeFeed.json");
+    std::fs::write(&path, r#"{"delivered_through":18446744073709551615}"#).unwrap();
+    let error = refusal(data.path()).await;
+    assert!(error.contains(&path.display().to_string()) && error.contains("beyond any write number"), "{error}");
+    assert!(error.to_lowercase().contains("delete it"), "{error}");
+}
+
 #[tokio::test]
 async fn a_damaged_journal_line_is_refused_with_its_file_and_line() {
     let app = TestApp::start().await;

@@ -286,19 +286,30 @@ struct Checkpoint {
     delivered_through: u64,
 }
 
+/// The largest position a checkpoint may hold. Write numbers go on after the furthest saved
+/// position (`Store::continue_numbering_after`), one per write: a position near `u64::MAX`
+/// leaves no numbers to go on with (it wrapped around, and the processors chased it forever).
+/// 2^62 writes are more than any data directory will see.
+const MAX_POSITION: u64 = 1 << 62;
+
 impl Checkpoint {
     fn load(path: &Path) -> Result<u64, StoreError> {
+        let damaged = |why: String| {
+            StoreError::Other(format!(
+                "{} is corrupt ({why}): it holds a change-feed processor's position. Delete it to have \
+                 every change delivered again from the beginning (the change-feed functions are idempotent), \
+                 then start again",
+                path.display()
+            ))
+        };
         match std::fs::read(path) {
-            Ok(bytes) => {
-                serde_json::from_slice::<Checkpoint>(&bytes).map(|checkpoint| checkpoint.delivered_through).map_err(|error| {
-                    StoreError::Other(format!(
-                        "{} is corrupt ({error}): it holds a change-feed processor's position. Delete it to have \
-                         every change delivered again from the beginning (the change-feed functions are idempotent), \
-                         then start again",
-                        path.display()
-                    ))
-                })
-            }
+            Ok(bytes) => match serde_json::from_slice::<Checkpoint>(&bytes) {
+                Ok(Checkpoint { delivered_through }) if delivered_through <= MAX_POSITION => Ok(delivered_through),
+                Ok(Checkpoint { delivered_through }) => {
+                    Err(damaged(format!("its position {delivered_through} is beyond any write number, {MAX_POSITION} at most")))
+                }
+                Err(error) => Err(damaged(error.to_string())),
+            },
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(0),
             Err(error) => Err(StoreError::Other(format!("cannot read {}: {error}", path.display()))),
         }
