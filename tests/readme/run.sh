@@ -18,9 +18,10 @@ command -v curl >/dev/null || { echo "curl is missing" >&2; exit 1; }
 
 port=${README_PORT:-7071}
 cargo build --quiet --bin handler
+handler="${CARGO_TARGET_DIR:-target}/debug/handler"
 data=$(mktemp -d)
 log=$(mktemp)
-BLOG_AUTH=development BLOG_DATA_DIR="$data" BLOG_LISTEN="127.0.0.1:$port" NO_COLOR=1 target/debug/handler >"$log" 2>&1 &
+BLOG_AUTH=development BLOG_DATA_DIR="$data" BLOG_LISTEN="127.0.0.1:$port" NO_COLOR=1 "$handler" >"$log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$data" "$log"' EXIT
 for _ in $(seq 100); do
@@ -40,5 +41,5 @@ for run in 1 2; do
   bash -euo pipefail -c "$script"$'\n'"$checks" >/dev/null
 done
 echo "== handler smoke" >&2
-target/debug/handler smoke "http://127.0.0.1:$port" --dev-user readme-smoke --wait 30
+"$handler" smoke "http://127.0.0.1:$port" --dev-user readme-smoke --wait 30
 echo "README commands: ok" >&2
