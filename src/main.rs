@@ -10,9 +10,19 @@ use tracing_subscriber::EnvFilter;
 /// The SDK logs every request at `info`; our own per-request line says what matters.
 const DEFAULT_LOG_FILTER: &str = "info,azure_core=warn,azure_data_cosmos=warn,azure_data_cosmos_driver=warn";
 
+/// The stack of each of the runtime's worker threads.
+const WORKER_STACK_BYTES: usize = 8 << 20;
+
 fn main() -> ExitCode {
     blog::quiet_library_backtraces();
-    tokio::runtime::Runtime::new().expect("a Tokio runtime").block_on(handler())
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        // The SDK's calls nest deep: a debug build (`cargo run`) overflowed Tokio's default
+        // 2 MiB worker stacks in the change-feed processors. Untouched stack costs no memory.
+        .thread_stack_size(WORKER_STACK_BYTES)
+        .build()
+        .expect("a Tokio runtime")
+        .block_on(handler())
 }
 
 async fn handler() -> ExitCode {

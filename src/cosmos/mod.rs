@@ -7,6 +7,7 @@
 mod changes;
 #[cfg(feature = "embedded")]
 mod embedded;
+mod gates;
 // Only the embedded store journals; the deployed build compiles the code but never opens one.
 #[cfg_attr(not(feature = "embedded"), allow(dead_code))]
 mod journal;
@@ -44,7 +45,7 @@ use changes::ChangeIndex;
 pub use changes::Changed;
 pub use journal::Record as JournalRecord;
 #[cfg(test)]
-pub(crate) use journal::tests::FaultyDisk;
+pub(crate) use journal::tests::{FaultyDisk, ReleaseOnDrop};
 pub use meter::{Meter, Partitions, Scope};
 
 /// How long any one Cosmos call may take before the request gives up on it.
@@ -248,6 +249,8 @@ struct Durability {
     /// When the items that carry a `ttl` expire: the emulator does not remove them, so the
     /// store does ([`Store::remove_expired`]).
     expiries: std::sync::Mutex<Expiries>,
+    /// A write holds its partition until it is durable; reads wait (see `gates.rs`).
+    gates: Arc<gates::Gates>,
 }
 
 /// The embedded store's items that carry a `ttl`, by the time they expire (Unix seconds).
@@ -307,6 +310,9 @@ struct DroppedMidway<'a> {
     container: Container,
     partition_key: &'a str,
     records: &'a [(String, Option<Value>)],
+    /// The write's hold on its partition: readers wait until it is journaled, also when the
+    /// request is dropped (then it goes with the journaling task).
+    held: Option<gates::Held>,
     armed: bool,
 }
 
@@ -317,8 +323,12 @@ impl Drop for DroppedMidway<'_> {
         }
         let (durability, container, partition_key) = (self.durability.clone(), self.container, self.partition_key.to_owned());
         let ids = self.records.iter().map(|(id, _)| id.clone()).collect();
+        let held = self.held.take();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move { durability.journal_as_is(container, &partition_key, ids).await });
+            runtime.spawn(async move {
+                durability.journal_as_is(container, &partition_key, ids).await;
+                drop(held);
+            });
         }
     }
 }
@@ -520,6 +530,7 @@ impl Store {
                 in_flight: Default::default(),
                 containers: Container::ALL.into_iter().map(|container| (container, store.container(container).clone())).collect(),
                 expiries: std::sync::Mutex::new(expiries),
+                gates: Default::default(),
             })
         });
         Ok(Store { durability, ..store })
@@ -566,6 +577,7 @@ impl Store {
         partition_key: &str,
         id: &str,
     ) -> Result<Option<Versioned<T>>, StoreError> {
+        let _held = self.wait_until_durable(container, Some(partition_key)).await;
         let client = self.container(container);
         let response =
             match metered(Scope::partition(container, partition_key), client.read_item(partition_key.to_owned(), id, None)).await
@@ -667,6 +679,7 @@ impl Store {
             StoreError::Other(why) if resuming => StoreError::BadContinuation(why),
             other => other,
         };
+        let _held = self.wait_until_durable(container, Some(partition_key)).await;
         let scope = FeedScope::partition(partition_key.to_owned());
         let iterator = bounded(self.container(container).query_items::<Value>(sdk_query, scope, Some(options)))
             .await
@@ -777,23 +790,33 @@ impl Store {
         let Some(durability) = &self.durability else {
             return write.await.map(drop);
         };
+        // Visible only once durable: the partition is held from before the write is applied until
+        // its journal line is on disk (or it is undone). Taken before the order lock, so that a
+        // write waiting for its partition holds up no other partition's.
+        let held = durability.gates.write(container, partition_key).await;
         // Holding the lock from the write to the queueing of its journal line makes the journal's
         // order the order in which the store applied the writes.
         let order = durability.order.lock().await;
-        let mut dropped_midway = DroppedMidway { durability, container, partition_key, records: &records, armed: true };
+        let mut dropped_midway =
+            DroppedMidway { durability, container, partition_key, records: &records, held: Some(held), armed: true };
         let written = write.await;
         // Done, one way or the other: journaled below, or refused (a failed write applies nothing).
         dropped_midway.armed = false;
+        let held = dropped_midway.held.take();
         drop(dropped_midway);
         written?;
         let (seq, on_disk) = durability.journal_locked(container, partition_key, records);
         drop(order);
         // A task of its own, so that a refused write is undone (and the journal resumes) even
-        // when the request that made it is dropped meanwhile.
+        // when the request that made it is dropped meanwhile; the partition is let go after.
         let settling = durability.clone();
-        tokio::spawn(async move { settling.settle(seq, on_disk).await })
-            .await
-            .map_err(|error| StoreError::Other(format!("the write's journaling did not finish: {error}")))?
+        tokio::spawn(async move {
+            let settled = settling.settle(seq, on_disk).await;
+            drop(held);
+            settled
+        })
+        .await
+        .map_err(|error| StoreError::Other(format!("the write's journaling did not finish: {error}")))?
     }
 
     /// Removes the embedded store's items whose `ttl` ran out by `now` (Unix seconds), as Cosmos
@@ -886,6 +909,7 @@ impl Store {
     /// Every result of a query across all partitions of `container`, page after page. Only
     /// the change-feed functions use one (to find the posts a renamed user wrote in).
     pub async fn query_all_partitions(&self, container: Container, query: QuerySpec) -> Result<Vec<Value>, StoreError> {
+        let _held = self.wait_until_durable(container, None).await;
         let mut sdk_query = Query::from(query.sql.into_owned());
         for (name, value) in query.parameters {
             sdk_query =
@@ -911,6 +935,17 @@ impl Store {
 
     /// The change feed of `container` from `position` (a [`ChangeFeed::position`] saved
     /// earlier, one token for every feed range), or from its beginning.
+    /// The embedded store's hold for a read of one partition (`Some`) or of all: it waits for
+    /// the writes of the partition that are not durable yet (see `gates.rs`). Nothing to wait
+    /// for on other backends.
+    async fn wait_until_durable(&self, container: Container, partition_key: Option<&str>) -> Option<gates::Held> {
+        let durability = self.durability.as_ref()?;
+        Some(match partition_key {
+            Some(partition_key) => durability.gates.read(container, partition_key).await,
+            None => durability.gates.read_all(container).await,
+        })
+    }
+
     pub async fn change_feed_from(&self, container: Container, position: Option<&str>) -> Result<ChangeFeed, StoreError> {
         let client = self.container(container);
         let ranges = bounded(client.read_feed_ranges(None)).await?.len().max(1);
@@ -1038,7 +1073,10 @@ async fn load(
 
 /// Runs one Cosmos call within [`CALL_TIMEOUT`], mapping its error.
 async fn bounded<T>(call: impl Future<Output = azure_data_cosmos::Result<T>>) -> Result<T, StoreError> {
-    match tokio::time::timeout(CALL_TIMEOUT, call).await {
+    // Boxed: an SDK call's future is tens of kilobytes, and kept inline it is copied into every
+    // future that awaits it, up to the change-feed processors' concurrent copies, whose stack
+    // then overflowed a 2 MiB thread in debug builds.
+    match tokio::time::timeout(CALL_TIMEOUT, Box::pin(call)).await {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(error)) => Err(StoreError::from_cosmos(&error)),
         Err(_) => Err(StoreError::Timeout),
@@ -1048,7 +1086,8 @@ async fn bounded<T>(call: impl Future<Output = azure_data_cosmos::Result<T>>) ->
 /// A point operation or batch: bounded, and counted with its charge (failed ones too: Cosmos
 /// bills them).
 async fn metered<R: HasCharge>(scope: Scope, call: impl Future<Output = azure_data_cosmos::Result<R>>) -> Result<R, StoreError> {
-    match tokio::time::timeout(CALL_TIMEOUT, call).await {
+    // Boxed, as in `bounded`.
+    match tokio::time::timeout(CALL_TIMEOUT, Box::pin(call)).await {
         Ok(Ok(response)) => {
             Meter::record(scope, response.charge());
             Ok(response)
@@ -1232,6 +1271,18 @@ pub(crate) mod tests {
         assert_eq!(store.read::<Value>(Container::Users, "u1", "u1").await.unwrap().unwrap()["username"], "kept");
     }
 
+    impl Store {
+        /// What the emulator holds now, on disk or not: past the gates every reader waits at,
+        /// which only a test may look behind.
+        async fn read_applied(&self, container: Container, partition_key: &str, id: &str) -> Option<Value> {
+            match bounded(self.container(container).read_item(partition_key.to_owned(), id, None)).await {
+                Ok(response) => Some(response.into_model::<Value>().unwrap()),
+                Err(StoreError::NotFound) => None,
+                Err(error) => panic!("{error}"),
+            }
+        }
+    }
+
     #[tokio::test]
     async fn a_change_feed_reader_is_never_offered_a_write_before_it_is_on_disk() {
         let dir = tempfile::tempdir().unwrap();
@@ -1248,7 +1299,7 @@ pub(crate) mod tests {
             let store = store.clone();
             async move { store.create(Container::Users, "u2", &json!({"id": "u2", "userId": "u2"})).await }
         });
-        while store.read::<Value>(Container::Users, "u2", "u2").await.unwrap().is_none() {
+        while store.read_applied(Container::Users, "u2", "u2").await.is_none() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         let during = store.changed_after(Container::Users, before.through, 100).unwrap();
@@ -1268,7 +1319,7 @@ pub(crate) mod tests {
             let store = store.clone();
             async move { store.replace(Container::Users, "u1", "u1", &json!({"id": "u1", "userId": "u1", "v": 2}), None).await }
         });
-        while store.read::<Value>(Container::Users, "u1", "u1").await.unwrap().unwrap().get("v").is_none() {
+        while store.read_applied(Container::Users, "u1", "u1").await.unwrap().get("v").is_none() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         assert!(!store.is_settled(Container::Users, "u1", "u1"), "read before its write is on disk");
