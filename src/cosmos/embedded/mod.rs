@@ -195,7 +195,17 @@ pub(crate) fn open(dir: &Path) -> Result<(Database, rusqlite::Connection), Store
                     legacy::JOURNAL
                 )));
             }
-            database::import(&mut connection, &imported.rows, imported.last_seq, MARKER).map_err(damaged)?;
+            // The earlier store gave numbers it never journaled (to redeliver undone writes), so
+            // a processor may legitimately be past the journal's last write: the numbering goes
+            // on after the furthest position, as that store's did.
+            let mut last_seq = imported.last_seq;
+            for (path, position) in positions(dir) {
+                if position > MAX_POSITION {
+                    return Err(out_of_range(&path, position, imported.last_seq));
+                }
+                last_seq = last_seq.max(position);
+            }
+            database::import(&mut connection, &imported.rows, last_seq, MARKER).map_err(damaged)?;
             tracing::info!(items = imported.rows.len(), "the earlier store's snapshot and journal were imported");
         }
         // (Done again when a crash came between the commit and the renames.)
@@ -209,37 +219,52 @@ pub(crate) fn open(dir: &Path) -> Result<(Database, rusqlite::Connection), Store
     Ok((database, connection))
 }
 
-/// Refuses a change-feed processor's position (`changefeed-*.json`) beyond the last write the
-/// database numbered: no processor can have got there, so the file is damaged or from another
-/// copy, and a processor would wait for writes up to it forever. (An unreadable one is refused
-/// by the processors' own loading, with what to do.)
-fn check_positions(dir: &Path, last_seq: u64) -> Result<(), StoreError> {
+/// The furthest a write number may go: SQLite's integers are signed 64-bit, and numbering
+/// must have room to go on after any position.
+const MAX_POSITION: u64 = (i64::MAX / 2) as u64;
+
+/// The change-feed processors' positions (`changefeed-*.json`) in `dir`: each file and the
+/// position it holds. An unreadable one is left to the processors' own loading, which refuses it
+/// with what to do.
+fn positions(dir: &Path) -> Vec<(std::path::PathBuf, u64)> {
     #[derive(serde::Deserialize)]
     struct Position {
         delivered_through: u64,
     }
-    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut positions = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         if !(name.starts_with("changefeed-") && name.ends_with(".json")) {
             continue;
         }
-        let Ok(Position { delivered_through }) =
+        if let Ok(Position { delivered_through }) =
             std::fs::read(entry.path()).map_err(drop).and_then(|bytes| serde_json::from_slice(&bytes).map_err(drop))
-        else {
-            continue;
-        };
-        if delivered_through > last_seq {
-            return Err(StoreError::Other(format!(
-                "{} holds a change-feed processor's position {delivered_through}, beyond the last write the data \
-                 directory numbered ({last_seq}): no processor got there, so the file is damaged or from another copy. \
-                 Write {{\"delivered_through\": {last_seq}}} in it if every write was delivered, or delete it to have every \
-                 change delivered again from the beginning (the change-feed functions are idempotent), then start again",
-                entry.path().display()
-            )));
+        {
+            positions.push((entry.path(), delivered_through));
         }
     }
-    Ok(())
+    positions
+}
+
+/// Refuses a processor's position beyond `last_seq`, the last write the database numbered: no
+/// processor can have got there (the numbering is committed with the writes), so the file is
+/// damaged or from another copy, and a processor would wait for writes up to it forever.
+fn check_positions(dir: &Path, last_seq: u64) -> Result<(), StoreError> {
+    match positions(dir).into_iter().find(|(_, position)| *position > last_seq) {
+        Some((path, position)) => Err(out_of_range(&path, position, last_seq)),
+        None => Ok(()),
+    }
+}
+
+fn out_of_range(path: &Path, position: u64, last_seq: u64) -> StoreError {
+    StoreError::Other(format!(
+        "{} holds a change-feed processor's position {position}, beyond the last write the data directory \
+         numbered ({last_seq}): no processor got there, so the file is damaged or from another copy. Write \
+         {{\"delivered_through\": {last_seq}}} in it if every write was delivered, or delete it to have every change \
+         delivered again from the beginning (the change-feed functions are idempotent), then start again",
+        path.display()
+    ))
 }
 
 /// The embedded store's items that carry a `ttl`, by the time they expire (Unix seconds).
