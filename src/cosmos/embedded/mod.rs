@@ -313,3 +313,6 @@ pub(crate) fn expiry(container: Container, document: &Value, now: u64) -> Option
 pub(crate) fn unix_now() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs())
 }
+
+#[cfg(test)]
+mod tests;
