@@ -5,11 +5,14 @@
 //!     cargo bench --bench scale -- --items 5000,20000    # other sizes
 //!
 //! It grows one data set, in a temporary directory, through the release `handler` run as a
-//! child process, mostly with C3 (comments: most of the article's items are comments and likes),
-//! one post per 25 comments and one user per 5 posts, 8 clients at a time. At each size it
-//! measures C3 throughput over the last 2,000 comments, stops the handler (SIGKILL: what
-//! survives is what the journal holds), starts it again on the same directory and measures the
-//! time to its first answer and its resident memory idle, then under 5 s of C3 load.
+//! child process, in the article's shape: mostly C3 (comments: most of the article's items are
+//! comments and likes), a post per 25 comments and a user per 5 posts, seeded. Before each batch
+//! of comments it adds the posts that keep that ratio, and each comment goes to a random post,
+//! so a post's comments grow with its age, not with the data set. 8 clients at a time. At each
+//! size it measures C3 throughput over the last 2,000 comments, stops the handler (SIGKILL: what
+//! survives is what the database holds), starts it again on the same directory and measures the
+//! time to its first answer and its resident memory idle, then under 5 s of C3 load. Last, the
+//! hot-post row: C3 on one post with 1,000 comments against one with 10.
 
 #[path = "blog/client.rs"]
 #[allow(dead_code)]
@@ -61,7 +64,7 @@ fn main() {
     }
     let binary = process::handler_binary().unwrap_or_else(|error| panic!("{error}"));
     let runtime = tokio::runtime::Runtime::new().expect("a Tokio runtime");
-    let rows = runtime.block_on(run(&binary, &sizes));
+    let (rows, hot) = runtime.block_on(run(&binary, &sizes));
     println!(
         "| items | C3/s, 8 clients, growing | restart (first answer) | RSS after start | RSS under C3 load | C3/s after restart | on disk |"
     );
@@ -78,6 +81,14 @@ fn main() {
             row.disk_bytes as f64 / 1_048_576.0
         );
     }
+    println!();
+    println!("| hot post: C3/s, 8 clients, one post | with 10 comments | with 1,000 comments |");
+    println!("| --- | ---: | ---: |");
+    println!("| at {} items | {:.0} | {:.0} |", rows_last_items(&sizes), hot.0, hot.1);
+}
+
+fn rows_last_items(sizes: &[usize]) -> usize {
+    sizes.last().copied().unwrap_or(0)
 }
 
 /// The data set so far: who can comment on what, and how many items exist.
@@ -88,7 +99,7 @@ struct Grown {
     rng: Rng,
 }
 
-async fn run(binary: &Path, sizes: &[usize]) -> Vec<Row> {
+async fn run(binary: &Path, sizes: &[usize]) -> (Vec<Row>, (f64, f64)) {
     let data = tempfile::tempdir().expect("a temporary directory");
     let mut grown = Grown { users: Vec::new(), posts: Vec::new(), items: 0, rng: Rng::new(7) };
     let mut rows = Vec::new();
@@ -131,14 +142,44 @@ async fn run(binary: &Path, sizes: &[usize]) -> Vec<Row> {
             directory_bytes(data.path())
         );
     }
-    rows
+    let (mut child, base) = process::spawn_on(binary, data.path());
+    process::first_answer(&base, Instant::now()).await;
+    let hot = hot_post(&Client::new(base), &mut grown).await;
+    child.kill().expect("the handler stops");
+    child.wait().expect("the handler is gone");
+    (rows, hot)
+}
+
+/// C3 on a post with 10 comments, then on one with 1,000: the rate of 400 comments on each.
+async fn hot_post(client: &Client, grown: &mut Grown) -> (f64, f64) {
+    let mut rates = Vec::new();
+    for existing in [10, 1_000] {
+        let author = grown.users[0].clone();
+        let body = json!({ "userId": author, "title": data::text(&mut grown.rng, (35, 65)), "content": data::text(&mut grown.rng, (500, 2_000)) });
+        let post = client.post(&author, "/api/posts", &body).await.id();
+        comments_on(client, grown, &post, existing).await;
+        let started = Instant::now();
+        comments_on(client, grown, &post, 400).await;
+        rates.push(400.0 / started.elapsed().as_secs_f64());
+    }
+    (rates[0], rates[1])
+}
+
+/// `count` comments on `post` by [`CLIENTS`] clients.
+async fn comments_on(client: &Client, grown: &mut Grown, post: &str, count: usize) {
+    let saved = std::mem::take(&mut grown.posts);
+    grown.posts = vec![(post.to_owned(), String::new())];
+    comments(client, grown, count).await;
+    grown.posts = saved;
 }
 
 /// Grows the data set to `size` items; the C3 rate of its last [`MEASURED_COMMENTS`] comments.
 async fn grow(client: &Client, grown: &mut Grown, size: usize) -> f64 {
-    let mut rate = 0.0;
+    // The batches of comments so far, newest last: the rate is taken over the last 2,000.
+    let mut batches: Vec<(usize, Duration)> = Vec::new();
     while grown.items < size {
-        if grown.posts.len() * COMMENTS_PER_POST <= grown.items {
+        let batch = (size - grown.items).clamp(1, MEASURED_COMMENTS);
+        if grown.posts.len() * COMMENTS_PER_POST < grown.items + batch {
             if grown.users.len() * POSTS_PER_USER <= grown.posts.len() {
                 let principal = format!("scale-{}", grown.users.len());
                 client.post(&principal, "/api/users", &json!({ "username": principal })).await;
@@ -152,11 +193,23 @@ async fn grow(client: &Client, grown: &mut Grown, size: usize) -> f64 {
             grown.items += 3; // the post, and its copies in `users` and `feed` (the feed keeps 100)
         }
         let batch = (size - grown.items).clamp(1, MEASURED_COMMENTS);
+        // Posts enough for this batch in the article's ratio, before it.
+        if (grown.posts.len() * COMMENTS_PER_POST) < grown.items + batch {
+            continue;
+        }
         let started = Instant::now();
         comments(client, grown, batch).await;
-        rate = batch as f64 / started.elapsed().as_secs_f64();
+        batches.push((batch, started.elapsed()));
     }
-    rate
+    let (mut count, mut took) = (0, Duration::ZERO);
+    for (batch, elapsed) in batches.iter().rev() {
+        if count >= MEASURED_COMMENTS {
+            break;
+        }
+        count += batch;
+        took += *elapsed;
+    }
+    count as f64 / took.as_secs_f64().max(f64::EPSILON)
 }
 
 /// `count` comments by [`CLIENTS`] clients, each on a random post by a random user.

@@ -1,4 +1,5 @@
-//! The embedded store keeps every acknowledged write across a restart, also after `kill -9`.
+//! The embedded store keeps every acknowledged write across a restart, also after `kill -9`;
+//! refuses damaged files, naming them; and imports a directory of the earlier store once.
 
 mod common;
 
@@ -62,6 +63,54 @@ async fn acknowledged_writes_survive_kill_9() {
     }
 }
 
+/// `kill -9` while 8 clients write at once (their commits grouped): every write acknowledged
+/// before the kill is there after the restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_concurrent_writes_survive_kill_9() {
+    let data = tempfile::tempdir().unwrap();
+    let handler = Handler::start(data.path(), &[]);
+    let base = handler.base.clone();
+    let client = reqwest::Client::new();
+    let user = post_as(&client, &base, "alice-principal", "/api/users", json!({"username": "alice"})).await;
+    let user_id = user["id"].as_str().unwrap().to_owned();
+    let acknowledged = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let writers: Vec<_> = (0..8)
+        .map(|writer| {
+            let (client, base, user_id, acknowledged) = (client.clone(), base.clone(), user_id.clone(), acknowledged.clone());
+            tokio::spawn(async move {
+                for n in 0.. {
+                    let body = json!({"userId": user_id, "title": format!("post {writer}.{n}"), "content": "body"});
+                    let Ok(response) =
+                        client.post(format!("{base}/api/posts")).header("x-dev-user", &user_id).json(&body).send().await
+                    else {
+                        return;
+                    };
+                    if !response.status().is_success() {
+                        return;
+                    }
+                    let Ok(post) = response.json::<serde_json::Value>().await else { return };
+                    acknowledged.lock().unwrap().push(post);
+                }
+            })
+        })
+        .collect();
+    while acknowledged.lock().unwrap().len() < 80 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    handler.kill_9();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+
+    let handler = Handler::start(data.path(), &[]);
+    let posts = acknowledged.lock().unwrap().clone();
+    for post in &posts {
+        let response = client.get(format!("{}/api/posts/{}", handler.base, post["id"].as_str().unwrap())).send().await.unwrap();
+        assert_eq!(response.status(), 200, "an acknowledged post is lost: {post}");
+        assert_eq!(&response.json::<serde_json::Value>().await.unwrap(), post);
+    }
+}
+
 /// Why `Blog::open` refused `dir`; panics if it started.
 async fn refusal(dir: &std::path::Path) -> String {
     match blog::Blog::open(&TestApp::config(dir)).await {
@@ -70,27 +119,55 @@ async fn refusal(dir: &std::path::Path) -> String {
     }
 }
 
+/// A change-feed processor's position beyond the last write the store numbered cannot have
+/// been reached: the file is damaged or from another copy, and a processor would wait for
+/// writes up to it forever. Refused at start, naming the file and what to do.
 #[tokio::test]
-async fn numbering_goes_on_after_every_processor_position() {
+async fn a_checkpoint_beyond_the_last_write_refuses_to_start_and_says_what_to_do() {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
     let first = app.post_by(&alice, "first").await;
     app.eventually("/api/feed", |feed| feed["items"][0]["id"] == first.as_str()).await;
     let temp = app.stop().await.unwrap();
-    // Positions past the journal's last write, as processors that ran ahead of the disk left
-    // them before a kill -9.
-    for function in ["PostsChangeFeed", "UsersChangeFeed"] {
-        let path = temp.path().join(format!("changefeed-{function}.json"));
-        let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-        let ahead = saved["delivered_through"].as_u64().unwrap() + 20;
+    let path = temp.path().join("changefeed-PostsChangeFeed.json");
+    let kept = std::fs::read(&path).unwrap();
+    let saved: serde_json::Value = serde_json::from_slice(&kept).unwrap();
+    for ahead in [saved["delivered_through"].as_u64().unwrap() + 20, u64::MAX] {
         std::fs::write(&path, json!({"delivered_through": ahead}).to_string()).unwrap();
+        let error = refusal(temp.path()).await;
+        assert!(error.contains(&path.display().to_string()) && error.contains("beyond the last write"), "{error}");
+        assert!(error.contains("delete it"), "says what to do: {error}");
     }
-
+    std::fs::write(&path, kept).unwrap();
     let app = TestApp::start_in(temp.path()).await;
     let second = app.post_by(&alice, "second").await;
     app.eventually("/api/feed", |feed| feed["items"][0]["id"] == second.as_str()).await;
-    app.put(&format!("/api/users/{alice}"), json!({"username": "alice2"})).await;
-    app.eventually(&format!("/api/posts/{second}"), |post| post["userUsername"] == "alice2").await;
+    app.stop().await;
+}
+/// The earlier store kept numbering after a processor's position past its journal (it gave
+/// numbers it never journaled), so its import does too; a position with no room left after it
+/// is refused, naming the file.
+#[tokio::test]
+async fn an_earlier_store_s_position_out_of_range_is_refused_at_import() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    let first = app.post_by(&alice, "first").await;
+    app.eventually("/api/feed", |feed| feed["items"][0]["id"] == first.as_str()).await;
+    let temp = app.stop().await.unwrap();
+    as_earlier_store(temp.path());
+    let path = temp.path().join("changefeed-PostsChangeFeed.json");
+    let kept = std::fs::read(&path).unwrap();
+    std::fs::write(&path, json!({"delivered_through": u64::MAX}).to_string()).unwrap();
+    let error = refusal(temp.path()).await;
+    assert!(error.contains(&path.display().to_string()) && error.contains("delete it"), "{error}");
+    assert!(temp.path().join("journal.jsonl").exists(), "nothing imported");
+
+    let saved: serde_json::Value = serde_json::from_slice(&kept).unwrap();
+    let ahead = saved["delivered_through"].as_u64().unwrap() + 20;
+    std::fs::write(&path, json!({"delivered_through": ahead}).to_string()).unwrap();
+    let app = TestApp::start_in(temp.path()).await;
+    let second = app.post_by(&alice, "second").await;
+    app.eventually("/api/feed", |feed| feed["items"][0]["id"] == second.as_str()).await;
     app.stop().await;
 }
 
@@ -103,17 +180,43 @@ async fn a_corrupt_checkpoint_refuses_to_start_and_says_what_to_do() {
     assert!(error.contains(&path.display().to_string()) && error.to_lowercase().contains("delete it"), "{error}");
 }
 
-/// A position no write number can reach (here `u64::MAX`) is refused at start like any damage,
-/// naming the file and what to do; before, the handler started and then hung, chasing a
-/// numbering that had wrapped around.
-#[tokio::test]
-async fn a_checkpoint_out_of_range_refuses_to_start_and_says_what_to_do() {
-    let data = tempfile::tempdir().unwrap();
-    let path = data.path().join("changefeed-UsersChangeFeed.json");
-    std::fs::write(&path, r#"{"delivered_through":18446744073709551615}"#).unwrap();
-    let error = refusal(data.path()).await;
-    assert!(error.contains(&path.display().to_string()) && error.contains("beyond any write number"), "{error}");
-    assert!(error.to_lowercase().contains("delete it"), "{error}");
+/// Turns a data directory of this store into one of the earlier store (its `snapshot.jsonl`,
+/// empty, and a `journal.jsonl` of every live item, one line per write), as a directory written
+/// before the move to SQLite looks: each line `<crc32> <json>`, a header first.
+fn as_earlier_store(dir: &std::path::Path) {
+    let database = rusqlite::Connection::open(dir.join("blog.sqlite")).unwrap();
+    let mut statement = database.prepare("SELECT container, pk, id, doc, seq FROM items ORDER BY seq").unwrap();
+    let rows = statement
+        .query_map([], |row| {
+            let doc: String = row.get(3)?;
+            let record = json!({"c": row.get::<_, String>(0)?, "pk": row.get::<_, String>(1)?, "id": row.get::<_, String>(2)?,
+                "doc": serde_json::from_str::<serde_json::Value>(&doc).unwrap(), "seq": row.get::<_, i64>(4)?});
+            Ok((row.get::<_, i64>(4)?, record))
+        })
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    drop(statement);
+    drop(database);
+    let line = |json: &serde_json::Value| {
+        let json = json.to_string();
+        format!("{:08x} {json}\n", crc32fast::hash(json.as_bytes()))
+    };
+    let header = line(&json!({"generation": 1, "through": 0}));
+    let mut journal = header.clone();
+    let mut writes: Vec<(i64, Vec<serde_json::Value>)> = Vec::new();
+    for (seq, record) in rows {
+        match writes.last_mut() {
+            Some((last, records)) if *last == seq => records.push(record),
+            _ => writes.push((seq, vec![record])),
+        }
+    }
+    writes.iter().for_each(|(_, records)| journal.push_str(&line(&json!(records))));
+    std::fs::write(dir.join("snapshot.jsonl"), header).unwrap();
+    std::fs::write(dir.join("journal.jsonl"), journal).unwrap();
+    for name in ["blog.sqlite", "blog.sqlite-wal", "blog.sqlite-shm"] {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
 }
 
 #[tokio::test]
@@ -124,6 +227,7 @@ async fn a_damaged_journal_line_is_refused_with_its_file_and_line() {
     app.post(&format!("/api/posts/{post}/comments"), json!({"userId": alice, "content": "a comment"})).await;
     app.eventually("/api/feed", |feed| feed["items"][0]["commentCount"] == 1).await;
     let temp = app.stop().await.unwrap();
+    as_earlier_store(temp.path());
     let journal = temp.path().join("journal.jsonl");
     let original = std::fs::read_to_string(&journal).unwrap();
     let lines: Vec<&str> = original.lines().collect();
@@ -146,8 +250,42 @@ async fn a_damaged_journal_line_is_refused_with_its_file_and_line() {
     let app = TestApp::start_in(temp.path()).await;
     assert_eq!(app.get(&format!("/api/posts/{post}")).await.body["commentCount"], 1);
     app.stop().await;
+    // Imported once: the earlier files are kept beside, renamed, and a restart reads the database.
+    assert!(!journal.exists());
+    assert_eq!(std::fs::read_to_string(temp.path().join("journal.jsonl.imported")).unwrap(), original);
+    assert!(temp.path().join("snapshot.jsonl.imported").exists());
+    let app = TestApp::start_in(temp.path()).await;
+    assert_eq!(app.get(&format!("/api/posts/{post}/comments")).await.body["items"][0]["content"], "a comment");
+    app.post(&format!("/api/posts/{post}/comments"), json!({"userId": alice, "content": "after the import"})).await;
+    app.eventually("/api/feed", |feed| feed["items"][0]["commentCount"] == 2).await;
+    app.stop().await;
 }
 
+/// A damaged database is refused, naming its file and what to do, not half loaded.
+#[tokio::test]
+async fn a_damaged_database_is_refused_with_its_file() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    for n in 0..40 {
+        app.post_by(&alice, &format!("post {n}")).await;
+    }
+    let temp = app.stop().await.unwrap();
+    let path = temp.path().join("blog.sqlite");
+    // Checkpointed into the main file by the last connection's close.
+    let mut bytes = std::fs::read(&path).unwrap();
+    assert!(bytes.len() > 3 * 4096, "{} bytes", bytes.len());
+    for byte in &mut bytes[2 * 4096..2 * 4096 + 64] {
+        *byte = !*byte;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let error = refusal(temp.path()).await;
+    assert!(error.contains(&path.display().to_string()) && error.contains("damaged"), "{error}");
+    assert!(error.contains("backup"), "says what to do: {error}");
+
+    std::fs::write(&path, b"not a database at all, but long enough to look like one's header").unwrap();
+    let error = refusal(temp.path()).await;
+    assert!(error.contains(&path.display().to_string()) && error.contains("backup"), "{error}");
+}
 #[tokio::test]
 async fn a_line_torn_inside_a_character_is_a_torn_line() {
     let app = TestApp::start().await;
@@ -155,6 +293,7 @@ async fn a_line_torn_inside_a_character_is_a_torn_line() {
     let post = app.post_by(&alice, "Café crème").await;
     app.eventually("/api/feed", |feed| feed["items"][0]["id"] == post.as_str()).await;
     let temp = app.stop().await.unwrap();
+    as_earlier_store(temp.path());
     let journal = temp.path().join("journal.jsonl");
     let mut bytes = std::fs::read(&journal).unwrap();
     let last_line = bytes[..bytes.len() - 1].iter().rposition(|byte| *byte == b'\n').map_or(0, |at| at + 1);
@@ -176,6 +315,7 @@ async fn a_missing_snapshot_or_journal_is_detected() {
     let app = TestApp::start_in(temp.path()).await;
     app.post_by(&alice, "written after a restart").await;
     app.stop().await;
+    as_earlier_store(temp.path());
     for name in ["journal.jsonl", "snapshot.jsonl"] {
         let path = temp.path().join(name);
         let kept = std::fs::read(&path).unwrap();

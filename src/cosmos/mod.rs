@@ -5,17 +5,15 @@
 //! the SDK's errors to the few outcomes the application acts on ([`StoreError`]).
 
 mod changes;
-#[cfg(feature = "embedded")]
-mod embedded;
-mod gates;
-// Only the embedded store journals; the deployed build compiles the code but never opens one.
+// The deployed build compiles the embedded store's database code but never opens one.
 #[cfg_attr(not(feature = "embedded"), allow(dead_code))]
-mod journal;
+mod embedded;
 mod meter;
 pub mod queries;
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+#[cfg(feature = "embedded")]
+use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,11 +39,10 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::config::{Backend, Config};
-use changes::ChangeIndex;
 pub use changes::Changed;
-pub use journal::Record as JournalRecord;
+use embedded::Durability;
 #[cfg(test)]
-pub(crate) use journal::tests::{FaultyDisk, ReleaseOnDrop};
+pub(crate) use embedded::database::tests::FaultyDisk;
 pub use meter::{Meter, Partitions, Scope};
 
 /// How long any one Cosmos call may take before the request gives up on it.
@@ -132,7 +129,7 @@ pub enum StoreError {
     BatchFailed {
         statuses: Vec<u16>,
     },
-    /// The embedded store's disk is full: the write was not journaled, and was undone.
+    /// The embedded store's disk is full: the write was not committed, and was undone.
     DiskFull,
     Other(String),
 }
@@ -148,7 +145,7 @@ impl std::fmt::Display for StoreError {
             StoreError::BadContinuation(why) => write!(f, "invalid continuation token: {why}"),
             StoreError::BadRequest(why) => write!(f, "bad request: {why}"),
             StoreError::BatchFailed { statuses } => write!(f, "transactional batch failed: {statuses:?}"),
-            StoreError::DiskFull => f.write_str("the disk is full: the write was not journaled, and was undone"),
+            StoreError::DiskFull => f.write_str("the disk is full: the write was not committed, and was undone"),
             StoreError::Other(message) => f.write_str(message),
         }
     }
@@ -222,248 +219,36 @@ pub struct Store {
     feed: ContainerClient,
     leases: ContainerClient,
     database: String,
-    /// Present on the embedded store: every acknowledged write is also journaled to disk.
+    /// Present on the embedded store: every acknowledged write is also committed to its
+    /// database, and visible only once it is.
     durability: Option<Arc<Durability>>,
     /// The Entra ID credential the client signs in with, shared with the server-side script
     /// executor so both use one token cache.
     credential: Option<Arc<dyn TokenCredential>>,
 }
 
-/// An item: its container, partition key and id.
-type ItemKey = (Container, String, String);
-
-/// The embedded store's journal, and the lock that keeps its order the store's order.
-struct Durability {
-    journal: journal::Journal,
-    order: tokio::sync::Mutex<()>,
-    /// Woken after every write that reached the disk, so the local change-feed processors need
-    /// not poll.
-    written: Arc<tokio::sync::Notify>,
-    /// Which items changed after which write, for the local change-feed processors.
-    changes: std::sync::Mutex<ChangeIndex>,
-    /// The items each write not yet on disk touched, by write number: what to undo when the
-    /// journal refuses it.
-    in_flight: std::sync::Mutex<BTreeMap<u64, Vec<ItemKey>>>,
-    /// The containers, to undo refused writes in.
-    containers: HashMap<Container, ContainerClient>,
-    /// When the items that carry a `ttl` expire: the emulator does not remove them, so the
-    /// store does ([`Store::remove_expired`]).
-    expiries: std::sync::Mutex<Expiries>,
-    /// A write holds its partition until it is durable; reads wait (see `gates.rs`).
-    gates: Arc<gates::Gates>,
-}
-
-/// The embedded store's items that carry a `ttl`, by the time they expire (Unix seconds).
-#[derive(Default)]
-struct Expiries {
-    by_item: HashMap<ItemKey, u64>,
-    due: BTreeSet<(u64, ItemKey)>,
-}
-
-impl Expiries {
-    /// Records the expiry of an item's latest write: `None` when it does not expire (or was
-    /// deleted).
-    fn set(&mut self, item: ItemKey, expires: Option<u64>) {
-        if let Some(previous) = self.by_item.remove(&item) {
-            self.due.remove(&(previous, item.clone()));
-        }
-        if let Some(expires) = expires {
-            self.by_item.insert(item.clone(), expires);
-            self.due.insert((expires, item));
-        }
-    }
-
-    /// Takes the items expired at `now`.
-    fn take_due(&mut self, now: u64) -> Vec<ItemKey> {
-        let mut taken = Vec::new();
-        while let Some((expires, _)) = self.due.first()
-            && *expires <= now
-        {
-            let (_, item) = self.due.pop_first().expect("just seen");
-            self.by_item.remove(&item);
-            taken.push(item);
-        }
-        taken
-    }
-}
-
-/// When an item written at `now` (Unix seconds) expires, as Cosmos DB reads its `ttl`: a
-/// positive number of seconds after the write, in a container with time to live on; `-1`, or
-/// none (the container's default, which is none here), never.
-fn expiry(container: Container, document: &Value, now: u64) -> Option<u64> {
-    let ttl = document.get("ttl")?.as_u64().filter(|ttl| *ttl > 0)?;
-    container.expires_items().then_some(now + ttl)
-}
-
-/// The time now, in Unix seconds.
-fn unix_now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs())
-}
-
-/// Armed while a write is being applied: a request dropped then (its client went away) drops
-/// the write's future, and the emulator may have applied it without the journal or the change
-/// index ever hearing of it (a post readable now, never copied, and gone after a restart). On
-/// drop, it has the items journaled as the emulator holds them. (It borrows the write's own
-/// records: nothing is copied unless it is dropped armed.)
+/// Holds a write's partition while the emulator applies it: a request dropped then (its client
+/// went away) drops the write's future, and the emulator may have applied it without the
+/// database or the change index ever hearing of it (a post readable now, never copied, and
+/// gone after a restart). On drop, it has the items committed as the emulator holds them, the
+/// partition still held until then. (It borrows the write's own records: nothing is copied
+/// unless it is dropped holding the partition.)
 struct DroppedMidway<'a> {
     durability: &'a Arc<Durability>,
     container: Container,
     partition_key: &'a str,
     records: &'a [(String, Option<Value>)],
-    /// The write's hold on its partition: readers wait until it is journaled, also when the
-    /// request is dropped (then it goes with the journaling task).
-    held: Option<gates::Held>,
-    armed: bool,
+    guard: Option<embedded::locks::PartitionGuard>,
 }
 
 impl Drop for DroppedMidway<'_> {
     fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
+        let Some(guard) = self.guard.take() else { return };
         let (durability, container, partition_key) = (self.durability.clone(), self.container, self.partition_key.to_owned());
         let ids = self.records.iter().map(|(id, _)| id.clone()).collect();
-        let held = self.held.take();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                durability.journal_as_is(container, &partition_key, ids).await;
-                drop(held);
-            });
+            runtime.spawn(durability.commit_as_is(container, partition_key, ids, guard));
         }
-    }
-}
-
-impl Durability {
-    /// Queues the journal line of a write just applied, and records it in the expiries and the
-    /// change index; the caller holds the order lock. Returns its number, and when it is on disk.
-    fn journal_locked(
-        &self,
-        container: Container,
-        partition_key: &str,
-        records: Vec<(String, Option<Value>)>,
-    ) -> (u64, impl Future<Output = std::io::Result<()>> + use<>) {
-        let now = unix_now();
-        let records: Vec<JournalRecord> = records
-            .into_iter()
-            .map(|(id, doc)| {
-                let exp = doc.as_ref().and_then(|doc| expiry(container, doc, now));
-                JournalRecord { c: container.name().to_owned(), pk: partition_key.to_owned(), id, doc, seq: 0, exp }
-            })
-            .collect();
-        if container.expires_items() {
-            let mut expiries = self.expiries.lock().expect("never poisoned");
-            for record in &records {
-                expiries.set((container, record.pk.clone(), record.id.clone()), record.exp);
-            }
-        }
-        let written: Vec<(String, bool)> = records.iter().map(|record| (record.id.clone(), record.doc.is_some())).collect();
-        let (seq, on_disk) = self.journal.append(records);
-        let touched = written.iter().map(|(id, _)| (container, partition_key.to_owned(), id.clone())).collect();
-        self.in_flight.lock().expect("never poisoned").insert(seq, touched);
-        let mut changes = self.changes.lock().expect("the change index's lock is never poisoned");
-        for (id, live) in written {
-            changes.record(container, partition_key, &id, seq, live);
-        }
-        (seq, on_disk)
-    }
-
-    /// Journals `ids` as the emulator holds them now (see [`DroppedMidway`]): whether or not the
-    /// dropped write was applied, reads, the journal and the change feed agree again. (Its
-    /// request got no answer, so either outcome is one it may see.)
-    async fn journal_as_is(self: Arc<Self>, container: Container, partition_key: &str, ids: Vec<String>) {
-        let order = self.order.lock().await;
-        let client = &self.containers[&container];
-        let mut records = Vec::with_capacity(ids.len());
-        for id in ids {
-            let document = match bounded(client.read_item(partition_key.to_owned(), &id, None)).await {
-                Ok(response) => match response.into_model::<Value>() {
-                    Ok(mut document) => {
-                        // As written, without what the store adds.
-                        if let Some(fields) = document.as_object_mut() {
-                            fields
-                                .retain(|name, _| !matches!(name.as_str(), "_rid" | "_self" | "_etag" | "_attachments" | "_ts"));
-                        }
-                        Some(document)
-                    }
-                    Err(error) => return tracing::error!(id, %error, "a write whose request was dropped cannot be journaled"),
-                },
-                Err(StoreError::NotFound) => None,
-                Err(error) => return tracing::error!(id, %error, "a write whose request was dropped cannot be journaled"),
-            };
-            records.push((id, document));
-        }
-        let (seq, on_disk) = self.journal_locked(container, partition_key, records);
-        drop(order);
-        if let Err(error) = self.settle(seq, on_disk).await {
-            tracing::error!(%error, "a write whose request was dropped cannot be journaled");
-        }
-    }
-
-    /// Waits until write `seq` is on disk. When the journal refuses it, it is undone, with every
-    /// write applied after it (each may build on it, and the journal refuses them all), so that
-    /// reads show what a restart would.
-    async fn settle(&self, seq: u64, on_disk: impl Future<Output = std::io::Result<()>>) -> Result<(), StoreError> {
-        match on_disk.await {
-            Ok(()) => {
-                self.in_flight.lock().expect("never poisoned").remove(&seq);
-                self.written.notify_waiters();
-                Ok(())
-            }
-            Err(error) => {
-                self.undo_refused(seq).await;
-                Err(match error.kind() {
-                    std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => StoreError::DiskFull,
-                    _ => StoreError::Other(format!("the write could not be journaled, so it was undone: {error}")),
-                })
-            }
-        }
-    }
-
-    /// Puts every item a refused write touched back as the journal holds it, then lets the
-    /// journal write again. The first refused write to get here does it for all of them.
-    async fn undo_refused(&self, seq: u64) {
-        let _order = self.order.lock().await;
-        let refused = {
-            let mut in_flight = self.in_flight.lock().expect("never poisoned");
-            if !in_flight.contains_key(&seq) {
-                return;
-            }
-            // Under the order lock no write is being applied, and the journal refuses every
-            // line until it resumes: every write after the last one on disk is refused.
-            in_flight.split_off(&(self.journal.settled() + 1))
-        };
-        let mut items: Vec<ItemKey> = refused.into_values().flatten().collect();
-        items.sort();
-        items.dedup();
-        // A new number, so that the change-feed processors deliver the items again as they are
-        // now (one may have gone past the item's earlier write while the refused one hid it).
-        let restored = self.journal.next_seq();
-        for (container, partition_key, id) in &items {
-            let client = &self.containers[container];
-            let durable = match self.journal.durable_item(container.name(), partition_key, id) {
-                Ok(durable) => durable,
-                Err(error) => {
-                    tracing::error!(container = container.name(), id, %error, "cannot read a refused write's item back from the data directory; reads show the write until a restart");
-                    continue;
-                }
-            };
-            let undone = match &durable {
-                Some(document) => bounded(client.upsert_item(partition_key.clone(), id, document, None)).await.map(drop),
-                None => match bounded(client.delete_item(partition_key.clone(), id, None)).await {
-                    Err(StoreError::NotFound) => Ok(()),
-                    other => other.map(drop),
-                },
-            };
-            if let Err(error) = undone {
-                tracing::error!(container = container.name(), id, %error, "cannot undo a refused write; reads show it until a restart");
-            }
-            let mut changes = self.changes.lock().expect("the change index's lock is never poisoned");
-            changes.record(*container, partition_key, id, restored, durable.is_some());
-        }
-        self.journal.settle(restored);
-        self.journal.resume();
-        tracing::warn!(items = items.len(), "refused writes undone");
-        self.written.notify_waiters();
     }
 }
 
@@ -471,24 +256,22 @@ impl Store {
     /// Connects to the backend `config` names, creating the database and containers first when
     /// `config.create_containers` is set (always, on the embedded store).
     pub async fn connect(config: &Config) -> Result<Store, StoreError> {
-        Self::connect_with(config, Arc::new(journal::RealDisk)).await
+        Self::connect_with(config, Arc::new(embedded::database::NoFaults)).await
     }
 
-    /// [`Store::connect`], with the embedded store's journal on `disk`.
+    /// [`Store::connect`], with faults injected into the embedded store's commits.
     #[cfg_attr(not(feature = "embedded"), allow(unused_variables))]
-    pub(crate) async fn connect_with(config: &Config, disk: Arc<dyn journal::Disk>) -> Result<Store, StoreError> {
+    pub(crate) async fn connect_with(config: &Config, faults: Arc<dyn embedded::database::Faults>) -> Result<Store, StoreError> {
         let other = |error: CosmosError| StoreError::Other(error.to_string());
         let mut credential_for_scripts = None;
         let (client, durability) = match &config.backend {
             #[cfg(feature = "embedded")]
             Backend::Embedded { data_dir } => {
-                let (journal, items) = journal::Journal::open_with(data_dir, disk, journal::COMPACT_AFTER).map_err(|error| {
-                    StoreError::Other(format!("cannot open the data directory {}: {error}", data_dir.display()))
-                })?;
-                let (client, emulator) = embedded::client().await.map_err(other)?;
-                embedded::create_containers(&emulator, &client, &config.database).await.map_err(other)?;
-                let changes = load(&emulator, &config.database, items).await?;
-                (client, Some((journal, changes)))
+                let (database, connection) = embedded::open(data_dir)?;
+                let (client, emulator) = embedded::emulator::client().await.map_err(other)?;
+                embedded::emulator::create_containers(&emulator, &client, &config.database).await.map_err(other)?;
+                let (changes, expiries) = embedded::emulator::load(&emulator, &config.database, &database, &connection).await?;
+                (client, Some((database, connection, changes, expiries)))
             }
             #[cfg(not(feature = "embedded"))]
             Backend::Embedded { .. } => return Err(StoreError::Other("this build has no embedded store".into())),
@@ -521,19 +304,33 @@ impl Store {
             durability: None,
             credential: credential_for_scripts,
         };
-        let durability = durability.map(|(journal, (changes, expiries))| {
-            Arc::new(Durability {
-                journal,
-                order: tokio::sync::Mutex::new(()),
-                written: Arc::new(tokio::sync::Notify::new()),
-                changes: std::sync::Mutex::new(changes),
-                in_flight: Default::default(),
-                containers: Container::ALL.into_iter().map(|container| (container, store.container(container).clone())).collect(),
-                expiries: std::sync::Mutex::new(expiries),
-                gates: Default::default(),
-            })
-        });
-        Ok(Store { durability, ..store })
+        #[cfg(feature = "embedded")]
+        if let Some((database, connection, changes, expiries)) = durability {
+            let containers: HashMap<Container, ContainerClient> =
+                Container::ALL.into_iter().map(|container| (container, store.container(container).clone())).collect();
+            let durability = Durability::start(database, connection, faults, changes, expiries, containers)?;
+            return Ok(Store { durability: Some(Arc::new(durability)), ..store });
+        }
+        #[cfg(not(feature = "embedded"))]
+        let _: Option<()> = durability;
+        Ok(store)
+    }
+
+    /// On the embedded store, waits until no write to the partition is pending and keeps new
+    /// ones out until the guard drops: a read sees durable writes only.
+    async fn settled_partition(&self, container: Container, partition_key: &str) -> Option<embedded::locks::PartitionGuard> {
+        match &self.durability {
+            Some(durability) => Some(durability.locks.read(container, partition_key).await),
+            None => None,
+        }
+    }
+
+    /// [`Store::settled_partition`] for a whole container.
+    async fn settled_container(&self, container: Container) -> Option<embedded::locks::ContainerGuard> {
+        match &self.durability {
+            Some(durability) => Some(durability.locks.whole(container).await),
+            None => None,
+        }
     }
 
     fn container(&self, container: Container) -> &ContainerClient {
@@ -577,8 +374,8 @@ impl Store {
         partition_key: &str,
         id: &str,
     ) -> Result<Option<Versioned<T>>, StoreError> {
-        let _held = self.wait_until_durable(container, Some(partition_key)).await;
         let client = self.container(container);
+        let _settled = self.settled_partition(container, partition_key).await;
         let response =
             match metered(Scope::partition(container, partition_key), client.read_item(partition_key.to_owned(), id, None)).await
             {
@@ -679,8 +476,8 @@ impl Store {
             StoreError::Other(why) if resuming => StoreError::BadContinuation(why),
             other => other,
         };
-        let _held = self.wait_until_durable(container, Some(partition_key)).await;
         let scope = FeedScope::partition(partition_key.to_owned());
+        let _settled = self.settled_partition(container, partition_key).await;
         let iterator = bounded(self.container(container).query_items::<Value>(sdk_query, scope, Some(options)))
             .await
             .map_err(continuation_error)?;
@@ -778,8 +575,9 @@ impl Store {
         .await
     }
 
-    /// Runs a write; on the embedded store, also journals what it left (`records`: id and
-    /// document, `None` for a deletion) before acknowledging it.
+    /// Runs a write; on the embedded store, also commits what it left (`records`: id and
+    /// document, `None` for a deletion) to the database before acknowledging it, holding the
+    /// partition from before the write until then, so no one sees it before it is durable.
     async fn durably<R>(
         &self,
         container: Container,
@@ -790,37 +588,18 @@ impl Store {
         let Some(durability) = &self.durability else {
             return write.await.map(drop);
         };
-        // Visible only once durable: the partition is held from before the write is applied until
-        // its journal line is on disk (or it is undone). Taken before the order lock, so that a
-        // write waiting for its partition holds up no other partition's.
-        let held = durability.gates.write(container, partition_key).await;
-        // Holding the lock from the write to the queueing of its journal line makes the journal's
-        // order the order in which the store applied the writes.
-        let order = durability.order.lock().await;
-        let mut dropped_midway =
-            DroppedMidway { durability, container, partition_key, records: &records, held: Some(held), armed: true };
+        let guard = durability.locks.write(container, partition_key).await;
+        let mut dropped_midway = DroppedMidway { durability, container, partition_key, records: &records, guard: Some(guard) };
         let written = write.await;
-        // Done, one way or the other: journaled below, or refused (a failed write applies nothing).
-        dropped_midway.armed = false;
-        let held = dropped_midway.held.take();
+        // Done, one way or the other: committed below, or refused (a failed write applies nothing).
+        let guard = dropped_midway.guard.take().expect("taken only here");
         drop(dropped_midway);
         written?;
-        let (seq, on_disk) = durability.journal_locked(container, partition_key, records);
-        drop(order);
-        // A task of its own, so that a refused write is undone (and the journal resumes) even
-        // when the request that made it is dropped meanwhile; the partition is let go after.
-        let settling = durability.clone();
-        tokio::spawn(async move {
-            let settled = settling.settle(seq, on_disk).await;
-            drop(held);
-            settled
-        })
-        .await
-        .map_err(|error| StoreError::Other(format!("the write's journaling did not finish: {error}")))?
+        durability.commit(container, partition_key, records, guard).await
     }
 
     /// Removes the embedded store's items whose `ttl` ran out by `now` (Unix seconds), as Cosmos
-    /// DB does by itself: each removal is a deletion like any other, journaled, so it survives a
+    /// DB does by itself: each removal is a deletion like any other, committed, so it survives a
     /// restart, and an expiry a restart would not reset. Returns how many it removed; does
     /// nothing on other backends.
     pub async fn remove_expired(&self, now: u64) -> Result<usize, StoreError> {
@@ -832,7 +611,7 @@ impl Store {
                 let Some(found) = self.read_versioned::<Value>(*container, partition_key, id).await? else { return Ok(false) };
                 // Written again since it was due (then it has a new expiry), or no longer expiring.
                 let rewritten = durability.expiries.lock().expect("never poisoned").by_item.contains_key(&due[index]);
-                if rewritten || expiry(*container, &found.item, 0).is_none() {
+                if rewritten || embedded::expiry(*container, &found.item, 0).is_none() {
                     return Ok(false);
                 }
                 let delete = WriteOp::Delete { id: id.clone(), if_match: Some(found.etag) };
@@ -860,18 +639,19 @@ impl Store {
         Ok(removed)
     }
 
-    /// The embedded store's journal position: every write numbered up to it is on disk (or was
-    /// refused and undone). `None` on other backends.
+    /// The embedded store's position in its write numbering: every write numbered up to it is
+    /// committed (or was refused and undone). `None` on other backends.
     pub fn journal_position(&self) -> Option<u64> {
-        self.durability.as_ref().map(|durability| durability.journal.settled())
+        self.durability.as_ref().map(|durability| durability.database.settled())
     }
 
-    /// Numbers the embedded store's next write after `position`, the furthest a change-feed
-    /// processor got: numbering never goes back below a position a processor holds, or it would
-    /// skip the writes that reuse the numbers. Call it before the first write.
+    /// Kept for the processors' start-up: every position they hold was checked against the
+    /// database's numbering when it opened (a position beyond its last write is refused there),
+    /// and the numbering is kept in the database with the writes, so it never goes back below
+    /// a position a processor saved. Nothing is left to do.
     pub fn continue_numbering_after(&self, position: u64) {
         if let Some(durability) = &self.durability {
-            durability.journal.continue_after(position);
+            debug_assert!(position <= durability.database.last_seq(), "checked when the database opened");
         }
     }
 
@@ -886,22 +666,22 @@ impl Store {
     }
 
     /// At most `limit` items of `container` whose last write on the embedded store came after
-    /// journal position `after`, oldest change first (`None` on other backends).
+    /// position `after`, oldest change first (`None` on other backends).
     pub fn changed_after(&self, container: Container, after: u64, limit: usize) -> Option<Changed> {
         let durability = self.durability.as_ref()?;
-        let settled = durability.journal.settled();
+        let settled = durability.database.settled();
         let changes = durability.changes.lock().expect("the change index's lock is never poisoned");
         Some(changes.changed_after(container, after, settled, limit))
     }
 
     /// Whether the item's last write on the embedded store is on disk (always, on other
-    /// backends). A change-feed processor that read an item checks this after the read: the
-    /// item may have been written again since it was listed, and a version not on disk yet must
-    /// not reach a copy, which a crash would leave showing a write that never happened (and,
-    /// its `_ts` being newer, never replaced). That newer write is listed again once settled.
+    /// backends). A version not on disk must not reach a copy, which a crash would leave showing
+    /// a write that never happened. Reads wait for a partition's pending writes, so a version
+    /// read is durable; the change index lists committed writes only, so this holds for any
+    /// item the index knows. (Kept for the processors, which check it after each read.)
     pub fn is_settled(&self, container: Container, partition_key: &str, id: &str) -> bool {
         let Some(durability) = &self.durability else { return true };
-        let settled = durability.journal.settled();
+        let settled = durability.database.settled();
         let changes = durability.changes.lock().expect("the change index's lock is never poisoned");
         changes.last_write(container, partition_key, id).is_none_or(|seq| seq <= settled)
     }
@@ -909,7 +689,7 @@ impl Store {
     /// Every result of a query across all partitions of `container`, page after page. Only
     /// the change-feed functions use one (to find the posts a renamed user wrote in).
     pub async fn query_all_partitions(&self, container: Container, query: QuerySpec) -> Result<Vec<Value>, StoreError> {
-        let _held = self.wait_until_durable(container, None).await;
+        let _settled = self.settled_container(container).await;
         let mut sdk_query = Query::from(query.sql.into_owned());
         for (name, value) in query.parameters {
             sdk_query =
@@ -935,17 +715,6 @@ impl Store {
 
     /// The change feed of `container` from `position` (a [`ChangeFeed::position`] saved
     /// earlier, one token for every feed range), or from its beginning.
-    /// The embedded store's hold for a read of one partition (`Some`) or of all: it waits for
-    /// the writes of the partition that are not durable yet (see `gates.rs`). Nothing to wait
-    /// for on other backends.
-    async fn wait_until_durable(&self, container: Container, partition_key: Option<&str>) -> Option<gates::Held> {
-        let durability = self.durability.as_ref()?;
-        Some(match partition_key {
-            Some(partition_key) => durability.gates.read(container, partition_key).await,
-            None => durability.gates.read_all(container).await,
-        })
-    }
-
     pub async fn change_feed_from(&self, container: Container, position: Option<&str>) -> Result<ChangeFeed, StoreError> {
         let client = self.container(container);
         let ranges = bounded(client.read_feed_ranges(None)).await?.len().max(1);
@@ -955,7 +724,8 @@ impl Store {
         });
         let start = ChangeFeedStartFrom::Beginning;
         let pages = bounded(client.query_change_feed::<Value>(FeedScope::full_container(), start, options)).await?;
-        Ok(ChangeFeed { container, pages, ranges })
+        let locks = self.durability.as_ref().map(|durability| durability.locks.clone());
+        Ok(ChangeFeed { container, pages, ranges, locks })
     }
 }
 
@@ -974,7 +744,7 @@ pub fn spawn_expiry_sweep(store: &Arc<Store>) {
         loop {
             tokio::time::sleep(EXPIRY_SWEEP_INTERVAL).await;
             let Some(store) = store.upgrade() else { return };
-            if let Err(error) = store.remove_expired(unix_now()).await {
+            if let Err(error) = store.remove_expired(embedded::unix_now()).await {
                 tracing::warn!(%error, "expired items could not be removed yet");
             }
         }
@@ -987,11 +757,17 @@ pub struct ChangeFeed {
     container: Container,
     pages: ChangeFeedPageIterator<ChangeFeedItem<Value>>,
     ranges: usize,
+    /// The embedded store's locks: each poll waits for the container's pending writes.
+    locks: Option<Arc<embedded::locks::Locks>>,
 }
 
 impl ChangeFeed {
     /// One page: the documents changed in one feed range since its last poll (often none).
     async fn poll(&mut self) -> Result<Vec<Value>, StoreError> {
+        let _settled = match &self.locks {
+            Some(locks) => Some(locks.whole(self.container).await),
+            None => None,
+        };
         let Some(page) = bounded(self.pages.try_next()).await? else { return Ok(Vec::new()) };
         Meter::record(Scope::AllPartitions(self.container), response_charge(page.headers()));
         Ok(page.items().iter().filter_map(|item| item.current().cloned()).collect())
@@ -1038,37 +814,6 @@ fn document_id(document: &Value) -> Result<String, StoreError> {
         .and_then(Value::as_str)
         .map(str::to_owned)
         .ok_or_else(|| StoreError::Other("an item to write has no string id".into()))
-}
-
-/// Puts the journaled items back into the embedded store at start-up, in the order of their
-/// last write, and returns the change index they make. One at a time: the emulator applies one
-/// write at a time anyway.
-#[cfg(feature = "embedded")]
-async fn load(
-    emulator: &embedded::Emulator,
-    database: &str,
-    lines: Vec<Box<str>>,
-) -> Result<(ChangeIndex, Expiries), StoreError> {
-    let unloadable = |why: String| StoreError::Other(format!("a journaled item cannot be loaded: {why}"));
-    let loaded = lines.len();
-    let mut changes = ChangeIndex::default();
-    let mut expiries = Expiries::default();
-    for line in lines {
-        let item = journal::LiveItem::parse(&line).map_err(unloadable)?;
-        let container = Container::ALL
-            .into_iter()
-            .find(|container| container.name() == item.c)
-            .ok_or_else(|| StoreError::Other(format!("the journal names an unknown container {:?}", item.c)))?;
-        embedded::restore(emulator, database, container, &item.pk, item.doc.get()).await.map_err(unloadable)?;
-        changes.record(container, &item.pk, &item.id, item.seq, true);
-        if item.exp.is_some() {
-            expiries.set((container, item.pk.into_owned(), item.id.into_owned()), item.exp);
-        }
-    }
-    if loaded > 0 {
-        tracing::info!(items = loaded, "embedded store loaded from its data directory");
-    }
-    Ok((changes, expiries))
 }
 
 /// Runs one Cosmos call within [`CALL_TIMEOUT`], mapping its error.
@@ -1210,7 +955,7 @@ pub(crate) mod tests {
     async fn items_expire_ttl_seconds_after_their_last_write_across_restarts() {
         let dir = tempfile::tempdir().unwrap();
         let config = embedded_config(dir.path());
-        let now = unix_now();
+        let now = embedded::unix_now();
         {
             let store = Store::connect(&config).await.unwrap();
             store.create(Container::Posts, "p", &json!({"id": "gone", "postId": "p", "ttl": 100})).await.unwrap();
@@ -1233,14 +978,14 @@ pub(crate) mod tests {
         }
         drop(store);
         let store = Store::connect(&config).await.unwrap();
-        assert!(store.read::<Value>(Container::Posts, "p", "gone").await.unwrap().is_none(), "the removal was journaled");
+        assert!(store.read::<Value>(Container::Posts, "p", "gone").await.unwrap().is_none(), "the removal was committed");
     }
 
     /// A request dropped while its write is being applied (the client went away): the write may
-    /// be in the emulator already, so it is journaled as it is there, listed for the change-feed
+    /// be in the emulator already, so it is committed as it is there, listed for the change-feed
     /// processors, and still there after a restart.
     #[tokio::test]
-    async fn a_write_whose_request_is_dropped_midway_is_journaled_as_applied() {
+    async fn a_write_whose_request_is_dropped_midway_is_committed_as_applied() {
         let dir = tempfile::tempdir().unwrap();
         let config = embedded_config(dir.path());
         let store = Store::connect(&config).await.unwrap();
@@ -1254,11 +999,11 @@ pub(crate) mod tests {
 
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         while store.changed_after(Container::Users, 0, 10).unwrap().items.is_empty() {
-            assert!(std::time::Instant::now() < deadline, "never journaled");
+            assert!(std::time::Instant::now() < deadline, "never committed");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         drop(store);
-        // (The journaling task may hold the data directory a moment longer.)
+        // (The committing task may hold the data directory a moment longer.)
         let store = loop {
             match Store::connect(&config).await {
                 Ok(store) => break store,
@@ -1271,20 +1016,11 @@ pub(crate) mod tests {
         assert_eq!(store.read::<Value>(Container::Users, "u1", "u1").await.unwrap().unwrap()["username"], "kept");
     }
 
-    impl Store {
-        /// What the emulator holds now, on disk or not: past the gates every reader waits at,
-        /// which only a test may look behind.
-        async fn read_applied(&self, container: Container, partition_key: &str, id: &str) -> Option<Value> {
-            match bounded(self.container(container).read_item(partition_key.to_owned(), id, None)).await {
-                Ok(response) => Some(response.into_model::<Value>().unwrap()),
-                Err(StoreError::NotFound) => None,
-                Err(error) => panic!("{error}"),
-            }
-        }
-    }
-
+    /// A write is seen by no reader (point read, query, change-feed listing) before its commit
+    /// is on disk: a crash would take it back.
     #[tokio::test]
-    async fn a_change_feed_reader_is_never_offered_a_write_before_it_is_on_disk() {
+    async fn no_reader_is_offered_a_write_before_it_is_on_disk() {
+        use futures::FutureExt;
         let dir = tempfile::tempdir().unwrap();
         let disk = Arc::new(FaultyDisk::default());
         let store = Arc::new(Store::connect_with(&embedded_config(dir.path()), disk.clone()).await.unwrap());
@@ -1292,39 +1028,106 @@ pub(crate) mod tests {
         let before = store.changed_after(Container::Users, 0, 100).unwrap();
         assert_eq!(before.items.len(), 1);
 
-        // A slow fdatasync: the next write is applied, and waits for the disk.
-        let _release = journal::tests::ReleaseOnDrop(disk.clone());
+        // A slow fsync: the next write is applied, and waits for the disk.
+        let _release = embedded::database::tests::ReleaseOnDrop(disk.clone());
         disk.hold_syncs();
         let writing = tokio::spawn({
             let store = store.clone();
-            async move { store.create(Container::Users, "u2", &json!({"id": "u2", "userId": "u2"})).await }
+            async move { store.replace(Container::Users, "u1", "u1", &json!({"id": "u1", "userId": "u1", "v": 2}), None).await }
         });
-        while store.read_applied(Container::Users, "u2", "u2").await.is_none() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+        while !disk.holding() {
+            tokio::task::yield_now().await;
         }
         let during = store.changed_after(Container::Users, before.through, 100).unwrap();
         assert_eq!(during, Changed { items: vec![], through: before.through }, "a crash now would lose the write");
+        let mut read = Box::pin(store.read::<Value>(Container::Users, "u1", "u1"));
+        assert!((&mut read).now_or_never().is_none(), "a point read waits for the commit");
+        let query = QuerySpec { sql: "SELECT * FROM c".into(), parameters: vec![] };
+        let mut listed =
+            Box::pin(store.query_documents(Container::Users, "u1", query, PageRequest { size: 10, continuation: None }));
+        assert!((&mut listed).now_or_never().is_none(), "so does a query of its partition");
+        let other = store.read::<Value>(Container::Users, "u2", "u2").await.unwrap();
+        assert!(other.is_none(), "another partition is read meanwhile");
 
         disk.release_syncs();
         writing.await.unwrap().unwrap();
+        assert_eq!(read.await.unwrap().unwrap()["v"], 2, "the read sees the write once it is durable");
+        assert_eq!(listed.await.unwrap().0.len(), 1);
         let after = store.changed_after(Container::Users, before.through, 100).unwrap();
-        assert_eq!(after.items, vec![("u2".to_owned(), "u2".to_owned())]);
-
-        // Listed while settled, then written again before it is read: the version read is not
-        // on disk, and the reader can tell.
-        let listed = store.changed_after(Container::Users, 0, 100).unwrap();
-        assert!(listed.items.contains(&("u1".to_owned(), "u1".to_owned())));
-        disk.hold_syncs();
-        let rewriting = tokio::spawn({
-            let store = store.clone();
-            async move { store.replace(Container::Users, "u1", "u1", &json!({"id": "u1", "userId": "u1", "v": 2}), None).await }
-        });
-        while store.read_applied(Container::Users, "u1", "u1").await.unwrap().get("v").is_none() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        assert!(!store.is_settled(Container::Users, "u1", "u1"), "read before its write is on disk");
-        disk.release_syncs();
-        rewriting.await.unwrap().unwrap();
+        assert_eq!(after.items, vec![("u1".to_owned(), "u1".to_owned())]);
         assert!(store.is_settled(Container::Users, "u1", "u1"));
+    }
+
+    /// A refused commit (a full disk) is undone before its partition is let go: a reader
+    /// waiting meanwhile sees the item as it was, and so does a restart.
+    #[tokio::test]
+    async fn a_reader_waiting_on_a_refused_write_sees_the_item_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = embedded_config(dir.path());
+        let disk = Arc::new(FaultyDisk::default());
+        let store = Arc::new(Store::connect_with(&config, disk.clone()).await.unwrap());
+        store.create(Container::Posts, "p", &json!({"id": "p", "postId": "p", "n": 1})).await.unwrap();
+        let _release = embedded::database::tests::ReleaseOnDrop(disk.clone());
+        disk.hold_syncs();
+        disk.fail_next_commits(1);
+        let writing = tokio::spawn({
+            let store = store.clone();
+            async move { store.upsert(Container::Posts, "p", &json!({"id": "p", "postId": "p", "n": 2})).await }
+        });
+        while !disk.holding() {
+            tokio::task::yield_now().await;
+        }
+        let reading = tokio::spawn({
+            let store = store.clone();
+            async move { store.read::<Value>(Container::Posts, "p", "p").await }
+        });
+        disk.release_syncs();
+        assert!(matches!(writing.await.unwrap(), Err(StoreError::DiskFull)));
+        assert_eq!(reading.await.unwrap().unwrap().unwrap()["n"], 1);
+        store.upsert(Container::Posts, "p", &json!({"id": "p", "postId": "p", "n": 3})).await.unwrap();
+        drop(store);
+        let store = Store::connect(&config).await.unwrap();
+        assert_eq!(store.read::<Value>(Container::Posts, "p", "p").await.unwrap().unwrap()["n"], 3);
+    }
+
+    /// Writes to different partitions commit together: many concurrent writes, far fewer
+    /// commits than writes would be one fsync each; all of them durable.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_writes_to_different_partitions_share_commits_and_all_survive_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = embedded_config(dir.path());
+        let disk = Arc::new(FaultyDisk::default());
+        let store = Arc::new(Store::connect_with(&config, disk.clone()).await.unwrap());
+        // Held, so that every write queues up behind the first commit.
+        let _release = embedded::database::tests::ReleaseOnDrop(disk.clone());
+        disk.hold_syncs();
+        let writes: Vec<_> = (0..64)
+            .map(|n| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    let id = format!("p{n}");
+                    store.create(Container::Posts, &id, &json!({"id": id, "postId": id})).await
+                })
+            })
+            .collect();
+        while !disk.holding() {
+            tokio::task::yield_now().await;
+        }
+        // Every other write gets applied and queued while the first commit is held: none waits
+        // for another's partition.
+        while store.durability.as_ref().unwrap().database.last_seq() < 64 {
+            tokio::task::yield_now().await;
+        }
+        disk.release_syncs();
+        for write in writes {
+            write.await.unwrap().unwrap();
+        }
+        assert!(disk.commits() <= 2, "{} commits for 64 writes", disk.commits());
+        drop(store);
+        let store = Store::connect(&config).await.unwrap();
+        for n in 0..64 {
+            let id = format!("p{n}");
+            assert!(store.read::<Value>(Container::Posts, &id, &id).await.unwrap().is_some(), "{id}");
+        }
     }
 }

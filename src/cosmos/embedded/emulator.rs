@@ -15,7 +15,10 @@ use azure_data_cosmos_driver::in_memory_emulator::{
 };
 use azure_data_cosmos_driver::models::PartitionKeyDefinition;
 
-use super::Container;
+use super::Expiries;
+use super::database::{Database, Row};
+use crate::cosmos::changes::ChangeIndex;
+use crate::cosmos::{Container, StoreError};
 
 /// The emulator's made-up account; nothing is ever sent there.
 const ENDPOINT: &str = "https://blog.emulator.local";
@@ -29,7 +32,13 @@ const ENDPOINT: &str = "https://blog.emulator.local";
 const PARTITIONS: u32 = 64;
 
 /// The in-memory emulator under the SDK's client.
+#[derive(Clone)]
 pub struct Emulator(Arc<InMemoryEmulatorHttpClient>);
+
+/// How many items start-up reads from the database at once, and how many such pages load into
+/// the emulator at the same time.
+const LOAD_PAGE: usize = 2048;
+const PAGES_LOADING: usize = 4;
 
 /// The SDK's client on a new in-memory emulator, and the emulator itself.
 pub async fn client() -> azure_data_cosmos::Result<(CosmosClient, Emulator)> {
@@ -60,7 +69,71 @@ pub async fn create_containers(emulator: &Emulator, client: &CosmosClient, datab
     Ok(())
 }
 
-/// Puts a journaled item back at start-up: an upsert handed to the emulator as the SDK would
+/// Loads every item of `database` into the emulator, and returns the change index and the
+/// expiries they make. The emulator has no bulk load: each item is an upsert (see [`restore`]),
+/// and pages of them load concurrently, the emulator locking only the physical partition each
+/// one goes to (`in_memory_emulator/operations.rs`); the next page is read from the database
+/// meanwhile.
+pub async fn load(
+    emulator: &Emulator,
+    database_name: &str,
+    database: &Database,
+    connection: &rusqlite::Connection,
+) -> Result<(ChangeIndex, Expiries), StoreError> {
+    let mut changes = ChangeIndex::default();
+    let mut expiries = Expiries::default();
+    let mut loading = tokio::task::JoinSet::new();
+    let mut last: Option<Row> = None;
+    let mut loaded = 0;
+    loop {
+        let page = database.page(connection, last.as_ref(), LOAD_PAGE)?;
+        let Some(final_row) = page.last() else { break };
+        last = Some(Row { doc: String::new(), ..final_row.clone() });
+        loaded += page.len();
+        for row in &page {
+            changes.record(row.container, &row.partition_key, &row.id, row.seq, true);
+            if row.expires.is_some() {
+                expiries.set((row.container, row.partition_key.clone(), row.id.clone()), row.expires);
+            }
+        }
+        let (emulator, database_name, path) = (emulator.clone(), database_name.to_owned(), database.path().to_owned());
+        loading.spawn(async move {
+            for row in page {
+                restore(&emulator, &database_name, row.container, &row.partition_key, &row.doc).await.map_err(|why| {
+                    StoreError::Other(format!(
+                        "{}: the item {:?} of {} (partition key {:?}) cannot be loaded: {why}. Restore the data directory \
+                         from a backup, or delete that row with the sqlite3 shell",
+                        path.display(),
+                        row.id,
+                        row.container.name(),
+                        row.partition_key
+                    ))
+                })?;
+            }
+            Ok::<_, StoreError>(())
+        });
+        while loading.len() >= PAGES_LOADING {
+            join(loading.join_next().await)?;
+        }
+    }
+    while let Some(done) = loading.join_next().await {
+        join(Some(done))?;
+    }
+    if loaded > 0 {
+        tracing::info!(items = loaded, "embedded store loaded from its database");
+    }
+    Ok((changes, expiries))
+}
+
+fn join(done: Option<Result<Result<(), StoreError>, tokio::task::JoinError>>) -> Result<(), StoreError> {
+    match done {
+        None => Ok(()),
+        Some(Ok(outcome)) => outcome,
+        Some(Err(error)) => Err(StoreError::Other(format!("loading the embedded store failed: {error}"))),
+    }
+}
+
+/// Puts a stored item back at start-up: an upsert handed to the emulator as the SDK would
 /// send it over the network, without the SDK's pipeline (routing, session tokens, retries,
 /// diagnostics), which took half of the start-up time. The item was written through the SDK
 /// before, so the pipeline has nothing left to check; the emulator still checks the item.

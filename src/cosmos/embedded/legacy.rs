@@ -1,0 +1,295 @@
+//! The one-time import of a data directory written by the earlier embedded store: its
+//! `snapshot.jsonl` (the live items at the last compaction) and `journal.jsonl` (the writes
+//! since), into the database. What is left of that store is what the import needs: reading both
+//! files, with their checks.
+//!
+//! Every line is `<crc32> <json>`, the checksum of the JSON in 8 hex digits; the first line of
+//! each is a header with the compaction's generation and the last write the snapshot holds. A
+//! damaged line is refused with its file and line, except a journal's torn last line (an append
+//! `kill -9` cut short, never acknowledged), which is dropped. After the import the two files
+//! are renamed `*.imported`, so nothing is lost and the import is not done twice.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::database::Row;
+use crate::cosmos::Container;
+
+pub const SNAPSHOT: &str = "snapshot.jsonl";
+pub const JOURNAL: &str = "journal.jsonl";
+/// What an imported file is renamed to: `<name>.imported`.
+pub const IMPORTED_SUFFIX: &str = ".imported";
+
+/// The first line of the snapshot and of the journal.
+#[derive(Clone, Copy, Debug, Deserialize)]
+struct Header {
+    generation: u64,
+    /// Every write numbered up to it is in the snapshot.
+    through: u64,
+}
+
+/// One record of a line: the state one write left for one item.
+#[derive(Deserialize)]
+struct Record<'a> {
+    #[serde(borrow)]
+    c: std::borrow::Cow<'a, str>,
+    pk: String,
+    id: String,
+    #[serde(borrow)]
+    doc: Option<&'a RawValue>,
+    seq: u64,
+    #[serde(default)]
+    exp: Option<u64>,
+}
+
+/// The live items of an old data directory, and the number of its last write.
+pub struct Imported {
+    pub rows: Vec<Row>,
+    pub last_seq: u64,
+    /// The files read, to rename once the import is committed.
+    pub files: Vec<PathBuf>,
+}
+
+/// Whether `dir` holds files of the earlier store.
+pub fn present(dir: &Path) -> bool {
+    dir.join(SNAPSHOT).exists() || dir.join(JOURNAL).exists()
+}
+
+/// Reads the old files of `dir`, refusing damage as the earlier store did.
+pub fn read(dir: &Path) -> io::Result<Imported> {
+    let (snapshot_path, journal_path) = (dir.join(SNAPSHOT), dir.join(JOURNAL));
+    let mut live: HashMap<(Container, String, String), Row> = HashMap::new();
+    let mut last_seq = 0;
+    let mut apply = |json: &str, after: u64| -> Result<(), String> {
+        let records: Vec<Record> = serde_json::from_str(json).map_err(|error| error.to_string())?;
+        for record in records {
+            last_seq = last_seq.max(record.seq);
+            if record.seq <= after {
+                continue;
+            }
+            let container = Container::ALL
+                .into_iter()
+                .find(|container| container.name() == record.c)
+                .ok_or_else(|| format!("it names an unknown container {:?}", record.c))?;
+            let key = (container, record.pk, record.id);
+            match record.doc {
+                Some(doc) => {
+                    let row = Row {
+                        container,
+                        partition_key: key.1.clone(),
+                        id: key.2.clone(),
+                        doc: doc.get().to_owned(),
+                        seq: record.seq,
+                        expires: record.exp,
+                    };
+                    live.insert(key, row);
+                }
+                None => drop(live.remove(&key)),
+            }
+        }
+        Ok(())
+    };
+    let snapshot = DataFile::read(&snapshot_path, false, |json| apply(json, 0))?;
+    let through = snapshot.as_ref().map_or(0, |snapshot| snapshot.header.through);
+    let journal = DataFile::read(&journal_path, true, |json| apply(json, through))?;
+    match (&snapshot, &journal) {
+        (Some(snapshot), Some(journal)) if journal.header.generation > snapshot.header.generation => {
+            return Err(invalid(format!(
+                "{} is generation {} but {} is generation {}: the journal is newer than the snapshot, so they are \
+                 not from the same copy of the data directory. Put back the pair that belongs together (from a \
+                 backup of the whole directory), or move the data directory away to start empty",
+                snapshot_path.display(),
+                snapshot.header.generation,
+                journal_path.display(),
+                journal.header.generation
+            )));
+        }
+        // An older journal is what compactions interrupted between their two renames leave: its
+        // writes up to the snapshot's `through` are in the snapshot, and were skipped above.
+        (Some(_), Some(_)) => {}
+        (Some(snapshot), None) => {
+            return Err(invalid(format!(
+                "{} is missing next to {} (generation {}): the writes since the last compaction are in it. Put it \
+                 back (from wherever it went, or a backup of the data directory), or move the data directory away \
+                 to start empty",
+                journal_path.display(),
+                snapshot_path.display(),
+                snapshot.header.generation
+            )));
+        }
+        // A first start that stopped between writing the two: nothing was written yet.
+        (None, Some(journal)) if journal.header.generation == 1 && journal.writes == 0 => {}
+        (None, Some(journal)) => {
+            return Err(invalid(format!(
+                "{} is missing next to {} (generation {}): the items written before the last compaction are in it. \
+                 Put it back (from wherever it went, or a backup of the data directory), or move the data directory \
+                 away to start empty",
+                snapshot_path.display(),
+                journal_path.display(),
+                journal.header.generation
+            )));
+        }
+        (None, None) => {}
+    }
+    if let Some(line) = journal.as_ref().and_then(|journal| journal.torn_line) {
+        tracing::warn!(path = %journal_path.display(), line, "dropping a torn last line (a write that was never acknowledged)");
+    }
+    let headers = [&snapshot, &journal].into_iter().flatten().map(|file| file.header.through);
+    let last_seq = headers.fold(last_seq, u64::max);
+    let mut rows: Vec<Row> = live.into_values().collect();
+    rows.sort_unstable_by_key(|row| row.seq);
+    let files = [snapshot.map(|_| snapshot_path), journal.map(|_| journal_path)].into_iter().flatten().collect();
+    Ok(Imported { rows, last_seq, files })
+}
+
+/// Renames each imported file to `<name>.imported` and syncs the directory.
+pub fn set_aside(dir: &Path, files: &[PathBuf]) -> io::Result<()> {
+    for file in files {
+        let mut renamed = file.as_os_str().to_owned();
+        renamed.push(IMPORTED_SUFFIX);
+        fs::rename(file, renamed)?;
+    }
+    fs::File::open(dir)?.sync_all()
+}
+
+fn invalid(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, message)
+}
+
+/// The JSON of a line (without its newline), or why it is damaged.
+fn decode(line: &[u8]) -> Result<&str, &'static str> {
+    let (Some(checksum), Some(b' ')) = (line.get(..8), line.get(8)) else {
+        return Err("it does not start with a checksum");
+    };
+    let expected = std::str::from_utf8(checksum)
+        .ok()
+        .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+        .ok_or("it does not start with a checksum")?;
+    let json = &line[9..];
+    if crc32fast::hash(json) != expected {
+        return Err("its checksum does not match its content (the line is damaged)");
+    }
+    std::str::from_utf8(json).map_err(|_| "it is not UTF-8")
+}
+
+/// A snapshot or journal, read and checked; its lines went to the reader's callback.
+struct DataFile {
+    header: Header,
+    /// How many writes (lines after the header) it holds.
+    writes: usize,
+    /// The number of a torn last line that was dropped.
+    torn_line: Option<usize>,
+}
+
+impl DataFile {
+    /// `None` when the file does not exist. A damaged line is an error, except the journal's
+    /// last line (`is_journal`), which a crash may have torn in the middle of an append.
+    fn read(path: &Path, is_journal: bool, mut write: impl FnMut(&str) -> Result<(), String>) -> io::Result<Option<DataFile>> {
+        let bytes = match fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(io::Error::new(error.kind(), format!("cannot read {}: {error}", path.display()))),
+        };
+        let advice = if is_journal {
+            "The writes from this line on cannot be imported. Restore the data directory from a backup; or, to keep \
+             the writes before it and lose the later ones, cut the file before this line"
+        } else {
+            "The snapshot is written whole and renamed into place, so the damage happened afterwards and items were \
+             lost. Restore the data directory from a backup, or move it away to start empty"
+        };
+        let damaged = |number: usize, why: &str| invalid(format!("{} line {number}: {why}. {advice}", path.display()));
+        let mut header = None;
+        let mut writes = 0;
+        let mut torn_line = None;
+        let mut start = 0;
+        let mut number = 0;
+        while start < bytes.len() {
+            number += 1;
+            let end = bytes[start..].iter().position(|byte| *byte == b'\n').map(|at| start + at);
+            let line = &bytes[start..end.unwrap_or(bytes.len())];
+            let is_last = end.is_none_or(|end| end + 1 == bytes.len());
+            let checked = match end {
+                Some(_) => decode(line),
+                None => Err("it ends without a newline (the file was cut short)"),
+            };
+            let json = match checked {
+                Ok(json) => json,
+                // A torn last line: an append that never finished, so never acknowledged.
+                Err(_) if is_journal && is_last && number > 1 => {
+                    torn_line = Some(number);
+                    break;
+                }
+                Err(why) => return Err(damaged(number, why)),
+            };
+            if number == 1 {
+                header = Some(
+                    serde_json::from_str::<Header>(json)
+                        .map_err(|error| damaged(number, &format!("it is not a header: {error}")))?,
+                );
+            } else {
+                write(json).map_err(|error| damaged(number, &format!("it is not a list of records: {error}")))?;
+                writes += 1;
+            }
+            start = end.expect("a complete line") + 1;
+        }
+        let header = header.ok_or_else(|| damaged(1, "the file is empty; it has no header"))?;
+        Ok(Some(DataFile { header, writes, torn_line }))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A line of the earlier store's files.
+    pub(crate) fn line(json: &serde_json::Value) -> String {
+        let json = json.to_string();
+        format!("{:08x} {json}\n", crc32fast::hash(json.as_bytes()))
+    }
+
+    fn put(id: &str, n: i64, seq: u64) -> serde_json::Value {
+        json!([{"c": "posts", "pk": id, "id": id, "doc": {"id": id, "n": n}, "seq": seq}])
+    }
+
+    fn write(dir: &Path, name: &str, generation: u64, through: u64, lines: &[serde_json::Value]) {
+        let mut text = line(&json!({"generation": generation, "through": through}));
+        lines.iter().for_each(|records| text.push_str(&line(records)));
+        fs::write(dir.join(name), text).unwrap();
+    }
+
+    fn ids(imported: &Imported) -> Vec<&str> {
+        imported.rows.iter().map(|row| row.id.as_str()).collect()
+    }
+
+    #[test]
+    fn the_last_state_of_each_item_is_imported_in_last_write_order() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), SNAPSHOT, 2, 2, &[put("a", 1, 1), put("b", 1, 2)]);
+        let delete_b = json!([{"c": "posts", "pk": "b", "id": "b", "doc": null, "seq": 4}]);
+        write(dir.path(), JOURNAL, 2, 2, &[put("a", 2, 3), delete_b, put("c", 1, 5)]);
+        let imported = read(dir.path()).unwrap();
+        assert_eq!(ids(&imported), ["a", "c"]);
+        assert_eq!(imported.rows[0].doc, r#"{"id":"a","n":2}"#);
+        assert_eq!(imported.last_seq, 5);
+    }
+
+    #[test]
+    fn a_journal_left_behind_by_interrupted_compactions_is_read_after_the_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        // Two compactions stopped between their renames: the snapshot is two generations on.
+        write(dir.path(), SNAPSHOT, 5, 2, &[put("a", 1, 1), put("b", 1, 2)]);
+        write(dir.path(), JOURNAL, 3, 0, &[put("a", 1, 1), put("b", 1, 2), put("c", 1, 3)]);
+        let imported = read(dir.path()).unwrap();
+        assert_eq!(ids(&imported), ["a", "b", "c"]);
+        // A journal newer than its snapshot is from another copy.
+        write(dir.path(), JOURNAL, 6, 0, &[]);
+        let error = read(dir.path()).err().unwrap().to_string();
+        assert!(error.contains("not from the same copy"), "{error}");
+    }
+}

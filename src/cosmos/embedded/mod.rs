@@ -1,0 +1,318 @@
+//! The embedded store: the SDK's in-memory emulator answers every request (through the SDK's
+//! own client, as an account would), and a SQLite database in the data directory keeps what it
+//! holds across restarts ([`database`]). At start-up the emulator is loaded from the database.
+//!
+//! A write is visible only once it is durable: it holds its partition from before the emulator
+//! applies it until its commit is on disk ([`locks`]); a commit the database refuses (a full
+//! disk) is undone in the emulator before the partition is let go, so no reader ever sees it.
+
+pub(crate) mod database;
+#[cfg(feature = "embedded")]
+pub(crate) mod emulator;
+pub(crate) mod legacy;
+pub(crate) mod locks;
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use azure_data_cosmos::ContainerClient;
+use serde_json::Value;
+
+use super::changes::ChangeIndex;
+use super::{Container, StoreError, bounded};
+use database::{Database, Record, Refused};
+use locks::{Locks, PartitionGuard};
+
+/// An item: its container, partition key and id.
+pub(crate) type ItemKey = (Container, String, String);
+
+/// The embedded store's durability: the database, the locks that keep unsettled writes from
+/// being seen, and what the local change-feed processors and the expiry sweep follow.
+pub struct Durability {
+    pub(crate) database: Database,
+    pub(crate) locks: Arc<Locks>,
+    /// Woken after every commit, so the local change-feed processors need not poll.
+    pub(crate) written: Arc<tokio::sync::Notify>,
+    /// Which items changed after which write (committed writes only).
+    pub(crate) changes: Arc<Mutex<ChangeIndex>>,
+    /// The containers, to undo refused writes in.
+    pub(crate) containers: HashMap<Container, ContainerClient>,
+    /// When the items that carry a `ttl` expire: the emulator does not remove them, so the
+    /// store does.
+    pub(crate) expiries: Arc<Mutex<Expiries>>,
+}
+
+impl Durability {
+    /// Starts the database's writer, which records each commit in the change index and the
+    /// expiries before acknowledging it.
+    pub(crate) fn start(
+        mut database: Database,
+        connection: rusqlite::Connection,
+        faults: Arc<dyn database::Faults>,
+        changes: ChangeIndex,
+        expiries: Expiries,
+        containers: HashMap<Container, ContainerClient>,
+    ) -> Result<Durability, StoreError> {
+        let changes = Arc::new(Mutex::new(changes));
+        let expiries = Arc::new(Mutex::new(expiries));
+        let written = Arc::new(tokio::sync::Notify::new());
+        let on_commit = {
+            let (changes, expiries) = (changes.clone(), expiries.clone());
+            Box::new(move |writes: &[database::Write]| {
+                let mut changes = changes.lock().expect("never poisoned");
+                let mut expiries = expiries.lock().expect("never poisoned");
+                for write in writes {
+                    for record in &write.records {
+                        changes.record(write.container, &write.partition_key, &record.id, write.seq, record.doc.is_some());
+                        if write.container.expires_items() {
+                            let item = (write.container, write.partition_key.clone(), record.id.clone());
+                            expiries.set(item, record.expires.filter(|_| record.doc.is_some()));
+                        }
+                    }
+                }
+            })
+        };
+        database.start(connection, faults, on_commit, written.clone())?;
+        Ok(Durability { database, locks: Arc::new(Locks::default()), written, changes, containers, expiries })
+    }
+
+    /// Commits a write the emulator applied (`records`: id and document, `None` for a
+    /// deletion), holding `guard` (its partition) until the commit is durable, or refused and
+    /// undone. A task of its own, so that a request dropped meanwhile lets go of nothing early.
+    pub(crate) async fn commit(
+        self: &Arc<Self>,
+        container: Container,
+        partition_key: &str,
+        records: Vec<(String, Option<Value>)>,
+        guard: PartitionGuard,
+    ) -> Result<(), StoreError> {
+        let now = unix_now();
+        let ids: Vec<String> = records.iter().map(|(id, _)| id.clone()).collect();
+        let records = records
+            .into_iter()
+            .map(|(id, doc)| Record {
+                expires: doc.as_ref().and_then(|doc| expiry(container, doc, now)),
+                doc: doc.map(|doc| doc.to_string()),
+                id,
+            })
+            .collect();
+        let (_, committed) = self.database.queue(container, partition_key.to_owned(), records);
+        let durability = self.clone();
+        let partition_key = partition_key.to_owned();
+        tokio::spawn(async move {
+            let outcome = committed.await;
+            if let Err(refused) = &outcome {
+                durability.undo(container, &partition_key, &ids, refused).await;
+            }
+            drop(guard);
+            outcome.map_err(Refused::into_store_error)
+        })
+        .await
+        .map_err(|error| StoreError::Other(format!("the write's commit did not finish: {error}")))?
+    }
+
+    /// Puts the items of a refused write back as the database holds them; the caller still
+    /// holds their partition, so no one saw them meanwhile.
+    async fn undo(&self, container: Container, partition_key: &str, ids: &[String], refused: &Refused) {
+        let client = &self.containers[&container];
+        for id in ids {
+            let durable = match self.database.durable_item(container, partition_key, id) {
+                Ok(durable) => durable.map(|doc| serde_json::from_str::<Value>(&doc)),
+                Err(error) => {
+                    tracing::error!(container = container.name(), id, %error, "cannot read a refused write's item back from the database; reads show the write until a restart");
+                    continue;
+                }
+            };
+            let undone = match durable {
+                Some(Ok(document)) => bounded(client.upsert_item(partition_key.to_owned(), id, &document, None)).await.map(drop),
+                Some(Err(error)) => Err(StoreError::Other(error.to_string())),
+                None => match bounded(client.delete_item(partition_key.to_owned(), id, None)).await {
+                    Err(StoreError::NotFound) => Ok(()),
+                    other => other.map(drop),
+                },
+            };
+            if let Err(error) = undone {
+                tracing::error!(container = container.name(), id, %error, "cannot undo a refused write; reads show it until a restart");
+            }
+        }
+        tracing::warn!(container = container.name(), items = ids.len(), why = refused.message, "a refused write was undone");
+    }
+
+    /// Commits `ids` as the emulator holds them now: for a write whose request was dropped
+    /// while the emulator applied it, so that whether or not it was applied, reads, the database
+    /// and the change feed agree. (Its request got no answer, so either outcome is one it may
+    /// see.) The partition stays held until then.
+    pub(crate) async fn commit_as_is(
+        self: Arc<Self>,
+        container: Container,
+        partition_key: String,
+        ids: Vec<String>,
+        guard: PartitionGuard,
+    ) {
+        let client = &self.containers[&container];
+        let mut records = Vec::with_capacity(ids.len());
+        for id in ids {
+            let document = match bounded(client.read_item(partition_key.clone(), &id, None)).await {
+                Ok(response) => match response.into_model::<Value>() {
+                    Ok(mut document) => {
+                        // As written, without what the store adds.
+                        if let Some(fields) = document.as_object_mut() {
+                            fields
+                                .retain(|name, _| !matches!(name.as_str(), "_rid" | "_self" | "_etag" | "_attachments" | "_ts"));
+                        }
+                        Some(document)
+                    }
+                    Err(error) => return tracing::error!(id, %error, "a write whose request was dropped cannot be committed"),
+                },
+                Err(StoreError::NotFound) => None,
+                Err(error) => return tracing::error!(id, %error, "a write whose request was dropped cannot be committed"),
+            };
+            records.push((id, document));
+        }
+        if let Err(error) = self.commit(container, &partition_key, records, guard).await {
+            tracing::error!(%error, "a write whose request was dropped cannot be committed");
+        }
+    }
+}
+
+/// Opens the database in `dir`, importing an earlier store's files first if they are there,
+/// and checks it and the processors' positions beside it.
+pub(crate) fn open(dir: &Path) -> Result<(Database, rusqlite::Connection), StoreError> {
+    let (database, mut connection) = Database::open(dir)?;
+    let damaged = |error: rusqlite::Error| StoreError::Other(format!("cannot read {}: {error}", database.path().display()));
+    const MARKER: &str = "imported_journal";
+    if legacy::present(dir) {
+        let imported =
+            legacy::read(dir).map_err(|error| StoreError::Other(format!("cannot import the data directory: {error}")))?;
+        let already = database::has_marker(&connection, MARKER).map_err(damaged)?;
+        if !already {
+            if !database::is_empty(&connection).map_err(damaged)? {
+                return Err(StoreError::Other(format!(
+                    "{} holds data, and so do the earlier store's {} and {} beside it: move one or the other away",
+                    database.path().display(),
+                    legacy::SNAPSHOT,
+                    legacy::JOURNAL
+                )));
+            }
+            // The earlier store gave numbers it never journaled (to redeliver undone writes), so
+            // a processor may legitimately be past the journal's last write: the numbering goes
+            // on after the furthest position, as that store's did.
+            let mut last_seq = imported.last_seq;
+            for (path, position) in positions(dir) {
+                if position > MAX_POSITION {
+                    return Err(out_of_range(&path, position, imported.last_seq));
+                }
+                last_seq = last_seq.max(position);
+            }
+            database::import(&mut connection, &imported.rows, last_seq, MARKER).map_err(damaged)?;
+            tracing::info!(items = imported.rows.len(), "the earlier store's snapshot and journal were imported");
+        }
+        // (Done again when a crash came between the commit and the renames.)
+        legacy::set_aside(dir, &imported.files)
+            .map_err(|error| StoreError::Other(format!("cannot rename the imported files in {}: {error}", dir.display())))?;
+        drop(database);
+        return open(dir);
+    }
+    database.check(&connection)?;
+    check_positions(dir, database.last_seq())?;
+    Ok((database, connection))
+}
+
+/// The furthest a write number may go: SQLite's integers are signed 64-bit, and numbering
+/// must have room to go on after any position.
+const MAX_POSITION: u64 = (i64::MAX / 2) as u64;
+
+/// The change-feed processors' positions (`changefeed-*.json`) in `dir`: each file and the
+/// position it holds. An unreadable one is left to the processors' own loading, which refuses it
+/// with what to do.
+fn positions(dir: &Path) -> Vec<(std::path::PathBuf, u64)> {
+    #[derive(serde::Deserialize)]
+    struct Position {
+        delivered_through: u64,
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut positions = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with("changefeed-") && name.ends_with(".json")) {
+            continue;
+        }
+        if let Ok(Position { delivered_through }) =
+            std::fs::read(entry.path()).map_err(drop).and_then(|bytes| serde_json::from_slice(&bytes).map_err(drop))
+        {
+            positions.push((entry.path(), delivered_through));
+        }
+    }
+    positions
+}
+
+/// Refuses a processor's position beyond `last_seq`, the last write the database numbered: no
+/// processor can have got there (the numbering is committed with the writes), so the file is
+/// damaged or from another copy, and a processor would wait for writes up to it forever.
+fn check_positions(dir: &Path, last_seq: u64) -> Result<(), StoreError> {
+    match positions(dir).into_iter().find(|(_, position)| *position > last_seq) {
+        Some((path, position)) => Err(out_of_range(&path, position, last_seq)),
+        None => Ok(()),
+    }
+}
+
+fn out_of_range(path: &Path, position: u64, last_seq: u64) -> StoreError {
+    StoreError::Other(format!(
+        "{} holds a change-feed processor's position {position}, beyond the last write the data directory \
+         numbered ({last_seq}): no processor got there, so the file is damaged or from another copy. Write \
+         {{\"delivered_through\": {last_seq}}} in it if every write was delivered, or delete it to have every change \
+         delivered again from the beginning (the change-feed functions are idempotent), then start again",
+        path.display()
+    ))
+}
+
+/// The embedded store's items that carry a `ttl`, by the time they expire (Unix seconds).
+#[derive(Default)]
+pub struct Expiries {
+    pub(crate) by_item: HashMap<ItemKey, u64>,
+    due: BTreeSet<(u64, ItemKey)>,
+}
+
+impl Expiries {
+    /// Records the expiry of an item's latest write: `None` when it does not expire (or was
+    /// deleted).
+    pub(crate) fn set(&mut self, item: ItemKey, expires: Option<u64>) {
+        if let Some(previous) = self.by_item.remove(&item) {
+            self.due.remove(&(previous, item.clone()));
+        }
+        if let Some(expires) = expires {
+            self.by_item.insert(item.clone(), expires);
+            self.due.insert((expires, item));
+        }
+    }
+
+    /// Takes the items expired at `now`.
+    pub(crate) fn take_due(&mut self, now: u64) -> Vec<ItemKey> {
+        let mut taken = Vec::new();
+        while let Some((expires, _)) = self.due.first()
+            && *expires <= now
+        {
+            let (_, item) = self.due.pop_first().expect("just seen");
+            self.by_item.remove(&item);
+            taken.push(item);
+        }
+        taken
+    }
+}
+
+/// When an item written at `now` (Unix seconds) expires, as Cosmos DB reads its `ttl`: a
+/// positive number of seconds after the write, in a container with time to live on; `-1`, or
+/// none (the container's default, which is none here), never.
+pub(crate) fn expiry(container: Container, document: &Value, now: u64) -> Option<u64> {
+    let ttl = document.get("ttl")?.as_u64().filter(|ttl| *ttl > 0)?;
+    container.expires_items().then_some(now + ttl)
+}
+
+/// The time now, in Unix seconds.
+pub(crate) fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,127 @@
+//! Through HTTP, as a client sees it: a write held back before its commit is durable is seen by
+//! no one, and a name claim is not refused on a claim not yet durable.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use super::database::tests::{FaultyDisk, ReleaseOnDrop};
+use crate::Blog;
+use crate::changefeed::processor::LocalProcessors;
+use crate::config::Backend;
+use crate::cosmos::{Store, tests::embedded_config};
+use crate::http::{self, AppState};
+use crate::scripts::InProcessScripts;
+
+/// A blog on a store whose commits `disk` can hold or refuse, served; its base URL, and what
+/// stops it.
+async fn serve(dir: &std::path::Path, disk: Arc<FaultyDisk>) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let config = embedded_config(dir);
+    let Backend::Embedded { data_dir } = &config.backend else { unreachable!() };
+    let store = Arc::new(Store::connect_with(&config, disk).await.unwrap());
+    let state = AppState {
+        store: store.clone(),
+        scripts: Arc::new(InProcessScripts::new(store)),
+        auth: config.auth,
+        tokens: http::lists::TokenKey::new(None),
+        feed: Default::default(),
+    };
+    let processors = Some(crate::Processors::Journal(LocalProcessors::start(&state, data_dir)));
+    let blog = Blog { state, processors, max_in_flight: config.max_in_flight, host_change_feed: false };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/api", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move { blog.serve(listener, async move { drop(stopped.await) }).await.unwrap() });
+    (base, stop)
+}
+
+async fn send(method: Method, url: String, caller: &str, body: Option<Value>) -> (u16, Value) {
+    let mut request = reqwest::Client::new().request(method, url).header("x-dev-user", caller);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+}
+
+/// Waits until the writer holds a commit at the fault hook.
+async fn until_held(disk: &FaultyDisk) {
+    while !disk.holding() {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Reads `url` in a task; its answer comes with whether the commit had been released by then.
+fn read_meanwhile(url: String, released: &Arc<AtomicBool>) -> tokio::task::JoinHandle<(bool, Value)> {
+    let released = released.clone();
+    tokio::spawn(async move {
+        let (_, body) = send(Method::GET, url, "reader", None).await;
+        (released.load(Ordering::SeqCst), body)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comment_and_its_count_are_seen_only_once_the_commit_is_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(FaultyDisk::default());
+    let _release = ReleaseOnDrop(disk.clone());
+    let (api, _stop) = serve(dir.path(), disk.clone()).await;
+    assert_eq!(send(Method::POST, format!("{api}/users"), "alice", Some(json!({"username": "alice"}))).await.0, 201);
+    let post_body = json!({"userId": "alice", "title": "t", "content": "c"});
+    let (_, post) = send(Method::POST, format!("{api}/posts"), "alice", Some(post_body)).await;
+    let post = post["id"].as_str().unwrap().to_owned();
+
+    disk.hold_syncs();
+    let commenting = tokio::spawn(send(
+        Method::POST,
+        format!("{api}/posts/{post}/comments"),
+        "alice",
+        Some(json!({"userId": "alice", "content": "held"})),
+    ));
+    until_held(&disk).await;
+    let released = Arc::new(AtomicBool::new(false));
+    let reading_post = read_meanwhile(format!("{api}/posts/{post}"), &released);
+    let reading_comments = read_meanwhile(format!("{api}/posts/{post}/comments"), &released);
+    // Time for a read that does not wait to answer (the store before this one answered at once,
+    // with the comment).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    released.store(true, Ordering::SeqCst);
+    disk.release_syncs();
+    assert_eq!(commenting.await.unwrap().0, 201);
+
+    let (after_release, read) = reading_post.await.unwrap();
+    if !after_release {
+        assert_eq!(read["commentCount"], 0, "the count of a comment not on disk: {read}");
+    }
+    let (after_release, comments) = reading_comments.await.unwrap();
+    if !after_release {
+        assert_eq!(comments["items"].as_array().map(Vec::len), Some(0), "a comment not on disk: {comments}");
+    }
+    assert_eq!(send(Method::GET, format!("{api}/posts/{post}"), "x", None).await.1["commentCount"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_claim_is_not_refused_on_a_claim_that_never_became_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(FaultyDisk::default());
+    let _release = ReleaseOnDrop(disk.clone());
+    let (api, _stop) = serve(dir.path(), disk.clone()).await;
+
+    // The first claim's commit is held, then refused (a full disk).
+    disk.hold_syncs();
+    disk.fail_next_commits(1);
+    let first = tokio::spawn(send(Method::POST, format!("{api}/users"), "bob", Some(json!({"username": "carol"}))));
+    until_held(&disk).await;
+    let second = tokio::spawn(send(Method::POST, format!("{api}/users"), "dave", Some(json!({"username": "carol"}))));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    disk.release_syncs();
+    let (first, problem) = first.await.unwrap();
+    assert_eq!(first, 507, "{problem}");
+    let (second, answer) = second.await.unwrap();
+    assert_eq!(second, 201, "refused on a claim that was never durable: {answer}");
+    assert_eq!(send(Method::GET, format!("{api}/users/dave"), "x", None).await.1["username"], "carol");
+    assert_eq!(send(Method::GET, format!("{api}/users/bob"), "x", None).await.0, 404);
+}
