@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::processor::{BATCH_SIZE, Delivered, Deliveries, IDLE_POLL, deliver_until_done};
+use super::processor::{BATCH_SIZE, Delivered, Deliveries, IDLE_POLL, deliver_until_done, pause_after_failure};
 use super::{FeedError, Function};
 use crate::cosmos::{Container, Meter};
 use crate::http::AppState;
@@ -78,13 +78,8 @@ async fn run(state: AppState, function: Function, delivered: Arc<Mutex<Delivered
     while !*stopped.borrow() {
         match follow(&state, function, &delivered, &mut stopped).await {
             Ok(()) => return,
-            Err(error) => {
-                tracing::error!(target: "blog::changefeed", function = function.name(), %error, "change feed processor failed; restarting");
-                tokio::select! {
-                    () = tokio::time::sleep(IDLE_POLL) => {}
-                    _ = stopped.changed() => return,
-                }
-            }
+            Err(error) if pause_after_failure(function, &error, &mut stopped).await => {}
+            Err(_) => return,
         }
     }
 }

@@ -122,14 +122,19 @@ async fn run(
     while !*stopped.borrow() {
         match follow(&state, function, &checkpoint, &delivered, &mut stopped).await {
             Ok(()) => return,
-            Err(error) => {
-                tracing::error!(target: "blog::changefeed", function = function.name(), %error, "change feed processor failed; restarting");
-                tokio::select! {
-                    () = tokio::time::sleep(IDLE_POLL) => {}
-                    _ = stopped.changed() => return,
-                }
-            }
+            Err(error) if pause_after_failure(function, &error, &mut stopped).await => {}
+            Err(_) => return,
         }
+    }
+}
+
+/// Logs why a processor's feed failed and waits a moment before it starts over; `false` when
+/// it was stopped meanwhile.
+pub(super) async fn pause_after_failure(function: Function, error: &FeedError, stopped: &mut watch::Receiver<bool>) -> bool {
+    tracing::error!(target: "blog::changefeed", function = function.name(), %error, "change feed processor failed; restarting");
+    tokio::select! {
+        () = tokio::time::sleep(IDLE_POLL) => true,
+        _ = stopped.changed() => false,
     }
 }
 
