@@ -251,7 +251,7 @@ mod tests {
         stop.send(()).unwrap();
         server.await.unwrap();
 
-        let store = cosmos::Store::connect(&config).await.expect("the journal has no partial line");
+        let store = cosmos::Store::connect(&config).await.expect("the store reopens after the full disk");
         let read: Value = store.read(cosmos::Container::Posts, &post, &post).await.unwrap().unwrap();
         assert_eq!((read["commentCount"].as_u64(), read["likeCount"].as_u64()), (Some(2), Some(1)), "{read}");
         assert!(store.read::<Value>(cosmos::Container::Users, "bob", "bob").await.unwrap().is_some());

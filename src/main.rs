@@ -77,7 +77,7 @@ async fn serve(config: Config) -> Result<(), String> {
     glibc::release_freed_memory();
     match &config.backend {
         Backend::Embedded { data_dir } => {
-            tracing::info!(data = %data_dir.display(), "embedded store (the SDK's in-memory emulator, journaled to disk)")
+            tracing::info!(data = %data_dir.display(), "embedded store (the SDK's in-memory emulator, kept in SQLite)")
         }
         Backend::ConnectionString(_) => {
             tracing::info!("Cosmos DB account from the {} connection string", blog::config::CONNECTION_SETTING)

@@ -59,7 +59,7 @@ pub async fn posts_changed(state: &AppState, documents: Vec<Value>) -> Result<Ba
         report.applied += 1;
     }
     // The copies in `users` are in the authors' partitions and each is written conditionally,
-    // so they are refreshed concurrently (their writes then share the embedded journal's disk
+    // so they are refreshed concurrently (their writes then share the embedded store's commits
     // syncs, or Cosmos DB's round trips). The copies in `feed` all go to one partition through
     // `truncateFeed`, which deletes what falls out: one after the other, as the trigger assumes.
     futures::stream::iter(changed_posts.iter().map(Ok))

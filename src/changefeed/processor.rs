@@ -1,13 +1,13 @@
 //! The change-feed functions without the Functions host: a processor per monitored container
 //! follows the container's changes and delivers batches to the same functions the host invokes.
 //!
-//! Used by `cargo run` on the embedded store, whose journal gives every write a number. A
+//! Used by `cargo run` on the embedded store, whose database gives every write a number. A
 //! processor asks the store which items changed after its position (their current version,
 //! each once: the change feed's "latest version" mode), delivers them, and keeps the new
 //! position in a file beside the data. A restart goes on from that position: nothing is lost,
 //! and only what was not yet processed is delivered again. It does not read the SDK's change
 //! feed because the in-memory emulator answers every poll by copying all the data of a feed
-//! range (see `cosmos/changes.rs`); following the journal costs only what changed.
+//! range (see `cosmos/changes.rs`); following the numbering costs only what changed.
 //!
 //! [`rebuild_copies`] reads the whole `posts` feed from its beginning, on any backend: the
 //! article's way to build the copies for an existing data set; [`replay_users`] does the same
