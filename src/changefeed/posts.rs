@@ -60,7 +60,7 @@ pub async fn posts_changed(state: &AppState, documents: Vec<Value>) -> Result<Ba
     }
     // The copies in `users` are in the authors' partitions and each is written conditionally,
     // so they are refreshed concurrently (their writes then share the embedded store's commits
-    // syncs, or Cosmos DB's round trips). The copies in `feed` all go to one partition through
+    // and fsyncs, or Cosmos DB's round trips). The copies in `feed` all go to one partition through
     // `truncateFeed`, which deletes what falls out: one after the other, as the trigger assumes.
     futures::stream::iter(changed_posts.iter().map(Ok))
         .try_for_each_concurrent(CONCURRENT_USER_COPIES, |changed| refresh_copy(state, Target::UserPosts, changed))
