@@ -18,7 +18,10 @@ use crate::scripts::InProcessScripts;
 
 /// A blog on a store whose commits `disk` can hold or refuse, served; its base URL, and what
 /// stops it.
-async fn serve(dir: &std::path::Path, disk: Arc<FaultyDisk>) -> (String, tokio::sync::oneshot::Sender<()>) {
+async fn serve(
+    dir: &std::path::Path,
+    disk: Arc<FaultyDisk>,
+) -> (String, tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
     let config = embedded_config(dir);
     let Backend::Embedded { data_dir } = &config.backend else { unreachable!() };
     let store = Arc::new(Store::connect_with(&config, disk).await.unwrap());
@@ -34,8 +37,8 @@ async fn serve(dir: &std::path::Path, disk: Arc<FaultyDisk>) -> (String, tokio::
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}/api", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(async move { blog.serve(listener, async move { drop(stopped.await) }).await.unwrap() });
-    (base, stop)
+    let server = tokio::spawn(async move { blog.serve(listener, async move { drop(stopped.await) }).await.unwrap() });
+    (base, stop, server)
 }
 
 async fn send(method: Method, url: String, caller: &str, body: Option<Value>) -> (u16, Value) {
@@ -68,7 +71,7 @@ async fn a_comment_and_its_count_are_seen_only_once_the_commit_is_durable() {
     let dir = tempfile::tempdir().unwrap();
     let disk = Arc::new(FaultyDisk::default());
     let _release = ReleaseOnDrop(disk.clone());
-    let (api, _stop) = serve(dir.path(), disk.clone()).await;
+    let (api, _stop, _server) = serve(dir.path(), disk.clone()).await;
     assert_eq!(send(Method::POST, format!("{api}/users"), "alice", Some(json!({"username": "alice"}))).await.0, 201);
     let post_body = json!({"userId": "alice", "title": "t", "content": "c"});
     let (_, post) = send(Method::POST, format!("{api}/posts"), "alice", Some(post_body)).await;
@@ -108,7 +111,7 @@ async fn a_name_claim_is_not_refused_on_a_claim_that_never_became_durable() {
     let dir = tempfile::tempdir().unwrap();
     let disk = Arc::new(FaultyDisk::default());
     let _release = ReleaseOnDrop(disk.clone());
-    let (api, _stop) = serve(dir.path(), disk.clone()).await;
+    let (api, _stop, _server) = serve(dir.path(), disk.clone()).await;
 
     // The first claim's commit is held, then refused (a full disk).
     disk.hold_syncs();
@@ -124,4 +127,49 @@ async fn a_name_claim_is_not_refused_on_a_claim_that_never_became_durable() {
     assert_eq!(second, 201, "refused on a claim that was never durable: {answer}");
     assert_eq!(send(Method::GET, format!("{api}/users/dave"), "x", None).await.1["username"], "carol");
     assert_eq!(send(Method::GET, format!("{api}/users/bob"), "x", None).await.0, 404);
+}
+
+#[tokio::test]
+async fn on_a_full_disk_writes_are_507_and_not_seen_and_writing_resumes_once_there_is_room() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(FaultyDisk::default());
+    let (api, stop, server) = serve(dir.path(), disk.clone()).await;
+    let (status, _) = send(Method::POST, format!("{api}/users"), "alice", Some(json!({"username": "alice"}))).await;
+    assert_eq!(status, 201);
+    let post_body = json!({"userId": "alice", "title": "t", "content": "c"});
+    let (_, post) = send(Method::POST, format!("{api}/posts"), "alice", Some(post_body)).await;
+    let post = post["id"].as_str().unwrap().to_owned();
+    let comment = |content: &str| Some(json!({"userId": "alice", "content": content}));
+    assert_eq!(send(Method::POST, format!("{api}/posts/{post}/comments"), "alice", comment("one")).await.0, 201);
+
+    // Full, and each refused append leaves half a line behind.
+    disk.full.store(true, Ordering::SeqCst);
+    disk.tear.store(true, Ordering::SeqCst);
+    let (status, problem) = send(Method::POST, format!("{api}/posts/{post}/comments"), "alice", comment("two")).await;
+    assert_eq!(status, 507, "{problem}");
+    assert!(problem["detail"].as_str().unwrap().contains("nothing was written"), "{problem}");
+    assert_eq!(send(Method::POST, format!("{api}/users"), "bob", Some(json!({"username": "bob"}))).await.0, 507);
+    assert_eq!(send(Method::POST, format!("{api}/posts/{post}/likes"), "alice", Some(json!({"userId": "alice"}))).await.0, 507);
+    let rename = Some(json!({"username": "alice2"}));
+    assert_eq!(send(Method::PUT, format!("{api}/users/alice"), "alice", rename).await.0, 507);
+    // Reads agree with what a restart would find.
+    let (_, read) = send(Method::GET, format!("{api}/posts/{post}"), "x", None).await;
+    assert_eq!((read["commentCount"].as_u64(), read["likeCount"].as_u64()), (Some(1), Some(0)), "{read}");
+    let (_, comments) = send(Method::GET, format!("{api}/posts/{post}/comments"), "x", None).await;
+    assert_eq!(comments["items"].as_array().unwrap().len(), 1, "{comments}");
+    assert_eq!(send(Method::GET, format!("{api}/users/bob"), "x", None).await.0, 404);
+    assert_eq!(send(Method::GET, format!("{api}/users/alice"), "x", None).await.1["username"], "alice");
+
+    // Room again: writing resumes without a restart, and the refused like is no like.
+    disk.full.store(false, Ordering::SeqCst);
+    assert_eq!(send(Method::POST, format!("{api}/posts/{post}/likes"), "alice", Some(json!({"userId": "alice"}))).await.0, 201);
+    assert_eq!(send(Method::POST, format!("{api}/posts/{post}/comments"), "alice", comment("three")).await.0, 201);
+    assert_eq!(send(Method::POST, format!("{api}/users"), "bob", Some(json!({"username": "bob"}))).await.0, 201);
+    stop.send(()).unwrap();
+    server.await.unwrap();
+
+    let store = Store::connect(&embedded_config(dir.path())).await.expect("the store reopens after the full disk");
+    let read: Value = store.read(crate::cosmos::Container::Posts, &post, &post).await.unwrap().unwrap();
+    assert_eq!((read["commentCount"].as_u64(), read["likeCount"].as_u64()), (Some(2), Some(1)), "{read}");
+    assert!(store.read::<Value>(crate::cosmos::Container::Users, "bob", "bob").await.unwrap().is_some());
 }
