@@ -3,6 +3,7 @@
 //!
 //!     cargo bench --bench scale                          # 20,000 and 100,000 items, ~6 minutes
 //!     cargo bench --bench scale -- --items 5000,20000    # other sizes
+//!     cargo bench --bench scale -- --keep /tmp/grown      # leaves the data set there, to profile
 //!
 //! It grows one data set, in a temporary directory, through the release `handler` run as a
 //! child process, in the article's shape: mostly C3 (comments: most of the article's items are
@@ -52,6 +53,7 @@ struct Row {
 
 fn main() {
     let mut sizes = vec![20_000, 100_000];
+    let mut keep: Option<std::path::PathBuf> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -59,12 +61,13 @@ fn main() {
             "--items" => {
                 sizes = args.next().expect("--items needs sizes").split(',').map(|n| n.parse().expect("a number")).collect()
             }
-            other => panic!("unknown argument {other:?}: cargo bench --bench scale -- [--items 20000,100000]"),
+            "--keep" => keep = Some(args.next().expect("--keep needs an empty directory").into()),
+            other => panic!("unknown argument {other:?}: cargo bench --bench scale -- [--items 20000,100000] [--keep DIR]"),
         }
     }
     let binary = process::handler_binary().unwrap_or_else(|error| panic!("{error}"));
     let runtime = tokio::runtime::Runtime::new().expect("a Tokio runtime");
-    let (rows, hot) = runtime.block_on(run(&binary, &sizes));
+    let (rows, fan_out, hot) = runtime.block_on(run(&binary, &sizes, keep.as_deref()));
     println!(
         "| items | C3/s, 8 clients, growing | restart (first answer) | RSS after start | RSS under C3 load | C3/s after restart | on disk |"
     );
@@ -81,6 +84,14 @@ fn main() {
             row.disk_bytes as f64 / 1_048_576.0
         );
     }
+    println!();
+    println!("| at {} items | a rename reaches the renamed user's post | `handler rebuild-copies` |", rows_last_items(&sizes));
+    println!("| --- | ---: | ---: |");
+    println!(
+        "| across every partition of `posts` | {:.2} s | {:.2} s |",
+        fan_out.rename.as_secs_f64(),
+        fan_out.rebuild.as_secs_f64()
+    );
     println!();
     println!("| hot post: C3/s, 8 clients, one post | with 10 comments | with 1,000 comments |");
     println!("| --- | ---: | ---: |");
@@ -99,12 +110,13 @@ struct Grown {
     rng: Rng,
 }
 
-async fn run(binary: &Path, sizes: &[usize]) -> (Vec<Row>, (f64, f64)) {
-    let data = tempfile::tempdir().expect("a temporary directory");
+async fn run(binary: &Path, sizes: &[usize], keep: Option<&Path>) -> (Vec<Row>, FanOut, (f64, f64)) {
+    let temporary = tempfile::tempdir().expect("a temporary directory");
+    let data = keep.unwrap_or(temporary.path());
     let mut grown = Grown { users: Vec::new(), posts: Vec::new(), items: 0, rng: Rng::new(7) };
     let mut rows = Vec::new();
     for &size in sizes {
-        let (mut child, base) = process::spawn_on(binary, data.path());
+        let (mut child, base) = process::spawn_on(binary, data);
         let client = Client::new(base.clone());
         process::first_answer(&base, Instant::now()).await;
         let c3_per_second = grow(&client, &mut grown, size).await;
@@ -112,7 +124,7 @@ async fn run(binary: &Path, sizes: &[usize]) -> (Vec<Row>, (f64, f64)) {
         child.wait().expect("the handler is gone");
 
         let started = Instant::now();
-        let (child, base) = process::spawn_on(binary, data.path());
+        let (child, base) = process::spawn_on(binary, data);
         let restart = process::first_answer(&base, started).await;
         tokio::time::sleep(Duration::from_secs(1)).await;
         let rss_started_kib = rss(&child);
@@ -129,7 +141,7 @@ async fn run(binary: &Path, sizes: &[usize]) -> (Vec<Row>, (f64, f64)) {
             rss_started_kib,
             rss_running_kib,
             c3_after_restart_per_second,
-            disk_bytes: directory_bytes(data.path()),
+            disk_bytes: directory_bytes(data),
         });
         eprintln!(
             "{} items: C3 {:.0}/s growing, restart {:.2} s, RSS {} KiB after start, {} KiB under load, C3 {:.0}/s after restart, {} bytes on disk",
@@ -139,15 +151,60 @@ async fn run(binary: &Path, sizes: &[usize]) -> (Vec<Row>, (f64, f64)) {
             rss_started_kib,
             rss_running_kib,
             c3_after_restart_per_second,
-            directory_bytes(data.path())
+            directory_bytes(data)
         );
     }
-    let (mut child, base) = process::spawn_on(binary, data.path());
+    let (mut child, base) = process::spawn_on(binary, data);
     process::first_answer(&base, Instant::now()).await;
-    let hot = hot_post(&Client::new(base), &mut grown).await;
+    let client = Client::new(base);
+    let rename = rename(&client, &grown).await;
+    let hot = hot_post(&client, &mut grown).await;
     child.kill().expect("the handler stops");
     child.wait().expect("the handler is gone");
-    (rows, hot)
+    let rebuild = rebuild_copies(binary, data);
+    (rows, FanOut { rename, rebuild }, hot)
+}
+
+/// The calls that must see every physical partition of `posts`, at the last size.
+struct FanOut {
+    /// A rename answered → the renamed user's first post shows the new name (`UsersChangeFeed`'s
+    /// query across `posts`, then `updateUsernames` in each partition it found).
+    rename: Duration,
+    /// `handler rebuild-copies` on the whole data set: both change feeds from their beginning.
+    rebuild: Duration,
+}
+
+/// Renames the first user (the author of the first posts) and waits for the new name on the
+/// first post.
+async fn rename(client: &Client, grown: &Grown) -> Duration {
+    let (post, author) = grown.posts[0].clone();
+    let renamed = format!("{author}-renamed");
+    let started = Instant::now();
+    let answer = client.put(&author, &format!("/api/users/{author}"), &json!({ "username": renamed })).await;
+    assert!(answer.ok(), "the rename failed: {}", answer.body);
+    loop {
+        let shown = client.get(&format!("/api/posts/{post}")).await;
+        if shown.body.get("userUsername").and_then(|name| name.as_str()) == Some(renamed.as_str()) {
+            return started.elapsed();
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "the rename did not reach the post in 120 s");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Times `handler rebuild-copies` on `data`.
+fn rebuild_copies(binary: &Path, data: &Path) -> Duration {
+    let started = Instant::now();
+    let status = std::process::Command::new(binary)
+        .arg("rebuild-copies")
+        .env("BLOG_DATA_DIR", data)
+        .env("RUST_LOG", "warn")
+        .env_remove("CosmosDB")
+        .env_remove("CosmosDB__accountEndpoint")
+        .status()
+        .expect("handler rebuild-copies runs");
+    assert!(status.success(), "handler rebuild-copies failed: {status}");
+    started.elapsed()
 }
 
 /// C3 on a post with 10 comments, then on one with 1,000: the rate of 400 comments on each.

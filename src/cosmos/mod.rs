@@ -695,9 +695,11 @@ impl Store {
             sdk_query =
                 sdk_query.with_parameter(name.into_owned(), value).map_err(|error| StoreError::Other(error.to_string()))?;
         }
-        let mut pages = bounded(self.container(container).query_items::<Value>(sdk_query, FeedScope::full_container(), None))
-            .await?
-            .into_pages();
+        let options = QueryOptions::default().with_feed_options(whole_container());
+        let mut pages =
+            bounded(self.container(container).query_items::<Value>(sdk_query, FeedScope::full_container(), Some(options)))
+                .await?
+                .into_pages();
         let mut documents = Vec::new();
         while let Some(page) = bounded(pages.try_next()).await? {
             Meter::record(Scope::AllPartitions(container), response_charge(page.headers()));
@@ -718,15 +720,25 @@ impl Store {
     pub async fn change_feed_from(&self, container: Container, position: Option<&str>) -> Result<ChangeFeed, StoreError> {
         let client = self.container(container);
         let ranges = bounded(client.read_feed_ranges(None)).await?.len().max(1);
-        let options = position.map(|token| {
-            azure_data_cosmos::options::ChangeFeedOptions::default()
-                .with_continuation_token(ContinuationToken::from_string(token.to_owned()))
-        });
+        let mut options = azure_data_cosmos::options::ChangeFeedOptions::default().with_feed_options(whole_container());
+        if let Some(token) = position {
+            options = options.with_continuation_token(ContinuationToken::from_string(token.to_owned()));
+        }
+        let options = Some(options);
         let start = ChangeFeedStartFrom::Beginning;
         let pages = bounded(client.query_change_feed::<Value>(FeedScope::full_container(), start, options)).await?;
         let locks = self.durability.as_ref().map(|durability| durability.locks.clone());
         Ok(ChangeFeed { container, pages, ranges, locks })
     }
+}
+
+/// Options for the calls that must reach every physical partition of a container by design
+/// (the rename's query, the change feed from its beginning). The SDK refuses a fan-out past 100
+/// partitions unless told otherwise (`DEFAULT_MAX_FAN_OUT`, `azure_data_cosmos_driver`
+/// `options/plan_options.rs`), a guard against queries that reach every partition by accident;
+/// the embedded `posts` has more than 100, and a large account may too.
+fn whole_container() -> azure_data_cosmos::options::FeedOptions {
+    azure_data_cosmos::options::FeedOptions::default().with_max_fan_out(u32::MAX)
 }
 
 /// How often the embedded store looks for expired items. Cosmos DB removes them in the
