@@ -29,10 +29,10 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use blog::Blog;
+use blog::app::AppState;
 use blog::changefeed::Function;
 use blog::changefeed::processor::Deliveries;
 use blog::config::{Backend, Config};
-use blog::http::AppState;
 
 use client::Client;
 use data::DataSet;

@@ -2,17 +2,21 @@
 //! using a real-world example", on the article's final (V3) model, as an Azure Functions custom
 //! handler.
 //!
-//! - [`model`]: the items and the denormalization rules, pure functions.
-//! - [`http`]: the HTTP functions (the article's commands and queries), thin handlers.
-//! - [`cosmos`]: every Cosmos DB call, through the official SDK; the embedded store.
+//! - [`http`]: the HTTP functions (the JSON API, the pages, the change-feed functions' routes
+//!   under the host), thin adapters over [`app`].
+//! - [`changefeed`]: the change-feed functions that keep the denormalized copies true, as the
+//!   host invokes them or as the local processors deliver them.
+//! - [`app`]: the use cases (the article's commands and queries, unique usernames, the feed
+//!   cache), below both.
 //! - [`scripts`]: the article's stored procedures and trigger, run in Cosmos DB or in-process.
-//! - [`changefeed`]: the change-feed functions that keep the denormalized copies true.
+//! - [`cosmos`]: every Cosmos DB call, through the official SDK; the embedded store.
+//! - [`model`]: the items and the denormalization rules, pure functions.
 //! - [`smoke`]: `handler smoke`, which proves a running blog works, from outside.
 
+pub mod app;
 pub mod changefeed;
 pub mod config;
 pub mod cosmos;
-pub mod error;
 pub mod http;
 pub mod model;
 pub mod scripts;
@@ -20,10 +24,10 @@ pub mod smoke;
 
 use std::sync::Arc;
 
+use app::AppState;
 use changefeed::account::AccountProcessors;
 use changefeed::processor::{Deliveries, LocalProcessors};
 use config::{Backend, ChangeFeedMode, Config, ScriptsMode};
-use http::AppState;
 use scripts::{InProcessScripts, ScriptCredential, ScriptExecutor, ServerSideScripts};
 
 /// Turns off the backtraces that library errors capture, unless `RUST_LIB_BACKTRACE` says
@@ -139,7 +143,7 @@ pub async fn connect(config: &Config) -> Result<AppState, cosmos::StoreError> {
         store,
         scripts,
         auth: config.auth,
-        tokens: http::lists::TokenKey::new(config.token_key.as_deref()),
+        tokens: app::lists::TokenKey::new(config.token_key.as_deref()),
         feed: Default::default(),
     })
 }

@@ -5,7 +5,10 @@
 //! these rules; none of them invents its own. [`usernames`]: how names compare, and the
 //! reservations that keep them unique.
 
+mod ids;
 pub mod usernames;
+
+pub use ids::{MAX_ID_BYTES, validate_id};
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;

@@ -500,10 +500,10 @@ async fn on_azure_the_pages_sign_in_with_app_service_authentication() {
 /// lifetime, a delivered post change makes the next feed read go to the store and show it.
 #[tokio::test]
 async fn posts_change_feed_drops_the_cached_feed_at_once() {
+    use blog::app::feed::feed_page;
+    use blog::app::lists::ListParams;
     use blog::changefeed::Function;
     use blog::cosmos::Container;
-    use blog::http::feed::feed_page;
-    use blog::http::lists::ListParams;
 
     // Playing the host: nothing delivers the change feed but this test.
     let app = TestApp::start_as_host().await;

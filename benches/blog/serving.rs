@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use blog::Blog;
+use blog::app::feed::FeedCache;
 use blog::config::Config;
 use blog::cosmos::{Container, Meter};
-use blog::http::feed::FeedCache;
 use serde_json::{Value, json};
 
 use crate::client::{Client, Sample, Stats, ms, percentile};

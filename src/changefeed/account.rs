@@ -20,8 +20,8 @@ use tokio::task::JoinHandle;
 
 use super::processor::{BATCH_SIZE, Delivered, Deliveries, IDLE_POLL, deliver_until_done, pause_after_failure};
 use super::{FeedError, Function};
+use crate::app::AppState;
 use crate::cosmos::{Container, Meter};
-use crate::http::AppState;
 
 /// What a processor's position item's id starts with.
 pub const POSITION_ID_PREFIX: &str = "localProcessor-";

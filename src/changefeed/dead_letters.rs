@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{FeedError, Function};
+use crate::app::AppState;
 use crate::cosmos::{Container, QuerySpec, Store, StoreError};
-use crate::http::AppState;
 
 /// What a dead letter's id starts with.
 pub const ID_PREFIX: &str = "deadLetter-";

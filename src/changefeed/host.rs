@@ -19,16 +19,11 @@
 //! dead letter (kept whole, see [`super::dead_letters`]) and acknowledged, so that it cannot
 //! hold every later change behind it.
 
-use axum::Json;
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Function, dead_letters};
-use crate::http::AppState;
+use crate::app::AppState;
 
 /// The host's invocation request for a non-HTTP trigger.
 #[derive(Deserialize)]
@@ -94,33 +89,27 @@ pub(super) fn read_invocation(body: &[u8]) -> Result<(Vec<Value>, Option<i64>), 
     Ok((documents(invocation.data.documents)?, attempt))
 }
 
-/// `POST /PostsChangeFeed`
-pub async fn posts(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    invoke(&state, Function::PostsChangeFeed, &headers, &body).await
-}
-
-/// `POST /UsersChangeFeed`
-pub async fn users(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    invoke(&state, Function::UsersChangeFeed, &headers, &body).await
+/// The answer to one invocation: its body, and whether the host must deliver the batch again
+/// (answered with a non-2xx status; see the module's comment).
+pub struct HostAnswer {
+    pub retry: bool,
+    pub body: Value,
 }
 
 /// Runs one invocation and answers the host.
-async fn invoke(state: &AppState, function: Function, headers: &HeaderMap, body: &[u8]) -> Response {
+/// `invocation_id` is the host's `x-azure-functions-invocationid`, the same on every attempt of
+/// one invocation (`DefaultHttpWorkerService.AddHeaders`).
+pub async fn invoke(state: &AppState, function: Function, invocation_id: &str, body: &[u8]) -> HostAnswer {
     let name = function.name();
-    // The same on every attempt of one invocation (DefaultHttpWorkerService.AddHeaders).
-    let invocation_id = headers.get("x-azure-functions-invocationid").and_then(|value| value.to_str().ok()).unwrap_or("");
     let (documents, attempt) = match read_invocation(body) {
         Ok(read) => read,
         Err(why) => {
             let payload = String::from_utf8_lossy(body);
             return match dead_letters::set_aside(&state.store, name, "invocation", &why, &payload).await {
-                Ok(id) => answer(StatusCode::OK, format!("{name}: the invocation could not be read ({why}); set aside as {id}")),
+                Ok(id) => answer(false, format!("{name}: the invocation could not be read ({why}); set aside as {id}")),
                 Err(error) => {
                     tracing::error!(target: "blog::changefeed", function = name, invocation_id, %why, %error, "an unreadable invocation could not be set aside; the host will deliver it again");
-                    answer(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        format!("{name}: cannot set aside an unreadable invocation: {error}"),
-                    )
+                    answer(true, format!("{name}: cannot set aside an unreadable invocation: {error}"))
                 }
             };
         }
@@ -137,7 +126,7 @@ async fn invoke(state: &AppState, function: Function, headers: &HeaderMap, body:
         Ok(report) => {
             tracing::info!(target: "blog::changefeed", function = name, invocation_id, attempt, count, applied = report.applied, ignored = report.ignored, set_aside = report.set_aside, "batch");
             answer(
-                StatusCode::OK,
+                false,
                 format!(
                     "{name}: {count} changes: {} applied, {} of other types, {} malformed and set aside",
                     report.applied, report.ignored, report.set_aside
@@ -146,13 +135,13 @@ async fn invoke(state: &AppState, function: Function, headers: &HeaderMap, body:
         }
         Err(error) => {
             tracing::error!(target: "blog::changefeed", function = name, invocation_id, attempt, count, %error, "batch failed; the host will deliver it again");
-            answer(StatusCode::INTERNAL_SERVER_ERROR, format!("{name}: the batch of {count} failed and will be retried: {error}"))
+            answer(true, format!("{name}: the batch of {count} failed and will be retried: {error}"))
         }
     }
 }
 
-fn answer(status: StatusCode, line: String) -> Response {
-    (status, Json(json!({"Outputs": {}, "Logs": [line], "ReturnValue": null}))).into_response()
+fn answer(retry: bool, line: String) -> HostAnswer {
+    HostAnswer { retry, body: json!({"Outputs": {}, "Logs": [line], "ReturnValue": null}) }
 }
 
 #[cfg(test)]

@@ -25,8 +25,8 @@ pub use users::users_changed;
 
 use serde_json::Value;
 
+use crate::app::AppState;
 use crate::cosmos::{Container, StoreError};
-use crate::http::AppState;
 use crate::scripts::ScriptError;
 
 /// The two change-feed functions and what they watch.

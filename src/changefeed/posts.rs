@@ -6,8 +6,10 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{BatchReport, FeedError};
+use crate::app::AppState;
+use crate::app::posts::{PostRemoval, remove_post};
 use crate::cosmos::{Container, StoreError, Versioned, WriteOp};
-use crate::http::{AppState, PostRemoval, validate_id};
+use crate::model::validate_id;
 use crate::model::{self, CopyAction, FEED_PARTITION, Post, PostCopy, SourceVersion};
 use crate::scripts::{NOT_AMONG_NEWEST, PostTrigger, ScriptError};
 
@@ -169,7 +171,7 @@ async fn remove_copies(state: &AppState, post: &Post) -> Result<(), FeedError> {
             Err(other) => return Err(other.into()),
         }
     }
-    match crate::http::remove_post(state, &post.id, &post.user_id).await? {
+    match remove_post(state, &post.id, &post.user_id).await? {
         PostRemoval::Removed | PostRemoval::NothingLeft | PostRemoval::NotFound => Ok(()),
         other => Err(StoreError::Other(format!("post {}: deletePost answered {other:?}", post.id)).into()),
     }

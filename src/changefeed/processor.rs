@@ -24,8 +24,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::{FeedError, Function, posts_changed, users_changed};
+use crate::app::AppState;
 use crate::cosmos::{Container, Meter, StoreError};
-use crate::http::AppState;
 
 /// The most items delivered in one batch (the host's `maxItemsPerInvocation` plays this role).
 pub(super) const BATCH_SIZE: usize = 100;

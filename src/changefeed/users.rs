@@ -8,9 +8,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{BatchReport, FeedError};
+use crate::app::{AppState, usernames};
 use crate::cosmos::{Container, QuerySpec, StoreError};
-use crate::http::{AppState, usernames, validate_id};
 use crate::model::usernames::{Reservation, is_left_behind, new_reservation, normalize_username, reservation_id};
+use crate::model::validate_id;
 use crate::model::{self, User};
 use crate::scripts::{ScriptError, StoredProcedure};
 

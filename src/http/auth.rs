@@ -9,10 +9,10 @@ use axum::extract::FromRequestParts;
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 
-use super::AppState;
-use super::extract::validate_id;
+use super::error::ApiError;
+use crate::app::{AppState, Caller};
 use crate::config::AuthMode;
-use crate::error::ApiError;
+use crate::model::validate_id;
 
 /// The header App Service Authentication sets to the signed-in caller's id.
 pub const PLATFORM_PRINCIPAL: &str = "x-ms-client-principal-id";
@@ -46,19 +46,6 @@ pub fn page_viewer(parts: &Parts, mode: AuthMode) -> Option<String> {
 }
 
 /// The authenticated caller of a write: their principal id, which is also their user id.
-pub struct Caller(pub String);
-
-impl Caller {
-    /// 403 unless `owner` is the caller.
-    pub fn must_be(&self, owner: &str, what: &str) -> Result<(), ApiError> {
-        if self.0 == owner {
-            Ok(())
-        } else {
-            Err(ApiError::new(StatusCode::FORBIDDEN, format!("Only its owner may {what}; you are signed in as {:?}.", self.0)))
-        }
-    }
-}
-
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 

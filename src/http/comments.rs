@@ -6,16 +6,12 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::AppState;
-use super::auth::Caller;
-use super::extract::{Id, Ids, JsonBody, QueryParams, validate_id, validate_text};
-use super::lists::OwnerKnown;
-use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
-use super::posts::{existing_author, list_of_post, post_not_found};
-use crate::cosmos::queries;
-use crate::error::{ApiError, ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
-use crate::model::{self, Comment, MAX_COMMENT_CHARS};
-use crate::scripts::{CounterOutcome, DeleteOutcome, StoredProcedure};
+use super::error::{ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
+use super::extract::{Id, Ids, JsonBody, QueryParams};
+use crate::app::comments::{comments_of, create_comment, delete_comment};
+use crate::app::lists::{ListPage, ListParams, OwnerKnown};
+use crate::app::{AppState, Caller};
+use crate::model::Comment;
 
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -55,27 +51,6 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(created)))
 }
 
-/// C3, for the API and the pages.
-pub async fn create_comment(
-    state: &AppState,
-    caller: &Caller,
-    post_id: &str,
-    user_id: &str,
-    content: String,
-) -> ApiResult<Comment> {
-    validate_id(user_id).map_err(|why| ApiError::bad_request(format!("`userId` is not valid: {why}")))?;
-    caller.must_be(user_id, "comment as this user")?;
-    validate_text("content", &content, MAX_COMMENT_CHARS, true)?;
-    let author = existing_author(state, user_id).await?;
-    let comment = model::new_comment(model::new_id(), post_id, &author, content, model::now());
-    let body = state.scripts.execute(StoredProcedure::CreateComment, post_id, (post_id, &comment)).await?;
-    match CounterOutcome::<Comment>::from_body(body)? {
-        CounterOutcome::Created(created) => Ok(created),
-        CounterOutcome::PostNotFound => Err(post_not_found(post_id)),
-        CounterOutcome::AlreadyLiked => Err(ApiError::internal("createComment answered alreadyLiked")),
-    }
-}
-
 /// C6: `DELETE /api/posts/{postId}/comments/{commentId}`, by the comment's author or the post's
 /// author (who moderates the comments under their post). The stored procedure `deleteComment`
 /// checks who may, deletes the comment and decrements `commentCount`, in one transaction.
@@ -98,27 +73,6 @@ pub async fn delete(State(state): State<AppState>, caller: Caller, Ids(post_id, 
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// C6, for the API and the pages.
-pub async fn delete_comment(state: &AppState, caller: &Caller, post_id: &str, comment_id: &str) -> ApiResult<()> {
-    let body = state.scripts.execute(StoredProcedure::DeleteComment, post_id, (post_id, comment_id, &caller.0)).await?;
-    match DeleteOutcome::from_body(body)? {
-        DeleteOutcome::Deleted { .. } => Ok(()),
-        DeleteOutcome::PostNotFound => Err(post_not_found(post_id)),
-        DeleteOutcome::CommentNotFound => {
-            Err(ApiError::not_found(format!("There is no comment with id {comment_id:?} on post {post_id:?}.")))
-        }
-        DeleteOutcome::Forbidden { author } => Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            format!(
-                "Only the comment's author ({}) or the post's author may delete it; you are signed in as {:?}.",
-                author.map_or_else(|| "unknown".to_owned(), |author| format!("{author:?}")),
-                caller.0
-            ),
-        )),
-        other => Err(ApiError::internal(format!("deleteComment answered {other:?}"))),
-    }
-}
-
 /// Q4: `GET /api/posts/{postId}/comments`, oldest first: one query on the post's partition.
 #[utoipa::path(
     get,
@@ -136,18 +90,5 @@ pub async fn list(
     Id(post_id): Id,
     QueryParams(params): QueryParams<ListParams>,
 ) -> ApiResult<Json<ListPage<Comment>>> {
-    comments_of(&state, &post_id, &params, OwnerKnown::No).await.map(Json)
-}
-
-/// Q4, for the API and the pages.
-pub async fn comments_of(
-    state: &AppState,
-    post_id: &str,
-    params: &ListParams,
-    known: OwnerKnown,
-) -> ApiResult<ListPage<Comment>> {
-    const LIST: &str = "comments";
-    let page = params.page_request(&state.tokens, LIST, post_id, DEFAULT_PAGE_SIZE)?;
-    let found = list_of_post::<Comment>(state, post_id, queries::post_comments(), page, known).await?;
-    Ok(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, post_id) })
+    Ok(Json(comments_of(&state, &post_id, &params, OwnerKnown::No).await?))
 }

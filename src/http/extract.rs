@@ -6,14 +6,12 @@ use axum::http::header;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
-use crate::error::ApiError;
+use super::error::ApiError;
+use crate::model::validate_id;
 
 /// The largest request body accepted. The longest valid body (a post at the field limits) is far
 /// below it; anything bigger is refused before it is read whole.
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
-
-/// The longest id accepted in a path: Cosmos allows 255 bytes.
-pub const MAX_ID_BYTES: usize = 255;
 
 /// A JSON request body, parsed strictly: the body types deny unknown fields, and every error
 /// names what is wrong.
@@ -112,33 +110,6 @@ impl<S: Send + Sync> FromRequestParts<S> for Ids {
     }
 }
 
-/// Why `id` cannot be a Cosmos item id, if it cannot. An id travels as one segment of a
-/// resource path (`dbs/blog/colls/posts/docs/{id}`, in the SDK's requests and in the scripts'
-/// links), so it must be one that such a segment carries unchanged:
-/// - not `/ \ ? #`, which Cosmos DB refuses in ids (they end or split a path);
-/// - not `%`, which a path reads as the start of an escape (`a%2Fb` would be read as `a/b`);
-/// - not `.` or `..` alone, which a path resolves as "this" and "the parent" segment;
-/// - printable ASCII only (ids are generated here as UUIDs and `like-<userId>`, and principal ids
-///   are GUIDs), 1 to 255 bytes.
-pub fn validate_id(id: &str) -> Result<(), String> {
-    if id.is_empty() {
-        return Err("The id must not be empty.".into());
-    }
-    if id.len() > MAX_ID_BYTES {
-        return Err(format!("The id must be at most {MAX_ID_BYTES} bytes long."));
-    }
-    if id == "." || id == ".." {
-        return Err(format!("The id must not be {id:?}: a resource path reads it as a relative segment."));
-    }
-    if let Some(bad) = id.chars().find(|c| matches!(c, '/' | '\\' | '?' | '#' | '%')) {
-        return Err(format!("The id must not contain {bad:?}: a Cosmos DB resource path cannot carry / \\ ? # % in an id."));
-    }
-    if let Some(bad) = id.chars().find(|c| !c.is_ascii_graphic()) {
-        return Err(format!("The id must not contain {bad:?}: ids are printable ASCII without spaces."));
-    }
-    Ok(())
-}
-
 /// A query string parsed strictly into `T` (which denies unknown parameters).
 pub struct QueryParams<T>(pub T);
 
@@ -208,48 +179,4 @@ pub fn field_names<T: DeserializeOwned>() -> &'static [&'static str] {
     let mut fields = Fields(None);
     let _ = T::deserialize(&mut fields);
     fields.0.unwrap_or(&[])
-}
-
-/// Checks one text field of a body: not blank, at most `max_chars` characters, and no control
-/// characters other than line breaks and tabs (allowed only where `multiline`).
-pub fn validate_text(field: &str, value: &str, max_chars: usize, multiline: bool) -> Result<(), ApiError> {
-    // Blank means only whitespace, as JavaScript's `\s` counts it (U+FEFF too), so that the
-    // OpenAPI description's patterns say exactly what is accepted.
-    if value.chars().all(|c| c.is_whitespace() || c == '\u{feff}') {
-        return Err(ApiError::bad_request(format!("`{field}` must not be empty.")));
-    }
-    let chars = value.chars().count();
-    if chars > max_chars {
-        return Err(ApiError::bad_request(format!("`{field}` must be at most {max_chars} characters long; it has {chars}.")));
-    }
-    let allowed = |c: char| multiline && matches!(c, '\n' | '\r' | '\t');
-    if let Some(bad) = value.chars().find(|&c| c.is_control() && !allowed(c)) {
-        return Err(ApiError::bad_request(format!("`{field}` must not contain the control character {bad:?}.")));
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::validate_id;
-
-    #[test]
-    fn ids_cosmos_cannot_store_are_refused() {
-        for bad in
-            ["", "  ", "a b", "é", "a/b", "a\\b", "a?b", "a#b", "a%2Fb", "%", ".", "..", "a\u{0}b", "a\nb", &"x".repeat(256)]
-        {
-            assert!(validate_id(bad).is_err(), "{bad:?} should be refused");
-        }
-        for good in [
-            "0b7d6c1e-8a6f-4b6e-9f1e-2d3c4b5a6978",
-            "like-u1",
-            "!$&'()*+,-.:;<=>@[]^_`{|}~",
-            "...",
-            ".a",
-            "a..b",
-            &"x".repeat(255),
-        ] {
-            assert!(validate_id(good).is_ok(), "{good:?} should be accepted");
-        }
-    }
 }

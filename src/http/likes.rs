@@ -6,16 +6,12 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::AppState;
-use super::auth::Caller;
-use super::extract::{Id, Ids, JsonBody, QueryParams, validate_id};
-use super::lists::OwnerKnown;
-use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
-use super::posts::{existing_author, list_of_post, post_not_found};
-use crate::cosmos::queries;
-use crate::error::{ApiError, ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
-use crate::model::{self, Like};
-use crate::scripts::{CounterOutcome, DeleteOutcome, StoredProcedure};
+use super::error::{ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
+use super::extract::{Id, Ids, JsonBody, QueryParams};
+use crate::app::likes::{create_like, delete_like, likes_of};
+use crate::app::lists::{ListPage, ListParams, OwnerKnown};
+use crate::app::{AppState, Caller};
+use crate::model::Like;
 
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -51,23 +47,6 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(created)))
 }
 
-/// C4, for the API and the pages.
-pub async fn create_like(state: &AppState, caller: &Caller, post_id: &str, user_id: &str) -> ApiResult<Like> {
-    validate_id(user_id).map_err(|why| ApiError::bad_request(format!("`userId` is not valid: {why}")))?;
-    caller.must_be(user_id, "like as this user")?;
-    let author = existing_author(state, user_id).await?;
-    let like = model::new_like(post_id, &author, model::now());
-    let body = state.scripts.execute(StoredProcedure::CreateLike, post_id, (post_id, &like)).await?;
-    match CounterOutcome::<Like>::from_body(body)? {
-        CounterOutcome::Created(created) => Ok(created),
-        CounterOutcome::PostNotFound => Err(post_not_found(post_id)),
-        CounterOutcome::AlreadyLiked => Err(ApiError::conflict(format!(
-            "User {:?} already likes post {post_id:?}; a post is liked once per user.",
-            author.user_id
-        ))),
-    }
-}
-
 /// C5: `DELETE /api/posts/{postId}/likes/{userId}`, by the liker only. The stored procedure
 /// `deleteLike` deletes the like and decrements `likeCount` in one transaction; a second unlike
 /// is 404 and changes nothing.
@@ -90,20 +69,6 @@ pub async fn delete(State(state): State<AppState>, caller: Caller, Ids(post_id, 
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// C5, for the API and the pages.
-pub async fn delete_like(state: &AppState, caller: &Caller, post_id: &str, user_id: &str) -> ApiResult<()> {
-    caller.must_be(user_id, "take back this like")?;
-    let body = state.scripts.execute(StoredProcedure::DeleteLike, post_id, (post_id, user_id)).await?;
-    match DeleteOutcome::from_body(body)? {
-        DeleteOutcome::Deleted { .. } => Ok(()),
-        DeleteOutcome::PostNotFound => Err(post_not_found(post_id)),
-        DeleteOutcome::LikeNotFound => {
-            Err(ApiError::not_found(format!("User {user_id:?} does not like post {post_id:?}; there is no like to take back.")))
-        }
-        other => Err(ApiError::internal(format!("deleteLike answered {other:?}"))),
-    }
-}
-
 /// Q5: `GET /api/posts/{postId}/likes`, oldest first: one query on the post's partition.
 #[utoipa::path(
     get,
@@ -121,13 +86,5 @@ pub async fn list(
     Id(post_id): Id,
     QueryParams(params): QueryParams<ListParams>,
 ) -> ApiResult<Json<ListPage<Like>>> {
-    likes_of(&state, &post_id, &params, OwnerKnown::No).await.map(Json)
-}
-
-/// Q5, for the API and the pages.
-pub async fn likes_of(state: &AppState, post_id: &str, params: &ListParams, known: OwnerKnown) -> ApiResult<ListPage<Like>> {
-    const LIST: &str = "likes";
-    let page = params.page_request(&state.tokens, LIST, post_id, DEFAULT_PAGE_SIZE)?;
-    let found = list_of_post::<Like>(state, post_id, queries::post_likes(), page, known).await?;
-    Ok(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, post_id) })
+    Ok(Json(likes_of(&state, &post_id, &params, OwnerKnown::No).await?))
 }

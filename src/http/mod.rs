@@ -1,22 +1,23 @@
 //! The HTTP functions: one module per resource, a router that serves them at the paths the
-//! Functions host forwards (the JSON API under `/api/...`, the pages at the root), and the few
-//! extractors they share.
+//! Functions host forwards (the JSON API under `/api/...`, the pages at the root, the
+//! change-feed functions at `/{FunctionName}` under the host), and the few extractors they
+//! share.
 //!
-//! Handlers stay thin: validate the input, apply a rule from [`crate::model`], make the one
-//! Cosmos call the article's V3 model needs, answer.
+//! Handlers stay thin: read the request, call the use case in [`crate::app`], answer; what a
+//! use case's error means in HTTP is decided once, in [`error`].
 
 pub mod auth;
 mod comments;
+pub mod error;
 mod extract;
 pub mod feed;
+mod host;
 mod likes;
-pub mod lists;
 mod observe;
 pub mod openapi;
 pub mod pages;
 mod posts;
 pub mod serve;
-pub(crate) mod usernames;
 mod users;
 
 use std::sync::Arc;
@@ -30,29 +31,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, delete, get, post, put};
 use tokio::sync::Semaphore;
 
+use crate::app::AppState;
 use crate::changefeed;
-use crate::config::AuthMode;
-use crate::cosmos::Store;
-use crate::error::ApiError;
-use crate::scripts::ScriptExecutor;
+use error::ApiError;
 
-pub use extract::{MAX_BODY_BYTES, validate_id};
-pub use posts::{PostRemoval, remove_post};
+pub use extract::MAX_BODY_BYTES;
 
 /// The largest change-feed batch the host may deliver in one invocation.
 pub const HOST_BATCH_BYTES: usize = 64 * 1024 * 1024;
-
-/// What every handler shares: the store, and whoever runs the server-side scripts.
-#[derive(Clone)]
-pub struct AppState {
-    pub store: Arc<Store>,
-    pub scripts: Arc<dyn ScriptExecutor>,
-    pub auth: AuthMode,
-    /// Signs and checks the lists' continuation tokens.
-    pub tokens: lists::TokenKey,
-    /// The feed pages read in the last second, shared by the front page and `GET /api/feed`.
-    pub feed: Arc<feed::FeedCache>,
-}
 
 /// The route of the front page: under the Functions host an empty route is not served at the
 /// root (it falls back to the function's name), so it is an optional parameter that only the
@@ -176,8 +162,8 @@ pub fn router(state: AppState, max_in_flight: usize, host_change_feed: bool) -> 
         // `maxItemsPerInvocation` whole items, so its body may be far larger than an API body.
         let host_batch_limit = axum::extract::DefaultBodyLimit::max(HOST_BATCH_BYTES);
         router = router
-            .route("/PostsChangeFeed", post(changefeed::host::posts).layer(host_batch_limit))
-            .route("/UsersChangeFeed", post(changefeed::host::users).layer(host_batch_limit));
+            .route("/PostsChangeFeed", post(host::posts).layer(host_batch_limit))
+            .route("/UsersChangeFeed", post(host::users).layer(host_batch_limit));
     }
     router
         .fallback(not_found)

@@ -220,7 +220,7 @@ mod tests {
             assert!(id.starts_with(RESERVATION_ID_PREFIX), "{id}");
             assert_eq!(id.chars().count(), RESERVATION_ID_PREFIX.chars().count() + 64);
             assert!(!id.contains(['/', '\\', '?', '#']), "{id}");
-            assert!(crate::http::validate_id(&id).is_err(), "no user id can be a reservation's: {id}");
+            assert!(crate::model::validate_id(&id).is_err(), "no user id can be a reservation's: {id}");
         }
         assert_eq!(reservation_id("alice"), reservation_id(&normalize_username("ALICE")));
         assert_ne!(reservation_id("alice"), reservation_id("bob"));

@@ -15,7 +15,6 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::cosmos::{Container, StoreError, WriteOp};
-use crate::error::ApiError;
 
 pub use in_process::{FENCE_ID, InProcessScripts};
 pub use server_side::{ScriptCredential, ServerSideScripts};
@@ -113,45 +112,19 @@ pub struct Script {
 }
 
 /// Why a script produced no result. Nothing it wrote was committed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ScriptError {
     /// The script threw: the message is the script's own.
+    #[error("the script threw: {0}")]
     Thrown(String),
     /// The script could not run to its end (time, memory, engine failure).
+    #[error("the script failed: {0}")]
     Failed(String),
     /// The script kept conflicting with concurrent writers and was given up.
+    #[error("the script conflicted with concurrent writes too often")]
     Contention,
-    Store(StoreError),
-}
-
-impl std::fmt::Display for ScriptError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Thrown(message) => write!(f, "the script threw: {message}"),
-            Self::Failed(message) => write!(f, "the script failed: {message}"),
-            Self::Contention => f.write_str("the script conflicted with concurrent writes too often"),
-            Self::Store(error) => write!(f, "{error}"),
-        }
-    }
-}
-
-impl From<StoreError> for ScriptError {
-    fn from(error: StoreError) -> Self {
-        ScriptError::Store(error)
-    }
-}
-
-impl From<ScriptError> for ApiError {
-    fn from(error: ScriptError) -> Self {
-        match error {
-            ScriptError::Store(error) => error.into(),
-            ScriptError::Contention => ApiError::new(
-                axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                "Too many concurrent changes to this post; retry in a moment.",
-            ),
-            failed @ (ScriptError::Thrown(_) | ScriptError::Failed(_)) => ApiError::internal(failed),
-        }
-    }
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// Runs the server-side scripts: stored procedures, and writes that name a post-trigger.

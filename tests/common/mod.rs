@@ -7,9 +7,9 @@ pub mod binary;
 pub mod host;
 
 use blog::Blog;
+use blog::app::AppState;
 use blog::changefeed::processor::Deliveries;
 use blog::config::{Backend, ChangeFeedMode, Config};
-use blog::http::AppState;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -203,7 +203,7 @@ impl TestApp {
             return Some(uuid::Uuid::new_v4().to_string());
         }
         if let Some(user) = body.and_then(|body| body.get("userId")).and_then(Value::as_str)
-            && blog::http::validate_id(user).is_ok()
+            && blog::model::validate_id(user).is_ok()
         {
             return Some(user.to_owned());
         }

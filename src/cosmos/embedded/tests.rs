@@ -10,10 +10,10 @@ use serde_json::{Value, json};
 
 use super::database::tests::{FaultyDisk, ReleaseOnDrop};
 use crate::Blog;
+use crate::app::AppState;
 use crate::changefeed::processor::LocalProcessors;
 use crate::config::Backend;
 use crate::cosmos::{Store, tests::embedded_config};
-use crate::http::{self, AppState};
 use crate::scripts::InProcessScripts;
 
 /// A blog on a store whose commits `disk` can hold or refuse, served; its base URL, and what
@@ -29,7 +29,7 @@ async fn serve(
         store: store.clone(),
         scripts: Arc::new(InProcessScripts::new(store)),
         auth: config.auth,
-        tokens: http::lists::TokenKey::new(None),
+        tokens: crate::app::lists::TokenKey::new(None),
         feed: Default::default(),
     };
     let processors = Some(crate::Processors::Journal(LocalProcessors::start(&state, data_dir)));

@@ -7,9 +7,10 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::IntoResponse;
 
 use super::{Page, PageQuery, PageResult, Viewer, count, esc, layout, time, url_part};
-use crate::http::AppState;
-use crate::http::feed::{FEED_CACHE_CONTROL, etag_of, feed_page, if_none_match};
-use crate::http::lists::ListParams;
+use crate::app::AppState;
+use crate::app::feed::{etag_of, feed_page};
+use crate::app::lists::ListParams;
+use crate::http::feed::{FEED_CACHE_CONTROL, if_none_match};
 use crate::model::Post;
 
 /// `GET /`: the newest posts in short form, "More posts" pages on through the feed. One query

@@ -22,10 +22,10 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
-use super::AppState;
-use super::auth::{Caller, page_viewer};
+use super::auth::page_viewer;
+use super::error::ApiError;
 use super::extract::{Id, Ids, field_names, parse_query};
-use crate::error::ApiError;
+use crate::app::{AppError, AppState, Caller};
 
 /// The stylesheet every page links, served at `/style.css`.
 const STYLESHEET: &str = include_str!("style.css");
@@ -33,7 +33,7 @@ const STYLESHEET: &str = include_str!("style.css");
 /// The stylesheet's address in the pages: versioned by its content, so browsers and CDNs may
 /// keep it for good and a new build's pages ask for the new one.
 static STYLESHEET_HREF: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    let etag = super::feed::etag_of(STYLESHEET.as_bytes());
+    let etag = crate::app::feed::etag_of(STYLESHEET.as_bytes());
     format!("/style.css?v={}", etag.trim_matches('"'))
 });
 
@@ -220,6 +220,12 @@ pub async fn remember_viewer(
 
 /// A page that failed: an HTML page with the status and what to do, never problem+json.
 pub struct PageError(pub ApiError);
+
+impl From<AppError> for PageError {
+    fn from(error: AppError) -> Self {
+        PageError(error.into())
+    }
+}
 
 impl From<ApiError> for PageError {
     fn from(error: ApiError) -> Self {

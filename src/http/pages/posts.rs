@@ -12,14 +12,13 @@ use super::{
     Draft, Field, Form, Page, PageId, PageIds, PageQuery, PageResult, Refusal, SameOrigin, Viewer, count, esc, form, layout,
     time, url_part,
 };
+use crate::app::AppState;
+use crate::app::comments::{comments_of, create_comment, delete_comment};
+use crate::app::likes::{create_like, delete_like, likes_of};
+use crate::app::lists::{ListParams, OwnerKnown};
+use crate::app::posts::{create_post, delete_post, edit_post, get_post};
 use crate::cosmos::Container;
-use crate::error::ApiError;
-use crate::http::AppState;
-use crate::http::comments::{comments_of, create_comment, delete_comment};
-use crate::http::likes::{create_like, delete_like, likes_of};
-use crate::http::lists::ListParams;
-use crate::http::lists::OwnerKnown;
-use crate::http::posts::{create_post, delete_post, edit_post, get_post};
+use crate::http::error::ApiError;
 use crate::model::{Like, MAX_COMMENT_CHARS, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, like_id};
 
 // The hints say the limits the API applies; the assertion keeps them true.
@@ -219,7 +218,7 @@ pub async fn submit_comment(
     Form(typed): Form<CommentForm>,
 ) -> PageResult {
     let written = match viewer.caller() {
-        Ok(caller) => create_comment(&state, &caller, &post_id, &caller.0, typed.content.clone()).await,
+        Ok(caller) => create_comment(&state, &caller, &post_id, &caller.0, typed.content.clone()).await.map_err(ApiError::from),
         Err(error) => Err(error),
     };
     match written {
@@ -245,7 +244,7 @@ pub async fn submit_like(
     Form(ButtonForm {}): Form<ButtonForm>,
 ) -> PageResult {
     let written = match viewer.caller() {
-        Ok(caller) => create_like(&state, &caller, &post_id, &caller.0).await.map(|_| ()),
+        Ok(caller) => create_like(&state, &caller, &post_id, &caller.0).await.map(|_| ()).map_err(ApiError::from),
         Err(error) => Err(error),
     };
     back_to_post(&state, &viewer, &post_id, written).await
@@ -261,7 +260,7 @@ pub async fn submit_unlike(
     Form(ButtonForm {}): Form<ButtonForm>,
 ) -> PageResult {
     let written = match viewer.caller() {
-        Ok(caller) => delete_like(&state, &caller, &post_id, &caller.0).await,
+        Ok(caller) => delete_like(&state, &caller, &post_id, &caller.0).await.map_err(ApiError::from),
         Err(error) => Err(error),
     };
     back_to_post(&state, &viewer, &post_id, written).await
@@ -338,7 +337,9 @@ pub async fn submit_new_post(
     Form(typed): Form<PostForm>,
 ) -> PageResult {
     let written = match viewer.caller() {
-        Ok(caller) => create_post(&state, &caller, &caller.0, typed.title.clone(), typed.content.clone()).await,
+        Ok(caller) => {
+            create_post(&state, &caller, &caller.0, typed.title.clone(), typed.content.clone()).await.map_err(ApiError::from)
+        }
         Err(error) => Err(error),
     };
     match written {
@@ -365,7 +366,9 @@ pub async fn submit_post_edit(
     Form(typed): Form<PostForm>,
 ) -> PageResult {
     let written = match viewer.caller() {
-        Ok(caller) => edit_post(&state, &caller, &post_id, typed.title.clone(), typed.content.clone()).await,
+        Ok(caller) => {
+            edit_post(&state, &caller, &post_id, typed.title.clone(), typed.content.clone()).await.map_err(ApiError::from)
+        }
         Err(error) => Err(error),
     };
     match written {

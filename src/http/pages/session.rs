@@ -10,12 +10,12 @@ use serde::Deserialize;
 #[cfg(feature = "embedded")]
 use super::{Draft, Field, Form, Refusal, form, url_part};
 use super::{Page, PageResult, SameOrigin, Viewer, layout};
+use crate::app::AppState;
 use crate::config::AuthMode;
 #[cfg(feature = "embedded")]
-use crate::error::ApiError;
-use crate::http::AppState;
-#[cfg(feature = "embedded")]
 use crate::http::auth::DEVELOPMENT_COOKIE;
+#[cfg(feature = "embedded")]
+use crate::http::error::ApiError;
 
 /// Where App Service Authentication signs a person in with Entra ID, and back to the front page.
 const PLATFORM_SIGN_IN: &str = "/.auth/login/aad?post_login_redirect_uri=/";
@@ -28,7 +28,7 @@ const SIGN_IN_FIELDS: [Field; 1] = [Field {
     label: "Sign in as",
     hint: "Development sign-in: any id (letters, digits, - and _), e.g. alice. Nothing checks it.",
     multiline: false,
-    max_chars: crate::http::extract::MAX_ID_BYTES,
+    max_chars: crate::model::MAX_ID_BYTES,
 }];
 
 /// The development sign-in form's one field (the deployed build has no such form, and ignores it).
@@ -96,7 +96,7 @@ pub async fn submit_sign_in(
 /// A development id must be a user id and a cookie value.
 #[cfg(feature = "embedded")]
 fn development_id(user: &str) -> Result<(), ApiError> {
-    crate::http::validate_id(user).map_err(|why| ApiError::bad_request(format!("`user` is not valid: {why}")))?;
+    crate::model::validate_id(user).map_err(|why| ApiError::bad_request(format!("`user` is not valid: {why}")))?;
     if let Some(bad) = user.chars().find(|c| matches!(c, ';' | ',' | '"')) {
         return Err(ApiError::bad_request(format!("`user` must not contain {bad:?}: a cookie cannot carry it.")));
     }

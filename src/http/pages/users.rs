@@ -10,10 +10,10 @@ use serde::Deserialize;
 
 use super::feed::post_list;
 use super::{Draft, Field, Form, Page, PageId, PageQuery, PageResult, Refusal, SameOrigin, Viewer, esc, form, layout, url_part};
-use crate::http::AppState;
-use crate::http::lists::ListParams;
-use crate::http::lists::OwnerKnown;
-use crate::http::users::{create_user, get_user, posts_of, rename_user};
+use crate::app::lists::{ListParams, OwnerKnown};
+use crate::app::users::{create_user, get_user, posts_of, rename_user};
+use crate::app::{AppError, AppState};
+use crate::http::error::ApiError;
 
 // The hint says the limit the API applies; the assertion keeps it true.
 const _: () = assert!(crate::model::MAX_USERNAME_CHARS == 64);
@@ -58,7 +58,7 @@ async fn render_user(
     let user = match user {
         Ok(user) => user,
         // Signed in for the first time: their page is where they choose their name.
-        Err(error) if error.status == StatusCode::NOT_FOUND && viewer.is(user_id) => {
+        Err(AppError::NotFound(_)) if viewer.is(user_id) => {
             let mut main = String::from("<h1>Welcome</h1><p>Choose the name others will see beside your posts and comments.</p>");
             form(&mut main, "/users", "profile", &USERNAME_FIELDS, &draft, "Create my profile");
             return Ok(Page { status, html: layout("Welcome", viewer, &main), private: true }.into_response());
@@ -105,7 +105,7 @@ pub async fn submit_new_user(
     Form(typed): Form<UsernameForm>,
 ) -> PageResult {
     let caller = viewer.caller()?;
-    match create_user(&state, &caller, typed.username.clone()).await {
+    match create_user(&state, &caller, typed.username.clone()).await.map_err(ApiError::from) {
         Ok(user) => Ok(Redirect::to(&format!("/users/{}", url_part(&user.id))).into_response()),
         Err(error) if error.status.is_server_error() => Err(error.into()),
         Err(error) => {
@@ -125,7 +125,7 @@ pub async fn submit_rename(
     Form(typed): Form<UsernameForm>,
 ) -> PageResult {
     let caller = viewer.caller()?;
-    match rename_user(&state, &caller, &user_id, typed.username.clone()).await {
+    match rename_user(&state, &caller, &user_id, typed.username.clone()).await.map_err(ApiError::from) {
         Ok(user) => Ok(Redirect::to(&format!("/users/{}", url_part(&user.id))).into_response()),
         Err(error) if error.status == StatusCode::FORBIDDEN || error.status.is_server_error() => Err(error.into()),
         Err(error) => {

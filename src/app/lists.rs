@@ -9,8 +9,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::AppError;
 use crate::cosmos::PageRequest;
-use crate::error::ApiError;
 
 /// The page size of Q3, Q4 and Q5 when `?limit=` is absent.
 pub const DEFAULT_PAGE_SIZE: u32 = 25;
@@ -92,7 +92,7 @@ impl ListParams {
     }
 
     /// The page to read for the list named `list` in partition `key`.
-    pub fn page_request(&self, tokens: &TokenKey, list: &str, key: &str, default_size: u32) -> Result<PageRequest, ApiError> {
+    pub fn page_request(&self, tokens: &TokenKey, list: &str, key: &str, default_size: u32) -> Result<PageRequest, AppError> {
         let size = match &self.limit {
             None => default_size,
             // Digits only: Rust's parse would also take a sign ("+5"), which the OpenAPI
@@ -101,12 +101,12 @@ impl ListParams {
                 Ok(n) if (1..=MAX_PAGE_SIZE).contains(&n) && text.bytes().all(|byte| byte.is_ascii_digit()) => n,
                 // (Under the Functions host a repeated `limit` arrives as one value with commas.)
                 _ if text.contains(',') => {
-                    return Err(ApiError::bad_request(format!(
+                    return Err(AppError::Invalid(format!(
                         "`limit` must be one whole number from 1 to {MAX_PAGE_SIZE}; it was {text:?}: give it once."
                     )));
                 }
                 _ => {
-                    return Err(ApiError::bad_request(format!(
+                    return Err(AppError::Invalid(format!(
                         "`limit` must be a whole number from 1 to {MAX_PAGE_SIZE}; it was {text:?}."
                     )));
                 }
@@ -125,10 +125,11 @@ pub fn wrap_token(tokens: &TokenKey, sdk: Option<String>, list: &str, key: &str)
     Some(URL_SAFE_NO_PAD.encode(serde_json::to_vec(&token).expect("a token serializes")))
 }
 
-fn unwrap_token(tokens: &TokenKey, text: &str, list: &str, key: &str) -> Result<String, ApiError> {
+fn unwrap_token(tokens: &TokenKey, text: &str, list: &str, key: &str) -> Result<String, AppError> {
     let invalid = || {
-        ApiError::bad_request(
-            "`continuationToken` is not a token this list issued; pass back the `continuationToken` of the previous page unchanged.",
+        AppError::Invalid(
+            "`continuationToken` is not a token this list issued; pass back the `continuationToken` of the previous page unchanged."
+                .to_owned(),
         )
     };
     if text.is_empty() || text.len() > MAX_TOKEN_BYTES {
@@ -140,7 +141,7 @@ fn unwrap_token(tokens: &TokenKey, text: &str, list: &str, key: &str) -> Result<
         return Err(invalid());
     }
     if token.list != list || token.key != key {
-        return Err(ApiError::bad_request(format!(
+        return Err(AppError::Invalid(format!(
             "`continuationToken` was issued for another list; it belongs to {} of {:?}.",
             token.list, token.key
         )));

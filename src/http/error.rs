@@ -1,4 +1,5 @@
-//! The one error type of the HTTP API, answered as RFC 9457 `application/problem+json`.
+//! The one error type of the HTTP API, answered as RFC 9457 `application/problem+json`, and
+//! the one place where what the use cases answer ([`AppError`]) becomes an HTTP status.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -6,7 +7,9 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::{IntoResponses, ToSchema};
 
+use crate::app::AppError;
 use crate::cosmos::StoreError;
+use crate::scripts::ScriptError;
 
 /// A failed request: the status, and a `detail` that tells the caller what to fix. Internal
 /// failures keep their cause in the log and answer a generic detail, so nothing about the
@@ -55,6 +58,34 @@ impl From<StoreError> for ApiError {
             ),
             StoreError::BadContinuation(why) => Self::bad_request(format!("continuationToken is not valid here: {why}")),
             other => Self::internal(other),
+        }
+    }
+}
+
+impl From<ScriptError> for ApiError {
+    fn from(error: ScriptError) -> Self {
+        match error {
+            ScriptError::Store(error) => error.into(),
+            ScriptError::Contention => {
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, "Too many concurrent changes to this post; retry in a moment.")
+            }
+            failed @ (ScriptError::Thrown(_) | ScriptError::Failed(_)) => Self::internal(failed),
+        }
+    }
+}
+
+impl From<AppError> for ApiError {
+    fn from(error: AppError) -> Self {
+        match error {
+            AppError::Invalid(detail) => Self::bad_request(detail),
+            AppError::NotFound(detail) => Self::not_found(detail),
+            AppError::NoSuchWriter(detail) => Self::unprocessable(detail),
+            AppError::Forbidden(detail) => Self::new(StatusCode::FORBIDDEN, detail),
+            AppError::Conflict(detail) => Self::conflict(detail),
+            AppError::Busy(detail) => Self::new(StatusCode::SERVICE_UNAVAILABLE, detail),
+            AppError::Unexpected(cause) => Self::internal(cause),
+            AppError::Store(error) => error.into(),
+            AppError::Script(error) => error.into(),
         }
     }
 }

@@ -8,12 +8,11 @@ use axum::http::StatusCode;
 use serde_json::Value;
 
 use super::crash::{CRASH_AFTER, Step};
+use crate::app::users::{create_user, rename_user};
+use crate::app::{AppState, Caller};
 use crate::changefeed::Function;
 use crate::cosmos::{Container, Store};
-use crate::error::{ApiError, ApiResult};
-use crate::http::AppState;
-use crate::http::auth::Caller;
-use crate::http::users::{create_user, rename_user};
+use crate::http::error::{ApiError, ApiResult};
 use crate::model::usernames::{Reservation, normalize_username, reservation_id};
 use crate::model::{self, User};
 use crate::scripts::InProcessScripts;
@@ -33,7 +32,7 @@ async fn blog() -> Blog {
         store: store.clone(),
         scripts: Arc::new(InProcessScripts::new(store)),
         auth: config.auth,
-        tokens: crate::http::lists::TokenKey::new(None),
+        tokens: crate::app::lists::TokenKey::new(None),
         feed: Default::default(),
     };
     Blog { state, _dir: dir }
@@ -41,11 +40,11 @@ async fn blog() -> Blog {
 
 impl Blog {
     async fn create(&self, user: &str, name: &str) -> ApiResult<User> {
-        create_user(&self.state, &Caller(user.into()), name.into()).await
+        create_user(&self.state, &Caller(user.into()), name.into()).await.map_err(ApiError::from)
     }
 
     async fn rename(&self, user: &str, name: &str) -> ApiResult<User> {
-        rename_user(&self.state, &Caller(user.into()), user, name.into()).await
+        rename_user(&self.state, &Caller(user.into()), user, name.into()).await.map_err(ApiError::from)
     }
 
     async fn username(&self, user: &str) -> Option<String> {
@@ -83,7 +82,8 @@ impl Blog {
     }
 }
 
-/// Runs `write` as if the process died right after `step`.
+/// Runs `write` as if the process died right after `step`. (The use cases' errors are seen
+/// through the API's statuses, as a client sees them.)
 async fn crashing<T>(step: Step, write: impl Future<Output = ApiResult<T>>) {
     let crashed = CRASH_AFTER.scope(step, write).await;
     assert!(

@@ -8,7 +8,7 @@
 //!
 //! 1. [`claim`] the new name (create its reservation; retry, or take over an abandoned one);
 //! 2. write the user with it (conditional on the version read first, so that concurrent renames
-//!    of one user take turns), in `users.rs`;
+//!    of one user take turns), in [`super::users`];
 //! 3. [`release`] the old name, only if still the user's and unchanged since before step 2.
 //!
 //! After a crash in 1–2 the claim is the user's own: a retry goes on from it, and anyone else
@@ -20,11 +20,10 @@
 
 use std::time::Instant;
 
-use axum::http::StatusCode;
 use time::OffsetDateTime;
 
+use super::{AppError, AppResult};
 use crate::cosmos::{Container, Store, StoreError, Versioned, WriteOp, retry_pause};
-use crate::error::{ApiError, ApiResult};
 use crate::model::usernames::{
     MAX_CLAIM_AGE_AT_WRITE, Reservation, ReservationState, new_reservation, normalize_username, reclaimed, reservation_id,
     reservation_state,
@@ -54,7 +53,7 @@ impl Claim {
 /// Step 1: claims `username` for `user_id`, recording that the claim gives up the name
 /// `releases` (normalized). Idempotent: a claim the user already has is renewed. 409 when
 /// another user holds the name.
-pub async fn claim(store: &Store, user_id: &str, username: &str, releases: Option<String>) -> ApiResult<Claim> {
+pub async fn claim(store: &Store, user_id: &str, username: &str, releases: Option<String>) -> AppResult<Claim> {
     let normalized = normalize_username(username);
     let id = reservation_id(&normalized);
     for attempt in 0..MAX_CLAIM_ATTEMPTS {
@@ -87,10 +86,7 @@ pub async fn claim(store: &Store, user_id: &str, username: &str, releases: Optio
             Err(other) => return Err(other.into()),
         }
     }
-    Err(ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        format!("Others are claiming the username {username:?} right now; retry in a moment."),
-    ))
+    Err(AppError::Busy(format!("Others are claiming the username {username:?} right now; retry in a moment.")))
 }
 
 /// The reservation of the normalized name `name`, with its etag, for a later [`release`]: read
@@ -129,8 +125,8 @@ pub async fn abandon(store: &Store, user_id: &str, username: &str) -> Result<(),
     }
 }
 
-fn taken(username: &str) -> ApiError {
-    ApiError::conflict(format!(
+fn taken(username: &str) -> AppError {
+    AppError::Conflict(format!(
         "`username` {username:?} is taken: another user has this name, or one that differs from it only in case or in \
          Unicode form (such as \"ＡＢＣ\" for \"abc\"). Choose another."
     ))
@@ -140,7 +136,7 @@ fn taken(username: &str) -> ApiError {
 /// it done. Only in test builds: the deployed handler has no such hook.
 #[cfg(test)]
 pub mod crash {
-    use crate::error::{ApiError, ApiResult};
+    use super::{AppError, AppResult};
 
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub enum Step {
@@ -158,9 +154,9 @@ pub mod crash {
     }
 
     /// An error, as if the process had died, when the test asked to stop after `step`.
-    pub fn after(step: Step) -> ApiResult<()> {
+    pub fn after(step: Step) -> AppResult<()> {
         match CRASH_AFTER.try_with(|stop| *stop == step) {
-            Ok(true) => Err(ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, format!("crashed after {step:?}"))),
+            Ok(true) => Err(AppError::Unexpected(format!("crashed after {step:?}"))),
             _ => Ok(()),
         }
     }

@@ -1,0 +1,64 @@
+//! C3 (comment on a post), C6 (delete a comment) and Q4 (a post's comments).
+
+use crate::cosmos::queries;
+use crate::model::{self, Comment, MAX_COMMENT_CHARS};
+use crate::scripts::{CounterOutcome, DeleteOutcome, StoredProcedure};
+
+use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, OwnerKnown, wrap_token};
+use super::posts::{existing_author, list_of_post, post_not_found};
+use super::{AppError, AppResult, AppState, Caller, valid_user_id, validate_text};
+
+/// C3: the stored procedure `createComment` creates the comment and increments the post's
+/// `commentCount` in one transaction.
+pub async fn create_comment(
+    state: &AppState,
+    caller: &Caller,
+    post_id: &str,
+    user_id: &str,
+    content: String,
+) -> AppResult<Comment> {
+    valid_user_id(user_id)?;
+    caller.must_be(user_id, "comment as this user")?;
+    validate_text("content", &content, MAX_COMMENT_CHARS, true)?;
+    let author = existing_author(state, user_id).await?;
+    let comment = model::new_comment(model::new_id(), post_id, &author, content, model::now());
+    let body = state.scripts.execute(StoredProcedure::CreateComment, post_id, (post_id, &comment)).await?;
+    match CounterOutcome::<Comment>::from_body(body)? {
+        CounterOutcome::Created(created) => Ok(created),
+        CounterOutcome::PostNotFound => Err(post_not_found(post_id)),
+        CounterOutcome::AlreadyLiked => Err(AppError::Unexpected("createComment answered alreadyLiked".to_owned())),
+    }
+}
+
+/// C6, by the comment's author or the post's author (who moderates the comments under their
+/// post). The stored procedure `deleteComment` checks who may, deletes the comment and
+/// decrements `commentCount`, in one transaction.
+pub async fn delete_comment(state: &AppState, caller: &Caller, post_id: &str, comment_id: &str) -> AppResult<()> {
+    let body = state.scripts.execute(StoredProcedure::DeleteComment, post_id, (post_id, comment_id, &caller.0)).await?;
+    match DeleteOutcome::from_body(body)? {
+        DeleteOutcome::Deleted { .. } => Ok(()),
+        DeleteOutcome::PostNotFound => Err(post_not_found(post_id)),
+        DeleteOutcome::CommentNotFound => {
+            Err(AppError::NotFound(format!("There is no comment with id {comment_id:?} on post {post_id:?}.")))
+        }
+        DeleteOutcome::Forbidden { author } => Err(AppError::Forbidden(format!(
+            "Only the comment's author ({}) or the post's author may delete it; you are signed in as {:?}.",
+            author.map_or_else(|| "unknown".to_owned(), |author| format!("{author:?}")),
+            caller.0
+        ))),
+        other => Err(AppError::Unexpected(format!("deleteComment answered {other:?}"))),
+    }
+}
+
+/// Q4, oldest first: one query on the post's partition.
+pub async fn comments_of(
+    state: &AppState,
+    post_id: &str,
+    params: &ListParams,
+    known: OwnerKnown,
+) -> AppResult<ListPage<Comment>> {
+    const LIST: &str = "comments";
+    let page = params.page_request(&state.tokens, LIST, post_id, DEFAULT_PAGE_SIZE)?;
+    let found = list_of_post::<Comment>(state, post_id, queries::post_comments(), page, known).await?;
+    Ok(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, post_id) })
+}

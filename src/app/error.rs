@@ -1,0 +1,39 @@
+//! What a use case answers when it does not do what was asked. The variants say what happened;
+//! each adapter decides what that means to its caller (the HTTP API's statuses are in
+//! `http/error.rs`, in one place).
+
+use crate::cosmos::StoreError;
+use crate::scripts::ScriptError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// The request is not acceptable as given (a field, an id, a limit, a continuation token):
+    /// the message says what to fix.
+    #[error("{0}")]
+    Invalid(String),
+    /// What the request is about does not exist (a post, a user, a comment, a like).
+    #[error("{0}")]
+    NotFound(String),
+    /// The request is well-formed, but names a user that does not exist as its writer.
+    #[error("{0}")]
+    NoSuchWriter(String),
+    /// The caller may not do this.
+    #[error("{0}")]
+    Forbidden(String),
+    /// It contradicts what exists: the name is taken, the user exists, the post is liked already.
+    #[error("{0}")]
+    Conflict(String),
+    /// Others kept changing the same thing meanwhile, or a deletion is unfinished: the same
+    /// request succeeds later.
+    #[error("{0}")]
+    Busy(String),
+    /// A script or a step answered what it never should: a bug, or a test's crash.
+    #[error("{0}")]
+    Unexpected(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Script(#[from] ScriptError),
+}
+
+pub type AppResult<T> = Result<T, AppError>;

@@ -1,0 +1,50 @@
+//! C4 (like a post), C5 (unlike it) and Q5 (a post's likes).
+
+use crate::cosmos::queries;
+use crate::model::{self, Like};
+use crate::scripts::{CounterOutcome, DeleteOutcome, StoredProcedure};
+
+use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, OwnerKnown, wrap_token};
+use super::posts::{existing_author, list_of_post, post_not_found};
+use super::{AppError, AppResult, AppState, Caller, valid_user_id};
+
+/// C4: the stored procedure `createLike` creates the like (its id is the liker's, so a post
+/// is liked once per user) and increments `likeCount`, in one transaction.
+pub async fn create_like(state: &AppState, caller: &Caller, post_id: &str, user_id: &str) -> AppResult<Like> {
+    valid_user_id(user_id)?;
+    caller.must_be(user_id, "like as this user")?;
+    let author = existing_author(state, user_id).await?;
+    let like = model::new_like(post_id, &author, model::now());
+    let body = state.scripts.execute(StoredProcedure::CreateLike, post_id, (post_id, &like)).await?;
+    match CounterOutcome::<Like>::from_body(body)? {
+        CounterOutcome::Created(created) => Ok(created),
+        CounterOutcome::PostNotFound => Err(post_not_found(post_id)),
+        CounterOutcome::AlreadyLiked => Err(AppError::Conflict(format!(
+            "User {:?} already likes post {post_id:?}; a post is liked once per user.",
+            author.user_id
+        ))),
+    }
+}
+
+/// C5, by the liker only. The stored procedure `deleteLike` deletes the like and decrements
+/// `likeCount` in one transaction; a second unlike is not found and changes nothing.
+pub async fn delete_like(state: &AppState, caller: &Caller, post_id: &str, user_id: &str) -> AppResult<()> {
+    caller.must_be(user_id, "take back this like")?;
+    let body = state.scripts.execute(StoredProcedure::DeleteLike, post_id, (post_id, user_id)).await?;
+    match DeleteOutcome::from_body(body)? {
+        DeleteOutcome::Deleted { .. } => Ok(()),
+        DeleteOutcome::PostNotFound => Err(post_not_found(post_id)),
+        DeleteOutcome::LikeNotFound => {
+            Err(AppError::NotFound(format!("User {user_id:?} does not like post {post_id:?}; there is no like to take back.")))
+        }
+        other => Err(AppError::Unexpected(format!("deleteLike answered {other:?}"))),
+    }
+}
+
+/// Q5, oldest first: one query on the post's partition.
+pub async fn likes_of(state: &AppState, post_id: &str, params: &ListParams, known: OwnerKnown) -> AppResult<ListPage<Like>> {
+    const LIST: &str = "likes";
+    let page = params.page_request(&state.tokens, LIST, post_id, DEFAULT_PAGE_SIZE)?;
+    let found = list_of_post::<Like>(state, post_id, queries::post_likes(), page, known).await?;
+    Ok(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, post_id) })
+}

@@ -1,0 +1,75 @@
+//! The blog's use cases, below every way of reaching them: the article's commands and queries
+//! (C1–C7, Q1–Q6), the unique usernames, the feed cache. Each is a plain async function over
+//! [`AppState`] that answers its result or an [`AppError`] saying what happened; `http` (the JSON
+//! API and the pages) and `changefeed` (the host's invocations and the local processors) are
+//! adapters that translate to and from them. Nothing here knows about HTTP.
+
+pub mod comments;
+mod error;
+pub mod feed;
+pub mod likes;
+pub mod lists;
+pub mod posts;
+pub mod usernames;
+pub mod users;
+
+use std::sync::Arc;
+
+pub use error::{AppError, AppResult};
+
+use crate::config::AuthMode;
+use crate::cosmos::Store;
+use crate::model::validate_id;
+use crate::scripts::ScriptExecutor;
+
+/// What every use case shares: the store, and whoever runs the server-side scripts.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Arc<Store>,
+    pub scripts: Arc<dyn ScriptExecutor>,
+    /// How callers are identified (the HTTP adapter reads it; the pages show sign-in with it).
+    pub auth: AuthMode,
+    /// Signs and checks the lists' continuation tokens.
+    pub tokens: lists::TokenKey,
+    /// The feed pages read in the last second, shared by the front page and `GET /api/feed`.
+    pub feed: Arc<feed::FeedCache>,
+}
+
+/// Who asks for a write: their principal id, which is also their user id. The adapters
+/// authenticate; the use cases decide what the caller may do.
+pub struct Caller(pub String);
+
+impl Caller {
+    /// [`AppError::Forbidden`] unless `owner` is the caller.
+    pub fn must_be(&self, owner: &str, what: &str) -> AppResult<()> {
+        if self.0 == owner {
+            Ok(())
+        } else {
+            Err(AppError::Forbidden(format!("Only its owner may {what}; you are signed in as {:?}.", self.0)))
+        }
+    }
+}
+
+/// Checks a user id given in a body (`userId`).
+fn valid_user_id(user_id: &str) -> AppResult<()> {
+    validate_id(user_id).map_err(|why| AppError::Invalid(format!("`userId` is not valid: {why}")))
+}
+
+/// Checks one text field of a body: not blank, at most `max_chars` characters, and no control
+/// characters other than line breaks and tabs (allowed only where `multiline`).
+pub fn validate_text(field: &str, value: &str, max_chars: usize, multiline: bool) -> AppResult<()> {
+    // Blank means only whitespace, as JavaScript's `\s` counts it (U+FEFF too), so that the
+    // OpenAPI description's patterns say exactly what is accepted.
+    if value.chars().all(|c| c.is_whitespace() || c == '\u{feff}') {
+        return Err(AppError::Invalid(format!("`{field}` must not be empty.")));
+    }
+    let chars = value.chars().count();
+    if chars > max_chars {
+        return Err(AppError::Invalid(format!("`{field}` must be at most {max_chars} characters long; it has {chars}.")));
+    }
+    let allowed = |c: char| multiline && matches!(c, '\n' | '\r' | '\t');
+    if let Some(bad) = value.chars().find(|&c| c.is_control() && !allowed(c)) {
+        return Err(AppError::Invalid(format!("`{field}` must not contain the control character {bad:?}.")));
+    }
+    Ok(())
+}

@@ -1,0 +1,143 @@
+//! C1 (create, edit user), Q1 (get user) and Q3 (a user's posts). Usernames are unique: the
+//! steps that keep them so are in [`usernames`].
+
+use crate::cosmos::{Container, StoreError, queries, retry_pause};
+use crate::model::usernames::{is_default_ignorable, released_name};
+use crate::model::{self, MAX_USERNAME_CHARS, Post, User};
+
+use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, OwnerKnown, wrap_token};
+use super::usernames;
+use super::{AppError, AppResult, AppState, Caller, validate_text};
+
+/// A username as given, checked: a visible, single-line name of at most
+/// [`MAX_USERNAME_CHARS`] characters.
+fn valid_username(username: String) -> AppResult<String> {
+    validate_text("username", &username, MAX_USERNAME_CHARS, false)?;
+    validate_display_name(&username)?;
+    Ok(username)
+}
+
+/// A username is shown beside everything its user writes, so it must show as what it is: not
+/// only invisible characters (Unicode's default-ignorable code points: zero-width spaces and
+/// joiners, fillers, variation selectors, ...; the ones names are compared without), and no
+/// bidirectional embedding, override or isolate (U+202A-U+202E, U+2066-U+2069), which would
+/// reorder the text shown after it.
+fn validate_display_name(name: &str) -> AppResult<()> {
+    if let Some(bad) = name.chars().find(|c| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')) {
+        return Err(AppError::Invalid(format!(
+            "`username` must not contain the bidirectional control {bad:?}: it would reorder the text around the name."
+        )));
+    }
+    if name.chars().all(|c| c.is_whitespace() || is_default_ignorable(c)) {
+        return Err(AppError::Invalid("`username` must contain a visible character.".to_owned()));
+    }
+    Ok(())
+}
+
+/// C1 create: the caller's own user (one per principal), whose id is their principal id, with
+/// a username nobody else has. Claims the name first (see [`usernames`]), then creates the
+/// user: a crash in between leaves a claim that a retry reuses and that anyone else may take
+/// once it is old.
+pub async fn create_user(state: &AppState, caller: &Caller, username: String) -> AppResult<User> {
+    let user = model::new_user(caller.0.clone(), valid_username(username)?);
+    while !usernames::claim(&state.store, &user.user_id, &user.username, None).await?.is_fresh() {}
+    #[cfg(test)]
+    usernames::crash::after(usernames::crash::Step::Claimed)?;
+    match state.store.create(Container::Users, &user.user_id, &user).await {
+        Ok(()) => Ok(user),
+        Err(StoreError::Conflict) => {
+            if let Err(error) = usernames::abandon(&state.store, &user.user_id, &user.username).await {
+                tracing::warn!(%error, user = user.user_id, "a claim made for nothing stays until it is old");
+            }
+            Err(AppError::Conflict(format!("You already have a user, {:?}; rename it with PUT instead.", user.id)))
+        }
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// How often a rename starts again because the user changed between its read and its write (a
+/// concurrent rename of the same user).
+const MAX_RENAME_ATTEMPTS: usize = 8;
+
+/// C1 edit: the three steps of [`usernames`]. Claim the new name, write the user (only if
+/// unchanged since read), release the old name. Renaming to another form of one's own name
+/// (other case) claims it again and releases nothing. The new name reaches the user's posts,
+/// comments, likes and post copies through the change feed; `renamedAt` tells it that there may
+/// be some to update.
+pub async fn rename_user(state: &AppState, caller: &Caller, user_id: &str, username: String) -> AppResult<User> {
+    caller.must_be(user_id, "rename this user")?;
+    let username = valid_username(username)?;
+    let store = &state.store;
+    for attempt in 0..MAX_RENAME_ATTEMPTS {
+        let current =
+            store.read_versioned::<User>(Container::Users, user_id, user_id).await?.ok_or_else(|| user_not_found(user_id))?;
+        let released = released_name(&current.item.username, &username);
+        let (old_reservation, claim) = tokio::join!(
+            async {
+                match &released {
+                    Some(old) => usernames::reservation_of(store, old).await,
+                    None => Ok(None),
+                }
+            },
+            usernames::claim(store, user_id, &username, released.clone()),
+        );
+        let (old_reservation, claim) = (old_reservation?, claim?);
+        // A claim of one's own name (a retry, a change of case) may still carry a name an
+        // earlier attempt gave up and stopped before releasing: released here too.
+        let left_behind = match (&released, &claim.releases) {
+            (None, Some(earlier)) => usernames::reservation_of(store, earlier).await?,
+            _ => None,
+        };
+        #[cfg(test)]
+        usernames::crash::after(usernames::crash::Step::Claimed)?;
+        if !claim.is_fresh() {
+            continue;
+        }
+        let user = model::renamed_user(user_id.to_owned(), username.clone(), model::now());
+        match store.replace(Container::Users, user_id, user_id, &user, Some(&current.etag)).await {
+            Ok(()) => {}
+            // Renamed meanwhile by another request: start again from what it wrote.
+            Err(StoreError::PreconditionFailed) => {
+                tokio::time::sleep(retry_pause(attempt)).await;
+                continue;
+            }
+            Err(StoreError::NotFound) => return Err(user_not_found(user_id)),
+            Err(other) => return Err(other.into()),
+        }
+        #[cfg(test)]
+        usernames::crash::after(usernames::crash::Step::UserWritten)?;
+        for old in [old_reservation, left_behind].into_iter().flatten() {
+            if let Err(error) = usernames::release(store, user_id, old).await {
+                // The rename is done; UsersChangeFeed releases the old name.
+                tracing::warn!(%error, user = user_id, "an old username is left for the change feed to release");
+            }
+        }
+        #[cfg(test)]
+        usernames::crash::after(usernames::crash::Step::Released)?;
+        return Ok(user);
+    }
+    Err(AppError::Busy("The user is being renamed by other requests right now; retry in a moment.".to_owned()))
+}
+
+/// Q1: one point read.
+pub async fn get_user(state: &AppState, user_id: &str) -> AppResult<User> {
+    state.store.read::<User>(Container::Users, user_id, user_id).await?.ok_or_else(|| user_not_found(user_id))
+}
+
+/// Q3, newest first: one query on the user's own partition of `users`, which holds the short
+/// copies of their posts; not found when the user does not exist ([`OwnerKnown`]). The user
+/// page reads the user itself (Q1) alongside, so it passes `OwnerKnown::Yes`.
+pub async fn posts_of(state: &AppState, user_id: &str, params: &ListParams, known: OwnerKnown) -> AppResult<ListPage<Post>> {
+    const LIST: &str = "userPosts";
+    let page = params.page_request(&state.tokens, LIST, user_id, DEFAULT_PAGE_SIZE)?;
+    let first_page = page.continuation.is_none();
+    let found = state.store.query_page::<Post>(Container::Users, user_id, queries::user_posts(), page).await?;
+    if known == OwnerKnown::No && first_page && found.items.is_empty() {
+        get_user(state, user_id).await?;
+    }
+    Ok(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, user_id) })
+}
+
+pub fn user_not_found(user_id: &str) -> AppError {
+    AppError::NotFound(format!("There is no user with id {user_id:?}."))
+}

@@ -1,0 +1,33 @@
+//! The change-feed functions' routes under the Functions host: `POST /{FunctionName}`, the
+//! host's invocation in, its answer out (the protocol is in [`crate::changefeed::host`]). A
+//! batch the host must deliver again is answered 500: the host fails the invocation
+//! (`EnsureSuccessStatusCode`) and its retry policy takes over.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use crate::app::AppState;
+use crate::changefeed::Function;
+use crate::changefeed::host::{HostAnswer, invoke};
+
+/// `POST /PostsChangeFeed`
+pub async fn posts(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    answer(invoke(&state, Function::PostsChangeFeed, invocation_id(&headers), &body).await)
+}
+
+/// `POST /UsersChangeFeed`
+pub async fn users(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    answer(invoke(&state, Function::UsersChangeFeed, invocation_id(&headers), &body).await)
+}
+
+fn invocation_id(headers: &HeaderMap) -> &str {
+    headers.get("x-azure-functions-invocationid").and_then(|value| value.to_str().ok()).unwrap_or("")
+}
+
+fn answer(HostAnswer { retry, body }: HostAnswer) -> Response {
+    let status = if retry { StatusCode::INTERNAL_SERVER_ERROR } else { StatusCode::OK };
+    (status, Json(body)).into_response()
+}

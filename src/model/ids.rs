@@ -1,0 +1,56 @@
+//! Ids: which strings can be the id of a Cosmos DB item here.
+
+/// The longest id accepted in a path: Cosmos allows 255 bytes.
+pub const MAX_ID_BYTES: usize = 255;
+
+/// Why `id` cannot be a Cosmos item id, if it cannot. An id travels as one segment of a
+/// resource path (`dbs/blog/colls/posts/docs/{id}`, in the SDK's requests and in the scripts'
+/// links), so it must be one that such a segment carries unchanged:
+/// - not `/ \ ? #`, which Cosmos DB refuses in ids (they end or split a path);
+/// - not `%`, which a path reads as the start of an escape (`a%2Fb` would be read as `a/b`);
+/// - not `.` or `..` alone, which a path resolves as "this" and "the parent" segment;
+/// - printable ASCII only (ids are generated here as UUIDs and `like-<userId>`, and principal ids
+///   are GUIDs), 1 to 255 bytes.
+pub fn validate_id(id: &str) -> Result<(), String> {
+    if id.is_empty() {
+        return Err("The id must not be empty.".into());
+    }
+    if id.len() > MAX_ID_BYTES {
+        return Err(format!("The id must be at most {MAX_ID_BYTES} bytes long."));
+    }
+    if id == "." || id == ".." {
+        return Err(format!("The id must not be {id:?}: a resource path reads it as a relative segment."));
+    }
+    if let Some(bad) = id.chars().find(|c| matches!(c, '/' | '\\' | '?' | '#' | '%')) {
+        return Err(format!("The id must not contain {bad:?}: a Cosmos DB resource path cannot carry / \\ ? # % in an id."));
+    }
+    if let Some(bad) = id.chars().find(|c| !c.is_ascii_graphic()) {
+        return Err(format!("The id must not contain {bad:?}: ids are printable ASCII without spaces."));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::validate_id;
+
+    #[test]
+    fn ids_cosmos_cannot_store_are_refused() {
+        for bad in
+            ["", "  ", "a b", "é", "a/b", "a\\b", "a?b", "a#b", "a%2Fb", "%", ".", "..", "a\u{0}b", "a\nb", &"x".repeat(256)]
+        {
+            assert!(validate_id(bad).is_err(), "{bad:?} should be refused");
+        }
+        for good in [
+            "0b7d6c1e-8a6f-4b6e-9f1e-2d3c4b5a6978",
+            "like-u1",
+            "!$&'()*+,-.:;<=>@[]^_`{|}~",
+            "...",
+            ".a",
+            "a..b",
+            &"x".repeat(255),
+        ] {
+            assert!(validate_id(good).is_ok(), "{good:?} should be accepted");
+        }
+    }
+}
