@@ -114,7 +114,7 @@ pub async fn replay(state: &AppState) -> Result<(usize, usize), FeedError> {
             continue;
         };
         let documents = match letter.what.as_str() {
-            "invocation" => super::host::read_invocation(letter.payload.as_bytes()).map(|(documents, _)| documents),
+            "invocation" => super::invocation::read_invocation(letter.payload.as_bytes()).map(|(documents, _)| documents),
             "unreadable" => read_again(state, function, &letter.payload).await,
             _ => serde_json::from_str::<Value>(&letter.payload).map(|item| vec![item]).map_err(|error| error.to_string()),
         };

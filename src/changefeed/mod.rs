@@ -16,6 +16,7 @@
 pub mod account;
 pub mod dead_letters;
 pub mod host;
+mod invocation;
 mod posts;
 pub mod processor;
 mod users;

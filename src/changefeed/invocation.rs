@@ -1,0 +1,104 @@
+//! What the Functions host POSTs to a custom handler for a change-feed trigger, read.
+//!
+//! `{"Data": {"documents": ...}, "Metadata": {...}}` (azure-functions-host,
+//! `DefaultHttpWorkerService.ProcessDefaultInvocationRequest`,
+//! `ScriptInvocationContextExtensions.ToHttpScriptInvocationContext`). The Cosmos DB extension
+//! hands a custom handler's documents over as one compact JSON string
+//! (azure-webjobs-sdk-extensions, `CosmosDBTriggerValueBinder.GetValueAsync`: `JArray.ToString(
+//! Formatting.None)`), and the host serializes that string once more
+//! (`GetHttpScriptInvocationContextValue`: `JsonConvert.SerializeObject`, as the host's own
+//! `ScriptInvocationContextExtensionsTests` and `DefaultHttpWorkerServiceTests` expect), so
+//! `Data.documents` is a JSON string holding a JSON string holding the array. [`documents`]
+//! unwraps every string layer; an array as such is accepted too. Read by [`super::host`] as
+//! invocations arrive, and by [`super::dead_letters`] to deliver a set-aside one again.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The host's invocation request for a non-HTTP trigger.
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct Invocation {
+    data: InvocationData,
+    #[serde(default)]
+    metadata: Metadata,
+}
+
+#[derive(Deserialize)]
+struct InvocationData {
+    /// The binding named `documents` in the function's function.json.
+    documents: Value,
+}
+
+/// The part of `Metadata` worth a log line: which attempt this is. The host adds
+/// `RetryContext` whenever the function has a retry policy, from the first attempt on
+/// (`ScriptInvocationContextExtensions.SetRetryContext`).
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct Metadata {
+    retry_context: Option<RetryContext>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct RetryContext {
+    retry_count: i64,
+}
+
+/// The changed items of an invocation, through every layer of string encoding (at most a few:
+/// a string that keeps holding strings is no batch).
+pub fn documents(value: Value) -> Result<Vec<Value>, String> {
+    let mut value = value;
+    for _ in 0..4 {
+        value = match value {
+            Value::Array(documents) => return Ok(documents),
+            Value::Null => return Ok(Vec::new()),
+            Value::String(text) => {
+                serde_json::from_str(&text).map_err(|error| format!("Data.documents does not hold JSON: {error}"))?
+            }
+            other => return Err(format!("Data.documents must hold an array of items, not {}", kind(&other))),
+        };
+    }
+    Err("Data.documents is a string nested too deep to be a batch".into())
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Object(_) => "an object",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        _ => "a string",
+    }
+}
+
+/// Reads an invocation's documents and its attempt number.
+pub(super) fn read_invocation(body: &[u8]) -> Result<(Vec<Value>, Option<i64>), String> {
+    let invocation: Invocation =
+        serde_json::from_slice(body).map_err(|error| format!("the body is not a Functions host invocation: {error}"))?;
+    let attempt = invocation.metadata.retry_context.map(|retry| retry.retry_count);
+    Ok((documents(invocation.data.documents)?, attempt))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::documents;
+    use serde_json::{Value, json};
+
+    #[test]
+    fn every_string_layer_is_unwrapped() {
+        let items = json!([{"id": "1", "n": 2}]);
+        let once = Value::String(items.to_string());
+        let twice = Value::String(once.to_string());
+        for value in [items.clone(), once, twice] {
+            assert_eq!(documents(value).unwrap(), items.as_array().unwrap().clone());
+        }
+        assert_eq!(documents(Value::Null).unwrap(), Vec::<Value>::new());
+        assert!(documents(json!({"id": "1"})).is_err());
+        assert!(documents(json!("[1,")).is_err());
+        let mut deep = Value::String("[]".into());
+        for _ in 0..4 {
+            deep = Value::String(deep.to_string());
+        }
+        assert!(documents(deep).is_err());
+    }
+}
