@@ -1,7 +1,7 @@
 //! The embedded store as its data grows: what a restart costs (time to the first answer,
 //! resident memory), what the data takes on disk, and whether writes slow down. Not a test.
 //!
-//!     cargo bench --bench scale                          # 20,000 and 100,000 items, ~6 minutes
+//!     cargo bench --bench scale                          # 20,000 and 100,000 items, ~7 minutes
 //!     cargo bench --bench scale -- --items 5000,20000    # other sizes
 //!     cargo bench --bench scale -- --keep /tmp/grown      # leaves the data set there, to profile
 //!

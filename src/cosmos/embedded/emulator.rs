@@ -24,12 +24,31 @@ use crate::cosmos::{Container, StoreError};
 const ENDPOINT: &str = "https://blog.emulator.local";
 
 /// How many physical partitions each embedded container has (the emulator's default is 4). The
-/// emulator runs a transactional batch on a copy of the batch's whole physical partition, so a
-/// batch costs time in proportion to the data sharing that partition; every comment and like is
-/// one (the stored procedures commit through a batch here). With 4 partitions C3 and C4 slowed
-/// down as the data set grew (7 ms → 20 ms p50 from 6 to 24 users); with 64 the copy is 16 times
-/// smaller. Cosmos DB itself does not work this way.
-const PARTITIONS: u32 = 64;
+/// emulator runs a transactional batch on a copy of the batch's whole physical partition
+/// (`in_memory_emulator/operations.rs`, `handle_batch`), so a batch costs time in proportion to
+/// the items sharing that partition; in `posts` every comment and like is one (the stored
+/// procedures commit through a batch here). More partitions make the copy smaller, but each
+/// request also costs more (the emulator finds a partition by walking the list of them, and a
+/// restart loads each item that way), and a query across `posts` asks every one of them.
+/// Measured with `cargo bench --bench scale` at 20,000 and 100,000 items (BENCHMARKS.md), C3/s
+/// as the data grows:
+///
+/// | `posts` partitions | 20k items | 100k items | restart at 100k |
+/// | ---: | ---: | ---: | ---: |
+/// | 64 | 403 | 148 | 1.14 s |
+/// | 256 | 451 | 259 | 1.45 s |
+/// | 512 | 402 | 272 | 1.68 s |
+/// | 1024 | 312 | 220 | 1.80 s |
+///
+/// 512 is the fastest at 100,000 items and close to the fastest at 20,000. The other containers
+/// run no batch of more than a few items (`feed` is one logical partition of at most 100), so
+/// they keep 64. Cosmos DB itself does not work this way.
+fn partitions(container: Container) -> u32 {
+    match container {
+        Container::Posts => 512,
+        Container::Users | Container::Feed | Container::Leases => 64,
+    }
+}
 
 /// The in-memory emulator under the SDK's client.
 #[derive(Clone)]
@@ -53,7 +72,7 @@ pub async fn client() -> azure_data_cosmos::Result<(CosmosClient, Emulator)> {
     Ok((client, Emulator(emulator)))
 }
 
-/// Creates the database and the containers with [`PARTITIONS`] physical partitions each (only
+/// Creates the database and the containers with their [`partitions`] (only
 /// the emulator's own interface can ask for that), then gives them their indexing policies
 /// through the SDK. It replaces `create_containers` on the embedded store.
 pub async fn create_containers(emulator: &Emulator, client: &CosmosClient, database: &str) -> azure_data_cosmos::Result<()> {
@@ -61,7 +80,7 @@ pub async fn create_containers(emulator: &Emulator, client: &CosmosClient, datab
     emulator.create_database(database);
     for container in Container::ALL {
         let partition_key = PartitionKeyDefinition::new(vec![container.partition_key_path().into()]);
-        let config = ContainerConfig::new().with_partition_count(PARTITIONS).build()?;
+        let config = ContainerConfig::new().with_partition_count(partitions(container)).build()?;
         emulator.create_container_with_config(database, container.name(), partition_key, config);
         let created = client.database_client(database).container_client(container.name(), None).await?;
         created.replace(container.properties(), None).await?;
