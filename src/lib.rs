@@ -111,7 +111,7 @@ pub async fn connect(config: &Config) -> Result<AppState, cosmos::StoreError> {
     let store = connect_store(config).await?;
     if let Backend::Embedded { data_dir } = &config.backend {
         // Read before any write: also refuses to start on a checkpoint that cannot be read.
-        store.continue_numbering_after(changefeed::processor::furthest_position(data_dir)?);
+        changefeed::processor::furthest_position(data_dir)?;
     }
     let store = Arc::new(store);
     cosmos::spawn_expiry_sweep(&store);

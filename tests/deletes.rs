@@ -150,8 +150,26 @@ async fn a_deleted_post_goes_with_its_comments_likes_and_copies() {
     assert_eq!((tombstone["deleted"].clone(), tombstone["ttl"].clone()), (json!(true), json!(DELETED_POST_TTL_SECS)));
     assert_eq!((tombstone["title"].as_str(), tombstone["content"].as_str()), (Some(""), Some("")));
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    assert_eq!(app.state.store.remove_expired(now + u64::from(DELETED_POST_TTL_SECS) - 60).await.unwrap(), 0);
-    assert_eq!(app.state.store.remove_expired(now + u64::from(DELETED_POST_TTL_SECS) + 60).await.unwrap(), 1);
+    assert_eq!(
+        app.state
+            .store
+            .embedded()
+            .unwrap()
+            .remove_expired(&app.state.store, now + u64::from(DELETED_POST_TTL_SECS) - 60)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        app.state
+            .store
+            .embedded()
+            .unwrap()
+            .remove_expired(&app.state.store, now + u64::from(DELETED_POST_TTL_SECS) + 60)
+            .await
+            .unwrap(),
+        1
+    );
     assert!(items_in_partition(&app, &post).await.is_empty());
     assert_eq!(counts(&app, &keep).await, (0, 0));
 }

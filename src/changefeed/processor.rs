@@ -147,9 +147,10 @@ async fn follow(
     delivered: &Mutex<Delivered>,
     stopped: &mut watch::Receiver<bool>,
 ) -> Result<(), FeedError> {
-    let Some(written) = state.store.write_signal() else {
+    let Some(embedded) = state.store.embedded() else {
         return Err(StoreError::Other("local change-feed processing needs the embedded store".into()).into());
     };
+    let written = embedded.write_signal();
     let mut position = Checkpoint::load(checkpoint)?;
     loop {
         // Registered before the changes are read, so a write from here on always wakes us.
@@ -157,10 +158,7 @@ async fn follow(
         tokio::pin!(notified);
         notified.as_mut().enable();
         loop {
-            let changed = state
-                .store
-                .changed_after(function.container(), position, BATCH_SIZE)
-                .ok_or_else(|| StoreError::Other("the embedded store lost its change index".into()))?;
+            let changed = embedded.changed_after(function.container(), position, BATCH_SIZE);
             if changed.items.is_empty() {
                 // Writes to other containers move the position too.
                 if changed.through > position {
@@ -205,7 +203,8 @@ async fn read_current(state: &AppState, function: Function, items: Vec<(String, 
         match read {
             // Written again since it was listed, and that write is not on disk yet: it is listed
             // again once it is, so nothing a crash could take back reaches a copy.
-            Ok(Some(_)) if !state.store.is_settled(container, &partition_key, &id) => {}
+            Ok(Some(_))
+                if state.store.embedded().is_some_and(|embedded| !embedded.is_settled(container, &partition_key, &id)) => {}
             Ok(document) => documents.extend(document),
             Err(error @ (StoreError::Throttled | StoreError::Timeout)) => return Err(error.into()),
             Err(error) => {
@@ -292,7 +291,7 @@ struct Checkpoint {
 }
 
 /// The largest position a checkpoint may hold. Write numbers go on after the furthest saved
-/// position (`Store::continue_numbering_after`), one per write: a position near `u64::MAX`
+/// position (checked when the database opens), one per write: a position near `u64::MAX`
 /// leaves no numbers to go on with (it wrapped around, and the processors chased it forever).
 /// 2^62 writes are more than any data directory will see.
 const MAX_POSITION: u64 = 1 << 62;

@@ -9,17 +9,21 @@
 pub(crate) mod database;
 #[cfg(feature = "embedded")]
 pub(crate) mod emulator;
+mod expiry;
 pub(crate) mod legacy;
 pub(crate) mod locks;
 
-use std::collections::{BTreeSet, HashMap};
+pub use expiry::spawn_expiry_sweep;
+pub(crate) use expiry::{Expiries, expiry, unix_now};
+
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use azure_data_cosmos::ContainerClient;
 use serde_json::Value;
 
-use super::changes::ChangeIndex;
+use super::changes::{ChangeIndex, Changed};
 use super::{Container, StoreError, bounded};
 use database::{Database, Record, Refused};
 use locks::{Locks, PartitionGuard};
@@ -176,6 +180,39 @@ impl Durability {
     }
 }
 
+/// What the local change-feed processors follow.
+impl Durability {
+    /// The embedded store's position in its write numbering: every write numbered up to it is
+    /// committed (or was refused and undone). `None` on other backends.
+    pub fn journal_position(&self) -> u64 {
+        self.database.settled()
+    }
+
+    /// Woken after every write to the embedded store .
+    pub fn write_signal(&self) -> Arc<tokio::sync::Notify> {
+        self.written.clone()
+    }
+
+    /// At most `limit` items of `container` whose last write on the embedded store came after
+    /// position `after`, oldest change first .
+    pub fn changed_after(&self, container: Container, after: u64, limit: usize) -> Changed {
+        let settled = self.database.settled();
+        let changes = self.changes.lock().expect("the change index's lock is never poisoned");
+        changes.changed_after(container, after, settled, limit)
+    }
+
+    /// Whether the item's last write on the embedded store is on disk (always, on other
+    /// backends). A version not on disk must not reach a copy, which a crash would leave showing
+    /// a write that never happened. Reads wait for a partition's pending writes, so a version
+    /// read is durable; the change index lists committed writes only, so this holds for any
+    /// item the index knows. (Kept for the processors, which check it after each read.)
+    pub fn is_settled(&self, container: Container, partition_key: &str, id: &str) -> bool {
+        let settled = self.database.settled();
+        let changes = self.changes.lock().expect("the change index's lock is never poisoned");
+        changes.last_write(container, partition_key, id).is_none_or(|seq| seq <= settled)
+    }
+}
+
 /// Opens the database in `dir`, importing an earlier store's files first if they are there,
 /// and checks it and the processors' positions beside it.
 pub(crate) fn open(dir: &Path) -> Result<(Database, rusqlite::Connection), StoreError> {
@@ -265,53 +302,6 @@ fn out_of_range(path: &Path, position: u64, last_seq: u64) -> StoreError {
          delivered again from the beginning (the change-feed functions are idempotent), then start again",
         path.display()
     ))
-}
-
-/// The embedded store's items that carry a `ttl`, by the time they expire (Unix seconds).
-#[derive(Default)]
-pub struct Expiries {
-    pub(crate) by_item: HashMap<ItemKey, u64>,
-    due: BTreeSet<(u64, ItemKey)>,
-}
-
-impl Expiries {
-    /// Records the expiry of an item's latest write: `None` when it does not expire (or was
-    /// deleted).
-    pub(crate) fn set(&mut self, item: ItemKey, expires: Option<u64>) {
-        if let Some(previous) = self.by_item.remove(&item) {
-            self.due.remove(&(previous, item.clone()));
-        }
-        if let Some(expires) = expires {
-            self.by_item.insert(item.clone(), expires);
-            self.due.insert((expires, item));
-        }
-    }
-
-    /// Takes the items expired at `now`.
-    pub(crate) fn take_due(&mut self, now: u64) -> Vec<ItemKey> {
-        let mut taken = Vec::new();
-        while let Some((expires, _)) = self.due.first()
-            && *expires <= now
-        {
-            let (_, item) = self.due.pop_first().expect("just seen");
-            self.by_item.remove(&item);
-            taken.push(item);
-        }
-        taken
-    }
-}
-
-/// When an item written at `now` (Unix seconds) expires, as Cosmos DB reads its `ttl`: a
-/// positive number of seconds after the write, in a container with time to live on; `-1`, or
-/// none (the container's default, which is none here), never.
-pub(crate) fn expiry(container: Container, document: &Value, now: u64) -> Option<u64> {
-    let ttl = document.get("ttl")?.as_u64().filter(|ttl| *ttl > 0)?;
-    container.expires_items().then_some(now + ttl)
-}
-
-/// The time now, in Unix seconds.
-pub(crate) fn unix_now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs())
 }
 
 #[cfg(test)]

@@ -1,0 +1,68 @@
+//! The containers of the article's V3 model: names, partition keys, indexing, time to live.
+
+use azure_data_cosmos::models::{
+    CompositeIndex, CompositeIndexOrder, CompositeIndexProperty, ContainerProperties, IndexingMode, IndexingPolicy, TimeToLive,
+};
+
+/// The containers of the article's V3 model, plus the change feed's lease container.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Container {
+    Users,
+    Posts,
+    Feed,
+    Leases,
+}
+
+impl Container {
+    pub const ALL: [Container; 4] = [Container::Users, Container::Posts, Container::Feed, Container::Leases];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Container::Users => "users",
+            Container::Posts => "posts",
+            Container::Feed => "feed",
+            Container::Leases => "leases",
+        }
+    }
+
+    /// The partition key path: each container is partitioned so that every request reads one
+    /// logical partition.
+    pub fn partition_key_path(self) -> &'static str {
+        match self {
+            Container::Users => "/userId",
+            Container::Posts => "/postId",
+            Container::Feed => "/type",
+            Container::Leases => "/id",
+        }
+    }
+
+    /// Lists sort by `creationDate`, then `id` so that equal dates keep one order. Cosmos DB
+    /// needs a composite index for an ORDER BY on two properties; one ascending index also serves
+    /// the same ORDER BY fully descending.
+    pub(crate) fn indexing_policy(self) -> IndexingPolicy {
+        let mut policy = IndexingPolicy::default().with_indexing_mode(IndexingMode::Consistent).with_included_path("/*");
+        if self != Container::Leases {
+            policy = policy.with_composite_index(
+                CompositeIndex::default()
+                    .with_property(CompositeIndexProperty::new("/creationDate", CompositeIndexOrder::Ascending))
+                    .with_property(CompositeIndexProperty::new("/id", CompositeIndexOrder::Ascending)),
+            );
+        }
+        policy.automatic = true;
+        policy
+    }
+
+    /// Whether the container has time to live on with no default (`defaultTtl: -1`), so that an
+    /// item carrying a `ttl` is removed that many seconds after its last write: `posts`, for the
+    /// tombstones of deleted posts (C7). Cosmos DB ignores an item's `ttl` elsewhere.
+    pub fn expires_items(self) -> bool {
+        self == Container::Posts
+    }
+
+    /// What the container is created with: its partition key, indexing policy and time to live.
+    pub(crate) fn properties(self) -> ContainerProperties {
+        let properties =
+            ContainerProperties::new(self.name(), self.partition_key_path().into()).with_indexing_policy(self.indexing_policy());
+        if self.expires_items() { properties.with_default_ttl(TimeToLive::NoDefault) } else { properties }
+    }
+}

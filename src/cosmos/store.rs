@@ -1,0 +1,432 @@
+//! The store: one SDK client's containers, and every item operation on them, each bounded,
+//! metered and, on the embedded store, visible only once durable.
+
+#[cfg(feature = "embedded")]
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+
+use azure_core::credentials::TokenCredential;
+use azure_core::http::Etag;
+use azure_data_cosmos::feed::ContinuationToken;
+use azure_data_cosmos::options::{
+    BatchDeleteOptions, BatchReplaceOptions, BatchUpsertOptions, ItemWriteOptions, MaxItemCountHint, Precondition, QueryOptions,
+};
+use azure_data_cosmos::{ContainerClient, CosmosError, FeedScope, Query, TransactionalBatch};
+use futures::TryStreamExt;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::config::{Backend, Config};
+
+use super::embedded::{self, Durability};
+use super::error::StoreError;
+use super::items::{Page, PageRequest, QuerySpec, Versioned, WriteOp};
+use super::schema::Container;
+use super::sdk::{
+    bounded, create_containers, document_id, entra_client, entra_credential, key_client, metered, response_charge, to_document,
+};
+use super::{Meter, Scope};
+
+/// The database, reached through one SDK client.
+pub struct Store {
+    pub(super) users: ContainerClient,
+    pub(super) posts: ContainerClient,
+    pub(super) feed: ContainerClient,
+    pub(super) leases: ContainerClient,
+    pub(super) database: String,
+    /// Present on the embedded store: every acknowledged write is also committed to its
+    /// database, and visible only once it is.
+    pub(super) durability: Option<Arc<Durability>>,
+    /// The Entra ID credential the client signs in with, shared with the server-side script
+    /// executor so both use one token cache.
+    pub(super) credential: Option<Arc<dyn TokenCredential>>,
+}
+
+/// Holds a write's partition while the emulator applies it: a request dropped then (its client
+/// went away) drops the write's future, and the emulator may have applied it without the
+/// database or the change index ever hearing of it (a post readable now, never copied, and
+/// gone after a restart). On drop, it has the items committed as the emulator holds them, the
+/// partition still held until then. (It borrows the write's own records: nothing is copied
+/// unless it is dropped holding the partition.)
+struct DroppedMidway<'a> {
+    durability: &'a Arc<Durability>,
+    container: Container,
+    partition_key: &'a str,
+    records: &'a [(String, Option<Value>)],
+    guard: Option<embedded::locks::PartitionGuard>,
+}
+
+impl Drop for DroppedMidway<'_> {
+    fn drop(&mut self) {
+        let Some(guard) = self.guard.take() else { return };
+        let (durability, container, partition_key) = (self.durability.clone(), self.container, self.partition_key.to_owned());
+        let ids = self.records.iter().map(|(id, _)| id.clone()).collect();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(durability.commit_as_is(container, partition_key, ids, guard));
+        }
+    }
+}
+
+impl Store {
+    /// Connects to the backend `config` names, creating the database and containers first when
+    /// `config.create_containers` is set (always, on the embedded store).
+    pub async fn connect(config: &Config) -> Result<Store, StoreError> {
+        Self::connect_with(config, Arc::new(embedded::database::NoFaults)).await
+    }
+
+    /// [`Store::connect`], with faults injected into the embedded store's commits.
+    #[cfg_attr(not(feature = "embedded"), allow(unused_variables))]
+    pub(crate) async fn connect_with(config: &Config, faults: Arc<dyn embedded::database::Faults>) -> Result<Store, StoreError> {
+        let other = |error: CosmosError| StoreError::Other(error.to_string());
+        let mut credential_for_scripts = None;
+        let (client, durability) = match &config.backend {
+            #[cfg(feature = "embedded")]
+            Backend::Embedded { data_dir } => {
+                let (database, connection) = embedded::open(data_dir)?;
+                let (client, emulator) = embedded::emulator::client().await.map_err(other)?;
+                embedded::emulator::create_containers(&emulator, &client, &config.database).await.map_err(other)?;
+                let (changes, expiries) = embedded::emulator::load(&emulator, &config.database, &database, &connection).await?;
+                (client, Some((database, connection, changes, expiries)))
+            }
+            #[cfg(not(feature = "embedded"))]
+            Backend::Embedded { .. } => return Err(StoreError::Other("this build has no embedded store".into())),
+            Backend::ConnectionString(text) => (key_client(text).await.map_err(other)?, None),
+            Backend::Endpoint { endpoint, client_id } => {
+                let credential = entra_credential(client_id.as_deref())?;
+                credential_for_scripts = Some(credential.clone());
+                (entra_client(endpoint, credential).await?, None)
+            }
+        };
+        // (The embedded store created its own above.)
+        if config.create_containers && !matches!(config.backend, Backend::Embedded { .. }) {
+            create_containers(&client, &config.database).await?;
+        }
+        let database = client.database_client(&config.database);
+        let open = |container: Container| {
+            let database = &database;
+            async move {
+                database.container_client(container.name(), None).await.map_err(|error| {
+                    StoreError::Other(format!("container {}/{} is not reachable: {error}", config.database, container.name()))
+                })
+            }
+        };
+        let store = Store {
+            users: open(Container::Users).await?,
+            posts: open(Container::Posts).await?,
+            feed: open(Container::Feed).await?,
+            leases: open(Container::Leases).await?,
+            database: config.database.clone(),
+            durability: None,
+            credential: credential_for_scripts,
+        };
+        #[cfg(feature = "embedded")]
+        if let Some((database, connection, changes, expiries)) = durability {
+            let containers: HashMap<Container, ContainerClient> =
+                Container::ALL.into_iter().map(|container| (container, store.container(container).clone())).collect();
+            let durability = Durability::start(database, connection, faults, changes, expiries, containers)?;
+            return Ok(Store { durability: Some(Arc::new(durability)), ..store });
+        }
+        #[cfg(not(feature = "embedded"))]
+        let _: Option<()> = durability;
+        Ok(store)
+    }
+
+    /// On the embedded store, waits until no write to the partition is pending and keeps new
+    /// ones out until the guard drops: a read sees durable writes only.
+    pub(super) async fn settled_partition(
+        &self,
+        container: Container,
+        partition_key: &str,
+    ) -> Option<embedded::locks::PartitionGuard> {
+        match &self.durability {
+            Some(durability) => Some(durability.locks.read(container, partition_key).await),
+            None => None,
+        }
+    }
+
+    /// [`Store::settled_partition`] for a whole container.
+    pub(super) async fn settled_container(&self, container: Container) -> Option<embedded::locks::ContainerGuard> {
+        match &self.durability {
+            Some(durability) => Some(durability.locks.whole(container).await),
+            None => None,
+        }
+    }
+
+    pub(super) fn container(&self, container: Container) -> &ContainerClient {
+        match container {
+            Container::Users => &self.users,
+            Container::Posts => &self.posts,
+            Container::Feed => &self.feed,
+            Container::Leases => &self.leases,
+        }
+    }
+
+    /// The container's links as a server-side script sees them: its self link, by resource ids
+    /// (`dbs/<rid>/colls/<rid>/`, from the container's `_self`), and its name-based link
+    /// (`dbs/<database>/colls/<name>`).
+    pub async fn script_links(&self, container: Container) -> Result<(String, String), StoreError> {
+        let properties = bounded(self.container(container).read(None))
+            .await?
+            .into_model()
+            .map_err(|error| StoreError::Other(format!("unreadable container properties: {error}")))?;
+        let self_link = properties
+            .system_properties
+            .self_link
+            .ok_or_else(|| StoreError::Other(format!("container {} has no _self", container.name())))?;
+        Ok((self_link, format!("dbs/{}/colls/{}", self.database, container.name())))
+    }
+
+    /// Point read; `None` when there is no such item.
+    pub async fn read<T: DeserializeOwned>(
+        &self,
+        container: Container,
+        partition_key: &str,
+        id: &str,
+    ) -> Result<Option<T>, StoreError> {
+        Ok(self.read_versioned(container, partition_key, id).await?.map(|found| found.item))
+    }
+
+    /// Point read with the item's etag.
+    pub async fn read_versioned<T: DeserializeOwned>(
+        &self,
+        container: Container,
+        partition_key: &str,
+        id: &str,
+    ) -> Result<Option<Versioned<T>>, StoreError> {
+        let client = self.container(container);
+        let _settled = self.settled_partition(container, partition_key).await;
+        let response =
+            match metered(Scope::partition(container, partition_key), client.read_item(partition_key.to_owned(), id, None)).await
+            {
+                Ok(response) => response,
+                Err(StoreError::NotFound) => return Ok(None),
+                Err(other) => return Err(other),
+            };
+        let etag = response.headers().etag().map(ToString::to_string).unwrap_or_default();
+        let item = response.into_model::<T>().map_err(|error| StoreError::Other(format!("unreadable item {id:?}: {error}")))?;
+        Ok(Some(Versioned { item, etag }))
+    }
+
+    /// Creates an item; [`StoreError::Conflict`] when its id exists in the partition.
+    pub async fn create<T: Serialize>(&self, container: Container, partition_key: &str, item: &T) -> Result<(), StoreError> {
+        let document = to_document(item)?;
+        let id = document_id(&document)?;
+        self.durably(container, partition_key, vec![(id.clone(), Some(document.clone()))], async {
+            metered(
+                Scope::partition(container, partition_key),
+                self.container(container).create_item(partition_key.to_owned(), &id, &document, None),
+            )
+            .await
+        })
+        .await
+    }
+
+    /// Replaces an item, only if its etag is still `if_match` when given.
+    pub async fn replace<T: Serialize>(
+        &self,
+        container: Container,
+        partition_key: &str,
+        id: &str,
+        item: &T,
+        if_match: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let document = to_document(item)?;
+        let options = if_match
+            .map(|etag| ItemWriteOptions::default().with_precondition(Precondition::if_match(Etag::from(etag.to_owned()))));
+        self.durably(container, partition_key, vec![(id.to_owned(), Some(document.clone()))], async {
+            metered(
+                Scope::partition(container, partition_key),
+                self.container(container).replace_item(partition_key.to_owned(), id, &document, options),
+            )
+            .await
+        })
+        .await
+    }
+
+    /// Creates or replaces an item.
+    pub async fn upsert<T: Serialize>(&self, container: Container, partition_key: &str, item: &T) -> Result<(), StoreError> {
+        let document = to_document(item)?;
+        let id = document_id(&document)?;
+        self.durably(container, partition_key, vec![(id.clone(), Some(document.clone()))], async {
+            metered(
+                Scope::partition(container, partition_key),
+                self.container(container).upsert_item(partition_key.to_owned(), &id, &document, None),
+            )
+            .await
+        })
+        .await
+    }
+
+    /// Reads one page of a single-partition query: one Cosmos operation.
+    pub async fn query_page<T: DeserializeOwned + Send + 'static>(
+        &self,
+        container: Container,
+        partition_key: &str,
+        query: QuerySpec,
+        page: PageRequest,
+    ) -> Result<Page<T>, StoreError> {
+        let (documents, continuation) = self.query_documents(container, partition_key, query, page).await?;
+        let items = documents.into_iter().map(serde_json::from_value).collect::<Result<Vec<T>, _>>().map_err(|error| {
+            StoreError::Other(format!("a {} item does not have the expected shape: {error}", container.name()))
+        })?;
+        Ok(Page { items, continuation })
+    }
+
+    /// [`Store::query_page`] on raw JSON documents, system properties included (scripts see them).
+    pub async fn query_documents(
+        &self,
+        container: Container,
+        partition_key: &str,
+        query: QuerySpec,
+        page: PageRequest,
+    ) -> Result<(Vec<Value>, Option<String>), StoreError> {
+        let mut sdk_query = Query::from(query.sql.into_owned());
+        for (name, value) in query.parameters {
+            sdk_query =
+                sdk_query.with_parameter(name.into_owned(), value).map_err(|error| StoreError::Other(error.to_string()))?;
+        }
+        let size = NonZeroU32::new(page.size.max(1)).expect("at least one");
+        let mut options = QueryOptions::default().with_max_item_count(MaxItemCountHint::Limit(size));
+        let resuming = page.continuation.is_some();
+        if let Some(token) = page.continuation {
+            options = options.with_continuation_token(ContinuationToken::from_string(token));
+        }
+        let continuation_error = |error: StoreError| match error {
+            StoreError::Other(why) if resuming => StoreError::BadContinuation(why),
+            other => other,
+        };
+        let scope = FeedScope::partition(partition_key.to_owned());
+        let _settled = self.settled_partition(container, partition_key).await;
+        let iterator = bounded(self.container(container).query_items::<Value>(sdk_query, scope, Some(options)))
+            .await
+            .map_err(continuation_error)?;
+        let mut pages = iterator.into_pages();
+        let page = match bounded(pages.try_next()).await {
+            Ok(page) => page,
+            Err(error) => {
+                Meter::record(Scope::partition(container, partition_key), 0.0);
+                return Err(continuation_error(error));
+            }
+        };
+        let Some(page) = page else {
+            return Ok((Vec::new(), None));
+        };
+        Meter::record(Scope::partition(container, partition_key), response_charge(page.headers()));
+        // The backend sends a continuation header only when more results may follow.
+        let continuation = match page.headers().continuation() {
+            Some(_) => {
+                Some(pages.to_continuation_token().map_err(|error| StoreError::Other(error.to_string()))?.as_str().to_owned())
+            }
+            None => None,
+        };
+        Ok((page.items().to_vec(), continuation))
+    }
+
+    /// One write, conditional as `write` says.
+    pub async fn execute_write(&self, container: Container, partition_key: &str, write: WriteOp) -> Result<(), StoreError> {
+        match write {
+            WriteOp::Create { document } => self.create(container, partition_key, &document).await,
+            WriteOp::Replace { id, document, if_match } => {
+                self.replace(container, partition_key, &id, &document, if_match.as_deref()).await
+            }
+            other => self.execute_batch(container, partition_key, vec![other]).await.map_err(|error| match error.batch_cause() {
+                Some(404) => StoreError::NotFound,
+                Some(409) => StoreError::Conflict,
+                Some(412) => StoreError::PreconditionFailed,
+                Some(429) => StoreError::Throttled,
+                _ => error,
+            }),
+        }
+    }
+
+    /// Commits `operations` in one partition as one transactional batch: all or nothing.
+    pub async fn execute_batch(
+        &self,
+        container: Container,
+        partition_key: &str,
+        operations: Vec<WriteOp>,
+    ) -> Result<(), StoreError> {
+        if operations.is_empty() {
+            return Ok(());
+        }
+        let mut journaled = Vec::with_capacity(operations.len());
+        let mut batch = TransactionalBatch::new(partition_key.to_owned());
+        let sdk_error = |error: CosmosError| StoreError::Other(error.to_string());
+        let precondition = |etag: &Option<String>| etag.as_ref().map(|etag| Precondition::if_match(Etag::from(etag.clone())));
+        for operation in operations {
+            batch = match operation {
+                WriteOp::Create { document } => {
+                    journaled.push((document_id(&document)?, Some(document.clone())));
+                    batch.create_item(document).map_err(sdk_error)?
+                }
+                WriteOp::Replace { id, document, if_match } => {
+                    journaled.push((id.clone(), Some(document.clone())));
+                    let options = precondition(&if_match).map(|p| BatchReplaceOptions::default().with_precondition(p));
+                    batch.replace_item(id, document, options).map_err(sdk_error)?
+                }
+                WriteOp::Upsert { document, if_match } => {
+                    journaled.push((document_id(&document)?, Some(document.clone())));
+                    let options = precondition(&if_match).map(|p| BatchUpsertOptions::default().with_precondition(p));
+                    batch.upsert_item(document, options).map_err(sdk_error)?
+                }
+                WriteOp::Delete { id, if_match } => {
+                    journaled.push((id.clone(), None));
+                    let options = precondition(&if_match).map(|p| BatchDeleteOptions::default().with_precondition(p));
+                    batch.delete_item(id, options)
+                }
+            };
+        }
+        self.durably(container, partition_key, journaled, async {
+            let response = metered(
+                Scope::partition(container, partition_key),
+                self.container(container).execute_transactional_batch(batch, None),
+            )
+            .await?;
+            let results = response.into_model().map_err(|error| StoreError::Other(error.to_string()))?;
+            // A failed batch is an `Ok` response (207) whose operations say what failed.
+            if results.results().iter().all(|result| result.is_success()) {
+                Ok(())
+            } else {
+                let statuses = results.results().iter().map(|result| result.status_code()).collect();
+                Err(StoreError::BatchFailed { statuses })
+            }
+        })
+        .await
+    }
+
+    /// Runs a write; on the embedded store, also commits what it left (`records`: id and
+    /// document, `None` for a deletion) to the database before acknowledging it, holding the
+    /// partition from before the write until then, so no one sees it before it is durable.
+    pub(super) async fn durably<R>(
+        &self,
+        container: Container,
+        partition_key: &str,
+        records: Vec<(String, Option<Value>)>,
+        write: impl Future<Output = Result<R, StoreError>>,
+    ) -> Result<(), StoreError> {
+        let Some(durability) = &self.durability else {
+            return write.await.map(drop);
+        };
+        let guard = durability.locks.write(container, partition_key).await;
+        let mut dropped_midway = DroppedMidway { durability, container, partition_key, records: &records, guard: Some(guard) };
+        let written = write.await;
+        // Done, one way or the other: committed below, or refused (a failed write applies nothing).
+        let guard = dropped_midway.guard.take().expect("taken only here");
+        drop(dropped_midway);
+        written?;
+        durability.commit(container, partition_key, records, guard).await
+    }
+
+    /// The Entra ID credential, when the account is reached with one.
+    pub fn credential(&self) -> Option<Arc<dyn TokenCredential>> {
+        self.credential.clone()
+    }
+
+    /// The embedded store's own parts (its database, change index, expiries), when this is the
+    /// embedded store.
+    pub fn embedded(&self) -> Option<&Arc<Durability>> {
+        self.durability.as_ref()
+    }
+}

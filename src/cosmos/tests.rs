@@ -1,0 +1,208 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::sdk::bounded;
+use super::*;
+use crate::config::{Backend, Config};
+
+pub(crate) fn embedded_config(dir: &std::path::Path) -> Config {
+    Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        backend: Backend::Embedded { data_dir: dir.to_owned() },
+        database: "blog".into(),
+        create_containers: true,
+        change_feed: crate::config::ChangeFeedMode::Local,
+        scripts: crate::config::ScriptsMode::InProcess,
+        max_in_flight: crate::config::DEFAULT_MAX_IN_FLIGHT,
+        auth: crate::config::AuthMode::Development,
+        token_key: None,
+    }
+}
+
+/// Cosmos DB removes an item `ttl` seconds after its last write, in a container with time to
+/// live on; the embedded store's sweep must too, by a journaled deletion, and a restart must
+/// neither forget nor reset an expiry.
+#[tokio::test]
+async fn items_expire_ttl_seconds_after_their_last_write_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = embedded_config(dir.path());
+    let now = embedded::unix_now();
+    {
+        let store = Store::connect(&config).await.unwrap();
+        store.create(Container::Posts, "p", &json!({"id": "gone", "postId": "p", "ttl": 100})).await.unwrap();
+        store.create(Container::Posts, "p", &json!({"id": "kept", "postId": "p", "ttl": 100})).await.unwrap();
+        // Written again without a ttl: it no longer expires.
+        store.replace(Container::Posts, "p", "kept", &json!({"id": "kept", "postId": "p"}), None).await.unwrap();
+        store.create(Container::Posts, "p", &json!({"id": "forever", "postId": "p", "ttl": -1})).await.unwrap();
+        // No time to live in `users`: Cosmos DB ignores the item's ttl there.
+        store.create(Container::Users, "u", &json!({"id": "u", "userId": "u", "ttl": 1})).await.unwrap();
+        assert_eq!(store.embedded().unwrap().remove_expired(&store, now + 50).await.unwrap(), 0);
+    }
+    let store = Store::connect(&config).await.unwrap();
+    assert_eq!(
+        store.embedded().unwrap().remove_expired(&store, now + 98).await.unwrap(),
+        0,
+        "a restart does not reset the expiry, nor bring it forward"
+    );
+    assert_eq!(store.embedded().unwrap().remove_expired(&store, now + 200).await.unwrap(), 1);
+    assert!(store.read::<Value>(Container::Posts, "p", "gone").await.unwrap().is_none());
+    for (container, partition_key, id) in
+        [(Container::Posts, "p", "kept"), (Container::Posts, "p", "forever"), (Container::Users, "u", "u")]
+    {
+        assert!(store.read::<Value>(container, partition_key, id).await.unwrap().is_some(), "{id}");
+    }
+    drop(store);
+    let store = Store::connect(&config).await.unwrap();
+    assert!(store.read::<Value>(Container::Posts, "p", "gone").await.unwrap().is_none(), "the removal was committed");
+}
+
+/// A request dropped while its write is being applied (the client went away): the write may
+/// be in the emulator already, so it is committed as it is there, listed for the change-feed
+/// processors, and still there after a restart.
+#[tokio::test]
+async fn a_write_whose_request_is_dropped_midway_is_committed_as_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = embedded_config(dir.path());
+    let store = Store::connect(&config).await.unwrap();
+    let document = json!({"id": "u1", "userId": "u1", "username": "kept"});
+    let applied_then_stalled = async {
+        bounded(store.users.upsert_item("u1".to_owned(), "u1", &document, None)).await?;
+        std::future::pending::<Result<(), StoreError>>().await
+    };
+    let write = store.durably(Container::Users, "u1", vec![("u1".into(), Some(document.clone()))], applied_then_stalled);
+    assert!(tokio::time::timeout(Duration::from_millis(200), write).await.is_err(), "dropped midway");
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while store.embedded().unwrap().changed_after(Container::Users, 0, 10).items.is_empty() {
+        assert!(std::time::Instant::now() < deadline, "never committed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(store);
+    // (The committing task may hold the data directory a moment longer.)
+    let store = loop {
+        match Store::connect(&config).await {
+            Ok(store) => break store,
+            Err(error) if error.to_string().contains("in use") && std::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(10)).await
+            }
+            Err(error) => panic!("{error}"),
+        }
+    };
+    assert_eq!(store.read::<Value>(Container::Users, "u1", "u1").await.unwrap().unwrap()["username"], "kept");
+}
+
+/// A write is seen by no reader (point read, query, change-feed listing) before its commit
+/// is on disk: a crash would take it back.
+#[tokio::test]
+async fn no_reader_is_offered_a_write_before_it_is_on_disk() {
+    use futures::FutureExt;
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(FaultyDisk::default());
+    let store = Arc::new(Store::connect_with(&embedded_config(dir.path()), disk.clone()).await.unwrap());
+    store.create(Container::Users, "u1", &json!({"id": "u1", "userId": "u1"})).await.unwrap();
+    let before = store.embedded().unwrap().changed_after(Container::Users, 0, 100);
+    assert_eq!(before.items.len(), 1);
+
+    // A slow fsync: the next write is applied, and waits for the disk.
+    let _release = embedded::database::tests::ReleaseOnDrop(disk.clone());
+    disk.hold_syncs();
+    let writing = tokio::spawn({
+        let store = store.clone();
+        async move { store.replace(Container::Users, "u1", "u1", &json!({"id": "u1", "userId": "u1", "v": 2}), None).await }
+    });
+    while !disk.holding() {
+        tokio::task::yield_now().await;
+    }
+    let during = store.embedded().unwrap().changed_after(Container::Users, before.through, 100);
+    assert_eq!(during, Changed { items: vec![], through: before.through }, "a crash now would lose the write");
+    let mut read = Box::pin(store.read::<Value>(Container::Users, "u1", "u1"));
+    assert!((&mut read).now_or_never().is_none(), "a point read waits for the commit");
+    let query = QuerySpec { sql: "SELECT * FROM c".into(), parameters: vec![] };
+    let mut listed = Box::pin(store.query_documents(Container::Users, "u1", query, PageRequest { size: 10, continuation: None }));
+    assert!((&mut listed).now_or_never().is_none(), "so does a query of its partition");
+    let other = store.read::<Value>(Container::Users, "u2", "u2").await.unwrap();
+    assert!(other.is_none(), "another partition is read meanwhile");
+
+    disk.release_syncs();
+    writing.await.unwrap().unwrap();
+    assert_eq!(read.await.unwrap().unwrap()["v"], 2, "the read sees the write once it is durable");
+    assert_eq!(listed.await.unwrap().0.len(), 1);
+    let after = store.embedded().unwrap().changed_after(Container::Users, before.through, 100);
+    assert_eq!(after.items, vec![("u1".to_owned(), "u1".to_owned())]);
+    assert!(store.embedded().unwrap().is_settled(Container::Users, "u1", "u1"));
+}
+
+/// A refused commit (a full disk) is undone before its partition is let go: a reader
+/// waiting meanwhile sees the item as it was, and so does a restart.
+#[tokio::test]
+async fn a_reader_waiting_on_a_refused_write_sees_the_item_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = embedded_config(dir.path());
+    let disk = Arc::new(FaultyDisk::default());
+    let store = Arc::new(Store::connect_with(&config, disk.clone()).await.unwrap());
+    store.create(Container::Posts, "p", &json!({"id": "p", "postId": "p", "n": 1})).await.unwrap();
+    let _release = embedded::database::tests::ReleaseOnDrop(disk.clone());
+    disk.hold_syncs();
+    disk.fail_next_commits(1);
+    let writing = tokio::spawn({
+        let store = store.clone();
+        async move { store.upsert(Container::Posts, "p", &json!({"id": "p", "postId": "p", "n": 2})).await }
+    });
+    while !disk.holding() {
+        tokio::task::yield_now().await;
+    }
+    let reading = tokio::spawn({
+        let store = store.clone();
+        async move { store.read::<Value>(Container::Posts, "p", "p").await }
+    });
+    disk.release_syncs();
+    assert!(matches!(writing.await.unwrap(), Err(StoreError::DiskFull)));
+    assert_eq!(reading.await.unwrap().unwrap().unwrap()["n"], 1);
+    store.upsert(Container::Posts, "p", &json!({"id": "p", "postId": "p", "n": 3})).await.unwrap();
+    drop(store);
+    let store = Store::connect(&config).await.unwrap();
+    assert_eq!(store.read::<Value>(Container::Posts, "p", "p").await.unwrap().unwrap()["n"], 3);
+}
+
+/// Writes to different partitions commit together: many concurrent writes, far fewer
+/// commits than writes would be one fsync each; all of them durable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writes_to_different_partitions_share_commits_and_all_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = embedded_config(dir.path());
+    let disk = Arc::new(FaultyDisk::default());
+    let store = Arc::new(Store::connect_with(&config, disk.clone()).await.unwrap());
+    // Held, so that every write queues up behind the first commit.
+    let _release = embedded::database::tests::ReleaseOnDrop(disk.clone());
+    disk.hold_syncs();
+    let writes: Vec<_> = (0..64)
+        .map(|n| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let id = format!("p{n}");
+                store.create(Container::Posts, &id, &json!({"id": id, "postId": id})).await
+            })
+        })
+        .collect();
+    while !disk.holding() {
+        tokio::task::yield_now().await;
+    }
+    // Every other write gets applied and queued while the first commit is held: none waits
+    // for another's partition.
+    while store.durability.as_ref().unwrap().database.last_seq() < 64 {
+        tokio::task::yield_now().await;
+    }
+    disk.release_syncs();
+    for write in writes {
+        write.await.unwrap().unwrap();
+    }
+    assert!(disk.commits() <= 2, "{} commits for 64 writes", disk.commits());
+    drop(store);
+    let store = Store::connect(&config).await.unwrap();
+    for n in 0..64 {
+        let id = format!("p{n}");
+        assert!(store.read::<Value>(Container::Posts, &id, &id).await.unwrap().is_some(), "{id}");
+    }
+}
