@@ -119,18 +119,18 @@ pub async fn connect(config: &Config) -> Result<AppState, cosmos::StoreError> {
         (ScriptsMode::InProcess, _) | (_, Backend::Embedded { .. }) => Arc::new(InProcessScripts::new(store.clone())),
         (ScriptsMode::Server, Backend::ConnectionString(text)) => {
             let parsed: azure_data_cosmos_driver::models::ConnectionString =
-                text.parse().map_err(|error| cosmos::StoreError::Other(format!("bad connection string: {error}")))?;
+                text.parse().map_err(|error| cosmos::StoreError::Unusable(format!("bad connection string: {error}")))?;
             let credential = ScriptCredential::Key(parsed.account_key().secret().to_owned());
             Arc::new(
                 ServerSideScripts::new(parsed.account_endpoint(), &config.database, credential)
-                    .map_err(cosmos::StoreError::Other)?,
+                    .map_err(cosmos::StoreError::Unusable)?,
             )
         }
         (ScriptsMode::Server, Backend::Endpoint { endpoint, .. }) => {
-            let credential = store.credential().ok_or_else(|| cosmos::StoreError::Other("no Entra ID credential".into()))?;
+            let credential = store.credential().ok_or_else(|| cosmos::StoreError::Unusable("no Entra ID credential".into()))?;
             Arc::new(
                 ServerSideScripts::new(endpoint, &config.database, ScriptCredential::Entra(credential))
-                    .map_err(cosmos::StoreError::Other)?,
+                    .map_err(cosmos::StoreError::Unusable)?,
             )
         }
     };

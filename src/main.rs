@@ -4,8 +4,52 @@
 use std::process::ExitCode;
 
 use blog::Blog;
+use blog::changefeed::FeedError;
 use blog::config::{Backend, Config};
+use blog::cosmos::StoreError;
 use tracing_subscriber::EnvFilter;
+
+/// Why the handler stopped, with the cause of each step (see [`report`]).
+#[derive(Debug, thiserror::Error)]
+enum HandlerError {
+    /// A setting, a command or its arguments are wrong: the message says what to write.
+    #[error("{0}")]
+    Usage(String),
+    #[error("cannot listen on {address}")]
+    Listen {
+        address: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot open the store")]
+    Store(#[from] StoreError),
+    #[error("{what} failed")]
+    Feed {
+        what: &'static str,
+        #[source]
+        source: FeedError,
+    },
+    #[error("the server failed")]
+    Serve(#[source] std::io::Error),
+    #[error("{0}")]
+    Smoke(String),
+}
+
+/// An error and its causes on one line, each cause once (a cause whose text its error already
+/// shows is not repeated).
+fn report(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
 
 /// The SDK logs every request at `info`; our own per-request line says what matters.
 const DEFAULT_LOG_FILTER: &str = "info,azure_core=warn,azure_data_cosmos=warn,azure_data_cosmos_driver=warn";
@@ -36,43 +80,44 @@ async fn handler() -> ExitCode {
     match run().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            tracing::error!("{error}");
+            tracing::error!("{}", report(&error));
             ExitCode::FAILURE
         }
     }
 }
 
-async fn run() -> Result<(), String> {
+async fn run() -> Result<(), HandlerError> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     // The smoke test talks to a blog over HTTP: it needs none of the blog's own settings.
     if args.first().map(String::as_str) == Some("smoke") {
         return smoke(&args[1..]).await;
     }
-    let config = Config::from_env()?;
+    let config = Config::from_env().map_err(HandlerError::Usage)?;
     match args.first().map(String::as_str) {
         None => serve(config).await,
         Some("rebuild-copies") => rebuild_copies(config).await,
         Some("dead-letters") => dead_letters(config, args.get(1).map(String::as_str)).await,
-        Some(other) => Err(format!(
+        Some(other) => Err(HandlerError::Usage(format!(
             "unknown command {other:?}; `handler` serves, `handler rebuild-copies` rebuilds the copies, \
              `handler dead-letters [replay]` lists (or replays) the changes the change-feed functions set aside, \
              `handler smoke <base-url>` checks a running blog"
-        )),
+        ))),
     }
 }
 
 /// `handler smoke <base-url> [--token … | --dev-user …]`: see [`blog::smoke`].
-async fn smoke(args: &[String]) -> Result<(), String> {
-    let options = blog::smoke::Options::parse(args, std::env::var(blog::smoke::TOKEN_VARIABLE).ok())?;
+async fn smoke(args: &[String]) -> Result<(), HandlerError> {
+    let options =
+        blog::smoke::Options::parse(args, std::env::var(blog::smoke::TOKEN_VARIABLE).ok()).map_err(HandlerError::Usage)?;
     let mut out = std::io::stdout();
-    blog::smoke::run(&options, &mut out).await.map(drop).map_err(|failure| failure.to_string())
+    blog::smoke::run(&options, &mut out).await.map(drop).map_err(|failure| HandlerError::Smoke(failure.to_string()))
 }
 
-async fn serve(config: Config) -> Result<(), String> {
+async fn serve(config: Config) -> Result<(), HandlerError> {
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
-        .map_err(|error| format!("cannot listen on {}: {error}", config.listen))?;
-    let blog = Blog::open(&config).await.map_err(|error| format!("cannot open the store: {error}"))?;
+        .map_err(|source| HandlerError::Listen { address: config.listen, source })?;
+    let blog = Blog::open(&config).await?;
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     glibc::release_freed_memory();
     match &config.backend {
@@ -85,19 +130,23 @@ async fn serve(config: Config) -> Result<(), String> {
         Backend::Endpoint { endpoint, .. } => tracing::info!(%endpoint, "Cosmos DB account with Entra ID"),
     }
     tracing::info!(change_feed = ?config.change_feed, "change-feed functions");
-    let address = listener.local_addr().map_err(|error| format!("cannot read the bound address: {error}"))?;
+    let address = listener.local_addr().map_err(|source| HandlerError::Listen { address: config.listen, source })?;
     tracing::info!("serving on http://{address}/ (the JSON API under /api)");
-    blog.serve(listener, shutdown_signal()).await.map_err(|error| format!("server failed: {error}"))
+    blog.serve(listener, shutdown_signal()).await.map_err(HandlerError::Serve)
 }
 
 /// `handler rebuild-copies`: delivers the whole `users` change feed to `UsersChangeFeed` (names
 /// carried onto items, and reserved), then the whole `posts` change feed to `PostsChangeFeed`,
 /// which (re)builds every short copy in `users` and `feed`.
-async fn rebuild_copies(config: Config) -> Result<(), String> {
-    let state = blog::connect(&config).await.map_err(|error| format!("cannot open the store: {error}"))?;
-    let users = blog::changefeed::processor::replay_users(&state).await.map_err(|error| format!("replay failed: {error}"))?;
+async fn rebuild_copies(config: Config) -> Result<(), HandlerError> {
+    let state = blog::connect(&config).await?;
+    let users = blog::changefeed::processor::replay_users(&state)
+        .await
+        .map_err(|source| HandlerError::Feed { what: "the replay of users", source })?;
     tracing::info!(users, "users replayed: names carried and reserved");
-    let posts = blog::changefeed::processor::rebuild_copies(&state).await.map_err(|error| format!("rebuild failed: {error}"))?;
+    let posts = blog::changefeed::processor::rebuild_copies(&state)
+        .await
+        .map_err(|source| HandlerError::Feed { what: "the rebuild of the copies", source })?;
     tracing::info!(posts, "copies rebuilt from posts");
     Ok(())
 }
@@ -105,24 +154,26 @@ async fn rebuild_copies(config: Config) -> Result<(), String> {
 /// `handler dead-letters`: prints every change the change-feed functions set aside, one JSON
 /// object per line; `handler dead-letters replay` delivers each again and removes those that
 /// now apply.
-async fn dead_letters(config: Config, action: Option<&str>) -> Result<(), String> {
+async fn dead_letters(config: Config, action: Option<&str>) -> Result<(), HandlerError> {
     use blog::changefeed::dead_letters;
-    let state = blog::connect(&config).await.map_err(|error| format!("cannot open the store: {error}"))?;
+    let state = blog::connect(&config).await?;
     match action {
         None => {
-            for letter in dead_letters::list(&state.store).await.map_err(|error| error.to_string())? {
+            for letter in dead_letters::list(&state.store).await? {
                 println!("{}", dead_letters::describe(&letter));
             }
             Ok(())
         }
         Some("replay") => {
-            let (applied, kept) = dead_letters::replay(&state).await.map_err(|error| format!("replay failed: {error}"))?;
+            let (applied, kept) = dead_letters::replay(&state)
+                .await
+                .map_err(|source| HandlerError::Feed { what: "the replay of the dead letters", source })?;
             tracing::info!(applied, kept, "dead letters replayed: the applied ones are removed");
             Ok(())
         }
-        Some(other) => {
-            Err(format!("unknown action {other:?}: `handler dead-letters` lists, `handler dead-letters replay` replays"))
-        }
+        Some(other) => Err(HandlerError::Usage(format!(
+            "unknown action {other:?}: `handler dead-letters` lists, `handler dead-letters replay` replays"
+        ))),
     }
 }
 

@@ -162,10 +162,12 @@ impl BatchReport {
 }
 
 /// A failure that makes the whole batch fail, so that it is delivered again.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum FeedError {
-    Store(StoreError),
-    Script(ScriptError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Script(#[from] ScriptError),
 }
 
 impl FeedError {
@@ -177,26 +179,5 @@ impl FeedError {
             FeedError::Store(StoreError::Throttled | StoreError::Timeout)
                 | FeedError::Script(ScriptError::Contention | ScriptError::Store(StoreError::Throttled | StoreError::Timeout))
         )
-    }
-}
-
-impl std::fmt::Display for FeedError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            FeedError::Store(error) => write!(f, "{error}"),
-            FeedError::Script(error) => write!(f, "{error}"),
-        }
-    }
-}
-
-impl From<StoreError> for FeedError {
-    fn from(error: StoreError) -> Self {
-        FeedError::Store(error)
-    }
-}
-
-impl From<ScriptError> for FeedError {
-    fn from(error: ScriptError) -> Self {
-        FeedError::Script(error)
     }
 }

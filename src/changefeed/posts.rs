@@ -157,7 +157,7 @@ async fn refresh_copy(state: &AppState, target: Target, changed: &ChangedPost) -
             Err(other) => return Err(other),
         }
     }
-    Err(StoreError::Other(format!("the copy of post {} in {} kept changing", changed.post.id, container.name())).into())
+    Err(StoreError::Unfinished(format!("the copy of post {} in {} kept changing", changed.post.id, container.name())).into())
 }
 
 /// A deleted post: its copies go, and so does whatever its deletion left of its comments and
@@ -173,7 +173,7 @@ async fn remove_copies(state: &AppState, post: &Post) -> Result<(), FeedError> {
     }
     match remove_post(state, &post.id, &post.user_id).await? {
         PostRemoval::Removed | PostRemoval::NothingLeft | PostRemoval::NotFound => Ok(()),
-        other => Err(StoreError::Other(format!("post {}: deletePost answered {other:?}", post.id)).into()),
+        other => Err(ScriptError::Failed(format!("post {}: deletePost answered {other:?}", post.id)).into()),
     }
 }
 
@@ -192,7 +192,7 @@ async fn write_copy(
     copy: PostCopy,
     existing: Option<Versioned<PostCopy>>,
 ) -> Result<(), FeedError> {
-    let document = serde_json::to_value(&copy).map_err(|error| StoreError::Other(error.to_string()))?;
+    let document = serde_json::to_value(&copy).map_err(|error| StoreError::json("a post's copy does not serialize", error))?;
     let write = match existing {
         Some(found) => WriteOp::Replace { id: copy.post.id.clone(), document, if_match: Some(found.etag) },
         None => WriteOp::Create { document },

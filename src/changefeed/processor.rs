@@ -148,7 +148,7 @@ async fn follow(
     stopped: &mut watch::Receiver<bool>,
 ) -> Result<(), FeedError> {
     let Some(embedded) = state.store.embedded() else {
-        return Err(StoreError::Other("local change-feed processing needs the embedded store".into()).into());
+        return Err(StoreError::Unusable("local change-feed processing needs the embedded store".into()).into());
     };
     let written = embedded.write_signal();
     let mut position = Checkpoint::load(checkpoint)?;
@@ -299,7 +299,7 @@ const MAX_POSITION: u64 = 1 << 62;
 impl Checkpoint {
     fn load(path: &Path) -> Result<u64, StoreError> {
         let damaged = |why: String| {
-            StoreError::Other(format!(
+            StoreError::Unusable(format!(
                 "{} is corrupt ({why}): it holds a change-feed processor's position. Delete it to have \
                  every change delivered again from the beginning (the change-feed functions are idempotent), \
                  then start again",
@@ -315,7 +315,7 @@ impl Checkpoint {
                 Err(error) => Err(damaged(error.to_string())),
             },
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(0),
-            Err(error) => Err(StoreError::Other(format!("cannot read {}: {error}", path.display()))),
+            Err(error) => Err(StoreError::io(format!("cannot read {}", path.display()), error)),
         }
     }
 
@@ -337,7 +337,7 @@ impl Checkpoint {
                 None => std::fs::File::open(".")?.sync_all(),
             }
         };
-        write().map_err(|error| StoreError::Other(format!("cannot write {}: {error}", path.display())))?;
+        write().map_err(|error| StoreError::io(format!("cannot write {}", path.display()), error))?;
         Ok(delivered_through)
     }
 }

@@ -139,5 +139,5 @@ async fn update_post_partition(state: &AppState, post_id: &str, user: &User) -> 
             None => return Err(ScriptError::Failed(format!("updateUsernames answered {body}")).into()),
         }
     }
-    Err(StoreError::Other(format!("updateUsernames did not finish in post {post_id}")).into())
+    Err(StoreError::Unfinished(format!("updateUsernames did not finish in post {post_id}")).into())
 }

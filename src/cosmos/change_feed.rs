@@ -24,8 +24,9 @@ impl Store {
         let _settled = self.settled_container(container).await;
         let mut sdk_query = Query::from(query.sql.into_owned());
         for (name, value) in query.parameters {
-            sdk_query =
-                sdk_query.with_parameter(name.into_owned(), value).map_err(|error| StoreError::Other(error.to_string()))?;
+            sdk_query = sdk_query
+                .with_parameter(name.into_owned(), value)
+                .map_err(|error| StoreError::sdk("a query parameter", error))?;
         }
         let options = QueryOptions::default().with_feed_options(whole_container());
         let mut pages =
@@ -101,7 +102,7 @@ impl ChangeFeed {
         self.pages
             .to_continuation_token()
             .map(|token| token.as_str().to_owned())
-            .map_err(|error| StoreError::Other(format!("the change feed's position cannot be read: {error}")))
+            .map_err(|error| StoreError::sdk("the change feed's position cannot be read", error))
     }
 
     /// The next changes, or `None` once a poll of every feed range in a row found nothing (the

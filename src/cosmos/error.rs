@@ -4,59 +4,109 @@ use azure_data_cosmos::CosmosError;
 
 use super::sdk::CALL_TIMEOUT;
 
-/// The outcomes of a Cosmos call that the application tells apart.
-#[derive(Debug)]
+/// The outcomes of a Cosmos call that the application tells apart, and the failures it does
+/// not, each with its cause.
+#[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    #[error("not found")]
     NotFound,
+    #[error("conflict: the item exists")]
     Conflict,
+    #[error("precondition failed: the item changed")]
     PreconditionFailed,
     /// 429 after the SDK's own retries.
+    #[error("throttled (429)")]
     Throttled,
+    #[error("no answer within {CALL_TIMEOUT:?}")]
     Timeout,
     /// A continuation token Cosmos refused.
+    #[error("invalid continuation token: {0}")]
     BadContinuation(String),
     /// A request Cosmos refused as malformed (400), e.g. a script's query that does not parse.
+    #[error("bad request: {0}")]
     BadRequest(String),
     /// A transactional batch failed; `statuses` holds each operation's status (the failing one,
     /// and 424 for the others).
-    BatchFailed {
-        statuses: Vec<u16>,
-    },
+    #[error("transactional batch failed: {statuses:?}")]
+    BatchFailed { statuses: Vec<u16> },
     /// The embedded store's disk is full: the write was not committed, and was undone.
+    #[error("the disk is full: the write was not committed, and was undone")]
     DiskFull,
-    Other(String),
+    /// A Cosmos DB call failed for a reason the application does not act on (another status, the
+    /// transport, an answer the SDK cannot read, a client that cannot be built).
+    #[error("{what}: {source}")]
+    Sdk {
+        what: String,
+        #[source]
+        source: CosmosError,
+    },
+    /// An item that does not serialize, or a stored item of another shape than the code reads.
+    #[error("{what}: {source}")]
+    Json {
+        what: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The embedded store's database refused an operation.
+    #[error("{what}: {source}")]
+    Database {
+        what: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// A file of the data directory could not be read or written.
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The Entra ID credential could not be set up.
+    #[error("{what}: {source}")]
+    Identity {
+        what: String,
+        #[source]
+        source: azure_core::Error,
+    },
+    /// The data directory, a checkpoint or the configuration cannot be used as they are; the
+    /// message says what to do.
+    #[error("{0}")]
+    Unusable(String),
+    /// Work that had to finish did not (a task that died, writes that kept conflicting).
+    #[error("{0}")]
+    Unfinished(String),
 }
-
-impl std::fmt::Display for StoreError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StoreError::NotFound => f.write_str("not found"),
-            StoreError::Conflict => f.write_str("conflict: the item exists"),
-            StoreError::PreconditionFailed => f.write_str("precondition failed: the item changed"),
-            StoreError::Throttled => f.write_str("throttled (429)"),
-            StoreError::Timeout => write!(f, "no answer within {CALL_TIMEOUT:?}"),
-            StoreError::BadContinuation(why) => write!(f, "invalid continuation token: {why}"),
-            StoreError::BadRequest(why) => write!(f, "bad request: {why}"),
-            StoreError::BatchFailed { statuses } => write!(f, "transactional batch failed: {statuses:?}"),
-            StoreError::DiskFull => f.write_str("the disk is full: the write was not committed, and was undone"),
-            StoreError::Other(message) => f.write_str(message),
-        }
-    }
-}
-
-impl std::error::Error for StoreError {}
 
 impl StoreError {
-    pub(crate) fn from_cosmos(error: &CosmosError) -> StoreError {
-        let status = error.status();
-        match u16::from(status.status_code()) {
+    pub(crate) fn from_cosmos(error: CosmosError) -> StoreError {
+        match u16::from(error.status().status_code()) {
             400 => StoreError::BadRequest(error.to_string()),
             404 => StoreError::NotFound,
             409 => StoreError::Conflict,
             412 => StoreError::PreconditionFailed,
             429 => StoreError::Throttled,
-            _ => StoreError::Other(error.to_string()),
+            _ => StoreError::sdk("the Cosmos DB call failed", error),
         }
+    }
+
+    /// [`StoreError::Sdk`], saying what was being done.
+    pub(crate) fn sdk(what: impl Into<String>, source: CosmosError) -> StoreError {
+        StoreError::Sdk { what: what.into(), source }
+    }
+
+    /// [`StoreError::Json`], saying what was being read or written.
+    pub(crate) fn json(what: impl Into<String>, source: serde_json::Error) -> StoreError {
+        StoreError::Json { what: what.into(), source }
+    }
+
+    /// [`StoreError::Database`], saying what was being done.
+    pub(crate) fn database(what: impl Into<String>, source: rusqlite::Error) -> StoreError {
+        StoreError::Database { what: what.into(), source }
+    }
+
+    /// [`StoreError::Io`], saying what was being done.
+    pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> StoreError {
+        StoreError::Io { what: what.into(), source }
     }
 
     /// The status a batch operation's failure corresponds to, when it is the one that failed.

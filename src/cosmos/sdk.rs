@@ -18,7 +18,7 @@ use super::{Meter, Scope};
 pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub(crate) fn to_document<T: Serialize>(item: &T) -> Result<Value, StoreError> {
-    serde_json::to_value(item).map_err(|error| StoreError::Other(format!("an item does not serialize: {error}")))
+    serde_json::to_value(item).map_err(|error| StoreError::json("an item does not serialize", error))
 }
 
 pub(crate) fn document_id(document: &Value) -> Result<String, StoreError> {
@@ -26,7 +26,7 @@ pub(crate) fn document_id(document: &Value) -> Result<String, StoreError> {
         .get("id")
         .and_then(Value::as_str)
         .map(str::to_owned)
-        .ok_or_else(|| StoreError::Other("an item to write has no string id".into()))
+        .ok_or_else(|| StoreError::Unusable("an item to write has no string id".into()))
 }
 
 /// Runs one Cosmos call within [`CALL_TIMEOUT`], mapping its error.
@@ -36,7 +36,7 @@ pub(crate) async fn bounded<T>(call: impl Future<Output = azure_data_cosmos::Res
     // then overflowed a 2 MiB thread in debug builds.
     match tokio::time::timeout(CALL_TIMEOUT, Box::pin(call)).await {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(error)) => Err(StoreError::from_cosmos(&error)),
+        Ok(Err(error)) => Err(StoreError::from_cosmos(error)),
         Err(_) => Err(StoreError::Timeout),
     }
 }
@@ -55,7 +55,7 @@ pub(crate) async fn metered<R: HasCharge>(
         }
         Ok(Err(error)) => {
             Meter::record(scope, error.diagnostics().map_or(0.0, |diagnostics| f64::from(diagnostics.total_request_charge())));
-            Err(StoreError::from_cosmos(&error))
+            Err(StoreError::from_cosmos(error))
         }
         Err(_) => {
             Meter::record(scope, 0.0);
@@ -113,21 +113,24 @@ pub fn entra_credential(client_id: Option<&str>) -> Result<Arc<dyn TokenCredenti
             user_assigned_id: client_id.map(|id| azure_identity::UserAssignedId::ClientId(id.to_owned())),
             ..Default::default()
         };
-        azure_identity::ManagedIdentityCredential::new(Some(options)).map_err(|error| StoreError::Other(error.to_string()))?
+        azure_identity::ManagedIdentityCredential::new(Some(options))
+            .map_err(|source| StoreError::Identity { what: "cannot set up the managed identity".into(), source })?
     } else {
-        azure_identity::DeveloperToolsCredential::new(None).map_err(|error| StoreError::Other(error.to_string()))?
+        azure_identity::DeveloperToolsCredential::new(None)
+            .map_err(|source| StoreError::Identity { what: "cannot set up the developer tools' credential".into(), source })?
     };
     Ok(credential)
 }
 
 /// A client for an account reached with Entra ID.
 pub(crate) async fn entra_client(endpoint: &str, credential: Arc<dyn TokenCredential>) -> Result<CosmosClient, StoreError> {
-    let endpoint = endpoint.parse().map_err(|error: CosmosError| StoreError::Other(format!("bad account endpoint: {error}")))?;
+    let endpoint =
+        endpoint.parse().map_err(|error: CosmosError| StoreError::sdk(format!("bad account endpoint {endpoint:?}"), error))?;
     let account = AccountReference::with_credential(endpoint, credential);
     CosmosClient::builder()
         .build(account, RoutingStrategy::ProximityTo(home_region()))
         .await
-        .map_err(|error| StoreError::Other(error.to_string()))
+        .map_err(|error| StoreError::sdk("cannot build the Cosmos DB client", error))
 }
 
 /// Creates the database and the four containers when missing (needs control-plane rights: the
@@ -136,7 +139,7 @@ pub(crate) async fn create_containers(client: &CosmosClient, database: &str) -> 
     let tolerate_existing = |result: azure_data_cosmos::Result<_>| match result {
         Ok(_) => Ok(()),
         Err(error) if error.status().is_conflict() => Ok(()),
-        Err(error) => Err(StoreError::Other(format!("cannot create the database or a container: {error}"))),
+        Err(error) => Err(StoreError::sdk("cannot create the database or a container", error)),
     };
     tolerate_existing(client.create_database(database, None).await.map(drop))?;
     for container in Container::ALL {

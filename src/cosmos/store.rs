@@ -79,7 +79,7 @@ impl Store {
     /// [`Store::connect`], with faults injected into the embedded store's commits.
     #[cfg_attr(not(feature = "embedded"), allow(unused_variables))]
     pub(crate) async fn connect_with(config: &Config, faults: Arc<dyn embedded::database::Faults>) -> Result<Store, StoreError> {
-        let other = |error: CosmosError| StoreError::Other(error.to_string());
+        let other = |error: CosmosError| StoreError::sdk("cannot start the embedded store's emulator", error);
         let mut credential_for_scripts = None;
         let (client, durability) = match &config.backend {
             #[cfg(feature = "embedded")]
@@ -91,7 +91,7 @@ impl Store {
                 (client, Some((database, connection, changes, expiries)))
             }
             #[cfg(not(feature = "embedded"))]
-            Backend::Embedded { .. } => return Err(StoreError::Other("this build has no embedded store".into())),
+            Backend::Embedded { .. } => return Err(StoreError::Unusable("this build has no embedded store".into())),
             Backend::ConnectionString(text) => (key_client(text).await.map_err(other)?, None),
             Backend::Endpoint { endpoint, client_id } => {
                 let credential = entra_credential(client_id.as_deref())?;
@@ -108,7 +108,7 @@ impl Store {
             let database = &database;
             async move {
                 database.container_client(container.name(), None).await.map_err(|error| {
-                    StoreError::Other(format!("container {}/{} is not reachable: {error}", config.database, container.name()))
+                    StoreError::sdk(format!("container {}/{} is not reachable", config.database, container.name()), error)
                 })
             }
         };
@@ -170,11 +170,11 @@ impl Store {
         let properties = bounded(self.container(container).read(None))
             .await?
             .into_model()
-            .map_err(|error| StoreError::Other(format!("unreadable container properties: {error}")))?;
+            .map_err(|error| StoreError::sdk("unreadable container properties", error))?;
         let self_link = properties
             .system_properties
             .self_link
-            .ok_or_else(|| StoreError::Other(format!("container {} has no _self", container.name())))?;
+            .ok_or_else(|| StoreError::Unusable(format!("container {} has no _self", container.name())))?;
         Ok((self_link, format!("dbs/{}/colls/{}", self.database, container.name())))
     }
 
@@ -205,7 +205,7 @@ impl Store {
                 Err(other) => return Err(other),
             };
         let etag = response.headers().etag().map(ToString::to_string).unwrap_or_default();
-        let item = response.into_model::<T>().map_err(|error| StoreError::Other(format!("unreadable item {id:?}: {error}")))?;
+        let item = response.into_model::<T>().map_err(|error| StoreError::sdk(format!("unreadable item {id:?}"), error))?;
         Ok(Some(Versioned { item, etag }))
     }
 
@@ -268,9 +268,10 @@ impl Store {
         page: PageRequest,
     ) -> Result<Page<T>, StoreError> {
         let (documents, continuation) = self.query_documents(container, partition_key, query, page).await?;
-        let items = documents.into_iter().map(serde_json::from_value).collect::<Result<Vec<T>, _>>().map_err(|error| {
-            StoreError::Other(format!("a {} item does not have the expected shape: {error}", container.name()))
-        })?;
+        let items =
+            documents.into_iter().map(serde_json::from_value).collect::<Result<Vec<T>, _>>().map_err(|error| {
+                StoreError::json(format!("a {} item does not have the expected shape", container.name()), error)
+            })?;
         Ok(Page { items, continuation })
     }
 
@@ -284,8 +285,9 @@ impl Store {
     ) -> Result<(Vec<Value>, Option<String>), StoreError> {
         let mut sdk_query = Query::from(query.sql.into_owned());
         for (name, value) in query.parameters {
-            sdk_query =
-                sdk_query.with_parameter(name.into_owned(), value).map_err(|error| StoreError::Other(error.to_string()))?;
+            sdk_query = sdk_query
+                .with_parameter(name.into_owned(), value)
+                .map_err(|error| StoreError::sdk("a query parameter", error))?;
         }
         let size = NonZeroU32::new(page.size.max(1)).expect("at least one");
         let mut options = QueryOptions::default().with_max_item_count(MaxItemCountHint::Limit(size));
@@ -294,7 +296,7 @@ impl Store {
             options = options.with_continuation_token(ContinuationToken::from_string(token));
         }
         let continuation_error = |error: StoreError| match error {
-            StoreError::Other(why) if resuming => StoreError::BadContinuation(why),
+            StoreError::Sdk { source, .. } if resuming => StoreError::BadContinuation(source.to_string()),
             other => other,
         };
         let scope = FeedScope::partition(partition_key.to_owned());
@@ -316,9 +318,13 @@ impl Store {
         Meter::record(Scope::partition(container, partition_key), response_charge(page.headers()));
         // The backend sends a continuation header only when more results may follow.
         let continuation = match page.headers().continuation() {
-            Some(_) => {
-                Some(pages.to_continuation_token().map_err(|error| StoreError::Other(error.to_string()))?.as_str().to_owned())
-            }
+            Some(_) => Some(
+                pages
+                    .to_continuation_token()
+                    .map_err(|error| StoreError::sdk("the next page's token", error))?
+                    .as_str()
+                    .to_owned(),
+            ),
             None => None,
         };
         Ok((page.items().to_vec(), continuation))
@@ -353,7 +359,7 @@ impl Store {
         }
         let mut journaled = Vec::with_capacity(operations.len());
         let mut batch = TransactionalBatch::new(partition_key.to_owned());
-        let sdk_error = |error: CosmosError| StoreError::Other(error.to_string());
+        let sdk_error = |error: CosmosError| StoreError::sdk("a transactional batch", error);
         let precondition = |etag: &Option<String>| etag.as_ref().map(|etag| Precondition::if_match(Etag::from(etag.clone())));
         for operation in operations {
             batch = match operation {
@@ -384,7 +390,7 @@ impl Store {
                 self.container(container).execute_transactional_batch(batch, None),
             )
             .await?;
-            let results = response.into_model().map_err(|error| StoreError::Other(error.to_string()))?;
+            let results = response.into_model().map_err(|error| StoreError::sdk("a transactional batch's answer", error))?;
             // A failed batch is an `Ok` response (207) whose operations say what failed.
             if results.results().iter().all(|result| result.is_success()) {
                 Ok(())

@@ -96,7 +96,7 @@ impl Refused {
         if self.disk_full {
             StoreError::DiskFull
         } else {
-            StoreError::Other(format!("the write could not be committed, so it was undone: {}", self.message))
+            StoreError::Unfinished(format!("the write could not be committed, so it was undone: {}", self.message))
         }
     }
 }
@@ -149,7 +149,7 @@ impl From<rusqlite::Error> for Refusal {
 
 /// Why a database file cannot be used, and what to do.
 fn damaged(path: &Path, error: impl std::fmt::Display) -> StoreError {
-    StoreError::Other(format!(
+    StoreError::Unusable(format!(
         "{} is damaged or is not this store's database ({error}). Restore the data directory from a backup; or \
          recover what can be read with `sqlite3 {0} .recover | sqlite3 recovered.sqlite` and put recovered.sqlite \
          in its place (removing {0}-wal and {0}-shm); or move the data directory away to start empty",
@@ -161,10 +161,10 @@ impl Database {
     /// Opens (or creates) the database in `dir`, refusing a damaged one. Takes the directory's
     /// lock: one process per data directory.
     pub(crate) fn open(dir: &Path) -> Result<(Database, Connection), StoreError> {
-        let io = |error: std::io::Error| StoreError::Other(format!("cannot open the data directory {}: {error}", dir.display()));
+        let io = |error| StoreError::io(format!("cannot open the data directory {}", dir.display()), error);
         std::fs::create_dir_all(dir).map_err(io)?;
         let lock = OpenOptions::new().create(true).truncate(false).write(true).open(dir.join(LOCK)).map_err(io)?;
-        lock.try_lock().map_err(|_| StoreError::Other(format!("{} is in use by another handler process", dir.display())))?;
+        lock.try_lock().map_err(|_| StoreError::Unusable(format!("{} is in use by another handler process", dir.display())))?;
         let path = dir.join(FILE);
         let connection = Self::connect(&path).map_err(|error| damaged(&path, error))?;
         let reader = Self::connect(&path).map_err(|error| damaged(&path, error))?;
@@ -266,7 +266,7 @@ impl Database {
         let writer = std::thread::Builder::new()
             .name("sqlite-writer".into())
             .spawn(move || writer.run(receiver))
-            .map_err(|error| StoreError::Other(format!("cannot start the database's writer: {error}")))?;
+            .map_err(|error| StoreError::io("cannot start the database's writer", error))?;
         self.messages = Some(messages);
         self.writer = Some(writer);
         Ok(())
@@ -322,7 +322,7 @@ impl Database {
                 |row| row.get(0),
             )
             .optional()
-            .map_err(|error| StoreError::Other(format!("cannot read {}: {error}", self.path.display())))
+            .map_err(|error| StoreError::database(format!("cannot read {}", self.path.display()), error))
     }
 }
 

@@ -119,7 +119,7 @@ pub async fn load(
         loading.spawn(async move {
             for row in page {
                 restore(&emulator, &database_name, row.container, &row.partition_key, &row.doc).await.map_err(|why| {
-                    StoreError::Other(format!(
+                    StoreError::Unusable(format!(
                         "{}: the item {:?} of {} (partition key {:?}) cannot be loaded: {why}. Restore the data directory \
                          from a backup, or delete that row with the sqlite3 shell",
                         path.display(),
@@ -148,7 +148,7 @@ fn join(done: Option<Result<Result<(), StoreError>, tokio::task::JoinError>>) ->
     match done {
         None => Ok(()),
         Some(Ok(outcome)) => outcome,
-        Some(Err(error)) => Err(StoreError::Other(format!("loading the embedded store failed: {error}"))),
+        Some(Err(error)) => Err(StoreError::Unfinished(format!("loading the embedded store failed: {error}"))),
     }
 }
 

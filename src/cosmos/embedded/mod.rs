@@ -113,7 +113,7 @@ impl Durability {
             outcome.map_err(Refused::into_store_error)
         })
         .await
-        .map_err(|error| StoreError::Other(format!("the write's commit did not finish: {error}")))?
+        .map_err(|error| StoreError::Unfinished(format!("the write's commit did not finish: {error}")))?
     }
 
     /// Puts the items of a refused write back as the database holds them; the caller still
@@ -130,7 +130,7 @@ impl Durability {
             };
             let undone = match durable {
                 Some(Ok(document)) => bounded(client.upsert_item(partition_key.to_owned(), id, &document, None)).await.map(drop),
-                Some(Err(error)) => Err(StoreError::Other(error.to_string())),
+                Some(Err(error)) => Err(StoreError::json("a refused write's item as the database holds it", error)),
                 None => match bounded(client.delete_item(partition_key.to_owned(), id, None)).await {
                     Err(StoreError::NotFound) => Ok(()),
                     other => other.map(drop),
@@ -217,15 +217,15 @@ impl Durability {
 /// and checks it and the processors' positions beside it.
 pub(crate) fn open(dir: &Path) -> Result<(Database, rusqlite::Connection), StoreError> {
     let (database, mut connection) = Database::open(dir)?;
-    let damaged = |error: rusqlite::Error| StoreError::Other(format!("cannot read {}: {error}", database.path().display()));
+    let damaged = |error| StoreError::database(format!("cannot read {}", database.path().display()), error);
     const MARKER: &str = "imported_journal";
     if legacy::present(dir) {
         let imported =
-            legacy::read(dir).map_err(|error| StoreError::Other(format!("cannot import the data directory: {error}")))?;
+            legacy::read(dir).map_err(|error| StoreError::Unusable(format!("cannot import the data directory: {error}")))?;
         let already = database::has_marker(&connection, MARKER).map_err(damaged)?;
         if !already {
             if !database::is_empty(&connection).map_err(damaged)? {
-                return Err(StoreError::Other(format!(
+                return Err(StoreError::Unusable(format!(
                     "{} holds data, and so do the earlier store's {} and {} beside it: move one or the other away",
                     database.path().display(),
                     legacy::SNAPSHOT,
@@ -247,7 +247,7 @@ pub(crate) fn open(dir: &Path) -> Result<(Database, rusqlite::Connection), Store
         }
         // (Done again when a crash came between the commit and the renames.)
         legacy::set_aside(dir, &imported.files)
-            .map_err(|error| StoreError::Other(format!("cannot rename the imported files in {}: {error}", dir.display())))?;
+            .map_err(|error| StoreError::io(format!("cannot rename the imported files in {}", dir.display()), error))?;
         drop(database);
         return open(dir);
     }
@@ -295,7 +295,7 @@ fn check_positions(dir: &Path, last_seq: u64) -> Result<(), StoreError> {
 }
 
 fn out_of_range(path: &Path, position: u64, last_seq: u64) -> StoreError {
-    StoreError::Other(format!(
+    StoreError::Unusable(format!(
         "{} holds a change-feed processor's position {position}, beyond the last write the data directory \
          numbered ({last_seq}): no processor got there, so the file is damaged or from another copy. Write \
          {{\"delivered_through\": {last_seq}}} in it if every write was delivered, or delete it to have every change \
