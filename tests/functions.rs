@@ -9,7 +9,7 @@ use std::path::Path;
 use blog::changefeed::Function;
 use blog::config::CONNECTION_SETTING;
 use blog::config::ChangeFeedMode;
-use blog::http::HTTP_FUNCTIONS;
+use blog::http::HttpFunction;
 use common::TestApp;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -67,14 +67,14 @@ fn every_http_function_is_a_forwarded_route_of_the_handler_and_back() {
         declared.insert((name, methods[0].clone(), trigger["route"].as_str().unwrap().to_owned()));
     }
     let served: BTreeSet<(String, String, String)> =
-        HTTP_FUNCTIONS.iter().map(|(name, method, route)| (name.to_string(), method.to_string(), route.to_string())).collect();
+        HttpFunction::ALL.iter().map(|f| (f.name().to_string(), f.method().to_string(), f.route().to_string())).collect();
     assert_eq!(declared, served, "functions/*/function.json and the handler's routes must be the same set");
 }
 
 #[tokio::test]
 async fn the_handler_answers_every_declared_route_and_method() {
     let app = TestApp::start_as_host().await;
-    for (name, method, route) in HTTP_FUNCTIONS {
+    for (name, method, route) in HttpFunction::ALL.iter().map(|f| (f.name(), f.method(), f.route())) {
         let path = blog::http::router_path(route).replace("{userId}", "someone").replace("{postId}", "something");
         let answer = app.raw(Method::from_bytes(method.as_bytes()).unwrap(), &path, Some("application/json"), "{}").await;
         assert_ne!(answer.status.as_u16(), 405, "{name}: {method} {path}");

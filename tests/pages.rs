@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use blog::http::HTTP_FUNCTIONS;
+use blog::http::HttpFunction;
 use common::TestApp;
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, LOCATION};
@@ -298,8 +298,10 @@ async fn every_form_refuses_another_sites_request_and_takes_the_blogs_own() {
     alice.sign_up("alice", "Alice").await;
     let post = alice.write("Target", "Text").await;
 
-    for (name, method, route) in
-        HTTP_FUNCTIONS.iter().filter(|(_, method, route)| *method == "POST" && !blog::http::is_api_route(route))
+    for (name, method, route) in HttpFunction::ALL
+        .iter()
+        .map(|f| (f.name(), f.method(), f.route()))
+        .filter(|(_, method, route)| *method == "POST" && !blog::http::is_api_route(route))
     {
         let path = blog::http::router_path(route)
             .replace("{userId}", "alice")

@@ -28,7 +28,7 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, delete, get, post, put};
+use axum::routing::{MethodFilter, MethodRouter, on, post};
 use tokio::sync::Semaphore;
 
 use crate::app::AppState;
@@ -45,49 +45,91 @@ pub const HOST_BATCH_BYTES: usize = 64 * 1024 * 1024;
 /// empty path matches (ASP.NET Core's `maxlength(0)` constraint).
 pub const FRONT_PAGE_ROUTE: &str = "{home:maxlength(0)?}";
 
-/// The HTTP functions: name (the folder under `functions/`), method, and route (host.json's
-/// route prefix is empty: the JSON API's routes start with `api/`, the pages' do not). The router
-/// is built from this table, and a test checks it against every `functions/*/function.json`, so
-/// the two cannot drift apart.
-pub const HTTP_FUNCTIONS: [(&str, &str, &str); 36] = [
-    ("CreateUser", "POST", "api/users"),
-    ("EditUser", "PUT", "api/users/{userId}"),
-    ("GetUser", "GET", "api/users/{userId}"),
-    ("GetMe", "GET", "api/me"),
-    ("ListUserPosts", "GET", "api/users/{userId}/posts"),
-    ("CreatePost", "POST", "api/posts"),
-    ("EditPost", "PUT", "api/posts/{postId}"),
-    ("GetPost", "GET", "api/posts/{postId}"),
-    ("DeletePost", "DELETE", "api/posts/{postId}"),
-    ("CreateComment", "POST", "api/posts/{postId}/comments"),
-    ("ListComments", "GET", "api/posts/{postId}/comments"),
-    ("DeleteComment", "DELETE", "api/posts/{postId}/comments/{commentId}"),
-    ("CreateLike", "POST", "api/posts/{postId}/likes"),
-    ("ListLikes", "GET", "api/posts/{postId}/likes"),
-    ("DeleteLike", "DELETE", "api/posts/{postId}/likes/{userId}"),
-    ("GetFeed", "GET", "api/feed"),
-    ("GetOpenApi", "GET", "api/openapi.json"),
+/// Declares the HTTP functions, each once: its name (the folder under `functions/`), method,
+/// route (host.json's route prefix is empty: the JSON API's routes start with `api/`, the
+/// pages' do not) and handler. The router is built from them, and a test checks them against
+/// every `functions/*/function.json`, so the two cannot drift apart.
+macro_rules! http_functions {
+    ($($name:ident $method:ident $route:expr => $handler:path,)*) => {
+        /// The HTTP functions the handler serves.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum HttpFunction {
+            $($name,)*
+        }
+
+        impl HttpFunction {
+            /// Every HTTP function, in the order declared.
+            pub const ALL: &[HttpFunction] = &[$(HttpFunction::$name,)*];
+
+            /// The function's name: its folder under `functions/`.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(HttpFunction::$name => stringify!($name),)*
+                }
+            }
+
+            /// The HTTP method it answers.
+            pub fn method(self) -> &'static str {
+                match self {
+                    $(HttpFunction::$name => stringify!($method),)*
+                }
+            }
+
+            /// Its route, as its `function.json` declares it.
+            pub fn route(self) -> &'static str {
+                match self {
+                    $(HttpFunction::$name => $route,)*
+                }
+            }
+
+            fn handler(self) -> MethodRouter<AppState> {
+                match self {
+                    $(HttpFunction::$name => on(MethodFilter::$method, $handler),)*
+                }
+            }
+        }
+    };
+}
+
+http_functions! {
+    CreateUser POST "api/users" => users::create,
+    EditUser PUT "api/users/{userId}" => users::edit,
+    GetUser GET "api/users/{userId}" => users::get,
+    GetMe GET "api/me" => users::me,
+    ListUserPosts GET "api/users/{userId}/posts" => users::list_posts,
+    CreatePost POST "api/posts" => posts::create,
+    EditPost PUT "api/posts/{postId}" => posts::edit,
+    GetPost GET "api/posts/{postId}" => posts::get,
+    DeletePost DELETE "api/posts/{postId}" => posts::delete,
+    CreateComment POST "api/posts/{postId}/comments" => comments::create,
+    ListComments GET "api/posts/{postId}/comments" => comments::list,
+    DeleteComment DELETE "api/posts/{postId}/comments/{commentId}" => comments::delete,
+    CreateLike POST "api/posts/{postId}/likes" => likes::create,
+    ListLikes GET "api/posts/{postId}/likes" => likes::list,
+    DeleteLike DELETE "api/posts/{postId}/likes/{userId}" => likes::delete,
+    GetFeed GET "api/feed" => feed::list,
+    GetOpenApi GET "api/openapi.json" => openapi::document,
     // The pages.
-    ("FrontPage", "GET", FRONT_PAGE_ROUTE),
-    ("PostPage", "GET", "posts/{postId}"),
-    ("NewPostPage", "GET", "write"),
-    ("SubmitNewPost", "POST", "write"),
-    ("EditPostPage", "GET", "posts/{postId}/edit"),
-    ("SubmitPostEdit", "POST", "posts/{postId}/edit"),
-    ("SubmitComment", "POST", "posts/{postId}/comments"),
-    ("SubmitLike", "POST", "posts/{postId}/likes"),
-    ("SubmitUnlike", "POST", "posts/{postId}/unlike"),
-    ("SubmitCommentDelete", "POST", "posts/{postId}/comments/{commentId}/delete"),
-    ("DeletePostPage", "GET", "posts/{postId}/delete"),
-    ("SubmitPostDelete", "POST", "posts/{postId}/delete"),
-    ("UserPage", "GET", "users/{userId}"),
-    ("SubmitNewUser", "POST", "users"),
-    ("SubmitRename", "POST", "users/{userId}"),
-    ("SignInPage", "GET", "signin"),
-    ("SubmitSignIn", "POST", "signin"),
-    ("SubmitSignOut", "POST", "signout"),
-    ("Stylesheet", "GET", "style.css"),
-];
+    FrontPage GET FRONT_PAGE_ROUTE => pages::feed::front_page,
+    PostPage GET "posts/{postId}" => pages::posts::post_page,
+    NewPostPage GET "write" => pages::posts::new_post_page,
+    SubmitNewPost POST "write" => pages::posts::submit_new_post,
+    EditPostPage GET "posts/{postId}/edit" => pages::posts::edit_post_page,
+    SubmitPostEdit POST "posts/{postId}/edit" => pages::posts::submit_post_edit,
+    SubmitComment POST "posts/{postId}/comments" => pages::posts::submit_comment,
+    SubmitLike POST "posts/{postId}/likes" => pages::posts::submit_like,
+    SubmitUnlike POST "posts/{postId}/unlike" => pages::posts::submit_unlike,
+    SubmitCommentDelete POST "posts/{postId}/comments/{commentId}/delete" => pages::posts::submit_comment_delete,
+    DeletePostPage GET "posts/{postId}/delete" => pages::posts::delete_post_page,
+    SubmitPostDelete POST "posts/{postId}/delete" => pages::posts::submit_post_delete,
+    UserPage GET "users/{userId}" => pages::users::user_page,
+    SubmitNewUser POST "users" => pages::users::submit_new_user,
+    SubmitRename POST "users/{userId}" => pages::users::submit_rename,
+    SignInPage GET "signin" => pages::session::sign_in_page,
+    SubmitSignIn POST "signin" => pages::session::submit_sign_in,
+    SubmitSignOut POST "signout" => pages::session::submit_sign_out,
+    Stylesheet GET "style.css" => pages::stylesheet,
+}
 
 /// The path the handler serves a function's route at.
 pub fn router_path(route: &str) -> String {
@@ -97,49 +139,6 @@ pub fn router_path(route: &str) -> String {
 /// Whether a function's route is the JSON API's (the rest are pages).
 pub fn is_api_route(route: &str) -> bool {
     route.starts_with("api/")
-}
-
-/// The handler of each HTTP function.
-fn handler(function: &str) -> MethodRouter<AppState> {
-    match function {
-        "CreateUser" => post(users::create),
-        "EditUser" => put(users::edit),
-        "GetUser" => get(users::get),
-        "GetMe" => get(users::me),
-        "ListUserPosts" => get(users::list_posts),
-        "CreatePost" => post(posts::create),
-        "EditPost" => put(posts::edit),
-        "GetPost" => get(posts::get),
-        "DeletePost" => delete(posts::delete),
-        "CreateComment" => post(comments::create),
-        "ListComments" => get(comments::list),
-        "DeleteComment" => delete(comments::delete),
-        "CreateLike" => post(likes::create),
-        "ListLikes" => get(likes::list),
-        "DeleteLike" => delete(likes::delete),
-        "GetFeed" => get(feed::list),
-        "GetOpenApi" => get(openapi::document),
-        "FrontPage" => get(pages::feed::front_page),
-        "PostPage" => get(pages::posts::post_page),
-        "NewPostPage" => get(pages::posts::new_post_page),
-        "SubmitNewPost" => post(pages::posts::submit_new_post),
-        "EditPostPage" => get(pages::posts::edit_post_page),
-        "SubmitPostEdit" => post(pages::posts::submit_post_edit),
-        "SubmitComment" => post(pages::posts::submit_comment),
-        "SubmitLike" => post(pages::posts::submit_like),
-        "SubmitUnlike" => post(pages::posts::submit_unlike),
-        "SubmitCommentDelete" => post(pages::posts::submit_comment_delete),
-        "DeletePostPage" => get(pages::posts::delete_post_page),
-        "SubmitPostDelete" => post(pages::posts::submit_post_delete),
-        "UserPage" => get(pages::users::user_page),
-        "SubmitNewUser" => post(pages::users::submit_new_user),
-        "SubmitRename" => post(pages::users::submit_rename),
-        "SignInPage" => get(pages::session::sign_in_page),
-        "SubmitSignIn" => post(pages::session::submit_sign_in),
-        "SubmitSignOut" => post(pages::session::submit_sign_out),
-        "Stylesheet" => get(pages::stylesheet),
-        other => unreachable!("no handler for {other}"),
-    }
 }
 
 /// Every route the handler serves: the HTTP functions at the paths the host forwards (the
@@ -154,8 +153,8 @@ fn handler(function: &str) -> MethodRouter<AppState> {
 /// the changes, nothing else may.
 pub fn router(state: AppState, max_in_flight: usize, host_change_feed: bool) -> Router {
     let mut router = Router::new();
-    for (function, _, route) in HTTP_FUNCTIONS {
-        router = router.route(&router_path(route), handler(function));
+    for &function in HttpFunction::ALL {
+        router = router.route(&router_path(function.route()), function.handler());
     }
     if host_change_feed {
         // Invoked by the host as `POST /{FunctionName}`. A batch holds up to
