@@ -1,6 +1,6 @@
 //! The pages' forms: their fields, and what they show again when a write is refused.
 
-use std::fmt::Write as _;
+use maud::{Markup, html};
 
 use super::esc;
 use crate::http::error::ApiError;
@@ -51,41 +51,48 @@ pub struct Field {
 }
 
 /// Renders a form: a general error first, then each field, then the submit button.
-pub fn form(out: &mut String, action: &str, id: &str, fields: &[Field], draft: &Draft, submit: &str) {
-    let _ = write!(out, "<form class=\"write\" method=\"post\" action=\"{}\" id=\"{id}\">", esc(action));
-    if let Some(detail) = Refusal::general(draft.refusal.as_ref()) {
-        let _ = write!(out, "<p class=\"error\" role=\"alert\" id=\"{id}-error\">{}</p>", esc(detail));
-    }
-    for field in fields {
-        let input_id = format!("{id}-{}", field.name);
-        let error = draft.refusal.as_ref().filter(|refusal| refusal.field == Some(field.name));
-        let _ = write!(out, "<p class=\"field\"><label for=\"{input_id}\">{}</label>", field.label);
-        if !field.hint.is_empty() {
-            let _ = write!(out, "<span class=\"hint\" id=\"{input_id}-hint\">{}</span>", field.hint);
-        }
-        let mut described = if field.hint.is_empty() { String::new() } else { format!("{input_id}-hint") };
-        if let Some(error) = error {
-            let _ = write!(out, "<span class=\"error\" role=\"alert\" id=\"{input_id}-error\">{}</span>", esc(&error.detail));
-            described = format!("{input_id}-error {described}");
-        }
-        let invalid = if error.is_some() { " aria-invalid=\"true\"" } else { "" };
-        let described = if described.is_empty() { String::new() } else { format!(" aria-describedby=\"{}\"", described.trim()) };
-        let value = esc(draft.value(field.name));
-        if field.multiline {
-            let _ = write!(
-                out,
-                "<textarea id=\"{input_id}\" name=\"{}\" rows=\"8\" maxlength=\"{}\" required{invalid}{described}>{value}</textarea></p>",
-                field.name, field.max_chars
-            );
-        } else {
-            let _ = write!(
-                out,
-                "<input id=\"{input_id}\" name=\"{}\" type=\"text\" value=\"{value}\" maxlength=\"{}\" required{invalid}{described}></p>",
-                field.name, field.max_chars
-            );
+pub fn form(action: &str, id: &str, fields: &[Field], draft: &Draft, submit: &str) -> Markup {
+    html! {
+        form class="write" method="post" action=(esc(action)) id=(id) {
+            @if let Some(detail) = Refusal::general(draft.refusal.as_ref()) {
+                p class="error" role="alert" id={ (id) "-error" } { (esc(detail)) }
+            }
+            @for field in fields {
+                (form_field(id, field, draft))
+            }
+            p { button type="submit" { (submit) } }
         }
     }
-    let _ = write!(out, "<p><button type=\"submit\">{submit}</button></p></form>");
+}
+
+/// One field of the form `form_id`: its label, hint and error, and its input.
+fn form_field(form_id: &str, field: &Field, draft: &Draft) -> Markup {
+    let input_id = format!("{form_id}-{}", field.name);
+    let error = draft.refusal.as_ref().filter(|refusal| refusal.field == Some(field.name));
+    let hint_id = (!field.hint.is_empty()).then(|| format!("{input_id}-hint"));
+    let error_id = error.map(|_| format!("{input_id}-error"));
+    let described = [error_id.as_deref(), hint_id.as_deref()].into_iter().flatten().collect::<Vec<_>>().join(" ");
+    let described = (!described.is_empty()).then_some(described);
+    let invalid = error.map(|_| "true");
+    let value = esc(draft.value(field.name));
+    html! {
+        p class="field" {
+            label for=(input_id) { (field.label) }
+            @if let Some(hint_id) = &hint_id {
+                span class="hint" id=(hint_id) { (field.hint) }
+            }
+            @if let (Some(error), Some(error_id)) = (error, &error_id) {
+                span class="error" role="alert" id=(error_id) { (esc(&error.detail)) }
+            }
+            @if field.multiline {
+                textarea id=(input_id) name=(field.name) rows="8" maxlength=(field.max_chars) required
+                    aria-invalid=[invalid] aria-describedby=[&described] { (value) }
+            } @else {
+                input id=(input_id) name=(field.name) type="text" value=(value) maxlength=(field.max_chars) required
+                    aria-invalid=[invalid] aria-describedby=[&described];
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,9 @@
 //! the result; every form is post/redirect/get, and a refused write renders its form again with
 //! the API's `detail` next to the field and what was typed kept. No JavaScript.
 //!
+//! The markup is written with maud's `html!`, which escapes every value put in it: text goes in
+//! unescaped only as `PreEscaped`, beside a comment that says why it is safe there.
+//!
 //! - [`feed`]: the front page (Q6).
 //! - [`posts`]: a post (Q2 + Q4 + Q5), new and edit forms (C2), comment (C3) and like (C4).
 //! - [`users`]: a user (Q1 + Q3), create and rename (C1).
@@ -22,6 +25,7 @@ use std::fmt::{self, Display, Write as _};
 use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use maud::{DOCTYPE, Markup, Render, html};
 
 pub use self::extractors::{Form, PageId, PageIds, PageQuery, SameOrigin, Viewer};
 pub use self::forms::{Draft, Field, Refusal, form};
@@ -51,7 +55,15 @@ pub async fn stylesheet() -> Response {
         .into_response()
 }
 
-/// Text made safe to put in HTML, between tags or in a quoted attribute.
+/// Text made safe to put in HTML, between tags or in a quoted attribute: `&`, `<`, `>`, `"` and
+/// `'` as character references.
+///
+/// maud escapes every value put in a template already, all but `'` (its attributes are all
+/// double-quoted, where `'` is plain text). The pages put every value that does not come from
+/// the code itself (stored, typed, an error's detail) through [`esc`] all the same, so that such
+/// a value reads the same on every page, `'` as `&#39;` included. One put in without it is still
+/// escaped, by maud.
+#[derive(Clone, Copy)]
 pub struct Escaped<'a>(pub &'a str);
 
 impl Display for Escaped<'_> {
@@ -69,6 +81,13 @@ impl Display for Escaped<'_> {
             rest = &rest[at + 1..];
         }
         out.write_str(rest)
+    }
+}
+
+impl Render for Escaped<'_> {
+    fn render_to(&self, buffer: &mut String) {
+        // maud writes what `render_to` writes as it is: this is the escaped text of `Display`.
+        let _ = write!(buffer, "{self}");
     }
 }
 
@@ -115,37 +134,50 @@ impl IntoResponse for Page {
 }
 
 /// Lays out a whole page: the site header with its navigation, `main`, and the footer.
-pub fn layout(title: &str, viewer: &Viewer, main: &str) -> String {
-    let mut html = String::with_capacity(main.len() + 1500);
-    let _ = write!(
-        html,
-        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{} · Cosmos Blog</title>\n<link rel=\"stylesheet\" href=\"{}\">\n</head>\n<body>\n\
-         <a class=\"skip\" href=\"#main\">Skip to content</a>\n\
-         <header class=\"site\"><div class=\"bar\"><a class=\"brand\" href=\"/\">Cosmos Blog</a>\n\
-         <nav aria-label=\"Site\"><ul>",
-        esc(title),
-        *STYLESHEET_HREF
-    );
-    match viewer.id() {
-        Some(id) => {
-            let _ = write!(
-                html,
-                "<li><a href=\"/write\">Write</a></li><li><a href=\"/users/{}\">Your page</a></li>\
-                 <li><form method=\"post\" action=\"/signout\"><button class=\"link\" type=\"submit\">Sign out</button></form></li>",
-                url_part(id)
-            );
+pub fn layout(title: &str, viewer: &Viewer, main: Markup) -> String {
+    html! {
+        // maud's constant `<!DOCTYPE html>`: its own text, nothing of the page's.
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (esc(title)) " · Cosmos Blog" }
+                link rel="stylesheet" href=(STYLESHEET_HREF.as_str());
+            }
+            body {
+                a class="skip" href="#main" { "Skip to content" }
+                header class="site" {
+                    div class="bar" {
+                        a class="brand" href="/" { "Cosmos Blog" }
+                        nav aria-label="Site" {
+                            ul {
+                                @if let Some(id) = viewer.id() {
+                                    li { a href="/write" { "Write" } }
+                                    li { a href={ "/users/" (url_part(id)) } { "Your page" } }
+                                    li {
+                                        form method="post" action="/signout" {
+                                            button class="link" type="submit" { "Sign out" }
+                                        }
+                                    }
+                                } @else {
+                                    li { a href="/signin" { "Sign in" } }
+                                }
+                            }
+                        }
+                    }
+                }
+                main id="main" { (main) }
+                footer class="site" {
+                    p {
+                        "The same blog as JSON: " a href="/api/feed" { "/api/feed" } " · "
+                        a href="/api/openapi.json" { "OpenAPI" }
+                    }
+                }
+            }
         }
-        None => html.push_str("<li><a href=\"/signin\">Sign in</a></li>"),
     }
-    let _ = write!(
-        html,
-        "</ul></nav></div></header>\n<main id=\"main\">\n{main}\n</main>\n\
-         <footer class=\"site\"><p>The same blog as JSON: <a href=\"/api/feed\">/api/feed</a> · \
-         <a href=\"/api/openapi.json\">OpenAPI</a></p></footer>\n</body>\n</html>\n"
-    );
-    html
+    .into_string()
 }
 
 /// What an HTML page may load and who may frame it. The pages are server-rendered with one
@@ -224,13 +256,17 @@ impl IntoResponse for PageError {
             ),
             _ => ("That did not work", "Go back, correct it and try again."),
         };
-        let main = format!(
-            "<article class=\"notice\"><h1>{heading}</h1><p>{}</p><p>{advice}</p><p><a href=\"/\">Go to the front page</a></p></article>",
-            esc(&detail)
-        );
+        let main = html! {
+            article class="notice" {
+                h1 { (heading) }
+                p { (esc(&detail)) }
+                p { (advice) }
+                p { a href="/" { "Go to the front page" } }
+            }
+        };
         let viewer = Viewer(SIGNED_IN.try_with(Clone::clone).ok().flatten());
         let private = viewer.id().is_some();
-        Page { status, html: layout(heading, &viewer, &main), private }.into_response()
+        Page { status, html: layout(heading, &viewer, main), private }.into_response()
     }
 }
 
@@ -243,13 +279,13 @@ pub fn not_found_page(path: &str) -> Response {
 
 /// A post's time, readable, with the exact time for machines (`2026-11-22T06:05:04.007Z` shows
 /// as `22 Nov 2026, 06:05 UTC`).
-pub fn time(creation_date: &str) -> String {
+pub fn time(creation_date: &str) -> Markup {
     let format = time::macros::format_description!("[day padding:none] [month repr:short] [year], [hour]:[minute] UTC");
     let shown = time::OffsetDateTime::parse(creation_date, &time::format_description::well_known::Rfc3339)
         .ok()
         .and_then(|at| at.format(&format).ok())
         .unwrap_or_else(|| creation_date.to_owned());
-    format!("<time datetime=\"{}\">{}</time>", esc(creation_date), esc(&shown))
+    html! { time datetime=(esc(creation_date)) { (esc(&shown)) } }
 }
 
 /// "1 comment", "2 comments".

@@ -1,11 +1,10 @@
 //! A post's page (Q2 + Q4 + Q5), the forms to write, edit (C2) and delete (C7) a post, and the
 //! comment (C3, C6) and like (C4, C5) buttons on the post's page.
 
-use std::fmt::Write as _;
-
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
+use maud::html;
 use serde::Deserialize;
 
 use super::{
@@ -105,107 +104,95 @@ async fn render_post(
         likes_of(state, post_id, &first_page, OwnerKnown::Yes),
     );
     let (post, comments, likes) = (post?, comments?, likes?);
-    let id = url_part(&post.id);
-    let mut main = String::with_capacity(8192);
-    let _ = write!(
-        main,
-        "<article><h1 dir=\"auto\">{}</h1><p class=\"meta\">by <a href=\"/users/{}\"><bdi>{}</bdi></a> · {}</p><div class=\"content\" dir=\"auto\">{}</div>\
-         <p class=\"counts\">{} · {}</p>",
-        esc(&post.title),
-        url_part(&post.user_id),
-        esc(&post.user_username),
-        time(&post.creation_date),
-        esc(&post.content),
-        count(post.comment_count, "comment", "comments"),
-        count(post.like_count, "like", "likes"),
-    );
-    main.push_str("<div class=\"actions\">");
-    if viewer.is(&post.user_id) {
-        let _ =
-            write!(main, "<a href=\"/posts/{id}/edit\">Edit this post</a><a href=\"/posts/{id}/delete\">Delete this post</a>");
-    }
     let liked = match viewer.id() {
         Some(me) => likes_post(state, &post, &likes.items, me).await?,
         None => false,
     };
-    match viewer.id() {
-        Some(_) if liked => {
-            let _ = write!(
-                main,
-                "<span>You like this post.</span><form method=\"post\" action=\"/posts/{id}/unlike\">\
-                 <button type=\"submit\" class=\"link\">Take back your like</button></form>"
-            );
-        }
-        Some(_) => {
-            let _ =
-                write!(main, "<form method=\"post\" action=\"/posts/{id}/likes\"><button type=\"submit\">Like</button></form>");
-        }
-        None => main.push_str("<span><a href=\"/signin\">Sign in</a> to like or comment.</span>"),
-    }
-    main.push_str("</div>");
-    if let Some(detail) = &extra.like_refused {
-        let _ = write!(main, "<p class=\"error\" role=\"alert\" id=\"like-error\">{}</p>", esc(detail));
-    }
-    main.push_str("</article>");
-
-    if !likes.items.is_empty() {
-        main.push_str("<section aria-labelledby=\"likes\"><h2 id=\"likes\">Liked by</h2><p>");
-        for (n, like) in likes.items.iter().enumerate() {
-            let separator = if n == 0 { "" } else { ", " };
-            let _ = write!(
-                main,
-                "{separator}<a href=\"/users/{}\"><bdi>{}</bdi></a>",
-                url_part(&like.user_id),
-                esc(&like.user_username)
-            );
-        }
-        let more = post.like_count.saturating_sub(likes.items.len() as u64);
-        if more > 0 && likes.continuation_token.is_some() {
-            let _ = write!(main, " and {more} more");
-        }
-        main.push_str("</p></section>");
-    }
-
-    let _ = write!(main, "<section aria-labelledby=\"comments\"><h2 id=\"comments\">Comments</h2>");
-    if comments.items.is_empty() {
-        main.push_str("<p>No comments yet.</p>");
-    } else {
-        main.push_str("<ol class=\"comments\">");
-        for comment in &comments.items {
-            let _ = write!(
-                main,
-                "<li id=\"comment-{}\"><p class=\"meta\"><a href=\"/users/{}\"><bdi>{}</bdi></a> · {}</p><p dir=\"auto\">{}</p>",
-                esc(&comment.id),
-                url_part(&comment.user_id),
-                esc(&comment.user_username),
-                time(&comment.creation_date),
-                esc(&comment.content)
-            );
-            // Its author, and the post's author, who moderates the comments under the post (C6).
-            if viewer.is(&comment.user_id) || viewer.is(&post.user_id) {
-                let _ = write!(
-                    main,
-                    "<form method=\"post\" action=\"/posts/{id}/comments/{}/delete\">\
-                     <button type=\"submit\" class=\"link\">Delete this comment</button></form>",
-                    url_part(&comment.id)
-                );
+    let more_likes = post.like_count.saturating_sub(likes.items.len() as u64);
+    let id = url_part(&post.id);
+    let main = html! {
+        article {
+            h1 dir="auto" { (esc(&post.title)) }
+            p class="meta" {
+                "by " a href={ "/users/" (url_part(&post.user_id)) } { bdi { (esc(&post.user_username)) } }
+                " · " (time(&post.creation_date))
             }
-            main.push_str("</li>");
+            div class="content" dir="auto" { (esc(&post.content)) }
+            p class="counts" {
+                (count(post.comment_count, "comment", "comments")) " · " (count(post.like_count, "like", "likes"))
+            }
+            div class="actions" {
+                @if viewer.is(&post.user_id) {
+                    a href={ "/posts/" (id) "/edit" } { "Edit this post" }
+                    a href={ "/posts/" (id) "/delete" } { "Delete this post" }
+                }
+                @match viewer.id() {
+                    Some(_) if liked => {
+                        span { "You like this post." }
+                        form method="post" action={ "/posts/" (id) "/unlike" } {
+                            button type="submit" class="link" { "Take back your like" }
+                        }
+                    }
+                    Some(_) => {
+                        form method="post" action={ "/posts/" (id) "/likes" } { button type="submit" { "Like" } }
+                    }
+                    None => {
+                        span { a href="/signin" { "Sign in" } " to like or comment." }
+                    }
+                }
+            }
+            @if let Some(detail) = &extra.like_refused {
+                p class="error" role="alert" id="like-error" { (esc(detail)) }
+            }
         }
-        main.push_str("</ol>");
-    }
-    if let Some(token) = &comments.continuation_token {
-        let _ = write!(
-            main,
-            "<nav class=\"more\" aria-label=\"More comments\"><a rel=\"next\" href=\"/posts/{id}?continuationToken={}#comments\">More comments</a></nav>",
-            url_part(token)
-        );
-    }
-    if viewer.id().is_some() {
-        form(&mut main, &format!("/posts/{id}/comments"), "comment", &COMMENT_FIELDS, &extra.comment, "Comment");
-    }
-    main.push_str("</section>");
-    Ok(Page { status, html: layout(&post.title, viewer, &main), private: viewer.id().is_some() }.into_response())
+        @if !likes.items.is_empty() {
+            section aria-labelledby="likes" {
+                h2 id="likes" { "Liked by" }
+                p {
+                    @for (n, like) in likes.items.iter().enumerate() {
+                        @if n > 0 { ", " }
+                        a href={ "/users/" (url_part(&like.user_id)) } { bdi { (esc(&like.user_username)) } }
+                    }
+                    @if more_likes > 0 && likes.continuation_token.is_some() {
+                        " and " (more_likes) " more"
+                    }
+                }
+            }
+        }
+        section aria-labelledby="comments" {
+            h2 id="comments" { "Comments" }
+            @if comments.items.is_empty() {
+                p { "No comments yet." }
+            } @else {
+                ol class="comments" {
+                    @for comment in &comments.items {
+                        li id={ "comment-" (esc(&comment.id)) } {
+                            p class="meta" {
+                                a href={ "/users/" (url_part(&comment.user_id)) } { bdi { (esc(&comment.user_username)) } }
+                                " · " (time(&comment.creation_date))
+                            }
+                            p dir="auto" { (esc(&comment.content)) }
+                            // Its author, and the post's author, who moderates the comments under the post (C6).
+                            @if viewer.is(&comment.user_id) || viewer.is(&post.user_id) {
+                                form method="post" action={ "/posts/" (id) "/comments/" (url_part(&comment.id)) "/delete" } {
+                                    button type="submit" class="link" { "Delete this comment" }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            @if let Some(token) = &comments.continuation_token {
+                nav class="more" aria-label="More comments" {
+                    a rel="next" href={ "/posts/" (id) "?continuationToken=" (url_part(token)) "#comments" } { "More comments" }
+                }
+            }
+            @if viewer.id().is_some() {
+                (form(&format!("/posts/{id}/comments"), "comment", &COMMENT_FIELDS, &extra.comment, "Comment"))
+            }
+        }
+    };
+    Ok(Page { status, html: layout(&post.title, viewer, main), private: viewer.id().is_some() }.into_response())
 }
 
 /// `POST /posts/{postId}/comments`: C3, then back to the post's comments; refused, the post
@@ -298,15 +285,18 @@ pub async fn delete_post_page(State(state): State<AppState>, viewer: Viewer, Pag
     let post = get_post(&state, &post_id).await?;
     viewer.caller()?.must_be(&post.user_id, "delete this post")?;
     let id = url_part(&post.id);
-    let main = format!(
-        "<h1>Delete “<bdi>{}</bdi>”?</h1><p>The post, its {} and its {} are deleted for good.</p>\
-         <div class=\"actions\"><form method=\"post\" action=\"/posts/{id}/delete\"><button type=\"submit\">Delete</button></form>\
-         <a href=\"/posts/{id}\">Keep it</a></div>",
-        esc(&post.title),
-        count(post.comment_count, "comment", "comments"),
-        count(post.like_count, "like", "likes"),
-    );
-    Ok(Page { status: StatusCode::OK, html: layout("Delete this post", &viewer, &main), private: true }.into_response())
+    let main = html! {
+        h1 { "Delete “" bdi { (esc(&post.title)) } "”?" }
+        p {
+            "The post, its " (count(post.comment_count, "comment", "comments")) " and its "
+            (count(post.like_count, "like", "likes")) " are deleted for good."
+        }
+        div class="actions" {
+            form method="post" action={ "/posts/" (id) "/delete" } { button type="submit" { "Delete" } }
+            a href={ "/posts/" (id) } { "Keep it" }
+        }
+    };
+    Ok(Page { status: StatusCode::OK, html: layout("Delete this post", &viewer, main), private: true }.into_response())
 }
 
 /// `POST /posts/{postId}/delete`: C7, then the author's page (where the post's copy goes with
@@ -391,13 +381,15 @@ fn post_form_page(viewer: &Viewer, editing: Option<&str>, draft: Draft, status: 
         None => ("Write a post".to_owned(), "/write".to_owned(), "Publish"),
         Some(id) => ("Edit your post".to_owned(), format!("/posts/{}/edit", url_part(id)), "Save"),
     };
-    let mut main = format!("<h1>{heading}</h1>");
-    if viewer.id().is_none() {
-        main.push_str("<p><a href=\"/signin\">Sign in</a> to write.</p>");
-    } else {
-        form(&mut main, &action, "post", &POST_FIELDS, &draft, submit);
-    }
-    Page { status, html: layout(&heading, viewer, &main), private: true }.into_response()
+    let main = html! {
+        h1 { (heading) }
+        @if viewer.id().is_none() {
+            p { a href="/signin" { "Sign in" } " to write." }
+        } @else {
+            (form(&action, "post", &POST_FIELDS, &draft, submit))
+        }
+    };
+    Page { status, html: layout(&heading, viewer, main), private: true }.into_response()
 }
 
 /// Whether a refused write on a post's forms is an error page rather than the form again: the

@@ -1,11 +1,10 @@
 //! A user's page (Q1 + Q3), and the forms that create (C1) and rename (C1 edit) the signed-in
 //! person's own user.
 
-use std::fmt::Write as _;
-
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect};
+use maud::html;
 use serde::Deserialize;
 
 use super::feed::post_list;
@@ -59,42 +58,40 @@ async fn render_user(
         Ok(user) => user,
         // Signed in for the first time: their page is where they choose their name.
         Err(AppError::NotFound(_)) if viewer.is(user_id) => {
-            let mut main = String::from("<h1>Welcome</h1><p>Choose the name others will see beside your posts and comments.</p>");
-            form(&mut main, "/users", "profile", &USERNAME_FIELDS, &draft, "Create my profile");
-            return Ok(Page { status, html: layout("Welcome", viewer, &main), private: true }.into_response());
+            let main = html! {
+                h1 { "Welcome" }
+                p { "Choose the name others will see beside your posts and comments." }
+                (form("/users", "profile", &USERNAME_FIELDS, &draft, "Create my profile"))
+            };
+            return Ok(Page { status, html: layout("Welcome", viewer, main), private: true }.into_response());
         }
         Err(error) => return Err(error.into()),
     };
     let posts = posts?;
-    let mut main = format!("<h1 dir=\"auto\">{}</h1>", esc(&user.username));
-    if viewer.is(user_id) {
-        let action = format!("/users/{}", url_part(user_id));
-        let draft =
-            if draft.values.is_empty() { Draft { values: vec![("username", &user.username)], refusal: None } } else { draft };
-        main.push_str("<details");
-        if draft.refusal.is_some() {
-            main.push_str(" open");
+    let draft = if draft.values.is_empty() { Draft { values: vec![("username", &user.username)], refusal: None } } else { draft };
+    let main = html! {
+        h1 dir="auto" { (esc(&user.username)) }
+        @if viewer.is(user_id) {
+            details open[draft.refusal.is_some()] {
+                summary { "Rename" }
+                (form(&format!("/users/{}", url_part(user_id)), "rename", &USERNAME_FIELDS, &draft, "Rename"))
+            }
         }
-        main.push_str("><summary>Rename</summary>");
-        form(&mut main, &action, "rename", &USERNAME_FIELDS, &draft, "Rename");
-        main.push_str("</details>");
-    }
-    main.push_str("<section aria-labelledby=\"posts\"><h2 id=\"posts\">Posts</h2>");
-    if posts.items.is_empty() {
-        main.push_str("<p>No posts yet.</p>");
-    } else {
-        post_list(&mut main, &posts.items, false);
-    }
-    if let Some(token) = &posts.continuation_token {
-        let _ = write!(
-            main,
-            "<nav class=\"more\" aria-label=\"More posts\"><a rel=\"next\" href=\"/users/{}?continuationToken={}\">More posts</a></nav>",
-            url_part(user_id),
-            url_part(token)
-        );
-    }
-    main.push_str("</section>");
-    Ok(Page { status, html: layout(&user.username, viewer, &main), private: viewer.id().is_some() }.into_response())
+        section aria-labelledby="posts" {
+            h2 id="posts" { "Posts" }
+            @if posts.items.is_empty() {
+                p { "No posts yet." }
+            } @else {
+                (post_list(&posts.items, false))
+            }
+            @if let Some(token) = &posts.continuation_token {
+                nav class="more" aria-label="More posts" {
+                    a rel="next" href={ "/users/" (url_part(user_id)) "?continuationToken=" (url_part(token)) } { "More posts" }
+                }
+            }
+        }
+    };
+    Ok(Page { status, html: layout(&user.username, viewer, main), private: viewer.id().is_some() }.into_response())
 }
 
 /// `POST /users`: C1, the signed-in person's own user, then their page.
