@@ -1,8 +1,12 @@
-//! The pages' forms: their fields, and what they show again when a write is refused.
+//! The pages' forms: their fields, what they show again when a write is refused, and what
+//! every form that writes does when it is sent ([`submit`]).
 
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect};
 use maud::{Markup, html};
 
-use super::esc;
+use super::{PageResult, Viewer, esc};
+use crate::app::{AppResult, Caller};
 use crate::http::error::ApiError;
 
 /// Why a write from a form was refused: the API's `detail`, and the field it is about, if it
@@ -92,6 +96,29 @@ fn form_field(form_id: &str, field: &Field, draft: &Draft) -> Markup {
                     aria-invalid=[invalid] aria-describedby=[&described];
             }
         }
+    }
+}
+
+/// A form that writes, sent: the write, as the signed-in caller; done, a redirect to
+/// `redirect_to(written)` (post/redirect/get); refused, `refused(error)`, the form's page again
+/// with the refusal next to its field and what was typed kept. A server failure is the error
+/// page instead, and so is a refusal with one of the `error_pages` statuses, which the form's
+/// page is not the place to show. Nobody signed in is a refusal like any other (401).
+pub async fn submit<T>(
+    viewer: &Viewer,
+    write: impl AsyncFnOnce(&Caller) -> AppResult<T>,
+    redirect_to: impl FnOnce(T) -> String,
+    error_pages: &[StatusCode],
+    refused: impl AsyncFnOnce(ApiError) -> PageResult,
+) -> PageResult {
+    let written = match viewer.caller() {
+        Ok(caller) => write(&caller).await.map_err(ApiError::from),
+        Err(error) => Err(error),
+    };
+    match written {
+        Ok(written) => Ok(Redirect::to(&redirect_to(written)).into_response()),
+        Err(error) if error.status.is_server_error() || error_pages.contains(&error.status) => Err(error.into()),
+        Err(error) => refused(error).await,
     }
 }
 

@@ -28,7 +28,7 @@ use axum::response::{IntoResponse, Response};
 use maud::{DOCTYPE, Markup, Render, html};
 
 pub use self::extractors::{Form, PageId, PageIds, PageQuery, SameOrigin, Viewer};
-pub use self::forms::{Draft, Field, Refusal, form};
+pub use self::forms::{Draft, Field, Refusal, form, submit};
 use super::auth::page_viewer;
 use super::error::ApiError;
 use crate::app::{AppError, AppState};

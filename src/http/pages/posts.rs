@@ -9,13 +9,13 @@ use serde::Deserialize;
 
 use super::{
     Draft, Field, Form, Page, PageId, PageIds, PageQuery, PageResult, Refusal, SameOrigin, Viewer, count, esc, form, layout,
-    time, url_part,
+    submit, time, url_part,
 };
-use crate::app::AppState;
 use crate::app::comments::{comments_of, create_comment, delete_comment};
 use crate::app::likes::{create_like, delete_like, likes_of};
 use crate::app::lists::{ListParams, OwnerKnown};
 use crate::app::posts::{create_post, delete_post, edit_post, get_post};
+use crate::app::{AppResult, AppState, Caller};
 use crate::cosmos::Container;
 use crate::http::error::ApiError;
 use crate::model::{Like, MAX_COMMENT_CHARS, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, like_id};
@@ -33,6 +33,11 @@ const COMMENT_FIELDS: [Field; 1] = [Field {
     max_chars: MAX_COMMENT_CHARS,
 }];
 const _: () = assert!(MAX_TITLE_CHARS == 200 && MAX_CONTENT_CHARS == 20_000 && MAX_COMMENT_CHARS == 2_000);
+
+/// The refusals of a post's comment and edit forms that are an error page rather than the form
+/// again: the post is gone (404); anything else is about what was typed. (The server failing is
+/// the error page on every form.)
+const POST_GONE: &[StatusCode] = &[StatusCode::NOT_FOUND];
 
 /// A post's title and text, as typed into the form.
 #[derive(Deserialize)]
@@ -204,21 +209,18 @@ pub async fn submit_comment(
     PageId(post_id): PageId,
     Form(typed): Form<CommentForm>,
 ) -> PageResult {
-    let written = match viewer.caller() {
-        Ok(caller) => create_comment(&state, &caller, &post_id, &caller.0, typed.content.clone()).await.map_err(ApiError::from),
-        Err(error) => Err(error),
-    };
-    match written {
-        Ok(comment) => {
-            Ok(Redirect::to(&format!("/posts/{}#comment-{}", url_part(&post_id), url_part(&comment.id))).into_response())
-        }
-        Err(error) if is_page_error(&error) => Err(error.into()),
-        Err(error) => {
+    submit(
+        &viewer,
+        async |caller| create_comment(&state, caller, &post_id, &caller.0, typed.content.clone()).await,
+        |comment| format!("/posts/{}#comment-{}", url_part(&post_id), url_part(&comment.id)),
+        POST_GONE,
+        async |error| {
             let comment = Draft { values: vec![("content", &typed.content)], refusal: Some(Refusal::of(&error, &["content"])) };
             let extra = PostPageState { comment, like_refused: None };
             render_post(&state, &viewer, &post_id, &ListParams::default(), extra, error.status).await
-        }
-    }
+        },
+    )
+    .await
 }
 
 /// `POST /posts/{postId}/likes`: C4, then back to the post; refused (a second like), the post
@@ -230,11 +232,7 @@ pub async fn submit_like(
     PageId(post_id): PageId,
     Form(ButtonForm {}): Form<ButtonForm>,
 ) -> PageResult {
-    let written = match viewer.caller() {
-        Ok(caller) => create_like(&state, &caller, &post_id, &caller.0).await.map(|_| ()).map_err(ApiError::from),
-        Err(error) => Err(error),
-    };
-    back_to_post(&state, &viewer, &post_id, written).await
+    back_to_post(&state, &viewer, &post_id, async |caller| create_like(&state, caller, &post_id, &caller.0).await).await
 }
 
 /// `POST /posts/{postId}/unlike`: C5, then back to the post; refused, the post page again with
@@ -246,25 +244,29 @@ pub async fn submit_unlike(
     PageId(post_id): PageId,
     Form(ButtonForm {}): Form<ButtonForm>,
 ) -> PageResult {
-    let written = match viewer.caller() {
-        Ok(caller) => delete_like(&state, &caller, &post_id, &caller.0).await.map_err(ApiError::from),
-        Err(error) => Err(error),
-    };
-    back_to_post(&state, &viewer, &post_id, written).await
+    back_to_post(&state, &viewer, &post_id, async |caller| delete_like(&state, caller, &post_id, &caller.0).await).await
 }
 
 /// After the like or unlike button: back to the post; refused (a second like, a like already
 /// taken back in another tab), the post page again with the reason. A post that is gone is the
 /// 404 page, which rendering it answers.
-async fn back_to_post(state: &AppState, viewer: &Viewer, post_id: &str, written: Result<(), ApiError>) -> PageResult {
-    match written {
-        Ok(()) => Ok(Redirect::to(&format!("/posts/{}", url_part(post_id))).into_response()),
-        Err(error) if error.status.is_server_error() => Err(error.into()),
-        Err(error) => {
+async fn back_to_post<T>(
+    state: &AppState,
+    viewer: &Viewer,
+    post_id: &str,
+    write: impl AsyncFnOnce(&Caller) -> AppResult<T>,
+) -> PageResult {
+    submit(
+        viewer,
+        write,
+        |_| format!("/posts/{}", url_part(post_id)),
+        &[],
+        async |error| {
             let extra = PostPageState { like_refused: Some(error.detail), ..Default::default() };
             render_post(state, viewer, post_id, &ListParams::default(), extra, error.status).await
-        }
-    }
+        },
+    )
+    .await
 }
 
 /// `POST /posts/{postId}/comments/{commentId}/delete`: C6, then back to the comments.
@@ -326,17 +328,14 @@ pub async fn submit_new_post(
     viewer: Viewer,
     Form(typed): Form<PostForm>,
 ) -> PageResult {
-    let written = match viewer.caller() {
-        Ok(caller) => {
-            create_post(&state, &caller, &caller.0, typed.title.clone(), typed.content.clone()).await.map_err(ApiError::from)
-        }
-        Err(error) => Err(error),
-    };
-    match written {
-        Ok(post) => Ok(Redirect::to(&format!("/posts/{}", url_part(&post.id))).into_response()),
-        Err(error) if error.status.is_server_error() => Err(error.into()),
-        Err(error) => Ok(post_form_page(&viewer, None, post_draft(&typed, &error), error.status)),
-    }
+    submit(
+        &viewer,
+        async |caller| create_post(&state, caller, &caller.0, typed.title.clone(), typed.content.clone()).await,
+        |post| format!("/posts/{}", url_part(&post.id)),
+        &[],
+        async |error| Ok(post_form_page(&viewer, None, post_draft(&typed, &error), error.status)),
+    )
+    .await
 }
 
 /// `GET /posts/{postId}/edit`: the form to edit a post, filled with it; only its author's.
@@ -355,17 +354,14 @@ pub async fn submit_post_edit(
     PageId(post_id): PageId,
     Form(typed): Form<PostForm>,
 ) -> PageResult {
-    let written = match viewer.caller() {
-        Ok(caller) => {
-            edit_post(&state, &caller, &post_id, typed.title.clone(), typed.content.clone()).await.map_err(ApiError::from)
-        }
-        Err(error) => Err(error),
-    };
-    match written {
-        Ok(post) => Ok(Redirect::to(&format!("/posts/{}", url_part(&post.id))).into_response()),
-        Err(error) if is_page_error(&error) => Err(error.into()),
-        Err(error) => Ok(post_form_page(&viewer, Some(&post_id), post_draft(&typed, &error), error.status)),
-    }
+    submit(
+        &viewer,
+        async |caller| edit_post(&state, caller, &post_id, typed.title.clone(), typed.content.clone()).await,
+        |post| format!("/posts/{}", url_part(&post.id)),
+        POST_GONE,
+        async |error| Ok(post_form_page(&viewer, Some(&post_id), post_draft(&typed, &error), error.status)),
+    )
+    .await
 }
 
 fn post_draft<'a>(typed: &'a PostForm, error: &ApiError) -> Draft<'a> {
@@ -390,10 +386,4 @@ fn post_form_page(viewer: &Viewer, editing: Option<&str>, draft: Draft, status: 
         }
     };
     Page { status, html: layout(&heading, viewer, main), private: true }.into_response()
-}
-
-/// Whether a refused write on a post's forms is an error page rather than the form again: the
-/// post is gone (404), or the server failed; anything else is about what was typed.
-fn is_page_error(error: &ApiError) -> bool {
-    error.status == StatusCode::NOT_FOUND || error.status.is_server_error()
 }

@@ -3,12 +3,14 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Redirect};
+use axum::response::IntoResponse;
 use maud::html;
 use serde::Deserialize;
 
 use super::feed::post_list;
-use super::{Draft, Field, Form, Page, PageId, PageQuery, PageResult, Refusal, SameOrigin, Viewer, esc, form, layout, url_part};
+use super::{
+    Draft, Field, Form, Page, PageId, PageQuery, PageResult, Refusal, SameOrigin, Viewer, esc, form, layout, submit, url_part,
+};
 use crate::app::lists::{ListParams, OwnerKnown};
 use crate::app::users::{create_user, get_user, posts_of, rename_user};
 use crate::app::{AppError, AppState};
@@ -101,15 +103,19 @@ pub async fn submit_new_user(
     viewer: Viewer,
     Form(typed): Form<UsernameForm>,
 ) -> PageResult {
-    let caller = viewer.caller()?;
-    match create_user(&state, &caller, typed.username.clone()).await.map_err(ApiError::from) {
-        Ok(user) => Ok(Redirect::to(&format!("/users/{}", url_part(&user.id))).into_response()),
-        Err(error) if error.status.is_server_error() => Err(error.into()),
-        Err(error) => {
-            let draft = Draft { values: vec![("username", &typed.username)], refusal: Some(Refusal::of(&error, &["username"])) };
-            render_user(&state, &viewer, &caller.0, &ListParams::default(), draft, error.status).await
-        }
-    }
+    submit(
+        &viewer,
+        async |caller| create_user(&state, caller, typed.username.clone()).await,
+        |user| format!("/users/{}", url_part(&user.id)),
+        // Nobody signed in has no page of their own to show the form on.
+        &[StatusCode::UNAUTHORIZED],
+        async |error| {
+            // Refused to someone signed in (nobody signed in is the error page): their own page.
+            let own = viewer.id().unwrap_or_default();
+            render_user(&state, &viewer, own, &ListParams::default(), username_draft(&typed, &error), error.status).await
+        },
+    )
+    .await
 }
 
 /// `POST /users/{userId}`: C1 edit, then the user's page (the new name reaches their posts
@@ -121,13 +127,19 @@ pub async fn submit_rename(
     PageId(user_id): PageId,
     Form(typed): Form<UsernameForm>,
 ) -> PageResult {
-    let caller = viewer.caller()?;
-    match rename_user(&state, &caller, &user_id, typed.username.clone()).await.map_err(ApiError::from) {
-        Ok(user) => Ok(Redirect::to(&format!("/users/{}", url_part(&user.id))).into_response()),
-        Err(error) if error.status == StatusCode::FORBIDDEN || error.status.is_server_error() => Err(error.into()),
-        Err(error) => {
-            let draft = Draft { values: vec![("username", &typed.username)], refusal: Some(Refusal::of(&error, &["username"])) };
-            render_user(&state, &viewer, &user_id, &ListParams::default(), draft, error.status).await
-        }
-    }
+    submit(
+        &viewer,
+        async |caller| rename_user(&state, caller, &user_id, typed.username.clone()).await,
+        |user| format!("/users/{}", url_part(&user.id)),
+        // Nobody signed in, or someone else: the user's page shows them no rename form.
+        &[StatusCode::UNAUTHORIZED, StatusCode::FORBIDDEN],
+        async |error| {
+            render_user(&state, &viewer, &user_id, &ListParams::default(), username_draft(&typed, &error), error.status).await
+        },
+    )
+    .await
+}
+
+fn username_draft<'a>(typed: &'a UsernameForm, error: &ApiError) -> Draft<'a> {
+    Draft { values: vec![("username", &typed.username)], refusal: Some(Refusal::of(error, &["username"])) }
 }
