@@ -61,8 +61,8 @@ pub async fn stylesheet() -> Response {
 /// maud escapes every value put in a template already, all but `'` (its attributes are all
 /// double-quoted, where `'` is plain text). The pages put every value that does not come from
 /// the code itself (stored, typed, an error's detail) through [`esc`] all the same, so that such
-/// a value reads the same on every page, `'` as `&#39;` included. One put in without it is still
-/// escaped, by maud.
+/// a value reads the same on every page, `'` as `&#39;` included; in a link, [`url_part`] leaves
+/// nothing to escape. A value put in without either is still escaped, by maud.
 #[derive(Clone, Copy)]
 pub struct Escaped<'a>(pub &'a str);
 
