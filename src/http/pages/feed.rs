@@ -1,10 +1,9 @@
 //! The front page: the newest posts (Q6), from the same cached feed pages as `GET /api/feed`.
 
-use std::fmt::Write as _;
-
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::IntoResponse;
+use maud::{Markup, html};
 
 use super::{Page, PageQuery, PageResult, Viewer, count, esc, layout, time, url_part};
 use crate::app::AppState;
@@ -22,26 +21,28 @@ pub async fn front_page(
     PageQuery(params): PageQuery<ListParams>,
 ) -> PageResult {
     let page = feed_page(&state, &params).await?;
-    let mut main = String::with_capacity(4096);
-    main.push_str("<h1>Newest posts</h1>");
-    if page.list.items.is_empty() {
-        main.push_str("<p>No posts yet.");
-        if viewer.id().is_some() {
-            main.push_str(" <a href=\"/write\">Write the first one</a>.");
+    let main = html! {
+        h1 { "Newest posts" }
+        @if page.list.items.is_empty() {
+            p {
+                "No posts yet."
+                @if viewer.id().is_some() {
+                    " " a href="/write" { "Write the first one" } "."
+                }
+            }
+        } @else {
+            (post_list(&page.list.items, true))
         }
-        main.push_str("</p>");
-    } else {
-        post_list(&mut main, &page.list.items, true);
-    }
-    if let Some(token) = &page.list.continuation_token {
-        let limit = params.limit().map(|limit| format!("limit={}&", url_part(limit))).unwrap_or_default();
-        let _ = write!(
-            main,
-            "<nav class=\"more\" aria-label=\"More posts\"><a rel=\"next\" href=\"/?{limit}continuationToken={}\">More posts</a></nav>",
-            url_part(token)
-        );
-    }
-    let html = layout("Newest posts", &viewer, &main);
+        @if let Some(token) = &page.list.continuation_token {
+            nav class="more" aria-label="More posts" {
+                a rel="next" href={
+                    "/?" @if let Some(limit) = params.limit() { "limit=" (url_part(limit)) "&" }
+                    "continuationToken=" (url_part(token))
+                } { "More posts" }
+            }
+        }
+    };
+    let html = layout("Newest posts", &viewer, main);
     // The page is the same for everyone who is not signed in: a CDN may share it.
     let signed_in = viewer.id().is_some();
     let etag = etag_of(html.as_bytes());
@@ -57,27 +58,26 @@ pub async fn front_page(
 
 /// Posts in short form: title (a link to the post), author (a link to them, unless the list is
 /// theirs), time, the start of the content, and the counts.
-pub fn post_list(out: &mut String, posts: &[Post], show_author: bool) {
-    out.push_str("<ol class=\"posts\">");
-    for post in posts {
-        let _ = write!(
-            out,
-            "<li><article><h2><a href=\"/posts/{}\"><bdi>{}</bdi></a></h2><p class=\"meta\">",
-            url_part(&post.id),
-            esc(&post.title)
-        );
-        if show_author {
-            let _ =
-                write!(out, "by <a href=\"/users/{}\"><bdi>{}</bdi></a> · ", url_part(&post.user_id), esc(&post.user_username));
+pub fn post_list(posts: &[Post], show_author: bool) -> Markup {
+    html! {
+        ol class="posts" {
+            @for post in posts {
+                li {
+                    article {
+                        h2 { a href={ "/posts/" (url_part(&post.id)) } { bdi { (esc(&post.title)) } } }
+                        p class="meta" {
+                            @if show_author {
+                                "by " a href={ "/users/" (url_part(&post.user_id)) } { bdi { (esc(&post.user_username)) } } " · "
+                            }
+                            (time(&post.creation_date))
+                        }
+                        p class="excerpt" dir="auto" { (esc(&post.content)) }
+                        p class="counts" {
+                            (count(post.comment_count, "comment", "comments")) " · " (count(post.like_count, "like", "likes"))
+                        }
+                    }
+                }
+            }
         }
-        let _ = write!(
-            out,
-            "{}</p><p class=\"excerpt\" dir=\"auto\">{}</p><p class=\"counts\">{} · {}</p></article></li>",
-            time(&post.creation_date),
-            esc(&post.content),
-            count(post.comment_count, "comment", "comments"),
-            count(post.like_count, "like", "likes"),
-        );
     }
-    out.push_str("</ol>");
 }

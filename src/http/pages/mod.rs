@@ -4,28 +4,34 @@
 //! the result; every form is post/redirect/get, and a refused write renders its form again with
 //! the API's `detail` next to the field and what was typed kept. No JavaScript.
 //!
+//! The markup is written with maud's `html!`, which escapes every value put in it: text goes in
+//! unescaped only as `PreEscaped`, beside a comment that says why it is safe there.
+//!
 //! - [`feed`]: the front page (Q6).
 //! - [`posts`]: a post (Q2 + Q4 + Q5), new and edit forms (C2), comment (C3) and like (C4).
 //! - [`users`]: a user (Q1 + Q3), create and rename (C1).
 //! - [`session`]: sign in and out.
+//! - [`extractors`]: what the pages take from a request; [`forms`]: the forms.
 
+mod extractors;
 pub mod feed;
+mod forms;
 pub mod posts;
 pub mod session;
 pub mod users;
 
 use std::fmt::{self, Display, Write as _};
 
-use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::de::DeserializeOwned;
+use maud::{DOCTYPE, Markup, Render, html};
 
+pub use self::extractors::{Form, PageId, PageIds, PageQuery, SameOrigin, Viewer};
+pub use self::forms::{Draft, Field, Refusal, form, submit};
 use super::auth::page_viewer;
 use super::error::ApiError;
-use super::extract::{Id, Ids, field_names, parse_query};
-use crate::app::{AppError, AppState, Caller};
+use crate::app::{AppError, AppState};
 
 /// The stylesheet every page links, served at `/style.css`.
 const STYLESHEET: &str = include_str!("style.css");
@@ -49,7 +55,15 @@ pub async fn stylesheet() -> Response {
         .into_response()
 }
 
-/// Text made safe to put in HTML, between tags or in a quoted attribute.
+/// Text made safe to put in HTML, between tags or in a quoted attribute: `&`, `<`, `>`, `"` and
+/// `'` as character references.
+///
+/// maud escapes every value put in a template already, all but `'` (its attributes are all
+/// double-quoted, where `'` is plain text). The pages put every value that does not come from
+/// the code itself (stored, typed, an error's detail) through [`esc`] all the same, so that such
+/// a value reads the same on every page, `'` as `&#39;` included; in a link, [`url_part`] leaves
+/// nothing to escape. A value put in without either is still escaped, by maud.
+#[derive(Clone, Copy)]
 pub struct Escaped<'a>(pub &'a str);
 
 impl Display for Escaped<'_> {
@@ -70,6 +84,13 @@ impl Display for Escaped<'_> {
     }
 }
 
+impl Render for Escaped<'_> {
+    fn render_to(&self, buffer: &mut String) {
+        // maud writes what `render_to` writes as it is: this is the escaped text of `Display`.
+        let _ = write!(buffer, "{self}");
+    }
+}
+
 /// Escapes `text` for HTML.
 pub fn esc(text: &str) -> Escaped<'_> {
     Escaped(text)
@@ -87,33 +108,6 @@ pub fn url_part(text: &str) -> String {
         }
     }
     encoded
-}
-
-/// Who is looking at a page: the signed-in user's id, or nobody. Never refuses a request;
-/// a write that needs a caller asks for one with [`Viewer::caller`].
-pub struct Viewer(pub Option<String>);
-
-impl FromRequestParts<AppState> for Viewer {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        Ok(Viewer(page_viewer(parts, state.auth)))
-    }
-}
-
-impl Viewer {
-    pub fn id(&self) -> Option<&str> {
-        self.0.as_deref()
-    }
-
-    /// The caller of a write from a form; 401 when nobody is signed in.
-    pub fn caller(&self) -> Result<Caller, ApiError> {
-        self.0.clone().map(Caller).ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "Sign in to do this."))
-    }
-
-    pub fn is(&self, user_id: &str) -> bool {
-        self.id() == Some(user_id)
-    }
 }
 
 /// A rendered page.
@@ -140,37 +134,50 @@ impl IntoResponse for Page {
 }
 
 /// Lays out a whole page: the site header with its navigation, `main`, and the footer.
-pub fn layout(title: &str, viewer: &Viewer, main: &str) -> String {
-    let mut html = String::with_capacity(main.len() + 1500);
-    let _ = write!(
-        html,
-        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{} · Cosmos Blog</title>\n<link rel=\"stylesheet\" href=\"{}\">\n</head>\n<body>\n\
-         <a class=\"skip\" href=\"#main\">Skip to content</a>\n\
-         <header class=\"site\"><div class=\"bar\"><a class=\"brand\" href=\"/\">Cosmos Blog</a>\n\
-         <nav aria-label=\"Site\"><ul>",
-        esc(title),
-        *STYLESHEET_HREF
-    );
-    match viewer.id() {
-        Some(id) => {
-            let _ = write!(
-                html,
-                "<li><a href=\"/write\">Write</a></li><li><a href=\"/users/{}\">Your page</a></li>\
-                 <li><form method=\"post\" action=\"/signout\"><button class=\"link\" type=\"submit\">Sign out</button></form></li>",
-                url_part(id)
-            );
+pub fn layout(title: &str, viewer: &Viewer, main: Markup) -> String {
+    html! {
+        // maud's constant `<!DOCTYPE html>`: its own text, nothing of the page's.
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (esc(title)) " · Cosmos Blog" }
+                link rel="stylesheet" href=(STYLESHEET_HREF.as_str());
+            }
+            body {
+                a class="skip" href="#main" { "Skip to content" }
+                header class="site" {
+                    div class="bar" {
+                        a class="brand" href="/" { "Cosmos Blog" }
+                        nav aria-label="Site" {
+                            ul {
+                                @if let Some(id) = viewer.id() {
+                                    li { a href="/write" { "Write" } }
+                                    li { a href={ "/users/" (url_part(id)) } { "Your page" } }
+                                    li {
+                                        form method="post" action="/signout" {
+                                            button class="link" type="submit" { "Sign out" }
+                                        }
+                                    }
+                                } @else {
+                                    li { a href="/signin" { "Sign in" } }
+                                }
+                            }
+                        }
+                    }
+                }
+                main id="main" { (main) }
+                footer class="site" {
+                    p {
+                        "The same blog as JSON: " a href="/api/feed" { "/api/feed" } " · "
+                        a href="/api/openapi.json" { "OpenAPI" }
+                    }
+                }
+            }
         }
-        None => html.push_str("<li><a href=\"/signin\">Sign in</a></li>"),
     }
-    let _ = write!(
-        html,
-        "</ul></nav></div></header>\n<main id=\"main\">\n{main}\n</main>\n\
-         <footer class=\"site\"><p>The same blog as JSON: <a href=\"/api/feed\">/api/feed</a> · \
-         <a href=\"/api/openapi.json\">OpenAPI</a></p></footer>\n</body>\n</html>\n"
-    );
-    html
+    .into_string()
 }
 
 /// What an HTML page may load and who may frame it. The pages are server-rendered with one
@@ -249,13 +256,17 @@ impl IntoResponse for PageError {
             ),
             _ => ("That did not work", "Go back, correct it and try again."),
         };
-        let main = format!(
-            "<article class=\"notice\"><h1>{heading}</h1><p>{}</p><p>{advice}</p><p><a href=\"/\">Go to the front page</a></p></article>",
-            esc(&detail)
-        );
+        let main = html! {
+            article class="notice" {
+                h1 { (heading) }
+                p { (esc(&detail)) }
+                p { (advice) }
+                p { a href="/" { "Go to the front page" } }
+            }
+        };
         let viewer = Viewer(SIGNED_IN.try_with(Clone::clone).ok().flatten());
         let private = viewer.id().is_some();
-        Page { status, html: layout(heading, &viewer, &main), private }.into_response()
+        Page { status, html: layout(heading, &viewer, main), private }.into_response()
     }
 }
 
@@ -266,211 +277,15 @@ pub fn not_found_page(path: &str) -> Response {
     PageError(ApiError::not_found(format!("There is no page at {path}."))).into_response()
 }
 
-/// A page's query string: the parameters the page knows are checked as the API checks them
-/// (refused with an HTML page); the others are ignored, as every site ignores them: links are
-/// shared with tracking parameters (`?utm_source=…`, `?fbclid=…`) that the reader did not add.
-/// (The JSON API stays strict: a typo there is a client's bug to report.)
-pub struct PageQuery<T>(pub T);
-
-impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for PageQuery<T> {
-    type Rejection = PageError;
-
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, PageError> {
-        let known = field_names::<T>();
-        let params = parse_query(parts.uri.query().unwrap_or_default(), |key| known.contains(&key))?;
-        Ok(PageQuery(params))
-    }
-}
-
-/// The id in a page's path, checked as the API checks it, refused with an HTML page.
-pub struct PageId(pub String);
-
-impl<S: Send + Sync> FromRequestParts<S> for PageId {
-    type Rejection = PageError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, PageError> {
-        let Id(id) = Id::from_request_parts(parts, state).await?;
-        Ok(PageId(id))
-    }
-}
-
-/// The two ids of a nested page path, checked as the API checks them.
-pub struct PageIds(pub String, pub String);
-
-impl<S: Send + Sync> FromRequestParts<S> for PageIds {
-    type Rejection = PageError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, PageError> {
-        let Ids(first, second) = Ids::from_request_parts(parts, state).await?;
-        Ok(PageIds(first, second))
-    }
-}
-
-/// Refuses a state-changing request that another site made the browser send (cross-site
-/// request forgery): its `Sec-Fetch-Site` says it did not come from a page of this blog, or,
-/// from a browser that sends no fetch metadata, its `Origin` is not this blog. A request with
-/// neither header did not come from a browser page, which is the only thing a forger controls.
-pub struct SameOrigin;
-
-impl<S: Send + Sync> FromRequestParts<S> for SameOrigin {
-    type Rejection = PageError;
-
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, PageError> {
-        check_same_origin(&parts.headers).map(|()| SameOrigin).map_err(|why| {
-            PageError(ApiError::new(
-                StatusCode::FORBIDDEN,
-                format!("This form was sent from another site ({why}), so it was refused: nothing was changed."),
-            ))
-        })
-    }
-}
-
-fn check_same_origin(headers: &HeaderMap) -> Result<(), String> {
-    let text = |name: &str| headers.get(name).map(|value| value.to_str().unwrap_or("?").to_owned());
-    if let Some(site) = text("sec-fetch-site") {
-        // `none`: the person typed or bookmarked the request; `same-origin`: a page of this blog.
-        return if site == "same-origin" || site == "none" { Ok(()) } else { Err(format!("Sec-Fetch-Site: {site}")) };
-    }
-    let Some(origin) = text("origin") else { return Ok(()) };
-    let authority = origin.split_once("://").map(|(_, authority)| authority);
-    let own = ["x-forwarded-host", "host"].into_iter().filter_map(text).any(|host| authority == Some(host.as_str()));
-    if own { Ok(()) } else { Err(format!("Origin: {origin}")) }
-}
-
-/// A form body (`application/x-www-form-urlencoded`), parsed strictly; anything else is an
-/// HTML error page.
-pub struct Form<T>(pub T);
-
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Form<T> {
-    type Rejection = PageError;
-
-    async fn from_request(request: Request, state: &S) -> Result<Self, PageError> {
-        let content_type =
-            request.headers().get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or("").to_owned();
-        let bytes = axum::body::Bytes::from_request(request, state)
-            .await
-            .map_err(|rejection| PageError(ApiError::new(rejection.status(), rejection.body_text())))?;
-        // A form with no fields (the like button, sign out) has an empty body, which the
-        // Functions host forwards without its Content-Type: there is nothing to misread.
-        if !bytes.is_empty() && !content_type.trim_start().to_ascii_lowercase().starts_with("application/x-www-form-urlencoded") {
-            return Err(PageError(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "This address takes a form sent from the blog's pages (application/x-www-form-urlencoded).",
-            )));
-        }
-        let unreadable =
-            |error: &dyn std::fmt::Display| PageError(ApiError::bad_request(format!("The form could not be read: {error}.")));
-        let fields: Vec<(String, String)> = serde_urlencoded::from_bytes(&bytes).map_err(|error| unreadable(&error))?;
-        let fields: Vec<(String, String)> =
-            fields.into_iter().map(|(name, value)| (name, normalize_line_breaks(value))).collect();
-        let fields = serde_urlencoded::to_string(&fields).map_err(|error| unreadable(&error))?;
-        serde_urlencoded::from_str(&fields).map(Form).map_err(|error| unreadable(&error))
-    }
-}
-
-/// A browser sends every line break of a form's text as CR LF (the HTML standard's form data
-/// set encoding: "newline normalization"), so a comment of 1,000 short lines would count twice
-/// against its limit and be stored in another form than the API's: each CR LF, and any lone
-/// CR, becomes LF, as a `textarea`'s value and its `maxlength` count them.
-fn normalize_line_breaks(value: String) -> String {
-    if !value.contains('\r') {
-        return value;
-    }
-    value.replace("\r\n", "\n").replace('\r', "\n")
-}
-
-/// Why a write from a form was refused: the API's `detail`, and the field it is about, if it
-/// names one of the form's fields (the API's details start with the field's name in backticks).
-pub struct Refusal {
-    pub field: Option<&'static str>,
-    pub detail: String,
-}
-
-impl Refusal {
-    pub fn of(error: &ApiError, fields: &[&'static str]) -> Refusal {
-        let field = fields.iter().copied().find(|field| error.detail.starts_with(&format!("`{field}`")));
-        Refusal { field, detail: error.detail.clone() }
-    }
-
-    /// The refusal's detail when it is about no field in particular.
-    fn general(refusal: Option<&Refusal>) -> Option<&str> {
-        refusal.filter(|refusal| refusal.field.is_none()).map(|refusal| refusal.detail.as_str())
-    }
-}
-
-/// What a form shows: the values typed (or stored), and why it was refused, if it was.
-#[derive(Default)]
-pub struct Draft<'a> {
-    pub values: Vec<(&'static str, &'a str)>,
-    pub refusal: Option<Refusal>,
-}
-
-impl Draft<'_> {
-    fn value(&self, field: &str) -> &str {
-        self.values.iter().find(|(name, _)| *name == field).map_or("", |(_, value)| value)
-    }
-}
-
-/// One labelled field of a form, with its error under the label when the write was refused
-/// because of it.
-pub struct Field {
-    pub name: &'static str,
-    pub label: &'static str,
-    pub hint: &'static str,
-    pub multiline: bool,
-    /// The API's limit, as the field's `maxlength`, so that the browser stops the typing there.
-    /// (A browser counts UTF-16 code units, the API characters: a text of emoji is stopped
-    /// early, never let through too long.)
-    pub max_chars: usize,
-}
-
-/// Renders a form: a general error first, then each field, then the submit button.
-pub fn form(out: &mut String, action: &str, id: &str, fields: &[Field], draft: &Draft, submit: &str) {
-    let _ = write!(out, "<form class=\"write\" method=\"post\" action=\"{}\" id=\"{id}\">", esc(action));
-    if let Some(detail) = Refusal::general(draft.refusal.as_ref()) {
-        let _ = write!(out, "<p class=\"error\" role=\"alert\" id=\"{id}-error\">{}</p>", esc(detail));
-    }
-    for field in fields {
-        let input_id = format!("{id}-{}", field.name);
-        let error = draft.refusal.as_ref().filter(|refusal| refusal.field == Some(field.name));
-        let _ = write!(out, "<p class=\"field\"><label for=\"{input_id}\">{}</label>", field.label);
-        if !field.hint.is_empty() {
-            let _ = write!(out, "<span class=\"hint\" id=\"{input_id}-hint\">{}</span>", field.hint);
-        }
-        let mut described = if field.hint.is_empty() { String::new() } else { format!("{input_id}-hint") };
-        if let Some(error) = error {
-            let _ = write!(out, "<span class=\"error\" role=\"alert\" id=\"{input_id}-error\">{}</span>", esc(&error.detail));
-            described = format!("{input_id}-error {described}");
-        }
-        let invalid = if error.is_some() { " aria-invalid=\"true\"" } else { "" };
-        let described = if described.is_empty() { String::new() } else { format!(" aria-describedby=\"{}\"", described.trim()) };
-        let value = esc(draft.value(field.name));
-        if field.multiline {
-            let _ = write!(
-                out,
-                "<textarea id=\"{input_id}\" name=\"{}\" rows=\"8\" maxlength=\"{}\" required{invalid}{described}>{value}</textarea></p>",
-                field.name, field.max_chars
-            );
-        } else {
-            let _ = write!(
-                out,
-                "<input id=\"{input_id}\" name=\"{}\" type=\"text\" value=\"{value}\" maxlength=\"{}\" required{invalid}{described}></p>",
-                field.name, field.max_chars
-            );
-        }
-    }
-    let _ = write!(out, "<p><button type=\"submit\">{submit}</button></p></form>");
-}
-
 /// A post's time, readable, with the exact time for machines (`2026-11-22T06:05:04.007Z` shows
 /// as `22 Nov 2026, 06:05 UTC`).
-pub fn time(creation_date: &str) -> String {
+pub fn time(creation_date: &str) -> Markup {
     let format = time::macros::format_description!("[day padding:none] [month repr:short] [year], [hour]:[minute] UTC");
     let shown = time::OffsetDateTime::parse(creation_date, &time::format_description::well_known::Rfc3339)
         .ok()
         .and_then(|at| at.format(&format).ok())
         .unwrap_or_else(|| creation_date.to_owned());
-    format!("<time datetime=\"{}\">{}</time>", esc(creation_date), esc(&shown))
+    html! { time datetime=(esc(creation_date)) { (esc(&shown)) } }
 }
 
 /// "1 comment", "2 comments".
@@ -492,25 +307,6 @@ mod tests {
         assert_eq!(url_part("a b?c#d&e/f"), "a%20b%3Fc%23d%26e%2Ff");
     }
 
-    #[test]
-    fn only_the_blog_itself_may_send_a_form() {
-        let headers = |pairs: &[(&'static str, &'static str)]| {
-            let mut map = HeaderMap::new();
-            for (name, value) in pairs {
-                map.insert(*name, HeaderValue::from_static(value));
-            }
-            map
-        };
-        assert!(check_same_origin(&headers(&[("sec-fetch-site", "same-origin")])).is_ok());
-        assert!(check_same_origin(&headers(&[("sec-fetch-site", "none")])).is_ok());
-        assert!(check_same_origin(&headers(&[("sec-fetch-site", "cross-site")])).is_err());
-        assert!(check_same_origin(&headers(&[("sec-fetch-site", "same-site")])).is_err(), "a sibling subdomain is not the blog");
-        assert!(check_same_origin(&headers(&[("origin", "https://blog.example"), ("host", "blog.example")])).is_ok());
-        assert!(check_same_origin(&headers(&[("origin", "https://evil.example"), ("host", "blog.example")])).is_err());
-        assert!(check_same_origin(&headers(&[("origin", "null"), ("host", "blog.example")])).is_err());
-        assert!(check_same_origin(&headers(&[("host", "blog.example")])).is_ok(), "no browser page sent it");
-    }
-
     #[tokio::test]
     async fn an_unexpected_failure_is_a_page_that_says_what_to_do_and_hides_the_cause() {
         let response = PageError(ApiError::internal("connection to https://secret.documents.azure.com refused")).into_response();
@@ -520,13 +316,5 @@ mod tests {
         let html = String::from_utf8(body.to_vec()).unwrap();
         assert!(html.contains("<h1>Something went wrong</h1>") && html.contains("Reload the page in a moment"), "{html}");
         assert!(!html.contains("secret"), "the cause stays in the log: {html}");
-    }
-
-    #[test]
-    fn a_refusal_finds_the_field_its_detail_names() {
-        let refusal = Refusal::of(&ApiError::bad_request("`title` must not be empty."), &["title", "content"]);
-        assert_eq!(refusal.field, Some("title"));
-        let refusal = Refusal::of(&ApiError::unprocessable("`userId` names no user"), &["title", "content"]);
-        assert_eq!(refusal.field, None);
     }
 }

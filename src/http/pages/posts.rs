@@ -1,22 +1,21 @@
 //! A post's page (Q2 + Q4 + Q5), the forms to write, edit (C2) and delete (C7) a post, and the
 //! comment (C3, C6) and like (C4, C5) buttons on the post's page.
 
-use std::fmt::Write as _;
-
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
+use maud::html;
 use serde::Deserialize;
 
 use super::{
     Draft, Field, Form, Page, PageId, PageIds, PageQuery, PageResult, Refusal, SameOrigin, Viewer, count, esc, form, layout,
-    time, url_part,
+    submit, time, url_part,
 };
-use crate::app::AppState;
 use crate::app::comments::{comments_of, create_comment, delete_comment};
 use crate::app::likes::{create_like, delete_like, likes_of};
 use crate::app::lists::{ListParams, OwnerKnown};
 use crate::app::posts::{create_post, delete_post, edit_post, get_post};
+use crate::app::{AppResult, AppState, Caller};
 use crate::cosmos::Container;
 use crate::http::error::ApiError;
 use crate::model::{Like, MAX_COMMENT_CHARS, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, like_id};
@@ -34,6 +33,11 @@ const COMMENT_FIELDS: [Field; 1] = [Field {
     max_chars: MAX_COMMENT_CHARS,
 }];
 const _: () = assert!(MAX_TITLE_CHARS == 200 && MAX_CONTENT_CHARS == 20_000 && MAX_COMMENT_CHARS == 2_000);
+
+/// The refusals of a post's comment and edit forms that are an error page rather than the form
+/// again: the post is gone (404); anything else is about what was typed. (The server failing is
+/// the error page on every form.)
+const POST_GONE: &[StatusCode] = &[StatusCode::NOT_FOUND];
 
 /// A post's title and text, as typed into the form.
 #[derive(Deserialize)]
@@ -105,107 +109,95 @@ async fn render_post(
         likes_of(state, post_id, &first_page, OwnerKnown::Yes),
     );
     let (post, comments, likes) = (post?, comments?, likes?);
-    let id = url_part(&post.id);
-    let mut main = String::with_capacity(8192);
-    let _ = write!(
-        main,
-        "<article><h1 dir=\"auto\">{}</h1><p class=\"meta\">by <a href=\"/users/{}\"><bdi>{}</bdi></a> · {}</p><div class=\"content\" dir=\"auto\">{}</div>\
-         <p class=\"counts\">{} · {}</p>",
-        esc(&post.title),
-        url_part(&post.user_id),
-        esc(&post.user_username),
-        time(&post.creation_date),
-        esc(&post.content),
-        count(post.comment_count, "comment", "comments"),
-        count(post.like_count, "like", "likes"),
-    );
-    main.push_str("<div class=\"actions\">");
-    if viewer.is(&post.user_id) {
-        let _ =
-            write!(main, "<a href=\"/posts/{id}/edit\">Edit this post</a><a href=\"/posts/{id}/delete\">Delete this post</a>");
-    }
     let liked = match viewer.id() {
         Some(me) => likes_post(state, &post, &likes.items, me).await?,
         None => false,
     };
-    match viewer.id() {
-        Some(_) if liked => {
-            let _ = write!(
-                main,
-                "<span>You like this post.</span><form method=\"post\" action=\"/posts/{id}/unlike\">\
-                 <button type=\"submit\" class=\"link\">Take back your like</button></form>"
-            );
-        }
-        Some(_) => {
-            let _ =
-                write!(main, "<form method=\"post\" action=\"/posts/{id}/likes\"><button type=\"submit\">Like</button></form>");
-        }
-        None => main.push_str("<span><a href=\"/signin\">Sign in</a> to like or comment.</span>"),
-    }
-    main.push_str("</div>");
-    if let Some(detail) = &extra.like_refused {
-        let _ = write!(main, "<p class=\"error\" role=\"alert\" id=\"like-error\">{}</p>", esc(detail));
-    }
-    main.push_str("</article>");
-
-    if !likes.items.is_empty() {
-        main.push_str("<section aria-labelledby=\"likes\"><h2 id=\"likes\">Liked by</h2><p>");
-        for (n, like) in likes.items.iter().enumerate() {
-            let separator = if n == 0 { "" } else { ", " };
-            let _ = write!(
-                main,
-                "{separator}<a href=\"/users/{}\"><bdi>{}</bdi></a>",
-                url_part(&like.user_id),
-                esc(&like.user_username)
-            );
-        }
-        let more = post.like_count.saturating_sub(likes.items.len() as u64);
-        if more > 0 && likes.continuation_token.is_some() {
-            let _ = write!(main, " and {more} more");
-        }
-        main.push_str("</p></section>");
-    }
-
-    let _ = write!(main, "<section aria-labelledby=\"comments\"><h2 id=\"comments\">Comments</h2>");
-    if comments.items.is_empty() {
-        main.push_str("<p>No comments yet.</p>");
-    } else {
-        main.push_str("<ol class=\"comments\">");
-        for comment in &comments.items {
-            let _ = write!(
-                main,
-                "<li id=\"comment-{}\"><p class=\"meta\"><a href=\"/users/{}\"><bdi>{}</bdi></a> · {}</p><p dir=\"auto\">{}</p>",
-                esc(&comment.id),
-                url_part(&comment.user_id),
-                esc(&comment.user_username),
-                time(&comment.creation_date),
-                esc(&comment.content)
-            );
-            // Its author, and the post's author, who moderates the comments under the post (C6).
-            if viewer.is(&comment.user_id) || viewer.is(&post.user_id) {
-                let _ = write!(
-                    main,
-                    "<form method=\"post\" action=\"/posts/{id}/comments/{}/delete\">\
-                     <button type=\"submit\" class=\"link\">Delete this comment</button></form>",
-                    url_part(&comment.id)
-                );
+    let more_likes = post.like_count.saturating_sub(likes.items.len() as u64);
+    let id = url_part(&post.id);
+    let main = html! {
+        article {
+            h1 dir="auto" { (esc(&post.title)) }
+            p class="meta" {
+                "by " a href={ "/users/" (url_part(&post.user_id)) } { bdi { (esc(&post.user_username)) } }
+                " · " (time(&post.creation_date))
             }
-            main.push_str("</li>");
+            div class="content" dir="auto" { (esc(&post.content)) }
+            p class="counts" {
+                (count(post.comment_count, "comment", "comments")) " · " (count(post.like_count, "like", "likes"))
+            }
+            div class="actions" {
+                @if viewer.is(&post.user_id) {
+                    a href={ "/posts/" (id) "/edit" } { "Edit this post" }
+                    a href={ "/posts/" (id) "/delete" } { "Delete this post" }
+                }
+                @match viewer.id() {
+                    Some(_) if liked => {
+                        span { "You like this post." }
+                        form method="post" action={ "/posts/" (id) "/unlike" } {
+                            button type="submit" class="link" { "Take back your like" }
+                        }
+                    }
+                    Some(_) => {
+                        form method="post" action={ "/posts/" (id) "/likes" } { button type="submit" { "Like" } }
+                    }
+                    None => {
+                        span { a href="/signin" { "Sign in" } " to like or comment." }
+                    }
+                }
+            }
+            @if let Some(detail) = &extra.like_refused {
+                p class="error" role="alert" id="like-error" { (esc(detail)) }
+            }
         }
-        main.push_str("</ol>");
-    }
-    if let Some(token) = &comments.continuation_token {
-        let _ = write!(
-            main,
-            "<nav class=\"more\" aria-label=\"More comments\"><a rel=\"next\" href=\"/posts/{id}?continuationToken={}#comments\">More comments</a></nav>",
-            url_part(token)
-        );
-    }
-    if viewer.id().is_some() {
-        form(&mut main, &format!("/posts/{id}/comments"), "comment", &COMMENT_FIELDS, &extra.comment, "Comment");
-    }
-    main.push_str("</section>");
-    Ok(Page { status, html: layout(&post.title, viewer, &main), private: viewer.id().is_some() }.into_response())
+        @if !likes.items.is_empty() {
+            section aria-labelledby="likes" {
+                h2 id="likes" { "Liked by" }
+                p {
+                    @for (n, like) in likes.items.iter().enumerate() {
+                        @if n > 0 { ", " }
+                        a href={ "/users/" (url_part(&like.user_id)) } { bdi { (esc(&like.user_username)) } }
+                    }
+                    @if more_likes > 0 && likes.continuation_token.is_some() {
+                        " and " (more_likes) " more"
+                    }
+                }
+            }
+        }
+        section aria-labelledby="comments" {
+            h2 id="comments" { "Comments" }
+            @if comments.items.is_empty() {
+                p { "No comments yet." }
+            } @else {
+                ol class="comments" {
+                    @for comment in &comments.items {
+                        li id={ "comment-" (esc(&comment.id)) } {
+                            p class="meta" {
+                                a href={ "/users/" (url_part(&comment.user_id)) } { bdi { (esc(&comment.user_username)) } }
+                                " · " (time(&comment.creation_date))
+                            }
+                            p dir="auto" { (esc(&comment.content)) }
+                            // Its author, and the post's author, who moderates the comments under the post (C6).
+                            @if viewer.is(&comment.user_id) || viewer.is(&post.user_id) {
+                                form method="post" action={ "/posts/" (id) "/comments/" (url_part(&comment.id)) "/delete" } {
+                                    button type="submit" class="link" { "Delete this comment" }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            @if let Some(token) = &comments.continuation_token {
+                nav class="more" aria-label="More comments" {
+                    a rel="next" href={ "/posts/" (id) "?continuationToken=" (url_part(token)) "#comments" } { "More comments" }
+                }
+            }
+            @if viewer.id().is_some() {
+                (form(&format!("/posts/{id}/comments"), "comment", &COMMENT_FIELDS, &extra.comment, "Comment"))
+            }
+        }
+    };
+    Ok(Page { status, html: layout(&post.title, viewer, main), private: viewer.id().is_some() }.into_response())
 }
 
 /// `POST /posts/{postId}/comments`: C3, then back to the post's comments; refused, the post
@@ -217,21 +209,18 @@ pub async fn submit_comment(
     PageId(post_id): PageId,
     Form(typed): Form<CommentForm>,
 ) -> PageResult {
-    let written = match viewer.caller() {
-        Ok(caller) => create_comment(&state, &caller, &post_id, &caller.0, typed.content.clone()).await.map_err(ApiError::from),
-        Err(error) => Err(error),
-    };
-    match written {
-        Ok(comment) => {
-            Ok(Redirect::to(&format!("/posts/{}#comment-{}", url_part(&post_id), url_part(&comment.id))).into_response())
-        }
-        Err(error) if is_page_error(&error) => Err(error.into()),
-        Err(error) => {
+    submit(
+        &viewer,
+        async |caller| create_comment(&state, caller, &post_id, &caller.0, typed.content.clone()).await,
+        |comment| format!("/posts/{}#comment-{}", url_part(&post_id), url_part(&comment.id)),
+        POST_GONE,
+        async |error| {
             let comment = Draft { values: vec![("content", &typed.content)], refusal: Some(Refusal::of(&error, &["content"])) };
             let extra = PostPageState { comment, like_refused: None };
             render_post(&state, &viewer, &post_id, &ListParams::default(), extra, error.status).await
-        }
-    }
+        },
+    )
+    .await
 }
 
 /// `POST /posts/{postId}/likes`: C4, then back to the post; refused (a second like), the post
@@ -243,11 +232,7 @@ pub async fn submit_like(
     PageId(post_id): PageId,
     Form(ButtonForm {}): Form<ButtonForm>,
 ) -> PageResult {
-    let written = match viewer.caller() {
-        Ok(caller) => create_like(&state, &caller, &post_id, &caller.0).await.map(|_| ()).map_err(ApiError::from),
-        Err(error) => Err(error),
-    };
-    back_to_post(&state, &viewer, &post_id, written).await
+    back_to_post(&state, &viewer, &post_id, async |caller| create_like(&state, caller, &post_id, &caller.0).await).await
 }
 
 /// `POST /posts/{postId}/unlike`: C5, then back to the post; refused, the post page again with
@@ -259,25 +244,29 @@ pub async fn submit_unlike(
     PageId(post_id): PageId,
     Form(ButtonForm {}): Form<ButtonForm>,
 ) -> PageResult {
-    let written = match viewer.caller() {
-        Ok(caller) => delete_like(&state, &caller, &post_id, &caller.0).await.map_err(ApiError::from),
-        Err(error) => Err(error),
-    };
-    back_to_post(&state, &viewer, &post_id, written).await
+    back_to_post(&state, &viewer, &post_id, async |caller| delete_like(&state, caller, &post_id, &caller.0).await).await
 }
 
 /// After the like or unlike button: back to the post; refused (a second like, a like already
 /// taken back in another tab), the post page again with the reason. A post that is gone is the
 /// 404 page, which rendering it answers.
-async fn back_to_post(state: &AppState, viewer: &Viewer, post_id: &str, written: Result<(), ApiError>) -> PageResult {
-    match written {
-        Ok(()) => Ok(Redirect::to(&format!("/posts/{}", url_part(post_id))).into_response()),
-        Err(error) if error.status.is_server_error() => Err(error.into()),
-        Err(error) => {
+async fn back_to_post<T>(
+    state: &AppState,
+    viewer: &Viewer,
+    post_id: &str,
+    write: impl AsyncFnOnce(&Caller) -> AppResult<T>,
+) -> PageResult {
+    submit(
+        viewer,
+        write,
+        |_| format!("/posts/{}", url_part(post_id)),
+        &[],
+        async |error| {
             let extra = PostPageState { like_refused: Some(error.detail), ..Default::default() };
             render_post(state, viewer, post_id, &ListParams::default(), extra, error.status).await
-        }
-    }
+        },
+    )
+    .await
 }
 
 /// `POST /posts/{postId}/comments/{commentId}/delete`: C6, then back to the comments.
@@ -298,15 +287,18 @@ pub async fn delete_post_page(State(state): State<AppState>, viewer: Viewer, Pag
     let post = get_post(&state, &post_id).await?;
     viewer.caller()?.must_be(&post.user_id, "delete this post")?;
     let id = url_part(&post.id);
-    let main = format!(
-        "<h1>Delete “<bdi>{}</bdi>”?</h1><p>The post, its {} and its {} are deleted for good.</p>\
-         <div class=\"actions\"><form method=\"post\" action=\"/posts/{id}/delete\"><button type=\"submit\">Delete</button></form>\
-         <a href=\"/posts/{id}\">Keep it</a></div>",
-        esc(&post.title),
-        count(post.comment_count, "comment", "comments"),
-        count(post.like_count, "like", "likes"),
-    );
-    Ok(Page { status: StatusCode::OK, html: layout("Delete this post", &viewer, &main), private: true }.into_response())
+    let main = html! {
+        h1 { "Delete “" bdi { (esc(&post.title)) } "”?" }
+        p {
+            "The post, its " (count(post.comment_count, "comment", "comments")) " and its "
+            (count(post.like_count, "like", "likes")) " are deleted for good."
+        }
+        div class="actions" {
+            form method="post" action={ "/posts/" (id) "/delete" } { button type="submit" { "Delete" } }
+            a href={ "/posts/" (id) } { "Keep it" }
+        }
+    };
+    Ok(Page { status: StatusCode::OK, html: layout("Delete this post", &viewer, main), private: true }.into_response())
 }
 
 /// `POST /posts/{postId}/delete`: C7, then the author's page (where the post's copy goes with
@@ -336,17 +328,14 @@ pub async fn submit_new_post(
     viewer: Viewer,
     Form(typed): Form<PostForm>,
 ) -> PageResult {
-    let written = match viewer.caller() {
-        Ok(caller) => {
-            create_post(&state, &caller, &caller.0, typed.title.clone(), typed.content.clone()).await.map_err(ApiError::from)
-        }
-        Err(error) => Err(error),
-    };
-    match written {
-        Ok(post) => Ok(Redirect::to(&format!("/posts/{}", url_part(&post.id))).into_response()),
-        Err(error) if error.status.is_server_error() => Err(error.into()),
-        Err(error) => Ok(post_form_page(&viewer, None, post_draft(&typed, &error), error.status)),
-    }
+    submit(
+        &viewer,
+        async |caller| create_post(&state, caller, &caller.0, typed.title.clone(), typed.content.clone()).await,
+        |post| format!("/posts/{}", url_part(&post.id)),
+        &[],
+        async |error| Ok(post_form_page(&viewer, None, post_draft(&typed, &error), error.status)),
+    )
+    .await
 }
 
 /// `GET /posts/{postId}/edit`: the form to edit a post, filled with it; only its author's.
@@ -365,17 +354,14 @@ pub async fn submit_post_edit(
     PageId(post_id): PageId,
     Form(typed): Form<PostForm>,
 ) -> PageResult {
-    let written = match viewer.caller() {
-        Ok(caller) => {
-            edit_post(&state, &caller, &post_id, typed.title.clone(), typed.content.clone()).await.map_err(ApiError::from)
-        }
-        Err(error) => Err(error),
-    };
-    match written {
-        Ok(post) => Ok(Redirect::to(&format!("/posts/{}", url_part(&post.id))).into_response()),
-        Err(error) if is_page_error(&error) => Err(error.into()),
-        Err(error) => Ok(post_form_page(&viewer, Some(&post_id), post_draft(&typed, &error), error.status)),
-    }
+    submit(
+        &viewer,
+        async |caller| edit_post(&state, caller, &post_id, typed.title.clone(), typed.content.clone()).await,
+        |post| format!("/posts/{}", url_part(&post.id)),
+        POST_GONE,
+        async |error| Ok(post_form_page(&viewer, Some(&post_id), post_draft(&typed, &error), error.status)),
+    )
+    .await
 }
 
 fn post_draft<'a>(typed: &'a PostForm, error: &ApiError) -> Draft<'a> {
@@ -391,17 +377,13 @@ fn post_form_page(viewer: &Viewer, editing: Option<&str>, draft: Draft, status: 
         None => ("Write a post".to_owned(), "/write".to_owned(), "Publish"),
         Some(id) => ("Edit your post".to_owned(), format!("/posts/{}/edit", url_part(id)), "Save"),
     };
-    let mut main = format!("<h1>{heading}</h1>");
-    if viewer.id().is_none() {
-        main.push_str("<p><a href=\"/signin\">Sign in</a> to write.</p>");
-    } else {
-        form(&mut main, &action, "post", &POST_FIELDS, &draft, submit);
-    }
-    Page { status, html: layout(&heading, viewer, &main), private: true }.into_response()
-}
-
-/// Whether a refused write on a post's forms is an error page rather than the form again: the
-/// post is gone (404), or the server failed; anything else is about what was typed.
-fn is_page_error(error: &ApiError) -> bool {
-    error.status == StatusCode::NOT_FOUND || error.status.is_server_error()
+    let main = html! {
+        h1 { (heading) }
+        @if viewer.id().is_none() {
+            p { a href="/signin" { "Sign in" } " to write." }
+        } @else {
+            (form(&action, "post", &POST_FIELDS, &draft, submit))
+        }
+    };
+    Page { status, html: layout(&heading, viewer, main), private: true }.into_response()
 }

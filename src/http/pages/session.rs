@@ -5,6 +5,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
+use maud::html;
 use serde::Deserialize;
 
 #[cfg(feature = "embedded")]
@@ -45,9 +46,13 @@ pub async fn sign_in_page(State(state): State<AppState>, viewer: Viewer) -> Resp
     match state.auth {
         AuthMode::Platform => Redirect::to(PLATFORM_SIGN_IN).into_response(),
         AuthMode::None => {
-            let main = "<h1>Sign in</h1><p>This blog has no sign-in configured, so it can only be read. \
-                        On Azure, deploy it with <code>authClientId</code>; locally, start it with \
-                        <code>BLOG_AUTH=development</code>.</p>";
+            let main = html! {
+                h1 { "Sign in" }
+                p {
+                    "This blog has no sign-in configured, so it can only be read. On Azure, deploy it with "
+                    code { "authClientId" } "; locally, start it with " code { "BLOG_AUTH=development" } "."
+                }
+            };
             Page { status: StatusCode::OK, html: layout("Sign in", &viewer, main), private: false }.into_response()
         }
         #[cfg(feature = "embedded")]
@@ -57,9 +62,11 @@ pub async fn sign_in_page(State(state): State<AppState>, viewer: Viewer) -> Resp
 
 #[cfg(feature = "embedded")]
 fn development_form(viewer: &Viewer, draft: Draft, status: StatusCode) -> Response {
-    let mut main = String::from("<h1>Sign in</h1>");
-    form(&mut main, "/signin", "signin", &SIGN_IN_FIELDS, &draft, "Sign in");
-    Page { status, html: layout("Sign in", viewer, &main), private: true }.into_response()
+    let main = html! {
+        h1 { "Sign in" }
+        (form("/signin", "signin", &SIGN_IN_FIELDS, &draft, "Sign in"))
+    };
+    Page { status, html: layout("Sign in", viewer, main), private: true }.into_response()
 }
 
 /// `POST /signin`: development only: remembers who this browser is, then their page (which

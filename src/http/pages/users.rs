@@ -1,15 +1,16 @@
 //! A user's page (Q1 + Q3), and the forms that create (C1) and rename (C1 edit) the signed-in
 //! person's own user.
 
-use std::fmt::Write as _;
-
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Redirect};
+use axum::response::IntoResponse;
+use maud::html;
 use serde::Deserialize;
 
 use super::feed::post_list;
-use super::{Draft, Field, Form, Page, PageId, PageQuery, PageResult, Refusal, SameOrigin, Viewer, esc, form, layout, url_part};
+use super::{
+    Draft, Field, Form, Page, PageId, PageQuery, PageResult, Refusal, SameOrigin, Viewer, esc, form, layout, submit, url_part,
+};
 use crate::app::lists::{ListParams, OwnerKnown};
 use crate::app::users::{create_user, get_user, posts_of, rename_user};
 use crate::app::{AppError, AppState};
@@ -59,42 +60,40 @@ async fn render_user(
         Ok(user) => user,
         // Signed in for the first time: their page is where they choose their name.
         Err(AppError::NotFound(_)) if viewer.is(user_id) => {
-            let mut main = String::from("<h1>Welcome</h1><p>Choose the name others will see beside your posts and comments.</p>");
-            form(&mut main, "/users", "profile", &USERNAME_FIELDS, &draft, "Create my profile");
-            return Ok(Page { status, html: layout("Welcome", viewer, &main), private: true }.into_response());
+            let main = html! {
+                h1 { "Welcome" }
+                p { "Choose the name others will see beside your posts and comments." }
+                (form("/users", "profile", &USERNAME_FIELDS, &draft, "Create my profile"))
+            };
+            return Ok(Page { status, html: layout("Welcome", viewer, main), private: true }.into_response());
         }
         Err(error) => return Err(error.into()),
     };
     let posts = posts?;
-    let mut main = format!("<h1 dir=\"auto\">{}</h1>", esc(&user.username));
-    if viewer.is(user_id) {
-        let action = format!("/users/{}", url_part(user_id));
-        let draft =
-            if draft.values.is_empty() { Draft { values: vec![("username", &user.username)], refusal: None } } else { draft };
-        main.push_str("<details");
-        if draft.refusal.is_some() {
-            main.push_str(" open");
+    let draft = if draft.values.is_empty() { Draft { values: vec![("username", &user.username)], refusal: None } } else { draft };
+    let main = html! {
+        h1 dir="auto" { (esc(&user.username)) }
+        @if viewer.is(user_id) {
+            details open[draft.refusal.is_some()] {
+                summary { "Rename" }
+                (form(&format!("/users/{}", url_part(user_id)), "rename", &USERNAME_FIELDS, &draft, "Rename"))
+            }
         }
-        main.push_str("><summary>Rename</summary>");
-        form(&mut main, &action, "rename", &USERNAME_FIELDS, &draft, "Rename");
-        main.push_str("</details>");
-    }
-    main.push_str("<section aria-labelledby=\"posts\"><h2 id=\"posts\">Posts</h2>");
-    if posts.items.is_empty() {
-        main.push_str("<p>No posts yet.</p>");
-    } else {
-        post_list(&mut main, &posts.items, false);
-    }
-    if let Some(token) = &posts.continuation_token {
-        let _ = write!(
-            main,
-            "<nav class=\"more\" aria-label=\"More posts\"><a rel=\"next\" href=\"/users/{}?continuationToken={}\">More posts</a></nav>",
-            url_part(user_id),
-            url_part(token)
-        );
-    }
-    main.push_str("</section>");
-    Ok(Page { status, html: layout(&user.username, viewer, &main), private: viewer.id().is_some() }.into_response())
+        section aria-labelledby="posts" {
+            h2 id="posts" { "Posts" }
+            @if posts.items.is_empty() {
+                p { "No posts yet." }
+            } @else {
+                (post_list(&posts.items, false))
+            }
+            @if let Some(token) = &posts.continuation_token {
+                nav class="more" aria-label="More posts" {
+                    a rel="next" href={ "/users/" (url_part(user_id)) "?continuationToken=" (url_part(token)) } { "More posts" }
+                }
+            }
+        }
+    };
+    Ok(Page { status, html: layout(&user.username, viewer, main), private: viewer.id().is_some() }.into_response())
 }
 
 /// `POST /users`: C1, the signed-in person's own user, then their page.
@@ -104,15 +103,19 @@ pub async fn submit_new_user(
     viewer: Viewer,
     Form(typed): Form<UsernameForm>,
 ) -> PageResult {
-    let caller = viewer.caller()?;
-    match create_user(&state, &caller, typed.username.clone()).await.map_err(ApiError::from) {
-        Ok(user) => Ok(Redirect::to(&format!("/users/{}", url_part(&user.id))).into_response()),
-        Err(error) if error.status.is_server_error() => Err(error.into()),
-        Err(error) => {
-            let draft = Draft { values: vec![("username", &typed.username)], refusal: Some(Refusal::of(&error, &["username"])) };
-            render_user(&state, &viewer, &caller.0, &ListParams::default(), draft, error.status).await
-        }
-    }
+    submit(
+        &viewer,
+        async |caller| create_user(&state, caller, typed.username.clone()).await,
+        |user| format!("/users/{}", url_part(&user.id)),
+        // Nobody signed in has no page of their own to show the form on.
+        &[StatusCode::UNAUTHORIZED],
+        async |error| {
+            // Refused to someone signed in (nobody signed in is the error page): their own page.
+            let own = viewer.id().unwrap_or_default();
+            render_user(&state, &viewer, own, &ListParams::default(), username_draft(&typed, &error), error.status).await
+        },
+    )
+    .await
 }
 
 /// `POST /users/{userId}`: C1 edit, then the user's page (the new name reaches their posts
@@ -124,13 +127,19 @@ pub async fn submit_rename(
     PageId(user_id): PageId,
     Form(typed): Form<UsernameForm>,
 ) -> PageResult {
-    let caller = viewer.caller()?;
-    match rename_user(&state, &caller, &user_id, typed.username.clone()).await.map_err(ApiError::from) {
-        Ok(user) => Ok(Redirect::to(&format!("/users/{}", url_part(&user.id))).into_response()),
-        Err(error) if error.status == StatusCode::FORBIDDEN || error.status.is_server_error() => Err(error.into()),
-        Err(error) => {
-            let draft = Draft { values: vec![("username", &typed.username)], refusal: Some(Refusal::of(&error, &["username"])) };
-            render_user(&state, &viewer, &user_id, &ListParams::default(), draft, error.status).await
-        }
-    }
+    submit(
+        &viewer,
+        async |caller| rename_user(&state, caller, &user_id, typed.username.clone()).await,
+        |user| format!("/users/{}", url_part(&user.id)),
+        // Nobody signed in, or someone else: the user's page shows them no rename form.
+        &[StatusCode::UNAUTHORIZED, StatusCode::FORBIDDEN],
+        async |error| {
+            render_user(&state, &viewer, &user_id, &ListParams::default(), username_draft(&typed, &error), error.status).await
+        },
+    )
+    .await
+}
+
+fn username_draft<'a>(typed: &'a UsernameForm, error: &ApiError) -> Draft<'a> {
+    Draft { values: vec![("username", &typed.username)], refusal: Some(Refusal::of(error, &["username"])) }
 }

@@ -1,0 +1,179 @@
+//! What the pages take from a request, each refused with an HTML page: who is looking
+//! ([`Viewer`]), the query string, the ids in the path, the origin of a form, and the form.
+
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
+use serde::de::DeserializeOwned;
+
+use super::PageError;
+use crate::app::{AppState, Caller};
+use crate::http::auth::page_viewer;
+use crate::http::error::ApiError;
+use crate::http::extract::{Id, Ids, field_names, parse_query};
+
+/// Who is looking at a page: the signed-in user's id, or nobody. Never refuses a request;
+/// a write that needs a caller asks for one with [`Viewer::caller`].
+pub struct Viewer(pub Option<String>);
+
+impl FromRequestParts<AppState> for Viewer {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        Ok(Viewer(page_viewer(parts, state.auth)))
+    }
+}
+
+impl Viewer {
+    pub fn id(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+
+    /// The caller of a write from a form; 401 when nobody is signed in.
+    pub fn caller(&self) -> Result<Caller, ApiError> {
+        self.0.clone().map(Caller).ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "Sign in to do this."))
+    }
+
+    pub fn is(&self, user_id: &str) -> bool {
+        self.id() == Some(user_id)
+    }
+}
+
+/// A page's query string: the parameters the page knows are checked as the API checks them
+/// (refused with an HTML page); the others are ignored, as every site ignores them: links are
+/// shared with tracking parameters (`?utm_source=…`, `?fbclid=…`) that the reader did not add.
+/// (The JSON API stays strict: a typo there is a client's bug to report.)
+pub struct PageQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for PageQuery<T> {
+    type Rejection = PageError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, PageError> {
+        let known = field_names::<T>();
+        let params = parse_query(parts.uri.query().unwrap_or_default(), |key| known.contains(&key))?;
+        Ok(PageQuery(params))
+    }
+}
+
+/// The id in a page's path, checked as the API checks it, refused with an HTML page.
+pub struct PageId(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PageId {
+    type Rejection = PageError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, PageError> {
+        let Id(id) = Id::from_request_parts(parts, state).await?;
+        Ok(PageId(id))
+    }
+}
+
+/// The two ids of a nested page path, checked as the API checks them.
+pub struct PageIds(pub String, pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PageIds {
+    type Rejection = PageError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, PageError> {
+        let Ids(first, second) = Ids::from_request_parts(parts, state).await?;
+        Ok(PageIds(first, second))
+    }
+}
+
+/// Refuses a state-changing request that another site made the browser send (cross-site
+/// request forgery): its `Sec-Fetch-Site` says it did not come from a page of this blog, or,
+/// from a browser that sends no fetch metadata, its `Origin` is not this blog. A request with
+/// neither header did not come from a browser page, which is the only thing a forger controls.
+pub struct SameOrigin;
+
+impl<S: Send + Sync> FromRequestParts<S> for SameOrigin {
+    type Rejection = PageError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, PageError> {
+        check_same_origin(&parts.headers).map(|()| SameOrigin).map_err(|why| {
+            PageError(ApiError::new(
+                StatusCode::FORBIDDEN,
+                format!("This form was sent from another site ({why}), so it was refused: nothing was changed."),
+            ))
+        })
+    }
+}
+
+fn check_same_origin(headers: &HeaderMap) -> Result<(), String> {
+    let text = |name: &str| headers.get(name).map(|value| value.to_str().unwrap_or("?").to_owned());
+    if let Some(site) = text("sec-fetch-site") {
+        // `none`: the person typed or bookmarked the request; `same-origin`: a page of this blog.
+        return if site == "same-origin" || site == "none" { Ok(()) } else { Err(format!("Sec-Fetch-Site: {site}")) };
+    }
+    let Some(origin) = text("origin") else { return Ok(()) };
+    let authority = origin.split_once("://").map(|(_, authority)| authority);
+    let own = ["x-forwarded-host", "host"].into_iter().filter_map(text).any(|host| authority == Some(host.as_str()));
+    if own { Ok(()) } else { Err(format!("Origin: {origin}")) }
+}
+
+/// A form body (`application/x-www-form-urlencoded`), parsed strictly; anything else is an
+/// HTML error page.
+pub struct Form<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Form<T> {
+    type Rejection = PageError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, PageError> {
+        let content_type =
+            request.headers().get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or("").to_owned();
+        let bytes = axum::body::Bytes::from_request(request, state)
+            .await
+            .map_err(|rejection| PageError(ApiError::new(rejection.status(), rejection.body_text())))?;
+        // A form with no fields (the like button, sign out) has an empty body, which the
+        // Functions host forwards without its Content-Type: there is nothing to misread.
+        if !bytes.is_empty() && !content_type.trim_start().to_ascii_lowercase().starts_with("application/x-www-form-urlencoded") {
+            return Err(PageError(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "This address takes a form sent from the blog's pages (application/x-www-form-urlencoded).",
+            )));
+        }
+        let unreadable =
+            |error: &dyn std::fmt::Display| PageError(ApiError::bad_request(format!("The form could not be read: {error}.")));
+        let fields: Vec<(String, String)> = serde_urlencoded::from_bytes(&bytes).map_err(|error| unreadable(&error))?;
+        let fields: Vec<(String, String)> =
+            fields.into_iter().map(|(name, value)| (name, normalize_line_breaks(value))).collect();
+        let fields = serde_urlencoded::to_string(&fields).map_err(|error| unreadable(&error))?;
+        serde_urlencoded::from_str(&fields).map(Form).map_err(|error| unreadable(&error))
+    }
+}
+
+/// A browser sends every line break of a form's text as CR LF (the HTML standard's form data
+/// set encoding: "newline normalization"), so a comment of 1,000 short lines would count twice
+/// against its limit and be stored in another form than the API's: each CR LF, and any lone
+/// CR, becomes LF, as a `textarea`'s value and its `maxlength` count them.
+fn normalize_line_breaks(value: String) -> String {
+    if !value.contains('\r') {
+        return value;
+    }
+    value.replace("\r\n", "\n").replace('\r', "\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::HeaderValue;
+
+    use super::*;
+
+    #[test]
+    fn only_the_blog_itself_may_send_a_form() {
+        let headers = |pairs: &[(&'static str, &'static str)]| {
+            let mut map = HeaderMap::new();
+            for (name, value) in pairs {
+                map.insert(*name, HeaderValue::from_static(value));
+            }
+            map
+        };
+        assert!(check_same_origin(&headers(&[("sec-fetch-site", "same-origin")])).is_ok());
+        assert!(check_same_origin(&headers(&[("sec-fetch-site", "none")])).is_ok());
+        assert!(check_same_origin(&headers(&[("sec-fetch-site", "cross-site")])).is_err());
+        assert!(check_same_origin(&headers(&[("sec-fetch-site", "same-site")])).is_err(), "a sibling subdomain is not the blog");
+        assert!(check_same_origin(&headers(&[("origin", "https://blog.example"), ("host", "blog.example")])).is_ok());
+        assert!(check_same_origin(&headers(&[("origin", "https://evil.example"), ("host", "blog.example")])).is_err());
+        assert!(check_same_origin(&headers(&[("origin", "null"), ("host", "blog.example")])).is_err());
+        assert!(check_same_origin(&headers(&[("host", "blog.example")])).is_ok(), "no browser page sent it");
+    }
+}

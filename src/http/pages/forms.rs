@@ -1,0 +1,136 @@
+//! The pages' forms: their fields, what they show again when a write is refused, and what
+//! every form that writes does when it is sent ([`submit`]).
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect};
+use maud::{Markup, html};
+
+use super::{PageResult, Viewer, esc};
+use crate::app::{AppResult, Caller};
+use crate::http::error::ApiError;
+
+/// Why a write from a form was refused: the API's `detail`, and the field it is about, if it
+/// names one of the form's fields (the API's details start with the field's name in backticks).
+pub struct Refusal {
+    pub field: Option<&'static str>,
+    pub detail: String,
+}
+
+impl Refusal {
+    pub fn of(error: &ApiError, fields: &[&'static str]) -> Refusal {
+        let field = fields.iter().copied().find(|field| error.detail.starts_with(&format!("`{field}`")));
+        Refusal { field, detail: error.detail.clone() }
+    }
+
+    /// The refusal's detail when it is about no field in particular.
+    fn general(refusal: Option<&Refusal>) -> Option<&str> {
+        refusal.filter(|refusal| refusal.field.is_none()).map(|refusal| refusal.detail.as_str())
+    }
+}
+
+/// What a form shows: the values typed (or stored), and why it was refused, if it was.
+#[derive(Default)]
+pub struct Draft<'a> {
+    pub values: Vec<(&'static str, &'a str)>,
+    pub refusal: Option<Refusal>,
+}
+
+impl Draft<'_> {
+    fn value(&self, field: &str) -> &str {
+        self.values.iter().find(|(name, _)| *name == field).map_or("", |(_, value)| value)
+    }
+}
+
+/// One labelled field of a form, with its error under the label when the write was refused
+/// because of it.
+pub struct Field {
+    pub name: &'static str,
+    pub label: &'static str,
+    pub hint: &'static str,
+    pub multiline: bool,
+    /// The API's limit, as the field's `maxlength`, so that the browser stops the typing there.
+    /// (A browser counts UTF-16 code units, the API characters: a text of emoji is stopped
+    /// early, never let through too long.)
+    pub max_chars: usize,
+}
+
+/// Renders a form: a general error first, then each field, then the submit button.
+pub fn form(action: &str, id: &str, fields: &[Field], draft: &Draft, submit: &str) -> Markup {
+    html! {
+        form class="write" method="post" action=(esc(action)) id=(id) {
+            @if let Some(detail) = Refusal::general(draft.refusal.as_ref()) {
+                p class="error" role="alert" id={ (id) "-error" } { (esc(detail)) }
+            }
+            @for field in fields {
+                (form_field(id, field, draft))
+            }
+            p { button type="submit" { (submit) } }
+        }
+    }
+}
+
+/// One field of the form `form_id`: its label, hint and error, and its input.
+fn form_field(form_id: &str, field: &Field, draft: &Draft) -> Markup {
+    let input_id = format!("{form_id}-{}", field.name);
+    let error = draft.refusal.as_ref().filter(|refusal| refusal.field == Some(field.name));
+    let hint_id = (!field.hint.is_empty()).then(|| format!("{input_id}-hint"));
+    let error_id = error.map(|_| format!("{input_id}-error"));
+    let described = [error_id.as_deref(), hint_id.as_deref()].into_iter().flatten().collect::<Vec<_>>().join(" ");
+    let described = (!described.is_empty()).then_some(described);
+    let invalid = error.map(|_| "true");
+    let value = esc(draft.value(field.name));
+    html! {
+        p class="field" {
+            label for=(input_id) { (field.label) }
+            @if let Some(hint_id) = &hint_id {
+                span class="hint" id=(hint_id) { (field.hint) }
+            }
+            @if let (Some(error), Some(error_id)) = (error, &error_id) {
+                span class="error" role="alert" id=(error_id) { (esc(&error.detail)) }
+            }
+            @if field.multiline {
+                textarea id=(input_id) name=(field.name) rows="8" maxlength=(field.max_chars) required
+                    aria-invalid=[invalid] aria-describedby=[&described] { (value) }
+            } @else {
+                input id=(input_id) name=(field.name) type="text" value=(value) maxlength=(field.max_chars) required
+                    aria-invalid=[invalid] aria-describedby=[&described];
+            }
+        }
+    }
+}
+
+/// A form that writes, sent: the write, as the signed-in caller; done, a redirect to
+/// `redirect_to(written)` (post/redirect/get); refused, `refused(error)`, the form's page again
+/// with the refusal next to its field and what was typed kept. A server failure is the error
+/// page instead, and so is a refusal with one of the `error_pages` statuses, which the form's
+/// page is not the place to show. Nobody signed in is a refusal like any other (401).
+pub async fn submit<T>(
+    viewer: &Viewer,
+    write: impl AsyncFnOnce(&Caller) -> AppResult<T>,
+    redirect_to: impl FnOnce(T) -> String,
+    error_pages: &[StatusCode],
+    refused: impl AsyncFnOnce(ApiError) -> PageResult,
+) -> PageResult {
+    let written = match viewer.caller() {
+        Ok(caller) => write(&caller).await.map_err(ApiError::from),
+        Err(error) => Err(error),
+    };
+    match written {
+        Ok(written) => Ok(Redirect::to(&redirect_to(written)).into_response()),
+        Err(error) if error.status.is_server_error() || error_pages.contains(&error.status) => Err(error.into()),
+        Err(error) => refused(error).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_finds_the_field_its_detail_names() {
+        let refusal = Refusal::of(&ApiError::bad_request("`title` must not be empty."), &["title", "content"]);
+        assert_eq!(refusal.field, Some("title"));
+        let refusal = Refusal::of(&ApiError::unprocessable("`userId` names no user"), &["title", "content"]);
+        assert_eq!(refusal.field, None);
+    }
+}
