@@ -1,11 +1,10 @@
 //! C3 (comment on a post), C6 (delete a comment) and Q4 (a post's comments).
 
-use crate::cosmos::queries;
 use crate::model::{self, Comment, MAX_COMMENT_CHARS};
 use crate::scripts::{CounterOutcome, DeleteOutcome, StoredProcedure};
 
-use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, OwnerKnown, wrap_token};
-use super::posts::{existing_author, list_of_post, post_not_found};
+use super::lists::{ListPage, ListParams, OwnerKnown};
+use super::posts::{PostList, existing_author, page_of_post, post_not_found};
 use super::{AppError, AppResult, AppState, Caller, valid_user_id, validate_text};
 
 /// C3: the stored procedure `createComment` creates the comment and increments the post's
@@ -57,8 +56,5 @@ pub async fn comments_of(
     params: &ListParams,
     known: OwnerKnown,
 ) -> AppResult<ListPage<Comment>> {
-    const LIST: &str = "comments";
-    let page = params.page_request(&state.tokens, LIST, post_id, DEFAULT_PAGE_SIZE)?;
-    let found = list_of_post::<Comment>(state, post_id, queries::post_comments(), page, known).await?;
-    Ok(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, post_id) })
+    page_of_post(state, post_id, PostList::Comments, params, known).await
 }

@@ -1,11 +1,10 @@
 //! C4 (like a post), C5 (unlike it) and Q5 (a post's likes).
 
-use crate::cosmos::queries;
 use crate::model::{self, Like};
 use crate::scripts::{CounterOutcome, DeleteOutcome, StoredProcedure};
 
-use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, OwnerKnown, wrap_token};
-use super::posts::{existing_author, list_of_post, post_not_found};
+use super::lists::{ListPage, ListParams, OwnerKnown};
+use super::posts::{PostList, existing_author, page_of_post, post_not_found};
 use super::{AppError, AppResult, AppState, Caller, valid_user_id};
 
 /// C4: the stored procedure `createLike` creates the like (its id is the liker's, so a post
@@ -43,8 +42,5 @@ pub async fn delete_like(state: &AppState, caller: &Caller, post_id: &str, user_
 
 /// Q5, oldest first: one query on the post's partition.
 pub async fn likes_of(state: &AppState, post_id: &str, params: &ListParams, known: OwnerKnown) -> AppResult<ListPage<Like>> {
-    const LIST: &str = "likes";
-    let page = params.page_request(&state.tokens, LIST, post_id, DEFAULT_PAGE_SIZE)?;
-    let found = list_of_post::<Like>(state, post_id, queries::post_likes(), page, known).await?;
-    Ok(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, post_id) })
+    page_of_post(state, post_id, PostList::Likes, params, known).await
 }

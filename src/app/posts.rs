@@ -1,11 +1,11 @@
 //! C2 (create, edit post), C7 (delete post) and Q2 (get post), and what the lists of a post
 //! share.
 
-use crate::cosmos::{Container, Page, PageRequest, QuerySpec, StoreError, retry_pause};
+use crate::cosmos::{Container, Page, PageRequest, QuerySpec, StoreError, queries, retry_pause};
 use crate::model::{self, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, User};
 use crate::scripts::{DeleteOutcome, ScriptError, StoredProcedure};
 
-use super::lists::OwnerKnown;
+use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, OwnerKnown, wrap_token};
 use super::{AppError, AppResult, AppState, Caller, valid_user_id, validate_text};
 
 /// How often an edit is retried when a comment or like changed the post between its read and
@@ -125,11 +125,49 @@ pub async fn existing_author(state: &AppState, user_id: &str) -> AppResult<User>
         .ok_or_else(|| AppError::NoSuchWriter(format!("`userId` {user_id:?} names no existing user; create the user first.")))
 }
 
+/// The lists kept in a post's partition: Q4 and Q5.
+#[derive(Clone, Copy)]
+pub enum PostList {
+    Comments,
+    Likes,
+}
+
+impl PostList {
+    /// The list's name in its continuation tokens (a token works only on the list it came from).
+    fn name(self) -> &'static str {
+        match self {
+            PostList::Comments => "comments",
+            PostList::Likes => "likes",
+        }
+    }
+
+    fn query(self) -> QuerySpec {
+        match self {
+            PostList::Comments => queries::post_comments(),
+            PostList::Likes => queries::post_likes(),
+        }
+    }
+}
+
+/// A page of one of a post's lists, with the client's continuation token: one query on the
+/// post's partition.
+pub async fn page_of_post<T: serde::de::DeserializeOwned + Send + 'static>(
+    state: &AppState,
+    post_id: &str,
+    list: PostList,
+    params: &ListParams,
+    known: OwnerKnown,
+) -> AppResult<ListPage<T>> {
+    let page = params.page_request(&state.tokens, list.name(), post_id, DEFAULT_PAGE_SIZE)?;
+    let found = list_of_post::<T>(state, post_id, list.query(), page, known).await?;
+    Ok(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, list.name(), post_id) })
+}
+
 /// A page of a post's comments or likes, or not found when the post does not exist
 /// ([`OwnerKnown`]). A post with items costs nothing more; a later page (it has a continuation
 /// token) was issued for an existing post. The post page reads the post itself (Q2) alongside,
 /// so it passes `OwnerKnown::Yes` and never pays for that read.
-pub async fn list_of_post<T: serde::de::DeserializeOwned + Send + 'static>(
+async fn list_of_post<T: serde::de::DeserializeOwned + Send + 'static>(
     state: &AppState,
     post_id: &str,
     query: QuerySpec,

@@ -2,7 +2,11 @@
 
 use azure_data_cosmos::CosmosError;
 
-use super::sdk::CALL_TIMEOUT;
+use std::time::Duration;
+
+/// How long any one Cosmos call may take before the request gives up on it: then it is
+/// [`StoreError::Timeout`].
+pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The outcomes of a Cosmos call that the application tells apart, and the failures it does
 /// not, each with its cause.

@@ -2,7 +2,6 @@
 //! items to and from JSON.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use azure_core::credentials::TokenCredential;
 use azure_data_cosmos::options::{ConnectionPoolOptions, Region, ServerCertificateValidation};
@@ -10,12 +9,9 @@ use azure_data_cosmos::{AccountReference, CosmosClient, CosmosError, CosmosRunti
 use serde::Serialize;
 use serde_json::Value;
 
-use super::error::StoreError;
+use super::error::{CALL_TIMEOUT, StoreError};
 use super::schema::Container;
 use super::{Meter, Scope};
-
-/// How long any one Cosmos call may take before the request gives up on it.
-pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub(crate) fn to_document<T: Serialize>(item: &T) -> Result<Value, StoreError> {
     serde_json::to_value(item).map_err(|error| StoreError::json("an item does not serialize", error))
