@@ -446,6 +446,36 @@ async fn the_stylesheet_and_sign_in_page_are_served() {
     }
 }
 
+/// Issue 21, item 10: every page links an icon (browsers otherwise ask for `/favicon.ico` and log
+/// the 404) and describes the blog; crawlers may read everything but the forms; the stylesheet
+/// follows the reader's light or dark preference.
+#[tokio::test]
+async fn every_page_has_an_icon_a_description_and_both_color_schemes_and_robots_may_not_crawl_the_forms() {
+    let app = TestApp::start().await;
+    let browser = Browser::new(&app);
+    for path in ["/", "/signin", "/no-such-page"] {
+        let page = browser.get(path).await;
+        assert!(page.html.contains("<link rel=\"icon\" type=\"image/svg+xml\" href=\"/favicon.svg\">"), "{path}: {}", page.html);
+        assert!(page.html.contains("<meta name=\"description\" content=\""), "{path}");
+        assert!(page.html.contains("<meta name=\"color-scheme\" content=\"light dark\">"), "{path}");
+    }
+    let icon = browser.get("/favicon.svg").await;
+    assert_eq!(icon.status, StatusCode::OK);
+    assert_eq!(icon.header("content-type"), "image/svg+xml");
+    assert!(icon.html.starts_with("<svg "));
+    let robots = browser.get("/robots.txt").await;
+    assert_eq!(robots.status, StatusCode::OK);
+    assert_eq!(robots.header("content-type"), "text/plain; charset=utf-8");
+    for form in ["/write", "/signin", "/posts/*/edit", "/posts/*/delete"] {
+        assert!(robots.html.contains(&format!("Disallow: {form}\n")), "{form}: {}", robots.html);
+    }
+    assert!(!robots.html.contains("Disallow: /\n"), "the pages themselves may be crawled");
+    let sign_in = browser.get("/signin").await;
+    let href = sign_in.html.split("<link rel=\"stylesheet\" href=\"").nth(1).unwrap().split('"').next().unwrap();
+    let css = browser.get(href).await;
+    assert!(css.html.contains("color-scheme: light dark") && css.html.contains("@media (prefers-color-scheme: dark)"));
+}
+
 /// On Azure: the pages as the Functions host forwards them (the client's `Host`), signed in by
 /// App Service Authentication's headers; sign-in and sign-out are the platform's `/.auth/`
 /// endpoints, the development cookie means nothing, and a form is judged by its `Origin` when

@@ -129,6 +129,8 @@ http_functions! {
     SubmitSignIn POST "signin" => pages::session::submit_sign_in,
     SubmitSignOut POST "signout" => pages::session::submit_sign_out,
     Stylesheet GET "style.css" => pages::stylesheet,
+    Favicon GET "favicon.svg" => pages::favicon,
+    Robots GET "robots.txt" => pages::robots,
 }
 
 /// The path the handler serves a function's route at.

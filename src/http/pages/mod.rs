@@ -55,6 +55,41 @@ pub async fn stylesheet() -> Response {
         .into_response()
 }
 
+/// The blog's icon, linked by every page (without one, browsers ask for `/favicon.ico` and log
+/// the 404).
+const FAVICON: &str = include_str!("favicon.svg");
+
+/// `GET /favicon.svg`.
+pub async fn favicon() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static("image/svg+xml")),
+            (header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=86400")),
+        ],
+        FAVICON,
+    )
+        .into_response()
+}
+
+/// What crawlers may visit: everything but the forms.
+const ROBOTS: &str = include_str!("robots.txt");
+
+/// `GET /robots.txt`.
+pub async fn robots() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8")),
+            (header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=86400")),
+        ],
+        ROBOTS,
+    )
+        .into_response()
+}
+
+/// What every page says of the blog to search engines and link previews.
+const SITE_DESCRIPTION: &str =
+    "A blog on Azure Cosmos DB, built as Microsoft's article on modelling and partitioning data designs it.";
+
 /// Text made safe to put in HTML, between tags or in a quoted attribute: `&`, `<`, `>`, `"` and
 /// `'` as character references.
 ///
@@ -142,8 +177,11 @@ pub fn layout(title: &str, viewer: &Viewer, main: Markup) -> String {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="description" content=(SITE_DESCRIPTION);
+                meta name="color-scheme" content="light dark";
                 title { (esc(title)) " · Cosmos Blog" }
                 link rel="stylesheet" href=(STYLESHEET_HREF.as_str());
+                link rel="icon" type="image/svg+xml" href="/favicon.svg";
             }
             body {
                 a class="skip" href="#main" { "Skip to content" }
