@@ -383,6 +383,10 @@ fn post_form_page(viewer: &Viewer, editing: Option<&str>, draft: Draft, status: 
             p { a href="/signin" { "Sign in" } " to write." }
         } @else {
             (form(&action, "post", &POST_FIELDS, &draft, submit))
+            // Leaving the edit changes nothing: back to the post as it is.
+            @if let Some(id) = editing {
+                p { a href={ "/posts/" (url_part(id)) } { "Cancel" } }
+            }
         }
     };
     Page { status, html: layout(&heading, viewer, main), private: true }.into_response()
