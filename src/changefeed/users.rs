@@ -54,7 +54,7 @@ pub async fn users_changed(state: &AppState, documents: Vec<Value>) -> Result<Ba
     Ok(report)
 }
 
-/// Finishes what a C1 write may have left undone (see `src/http/usernames.rs`): reserves the
+/// Finishes what a C1 write may have left undone (see `src/app/usernames.rs`): reserves the
 /// user's current name if nobody has (a crash, or a user from before reservations: `handler
 /// rebuild-copies` replays every user through here), and deletes the reservation of the name
 /// the current one replaced if the user still holds it. One point read when all is in order

@@ -4,7 +4,7 @@
 //! reservation item whose id, and partition key, is derived from the name itself: two users
 //! claiming one name create the same item in the same partition, and the store lets one create
 //! win. Reservations live in `users` (partition `/userId`: the item's `userId` is its own id), so
-//! nothing new is deployed. The steps that claim and release them are in `src/http/usernames.rs`;
+//! nothing new is deployed. The steps that claim and release them are in `src/app/usernames.rs`;
 //! everything here is a pure rule.
 
 use serde::{Deserialize, Serialize};

@@ -45,12 +45,17 @@ static STYLESHEET_HREF: std::sync::LazyLock<String> = std::sync::LazyLock::new(|
 
 /// `GET /style.css`: the same for everyone, and linked by a versioned address.
 pub async fn stylesheet() -> Response {
+    static_file("text/css; charset=utf-8", "public, max-age=31536000, immutable", STYLESHEET)
+}
+
+/// A file built into the handler, the same for everyone.
+fn static_file(content_type: &'static str, cache_control: &'static str, body: &'static str) -> Response {
     (
         [
-            (header::CONTENT_TYPE, HeaderValue::from_static("text/css; charset=utf-8")),
-            (header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=31536000, immutable")),
+            (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
+            (header::CACHE_CONTROL, HeaderValue::from_static(cache_control)),
         ],
-        STYLESHEET,
+        body,
     )
         .into_response()
 }
@@ -61,14 +66,7 @@ const FAVICON: &str = include_str!("favicon.svg");
 
 /// `GET /favicon.svg`.
 pub async fn favicon() -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, HeaderValue::from_static("image/svg+xml")),
-            (header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=86400")),
-        ],
-        FAVICON,
-    )
-        .into_response()
+    static_file("image/svg+xml", "public, max-age=86400", FAVICON)
 }
 
 /// What crawlers may visit: everything but the forms.
@@ -76,14 +74,7 @@ const ROBOTS: &str = include_str!("robots.txt");
 
 /// `GET /robots.txt`.
 pub async fn robots() -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8")),
-            (header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=86400")),
-        ],
-        ROBOTS,
-    )
-        .into_response()
+    static_file("text/plain; charset=utf-8", "public, max-age=86400", ROBOTS)
 }
 
 /// What every page says of the blog to search engines and link previews.
