@@ -276,8 +276,36 @@ pub fn truncate_chars(text: &str, max_chars: usize) -> &str {
     }
 }
 
+/// What a list shows of a short post: its text, cut back to the last whole word and ended with
+/// "…" when the copy was cut ([`SHORT_CONTENT_CHARS`]); and whether it was. A copy of exactly
+/// that length may be whole: it is taken as cut, which at worst drops its last word.
+pub fn excerpt(short_content: &str) -> (String, bool) {
+    if short_content.chars().count() < SHORT_CONTENT_CHARS {
+        return (short_content.to_owned(), false);
+    }
+    let whole_words = match short_content.rfind(char::is_whitespace) {
+        Some(at) if at > 0 => &short_content[..at],
+        // One long word: cut inside it rather than show nothing.
+        _ => short_content,
+    };
+    (format!("{}…", whole_words.trim_end()), true)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_excerpt_ends_at_a_whole_word_and_says_it_goes_on() {
+        use super::{SHORT_CONTENT_CHARS, excerpt, truncate_chars};
+        assert_eq!(excerpt("Short and whole."), ("Short and whole.".to_owned(), false));
+        let long = "word ".repeat(100);
+        let (shown, cut) = excerpt(truncate_chars(&long, SHORT_CONTENT_CHARS));
+        assert!(cut);
+        assert!(shown.ends_with("word…"), "{shown}");
+        assert!(shown.chars().count() <= SHORT_CONTENT_CHARS + 1);
+        let one_word = "x".repeat(SHORT_CONTENT_CHARS);
+        assert_eq!(excerpt(&one_word), (format!("{one_word}…"), true));
+    }
+
     use super::*;
     use time::macros::datetime;
 

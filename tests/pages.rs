@@ -449,6 +449,26 @@ async fn the_stylesheet_and_sign_in_page_are_served() {
     }
 }
 
+/// Issue 21, item 10: on the front page a long post's excerpt ends at a whole word with "…" and
+/// a link on to the post; a short one is shown whole, with no link.
+#[tokio::test]
+async fn a_long_posts_excerpt_ends_at_a_word_with_an_ellipsis_and_a_link_on() {
+    let app = TestApp::start().await;
+    let mut alice = Browser::new(&app);
+    alice.sign_up("alice", "Alice").await;
+    let long = alice.write("A long one", &"lorem ipsum dolor ".repeat(40)).await;
+    let short = alice.write("A short one", "Only this.").await;
+    let front = eventually(&alice, "/", |html| html.contains("A long one") && html.contains("A short one")).await;
+    assert!(
+        front.html.contains("dolor…</p>") || front.html.contains("ipsum…</p>") || front.html.contains("lorem…</p>"),
+        "{}",
+        front.html
+    );
+    assert!(front.html.contains(&format!("<a href=\"{long}\">Continue reading <bdi>A long one</bdi></a>")), "{}", front.html);
+    assert!(front.html.contains(">Only this.</p>"));
+    assert!(!front.html.contains(&format!("<a href=\"{short}\">Continue reading")));
+}
+
 /// Issue 21, item 10: every page links an icon (browsers otherwise ask for `/favicon.ico` and log
 /// the 404) and describes the blog; crawlers may read everything but the forms; the stylesheet
 /// follows the reader's light or dark preference.

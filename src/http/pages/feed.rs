@@ -10,7 +10,7 @@ use crate::app::AppState;
 use crate::app::feed::{etag_of, feed_page};
 use crate::app::lists::ListParams;
 use crate::http::feed::{FEED_CACHE_CONTROL, if_none_match};
-use crate::model::Post;
+use crate::model::{Post, excerpt};
 
 /// `GET /`: the newest posts in short form, "More posts" pages on through the feed. One query
 /// on `feed` at most once a second per instance; answered 304 to a matching `If-None-Match`.
@@ -71,7 +71,13 @@ pub fn post_list(posts: &[Post], show_author: bool) -> Markup {
                             }
                             (time(&post.creation_date))
                         }
-                        p class="excerpt" dir="auto" { (esc(&post.content)) }
+                        @let (excerpt, cut) = excerpt(&post.content);
+                        p class="excerpt" dir="auto" { (esc(&excerpt)) }
+                        @if cut {
+                            p class="more" {
+                                a href={ "/posts/" (url_part(&post.id)) } { "Continue reading " bdi { (esc(&post.title)) } }
+                            }
+                        }
                         p class="counts" {
                             (count(post.comment_count, "comment", "comments")) " · " (count(post.like_count, "like", "likes"))
                         }
