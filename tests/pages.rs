@@ -269,7 +269,9 @@ async fn a_person_takes_back_a_like_deletes_comments_and_then_the_post() {
     assert_eq!(page.html.matches("Delete this comment").count(), 2, "only his own: {}", page.html);
     assert_eq!(alice.get(&post).await.html.matches("Delete this comment").count(), 3);
     let delete_path = |html: &str, n: usize| {
-        let form = html.match_indices("/delete\"><button type=\"submit\" class=\"link\">Delete this comment").nth(n).unwrap().0;
+        // (Issue 21, item 8: a delete button is marked as one, apart from every other button.)
+        let form =
+            html.match_indices("/delete\"><button type=\"submit\" class=\"link danger\">Delete this comment").nth(n).unwrap().0;
         let start = html[..form].rfind("action=\"").unwrap() + "action=\"".len();
         format!("{}/delete", &html[start..form])
     };
@@ -287,6 +289,7 @@ async fn a_person_takes_back_a_like_deletes_comments_and_then_the_post() {
     assert_eq!(bob.get(&format!("{post}/delete")).await.status, StatusCode::FORBIDDEN);
     let confirm = alice.get(&format!("{post}/delete")).await;
     assert!(confirm.html.contains("Delete “<bdi>Short-lived</bdi>”?") && confirm.html.contains("1 comment"), "{}", confirm.html);
+    assert!(confirm.html.contains("<button type=\"submit\" class=\"danger\">Delete</button>"), "{}", confirm.html);
     let deleted = alice.submit(&format!("{post}/delete"), &[]).await;
     assert_eq!(deleted.location(), "/users/alice");
     assert_eq!(alice.get(&post).await.status, StatusCode::NOT_FOUND);

@@ -180,7 +180,7 @@ async fn render_post(
                             // Its author, and the post's author, who moderates the comments under the post (C6).
                             @if viewer.is(&comment.user_id) || viewer.is(&post.user_id) {
                                 form method="post" action={ "/posts/" (id) "/comments/" (url_part(&comment.id)) "/delete" } {
-                                    button type="submit" class="link" { "Delete this comment" }
+                                    button type="submit" class="link danger" { "Delete this comment" }
                                 }
                             }
                         }
@@ -294,7 +294,7 @@ pub async fn delete_post_page(State(state): State<AppState>, viewer: Viewer, Pag
             (count(post.like_count, "like", "likes")) " are deleted for good."
         }
         div class="actions" {
-            form method="post" action={ "/posts/" (id) "/delete" } { button type="submit" { "Delete" } }
+            form method="post" action={ "/posts/" (id) "/delete" } { button type="submit" class="danger" { "Delete" } }
             a href={ "/posts/" (id) } { "Keep it" }
         }
     };
