@@ -74,6 +74,10 @@ pub struct Post {
     pub comment_count: u64,
     pub like_count: u64,
     pub creation_date: String,
+    /// When its author last edited the title or content (C2 edit); absent on a post never
+    /// edited, so readers can tell an edited post from the one first published.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_at: Option<String>,
     /// Set by C7 (`deletePost`): the post is deleted and Cosmos DB removes it after its `ttl`.
     /// Until then it is a tombstone, kept only so that the change feed, which never delivers a
     /// deletion, delivers this update and `PostsChangeFeed` removes the post's copies. Every read
@@ -176,13 +180,14 @@ pub fn new_post(id: String, author: &User, title: String, content: String, creat
         comment_count: 0,
         like_count: 0,
         creation_date,
+        edited_at: None,
         deleted: false,
     }
 }
 
-/// C2 edit: title and content change; author, counters and creation date never do.
-pub fn edited_post(post: Post, title: String, content: String) -> Post {
-    Post { title, content, ..post }
+/// C2 edit: title and content change, and when; author, counters and creation date never do.
+pub fn edited_post(post: Post, title: String, content: String, edited_at: String) -> Post {
+    Post { title, content, edited_at: Some(edited_at), ..post }
 }
 
 /// The short form of a post that `users` and `feed` hold: the same item with its content cut to
@@ -344,8 +349,8 @@ mod tests {
         let mut post = new_post("p1".into(), &alice(), "t".into(), "c".into(), "d".into());
         post.comment_count = 3;
         post.like_count = 5;
-        let edited = edited_post(post.clone(), "t2".into(), "c2".into());
-        assert_eq!(edited, Post { title: "t2".into(), content: "c2".into(), ..post });
+        let edited = edited_post(post.clone(), "t2".into(), "c2".into(), "e".into());
+        assert_eq!(edited, Post { title: "t2".into(), content: "c2".into(), edited_at: Some("e".into()), ..post });
     }
 
     #[test]

@@ -106,6 +106,8 @@ async fn c2_and_q2_create_edit_and_get_a_post() {
     assert_eq!(edited.body["content"], "Edited.");
     assert_eq!(edited.body["commentCount"], 1);
     assert_eq!(edited.body["creationDate"], post["creationDate"]);
+    // (Issue 21, item 8: an edited post says when it was edited; a post never edited has no editedAt.)
+    assert!(is_creation_date(&edited.body["editedAt"]), "{}", edited.body);
     assert_eq!(edited.body["userUsername"], "alice");
     assert_eq!(app.get(&format!("/api/posts/{id}")).await.body, edited.body);
 

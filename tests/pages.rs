@@ -138,11 +138,14 @@ async fn a_person_signs_in_writes_comments_likes_edits_and_renames() {
     assert!(again.html.contains("already likes post"), "{}", again.html);
 
     // Issue 21, item 8: the edit page offers a way back to the post that changes nothing.
+    assert!(!alice.get(&post).await.html.contains(" · edited "), "not edited yet");
     let edit_page = alice.get(&format!("{post}/edit")).await;
     assert!(edit_page.html.contains(&format!("<a href=\"{post}\">Cancel</a>")), "{}", edit_page.html);
     let edited = alice.submit(&format!("{post}/edit"), &[("title", "Hello, edited"), ("content", "Now edited.")]).await;
     assert_eq!(edited.location(), post);
-    assert!(alice.get(&post).await.html.contains("<h1 dir=\"auto\">Hello, edited</h1>"));
+    let after_edit = alice.get(&post).await.html;
+    assert!(after_edit.contains("<h1 dir=\"auto\">Hello, edited</h1>"));
+    assert!(after_edit.contains(" · edited <time"), "an edited post says so: {after_edit}");
 
     let renamed = alice.submit("/users/alice", &[("username", "Alice Liddell")]).await;
     assert_eq!(renamed.location(), "/users/alice");

@@ -38,7 +38,7 @@ pub async fn edit_post(state: &AppState, caller: &Caller, post_id: &str, title: 
         let current = state.store.read_versioned::<Post>(Container::Posts, post_id, post_id).await?;
         let current = current.filter(|found| model::is_live(&found.item)).ok_or_else(|| post_not_found(post_id))?;
         caller.must_be(&current.item.user_id, "edit this post")?;
-        let edited = model::edited_post(current.item, title.clone(), content.clone());
+        let edited = model::edited_post(current.item, title.clone(), content.clone(), model::now());
         match state.store.replace(Container::Posts, post_id, post_id, &edited, Some(&current.etag)).await {
             Ok(()) => return Ok(edited),
             Err(StoreError::PreconditionFailed) => tokio::time::sleep(retry_pause(attempt)).await,

@@ -121,6 +121,9 @@ async fn render_post(
             p class="meta" {
                 "by " a href={ "/users/" (url_part(&post.user_id)) } { bdi { (esc(&post.user_username)) } }
                 " · " (time(&post.creation_date))
+                @if let Some(edited_at) = &post.edited_at {
+                    " · edited " (time(edited_at))
+                }
             }
             div class="content" dir="auto" { (esc(&post.content)) }
             p class="counts" {
