@@ -2,8 +2,6 @@
 //! they hold, a retry completes, and what is left over is freed by the change feed or taken
 //! over by the next claimant.
 
-use std::sync::Arc;
-
 use axum::http::StatusCode;
 use serde_json::Value;
 
@@ -11,11 +9,10 @@ use super::crash::{CRASH_AFTER, Step};
 use crate::app::users::{create_user, rename_user};
 use crate::app::{AppState, Caller};
 use crate::changefeed::Function;
-use crate::cosmos::{Container, Store};
+use crate::cosmos::Container;
 use crate::http::error::{ApiError, ApiResult};
 use crate::model::usernames::{Reservation, normalize_username, reservation_id};
 use crate::model::{self, User};
-use crate::scripts::InProcessScripts;
 
 /// The blog's state on an embedded store in a temporary directory, with no change-feed
 /// processors: each test delivers the changes it means to, when it means to.
@@ -27,14 +24,8 @@ struct Blog {
 async fn blog() -> Blog {
     let dir = tempfile::tempdir().unwrap();
     let config = crate::cosmos::tests::embedded_config(dir.path());
-    let store = Arc::new(Store::connect(&config).await.unwrap());
-    let state = AppState {
-        store: store.clone(),
-        scripts: Arc::new(InProcessScripts::new(store)),
-        auth: config.auth,
-        tokens: crate::app::lists::TokenKey::new(None),
-        feed: Default::default(),
-    };
+    // As `main` connects, without the processors (`Blog::open` starts those).
+    let state = crate::connect(&config).await.unwrap();
     Blog { state, _dir: dir }
 }
 
