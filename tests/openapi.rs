@@ -43,6 +43,21 @@ async fn the_openapi_description_matches_the_router() {
             .collect();
         assert!(names.contains("limit") && names.contains("continuationToken"), "{path}: {names:?}");
     }
+    // Every id taken, in a path or a body, is described by the one pattern.
+    let mut patterns = BTreeSet::new();
+    for operations in document["paths"].as_object().unwrap().values() {
+        for operation in operations.as_object().unwrap().values() {
+            for parameter in operation["parameters"].as_array().into_iter().flatten().filter(|p| p["in"] == "path") {
+                assert_eq!(parameter["schema"]["maxLength"], 255, "{parameter}");
+                patterns.insert(parameter["schema"]["pattern"].as_str().expect("a path id's pattern").to_owned());
+            }
+        }
+    }
+    for body in ["NewPostBody", "NewCommentBody", "NewLikeBody"] {
+        let user_id = &document["components"]["schemas"][body]["properties"]["userId"];
+        patterns.insert(user_id["pattern"].as_str().unwrap_or_else(|| panic!("{body}.userId: {user_id}")).to_owned());
+    }
+    assert_eq!(patterns.into_iter().collect::<Vec<_>>(), [blog::http::openapi::ID_PATTERN]);
     for schema in ["User", "Post", "Comment", "Like", "ProblemDetails", "UserBody", "NewPostBody"] {
         assert!(document["components"]["schemas"][schema].is_object(), "schema {schema}");
     }

@@ -16,7 +16,7 @@ use crate::model::Comment;
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewCommentBody {
-    #[schema(min_length = 1, max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$")]
+    #[schema(schema_with = super::openapi::item_id)]
     user_id: String,
     #[schema(
         min_length = 1,
@@ -33,7 +33,7 @@ pub struct NewCommentBody {
     path = "/api/posts/{postId}/comments",
     tag = "posts",
     request_body = NewCommentBody,
-    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$")),
+    params(("postId" = String, Path, description = "The post's id")),
     responses(
         (status = 201, description = "C3: the comment, created and counted", body = Comment),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
@@ -59,8 +59,8 @@ pub async fn create(
     path = "/api/posts/{postId}/comments/{commentId}",
     tag = "posts",
     params(
-        ("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$"),
-        ("commentId" = String, Path, description = "The comment's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$"),
+        ("postId" = String, Path, description = "The post's id"),
+        ("commentId" = String, Path, description = "The comment's id"),
     ),
     responses(
         (status = 204, description = "C6: the comment, deleted and uncounted"),
@@ -78,7 +78,7 @@ pub async fn delete(State(state): State<AppState>, caller: Caller, Ids(post_id, 
     get,
     path = "/api/posts/{postId}/comments",
     tag = "posts",
-    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$"), ListParams),
+    params(("postId" = String, Path, description = "The post's id"), ListParams),
     responses(
         (status = 200, description = "Q4: the post's comments, oldest first", body = ListPage<Comment>),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),

@@ -16,7 +16,7 @@ use crate::model::Like;
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewLikeBody {
-    #[schema(min_length = 1, max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$")]
+    #[schema(schema_with = super::openapi::item_id)]
     user_id: String,
 }
 
@@ -28,7 +28,7 @@ pub struct NewLikeBody {
     path = "/api/posts/{postId}/likes",
     tag = "posts",
     request_body = NewLikeBody,
-    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$")),
+    params(("postId" = String, Path, description = "The post's id")),
     responses(
         (status = 201, description = "C4: the like, created and counted", body = Like),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
@@ -55,8 +55,8 @@ pub async fn create(
     path = "/api/posts/{postId}/likes/{userId}",
     tag = "posts",
     params(
-        ("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$"),
-        ("userId" = String, Path, description = "The liker's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$"),
+        ("postId" = String, Path, description = "The post's id"),
+        ("userId" = String, Path, description = "The liker's id"),
     ),
     responses(
         (status = 204, description = "C5: the like, deleted and uncounted"),
@@ -74,7 +74,7 @@ pub async fn delete(State(state): State<AppState>, caller: Caller, Ids(post_id, 
     get,
     path = "/api/posts/{postId}/likes",
     tag = "posts",
-    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$"), ListParams),
+    params(("postId" = String, Path, description = "The post's id"), ListParams),
     responses(
         (status = 200, description = "Q5: the post's likes, oldest first", body = ListPage<Like>),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),

@@ -3,9 +3,48 @@
 //! serves.
 
 use axum::Json;
-use utoipa::OpenApi;
+use utoipa::openapi::path::ParameterIn;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::openapi::{RefOr, Required};
+use utoipa::{Modify, OpenApi};
 
 use super::{comments, feed, likes, posts, users};
+use crate::model::MAX_ID_BYTES;
+
+/// The ids [`crate::model::validate_id`] accepts, as a JSON Schema pattern: printable ASCII but
+/// `/ \ ? # %` and space, not `.` or `..` alone. The one place the API's description states it.
+pub const ID_PATTERN: &str = r#"^(?!\.{1,2}$)[!"$&-.0->@-\[\]-~]+$"#;
+
+/// The schema of an item's id, wherever one is taken: a path segment or a body's `userId`.
+pub fn item_id() -> Schema {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(MAX_ID_BYTES))
+        .pattern(Some(ID_PATTERN))
+        .into()
+}
+
+/// Every path parameter of the API is an item's id (`{userId}`, `{postId}`, `{commentId}`):
+/// each gets [`item_id`]'s schema here, once, rather than the pattern in every annotation.
+struct PathIdsAreItemIds;
+
+impl Modify for PathIdsAreItemIds {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch];
+            for operation in operations.into_iter().flatten() {
+                for parameter in operation.parameters.iter_mut().flatten() {
+                    if parameter.parameter_in == ParameterIn::Path {
+                        assert!(parameter.name.ends_with("Id"), "path parameter {:?} is not an id", parameter.name);
+                        parameter.schema = Some(RefOr::T(item_id()));
+                        parameter.required = Required::True;
+                    }
+                }
+            }
+        }
+    }
+}
 
 #[derive(OpenApi)]
 #[openapi(
@@ -22,6 +61,7 @@ use super::{comments, feed, likes, posts, users};
         likes::create, likes::list, likes::delete,
         feed::list,
     ),
+    modifiers(&PathIdsAreItemIds),
     tags(
         (name = "users", description = "C1, Q1, Q3, and who the caller is"),
         (name = "posts", description = "C2, Q2, C7, C3, Q4, C6, C4, Q5, C5"),

@@ -16,7 +16,7 @@ use crate::model::Post;
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewPostBody {
-    #[schema(min_length = 1, max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$")]
+    #[schema(schema_with = super::openapi::item_id)]
     user_id: String,
     #[schema(
         min_length = 1,
@@ -81,7 +81,7 @@ pub async fn create(
     path = "/api/posts/{postId}",
     tag = "posts",
     request_body = EditPostBody,
-    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$")),
+    params(("postId" = String, Path, description = "The post's id")),
     responses(
         (status = 200, description = "C2: the post, edited", body = Post),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
@@ -105,7 +105,7 @@ pub async fn edit(
     delete,
     path = "/api/posts/{postId}",
     tag = "posts",
-    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$")),
+    params(("postId" = String, Path, description = "The post's id")),
     responses(
         (status = 204, description = "C7: the post, its comments and likes, deleted; its copies follow through the change feed"),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
@@ -123,7 +123,7 @@ pub async fn delete(State(state): State<AppState>, caller: Caller, Id(post_id): 
     get,
     path = "/api/posts/{postId}",
     tag = "posts",
-    params(("postId" = String, Path, description = "The post's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$")),
+    params(("postId" = String, Path, description = "The post's id")),
     responses(
         (status = 200, description = "Q2: the post with its author's username and counters", body = Post),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),

@@ -57,7 +57,7 @@ pub async fn create(
     path = "/api/users/{userId}",
     tag = "users",
     request_body = UserBody,
-    params(("userId" = String, Path, description = "The user's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$")),
+    params(("userId" = String, Path, description = "The user's id")),
     responses(
         (status = 200, description = "C1: the user, renamed", body = User),
         (status = 404, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
@@ -79,7 +79,7 @@ pub async fn edit(
     get,
     path = "/api/users/{userId}",
     tag = "users",
-    params(("userId" = String, Path, description = "The user's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$")),
+    params(("userId" = String, Path, description = "The user's id")),
     responses(
         (status = 200, description = "Q1: the user", body = User),
         (status = 404, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
@@ -128,7 +128,7 @@ pub struct NoParams {}
     get,
     path = "/api/users/{userId}/posts",
     tag = "users",
-    params(("userId" = String, Path, description = "The user's id", max_length = 255, pattern = "^(?!\\.{1,2}$)[!\"$&-.0->@-\\[\\]-~]+$"), ListParams),
+    params(("userId" = String, Path, description = "The user's id"), ListParams),
     responses(
         (status = 200, description = "Q3: the user's short posts, newest first", body = ListPage<Post>),
         (status = 404, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
