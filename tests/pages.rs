@@ -129,7 +129,7 @@ async fn a_person_signs_in_writes_comments_likes_edits_and_renames() {
     assert_eq!(commented.status, StatusCode::SEE_OTHER);
     assert!(commented.location().starts_with(&format!("{post}#comment-")));
     let liked = alice.submit(&format!("{post}/likes"), &[]).await;
-    assert_eq!(liked.location(), post);
+    assert_eq!(liked.location(), format!("{post}#actions"));
     let page = alice.get(&post).await;
     assert!(page.html.contains("First!") && page.html.contains("1 comment · 1 like"), "{}", page.html);
     assert!(page.html.contains("You like this post."));
@@ -179,9 +179,10 @@ async fn a_refused_form_shows_the_api_detail_next_to_its_field_and_keeps_what_wa
     let detail =
         app.post("/api/posts", serde_json::json!({"userId": "alice", "title": "   ", "content": "x"})).await.problem(400);
     assert!(
-        refused
-            .html
-            .contains(&format!("<span class=\"error\" role=\"alert\" id=\"post-title-error\">{}</span>", escape(&detail))),
+        refused.html.contains(&format!(
+            "<span class=\"error\" role=\"alert\" id=\"post-title-error\">{}</span>",
+            escape(&detail.replacen("`title`", "Title", 1))
+        )),
         "{}",
         refused.html
     );
@@ -193,7 +194,7 @@ async fn a_refused_form_shows_the_api_detail_next_to_its_field_and_keeps_what_wa
     let refused = alice.submit(&format!("{post}/comments"), &[("content", &long)]).await;
     assert_eq!(refused.status, StatusCode::BAD_REQUEST);
     assert!(
-        refused.html.contains("id=\"comment-content-error\">`content` must be at most 2000 characters long"),
+        refused.html.contains("id=\"comment-content-error\">Your comment must be at most 2000 characters long"),
         "{}",
         refused.html
     );
@@ -201,14 +202,24 @@ async fn a_refused_form_shows_the_api_detail_next_to_its_field_and_keeps_what_wa
 
     let refused = alice.submit("/users/alice", &[("username", "\u{200B}")]).await;
     assert_eq!(refused.status, StatusCode::BAD_REQUEST);
-    assert!(refused.html.contains("`username` must contain a visible character."), "{}", refused.html);
+    assert!(refused.html.contains("Username must contain a visible character."), "{}", refused.html);
 
     let refused = Browser::new(&app).submit("/signin", &[("user", "a b")]).await;
     assert_eq!(refused.status, StatusCode::BAD_REQUEST);
-    assert!(refused.html.contains("id=\"signin-user-error\">`user` is not valid"), "{}", refused.html);
+    assert!(refused.html.contains("id=\"signin-user-error\">Your user id must be 1 to 255 letters"), "{}", refused.html);
 
     let anonymous = Browser::new(&app).submit("/write", &[("title", "t"), ("content", "c")]).await;
     assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
+
+    // Issue 21, finding 7: the page speaks of its labels and of what to do, never of the API's
+    // fields in backticks.
+    let mut newcomer = Browser::new(&app);
+    let signed_in = newcomer.submit("/signin", &[("user", "newcomer")]).await;
+    newcomer.cookie = Some(signed_in.header("set-cookie").split(';').next().unwrap().to_owned());
+    let refused = newcomer.submit("/write", &[("title", "Hello"), ("content", "First post")]).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(refused.html.contains("You have no profile yet"), "{}", refused.html);
+    assert!(!refused.html.contains("`userId`"), "{}", refused.html);
 }
 
 #[tokio::test]
@@ -222,7 +233,7 @@ async fn a_taken_username_is_an_error_on_the_sign_up_and_rename_forms() {
     bob.cookie = Some(signed_in.header("set-cookie").split(';').next().unwrap().to_owned());
     let refused = bob.submit("/users", &[("username", "ALICE")]).await;
     assert_eq!(refused.status, StatusCode::CONFLICT);
-    let error = format!("id=\"profile-username-error\">{}", escape("`username` \"ALICE\" is taken"));
+    let error = format!("id=\"profile-username-error\">{}", escape("Username \"ALICE\" is taken"));
     assert!(refused.html.contains(&error), "{}", refused.html);
     assert!(refused.html.contains("value=\"ALICE\""), "what was typed is kept: {}", refused.html);
     assert!(refused.html.contains("Create my profile"), "the sign-up form again: {}", refused.html);
@@ -231,7 +242,7 @@ async fn a_taken_username_is_an_error_on_the_sign_up_and_rename_forms() {
     assert_eq!(created.status, StatusCode::SEE_OTHER, "{}", created.html);
     let refused = bob.submit("/users/bob", &[("username", "alice")]).await;
     assert_eq!(refused.status, StatusCode::CONFLICT);
-    let error = format!("id=\"rename-username-error\">{}", escape("`username` \"alice\" is taken"));
+    let error = format!("id=\"rename-username-error\">{}", escape("Username \"alice\" is taken"));
     assert!(refused.html.contains(&error), "{}", refused.html);
     assert!(refused.html.contains("<details open>"), "the rename form is open: {}", refused.html);
     assert!(refused.html.contains("<h1 dir=\"auto\">Bob</h1>"), "a refused rename changes nothing: {}", refused.html);
@@ -257,7 +268,7 @@ async fn a_person_takes_back_a_like_deletes_comments_and_then_the_post() {
     let page = bob.get(&post).await;
     assert!(page.html.contains("0 comments · 1 like") && page.html.contains("Take back your like"), "{}", page.html);
     let unliked = bob.submit(&format!("{post}/unlike"), &[]).await;
-    assert_eq!(unliked.location(), post);
+    assert_eq!(unliked.location(), format!("{post}#actions"));
     let page = bob.get(&post).await;
     assert!(page.html.contains("0 comments · 0 likes") && page.html.contains(">Like</button>"), "{}", page.html);
     let again = bob.submit(&format!("{post}/unlike"), &[]).await;
@@ -272,20 +283,29 @@ async fn a_person_takes_back_a_like_deletes_comments_and_then_the_post() {
     assert_eq!(page.html.matches("Delete this comment").count(), 2, "only his own: {}", page.html);
     assert_eq!(alice.get(&post).await.html.matches("Delete this comment").count(), 3);
     let delete_path = |html: &str, n: usize| {
-        // (Issue 21, item 8: a delete button is marked as one, apart from every other button.)
-        let form =
-            html.match_indices("/delete\"><button type=\"submit\" class=\"link danger\">Delete this comment").nth(n).unwrap().0;
-        let start = html[..form].rfind("action=\"").unwrap() + "action=\"".len();
-        format!("{}/delete", &html[start..form])
+        // (Issue 21, item 8: deleting a comment is a link marked as dangerous, to a page that
+        // asks first; its form posts to the same address.)
+        const LINK: &str = "<a class=\"danger\" href=\"";
+        let at = html.match_indices(LINK).nth(n).unwrap().0 + LINK.len();
+        html[at..].split('"').next().unwrap().to_owned()
     };
     let first = delete_path(&page.html, 0);
+    let confirm = bob.get(&first).await;
+    assert_eq!(confirm.status, StatusCode::OK, "{}", confirm.html);
+    assert!(
+        confirm.html.contains("Bob&#39;s first") && confirm.html.contains(&format!("action=\"{first}\"")),
+        "{}",
+        confirm.html
+    );
+    let not_his = bob.get(&delete_path(&alice.get(&post).await.html, 2)).await;
+    assert_eq!(not_his.status, StatusCode::FORBIDDEN, "not his comment to delete: {}", not_his.html);
     let forbidden = bob.submit(&delete_path(&alice.get(&post).await.html, 2), &[]).await;
     assert_eq!(forbidden.status, StatusCode::FORBIDDEN, "not his comment: {}", forbidden.html);
     assert_eq!(bob.submit(&first, &[]).await.location(), format!("{post}#comments"));
     let page = alice.get(&post).await;
-    assert!(!page.html.contains("Bob's first") && page.html.contains("2 comments"), "{}", page.html);
+    assert!(!page.html.contains("Bob&#39;s first") && page.html.contains("2 comments"), "{}", page.html);
     assert_eq!(alice.submit(&delete_path(&page.html, 0), &[]).await.status, StatusCode::SEE_OTHER);
-    assert!(!alice.get(&post).await.html.contains("Bob's second"));
+    assert!(!alice.get(&post).await.html.contains("Bob&#39;s second"));
 
     // The post: a confirmation first, then gone, and gone from the lists.
     eventually(&alice, "/users/alice", |html| html.contains("Short-lived")).await;
@@ -449,7 +469,7 @@ async fn the_stylesheet_and_sign_in_page_are_served() {
     assert!(css.header("cache-control").contains("immutable"));
     assert_eq!(css.header("content-type"), "text/css; charset=utf-8");
     assert!(css.html.contains("system-ui"));
-    assert!(sign_in.html.contains("<label for=\"signin-user\">Sign in as</label>"), "{}", sign_in.html);
+    assert!(sign_in.html.contains("<label for=\"signin-user\">Your user id</label>"), "{}", sign_in.html);
     for landmark in ["<header class=\"site\">", "<main id=\"main\">", "<nav aria-label=\"Site\">", "<html lang=\"en\">"] {
         assert!(sign_in.html.contains(landmark), "{landmark}");
     }
@@ -525,6 +545,11 @@ async fn on_azure_the_pages_sign_in_with_app_service_authentication() {
 
     let sign_in = common::host::forward(&app, "GET", "/signin", &[], None).await;
     assert_eq!((sign_in.status.as_u16(), sign_in.header("location")), (303, Some("/.auth/login/aad?post_login_redirect_uri=/")));
+    // Issue 21, finding 6: from a post, back to the post; never to another site.
+    let from_post = common::host::forward(&app, "GET", "/signin?return=/posts/p1", &[], None).await;
+    assert_eq!(from_post.header("location"), Some("/.auth/login/aad?post_login_redirect_uri=/posts/p1"));
+    let elsewhere = common::host::forward(&app, "GET", "/signin?return=//evil.example/", &[], None).await;
+    assert_eq!(elsewhere.header("location"), Some("/.auth/login/aad?post_login_redirect_uri=/"));
     let front = common::host::forward(&app, "GET", "/", &[("Cookie", "blog_dev_user=alice")], None).await;
     assert!(front.body.as_str().unwrap().contains("href=\"/signin\""), "the development cookie signs nobody in");
 
@@ -547,7 +572,12 @@ async fn on_azure_the_pages_sign_in_with_app_service_authentication() {
     // The like button's form is empty: the host forwards it without a body or Content-Type.
     let liked =
         common::host::forward(&app, "POST", &format!("{post_path}/likes"), &form("https://blog.azurewebsites.net"), None).await;
-    assert_eq!((liked.status.as_u16(), liked.header("location")), (303, Some(post_path.as_str())), "{}", liked.body);
+    assert_eq!(
+        (liked.status.as_u16(), liked.header("location")),
+        (303, Some(&*format!("{post_path}#actions"))),
+        "{}",
+        liked.body
+    );
     let post = common::host::forward(&app, "GET", &post_path, &signed_in, None).await;
     let html = post.body.as_str().unwrap();
     assert!(html.contains("by <a href=\"/users/00000000-0000-0000-0000-0000000000aa\"><bdi>Entra Alice</bdi></a>"), "{html}");
@@ -758,4 +788,76 @@ async fn pages_are_compressed_and_carry_security_headers() {
     assert_eq!(api["content-encoding"], "br");
     assert_eq!(api["x-content-type-options"], "nosniff");
     assert!(api.get("content-security-policy").is_none(), "JSON is not a page");
+}
+
+/// Issue 21, finding 2: past the first page of comments, the redirect after commenting goes to
+/// the page that holds the new comment, not to page 1 where it is not.
+#[tokio::test]
+async fn a_new_comment_on_a_long_post_is_on_the_page_the_writer_is_sent_to() {
+    let app = TestApp::start().await;
+    let author = app.user("author").await;
+    let post = app.post_by(&author, "Long thread").await;
+    for n in 0..30 {
+        let body = serde_json::json!({"userId": author, "content": format!("comment {n}")});
+        assert_eq!(app.post(&format!("/api/posts/{post}/comments"), body).await.status, StatusCode::CREATED);
+    }
+    let mut reader = Browser::new(&app);
+    reader.sign_up("reader", "Reader").await;
+    let commented = reader.submit(&format!("/posts/{post}/comments"), &[("content", "The thirty-first")]).await;
+    assert_eq!(commented.status, StatusCode::SEE_OTHER, "{}", commented.html);
+    let location = commented.location().to_owned();
+    let (path, anchor) = location.split_once('#').expect("an anchor on the new comment");
+    assert!(path.starts_with(&format!("/posts/{post}?continuationToken=")), "{location}");
+    let page = reader.get(path).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.html);
+    assert!(page.html.contains(&format!("id=\"{anchor}\"")), "{anchor} is not on {path}:\n{}", page.html);
+    assert!(page.html.contains("The thirty-first"), "{}", page.html);
+
+    // On a short post, the first page, with no token.
+    let short = app.post_by(&author, "Short thread").await;
+    let commented = reader.submit(&format!("/posts/{short}/comments"), &[("content", "First!")]).await;
+    assert!(commented.location().starts_with(&format!("/posts/{short}#comment-")), "{}", commented.location());
+}
+
+/// Issue 21, finding 6 (in part): a like or unlike sends the reader back to the button they
+/// pressed, not to the top of a long post.
+#[tokio::test]
+async fn like_and_unlike_go_back_to_the_button() {
+    let app = TestApp::start().await;
+    let author = app.user("author").await;
+    let post = app.post_by(&author, "Liked").await;
+    let mut reader = Browser::new(&app);
+    reader.sign_up("reader", "Reader").await;
+    let liked = reader.submit(&format!("/posts/{post}/likes"), &[]).await;
+    assert_eq!(liked.location(), format!("/posts/{post}#actions"));
+    let unliked = reader.submit(&format!("/posts/{post}/unlike"), &[]).await;
+    assert_eq!(unliked.location(), format!("/posts/{post}#actions"));
+    let page = reader.get(&format!("/posts/{post}")).await;
+    assert!(page.html.contains("id=\"actions\""), "{}", page.html);
+}
+
+/// Issue 21, finding 6: signing in from a post goes back to the post (and never to another
+/// site), and the address a refused comment leaves in the browser opens the post's comments
+/// when reloaded rather than answering 405.
+#[tokio::test]
+async fn sign_in_from_a_post_returns_to_it_and_the_comment_forms_address_opens_the_comments() {
+    let app = TestApp::start().await;
+    let author = app.user("author").await;
+    let post = app.post_by(&author, "Worth a comment").await;
+    let browser = Browser::new(&app);
+    let page = browser.get(&format!("/posts/{post}")).await;
+    let sign_in_link = format!("href=\"/signin?return=/posts/{post}\"");
+    assert!(page.html.contains(&sign_in_link), "{}", page.html);
+    let form = browser.get(&format!("/signin?return=/posts/{post}")).await;
+    assert!(form.html.contains(&format!("action=\"/signin?return=%2Fposts%2F{post}\"")), "{}", form.html);
+    let signed_in = browser.submit(&format!("/signin?return=%2Fposts%2F{post}"), &[("user", "reader")]).await;
+    assert_eq!((signed_in.status, signed_in.location()), (StatusCode::SEE_OTHER, &*format!("/posts/{post}")));
+    for elsewhere in ["//evil.example/", "/\\evil.example/", "https://evil.example/"] {
+        let query = serde_urlencoded::to_string([("return", elsewhere)]).unwrap();
+        let signed_in = browser.submit(&format!("/signin?{query}"), &[("user", "reader")]).await;
+        assert_eq!(signed_in.location(), "/users/reader", "{elsewhere}");
+    }
+
+    let reopened = browser.get(&format!("/posts/{post}/comments")).await;
+    assert_eq!((reopened.status, reopened.location()), (StatusCode::SEE_OTHER, &*format!("/posts/{post}#comments")));
 }

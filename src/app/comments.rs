@@ -1,10 +1,13 @@
 //! C3 (comment on a post), C6 (delete a comment) and Q4 (a post's comments).
 
-use crate::model::{self, Comment, MAX_COMMENT_CHARS};
+use serde_json::Value;
+
+use crate::cosmos::Container;
+use crate::model::{self, Comment, MAX_COMMENT_CHARS, Post};
 use crate::scripts::{CounterOutcome, DeleteOutcome, StoredProcedure};
 
 use super::lists::{ListPage, ListParams, OwnerKnown};
-use super::posts::{PostList, existing_author, page_of_post, post_not_found};
+use super::posts::{PostList, existing_author, get_post, page_of_post, post_not_found};
 use super::{AppError, AppResult, AppState, Caller, valid_user_id, validate_text};
 
 /// C3: the stored procedure `createComment` creates the comment and increments the post's
@@ -46,6 +49,45 @@ pub async fn delete_comment(state: &AppState, caller: &Caller, post_id: &str, co
             caller.0
         ))),
         other => Err(AppError::Unexpected(format!("deleteComment answered {other:?}"))),
+    }
+}
+
+/// A comment and the post it is on, for whoever may delete it (C6: its author or the post's):
+/// two point reads in the post's partition, at once.
+pub async fn comment_to_delete(state: &AppState, caller: &Caller, post_id: &str, comment_id: &str) -> AppResult<(Post, Comment)> {
+    // Read as any item: the post's partition holds the post and its likes under other ids.
+    let (post, item) = tokio::join!(get_post(state, post_id), state.store.read::<Value>(Container::Posts, post_id, comment_id));
+    let post = post?;
+    let comment = item?
+        .filter(|item| item.get("type").and_then(Value::as_str) == Some("comment"))
+        .and_then(|item| serde_json::from_value::<Comment>(item).ok())
+        .ok_or_else(|| AppError::NotFound(format!("There is no comment with id {comment_id:?} on post {post_id:?}.")))?;
+    if caller.0 != comment.user_id && caller.0 != post.user_id {
+        return Err(AppError::Forbidden(format!(
+            "Only the comment's author or the post's author may delete it; you are signed in as {:?}.",
+            caller.0
+        )));
+    }
+    Ok((post, comment))
+}
+
+/// Where on the post's pages of comments (Q4 at its default page size, as the post page reads
+/// them) `comment_id` is: the `continuationToken` of its page, `None` for the first. Comments
+/// are listed oldest first, so a new one is on the last page: this walks the pages from the
+/// first, one query each, until the comment's. The writer pays it once after commenting, so
+/// the page they are sent back to shows their comment; readers never do. A comment not found
+/// (deleted meanwhile) is the first page's.
+pub async fn page_of_comment(state: &AppState, post_id: &str, comment_id: &str) -> AppResult<Option<String>> {
+    let mut token = None;
+    loop {
+        let page = comments_of(state, post_id, &ListParams::continuing(token.clone()), OwnerKnown::Yes).await?;
+        if page.items.iter().any(|comment| comment.id == comment_id) {
+            return Ok(token);
+        }
+        match page.continuation_token {
+            Some(next) => token = Some(next),
+            None => return Ok(None),
+        }
     }
 }
 

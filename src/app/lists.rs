@@ -86,6 +86,11 @@ impl TokenKey {
 }
 
 impl ListParams {
+    /// The page of default size that `continuation_token` (a token this list issued) starts.
+    pub fn continuing(continuation_token: Option<String>) -> ListParams {
+        ListParams { limit: None, continuation_token }
+    }
+
     /// The `limit` as given, to carry it into the link to the next page.
     pub fn limit(&self) -> Option<&str> {
         self.limit.as_deref()

@@ -80,9 +80,11 @@ async fn a_person_uses_the_whole_blog_in_a_browser() {
     // Take back the like, delete the comment, then the post after its confirmation.
     browser.follow("form[action$='/unlike'] button").await;
     assert_eq!(browser.text(".counts").await, "1 comment · 0 likes");
-    browser.follow("li form[action$='/delete'] button").await;
+    browser.follow("li a[href$='/delete']").await;
+    assert_eq!(browser.text("h1").await, "Delete this comment?");
+    browser.follow("form[action$='/delete'] button").await;
     assert_eq!(browser.text(".counts").await, "0 comments · 0 likes");
-    browser.follow("a[href$='/delete']").await;
+    browser.follow(".actions a[href$='/delete']").await;
     assert_eq!(browser.text("h1").await, "Delete “Hello, edited”?");
     browser.follow("form[action$='/delete'] button").await;
     assert!(browser.url().await.ends_with("/users/alice"));

@@ -16,10 +16,24 @@ pub struct Refusal {
     pub detail: String,
 }
 
+/// What a form says when the person writing has no user yet: the API's "`userId` names no
+/// existing user" speaks of a field the form does not have.
+pub const NO_PROFILE_YET: &str =
+    "You have no profile yet: create yours on \u{201c}Your page\u{201d} (at the top) before you write.";
+
 impl Refusal {
     pub fn of(error: &ApiError, fields: &[&'static str]) -> Refusal {
+        if error.status == StatusCode::UNPROCESSABLE_ENTITY && error.detail.starts_with("`userId`") {
+            return Refusal { field: None, detail: NO_PROFILE_YET.to_owned() };
+        }
         let field = fields.iter().copied().find(|field| error.detail.starts_with(&format!("`{field}`")));
         Refusal { field, detail: error.detail.clone() }
+    }
+
+    /// The detail as shown under `field`: the API names its fields in backticks (`` `content` ``),
+    /// the form by their labels ("Your comment").
+    fn shown_under(&self, field: &Field) -> String {
+        self.detail.replacen(&format!("`{}`", field.name), field.label, 1)
     }
 
     /// The refusal's detail when it is about no field in particular.
@@ -86,7 +100,7 @@ fn form_field(form_id: &str, field: &Field, draft: &Draft) -> Markup {
                 span class="hint" id=(hint_id) { (field.hint) }
             }
             @if let (Some(error), Some(error_id)) = (error, &error_id) {
-                span class="error" role="alert" id=(error_id) { (esc(&error.detail)) }
+                span class="error" role="alert" id=(error_id) { (esc(&error.shown_under(field))) }
             }
             @if field.multiline {
                 textarea id=(input_id) name=(field.name) rows="8" maxlength=(field.max_chars) required
@@ -132,5 +146,6 @@ mod tests {
         assert_eq!(refusal.field, Some("title"));
         let refusal = Refusal::of(&ApiError::unprocessable("`userId` names no user"), &["title", "content"]);
         assert_eq!(refusal.field, None);
+        assert_eq!(refusal.detail, NO_PROFILE_YET);
     }
 }

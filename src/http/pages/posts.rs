@@ -11,7 +11,7 @@ use super::{
     Draft, Field, Form, Page, PageId, PageIds, PageQuery, PageResult, Refusal, SameOrigin, Viewer, count, esc, form, layout,
     submit, time, url_part,
 };
-use crate::app::comments::{comments_of, create_comment, delete_comment};
+use crate::app::comments::{comment_to_delete, comments_of, create_comment, delete_comment, page_of_comment};
 use crate::app::likes::{create_like, delete_like, likes_of};
 use crate::app::lists::{ListParams, OwnerKnown};
 use crate::app::posts::{create_post, delete_post, edit_post, get_post};
@@ -129,7 +129,8 @@ async fn render_post(
             p class="counts" {
                 (count(post.comment_count, "comment", "comments")) " · " (count(post.like_count, "like", "likes"))
             }
-            div class="actions" {
+            // Where a like or unlike sends the reader back to, rather than the top of a long post.
+            div class="actions" id="actions" {
                 @if viewer.is(&post.user_id) {
                     a href={ "/posts/" (id) "/edit" } { "Edit this post" }
                     a href={ "/posts/" (id) "/delete" } { "Delete this post" }
@@ -145,7 +146,7 @@ async fn render_post(
                         form method="post" action={ "/posts/" (id) "/likes" } { button type="submit" { "Like" } }
                     }
                     None => {
-                        span { a href="/signin" { "Sign in" } " to like or comment." }
+                        span { a href={ "/signin?return=/posts/" (id) } { "Sign in" } " to like or comment." }
                     }
                 }
             }
@@ -181,9 +182,10 @@ async fn render_post(
                             }
                             p dir="auto" { (esc(&comment.content)) }
                             // Its author, and the post's author, who moderates the comments under the post (C6).
+                            // A deletion cannot be undone: the link asks first (`delete_comment_page`).
                             @if viewer.is(&comment.user_id) || viewer.is(&post.user_id) {
-                                form method="post" action={ "/posts/" (id) "/comments/" (url_part(&comment.id)) "/delete" } {
-                                    button type="submit" class="link danger" { "Delete this comment" }
+                                a class="danger" href={ "/posts/" (id) "/comments/" (url_part(&comment.id)) "/delete" } {
+                                    "Delete this comment"
                                 }
                             }
                         }
@@ -214,8 +216,21 @@ pub async fn submit_comment(
 ) -> PageResult {
     submit(
         &viewer,
-        async |caller| create_comment(&state, caller, &post_id, &caller.0, typed.content.clone()).await,
-        |comment| format!("/posts/{}#comment-{}", url_part(&post_id), url_part(&comment.id)),
+        async |caller| {
+            let comment = create_comment(&state, caller, &post_id, &caller.0, typed.content.clone()).await?;
+            // On a long post the new comment is on a later page than the first: back to that one.
+            let page = page_of_comment(&state, &post_id, &comment.id).await.unwrap_or_else(|error| {
+                tracing::warn!(%error, post = post_id, "the page of a new comment was not found; back to the first");
+                None
+            });
+            Ok((comment, page))
+        },
+        |(comment, page)| match page {
+            Some(token) => {
+                format!("/posts/{}?continuationToken={}#comment-{}", url_part(&post_id), url_part(&token), url_part(&comment.id))
+            }
+            None => format!("/posts/{}#comment-{}", url_part(&post_id), url_part(&comment.id)),
+        },
         POST_GONE,
         async |error| {
             let comment = Draft { values: vec![("content", &typed.content)], refusal: Some(Refusal::of(&error, &["content"])) };
@@ -224,6 +239,12 @@ pub async fn submit_comment(
         },
     )
     .await
+}
+
+/// `GET /posts/{postId}/comments`: the post's comments. A refused comment renders the post page
+/// at the form's address; this is what that address shows when it is reloaded or bookmarked.
+pub async fn post_comments(PageId(post_id): PageId) -> Response {
+    Redirect::to(&format!("/posts/{}#comments", url_part(&post_id))).into_response()
 }
 
 /// `POST /posts/{postId}/likes`: C4, then back to the post; refused (a second like), the post
@@ -250,7 +271,7 @@ pub async fn submit_unlike(
     back_to_post(&state, &viewer, &post_id, async |caller| delete_like(&state, caller, &post_id, &caller.0).await).await
 }
 
-/// After the like or unlike button: back to the post; refused (a second like, a like already
+/// After the like or unlike button: back to the post, at the button; refused (a second like, a like already
 /// taken back in another tab), the post page again with the reason. A post that is gone is the
 /// 404 page, which rendering it answers.
 async fn back_to_post<T>(
@@ -262,7 +283,7 @@ async fn back_to_post<T>(
     submit(
         viewer,
         write,
-        |_| format!("/posts/{}", url_part(post_id)),
+        |_| format!("/posts/{}#actions", url_part(post_id)),
         &[],
         async |error| {
             let extra = PostPageState { like_refused: Some(error.detail), ..Default::default() };
@@ -270,6 +291,33 @@ async fn back_to_post<T>(
         },
     )
     .await
+}
+
+/// `GET /posts/{postId}/comments/{commentId}/delete`: asks the comment's author (or the post's)
+/// to confirm, showing the comment, since a deletion cannot be undone.
+pub async fn delete_comment_page(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    PageIds(post_id, comment_id): PageIds,
+) -> PageResult {
+    let (post, comment) = comment_to_delete(&state, &viewer.caller()?, &post_id, &comment_id).await?;
+    let id = url_part(&post.id);
+    let main = html! {
+        h1 { "Delete this comment?" }
+        p class="meta" {
+            "On " a href={ "/posts/" (id) } { bdi { (esc(&post.title)) } } ", by "
+            bdi { (esc(&comment.user_username)) } " · " (time(&comment.creation_date))
+        }
+        blockquote dir="auto" { (esc(&comment.content)) }
+        p { "It is deleted for good." }
+        div class="actions" {
+            form method="post" action={ "/posts/" (id) "/comments/" (url_part(&comment.id)) "/delete" } {
+                button type="submit" class="danger" { "Delete" }
+            }
+            a href={ "/posts/" (id) "#comment-" (url_part(&comment.id)) } { "Keep it" }
+        }
+    };
+    Ok(Page { status: StatusCode::OK, html: layout("Delete this comment", &viewer, main), private: true }.into_response())
 }
 
 /// `POST /posts/{postId}/comments/{commentId}/delete`: C6, then back to the comments.
