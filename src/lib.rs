@@ -145,6 +145,7 @@ pub async fn connect(config: &Config) -> Result<AppState, cosmos::StoreError> {
         auth: config.auth,
         tokens: app::lists::TokenKey::new(config.token_key.as_deref()),
         feed: Default::default(),
+        post_views: Default::default(),
     })
 }
 

@@ -861,3 +861,63 @@ async fn sign_in_from_a_post_returns_to_it_and_the_comment_forms_address_opens_t
     let reopened = browser.get(&format!("/posts/{post}/comments")).await;
     assert_eq!((reopened.status, reopened.location()), (StatusCode::SEE_OTHER, &*format!("/posts/{post}#comments")));
 }
+
+/// Issue 21, finding 12: the post page's reads are shared by its viewers for a second, as the
+/// front page's are: a burst of views of a popular post costs its three reads about once a
+/// second; a write through this instance shows at once; the page revalidates with an ETag.
+#[tokio::test]
+async fn many_views_of_a_post_read_it_about_once_a_second_and_a_write_shows_at_once() {
+    let app = TestApp::start().await;
+    let author = app.user("author").await;
+    let post = app.post_by(&author, "Popular").await;
+    let browser = Browser::new(&app);
+    let path = format!("/posts/{post}");
+    let first = browser.get(&path).await;
+    assert_eq!(first.operations(), 3, "Q2 + Q4 + Q5");
+
+    let started = Instant::now();
+    let answers = futures::future::join_all((0..200).map(|_| browser.get(&path))).await;
+    let seconds = started.elapsed().as_secs_f64();
+    assert!(answers.iter().all(|got| got.status == StatusCode::OK));
+    let operations: u64 = answers.iter().map(Got::operations).sum();
+    let bound = 3 * (seconds.ceil() as u64 + 1);
+    assert!(operations <= bound, "200 views in {seconds:.2} s made {operations} operations; at most {bound} expected");
+
+    // A comment through the API (this instance) drops the post's views: the next view shows it.
+    let body = serde_json::json!({"userId": author, "content": "Seen at once"});
+    assert_eq!(app.post(&format!("/api/posts/{post}/comments"), body).await.status, StatusCode::CREATED);
+    let page = browser.get(&path).await;
+    assert!(page.html.contains("Seen at once") && page.html.contains("1 comment"), "{}", page.html);
+
+    // Revalidation: the same page answers 304 to its ETag.
+    let etag = page.header("etag").to_owned();
+    assert!(etag.starts_with('"'), "{etag:?}");
+    assert_eq!(page.header("cache-control"), "public, max-age=1, must-revalidate");
+    let again = browser.send(browser.client.get(format!("{}{path}", app.base)).header("if-none-match", &etag)).await;
+    assert_eq!(again.status, StatusCode::NOT_MODIFIED);
+}
+
+/// Issue 21, finding 12: whoever writes to a post is sent back with a cookie scoped to the post
+/// that makes its page read anew, so they see their write even from an instance whose cache
+/// still holds the post as it was.
+#[tokio::test]
+async fn a_writer_is_sent_back_to_a_post_page_read_anew() {
+    let app = TestApp::start().await;
+    let author = app.user("author").await;
+    let post = app.post_by(&author, "Liked").await;
+    let mut reader = Browser::new(&app);
+    reader.sign_up("reader", "Reader").await;
+    let liked = reader.submit(&format!("/posts/{post}/likes"), &[]).await;
+    let cookie = liked.header("set-cookie").to_owned();
+    assert!(cookie.starts_with("blog_wrote=1;") && cookie.contains(&format!("Path=/posts/{post};")), "{cookie}");
+    assert!(cookie.contains("Max-Age=") && cookie.contains("HttpOnly"), "{cookie}");
+
+    let path = format!("/posts/{post}");
+    reader.get(&path).await; // read, and cached
+    let cached = reader.get(&path).await;
+    assert_eq!(cached.operations(), 0, "from the cache");
+    let session = reader.cookie.clone().unwrap();
+    let fresh = reader.send(reader.client.get(format!("{}{path}", app.base)).header("cookie", format!("{session}; blog_wrote=1"))).await;
+    assert_eq!(fresh.operations(), 3, "read anew for the writer");
+    assert_eq!(fresh.header("cache-control"), "private, no-cache");
+}

@@ -25,6 +25,8 @@ pub async fn create_comment(
     let author = existing_author(state, user_id).await?;
     let comment = model::new_comment(model::new_id(), post_id, &author, content, model::now());
     let body = state.scripts.execute(StoredProcedure::CreateComment, post_id, (post_id, &comment)).await?;
+    // (Its page shows the write to the next viewer on this instance: `post_view`.)
+    state.post_views.invalidate(post_id);
     match CounterOutcome::<Comment>::from_body(body)? {
         CounterOutcome::Created(created) => Ok(created),
         CounterOutcome::PostNotFound => Err(post_not_found(post_id)),
@@ -37,6 +39,8 @@ pub async fn create_comment(
 /// decrements `commentCount`, in one transaction.
 pub async fn delete_comment(state: &AppState, caller: &Caller, post_id: &str, comment_id: &str) -> AppResult<()> {
     let body = state.scripts.execute(StoredProcedure::DeleteComment, post_id, (post_id, comment_id, &caller.0)).await?;
+    // (Its page shows the write to the next viewer on this instance: `post_view`.)
+    state.post_views.invalidate(post_id);
     match DeleteOutcome::from_body(body)? {
         DeleteOutcome::Deleted { .. } => Ok(()),
         DeleteOutcome::PostNotFound => Err(post_not_found(post_id)),

@@ -15,6 +15,8 @@ pub async fn create_like(state: &AppState, caller: &Caller, post_id: &str, user_
     let author = existing_author(state, user_id).await?;
     let like = model::new_like(post_id, &author, model::now());
     let body = state.scripts.execute(StoredProcedure::CreateLike, post_id, (post_id, &like)).await?;
+    // (Its page shows the write to the next viewer on this instance: `post_view`.)
+    state.post_views.invalidate(post_id);
     match CounterOutcome::<Like>::from_body(body)? {
         CounterOutcome::Created(created) => Ok(created),
         CounterOutcome::PostNotFound => Err(post_not_found(post_id)),
@@ -30,6 +32,8 @@ pub async fn create_like(state: &AppState, caller: &Caller, post_id: &str, user_
 pub async fn delete_like(state: &AppState, caller: &Caller, post_id: &str, user_id: &str) -> AppResult<()> {
     caller.must_be(user_id, "take back this like")?;
     let body = state.scripts.execute(StoredProcedure::DeleteLike, post_id, (post_id, user_id)).await?;
+    // (Its page shows the write to the next viewer on this instance: `post_view`.)
+    state.post_views.invalidate(post_id);
     match DeleteOutcome::from_body(body)? {
         DeleteOutcome::Deleted { .. } => Ok(()),
         DeleteOutcome::PostNotFound => Err(post_not_found(post_id)),

@@ -91,6 +91,11 @@ impl ListParams {
         ListParams { limit: None, continuation_token }
     }
 
+    /// The `continuationToken` as given, unchecked.
+    pub fn continuation(&self) -> Option<&str> {
+        self.continuation_token.as_deref()
+    }
+
     /// The `limit` as given, to carry it into the link to the next page.
     pub fn limit(&self) -> Option<&str> {
         self.limit.as_deref()

@@ -9,6 +9,7 @@ mod error;
 pub mod feed;
 pub mod likes;
 pub mod lists;
+pub mod post_view;
 pub mod posts;
 pub mod usernames;
 pub mod users;
@@ -33,6 +34,8 @@ pub struct AppState {
     pub tokens: lists::TokenKey,
     /// The feed pages read in the last second, shared by the front page and `GET /api/feed`.
     pub feed: Arc<feed::FeedCache>,
+    /// The post pages' reads of the last second, by post.
+    pub post_views: Arc<post_view::PostViewCache>,
 }
 
 /// Who asks for a write: their principal id, which is also their user id. The adapters

@@ -40,7 +40,10 @@ pub async fn edit_post(state: &AppState, caller: &Caller, post_id: &str, title: 
         caller.must_be(&current.item.user_id, "edit this post")?;
         let edited = model::edited_post(current.item, title.clone(), content.clone(), model::now());
         match state.store.replace(Container::Posts, post_id, post_id, &edited, Some(&current.etag)).await {
-            Ok(()) => return Ok(edited),
+            Ok(()) => {
+                state.post_views.invalidate(post_id);
+                return Ok(edited);
+            }
             Err(StoreError::PreconditionFailed) => tokio::time::sleep(retry_pause(attempt)).await,
             Err(StoreError::NotFound) => return Err(post_not_found(post_id)),
             Err(other) => return Err(other.into()),
@@ -60,7 +63,9 @@ const MAX_DELETE_RUNS: usize = 64;
 /// time to live removes the tombstone a day later. A repeated deletion of a post whose deletion
 /// was cut short finishes it; of a post already wholly deleted, not found.
 pub async fn delete_post(state: &AppState, caller: &Caller, post_id: &str) -> AppResult<()> {
-    match remove_post(state, post_id, &caller.0).await? {
+    let removal = remove_post(state, post_id, &caller.0).await?;
+    state.post_views.invalidate(post_id);
+    match removal {
         PostRemoval::Removed => Ok(()),
         PostRemoval::NothingLeft | PostRemoval::NotFound => Err(post_not_found(post_id)),
         PostRemoval::Forbidden => {

@@ -31,6 +31,7 @@ async fn serve(
         auth: config.auth,
         tokens: crate::app::lists::TokenKey::new(None),
         feed: Default::default(),
+        post_views: Default::default(),
     };
     let processors = Some(crate::Processors::Journal(LocalProcessors::start(&state, data_dir)));
     let blog = Blog { state, processors, max_in_flight: config.max_in_flight, host_change_feed: false };

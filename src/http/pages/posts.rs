@@ -2,7 +2,7 @@
 //! comment (C3, C6) and like (C4, C5) buttons on the post's page.
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::html;
 use serde::Deserialize;
@@ -11,13 +11,16 @@ use super::{
     Draft, Field, Form, Page, PageId, PageIds, PageQuery, PageResult, Refusal, SameOrigin, Viewer, count, esc, form, layout,
     submit, time, url_part,
 };
-use crate::app::comments::{comment_to_delete, comments_of, create_comment, delete_comment, page_of_comment};
-use crate::app::likes::{create_like, delete_like, likes_of};
-use crate::app::lists::{ListParams, OwnerKnown};
+use crate::app::comments::{comment_to_delete, create_comment, delete_comment, page_of_comment};
+use crate::app::feed::etag_of;
+use crate::app::likes::{create_like, delete_like};
+use crate::app::lists::ListParams;
+use crate::app::post_view::{Freshness, PostView, post_view};
 use crate::app::posts::{create_post, delete_post, edit_post, get_post};
 use crate::app::{AppResult, AppState, Caller};
 use crate::cosmos::Container;
 use crate::http::error::ApiError;
+use crate::http::feed::{FEED_CACHE_CONTROL, if_none_match};
 use crate::model::{Like, MAX_COMMENT_CHARS, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, like_id};
 
 // The hints say the limits the API applies; the assertion keeps them true.
@@ -69,15 +72,63 @@ struct PostPageState<'a> {
     like_refused: Option<String>,
 }
 
+/// The cookie that tells the post page its viewer has just written to the post: set on the
+/// redirect after the write, scoped to the post's address, for a few seconds. With it, the page
+/// is read anew rather than taken from this instance's cache ([`Freshness::Read`]), so the writer
+/// sees their write whichever instance answers.
+const JUST_WROTE: &str = "blog_wrote";
+
 /// `GET /posts/{postId}`: the post, who likes it and its comments (paged with
-/// `?continuationToken=`), read at once: Q2, Q4 and Q5 run concurrently.
+/// `?continuationToken=`): Q2, Q4 and Q5 run concurrently, or come from the last second's read
+/// of them ([`post_view`]). Answered 304 to a matching `If-None-Match`.
 pub async fn post_page(
     State(state): State<AppState>,
     viewer: Viewer,
+    headers: HeaderMap,
     PageId(post_id): PageId,
     PageQuery(params): PageQuery<ListParams>,
 ) -> PageResult {
-    render_post(&state, &viewer, &post_id, &params, PostPageState::default(), StatusCode::OK).await
+    let just_wrote = headers.get_all(header::COOKIE).iter().filter_map(|value| value.to_str().ok()).any(|cookies| {
+        cookies.split(';').any(|cookie| cookie.trim().strip_prefix(JUST_WROTE).is_some_and(|rest| rest.starts_with('=')))
+    });
+    let freshness = if just_wrote { Freshness::Read } else { Freshness::Cached };
+    let response = render_post(&state, &viewer, &post_id, &params, freshness, PostPageState::default(), StatusCode::OK).await?;
+    Ok(with_etag(response, &headers, viewer.id().is_some()).await)
+}
+
+/// The page with its ETag, or 304 when `If-None-Match` names it. A page nobody is signed in to
+/// is the same for everyone, so a CDN may share it for a second, as the front page.
+async fn with_etag(response: Response, headers: &HeaderMap, signed_in: bool) -> Response {
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let etag = etag_of(&bytes);
+    let mut response = match if_none_match(headers, &etag) {
+        Some(not_modified) => not_modified,
+        None => {
+            parts.headers.remove(header::CONTENT_LENGTH);
+            Response::from_parts(parts, axum::body::Body::from(bytes))
+        }
+    };
+    let headers = response.headers_mut();
+    headers.insert(header::ETAG, HeaderValue::from_str(&etag).expect("an etag is a header value"));
+    let cache = if signed_in { "private, no-cache" } else { FEED_CACHE_CONTROL };
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    headers.insert(header::VARY, HeaderValue::from_static("Cookie"));
+    response
+}
+
+/// The redirect after a write to `post_id`, carrying [`JUST_WROTE`] for the post's address.
+fn wrote_to(post_id: &str, written: PageResult) -> PageResult {
+    let mut response = written?;
+    if response.status().is_redirection() {
+        let cookie = format!("{JUST_WROTE}=1; Path=/posts/{}; Max-Age=10; HttpOnly; SameSite=Lax", url_part(post_id));
+        response
+            .headers_mut()
+            .append(header::SET_COOKIE, HeaderValue::from_str(&cookie).expect("an id in a link is a header value"));
+    }
+    Ok(response)
 }
 
 /// Whether `me` likes `post`: seen on the first page of likes when it is there; past it (a
@@ -98,19 +149,15 @@ async fn render_post(
     viewer: &Viewer,
     post_id: &str,
     params: &ListParams,
+    freshness: Freshness,
     extra: PostPageState<'_>,
     status: StatusCode,
 ) -> PageResult {
     // Likes are shown from their first page only; the comments are what `?continuationToken=` pages.
-    let first_page = ListParams::default();
-    let (post, comments, likes) = tokio::join!(
-        get_post(state, post_id),
-        comments_of(state, post_id, params, OwnerKnown::Yes),
-        likes_of(state, post_id, &first_page, OwnerKnown::Yes),
-    );
-    let (post, comments, likes) = (post?, comments?, likes?);
+    let view = post_view(state, post_id, params, freshness).await?;
+    let PostView { post, comments, likes } = &*view;
     let liked = match viewer.id() {
-        Some(me) => likes_post(state, &post, &likes.items, me).await?,
+        Some(me) => likes_post(state, post, &likes.items, me).await?,
         None => false,
     };
     let more_likes = post.like_count.saturating_sub(likes.items.len() as u64);
@@ -214,7 +261,7 @@ pub async fn submit_comment(
     PageId(post_id): PageId,
     Form(typed): Form<CommentForm>,
 ) -> PageResult {
-    submit(
+    let written = submit(
         &viewer,
         async |caller| {
             let comment = create_comment(&state, caller, &post_id, &caller.0, typed.content.clone()).await?;
@@ -235,10 +282,11 @@ pub async fn submit_comment(
         async |error| {
             let comment = Draft { values: vec![("content", &typed.content)], refusal: Some(Refusal::of(&error, &["content"])) };
             let extra = PostPageState { comment, like_refused: None };
-            render_post(&state, &viewer, &post_id, &ListParams::default(), extra, error.status).await
+            render_post(&state, &viewer, &post_id, &ListParams::default(), Freshness::Read, extra, error.status).await
         },
     )
-    .await
+    .await;
+    wrote_to(&post_id, written)
 }
 
 /// `GET /posts/{postId}/comments`: the post's comments. A refused comment renders the post page
@@ -280,17 +328,18 @@ async fn back_to_post<T>(
     post_id: &str,
     write: impl AsyncFnOnce(&Caller) -> AppResult<T>,
 ) -> PageResult {
-    submit(
+    let written = submit(
         viewer,
         write,
         |_| format!("/posts/{}#actions", url_part(post_id)),
         &[],
         async |error| {
             let extra = PostPageState { like_refused: Some(error.detail), ..Default::default() };
-            render_post(state, viewer, post_id, &ListParams::default(), extra, error.status).await
+            render_post(state, viewer, post_id, &ListParams::default(), Freshness::Read, extra, error.status).await
         },
     )
-    .await
+    .await;
+    wrote_to(post_id, written)
 }
 
 /// `GET /posts/{postId}/comments/{commentId}/delete`: asks the comment's author (or the post's)
@@ -330,7 +379,7 @@ pub async fn submit_comment_delete(
 ) -> PageResult {
     let caller = viewer.caller()?;
     delete_comment(&state, &caller, &post_id, &comment_id).await?;
-    Ok(Redirect::to(&format!("/posts/{}#comments", url_part(&post_id))).into_response())
+    wrote_to(&post_id, Ok(Redirect::to(&format!("/posts/{}#comments", url_part(&post_id))).into_response()))
 }
 
 /// `GET /posts/{postId}/delete`: asks its author to confirm, since a deletion cannot be undone.
@@ -405,14 +454,15 @@ pub async fn submit_post_edit(
     PageId(post_id): PageId,
     Form(typed): Form<PostForm>,
 ) -> PageResult {
-    submit(
+    let written = submit(
         &viewer,
         async |caller| edit_post(&state, caller, &post_id, typed.title.clone(), typed.content.clone()).await,
         |post| format!("/posts/{}", url_part(&post.id)),
         POST_GONE,
         async |error| Ok(post_form_page(&viewer, Some(&post_id), post_draft(&typed, &error), error.status)),
     )
-    .await
+    .await;
+    wrote_to(&post_id, written)
 }
 
 fn post_draft<'a>(typed: &'a PostForm, error: &ApiError) -> Draft<'a> {

@@ -1,0 +1,117 @@
+//! The post page's reads, shared by its viewers for a moment: Q2 (the post), a page of Q4 (its
+//! comments) and the first page of Q5 (its likes), read together and kept for
+//! [`POST_VIEW_LIFETIME`]. A popular post then costs its three reads a few times a second per
+//! instance, whatever the traffic, as the front page costs one (`feed`).
+//!
+//! Every write to a post through this instance (C2 edit, C3, C4, C5, C6, C7) forgets its views
+//! at once, so the next view reads it again; another instance shows the write at most
+//! [`POST_VIEW_LIFETIME`] late. A writer is sent back with [`Freshness::Read`] by the pages
+//! (a cookie scoped to the post), so whichever instance answers, they see their own write.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::OnceCell;
+
+use super::comments::comments_of;
+use super::likes::likes_of;
+use super::lists::{ListPage, ListParams, OwnerKnown};
+use super::posts::get_post;
+use super::{AppResult, AppState};
+use crate::model::{Comment, Like, Post};
+
+/// How long one instance shows a post's view before reading it again.
+pub const POST_VIEW_LIFETIME: Duration = Duration::from_secs(1);
+/// The most views kept at once (each post and page of its comments is a view); stale ones are
+/// swept when it is reached, and if all are fresh the oldest post's go.
+const MAX_CACHED_VIEWS: usize = 4096;
+
+/// What the post page shows of a post, the same for every viewer.
+pub struct PostView {
+    pub post: Post,
+    pub comments: ListPage<Comment>,
+    /// The first page of likes only: the page names some likers and counts the rest.
+    pub likes: ListPage<Like>,
+}
+
+/// Whether a view may come from the cache.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Freshness {
+    /// Whatever this instance read in the last [`POST_VIEW_LIFETIME`].
+    Cached,
+    /// Read now (and kept for the next viewers): for whoever just wrote to the post.
+    Read,
+}
+
+/// Q2 + Q4 + Q5 of `post_id`, concurrently, through the cache. `params` pages the comments.
+pub async fn post_view(state: &AppState, post_id: &str, params: &ListParams, freshness: Freshness) -> AppResult<Arc<PostView>> {
+    let key =
+        ViewKey { comments_limit: params.limit().map(str::to_owned), comments_from: params.continuation().map(str::to_owned) };
+    let cell = state.post_views.cell(post_id, key, freshness);
+    let view = cell
+        .get_or_try_init(|| async {
+            let first_likes = ListParams::default();
+            let (post, comments, likes) = tokio::join!(
+                get_post(state, post_id),
+                comments_of(state, post_id, params, OwnerKnown::Yes),
+                likes_of(state, post_id, &first_likes, OwnerKnown::Yes),
+            );
+            AppResult::Ok(Arc::new(PostView { post: post?, comments: comments?, likes: likes? }))
+        })
+        .await?;
+    Ok(view.clone())
+}
+
+/// Which of a post's views: the page of comments asked for, as asked (a token is checked when
+/// it is read, so one that is refused is never kept).
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct ViewKey {
+    comments_limit: Option<String>,
+    comments_from: Option<String>,
+}
+
+type ViewCell = Arc<OnceCell<Arc<PostView>>>;
+
+/// The views one instance read in the last [`POST_VIEW_LIFETIME`], by post. Concurrent views of
+/// a post that is not there share one read (they wait on the same cell).
+#[derive(Default)]
+pub struct PostViewCache {
+    posts: Mutex<HashMap<String, HashMap<ViewKey, (Instant, ViewCell)>>>,
+}
+
+impl PostViewCache {
+    /// The cell for the view: the fresh one, or a new empty one that the caller fills.
+    fn cell(&self, post_id: &str, key: ViewKey, freshness: Freshness) -> ViewCell {
+        let mut posts = self.posts.lock().expect("never poisoned");
+        if freshness == Freshness::Cached
+            && let Some((born, cell)) = posts.get(post_id).and_then(|views| views.get(&key))
+            && born.elapsed() < POST_VIEW_LIFETIME
+        {
+            return cell.clone();
+        }
+        if posts.values().map(HashMap::len).sum::<usize>() >= MAX_CACHED_VIEWS {
+            posts.retain(|_, views| {
+                views.retain(|_, (born, _)| born.elapsed() < POST_VIEW_LIFETIME);
+                !views.is_empty()
+            });
+            if posts.values().map(HashMap::len).sum::<usize>() >= MAX_CACHED_VIEWS {
+                posts.clear();
+            }
+        }
+        let cell = ViewCell::default();
+        posts.entry(post_id.to_owned()).or_default().insert(key, (Instant::now(), cell.clone()));
+        cell
+    }
+
+    /// Forgets the post's views: it was written through this instance. A read already under way
+    /// still answers its own waiters; the next view reads again.
+    pub fn invalidate(&self, post_id: &str) {
+        self.posts.lock().expect("never poisoned").remove(post_id);
+    }
+
+    /// How many views are held, fresh or not yet swept.
+    pub fn cached_views(&self) -> usize {
+        self.posts.lock().expect("never poisoned").values().map(HashMap::len).sum()
+    }
+}
