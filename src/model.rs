@@ -6,6 +6,7 @@
 //! reservations that keep them unique.
 
 mod ids;
+pub mod markdown;
 pub mod usernames;
 
 pub use ids::{MAX_ID_BYTES, validate_id};
@@ -281,17 +282,20 @@ pub fn truncate_chars(text: &str, max_chars: usize) -> &str {
     }
 }
 
-/// What a list shows of a short post: its text, cut back to the last whole word and ended with
-/// "…" when the copy was cut ([`SHORT_CONTENT_CHARS`]); and whether it was. A copy of exactly
-/// that length may be whole: it is taken as cut, which at worst drops its last word.
+/// What a list shows of a short post: its Markdown as plain text ([`markdown::to_plain_text`]),
+/// cut back to the last whole word and ended with "…" when the copy was cut
+/// ([`SHORT_CONTENT_CHARS`]); and whether it was. A copy of exactly that length may be whole: it
+/// is taken as cut, which at worst drops its last word.
 pub fn excerpt(short_content: &str) -> (String, bool) {
-    if short_content.chars().count() < SHORT_CONTENT_CHARS {
-        return (short_content.to_owned(), false);
+    let cut = short_content.chars().count() >= SHORT_CONTENT_CHARS;
+    let text = markdown::to_plain_text(short_content, cut);
+    if !cut {
+        return (text, false);
     }
-    let whole_words = match short_content.rfind(char::is_whitespace) {
-        Some(at) if at > 0 => &short_content[..at],
+    let whole_words = match text.rfind(char::is_whitespace) {
+        Some(at) if at > 0 => &text[..at],
         // One long word: cut inside it rather than show nothing.
-        _ => short_content,
+        _ => &text,
     };
     (format!("{}…", whole_words.trim_end()), true)
 }
@@ -309,6 +313,18 @@ mod tests {
         assert!(shown.chars().count() <= SHORT_CONTENT_CHARS + 1);
         let one_word = "x".repeat(SHORT_CONTENT_CHARS);
         assert_eq!(excerpt(&one_word), (format!("{one_word}…"), true));
+    }
+
+    #[test]
+    fn an_excerpt_is_the_markdown_as_plain_text() {
+        use super::{SHORT_CONTENT_CHARS, excerpt, truncate_chars};
+        assert_eq!(excerpt("## Hi\n\nSome **bold** and `code`."), ("Hi Some bold and code.".to_owned(), false));
+        // Cut inside a bold run and a link: neither leaves its marks behind.
+        let long = format!("{} **bold words** and a [link to more](https://example.com/{})", "word ".repeat(30), "x".repeat(100));
+        let (shown, cut) = excerpt(truncate_chars(&long, SHORT_CONTENT_CHARS));
+        assert!(cut);
+        assert!(shown.ends_with("bold words and a link to…"), "{shown}");
+        assert!(!shown.contains(['*', '[', ']', '(']), "{shown}");
     }
 
     use super::*;

@@ -732,8 +732,8 @@ async fn right_to_left_names_and_titles_are_isolated_from_the_text_around_them()
     let page = fatima.get(&post).await.html;
     assert!(page.contains("<h1 dir=\"auto\">مرحبا</h1>"), "{page}");
     assert!(page.contains("by <a href=\"/users/fatima\"><bdi>فاطمة الزهراء</bdi></a> · <time"), "{page}");
-    assert!(page.contains("<div class=\"content\" dir=\"auto\">نص عربي</div>"), "{page}");
-    assert!(page.contains("<p dir=\"auto\">تعليق</p>"), "{page}");
+    assert!(page.contains("<div class=\"content\" dir=\"auto\"><p dir=\"auto\">نص عربي</p>\n</div>"), "{page}");
+    assert!(page.contains("<div class=\"content\" dir=\"auto\"><p dir=\"auto\">تعليق</p>\n</div>"), "{page}");
     assert_eq!(page.matches("<bdi>فاطمة الزهراء</bdi>").count(), 3, "author, liker and commenter: {page}");
     let front = eventually(&fatima, "/", |html| html.contains("مرحبا")).await.html;
     assert!(front.contains("<bdi>مرحبا</bdi></a></h2>") && front.contains("<bdi>فاطمة الزهراء</bdi></a> · <time"), "{front}");
@@ -920,4 +920,45 @@ async fn a_writer_is_sent_back_to_a_post_page_read_anew() {
     let fresh = reader.send(reader.client.get(format!("{}{path}", app.base)).header("cookie", format!("{session}; blog_wrote=1"))).await;
     assert_eq!(fresh.operations(), 3, "read anew for the writer");
     assert_eq!(fresh.header("cache-control"), "private, no-cache");
+}
+
+/// Issue 21, item 9: posts and comments are Markdown on the pages, rendered safe (raw HTML as
+/// text, links only to the web with `rel="nofollow ugc"`, images as links, never loaded); the
+/// API returns the text as written; lists show it as plain text.
+#[tokio::test]
+async fn markdown_in_posts_and_comments_is_rendered_safely_and_the_api_keeps_it_as_written() {
+    let app = TestApp::start().await;
+    let mut alice = Browser::new(&app);
+    alice.sign_up("alice", "Alice").await;
+    let text = "## Why\n\nSome **bold** text, see https://example.com/a_b.\n\n```\nlet x = 1 < 2;\n```\n\n\
+                [bad](javascript:alert(1)) <script>alert(1)</script> ![a cat](https://cats.example/cat.png)";
+    let post = alice.write("Rendered", text).await;
+    alice.submit(&format!("{post}/comments"), &[("content", "*so* [true](https://example.org)")]).await;
+
+    let page = alice.get(&post).await.html;
+    for rendered in [
+        "<h2 dir=\"auto\">Why</h2>",
+        "<strong>bold</strong>",
+        "<a href=\"https://example.com/a_b\" rel=\"nofollow ugc\">https://example.com/a_b</a>.",
+        "<pre><code>let x = 1 &lt; 2;\n</code></pre>",
+        "&lt;script&gt;alert(1)&lt;/script&gt;",
+        "<a href=\"https://cats.example/cat.png\" rel=\"nofollow ugc\" class=\"image\">Image: a cat</a>",
+        "<em>so</em> <a href=\"https://example.org\" rel=\"nofollow ugc\">true</a>",
+    ] {
+        assert!(page.contains(rendered), "{rendered}: {page}");
+    }
+    assert!(!page.contains("javascript:") && !page.contains("<script>") && !page.contains("<img"), "{page}");
+    assert!(!page.contains("**") && !page.contains("## "), "{page}");
+
+    let id = post.trim_start_matches("/posts/");
+    assert_eq!(app.get(&format!("/api/posts/{id}")).await.body["content"], text, "the API returns the text as written");
+
+    let front = eventually(&alice, "/", |html| html.contains("Rendered")).await.html;
+    assert!(
+        front.contains(
+            "<p class=\"excerpt\" dir=\"auto\">Why Some bold text, see https://example.com/a_b. let x = 1 &lt; 2; bad "
+        ),
+        "{front}"
+    );
+    assert!(!front.contains("<strong>") && !front.contains("**"), "an excerpt is plain text: {front}");
 }

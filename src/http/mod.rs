@@ -133,6 +133,8 @@ http_functions! {
     Stylesheet GET "style.css" => pages::stylesheet,
     Favicon GET "favicon.svg" => pages::favicon,
     Robots GET "robots.txt" => pages::robots,
+    AtomFeed GET "feed.atom" => pages::atom::blog_feed,
+    UserAtomFeed GET "users/{userId}/feed.atom" => pages::atom::user_feed,
 }
 
 /// The path the handler serves a function's route at.

@@ -7,12 +7,13 @@
 //! The markup is written with maud's `html!`, which escapes every value put in it: text goes in
 //! unescaped only as `PreEscaped`, beside a comment that says why it is safe there.
 //!
-//! - [`feed`]: the front page (Q6).
+//! - [`feed`]: the front page (Q6); [`atom`]: the Atom feeds, of the blog and of a user.
 //! - [`posts`]: a post (Q2 + Q4 + Q5), new and edit forms (C2), comment (C3) and like (C4).
 //! - [`users`]: a user (Q1 + Q3), create and rename (C1).
 //! - [`session`]: sign in and out.
 //! - [`extractors`]: what the pages take from a request; [`forms`]: the forms.
 
+pub mod atom;
 mod extractors;
 pub mod feed;
 mod forms;
@@ -77,7 +78,10 @@ pub async fn robots() -> Response {
     static_file("text/plain; charset=utf-8", "public, max-age=86400", ROBOTS)
 }
 
-/// What every page says of the blog to search engines and link previews.
+/// The blog's name, in every page's title and the feeds'.
+const SITE_NAME: &str = "Cosmos Blog";
+
+/// What every page says of the blog to search engines and link previews (and the feed, to readers).
 const SITE_DESCRIPTION: &str =
     "A blog on Azure Cosmos DB, built as Microsoft's article on modelling and partitioning data designs it.";
 
@@ -161,6 +165,18 @@ impl IntoResponse for Page {
 
 /// Lays out a whole page: the site header with its navigation, `main`, and the footer.
 pub fn layout(title: &str, viewer: &Viewer, main: Markup) -> String {
+    layout_with_feed(title, viewer, None, main)
+}
+
+/// A feed of what a page shows, beside the blog's: its title and address.
+pub struct PageFeed<'a> {
+    pub title: &'a str,
+    pub href: String,
+}
+
+/// [`layout`], for a page with a feed of its own (a user's posts): feed readers and browsers
+/// find both in the `<head>` (`rel="alternate"`, the HTML Standard's feed autodiscovery).
+pub fn layout_with_feed(title: &str, viewer: &Viewer, feed: Option<PageFeed<'_>>, main: Markup) -> String {
     html! {
         // maud's constant `<!DOCTYPE html>`: its own text, nothing of the page's.
         (DOCTYPE)
@@ -170,9 +186,13 @@ pub fn layout(title: &str, viewer: &Viewer, main: Markup) -> String {
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 meta name="description" content=(SITE_DESCRIPTION);
                 meta name="color-scheme" content="light dark";
-                title { (esc(title)) " · Cosmos Blog" }
+                title { (esc(title)) " · " (SITE_NAME) }
                 link rel="stylesheet" href=(STYLESHEET_HREF.as_str());
                 link rel="icon" type="image/svg+xml" href="/favicon.svg";
+                link rel="alternate" type="application/atom+xml" title={ (SITE_NAME) ": newest posts" } href="/feed.atom";
+                @if let Some(feed) = feed {
+                    link rel="alternate" type="application/atom+xml" title=(esc(feed.title)) href=(feed.href);
+                }
             }
             body {
                 a class="skip" href="#main" { "Skip to content" }
@@ -200,7 +220,8 @@ pub fn layout(title: &str, viewer: &Viewer, main: Markup) -> String {
                 footer class="site" {
                     p {
                         "The same blog as JSON: " a href="/api/feed" { "/api/feed" } " · "
-                        a href="/api/openapi.json" { "OpenAPI" }
+                        a href="/api/openapi.json" { "OpenAPI" } " · "
+                        a href="/feed.atom" { "Atom feed" }
                     }
                 }
             }

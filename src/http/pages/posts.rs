@@ -4,7 +4,7 @@
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
-use maud::html;
+use maud::{PreEscaped, html};
 use serde::Deserialize;
 
 use super::{
@@ -21,17 +21,23 @@ use crate::app::{AppResult, AppState, Caller};
 use crate::cosmos::Container;
 use crate::http::error::ApiError;
 use crate::http::feed::{FEED_CACHE_CONTROL, if_none_match};
-use crate::model::{Like, MAX_COMMENT_CHARS, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, like_id};
+use crate::model::{Like, MAX_COMMENT_CHARS, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, like_id, markdown};
 
 // The hints say the limits the API applies; the assertion keeps them true.
 const POST_FIELDS: [Field; 2] = [
     Field { name: "title", label: "Title", hint: "Up to 200 characters.", multiline: false, max_chars: MAX_TITLE_CHARS },
-    Field { name: "content", label: "Text", hint: "Up to 20,000 characters.", multiline: true, max_chars: MAX_CONTENT_CHARS },
+    Field {
+        name: "content",
+        label: "Text",
+        hint: "Markdown: **bold**, *italic*, [a link](https://…), # a heading, ``` for code. Up to 20,000 characters.",
+        multiline: true,
+        max_chars: MAX_CONTENT_CHARS,
+    },
 ];
 const COMMENT_FIELDS: [Field; 1] = [Field {
     name: "content",
     label: "Your comment",
-    hint: "Up to 2,000 characters.",
+    hint: "Markdown, as in posts. Up to 2,000 characters.",
     multiline: true,
     max_chars: MAX_COMMENT_CHARS,
 }];
@@ -172,7 +178,9 @@ async fn render_post(
                     " · edited " (time(edited_at))
                 }
             }
-            div class="content" dir="auto" { (esc(&post.content)) }
+            // Rendered by `markdown::to_html`, which leaves no raw HTML of the text in it and escapes
+            // the rest: safe as it is.
+            div class="content" dir="auto" { (PreEscaped(markdown::to_html(&post.content, 2))) }
             p class="counts" {
                 (count(post.comment_count, "comment", "comments")) " · " (count(post.like_count, "like", "likes"))
             }
@@ -227,7 +235,8 @@ async fn render_post(
                                 a href={ "/users/" (url_part(&comment.user_id)) } { bdi { (esc(&comment.user_username)) } }
                                 " · " (time(&comment.creation_date))
                             }
-                            p dir="auto" { (esc(&comment.content)) }
+                            // As the post's text: safe as `to_html` renders it; under the "Comments" heading (h2).
+                            div class="content" dir="auto" { (PreEscaped(markdown::to_html(&comment.content, 3))) }
                             // Its author, and the post's author, who moderates the comments under the post (C6).
                             // A deletion cannot be undone: the link asks first (`delete_comment_page`).
                             @if viewer.is(&comment.user_id) || viewer.is(&post.user_id) {

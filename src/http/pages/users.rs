@@ -9,7 +9,8 @@ use serde::Deserialize;
 
 use super::feed::post_list;
 use super::{
-    Draft, Field, Form, Page, PageId, PageQuery, PageResult, Refusal, SameOrigin, Viewer, esc, form, layout, submit, url_part,
+    Draft, Field, Form, Page, PageFeed, PageId, PageQuery, PageResult, Refusal, SameOrigin, Viewer, esc, form, layout,
+    layout_with_feed, submit, url_part,
 };
 use crate::app::lists::{ListParams, OwnerKnown};
 use crate::app::users::{create_user, get_user, posts_of, rename_user};
@@ -91,9 +92,15 @@ async fn render_user(
                     a rel="next" href={ "/users/" (url_part(user_id)) "?continuationToken=" (url_part(token)) } { "More posts" }
                 }
             }
+            p class="hint" {
+                a href={ "/users/" (url_part(user_id)) "/feed.atom" } { "Follow " bdi { (esc(&user.username)) } "’s posts" } " (Atom feed)"
+            }
         }
     };
-    Ok(Page { status, html: layout(&user.username, viewer, main), private: viewer.id().is_some() }.into_response())
+    let feed_title = format!("{}: posts", user.username);
+    let feed = PageFeed { title: &feed_title, href: format!("/users/{}/feed.atom", url_part(user_id)) };
+    let html = layout_with_feed(&user.username, viewer, Some(feed), main);
+    Ok(Page { status, html, private: viewer.id().is_some() }.into_response())
 }
 
 /// `POST /users`: C1, the signed-in person's own user, then their page.

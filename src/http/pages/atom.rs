@@ -1,0 +1,279 @@
+//! The Atom feeds ([RFC 4287](https://www.rfc-editor.org/rfc/rfc4287)): the newest posts at
+//! `/feed.atom`, from the front page's own cached feed page (Q6, [`crate::app::feed`]), and a
+//! user's newest posts at `/users/{userId}/feed.atom` (Q3: one query on the user's partition).
+//! Both answer with an ETag, and a matching `If-None-Match` is a 304.
+//!
+//! **Addresses.** A feed's links must be absolute (RFC 4287 §4.2.7: `href` is an IRI reference,
+//! and a reader fetched the feed from elsewhere than the pages), and the blog has no setting for
+//! its public address: the feed takes it from the request, `X-Forwarded-Host` (or `Host`) and
+//! `X-Forwarded-Proto` (`http` without it), as the pages' same-origin check reads the host. So
+//! an entry's id does not depend on it: it is `urn:uuid:{postId}` (RFC 4287 §4.2.6 and its
+//! example; every post C2 creates has a UUID for id), the same whichever address a reader
+//! subscribed with, and under which scheme; a post with another kind of id has its absolute
+//! address for id.
+//!
+//! **Content.** The feed pages hold short copies (their content cut to `SHORT_CONTENT_CHARS`),
+//! as the front page shows them: a post whose copy is whole is its `content`, rendered from
+//! Markdown as on its page (`type="html"`, escaped); a longer one is its excerpt as `summary`
+//! (plain text, ended with "…") beside the link to the whole post. Reading each whole post
+//! would cost one more read per entry per feed view.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+
+use super::{PageId, PageResult, SITE_DESCRIPTION, SITE_NAME, url_part};
+use crate::app::AppState;
+use crate::app::feed::{etag_of, feed_page};
+use crate::app::lists::{ListParams, OwnerKnown};
+use crate::app::users::{get_user, posts_of};
+use crate::http::error::ApiError;
+use crate::http::feed::{FEED_CACHE_CONTROL, if_none_match};
+use crate::model::{Post, excerpt, markdown};
+
+/// The feed's media type (RFC 4287 §7).
+const ATOM: &str = "application/atom+xml; charset=utf-8";
+
+/// `GET /feed.atom`: the newest posts, the front page's first page from the same cache.
+pub async fn blog_feed(State(state): State<AppState>, headers: HeaderMap) -> PageResult {
+    let origin = origin(&headers)?;
+    let page = feed_page(&state, &ListParams::default()).await?;
+    let about = About {
+        title: SITE_NAME.to_owned(),
+        subtitle: SITE_DESCRIPTION,
+        page: format!("{origin}/"),
+        feed: format!("{origin}/feed.atom"),
+    };
+    Ok(answer(&headers, &feed(&origin, &about, &page.list.items)))
+}
+
+/// `GET /users/{userId}/feed.atom`: the user's newest posts (Q3, one query; and one point read
+/// for their name when they have none yet, which also tells a user that does not exist: 404).
+pub async fn user_feed(State(state): State<AppState>, PageId(user_id): PageId, headers: HeaderMap) -> PageResult {
+    let origin = origin(&headers)?;
+    let posts = posts_of(&state, &user_id, &ListParams::default(), OwnerKnown::Yes).await?;
+    let username = match posts.items.first() {
+        Some(newest) => newest.user_username.clone(),
+        None => get_user(&state, &user_id).await?.username,
+    };
+    let page = format!("{origin}/users/{}", url_part(&user_id));
+    let about = About {
+        title: format!("{username} · {SITE_NAME}"),
+        subtitle: "Their newest posts.",
+        feed: format!("{page}/feed.atom"),
+        page,
+    };
+    Ok(answer(&headers, &feed(&origin, &about, &posts.items)))
+}
+
+/// The feed's answer, or 304 when the reader has it already.
+fn answer(headers: &HeaderMap, xml: &str) -> Response {
+    let etag = etag_of(xml.as_bytes());
+    let mut response = if_none_match(headers, &etag)
+        .unwrap_or_else(|| ([(header::CONTENT_TYPE, HeaderValue::from_static(ATOM))], xml.to_owned()).into_response());
+    let headers = response.headers_mut();
+    headers.insert(header::ETAG, HeaderValue::from_str(&etag).expect("an etag is a header value"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(FEED_CACHE_CONTROL));
+    // The links in it are made from these: a shared cache must not hand one host's feed to another.
+    headers.insert(header::VARY, HeaderValue::from_static("X-Forwarded-Host, X-Forwarded-Proto"));
+    response
+}
+
+/// The blog's address as the request reached it: `http(s)://host[:port]`, from
+/// `X-Forwarded-Proto` and `X-Forwarded-Host` or `Host` (the first of a proxy chain's list).
+fn origin(headers: &HeaderMap) -> Result<String, ApiError> {
+    let first = |name: header::HeaderName| {
+        headers.get(&name).map(|value| {
+            let text = value.to_str().map_err(|_| ApiError::bad_request(format!("{name} is not ASCII text.")))?;
+            Ok::<_, ApiError>(text.split(',').next().unwrap_or_default().trim().to_owned())
+        })
+    };
+    let forwarded_host = header::HeaderName::from_static("x-forwarded-host");
+    let host = match first(forwarded_host).or_else(|| first(header::HOST)) {
+        Some(host) => host?,
+        None => return Err(ApiError::bad_request("The request has no Host header: a feed's links need the blog's address.")),
+    };
+    // RFC 3986 §3.2.2-3.2.3: a registered name or IP literal, and a port; nothing that could end
+    // the authority or the attribute it is written in.
+    let valid = !host.is_empty()
+        && host
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'-' | b'_' | b'~' | b':' | b'[' | b']'));
+    if !valid {
+        return Err(ApiError::bad_request(format!("The host {host:?} is not a host name a link can hold.")));
+    }
+    let scheme = match first(header::HeaderName::from_static("x-forwarded-proto")).transpose()? {
+        None => "http".to_owned(),
+        Some(scheme) if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https") => {
+            scheme.to_ascii_lowercase()
+        }
+        Some(other) => return Err(ApiError::bad_request(format!("X-Forwarded-Proto {other:?} is neither http nor https."))),
+    };
+    Ok(format!("{scheme}://{host}"))
+}
+
+/// What a feed says of itself.
+struct About {
+    title: String,
+    subtitle: &'static str,
+    /// The page the feed follows (`rel="alternate"`).
+    page: String,
+    /// The feed's own address (`rel="self"`), also its id.
+    feed: String,
+}
+
+/// The time of a feed with no entries: RFC 4287 §4.2.15 requires one, and the time of the
+/// request would change the feed, and its ETag, at every request.
+const NEVER_UPDATED: &str = "1970-01-01T00:00:00Z";
+
+/// The feed document, newest post first.
+fn feed(origin: &str, about: &About, posts: &[Post]) -> String {
+    let mut xml = Xml(String::from("<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"));
+    xml.open("feed", &[("xmlns", "http://www.w3.org/2005/Atom")]);
+    xml.leaf("id", &[], &about.feed);
+    xml.leaf("title", &[("type", "text")], &about.title);
+    xml.leaf("subtitle", &[("type", "text")], about.subtitle);
+    // Dates are RFC 3339 in one format, so the greatest text is the latest time (§3.3).
+    let latest = posts.iter().map(updated).max().unwrap_or(NEVER_UPDATED);
+    xml.leaf("updated", &[], latest);
+    xml.empty("link", &[("rel", "self"), ("type", "application/atom+xml"), ("href", &about.feed)]);
+    xml.empty("link", &[("rel", "alternate"), ("type", "text/html"), ("href", &about.page)]);
+    for post in posts {
+        let address = format!("{origin}/posts/{}", url_part(&post.id));
+        xml.open("entry", &[]);
+        let id = match uuid::Uuid::parse_str(&post.id) {
+            Ok(uuid) => format!("urn:uuid:{}", uuid.hyphenated()),
+            Err(_) => address.clone(),
+        };
+        xml.leaf("id", &[], &id);
+        xml.leaf("title", &[("type", "text")], &post.title);
+        xml.empty("link", &[("rel", "alternate"), ("type", "text/html"), ("href", &address)]);
+        xml.leaf("published", &[], &post.creation_date);
+        xml.leaf("updated", &[], updated(post));
+        xml.open("author", &[]);
+        xml.leaf("name", &[], &post.user_username);
+        xml.leaf("uri", &[], &format!("{origin}/users/{}", url_part(&post.user_id)));
+        xml.close("author");
+        match excerpt(&post.content) {
+            (summary, true) => xml.leaf("summary", &[("type", "text")], &summary),
+            // §3.1.1.2: the HTML as text, escaped once more by the writer.
+            (_, false) => xml.leaf("content", &[("type", "html")], &markdown::to_html(&post.content, 2)),
+        }
+        xml.close("entry");
+    }
+    xml.close("feed");
+    xml.0
+}
+
+/// When a post last changed as readers see it (§4.2.15): its edit, or its creation.
+fn updated(post: &Post) -> &str {
+    post.edited_at.as_deref().unwrap_or(&post.creation_date)
+}
+
+/// A small XML writer: names and attribute names are the code's own; every value, text or
+/// attribute, goes through [`escape`].
+struct Xml(String);
+
+impl Xml {
+    fn start(&mut self, name: &str, attributes: &[(&str, &str)]) {
+        self.0.push('<');
+        self.0.push_str(name);
+        for (attribute, value) in attributes {
+            self.0.push_str(&format!(" {attribute}=\""));
+            escape(value, true, &mut self.0);
+            self.0.push('"');
+        }
+    }
+
+    fn open(&mut self, name: &str, attributes: &[(&str, &str)]) {
+        self.start(name, attributes);
+        self.0.push_str(">\n");
+    }
+
+    fn close(&mut self, name: &str) {
+        self.0.push_str(&format!("</{name}>\n"));
+    }
+
+    fn empty(&mut self, name: &str, attributes: &[(&str, &str)]) {
+        self.start(name, attributes);
+        self.0.push_str("/>\n");
+    }
+
+    fn leaf(&mut self, name: &str, attributes: &[(&str, &str)], text: &str) {
+        self.start(name, attributes);
+        self.0.push('>');
+        escape(text, false, &mut self.0);
+        self.0.push_str(&format!("</{name}>\n"));
+    }
+}
+
+/// `text` as XML character data, fit for text and double- or single-quoted attributes: the five
+/// characters XML gives meaning (`& < > " '`) as references, and the characters XML 1.0 does
+/// not allow in a document at all (§2.2 `Char`: the C0 controls but tab, line feed and carriage
+/// return; U+FFFE and U+FFFF), which no reference can carry either, as U+FFFD. A carriage return
+/// is a reference, or a parser would read it as a line feed (§2.11); in an `attribute`, so are
+/// line feeds and tabs, or it would read them as spaces (§3.3.3).
+fn escape(text: &str, attribute: bool, out: &mut String) {
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\r' => out.push_str("&#13;"),
+            '\t' if attribute => out.push_str("&#9;"),
+            '\n' if attribute => out.push_str("&#10;"),
+            '\t' | '\n' => out.push(c),
+            '\u{0}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::StatusCode;
+
+    use super::*;
+
+    fn escaped(text: &str, attribute: bool) -> String {
+        let mut out = String::new();
+        escape(text, attribute, &mut out);
+        out
+    }
+
+    #[test]
+    fn text_is_escaped_for_xml_and_what_xml_cannot_hold_is_replaced() {
+        assert_eq!(escaped("<script>&\"'", false), "&lt;script&gt;&amp;&quot;&apos;");
+        assert_eq!(escaped("a\tb\nc\rd", false), "a\tb\nc&#13;d");
+        assert_eq!(escaped("a\tb\nc\rd", true), "a&#9;b&#10;c&#13;d");
+        assert_eq!(escaped("bell\u{7} \u{fffe} é", false), "bell\u{fffd} \u{fffd} é");
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        pairs.iter().map(|(name, value)| (header::HeaderName::from_static(name), HeaderValue::from_str(value).unwrap())).collect()
+    }
+
+    #[test]
+    fn the_origin_is_the_forwarded_host_and_scheme_or_the_host() {
+        assert_eq!(origin(&headers(&[("host", "blog.example:7071")])).unwrap(), "http://blog.example:7071");
+        let forwarded =
+            headers(&[("host", "127.0.0.1"), ("x-forwarded-host", "blog.example, proxy"), ("x-forwarded-proto", "HTTPS")]);
+        assert_eq!(origin(&forwarded).unwrap(), "https://blog.example");
+        assert_eq!(origin(&headers(&[("host", "[::1]:80")])).unwrap(), "http://[::1]:80");
+    }
+
+    #[test]
+    fn a_host_or_scheme_a_link_cannot_hold_is_refused_with_why() {
+        for (pairs, says) in [
+            (&[][..], "no Host header"),
+            (&[("host", "evil.example/\"><x")][..], "not a host name"),
+            (&[("host", "b.example"), ("x-forwarded-proto", "javascript")][..], "neither http nor https"),
+        ] {
+            let error = origin(&headers(pairs)).unwrap_err();
+            assert_eq!(error.status, StatusCode::BAD_REQUEST);
+            assert!(error.detail.contains(says), "{}", error.detail);
+        }
+    }
+}

@@ -1,0 +1,367 @@
+//! Posts and comments are Markdown (CommonMark, with GitHub's strikethrough and tables): what
+//! the pages and the Atom feed show, rendered here; the API stores and returns the text as
+//! written.
+//!
+//! **Why no sanitizer (such as ammonia).** Raw HTML in the text is not cleaned but never taken
+//! as HTML at all: every raw HTML event the parser reports is turned into text, which the
+//! renderer escapes, so `<b>` or `<script>` shows as typed (as it did before Markdown, and as
+//! the API returns it). So every tag in the output is one this module or pulldown-cmark's
+//! renderer writes, from a short list, and every attribute value is escaped: there is nothing
+//! left for a sanitizer to remove, and no HTML parser (ammonia brings html5ever and some 20
+//! crates) to build and trust. Links are the one way out of the page: only `http`, `https`,
+//! `mailto` and addresses without a scheme are written as links ([`is_allowed_url`]; a
+//! `javascript:` or `data:` link shows as its text), each with `rel="nofollow ugc"` (links in
+//! user content, which search engines should not count as the blog's: Google's "Qualify your
+//! outbound links"), and none with a `target`, so nothing needs `noopener`.
+//!
+//! **Images are not loaded**: an image becomes a link to it, labelled with its alt text (or its
+//! address when it has none). Loading one from another site would tell that site the IP address
+//! and visit time of every reader of the page, and the pages' Content-Security-Policy allows
+//! images from the blog alone (`img-src 'self'`), so a browser would refuse it anyway and log
+//! an error.
+//!
+//! **Bare URLs become links** (`https://…` in running text, as GitHub's "autolink literals"):
+//! pulldown-cmark links only `<https://…>`, so text outside links and code goes through
+//! linkify, which knows where a URL in prose ends (a trailing `.` or `)` is not part of it).
+//! Only `http` and `https` addresses are made links, and `www.example.com` without a scheme is
+//! not: a scheme-less rule would also link names such as `README.md`.
+//!
+//! A line break typed in the text is a line break on the page (CommonMark's soft breaks are
+//! rendered as `<br>`, as GitHub does for comments): the blog showed the text with its line
+//! breaks before it read Markdown, and a post written then keeps its look.
+
+use linkify::{LinkFinder, LinkKind};
+use pulldown_cmark::{Alignment, CowStr, Event, LinkType, Options, Parser, Tag, TagEnd, TextMergeStream};
+
+/// What the parser reads beyond CommonMark. Not footnotes, heading ids or attributes: their
+/// `id`s would collide between the post and the comments of one page.
+fn options() -> Options {
+    Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES
+}
+
+/// `text` as HTML, safe to put in a page as it is. A heading ranks below the page's own around
+/// it: one of a higher rank than `top_heading` is written as `<h{top_heading}>` (a post's title
+/// is `h1`, so in its text `#` and `##` are both `h2`, and `###` stays `h3`), so that the page's
+/// outline stays whole and a writer's `##` keeps its level. Every block
+/// takes its own direction (`dir="auto"`), so a right-to-left paragraph reads right to left in
+/// a left-to-right post.
+pub fn to_html(text: &str, top_heading: u8) -> String {
+    let mut html = String::with_capacity(text.len() + text.len() / 2);
+    pulldown_cmark::html::push_html(&mut html, safe_events(text, top_heading).into_iter());
+    html
+}
+
+/// `text` as plain text, as a list shows it: what a reader would read, without Markdown's marks
+/// (`**`, `#`, fences), blocks and line breaks joined by one space. Raw HTML stays as typed, as
+/// the post's page shows it.
+///
+/// `cut`: `text` is the start of a longer text (a short copy), so a construct may be cut in
+/// half (`**bold te`, `[link te`): the marks the parser found no partner for are left out (a
+/// mark typed escaped, `\*`, stays), and the reader sees `bold te`, `link te`.
+pub fn to_plain_text(text: &str, cut: bool) -> String {
+    let mut plain = String::with_capacity(text.len());
+    for (event, at) in Parser::new_ext(text, options()).into_offset_iter() {
+        match event {
+            // An unpaired mark is a text event of its own, whose source is the mark itself.
+            Event::Text(mark)
+                if cut
+                    && &text[at] == mark.as_ref()
+                    && mark.chars().all(|c| matches!(c, '*' | '_' | '~' | '`' | '[' | ']' | '!')) => {}
+            Event::Text(text) | Event::Code(text) | Event::Html(text) | Event::InlineHtml(text) => plain.push_str(&text),
+            Event::SoftBreak | Event::HardBreak | Event::End(_) => plain.push(' '),
+            _ => {}
+        }
+    }
+    plain.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The parser's events with no raw HTML left and links made safe, ready for pulldown-cmark's
+/// renderer (which escapes text and attributes).
+fn safe_events(text: &str, top_heading: u8) -> Vec<Event<'_>> {
+    let mut out = Vec::new();
+    let mut anchor_open = false;
+    // For each link or image open: whether it was written as an `<a>`.
+    let mut written: Vec<bool> = Vec::new();
+    let mut in_code_block = false;
+    let heading = |level: pulldown_cmark::HeadingLevel| (level as u8).max(top_heading).min(6);
+    let mut events = TextMergeStream::new(raw_html_as_text(text).into_iter()).peekable();
+    while let Some(event) = events.next() {
+        match event {
+            Event::Start(Tag::Link { link_type, dest_url, .. }) => {
+                let href = if link_type == LinkType::Email { format!("mailto:{dest_url}") } else { dest_url.into_string() };
+                let write = !anchor_open && is_allowed_url(&href);
+                if write {
+                    out.push(anchor(&href, ""));
+                }
+                anchor_open |= write;
+                written.push(write);
+            }
+            Event::Start(Tag::Image { dest_url, .. }) => {
+                // Inside a link, an image is its alt text: links do not nest.
+                let write = !anchor_open && is_allowed_url(&dest_url);
+                if write {
+                    out.push(anchor(&dest_url, " class=\"image\""));
+                    out.push(Event::Text("Image: ".into()));
+                }
+                if matches!(events.peek(), Some(Event::End(TagEnd::Image))) {
+                    out.push(Event::Text(dest_url));
+                }
+                anchor_open |= write;
+                written.push(write);
+            }
+            Event::End(TagEnd::Link | TagEnd::Image) => {
+                if written.pop() == Some(true) {
+                    out.push(Event::Html("</a>".into()));
+                    anchor_open = false;
+                }
+            }
+            Event::Start(Tag::CodeBlock(kind)) => {
+                in_code_block = true;
+                out.push(Event::Start(Tag::CodeBlock(kind)));
+            }
+            Event::End(TagEnd::CodeBlock) => {
+                in_code_block = false;
+                out.push(Event::End(TagEnd::CodeBlock));
+            }
+            Event::Text(text) if !anchor_open && !in_code_block => linkify(text, &mut out),
+            Event::Start(Tag::Paragraph) => out.push(Event::Html("<p dir=\"auto\">".into())),
+            Event::End(TagEnd::Paragraph) => out.push(Event::Html("</p>\n".into())),
+            Event::Start(Tag::Item) => out.push(Event::Html("<li dir=\"auto\">".into())),
+            Event::End(TagEnd::Item) => out.push(Event::Html("</li>\n".into())),
+            Event::Start(Tag::Heading { level, .. }) => {
+                out.push(Event::Html(format!("<h{} dir=\"auto\">", heading(level)).into()));
+            }
+            Event::End(TagEnd::Heading(level)) => out.push(Event::Html(format!("</h{}>\n", heading(level)).into())),
+            // A column's alignment is written as an inline `style`, which the pages' CSP refuses
+            // (with an error in the console): the columns keep the stylesheet's alignment.
+            Event::Start(Tag::Table(columns)) => out.push(Event::Start(Tag::Table(vec![Alignment::None; columns.len()]))),
+            Event::SoftBreak => out.push(Event::HardBreak),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The parser's events with raw HTML as text: an HTML block becomes a paragraph of its lines.
+fn raw_html_as_text(text: &str) -> Vec<Event<'_>> {
+    let mut events = Vec::new();
+    let mut first_line = false;
+    for event in Parser::new_ext(text, options()) {
+        match event {
+            Event::Start(Tag::HtmlBlock) => {
+                first_line = true;
+                events.push(Event::Start(Tag::Paragraph));
+            }
+            Event::End(TagEnd::HtmlBlock) => events.push(Event::End(TagEnd::Paragraph)),
+            // A block's HTML comes a line at a time, each with its line break.
+            Event::Html(line) => {
+                if !std::mem::take(&mut first_line) {
+                    events.push(Event::SoftBreak);
+                }
+                let line = match line {
+                    CowStr::Borrowed(line) => CowStr::Borrowed(line.trim_end_matches(['\r', '\n'])),
+                    line => line.trim_end_matches(['\r', '\n']).to_owned().into(),
+                };
+                events.push(Event::Text(line));
+            }
+            Event::InlineHtml(html) => events.push(Event::Text(html)),
+            other => events.push(other),
+        }
+    }
+    events
+}
+
+/// `text` with every `http`/`https` URL in it as a link.
+fn linkify<'a>(text: CowStr<'a>, out: &mut Vec<Event<'a>>) {
+    let mut finder = LinkFinder::new();
+    finder.kinds(&[LinkKind::Url]);
+    let mut done = 0;
+    for link in finder.links(&text) {
+        let url = link.as_str();
+        // linkify finds any `scheme://`; only the web's are links here.
+        let web = url.get(..8).is_some_and(|start| start.eq_ignore_ascii_case("https://"))
+            || url.get(..7).is_some_and(|start| start.eq_ignore_ascii_case("http://"));
+        if !web {
+            continue;
+        }
+        if link.start() > done {
+            out.push(Event::Text(text[done..link.start()].to_owned().into()));
+        }
+        out.push(anchor(url, ""));
+        out.push(Event::Text(url.to_owned().into()));
+        out.push(Event::Html("</a>".into()));
+        done = link.end();
+    }
+    match done {
+        0 => out.push(Event::Text(text)),
+        done if done < text.len() => out.push(Event::Text(text[done..].to_owned().into())),
+        _ => {}
+    }
+}
+
+/// The opening tag of a link to `href` (allowed: [`is_allowed_url`]), with `attributes` (the
+/// code's own, never the text's) after it.
+fn anchor<'a>(href: &str, attributes: &str) -> Event<'a> {
+    let mut tag = String::from("<a href=\"");
+    // Percent-encodes what a URL may not hold, and escapes `&` and `'`: nothing can leave the
+    // quoted attribute.
+    pulldown_cmark_escape::escape_href(&mut tag, href).expect("writing to a String cannot fail");
+    tag.push_str("\" rel=\"nofollow ugc\"");
+    tag.push_str(attributes);
+    tag.push('>');
+    Event::Html(tag.into())
+}
+
+/// Whether a link may lead to `url`: `http`, `https`, `mailto`, or an address with no scheme
+/// (on the blog itself, or `//host/...`). A URL's scheme is all before its first `:` unless a
+/// `/`, `?` or `#` comes first (the WHATWG URL Standard's scheme state); whatever a browser
+/// would strip from a scheme first (spaces, tabs, line breaks, control characters) stays in it
+/// here, so `java\tscript:` is an unknown scheme and refused.
+fn is_allowed_url(url: &str) -> bool {
+    match url.find([':', '/', '?', '#']) {
+        Some(at) if url.as_bytes()[at] == b':' => {
+            let scheme = &url[..at];
+            ["http", "https", "mailto"].iter().any(|allowed| scheme.eq_ignore_ascii_case(allowed))
+        }
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn html(text: &str) -> String {
+        to_html(text, 2)
+    }
+
+    #[test]
+    fn emphasis_headings_lists_and_code_are_rendered() {
+        assert_eq!(
+            html("Some **bold** and *it* and `x < y`."),
+            "<p dir=\"auto\">Some <strong>bold</strong> and <em>it</em> and <code>x &lt; y</code>.</p>\n"
+        );
+        assert_eq!(
+            html("# Title\n## Section\n### Sub"),
+            "<h2 dir=\"auto\">Title</h2>\n<h2 dir=\"auto\">Section</h2>\n<h3 dir=\"auto\">Sub</h3>\n"
+        );
+        assert_eq!(to_html("# In a comment\n###### deep", 3), "<h3 dir=\"auto\">In a comment</h3>\n<h6 dir=\"auto\">deep</h6>\n");
+        assert_eq!(html("- a\n- b"), "<ul>\n<li dir=\"auto\">a</li>\n<li dir=\"auto\">b</li>\n</ul>\n");
+        assert_eq!(html("```rust\nfn main() {}\n```"), "<pre><code class=\"language-rust\">fn main() {}\n</code></pre>\n");
+        assert_eq!(html("~~gone~~"), "<p dir=\"auto\"><del>gone</del></p>\n");
+    }
+
+    #[test]
+    fn a_typed_line_break_is_a_line_break() {
+        assert_eq!(html("one\ntwo"), "<p dir=\"auto\">one<br />\ntwo</p>\n");
+    }
+
+    #[test]
+    fn raw_html_shows_as_text_and_never_as_markup() {
+        assert_eq!(html("<script>alert(1)</script>"), "<p dir=\"auto\">&lt;script&gt;alert(1)&lt;/script&gt;</p>\n");
+        assert_eq!(html("a <img src=x onerror=alert(1)> b"), "<p dir=\"auto\">a &lt;img src=x onerror=alert(1)&gt; b</p>\n");
+        assert_eq!(
+            html("<div>\n<b>x</b>\n</div>"),
+            "<p dir=\"auto\">&lt;div&gt;<br />\n&lt;b&gt;x&lt;/b&gt;<br />\n&lt;/div&gt;</p>\n"
+        );
+        for attack in ["<a href=\"javascript:alert(1)\">x</a>", "<!-- c --><style>p{}</style>", "<iframe src=//e.com>"] {
+            let rendered = html(attack);
+            assert!(
+                !rendered.contains("<a h")
+                    && !rendered.contains("<!--")
+                    && !rendered.contains("<style")
+                    && !rendered.contains("<iframe"),
+                "{rendered}"
+            );
+        }
+    }
+
+    #[test]
+    fn links_are_followable_only_to_the_web_mail_or_the_blog_and_marked_as_user_content() {
+        assert_eq!(
+            html("[site](https://example.com/a?b=1&c='d') and <mail@example.com>"),
+            "<p dir=\"auto\"><a href=\"https://example.com/a?b=1&amp;c=&#x27;d&#x27;\" rel=\"nofollow ugc\">site</a> and \
+             <a href=\"mailto:mail@example.com\" rel=\"nofollow ugc\">mail@example.com</a></p>\n"
+        );
+        assert_eq!(html("[post](/posts/p1)"), "<p dir=\"auto\"><a href=\"/posts/p1\" rel=\"nofollow ugc\">post</a></p>\n");
+        for refused in [
+            "javascript:alert(1)",
+            "JavaScript:alert(1)",
+            "java%0ascript:alert(1)",
+            "data:text/html,x",
+            "vbscript:x",
+            "&#106;avascript:alert(1)",
+        ] {
+            assert_eq!(html(&format!("[click]({refused})")), "<p dir=\"auto\">click</p>\n", "{refused}");
+        }
+        assert_eq!(html("[x](<java\tscript:alert(1)>)"), "<p dir=\"auto\">x</p>\n");
+        assert!(!html("[x](\"onmouseover=alert(1))").contains("\" o"), "nothing leaves the attribute");
+        assert!(!html("[x](https://e.com/\"onmouseover=\"alert(1))").contains("\"onmouseover"));
+    }
+
+    #[test]
+    fn bare_urls_become_links_but_not_in_code_or_inside_links() {
+        assert_eq!(
+            html("See https://example.com/path_(x). Or http://e.org, then."),
+            "<p dir=\"auto\">See <a href=\"https://example.com/path_(x)\" rel=\"nofollow ugc\">https://example.com/path_(x)</a>. \
+             Or <a href=\"http://e.org\" rel=\"nofollow ugc\">http://e.org</a>, then.</p>\n"
+        );
+        assert_eq!(html("`https://e.com`"), "<p dir=\"auto\"><code>https://e.com</code></p>\n");
+        assert_eq!(html("```\nhttps://e.com\n```"), "<pre><code>https://e.com\n</code></pre>\n");
+        assert_eq!(
+            html("[https://e.com](https://other.com)"),
+            "<p dir=\"auto\"><a href=\"https://other.com\" rel=\"nofollow ugc\">https://e.com</a></p>\n"
+        );
+        assert_eq!(
+            html("ftp://e.com and javascript://x%0aalert(1)"),
+            "<p dir=\"auto\">ftp://e.com and javascript://x%0aalert(1)</p>\n"
+        );
+    }
+
+    #[test]
+    fn an_image_is_a_link_to_it_and_never_loaded() {
+        assert_eq!(
+            html("![a cat](https://cats.example/cat.png)"),
+            "<p dir=\"auto\"><a href=\"https://cats.example/cat.png\" rel=\"nofollow ugc\" class=\"image\">Image: a cat</a></p>\n"
+        );
+        assert_eq!(
+            html("![](https://e.com/x.png)"),
+            "<p dir=\"auto\"><a href=\"https://e.com/x.png\" rel=\"nofollow ugc\" class=\"image\">Image: https://e.com/x.png</a></p>\n"
+        );
+        assert_eq!(
+            html("[![logo](https://e.com/l.png)](https://e.com)"),
+            "<p dir=\"auto\"><a href=\"https://e.com\" rel=\"nofollow ugc\">logo</a></p>\n",
+            "inside a link, its alt text"
+        );
+        assert_eq!(html("![x](javascript:alert(1))"), "<p dir=\"auto\">x</p>\n");
+        assert!(!html("![x](https://e.com/x.png)").contains("<img"));
+    }
+
+    #[test]
+    fn table_columns_carry_no_inline_style() {
+        let table = html("| a | b |\n|:--|--:|\n| 1 | 2 |");
+        assert!(table.contains("<table>") && table.contains("<td>2</td>"), "{table}");
+        assert!(!table.contains("style"), "{table}");
+    }
+
+    #[test]
+    fn plain_text_is_what_a_reader_reads() {
+        let whole = |text| to_plain_text(text, false);
+        assert_eq!(
+            whole("## Hello\n\nSome **bold** and `code`,\nnext line.\n\n- one\n- two"),
+            "Hello Some bold and code, next line. one two"
+        );
+        assert_eq!(whole("```\nlet x = 1;\n```\n[a link](https://e.com) ![an image](x.png)"), "let x = 1; a link an image");
+        assert_eq!(whole("<b>as typed</b> and *nix, 2 * 3"), "<b>as typed</b> and *nix, 2 * 3");
+    }
+
+    #[test]
+    fn plain_text_of_a_cut_text_leaves_out_the_marks_the_cut_left_unpaired() {
+        let cut = |text| to_plain_text(text, true);
+        assert_eq!(cut("Some **bold te"), "Some bold te");
+        assert_eq!(cut("a [link text](https://exa"), "a link text(https://exa");
+        assert_eq!(cut("a ![alt te"), "a alt te");
+        assert_eq!(cut("a `code sp"), "a code sp");
+        assert_eq!(cut("kept: \\*, 2 * 3, a_b and **whole**"), "kept: *, 2 * 3, a_b and whole");
+    }
+}
