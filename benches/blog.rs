@@ -221,7 +221,7 @@ async fn run() {
         duration: args.load_for,
         seed: args.seed,
     };
-    for request in ["Q2", "Q6 uncached", "Q6", "front page"] {
+    for request in ["Q2", "Q6 uncached", "Q6", "front page", "post page", "post page, random"] {
         throughputs.push(serving::throughput(&handler.client, &loaded, &handler.state.feed, request, &shape).await);
     }
     // The front page again with one client: its Cosmos queries per second do not follow traffic.

@@ -917,7 +917,8 @@ async fn a_writer_is_sent_back_to_a_post_page_read_anew() {
     let cached = reader.get(&path).await;
     assert_eq!(cached.operations(), 0, "from the cache");
     let session = reader.cookie.clone().unwrap();
-    let fresh = reader.send(reader.client.get(format!("{}{path}", app.base)).header("cookie", format!("{session}; blog_wrote=1"))).await;
+    let fresh =
+        reader.send(reader.client.get(format!("{}{path}", app.base)).header("cookie", format!("{session}; blog_wrote=1"))).await;
     assert_eq!(fresh.operations(), 3, "read anew for the writer");
     assert_eq!(fresh.header("cache-control"), "private, no-cache");
 }

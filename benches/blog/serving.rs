@@ -37,7 +37,9 @@ pub struct LoadShape {
 }
 
 /// `request` is "Q2" (a random post each time), "Q6" (the feed, as served: from the feed
-/// cache), "Q6 uncached" (the cache dropped before each request) or "front page" (`GET /`).
+/// cache), "Q6 uncached" (the cache dropped before each request), "front page" (`GET /`),
+/// "post page" (one post's page every time: a popular post) or "post page, random" (a random
+/// post's page each time).
 pub async fn throughput(
     client: &Client,
     loaded: &Loaded,
@@ -60,6 +62,8 @@ pub async fn throughput(
                     let path = match request {
                         "Q2" => format!("/api/posts/{}", posts[rng.index(posts.len())]),
                         "front page" => "/".to_owned(),
+                        "post page" => format!("/posts/{}", posts[0]),
+                        "post page, random" => format!("/posts/{}", posts[rng.index(posts.len())]),
                         "Q6 uncached" => {
                             feed_cache.invalidate();
                             format!("/api/feed?limit={feed_limit}")
@@ -80,6 +84,8 @@ pub async fn throughput(
     let path = match request {
         "Q2" => "GET /api/posts/{random id}".to_owned(),
         "front page" => "GET /".to_owned(),
+        "post page" => "GET /posts/{one id}".to_owned(),
+        "post page, random" => "GET /posts/{random id}".to_owned(),
         _ => format!("GET /api/feed?limit={feed_limit}"),
     };
     let operations: u64 = samples.iter().map(|sample| sample.operations).sum();
