@@ -781,8 +781,14 @@ async fn pages_are_compressed_and_carry_security_headers() {
     }
     // What the policy allows is all the pages use: no script, no inline style, no other origin.
     let html = Browser::new(&app).get(&format!("/posts/{post}")).await.html;
-    for forbidden in ["<script", " style=", "<style", "http://", "https://"] {
+    for forbidden in ["<script", " style=", "<style", " src="] {
         assert!(!html.contains(forbidden), "{forbidden} in a page: {html}");
+    }
+    // (An absolute address is the page's own, for its canonical link and OpenGraph.)
+    for (at, _) in
+        html.match_indices("http").filter(|(at, _)| html[*at..].starts_with("http://") || html[*at..].starts_with("https://"))
+    {
+        assert!(html[at..].starts_with(&app.base), "another origin in a page: {}", &html[at..]);
     }
     let api = head_with_encoding(&app, "/api/feed", "br").await;
     assert_eq!(api["content-encoding"], "br");
@@ -962,4 +968,32 @@ async fn markdown_in_posts_and_comments_is_rendered_safely_and_the_api_keeps_it_
         "{front}"
     );
     assert!(!front.contains("<strong>") && !front.contains("**"), "an excerpt is plain text: {front}");
+}
+
+/// Issue 21, item 10: every page says what it is to search engines and link previews: a
+/// canonical address without the query (a link shared with tracking parameters counts as the
+/// page), OpenGraph's title, type, description and address; a post's description is its start.
+#[tokio::test]
+async fn every_page_has_a_canonical_address_and_opengraph_and_a_post_describes_itself() {
+    let app = TestApp::start().await;
+    let author = app.user("author").await;
+    let body =
+        serde_json::json!({"userId": author, "title": "Seen in a preview", "content": "It **starts** like this, and goes on."});
+    let post = app.post("/api/posts", body).await.body["id"].as_str().unwrap().to_owned();
+    let browser = Browser::new(&app);
+    let page = browser.get(&format!("/posts/{post}?utm_source=mastodon&fbclid=x")).await.html;
+    let address = format!("{}/posts/{post}", app.base);
+    for head in [
+        format!("<link rel=\"canonical\" href=\"{address}\">"),
+        format!("<meta property=\"og:url\" content=\"{address}\">"),
+        "<meta property=\"og:type\" content=\"article\">".to_owned(),
+        "<meta property=\"og:title\" content=\"Seen in a preview\">".to_owned(),
+        "<meta name=\"description\" content=\"It starts like this, and goes on.\">".to_owned(),
+        "<meta property=\"og:description\" content=\"It starts like this, and goes on.\">".to_owned(),
+    ] {
+        assert!(page.contains(&head), "{head}: {page}");
+    }
+    let front = browser.get("/?ref=newsletter").await.html;
+    assert!(front.contains(&format!("<link rel=\"canonical\" href=\"{}/\">", app.base)), "{front}");
+    assert!(front.contains("<meta property=\"og:type\" content=\"website\">"), "{front}");
 }

@@ -81,7 +81,7 @@ fn answer(headers: &HeaderMap, xml: &str) -> Response {
 
 /// The blog's address as the request reached it: `http(s)://host[:port]`, from
 /// `X-Forwarded-Proto` and `X-Forwarded-Host` or `Host` (the first of a proxy chain's list).
-fn origin(headers: &HeaderMap) -> Result<String, ApiError> {
+pub(super) fn origin(headers: &HeaderMap) -> Result<String, ApiError> {
     let first = |name: header::HeaderName| {
         headers.get(&name).map(|value| {
             let text = value.to_str().map_err(|_| ApiError::bad_request(format!("{name} is not ASCII text.")))?;

@@ -165,7 +165,23 @@ impl IntoResponse for Page {
 
 /// Lays out a whole page: the site header with its navigation, `main`, and the footer.
 pub fn layout(title: &str, viewer: &Viewer, main: Markup) -> String {
-    layout_with_feed(title, viewer, None, main)
+    page_layout(title, viewer, Head::default(), main)
+}
+
+/// [`layout`], for a page with a feed of its own (a user's posts).
+pub fn layout_with_feed(title: &str, viewer: &Viewer, feed: Option<PageFeed<'_>>, main: Markup) -> String {
+    page_layout(title, viewer, Head { feed, ..Head::default() }, main)
+}
+
+/// What a page says of itself in its `<head>`, beyond its title: to search engines (the
+/// description, the canonical address) and to link previews (OpenGraph).
+#[derive(Default)]
+pub struct Head<'a> {
+    /// What the page shows, in a sentence or two; the blog's own description if `None`.
+    pub description: Option<String>,
+    /// A post (OpenGraph's `article`) rather than a list (`website`).
+    pub article: bool,
+    pub feed: Option<PageFeed<'a>>,
 }
 
 /// A feed of what a page shows, beside the blog's: its title and address.
@@ -174,9 +190,15 @@ pub struct PageFeed<'a> {
     pub href: String,
 }
 
-/// [`layout`], for a page with a feed of its own (a user's posts): feed readers and browsers
-/// find both in the `<head>` (`rel="alternate"`, the HTML Standard's feed autodiscovery).
-pub fn layout_with_feed(title: &str, viewer: &Viewer, feed: Option<PageFeed<'_>>, main: Markup) -> String {
+/// Lays out a page with its [`Head`]. A page's own feed is linked beside the blog's: feed
+/// readers and browsers find both in the `<head>` (`rel="alternate"`, the HTML Standard's feed
+/// autodiscovery). The canonical address (and OpenGraph's `og:url`) is the page's path without
+/// its query, so a shared link with tracking parameters counts as the page itself; it is absolute
+/// when the request said where the blog is (see [`remember_viewer`]).
+pub fn page_layout(title: &str, viewer: &Viewer, head: Head<'_>, main: Markup) -> String {
+    let description = head.description.as_deref().unwrap_or(SITE_DESCRIPTION);
+    let address = PAGE_ADDRESS.try_with(Clone::clone).ok().flatten();
+    let feed = head.feed;
     html! {
         // maud's constant `<!DOCTYPE html>`: its own text, nothing of the page's.
         (DOCTYPE)
@@ -184,9 +206,17 @@ pub fn layout_with_feed(title: &str, viewer: &Viewer, feed: Option<PageFeed<'_>>
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
-                meta name="description" content=(SITE_DESCRIPTION);
+                meta name="description" content=(esc(description));
                 meta name="color-scheme" content="light dark";
                 title { (esc(title)) " · " (SITE_NAME) }
+                @if let Some(address) = &address {
+                    link rel="canonical" href=(esc(address));
+                    meta property="og:url" content=(esc(address));
+                }
+                meta property="og:site_name" content=(SITE_NAME);
+                meta property="og:title" content=(esc(title));
+                meta property="og:description" content=(esc(description));
+                meta property="og:type" content=(if head.article { "article" } else { "website" });
                 link rel="stylesheet" href=(STYLESHEET_HREF.as_str());
                 link rel="icon" type="image/svg+xml" href="/favicon.svg";
                 link rel="alternate" type="application/atom+xml" title={ (SITE_NAME) ": newest posts" } href="/feed.atom";
@@ -258,6 +288,9 @@ tokio::task_local! {
     /// Who is signed in, for the request being answered: error pages are rendered where no
     /// handler asked (a refused extractor, an unknown path), and must still show who it is.
     static SIGNED_IN: Option<String>;
+    /// The page's canonical address (`origin` + path, no query), when the request names a host
+    /// a link can hold: every page's `<head>` gives it.
+    static PAGE_ADDRESS: Option<String>;
 }
 
 /// Reads who is signed in once per page request, for [`PageError`]'s page. (The JSON API's
@@ -272,7 +305,9 @@ pub async fn remember_viewer(
     }
     let (parts, body) = request.into_parts();
     let viewer = page_viewer(&parts, state.auth);
-    SIGNED_IN.scope(viewer, next.run(Request::from_parts(parts, body))).await
+    let address = atom::origin(&parts.headers).ok().map(|origin| format!("{origin}{}", parts.uri.path()));
+    let page = next.run(Request::from_parts(parts, body));
+    SIGNED_IN.scope(viewer, PAGE_ADDRESS.scope(address, page)).await
 }
 
 /// A page that failed: an HTML page with the status and what to do, never problem+json.

@@ -8,8 +8,8 @@ use maud::{PreEscaped, html};
 use serde::Deserialize;
 
 use super::{
-    Draft, Field, Form, Page, PageId, PageIds, PageQuery, PageResult, Refusal, SameOrigin, Viewer, count, esc, form, layout,
-    submit, time, url_part,
+    Draft, Field, Form, Head, Page, PageId, PageIds, PageQuery, PageResult, Refusal, SameOrigin, Viewer, count, esc, form,
+    layout, page_layout, submit, time, url_part,
 };
 use crate::app::comments::{comment_to_delete, create_comment, delete_comment, page_of_comment};
 use crate::app::feed::etag_of;
@@ -21,7 +21,10 @@ use crate::app::{AppResult, AppState, Caller};
 use crate::cosmos::Container;
 use crate::http::error::ApiError;
 use crate::http::feed::{FEED_CACHE_CONTROL, if_none_match};
-use crate::model::{Like, MAX_COMMENT_CHARS, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, like_id, markdown};
+use crate::model::{
+    Like, MAX_COMMENT_CHARS, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, SHORT_CONTENT_CHARS, excerpt, like_id, markdown,
+    truncate_chars,
+};
 
 // The hints say the limits the API applies; the assertion keeps them true.
 const POST_FIELDS: [Field; 2] = [
@@ -258,7 +261,10 @@ async fn render_post(
             }
         }
     };
-    Ok(Page { status, html: layout(&post.title, viewer, main), private: viewer.id().is_some() }.into_response())
+    // Link previews and search results show the start of the post, as the front page does.
+    let (description, _) = excerpt(truncate_chars(&post.content, SHORT_CONTENT_CHARS));
+    let head = Head { description: Some(description), article: true, feed: None };
+    Ok(Page { status, html: page_layout(&post.title, viewer, head, main), private: viewer.id().is_some() }.into_response())
 }
 
 /// `POST /posts/{postId}/comments`: C3, then back to the post's comments; refused, the post
