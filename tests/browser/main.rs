@@ -66,7 +66,7 @@ async fn a_person_uses_the_whole_blog_in_a_browser() {
     browser.type_into("#post-title", "   ").await;
     browser.type_into("#post-content", "Kept after the refusal.").await;
     browser.follow("#post button[type=submit]").await;
-    assert_eq!(browser.text("#post-title-error").await, "`title` must not be empty.");
+    assert_eq!(browser.text("#post-title-error").await, "Title must not be empty.");
     assert!(browser.source().await.contains(">Kept after the refusal.</textarea>"));
 
     // Rename, and the new name reaches the post (through the change feed).
