@@ -165,7 +165,9 @@ async fn a_post_is_written_with_the_keyboard_alone() {
 #[ignore = "needs Chromium: run tests/browser/run.sh"]
 async fn screenshots_of_the_front_page_and_a_post() {
     let app = TestApp::start().await;
-    let writers = [("ada", "Ada Lovelace"), ("grace", "Grace Hopper"), ("edsger", "Edsger Dijkstra")];
+    // A right-to-left name among them, isolated from the text around it wherever it shows.
+    let writers =
+        [("ada", "Ada Lovelace"), ("grace", "Grace Hopper"), ("edsger", "Edsger Dijkstra"), ("fatima", "فاطمة الزهراء")];
     let mut users = Vec::new();
     for (principal, name) in writers {
         let answer =
@@ -191,7 +193,11 @@ async fn screenshots_of_the_front_page_and_a_post() {
         (
             1,
             "Nanoseconds",
-            "A nanosecond is eleven point eight inches: the distance light travels in a billionth of a second. Hand one out to everyone who asks why a satellite message takes so long.",
+            "A nanosecond is **eleven point eight inches**: the distance light travels in a billionth of a second.\n\n\
+             ## Hand them out\n\n\
+             - to everyone who asks why a satellite message takes so long;\n\
+             - to anyone who writes `sleep(1)` in a loop.\n\n\
+             From a [talk of Grace Hopper's](https://www.youtube.com/watch?v=9eyFDBPk4Yw).",
         ),
     ];
     let mut last = String::new();
@@ -202,7 +208,12 @@ async fn screenshots_of_the_front_page_and_a_post() {
             .unwrap()
             .to_owned();
     }
-    let comments = ["Exactly the right length.", "I measured one this morning.", "Hand them out at conferences!"];
+    let comments = [
+        "Exactly the *right* length.",
+        "I measured one this morning.",
+        "Hand them out at conferences!",
+        "سأوزعها في المؤتمر القادم.",
+    ];
     for (commenter, comment) in users.iter().zip(comments) {
         let body = serde_json::json!({"userId": commenter, "content": comment});
         app.send_as(Some(commenter), reqwest::Method::POST, &format!("/api/posts/{last}/comments"), Some(body)).await;
@@ -213,7 +224,7 @@ async fn screenshots_of_the_front_page_and_a_post() {
     let mut browser = Browser::start().await;
     sign_up(&browser, &app, "reader", "Reader").await;
     let front = format!("{}/", app.base);
-    browser.eventually(&front, |html| html.contains("Nanoseconds") && html.contains("3 comments")).await;
+    browser.eventually(&front, |html| html.contains("Nanoseconds") && html.contains("4 comments")).await;
     let post = format!("{}/posts/{last}", app.base);
     let out = std::env::var_os("BLOG_SCREENSHOTS").map(PathBuf::from);
     for (device, width, height) in [("desktop", 1280, 900), ("phone", 390, 844)] {
@@ -236,9 +247,20 @@ async fn screenshots_of_the_front_page_and_a_post() {
     browser.follow("#signin button[type=submit]").await;
     browser.resize(1280, 900).await;
     browser.open(&post).await;
-    assert_eq!(browser.source().await.matches("Delete this comment").count(), 3);
+    assert_eq!(browser.source().await.matches("Delete this comment").count(), 4);
     let png = browser.screenshot().await;
     if let Some(dir) = &out {
         std::fs::write(dir.join("post-author-desktop.png"), &png).unwrap();
+    }
+
+    // Dark mode, as a reader whose system prefers it sees the pages (`prefers-color-scheme`).
+    browser.prefer_color_scheme("dark").await;
+    for (device, width, height) in [("desktop", 1280, 900), ("phone", 390, 844)] {
+        browser.resize(width, height).await;
+        browser.open(&post).await;
+        let png = browser.screenshot().await;
+        if let Some(dir) = &out {
+            std::fs::write(dir.join(format!("post-dark-{device}.png")), &png).unwrap();
+        }
     }
 }

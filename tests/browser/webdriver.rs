@@ -112,6 +112,13 @@ impl Browser {
         self.post("/window/rect", json!({"width": width, "height": height})).await;
     }
 
+    /// Emulates the reader's colour scheme (`prefers-color-scheme`) through ChromeDriver's
+    /// Chrome DevTools Protocol endpoint (`goog/cdp/execute`, `Emulation.setEmulatedMedia`).
+    pub async fn prefer_color_scheme(&self, scheme: &str) {
+        let params = json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]});
+        self.post("/goog/cdp/execute", json!({"cmd": "Emulation.setEmulatedMedia", "params": params})).await;
+    }
+
     pub async fn open(&self, url: &str) {
         self.post("/url", json!({"url": url})).await;
     }
