@@ -9,7 +9,7 @@
 //! (a cookie scoped to the post), so whichever instance answers, they see their own write.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::OnceCell;
@@ -19,7 +19,7 @@ use super::likes::likes_of;
 use super::lists::{ListPage, ListParams, OwnerKnown};
 use super::posts::get_post;
 use super::{AppResult, AppState};
-use crate::model::{Comment, Like, Post};
+use crate::model::{Comment, Like, Post, markdown};
 
 /// How long one instance shows a post's view before reading it again.
 pub const POST_VIEW_LIFETIME: Duration = Duration::from_secs(1);
@@ -33,6 +33,25 @@ pub struct PostView {
     pub comments: ListPage<Comment>,
     /// The first page of likes only: the page names some likers and counts the rest.
     pub likes: ListPage<Like>,
+    /// The post's and the comments' Markdown as HTML, rendered by the first viewer who needs it
+    /// and kept with the view: rendering a long post on every view cost more than reading it.
+    rendered: OnceLock<RenderedText>,
+}
+
+/// A view's Markdown, rendered ([`markdown::to_html`]): the post's text under its title (h1),
+/// each comment's under the "Comments" heading (h2).
+pub struct RenderedText {
+    pub content: String,
+    pub comments: Vec<String>,
+}
+
+impl PostView {
+    pub fn rendered(&self) -> &RenderedText {
+        self.rendered.get_or_init(|| RenderedText {
+            content: markdown::to_html(&self.post.content, 2),
+            comments: self.comments.items.iter().map(|comment| markdown::to_html(&comment.content, 3)).collect(),
+        })
+    }
 }
 
 /// Whether a view may come from the cache.
@@ -57,7 +76,7 @@ pub async fn post_view(state: &AppState, post_id: &str, params: &ListParams, fre
                 comments_of(state, post_id, params, OwnerKnown::Yes),
                 likes_of(state, post_id, &first_likes, OwnerKnown::Yes),
             );
-            AppResult::Ok(Arc::new(PostView { post: post?, comments: comments?, likes: likes? }))
+            AppResult::Ok(Arc::new(PostView { post: post?, comments: comments?, likes: likes?, rendered: OnceLock::new() }))
         })
         .await?;
     Ok(view.clone())

@@ -22,8 +22,7 @@ use crate::cosmos::Container;
 use crate::http::error::ApiError;
 use crate::http::feed::{FEED_CACHE_CONTROL, if_none_match};
 use crate::model::{
-    Like, MAX_COMMENT_CHARS, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, SHORT_CONTENT_CHARS, excerpt, like_id, markdown,
-    truncate_chars,
+    Like, MAX_COMMENT_CHARS, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, SHORT_CONTENT_CHARS, excerpt, like_id, truncate_chars,
 };
 
 // The hints say the limits the API applies; the assertion keeps them true.
@@ -164,7 +163,8 @@ async fn render_post(
 ) -> PageResult {
     // Likes are shown from their first page only; the comments are what `?continuationToken=` pages.
     let view = post_view(state, post_id, params, freshness).await?;
-    let PostView { post, comments, likes } = &*view;
+    let PostView { post, comments, likes, .. } = &*view;
+    let rendered = view.rendered();
     let liked = match viewer.id() {
         Some(me) => likes_post(state, post, &likes.items, me).await?,
         None => false,
@@ -181,9 +181,9 @@ async fn render_post(
                     " · edited " (time(edited_at))
                 }
             }
-            // Rendered by `markdown::to_html`, which leaves no raw HTML of the text in it and escapes
+            // Rendered once per view by `markdown::to_html` (`PostView::rendered`), which leaves no raw HTML of the text in it and escapes
             // the rest: safe as it is.
-            div class="content" dir="auto" { (PreEscaped(markdown::to_html(&post.content, 2))) }
+            div class="content" dir="auto" { (PreEscaped(&rendered.content)) }
             p class="counts" {
                 (count(post.comment_count, "comment", "comments")) " · " (count(post.like_count, "like", "likes"))
             }
@@ -232,14 +232,14 @@ async fn render_post(
                 p { "No comments yet." }
             } @else {
                 ol class="comments" {
-                    @for comment in &comments.items {
+                    @for (comment, text) in comments.items.iter().zip(&rendered.comments) {
                         li id={ "comment-" (esc(&comment.id)) } {
                             p class="meta" {
                                 a href={ "/users/" (url_part(&comment.user_id)) } { bdi { (esc(&comment.user_username)) } }
                                 " · " (time(&comment.creation_date))
                             }
                             // As the post's text: safe as `to_html` renders it; under the "Comments" heading (h2).
-                            div class="content" dir="auto" { (PreEscaped(markdown::to_html(&comment.content, 3))) }
+                            div class="content" dir="auto" { (PreEscaped(text)) }
                             // Its author, and the post's author, who moderates the comments under the post (C6).
                             // A deletion cannot be undone: the link asks first (`delete_comment_page`).
                             @if viewer.is(&comment.user_id) || viewer.is(&post.user_id) {
