@@ -91,12 +91,14 @@ struct ViewKey {
 }
 
 type ViewCell = Arc<OnceCell<Arc<PostView>>>;
+/// A post's views, each with when it was read.
+type PostViews = HashMap<ViewKey, (Instant, ViewCell)>;
 
 /// The views one instance read in the last [`POST_VIEW_LIFETIME`], by post. Concurrent views of
 /// a post that is not there share one read (they wait on the same cell).
 #[derive(Default)]
 pub struct PostViewCache {
-    posts: Mutex<HashMap<String, HashMap<ViewKey, (Instant, ViewCell)>>>,
+    posts: Mutex<HashMap<String, PostViews>>,
 }
 
 impl PostViewCache {
