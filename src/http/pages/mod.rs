@@ -8,7 +8,8 @@
 //! unescaped only as `PreEscaped`, beside a comment that says why it is safe there.
 //!
 //! - [`feed`]: the front page (Q6); [`atom`]: the Atom feeds, of the blog and of a user.
-//! - [`posts`]: a post (Q2 + Q4 + Q5), new and edit forms (C2), comment (C3) and like (C4).
+//! - [`posts`]: a post (Q2 + Q4 + Q5), comment (C3, C6), like (C4, C5), delete (C7); [`write`]: new
+//!   and edit forms (C2).
 //! - [`users`]: a user (Q1 + Q3), create and rename (C1).
 //! - [`session`]: sign in and out.
 //! - [`extractors`]: what the pages take from a request; [`forms`]: the forms.
@@ -20,6 +21,7 @@ mod forms;
 pub mod posts;
 pub mod session;
 pub mod users;
+pub mod write;
 
 use std::fmt::{self, Display, Write as _};
 

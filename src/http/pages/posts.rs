@@ -1,5 +1,5 @@
-//! A post's page (Q2 + Q4 + Q5), the forms to write, edit (C2) and delete (C7) a post, and the
-//! comment (C3, C6) and like (C4, C5) buttons on the post's page.
+//! A post's page (Q2 + Q4 + Q5), deleting a post (C7), and the comment (C3, C6) and like (C4,
+//! C5) buttons on the post's page. Writing and editing a post are in [`super::write`].
 
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -16,26 +16,14 @@ use crate::app::feed::etag_of;
 use crate::app::likes::{create_like, delete_like};
 use crate::app::lists::ListParams;
 use crate::app::post_view::{Freshness, PostView, post_view};
-use crate::app::posts::{create_post, delete_post, edit_post, get_post};
+use crate::app::posts::{delete_post, get_post};
 use crate::app::{AppResult, AppState, Caller};
 use crate::cosmos::Container;
 use crate::http::error::ApiError;
 use crate::http::feed::{FEED_CACHE_CONTROL, if_none_match};
-use crate::model::{
-    Like, MAX_COMMENT_CHARS, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, SHORT_CONTENT_CHARS, excerpt, like_id, truncate_chars,
-};
+use crate::model::{Like, MAX_COMMENT_CHARS, Post, SHORT_CONTENT_CHARS, excerpt, like_id, truncate_chars};
 
-// The hints say the limits the API applies; the assertion keeps them true.
-const POST_FIELDS: [Field; 2] = [
-    Field { name: "title", label: "Title", hint: "Up to 200 characters.", multiline: false, max_chars: MAX_TITLE_CHARS },
-    Field {
-        name: "content",
-        label: "Text",
-        hint: "Markdown: **bold**, *italic*, [a link](https://…), # a heading, ``` for code. Up to 20,000 characters.",
-        multiline: true,
-        max_chars: MAX_CONTENT_CHARS,
-    },
-];
+// The hint says the limit the API applies; the assertion keeps it true.
 const COMMENT_FIELDS: [Field; 1] = [Field {
     name: "content",
     label: "Your comment",
@@ -43,22 +31,12 @@ const COMMENT_FIELDS: [Field; 1] = [Field {
     multiline: true,
     max_chars: MAX_COMMENT_CHARS,
 }];
-const _: () = assert!(MAX_TITLE_CHARS == 200 && MAX_CONTENT_CHARS == 20_000 && MAX_COMMENT_CHARS == 2_000);
+const _: () = assert!(MAX_COMMENT_CHARS == 2_000);
 
 /// The refusals of a post's comment and edit forms that are an error page rather than the form
 /// again: the post is gone (404); anything else is about what was typed. (The server failing is
 /// the error page on every form.)
-const POST_GONE: &[StatusCode] = &[StatusCode::NOT_FOUND];
-
-/// A post's title and text, as typed into the form.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PostForm {
-    #[serde(default)]
-    title: String,
-    #[serde(default)]
-    content: String,
-}
+pub(super) const POST_GONE: &[StatusCode] = &[StatusCode::NOT_FOUND];
 
 /// A comment, as typed into the form.
 #[derive(Deserialize)]
@@ -128,7 +106,7 @@ async fn with_etag(response: Response, headers: &HeaderMap, signed_in: bool) -> 
 }
 
 /// The redirect after a write to `post_id`, carrying [`JUST_WROTE`] for the post's address.
-fn wrote_to(post_id: &str, written: PageResult) -> PageResult {
+pub(super) fn wrote_to(post_id: &str, written: PageResult) -> PageResult {
     let mut response = written?;
     if response.status().is_redirection() {
         let cookie = format!("{JUST_WROTE}=1; Path=/posts/{}; Max-Age=10; HttpOnly; SameSite=Lax", url_part(post_id));
@@ -428,82 +406,4 @@ pub async fn submit_post_delete(
     let caller = viewer.caller()?;
     delete_post(&state, &caller, &post_id).await?;
     Ok(Redirect::to(&format!("/users/{}", url_part(&caller.0))).into_response())
-}
-
-/// `GET /write`: the form for a new post.
-pub async fn new_post_page(viewer: Viewer) -> Response {
-    post_form_page(&viewer, None, Draft::default(), StatusCode::OK)
-}
-
-/// `POST /write`: C2, then the new post's own page (a point read: it shows the post at once,
-/// while its copies in the feed and the author's list follow through the change feed).
-pub async fn submit_new_post(
-    State(state): State<AppState>,
-    _: SameOrigin,
-    viewer: Viewer,
-    Form(typed): Form<PostForm>,
-) -> PageResult {
-    submit(
-        &viewer,
-        async |caller| create_post(&state, caller, &caller.0, typed.title.clone(), typed.content.clone()).await,
-        |post| format!("/posts/{}", url_part(&post.id)),
-        &[],
-        async |error| Ok(post_form_page(&viewer, None, post_draft(&typed, &error), error.status)),
-    )
-    .await
-}
-
-/// `GET /posts/{postId}/edit`: the form to edit a post, filled with it; only its author's.
-pub async fn edit_post_page(State(state): State<AppState>, viewer: Viewer, PageId(post_id): PageId) -> PageResult {
-    let post = get_post(&state, &post_id).await?;
-    viewer.caller()?.must_be(&post.user_id, "edit this post")?;
-    let draft = Draft { values: vec![("title", &post.title), ("content", &post.content)], refusal: None };
-    Ok(post_form_page(&viewer, Some(&post_id), draft, StatusCode::OK))
-}
-
-/// `POST /posts/{postId}/edit`: C2 edit, then the post.
-pub async fn submit_post_edit(
-    State(state): State<AppState>,
-    _: SameOrigin,
-    viewer: Viewer,
-    PageId(post_id): PageId,
-    Form(typed): Form<PostForm>,
-) -> PageResult {
-    let written = submit(
-        &viewer,
-        async |caller| edit_post(&state, caller, &post_id, typed.title.clone(), typed.content.clone()).await,
-        |post| format!("/posts/{}", url_part(&post.id)),
-        POST_GONE,
-        async |error| Ok(post_form_page(&viewer, Some(&post_id), post_draft(&typed, &error), error.status)),
-    )
-    .await;
-    wrote_to(&post_id, written)
-}
-
-fn post_draft<'a>(typed: &'a PostForm, error: &ApiError) -> Draft<'a> {
-    Draft {
-        values: vec![("title", &typed.title), ("content", &typed.content)],
-        refusal: Some(Refusal::of(error, &["title", "content"])),
-    }
-}
-
-/// The new-post form (`editing` is `None`) or the edit form of the post `editing`.
-fn post_form_page(viewer: &Viewer, editing: Option<&str>, draft: Draft, status: StatusCode) -> Response {
-    let (heading, action, submit) = match editing {
-        None => ("Write a post".to_owned(), "/write".to_owned(), "Publish"),
-        Some(id) => ("Edit your post".to_owned(), format!("/posts/{}/edit", url_part(id)), "Save"),
-    };
-    let main = html! {
-        h1 { (heading) }
-        @if viewer.id().is_none() {
-            p { a href="/signin" { "Sign in" } " to write." }
-        } @else {
-            (form(&action, "post", &POST_FIELDS, &draft, submit))
-            // Leaving the edit changes nothing: back to the post as it is.
-            @if let Some(id) = editing {
-                p { a href={ "/posts/" (url_part(id)) } { "Cancel" } }
-            }
-        }
-    };
-    Page { status, html: layout(&heading, viewer, main), private: true }.into_response()
 }
