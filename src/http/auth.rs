@@ -32,17 +32,21 @@ pub fn page_viewer(parts: &Parts, mode: AuthMode) -> Option<String> {
         AuthMode::None => None,
         AuthMode::Platform => parts.headers.get(PLATFORM_PRINCIPAL).and_then(|value| value.to_str().ok()).map(str::to_owned),
         #[cfg(feature = "embedded")]
-        AuthMode::Development => parts
-            .headers
-            .get_all(axum::http::header::COOKIE)
-            .iter()
-            .filter_map(|value| value.to_str().ok())
-            .flat_map(|cookies| cookies.split(';'))
-            .filter_map(|cookie| cookie.trim().split_once('='))
-            .find(|(name, _)| *name == DEVELOPMENT_COOKIE)
-            .map(|(_, value)| value.to_owned()),
+        AuthMode::Development => cookie(&parts.headers, DEVELOPMENT_COOKIE).map(str::to_owned),
     };
     principal.filter(|id| validate_id(id).is_ok())
+}
+
+/// The value of the cookie `name` the request carries, if it carries one.
+pub fn cookie<'a>(headers: &'a axum::http::HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|cookies| cookies.split(';'))
+        .filter_map(|cookie| cookie.trim().split_once('='))
+        .find(|(found, _)| *found == name)
+        .map(|(_, value)| value)
 }
 
 /// The authenticated caller of a write: their principal id, which is also their user id.

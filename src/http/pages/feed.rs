@@ -1,15 +1,13 @@
 //! The front page: the newest posts (Q6), from the same cached feed pages as `GET /api/feed`.
 
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, header};
-use axum::response::IntoResponse;
+use axum::http::HeaderMap;
 use maud::{Markup, html};
 
 use super::{Page, PageQuery, PageResult, Viewer, count, esc, layout, time, url_part};
 use crate::app::AppState;
-use crate::app::feed::{etag_of, feed_page};
+use crate::app::feed::feed_page;
 use crate::app::lists::ListParams;
-use crate::http::feed::{FEED_CACHE_CONTROL, if_none_match};
 use crate::model::{Post, excerpt};
 
 /// `GET /`: the newest posts in short form, "More posts" pages on through the feed. One query
@@ -44,15 +42,7 @@ pub async fn front_page(
     };
     let html = layout("Newest posts", &viewer, main);
     // The page is the same for everyone who is not signed in: a CDN may share it.
-    let signed_in = viewer.id().is_some();
-    let etag = etag_of(html.as_bytes());
-    let mut response = if_none_match(&headers, &etag)
-        .unwrap_or_else(|| Page { status: axum::http::StatusCode::OK, html, private: signed_in }.into_response());
-    let headers = response.headers_mut();
-    headers.insert(header::ETAG, HeaderValue::from_str(&etag).expect("an etag is a header value"));
-    let cache = if signed_in { "private, no-cache" } else { FEED_CACHE_CONTROL };
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
-    headers.insert(header::VARY, HeaderValue::from_static("Cookie"));
+    let response = Page { status: axum::http::StatusCode::OK, html, private: viewer.id().is_some() }.revalidated(&headers);
     Ok(response)
 }
 

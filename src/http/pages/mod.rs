@@ -26,7 +26,7 @@ pub mod write;
 use std::fmt::{self, Display, Write as _};
 
 use axum::extract::Request;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use maud::{DOCTYPE, Markup, Render, html};
 
@@ -35,6 +35,7 @@ pub use self::forms::{Draft, Field, Refusal, form, submit};
 use super::auth::page_viewer;
 use super::error::ApiError;
 use crate::app::{AppError, AppState};
+use crate::http::feed::{FEED_CACHE_CONTROL, if_none_match};
 
 /// The stylesheet every page links, served at `/style.css`.
 const STYLESHEET: &str = include_str!("style.css");
@@ -148,6 +149,22 @@ pub struct Page {
     pub html: String,
     /// Pages that show a signed-in person's forms are theirs alone.
     pub private: bool,
+}
+
+impl Page {
+    /// The page with its `ETag`, or 304 without a body when `If-None-Match` names it. A page
+    /// nobody is signed in to is the same for everyone, so a browser or CDN may keep it for a
+    /// second ([`FEED_CACHE_CONTROL`]); a signed-in one is theirs alone.
+    pub fn revalidated(self, request: &HeaderMap) -> Response {
+        let etag = crate::app::feed::etag_of(self.html.as_bytes());
+        let cache = if self.private { "private, no-cache" } else { FEED_CACHE_CONTROL };
+        let mut response = if_none_match(request, &etag).unwrap_or_else(|| self.into_response());
+        let headers = response.headers_mut();
+        headers.insert(header::ETAG, HeaderValue::from_str(&etag).expect("an etag is a header value"));
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+        headers.insert(header::VARY, HeaderValue::from_static("Cookie"));
+        response
+    }
 }
 
 impl IntoResponse for Page {

@@ -12,15 +12,14 @@ use super::{
     layout, page_layout, submit, time, url_part,
 };
 use crate::app::comments::{comment_to_delete, create_comment, delete_comment, page_of_comment};
-use crate::app::feed::etag_of;
 use crate::app::likes::{create_like, delete_like};
 use crate::app::lists::ListParams;
 use crate::app::post_view::{Freshness, PostView, post_view};
 use crate::app::posts::{delete_post, get_post};
 use crate::app::{AppResult, AppState, Caller};
 use crate::cosmos::Container;
+use crate::http::auth::cookie;
 use crate::http::error::ApiError;
-use crate::http::feed::{FEED_CACHE_CONTROL, if_none_match};
 use crate::model::{Like, MAX_COMMENT_CHARS, Post, SHORT_CONTENT_CHARS, excerpt, like_id, truncate_chars};
 
 // The hint says the limit the API applies; the assertion keeps it true.
@@ -74,35 +73,9 @@ pub async fn post_page(
     PageId(post_id): PageId,
     PageQuery(params): PageQuery<ListParams>,
 ) -> PageResult {
-    let just_wrote = headers.get_all(header::COOKIE).iter().filter_map(|value| value.to_str().ok()).any(|cookies| {
-        cookies.split(';').any(|cookie| cookie.trim().strip_prefix(JUST_WROTE).is_some_and(|rest| rest.starts_with('=')))
-    });
-    let freshness = if just_wrote { Freshness::Read } else { Freshness::Cached };
-    let response = render_post(&state, &viewer, &post_id, &params, freshness, PostPageState::default(), StatusCode::OK).await?;
-    Ok(with_etag(response, &headers, viewer.id().is_some()).await)
-}
-
-/// The page with its ETag, or 304 when `If-None-Match` names it. A page nobody is signed in to
-/// is the same for everyone, so a CDN may share it for a second, as the front page.
-async fn with_etag(response: Response, headers: &HeaderMap, signed_in: bool) -> Response {
-    let (mut parts, body) = response.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
-        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-    };
-    let etag = etag_of(&bytes);
-    let mut response = match if_none_match(headers, &etag) {
-        Some(not_modified) => not_modified,
-        None => {
-            parts.headers.remove(header::CONTENT_LENGTH);
-            Response::from_parts(parts, axum::body::Body::from(bytes))
-        }
-    };
-    let headers = response.headers_mut();
-    headers.insert(header::ETAG, HeaderValue::from_str(&etag).expect("an etag is a header value"));
-    let cache = if signed_in { "private, no-cache" } else { FEED_CACHE_CONTROL };
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
-    headers.insert(header::VARY, HeaderValue::from_static("Cookie"));
-    response
+    let freshness = if cookie(&headers, JUST_WROTE).is_some() { Freshness::Read } else { Freshness::Cached };
+    let page = render_post(&state, &viewer, &post_id, &params, freshness, PostPageState::default(), StatusCode::OK).await?;
+    Ok(page.revalidated(&headers))
 }
 
 /// The redirect after a write to `post_id`, carrying [`JUST_WROTE`] for the post's address.
@@ -138,7 +111,7 @@ async fn render_post(
     freshness: Freshness,
     extra: PostPageState<'_>,
     status: StatusCode,
-) -> PageResult {
+) -> PageResult<Page> {
     // Likes are shown from their first page only; the comments are what `?continuationToken=` pages.
     let view = post_view(state, post_id, params, freshness).await?;
     let PostView { post, comments, likes, .. } = &*view;
@@ -242,7 +215,7 @@ async fn render_post(
     // Link previews and search results show the start of the post, as the front page does.
     let (description, _) = excerpt(truncate_chars(&post.content, SHORT_CONTENT_CHARS));
     let head = Head { description: Some(description), article: true, feed: None };
-    Ok(Page { status, html: page_layout(&post.title, viewer, head, main), private: viewer.id().is_some() }.into_response())
+    Ok(Page { status, html: page_layout(&post.title, viewer, head, main), private: viewer.id().is_some() })
 }
 
 /// `POST /posts/{postId}/comments`: C3, then back to the post's comments; refused, the post
@@ -275,7 +248,9 @@ pub async fn submit_comment(
         async |error| {
             let comment = Draft { values: vec![("content", &typed.content)], refusal: Some(Refusal::of(&error, &["content"])) };
             let extra = PostPageState { comment, like_refused: None };
-            render_post(&state, &viewer, &post_id, &ListParams::default(), Freshness::Read, extra, error.status).await
+            Ok(render_post(&state, &viewer, &post_id, &ListParams::default(), Freshness::Read, extra, error.status)
+                .await?
+                .into_response())
         },
     )
     .await;
@@ -328,7 +303,9 @@ async fn back_to_post<T>(
         &[],
         async |error| {
             let extra = PostPageState { like_refused: Some(error.detail), ..Default::default() };
-            render_post(state, viewer, post_id, &ListParams::default(), Freshness::Read, extra, error.status).await
+            Ok(render_post(state, viewer, post_id, &ListParams::default(), Freshness::Read, extra, error.status)
+                .await?
+                .into_response())
         },
     )
     .await;
