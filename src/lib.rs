@@ -12,6 +12,8 @@
 //! - [`cosmos`]: every Cosmos DB call, through the official SDK; the embedded store.
 //! - [`model`]: the items and the denormalization rules, pure functions.
 //! - [`smoke`]: `handler smoke`, which proves a running blog works, from outside.
+//! - `test_support` (feature `test-support`, tests only): a disk that fails on demand, and the
+//!   places where a test stops C1 as a crash would.
 
 pub mod app;
 pub mod changefeed;
@@ -21,6 +23,8 @@ pub mod http;
 pub mod model;
 pub mod scripts;
 pub mod smoke;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;
 
 use std::sync::Arc;
 
@@ -56,23 +60,29 @@ impl Blog {
     /// Connects to the configured backend (creating the containers where configured to) and
     /// starts the local change-feed processors where configured to.
     pub async fn open(config: &Config) -> Result<Blog, cosmos::StoreError> {
-        let state = connect(config).await?;
+        Ok(Blog::start(config, connect(config).await?))
+    }
+
+    /// The blog on `state`, with the local change-feed processors started where `config` says
+    /// (what [`Blog::open`] does once connected; tests that open the store themselves start
+    /// the blog here, as `main` does).
+    pub fn start(config: &Config, state: AppState) -> Blog {
         let processors = match (&config.backend, config.change_feed) {
             (Backend::Embedded { data_dir }, ChangeFeedMode::Local) => {
-                Some(Processors::Journal(LocalProcessors::start(&state, data_dir)))
+                Some(Processors::Embedded(LocalProcessors::start(&state, data_dir)))
             }
             (_, ChangeFeedMode::Local) => Some(Processors::Account(AccountProcessors::start(&state))),
             (_, ChangeFeedMode::Host) => None,
         };
         let host_change_feed = config.change_feed == ChangeFeedMode::Host;
-        Ok(Blog { state, processors, max_in_flight: config.max_in_flight, host_change_feed })
+        Blog { state, processors, max_in_flight: config.max_in_flight, host_change_feed }
     }
 
     /// What the local change-feed processors delivered, and its cost; `None` where they do not
     /// run (under the Functions host, which delivers the changes itself).
     pub fn deliveries(&self) -> Option<Deliveries> {
         self.processors.as_ref().map(|processors| match processors {
-            Processors::Journal(processors) => processors.deliveries(),
+            Processors::Embedded(processors) => processors.deliveries(),
             Processors::Account(processors) => processors.deliveries(),
         })
     }
@@ -90,7 +100,7 @@ impl Blog {
         let router = http::router(self.state, self.max_in_flight, self.host_change_feed);
         let served = http::serve::serve(listener, router, limits, shutdown).await;
         match self.processors {
-            Some(Processors::Journal(processors)) => processors.stop().await,
+            Some(Processors::Embedded(processors)) => processors.stop().await,
             Some(Processors::Account(processors)) => processors.stop().await,
             None => {}
         }
@@ -99,16 +109,20 @@ impl Blog {
 }
 
 /// Who follows the changes in this process (`BLOG_CHANGE_FEED=local`).
-pub(crate) enum Processors {
+enum Processors {
     /// The embedded store's own numbering of its writes.
-    Journal(LocalProcessors),
+    Embedded(LocalProcessors),
     /// An account's change feed, through the SDK.
     Account(AccountProcessors),
 }
 
 /// Connects to the configured backend and returns what the handlers share.
 pub async fn connect(config: &Config) -> Result<AppState, cosmos::StoreError> {
-    let store = connect_store(config).await?;
+    state_on(config, connect_store(config).await?).await
+}
+
+/// What the handlers share, on a store already open (what [`connect`] does once connected).
+pub async fn state_on(config: &Config, store: cosmos::Store) -> Result<AppState, cosmos::StoreError> {
     if let Backend::Embedded { data_dir } = &config.backend {
         // Read before any write: also refuses to start on a checkpoint that cannot be read.
         changefeed::processor::furthest_position(data_dir)?;

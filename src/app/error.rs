@@ -37,3 +37,11 @@ pub enum AppError {
 }
 
 pub type AppResult<T> = Result<T, AppError>;
+
+/// A test stopped a use case between two steps, as a crash would (`test-support` only).
+#[cfg(any(test, feature = "test-support"))]
+impl From<crate::test_support::crash::Crashed> for AppError {
+    fn from(crashed: crate::test_support::crash::Crashed) -> Self {
+        AppError::Unexpected(crashed.to_string())
+    }
+}

@@ -1,10 +1,11 @@
 //! The blog's use cases, below every way of reaching them: the article's commands and queries
-//! (C1–C7, Q1–Q6), the unique usernames, the feed cache. Each is a plain async function over
+//! (C1–C7, Q1–Q6), the copies that denormalize them, the unique usernames, the feed cache. Each is a plain async function over
 //! [`AppState`] that answers its result or an [`AppError`] saying what happened; `http` (the JSON
 //! API and the pages) and `changefeed` (the host's invocations and the local processors) are
 //! adapters that translate to and from them. Nothing here knows about HTTP.
 
 pub mod comments;
+pub mod copies;
 mod error;
 pub mod feed;
 pub mod likes;

@@ -25,8 +25,8 @@ use time::OffsetDateTime;
 use super::{AppError, AppResult};
 use crate::cosmos::{Container, Store, StoreError, Versioned, WriteOp, retry_pause};
 use crate::model::usernames::{
-    MAX_CLAIM_AGE_AT_WRITE, Reservation, ReservationState, new_reservation, normalize_username, reclaimed, reservation_id,
-    reservation_state,
+    MAX_CLAIM_AGE_AT_WRITE, Reservation, ReservationState, is_left_behind, new_reservation, normalize_username, reclaimed,
+    reservation_id, reservation_state,
 };
 use crate::model::{self, User};
 
@@ -125,42 +125,57 @@ pub async fn abandon(store: &Store, user_id: &str, username: &str) -> Result<(),
     }
 }
 
+/// Finishes what a C1 write may have left undone, for `UsersChangeFeed` (see
+/// [`super::copies::user_changed`]): reserves the user's current name if nobody has (a crash, or
+/// a user from before reservations: `handler rebuild-copies` replays every user through here),
+/// and deletes the reservation of the name the current one replaced if the user still holds it.
+/// One point read when all is in order (two for a renamed user: the name it gave up is looked at
+/// again).
+pub async fn tidy_reservations(store: &Store, user: &User) -> Result<(), StoreError> {
+    let name = normalize_username(&user.username);
+    let id = reservation_id(&name);
+    match store.read::<Reservation>(Container::Users, &id, &id).await? {
+        None => {
+            // Only the name the user shows now: a late delivery of an older version must not
+            // reserve a name given up since. (A read only on this rare path.)
+            let current = store.read::<User>(Container::Users, &user.user_id, &user.user_id).await?;
+            if current.is_none_or(|current| normalize_username(&current.username) != name) {
+                return Ok(());
+            }
+            let reservation = new_reservation(name, &user.user_id, model::now(), None);
+            match store.create(Container::Users, &id, &reservation).await {
+                // Claimed meanwhile: by the user (a rename), or by another, who was first.
+                Ok(()) | Err(StoreError::Conflict) => {}
+                Err(other) => return Err(other),
+            }
+        }
+        Some(reservation) if reservation.owner_id == user.user_id => {
+            if let Some(released) = reservation.releases {
+                release_left_behind(store, user, &released).await?;
+            }
+        }
+        // Two users with one name, from before names were unique: the other holds it; this
+        // user keeps showing it until they rename.
+        Some(reservation) => {
+            tracing::warn!(user = user.user_id, holder = reservation.owner_id, "a user shows a username another user holds")
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the reservation of the normalized name `released` if `user` left it behind, only if
+/// unchanged since read (a claim of it made meanwhile changes its etag).
+async fn release_left_behind(store: &Store, user: &User, released: &str) -> Result<(), StoreError> {
+    let Some(found) = reservation_of(store, released).await? else { return Ok(()) };
+    if is_left_behind(&found.item, &user.user_id, &user.username, OffsetDateTime::now_utc()) {
+        release(store, &user.user_id, found).await?;
+    }
+    Ok(())
+}
+
 fn taken(username: &str) -> AppError {
     AppError::Conflict(format!(
         "`username` {username:?} is taken: another user has this name, or one that differs from it only in case or in \
          Unicode form (such as \"ＡＢＣ\" for \"abc\"). Choose another."
     ))
 }
-
-/// Where a test can stop C1, as a crash would: right after the step named, with nothing after
-/// it done. Only in test builds: the deployed handler has no such hook.
-#[cfg(test)]
-pub mod crash {
-    use super::{AppError, AppResult};
-
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub enum Step {
-        /// Step 1: the new name is claimed.
-        Claimed,
-        /// Step 2: the user is written with it.
-        UserWritten,
-        /// Step 3: the old name is released.
-        Released,
-    }
-
-    tokio::task_local! {
-        /// The step after which C1 stops, within [`CRASH_AFTER`]`.scope(step, ...)`.
-        pub static CRASH_AFTER: Step;
-    }
-
-    /// An error, as if the process had died, when the test asked to stop after `step`.
-    pub fn after(step: Step) -> AppResult<()> {
-        match CRASH_AFTER.try_with(|stop| *stop == step) {
-            Ok(true) => Err(AppError::Unexpected(format!("crashed after {step:?}"))),
-            _ => Ok(()),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests;

@@ -41,8 +41,8 @@ fn validate_display_name(name: &str) -> AppResult<()> {
 pub async fn create_user(state: &AppState, caller: &Caller, username: String) -> AppResult<User> {
     let user = model::new_user(caller.0.clone(), valid_username(username)?);
     while !usernames::claim(&state.store, &user.user_id, &user.username, None).await?.is_fresh() {}
-    #[cfg(test)]
-    usernames::crash::after(usernames::crash::Step::Claimed)?;
+    #[cfg(any(test, feature = "test-support"))]
+    crate::test_support::crash::after(crate::test_support::crash::Step::Claimed)?;
     match state.store.create(Container::Users, &user.user_id, &user).await {
         Ok(()) => Ok(user),
         Err(StoreError::Conflict) => {
@@ -88,8 +88,8 @@ pub async fn rename_user(state: &AppState, caller: &Caller, user_id: &str, usern
             (None, Some(earlier)) => usernames::reservation_of(store, earlier).await?,
             _ => None,
         };
-        #[cfg(test)]
-        usernames::crash::after(usernames::crash::Step::Claimed)?;
+        #[cfg(any(test, feature = "test-support"))]
+        crate::test_support::crash::after(crate::test_support::crash::Step::Claimed)?;
         if !claim.is_fresh() {
             continue;
         }
@@ -104,16 +104,16 @@ pub async fn rename_user(state: &AppState, caller: &Caller, user_id: &str, usern
             Err(StoreError::NotFound) => return Err(user_not_found(user_id)),
             Err(other) => return Err(other.into()),
         }
-        #[cfg(test)]
-        usernames::crash::after(usernames::crash::Step::UserWritten)?;
+        #[cfg(any(test, feature = "test-support"))]
+        crate::test_support::crash::after(crate::test_support::crash::Step::UserWritten)?;
         for old in [old_reservation, left_behind].into_iter().flatten() {
             if let Err(error) = usernames::release(store, user_id, old).await {
                 // The rename is done; UsersChangeFeed releases the old name.
                 tracing::warn!(%error, user = user_id, "an old username is left for the change feed to release");
             }
         }
-        #[cfg(test)]
-        usernames::crash::after(usernames::crash::Step::Released)?;
+        #[cfg(any(test, feature = "test-support"))]
+        crate::test_support::crash::after(crate::test_support::crash::Step::Released)?;
         return Ok(user);
     }
     Err(AppError::Busy("The user is being renamed by other requests right now; retry in a moment.".to_owned()))

@@ -1,4 +1,5 @@
-//! The article's two change-feed functions, which keep every denormalized copy true:
+//! The article's two change-feed functions, which keep every denormalized copy true. The rules
+//! are in [`crate::app::copies`]; this is how changes reach them:
 //!
 //! - [`posts_changed`] (`PostsChangeFeed`, on `posts`): each changed post is copied, in short
 //!   form, into its author's partition of `users` (Q3) and into `feed` (Q6).
@@ -26,7 +27,7 @@ pub use users::users_changed;
 
 use serde_json::Value;
 
-use crate::app::AppState;
+use crate::app::{AppError, AppState};
 use crate::cosmos::{Container, StoreError};
 use crate::scripts::ScriptError;
 
@@ -98,14 +99,7 @@ impl Function {
     /// Applies one batch; what it refuses is left in [`BatchReport::refused`].
     pub async fn apply(self, state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
         match self {
-            Function::PostsChangeFeed => {
-                let report = posts_changed(state, documents).await?;
-                // The copies in `feed` may have changed: this instance's cached feed pages go.
-                if report.applied > 0 {
-                    state.feed.invalidate();
-                }
-                Ok(report)
-            }
+            Function::PostsChangeFeed => posts_changed(state, documents).await,
             Function::UsersChangeFeed => users_changed(state, documents).await,
         }
     }
@@ -168,6 +162,21 @@ pub enum FeedError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Script(#[from] ScriptError),
+    /// A copy rule's answer other than the store's or a script's (see [`From<AppError>`]).
+    #[error(transparent)]
+    App(AppError),
+}
+
+/// The copy rules answer [`AppError`]; the store's and the scripts' errors are taken out of it,
+/// so that [`FeedError::is_passing`] sees them as it sees the feed's own.
+impl From<AppError> for FeedError {
+    fn from(error: AppError) -> Self {
+        match error {
+            AppError::Store(error) => FeedError::Store(error),
+            AppError::Script(error) => FeedError::Script(error),
+            other => FeedError::App(other),
+        }
+    }
 }
 
 impl FeedError {
@@ -177,6 +186,7 @@ impl FeedError {
         matches!(
             self,
             FeedError::Store(StoreError::Throttled | StoreError::Timeout)
+                | FeedError::App(AppError::Busy(_))
                 | FeedError::Script(ScriptError::Contention | ScriptError::Store(StoreError::Throttled | StoreError::Timeout))
         )
     }

@@ -26,8 +26,8 @@ mod store;
 
 pub use change_feed::ChangeFeed;
 pub use changes::Changed;
-#[cfg(test)]
-pub(crate) use embedded::database::tests::FaultyDisk;
+#[cfg(any(test, feature = "test-support"))]
+pub use embedded::faulty_disk::{FaultyDisk, ReleaseOnDrop};
 pub use embedded::{Durability as Embedded, spawn_expiry_sweep};
 pub use error::StoreError;
 pub use items::{Page, PageRequest, QuerySpec, Versioned, WriteOp, retry_pause};

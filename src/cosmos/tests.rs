@@ -5,21 +5,7 @@ use serde_json::{Value, json};
 
 use super::sdk::bounded;
 use super::*;
-use crate::config::{Backend, Config};
-
-pub(crate) fn embedded_config(dir: &std::path::Path) -> Config {
-    Config {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        backend: Backend::Embedded { data_dir: dir.to_owned() },
-        database: "blog".into(),
-        create_containers: true,
-        change_feed: crate::config::ChangeFeedMode::Local,
-        scripts: crate::config::ScriptsMode::InProcess,
-        max_in_flight: crate::config::DEFAULT_MAX_IN_FLIGHT,
-        auth: crate::config::AuthMode::Development,
-        token_key: None,
-    }
-}
+use crate::test_support::{FaultyDisk, embedded_config};
 
 /// Cosmos DB removes an item `ttl` seconds after its last write, in a container with time to
 /// live on; the embedded store's sweep must too, by a journaled deletion, and a restart must
@@ -106,7 +92,7 @@ async fn no_reader_is_offered_a_write_before_it_is_on_disk() {
     assert_eq!(before.items.len(), 1);
 
     // A slow fsync: the next write is applied, and waits for the disk.
-    let _release = embedded::database::tests::ReleaseOnDrop(disk.clone());
+    let _release = crate::test_support::ReleaseOnDrop(disk.clone());
     disk.hold_syncs();
     let writing = tokio::spawn({
         let store = store.clone();
@@ -143,7 +129,7 @@ async fn a_reader_waiting_on_a_refused_write_sees_the_item_as_it_was() {
     let disk = Arc::new(FaultyDisk::default());
     let store = Arc::new(Store::connect_with(&config, disk.clone()).await.unwrap());
     store.create(Container::Posts, "p", &json!({"id": "p", "postId": "p", "n": 1})).await.unwrap();
-    let _release = embedded::database::tests::ReleaseOnDrop(disk.clone());
+    let _release = crate::test_support::ReleaseOnDrop(disk.clone());
     disk.hold_syncs();
     disk.fail_next_commits(1);
     let writing = tokio::spawn({
@@ -175,7 +161,7 @@ async fn concurrent_writes_to_different_partitions_share_commits_and_all_survive
     let disk = Arc::new(FaultyDisk::default());
     let store = Arc::new(Store::connect_with(&config, disk.clone()).await.unwrap());
     // Held, so that every write queues up behind the first commit.
-    let _release = embedded::database::tests::ReleaseOnDrop(disk.clone());
+    let _release = crate::test_support::ReleaseOnDrop(disk.clone());
     disk.hold_syncs();
     let writes: Vec<_> = (0..64)
         .map(|n| {

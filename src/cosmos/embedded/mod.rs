@@ -10,6 +10,8 @@ pub(crate) mod database;
 #[cfg(feature = "embedded")]
 pub(crate) mod emulator;
 mod expiry;
+#[cfg(any(test, feature = "test-support"))]
+pub mod faulty_disk;
 pub(crate) mod legacy;
 pub(crate) mod locks;
 
@@ -303,6 +305,3 @@ fn out_of_range(path: &Path, position: u64, last_seq: u64) -> StoreError {
         path.display()
     ))
 }
-
-#[cfg(test)]
-mod tests;

@@ -1,20 +1,17 @@
 //! Through HTTP, as a client sees it: a write held back before its commit is durable is seen by
-//! no one, and a name claim is not refused on a claim not yet durable.
+//! no one, and a name claim is not refused on a claim not yet durable. The blog is started as
+//! `main` starts it (`Blog::start` on the state `connect` builds, served by `Blog::serve`), on a
+//! store whose disk the test controls.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use blog::Blog;
+use blog::cosmos::{Container, Store};
+use blog::test_support::{FaultyDisk, ReleaseOnDrop, embedded_config, store_on};
 use reqwest::Method;
 use serde_json::{Value, json};
-
-use super::database::tests::{FaultyDisk, ReleaseOnDrop};
-use crate::Blog;
-use crate::app::AppState;
-use crate::changefeed::processor::LocalProcessors;
-use crate::config::Backend;
-use crate::cosmos::{Store, tests::embedded_config};
-use crate::scripts::InProcessScripts;
 
 /// A blog on a store whose commits `disk` can hold or refuse, served; its base URL, and what
 /// stops it.
@@ -23,18 +20,8 @@ async fn serve(
     disk: Arc<FaultyDisk>,
 ) -> (String, tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
     let config = embedded_config(dir);
-    let Backend::Embedded { data_dir } = &config.backend else { unreachable!() };
-    let store = Arc::new(Store::connect_with(&config, disk).await.unwrap());
-    let state = AppState {
-        store: store.clone(),
-        scripts: Arc::new(InProcessScripts::new(store)),
-        auth: config.auth,
-        tokens: crate::app::lists::TokenKey::new(None),
-        feed: Default::default(),
-        post_views: Default::default(),
-    };
-    let processors = Some(crate::Processors::Journal(LocalProcessors::start(&state, data_dir)));
-    let blog = Blog { state, processors, max_in_flight: config.max_in_flight, host_change_feed: false };
+    let store = store_on(&config, disk).await.unwrap();
+    let blog = Blog::start(&config, blog::state_on(&config, store).await.unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}/api", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -170,7 +157,7 @@ async fn on_a_full_disk_writes_are_507_and_not_seen_and_writing_resumes_once_the
     server.await.unwrap();
 
     let store = Store::connect(&embedded_config(dir.path())).await.expect("the store reopens after the full disk");
-    let read: Value = store.read(crate::cosmos::Container::Posts, &post, &post).await.unwrap().unwrap();
+    let read: Value = store.read(Container::Posts, &post, &post).await.unwrap().unwrap();
     assert_eq!((read["commentCount"].as_u64(), read["likeCount"].as_u64()), (Some(2), Some(1)), "{read}");
-    assert!(store.read::<Value>(crate::cosmos::Container::Users, "bob", "bob").await.unwrap().is_some());
+    assert!(store.read::<Value>(Container::Users, "bob", "bob").await.unwrap().is_some());
 }

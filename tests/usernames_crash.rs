@@ -1,18 +1,20 @@
 //! C1 stopped after each of its steps, as a crash would stop it: every user still shows a name
 //! they hold, a retry completes, and what is left over is freed by the change feed or taken
-//! over by the next claimant.
+//! over by the next claimant. (The steps are stopped through the `test-support` feature's hooks,
+//! `src/test_support/crash.rs`.)
 
 use axum::http::StatusCode;
 use serde_json::Value;
 
-use super::crash::{CRASH_AFTER, Step};
-use crate::app::users::{create_user, rename_user};
-use crate::app::{AppState, Caller};
-use crate::changefeed::Function;
-use crate::cosmos::Container;
-use crate::http::error::{ApiError, ApiResult};
-use crate::model::usernames::{Reservation, normalize_username, reservation_id};
-use crate::model::{self, User};
+use blog::app::users::{create_user, rename_user};
+use blog::app::{AppState, Caller};
+use blog::changefeed::Function;
+use blog::cosmos::Container;
+use blog::http::error::{ApiError, ApiResult};
+use blog::model::usernames::{Reservation, normalize_username, reservation_id};
+use blog::model::{self, User};
+use blog::test_support::crash::{CRASH_AFTER, Step};
+use blog::test_support::embedded_config;
 
 /// The blog's state on an embedded store in a temporary directory, with no change-feed
 /// processors: each test delivers the changes it means to, when it means to.
@@ -23,9 +25,9 @@ struct Blog {
 
 async fn blog() -> Blog {
     let dir = tempfile::tempdir().unwrap();
-    let config = crate::cosmos::tests::embedded_config(dir.path());
+    let config = embedded_config(dir.path());
     // As `main` connects, without the processors (`Blog::open` starts those).
-    let state = crate::connect(&config).await.unwrap();
+    let state = blog::connect(&config).await.unwrap();
     Blog { state, _dir: dir }
 }
 

@@ -1,0 +1,272 @@
+//! The denormalization rules of the article's V3 model: what a change to a post or a user means
+//! for the copies that let every read stay in one partition.
+//!
+//! - A post, in short form, is copied into its author's partition of `users` (Q3) and into
+//!   `feed` (Q6); a deleted post's copies go ([`copy_posts`], [`remove_post_copies`]).
+//! - A user's current username is written onto their items in `posts` (Q2, Q4, Q5); their
+//!   posts' copies follow through the posts' own change feed ([`user_changed`]).
+//!
+//! The change feed is what delivers the changes (`crate::changefeed`, an adapter); the rules are
+//! here, beside the use cases that write the originals, so that both are read in one place. Every
+//! rule is idempotent and order-insensitive: a delivery repeated, late or out of order leaves the
+//! same copies.
+
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+
+use futures::TryStreamExt;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::posts::{PostRemoval, remove_post};
+use super::{AppError, AppResult, AppState, usernames};
+use crate::cosmos::{Container, QuerySpec, StoreError, Versioned, WriteOp};
+use crate::model::{self, CopyAction, FEED_PARTITION, Post, PostCopy, SourceVersion, User, validate_id};
+use crate::scripts::{NOT_AMONG_NEWEST, PostTrigger, ScriptError, StoredProcedure};
+
+/// How far ahead of this instance's clock a change's `_ts` may be. `_ts` is the second Cosmos DB
+/// stored the version at, and a copy never goes back to a version with a smaller `_ts`: a
+/// version claiming to come from the future would freeze its copies for good, so it is refused.
+/// Five minutes is far beyond the skew of NTP-synchronized clocks.
+pub const MAX_CLOCK_SKEW_SECS: i64 = 300;
+
+/// How often a copy is re-read and re-written when another writer changed it in between.
+const ATTEMPTS: usize = 10;
+
+/// How many posts' copies in `users` are refreshed at once.
+const CONCURRENT_USER_COPIES: usize = 8;
+
+/// How often `updateUsernames` is run in one post partition before giving up on the batch (each
+/// run rewrites up to a transactional batch's worth of items: 100).
+const MAX_RUNS_PER_POST: usize = 1_000;
+
+/// A version of a post as `posts` stored it: the item with its system properties, which say how
+/// new it is.
+#[derive(Deserialize)]
+pub struct PostVersion {
+    #[serde(flatten)]
+    pub post: Post,
+    #[serde(rename = "_ts")]
+    ts: i64,
+    #[serde(rename = "_etag")]
+    etag: String,
+}
+
+impl PostVersion {
+    /// Reads a stored post, refusing (with why) what a well-behaved writer of `posts` never
+    /// writes: such a change is never copied.
+    pub fn from_document(document: &Value) -> Result<PostVersion, String> {
+        let id = document.get("id").cloned().unwrap_or(Value::Null);
+        let version = PostVersion::deserialize(document).map_err(|error| format!("post {id}: {error}"))?;
+        let post = &version.post;
+        validate_id(&post.id).and_then(|()| validate_id(&post.user_id)).map_err(|why| format!("post {id}: {why}"))?;
+        if post.post_id != post.id {
+            return Err(format!("post {id}: postId {:?} differs from its id", post.post_id));
+        }
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        if version.ts > now + MAX_CLOCK_SKEW_SECS {
+            return Err(format!(
+                "post {id}: its _ts {} is more than {MAX_CLOCK_SKEW_SECS} s ahead of the clock ({now})",
+                version.ts
+            ));
+        }
+        let too_long = |text: &str, max: usize| text.chars().count() > max;
+        if too_long(&post.title, model::MAX_TITLE_CHARS)
+            || too_long(&post.content, model::MAX_CONTENT_CHARS)
+            || too_long(&post.user_username, model::MAX_USERNAME_CHARS)
+        {
+            return Err(format!("post {id}: a field is longer than the API allows"));
+        }
+        Ok(version)
+    }
+
+    fn source(&self) -> SourceVersion {
+        SourceVersion { source_ts: self.ts, source_etag: self.etag.clone() }
+    }
+}
+
+/// Brings every copy of each post up to (at least) the given version. The copies in `users` are
+/// in the authors' partitions and each is written conditionally, so they are refreshed
+/// concurrently (their writes then share the embedded store's commits, or Cosmos DB's round
+/// trips). The copies in `feed` all go to one partition through `truncateFeed`, which deletes
+/// what falls out: one after the other, as the trigger assumes. This instance's cached feed
+/// pages are dropped once they are written.
+pub async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppResult<()> {
+    futures::stream::iter(posts.iter().map(Ok))
+        .try_for_each_concurrent(CONCURRENT_USER_COPIES, |post| refresh_copy(state, Target::UserPosts, post))
+        .await?;
+    for post in posts {
+        refresh_copy(state, Target::Feed, post).await?;
+    }
+    if !posts.is_empty() {
+        state.feed.invalidate();
+    }
+    Ok(())
+}
+
+/// A deleted post: its copies go, and so does whatever its deletion left of its comments and
+/// likes (a DELETE that stopped early: the tombstone is written first). The change feed never
+/// delivers a deletion; it delivers the tombstone, and this is the only rule that sees it.
+pub async fn remove_post_copies(state: &AppState, post: &Post) -> AppResult<()> {
+    for target in [Target::UserPosts, Target::Feed] {
+        let delete = WriteOp::Delete { id: post.id.clone(), if_match: None };
+        match state.store.execute_write(target.container(), target.partition_key(post), delete).await {
+            Ok(()) | Err(StoreError::NotFound) => {}
+            Err(other) => return Err(other.into()),
+        }
+    }
+    state.feed.invalidate();
+    match remove_post(state, &post.id, &post.user_id).await? {
+        PostRemoval::Removed | PostRemoval::NothingLeft | PostRemoval::NotFound => Ok(()),
+        other => Err(ScriptError::Failed(format!("post {}: deletePost answered {other:?}", post.id)).into()),
+    }
+}
+
+/// Where a post's short copy lives.
+#[derive(Clone, Copy, Debug)]
+enum Target {
+    /// The author's partition of `users` (Q3).
+    UserPosts,
+    /// The single partition of `feed` (Q6), kept at the newest 100 by `truncateFeed`.
+    Feed,
+}
+
+impl Target {
+    fn container(self) -> Container {
+        match self {
+            Target::UserPosts => Container::Users,
+            Target::Feed => Container::Feed,
+        }
+    }
+
+    fn partition_key(self, post: &Post) -> &str {
+        match self {
+            Target::UserPosts => &post.user_id,
+            Target::Feed => FEED_PARTITION,
+        }
+    }
+}
+
+/// Makes the copy of `changed` in `target` at least as new as `changed`, and never older than
+/// it was. The copy is written conditionally on the etag it was read with, so a concurrent
+/// writer of the same copy makes this start over rather than be overwritten.
+async fn refresh_copy(state: &AppState, target: Target, changed: &PostVersion) -> AppResult<()> {
+    let (container, partition_key) = (target.container(), target.partition_key(&changed.post));
+    for _ in 0..ATTEMPTS {
+        let existing = state.store.read_versioned::<PostCopy>(container, partition_key, &changed.post.id).await?;
+        let copy = match model::copy_action(existing.as_ref().map(|found| &found.item.source), &changed.source()) {
+            CopyAction::Keep => return Ok(()),
+            // No copy yet: made only while the post exists. A late or repeated delivery of a
+            // version older than the post's deletion would otherwise bring back a copy that its
+            // tombstone removed (nothing is left to compare versions with). One point read,
+            // once per post and place; the current version is at least as new as the delivered.
+            CopyAction::Write if existing.is_none() => match current_post(state, &changed.post.id).await? {
+                Some(current) => model::post_copy(&current.post, current.source()),
+                None => return Ok(()),
+            },
+            CopyAction::Write => model::post_copy(&changed.post, changed.source()),
+            CopyAction::WriteFromCurrent => match current_post(state, &changed.post.id).await? {
+                Some(current) if Some(&current.source()) != existing.as_ref().map(|found| &found.item.source) => {
+                    model::post_copy(&current.post, current.source())
+                }
+                _ => return Ok(()),
+            },
+        };
+        match write_copy(state, target, partition_key, copy, existing).await {
+            Ok(()) => return Ok(()),
+            Err(AppError::Store(StoreError::PreconditionFailed | StoreError::Conflict)) => continue,
+            Err(AppError::Script(ScriptError::Store(StoreError::PreconditionFailed | StoreError::Conflict))) => continue,
+            // `truncateFeed` refused the write: the post is older than the newest 100, so it has
+            // no place in the feed (an edit or a new comment on an old post must not bring it back).
+            Err(AppError::Script(ScriptError::Thrown(message))) if message.starts_with(NOT_AMONG_NEWEST) => return Ok(()),
+            Err(other) => return Err(other),
+        }
+    }
+    Err(StoreError::Unfinished(format!("the copy of post {} in {} kept changing", changed.post.id, container.name())).into())
+}
+
+/// The post as it is now in `posts`, with its version; `None` once it is deleted (its copies
+/// are removed when its tombstone is delivered, and none is made again).
+async fn current_post(state: &AppState, post_id: &str) -> AppResult<Option<PostVersion>> {
+    let document = state.store.read::<Value>(Container::Posts, post_id, post_id).await?;
+    Ok(document.and_then(|document| PostVersion::from_document(&document).ok()).filter(|current| model::is_live(&current.post)))
+}
+
+/// Creates or replaces the copy; writes into `feed` run the `truncateFeed` trigger.
+async fn write_copy(
+    state: &AppState,
+    target: Target,
+    partition_key: &str,
+    copy: PostCopy,
+    existing: Option<Versioned<PostCopy>>,
+) -> AppResult<()> {
+    let document = serde_json::to_value(&copy).map_err(|error| StoreError::json("a post's copy does not serialize", error))?;
+    let write = match existing {
+        Some(found) => WriteOp::Replace { id: copy.post.id.clone(), document, if_match: Some(found.etag) },
+        None => WriteOp::Create { document },
+    };
+    match target {
+        Target::Feed => Ok(state.scripts.write_with_trigger(PostTrigger::TruncateFeed, partition_key, write).await?),
+        Target::UserPosts => Ok(state.store.execute_write(target.container(), partition_key, write).await?),
+    }
+}
+
+/// A version of `delivered` was stored: its name reservations are tidied and, if the user may
+/// have written under another name, their current name is written onto every item of theirs in
+/// `posts`.
+pub async fn user_changed(state: &AppState, delivered: User) -> AppResult<()> {
+    // A user never renamed has had one name: the delivered version shows the current one, with
+    // no read. (Once renamed, every later version says so too.)
+    let current = if model::may_show_other_names(&delivered) {
+        state.store.read::<User>(Container::Users, &delivered.user_id, &delivered.user_id).await?
+    } else {
+        Some(delivered)
+    };
+    let Some(user) = current else { return Ok(()) };
+    usernames::tidy_reservations(&state.store, &user).await?;
+    // A new user has written nothing under another name: no query across partitions for them.
+    if model::may_show_other_names(&user) {
+        copy_username(state, &user).await?;
+    }
+    Ok(())
+}
+
+/// Writes the user's username, as it is NOW (`user` was just read), onto every item of theirs
+/// in `posts`. Using the current name (not the delivered one) makes an old or repeated delivery
+/// harmless.
+async fn copy_username(state: &AppState, user: &User) -> AppResult<()> {
+    // Which posts hold items of this user that show another name: the one query across
+    // partitions in the whole application; a rename is rare, and the article's design accepts
+    // this fan-out on the write path so that every read stays in one partition.
+    // (Deduplicated here: a cross-partition DISTINCT needs the SDK to buffer a bounded window.)
+    let query = QuerySpec {
+        sql: Cow::Borrowed(
+            "SELECT VALUE c.postId FROM c WHERE c.userId = @userId AND c.userUsername != @username AND NOT IS_DEFINED(c.deleted)",
+        ),
+        parameters: vec![(Cow::Borrowed("@userId"), json!(user.user_id)), (Cow::Borrowed("@username"), json!(user.username))],
+    };
+    let post_ids: BTreeSet<String> = state
+        .store
+        .query_all_partitions(Container::Posts, query)
+        .await?
+        .into_iter()
+        .filter_map(|id| id.as_str().map(str::to_owned))
+        .collect();
+    for post_id in &post_ids {
+        update_post_partition(state, post_id, user).await?;
+    }
+    Ok(())
+}
+
+/// Runs `updateUsernames` in one post's partition until it reports that nothing is left.
+async fn update_post_partition(state: &AppState, post_id: &str, user: &User) -> AppResult<()> {
+    for _ in 0..MAX_RUNS_PER_POST {
+        let body = state.scripts.execute(StoredProcedure::UpdateUsernames, post_id, (&user.user_id, &user.username)).await?;
+        match body.get("done").and_then(Value::as_bool) {
+            Some(true) => return Ok(()),
+            Some(false) => continue,
+            None => return Err(ScriptError::Failed(format!("updateUsernames answered {body}")).into()),
+        }
+    }
+    Err(StoreError::Unfinished(format!("updateUsernames did not finish in post {post_id}")).into())
+}

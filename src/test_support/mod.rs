@@ -1,0 +1,34 @@
+//! What the tests need of the crate that the handler never uses: a store on a disk that fails on
+//! demand, and places where C1 can be stopped as a crash would stop it. Compiled only with the
+//! `test-support` feature, which `cargo test` turns on (the crate is its own dev-dependency, see
+//! `Cargo.toml`); `cargo build` and the deployed build have none of it.
+
+pub mod crash;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::config::{AuthMode, Backend, ChangeFeedMode, Config, DEFAULT_MAX_IN_FLIGHT, ScriptsMode};
+pub use crate::cosmos::{FaultyDisk, ReleaseOnDrop};
+use crate::cosmos::{Store, StoreError};
+
+/// The settings of `cargo run` with the development sign-in, on a data directory of the test's.
+pub fn embedded_config(dir: &Path) -> Config {
+    Config {
+        listen: "127.0.0.1:0".parse().expect("an address"),
+        backend: Backend::Embedded { data_dir: dir.to_owned() },
+        database: "blog".into(),
+        create_containers: true,
+        change_feed: ChangeFeedMode::Local,
+        scripts: ScriptsMode::InProcess,
+        max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+        auth: AuthMode::Development,
+        token_key: None,
+    }
+}
+
+/// The embedded store of `config`, whose database commits through `disk`: it can be full, or
+/// hold commits back.
+pub async fn store_on(config: &Config, disk: Arc<FaultyDisk>) -> Result<Store, StoreError> {
+    Store::connect_with(config, disk).await
+}
