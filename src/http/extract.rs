@@ -5,9 +5,24 @@ use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::header;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 
 use super::error::ApiError;
-use crate::model::validate_id;
+use crate::model::{MAX_ID_BYTES, validate_id};
+
+/// The ids [`crate::model::validate_id`] accepts, as a JSON Schema pattern: printable ASCII but
+/// `/ \ ? # %` and space, not `.` or `..` alone. The one place the API's description states it.
+pub const ID_PATTERN: &str = r#"^(?!\.{1,2}$)[!"$&-.0->@-\[\]-~]+$"#;
+
+/// The schema of an item's id, wherever one is taken: a path segment or a body's `userId`.
+pub fn item_id() -> Schema {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(MAX_ID_BYTES))
+        .pattern(Some(ID_PATTERN))
+        .into()
+}
 
 /// The largest request body accepted. The longest valid body (a post at the field limits) is far
 /// below it; anything bigger is refused before it is read whole.

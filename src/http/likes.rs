@@ -16,7 +16,7 @@ use crate::model::Like;
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewLikeBody {
-    #[schema(schema_with = super::openapi::item_id)]
+    #[schema(schema_with = super::extract::item_id)]
     user_id: String,
 }
 

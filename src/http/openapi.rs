@@ -4,26 +4,12 @@
 
 use axum::Json;
 use utoipa::openapi::path::ParameterIn;
-use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::{RefOr, Required};
 use utoipa::{Modify, OpenApi};
 
 use super::{comments, feed, likes, posts, users};
-use crate::model::MAX_ID_BYTES;
 
-/// The ids [`crate::model::validate_id`] accepts, as a JSON Schema pattern: printable ASCII but
-/// `/ \ ? # %` and space, not `.` or `..` alone. The one place the API's description states it.
-pub const ID_PATTERN: &str = r#"^(?!\.{1,2}$)[!"$&-.0->@-\[\]-~]+$"#;
-
-/// The schema of an item's id, wherever one is taken: a path segment or a body's `userId`.
-pub fn item_id() -> Schema {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .min_length(Some(1))
-        .max_length(Some(MAX_ID_BYTES))
-        .pattern(Some(ID_PATTERN))
-        .into()
-}
+pub use super::extract::{ID_PATTERN, item_id};
 
 /// Every path parameter of the API is an item's id (`{userId}`, `{postId}`, `{commentId}`):
 /// each gets [`item_id`]'s schema here, once, rather than the pattern in every annotation.

@@ -16,7 +16,7 @@ use crate::model::Post;
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewPostBody {
-    #[schema(schema_with = super::openapi::item_id)]
+    #[schema(schema_with = super::extract::item_id)]
     user_id: String,
     #[schema(
         min_length = 1,
