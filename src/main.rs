@@ -54,17 +54,6 @@ fn report(error: &dyn std::error::Error) -> String {
 /// The SDK logs every request at `info`; our own per-request line says what matters.
 const DEFAULT_LOG_FILTER: &str = "info,azure_core=warn,azure_data_cosmos=warn,azure_data_cosmos_driver=warn";
 
-/// The embedded store's allocator. Its emulator copies a whole physical partition for every
-/// transactional batch (C3, C4 and the other scripts) and frees it again, so the handler's
-/// allocation rate grows with the data; glibc's malloc spent a growing share of the CPU in
-/// `_int_malloc`, `malloc_consolidate` and `unlink_chunk` (11 % at 90k items). mimalloc took C3
-/// at 100k items from 0.66x to 0.92x of its rate at 20k, restart at 100k from 5.7 s to 3.6 s, with
-/// the same resident memory (BENCHMARKS.md, "The allocator"). The deployed build talks to an
-/// account over HTTP, where nothing grows with the data: it keeps the system's allocator.
-#[cfg(feature = "embedded")]
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// The stack of each of the runtime's worker threads.
 const WORKER_STACK_BYTES: usize = 8 << 20;
 

@@ -996,4 +996,31 @@ async fn every_page_has_a_canonical_address_and_opengraph_and_a_post_describes_i
     let front = browser.get("/?ref=newsletter").await.html;
     assert!(front.contains(&format!("<link rel=\"canonical\" href=\"{}/\">", app.base)), "{front}");
     assert!(front.contains("<meta property=\"og:type\" content=\"website\">"), "{front}");
+    // A user's page describes itself as theirs (issue 21, finding 10).
+    let user_page = browser.get(&format!("/users/{author}")).await.html;
+    assert!(user_page.contains("<meta property=\"og:description\" content=\"Posts by author on Cosmos Blog.\">"), "{user_page}");
+}
+
+/// The navigation says who is signed in (issue 21, finding 8), the name isolated from the text
+/// around it (`<bdi>`): locally the name signed in with, on Azure the identity provider's name
+/// for the person (App Service's X-MS-CLIENT-PRINCIPAL-NAME), not the principal id.
+#[tokio::test]
+async fn the_navigation_says_who_is_signed_in() {
+    let app = TestApp::start().await;
+    let mut browser = Browser::new(&app);
+    assert!(!browser.get("/").await.html.contains("Signed in as"));
+    browser.sign_up("fatima", "فاطمة الزهراء").await;
+    let front = browser.get("/").await.html;
+    assert!(front.contains("Signed in as <bdi>fatima</bdi>"), "{front}");
+    let missing = browser.get("/posts/nothing-here").await.html;
+    assert!(missing.contains("Signed in as <bdi>fatima</bdi>"), "the error pages too: {missing}");
+
+    use blog::config::{AuthMode, Config};
+    let dir = tempfile::tempdir().unwrap();
+    let azure = TestApp::start_configured(Config { auth: AuthMode::Platform, ..TestApp::config(dir.path()) }).await;
+    let identity = common::host::signed_in("00000000-0000-0000-0000-0000000000aa");
+    let headers: Vec<(&str, &str)> = identity.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    let front = common::host::forward(&azure, "GET", "/", &headers, None).await;
+    let html = front.body.as_str().unwrap();
+    assert!(html.contains("Signed in as <bdi>alice@example.com</bdi>"), "{html}");
 }

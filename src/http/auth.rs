@@ -24,17 +24,34 @@ pub const DEVELOPMENT_USER: &str = "x-dev-user";
 #[cfg(feature = "embedded")]
 pub const DEVELOPMENT_COOKIE: &str = "blog_dev_user";
 
-/// Who is signed in on a page request, if anyone: App Service Authentication's header on Azure,
+/// The header App Service Authentication sets to the signed-in caller's name for people: an
+/// email address or user principal name ("X-MS-CLIENT-PRINCIPAL-NAME", in "Work with user
+/// identities in Azure App Service authentication").
+pub const PLATFORM_PRINCIPAL_NAME: &str = "x-ms-client-principal-name";
+
+/// Who is signed in: their principal id (their user id), and the name the pages show them as.
+#[derive(Clone, Debug)]
+pub struct SignedIn {
+    pub id: String,
+    /// The identity provider's name for them on Azure; locally, the id they signed in as. Not
+    /// their username on the blog, which would cost a read on every page they view.
+    pub name: String,
+}
+
+/// Who is signed in on a page request, if anyone: App Service Authentication's headers on Azure,
 /// the development cookie under `BLOG_AUTH=development`. An id that could not be a user id counts
 /// as nobody.
-pub fn page_viewer(parts: &Parts, mode: AuthMode) -> Option<String> {
-    let principal = match mode {
-        AuthMode::None => None,
-        AuthMode::Platform => parts.headers.get(PLATFORM_PRINCIPAL).and_then(|value| value.to_str().ok()).map(str::to_owned),
+pub fn page_viewer(parts: &Parts, mode: AuthMode) -> Option<SignedIn> {
+    let header = |name: &str| parts.headers.get(name).and_then(|value| value.to_str().ok()).map(str::trim);
+    let (id, name) = match mode {
+        AuthMode::None => return None,
+        AuthMode::Platform => (header(PLATFORM_PRINCIPAL)?, header(PLATFORM_PRINCIPAL_NAME)),
         #[cfg(feature = "embedded")]
-        AuthMode::Development => cookie(&parts.headers, DEVELOPMENT_COOKIE).map(str::to_owned),
+        AuthMode::Development => (cookie(&parts.headers, DEVELOPMENT_COOKIE)?, None),
     };
-    principal.filter(|id| validate_id(id).is_ok())
+    validate_id(id).ok()?;
+    let name = name.filter(|name| !name.is_empty()).unwrap_or(id);
+    Some(SignedIn { id: id.to_owned(), name: name.to_owned() })
 }
 
 /// The value of the cookie `name` the request carries, if it carries one.

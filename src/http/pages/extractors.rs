@@ -8,13 +8,13 @@ use serde::de::DeserializeOwned;
 
 use super::PageError;
 use crate::app::{AppState, Caller};
-use crate::http::auth::page_viewer;
+use crate::http::auth::{SignedIn, page_viewer};
 use crate::http::error::ApiError;
 use crate::http::extract::{Id, Ids, field_names, parse_query};
 
-/// Who is looking at a page: the signed-in user's id, or nobody. Never refuses a request;
-/// a write that needs a caller asks for one with [`Viewer::caller`].
-pub struct Viewer(pub Option<String>);
+/// Who is looking at a page: the signed-in user, or nobody. Never refuses a request; a write
+/// that needs a caller asks for one with [`Viewer::caller`].
+pub struct Viewer(pub Option<SignedIn>);
 
 impl FromRequestParts<AppState> for Viewer {
     type Rejection = std::convert::Infallible;
@@ -26,12 +26,17 @@ impl FromRequestParts<AppState> for Viewer {
 
 impl Viewer {
     pub fn id(&self) -> Option<&str> {
-        self.0.as_deref()
+        self.0.as_ref().map(|signed_in| signed_in.id.as_str())
+    }
+
+    /// The name the pages show the signed-in user as.
+    pub fn name(&self) -> Option<&str> {
+        self.0.as_ref().map(|signed_in| signed_in.name.as_str())
     }
 
     /// The caller of a write from a form; 401 when nobody is signed in.
     pub fn caller(&self) -> Result<Caller, ApiError> {
-        self.0.clone().map(Caller).ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "Sign in to do this."))
+        self.id().map(|id| Caller(id.to_owned())).ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "Sign in to do this."))
     }
 
     pub fn is(&self, user_id: &str) -> bool {

@@ -82,7 +82,7 @@ pub async fn robots() -> Response {
 }
 
 /// The blog's name, in every page's title and the feeds'.
-const SITE_NAME: &str = "Cosmos Blog";
+pub const SITE_NAME: &str = "Cosmos Blog";
 
 /// What every page says of the blog to search engines and link previews (and the feed, to readers).
 const SITE_DESCRIPTION: &str =
@@ -187,11 +187,6 @@ pub fn layout(title: &str, viewer: &Viewer, main: Markup) -> String {
     page_layout(title, viewer, Head::default(), main)
 }
 
-/// [`layout`], for a page with a feed of its own (a user's posts).
-pub fn layout_with_feed(title: &str, viewer: &Viewer, feed: Option<PageFeed<'_>>, main: Markup) -> String {
-    page_layout(title, viewer, Head { feed, ..Head::default() }, main)
-}
-
 /// What a page says of itself in its `<head>`, beyond its title: to search engines (the
 /// description, the canonical address) and to link previews (OpenGraph).
 #[derive(Default)]
@@ -250,7 +245,8 @@ pub fn page_layout(title: &str, viewer: &Viewer, head: Head<'_>, main: Markup) -
                         a class="brand" href="/" { "Cosmos Blog" }
                         nav aria-label="Site" {
                             ul {
-                                @if let Some(id) = viewer.id() {
+                                @if let (Some(id), Some(name)) = (viewer.id(), viewer.name()) {
+                                    li class="who" { "Signed in as " bdi { (esc(name)) } }
                                     li { a href="/write" { "Write" } }
                                     li { a href={ "/users/" (url_part(id)) } { "Your page" } }
                                     li {
@@ -306,7 +302,7 @@ pub async fn security_headers(request: Request, next: axum::middleware::Next) ->
 tokio::task_local! {
     /// Who is signed in, for the request being answered: error pages are rendered where no
     /// handler asked (a refused extractor, an unknown path), and must still show who it is.
-    static SIGNED_IN: Option<String>;
+    static SIGNED_IN: Option<super::auth::SignedIn>;
     /// The page's canonical address (`origin` + path, no query), when the request names a host
     /// a link can hold: every page's `<head>` gives it.
     static PAGE_ADDRESS: Option<String>;

@@ -9,8 +9,8 @@ use serde::Deserialize;
 
 use super::feed::post_list;
 use super::{
-    Draft, Field, Form, Page, PageFeed, PageId, PageQuery, PageResult, Refusal, SameOrigin, Viewer, esc, form, layout,
-    layout_with_feed, submit, url_part,
+    Draft, Field, Form, Head, Page, PageFeed, PageId, PageQuery, PageResult, Refusal, SITE_NAME, SameOrigin, Viewer, esc, form,
+    layout, page_layout, submit, url_part,
 };
 use crate::app::lists::{ListParams, OwnerKnown};
 use crate::app::users::{create_user, get_user, posts_of, rename_user};
@@ -99,7 +99,10 @@ async fn render_user(
     };
     let feed_title = format!("{}: posts", user.username);
     let feed = PageFeed { title: &feed_title, href: format!("/users/{}/feed.atom", url_part(user_id)) };
-    let html = layout_with_feed(&user.username, viewer, Some(feed), main);
+    // A shared link to someone's page says whose it is, not what the blog is.
+    let head =
+        Head { description: Some(format!("Posts by {} on {SITE_NAME}.", user.username)), feed: Some(feed), ..Head::default() };
+    let html = page_layout(&user.username, viewer, head, main);
     Ok(Page { status, html, private: viewer.id().is_some() }.into_response())
 }
 
