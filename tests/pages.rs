@@ -1024,3 +1024,34 @@ async fn the_navigation_says_who_is_signed_in() {
     let html = front.body.as_str().unwrap();
     assert!(html.contains("Signed in as <bdi>alice@example.com</bdi>"), "{html}");
 }
+
+/// The front page for readers who are not signed in is rendered once per feed page read and
+/// shared by all of them; what differs between requests still differs: the address the blog was
+/// reached at (the canonical link), the page size asked for, and who is signed in.
+#[tokio::test]
+async fn the_shared_front_page_keeps_what_differs_between_readers() {
+    let app = TestApp::start().await;
+    let author = app.user("author").await;
+    for n in 0..3 {
+        app.post_by(&author, &format!("Shared {n}")).await;
+    }
+    app.eventually("/api/feed", |feed| feed["items"].as_array().is_some_and(|items| items.len() == 3)).await;
+    let client = reqwest::Client::new();
+    let front = |host: &'static str, query: &'static str| {
+        let request = client.get(format!("{}/{query}", app.base)).header("Host", host);
+        async move { request.send().await.unwrap().text().await.unwrap() }
+    };
+    let here = front("blog.example", "").await;
+    let there = front("other.example", "").await;
+    assert!(here.contains("<link rel=\"canonical\" href=\"http://blog.example/\">"), "{here}");
+    assert!(there.contains("<link rel=\"canonical\" href=\"http://other.example/\">"), "{there}");
+    let two = front("blog.example", "?limit=2").await;
+    assert!(two.contains("href=\"/?limit=2&amp;continuationToken="), "a page of two links on to the next: {two}");
+    assert!(!here.contains("continuationToken="), "{here}");
+
+    let mut alice = Browser::new(&app);
+    alice.sign_up("alice", "Alice").await;
+    let signed_in = alice.get("/").await;
+    assert!(signed_in.html.contains("Signed in as"), "{}", signed_in.html);
+    assert!(!front("blog.example", "").await.contains("Signed in as"), "a signed-in page is never shared");
+}

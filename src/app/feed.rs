@@ -6,6 +6,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use tokio::sync::OnceCell;
 
 use crate::cosmos::{Container, queries};
@@ -41,18 +42,45 @@ pub async fn feed_page(state: &AppState, params: &ListParams) -> AppResult<Arc<F
     Ok(filled.clone())
 }
 
-/// A feed page as read, with its JSON answer and that answer's ETag.
+/// A feed page as read, with its JSON answer and that answer's ETag, and what adapters render
+/// of it once for everyone ([`FeedPage::rendering`]).
 pub struct FeedPage {
     pub list: ListPage<Post>,
     pub json: String,
     pub etag: String,
+    renderings: Mutex<HashMap<String, Arc<Rendering>>>,
 }
+
+/// A representation of a feed page that is the same for everyone who asks for it (the front
+/// page as a reader who is not signed in sees it): its bytes and their ETag.
+pub struct Rendering {
+    pub body: Bytes,
+    pub etag: String,
+}
+
+/// How many renderings one feed page keeps. The pages key them by the address the blog was
+/// reached at and the page size asked for, which clients choose: past this many, a rendering is
+/// made for its request and not kept.
+const MAX_RENDERINGS: usize = 4;
 
 impl FeedPage {
     fn new(list: ListPage<Post>) -> FeedPage {
         let json = serde_json::to_string(&list).expect("a page serializes");
         let etag = etag_of(json.as_bytes());
-        FeedPage { list, json, etag }
+        FeedPage { list, json, etag, renderings: Mutex::default() }
+    }
+
+    /// The rendering kept under `key`, or the one `render` makes (kept while there is room).
+    /// Rendering the front page on every view cost three quarters of the handler's time per view
+    /// (issue 21); kept with the page it renders, it lives exactly as long as the page is served.
+    pub fn rendering(&self, key: &str, render: impl FnOnce() -> String) -> Arc<Rendering> {
+        if let Some(kept) = self.renderings.lock().expect("never poisoned").get(key) {
+            return kept.clone();
+        }
+        let body = render();
+        let rendering = Arc::new(Rendering { etag: etag_of(body.as_bytes()), body: Bytes::from(body) });
+        let mut renderings = self.renderings.lock().expect("never poisoned");
+        if renderings.len() < MAX_RENDERINGS { renderings.entry(key.to_owned()).or_insert(rendering).clone() } else { rendering }
     }
 }
 

@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use maud::{Markup, html};
 
-use super::{Page, PageQuery, PageResult, Viewer, count, esc, layout, time, url_part};
+use super::{Page, PageQuery, PageResult, Viewer, count, esc, layout, page_address, time, url_part};
 use crate::app::AppState;
 use crate::app::feed::feed_page;
 use crate::app::lists::ListParams;
@@ -19,31 +19,38 @@ pub async fn front_page(
     PageQuery(params): PageQuery<ListParams>,
 ) -> PageResult {
     let page = feed_page(&state, &params).await?;
-    let main = html! {
-        h1 { "Newest posts" }
-        @if page.list.items.is_empty() {
-            p {
-                "No posts yet."
-                @if viewer.id().is_some() {
-                    " " a href="/write" { "Write the first one" } "."
+    let render = || {
+        let main = html! {
+            h1 { "Newest posts" }
+            @if page.list.items.is_empty() {
+                p {
+                    "No posts yet."
+                    @if viewer.id().is_some() {
+                        " " a href="/write" { "Write the first one" } "."
+                    }
+                }
+            } @else {
+                (post_list(&page.list.items, true))
+            }
+            @if let Some(token) = &page.list.continuation_token {
+                nav class="more" aria-label="More posts" {
+                    a rel="next" href={
+                        "/?" @if let Some(limit) = params.limit() { "limit=" (url_part(limit)) "&" }
+                        "continuationToken=" (url_part(token))
+                    } { "More posts" }
                 }
             }
-        } @else {
-            (post_list(&page.list.items, true))
-        }
-        @if let Some(token) = &page.list.continuation_token {
-            nav class="more" aria-label="More posts" {
-                a rel="next" href={
-                    "/?" @if let Some(limit) = params.limit() { "limit=" (url_part(limit)) "&" }
-                    "continuationToken=" (url_part(token))
-                } { "More posts" }
-            }
-        }
+        };
+        layout("Newest posts", &viewer, main)
     };
-    let html = layout("Newest posts", &viewer, main);
-    // The page is the same for everyone who is not signed in: a CDN may share it.
-    let response = Page { status: axum::http::StatusCode::OK, html, private: viewer.id().is_some() }.revalidated(&headers);
-    Ok(response)
+    if viewer.id().is_some() {
+        let html = render();
+        return Ok(Page { status: axum::http::StatusCode::OK, html, private: true }.revalidated(&headers));
+    }
+    // The page is the same for everyone who is not signed in (a CDN may share it): rendered once
+    // per feed page read, for the address the blog is reached at and the page size asked for.
+    let key = format!("{}\n{}", page_address().unwrap_or_default(), params.limit().unwrap_or_default());
+    Ok(Page::shared(&page.rendering(&key, render), &headers))
 }
 
 /// Posts in short form: title (a link to the post), author (a link to them, unless the list is

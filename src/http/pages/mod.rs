@@ -34,6 +34,7 @@ pub use self::extractors::{Form, PageId, PageIds, PageQuery, SameOrigin, Viewer}
 pub use self::forms::{Draft, Field, Refusal, form, submit};
 use super::auth::page_viewer;
 use super::error::ApiError;
+use crate::app::feed::Rendering;
 use crate::app::{AppError, AppState};
 use crate::http::feed::{FEED_CACHE_CONTROL, if_none_match};
 
@@ -157,14 +158,32 @@ impl Page {
     /// second ([`FEED_CACHE_CONTROL`]); a signed-in one is theirs alone.
     pub fn revalidated(self, request: &HeaderMap) -> Response {
         let etag = crate::app::feed::etag_of(self.html.as_bytes());
-        let cache = if self.private { "private, no-cache" } else { FEED_CACHE_CONTROL };
-        let mut response = if_none_match(request, &etag).unwrap_or_else(|| self.into_response());
-        let headers = response.headers_mut();
-        headers.insert(header::ETAG, HeaderValue::from_str(&etag).expect("an etag is a header value"));
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
-        headers.insert(header::VARY, HeaderValue::from_static("Cookie"));
-        response
+        let private = self.private;
+        with_etag(if_none_match(request, &etag).unwrap_or_else(|| self.into_response()), &etag, private)
     }
+
+    /// [`Page::revalidated`] for a page rendered once for every reader who is not signed in.
+    pub fn shared(rendering: &Rendering, request: &HeaderMap) -> Response {
+        let response = if_none_match(request, &rendering.etag).unwrap_or_else(|| {
+            ([(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"))], rendering.body.clone())
+                .into_response()
+        });
+        with_etag(response, &rendering.etag, false)
+    }
+}
+
+fn with_etag(mut response: Response, etag: &str, private: bool) -> Response {
+    let cache = if private { "private, no-cache" } else { FEED_CACHE_CONTROL };
+    let headers = response.headers_mut();
+    headers.insert(header::ETAG, HeaderValue::from_str(etag).expect("an etag is a header value"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    headers.insert(header::VARY, HeaderValue::from_static("Cookie"));
+    response
+}
+
+/// The page's canonical address, where the request gave one (see [`remember_viewer`]).
+pub fn page_address() -> Option<String> {
+    PAGE_ADDRESS.try_with(Clone::clone).ok().flatten()
 }
 
 impl IntoResponse for Page {
@@ -211,7 +230,7 @@ pub struct PageFeed<'a> {
 /// when the request said where the blog is (see [`remember_viewer`]).
 pub fn page_layout(title: &str, viewer: &Viewer, head: Head<'_>, main: Markup) -> String {
     let description = head.description.as_deref().unwrap_or(SITE_DESCRIPTION);
-    let address = PAGE_ADDRESS.try_with(Clone::clone).ok().flatten();
+    let address = page_address();
     let feed = head.feed;
     html! {
         // maud's constant `<!DOCTYPE html>`: its own text, nothing of the page's.

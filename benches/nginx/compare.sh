@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The front page served by the release `handler` against nginx serving the same bytes from a
+# file, on this machine, alternately (issue 21: the front page's target is 0.8x nginx); and
+# against the floor under any handler on axum and Tokio: floor/, the same bytes from memory with
+# no middleware.
+#
+#     cargo build --release --bin handler
+#     cargo build --release --manifest-path benches/nginx/floor/Cargo.toml --target-dir target
+#     bash benches/nginx/compare.sh [rounds] [RUST_LOG]     # needs nginx and wrk (Debian: nginx-light wrk)
+#
+# The handler runs as `cargo run` does (embedded store, development sign-in), seeded with 30
+# posts by one user through the API; nginx gets the page the handler answered, saved to a file,
+# with the same Content-Type. wrk: 2 threads, 16 connections, 10 s, no Accept-Encoding (neither
+# compresses). Each line is one wrk run.
+set -euo pipefail
+rounds=${1:-3}
+log=${2:-info}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+handler=${HANDLER:-$root/target/release/handler}
+floor=$root/target/release/front-page-floor
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; nginx -c "$work/nginx.conf" -s stop 2>/dev/null || true; rm -rf "$work"' EXIT
+
+BLOG_AUTH=development BLOG_DATA_DIR="$work/data" BLOG_LISTEN=127.0.0.1:7071 RUST_LOG=$log "$handler" > "$work/handler.log" 2>&1 &
+for _ in $(seq 100); do curl -fs -o /dev/null http://127.0.0.1:7071/ && break; sleep 0.1; done
+api() { curl -fs -o /dev/null -H 'x-dev-user: writer' -H 'Content-Type: application/json' "$@"; }
+api -X POST http://127.0.0.1:7071/api/users -d '{"username":"writer"}'
+paragraph='Cosmos DB serves every read of this blog from one logical partition, because each post carries its author name and its counts, and the feed holds a short copy of the newest posts.'
+for n in $(seq 30); do
+  api -X POST http://127.0.0.1:7071/api/posts -d "{\"userId\":\"writer\",\"title\":\"Post number $n\",\"content\":\"$paragraph\\n\\n$paragraph $paragraph\"}"
+done
+sleep 2  # the change feed copies the posts into the feed
+curl -fs http://127.0.0.1:7071/ > "$work/index.html"
+echo "front page: $(wc -c < "$work/index.html") bytes, $(grep -o '<article' "$work/index.html" | wc -l) posts"
+
+cat > "$work/nginx.conf" <<CONF
+worker_processes 2;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  server {
+    listen 127.0.0.1:8081;
+    location = / { root $work; default_type "text/html; charset=utf-8"; try_files /index.html =404; }
+  }
+}
+CONF
+nginx -c "$work/nginx.conf"
+"$floor" "$work/index.html" 127.0.0.1:8082 &
+sleep 0.5
+run() { wrk -t2 -c16 -d10s "$1" | awk '/Requests\/sec/ {print $2}'; }
+for round in $(seq "$rounds"); do
+  echo "round $round: handler $(run http://127.0.0.1:7071/) req/s, nginx $(run http://127.0.0.1:8081/) req/s, axum floor $(run http://127.0.0.1:8082/) req/s"
+done
