@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Installs what the browser tests drive: Debian's chromium and chromium-driver packages
 # (/usr/bin/chromium, /usr/bin/chromedriver), from the machine's own apt sources and nowhere
-# else. Does nothing when both are already there.
+# else; and axe-core, the accessibility engine the tests run in the pages, from npm into
+# tests/browser/node_modules. Does nothing for what is already there.
 set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+if [ ! -f "$here/node_modules/axe-core/axe.min.js" ]; then
+    npm install --prefix "$here" --no-save --no-audit --no-fund --no-package-lock axe-core@4 >/dev/null
+fi
 if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then
     exit 0
 fi

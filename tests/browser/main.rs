@@ -264,3 +264,62 @@ async fn screenshots_of_the_front_page_and_a_post() {
         }
     }
 }
+
+/// axe-core, installed by tests/browser/install.sh (npm's `axe-core` package).
+const AXE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/node_modules/axe-core/axe.min.js");
+
+/// axe-core (Deque's accessibility engine, the one Lighthouse runs) finds no violation on any
+/// page state a reader or a writer meets: the front page and a post signed out and in, a user's
+/// page, the forms, a confirmation, an error page, and dark mode, on a desktop and a phone.
+#[tokio::test]
+#[ignore = "needs Chromium: run tests/browser/run.sh"]
+async fn axe_finds_no_accessibility_violation_on_any_page() {
+    let axe = std::fs::read_to_string(AXE).unwrap_or_else(|error| panic!("{AXE}: {error}: run tests/browser/install.sh"));
+    let script = format!(
+        "{axe}\nconst done = arguments[arguments.length - 1];\n\
+         axe.run(document).then(result => done(result.violations.map(v => \
+           `${{v.id}}: ${{v.help}} (${{v.nodes.map(n => n.target.join(' ')).join(', ')}})`)));"
+    );
+    let app = TestApp::start().await;
+    let mut browser = Browser::start().await;
+    let author = app.user("writer").await;
+    let body = serde_json::json!({"userId": author, "title": "فاطمة writes **Markdown**", "content": "A *post* with [a link](https://example.com).\n\n- one\n- two"});
+    let post = app.post("/api/posts", body).await.body["id"].as_str().unwrap().to_owned();
+    for text in ["First!", "سأوزعها في المؤتمر القادم."] {
+        let comment = serde_json::json!({"userId": author, "content": text});
+        app.send_as(Some(&author), reqwest::Method::POST, &format!("/api/posts/{post}/comments"), Some(comment)).await;
+    }
+    app.eventually("/api/feed", |feed| feed["items"].as_array().is_some_and(|items| !items.is_empty())).await;
+    let comments = app.get(&format!("/api/posts/{post}/comments")).await.body;
+    let comment = comments["items"][0]["id"].as_str().unwrap().to_owned();
+
+    let signed_out = ["/", &format!("/posts/{post}"), &format!("/users/{author}"), "/signin", "/posts/nothing-here"];
+    for path in signed_out {
+        browser.open(&format!("{}{path}", app.base)).await;
+        axe_check(&browser, &script, format!("{path}, signed out")).await;
+    }
+    sign_up(&browser, &app, "reader", "A reader").await;
+    let signed_in = [
+        "/".to_owned(),
+        format!("/posts/{post}"),
+        "/write".to_owned(),
+        "/users/reader".to_owned(),
+        format!("/posts/{post}/comments/{comment}/delete"),
+    ];
+    for path in &signed_in {
+        browser.open(&format!("{}{path}", app.base)).await;
+        axe_check(&browser, &script, format!("{path}, signed in")).await;
+    }
+    browser.prefer_color_scheme("dark").await;
+    browser.resize(390, 844).await;
+    for path in ["/".to_owned(), format!("/posts/{post}")] {
+        browser.open(&format!("{}{path}", app.base)).await;
+        axe_check(&browser, &script, format!("{path}, dark, on a phone")).await;
+    }
+}
+
+/// Runs axe (`script`) on the page open in `browser`; no violation may be found.
+async fn axe_check(browser: &Browser, script: &str, what: String) {
+    let violations = browser.execute_async(script).await;
+    assert_eq!(violations, serde_json::json!([]), "axe on {what}");
+}

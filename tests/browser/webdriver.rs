@@ -119,6 +119,13 @@ impl Browser {
         self.post("/goog/cdp/execute", json!({"cmd": "Emulation.setEmulatedMedia", "params": params})).await;
     }
 
+    /// Runs `script` in the page as an asynchronous function: its last argument is the callback
+    /// whose argument is the answer (WebDriver's Execute Async Script). Scripts run this way are
+    /// not subject to the page's Content-Security-Policy.
+    pub async fn execute_async(&self, script: &str) -> Value {
+        self.post("/execute/async", json!({"script": script, "args": []})).await
+    }
+
     pub async fn open(&self, url: &str) {
         self.post("/url", json!({"url": url})).await;
     }
