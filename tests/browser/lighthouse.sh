@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Lighthouse's four scores (performance, accessibility, best practices, SEO) for the front page
+# and a post, on a phone (Lighthouse's default, mobile emulation and throttling) and a desktop
+# (`--preset=desktop`), against the handler as `cargo run` starts it, seeded through the API.
+# Not a test: it prints the scores (the README records them). Needs Chromium
+# (tests/browser/install.sh) and npm; Lighthouse is installed into tests/browser/node_modules.
+#
+#     cargo build --bin handler && tests/browser/lighthouse.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+here=tests/browser
+[ -x "$here/node_modules/.bin/lighthouse" ] || npm install --prefix "$here" --no-save --no-audit --no-fund --no-package-lock lighthouse@12 >/dev/null
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+BLOG_AUTH=development BLOG_DATA_DIR="$work/data" BLOG_LISTEN=127.0.0.1:7079 RUST_LOG=warn target/debug/handler &
+base=http://127.0.0.1:7079
+for _ in $(seq 100); do curl -fs -o /dev/null "$base/" && break; sleep 0.1; done
+api() { curl -fs -H 'x-dev-user: ada' -H 'Content-Type: application/json' "$@"; }
+api -X POST "$base/api/users" -d '{"username":"Ada Lovelace"}' >/dev/null
+for n in 1 2 3 4 5; do
+  post=$(api -X POST "$base/api/posts" -d "{\"userId\":\"ada\",\"title\":\"Notes $n\",\"content\":\"The engine weaves **algebraic patterns** as the Jacquard loom weaves flowers.\\n\\n- one\\n- two\\n\\nSee [the notes](https://example.com).\"}" | sed 's/.*"id":"\([^"]*\)".*/\1/')
+done
+api -X POST "$base/api/posts/$post/comments" -d '{"userId":"ada","content":"A *comment*."}' >/dev/null
+sleep 1.5  # the change feed copies the posts into the feed
+for page in / "/posts/$post"; do
+  for preset in mobile desktop; do
+    flags=(); [ "$preset" = desktop ] && flags=(--preset=desktop)
+    label="front page"; [ "$page" = / ] || label="a post"
+    CHROME_PATH=${CHROME_PATH:-/usr/bin/chromium} "$here/node_modules/.bin/lighthouse" "$base$page" "${flags[@]}" --quiet \
+      --chrome-flags="--headless --no-sandbox --disable-gpu" --only-categories=performance,accessibility,best-practices,seo \
+      --output=json --output-path="$work/report.json"
+    python3 -c "
+import json, sys
+report = json.load(open('$work/report.json'))
+scores = ', '.join(f\"{name} {round(category['score'] * 100)}\" for name, category in report['categories'].items())
+print(f\"{sys.argv[1]:<12} {sys.argv[2]:<8} Lighthouse {report['lighthouseVersion']}: {scores}\")" "$label" "$preset"
+  done
+done
