@@ -165,14 +165,14 @@ pub async fn state_on(config: &Config, store: cosmos::Store) -> Result<AppState,
             "BLOG_TOKEN_KEY is not set: continuation tokens are signed with a key of this process, and another instance will refuse them"
         );
     }
-    Ok(AppState {
+    Ok(AppState::new(app::Shared {
         store,
         scripts,
         auth: config.auth,
         tokens: app::lists::TokenKey::new(config.token_key.as_deref()),
         feed: Default::default(),
         post_views: Default::default(),
-    })
+    }))
 }
 
 /// The SDK contacts the account while the client is built, so a worker that starts while the

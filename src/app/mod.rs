@@ -24,9 +24,28 @@ use crate::cosmos::Store;
 use crate::model::validate_id;
 use crate::scripts::ScriptExecutor;
 
-/// What every use case shares: the store, and whoever runs the server-side scripts.
+/// What every use case shares (see [`Shared`]). The HTTP adapter's extractors and middleware
+/// clone it on every request, so it is one `Arc`: one reference count to touch per clone rather
+/// than one per field (the six counts, shared by both cores, were 5 % of the front page's time).
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl AppState {
+    pub fn new(shared: Shared) -> AppState {
+        AppState(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// The store, whoever runs the server-side scripts, and the caches.
+pub struct Shared {
     pub store: Arc<Store>,
     pub scripts: Arc<dyn ScriptExecutor>,
     /// How callers are identified (the HTTP adapter reads it; the pages show sign-in with it).
