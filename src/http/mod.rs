@@ -217,24 +217,13 @@ async fn admit(State(admission): State<Arc<Admission>>, request: Request, next: 
         && parts.method == axum::http::Method::POST
         && changefeed::Function::ALL.iter().any(|function| parts.uri.path().strip_prefix('/') == Some(function.name()));
     let limit = if is_host_batch { HOST_BATCH_BYTES } else { MAX_BODY_BYTES };
-    let bytes = match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, limit)).await {
-        Ok(Ok(bytes)) => bytes,
-        Ok(Err(error)) => {
-            let too_large =
-                std::error::Error::source(&error).is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
-            return if too_large {
-                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("The request body is over {limit} bytes."))
-            } else {
-                ApiError::bad_request(format!("The request body could not be read: {error}."))
-            }
-            .into_response();
-        }
-        Err(_) => {
-            return ApiError::new(
-                StatusCode::REQUEST_TIMEOUT,
-                format!("The request body did not arrive within {} s.", BODY_TIMEOUT.as_secs()),
-            )
-            .into_response();
+    // A request without a body (every GET a browser sends) has nothing to wait for: no timer.
+    let bytes = if axum::body::HttpBody::is_end_stream(&body) {
+        axum::body::Bytes::new()
+    } else {
+        match read_body(body, limit).await {
+            Ok(bytes) => bytes,
+            Err(refusal) => return refusal,
         }
     };
     let places = if matches!(parts.method, axum::http::Method::GET | axum::http::Method::HEAD) {
@@ -249,6 +238,29 @@ async fn admit(State(admission): State<Arc<Admission>>, request: Request, next: 
             "The handler is at its limit of requests in flight; retry in a moment.",
         )
         .into_response(),
+    }
+}
+
+/// The whole body, within [`BODY_TIMEOUT`] and `limit` bytes; otherwise the answer that says
+/// which was exceeded.
+async fn read_body(body: axum::body::Body, limit: usize) -> Result<axum::body::Bytes, Response> {
+    match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(error)) => {
+            let too_large =
+                std::error::Error::source(&error).is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
+            Err(if too_large {
+                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("The request body is over {limit} bytes."))
+            } else {
+                ApiError::bad_request(format!("The request body could not be read: {error}."))
+            }
+            .into_response())
+        }
+        Err(_) => Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            format!("The request body did not arrive within {} s.", BODY_TIMEOUT.as_secs()),
+        )
+        .into_response()),
     }
 }
 

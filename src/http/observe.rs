@@ -25,7 +25,13 @@ pub async fn per_request(request: Request, next: Next) -> Response {
 
     let (charge, operations) = meter.totals();
     let headers = response.headers_mut();
-    headers.insert("x-ms-request-charge", HeaderValue::from_str(&format!("{charge:.2}")).expect("a number is a header value"));
+    // Most page views touch no store (the caches answer them): no formatting for those.
+    let charge_header = if operations == 0 && charge == 0.0 {
+        HeaderValue::from_static("0.00")
+    } else {
+        HeaderValue::from_str(&format!("{charge:.2}")).expect("a number is a header value")
+    };
+    headers.insert("x-ms-request-charge", charge_header);
     headers.insert("x-cosmos-operations", HeaderValue::from(operations));
     let partitions = meter.partitions().to_string();
     if !partitions.is_empty() {
