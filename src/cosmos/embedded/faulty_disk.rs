@@ -13,9 +13,6 @@ use super::database::Faults;
 pub struct FaultyDisk {
     /// Every commit fails with `SQLITE_FULL`, as SQLite reports a full disk.
     pub full: AtomicBool,
-    /// The group's statements ran before the fault (always so here: the fault comes at
-    /// `COMMIT`); SQLite rolls the transaction back whole. Kept from the journal's tests.
-    pub tear: AtomicBool,
     /// The next this many commits fail with `SQLITE_FULL`.
     fail_next: AtomicUsize,
     held: Mutex<bool>,
