@@ -18,6 +18,11 @@ log=${2:-info}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 handler=${HANDLER:-$root/target/release/handler}
 floor=$root/target/release/front-page-floor
+for tool in nginx wrk curl; do
+  command -v "$tool" >/dev/null || { echo "compare.sh needs $tool (Debian: apt-get install nginx-light wrk curl)" >&2; exit 1; }
+done
+[ -x "$handler" ] || { echo "no $handler: cargo build --release --bin handler" >&2; exit 1; }
+[ -x "$floor" ] || { echo "no $floor: cargo build --release --manifest-path benches/nginx/floor/Cargo.toml --target-dir target" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; nginx -c "$work/nginx.conf" -s stop 2>/dev/null || true; rm -rf "$work"' EXIT
 

@@ -71,8 +71,9 @@ impl FeedPage {
     }
 
     /// The rendering kept under `key`, or the one `render` makes (kept while there is room).
-    /// Rendering the front page on every view cost three quarters of the handler's time per view
-    /// (issue 21); kept with the page it renders, it lives exactly as long as the page is served.
+    /// Rendering the front page on every view cost about half the handler's time per view (25k
+    /// against 47k front pages a second, BENCHMARKS.md); kept with the page it renders, it lives
+    /// exactly as long as the page is served.
     pub fn rendering(&self, key: &str, render: impl FnOnce() -> String) -> Arc<Rendering> {
         if let Some(kept) = self.renderings.lock().expect("never poisoned").get(key) {
             return kept.clone();

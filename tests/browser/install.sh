@@ -6,6 +6,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 if [ ! -f "$here/node_modules/axe-core/axe.min.js" ]; then
+    command -v npm >/dev/null || { echo "tests/browser/install.sh: needs npm (Node.js) to install axe-core" >&2; exit 1; }
     npm install --prefix "$here" --no-save --no-audit --no-fund --no-package-lock axe-core@4 >/dev/null
 fi
 if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then
