@@ -144,6 +144,9 @@ pub fn url_part(text: &str) -> String {
     encoded
 }
 
+/// Every page's `Content-Type`.
+const HTML_CONTENT_TYPE: HeaderValue = HeaderValue::from_static("text/html; charset=utf-8");
+
 /// A rendered page.
 pub struct Page {
     pub status: StatusCode,
@@ -164,10 +167,8 @@ impl Page {
 
     /// [`Page::revalidated`] for a page rendered once for every reader who is not signed in.
     pub fn shared(rendering: &Rendering, request: &HeaderMap) -> Response {
-        let response = if_none_match(request, &rendering.etag).unwrap_or_else(|| {
-            ([(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"))], rendering.body.clone())
-                .into_response()
-        });
+        let response = if_none_match(request, &rendering.etag)
+            .unwrap_or_else(|| ([(header::CONTENT_TYPE, HTML_CONTENT_TYPE)], rendering.body.clone()).into_response());
         with_etag(response, &rendering.etag, false)
     }
 }
@@ -191,10 +192,7 @@ impl IntoResponse for Page {
         let cache = if self.private { "private, no-cache" } else { "no-cache" };
         (
             self.status,
-            [
-                (header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8")),
-                (header::CACHE_CONTROL, HeaderValue::from_static(cache)),
-            ],
+            [(header::CONTENT_TYPE, HTML_CONTENT_TYPE), (header::CACHE_CONTROL, HeaderValue::from_static(cache))],
             self.html,
         )
             .into_response()
