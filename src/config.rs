@@ -16,7 +16,7 @@ pub const LOCAL_ADDRESS: &str = "127.0.0.1:7071";
 /// Where the data lives.
 #[derive(Clone, Debug)]
 pub enum Backend {
-    /// The SDK's in-memory emulator, made durable by a journal in `data_dir`.
+    /// The SDK's in-memory emulator, made durable by a SQLite database in `data_dir`.
     Embedded { data_dir: PathBuf },
     /// An account reached with a connection string and its key (the Cosmos DB emulator).
     ConnectionString(String),

@@ -364,7 +364,7 @@ async fn a_restart_delivers_what_was_not_processed_and_rebuild_gives_the_same_co
     let expected: Vec<String> = posts.iter().rev().cloned().collect();
     app.eventually("/api/feed", |feed| ids(feed) == expected && feed["items"][1]["likeCount"] == 1).await;
     let incremental = (contents(&app, Container::Users, &alice).await, contents(&app, Container::Feed, "post").await);
-    let position = app.state.store.embedded().unwrap().journal_position();
+    let position = app.state.store.embedded().unwrap().write_position();
     let checkpoint = data.path().join("changefeed-PostsChangeFeed.json");
     for _ in 0..200 {
         let saved: Value = serde_json::from_slice(&std::fs::read(&checkpoint).unwrap_or_default()).unwrap_or_default();

@@ -42,7 +42,7 @@ impl Store {
     }
 
     /// The change feed of `container` from its beginning: the latest version of every item.
-    /// `rebuild-copies` reads it; the local processors follow the journal instead (see
+    /// `rebuild-copies` reads it; the local processors follow the embedded store's numbered writes instead (see
     /// `changes.rs`).
     pub async fn change_feed_from_beginning(&self, container: Container) -> Result<ChangeFeed, StoreError> {
         self.change_feed_from(container, None).await

@@ -1,10 +1,10 @@
-//! Which items of the embedded store changed after a journal position: what the local
+//! Which items of the embedded store changed after a position in its write numbering: what the local
 //! change-feed processors follow, in place of the SDK's change feed.
 //!
 //! The in-memory emulator answers each change-feed poll by copying every item of the polled
 //! feed range and keeping the newer ones, so following it costs time proportional to all the
 //! data on every poll; under a steady write load the processors fell further behind as the data
-//! grew. The journal already numbers every write in the order the store applied it. This index
+//! grew. The database already numbers every write in the order the store applied it. This index
 //! keeps each live item's latest number, so "what changed after n" costs what changed.
 //!
 //! It has the change feed's "latest version" meaning: an item written twice is listed once, at

@@ -357,34 +357,34 @@ impl Store {
         if operations.is_empty() {
             return Ok(());
         }
-        let mut journaled = Vec::with_capacity(operations.len());
+        let mut records = Vec::with_capacity(operations.len());
         let mut batch = TransactionalBatch::new(partition_key.to_owned());
         let sdk_error = |error: CosmosError| StoreError::sdk("a transactional batch", error);
         let precondition = |etag: &Option<String>| etag.as_ref().map(|etag| Precondition::if_match(Etag::from(etag.clone())));
         for operation in operations {
             batch = match operation {
                 WriteOp::Create { document } => {
-                    journaled.push((document_id(&document)?, Some(document.clone())));
+                    records.push((document_id(&document)?, Some(document.clone())));
                     batch.create_item(document).map_err(sdk_error)?
                 }
                 WriteOp::Replace { id, document, if_match } => {
-                    journaled.push((id.clone(), Some(document.clone())));
+                    records.push((id.clone(), Some(document.clone())));
                     let options = precondition(&if_match).map(|p| BatchReplaceOptions::default().with_precondition(p));
                     batch.replace_item(id, document, options).map_err(sdk_error)?
                 }
                 WriteOp::Upsert { document, if_match } => {
-                    journaled.push((document_id(&document)?, Some(document.clone())));
+                    records.push((document_id(&document)?, Some(document.clone())));
                     let options = precondition(&if_match).map(|p| BatchUpsertOptions::default().with_precondition(p));
                     batch.upsert_item(document, options).map_err(sdk_error)?
                 }
                 WriteOp::Delete { id, if_match } => {
-                    journaled.push((id.clone(), None));
+                    records.push((id.clone(), None));
                     let options = precondition(&if_match).map(|p| BatchDeleteOptions::default().with_precondition(p));
                     batch.delete_item(id, options)
                 }
             };
         }
-        self.durably(container, partition_key, journaled, async {
+        self.durably(container, partition_key, records, async {
             let response = metered(
                 Scope::partition(container, partition_key),
                 self.container(container).execute_transactional_batch(batch, None),

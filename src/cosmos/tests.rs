@@ -8,7 +8,7 @@ use super::*;
 use crate::test_support::{FaultyDisk, embedded_config};
 
 /// Cosmos DB removes an item `ttl` seconds after its last write, in a container with time to
-/// live on; the embedded store's sweep must too, by a journaled deletion, and a restart must
+/// live on; the embedded store's sweep must too, by a deletion committed to the database, and a restart must
 /// neither forget nor reset an expiry.
 #[tokio::test]
 async fn items_expire_ttl_seconds_after_their_last_write_across_restarts() {

@@ -185,8 +185,8 @@ impl Durability {
 /// What the local change-feed processors follow.
 impl Durability {
     /// The embedded store's position in its write numbering: every write numbered up to it is
-    /// committed (or was refused and undone). `None` on other backends.
-    pub fn journal_position(&self) -> u64 {
+    /// committed (or was refused and undone).
+    pub fn write_position(&self) -> u64 {
         self.database.settled()
     }
 
