@@ -20,6 +20,7 @@ pub mod changefeed;
 pub mod config;
 pub mod cosmos;
 pub mod http;
+pub mod logging;
 pub mod model;
 pub mod scripts;
 pub mod smoke;

@@ -11,31 +11,27 @@ mod comments;
 pub mod error;
 mod extract;
 pub mod feed;
+mod front_door;
 mod host;
 mod likes;
-mod observe;
 pub mod openapi;
 pub mod pages;
 mod posts;
 pub mod serve;
 mod users;
 
-use std::sync::Arc;
-use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{Request, State};
 use axum::http::StatusCode;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter, on, post};
-use tokio::sync::Semaphore;
 
 use crate::app::AppState;
-use crate::changefeed;
 use error::ApiError;
 
 pub use extract::MAX_BODY_BYTES;
+pub use front_door::BODY_TIMEOUT;
+use front_door::FrontDoor;
 
 /// The largest change-feed batch the host may deliver in one invocation.
 pub const HOST_BATCH_BYTES: usize = 64 * 1024 * 1024;
@@ -173,95 +169,12 @@ pub fn router(state: AppState, max_in_flight: usize, host_change_feed: bool) -> 
     router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(axum::middleware::from_fn_with_state(state.clone(), pages::remember_viewer))
-        .layer(axum::middleware::from_fn(pages::security_headers))
-        .layer(axum::middleware::from_fn_with_state(Arc::new(Admission::new(max_in_flight, host_change_feed)), admit))
         // gzip or brotli, for clients that accept it (browsers do): pages and JSON lists are
         // repetitive text. The body is compressed as it is sent, after the handler's work.
         .layer(tower_http::compression::CompressionLayer::new())
-        .layer(axum::middleware::from_fn(observe::per_request))
+        .layer(FrontDoor::new(max_in_flight, host_change_feed, state.auth))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
-}
-
-/// How long a client may take to send a request's body once its headers are in.
-pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The places of requests being worked on: overload is answered 503 at once instead of a place
-/// in an unbounded queue (the host and clients retry; the instance stays healthy). Reads and
-/// writes have places of their own, so that a flood of one kind cannot starve the other: the
-/// front page stays up while writes queue, and the reverse.
-struct Admission {
-    reads: Arc<Semaphore>,
-    writes: Arc<Semaphore>,
-    /// Whether the change-feed routes exist (under the host), and with them their larger bodies.
-    host_batches: bool,
-}
-
-impl Admission {
-    fn new(max_in_flight: usize, host_batches: bool) -> Self {
-        Admission {
-            reads: Arc::new(Semaphore::new(max_in_flight)),
-            writes: Arc::new(Semaphore::new(max_in_flight)),
-            host_batches,
-        }
-    }
-}
-
-/// Reads the whole body first, within [`BODY_TIMEOUT`], and only then takes a place (one set of
-/// places for the whole router: a layer on the router is applied per route, so the count must
-/// live outside): a client that trickles its body holds its own connection, never a place.
-async fn admit(State(admission): State<Arc<Admission>>, request: Request, next: Next) -> Response {
-    let (parts, body) = request.into_parts();
-    let is_host_batch = admission.host_batches
-        && parts.method == axum::http::Method::POST
-        && changefeed::Function::ALL.iter().any(|function| parts.uri.path().strip_prefix('/') == Some(function.name()));
-    let limit = if is_host_batch { HOST_BATCH_BYTES } else { MAX_BODY_BYTES };
-    // A request without a body (every GET a browser sends) has nothing to wait for: no timer.
-    let bytes = if axum::body::HttpBody::is_end_stream(&body) {
-        axum::body::Bytes::new()
-    } else {
-        match read_body(body, limit).await {
-            Ok(bytes) => bytes,
-            Err(refusal) => return refusal,
-        }
-    };
-    let places = if matches!(parts.method, axum::http::Method::GET | axum::http::Method::HEAD) {
-        &admission.reads
-    } else {
-        &admission.writes
-    };
-    match places.clone().try_acquire_owned() {
-        Ok(_place) => next.run(Request::from_parts(parts, axum::body::Body::from(bytes))).await,
-        Err(_) => ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "The handler is at its limit of requests in flight; retry in a moment.",
-        )
-        .into_response(),
-    }
-}
-
-/// The whole body, within [`BODY_TIMEOUT`] and `limit` bytes; otherwise the answer that says
-/// which was exceeded.
-async fn read_body(body: axum::body::Body, limit: usize) -> Result<axum::body::Bytes, Response> {
-    match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, limit)).await {
-        Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(error)) => {
-            let too_large =
-                std::error::Error::source(&error).is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
-            Err(if too_large {
-                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("The request body is over {limit} bytes."))
-            } else {
-                ApiError::bad_request(format!("The request body could not be read: {error}."))
-            }
-            .into_response())
-        }
-        Err(_) => Err(ApiError::new(
-            StatusCode::REQUEST_TIMEOUT,
-            format!("The request body did not arrive within {} s.", BODY_TIMEOUT.as_secs()),
-        )
-        .into_response()),
-    }
 }
 
 /// 404: problem+json under `/api/`, an HTML page elsewhere (a person followed a bad link).
@@ -289,7 +202,8 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::sync::Notify;
 
-    use super::{Admission, admit, serve};
+    use super::{FrontDoor, serve};
+    use crate::config::AuthMode;
 
     /// A server whose `POST /api/hold` waits until released, behind the admission layer.
     async fn held_server(max_in_flight: usize, header_timeout: Duration) -> (String, Arc<Notify>) {
@@ -302,7 +216,7 @@ mod tests {
         let router = Router::new()
             .route("/api/hold", post(move || async move { waiting.notified().await }))
             .route("/api/read", get(|| async { "ok" }))
-            .layer(axum::middleware::from_fn_with_state(Arc::new(Admission::new(max_in_flight, false)), admit));
+            .layer(FrontDoor::new(max_in_flight, false, AuthMode::None));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(serve::serve(listener, router, limits, std::future::pending()));

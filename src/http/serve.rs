@@ -6,7 +6,7 @@
 //! connection, holds a connection (a file descriptor and a task) for as long as it likes. Here
 //! each connection has [`HEADER_TIMEOUT`] to deliver a request's headers, idle kept-alive
 //! connections included (hyper starts the same timer while it waits for the next request); the
-//! body has its own deadline in the admission layer (`super::BODY_TIMEOUT`).
+//! body has its own deadline in the admission layer (`super::BODY_TIMEOUT`, in `front_door`).
 //!
 //! A timeout alone still lets a few hundred silent sockets take every file descriptor for 30 s,
 //! and then nobody is served. So connections are counted against [`Limits::max_connections`],

@@ -25,7 +25,6 @@ pub mod write;
 
 use std::fmt::{self, Display, Write as _};
 
-use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use maud::{DOCTYPE, Markup, Render, html};
@@ -35,7 +34,7 @@ pub use self::forms::{Draft, Field, Refusal, form, submit};
 use super::auth::page_viewer;
 use super::error::ApiError;
 use crate::app::feed::Rendering;
-use crate::app::{AppError, AppState};
+use crate::app::AppError;
 use crate::http::feed::{FEED_CACHE_CONTROL, if_none_match};
 
 /// The stylesheet every page links, served at `/style.css`.
@@ -182,9 +181,9 @@ fn with_etag(mut response: Response, etag: &str, private: bool) -> Response {
     response
 }
 
-/// The page's canonical address, where the request gave one (see [`remember_viewer`]).
+/// The page's canonical address, where the request gave one (see [`PageRequest`]).
 pub fn page_address() -> Option<String> {
-    PAGE_ADDRESS.try_with(Clone::clone).ok().flatten()
+    PAGE_REQUEST.try_with(|page| page.address.clone()).ok().flatten()
 }
 
 impl IntoResponse for Page {
@@ -225,7 +224,7 @@ pub struct PageFeed<'a> {
 /// readers and browsers find both in the `<head>` (`rel="alternate"`, the HTML Standard's feed
 /// autodiscovery). The canonical address (and OpenGraph's `og:url`) is the page's path without
 /// its query, so a shared link with tracking parameters counts as the page itself; it is absolute
-/// when the request said where the blog is (see [`remember_viewer`]).
+/// when the request said where the blog is (see [`PageRequest`]).
 pub fn page_layout(title: &str, viewer: &Viewer, head: Head<'_>, main: Markup) -> String {
     let description = head.description.as_deref().unwrap_or(SITE_DESCRIPTION);
     let address = page_address();
@@ -306,10 +305,9 @@ const CONTENT_SECURITY_POLICY: &str =
 
 /// The headers every answer carries (`nosniff`), and those of HTML pages: the
 /// [`CONTENT_SECURITY_POLICY`], no framing for browsers older than `frame-ancestors`, and links
-/// followed from a post that tell other sites no more than the blog's origin.
-pub async fn security_headers(request: Request, next: axum::middleware::Next) -> Response {
-    let mut response = next.run(request).await;
-    let headers = response.headers_mut();
+/// followed from a post that tell other sites no more than the blog's origin. (Added on the way
+/// out by [`crate::http::front_door`].)
+pub fn add_security_headers(headers: &mut HeaderMap) {
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     let html = headers.get(header::CONTENT_TYPE).is_some_and(|value| value.as_bytes().starts_with(b"text/html"));
     if html {
@@ -317,33 +315,38 @@ pub async fn security_headers(request: Request, next: axum::middleware::Next) ->
         headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
         headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("strict-origin-when-cross-origin"));
     }
-    response
+}
+
+/// What a page request says of itself, read once on the way in (by [`crate::http::front_door`])
+/// and current while its page is rendered: error pages are rendered where no handler asked (a
+/// refused extractor, an unknown path), and must still show who is signed in and where they are.
+pub struct PageRequest {
+    viewer: Option<super::auth::SignedIn>,
+    /// The page's canonical address (`origin` + path, no query), when the request names a host
+    /// a link can hold: every page's `<head>` gives it.
+    address: Option<String>,
 }
 
 tokio::task_local! {
-    /// Who is signed in, for the request being answered: error pages are rendered where no
-    /// handler asked (a refused extractor, an unknown path), and must still show who it is.
-    static SIGNED_IN: Option<super::auth::SignedIn>;
-    /// The page's canonical address (`origin` + path, no query), when the request names a host
-    /// a link can hold: every page's `<head>` gives it.
-    static PAGE_ADDRESS: Option<String>;
+    static PAGE_REQUEST: PageRequest;
 }
 
-/// Reads who is signed in once per page request, for [`PageError`]'s page. (The JSON API's
-/// requests pass through untouched.)
-pub async fn remember_viewer(
-    axum::extract::State(state): axum::extract::State<AppState>,
-    request: Request,
-    next: axum::middleware::Next,
-) -> Response {
-    if request.uri().path().starts_with("/api/") {
-        return next.run(request).await;
+impl PageRequest {
+    /// Who is signed in and where the page is; `None` for the JSON API's requests, which render
+    /// no page.
+    pub fn of(parts: &axum::http::request::Parts, auth: crate::config::AuthMode) -> Option<PageRequest> {
+        if parts.uri.path().starts_with("/api/") {
+            return None;
+        }
+        let viewer = page_viewer(parts, auth);
+        let address = atom::origin(&parts.headers).ok().map(|origin| origin + parts.uri.path());
+        Some(PageRequest { viewer, address })
     }
-    let (parts, body) = request.into_parts();
-    let viewer = page_viewer(&parts, state.auth);
-    let address = atom::origin(&parts.headers).ok().map(|origin| format!("{origin}{}", parts.uri.path()));
-    let page = next.run(Request::from_parts(parts, body));
-    SIGNED_IN.scope(viewer, PAGE_ADDRESS.scope(address, page)).await
+
+    /// Runs `page` with this request current.
+    pub async fn scope<F: Future>(self, page: F) -> F::Output {
+        PAGE_REQUEST.scope(self, page).await
+    }
 }
 
 /// A page that failed: an HTML page with the status and what to do, never problem+json.
@@ -385,7 +388,7 @@ impl IntoResponse for PageError {
                 p { a href="/" { "Go to the front page" } }
             }
         };
-        let viewer = Viewer(SIGNED_IN.try_with(Clone::clone).ok().flatten());
+        let viewer = Viewer(PAGE_REQUEST.try_with(|page| page.viewer.clone()).ok().flatten());
         let private = viewer.id().is_some();
         Page { status, html: layout(heading, &viewer, main), private }.into_response()
     }

@@ -1,0 +1,213 @@
+//! What every request passes on its way in and out, once, around its route:
+//!
+//! 1. **Admission.** The whole body is read first, within [`BODY_TIMEOUT`], and only then is a
+//!    place taken: a client that trickles its body holds its own connection, never a place. Past
+//!    `max_in_flight` places a request is answered 503 at once instead of queued without bound
+//!    (the host and clients retry; the instance stays healthy). Reads and writes have places of
+//!    their own, so that a flood of one kind cannot starve the other.
+//! 2. **The page request.** Who is signed in and the page's address, read once for a page
+//!    ([`PageRequest`]), so that error pages rendered where no handler asked still show them.
+//! 3. **On the way out,** the security headers ([`pages::add_security_headers`]), the request's
+//!    Cosmos cost in headers: `x-ms-request-charge` (RU), `x-cosmos-operations` (database round
+//!    trips) and `x-cosmos-partitions` (the logical partitions they touched, per container:
+//!    `users=1, posts=1`; `posts=*` for a query across all partitions; absent when none), and one
+//!    log line.
+//!
+//! One hand-written layer rather than one `from_fn` layer per concern: each such layer boxes a
+//! future and clones the route it wraps on every request, and with five of them the layers cost
+//! the front page more than its own handler did (BENCHMARKS.md, "The front page against nginx").
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes, HttpBody};
+use axum::extract::{MatchedPath, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tower::{Layer, Service, ServiceExt};
+
+use super::error::ApiError;
+use super::pages::{self, PageRequest};
+use super::{HOST_BATCH_BYTES, MAX_BODY_BYTES};
+use crate::changefeed;
+use crate::config::AuthMode;
+use crate::cosmos::Meter;
+
+/// How long a client may take to send a request's body once its headers are in.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The layer: `router.layer(FrontDoor::new(...))`. A layer on a router is applied to each
+/// route, so what must be counted across routes (the places) lives behind one `Arc`.
+#[derive(Clone)]
+pub struct FrontDoor(Arc<Door>);
+
+struct Door {
+    reads: Arc<Semaphore>,
+    writes: Arc<Semaphore>,
+    /// Whether the change-feed routes exist (under the host), and with them their larger bodies.
+    host_batches: bool,
+    auth: AuthMode,
+}
+
+impl FrontDoor {
+    pub fn new(max_in_flight: usize, host_batches: bool, auth: AuthMode) -> FrontDoor {
+        FrontDoor(Arc::new(Door {
+            reads: Arc::new(Semaphore::new(max_in_flight)),
+            writes: Arc::new(Semaphore::new(max_in_flight)),
+            host_batches,
+            auth,
+        }))
+    }
+}
+
+impl<S> Layer<S> for FrontDoor {
+    type Service = Entrance<S>;
+
+    fn layer(&self, route: S) -> Entrance<S> {
+        Entrance { door: self.0.clone(), route }
+    }
+}
+
+/// One route behind the [`FrontDoor`].
+#[derive(Clone)]
+pub struct Entrance<S> {
+    door: Arc<Door>,
+    route: S,
+}
+
+impl<S> Service<Request> for Entrance<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.route.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> <Self as Service<Request>>::Future {
+        // The route that was polled ready answers this request; a clone waits for the next.
+        let next = self.route.clone();
+        let ready = std::mem::replace(&mut self.route, next);
+        let door = self.door.clone();
+        Box::pin(async move { Ok(door.pass(request, ready).await) })
+    }
+}
+
+impl Door {
+    async fn pass<S>(&self, request: Request, route: S) -> Response
+    where
+        S: Service<Request, Response = Response, Error = Infallible>,
+    {
+        let started = Instant::now();
+        let method = request.method().clone();
+        let matched = request.extensions().get::<MatchedPath>().cloned();
+        let unmatched = matched.is_none().then(|| request.uri().path().to_owned());
+        let meter = Arc::new(Meter::default());
+        let mut response = meter.clone().measure(self.admit(request, route)).await;
+        pages::add_security_headers(response.headers_mut());
+        let route = matched.as_ref().map_or_else(|| unmatched.as_deref().unwrap_or_default(), MatchedPath::as_str);
+        log_and_show_cost(&mut response, &meter, &method, route, started);
+        response
+    }
+
+    /// Reads the body, takes a place, and runs the route, with the page request current.
+    async fn admit<S>(&self, request: Request, route: S) -> Response
+    where
+        S: Service<Request, Response = Response, Error = Infallible>,
+    {
+        let (parts, body) = request.into_parts();
+        let body = match self.read_body(&parts, body).await {
+            Ok(body) => body,
+            Err(refusal) => return refusal,
+        };
+        let Some(_place) = self.place_for(&parts.method) else {
+            return ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The handler is at its limit of requests in flight; retry in a moment.",
+            )
+            .into_response();
+        };
+        let page = PageRequest::of(&parts, self.auth);
+        let answer = route.oneshot(Request::from_parts(parts, body));
+        let answer = async move { answer.await.unwrap_or_else(|never| match never {}) };
+        match page {
+            Some(page) => page.scope(answer).await,
+            None => answer.await,
+        }
+    }
+
+    /// The whole body, within [`BODY_TIMEOUT`] and the route's limit; otherwise the answer that
+    /// says which was exceeded. A request without a body (every GET a browser sends) has
+    /// nothing to wait for: no timer.
+    async fn read_body(&self, parts: &Parts, body: Body) -> Result<Body, Response> {
+        if body.is_end_stream() {
+            return Ok(Body::from(Bytes::new()));
+        }
+        let is_host_batch = self.host_batches
+            && parts.method == Method::POST
+            && changefeed::Function::ALL.iter().any(|function| parts.uri.path().strip_prefix('/') == Some(function.name()));
+        let limit = if is_host_batch { HOST_BATCH_BYTES } else { MAX_BODY_BYTES };
+        match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, limit)).await {
+            Ok(Ok(bytes)) => Ok(Body::from(bytes)),
+            Ok(Err(error)) => {
+                let too_large = std::error::Error::source(&error)
+                    .is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
+                Err(if too_large {
+                    ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("The request body is over {limit} bytes."))
+                } else {
+                    ApiError::bad_request(format!("The request body could not be read: {error}."))
+                }
+                .into_response())
+            }
+            Err(_) => Err(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("The request body did not arrive within {} s.", BODY_TIMEOUT.as_secs()),
+            )
+            .into_response()),
+        }
+    }
+
+    /// A place among the reads' or the writes', if one is free.
+    fn place_for(&self, method: &Method) -> Option<OwnedSemaphorePermit> {
+        let places = if matches!(*method, Method::GET | Method::HEAD) { &self.reads } else { &self.writes };
+        places.clone().try_acquire_owned().ok()
+    }
+}
+
+/// The Cosmos cost headers, and the request's log line.
+fn log_and_show_cost(response: &mut Response, meter: &Meter, method: &Method, route: &str, started: Instant) {
+    let (charge, operations) = meter.totals();
+    let headers = response.headers_mut();
+    // Most page views touch no store (the caches answer them): no formatting for those.
+    let charge_header = if operations == 0 && charge == 0.0 {
+        HeaderValue::from_static("0.00")
+    } else {
+        HeaderValue::from_str(&format!("{charge:.2}")).expect("a number is a header value")
+    };
+    headers.insert("x-ms-request-charge", charge_header);
+    headers.insert("x-cosmos-operations", HeaderValue::from(operations));
+    let partitions = if operations == 0 { String::new() } else { meter.partitions().to_string() };
+    if !partitions.is_empty() {
+        headers.insert("x-cosmos-partitions", HeaderValue::from_str(&partitions).expect("container names are header values"));
+    }
+    tracing::info!(
+        target: "blog::http",
+        %method,
+        route,
+        status = response.status().as_u16(),
+        ru = format_args!("{charge:.2}"),
+        operations,
+        partitions,
+        latency_ms = format_args!("{:.1}", started.elapsed().as_secs_f64() * 1000.0),
+        "request"
+    );
+}
