@@ -10,8 +10,9 @@
 #
 # The handler runs as `cargo run` does (embedded store, development sign-in), seeded with 30
 # posts by one user through the API; nginx gets the page the handler answered, saved to a file,
-# with the same Content-Type. wrk: 2 threads, 16 connections, 10 s, no Accept-Encoding (neither
-# compresses). Each line is one wrk run.
+# with the same Content-Type; a second nginx server also sends the handler's response headers and
+# writes an access log line per request, as the handler does. wrk: 2 threads, 16 connections,
+# 10 s, no Accept-Encoding (none compresses). Each line is one round of wrk runs.
 set -euo pipefail
 rounds=${1:-3}
 log=${2:-info}
@@ -35,7 +36,7 @@ for n in $(seq 30); do
   api -X POST http://127.0.0.1:7071/api/posts -d "{\"userId\":\"writer\",\"title\":\"Post number $n\",\"content\":\"$paragraph\\n\\n$paragraph $paragraph\"}"
 done
 sleep 2  # the change feed copies the posts into the feed
-curl -fs http://127.0.0.1:7071/ > "$work/index.html"
+curl -fs -D "$work/headers" http://127.0.0.1:7071/ > "$work/index.html"
 echo "front page: $(wc -c < "$work/index.html") bytes, $(grep -o '<article' "$work/index.html" | wc -l) posts"
 
 cat > "$work/nginx.conf" <<CONF
@@ -49,12 +50,24 @@ http {
     listen 127.0.0.1:8081;
     location = / { root $work; default_type "text/html; charset=utf-8"; try_files /index.html =404; }
   }
+  # The same page with the work the handler does beside it: its response headers, and a line
+  # per request in a log (nginx's default: written as it happens).
+  server {
+    listen 127.0.0.1:8083;
+    access_log $work/access.log;
+    location = / {
+      root $work; default_type "text/html; charset=utf-8"; try_files /index.html =404;
+$(grep -iv '^\(content-type\|content-length\|date\|vary\|http/\)' "$work/headers" | tr -d '\r' | awk -F': ' 'NF == 2 { gsub(/"/, "\\\"", $2); printf "      add_header %s \"%s\" always;\n", $1, $2 }')
+    }
+  }
 }
 CONF
 nginx -c "$work/nginx.conf"
 "$floor" "$work/index.html" 127.0.0.1:8082 &
 sleep 0.5
+headers() { curl -fsI "$1" | grep -c ':'; }
+echo "headers sent: handler $(headers http://127.0.0.1:7071/), nginx $(headers http://127.0.0.1:8081/), axum floor $(headers http://127.0.0.1:8082/), nginx with the handler's $(headers http://127.0.0.1:8083/)"
 run() { wrk -t2 -c16 -d10s "$1" | awk '/Requests\/sec/ {print $2}'; }
 for round in $(seq "$rounds"); do
-  echo "round $round: handler $(run http://127.0.0.1:7071/) req/s, nginx $(run http://127.0.0.1:8081/) req/s, axum floor $(run http://127.0.0.1:8082/) req/s"
+  echo "round $round: handler $(run http://127.0.0.1:7071/) req/s, nginx $(run http://127.0.0.1:8081/) req/s, axum floor $(run http://127.0.0.1:8082/) req/s, nginx with the handler's headers and an access log $(run http://127.0.0.1:8083/) req/s"
 done

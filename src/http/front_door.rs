@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{MatchedPath, Request};
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, Method, StatusCode};
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::{Layer, Service, ServiceExt};
@@ -183,31 +183,72 @@ impl Door {
     }
 }
 
+const REQUEST_CHARGE: HeaderName = HeaderName::from_static("x-ms-request-charge");
+const OPERATIONS: HeaderName = HeaderName::from_static("x-cosmos-operations");
+const PARTITIONS: HeaderName = HeaderName::from_static("x-cosmos-partitions");
+
 /// The Cosmos cost headers, and the request's log line.
 fn log_and_show_cost(response: &mut Response, meter: &Meter, method: &Method, route: &str, started: Instant) {
     let (charge, operations) = meter.totals();
+    let charge = Hundredths((charge * 100.0).round() as u64);
     let headers = response.headers_mut();
-    // Most page views touch no store (the caches answer them): no formatting for those.
-    let charge_header = if operations == 0 && charge == 0.0 {
-        HeaderValue::from_static("0.00")
+    // Most page views touch no store (the caches answer them): nothing to format for those.
+    if operations == 0 {
+        headers.insert(REQUEST_CHARGE, HeaderValue::from_static("0.00"));
+        headers.insert(OPERATIONS, HeaderValue::from_static("0"));
     } else {
-        HeaderValue::from_str(&format!("{charge:.2}")).expect("a number is a header value")
-    };
-    headers.insert("x-ms-request-charge", charge_header);
-    headers.insert("x-cosmos-operations", HeaderValue::from(operations));
+        headers.insert(REQUEST_CHARGE, HeaderValue::from_str(&charge.to_string()).expect("a number is a header value"));
+        headers.insert(OPERATIONS, HeaderValue::from(operations));
+    }
     let partitions = if operations == 0 { String::new() } else { meter.partitions().to_string() };
     if !partitions.is_empty() {
-        headers.insert("x-cosmos-partitions", HeaderValue::from_str(&partitions).expect("container names are header values"));
+        headers.insert(PARTITIONS, HeaderValue::from_str(&partitions).expect("container names are header values"));
     }
+    let latency = Tenths(u64::try_from(started.elapsed().as_micros() / 100).unwrap_or(u64::MAX));
     tracing::info!(
         target: "blog::http",
         %method,
         route,
         status = response.status().as_u16(),
-        ru = format_args!("{charge:.2}"),
+        ru = %charge,
         operations,
         partitions,
-        latency_ms = format_args!("{:.1}", started.elapsed().as_secs_f64() * 1000.0),
+        latency_ms = %latency,
         "request"
     );
+}
+
+/// A count of hundredths, written as a decimal with two places (`12.50`): request units
+/// without formatting a float on every request.
+struct Hundredths(u64);
+
+impl std::fmt::Display for Hundredths {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{:02}", self.0 / 100, self.0 % 100)
+    }
+}
+
+/// A count of tenths, written with one decimal place (`3.2`): the latency in milliseconds.
+struct Tenths(u64);
+
+impl std::fmt::Display for Tenths {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.0 / 10, self.0 % 10)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Hundredths, Tenths};
+
+    #[test]
+    fn decimals_are_written_as_the_float_formatting_wrote_them() {
+        for (charge, written) in [(0.0, "0.00"), (1.0, "1.00"), (2.857, "2.86"), (10.5, "10.50"), (1234.004, "1234.00")] {
+            assert_eq!(Hundredths((charge * 100.0_f64).round() as u64).to_string(), written);
+            assert_eq!(format!("{charge:.2}"), written);
+        }
+        assert_eq!(Tenths(0).to_string(), "0.0");
+        assert_eq!(Tenths(65).to_string(), "6.5");
+        assert_eq!(Tenths(12_340).to_string(), "1234.0");
+    }
 }

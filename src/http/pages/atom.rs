@@ -82,14 +82,13 @@ fn answer(headers: &HeaderMap, xml: &str) -> Response {
 /// The blog's address as the request reached it: `http(s)://host[:port]`, from
 /// `X-Forwarded-Proto` and `X-Forwarded-Host` or `Host` (the first of a proxy chain's list).
 pub(super) fn origin(headers: &HeaderMap) -> Result<String, ApiError> {
-    let first = |name: header::HeaderName| {
-        headers.get(&name).map(|value| {
+    let first = |name: &header::HeaderName| {
+        headers.get(name).map(|value| {
             let text = value.to_str().map_err(|_| ApiError::bad_request(format!("{name} is not ASCII text.")))?;
-            Ok::<_, ApiError>(text.split(',').next().unwrap_or_default().trim().to_owned())
+            Ok::<_, ApiError>(text.split(',').next().unwrap_or_default().trim())
         })
     };
-    let forwarded_host = header::HeaderName::from_static("x-forwarded-host");
-    let host = match first(forwarded_host).or_else(|| first(header::HOST)) {
+    let host = match first(&X_FORWARDED_HOST).or_else(|| first(&header::HOST)) {
         Some(host) => host?,
         None => return Err(ApiError::bad_request("The request has no Host header: a feed's links need the blog's address.")),
     };
@@ -102,15 +101,22 @@ pub(super) fn origin(headers: &HeaderMap) -> Result<String, ApiError> {
     if !valid {
         return Err(ApiError::bad_request(format!("The host {host:?} is not a host name a link can hold.")));
     }
-    let scheme = match first(header::HeaderName::from_static("x-forwarded-proto")).transpose()? {
-        None => "http".to_owned(),
-        Some(scheme) if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https") => {
-            scheme.to_ascii_lowercase()
-        }
+    let scheme = match first(&X_FORWARDED_PROTO).transpose()? {
+        None => "http",
+        Some(scheme) if scheme.eq_ignore_ascii_case("http") => "http",
+        Some(scheme) if scheme.eq_ignore_ascii_case("https") => "https",
         Some(other) => return Err(ApiError::bad_request(format!("X-Forwarded-Proto {other:?} is neither http nor https."))),
     };
-    Ok(format!("{scheme}://{host}"))
+    // Room for the page's path too, which the pages append (`PageRequest`).
+    let mut origin = String::with_capacity(scheme.len() + 3 + host.len() + 64);
+    origin.push_str(scheme);
+    origin.push_str("://");
+    origin.push_str(host);
+    Ok(origin)
 }
+
+const X_FORWARDED_HOST: header::HeaderName = header::HeaderName::from_static("x-forwarded-host");
+const X_FORWARDED_PROTO: header::HeaderName = header::HeaderName::from_static("x-forwarded-proto");
 
 /// What a feed says of itself.
 struct About {

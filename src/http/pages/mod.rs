@@ -339,7 +339,10 @@ impl PageRequest {
             return None;
         }
         let viewer = page_viewer(parts, auth);
-        let address = atom::origin(&parts.headers).ok().map(|origin| origin + parts.uri.path());
+        let address = atom::origin(&parts.headers).ok().map(|mut address| {
+            address.push_str(parts.uri.path());
+            address
+        });
         Some(PageRequest { viewer, address })
     }
 
