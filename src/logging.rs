@@ -394,7 +394,12 @@ mod tests {
             let inner = tracing::warn_span!("batch");
             let _inner = inner.enter();
             tracing::info!(target: "blog::http", method = %"GET", route = "/posts/{postId}", status = 200_u64, ru = format_args!("{:.2}", 1.25), operations = 2, partitions = "posts=1", latency_ms = 0.5_f64, "request");
-            tracing::warn!(attempt = -1_i64, retry = true, error = &error as &(dyn std::error::Error + 'static), "cannot reach Cosmos DB yet");
+            tracing::warn!(
+                attempt = -1_i64,
+                retry = true,
+                error = &error as &(dyn std::error::Error + 'static),
+                "cannot reach Cosmos DB yet"
+            );
             tracing::error!("a message with \x1b[31mcolour\x1b[0m, \u{85}, a \"quote\" and\nnewline");
             tracing::debug!(r#type = "post", "raw identifier");
         });

@@ -868,6 +868,43 @@ async fn sign_in_from_a_post_returns_to_it_and_the_comment_forms_address_opens_t
     assert_eq!((reopened.status, reopened.location()), (StatusCode::SEE_OTHER, &*format!("/posts/{post}#comments")));
 }
 
+/// A form sent after its writer's sign-in ended (signed out in another tab, an expired
+/// session) is not sent: the form comes back with what they typed, says why, and links to the
+/// sign-in that returns to it; signed in again, the same text goes through.
+#[tokio::test]
+async fn a_form_sent_after_the_sign_in_ended_keeps_the_text_and_leads_back_through_sign_in() {
+    let app = TestApp::start().await;
+    let author = app.user("author").await;
+    let post = app.post_by(&author, "Worth a comment").await;
+    let mut browser = Browser::new(&app);
+    browser.sign_up("reader", "Reader").await;
+    browser.cookie = None;
+    let typed = "A comment written while the session ran out";
+    let refused = browser.submit(&format!("/posts/{post}/comments"), &[("content", typed)]).await;
+    assert_eq!(refused.status, StatusCode::UNAUTHORIZED, "{}", refused.html);
+    assert!(refused.html.contains(&escape(blog::http::pages::SIGNED_OUT)), "{}", refused.html);
+    assert!(refused.html.contains(typed), "what was typed is kept: {}", refused.html);
+    let back = format!("/signin?return=%2Fposts%2F{post}%2Fcomments");
+    assert!(refused.html.contains(&format!("href=\"{back}\"")), "{}", refused.html);
+
+    let signed_in = browser.submit(&back, &[("user", "reader")]).await;
+    assert_eq!(signed_in.location(), format!("/posts/{post}/comments"));
+    browser.cookie = Some(signed_in.header("set-cookie").split(';').next().unwrap().to_owned());
+    let reopened = browser.get(signed_in.location()).await;
+    assert_eq!(reopened.location(), format!("/posts/{post}#comments"));
+    let sent = browser.submit(&format!("/posts/{post}/comments"), &[("content", typed)]).await;
+    assert_eq!(sent.status, StatusCode::SEE_OTHER, "{}", sent.html);
+    let page = browser.get(&format!("/posts/{post}")).await;
+    assert!(page.html.contains(typed), "{}", page.html);
+
+    // The same on the new post form.
+    browser.cookie = None;
+    let refused = browser.submit("/write", &[("title", "A title kept"), ("content", typed)]).await;
+    assert_eq!(refused.status, StatusCode::UNAUTHORIZED, "{}", refused.html);
+    assert!(refused.html.contains("value=\"A title kept\"") && refused.html.contains(typed), "{}", refused.html);
+    assert!(refused.html.contains("href=\"/signin?return=%2Fwrite\""), "{}", refused.html);
+}
+
 /// Issue 21, finding 12: the post page's reads are shared by its viewers for a second, as the
 /// front page's are: a burst of views of a popular post costs its three reads about once a
 /// second; a write through this instance shows at once; the page revalidates with an ETag.

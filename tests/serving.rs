@@ -64,3 +64,43 @@ async fn silent_sockets_past_the_descriptor_limit_do_not_take_reads_down() {
     // The first silent sockets were the ones closed to make room.
     assert!(closed_within(&mut silent[0], Duration::from_secs(15)).await, "the longest-silent socket was closed");
 }
+
+/// The README: "at `info`, one line per request; lines are written to stdout by a thread of
+/// their own". As `main` sets the log up: each request's line arrives within the writer's flush
+/// interval in the layout of the other lines (`tracing-subscriber`'s, without colour), and lines
+/// still in memory when the host stops the worker (SIGTERM) are written before it exits.
+#[tokio::test]
+async fn each_request_logs_one_line_and_none_is_lost_when_the_worker_is_stopped() {
+    let data = tempfile::tempdir().unwrap();
+    let handler = Handler::start(data.path(), &[]);
+    let client = reqwest::Client::new();
+    assert_eq!(client.get(format!("{}/", handler.base)).send().await.unwrap().status(), 200);
+    let line_of = |log: &[String], route: &str| {
+        log.iter().find(|line| line.contains(&format!("request method=GET route=\"{route}\""))).cloned()
+    };
+    let started = std::time::Instant::now();
+    let front_page = loop {
+        if let Some(line) = line_of(&handler.log.lock().unwrap(), "/") {
+            break line;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "no line for GET /: {:?}", handler.log.lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let (time, rest) = front_page.split_once(' ').unwrap();
+    assert!(time::OffsetDateTime::parse(time, &time::format_description::well_known::Rfc3339).is_ok(), "{front_page}");
+    let fields = rest.strip_prefix(" INFO blog::http: request ").unwrap_or_else(|| panic!("{front_page}"));
+    let names: Vec<&str> = fields.split(' ').map(|field| field.split_once('=').unwrap().0).collect();
+    assert_eq!(names, ["method", "route", "status", "ru", "operations", "partitions", "latency_ms"], "{front_page}");
+    assert!(fields.contains(" status=200 "), "{front_page}");
+
+    // A burst, then SIGTERM at once: every line is in the log when the process has exited.
+    for n in 0..50 {
+        client.get(format!("{}/api/users/nobody-{n}", handler.base)).send().await.unwrap();
+    }
+    let log = handler.log.clone();
+    assert!(tokio::task::spawn_blocking(move || handler.stop()).await.unwrap().success());
+    let log = log.lock().unwrap();
+    let answered = log.iter().filter(|line| line.contains("route=\"/api/users/{userId}\" status=404")).count();
+    assert_eq!(answered, 50, "{log:?}");
+    assert!(log.iter().any(|line| line.contains("INFO handler: shutting down")), "{log:?}");
+}

@@ -159,8 +159,8 @@ impl Door {
         match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, limit)).await {
             Ok(Ok(bytes)) => Ok(Body::from(bytes)),
             Ok(Err(error)) => {
-                let too_large = std::error::Error::source(&error)
-                    .is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
+                let too_large =
+                    std::error::Error::source(&error).is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
                 Err(if too_large {
                     ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("The request body is over {limit} bytes."))
                 } else {

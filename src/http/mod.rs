@@ -20,7 +20,6 @@ mod posts;
 pub mod serve;
 mod users;
 
-
 use axum::Router;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};

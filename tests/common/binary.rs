@@ -5,12 +5,17 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 
 /// A running handler process; killed when dropped.
 pub struct Handler {
     child: Child,
     /// `http://127.0.0.1:<port>`, without a trailing slash.
     pub base: String,
+    /// The lines it has written to stdout so far: its log.
+    pub log: Arc<Mutex<Vec<String>>>,
+    /// The thread that reads its stdout until the process closes it.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Handler {
@@ -56,8 +61,11 @@ impl Handler {
                 let address = line[at + "serving on ".len()..].split_whitespace().next().unwrap();
                 let base = address.trim_end_matches('/').to_owned();
                 // Keep draining its log, so that it never blocks on a full pipe.
-                std::thread::spawn(move || lines.for_each(drop));
-                return Handler { child, base };
+                let log = Arc::new(Mutex::new(Vec::new()));
+                let kept = log.clone();
+                let reader =
+                    std::thread::spawn(move || lines.map_while(Result::ok).for_each(|line| kept.lock().unwrap().push(line)));
+                return Handler { child, base, log, reader: Some(reader) };
             }
         }
         let _ = child.kill();
@@ -68,6 +76,16 @@ impl Handler {
     /// `host:port`, for raw sockets.
     pub fn address(&self) -> &str {
         self.base.trim_start_matches("http://")
+    }
+
+    /// SIGTERM, as the host sends when it recycles the worker, and the wait for the process to
+    /// exit and its stdout to close; what it wrote is then all in [`Handler::log`].
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        // SAFETY: kill(2) on our own child's pid, with a valid signal.
+        assert_eq!(unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) }, 0);
+        let status = self.child.wait().unwrap();
+        self.reader.take().unwrap().join().unwrap();
+        status
     }
 
     /// SIGKILL: no shutdown code runs.

@@ -14,7 +14,15 @@ use crate::http::error::ApiError;
 pub struct Refusal {
     pub field: Option<&'static str>,
     pub detail: String,
+    /// Refused because nobody is signed in (any more): the form offers to sign in and come back.
+    pub signed_out: bool,
 }
+
+/// What a form says when it was sent by nobody signed in: its page showed the form to someone
+/// signed in, so their sign-in ended meanwhile (signed out in another tab, the cookie or the
+/// platform's session expired).
+pub const SIGNED_OUT: &str =
+    "You are no longer signed in, so this was not sent. Copy what you typed, sign in, then send it again.";
 
 /// What a form says when the person writing has no user yet: the API's "`userId` names no
 /// existing user" speaks of a field the form does not have.
@@ -24,10 +32,13 @@ pub const NO_PROFILE_YET: &str =
 impl Refusal {
     pub fn of(error: &ApiError, fields: &[&'static str]) -> Refusal {
         if error.status == StatusCode::UNPROCESSABLE_ENTITY && error.detail.starts_with("`userId`") {
-            return Refusal { field: None, detail: NO_PROFILE_YET.to_owned() };
+            return Refusal { field: None, detail: NO_PROFILE_YET.to_owned(), signed_out: false };
+        }
+        if error.status == StatusCode::UNAUTHORIZED {
+            return Refusal { field: None, detail: SIGNED_OUT.to_owned(), signed_out: true };
         }
         let field = fields.iter().copied().find(|field| error.detail.starts_with(&format!("`{field}`")));
-        Refusal { field, detail: error.detail.clone() }
+        Refusal { field, detail: error.detail.clone(), signed_out: false }
     }
 
     /// The detail as shown under `field`: the API names its fields in backticks (`` `content` ``),
@@ -36,9 +47,9 @@ impl Refusal {
         self.detail.replacen(&format!("`{}`", field.name), field.label, 1)
     }
 
-    /// The refusal's detail when it is about no field in particular.
-    fn general(refusal: Option<&Refusal>) -> Option<&str> {
-        refusal.filter(|refusal| refusal.field.is_none()).map(|refusal| refusal.detail.as_str())
+    /// The refusal when it is about no field in particular.
+    fn general(refusal: Option<&Refusal>) -> Option<&Refusal> {
+        refusal.filter(|refusal| refusal.field.is_none())
     }
 }
 
@@ -72,8 +83,15 @@ pub struct Field {
 pub fn form(action: &str, id: &str, fields: &[Field], draft: &Draft, submit: &str) -> Markup {
     html! {
         form class="write" method="post" action=(esc(action)) id=(id) {
-            @if let Some(detail) = Refusal::general(draft.refusal.as_ref()) {
-                p class="error" role="alert" id={ (id) "-error" } { (esc(detail)) }
+            @if let Some(refusal) = Refusal::general(draft.refusal.as_ref()) {
+                p class="error" role="alert" id={ (id) "-error" } {
+                    (esc(&refusal.detail))
+                    // Back to this form's address after signing in: each one that writes from a
+                    // page also answers GET with that page.
+                    @if refusal.signed_out {
+                        " " a href={ "/signin?return=" (super::url_part(action)) } { "Sign in" }
+                    }
+                }
             }
             @for field in fields {
                 (form_field(id, field, draft))
@@ -117,7 +135,8 @@ fn form_field(form_id: &str, field: &Field, draft: &Draft) -> Markup {
 /// `redirect_to(written)` (post/redirect/get); refused, `refused(error)`, the form's page again
 /// with the refusal next to its field and what was typed kept. A server failure is the error
 /// page instead, and so is a refusal with one of the `error_pages` statuses, which the form's
-/// page is not the place to show. Nobody signed in is a refusal like any other (401).
+/// page is not the place to show. Nobody signed in is a refusal like any other (401), whose form
+/// keeps what was typed and links to the sign-in that returns to it ([`SIGNED_OUT`]).
 pub async fn submit<T>(
     viewer: &Viewer,
     write: impl AsyncFnOnce(&Caller) -> AppResult<T>,

@@ -30,11 +30,11 @@ use axum::response::{IntoResponse, Response};
 use maud::{DOCTYPE, Markup, Render, html};
 
 pub use self::extractors::{Form, PageId, PageIds, PageQuery, SameOrigin, Viewer};
-pub use self::forms::{Draft, Field, Refusal, form, submit};
+pub use self::forms::{Draft, Field, Refusal, SIGNED_OUT, form, submit};
 use super::auth::page_viewer;
 use super::error::ApiError;
-use crate::app::feed::Rendering;
 use crate::app::AppError;
+use crate::app::feed::Rendering;
 use crate::http::feed::{FEED_CACHE_CONTROL, if_none_match};
 
 /// The stylesheet every page links, served at `/style.css`.

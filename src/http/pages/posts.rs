@@ -207,7 +207,9 @@ async fn render_post(
                     a rel="next" href={ "/posts/" (id) "?continuationToken=" (url_part(token)) "#comments" } { "More comments" }
                 }
             }
-            @if viewer.id().is_some() {
+            // Also to someone whose sign-in ended while they wrote: what they typed, and why it
+            // was not sent.
+            @if viewer.id().is_some() || extra.comment.refusal.is_some() {
                 (form(&format!("/posts/{id}/comments"), "comment", &COMMENT_FIELDS, &extra.comment, "Comment"))
             }
         }

@@ -101,8 +101,10 @@ fn post_form_page(viewer: &Viewer, editing: Option<&str>, draft: Draft, status: 
     };
     let main = html! {
         h1 { (heading) }
-        @if viewer.id().is_none() {
-            p { a href="/signin" { "Sign in" } " to write." }
+        // Signed out with nothing typed: where to sign in. Signed out with a refused draft (the
+        // sign-in ended while they wrote): the form, with what they typed and why.
+        @if viewer.id().is_none() && draft.refusal.is_none() {
+            p { a href={ "/signin?return=" (url_part(&action)) } { "Sign in" } " to write." }
         } @else {
             (form(&action, "post", &POST_FIELDS, &draft, submit))
             // Leaving the edit changes nothing: back to the post as it is.
