@@ -9,7 +9,7 @@ mod line_format;
 mod writer;
 
 pub use line_format::LineFormat;
-pub use writer::{BATCH_BYTES, BatchedWriter, FLUSH_EVERY, Flusher, MAX_WAITING_BYTES, batched};
+pub use writer::{BATCH_BYTES, BatchedWriter, FLUSH_EVERY, Flusher, LAST_BATCH_WAIT, MAX_WAITING_BYTES, batched};
 
 /// What the writer thread wrote, and in how many calls: the tests' stdout.
 #[cfg(test)]

@@ -9,11 +9,11 @@
 //!
 //! Nothing is dropped: when the writer falls [`MAX_WAITING_BYTES`] behind (stdout blocked), a
 //! line waits for room. Lines still in memory when the process is killed are lost, at most
-//! [`FLUSH_EVERY`]'s worth; an orderly exit writes them ([`Flusher`]'s drop).
+//! [`FLUSH_EVERY`]'s worth; an orderly exit writes them ([`Flusher`]'s drop), waiting at most
+//! [`LAST_BATCH_WAIT`] for a stdout that no longer takes them.
 
 use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// How long a line may wait in memory before it is written.
@@ -47,8 +47,13 @@ pub struct BatchedWriter {
 /// Writes what is waiting when dropped, and stops the writer thread.
 pub struct Flusher {
     shared: Arc<Shared>,
-    thread: Option<JoinHandle<()>>,
+    /// Says when the writer thread has written its last batch.
+    done: std::sync::mpsc::Receiver<()>,
 }
+
+/// How long an exit waits for the last batch: a stdout nobody reads any more must not keep
+/// the process from exiting (`tracing-appender`'s guard waits a second too).
+pub const LAST_BATCH_WAIT: Duration = Duration::from_secs(1);
 
 /// A writer of batches to `out` on a thread of its own, and the guard that writes the last
 /// batch (keep it alive as long as lines are logged).
@@ -59,11 +64,15 @@ pub fn batched(out: impl Write + Send + 'static) -> (BatchedWriter, Flusher) {
         room: Condvar::new(),
     });
     let writer = shared.clone();
-    let thread = std::thread::Builder::new()
+    let (finished, done) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
         .name("log-writer".to_owned())
-        .spawn(move || write_batches(&writer, out))
+        .spawn(move || {
+            write_batches(&writer, out);
+            let _ = finished.send(());
+        })
         .expect("a thread for the log writer");
-    (BatchedWriter { shared: shared.clone() }, Flusher { shared, thread: Some(thread) })
+    (BatchedWriter { shared: shared.clone() }, Flusher { shared, done })
 }
 
 /// The writer thread: takes the waiting lines whole, leaving an empty buffer of the same
@@ -132,9 +141,7 @@ impl Drop for Flusher {
     fn drop(&mut self) {
         lock(&self.shared.state).closed = true;
         self.shared.batch_ready.notify_one();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        let _ = self.done.recv_timeout(LAST_BATCH_WAIT);
     }
 }
 
@@ -180,5 +187,27 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         assert_eq!(out.0.lock().unwrap().0, b"alone\n");
+    }
+
+    /// A stdout that takes nothing (its reader gone, a full pipe) does not keep the handler
+    /// from exiting: the drop gives up after `LAST_BATCH_WAIT`.
+    #[test]
+    fn an_exit_waits_for_a_stdout_that_takes_nothing_only_a_moment() {
+        struct Stuck;
+        impl Write for Stuck {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                loop {
+                    std::thread::park();
+                }
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let (mut writer, flusher) = batched(Stuck);
+        writer.write_all(b"never written\n").unwrap();
+        let started = Instant::now();
+        drop(flusher);
+        assert!(started.elapsed() < super::LAST_BATCH_WAIT * 5, "{:?}", started.elapsed());
     }
 }
