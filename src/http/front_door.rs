@@ -109,6 +109,7 @@ impl Door {
     {
         let started = Instant::now();
         let method = request.method().clone();
+        // The log names the route as declared (`/posts/{postId}`), or the path where none matched.
         let matched = request.extensions().get::<MatchedPath>().cloned();
         let unmatched = matched.is_none().then(|| request.uri().path().to_owned());
         let meter = Arc::new(Meter::default());
