@@ -19,8 +19,10 @@ pub struct Viewer(pub Option<SignedIn>);
 impl FromRequestParts<AppState> for Viewer {
     type Rejection = std::convert::Infallible;
 
+    /// As the front door read it for the page request (`PageRequest`), or read here where no
+    /// page request is current.
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        Ok(Viewer(page_viewer(parts, state.auth)))
+        Ok(Viewer(super::PageRequest::current_viewer().unwrap_or_else(|| page_viewer(parts, state.auth))))
     }
 }
 

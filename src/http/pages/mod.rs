@@ -350,6 +350,12 @@ impl PageRequest {
     pub async fn scope<F: Future>(self, page: F) -> F::Output {
         PAGE_REQUEST.scope(self, page).await
     }
+
+    /// Who is signed in on the page request being answered, as read on its way in; `None`
+    /// outside one.
+    pub(super) fn current_viewer() -> Option<Option<super::auth::SignedIn>> {
+        PAGE_REQUEST.try_with(|page| page.viewer.clone()).ok()
+    }
 }
 
 /// A page that failed: an HTML page with the status and what to do, never problem+json.
@@ -391,7 +397,7 @@ impl IntoResponse for PageError {
                 p { a href="/" { "Go to the front page" } }
             }
         };
-        let viewer = Viewer(PAGE_REQUEST.try_with(|page| page.viewer.clone()).ok().flatten());
+        let viewer = Viewer(PageRequest::current_viewer().flatten());
         let private = viewer.id().is_some();
         Page { status, html: layout(heading, &viewer, main), private }.into_response()
     }
