@@ -151,7 +151,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::super::Recorded;
-    use super::{FLUSH_EVERY, batched};
+    use super::batched;
 
     #[test]
     fn lines_arrive_whole_in_order_and_in_few_writes_and_the_last_on_drop() {
@@ -176,23 +176,26 @@ mod tests {
         assert!(written.iter().zip(&lines).all(|(written, line)| *written == line.trim_end()));
     }
 
+    /// A line that fills no batch is still written: the writer wakes by itself (every
+    /// `FLUSH_EVERY`). The wait below only bounds a broken writer; it measures nothing.
     #[test]
-    fn a_lone_line_is_written_within_the_flush_interval() {
+    fn a_lone_line_is_written_without_more_lines_after_it() {
         let out = Recorded::default();
         let (mut writer, _flusher) = batched(out.clone());
         writer.write_all(b"alone\n").unwrap();
         let started = Instant::now();
         while out.0.lock().unwrap().0.is_empty() {
-            assert!(started.elapsed() < FLUSH_EVERY * 40, "the line was never written");
+            assert!(started.elapsed() < Duration::from_secs(30), "the line was never written");
             std::thread::sleep(Duration::from_millis(5));
         }
         assert_eq!(out.0.lock().unwrap().0, b"alone\n");
     }
 
     /// A stdout that takes nothing (its reader gone, a full pipe) does not keep the handler
-    /// from exiting: the drop gives up after `LAST_BATCH_WAIT`.
+    /// from exiting: the drop gives up (after `LAST_BATCH_WAIT`) instead of waiting forever. The
+    /// bound below only tells "gave up" from "hung"; it measures nothing.
     #[test]
-    fn an_exit_waits_for_a_stdout_that_takes_nothing_only_a_moment() {
+    fn an_exit_does_not_wait_forever_for_a_stdout_that_takes_nothing() {
         struct Stuck;
         impl Write for Stuck {
             fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
@@ -208,6 +211,6 @@ mod tests {
         writer.write_all(b"never written\n").unwrap();
         let started = Instant::now();
         drop(flusher);
-        assert!(started.elapsed() < super::LAST_BATCH_WAIT * 5, "{:?}", started.elapsed());
+        assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
     }
 }
