@@ -184,7 +184,10 @@ async fn dead_letters(config: Config, action: Option<&str>) -> Result<(), Handle
     }
 }
 
-/// Ctrl-C locally; SIGTERM from the host when it recycles the worker.
+/// Ctrl-C locally; SIGTERM from a service manager or a container's stop. (The Functions host
+/// does not send it: it ends its worker with `Process.Kill()`, SIGKILL on Linux, in
+/// `WorkerProcess.Dispose`, azure-functions-host `src/WebJobs.Script/Workers/ProcessManagement/
+/// WorkerProcess.cs`; then no shutdown code runs, as under `kill -9`.)
 async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;

@@ -68,7 +68,9 @@ async fn silent_sockets_past_the_descriptor_limit_do_not_take_reads_down() {
 /// The README: "at `info`, one line per request; lines are written to stdout by a thread of
 /// their own". As `main` sets the log up: each request's line arrives within the writer's flush
 /// interval in the layout of the other lines (`tracing-subscriber`'s, without colour), and lines
-/// still in memory when the host stops the worker (SIGTERM) are written before it exits.
+/// still in memory when the handler is stopped in order (SIGTERM: a service manager, a
+/// container's stop) are written before it exits. (The Functions host kills its worker instead,
+/// with SIGKILL: see `shutdown_signal` in `src/main.rs`.)
 #[tokio::test]
 async fn each_request_logs_one_line_and_none_is_lost_when_the_worker_is_stopped() {
     let data = tempfile::tempdir().unwrap();

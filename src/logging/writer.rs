@@ -9,8 +9,9 @@
 //!
 //! Nothing is dropped: when the writer falls [`MAX_WAITING_BYTES`] behind (stdout blocked), a
 //! line waits for room. Lines still in memory when the process is killed are lost, at most
-//! [`FLUSH_EVERY`]'s worth; an orderly exit writes them ([`Flusher`]'s drop), waiting at most
-//! [`LAST_BATCH_WAIT`] for a stdout that no longer takes them.
+//! [`FLUSH_EVERY`]'s worth (the Functions host ends its worker that way, with SIGKILL); an
+//! orderly exit writes them ([`Flusher`]'s drop), waiting at most [`LAST_BATCH_WAIT`] for a
+//! stdout that no longer takes them.
 
 use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
