@@ -741,13 +741,15 @@ async fn right_to_left_names_and_titles_are_isolated_from_the_text_around_them()
     assert!(user_page.contains("<h1 dir=\"auto\">فاطمة الزهراء</h1>"), "{user_page}");
 }
 
-/// The head of the answer to `GET path` with `Accept-Encoding: encoding`, sent on a raw socket
-/// (an HTTP client library may decompress and drop `Content-Encoding` before the test sees it).
+/// The head of the answer to `GET path` with `Accept-Encoding: encoding` (none if empty), sent
+/// on a raw socket (an HTTP client library may decompress and drop `Content-Encoding` before the
+/// test sees it).
 async fn head_with_encoding(app: &TestApp, path: &str, encoding: &str) -> HeaderMap {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let address = app.base.trim_start_matches("http://");
     let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nAccept-Encoding: {encoding}\r\nConnection: close\r\n\r\n");
+    let accept = if encoding.is_empty() { String::new() } else { format!("Accept-Encoding: {encoding}\r\n") };
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\n{accept}Connection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut answer = Vec::new();
     stream.read_to_end(&mut answer).await.unwrap();
@@ -772,6 +774,13 @@ async fn pages_are_compressed_and_carry_security_headers() {
     for path in ["/".to_owned(), format!("/posts/{post}"), "/signin".to_owned(), "/posts/missing".to_owned()] {
         let headers = head_with_encoding(&app, &path, "gzip").await;
         assert_eq!(headers["content-encoding"], "gzip", "{path}: {headers:?}");
+        // Not compressed for a client that accepts no encoding, and a shared cache is told that
+        // the answer depends on it either way.
+        let plain = head_with_encoding(&app, &path, "").await;
+        assert!(plain.get("content-encoding").is_none(), "{path}: {plain:?}");
+        for answer in [&headers, &plain] {
+            assert!(answer.get_all("vary").iter().any(|vary| vary == "accept-encoding"), "{path}: {answer:?}");
+        }
         let policy = headers["content-security-policy"].to_str().unwrap();
         assert!(policy.contains("default-src 'none'") && policy.contains("style-src 'self'"), "{path}: {policy}");
         assert!(policy.contains("frame-ancestors 'none'") && !policy.contains("unsafe-inline"), "{path}: {policy}");

@@ -168,9 +168,6 @@ pub fn router(state: AppState, max_in_flight: usize, host_change_feed: bool) -> 
     router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        // gzip or brotli, for clients that accept it (browsers do): pages and JSON lists are
-        // repetitive text. The body is compressed as it is sent, after the handler's work.
-        .layer(tower_http::compression::CompressionLayer::new())
         .layer(FrontDoor::new(max_in_flight, host_change_feed, state.auth))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
