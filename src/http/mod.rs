@@ -212,6 +212,7 @@ mod tests {
         let router = Router::new()
             .route("/api/hold", post(move || async move { waiting.notified().await }))
             .route("/api/read", get(|| async { "ok" }))
+            .route("/api/trickle", get(trickle))
             .layer(FrontDoor::new(max_in_flight, false, AuthMode::None));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
@@ -231,6 +232,25 @@ mod tests {
         assert_eq!(client.get(format!("{base}/api/read")).send().await.unwrap().status(), 200, "writes do not starve reads");
         release.notify_waiters();
         assert_eq!(held.await.unwrap().unwrap().status(), 200);
+    }
+
+    /// An answer whose body comes in four parts, 150 ms apart.
+    async fn trickle() -> axum::body::Body {
+        use futures::StreamExt;
+        let parts = futures::stream::iter(0..4).then(|part| async move {
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            Ok::<_, std::io::Error>(format!("part {part}\n"))
+        });
+        axum::body::Body::from_stream(parts)
+    }
+
+    /// The header timeout is a connection's wait for a request: an answer that takes longer than
+    /// it to send is not cut off.
+    #[tokio::test]
+    async fn an_answer_slower_than_the_header_timeout_is_sent_whole() {
+        let (base, _release) = held_server(1, Duration::from_millis(300)).await;
+        let body = reqwest::get(format!("{base}/api/trickle")).await.unwrap().text().await.unwrap();
+        assert_eq!(body, "part 0\npart 1\npart 2\npart 3\n");
     }
 
     #[tokio::test]

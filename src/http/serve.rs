@@ -1,12 +1,17 @@
 //! The HTTP/1 server loop `Blog::serve` runs: the timeouts and the connection limit that
 //! `axum::serve` leaves out.
 //!
-//! `axum::serve` gives hyper no timer, so hyper's header read timeout never fires: a client that
-//! opens connections and sends headers slowly, or never sends the next request on a kept-alive
-//! connection, holds a connection (a file descriptor and a task) for as long as it likes. Here
-//! each connection has [`HEADER_TIMEOUT`] to deliver a request's headers, idle kept-alive
-//! connections included (hyper starts the same timer while it waits for the next request); the
-//! body has its own deadline in the admission layer (`super::BODY_TIMEOUT`, in `front_door`).
+//! `axum::serve` has no header timeout: a client that opens connections and sends headers
+//! slowly, or never sends the next request on a kept-alive connection, holds a connection (a file
+//! descriptor and a task) for as long as it likes. Here each connection has [`HEADER_TIMEOUT`] to
+//! deliver a request's headers, idle kept-alive connections included; the body has its own
+//! deadline in the front door (`super::BODY_TIMEOUT`).
+//!
+//! The timeout is kept by the connection's own task, from the time the connection has waited for
+//! a request (the same window as hyper's `header_read_timeout`: from the end of the last answer
+//! to the end of the next request's headers), with one timer per connection that is looked at
+//! when it fires. hyper's own timeout arms a new timer for every request, and that cost the front
+//! page 5 % of its throughput (BENCHMARKS.md, "The front page against nginx").
 //!
 //! A timeout alone still lets a few hundred silent sockets take every file descriptor for 30 s,
 //! and then nobody is served. So connections are counted against [`Limits::max_connections`],
@@ -21,7 +26,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use axum::body::{Body, Bytes, HttpBody};
+use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -141,12 +147,26 @@ struct Connections {
 /// One connection, as [`Connections`] sees it.
 struct Tracked {
     id: u64,
-    /// Requests being answered on it (hyper serves HTTP/1 requests one at a time: 0 or 1).
+    /// Requests being answered on it, from their whole headers to the last of their answer's
+    /// body (hyper serves HTTP/1 requests one at a time: 0 or 1).
     in_flight: AtomicUsize,
-    /// Since when it has waited for a request: its opening, or the end of its last request.
+    /// Since when it has waited for a request: its opening, or the end of its last answer.
     waiting_since: Mutex<Instant>,
     /// Told when the server needs its descriptor back.
     evict: Notify,
+}
+
+impl Tracked {
+    /// When the connection's wait for a request's headers runs out, if it is waiting for one;
+    /// `None` if that time has passed.
+    fn wait_ends(&self, header_timeout: Duration) -> Option<Instant> {
+        let waiting_since = *self.waiting_since.lock().expect("never poisoned");
+        let now = Instant::now();
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            return Some(now + header_timeout);
+        }
+        Some(waiting_since + header_timeout).filter(|ends| *ends > now)
+    }
 }
 
 impl Connections {
@@ -186,7 +206,8 @@ impl Connections {
     }
 }
 
-/// Marks its connection as working on a request while it lives.
+/// Marks its connection as working on a request while it lives: in the answer's body, which
+/// hyper drops once it has the last of it.
 struct Busy(Arc<Tracked>);
 
 impl Busy {
@@ -203,7 +224,35 @@ impl Drop for Busy {
     }
 }
 
-/// Serves one connection until it closes, is evicted, or the server shuts down; returns its id.
+/// An answer's body, with its connection marked as working on the request until the body is
+/// done.
+struct Answering {
+    body: Body,
+    _busy: Busy,
+}
+
+impl HttpBody for Answering {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, axum::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// Serves one connection until it closes, is evicted, waits too long for a request's headers,
+/// or the server shuts down; returns its id.
 async fn connection(
     stream: TcpStream,
     router: Router,
@@ -217,22 +266,29 @@ async fn connection(
         let busy = Busy::start(&marker);
         let answer = hyper::service::Service::call(&inner, request);
         async move {
-            let response = answer.await;
-            drop(busy);
-            response
+            let response = answer.await?;
+            Ok::<_, std::convert::Infallible>(response.map(|body| Answering { body, _busy: busy }))
         }
     });
+    // hyper's own header timeout is off: this task keeps it (see the module's doc).
     let mut builder = hyper::server::conn::http1::Builder::new();
-    builder.timer(TokioTimer::new()).header_read_timeout(header_timeout);
+    builder.header_read_timeout(None);
     let connection = builder.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(connection);
     let closed = async move {
         let _ = closing.wait_for(|closing| *closing).await;
     };
     tokio::pin!(closed);
+    let wait_ends = tokio::time::sleep(header_timeout);
+    tokio::pin!(wait_ends);
     loop {
         tokio::select! {
             _ = connection.as_mut() => break,
+            () = wait_ends.as_mut() => match tracked.wait_ends(header_timeout) {
+                Some(ends) => wait_ends.as_mut().reset(ends.into()),
+                // Dropped: the socket is closed, as hyper closes it when its own timeout fires.
+                None => break,
+            },
             () = tracked.evict.notified() => {
                 // Chosen while it waited for a request; if one has just begun, it is answered
                 // and the connection closed after it.
