@@ -244,8 +244,9 @@ mod tests {
         axum::body::Body::from_stream(parts)
     }
 
-    /// The header timeout is a connection's wait for a request: an answer that takes longer than
-    /// it to send is not cut off.
+    /// The README: "An answer takes as long as the client takes to read it". The header timeout
+    /// is a connection's wait for a request, on the server loop `main` runs (`serve::serve`): an
+    /// answer that takes longer than the timeout to send is not cut off.
     #[tokio::test]
     async fn an_answer_slower_than_the_header_timeout_is_sent_whole() {
         let (base, _release) = held_server(1, Duration::from_millis(300)).await;
