@@ -18,8 +18,9 @@
 //! One hand-written layer rather than one `from_fn` layer per concern: each such layer boxes a
 //! future and clones the route it wraps on every request, and with five of them the layers cost
 //! the front page more than its own handler did (BENCHMARKS.md, "The front page against nginx").
-//! Compression is here for the same reason: as a router layer of its own it cost a request that
-//! accepts no encoding 8 % of the front page's throughput, for a box around every route.
+//! Compression is here so that it runs only for a request that accepts an encoding: as a router
+//! layer of its own it ran for every request, and cost one that accepts none 8 % of the front
+//! page's throughput (BENCHMARKS.md, "what each part costs").
 
 use std::convert::Infallible;
 use std::pin::Pin;
