@@ -192,7 +192,9 @@ impl Door {
 
 /// The route's answer, compressed when the request accepts an encoding that fits the answer.
 /// An answer that could have been compressed says `Vary: Accept-Encoding` either way, so that a
-/// shared cache does not hand a compressed answer to a client that cannot read it.
+/// shared cache does not hand a compressed answer to a client that cannot read it: without
+/// `Accept-Encoding`, the `Vary` is added on the same condition as tower-http's compression adds
+/// it (`ResponseFuture::poll` in its `src/compression/future.rs`).
 async fn compressed_as_accepted<S>(route: S, request: Request) -> Response
 where
     S: Service<Request, Response = Response, Error = Infallible>,
@@ -203,7 +205,16 @@ where
         return response.map(Body::new);
     }
     let mut response = route.oneshot(request).await.unwrap_or_else(|never| match never {});
-    if DefaultPredicate::new().should_compress(&response) {
+    let headers = response.headers();
+    let compressible = !headers.contains_key(header::CONTENT_ENCODING)
+        && !headers.contains_key(header::CONTENT_RANGE)
+        && DefaultPredicate::new().should_compress(&response);
+    let accept_encoding = header::ACCEPT_ENCODING.as_str().as_bytes();
+    let said = headers
+        .get_all(header::VARY)
+        .iter()
+        .any(|vary| vary.as_bytes().windows(accept_encoding.len()).any(|name| name.eq_ignore_ascii_case(accept_encoding)));
+    if compressible && !said {
         response.headers_mut().append(header::VARY, HeaderValue::from_static("accept-encoding"));
     }
     response
