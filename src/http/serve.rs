@@ -10,8 +10,10 @@
 //! The timeout is kept by the connection's own task, from the time the connection has waited for
 //! a request (the same window as hyper's `header_read_timeout`: from the end of the last answer
 //! to the end of the next request's headers), with one timer per connection that is looked at
-//! when it fires. hyper's own timeout arms a new timer for every request, and that cost the front
-//! page 5 % of its throughput (BENCHMARKS.md, "The front page against nginx").
+//! when it fires. hyper's own timeout arms a new timer for every request (`Conn::poll_read_head`
+//! in hyper's `src/proto/h1/conn.rs` makes a `Sleep` when it starts reading a head and drops it
+//! once the head is read), and that cost the front page 5 % of its throughput (BENCHMARKS.md,
+//! "The front page against nginx").
 //!
 //! A timeout alone still lets a few hundred silent sockets take every file descriptor for 30 s,
 //! and then nobody is served. So connections are counted against [`Limits::max_connections`],
