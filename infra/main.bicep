@@ -34,11 +34,24 @@ param tokenSigningKey string = newGuid()
 @description('Create the Entra ID app registration people sign in with, in this deployment (needs the right to create applications in the tenant: by default every member user has it). false with no authClientId: a read-only blog, on purpose.')
 param createAppRegistration bool = true
 
+@description('Who may sign in to a registration created here: AzureADMyOrg, the people of this tenant; AzureADMultipleOrgs, people of any Entra ID (work or school) tenant. Personal Microsoft accounts cannot sign in through App Service Authentication with a managed identity as credential, which serves workforce tenants only (docs/deploy.md, "A public blog").')
+@allowed([
+  'AzureADMyOrg'
+  'AzureADMultipleOrgs'
+])
+param signInAudience string = 'AzureADMyOrg'
+
 @description('Client id of an app registration that already exists, to use instead of creating one (then its redirect URI, credential and exposed API are yours to set: docs/deploy.md). Empty: create one (createAppRegistration).')
 param authClientId string = ''
 
 @description('The identifier URI (audience) of that existing registration\'s API, when it has one.')
 param authIdentifierUri string = ''
+
+@description('Client ids of other applications allowed to call the blog\'s API with a user\'s token (besides the blog\'s own sign-in and the Azure CLI). App Service Authentication refuses tokens issued to any other application of the tenant.')
+param apiClientApplicationIds array = []
+
+@description('Required by tenants whose app management policy asks every new registration for a Service Tree id or other service management reference (Graph answers 400 otherwise: docs/deploy.md). Empty: none.')
+param serviceManagementReference string = ''
 
 @description('Object id of the operator: gets the Cosmos DB data-plane role (handler rebuild-copies, dead-letters) and owns the app registration. Defaults to whoever deploys; empty: nobody.')
 param operatorPrincipalId string = deployer().objectId
@@ -52,6 +65,7 @@ var suffix = uniqueString(resourceGroup().id)
 var cleanPrefix = toLower(replace(namePrefix, '-', ''))
 var names = {
   identity: 'id-${namePrefix}-${suffix}'
+  signInIdentity: 'id-${namePrefix}-signin-${suffix}'
   storage: take('st${cleanPrefix}${suffix}', 24)
   cosmos: toLower('cosmos-${namePrefix}-${suffix}')
   logAnalytics: 'log-${namePrefix}-${suffix}'
@@ -71,6 +85,20 @@ resource identity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' 
   location: location
   tags: tags
 }
+
+// The registration's credential, and nothing else: App Service Authentication redeems sign-in
+// codes with a token of this identity ("Use a managed identity instead of a secret", which asks
+// that the identity be used for this only). It holds no role anywhere, so a token it gets
+// opens no data.
+resource signInIdentity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
+  name: names.signInIdentity
+  location: location
+  tags: tags
+}
+
+// The Azure CLI's well-known application id (Microsoft's first-party client): pre-authorized for
+// the API's scope (the smoke test's token, without a consent prompt), and allowed to call it.
+var azureCliAppId = '04b07795-8ddb-461a-bbee-02f9e1bf7b46'
 
 // Logs and telemetry of the Functions host and the handler.
 module monitoring 'modules/monitoring.bicep' = {
@@ -116,8 +144,13 @@ module signIn 'modules/signin.bicep' = if (createSignIn) {
     uniqueName: 'blog-${suffix}'
     displayName: 'Cosmos DB blog (${names.functionApp})'
     appHostName: '${names.functionApp}.azurewebsites.net'
-    identityPrincipalId: identity.properties.principalId
+    credentialPrincipalId: signInIdentity.properties.principalId
     ownerObjectId: operatorPrincipalId
+    preAuthorizedAppIds: [
+      azureCliAppId
+    ]
+    serviceManagementReference: serviceManagementReference
+    signInAudience: signInAudience
   }
 }
 
@@ -141,8 +174,14 @@ module functionApp 'modules/functionapp.bicep' = {
     cosmosEndpoint: cosmos.outputs.endpoint
     databaseName: cosmos.outputs.databaseName
     maximumInstanceCount: maximumInstanceCount
+    signInIdentityId: signInIdentity.id
+    signInIdentityClientId: signInIdentity.properties.clientId
     authClientId: signInClientId
+    authMultipleTenants: createSignIn && signInAudience == 'AzureADMultipleOrgs'
     authAudiences: filter([signInClientId, signInIdentifierUri], audience => !empty(audience))
+    // The tokens App Service Authentication accepts: those the blog's own sign-in gets (the
+    // pages' session), the Azure CLI's, and those of the applications the operator names.
+    authAllowedApplications: union([signInClientId, azureCliAppId], apiClientApplicationIds)
     tokenSigningKey: tokenSigningKey
   }
 }
@@ -154,6 +193,8 @@ output BLOG_FUNCTION_APP_NAME string = functionApp.outputs.name
 output BLOG_SIGN_IN string = signInMode
 output BLOG_AUTH_CLIENT_ID string = signInClientId
 output BLOG_API_IDENTIFIER_URI string = signInIdentifierUri
+// The identity an existing registration (authClientId) must trust as a federated credential.
+output BLOG_SIGN_IN_IDENTITY_PRINCIPAL_ID string = signInIdentity.properties.principalId
 output BLOG_API_SCOPE string = createSignIn ? signIn.outputs.scope : ''
 output BLOG_COSMOS_ENDPOINT string = cosmos.outputs.endpoint
 output BLOG_COSMOS_DATABASE string = cosmos.outputs.databaseName

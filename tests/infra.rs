@@ -346,6 +346,29 @@ const READ_ONLY: u64 = 2;
 /// Properties a resource declaration may carry that are Bicep's, not the resource provider's.
 const BICEP_RESOURCE_KEYWORDS: [&str; 3] = ["parent", "scope", "dependsOn"];
 
+/// Where Azure's type definitions are known to be wrong: a top-level property the resource
+/// provider requires although its type definition lacks it. The type check accepts exactly these;
+/// `known_type_inaccuracies_are_still_needed_and_followed` holds each one to its resource in
+/// `infra/` and fails once the vendored types are fixed (then the entry goes).
+struct TypeInaccuracy {
+    type_name: &'static str,
+    property: &'static str,
+    /// What Azure answers without it, and where that is reported.
+    evidence: &'static str,
+}
+
+const KNOWN_TYPE_INACCURACIES: [TypeInaccuracy; 1] = [TypeInaccuracy {
+    type_name: "Microsoft.Web/sites/basicPublishingCredentialsPolicies",
+    property: "location",
+    evidence: "App Service answers 400 'The parameter location has an invalid value' (ExtendedCode 51008) without it: \
+               Azure/bicep-types-az issues 1317, 1526, 1529, 1571 (open, labelled inaccuracy), Azure/bicep 5531 and 7396; \
+               Microsoft's AVM module avm/res/web/site/basic-publishing-credentials-policy sets it",
+}];
+
+fn known_inaccuracy(type_name: &str, property: &str) -> Option<&'static TypeInaccuracy> {
+    KNOWN_TYPE_INACCURACIES.iter().find(|known| known.type_name == type_name && known.property == property)
+}
+
 /// The type definitions of every provider in the folder: each file is one array of types that
 /// refer to each other by index (`{"$ref": "#/12"}`), so a type is (file, index).
 struct Schemas {
@@ -454,6 +477,8 @@ fn reference_index(reference: &Value) -> usize {
 struct TypeChecker<'a> {
     schemas: &'a Schemas,
     file: &'a BicepFile,
+    /// The type of the resource being checked, for [`KNOWN_TYPE_INACCURACIES`].
+    resource_type: String,
     problems: Vec<String>,
 }
 
@@ -519,6 +544,9 @@ impl TypeChecker<'_> {
                 continue; // a computed key (`'${identity.id}': {}`): only a map takes those
             };
             if resource_top && BICEP_RESOURCE_KEYWORDS.contains(&key.as_str()) {
+                continue;
+            }
+            if resource_top && !schema.properties.contains_key(key) && known_inaccuracy(&self.resource_type, key).is_some() {
                 continue;
             }
             let here = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
@@ -626,8 +654,9 @@ fn every_resource_matches_its_azure_type_definition() {
     let files = bicep_files();
     let mut problems = Vec::new();
     for file in &files {
-        let mut checker = TypeChecker { schemas: &schemas, file, problems: Vec::new() };
+        let mut checker = TypeChecker { schemas: &schemas, file, resource_type: String::new(), problems: Vec::new() };
         for resource in file.resources() {
+            checker.resource_type = resource.type_name().to_owned();
             // Child resources are declared with `parent:` and their full type name; a nested
             // declaration's short type name would not be found here either.
             let Some(type_ref) = schemas.resources.get(&resource.type_and_version) else {
@@ -643,6 +672,74 @@ fn every_resource_matches_its_azure_type_definition() {
         problems.extend(checker.problems);
     }
     assert_no_problems("resources that do not match their Azure type definitions", &problems);
+}
+
+/// Each exception to the type check is still an exception (the vendored type definition still
+/// lacks the property: when a refreshed file has it, the entry goes), and every resource of that
+/// type in `infra/` sets the property, since Azure refuses it otherwise.
+#[test]
+fn known_type_inaccuracies_are_still_needed_and_followed() {
+    let schemas = Schemas::load();
+    let files = bicep_files();
+    let mut problems = Vec::new();
+    for known in &KNOWN_TYPE_INACCURACIES {
+        let versions: Vec<&String> =
+            schemas.resources.keys().filter(|name| name.split('@').next() == Some(known.type_name)).collect();
+        for version in &versions {
+            let type_ref = schemas.resources[*version];
+            let elements = schemas.get(type_ref)["elements"].as_object().cloned().unwrap_or_default();
+            let mut names: Vec<String> = elements.keys().cloned().collect();
+            if names.is_empty() {
+                names.push(String::new());
+            }
+            for name in names {
+                let schema = schemas.object_schema(type_ref, &|_| Some(name.clone())).expect("an object type");
+                if schema.properties.contains_key(known.property) {
+                    problems.push(format!(
+                        "{version} ({name}) now defines {}: remove it from KNOWN_TYPE_INACCURACIES",
+                        known.property
+                    ));
+                }
+            }
+        }
+        let resources = resources_of_type(&files, known.type_name);
+        if resources.is_empty() {
+            problems.push(format!("no {} in infra/: remove it from KNOWN_TYPE_INACCURACIES", known.type_name));
+        }
+        for resource in resources {
+            if resource.file.property(resource.body, known.property).is_none() {
+                problems.push(format!("{}: lacks {}, which Azure requires: {}", resource.at(), known.property, known.evidence));
+            }
+        }
+    }
+    assert_no_problems("known inaccuracies of Azure's type definitions", &problems);
+}
+
+/// FTP and the SCM site's user names and passwords are off: both policies, `allow: false`, and
+/// each with the `location` Azure requires of them (see [`KNOWN_TYPE_INACCURACIES`]).
+#[test]
+fn publishing_with_passwords_is_off_and_the_policies_carry_location() {
+    let files = bicep_files();
+    let policies = resources_of_type(&files, "Microsoft.Web/sites/basicPublishingCredentialsPolicies");
+    let mut problems = Vec::new();
+    for name in ["scm", "ftp"] {
+        let Some(policy) = policies.iter().find(|policy| policy.literal_at(&["name"]) == Some(json!(name))) else {
+            problems.push(format!("no basicPublishingCredentialsPolicies '{name}'"));
+            continue;
+        };
+        if policy.literal_at(&["properties", "allow"]) != Some(json!(false)) {
+            problems.push(format!("{}: properties.allow must be false", policy.at()));
+        }
+        match policy.file.property(policy.body, "location") {
+            Some(location) if expression(policy.file, location) == "location" => {}
+            other => problems.push(format!(
+                "{}: location must be the app's (the module's `location`), found {:?}",
+                policy.at(),
+                other.map(|node| expression(policy.file, node))
+            )),
+        }
+    }
+    assert_no_problems("publishing credentials policies", &problems);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1078,30 +1175,59 @@ fn sign_in_is_wired_between_the_registration_and_the_app() {
         module_argument(main, "modules/functionapp.bicep", "authClientId"),
         "createSignIn ? signIn.outputs.clientId : authClientId"
     );
+    // The issuer is the tenant's own v2.0 one, or `organizations` when other tenants may sign in.
     let v2_issuer = "'${environment().authentication.loginEndpoint}${tenant().tenantId}/v2.0'";
     assert_eq!(
         expression_at(&auth, &["properties", "identityProviders", "azureActiveDirectory", "registration", "openIdIssuer"]),
-        v2_issuer
+        format!("authMultipleTenants ? '${{environment().authentication.loginEndpoint}}organizations/v2.0' : {v2_issuer}")
     );
+    assert_eq!(
+        module_argument(main, "modules/functionapp.bicep", "authMultipleTenants"),
+        "createSignIn && signInAudience == 'AzureADMultipleOrgs'"
+    );
+    assert_eq!(expression_at(&registration, &["signInAudience"]), "signInAudience");
+    assert_eq!(module_argument(main, "modules/signin.bicep", "signInAudience"), "signInAudience");
 
     // The Azure CLI is pre-authorized for the one scope, by the scope's own id.
     let scope = first_item(&registration, &["api", "oauth2PermissionScopes"]);
-    let pre_authorized = first_item(&registration, &["api", "preAuthorizedApplications"]);
+    let pre_authorized =
+        registration.file.resolve(registration.file.path(registration.body, &["api", "preAuthorizedApplications"]).unwrap());
+    assert_eq!(pre_authorized.kind(), "for_statement", "one pre-authorization per client");
+    let pre_authorized = pre_authorized.child_by_field_name("body").unwrap();
     let scope_id = signin.property(scope, "id").map(|id| signin.text(id).to_owned());
     let permitted =
         signin.path(pre_authorized, &["delegatedPermissionIds"]).map(|ids| signin.text(named_children(ids)[0]).to_owned());
     assert_eq!(scope_id, permitted, "the pre-authorization names the scope's id");
-    assert_eq!(
-        signin.literal(signin.property(pre_authorized, "appId").unwrap()),
-        Some(json!("04b07795-8ddb-461a-bbee-02f9e1bf7b46"))
-    );
+    assert_eq!(module_argument(main, "modules/signin.bicep", "preAuthorizedAppIds"), "[ azureCliAppId ]");
+    assert_eq!(main.literal(main.variable("azureCliAppId").unwrap()), Some(json!("04b07795-8ddb-461a-bbee-02f9e1bf7b46")));
     assert_eq!(signin.literal(signin.property(scope, "type").unwrap()), Some(json!("User")), "a delegated scope");
+
+    // Only the blog's own sign-in, the Azure CLI and the applications the operator names may
+    // call with a token: without the policy, any application of the tenant could.
+    assert_eq!(
+        expression_at(
+            &auth,
+            &[
+                "properties",
+                "identityProviders",
+                "azureActiveDirectory",
+                "validation",
+                "defaultAuthorizationPolicy",
+                "allowedApplications"
+            ]
+        ),
+        "authAllowedApplications"
+    );
+    assert_eq!(
+        module_argument(main, "modules/functionapp.bicep", "authAllowedApplications"),
+        "union([signInClientId, azureCliAppId], apiClientApplicationIds)"
+    );
 
     // The managed identity is the registration's credential: issuer, subject and audience.
     let credential = only_resource(signin, "Microsoft.Graph/applications/federatedIdentityCredentials");
     assert_eq!(expression_at(&credential, &["issuer"]), v2_issuer);
-    assert_eq!(expression_at(&credential, &["subject"]), "identityPrincipalId");
-    assert_eq!(module_argument(main, "modules/signin.bicep", "identityPrincipalId"), "identity.properties.principalId");
+    assert_eq!(expression_at(&credential, &["subject"]), "credentialPrincipalId");
+    assert_eq!(module_argument(main, "modules/signin.bicep", "credentialPrincipalId"), "signInIdentity.properties.principalId");
     assert_eq!(credential.literal_at(&["audiences"]), Some(json!(["api://AzureADTokenExchange"])));
     assert!(
         expression_at(&credential, &["name"]).starts_with("'${registration.uniqueName}/"),
@@ -1123,13 +1249,58 @@ fn sign_in_is_wired_between_the_registration_and_the_app() {
         .into_iter()
         .any(|entry| {
             app.property(entry, "name").and_then(|name| app.literal(name)) == setting
-                && app.property(entry, "value").map(|value| expression(app, value)).as_deref() == Some("identityClientId")
+                && app.property(entry, "value").map(|value| expression(app, value)).as_deref() == Some("signInIdentityClientId")
         });
-    assert!(holds_client_id, "an app setting named {setting:?} holds identityClientId");
+    assert!(holds_client_id, "an app setting named {setting:?} holds signInIdentityClientId");
+    assert_eq!(
+        module_argument(main, "modules/functionapp.bicep", "signInIdentityClientId"),
+        "signInIdentity.properties.clientId"
+    );
     assert_eq!(module_argument(main, "modules/functionapp.bicep", "identityClientId"), "identity.properties.clientId");
 
     // azd deploys the service to the site with its tag.
     assert!(expression_at(&site, &["tags"]).contains("'azd-service-name': 'blog'"), "{}", expression_at(&site, &["tags"]));
+}
+
+/// The registration's credential is an identity of its own ("Use a managed identity instead of a
+/// secret" asks that it be used for nothing else): assigned to the app beside the app's identity,
+/// named by the sign-in setting only, and given no role, so a token it gets opens no data.
+#[test]
+fn the_sign_in_credential_is_an_identity_used_for_nothing_else() {
+    let files = bicep_files();
+    let (main, app) = (infra_file(&files, "main.bicep"), infra_file(&files, "modules/functionapp.bicep"));
+    let identities = resources_of_type(&files, "Microsoft.ManagedIdentity/userAssignedIdentities");
+    let symbols: BTreeSet<&str> = identities.iter().map(|identity| identity.symbol.as_str()).collect();
+    assert_eq!(symbols, BTreeSet::from(["identity", "signInIdentity"]), "two identities: the app's, and the credential");
+    assert_ne!(main.variable("names").map(|names| main.path(names, &["signInIdentity"]).map(|n| expression(main, n))), None);
+
+    let site = only_resource(app, SITE);
+    assert_eq!(
+        expression_at(&site, &["identity", "userAssignedIdentities"]),
+        "{ '${identityId}': {} '${signInIdentityId}': {} }",
+        "both identities are the app's"
+    );
+    assert_eq!(module_argument(main, "modules/functionapp.bicep", "signInIdentityId"), "signInIdentity.id");
+
+    // Its principal id goes to the federated credential and nowhere else: every role this
+    // deployment assigns is given through a module parameter that takes a principal id.
+    let mut given_to = Vec::new();
+    for module in descendants(main.tree.root_node()).into_iter().filter(|node| node.kind() == "module_declaration") {
+        let path = first_child_of_kind(module, "string").and_then(|path| main.string_literal(path)).unwrap_or_default();
+        let body = resource_body(module).expect("a module has a body");
+        let Some(params) = main.path(body, &["params"]) else { continue };
+        for (name, value) in main.object_entries(main.resolve(params)) {
+            let name = name.unwrap_or_default();
+            if name.to_lowercase().ends_with("principalid") && expression(main, value).contains("signInIdentity") {
+                given_to.push(format!("{path}: {name}"));
+            }
+        }
+    }
+    assert_eq!(
+        given_to,
+        ["modules/signin.bicep: credentialPrincipalId"],
+        "the sign-in identity's principal id is the credential's only"
+    );
 }
 
 /// The operator who deploys may run `handler rebuild-copies` and `dead-letters`: the account

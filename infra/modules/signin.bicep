@@ -25,14 +25,20 @@ param displayName string
 @description('Host name of the function app, e.g. func-blog-xxxx.azurewebsites.net.')
 param appHostName string
 
-@description('Principal id of the function app\'s user-assigned identity: the subject of the federated credential.')
-param identityPrincipalId string
+@description('Principal id of the user-assigned identity App Service Authentication signs in with (used for nothing else): the subject of the federated credential.')
+param credentialPrincipalId string
 
 @description('Object id of the user who owns the registration (may update and delete it); empty: none.')
 param ownerObjectId string
 
-// The Azure CLI's well-known application id (Microsoft's first-party client).
-var azureCliAppId = '04b07795-8ddb-461a-bbee-02f9e1bf7b46'
+@description('Client applications pre-authorized for the API\'s scope (no consent prompt): the Azure CLI.')
+param preAuthorizedAppIds array
+
+@description('AzureADMyOrg (this tenant) or AzureADMultipleOrgs (any work or school tenant).')
+param signInAudience string
+
+@description('The service management reference a tenant\'s app management policy may require; empty: none.')
+param serviceManagementReference string
 
 var identifierUri = 'api://${tenant().tenantId}/${uniqueName}'
 
@@ -43,7 +49,8 @@ var scopeId = guid(tenant().tenantId, uniqueName, 'user_impersonation')
 resource registration 'Microsoft.Graph/applications@v1.0' = {
   uniqueName: uniqueName
   displayName: displayName
-  signInAudience: 'AzureADMyOrg'
+  signInAudience: signInAudience
+  serviceManagementReference: empty(serviceManagementReference) ? null : serviceManagementReference
   identifierUris: [
     identifierUri
   ]
@@ -64,14 +71,12 @@ resource registration 'Microsoft.Graph/applications@v1.0' = {
         userConsentDescription: 'Lets the application write posts, comments and likes to the blog as you.'
       }
     ]
-    preAuthorizedApplications: [
-      {
-        appId: azureCliAppId
-        delegatedPermissionIds: [
-          scopeId
-        ]
-      }
-    ]
+    preAuthorizedApplications: [for appId in preAuthorizedAppIds: {
+      appId: appId
+      delegatedPermissionIds: [
+        scopeId
+      ]
+    }]
   }
   web: {
     redirectUris: [
@@ -101,7 +106,7 @@ resource identityCredential 'Microsoft.Graph/applications/federatedIdentityCrede
   name: '${registration.uniqueName}/function-app-identity'
   description: 'The blog\'s function app signs users in with its managed identity instead of a secret.'
   issuer: '${environment().authentication.loginEndpoint}${tenant().tenantId}/v2.0'
-  subject: identityPrincipalId
+  subject: credentialPrincipalId
   audiences: [
     'api://AzureADTokenExchange'
   ]
