@@ -1202,6 +1202,22 @@ fn sign_in_is_wired_between_the_registration_and_the_app() {
     assert_eq!(main.literal(main.variable("azureCliAppId").unwrap()), Some(json!("04b07795-8ddb-461a-bbee-02f9e1bf7b46")));
     assert_eq!(signin.literal(signin.property(scope, "type").unwrap()), Some(json!("User")), "a delegated scope");
 
+    // The sign-in's OpenID Connect scopes are declared, for an administrator's one consent.
+    let graph = first_item(&registration, &["requiredResourceAccess"]);
+    assert_eq!(
+        signin.literal(signin.property(graph, "resourceAppId").unwrap()),
+        Some(json!("00000003-0000-0000-c000-000000000000"))
+    );
+    assert_eq!(
+        signin.literal(signin.property(graph, "resourceAccess").unwrap()),
+        Some(json!([
+            {"id": "37f7f235-527c-4136-accd-4a02d197296e", "type": "Scope"},
+            {"id": "14dad69e-099b-42c9-810b-d002981feec1", "type": "Scope"},
+            {"id": "64a6cdd6-aab1-4aaf-94b8-3cc8405e90d0", "type": "Scope"}
+        ])),
+        "openid, profile, email"
+    );
+
     // Only the blog's own sign-in, the Azure CLI and the applications the operator names may
     // call with a token: without the policy, any application of the tenant could.
     assert_eq!(

@@ -40,6 +40,9 @@ param signInAudience string
 @description('The service management reference a tenant\'s app management policy may require; empty: none.')
 param serviceManagementReference string
 
+// Microsoft Graph's well-known application id.
+var microsoftGraphAppId = '00000003-0000-0000-c000-000000000000'
+
 var identifierUri = 'api://${tenant().tenantId}/${uniqueName}'
 
 // A scope id is a GUID chosen by the registration's author; deterministic, so that a redeployment
@@ -78,6 +81,30 @@ resource registration 'Microsoft.Graph/applications@v1.0' = {
       ]
     }]
   }
+  // What App Service Authentication's sign-in asks of each person: Microsoft Graph's OpenID
+  // Connect scopes. Declared, so that where user consent is off an administrator grants them once
+  // for everyone ("Grant admin consent", or .../adminconsent?client_id=<clientId>, docs/deploy.md)
+  // instead of each first sign-in stopping at "Need admin approval" (AADSTS90094). Declaring
+  // grants nothing by itself.
+  requiredResourceAccess: [
+    {
+      resourceAppId: microsoftGraphAppId
+      resourceAccess: [
+        {
+          id: '37f7f235-527c-4136-accd-4a02d197296e' // openid
+          type: 'Scope'
+        }
+        {
+          id: '14dad69e-099b-42c9-810b-d002981feec1' // profile
+          type: 'Scope'
+        }
+        {
+          id: '64a6cdd6-aab1-4aaf-94b8-3cc8405e90d0' // email
+          type: 'Scope'
+        }
+      ]
+    }
+  ]
   web: {
     redirectUris: [
       'https://${appHostName}/.auth/login/aad/callback'
