@@ -7,7 +7,51 @@
 // (docs/deploy.md). The Entra ID app registration is part of the deployment (modules/signin.bicep).
 targetScope = 'resourceGroup'
 
-@description('Azure region for every resource.')
+// Flex Consumption, the function app's plan, is offered in these regions only; elsewhere the
+// deployment would stop at the plan, after the account and the app registration were made. The
+// list is the one Microsoft's azd samples for Flex Consumption allow (Azure-Samples/
+// functions-quickstart-dotnet-azd and mcp-sdk-functions-hosting-python, infra/main.bicep, 2026-02),
+// without the canary region eastus2euap; `az functionapp list-flexconsumption-locations` gives
+// today's (docs/deploy.md, "Regions").
+@description('Azure region for every resource: one where Flex Consumption is offered.')
+@allowed([
+  'australiaeast'
+  'australiasoutheast'
+  'brazilsouth'
+  'canadacentral'
+  'centralindia'
+  'centralus'
+  'eastasia'
+  'eastus'
+  'eastus2'
+  'francecentral'
+  'germanywestcentral'
+  'italynorth'
+  'japaneast'
+  'koreacentral'
+  'northcentralus'
+  'northeurope'
+  'norwayeast'
+  'southafricanorth'
+  'southcentralus'
+  'southeastasia'
+  'southindia'
+  'spaincentral'
+  'swedencentral'
+  'uaenorth'
+  'uksouth'
+  'ukwest'
+  'westcentralus'
+  'westeurope'
+  'westus'
+  'westus2'
+  'westus3'
+])
+@metadata({
+  azd: {
+    type: 'location'
+  }
+})
 param location string = resourceGroup().location
 
 @description('Prefix of every resource name (letters, digits and hyphens).')
@@ -199,4 +243,6 @@ output BLOG_API_SCOPE string = createSignIn ? signIn.outputs.scope : ''
 output BLOG_COSMOS_ENDPOINT string = cosmos.outputs.endpoint
 output BLOG_COSMOS_DATABASE string = cosmos.outputs.databaseName
 output BLOG_RESOURCE_GROUP string = resourceGroup().name
+// The tenant the registration is in: the smoke test asks it for a token (az ... --tenant).
+output BLOG_TENANT_ID string = tenant().tenantId
 output BLOG_APP_INSIGHTS_NAME string = names.appInsights

@@ -17,3 +17,13 @@ param createAppRegistration = true
 param tags = {
   project: 'cosmos-blog'
 }
+
+// Other applications allowed to call the API with a token, comma-separated, from the environment
+// (`azd env set BLOG_API_CLIENT_IDS <id>,<id>`: azd compiles this file with its environment,
+// azure-dev bicep_provider.go). The GitHub workflow names its own principal here, whose smoke
+// test writes with an application token.
+param apiClientApplicationIds = empty(readEnvironmentVariable('BLOG_API_CLIENT_IDS', '')) ? [] : split(readEnvironmentVariable('BLOG_API_CLIENT_IDS', ''), ',')
+
+// A tenant whose app management policy requires a service management reference on every new
+// registration: `azd env set BLOG_SERVICE_MANAGEMENT_REFERENCE <value>` (docs/deploy.md).
+param serviceManagementReference = readEnvironmentVariable('BLOG_SERVICE_MANAGEMENT_REFERENCE', '')

@@ -1047,6 +1047,67 @@ fn nothing_flex_consumption_refuses() {
 // people can sign in to)
 // ---------------------------------------------------------------------------------------------
 
+/// The regions where Flex Consumption is offered, as Microsoft's azd samples for the plan allow
+/// them (Azure-Samples/functions-quickstart-dotnet-azd, infra/main.bicep at 9633052, 2026-02-21;
+/// the same list in mcp-sdk-functions-hosting-python at 42f632c), without the canary region
+/// eastus2euap that ordinary subscriptions cannot use. `az functionapp
+/// list-flexconsumption-locations` gives today's list.
+const FLEX_CONSUMPTION_REGIONS: [&str; 31] = [
+    "australiaeast",
+    "australiasoutheast",
+    "brazilsouth",
+    "canadacentral",
+    "centralindia",
+    "centralus",
+    "eastasia",
+    "eastus",
+    "eastus2",
+    "francecentral",
+    "germanywestcentral",
+    "italynorth",
+    "japaneast",
+    "koreacentral",
+    "northcentralus",
+    "northeurope",
+    "norwayeast",
+    "southafricanorth",
+    "southcentralus",
+    "southeastasia",
+    "southindia",
+    "spaincentral",
+    "swedencentral",
+    "uaenorth",
+    "uksouth",
+    "ukwest",
+    "westcentralus",
+    "westeurope",
+    "westus",
+    "westus2",
+    "westus3",
+];
+
+/// `location` takes only a Flex Consumption region: anywhere else the deployment would fail at
+/// the plan, after the account and the app registration were already made.
+#[test]
+fn location_is_a_flex_consumption_region() {
+    let files = bicep_files();
+    let main = infra_file(&files, "main.bicep");
+    let decorators = parameter_decorators(main, "location").expect("main.bicep: param location");
+    let allowed = decorators.iter().find(|decorator| decorator.starts_with("allowed(")).expect("param location has @allowed");
+    let regions: Vec<String> = allowed
+        .trim_start_matches("allowed(")
+        .trim_end_matches(')')
+        .split_whitespace()
+        .filter(|word| word.starts_with('\''))
+        .map(|word| word.trim_matches('\'').to_owned())
+        .collect();
+    assert_eq!(regions, FLEX_CONSUMPTION_REGIONS, "the allowed regions are the Flex Consumption list");
+    assert!(decorators.iter().any(|decorator| decorator.contains("type: 'location'")), "azd's location prompt: {decorators:?}");
+    for module in ["modules/functionapp.bicep", "modules/cosmos.bicep", "modules/storage.bicep", "modules/monitoring.bicep"] {
+        assert_eq!(module_argument(main, module, "location"), "location", "{module} is deployed in the guarded region");
+    }
+}
+
 /// The parsed file `infra/<relative>`.
 fn infra_file<'a>(files: &'a [BicepFile], relative: &str) -> &'a BicepFile {
     let path = repo_root().join("infra").join(relative);

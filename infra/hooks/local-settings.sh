@@ -1,0 +1,24 @@
+#!/bin/sh
+# azd's postprovision hook (azure.yaml): writes local.azure.env, the settings that run the
+# handler on this machine against the account just provisioned, with your own `az login` (the
+# deployment gave you the Cosmos DB data role: operatorPrincipalId in infra/main.bicep):
+#   set -a && . ./local.azure.env && set +a && cargo run
+# The deployed function app keeps making the copies (its change-feed triggers follow the same
+# account), so this run only serves. BLOG_AUTH=development takes the writer from X-Dev-User, as
+# with the embedded store: it listens on loopback only. By hand:
+#   eval "$(azd env get-values)" && infra/hooks/local-settings.sh
+set -eu
+cd "$(dirname "$0")/../.."
+: "${BLOG_COSMOS_ENDPOINT:?not set: run after azd provision, or eval \"\$(azd env get-values)\"}"
+: "${BLOG_COSMOS_DATABASE:?not set: run after azd provision, or eval \"\$(azd env get-values)\"}"
+file=local.azure.env
+cat > "$file.partial" <<SETTINGS
+# Written by infra/hooks/local-settings.sh after azd provision: the handler on this machine,
+# against the deployed account, with your az login. Use:
+#   set -a && . ./$file && set +a && cargo run
+CosmosDB__accountEndpoint=$BLOG_COSMOS_ENDPOINT
+COSMOS_DATABASE=$BLOG_COSMOS_DATABASE
+BLOG_AUTH=development
+SETTINGS
+mv "$file.partial" "$file"
+echo "wrote $file: run the blog here against $BLOG_COSMOS_ENDPOINT with: set -a && . ./$file && set +a && cargo run" >&2
