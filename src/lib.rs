@@ -141,6 +141,9 @@ pub async fn state_on(config: &Config, store: cosmos::Store) -> Result<AppState,
         changefeed::processor::furthest_position(data_dir)?;
     }
     let store = Arc::new(store);
+    // Cosmos DB removes expired items by itself; the embedded store's emulator does not, so a
+    // sweep does (only builds with the embedded store have one).
+    #[cfg(feature = "embedded")]
     cosmos::spawn_expiry_sweep(&store);
     let scripts: Arc<dyn ScriptExecutor> = match (config.scripts, &config.backend) {
         (ScriptsMode::InProcess, _) | (_, Backend::Embedded { .. }) => Arc::new(InProcessScripts::new(store.clone())),

@@ -60,7 +60,7 @@ impl Store {
         let options = Some(options);
         let start = ChangeFeedStartFrom::Beginning;
         let pages = bounded(client.query_change_feed::<Value>(FeedScope::full_container(), start, options)).await?;
-        let locks = self.durability.as_ref().map(|durability| durability.locks.clone());
+        let locks = self.durability.as_ref().map(|durability| durability.locks().clone());
         Ok(ChangeFeed { container, pages, ranges, locks })
     }
 }

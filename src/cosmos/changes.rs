@@ -13,7 +13,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use super::Container;
+use super::{Changed, Container};
 
 /// The live items of every container by the number of their last write.
 #[derive(Default)]
@@ -51,16 +51,6 @@ impl ItemKey {
         let (partition_key, id) = self.text.split_at(self.split as usize);
         (partition_key.to_owned(), id.to_owned())
     }
-}
-
-/// Items changed after a position, oldest change first.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Changed {
-    /// (partition key, id) of each item.
-    pub items: Vec<(String, String)>,
-    /// The position these items bring a reader to: every write numbered up to it is covered,
-    /// because its item is listed here or was written again after `through`.
-    pub through: u64,
 }
 
 impl ChangeIndex {

@@ -52,6 +52,7 @@ pub enum StoreError {
         source: serde_json::Error,
     },
     /// The embedded store's database refused an operation.
+    #[cfg(feature = "embedded")]
     #[error("{what}: {source}")]
     Database {
         what: String,
@@ -104,6 +105,7 @@ impl StoreError {
     }
 
     /// [`StoreError::Database`], saying what was being done.
+    #[cfg(feature = "embedded")]
     pub(crate) fn database(what: impl Into<String>, source: rusqlite::Error) -> StoreError {
         StoreError::Database { what: what.into(), source }
     }

@@ -1,4 +1,5 @@
-//! What the store's callers hand it and get back: versioned items, pages, writes, queries.
+//! What the store's callers hand it and get back: versioned items, pages, writes, queries, and
+//! the embedded store's changes.
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -40,6 +41,18 @@ pub enum WriteOp {
 pub struct QuerySpec {
     pub sql: Cow<'static, str>,
     pub parameters: Vec<(Cow<'static, str>, Value)>,
+}
+
+/// Items of the embedded store changed after a position in its write numbering, oldest change
+/// first (what the local change-feed processors follow; the change index in `changes.rs` finds
+/// them).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Changed {
+    /// (partition key, id) of each item.
+    pub items: Vec<(String, String)>,
+    /// The position these items bring a reader to: every write numbered up to it is covered,
+    /// because its item is listed here or was written again after `through`.
+    pub through: u64,
 }
 
 /// The pause before attempt `attempt + 1` of an optimistic write that lost a race (412/409):

@@ -9,12 +9,22 @@
 //! - [`items`]: what callers hand the store and get back; [`error`]: what a call comes to.
 //! - [`sdk`]: the SDK at our boundary (clients, time bounds, metering); [`meter`]: the cost.
 //! - `embedded`: the embedded store (the SDK's emulator made durable by SQLite), reached
-//!   through [`Store::embedded`]; [`changes`]: its change index.
+//!   through [`Store::embedded`]; `changes`: its change index. Builds with the `embedded`
+//!   feature only.
 
 mod change_feed;
+#[cfg(feature = "embedded")]
 mod changes;
-// The deployed build compiles the embedded store's database code but never opens one.
-#[cfg_attr(not(feature = "embedded"), allow(dead_code))]
+/// The embedded store, SQLite and all, is compiled only with the `embedded` feature. A build
+/// without it (the deployed build) compiles `embedded/absent.rs` in its place, where the
+/// store's `Durability` is a type with no values: `Store` holds an `Option` of it that is always
+/// `None` there, so the store's reads and writes are one code for both builds (only
+/// [`Store::connect`] says which backends a build has), and every path to the embedded store is
+/// dead by its type and compiled out. Why so, rather than `cfg` through the store: see there.
+#[cfg(feature = "embedded")]
+mod embedded;
+#[cfg(not(feature = "embedded"))]
+#[path = "embedded/absent.rs"]
 mod embedded;
 mod error;
 mod items;
@@ -25,15 +35,15 @@ mod sdk;
 mod store;
 
 pub use change_feed::ChangeFeed;
-pub use changes::Changed;
+pub use embedded::Durability as Embedded;
 #[cfg(any(test, feature = "test-support"))]
 pub use embedded::faulty_disk::{FaultyDisk, ReleaseOnDrop};
-pub use embedded::{Durability as Embedded, spawn_expiry_sweep};
+#[cfg(feature = "embedded")]
+pub use embedded::spawn_expiry_sweep;
 pub use error::StoreError;
-pub use items::{Page, PageRequest, QuerySpec, Versioned, WriteOp, retry_pause};
+pub use items::{Changed, Page, PageRequest, QuerySpec, Versioned, WriteOp, retry_pause};
 pub use meter::{Meter, Partitions, Scope};
 pub use schema::Container;
-pub(crate) use sdk::bounded;
 pub use sdk::entra_credential;
 pub use store::Store;
 

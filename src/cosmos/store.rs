@@ -1,8 +1,6 @@
 //! The store: one SDK client's containers, and every item operation on them, each bounded,
 //! metered and, on the embedded store, visible only once durable.
 
-#[cfg(feature = "embedded")]
-use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 
@@ -12,7 +10,7 @@ use azure_data_cosmos::feed::ContinuationToken;
 use azure_data_cosmos::options::{
     BatchDeleteOptions, BatchReplaceOptions, BatchUpsertOptions, ItemWriteOptions, MaxItemCountHint, Precondition, QueryOptions,
 };
-use azure_data_cosmos::{ContainerClient, CosmosError, FeedScope, Query, TransactionalBatch};
+use azure_data_cosmos::{ContainerClient, CosmosClient, CosmosError, FeedScope, Query, TransactionalBatch};
 use futures::TryStreamExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -73,36 +71,63 @@ impl Store {
     /// Connects to the backend `config` names, creating the database and containers first when
     /// `config.create_containers` is set (always, on the embedded store).
     pub async fn connect(config: &Config) -> Result<Store, StoreError> {
-        Self::connect_with(config, Arc::new(embedded::database::NoFaults)).await
-    }
-
-    /// [`Store::connect`], with faults injected into the embedded store's commits.
-    #[cfg_attr(not(feature = "embedded"), allow(unused_variables))]
-    pub(crate) async fn connect_with(config: &Config, faults: Arc<dyn embedded::database::Faults>) -> Result<Store, StoreError> {
         let other = |error: CosmosError| StoreError::sdk("cannot start the embedded store's emulator", error);
         let mut credential_for_scripts = None;
-        let (client, durability) = match &config.backend {
+        let client = match &config.backend {
             #[cfg(feature = "embedded")]
             Backend::Embedded { data_dir } => {
-                let (database, connection) = embedded::open(data_dir)?;
-                let (client, emulator) = embedded::emulator::client().await.map_err(other)?;
-                embedded::emulator::create_containers(&emulator, &client, &config.database).await.map_err(other)?;
-                let (changes, expiries) = embedded::emulator::load(&emulator, &config.database, &database, &connection).await?;
-                (client, Some((database, connection, changes, expiries)))
+                return Self::connect_embedded(config, data_dir, Arc::new(embedded::database::NoFaults)).await;
             }
             #[cfg(not(feature = "embedded"))]
             Backend::Embedded { .. } => return Err(StoreError::Unusable("this build has no embedded store".into())),
-            Backend::ConnectionString(text) => (key_client(text).await.map_err(other)?, None),
+            Backend::ConnectionString(text) => key_client(text).await.map_err(other)?,
             Backend::Endpoint { endpoint, client_id } => {
                 let credential = entra_credential(client_id.as_deref())?;
                 credential_for_scripts = Some(credential.clone());
-                (entra_client(endpoint, credential).await?, None)
+                entra_client(endpoint, credential).await?
             }
         };
-        // (The embedded store created its own above.)
-        if config.create_containers && !matches!(config.backend, Backend::Embedded { .. }) {
+        if config.create_containers {
             create_containers(&client, &config.database).await?;
         }
+        Self::on(&client, config, credential_for_scripts).await
+    }
+
+    /// [`Store::connect`], with faults injected into the embedded store's commits.
+    #[cfg(feature = "embedded")]
+    pub(crate) async fn connect_with(config: &Config, faults: Arc<dyn embedded::database::Faults>) -> Result<Store, StoreError> {
+        match &config.backend {
+            Backend::Embedded { data_dir } => Self::connect_embedded(config, data_dir, faults).await,
+            _ => Self::connect(config).await,
+        }
+    }
+
+    /// The embedded store whose data is in `data_dir`: its database opened, the emulator loaded
+    /// from it (with the containers, created always), and every write committed to it from here
+    /// on, through `faults`.
+    #[cfg(feature = "embedded")]
+    async fn connect_embedded(
+        config: &Config,
+        data_dir: &std::path::Path,
+        faults: Arc<dyn embedded::database::Faults>,
+    ) -> Result<Store, StoreError> {
+        let other = |error: CosmosError| StoreError::sdk("cannot start the embedded store's emulator", error);
+        let (database, connection) = embedded::open(data_dir)?;
+        let (client, emulator) = embedded::emulator::client().await.map_err(other)?;
+        embedded::emulator::create_containers(&emulator, &client, &config.database).await.map_err(other)?;
+        let (changes, expiries) = embedded::emulator::load(&emulator, &config.database, &database, &connection).await?;
+        let store = Self::on(&client, config, None).await?;
+        let containers = Container::ALL.into_iter().map(|container| (container, store.container(container).clone())).collect();
+        let durability = Durability::start(database, connection, faults, changes, expiries, containers)?;
+        Ok(Store { durability: Some(Arc::new(durability)), ..store })
+    }
+
+    /// The store on `client`: the containers of `config.database`, each reached.
+    async fn on(
+        client: &CosmosClient,
+        config: &Config,
+        credential: Option<Arc<dyn TokenCredential>>,
+    ) -> Result<Store, StoreError> {
         let database = client.database_client(&config.database);
         let open = |container: Container| {
             let database = &database;
@@ -112,25 +137,15 @@ impl Store {
                 })
             }
         };
-        let store = Store {
+        Ok(Store {
             users: open(Container::Users).await?,
             posts: open(Container::Posts).await?,
             feed: open(Container::Feed).await?,
             leases: open(Container::Leases).await?,
             database: config.database.clone(),
             durability: None,
-            credential: credential_for_scripts,
-        };
-        #[cfg(feature = "embedded")]
-        if let Some((database, connection, changes, expiries)) = durability {
-            let containers: HashMap<Container, ContainerClient> =
-                Container::ALL.into_iter().map(|container| (container, store.container(container).clone())).collect();
-            let durability = Durability::start(database, connection, faults, changes, expiries, containers)?;
-            return Ok(Store { durability: Some(Arc::new(durability)), ..store });
-        }
-        #[cfg(not(feature = "embedded"))]
-        let _: Option<()> = durability;
-        Ok(store)
+            credential,
+        })
     }
 
     /// On the embedded store, waits until no write to the partition is pending and keeps new
@@ -141,7 +156,7 @@ impl Store {
         partition_key: &str,
     ) -> Option<embedded::locks::PartitionGuard> {
         match &self.durability {
-            Some(durability) => Some(durability.locks.read(container, partition_key).await),
+            Some(durability) => Some(durability.locks().read(container, partition_key).await),
             None => None,
         }
     }
@@ -149,7 +164,7 @@ impl Store {
     /// [`Store::settled_partition`] for a whole container.
     pub(super) async fn settled_container(&self, container: Container) -> Option<embedded::locks::ContainerGuard> {
         match &self.durability {
-            Some(durability) => Some(durability.locks.whole(container).await),
+            Some(durability) => Some(durability.locks().whole(container).await),
             None => None,
         }
     }
@@ -415,7 +430,7 @@ impl Store {
         let Some(durability) = &self.durability else {
             return write.await.map(drop);
         };
-        let guard = durability.locks.write(container, partition_key).await;
+        let guard = durability.locks().write(container, partition_key).await;
         let mut dropped_midway = DroppedMidway { durability, container, partition_key, records: &records, guard: Some(guard) };
         let written = write.await;
         // Done, one way or the other: committed below, or refused (a failed write applies nothing).

@@ -5,9 +5,11 @@
 //! A write is visible only once it is durable: it holds its partition from before the emulator
 //! applies it until its commit is on disk ([`locks`]); a commit the database refuses (a full
 //! disk) is undone in the emulator before the partition is let go, so no reader ever sees it.
+//!
+//! Compiled only with the `embedded` feature; a build without it compiles `absent.rs` in this
+//! module's place (see there).
 
 pub(crate) mod database;
-#[cfg(feature = "embedded")]
 pub(crate) mod emulator;
 mod expiry;
 #[cfg(any(test, feature = "test-support"))]
@@ -25,8 +27,9 @@ use std::sync::{Arc, Mutex};
 use azure_data_cosmos::ContainerClient;
 use serde_json::Value;
 
-use super::changes::{ChangeIndex, Changed};
-use super::{Container, StoreError, bounded};
+use super::changes::ChangeIndex;
+use super::sdk::bounded;
+use super::{Changed, Container, StoreError};
 use database::{Database, Record, Refused};
 use locks::{Locks, PartitionGuard};
 
@@ -37,7 +40,7 @@ pub(crate) type ItemKey = (Container, String, String);
 /// being seen, and what the local change-feed processors and the expiry sweep follow.
 pub struct Durability {
     pub(crate) database: Database,
-    pub(crate) locks: Arc<Locks>,
+    locks: Arc<Locks>,
     /// Woken after every commit, so the local change-feed processors need not poll.
     pub(crate) written: Arc<tokio::sync::Notify>,
     /// Which items changed after which write (committed writes only).
@@ -81,6 +84,12 @@ impl Durability {
         };
         database.start(connection, faults, on_commit, written.clone())?;
         Ok(Durability { database, locks: Arc::new(Locks::default()), written, changes, containers, expiries })
+    }
+
+    /// The locks that keep unsettled writes from being seen: the store takes them around every
+    /// read and write.
+    pub(crate) fn locks(&self) -> &Arc<Locks> {
+        &self.locks
     }
 
     /// Commits a write the emulator applied (`records`: id and document, `None` for a
