@@ -11,7 +11,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 : "${BLOG_COSMOS_ENDPOINT:?not set: run after azd provision, or eval \"\$(azd env get-values)\"}"
 : "${BLOG_COSMOS_DATABASE:?not set: run after azd provision, or eval \"\$(azd env get-values)\"}"
-file=local.azure.env
+file=${BLOG_LOCAL_SETTINGS_FILE:-local.azure.env}
 cat > "$file.partial" <<SETTINGS
 # Written by infra/hooks/local-settings.sh after azd provision: the handler on this machine,
 # against the deployed account, with your az login. Use:
