@@ -327,6 +327,19 @@ mod tests {
         assert!(!shown.contains(['*', '[', ']', '(']), "{shown}");
     }
 
+    /// Issue 30, item 4: no space before punctuation after an inline element, whole or cut.
+    #[test]
+    fn an_excerpt_has_no_space_at_an_inline_elements_edges() {
+        use super::{SHORT_CONTENT_CHARS, excerpt, truncate_chars};
+        let example = "A **bold**: word, an *em*, and `code`. Also [a link](https://example.org).";
+        assert_eq!(excerpt(example), ("A bold: word, an em, and code. Also a link.".to_owned(), false));
+        let long = format!("{example} {}", "word ".repeat(100));
+        let (shown, cut) = excerpt(truncate_chars(&long, SHORT_CONTENT_CHARS));
+        assert!(cut);
+        assert!(shown.starts_with("A bold: word, an em, and code. Also a link. word"), "{shown}");
+        assert!(shown.ends_with("word…"), "{shown}");
+    }
+
     use super::*;
     use time::macros::datetime;
 

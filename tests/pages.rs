@@ -1016,6 +1016,31 @@ async fn markdown_in_posts_and_comments_is_rendered_safely_and_the_api_keeps_it_
     assert!(!front.contains("<strong>") && !front.contains("**"), "an excerpt is plain text: {front}");
 }
 
+/// Issue 30, item 4: an excerpt reads as the post does, with no space before the punctuation
+/// after an inline element, on the front page, the author's page and in the post page's
+/// description for search engines and link previews.
+#[tokio::test]
+async fn an_excerpt_and_a_description_have_no_space_before_punctuation_after_inline_elements() {
+    let app = TestApp::start().await;
+    let mut alice = Browser::new(&app);
+    alice.sign_up("alice", "Alice").await;
+    let post = alice.write("Inline", "A **bold**: word, an *em*, and `code`. Also [a link](https://example.org).").await;
+    // Nothing in it for HTML to escape: the page shows it as it is.
+    let read = "A bold: word, an em, and code. Also a link.";
+
+    let front = eventually(&alice, "/", |html| html.contains("Inline")).await.html;
+    assert!(front.contains(&format!("<p class=\"excerpt\" dir=\"auto\">{read}</p>")), "{front}");
+    let own = eventually(&alice, "/users/alice", |html| html.contains("Inline")).await.html;
+    assert!(own.contains(&format!("<p class=\"excerpt\" dir=\"auto\">{read}</p>")), "{own}");
+    let page = alice.get(&post).await.html;
+    for meta in [
+        format!("<meta name=\"description\" content=\"{read}\">"),
+        format!("<meta property=\"og:description\" content=\"{read}\">"),
+    ] {
+        assert!(page.contains(&meta), "{meta}: {page}");
+    }
+}
+
 /// Issue 21, item 10: every page says what it is to search engines and link previews: a
 /// canonical address without the query (a link shared with tracking parameters counts as the
 /// page), OpenGraph's title, type, description and address; a post's description is its start.

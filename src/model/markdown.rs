@@ -52,14 +52,24 @@ pub fn to_html(text: &str, top_heading: u8) -> String {
 }
 
 /// `text` as plain text, as a list shows it: what a reader would read, without Markdown's marks
-/// (`**`, `#`, fences), blocks and line breaks joined by one space. Raw HTML stays as typed, as
-/// the post's page shows it.
+/// (`**`, `#`, fences). Raw HTML stays as typed, as the post's page shows it.
+///
+/// Inline elements (emphasis, strong, strikethrough, code, links, images) add their text and
+/// nothing else: no space at their edges, so `**bold**:` reads `bold:`, as on the page. Line
+/// breaks (soft and hard) and the edges of blocks (paragraphs, headings, list items, quotes,
+/// code blocks, table cells, rules) are one space, and every run of whitespace is one space, with
+/// none at either end. The text keeps its logical order, so right-to-left words come out as
+/// typed, and their direction is the page's to show (`dir="auto"`).
+///
+/// An image is its alt text, without the page's "Image: " label (which names the link the page
+/// makes of it; a plain text has no links), and nothing when it has none: the page then shows
+/// its address, but an address is not prose and would take most of a short excerpt.
 ///
 /// `cut`: `text` is the start of a longer text (a short copy), so a construct may be cut in
 /// half (`**bold te`, `[link te`): the marks the parser found no partner for are left out (a
 /// mark typed escaped, `\*`, stays), and the reader sees `bold te`, `link te`.
 pub fn to_plain_text(text: &str, cut: bool) -> String {
-    let mut plain = String::with_capacity(text.len());
+    let mut plain = PlainText { text: String::with_capacity(text.len()), space: false };
     for (event, at) in Parser::new_ext(text, options()).into_offset_iter() {
         match event {
             // An unpaired mark is a text event of its own, whose source is the mark itself.
@@ -67,12 +77,56 @@ pub fn to_plain_text(text: &str, cut: bool) -> String {
                 if cut
                     && &text[at] == mark.as_ref()
                     && mark.chars().all(|c| matches!(c, '*' | '_' | '~' | '`' | '[' | ']' | '!')) => {}
-            Event::Text(text) | Event::Code(text) | Event::Html(text) | Event::InlineHtml(text) => plain.push_str(&text),
-            Event::SoftBreak | Event::HardBreak | Event::End(_) => plain.push(' '),
+            Event::Text(text) | Event::Code(text) | Event::Html(text) | Event::InlineHtml(text) => plain.push(&text),
+            Event::Start(tag) if !is_inline(tag.to_end()) => plain.space(),
+            Event::End(tag) if !is_inline(tag) => plain.space(),
+            Event::SoftBreak | Event::HardBreak | Event::Rule => plain.space(),
             _ => {}
         }
     }
-    plain.split_whitespace().collect::<Vec<_>>().join(" ")
+    plain.text
+}
+
+/// Whether an element is inline (it sits in a line of text, which goes on around it), rather
+/// than a block. Anything else, including an element a later parser option may bring, is
+/// taken as a block: a space too many is better than two words run together.
+fn is_inline(tag: TagEnd) -> bool {
+    matches!(
+        tag,
+        TagEnd::Emphasis
+            | TagEnd::Strong
+            | TagEnd::Strikethrough
+            | TagEnd::Superscript
+            | TagEnd::Subscript
+            | TagEnd::Link
+            | TagEnd::Image
+    )
+}
+
+/// Plain text being written: whitespace is held back as one pending space, written only before
+/// the next character that is not whitespace, so runs collapse and neither end has any.
+struct PlainText {
+    text: String,
+    space: bool,
+}
+
+impl PlainText {
+    fn push(&mut self, text: &str) {
+        for c in text.chars() {
+            if c.is_whitespace() {
+                self.space = true;
+            } else {
+                if std::mem::take(&mut self.space) && !self.text.is_empty() {
+                    self.text.push(' ');
+                }
+                self.text.push(c);
+            }
+        }
+    }
+
+    fn space(&mut self) {
+        self.space = true;
+    }
 }
 
 /// The parser's events with no raw HTML left and links made safe, ready for pulldown-cmark's
@@ -353,6 +407,99 @@ mod tests {
         );
         assert_eq!(whole("```\nlet x = 1;\n```\n[a link](https://e.com) ![an image](x.png)"), "let x = 1; a link an image");
         assert_eq!(whole("<b>as typed</b> and *nix, 2 * 3"), "<b>as typed</b> and *nix, 2 * 3");
+    }
+
+    /// Issue 30, item 4: no space at an inline element's edges.
+    fn plain(text: &str) -> String {
+        to_plain_text(text, false)
+    }
+
+    #[test]
+    fn plain_text_of_the_issues_example_has_no_space_before_punctuation() {
+        assert_eq!(
+            plain("A **bold**: word, an *em*, and `code`. Also [a link](https://example.org)."),
+            "A bold: word, an em, and code. Also a link."
+        );
+    }
+
+    #[test]
+    fn plain_text_of_emphasis_is_its_text_with_no_space_at_its_edges() {
+        assert_eq!(plain("an *em*, _em_; *e*m"), "an em, em; em");
+        assert_eq!(plain("~~gone~~!"), "gone!");
+    }
+
+    #[test]
+    fn plain_text_of_strong_is_its_text_with_no_space_at_its_edges() {
+        assert_eq!(plain("A **bold**: word, __strong__."), "A bold: word, strong.");
+        assert_eq!(plain("un**bold**ed"), "unbolded");
+    }
+
+    #[test]
+    fn plain_text_of_code_is_its_text_as_typed_with_no_space_at_its_edges() {
+        assert_eq!(plain("call `f()`, then `g`."), "call f(), then g.");
+        assert_eq!(plain("`a  b`?"), "a b?", "whitespace in code collapses too");
+    }
+
+    #[test]
+    fn plain_text_of_a_link_is_its_text_with_no_space_at_its_edges() {
+        assert_eq!(plain("Also [a link](https://example.org)."), "Also a link.");
+        assert_eq!(plain("(<https://e.com>), <mail@example.com>;"), "(https://e.com), mail@example.com;");
+        assert_eq!(plain("[ref][r].\n\n[r]: https://e.com"), "ref.");
+    }
+
+    #[test]
+    fn plain_text_of_an_image_is_its_alt_text_or_nothing() {
+        assert_eq!(plain("See ![a cat](https://cats.example/cat.png)."), "See a cat.");
+        assert_eq!(plain("See ![*a* cat](x.png)!"), "See a cat!");
+        assert_eq!(plain("Before ![](x.png) after."), "Before after.");
+        assert_eq!(plain("[![logo](l.png)](https://e.com)."), "logo.");
+    }
+
+    #[test]
+    fn plain_text_of_a_soft_or_hard_line_break_is_one_space() {
+        assert_eq!(plain("one\ntwo"), "one two", "soft");
+        assert_eq!(plain("one  \ntwo"), "one two", "hard, by two spaces");
+        assert_eq!(plain("one\\\ntwo"), "one two", "hard, by a backslash");
+        assert_eq!(plain("**one**\n*two*,\n`three`"), "one two, three", "next to inline elements");
+    }
+
+    #[test]
+    fn plain_text_of_nested_inline_elements_is_their_text_with_no_space() {
+        assert_eq!(plain("***both***, **a *b* c**."), "both, a b c.");
+        assert_eq!(plain("[**bold** `code` *em*](https://e.com)!"), "bold code em!");
+        assert_eq!(plain("**[l](https://e.com)**:"), "l:");
+    }
+
+    #[test]
+    fn plain_text_of_a_heading_then_a_paragraph_is_one_space_apart() {
+        assert_eq!(plain("## A *title*\n\nThe **text**."), "A title The text.");
+        assert_eq!(plain("Title\n=====\nText."), "Title Text.");
+        assert_eq!(plain("# Title\n\n\n\n   Text."), "Title Text.");
+    }
+
+    #[test]
+    fn plain_text_of_a_list_is_its_items_one_space_apart() {
+        assert_eq!(plain("Items:\n\n- **one**,\n- `two`;\n- three."), "Items: one, two; three.");
+        assert_eq!(plain("1. a\n2. b"), "a b");
+        assert_eq!(plain("- a\n  - b\n- c"), "a b c", "a nested list");
+        assert_eq!(plain("- a\n\n- b\n\n  more"), "a b more", "a loose list");
+    }
+
+    #[test]
+    fn plain_text_of_right_to_left_text_keeps_its_order_and_no_stray_spaces() {
+        assert_eq!(plain("שלום **עולם**, מה *נשמע*?"), "שלום עולם, מה נשמע?");
+        assert_eq!(plain("# כותרת\n\nפסקה: `קוד`."), "כותרת פסקה: קוד.");
+        assert_eq!(plain("مرحبا **بالعالم**، كيف [الحال](https://e.com)؟"), "مرحبا بالعالم، كيف الحال؟");
+        assert_eq!(plain("English **עברית**: mixed."), "English עברית: mixed.");
+    }
+
+    #[test]
+    fn plain_text_of_other_blocks_is_one_space_apart() {
+        assert_eq!(plain("> quoted *text*\n\nafter"), "quoted text after");
+        assert_eq!(plain("a\n\n---\n\nb"), "a b");
+        assert_eq!(plain("| a | b |\n|---|---|\n| **1** | 2 |"), "a b 1 2");
+        assert_eq!(plain("```\nlet x;\n```\nnext"), "let x; next");
+        assert_eq!(plain("   \n\n"), "");
     }
 
     #[test]
