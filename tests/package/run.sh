@@ -38,8 +38,8 @@ ln -s "$system_python" "$bin/python3"
 for tool in cargo rustup rustc dirname; do
   ln -s "$(command -v "$tool")" "$bin/$tool"
 done
-zigbuild=$(ls -d target/package-tools/cargo-zigbuild-*/bin 2>/dev/null | tail -n 1 || true)
-path="$bin${zigbuild:+:$PWD/$zigbuild}:/usr/bin:/bin"
+zigbuild=$(ls -d "${CARGO_TARGET_DIR:-$PWD/target}"/package-tools/cargo-zigbuild-*/bin 2>/dev/null | tail -n 1 || true)
+path="$bin${zigbuild:+:$zigbuild}:/usr/bin:/bin"
 if PATH="$path" command -v zig >/dev/null; then
   fail "zig is on $path: the test needs a machine without it"
 fi
