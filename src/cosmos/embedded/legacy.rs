@@ -8,6 +8,11 @@
 //! damaged line is refused with its file and line, except a journal's torn last line (an append
 //! `kill -9` cut short, never acknowledged), which is dropped. After the import the two files
 //! are renamed `*.imported`, so nothing is lost and the import is not done twice.
+//!
+//! What is durable decides what a start does, wherever a crash fell: the database records that
+//! the import is done in the transaction that writes the imported items, and only then are the
+//! files renamed, one after the other. So a start that finds the record renames whatever is left
+//! of the files (both, or one) without reading them, and one that does not imports them whole.
 
 use std::collections::HashMap;
 use std::fs;
@@ -18,7 +23,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::database::Row;
-use crate::cosmos::Container;
+use crate::cosmos::{Container, StoreError};
 
 pub const SNAPSHOT: &str = "snapshot.jsonl";
 pub const JOURNAL: &str = "journal.jsonl";
@@ -51,8 +56,6 @@ struct Record<'a> {
 pub struct Imported {
     pub rows: Vec<Row>,
     pub last_seq: u64,
-    /// The files read, to rename once the import is committed.
-    pub files: Vec<PathBuf>,
 }
 
 /// Whether `dir` holds files of the earlier store.
@@ -143,18 +146,33 @@ pub fn read(dir: &Path) -> io::Result<Imported> {
     let last_seq = headers.fold(last_seq, u64::max);
     let mut rows: Vec<Row> = live.into_values().collect();
     rows.sort_unstable_by_key(|row| row.seq);
-    let files = [snapshot.map(|_| snapshot_path), journal.map(|_| journal_path)].into_iter().flatten().collect();
-    Ok(Imported { rows, last_seq, files })
+    Ok(Imported { rows, last_seq })
 }
 
-/// Renames each imported file to `<name>.imported` and syncs the directory.
-pub fn set_aside(dir: &Path, files: &[PathBuf]) -> io::Result<()> {
-    for file in files {
-        let mut renamed = file.as_os_str().to_owned();
-        renamed.push(IMPORTED_SUFFIX);
-        fs::rename(file, renamed)?;
+/// Renames whichever of the files of `dir` are there to `<name>.imported`, the snapshot first,
+/// then syncs the directory; called once the import is committed. Any of the renames may be lost
+/// to a crash (or, before the sync, to a power cut); the next start does them again. A kept
+/// `*.imported` is never replaced: that is refused before anything is renamed.
+pub fn set_aside(dir: &Path) -> Result<(), StoreError> {
+    let renames: Vec<(PathBuf, PathBuf)> = [SNAPSHOT, JOURNAL]
+        .into_iter()
+        .map(|name| (dir.join(name), dir.join(format!("{name}{IMPORTED_SUFFIX}"))))
+        .filter(|(file, _)| file.exists())
+        .collect();
+    if let Some((file, kept)) = renames.iter().find(|(_, kept)| kept.exists()) {
+        return Err(StoreError::Unusable(format!(
+            "{} is imported into the database, but cannot be renamed to {}, which is already there (from an earlier \
+             import, or put there by hand). Move {1} out of the data directory (or delete it if you no longer need \
+             it), then start again",
+            file.display(),
+            kept.display()
+        )));
     }
-    fs::File::open(dir)?.sync_all()
+    let failed = |error| StoreError::io(format!("cannot rename the imported files in {}", dir.display()), error);
+    for (file, kept) in &renames {
+        fs::rename(file, kept).map_err(failed)?;
+    }
+    fs::File::open(dir).and_then(|dir| dir.sync_all()).map_err(failed)
 }
 
 fn invalid(message: String) -> io::Error {
@@ -291,5 +309,23 @@ pub(crate) mod tests {
         write(dir.path(), JOURNAL, 6, 0, &[]);
         let error = read(dir.path()).err().unwrap().to_string();
         assert!(error.contains("not from the same copy"), "{error}");
+    }
+
+    #[test]
+    fn whatever_is_left_is_set_aside_but_a_kept_imported_file_is_never_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let kept = |name: &str| dir.path().join(format!("{name}{IMPORTED_SUFFIX}"));
+        write(dir.path(), SNAPSHOT, 1, 0, &[]);
+        write(dir.path(), JOURNAL, 1, 0, &[put("a", 1, 1)]);
+        fs::write(kept(JOURNAL), "an earlier import's journal").unwrap();
+        let error = set_aside(dir.path()).err().unwrap().to_string();
+        assert!(error.contains(&kept(JOURNAL).display().to_string()) && error.contains("start again"), "{error}");
+        assert!(dir.path().join(SNAPSHOT).exists(), "nothing is renamed");
+        assert_eq!(fs::read_to_string(kept(JOURNAL)).unwrap(), "an earlier import's journal");
+        // The journal alone, as a crash between the renames leaves it.
+        fs::remove_file(kept(JOURNAL)).unwrap();
+        fs::rename(dir.path().join(SNAPSHOT), kept(SNAPSHOT)).unwrap();
+        set_aside(dir.path()).unwrap();
+        assert!(!present(dir.path()) && kept(SNAPSHOT).exists() && kept(JOURNAL).exists());
     }
 }

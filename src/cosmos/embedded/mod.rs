@@ -228,43 +228,61 @@ impl Durability {
 /// and checks it and the processors' positions beside it.
 pub(crate) fn open(dir: &Path) -> Result<(Database, rusqlite::Connection), StoreError> {
     let (database, mut connection) = Database::open(dir)?;
-    let damaged = |error| StoreError::database(format!("cannot read {}", database.path().display()), error);
-    const MARKER: &str = "imported_journal";
     if legacy::present(dir) {
-        let imported =
-            legacy::read(dir).map_err(|error| StoreError::Unusable(format!("cannot import the data directory: {error}")))?;
-        let already = database::has_marker(&connection, MARKER).map_err(damaged)?;
-        if !already {
-            if !database::is_empty(&connection).map_err(damaged)? {
-                return Err(StoreError::Unusable(format!(
-                    "{} holds data, and so do the earlier store's {} and {} beside it: move one or the other away",
-                    database.path().display(),
-                    legacy::SNAPSHOT,
-                    legacy::JOURNAL
-                )));
-            }
-            // The earlier store gave numbers it never journaled (to redeliver undone writes), so
-            // a processor may legitimately be past the journal's last write: the numbering goes
-            // on after the furthest position, as that store's did.
-            let mut last_seq = imported.last_seq;
-            for (path, position) in positions(dir) {
-                if position > MAX_POSITION {
-                    return Err(out_of_range(&path, position, imported.last_seq));
-                }
-                last_seq = last_seq.max(position);
-            }
-            database::import(&mut connection, &imported.rows, last_seq, MARKER).map_err(damaged)?;
-            tracing::info!(items = imported.rows.len(), "the earlier store's snapshot and journal were imported");
-        }
-        // (Done again when a crash came between the commit and the renames.)
-        legacy::set_aside(dir, &imported.files)
-            .map_err(|error| StoreError::io(format!("cannot rename the imported files in {}", dir.display()), error))?;
+        import_legacy(dir, &database, &mut connection)?;
         drop(database);
         return open(dir);
     }
     database.check(&connection)?;
     check_positions(dir, database.last_seq())?;
     Ok((database, connection))
+}
+
+/// The meta key the import records in the transaction that writes the imported items: where it
+/// is, the earlier store's files are done with.
+const IMPORTED: &str = "imported_journal";
+
+/// Imports the earlier store's files in `dir`, then renames them away. The database is asked
+/// first, not the files: a crash after the import's commit leaves both files, or the journal
+/// alone when it came between the two renames, which read as a pair would be refused as half
+/// of one. Those are renamed, finishing the import, and never read.
+fn import_legacy(dir: &Path, database: &Database, connection: &mut rusqlite::Connection) -> Result<(), StoreError> {
+    let damaged = |error| StoreError::database(format!("cannot read {}", database.path().display()), error);
+    if database::has_marker(connection, IMPORTED).map_err(damaged)? {
+        tracing::info!(dir = %dir.display(), "the earlier store's files were imported before a restart: renaming what is left of them");
+    } else {
+        import_files(dir, database, connection)?;
+    }
+    legacy::set_aside(dir)
+}
+
+/// Reads the earlier store's files in `dir`, refusing damage, and commits their items, with
+/// the [`IMPORTED`] record, in one transaction into the database, which must be empty.
+fn import_files(dir: &Path, database: &Database, connection: &mut rusqlite::Connection) -> Result<(), StoreError> {
+    let damaged = |error| StoreError::database(format!("cannot read {}", database.path().display()), error);
+    if !database::is_empty(connection).map_err(damaged)? {
+        return Err(StoreError::Unusable(format!(
+            "{} holds data, and so do the earlier store's {} and {} beside it: move one or the other away",
+            database.path().display(),
+            legacy::SNAPSHOT,
+            legacy::JOURNAL
+        )));
+    }
+    let imported =
+        legacy::read(dir).map_err(|error| StoreError::Unusable(format!("cannot import the data directory: {error}")))?;
+    // The earlier store gave numbers it never journaled (to redeliver undone writes), so a
+    // processor may legitimately be past the journal's last write: the numbering goes on after
+    // the furthest position, as that store's did.
+    let mut last_seq = imported.last_seq;
+    for (path, position) in positions(dir) {
+        if position > MAX_POSITION {
+            return Err(out_of_range(&path, position, imported.last_seq));
+        }
+        last_seq = last_seq.max(position);
+    }
+    database::import(connection, &imported.rows, last_seq, IMPORTED).map_err(damaged)?;
+    tracing::info!(items = imported.rows.len(), "the earlier store's snapshot and journal were imported");
+    Ok(())
 }
 
 /// The furthest a write number may go: SQLite's integers are signed 64-bit, and numbering
