@@ -12,6 +12,7 @@
 //! - [`cosmos`]: every Cosmos DB call, through the official SDK; the embedded store.
 //! - [`model`]: the items and the denormalization rules, pure functions.
 //! - [`smoke`]: `handler smoke`, which proves a running blog works, from outside.
+//! - [`progress`]: how far `handler`'s long commands have got, on stderr.
 //! - `test_support` (feature `test-support`, tests only): a disk that fails on demand, and the
 //!   places where a test stops C1 as a crash would.
 
@@ -22,6 +23,7 @@ pub mod cosmos;
 pub mod http;
 pub mod logging;
 pub mod model;
+pub mod progress;
 pub mod scripts;
 pub mod smoke;
 #[cfg(any(test, feature = "test-support"))]

@@ -8,12 +8,13 @@ use blog::Blog;
 use blog::changefeed::FeedError;
 use blog::config::{Backend, Config};
 use blog::cosmos::StoreError;
+use blog::progress::Progress;
 use tracing_subscriber::EnvFilter;
 
 /// Why the handler stopped, with the cause of each step (see [`report`]).
 #[derive(Debug, thiserror::Error)]
 enum HandlerError {
-    /// A setting, a command or its arguments are wrong: the message says what to write.
+    /// A setting is wrong: the message says what to write.
     #[error("{0}")]
     Usage(String),
     #[error("cannot listen on {address}")]
@@ -34,6 +35,8 @@ enum HandlerError {
     Serve(#[source] std::io::Error),
     #[error("{0}")]
     Smoke(String),
+    #[error("cannot write the output")]
+    Output(#[source] std::io::Error),
 }
 
 /// An error and its causes on one line, each cause once (a cause whose text its error already
@@ -58,8 +61,91 @@ const DEFAULT_LOG_FILTER: &str = "info,azure_core=warn,azure_data_cosmos=warn,az
 /// The stack of each of the runtime's worker threads.
 const WORKER_STACK_BYTES: usize = 8 << 20;
 
+/// What `handler --version` prints after the name: the crate's version and the git commit it
+/// was built from (`build.rs`: `unknown` when built without git).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("BLOG_GIT_COMMIT"), ")");
+
+/// Where the commands find their store, as `--help` says it: this build's choices. (Help is not
+/// wrapped to the terminal, clap's `wrap_help` being left out: the lines break where written.)
+#[cfg(feature = "embedded")]
+const STORE_HELP: &str = "\
+serve, rebuild-copies and dead-letters take their settings from the environment (README,
+\"Configuration\"): a Cosmos DB account with CosmosDB (a connection string) or
+CosmosDB__accountEndpoint (Entra ID), else the embedded store in BLOG_DATA_DIR (default ./data),
+which one process uses at a time. Logs go to stdout while serving, to stderr for the commands.";
+#[cfg(not(feature = "embedded"))]
+const STORE_HELP: &str = "\
+serve, rebuild-copies and dead-letters take their settings from the environment (README,
+\"Configuration\"). This build has no embedded store: they need a Cosmos DB account, with
+CosmosDB (a connection string) or CosmosDB__accountEndpoint (Entra ID). Logs go to stdout while
+serving, to stderr for the commands.";
+
+/// `handler`'s command line. With no command it serves: the Functions host starts it with none
+/// (`host.json`'s `arguments: []`). `--help`, `--version` and usage errors are clap's: help and
+/// version on stdout (exit 0), a usage error with the usage on stderr (exit 2).
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "handler",
+    version = VERSION,
+    about = "The blog's Azure Functions custom handler: serves the blog (the default), and its maintenance commands",
+    after_help = STORE_HELP,
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Serve the blog and its JSON API (the default: the Functions host gives no command)
+    Serve,
+    /// Rebuild every short copy in users and feed from the change feeds' beginning
+    #[command(after_help = "\
+Delivers the whole users change feed to UsersChangeFeed (every renamed user's name carried onto
+their items again, every user's current name reserved), then the whole posts change feed to
+PostsChangeFeed, which (re)builds every copy; copies already up to date are left alone.
+Progress, then a summary, on stderr.")]
+    RebuildCopies,
+    /// Print the changes the change-feed functions set aside, one JSON object per line
+    #[command(after_help = "\
+Each line on stdout is {\"id\", \"function\", \"what\", \"reason\", \"setAsideAt\", \"payload\"}, and
+nothing else is written there (logs go to stderr): `handler dead-letters | jq .` reads them all.")]
+    DeadLetters {
+        #[command(subcommand)]
+        action: Option<DeadLettersAction>,
+    },
+    /// Check a running blog end to end, over HTTP, as its users reach it
+    Smoke(blog::smoke::Args),
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum DeadLettersAction {
+    /// Deliver each dead letter again to its function, and remove those that now apply
+    #[command(after_help = "Progress, then a summary, on stderr.")]
+    Replay,
+}
+
+/// A command ready to run: its arguments parsed and checked.
+enum Run {
+    Serve,
+    RebuildCopies,
+    DeadLetters(Option<DeadLettersAction>),
+    Smoke(blog::smoke::Options),
+}
+
 fn main() -> ExitCode {
     blog::quiet_library_backtraces();
+    // Help, the version and usage errors end the process here, before anything starts.
+    let run = match clap::Parser::parse() {
+        Cli { command: None | Some(Command::Serve) } => Run::Serve,
+        Cli { command: Some(Command::RebuildCopies) } => Run::RebuildCopies,
+        Cli { command: Some(Command::DeadLetters { action }) } => Run::DeadLetters(action),
+        Cli { command: Some(Command::Smoke(args)) } => {
+            // The token's variable is read here, not by clap, so that `--help` never shows it.
+            let token = std::env::var(blog::smoke::TOKEN_VARIABLE).ok();
+            Run::Smoke(args.options(token).unwrap_or_else(|why| usage_error("smoke", why)))
+        }
+    };
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         // The SDK's calls nest deep: a debug build (`cargo run`) overflowed Tokio's default
@@ -67,16 +153,46 @@ fn main() -> ExitCode {
         .thread_stack_size(WORKER_STACK_BYTES)
         .build()
         .expect("a Tokio runtime")
-        .block_on(handler())
+        .block_on(handler(run))
 }
 
-async fn handler() -> ExitCode {
-    let under_host = std::env::var_os("FUNCTIONS_CUSTOMHANDLER_PORT").is_some();
-    // Log lines are written by a thread of their own, a batch at a time, off the request path
-    // (see `blog::logging`). The guard writes what is waiting when `handler` returns.
-    let (stdout, _flush_on_exit) = blog::logging::batched(std::io::stdout());
+/// A usage error of `subcommand` found after clap's own checks: said as clap says its own
+/// (with the subcommand's usage, on stderr), and exit 2.
+fn usage_error(subcommand: &str, message: String) -> ! {
+    let mut cli = <Cli as clap::CommandFactory>::command();
+    cli.build();
+    let command = cli.find_subcommand_mut(subcommand).expect("a subcommand of handler");
+    command.error(clap::error::ErrorKind::ArgumentConflict, message).exit()
+}
+
+async fn handler(run: Run) -> ExitCode {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG_FILTER));
-    let lines = tracing_subscriber::fmt().with_env_filter(filter).with_writer(stdout);
+    let lines = tracing_subscriber::fmt().with_env_filter(filter);
+    let Run::Serve = run else {
+        // A command's stdout is its output (JSON lines, the smoke test's report): its log lines,
+        // progress and summary go to stderr, with colour for a person at a terminal.
+        let stderr = Progress::stderr();
+        let lines = lines.with_writer(stderr.clone());
+        if std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal() {
+            lines.with_ansi(true).init();
+        } else {
+            lines.with_ansi(false).event_format(blog::logging::LineFormat).init();
+        }
+        return match command(run, &stderr).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                stderr.line(&format!("error: {}", report(&error)));
+                ExitCode::FAILURE
+            }
+        };
+    };
+    // Serving, the log is stdout, as the Functions host expects: it captures a custom handler's
+    // stdout into its own log stream. Log lines are written by a thread of their own, a batch at
+    // a time, off the request path (see `blog::logging`). The guard writes what is waiting when
+    // `handler` returns.
+    let under_host = std::env::var_os("FUNCTIONS_CUSTOMHANDLER_PORT").is_some();
+    let (stdout, _flush_on_exit) = blog::logging::batched(std::io::stdout());
+    let lines = lines.with_writer(stdout);
     // Colour only for a person at a terminal, in `tracing-subscriber`'s own format. The host
     // captures stdout into its own log stream, and a file or a pipe keeps the codes as noise:
     // there the same layout is written without them, by the cheaper `LineFormat`.
@@ -85,8 +201,7 @@ async fn handler() -> ExitCode {
     } else {
         lines.with_ansi(false).event_format(blog::logging::LineFormat).init();
     }
-
-    match run().await {
+    match serve().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!("{}", report(&error));
@@ -95,34 +210,30 @@ async fn handler() -> ExitCode {
     }
 }
 
-async fn run() -> Result<(), HandlerError> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+/// Every command but `serve`; `stderr` takes their progress and summary.
+async fn command(run: Run, stderr: &Progress) -> Result<(), HandlerError> {
     // The smoke test talks to a blog over HTTP: it needs none of the blog's own settings.
-    if args.first().map(String::as_str) == Some("smoke") {
-        return smoke(&args[1..]).await;
+    if let Run::Smoke(options) = &run {
+        return smoke(options).await;
     }
     let config = Config::from_env().map_err(HandlerError::Usage)?;
-    match args.first().map(String::as_str) {
-        None => serve(config).await,
-        Some("rebuild-copies") => rebuild_copies(config).await,
-        Some("dead-letters") => dead_letters(config, args.get(1).map(String::as_str)).await,
-        Some(other) => Err(HandlerError::Usage(format!(
-            "unknown command {other:?}; `handler` serves, `handler rebuild-copies` rebuilds the copies, \
-             `handler dead-letters [replay]` lists (or replays) the changes the change-feed functions set aside, \
-             `handler smoke <base-url>` checks a running blog"
-        ))),
+    match run {
+        Run::RebuildCopies => rebuild_copies(config, stderr).await,
+        Run::DeadLetters(None) => dead_letters(config).await,
+        Run::DeadLetters(Some(DeadLettersAction::Replay)) => replay_dead_letters(config, stderr).await,
+        Run::Serve | Run::Smoke(_) => unreachable!("served or run above"),
     }
 }
 
-/// `handler smoke <base-url> [--token … | --dev-user …]`: see [`blog::smoke`].
-async fn smoke(args: &[String]) -> Result<(), HandlerError> {
-    let options =
-        blog::smoke::Options::parse(args, std::env::var(blog::smoke::TOKEN_VARIABLE).ok()).map_err(HandlerError::Usage)?;
+/// `handler smoke <base-url> [--token … | --dev-user …]`: see [`blog::smoke`]. Its report is
+/// its output, on stdout.
+async fn smoke(options: &blog::smoke::Options) -> Result<(), HandlerError> {
     let mut out = std::io::stdout();
-    blog::smoke::run(&options, &mut out).await.map(drop).map_err(|failure| HandlerError::Smoke(failure.to_string()))
+    blog::smoke::run(options, &mut out).await.map(drop).map_err(|failure| HandlerError::Smoke(failure.to_string()))
 }
 
-async fn serve(config: Config) -> Result<(), HandlerError> {
+async fn serve() -> Result<(), HandlerError> {
+    let config = Config::from_env().map_err(HandlerError::Usage)?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|source| HandlerError::Listen { address: config.listen, source })?;
@@ -142,46 +253,79 @@ async fn serve(config: Config) -> Result<(), HandlerError> {
     blog.serve(listener, shutdown_signal()).await.map_err(HandlerError::Serve)
 }
 
+/// Seconds, as the progress and summary lines say them.
+fn seconds(elapsed: std::time::Duration) -> String {
+    format!("{:.1} s", elapsed.as_secs_f64())
+}
+
 /// `handler rebuild-copies`: delivers the whole `users` change feed to `UsersChangeFeed` (names
 /// carried onto items, and reserved), then the whole `posts` change feed to `PostsChangeFeed`,
-/// which (re)builds every short copy in `users` and `feed`.
-async fn rebuild_copies(config: Config) -> Result<(), HandlerError> {
+/// which (re)builds every short copy in `users` and `feed`. How far it has got, and the summary,
+/// on stderr.
+async fn rebuild_copies(config: Config, stderr: &Progress) -> Result<(), HandlerError> {
+    use blog::changefeed::processor;
     let state = blog::connect(&config).await?;
-    let users = blog::changefeed::processor::replay_users(&state)
-        .await
-        .map_err(|source| HandlerError::Feed { what: "the replay of users", source })?;
-    tracing::info!(users, "users replayed: names carried and reserved");
-    let posts = blog::changefeed::processor::rebuild_copies(&state)
-        .await
-        .map_err(|source| HandlerError::Feed { what: "the rebuild of the copies", source })?;
-    tracing::info!(posts, "copies rebuilt from posts");
+    let users = processor::replay_users_reporting(&state, &mut |users| {
+        stderr.update(|| format!("rebuild-copies: {users} users replayed ({})", seconds(stderr.elapsed())))
+    })
+    .await
+    .map_err(|source| HandlerError::Feed { what: "the replay of users", source })?;
+    let posts = processor::rebuild_copies_reporting(&state, &mut |posts| {
+        stderr
+            .update(|| format!("rebuild-copies: {users} users replayed, {posts} posts delivered ({})", seconds(stderr.elapsed())))
+    })
+    .await
+    .map_err(|source| HandlerError::Feed { what: "the rebuild of the copies", source })?;
+    stderr.line(&format!(
+        "rebuild-copies: {users} users replayed (names carried and reserved), {posts} posts delivered (copies rebuilt) in {}",
+        seconds(stderr.elapsed())
+    ));
     Ok(())
 }
 
 /// `handler dead-letters`: prints every change the change-feed functions set aside, one JSON
-/// object per line; `handler dead-letters replay` delivers each again and removes those that
-/// now apply.
-async fn dead_letters(config: Config, action: Option<&str>) -> Result<(), HandlerError> {
+/// object per line, on stdout and nothing else there (docs/change-feed.md).
+async fn dead_letters(config: Config) -> Result<(), HandlerError> {
+    use blog::changefeed::dead_letters;
+    use std::io::Write;
+    let state = blog::connect(&config).await?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let written = dead_letters::list(&state.store)
+        .await?
+        .iter()
+        .try_for_each(|letter| writeln!(out, "{}", dead_letters::describe(letter)))
+        .and_then(|()| out.flush());
+    match written {
+        // A reader that stopped early (`| head`) took what it wanted.
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        written => written.map_err(HandlerError::Output),
+    }
+}
+
+/// `handler dead-letters replay`: delivers each dead letter again and removes those that now
+/// apply. How far it has got, and the summary, on stderr.
+async fn replay_dead_letters(config: Config, stderr: &Progress) -> Result<(), HandlerError> {
     use blog::changefeed::dead_letters;
     let state = blog::connect(&config).await?;
-    match action {
-        None => {
-            for letter in dead_letters::list(&state.store).await? {
-                println!("{}", dead_letters::describe(&letter));
-            }
-            Ok(())
-        }
-        Some("replay") => {
-            let (applied, kept) = dead_letters::replay(&state)
-                .await
-                .map_err(|source| HandlerError::Feed { what: "the replay of the dead letters", source })?;
-            tracing::info!(applied, kept, "dead letters replayed: the applied ones are removed");
-            Ok(())
-        }
-        Some(other) => Err(HandlerError::Usage(format!(
-            "unknown action {other:?}: `handler dead-letters` lists, `handler dead-letters replay` replays"
-        ))),
-    }
+    let (applied, kept) = dead_letters::replay_reporting(&state, &mut |done| {
+        stderr.update(|| {
+            format!(
+                "dead-letters replay: {} of {} delivered again: {} applied, {} kept ({})",
+                done.applied + done.kept,
+                done.total,
+                done.applied,
+                done.kept,
+                seconds(stderr.elapsed())
+            )
+        })
+    })
+    .await
+    .map_err(|source| HandlerError::Feed { what: "the replay of the dead letters", source })?;
+    stderr.line(&format!(
+        "dead-letters replay: {applied} applied and removed, {kept} refused again and kept, in {}",
+        seconds(stderr.elapsed())
+    ));
+    Ok(())
 }
 
 /// Ctrl-C locally; SIGTERM from a service manager or a container's stop. (The Functions host

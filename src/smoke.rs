@@ -45,17 +45,6 @@ const LONGEST_PAUSE: Duration = Duration::from_secs(15);
 /// visible to every user of the machine in `ps`).
 pub const TOKEN_VARIABLE: &str = "BLOG_SMOKE_TOKEN";
 
-pub const USAGE: &str =
-    "usage: handler smoke <base-url> [--token <access-token> | --dev-user <id>] [--wait <seconds>] [--settle <seconds>]
-  <base-url>     the blog, e.g. https://func-blog-xxxx.azurewebsites.net or http://localhost:7071
-  --token        an Entra ID access token for the blog's API (or set BLOG_SMOKE_TOKEN): reads and writes
-  --dev-user     the development sign-in (BLOG_AUTH=development): reads and writes as this id
-  --wait         how long the change feed's copies may take, in seconds (default 120)
-  --settle       how long a new deployment may take to settle, in seconds from the start (default 300):
-                 until then 5xx, 408, 429, no answer, and 401/403 before the first write is accepted,
-                 are retried, backing off from 1 s to 15 s
-Without --token or --dev-user, only the anonymous reads are checked.";
-
 /// Who the smoke test writes as.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Credential {
@@ -77,51 +66,64 @@ pub struct Options {
     pub settle: Duration,
 }
 
-impl Options {
-    /// Reads the arguments after `smoke`; `token_variable` is the value of [`TOKEN_VARIABLE`].
-    pub fn parse(args: &[String], token_variable: Option<String>) -> Result<Options, String> {
-        let mut base = None;
-        let mut token = None;
-        let mut dev_user = None;
-        let mut wait = DEFAULT_WAIT;
-        let mut settle = DEFAULT_SETTLE;
-        let mut args = args.iter();
-        while let Some(arg) = args.next() {
-            let mut value = |flag: &str| args.next().cloned().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"));
-            match arg.as_str() {
-                "--token" => token = Some(value("--token")?),
-                "--dev-user" => dev_user = Some(value("--dev-user")?),
-                "--wait" => wait = seconds("--wait", &value("--wait")?)?,
-                "--settle" => settle = seconds("--settle", &value("--settle")?)?,
-                "-h" | "--help" => return Err(USAGE.to_owned()),
-                flag if flag.starts_with('-') => return Err(format!("unknown option {flag:?}\n{USAGE}")),
-                url if base.is_none() => base = Some(url.to_owned()),
-                extra => return Err(format!("one base URL only; {extra:?} is a second\n{USAGE}")),
+/// `handler smoke`'s arguments, as its `--help` shows them (the command's own line is in
+/// `src/main.rs`); [`Args::options`] makes them [`Options`].
+#[derive(Clone, Debug, clap::Args)]
+#[command(after_help = "\
+Without --token or --dev-user, only the anonymous reads are checked. Until --settle has passed,
+what a new deployment answers while it settles (5xx, 408, 429, no answer, and 401/403 before the
+first write is accepted) is retried, backing off from 1 s to 15 s.")]
+pub struct Args {
+    /// The blog, e.g. https://func-blog-xxxx.azurewebsites.net or http://localhost:7071
+    #[arg(value_name = "BASE_URL", value_parser = base_url)]
+    pub base: String,
+    /// An Entra ID access token for the blog's API (or set BLOG_SMOKE_TOKEN): reads and writes
+    #[arg(long, value_name = "ACCESS_TOKEN", conflicts_with = "dev_user")]
+    pub token: Option<String>,
+    /// The development sign-in (BLOG_AUTH=development): reads and writes as this id
+    #[arg(long, value_name = "ID")]
+    pub dev_user: Option<String>,
+    /// How long the change feed's copies may take to appear, in seconds
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_WAIT.as_secs(), allow_negative_numbers = true)]
+    pub wait: u64,
+    /// How long a new deployment may take to settle, in seconds from the start
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_SETTLE.as_secs(), allow_negative_numbers = true)]
+    pub settle: u64,
+}
+
+impl Args {
+    /// The options of a run; `token_variable` is the value of [`TOKEN_VARIABLE`], taken when
+    /// `--token` is not given. The one error: a token from it together with `--dev-user` (clap
+    /// refuses `--token` with `--dev-user` itself).
+    pub fn options(self, token_variable: Option<String>) -> Result<Options, String> {
+        let token = self.token.or(token_variable.filter(|token| !token.trim().is_empty()));
+        let credential = match (token, self.dev_user) {
+            (Some(_), Some(_)) => {
+                return Err(format!("give --token or --dev-user, not both ({TOKEN_VARIABLE} is set, and is a token)"));
             }
-        }
-        let base = base.ok_or_else(|| format!("the blog's base URL is missing\n{USAGE}"))?;
-        let parsed = reqwest::Url::parse(&base).map_err(|error| format!("{base:?} is not a URL ({error})\n{USAGE}"))?;
-        if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
-            return Err(format!("{base:?} is not an http or https URL with a host\n{USAGE}"));
-        }
-        if parsed.query().is_some() || parsed.fragment().is_some() {
-            return Err(format!("{base:?}: give the blog's base URL, without a query or fragment\n{USAGE}"));
-        }
-        let token = token.or(token_variable.filter(|token| !token.trim().is_empty()));
-        let credential = match (token, dev_user) {
-            (Some(_), Some(_)) => return Err(format!("give --token or --dev-user, not both\n{USAGE}")),
             (Some(token), None) => Credential::Token(token.trim().to_owned()),
             (None, Some(user)) => Credential::DevUser(user),
             (None, None) => Credential::Anonymous,
         };
-        Ok(Options { base: base.trim_end_matches('/').to_owned(), credential, wait, settle })
+        Ok(Options {
+            base: self.base,
+            credential,
+            wait: Duration::from_secs(self.wait),
+            settle: Duration::from_secs(self.settle),
+        })
     }
 }
 
-/// A flag's value in whole seconds.
-fn seconds(flag: &str, text: &str) -> Result<Duration, String> {
-    let seconds: u64 = text.parse().map_err(|_| format!("{flag} takes whole seconds, not {text:?}\n{USAGE}"))?;
-    Ok(Duration::from_secs(seconds))
+/// The blog's base URL as given, checked, without a trailing slash.
+fn base_url(base: &str) -> Result<String, String> {
+    let parsed = reqwest::Url::parse(base).map_err(|error| format!("not a URL ({error})"))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
+        return Err("not an http or https URL with a host".into());
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err("give the blog's base URL, without a query or fragment".into());
+    }
+    Ok(base.trim_end_matches('/').to_owned())
 }
 
 /// The step that went wrong, and how.
@@ -699,9 +701,20 @@ async fn delete_stray_posts(
 mod tests {
     use super::*;
 
+    /// `handler smoke`'s parser alone.
+    #[derive(clap::Parser)]
+    #[command(name = "smoke")]
+    struct Smoke {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    /// Parses as `handler smoke <args>` does; an error is clap's text (or [`Args::options`]'s).
     fn parse(args: &[&str], variable: Option<&str>) -> Result<Options, String> {
-        let args: Vec<String> = args.iter().map(|arg| arg.to_string()).collect();
-        Options::parse(&args, variable.map(str::to_owned))
+        use clap::Parser;
+        let parsed = Smoke::try_parse_from(std::iter::once("smoke").chain(args.iter().copied()))
+            .map_err(|error| error.render().to_string())?;
+        parsed.args.options(variable.map(str::to_owned))
     }
 
     #[test]
@@ -711,21 +724,31 @@ mod tests {
         assert_eq!(options.credential, Credential::DevUser("alice".into()));
         assert_eq!(options.wait, Duration::from_secs(5));
         assert_eq!(options.settle, DEFAULT_SETTLE);
+        assert_eq!(parse(&["http://x"], None).unwrap().wait, DEFAULT_WAIT);
         assert_eq!(parse(&["http://x", "--settle", "3"], None).unwrap().settle, Duration::from_secs(3));
         assert_eq!(parse(&["https://x.azurewebsites.net"], Some("t0ken")).unwrap().credential, Credential::Token("t0ken".into()));
+        assert_eq!(parse(&["https://x.azurewebsites.net"], Some(" ")).unwrap().credential, Credential::Anonymous);
+        assert_eq!(
+            parse(&["https://x.azurewebsites.net", "--token", "a"], Some("b")).unwrap().credential,
+            Credential::Token("a".into())
+        );
         assert_eq!(parse(&["https://x.azurewebsites.net"], None).unwrap().credential, Credential::Anonymous);
 
-        assert!(parse(&[], None).unwrap_err().contains("base URL is missing"));
-        assert!(parse(&["localhost:7071"], None).unwrap_err().contains("not an http or https URL"));
-        assert!(parse(&["not a url"], None).unwrap_err().contains("is not a URL"));
-        assert!(parse(&["http://x", "--token", "a", "--dev-user", "b"], None).unwrap_err().contains("not both"));
-        assert!(parse(&["http://x", "--dev-user", "b"], Some("a")).unwrap_err().contains("not both"));
-        assert!(parse(&["http://x", "--frobnicate"], None).unwrap_err().contains("unknown option \"--frobnicate\""));
-        assert!(parse(&["http://x", "--wait", "soon"], None).unwrap_err().contains("--wait takes whole seconds"));
-        assert!(parse(&["http://x", "--settle", "-1"], None).unwrap_err().contains("--settle takes whole seconds"));
-        assert!(parse(&["http://x", "--token"], None).unwrap_err().contains("--token needs a value"));
-        assert!(parse(&["http://x", "http://y"], None).unwrap_err().contains("one base URL only"));
-        assert!(parse(&["http://x/?a=1"], None).unwrap_err().contains("without a query"));
+        let refused = |args: &[&str], variable: Option<&str>, says: &str| {
+            let error = parse(args, variable).unwrap_err();
+            assert!(error.contains(says), "{args:?}: {error}");
+        };
+        refused(&[], None, "<BASE_URL>");
+        refused(&["localhost:7071"], None, "not an http or https URL");
+        refused(&["not a url"], None, "not a URL");
+        refused(&["http://x", "--token", "a", "--dev-user", "b"], None, "cannot be used with");
+        refused(&["http://x", "--dev-user", "b"], Some("a"), "not both");
+        refused(&["http://x", "--frobnicate"], None, "unexpected argument '--frobnicate'");
+        refused(&["http://x", "--wait", "soon"], None, "invalid value 'soon' for '--wait <SECONDS>'");
+        refused(&["http://x", "--settle", "-1"], None, "invalid value '-1' for '--settle <SECONDS>'");
+        refused(&["http://x", "--token"], None, "a value is required for '--token <ACCESS_TOKEN>'");
+        refused(&["http://x", "http://y"], None, "unexpected argument 'http://y'");
+        refused(&["http://x/?a=1"], None, "without a query");
     }
 
     /// 1 s, doubled each retry, up to 15 s, and no further.

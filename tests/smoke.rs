@@ -89,15 +89,17 @@ async fn the_smoke_test_fails_naming_the_copy_that_never_arrives() {
 
 #[test]
 fn bad_arguments_are_refused_with_what_to_do() {
-    for (args, says) in [
-        (&[][..], "the blog's base URL is missing"),
-        (&["localhost:7071"][..], "not an http or https URL"),
-        (&["http://127.0.0.1:9", "--token", "t", "--dev-user", "d"][..], "not both"),
-        (&["http://127.0.0.1:9", "--colour"][..], "unknown option"),
+    // Usage errors, as clap says them: exit 2, on stderr, with the usage or where to find it.
+    for (args, says, usage) in [
+        (&[][..], "<BASE_URL>", "Usage: handler smoke"),
+        (&["localhost:7071"][..], "not an http or https URL", "try '--help'"),
+        (&["http://127.0.0.1:9", "--token", "t", "--dev-user", "d"][..], "cannot be used with", "Usage: handler smoke"),
+        (&["http://127.0.0.1:9", "--colour"][..], "unexpected argument '--colour'", "Usage: handler smoke"),
     ] {
         let output = smoke(args);
-        assert!(!output.status.success(), "{args:?}");
-        assert!(text(&output).contains(says) && text(&output).contains("usage: handler smoke"), "{args:?}: {}", text(&output));
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", text(&output));
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert!(said.contains(says) && said.contains(usage), "{args:?}: {}", text(&output));
     }
     // Nothing listens on port 9: the first step says it got no answer, at once with no time to
     // settle (`--settle 0`).

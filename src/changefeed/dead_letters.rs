@@ -107,34 +107,60 @@ pub async fn remove(store: &Store, letter: &DeadLetter) -> Result<(), StoreError
 /// Delivers every dead letter again to its function and removes those it now applies (after a
 /// fix of the function, or of the data it needed). Returns (applied and removed, still refused).
 pub async fn replay(state: &AppState) -> Result<(usize, usize), FeedError> {
-    let (mut applied, mut kept) = (0, 0);
-    for letter in list(&state.store).await? {
-        let Some(function) = Function::named(&letter.function) else {
-            kept += 1;
-            continue;
-        };
-        let documents = match letter.what.as_str() {
-            "invocation" => super::invocation::read_invocation(letter.payload.as_bytes()).map(|(documents, _)| documents),
-            "unreadable" => read_again(state, function, &letter.payload).await,
-            _ => serde_json::from_str::<Value>(&letter.payload).map(|item| vec![item]).map_err(|error| error.to_string()),
-        };
-        let report = match documents {
-            Ok(documents) => function.apply(state, documents).await?,
-            Err(why) => {
-                tracing::warn!(target: "blog::changefeed", dead_letter = %letter.id, %why, "still unreadable; kept");
-                kept += 1;
-                continue;
-            }
-        };
-        if let Some((why, _)) = report.refused.first() {
-            tracing::warn!(target: "blog::changefeed", dead_letter = %letter.id, %why, "still refused; kept");
-            kept += 1;
+    replay_reporting(state, &mut |_| {}).await
+}
+
+/// How far a replay has got: of `total` dead letters, `applied` were applied and removed, `kept`
+/// were refused again and kept.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Replayed {
+    pub applied: usize,
+    pub kept: usize,
+    pub total: usize,
+}
+
+/// [`replay`], telling `progress` how far it has got before the first dead letter and after
+/// each (`handler dead-letters replay` shows it as it goes).
+pub async fn replay_reporting(state: &AppState, progress: &mut dyn FnMut(Replayed)) -> Result<(usize, usize), FeedError> {
+    let letters = list(&state.store).await?;
+    let mut replayed = Replayed { total: letters.len(), ..Replayed::default() };
+    progress(replayed);
+    for letter in letters {
+        if replay_one(state, &letter).await? {
+            replayed.applied += 1;
         } else {
-            remove(&state.store, &letter).await?;
-            applied += 1;
+            replayed.kept += 1;
         }
+        progress(replayed);
     }
-    Ok((applied, kept))
+    Ok((replayed.applied, replayed.kept))
+}
+
+/// One dead letter delivered again: `true` when it applied and was removed, `false` when it
+/// was refused again and kept.
+async fn replay_one(state: &AppState, letter: &DeadLetter) -> Result<bool, FeedError> {
+    let Some(function) = Function::named(&letter.function) else {
+        return Ok(false);
+    };
+    let documents = match letter.what.as_str() {
+        "invocation" => super::invocation::read_invocation(letter.payload.as_bytes()).map(|(documents, _)| documents),
+        "unreadable" => read_again(state, function, &letter.payload).await,
+        _ => serde_json::from_str::<Value>(&letter.payload).map(|item| vec![item]).map_err(|error| error.to_string()),
+    };
+    let report = match documents {
+        Ok(documents) => function.apply(state, documents).await?,
+        Err(why) => {
+            tracing::warn!(target: "blog::changefeed", dead_letter = %letter.id, %why, "still unreadable; kept");
+            return Ok(false);
+        }
+    };
+    if let Some((why, _)) = report.refused.first() {
+        tracing::warn!(target: "blog::changefeed", dead_letter = %letter.id, %why, "still refused; kept");
+        Ok(false)
+    } else {
+        remove(&state.store, letter).await?;
+        Ok(true)
+    }
 }
 
 /// An item set aside because it could not be read, read again: `[]` if it is gone now.

@@ -261,11 +261,18 @@ pub(super) async fn deliver_until_done(
 /// `posts` change feed from its beginning to `PostsChangeFeed`. Copies already up to date are
 /// left alone, so running it on a live system is safe. Returns how many posts it delivered.
 pub async fn rebuild_copies(state: &AppState) -> Result<usize, FeedError> {
+    rebuild_copies_reporting(state, &mut |_| {}).await
+}
+
+/// [`rebuild_copies`], telling `delivered` how many posts it has delivered so far after each
+/// batch (`handler rebuild-copies` shows it as it goes).
+pub async fn rebuild_copies_reporting(state: &AppState, delivered: &mut dyn FnMut(usize)) -> Result<usize, FeedError> {
     let mut feed = state.store.change_feed_from_beginning(Container::Posts).await?;
     let mut posts = 0;
     while let Some(documents) = feed.next_changes().await? {
         for batch in documents.chunks(BATCH_SIZE) {
             posts += posts_changed(state, batch.to_vec()).await?.applied;
+            delivered(posts);
         }
     }
     Ok(posts)
@@ -348,11 +355,17 @@ impl Checkpoint {
 /// one name, the first delivered holds it). Idempotent, like the function. Returns how many
 /// users it delivered.
 pub async fn replay_users(state: &AppState) -> Result<usize, FeedError> {
+    replay_users_reporting(state, &mut |_| {}).await
+}
+
+/// [`replay_users`], telling `delivered` how many users it has delivered so far after each batch.
+pub async fn replay_users_reporting(state: &AppState, delivered: &mut dyn FnMut(usize)) -> Result<usize, FeedError> {
     let mut feed = state.store.change_feed_from_beginning(Container::Users).await?;
     let mut users = 0;
     while let Some(documents) = feed.next_changes().await? {
         for batch in documents.chunks(BATCH_SIZE) {
             users += users_changed(state, batch.to_vec()).await?.applied;
+            delivered(users);
         }
     }
     Ok(users)

@@ -1,0 +1,216 @@
+//! `handler` as a command-line tool, on the real binary: help and version on stdout (exit 0), a
+//! usage error with the usage on stderr (exit 2), and a command's stdout holding its output
+//! alone (`handler dead-letters | jq .`), its logs, progress and summary on stderr. The README
+//! shows `handler --help` as the binary prints it.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use blog::changefeed::dead_letters;
+use serde_json::Value;
+
+/// `handler <args>` on the embedded store in `data` (a directory nothing else has open), run to
+/// its end, with the account settings that would take it elsewhere removed, logging at `debug`
+/// (the SDK's many lines: none of them may reach stdout).
+fn handler(args: &[&str], data: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_handler"))
+        .args(args)
+        .env("BLOG_DATA_DIR", data)
+        .env("RUST_LOG", "debug")
+        .env("NO_COLOR", "1")
+        .env_remove("CosmosDB")
+        .env_remove("CosmosDB__accountEndpoint")
+        .env_remove("FUNCTIONS_CUSTOMHANDLER_PORT")
+        .env_remove(blog::smoke::TOKEN_VARIABLE)
+        .output()
+        .expect("the handler binary runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).expect("stdout is UTF-8")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).expect("stderr is UTF-8")
+}
+
+#[test]
+fn help_is_printed_on_stdout_for_the_handler_and_each_command() {
+    let data = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (&["--help"][..], &["Usage: handler [COMMAND]", "serve", "rebuild-copies", "dead-letters", "smoke", "--version"][..]),
+        (&["help"][..], &["Usage: handler [COMMAND]"][..]),
+        (&["dead-letters", "--help"][..], &["Usage: handler dead-letters [COMMAND]", "replay", "jq"][..]),
+        (&["dead-letters", "replay", "--help"][..], &["Usage: handler dead-letters replay"][..]),
+        (&["rebuild-copies", "--help"][..], &["Usage: handler rebuild-copies"][..]),
+        (&["serve", "--help"][..], &["Usage: handler serve"][..]),
+        (
+            &["smoke", "--help"][..],
+            &[
+                "Usage: handler smoke [OPTIONS] <BASE_URL>",
+                "--token <ACCESS_TOKEN>",
+                "BLOG_SMOKE_TOKEN",
+                "--dev-user <ID>",
+                "--wait <SECONDS>",
+                "[default: 120]",
+                "--settle <SECONDS>",
+                "[default: 300]",
+            ][..],
+        ),
+    ] {
+        let output = handler(args, data.path());
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {}", stderr(&output));
+        for said in says {
+            assert!(stdout(&output).contains(said), "{args:?} does not say {said:?}:\n{}", stdout(&output));
+        }
+        assert_eq!(stderr(&output), "", "{args:?}");
+    }
+    // Nothing was opened: help starts nothing.
+    assert_eq!(std::fs::read_dir(data.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn the_version_is_the_crate_version_and_a_commit() {
+    let data = tempfile::tempdir().unwrap();
+    for flag in ["--version", "-V"] {
+        let output = handler(&[flag], data.path());
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let version = stdout(&output);
+        let expected = format!("handler {} (git ", env!("CARGO_PKG_VERSION"));
+        assert!(version.starts_with(&expected) && version.ends_with(")\n"), "{version:?}");
+        // A short commit hash where built in a git checkout, else "unknown".
+        let commit = &version[expected.len()..version.len() - 2];
+        assert!(commit == "unknown" || (commit.len() >= 7 && commit.bytes().all(|b| b.is_ascii_hexdigit())), "{commit:?}");
+    }
+}
+
+#[test]
+fn a_usage_error_exits_2_with_the_usage_on_stderr_and_nothing_on_stdout() {
+    let data = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (&["--frobnicate"][..], "unexpected argument '--frobnicate'"),
+        (&["dead-leters"][..], "a similar subcommand exists: 'dead-letters'"),
+        (&["dead-letters", "--json"][..], "unexpected argument '--json'"),
+        (&["dead-letters", "replay", "now"][..], "unexpected argument 'now'"),
+        (&["rebuild-copies", "--fast"][..], "unexpected argument '--fast'"),
+        (&["smoke"][..], "<BASE_URL>"),
+        (&["smoke", "http://127.0.0.1:9", "--token", "t", "--dev-user", "d"][..], "cannot be used with"),
+        (&["smoke", "http://127.0.0.1:9", "--wait", "soon"][..], "invalid value 'soon'"),
+    ] {
+        let output = handler(args, data.path());
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        assert_eq!(stdout(&output), "", "{args:?}");
+        let said = stderr(&output);
+        assert!(said.starts_with("error: ") && said.contains(says), "{args:?}:\n{said}");
+        assert!(said.contains("Usage: handler") || said.contains("try '--help'"), "{args:?}:\n{said}");
+        // Clap's own message, not a log line with a timestamp and a level.
+        assert!(!said.contains(" ERROR ") && !said.contains("Z  "), "{args:?}:\n{said}");
+    }
+    // A token from BLOG_SMOKE_TOKEN with --dev-user: the same kind of error, with the usage.
+    let output = Command::new(env!("CARGO_BIN_EXE_handler"))
+        .args(["smoke", "http://127.0.0.1:9", "--dev-user", "d"])
+        .env(blog::smoke::TOKEN_VARIABLE, "t0ken")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("not both") && stderr(&output).contains("Usage: handler smoke"), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("t0ken"), "the token is never shown");
+}
+
+/// Dead letters set aside in `data` as the change-feed functions set them aside: one whose
+/// function no longer exists and one that cannot be read, so a replay keeps both (and logs why).
+fn set_aside_two(data: &Path) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let state = blog::connect(&blog::test_support::embedded_config(data)).await.unwrap();
+        dead_letters::set_aside(&state.store, "RetiredChangeFeed", "item", "a function since removed", r#"{"id":"p1"}"#)
+            .await
+            .unwrap();
+        dead_letters::set_aside(
+            &state.store,
+            "PostsChangeFeed",
+            "invocation",
+            "not an invocation",
+            "{\"Data\": 42,\n\"x\": \"é\"}",
+        )
+        .await
+        .unwrap();
+    });
+    // Every task that held the store ends with its runtime: the directory is free for the binary.
+    drop(runtime);
+}
+
+#[test]
+fn dead_letters_prints_json_lines_alone_on_stdout_and_a_replay_its_summary_on_stderr() {
+    let data = tempfile::tempdir().unwrap();
+    set_aside_two(data.path());
+
+    let output = handler(&["dead-letters"], data.path());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let listed: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("not a JSON line ({error}): {line:?}")))
+        .collect();
+    assert_eq!(listed.len(), 2, "{}", stdout(&output));
+    assert_eq!(listed[0]["function"], "RetiredChangeFeed");
+    assert_eq!(listed[1]["payload"], "{\"Data\": 42,\n\"x\": \"é\"}");
+    for letter in &listed {
+        for field in ["id", "function", "what", "reason", "setAsideAt", "payload"] {
+            assert!(letter[field].is_string(), "{field} in {letter}");
+        }
+    }
+
+    let output = handler(&["dead-letters", "replay"], data.path());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "", "a replay writes nothing on stdout");
+    let said = stderr(&output);
+    // Its log lines (the one it could not read again), then its summary, on a line of its own.
+    let warned = said.find("WARN blog::changefeed: still unreadable; kept").unwrap_or_else(|| panic!("{said}"));
+    let summary = said.find("\ndead-letters replay: 0 applied and removed, 2 refused again and kept, in ");
+    assert!(summary.is_some_and(|summary| summary > warned), "{said}");
+
+    // Both kept: listed again, and nothing but them on stdout.
+    let output = handler(&["dead-letters"], data.path());
+    assert_eq!(stdout(&output).lines().filter(|line| serde_json::from_str::<Value>(line).is_ok()).count(), 2);
+    assert_eq!(stdout(&output).lines().count(), 2);
+}
+
+#[test]
+fn rebuild_copies_says_what_it_did_on_stderr_and_nothing_on_stdout() {
+    let data = tempfile::tempdir().unwrap();
+    let output = handler(&["rebuild-copies"], data.path());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "");
+    let said = stderr(&output);
+    let summary = "\nrebuild-copies: 0 users replayed (names carried and reserved), 0 posts delivered (copies rebuilt) in ";
+    assert!(said.contains(summary), "{said}");
+}
+
+/// A command that fails says why on stderr, as one line starting with `error:`, and exits 1.
+#[test]
+fn a_failing_command_says_why_on_stderr() {
+    let data = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_handler"))
+        .arg("dead-letters")
+        .env("BLOG_DATA_DIR", data.path())
+        .env("BLOG_SCRIPTS", "server")
+        .env_remove("CosmosDB")
+        .env_remove("CosmosDB__accountEndpoint")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "");
+    assert!(stderr(&output).starts_with("error: BLOG_SCRIPTS=server needs a Cosmos DB account"), "{}", stderr(&output));
+}
+
+/// The README's block after `<!-- handler --help -->` is what `handler --help` prints.
+#[test]
+fn the_readme_shows_the_help_the_binary_prints() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let after = readme.split("<!-- handler --help -->").nth(1).expect("README.md has a <!-- handler --help --> marker");
+    let block = after.split_once("```text\n").expect("a text block after the marker").1;
+    let block = &block[..block.find("```").expect("the block ends")];
+    let data = tempfile::tempdir().unwrap();
+    let help = stdout(&handler(&["--help"], data.path()));
+    assert_eq!(block, format!("$ handler --help\n{help}"), "README.md's `handler --help` block is out of date");
+}
