@@ -180,6 +180,18 @@ async fn a_corrupt_checkpoint_refuses_to_start_and_says_what_to_do() {
     assert!(error.contains(&path.display().to_string()) && error.to_lowercase().contains("delete it"), "{error}");
 }
 
+/// A directory where a processor's checkpoint file belongs (made by hand, or by a tool) is
+/// refused at start, naming it and saying what to do, as every other refusal does.
+#[tokio::test]
+async fn a_checkpoint_path_that_is_a_directory_refuses_to_start_and_says_what_to_do() {
+    let data = tempfile::tempdir().unwrap();
+    let path = data.path().join("changefeed-UsersChangeFeed.json");
+    std::fs::create_dir(&path).unwrap();
+    let error = refusal(data.path()).await;
+    assert!(error.contains(&path.display().to_string()) && error.contains("is a directory"), "{error}");
+    assert!(error.contains("move it out of the data directory"), "says what to do: {error}");
+}
+
 /// Turns a data directory of this store into one of the earlier store (its `snapshot.jsonl`,
 /// empty, and a `journal.jsonl` of every live item, one line per write), as a directory written
 /// before the move to SQLite looks: each line `<crc32> <json>`, a header first.

@@ -162,7 +162,7 @@ async fn follow(
             if changed.items.is_empty() {
                 // Writes to other containers move the position too.
                 if changed.through > position {
-                    position = Checkpoint::save(checkpoint, changed.through)?;
+                    position = Checkpoint::save_off_the_workers(checkpoint, changed.through).await?;
                 }
                 break;
             }
@@ -173,7 +173,7 @@ async fn follow(
                 return Ok(());
             }
             delivered.lock().expect("never poisoned").add(items, &meter);
-            position = Checkpoint::save(checkpoint, changed.through)?;
+            position = Checkpoint::save_off_the_workers(checkpoint, changed.through).await?;
         }
         tokio::select! {
             () = &mut notified => {}
@@ -322,8 +322,23 @@ impl Checkpoint {
                 Err(error) => Err(damaged(error.to_string())),
             },
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(0),
+            Err(_) if path.is_dir() => Err(StoreError::Unusable(format!(
+                "{} is a directory, where a change-feed processor keeps its position in a file: move it out of \
+                 the data directory (or delete it, if nothing in it is yours), then start again; every change is \
+                 then delivered again from the beginning (the change-feed functions are idempotent)",
+                path.display()
+            ))),
             Err(error) => Err(StoreError::io(format!("cannot read {}", path.display()), error)),
         }
+    }
+
+    /// [`Checkpoint::save`] on tokio's blocking threads: its two fsyncs (the file, the directory)
+    /// after every batch would otherwise hold one of the few worker threads that serve HTTP.
+    async fn save_off_the_workers(path: &Path, delivered_through: u64) -> Result<u64, StoreError> {
+        let path = path.to_path_buf();
+        tokio::task::spawn_blocking(move || Checkpoint::save(&path, delivered_through))
+            .await
+            .map_err(|error| StoreError::Unfinished(format!("saving a change-feed checkpoint did not finish: {error}")))?
     }
 
     /// Writes the position atomically (a crash leaves the old one, which only means a few
