@@ -46,6 +46,8 @@ pub use meter::{Meter, Partitions, Scope};
 pub use schema::Container;
 pub use sdk::entra_credential;
 pub use store::Store;
+#[cfg(test)]
+pub(crate) use store::resuming_error;
 
 #[cfg(test)]
 pub(crate) mod tests;

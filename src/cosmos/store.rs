@@ -310,10 +310,7 @@ impl Store {
         if let Some(token) = page.continuation {
             options = options.with_continuation_token(ContinuationToken::from_string(token));
         }
-        let continuation_error = |error: StoreError| match error {
-            StoreError::Sdk { source, .. } if resuming => StoreError::BadContinuation(source.to_string()),
-            other => other,
-        };
+        let continuation_error = |error: StoreError| if resuming { resuming_error(error) } else { error };
         let scope = FeedScope::partition(partition_key.to_owned());
         let _settled = self.settled_partition(container, partition_key).await;
         let iterator = bounded(self.container(container).query_items::<Value>(sdk_query, scope, Some(options)))
@@ -449,5 +446,22 @@ impl Store {
     /// embedded store.
     pub fn embedded(&self) -> Option<&Arc<Durability>> {
         self.durability.as_ref()
+    }
+}
+
+/// What a failure of a query resumed from a continuation token means. Cosmos DB answers 400 to
+/// a token it cannot resume from (another query's, another page size's, or altered), and that
+/// is the caller's to mend: said in our words, the database's only in the log. Every other
+/// failure is the database's and keeps its kind, so a throttled or timed-out page is a passing
+/// failure (503) and anything else an internal one, never the caller's token.
+pub(crate) fn resuming_error(error: StoreError) -> StoreError {
+    match error {
+        StoreError::BadRequest(cause) => {
+            tracing::debug!(%cause, "Cosmos DB refused a continuation token");
+            StoreError::BadContinuation(
+                "the database cannot resume the list from it (it belongs to another list or page size, or was altered)".into(),
+            )
+        }
+        other => other,
     }
 }

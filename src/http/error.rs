@@ -178,6 +178,11 @@ impl IntoResponse for ApiError {
         let body = serde_json::to_string(&body).expect("a problem serializes");
         let mut response = (self.status, body).into_response();
         response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM));
+        // Every 503 here is a passing failure (the database busy or slow, too many writes to one
+        // post at once): the client is told when to come back, as the front door's own 503 does.
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
         response
     }
 }
@@ -195,5 +200,27 @@ mod tests {
         assert!(error.detail.contains("disk is full") && error.detail.contains("nothing was written"), "{}", error.detail);
         let through_a_script = ApiError::from(crate::scripts::ScriptError::Store(StoreError::DiskFull));
         assert_eq!(through_a_script.status.as_u16(), 507);
+    }
+
+    /// Paging keeps a failure's kind (issue 30, item 6): before, any database failure while a
+    /// continuation token was in play became a 400 blaming the token, in the SDK's words, and a
+    /// real 400 from the database on a token became a 500.
+    #[test]
+    fn a_failure_while_paging_keeps_its_kind_and_no_database_text_reaches_the_caller() {
+        use crate::cosmos::resuming_error;
+        let refused = ApiError::from(resuming_error(StoreError::BadRequest(
+            "Message: {\"Errors\":[\"Invalid Continuation Token\"]}, ActivityId: 1f2e".into(),
+        )));
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+        assert!(refused.detail.starts_with("continuationToken is not valid here"), "{}", refused.detail);
+        assert!(!refused.detail.contains("ActivityId") && !refused.detail.contains("Errors"), "{}", refused.detail);
+        for passing in [StoreError::Throttled, StoreError::Timeout] {
+            let answer = ApiError::from(resuming_error(passing)).into_response();
+            assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(answer.headers()[header::RETRY_AFTER], "1");
+        }
+        let failed = ApiError::from(resuming_error(StoreError::Unfinished("the SDK's own words".into())));
+        assert_eq!(failed.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(!failed.detail.contains("SDK"), "{}", failed.detail);
     }
 }
