@@ -156,7 +156,8 @@ impl InProcess {
 }
 
 fn main() {
-    blog::quiet_library_backtraces();
+    // SAFETY: the first statement of `main`: no runtime and no other thread exist yet.
+    unsafe { blog::quiet_library_backtraces() };
     tokio::runtime::Runtime::new().expect("a Tokio runtime").block_on(run());
 }
 

@@ -54,11 +54,15 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// `RUST_BACKTRACE=1` a backtrace, for every optional header a response lacks: on the embedded
 /// store that was a fifth of the handler's CPU time under load.
 ///
-/// Call it first thing in `main`, before any other thread starts.
-pub fn quiet_library_backtraces() {
+/// # Safety
+///
+/// It writes the process's environment (`std::env::set_var`), which is sound only while no
+/// other thread may read or write it: call it first thing in `main`, before the runtime or any
+/// other thread starts. Nothing in the type system can hold a caller to that, so the function
+/// is `unsafe` and each caller says why its call is sound.
+pub unsafe fn quiet_library_backtraces() {
     if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
-        // SAFETY: called before the runtime or any other thread exists, so nothing reads the
-        // environment concurrently.
+        // SAFETY: the caller guarantees no other thread exists yet (see above).
         unsafe { std::env::set_var("RUST_LIB_BACKTRACE", "0") };
     }
 }

@@ -134,7 +134,8 @@ enum Run {
 }
 
 fn main() -> ExitCode {
-    blog::quiet_library_backtraces();
+    // SAFETY: the first statement of `main`: no runtime and no other thread exist yet.
+    unsafe { blog::quiet_library_backtraces() };
     // Help, the version and usage errors end the process here, before anything starts.
     let run = match clap::Parser::parse() {
         Cli { command: None | Some(Command::Serve) } => Run::Serve,

@@ -192,6 +192,22 @@ async fn a_checkpoint_path_that_is_a_directory_refuses_to_start_and_says_what_to
     assert!(error.contains("move it out of the data directory"), "says what to do: {error}");
 }
 
+/// A negative write number in an edited database is refused at start, naming the file, instead
+/// of wrapping into a number no processor could ever reach.
+#[tokio::test]
+async fn a_negative_write_number_in_the_database_refuses_to_start() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    app.post_by(&alice, "first").await;
+    let temp = app.stop().await.unwrap();
+    let path = temp.path().join("blog.sqlite");
+    let database = rusqlite::Connection::open(&path).unwrap();
+    database.execute("UPDATE meta SET value = -5 WHERE key = 'last_seq'", []).unwrap();
+    drop(database);
+    let error = refusal(temp.path()).await;
+    assert!(error.contains(&path.display().to_string()), "names the file: {error}");
+}
+
 /// Turns a data directory of this store into one of the earlier store (its `snapshot.jsonl`,
 /// empty, and a `journal.jsonl` of every live item, one line per write), as a directory written
 /// before the move to SQLite looks: each line `<crc32> <json>`, a header first.

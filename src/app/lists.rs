@@ -147,7 +147,7 @@ fn unwrap_token(tokens: &TokenKey, text: &str, list: &str, key: &str) -> Result<
     }
     let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| invalid())?;
     let token: Token = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
-    if token.mac != tokens.sign(&token.list, &token.key, &token.sdk) {
+    if !same_in_constant_time(token.mac.as_bytes(), tokens.sign(&token.list, &token.key, &token.sdk).as_bytes()) {
         return Err(invalid());
     }
     if token.list != list || token.key != key {
@@ -159,9 +159,25 @@ fn unwrap_token(tokens: &TokenKey, text: &str, list: &str, key: &str) -> Result<
     Ok(token.sdk)
 }
 
+/// Whether two MACs are equal, in a time that does not depend on where they first differ: a
+/// comparison that stops at the first differing byte would tell a forger, by its time, how much
+/// of a forged MAC is right.
+fn same_in_constant_time(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |difference, (x, y)| difference | (x ^ y)) == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn macs_are_equal_only_when_every_byte_is() {
+        assert!(same_in_constant_time(b"abcdef", b"abcdef"));
+        assert!(same_in_constant_time(b"", b""));
+        assert!(!same_in_constant_time(b"abcdef", b"abcdeg"));
+        assert!(!same_in_constant_time(b"xbcdef", b"abcdef"));
+        assert!(!same_in_constant_time(b"abcdef", b"abcde"), "a prefix is not the MAC");
+    }
 
     fn params(limit: Option<&str>, token: Option<&str>) -> ListParams {
         ListParams { limit: limit.map(Into::into), continuation_token: token.map(Into::into) }

@@ -25,7 +25,7 @@ use tokio::task::JoinHandle;
 
 use super::{FeedError, Function, posts_changed, users_changed};
 use crate::app::AppState;
-use crate::cosmos::{Container, Meter, StoreError};
+use crate::cosmos::{Container, MAX_POSITION, Meter, StoreError};
 
 /// The most items delivered in one batch (the host's `maxItemsPerInvocation` plays this role).
 pub(super) const BATCH_SIZE: usize = 100;
@@ -296,12 +296,6 @@ fn checkpoint_path(data_dir: &Path, function: Function) -> PathBuf {
 struct Checkpoint {
     delivered_through: u64,
 }
-
-/// The largest position a checkpoint may hold. Write numbers go on after the furthest saved
-/// position (checked when the database opens), one per write: a position near `u64::MAX`
-/// leaves no numbers to go on with (it wrapped around, and the processors chased it forever).
-/// 2^62 writes are more than any data directory will see.
-const MAX_POSITION: u64 = 1 << 62;
 
 impl Checkpoint {
     fn load(path: &Path) -> Result<u64, StoreError> {

@@ -46,6 +46,13 @@ pub use meter::{Meter, Partitions, Scope};
 pub use schema::Container;
 pub use sdk::entra_credential;
 pub use store::Store;
+
+/// The furthest a write number, and so a change-feed processor's position, may go: one
+/// definition for the store, which numbers writes, and the processors, whose checkpoints hold
+/// positions. SQLite's integers are signed 64-bit, and numbering must have room to go on after
+/// any position (a position near `u64::MAX` wrapped around, and the processors chased it for
+/// ever); 2^62 − 1 writes are more than any data directory will see.
+pub const MAX_POSITION: u64 = (i64::MAX / 2) as u64;
 #[cfg(test)]
 pub(crate) use store::resuming_error;
 

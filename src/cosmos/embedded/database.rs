@@ -164,15 +164,24 @@ impl Database {
         let io = |error| StoreError::io(format!("cannot open the data directory {}", dir.display()), error);
         std::fs::create_dir_all(dir).map_err(io)?;
         let lock = OpenOptions::new().create(true).truncate(false).write(true).open(dir.join(LOCK)).map_err(io)?;
-        lock.try_lock().map_err(|_| StoreError::Unusable(format!("{} is in use by another handler process", dir.display())))?;
+        lock.try_lock().map_err(|error| match error {
+            std::fs::TryLockError::WouldBlock => {
+                StoreError::Unusable(format!("{} is in use by another handler process", dir.display()))
+            }
+            std::fs::TryLockError::Error(error) => {
+                StoreError::io(format!("cannot lock the data directory {}", dir.display()), error)
+            }
+        })?;
         let path = dir.join(FILE);
         let connection = Self::connect(&path).map_err(|error| damaged(&path, error))?;
         let reader = Self::connect(&path).map_err(|error| damaged(&path, error))?;
         let last_seq: u64 = connection
-            .query_row("SELECT value FROM meta WHERE key = 'last_seq'", [], |row| row.get::<_, i64>(0))
+            // Read as u64: rusqlite refuses a negative value (IntegralValueOutOfRange), which an
+            // edited database could hold, instead of wrapping it into a huge write number.
+            .query_row("SELECT value FROM meta WHERE key = 'last_seq'", [], |row| row.get::<_, u64>(0))
             .optional()
             .map_err(|error| damaged(&path, error))?
-            .map_or(0, |value| value as u64);
+            .unwrap_or(0);
         let database = Database {
             path,
             messages: None,

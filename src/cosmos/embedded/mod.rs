@@ -29,7 +29,7 @@ use serde_json::Value;
 
 use super::changes::ChangeIndex;
 use super::sdk::bounded;
-use super::{Changed, Container, StoreError};
+use super::{Changed, Container, MAX_POSITION, StoreError};
 use database::{Database, Record, Refused};
 use locks::{Locks, PartitionGuard};
 
@@ -284,10 +284,6 @@ fn import_files(dir: &Path, database: &Database, connection: &mut rusqlite::Conn
     tracing::info!(items = imported.rows.len(), "the earlier store's snapshot and journal were imported");
     Ok(())
 }
-
-/// The furthest a write number may go: SQLite's integers are signed 64-bit, and numbering
-/// must have room to go on after any position.
-const MAX_POSITION: u64 = (i64::MAX / 2) as u64;
 
 /// The change-feed processors' positions (`changefeed-*.json`) in `dir`: each file and the
 /// position it holds. An unreadable one is left to the processors' own loading, which refuses it
