@@ -41,6 +41,9 @@ pub struct Config {
     /// The most requests one instance works on at once; more are answered 503 at once rather
     /// than queued without end.
     pub max_in_flight: usize,
+    /// How long a connection may take to send a request's headers, or stay idle between
+    /// requests (`BLOG_HEADER_TIMEOUT`, seconds; [`crate::http::serve::HEADER_TIMEOUT`] unless set).
+    pub header_timeout: std::time::Duration,
     /// Who vouches for the caller of a write.
     pub auth: AuthMode,
     /// `BLOG_TOKEN_KEY`: the key continuation tokens are signed with, the same on every instance
@@ -164,13 +167,33 @@ impl Config {
             Some("development") => AuthMode::Development,
             Some(other) => return Err(format!("BLOG_AUTH must be platform or none{}, not {other:?}", development_hint())),
         };
+        let header_timeout = match lookup("BLOG_HEADER_TIMEOUT") {
+            None => crate::http::serve::HEADER_TIMEOUT,
+            Some(text) => text
+                .parse()
+                .ok()
+                .filter(|seconds| *seconds > 0)
+                .map(std::time::Duration::from_secs)
+                .ok_or_else(|| format!("BLOG_HEADER_TIMEOUT must be a positive number of seconds, not {text:?}"))?,
+        };
         let token_key = lookup("BLOG_TOKEN_KEY");
         if let Some(key) = &token_key
             && key.len() < 16
         {
             return Err("BLOG_TOKEN_KEY must be at least 16 characters (a random secret, the same on every instance)".into());
         }
-        Ok(Config { listen, backend, database, create_containers, change_feed, scripts, max_in_flight, auth, token_key })
+        Ok(Config {
+            listen,
+            backend,
+            database,
+            create_containers,
+            change_feed,
+            scripts,
+            max_in_flight,
+            header_timeout,
+            auth,
+            token_key,
+        })
     }
 }
 
@@ -245,12 +268,23 @@ mod tests {
         assert!(config(&[("BLOG_CHANGE_FEED", "sometimes")]).unwrap_err().contains("BLOG_CHANGE_FEED"));
     }
 
+    /// The README: "a connection has 30 s to send a request's headers or its next request",
+    /// unless BLOG_HEADER_TIMEOUT says otherwise (tests/serving.rs holds the timeout on the binary
+    /// with a short one).
+    #[test]
+    fn the_header_timeout_is_30_seconds_unless_set() {
+        assert_eq!(config(&[]).unwrap().header_timeout, std::time::Duration::from_secs(30));
+        assert_eq!(config(&[("BLOG_HEADER_TIMEOUT", "2")]).unwrap().header_timeout, std::time::Duration::from_secs(2));
+    }
+
     #[test]
     fn bad_settings_are_named() {
         assert!(config(&[("FUNCTIONS_CUSTOMHANDLER_PORT", "http")]).unwrap_err().contains("FUNCTIONS_CUSTOMHANDLER_PORT"));
         assert!(config(&[("CosmosDB", "x"), ("CosmosDB__accountEndpoint", "y")]).is_err());
         assert!(config(&[("BLOG_CREATE_CONTAINERS", "yes")]).unwrap_err().contains("BLOG_CREATE_CONTAINERS"));
         assert!(config(&[("BLOG_MAX_IN_FLIGHT", "0")]).unwrap_err().contains("BLOG_MAX_IN_FLIGHT"));
+        assert!(config(&[("BLOG_HEADER_TIMEOUT", "0")]).unwrap_err().contains("BLOG_HEADER_TIMEOUT"));
+        assert!(config(&[("BLOG_HEADER_TIMEOUT", "5s")]).unwrap_err().contains("BLOG_HEADER_TIMEOUT"));
         assert!(config(&[("BLOG_AUTH", "platform")]).unwrap_err().contains("WEBSITE_AUTH_ENABLED"), "no platform, no trust");
         assert!(config(&[("BLOG_AUTH", "development"), ("WEBSITE_AUTH_ENABLED", "True")]).is_err());
     }

@@ -72,6 +72,7 @@ pub struct Blog {
     pub state: AppState,
     processors: Option<Processors>,
     max_in_flight: usize,
+    header_timeout: std::time::Duration,
     host_change_feed: bool,
 }
 
@@ -94,7 +95,7 @@ impl Blog {
             (_, ChangeFeedMode::Host) => None,
         };
         let host_change_feed = config.change_feed == ChangeFeedMode::Host;
-        Blog { state, processors, max_in_flight: config.max_in_flight, host_change_feed }
+        Blog { state, processors, max_in_flight: config.max_in_flight, header_timeout: config.header_timeout, host_change_feed }
     }
 
     /// What the local change-feed processors delivered, and its cost; `None` where they do not
@@ -114,7 +115,7 @@ impl Blog {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let limits = http::serve::Limits::of_this_process();
+        let limits = http::serve::Limits { header_timeout: self.header_timeout, ..http::serve::Limits::of_this_process() };
         tracing::debug!(?limits, "connection limits");
         let router = http::router(self.state, self.max_in_flight, self.host_change_feed);
         let served = http::serve::serve(listener, router, limits, shutdown).await;
