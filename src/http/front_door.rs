@@ -120,7 +120,10 @@ impl Door {
         let matched = request.extensions().get::<MatchedPath>().cloned();
         let unmatched = matched.is_none().then(|| request.uri().path().to_owned());
         let meter = Arc::new(Meter::default());
-        let mut response = meter.clone().measure(self.admit(request, route)).await;
+        // A route that panics is answered 500, as any other failure, instead of the connection
+        // being dropped with no answer (the client sees a reset, the log no line for it).
+        let admitted = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(self.admit(request, route)));
+        let mut response = meter.clone().measure(admitted).await.unwrap_or_else(|panic| answer_to_a_panic(&*panic));
         pages::add_security_headers(response.headers_mut());
         let route = matched.as_ref().map_or_else(|| unmatched.as_deref().unwrap_or_default(), MatchedPath::as_str);
         log_and_show_cost(&mut response, &meter, &method, route, started);
@@ -188,6 +191,17 @@ impl Door {
         let places = if matches!(*method, Method::GET | Method::HEAD) { &self.reads } else { &self.writes };
         places.clone().try_acquire_owned().ok()
     }
+}
+
+/// The 500 for a route that panicked, with the panic's message in the log (the default panic
+/// hook has printed it with its place already).
+fn answer_to_a_panic(panic: &(dyn std::any::Any + Send)) -> Response {
+    let message = panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message");
+    ApiError::internal(format!("the route panicked: {message}")).into_response()
 }
 
 /// The route's answer, compressed when the request accepts an encoding that fits the answer.
@@ -276,7 +290,32 @@ impl std::fmt::Display for Tenths {
 
 #[cfg(test)]
 mod tests {
-    use super::{Hundredths, Tenths};
+    use super::{FrontDoor, Hundredths, Tenths};
+    use crate::config::AuthMode;
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode, header};
+    use tower::ServiceExt;
+
+    async fn panics() -> &'static str {
+        panic!("a bug in a handler")
+    }
+
+    /// A route that panics gets the 500 any failure gets, through the same layer `main`'s router
+    /// has, and the connection's next request is served.
+    #[tokio::test]
+    async fn a_route_that_panics_is_answered_500_as_a_problem() {
+        let router = axum::Router::new()
+            .route("/panics", axum::routing::get(panics))
+            .route("/works", axum::routing::get(|| async { "fine" }))
+            .layer(FrontDoor::new(4, false, AuthMode::None));
+        let answer = router.clone().oneshot(Request::get("/panics").body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(answer.headers()[header::CONTENT_TYPE], "application/problem+json");
+        let body = axum::body::to_bytes(answer.into_body(), 4096).await.unwrap();
+        assert!(!String::from_utf8_lossy(&body).contains("a bug in a handler"), "the panic's text stays in the log");
+        let next = router.oneshot(Request::get("/works").body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(next.status(), StatusCode::OK, "the place the panicking request took was given back");
+    }
 
     #[test]
     fn decimals_are_written_as_the_float_formatting_wrote_them() {
