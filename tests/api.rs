@@ -287,3 +287,13 @@ async fn readiness_answers_the_host() {
     assert_eq!(app.get("/").await.status, StatusCode::OK);
     let _ = Method::GET;
 }
+
+/// Opening a blog is a future tokio can spawn on its worker threads: nothing that cannot move
+/// between threads (a SQLite connection, borrowed) is held across its awaits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blog_can_be_opened_on_a_spawned_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = blog::test_support::embedded_config(dir.path());
+    let opened = tokio::spawn(async move { blog::Blog::open(&config).await }).await.expect("the task ran");
+    assert!(opened.is_ok(), "the blog opened on a spawned task");
+}

@@ -115,7 +115,8 @@ impl Store {
         let (database, connection) = embedded::open(data_dir)?;
         let (client, emulator) = embedded::emulator::client().await.map_err(other)?;
         embedded::emulator::create_containers(&emulator, &client, &config.database).await.map_err(other)?;
-        let (changes, expiries) = embedded::emulator::load(&emulator, &config.database, &database, &connection).await?;
+        let (changes, expiries, connection) =
+            embedded::emulator::load(&emulator, &config.database, &database, connection).await?;
         let store = Self::on(&client, config, None).await?;
         let containers = Container::ALL.into_iter().map(|container| (container, store.container(container).clone())).collect();
         let durability = Durability::start(database, connection, faults, changes, expiries, containers)?;

@@ -101,15 +101,18 @@ pub async fn load(
     emulator: &Emulator,
     database_name: &str,
     database: &Database,
-    connection: &rusqlite::Connection,
-) -> Result<(ChangeIndex, Expiries), StoreError> {
+    // Owned, and handed back: a `&Connection` held across the awaits below would make the whole
+    // start-up future not `Send` (a connection is not `Sync`), so that `tokio::spawn(Blog::open(..))`
+    // would not compile.
+    connection: rusqlite::Connection,
+) -> Result<(ChangeIndex, Expiries, rusqlite::Connection), StoreError> {
     let mut changes = ChangeIndex::default();
     let mut expiries = Expiries::default();
     let mut loading = tokio::task::JoinSet::new();
     let mut last: Option<Row> = None;
     let mut loaded = 0;
     loop {
-        let page = database.page(connection, last.as_ref(), LOAD_PAGE)?;
+        let page = database.page(&connection, last.as_ref(), LOAD_PAGE)?;
         let Some(final_row) = page.last() else { break };
         last = Some(Row { doc: String::new(), ..final_row.clone() });
         loaded += page.len();
@@ -145,7 +148,7 @@ pub async fn load(
     if loaded > 0 {
         tracing::info!(items = loaded, "embedded store loaded from its database");
     }
-    Ok((changes, expiries))
+    Ok((changes, expiries, connection))
 }
 
 fn join(done: Option<Result<Result<(), StoreError>, tokio::task::JoinError>>) -> Result<(), StoreError> {
