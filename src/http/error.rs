@@ -57,7 +57,7 @@ impl From<StoreError> for ApiError {
                 "The server's disk is full: nothing was written. Retry once space has been freed.",
             ),
             StoreError::BadContinuation(why) => Self::bad_request(format!("continuationToken is not valid here: {why}")),
-            other => Self::internal(other),
+            other => Self::internal(with_causes(&other)),
         }
     }
 }
@@ -69,7 +69,7 @@ impl From<ScriptError> for ApiError {
             ScriptError::Contention => {
                 Self::new(StatusCode::SERVICE_UNAVAILABLE, "Too many concurrent changes to this post; retry in a moment.")
             }
-            failed @ (ScriptError::Thrown(_) | ScriptError::Failed(_)) => Self::internal(failed),
+            failed @ (ScriptError::Thrown(_) | ScriptError::Failed(_)) => Self::internal(with_causes(&failed)),
         }
     }
 }
@@ -88,6 +88,23 @@ impl From<AppError> for ApiError {
             AppError::Script(error) => error.into(),
         }
     }
+}
+
+/// An error and every cause below it, each once, for the log line of a 500: an SDK error's
+/// transport failure or a file's I/O error is often two or three sources down. A cause whose
+/// text a level above already shows (thiserror's `"{what}: {source}"`) is not repeated.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        let shown = next.to_string();
+        if !text.contains(&shown) {
+            text.push_str(": ");
+            text.push_str(&shown);
+        }
+        cause = next.source();
+    }
+    text
 }
 
 /// The media type of every error answer.
@@ -200,6 +217,17 @@ mod tests {
         assert!(error.detail.contains("disk is full") && error.detail.contains("nothing was written"), "{}", error.detail);
         let through_a_script = ApiError::from(crate::scripts::ScriptError::Store(StoreError::DiskFull));
         assert_eq!(through_a_script.status.as_u16(), 507);
+    }
+
+    /// The log line of a 500 names every cause, each once.
+    #[test]
+    fn an_internal_errors_log_names_every_cause_once() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("the connection was reset")]
+        struct Transport(#[source] std::io::Error);
+        let deepest = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "os error 104");
+        let error = StoreError::Io { what: "cannot read the page".into(), source: std::io::Error::other(Transport(deepest)) };
+        assert_eq!(with_causes(&error), "cannot read the page: the connection was reset: os error 104");
     }
 
     /// Paging keeps a failure's kind (issue 30, item 6): before, any database failure while a
