@@ -39,22 +39,6 @@ enum HandlerError {
     Output(#[source] std::io::Error),
 }
 
-/// An error and its causes on one line, each cause once (a cause whose text its error already
-/// shows is not repeated).
-fn report(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 /// The SDK logs every request at `info`; our own per-request line says what matters.
 const DEFAULT_LOG_FILTER: &str = "info,azure_core=warn,azure_data_cosmos=warn,azure_data_cosmos_driver=warn";
 
@@ -182,7 +166,7 @@ async fn handler(run: Run) -> ExitCode {
         return match command(run, &stderr).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
-                stderr.line(&format!("error: {}", report(&error)));
+                stderr.line(&format!("error: {}", blog::logging::with_causes(&error)));
                 ExitCode::FAILURE
             }
         };
@@ -205,7 +189,7 @@ async fn handler(run: Run) -> ExitCode {
     match serve().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            tracing::error!("{}", report(&error));
+            tracing::error!("{}", blog::logging::with_causes(&error));
             ExitCode::FAILURE
         }
     }

@@ -9,6 +9,7 @@ use utoipa::{IntoResponses, ToSchema};
 
 use crate::app::AppError;
 use crate::cosmos::StoreError;
+use crate::logging::with_causes;
 use crate::scripts::ScriptError;
 
 /// A failed request: the status, and a `detail` that tells the caller what to fix. Internal
@@ -88,23 +89,6 @@ impl From<AppError> for ApiError {
             AppError::Script(error) => error.into(),
         }
     }
-}
-
-/// An error and every cause below it, each once, for the log line of a 500: an SDK error's
-/// transport failure or a file's I/O error is often two or three sources down. A cause whose
-/// text a level above already shows (thiserror's `"{what}: {source}"`) is not repeated.
-fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(next) = cause {
-        let shown = next.to_string();
-        if !text.contains(&shown) {
-            text.push_str(": ");
-            text.push_str(&shown);
-        }
-        cause = next.source();
-    }
-    text
 }
 
 /// The media type of every error answer.
