@@ -42,7 +42,7 @@ pub struct Config {
     /// than queued without end.
     pub max_in_flight: usize,
     /// How long a connection may take to send a request's headers, or stay idle between
-    /// requests (`BLOG_HEADER_TIMEOUT`, seconds; [`crate::http::serve::HEADER_TIMEOUT`] unless set).
+    /// requests (`BLOG_HEADER_TIMEOUT`, seconds; [`DEFAULT_HEADER_TIMEOUT`] unless set).
     pub header_timeout: std::time::Duration,
     /// Who vouches for the caller of a write.
     pub auth: AuthMode,
@@ -65,6 +65,11 @@ pub enum AuthMode {
     #[cfg(feature = "embedded")]
     Development,
 }
+
+/// [`Config::header_timeout`] unless `BLOG_HEADER_TIMEOUT` says otherwise. Longer than the idle
+/// time after which .NET's HTTP client (the Functions host's) stops reusing a pooled connection
+/// would be safest; 30 s is hyper's own default for this timeout.
+pub const DEFAULT_HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// [`Config::max_in_flight`] unless `BLOG_MAX_IN_FLIGHT` says otherwise.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 128;
@@ -168,7 +173,7 @@ impl Config {
             Some(other) => return Err(format!("BLOG_AUTH must be platform or none{}, not {other:?}", development_hint())),
         };
         let header_timeout = match lookup("BLOG_HEADER_TIMEOUT") {
-            None => crate::http::serve::HEADER_TIMEOUT,
+            None => DEFAULT_HEADER_TIMEOUT,
             Some(text) => text
                 .parse()
                 .ok()

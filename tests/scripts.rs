@@ -18,7 +18,7 @@ async fn store() -> (Arc<Store>, tempfile::TempDir) {
         change_feed: blog::config::ChangeFeedMode::Host,
         scripts: blog::config::ScriptsMode::InProcess,
         max_in_flight: 16,
-        header_timeout: blog::http::serve::HEADER_TIMEOUT,
+        header_timeout: blog::config::DEFAULT_HEADER_TIMEOUT,
         auth: blog::config::AuthMode::None,
         token_key: None,
     };

@@ -35,10 +35,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc, watch};
 
-/// How long a connection may take to deliver a request's headers, or stay idle between requests.
-/// Longer than the idle time after which .NET's HTTP client (the Functions host's) stops reusing
-/// a pooled connection would be safest; 30 s is hyper's own default for this timeout.
-pub const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a connection may take to deliver a request's headers, or stay idle between
+/// requests, unless `BLOG_HEADER_TIMEOUT` says otherwise (why 30 s: see there).
+pub use crate::config::DEFAULT_HEADER_TIMEOUT as HEADER_TIMEOUT;
 
 /// File descriptors kept out of the connection limit: the data files, the log, the outgoing
 /// connections to Cosmos DB and to the identity endpoint, and one to accept and refuse with.

@@ -22,7 +22,7 @@ pub fn embedded_config(dir: &Path) -> Config {
         change_feed: ChangeFeedMode::Local,
         scripts: ScriptsMode::InProcess,
         max_in_flight: DEFAULT_MAX_IN_FLIGHT,
-        header_timeout: crate::http::serve::HEADER_TIMEOUT,
+        header_timeout: crate::config::DEFAULT_HEADER_TIMEOUT,
         auth: AuthMode::Development,
         token_key: None,
     }

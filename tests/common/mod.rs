@@ -101,7 +101,7 @@ impl TestApp {
             change_feed: ChangeFeedMode::Local,
             scripts: blog::config::ScriptsMode::InProcess,
             max_in_flight: blog::config::DEFAULT_MAX_IN_FLIGHT,
-            header_timeout: blog::http::serve::HEADER_TIMEOUT,
+            header_timeout: blog::config::DEFAULT_HEADER_TIMEOUT,
             // The local development scheme: the caller is the `x-dev-user` header.
             auth: blog::config::AuthMode::Development,
             token_key: None,
