@@ -146,14 +146,8 @@ impl Config {
             Some("server") => ScriptsMode::Server,
             Some(other) => return Err(format!("BLOG_SCRIPTS must be server or in-process, not {other:?}")),
         };
-        let max_in_flight = match lookup("BLOG_MAX_IN_FLIGHT") {
-            None => DEFAULT_MAX_IN_FLIGHT,
-            Some(text) => text
-                .parse()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| format!("BLOG_MAX_IN_FLIGHT must be a positive number, not {text:?}"))?,
-        };
+        let max_in_flight =
+            positive(&lookup, "BLOG_MAX_IN_FLIGHT", "a positive number")?.map_or(DEFAULT_MAX_IN_FLIGHT, |n| n as usize);
         // The platform sets WEBSITE_AUTH_ENABLED when App Service Authentication is on; trusting its
         // headers without it would let any client pick its identity.
         let platform_auth = lookup("WEBSITE_AUTH_ENABLED").is_some_and(|value| platform_flag(&value));
@@ -172,15 +166,8 @@ impl Config {
             Some("development") => AuthMode::Development,
             Some(other) => return Err(format!("BLOG_AUTH must be platform or none{}, not {other:?}", development_hint())),
         };
-        let header_timeout = match lookup("BLOG_HEADER_TIMEOUT") {
-            None => DEFAULT_HEADER_TIMEOUT,
-            Some(text) => text
-                .parse()
-                .ok()
-                .filter(|seconds| *seconds > 0)
-                .map(std::time::Duration::from_secs)
-                .ok_or_else(|| format!("BLOG_HEADER_TIMEOUT must be a positive number of seconds, not {text:?}"))?,
-        };
+        let header_timeout = positive(&lookup, "BLOG_HEADER_TIMEOUT", "a positive number of seconds")?
+            .map_or(DEFAULT_HEADER_TIMEOUT, std::time::Duration::from_secs);
         let token_key = lookup("BLOG_TOKEN_KEY");
         if let Some(key) = &token_key
             && key.len() < 16
@@ -199,6 +186,17 @@ impl Config {
             auth,
             token_key,
         })
+    }
+}
+
+/// A setting that holds a whole number above 0 (`None` when it is not set); `what` says what it
+/// must be when it is not one.
+fn positive(lookup: &impl Fn(&str) -> Option<String>, name: &str, what: &str) -> Result<Option<u64>, String> {
+    match lookup(name) {
+        None => Ok(None),
+        Some(text) => {
+            text.parse().ok().filter(|n| *n > 0).map(Some).ok_or_else(|| format!("{name} must be {what}, not {text:?}"))
+        }
     }
 }
 
