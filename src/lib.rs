@@ -115,7 +115,7 @@ impl Blog {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let limits = http::serve::Limits { header_timeout: self.header_timeout, ..http::serve::Limits::of_this_process() };
+        let limits = http::serve::Limits::of_this_process(self.header_timeout);
         tracing::debug!(?limits, "connection limits");
         let router = http::router(self.state, self.max_in_flight, self.host_change_feed);
         let served = http::serve::serve(listener, router, limits, shutdown).await;

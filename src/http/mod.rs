@@ -222,7 +222,7 @@ mod tests {
 
     #[tokio::test]
     async fn past_max_in_flight_a_request_is_503_at_once_but_only_for_its_kind() {
-        let (base, release) = held_server(1, serve::HEADER_TIMEOUT).await;
+        let (base, release) = held_server(1, crate::config::DEFAULT_HEADER_TIMEOUT).await;
         let client = reqwest::Client::new();
         let held = tokio::spawn(client.post(format!("{base}/api/hold")).send());
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -271,7 +271,7 @@ mod tests {
     /// room.
     #[tokio::test]
     async fn at_the_connection_limit_with_every_connection_busy_a_newcomer_is_503() {
-        let limits = serve::Limits { header_timeout: serve::HEADER_TIMEOUT, max_connections: 1 };
+        let limits = serve::Limits { header_timeout: crate::config::DEFAULT_HEADER_TIMEOUT, max_connections: 1 };
         let (base, release) = held_server_with(2, limits).await;
         let held = tokio::spawn(reqwest::Client::new().post(format!("{base}/api/hold")).send());
         tokio::time::sleep(Duration::from_millis(200)).await;

@@ -3,9 +3,10 @@
 //!
 //! `axum::serve` has no header timeout: a client that opens connections and sends headers
 //! slowly, or never sends the next request on a kept-alive connection, holds a connection (a file
-//! descriptor and a task) for as long as it likes. Here each connection has [`HEADER_TIMEOUT`] to
-//! deliver a request's headers, idle kept-alive connections included; the body has its own
-//! deadline in the front door (`super::BODY_TIMEOUT`).
+//! descriptor and a task) for as long as it likes. Here each connection has a header timeout
+//! ([`Limits::header_timeout`]: 30 s unless `BLOG_HEADER_TIMEOUT` says otherwise) to deliver a
+//! request's headers, idle kept-alive connections included; the body has its own deadline in the
+//! front door (`super::BODY_TIMEOUT`).
 //!
 //! The timeout is kept by the connection's own task, from the time the connection has waited for
 //! a request (the same window as hyper's `header_read_timeout`: from the end of the last answer
@@ -35,10 +36,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc, watch};
 
-/// How long a connection may take to deliver a request's headers, or stay idle between
-/// requests, unless `BLOG_HEADER_TIMEOUT` says otherwise (why 30 s: see there).
-pub use crate::config::DEFAULT_HEADER_TIMEOUT as HEADER_TIMEOUT;
-
 /// File descriptors kept out of the connection limit: the data files, the log, the outgoing
 /// connections to Cosmos DB and to the identity endpoint, and one to accept and refuse with.
 const RESERVED_DESCRIPTORS: usize = 64;
@@ -51,13 +48,13 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// The limits of this process: [`HEADER_TIMEOUT`], and as many connections as its file
-    /// descriptor limit leaves room for (raised to the hard limit first, see
-    /// [`raise_descriptor_limit`]), less [`RESERVED_DESCRIPTORS`] and an eighth for headroom.
-    pub fn of_this_process() -> Limits {
+    /// The limits of this process: `header_timeout` (the configuration's), and as many
+    /// connections as its file descriptor limit leaves room for (raised to the hard limit first,
+    /// see [`raise_descriptor_limit`]), less [`RESERVED_DESCRIPTORS`] and an eighth for headroom.
+    pub fn of_this_process(header_timeout: Duration) -> Limits {
         let descriptors = raise_descriptor_limit();
         let max_connections = descriptors.saturating_sub(RESERVED_DESCRIPTORS.max(descriptors / 8)).max(1);
-        Limits { header_timeout: HEADER_TIMEOUT, max_connections }
+        Limits { header_timeout, max_connections }
     }
 }
 
