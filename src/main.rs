@@ -11,7 +11,7 @@ use blog::cosmos::StoreError;
 use blog::progress::Progress;
 use tracing_subscriber::EnvFilter;
 
-/// Why the handler stopped, with the cause of each step (see [`report`]).
+/// Why the handler stopped, with the cause of each step (written by `blog::logging::with_causes`).
 #[derive(Debug, thiserror::Error)]
 enum HandlerError {
     /// A setting is wrong: the message says what to write.
