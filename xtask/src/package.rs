@@ -48,8 +48,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let zig = tools::zig(&tools_dir)?;
     let zigbuild = tools::cargo_zigbuild(&cargo, &tools_dir)?;
     build(&root, &zigbuild, &zig)?;
-    assemble(&root, &out)?;
-    let report = check(&root, &out)?;
+    let functions = function_names(&root)?;
+    assemble(&root, &out, &functions)?;
+    let report = check(&root, &out, &functions)?;
     println!("package: {}", report);
     Ok(())
 }
@@ -74,7 +75,7 @@ fn build(root: &Path, zigbuild: &[PathBuf], zig: &Path) -> Result<(), String> {
 /// Builds the folder anew. A `local.settings.json` put there for `func start` (docs/local.md)
 /// survives: it is never deployed (Core Tools does not upload it, and azd leaves it out of a
 /// function app's package, azure-dev pkg/project/project_utils.go).
-fn assemble(root: &Path, out: &Path) -> Result<(), String> {
+fn assemble(root: &Path, out: &Path, functions: &[String]) -> Result<(), String> {
     let settings = out.join("local.settings.json");
     let kept = fs::read(&settings).ok();
     if out.exists() {
@@ -89,10 +90,10 @@ fn assemble(root: &Path, out: &Path) -> Result<(), String> {
     fs::copy(&built, &handler).map_err(io("cannot copy the handler from", &built))?;
     make_executable(&handler)?;
     fs::copy(root.join("host.json"), out.join("host.json")).map_err(io("cannot copy", &root.join("host.json")))?;
-    for function in function_names(root)? {
-        let dir = out.join(&function);
+    for function in functions {
+        let dir = out.join(function);
         fs::create_dir_all(&dir).map_err(io("cannot create", &dir))?;
-        let source = root.join("functions").join(&function).join("function.json");
+        let source = root.join("functions").join(function).join("function.json");
         fs::copy(&source, dir.join("function.json")).map_err(io("cannot copy", &source))?;
     }
     Ok(())
@@ -133,7 +134,7 @@ fn function_names(root: &Path) -> Result<Vec<String>, String> {
 }
 
 /// Checks the assembled folder; the line it returns says what was made.
-fn check(root: &Path, out: &Path) -> Result<String, String> {
+fn check(root: &Path, out: &Path, functions: &[String]) -> Result<String, String> {
     let handler = out.join("handler");
     let bytes = fs::read(&handler).map_err(|error| format!("cannot read {}: {error}", handler.display()))?;
     let needs = elf::needs(&bytes).map_err(|error| format!("{}: {error}", handler.display()))?;
@@ -154,8 +155,7 @@ fn check(root: &Path, out: &Path) -> Result<String, String> {
     if !host_json.contains("\"defaultExecutablePath\": \"handler\"") {
         return Err(format!("{} does not start `handler` (customHandler.description.defaultExecutablePath)", host.display()));
     }
-    let functions = function_names(root)?;
-    for function in &functions {
+    for function in functions {
         if !out.join(function).join("function.json").is_file() {
             return Err(format!("{} lacks {function}/function.json", out.display()));
         }
