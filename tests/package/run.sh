@@ -33,7 +33,7 @@ echo "package test: $system_python refuses pip install (externally-managed-envir
 bin=$(mktemp -d)
 tools=$(mktemp -d)
 out=$(mktemp -d)/app
-trap 'rm -rf "$bin" "$tools" "${out%/app}"' EXIT
+trap 'rm -rf "$bin" "$tools" "$tools.log" "${out%/app}"' EXIT
 ln -s "$system_python" "$bin/python3"
 for tool in cargo rustup rustc dirname; do
   ln -s "$(command -v "$tool")" "$bin/$tool"
@@ -65,5 +65,4 @@ fi
 rm -rf "$empty"
 grep -q "install one of them: zig from https://ziglang.org/download" <<<"$message" || fail "the refusal does not say what to install: $message"
 echo "package test: without zig or Python: $(tail -n 1 <<<"$message")"
-rm -f "$tools.log"
 echo "package test: ok"
