@@ -1349,7 +1349,12 @@ fn the_sign_in_credential_is_an_identity_used_for_nothing_else() {
     let identities = resources_of_type(&files, "Microsoft.ManagedIdentity/userAssignedIdentities");
     let symbols: BTreeSet<&str> = identities.iter().map(|identity| identity.symbol.as_str()).collect();
     assert_eq!(symbols, BTreeSet::from(["identity", "signInIdentity"]), "two identities: the app's, and the credential");
-    assert_ne!(main.variable("names").map(|names| main.path(names, &["signInIdentity"]).map(|n| expression(main, n))), None);
+    let name_of =
+        |symbol: &str| identities.iter().find(|identity| identity.symbol == symbol).map(|i| expression_at(i, &["name"]));
+    assert_eq!(name_of("signInIdentity").as_deref(), Some("names.signInIdentity"), "a name of its own");
+    assert_eq!(name_of("identity").as_deref(), Some("names.identity"));
+    let names = main.variable("names").expect("main.bicep: var names");
+    assert!(main.path(names, &["signInIdentity"]).is_some(), "names.signInIdentity is defined");
 
     let site = only_resource(app, SITE);
     assert_eq!(
