@@ -24,6 +24,9 @@ const ERASE_LINE: &[u8] = b"\r\x1b[K";
 /// `tracing_subscriber::fmt().with_writer(...)` for the log lines.
 #[derive(Clone)]
 pub struct Progress {
+    /// When the command started: outside the lock, so that the line an [`Progress::update`]
+    /// draws (under the lock) can say how long it has been.
+    started: Instant,
     shared: Arc<Mutex<Shared>>,
 }
 
@@ -32,7 +35,6 @@ struct Shared {
     /// Redrawn in place (a terminal), or plain lines.
     terminal: bool,
     every: Duration,
-    started: Instant,
     /// When progress was last written (`None`: never).
     last: Option<Instant>,
     /// The progress line on the terminal now, without its erase (`None`: none is).
@@ -48,21 +50,25 @@ impl Progress {
 
     /// On `out`: a line redrawn at most every `every` when `terminal`, else a plain line every `every`.
     pub fn new(out: impl Write + Send + 'static, terminal: bool, every: Duration) -> Progress {
-        let shared = Shared { out: Box::new(out), terminal, every, started: Instant::now(), last: None, shown: None };
-        Progress { shared: Arc::new(Mutex::new(shared)) }
+        let started = Instant::now();
+        let shared = Shared { out: Box::new(out), terminal, every, last: None, shown: None };
+        Progress { started, shared: Arc::new(Mutex::new(shared)) }
     }
 
-    /// How long since the command started.
+    /// How long since the command started. Takes no lock: `line` of [`Progress::update`] may
+    /// call it.
     pub fn elapsed(&self) -> Duration {
-        self.lock().started.elapsed()
+        self.started.elapsed()
     }
 
     /// Shows `line()` if it is time: on a terminal at once the first time, then at most every
     /// `every`; elsewhere a line of its own once `every` has passed since the start or the last.
+    /// `line` runs under this progress's lock: it may call [`Progress::elapsed`], and nothing
+    /// else of it.
     pub fn update(&self, line: impl FnOnce() -> String) {
         let mut shared = self.lock();
         let now = Instant::now();
-        let since = now.duration_since(shared.last.unwrap_or(shared.started));
+        let since = now.duration_since(shared.last.unwrap_or(self.started));
         let due = match shared.last {
             None if shared.terminal => true,
             _ => since >= shared.every,
@@ -180,6 +186,25 @@ mod tests {
         progress.finish();
         progress.line("done: 2 posts");
         assert_eq!(out.text(), "1 post\n2 posts\ndone: 2 posts\n");
+    }
+
+    /// The line may say how long the command has run: `handler rebuild-copies` hung on its
+    /// first progress line (at once on a terminal, after 10 s elsewhere) while `elapsed` took the
+    /// lock `update` held.
+    #[test]
+    fn a_line_may_say_how_long_it_has_been() {
+        for terminal in [true, false] {
+            let out = Recorded::default();
+            let progress = Progress::new(out.clone(), terminal, Duration::ZERO);
+            let (done, finished) = std::sync::mpsc::channel();
+            let drawing = progress.clone();
+            std::thread::spawn(move || {
+                drawing.update(|| format!("1 post in {:.0?}", drawing.elapsed().min(Duration::ZERO)));
+                done.send(()).unwrap();
+            });
+            finished.recv_timeout(Duration::from_secs(30)).expect("update returned (it deadlocked before)");
+            assert!(out.text().contains("1 post in 0ns"), "{}", out.text());
+        }
     }
 
     /// On a terminal: drawn at once, redrawn in place, erased for a log line and drawn again
