@@ -3,6 +3,8 @@
 //! alone (`handler dead-letters | jq .`), its logs, progress and summary on stderr. The README
 //! shows `handler --help` as the binary prints it.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -213,4 +215,46 @@ fn the_readme_shows_the_help_the_binary_prints() {
     let data = tempfile::tempdir().unwrap();
     let help = stdout(&handler(&["--help"], data.path()));
     assert_eq!(block, format!("$ handler --help\n{help}"), "README.md's `handler --help` block is out of date");
+}
+
+/// `handler rebuild-copies` run on a terminal (util-linux `script` gives it one), as an operator
+/// runs it: the progress line is drawn at once and the command ends with its summary. (It hung
+/// on its first progress line before: the line asked for the time under the lock it was drawn
+/// with.)
+#[tokio::test]
+async fn rebuild_copies_on_a_terminal_draws_its_progress_and_ends() {
+    let app = common::TestApp::start().await;
+    let alice = app.user("alice").await;
+    let post = app.post_by(&alice, "first").await;
+    app.eventually("/api/feed", |feed| feed["items"][0]["id"] == post.as_str()).await;
+    let data = app.stop().await.unwrap();
+
+    let mut child = Command::new("script")
+        .args(["-qefc", "exec \"$HANDLER\" rebuild-copies", "/dev/null"])
+        .env("HANDLER", env!("CARGO_BIN_EXE_handler"))
+        .env("BLOG_DATA_DIR", data.path())
+        .env("RUST_LOG", "warn")
+        .env_remove("CosmosDB")
+        .env_remove("CosmosDB__accountEndpoint")
+        .env_remove("FUNCTIONS_CUSTOMHANDLER_PORT")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs (apt install bsdutils)");
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(120) {
+            child.kill().unwrap();
+            panic!("handler rebuild-copies on a terminal did not end within 120 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut shown = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut shown).unwrap();
+    assert!(status.success(), "{status}: {shown}");
+    assert!(shown.contains("\r\x1b[Krebuild-copies: 1 users replayed ("), "the progress line, drawn in place: {shown:?}");
+    assert!(shown.contains("rebuild-copies: 1 users replayed (names carried and reserved), 1 posts delivered"), "{shown:?}");
 }
