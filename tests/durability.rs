@@ -356,3 +356,131 @@ async fn a_missing_snapshot_or_journal_is_detected() {
     assert_eq!(app.get(&format!("/api/users/{alice}")).await.body["username"], "alice");
     app.stop().await;
 }
+
+/// A post with three comments, settled (its copies show the count), in a stopped store's
+/// directory (checkpointed into `blog.sqlite` by the last connection's close): the post's id and
+/// the directory.
+async fn post_with_three_comments() -> (String, tempfile::TempDir) {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    let post = app.post_by(&alice, "counted").await;
+    for text in ["a comment", "b comment", "c comment"] {
+        app.post(&format!("/api/posts/{post}/comments"), json!({"userId": alice, "content": text})).await;
+    }
+    app.eventually("/api/feed", |feed| feed["items"][0]["commentCount"] == 3).await;
+    (post, app.stop().await.unwrap())
+}
+
+/// `bytes` with every `from` (found once at least) replaced by `to`, in place. Every place, so
+/// that a stale copy in a page SQLite freed cannot be the only one changed.
+fn edited(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    assert_eq!(from.len(), to.len(), "an edit in place keeps the file's length");
+    let places: Vec<usize> = bytes.windows(from.len()).enumerate().filter(|(_, window)| *window == from).map(|(at, _)| at).collect();
+    assert!(!places.is_empty(), "the bytes are in the file");
+    let mut edited = bytes.to_vec();
+    for at in places {
+        edited[at..at + to.len()].copy_from_slice(to);
+    }
+    edited
+}
+
+/// Issue 30, item 1: a byte changed inside a stored item, keeping valid JSON (an edit of the
+/// file) or flipping one bit (a failing disk), passes SQLite's `quick_check`; the item's own
+/// checksum refuses it at start, naming the file, the item and what to do, and the statement
+/// the refusal gives removes exactly that item.
+#[tokio::test]
+async fn a_changed_byte_inside_a_stored_item_is_refused_naming_the_item() {
+    let (post, temp) = post_with_three_comments().await;
+    let path = temp.path().join("blog.sqlite");
+    let original = std::fs::read(&path).unwrap();
+    let edits: [(&[u8], &[u8]); 2] = [
+        (br#""commentCount":3"#, br#""commentCount":9"#),
+        // 'b' is 0x62, 'c' 0x63: one bit.
+        (b"b comment", b"c comment"),
+    ];
+    for (from, to) in edits {
+        std::fs::write(&path, edited(&original, from, to)).unwrap();
+        let check: String = rusqlite::Connection::open(&path).unwrap().query_row("PRAGMA quick_check", [], |row| row.get(0)).unwrap();
+        assert_eq!(check, "ok", "SQLite alone sees nothing wrong");
+        let error = refusal(temp.path()).await;
+        assert!(error.contains(&path.display().to_string()) && error.contains("does not match its checksum"), "{error}");
+        assert!(error.contains("backup") && error.contains("DELETE FROM items"), "says what to do: {error}");
+    }
+    // The last refusal's statement, run as the sqlite3 shell would: the changed comment goes, the
+    // rest starts and is served.
+    let error = refusal(temp.path()).await;
+    let statement = error.split('"').find(|part| part.starts_with("DELETE FROM items")).expect("a statement in quotes");
+    let removed = rusqlite::Connection::open(&path).unwrap().execute(statement, []).unwrap();
+    assert_eq!(removed, 1, "{statement}");
+    let app = TestApp::start_in(temp.path()).await;
+    let comments = app.get(&format!("/api/posts/{post}/comments")).await.body;
+    let mut texts: Vec<&str> =
+        comments["items"].as_array().unwrap().iter().map(|comment| comment["content"].as_str().unwrap()).collect();
+    texts.sort();
+    assert_eq!(texts, ["a comment", "c comment"], "the changed comment is gone, the others are served");
+    app.stop().await;
+}
+
+/// A row changed through SQLite itself (as with the `sqlite3` shell) keeps a valid file and an
+/// old checksum: refused too.
+#[tokio::test]
+async fn an_item_changed_with_the_sqlite3_shell_is_refused() {
+    let (_, temp) = post_with_three_comments().await;
+    let path = temp.path().join("blog.sqlite");
+    let database = rusqlite::Connection::open(&path).unwrap();
+    let changed = database
+        .execute("UPDATE items SET doc = replace(doc, '\"a comment\"', '\"a different comment\"') WHERE doc LIKE '%\"a comment\"%'", [])
+        .unwrap();
+    assert_eq!(changed, 1);
+    drop(database);
+    let error = refusal(temp.path()).await;
+    assert!(error.contains("does not match its checksum"), "{error}");
+}
+
+/// Issue 30, item 1: a database written before items carried checksums is upgraded in place, in
+/// one transaction, at the first start: everything is served as before, and from then on a
+/// changed item is refused. A database of a newer schema is refused, saying so.
+#[tokio::test]
+async fn a_database_of_an_earlier_handler_is_upgraded_in_place() {
+    let (post, temp) = post_with_three_comments().await;
+    let path = temp.path().join("blog.sqlite");
+    let database = rusqlite::Connection::open(&path).unwrap();
+    // As handlers before the checksums made it.
+    database.execute_batch("ALTER TABLE items DROP COLUMN sum; PRAGMA user_version = 0;").unwrap();
+    drop(database);
+    let app = TestApp::start_in(temp.path()).await;
+    assert_eq!(app.get(&format!("/api/posts/{post}")).await.body["commentCount"], 3);
+    assert_eq!(app.get(&format!("/api/posts/{post}/comments")).await.body["items"].as_array().unwrap().len(), 3);
+    app.stop().await;
+    let database = rusqlite::Connection::open(&path).unwrap();
+    let version: i64 = database.query_row("PRAGMA user_version", [], |row| row.get(0)).unwrap();
+    assert_eq!(version, 1);
+    let unsummed: i64 = database.query_row("SELECT count(*) FROM items WHERE sum = 0", [], |row| row.get(0)).unwrap();
+    assert_eq!(unsummed, 0, "every item has its checksum");
+    database.execute("UPDATE items SET doc = replace(doc, 'a comment', 'x comment')", []).unwrap();
+    drop(database);
+    assert!(refusal(temp.path()).await.contains("does not match its checksum"));
+
+    let database = rusqlite::Connection::open(&path).unwrap();
+    database.execute_batch("PRAGMA user_version = 2").unwrap();
+    drop(database);
+    let error = refusal(temp.path()).await;
+    assert!(error.contains("newer handler") && error.contains(&path.display().to_string()), "{error}");
+}
+
+/// An item numbered after the last write the file records cannot have been written by this
+/// store: the file was changed outside it. Refused, naming the item.
+#[tokio::test]
+async fn an_item_written_after_the_last_recorded_write_is_refused() {
+    let (_, temp) = post_with_three_comments().await;
+    for entry in std::fs::read_dir(temp.path()).unwrap().flatten() {
+        if entry.file_name().to_string_lossy().starts_with("changefeed-") {
+            std::fs::remove_file(entry.path()).unwrap();
+        }
+    }
+    let database = rusqlite::Connection::open(temp.path().join("blog.sqlite")).unwrap();
+    database.execute("UPDATE meta SET value = 1 WHERE key = 'last_seq'", []).unwrap();
+    drop(database);
+    let error = refusal(temp.path()).await;
+    assert!(error.contains("after the last write the file records (1)"), "{error}");
+}

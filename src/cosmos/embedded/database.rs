@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 use tokio::sync::oneshot;
 
+use super::checksum;
 use crate::cosmos::{Container, StoreError};
 
 /// The database's file in the data directory (SQLite keeps `-wal` and `-shm` beside it).
@@ -39,18 +40,24 @@ const APPLICATION_ID: i32 = 0x424c_4f47;
 /// The most writes one transaction commits.
 const MAX_GROUP: usize = 1024;
 
+/// The schema a new database is created with: each item once, with the [`checksum`] of its
+/// row (`sum`), and the store's numbers (the last write's, the import's marker).
 const SCHEMA: &str = "
-    CREATE TABLE IF NOT EXISTS items (
+    CREATE TABLE items (
         container TEXT NOT NULL,
         pk TEXT NOT NULL,
         id TEXT NOT NULL,
         doc TEXT NOT NULL,
         seq INTEGER NOT NULL,
         expires INTEGER,
+        sum INTEGER NOT NULL,
         PRIMARY KEY (container, pk, id)
     ) WITHOUT ROWID;
-    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 ";
+/// The schema's version, in `PRAGMA user_version`: 0 before items carried their checksum
+/// (upgraded in place at the first start, see [`upgrade`]), 1 since.
+const SCHEMA_VERSION: i64 = 1;
 
 /// The state one write left for one item: its id, its JSON (`None`: deleted), and when it
 /// expires (Unix seconds).
@@ -77,6 +84,41 @@ pub struct Row {
     pub doc: String,
     pub seq: u64,
     pub expires: Option<u64>,
+}
+
+impl Row {
+    /// The row that `row`'s first six columns hold: container, partition key, id, document,
+    /// write number, expiry.
+    fn read(path: &Path, row: &rusqlite::Row) -> Result<Row, StoreError> {
+        let failed = |error| damaged(path, error);
+        let name: String = row.get(0).map_err(failed)?;
+        let container = Container::ALL
+            .into_iter()
+            .find(|container| container.name() == name)
+            .ok_or_else(|| damaged(path, format!("an item names an unknown container {name:?}")))?;
+        Ok(Row {
+            container,
+            partition_key: row.get(1).map_err(failed)?,
+            id: row.get(2).map_err(failed)?,
+            doc: row.get(3).map_err(failed)?,
+            seq: row.get(4).map_err(failed)?,
+            expires: row.get(5).map_err(failed)?,
+        })
+    }
+
+    /// The [`checksum`] of everything the row holds.
+    fn checksum(&self) -> u32 {
+        checksum::of_row(self.container, &self.partition_key, &self.id, &self.doc, self.seq, self.expires)
+    }
+
+    /// The row, if it matches `sum`, the checksum stored with it; refused, naming it, if not.
+    fn verified(self, path: &Path, sum: u32) -> Result<Row, StoreError> {
+        if self.checksum() == sum {
+            Ok(self)
+        } else {
+            Err(StoreError::Unusable(checksum::mismatch(path, self.container, &self.partition_key, &self.id)))
+        }
+    }
 }
 
 /// Why a commit was refused.
@@ -157,6 +199,71 @@ fn damaged(path: &Path, error: impl std::fmt::Display) -> StoreError {
     ))
 }
 
+/// Checks every page of the database (a damaged file is refused, not half loaded). What a row
+/// holds is checked by its checksum, as it is read.
+fn check(path: &Path, connection: &Connection) -> Result<(), StoreError> {
+    let verdict: String =
+        connection.query_row("PRAGMA quick_check(1)", [], |row| row.get(0)).map_err(|error| damaged(path, error))?;
+    if verdict != "ok" {
+        return Err(damaged(path, format!("PRAGMA quick_check: {verdict}")));
+    }
+    Ok(())
+}
+
+/// Brings a database written by an earlier handler to [`SCHEMA_VERSION`], in place, in one
+/// transaction: a crash leaves it as it was, and the next start upgrades it again. Before
+/// version 1 items carried no checksum: each is given the checksum of what it holds now (the
+/// file passed `quick_check` just before; what a row held before this start cannot be known).
+fn upgrade(path: &Path, connection: &mut Connection) -> Result<(), StoreError> {
+    let failed = |error| damaged(path, error);
+    let version: i64 = connection.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(failed)?;
+    match version {
+        SCHEMA_VERSION => return Ok(()),
+        0 => {}
+        newer => {
+            return Err(StoreError::Unusable(format!(
+                "{} was written by a newer handler (its schema is version {newer}; this handler knows version \
+                 {SCHEMA_VERSION} and older): run that handler's version or a newer one on it, or restore the data \
+                 directory from a backup made for this version",
+                path.display()
+            )));
+        }
+    }
+    let started = std::time::Instant::now();
+    let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(failed)?;
+    transaction.execute_batch("ALTER TABLE items ADD COLUMN sum INTEGER NOT NULL DEFAULT 0").map_err(failed)?;
+    // The keys and checksums first, then the updates: a table is not changed under a cursor
+    // that walks it.
+    let sums = {
+        let mut select =
+            transaction.prepare("SELECT container, pk, id, doc, seq, expires FROM items").map_err(failed)?;
+        let mut rows = select.query([]).map_err(failed)?;
+        let mut sums = Vec::new();
+        while let Some(row) = rows.next().map_err(failed)? {
+            let row = Row::read(path, row)?;
+            let sum = row.checksum();
+            sums.push((row.container, row.partition_key, row.id, sum));
+        }
+        sums
+    };
+    {
+        let mut update =
+            transaction.prepare("UPDATE items SET sum = ?4 WHERE container = ?1 AND pk = ?2 AND id = ?3").map_err(failed)?;
+        for (container, partition_key, id, sum) in &sums {
+            update.execute(params![container.name(), partition_key, id, sum]).map_err(failed)?;
+        }
+    }
+    transaction.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}")).map_err(failed)?;
+    transaction.commit().map_err(failed)?;
+    tracing::info!(
+        path = %path.display(),
+        items = sums.len(),
+        seconds = started.elapsed().as_secs_f64(),
+        "the database was upgraded: each item now carries a checksum of what it holds"
+    );
+    Ok(())
+}
+
 impl Database {
     /// Opens (or creates) the database in `dir`, refusing a damaged one. Takes the directory's
     /// lock: one process per data directory.
@@ -173,7 +280,9 @@ impl Database {
             }
         })?;
         let path = dir.join(FILE);
-        let connection = Self::connect(&path).map_err(|error| damaged(&path, error))?;
+        let mut connection = Self::connect(&path).map_err(|error| damaged(&path, error))?;
+        check(&path, &connection)?;
+        upgrade(&path, &mut connection)?;
         let reader = Self::connect(&path).map_err(|error| damaged(&path, error))?;
         let last_seq: u64 = connection
             // Read as u64: rusqlite refuses a negative value (IntegralValueOutOfRange), which an
@@ -214,21 +323,14 @@ impl Database {
         if application != APPLICATION_ID && (application != 0 || tables != 0) {
             return Err(Refusal::Other(format!("its application id is {application:#x}, not this store's")));
         }
-        if application == 0 {
-            connection.execute_batch(&format!("PRAGMA application_id = {APPLICATION_ID}"))?;
+        if tables == 0 {
+            // A new file: its id, schema and version in one transaction, so that a crash leaves
+            // a file that is new again, never one half made.
+            connection.execute_batch(&format!(
+                "BEGIN IMMEDIATE; PRAGMA application_id = {APPLICATION_ID}; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+            ))?;
         }
-        connection.execute_batch(SCHEMA)?;
         Ok(connection)
-    }
-
-    /// Checks every page of the database (a damaged file is refused, not half loaded).
-    pub(crate) fn check(&self, connection: &Connection) -> Result<(), StoreError> {
-        let verdict: String =
-            connection.query_row("PRAGMA quick_check(1)", [], |row| row.get(0)).map_err(|error| damaged(&self.path, error))?;
-        if verdict != "ok" {
-            return Err(damaged(&self.path, format!("PRAGMA quick_check: {verdict}")));
-        }
-        Ok(())
     }
 
     /// At most `limit` live items after `after` (container, partition key, id) in key order:
@@ -237,27 +339,29 @@ impl Database {
         let failed = |error: rusqlite::Error| damaged(&self.path, error);
         let mut statement = connection
             .prepare_cached(
-                "SELECT container, pk, id, doc, seq, expires FROM items WHERE (container, pk, id) > (?1, ?2, ?3)
+                "SELECT container, pk, id, doc, seq, expires, sum FROM items WHERE (container, pk, id) > (?1, ?2, ?3)
                  ORDER BY container, pk, id LIMIT ?4",
             )
             .map_err(failed)?;
+        let last_seq = self.last_seq();
         let start = after.map_or(("", "", ""), |row| (row.container.name(), row.partition_key.as_str(), row.id.as_str()));
         let mut rows = statement.query(params![start.0, start.1, start.2, limit as i64]).map_err(failed)?;
         let mut page = Vec::with_capacity(limit);
         while let Some(row) = rows.next().map_err(failed)? {
-            let name: String = row.get(0).map_err(failed)?;
-            let container = Container::ALL
-                .into_iter()
-                .find(|container| container.name() == name)
-                .ok_or_else(|| damaged(&self.path, format!("an item names an unknown container {name:?}")))?;
-            page.push(Row {
-                container,
-                partition_key: row.get(1).map_err(failed)?,
-                id: row.get(2).map_err(failed)?,
-                doc: row.get(3).map_err(failed)?,
-                seq: row.get::<_, i64>(4).map_err(failed)? as u64,
-                expires: row.get::<_, Option<i64>>(5).map_err(failed)?.map(|expires| expires as u64),
-            });
+            let sum = row.get(6).map_err(failed)?;
+            let row = Row::read(&self.path, row)?.verified(&self.path, sum)?;
+            if row.seq > last_seq {
+                return Err(damaged(
+                    &self.path,
+                    format!(
+                        "the item {:?} of {} was written by write {}, after the last write the file records ({last_seq})",
+                        row.id,
+                        row.container.name(),
+                        row.seq
+                    ),
+                ));
+            }
+            page.push(row);
         }
         Ok(page)
     }
@@ -320,18 +424,22 @@ impl Database {
     }
 
     /// The item as the database holds it (`None`: absent or deleted): what a refused write is
-    /// undone to.
+    /// undone to. Checked against its checksum, as at start-up.
     pub fn durable_item(&self, container: Container, partition_key: &str, id: &str) -> Result<Option<String>, StoreError> {
-        self.reader
+        let read = self
+            .reader
             .lock()
             .expect("never poisoned")
             .query_row(
-                "SELECT doc FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3",
+                "SELECT doc, seq, expires, sum FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3",
                 params![container.name(), partition_key, id],
-                |row| row.get(0),
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)),
             )
             .optional()
-            .map_err(|error| StoreError::database(format!("cannot read {}", self.path.display()), error))
+            .map_err(|error| StoreError::database(format!("cannot read {}", self.path.display()), error))?;
+        let Some((doc, seq, expires, sum)) = read else { return Ok(None) };
+        let row = Row { container, partition_key: partition_key.to_owned(), id: id.to_owned(), doc, seq, expires };
+        Ok(Some(row.verified(&self.path, sum)?.doc))
     }
 }
 
@@ -387,20 +495,20 @@ impl Writer {
         let transaction = self.connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         {
             let mut upsert = transaction.prepare_cached(
-                "INSERT INTO items (container, pk, id, doc, seq, expires) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                 ON CONFLICT (container, pk, id) DO UPDATE SET doc = excluded.doc, seq = excluded.seq, expires = excluded.expires",
+                "INSERT INTO items (container, pk, id, doc, seq, expires, sum) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT (container, pk, id) DO UPDATE SET doc = excluded.doc, seq = excluded.seq,
+                 expires = excluded.expires, sum = excluded.sum",
             )?;
             let mut delete = transaction.prepare_cached("DELETE FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3")?;
             for write in writes {
-                let seq = write.seq as i64;
                 for record in &write.records {
-                    let key = (write.container.name(), write.partition_key.as_str(), record.id.as_str());
+                    let key = (write.container, write.partition_key.as_str(), record.id.as_str());
                     match &record.doc {
                         Some(doc) => {
-                            let expires = record.expires.map(|expires| expires as i64);
-                            upsert.execute(params![key.0, key.1, key.2, doc, seq, expires])?
+                            let sum = checksum::of_row(key.0, key.1, key.2, doc, write.seq, record.expires);
+                            upsert.execute(params![key.0.name(), key.1, key.2, doc, write.seq, record.expires, sum])?
                         }
-                        None => delete.execute(params![key.0, key.1, key.2])?,
+                        None => delete.execute(params![key.0.name(), key.1, key.2])?,
                     };
                 }
             }
@@ -420,14 +528,14 @@ impl Writer {
 pub(crate) fn import(connection: &mut Connection, rows: &[Row], last_seq: u64, marker: &str) -> rusqlite::Result<()> {
     let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     {
-        let mut insert = transaction
-            .prepare("INSERT OR REPLACE INTO items (container, pk, id, doc, seq, expires) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
+        let mut insert = transaction.prepare(
+            "INSERT OR REPLACE INTO items (container, pk, id, doc, seq, expires, sum) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?;
         for row in rows {
-            let expires = row.expires.map(|expires| expires as i64);
-            insert.execute(params![row.container.name(), row.partition_key, row.id, row.doc, row.seq as i64, expires])?;
+            insert.execute(params![row.container.name(), row.partition_key, row.id, row.doc, row.seq, row.expires, row.checksum()])?;
         }
         let mut meta = transaction.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?;
-        meta.execute(params!["last_seq", last_seq as i64])?;
+        meta.execute(params!["last_seq", last_seq])?;
         meta.execute(params![marker, 1])?;
     }
     transaction.commit()

@@ -9,6 +9,7 @@
 //! Compiled only with the `embedded` feature; a build without it compiles `absent.rs` in this
 //! module's place (see there).
 
+mod checksum;
 pub(crate) mod database;
 pub(crate) mod emulator;
 mod expiry;
@@ -233,7 +234,6 @@ pub(crate) fn open(dir: &Path) -> Result<(Database, rusqlite::Connection), Store
         drop(database);
         return open(dir);
     }
-    database.check(&connection)?;
     check_positions(dir, database.last_seq())?;
     Ok((database, connection))
 }
