@@ -3,7 +3,7 @@
 mod common;
 
 use common::TestApp;
-use reqwest::{Method, StatusCode};
+use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 fn is_creation_date(value: &Value) -> bool {
@@ -282,10 +282,56 @@ async fn every_response_reports_its_cosmos_cost() {
 }
 
 #[tokio::test]
-async fn readiness_answers_the_host() {
+async fn readiness_answers_the_host_only_once_the_blog_can_serve() {
+    // A store with something to load, so that opening it takes a while.
     let app = TestApp::start().await;
-    assert_eq!(app.get("/").await.status, StatusCode::OK);
-    let _ = Method::GET;
+    let alice = app.user("alice").await;
+    for n in 0..60 {
+        app.post_by(&alice, &format!("post {n}")).await;
+    }
+    let newest = app.post_by(&alice, "newest").await;
+    app.eventually("/api/feed", |feed| feed["items"][0]["id"] == newest.as_str()).await;
+    let data = app.stop().await.unwrap();
+
+    // The real binary, started as the host starts it: its port in FUNCTIONS_CUSTOMHANDLER_PORT.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut handler = std::process::Command::new(env!("CARGO_BIN_EXE_handler"))
+        .env("FUNCTIONS_CUSTOMHANDLER_PORT", port.to_string())
+        .env("BLOG_DATA_DIR", data.path())
+        .env("RUST_LOG", "warn")
+        .env_remove("CosmosDB")
+        .env_remove("CosmosDB__accountEndpoint")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The host's probe (azure-functions-host, src/WebJobs.Script/Workers/Http/DefaultHttpWorkerService.cs,
+    // `IsWorkerReady`): `GET http://127.0.0.1:{port}/` every few milliseconds; a refused
+    // connection (a SocketException) means "not yet", any HTTP answer means "ready", and the
+    // host then forwards invocations at once.
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let started = std::time::Instant::now();
+    let probe = loop {
+        match client.get(format!("{base}/")).send().await {
+            Ok(answer) => break answer,
+            Err(error) if error.is_connect() => {
+                assert!(started.elapsed().as_secs() < 60, "the handler did not listen within 60 s");
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            Err(error) => panic!("the probe got no HTTP answer: {error}"),
+        }
+    };
+    assert_eq!(probe.status(), StatusCode::OK, "the probe's answer is the front page");
+    assert!(probe.text().await.unwrap().contains("newest"), "the front page shows what the store holds");
+    // The first invocations after the probe: everything the store held is served.
+    let feed = client.get(format!("{base}/api/feed?limit=100")).send().await.unwrap();
+    assert_eq!(feed.status(), StatusCode::OK);
+    let feed: Value = feed.json().await.unwrap();
+    assert_eq!(feed["items"].as_array().unwrap().len(), 61, "{feed}");
+    let post = client.get(format!("{base}/api/posts/{newest}")).send().await.unwrap();
+    assert_eq!(post.status(), StatusCode::OK);
+    handler.kill().unwrap();
+    handler.wait().unwrap();
 }
 
 /// Opening a blog is a future tokio can spawn on its worker threads: nothing that cannot move

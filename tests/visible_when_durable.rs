@@ -4,29 +4,40 @@
 //! store whose disk the test controls.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use blog::Blog;
 use blog::cosmos::{Container, Store};
+use blog::model::usernames::{normalize_username, reservation_id};
 use blog::test_support::{FaultyDisk, ReleaseOnDrop, embedded_config, store_on};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-/// A blog on a store whose commits `disk` can hold or refuse, served; its base URL, and what
-/// stops it.
+/// A blog on a store whose commits `disk` can hold or refuse, served; its base URL, what stops
+/// it, and how many hold or wait for a partition of its store.
 async fn serve(
     dir: &std::path::Path,
     disk: Arc<FaultyDisk>,
-) -> (String, tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+) -> (String, tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>, impl Fn(Container, &str) -> usize) {
     let config = embedded_config(dir);
     let store = store_on(&config, disk).await.unwrap();
+    let probe = store.partition_probe().expect("the embedded store");
     let blog = Blog::start(&config, blog::state_on(&config, store).await.unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}/api", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(async move { blog.serve(listener, async move { drop(stopped.await) }).await.unwrap() });
-    (base, stop, server)
+    (base, stop, server, probe)
+}
+
+/// Waits, up to a bound that only a broken lock reaches, until `count()` is `want`.
+async fn until(what: &str, want: usize, count: impl Fn() -> usize) {
+    let started = std::time::Instant::now();
+    while count() != want {
+        assert!(started.elapsed() < Duration::from_secs(30), "{what}: {} after 30 s, not {want}", count());
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
 }
 
 async fn send(method: Method, url: String, caller: &str, body: Option<Value>) -> (u16, Value) {
@@ -45,25 +56,29 @@ async fn until_held(disk: &FaultyDisk) {
     }
 }
 
-/// Reads `url` in a task; its answer comes with whether the commit had been released by then.
-fn read_meanwhile(url: String, released: &Arc<AtomicBool>) -> tokio::task::JoinHandle<(bool, Value)> {
-    let released = released.clone();
-    tokio::spawn(async move {
-        let (_, body) = send(Method::GET, url, "reader", None).await;
-        (released.load(Ordering::SeqCst), body)
-    })
-}
-
+/// A comment's commit is held at the disk; reads of its post (Q2 and Q4) are seen waiting for
+/// its partition, not guessed to by a pause, and answer only once the commit is durable, with
+/// the comment and its count.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_comment_and_its_count_are_seen_only_once_the_commit_is_durable() {
     let dir = tempfile::tempdir().unwrap();
     let disk = Arc::new(FaultyDisk::default());
     let _release = ReleaseOnDrop(disk.clone());
-    let (api, _stop, _server) = serve(dir.path(), disk.clone()).await;
+    let (api, _stop, _server, holders) = serve(dir.path(), disk.clone()).await;
     assert_eq!(send(Method::POST, format!("{api}/users"), "alice", Some(json!({"username": "alice"}))).await.0, 201);
     let post_body = json!({"userId": "alice", "title": "t", "content": "c"});
     let (_, post) = send(Method::POST, format!("{api}/posts"), "alice", Some(post_body)).await;
     let post = post["id"].as_str().unwrap().to_owned();
+    // The post's copies written first: otherwise the commit held below can be a copy's (in
+    // `users` or `feed`), the comment waits behind it before it is applied, and the reads see
+    // nothing to wait for.
+    for list in [format!("{api}/users/alice/posts"), format!("{api}/feed")] {
+        let started = std::time::Instant::now();
+        while send(Method::GET, list.clone(), "x", None).await.1["items"].as_array().is_none_or(Vec::is_empty) {
+            assert!(started.elapsed() < Duration::from_secs(30), "the post's copy never reached {list}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
 
     disk.hold_syncs();
     let commenting = tokio::spawn(send(
@@ -73,25 +88,19 @@ async fn a_comment_and_its_count_are_seen_only_once_the_commit_is_durable() {
         Some(json!({"userId": "alice", "content": "held"})),
     ));
     until_held(&disk).await;
-    let released = Arc::new(AtomicBool::new(false));
-    let reading_post = read_meanwhile(format!("{api}/posts/{post}"), &released);
-    let reading_comments = read_meanwhile(format!("{api}/posts/{post}/comments"), &released);
-    // Time for a read that does not wait to answer (the store before this one answered at once,
-    // with the comment).
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    released.store(true, Ordering::SeqCst);
+    let in_partition = || holders(Container::Posts, &post);
+    until("the comment's write holds the post's partition", 1, in_partition).await;
+    let reading_post = tokio::spawn(send(Method::GET, format!("{api}/posts/{post}"), "reader", None));
+    let reading_comments = tokio::spawn(send(Method::GET, format!("{api}/posts/{post}/comments"), "reader", None));
+    until("the writer and both readers", 3, in_partition).await;
+    assert!(!reading_post.is_finished() && !reading_comments.is_finished(), "a read answered while the commit was held");
     disk.release_syncs();
     assert_eq!(commenting.await.unwrap().0, 201);
 
-    let (after_release, read) = reading_post.await.unwrap();
-    if !after_release {
-        assert_eq!(read["commentCount"], 0, "the count of a comment not on disk: {read}");
-    }
-    let (after_release, comments) = reading_comments.await.unwrap();
-    if !after_release {
-        assert_eq!(comments["items"].as_array().map(Vec::len), Some(0), "a comment not on disk: {comments}");
-    }
-    assert_eq!(send(Method::GET, format!("{api}/posts/{post}"), "x", None).await.1["commentCount"], 1);
+    let (_, read) = reading_post.await.unwrap();
+    assert_eq!(read["commentCount"], 1, "the read waited for the commit: {read}");
+    let (_, comments) = reading_comments.await.unwrap();
+    assert_eq!(comments["items"][0]["content"], "held", "{comments}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -99,7 +108,8 @@ async fn a_name_claim_is_not_refused_on_a_claim_that_never_became_durable() {
     let dir = tempfile::tempdir().unwrap();
     let disk = Arc::new(FaultyDisk::default());
     let _release = ReleaseOnDrop(disk.clone());
-    let (api, _stop, _server) = serve(dir.path(), disk.clone()).await;
+    let (api, _stop, _server, holders) = serve(dir.path(), disk.clone()).await;
+    let reservation = reservation_id(&normalize_username("carol"));
 
     // The first claim's commit is held, then refused (a full disk).
     disk.hold_syncs();
@@ -107,7 +117,7 @@ async fn a_name_claim_is_not_refused_on_a_claim_that_never_became_durable() {
     let first = tokio::spawn(send(Method::POST, format!("{api}/users"), "bob", Some(json!({"username": "carol"}))));
     until_held(&disk).await;
     let second = tokio::spawn(send(Method::POST, format!("{api}/users"), "dave", Some(json!({"username": "carol"}))));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    until("the held claim and the second, waiting for the name's partition", 2, || holders(Container::Users, &reservation)).await;
     disk.release_syncs();
     let (first, problem) = first.await.unwrap();
     assert_eq!(first, 507, "{problem}");
@@ -121,7 +131,7 @@ async fn a_name_claim_is_not_refused_on_a_claim_that_never_became_durable() {
 async fn on_a_full_disk_writes_are_507_and_not_seen_and_writing_resumes_once_there_is_room() {
     let dir = tempfile::tempdir().unwrap();
     let disk = Arc::new(FaultyDisk::default());
-    let (api, stop, server) = serve(dir.path(), disk.clone()).await;
+    let (api, stop, server, _) = serve(dir.path(), disk.clone()).await;
     let (status, _) = send(Method::POST, format!("{api}/users"), "alice", Some(json!({"username": "alice"}))).await;
     assert_eq!(status, 201);
     let post_body = json!({"userId": "alice", "title": "t", "content": "c"});

@@ -162,6 +162,14 @@ impl Store {
         }
     }
 
+    /// For the tests: a probe that counts who holds or waits for a partition of the embedded
+    /// store (`None` on other backends), which outlives the store's move into the blog's state.
+    #[cfg(any(test, feature = "test-support"))]
+    pub fn partition_probe(&self) -> Option<impl Fn(Container, &str) -> usize + Send + Sync + 'static + use<>> {
+        let locks = self.durability.as_ref()?.locks().clone();
+        Some(move |container, partition_key: &str| locks.holders_and_waiters(container, partition_key))
+    }
+
     /// [`Store::settled_partition`] for a whole container.
     pub(super) async fn settled_container(&self, container: Container) -> Option<embedded::locks::ContainerGuard> {
         match &self.durability {

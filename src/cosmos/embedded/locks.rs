@@ -73,6 +73,15 @@ impl Locks {
         PartitionGuard { locks: self.clone(), key, shared: None, exclusive: Some(exclusive), _container: Some(whole) }
     }
 
+    /// How many hold or wait for the partition (readers and writers): for the tests, which must
+    /// know that a read is waiting, not guess it from a pause.
+    #[cfg(any(test, feature = "test-support"))]
+    pub fn holders_and_waiters(&self, container: Container, partition_key: &str) -> usize {
+        let partitions = self.partitions.lock().expect("never poisoned");
+        // Each holder and waiter has a clone, taken under this mutex; the map has one more.
+        partitions.get(&(container, Box::from(partition_key))).map_or(0, |lock| Arc::strong_count(lock) - 1)
+    }
+
     /// Waits until no write to `container` is pending, and keeps new ones waiting until the
     /// guard drops.
     pub async fn whole(&self, container: Container) -> ContainerGuard {
@@ -106,7 +115,16 @@ mod tests {
         assert!(locks.write(Container::Posts, "p2").now_or_never().is_some(), "nor does another writer");
         assert!(locks.read(Container::Users, "p1").now_or_never().is_some(), "nor the same key in another container");
         assert!(locks.whole(Container::Posts).now_or_never().is_none(), "a reader of the whole container waits");
+        let waiting = tokio::spawn({
+            let locks = locks.clone();
+            async move { drop(locks.read(Container::Posts, "p1").await) }
+        });
+        while locks.holders_and_waiters(Container::Posts, "p1") < 2 {
+            tokio::task::yield_now().await;
+        }
         drop(writing);
+        waiting.await.unwrap();
+        assert_eq!(locks.holders_and_waiters(Container::Posts, "p1"), 0);
         assert!(locks.read(Container::Posts, "p1").now_or_never().is_some());
         assert!(locks.whole(Container::Posts).now_or_never().is_some());
         assert!(locks.partitions.lock().unwrap().is_empty(), "nothing is kept for partitions no one holds");
