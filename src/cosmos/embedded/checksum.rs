@@ -8,15 +8,15 @@
 //! and checked wherever the row is read back from the file: at start-up, when every item is
 //! loaded, and when a refused write is undone to what the file holds.
 //!
-//! Why a per-row checksum rather than SQLite's checksum VFS (`ext/misc/cksumvfs.c`, a CRC of
-//! every page in 8 reserved bytes), measured side by side in BENCHMARKS.md ("A checksum per
-//! item, or per page"): the checksum VFS is C code outside the amalgamation that `rusqlite`
-//! bundles (it would be compiled and registered by this crate), it needs the file rebuilt with
-//! `VACUUM` to reserve its bytes, and it is only as good as its loading: the `sqlite3` shell
-//! that the refusals point operators to does not load it, so a row changed there is rewritten
-//! with a page checksum left stale, and then *every* row of that page is refused. A row's own
-//! checksum names the one item that changed, costs one CRC of the item's bytes per write and per
-//! load, and needs nothing but a column.
+//! Why a per-row checksum rather than SQLite's checksum VFS (`ext/misc/cksumvfs.c`, a checksum
+//! of every page in 8 reserved bytes), measured side by side in BENCHMARKS.md ("A checksum per
+//! item, or per page"): both cost little, but the checksum VFS is C code outside the
+//! amalgamation that `rusqlite` bundles (this crate would compile and register it), its
+//! conversion rewrites the file (twice, as measured), it names no item, and it is only as good
+//! as its loading: the `sqlite3` shell that the refusals point operators to does not load it, so
+//! a row changed there leaves its page's checksum stale, and every read of the table fails. A
+//! row's own checksum names the one item that changed, costs one CRC of the item's bytes per
+//! write and per load, and needs nothing but a column.
 //!
 //! What neither catches: a change to the WAL (`blog.sqlite-wal`) before it is checkpointed,
 //! which SQLite's own frame checksums meet by ending the log at that frame: the writes after it
