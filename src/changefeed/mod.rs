@@ -181,13 +181,11 @@ impl From<AppError> for FeedError {
 
 impl FeedError {
     /// Whether delivering the same batch again later may well succeed: the store throttled,
-    /// did not answer in time, or scripts kept conflicting.
+    /// did not answer in time or was unavailable, or scripts kept conflicting.
     pub fn is_passing(&self) -> bool {
         matches!(
             self,
-            FeedError::Store(StoreError::Throttled | StoreError::Timeout)
-                | FeedError::App(AppError::Busy(_))
-                | FeedError::Script(ScriptError::Contention | ScriptError::Store(StoreError::Throttled | StoreError::Timeout))
-        )
+            FeedError::App(AppError::Busy(_)) | FeedError::Script(ScriptError::Contention)
+        ) || matches!(self, FeedError::Store(error) | FeedError::Script(ScriptError::Store(error)) if error.is_passing())
     }
 }

@@ -206,7 +206,7 @@ async fn read_current(state: &AppState, function: Function, items: Vec<(String, 
             Ok(Some(_))
                 if state.store.embedded().is_some_and(|embedded| !embedded.is_settled(container, &partition_key, &id)) => {}
             Ok(document) => documents.extend(document),
-            Err(error @ (StoreError::Throttled | StoreError::Timeout)) => return Err(error.into()),
+            Err(error) if error.is_passing() => return Err(error.into()),
             Err(error) => {
                 let item = serde_json::json!({"partitionKey": partition_key, "id": id}).to_string();
                 let reason = format!("the item cannot be read from {}: {error}", container.name());

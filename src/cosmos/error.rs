@@ -23,6 +23,11 @@ pub enum StoreError {
     Throttled,
     #[error("no answer within {CALL_TIMEOUT:?}")]
     Timeout,
+    /// A passing failure Cosmos DB itself answered, after the SDK's own retries: 408 (it did not
+    /// finish in time), 410 (the partition moved), 503 (unavailable for a moment). A write may
+    /// or may not have been applied.
+    #[error("the database is unavailable for a moment ({0})")]
+    Unavailable(u16),
     /// A continuation token Cosmos refused.
     #[error("invalid continuation token: {0}")]
     BadContinuation(String),
@@ -90,6 +95,10 @@ impl StoreError {
             409 => StoreError::Conflict,
             412 => StoreError::PreconditionFailed,
             429 => StoreError::Throttled,
+            status @ (408 | 410 | 503) => {
+                tracing::warn!(status, error = %crate::logging::with_causes(&error), "Cosmos DB is unavailable for a moment");
+                StoreError::Unavailable(status)
+            }
             _ => StoreError::sdk("the Cosmos DB call failed", error),
         }
     }
@@ -113,6 +122,12 @@ impl StoreError {
     /// [`StoreError::Io`], saying what was being done.
     pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> StoreError {
         StoreError::Io { what: what.into(), source }
+    }
+
+    /// Whether the same call may well succeed in a moment: the database throttled, did not
+    /// answer in time, or was unavailable.
+    pub fn is_passing(&self) -> bool {
+        matches!(self, StoreError::Throttled | StoreError::Timeout | StoreError::Unavailable(_))
     }
 
     /// The status a batch operation's failure corresponds to, when it is the one that failed.

@@ -76,7 +76,8 @@ impl Store {
         let client = match &config.backend {
             #[cfg(feature = "embedded")]
             Backend::Embedded { data_dir } => {
-                return Self::connect_embedded(config, data_dir, Arc::new(embedded::database::NoFaults)).await;
+                return Self::connect_embedded(config, data_dir, Arc::new(embedded::database::NoFaults), Default::default())
+                    .await;
             }
             #[cfg(not(feature = "embedded"))]
             Backend::Embedded { .. } => return Err(StoreError::Unusable("this build has no embedded store".into())),
@@ -93,33 +94,39 @@ impl Store {
         Self::on(&client, config, credential_for_scripts).await
     }
 
-    /// [`Store::connect`], with faults injected into the embedded store's commits.
-    #[cfg(feature = "embedded")]
-    pub(crate) async fn connect_with(config: &Config, faults: Arc<dyn embedded::database::Faults>) -> Result<Store, StoreError> {
+    /// [`Store::connect`] on the embedded store, with faults injected into its commits (`disk`)
+    /// and between the SDK and its emulator (`sdk`).
+    #[cfg(feature = "test-support")]
+    pub(crate) async fn connect_with(
+        config: &Config,
+        disk: Arc<dyn embedded::database::Faults>,
+        sdk: embedded::emulator::SdkFaults,
+    ) -> Result<Store, StoreError> {
         match &config.backend {
-            Backend::Embedded { data_dir } => Self::connect_embedded(config, data_dir, faults).await,
-            _ => Self::connect(config).await,
+            Backend::Embedded { data_dir } => Self::connect_embedded(config, data_dir, disk, sdk).await,
+            _ => Err(StoreError::Unusable("faults are injected into the embedded store only".into())),
         }
     }
 
     /// The embedded store whose data is in `data_dir`: its database opened, the emulator loaded
     /// from it (with the containers, created always), and every write committed to it from here
-    /// on, through `faults`.
+    /// on, through `disk`; the SDK reaches the emulator through `sdk` (the tests' faults).
     #[cfg(feature = "embedded")]
     async fn connect_embedded(
         config: &Config,
         data_dir: &std::path::Path,
-        faults: Arc<dyn embedded::database::Faults>,
+        disk: Arc<dyn embedded::database::Faults>,
+        sdk: embedded::emulator::SdkFaults,
     ) -> Result<Store, StoreError> {
         let other = |error: CosmosError| StoreError::sdk("cannot start the embedded store's emulator", error);
         let (database, connection) = embedded::open(data_dir)?;
-        let (client, emulator) = embedded::emulator::client().await.map_err(other)?;
+        let (client, emulator) = embedded::emulator::client(sdk).await.map_err(other)?;
         embedded::emulator::create_containers(&emulator, &client, &config.database).await.map_err(other)?;
         let (changes, expiries, connection) =
             embedded::emulator::load(&emulator, &config.database, &database, connection).await?;
         let store = Self::on(&client, config, None).await?;
         let containers = Container::ALL.into_iter().map(|container| (container, store.container(container).clone())).collect();
-        let durability = Durability::start(database, connection, faults, changes, expiries, containers)?;
+        let durability = Durability::start(database, connection, disk, changes, expiries, containers)?;
         Ok(Store { durability: Some(Arc::new(durability)), ..store })
     }
 

@@ -50,8 +50,11 @@ impl From<StoreError> for ApiError {
             StoreError::Throttled => {
                 Self::new(StatusCode::SERVICE_UNAVAILABLE, "The database is busy (request rate too large); retry in a moment.")
             }
-            StoreError::Timeout => {
+            StoreError::Timeout | StoreError::Unavailable(408) => {
                 Self::new(StatusCode::SERVICE_UNAVAILABLE, "The database did not answer in time; retry in a moment.")
+            }
+            StoreError::Unavailable(_) => {
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, "The database is unavailable for a moment; retry in a moment.")
             }
             StoreError::DiskFull => Self::new(
                 StatusCode::INSUFFICIENT_STORAGE,
@@ -226,7 +229,7 @@ mod tests {
         assert_eq!(refused.status, StatusCode::BAD_REQUEST);
         assert!(refused.detail.starts_with("continuationToken is not valid here"), "{}", refused.detail);
         assert!(!refused.detail.contains("ActivityId") && !refused.detail.contains("Errors"), "{}", refused.detail);
-        for passing in [StoreError::Throttled, StoreError::Timeout] {
+        for passing in [StoreError::Throttled, StoreError::Timeout, StoreError::Unavailable(503), StoreError::Unavailable(408)] {
             let answer = ApiError::from(resuming_error(passing)).into_response();
             assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
             assert_eq!(answer.headers()[header::RETRY_AFTER], "1");

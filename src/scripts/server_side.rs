@@ -305,7 +305,7 @@ fn failure(status: StatusCode, body: &[u8]) -> ScriptError {
         404 => StoreError::NotFound.into(),
         409 => StoreError::Conflict.into(),
         412 => StoreError::PreconditionFailed.into(),
-        408 => StoreError::Timeout.into(),
+        status @ (408 | 410 | 503) => StoreError::Unavailable(status).into(),
         429 => StoreError::Throttled.into(),
         // "Retry with" after every retry: concurrent writes kept winning.
         449 => ScriptError::Contention,

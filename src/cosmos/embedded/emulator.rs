@@ -59,8 +59,17 @@ pub struct Emulator(Arc<InMemoryEmulatorHttpClient>);
 const LOAD_PAGE: usize = 2048;
 const PAGES_LOADING: usize = 4;
 
+/// Faults the SDK injects between its client and the emulator, below its own retries (its
+/// `fault_injection` feature): the tests' way to make the database throttle, time out or lose an
+/// answer. None outside the tests.
+#[cfg(feature = "test-support")]
+pub type SdkFaults = Vec<Arc<azure_data_cosmos::fault_injection::FaultInjectionRule>>;
+/// Faults the SDK injects: none outside the tests (feature `test-support`).
+#[cfg(not(feature = "test-support"))]
+pub type SdkFaults = ();
+
 /// The SDK's client on a new in-memory emulator, and the emulator itself.
-pub async fn client() -> azure_data_cosmos::Result<(CosmosClient, Emulator)> {
+pub async fn client(faults: SdkFaults) -> azure_data_cosmos::Result<(CosmosClient, Emulator)> {
     let url = Url::parse(ENDPOINT).expect("a valid URL");
     // Strong, because that is what one in-memory replica is: every read sees every acknowledged
     // write. (Under the emulator's default, Session, the SDK sends every request a token of every
@@ -70,7 +79,14 @@ pub async fn client() -> azure_data_cosmos::Result<(CosmosClient, Emulator)> {
     let emulator = Arc::new(InMemoryEmulatorHttpClient::new(account));
     // The emulator checks that requests are signed, not with which key.
     let account = AccountReference::with_authentication_key(ENDPOINT.parse()?, Secret::new("ZW1iZWRkZWQ="));
-    let runtime = CosmosRuntimeBuilder::from(emulator.runtime_builder()).build().await?;
+    #[cfg(feature = "test-support")]
+    let transport = if faults.is_empty() { emulator.runtime_builder() } else { emulator.runtime_builder_with_fault_rules(faults) };
+    #[cfg(not(feature = "test-support"))]
+    let transport = {
+        let () = faults;
+        emulator.runtime_builder()
+    };
+    let runtime = CosmosRuntimeBuilder::from(transport).build().await?;
     let client =
         CosmosClientBuilder::new().with_runtime(runtime).build(account, RoutingStrategy::ProximityTo(Region::EAST_US)).await?;
     Ok((client, Emulator(emulator)))

@@ -1,0 +1,85 @@
+//! Cosmos DB's own faults, injected by the SDK's fault injection (`azure_data_cosmos`, feature
+//! `fault_injection`) between the SDK's client and its in-memory emulator, below the SDK's
+//! retries, on the path the deployed build takes: the blog started as `main` starts it
+//! (`Blog::start` on the state `connect` builds, served by `Blog::serve`).
+
+use std::sync::Arc;
+
+use blog::Blog;
+use blog::test_support::sdk_faults::{
+    FaultInjectionConditionBuilder, FaultInjectionErrorType, FaultInjectionResultBuilder, FaultInjectionRuleBuilder,
+    FaultOperationType,
+};
+use blog::test_support::{FaultInjectionRule, embedded_config, store_with_sdk_faults};
+use serde_json::{Value, json};
+
+/// A blog whose SDK reaches its store through `rules`, served; its base URL.
+async fn serve(dir: &std::path::Path, rules: Vec<Arc<FaultInjectionRule>>) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let config = embedded_config(dir);
+    let store = store_with_sdk_faults(&config, rules).await.unwrap();
+    let blog = Blog::start(&config, blog::state_on(&config, store).await.unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/api", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move { blog.serve(listener, async move { drop(stopped.await) }).await.unwrap() });
+    (base, stop)
+}
+
+/// `url` with `query`, encoded.
+fn with(url: &str, query: &[(&str, &str)]) -> reqwest::Url {
+    reqwest::Url::parse_with_params(url, query).unwrap()
+}
+
+/// A rule that answers every query of `posts` with `error`, off until enabled.
+fn failing_queries_of_posts(error: FaultInjectionErrorType) -> Arc<FaultInjectionRule> {
+    let result = FaultInjectionResultBuilder::new().with_error(error).build();
+    let condition = FaultInjectionConditionBuilder::new()
+        .with_operation_type(FaultOperationType::QueryItem)
+        .with_container_id("posts")
+        .build();
+    let rule = Arc::new(FaultInjectionRuleBuilder::new(format!("{error:?} on posts queries"), result).with_condition(condition).build());
+    rule.disable();
+    rule
+}
+
+/// Issue 30, item 6: a list paged with a continuation token while the database fails is a
+/// passing failure (503 with `Retry-After`, in our words), never "your token is bad" and never
+/// the SDK's text; the same token works once the database answers again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_asked_for_while_the_database_fails_is_503_with_retry_after_and_no_sdk_text() {
+    let unavailable = failing_queries_of_posts(FaultInjectionErrorType::ServiceUnavailable);
+    let timing_out = failing_queries_of_posts(FaultInjectionErrorType::Timeout);
+    let dir = tempfile::tempdir().unwrap();
+    let (api, _stop) = serve(dir.path(), vec![unavailable.clone(), timing_out.clone()]).await;
+    let client = reqwest::Client::new();
+    let write = |path: String, body: Value| client.post(format!("{api}{path}")).header("x-dev-user", "alice").json(&body).send();
+    assert_eq!(write("/users".into(), json!({"username": "alice"})).await.unwrap().status(), 201);
+    let post: Value = write("/posts".into(), json!({"userId": "alice", "title": "t", "content": "c"})).await.unwrap().json().await.unwrap();
+    let post = post["id"].as_str().unwrap().to_owned();
+    for n in 0..3 {
+        let comment = json!({"userId": "alice", "content": format!("comment {n}")});
+        assert_eq!(write(format!("/posts/{post}/comments"), comment).await.unwrap().status(), 201);
+    }
+    let comments = format!("{api}/posts/{post}/comments");
+    let first: Value = client.get(with(&comments, &[("limit", "1")])).send().await.unwrap().json().await.unwrap();
+    let token = first["continuationToken"].as_str().expect("a second page").to_owned();
+
+    for rule in [&unavailable, &timing_out] {
+        rule.enable();
+        for query in [vec![("limit", "1"), ("continuationToken", token.as_str())], vec![("limit", "1")]] {
+            let answer = client.get(with(&comments, &query)).send().await.unwrap();
+            assert_eq!(answer.status(), 503, "{} with {query:?}", rule.id());
+            assert_eq!(answer.headers()["content-type"], "application/problem+json");
+            assert!(answer.headers().contains_key("retry-after"), "says when to come back");
+            let problem: Value = answer.json().await.unwrap();
+            let detail = problem["detail"].as_str().unwrap();
+            for internal in ["continuation", "token", "Cosmos", "SDK", "x-ms", "ServiceUnavailable", "status", "Timeout"] {
+                assert!(!detail.contains(internal), "{} says {internal:?}: {detail}", rule.id());
+            }
+        }
+        rule.disable();
+    }
+    let second: Value =
+        client.get(with(&comments, &[("limit", "1"), ("continuationToken", token.as_str())])).send().await.unwrap().json().await.unwrap();
+    assert_eq!(second["items"][0]["content"], "comment 1", "the token works once the database answers: {second}");
+}
