@@ -11,24 +11,37 @@ use std::path::PathBuf;
 pub const CONNECTION_SETTING: &str = "CosmosDB";
 
 /// The address `cargo run` serves on: `func start`'s port, so the same curl lines work for both.
-pub const LOCAL_ADDRESS: &str = "127.0.0.1:7071";
+pub(crate) const LOCAL_ADDRESS: &str = "127.0.0.1:7071";
 
 /// Where the data lives.
 #[derive(Clone, Debug)]
 pub enum Backend {
     /// The SDK's in-memory emulator, made durable by a SQLite database in `data_dir`.
-    Embedded { data_dir: PathBuf },
+    Embedded {
+        /// The data directory (`BLOG_DATA_DIR`, `./data` by default).
+        data_dir: PathBuf,
+    },
     /// An account reached with a connection string and its key (the Cosmos DB emulator).
     ConnectionString(String),
     /// An account reached with Entra ID: the managed identity on Azure (`client_id` selects a
     /// user-assigned one), developer credentials elsewhere.
-    Endpoint { endpoint: String, client_id: Option<String> },
+    Endpoint {
+        /// The account's endpoint, `https://<account>.documents.azure.com:443/`.
+        endpoint: String,
+        /// The user-assigned managed identity's client id (`None`: the system-assigned one, or
+        /// the developer's credentials).
+        client_id: Option<String>,
+    },
 }
 
+/// The handler's settings, read once at start-up.
 #[derive(Clone, Debug)]
 pub struct Config {
+    /// The address to serve on.
     pub listen: SocketAddr,
+    /// Where the data lives.
     pub backend: Backend,
+    /// The Cosmos DB database's name.
     pub database: String,
     /// Create the database and containers when missing. On by default where the credential can
     /// (embedded store, emulator key); against Azure, Bicep provisions them and the app's
@@ -96,6 +109,7 @@ pub enum ChangeFeedMode {
 }
 
 impl Config {
+    /// The settings from the process's environment (`local.settings.json`'s `Values` under the host); an error says which setting is wrong and why.
     pub fn from_env() -> Result<Config, String> {
         Self::from_lookup(|name| std::env::var(name).ok().filter(|value| !value.trim().is_empty()))
     }

@@ -69,6 +69,7 @@ pub unsafe fn quiet_library_backtraces() {
 
 /// A running blog: what the handlers share, and the local change-feed processors if any.
 pub struct Blog {
+    /// The state its handlers share.
     pub state: AppState,
     processors: Option<Processors>,
     max_in_flight: usize,

@@ -9,7 +9,9 @@ mod ids;
 pub mod markdown;
 pub mod usernames;
 
-pub use ids::{MAX_ID_BYTES, validate_id};
+pub use ids::validate_id;
+
+pub(crate) use ids::MAX_ID_BYTES;
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -21,26 +23,30 @@ use utoipa::ToSchema;
 pub const SHORT_CONTENT_CHARS: usize = 200;
 
 /// The longest username accepted, in characters.
-pub const MAX_USERNAME_CHARS: usize = 64;
+pub(crate) const MAX_USERNAME_CHARS: usize = 64;
 /// The longest post title accepted, in characters.
-pub const MAX_TITLE_CHARS: usize = 200;
+pub(crate) const MAX_TITLE_CHARS: usize = 200;
 /// The longest post content accepted, in characters: a post at every limit stays far below
 /// Cosmos DB's 2 MB item size.
-pub const MAX_CONTENT_CHARS: usize = 20_000;
+pub(crate) const MAX_CONTENT_CHARS: usize = 20_000;
 /// The longest comment accepted, in characters.
-pub const MAX_COMMENT_CHARS: usize = 2_000;
+pub(crate) const MAX_COMMENT_CHARS: usize = 2_000;
 
 /// The partition key value of every item in `feed`: the article partitions it by `type`, so the
 /// whole feed is one logical partition that Q6 reads with one query.
-pub const FEED_PARTITION: &str = "post";
+pub(crate) const FEED_PARTITION: &str = "post";
 
 /// The `type` discriminator the article puts on every item; containers hold several types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ItemType {
+    /// A user.
     User,
+    /// A post, or a short copy of one.
     Post,
+    /// A comment.
     Comment,
+    /// A like.
     Like,
 }
 
@@ -48,10 +54,14 @@ pub enum ItemType {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct User {
+    /// The user's id: the signed-in principal's.
     pub id: String,
+    /// `user`.
     #[serde(rename = "type")]
     pub item_type: ItemType,
+    /// The same as `id`: the partition key in `users`.
     pub user_id: String,
+    /// The user's unique name (compared ignoring case and Unicode form).
     pub username: String,
     /// When the username was last set by an edit (C1 edit); absent on a user never edited.
     /// `UsersChangeFeed` needs it: only a renamed user can have items that show another name.
@@ -64,16 +74,26 @@ pub struct User {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Post {
+    /// The post's id.
     pub id: String,
+    /// `post`.
     #[serde(rename = "type")]
     pub item_type: ItemType,
+    /// The same as `id`: the partition key in `posts`.
     pub post_id: String,
+    /// The author's id: the partition key of the copy in `users`.
     pub user_id: String,
+    /// The author's username (kept true by `UsersChangeFeed`).
     pub user_username: String,
+    /// The title.
     pub title: String,
+    /// The content, in Markdown (cut short in the short copies).
     pub content: String,
+    /// How many comments the post has (kept exact by the stored procedures).
     pub comment_count: u64,
+    /// How many likes the post has (kept exact by the stored procedures).
     pub like_count: u64,
+    /// When it was written (RFC 3339, UTC, milliseconds).
     pub creation_date: String,
     /// When its author last edited the title or content (C2 edit); absent on a post never
     /// edited, so readers can tell an edited post from the one first published.
@@ -97,7 +117,7 @@ pub const DELETED_POST_TTL_SECS: u32 = 24 * 60 * 60;
 
 /// Whether a post item is a post that exists: not a comment or like of the partition, and not
 /// a deleted post's tombstone.
-pub fn is_live(post: &Post) -> bool {
+pub(crate) fn is_live(post: &Post) -> bool {
     post.item_type == ItemType::Post && !post.deleted
 }
 
@@ -105,13 +125,20 @@ pub fn is_live(post: &Post) -> bool {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Comment {
+    /// The comment's id.
     pub id: String,
+    /// `comment`.
     #[serde(rename = "type")]
     pub item_type: ItemType,
+    /// The post it comments on: its partition key in `posts`.
     pub post_id: String,
+    /// The commenter's id.
     pub user_id: String,
+    /// The commenter's username (kept true by `UsersChangeFeed`).
     pub user_username: String,
+    /// The comment's text.
     pub content: String,
+    /// When it was written (RFC 3339, UTC, milliseconds).
     pub creation_date: String,
 }
 
@@ -119,18 +146,24 @@ pub struct Comment {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Like {
+    /// The like's id.
     pub id: String,
+    /// `like`.
     #[serde(rename = "type")]
     pub item_type: ItemType,
+    /// The post it likes: its partition key in `posts`.
     pub post_id: String,
+    /// The liker's id.
     pub user_id: String,
+    /// The liker's username (kept true by `UsersChangeFeed`).
     pub user_username: String,
+    /// When it was liked (RFC 3339, UTC, milliseconds).
     pub creation_date: String,
 }
 
 /// A new random item id. Ids are strings in the article; a UUID never needs escaping in a
 /// Cosmos resource link.
-pub fn new_id() -> String {
+pub(crate) fn new_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
@@ -156,14 +189,14 @@ pub fn new_user(id: String, username: String) -> User {
 }
 
 /// C1 edit: the user with the username it has from `now` on.
-pub fn renamed_user(id: String, username: String, now: String) -> User {
+pub(crate) fn renamed_user(id: String, username: String, now: String) -> User {
     User { renamed_at: Some(now), ..new_user(id, username) }
 }
 
 /// Whether items of `user` may show a name other than the current one, so that the name has to
 /// be carried onto them. Every item copies the username of its writer when it is written, so a
 /// user who was never renamed only ever wrote the name they have.
-pub fn may_show_other_names(user: &User) -> bool {
+pub(crate) fn may_show_other_names(user: &User) -> bool {
     user.renamed_at.is_some()
 }
 
@@ -187,14 +220,14 @@ pub fn new_post(id: String, author: &User, title: String, content: String, creat
 }
 
 /// C2 edit: title and content change, and when; author, counters and creation date never do.
-pub fn edited_post(post: Post, title: String, content: String, edited_at: String) -> Post {
+pub(crate) fn edited_post(post: Post, title: String, content: String, edited_at: String) -> Post {
     Post { title, content, edited_at: Some(edited_at), ..post }
 }
 
 /// The short form of a post that `users` and `feed` hold: the same item with its content cut to
 /// [`SHORT_CONTENT_CHARS`]. One document serves both containers: it carries `userId` (the
 /// partition key of `users`) and `type` = "post" (the partition key of `feed`).
-pub fn short_post(post: &Post) -> Post {
+pub(crate) fn short_post(post: &Post) -> Post {
     Post { content: truncate_chars(&post.content, SHORT_CONTENT_CHARS).to_owned(), ..post.clone() }
 }
 
@@ -203,7 +236,7 @@ pub fn short_post(post: &Post) -> Post {
 /// versions within one second are told apart by their etags.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SourceVersion {
+pub(crate) struct SourceVersion {
     pub source_ts: i64,
     pub source_etag: String,
 }
@@ -213,20 +246,20 @@ pub struct SourceVersion {
 /// turns a copy back into an older version. Reads deserialize copies as [`Post`], which leaves
 /// the version out of every answer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PostCopy {
+pub(crate) struct PostCopy {
     #[serde(flatten)]
     pub post: Post,
     #[serde(flatten)]
     pub source: SourceVersion,
 }
 
-pub fn post_copy(post: &Post, source: SourceVersion) -> PostCopy {
+pub(crate) fn post_copy(post: &Post, source: SourceVersion) -> PostCopy {
     PostCopy { post: short_post(post), source }
 }
 
 /// What to do with a copy when a version of its post is delivered.
 #[derive(Debug, PartialEq, Eq)]
-pub enum CopyAction {
+pub(crate) enum CopyAction {
     /// The copy is from this version or a newer one.
     Keep,
     /// The delivered version is newer: write the copy from it.
@@ -236,7 +269,7 @@ pub enum CopyAction {
     WriteFromCurrent,
 }
 
-pub fn copy_action(copy: Option<&SourceVersion>, delivered: &SourceVersion) -> CopyAction {
+pub(crate) fn copy_action(copy: Option<&SourceVersion>, delivered: &SourceVersion) -> CopyAction {
     match copy {
         None => CopyAction::Write,
         Some(copy) if delivered.source_ts > copy.source_ts => CopyAction::Write,
@@ -245,7 +278,7 @@ pub fn copy_action(copy: Option<&SourceVersion>, delivered: &SourceVersion) -> C
     }
 }
 
-pub fn new_comment(id: String, post_id: &str, author: &User, content: String, creation_date: String) -> Comment {
+pub(crate) fn new_comment(id: String, post_id: &str, author: &User, content: String, creation_date: String) -> Comment {
     Comment {
         id,
         item_type: ItemType::Comment,
@@ -259,11 +292,11 @@ pub fn new_comment(id: String, post_id: &str, author: &User, content: String, cr
 
 /// The id of a user's like on a post. Deterministic, so that a second like by the same user is
 /// a conflict on create inside the post's partition: the store itself forbids double likes.
-pub fn like_id(user_id: &str) -> String {
+pub(crate) fn like_id(user_id: &str) -> String {
     format!("like-{user_id}")
 }
 
-pub fn new_like(post_id: &str, author: &User, creation_date: String) -> Like {
+pub(crate) fn new_like(post_id: &str, author: &User, creation_date: String) -> Like {
     Like {
         id: like_id(&author.user_id),
         item_type: ItemType::Like,
@@ -275,7 +308,7 @@ pub fn new_like(post_id: &str, author: &User, creation_date: String) -> Like {
 }
 
 /// The longest prefix of `text` with at most `max_chars` characters.
-pub fn truncate_chars(text: &str, max_chars: usize) -> &str {
+pub(crate) fn truncate_chars(text: &str, max_chars: usize) -> &str {
     match text.char_indices().nth(max_chars) {
         Some((end, _)) => &text[..end],
         None => text,

@@ -13,9 +13,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// How often the line is redrawn on a terminal, at most.
-pub const TERMINAL_EVERY: Duration = Duration::from_millis(200);
+pub(crate) const TERMINAL_EVERY: Duration = Duration::from_millis(200);
 /// How often a progress line is written anywhere else.
-pub const PLAIN_EVERY: Duration = Duration::from_secs(10);
+pub(crate) const PLAIN_EVERY: Duration = Duration::from_secs(10);
 
 /// Erases the terminal's current line: back to its start, then clear to its end.
 const ERASE_LINE: &[u8] = b"\r\x1b[K";

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 /// How long the copies may take to appear (or go) when `--wait` does not say: the change feed's
 /// delay under the Functions host is seconds (its poll interval, 5 s by default), more on a cold
 /// start of the trigger.
-pub const DEFAULT_WAIT: Duration = Duration::from_secs(120);
+pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(120);
 /// How often the copies are looked for.
 const POLL_EVERY: Duration = Duration::from_millis(250);
 /// One request's limit: past it the blog counts as not answering.
@@ -34,7 +34,7 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// host's cold start on Flex Consumption (the package mounted, the host and the handler started)
 /// takes a minute or two, and a new role assignment or app registration minutes to be accepted
 /// everywhere.
-pub const DEFAULT_SETTLE: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_SETTLE: Duration = Duration::from_secs(300);
 /// The pause before a request's first retry; each next one is twice as long, up to
 /// [`LONGEST_PAUSE`]: a blog that settles in a second is not kept waiting long, and one that
 /// takes minutes is not asked several times a second.
@@ -56,11 +56,14 @@ pub enum Credential {
     DevUser(String),
 }
 
+/// What `handler smoke` checks, and how.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Options {
     /// The blog's base URL, without a trailing slash.
     pub base: String,
+    /// How it signs in.
     pub credential: Credential,
+    /// How long it waits for a fresh deployment to accept its first write.
     pub wait: Duration,
     /// How long, from the start, what settles by itself is waited out (`--settle`).
     pub settle: Duration,
@@ -129,7 +132,9 @@ fn base_url(base: &str) -> Result<String, String> {
 /// The step that went wrong, and how.
 #[derive(Debug)]
 pub struct Failure {
+    /// The step that failed.
     pub step: String,
+    /// What it saw.
     pub detail: String,
 }
 

@@ -37,7 +37,8 @@ fn failing_queries_of_posts(error: FaultInjectionErrorType) -> Arc<FaultInjectio
         .with_operation_type(FaultOperationType::QueryItem)
         .with_container_id("posts")
         .build();
-    let rule = Arc::new(FaultInjectionRuleBuilder::new(format!("{error:?} on posts queries"), result).with_condition(condition).build());
+    let rule =
+        Arc::new(FaultInjectionRuleBuilder::new(format!("{error:?} on posts queries"), result).with_condition(condition).build());
     rule.disable();
     rule
 }
@@ -54,7 +55,8 @@ async fn a_page_asked_for_while_the_database_fails_is_503_with_retry_after_and_n
     let client = reqwest::Client::new();
     let write = |path: String, body: Value| client.post(format!("{api}{path}")).header("x-dev-user", "alice").json(&body).send();
     assert_eq!(write("/users".into(), json!({"username": "alice"})).await.unwrap().status(), 201);
-    let post: Value = write("/posts".into(), json!({"userId": "alice", "title": "t", "content": "c"})).await.unwrap().json().await.unwrap();
+    let post: Value =
+        write("/posts".into(), json!({"userId": "alice", "title": "t", "content": "c"})).await.unwrap().json().await.unwrap();
     let post = post["id"].as_str().unwrap().to_owned();
     for n in 0..3 {
         let comment = json!({"userId": "alice", "content": format!("comment {n}")});
@@ -79,7 +81,13 @@ async fn a_page_asked_for_while_the_database_fails_is_503_with_retry_after_and_n
         }
         rule.disable();
     }
-    let second: Value =
-        client.get(with(&comments, &[("limit", "1"), ("continuationToken", token.as_str())])).send().await.unwrap().json().await.unwrap();
+    let second: Value = client
+        .get(with(&comments, &[("limit", "1"), ("continuationToken", token.as_str())]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(second["items"][0]["content"], "comment 1", "the token works once the database answers: {second}");
 }

@@ -375,7 +375,8 @@ async fn post_with_three_comments() -> (String, tempfile::TempDir) {
 /// that a stale copy in a page SQLite freed cannot be the only one changed.
 fn edited(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     assert_eq!(from.len(), to.len(), "an edit in place keeps the file's length");
-    let places: Vec<usize> = bytes.windows(from.len()).enumerate().filter(|(_, window)| *window == from).map(|(at, _)| at).collect();
+    let places: Vec<usize> =
+        bytes.windows(from.len()).enumerate().filter(|(_, window)| *window == from).map(|(at, _)| at).collect();
     assert!(!places.is_empty(), "the bytes are in the file");
     let mut edited = bytes.to_vec();
     for at in places {
@@ -400,7 +401,8 @@ async fn a_changed_byte_inside_a_stored_item_is_refused_naming_the_item() {
     ];
     for (from, to) in edits {
         std::fs::write(&path, edited(&original, from, to)).unwrap();
-        let check: String = rusqlite::Connection::open(&path).unwrap().query_row("PRAGMA quick_check", [], |row| row.get(0)).unwrap();
+        let check: String =
+            rusqlite::Connection::open(&path).unwrap().query_row("PRAGMA quick_check", [], |row| row.get(0)).unwrap();
         assert_eq!(check, "ok", "SQLite alone sees nothing wrong");
         let error = refusal(temp.path()).await;
         assert!(error.contains(&path.display().to_string()) && error.contains("does not match its checksum"), "{error}");
@@ -429,7 +431,10 @@ async fn an_item_changed_with_the_sqlite3_shell_is_refused() {
     let path = temp.path().join("blog.sqlite");
     let database = rusqlite::Connection::open(&path).unwrap();
     let changed = database
-        .execute("UPDATE items SET doc = replace(doc, '\"a comment\"', '\"a different comment\"') WHERE doc LIKE '%\"a comment\"%'", [])
+        .execute(
+            "UPDATE items SET doc = replace(doc, '\"a comment\"', '\"a different comment\"') WHERE doc LIKE '%\"a comment\"%'",
+            [],
+        )
         .unwrap();
     assert_eq!(changed, 1);
     drop(database);

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 /// One request as the client saw it.
 #[derive(Clone, Debug)]
-pub struct Sample {
+pub(crate) struct Sample {
     pub status: u16,
     pub latency: Duration,
     /// `x-ms-request-charge`: the RU of every Cosmos operation the request made.
@@ -19,23 +19,23 @@ pub struct Sample {
 }
 
 /// An answer: its sample and its JSON body.
-pub struct Answer {
+pub(crate) struct Answer {
     pub sample: Sample,
     pub body: Value,
 }
 
 impl Answer {
-    pub fn ok(&self) -> bool {
+    pub(crate) fn ok(&self) -> bool {
         (200..300).contains(&self.sample.status)
     }
 
     /// The `id` of a created item.
-    pub fn id(&self) -> String {
+    pub(crate) fn id(&self) -> String {
         self.body["id"].as_str().unwrap_or_else(|| panic!("no id in {}", self.body)).to_owned()
     }
 
     /// The ids of a list page's items, in order.
-    pub fn item_ids(&self) -> Vec<String> {
+    pub(crate) fn item_ids(&self) -> Vec<String> {
         self.body["items"]
             .as_array()
             .map_or_else(Vec::new, |items| items.iter().filter_map(|item| item["id"].as_str().map(str::to_owned)).collect())
@@ -43,14 +43,14 @@ impl Answer {
 }
 
 #[derive(Clone)]
-pub struct Client {
+pub(crate) struct Client {
     base: String,
     http: reqwest::Client,
 }
 
 impl Client {
     /// `base` is `http://127.0.0.1:<port>`. One connection pool, kept alive, as a front end would.
-    pub fn new(base: String) -> Client {
+    pub(crate) fn new(base: String) -> Client {
         let http = reqwest::Client::builder()
             .pool_max_idle_per_host(256)
             .timeout(Duration::from_secs(60))
@@ -59,22 +59,22 @@ impl Client {
         Client { base, http }
     }
 
-    pub async fn get(&self, path: &str) -> Answer {
+    pub(crate) async fn get(&self, path: &str) -> Answer {
         self.send(self.http.get(format!("{}{path}", self.base))).await
     }
 
     /// A write as `caller`: every write needs a signed-in caller, who may only write as
     /// themselves. The bench runs the handler with `BLOG_AUTH=development`, where the caller is
     /// whoever `x-dev-user` names (a user's id is their principal id).
-    pub async fn post(&self, caller: &str, path: &str, body: &Value) -> Answer {
+    pub(crate) async fn post(&self, caller: &str, path: &str, body: &Value) -> Answer {
         self.send(self.http.post(format!("{}{path}", self.base)).header("x-dev-user", caller).json(body)).await
     }
 
-    pub async fn put(&self, caller: &str, path: &str, body: &Value) -> Answer {
+    pub(crate) async fn put(&self, caller: &str, path: &str, body: &Value) -> Answer {
         self.send(self.http.put(format!("{}{path}", self.base)).header("x-dev-user", caller).json(body)).await
     }
 
-    pub async fn delete(&self, caller: &str, path: &str) -> Answer {
+    pub(crate) async fn delete(&self, caller: &str, path: &str) -> Answer {
         self.send(self.http.delete(format!("{}{path}", self.base)).header("x-dev-user", caller)).await
     }
 
@@ -97,7 +97,7 @@ impl Client {
 
 /// Percentiles and means of a set of samples.
 #[derive(Clone, Debug, Default)]
-pub struct Stats {
+pub(crate) struct Stats {
     pub count: usize,
     pub errors: usize,
     pub p50_ms: f64,
@@ -111,7 +111,7 @@ pub struct Stats {
 }
 
 impl Stats {
-    pub fn of(samples: &[Sample]) -> Stats {
+    pub(crate) fn of(samples: &[Sample]) -> Stats {
         if samples.is_empty() {
             return Stats::default();
         }
@@ -132,7 +132,7 @@ impl Stats {
 
     /// "users=1, posts=1" when every request touched the same partitions, else each set seen
     /// with its share of the requests.
-    pub fn partitions_text(&self) -> String {
+    pub(crate) fn partitions_text(&self) -> String {
         match self.partitions.as_slice() {
             [] => "–".to_owned(),
             [(only, _)] if only.is_empty() => "none".to_owned(),
@@ -148,7 +148,7 @@ impl Stats {
     }
 
     /// "1" when every request made the same number of operations, else "mean (min–max)".
-    pub fn operations_text(&self) -> String {
+    pub(crate) fn operations_text(&self) -> String {
         if self.min_operations == self.max_operations {
             self.min_operations.to_string()
         } else {
@@ -171,7 +171,7 @@ fn tally<'a>(values: impl Iterator<Item = &'a str>) -> Vec<(String, usize)> {
 }
 
 /// The nearest-rank percentile of `values` (sorted in place), in their unit.
-pub fn percentile(values: &mut [f64], p: f64) -> f64 {
+pub(crate) fn percentile(values: &mut [f64], p: f64) -> f64 {
     if values.is_empty() {
         return 0.0;
     }
@@ -180,6 +180,6 @@ pub fn percentile(values: &mut [f64], p: f64) -> f64 {
     values[rank.clamp(1, values.len()) - 1]
 }
 
-pub fn ms(duration: Duration) -> f64 {
+pub(crate) fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
 }

@@ -6,14 +6,14 @@
 
 /// A small, seeded pseudo-random generator (SplitMix64): no dependency, same stream everywhere.
 #[derive(Clone)]
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Rng {
+    pub(crate) fn new(seed: u64) -> Rng {
         Rng(seed)
     }
 
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -22,17 +22,17 @@ impl Rng {
     }
 
     /// A number in `low..=high`.
-    pub fn range(&mut self, low: usize, high: usize) -> usize {
+    pub(crate) fn range(&mut self, low: usize, high: usize) -> usize {
         low + (self.next_u64() % (high - low + 1) as u64) as usize
     }
 
     /// An index into a collection of `len` items.
-    pub fn index(&mut self, len: usize) -> usize {
+    pub(crate) fn index(&mut self, len: usize) -> usize {
         self.range(0, len - 1)
     }
 
     /// `count` distinct numbers from `0..len` (a partial Fisher–Yates shuffle).
-    pub fn distinct(&mut self, count: usize, len: usize) -> Vec<usize> {
+    pub(crate) fn distinct(&mut self, count: usize, len: usize) -> Vec<usize> {
         let mut pool: Vec<usize> = (0..len).collect();
         for i in 0..count.min(len) {
             let j = self.range(i, len - 1);
@@ -44,24 +44,24 @@ impl Rng {
 }
 
 /// The article's bounds.
-pub const POSTS_PER_USER: (usize, usize) = (5, 50);
-pub const MAX_COMMENTS_PER_POST: usize = 25;
-pub const MAX_LIKES_PER_POST: usize = 100;
+pub(crate) const POSTS_PER_USER: (usize, usize) = (5, 50);
+pub(crate) const MAX_COMMENTS_PER_POST: usize = 25;
+pub(crate) const MAX_LIKES_PER_POST: usize = 100;
 /// Text sizes, in characters: titles around 50, post contents 1–5 KB, comments 100–300.
 const TITLE_CHARS: (usize, usize) = (35, 65);
 const CONTENT_CHARS: (usize, usize) = (1_000, 5_000);
 const COMMENT_CHARS: (usize, usize) = (100, 300);
 
-pub struct DataSet {
+pub(crate) struct DataSet {
     pub users: Vec<UserPlan>,
 }
 
-pub struct UserPlan {
+pub(crate) struct UserPlan {
     pub username: String,
     pub posts: Vec<PostPlan>,
 }
 
-pub struct PostPlan {
+pub(crate) struct PostPlan {
     pub title: String,
     pub content: String,
     pub comments: Vec<CommentPlan>,
@@ -69,7 +69,7 @@ pub struct PostPlan {
     pub likers: Vec<usize>,
 }
 
-pub struct CommentPlan {
+pub(crate) struct CommentPlan {
     pub author: usize,
     pub content: String,
 }
@@ -77,7 +77,7 @@ pub struct CommentPlan {
 impl DataSet {
     /// The plan for `users` users. Likes come from distinct users, so with fewer than 100 users
     /// a post has at most `users` likes (the draw is 0..=min(100, users)).
-    pub fn generate(seed: u64, users: usize) -> DataSet {
+    pub(crate) fn generate(seed: u64, users: usize) -> DataSet {
         let mut rng = Rng::new(seed);
         let max_likes = MAX_LIKES_PER_POST.min(users);
         let users = (0..users)
@@ -102,15 +102,15 @@ impl DataSet {
         DataSet { users }
     }
 
-    pub fn post_count(&self) -> usize {
+    pub(crate) fn post_count(&self) -> usize {
         self.users.iter().map(|user| user.posts.len()).sum()
     }
 
-    pub fn comment_count(&self) -> usize {
+    pub(crate) fn comment_count(&self) -> usize {
         self.posts().map(|post| post.comments.len()).sum()
     }
 
-    pub fn like_count(&self) -> usize {
+    pub(crate) fn like_count(&self) -> usize {
         self.posts().map(|post| post.likers.len()).sum()
     }
 
@@ -134,7 +134,7 @@ fn word(rng: &mut Rng) -> &'static str {
 
 /// Words and sentences of a length drawn from `chars`: plain ASCII, so characters are bytes and
 /// the sizes are the stored sizes.
-pub fn text(rng: &mut Rng, chars: (usize, usize)) -> String {
+pub(crate) fn text(rng: &mut Rng, chars: (usize, usize)) -> String {
     let target = rng.range(chars.0, chars.1);
     let mut out = String::with_capacity(target + 16);
     let mut words_in_sentence = 0;

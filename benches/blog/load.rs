@@ -11,7 +11,7 @@ use crate::client::{Answer, Client};
 use crate::data::DataSet;
 
 /// What was created, with the ids the server gave.
-pub struct Loaded {
+pub(crate) struct Loaded {
     /// Per user: its id and the ids of its posts.
     pub users: Vec<LoadedUser>,
     /// Every post: (post id, author's index in `users`).
@@ -19,13 +19,13 @@ pub struct Loaded {
     pub phases: Vec<Phase>,
 }
 
-pub struct LoadedUser {
+pub(crate) struct LoadedUser {
     pub id: String,
     pub post_ids: Vec<String>,
 }
 
 /// One step of the load: how many writes, in how long, at what cost.
-pub struct Phase {
+pub(crate) struct Phase {
     pub name: &'static str,
     pub writes: usize,
     pub elapsed: Duration,
@@ -49,7 +49,7 @@ impl Phase {
 
 /// `run` makes the user ids (which are principal ids, chosen by the caller) unique to this run,
 /// so that a second run against the same account does not collide with the first.
-pub async fn load(client: &Client, data: &DataSet, in_flight: usize, run: &str) -> Loaded {
+pub(crate) async fn load(client: &Client, data: &DataSet, in_flight: usize, run: &str) -> Loaded {
     // C1: the users; each one is created by its own principal.
     let started = Instant::now();
     let answers: Vec<Answer> =

@@ -12,7 +12,7 @@ use crate::data::{self, Rng};
 
 /// Where cargo put this bench's executable: `<target>/release/deps/blog-…`; the handler is
 /// `<target>/release/handler`.
-pub fn release_dir() -> PathBuf {
+pub(crate) fn release_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the bench's own path");
     match exe.parent().and_then(Path::parent) {
         Some(dir) if dir.ends_with("release") => dir.to_owned(),
@@ -22,7 +22,7 @@ pub fn release_dir() -> PathBuf {
 }
 
 /// The release `handler`, built first when absent (a few minutes on 2 cores).
-pub fn handler_binary() -> Result<PathBuf, String> {
+pub(crate) fn handler_binary() -> Result<PathBuf, String> {
     let path = release_dir().join("handler");
     if path.exists() {
         return Ok(path);
@@ -49,7 +49,7 @@ struct Handler {
 
 /// `cargo run`'s configuration of the handler on `data` and a port that was free a moment ago
 /// (the bench is the only one binding here): the child, and its base URL.
-pub fn spawn_on(binary: &Path, data: &Path) -> (Child, String) {
+pub(crate) fn spawn_on(binary: &Path, data: &Path) -> (Child, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let child = Command::new(binary)
         .env("BLOG_DATA_DIR", data)
@@ -93,14 +93,14 @@ impl Drop for Handler {
     }
 }
 
-pub fn status_field(pid: u32, field: &str) -> Option<u64> {
+pub(crate) fn status_field(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|line| line.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Polls `GET /` every millisecond until it answers 200; the time since `started`.
-pub async fn first_answer(base: &str, started: Instant) -> Duration {
+pub(crate) async fn first_answer(base: &str, started: Instant) -> Duration {
     let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().unwrap();
     loop {
         if let Ok(response) = http.get(format!("{base}/")).send().await
@@ -113,7 +113,7 @@ pub async fn first_answer(base: &str, started: Instant) -> Duration {
     }
 }
 
-pub struct ProcessFigures {
+pub(crate) struct ProcessFigures {
     pub cold_start_runs: usize,
     pub cold_start_p50_ms: f64,
     pub cold_start_max_ms: f64,
@@ -131,7 +131,7 @@ pub struct ProcessFigures {
 
 /// Cold start `runs` times; then, on the last child: idle memory, a small data set, and a
 /// closed-loop Q2/Q6 load for `load_for` with `concurrency` clients while memory is sampled.
-pub async fn measure(binary: &Path, runs: usize, concurrency: usize, load_for: Duration) -> ProcessFigures {
+pub(crate) async fn measure(binary: &Path, runs: usize, concurrency: usize, load_for: Duration) -> ProcessFigures {
     let mut starts = Vec::with_capacity(runs);
     let mut last = None;
     for _ in 0..runs {

@@ -11,7 +11,7 @@ use crate::load::Loaded;
 
 /// The article's conclusion table, V3 column: (request, latency ms, RU).
 /// https://learn.microsoft.com/azure/cosmos-db/nosql/model-partition-example#conclusion
-pub const ARTICLE_V3: [(&str, f64, f64); 10] = [
+pub(crate) const ARTICLE_V3: [(&str, f64, f64); 10] = [
     ("C1", 7.0, 5.71),
     ("Q1", 2.0, 1.0),
     ("C2", 9.0, 8.76),
@@ -25,7 +25,7 @@ pub const ARTICLE_V3: [(&str, f64, f64); 10] = [
 ];
 
 /// One row of the table: our figures beside the article's.
-pub struct RequestRow {
+pub(crate) struct RequestRow {
     pub request: &'static str,
     pub route: String,
     pub stats: Stats,
@@ -34,7 +34,7 @@ pub struct RequestRow {
 }
 
 /// What the ten requests are run with.
-pub struct Plan<'a> {
+pub(crate) struct Plan<'a> {
     pub client: &'a Client,
     pub loaded: &'a Loaded,
     pub iterations: usize,
@@ -50,7 +50,7 @@ pub struct Plan<'a> {
 /// Untimed requests before each read is measured, so that connection set-up is not in p99.
 const WARM_UP: usize = 10;
 
-pub async fn measure_all(plan: &Plan<'_>) -> Vec<RequestRow> {
+pub(crate) async fn measure_all(plan: &Plan<'_>) -> Vec<RequestRow> {
     let mut rng = Rng::new(plan.seed ^ 0xBE7C);
     let (client, loaded, n) = (plan.client, plan.loaded, plan.iterations);
     let random_user = |rng: &mut Rng| loaded.users[rng.index(loaded.users.len())].id.clone();
@@ -146,7 +146,7 @@ pub async fn measure_all(plan: &Plan<'_>) -> Vec<RequestRow> {
 }
 
 /// One request beyond the article's ten, with how many times it ran.
-pub struct ExtraRow {
+pub(crate) struct ExtraRow {
     pub request: &'static str,
     pub route: &'static str,
     pub what: String,
@@ -160,7 +160,7 @@ const C7_LIKES: usize = 100;
 /// The requests the article leaves out (C5 unlike, C6 delete a comment, C7 delete a post, and
 /// C1's rename, which claims the new name's reservation and releases the old one), each timed
 /// one at a time on items set up, untimed, just before.
-pub async fn measure_beyond_article(plan: &Plan<'_>) -> Vec<ExtraRow> {
+pub(crate) async fn measure_beyond_article(plan: &Plan<'_>) -> Vec<ExtraRow> {
     let mut rng = Rng::new(plan.seed ^ 0xDE1E);
     let (client, loaded, n) = (plan.client, plan.loaded, plan.iterations);
     let random_post = |rng: &mut Rng| loaded.posts[rng.index(loaded.posts.len())].0.clone();
@@ -273,7 +273,7 @@ pub async fn measure_beyond_article(plan: &Plan<'_>) -> Vec<ExtraRow> {
 }
 
 /// One page, read one at a time.
-pub struct PageRow {
+pub(crate) struct PageRow {
     pub page: &'static str,
     pub path: &'static str,
     pub stats: Stats,
@@ -281,7 +281,7 @@ pub struct PageRow {
 
 /// The pages one at a time: the front page as served (from the feed cache) and read through
 /// (the cache dropped before each request), and a random post's page (Q2 + Q4 + Q5).
-pub async fn measure_pages(plan: &Plan<'_>) -> Vec<PageRow> {
+pub(crate) async fn measure_pages(plan: &Plan<'_>) -> Vec<PageRow> {
     let mut rng = Rng::new(plan.seed ^ 0x9A6E);
     let (client, loaded, n) = (plan.client, plan.loaded, plan.iterations);
     let mut rows = Vec::new();

@@ -17,7 +17,7 @@ use crate::load::Loaded;
 
 /// One closed-loop load run: `concurrency` tasks, each sending its next request as soon as the
 /// previous one is answered, for `duration`.
-pub struct Throughput {
+pub(crate) struct Throughput {
     pub request: &'static str,
     pub path: String,
     pub concurrency: usize,
@@ -29,7 +29,7 @@ pub struct Throughput {
 }
 
 /// How a throughput run loads the handler.
-pub struct LoadShape {
+pub(crate) struct LoadShape {
     pub feed_limit: u32,
     pub concurrency: usize,
     pub duration: Duration,
@@ -40,7 +40,7 @@ pub struct LoadShape {
 /// cache), "Q6 uncached" (the cache dropped before each request), "front page" (`GET /`),
 /// "post page" (one post's page every time: a popular post) or "post page, random" (a random
 /// post's page each time).
-pub async fn throughput(
+pub(crate) async fn throughput(
     client: &Client,
     loaded: &Loaded,
     feed_cache: &Arc<FeedCache>,
@@ -101,7 +101,7 @@ pub async fn throughput(
 }
 
 /// Time from a C2's answer to the post's first appearance in Q6, while other clients write.
-pub struct Propagation {
+pub(crate) struct Propagation {
     pub samples: usize,
     pub p50_ms: f64,
     pub p99_ms: f64,
@@ -116,7 +116,7 @@ pub struct Propagation {
 /// Q6 (`?limit=10`) is polled every millisecond until the post is in it. Meanwhile
 /// `writers` tasks (none for the quiet figure) comment on random posts (C3, each a stored procedure and a post change
 /// the change feed must copy), pausing `writer_pause` between comments.
-pub async fn propagation(
+pub(crate) async fn propagation(
     client: &Client,
     loaded: &Loaded,
     samples: usize,
@@ -184,7 +184,7 @@ pub async fn propagation(
 
 /// What `PostsChangeFeed` spends to copy one changed post into `users` and `feed`: work the
 /// handler does after the write, outside the request, so it is in no response's headers.
-pub struct ChangeFeedCost {
+pub(crate) struct ChangeFeedCost {
     /// Copies of a new post (C2), with the feed already full: the trigger deletes the oldest.
     pub new_post: Stats,
     /// Copies refreshed after a comment or like moved a counter of a post among the newest.
@@ -194,7 +194,7 @@ pub struct ChangeFeedCost {
 /// Measured on a second, empty embedded store whose change feed is delivered by the bench
 /// itself (as the Functions host would, `ChangeFeedMode::Host`), so each delivery runs under its
 /// own `Meter`. The feed is filled to its 100 posts first so that the trigger truncates.
-pub async fn change_feed_cost(samples: usize) -> ChangeFeedCost {
+pub(crate) async fn change_feed_cost(samples: usize) -> ChangeFeedCost {
     let temp = tempfile::tempdir().expect("a temporary directory");
     // From settings rather than a struct literal, so that fields added to `Config` keep their
     // defaults here.

@@ -19,9 +19,9 @@ use crate::data::Rng;
 use crate::load::Loaded;
 
 /// The article's V1 figures: (request, latency ms, RU).
-pub const ARTICLE_V1: [(&str, f64, f64); 3] = [("Q2", 9.0, 19.54), ("Q3", 130.0, 619.41), ("Q6", 306.0, 2063.54)];
+pub(crate) const ARTICLE_V1: [(&str, f64, f64); 3] = [("Q2", 9.0, 19.54), ("Q3", 130.0, 619.41), ("Q6", 306.0, 2063.54)];
 
-pub struct V1Row {
+pub(crate) struct V1Row {
     pub request: &'static str,
     pub how: &'static str,
     pub stats: Stats,
@@ -31,7 +31,7 @@ pub struct V1Row {
     pub article_charge: f64,
 }
 
-pub async fn measure_all(store: &Store, loaded: &Loaded, iterations: usize, feed_limit: u32, seed: u64) -> Vec<V1Row> {
+pub(crate) async fn measure_all(store: &Store, loaded: &Loaded, iterations: usize, feed_limit: u32, seed: u64) -> Vec<V1Row> {
     let mut rng = Rng::new(seed ^ 0x0071);
     let mut rows = Vec::new();
 

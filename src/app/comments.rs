@@ -12,7 +12,7 @@ use super::{AppError, AppResult, AppState, Caller, valid_user_id, validate_text}
 
 /// C3: the stored procedure `createComment` creates the comment and increments the post's
 /// `commentCount` in one transaction.
-pub async fn create_comment(
+pub(crate) async fn create_comment(
     state: &AppState,
     caller: &Caller,
     post_id: &str,
@@ -37,7 +37,7 @@ pub async fn create_comment(
 /// C6, by the comment's author or the post's author (who moderates the comments under their
 /// post). The stored procedure `deleteComment` checks who may, deletes the comment and
 /// decrements `commentCount`, in one transaction.
-pub async fn delete_comment(state: &AppState, caller: &Caller, post_id: &str, comment_id: &str) -> AppResult<()> {
+pub(crate) async fn delete_comment(state: &AppState, caller: &Caller, post_id: &str, comment_id: &str) -> AppResult<()> {
     let body = state.scripts.execute(StoredProcedure::DeleteComment, post_id, (post_id, comment_id, &caller.0)).await?;
     // (Its page shows the write to the next viewer on this instance: `post_view`.)
     state.post_views.invalidate(post_id);
@@ -58,7 +58,12 @@ pub async fn delete_comment(state: &AppState, caller: &Caller, post_id: &str, co
 
 /// A comment and the post it is on, for whoever may delete it (C6: its author or the post's):
 /// two point reads in the post's partition, at once.
-pub async fn comment_to_delete(state: &AppState, caller: &Caller, post_id: &str, comment_id: &str) -> AppResult<(Post, Comment)> {
+pub(crate) async fn comment_to_delete(
+    state: &AppState,
+    caller: &Caller,
+    post_id: &str,
+    comment_id: &str,
+) -> AppResult<(Post, Comment)> {
     // Read as any item: the post's partition holds the post and its likes under other ids.
     let (post, item) = tokio::join!(get_post(state, post_id), state.store.read::<Value>(Container::Posts, post_id, comment_id));
     let post = post?;
@@ -81,7 +86,7 @@ pub async fn comment_to_delete(state: &AppState, caller: &Caller, post_id: &str,
 /// first, one query each, until the comment's. The writer pays it once after commenting, so
 /// the page they are sent back to shows their comment; readers never do. A comment not found
 /// (deleted meanwhile) is the first page's.
-pub async fn page_of_comment(state: &AppState, post_id: &str, comment_id: &str) -> AppResult<Option<String>> {
+pub(crate) async fn page_of_comment(state: &AppState, post_id: &str, comment_id: &str) -> AppResult<Option<String>> {
     let mut token = None;
     loop {
         let page = comments_of(state, post_id, &ListParams::continuing(token.clone()), OwnerKnown::Yes).await?;
@@ -96,7 +101,7 @@ pub async fn page_of_comment(state: &AppState, post_id: &str, comment_id: &str) 
 }
 
 /// Q4, oldest first: one query on the post's partition.
-pub async fn comments_of(
+pub(crate) async fn comments_of(
     state: &AppState,
     post_id: &str,
     params: &ListParams,

@@ -28,7 +28,7 @@ use crate::scripts::{NOT_AMONG_NEWEST, PostTrigger, ScriptError, StoredProcedure
 /// stored the version at, and a copy never goes back to a version with a smaller `_ts`: a
 /// version claiming to come from the future would freeze its copies for good, so it is refused.
 /// Five minutes is far beyond the skew of NTP-synchronized clocks.
-pub const MAX_CLOCK_SKEW_SECS: i64 = 300;
+pub(crate) const MAX_CLOCK_SKEW_SECS: i64 = 300;
 
 /// How often a copy is re-read and re-written when another writer changed it in between.
 const ATTEMPTS: usize = 10;
@@ -43,7 +43,7 @@ const MAX_RUNS_PER_POST: usize = 1_000;
 /// A version of a post as `posts` stored it: the item with its system properties, which say how
 /// new it is.
 #[derive(Deserialize)]
-pub struct PostVersion {
+pub(crate) struct PostVersion {
     #[serde(flatten)]
     pub post: Post,
     #[serde(rename = "_ts")]
@@ -55,7 +55,7 @@ pub struct PostVersion {
 impl PostVersion {
     /// Reads a stored post, refusing (with why) what a well-behaved writer of `posts` never
     /// writes: such a change is never copied.
-    pub fn from_document(document: &Value) -> Result<PostVersion, String> {
+    pub(crate) fn from_document(document: &Value) -> Result<PostVersion, String> {
         let id = document.get("id").cloned().unwrap_or(Value::Null);
         let version = PostVersion::deserialize(document).map_err(|error| format!("post {id}: {error}"))?;
         let post = &version.post;
@@ -91,7 +91,7 @@ impl PostVersion {
 /// trips). The copies in `feed` all go to one partition through `truncateFeed`, which deletes
 /// what falls out: one after the other, as the trigger assumes. This instance's cached feed
 /// pages are dropped once they are written.
-pub async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppResult<()> {
+pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppResult<()> {
     futures::stream::iter(posts.iter().map(Ok))
         .try_for_each_concurrent(CONCURRENT_USER_COPIES, |post| refresh_copy(state, Target::UserPosts, post))
         .await?;
@@ -107,7 +107,7 @@ pub async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppResult<()
 /// A deleted post: its copies go, and so does whatever its deletion left of its comments and
 /// likes (a DELETE that stopped early: the tombstone is written first). The change feed never
 /// delivers a deletion; it delivers the tombstone, and this is the only rule that sees it.
-pub async fn remove_post_copies(state: &AppState, post: &Post) -> AppResult<()> {
+pub(crate) async fn remove_post_copies(state: &AppState, post: &Post) -> AppResult<()> {
     for target in [Target::UserPosts, Target::Feed] {
         let delete = WriteOp::Delete { id: post.id.clone(), if_match: None };
         match state.store.execute_write(target.container(), target.partition_key(post), delete).await {
@@ -214,7 +214,7 @@ async fn write_copy(
 /// A version of `delivered` was stored: its name reservations are tidied and, if the user may
 /// have written under another name, their current name is written onto every item of theirs in
 /// `posts`.
-pub async fn user_changed(state: &AppState, delivered: User) -> AppResult<()> {
+pub(crate) async fn user_changed(state: &AppState, delivered: User) -> AppResult<()> {
     // A user never renamed has had one name: the delivered version shows the current one, with
     // no read. (Once renamed, every later version says so too.)
     let current = if model::may_show_other_names(&delivered) {

@@ -5,6 +5,7 @@
 use crate::cosmos::StoreError;
 use crate::scripts::ScriptError;
 
+/// Why a use case did not do what it was asked; the HTTP layer turns each into its problem answer.
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     /// The request is not acceptable as given (a field, an id, a limit, a continuation token):
@@ -30,13 +31,15 @@ pub enum AppError {
     /// A script or a step answered what it never should: a bug, or a test's crash.
     #[error("{0}")]
     Unexpected(String),
+    /// A Cosmos DB call failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A stored procedure or trigger failed.
     #[error(transparent)]
     Script(#[from] ScriptError),
 }
 
-pub type AppResult<T> = Result<T, AppError>;
+pub(crate) type AppResult<T> = Result<T, AppError>;
 
 /// A test stopped a use case between two steps, as a crash would (`test-support` only).
 #[cfg(any(test, feature = "test-support"))]

@@ -18,7 +18,7 @@ use super::{AppResult, AppState};
 /// How long one instance serves a feed page it read before reading `feed` again. Where the
 /// local change-feed processors run, a change to the feed drops the cache at once; under the
 /// Functions host, an instance that did not process the change shows it at most this late.
-pub const FEED_CACHE_LIFETIME: Duration = Duration::from_secs(1);
+pub(crate) const FEED_CACHE_LIFETIME: Duration = Duration::from_secs(1);
 /// The most feed pages kept at once (each page size and continuation is a page).
 const MAX_CACHED_PAGES: usize = 256;
 
@@ -45,15 +45,18 @@ pub async fn feed_page(state: &AppState, params: &ListParams) -> AppResult<Arc<F
 /// A feed page as read, with its JSON answer and that answer's ETag, and what adapters render
 /// of it once for everyone ([`FeedPage::rendering`]).
 pub struct FeedPage {
+    /// The page's posts, newest first, and the token of the next page.
     pub list: ListPage<Post>,
+    /// The page as the API answers it, serialized once for every reader of the cached page.
     pub json: String,
+    /// The page's entity tag, for `If-None-Match`.
     pub etag: String,
     renderings: Mutex<HashMap<String, Arc<Rendering>>>,
 }
 
 /// A representation of a feed page that is the same for everyone who asks for it (the front
 /// page as a reader who is not signed in sees it): its bytes and their ETag.
-pub struct Rendering {
+pub(crate) struct Rendering {
     pub body: Bytes,
     pub etag: String,
 }
@@ -74,7 +77,7 @@ impl FeedPage {
     /// Rendering the front page on every view cost about half the handler's time per view (25k
     /// against 47k front pages a second, BENCHMARKS.md); kept with the page it renders, it lives
     /// exactly as long as the page is served.
-    pub fn rendering(&self, key: &str, render: impl FnOnce() -> String) -> Arc<Rendering> {
+    pub(crate) fn rendering(&self, key: &str, render: impl FnOnce() -> String) -> Arc<Rendering> {
         if let Some(kept) = self.renderings.lock().expect("never poisoned").get(key) {
             return kept.clone();
         }
@@ -87,7 +90,7 @@ impl FeedPage {
 
 /// A strong ETag for `bytes`: the same on every instance running the same build (SipHash with
 /// fixed keys), so a CDN in front of several instances revalidates with any of them.
-pub fn etag_of(bytes: &[u8]) -> String {
+pub(crate) fn etag_of(bytes: &[u8]) -> String {
     let mut hasher = std::hash::DefaultHasher::new();
     bytes.hash(&mut hasher);
     format!("\"{:016x}\"", hasher.finish())

@@ -9,7 +9,7 @@ use super::{AppError, AppResult, AppState, Caller, valid_user_id};
 
 /// C4: the stored procedure `createLike` creates the like (its id is the liker's, so a post
 /// is liked once per user) and increments `likeCount`, in one transaction.
-pub async fn create_like(state: &AppState, caller: &Caller, post_id: &str, user_id: &str) -> AppResult<Like> {
+pub(crate) async fn create_like(state: &AppState, caller: &Caller, post_id: &str, user_id: &str) -> AppResult<Like> {
     valid_user_id(user_id)?;
     caller.must_be(user_id, "like as this user")?;
     let author = existing_author(state, user_id).await?;
@@ -29,7 +29,7 @@ pub async fn create_like(state: &AppState, caller: &Caller, post_id: &str, user_
 
 /// C5, by the liker only. The stored procedure `deleteLike` deletes the like and decrements
 /// `likeCount` in one transaction; a second unlike is not found and changes nothing.
-pub async fn delete_like(state: &AppState, caller: &Caller, post_id: &str, user_id: &str) -> AppResult<()> {
+pub(crate) async fn delete_like(state: &AppState, caller: &Caller, post_id: &str, user_id: &str) -> AppResult<()> {
     caller.must_be(user_id, "take back this like")?;
     let body = state.scripts.execute(StoredProcedure::DeleteLike, post_id, (post_id, user_id)).await?;
     // (Its page shows the write to the next viewer on this instance: `post_view`.)
@@ -45,6 +45,11 @@ pub async fn delete_like(state: &AppState, caller: &Caller, post_id: &str, user_
 }
 
 /// Q5, oldest first: one query on the post's partition.
-pub async fn likes_of(state: &AppState, post_id: &str, params: &ListParams, known: OwnerKnown) -> AppResult<ListPage<Like>> {
+pub(crate) async fn likes_of(
+    state: &AppState,
+    post_id: &str,
+    params: &ListParams,
+    known: OwnerKnown,
+) -> AppResult<ListPage<Like>> {
     page_of_post(state, post_id, PostList::Likes, params, known).await
 }

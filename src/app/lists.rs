@@ -13,11 +13,11 @@ use super::AppError;
 use crate::cosmos::PageRequest;
 
 /// The page size of Q3, Q4 and Q5 when `?limit=` is absent.
-pub const DEFAULT_PAGE_SIZE: u32 = 25;
+pub(crate) const DEFAULT_PAGE_SIZE: u32 = 25;
 /// The page size of Q6 when `?limit=` is absent ("the x most recent posts").
-pub const DEFAULT_FEED_SIZE: u32 = 10;
+pub(crate) const DEFAULT_FEED_SIZE: u32 = 10;
 /// The largest page any list serves; the feed holds only 100 posts anyway.
-pub const MAX_PAGE_SIZE: u32 = 100;
+pub(crate) const MAX_PAGE_SIZE: u32 = 100;
 /// The longest continuation token accepted, as sent by a client.
 const MAX_TOKEN_BYTES: usize = 8 * 1024;
 
@@ -39,7 +39,7 @@ pub struct ListParams {
 /// first page cannot tell "nothing yet" from "no such owner": then, and only then, a list that
 /// does not know pays one point read to tell (1 RU).
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum OwnerKnown {
+pub(crate) enum OwnerKnown {
     Yes,
     No,
 }
@@ -48,7 +48,9 @@ pub enum OwnerKnown {
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListPage<T> {
+    /// This page's items.
     pub items: Vec<T>,
+    /// Where the next page starts (`None`: this is the last page); opaque to the caller, signed.
     pub continuation_token: Option<String>,
 }
 
@@ -68,6 +70,7 @@ struct Token {
 pub struct TokenKey(azure_core::credentials::Secret);
 
 impl TokenKey {
+    /// The key that signs continuation tokens: from `setting` (base64) when given, else a random one for this process.
     pub fn new(setting: Option<&str>) -> TokenKey {
         let bytes = match setting {
             Some(text) => text.as_bytes().to_vec(),
@@ -87,7 +90,7 @@ impl TokenKey {
 
 impl ListParams {
     /// The page of default size that `continuation_token` (a token this list issued) starts.
-    pub fn continuing(continuation_token: Option<String>) -> ListParams {
+    pub(crate) fn continuing(continuation_token: Option<String>) -> ListParams {
         ListParams { limit: None, continuation_token }
     }
 
@@ -102,7 +105,13 @@ impl ListParams {
     }
 
     /// The page to read for the list named `list` in partition `key`.
-    pub fn page_request(&self, tokens: &TokenKey, list: &str, key: &str, default_size: u32) -> Result<PageRequest, AppError> {
+    pub(crate) fn page_request(
+        &self,
+        tokens: &TokenKey,
+        list: &str,
+        key: &str,
+        default_size: u32,
+    ) -> Result<PageRequest, AppError> {
         let size = match &self.limit {
             None => default_size,
             // Digits only: Rust's parse would also take a sign ("+5"), which the OpenAPI
@@ -128,7 +137,7 @@ impl ListParams {
 }
 
 /// Turns the SDK's continuation for `list` in partition `key` into the client's token.
-pub fn wrap_token(tokens: &TokenKey, sdk: Option<String>, list: &str, key: &str) -> Option<String> {
+pub(crate) fn wrap_token(tokens: &TokenKey, sdk: Option<String>, list: &str, key: &str) -> Option<String> {
     let sdk = sdk?;
     let mac = tokens.sign(list, key, &sdk);
     let token = Token { list: list.to_owned(), key: key.to_owned(), sdk, mac };

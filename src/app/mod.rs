@@ -10,14 +10,16 @@ mod error;
 pub mod feed;
 pub mod likes;
 pub mod lists;
-pub mod post_view;
+pub(crate) mod post_view;
 pub mod posts;
 pub mod usernames;
 pub mod users;
 
 use std::sync::Arc;
 
-pub use error::{AppError, AppResult};
+pub use error::AppError;
+
+pub(crate) use error::AppResult;
 
 use crate::config::AuthMode;
 use crate::cosmos::Store;
@@ -31,6 +33,7 @@ use crate::scripts::ScriptExecutor;
 pub struct AppState(Arc<Shared>);
 
 impl AppState {
+    /// The state every handler shares.
     pub fn new(shared: Shared) -> AppState {
         AppState(Arc::new(shared))
     }
@@ -46,7 +49,9 @@ impl std::ops::Deref for AppState {
 
 /// The store, whoever runs the server-side scripts, and the caches.
 pub struct Shared {
+    /// The database.
     pub store: Arc<Store>,
+    /// Where the article's stored procedures and trigger run: in Cosmos DB, or in-process.
     pub scripts: Arc<dyn ScriptExecutor>,
     /// How callers are identified (the HTTP adapter reads it; the pages show sign-in with it).
     pub auth: AuthMode,
@@ -64,7 +69,7 @@ pub struct Caller(pub String);
 
 impl Caller {
     /// [`AppError::Forbidden`] unless `owner` is the caller.
-    pub fn must_be(&self, owner: &str, what: &str) -> AppResult<()> {
+    pub(crate) fn must_be(&self, owner: &str, what: &str) -> AppResult<()> {
         if self.0 == owner {
             Ok(())
         } else {
@@ -80,7 +85,7 @@ fn valid_user_id(user_id: &str) -> AppResult<()> {
 
 /// Checks one text field of a body: not blank, at most `max_chars` characters, and no control
 /// characters other than line breaks and tabs (allowed only where `multiline`).
-pub fn validate_text(field: &str, value: &str, max_chars: usize, multiline: bool) -> AppResult<()> {
+pub(crate) fn validate_text(field: &str, value: &str, max_chars: usize, multiline: bool) -> AppResult<()> {
     // Blank means only whitespace, as JavaScript's `\s` counts it (U+FEFF too), so that the
     // OpenAPI description's patterns say exactly what is accepted.
     if value.chars().all(|c| c.is_whitespace() || c == '\u{feff}') {

@@ -22,13 +22,13 @@ use super::{AppResult, AppState};
 use crate::model::{Comment, Like, Post, markdown};
 
 /// How long one instance shows a post's view before reading it again.
-pub const POST_VIEW_LIFETIME: Duration = Duration::from_secs(1);
+pub(crate) const POST_VIEW_LIFETIME: Duration = Duration::from_secs(1);
 /// The most views kept at once (each post and page of its comments is a view); stale ones are
 /// swept when it is reached, and if all are fresh the oldest post's go.
 const MAX_CACHED_VIEWS: usize = 4096;
 
 /// What the post page shows of a post, the same for every viewer.
-pub struct PostView {
+pub(crate) struct PostView {
     pub post: Post,
     pub comments: ListPage<Comment>,
     /// The first page of likes only: the page names some likers and counts the rest.
@@ -40,13 +40,13 @@ pub struct PostView {
 
 /// A view's Markdown, rendered ([`markdown::to_html`]): the post's text under its title (h1),
 /// each comment's under the "Comments" heading (h2).
-pub struct RenderedText {
+pub(crate) struct RenderedText {
     pub content: String,
     pub comments: Vec<String>,
 }
 
 impl PostView {
-    pub fn rendered(&self) -> &RenderedText {
+    pub(crate) fn rendered(&self) -> &RenderedText {
         self.rendered.get_or_init(|| RenderedText {
             content: markdown::to_html(&self.post.content, 2),
             comments: self.comments.items.iter().map(|comment| markdown::to_html(&comment.content, 3)).collect(),
@@ -56,7 +56,7 @@ impl PostView {
 
 /// Whether a view may come from the cache.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Freshness {
+pub(crate) enum Freshness {
     /// Whatever this instance read in the last [`POST_VIEW_LIFETIME`].
     Cached,
     /// Read now (and kept for the next viewers): for whoever just wrote to the post.
@@ -64,7 +64,12 @@ pub enum Freshness {
 }
 
 /// Q2 + Q4 + Q5 of `post_id`, concurrently, through the cache. `params` pages the comments.
-pub async fn post_view(state: &AppState, post_id: &str, params: &ListParams, freshness: Freshness) -> AppResult<Arc<PostView>> {
+pub(crate) async fn post_view(
+    state: &AppState,
+    post_id: &str,
+    params: &ListParams,
+    freshness: Freshness,
+) -> AppResult<Arc<PostView>> {
     let key =
         ViewKey { comments_limit: params.limit().map(str::to_owned), comments_from: params.continuation().map(str::to_owned) };
     let cell = state.post_views.cell(post_id, key, freshness);
@@ -129,10 +134,5 @@ impl PostViewCache {
     /// still answers its own waiters; the next view reads again.
     pub fn invalidate(&self, post_id: &str) {
         self.posts.lock().expect("never poisoned").remove(post_id);
-    }
-
-    /// How many views are held, fresh or not yet swept.
-    pub fn cached_views(&self) -> usize {
-        self.posts.lock().expect("never poisoned").values().map(HashMap::len).sum()
     }
 }

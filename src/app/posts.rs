@@ -19,7 +19,13 @@ fn validate_post_text(title: &str, content: &str) -> AppResult<()> {
 
 /// C2 create: validates, reads the author once, to copy their username into the post (the
 /// article's V2 step: Q2 then needs no second read), creates the post.
-pub async fn create_post(state: &AppState, caller: &Caller, user_id: &str, title: String, content: String) -> AppResult<Post> {
+pub(crate) async fn create_post(
+    state: &AppState,
+    caller: &Caller,
+    user_id: &str,
+    title: String,
+    content: String,
+) -> AppResult<Post> {
     valid_user_id(user_id)?;
     caller.must_be(user_id, "post as this user")?;
     validate_post_text(&title, &content)?;
@@ -32,7 +38,13 @@ pub async fn create_post(state: &AppState, caller: &Caller, user_id: &str, title
 /// C2 edit: read, change title and content, replace on the etag that was read: a comment or
 /// like landing in between moves a counter, and the edit is redone on the new version instead
 /// of writing the old count back.
-pub async fn edit_post(state: &AppState, caller: &Caller, post_id: &str, title: String, content: String) -> AppResult<Post> {
+pub(crate) async fn edit_post(
+    state: &AppState,
+    caller: &Caller,
+    post_id: &str,
+    title: String,
+    content: String,
+) -> AppResult<Post> {
     validate_post_text(&title, &content)?;
     for attempt in 0..EDIT_ATTEMPTS {
         let current = state.store.read_versioned::<Post>(Container::Posts, post_id, post_id).await?;
@@ -62,7 +74,7 @@ const MAX_DELETE_RUNS: usize = 64;
 /// `feed`), then deletes its comments and likes in bounded pieces, run after run; Cosmos DB's
 /// time to live removes the tombstone a day later. A repeated deletion of a post whose deletion
 /// was cut short finishes it; of a post already wholly deleted, not found.
-pub async fn delete_post(state: &AppState, caller: &Caller, post_id: &str) -> AppResult<()> {
+pub(crate) async fn delete_post(state: &AppState, caller: &Caller, post_id: &str) -> AppResult<()> {
     let removal = remove_post(state, post_id, &caller.0).await?;
     state.post_views.invalidate(post_id);
     match removal {
@@ -80,7 +92,7 @@ pub async fn delete_post(state: &AppState, caller: &Caller, post_id: &str) -> Ap
 
 /// What [`remove_post`] did.
 #[derive(Debug, PartialEq, Eq)]
-pub enum PostRemoval {
+pub(crate) enum PostRemoval {
     /// It deleted something (the post, or what a cut-short deletion left), and nothing is left.
     Removed,
     /// The post was a tombstone with nothing left to delete.
@@ -93,7 +105,7 @@ pub enum PostRemoval {
 
 /// Runs `deletePost` for `author` until the post's comments and likes are all deleted. Shared
 /// by C7 and by `PostsChangeFeed`, which finishes a deletion whose request stopped early.
-pub async fn remove_post(state: &AppState, post_id: &str, author: &str) -> Result<PostRemoval, ScriptError> {
+pub(crate) async fn remove_post(state: &AppState, post_id: &str, author: &str) -> Result<PostRemoval, ScriptError> {
     let mut removed_any = false;
     for _ in 0..MAX_DELETE_RUNS {
         let body =
@@ -115,14 +127,14 @@ pub async fn remove_post(state: &AppState, post_id: &str, author: &str) -> Resul
 
 /// Q2: one point read returns the post with its author's username and both counters, all kept
 /// on the post itself.
-pub async fn get_post(state: &AppState, post_id: &str) -> AppResult<Post> {
+pub(crate) async fn get_post(state: &AppState, post_id: &str) -> AppResult<Post> {
     let post = state.store.read::<Post>(Container::Posts, post_id, post_id).await?;
     post.filter(model::is_live).ok_or_else(|| post_not_found(post_id))
 }
 
 /// The user who writes a post, comment or like; [`AppError::NoSuchWriter`] when there is no
 /// such user.
-pub async fn existing_author(state: &AppState, user_id: &str) -> AppResult<User> {
+pub(crate) async fn existing_author(state: &AppState, user_id: &str) -> AppResult<User> {
     state
         .store
         .read::<User>(Container::Users, user_id, user_id)
@@ -132,7 +144,7 @@ pub async fn existing_author(state: &AppState, user_id: &str) -> AppResult<User>
 
 /// The lists kept in a post's partition: Q4 and Q5.
 #[derive(Clone, Copy)]
-pub enum PostList {
+pub(crate) enum PostList {
     Comments,
     Likes,
 }
@@ -156,7 +168,7 @@ impl PostList {
 
 /// A page of one of a post's lists, with the client's continuation token: one query on the
 /// post's partition.
-pub async fn page_of_post<T: serde::de::DeserializeOwned + Send + 'static>(
+pub(crate) async fn page_of_post<T: serde::de::DeserializeOwned + Send + 'static>(
     state: &AppState,
     post_id: &str,
     list: PostList,
@@ -191,6 +203,6 @@ async fn list_of_post<T: serde::de::DeserializeOwned + Send + 'static>(
     Ok(found)
 }
 
-pub fn post_not_found(post_id: &str) -> AppError {
+pub(crate) fn post_not_found(post_id: &str) -> AppError {
     AppError::NotFound(format!("There is no post with id {post_id:?}."))
 }

@@ -45,7 +45,7 @@ pub struct Claim {
 impl Claim {
     /// Whether the user may still be written with the claimed name (step 2): an older claim is
     /// made again first, so that nobody can have taken it over as abandoned meanwhile.
-    pub fn is_fresh(&self) -> bool {
+    pub(crate) fn is_fresh(&self) -> bool {
         self.claimed.elapsed() < MAX_CLAIM_AGE_AT_WRITE
     }
 }
@@ -92,7 +92,7 @@ pub async fn claim(store: &Store, user_id: &str, username: &str, releases: Optio
 /// The reservation of the normalized name `name`, with its etag, for a later [`release`]: read
 /// before step 2, so that a claim of it made after that (by this user renaming back) changes the
 /// etag and is not released.
-pub async fn reservation_of(store: &Store, name: &str) -> Result<Option<Versioned<Reservation>>, StoreError> {
+pub(crate) async fn reservation_of(store: &Store, name: &str) -> Result<Option<Versioned<Reservation>>, StoreError> {
     let id = reservation_id(name);
     store.read_versioned(Container::Users, &id, &id).await
 }
@@ -113,7 +113,7 @@ pub async fn release(store: &Store, user_id: &str, reservation: Versioned<Reserv
 
 /// Gives up a claim a C1 create made for nothing (the caller already has a user), unless it is
 /// the name that user shows.
-pub async fn abandon(store: &Store, user_id: &str, username: &str) -> Result<(), StoreError> {
+pub(crate) async fn abandon(store: &Store, user_id: &str, username: &str) -> Result<(), StoreError> {
     let normalized = normalize_username(username);
     let existing = store.read::<User>(Container::Users, user_id, user_id).await?;
     if existing.is_some_and(|user| normalize_username(&user.username) == normalized) {
@@ -131,7 +131,7 @@ pub async fn abandon(store: &Store, user_id: &str, username: &str) -> Result<(),
 /// and deletes the reservation of the name the current one replaced if the user still holds it.
 /// One point read when all is in order (two for a renamed user: the name it gave up is looked at
 /// again).
-pub async fn tidy_reservations(store: &Store, user: &User) -> Result<(), StoreError> {
+pub(crate) async fn tidy_reservations(store: &Store, user: &User) -> Result<(), StoreError> {
     let name = normalize_username(&user.username);
     let id = reservation_id(&name);
     match store.read::<Reservation>(Container::Users, &id, &id).await? {

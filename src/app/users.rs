@@ -120,14 +120,19 @@ pub async fn rename_user(state: &AppState, caller: &Caller, user_id: &str, usern
 }
 
 /// Q1: one point read.
-pub async fn get_user(state: &AppState, user_id: &str) -> AppResult<User> {
+pub(crate) async fn get_user(state: &AppState, user_id: &str) -> AppResult<User> {
     state.store.read::<User>(Container::Users, user_id, user_id).await?.ok_or_else(|| user_not_found(user_id))
 }
 
 /// Q3, newest first: one query on the user's own partition of `users`, which holds the short
 /// copies of their posts; not found when the user does not exist ([`OwnerKnown`]). The user
 /// page reads the user itself (Q1) alongside, so it passes `OwnerKnown::Yes`.
-pub async fn posts_of(state: &AppState, user_id: &str, params: &ListParams, known: OwnerKnown) -> AppResult<ListPage<Post>> {
+pub(crate) async fn posts_of(
+    state: &AppState,
+    user_id: &str,
+    params: &ListParams,
+    known: OwnerKnown,
+) -> AppResult<ListPage<Post>> {
     const LIST: &str = "userPosts";
     let page = params.page_request(&state.tokens, LIST, user_id, DEFAULT_PAGE_SIZE)?;
     let first_page = page.continuation.is_none();
@@ -138,6 +143,6 @@ pub async fn posts_of(state: &AppState, user_id: &str, params: &ListParams, know
     Ok(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, user_id) })
 }
 
-pub fn user_not_found(user_id: &str) -> AppError {
+pub(crate) fn user_not_found(user_id: &str) -> AppError {
     AppError::NotFound(format!("There is no user with id {user_id:?}."))
 }

@@ -47,6 +47,7 @@ impl AccountProcessors {
         AccountProcessors { stop, tasks, deliveries: Deliveries::new(delivered) }
     }
 
+    /// What the processors have delivered so far, for the benchmarks and `rebuild-copies`.
     pub fn deliveries(&self) -> Deliveries {
         self.deliveries.clone()
     }

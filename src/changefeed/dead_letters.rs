@@ -19,7 +19,7 @@ use crate::app::AppState;
 use crate::cosmos::{Container, QuerySpec, Store, StoreError};
 
 /// What a dead letter's id starts with.
-pub const ID_PREFIX: &str = "deadLetter-";
+pub(crate) const ID_PREFIX: &str = "deadLetter-";
 
 /// The most payload one item holds (Cosmos DB items are at most 2 MB, JSON escaping included);
 /// a longer payload is kept in several parts.
@@ -29,6 +29,7 @@ const PART_BYTES: usize = 1024 * 1024;
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct DeadLetter {
+    /// The dead letter's id, in the `leases` container.
     pub id: String,
     /// Always `"deadLetter"`.
     pub kind: String,
@@ -38,11 +39,15 @@ pub struct DeadLetter {
     /// would not read, `payload` is `{partitionKey, id}`; `invocation`: a whole invocation from
     /// the host that could not be read, `payload` is its body as received.
     pub what: String,
+    /// Why the item was set aside.
     pub reason: String,
+    /// The item as it was delivered (JSON text).
     pub payload: String,
     /// Which part this is, from 0, of `parts`; parts share the id up to `#`.
     pub part: usize,
+    /// How many parts the payload was split into to fit in items.
     pub parts: usize,
+    /// When it was set aside (RFC 3339, UTC).
     pub set_aside_at: String,
 }
 
@@ -114,8 +119,11 @@ pub async fn replay(state: &AppState) -> Result<(usize, usize), FeedError> {
 /// were refused again and kept.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Replayed {
+    /// Dead letters delivered again and removed.
     pub applied: usize,
+    /// Dead letters that failed again and were kept.
     pub kept: usize,
+    /// Dead letters there were.
     pub total: usize,
 }
 

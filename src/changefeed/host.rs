@@ -22,7 +22,9 @@ use crate::app::AppState;
 /// The answer to one invocation: its body, and whether the host must deliver the batch again
 /// (answered with a non-2xx status; see the module's comment).
 pub struct HostAnswer {
+    /// Whether the host should deliver the batch again (a passing failure).
     pub retry: bool,
+    /// The answer's body, as the host logs it.
     pub body: Value,
 }
 

@@ -47,7 +47,7 @@ struct RetryContext {
 
 /// The changed items of an invocation, through every layer of string encoding (at most a few:
 /// a string that keeps holding strings is no batch).
-pub fn documents(value: Value) -> Result<Vec<Value>, String> {
+pub(super) fn documents(value: Value) -> Result<Vec<Value>, String> {
     let mut value = value;
     for _ in 0..4 {
         value = match value {

@@ -23,7 +23,7 @@ pub mod processor;
 mod users;
 
 pub use posts::posts_changed;
-pub use users::users_changed;
+pub(crate) use users::users_changed;
 
 use serde_json::Value;
 
@@ -34,11 +34,14 @@ use crate::scripts::ScriptError;
 /// The two change-feed functions and what they watch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Function {
+    /// Copies each changed post into `users` and `feed` (short form).
     PostsChangeFeed,
+    /// Carries a changed username onto the user's posts, comments and likes.
     UsersChangeFeed,
 }
 
 impl Function {
+    /// Both change-feed functions.
     pub const ALL: [Function; 2] = [Function::PostsChangeFeed, Function::UsersChangeFeed];
 
     /// The function's name: its folder under `functions/`, and its path on the handler.
@@ -74,7 +77,7 @@ impl Function {
     /// with its error. When every item fails alike, it is the store, not the items, that fails
     /// (an outage): the batch is delivered again later, and nothing is set aside. A passing
     /// failure (throttling, a timeout) also ends it, to be delivered again.
-    pub async fn deliver_item_by_item(self, state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
+    pub(crate) async fn deliver_item_by_item(self, state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
         let count = documents.len();
         let mut report = BatchReport::default();
         let mut failed = Vec::new();
@@ -104,6 +107,7 @@ impl Function {
         }
     }
 
+    /// The function called `name` (its folder under `functions/`), if there is one.
     pub fn named(name: &str) -> Option<Function> {
         Function::ALL.into_iter().find(|function| function.name() == name)
     }
@@ -158,8 +162,10 @@ impl BatchReport {
 /// A failure that makes the whole batch fail, so that it is delivered again.
 #[derive(Debug, thiserror::Error)]
 pub enum FeedError {
+    /// A Cosmos DB call failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A stored procedure failed.
     #[error(transparent)]
     Script(#[from] ScriptError),
     /// A copy rule's answer other than the store's or a script's (see [`From<AppError>`]).
@@ -182,10 +188,8 @@ impl From<AppError> for FeedError {
 impl FeedError {
     /// Whether delivering the same batch again later may well succeed: the store throttled,
     /// did not answer in time or was unavailable, or scripts kept conflicting.
-    pub fn is_passing(&self) -> bool {
-        matches!(
-            self,
-            FeedError::App(AppError::Busy(_)) | FeedError::Script(ScriptError::Contention)
-        ) || matches!(self, FeedError::Store(error) | FeedError::Script(ScriptError::Store(error)) if error.is_passing())
+    pub(crate) fn is_passing(&self) -> bool {
+        matches!(self, FeedError::App(AppError::Busy(_)) | FeedError::Script(ScriptError::Contention))
+            || matches!(self, FeedError::Store(error) | FeedError::Script(ScriptError::Store(error)) if error.is_passing())
     }
 }

@@ -37,7 +37,7 @@ pub(super) const IDLE_POLL: Duration = Duration::from_secs(1);
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(5);
 
 /// The running local processors; [`LocalProcessors::stop`] ends them.
-pub struct LocalProcessors {
+pub(crate) struct LocalProcessors {
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     deliveries: Deliveries,
@@ -67,9 +67,13 @@ impl Deliveries {
 /// write, outside any request, so no response header shows it.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Delivered {
+    /// Batches delivered.
     pub batches: u64,
+    /// Items delivered.
     pub items: u64,
+    /// Request units the deliveries cost.
     pub charge: f64,
+    /// Cosmos DB operations the deliveries made.
     pub operations: u64,
 }
 
@@ -85,7 +89,7 @@ impl Delivered {
 
 impl LocalProcessors {
     /// Starts one processor per function on the embedded store whose data is in `data_dir`.
-    pub fn start(state: &AppState, data_dir: &Path) -> LocalProcessors {
+    pub(crate) fn start(state: &AppState, data_dir: &Path) -> LocalProcessors {
         let (stop, stopped) = watch::channel(false);
         let mut tasks = Vec::new();
         let mut delivered = Vec::new();
@@ -98,12 +102,12 @@ impl LocalProcessors {
         LocalProcessors { stop, tasks, deliveries: Deliveries(Arc::new(delivered)) }
     }
 
-    pub fn deliveries(&self) -> Deliveries {
+    pub(crate) fn deliveries(&self) -> Deliveries {
         self.deliveries.clone()
     }
 
     /// Stops the processors and waits for them; a batch being delivered is finished first.
-    pub async fn stop(self) {
+    pub(crate) async fn stop(self) {
         let _ = self.stop.send(true);
         for task in self.tasks {
             let _ = task.await;
@@ -280,7 +284,7 @@ pub async fn rebuild_copies_reporting(state: &AppState, delivered: &mut dyn FnMu
 
 /// The furthest position any processor on `data_dir` saved (0 when none did); an error names a
 /// checkpoint that cannot be read, and what to do about it.
-pub fn furthest_position(data_dir: &Path) -> Result<u64, StoreError> {
+pub(crate) fn furthest_position(data_dir: &Path) -> Result<u64, StoreError> {
     Function::ALL
         .into_iter()
         .map(|function| Checkpoint::load(&checkpoint_path(data_dir, function)))

@@ -10,7 +10,7 @@ use crate::app::{AppState, copies};
 use crate::model::{User, validate_id};
 
 /// Handles one batch of changes from `users`.
-pub async fn users_changed(state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
+pub(crate) async fn users_changed(state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
     let mut report = BatchReport::default();
     for document in documents {
         // (The users' post copies share the container.)

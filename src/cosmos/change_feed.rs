@@ -44,13 +44,13 @@ impl Store {
     /// The change feed of `container` from its beginning: the latest version of every item.
     /// `rebuild-copies` reads it; the local processors follow the embedded store's numbered writes instead (see
     /// `changes.rs`).
-    pub async fn change_feed_from_beginning(&self, container: Container) -> Result<ChangeFeed, StoreError> {
+    pub(crate) async fn change_feed_from_beginning(&self, container: Container) -> Result<ChangeFeed, StoreError> {
         self.change_feed_from(container, None).await
     }
 
     /// The change feed of `container` from `position` (a [`ChangeFeed::position`] saved
     /// earlier, one token for every feed range), or from its beginning.
-    pub async fn change_feed_from(&self, container: Container, position: Option<&str>) -> Result<ChangeFeed, StoreError> {
+    pub(crate) async fn change_feed_from(&self, container: Container, position: Option<&str>) -> Result<ChangeFeed, StoreError> {
         let client = self.container(container);
         let ranges = bounded(client.read_feed_ranges(None)).await?.len().max(1);
         let mut options = azure_data_cosmos::options::ChangeFeedOptions::default().with_feed_options(whole_container());
@@ -76,7 +76,7 @@ fn whole_container() -> azure_data_cosmos::options::FeedOptions {
 
 /// A container's change feed, read page by page. The SDK serves one feed range per page, in
 /// turn; a poll of every range that finds nothing means the reader has caught up.
-pub struct ChangeFeed {
+pub(crate) struct ChangeFeed {
     container: Container,
     pages: ChangeFeedPageIterator<ChangeFeedItem<Value>>,
     ranges: usize,
@@ -98,7 +98,7 @@ impl ChangeFeed {
 
     /// Where the reader is: every change of the pages read so far is behind it. Saved, it starts
     /// a later [`Store::change_feed_from`] there.
-    pub fn position(&self) -> Result<String, StoreError> {
+    pub(crate) fn position(&self) -> Result<String, StoreError> {
         self.pages
             .to_continuation_token()
             .map(|token| token.as_str().to_owned())
@@ -107,7 +107,7 @@ impl ChangeFeed {
 
     /// The next changes, or `None` once a poll of every feed range in a row found nothing (the
     /// reader has caught up).
-    pub async fn next_changes(&mut self) -> Result<Option<Vec<Value>>, StoreError> {
+    pub(crate) async fn next_changes(&mut self) -> Result<Option<Vec<Value>>, StoreError> {
         for _ in 0..self.ranges {
             let documents = self.poll().await?;
             if !documents.is_empty() {

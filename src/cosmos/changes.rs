@@ -17,7 +17,7 @@ use super::{Changed, Container};
 
 /// The live items of every container by the number of their last write.
 #[derive(Default)]
-pub struct ChangeIndex {
+pub(crate) struct ChangeIndex {
     /// The number of the last write recorded: every write up to it is in the index.
     last_seq: u64,
     /// Per container: (write number, item) of each live item.
@@ -56,7 +56,7 @@ impl ItemKey {
 impl ChangeIndex {
     /// Records write number `seq` of one item: `live` is false for a deletion. Writes must be
     /// recorded in the order of their numbers.
-    pub fn record(&mut self, container: Container, partition_key: &str, id: &str, seq: u64, live: bool) {
+    pub(crate) fn record(&mut self, container: Container, partition_key: &str, id: &str, seq: u64, live: bool) {
         let key = (container, ItemKey::new(partition_key, id));
         let entries = self.by_seq.entry(container).or_default();
         if let Some(previous) = self.latest.remove(&key) {
@@ -70,7 +70,7 @@ impl ChangeIndex {
     }
 
     /// The number of the last write of a live item (`None` when it is deleted or never written).
-    pub fn last_write(&self, container: Container, partition_key: &str, id: &str) -> Option<u64> {
+    pub(crate) fn last_write(&self, container: Container, partition_key: &str, id: &str) -> Option<u64> {
         self.latest.get(&(container, ItemKey::new(partition_key, id))).copied()
     }
 
@@ -78,7 +78,7 @@ impl ChangeIndex {
     /// most `settled`: a reader is never taken past a write that is not on disk yet, since a
     /// crash would lose it and the numbers after the restart would start again below its
     /// position.
-    pub fn changed_after(&self, container: Container, after: u64, settled: u64, limit: usize) -> Changed {
+    pub(crate) fn changed_after(&self, container: Container, after: u64, settled: u64, limit: usize) -> Changed {
         let mut items = Vec::new();
         let mut through = settled;
         let later = self.by_seq.get(&container).into_iter().flat_map(|entries| entries.range((after + 1, ItemKey::first())..));

@@ -12,15 +12,19 @@ pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// not, each with its cause.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// The item, or the partition's items, do not exist (404).
     #[error("not found")]
     NotFound,
+    /// The item's id is taken (409).
     #[error("conflict: the item exists")]
     Conflict,
+    /// The item changed since it was read (412).
     #[error("precondition failed: the item changed")]
     PreconditionFailed,
     /// 429 after the SDK's own retries.
     #[error("throttled (429)")]
     Throttled,
+    /// The call did not answer within [`CALL_TIMEOUT`].
     #[error("no answer within {CALL_TIMEOUT:?}")]
     Timeout,
     /// A passing failure Cosmos DB itself answered, after the SDK's own retries: 408 (it did not
@@ -37,7 +41,10 @@ pub enum StoreError {
     /// A transactional batch failed; `statuses` holds each operation's status (the failing one,
     /// and 424 for the others).
     #[error("transactional batch failed: {statuses:?}")]
-    BatchFailed { statuses: Vec<u16> },
+    BatchFailed {
+        /// Each operation's status, in the batch's order.
+        statuses: Vec<u16>,
+    },
     /// The embedded store's disk is full: the write was not committed, and was undone.
     #[error("the disk is full: the write was not committed, and was undone")]
     DiskFull,
@@ -45,14 +52,18 @@ pub enum StoreError {
     /// transport, an answer the SDK cannot read, a client that cannot be built).
     #[error("{what}: {source}")]
     Sdk {
+        /// What was being done.
         what: String,
+        /// Why it failed.
         #[source]
         source: CosmosError,
     },
     /// An item that does not serialize, or a stored item of another shape than the code reads.
     #[error("{what}: {source}")]
     Json {
+        /// What was being done.
         what: String,
+        /// Why it failed.
         #[source]
         source: serde_json::Error,
     },
@@ -60,21 +71,27 @@ pub enum StoreError {
     #[cfg(feature = "embedded")]
     #[error("{what}: {source}")]
     Database {
+        /// What was being done.
         what: String,
+        /// Why it failed.
         #[source]
         source: rusqlite::Error,
     },
     /// A file of the data directory could not be read or written.
     #[error("{what}: {source}")]
     Io {
+        /// What was being done.
         what: String,
+        /// Why it failed.
         #[source]
         source: std::io::Error,
     },
     /// The Entra ID credential could not be set up.
     #[error("{what}: {source}")]
     Identity {
+        /// What was being done.
         what: String,
+        /// Why it failed.
         #[source]
         source: azure_core::Error,
     },
@@ -126,12 +143,12 @@ impl StoreError {
 
     /// Whether the same call may well succeed in a moment: the database throttled, did not
     /// answer in time, or was unavailable.
-    pub fn is_passing(&self) -> bool {
+    pub(crate) fn is_passing(&self) -> bool {
         matches!(self, StoreError::Throttled | StoreError::Timeout | StoreError::Unavailable(_))
     }
 
     /// The status a batch operation's failure corresponds to, when it is the one that failed.
-    pub fn batch_cause(&self) -> Option<u16> {
+    pub(crate) fn batch_cause(&self) -> Option<u16> {
         match self {
             StoreError::BatchFailed { statuses } => statuses.iter().copied().find(|status| *status != 424),
             _ => None,

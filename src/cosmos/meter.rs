@@ -27,6 +27,7 @@ pub enum Scope {
 }
 
 impl Scope {
+    /// One logical partition of `container`.
     pub fn partition(container: Container, partition_key: &str) -> Scope {
         Scope::Partition(container, partition_key.to_owned())
     }
@@ -38,6 +39,7 @@ impl Scope {
     }
 }
 
+/// What a request's Cosmos DB calls cost (request units, operations, partitions), added up as they are made.
 #[derive(Default, Debug)]
 pub struct Meter {
     /// Request units, in thousandths, so that an atomic integer can sum them.
@@ -53,7 +55,7 @@ impl Meter {
     }
 
     /// Runs the synchronous `work` with this meter current.
-    pub fn enter<R>(self: Arc<Self>, work: impl FnOnce() -> R) -> R {
+    pub(crate) fn enter<R>(self: Arc<Self>, work: impl FnOnce() -> R) -> R {
         METER.sync_scope(self, work)
     }
 

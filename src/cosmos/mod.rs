@@ -34,17 +34,16 @@ mod schema;
 mod sdk;
 mod store;
 
-pub use change_feed::ChangeFeed;
-pub use embedded::Durability as Embedded;
 #[cfg(any(test, feature = "test-support"))]
 pub use embedded::faulty_disk::{FaultyDisk, ReleaseOnDrop};
 #[cfg(feature = "embedded")]
-pub use embedded::spawn_expiry_sweep;
+pub(crate) use embedded::spawn_expiry_sweep;
 pub use error::StoreError;
-pub use items::{Changed, Page, PageRequest, QuerySpec, Versioned, WriteOp, retry_pause};
-pub use meter::{Meter, Partitions, Scope};
+pub use items::Versioned;
+pub(crate) use items::{Changed, Page, retry_pause};
+pub use items::{PageRequest, QuerySpec, WriteOp};
+pub use meter::{Meter, Scope};
 pub use schema::Container;
-pub use sdk::entra_credential;
 pub use store::Store;
 
 /// The furthest a write number, and so a change-feed processor's position, may go: one
@@ -52,7 +51,7 @@ pub use store::Store;
 /// positions. SQLite's integers are signed 64-bit, and numbering must have room to go on after
 /// any position (a position near `u64::MAX` wrapped around, and the processors chased it for
 /// ever); 2^62 − 1 writes are more than any data directory will see.
-pub const MAX_POSITION: u64 = (i64::MAX / 2) as u64;
+pub(crate) const MAX_POSITION: u64 = (i64::MAX / 2) as u64;
 #[cfg(test)]
 pub(crate) use store::resuming_error;
 

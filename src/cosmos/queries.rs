@@ -8,7 +8,7 @@ use serde_json::json;
 use super::QuerySpec;
 
 /// Q3: a user's posts, newest first, from the short copies in the user's partition of `users`.
-pub fn user_posts() -> QuerySpec {
+pub(crate) fn user_posts() -> QuerySpec {
     QuerySpec {
         sql: Cow::Borrowed("SELECT * FROM c WHERE c.type = @type ORDER BY c.creationDate DESC, c.id DESC"),
         parameters: vec![(Cow::Borrowed("@type"), json!("post"))],

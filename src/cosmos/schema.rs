@@ -7,15 +7,21 @@ use azure_data_cosmos::models::{
 /// The containers of the article's V3 model, plus the change feed's lease container.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Container {
+    /// Users, and the short copies of their posts (`/userId`).
     Users,
+    /// Posts with their comments and likes (`/postId`).
     Posts,
+    /// The newest posts, short form (`/type`).
     Feed,
+    /// The change-feed leases and the dead letters (`/id`).
     Leases,
 }
 
 impl Container {
+    /// Every container.
     pub const ALL: [Container; 4] = [Container::Users, Container::Posts, Container::Feed, Container::Leases];
 
+    /// The container's name in the account.
     pub fn name(self) -> &'static str {
         match self {
             Container::Users => "users",

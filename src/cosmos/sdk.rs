@@ -103,7 +103,7 @@ pub(crate) async fn key_client(connection_string: &str) -> azure_data_cosmos::Re
 /// The Entra ID credential: the function app's managed identity on Azure (the platform sets
 /// `IDENTITY_ENDPOINT`; `client_id` picks a user-assigned identity), the developer's `az login`
 /// elsewhere.
-pub fn entra_credential(client_id: Option<&str>) -> Result<Arc<dyn TokenCredential>, StoreError> {
+pub(crate) fn entra_credential(client_id: Option<&str>) -> Result<Arc<dyn TokenCredential>, StoreError> {
     let credential: Arc<dyn TokenCredential> = if std::env::var_os("IDENTITY_ENDPOINT").is_some() {
         let options = azure_identity::ManagedIdentityCredentialOptions {
             user_assigned_id: client_id.map(|id| azure_identity::UserAssignedId::ClientId(id.to_owned())),

@@ -197,7 +197,7 @@ impl Store {
     /// The container's links as a server-side script sees them: its self link, by resource ids
     /// (`dbs/<rid>/colls/<rid>/`, from the container's `_self`), and its name-based link
     /// (`dbs/<database>/colls/<name>`).
-    pub async fn script_links(&self, container: Container) -> Result<(String, String), StoreError> {
+    pub(crate) async fn script_links(&self, container: Container) -> Result<(String, String), StoreError> {
         let properties = bounded(self.container(container).read(None))
             .await?
             .into_model()
@@ -291,7 +291,7 @@ impl Store {
     }
 
     /// Reads one page of a single-partition query: one Cosmos operation.
-    pub async fn query_page<T: DeserializeOwned + Send + 'static>(
+    pub(crate) async fn query_page<T: DeserializeOwned + Send + 'static>(
         &self,
         container: Container,
         partition_key: &str,

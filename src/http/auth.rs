@@ -15,23 +15,25 @@ use crate::config::AuthMode;
 use crate::model::validate_id;
 
 /// The header App Service Authentication sets to the signed-in caller's id.
-pub const PLATFORM_PRINCIPAL: &str = "x-ms-client-principal-id";
-/// The header the local development scheme reads the caller from.
-pub const DEVELOPMENT_USER: &str = "x-dev-user";
+pub(crate) const PLATFORM_PRINCIPAL: &str = "x-ms-client-principal-id";
+/// The header the local development scheme reads the caller from (development builds only).
+#[cfg(feature = "embedded")]
+pub(crate) const DEVELOPMENT_USER: &str = "x-dev-user";
 
 /// The cookie the development sign-in form sets: the browser's stand-in for `x-dev-user`. Read
 /// by the pages only (the JSON API keeps reading the header), and only in development builds.
 #[cfg(feature = "embedded")]
-pub const DEVELOPMENT_COOKIE: &str = "blog_dev_user";
+pub(crate) const DEVELOPMENT_COOKIE: &str = "blog_dev_user";
 
 /// The header App Service Authentication sets to the signed-in caller's name for people: an
 /// email address or user principal name ("X-MS-CLIENT-PRINCIPAL-NAME", in "Work with user
 /// identities in Azure App Service authentication").
-pub const PLATFORM_PRINCIPAL_NAME: &str = "x-ms-client-principal-name";
+pub(crate) const PLATFORM_PRINCIPAL_NAME: &str = "x-ms-client-principal-name";
 
 /// Who is signed in: their principal id (their user id), and the name the pages show them as.
 #[derive(Clone, Debug)]
 pub struct SignedIn {
+    /// The signed-in user's id: the principal's object id, or the development name.
     pub id: String,
     /// The identity provider's name for them on Azure; locally, the id they signed in as. Not
     /// their username on the blog, which would cost a read on every page they view.
@@ -41,7 +43,7 @@ pub struct SignedIn {
 /// Who is signed in on a page request, if anyone: App Service Authentication's headers on Azure,
 /// the development cookie under `BLOG_AUTH=development`. An id that could not be a user id counts
 /// as nobody.
-pub fn page_viewer(parts: &Parts, mode: AuthMode) -> Option<SignedIn> {
+pub(crate) fn page_viewer(parts: &Parts, mode: AuthMode) -> Option<SignedIn> {
     let header = |name: &str| parts.headers.get(name).and_then(|value| value.to_str().ok()).map(str::trim);
     let (id, name) = match mode {
         AuthMode::None => return None,

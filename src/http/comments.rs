@@ -15,7 +15,7 @@ use crate::model::Comment;
 
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct NewCommentBody {
+pub(super) struct NewCommentBody {
     #[schema(schema_with = super::extract::item_id)]
     user_id: String,
     #[schema(
@@ -41,7 +41,7 @@ pub struct NewCommentBody {
         WriteProblems,
     ),
 )]
-pub async fn create(
+pub(super) async fn create(
     State(state): State<AppState>,
     caller: Caller,
     Id(post_id): Id,
@@ -68,7 +68,11 @@ pub async fn create(
         DeleteProblems,
     ),
 )]
-pub async fn delete(State(state): State<AppState>, caller: Caller, Ids(post_id, comment_id): Ids) -> ApiResult<StatusCode> {
+pub(super) async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Ids(post_id, comment_id): Ids,
+) -> ApiResult<StatusCode> {
     delete_comment(&state, &caller, &post_id, &comment_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -85,7 +89,7 @@ pub async fn delete(State(state): State<AppState>, caller: Caller, Ids(post_id, 
         ReadProblems,
     ),
 )]
-pub async fn list(
+pub(super) async fn list(
     State(state): State<AppState>,
     Id(post_id): Id,
     QueryParams(params): QueryParams<ListParams>,

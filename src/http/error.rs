@@ -17,24 +17,28 @@ use crate::scripts::ScriptError;
 /// deployment (endpoints, keys, stack traces) ever reaches a caller.
 #[derive(Debug)]
 pub struct ApiError {
+    /// The answer's status.
     pub status: StatusCode,
+    /// The problem's `detail`: what went wrong and what to do, in the caller's terms.
     pub detail: String,
 }
 
 impl ApiError {
+    /// A problem with `status` and `detail`.
     pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
         ApiError { status, detail: detail.into() }
     }
-    pub fn bad_request(detail: impl Into<String>) -> Self {
+    pub(crate) fn bad_request(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, detail)
     }
-    pub fn not_found(detail: impl Into<String>) -> Self {
+    pub(crate) fn not_found(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, detail)
     }
+    /// 409 Conflict.
     pub fn conflict(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, detail)
     }
-    pub fn unprocessable(detail: impl Into<String>) -> Self {
+    pub(crate) fn unprocessable(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, detail)
     }
     /// Logs `cause` and answers 500 without it.
@@ -95,7 +99,7 @@ impl From<AppError> for ApiError {
 }
 
 /// The media type of every error answer.
-pub const PROBLEM: &str = "application/problem+json";
+pub(crate) const PROBLEM: &str = "application/problem+json";
 
 /// The body of every error answer (RFC 9457).
 #[derive(Serialize, ToSchema)]
@@ -103,7 +107,9 @@ pub struct ProblemDetails {
     /// Always `about:blank`: the status says what kind of problem it is.
     #[serde(rename = "type")]
     pub problem_type: &'static str,
+    /// The problem's title, the status's reason phrase.
     pub title: &'static str,
+    /// The HTTP status.
     pub status: u16,
     /// What went wrong, and what to change.
     pub detail: String,
@@ -113,7 +119,7 @@ pub struct ProblemDetails {
 /// never built: the handlers answer [`ApiError`]).
 #[allow(dead_code)]
 #[derive(IntoResponses)]
-pub enum WriteProblems {
+pub(crate) enum WriteProblems {
     /// Malformed body, or an invalid field or id
     #[response(status = 400, content_type = "application/problem+json")]
     BadRequest(ProblemDetails),
@@ -141,7 +147,7 @@ pub enum WriteProblems {
 /// description; never built).
 #[allow(dead_code)]
 #[derive(IntoResponses)]
-pub enum DeleteProblems {
+pub(crate) enum DeleteProblems {
     /// An invalid id
     #[response(status = 400, content_type = "application/problem+json")]
     BadRequest(ProblemDetails),
@@ -162,7 +168,7 @@ pub enum DeleteProblems {
 /// The problems any read may be answered with, besides its own (for the OpenAPI description).
 #[allow(dead_code)]
 #[derive(IntoResponses)]
-pub enum ReadProblems {
+pub(crate) enum ReadProblems {
     /// Invalid id, limit or continuationToken
     #[response(status = 400, content_type = "application/problem+json")]
     BadRequest(ProblemDetails),
@@ -191,6 +197,7 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// What an API handler returns.
 pub type ApiResult<T> = Result<T, ApiError>;
 
 #[cfg(test)]

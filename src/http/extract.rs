@@ -15,7 +15,7 @@ use crate::model::{MAX_ID_BYTES, validate_id};
 pub const ID_PATTERN: &str = r#"^(?!\.{1,2}$)[!"$&-.0->@-\[\]-~]+$"#;
 
 /// The schema of an item's id, wherever one is taken: a path segment or a body's `userId`.
-pub fn item_id() -> Schema {
+pub(crate) fn item_id() -> Schema {
     ObjectBuilder::new()
         .schema_type(Type::String)
         .min_length(Some(1))
@@ -26,11 +26,11 @@ pub fn item_id() -> Schema {
 
 /// The largest request body accepted. The longest valid body (a post at the field limits) is far
 /// below it; anything bigger is refused before it is read whole.
-pub const MAX_BODY_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_BODY_BYTES: usize = 256 * 1024;
 
 /// A JSON request body, parsed strictly: the body types deny unknown fields, and every error
 /// names what is wrong.
-pub struct JsonBody<T>(pub T);
+pub(crate) struct JsonBody<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
@@ -95,7 +95,7 @@ fn check_json_media_type(headers: &axum::http::HeaderMap) -> Result<(), ApiError
 }
 
 /// The one id in a route (`{user_id}` or `{post_id}`), checked to be one Cosmos can store.
-pub struct Id(pub String);
+pub(crate) struct Id(pub String);
 
 impl<S: Send + Sync> FromRequestParts<S> for Id {
     type Rejection = ApiError;
@@ -111,7 +111,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Id {
 
 /// The two ids of a nested route (`posts/{postId}/comments/{commentId}`, in route order), each
 /// checked as [`Id`] checks one.
-pub struct Ids(pub String, pub String);
+pub(crate) struct Ids(pub String, pub String);
 
 impl<S: Send + Sync> FromRequestParts<S> for Ids {
     type Rejection = ApiError;
@@ -138,7 +138,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T>
 
 /// Parses `query` into `T`, keeping only the parameters `keep` accepts; each kept one must be
 /// given once.
-pub fn parse_query<T: DeserializeOwned>(query: &str, keep: impl Fn(&str) -> bool) -> Result<T, ApiError> {
+pub(crate) fn parse_query<T: DeserializeOwned>(query: &str, keep: impl Fn(&str) -> bool) -> Result<T, ApiError> {
     let invalid = |why: String| ApiError::bad_request(format!("The query string is not valid: {why}"));
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).map_err(|error| invalid(error.to_string()))?;
     let kept: Vec<(String, String)> = pairs.into_iter().filter(|(key, _)| keep(key)).collect();
@@ -155,7 +155,7 @@ pub fn parse_query<T: DeserializeOwned>(query: &str, keep: impl Fn(&str) -> bool
 
 /// The names of the fields a struct deserializes, as serde's derive lists them (the `fields`
 /// it passes to `deserialize_struct`): what a lenient parser may keep of a query string.
-pub fn field_names<T: DeserializeOwned>() -> &'static [&'static str] {
+pub(crate) fn field_names<T: DeserializeOwned>() -> &'static [&'static str] {
     use serde::de::{self, Deserializer, Visitor};
 
     struct Fields(Option<&'static [&'static str]>);

@@ -13,7 +13,7 @@ use crate::model::Post;
 
 /// How clients and shared caches may keep an anonymous feed answer: as long as the instance
 /// does, then revalidate with the ETag.
-pub const FEED_CACHE_CONTROL: &str = "public, max-age=1, must-revalidate";
+pub(crate) const FEED_CACHE_CONTROL: &str = "public, max-age=1, must-revalidate";
 /// Q6: `GET /api/feed?limit=x`, newest first: one query on the single partition of `feed`,
 /// which the change feed keeps at the newest 100 posts; served from [`crate::app::feed::FeedCache`], with an ETag.
 #[utoipa::path(
@@ -43,7 +43,7 @@ pub async fn list(
 }
 
 /// 304 Not Modified, without a body, when `If-None-Match` names `etag` (or `*`).
-pub fn if_none_match(headers: &HeaderMap, etag: &str) -> Option<Response> {
+pub(crate) fn if_none_match(headers: &HeaderMap, etag: &str) -> Option<Response> {
     let matches = headers.get_all(header::IF_NONE_MATCH).iter().filter_map(|value| value.to_str().ok()).any(|value| {
         value.split(',').map(str::trim).any(|candidate| candidate == "*" || candidate.trim_start_matches("W/") == etag)
     });

@@ -51,7 +51,7 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 /// The layer: `router.layer(FrontDoor::new(...))`. A layer on a router is applied to each
 /// route, so what must be counted across routes (the places) lives behind one `Arc`.
 #[derive(Clone)]
-pub struct FrontDoor(Arc<Door>);
+pub(crate) struct FrontDoor(Arc<Door>);
 
 struct Door {
     reads: Arc<Semaphore>,
@@ -62,7 +62,7 @@ struct Door {
 }
 
 impl FrontDoor {
-    pub fn new(max_in_flight: usize, host_batches: bool, auth: AuthMode) -> FrontDoor {
+    pub(super) fn new(max_in_flight: usize, host_batches: bool, auth: AuthMode) -> FrontDoor {
         FrontDoor(Arc::new(Door {
             reads: Arc::new(Semaphore::new(max_in_flight)),
             writes: Arc::new(Semaphore::new(max_in_flight)),
@@ -82,7 +82,7 @@ impl<S> Layer<S> for FrontDoor {
 
 /// One route behind the [`FrontDoor`].
 #[derive(Clone)]
-pub struct Entrance<S> {
+pub(crate) struct Entrance<S> {
     door: Arc<Door>,
     route: S,
 }

@@ -15,7 +15,7 @@ use crate::model::Like;
 
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct NewLikeBody {
+pub(super) struct NewLikeBody {
     #[schema(schema_with = super::extract::item_id)]
     user_id: String,
 }
@@ -37,7 +37,7 @@ pub struct NewLikeBody {
         WriteProblems,
     ),
 )]
-pub async fn create(
+pub(super) async fn create(
     State(state): State<AppState>,
     caller: Caller,
     Id(post_id): Id,
@@ -64,7 +64,7 @@ pub async fn create(
         DeleteProblems,
     ),
 )]
-pub async fn delete(State(state): State<AppState>, caller: Caller, Ids(post_id, user_id): Ids) -> ApiResult<StatusCode> {
+pub(super) async fn delete(State(state): State<AppState>, caller: Caller, Ids(post_id, user_id): Ids) -> ApiResult<StatusCode> {
     delete_like(&state, &caller, &post_id, &user_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -81,7 +81,7 @@ pub async fn delete(State(state): State<AppState>, caller: Caller, Ids(post_id, 
         ReadProblems,
     ),
 )]
-pub async fn list(
+pub(super) async fn list(
     State(state): State<AppState>,
     Id(post_id): Id,
     QueryParams(params): QueryParams<ListParams>,

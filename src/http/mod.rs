@@ -28,12 +28,12 @@ use axum::routing::{MethodFilter, MethodRouter, on, post};
 use crate::app::AppState;
 use error::ApiError;
 
-pub use extract::MAX_BODY_BYTES;
+pub(crate) use extract::MAX_BODY_BYTES;
 pub use front_door::BODY_TIMEOUT;
 use front_door::FrontDoor;
 
 /// The largest change-feed batch the host may deliver in one invocation.
-pub const HOST_BATCH_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const HOST_BATCH_BYTES: usize = 64 * 1024 * 1024;
 
 /// The route of the front page: under the Functions host an empty route is not served at the
 /// root (it falls back to the function's name), so it is an optional parameter that only the
@@ -49,7 +49,10 @@ macro_rules! http_functions {
         /// The HTTP functions the handler serves.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub enum HttpFunction {
-            $($name,)*
+            $(
+                #[doc = concat!("The function `", stringify!($name), "`: ", stringify!($method), " ", stringify!($route), ".")]
+                $name,
+            )*
         }
 
         impl HttpFunction {

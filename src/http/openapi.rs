@@ -9,7 +9,9 @@ use utoipa::{Modify, OpenApi};
 
 use super::{comments, feed, likes, posts, users};
 
-pub use super::extract::{ID_PATTERN, item_id};
+pub use super::extract::ID_PATTERN;
+
+pub(crate) use super::extract::item_id;
 
 /// Every path parameter of the API is an item's id (`{userId}`, `{postId}`, `{commentId}`):
 /// each gets [`item_id`]'s schema here, once, rather than the pattern in every annotation.
@@ -54,7 +56,7 @@ impl Modify for PathIdsAreItemIds {
         (name = "feed", description = "Q6"),
     )
 )]
-pub struct ApiDoc;
+pub(crate) struct ApiDoc;
 
 /// `GET /api/openapi.json`
 pub async fn document() -> Json<utoipa::openapi::OpenApi> {

@@ -15,7 +15,7 @@ use crate::model::Post;
 
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct NewPostBody {
+pub(super) struct NewPostBody {
     #[schema(schema_with = super::extract::item_id)]
     user_id: String,
     #[schema(
@@ -34,7 +34,7 @@ pub struct NewPostBody {
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EditPostBody {
+pub(crate) struct EditPostBody {
     #[schema(
         min_length = 1,
         max_length = 200,
@@ -63,7 +63,7 @@ pub struct EditPostBody {
         WriteProblems,
     ),
 )]
-pub async fn create(
+pub(super) async fn create(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(body): JsonBody<NewPostBody>,
@@ -88,7 +88,7 @@ pub async fn create(
         WriteProblems,
     ),
 )]
-pub async fn edit(
+pub(super) async fn edit(
     State(state): State<AppState>,
     caller: Caller,
     Id(post_id): Id,
@@ -112,7 +112,7 @@ pub async fn edit(
         DeleteProblems,
     ),
 )]
-pub async fn delete(State(state): State<AppState>, caller: Caller, Id(post_id): Id) -> ApiResult<StatusCode> {
+pub(super) async fn delete(State(state): State<AppState>, caller: Caller, Id(post_id): Id) -> ApiResult<StatusCode> {
     delete_post(&state, &caller, &post_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -130,6 +130,6 @@ pub async fn delete(State(state): State<AppState>, caller: Caller, Id(post_id): 
         ReadProblems,
     ),
 )]
-pub async fn get(State(state): State<AppState>, Id(post_id): Id) -> ApiResult<Json<Post>> {
+pub(super) async fn get(State(state): State<AppState>, Id(post_id): Id) -> ApiResult<Json<Post>> {
     Ok(Json(get_post(&state, &post_id).await?))
 }

@@ -43,7 +43,9 @@ const RESERVED_DESCRIPTORS: usize = 64;
 /// What the server allows each connection, and how many it keeps open.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
+    /// How long a connection may take to send a request's headers.
     pub header_timeout: Duration,
+    /// The most connections served at once.
     pub max_connections: usize,
 }
 
@@ -51,7 +53,7 @@ impl Limits {
     /// The limits of this process: `header_timeout` (the configuration's), and as many
     /// connections as its file descriptor limit leaves room for (raised to the hard limit first,
     /// see [`raise_descriptor_limit`]), less [`RESERVED_DESCRIPTORS`] and an eighth for headroom.
-    pub fn of_this_process(header_timeout: Duration) -> Limits {
+    pub(crate) fn of_this_process(header_timeout: Duration) -> Limits {
         let descriptors = raise_descriptor_limit();
         let max_connections = descriptors.saturating_sub(RESERVED_DESCRIPTORS.max(descriptors / 8)).max(1);
         Limits { header_timeout, max_connections }

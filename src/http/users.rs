@@ -17,7 +17,7 @@ use crate::model::{Post, User};
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct UserBody {
+pub(super) struct UserBody {
     #[schema(
         min_length = 1,
         max_length = 64,
@@ -39,7 +39,7 @@ pub struct UserBody {
         WriteProblems,
     ),
 )]
-pub async fn create(
+pub(super) async fn create(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(body): JsonBody<UserBody>,
@@ -65,7 +65,7 @@ pub async fn create(
         WriteProblems,
     ),
 )]
-pub async fn edit(
+pub(super) async fn edit(
     State(state): State<AppState>,
     caller: Caller,
     Id(user_id): Id,
@@ -86,14 +86,14 @@ pub async fn edit(
         ReadProblems,
     ),
 )]
-pub async fn get(State(state): State<AppState>, Id(user_id): Id) -> ApiResult<Json<User>> {
+pub(super) async fn get(State(state): State<AppState>, Id(user_id): Id) -> ApiResult<Json<User>> {
     Ok(Json(get_user(&state, &user_id).await?))
 }
 
 /// Who the caller is, as the handler sees them.
 #[derive(serde::Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Me {
+pub(crate) struct Me {
     /// The caller's principal id, which is their user's id (C1 creates it with this id).
     pub user_id: String,
 }
@@ -113,14 +113,14 @@ pub struct Me {
         ReadProblems,
     ),
 )]
-pub async fn me(caller: Caller, QueryParams(NoParams {}): QueryParams<NoParams>) -> Json<Me> {
+pub(super) async fn me(caller: Caller, QueryParams(NoParams {}): QueryParams<NoParams>) -> Json<Me> {
     Json(Me { user_id: caller.0 })
 }
 
 /// The query string of a request that takes no parameters: any is refused, as everywhere in the API.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct NoParams {}
+pub(crate) struct NoParams {}
 
 /// Q3: `GET /api/users/{userId}/posts`, newest first: one query on the user's own partition of
 /// `users`, which holds the short copies of their posts.
@@ -135,7 +135,7 @@ pub struct NoParams {}
         ReadProblems,
     ),
 )]
-pub async fn list_posts(
+pub(crate) async fn list_posts(
     State(state): State<AppState>,
     Id(user_id): Id,
     QueryParams(params): QueryParams<ListParams>,

@@ -9,7 +9,7 @@ mod line_format;
 mod writer;
 
 pub use line_format::LineFormat;
-pub use writer::{BATCH_BYTES, BatchedWriter, FLUSH_EVERY, Flusher, LAST_BATCH_WAIT, MAX_WAITING_BYTES, batched};
+pub use writer::batched;
 
 /// An error and every cause below it on one line, each once, for a log line or a command's
 /// `error:` line: an SDK error's transport failure or a file's I/O error is often two or three

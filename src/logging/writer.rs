@@ -18,11 +18,11 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// How long a line may wait in memory before it is written.
-pub const FLUSH_EVERY: Duration = Duration::from_millis(50);
+pub(crate) const FLUSH_EVERY: Duration = Duration::from_millis(50);
 /// A batch this large is written at once, without waiting for [`FLUSH_EVERY`].
-pub const BATCH_BYTES: usize = 64 * 1024;
+pub(crate) const BATCH_BYTES: usize = 64 * 1024;
 /// How far the writer may fall behind before a new line waits for room.
-pub const MAX_WAITING_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_WAITING_BYTES: usize = 4 * 1024 * 1024;
 
 struct Shared {
     state: Mutex<State>,
@@ -54,7 +54,7 @@ pub struct Flusher {
 
 /// How long an exit waits for the last batch: a stdout nobody reads any more must not keep
 /// the process from exiting (`tracing-appender`'s guard waits a second too).
-pub const LAST_BATCH_WAIT: Duration = Duration::from_secs(1);
+pub(crate) const LAST_BATCH_WAIT: Duration = Duration::from_secs(1);
 
 /// A writer of batches to `out` on a thread of its own, and the guard that writes the last
 /// batch (keep it alive as long as lines are logged).

@@ -1,7 +1,7 @@
 //! Ids: which strings can be the id of a Cosmos DB item here.
 
 /// The longest id accepted in a path: Cosmos allows 255 bytes.
-pub const MAX_ID_BYTES: usize = 255;
+pub(crate) const MAX_ID_BYTES: usize = 255;
 
 /// Why `id` cannot be a Cosmos item id, if it cannot. An id travels as one segment of a
 /// resource path (`dbs/blog/colls/posts/docs/{id}`, in the SDK's requests and in the scripts'

@@ -45,7 +45,7 @@ fn options() -> Options {
 /// outline stays whole and a writer's `##` keeps its level. Every block
 /// takes its own direction (`dir="auto"`), so a right-to-left paragraph reads right to left in
 /// a left-to-right post.
-pub fn to_html(text: &str, top_heading: u8) -> String {
+pub(crate) fn to_html(text: &str, top_heading: u8) -> String {
     let mut html = String::with_capacity(text.len() + text.len() / 2);
     pulldown_cmark::html::push_html(&mut html, safe_events(text, top_heading).into_iter());
     html
@@ -68,7 +68,7 @@ pub fn to_html(text: &str, top_heading: u8) -> String {
 /// `cut`: `text` is the start of a longer text (a short copy), so a construct may be cut in
 /// half (`**bold te`, `[link te`): the marks the parser found no partner for are left out (a
 /// mark typed escaped, `\*`, stays), and the reader sees `bold te`, `link te`.
-pub fn to_plain_text(text: &str, cut: bool) -> String {
+pub(crate) fn to_plain_text(text: &str, cut: bool) -> String {
     let mut plain = PlainText { text: String::with_capacity(text.len()), space: false };
     for (event, at) in Parser::new_ext(text, options()).into_offset_iter() {
         match event {

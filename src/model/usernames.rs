@@ -19,15 +19,15 @@ use time::format_description::well_known::Rfc3339;
 /// store's 30 s call timeout, so a claim is never taken over while its user write may still
 /// land. What is left of the 5 minutes covers clocks that differ between instances (the age is
 /// judged on another instance's clock than the one that stamped it).
-pub const CLAIM_GRACE: time::Duration = time::Duration::minutes(5);
+pub(crate) const CLAIM_GRACE: time::Duration = time::Duration::minutes(5);
 
 /// The oldest a claim may be when its claimant writes the user with the name (step 2); an older
 /// one is claimed again first. Well below [`CLAIM_GRACE`], see there.
-pub const MAX_CLAIM_AGE_AT_WRITE: std::time::Duration = std::time::Duration::from_secs(120);
+pub(crate) const MAX_CLAIM_AGE_AT_WRITE: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// The prefix of every reservation's id. User ids are printable ASCII (principal ids), so no
 /// user can have an id, and so a partition, that starts with `§`.
-pub const RESERVATION_ID_PREFIX: &str = "§username-";
+pub(crate) const RESERVATION_ID_PREFIX: &str = "§username-";
 
 /// The form in which two usernames are the same name: NFKC, then Unicode lowercase, then NFKC
 /// again (lowercasing can un-normalize), without default-ignorable code points, with runs of
@@ -50,7 +50,7 @@ pub fn normalize_username(name: &str) -> String {
 /// Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties 15.1): characters that render
 /// as nothing, so "al\u{200B}ice" shows as "alice" and must be the same name (and a name of
 /// only these shows nothing, which C1 refuses).
-pub fn is_default_ignorable(c: char) -> bool {
+pub(crate) fn is_default_ignorable(c: char) -> bool {
     matches!(c,
         '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}'..='\u{1160}' | '\u{17B4}'..='\u{17B5}' | '\u{180B}'..='\u{180F}'
         | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}'
@@ -76,6 +76,7 @@ pub fn reservation_id(normalized: &str) -> String {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ReservationType {
+    /// A username's reservation.
     Username,
 }
 
@@ -88,6 +89,7 @@ pub struct Reservation {
     pub id: String,
     /// The same as `id`: the container's partition key.
     pub user_id: String,
+    /// `username`.
     #[serde(rename = "type")]
     pub item_type: ReservationType,
     /// The normalized name ([`normalize_username`]).
@@ -105,7 +107,7 @@ pub struct Reservation {
 
 /// A claim of `normalized` by `owner_id` at `now` (a [`crate::model::now`] string), giving up
 /// the name `releases`.
-pub fn new_reservation(normalized: String, owner_id: &str, claimed_at: String, releases: Option<String>) -> Reservation {
+pub(crate) fn new_reservation(normalized: String, owner_id: &str, claimed_at: String, releases: Option<String>) -> Reservation {
     let id = reservation_id(&normalized);
     Reservation {
         user_id: id.clone(),
@@ -121,13 +123,13 @@ pub fn new_reservation(normalized: String, owner_id: &str, claimed_at: String, r
 /// `reservation` claimed again by its own owner at `claimed_at`: fresh, so that nobody takes it
 /// over and no release planned before this claim deletes it (it has a new etag). A claim that
 /// gives up no name keeps the name an earlier claim gave up, still to be released.
-pub fn reclaimed(reservation: &Reservation, claimed_at: String, releases: Option<String>) -> Reservation {
+pub(crate) fn reclaimed(reservation: &Reservation, claimed_at: String, releases: Option<String>) -> Reservation {
     Reservation { claimed_at, releases: releases.or_else(|| reservation.releases.clone()), ..reservation.clone() }
 }
 
 /// What a claimant may do with a reservation that exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReservationState {
+pub(crate) enum ReservationState {
     /// The claimant owns it: its own name, or a claim of an earlier attempt.
     Ours,
     /// Another user holds the name: they show it, or are claiming it right now.
@@ -139,7 +141,7 @@ pub enum ReservationState {
 
 /// Whether `claimant` may take the name `reservation` holds, given its owner's current
 /// username (`None`: the owner has no user) and the time.
-pub fn reservation_state(
+pub(crate) fn reservation_state(
     reservation: &Reservation,
     claimant: &str,
     owner_username: Option<&str>,
@@ -162,7 +164,7 @@ fn is_young(reservation: &Reservation, now: OffsetDateTime) -> bool {
 
 /// The name a rename from `old` to `new` gives up (normalized), if any: none when the two are the
 /// same name (a change of case or form keeps the reservation).
-pub fn released_name(old: &str, new: &str) -> Option<String> {
+pub(crate) fn released_name(old: &str, new: &str) -> Option<String> {
     let (old, new) = (normalize_username(old), normalize_username(new));
     (old != new).then_some(old)
 }
@@ -170,7 +172,7 @@ pub fn released_name(old: &str, new: &str) -> Option<String> {
 /// Whether the change feed may delete `reservation` as left behind by `user_id`, whose current
 /// username is `current_username`: it is theirs, they no longer show it, and it is no claim in
 /// progress (they may be renaming back to it right now).
-pub fn is_left_behind(reservation: &Reservation, user_id: &str, current_username: &str, now: OffsetDateTime) -> bool {
+pub(crate) fn is_left_behind(reservation: &Reservation, user_id: &str, current_username: &str, now: OffsetDateTime) -> bool {
     reservation.owner_id == user_id && normalize_username(current_username) != reservation.name && !is_young(reservation, now)
 }
 

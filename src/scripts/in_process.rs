@@ -34,6 +34,7 @@ pub const FENCE_ID: &str = "\u{a7}scriptFence";
 /// How often a script is re-run after its batch lost a race. Each retry re-reads the partition.
 const ATTEMPTS: usize = 16;
 
+/// Runs the article's scripts in this process, on the store's items, where the backend cannot (the SDK's in-memory emulator).
 pub struct InProcessScripts {
     store: Arc<Store>,
     limits: Limits,
@@ -49,6 +50,7 @@ pub struct InProcessScripts {
 const PARTITION_STRIPES: usize = 256;
 
 impl InProcessScripts {
+    /// The scripts, run on `store`.
     pub fn new(store: Arc<Store>) -> Self {
         let partitions = (0..PARTITION_STRIPES).map(|_| tokio::sync::Mutex::new(())).collect();
         InProcessScripts { store, limits: Limits::default(), partitions, links: Mutex::default() }

@@ -40,6 +40,7 @@ pub enum StoredProcedure {
 }
 
 impl StoredProcedure {
+    /// Every stored procedure.
     pub const ALL: [StoredProcedure; 6] =
         [Self::CreateComment, Self::CreateLike, Self::UpdateUsernames, Self::DeleteLike, Self::DeleteComment, Self::DeletePost];
 
@@ -79,6 +80,7 @@ impl StoredProcedure {
         }
     }
 
+    /// The stored procedure's id, source and container.
     pub fn script(self) -> Script {
         Script { name: self.name(), source: self.source(), container: self.container() }
     }
@@ -92,8 +94,10 @@ pub enum PostTrigger {
 }
 
 impl PostTrigger {
+    /// Every trigger.
     pub const ALL: [PostTrigger; 1] = [Self::TruncateFeed];
 
+    /// The trigger's id, source and container.
     pub fn script(self) -> Script {
         match self {
             Self::TruncateFeed => {
@@ -106,8 +110,11 @@ impl PostTrigger {
 /// A server-side script: its function's name, its source, and the container it runs on.
 #[derive(Clone, Copy, Debug)]
 pub struct Script {
+    /// The script's id in Cosmos DB.
     pub name: &'static str,
+    /// Its JavaScript.
     pub source: &'static str,
+    /// The container it is registered on.
     pub container: Container,
 }
 
@@ -123,6 +130,7 @@ pub enum ScriptError {
     /// The script kept conflicting with concurrent writers and was given up.
     #[error("the script conflicted with concurrent writes too often")]
     Contention,
+    /// A Cosmos DB call failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -158,14 +166,14 @@ impl dyn ScriptExecutor {
 
 /// What `createComment` and `createLike` answer in their response body.
 #[derive(Debug, PartialEq)]
-pub enum CounterOutcome<T> {
+pub(crate) enum CounterOutcome<T> {
     Created(T),
     PostNotFound,
     AlreadyLiked,
 }
 
 impl<T: DeserializeOwned> CounterOutcome<T> {
-    pub fn from_body(body: Value) -> Result<Self, ScriptError> {
+    pub(crate) fn from_body(body: Value) -> Result<Self, ScriptError> {
         let unexpected = || ScriptError::Failed(format!("unexpected script response: {body}"));
         match body.get("outcome").and_then(Value::as_str) {
             Some("created") => {
@@ -181,7 +189,7 @@ impl<T: DeserializeOwned> CounterOutcome<T> {
 
 /// What `deleteLike`, `deleteComment` and `deletePost` answer in their response body.
 #[derive(Debug, PartialEq, Eq)]
-pub enum DeleteOutcome {
+pub(crate) enum DeleteOutcome {
     /// Deleted. For `deletePost`: whether this call made the tombstone, how many comments and
     /// likes it deleted, and whether none is left (else call it again).
     Deleted {
@@ -199,7 +207,7 @@ pub enum DeleteOutcome {
 }
 
 impl DeleteOutcome {
-    pub fn from_body(body: Value) -> Result<Self, ScriptError> {
+    pub(crate) fn from_body(body: Value) -> Result<Self, ScriptError> {
         let unexpected = || ScriptError::Failed(format!("unexpected script response: {body}"));
         let flag = |name: &str| body.get(name).and_then(Value::as_bool);
         match body.get("outcome").and_then(Value::as_str) {

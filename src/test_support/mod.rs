@@ -9,9 +9,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::config::{AuthMode, Backend, ChangeFeedMode, Config, DEFAULT_MAX_IN_FLIGHT, ScriptsMode};
-pub use azure_data_cosmos::fault_injection::{self as sdk_faults, FaultInjectionRule};
 pub use crate::cosmos::{FaultyDisk, ReleaseOnDrop};
 use crate::cosmos::{Store, StoreError};
+pub use azure_data_cosmos::fault_injection::{self as sdk_faults, FaultInjectionRule};
 
 /// The settings of `cargo run` with the development sign-in, on a data directory of the test's.
 pub fn embedded_config(dir: &Path) -> Config {

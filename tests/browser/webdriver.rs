@@ -14,11 +14,11 @@ const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// The key WebDriver names an element reference with.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 /// WebDriver's codes for the keys the keyboard test presses.
-pub const TAB: &str = "\u{E004}";
-pub const ENTER: &str = "\u{E007}";
+pub(crate) const TAB: &str = "\u{E004}";
+pub(crate) const ENTER: &str = "\u{E007}";
 
 /// A chromedriver process and one browser session in it; both end when dropped.
-pub struct Browser {
+pub(crate) struct Browser {
     driver: Child,
     client: reqwest::Client,
     session: String,
@@ -27,12 +27,12 @@ pub struct Browser {
 
 /// An element of the current page.
 #[derive(Clone)]
-pub struct Element(String);
+pub(crate) struct Element(String);
 
 impl Browser {
     /// Starts chromedriver on a free port and a headless Chromium with a fresh profile. Fails,
     /// saying how to install them, when Debian's packages are not there.
-    pub async fn start() -> Browser {
+    pub(crate) async fn start() -> Browser {
         for (path, package) in [(CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")] {
             assert!(
                 Path::new(path).exists(),
@@ -108,13 +108,13 @@ impl Browser {
         self.call(reqwest::Method::GET, path, None).await
     }
 
-    pub async fn resize(&mut self, width: u32, height: u32) {
+    pub(crate) async fn resize(&mut self, width: u32, height: u32) {
         self.post("/window/rect", json!({"width": width, "height": height})).await;
     }
 
     /// Emulates the reader's colour scheme (`prefers-color-scheme`) through ChromeDriver's
     /// Chrome DevTools Protocol endpoint (`goog/cdp/execute`, `Emulation.setEmulatedMedia`).
-    pub async fn prefer_color_scheme(&self, scheme: &str) {
+    pub(crate) async fn prefer_color_scheme(&self, scheme: &str) {
         let params = json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]});
         self.post("/goog/cdp/execute", json!({"cmd": "Emulation.setEmulatedMedia", "params": params})).await;
     }
@@ -122,67 +122,67 @@ impl Browser {
     /// Runs `script` in the page as an asynchronous function: its last argument is the callback
     /// whose argument is the answer (WebDriver's Execute Async Script). Scripts run this way are
     /// not subject to the page's Content-Security-Policy.
-    pub async fn execute_async(&self, script: &str) -> Value {
+    pub(crate) async fn execute_async(&self, script: &str) -> Value {
         self.post("/execute/async", json!({"script": script, "args": []})).await
     }
 
-    pub async fn open(&self, url: &str) {
+    pub(crate) async fn open(&self, url: &str) {
         self.post("/url", json!({"url": url})).await;
     }
 
-    pub async fn url(&self) -> String {
+    pub(crate) async fn url(&self) -> String {
         self.get("/url").await.as_str().unwrap().to_owned()
     }
 
-    pub async fn title(&self) -> String {
+    pub(crate) async fn title(&self) -> String {
         self.get("/title").await.as_str().unwrap().to_owned()
     }
 
-    pub async fn source(&self) -> String {
+    pub(crate) async fn source(&self) -> String {
         self.get("/source").await.as_str().unwrap().to_owned()
     }
 
-    pub async fn find(&self, css: &str) -> Element {
+    pub(crate) async fn find(&self, css: &str) -> Element {
         let found = self.post("/element", json!({"using": "css selector", "value": css})).await;
         Element(found[ELEMENT].as_str().unwrap_or_else(|| panic!("no element {css}")).to_owned())
     }
 
-    pub async fn exists(&self, css: &str) -> bool {
+    pub(crate) async fn exists(&self, css: &str) -> bool {
         let found = self.post("/elements", json!({"using": "css selector", "value": css})).await;
         !found.as_array().unwrap().is_empty()
     }
 
-    pub async fn text(&self, css: &str) -> String {
+    pub(crate) async fn text(&self, css: &str) -> String {
         let element = self.find(css).await;
         self.get(&format!("/element/{}/text", element.0)).await.as_str().unwrap().to_owned()
     }
 
-    pub async fn attribute(&self, element: &Element, name: &str) -> Option<String> {
+    pub(crate) async fn attribute(&self, element: &Element, name: &str) -> Option<String> {
         self.get(&format!("/element/{}/attribute/{name}", element.0)).await.as_str().map(str::to_owned)
     }
 
-    pub async fn type_into(&self, css: &str, text: &str) {
+    pub(crate) async fn type_into(&self, css: &str, text: &str) {
         let element = self.find(css).await;
         self.post(&format!("/element/{}/clear", element.0), json!({})).await;
         self.post(&format!("/element/{}/value", element.0), json!({"text": text})).await;
     }
 
     /// Clicks what does not leave the page (a `<summary>`).
-    pub async fn click(&self, css: &str) {
+    pub(crate) async fn click(&self, css: &str) {
         let element = self.find(css).await;
         self.post(&format!("/element/{}/click", element.0), json!({})).await;
     }
 
     /// Clicks a link or a submit button and waits (at most 10 s) until the next page has replaced
     /// this one: the clicked element is gone from the document.
-    pub async fn follow(&self, css: &str) {
+    pub(crate) async fn follow(&self, css: &str) {
         let element = self.find(css).await;
         self.post(&format!("/element/{}/click", element.0), json!({})).await;
         self.until_gone(&element).await;
     }
 
     /// Waits (at most 10 s) until `element` no longer belongs to the current document.
-    pub async fn until_gone(&self, element: &Element) {
+    pub(crate) async fn until_gone(&self, element: &Element) {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let answer: Value = self
@@ -204,13 +204,13 @@ impl Browser {
     }
 
     /// The element that has the keyboard focus.
-    pub async fn focused(&self) -> Element {
+    pub(crate) async fn focused(&self) -> Element {
         let found = self.get("/element/active").await;
         Element(found[ELEMENT].as_str().unwrap().to_owned())
     }
 
     /// Presses and releases each key of `keys` (text, or [`TAB`], [`ENTER`]), as a keyboard does.
-    pub async fn press(&self, keys: &str) {
+    pub(crate) async fn press(&self, keys: &str) {
         let actions: Vec<Value> = keys
             .chars()
             .flat_map(|key| {
@@ -222,7 +222,7 @@ impl Browser {
 
     /// Reloads `url` until its page source satisfies `check`, for at most 10 s (what the change
     /// feed copies appears a moment after the write); returns that source.
-    pub async fn eventually(&self, url: &str, check: impl Fn(&str) -> bool) -> String {
+    pub(crate) async fn eventually(&self, url: &str, check: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             self.open(url).await;
@@ -236,7 +236,7 @@ impl Browser {
     }
 
     /// The visible part of the page as PNG.
-    pub async fn screenshot(&self) -> Vec<u8> {
+    pub(crate) async fn screenshot(&self) -> Vec<u8> {
         let encoded = self.get("/screenshot").await;
         base64::engine::general_purpose::STANDARD.decode(encoded.as_str().unwrap()).unwrap()
     }

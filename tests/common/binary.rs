@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 /// A running handler process; killed when dropped.
-pub struct Handler {
+pub(crate) struct Handler {
     child: Child,
     /// `http://127.0.0.1:<port>`, without a trailing slash.
     pub base: String,
@@ -21,7 +21,7 @@ pub struct Handler {
 impl Handler {
     /// `handler` on the embedded store in `data_dir`, with the development sign-in, on a free
     /// port, with `extra` settings on top.
-    pub fn start(data_dir: &Path, extra: &[(&str, &str)]) -> Handler {
+    pub(crate) fn start(data_dir: &Path, extra: &[(&str, &str)]) -> Handler {
         let mut command = Command::new(env!("CARGO_BIN_EXE_handler"));
         command
             .env("BLOG_DATA_DIR", data_dir)
@@ -37,7 +37,7 @@ impl Handler {
 
     /// As [`Handler::start`], in a process that may open at most `descriptors` files (soft and
     /// hard limit, set by the shell's `ulimit` before it becomes the handler).
-    pub fn start_with_descriptor_limit(data_dir: &Path, descriptors: u32) -> Handler {
+    pub(crate) fn start_with_descriptor_limit(data_dir: &Path, descriptors: u32) -> Handler {
         let mut command = Command::new("bash");
         command
             .arg("-c")
@@ -74,13 +74,13 @@ impl Handler {
     }
 
     /// `host:port`, for raw sockets.
-    pub fn address(&self) -> &str {
+    pub(crate) fn address(&self) -> &str {
         self.base.trim_start_matches("http://")
     }
 
     /// SIGTERM, as the host sends when it recycles the worker, and the wait for the process to
     /// exit and its stdout to close; what it wrote is then all in [`Handler::log`].
-    pub fn stop(mut self) -> std::process::ExitStatus {
+    pub(crate) fn stop(mut self) -> std::process::ExitStatus {
         // SAFETY: kill(2) on our own child's pid, with a valid signal.
         assert_eq!(unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) }, 0);
         let status = self.child.wait().unwrap();
@@ -89,7 +89,7 @@ impl Handler {
     }
 
     /// SIGKILL: no shutdown code runs.
-    pub fn kill_9(mut self) {
+    pub(crate) fn kill_9(mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
     }

@@ -11,13 +11,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use super::{Answer, TestApp};
 
 /// The host version the fixtures claim (any 4.x host behaves as below).
-pub const HOST_VERSION: &str = "4.1036.1.1";
+pub(crate) const HOST_VERSION: &str = "4.1036.1.1";
 
 /// Which attempt of an invocation: the host adds `RetryContext` whenever the function has a
 /// retry policy, from the first attempt on, with `RetryCount` 0 (azure-webjobs-sdk
 /// `FunctionExecutorExtensions.TryExecuteAsync`; host `ScriptInvocationContextExtensions.
 /// SetRetryContext`). Ours have `maxRetryCount: -1`.
-pub enum Attempt {
+pub(crate) enum Attempt {
     NoRetryPolicy,
     Retry(u32),
 }
@@ -34,7 +34,7 @@ pub enum Attempt {
 /// `Metadata`: the Cosmos DB trigger has an empty binding data contract
 /// (`CosmosDBTriggerBinding.BindingDataContract`), so only `sys` (`SystemBindingData`:
 /// `MethodName`, `UtcNow`, `RandGuid`), and `RetryContext` with a retry policy.
-pub fn cosmos_invocation(function: &str, documents: &[Value], attempt: Attempt) -> Vec<u8> {
+pub(crate) fn cosmos_invocation(function: &str, documents: &[Value], attempt: Attempt) -> Vec<u8> {
     let bound = serde_json::to_string(documents).unwrap(); // the extension's string
     let data_value = Value::String(bound).to_string(); // the host's SerializeObject of it
     let mut metadata = json!({"sys": {
@@ -60,7 +60,7 @@ pub fn cosmos_invocation(function: &str, documents: &[Value], attempt: Attempt) 
 /// `POST /{function}` as the host invokes a non-HTTP function: `ObjectContent` with
 /// `JsonMediaTypeFormatter`, which cannot tell its length, so the body is chunked; the headers of
 /// `DefaultHttpWorkerService.AddHeaders`.
-pub async fn invoke(app: &TestApp, function: &str, body: &[u8]) -> Answer {
+pub(crate) async fn invoke(app: &TestApp, function: &str, body: &[u8]) -> Answer {
     let head = format!(
         "POST /{function} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json; charset=utf-8\r\n\
          Transfer-Encoding: chunked\r\nX-Azure-Functions-HostVersion: {HOST_VERSION}\r\n\
@@ -91,7 +91,13 @@ pub async fn invoke(app: &TestApp, function: &str, body: &[u8]) -> Answer {
 ///
 /// `body`: `None` for a request whose body did not come through (a GET, or a chunked client
 /// request), `Some` for one the client sent with a `Content-Length`.
-pub async fn forward(app: &TestApp, method: &str, path_and_query: &str, headers: &[(&str, &str)], body: Option<&[u8]>) -> Answer {
+pub(crate) async fn forward(
+    app: &TestApp,
+    method: &str,
+    path_and_query: &str,
+    headers: &[(&str, &str)],
+    body: Option<&[u8]>,
+) -> Answer {
     let mut head = format!(
         "{method} {path_and_query} HTTP/1.1\r\nHost: blog.azurewebsites.net\r\n\
          X-Azure-Functions-HostVersion: {HOST_VERSION}\r\nX-Azure-Functions-InvocationId: 9a1f0c2e-77b4-4f0e-8c1d-2b3a4c5d6e7f\r\n\
@@ -124,7 +130,7 @@ pub async fn forward(app: &TestApp, method: &str, path_and_query: &str, headers:
 /// The App Service Authentication headers of a signed-in caller: `X-MS-CLIENT-PRINCIPAL` (base64
 /// of the claims, as the host's `SamplesEndToEndTests_CSharp` builds it) and the `-ID`, `-NAME`
 /// and `-IDP` headers, which the host only passes on.
-pub fn signed_in(principal_id: &str) -> Vec<(&'static str, String)> {
+pub(crate) fn signed_in(principal_id: &str) -> Vec<(&'static str, String)> {
     use base64::Engine;
     let claims = json!({
         "auth_typ": "aad",

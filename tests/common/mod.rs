@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-pub mod binary;
-pub mod host;
+pub(crate) mod binary;
+pub(crate) mod host;
 
 use blog::Blog;
 use blog::app::AppState;
@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-pub struct TestApp {
+pub(crate) struct TestApp {
     pub base: String,
     pub client: reqwest::Client,
     pub data_dir: PathBuf,
@@ -32,28 +32,28 @@ pub struct TestApp {
 }
 
 /// A response, read whole.
-pub struct Answer {
+pub(crate) struct Answer {
     pub status: StatusCode,
     pub headers: reqwest::header::HeaderMap,
     pub body: Value,
 }
 
 impl Answer {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|value| value.to_str().ok())
     }
-    pub fn operations(&self) -> u64 {
+    pub(crate) fn operations(&self) -> u64 {
         self.header("x-cosmos-operations").expect("x-cosmos-operations is on every response").parse().unwrap()
     }
     /// `x-cosmos-partitions`: the logical partitions touched per container, `""` for none.
-    pub fn partitions(&self) -> &str {
+    pub(crate) fn partitions(&self) -> &str {
         self.header("x-cosmos-partitions").unwrap_or("")
     }
-    pub fn charge(&self) -> f64 {
+    pub(crate) fn charge(&self) -> f64 {
         self.header("x-ms-request-charge").expect("x-ms-request-charge is on every response").parse().unwrap()
     }
     /// Asserts a problem+json answer with `status` and a non-empty detail, and returns the detail.
-    pub fn problem(&self, status: u16) -> String {
+    pub(crate) fn problem(&self, status: u16) -> String {
         assert_eq!(self.status.as_u16(), status, "body: {}", self.body);
         assert_eq!(self.header("content-type"), Some("application/problem+json"), "body: {}", self.body);
         assert_eq!(self.body["status"], status);
@@ -65,7 +65,7 @@ impl Answer {
 
 impl TestApp {
     /// A handler on a fresh, empty data directory.
-    pub async fn start() -> TestApp {
+    pub(crate) async fn start() -> TestApp {
         let temp = tempfile::tempdir().unwrap();
         let mut app = Self::start_in(temp.path()).await;
         app._temp = Some(temp);
@@ -74,7 +74,7 @@ impl TestApp {
 
     /// A handler on a fresh data directory, without local change-feed processors: the test
     /// plays the Functions host.
-    pub async fn start_as_host() -> TestApp {
+    pub(crate) async fn start_as_host() -> TestApp {
         let temp = tempfile::tempdir().unwrap();
         let mut app = Self::start_with(temp.path(), ChangeFeedMode::Host).await;
         app._temp = Some(temp);
@@ -82,17 +82,17 @@ impl TestApp {
     }
 
     /// A handler on the data directory `dir` (which may hold earlier data).
-    pub async fn start_in(dir: &Path) -> TestApp {
+    pub(crate) async fn start_in(dir: &Path) -> TestApp {
         Self::start_with(dir, ChangeFeedMode::Local).await
     }
 
     /// A handler on `dir`, with the change-feed functions run as `change_feed` says.
-    pub async fn start_with(dir: &Path, change_feed: ChangeFeedMode) -> TestApp {
+    pub(crate) async fn start_with(dir: &Path, change_feed: ChangeFeedMode) -> TestApp {
         Self::start_configured(Config { change_feed, ..Self::config(dir) }).await
     }
 
     /// The configuration `cargo run` would use, on the data directory `dir` and any free port.
-    pub fn config(dir: &Path) -> Config {
+    pub(crate) fn config(dir: &Path) -> Config {
         Config {
             listen: "127.0.0.1:0".parse().unwrap(),
             backend: Backend::Embedded { data_dir: dir.to_owned() },
@@ -109,7 +109,7 @@ impl TestApp {
     }
 
     /// A handler with `config` (its data directory is the caller's to keep).
-    pub async fn start_configured(config: Config) -> TestApp {
+    pub(crate) async fn start_configured(config: Config) -> TestApp {
         let Backend::Embedded { data_dir } = &config.backend else { panic!("tests run on the embedded store") };
         let dir = data_dir.clone();
         let blog = Blog::open(&config).await.expect("the embedded store opens");
@@ -139,7 +139,7 @@ impl TestApp {
     }
 
     /// Waits (up to 10 s) until `check` holds for the answer to `GET path`; returns that answer.
-    pub async fn eventually(&self, path: &str, check: impl Fn(&Value) -> bool) -> Answer {
+    pub(crate) async fn eventually(&self, path: &str, check: impl Fn(&Value) -> bool) -> Answer {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         loop {
             let answer = self.get(path).await;
@@ -152,20 +152,20 @@ impl TestApp {
     }
 
     /// Stops serving and waits until the server has let go of the store.
-    pub async fn stop(mut self) -> Option<tempfile::TempDir> {
+    pub(crate) async fn stop(mut self) -> Option<tempfile::TempDir> {
         self.stop.take().unwrap().send(()).unwrap();
         self.server.take().unwrap().await.unwrap();
         self._temp.take()
     }
 
     /// Sends a request as the caller who owns what it writes (see [`TestApp::owner`]).
-    pub async fn send(&self, method: Method, path: &str, body: Option<Value>) -> Answer {
+    pub(crate) async fn send(&self, method: Method, path: &str, body: Option<Value>) -> Answer {
         let caller = self.owner(&method, path, body.as_ref());
         self.send_as(caller.as_deref(), method, path, body).await
     }
 
     /// Sends a request as `caller` (`None`: anonymously).
-    pub async fn send_as(&self, caller: Option<&str>, method: Method, path: &str, body: Option<Value>) -> Answer {
+    pub(crate) async fn send_as(&self, caller: Option<&str>, method: Method, path: &str, body: Option<Value>) -> Answer {
         let mut request = self.client.request(method, format!("{}{path}", self.base));
         if let Some(caller) = caller {
             request = request.header("x-dev-user", caller);
@@ -182,7 +182,7 @@ impl TestApp {
     }
 
     /// A request with a raw body, sent as the caller who owns what it writes.
-    pub async fn raw(&self, method: Method, path: &str, content_type: Option<&str>, body: &str) -> Answer {
+    pub(crate) async fn raw(&self, method: Method, path: &str, content_type: Option<&str>, body: &str) -> Answer {
         let caller = self.owner(&method, path, serde_json::from_str::<Value>(body).ok().as_ref());
         let mut request = self.client.request(method, format!("{}{path}", self.base)).body(body.to_owned());
         if let Some(content_type) = content_type {
@@ -218,25 +218,25 @@ impl TestApp {
         Some(owner.unwrap_or_else(|| "someone".to_owned()))
     }
 
-    pub async fn get(&self, path: &str) -> Answer {
+    pub(crate) async fn get(&self, path: &str) -> Answer {
         self.send(Method::GET, path, None).await
     }
-    pub async fn post(&self, path: &str, body: Value) -> Answer {
+    pub(crate) async fn post(&self, path: &str, body: Value) -> Answer {
         self.send(Method::POST, path, Some(body)).await
     }
-    pub async fn put(&self, path: &str, body: Value) -> Answer {
+    pub(crate) async fn put(&self, path: &str, body: Value) -> Answer {
         self.send(Method::PUT, path, Some(body)).await
     }
 
     /// Creates a user and returns its id.
-    pub async fn user(&self, username: &str) -> String {
+    pub(crate) async fn user(&self, username: &str) -> String {
         let answer = self.post("/api/users", serde_json::json!({"username": username})).await;
         assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
         answer.body["id"].as_str().unwrap().to_owned()
     }
 
     /// Creates a post by `user_id` and returns its id.
-    pub async fn post_by(&self, user_id: &str, title: &str) -> String {
+    pub(crate) async fn post_by(&self, user_id: &str, title: &str) -> String {
         let answer =
             self.post("/api/posts", serde_json::json!({"userId": user_id, "title": title, "content": "Some content."})).await;
         assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
@@ -244,7 +244,7 @@ impl TestApp {
     }
 }
 
-pub async fn read(response: reqwest::Response) -> Answer {
+pub(crate) async fn read(response: reqwest::Response) -> Answer {
     let status = response.status();
     let headers = response.headers().clone();
     let bytes = response.bytes().await.unwrap();

@@ -50,15 +50,15 @@ impl Durability {
         match *self {}
     }
 
-    pub fn write_signal(&self) -> Arc<tokio::sync::Notify> {
+    pub(crate) fn write_signal(&self) -> Arc<tokio::sync::Notify> {
         match *self {}
     }
 
-    pub fn changed_after(&self, _: Container, _: u64, _: usize) -> Changed {
+    pub(crate) fn changed_after(&self, _: Container, _: u64, _: usize) -> Changed {
         match *self {}
     }
 
-    pub fn is_settled(&self, _: Container, _: &str, _: &str) -> bool {
+    pub(crate) fn is_settled(&self, _: Container, _: &str, _: &str) -> bool {
         match *self {}
     }
 }

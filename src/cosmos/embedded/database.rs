@@ -32,7 +32,7 @@ use super::checksum;
 use crate::cosmos::{Container, StoreError};
 
 /// The database's file in the data directory (SQLite keeps `-wal` and `-shm` beside it).
-pub const FILE: &str = "blog.sqlite";
+pub(crate) const FILE: &str = "blog.sqlite";
 const LOCK: &str = "lock";
 /// Marks the file as this store's (`PRAGMA application_id`), so that another SQLite file put
 /// in its place is refused instead of written to.
@@ -61,14 +61,14 @@ const SCHEMA_VERSION: i64 = 1;
 
 /// The state one write left for one item: its id, its JSON (`None`: deleted), and when it
 /// expires (Unix seconds).
-pub struct Record {
+pub(crate) struct Record {
     pub id: String,
     pub doc: Option<String>,
     pub expires: Option<u64>,
 }
 
 /// One write: its number, its partition, and the records of the items it touched.
-pub struct Write {
+pub(crate) struct Write {
     pub seq: u64,
     pub container: Container,
     pub partition_key: String,
@@ -77,7 +77,7 @@ pub struct Write {
 
 /// A live item as loaded at start-up.
 #[derive(Clone)]
-pub struct Row {
+pub(crate) struct Row {
     pub container: Container,
     pub partition_key: String,
     pub id: String,
@@ -123,7 +123,7 @@ impl Row {
 
 /// Why a commit was refused.
 #[derive(Clone, Debug)]
-pub struct Refused {
+pub(crate) struct Refused {
     pub disk_full: bool,
     pub message: String,
 }
@@ -134,7 +134,7 @@ impl Refused {
         Refused { disk_full, message: error.to_string() }
     }
 
-    pub fn into_store_error(self) -> StoreError {
+    pub(crate) fn into_store_error(self) -> StoreError {
         if self.disk_full {
             StoreError::DiskFull
         } else {
@@ -147,7 +147,7 @@ type Ack = oneshot::Sender<Result<(), Refused>>;
 
 /// Where the writer thread reports each committed group, in commit order, before it
 /// acknowledges the writes (the change index and the expiries are kept there).
-pub type OnCommit = Box<dyn FnMut(&[Write]) + Send>;
+pub(crate) type OnCommit = Box<dyn FnMut(&[Write]) + Send>;
 
 /// Faults injected into the writer, for tests: called after a group's statements, before its
 /// `COMMIT`.
@@ -162,7 +162,7 @@ pub(crate) struct NoFaults;
 impl Faults for NoFaults {}
 
 /// The open database: a writer thread that group-commits, and a connection for reads.
-pub struct Database {
+pub(crate) struct Database {
     path: PathBuf,
     /// `None` once dropped, which ends the writer thread.
     messages: Option<mpsc::Sender<(Write, Ack)>>,
@@ -235,8 +235,7 @@ fn upgrade(path: &Path, connection: &mut Connection) -> Result<(), StoreError> {
     // The keys and checksums first, then the updates: a table is not changed under a cursor
     // that walks it.
     let sums = {
-        let mut select =
-            transaction.prepare("SELECT container, pk, id, doc, seq, expires FROM items").map_err(failed)?;
+        let mut select = transaction.prepare("SELECT container, pk, id, doc, seq, expires FROM items").map_err(failed)?;
         let mut rows = select.query([]).map_err(failed)?;
         let mut sums = Vec::new();
         while let Some(row) = rows.next().map_err(failed)? {
@@ -385,23 +384,23 @@ impl Database {
         Ok(())
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// The number of the last write committed (or queued).
-    pub fn last_seq(&self) -> u64 {
+    pub(crate) fn last_seq(&self) -> u64 {
         *self.last_seq.lock().expect("never poisoned")
     }
 
     /// Every write numbered up to it is committed, or was refused.
-    pub fn settled(&self) -> u64 {
+    pub(crate) fn settled(&self) -> u64 {
         self.settled.load(Ordering::SeqCst)
     }
 
     /// Numbers a write, queues it, and returns its number with what resolves once it is
     /// committed (or refused, with why).
-    pub fn queue(
+    pub(crate) fn queue(
         &self,
         container: Container,
         partition_key: String,
@@ -425,7 +424,7 @@ impl Database {
 
     /// The item as the database holds it (`None`: absent or deleted): what a refused write is
     /// undone to. Checked against its checksum, as at start-up.
-    pub fn durable_item(&self, container: Container, partition_key: &str, id: &str) -> Result<Option<String>, StoreError> {
+    pub(crate) fn durable_item(&self, container: Container, partition_key: &str, id: &str) -> Result<Option<String>, StoreError> {
         let read = self
             .reader
             .lock()
@@ -532,7 +531,15 @@ pub(crate) fn import(connection: &mut Connection, rows: &[Row], last_seq: u64, m
             "INSERT OR REPLACE INTO items (container, pk, id, doc, seq, expires, sum) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?;
         for row in rows {
-            insert.execute(params![row.container.name(), row.partition_key, row.id, row.doc, row.seq, row.expires, row.checksum()])?;
+            insert.execute(params![
+                row.container.name(),
+                row.partition_key,
+                row.id,
+                row.doc,
+                row.seq,
+                row.expires,
+                row.checksum()
+            ])?;
         }
         let mut meta = transaction.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")?;
         meta.execute(params!["last_seq", last_seq])?;

@@ -52,7 +52,7 @@ fn partitions(container: Container) -> u32 {
 
 /// The in-memory emulator under the SDK's client.
 #[derive(Clone)]
-pub struct Emulator(Arc<InMemoryEmulatorHttpClient>);
+pub(crate) struct Emulator(Arc<InMemoryEmulatorHttpClient>);
 
 /// How many items start-up reads from the database at once, and how many such pages load into
 /// the emulator at the same time.
@@ -63,13 +63,13 @@ const PAGES_LOADING: usize = 4;
 /// `fault_injection` feature): the tests' way to make the database throttle, time out or lose an
 /// answer. None outside the tests.
 #[cfg(feature = "test-support")]
-pub type SdkFaults = Vec<Arc<azure_data_cosmos::fault_injection::FaultInjectionRule>>;
+pub(crate) type SdkFaults = Vec<Arc<azure_data_cosmos::fault_injection::FaultInjectionRule>>;
 /// Faults the SDK injects: none outside the tests (feature `test-support`).
 #[cfg(not(feature = "test-support"))]
-pub type SdkFaults = ();
+pub(crate) type SdkFaults = ();
 
 /// The SDK's client on a new in-memory emulator, and the emulator itself.
-pub async fn client(faults: SdkFaults) -> azure_data_cosmos::Result<(CosmosClient, Emulator)> {
+pub(crate) async fn client(faults: SdkFaults) -> azure_data_cosmos::Result<(CosmosClient, Emulator)> {
     let url = Url::parse(ENDPOINT).expect("a valid URL");
     // Strong, because that is what one in-memory replica is: every read sees every acknowledged
     // write. (Under the emulator's default, Session, the SDK sends every request a token of every
@@ -80,7 +80,8 @@ pub async fn client(faults: SdkFaults) -> azure_data_cosmos::Result<(CosmosClien
     // The emulator checks that requests are signed, not with which key.
     let account = AccountReference::with_authentication_key(ENDPOINT.parse()?, Secret::new("ZW1iZWRkZWQ="));
     #[cfg(feature = "test-support")]
-    let transport = if faults.is_empty() { emulator.runtime_builder() } else { emulator.runtime_builder_with_fault_rules(faults) };
+    let transport =
+        if faults.is_empty() { emulator.runtime_builder() } else { emulator.runtime_builder_with_fault_rules(faults) };
     #[cfg(not(feature = "test-support"))]
     let transport = {
         let () = faults;
@@ -95,7 +96,11 @@ pub async fn client(faults: SdkFaults) -> azure_data_cosmos::Result<(CosmosClien
 /// Creates the database and the containers with their [`partitions`] (only
 /// the emulator's own interface can ask for that), then gives them their indexing policies
 /// through the SDK. It replaces `create_containers` on the embedded store.
-pub async fn create_containers(emulator: &Emulator, client: &CosmosClient, database: &str) -> azure_data_cosmos::Result<()> {
+pub(crate) async fn create_containers(
+    emulator: &Emulator,
+    client: &CosmosClient,
+    database: &str,
+) -> azure_data_cosmos::Result<()> {
     let emulator: Arc<EmulatorStore> = emulator.0.store();
     emulator.create_database(database);
     for container in Container::ALL {
@@ -113,7 +118,7 @@ pub async fn create_containers(emulator: &Emulator, client: &CosmosClient, datab
 /// and pages of them load concurrently, the emulator locking only the physical partition each
 /// one goes to (`in_memory_emulator/operations.rs`); the next page is read from the database
 /// meanwhile.
-pub async fn load(
+pub(crate) async fn load(
     emulator: &Emulator,
     database_name: &str,
     database: &Database,
@@ -179,7 +184,7 @@ fn join(done: Option<Result<Result<(), StoreError>, tokio::task::JoinError>>) ->
 /// send it over the network, without the SDK's pipeline (routing, session tokens, retries,
 /// diagnostics), which took half of the start-up time. The item was written through the SDK
 /// before, so the pipeline has nothing left to check; the emulator still checks the item.
-pub async fn restore(
+pub(crate) async fn restore(
     emulator: &Emulator,
     database: &str,
     container: Container,

@@ -13,7 +13,7 @@ use crate::cosmos::{Container, Store, StoreError, WriteOp};
 
 /// The embedded store's items that carry a `ttl`, by the time they expire (Unix seconds).
 #[derive(Default)]
-pub struct Expiries {
+pub(crate) struct Expiries {
     pub(crate) by_item: HashMap<ItemKey, u64>,
     due: BTreeSet<(u64, ItemKey)>,
 }
@@ -64,7 +64,7 @@ const EXPIRY_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Removes expired items from the embedded store every [`EXPIRY_SWEEP_INTERVAL`] for as long as
 /// the store is in use (the task holds it weakly). Nothing to do on other backends.
-pub fn spawn_expiry_sweep(store: &Arc<Store>) {
+pub(crate) fn spawn_expiry_sweep(store: &Arc<Store>) {
     if store.embedded().is_none() {
         return;
     }

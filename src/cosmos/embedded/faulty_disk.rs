@@ -24,13 +24,16 @@ pub struct FaultyDisk {
 }
 
 impl FaultyDisk {
+    /// Holds every commit at the hook from now on, as a slow fsync would, until released.
     pub fn hold_syncs(&self) {
         *self.held.lock().unwrap() = true;
     }
+    /// Lets the held commits, and every later one, through.
     pub fn release_syncs(&self) {
         *self.held.lock().unwrap() = false;
         self.released.notify_all();
     }
+    /// Fails the next `count` commits with `SQLITE_FULL`.
     pub fn fail_next_commits(&self, count: usize) {
         self.fail_next.store(count, Ordering::SeqCst);
     }

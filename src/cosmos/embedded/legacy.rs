@@ -25,10 +25,10 @@ use serde_json::value::RawValue;
 use super::database::Row;
 use crate::cosmos::{Container, StoreError};
 
-pub const SNAPSHOT: &str = "snapshot.jsonl";
-pub const JOURNAL: &str = "journal.jsonl";
+pub(crate) const SNAPSHOT: &str = "snapshot.jsonl";
+pub(crate) const JOURNAL: &str = "journal.jsonl";
 /// What an imported file is renamed to: `<name>.imported`.
-pub const IMPORTED_SUFFIX: &str = ".imported";
+pub(crate) const IMPORTED_SUFFIX: &str = ".imported";
 
 /// The first line of the snapshot and of the journal.
 #[derive(Clone, Copy, Debug, Deserialize)]
@@ -53,18 +53,18 @@ struct Record<'a> {
 }
 
 /// The live items of an old data directory, and the number of its last write.
-pub struct Imported {
+pub(crate) struct Imported {
     pub rows: Vec<Row>,
     pub last_seq: u64,
 }
 
 /// Whether `dir` holds files of the earlier store.
-pub fn present(dir: &Path) -> bool {
+pub(crate) fn present(dir: &Path) -> bool {
     dir.join(SNAPSHOT).exists() || dir.join(JOURNAL).exists()
 }
 
 /// Reads the old files of `dir`, refusing damage as the earlier store did.
-pub fn read(dir: &Path) -> io::Result<Imported> {
+pub(crate) fn read(dir: &Path) -> io::Result<Imported> {
     let (snapshot_path, journal_path) = (dir.join(SNAPSHOT), dir.join(JOURNAL));
     let mut live: HashMap<(Container, String, String), Row> = HashMap::new();
     let mut last_seq = 0;
@@ -153,7 +153,7 @@ pub fn read(dir: &Path) -> io::Result<Imported> {
 /// then syncs the directory; called once the import is committed. Any of the renames may be lost
 /// to a crash (or, before the sync, to a power cut); the next start does them again. A kept
 /// `*.imported` is never replaced: that is refused before anything is renamed.
-pub fn set_aside(dir: &Path) -> Result<(), StoreError> {
+pub(crate) fn set_aside(dir: &Path) -> Result<(), StoreError> {
     let renames: Vec<(PathBuf, PathBuf)> = [SNAPSHOT, JOURNAL]
         .into_iter()
         .map(|name| (dir.join(name), dir.join(format!("{name}{IMPORTED_SUFFIX}"))))

@@ -23,7 +23,7 @@ use crate::cosmos::Container;
 type PartitionKey = (Container, Box<str>);
 
 #[derive(Default)]
-pub struct Locks {
+pub(crate) struct Locks {
     containers: [Arc<RwLock<()>>; 4],
     /// The partitions someone holds or waits for; an entry goes once no one does.
     partitions: Mutex<HashMap<PartitionKey, Arc<RwLock<()>>>>,
@@ -39,7 +39,7 @@ fn slot(container: Container) -> usize {
 }
 
 /// A partition held shared (a reader) or exclusively (a writer, with its container shared).
-pub struct PartitionGuard {
+pub(crate) struct PartitionGuard {
     locks: Arc<Locks>,
     key: PartitionKey,
     shared: Option<OwnedRwLockReadGuard<()>>,
@@ -48,7 +48,7 @@ pub struct PartitionGuard {
 }
 
 /// A whole container, held while no write to it is pending.
-pub struct ContainerGuard(#[allow(dead_code)] OwnedRwLockWriteGuard<()>);
+pub(crate) struct ContainerGuard(#[allow(dead_code)] OwnedRwLockWriteGuard<()>);
 
 impl Locks {
     fn partition(&self, container: Container, partition_key: &str) -> (PartitionKey, Arc<RwLock<()>>) {
@@ -58,7 +58,7 @@ impl Locks {
     }
 
     /// Waits until no write to the partition is pending, and holds it until the guard drops.
-    pub async fn read(self: &Arc<Self>, container: Container, partition_key: &str) -> PartitionGuard {
+    pub(crate) async fn read(self: &Arc<Self>, container: Container, partition_key: &str) -> PartitionGuard {
         let (key, lock) = self.partition(container, partition_key);
         let shared = lock.read_owned().await;
         PartitionGuard { locks: self.clone(), key, shared: Some(shared), exclusive: None, _container: None }
@@ -66,7 +66,7 @@ impl Locks {
 
     /// Holds the partition for one write: until the guard drops, which the store does only once
     /// the write is durable or undone.
-    pub async fn write(self: &Arc<Self>, container: Container, partition_key: &str) -> PartitionGuard {
+    pub(crate) async fn write(self: &Arc<Self>, container: Container, partition_key: &str) -> PartitionGuard {
         let whole = self.containers[slot(container)].clone().read_owned().await;
         let (key, lock) = self.partition(container, partition_key);
         let exclusive = lock.write_owned().await;
@@ -76,7 +76,7 @@ impl Locks {
     /// How many hold or wait for the partition (readers and writers): for the tests, which must
     /// know that a read is waiting, not guess it from a pause.
     #[cfg(any(test, feature = "test-support"))]
-    pub fn holders_and_waiters(&self, container: Container, partition_key: &str) -> usize {
+    pub(crate) fn holders_and_waiters(&self, container: Container, partition_key: &str) -> usize {
         let partitions = self.partitions.lock().expect("never poisoned");
         // Each holder and waiter has a clone, taken under this mutex; the map has one more.
         partitions.get(&(container, Box::from(partition_key))).map_or(0, |lock| Arc::strong_count(lock) - 1)
@@ -84,7 +84,7 @@ impl Locks {
 
     /// Waits until no write to `container` is pending, and keeps new ones waiting until the
     /// guard drops.
-    pub async fn whole(&self, container: Container) -> ContainerGuard {
+    pub(crate) async fn whole(&self, container: Container) -> ContainerGuard {
         ContainerGuard(self.containers[slot(container)].clone().write_owned().await)
     }
 }

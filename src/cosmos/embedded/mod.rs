@@ -14,11 +14,11 @@ pub(crate) mod database;
 pub(crate) mod emulator;
 mod expiry;
 #[cfg(any(test, feature = "test-support"))]
-pub mod faulty_disk;
+pub(crate) mod faulty_disk;
 pub(crate) mod legacy;
 pub(crate) mod locks;
 
-pub use expiry::spawn_expiry_sweep;
+pub(crate) use expiry::spawn_expiry_sweep;
 pub(crate) use expiry::{Expiries, expiry, unix_now};
 
 use std::collections::HashMap;
@@ -201,13 +201,13 @@ impl Durability {
     }
 
     /// Woken after every write to the embedded store .
-    pub fn write_signal(&self) -> Arc<tokio::sync::Notify> {
+    pub(crate) fn write_signal(&self) -> Arc<tokio::sync::Notify> {
         self.written.clone()
     }
 
     /// At most `limit` items of `container` whose last write on the embedded store came after
     /// position `after`, oldest change first .
-    pub fn changed_after(&self, container: Container, after: u64, limit: usize) -> Changed {
+    pub(crate) fn changed_after(&self, container: Container, after: u64, limit: usize) -> Changed {
         let settled = self.database.settled();
         let changes = self.changes.lock().expect("the change index's lock is never poisoned");
         changes.changed_after(container, after, settled, limit)
@@ -218,7 +218,7 @@ impl Durability {
     /// a write that never happened. Reads wait for a partition's pending writes, so a version
     /// read is durable; the change index lists committed writes only, so this holds for any
     /// item the index knows. (Kept for the processors, which check it after each read.)
-    pub fn is_settled(&self, container: Container, partition_key: &str, id: &str) -> bool {
+    pub(crate) fn is_settled(&self, container: Container, partition_key: &str, id: &str) -> bool {
         let settled = self.database.settled();
         let changes = self.changes.lock().expect("the change index's lock is never poisoned");
         changes.last_write(container, partition_key, id).is_none_or(|seq| seq <= settled)

@@ -49,7 +49,7 @@ pub async fn blog_feed(State(state): State<AppState>, headers: HeaderMap) -> Pag
 
 /// `GET /users/{userId}/feed.atom`: the user's newest posts (Q3, one query; and one point read
 /// for their name when they have none yet, which also tells a user that does not exist: 404).
-pub async fn user_feed(State(state): State<AppState>, PageId(user_id): PageId, headers: HeaderMap) -> PageResult {
+pub(crate) async fn user_feed(State(state): State<AppState>, PageId(user_id): PageId, headers: HeaderMap) -> PageResult {
     let origin = origin(&headers)?;
     let posts = posts_of(&state, &user_id, &ListParams::default(), OwnerKnown::Yes).await?;
     let username = match posts.items.first() {

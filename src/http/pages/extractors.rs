@@ -27,6 +27,7 @@ impl FromRequestParts<AppState> for Viewer {
 }
 
 impl Viewer {
+    /// The signed-in user's id (`None`: signed out).
     pub fn id(&self) -> Option<&str> {
         self.0.as_ref().map(|signed_in| signed_in.id.as_str())
     }
@@ -41,6 +42,7 @@ impl Viewer {
         self.id().map(|id| Caller(id.to_owned())).ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "Sign in to do this."))
     }
 
+    /// Whether the viewer is signed in as `user_id`.
     pub fn is(&self, user_id: &str) -> bool {
         self.id() == Some(user_id)
     }
@@ -75,7 +77,7 @@ impl<S: Send + Sync> FromRequestParts<S> for PageId {
 }
 
 /// The two ids of a nested page path, checked as the API checks them.
-pub struct PageIds(pub String, pub String);
+pub(crate) struct PageIds(pub String, pub String);
 
 impl<S: Send + Sync> FromRequestParts<S> for PageIds {
     type Rejection = PageError;
@@ -90,7 +92,7 @@ impl<S: Send + Sync> FromRequestParts<S> for PageIds {
 /// request forgery): its `Sec-Fetch-Site` says it did not come from a page of this blog, or,
 /// from a browser that sends no fetch metadata, its `Origin` is not this blog. A request with
 /// neither header did not come from a browser page, which is the only thing a forger controls.
-pub struct SameOrigin;
+pub(crate) struct SameOrigin;
 
 impl<S: Send + Sync> FromRequestParts<S> for SameOrigin {
     type Rejection = PageError;
@@ -119,7 +121,7 @@ fn check_same_origin(headers: &HeaderMap) -> Result<(), String> {
 
 /// A form body (`application/x-www-form-urlencoded`), parsed strictly; anything else is an
 /// HTML error page.
-pub struct Form<T>(pub T);
+pub(crate) struct Form<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Form<T> {
     type Rejection = PageError;

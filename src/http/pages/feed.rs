@@ -55,7 +55,7 @@ pub async fn front_page(
 
 /// Posts in short form: title (a link to the post), author (a link to them, unless the list is
 /// theirs), time, the start of the content, and the counts.
-pub fn post_list(posts: &[Post], show_author: bool) -> Markup {
+pub(crate) fn post_list(posts: &[Post], show_author: bool) -> Markup {
     html! {
         ol class="posts" {
             @for post in posts {

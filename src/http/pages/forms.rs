@@ -12,7 +12,9 @@ use crate::http::error::ApiError;
 /// Why a write from a form was refused: the API's `detail`, and the field it is about, if it
 /// names one of the form's fields (the API's details start with the field's name in backticks).
 pub struct Refusal {
+    /// The field the refusal is about (`None`: the form as a whole).
     pub field: Option<&'static str>,
+    /// What is wrong, in the writer's words.
     pub detail: String,
     /// Refused because nobody is signed in (any more): the form offers to sign in and come back.
     pub signed_out: bool,
@@ -26,10 +28,11 @@ pub const SIGNED_OUT: &str =
 
 /// What a form says when the person writing has no user yet: the API's "`userId` names no
 /// existing user" speaks of a field the form does not have.
-pub const NO_PROFILE_YET: &str =
+pub(crate) const NO_PROFILE_YET: &str =
     "You have no profile yet: create yours on \u{201c}Your page\u{201d} (at the top) before you write.";
 
 impl Refusal {
+    /// The refusal an API error makes on a form with `fields`: placed at the field its detail names.
     pub fn of(error: &ApiError, fields: &[&'static str]) -> Refusal {
         if error.status == StatusCode::UNPROCESSABLE_ENTITY && error.detail.starts_with("`userId`") {
             return Refusal { field: None, detail: NO_PROFILE_YET.to_owned(), signed_out: false };
@@ -56,7 +59,9 @@ impl Refusal {
 /// What a form shows: the values typed (or stored), and why it was refused, if it was.
 #[derive(Default)]
 pub struct Draft<'a> {
+    /// What was typed, by field name, to show again.
     pub values: Vec<(&'static str, &'a str)>,
+    /// Why the form was refused, if it was.
     pub refusal: Option<Refusal>,
 }
 
@@ -69,9 +74,13 @@ impl Draft<'_> {
 /// One labelled field of a form, with its error under the label when the write was refused
 /// because of it.
 pub struct Field {
+    /// The form field's name.
     pub name: &'static str,
+    /// Its label.
     pub label: &'static str,
+    /// The hint under it.
     pub hint: &'static str,
+    /// A text area rather than a line.
     pub multiline: bool,
     /// The API's limit, as the field's `maxlength`, so that the browser stops the typing there.
     /// (A browser counts UTF-16 code units, the API characters: a text of emoji is stopped

@@ -29,8 +29,17 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use maud::{DOCTYPE, Markup, Render, html};
 
-pub use self::extractors::{Form, PageId, PageIds, PageQuery, SameOrigin, Viewer};
-pub use self::forms::{Draft, Field, Refusal, SIGNED_OUT, form, submit};
+pub use self::extractors::Viewer;
+
+pub use self::extractors::PageQuery;
+
+pub use self::extractors::PageId;
+
+pub(crate) use self::extractors::{Form, PageIds, SameOrigin};
+pub use self::forms::Draft;
+pub use self::forms::Field;
+pub use self::forms::Refusal;
+pub use self::forms::{SIGNED_OUT, form, submit};
 use super::auth::page_viewer;
 use super::error::ApiError;
 use crate::app::AppError;
@@ -82,7 +91,7 @@ pub async fn robots() -> Response {
 }
 
 /// The blog's name, in every page's title and the feeds'.
-pub const SITE_NAME: &str = "Cosmos Blog";
+pub(crate) const SITE_NAME: &str = "Cosmos Blog";
 
 /// What every page says of the blog to search engines and link previews (and the feed, to readers).
 const SITE_DESCRIPTION: &str =
@@ -131,7 +140,7 @@ pub fn esc(text: &str) -> Escaped<'_> {
 
 /// Percent-encodes `text` for one path segment or query value of a link. Ids are printable
 /// ASCII, but may hold characters a URL reads specially (`?`, `#`, `&`, `+`, ...).
-pub fn url_part(text: &str) -> String {
+pub(crate) fn url_part(text: &str) -> String {
     let mut encoded = String::with_capacity(text.len());
     for byte in text.bytes() {
         if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
@@ -147,7 +156,7 @@ pub fn url_part(text: &str) -> String {
 const HTML_CONTENT_TYPE: HeaderValue = HeaderValue::from_static("text/html; charset=utf-8");
 
 /// A rendered page.
-pub struct Page {
+pub(crate) struct Page {
     pub status: StatusCode,
     pub html: String,
     /// Pages that show a signed-in person's forms are theirs alone.
@@ -158,14 +167,14 @@ impl Page {
     /// The page with its `ETag`, or 304 without a body when `If-None-Match` names it. A page
     /// nobody is signed in to is the same for everyone, so a browser or CDN may keep it for a
     /// second ([`FEED_CACHE_CONTROL`]); a signed-in one is theirs alone.
-    pub fn revalidated(self, request: &HeaderMap) -> Response {
+    pub(crate) fn revalidated(self, request: &HeaderMap) -> Response {
         let etag = crate::app::feed::etag_of(self.html.as_bytes());
         let private = self.private;
         with_etag(if_none_match(request, &etag).unwrap_or_else(|| self.into_response()), &etag, private)
     }
 
     /// [`Page::revalidated`] for a page rendered once for every reader who is not signed in.
-    pub fn shared(rendering: &Rendering, request: &HeaderMap) -> Response {
+    pub(crate) fn shared(rendering: &Rendering, request: &HeaderMap) -> Response {
         let response = if_none_match(request, &rendering.etag)
             .unwrap_or_else(|| ([(header::CONTENT_TYPE, HTML_CONTENT_TYPE)], rendering.body.clone()).into_response());
         with_etag(response, &rendering.etag, false)
@@ -182,7 +191,7 @@ fn with_etag(mut response: Response, etag: &str, private: bool) -> Response {
 }
 
 /// The page's canonical address, where the request gave one (see [`PageRequest`]).
-pub fn page_address() -> Option<String> {
+pub(crate) fn page_address() -> Option<String> {
     PAGE_REQUEST.try_with(|page| page.address.clone()).ok().flatten()
 }
 
@@ -206,7 +215,7 @@ pub fn layout(title: &str, viewer: &Viewer, main: Markup) -> String {
 /// What a page says of itself in its `<head>`, beyond its title: to search engines (the
 /// description, the canonical address) and to link previews (OpenGraph).
 #[derive(Default)]
-pub struct Head<'a> {
+pub(crate) struct Head<'a> {
     /// What the page shows, in a sentence or two; the blog's own description if `None`.
     pub description: Option<String>,
     /// A post (OpenGraph's `article`) rather than a list (`website`).
@@ -215,7 +224,7 @@ pub struct Head<'a> {
 }
 
 /// A feed of what a page shows, beside the blog's: its title and address.
-pub struct PageFeed<'a> {
+pub(crate) struct PageFeed<'a> {
     pub title: &'a str,
     pub href: String,
 }
@@ -225,7 +234,7 @@ pub struct PageFeed<'a> {
 /// autodiscovery). The canonical address (and OpenGraph's `og:url`) is the page's path without
 /// its query, so a shared link with tracking parameters counts as the page itself; it is absolute
 /// when the request said where the blog is (see [`PageRequest`]).
-pub fn page_layout(title: &str, viewer: &Viewer, head: Head<'_>, main: Markup) -> String {
+pub(crate) fn page_layout(title: &str, viewer: &Viewer, head: Head<'_>, main: Markup) -> String {
     let description = head.description.as_deref().unwrap_or(SITE_DESCRIPTION);
     let address = page_address();
     let feed = head.feed;
@@ -307,7 +316,7 @@ const CONTENT_SECURITY_POLICY: &str =
 /// [`CONTENT_SECURITY_POLICY`], no framing for browsers older than `frame-ancestors`, and links
 /// followed from a post that tell other sites no more than the blog's origin. (Added on the way
 /// out by [`crate::http::front_door`].)
-pub fn add_security_headers(headers: &mut HeaderMap) {
+pub(crate) fn add_security_headers(headers: &mut HeaderMap) {
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     let html = headers.get(header::CONTENT_TYPE).is_some_and(|value| value.as_bytes().starts_with(b"text/html"));
     if html {
@@ -403,10 +412,10 @@ impl IntoResponse for PageError {
     }
 }
 
-pub type PageResult<T = Response> = Result<T, PageError>;
+pub(crate) type PageResult<T = Response> = Result<T, PageError>;
 
 /// The HTML 404 for a path no route serves (paths under `/api/` keep answering problem+json).
-pub fn not_found_page(path: &str) -> Response {
+pub(crate) fn not_found_page(path: &str) -> Response {
     PageError(ApiError::not_found(format!("There is no page at {path}."))).into_response()
 }
 

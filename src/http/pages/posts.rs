@@ -40,7 +40,7 @@ pub(super) const POST_GONE: &[StatusCode] = &[StatusCode::NOT_FOUND];
 /// A comment, as typed into the form.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CommentForm {
+pub(crate) struct CommentForm {
     #[serde(default)]
     content: String,
 }
@@ -48,7 +48,7 @@ pub struct CommentForm {
 /// A like, an unlike or a deletion carries nothing but who clicked it, and that is the session's.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ButtonForm {}
+pub(crate) struct ButtonForm {}
 
 /// What the post page shows besides the post: a comment being written, or a like refused.
 #[derive(Default)]
@@ -66,7 +66,7 @@ const JUST_WROTE: &str = "blog_wrote";
 /// `GET /posts/{postId}`: the post, who likes it and its comments (paged with
 /// `?continuationToken=`): Q2, Q4 and Q5 run concurrently, or come from the last second's read
 /// of them ([`post_view`]). Answered 304 to a matching `If-None-Match`.
-pub async fn post_page(
+pub(crate) async fn post_page(
     State(state): State<AppState>,
     viewer: Viewer,
     headers: HeaderMap,
@@ -222,7 +222,7 @@ async fn render_post(
 
 /// `POST /posts/{postId}/comments`: C3, then back to the post's comments; refused, the post
 /// page again with the comment kept and the reason next to it.
-pub async fn submit_comment(
+pub(crate) async fn submit_comment(
     State(state): State<AppState>,
     _: SameOrigin,
     viewer: Viewer,
@@ -267,7 +267,7 @@ pub async fn post_comments(PageId(post_id): PageId) -> Response {
 
 /// `POST /posts/{postId}/likes`: C4, then back to the post; refused (a second like), the post
 /// page again with the reason.
-pub async fn submit_like(
+pub(crate) async fn submit_like(
     State(state): State<AppState>,
     _: SameOrigin,
     viewer: Viewer,
@@ -279,7 +279,7 @@ pub async fn submit_like(
 
 /// `POST /posts/{postId}/unlike`: C5, then back to the post; refused, the post page again with
 /// the reason.
-pub async fn submit_unlike(
+pub(crate) async fn submit_unlike(
     State(state): State<AppState>,
     _: SameOrigin,
     viewer: Viewer,
@@ -316,7 +316,7 @@ async fn back_to_post<T>(
 
 /// `GET /posts/{postId}/comments/{commentId}/delete`: asks the comment's author (or the post's)
 /// to confirm, showing the comment, since a deletion cannot be undone.
-pub async fn delete_comment_page(
+pub(crate) async fn delete_comment_page(
     State(state): State<AppState>,
     viewer: Viewer,
     PageIds(post_id, comment_id): PageIds,
@@ -342,7 +342,7 @@ pub async fn delete_comment_page(
 }
 
 /// `POST /posts/{postId}/comments/{commentId}/delete`: C6, then back to the comments.
-pub async fn submit_comment_delete(
+pub(crate) async fn submit_comment_delete(
     State(state): State<AppState>,
     _: SameOrigin,
     viewer: Viewer,
@@ -355,7 +355,7 @@ pub async fn submit_comment_delete(
 }
 
 /// `GET /posts/{postId}/delete`: asks its author to confirm, since a deletion cannot be undone.
-pub async fn delete_post_page(State(state): State<AppState>, viewer: Viewer, PageId(post_id): PageId) -> PageResult {
+pub(crate) async fn delete_post_page(State(state): State<AppState>, viewer: Viewer, PageId(post_id): PageId) -> PageResult {
     let post = get_post(&state, &post_id).await?;
     viewer.caller()?.must_be(&post.user_id, "delete this post")?;
     let id = url_part(&post.id);
@@ -375,7 +375,7 @@ pub async fn delete_post_page(State(state): State<AppState>, viewer: Viewer, Pag
 
 /// `POST /posts/{postId}/delete`: C7, then the author's page (where the post's copy goes with
 /// the change feed, as it came).
-pub async fn submit_post_delete(
+pub(crate) async fn submit_post_delete(
     State(state): State<AppState>,
     _: SameOrigin,
     viewer: Viewer,

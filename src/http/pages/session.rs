@@ -36,7 +36,7 @@ const SIGN_IN_FIELDS: [Field; 1] = [Field {
 /// `?return=`: the page a sign-in started from (the post page's "Sign in" link sets it), and
 /// where it goes back to once signed in.
 #[derive(Default, Deserialize)]
-pub struct SignInQuery {
+pub(crate) struct SignInQuery {
     #[serde(rename = "return")]
     return_to: Option<String>,
 }
@@ -66,13 +66,17 @@ fn platform_sign_in(page: Option<&str>) -> Redirect {
 #[derive(Deserialize)]
 #[cfg_attr(not(feature = "embedded"), allow(dead_code))]
 #[serde(deny_unknown_fields)]
-pub struct SignInForm {
+pub(crate) struct SignInForm {
     #[serde(default)]
     user: String,
 }
 
 /// `GET /signin`: on Azure, off to App Service Authentication; in development, the form.
-pub async fn sign_in_page(State(state): State<AppState>, viewer: Viewer, PageQuery(query): PageQuery<SignInQuery>) -> Response {
+pub(crate) async fn sign_in_page(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    PageQuery(query): PageQuery<SignInQuery>,
+) -> Response {
     match state.auth {
         AuthMode::Platform => platform_sign_in(query.page()).into_response(),
         AuthMode::None => {
@@ -106,7 +110,7 @@ fn development_form(viewer: &Viewer, query: &SignInQuery, draft: Draft, status: 
 
 /// `POST /signin`: development only: remembers who this browser is, then their page (which
 /// offers to create their user the first time).
-pub async fn submit_sign_in(
+pub(crate) async fn submit_sign_in(
     State(state): State<AppState>,
     _: SameOrigin,
     viewer: Viewer,
@@ -151,7 +155,7 @@ fn development_id(user: &str) -> Result<(), ApiError> {
 }
 
 /// `POST /signout`: forgets the development sign-in, or signs out of App Service Authentication.
-pub async fn submit_sign_out(State(state): State<AppState>, _: SameOrigin) -> Response {
+pub(crate) async fn submit_sign_out(State(state): State<AppState>, _: SameOrigin) -> Response {
     match state.auth {
         AuthMode::Platform => Redirect::to(PLATFORM_SIGN_OUT).into_response(),
         AuthMode::None => Redirect::to("/").into_response(),

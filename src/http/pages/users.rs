@@ -31,7 +31,7 @@ const USERNAME_FIELDS: [Field; 1] = [Field {
 /// A username, as typed into the form.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct UsernameForm {
+pub(crate) struct UsernameForm {
     #[serde(default)]
     username: String,
 }
@@ -107,7 +107,7 @@ async fn render_user(
 }
 
 /// `POST /users`: C1, the signed-in person's own user, then their page.
-pub async fn submit_new_user(
+pub(crate) async fn submit_new_user(
     State(state): State<AppState>,
     _: SameOrigin,
     viewer: Viewer,
@@ -130,7 +130,7 @@ pub async fn submit_new_user(
 
 /// `POST /users/{userId}`: C1 edit, then the user's page (the new name reaches their posts
 /// through the change feed a moment later).
-pub async fn submit_rename(
+pub(crate) async fn submit_rename(
     State(state): State<AppState>,
     _: SameOrigin,
     viewer: Viewer,

@@ -29,7 +29,7 @@ const _: () = assert!(MAX_TITLE_CHARS == 200 && MAX_CONTENT_CHARS == 20_000);
 /// A post's title and text, as typed into the form.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PostForm {
+pub(crate) struct PostForm {
     #[serde(default)]
     title: String,
     #[serde(default)]
@@ -37,13 +37,13 @@ pub struct PostForm {
 }
 
 /// `GET /write`: the form for a new post.
-pub async fn new_post_page(viewer: Viewer) -> Response {
+pub(crate) async fn new_post_page(viewer: Viewer) -> Response {
     post_form_page(&viewer, None, Draft::default(), StatusCode::OK)
 }
 
 /// `POST /write`: C2, then the new post's own page (a point read: it shows the post at once,
 /// while its copies in the feed and the author's list follow through the change feed).
-pub async fn submit_new_post(
+pub(crate) async fn submit_new_post(
     State(state): State<AppState>,
     _: SameOrigin,
     viewer: Viewer,
@@ -60,7 +60,7 @@ pub async fn submit_new_post(
 }
 
 /// `GET /posts/{postId}/edit`: the form to edit a post, filled with it; only its author's.
-pub async fn edit_post_page(State(state): State<AppState>, viewer: Viewer, PageId(post_id): PageId) -> PageResult {
+pub(crate) async fn edit_post_page(State(state): State<AppState>, viewer: Viewer, PageId(post_id): PageId) -> PageResult {
     let post = get_post(&state, &post_id).await?;
     viewer.caller()?.must_be(&post.user_id, "edit this post")?;
     let draft = Draft { values: vec![("title", &post.title), ("content", &post.content)], refusal: None };
@@ -68,7 +68,7 @@ pub async fn edit_post_page(State(state): State<AppState>, viewer: Viewer, PageI
 }
 
 /// `POST /posts/{postId}/edit`: C2 edit, then the post.
-pub async fn submit_post_edit(
+pub(crate) async fn submit_post_edit(
     State(state): State<AppState>,
     _: SameOrigin,
     viewer: Viewer,

@@ -106,8 +106,11 @@ impl Default for Limits {
 /// The kind of write that fired a trigger; `getRequest().getOperationType()` returns its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TriggerOperation {
+    /// A create.
     Create,
+    /// A replace.
     Replace,
+    /// An upsert.
     Upsert,
 }
 
@@ -119,7 +122,12 @@ pub enum Invocation {
     /// A post-trigger, after the write of `document`. The trigger reads the document as written
     /// (with synthesized system properties, also its initial response body); its queries do not
     /// see it. The caller commits the request's write with the trigger's writes.
-    PostTrigger { operation: TriggerOperation, document: Value },
+    PostTrigger {
+        /// The write that fired it.
+        operation: TriggerOperation,
+        /// The document as written.
+        document: Value,
+    },
 }
 
 /// The result of a successful run.
@@ -135,20 +143,22 @@ pub struct ScriptOutcome {
 /// What a run read: each id with the etag it had (`None`: absent), and whether it queried.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Reads {
+    /// The items the script wrote: id, and document (`None`: deleted).
     pub items: Vec<(String, Option<String>)>,
+    /// Whether it ran a query.
     pub queried: bool,
 }
 
 impl Reads {
     /// Whether the net writes' conditions cover everything the run relied on: no query (a query
     /// depends on documents it did not return), and every id it read is written.
-    pub fn covered_by(&self, writes: &[WriteOp]) -> bool {
+    pub(crate) fn covered_by(&self, writes: &[WriteOp]) -> bool {
         !self.queried && self.items.iter().all(|(id, _)| writes.iter().any(|write| write_id(write) == Some(id)))
     }
 }
 
 /// The id a write is about.
-pub fn write_id(write: &WriteOp) -> Option<&str> {
+pub(crate) fn write_id(write: &WriteOp) -> Option<&str> {
     match write {
         WriteOp::Create { document } | WriteOp::Upsert { document, .. } => document.get("id").and_then(Value::as_str),
         WriteOp::Replace { id, .. } | WriteOp::Delete { id, .. } => Some(id),
@@ -158,6 +168,8 @@ pub fn write_id(write: &WriteOp) -> Option<&str> {
 /// One run: its result, and what it read (also when it failed).
 #[derive(Debug)]
 pub struct Run {
+    /// What the script answered, or why it failed.
     pub result: Result<ScriptOutcome, ScriptError>,
+    /// What it read, for the caller's metering.
     pub reads: Reads,
 }

@@ -73,7 +73,7 @@ fn not_found() -> Reply {
 }
 
 impl State {
-    pub fn new(partition: Partition, reader: Rc<dyn PartitionReader>, limits: &Limits, invocation: &Invocation) -> State {
+    pub(super) fn new(partition: Partition, reader: Rc<dyn PartitionReader>, limits: &Limits, invocation: &Invocation) -> State {
         // One operation of the batch is the fence's, one a trigger's request's.
         let mut state = State {
             partition,
@@ -94,7 +94,7 @@ impl State {
     }
 
     /// The request's document as the trigger sees it: written, with system properties.
-    pub fn written_by_request(&mut self, document: &Value) -> Value {
+    pub(crate) fn written_by_request(&mut self, document: &Value) -> Value {
         let id = document.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
         let stored = self.with_system_properties(&id, document.clone());
         self.entries.entry(id).or_default().written = Some(Some(stored.clone()));
@@ -104,7 +104,7 @@ impl State {
     /// Performs `kind` with the JSON `payload` from `server_api.js` and answers it as JSON:
     /// `{accepted:false}`, `{accepted:true, result, continuation?, notModified?}`,
     /// `{accepted:true, error:{status, message}}`, or `{stop}` (the run is over).
-    pub fn dispatch(&mut self, kind: &str, payload: &str) -> String {
+    pub(crate) fn dispatch(&mut self, kind: &str, payload: &str) -> String {
         if self.failure.is_some() {
             return json!({"stop": "the run was stopped"}).to_string();
         }
@@ -344,7 +344,7 @@ impl State {
     }
 
     /// What the run read, for the caller to check it is still current.
-    pub fn reads(&self) -> Reads {
+    pub(super) fn reads(&self) -> Reads {
         let etag = |document: &Value| document.get("_etag").and_then(Value::as_str).map(str::to_owned);
         let items = self
             .entries
@@ -360,7 +360,7 @@ impl State {
 
     /// Each written id's history as one operation, conditioned on what the store had when the
     /// script first saw it.
-    pub fn net_writes(&self) -> Vec<WriteOp> {
+    pub(crate) fn net_writes(&self) -> Vec<WriteOp> {
         let mut writes = Vec::new();
         for id in &self.write_order {
             let entry = &self.entries[id];

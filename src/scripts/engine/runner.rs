@@ -20,6 +20,7 @@ const SERVER_API: &str = include_str!("server_api.js");
 /// few frames of the caller: half of it leaves the rest ample room.
 const MAX_STACK_BYTES: usize = 1024 * 1024;
 
+/// Runs `source`'s function as Cosmos DB would, invoked as `invocation`, on `partition`'s items.
 pub fn run(
     source: &str,
     function_name: &str,
