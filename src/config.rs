@@ -62,6 +62,25 @@ pub struct Config {
     /// `BLOG_TOKEN_KEY`: the key continuation tokens are signed with, the same on every instance
     /// (`None`: a random key of this process).
     pub token_key: Option<String>,
+    /// How many writes one user may send ([`WriteLimitSetting::DEFAULT`] unless set; `None`:
+    /// `BLOG_WRITES_PER_MINUTE=off`, no limit).
+    pub write_limit: Option<WriteLimitSetting>,
+}
+
+/// How many writes one user may send (`BLOG_WRITES_PER_MINUTE`, `BLOG_WRITE_BURST`): `per_minute`
+/// a minute, steadily, after a burst of `burst` at once (see `app/write_limit.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteLimitSetting {
+    /// Writes a minute per user, in the long run.
+    pub per_minute: u32,
+    /// Writes a user may send at once before the rate applies.
+    pub burst: u32,
+}
+
+impl WriteLimitSetting {
+    /// 60 writes a minute per user after a burst of 20: more than a person writes, less than a
+    /// script that loops.
+    pub const DEFAULT: WriteLimitSetting = WriteLimitSetting { per_minute: 60, burst: 20 };
 }
 
 /// Who vouches for the caller of a write (reads are public).
@@ -188,6 +207,7 @@ impl Config {
         {
             return Err("BLOG_TOKEN_KEY must be at least 16 characters (a random secret, the same on every instance)".into());
         }
+        let write_limit = write_limit(&lookup)?;
         Ok(Config {
             listen,
             backend,
@@ -199,8 +219,24 @@ impl Config {
             header_timeout,
             auth,
             token_key,
+            write_limit,
         })
     }
+}
+
+/// `BLOG_WRITES_PER_MINUTE` (a number, or `off`) and `BLOG_WRITE_BURST` (a number).
+fn write_limit(lookup: &impl Fn(&str) -> Option<String>) -> Result<Option<WriteLimitSetting>, String> {
+    let burst = positive(lookup, "BLOG_WRITE_BURST", "a positive number of writes")?;
+    let per_minute = match lookup("BLOG_WRITES_PER_MINUTE").as_deref() {
+        Some("off") if burst.is_some() => return Err("BLOG_WRITE_BURST is set, but BLOG_WRITES_PER_MINUTE is off".into()),
+        Some("off") => return Ok(None),
+        _ => positive(lookup, "BLOG_WRITES_PER_MINUTE", "a positive number of writes, or off")?,
+    };
+    let as_u32 = |value: u64, name: &str| u32::try_from(value).map_err(|_| format!("{name} is too large: {value}"));
+    Ok(Some(WriteLimitSetting {
+        per_minute: per_minute.map_or(Ok(WriteLimitSetting::DEFAULT.per_minute), |n| as_u32(n, "BLOG_WRITES_PER_MINUTE"))?,
+        burst: burst.map_or(Ok(WriteLimitSetting::DEFAULT.burst), |n| as_u32(n, "BLOG_WRITE_BURST"))?,
+    }))
 }
 
 /// A setting that holds a whole number above 0 (`None` when it is not set); `what` says what it
@@ -249,6 +285,22 @@ mod tests {
     fn config(pairs: &[(&str, &str)]) -> Result<Config, String> {
         let env: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Config::from_lookup(|name| env.get(name).cloned())
+    }
+
+    #[test]
+    fn the_write_limit_has_a_default_can_be_set_and_turned_off() {
+        assert_eq!(config(&[]).unwrap().write_limit, Some(WriteLimitSetting::DEFAULT));
+        let set = config(&[("BLOG_WRITES_PER_MINUTE", "30"), ("BLOG_WRITE_BURST", "5")]).unwrap();
+        assert_eq!(set.write_limit, Some(WriteLimitSetting { per_minute: 30, burst: 5 }));
+        assert_eq!(config(&[("BLOG_WRITES_PER_MINUTE", "off")]).unwrap().write_limit, None);
+        for bad in [
+            &[("BLOG_WRITES_PER_MINUTE", "0")][..],
+            &[("BLOG_WRITE_BURST", "many")],
+            &[("BLOG_WRITES_PER_MINUTE", "off"), ("BLOG_WRITE_BURST", "5")],
+        ] {
+            let error = config(bad).unwrap_err();
+            assert!(error.contains("BLOG_WRITE"), "{error}");
+        }
     }
 
     #[test]

@@ -343,3 +343,24 @@ async fn a_blog_can_be_opened_on_a_spawned_task() {
     let opened = tokio::spawn(async move { blog::Blog::open(&config).await }).await.expect("the task ran");
     assert!(opened.is_ok(), "the blog opened on a spawned task");
 }
+
+/// Issue 31's per-user write limit: past the burst, a user's write is 429 with `Retry-After` and
+/// writes nothing; another user is not limited, and reads never are.
+#[tokio::test]
+async fn a_user_past_the_write_limit_is_told_when_to_come_back_and_others_are_not_limited() {
+    let dir = tempfile::tempdir().unwrap();
+    let limit = blog::config::WriteLimitSetting { per_minute: 6, burst: 3 };
+    let app = TestApp::start_configured(blog::config::Config { write_limit: Some(limit), ..TestApp::config(dir.path()) }).await;
+    let alice = app.user("alice").await;
+    let first = app.post_by(&alice, "first").await;
+    app.post_by(&alice, "second").await;
+    let refused = app.post(&format!("/api/posts/{first}/comments"), json!({"userId": alice, "content": "a fourth write"})).await;
+    let detail = refused.problem(429);
+    assert!(detail.contains("the next is accepted in") && detail.contains("Nothing of this one was written"), "{detail}");
+    let retry_after: u64 = refused.header("retry-after").expect("Retry-After").parse().unwrap();
+    assert!((1..=10).contains(&retry_after), "one write every 10 s: {retry_after}");
+    assert_eq!(app.get(&format!("/api/posts/{first}")).await.body["commentCount"], 0, "nothing was written");
+    assert_eq!(app.get(&format!("/api/posts/{first}/comments")).await.status, StatusCode::OK, "reads are not limited");
+    let bob = app.send_as(Some("bob"), reqwest::Method::POST, "/api/users", Some(json!({"username": "bob"}))).await;
+    assert_eq!(bob.status, StatusCode::CREATED, "another user is not limited: {}", bob.body);
+}

@@ -1126,3 +1126,24 @@ async fn the_shared_front_page_keeps_what_differs_between_readers() {
     assert!(signed_in.html.contains("Signed in as"), "{}", signed_in.html);
     assert!(!front("blog.example", "").await.contains("Signed in as"), "a signed-in page is never shared");
 }
+
+/// Issue 31's per-user write limit on the pages: a comment past it is the post's page again,
+/// 429 with `Retry-After`, saying when to send it, with what was typed kept, and nothing
+/// written.
+#[tokio::test]
+async fn a_form_past_the_write_limit_keeps_what_was_typed_and_says_when_to_send_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let limit = blog::config::WriteLimitSetting { per_minute: 6, burst: 3 };
+    let app = TestApp::start_configured(blog::config::Config { write_limit: Some(limit), ..TestApp::config(dir.path()) }).await;
+    let mut alice = Browser::new(&app);
+    alice.sign_up("alice", "Alice").await;
+    let post = alice.write("Limited", "Text").await;
+    assert_eq!(alice.submit(&format!("{post}/comments"), &[("content", "the third write")]).await.status, StatusCode::SEE_OTHER);
+    let refused = alice.submit(&format!("{post}/comments"), &[("content", "typed past the limit")]).await;
+    assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS, "{}", refused.html);
+    let retry_after: u64 = refused.header("retry-after").parse().expect("Retry-After in seconds");
+    assert!((1..=10).contains(&retry_after), "{retry_after}");
+    assert!(refused.html.contains("the next is accepted in"), "says when: {}", refused.html);
+    assert!(refused.html.contains("typed past the limit"), "keeps what was typed: {}", refused.html);
+    assert!(alice.get(&post).await.html.contains("1 comment · 0 likes"), "nothing more was written");
+}

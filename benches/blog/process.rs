@@ -56,6 +56,8 @@ pub(crate) fn spawn_on(binary: &Path, data: &Path) -> (Child, String) {
         .env("BLOG_LISTEN", format!("127.0.0.1:{port}"))
         .env("RUST_LOG", "warn")
         .env("BLOG_AUTH", "development")
+        // Each simulated user writes far faster than a person: no per-user limit.
+        .env("BLOG_WRITES_PER_MINUTE", "off")
         .env_remove("CosmosDB")
         .env_remove("CosmosDB__accountEndpoint")
         .env_remove("FUNCTIONS_CUSTOMHANDLER_PORT")

@@ -204,6 +204,7 @@ pub(crate) async fn change_feed_cost(samples: usize) -> ChangeFeedCost {
         "BLOG_LISTEN" => Some("127.0.0.1:0".to_owned()),
         "BLOG_CHANGE_FEED" => Some("host".to_owned()),
         "BLOG_AUTH" => Some("development".to_owned()),
+        "BLOG_WRITES_PER_MINUTE" => Some("off".to_owned()),
         _ => None,
     })
     .expect("an embedded configuration");

@@ -28,6 +28,13 @@ pub enum AppError {
     /// request succeeds later.
     #[error("{0}")]
     Busy(String),
+    /// The caller sent more writes than their limit allows; the next is accepted after
+    /// `retry_after`.
+    #[error("too many writes: the next is accepted in {retry_after:?}")]
+    TooManyWrites {
+        /// How long until the next write is accepted.
+        retry_after: std::time::Duration,
+    },
     /// A script or a step answered what it never should: a bug, or a test's crash.
     #[error("{0}")]
     Unexpected(String),

@@ -14,12 +14,14 @@ pub(crate) mod post_view;
 pub mod posts;
 pub mod usernames;
 pub mod users;
+mod write_limit;
 
 use std::sync::Arc;
 
 pub use error::AppError;
 
 pub(crate) use error::AppResult;
+pub(crate) use write_limit::WriteLimit;
 
 use crate::config::AuthMode;
 use crate::cosmos::Store;
@@ -61,6 +63,8 @@ pub struct Shared {
     pub feed: Arc<feed::FeedCache>,
     /// The post pages' reads of the last second, by post.
     pub post_views: Arc<post_view::PostViewCache>,
+    /// How many writes each user may still send (`None`: no limit).
+    pub(crate) write_limit: Option<write_limit::WriteLimit>,
 }
 
 /// Who asks for a write: their principal id, which is also their user id. The adapters
@@ -68,6 +72,13 @@ pub struct Shared {
 pub struct Caller(pub String);
 
 impl Caller {
+    /// Counts a write the caller sends against their limit; over it, [`AppError::TooManyWrites`]
+    /// saying when the next is accepted. Reads are never counted.
+    pub(crate) fn count_write(&self, state: &AppState) -> AppResult<()> {
+        let Some(limit) = &state.write_limit else { return Ok(()) };
+        limit.admit(&self.0, std::time::Instant::now()).map_err(|retry_after| AppError::TooManyWrites { retry_after })
+    }
+
     /// [`AppError::Forbidden`] unless `owner` is the caller.
     pub(crate) fn must_be(&self, owner: &str, what: &str) -> AppResult<()> {
         if self.0 == owner {

@@ -93,7 +93,10 @@ impl FromRequestParts<AppState> for Caller {
             .ok_or_else(|| unauthorized(&format!("Sign in to write: the request carries no {header} header.")))?;
         validate_id(&principal)
             .map_err(|why| ApiError::new(StatusCode::FORBIDDEN, format!("Your principal id cannot be a user id: {why}")))?;
-        Ok(Caller(principal))
+        // Only writes take a `Caller`: each is counted against the caller's limit.
+        let caller = Caller(principal);
+        caller.count_write(state)?;
+        Ok(caller)
     }
 }
 

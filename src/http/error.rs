@@ -21,12 +21,14 @@ pub struct ApiError {
     pub status: StatusCode,
     /// The problem's `detail`: what went wrong and what to do, in the caller's terms.
     pub detail: String,
+    /// When to ask again, for `Retry-After` (`None`: a second, on a 503; nothing otherwise).
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl ApiError {
     /// A problem with `status` and `detail`.
     pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
-        ApiError { status, detail: detail.into() }
+        ApiError { status, detail: detail.into(), retry_after: None }
     }
     pub(crate) fn bad_request(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, detail)
@@ -91,6 +93,19 @@ impl From<AppError> for ApiError {
             AppError::Forbidden(detail) => Self::new(StatusCode::FORBIDDEN, detail),
             AppError::Conflict(detail) => Self::conflict(detail),
             AppError::Busy(detail) => Self::new(StatusCode::SERVICE_UNAVAILABLE, detail),
+            AppError::TooManyWrites { retry_after } => {
+                let seconds = retry_after.as_secs_f64().ceil().max(1.0);
+                ApiError {
+                    retry_after: Some(std::time::Duration::from_secs_f64(seconds)),
+                    ..Self::new(
+                        StatusCode::TOO_MANY_REQUESTS,
+                        format!(
+                            "You have sent more writes than this blog accepts from one user in a short time; the next is \
+                             accepted in {seconds} s. Nothing of this one was written."
+                        ),
+                    )
+                }
+            }
             AppError::Unexpected(cause) => Self::internal(cause),
             AppError::Store(error) => error.into(),
             AppError::Script(error) => error.into(),
@@ -135,6 +150,9 @@ pub(crate) enum WriteProblems {
     /// Body not JSON
     #[response(status = 415, content_type = "application/problem+json")]
     NotJson(ProblemDetails),
+    /// The caller sent more writes than the blog accepts from one user in a short time; retry after `Retry-After` seconds
+    #[response(status = 429, content_type = "application/problem+json")]
+    TooManyWrites(ProblemDetails),
     /// Busy or throttled; retry
     #[response(status = 503, content_type = "application/problem+json")]
     Unavailable(ProblemDetails),
@@ -157,6 +175,9 @@ pub(crate) enum DeleteProblems {
     /// The caller may not delete it
     #[response(status = 403, content_type = "application/problem+json")]
     Forbidden(ProblemDetails),
+    /// The caller sent more writes than the blog accepts from one user in a short time; retry after `Retry-After` seconds
+    #[response(status = 429, content_type = "application/problem+json")]
+    TooManyWrites(ProblemDetails),
     /// Busy or throttled; retry
     #[response(status = 503, content_type = "application/problem+json")]
     Unavailable(ProblemDetails),
@@ -189,9 +210,17 @@ impl IntoResponse for ApiError {
         let mut response = (self.status, body).into_response();
         response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM));
         // Every 503 here is a passing failure (the database busy or slow, too many writes to one
-        // post at once): the client is told when to come back, as the front door's own 503 does.
-        if self.status == StatusCode::SERVICE_UNAVAILABLE {
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        // post at once): the client is told when to come back, as the front door's own 503 does;
+        // a 429 says when its limit lets the next write through.
+        match self.retry_after {
+            Some(after) => {
+                let seconds = after.as_secs_f64().ceil().max(1.0) as u64;
+                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+            }
+            None if self.status == StatusCode::SERVICE_UNAVAILABLE => {
+                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            None => {}
         }
         response
     }

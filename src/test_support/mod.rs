@@ -26,6 +26,7 @@ pub fn embedded_config(dir: &Path) -> Config {
         header_timeout: crate::config::DEFAULT_HEADER_TIMEOUT,
         auth: AuthMode::Development,
         token_key: None,
+        write_limit: None,
     }
 }
 

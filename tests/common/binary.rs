@@ -27,6 +27,8 @@ impl Handler {
             .env("BLOG_DATA_DIR", data_dir)
             .env("BLOG_LISTEN", "127.0.0.1:0")
             .env("BLOG_AUTH", "development")
+            // The tests write as fast as they can: no per-user limit unless `extra` sets one.
+            .env("BLOG_WRITES_PER_MINUTE", "off")
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1");
         for (name, value) in extra {
@@ -46,6 +48,8 @@ impl Handler {
             .env("BLOG_DATA_DIR", data_dir)
             .env("BLOG_LISTEN", "127.0.0.1:0")
             .env("BLOG_AUTH", "development")
+            // The tests write as fast as they can: no per-user limit unless `extra` sets one.
+            .env("BLOG_WRITES_PER_MINUTE", "off")
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1");
         Self::spawn(command)

@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Redirect};
 use maud::{Markup, html};
 
 use super::{PageResult, Viewer, esc};
-use crate::app::{AppResult, Caller};
+use crate::app::{AppResult, AppState, Caller};
 use crate::http::error::ApiError;
 
 /// Why a write from a form was refused: the API's `detail`, and the field it is about, if it
@@ -147,6 +147,7 @@ fn form_field(form_id: &str, field: &Field, draft: &Draft) -> Markup {
 /// page is not the place to show. Nobody signed in is a refusal like any other (401), whose form
 /// keeps what was typed and links to the sign-in that returns to it ([`SIGNED_OUT`]).
 pub async fn submit<T>(
+    state: &AppState,
     viewer: &Viewer,
     write: impl AsyncFnOnce(&Caller) -> AppResult<T>,
     redirect_to: impl FnOnce(T) -> String,
@@ -154,13 +155,26 @@ pub async fn submit<T>(
     refused: impl AsyncFnOnce(ApiError) -> PageResult,
 ) -> PageResult {
     let written = match viewer.caller() {
-        Ok(caller) => write(&caller).await.map_err(ApiError::from),
+        // Counted against the writer's limit first, as the API counts its writes.
+        Ok(caller) => match caller.count_write(state) {
+            Ok(()) => write(&caller).await.map_err(ApiError::from),
+            Err(error) => Err(error.into()),
+        },
         Err(error) => Err(error),
     };
     match written {
         Ok(written) => Ok(Redirect::to(&redirect_to(written)).into_response()),
         Err(error) if error.status.is_server_error() || error_pages.contains(&error.status) => Err(error.into()),
-        Err(error) => refused(error).await,
+        Err(error) => {
+            // Over the limit: the form again, with what was typed, and when to send it.
+            let retry_after = error.retry_after;
+            let mut page = refused(error).await?;
+            if let Some(after) = retry_after {
+                let seconds = after.as_secs_f64().ceil().max(1.0) as u64;
+                page.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(seconds));
+            }
+            Ok(page)
+        }
     }
 }
 

@@ -384,7 +384,7 @@ impl From<ApiError> for PageError {
 
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
-        let ApiError { status, detail } = self.0;
+        let ApiError { status, detail, .. } = self.0;
         let (heading, advice) = match status {
             StatusCode::NOT_FOUND => ("Not found", "It may never have existed, or its link was mistyped."),
             StatusCode::FORBIDDEN => ("Not allowed", "Go back to the page you came from and try again from there."),

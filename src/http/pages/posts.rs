@@ -230,6 +230,7 @@ pub(crate) async fn submit_comment(
     Form(typed): Form<CommentForm>,
 ) -> PageResult {
     let written = submit(
+        &state,
         &viewer,
         async |caller| {
             let comment = create_comment(&state, caller, &post_id, &caller.0, typed.content.clone()).await?;
@@ -299,6 +300,7 @@ async fn back_to_post<T>(
     write: impl AsyncFnOnce(&Caller) -> AppResult<T>,
 ) -> PageResult {
     let written = submit(
+        state,
         viewer,
         write,
         |_| format!("/posts/{}#actions", url_part(post_id)),

@@ -114,6 +114,7 @@ pub(crate) async fn submit_new_user(
     Form(typed): Form<UsernameForm>,
 ) -> PageResult {
     submit(
+        &state,
         &viewer,
         async |caller| create_user(&state, caller, typed.username.clone()).await,
         |user| format!("/users/{}", url_part(&user.id)),
@@ -138,6 +139,7 @@ pub(crate) async fn submit_rename(
     Form(typed): Form<UsernameForm>,
 ) -> PageResult {
     submit(
+        &state,
         &viewer,
         async |caller| rename_user(&state, caller, &user_id, typed.username.clone()).await,
         |user| format!("/users/{}", url_part(&user.id)),

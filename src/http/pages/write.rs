@@ -50,6 +50,7 @@ pub(crate) async fn submit_new_post(
     Form(typed): Form<PostForm>,
 ) -> PageResult {
     submit(
+        &state,
         &viewer,
         async |caller| create_post(&state, caller, &caller.0, typed.title.clone(), typed.content.clone()).await,
         |post| format!("/posts/{}", url_part(&post.id)),
@@ -76,6 +77,7 @@ pub(crate) async fn submit_post_edit(
     Form(typed): Form<PostForm>,
 ) -> PageResult {
     let written = submit(
+        &state,
         &viewer,
         async |caller| edit_post(&state, caller, &post_id, typed.title.clone(), typed.content.clone()).await,
         |post| format!("/posts/{}", url_part(&post.id)),
