@@ -7,16 +7,16 @@ use std::sync::Arc;
 
 use blog::Blog;
 use blog::test_support::sdk_faults::{
-    FaultInjectionConditionBuilder, FaultInjectionErrorType, FaultInjectionResultBuilder, FaultInjectionRuleBuilder,
-    FaultOperationType,
+    CustomResponseBuilder, FaultInjectionConditionBuilder, FaultInjectionErrorType, FaultInjectionResultBuilder,
+    FaultInjectionRuleBuilder, FaultOperationType,
 };
-use blog::test_support::{FaultInjectionRule, embedded_config, store_with_sdk_faults};
+use blog::test_support::{FaultInjectionRule, SdkFaults, embedded_config, store_with_sdk_faults};
 use serde_json::{Value, json};
 
-/// A blog whose SDK reaches its store through `rules`, served; its base URL.
-async fn serve(dir: &std::path::Path, rules: Vec<Arc<FaultInjectionRule>>) -> (String, tokio::sync::oneshot::Sender<()>) {
+/// A blog whose SDK reaches its store through `faults`, served; its base URL.
+async fn serve(dir: &std::path::Path, faults: SdkFaults) -> (String, tokio::sync::oneshot::Sender<()>) {
     let config = embedded_config(dir);
-    let store = store_with_sdk_faults(&config, rules).await.unwrap();
+    let store = store_with_sdk_faults(&config, faults).await.unwrap();
     let blog = Blog::start(&config, blog::state_on(&config, store).await.unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}/api", listener.local_addr().unwrap());
@@ -51,7 +51,8 @@ async fn a_page_asked_for_while_the_database_fails_is_503_with_retry_after_and_n
     let unavailable = failing_queries_of_posts(FaultInjectionErrorType::ServiceUnavailable);
     let timing_out = failing_queries_of_posts(FaultInjectionErrorType::Timeout);
     let dir = tempfile::tempdir().unwrap();
-    let (api, _stop) = serve(dir.path(), vec![unavailable.clone(), timing_out.clone()]).await;
+    let faults = SdkFaults { rules: vec![unavailable.clone(), timing_out.clone()], ..SdkFaults::default() };
+    let (api, _stop) = serve(dir.path(), faults).await;
     let client = reqwest::Client::new();
     let write = |path: String, body: Value| client.post(format!("{api}{path}")).header("x-dev-user", "alice").json(&body).send();
     assert_eq!(write("/users".into(), json!({"username": "alice"})).await.unwrap().status(), 201);
@@ -90,4 +91,43 @@ async fn a_page_asked_for_while_the_database_fails_is_503_with_retry_after_and_n
         .await
         .unwrap();
     assert_eq!(second["items"][0]["content"], "comment 1", "the token works once the database answers: {second}");
+}
+
+/// Throttling answered, not hidden (issue 31): once the SDK's own retries are spent, a read that
+/// Cosmos DB throttles is 503 with `Retry-After` as long as Cosmos DB asked to wait
+/// (`x-ms-retry-after-ms`, rounded up to whole seconds), and a `detail` that says so. The 429
+/// is built as the service sends it: status 429 with the header (the SDK's own injected 429
+/// carries none, `fault_injection/http_client.rs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttled_read_says_when_to_come_back_as_cosmos_db_asked() {
+    let throttled = CustomResponseBuilder::new(azure_core::http::StatusCode::TooManyRequests)
+        .with_header("x-ms-retry-after-ms", "2500")
+        .build();
+    let condition = FaultInjectionConditionBuilder::new()
+        .with_operation_type(FaultOperationType::ReadItem)
+        .with_container_id("posts")
+        .build();
+    let result = FaultInjectionResultBuilder::new().with_custom_response(throttled).build();
+    let rule = Arc::new(FaultInjectionRuleBuilder::new("429 on reads of posts", result).with_condition(condition).build());
+    rule.disable();
+    let dir = tempfile::tempdir().unwrap();
+    let (api, _stop) = serve(dir.path(), SdkFaults { rules: vec![rule.clone()], throttle_retries: Some(0) }).await;
+    let client = reqwest::Client::new();
+    let write = |path: &str, body: Value| client.post(format!("{api}{path}")).header("x-dev-user", "alice").json(&body).send();
+    assert_eq!(write("/users", json!({"username": "alice"})).await.unwrap().status(), 201);
+    let post: Value =
+        write("/posts", json!({"userId": "alice", "title": "t", "content": "c"})).await.unwrap().json().await.unwrap();
+    let post = format!("{api}/posts/{}", post["id"].as_str().unwrap());
+
+    rule.enable();
+    let answer = client.get(&post).send().await.unwrap();
+    assert_eq!(answer.status(), 503);
+    assert_eq!(answer.headers()["retry-after"], "3", "2,500 ms, in whole seconds");
+    let problem: Value = answer.json().await.unwrap();
+    assert!(
+        problem["detail"].as_str().unwrap().contains("busy") && problem["detail"].as_str().unwrap().contains("3 s"),
+        "{problem}"
+    );
+    rule.disable();
+    assert_eq!(client.get(&post).send().await.unwrap().status(), 200, "served again once the database is");
 }

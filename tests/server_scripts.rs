@@ -180,7 +180,7 @@ async fn throttling_that_lasts_is_reported_as_throttled() {
     let (cosmos, endpoint) = stand_in(vec![throttled; 20]).await;
     let scripts: Arc<dyn ScriptExecutor> = Arc::new(executor(&endpoint));
     let error = scripts.execute(StoredProcedure::CreateLike, "p3", ("p3", json!({}))).await.unwrap_err();
-    assert!(matches!(error, ScriptError::Store(StoreError::Throttled)), "{error:?}");
+    assert!(matches!(error, ScriptError::Store(StoreError::Throttled { .. })), "{error:?}");
     assert_eq!(cosmos.seen.lock().unwrap().len(), 9);
 }
 

@@ -23,7 +23,11 @@ pub enum StoreError {
     PreconditionFailed,
     /// 429 after the SDK's own retries.
     #[error("throttled (429)")]
-    Throttled,
+    Throttled {
+        /// How long Cosmos DB asked to wait before the next request (`x-ms-retry-after-ms`),
+        /// when it said.
+        retry_after: Option<std::time::Duration>,
+    },
     /// The call did not answer within [`CALL_TIMEOUT`].
     #[error("no answer within {CALL_TIMEOUT:?}")]
     Timeout,
@@ -111,7 +115,12 @@ impl StoreError {
             404 => StoreError::NotFound,
             409 => StoreError::Conflict,
             412 => StoreError::PreconditionFailed,
-            429 => StoreError::Throttled,
+            429 => StoreError::Throttled {
+                retry_after: error
+                    .response()
+                    .and_then(|response| response.headers().retry_after_ms)
+                    .map(std::time::Duration::from_millis),
+            },
             status @ (408 | 410 | 503) => {
                 tracing::warn!(status, error = %crate::logging::with_causes(&error), "Cosmos DB is unavailable for a moment");
                 StoreError::Unavailable(status)
@@ -144,7 +153,7 @@ impl StoreError {
     /// Whether the same call may well succeed in a moment: the database throttled, did not
     /// answer in time, or was unavailable.
     pub(crate) fn is_passing(&self) -> bool {
-        matches!(self, StoreError::Throttled | StoreError::Timeout | StoreError::Unavailable(_))
+        matches!(self, StoreError::Throttled { .. } | StoreError::Timeout | StoreError::Unavailable(_))
     }
 
     /// The status a batch operation's failure corresponds to, when it is the one that failed.

@@ -34,6 +34,8 @@ mod schema;
 mod sdk;
 mod store;
 
+#[cfg(feature = "test-support")]
+pub use embedded::emulator::SdkFaults;
 #[cfg(any(test, feature = "test-support"))]
 pub use embedded::faulty_disk::{FaultyDisk, ReleaseOnDrop};
 #[cfg(feature = "embedded")]

@@ -369,7 +369,7 @@ impl Store {
                 Some(404) => StoreError::NotFound,
                 Some(409) => StoreError::Conflict,
                 Some(412) => StoreError::PreconditionFailed,
-                Some(429) => StoreError::Throttled,
+                Some(429) => StoreError::Throttled { retry_after: None },
                 _ => error,
             }),
         }

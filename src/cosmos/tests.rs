@@ -86,7 +86,7 @@ async fn no_reader_is_offered_a_write_before_it_is_on_disk() {
     use futures::FutureExt;
     let dir = tempfile::tempdir().unwrap();
     let disk = Arc::new(FaultyDisk::default());
-    let store = Arc::new(Store::connect_with(&embedded_config(dir.path()), disk.clone(), Vec::new()).await.unwrap());
+    let store = Arc::new(Store::connect_with(&embedded_config(dir.path()), disk.clone(), Default::default()).await.unwrap());
     store.create(Container::Users, "u1", &json!({"id": "u1", "userId": "u1"})).await.unwrap();
     let before = store.embedded().unwrap().changed_after(Container::Users, 0, 100);
     assert_eq!(before.items.len(), 1);
@@ -127,7 +127,7 @@ async fn a_reader_waiting_on_a_refused_write_sees_the_item_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
     let config = embedded_config(dir.path());
     let disk = Arc::new(FaultyDisk::default());
-    let store = Arc::new(Store::connect_with(&config, disk.clone(), Vec::new()).await.unwrap());
+    let store = Arc::new(Store::connect_with(&config, disk.clone(), Default::default()).await.unwrap());
     store.create(Container::Posts, "p", &json!({"id": "p", "postId": "p", "n": 1})).await.unwrap();
     let _release = crate::test_support::ReleaseOnDrop(disk.clone());
     disk.hold_syncs();
@@ -159,7 +159,7 @@ async fn concurrent_writes_to_different_partitions_share_commits_and_all_survive
     let dir = tempfile::tempdir().unwrap();
     let config = embedded_config(dir.path());
     let disk = Arc::new(FaultyDisk::default());
-    let store = Arc::new(Store::connect_with(&config, disk.clone(), Vec::new()).await.unwrap());
+    let store = Arc::new(Store::connect_with(&config, disk.clone(), Default::default()).await.unwrap());
     // Held, so that every write queues up behind the first commit.
     let _release = crate::test_support::ReleaseOnDrop(disk.clone());
     disk.hold_syncs();

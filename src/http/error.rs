@@ -53,8 +53,16 @@ impl ApiError {
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match error {
-            StoreError::Throttled => {
-                Self::new(StatusCode::SERVICE_UNAVAILABLE, "The database is busy (request rate too large); retry in a moment.")
+            StoreError::Throttled { retry_after } => {
+                // As Cosmos DB asked (`x-ms-retry-after-ms`), in whole seconds, at least one.
+                let seconds = retry_after.map_or(1.0, |wait| wait.as_secs_f64().ceil().max(1.0));
+                ApiError {
+                    retry_after: Some(std::time::Duration::from_secs_f64(seconds)),
+                    ..Self::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        format!("The database is busy (request rate too large); retry in {seconds} s."),
+                    )
+                }
             }
             StoreError::Timeout | StoreError::Unavailable(408) => {
                 Self::new(StatusCode::SERVICE_UNAVAILABLE, "The database did not answer in time; retry in a moment.")
@@ -265,7 +273,12 @@ mod tests {
         assert_eq!(refused.status, StatusCode::BAD_REQUEST);
         assert!(refused.detail.starts_with("continuationToken is not valid here"), "{}", refused.detail);
         assert!(!refused.detail.contains("ActivityId") && !refused.detail.contains("Errors"), "{}", refused.detail);
-        for passing in [StoreError::Throttled, StoreError::Timeout, StoreError::Unavailable(503), StoreError::Unavailable(408)] {
+        for passing in [
+            StoreError::Throttled { retry_after: None },
+            StoreError::Timeout,
+            StoreError::Unavailable(503),
+            StoreError::Unavailable(408),
+        ] {
             let answer = ApiError::from(resuming_error(passing)).into_response();
             assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
             assert_eq!(answer.headers()[header::RETRY_AFTER], "1");

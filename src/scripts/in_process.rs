@@ -221,7 +221,7 @@ fn request_failure(statuses: &[u16]) -> StoreError {
         Some(404) => StoreError::NotFound,
         Some(409) => StoreError::Conflict,
         Some(412) => StoreError::PreconditionFailed,
-        Some(429) => StoreError::Throttled,
+        Some(429) => StoreError::Throttled { retry_after: None },
         _ => StoreError::BatchFailed { statuses: statuses.to_vec() },
     }
 }

@@ -164,7 +164,7 @@ impl ServerSideScripts {
                 attempt += 1;
                 continue;
             }
-            return Err(failure(answer.status, &answer.body));
+            return Err(failure(answer.status, &answer.body, answer.retry_after));
         }
     }
 
@@ -300,13 +300,13 @@ impl ScriptExecutor for ServerSideScripts {
 }
 
 /// What a failed call means to the application.
-fn failure(status: StatusCode, body: &[u8]) -> ScriptError {
+fn failure(status: StatusCode, body: &[u8], retry_after: Option<Duration>) -> ScriptError {
     match status.as_u16() {
         404 => StoreError::NotFound.into(),
         409 => StoreError::Conflict.into(),
         412 => StoreError::PreconditionFailed.into(),
         status @ (408 | 410 | 503) => StoreError::Unavailable(status).into(),
-        429 => StoreError::Throttled.into(),
+        429 => StoreError::Throttled { retry_after }.into(),
         // "Retry with" after every retry: concurrent writes kept winning.
         449 => ScriptError::Contention,
         400 => match thrown_message(body) {

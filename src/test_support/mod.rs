@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::config::{AuthMode, Backend, ChangeFeedMode, Config, DEFAULT_MAX_IN_FLIGHT, ScriptsMode};
-pub use crate::cosmos::{FaultyDisk, ReleaseOnDrop};
+pub use crate::cosmos::{FaultyDisk, ReleaseOnDrop, SdkFaults};
 use crate::cosmos::{Store, StoreError};
 pub use azure_data_cosmos::fault_injection::{self as sdk_faults, FaultInjectionRule};
 
@@ -33,12 +33,12 @@ pub fn embedded_config(dir: &Path) -> Config {
 /// The embedded store of `config`, whose database commits through `disk`: it can be full, or
 /// hold commits back.
 pub async fn store_on(config: &Config, disk: Arc<FaultyDisk>) -> Result<Store, StoreError> {
-    Store::connect_with(config, disk, Vec::new()).await
+    Store::connect_with(config, disk, SdkFaults::default()).await
 }
 
 /// The embedded store of `config`, its SDK client reaching the emulator through `rules` (the
 /// SDK's own fault injection: throttling, timeouts, lost answers, below the SDK's retries).
 /// Enable and disable a rule (`FaultInjectionRule::enable`) to choose when it strikes.
-pub async fn store_with_sdk_faults(config: &Config, rules: Vec<Arc<FaultInjectionRule>>) -> Result<Store, StoreError> {
-    Store::connect_with(config, Arc::new(FaultyDisk::default()), rules).await
+pub async fn store_with_sdk_faults(config: &Config, faults: SdkFaults) -> Result<Store, StoreError> {
+    Store::connect_with(config, Arc::new(FaultyDisk::default()), faults).await
 }

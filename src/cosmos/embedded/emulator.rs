@@ -63,7 +63,14 @@ const PAGES_LOADING: usize = 4;
 /// `fault_injection` feature): the tests' way to make the database throttle, time out or lose an
 /// answer. None outside the tests.
 #[cfg(feature = "test-support")]
-pub(crate) type SdkFaults = Vec<Arc<azure_data_cosmos::fault_injection::FaultInjectionRule>>;
+#[derive(Default)]
+pub struct SdkFaults {
+    /// The rules, evaluated in order on every request the SDK sends.
+    pub rules: Vec<Arc<azure_data_cosmos::fault_injection::FaultInjectionRule>>,
+    /// How many times the SDK retries a 429 by itself (`None`: its default, 9, within 30 s):
+    /// 0 shows at once what the handler does once the SDK's retries are spent.
+    pub throttle_retries: Option<u32>,
+}
 /// Faults the SDK injects: none outside the tests (feature `test-support`).
 #[cfg(not(feature = "test-support"))]
 pub(crate) type SdkFaults = ();
@@ -80,14 +87,27 @@ pub(crate) async fn client(faults: SdkFaults) -> azure_data_cosmos::Result<(Cosm
     // The emulator checks that requests are signed, not with which key.
     let account = AccountReference::with_authentication_key(ENDPOINT.parse()?, Secret::new("ZW1iZWRkZWQ="));
     #[cfg(feature = "test-support")]
-    let transport =
-        if faults.is_empty() { emulator.runtime_builder() } else { emulator.runtime_builder_with_fault_rules(faults) };
-    #[cfg(not(feature = "test-support"))]
-    let transport = {
-        let () = faults;
-        emulator.runtime_builder()
+    let runtime = {
+        use azure_data_cosmos::options::{OperationOptionsBuilder, ThrottlingRetryOptionsBuilder};
+        let transport = if faults.rules.is_empty() {
+            emulator.runtime_builder()
+        } else {
+            emulator.runtime_builder_with_fault_rules(faults.rules)
+        };
+        let mut runtime = CosmosRuntimeBuilder::from(transport);
+        if let Some(retries) = faults.throttle_retries {
+            let throttling = ThrottlingRetryOptionsBuilder::new().with_max_retry_count(retries).build();
+            let options = OperationOptionsBuilder::new().with_throttling_retry_options(throttling).build();
+            runtime = runtime.with_default_operation_options(options);
+        }
+        runtime
     };
-    let runtime = CosmosRuntimeBuilder::from(transport).build().await?;
+    #[cfg(not(feature = "test-support"))]
+    let runtime = {
+        let () = faults;
+        CosmosRuntimeBuilder::from(emulator.runtime_builder())
+    };
+    let runtime = runtime.build().await?;
     let client =
         CosmosClientBuilder::new().with_runtime(runtime).build(account, RoutingStrategy::ProximityTo(Region::EAST_US)).await?;
     Ok((client, Emulator(emulator)))

@@ -476,10 +476,10 @@ fn time_memory_stack_and_compile_limits() {
 /// A store failure under the script (429, timeout) is not the script's to see: the run ends with it.
 #[test]
 fn store_failures_end_the_run() {
-    let failing = MemReader { fail_with: Some(|| StoreError::Throttled), ..MemReader::default() };
+    let failing = MemReader { fail_with: Some(|| StoreError::Throttled { retry_after: None }), ..MemReader::default() };
     let source = r#"function main() { try { __.readDocument(__.getAltLink() + "/docs/post-2", function (err) {
       getContext().getResponse().setBody("saw " + err); }); } catch (e) {} }"#;
-    assert!(matches!(sp(source, vec![], Rc::new(failing)), Err(ScriptError::Store(StoreError::Throttled))));
+    assert!(matches!(sp(source, vec![], Rc::new(failing)), Err(ScriptError::Store(StoreError::Throttled { .. }))));
 }
 
 /// `cargo test --release --lib -- --ignored --nocapture per_run_cost`
