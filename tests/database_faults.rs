@@ -13,15 +13,26 @@ use blog::test_support::sdk_faults::{
 use blog::test_support::{FaultInjectionRule, SdkFaults, embedded_config, store_with_sdk_faults};
 use serde_json::{Value, json};
 
-/// A blog whose SDK reaches its store through `faults`, served; its base URL.
-async fn serve(dir: &std::path::Path, faults: SdkFaults) -> (String, tokio::sync::oneshot::Sender<()>) {
+/// A blog whose SDK reaches its store through `faults`, served; its base URL, what stops it,
+/// and its state (to read the dead letters).
+async fn serve_with_state(
+    dir: &std::path::Path,
+    faults: SdkFaults,
+) -> (String, tokio::sync::oneshot::Sender<()>, blog::app::AppState) {
     let config = embedded_config(dir);
     let store = store_with_sdk_faults(&config, faults).await.unwrap();
     let blog = Blog::start(&config, blog::state_on(&config, store).await.unwrap());
+    let state = blog.state.clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}/api", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move { blog.serve(listener, async move { drop(stopped.await) }).await.unwrap() });
+    (base, stop, state)
+}
+
+/// [`serve_with_state`], without the state.
+async fn serve(dir: &std::path::Path, faults: SdkFaults) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let (base, stop, _) = serve_with_state(dir, faults).await;
     (base, stop)
 }
 
@@ -130,4 +141,66 @@ async fn a_throttled_read_says_when_to_come_back_as_cosmos_db_asked() {
     );
     rule.disable();
     assert_eq!(client.get(&post).send().await.unwrap().status(), 200, "served again once the database is");
+}
+
+/// The change-feed functions treat Cosmos DB's passing failures as passing (issue 31): while
+/// every call to `feed` answers 503 (after the SDK's retries), `PostsChangeFeed` cannot write the
+/// post's copy there, more times than a change that fails alone is allowed before it is set
+/// aside; the processors deliver it again later, nothing goes to the dead letters, and once the
+/// database answers the copy is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_change_feed_functions_wait_out_an_unavailable_database_and_set_nothing_aside() {
+    let failing = |container: &str, error| {
+        let condition = FaultInjectionConditionBuilder::new().with_container_id(container).build();
+        let result = FaultInjectionResultBuilder::new().with_error(error).build();
+        let rule = Arc::new(
+            FaultInjectionRuleBuilder::new(format!("{error:?} on {container}"), result).with_condition(condition).build(),
+        );
+        rule.disable();
+        rule
+    };
+    let feed_unavailable = failing("feed", FaultInjectionErrorType::ServiceUnavailable);
+    let dir = tempfile::tempdir().unwrap();
+    let faults = SdkFaults { rules: vec![feed_unavailable.clone()], throttle_retries: Some(0) };
+    let (api, _stop, state) = serve_with_state(dir.path(), faults).await;
+    let client = reqwest::Client::new();
+    let write = |path: &str, body: Value| client.post(format!("{api}{path}")).header("x-dev-user", "alice").json(&body).send();
+    assert_eq!(write("/users", json!({"username": "alice"})).await.unwrap().status(), 201);
+
+    feed_unavailable.enable();
+    // How many requests the SDK sends for one call that meets 503 (its own retries): one read of
+    // the feed, answered 503, counts them.
+    let before = feed_unavailable.hit_count();
+    assert_eq!(client.get(format!("{api}/feed")).send().await.unwrap().status(), 503);
+    let tries_per_call = feed_unavailable.hit_count() - before;
+    assert!(tries_per_call >= 1, "the read reached the database");
+    let post: Value =
+        write("/posts", json!({"userId": "alice", "title": "held back", "content": "c"})).await.unwrap().json().await.unwrap();
+    let post = post["id"].as_str().unwrap().to_owned();
+    // The user's own list gets its copy (`users` answers); the feed's copy keeps failing, past
+    // the deliveries after which a change that keeps failing alone is set aside as a dead letter.
+    // Deliveries, each one call to `feed` that fails: more than a change failing alone may have
+    // before it is set aside (which would end the deliveries, and this wait with them).
+    let started = std::time::Instant::now();
+    let past_isolation = before + tries_per_call * (1 + blog::changefeed::ISOLATE_AFTER + 2);
+    while feed_unavailable.hit_count() < past_isolation {
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "PostsChangeFeed stopped delivering the change: {} of {past_isolation} tries",
+            feed_unavailable.hit_count()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    feed_unavailable.disable();
+    let started = std::time::Instant::now();
+    loop {
+        let feed: Value = client.get(format!("{api}/feed")).send().await.unwrap().json().await.unwrap();
+        if feed["items"][0]["id"] == post.as_str() {
+            break;
+        }
+        assert!(started.elapsed().as_secs() < 30, "the feed's copy never arrived: {feed}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let letters = blog::changefeed::dead_letters::list(&state.store).await.unwrap();
+    assert!(letters.is_empty(), "a passing failure is not a dead letter: {letters:?}");
 }
