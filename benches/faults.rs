@@ -50,7 +50,9 @@ fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let clean = runtime.block_on(run(None));
     let throttled = runtime.block_on(run(Some(share)));
-    println!("| request | throttled | p50 ms, one at a time | p99 ms | requests/s, {CLIENTS} clients | errors seen by the client |");
+    println!(
+        "| request | throttled | p50 ms, one at a time | p99 ms | requests/s, {CLIENTS} clients | errors seen by the client |"
+    );
     println!("| --- | ---: | ---: | ---: | ---: | ---: |");
     for (rows, label) in [(&clean, "none".to_owned()), (&throttled, format!("{:.0} %", share * 100.0))] {
         for row in rows {
