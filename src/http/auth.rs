@@ -93,9 +93,12 @@ impl FromRequestParts<AppState> for Caller {
             .ok_or_else(|| unauthorized(&format!("Sign in to write: the request carries no {header} header.")))?;
         validate_id(&principal)
             .map_err(|why| ApiError::new(StatusCode::FORBIDDEN, format!("Your principal id cannot be a user id: {why}")))?;
-        // Only writes take a `Caller`: each is counted against the caller's limit.
+        // A write is counted against the caller's limit; a read that asks who the caller is
+        // (`GET /api/me`) is not.
         let caller = Caller(principal);
-        caller.count_write(state)?;
+        if !parts.method.is_safe() {
+            caller.count_write(state)?;
+        }
         Ok(caller)
     }
 }
