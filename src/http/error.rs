@@ -1,6 +1,8 @@
 //! The one error type of the HTTP API, answered as RFC 9457 `application/problem+json`, and
 //! the one place where what the use cases answer ([`AppError`]) becomes an HTTP status.
 
+use std::time::Duration;
+
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
@@ -22,7 +24,7 @@ pub struct ApiError {
     /// The problem's `detail`: what went wrong and what to do, in the caller's terms.
     pub detail: String,
     /// When to ask again, for `Retry-After` (`None`: a second, on a 503; nothing otherwise).
-    pub retry_after: Option<std::time::Duration>,
+    pub retry_after: Option<Duration>,
 }
 
 impl ApiError {
@@ -43,6 +45,20 @@ impl ApiError {
     pub(crate) fn unprocessable(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, detail)
     }
+    /// A problem with `status` and `detail` that asks the caller to come back after `wait`.
+    fn come_back_after(status: StatusCode, detail: impl Into<String>, wait: Duration) -> Self {
+        ApiError { retry_after: Some(wait), ..Self::new(status, detail) }
+    }
+    /// The `Retry-After` this answer carries: its own wait, else a second on a 503 (every 503
+    /// here is a passing failure: the database busy or slow, too many writes to one post at
+    /// once), else none.
+    pub(crate) fn retry_after_header(&self) -> Option<HeaderValue> {
+        match self.retry_after {
+            Some(wait) => Some(HeaderValue::from(whole_seconds(wait))),
+            None if self.status == StatusCode::SERVICE_UNAVAILABLE => Some(HeaderValue::from_static("1")),
+            None => None,
+        }
+    }
     /// Logs `cause` and answers 500 without it.
     pub fn internal(cause: impl std::fmt::Display) -> Self {
         tracing::error!(%cause, "internal error");
@@ -54,15 +70,10 @@ impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match error {
             StoreError::Throttled { retry_after } => {
-                // As Cosmos DB asked (`x-ms-retry-after-ms`), in whole seconds, at least one.
-                let seconds = retry_after.map_or(1.0, |wait| wait.as_secs_f64().ceil().max(1.0));
-                ApiError {
-                    retry_after: Some(std::time::Duration::from_secs_f64(seconds)),
-                    ..Self::new(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        format!("The database is busy (request rate too large); retry in {seconds} s."),
-                    )
-                }
+                // As long as Cosmos DB asked (`x-ms-retry-after-ms`), when it said.
+                let wait = retry_after.unwrap_or(Duration::from_secs(1));
+                let detail = format!("The database is busy (request rate too large); retry in {} s.", whole_seconds(wait));
+                Self::come_back_after(StatusCode::SERVICE_UNAVAILABLE, detail, wait)
             }
             StoreError::Timeout | StoreError::Unavailable(408) => {
                 Self::new(StatusCode::SERVICE_UNAVAILABLE, "The database did not answer in time; retry in a moment.")
@@ -102,17 +113,12 @@ impl From<AppError> for ApiError {
             AppError::Conflict(detail) => Self::conflict(detail),
             AppError::Busy(detail) => Self::new(StatusCode::SERVICE_UNAVAILABLE, detail),
             AppError::TooManyWrites { retry_after } => {
-                let seconds = retry_after.as_secs_f64().ceil().max(1.0);
-                ApiError {
-                    retry_after: Some(std::time::Duration::from_secs_f64(seconds)),
-                    ..Self::new(
-                        StatusCode::TOO_MANY_REQUESTS,
-                        format!(
-                            "You have sent more writes than this blog accepts from one user in a short time; the next is \
-                             accepted in {seconds} s. Nothing of this one was written."
-                        ),
-                    )
-                }
+                let detail = format!(
+                    "You have sent more writes than this blog accepts from one user in a short time; the next is \
+                     accepted in {} s. Nothing of this one was written.",
+                    whole_seconds(retry_after)
+                );
+                Self::come_back_after(StatusCode::TOO_MANY_REQUESTS, detail, retry_after)
             }
             AppError::Unexpected(cause) => Self::internal(cause),
             AppError::Store(error) => error.into(),
@@ -208,6 +214,8 @@ pub(crate) enum ReadProblems {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        // The client is told when to come back, as the front door's own 503 does.
+        let retry_after = self.retry_after_header();
         let body = ProblemDetails {
             problem_type: "about:blank",
             title: self.status.canonical_reason().unwrap_or("Error"),
@@ -217,18 +225,8 @@ impl IntoResponse for ApiError {
         let body = serde_json::to_string(&body).expect("a problem serializes");
         let mut response = (self.status, body).into_response();
         response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM));
-        // Every 503 here is a passing failure (the database busy or slow, too many writes to one
-        // post at once): the client is told when to come back, as the front door's own 503 does;
-        // a 429 says when its limit lets the next write through.
-        match self.retry_after {
-            Some(after) => {
-                let seconds = after.as_secs_f64().ceil().max(1.0) as u64;
-                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
-            }
-            None if self.status == StatusCode::SERVICE_UNAVAILABLE => {
-                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            }
-            None => {}
+        if let Some(retry_after) = retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, retry_after);
         }
         response
     }
@@ -236,6 +234,11 @@ impl IntoResponse for ApiError {
 
 /// What an API handler returns.
 pub type ApiResult<T> = Result<T, ApiError>;
+
+/// `wait` in whole seconds, rounded up, at least one: what `Retry-After` can say.
+fn whole_seconds(wait: Duration) -> u64 {
+    wait.as_millis().div_ceil(1000).max(1) as u64
+}
 
 #[cfg(test)]
 mod tests {

@@ -167,11 +167,10 @@ pub async fn submit<T>(
         Err(error) if error.status.is_server_error() || error_pages.contains(&error.status) => Err(error.into()),
         Err(error) => {
             // Over the limit: the form again, with what was typed, and when to send it.
-            let retry_after = error.retry_after;
+            let retry_after = error.retry_after_header();
             let mut page = refused(error).await?;
-            if let Some(after) = retry_after {
-                let seconds = after.as_secs_f64().ceil().max(1.0) as u64;
-                page.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(seconds));
+            if let Some(retry_after) = retry_after {
+                page.headers_mut().insert(axum::http::header::RETRY_AFTER, retry_after);
             }
             Ok(page)
         }
