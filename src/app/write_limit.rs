@@ -26,7 +26,15 @@ const SWEEP_ABOVE: usize = 10_000;
 /// The buckets, by user id.
 pub(crate) struct WriteLimit {
     setting: WriteLimitSetting,
-    buckets: Mutex<HashMap<String, Bucket>>,
+    buckets: Mutex<Buckets>,
+}
+
+/// Every user's bucket, and how many there may be before the next sweep: after a sweep that
+/// left many (that many users writing at once), the next waits until they have doubled, so
+/// that a write does not walk them all each time.
+struct Buckets {
+    by_user: HashMap<String, Bucket>,
+    sweep_above: usize,
 }
 
 /// A user's bucket: how many writes are left, as of when.
@@ -38,7 +46,7 @@ struct Bucket {
 
 impl WriteLimit {
     pub(crate) fn new(setting: WriteLimitSetting) -> WriteLimit {
-        WriteLimit { setting, buckets: Mutex::new(HashMap::new()) }
+        WriteLimit { setting, buckets: Mutex::new(Buckets { by_user: HashMap::new(), sweep_above: SWEEP_ABOVE }) }
     }
 
     /// Counts one write by `user` at `now`, or refuses it with how long until one is accepted.
@@ -46,10 +54,15 @@ impl WriteLimit {
         let burst = f64::from(self.setting.burst.max(1));
         let per_second = f64::from(self.setting.per_minute.max(1)) / 60.0;
         let mut buckets = self.buckets.lock().expect("never poisoned");
-        if buckets.len() > SWEEP_ABOVE {
-            buckets.retain(|_, bucket| refilled(*bucket, now, per_second, burst) < burst);
+        let Buckets { by_user, sweep_above } = &mut *buckets;
+        if by_user.len() > *sweep_above {
+            by_user.retain(|_, bucket| refilled(*bucket, now, per_second, burst) < burst);
+            *sweep_above = SWEEP_ABOVE.max(by_user.len() * 2);
         }
-        let bucket = buckets.entry(user.to_owned()).or_insert(Bucket { tokens: burst, at: now });
+        if !by_user.contains_key(user) {
+            by_user.insert(user.to_owned(), Bucket { tokens: burst, at: now });
+        }
+        let bucket = by_user.get_mut(user).expect("inserted above");
         let tokens = refilled(*bucket, now, per_second, burst);
         if tokens >= 1.0 {
             *bucket = Bucket { tokens: tokens - 1.0, at: now };
@@ -90,5 +103,28 @@ mod tests {
             assert_eq!(limit.admit("alice", later), Ok(()));
         }
         assert!(limit.admit("alice", later).is_err());
+    }
+
+    #[test]
+    fn full_buckets_are_forgotten_and_busy_ones_kept() {
+        let limit = WriteLimit::new(WriteLimitSetting { per_minute: 60, burst: 2 });
+        let start = Instant::now();
+        for user in 0..=SWEEP_ABOVE {
+            limit.admit(&user.to_string(), start).unwrap();
+        }
+        // An hour on, every bucket is full again: the next write sweeps them all away.
+        limit.admit("late", start + Duration::from_secs(3600)).unwrap();
+        let buckets = limit.buckets.lock().unwrap();
+        assert_eq!(buckets.by_user.len(), 1);
+        assert_eq!(buckets.sweep_above, SWEEP_ABOVE);
+        drop(buckets);
+        // Buckets still refilling are kept, and the next sweep waits for twice as many.
+        let busy = WriteLimit::new(WriteLimitSetting { per_minute: 60, burst: 2 });
+        for user in 0..=SWEEP_ABOVE + 1 {
+            busy.admit(&user.to_string(), start).unwrap();
+        }
+        let buckets = busy.buckets.lock().unwrap();
+        assert_eq!(buckets.by_user.len(), SWEEP_ABOVE + 2);
+        assert_eq!(buckets.sweep_above, 2 * (SWEEP_ABOVE + 1));
     }
 }
