@@ -26,7 +26,7 @@ pub enum StoreError {
     Throttled {
         /// How long Cosmos DB asked to wait before the next request (`x-ms-retry-after-ms`),
         /// when it said.
-        retry_after: Option<std::time::Duration>,
+        retry_after: Option<Duration>,
     },
     /// The call did not answer within [`CALL_TIMEOUT`].
     #[error("no answer within {CALL_TIMEOUT:?}")]
@@ -119,7 +119,7 @@ impl StoreError {
                 retry_after: error
                     .response()
                     .and_then(|response| response.headers().retry_after_ms)
-                    .map(std::time::Duration::from_millis),
+                    .map(Duration::from_millis),
             },
             status @ (408 | 410 | 503) => {
                 tracing::warn!(status, error = %crate::logging::with_causes(&error), "Cosmos DB is unavailable for a moment");
