@@ -116,10 +116,7 @@ impl StoreError {
             409 => StoreError::Conflict,
             412 => StoreError::PreconditionFailed,
             429 => StoreError::Throttled {
-                retry_after: error
-                    .response()
-                    .and_then(|response| response.headers().retry_after_ms)
-                    .map(Duration::from_millis),
+                retry_after: error.response().and_then(|response| response.headers().retry_after_ms).map(Duration::from_millis),
             },
             status @ (408 | 410 | 503) => {
                 tracing::warn!(status, error = %crate::logging::with_causes(&error), "Cosmos DB is unavailable for a moment");
