@@ -195,9 +195,22 @@ async fn the_feed_is_served_from_the_front_pages_cache_and_revalidates_with_an_e
     let etag = first.header("etag").to_owned();
     assert!(etag.starts_with('"'), "{etag}");
     assert!(first.header("cache-control").contains("max-age=1"));
-    // Within the cache's lifetime the front page and the feed share one read of `feed`.
-    let front = get(&app, "/", &[]).await;
-    assert_eq!(front.header("x-cosmos-operations"), "0", "the front page read the feed page the feed had read");
+    // Within the cache's lifetime (a second) the front page and the feed share one read of
+    // `feed`. A busy machine can let that second pass between the two requests, so the pair is
+    // sent again; a front page that never shares the feed's read fails every time.
+    let mut operations = Vec::new();
+    for _ in 0..10 {
+        get(&app, "/feed.atom", &[]).await;
+        operations.push(get(&app, "/", &[]).await.header("x-cosmos-operations").to_owned());
+        if operations.last().is_some_and(|count| count == "0") {
+            break;
+        }
+    }
+    assert_eq!(
+        operations.last().map(String::as_str),
+        Some("0"),
+        "the front page read the feed page the feed had read: {operations:?}"
+    );
     let again = get(&app, "/feed.atom", &[("if-none-match", &etag)]).await;
     assert_eq!(again.status, StatusCode::NOT_MODIFIED);
     assert!(again.body.is_empty(), "a 304 has no body");
