@@ -33,11 +33,11 @@ async fn blog() -> Blog {
 
 impl Blog {
     async fn create(&self, user: &str, name: &str) -> ApiResult<User> {
-        create_user(&self.state, &Caller(user.into()), name.into()).await.map_err(ApiError::from)
+        create_user(&self.state, &Caller::new(user), name.into()).await.map_err(ApiError::from)
     }
 
     async fn rename(&self, user: &str, name: &str) -> ApiResult<User> {
-        rename_user(&self.state, &Caller(user.into()), user, name.into()).await.map_err(ApiError::from)
+        rename_user(&self.state, &Caller::new(user), user, name.into()).await.map_err(ApiError::from)
     }
 
     async fn username(&self, user: &str) -> Option<String> {

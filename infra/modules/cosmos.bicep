@@ -123,6 +123,8 @@ resource users 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@20
         version: 2
       }
       indexingPolicy: listIndexingPolicy
+      // On, with no default: the records of idempotency keys expire a day after their write.
+      defaultTtl: -1
     }
   }
 }

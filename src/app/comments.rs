@@ -6,6 +6,7 @@ use crate::cosmos::Container;
 use crate::model::{self, Comment, MAX_COMMENT_CHARS, Post};
 use crate::scripts::{CounterOutcome, DeleteOutcome, StoredProcedure};
 
+use super::idempotency::{Once, first_answer, record_argument, repeated_deletion, script_error};
 use super::lists::{ListPage, ListParams, OwnerKnown};
 use super::posts::{PostList, existing_author, get_post, page_of_post, post_not_found};
 use super::{AppError, AppResult, AppState, Caller, valid_user_id, validate_text};
@@ -22,14 +23,22 @@ pub(crate) async fn create_comment(
     valid_user_id(user_id)?;
     caller.must_be(user_id, "comment as this user")?;
     validate_text("content", &content, MAX_COMMENT_CHARS, true)?;
+    let once = Once::of(caller, &["createComment", post_id, user_id, &content]);
     let author = existing_author(state, user_id).await?;
     let comment = model::new_comment(model::new_id(), post_id, &author, content, model::now());
-    let body = state.scripts.execute(StoredProcedure::CreateComment, post_id, (post_id, &comment)).await?;
+    let request = record_argument(once.as_ref(), post_id, &comment.id);
+    let body =
+        state.scripts.execute(StoredProcedure::CreateComment, post_id, (post_id, &comment, request)).await.map_err(script_error)?;
     // (Its page shows the write to the next viewer on this instance: `post_view`.)
     state.post_views.invalidate(post_id);
     match CounterOutcome::<Comment>::from_body(body)? {
         CounterOutcome::Created(created) => Ok(created),
         CounterOutcome::PostNotFound => Err(post_not_found(post_id)),
+        CounterOutcome::Repeated(record) => {
+            let first = once.ok_or_else(|| AppError::Unexpected("createComment repeated a request without a key".to_owned()))?;
+            let comment_id = first.repeated_record(record)?;
+            first_answer(&state.store, Container::Posts, post_id, &comment_id, "comment").await
+        }
         CounterOutcome::AlreadyLiked => Err(AppError::Unexpected("createComment answered alreadyLiked".to_owned())),
     }
 }
@@ -38,11 +47,18 @@ pub(crate) async fn create_comment(
 /// post). The stored procedure `deleteComment` checks who may, deletes the comment and
 /// decrements `commentCount`, in one transaction.
 pub(crate) async fn delete_comment(state: &AppState, caller: &Caller, post_id: &str, comment_id: &str) -> AppResult<()> {
-    let body = state.scripts.execute(StoredProcedure::DeleteComment, post_id, (post_id, comment_id, &caller.0)).await?;
+    let once = Once::of(caller, &["deleteComment", post_id, comment_id]);
+    let request = record_argument(once.as_ref(), post_id, comment_id);
+    let body = state
+        .scripts
+        .execute(StoredProcedure::DeleteComment, post_id, (post_id, comment_id, &caller.id, request))
+        .await
+        .map_err(script_error)?;
     // (Its page shows the write to the next viewer on this instance: `post_view`.)
     state.post_views.invalidate(post_id);
     match DeleteOutcome::from_body(body)? {
         DeleteOutcome::Deleted { .. } => Ok(()),
+        DeleteOutcome::Repeated(record) => repeated_deletion(once.as_ref(), record),
         DeleteOutcome::PostNotFound => Err(post_not_found(post_id)),
         DeleteOutcome::CommentNotFound => {
             Err(AppError::NotFound(format!("There is no comment with id {comment_id:?} on post {post_id:?}.")))
@@ -50,7 +66,7 @@ pub(crate) async fn delete_comment(state: &AppState, caller: &Caller, post_id: &
         DeleteOutcome::Forbidden { author } => Err(AppError::Forbidden(format!(
             "Only the comment's author ({}) or the post's author may delete it; you are signed in as {:?}.",
             author.map_or_else(|| "unknown".to_owned(), |author| format!("{author:?}")),
-            caller.0
+            caller.id
         ))),
         other => Err(AppError::Unexpected(format!("deleteComment answered {other:?}"))),
     }
@@ -71,10 +87,10 @@ pub(crate) async fn comment_to_delete(
         .filter(|item| item.get("type").and_then(Value::as_str) == Some("comment"))
         .and_then(|item| serde_json::from_value::<Comment>(item).ok())
         .ok_or_else(|| AppError::NotFound(format!("There is no comment with id {comment_id:?} on post {post_id:?}.")))?;
-    if caller.0 != comment.user_id && caller.0 != post.user_id {
+    if caller.id != comment.user_id && caller.id != post.user_id {
         return Err(AppError::Forbidden(format!(
             "Only the comment's author or the post's author may delete it; you are signed in as {:?}.",
-            caller.0
+            caller.id
         )));
     }
     Ok((post, comment))

@@ -116,7 +116,7 @@ pub(crate) async fn remove_post_copies(state: &AppState, post: &Post) -> AppResu
         }
     }
     state.feed.invalidate();
-    match remove_post(state, &post.id, &post.user_id).await? {
+    match remove_post(state, &post.id, &post.user_id, None).await? {
         PostRemoval::Removed | PostRemoval::NothingLeft | PostRemoval::NotFound => Ok(()),
         other => Err(ScriptError::Failed(format!("post {}: deletePost answered {other:?}", post.id)).into()),
     }

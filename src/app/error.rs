@@ -24,6 +24,9 @@ pub enum AppError {
     /// It contradicts what exists: the name is taken, the user exists, the post is liked already.
     #[error("{0}")]
     Conflict(String),
+    /// The idempotency key was used before for another request: nothing was written.
+    #[error("{0}")]
+    KeyReused(String),
     /// Others kept changing the same thing meanwhile, or a deletion is unfinished: the same
     /// request succeeds later.
     #[error("{0}")]

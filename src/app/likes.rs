@@ -1,8 +1,10 @@
 //! C4 (like a post), C5 (unlike it) and Q5 (a post's likes).
 
+use crate::cosmos::Container;
 use crate::model::{self, Like};
 use crate::scripts::{CounterOutcome, DeleteOutcome, StoredProcedure};
 
+use super::idempotency::{Once, first_answer, record_argument, repeated_deletion, script_error};
 use super::lists::{ListPage, ListParams, OwnerKnown};
 use super::posts::{PostList, existing_author, page_of_post, post_not_found};
 use super::{AppError, AppResult, AppState, Caller, valid_user_id};
@@ -13,12 +15,19 @@ pub(crate) async fn create_like(state: &AppState, caller: &Caller, post_id: &str
     valid_user_id(user_id)?;
     caller.must_be(user_id, "like as this user")?;
     let author = existing_author(state, user_id).await?;
+    let once = Once::of(caller, &["createLike", post_id, user_id]);
     let like = model::new_like(post_id, &author, model::now());
-    let body = state.scripts.execute(StoredProcedure::CreateLike, post_id, (post_id, &like)).await?;
+    let request = record_argument(once.as_ref(), post_id, &like.id);
+    let body = state.scripts.execute(StoredProcedure::CreateLike, post_id, (post_id, &like, request)).await.map_err(script_error)?;
     // (Its page shows the write to the next viewer on this instance: `post_view`.)
     state.post_views.invalidate(post_id);
     match CounterOutcome::<Like>::from_body(body)? {
         CounterOutcome::Created(created) => Ok(created),
+        CounterOutcome::Repeated(record) => {
+            let first = once.ok_or_else(|| AppError::Unexpected("createLike repeated a request without a key".to_owned()))?;
+            let like_id = first.repeated_record(record)?;
+            first_answer(&state.store, Container::Posts, post_id, &like_id, "like").await
+        }
         CounterOutcome::PostNotFound => Err(post_not_found(post_id)),
         CounterOutcome::AlreadyLiked => Err(AppError::Conflict(format!(
             "User {:?} already likes post {post_id:?}; a post is liked once per user.",
@@ -31,11 +40,15 @@ pub(crate) async fn create_like(state: &AppState, caller: &Caller, post_id: &str
 /// `likeCount` in one transaction; a second unlike is not found and changes nothing.
 pub(crate) async fn delete_like(state: &AppState, caller: &Caller, post_id: &str, user_id: &str) -> AppResult<()> {
     caller.must_be(user_id, "take back this like")?;
-    let body = state.scripts.execute(StoredProcedure::DeleteLike, post_id, (post_id, user_id)).await?;
+    let once = Once::of(caller, &["deleteLike", post_id, user_id]);
+    let request = record_argument(once.as_ref(), post_id, &model::like_id(user_id));
+    let body =
+        state.scripts.execute(StoredProcedure::DeleteLike, post_id, (post_id, user_id, request)).await.map_err(script_error)?;
     // (Its page shows the write to the next viewer on this instance: `post_view`.)
     state.post_views.invalidate(post_id);
     match DeleteOutcome::from_body(body)? {
         DeleteOutcome::Deleted { .. } => Ok(()),
+        DeleteOutcome::Repeated(record) => repeated_deletion(once.as_ref(), record),
         DeleteOutcome::PostNotFound => Err(post_not_found(post_id)),
         DeleteOutcome::LikeNotFound => {
             Err(AppError::NotFound(format!("User {user_id:?} does not like post {post_id:?}; there is no like to take back.")))

@@ -8,6 +8,7 @@ pub mod comments;
 pub mod copies;
 mod error;
 pub mod feed;
+pub mod idempotency;
 pub mod likes;
 pub mod lists;
 pub(crate) mod post_view;
@@ -67,24 +68,40 @@ pub struct Shared {
     pub(crate) write_limit: Option<write_limit::WriteLimit>,
 }
 
-/// Who asks for a write: their principal id, which is also their user id. The adapters
-/// authenticate; the use cases decide what the caller may do.
-pub struct Caller(pub String);
+/// Who asks for a write: their principal id, which is also their user id, and the key that
+/// makes the write once ([`idempotency`]), if they sent one. The adapters authenticate; the use
+/// cases decide what the caller may do.
+pub struct Caller {
+    /// The principal id: the user id.
+    pub id: String,
+    /// The `Idempotency-Key` of the request, or the one-time key of the form.
+    pub key: Option<idempotency::IdempotencyKey>,
+}
 
 impl Caller {
+    /// A caller who sent no key.
+    pub fn new(id: impl Into<String>) -> Caller {
+        Caller { id: id.into(), key: None }
+    }
+
+    /// The caller, with the key of this request.
+    pub fn with_key(self, key: Option<idempotency::IdempotencyKey>) -> Caller {
+        Caller { key, ..self }
+    }
+
     /// Counts a write the caller sends against their limit; over it, [`AppError::TooManyWrites`]
     /// saying when the next is accepted. Reads are never counted.
     pub(crate) fn count_write(&self, state: &AppState) -> AppResult<()> {
         let Some(limit) = &state.write_limit else { return Ok(()) };
-        limit.admit(&self.0, std::time::Instant::now()).map_err(|retry_after| AppError::TooManyWrites { retry_after })
+        limit.admit(&self.id, std::time::Instant::now()).map_err(|retry_after| AppError::TooManyWrites { retry_after })
     }
 
     /// [`AppError::Forbidden`] unless `owner` is the caller.
     pub(crate) fn must_be(&self, owner: &str, what: &str) -> AppResult<()> {
-        if self.0 == owner {
+        if self.id == owner {
             Ok(())
         } else {
-            Err(AppError::Forbidden(format!("Only its owner may {what}; you are signed in as {:?}.", self.0)))
+            Err(AppError::Forbidden(format!("Only its owner may {what}; you are signed in as {:?}.", self.id)))
         }
     }
 }

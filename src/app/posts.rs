@@ -1,10 +1,13 @@
 //! C2 (create, edit post), C7 (delete post) and Q2 (get post), and what the lists of a post
 //! share.
 
-use crate::cosmos::{Container, Page, PageRequest, QuerySpec, StoreError, queries, retry_pause};
+use serde_json::Value;
+
+use crate::cosmos::{Container, Page, PageRequest, QuerySpec, StoreError, WriteOp, queries, retry_pause};
 use crate::model::{self, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, User};
 use crate::scripts::{DeleteOutcome, ScriptError, StoredProcedure};
 
+use super::idempotency::{Committed, Once, commit, first_answer, record_argument, repeated_deletion, script_error};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, OwnerKnown, wrap_token};
 use super::{AppError, AppResult, AppState, Caller, valid_user_id, validate_text};
 
@@ -29,10 +32,26 @@ pub(crate) async fn create_post(
     valid_user_id(user_id)?;
     caller.must_be(user_id, "post as this user")?;
     validate_post_text(&title, &content)?;
+    // With a key, the post's id (its partition) is derived from it, so a request sent again
+    // finds the key's record there.
+    let once = Once::of(caller, &["createPost", user_id, &title, &content]);
+    let post_id = once.as_ref().map_or_else(model::new_id, Once::item_id);
+    if let Some(first) = &once
+        && first.find(&state.store, Container::Posts, &post_id).await?.is_some()
+    {
+        return first_answer(&state.store, Container::Posts, &post_id, &post_id, "post").await;
+    }
     let author = existing_author(state, user_id).await?;
-    let post = model::new_post(model::new_id(), &author, title, content, model::now());
-    state.store.create(Container::Posts, &post.post_id, &post).await?;
-    Ok(post)
+    let post = model::new_post(post_id, &author, title, content, model::now());
+    let create = WriteOp::Create { document: to_document(&post)? };
+    match commit(&state.store, Container::Posts, &post.post_id, once.as_ref(), &post.id, create).await {
+        Ok(Committed::Written) => Ok(post),
+        Ok(Committed::Repeated(post_id)) => first_answer(&state.store, Container::Posts, &post_id, &post_id, "post").await,
+        // The id is new (a random UUID, or the key's): taken, it is this request's own post,
+        // written before the SDK sent the create again because its answer was lost.
+        Err(AppError::Store(StoreError::Conflict)) => first_answer(&state.store, Container::Posts, &post.id, &post.id, "post").await,
+        Err(other) => Err(other),
+    }
 }
 
 /// C2 edit: read, change title and content, replace on the etag that was read: a comment or
@@ -46,19 +65,23 @@ pub(crate) async fn edit_post(
     content: String,
 ) -> AppResult<Post> {
     validate_post_text(&title, &content)?;
+    let once = Once::of(caller, &["editPost", post_id, &title, &content]);
     for attempt in 0..EDIT_ATTEMPTS {
         let current = state.store.read_versioned::<Post>(Container::Posts, post_id, post_id).await?;
         let current = current.filter(|found| model::is_live(&found.item)).ok_or_else(|| post_not_found(post_id))?;
         caller.must_be(&current.item.user_id, "edit this post")?;
         let edited = model::edited_post(current.item, title.clone(), content.clone(), model::now());
-        match state.store.replace(Container::Posts, post_id, post_id, &edited, Some(&current.etag)).await {
-            Ok(()) => {
+        let replace =
+            WriteOp::Replace { id: post_id.to_owned(), document: to_document(&edited)?, if_match: Some(current.etag) };
+        match commit(&state.store, Container::Posts, post_id, once.as_ref(), post_id, replace).await {
+            Ok(Committed::Written) => {
                 state.post_views.invalidate(post_id);
                 return Ok(edited);
             }
-            Err(StoreError::PreconditionFailed) => tokio::time::sleep(retry_pause(attempt)).await,
-            Err(StoreError::NotFound) => return Err(post_not_found(post_id)),
-            Err(other) => return Err(other.into()),
+            Ok(Committed::Repeated(_)) => return get_post(state, post_id).await,
+            Err(AppError::Store(StoreError::PreconditionFailed)) => tokio::time::sleep(retry_pause(attempt)).await,
+            Err(AppError::Store(StoreError::NotFound)) => return Err(post_not_found(post_id)),
+            Err(other) => return Err(other),
         }
     }
     Err(AppError::Busy("The post kept changing while it was being edited; retry in a moment.".to_owned()))
@@ -75,13 +98,16 @@ const MAX_DELETE_RUNS: usize = 64;
 /// time to live removes the tombstone a day later. A repeated deletion of a post whose deletion
 /// was cut short finishes it; of a post already wholly deleted, not found.
 pub(crate) async fn delete_post(state: &AppState, caller: &Caller, post_id: &str) -> AppResult<()> {
-    let removal = remove_post(state, post_id, &caller.0).await?;
+    let once = Once::of(caller, &["deletePost", post_id]);
+    let request = record_argument(once.as_ref(), post_id, post_id);
+    let removal = remove_post(state, post_id, &caller.id, request).await.map_err(script_error)?;
     state.post_views.invalidate(post_id);
     match removal {
         PostRemoval::Removed => Ok(()),
+        PostRemoval::Repeated(record) => repeated_deletion(once.as_ref(), record),
         PostRemoval::NothingLeft | PostRemoval::NotFound => Err(post_not_found(post_id)),
         PostRemoval::Forbidden => {
-            Err(AppError::Forbidden(format!("Only its author may delete this post; you are signed in as {:?}.", caller.0)))
+            Err(AppError::Forbidden(format!("Only its author may delete this post; you are signed in as {:?}.", caller.id)))
         }
         PostRemoval::Unfinished => Err(AppError::Busy(
             "The post is deleted, but not all of its comments and likes yet; the change feed finishes it, or repeat the DELETE."
@@ -91,7 +117,7 @@ pub(crate) async fn delete_post(state: &AppState, caller: &Caller, post_id: &str
 }
 
 /// What [`remove_post`] did.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 pub(crate) enum PostRemoval {
     /// It deleted something (the post, or what a cut-short deletion left), and nothing is left.
     Removed,
@@ -101,16 +127,25 @@ pub(crate) enum PostRemoval {
     Forbidden,
     /// Comments or likes are left after [`MAX_DELETE_RUNS`] runs.
     Unfinished,
+    /// A request sent again with its idempotency key: the record its first time left.
+    Repeated(Value),
 }
 
 /// Runs `deletePost` for `author` until the post's comments and likes are all deleted. Shared
 /// by C7 and by `PostsChangeFeed`, which finishes a deletion whose request stopped early.
-pub(crate) async fn remove_post(state: &AppState, post_id: &str, author: &str) -> Result<PostRemoval, ScriptError> {
+/// `request`: the record of the caller's idempotency key, committed by the first run.
+pub(crate) async fn remove_post(
+    state: &AppState,
+    post_id: &str,
+    author: &str,
+    mut request: Option<Value>,
+) -> Result<PostRemoval, ScriptError> {
     let mut removed_any = false;
     for _ in 0..MAX_DELETE_RUNS {
-        let body =
-            state.scripts.execute(StoredProcedure::DeletePost, post_id, (post_id, author, model::DELETED_POST_TTL_SECS)).await?;
+        let ttl = model::DELETED_POST_TTL_SECS;
+        let body = state.scripts.execute(StoredProcedure::DeletePost, post_id, (post_id, author, ttl, request.take())).await?;
         match DeleteOutcome::from_body(body)? {
+            DeleteOutcome::Repeated(record) => return Ok(PostRemoval::Repeated(record)),
             DeleteOutcome::Deleted { marked, removed, done } => {
                 removed_any |= marked || removed > 0;
                 if done {
@@ -205,4 +240,9 @@ async fn list_of_post<T: serde::de::DeserializeOwned + Send + 'static>(
 
 pub(crate) fn post_not_found(post_id: &str) -> AppError {
     AppError::NotFound(format!("There is no post with id {post_id:?}."))
+}
+
+/// An item as the JSON document a batch writes.
+pub(crate) fn to_document(item: &impl serde::Serialize) -> AppResult<Value> {
+    serde_json::to_value(item).map_err(|error| AppError::Unexpected(format!("an item does not serialize: {error}")))
 }

@@ -1,11 +1,13 @@
 //! C1 (create, edit user), Q1 (get user) and Q3 (a user's posts). Usernames are unique: the
 //! steps that keep them so are in [`usernames`].
 
-use crate::cosmos::{Container, StoreError, queries, retry_pause};
+use crate::cosmos::{Container, StoreError, WriteOp, queries, retry_pause};
 use crate::model::usernames::{is_default_ignorable, released_name};
 use crate::model::{self, MAX_USERNAME_CHARS, Post, User};
 
+use super::idempotency::{Committed, Once, commit};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, OwnerKnown, wrap_token};
+use super::posts::to_document;
 use super::usernames;
 use super::{AppError, AppResult, AppState, Caller, validate_text};
 
@@ -38,20 +40,36 @@ fn validate_display_name(name: &str) -> AppResult<()> {
 /// a username nobody else has. Claims the name first (see [`usernames`]), then creates the
 /// user: a crash in between leaves a claim that a retry reuses and that anyone else may take
 /// once it is old.
+///
+/// A create answered conflict whose user has the very name asked is answered as created: it is
+/// this request's own write, when the SDK sent it again after its answer was lost (or the same
+/// request sent twice), and nothing is written twice.
 pub async fn create_user(state: &AppState, caller: &Caller, username: String) -> AppResult<User> {
-    let user = model::new_user(caller.0.clone(), valid_username(username)?);
+    let user = model::new_user(caller.id.clone(), valid_username(username)?);
+    let once = Once::of(caller, &["createUser", &user.username]);
+    if let Some(first) = &once
+        && first.find(&state.store, Container::Users, &user.user_id).await?.is_some()
+    {
+        return get_user(state, &user.user_id).await;
+    }
     while !usernames::claim(&state.store, &user.user_id, &user.username, None).await?.is_fresh() {}
     #[cfg(any(test, feature = "test-support"))]
     crate::test_support::crash::after(crate::test_support::crash::Step::Claimed)?;
-    match state.store.create(Container::Users, &user.user_id, &user).await {
-        Ok(()) => Ok(user),
-        Err(StoreError::Conflict) => {
+    let create = WriteOp::Create { document: to_document(&user)? };
+    match commit(&state.store, Container::Users, &user.user_id, once.as_ref(), &user.user_id, create).await {
+        Ok(Committed::Written) => Ok(user),
+        Ok(Committed::Repeated(_)) => get_user(state, &user.user_id).await,
+        Err(AppError::Store(StoreError::Conflict)) => {
+            let existing = get_user(state, &user.user_id).await?;
+            if existing.username == user.username {
+                return Ok(existing);
+            }
             if let Err(error) = usernames::abandon(&state.store, &user.user_id, &user.username).await {
                 tracing::warn!(%error, user = user.user_id, "a claim made for nothing stays until it is old");
             }
             Err(AppError::Conflict(format!("You already have a user, {:?}; rename it with PUT instead.", user.id)))
         }
-        Err(other) => Err(other.into()),
+        Err(other) => Err(other),
     }
 }
 
@@ -68,6 +86,12 @@ pub async fn rename_user(state: &AppState, caller: &Caller, user_id: &str, usern
     caller.must_be(user_id, "rename this user")?;
     let username = valid_username(username)?;
     let store = &state.store;
+    let once = Once::of(caller, &["renameUser", user_id, &username]);
+    if let Some(first) = &once
+        && first.find(store, Container::Users, user_id).await?.is_some()
+    {
+        return get_user(state, user_id).await;
+    }
     for attempt in 0..MAX_RENAME_ATTEMPTS {
         let current =
             store.read_versioned::<User>(Container::Users, user_id, user_id).await?.ok_or_else(|| user_not_found(user_id))?;
@@ -94,15 +118,17 @@ pub async fn rename_user(state: &AppState, caller: &Caller, user_id: &str, usern
             continue;
         }
         let user = model::renamed_user(user_id.to_owned(), username.clone(), model::now());
-        match store.replace(Container::Users, user_id, user_id, &user, Some(&current.etag)).await {
-            Ok(()) => {}
+        let replace = WriteOp::Replace { id: user_id.to_owned(), document: to_document(&user)?, if_match: Some(current.etag) };
+        match commit(store, Container::Users, user_id, once.as_ref(), user_id, replace).await {
+            Ok(Committed::Written) => {}
+            Ok(Committed::Repeated(_)) => return get_user(state, user_id).await,
             // Renamed meanwhile by another request: start again from what it wrote.
-            Err(StoreError::PreconditionFailed) => {
+            Err(AppError::Store(StoreError::PreconditionFailed)) => {
                 tokio::time::sleep(retry_pause(attempt)).await;
                 continue;
             }
-            Err(StoreError::NotFound) => return Err(user_not_found(user_id)),
-            Err(other) => return Err(other.into()),
+            Err(AppError::Store(StoreError::NotFound)) => return Err(user_not_found(user_id)),
+            Err(other) => return Err(other),
         }
         #[cfg(any(test, feature = "test-support"))]
         crate::test_support::crash::after(crate::test_support::crash::Step::UserWritten)?;

@@ -60,9 +60,10 @@ impl Container {
 
     /// Whether the container has time to live on with no default (`defaultTtl: -1`), so that an
     /// item carrying a `ttl` is removed that many seconds after its last write: `posts`, for the
-    /// tombstones of deleted posts (C7). Cosmos DB ignores an item's `ttl` elsewhere.
+    /// tombstones of deleted posts (C7), and both `posts` and `users` for the records of
+    /// idempotency keys (`app::idempotency`). Cosmos DB ignores an item's `ttl` elsewhere.
     pub fn expires_items(self) -> bool {
-        self == Container::Posts
+        matches!(self, Container::Posts | Container::Users)
     }
 
     /// What the container is created with: its partition key, indexing policy and time to live.

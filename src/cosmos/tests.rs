@@ -22,8 +22,8 @@ async fn items_expire_ttl_seconds_after_their_last_write_across_restarts() {
         // Written again without a ttl: it no longer expires.
         store.replace(Container::Posts, "p", "kept", &json!({"id": "kept", "postId": "p"}), None).await.unwrap();
         store.create(Container::Posts, "p", &json!({"id": "forever", "postId": "p", "ttl": -1})).await.unwrap();
-        // No time to live in `users`: Cosmos DB ignores the item's ttl there.
-        store.create(Container::Users, "u", &json!({"id": "u", "userId": "u", "ttl": 1})).await.unwrap();
+        // No time to live in `feed`: Cosmos DB ignores the item's ttl there.
+        store.create(Container::Feed, "note", &json!({"id": "u", "type": "note", "ttl": 1})).await.unwrap();
         assert_eq!(store.embedded().unwrap().remove_expired(&store, now + 50).await.unwrap(), 0);
     }
     let store = Store::connect(&config).await.unwrap();
@@ -35,7 +35,7 @@ async fn items_expire_ttl_seconds_after_their_last_write_across_restarts() {
     assert_eq!(store.embedded().unwrap().remove_expired(&store, now + 200).await.unwrap(), 1);
     assert!(store.read::<Value>(Container::Posts, "p", "gone").await.unwrap().is_none());
     for (container, partition_key, id) in
-        [(Container::Posts, "p", "kept"), (Container::Posts, "p", "forever"), (Container::Users, "u", "u")]
+        [(Container::Posts, "p", "kept"), (Container::Posts, "p", "forever"), (Container::Feed, "note", "u")]
     {
         assert!(store.read::<Value>(container, partition_key, id).await.unwrap().is_some(), "{id}");
     }

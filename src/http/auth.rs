@@ -10,6 +10,7 @@ use axum::http::StatusCode;
 use axum::http::request::Parts;
 
 use super::error::ApiError;
+use crate::app::idempotency::IdempotencyKey;
 use crate::app::{AppState, Caller};
 use crate::config::AuthMode;
 use crate::model::validate_id;
@@ -68,6 +69,9 @@ pub fn cookie<'a>(headers: &'a axum::http::HeaderMap, name: &str) -> Option<&'a 
         .map(|(_, value)| value)
 }
 
+/// The header a client sends with a write to make it once (draft-ietf-httpapi-idempotency-key-header).
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+
 /// The authenticated caller of a write: their principal id, which is also their user id.
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
@@ -94,12 +98,17 @@ impl FromRequestParts<AppState> for Caller {
         validate_id(&principal)
             .map_err(|why| ApiError::new(StatusCode::FORBIDDEN, format!("Your principal id cannot be a user id: {why}")))?;
         // A write is counted against the caller's limit; a read that asks who the caller is
-        // (`GET /api/me`) is not.
-        let caller = Caller(principal);
-        if !parts.method.is_safe() {
-            caller.count_write(state)?;
+        // (`GET /api/me`) is not. Its key makes it once (`app::idempotency`).
+        let caller = Caller::new(principal);
+        if parts.method.is_safe() {
+            return Ok(caller);
         }
-        Ok(caller)
+        caller.count_write(state)?;
+        let key = match parts.headers.get(IDEMPOTENCY_KEY) {
+            Some(value) => Some(IdempotencyKey::parse(value.to_str().unwrap_or("\u{fffd}"))?),
+            None => None,
+        };
+        Ok(caller.with_key(key))
     }
 }
 

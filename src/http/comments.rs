@@ -33,11 +33,12 @@ pub(super) struct NewCommentBody {
     path = "/api/posts/{postId}/comments",
     tag = "posts",
     request_body = NewCommentBody,
-    params(("postId" = String, Path, description = "The post's id")),
+    params(("postId" = String, Path, description = "The post's id"), super::extract::IdempotencyKeyHeader),
     responses(
         (status = 201, description = "C3: the comment, created and counted", body = Comment),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
-        (status = 422, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
+        (status = 409, description = "A request with the same Idempotency-Key is being made right now", body = ProblemDetails, content_type = PROBLEM),
+        (status = 422, description = "No such user, or the Idempotency-Key was used for another request", body = ProblemDetails, content_type = PROBLEM),
         WriteProblems,
     ),
 )]
@@ -61,6 +62,7 @@ pub(super) async fn create(
     params(
         ("postId" = String, Path, description = "The post's id"),
         ("commentId" = String, Path, description = "The comment's id"),
+        super::extract::IdempotencyKeyHeader,
     ),
     responses(
         (status = 204, description = "C6: the comment, deleted and uncounted"),

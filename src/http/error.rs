@@ -111,6 +111,7 @@ impl From<AppError> for ApiError {
             AppError::NoSuchWriter(detail) => Self::unprocessable(detail),
             AppError::Forbidden(detail) => Self::new(StatusCode::FORBIDDEN, detail),
             AppError::Conflict(detail) => Self::conflict(detail),
+            AppError::KeyReused(detail) => Self::unprocessable(detail),
             AppError::Busy(detail) => Self::new(StatusCode::SERVICE_UNAVAILABLE, detail),
             AppError::TooManyWrites { retry_after } => {
                 let detail = format!(
@@ -189,6 +190,12 @@ pub(crate) enum DeleteProblems {
     /// The caller may not delete it
     #[response(status = 403, content_type = "application/problem+json")]
     Forbidden(ProblemDetails),
+    /// A request with the same Idempotency-Key is being made right now
+    #[response(status = 409, content_type = "application/problem+json")]
+    KeyInUse(ProblemDetails),
+    /// The Idempotency-Key was used for another request
+    #[response(status = 422, content_type = "application/problem+json")]
+    KeyReused(ProblemDetails),
     /// The caller sent more writes than the blog accepts from one user in a short time; retry after `Retry-After` seconds
     #[response(status = 429, content_type = "application/problem+json")]
     TooManyWrites(ProblemDetails),

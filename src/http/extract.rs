@@ -195,3 +195,16 @@ pub(crate) fn field_names<T: DeserializeOwned>() -> &'static [&'static str] {
     let _ = T::deserialize(&mut fields);
     fields.0.unwrap_or(&[])
 }
+
+/// The header that makes a write once, as the OpenAPI description lists it beside each write
+/// (`app::idempotency`; read by the [`crate::app::Caller`] extractor).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)]
+pub(crate) struct IdempotencyKeyHeader {
+    /// A new random value (a UUID) with each write, and the same value when the write is sent
+    /// again: a write repeated with its key within a day is made once, and answered as the first
+    /// time (the item as it is now). The same key with another request is 422.
+    #[param(rename = "Idempotency-Key", min_length = 1, max_length = 255, pattern = "^[ -~]+$")]
+    idempotency_key: Option<String>,
+}

@@ -28,12 +28,12 @@ pub(super) struct NewLikeBody {
     path = "/api/posts/{postId}/likes",
     tag = "posts",
     request_body = NewLikeBody,
-    params(("postId" = String, Path, description = "The post's id")),
+    params(("postId" = String, Path, description = "The post's id"), super::extract::IdempotencyKeyHeader),
     responses(
         (status = 201, description = "C4: the like, created and counted", body = Like),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
-        (status = 409, description = "This user already likes the post", body = ProblemDetails, content_type = PROBLEM),
-        (status = 422, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
+        (status = 409, description = "This user already likes the post, or a request with the same Idempotency-Key is being made right now", body = ProblemDetails, content_type = PROBLEM),
+        (status = 422, description = "No such user, or the Idempotency-Key was used for another request", body = ProblemDetails, content_type = PROBLEM),
         WriteProblems,
     ),
 )]
@@ -57,6 +57,7 @@ pub(super) async fn create(
     params(
         ("postId" = String, Path, description = "The post's id"),
         ("userId" = String, Path, description = "The liker's id"),
+        super::extract::IdempotencyKeyHeader,
     ),
     responses(
         (status = 204, description = "C5: the like, deleted and uncounted"),

@@ -57,9 +57,10 @@ pub(crate) struct EditPostBody {
     path = "/api/posts",
     tag = "posts",
     request_body = NewPostBody,
+    params(super::extract::IdempotencyKeyHeader),
     responses(
         (status = 201, description = "C2: the post, created", body = Post),
-        (status = 422, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
+        (status = 422, description = "No such user, or the Idempotency-Key was used for another request", body = ProblemDetails, content_type = PROBLEM),
         WriteProblems,
     ),
 )]
@@ -81,10 +82,11 @@ pub(super) async fn create(
     path = "/api/posts/{postId}",
     tag = "posts",
     request_body = EditPostBody,
-    params(("postId" = String, Path, description = "The post's id")),
+    params(("postId" = String, Path, description = "The post's id"), super::extract::IdempotencyKeyHeader),
     responses(
         (status = 200, description = "C2: the post, edited", body = Post),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
+        (status = 422, description = "The Idempotency-Key was used for another request", body = ProblemDetails, content_type = PROBLEM),
         WriteProblems,
     ),
 )]
@@ -105,7 +107,7 @@ pub(super) async fn edit(
     delete,
     path = "/api/posts/{postId}",
     tag = "posts",
-    params(("postId" = String, Path, description = "The post's id")),
+    params(("postId" = String, Path, description = "The post's id"), super::extract::IdempotencyKeyHeader),
     responses(
         (status = 204, description = "C7: the post, its comments and likes, deleted; its copies follow through the change feed"),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),

@@ -33,9 +33,11 @@ pub(super) struct UserBody {
     path = "/api/users",
     tag = "users",
     request_body = UserBody,
+    params(super::extract::IdempotencyKeyHeader),
     responses(
-        (status = 201, description = "C1: the user, created", body = User),
+        (status = 201, description = "C1: the user, created (also when the caller's user exists with exactly this username: the same request sent again)", body = User),
         (status = 409, description = "The caller already has a user, or another user has this username (compared ignoring case and Unicode form)", body = ProblemDetails, content_type = PROBLEM),
+        (status = 422, description = "The Idempotency-Key was used for another request", body = ProblemDetails, content_type = PROBLEM),
         WriteProblems,
     ),
 )]
@@ -57,11 +59,12 @@ pub(super) async fn create(
     path = "/api/users/{userId}",
     tag = "users",
     request_body = UserBody,
-    params(("userId" = String, Path, description = "The user's id")),
+    params(("userId" = String, Path, description = "The user's id"), super::extract::IdempotencyKeyHeader),
     responses(
         (status = 200, description = "C1: the user, renamed", body = User),
         (status = 404, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
         (status = 409, description = "Another user has this username (compared ignoring case and Unicode form)", body = ProblemDetails, content_type = PROBLEM),
+        (status = 422, description = "The Idempotency-Key was used for another request", body = ProblemDetails, content_type = PROBLEM),
         WriteProblems,
     ),
 )]
@@ -114,7 +117,7 @@ pub(crate) struct Me {
     ),
 )]
 pub(super) async fn me(caller: Caller, QueryParams(NoParams {}): QueryParams<NoParams>) -> Json<Me> {
-    Json(Me { user_id: caller.0 })
+    Json(Me { user_id: caller.id })
 }
 
 /// The query string of a request that takes no parameters: any is refused, as everywhere in the API.

@@ -10,11 +10,15 @@
  *   post is answered as an outcome rather than an exception, so callers can tell 404 from a
  *   failure;
  * - the comment must already belong to this post (`postId`), so the partition cannot be mixed up;
+ * - its id is new to the request, so an id found taken is the same request run again after its
+ *   answer was lost: the comment is answered as created, and the counter not moved again;
  * - every call checks that the operation was accepted (bounded execution), and the response
  *   body says what happened: {outcome: "created", item} or {outcome: "postNotFound"}.
+ * `request`, optional: the record of the caller's Idempotency-Key (see `firstTime`); a request
+ * sent again with its key answers {outcome: "repeated", request: <the record>} and writes nothing.
  * ES5 only: it also runs on Cosmos DB's own JavaScript engine.
  */
-function createComment(postId, comment) {
+function createComment(postId, comment, request) {
     var collection = getContext().getCollection();
     var response = getContext().getResponse();
 
@@ -22,26 +26,71 @@ function createComment(postId, comment) {
         throw new Error("createComment: the comment must have type 'comment' and postId '" + postId + "'");
     }
 
-    accepted(collection.readDocument(collection.getAltLink() + "/docs/" + postId, function (err, post) {
-        if (err && err.number === 404) {
-            response.setBody({ outcome: "postNotFound" });
-            return;
-        }
-        if (err) throw err;
-        if (post.type !== "post" || post.deleted) {
-            response.setBody({ outcome: "postNotFound" });
-            return;
-        }
-
-        accepted(collection.createDocument(collection.getSelfLink(), comment, function (err, created) {
+    firstTime(function () {
+        accepted(collection.readDocument(collection.getAltLink() + "/docs/" + postId, function (err, post) {
+            if (err && err.number === 404) {
+                response.setBody({ outcome: "postNotFound" });
+                return;
+            }
             if (err) throw err;
-            post.commentCount = (post.commentCount || 0) + 1;
-            accepted(collection.replaceDocument(post._self, post, function (err) {
+            if (post.type !== "post" || post.deleted) {
+                response.setBody({ outcome: "postNotFound" });
+                return;
+            }
+
+            accepted(collection.createDocument(collection.getSelfLink(), comment, function (err, created) {
+                // Its id is new to this request: taken, it is this request's own comment, whose
+                // transaction committed before its answer was lost and it was sent again.
+                if (err && err.number === 409) {
+                    accepted(collection.readDocument(collection.getAltLink() + "/docs/" + comment.id, function (err, first) {
+                        if (err) throw err;
+                        response.setBody({ outcome: "created", item: first });
+                    }));
+                    return;
+                }
                 if (err) throw err;
-                response.setBody({ outcome: "created", item: created });
+                post.commentCount = (post.commentCount || 0) + 1;
+                accepted(collection.replaceDocument(post._self, post, function (err) {
+                    if (err) throw err;
+                    remember({ outcome: "created", item: created });
+                }));
             }));
         }));
-    }));
+    });
+
+    // The record of an Idempotency-Key (src/app/idempotency.rs), when the caller sent one: read
+    // first, so that a request sent again writes nothing and answers {outcome: "repeated",
+    // request: <the record>}; created last, in this transaction, with the answer.
+    function firstTime(proceed) {
+        if (!request) {
+            proceed();
+            return;
+        }
+        if (request.type !== "request" || request.postId !== postId || typeof request.id !== "string") {
+            throw new Error("createComment: the request record must have an id, type 'request' and postId '" + postId + "'");
+        }
+        accepted(collection.readDocument(collection.getAltLink() + "/docs/" + request.id, function (err, first) {
+            if (err && err.number === 404) {
+                proceed();
+                return;
+            }
+            if (err) throw err;
+            response.setBody({ outcome: "repeated", request: first });
+        }));
+    }
+
+    function remember(answer) {
+        if (!request) {
+            response.setBody(answer);
+            return;
+        }
+        accepted(collection.createDocument(collection.getSelfLink(), request, function (err) {
+            // The same request, sent twice at once, committed first: this one writes nothing.
+            if (err && err.number === 409) throw new Error("createComment: a request with this key is in progress");
+            if (err) throw err;
+            response.setBody(answer);
+        }));
+    }
 
     function accepted(isAccepted) {
         if (!isAccepted) throw new Error("createComment: the database did not accept the operation; nothing was written");

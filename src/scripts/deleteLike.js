@@ -7,9 +7,11 @@
  * it is read by id, no query.
  * The body answers {outcome: "deleted"}, {outcome: "postNotFound"} (no post, or a deleted one),
  * or {outcome: "likeNotFound"} (this user does not like the post: a second unlike moves nothing).
+ * `request`, optional: the record of the caller's Idempotency-Key (see `firstTime`); a request
+ * sent again with its key answers {outcome: "repeated", request: <the record>} and writes nothing.
  * ES5 only: it also runs on Cosmos DB's own JavaScript engine.
  */
-function deleteLike(postId, userId) {
+function deleteLike(postId, userId, request) {
     var collection = getContext().getCollection();
     var response = getContext().getResponse();
 
@@ -17,33 +19,69 @@ function deleteLike(postId, userId) {
         throw new Error("deleteLike: postId and userId must be strings");
     }
 
-    accepted(collection.readDocument(collection.getAltLink() + "/docs/" + postId, function (err, post) {
-        if (err && err.number === 404) {
-            response.setBody({ outcome: "postNotFound" });
-            return;
-        }
-        if (err) throw err;
-        if (post.type !== "post" || post.deleted) {
-            response.setBody({ outcome: "postNotFound" });
-            return;
-        }
-
-        accepted(collection.readDocument(collection.getAltLink() + "/docs/like-" + userId, function (err, like) {
+    firstTime(function () {
+        accepted(collection.readDocument(collection.getAltLink() + "/docs/" + postId, function (err, post) {
             if (err && err.number === 404) {
-                response.setBody({ outcome: "likeNotFound" });
+                response.setBody({ outcome: "postNotFound" });
                 return;
             }
             if (err) throw err;
-            accepted(collection.deleteDocument(like._self, function (err) {
+            if (post.type !== "post" || post.deleted) {
+                response.setBody({ outcome: "postNotFound" });
+                return;
+            }
+
+            accepted(collection.readDocument(collection.getAltLink() + "/docs/like-" + userId, function (err, like) {
+                if (err && err.number === 404) {
+                    response.setBody({ outcome: "likeNotFound" });
+                    return;
+                }
                 if (err) throw err;
-                post.likeCount = Math.max((post.likeCount || 0) - 1, 0);
-                accepted(collection.replaceDocument(post._self, post, function (err) {
+                accepted(collection.deleteDocument(like._self, function (err) {
                     if (err) throw err;
-                    response.setBody({ outcome: "deleted" });
+                    post.likeCount = Math.max((post.likeCount || 0) - 1, 0);
+                    accepted(collection.replaceDocument(post._self, post, function (err) {
+                        if (err) throw err;
+                        remember({ outcome: "deleted" });
+                    }));
                 }));
             }));
         }));
-    }));
+    });
+
+    // The record of an Idempotency-Key (src/app/idempotency.rs), when the caller sent one: read
+    // first, so that a request sent again writes nothing and answers {outcome: "repeated",
+    // request: <the record>}; created last, in this transaction, with the answer.
+    function firstTime(proceed) {
+        if (!request) {
+            proceed();
+            return;
+        }
+        if (request.type !== "request" || request.postId !== postId || typeof request.id !== "string") {
+            throw new Error("deleteLike: the request record must have an id, type 'request' and postId '" + postId + "'");
+        }
+        accepted(collection.readDocument(collection.getAltLink() + "/docs/" + request.id, function (err, first) {
+            if (err && err.number === 404) {
+                proceed();
+                return;
+            }
+            if (err) throw err;
+            response.setBody({ outcome: "repeated", request: first });
+        }));
+    }
+
+    function remember(answer) {
+        if (!request) {
+            response.setBody(answer);
+            return;
+        }
+        accepted(collection.createDocument(collection.getSelfLink(), request, function (err) {
+            // The same request, sent twice at once, committed first: this one writes nothing.
+            if (err && err.number === 409) throw new Error("deleteLike: a request with this key is in progress");
+            if (err) throw err;
+            response.setBody(answer);
+        }));
+    }
 
     function accepted(isAccepted) {
         if (!isAccepted) throw new Error("deleteLike: the database did not accept the operation; nothing was written");

@@ -15,9 +15,11 @@
  * Only the post's author may (`callerId`). The body answers {outcome: "postNotFound"},
  * {outcome: "forbidden"}, or {outcome: "deleted", marked: <this call made the tombstone>,
  * removed: <comments and likes deleted by this call>, done: <none is left>}.
+ * `request`, optional: the record of the caller's Idempotency-Key (see `firstTime`); a request
+ * sent again with its key answers {outcome: "repeated", request: <the record>} and writes nothing.
  * ES5 only: it also runs on Cosmos DB's own JavaScript engine.
  */
-function deletePost(postId, callerId, ttl) {
+function deletePost(postId, callerId, ttl, request) {
     var collection = getContext().getCollection();
     var response = getContext().getResponse();
     var query = { query: "SELECT * FROM c WHERE c.type = 'comment' OR c.type = 'like'" };
@@ -28,35 +30,37 @@ function deletePost(postId, callerId, ttl) {
         throw new Error("deletePost: postId and callerId must be strings, ttl a number of seconds");
     }
 
-    accepted(collection.readDocument(collection.getAltLink() + "/docs/" + postId, function (err, post) {
-        if (err && err.number === 404) {
-            response.setBody({ outcome: "postNotFound" });
-            return;
-        }
-        if (err) throw err;
-        if (post.type !== "post") {
-            response.setBody({ outcome: "postNotFound" });
-            return;
-        }
-        if (post.userId !== callerId) {
-            response.setBody({ outcome: "forbidden" });
-            return;
-        }
-        if (post.deleted) {
-            queryPage(undefined);
-            return;
-        }
-        var tombstone = {
-            id: post.id, type: "post", postId: post.postId, userId: post.userId, userUsername: post.userUsername,
-            title: "", content: "", commentCount: 0, likeCount: 0, creationDate: post.creationDate,
-            deleted: true, ttl: ttl
-        };
-        accepted(collection.replaceDocument(post._self, tombstone, function (err) {
+    firstTime(function () {
+        accepted(collection.readDocument(collection.getAltLink() + "/docs/" + postId, function (err, post) {
+            if (err && err.number === 404) {
+                response.setBody({ outcome: "postNotFound" });
+                return;
+            }
             if (err) throw err;
-            marked = true;
-            queryPage(undefined);
+            if (post.type !== "post") {
+                response.setBody({ outcome: "postNotFound" });
+                return;
+            }
+            if (post.userId !== callerId) {
+                response.setBody({ outcome: "forbidden" });
+                return;
+            }
+            if (post.deleted) {
+                remembered(function () { queryPage(undefined); });
+                return;
+            }
+            var tombstone = {
+                id: post.id, type: "post", postId: post.postId, userId: post.userId, userUsername: post.userUsername,
+                title: "", content: "", commentCount: 0, likeCount: 0, creationDate: post.creationDate,
+                deleted: true, ttl: ttl
+            };
+            accepted(collection.replaceDocument(post._self, tombstone, function (err) {
+                if (err) throw err;
+                marked = true;
+                remembered(function () { queryPage(undefined); });
+            }));
         }));
-    }));
+    });
 
     function queryPage(continuation) {
         var isAccepted = collection.queryDocuments(collection.getSelfLink(), query, { continuation: continuation },
@@ -83,6 +87,42 @@ function deletePost(postId, callerId, ttl) {
 
     function finish(done) {
         response.setBody({ outcome: "deleted", marked: marked, removed: removed, done: done });
+    }
+
+    // The record of an Idempotency-Key (src/app/idempotency.rs), when the caller sent one: read
+    // first, so that a request sent again writes nothing and answers {outcome: "repeated",
+    // request: <the record>}; created in this transaction, with the tombstone.
+    function firstTime(proceed) {
+        if (!request) {
+            proceed();
+            return;
+        }
+        if (request.type !== "request" || request.postId !== postId || typeof request.id !== "string") {
+            throw new Error("deletePost: the request record must have an id, type 'request' and postId '" + postId + "'");
+        }
+        accepted(collection.readDocument(collection.getAltLink() + "/docs/" + request.id, function (err, first) {
+            if (err && err.number === 404) {
+                proceed();
+                return;
+            }
+            if (err) throw err;
+            response.setBody({ outcome: "repeated", request: first });
+        }));
+    }
+
+    // (Created with the tombstone, before the comments and likes: a run ends where the database
+    // stops accepting operations, and the record must be in the run that does the deletion.)
+    function remembered(proceed) {
+        if (!request) {
+            proceed();
+            return;
+        }
+        accepted(collection.createDocument(collection.getSelfLink(), request, function (err) {
+            // The same request, sent twice at once, committed first: this one writes nothing.
+            if (err && err.number === 409) throw new Error("deletePost: a request with this key is in progress");
+            if (err) throw err;
+            proceed();
+        }));
     }
 
     function accepted(isAccepted) {

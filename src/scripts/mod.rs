@@ -170,6 +170,8 @@ pub(crate) enum CounterOutcome<T> {
     Created(T),
     PostNotFound,
     AlreadyLiked,
+    /// A request sent again with its idempotency key: the record its first time left.
+    Repeated(Value),
 }
 
 impl<T: DeserializeOwned> CounterOutcome<T> {
@@ -182,6 +184,7 @@ impl<T: DeserializeOwned> CounterOutcome<T> {
             }
             Some("postNotFound") => Ok(CounterOutcome::PostNotFound),
             Some("alreadyLiked") => Ok(CounterOutcome::AlreadyLiked),
+            Some("repeated") => repeated(&body).map(CounterOutcome::Repeated).ok_or_else(unexpected),
             _ => Err(unexpected()),
         }
     }
@@ -204,6 +207,8 @@ pub(crate) enum DeleteOutcome {
     Forbidden {
         author: Option<String>,
     },
+    /// A request sent again with its idempotency key: the record its first time left.
+    Repeated(Value),
 }
 
 impl DeleteOutcome {
@@ -220,10 +225,16 @@ impl DeleteOutcome {
             Some("postNotFound") => Ok(DeleteOutcome::PostNotFound),
             Some("likeNotFound") => Ok(DeleteOutcome::LikeNotFound),
             Some("commentNotFound") => Ok(DeleteOutcome::CommentNotFound),
+            Some("repeated") => repeated(&body).map(DeleteOutcome::Repeated).ok_or_else(unexpected),
             Some("forbidden") => {
                 Ok(DeleteOutcome::Forbidden { author: body.get("author").and_then(Value::as_str).map(str::to_owned) })
             }
             _ => Err(unexpected()),
         }
     }
+}
+
+/// The record in a `repeated` answer.
+fn repeated(body: &Value) -> Option<Value> {
+    body.get("request").filter(|record| record.is_object()).cloned()
 }

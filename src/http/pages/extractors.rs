@@ -7,6 +7,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use serde::de::DeserializeOwned;
 
 use super::PageError;
+use crate::app::idempotency::IdempotencyKey;
 use crate::app::{AppState, Caller};
 use crate::http::auth::{SignedIn, page_viewer};
 use crate::http::error::ApiError;
@@ -39,7 +40,15 @@ impl Viewer {
 
     /// The caller of a write from a form; 401 when nobody is signed in.
     pub fn caller(&self) -> Result<Caller, ApiError> {
-        self.id().map(|id| Caller(id.to_owned())).ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "Sign in to do this."))
+        self.id().map(Caller::new).ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "Sign in to do this."))
+    }
+
+    /// The caller of a write from a form, with the form's one-time key, counted against their
+    /// write limit as the API counts its writes; 401 when nobody is signed in, 429 over the limit.
+    pub(crate) fn writer(&self, state: &AppState, key: Option<IdempotencyKey>) -> Result<Caller, ApiError> {
+        let caller = self.caller()?;
+        caller.count_write(state)?;
+        Ok(caller.with_key(key))
     }
 
     /// Whether the viewer is signed in as `user_id`.
@@ -120,8 +129,11 @@ fn check_same_origin(headers: &HeaderMap) -> Result<(), String> {
 }
 
 /// A form body (`application/x-www-form-urlencoded`), parsed strictly; anything else is an
-/// HTML error page.
-pub(crate) struct Form<T>(pub T);
+/// HTML error page. Its one-time key ([`super::forms::one_time_key`]) is taken out beside it.
+pub(crate) struct Form<T>(pub T, pub Option<IdempotencyKey>);
+
+/// The hidden field of every form that writes: the key that makes it once.
+pub(crate) const KEY_FIELD: &str = "idempotencyKey";
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Form<T> {
     type Rejection = PageError;
@@ -143,10 +155,16 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Form<T> {
         let unreadable =
             |error: &dyn std::fmt::Display| PageError(ApiError::bad_request(format!("The form could not be read: {error}.")));
         let fields: Vec<(String, String)> = serde_urlencoded::from_bytes(&bytes).map_err(|error| unreadable(&error))?;
+        let (keys, fields): (Vec<_>, Vec<_>) = fields.into_iter().partition(|(name, _)| name == KEY_FIELD);
+        let key = match keys.as_slice() {
+            [] => None,
+            [(_, key)] => Some(IdempotencyKey::parse(key).map_err(|error| PageError(error.into()))?),
+            _ => return Err(unreadable(&format!("it has {} fields {KEY_FIELD}", keys.len()))),
+        };
         let fields: Vec<(String, String)> =
             fields.into_iter().map(|(name, value)| (name, normalize_line_breaks(value))).collect();
         let fields = serde_urlencoded::to_string(&fields).map_err(|error| unreadable(&error))?;
-        serde_urlencoded::from_str(&fields).map(Form).map_err(|error| unreadable(&error))
+        serde_urlencoded::from_str(&fields).map(|typed| Form(typed, key)).map_err(|error| unreadable(&error))
     }
 }
 

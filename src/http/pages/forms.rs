@@ -5,7 +5,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect};
 use maud::{Markup, html};
 
+use super::extractors::KEY_FIELD;
 use super::{PageResult, Viewer, esc};
+use crate::app::idempotency::{IdempotencyKey, KEY_REUSED};
 use crate::app::{AppResult, AppState, Caller};
 use crate::http::error::ApiError;
 
@@ -26,6 +28,11 @@ pub struct Refusal {
 pub const SIGNED_OUT: &str =
     "You are no longer signed in, so this was not sent. Copy what you typed, sign in, then send it again.";
 
+/// What a form says when it was sent before with other text (the back button, the text changed,
+/// sent again): the first was saved; what was typed now is shown with a new key, to send as well.
+pub const SENT_BEFORE: &str =
+    "This form was sent before with other text, and that was saved. What you typed now is below: send it to save it too.";
+
 /// What a form says when the person writing has no user yet: the API's "`userId` names no
 /// existing user" speaks of a field the form does not have.
 pub(crate) const NO_PROFILE_YET: &str =
@@ -39,6 +46,9 @@ impl Refusal {
         }
         if error.status == StatusCode::UNAUTHORIZED {
             return Refusal { field: None, detail: SIGNED_OUT.to_owned(), signed_out: true };
+        }
+        if error.detail.starts_with(KEY_REUSED) {
+            return Refusal { field: None, detail: SENT_BEFORE.to_owned(), signed_out: false };
         }
         let field = fields.iter().copied().find(|field| error.detail.starts_with(&format!("`{field}`")));
         Refusal { field, detail: error.detail.clone(), signed_out: false }
@@ -69,6 +79,14 @@ impl Draft<'_> {
     fn value(&self, field: &str) -> &str {
         self.values.iter().find(|(name, _)| *name == field).map_or("", |(_, value)| value)
     }
+}
+
+/// The hidden field that makes a form's write once: a new key each time the form is shown, so
+/// that the form sent twice (a double click, the back button, sent again after an error page)
+/// writes once and shows the result of the first (`app::idempotency`). A form shown again after
+/// a refusal has a new key.
+pub fn one_time_key() -> Markup {
+    html! { input type="hidden" name=(KEY_FIELD) value=(IdempotencyKey::new_random().as_str()); }
 }
 
 /// One labelled field of a form, with its error under the label when the write was refused
@@ -102,6 +120,7 @@ pub fn form(action: &str, id: &str, fields: &[Field], draft: &Draft, submit: &st
                     }
                 }
             }
+            (one_time_key())
             @for field in fields {
                 (form_field(id, field, draft))
             }
@@ -149,17 +168,14 @@ fn form_field(form_id: &str, field: &Field, draft: &Draft) -> Markup {
 pub async fn submit<T>(
     state: &AppState,
     viewer: &Viewer,
+    key: Option<IdempotencyKey>,
     write: impl AsyncFnOnce(&Caller) -> AppResult<T>,
     redirect_to: impl FnOnce(T) -> String,
     error_pages: &[StatusCode],
     refused: impl AsyncFnOnce(ApiError) -> PageResult,
 ) -> PageResult {
-    let written = match viewer.caller() {
-        // Counted against the writer's limit first, as the API counts its writes.
-        Ok(caller) => match caller.count_write(state) {
-            Ok(()) => write(&caller).await.map_err(ApiError::from),
-            Err(error) => Err(error.into()),
-        },
+    let written = match viewer.writer(state, key) {
+        Ok(caller) => write(&caller).await.map_err(ApiError::from),
         Err(error) => Err(error),
     };
     match written {

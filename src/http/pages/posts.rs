@@ -9,8 +9,9 @@ use serde::Deserialize;
 
 use super::{
     Draft, Field, Form, Head, Page, PageId, PageIds, PageQuery, PageResult, Refusal, SameOrigin, Viewer, count, esc, form,
-    layout, page_layout, submit, time, url_part,
+    layout, one_time_key, page_layout, submit, time, url_part,
 };
+use crate::app::idempotency::IdempotencyKey;
 use crate::app::comments::{comment_to_delete, create_comment, delete_comment, page_of_comment};
 use crate::app::likes::{create_like, delete_like};
 use crate::app::lists::ListParams;
@@ -148,11 +149,12 @@ async fn render_post(
                     Some(_) if liked => {
                         span { "You like this post." }
                         form method="post" action={ "/posts/" (id) "/unlike" } {
+                            (one_time_key())
                             button type="submit" class="link" { "Take back your like" }
                         }
                     }
                     Some(_) => {
-                        form method="post" action={ "/posts/" (id) "/likes" } { button type="submit" { "Like" } }
+                        form method="post" action={ "/posts/" (id) "/likes" } { (one_time_key()) button type="submit" { "Like" } }
                     }
                     None => {
                         span { a href={ "/signin?return=/posts/" (id) } { "Sign in" } " to like or comment." }
@@ -227,13 +229,14 @@ pub(crate) async fn submit_comment(
     _: SameOrigin,
     viewer: Viewer,
     PageId(post_id): PageId,
-    Form(typed): Form<CommentForm>,
+    Form(typed, key): Form<CommentForm>,
 ) -> PageResult {
     let written = submit(
         &state,
         &viewer,
+        key,
         async |caller| {
-            let comment = create_comment(&state, caller, &post_id, &caller.0, typed.content.clone()).await?;
+            let comment = create_comment(&state, caller, &post_id, &caller.id, typed.content.clone()).await?;
             // On a long post the new comment is on a later page than the first: back to that one.
             let page = page_of_comment(&state, &post_id, &comment.id).await.unwrap_or_else(|error| {
                 tracing::warn!(%error, post = post_id, "the page of a new comment was not found; back to the first");
@@ -273,9 +276,9 @@ pub(crate) async fn submit_like(
     _: SameOrigin,
     viewer: Viewer,
     PageId(post_id): PageId,
-    Form(ButtonForm {}): Form<ButtonForm>,
+    Form(ButtonForm {}, key): Form<ButtonForm>,
 ) -> PageResult {
-    back_to_post(&state, &viewer, &post_id, async |caller| create_like(&state, caller, &post_id, &caller.0).await).await
+    back_to_post(&state, &viewer, key, &post_id, async |caller| create_like(&state, caller, &post_id, &caller.id).await).await
 }
 
 /// `POST /posts/{postId}/unlike`: C5, then back to the post; refused, the post page again with
@@ -285,9 +288,9 @@ pub(crate) async fn submit_unlike(
     _: SameOrigin,
     viewer: Viewer,
     PageId(post_id): PageId,
-    Form(ButtonForm {}): Form<ButtonForm>,
+    Form(ButtonForm {}, key): Form<ButtonForm>,
 ) -> PageResult {
-    back_to_post(&state, &viewer, &post_id, async |caller| delete_like(&state, caller, &post_id, &caller.0).await).await
+    back_to_post(&state, &viewer, key, &post_id, async |caller| delete_like(&state, caller, &post_id, &caller.id).await).await
 }
 
 /// After the like or unlike button: back to the post, at the button; refused (a second like, a like already
@@ -296,12 +299,14 @@ pub(crate) async fn submit_unlike(
 async fn back_to_post<T>(
     state: &AppState,
     viewer: &Viewer,
+    key: Option<IdempotencyKey>,
     post_id: &str,
     write: impl AsyncFnOnce(&Caller) -> AppResult<T>,
 ) -> PageResult {
     let written = submit(
         state,
         viewer,
+        key,
         write,
         |_| format!("/posts/{}#actions", url_part(post_id)),
         &[],
@@ -335,6 +340,7 @@ pub(crate) async fn delete_comment_page(
         p { "It is deleted for good." }
         div class="actions" {
             form method="post" action={ "/posts/" (id) "/comments/" (url_part(&comment.id)) "/delete" } {
+                (one_time_key())
                 button type="submit" class="danger" { "Delete" }
             }
             a href={ "/posts/" (id) "#comment-" (url_part(&comment.id)) } { "Keep it" }
@@ -349,9 +355,9 @@ pub(crate) async fn submit_comment_delete(
     _: SameOrigin,
     viewer: Viewer,
     PageIds(post_id, comment_id): PageIds,
-    Form(ButtonForm {}): Form<ButtonForm>,
+    Form(ButtonForm {}, key): Form<ButtonForm>,
 ) -> PageResult {
-    let caller = viewer.caller()?;
+    let caller = viewer.writer(&state, key)?;
     delete_comment(&state, &caller, &post_id, &comment_id).await?;
     wrote_to(&post_id, Ok(Redirect::to(&format!("/posts/{}#comments", url_part(&post_id))).into_response()))
 }
@@ -368,7 +374,10 @@ pub(crate) async fn delete_post_page(State(state): State<AppState>, viewer: View
             (count(post.like_count, "like", "likes")) " are deleted for good."
         }
         div class="actions" {
-            form method="post" action={ "/posts/" (id) "/delete" } { button type="submit" class="danger" { "Delete" } }
+            form method="post" action={ "/posts/" (id) "/delete" } {
+                (one_time_key())
+                button type="submit" class="danger" { "Delete" }
+            }
             a href={ "/posts/" (id) } { "Keep it" }
         }
     };
@@ -382,9 +391,9 @@ pub(crate) async fn submit_post_delete(
     _: SameOrigin,
     viewer: Viewer,
     PageId(post_id): PageId,
-    Form(ButtonForm {}): Form<ButtonForm>,
+    Form(ButtonForm {}, key): Form<ButtonForm>,
 ) -> PageResult {
-    let caller = viewer.caller()?;
+    let caller = viewer.writer(&state, key)?;
     delete_post(&state, &caller, &post_id).await?;
-    Ok(Redirect::to(&format!("/users/{}", url_part(&caller.0))).into_response())
+    Ok(Redirect::to(&format!("/users/{}", url_part(&caller.id))).into_response())
 }

@@ -120,7 +120,7 @@ pub(crate) async fn submit_sign_in(
     match state.auth {
         #[cfg(feature = "embedded")]
         AuthMode::Development => {
-            let Form(typed) = form_body;
+            let Form(typed, _) = form_body;
             let user = typed.user.trim();
             match development_id(user) {
                 Ok(()) => {

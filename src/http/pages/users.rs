@@ -111,11 +111,12 @@ pub(crate) async fn submit_new_user(
     State(state): State<AppState>,
     _: SameOrigin,
     viewer: Viewer,
-    Form(typed): Form<UsernameForm>,
+    Form(typed, key): Form<UsernameForm>,
 ) -> PageResult {
     submit(
         &state,
         &viewer,
+        key,
         async |caller| create_user(&state, caller, typed.username.clone()).await,
         |user| format!("/users/{}", url_part(&user.id)),
         // Nobody signed in has no page of their own to show the form on.
@@ -136,11 +137,12 @@ pub(crate) async fn submit_rename(
     _: SameOrigin,
     viewer: Viewer,
     PageId(user_id): PageId,
-    Form(typed): Form<UsernameForm>,
+    Form(typed, key): Form<UsernameForm>,
 ) -> PageResult {
     submit(
         &state,
         &viewer,
+        key,
         async |caller| rename_user(&state, caller, &user_id, typed.username.clone()).await,
         |user| format!("/users/{}", url_part(&user.id)),
         // Nobody signed in, or someone else: the user's page shows them no rename form.

@@ -47,12 +47,13 @@ pub(crate) async fn submit_new_post(
     State(state): State<AppState>,
     _: SameOrigin,
     viewer: Viewer,
-    Form(typed): Form<PostForm>,
+    Form(typed, key): Form<PostForm>,
 ) -> PageResult {
     submit(
         &state,
         &viewer,
-        async |caller| create_post(&state, caller, &caller.0, typed.title.clone(), typed.content.clone()).await,
+        key,
+        async |caller| create_post(&state, caller, &caller.id, typed.title.clone(), typed.content.clone()).await,
         |post| format!("/posts/{}", url_part(&post.id)),
         &[],
         async |error| Ok(post_form_page(&viewer, None, post_draft(&typed, &error), error.status)),
@@ -74,11 +75,12 @@ pub(crate) async fn submit_post_edit(
     _: SameOrigin,
     viewer: Viewer,
     PageId(post_id): PageId,
-    Form(typed): Form<PostForm>,
+    Form(typed, key): Form<PostForm>,
 ) -> PageResult {
     let written = submit(
         &state,
         &viewer,
+        key,
         async |caller| edit_post(&state, caller, &post_id, typed.title.clone(), typed.content.clone()).await,
         |post| format!("/posts/{}", url_part(&post.id)),
         POST_GONE,

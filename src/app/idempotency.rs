@@ -1,0 +1,315 @@
+//! Writes made once per key: the `Idempotency-Key` a client sends with a write (the IETF
+//! httpapi draft), or the one-time key every form of the pages carries.
+//!
+//! A keyed write commits a *request record* in the same transaction as the write, in the same
+//! partition: an item of type `request` whose id is derived from the caller and the key, so that
+//! Cosmos DB itself refuses a second one. A request sent again with the key finds the record
+//! instead of writing again:
+//! - the same request (its [fingerprint](Once::of)) gets the first answer: its status, and the
+//!   item it wrote as that item is now;
+//! - another request with the key is refused ([`AppError::KeyReused`]), and nothing is written.
+//!
+//! So an answer lost after Cosmos DB committed the write (a timeout, a dropped connection, a
+//! crash of the instance) costs nothing: the caller sends the request again with its key and
+//! learns what happened. Without a key nothing of this runs, and such a write is not retried by
+//! the handler once it may have been applied (docs/faults.md).
+//!
+//! Where the write is a stored procedure (C3–C7), the procedure reads the record first and
+//! creates it last, in its own transaction. Where it is a plain write (C1, C2), a transactional
+//! batch creates the record beside the write ([`commit`]). Records expire with the container's
+//! time to live, [`KEY_LIFETIME_SECS`] after the write: a key is remembered for a day.
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::{AppError, AppResult, Caller};
+use crate::cosmos::{Container, Store, StoreError, WriteOp};
+use crate::scripts::ScriptError;
+
+/// How long a key is remembered: its record's `ttl`.
+pub const KEY_LIFETIME_SECS: u64 = 24 * 60 * 60;
+
+/// The longest key accepted, in characters (a UUID has 36).
+pub const MAX_KEY_CHARS: usize = 255;
+
+/// How the refusal of a key used for another request starts.
+pub const KEY_REUSED: &str = "This Idempotency-Key was already used for another request";
+
+/// An idempotency key as the caller sent it, checked: 1 to [`MAX_KEY_CHARS`] printable ASCII
+/// characters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    /// Reads the header's value. The draft makes it a Structured Field string (`"8e03..."`, RFC
+    /// 8941); most clients send the bare value, so both are taken, and mean the same key.
+    pub fn parse(value: &str) -> AppResult<IdempotencyKey> {
+        let value = value.trim();
+        let key = match value.strip_prefix('"').and_then(|rest| rest.strip_suffix('"')) {
+            Some(quoted) if !quoted.contains(['"', '\\']) => quoted,
+            Some(_) => return Err(invalid("it may not contain a quote or backslash inside its quotes")),
+            None => value,
+        };
+        if key.is_empty() {
+            return Err(invalid("it is empty"));
+        }
+        if key.chars().count() > MAX_KEY_CHARS {
+            return Err(invalid(&format!("it is longer than {MAX_KEY_CHARS} characters")));
+        }
+        if let Some(bad) = key.chars().find(|c| !(' '..='~').contains(c)) {
+            return Err(invalid(&format!("it contains {bad:?}; a key is printable ASCII, such as a UUID")));
+        }
+        Ok(IdempotencyKey(key.to_owned()))
+    }
+
+    /// A new key for a form: a random UUID, shown in the form, sent back with it.
+    pub fn new_random() -> IdempotencyKey {
+        IdempotencyKey(crate::model::new_id())
+    }
+
+    /// The key as sent.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+fn invalid(why: &str) -> AppError {
+    AppError::Invalid(format!(
+        "The Idempotency-Key header is not valid: {why}. Send a new random value (a UUID) with each write, \
+         and the same value when you repeat it."
+    ))
+}
+
+/// One keyed write: its record's id, and its fingerprint.
+#[derive(Debug)]
+pub(crate) struct Once {
+    record_id: String,
+    derived: [u8; 32],
+    fingerprint: String,
+}
+
+/// The record a keyed write left, as found by a request sent again.
+#[derive(Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RequestRecord {
+    fingerprint: String,
+    /// The item the write made or changed (a deletion: the item deleted).
+    item_id: String,
+}
+
+impl Once {
+    /// The keyed write `request` of `caller`, if they sent a key: `request` names the use case
+    /// and every input it acts on (ids from the path, fields of the body), which make its
+    /// fingerprint; a key sent again with other inputs is another request.
+    pub(crate) fn of(caller: &Caller, request: &[&str]) -> Option<Once> {
+        let key = caller.key.as_ref()?;
+        let digest = |purpose: &str, parts: &[&str]| {
+            let mut hash = Sha256::new();
+            for part in std::iter::once(purpose).chain(parts.iter().copied()) {
+                // Length-prefixed, so that no two lists of parts hash alike.
+                hash.update((part.len() as u64).to_le_bytes());
+                hash.update(part.as_bytes());
+            }
+            <[u8; 32]>::from(hash.finalize())
+        };
+        let named = digest("record", &[&caller.id, key.as_str()]);
+        Some(Once {
+            record_id: format!("request-{}", hex(&named[..16])),
+            derived: digest("item", &[&caller.id, key.as_str()]),
+            fingerprint: hex(&digest("request", request)),
+        })
+    }
+
+    /// The id of an item this write creates where the id must be known from the key alone (a
+    /// new post: its id is its partition, where the record is looked up): a UUID (version 8)
+    /// derived from the caller and the key.
+    pub(crate) fn item_id(&self) -> String {
+        let mut bytes = [0; 16];
+        bytes.copy_from_slice(&self.derived[..16]);
+        uuid::Builder::from_custom_bytes(bytes).into_uuid().to_string()
+    }
+
+    /// The record committed with the write, in `container`'s partition `partition_key`, naming
+    /// `item_id`.
+    pub(crate) fn record(&self, container: Container, partition_key: &str, item_id: &str) -> Value {
+        let mut record = json!({
+            "id": self.record_id,
+            "type": "request",
+            "fingerprint": self.fingerprint,
+            "itemId": item_id,
+            "ttl": KEY_LIFETIME_SECS,
+        });
+        record[container.partition_key_path().trim_start_matches('/')] = json!(partition_key);
+        record
+    }
+
+    /// The first answer's item id, if `found` is this request's record; else the key was used
+    /// for another request: refused.
+    pub(crate) fn repeated(&self, found: &RequestRecord) -> AppResult<String> {
+        if found.fingerprint == self.fingerprint {
+            Ok(found.item_id.clone())
+        } else {
+            Err(AppError::KeyReused(format!(
+                "{KEY_REUSED} (other inputs, or another write): nothing was written. Send a new key with a new \
+                 request, and the same key only with the same request."
+            )))
+        }
+    }
+
+    /// [`Once::repeated`], for the record a stored procedure answered with `repeated`.
+    pub(crate) fn repeated_record(&self, record: Value) -> AppResult<String> {
+        let found = serde_json::from_value::<RequestRecord>(record)
+            .map_err(|error| AppError::Unexpected(format!("a request record is not one: {error}")))?;
+        self.repeated(&found)
+    }
+
+    /// Looks the key up in the partition its write goes to: the first answer's item id, if the
+    /// request was made before (one point read).
+    pub(crate) async fn find(&self, store: &Store, container: Container, partition_key: &str) -> AppResult<Option<String>> {
+        match store.read::<RequestRecord>(container, partition_key, &self.record_id).await? {
+            Some(found) => self.repeated(&found).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+/// What [`commit`] did.
+pub(crate) enum Committed {
+    /// The write, and the key's record with it.
+    Written,
+    /// Nothing: a request with the key was made before; the first answer's item id.
+    Repeated(String),
+}
+
+/// Commits `write` in `container`'s partition `partition_key`, with the key's record naming
+/// `item_id` when there is a key, in one transactional batch: both or neither. A record there
+/// already (a request with the key, committed meanwhile) fails the batch, and its answer is
+/// the first one's. The write's own refusals are the errors [`Store::execute_write`] gives.
+pub(crate) async fn commit(
+    store: &Store,
+    container: Container,
+    partition_key: &str,
+    once: Option<&Once>,
+    item_id: &str,
+    write: WriteOp,
+) -> AppResult<Committed> {
+    let Some(once) = once else {
+        store.execute_write(container, partition_key, write).await?;
+        return Ok(Committed::Written);
+    };
+    let record = WriteOp::Create { document: once.record(container, partition_key, item_id) };
+    match store.execute_batch(container, partition_key, vec![record, write]).await {
+        Ok(()) => Ok(Committed::Written),
+        Err(StoreError::BatchFailed { statuses }) => match statuses.as_slice() {
+            [409, ..] => match once.find(store, container, partition_key).await? {
+                Some(item_id) => Ok(Committed::Repeated(item_id)),
+                // (Expired between the two calls: as if never made.)
+                None => Err(AppError::Busy("The request with this key just expired; send it again.".to_owned())),
+            },
+            [_, 404, ..] => Err(StoreError::NotFound.into()),
+            [_, 409, ..] => Err(StoreError::Conflict.into()),
+            [_, 412, ..] => Err(StoreError::PreconditionFailed.into()),
+            [_, 429, ..] | [429, ..] => Err(StoreError::Throttled { retry_after: None }.into()),
+            _ => Err(StoreError::BatchFailed { statuses }.into()),
+        },
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// The key's record as a stored procedure's last argument (`null` without a key).
+pub(crate) fn record_argument(once: Option<&Once>, partition_key: &str, item_id: &str) -> Option<Value> {
+    once.map(|once| once.record(Container::Posts, partition_key, item_id))
+}
+
+/// What a stored procedure's failure means to the caller: one that threw because the same
+/// request, sent twice at once, committed first (`remember` in the scripts) is 409, as the
+/// draft says of a request whose key is in use.
+pub(crate) fn script_error(error: ScriptError) -> AppError {
+    match error {
+        ScriptError::Thrown(message) if message.contains(IN_PROGRESS) => AppError::Conflict(
+            "A request with this Idempotency-Key is being made right now: wait for its answer, or send this again \
+             in a moment to get it."
+                .to_owned(),
+        ),
+        other => other.into(),
+    }
+}
+
+/// A deletion's first answer (nothing), for a request sent again with its key.
+pub(crate) fn repeated_deletion(once: Option<&Once>, record: Value) -> AppResult<()> {
+    let once = once.ok_or_else(|| AppError::Unexpected("a deletion repeated a request without a key".to_owned()))?;
+    once.repeated_record(record).map(drop)
+}
+
+/// What the scripts throw when the key's record was created meanwhile.
+const IN_PROGRESS: &str = "a request with this key is in progress";
+
+/// The item a repeated request's first answer named, as it is now; gone since, not found.
+pub(crate) async fn first_answer<T: DeserializeOwned>(
+    store: &Store,
+    container: Container,
+    partition_key: &str,
+    item_id: &str,
+    what: &str,
+) -> AppResult<T> {
+    store.read::<T>(container, partition_key, item_id).await?.ok_or_else(|| {
+        AppError::NotFound(format!(
+            "This Idempotency-Key's request was made before, and the {what} it wrote ({item_id:?}) has been deleted since."
+        ))
+    })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caller(id: &str, key: Option<&str>) -> Caller {
+        Caller { id: id.to_owned(), key: key.map(|key| IdempotencyKey::parse(key).unwrap()) }
+    }
+
+    #[test]
+    fn a_key_is_taken_bare_or_as_a_structured_field_string() {
+        assert_eq!(IdempotencyKey::parse("8e03978e").unwrap(), IdempotencyKey::parse("\"8e03978e\"").unwrap());
+        for bad in ["", "\"\"", "\"a\"b\"", "caf\u{e9}", "a\tb", &"k".repeat(MAX_KEY_CHARS + 1)] {
+            let error = IdempotencyKey::parse(bad).unwrap_err();
+            assert!(matches!(error, AppError::Invalid(ref detail) if detail.contains("Idempotency-Key")), "{bad:?}: {error}");
+        }
+        assert!(IdempotencyKey::parse(&"k".repeat(MAX_KEY_CHARS)).is_ok());
+    }
+
+    #[test]
+    fn no_key_no_record() {
+        assert!(Once::of(&caller("ana", None), &["c3", "post", "hello"]).is_none());
+    }
+
+    #[test]
+    fn the_record_is_the_callers_and_the_keys_and_the_request_is_its_fingerprint() {
+        let once = Once::of(&caller("ana", Some("k1")), &["c3", "post", "hello"]).unwrap();
+        let again = Once::of(&caller("ana", Some("k1")), &["c3", "post", "hello"]).unwrap();
+        let other_text = Once::of(&caller("ana", Some("k1")), &["c3", "post", "hello!"]).unwrap();
+        let other_caller = Once::of(&caller("bob", Some("k1")), &["c3", "post", "hello"]).unwrap();
+        let split_otherwise = Once::of(&caller("ana", Some("k1")), &["c3", "posth", "ello"]).unwrap();
+        assert_eq!((once.record_id.as_str(), once.item_id()), (again.record_id.as_str(), again.item_id()));
+        assert_eq!(once.record_id, other_text.record_id, "one key, one record");
+        assert_ne!(once.record_id, other_caller.record_id, "two callers' keys never meet");
+        assert_ne!(once.item_id(), other_caller.item_id());
+        assert_ne!(once.fingerprint, other_text.fingerprint);
+        assert_ne!(once.fingerprint, split_otherwise.fingerprint);
+
+        let record = once.record(Container::Posts, "post", "comment-1");
+        assert_eq!(record["postId"], "post");
+        assert_eq!(record["type"], "request");
+        assert_eq!(record["ttl"], KEY_LIFETIME_SECS);
+        let found: RequestRecord = serde_json::from_value(record).unwrap();
+        assert_eq!(once.repeated(&found).unwrap(), "comment-1");
+        assert!(matches!(other_text.repeated(&found), Err(AppError::KeyReused(_))));
+        assert_eq!(once.record(Container::Users, "ana", "ana")["userId"], "ana");
+        assert!(uuid::Uuid::parse_str(&once.item_id()).is_ok());
+    }
+}
