@@ -19,7 +19,14 @@ async fn serve_with_state(
     dir: &std::path::Path,
     faults: SdkFaults,
 ) -> (String, tokio::sync::oneshot::Sender<()>, blog::app::AppState) {
-    let config = embedded_config(dir);
+    serve_config(embedded_config(dir), faults).await
+}
+
+/// A blog on `config` whose SDK reaches its store through `faults`, served.
+async fn serve_config(
+    config: blog::config::Config,
+    faults: SdkFaults,
+) -> (String, tokio::sync::oneshot::Sender<()>, blog::app::AppState) {
     let store = store_with_sdk_faults(&config, faults).await.unwrap();
     let blog = Blog::start(&config, blog::state_on(&config, store).await.unwrap());
     let state = blog.state.clone();
@@ -203,4 +210,238 @@ async fn the_change_feed_functions_wait_out_an_unavailable_database_and_set_noth
     }
     let letters = blog::changefeed::dead_letters::list(&state.store).await.unwrap();
     assert!(letters.is_empty(), "a passing failure is not a dead letter: {letters:?}");
+}
+
+/// A caller of the JSON API signed in as `user`, sending `Idempotency-Key` when given one.
+struct Writer {
+    api: String,
+    user: &'static str,
+    client: reqwest::Client,
+}
+
+impl Writer {
+    fn new(api: &str, user: &'static str) -> Writer {
+        Writer { api: api.to_owned(), user, client: reqwest::Client::new() }
+    }
+
+    /// Sends a write; its status and body (`null` for none).
+    async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>, key: Option<&str>) -> (u16, Value) {
+        let mut request = self.client.request(method, format!("{}{path}", self.api)).header("x-dev-user", self.user);
+        if let Some(key) = key {
+            request = request.header("idempotency-key", key);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let answer = request.send().await.unwrap();
+        let status = answer.status().as_u16();
+        (status, answer.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        let answer = self.client.get(format!("{}{path}", self.api)).send().await.unwrap();
+        assert_eq!(answer.status(), 200, "GET {path}");
+        answer.json().await.unwrap()
+    }
+}
+
+use reqwest::Method;
+
+/// Issue 31: every write (C1–C7) sent twice with one `Idempotency-Key` is made once, and the
+/// second answer is the first's (the same status, the same item); the key sent with another
+/// request is 422 and writes nothing; one key of two callers is two keys; a malformed key is 400.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_sent_again_with_its_key_is_made_once_and_answered_as_the_first_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let (api, _stop) = serve(dir.path(), SdkFaults::default()).await;
+    let alice = Writer::new(&api, "alice");
+    let twice = async |method: Method, path: &str, body: Option<Value>, key: &str| {
+        let first = alice.send(method.clone(), path, body.clone(), Some(key)).await;
+        let second = alice.send(method.clone(), path, body, Some(key)).await;
+        assert_eq!(first, second, "{method} {path}: the second answer is the first's");
+        first
+    };
+    assert_eq!(twice(Method::POST, "/users", Some(json!({"username": "alice"})), "k1").await.0, 201);
+    let (status, post) =
+        twice(Method::POST, "/posts", Some(json!({"userId": "alice", "title": "t", "content": "c"})), "k2").await;
+    assert_eq!(status, 201);
+    let post = post["id"].as_str().unwrap().to_owned();
+    let comment = json!({"userId": "alice", "content": "once"});
+    let (status, first) = twice(Method::POST, &format!("/posts/{post}/comments"), Some(comment), "k3").await;
+    assert_eq!(status, 201);
+    let (status, _) = twice(Method::POST, &format!("/posts/{post}/likes"), Some(json!({"userId": "alice"})), "k4").await;
+    assert_eq!(status, 201);
+    let read = alice.get(&format!("/posts/{post}")).await;
+    assert_eq!((read["commentCount"].as_u64(), read["likeCount"].as_u64()), (Some(1), Some(1)), "{read}");
+    assert_eq!(alice.get(&format!("/posts/{post}/comments")).await["items"].as_array().unwrap().len(), 1);
+
+    // The key with another request: refused, nothing written.
+    let other = json!({"userId": "alice", "content": "something else"});
+    let (status, problem) = alice.send(Method::POST, &format!("/posts/{post}/comments"), Some(other), Some("k3")).await;
+    assert_eq!(status, 422, "{problem}");
+    assert!(problem["detail"].as_str().unwrap().contains("already used for another request"), "{problem}");
+    assert_eq!(alice.get(&format!("/posts/{post}")).await["commentCount"], 1);
+    // The same key from another caller is another key.
+    let bob = Writer::new(&api, "bob");
+    assert_eq!(bob.send(Method::POST, "/users", Some(json!({"username": "bob"})), Some("k1")).await.0, 201);
+    let (status, bobs) = bob
+        .send(Method::POST, &format!("/posts/{post}/comments"), Some(json!({"userId": "bob", "content": "once"})), Some("k3"))
+        .await;
+    assert_eq!(status, 201);
+    assert_ne!(bobs["id"], first["id"]);
+
+    let (status, edited) =
+        twice(Method::PUT, &format!("/posts/{post}"), Some(json!({"title": "t2", "content": "c2"})), "k5").await;
+    assert_eq!((status, edited["title"].as_str()), (200, Some("t2")));
+    assert_eq!(twice(Method::PUT, "/users/alice", Some(json!({"username": "Alice"})), "k6").await.0, 200);
+    assert_eq!(twice(Method::DELETE, &format!("/posts/{post}/likes/alice"), None, "k7").await.0, 204);
+    let comment_id = first["id"].as_str().unwrap();
+    assert_eq!(twice(Method::DELETE, &format!("/posts/{post}/comments/{comment_id}"), None, "k8").await.0, 204);
+    let read = alice.get(&format!("/posts/{post}")).await;
+    assert_eq!((read["commentCount"].as_u64(), read["likeCount"].as_u64()), (Some(1), Some(0)), "bob's comment is left: {read}");
+    assert_eq!(twice(Method::DELETE, &format!("/posts/{post}"), None, "k9").await.0, 204);
+
+    for bad in ["", "caf\u{e9}", &"k".repeat(256)] {
+        let mut request = reqwest::Client::new().post(format!("{api}/posts")).header("x-dev-user", "alice");
+        request = request.header("idempotency-key", reqwest::header::HeaderValue::from_bytes(bad.as_bytes()).unwrap());
+        let answer = request.json(&json!({"userId": "alice", "title": "t", "content": "c"})).send().await.unwrap();
+        assert_eq!(answer.status(), 400, "{bad:?}");
+    }
+}
+
+/// Rules that lose the answer of the next write (any create, replace, upsert, delete or batch)
+/// after Cosmos DB applied it (`ResponseTimeoutAfterService`): one shared switch and count, so
+/// that [`LostAnswer::arm`] loses exactly one answer, wherever the write goes.
+struct LostAnswer {
+    rules: Vec<Arc<FaultInjectionRule>>,
+    enabled: Arc<std::sync::atomic::AtomicBool>,
+    hits: Arc<std::sync::atomic::AtomicU32>,
+}
+
+impl LostAnswer {
+    fn new() -> LostAnswer {
+        let enabled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let hits = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let writes = [
+            FaultOperationType::CreateItem,
+            FaultOperationType::ReplaceItem,
+            FaultOperationType::UpsertItem,
+            FaultOperationType::DeleteItem,
+            FaultOperationType::BatchItem,
+        ];
+        let rules = writes
+            .into_iter()
+            .map(|operation| {
+                let result =
+                    FaultInjectionResultBuilder::new().with_error(FaultInjectionErrorType::ResponseTimeoutAfterService).build();
+                let condition = FaultInjectionConditionBuilder::new().with_operation_type(operation).build();
+                Arc::new(
+                    FaultInjectionRuleBuilder::new(format!("lost answer of {operation:?}"), result)
+                        .with_condition(condition)
+                        .with_hit_limit(1)
+                        .with_shared_state(enabled.clone(), hits.clone())
+                        .build(),
+                )
+            })
+            .collect();
+        LostAnswer { rules, enabled, hits }
+    }
+
+    /// The next write's answer is lost.
+    fn arm(&self) {
+        self.hits.store(0, std::sync::atomic::Ordering::SeqCst);
+        self.enabled.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether an answer was lost since [`LostAnswer::arm`]; disarms.
+    fn disarm(&self) -> bool {
+        self.enabled.store(false, std::sync::atomic::Ordering::SeqCst);
+        self.hits.load(std::sync::atomic::Ordering::SeqCst) == 1
+    }
+}
+
+/// Issue 31: the answer of every write (C1–C7) lost after Cosmos DB committed it, and the SDK
+/// sending the write again by itself (it retries writes after an unknown outcome,
+/// `azure_data_cosmos_driver` `CosmosOperation::allows_ambiguous_outcome_retry`). With a key,
+/// every request is answered as done (the README's table); without one, what the README's table
+/// says. Nothing is written twice: the counters equal what is listed, and so they are after a
+/// restart (the embedded store commits what the emulator applied though its answer was lost).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_answer_on_every_write_writes_nothing_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let lost = LostAnswer::new();
+    // No change-feed processors: the one answer lost is the request's own write's, never a
+    // copy's written meanwhile.
+    let config = blog::config::Config { change_feed: blog::config::ChangeFeedMode::Host, ..embedded_config(dir.path()) };
+    let (api, stop, _) = serve_config(config, SdkFaults { rules: lost.rules.clone(), ..SdkFaults::default() }).await;
+    let alice = Writer::new(&api, "alice");
+    let mut seen = Vec::new();
+    let mut kept_posts = Vec::new();
+    for keyed in [true, false] {
+        let key = |name: &str| keyed.then(|| format!("{name}-{keyed}"));
+        let user = if keyed { "alice" } else { "bob" };
+        let writer = Writer::new(&api, user);
+        let lose = async |step: &'static str, method: Method, path: String, body: Option<Value>, key: Option<String>| {
+            lost.arm();
+            let answer = writer.send(method, &path, body, key.as_deref()).await;
+            assert!(lost.disarm(), "{step}: an answer was lost");
+            (step, answer)
+        };
+        let mut answers = vec![lose("C1", Method::POST, "/users".into(), Some(json!({"username": user})), key("c1")).await];
+        let body = json!({"userId": user, "title": format!("by {user}"), "content": "c"});
+        answers.push(lose("C2", Method::POST, "/posts".into(), Some(body), key("c2")).await);
+        let post = answers[1].1.1["id"].as_str().expect("the post was created").to_owned();
+        let comment = json!({"userId": user, "content": "once"});
+        answers.push(lose("C3", Method::POST, format!("/posts/{post}/comments"), Some(comment), key("c3")).await);
+        let comment = answers[2].1.1["id"].as_str().expect("the comment was created").to_owned();
+        answers.push(lose("C4", Method::POST, format!("/posts/{post}/likes"), Some(json!({"userId": user})), key("c4")).await);
+        let read = alice.get(&format!("/posts/{post}")).await;
+        assert_eq!((read["commentCount"].as_u64(), read["likeCount"].as_u64()), (Some(1), Some(1)), "keyed {keyed}: {read}");
+        assert_eq!(alice.get(&format!("/posts/{post}/comments")).await["items"].as_array().unwrap().len(), 1, "keyed {keyed}");
+        answers.push(
+            lose("C2 edit", Method::PUT, format!("/posts/{post}"), Some(json!({"title": "t2", "content": "c2"})), key("c2e"))
+                .await,
+        );
+        answers.push(
+            lose("C1 edit", Method::PUT, format!("/users/{user}"), Some(json!({"username": format!("{user}2")})), key("c1e"))
+                .await,
+        );
+        answers.push(lose("C5", Method::DELETE, format!("/posts/{post}/likes/{user}"), None, key("c5")).await);
+        answers.push(lose("C6", Method::DELETE, format!("/posts/{post}/comments/{comment}"), None, key("c6")).await);
+        let read = alice.get(&format!("/posts/{post}")).await;
+        assert_eq!((read["commentCount"].as_u64(), read["likeCount"].as_u64()), (Some(0), Some(0)), "keyed {keyed}: {read}");
+        // A post left for the restart, and one deleted.
+        let body = json!({"userId": user, "title": "kept", "content": "c"});
+        let (status, kept) = writer.send(Method::POST, "/posts", Some(body), None).await;
+        assert_eq!(status, 201);
+        let kept = kept["id"].as_str().unwrap().to_owned();
+        let comment = json!({"userId": user, "content": "kept"});
+        let (_, (status, _)) = lose("C3", Method::POST, format!("/posts/{kept}/comments"), Some(comment), key("c3k")).await;
+        assert_eq!(status, 201);
+        kept_posts.push(kept);
+        answers.push(lose("C7", Method::DELETE, format!("/posts/{post}"), None, key("c7")).await);
+        assert_eq!(alice.client.get(format!("{api}/posts/{post}")).send().await.unwrap().status(), 404, "keyed {keyed}");
+        seen.push((keyed, answers.into_iter().map(|(step, (status, _))| (step, status)).collect::<Vec<_>>()));
+    }
+    let table = |statuses: [u16; 9]| {
+        ["C1", "C2", "C3", "C4", "C2 edit", "C1 edit", "C5", "C6", "C7"].into_iter().zip(statuses).collect::<Vec<_>>()
+    };
+    assert_eq!(seen[0], (true, table([201, 201, 201, 201, 200, 200, 204, 204, 204])), "with a key: as done");
+    // Without one, the writes whose retry cannot tell its own earlier try from another's are
+    // answered as repeats are: a second like (409), an unlike or deletion of what is gone (404).
+    assert_eq!(seen[1], (false, table([201, 201, 201, 409, 200, 200, 404, 404, 404])), "without a key");
+
+    drop(stop);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let (api, _stop) = serve(dir.path(), SdkFaults::default()).await;
+    let reader = Writer::new(&api, "alice");
+    for user in ["alice", "bob"] {
+        assert_eq!(reader.get(&format!("/users/{user}")).await["username"], format!("{user}2"), "after a restart");
+    }
+    // The comments whose answers were lost are on disk, counted once.
+    for post in kept_posts {
+        let read = reader.get(&format!("/posts/{post}")).await;
+        assert_eq!(read["commentCount"], 1, "after a restart: {read}");
+        assert_eq!(reader.get(&format!("/posts/{post}/comments")).await["items"].as_array().unwrap().len(), 1);
+    }
 }

@@ -1147,3 +1147,59 @@ async fn a_form_past_the_write_limit_keeps_what_was_typed_and_says_when_to_send_
     assert!(refused.html.contains("typed past the limit"), "keeps what was typed: {}", refused.html);
     assert!(alice.get(&post).await.html.contains("1 comment · 0 likes"), "nothing more was written");
 }
+
+/// The one-time key of the form whose `action` is `action` on `html`.
+fn form_key(html: &str, action: &str) -> String {
+    let form = &html[html.find(&format!("action=\"{action}\"")).unwrap_or_else(|| panic!("no form to {action}: {html}"))..];
+    let start = form.find("name=\"idempotencyKey\" value=\"").expect("the form carries a key") + 29;
+    form[start..start + form[start..].find('"').unwrap()].to_owned()
+}
+
+/// Issue 31: every form that writes carries a one-time key, so a form sent twice (a double
+/// click, the back button, sent again after an error page) writes once and both answers lead
+/// to the same result; sent again with other text it writes nothing and says what happened,
+/// keeping the text, with a new key to send it as a new comment.
+#[tokio::test]
+async fn a_form_sent_twice_writes_once_and_shows_the_first_result() {
+    let app = TestApp::start().await;
+    let mut alice = Browser::new(&app);
+    alice.sign_up("alice", "Alice").await;
+
+    let write_page = alice.get("/write").await;
+    let key = form_key(&write_page.html, "/write");
+    let fields = [("title", "Twice"), ("content", "Sent twice."), ("idempotencyKey", key.as_str())];
+    let (first, second) = (alice.submit("/write", &fields).await, alice.submit("/write", &fields).await);
+    assert_eq!((first.status, second.status), (StatusCode::SEE_OTHER, StatusCode::SEE_OTHER), "{}", second.html);
+    assert_eq!(first.location(), second.location(), "one post");
+    let post = first.location().to_owned();
+    let mine = eventually(&alice, "/users/alice", |html| html.contains("Twice")).await;
+    assert_eq!(mine.html.matches(">Twice<").count(), 1, "{}", mine.html);
+
+    let page = alice.get(&post).await;
+    let key = form_key(&page.html, &format!("{post}/comments"));
+    let comment = [("content", "Only once, please."), ("idempotencyKey", key.as_str())];
+    let (first, second) =
+        (alice.submit(&format!("{post}/comments"), &comment).await, alice.submit(&format!("{post}/comments"), &comment).await);
+    assert_eq!(first.status, StatusCode::SEE_OTHER, "{}", first.html);
+    assert_eq!(first.location(), second.location(), "both lead to the one comment");
+    let like_key = form_key(&page.html, &format!("{post}/likes"));
+    for _ in 0..2 {
+        let liked = alice.submit(&format!("{post}/likes"), &[("idempotencyKey", like_key.as_str())]).await;
+        assert_eq!(liked.location(), format!("{post}#actions"), "the second click is not 'already liked': {}", liked.html);
+    }
+    let page = alice.get(&post).await;
+    assert_eq!(page.html.matches("Only once, please.").count(), 1, "{}", page.html);
+    assert!(page.html.contains("1 comment · 1 like"), "{}", page.html);
+
+    // The back button, the text changed, sent again: nothing more written, the text kept.
+    let other = [("content", "A second thought."), ("idempotencyKey", key.as_str())];
+    let refused = alice.submit(&format!("{post}/comments"), &other).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.html);
+    assert!(refused.html.contains(&escape(blog::http::pages::SENT_BEFORE)), "{}", refused.html);
+    assert!(refused.html.contains("A second thought."), "what was typed is kept: {}", refused.html);
+    let fresh = form_key(&refused.html, &format!("{post}/comments"));
+    assert_ne!(fresh, key, "the form shown again has a new key");
+    let sent = alice.submit(&format!("{post}/comments"), &[("content", "A second thought."), ("idempotencyKey", &fresh)]).await;
+    assert_eq!(sent.status, StatusCode::SEE_OTHER, "{}", sent.html);
+    assert!(alice.get(&post).await.html.contains("2 comments · 1 like"));
+}

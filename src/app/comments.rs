@@ -27,8 +27,11 @@ pub(crate) async fn create_comment(
     let author = existing_author(state, user_id).await?;
     let comment = model::new_comment(model::new_id(), post_id, &author, content, model::now());
     let request = record_argument(once.as_ref(), post_id, &comment.id);
-    let body =
-        state.scripts.execute(StoredProcedure::CreateComment, post_id, (post_id, &comment, request)).await.map_err(script_error)?;
+    let body = state
+        .scripts
+        .execute(StoredProcedure::CreateComment, post_id, (post_id, &comment, request))
+        .await
+        .map_err(script_error)?;
     // (Its page shows the write to the next viewer on this instance: `post_view`.)
     state.post_views.invalidate(post_id);
     match CounterOutcome::<Comment>::from_body(body)? {

@@ -18,7 +18,8 @@ pub(crate) async fn create_like(state: &AppState, caller: &Caller, post_id: &str
     let once = Once::of(caller, &["createLike", post_id, user_id]);
     let like = model::new_like(post_id, &author, model::now());
     let request = record_argument(once.as_ref(), post_id, &like.id);
-    let body = state.scripts.execute(StoredProcedure::CreateLike, post_id, (post_id, &like, request)).await.map_err(script_error)?;
+    let body =
+        state.scripts.execute(StoredProcedure::CreateLike, post_id, (post_id, &like, request)).await.map_err(script_error)?;
     // (Its page shows the write to the next viewer on this instance: `post_view`.)
     state.post_views.invalidate(post_id);
     match CounterOutcome::<Like>::from_body(body)? {

@@ -49,7 +49,9 @@ pub(crate) async fn create_post(
         Ok(Committed::Repeated(post_id)) => first_answer(&state.store, Container::Posts, &post_id, &post_id, "post").await,
         // The id is new (a random UUID, or the key's): taken, it is this request's own post,
         // written before the SDK sent the create again because its answer was lost.
-        Err(AppError::Store(StoreError::Conflict)) => first_answer(&state.store, Container::Posts, &post.id, &post.id, "post").await,
+        Err(AppError::Store(StoreError::Conflict)) => {
+            first_answer(&state.store, Container::Posts, &post.id, &post.id, "post").await
+        }
         Err(other) => Err(other),
     }
 }
@@ -71,8 +73,7 @@ pub(crate) async fn edit_post(
         let current = current.filter(|found| model::is_live(&found.item)).ok_or_else(|| post_not_found(post_id))?;
         caller.must_be(&current.item.user_id, "edit this post")?;
         let edited = model::edited_post(current.item, title.clone(), content.clone(), model::now());
-        let replace =
-            WriteOp::Replace { id: post_id.to_owned(), document: to_document(&edited)?, if_match: Some(current.etag) };
+        let replace = WriteOp::Replace { id: post_id.to_owned(), document: to_document(&edited)?, if_match: Some(current.etag) };
         match commit(&state.store, Container::Posts, post_id, once.as_ref(), post_id, replace).await {
             Ok(Committed::Written) => {
                 state.post_views.invalidate(post_id);

@@ -446,10 +446,15 @@ impl Store {
         let guard = durability.locks().write(container, partition_key).await;
         let mut dropped_midway = DroppedMidway { durability, container, partition_key, records: &records, guard: Some(guard) };
         let written = write.await;
-        // Done, one way or the other: committed below, or refused (a failed write applies nothing).
         let guard = dropped_midway.guard.take().expect("taken only here");
         drop(dropped_midway);
-        written?;
+        if let Err(error) = written {
+            // Refused, which nearly always applied nothing; but a write whose answer was lost
+            // and that the SDK sent again is refused as a duplicate of itself, applied.
+            let ids = records.into_iter().map(|(id, _)| id).collect();
+            durability.clone().commit_as_is(container, partition_key.to_owned(), ids, guard).await;
+            return Err(error);
+        }
         durability.commit(container, partition_key, records, guard).await
     }
 

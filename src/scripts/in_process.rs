@@ -159,9 +159,11 @@ impl InProcessScripts {
             }
             match self.store.execute_batch(script.container, partition_key, writes).await {
                 Ok(()) => return Ok(outcome.body),
-                // Something the script relied on changed (412), or an id it found free was taken
-                // (409), by another process or writer: it runs again on the new state, after a
-                // short randomized pause. (A conflict on the request's own write is the caller's.)
+                // Something the script relied on changed (412), an id it found free was taken
+                // (409), or an item it deleted is gone (404), by another process or writer, or
+                // by this very batch, applied once already when its answer was lost and the SDK
+                // sent it again: it runs again on the new state, after a short randomized pause.
+                // (A conflict on the request's own write is the caller's.)
                 Err(failed @ StoreError::BatchFailed { .. }) if is_script_conflict(&failed, request_write.is_some()) => {
                     tokio::time::sleep(retry_pause(attempt)).await;
                 }
@@ -208,11 +210,11 @@ fn fence_document(container: Container, key: &Value) -> Value {
     document
 }
 
-/// Whether a failed batch failed on one of the script's own writes (or the fence) with 409 or
-/// 412. The request's write, when there is one, is the batch's first operation.
+/// Whether a failed batch failed on one of the script's own writes (or the fence) with 404, 409
+/// or 412. The request's write, when there is one, is the batch's first operation.
 fn is_script_conflict(failed: &StoreError, has_request: bool) -> bool {
     let StoreError::BatchFailed { statuses } = failed else { return false };
-    statuses.iter().enumerate().any(|(index, status)| (index > 0 || !has_request) && matches!(status, 409 | 412))
+    statuses.iter().enumerate().any(|(index, status)| (index > 0 || !has_request) && matches!(status, 404 | 409 | 412))
 }
 
 /// The error of the request's own write, the first operation of the batch.

@@ -159,6 +159,11 @@ impl Durability {
     /// while the emulator applied it, so that whether or not it was applied, reads, the database
     /// and the change feed agree. (Its request got no answer, so either outcome is one it may
     /// see.) The partition stays held until then.
+    ///
+    /// Also for a write that failed: a failure may follow a write applied anyway (its answer
+    /// lost, the SDK sent it again, and the second try was refused as a duplicate, 409 or 412).
+    /// Where the emulator holds what the file holds, which is the case for nearly every failed
+    /// write, nothing is committed.
     pub(crate) async fn commit_as_is(
         self: Arc<Self>,
         container: Container,
@@ -185,6 +190,13 @@ impl Durability {
                 Err(error) => return tracing::error!(id, %error, "a write whose request was dropped cannot be committed"),
             };
             records.push((id, document));
+        }
+        let durable = |id: &str| {
+            let doc = self.database.durable_item(container, &partition_key, id).ok()?;
+            Some(doc.map(|doc| serde_json::from_str::<Value>(&doc).ok()))
+        };
+        if records.iter().all(|(id, document)| durable(id) == Some(document.clone().map(Some))) {
+            return;
         }
         if let Err(error) = self.commit(container, &partition_key, records, guard).await {
             tracing::error!(%error, "a write whose request was dropped cannot be committed");

@@ -11,8 +11,8 @@ use super::{
     Draft, Field, Form, Head, Page, PageId, PageIds, PageQuery, PageResult, Refusal, SameOrigin, Viewer, count, esc, form,
     layout, one_time_key, page_layout, submit, time, url_part,
 };
-use crate::app::idempotency::IdempotencyKey;
 use crate::app::comments::{comment_to_delete, create_comment, delete_comment, page_of_comment};
+use crate::app::idempotency::IdempotencyKey;
 use crate::app::likes::{create_like, delete_like};
 use crate::app::lists::ListParams;
 use crate::app::post_view::{Freshness, PostView, post_view};
