@@ -135,7 +135,13 @@ async fn run(
 /// Logs why a processor's feed failed and waits a moment before it starts over; `false` when
 /// it was stopped meanwhile.
 pub(super) async fn pause_after_failure(function: Function, error: &FeedError, stopped: &mut watch::Receiver<bool>) -> bool {
-    tracing::error!(target: "blog::changefeed", function = function.name(), %error, "change feed processor failed; restarting");
+    // The database's passing failures (throttled, unavailable for a moment) are a warning: the
+    // processor starts over, as the host would deliver again; anything else is an error.
+    if error.is_passing() {
+        tracing::warn!(target: "blog::changefeed", function = function.name(), %error, "change feed processor paused; restarting");
+    } else {
+        tracing::error!(target: "blog::changefeed", function = function.name(), %error, "change feed processor failed; restarting");
+    }
     tokio::select! {
         () = tokio::time::sleep(IDLE_POLL) => true,
         _ = stopped.changed() => false,

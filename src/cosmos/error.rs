@@ -32,8 +32,9 @@ pub enum StoreError {
     #[error("no answer within {CALL_TIMEOUT:?}")]
     Timeout,
     /// A passing failure Cosmos DB itself answered, after the SDK's own retries: 408 (it did not
-    /// finish in time), 410 (the partition moved), 503 (unavailable for a moment). A write may
-    /// or may not have been applied.
+    /// finish in time), 410 (the partition moved), 449 (retry with: concurrent writes), 503
+    /// (unavailable for a moment), 500/502/504 (it failed). A write may or may not have been
+    /// applied.
     #[error("the database is unavailable for a moment ({0})")]
     Unavailable(u16),
     /// A continuation token Cosmos refused.
@@ -118,8 +119,14 @@ impl StoreError {
             429 => StoreError::Throttled {
                 retry_after: error.response().and_then(|response| response.headers().retry_after_ms).map(Duration::from_millis),
             },
-            status @ (408 | 410 | 503) => {
+            status @ (408 | 410 | 449 | 503) => {
                 tracing::warn!(status, error = %crate::logging::with_causes(&error), "Cosmos DB is unavailable for a moment");
+                StoreError::Unavailable(status)
+            }
+            // Cosmos DB's own failure, still there after the SDK's retries: an error to look
+            // into, and, to the caller, a request to send again (its write may have been applied).
+            status @ (500 | 502 | 504) => {
+                tracing::error!(status, error = %crate::logging::with_causes(&error), "Cosmos DB failed");
                 StoreError::Unavailable(status)
             }
             _ => StoreError::sdk("the Cosmos DB call failed", error),

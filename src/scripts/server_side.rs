@@ -305,7 +305,7 @@ fn failure(status: StatusCode, body: &[u8], retry_after: Option<Duration>) -> Sc
         404 => StoreError::NotFound.into(),
         409 => StoreError::Conflict.into(),
         412 => StoreError::PreconditionFailed.into(),
-        status @ (408 | 410 | 503) => StoreError::Unavailable(status).into(),
+        status @ (408 | 410 | 500 | 502 | 503 | 504) => StoreError::Unavailable(status).into(),
         429 => StoreError::Throttled { retry_after }.into(),
         // "Retry with" after every retry: concurrent writes kept winning.
         449 => ScriptError::Contention,

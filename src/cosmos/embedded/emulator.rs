@@ -67,7 +67,8 @@ const PAGES_LOADING: usize = 4;
 pub struct SdkFaults {
     /// The rules, evaluated in order on every request the SDK sends.
     pub rules: Vec<Arc<azure_data_cosmos::fault_injection::FaultInjectionRule>>,
-    /// How many times the SDK retries a 429 by itself (`None`: its default, 9, within 30 s):
+    /// How many times the SDK retries a 429 by itself (`None`: its default for item operations,
+    /// 18, within 270 s, `azure_data_cosmos_driver` `ThrottlingRetryOptions`):
     /// 0 shows at once what the handler does once the SDK's retries are spent.
     pub throttle_retries: Option<u32>,
 }
