@@ -585,3 +585,50 @@ async fn with_thirty_percent_of_operations_failing_every_acknowledged_write_is_t
         assert_eq!(sorted, expected, "{post}: the comments answered 201 and not deleted, each once");
     }
 }
+
+/// Issue 31: a form sent while the database cannot take the write is the form again, 503 with
+/// `Retry-After`, saying the blog is busy and when to send it again, with what was typed and
+/// the same one-time key (the write may have been made); sent again once the database answers,
+/// it is made once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_sent_while_the_database_is_busy_keeps_the_text_and_its_key() {
+    let result = FaultInjectionResultBuilder::new().with_error(FaultInjectionErrorType::ServiceUnavailable).build();
+    let condition = FaultInjectionConditionBuilder::new().with_operation_type(FaultOperationType::BatchItem).build();
+    let unavailable = Arc::new(FaultInjectionRuleBuilder::new("503 on batches", result).with_condition(condition).build());
+    unavailable.disable();
+    let dir = tempfile::tempdir().unwrap();
+    let (api, _stop) = serve(dir.path(), SdkFaults { rules: vec![unavailable.clone()], ..SdkFaults::default() }).await;
+    let alice = Writer::new(&api, "alice");
+    assert_eq!(alice.send(Method::POST, "/users", Some(json!({"username": "alice"})), None).await.0, 201);
+    let (_, post) =
+        alice.send(Method::POST, "/posts", Some(json!({"userId": "alice", "title": "t", "content": "c"})), None).await;
+    let post = post["id"].as_str().unwrap().to_owned();
+    let site = api.trim_end_matches("/api").to_owned();
+    let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let form = |fields: &[(&str, &str)]| {
+        browser
+            .post(format!("{site}/posts/{post}/comments"))
+            .header("cookie", "blog_dev_user=alice")
+            .header("sec-fetch-site", "same-origin")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(serde_urlencoded::to_string(fields).unwrap())
+            .send()
+    };
+
+    unavailable.enable();
+    let busy = form(&[("content", "Typed while busy."), ("idempotencyKey", "form-key-1")]).await.unwrap();
+    assert_eq!(busy.status(), 503);
+    assert!(busy.headers().contains_key("retry-after"));
+    let html = busy.text().await.unwrap();
+    assert!(html.contains("The blog is busy right now"), "{html}");
+    assert!(html.contains("Typed while busy."), "what was typed is kept: {html}");
+    assert!(html.contains("name=\"idempotencyKey\" value=\"form-key-1\""), "the same key: {html}");
+    unavailable.disable();
+
+    for _ in 0..2 {
+        let sent = form(&[("content", "Typed while busy."), ("idempotencyKey", "form-key-1")]).await.unwrap();
+        assert_eq!(sent.status(), 303);
+    }
+    let read = alice.get(&format!("/posts/{post}")).await;
+    assert_eq!(read["commentCount"], 1, "{read}");
+}

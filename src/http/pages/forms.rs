@@ -33,6 +33,16 @@ pub const SIGNED_OUT: &str =
 pub const SENT_BEFORE: &str =
     "This form was sent before with other text, and that was saved. What you typed now is below: send it to save it too.";
 
+/// What a form says when the blog was too busy to confirm the write: it may have been made, so
+/// the form keeps its key, and sent again it is made once.
+pub fn busy(retry_after: Option<std::time::Duration>) -> String {
+    let seconds = retry_after.map_or(1, |wait| wait.as_secs_f64().ceil().max(1.0) as u64);
+    format!(
+        "The blog is busy right now and could not confirm that this was saved. What you typed is kept below: \
+         send it again in {seconds} s, and it is saved once either way."
+    )
+}
+
 /// What a form says when the person writing has no user yet: the API's "`userId` names no
 /// existing user" speaks of a field the form does not have.
 pub(crate) const NO_PROFILE_YET: &str =
@@ -50,6 +60,9 @@ impl Refusal {
         if error.detail.starts_with(KEY_REUSED) {
             return Refusal { field: None, detail: SENT_BEFORE.to_owned(), signed_out: false };
         }
+        if error.status == StatusCode::SERVICE_UNAVAILABLE {
+            return Refusal { field: None, detail: busy(error.retry_after), signed_out: false };
+        }
         let field = fields.iter().copied().find(|field| error.detail.starts_with(&format!("`{field}`")));
         Refusal { field, detail: error.detail.clone(), signed_out: false }
     }
@@ -60,19 +73,29 @@ impl Refusal {
         self.detail.replacen(&format!("`{}`", field.name), field.label, 1)
     }
 
+    /// Whether the form's key was spent on another text (so the form shown again needs a new one).
+    fn spent_key(refusal: Option<&Refusal>) -> bool {
+        refusal.is_some_and(|refusal| refusal.detail == SENT_BEFORE)
+    }
+
     /// The refusal when it is about no field in particular.
     fn general(refusal: Option<&Refusal>) -> Option<&Refusal> {
         refusal.filter(|refusal| refusal.field.is_none())
     }
 }
 
-/// What a form shows: the values typed (or stored), and why it was refused, if it was.
+/// What a form shows: the values typed (or stored), why it was refused, if it was, and the key
+/// it was sent with.
 #[derive(Default)]
 pub struct Draft<'a> {
     /// What was typed, by field name, to show again.
     pub values: Vec<(&'static str, &'a str)>,
     /// Why the form was refused, if it was.
     pub refusal: Option<Refusal>,
+    /// The one-time key the refused form was sent with, which the form shown again keeps: a
+    /// write refused as busy may have been made, and sent again with its key it is made once.
+    /// (Not after [`SENT_BEFORE`]: that key is spent on the first text.)
+    pub key: Option<&'a IdempotencyKey>,
 }
 
 impl Draft<'_> {
@@ -120,7 +143,10 @@ pub fn form(action: &str, id: &str, fields: &[Field], draft: &Draft, submit: &st
                     }
                 }
             }
-            (one_time_key())
+            @match draft.key.filter(|_| !Refusal::spent_key(draft.refusal.as_ref())) {
+                Some(key) => input type="hidden" name=(KEY_FIELD) value=(key.as_str());,
+                None => (one_time_key()),
+            }
             @for field in fields {
                 (form_field(id, field, draft))
             }
@@ -168,21 +194,23 @@ fn form_field(form_id: &str, field: &Field, draft: &Draft) -> Markup {
 pub async fn submit<T>(
     state: &AppState,
     viewer: &Viewer,
-    key: Option<IdempotencyKey>,
+    key: Option<&IdempotencyKey>,
     write: impl AsyncFnOnce(&Caller) -> AppResult<T>,
     redirect_to: impl FnOnce(T) -> String,
     error_pages: &[StatusCode],
     refused: impl AsyncFnOnce(ApiError) -> PageResult,
 ) -> PageResult {
-    let written = match viewer.writer(state, key) {
+    let written = match viewer.writer(state, key.cloned()) {
         Ok(caller) => write(&caller).await.map_err(ApiError::from),
         Err(error) => Err(error),
     };
     match written {
         Ok(written) => Ok(Redirect::to(&redirect_to(written)).into_response()),
-        Err(error) if error.status.is_server_error() || error_pages.contains(&error.status) => Err(error.into()),
+        // Busy (503): the form again, with what was typed and its key, and when to send it.
+        Err(error) if error.status != StatusCode::SERVICE_UNAVAILABLE && error.status.is_server_error() => Err(error.into()),
+        Err(error) if error_pages.contains(&error.status) => Err(error.into()),
         Err(error) => {
-            // Over the limit: the form again, with what was typed, and when to send it.
+            // Over the limit, or busy: the form again, with what was typed, and when to send it.
             let retry_after = error.retry_after_header();
             let mut page = refused(error).await?;
             if let Some(retry_after) = retry_after {

@@ -39,7 +39,7 @@ pub(crate) use self::extractors::{Form, PageIds, SameOrigin};
 pub use self::forms::Draft;
 pub use self::forms::Field;
 pub use self::forms::Refusal;
-pub use self::forms::{SENT_BEFORE, SIGNED_OUT, form, one_time_key, submit};
+pub use self::forms::{SENT_BEFORE, SIGNED_OUT, busy, form, one_time_key, submit};
 use super::auth::page_viewer;
 use super::error::ApiError;
 use crate::app::AppError;

@@ -234,7 +234,7 @@ pub(crate) async fn submit_comment(
     let written = submit(
         &state,
         &viewer,
-        key,
+        key.as_ref(),
         async |caller| {
             let comment = create_comment(&state, caller, &post_id, &caller.id, typed.content.clone()).await?;
             // On a long post the new comment is on a later page than the first: back to that one.
@@ -252,7 +252,8 @@ pub(crate) async fn submit_comment(
         },
         POST_GONE,
         async |error| {
-            let comment = Draft { values: vec![("content", &typed.content)], refusal: Some(Refusal::of(&error, &["content"])) };
+            let refusal = Some(Refusal::of(&error, &["content"]));
+            let comment = Draft { values: vec![("content", &typed.content)], refusal, key: key.as_ref() };
             let extra = PostPageState { comment, like_refused: None };
             Ok(render_post(&state, &viewer, &post_id, &ListParams::default(), Freshness::Read, extra, error.status)
                 .await?
@@ -306,7 +307,7 @@ async fn back_to_post<T>(
     let written = submit(
         state,
         viewer,
-        key,
+        key.as_ref(),
         write,
         |_| format!("/posts/{}#actions", url_part(post_id)),
         &[],

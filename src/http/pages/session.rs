@@ -132,7 +132,8 @@ pub(crate) async fn submit_sign_in(
                     Ok(response)
                 }
                 Err(error) => {
-                    let draft = Draft { values: vec![("user", &typed.user)], refusal: Some(Refusal::of(&error, &["user"])) };
+                    let draft =
+                        Draft { values: vec![("user", &typed.user)], refusal: Some(Refusal::of(&error, &["user"])), key: None };
                     Ok(development_form(&viewer, &query, draft, error.status))
                 }
             }

@@ -12,6 +12,7 @@ use super::{
     Draft, Field, Form, Head, Page, PageFeed, PageId, PageQuery, PageResult, Refusal, SITE_NAME, SameOrigin, Viewer, esc, form,
     layout, page_layout, submit, url_part,
 };
+use crate::app::idempotency::IdempotencyKey;
 use crate::app::lists::{ListParams, OwnerKnown};
 use crate::app::users::{create_user, get_user, posts_of, rename_user};
 use crate::app::{AppError, AppState};
@@ -71,7 +72,11 @@ async fn render_user(
         Err(error) => return Err(error.into()),
     };
     let posts = posts?;
-    let draft = if draft.values.is_empty() { Draft { values: vec![("username", &user.username)], refusal: None } } else { draft };
+    let draft = if draft.values.is_empty() {
+        Draft { values: vec![("username", &user.username)], refusal: None, key: None }
+    } else {
+        draft
+    };
     let main = html! {
         h1 dir="auto" { (esc(&user.username)) }
         @if viewer.is(user_id) {
@@ -116,7 +121,7 @@ pub(crate) async fn submit_new_user(
     submit(
         &state,
         &viewer,
-        key,
+        key.as_ref(),
         async |caller| create_user(&state, caller, typed.username.clone()).await,
         |user| format!("/users/{}", url_part(&user.id)),
         // Nobody signed in has no page of their own to show the form on.
@@ -124,7 +129,8 @@ pub(crate) async fn submit_new_user(
         async |error| {
             // Refused to someone signed in (nobody signed in is the error page): their own page.
             let own = viewer.id().unwrap_or_default();
-            render_user(&state, &viewer, own, &ListParams::default(), username_draft(&typed, &error), error.status).await
+            render_user(&state, &viewer, own, &ListParams::default(), username_draft(&typed, &error, key.as_ref()), error.status)
+                .await
         },
     )
     .await
@@ -142,18 +148,26 @@ pub(crate) async fn submit_rename(
     submit(
         &state,
         &viewer,
-        key,
+        key.as_ref(),
         async |caller| rename_user(&state, caller, &user_id, typed.username.clone()).await,
         |user| format!("/users/{}", url_part(&user.id)),
         // Nobody signed in, or someone else: the user's page shows them no rename form.
         &[StatusCode::UNAUTHORIZED, StatusCode::FORBIDDEN],
         async |error| {
-            render_user(&state, &viewer, &user_id, &ListParams::default(), username_draft(&typed, &error), error.status).await
+            render_user(
+                &state,
+                &viewer,
+                &user_id,
+                &ListParams::default(),
+                username_draft(&typed, &error, key.as_ref()),
+                error.status,
+            )
+            .await
         },
     )
     .await
 }
 
-fn username_draft<'a>(typed: &'a UsernameForm, error: &ApiError) -> Draft<'a> {
-    Draft { values: vec![("username", &typed.username)], refusal: Some(Refusal::of(error, &["username"])) }
+fn username_draft<'a>(typed: &'a UsernameForm, error: &ApiError, key: Option<&'a IdempotencyKey>) -> Draft<'a> {
+    Draft { values: vec![("username", &typed.username)], refusal: Some(Refusal::of(error, &["username"])), key }
 }

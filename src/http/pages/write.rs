@@ -9,6 +9,7 @@ use serde::Deserialize;
 use super::posts::{POST_GONE, wrote_to};
 use super::{Draft, Field, Form, Page, PageId, PageResult, Refusal, SameOrigin, Viewer, form, layout, submit, url_part};
 use crate::app::AppState;
+use crate::app::idempotency::IdempotencyKey;
 use crate::app::posts::{create_post, edit_post, get_post};
 use crate::http::error::ApiError;
 use crate::model::{MAX_CONTENT_CHARS, MAX_TITLE_CHARS};
@@ -52,11 +53,11 @@ pub(crate) async fn submit_new_post(
     submit(
         &state,
         &viewer,
-        key,
+        key.as_ref(),
         async |caller| create_post(&state, caller, &caller.id, typed.title.clone(), typed.content.clone()).await,
         |post| format!("/posts/{}", url_part(&post.id)),
         &[],
-        async |error| Ok(post_form_page(&viewer, None, post_draft(&typed, &error), error.status)),
+        async |error| Ok(post_form_page(&viewer, None, post_draft(&typed, &error, key.as_ref()), error.status)),
     )
     .await
 }
@@ -65,7 +66,7 @@ pub(crate) async fn submit_new_post(
 pub(crate) async fn edit_post_page(State(state): State<AppState>, viewer: Viewer, PageId(post_id): PageId) -> PageResult {
     let post = get_post(&state, &post_id).await?;
     viewer.caller()?.must_be(&post.user_id, "edit this post")?;
-    let draft = Draft { values: vec![("title", &post.title), ("content", &post.content)], refusal: None };
+    let draft = Draft { values: vec![("title", &post.title), ("content", &post.content)], refusal: None, key: None };
     Ok(post_form_page(&viewer, Some(&post_id), draft, StatusCode::OK))
 }
 
@@ -80,20 +81,21 @@ pub(crate) async fn submit_post_edit(
     let written = submit(
         &state,
         &viewer,
-        key,
+        key.as_ref(),
         async |caller| edit_post(&state, caller, &post_id, typed.title.clone(), typed.content.clone()).await,
         |post| format!("/posts/{}", url_part(&post.id)),
         POST_GONE,
-        async |error| Ok(post_form_page(&viewer, Some(&post_id), post_draft(&typed, &error), error.status)),
+        async |error| Ok(post_form_page(&viewer, Some(&post_id), post_draft(&typed, &error, key.as_ref()), error.status)),
     )
     .await;
     wrote_to(&post_id, written)
 }
 
-fn post_draft<'a>(typed: &'a PostForm, error: &ApiError) -> Draft<'a> {
+fn post_draft<'a>(typed: &'a PostForm, error: &ApiError, key: Option<&'a IdempotencyKey>) -> Draft<'a> {
     Draft {
         values: vec![("title", &typed.title), ("content", &typed.content)],
         refusal: Some(Refusal::of(error, &["title", "content"])),
+        key,
     }
 }
 
