@@ -494,7 +494,7 @@ async fn with_thirty_percent_of_operations_failing_every_acknowledged_write_is_t
         })
         .collect();
     let dir = tempfile::tempdir().unwrap();
-    let (api, _stop) = serve(dir.path(), SdkFaults { rules: rules.clone(), ..SdkFaults::default() }).await;
+    let (api, _stop, state) = serve_with_state(dir.path(), SdkFaults { rules: rules.clone(), ..SdkFaults::default() }).await;
     let writers = ["ana", "ben", "cy"].map(|user| Writer::new(&api, user));
     let mut posts = Vec::new();
     for writer in &writers {
@@ -529,6 +529,12 @@ async fn with_thirty_percent_of_operations_failing_every_acknowledged_write_is_t
                     until_done(writer, Method::DELETE, &format!("/posts/{post}/comments/{id}"), None, &format!("{key}-d")).await;
                 }
                 comments.lock().unwrap().push((post.clone(), id, deleted));
+                // Renamed halfway: the name reaches every comment and copy through the change feed.
+                if round == 6 {
+                    let renamed = json!({"username": format!("{}-renamed", writer.user)});
+                    let users = format!("/users/{}", writer.user);
+                    assert_eq!(until_done(writer, Method::PUT, &users, Some(renamed), &format!("{key}-r")).await.0, 200);
+                }
                 // Rounds 0 and 6 like the writer's own post, 3 and 9 take the like back.
                 let likes = format!("/posts/{post}/likes");
                 match round % 6 {
@@ -584,6 +590,28 @@ async fn with_thirty_percent_of_operations_failing_every_acknowledged_write_is_t
         expected.sort_unstable();
         assert_eq!(sorted, expected, "{post}: the comments answered 201 and not deleted, each once");
     }
+
+    // Both change-feed functions caught up through the faults: every post is copied into its
+    // author's list and the feed, and every comment and copy carries its writer's new name.
+    let started = std::time::Instant::now();
+    let renamed = |item: &Value| item["userUsername"] == format!("{}-renamed", item["userId"].as_str().unwrap());
+    loop {
+        let feed = reader.get("/feed?limit=100").await;
+        let mut caught_up = feed["items"].as_array().unwrap().iter().filter(|item| renamed(item)).count() == posts.len();
+        for (writer, post) in writers.iter().zip(&posts) {
+            let own = reader.get(&format!("/users/{}/posts", writer.user)).await;
+            caught_up &= own["items"].as_array().unwrap().iter().any(|item| item["id"] == post.as_str() && renamed(item));
+            let listed = reader.get(&format!("/posts/{post}/comments?limit=100")).await;
+            caught_up &= listed["items"].as_array().unwrap().iter().all(renamed);
+        }
+        if caught_up {
+            break;
+        }
+        assert!(started.elapsed().as_secs() < 60, "the copies never caught up: {feed}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let letters = blog::changefeed::dead_letters::list(&state.store).await.unwrap();
+    assert!(letters.is_empty(), "the database's faults are passing, never dead letters: {letters:?}");
 }
 
 /// Issue 31: a form sent while the database cannot take the write is the form again, 503 with
