@@ -8,8 +8,8 @@
 //! served by `Blog::serve`), on the embedded store, its SDK client reaching the emulator through
 //! the SDK's own fault injection: a rule answers the given share of every operation (reads,
 //! queries, writes, batches) with 429 and `x-ms-retry-after-ms: 10`, below the SDK's retries,
-//! which wait as asked and send again. Each run: one user and one post, then C3 on that post and
-//! Q2 of it, one at a time (latency p50/p99) and with 8 clients (requests per second), the same
+//! which wait as asked and send again. Each run: one user and one post, then C3 on that post
+//! (without a key, then each with a new `Idempotency-Key`) and Q2 of it, one at a time (latency p50/p99) and with 8 clients (requests per second), the same
 //! counts with and without the rule. What a client sees beyond the SDK's retries (a 503) is
 //! counted as an error.
 
@@ -96,9 +96,18 @@ async fn run(share: Option<f32>) -> Vec<Row> {
     let comment = json!({"userId": user, "content": "A comment."});
     let comments = format!("/api/posts/{post}/comments");
     let read = format!("/api/posts/{post}");
-    let c3 = measure(&client, move |client| {
+    let c3 = {
         let (comments, comment) = (comments.clone(), comment.clone());
-        async move { client.post(user, &comments, &comment).await.sample }
+        measure(&client, move |client| {
+            let (comments, comment) = (comments.clone(), comment.clone());
+            async move { client.post(user, &comments, &comment).await.sample }
+        })
+        .await
+    };
+    // The same, each with a new Idempotency-Key: what making a write once costs.
+    let keyed = measure(&client, move |client| {
+        let (comments, comment) = (comments.clone(), comment.clone());
+        async move { client.post_keyed(user, &comments, &comment, &uuid::Uuid::new_v4().to_string()).await.sample }
     })
     .await;
     let q2 = measure(&client, move |client| {
@@ -108,6 +117,7 @@ async fn run(share: Option<f32>) -> Vec<Row> {
     .await;
     vec![
         Row { request: "C3 `POST /api/posts/{id}/comments`", one_at_a_time: c3.0, per_second: c3.1, errors: c3.2 },
+        Row { request: "C3 with an `Idempotency-Key`", one_at_a_time: keyed.0, per_second: keyed.1, errors: keyed.2 },
         Row { request: "Q2 `GET /api/posts/{id}`", one_at_a_time: q2.0, per_second: q2.1, errors: q2.2 },
     ]
 }

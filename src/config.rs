@@ -57,6 +57,9 @@ pub struct Config {
     /// How long a connection may take to send a request's headers, or stay idle between
     /// requests (`BLOG_HEADER_TIMEOUT`, seconds; [`DEFAULT_HEADER_TIMEOUT`] unless set).
     pub header_timeout: std::time::Duration,
+    /// How long a request may take in all, its database calls included, before it is answered
+    /// 503 (`BLOG_REQUEST_TIMEOUT`, seconds; [`DEFAULT_REQUEST_TIMEOUT`] unless set).
+    pub request_timeout: std::time::Duration,
     /// Who vouches for the caller of a write.
     pub auth: AuthMode,
     /// `BLOG_TOKEN_KEY`: the key continuation tokens are signed with, the same on every instance
@@ -102,6 +105,12 @@ pub enum AuthMode {
 /// time after which .NET's HTTP client (the Functions host's) stops reusing a pooled connection
 /// would be safest; 30 s is hyper's own default for this timeout.
 pub const DEFAULT_HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// [`Config::request_timeout`] unless `BLOG_REQUEST_TIMEOUT` says otherwise: above one Cosmos DB
+/// call's own bound (30 s, so that a slow call is answered as such first), far below the 230 s
+/// after which Azure's front end gives up on an HTTP function and the client gets no answer of
+/// ours.
+pub const DEFAULT_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// [`Config::max_in_flight`] unless `BLOG_MAX_IN_FLIGHT` says otherwise.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 128;
@@ -201,6 +210,8 @@ impl Config {
         };
         let header_timeout = positive(&lookup, "BLOG_HEADER_TIMEOUT", "a positive number of seconds")?
             .map_or(DEFAULT_HEADER_TIMEOUT, std::time::Duration::from_secs);
+        let request_timeout = positive(&lookup, "BLOG_REQUEST_TIMEOUT", "a positive number of seconds")?
+            .map_or(DEFAULT_REQUEST_TIMEOUT, std::time::Duration::from_secs);
         let token_key = lookup("BLOG_TOKEN_KEY");
         if let Some(key) = &token_key
             && key.len() < 16
@@ -217,6 +228,7 @@ impl Config {
             scripts,
             max_in_flight,
             header_timeout,
+            request_timeout,
             auth,
             token_key,
             write_limit,
@@ -342,6 +354,9 @@ mod tests {
     /// with a short one).
     #[test]
     fn the_header_timeout_is_30_seconds_unless_set() {
+        assert_eq!(config(&[]).unwrap().request_timeout, std::time::Duration::from_secs(60));
+        assert_eq!(config(&[("BLOG_REQUEST_TIMEOUT", "5")]).unwrap().request_timeout, std::time::Duration::from_secs(5));
+        assert!(config(&[("BLOG_REQUEST_TIMEOUT", "0")]).unwrap_err().contains("BLOG_REQUEST_TIMEOUT"));
         assert_eq!(config(&[]).unwrap().header_timeout, std::time::Duration::from_secs(30));
         assert_eq!(config(&[("BLOG_HEADER_TIMEOUT", "2")]).unwrap().header_timeout, std::time::Duration::from_secs(2));
     }

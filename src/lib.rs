@@ -74,6 +74,7 @@ pub struct Blog {
     processors: Option<Processors>,
     max_in_flight: usize,
     header_timeout: std::time::Duration,
+    request_timeout: std::time::Duration,
     host_change_feed: bool,
 }
 
@@ -96,7 +97,14 @@ impl Blog {
             (_, ChangeFeedMode::Host) => None,
         };
         let host_change_feed = config.change_feed == ChangeFeedMode::Host;
-        Blog { state, processors, max_in_flight: config.max_in_flight, header_timeout: config.header_timeout, host_change_feed }
+        Blog {
+            state,
+            processors,
+            max_in_flight: config.max_in_flight,
+            header_timeout: config.header_timeout,
+            request_timeout: config.request_timeout,
+            host_change_feed,
+        }
     }
 
     /// What the local change-feed processors delivered, and its cost; `None` where they do not
@@ -118,7 +126,7 @@ impl Blog {
     ) -> std::io::Result<()> {
         let limits = http::serve::Limits::of_this_process(self.header_timeout);
         tracing::debug!(?limits, "connection limits");
-        let router = http::router(self.state, self.max_in_flight, self.host_change_feed);
+        let router = http::router(self.state, self.max_in_flight, self.request_timeout, self.host_change_feed);
         let served = http::serve::serve(listener, router, limits, shutdown).await;
         match self.processors {
             Some(Processors::Embedded(processors)) => processors.stop().await,

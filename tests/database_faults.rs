@@ -660,3 +660,42 @@ async fn a_form_sent_while_the_database_is_busy_keeps_the_text_and_its_key() {
     let read = alice.get(&format!("/posts/{post}")).await;
     assert_eq!(read["commentCount"], 1, "{read}");
 }
+
+/// Issue 31: a time budget per request. While Cosmos DB takes 5 s to answer each read of
+/// `posts` (an SDK delay rule), a request is answered 503 with `Retry-After` once its budget
+/// (`BLOG_REQUEST_TIMEOUT`, here 1 s) has passed, problem+json on the API and an HTML page for
+/// a page; once the database answers in time, the same requests are served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_database_never_holds_a_request_past_its_budget() {
+    let result = FaultInjectionResultBuilder::new().with_delay(std::time::Duration::from_secs(5)).build();
+    let condition = FaultInjectionConditionBuilder::new()
+        .with_operation_type(FaultOperationType::ReadItem)
+        .with_container_id("posts")
+        .build();
+    let slow = Arc::new(FaultInjectionRuleBuilder::new("slow reads of posts", result).with_condition(condition).build());
+    slow.disable();
+    let dir = tempfile::tempdir().unwrap();
+    let config = blog::config::Config { request_timeout: std::time::Duration::from_secs(1), ..embedded_config(dir.path()) };
+    let (api, _stop, _) = serve_config(config, SdkFaults { rules: vec![slow.clone()], ..SdkFaults::default() }).await;
+    let alice = Writer::new(&api, "alice");
+    assert_eq!(alice.send(Method::POST, "/users", Some(json!({"username": "alice"})), None).await.0, 201);
+    let (_, post) =
+        alice.send(Method::POST, "/posts", Some(json!({"userId": "alice", "title": "t", "content": "c"})), None).await;
+    let post = post["id"].as_str().unwrap().to_owned();
+    let site = api.trim_end_matches("/api").to_owned();
+
+    slow.enable();
+    for (url, kind) in
+        [(format!("{api}/posts/{post}"), "application/problem+json"), (format!("{site}/posts/{post}"), "text/html")]
+    {
+        let started = std::time::Instant::now();
+        let answer = alice.client.get(&url).send().await.unwrap();
+        assert!(started.elapsed() < std::time::Duration::from_secs(4), "{url}: answered after {:?}", started.elapsed());
+        assert_eq!(answer.status(), 503, "{url}");
+        assert!(answer.headers().contains_key("retry-after"), "{url}");
+        assert!(answer.headers()["content-type"].to_str().unwrap().starts_with(kind), "{url}");
+        assert!(answer.text().await.unwrap().contains("did not answer within 1 s"), "{url}");
+    }
+    slow.disable();
+    assert_eq!(alice.client.get(format!("{api}/posts/{post}")).send().await.unwrap().status(), 200);
+}

@@ -19,6 +19,7 @@ async fn store() -> (Arc<Store>, tempfile::TempDir) {
         scripts: blog::config::ScriptsMode::InProcess,
         max_in_flight: 16,
         header_timeout: blog::config::DEFAULT_HEADER_TIMEOUT,
+        request_timeout: blog::config::DEFAULT_REQUEST_TIMEOUT,
         write_limit: None,
         auth: blog::config::AuthMode::None,
         token_key: None,

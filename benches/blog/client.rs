@@ -70,6 +70,12 @@ impl Client {
         self.send(self.http.post(format!("{}{path}", self.base)).header("x-dev-user", caller).json(body)).await
     }
 
+    /// [`Client::post`] with an `Idempotency-Key`: the write is made once per key.
+    pub(crate) async fn post_keyed(&self, caller: &str, path: &str, body: &Value, key: &str) -> Answer {
+        let request = self.http.post(format!("{}{path}", self.base)).header("x-dev-user", caller).header("idempotency-key", key);
+        self.send(request.json(body)).await
+    }
+
     pub(crate) async fn put(&self, caller: &str, path: &str, body: &Value) -> Answer {
         self.send(self.http.put(format!("{}{path}", self.base)).header("x-dev-user", caller).json(body)).await
     }

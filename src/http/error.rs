@@ -46,7 +46,7 @@ impl ApiError {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, detail)
     }
     /// A problem with `status` and `detail` that asks the caller to come back after `wait`.
-    fn come_back_after(status: StatusCode, detail: impl Into<String>, wait: Duration) -> Self {
+    pub(crate) fn come_back_after(status: StatusCode, detail: impl Into<String>, wait: Duration) -> Self {
         ApiError { retry_after: Some(wait), ..Self::new(status, detail) }
     }
     /// The `Retry-After` this answer carries: its own wait, else a second on a 503 (every 503

@@ -58,15 +58,19 @@ struct Door {
     writes: Arc<Semaphore>,
     /// Whether the change-feed routes exist (under the host), and with them their larger bodies.
     host_batches: bool,
+    /// How long a request may take in all (the change-feed batches excepted: the host's own
+    /// function timeout bounds them).
+    request_timeout: Duration,
     auth: AuthMode,
 }
 
 impl FrontDoor {
-    pub(super) fn new(max_in_flight: usize, host_batches: bool, auth: AuthMode) -> FrontDoor {
+    pub(super) fn new(max_in_flight: usize, host_batches: bool, auth: AuthMode, request_timeout: Duration) -> FrontDoor {
         FrontDoor(Arc::new(Door {
             reads: Arc::new(Semaphore::new(max_in_flight)),
             writes: Arc::new(Semaphore::new(max_in_flight)),
             host_batches,
+            request_timeout,
             auth,
         }))
     }
@@ -148,11 +152,19 @@ impl Door {
             .into_response();
         };
         let page = PageRequest::of(&parts, self.auth);
-        let answer = compressed_as_accepted(route, Request::from_parts(parts, body));
+        let budget = (!self.is_host_batch(&parts)).then_some(self.request_timeout);
+        let answer = within(budget, page.is_some(), compressed_as_accepted(route, Request::from_parts(parts, body)));
         match page {
             Some(page) => page.scope(answer).await,
             None => answer.await,
         }
+    }
+
+    /// Whether the request is the Functions host delivering a change-feed batch.
+    fn is_host_batch(&self, parts: &Parts) -> bool {
+        self.host_batches
+            && parts.method == Method::POST
+            && changefeed::Function::ALL.iter().any(|function| parts.uri.path().strip_prefix('/') == Some(function.name()))
     }
 
     /// The whole body, within [`BODY_TIMEOUT`] and the route's limit; otherwise the answer that
@@ -162,10 +174,7 @@ impl Door {
         if body.is_end_stream() {
             return Ok(Body::from(Bytes::new()));
         }
-        let is_host_batch = self.host_batches
-            && parts.method == Method::POST
-            && changefeed::Function::ALL.iter().any(|function| parts.uri.path().strip_prefix('/') == Some(function.name()));
-        let limit = if is_host_batch { HOST_BATCH_BYTES } else { MAX_BODY_BYTES };
+        let limit = if self.is_host_batch(parts) { HOST_BATCH_BYTES } else { MAX_BODY_BYTES };
         match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, limit)).await {
             Ok(Ok(bytes)) => Ok(Body::from(bytes)),
             Ok(Err(error)) => {
@@ -195,6 +204,34 @@ impl Door {
 
 /// The 500 for a route that panicked, with the panic's message in the log (the default panic
 /// hook has printed it with its place already).
+/// The route's answer, or, past `budget`, 503 with `Retry-After` (an HTML page for a page): a
+/// slow database never holds a request without an answer. The route is dropped where it was; a
+/// write it had sent may be made (the embedded store commits what its emulator applied,
+/// `Store::durably`), which is what the answer says, and why writes carry an Idempotency-Key.
+async fn within(budget: Option<Duration>, page: bool, answer: impl Future<Output = Response>) -> Response {
+    let Some(budget) = budget else { return answer.await };
+    match tokio::time::timeout(budget, answer).await {
+        Ok(response) => response,
+        Err(_) => {
+            tracing::warn!(budget_s = budget.as_secs(), "a request ran out of time");
+            let seconds = budget.as_secs();
+            let detail = if page {
+                format!(
+                    "The blog did not answer within {seconds} s. Reload in a moment; a form you sent may have been \
+                     saved, and sent again from its page it is saved once."
+                )
+            } else {
+                format!(
+                    "The database did not answer within {seconds} s. Retry in a moment; a write may have been made, \
+                     so send it again with the same Idempotency-Key."
+                )
+            };
+            let error = ApiError::come_back_after(StatusCode::SERVICE_UNAVAILABLE, detail, Duration::from_secs(1));
+            if page { pages::PageError(error).into_response() } else { error.into_response() }
+        }
+    }
+}
+
 fn answer_to_a_panic(panic: &(dyn std::any::Any + Send)) -> Response {
     let message = panic
         .downcast_ref::<&str>()
@@ -307,7 +344,7 @@ mod tests {
         let router = axum::Router::new()
             .route("/panics", axum::routing::get(panics))
             .route("/works", axum::routing::get(|| async { "fine" }))
-            .layer(FrontDoor::new(4, false, AuthMode::None));
+            .layer(FrontDoor::new(4, false, AuthMode::None, crate::config::DEFAULT_REQUEST_TIMEOUT));
         let answer = router.clone().oneshot(Request::get("/panics").body(Body::empty()).unwrap()).await.unwrap();
         assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
         assert_eq!(answer.headers()[header::CONTENT_TYPE], "application/problem+json");

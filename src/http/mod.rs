@@ -155,7 +155,7 @@ pub fn is_api_route(route: &str) -> bool {
 /// because no HTTP function's route can match `/{FunctionName}` (explicit routes only, no
 /// catch-all; a test holds every `function.json` to that). Where the local processors deliver
 /// the changes, nothing else may.
-pub fn router(state: AppState, max_in_flight: usize, host_change_feed: bool) -> Router {
+pub fn router(state: AppState, max_in_flight: usize, request_timeout: std::time::Duration, host_change_feed: bool) -> Router {
     let mut router = Router::new();
     for &function in HttpFunction::ALL {
         router = router.route(&router_path(function.route()), function.handler());
@@ -171,7 +171,7 @@ pub fn router(state: AppState, max_in_flight: usize, host_change_feed: bool) -> 
     router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(FrontDoor::new(max_in_flight, host_change_feed, state.auth))
+        .layer(FrontDoor::new(max_in_flight, host_change_feed, state.auth, request_timeout))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
 }
@@ -216,7 +216,7 @@ mod tests {
             .route("/api/hold", post(move || async move { waiting.notified().await }))
             .route("/api/read", get(|| async { "ok" }))
             .route("/api/trickle", get(trickle))
-            .layer(FrontDoor::new(max_in_flight, false, AuthMode::None));
+            .layer(FrontDoor::new(max_in_flight, false, AuthMode::None, crate::config::DEFAULT_REQUEST_TIMEOUT));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(serve::serve(listener, router, limits, std::future::pending()));

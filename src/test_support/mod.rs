@@ -24,6 +24,7 @@ pub fn embedded_config(dir: &Path) -> Config {
         scripts: ScriptsMode::InProcess,
         max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         header_timeout: crate::config::DEFAULT_HEADER_TIMEOUT,
+        request_timeout: crate::config::DEFAULT_REQUEST_TIMEOUT,
         auth: AuthMode::Development,
         token_key: None,
         write_limit: None,

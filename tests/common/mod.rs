@@ -102,6 +102,7 @@ impl TestApp {
             scripts: blog::config::ScriptsMode::InProcess,
             max_in_flight: blog::config::DEFAULT_MAX_IN_FLIGHT,
             header_timeout: blog::config::DEFAULT_HEADER_TIMEOUT,
+            request_timeout: blog::config::DEFAULT_REQUEST_TIMEOUT,
             write_limit: None,
             // The local development scheme: the caller is the `x-dev-user` header.
             auth: blog::config::AuthMode::Development,

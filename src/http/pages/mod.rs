@@ -384,6 +384,7 @@ impl From<ApiError> for PageError {
 
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {
+        let retry_after = self.0.retry_after_header();
         let ApiError { status, detail, .. } = self.0;
         let (heading, advice) = match status {
             StatusCode::NOT_FOUND => ("Not found", "It may never have existed, or its link was mistyped."),
@@ -408,7 +409,12 @@ impl IntoResponse for PageError {
         };
         let viewer = Viewer(PageRequest::current_viewer().flatten());
         let private = viewer.id().is_some();
-        Page { status, html: layout(heading, &viewer, main), private }.into_response()
+        let mut response = Page { status, html: layout(heading, &viewer, main), private }.into_response();
+        // A busy page says when to come back, as the API's answer does.
+        if let Some(retry_after) = retry_after {
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, retry_after);
+        }
+        response
     }
 }
 
