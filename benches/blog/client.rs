@@ -70,7 +70,8 @@ impl Client {
         self.send(self.http.post(format!("{}{path}", self.base)).header("x-dev-user", caller).json(body)).await
     }
 
-    /// [`Client::post`] with an `Idempotency-Key`: the write is made once per key.
+    /// [`Client::post`] with an `Idempotency-Key`: the write is made once per key (benches/faults.rs).
+    #[allow(dead_code)]
     pub(crate) async fn post_keyed(&self, caller: &str, path: &str, body: &Value, key: &str) -> Answer {
         let request = self.http.post(format!("{}{path}", self.base)).header("x-dev-user", caller).header("idempotency-key", key);
         self.send(request.json(body)).await
