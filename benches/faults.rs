@@ -87,17 +87,17 @@ async fn run(share: Option<f32>) -> Vec<Row> {
     const USER: &str = "bench-user";
     let user = USER;
     assert!(client.post(user, "/api/users", &json!({"username": "bench"})).await.ok(), "the user is created");
-    let post = loop {
+    // Each measurement on a post of its own, so that none runs on a partition the one before
+    // it filled.
+    let new_post = async || loop {
         let answer = client.post(user, "/api/posts", &json!({"userId": user, "title": "Throttled", "content": "Text."})).await;
         if answer.ok() {
             break answer.id();
         }
     };
     let comment = json!({"userId": user, "content": "A comment."});
-    let comments = format!("/api/posts/{post}/comments");
-    let read = format!("/api/posts/{post}");
     let c3 = {
-        let (comments, comment) = (comments.clone(), comment.clone());
+        let (comments, comment) = (format!("/api/posts/{}/comments", new_post().await), comment.clone());
         measure(&client, move |client| {
             let (comments, comment) = (comments.clone(), comment.clone());
             async move { client.post(user, &comments, &comment).await.sample }
@@ -105,11 +105,15 @@ async fn run(share: Option<f32>) -> Vec<Row> {
         .await
     };
     // The same, each with a new Idempotency-Key: what making a write once costs.
-    let keyed = measure(&client, move |client| {
-        let (comments, comment) = (comments.clone(), comment.clone());
-        async move { client.post_keyed(user, &comments, &comment, &uuid::Uuid::new_v4().to_string()).await.sample }
-    })
-    .await;
+    let keyed = {
+        let comments = format!("/api/posts/{}/comments", new_post().await);
+        measure(&client, move |client| {
+            let (comments, comment) = (comments.clone(), comment.clone());
+            async move { client.post_keyed(user, &comments, &comment, &uuid::Uuid::new_v4().to_string()).await.sample }
+        })
+        .await
+    };
+    let read = format!("/api/posts/{}", new_post().await);
     let q2 = measure(&client, move |client| {
         let read = read.clone();
         async move { client.get(&read).await.sample }
