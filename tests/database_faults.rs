@@ -494,7 +494,7 @@ async fn with_thirty_percent_of_operations_failing_every_acknowledged_write_is_t
         })
         .collect();
     let dir = tempfile::tempdir().unwrap();
-    let (api, _stop, state) = serve_with_state(dir.path(), SdkFaults { rules: rules.clone(), ..SdkFaults::default() }).await;
+    let (api, stop, state) = serve_with_state(dir.path(), SdkFaults { rules: rules.clone(), ..SdkFaults::default() }).await;
     let writers = ["ana", "ben", "cy"].map(|user| Writer::new(&api, user));
     let mut posts = Vec::new();
     for writer in &writers {
@@ -612,6 +612,24 @@ async fn with_thirty_percent_of_operations_failing_every_acknowledged_write_is_t
     }
     let letters = blog::changefeed::dead_letters::list(&state.store).await.unwrap();
     assert!(letters.is_empty(), "the database's faults are passing, never dead letters: {letters:?}");
+
+    // And so it is after a restart: what was acknowledged is on disk, once.
+    let before: Vec<Value> = {
+        let mut reads = Vec::new();
+        for post in &posts {
+            reads.push(reader.get(&format!("/posts/{post}/comments?limit=100")).await["items"].clone());
+        }
+        reads
+    };
+    drop((stop, state));
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (api, _stop) = serve(dir.path(), SdkFaults::default()).await;
+    let reader = Writer::new(&api, "ana");
+    for (post, before) in posts.iter().zip(before) {
+        assert_eq!(reader.get(&format!("/posts/{post}/comments?limit=100")).await["items"], before, "{post} after a restart");
+        let read = reader.get(&format!("/posts/{post}")).await;
+        assert_eq!(read["commentCount"].as_u64(), Some(before.as_array().unwrap().len() as u64), "{post} after a restart");
+    }
 }
 
 /// Issue 31: a form sent while the database cannot take the write is the form again, 503 with

@@ -120,12 +120,13 @@ impl Store {
     ) -> Result<Store, StoreError> {
         let other = |error: CosmosError| StoreError::sdk("cannot start the embedded store's emulator", error);
         let (database, connection) = embedded::open(data_dir)?;
-        let (client, emulator) = embedded::emulator::client(sdk).await.map_err(other)?;
-        embedded::emulator::create_containers(&emulator, &client, &config.database).await.map_err(other)?;
+        let (client, own, emulator) = embedded::emulator::client(sdk).await.map_err(other)?;
+        embedded::emulator::create_containers(&emulator, &own, &config.database).await.map_err(other)?;
         let (changes, expiries, connection) =
             embedded::emulator::load(&emulator, &config.database, &database, connection).await?;
         let store = Self::on(&client, config, None).await?;
-        let containers = Container::ALL.into_iter().map(|container| (container, store.container(container).clone())).collect();
+        let own = Self::on(&own, config, None).await?;
+        let containers = Container::ALL.into_iter().map(|container| (container, own.container(container).clone())).collect();
         let durability = Durability::start(database, connection, disk, changes, expiries, containers)?;
         Ok(Store { durability: Some(Arc::new(durability)), ..store })
     }

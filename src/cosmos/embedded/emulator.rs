@@ -76,8 +76,12 @@ pub struct SdkFaults {
 #[cfg(not(feature = "test-support"))]
 pub(crate) type SdkFaults = ();
 
-/// The SDK's client on a new in-memory emulator, and the emulator itself.
-pub(crate) async fn client(faults: SdkFaults) -> azure_data_cosmos::Result<(CosmosClient, Emulator)> {
+/// The SDK's clients on a new in-memory emulator, and the emulator itself: the client the
+/// application's requests go through (through `faults`, in a test that injects them), and the
+/// store's own, which never meets an injected fault: with it the store settles its file to what
+/// the emulator holds (`Durability::commit_as_is`, `undo`), and a fault there would leave the
+/// file behind the emulator, which no fault on Azure can do.
+pub(crate) async fn client(faults: SdkFaults) -> azure_data_cosmos::Result<(CosmosClient, CosmosClient, Emulator)> {
     let url = Url::parse(ENDPOINT).expect("a valid URL");
     // Strong, because that is what one in-memory replica is: every read sees every acknowledged
     // write. (Under the emulator's default, Session, the SDK sends every request a token of every
@@ -87,6 +91,15 @@ pub(crate) async fn client(faults: SdkFaults) -> azure_data_cosmos::Result<(Cosm
     let emulator = Arc::new(InMemoryEmulatorHttpClient::new(account));
     // The emulator checks that requests are signed, not with which key.
     let account = AccountReference::with_authentication_key(ENDPOINT.parse()?, Secret::new("ZW1iZWRkZWQ="));
+    let build = async |runtime: CosmosRuntimeBuilder| {
+        let runtime = runtime.build().await?;
+        CosmosClientBuilder::new()
+            .with_runtime(runtime)
+            .build(account.clone(), RoutingStrategy::ProximityTo(Region::EAST_US))
+            .await
+    };
+    #[cfg(feature = "test-support")]
+    let faulty = !faults.rules.is_empty();
     #[cfg(feature = "test-support")]
     let runtime = {
         use azure_data_cosmos::options::{OperationOptionsBuilder, ThrottlingRetryOptionsBuilder};
@@ -104,14 +117,13 @@ pub(crate) async fn client(faults: SdkFaults) -> azure_data_cosmos::Result<(Cosm
         runtime
     };
     #[cfg(not(feature = "test-support"))]
-    let runtime = {
+    let (runtime, faulty) = {
         let () = faults;
-        CosmosRuntimeBuilder::from(emulator.runtime_builder())
+        (CosmosRuntimeBuilder::from(emulator.runtime_builder()), false)
     };
-    let runtime = runtime.build().await?;
-    let client =
-        CosmosClientBuilder::new().with_runtime(runtime).build(account, RoutingStrategy::ProximityTo(Region::EAST_US)).await?;
-    Ok((client, Emulator(emulator)))
+    let client = build(runtime).await?;
+    let own = if faulty { build(CosmosRuntimeBuilder::from(emulator.runtime_builder())).await? } else { client.clone() };
+    Ok((client, own, Emulator(emulator)))
 }
 
 /// Creates the database and the containers with their [`partitions`] (only
