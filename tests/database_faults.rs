@@ -465,10 +465,12 @@ async fn until_done(writer: &Writer, method: Method, path: &str, body: Option<Va
 
 /// Issue 31: about 30 % of all operations fail, of every kind the SDK injects (503, 429, 408,
 /// 410/1002, 500, a connection failure, a response timeout, and the lost answer of an applied
-/// write), under the SDK's own retries, while three writers comment, like, unlike and delete on
-/// the same posts with keys, and readers read. Every answer is one the README lists (never a
-/// 500); at the end, with the faults off, every comment answered 201 is there once, nothing
-/// deleted is, and each post's counters equal what is listed.
+/// write), under the SDK's own retries, while three writers create their users and posts,
+/// comment, like, unlike, rename, and write, edit and delete a second post, all with keys, and
+/// read every list. Every answer is one the README lists (never a 500); at the end, with the
+/// faults off, every comment answered 201 is there once, nothing deleted is, each post's
+/// counters equal what is listed, both change-feed functions have caught up with nothing set
+/// aside, and all of it is so again after a restart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_thirty_percent_of_operations_failing_every_acknowledged_write_is_there_once() {
     let kinds = [
@@ -496,13 +498,6 @@ async fn with_thirty_percent_of_operations_failing_every_acknowledged_write_is_t
     let dir = tempfile::tempdir().unwrap();
     let (api, stop, state) = serve_with_state(dir.path(), SdkFaults { rules: rules.clone(), ..SdkFaults::default() }).await;
     let writers = ["ana", "ben", "cy"].map(|user| Writer::new(&api, user));
-    let mut posts = Vec::new();
-    for writer in &writers {
-        assert_eq!(writer.send(Method::POST, "/users", Some(json!({"username": writer.user})), None).await.0, 201);
-        let body = json!({"userId": writer.user, "title": "t", "content": "c"});
-        let (_, post) = writer.send(Method::POST, "/posts", Some(body), None).await;
-        posts.push(post["id"].as_str().unwrap().to_owned());
-    }
     let turns = {
         let rules = rules.clone();
         tokio::spawn(async move {
@@ -514,8 +509,19 @@ async fn with_thirty_percent_of_operations_failing_every_acknowledged_write_is_t
         })
     };
 
+    // The users and their posts are written under the faults too (C1, C2).
+    let mut posts = Vec::new();
+    for writer in &writers {
+        let user = json!({"username": writer.user});
+        assert_eq!(until_done(writer, Method::POST, "/users", Some(user), &format!("{}-c1", writer.user)).await.0, 201);
+        let body = json!({"userId": writer.user, "title": "t", "content": "c"});
+        let (_, post) = until_done(writer, Method::POST, "/posts", Some(body), &format!("{}-c2", writer.user)).await;
+        posts.push(post["id"].as_str().unwrap().to_owned());
+    }
     let comments = std::sync::Mutex::new(Vec::<(String, String, bool)>::new());
+    let deleted_posts = std::sync::Mutex::new(Vec::<String>::new());
     let work = writers.iter().enumerate().map(|(n, writer)| {
+        let deleted_posts = &deleted_posts;
         let (posts, comments) = (&posts, &comments);
         async move {
             for round in 0..12 {
@@ -529,6 +535,24 @@ async fn with_thirty_percent_of_operations_failing_every_acknowledged_write_is_t
                     until_done(writer, Method::DELETE, &format!("/posts/{post}/comments/{id}"), None, &format!("{key}-d")).await;
                 }
                 comments.lock().unwrap().push((post.clone(), id, deleted));
+                // A second post, written, edited and deleted (C2, C2 edit, C7), its copies read (Q3).
+                if round == 8 {
+                    let body = json!({"userId": writer.user, "title": "short-lived", "content": "c"});
+                    let (_, post) = until_done(writer, Method::POST, "/posts", Some(body), &format!("{key}-p")).await;
+                    let post = post["id"].as_str().unwrap().to_owned();
+                    let edit = json!({"title": "short-lived, edited", "content": "c2"});
+                    assert_eq!(
+                        until_done(writer, Method::PUT, &format!("/posts/{post}"), Some(edit), &format!("{key}-e")).await.0,
+                        200
+                    );
+                    let own = writer.client.get(format!("{}/users/{}/posts", writer.api, writer.user)).send().await.unwrap();
+                    assert!(matches!(own.status().as_u16(), 200 | 503), "Q3 answered {}", own.status());
+                    assert_eq!(
+                        until_done(writer, Method::DELETE, &format!("/posts/{post}"), None, &format!("{key}-x")).await.0,
+                        204
+                    );
+                    deleted_posts.lock().unwrap().push(post);
+                }
                 // Renamed halfway: the name reaches every comment and copy through the change feed.
                 if round == 6 {
                     let renamed = json!({"username": format!("{}-renamed", writer.user)});
@@ -575,6 +599,10 @@ async fn with_thirty_percent_of_operations_failing_every_acknowledged_write_is_t
 
     let reader = &writers[0];
     let comments = comments.into_inner().unwrap();
+    let deleted_posts = deleted_posts.into_inner().unwrap();
+    for post in &deleted_posts {
+        assert_eq!(reader.client.get(format!("{}/posts/{post}", reader.api)).send().await.unwrap().status(), 404, "{post}");
+    }
     for post in &posts {
         let read = reader.get(&format!("/posts/{post}")).await;
         let listed = reader.get(&format!("/posts/{post}/comments?limit=100")).await;
@@ -597,10 +625,12 @@ async fn with_thirty_percent_of_operations_failing_every_acknowledged_write_is_t
     let renamed = |item: &Value| item["userUsername"] == format!("{}-renamed", item["userId"].as_str().unwrap());
     loop {
         let feed = reader.get("/feed?limit=100").await;
-        let mut caught_up = feed["items"].as_array().unwrap().iter().filter(|item| renamed(item)).count() == posts.len();
+        let items = feed["items"].as_array().unwrap();
+        let mut caught_up = items.len() == posts.len() && items.iter().all(renamed);
         for (writer, post) in writers.iter().zip(&posts) {
             let own = reader.get(&format!("/users/{}/posts", writer.user)).await;
-            caught_up &= own["items"].as_array().unwrap().iter().any(|item| item["id"] == post.as_str() && renamed(item));
+            let own = own["items"].as_array().unwrap();
+            caught_up &= own.len() == 1 && own.iter().any(|item| item["id"] == post.as_str() && renamed(item));
             let listed = reader.get(&format!("/posts/{post}/comments?limit=100")).await;
             caught_up &= listed["items"].as_array().unwrap().iter().all(renamed);
         }
