@@ -712,7 +712,8 @@ async fn a_form_sent_while_the_database_is_busy_keeps_the_text_and_its_key() {
 /// Issue 31: a time budget per request. While Cosmos DB takes 5 s to answer each read of
 /// `posts` (an SDK delay rule), a request is answered 503 with `Retry-After` once its budget
 /// (`BLOG_REQUEST_TIMEOUT`, here 1 s) has passed, problem+json on the API and an HTML page for
-/// a page; once the database answers in time, the same requests are served.
+/// a page; once the database answers in time, the same requests are served. A write past its
+/// budget is 503 too, and sent again with its key it is made once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_database_never_holds_a_request_past_its_budget() {
     let result = FaultInjectionResultBuilder::new().with_delay(std::time::Duration::from_secs(5)).build();
@@ -722,9 +723,14 @@ async fn a_slow_database_never_holds_a_request_past_its_budget() {
         .build();
     let slow = Arc::new(FaultInjectionRuleBuilder::new("slow reads of posts", result).with_condition(condition).build());
     slow.disable();
+    let result = FaultInjectionResultBuilder::new().with_delay(std::time::Duration::from_secs(2)).build();
+    let condition = FaultInjectionConditionBuilder::new().with_operation_type(FaultOperationType::BatchItem).build();
+    let slow_writes = Arc::new(FaultInjectionRuleBuilder::new("slow batches", result).with_condition(condition).build());
+    slow_writes.disable();
     let dir = tempfile::tempdir().unwrap();
     let config = blog::config::Config { request_timeout: std::time::Duration::from_secs(1), ..embedded_config(dir.path()) };
-    let (api, _stop, _) = serve_config(config, SdkFaults { rules: vec![slow.clone()], ..SdkFaults::default() }).await;
+    let rules = vec![slow.clone(), slow_writes.clone()];
+    let (api, _stop, _) = serve_config(config, SdkFaults { rules, ..SdkFaults::default() }).await;
     let alice = Writer::new(&api, "alice");
     assert_eq!(alice.send(Method::POST, "/users", Some(json!({"username": "alice"})), None).await.0, 201);
     let (_, post) =
@@ -746,4 +752,19 @@ async fn a_slow_database_never_holds_a_request_past_its_budget() {
     }
     slow.disable();
     assert_eq!(alice.client.get(format!("{api}/posts/{post}")).send().await.unwrap().status(), 200);
+
+    // A write past its budget: 503, and sent again with its key once the database answers in
+    // time, made once.
+    slow_writes.enable();
+    let comments = format!("/posts/{post}/comments");
+    let comment = json!({"userId": "alice", "content": "slow"});
+    let (status, problem) = alice.send(Method::POST, &comments, Some(comment.clone()), Some("slow-1")).await;
+    assert_eq!(status, 503, "{problem}");
+    assert!(problem["detail"].as_str().unwrap().contains("same Idempotency-Key"), "{problem}");
+    slow_writes.disable();
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    for _ in 0..2 {
+        assert_eq!(alice.send(Method::POST, &comments, Some(comment.clone()), Some("slow-1")).await.0, 201);
+    }
+    assert_eq!(alice.get(&format!("/posts/{post}")).await["commentCount"], 1);
 }
