@@ -463,8 +463,8 @@ async fn until_done(writer: &Writer, method: Method, path: &str, body: Option<Va
     panic!("{method} {path} was never done");
 }
 
-/// Issue 31: about 30 % of all operations fail, of every kind the SDK injects (503, 429, 408,
-/// 410/1002, 500, a connection failure, a response timeout, and the lost answer of an applied
+/// Issue 31: about 30 % of all operations fail, of every kind the SDK injects (503, 429, 449,
+/// 408, 410/1002, 500, a connection failure, a response timeout, and the lost answer of an applied
 /// write), under the SDK's own retries, while three writers create their users and posts,
 /// comment, like, unlike, rename, and write, edit and delete a second post, all with keys, and
 /// read every list. Every answer is one the README lists (never a 500); at the end, with the
@@ -476,6 +476,7 @@ async fn with_thirty_percent_of_operations_failing_every_acknowledged_write_is_t
     let kinds = [
         FaultInjectionErrorType::ServiceUnavailable,
         FaultInjectionErrorType::TooManyRequests,
+        FaultInjectionErrorType::RetryWith,
         FaultInjectionErrorType::Timeout,
         FaultInjectionErrorType::PartitionIsGone,
         FaultInjectionErrorType::InternalServerError,
