@@ -23,6 +23,7 @@ pub mod cosmos;
 pub mod http;
 pub mod logging;
 pub mod model;
+pub mod pictures;
 pub mod progress;
 pub mod scripts;
 pub mod smoke;
