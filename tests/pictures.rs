@@ -176,3 +176,65 @@ fn an_animation_is_kept_frame_by_frame_within_its_limits() {
     assert_eq!(frames, 3);
     assert!(matches!(prepare(&animated(10_000), &limits).unwrap_err(), PictureError::TooManyFrames { .. }));
 }
+
+mod directory {
+    use blog::pictures::{DirectoryStore, Limits, PictureName, PictureStore, prepare};
+
+    use super::{encoded, photo};
+
+    #[test]
+    fn a_name_is_a_content_address_never_a_path() {
+        let hash = "a".repeat(64);
+        for good in [format!("{hash}.jpg"), format!("{hash}.png"), format!("{hash}.gif")] {
+            assert!(PictureName::parse(&good).is_some(), "{good}");
+        }
+        for bad in [
+            format!("{hash}.webp"),
+            format!("{hash}.jpg.jpg"),
+            format!("{}.jpg", "A".repeat(64)),
+            format!("{}.jpg", "a".repeat(63)),
+            "../../etc/passwd".to_owned(),
+            format!("../{hash}.jpg"),
+            format!(".partial-{hash}.jpg"),
+            String::new(),
+        ] {
+            assert!(PictureName::parse(&bad).is_none(), "{bad:?}");
+        }
+    }
+
+    /// Stored, read back (also after the store is opened again), stored again (nothing
+    /// changes), removed (and again: nothing to remove is no error).
+    #[tokio::test]
+    async fn a_picture_is_stored_read_and_removed_and_survives_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let prepared = prepare(&encoded(&photo(), image::ImageFormat::Png), &Limits::default()).unwrap().picture;
+        let name = PictureName::parse(&prepared.name).unwrap();
+        {
+            let store = DirectoryStore::open(dir.path()).unwrap();
+            assert_eq!(store.get(&name).await.unwrap(), None);
+            store.put(&name, &prepared.bytes).await.unwrap();
+            store.put(&name, &prepared.bytes).await.unwrap();
+        }
+        let store = DirectoryStore::open(dir.path()).unwrap();
+        assert_eq!(store.get(&name).await.unwrap().as_deref(), Some(&prepared.bytes[..]));
+        store.delete(&name).await.unwrap();
+        store.delete(&name).await.unwrap();
+        assert_eq!(store.get(&name).await.unwrap(), None);
+    }
+
+    /// What a write cut short (`kill -9` between its first byte and its rename) leaves is a
+    /// temporary file under no picture's name: never served, and removed at the next start.
+    #[tokio::test]
+    async fn a_write_cut_short_leaves_no_half_picture() {
+        let dir = tempfile::tempdir().unwrap();
+        let prepared = prepare(&encoded(&photo(), image::ImageFormat::Png), &Limits::default()).unwrap().picture;
+        let name = PictureName::parse(&prepared.name).unwrap();
+        DirectoryStore::open(dir.path()).unwrap();
+        let partial = dir.path().join("pictures").join(format!(".partial-{}", uuid::Uuid::new_v4()));
+        std::fs::write(&partial, &prepared.bytes[..prepared.bytes.len() / 2]).unwrap();
+        let store = DirectoryStore::open(dir.path()).unwrap();
+        assert!(!partial.exists(), "removed at the start");
+        assert_eq!(store.get(&name).await.unwrap(), None, "never served under its name");
+        assert_eq!(std::fs::read_dir(dir.path().join("pictures")).unwrap().count(), 0);
+    }
+}

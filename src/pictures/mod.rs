@@ -13,6 +13,10 @@
 //! What is stored is named by the SHA-256 of its bytes, so a stored picture never changes under
 //! its name and may be cached for good.
 
+mod directory;
 mod prepare;
+mod store;
 
+pub use directory::DirectoryStore;
 pub use prepare::{Kind, Limits, Picture, PictureError, Prepared, prepare};
+pub use store::{PictureName, PictureStore, PictureStoreError};
