@@ -207,19 +207,12 @@ mod directory {
     #[tokio::test]
     async fn a_picture_is_stored_read_and_removed_and_survives_a_restart() {
         let dir = tempfile::tempdir().unwrap();
-        let prepared = prepare(&encoded(&photo(), image::ImageFormat::Png), &Limits::default()).unwrap().picture;
-        let name = PictureName::parse(&prepared.name).unwrap();
-        {
+        let name = {
             let store = DirectoryStore::open(dir.path()).unwrap();
-            assert_eq!(store.get(&name).await.unwrap(), None);
-            store.put(&name, &prepared.bytes).await.unwrap();
-            store.put(&name, &prepared.bytes).await.unwrap();
-        }
+            super::store_then_read(&store).await
+        };
         let store = DirectoryStore::open(dir.path()).unwrap();
-        assert_eq!(store.get(&name).await.unwrap().as_deref(), Some(&prepared.bytes[..]));
-        store.delete(&name).await.unwrap();
-        store.delete(&name).await.unwrap();
-        assert_eq!(store.get(&name).await.unwrap(), None);
+        super::read_then_remove(&store, &name).await;
     }
 
     /// What a write cut short (`kill -9` between its first byte and its rename) leaves is a
@@ -236,5 +229,106 @@ mod directory {
         assert!(!partial.exists(), "removed at the start");
         assert_eq!(store.get(&name).await.unwrap(), None, "never served under its name");
         assert_eq!(std::fs::read_dir(dir.path().join("pictures")).unwrap().count(), 0);
+    }
+}
+
+/// What every picture store must do, part one: a picture not there is `None`; stored (twice:
+/// the second changes nothing), it reads back whole. Returns its name.
+async fn store_then_read(store: &dyn blog::pictures::PictureStore) -> blog::pictures::PictureName {
+    let prepared = prepare(&encoded(&photo(), ImageFormat::Png), &Limits::default()).unwrap().picture;
+    let name = blog::pictures::PictureName::parse(&prepared.name).unwrap();
+    assert_eq!(store.get(&name).await.unwrap(), None);
+    store.put(&name, &prepared.bytes).await.unwrap();
+    store.put(&name, &prepared.bytes).await.unwrap();
+    assert_eq!(store.get(&name).await.unwrap().as_deref(), Some(&prepared.bytes[..]));
+    name
+}
+
+/// Part two: it reads back (also from a store opened anew), and once removed (twice: nothing
+/// to remove is no error) it is gone.
+async fn read_then_remove(store: &dyn blog::pictures::PictureStore, name: &blog::pictures::PictureName) {
+    let bytes = store.get(name).await.unwrap().expect("still there");
+    assert_eq!(image::guess_format(&bytes).unwrap(), ImageFormat::Png);
+    store.delete(name).await.unwrap();
+    store.delete(name).await.unwrap();
+    assert_eq!(store.get(name).await.unwrap(), None);
+}
+
+mod azurite {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Child, Command, Stdio};
+
+    use blog::pictures::{BlobStore, PictureStore};
+
+    /// Azurite's well-known development account and key (its `EMULATOR_ACCOUNT_KEY_STR`).
+    const ACCOUNT: &str = "devstoreaccount1";
+    const KEY: &str = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+    /// An Azurite blob service of the test's own, on a free port, stopped when dropped.
+    struct Azurite {
+        child: Child,
+        endpoint: String,
+        _location: tempfile::TempDir,
+    }
+
+    impl Azurite {
+        fn start() -> Azurite {
+            let program = std::env::var("AZURITE_BLOB")
+                .expect("AZURITE_BLOB names azurite-blob: run tests/azurite/run.sh, which installs Azurite and sets it");
+            let location = tempfile::tempdir().unwrap();
+            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let mut child = Command::new(program)
+                .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string(), "--location"])
+                .arg(location.path())
+                .args(["--skipApiVersionCheck", "--disableTelemetry", "--silent"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("azurite-blob starts");
+            // Ready once it says where it listens.
+            let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+            loop {
+                let line = lines.next().expect("azurite-blob said where it listens before it ended").unwrap();
+                if line.contains("successfully listens on") {
+                    break;
+                }
+            }
+            Azurite { child, endpoint: format!("http://127.0.0.1:{port}"), _location: location }
+        }
+    }
+
+    impl Drop for Azurite {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// The same as the data directory's store, on Blob Storage as Azurite serves it, through
+    /// the SDK the deployed build uses; and the container made again is no error.
+    #[tokio::test]
+    #[ignore = "needs Azurite: run tests/azurite/run.sh"]
+    async fn a_picture_is_stored_read_and_removed_in_blob_storage() {
+        let azurite = Azurite::start();
+        let name = {
+            let store = BlobStore::azurite(&azurite.endpoint, ACCOUNT, KEY, "pictures").unwrap();
+            store.create_container().await.unwrap();
+            super::store_then_read(&store).await
+        };
+        let store = BlobStore::azurite(&azurite.endpoint, ACCOUNT, KEY, "pictures").unwrap();
+        store.create_container().await.unwrap();
+        super::read_then_remove(&store, &name).await;
+    }
+
+    /// Blob Storage unreachable: the store says it is unavailable (503 to a writer), and
+    /// nothing hangs.
+    #[tokio::test]
+    #[ignore = "needs Azurite: run tests/azurite/run.sh"]
+    async fn an_unreachable_blob_storage_is_unavailable() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let store = BlobStore::azurite(&format!("http://127.0.0.1:{port}"), ACCOUNT, KEY, "pictures").unwrap();
+        let name = blog::pictures::PictureName::parse(&format!("{}.png", "a".repeat(64))).unwrap();
+        let failed = store.put(&name, b"not stored").await.unwrap_err();
+        assert!(matches!(failed, blog::pictures::PictureStoreError::Unavailable(_)), "{failed}");
     }
 }

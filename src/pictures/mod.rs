@@ -13,10 +13,12 @@
 //! What is stored is named by the SHA-256 of its bytes, so a stored picture never changes under
 //! its name and may be cached for good.
 
+mod blob;
 mod directory;
 mod prepare;
 mod store;
 
+pub use blob::{BlobStore, IMMUTABLE};
 pub use directory::DirectoryStore;
 pub use prepare::{Kind, Limits, Picture, PictureError, Prepared, prepare};
 pub use store::{PictureName, PictureStore, PictureStoreError};

@@ -36,9 +36,12 @@ pub enum PictureStoreError {
         #[source]
         source: std::io::Error,
     },
-    /// The store cannot be reached for a moment.
+    /// The store cannot be reached for a moment (503 to the writer, with `Retry-After`).
     #[error("the picture store is unavailable: {0}")]
     Unavailable(String),
+    /// The store's settings cannot be used as given; the message says which.
+    #[error("the picture store cannot be used: {0}")]
+    Unusable(String),
 }
 
 impl PictureStoreError {
