@@ -6,7 +6,7 @@ use crate::cosmos::Container;
 use crate::model::{self, Comment, MAX_COMMENT_CHARS, Post};
 use crate::scripts::{CounterOutcome, DeleteOutcome, StoredProcedure};
 
-use super::idempotency::{Once, first_answer, record_argument, repeated_deletion, script_error};
+use super::idempotency::{Once, record_argument, repeated_creation, repeated_deletion, script_error};
 use super::lists::{ListPage, ListParams, OwnerKnown};
 use super::posts::{PostList, existing_author, get_post, page_of_post, post_not_found};
 use super::{AppError, AppResult, AppState, Caller, valid_user_id, validate_text};
@@ -37,11 +37,7 @@ pub(crate) async fn create_comment(
     match CounterOutcome::<Comment>::from_body(body)? {
         CounterOutcome::Created(created) => Ok(created),
         CounterOutcome::PostNotFound => Err(post_not_found(post_id)),
-        CounterOutcome::Repeated(record) => {
-            let first = once.ok_or_else(|| AppError::Unexpected("createComment repeated a request without a key".to_owned()))?;
-            let comment_id = first.repeated_record(record)?;
-            first_answer(&state.store, Container::Posts, post_id, &comment_id, "comment").await
-        }
+        CounterOutcome::Repeated(record) => repeated_creation(&state.store, once.as_ref(), post_id, record, "comment").await,
         CounterOutcome::AlreadyLiked => Err(AppError::Unexpected("createComment answered alreadyLiked".to_owned())),
     }
 }

@@ -202,20 +202,21 @@ pub(crate) async fn commit(
     let record = WriteOp::Create { document: once.record(container, partition_key, item_id) };
     match store.execute_batch(container, partition_key, vec![record, write]).await {
         Ok(()) => Ok(Committed::Written),
-        Err(StoreError::BatchFailed { statuses }) => match statuses.as_slice() {
-            [409, ..] => match once.find(store, container, partition_key).await? {
+        // The record, the batch's first operation, is there already.
+        Err(failed @ StoreError::BatchFailed { .. }) if failed.batch_cause() == Some(409) && first_failed(&failed) => {
+            match once.find(store, container, partition_key).await? {
                 Some(item_id) => Ok(Committed::Repeated(item_id)),
                 // (Expired between the two calls: as if never made.)
                 None => Err(AppError::Busy("The request with this key just expired; send it again.".to_owned())),
-            },
-            [_, 404, ..] => Err(StoreError::NotFound.into()),
-            [_, 409, ..] => Err(StoreError::Conflict.into()),
-            [_, 412, ..] => Err(StoreError::PreconditionFailed.into()),
-            [_, 429, ..] | [429, ..] => Err(StoreError::Throttled { retry_after: None }.into()),
-            _ => Err(StoreError::BatchFailed { statuses }.into()),
-        },
-        Err(other) => Err(other.into()),
+            }
+        }
+        Err(other) => Err(other.of_failed_operation().into()),
     }
+}
+
+/// Whether a failed batch failed at its first operation.
+fn first_failed(failed: &StoreError) -> bool {
+    matches!(failed, StoreError::BatchFailed { statuses } if statuses.first().is_some_and(|status| *status != 424))
 }
 
 /// The key's record as a stored procedure's last argument (`null` without a key).
@@ -237,10 +238,28 @@ pub(crate) fn script_error(error: ScriptError) -> AppError {
     }
 }
 
-/// A deletion's first answer (nothing), for a request sent again with its key.
+/// A deletion's first answer (nothing), for a request a stored procedure answered `repeated`.
 pub(crate) fn repeated_deletion(once: Option<&Once>, record: Value) -> AppResult<()> {
-    let once = once.ok_or_else(|| AppError::Unexpected("a deletion repeated a request without a key".to_owned()))?;
-    once.repeated_record(record).map(drop)
+    repeated_by(once, record).map(drop)
+}
+
+/// A creation's first answer, for a request a stored procedure answered `repeated`: the item
+/// it made in the post's partition (`what`: "comment", "like"), as it is now.
+pub(crate) async fn repeated_creation<T: DeserializeOwned>(
+    store: &Store,
+    once: Option<&Once>,
+    post_id: &str,
+    record: Value,
+    what: &str,
+) -> AppResult<T> {
+    let item_id = repeated_by(once, record)?;
+    first_answer(store, Container::Posts, post_id, &item_id, what).await
+}
+
+/// The first answer's item id, from the record a stored procedure answered `repeated` with.
+fn repeated_by(once: Option<&Once>, record: Value) -> AppResult<String> {
+    let once = once.ok_or_else(|| AppError::Unexpected("a script repeated a request sent without a key".to_owned()))?;
+    once.repeated_record(record)
 }
 
 /// What the scripts throw when the key's record was created meanwhile.

@@ -1,10 +1,9 @@
 //! C4 (like a post), C5 (unlike it) and Q5 (a post's likes).
 
-use crate::cosmos::Container;
 use crate::model::{self, Like};
 use crate::scripts::{CounterOutcome, DeleteOutcome, StoredProcedure};
 
-use super::idempotency::{Once, first_answer, record_argument, repeated_deletion, script_error};
+use super::idempotency::{Once, record_argument, repeated_creation, repeated_deletion, script_error};
 use super::lists::{ListPage, ListParams, OwnerKnown};
 use super::posts::{PostList, existing_author, page_of_post, post_not_found};
 use super::{AppError, AppResult, AppState, Caller, valid_user_id};
@@ -24,11 +23,7 @@ pub(crate) async fn create_like(state: &AppState, caller: &Caller, post_id: &str
     state.post_views.invalidate(post_id);
     match CounterOutcome::<Like>::from_body(body)? {
         CounterOutcome::Created(created) => Ok(created),
-        CounterOutcome::Repeated(record) => {
-            let first = once.ok_or_else(|| AppError::Unexpected("createLike repeated a request without a key".to_owned()))?;
-            let like_id = first.repeated_record(record)?;
-            first_answer(&state.store, Container::Posts, post_id, &like_id, "like").await
-        }
+        CounterOutcome::Repeated(record) => repeated_creation(&state.store, once.as_ref(), post_id, record, "like").await,
         CounterOutcome::PostNotFound => Err(post_not_found(post_id)),
         CounterOutcome::AlreadyLiked => Err(AppError::Conflict(format!(
             "User {:?} already likes post {post_id:?}; a post is liked once per user.",

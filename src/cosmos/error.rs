@@ -167,4 +167,16 @@ impl StoreError {
             _ => None,
         }
     }
+
+    /// A failed batch as the error its failing operation would be on its own (404, 409, 412,
+    /// 429); any other failure as it is. The one reading of a batch's statuses.
+    pub(crate) fn of_failed_operation(self) -> StoreError {
+        match self.batch_cause() {
+            Some(404) => StoreError::NotFound,
+            Some(409) => StoreError::Conflict,
+            Some(412) => StoreError::PreconditionFailed,
+            Some(429) => StoreError::Throttled { retry_after: None },
+            _ => self,
+        }
+    }
 }

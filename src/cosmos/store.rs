@@ -366,13 +366,7 @@ impl Store {
             WriteOp::Replace { id, document, if_match } => {
                 self.replace(container, partition_key, &id, &document, if_match.as_deref()).await
             }
-            other => self.execute_batch(container, partition_key, vec![other]).await.map_err(|error| match error.batch_cause() {
-                Some(404) => StoreError::NotFound,
-                Some(409) => StoreError::Conflict,
-                Some(412) => StoreError::PreconditionFailed,
-                Some(429) => StoreError::Throttled { retry_after: None },
-                _ => error,
-            }),
+            other => self.execute_batch(container, partition_key, vec![other]).await.map_err(StoreError::of_failed_operation),
         }
     }
 

@@ -167,8 +167,9 @@ impl InProcessScripts {
                 Err(failed @ StoreError::BatchFailed { .. }) if is_script_conflict(&failed, request_write.is_some()) => {
                     tokio::time::sleep(retry_pause(attempt)).await;
                 }
-                Err(StoreError::BatchFailed { statuses }) if request_write.is_some() => {
-                    return Err(ScriptError::Store(request_failure(&statuses)));
+                // The request's own write failed (it is the batch's first operation).
+                Err(failed @ StoreError::BatchFailed { .. }) if request_write.is_some() => {
+                    return Err(ScriptError::Store(failed.of_failed_operation()));
                 }
                 Err(other) => return Err(other.into()),
             }
@@ -215,17 +216,6 @@ fn fence_document(container: Container, key: &Value) -> Value {
 fn is_script_conflict(failed: &StoreError, has_request: bool) -> bool {
     let StoreError::BatchFailed { statuses } = failed else { return false };
     statuses.iter().enumerate().any(|(index, status)| (index > 0 || !has_request) && matches!(status, 404 | 409 | 412))
-}
-
-/// The error of the request's own write, the first operation of the batch.
-fn request_failure(statuses: &[u16]) -> StoreError {
-    match statuses.first() {
-        Some(404) => StoreError::NotFound,
-        Some(409) => StoreError::Conflict,
-        Some(412) => StoreError::PreconditionFailed,
-        Some(429) => StoreError::Throttled { retry_after: None },
-        _ => StoreError::BatchFailed { statuses: statuses.to_vec() },
-    }
 }
 
 /// The script's view of its partition: reads go to the store, blocking the script's thread.
