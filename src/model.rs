@@ -9,6 +9,7 @@ mod ids;
 pub mod markdown;
 pub mod usernames;
 
+pub(crate) use ids::hex;
 pub use ids::validate_id;
 
 pub(crate) use ids::MAX_ID_BYTES;

@@ -26,6 +26,7 @@ use sha2::{Digest, Sha256};
 
 use super::{AppError, AppResult, Caller};
 use crate::cosmos::{Container, Store, StoreError, WriteOp};
+use crate::model::hex;
 use crate::scripts::ScriptError;
 
 /// How long a key is remembered: its record's `ttl`.
@@ -278,10 +279,6 @@ pub(crate) async fn first_answer<T: DeserializeOwned>(
             "This Idempotency-Key's request was made before, and the {what} it wrote ({item_id:?}) has been deleted since."
         ))
     })
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 #[cfg(test)]

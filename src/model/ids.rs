@@ -54,3 +54,8 @@ mod tests {
         }
     }
 }
+
+/// `bytes` in lowercase hex, as the ids and names made from a SHA-256 carry it.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}

@@ -63,12 +63,7 @@ pub(crate) fn is_default_ignorable(c: char) -> bool {
 /// the name's SHA-256 in hex (74 characters in all), not the name.
 pub fn reservation_id(normalized: &str) -> String {
     let digest = Sha256::digest(normalized.as_bytes());
-    let mut id = String::with_capacity(RESERVATION_ID_PREFIX.len() + 64);
-    id.push_str(RESERVATION_ID_PREFIX);
-    for byte in digest {
-        id.push_str(&format!("{byte:02x}"));
-    }
-    id
+    format!("{RESERVATION_ID_PREFIX}{}", super::hex(&digest))
 }
 
 /// The `type` of a reservation item (users and post copies share the container; the

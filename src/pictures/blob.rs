@@ -64,7 +64,7 @@ impl BlobStore {
 impl PictureStore for BlobStore {
     async fn put(&self, name: &PictureName, bytes: &[u8]) -> Result<(), PictureStoreError> {
         let options = BlobClientUploadOptions {
-            blob_content_type: Some(media_type(name).to_owned()),
+            blob_content_type: Some(name.kind().media_type().to_owned()),
             blob_cache_control: Some(IMMUTABLE.to_owned()),
             ..Default::default()
         }
@@ -108,16 +108,6 @@ fn options() -> BlobServiceClientOptions {
     BlobServiceClientOptions {
         client_options: ClientOptions { retry: RetryOptions::exponential(retry), ..Default::default() },
         ..Default::default()
-    }
-}
-
-/// The media type of a stored picture, from its name's extension (set when it was prepared
-/// from its bytes).
-fn media_type(name: &PictureName) -> &'static str {
-    match name.as_str().rsplit_once('.').map(|(_, extension)| extension) {
-        Some("png") => "image/png",
-        Some("gif") => "image/gif",
-        _ => "image/jpeg",
     }
 }
 

@@ -43,6 +43,11 @@ impl Kind {
         }
     }
 
+    /// The kind whose extension is `extension`.
+    pub(crate) fn of_extension(extension: &str) -> Option<Kind> {
+        [Kind::Jpeg, Kind::Png, Kind::WebP, Kind::Gif].into_iter().find(|kind| kind.extension() == extension)
+    }
+
     fn of(format: ImageFormat) -> Option<Kind> {
         match format {
             ImageFormat::Jpeg => Some(Kind::Jpeg),
@@ -147,9 +152,7 @@ pub struct Picture {
 
 impl Picture {
     fn new(bytes: Vec<u8>, kind: Kind, width: u32, height: u32) -> Picture {
-        let digest = Sha256::digest(&bytes);
-        let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
-        let name = format!("{hex}.{}", kind.extension());
+        let name = format!("{}.{}", crate::model::hex(&Sha256::digest(&bytes)), kind.extension());
         Picture { bytes, kind, width, height, name }
     }
 }

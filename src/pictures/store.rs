@@ -5,6 +5,8 @@ use std::path::Path;
 
 use async_trait::async_trait;
 
+use super::Kind;
+
 /// A picture's name as stored and served: the SHA-256 of its bytes in hex and its extension
 /// (the phones' variant is a picture of its own). Checked, so that a name is never a path.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -15,7 +17,15 @@ impl PictureName {
     pub fn parse(text: &str) -> Option<PictureName> {
         let (hash, extension) = text.split_once('.')?;
         let is_hash = hash.len() == 64 && hash.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'));
-        (is_hash && matches!(extension, "jpg" | "png" | "gif")).then(|| PictureName(text.to_owned()))
+        // (WebP is stored as JPEG or PNG: no stored picture is named `.webp`.)
+        let stored = Kind::of_extension(extension).is_some_and(|kind| kind != Kind::WebP);
+        (is_hash && stored).then(|| PictureName(text.to_owned()))
+    }
+
+    /// The kind of the picture, from its extension.
+    pub fn kind(&self) -> Kind {
+        let extension = self.0.rsplit_once('.').map_or("", |(_, extension)| extension);
+        Kind::of_extension(extension).expect("checked by `parse`")
     }
 
     /// The name.
@@ -47,11 +57,6 @@ pub enum PictureStoreError {
 impl PictureStoreError {
     pub(crate) fn io(path: &Path, source: std::io::Error) -> PictureStoreError {
         PictureStoreError::Io { path: path.display().to_string(), source }
-    }
-
-    /// Whether the disk is full (507 to the writer, as for every write).
-    pub fn is_disk_full(&self) -> bool {
-        matches!(self, PictureStoreError::Io { source, .. } if source.raw_os_error() == Some(28))
     }
 }
 
