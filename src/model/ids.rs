@@ -30,6 +30,11 @@ pub fn validate_id(id: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// `bytes` in lowercase hex, as the ids and names made from a SHA-256 carry it.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::validate_id;
@@ -53,9 +58,4 @@ mod tests {
             assert!(validate_id(good).is_ok(), "{good:?} should be accepted");
         }
     }
-}
-
-/// `bytes` in lowercase hex, as the ids and names made from a SHA-256 carry it.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
