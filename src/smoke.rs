@@ -298,10 +298,18 @@ impl Run<'_> {
         self.options.credential != Credential::Anonymous && !self.wrote
     }
 
-    /// Sends one request and prints its line.
+    /// Sends one request and prints its line; a write sent again after an attempt that may have
+    /// been done, one more saying that its key made it once.
     async fn send(&mut self, step: &str, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Answer, Failure> {
         let answer = self.settled(step, &method, path, body.as_ref()).await?;
         self.print(step, &method, path, &answer, "");
+        if let Some(earlier) = answer.unsure_attempt.as_deref().filter(|_| method != reqwest::Method::GET) {
+            let _ = writeln!(
+                self.out,
+                "{step:<4} sent again with its Idempotency-Key after {earlier}: answered {}, made once",
+                answer.status
+            );
+        }
         Ok(answer)
     }
 
@@ -430,13 +438,6 @@ impl Run<'_> {
         expected: u16,
     ) -> Result<Answer, Failure> {
         let answer = self.send(step, method.clone(), path, body).await?;
-        if let Some(earlier) = &answer.unsure_attempt {
-            let _ = writeln!(
-                self.out,
-                "{step:<4} sent again with its Idempotency-Key after {earlier}: answered {}, made once",
-                answer.status
-            );
-        }
         checked(step, &method, path, answer, expected)
     }
 
@@ -615,13 +616,6 @@ async fn ensure_user(run: &mut Run<'_>, user_id: &str) -> Result<Value, Failure>
     for _ in 0..3 {
         let name = format!("smoke-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
         let created = run.send("C1", Method::POST, "/api/users", Some(json!({"username": name}))).await?;
-        if let Some(earlier) = &created.unsure_attempt {
-            let _ = writeln!(
-                run.out,
-                "C1   sent again with its Idempotency-Key after {earlier}: answered {}, made once",
-                created.status
-            );
-        }
         match created.status {
             201 => return Ok(created.body),
             409 if created.why().contains("is taken") => continue,
