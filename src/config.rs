@@ -68,6 +68,46 @@ pub struct Config {
     /// How many writes one user may send ([`WriteLimitSetting::DEFAULT`] unless set; `None`:
     /// `BLOG_WRITES_PER_MINUTE=off`, no limit).
     pub write_limit: Option<WriteLimitSetting>,
+    /// Where pictures are kept.
+    pub pictures: PictureStorage,
+    /// How many pictures one writer may keep (`BLOG_PICTURES_PER_WRITER`; `None`: the default).
+    pub pictures_per_writer: Option<u64>,
+    /// How many megabytes of pictures one writer may keep (`BLOG_PICTURE_MB_PER_WRITER`).
+    pub picture_mb_per_writer: Option<u64>,
+}
+
+/// The app setting that names the pictures' Blob Storage, as `CosmosDB` names the account:
+/// `BLOG_PICTURES` holds a connection string (Azurite's `UseDevelopmentStorage=true`, or one
+/// with an account key), or `BLOG_PICTURES__blobServiceUri` an account's blob endpoint reached
+/// with Entra ID (Azure: the function app's managed identity; `__clientId` selects a
+/// user-assigned one).
+pub const PICTURES_SETTING: &str = "BLOG_PICTURES";
+
+/// Where pictures are kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PictureStorage {
+    /// `pictures/` in the embedded store's data directory (its default).
+    DataDirectory(PathBuf),
+    /// A Blob Storage container reached with a connection string: Azurite locally.
+    ConnectionString {
+        /// The connection string.
+        connection_string: String,
+        /// The container (`BLOG_PICTURES_CONTAINER`, `pictures` by default).
+        container: String,
+    },
+    /// A Blob Storage container reached with Entra ID (Azure).
+    Endpoint {
+        /// `https://<account>.blob.core.windows.net`.
+        service_uri: String,
+        /// The user-assigned managed identity's client id (`None`: the system-assigned one, or
+        /// the developer's credentials).
+        client_id: Option<String>,
+        /// The container.
+        container: String,
+    },
+    /// None: an account backend without `BLOG_PICTURES`, or `BLOG_PICTURES=off`. Uploads are
+    /// refused with 501, saying which setting is missing.
+    Off,
 }
 
 /// How many writes one user may send (`BLOG_WRITES_PER_MINUTE`, `BLOG_WRITE_BURST`): `per_minute`
@@ -219,6 +259,9 @@ impl Config {
             return Err("BLOG_TOKEN_KEY must be at least 16 characters (a random secret, the same on every instance)".into());
         }
         let write_limit = write_limit(&lookup)?;
+        let pictures = picture_storage(&lookup, &backend)?;
+        let pictures_per_writer = positive(&lookup, "BLOG_PICTURES_PER_WRITER", "a positive number of pictures")?;
+        let picture_mb_per_writer = positive(&lookup, "BLOG_PICTURE_MB_PER_WRITER", "a positive number of megabytes")?;
         Ok(Config {
             listen,
             backend,
@@ -232,7 +275,41 @@ impl Config {
             auth,
             token_key,
             write_limit,
+            pictures,
+            pictures_per_writer,
+            picture_mb_per_writer,
         })
+    }
+}
+
+/// [`PictureStorage`] from `BLOG_PICTURES`, `BLOG_PICTURES__blobServiceUri` and
+/// `BLOG_PICTURES_CONTAINER`; with none of them, the data directory on the embedded store and
+/// nothing elsewhere (an instance's own disk is not shared by the others).
+fn picture_storage(lookup: &impl Fn(&str) -> Option<String>, backend: &Backend) -> Result<PictureStorage, String> {
+    let endpoint_setting = format!("{PICTURES_SETTING}__blobServiceUri");
+    let container = lookup("BLOG_PICTURES_CONTAINER").unwrap_or_else(|| "pictures".to_owned());
+    let valid_container = (3..=63).contains(&container.len())
+        && container.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
+        && !container.starts_with('-')
+        && !container.ends_with('-')
+        && !container.contains("--");
+    if !valid_container {
+        return Err(format!(
+            "BLOG_PICTURES_CONTAINER must be a Blob Storage container name (3 to 63 lowercase letters, digits and single hyphens), not {container:?}"
+        ));
+    }
+    match (lookup(PICTURES_SETTING), lookup(&endpoint_setting)) {
+        (Some(_), Some(_)) => Err(format!("set either {PICTURES_SETTING} or {endpoint_setting}, not both")),
+        (Some(off), None) if off == "off" => Ok(PictureStorage::Off),
+        (Some(connection_string), None) => Ok(PictureStorage::ConnectionString { connection_string, container }),
+        (None, Some(service_uri)) => {
+            let client_id = lookup(&format!("{PICTURES_SETTING}__clientId"));
+            Ok(PictureStorage::Endpoint { service_uri, client_id, container })
+        }
+        (None, None) => Ok(match backend {
+            Backend::Embedded { data_dir } => PictureStorage::DataDirectory(data_dir.clone()),
+            _ => PictureStorage::Off,
+        }),
     }
 }
 
@@ -386,12 +463,51 @@ mod tests {
         assert_eq!(config(&[("BLOG_AUTH", "development")]).unwrap().auth, AuthMode::Development);
     }
 
+    #[test]
+    fn pictures_are_kept_where_the_settings_say() {
+        let azurite = config(&[("BLOG_PICTURES", "UseDevelopmentStorage=true")]).unwrap();
+        assert_eq!(
+            azurite.pictures,
+            PictureStorage::ConnectionString {
+                connection_string: "UseDevelopmentStorage=true".into(),
+                container: "pictures".into()
+            }
+        );
+        let azure = config(&[
+            ("CosmosDB__accountEndpoint", "https://a.documents.azure.com:443/"),
+            ("BLOG_PICTURES__blobServiceUri", "https://a.blob.core.windows.net"),
+            ("BLOG_PICTURES__clientId", "1234"),
+            ("BLOG_PICTURES_CONTAINER", "blog-pictures"),
+        ])
+        .unwrap();
+        assert_eq!(
+            azure.pictures,
+            PictureStorage::Endpoint {
+                service_uri: "https://a.blob.core.windows.net".into(),
+                client_id: Some("1234".into()),
+                container: "blog-pictures".into()
+            }
+        );
+        let account_alone = config(&[("CosmosDB__accountEndpoint", "https://a.documents.azure.com:443/")]).unwrap();
+        assert_eq!(account_alone.pictures, PictureStorage::Off, "an instance's disk is not shared");
+        assert_eq!(config(&[("BLOG_PICTURES", "off")]).unwrap().pictures, PictureStorage::Off);
+        for bad in [
+            &[("BLOG_PICTURES", "x"), ("BLOG_PICTURES__blobServiceUri", "y")][..],
+            &[("BLOG_PICTURES_CONTAINER", "Pictures")],
+            &[("BLOG_PICTURES_CONTAINER", "a--b")],
+            &[("BLOG_PICTURES_PER_WRITER", "0")],
+        ] {
+            assert!(config(bad).unwrap_err().contains("BLOG_PICTURE"), "{bad:?}");
+        }
+    }
+
     #[cfg(feature = "embedded")]
     #[test]
     fn nothing_configured_means_the_embedded_store_on_the_local_port() {
         let config = config(&[]).unwrap();
         assert_eq!(config.listen.to_string(), LOCAL_ADDRESS);
         assert!(matches!(config.backend, Backend::Embedded { ref data_dir } if data_dir == &PathBuf::from("data")));
+        assert_eq!(config.pictures, PictureStorage::DataDirectory(PathBuf::from("data")));
         assert_eq!(config.change_feed, ChangeFeedMode::Local);
         assert_eq!(config.scripts, ScriptsMode::InProcess);
     }

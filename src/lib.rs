@@ -35,7 +35,7 @@ use std::sync::Arc;
 use app::AppState;
 use changefeed::account::AccountProcessors;
 use changefeed::processor::{Deliveries, LocalProcessors};
-use config::{Backend, ChangeFeedMode, Config, ScriptsMode};
+use config::{Backend, ChangeFeedMode, Config, PictureStorage, ScriptsMode};
 use scripts::{InProcessScripts, ScriptCredential, ScriptExecutor, ServerSideScripts};
 
 /// The embedded store's allocator. Its emulator copies a whole physical partition for every
@@ -186,8 +186,10 @@ pub async fn state_on(config: &Config, store: cosmos::Store) -> Result<AppState,
             "BLOG_TOKEN_KEY is not set: continuation tokens are signed with a key of this process, and another instance will refuse them"
         );
     }
+    let pictures = open_pictures(config)?;
     Ok(AppState::new(app::Shared {
         store,
+        pictures,
         scripts,
         auth: config.auth,
         tokens: app::lists::TokenKey::new(config.token_key.as_deref()),
@@ -195,6 +197,28 @@ pub async fn state_on(config: &Config, store: cosmos::Store) -> Result<AppState,
         post_views: Default::default(),
         write_limit: config.write_limit.map(app::WriteLimit::new),
     }))
+}
+
+/// The picture store `config` names, with its limits and the writers' quota (`None`: none).
+fn open_pictures(config: &Config) -> Result<Option<app::pictures::Pictures>, cosmos::StoreError> {
+    let unusable = |error: pictures::PictureStoreError| cosmos::StoreError::Unusable(error.to_string());
+    let store: Arc<dyn pictures::PictureStore> = match &config.pictures {
+        PictureStorage::Off => return Ok(None),
+        PictureStorage::DataDirectory(data_dir) => Arc::new(pictures::DirectoryStore::open(data_dir).map_err(unusable)?),
+        PictureStorage::ConnectionString { connection_string, container } => {
+            Arc::new(pictures::BlobStore::from_connection_string(connection_string, container).map_err(unusable)?)
+        }
+        PictureStorage::Endpoint { service_uri, client_id, container } => {
+            let credential = cosmos::entra_credential(client_id.as_deref())?;
+            Arc::new(pictures::BlobStore::on_azure(service_uri, container, credential).map_err(unusable)?)
+        }
+    };
+    let default = app::pictures::Quota::DEFAULT;
+    let quota = app::pictures::Quota {
+        pictures: config.pictures_per_writer.unwrap_or(default.pictures),
+        bytes: config.picture_mb_per_writer.map_or(default.bytes, |megabytes| megabytes * 1024 * 1024),
+    };
+    Ok(Some(app::pictures::Pictures::new(store, pictures::Limits::default(), quota)))
 }
 
 /// The SDK contacts the account while the client is built, so a worker that starts while the

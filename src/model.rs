@@ -7,6 +7,7 @@
 
 mod ids;
 pub mod markdown;
+pub mod picture;
 pub mod usernames;
 
 pub(crate) use ids::hex;

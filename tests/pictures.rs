@@ -3,6 +3,11 @@
 //! uses (JPEG, PNG, WebP, GIF), and the EXIF segment is written by hand as the EXIF 2.32
 //! standard lays it out (a TIFF header, IFD0 with Orientation and a GPS IFD pointer, the GPS
 //! IFD with a latitude), as a phone writes it.
+//!
+//! Then the same uploads through the blog's HTTP API and pages, on each picture store: the data
+//! directory, and Blob Storage as the real Azurite serves it (`tests/azurite/run.sh`).
+
+mod common;
 
 use std::io::Cursor;
 
@@ -72,7 +77,7 @@ fn a_phones_photo_loses_its_gps_position_and_stays_upright() {
     // Read back as a reader's browser would: upright (turned as the EXIF said), 20×40.
     let shown = image::load_from_memory(&stored.bytes).unwrap();
     assert_eq!((stored.width, stored.height, shown.width(), shown.height()), (20, 40, 20, 40));
-    assert!(stored.name.ends_with(".jpg") && stored.name.len() == 64 + 4, "{}", stored.name);
+    assert_eq!(stored.name.to_string(), format!("{}-20x40.jpg", stored.name.hash()), "named by its bytes and size");
     assert_eq!(prepare(&upload, &Limits::default()).unwrap().picture.name, stored.name, "named by its bytes");
 }
 
@@ -178,41 +183,21 @@ fn an_animation_is_kept_frame_by_frame_within_its_limits() {
 }
 
 mod directory {
-    use blog::pictures::{DirectoryStore, Limits, PictureName, PictureStore, prepare};
+    use blog::pictures::{DirectoryStore, Limits, PictureAddress, PictureStore, prepare};
 
     use super::{encoded, photo};
 
-    #[test]
-    fn a_name_is_a_content_address_never_a_path() {
-        let hash = "a".repeat(64);
-        for good in [format!("{hash}.jpg"), format!("{hash}.png"), format!("{hash}.gif")] {
-            assert!(PictureName::parse(&good).is_some(), "{good}");
-        }
-        for bad in [
-            format!("{hash}.webp"),
-            format!("{hash}.jpg.jpg"),
-            format!("{}.jpg", "A".repeat(64)),
-            format!("{}.jpg", "a".repeat(63)),
-            "../../etc/passwd".to_owned(),
-            format!("../{hash}.jpg"),
-            format!(".partial-{hash}.jpg"),
-            String::new(),
-        ] {
-            assert!(PictureName::parse(&bad).is_none(), "{bad:?}");
-        }
-    }
-
     /// Stored, read back (also after the store is opened again), stored again (nothing
-    /// changes), removed (and again: nothing to remove is no error).
+    /// changes), removed with its post (and again: nothing to remove is no error).
     #[tokio::test]
     async fn a_picture_is_stored_read_and_removed_and_survives_a_restart() {
         let dir = tempfile::tempdir().unwrap();
-        let name = {
+        let address = {
             let store = DirectoryStore::open(dir.path()).unwrap();
             super::store_then_read(&store).await
         };
         let store = DirectoryStore::open(dir.path()).unwrap();
-        super::read_then_remove(&store, &name).await;
+        super::read_then_remove(&store, &address).await;
     }
 
     /// What a write cut short (`kill -9` between its first byte and its rename) leaves is a
@@ -221,37 +206,265 @@ mod directory {
     async fn a_write_cut_short_leaves_no_half_picture() {
         let dir = tempfile::tempdir().unwrap();
         let prepared = prepare(&encoded(&photo(), image::ImageFormat::Png), &Limits::default()).unwrap().picture;
-        let name = PictureName::parse(&prepared.name).unwrap();
-        DirectoryStore::open(dir.path()).unwrap();
-        let partial = dir.path().join("pictures").join(format!(".partial-{}", uuid::Uuid::new_v4()));
+        let address = PictureAddress { owner: "writer".into(), post: "post".into(), name: prepared.name.clone() };
+        let store = DirectoryStore::open(dir.path()).unwrap();
+        store.put(&address, &prepared.bytes).await.unwrap();
+        let post_dir = dir.path().join("pictures").join("writer").join("post");
+        let partial = post_dir.join(format!(".partial-{}", uuid::Uuid::new_v4()));
         std::fs::write(&partial, &prepared.bytes[..prepared.bytes.len() / 2]).unwrap();
         let store = DirectoryStore::open(dir.path()).unwrap();
         assert!(!partial.exists(), "removed at the start");
-        assert_eq!(store.get(&name).await.unwrap(), None, "never served under its name");
-        assert_eq!(std::fs::read_dir(dir.path().join("pictures")).unwrap().count(), 0);
+        assert_eq!(std::fs::read_dir(&post_dir).unwrap().count(), 1, "the whole picture stays");
+        assert_eq!(store.usage("writer").await.unwrap().pictures, 1);
     }
 }
 
 /// What every picture store must do, part one: a picture not there is `None`; stored (twice:
-/// the second changes nothing), it reads back whole. Returns its name.
-async fn store_then_read(store: &dyn blog::pictures::PictureStore) -> blog::pictures::PictureName {
+/// the second changes nothing), it reads back whole and counts once in its writer's usage.
+async fn store_then_read(store: &dyn blog::pictures::PictureStore) -> blog::pictures::PictureAddress {
     let prepared = prepare(&encoded(&photo(), ImageFormat::Png), &Limits::default()).unwrap().picture;
-    let name = blog::pictures::PictureName::parse(&prepared.name).unwrap();
-    assert_eq!(store.get(&name).await.unwrap(), None);
-    store.put(&name, &prepared.bytes).await.unwrap();
-    store.put(&name, &prepared.bytes).await.unwrap();
-    assert_eq!(store.get(&name).await.unwrap().as_deref(), Some(&prepared.bytes[..]));
-    name
+    let address = blog::pictures::PictureAddress { owner: "writer".into(), post: "post-1".into(), name: prepared.name };
+    assert_eq!(store.get(&address).await.unwrap(), None);
+    assert_eq!(store.usage("writer").await.unwrap(), blog::pictures::Usage::default());
+    store.put(&address, &prepared.bytes).await.unwrap();
+    store.put(&address, &prepared.bytes).await.unwrap();
+    assert_eq!(store.get(&address).await.unwrap().as_deref(), Some(&prepared.bytes[..]));
+    let usage = store.usage("writer").await.unwrap();
+    assert_eq!((usage.pictures, usage.bytes), (1, prepared.bytes.len() as u64));
+    assert_eq!(store.usage("someone-else").await.unwrap().pictures, 0);
+    address
 }
 
-/// Part two: it reads back (also from a store opened anew), and once removed (twice: nothing
-/// to remove is no error) it is gone.
-async fn read_then_remove(store: &dyn blog::pictures::PictureStore, name: &blog::pictures::PictureName) {
-    let bytes = store.get(name).await.unwrap().expect("still there");
+/// Part two: it reads back (also from a store opened anew), and once its post's pictures are
+/// removed (twice: nothing to remove is no error) it is gone.
+async fn read_then_remove(store: &dyn blog::pictures::PictureStore, address: &blog::pictures::PictureAddress) {
+    let bytes = store.get(address).await.unwrap().expect("still there");
     assert_eq!(image::guess_format(&bytes).unwrap(), ImageFormat::Png);
-    store.delete(name).await.unwrap();
-    store.delete(name).await.unwrap();
-    assert_eq!(store.get(name).await.unwrap(), None);
+    assert_eq!(store.remove_post(&address.owner, "another-post").await.unwrap(), 0);
+    assert_eq!(store.remove_post(&address.owner, &address.post).await.unwrap(), 1);
+    assert_eq!(store.remove_post(&address.owner, &address.post).await.unwrap(), 0);
+    assert_eq!(store.get(address).await.unwrap(), None);
+    assert_eq!(store.usage(&address.owner).await.unwrap().pictures, 0);
+}
+
+/// Uploads through the blog, the same on every picture store.
+mod uploads {
+    use reqwest::{Method, StatusCode};
+    use serde_json::Value;
+
+    use super::common::{Answer, TestApp, read};
+    use super::{animated, contains, encoded, exif_segment, photo, with_segment};
+    use image::{DynamicImage, ImageFormat, Rgb, RgbImage};
+
+    /// A blog on the embedded store whose pictures are kept as `pictures` says, with a quota
+    /// of four pictures a writer.
+    pub(crate) async fn blog_with(pictures: blog::config::PictureStorage) -> TestApp {
+        let dir = tempfile::tempdir().unwrap();
+        let config = blog::config::Config { pictures, pictures_per_writer: Some(4), ..TestApp::config(dir.path()) };
+        let mut app = TestApp::start_configured(config).await;
+        app.keep(dir);
+        app
+    }
+
+    /// A photo as a phone writes it: JPEG with its EXIF (orientation and GPS), 2000×1200 as
+    /// the sensor read it, 1200×2000 upright (the EXIF says the camera was turned).
+    fn phone_photo() -> Vec<u8> {
+        let pixels = RgbImage::from_fn(2000, 1200, |x, y| Rgb([(x % 256) as u8, (y % 256) as u8, 90]));
+        with_segment(&encoded(&DynamicImage::ImageRgb8(pixels), ImageFormat::Jpeg), &exif_segment())
+    }
+
+    /// `bytes` sent to `POST /api/posts/{post}/pictures` as `caller` with `content_type`.
+    async fn upload(app: &TestApp, caller: Option<&str>, post: &str, content_type: &str, bytes: Vec<u8>) -> Answer {
+        let mut request = app
+            .client
+            .post(format!("{}/api/posts/{post}/pictures?alt=A%20red%20kite", app.base))
+            .header("content-type", content_type)
+            .body(bytes);
+        if let Some(caller) = caller {
+            request = request.header("x-dev-user", caller);
+        }
+        read(request.send().await.unwrap()).await
+    }
+
+    /// `GET path` with `headers`, its body as bytes.
+    async fn fetch(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> (StatusCode, reqwest::header::HeaderMap, Vec<u8>) {
+        let mut request = app.client.get(format!("{}{path}", app.base));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.send().await.unwrap();
+        let (status, headers) = (response.status(), response.headers().clone());
+        (status, headers, response.bytes().await.unwrap().to_vec())
+    }
+
+    async fn pictures_kept(app: &TestApp, writer: &str) -> u64 {
+        // What the writer keeps, as the next upload's answer says it: a picture already there.
+        let answer =
+            upload(app, Some(writer), &first_post(app, writer).await, "image/png", encoded(&photo(), ImageFormat::Png)).await;
+        assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+        answer.body["picturesKept"].as_u64().unwrap()
+    }
+
+    async fn first_post(app: &TestApp, writer: &str) -> String {
+        let posts = app.get(&format!("/api/users/{writer}/posts")).await;
+        posts.body["items"]
+            .as_array()
+            .and_then(|items| items.last())
+            .and_then(|post| post["id"].as_str())
+            .map(str::to_owned)
+            .expect("the writer has a post")
+    }
+
+    /// Everything the issue asks of an upload, on `app`'s picture store.
+    pub(crate) async fn everything_an_upload_must_do(app: &TestApp) {
+        let writer = app.user("kite-watcher").await;
+        let post = app.post_by(&writer, "Kites").await;
+
+        // Uploaded with its EXIF, answered with its address and the Markdown to paste.
+        let added = upload(app, Some(&writer), &post, "image/jpeg", phone_photo()).await;
+        assert_eq!(added.status, StatusCode::CREATED, "{}", added.body);
+        let url = added.body["url"].as_str().unwrap().to_owned();
+        assert_eq!(added.header("location"), Some(url.as_str()));
+        assert!(url.starts_with(&format!("/pictures/{writer}/{post}/")) && url.ends_with("-1200x2000.jpg"), "{url}");
+        assert_eq!(added.body["markdown"], format!("![A red kite]({url})"));
+        assert_eq!((added.body["width"].as_u64(), added.body["height"].as_u64()), (Some(1200), Some(2000)));
+        let phone_url = added.body["phoneUrl"].as_str().expect("a phones' variant").to_owned();
+        assert!(phone_url.ends_with("-960x1600.jpg"), "{phone_url}");
+
+        // Served without the database, as it was stored: no EXIF, no GPS; immutable.
+        let (status, headers, bytes) = fetch(app, &url, &[]).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(headers["content-type"], "image/jpeg");
+        assert_eq!(headers["x-content-type-options"], "nosniff");
+        assert_eq!(headers["cache-control"], "public, max-age=31536000, immutable");
+        assert!(headers["content-security-policy"].to_str().unwrap().contains("sandbox"));
+        assert_eq!(headers["x-cosmos-operations"], "0", "a picture reads nothing from Cosmos DB");
+        assert!(!contains(&bytes, b"Exif") && !contains(&bytes, &2958_u32.to_le_bytes()), "no EXIF, no GPS latitude");
+        assert_eq!(image::load_from_memory(&bytes).unwrap().width(), 1200);
+        let etag = headers["etag"].to_str().unwrap().to_owned();
+        let (status, _, body) = fetch(app, &url, &[("if-none-match", &etag)]).await;
+        assert_eq!((status, body.len()), (StatusCode::NOT_MODIFIED, 0));
+        let (status, _, phone) = fetch(app, &phone_url, &[]).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(image::load_from_memory(&phone).unwrap().width(), 960);
+
+        // The same picture again: the same address, stored once.
+        let again = upload(app, Some(&writer), &post, "application/octet-stream", phone_photo()).await;
+        assert_eq!((again.status, again.body["url"].as_str()), (StatusCode::CREATED, Some(url.as_str())));
+        assert_eq!(again.body["picturesKept"], 1);
+
+        // In the post: an <img> with its size and the phones' variant; Q2 stays one read.
+        let markdown = added.body["markdown"].as_str().unwrap();
+        let edit = app
+            .put(&format!("/api/posts/{post}"), serde_json::json!({"title": "Kites", "content": format!("Look:\n\n{markdown}")}))
+            .await;
+        assert_eq!(edit.status, StatusCode::OK, "{}", edit.body);
+        let page = app.get(&format!("/posts/{post}")).await;
+        let html = page.body.as_str().unwrap();
+        assert!(html.contains(&format!("<img src=\"{url}\" alt=\"A red kite\" width=\"1200\" height=\"2000\"")), "{html}");
+        assert!(html.contains(&format!("{phone_url} 960w")), "{html}");
+
+        bad_uploads_store_nothing(app, &writer, &post).await;
+        the_quota_is_said_and_kept(app).await;
+
+        // Deleted with its post (C7).
+        assert_eq!(app.send(Method::DELETE, &format!("/api/posts/{post}"), None).await.status, StatusCode::NO_CONTENT);
+        for gone in [&url, &phone_url] {
+            let (status, _, _) = fetch(app, gone, &[]).await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "{gone}");
+        }
+    }
+
+    /// What a bad upload is, who sends it to which post, declared as what, and its status.
+    type BadUpload<'a> = (&'a str, Option<&'a str>, &'a str, &'a str, Vec<u8>, u16);
+
+    /// Every bad upload is refused with what to fix, and nothing is stored.
+    async fn bad_uploads_store_nothing(app: &TestApp, writer: &str, post: &str) {
+        let before = pictures_kept(app, writer).await;
+        let jpeg = encoded(&photo(), ImageFormat::Jpeg);
+        let bomb = encoded(&DynamicImage::ImageLuma8(image::GrayImage::new(7_000, 7_000)), ImageFormat::Png);
+        let svg = br#"<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>"#.to_vec();
+        let cases: Vec<BadUpload> = vec![
+            ("empty", Some(writer), post, "image/png", Vec::new(), 400),
+            ("SVG", Some(writer), post, "image/svg+xml", svg.clone(), 415),
+            ("SVG declared PNG", Some(writer), post, "image/png", svg, 415),
+            ("HTML", Some(writer), post, "text/html", b"<!doctype html><script>alert(1)</script>".to_vec(), 415),
+            ("a PNG declared JPEG", Some(writer), post, "image/jpeg", encoded(&photo(), ImageFormat::Png), 415),
+            ("a JPEG declared as text", Some(writer), post, "text/plain", jpeg.clone(), 415),
+            ("truncated", Some(writer), post, "image/jpeg", jpeg[..jpeg.len() / 2].to_vec(), 422),
+            ("a decompression bomb", Some(writer), post, "image/png", bomb, 422),
+            ("10,000 frames", Some(writer), post, "image/gif", animated(10_000), 422),
+            ("anonymous", None, post, "image/jpeg", jpeg.clone(), 401),
+            ("another's post", Some("someone-else"), post, "image/jpeg", jpeg.clone(), 403),
+            ("no such post", Some(writer), "no-such-post", "image/jpeg", jpeg.clone(), 404),
+        ];
+        for (what, caller, target, content_type, bytes, status) in cases {
+            let answer = upload(app, caller, target, content_type, bytes).await;
+            let detail = answer.problem(status);
+            assert!(detail.len() > 20, "{what}: {detail}");
+        }
+        // Over the size limit: refused from its Content-Length, before it is read.
+        let huge = upload(app, Some(writer), post, "image/jpeg", vec![0xFF; 11 * 1024 * 1024]).await;
+        assert!(huge.problem(413).contains("10 MiB"), "{}", huge.body);
+        assert_eq!(pictures_kept(app, writer).await, before, "nothing stored");
+    }
+
+    /// A writer keeps at most four pictures here (the quota of [`blog_with`]); the fifth is
+    /// refused with what to do.
+    async fn the_quota_is_said_and_kept(app: &TestApp) {
+        let writer = app.user("prolific").await;
+        let post = app.post_by(&writer, "Many").await;
+        for n in 0..4_u8 {
+            let picture = DynamicImage::ImageRgb8(RgbImage::from_pixel(8, 8, Rgb([n, 0, 0])));
+            let added = upload(app, Some(&writer), &post, "image/png", encoded(&picture, ImageFormat::Png)).await;
+            assert_eq!((added.status, added.body["picturesKept"].as_u64()), (StatusCode::CREATED, Some(u64::from(n) + 1)));
+            assert_eq!(added.body["picturesAllowed"], 4);
+        }
+        let fifth = DynamicImage::ImageRgb8(RgbImage::from_pixel(8, 8, Rgb([9, 9, 9])));
+        let refused = upload(app, Some(&writer), &post, "image/png", encoded(&fifth, ImageFormat::Png)).await;
+        let detail = refused.problem(409);
+        assert!(detail.contains("4 pictures") && detail.contains("delete a post"), "{detail}");
+    }
+
+    #[tokio::test]
+    async fn uploads_on_the_data_directory() {
+        everything_an_upload_must_do(&blog_with_data_directory().await).await;
+    }
+
+    async fn blog_with_data_directory() -> TestApp {
+        let dir = tempfile::tempdir().unwrap();
+        let config = blog::config::Config {
+            pictures: blog::config::PictureStorage::DataDirectory(dir.path().to_owned()),
+            pictures_per_writer: Some(4),
+            ..TestApp::config(dir.path())
+        };
+        let mut app = TestApp::start_configured(config).await;
+        app.keep(dir);
+        app
+    }
+
+    /// A post deleted by the stored procedure alone (a C7 cut short after its tombstone): its
+    /// pictures go when `PostsChangeFeed` delivers the tombstone.
+    #[tokio::test]
+    async fn a_deletion_cut_short_has_its_pictures_removed_by_the_change_feed() {
+        let app = blog_with_data_directory().await;
+        let writer = app.user("quitter").await;
+        let post = app.post_by(&writer, "Short-lived").await;
+        let added = upload(&app, Some(&writer), &post, "image/png", encoded(&photo(), ImageFormat::Png)).await;
+        let url = added.body["url"].as_str().unwrap().to_owned();
+        let ttl = blog::model::DELETED_POST_TTL_SECS;
+        let no_request: Option<Value> = None;
+        app.state
+            .scripts
+            .execute(blog::scripts::StoredProcedure::DeletePost, &post, (&post, &writer, ttl, no_request))
+            .await
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while fetch(&app, &url, &[]).await.0 != StatusCode::NOT_FOUND {
+            assert!(std::time::Instant::now() < deadline, "the change feed never removed {url}");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
 }
 
 mod azurite {
@@ -267,7 +480,8 @@ mod azurite {
     /// An Azurite blob service of the test's own, on a free port, stopped when dropped.
     struct Azurite {
         child: Child,
-        endpoint: String,
+        /// `http://127.0.0.1:<port>/devstoreaccount1`.
+        service: String,
         _location: tempfile::TempDir,
     }
 
@@ -293,7 +507,12 @@ mod azurite {
                     break;
                 }
             }
-            Azurite { child, endpoint: format!("http://127.0.0.1:{port}"), _location: location }
+            Azurite { child, service: format!("http://127.0.0.1:{port}/{ACCOUNT}"), _location: location }
+        }
+
+        /// Its connection string, as Azurite's README gives it.
+        fn connection_string(&self) -> String {
+            format!("DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={KEY};BlobEndpoint={};", self.service)
         }
     }
 
@@ -305,30 +524,64 @@ mod azurite {
     }
 
     /// The same as the data directory's store, on Blob Storage as Azurite serves it, through
-    /// the SDK the deployed build uses; and the container made again is no error.
+    /// the SDK the deployed build uses; the container is made by the first upload.
     #[tokio::test]
     #[ignore = "needs Azurite: run tests/azurite/run.sh"]
     async fn a_picture_is_stored_read_and_removed_in_blob_storage() {
         let azurite = Azurite::start();
-        let name = {
-            let store = BlobStore::azurite(&azurite.endpoint, ACCOUNT, KEY, "pictures").unwrap();
-            store.create_container().await.unwrap();
+        let address = {
+            let store = BlobStore::from_connection_string(&azurite.connection_string(), "pictures").unwrap();
             super::store_then_read(&store).await
         };
-        let store = BlobStore::azurite(&azurite.endpoint, ACCOUNT, KEY, "pictures").unwrap();
-        store.create_container().await.unwrap();
-        super::read_then_remove(&store, &name).await;
+        let store = BlobStore::with_account_key(&azurite.service, ACCOUNT, KEY, "pictures").unwrap();
+        super::read_then_remove(&store, &address).await;
     }
 
-    /// Blob Storage unreachable: the store says it is unavailable (503 to a writer), and
-    /// nothing hangs.
+    /// Everything an upload must do, through the blog, on Azurite.
     #[tokio::test]
     #[ignore = "needs Azurite: run tests/azurite/run.sh"]
-    async fn an_unreachable_blob_storage_is_unavailable() {
+    async fn uploads_on_azurite() {
+        let azurite = Azurite::start();
+        let storage = blog::config::PictureStorage::ConnectionString {
+            connection_string: azurite.connection_string(),
+            container: "pictures".into(),
+        };
+        let app = super::uploads::blog_with(storage).await;
+        super::uploads::everything_an_upload_must_do(&app).await;
+    }
+
+    /// Blob Storage unreachable: the store says it is unavailable, the writer gets 503 with
+    /// `Retry-After`, the post is unchanged, and nothing hangs.
+    #[tokio::test]
+    #[ignore = "needs Azurite: run tests/azurite/run.sh"]
+    async fn an_unreachable_blob_storage_is_503_and_changes_nothing() {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let store = BlobStore::azurite(&format!("http://127.0.0.1:{port}"), ACCOUNT, KEY, "pictures").unwrap();
-        let name = blog::pictures::PictureName::parse(&format!("{}.png", "a".repeat(64))).unwrap();
-        let failed = store.put(&name, b"not stored").await.unwrap_err();
+        let service = format!("http://127.0.0.1:{port}/{ACCOUNT}");
+        let store = BlobStore::with_account_key(&service, ACCOUNT, KEY, "pictures").unwrap();
+        let name = blog::pictures::PictureName::parse(&format!("{}-1x1.png", "a".repeat(64))).unwrap();
+        let address = blog::pictures::PictureAddress { owner: "w".into(), post: "p".into(), name };
+        let failed = store.put(&address, b"not stored").await.unwrap_err();
         assert!(matches!(failed, blog::pictures::PictureStoreError::Unavailable(_)), "{failed}");
+
+        let connection_string =
+            format!("DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={KEY};BlobEndpoint={service};");
+        let storage = blog::config::PictureStorage::ConnectionString { connection_string, container: "pictures".into() };
+        let app = super::uploads::blog_with(storage).await;
+        let writer = app.user("unlucky").await;
+        let post = app.post_by(&writer, "Unchanged").await;
+        let before = app.get(&format!("/api/posts/{post}")).await.body;
+        let answer = app
+            .client
+            .post(format!("{}/api/posts/{post}/pictures", app.base))
+            .header("x-dev-user", &writer)
+            .header("content-type", "image/png")
+            .body(super::encoded(&super::photo(), image::ImageFormat::Png))
+            .send()
+            .await
+            .unwrap();
+        let answer = super::common::read(answer).await;
+        answer.problem(503);
+        assert!(answer.header("retry-after").is_some());
+        assert_eq!(app.get(&format!("/api/posts/{post}")).await.body, before, "the post is unchanged");
     }
 }

@@ -23,6 +23,9 @@ async fn store() -> (Arc<Store>, tempfile::TempDir) {
         write_limit: None,
         auth: blog::config::AuthMode::None,
         token_key: None,
+        pictures: blog::config::PictureStorage::Off,
+        pictures_per_writer: None,
+        picture_mb_per_writer: None,
     };
     (Arc::new(Store::connect(&config).await.unwrap()), dir)
 }

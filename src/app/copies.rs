@@ -104,8 +104,8 @@ pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppRe
     Ok(())
 }
 
-/// A deleted post: its copies go, and so does whatever its deletion left of its comments and
-/// likes (a DELETE that stopped early: the tombstone is written first). The change feed never
+/// A deleted post: its copies and its pictures go, and so does whatever its deletion left of
+/// its comments and likes (a DELETE that stopped early: the tombstone is written first). The change feed never
 /// delivers a deletion; it delivers the tombstone, and this is the only rule that sees it.
 pub(crate) async fn remove_post_copies(state: &AppState, post: &Post) -> AppResult<()> {
     for target in [Target::UserPosts, Target::Feed] {
@@ -116,6 +116,7 @@ pub(crate) async fn remove_post_copies(state: &AppState, post: &Post) -> AppResu
         }
     }
     state.feed.invalidate();
+    super::pictures::remove_post_pictures(state, &post.user_id, &post.id).await?;
     match remove_post(state, &post.id, &post.user_id, None).await? {
         PostRemoval::Removed | PostRemoval::NothingLeft | PostRemoval::NotFound => Ok(()),
         other => Err(ScriptError::Failed(format!("post {}: deletePost answered {other:?}", post.id)).into()),

@@ -41,6 +41,21 @@ pub enum AppError {
     /// A script or a step answered what it never should: a bug, or a test's crash.
     #[error("{0}")]
     Unexpected(String),
+    /// The writer keeps as many pictures, or bytes of them, as a writer may: nothing was stored.
+    #[error("{0}")]
+    QuotaFull(String),
+    /// The upload was declared a media type its bytes are not.
+    #[error("{0}")]
+    WrongMediaType(String),
+    /// This blog has no picture store configured.
+    #[error("this blog keeps no pictures")]
+    NoPictureStore,
+    /// An upload is not taken as a picture.
+    #[error(transparent)]
+    Picture(#[from] crate::pictures::PictureError),
+    /// The picture store failed.
+    #[error(transparent)]
+    PictureStore(#[from] crate::pictures::PictureStoreError),
     /// A Cosmos DB call failed.
     #[error(transparent)]
     Store(#[from] StoreError),

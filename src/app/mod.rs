@@ -11,6 +11,7 @@ pub mod feed;
 pub mod idempotency;
 pub mod likes;
 pub mod lists;
+pub mod pictures;
 pub(crate) mod post_view;
 pub mod posts;
 pub mod usernames;
@@ -64,6 +65,8 @@ pub struct Shared {
     pub feed: Arc<feed::FeedCache>,
     /// The post pages' reads of the last second, by post.
     pub post_views: Arc<post_view::PostViewCache>,
+    /// Where pictures are kept (`None`: nowhere configured; uploads are refused).
+    pub pictures: Option<pictures::Pictures>,
     /// How many writes each user may still send (`None`: no limit).
     pub(crate) write_limit: Option<write_limit::WriteLimit>,
 }

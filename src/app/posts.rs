@@ -104,7 +104,14 @@ pub(crate) async fn delete_post(state: &AppState, caller: &Caller, post_id: &str
     let removal = remove_post(state, post_id, &caller.id, request).await.map_err(script_error)?;
     state.post_views.invalidate(post_id);
     match removal {
-        PostRemoval::Removed => Ok(()),
+        PostRemoval::Removed => {
+            // The post is gone for every reader; its pictures follow now, and where this fails,
+            // when `PostsChangeFeed` delivers the tombstone.
+            if let Err(error) = super::pictures::remove_post_pictures(state, &caller.id, post_id).await {
+                tracing::warn!(post_id, %error, "a deleted post's pictures are left for the change feed");
+            }
+            Ok(())
+        }
         PostRemoval::Repeated(record) => repeated_deletion(once.as_ref(), record),
         PostRemoval::NothingLeft | PostRemoval::NotFound => Err(post_not_found(post_id)),
         PostRemoval::Forbidden => {

@@ -187,9 +187,11 @@ impl From<AppError> for FeedError {
 
 impl FeedError {
     /// Whether delivering the same batch again later may well succeed: the store throttled,
-    /// did not answer in time or was unavailable, or scripts kept conflicting.
+    /// did not answer in time or was unavailable, scripts kept conflicting, or the picture store
+    /// could not be reached.
     pub(crate) fn is_passing(&self) -> bool {
         matches!(self, FeedError::App(AppError::Busy(_)) | FeedError::Script(ScriptError::Contention))
+            || matches!(self, FeedError::App(AppError::PictureStore(error)) if error.is_passing())
             || matches!(self, FeedError::Store(error) | FeedError::Script(ScriptError::Store(error)) if error.is_passing())
     }
 }

@@ -46,6 +46,7 @@ pub(crate) use items::{Changed, Page, retry_pause};
 pub use items::{PageRequest, QuerySpec, WriteOp};
 pub use meter::{Meter, Scope};
 pub use schema::Container;
+pub(crate) use sdk::entra_credential;
 pub use store::Store;
 
 /// The furthest a write number, and so a change-feed processor's position, may go: one

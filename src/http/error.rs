@@ -12,6 +12,7 @@ use utoipa::{IntoResponses, ToSchema};
 use crate::app::AppError;
 use crate::cosmos::StoreError;
 use crate::logging::with_causes;
+use crate::pictures::{PictureError, PictureStoreError};
 use crate::scripts::ScriptError;
 
 /// A failed request: the status, and a `detail` that tells the caller what to fix. Internal
@@ -103,6 +104,43 @@ impl From<ScriptError> for ApiError {
     }
 }
 
+impl From<PictureError> for ApiError {
+    fn from(error: PictureError) -> Self {
+        let status = match error {
+            PictureError::Empty => StatusCode::BAD_REQUEST,
+            PictureError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            PictureError::NotAPicture(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            PictureError::TooManyPixels { .. } | PictureError::TooManyFrames { .. } | PictureError::Unreadable(_) => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
+        };
+        let mut detail = error.to_string();
+        if let Some(first) = detail.get_mut(0..1) {
+            first.make_ascii_uppercase();
+        }
+        Self::new(status, format!("{detail}. Nothing was stored."))
+    }
+}
+
+impl From<PictureStoreError> for ApiError {
+    fn from(error: PictureStoreError) -> Self {
+        if error.is_disk_full() {
+            return StoreError::DiskFull.into();
+        }
+        match error {
+            PictureStoreError::Unavailable(cause) => {
+                tracing::warn!(%cause, "the picture store is unavailable");
+                Self::come_back_after(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "The picture store is unavailable for a moment: nothing was changed; retry in a moment.",
+                    Duration::from_secs(5),
+                )
+            }
+            other => Self::internal(with_causes(&other)),
+        }
+    }
+}
+
 impl From<AppError> for ApiError {
     fn from(error: AppError) -> Self {
         match error {
@@ -121,6 +159,14 @@ impl From<AppError> for ApiError {
                 );
                 Self::come_back_after(StatusCode::TOO_MANY_REQUESTS, detail, retry_after)
             }
+            AppError::QuotaFull(detail) => Self::conflict(detail),
+            AppError::WrongMediaType(detail) => Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, detail),
+            AppError::NoPictureStore => Self::new(
+                StatusCode::NOT_IMPLEMENTED,
+                "This blog keeps no pictures: its operator has not given it a picture store (BLOG_PICTURES, see the README).",
+            ),
+            AppError::Picture(error) => error.into(),
+            AppError::PictureStore(error) => error.into(),
             AppError::Unexpected(cause) => Self::internal(cause),
             AppError::Store(error) => error.into(),
             AppError::Script(error) => error.into(),

@@ -40,7 +40,7 @@ use tower_http::compression::predicate::{DefaultPredicate, Predicate};
 
 use super::error::ApiError;
 use super::pages::{self, PageRequest};
-use super::{HOST_BATCH_BYTES, MAX_BODY_BYTES};
+use super::{HOST_BATCH_BYTES, MAX_BODY_BYTES, MAX_UPLOAD_BYTES};
 use crate::changefeed;
 use crate::config::AuthMode;
 use crate::cosmos::Meter;
@@ -174,18 +174,22 @@ impl Door {
         if body.is_end_stream() {
             return Ok(Body::from(Bytes::new()));
         }
-        let limit = if self.is_host_batch(parts) { HOST_BATCH_BYTES } else { MAX_BODY_BYTES };
+        let limit = self.body_limit(parts);
+        let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|length| length.to_str().ok()?.parse::<u64>().ok());
+        if declared.is_some_and(|length| length > limit as u64) {
+            // Refused before a byte of it is read.
+            return Err(too_large(limit));
+        }
         match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, limit)).await {
             Ok(Ok(bytes)) => Ok(Body::from(bytes)),
             Ok(Err(error)) => {
-                let too_large =
+                let over =
                     std::error::Error::source(&error).is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
-                Err(if too_large {
-                    ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("The request body is over {limit} bytes."))
+                Err(if over {
+                    too_large(limit)
                 } else {
-                    ApiError::bad_request(format!("The request body could not be read: {error}."))
-                }
-                .into_response())
+                    ApiError::bad_request(format!("The request body could not be read: {error}.")).into_response()
+                })
             }
             Err(_) => Err(ApiError::new(
                 StatusCode::REQUEST_TIMEOUT,
@@ -195,11 +199,37 @@ impl Door {
         }
     }
 
+    /// The most bytes the request's body may have: a change-feed batch's, a picture's, or any
+    /// other request's.
+    fn body_limit(&self, parts: &Parts) -> usize {
+        if self.is_host_batch(parts) {
+            return HOST_BATCH_BYTES;
+        }
+        let route = parts.extensions.get::<MatchedPath>().map(MatchedPath::as_str);
+        if route == Some(&*PICTURE_UPLOAD) { MAX_UPLOAD_BYTES } else { MAX_BODY_BYTES }
+    }
+
     /// A place among the reads' or the writes', if one is free.
     fn place_for(&self, method: &Method) -> Option<OwnedSemaphorePermit> {
         let places = if matches!(*method, Method::GET | Method::HEAD) { &self.reads } else { &self.writes };
         places.clone().try_acquire_owned().ok()
     }
+}
+
+/// The route pictures are uploaded to, as the router matches it.
+static PICTURE_UPLOAD: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| super::router_path(super::HttpFunction::AddPicture.route()));
+
+/// 413, saying how much is taken.
+fn too_large(limit: usize) -> Response {
+    let detail = if limit == MAX_UPLOAD_BYTES {
+        "The upload is over 10 MiB, the largest picture taken; nothing was stored. Send a smaller picture (a phone's photo \
+         at its usual size fits)."
+            .to_owned()
+    } else {
+        format!("The request body is over {limit} bytes.")
+    };
+    ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, detail).into_response()
 }
 
 /// The 500 for a route that panicked, with the panic's message in the log (the default panic

@@ -16,6 +16,7 @@ mod host;
 mod likes;
 pub mod openapi;
 pub mod pages;
+mod pictures;
 mod posts;
 pub mod serve;
 mod users;
@@ -31,6 +32,7 @@ use error::ApiError;
 pub(crate) use extract::MAX_BODY_BYTES;
 pub use front_door::BODY_TIMEOUT;
 use front_door::FrontDoor;
+pub(crate) use pictures::MAX_UPLOAD_BYTES;
 
 /// The largest change-feed batch the host may deliver in one invocation.
 pub(crate) const HOST_BATCH_BYTES: usize = 64 * 1024 * 1024;
@@ -105,6 +107,7 @@ http_functions! {
     CreateLike POST "api/posts/{postId}/likes" => likes::create,
     ListLikes GET "api/posts/{postId}/likes" => likes::list,
     DeleteLike DELETE "api/posts/{postId}/likes/{userId}" => likes::delete,
+    AddPicture POST "api/posts/{postId}/pictures" => pictures::upload,
     GetFeed GET "api/feed" => feed::list,
     GetOpenApi GET "api/openapi.json" => openapi::document,
     // The pages.
@@ -128,6 +131,7 @@ http_functions! {
     SignInPage GET "signin" => pages::session::sign_in_page,
     SubmitSignIn POST "signin" => pages::session::submit_sign_in,
     SubmitSignOut POST "signout" => pages::session::submit_sign_out,
+    Picture GET "pictures/{userId}/{postId}/{name}" => pictures::show,
     Stylesheet GET "style.css" => pages::stylesheet,
     Favicon GET "favicon.svg" => pages::favicon,
     Robots GET "robots.txt" => pages::robots,
@@ -158,7 +162,13 @@ pub fn is_api_route(route: &str) -> bool {
 pub fn router(state: AppState, max_in_flight: usize, request_timeout: std::time::Duration, host_change_feed: bool) -> Router {
     let mut router = Router::new();
     for &function in HttpFunction::ALL {
-        router = router.route(&router_path(function.route()), function.handler());
+        let handler = match function {
+            // A picture's body is larger than any other request's (the front door reads it
+            // within the same limit).
+            HttpFunction::AddPicture => function.handler().layer(axum::extract::DefaultBodyLimit::max(MAX_UPLOAD_BYTES)),
+            _ => function.handler(),
+        };
+        router = router.route(&router_path(function.route()), handler);
     }
     if host_change_feed {
         // Invoked by the host as `POST /{FunctionName}`. A batch holds up to

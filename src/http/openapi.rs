@@ -7,7 +7,7 @@ use utoipa::openapi::path::ParameterIn;
 use utoipa::openapi::{RefOr, Required};
 use utoipa::{Modify, OpenApi};
 
-use super::{comments, feed, likes, posts, users};
+use super::{comments, feed, likes, pictures, posts, users};
 
 pub use super::extract::ID_PATTERN;
 
@@ -47,6 +47,7 @@ impl Modify for PathIdsAreItemIds {
         posts::create, posts::edit, posts::get, posts::delete,
         comments::create, comments::list, comments::delete,
         likes::create, likes::list, likes::delete,
+        pictures::upload,
         feed::list,
     ),
     modifiers(&PathIdsAreItemIds),

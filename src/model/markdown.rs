@@ -14,7 +14,9 @@
 //! user content, which search engines should not count as the blog's: Google's "Qualify your
 //! outbound links"), and none with a `target`, so nothing needs `noopener`.
 //!
-//! **Images are not loaded**: an image becomes a link to it, labelled with its alt text (or its
+//! **Only the blog's own pictures are loaded** ([`PictureAddress::url`], uploaded by the post's
+//! writer): as an `<img>` with its size and its phones' variant, both read from its address.
+//! Any other image becomes a link to it, labelled with its alt text (or its
 //! address when it has none). Loading one from another site would tell that site the IP address
 //! and visit time of every reader of the page, and the pages' Content-Security-Policy allows
 //! images from the blog alone (`img-src 'self'`), so a browser would refuse it anyway and log
@@ -30,6 +32,7 @@
 //! rendered as `<br>`, as GitHub does for comments): the blog showed the text with its line
 //! breaks before it read Markdown, and a post written then keeps its look.
 
+use super::picture::PictureAddress;
 use linkify::{LinkFinder, LinkKind};
 use pulldown_cmark::{Alignment, CowStr, Event, LinkType, Options, Parser, Tag, TagEnd, TextMergeStream};
 
@@ -150,6 +153,10 @@ fn safe_events(text: &str, top_heading: u8) -> Vec<Event<'_>> {
                 anchor_open |= write;
                 written.push(write);
             }
+            Event::Start(Tag::Image { dest_url, .. }) if !anchor_open && PictureAddress::of_url(&dest_url).is_some() => {
+                let address = PictureAddress::of_url(&dest_url).expect("checked by the guard");
+                out.push(Event::Html(picture(&address, &alt_text(&mut events)).into()));
+            }
             Event::Start(Tag::Image { dest_url, .. }) => {
                 // Inside a link, an image is its alt text: links do not nest.
                 let write = !anchor_open && is_allowed_url(&dest_url);
@@ -251,6 +258,46 @@ fn linkify<'a>(text: CowStr<'a>, out: &mut Vec<Event<'a>>) {
         done if done < text.len() => out.push(Event::Text(text[done..].to_owned().into())),
         _ => {}
     }
+}
+
+/// The text of an image's description (its alt text), up to and with the image's end: what a
+/// reader would read of it, without Markdown's marks.
+fn alt_text<'a>(events: &mut impl Iterator<Item = Event<'a>>) -> String {
+    let mut alt = String::new();
+    let mut depth = 0;
+    for event in events.by_ref() {
+        match event {
+            Event::End(TagEnd::Image) if depth == 0 => break,
+            Event::Start(Tag::Image { .. }) => depth += 1,
+            Event::End(TagEnd::Image) => depth -= 1,
+            Event::Text(text) | Event::Code(text) => alt.push_str(&text),
+            Event::SoftBreak | Event::HardBreak => alt.push(' '),
+            _ => {}
+        }
+    }
+    alt
+}
+
+/// A picture of the blog's own, as an `<img>`: its size from its name (so nothing moves as it
+/// loads), loaded when it comes near the screen, and where it has a phones' variant, that for
+/// a slot narrower than the variant (`srcset`; the content column is at most 44rem wide).
+fn picture(address: &PictureAddress, alt: &str) -> String {
+    let (width, height) = address.name.size();
+    let mut tag = String::from("<img src=\"");
+    tag.push_str(&address.url());
+    tag.push_str("\" alt=\"");
+    pulldown_cmark_escape::escape_html(&mut tag, alt).expect("writing to a String cannot fail");
+    tag.push_str(&format!("\" width=\"{width}\" height=\"{height}\" loading=\"lazy\" decoding=\"async\""));
+    if let Some(phone) = address.phone() {
+        let (phone_width, _) = phone.name.size();
+        tag.push_str(&format!(
+            " srcset=\"{} {phone_width}w, {} {width}w\" sizes=\"(max-width: 44rem) 100vw, 44rem\"",
+            phone.url(),
+            address.url()
+        ));
+    }
+    tag.push('>');
+    tag
 }
 
 /// The opening tag of a link to `href` (allowed: [`is_allowed_url`]), with `attributes` (the
@@ -389,6 +436,32 @@ mod tests {
         );
         assert_eq!(html("![x](javascript:alert(1))"), "<p dir=\"auto\">x</p>\n");
         assert!(!html("![x](https://e.com/x.png)").contains("<img"));
+    }
+
+    #[test]
+    fn the_blogs_own_pictures_are_shown_with_their_size_and_others_are_links() {
+        let hash = "0123456789abcdef".repeat(4);
+        let wide = format!("/pictures/u1/p1/{hash}-1920x1080.jpg");
+        assert_eq!(
+            html(&format!("![A *red* \\\"kite\\\"]({wide})")),
+            format!(
+                "<p dir=\"auto\"><img src=\"{wide}\" alt=\"A red &quot;kite&quot;\" width=\"1920\" height=\"1080\" loading=\"lazy\" \
+                 decoding=\"async\" srcset=\"/pictures/u1/p1/{hash}-960x540.jpg 960w, {wide} 1920w\" \
+                 sizes=\"(max-width: 44rem) 100vw, 44rem\"></p>\n"
+            )
+        );
+        let small = format!("/pictures/u1/p1/{hash}-20x10.gif");
+        assert_eq!(
+            html(&format!("![]({small})")),
+            format!(
+                "<p dir=\"auto\"><img src=\"{small}\" alt=\"\" width=\"20\" height=\"10\" loading=\"lazy\" decoding=\"async\"></p>\n"
+            )
+        );
+        // Not the blog's picture (a bad name, another path), or inside a link: a link, or text.
+        for other in [format!("/pictures/u1/p1/{hash}.jpg"), format!("/elsewhere/u1/p1/{hash}-20x10.gif")] {
+            assert!(!html(&format!("![x]({other})")).contains("<img"), "{other}");
+        }
+        assert!(!html(&format!("[![x]({small})](https://e.com)")).contains("<img"));
     }
 
     #[test]

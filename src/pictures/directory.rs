@@ -1,18 +1,21 @@
-//! The pictures of the embedded store: files in the data directory's `pictures/`, durable as
-//! the rest of it.
+//! The pictures of the embedded store: files in the data directory's `pictures/`, one directory
+//! per writer and one within it per post, durable as the rest of it.
 //!
 //! A picture is written to a temporary file, flushed to the disk, and only then renamed to its
 //! name (and the directory flushed), so a name is there only with all of its bytes: a crash
 //! (`kill -9`, a power cut) leaves at most a temporary file, which the next start removes, and
-//! never a half picture under a name. Names are content addresses ([`super::Picture::name`]),
-//! so a picture stored twice is the same file, and one never changes under its name.
+//! never a half picture under a name. Names are content addresses ([`PictureName`]), so a
+//! picture stored twice is the same file, and one never changes under its name.
+//!
+//! [`PictureName`]: super::PictureName
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 
-use super::store::{PictureName, PictureStore, PictureStoreError};
+use super::store::{PictureStore, PictureStoreError, Usage};
+use crate::model::picture::PictureAddress;
 
 /// Where temporary files start their names; no picture's name does.
 const TEMPORARY: &str = ".partial-";
@@ -27,48 +30,54 @@ impl DirectoryStore {
     pub fn open(data_dir: &Path) -> Result<DirectoryStore, PictureStoreError> {
         let root = data_dir.join("pictures");
         std::fs::create_dir_all(&root).map_err(|error| PictureStoreError::io(&root, error))?;
-        for entry in std::fs::read_dir(&root).map_err(|error| PictureStoreError::io(&root, error))? {
-            let entry = entry.map_err(|error| PictureStoreError::io(&root, error))?;
-            if entry.file_name().to_string_lossy().starts_with(TEMPORARY) {
-                let path = entry.path();
-                std::fs::remove_file(&path).map_err(|error| PictureStoreError::io(&path, error))?;
-                tracing::info!(path = %path.display(), "removed a picture whose write was cut short");
+        for owner in subdirectories(&root)? {
+            for post in subdirectories(&owner)? {
+                remove_partials(&post)?;
             }
         }
         Ok(DirectoryStore { root })
     }
 
-    fn path(&self, name: &PictureName) -> PathBuf {
-        self.root.join(name.as_str())
+    fn post_directory(&self, owner: &str, post: &str) -> PathBuf {
+        self.root.join(owner).join(post)
+    }
+
+    fn path(&self, address: &PictureAddress) -> PathBuf {
+        self.post_directory(&address.owner, &address.post).join(address.name.as_str())
     }
 }
 
 #[async_trait]
 impl PictureStore for DirectoryStore {
-    async fn put(&self, name: &PictureName, bytes: &[u8]) -> Result<(), PictureStoreError> {
-        let (root, path, bytes) = (self.root.clone(), self.path(name), bytes.to_vec());
+    async fn put(&self, address: &PictureAddress, bytes: &[u8]) -> Result<(), PictureStoreError> {
+        let (root, path, bytes) = (self.root.clone(), self.path(address), bytes.to_vec());
         blocking(move || {
             if path.exists() {
                 return Ok(());
             }
-            let temporary = root.join(format!("{TEMPORARY}{}", uuid::Uuid::new_v4()));
+            let directory = path.parent().expect("a picture's path has its post's directory").to_owned();
             let written = (|| {
+                create_durably(&root, &directory)?;
+                let temporary = directory.join(format!("{TEMPORARY}{}", uuid::Uuid::new_v4()));
                 let mut file = std::fs::File::create_new(&temporary)?;
-                file.write_all(&bytes)?;
-                file.sync_all()?;
-                std::fs::rename(&temporary, &path)?;
-                sync_directory(&root)
+                let stored = (|| {
+                    file.write_all(&bytes)?;
+                    file.sync_all()?;
+                    std::fs::rename(&temporary, &path)?;
+                    sync_directory(&directory)
+                })();
+                if stored.is_err() {
+                    let _ = std::fs::remove_file(&temporary);
+                }
+                stored
             })();
-            if written.is_err() {
-                let _ = std::fs::remove_file(&temporary);
-            }
             written.map_err(|error| PictureStoreError::io(&path, error))
         })
         .await
     }
 
-    async fn get(&self, name: &PictureName) -> Result<Option<Vec<u8>>, PictureStoreError> {
-        let path = self.path(name);
+    async fn get(&self, address: &PictureAddress) -> Result<Option<Vec<u8>>, PictureStoreError> {
+        let path = self.path(address);
         blocking(move || match std::fs::read(&path) {
             Ok(bytes) => Ok(Some(bytes)),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -77,15 +86,92 @@ impl PictureStore for DirectoryStore {
         .await
     }
 
-    async fn delete(&self, name: &PictureName) -> Result<(), PictureStoreError> {
-        let (root, path) = (self.root.clone(), self.path(name));
-        blocking(move || match std::fs::remove_file(&path) {
-            Ok(()) => sync_directory(&root).map_err(|error| PictureStoreError::io(&root, error)),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(error) => Err(PictureStoreError::io(&path, error)),
+    async fn remove_post(&self, owner: &str, post: &str) -> Result<usize, PictureStoreError> {
+        let directory = self.post_directory(owner, post);
+        blocking(move || {
+            let entries = match std::fs::read_dir(&directory) {
+                Ok(entries) => entries,
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+                Err(error) => return Err(PictureStoreError::io(&directory, error)),
+            };
+            let mut removed = 0;
+            for entry in entries {
+                let path = entry.map_err(|error| PictureStoreError::io(&directory, error))?.path();
+                std::fs::remove_file(&path).map_err(|error| PictureStoreError::io(&path, error))?;
+                removed += 1;
+            }
+            std::fs::remove_dir(&directory).map_err(|error| PictureStoreError::io(&directory, error))?;
+            let owner = directory.parent().expect("a post's directory is in its owner's");
+            sync_directory(owner).map_err(|error| PictureStoreError::io(owner, error))?;
+            Ok(removed)
         })
         .await
     }
+
+    async fn usage(&self, owner: &str) -> Result<Usage, PictureStoreError> {
+        let directory = self.root.join(owner);
+        blocking(move || {
+            if !directory.exists() {
+                return Ok(Usage::default());
+            }
+            let mut files = Vec::new();
+            for post in subdirectories(&directory)? {
+                for entry in std::fs::read_dir(&post).map_err(|error| PictureStoreError::io(&post, error))? {
+                    let entry = entry.map_err(|error| PictureStoreError::io(&post, error))?;
+                    let size = entry.metadata().map_err(|error| PictureStoreError::io(&entry.path(), error))?.len();
+                    files.push((entry.file_name().to_string_lossy().into_owned(), size));
+                }
+            }
+            Ok(Usage::of(files.iter().map(|(name, size)| (name.as_str(), *size))))
+        })
+        .await
+    }
+}
+
+/// The directories in `directory`.
+fn subdirectories(directory: &Path) -> Result<Vec<PathBuf>, PictureStoreError> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(directory).map_err(|error| PictureStoreError::io(directory, error))? {
+        let entry = entry.map_err(|error| PictureStoreError::io(directory, error))?;
+        if entry.file_type().map_err(|error| PictureStoreError::io(&entry.path(), error))?.is_dir() {
+            found.push(entry.path());
+        }
+    }
+    Ok(found)
+}
+
+/// Removes the temporary files of writes cut short in a post's directory.
+fn remove_partials(directory: &Path) -> Result<(), PictureStoreError> {
+    for entry in std::fs::read_dir(directory).map_err(|error| PictureStoreError::io(directory, error))? {
+        let entry = entry.map_err(|error| PictureStoreError::io(directory, error))?;
+        if entry.file_name().to_string_lossy().starts_with(TEMPORARY) {
+            let path = entry.path();
+            std::fs::remove_file(&path).map_err(|error| PictureStoreError::io(&path, error))?;
+            tracing::info!(path = %path.display(), "removed a picture whose write was cut short");
+        }
+    }
+    Ok(())
+}
+
+/// Creates `directory` (an owner's, then a post's, under `root`) where missing, each new entry
+/// flushed into its parent, so that a picture renamed into it is not lost with its directory.
+fn create_durably(root: &Path, directory: &Path) -> std::io::Result<()> {
+    let mut missing = Vec::new();
+    let mut at = directory;
+    while at != root && !at.exists() {
+        missing.push(at);
+        at = at.parent().expect("under the root");
+    }
+    for directory in missing.into_iter().rev() {
+        match std::fs::create_dir(directory) {
+            Ok(()) => {}
+            // Made meanwhile by another upload to the same post.
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(error) => return Err(error),
+        }
+        sync_directory(directory.parent().expect("under the root"))?;
+    }
+    Ok(())
 }
 
 /// Flushes a directory's entries (a rename or a removal) to the disk.

@@ -10,15 +10,18 @@
 //! portrait photo stays upright without the EXIF tag that said so. A wide picture also gets a
 //! smaller JPEG for phones, made once here.
 //!
-//! What is stored is named by the SHA-256 of its bytes, so a stored picture never changes under
-//! its name and may be cached for good.
+//! What is stored is named by the SHA-256 of its bytes and its size ([`PictureName`]), under
+//! its writer and post ([`PictureAddress`]), so a stored picture never changes under its name and
+//! may be cached for good, a page knows its size without reading it, and a post's pictures go
+//! with it.
 
 mod blob;
 mod directory;
 mod prepare;
 mod store;
 
+pub use crate::model::picture::{Kind, PHONE_WIDTH, PictureAddress, PictureName, phone_size};
 pub use blob::{BlobStore, IMMUTABLE};
 pub use directory::DirectoryStore;
-pub use prepare::{Kind, Limits, Picture, PictureError, Prepared, prepare};
-pub use store::{PictureName, PictureStore, PictureStoreError};
+pub use prepare::{Limits, Picture, PictureError, Prepared, prepare, recognise};
+pub use store::{PictureStore, PictureStoreError, Usage};

@@ -8,56 +8,7 @@ use image::codecs::png::PngEncoder;
 use image::{AnimationDecoder, DynamicImage, ImageDecoder, ImageFormat, ImageReader};
 use sha2::{Digest, Sha256};
 
-/// The formats a picture may have, as uploaded and as stored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// JPEG.
-    Jpeg,
-    /// PNG.
-    Png,
-    /// WebP (stored as JPEG, or PNG where it has transparency: the pure-Rust encoder writes
-    /// lossless WebP only, larger than either).
-    WebP,
-    /// GIF, animated or not.
-    Gif,
-}
-
-impl Kind {
-    /// The media type a picture of this kind is served with.
-    pub fn media_type(self) -> &'static str {
-        match self {
-            Kind::Jpeg => "image/jpeg",
-            Kind::Png => "image/png",
-            Kind::WebP => "image/webp",
-            Kind::Gif => "image/gif",
-        }
-    }
-
-    /// The file extension of this kind.
-    pub fn extension(self) -> &'static str {
-        match self {
-            Kind::Jpeg => "jpg",
-            Kind::Png => "png",
-            Kind::WebP => "webp",
-            Kind::Gif => "gif",
-        }
-    }
-
-    /// The kind whose extension is `extension`.
-    pub(crate) fn of_extension(extension: &str) -> Option<Kind> {
-        [Kind::Jpeg, Kind::Png, Kind::WebP, Kind::Gif].into_iter().find(|kind| kind.extension() == extension)
-    }
-
-    fn of(format: ImageFormat) -> Option<Kind> {
-        match format {
-            ImageFormat::Jpeg => Some(Kind::Jpeg),
-            ImageFormat::Png => Some(Kind::Png),
-            ImageFormat::WebP => Some(Kind::WebP),
-            ImageFormat::Gif => Some(Kind::Gif),
-            _ => None,
-        }
-    }
-}
+use crate::model::picture::{Kind, PictureName};
 
 /// How big a picture may be: checked on the upload's size, then on its header, before any
 /// pixel is decoded.
@@ -73,8 +24,6 @@ pub struct Limits {
     pub max_frames: usize,
     /// The most pixels of all of an animation's frames together.
     pub max_total_pixels: u64,
-    /// Wider than this, a picture also gets a JPEG this wide for phones.
-    pub phone_width: u32,
 }
 
 impl Default for Limits {
@@ -88,7 +37,6 @@ impl Default for Limits {
             max_pixels: 40_000_000,
             max_frames: 300,
             max_total_pixels: 40_000_000,
-            phone_width: 960,
         }
     }
 }
@@ -146,19 +94,19 @@ pub struct Picture {
     pub width: u32,
     /// Height, in pixels, upright.
     pub height: u32,
-    /// `<SHA-256 of the bytes, hex>.<extension>`: what it is stored and served as.
-    pub name: String,
+    /// What it is stored and served as.
+    pub name: PictureName,
 }
 
 impl Picture {
     fn new(bytes: Vec<u8>, kind: Kind, width: u32, height: u32) -> Picture {
-        let name = format!("{}.{}", crate::model::hex(&Sha256::digest(&bytes)), kind.extension());
+        let name = PictureName::new(&crate::model::hex(&Sha256::digest(&bytes)), width, height, kind);
         Picture { bytes, kind, width, height, name }
     }
 }
 
-/// An upload made ready to show: the picture, and a smaller JPEG for phones where it is wider
-/// than [`Limits::phone_width`] (and not animated).
+/// An upload made ready to show: the picture, and a smaller JPEG for phones where
+/// [`PictureName::phone`] says it has one, named as that says.
 #[derive(Clone, Debug)]
 pub struct Prepared {
     /// The picture.
@@ -171,24 +119,28 @@ pub struct Prepared {
 /// anew (see the module's documentation). CPU-bound for up to a few hundred milliseconds on a
 /// large photo: call it off the async threads.
 pub fn prepare(upload: &[u8], limits: &Limits) -> Result<Prepared, PictureError> {
-    if upload.is_empty() {
-        return Err(PictureError::Empty);
-    }
     if upload.len() > limits.max_bytes {
         return Err(PictureError::TooLarge { bytes: upload.len(), max: limits.max_bytes });
     }
-    let reader = ImageReader::new(Cursor::new(upload)).with_guessed_format().map_err(unreadable)?;
-    // The guess knows formats this build cannot decode (BMP, TIFF...): only the four are taken.
-    let kind = match reader.format() {
-        Some(format) => Kind::of(format).ok_or_else(|| PictureError::NotAPicture(Some(format!("{format:?}"))))?,
-        None => return Err(PictureError::NotAPicture(None)),
-    };
-    let (width, height) =
-        ImageReader::with_format(Cursor::new(upload), reader.format().expect("guessed")).into_dimensions().map_err(unreadable)?;
+    let kind = recognise(upload)?;
+    let format = ImageFormat::from_extension(kind.extension()).expect("the four kinds are formats");
+    let (width, height) = ImageReader::with_format(Cursor::new(upload), format).into_dimensions().map_err(unreadable)?;
     check_size(width, height, limits)?;
     match kind {
         Kind::Gif if frames(upload, limits)? > 1 => animation(upload, width, height, limits),
         _ => still(upload, kind, limits),
+    }
+}
+
+/// What kind of picture `upload` is, from its first bytes only (cheap: nothing is decoded).
+pub fn recognise(upload: &[u8]) -> Result<Kind, PictureError> {
+    if upload.is_empty() {
+        return Err(PictureError::Empty);
+    }
+    // The guess knows formats this build cannot decode (BMP, TIFF...): only the four are taken.
+    match image::guess_format(upload) {
+        Ok(format) => kind_of(format).ok_or_else(|| PictureError::NotAPicture(Some(format!("{format:?}")))),
+        Err(_) => Err(PictureError::NotAPicture(None)),
     }
 }
 
@@ -236,10 +188,13 @@ fn still(upload: &[u8], kind: Kind, limits: &Limits) -> Result<Prepared, Picture
         Kind::Jpeg | Kind::WebP => jpeg(&image, 90)?,
     };
     let picture = Picture::new(bytes, stored, image.width(), image.height());
-    let phone = (image.width() > limits.phone_width)
-        .then(|| {
-            let smaller = image.thumbnail(limits.phone_width, u32::MAX);
-            jpeg(&smaller, 80).map(|bytes| Picture::new(bytes, Kind::Jpeg, smaller.width(), smaller.height()))
+    let phone = picture
+        .name
+        .phone()
+        .map(|name| {
+            let (width, height) = name.size();
+            let smaller = image.thumbnail_exact(width, height);
+            jpeg(&smaller, 80).map(|bytes| Picture { bytes, kind: Kind::Jpeg, width, height, name })
         })
         .transpose()?;
     Ok(Prepared { picture, phone })
@@ -296,4 +251,15 @@ fn unreadable(error: impl std::fmt::Display) -> PictureError {
         return PictureError::Unreadable(format!("it is larger than it says ({text})"));
     }
     PictureError::Unreadable(text)
+}
+
+/// The kind of a format the decoders recognised, if it is one of the four taken.
+fn kind_of(format: ImageFormat) -> Option<Kind> {
+    match format {
+        ImageFormat::Jpeg => Some(Kind::Jpeg),
+        ImageFormat::Png => Some(Kind::Png),
+        ImageFormat::WebP => Some(Kind::WebP),
+        ImageFormat::Gif => Some(Kind::Gif),
+        _ => None,
+    }
 }

@@ -1,36 +1,34 @@
 //! Where pictures' bytes live: one interface, whatever holds them (the data directory on the
-//! embedded store; Blob Storage on Azure, Azurite locally).
+//! embedded store; Blob Storage on Azure, Azurite locally), and the names they live under.
 
 use std::path::Path;
 
 use async_trait::async_trait;
 
-use super::Kind;
+use crate::model::picture::{PictureAddress, PictureName};
 
-/// A picture's name as stored and served: the SHA-256 of its bytes in hex and its extension
-/// (the phones' variant is a picture of its own). Checked, so that a name is never a path.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct PictureName(String);
+/// How many pictures a writer keeps, and their bytes (the phones' variants included).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Pictures (a picture and its phones' variant count once).
+    pub pictures: u64,
+    /// Bytes, of every stored file.
+    pub bytes: u64,
+}
 
-impl PictureName {
-    /// The name, if `text` is one.
-    pub fn parse(text: &str) -> Option<PictureName> {
-        let (hash, extension) = text.split_once('.')?;
-        let is_hash = hash.len() == 64 && hash.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'));
-        // (WebP is stored as JPEG or PNG: no stored picture is named `.webp`.)
-        let stored = Kind::of_extension(extension).is_some_and(|kind| kind != Kind::WebP);
-        (is_hash && stored).then(|| PictureName(text.to_owned()))
-    }
-
-    /// The kind of the picture, from its extension.
-    pub fn kind(&self) -> Kind {
-        let extension = self.0.rsplit_once('.').map_or("", |(_, extension)| extension);
-        Kind::of_extension(extension).expect("checked by `parse`")
-    }
-
-    /// The name.
-    pub fn as_str(&self) -> &str {
-        &self.0
+impl Usage {
+    /// What the listed names and sizes of one writer's files add up to.
+    pub(crate) fn of<'a>(files: impl IntoIterator<Item = (&'a str, u64)>) -> Usage {
+        let mut hashes = std::collections::HashSet::new();
+        let mut usage = Usage::default();
+        for (name, bytes) in files {
+            if let Some(name) = PictureName::parse(name) {
+                usage.bytes += bytes;
+                hashes.insert(name.hash().to_owned());
+            }
+        }
+        usage.pictures = hashes.len() as u64;
+        usage
     }
 }
 
@@ -58,18 +56,34 @@ impl PictureStoreError {
     pub(crate) fn io(path: &Path, source: std::io::Error) -> PictureStoreError {
         PictureStoreError::Io { path: path.display().to_string(), source }
     }
+
+    /// Whether the same call may well succeed later: the store could not be reached, or the
+    /// disk was full.
+    pub fn is_passing(&self) -> bool {
+        matches!(self, PictureStoreError::Unavailable(_)) || self.is_disk_full()
+    }
+
+    /// Whether the disk is full (507 to the writer, as for every write).
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, PictureStoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull)
+    }
 }
 
-/// Holds pictures' bytes by name. A name holds one picture for good (names are content
-/// addresses), so `put` of a name already there changes nothing, and readers may cache forever.
+/// Holds pictures' bytes by address. A name holds one picture for good (names are content
+/// addresses), so `put` of an address already there changes nothing, and readers may cache
+/// forever.
 #[async_trait]
 pub trait PictureStore: Send + Sync {
-    /// Stores `bytes` as `name`; visible to [`PictureStore::get`] only once wholly durable.
-    async fn put(&self, name: &PictureName, bytes: &[u8]) -> Result<(), PictureStoreError>;
+    /// Stores `bytes` at `address`; visible to [`PictureStore::get`] only once wholly durable.
+    async fn put(&self, address: &PictureAddress, bytes: &[u8]) -> Result<(), PictureStoreError>;
 
-    /// The picture `name`, or `None` where there is none.
-    async fn get(&self, name: &PictureName) -> Result<Option<Vec<u8>>, PictureStoreError>;
+    /// The picture at `address`, or `None` where there is none.
+    async fn get(&self, address: &PictureAddress) -> Result<Option<Vec<u8>>, PictureStoreError>;
 
-    /// Removes `name`; nothing to remove is not an error.
-    async fn delete(&self, name: &PictureName) -> Result<(), PictureStoreError>;
+    /// Removes every picture of `owner`'s post `post`, and answers how many files it removed;
+    /// nothing to remove is not an error.
+    async fn remove_post(&self, owner: &str, post: &str) -> Result<usize, PictureStoreError>;
+
+    /// How many pictures `owner` keeps, and their bytes.
+    async fn usage(&self, owner: &str) -> Result<Usage, PictureStoreError>;
 }

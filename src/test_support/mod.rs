@@ -28,6 +28,9 @@ pub fn embedded_config(dir: &Path) -> Config {
         auth: AuthMode::Development,
         token_key: None,
         write_limit: None,
+        pictures: crate::config::PictureStorage::DataDirectory(dir.to_owned()),
+        pictures_per_writer: None,
+        picture_mb_per_writer: None,
     }
 }
 

@@ -107,6 +107,9 @@ impl TestApp {
             // The local development scheme: the caller is the `x-dev-user` header.
             auth: blog::config::AuthMode::Development,
             token_key: None,
+            pictures: blog::config::PictureStorage::DataDirectory(dir.to_owned()),
+            pictures_per_writer: None,
+            picture_mb_per_writer: None,
         }
     }
 
@@ -138,6 +141,12 @@ impl TestApp {
             server: Some(server),
             _temp: None,
         }
+    }
+
+    /// Keeps `dir` (the data directory of a blog started with [`TestApp::start_configured`])
+    /// until the blog is dropped.
+    pub(crate) fn keep(&mut self, dir: tempfile::TempDir) {
+        self._temp = Some(dir);
     }
 
     /// Waits (up to 10 s) until `check` holds for the answer to `GET path`; returns that answer.

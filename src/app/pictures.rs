@@ -1,0 +1,219 @@
+//! Pictures in posts (issue 32): a writer adds one to a post of theirs, within a quota; a
+//! reader's browser loads it without the database; it goes with its post.
+//!
+//! A picture lives under its writer and post ([`PictureAddress`]): the writer's quota is what
+//! is stored under them, and deleting a post removes what is stored under it (C7 at once, and
+//! `PostsChangeFeed` when it delivers the tombstone, so a deletion cut short is finished). The
+//! post's Markdown refers to it by its address, which carries its size, so the post page reads
+//! nothing more for it (Q2 stays one point read).
+
+use std::sync::Arc;
+
+use tokio::sync::Semaphore;
+
+use crate::cosmos::Container;
+use crate::model::picture::{Kind, PictureAddress};
+use crate::model::{self, Post};
+use crate::pictures::{Limits, PictureStore, Prepared, Usage, prepare, recognise};
+
+use super::posts::post_not_found;
+use super::{AppError, AppResult, AppState, Caller};
+
+/// How many pictures, and how many bytes of them, one writer may keep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Quota {
+    /// Pictures (a picture and its phones' variant count as one).
+    pub pictures: u64,
+    /// Bytes, the phones' variants included.
+    pub bytes: u64,
+}
+
+impl Quota {
+    /// 200 pictures and 500 MB a writer: a photo blog's year, and on Blob Storage's hot tier
+    /// about a cent a month per writer (README, "Pictures").
+    pub const DEFAULT: Quota = Quota { pictures: 200, bytes: 500 * 1024 * 1024 };
+}
+
+/// Where pictures are kept, and the rules they are taken by.
+pub struct Pictures {
+    store: Arc<dyn PictureStore>,
+    limits: Limits,
+    quota: Quota,
+    /// Uploads being decoded and encoded anew: each holds up to [`Limits::max_pixels`] × 4
+    /// bytes and a core for a few hundred milliseconds, so at most one per core at once; the
+    /// others wait their turn (within the request's time budget).
+    preparing: Semaphore,
+}
+
+impl Pictures {
+    /// Pictures kept in `store`, taken within `limits` and `quota`.
+    pub fn new(store: Arc<dyn PictureStore>, limits: Limits, quota: Quota) -> Pictures {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        Pictures { store, limits, quota, preparing: Semaphore::new(cores) }
+    }
+
+    /// The limits an upload is checked against.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The quota of each writer.
+    pub fn quota(&self) -> Quota {
+        self.quota
+    }
+}
+
+/// A picture added to a post: where it is, and the Markdown that shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AddedPicture {
+    /// Where it is.
+    pub address: PictureAddress,
+    /// `![alt](address)`, to put in the post.
+    pub markdown: String,
+    /// Its format as stored.
+    pub kind: Kind,
+    /// Its bytes as stored (its phones' variant not counted).
+    pub bytes: u64,
+    /// What the writer keeps now, this picture included.
+    pub usage: Usage,
+}
+
+/// The writer's picture store, or why there is none.
+fn pictures(state: &AppState) -> AppResult<&Pictures> {
+    state.pictures.as_ref().ok_or(AppError::NoPictureStore)
+}
+
+/// Adds `upload` to the post `post_id`, by its writer only: recognised, bounded, stripped and
+/// encoded anew ([`prepare`]), counted against the writer's quota, stored (its phones' variant
+/// first, so that no page names a variant that is not there). `declared` is the media type the
+/// upload came with, if any: a picture type that is not what its bytes are is refused, not
+/// guessed past. Adding the same picture twice stores it once and answers the same address.
+pub(crate) async fn add_picture(
+    state: &AppState,
+    caller: &Caller,
+    post_id: &str,
+    upload: bytes::Bytes,
+    declared: Option<&str>,
+    alt: &str,
+) -> AppResult<AddedPicture> {
+    let pictures = pictures(state)?;
+    validate_alt(alt)?;
+    let post = live_post(state, post_id).await?;
+    caller.must_be(&post.user_id, "add pictures to this post")?;
+    let usage = pictures.store.usage(&caller.id).await?;
+    within_quota(pictures.quota, usage, upload.len() as u64)?;
+    check_declared(declared, recognise(&upload)?)?;
+    let prepared = prepare_off_the_async_threads(pictures, upload).await?;
+    let address = PictureAddress { owner: caller.id.clone(), post: post.id.clone(), name: prepared.picture.name.clone() };
+    let stored = prepared.picture.bytes.len() as u64 + prepared.phone.as_ref().map_or(0, |phone| phone.bytes.len() as u64);
+    within_quota(pictures.quota, usage, stored)?;
+    if let Some(phone) = &prepared.phone {
+        let phone_address = address.phone().expect("a picture with a phones' variant has its address");
+        pictures.store.put(&phone_address, &phone.bytes).await?;
+    }
+    pictures.store.put(&address, &prepared.picture.bytes).await?;
+    let usage = pictures.store.usage(&caller.id).await?;
+    Ok(AddedPicture {
+        markdown: format!("![{}]({})", escape_alt(alt), address.url()),
+        kind: prepared.picture.kind,
+        bytes: prepared.picture.bytes.len() as u64,
+        address,
+        usage,
+    })
+}
+
+/// The bytes of the picture at `address`, or not found. Reads no database: the address is all
+/// it needs, and a removed post's pictures are removed with it.
+pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppResult<Vec<u8>> {
+    let not_found = || AppError::NotFound(format!("There is no picture at {}.", address.url()));
+    let Some(pictures) = &state.pictures else { return Err(not_found()) };
+    pictures.store.get(address).await?.ok_or_else(not_found)
+}
+
+/// What `writer` keeps, and the quota: for the form that says how much is left.
+pub(crate) async fn usage(state: &AppState, writer: &str) -> AppResult<(Usage, Quota)> {
+    let pictures = pictures(state)?;
+    Ok((pictures.store.usage(writer).await?, pictures.quota))
+}
+
+/// Removes the pictures of `author`'s post `post_id` (a deleted post's): C7, and the change feed
+/// when it delivers the post's tombstone.
+pub(crate) async fn remove_post_pictures(state: &AppState, author: &str, post_id: &str) -> AppResult<()> {
+    let Some(pictures) = &state.pictures else { return Ok(()) };
+    let removed = pictures.store.remove_post(author, post_id).await?;
+    if removed > 0 {
+        tracing::info!(post_id, removed, "removed a deleted post's pictures");
+    }
+    Ok(())
+}
+
+/// The post, while it exists and is not deleted.
+async fn live_post(state: &AppState, post_id: &str) -> AppResult<Post> {
+    let post = state.store.read::<Post>(Container::Posts, post_id, post_id).await?;
+    post.filter(model::is_live).ok_or_else(|| post_not_found(post_id))
+}
+
+fn within_quota(quota: Quota, usage: Usage, adding: u64) -> AppResult<()> {
+    if usage.pictures + 1 > quota.pictures || usage.bytes + adding > quota.bytes {
+        return Err(AppError::QuotaFull(format!(
+            "You keep {} pictures of {} bytes; a writer may keep {} pictures of at most {} bytes in all. \
+             Nothing was stored: delete a post with pictures you no longer need, or add a smaller picture.",
+            usage.pictures, usage.bytes, quota.pictures, quota.bytes
+        )));
+    }
+    Ok(())
+}
+
+/// Runs [`prepare`] on a blocking thread, one per core at once.
+async fn prepare_off_the_async_threads(pictures: &Pictures, upload: bytes::Bytes) -> AppResult<Prepared> {
+    let _turn = pictures.preparing.acquire().await.map_err(|_| AppError::Unexpected("the pictures' turns closed".into()))?;
+    let limits = pictures.limits;
+    let prepared = tokio::task::spawn_blocking(move || prepare(&upload, &limits))
+        .await
+        .map_err(|error| AppError::Unexpected(format!("preparing a picture failed: {error}")))?;
+    Ok(prepared?)
+}
+
+/// A declared media type must be the type of the bytes (or say nothing: octet-stream): a
+/// picture declared as another, or as anything else, is refused, not guessed past.
+fn check_declared(declared: Option<&str>, uploaded: Kind) -> AppResult<()> {
+    let Some(declared) = declared.map(|value| value.split(';').next().unwrap_or("").trim().to_ascii_lowercase()) else {
+        return Ok(());
+    };
+    // `image/jpg` is what some clients send for JPEG.
+    if declared == "application/octet-stream"
+        || declared == uploaded.media_type()
+        || (declared == "image/jpg" && uploaded == Kind::Jpeg)
+    {
+        return Ok(());
+    }
+    Err(AppError::WrongMediaType(format!(
+        "The upload was declared {declared}, but its bytes are a {} picture; send it as {} or application/octet-stream.",
+        uploaded.extension().to_uppercase(),
+        uploaded.media_type()
+    )))
+}
+
+/// Alt text: one line, at most 300 characters (it is read out by screen readers).
+fn validate_alt(alt: &str) -> AppResult<()> {
+    if alt.chars().count() > 300 {
+        return Err(AppError::Invalid("`alt` must be at most 300 characters long.".into()));
+    }
+    if let Some(bad) = alt.chars().find(|c| c.is_control()) {
+        return Err(AppError::Invalid(format!("`alt` must be one line, without the control character {bad:?}.")));
+    }
+    Ok(())
+}
+
+/// Alt text as the text of a Markdown image: its brackets and backslashes escaped, so that it
+/// cannot end the image or start another.
+fn escape_alt(alt: &str) -> String {
+    let mut escaped = String::with_capacity(alt.len());
+    for c in alt.chars() {
+        if matches!(c, '\\' | '[' | ']' | '*' | '_' | '`' | '<' | '!' | '&') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
+}

@@ -1,0 +1,274 @@
+//! Pictures' names and addresses: which picture a name is (its content's hash, its size and
+//! format), where it lives (its writer and post), and the page address it is served at. Pure,
+//! so that the Markdown renderer knows a picture's size and its phones' variant from its
+//! address alone, and the stores and the pages agree on every name.
+
+use super::validate_id;
+
+/// The formats a picture may have, as uploaded and as stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// JPEG.
+    Jpeg,
+    /// PNG.
+    Png,
+    /// WebP (stored as JPEG, or PNG where it has transparency: the pure-Rust encoder writes
+    /// lossless WebP only, larger than either).
+    WebP,
+    /// GIF, animated or not.
+    Gif,
+}
+
+impl Kind {
+    /// The media type a picture of this kind is served with.
+    pub fn media_type(self) -> &'static str {
+        match self {
+            Kind::Jpeg => "image/jpeg",
+            Kind::Png => "image/png",
+            Kind::WebP => "image/webp",
+            Kind::Gif => "image/gif",
+        }
+    }
+
+    /// The file extension of this kind.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Kind::Jpeg => "jpg",
+            Kind::Png => "png",
+            Kind::WebP => "webp",
+            Kind::Gif => "gif",
+        }
+    }
+
+    /// The kind whose extension is `extension`.
+    pub fn of_extension(extension: &str) -> Option<Kind> {
+        [Kind::Jpeg, Kind::Png, Kind::WebP, Kind::Gif].into_iter().find(|kind| kind.extension() == extension)
+    }
+}
+
+/// The width of the smaller JPEG a wider still picture also gets, for phones (`srcset`).
+pub const PHONE_WIDTH: u32 = 960;
+
+/// The size of the phones' variant of a `width` × `height` picture: [`PHONE_WIDTH`] wide, as
+/// high as keeps its proportions. One rule, so that the page knows the variant's name from the
+/// picture's without asking the store.
+pub fn phone_size(width: u32, height: u32) -> (u32, u32) {
+    let scaled = (u64::from(height) * u64::from(PHONE_WIDTH) + u64::from(width) / 2) / u64::from(width);
+    (PHONE_WIDTH, u32::try_from(scaled).unwrap_or(u32::MAX).max(1))
+}
+
+/// A picture's name as stored and served: the SHA-256 of its bytes in hex, its size, and its
+/// extension (`<hash>-<width>x<height>.jpg`). The size is in the name so that a page can give
+/// `width` and `height` (nothing jumps as it loads) and the phones' variant's address, reading
+/// nothing; the hash, so that a name never holds other bytes and may be cached for good.
+/// Checked, so that a name is never a path.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PictureName {
+    text: String,
+    width: u32,
+    height: u32,
+    kind: Kind,
+}
+
+impl PictureName {
+    /// The name of a picture whose bytes hash to `hash` (hex).
+    pub(crate) fn new(hash: &str, width: u32, height: u32, kind: Kind) -> PictureName {
+        PictureName { text: format!("{hash}-{width}x{height}.{}", kind.extension()), width, height, kind }
+    }
+
+    /// The name, if `text` is one.
+    pub fn parse(text: &str) -> Option<PictureName> {
+        let (stem, extension) = text.split_once('.')?;
+        let (hash, size) = stem.split_once('-')?;
+        let (width, height) = size.split_once('x')?;
+        let is_hash = hash.len() == 64 && hash.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'));
+        // (WebP is stored as JPEG or PNG: no stored picture is named `.webp`.)
+        let kind = Kind::of_extension(extension).filter(|kind| *kind != Kind::WebP)?;
+        let (width, height) = (dimension(width)?, dimension(height)?);
+        is_hash.then(|| PictureName::new(hash, width, height, kind))
+    }
+
+    /// The kind of the picture, from its extension.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// Its width and height in pixels.
+    pub fn size(&self) -> (u32, u32) {
+        (self.width, self.height)
+    }
+
+    /// The SHA-256 of its bytes, in hex: its strong `ETag`.
+    pub fn hash(&self) -> &str {
+        &self.text[..64]
+    }
+
+    /// The name of the phones' variant of this picture, where it has one: a still picture wider
+    /// than [`PHONE_WIDTH`] (an animation keeps its frames, and a GIF shown smaller is a GIF).
+    pub fn phone(&self) -> Option<PictureName> {
+        (self.width > PHONE_WIDTH && self.kind != Kind::Gif).then(|| {
+            let (width, height) = phone_size(self.width, self.height);
+            PictureName::new(self.hash(), width, height, Kind::Jpeg)
+        })
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
+
+impl std::fmt::Display for PictureName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// A side in a name: a whole number from 1, written without leading zeros (one name per size).
+fn dimension(text: &str) -> Option<u32> {
+    let value: u32 = text.parse().ok()?;
+    (value > 0 && value.to_string() == text).then_some(value)
+}
+
+/// Where a picture lives: under its owner (the writer, whose quota it counts against) and the
+/// post it was added to (deleted with it), by its name. Served at `/pictures/{owner}/{post}/{name}`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PictureAddress {
+    /// The writer's user id.
+    pub owner: String,
+    /// The post's id.
+    pub post: String,
+    /// The picture's name.
+    pub name: PictureName,
+}
+
+impl PictureAddress {
+    /// The address, if the ids are ids and the name a name.
+    pub fn parse(owner: &str, post: &str, name: &str) -> Option<PictureAddress> {
+        validate_id(owner).ok()?;
+        validate_id(post).ok()?;
+        Some(PictureAddress { owner: owner.to_owned(), post: post.to_owned(), name: PictureName::parse(name)? })
+    }
+
+    /// The address of the phones' variant, where there is one.
+    pub fn phone(&self) -> Option<PictureAddress> {
+        self.name.phone().map(|name| PictureAddress { name, ..self.clone() })
+    }
+
+    /// The picture's key in its store: `owner/post/name`, each part one level.
+    pub fn key(&self) -> String {
+        format!("{}/{}/{}", self.owner, self.post, self.name)
+    }
+
+    /// Its path on the blog: `/pictures/owner/post/name`, each id escaped as a path segment.
+    pub fn url(&self) -> String {
+        format!("{PICTURES_PATH}{}/{}/{}", escape_segment(&self.owner), escape_segment(&self.post), self.name)
+    }
+
+    /// The picture whose path on the blog is `url` ([`PictureAddress::url`]), if it is one.
+    pub fn of_url(url: &str) -> Option<PictureAddress> {
+        let mut segments = url.strip_prefix(PICTURES_PATH)?.split('/');
+        let (owner, post, name) = (segments.next()?, segments.next()?, segments.next()?);
+        if segments.next().is_some() {
+            return None;
+        }
+        PictureAddress::parse(&unescape_segment(owner)?, &unescape_segment(post)?, name)
+    }
+}
+
+/// Where the blog serves pictures.
+pub const PICTURES_PATH: &str = "/pictures/";
+
+/// An id as one path segment of a URL, and of a Markdown link's destination: letters, digits
+/// and `-._~` as they are (every UUID), anything else `%XX`, so that no id can end the segment,
+/// the link or the attribute it is written in.
+fn escape_segment(id: &str) -> String {
+    let mut escaped = String::with_capacity(id.len());
+    for byte in id.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            escaped.push(char::from(byte));
+        } else {
+            escaped.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    escaped
+}
+
+/// A path segment with its `%XX` escapes undone (as a router does), if it is well-formed.
+fn unescape_segment(segment: &str) -> Option<String> {
+    let bytes = segment.as_bytes();
+    let mut text = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(at + 1..at + 3)?).ok()?;
+            text.push(u8::from_str_radix(hex, 16).ok()?);
+            at += 3;
+        } else {
+            text.push(bytes[at]);
+            at += 1;
+        }
+    }
+    String::from_utf8(text).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hash() -> String {
+        "0123456789abcdef".repeat(4)
+    }
+
+    #[test]
+    fn a_name_is_a_content_address_and_a_size_never_a_path() {
+        let hash = hash();
+        for good in [format!("{hash}-1x1.jpg"), format!("{hash}-4000x3000.png"), format!("{hash}-20x10.gif")] {
+            assert_eq!(PictureName::parse(&good).map(|name| name.to_string()), Some(good));
+        }
+        for bad in [
+            format!("{hash}-1x1.webp"),
+            format!("{hash}-1x1.jpg.jpg"),
+            format!("{hash}-01x1.jpg"),
+            format!("{hash}-0x1.jpg"),
+            format!("{hash}-1x.jpg"),
+            format!("{hash}.jpg"),
+            format!("{}-1x1.jpg", hash.to_uppercase()),
+            format!("{}-1x1.jpg", &hash[1..]),
+            "../../etc/passwd".to_owned(),
+            format!("../{hash}-1x1.jpg"),
+            format!(".partial-{hash}-1x1.jpg"),
+            String::new(),
+        ] {
+            assert!(PictureName::parse(&bad).is_none(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_wide_still_picture_has_a_phones_variant_named_from_its_own_name() {
+        let name = PictureName::parse(&format!("{}-4000x3000.png", hash())).unwrap();
+        assert_eq!(name.phone().unwrap().to_string(), format!("{}-960x720.jpg", hash()));
+        assert_eq!(phone_size(961, 1), (960, 1));
+        assert_eq!(phone_size(1920, 1081), (960, 541), "rounded to the nearest pixel");
+        for none in ["960x2000.jpg", "4000x3000.gif"] {
+            assert!(PictureName::parse(&format!("{}-{none}", hash())).unwrap().phone().is_none(), "{none}");
+        }
+    }
+
+    #[test]
+    fn an_address_is_a_url_and_back_whatever_its_ids_hold() {
+        let name = PictureName::parse(&format!("{}-10x10.jpg", hash())).unwrap();
+        for owner in ["2f1c-user", "a b", "quote\"s(x)<y>&z", "é"] {
+            let Some(address) = PictureAddress::parse(owner, "post-1", name.as_str()) else {
+                assert!(validate_id(owner).is_err());
+                continue;
+            };
+            let url = address.url();
+            assert!(url.bytes().all(|byte| byte.is_ascii_alphanumeric() || b"-._~%/".contains(&byte)), "{url}");
+            assert_eq!(PictureAddress::of_url(&url), Some(address));
+        }
+        for bad in ["/pictures/a/b", "/pictures/a/b/c/d", "/pictures/../b/x", "/pictures/a%2Fb/c/x", "/elsewhere/a/b/x"] {
+            assert_eq!(PictureAddress::of_url(bad), None, "{bad}");
+        }
+    }
+}
