@@ -156,7 +156,8 @@ module monitoring 'modules/monitoring.bicep' = {
   }
 }
 
-// The Functions host's own storage (leases, timers, keys) and the deployment package container.
+// The Functions host's own storage (leases, timers, keys), the deployment package container and
+// the pictures in posts.
 module storage 'modules/storage.bicep' = {
   name: 'storage'
   params: {
@@ -214,6 +215,8 @@ module functionApp 'modules/functionapp.bicep' = {
     identityClientId: identity.properties.clientId
     storageAccountName: storage.outputs.name
     deploymentContainerUrl: storage.outputs.deploymentContainerUrl
+    picturesBlobEndpoint: storage.outputs.blobEndpoint
+    picturesContainerName: storage.outputs.picturesContainerName
     appInsightsConnectionString: monitoring.outputs.connectionString
     cosmosEndpoint: cosmos.outputs.endpoint
     databaseName: cosmos.outputs.databaseName

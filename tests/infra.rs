@@ -945,6 +945,10 @@ fn function_app_settings_are_identity_based() {
         "CosmosDB__accountEndpoint",
         "CosmosDB__clientId",
         "COSMOS_DATABASE",
+        // The pictures in posts, in Blob Storage with the identity.
+        "BLOG_PICTURES__blobServiceUri",
+        "BLOG_PICTURES__clientId",
+        "BLOG_PICTURES_CONTAINER",
         "BLOG_TOKEN_KEY",
         "APPLICATIONINSIGHTS_CONNECTION_STRING",
         "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
@@ -959,7 +963,7 @@ fn function_app_settings_are_identity_based() {
             problems.push(format!("{}: app setting {name} must be 'managedidentity'", site.at()));
         }
     }
-    for forbidden in ["FUNCTIONS_WORKER_RUNTIME", "AzureWebJobsStorage", "CosmosDB"] {
+    for forbidden in ["FUNCTIONS_WORKER_RUNTIME", "AzureWebJobsStorage", "CosmosDB", "BLOG_PICTURES"] {
         if settings.contains_key(forbidden) {
             problems.push(format!("{}: app setting {forbidden} must not be set (Flex Consumption / no secrets)", site.at()));
         }
@@ -968,6 +972,67 @@ fn function_app_settings_are_identity_based() {
         problems.push(format!("{}: functionAppConfig.runtime must be custom 1.0", site.at()));
     }
     assert_no_problems("Function App settings", &problems);
+}
+
+/// Issue 32: the pictures' container exists, the app's identity has Storage Blob Data
+/// Contributor on it (scoped to the container), and the app settings the handler reads name it
+/// and the account's blob endpoint, reached with the identity.
+#[test]
+fn the_pictures_have_a_container_the_identity_a_role_on_it_and_the_app_their_settings() {
+    let files = bicep_files();
+    let (main, storage, app) = (
+        infra_file(&files, "main.bicep"),
+        infra_file(&files, "modules/storage.bicep"),
+        infra_file(&files, "modules/functionapp.bicep"),
+    );
+    let containers = resources_of_type(&files, "Microsoft.Storage/storageAccounts/blobServices/containers");
+    let pictures = containers
+        .iter()
+        .find(|container| expression_at(container, &["name"]) == "picturesContainerName")
+        .expect("modules/storage.bicep: a container named picturesContainerName");
+    assert_eq!(pictures.literal_at(&["properties", "publicAccess"]), Some(json!("None")), "pictures are served by the handler");
+    let parameter = storage
+        .statements("parameter_declaration")
+        .find(|declaration| {
+            first_child_of_kind(*declaration, "identifier").is_some_and(|id| storage.text(id) == "picturesContainerName")
+        })
+        .expect("param picturesContainerName");
+    assert_eq!(expression(storage, *named_children(parameter).last().unwrap()), "'pictures'", "the handler's default container");
+    let role = storage
+        .resources()
+        .into_iter()
+        .find(|resource| {
+            resource.type_name() == "Microsoft.Authorization/roleAssignments"
+                && expression_at(resource, &["scope"]) == "picturesContainer"
+        })
+        .expect("a role assignment scoped to the pictures' container");
+    assert!(expression_at(&role, &["properties", "roleDefinitionId"]).contains("pictureRoleId"));
+    assert_eq!(expression_at(&role, &["properties", "principalId"]), "principalId");
+    assert_eq!(
+        storage.literal(storage.variable("pictureRoleId").unwrap()),
+        Some(json!("ba92f5b4-2d11-453d-a403-e96b0029c9fe")),
+        "Storage Blob Data Contributor"
+    );
+    assert_eq!(module_argument(main, "modules/storage.bicep", "principalId"), "identity.properties.principalId");
+    assert_eq!(module_argument(main, "modules/functionapp.bicep", "picturesBlobEndpoint"), "storage.outputs.blobEndpoint");
+    assert_eq!(
+        module_argument(main, "modules/functionapp.bicep", "picturesContainerName"),
+        "storage.outputs.picturesContainerName"
+    );
+    let outputs = outputs(storage);
+    assert_eq!(outputs.get("blobEndpoint").map(String::as_str), Some("storage.properties.primaryEndpoints.blob"));
+    let text = &app.source;
+    for (setting, value) in [
+        ("BLOG_PICTURES__blobServiceUri", "picturesBlobEndpoint"),
+        ("BLOG_PICTURES__clientId", "identityClientId"),
+        ("BLOG_PICTURES_CONTAINER", "picturesContainerName"),
+    ] {
+        assert!(
+            text.contains(&format!("name: '{setting}'\n          value: {value}")),
+            "modules/functionapp.bicep: app setting {setting} = {value}"
+        );
+    }
+    assert_eq!(blog::config::PICTURES_SETTING, "BLOG_PICTURES", "the settings' names are the handler's");
 }
 
 /// The decorators (`@minValue(40)`, …) on `param <name>`, as text without the `@`.

@@ -431,7 +431,7 @@ mod uploads {
         everything_an_upload_must_do(&blog_with_data_directory().await).await;
     }
 
-    async fn blog_with_data_directory() -> TestApp {
+    pub(crate) async fn blog_with_data_directory() -> TestApp {
         let dir = tempfile::tempdir().unwrap();
         let config = blog::config::Config {
             pictures: blog::config::PictureStorage::DataDirectory(dir.path().to_owned()),
@@ -583,5 +583,189 @@ mod azurite {
         answer.problem(503);
         assert!(answer.header("retry-after").is_some());
         assert_eq!(app.get(&format!("/api/posts/{post}")).await.body, before, "the post is unchanged");
+    }
+}
+
+/// Pictures added on the write and edit pages, with no JavaScript: the form is sent as
+/// `multipart/form-data` as a browser sends it (the HTML standard's multipart encoding).
+mod pages {
+    use reqwest::StatusCode;
+
+    use super::common::TestApp;
+    use super::{encoded, photo};
+    use image::ImageFormat;
+
+    const BOUNDARY: &str = "----BlogFormBoundary7MA4YWxkTrZu0gW";
+
+    /// `fields` and, if any, the picture `(file name, declared type, bytes)`, as a browser
+    /// encodes a form with a file input.
+    fn multipart(fields: &[(&str, &str)], picture: Option<(&str, &str, &[u8])>) -> Vec<u8> {
+        let mut body = Vec::new();
+        for (name, value) in fields {
+            body.extend(format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes());
+        }
+        let (file, declared, bytes) = picture.unwrap_or(("", "application/octet-stream", b""));
+        body.extend(
+            format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"picture\"; filename=\"{file}\"\r\nContent-Type: {declared}\r\n\r\n")
+                .as_bytes(),
+        );
+        body.extend(bytes);
+        body.extend(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
+        body
+    }
+
+    struct Writer<'a> {
+        app: &'a TestApp,
+        client: reqwest::Client,
+        user: &'static str,
+    }
+
+    impl Writer<'_> {
+        async fn get(&self, path: &str) -> (StatusCode, String) {
+            let response = self
+                .client
+                .get(format!("{}{path}", self.app.base))
+                .header("cookie", format!("blog_dev_user={}", self.user))
+                .send()
+                .await
+                .unwrap();
+            (response.status(), response.text().await.unwrap())
+        }
+
+        async fn send(&self, path: &str, site: &str, body: Vec<u8>) -> (StatusCode, Option<String>, String) {
+            let response = self
+                .client
+                .post(format!("{}{path}", self.app.base))
+                .header("cookie", format!("blog_dev_user={}", self.user))
+                .header("sec-fetch-site", site)
+                .header("content-type", format!("multipart/form-data; boundary={BOUNDARY}"))
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            let location = response.headers().get("location").map(|value| value.to_str().unwrap().to_owned());
+            (response.status(), location, response.text().await.unwrap())
+        }
+    }
+
+    /// The one-time key of the form on `html`.
+    fn key_of(html: &str) -> String {
+        let start = html.find("name=\"idempotencyKey\" value=\"").expect("the form carries a key") + 29;
+        html[start..start + html[start..].find('"').unwrap()].to_owned()
+    }
+
+    /// The Markdown of the picture with `alt` in the form's text on `html`.
+    fn markdown_of(html: &str, alt: &str) -> String {
+        let start = html.find(&format!("![{alt}](")).unwrap_or_else(|| panic!("no picture {alt:?} in the text: {html}"));
+        html[start..start + html[start..].find(')').unwrap() + 1].to_owned()
+    }
+
+    #[tokio::test]
+    async fn a_writer_adds_pictures_on_the_write_and_edit_pages() {
+        let app = super::uploads::blog_with_data_directory().await;
+        let created = app
+            .send_as(Some("painter"), reqwest::Method::POST, "/api/users", Some(serde_json::json!({"username": "Painter"})))
+            .await;
+        assert_eq!(created.status, StatusCode::CREATED);
+        let painter = Writer {
+            app: &app,
+            client: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap(),
+            user: "painter",
+        };
+
+        // The form says what may be added, and how many the writer keeps.
+        let (status, page) = painter.get("/write").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(page.contains("enctype=\"multipart/form-data\"") && page.contains("type=\"file\""), "{page}");
+        assert!(page.contains("You keep 0 of 4 pictures"), "{page}");
+        let key = key_of(&page);
+
+        // Refusals keep the text: no picture chosen, no description, not a picture, another site.
+        let adding = |alt: &'static str| {
+            [
+                ("title", "Kites"),
+                ("content", "Before."),
+                ("alt", alt),
+                ("action", "add-picture"),
+                ("idempotencyKey", key.as_str()),
+            ]
+        };
+        let png = encoded(&photo(), ImageFormat::Png);
+        let (status, _, page) = painter.send("/write", "same-origin", multipart(&adding("A kite"), None)).await;
+        assert!(
+            status == StatusCode::BAD_REQUEST && page.contains("Choose a picture to add") && page.contains(">Before.</textarea>"),
+            "{page}"
+        );
+        let (status, _, page) =
+            painter.send("/write", "same-origin", multipart(&adding(" "), Some(("kite.png", "image/png", &png)))).await;
+        assert!(
+            status == StatusCode::BAD_REQUEST
+                && page.contains("Say what the picture shows")
+                && page.contains("id=\"post-alt-error\""),
+            "{page}"
+        );
+        let svg = br#"<svg xmlns="http://www.w3.org/2000/svg"/>"#;
+        let (status, _, page) =
+            painter.send("/write", "same-origin", multipart(&adding("A kite"), Some(("kite.svg", "image/svg+xml", svg)))).await;
+        assert!(
+            status == StatusCode::UNSUPPORTED_MEDIA_TYPE
+                && page.contains("id=\"post-picture-error\"")
+                && page.contains(">Before.</textarea>"),
+            "{page}"
+        );
+        let (status, _, page) =
+            painter.send("/write", "cross-site", multipart(&adding("A kite"), Some(("kite.png", "image/png", &png)))).await;
+        assert!(status == StatusCode::FORBIDDEN && page.contains("sent from another site"), "{page}");
+        let (_, page) = painter.get("/write").await;
+        assert!(page.contains("You keep 0 of 4 pictures"), "nothing was stored: {page}");
+
+        // Added: the form again, its Markdown at the end of the text, the same key, unpublished.
+        let (status, _, page) =
+            painter.send("/write", "same-origin", multipart(&adding("A red kite"), Some(("kite.png", "image/png", &png)))).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        assert!(page.contains("The picture is added at the end of the text"), "{page}");
+        assert_eq!(key_of(&page), key, "the same post, once published");
+        let markdown = markdown_of(&page, "A red kite");
+        assert!(page.contains(&format!(">Before.\n\n{markdown}</textarea>")), "{page}");
+
+        // Published with another picture chosen on the way: both are in the post.
+        let content = format!("Before.\n\n{markdown}");
+        let publish =
+            [("title", "Kites"), ("content", content.as_str()), ("alt", "A blue sky"), ("idempotencyKey", key.as_str())];
+        let sky = encoded(
+            &image::DynamicImage::ImageRgb8(image::RgbImage::from_pixel(30, 10, image::Rgb([40, 90, 220]))),
+            ImageFormat::Jpeg,
+        );
+        let (status, location, page) =
+            painter.send("/write", "same-origin", multipart(&publish, Some(("sky.jpg", "image/jpeg", &sky)))).await;
+        assert_eq!(status, StatusCode::SEE_OTHER, "{page}");
+        let post_path = location.unwrap();
+        let post_id = post_path.trim_start_matches("/posts/");
+        assert!(markdown.contains(&format!("(/pictures/painter/{post_id}/")), "the pictures are the post's: {markdown}");
+        let (_, page) = painter.get(&post_path).await;
+        assert_eq!(page.matches("<img src=\"/pictures/painter/").count(), 2, "{page}");
+        assert!(page.contains("alt=\"A red kite\"") && page.contains("alt=\"A blue sky\""), "{page}");
+
+        // The edit page adds to the post's own pictures.
+        let (status, page) = painter.get(&format!("{post_path}/edit")).await;
+        assert!(status == StatusCode::OK && page.contains("You keep 2 of 4 pictures"), "{page}");
+        let edit_key = key_of(&page);
+        let gif = encoded(&photo(), ImageFormat::Gif);
+        let save = [
+            ("title", "Kites"),
+            ("content", "Only this one now."),
+            ("alt", "A kite, in GIF"),
+            ("idempotencyKey", edit_key.as_str()),
+        ];
+        let (status, location, page) = painter
+            .send(&format!("{post_path}/edit"), "same-origin", multipart(&save, Some(("kite.gif", "image/gif", &gif))))
+            .await;
+        assert_eq!((status, location.as_deref()), (StatusCode::SEE_OTHER, Some(post_path.as_str())), "{page}");
+        let post = app.get(&format!("/api/posts/{post_id}")).await.body;
+        let text = post["content"].as_str().unwrap();
+        assert!(
+            text.starts_with("Only this one now.\n\n![A kite, in GIF](/pictures/painter/") && text.ends_with(".gif)"),
+            "{text}"
+        );
     }
 }

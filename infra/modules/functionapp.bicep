@@ -25,6 +25,12 @@ param storageAccountName string
 @description('URL of the blob container holding the deployment package.')
 param deploymentContainerUrl string
 
+@description('The storage account\'s blob endpoint, where the pictures are kept.')
+param picturesBlobEndpoint string
+
+@description('The pictures\' container.')
+param picturesContainerName string
+
 param appInsightsConnectionString string
 param cosmosEndpoint string
 param databaseName string
@@ -165,6 +171,19 @@ resource app 'Microsoft.Web/sites@2024-11-01' = {
         {
           name: 'BLOG_TOKEN_KEY'
           value: tokenSigningKey
+        }
+        // The pictures in posts, in Blob Storage with the identity (src/config.rs, PICTURES_SETTING).
+        {
+          name: 'BLOG_PICTURES__blobServiceUri'
+          value: picturesBlobEndpoint
+        }
+        {
+          name: 'BLOG_PICTURES__clientId'
+          value: identityClientId
+        }
+        {
+          name: 'BLOG_PICTURES_CONTAINER'
+          value: picturesContainerName
         }
         // The front page is an HTTP function at the root: the host's own home page must not answer it.
         {

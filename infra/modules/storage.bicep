@@ -1,5 +1,5 @@
-// The storage account the Functions host needs (AzureWebJobsStorage: leases, keys, timers) and
-// the blob container Flex Consumption deploys the app package from. No shared keys: the app
+// The storage account the Functions host needs (AzureWebJobsStorage: leases, keys, timers), the
+// blob container Flex Consumption deploys the app package from, and the pictures' container. No shared keys: the app
 // reaches it with its user-assigned identity only.
 
 param location string
@@ -9,8 +9,16 @@ param storageAccountName string
 @description('Blob container holding the deployment package.')
 param deploymentContainerName string = 'app-package'
 
+@description('Blob container holding the pictures of posts (BLOG_PICTURES_CONTAINER).')
+param picturesContainerName string = 'pictures'
+
 @description('Principal id of the Function App\'s identity.')
 param principalId string
+
+// Storage Blob Data Contributor: read, write and delete blobs, nothing else; what the handler
+// needs on the pictures' container (src/pictures/blob.rs).
+var pictureRoleId = 'ba92f5b4-2d11-453d-a403-e96b0029c9fe'
+
 
 // The roles the Functions host needs with an identity-based AzureWebJobsStorage: blobs (host
 // state and the deployment package), queues and tables (used by the host and some triggers).
@@ -63,6 +71,29 @@ resource deploymentContainer 'Microsoft.Storage/storageAccounts/blobServices/con
   }
 }
 
+// The pictures in posts, served by the handler (never publicly: the account allows no public
+// access), each under its writer and post.
+resource picturesContainer 'Microsoft.Storage/storageAccounts/blobServices/containers@2025-01-01' = {
+  parent: blobService
+  name: picturesContainerName
+  properties: {
+    publicAccess: 'None'
+  }
+}
+
+// The handler's access to the pictures, on their container alone: it holds even where the
+// host's roles on the account below change.
+resource picturesRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(picturesContainer.id, principalId, pictureRoleId)
+  scope: picturesContainer
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', pictureRoleId)
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    description: 'Storage Blob Data Contributor on the pictures for the blog Function App'
+  }
+}
+
 // The identity's data-plane access to the account.
 resource roleAssignments 'Microsoft.Authorization/roleAssignments@2022-04-01' = [
   for role in storageRoles: {
@@ -78,4 +109,6 @@ resource roleAssignments 'Microsoft.Authorization/roleAssignments@2022-04-01' = 
 ]
 
 output name string = storage.name
+output blobEndpoint string = storage.properties.primaryEndpoints.blob
+output picturesContainerName string = picturesContainer.name
 output deploymentContainerUrl string = '${storage.properties.primaryEndpoints.blob}${deploymentContainer.name}'

@@ -16,6 +16,7 @@ use crate::model::picture::{Kind, PictureAddress};
 use crate::model::{self, Post};
 use crate::pictures::{Limits, PictureStore, Prepared, Usage, prepare, recognise};
 
+use super::idempotency::Once;
 use super::posts::post_not_found;
 use super::{AppError, AppResult, AppState, Caller};
 
@@ -91,20 +92,19 @@ fn pictures(state: &AppState) -> AppResult<&Pictures> {
 pub(crate) async fn add_picture(
     state: &AppState,
     caller: &Caller,
-    post_id: &str,
+    target: PictureTarget<'_>,
     upload: bytes::Bytes,
     declared: Option<&str>,
     alt: &str,
 ) -> AppResult<AddedPicture> {
     let pictures = pictures(state)?;
     validate_alt(alt)?;
-    let post = live_post(state, post_id).await?;
-    caller.must_be(&post.user_id, "add pictures to this post")?;
+    let post_id = writers_post(state, caller, target).await?;
     let usage = pictures.store.usage(&caller.id).await?;
     within_quota(pictures.quota, usage, upload.len() as u64)?;
     check_declared(declared, recognise(&upload)?)?;
     let prepared = prepare_off_the_async_threads(pictures, upload).await?;
-    let address = PictureAddress { owner: caller.id.clone(), post: post.id.clone(), name: prepared.picture.name.clone() };
+    let address = PictureAddress { owner: caller.id.clone(), post: post_id, name: prepared.picture.name.clone() };
     let stored = prepared.picture.bytes.len() as u64 + prepared.phone.as_ref().map_or(0, |phone| phone.bytes.len() as u64);
     within_quota(pictures.quota, usage, stored)?;
     if let Some(phone) = &prepared.phone {
@@ -147,10 +147,32 @@ pub(crate) async fn remove_post_pictures(state: &AppState, author: &str, post_id
     Ok(())
 }
 
-/// The post, while it exists and is not deleted.
-async fn live_post(state: &AppState, post_id: &str) -> AppResult<Post> {
-    let post = state.store.read::<Post>(Container::Posts, post_id, post_id).await?;
-    post.filter(model::is_live).ok_or_else(|| post_not_found(post_id))
+/// Which post a picture is added to.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum PictureTarget<'a> {
+    /// A post of the caller's.
+    Post(&'a str),
+    /// The post the caller is writing on the write page, not published yet: the one their
+    /// form's key will create (C2 derives a keyed post's id from the key, [`Once::item_id`]).
+    NewPost,
+}
+
+/// The id of the post a picture goes to, once it is the caller's to add to: their post, or the
+/// one their form will publish (which must not exist yet, or be theirs).
+async fn writers_post(state: &AppState, caller: &Caller, target: PictureTarget<'_>) -> AppResult<String> {
+    let post_id = match target {
+        PictureTarget::Post(post_id) => post_id.to_owned(),
+        PictureTarget::NewPost => Once::of(caller, &["createPost"])
+            .map(|once| once.item_id())
+            .ok_or_else(|| AppError::Invalid("A picture for a post not yet published needs the form's key.".into()))?,
+    };
+    let post = state.store.read::<Post>(Container::Posts, &post_id, &post_id).await?;
+    match post {
+        Some(post) if model::is_live(&post) => caller.must_be(&post.user_id, "add pictures to this post")?,
+        None if matches!(target, PictureTarget::NewPost) => {}
+        _ => return Err(post_not_found(&post_id)),
+    }
+    Ok(post_id)
 }
 
 fn within_quota(quota: Quota, usage: Usage, adding: u64) -> AppResult<()> {

@@ -206,7 +206,11 @@ impl Door {
             return HOST_BATCH_BYTES;
         }
         let route = parts.extensions.get::<MatchedPath>().map(MatchedPath::as_str);
-        if route == Some(&*PICTURE_UPLOAD) { MAX_UPLOAD_BYTES } else { MAX_BODY_BYTES }
+        if route.is_some_and(|route| PICTURE_ROUTES.iter().any(|taking| taking == route)) {
+            MAX_UPLOAD_BYTES
+        } else {
+            MAX_BODY_BYTES
+        }
     }
 
     /// A place among the reads' or the writes', if one is free.
@@ -216,9 +220,11 @@ impl Door {
     }
 }
 
-/// The route pictures are uploaded to, as the router matches it.
-static PICTURE_UPLOAD: std::sync::LazyLock<String> =
-    std::sync::LazyLock::new(|| super::router_path(super::HttpFunction::AddPicture.route()));
+/// The routes that take a picture, as the router matches them: the API's upload, and the
+/// post's forms.
+static PICTURE_ROUTES: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+    super::HttpFunction::TAKING_PICTURES.iter().map(|function| super::router_path(function.route())).collect()
+});
 
 /// 413, saying how much is taken.
 fn too_large(limit: usize) -> Response {

@@ -139,6 +139,12 @@ http_functions! {
     UserAtomFeed GET "users/{userId}/feed.atom" => pages::atom::user_feed,
 }
 
+impl HttpFunction {
+    /// The functions whose requests may carry a picture: the API's upload, and the post's forms.
+    pub(crate) const TAKING_PICTURES: &[HttpFunction] =
+        &[HttpFunction::AddPicture, HttpFunction::SubmitNewPost, HttpFunction::SubmitPostEdit];
+}
+
 /// The path the handler serves a function's route at.
 pub fn router_path(route: &str) -> String {
     if route == FRONT_PAGE_ROUTE { "/".to_owned() } else { format!("/{route}") }
@@ -162,11 +168,12 @@ pub fn is_api_route(route: &str) -> bool {
 pub fn router(state: AppState, max_in_flight: usize, request_timeout: std::time::Duration, host_change_feed: bool) -> Router {
     let mut router = Router::new();
     for &function in HttpFunction::ALL {
-        let handler = match function {
-            // A picture's body is larger than any other request's (the front door reads it
-            // within the same limit).
-            HttpFunction::AddPicture => function.handler().layer(axum::extract::DefaultBodyLimit::max(MAX_UPLOAD_BYTES)),
-            _ => function.handler(),
+        // A picture's body is larger than any other request's (the front door reads it within
+        // the same limit).
+        let handler = if HttpFunction::TAKING_PICTURES.contains(&function) {
+            function.handler().layer(axum::extract::DefaultBodyLimit::max(MAX_UPLOAD_BYTES))
+        } else {
+            function.handler()
         };
         router = router.route(&router_path(function.route()), handler);
     }

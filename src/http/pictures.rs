@@ -11,7 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::error::{ApiResult, PROBLEM, ProblemDetails, WriteProblems};
 use super::extract::{Id, QueryParams};
-use crate::app::pictures::{AddedPicture, add_picture, picture};
+use crate::app::pictures::{AddedPicture, PictureTarget, add_picture, picture};
 use crate::app::{AppState, Caller};
 use crate::model::picture::PictureAddress;
 use crate::pictures::IMMUTABLE;
@@ -111,7 +111,7 @@ pub(super) async fn upload(
 ) -> ApiResult<Response> {
     let declared = headers.get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok());
     let alt = params.alt.unwrap_or_default();
-    let added = add_picture(&state, &caller, &post_id, body, declared, &alt).await?;
+    let added = add_picture(&state, &caller, PictureTarget::Post(&post_id), body, declared, &alt).await?;
     let quota = state.pictures.as_ref().map(|pictures| pictures.quota()).expect("a picture was added");
     let location = added.address.url();
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(AddedPictureBody::of(added, quota))).into_response())

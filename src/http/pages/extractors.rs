@@ -6,7 +6,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use serde::de::DeserializeOwned;
 
-use super::PageError;
+use super::{PageError, multipart};
 use crate::app::idempotency::IdempotencyKey;
 use crate::app::{AppState, Caller};
 use crate::http::auth::{SignedIn, page_viewer};
@@ -139,22 +139,71 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Form<T> {
     type Rejection = PageError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, PageError> {
+        let FormWithPicture(typed, key, _) = FormWithPicture::from_request(request, state).await?;
+        Ok(Form(typed, key))
+    }
+}
+
+/// A form that may carry a picture (the post's: `multipart/form-data`), or any other form; the
+/// picture is the file of its `picture` field, if one was chosen.
+pub(crate) struct FormWithPicture<T>(pub T, pub Option<IdempotencyKey>, pub Option<ChosenPicture>);
+
+/// The field a form's picture is sent in.
+pub(crate) const PICTURE_FIELD: &str = "picture";
+
+/// A picture chosen in a form's file input.
+pub(crate) struct ChosenPicture {
+    /// Its bytes.
+    pub bytes: axum::body::Bytes,
+    /// The media type the browser declared (from the file's name).
+    pub declared: Option<String>,
+}
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for FormWithPicture<T> {
+    type Rejection = PageError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, PageError> {
         let content_type =
             request.headers().get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or("").to_owned();
         let bytes = axum::body::Bytes::from_request(request, state)
             .await
             .map_err(|rejection| PageError(ApiError::new(rejection.status(), rejection.body_text())))?;
-        // A form with no fields (the like button, sign out) has an empty body, which the
-        // Functions host forwards without its Content-Type: there is nothing to misread.
-        if !bytes.is_empty() && !content_type.trim_start().to_ascii_lowercase().starts_with("application/x-www-form-urlencoded") {
-            return Err(PageError(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "This address takes a form sent from the blog's pages (application/x-www-form-urlencoded).",
-            )));
-        }
         let unreadable =
             |error: &dyn std::fmt::Display| PageError(ApiError::bad_request(format!("The form could not be read: {error}.")));
-        let fields: Vec<(String, String)> = serde_urlencoded::from_bytes(&bytes).map_err(|error| unreadable(&error))?;
+        let urlencoded = content_type.trim_start().to_ascii_lowercase().starts_with("application/x-www-form-urlencoded");
+        let (fields, picture): (Vec<(String, String)>, Option<ChosenPicture>) = if let Some(boundary) =
+            multipart::boundary(&content_type)
+        {
+            let mut fields = Vec::new();
+            let mut picture = None;
+            for part in multipart::parts(&bytes, &boundary).map_err(|error| unreadable(&error))? {
+                match part.filename {
+                    // A file input left empty sends a part with an empty name and body.
+                    Some(name) if part.name == PICTURE_FIELD && !(name.is_empty() && part.body.is_empty()) => {
+                        if picture.is_some() {
+                            return Err(unreadable(&"it has more than one picture"));
+                        }
+                        picture = Some(ChosenPicture { bytes: part.body, declared: part.content_type });
+                    }
+                    Some(_) => {}
+                    None => {
+                        let value = String::from_utf8(part.body.to_vec())
+                            .map_err(|_| unreadable(&format!("its field {} is not text", part.name)))?;
+                        fields.push((part.name, value));
+                    }
+                }
+            }
+            (fields, picture)
+        } else if bytes.is_empty() || urlencoded {
+            // A form with no fields (the like button, sign out) has an empty body, which the
+            // Functions host forwards without its Content-Type: there is nothing to misread.
+            (serde_urlencoded::from_bytes(&bytes).map_err(|error| unreadable(&error))?, None)
+        } else {
+            return Err(PageError(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "This address takes a form sent from the blog's pages (application/x-www-form-urlencoded, or multipart/form-data with a picture).",
+            )));
+        };
         let (keys, fields): (Vec<_>, Vec<_>) = fields.into_iter().partition(|(name, _)| name == KEY_FIELD);
         let key = match keys.as_slice() {
             [] => None,
@@ -164,7 +213,8 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Form<T> {
         let fields: Vec<(String, String)> =
             fields.into_iter().map(|(name, value)| (name, normalize_line_breaks(value))).collect();
         let fields = serde_urlencoded::to_string(&fields).map_err(|error| unreadable(&error))?;
-        serde_urlencoded::from_str(&fields).map(|typed| Form(typed, key)).map_err(|error| unreadable(&error))
+        let typed = serde_urlencoded::from_str(&fields).map_err(|error| unreadable(&error))?;
+        Ok(FormWithPicture(typed, key, picture))
     }
 }
 

@@ -131,8 +131,15 @@ pub struct Field {
 
 /// Renders a form: a general error first, then each field, then the submit button.
 pub fn form(action: &str, id: &str, fields: &[Field], draft: &Draft, submit: &str) -> Markup {
+    form_with(action, id, fields, draft, submit, None)
+}
+
+/// [`form`], with `extra` between the fields and the submit button: a part of its own that
+/// sends a file (the post's picture), which makes the form `multipart/form-data`.
+pub fn form_with(action: &str, id: &str, fields: &[Field], draft: &Draft, submit: &str, extra: Option<Markup>) -> Markup {
+    let enctype = extra.as_ref().map(|_| "multipart/form-data");
     html! {
-        form class="write" method="post" action=(esc(action)) id=(id) {
+        form class="write" method="post" action=(esc(action)) id=(id) enctype=[enctype] {
             @if let Some(refusal) = Refusal::general(draft.refusal.as_ref()) {
                 p class="error" role="alert" id={ (id) "-error" } {
                     (esc(&refusal.detail))
@@ -149,6 +156,9 @@ pub fn form(action: &str, id: &str, fields: &[Field], draft: &Draft, submit: &st
             }
             @for field in fields {
                 (form_field(id, field, draft))
+            }
+            @if let Some(extra) = extra {
+                (extra)
             }
             p { button type="submit" { (submit) } }
         }

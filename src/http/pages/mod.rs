@@ -18,6 +18,7 @@ pub mod atom;
 mod extractors;
 pub mod feed;
 mod forms;
+mod multipart;
 pub mod posts;
 pub mod session;
 pub mod users;
@@ -35,11 +36,11 @@ pub use self::extractors::PageQuery;
 
 pub use self::extractors::PageId;
 
-pub(crate) use self::extractors::{Form, PageIds, SameOrigin};
+pub(crate) use self::extractors::{ChosenPicture, Form, FormWithPicture, PageIds, SameOrigin};
 pub use self::forms::Draft;
 pub use self::forms::Field;
 pub use self::forms::Refusal;
-pub use self::forms::{SENT_BEFORE, SIGNED_OUT, busy, form, one_time_key, submit};
+pub use self::forms::{SENT_BEFORE, SIGNED_OUT, busy, form, form_with, one_time_key, submit};
 use super::auth::page_viewer;
 use super::error::ApiError;
 use crate::app::AppError;

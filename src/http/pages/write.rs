@@ -6,13 +6,19 @@ use axum::response::{IntoResponse, Response};
 use maud::html;
 use serde::Deserialize;
 
+use super::extractors::PICTURE_FIELD;
 use super::posts::{POST_GONE, wrote_to};
-use super::{Draft, Field, Form, Page, PageId, PageResult, Refusal, SameOrigin, Viewer, form, layout, submit, url_part};
+use super::{
+    ChosenPicture, Draft, Field, FormWithPicture, Page, PageId, PageResult, Refusal, SameOrigin, Viewer, esc, form_with, layout,
+    submit, url_part,
+};
 use crate::app::AppState;
 use crate::app::idempotency::IdempotencyKey;
+use crate::app::pictures::{self, AddedPicture, PictureTarget, Quota, add_picture};
 use crate::app::posts::{create_post, edit_post, get_post};
 use crate::http::error::ApiError;
 use crate::model::{MAX_CONTENT_CHARS, MAX_TITLE_CHARS};
+use crate::pictures::Usage;
 
 // The hints say the limits the API applies; the assertion keeps them true.
 const POST_FIELDS: [Field; 2] = [
@@ -27,7 +33,8 @@ const POST_FIELDS: [Field; 2] = [
 ];
 const _: () = assert!(MAX_TITLE_CHARS == 200 && MAX_CONTENT_CHARS == 20_000);
 
-/// A post's title and text, as typed into the form.
+/// A post's title and text, as typed into the form, and the picture's description and which
+/// button sent it (`add-picture`: add the chosen picture to the text and show the form again).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PostForm {
@@ -35,21 +42,44 @@ pub(crate) struct PostForm {
     title: String,
     #[serde(default)]
     content: String,
+    #[serde(default)]
+    alt: String,
+    #[serde(default)]
+    action: String,
 }
 
+/// The value of the button that adds the chosen picture and shows the form again.
+const ADD_PICTURE: &str = "add-picture";
+
 /// `GET /write`: the form for a new post.
-pub(crate) async fn new_post_page(viewer: Viewer) -> Response {
-    post_form_page(&viewer, None, Draft::default(), StatusCode::OK)
+pub(crate) async fn new_post_page(State(state): State<AppState>, viewer: Viewer) -> Response {
+    let form = PostFormPage { editing: None, draft: Draft::default(), added: None };
+    form.render(&state, &viewer, StatusCode::OK).await
 }
 
 /// `POST /write`: C2, then the new post's own page (a point read: it shows the post at once,
-/// while its copies in the feed and the author's list follow through the change feed).
+/// while its copies in the feed and the author's list follow through the change feed). With a
+/// picture, the picture is stored first and its Markdown added to the end of the text; with
+/// the "Add the picture" button, the form comes back with it, not yet published.
 pub(crate) async fn submit_new_post(
     State(state): State<AppState>,
     _: SameOrigin,
     viewer: Viewer,
-    Form(typed, key): Form<PostForm>,
+    FormWithPicture(mut typed, key, picture): FormWithPicture<PostForm>,
 ) -> PageResult {
+    let added = match with_picture(&state, &viewer, key.as_ref(), PictureTarget::NewPost, &mut typed, picture).await {
+        Ok(added) => added,
+        Err(refused) => {
+            return Ok(PostFormPage { editing: None, draft: refused.draft(&typed, key.as_ref()), added: None }
+                .render(&state, &viewer, refused.status())
+                .await);
+        }
+    };
+    if typed.action == ADD_PICTURE {
+        let draft =
+            Draft { values: vec![("title", &typed.title), ("content", &typed.content)], refusal: None, key: key.as_ref() };
+        return Ok(PostFormPage { editing: None, draft, added }.render(&state, &viewer, StatusCode::OK).await);
+    }
     submit(
         &state,
         &viewer,
@@ -57,7 +87,10 @@ pub(crate) async fn submit_new_post(
         async |caller| create_post(&state, caller, &caller.id, typed.title.clone(), typed.content.clone()).await,
         |post| format!("/posts/{}", url_part(&post.id)),
         &[],
-        async |error| Ok(post_form_page(&viewer, None, post_draft(&typed, &error, key.as_ref()), error.status)),
+        async |error| {
+            let draft = post_draft(&typed, &error, key.as_ref());
+            Ok(PostFormPage { editing: None, draft, added: None }.render(&state, &viewer, error.status).await)
+        },
     )
     .await
 }
@@ -67,17 +100,31 @@ pub(crate) async fn edit_post_page(State(state): State<AppState>, viewer: Viewer
     let post = get_post(&state, &post_id).await?;
     viewer.caller()?.must_be(&post.user_id, "edit this post")?;
     let draft = Draft { values: vec![("title", &post.title), ("content", &post.content)], refusal: None, key: None };
-    Ok(post_form_page(&viewer, Some(&post_id), draft, StatusCode::OK))
+    Ok(PostFormPage { editing: Some(&post_id), draft, added: None }.render(&state, &viewer, StatusCode::OK).await)
 }
 
-/// `POST /posts/{postId}/edit`: C2 edit, then the post.
+/// `POST /posts/{postId}/edit`: C2 edit, then the post; with a picture, as [`submit_new_post`].
 pub(crate) async fn submit_post_edit(
     State(state): State<AppState>,
     _: SameOrigin,
     viewer: Viewer,
     PageId(post_id): PageId,
-    Form(typed, key): Form<PostForm>,
+    FormWithPicture(mut typed, key, picture): FormWithPicture<PostForm>,
 ) -> PageResult {
+    let editing = Some(post_id.as_str());
+    let added = match with_picture(&state, &viewer, key.as_ref(), PictureTarget::Post(&post_id), &mut typed, picture).await {
+        Ok(added) => added,
+        Err(refused) => {
+            return Ok(PostFormPage { editing, draft: refused.draft(&typed, key.as_ref()), added: None }
+                .render(&state, &viewer, refused.status())
+                .await);
+        }
+    };
+    if typed.action == ADD_PICTURE {
+        let draft =
+            Draft { values: vec![("title", &typed.title), ("content", &typed.content)], refusal: None, key: key.as_ref() };
+        return Ok(PostFormPage { editing, draft, added }.render(&state, &viewer, StatusCode::OK).await);
+    }
     let written = submit(
         &state,
         &viewer,
@@ -85,10 +132,73 @@ pub(crate) async fn submit_post_edit(
         async |caller| edit_post(&state, caller, &post_id, typed.title.clone(), typed.content.clone()).await,
         |post| format!("/posts/{}", url_part(&post.id)),
         POST_GONE,
-        async |error| Ok(post_form_page(&viewer, Some(&post_id), post_draft(&typed, &error, key.as_ref()), error.status)),
+        async |error| {
+            let draft = post_draft(&typed, &error, key.as_ref());
+            Ok(PostFormPage { editing, draft, added: None }.render(&state, &viewer, error.status).await)
+        },
     )
     .await;
     wrote_to(&post_id, written)
+}
+
+/// Why a form's picture was not added: the API's error, and the field it is about.
+struct PictureRefused {
+    error: ApiError,
+    field: &'static str,
+}
+
+impl PictureRefused {
+    fn status(&self) -> StatusCode {
+        self.error.status
+    }
+
+    /// The form again, with what was typed (the picture must be chosen again: a browser never
+    /// fills a file input), and the refusal under the picture or its description.
+    fn draft<'a>(&self, typed: &'a PostForm, key: Option<&'a IdempotencyKey>) -> Draft<'a> {
+        let mut refusal = Refusal::of(&self.error, &[]);
+        if refusal.detail == self.error.detail {
+            refusal.field = Some(self.field);
+        }
+        Draft {
+            values: vec![("title", &typed.title), ("content", &typed.content), ("alt", &typed.alt)],
+            refusal: Some(refusal),
+            key,
+        }
+    }
+}
+
+/// Adds the form's picture, if one was chosen, to `target`, and its Markdown to the end of the
+/// text: the picture the form's page then shows as added.
+async fn with_picture(
+    state: &AppState,
+    viewer: &Viewer,
+    key: Option<&IdempotencyKey>,
+    target: PictureTarget<'_>,
+    typed: &mut PostForm,
+    picture: Option<ChosenPicture>,
+) -> Result<Option<AddedPicture>, PictureRefused> {
+    let refused = |error: ApiError, field| PictureRefused { error, field };
+    let Some(picture) = picture else {
+        if typed.action == ADD_PICTURE {
+            return Err(refused(
+                ApiError::bad_request("Choose a picture to add, then press \u{201c}Add the picture\u{201d}."),
+                "picture",
+            ));
+        }
+        return Ok(None);
+    };
+    if typed.alt.trim().is_empty() {
+        let detail = "Say what the picture shows, for readers who cannot see it; then choose the picture again.";
+        return Err(refused(ApiError::bad_request(detail), "alt"));
+    }
+    let caller = viewer.writer(state, key.cloned()).map_err(|error| refused(error, "picture"))?;
+    let added = add_picture(state, &caller, target, picture.bytes, picture.declared.as_deref(), typed.alt.trim())
+        .await
+        .map_err(|error| refused(ApiError::from(error), "picture"))?;
+    let text = typed.content.trim_end();
+    typed.content = if text.is_empty() { added.markdown.clone() } else { format!("{text}\n\n{}", added.markdown) };
+    typed.alt.clear();
+    Ok(Some(added))
 }
 
 fn post_draft<'a>(typed: &'a PostForm, error: &ApiError, key: Option<&'a IdempotencyKey>) -> Draft<'a> {
@@ -99,25 +209,117 @@ fn post_draft<'a>(typed: &'a PostForm, error: &ApiError, key: Option<&'a Idempot
     }
 }
 
-/// The new-post form (`editing` is `None`) or the edit form of the post `editing`.
-fn post_form_page(viewer: &Viewer, editing: Option<&str>, draft: Draft, status: StatusCode) -> Response {
-    let (heading, action, submit) = match editing {
-        None => ("Write a post".to_owned(), "/write".to_owned(), "Publish"),
-        Some(id) => ("Edit your post".to_owned(), format!("/posts/{}/edit", url_part(id)), "Save"),
-    };
-    let main = html! {
-        h1 { (heading) }
-        // Signed out with nothing typed: where to sign in. Signed out with a refused draft (the
-        // sign-in ended while they wrote): the form, with what they typed and why.
-        @if viewer.id().is_none() && draft.refusal.is_none() {
-            p { a href={ "/signin?return=" (url_part(&action)) } { "Sign in" } " to write." }
-        } @else {
-            (form(&action, "post", &POST_FIELDS, &draft, submit))
-            // Leaving the edit changes nothing: back to the post as it is.
-            @if let Some(id) = editing {
-                p { a href={ "/posts/" (url_part(id)) } { "Cancel" } }
+/// The new-post form (`editing` is `None`) or the edit form of the post `editing`, with the
+/// picture just added, if one was.
+struct PostFormPage<'a> {
+    editing: Option<&'a str>,
+    draft: Draft<'a>,
+    added: Option<AddedPicture>,
+}
+
+impl PostFormPage<'_> {
+    async fn render(self, state: &AppState, viewer: &Viewer, status: StatusCode) -> Response {
+        let (heading, action, submit) = match self.editing {
+            None => ("Write a post".to_owned(), "/write".to_owned(), "Publish"),
+            Some(id) => ("Edit your post".to_owned(), format!("/posts/{}/edit", url_part(id)), "Save"),
+        };
+        // What the writer keeps, said on the form (nothing when the blog keeps no pictures).
+        let usage = match viewer.id() {
+            Some(writer) if state.pictures.is_some() => pictures::usage(state, writer).await.ok(),
+            _ => None,
+        };
+        let picture_part = usage.map(|(usage, quota)| picture_fieldset(&self.draft, usage, quota));
+        let main = html! {
+            h1 { (heading) }
+            // Signed out with nothing typed: where to sign in. Signed out with a refused draft (the
+            // sign-in ended while they wrote): the form, with what they typed and why.
+            @if viewer.id().is_none() && self.draft.refusal.is_none() {
+                p { a href={ "/signin?return=" (url_part(&action)) } { "Sign in" } " to write." }
+            } @else {
+                @if let Some(added) = &self.added {
+                    p class="notice" role="status" {
+                        "The picture is added at the end of the text. Move its line to where it belongs, then "
+                        (submit.to_lowercase()) "."
+                    }
+                    p { img src=(added.address.url()) alt=(added_alt(&added.markdown)) width=(added.address.name.size().0.min(320)) height=(scaled_height(&added.address, 320)); }
+                }
+                (form_with(&action, "post", &POST_FIELDS, &self.draft, submit, picture_part))
+                // Leaving the edit changes nothing: back to the post as it is.
+                @if let Some(id) = self.editing {
+                    p { a href={ "/posts/" (url_part(id)) } { "Cancel" } }
+                }
             }
+        };
+        Page { status, html: layout(&heading, viewer, main), private: true }.into_response()
+    }
+}
+
+/// The part of the post's form that adds a picture: the file, what it shows, the button, and
+/// how many more the writer may keep.
+fn picture_fieldset(draft: &Draft, usage: Usage, quota: Quota) -> maud::Markup {
+    let error =
+        |field: &str| draft.refusal.as_ref().filter(|refusal| refusal.field == Some(field)).map(|refusal| refusal.detail.clone());
+    let (picture_error, alt_error) = (error("picture"), error("alt"));
+    let alt = draft.values.iter().find(|(name, _)| *name == "alt").map_or("", |(_, value)| value);
+    let described = |error: &Option<String>, field: &str| {
+        let hint = format!("post-{field}-hint");
+        match error {
+            Some(_) => format!("post-{field}-error {hint}"),
+            None => hint,
         }
     };
-    Page { status, html: layout(&heading, viewer, main), private: true }.into_response()
+    html! {
+        fieldset class="picture" {
+            legend { "Add a picture" }
+            p class="field" {
+                label for="post-picture" { "Picture" }
+                span class="hint" id="post-picture-hint" {
+                    "JPEG, PNG, WebP or GIF, up to 10 MB; its location and camera details are removed. You keep "
+                    (usage.pictures) " of " (quota.pictures) " pictures (" (megabytes(usage.bytes)) " of " (megabytes(quota.bytes)) ")."
+                }
+                @if let Some(error) = &picture_error {
+                    span class="error" role="alert" id="post-picture-error" { (esc(error)) }
+                }
+                input id="post-picture" name=(PICTURE_FIELD) type="file" accept="image/jpeg,image/png,image/webp,image/gif"
+                    aria-invalid=[picture_error.as_ref().map(|_| "true")] aria-describedby=(described(&picture_error, "picture"));
+            }
+            p class="field" {
+                label for="post-alt" { "What it shows" }
+                span class="hint" id="post-alt-hint" { "For readers who cannot see it: read out by screen readers. Up to 300 characters." }
+                @if let Some(error) = &alt_error {
+                    span class="error" role="alert" id="post-alt-error" { (esc(error)) }
+                }
+                input id="post-alt" name="alt" type="text" value=(esc(alt)) maxlength="300"
+                    aria-invalid=[alt_error.as_ref().map(|_| "true")] aria-describedby=(described(&alt_error, "alt"));
+            }
+            p { button type="submit" name="action" value=(ADD_PICTURE) formnovalidate { "Add the picture to the text" } }
+        }
+    }
+}
+
+/// `bytes` in megabytes, as the form says them (`2.1 MB`).
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+/// The alt text of a picture's Markdown (`![alt](url)`), its escapes undone.
+fn added_alt(markdown: &str) -> String {
+    let inner = markdown.strip_prefix("![").and_then(|rest| rest.rsplit_once("](")).map_or("", |(alt, _)| alt);
+    let mut alt = String::new();
+    let mut escaped = false;
+    for c in inner.chars() {
+        if c == '\\' && !escaped {
+            escaped = true;
+            continue;
+        }
+        escaped = false;
+        alt.push(c);
+    }
+    alt
+}
+
+/// The height of a picture shown `width` pixels wide at most, in proportion.
+fn scaled_height(address: &crate::model::picture::PictureAddress, width: u32) -> u32 {
+    let (w, h) = address.name.size();
+    if w <= width { h } else { ((u64::from(h) * u64::from(width)) / u64::from(w)).max(1) as u32 }
 }
