@@ -489,3 +489,83 @@ async fn an_item_written_after_the_last_recorded_write_is_refused() {
     let error = refusal(temp.path()).await;
     assert!(error.contains("after the last write the file records (1)"), "{error}");
 }
+
+/// Issue 32: `kill -9` while pictures are being uploaded. Every picture answered 201 before the
+/// kill is served whole after the restart; no name holds a half picture (every stored file's
+/// bytes hash to its name); and what the cut-short uploads left is gone at the start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pictures_answered_before_kill_9_are_whole_and_no_half_picture_is_shown() {
+    use sha2::{Digest, Sha256};
+    let data = tempfile::tempdir().unwrap();
+    let handler = Handler::start(data.path(), &[]);
+    let base = handler.base.clone();
+    let client = reqwest::Client::new();
+    post_as(&client, &base, "painter", "/api/users", json!({"username": "painter"})).await;
+    let post =
+        post_as(&client, &base, "painter", "/api/posts", json!({"userId": "painter", "title": "Many", "content": "x"})).await;
+    let post_id = post["id"].as_str().unwrap().to_owned();
+    // Pictures of about 1.5 MB each (noise does not compress), sent eight at a time.
+    let answered = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut uploads = Vec::new();
+    for n in 0..24_u32 {
+        let (client, base, post_id, answered) = (client.clone(), base.clone(), post_id.clone(), answered.clone());
+        uploads.push(tokio::spawn(async move {
+            let mut seed = n.wrapping_mul(2_654_435_761).wrapping_add(1);
+            let noise = image::RgbImage::from_fn(700, 700, |_, _| {
+                seed ^= seed << 13;
+                seed ^= seed >> 17;
+                seed ^= seed << 5;
+                image::Rgb([seed as u8, (seed >> 8) as u8, (seed >> 16) as u8])
+            });
+            let mut png = std::io::Cursor::new(Vec::new());
+            noise.write_to(&mut png, image::ImageFormat::Png).unwrap();
+            let sent = client
+                .post(format!("{base}/api/posts/{post_id}/pictures"))
+                .header("x-dev-user", "painter")
+                .header("content-type", "image/png")
+                .body(png.into_inner())
+                .send()
+                .await;
+            if let Ok(response) = sent
+                && response.status() == reqwest::StatusCode::CREATED
+                && let Ok(body) = response.json::<serde_json::Value>().await
+            {
+                answered.lock().unwrap().push(body["url"].as_str().unwrap().to_owned());
+            }
+        }));
+    }
+    // Killed once some are answered and others are still being written.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while answered.lock().unwrap().len() < 3 {
+        assert!(std::time::Instant::now() < deadline, "no picture was answered");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    handler.kill_9();
+    for upload in uploads {
+        let _ = upload.await;
+    }
+    let answered = answered.lock().unwrap().clone();
+    assert!(answered.len() < 24, "the kill came while uploads were under way");
+
+    let handler = Handler::start(data.path(), &[]);
+    for url in &answered {
+        let response = client.get(format!("{}{url}", handler.base)).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{url} was answered 201 before the kill");
+        let bytes = response.bytes().await.unwrap();
+        let hash = url.rsplit('/').next().unwrap().split('-').next().unwrap();
+        assert_eq!(blog_hex(&Sha256::digest(&bytes)), hash, "{url} is whole");
+    }
+    let post_dir = data.path().join("pictures").join("painter").join(&post_id);
+    for entry in std::fs::read_dir(&post_dir).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        assert!(!name.starts_with('.'), "{name}: what a cut-short upload left is removed at the start");
+        let bytes = std::fs::read(entry.path()).unwrap();
+        // (A phones' variant is named by its picture's hash; these 700-pixel pictures have none.)
+        assert_eq!(blog_hex(&Sha256::digest(&bytes)), &name[..64], "{name} holds the picture its name says, whole");
+    }
+}
+
+fn blog_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}

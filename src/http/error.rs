@@ -297,6 +297,29 @@ fn whole_seconds(wait: Duration) -> u64 {
 mod tests {
     use super::*;
 
+    /// Issue 32: a full disk under the data directory's pictures is 507, as for every write; an
+    /// unreachable Blob Storage is 503 with `Retry-After`; each bad upload its own status.
+    #[test]
+    fn a_picture_store_failure_and_a_bad_picture_are_answered_as_what_they_are() {
+        let full = PictureStoreError::io(std::path::Path::new("data/pictures/w/p"), std::io::ErrorKind::StorageFull.into());
+        let error = ApiError::from(full);
+        assert_eq!(error.status.as_u16(), 507);
+        assert!(error.detail.contains("nothing was written"), "{}", error.detail);
+        let unreachable = ApiError::from(PictureStoreError::Unavailable("connection refused".into()));
+        assert_eq!((unreachable.status.as_u16(), unreachable.retry_after_header()), (503, Some(HeaderValue::from(5))));
+        assert!(!unreachable.detail.contains("connection refused"), "the cause stays in the log");
+        for (bad, status) in [
+            (PictureError::Empty, 400),
+            (PictureError::TooLarge { bytes: 11, max: 10 }, 413),
+            (PictureError::NotAPicture(Some("Bmp".into())), 415),
+            (PictureError::Unreadable("truncated".into()), 422),
+        ] {
+            let error = ApiError::from(bad);
+            assert_eq!(error.status.as_u16(), status, "{}", error.detail);
+            assert!(error.detail.ends_with("Nothing was stored."), "{}", error.detail);
+        }
+    }
+
     #[test]
     fn a_full_disk_is_507_and_says_nothing_was_written() {
         let error = ApiError::from(StoreError::DiskFull);

@@ -15,6 +15,9 @@ use std::path::PathBuf;
 use common::TestApp;
 use webdriver::{Browser, ENTER, TAB};
 
+/// The post form's own submit button (Publish, Save), not the one that adds a picture.
+const PUBLISH: &str = "#post > p > button[type=submit]";
+
 /// Signs in with the development form and creates the user on the welcome page.
 async fn sign_up(browser: &Browser, app: &TestApp, user: &str, username: &str) {
     browser.open(&format!("{}/signin", app.base)).await;
@@ -37,7 +40,7 @@ async fn a_person_uses_the_whole_blog_in_a_browser() {
     browser.follow("nav a[href='/write']").await;
     browser.type_into("#post-title", "Hello from Chromium").await;
     browser.type_into("#post-content", "Written in a real browser.").await;
-    browser.follow("#post button[type=submit]").await;
+    browser.follow(PUBLISH).await;
     let post_url = browser.url().await;
     assert!(post_url.contains("/posts/"), "{post_url}");
     assert_eq!(browser.text("h1").await, "Hello from Chromium");
@@ -58,14 +61,14 @@ async fn a_person_uses_the_whole_blog_in_a_browser() {
     // Edit.
     browser.follow("a[href$='/edit']").await;
     browser.type_into("#post-title", "Hello, edited").await;
-    browser.follow("#post button[type=submit]").await;
+    browser.follow(PUBLISH).await;
     assert_eq!(browser.text("h1").await, "Hello, edited");
 
     // A refused form shows its error next to the field, and keeps what was typed.
     browser.follow("a[href$='/edit']").await;
     browser.type_into("#post-title", "   ").await;
     browser.type_into("#post-content", "Kept after the refusal.").await;
-    browser.follow("#post button[type=submit]").await;
+    browser.follow(PUBLISH).await;
     assert_eq!(browser.text("#post-title-error").await, "Title must not be empty.");
     assert!(browser.source().await.contains(">Kept after the refusal.</textarea>"));
 
@@ -101,7 +104,7 @@ async fn markup_shows_as_text_and_a_forged_cross_site_form_is_refused() {
     browser.follow("nav a[href='/write']").await;
     browser.type_into("#post-title", "<script>document.title='owned'</script>").await;
     browser.type_into("#post-content", "<b>not bold</b>").await;
-    browser.follow("#post button[type=submit]").await;
+    browser.follow(PUBLISH).await;
     let post_url = browser.url().await;
     assert_eq!(browser.text("h1").await, "<script>document.title='owned'</script>", "the title shows as text");
     assert_eq!(browser.text(".content").await, "<b>not bold</b>");
@@ -150,6 +153,15 @@ async fn a_post_is_written_with_the_keyboard_alone() {
     browser.press("Typed, not clicked").await;
     browser.press(TAB).await;
     browser.press("Every key pressed.").await;
+    // Past the picture's part: the file, what it shows, the button that adds it.
+    for stop in ["post-picture", "post-alt"] {
+        browser.press(TAB).await;
+        let focused = browser.focused().await;
+        assert_eq!(browser.attribute(&focused, "id").await.as_deref(), Some(stop));
+    }
+    browser.press(TAB).await;
+    let focused = browser.focused().await;
+    assert_eq!(browser.attribute(&focused, "value").await.as_deref(), Some("add-picture"));
     browser.press(TAB).await;
     let focused = browser.focused().await;
     assert_eq!(browser.attribute(&focused, "type").await.as_deref(), Some("submit"), "Tab reaches Publish");
@@ -158,6 +170,50 @@ async fn a_post_is_written_with_the_keyboard_alone() {
     assert!(browser.url().await.contains("/posts/"));
     assert_eq!(browser.text("h1").await, "Typed, not clicked");
     assert_eq!(browser.text(".content").await, "Every key pressed.");
+}
+
+/// Issue 32: a writer adds a picture on the write page (a real file chosen in the file
+/// input, no JavaScript), sees it added to the text, publishes, and the post shows it at its
+/// size; axe finds no violation on the form with its picture part nor on the post.
+#[tokio::test]
+#[ignore = "needs Chromium: run tests/browser/run.sh"]
+async fn a_picture_is_added_on_the_write_page_and_shown_in_the_post() {
+    let axe = std::fs::read_to_string(AXE).unwrap_or_else(|error| panic!("{AXE}: {error}: run tests/browser/install.sh"));
+    let script = axe_script(&axe);
+    let app = TestApp::start().await;
+    let browser = Browser::start().await;
+    sign_up(&browser, &app, "painter", "Painter").await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("kite.png");
+    let kite = image::RgbImage::from_fn(1600, 900, |x, y| image::Rgb([200, (x % 200) as u8, (y % 200) as u8]));
+    kite.save(&file).unwrap();
+
+    browser.follow("nav a[href='/write']").await;
+    axe_check(&browser, &script, "/write, with its picture part".into()).await;
+    browser.type_into("#post-title", "A kite").await;
+    browser.type_into("#post-content", "Look up.").await;
+    browser.choose_file("#post-picture", &file).await;
+    browser.type_into("#post-alt", "A red kite against the sky").await;
+    browser.follow("button[value=add-picture]").await;
+    assert!(browser.text(".notice").await.starts_with("The picture is added at the end of the text"));
+    let text = browser.text("#post-content").await;
+    assert!(text.starts_with("Look up.\n\n![A red kite against the sky](/pictures/painter/"), "{text}");
+    axe_check(&browser, &script, "/write, a picture added".into()).await;
+
+    browser.follow(PUBLISH).await;
+    assert_eq!(browser.text("h1").await, "A kite");
+    let picture = browser.find(".content img").await;
+    assert_eq!(browser.attribute(&picture, "alt").await.as_deref(), Some("A red kite against the sky"));
+    assert_eq!(browser.attribute(&picture, "width").await.as_deref(), Some("1600"));
+    let loaded = browser
+        .execute_async(
+            "const done = arguments[0]; const img = document.querySelector('.content img'); \
+        img.loading = 'eager'; img.decode().then(() => done([img.naturalWidth, img.currentSrc]), e => done(String(e)));",
+        )
+        .await;
+    let src = loaded[1].as_str().unwrap_or_default();
+    assert!(src.contains("/pictures/painter/"), "the browser loaded the picture: {loaded}");
+    axe_check(&browser, &script, "a post with a picture".into()).await;
 }
 
 /// The README's screenshots: the front page and a post, on a desktop and a phone.
@@ -275,11 +331,7 @@ const AXE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/node_modul
 #[ignore = "needs Chromium: run tests/browser/run.sh"]
 async fn axe_finds_no_accessibility_violation_on_any_page() {
     let axe = std::fs::read_to_string(AXE).unwrap_or_else(|error| panic!("{AXE}: {error}: run tests/browser/install.sh"));
-    let script = format!(
-        "{axe}\nconst done = arguments[arguments.length - 1];\n\
-         axe.run(document).then(result => done(result.violations.map(v => \
-           `${{v.id}}: ${{v.help}} (${{v.nodes.map(n => n.target.join(' ')).join(', ')}})`)));"
-    );
+    let script = axe_script(&axe);
     let app = TestApp::start().await;
     let mut browser = Browser::start().await;
     let author = app.user("writer").await;
@@ -316,6 +368,15 @@ async fn axe_finds_no_accessibility_violation_on_any_page() {
         browser.open(&format!("{}{path}", app.base)).await;
         axe_check(&browser, &script, format!("{path}, dark, on a phone")).await;
     }
+}
+
+/// The script that runs axe (its source, `axe`) and answers its violations.
+fn axe_script(axe: &str) -> String {
+    format!(
+        "{axe}\nconst done = arguments[arguments.length - 1];\n\
+         axe.run(document).then(result => done(result.violations.map(v => \
+           `${{v.id}}: ${{v.help}} (${{v.nodes.map(n => n.target.join(' ')).join(', ')}})`)));"
+    )
 }
 
 /// Runs axe (`script`) on the page open in `browser`; no violation may be found.

@@ -167,6 +167,13 @@ impl Browser {
         self.post(&format!("/element/{}/value", element.0), json!({"text": text})).await;
     }
 
+    /// Chooses the file at `path` in the file input `css`, as a person does in the file picker
+    /// (WebDriver's Element Send Keys on a file input: the path is the input's file list).
+    pub(crate) async fn choose_file(&self, css: &str, path: &std::path::Path) {
+        let element = self.find(css).await;
+        self.post(&format!("/element/{}/value", element.0), json!({"text": path.display().to_string()})).await;
+    }
+
     /// Clicks what does not leave the page (a `<summary>`).
     pub(crate) async fn click(&self, css: &str) {
         let element = self.find(css).await;

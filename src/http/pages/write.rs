@@ -292,14 +292,20 @@ fn picture_fieldset(draft: &Draft, usage: Usage, quota: Quota) -> maud::Markup {
                 input id="post-alt" name="alt" type="text" value=(esc(alt)) maxlength="300"
                     aria-invalid=[alt_error.as_ref().map(|_| "true")] aria-describedby=(described(&alt_error, "alt"));
             }
-            p { button type="submit" name="action" value=(ADD_PICTURE) formnovalidate { "Add the picture to the text" } }
+            p { button.secondary type="submit" name="action" value=(ADD_PICTURE) formnovalidate { "Add the picture to the text" } }
         }
     }
 }
 
-/// `bytes` in megabytes, as the form says them (`2.1 MB`).
+/// `bytes` as the form says them: `48 KB`, `2.1 MB`, `500 MB`.
 fn megabytes(bytes: u64) -> String {
-    format!("{:.1} MB", bytes as f64 / (1024.0 * 1024.0))
+    const MB: u64 = 1024 * 1024;
+    match bytes {
+        0 => "0 MB".to_owned(),
+        bytes if bytes < MB => format!("{} KB", bytes.div_ceil(1024)),
+        bytes if bytes % MB == 0 => format!("{} MB", bytes / MB),
+        bytes => format!("{:.1} MB", bytes as f64 / MB as f64),
+    }
 }
 
 /// The alt text of a picture's Markdown (`![alt](url)`), its escapes undone.
@@ -322,4 +328,16 @@ fn added_alt(markdown: &str) -> String {
 fn scaled_height(address: &crate::model::picture::PictureAddress, width: u32) -> u32 {
     let (w, h) = address.name.size();
     if w <= width { h } else { ((u64::from(h) * u64::from(width)) / u64::from(w)).max(1) as u32 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_said_as_a_person_reads_them() {
+        let said: Vec<String> = [0, 1, 49_254, 1024 * 1024, 2_202_010, 500 * 1024 * 1024].into_iter().map(megabytes).collect();
+        assert_eq!(said, ["0 MB", "1 KB", "49 KB", "1 MB", "2.1 MB", "500 MB"]);
+        assert_eq!(added_alt(r"![A \[red\] kite](/pictures/a/b/c)"), "A [red] kite");
+    }
 }
