@@ -211,6 +211,12 @@ fn the_linux_emulator_settings_switch_the_triggers_off_and_the_handlers_processo
         assert_eq!(config.scripts, blog::config::ScriptsMode::InProcess, "{file}: no emulator runs the scripts unregistered");
         let expected = if vnext { ChangeFeedMode::Local } else { ChangeFeedMode::Host };
         assert_eq!(config.change_feed, expected, "{file}");
+        // Pictures in Azurite, beside the host's own storage (issue 32).
+        let azurite = blog::config::PictureStorage::ConnectionString {
+            connection_string: "UseDevelopmentStorage=true".into(),
+            container: "pictures".into(),
+        };
+        assert_eq!(config.pictures, azurite, "{file}");
         for function in Function::ALL {
             assert!(root.join("functions").join(function.name()).join("function.json").is_file());
             let disabled = value(&format!("AzureWebJobs.{}.Disabled", function.name()));

@@ -406,6 +406,20 @@ mod uploads {
         // Over the size limit: refused from its Content-Length, before it is read.
         let huge = upload(app, Some(writer), post, "image/jpeg", vec![0xFF; 11 * 1024 * 1024]).await;
         assert!(huge.problem(413).contains("10 MiB"), "{}", huge.body);
+        // Refused as soon as its headers say so: none of the body sent, and the answer at once
+        // (not after the 10 s a body may take).
+        let address = app.base.trim_start_matches("http://").to_owned();
+        let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+        let head = format!(
+            "POST /api/posts/{post}/pictures HTTP/1.1\r\nHost: {address}\r\nx-dev-user: {writer}\r\n\
+             Content-Type: image/jpeg\r\nContent-Length: {}\r\n\r\n",
+            11 * 1024 * 1024
+        );
+        tokio::io::AsyncWriteExt::write_all(&mut stream, head.as_bytes()).await.unwrap();
+        let mut answer = vec![0; 1024];
+        let read = tokio::time::timeout(std::time::Duration::from_secs(3), tokio::io::AsyncReadExt::read(&mut stream, &mut answer));
+        let read = read.await.expect("answered before the body was sent").unwrap();
+        assert!(String::from_utf8_lossy(&answer[..read]).starts_with("HTTP/1.1 413"), "{}", String::from_utf8_lossy(&answer[..read]));
         assert_eq!(pictures_kept(app, writer).await, before, "nothing stored");
     }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Lighthouse's four scores (performance, accessibility, best practices, SEO) for the front page
 # and a post, on a phone (Lighthouse's default, mobile emulation and throttling) and a desktop
-# (`--preset=desktop`), against the handler as `cargo run` starts it, seeded through the API.
+# (`--preset=desktop`), against the handler as `cargo run` starts it, seeded through the API; the
+# post measured shows a picture.
 # Not a test: it prints the scores (the README records them). Needs Chromium
 # (tests/browser/install.sh) and npm; Lighthouse is installed into tests/browser/node_modules.
 #
@@ -21,6 +22,17 @@ for n in 1 2 3 4 5; do
   post=$(api -X POST "$base/api/posts" -d "{\"userId\":\"ada\",\"title\":\"Notes $n\",\"content\":\"The engine weaves **algebraic patterns** as the Jacquard loom weaves flowers.\\n\\n- one\\n- two\\n\\nSee [the notes](https://example.com).\"}" | sed 's/.*"id":"\([^"]*\)".*/\1/')
 done
 api -X POST "$base/api/posts/$post/comments" -d '{"userId":"ada","content":"A *comment*."}' >/dev/null
+# A picture in the post measured (issue 32): a 1600×900 PNG made here, uploaded, put in the text.
+python3 - "$work/picture.png" <<'PY'
+import struct, sys, zlib
+w, h = 1600, 900
+rows = b"".join(b"\0" + bytes(v for x in range(w) for v in (100 + x // 10, y * 255 // h, 200 - x // 10)) for y in range(h))
+chunk = lambda kind, data: struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(rows, 6)) + chunk(b"IEND", b"")
+open(sys.argv[1], "wb").write(png)
+PY
+markdown=$(curl -fs -H 'x-dev-user: ada' -H 'Content-Type: image/png' --data-binary "@$work/picture.png" "$base/api/posts/$post/pictures?alt=A%20gradient%20from%20violet%20to%20gold" | sed 's/.*"markdown":"\([^"]*\)".*/\1/')
+api -X PUT "$base/api/posts/$post" -d "{\"title\":\"Notes 5\",\"content\":\"The engine weaves **algebraic patterns**.\\n\\n$markdown\\n\\nAs the Jacquard loom weaves flowers.\"}" >/dev/null
 sleep 1.5  # the change feed copies the posts into the feed
 for page in / "/posts/$post"; do
   for preset in mobile desktop; do

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Pictures in posts (issue 32), measured on this machine against the release `handler` as
+# `cargo run` starts it (embedded store, pictures in its data directory):
+#
+# 1. the upload of a phone's photo (4032×3024 JPEG of about 4 MB, with EXIF), end to end:
+#    `POST /api/posts/{postId}/pictures` until its 201 (decoded, turned upright, encoded anew,
+#    the phones' 960-pixel JPEG made, both written durably), five photos;
+# 2. the store operations of a post page whose post shows ten pictures, against one with none
+#    (`x-cosmos-operations` of the first view, before the page's one-second cache);
+# 3. a picture served: the handler's `GET /pictures/...` against nginx serving the same stored
+#    file with the same Content-Type and Cache-Control, alternately; wrk, 2 threads, 16
+#    connections, 10 s each.
+#
+#     cargo build --release --bin handler
+#     bash benches/nginx/pictures.sh [rounds]     # needs nginx, wrk, curl, jq, python3 (Debian: nginx-light wrk curl jq python3-venv)
+#
+# The photos are made by Pillow (from PyPI, into a virtual environment of the run): a gradient
+# with noise, as much detail as a photo has, so that JPEG cannot make it small.
+set -euo pipefail
+rounds=${1:-3}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+handler=${HANDLER:-$root/target/release/handler}
+for tool in nginx wrk curl jq python3; do
+  command -v "$tool" >/dev/null || { echo "pictures.sh needs $tool (Debian: apt-get install nginx-light wrk curl jq python3-venv)" >&2; exit 1; }
+done
+[ -x "$handler" ] || { echo "no $handler: cargo build --release --bin handler" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; nginx -c "$work/nginx.conf" -s stop 2>/dev/null || true; rm -rf "$work"' EXIT
+
+python3 -m venv "$work/venv" && "$work/venv/bin/pip" install -q --disable-pip-version-check pillow
+"$work/venv/bin/python" - "$work" <<'PY'
+import random, sys
+from PIL import Image
+work = sys.argv[1]
+for n in range(1, 6):
+    random.seed(n)
+    gradient = Image.linear_gradient("L").resize((4032, 3024))
+    noise = Image.effect_noise((4032, 3024), 16)
+    photo = Image.merge("RGB", (gradient, noise, gradient.rotate(180)))
+    exif = Image.Exif()
+    exif[0x0112] = 1                    # Orientation
+    exif[0x010F] = "A phone"            # Make
+    photo.save(f"{work}/photo-{n}.jpg", quality=90 - n, exif=exif.tobytes())
+PY
+echo "photos: $(for n in 1 2 3 4 5; do printf '%s ' "$(wc -c < "$work/photo-$n.jpg")"; done)bytes, 4032×3024"
+
+BLOG_AUTH=development BLOG_DATA_DIR="$work/data" BLOG_LISTEN=127.0.0.1:7071 BLOG_WRITES_PER_MINUTE=off RUST_LOG=warn "$handler" > "$work/handler.log" 2>&1 &
+base=http://127.0.0.1:7071
+for _ in $(seq 100); do curl -fs -o /dev/null "$base/" && break; sleep 0.1; done
+api() { curl -fs -H 'x-dev-user: writer' -H 'Content-Type: application/json' "$@"; }
+api -X POST "$base/api/users" -d '{"username":"writer"}' >/dev/null
+new_post() { api -X POST "$base/api/posts" -d "{\"userId\":\"writer\",\"title\":\"$1\",\"content\":\"Text.\"}" | jq -r .id; }
+upload() { curl -fs -H 'x-dev-user: writer' -H 'Content-Type: application/octet-stream' --data-binary "@$2" -o "$3" -w '%{time_total}' "$base/api/posts/$1/pictures?alt=A%20photo"; }
+
+post=$(new_post "Photos")
+printf 'upload of a 4 MB photo, s:'
+for n in 1 2 3 4 5; do printf ' %s' "$(upload "$post" "$work/photo-$n.jpg" "$work/up-$n.json")"; done
+echo
+
+# Ten pictures in one post, against none; the first view of each reads the store.
+tenth=$(new_post "Ten pictures")
+markdown=""
+for n in $(seq 10); do
+  "$work/venv/bin/python" -c "from PIL import Image; Image.new('RGB', (1200 + $n, 800), ($n * 20, 90, 160)).save('$work/small-$n.png')"
+  upload "$tenth" "$work/small-$n.png" "$work/small-$n.json" >/dev/null
+  markdown="$markdown\\n\\n$(jq -r .markdown "$work/small-$n.json")"
+done
+api -X PUT "$base/api/posts/$tenth" -d "{\"title\":\"Ten pictures\",\"content\":\"Text.$markdown\"}" >/dev/null
+none=$(new_post "No pictures")
+operations() { curl -fs -o "$work/page.html" -D - "$base/posts/$1" | tr -d '\r' | awk -F': ' 'tolower($1) == "x-cosmos-operations" {print $2}'; }
+echo "post page, store operations of its first view: no pictures $(operations "$none"), ten pictures $(operations "$tenth") ($(grep -o '<img ' "$work/page.html" | wc -l) <img> on the page)"
+
+# The pictures of the first photo (its phones' JPEG, which a post page loads on a phone and in
+# the 44rem column of a desktop, and the whole photo), served by the handler and by nginx from
+# the same files.
+phone=$(jq -r .phoneUrl "$work/up-1.json")
+whole=$(jq -r .url "$work/up-1.json")
+for url in "$phone" "$whole"; do
+  mkdir -p "$work/www$(dirname "$url")"
+  cp "$work/data$url" "$work/www$url"
+done
+# nginx's workers run as nobody: the files must be theirs to read.
+chmod a+x "$work" && chmod -R a+rX "$work/www"
+cat > "$work/nginx.conf" <<CONF
+worker_processes 2;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  types { image/jpeg jpg; image/png png; image/gif gif; }
+  server {
+    listen 127.0.0.1:8081;
+    location /pictures/ { root $work/www; add_header Cache-Control "public, max-age=31536000, immutable"; }
+  }
+}
+CONF
+nginx -c "$work/nginx.conf"
+sleep 0.3
+run() { wrk -t2 -c16 -d10s "$1" | awk '/Requests\/sec/ {print $2}'; }
+for url in "$phone" "$whole"; do
+  cmp <(curl -fs "$base$url") <(curl -fs "http://127.0.0.1:8081$url")
+  echo "$(basename "$url"): $(curl -fs "$base$url" | wc -c) bytes, the same from both"
+  for round in $(seq "$rounds"); do
+    echo "  round $round: handler $(run "$base$url") req/s, nginx $(run "http://127.0.0.1:8081$url") req/s"
+  done
+done
