@@ -26,13 +26,14 @@ api -X POST "$base/api/posts/$post/comments" -d '{"userId":"ada","content":"A *c
 python3 - "$work/picture.png" <<'PY'
 import struct, sys, zlib
 w, h = 1600, 900
-rows = b"".join(b"\0" + bytes(v for x in range(w) for v in (100 + x // 10, y * 255 // h, 200 - x // 10)) for y in range(h))
+rows = b"".join(b"\0" + bytes(v for x in range(w) for v in (90 + x // 12, y * 255 // h, 200 - x // 10)) for y in range(h))
 chunk = lambda kind, data: struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(rows, 6)) + chunk(b"IEND", b"")
 open(sys.argv[1], "wb").write(png)
 PY
 markdown=$(curl -fs -H 'x-dev-user: ada' -H 'Content-Type: image/png' --data-binary "@$work/picture.png" "$base/api/posts/$post/pictures?alt=A%20gradient%20from%20violet%20to%20gold" | sed 's/.*"markdown":"\([^"]*\)".*/\1/')
 api -X PUT "$base/api/posts/$post" -d "{\"title\":\"Notes 5\",\"content\":\"The engine weaves **algebraic patterns**.\\n\\n$markdown\\n\\nAs the Jacquard loom weaves flowers.\"}" >/dev/null
+curl -fs "$base/posts/$post" | grep -q '<img src="/pictures/' || { echo "the post measured shows no picture" >&2; exit 1; }
 sleep 1.5  # the change feed copies the posts into the feed
 for page in / "/posts/$post"; do
   for preset in mobile desktop; do
