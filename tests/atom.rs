@@ -177,12 +177,20 @@ async fn the_feeds_are_valid_against_the_atom_schema_of_rfc_4287() {
     validate(&nobody_yet.body).unwrap_or_else(|why| panic!("a user's empty feed: {why}\n{}", nobody_yet.body));
 
     post(&app, &alice, "<b>Bold</b> & \"quoted\"", "A [link](https://example.com) and **markdown**.\n\n```\ncode\n```").await;
-    post(&app, &alice, "Long", &"word ".repeat(100)).await;
+    let picture = format!("![A kite](/pictures/{alice}/p/{}-1600x900.png)", "ab".repeat(32));
+    post(&app, &alice, "Long", &format!("{picture}\n\n{}", "word ".repeat(100))).await;
+    post(&app, &alice, "A picture", &picture).await;
     let first = app.post_by(&alice, "Edited later").await;
     app.put(&format!("/api/posts/{first}"), json!({"title": "Edited", "content": "Now."})).await;
     for path in ["/feed.atom".to_owned(), format!("/users/{alice}/feed.atom")] {
-        let got = feed_with(&app, &path, 3).await;
+        let got = feed_with(&app, &path, 4).await;
         validate(&got.body).unwrap_or_else(|why| panic!("{path}: {why}\n{}", got.body));
+        // A picture's path in a post resolves against the feed's `xml:base`, the blog itself.
+        let document = roxmltree::Document::parse(&got.body).unwrap();
+        let base = document.root_element().attribute(("http://www.w3.org/XML/1998/namespace", "base"));
+        assert_eq!(base, Some(format!("{}/", app.base).as_str()), "{path}");
+        let html = got.body.contains("&lt;img src=&quot;/pictures/") || got.body.contains("&lt;img src=\"/pictures/");
+        assert!(html, "{path}: the picture is in the entry's HTML");
     }
 }
 

@@ -417,9 +417,14 @@ mod uploads {
         );
         tokio::io::AsyncWriteExt::write_all(&mut stream, head.as_bytes()).await.unwrap();
         let mut answer = vec![0; 1024];
-        let read = tokio::time::timeout(std::time::Duration::from_secs(3), tokio::io::AsyncReadExt::read(&mut stream, &mut answer));
+        let read =
+            tokio::time::timeout(std::time::Duration::from_secs(3), tokio::io::AsyncReadExt::read(&mut stream, &mut answer));
         let read = read.await.expect("answered before the body was sent").unwrap();
-        assert!(String::from_utf8_lossy(&answer[..read]).starts_with("HTTP/1.1 413"), "{}", String::from_utf8_lossy(&answer[..read]));
+        assert!(
+            String::from_utf8_lossy(&answer[..read]).starts_with("HTTP/1.1 413"),
+            "{}",
+            String::from_utf8_lossy(&answer[..read])
+        );
         assert_eq!(pictures_kept(app, writer).await, before, "nothing stored");
     }
 

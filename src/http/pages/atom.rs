@@ -135,7 +135,11 @@ const NEVER_UPDATED: &str = "1970-01-01T00:00:00Z";
 /// The feed document, newest post first.
 fn feed(origin: &str, about: &About, posts: &[Post]) -> String {
     let mut xml = Xml(String::from("<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"));
-    xml.open("feed", &[("xmlns", "http://www.w3.org/2005/Atom")]);
+    // The posts' HTML refers to the blog's own pictures by path (`/pictures/...`): relative
+    // references resolve against `xml:base` (RFC 4287 §2), said here rather than left to the
+    // feed's own address, which some readers do not apply.
+    let base = format!("{origin}/");
+    xml.open("feed", &[("xmlns", "http://www.w3.org/2005/Atom"), ("xml:base", &base)]);
     xml.leaf("id", &[], &about.feed);
     xml.leaf("title", &[("type", "text")], &about.title);
     xml.leaf("subtitle", &[("type", "text")], about.subtitle);
