@@ -98,6 +98,7 @@ impl Blog {
             (_, ChangeFeedMode::Host) => None,
         };
         let host_change_feed = config.change_feed == ChangeFeedMode::Host;
+        app::pictures::spawn_sweep(&state);
         Blog {
             state,
             processors,

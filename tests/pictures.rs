@@ -232,6 +232,11 @@ async fn store_then_read(store: &dyn blog::pictures::PictureStore) -> blog::pict
     let usage = store.usage("writer").await.unwrap();
     assert_eq!((usage.pictures, usage.bytes), (1, prepared.bytes.len() as u64));
     assert_eq!(store.usage("someone-else").await.unwrap().pictures, 0);
+    let folders = store.folders().await.unwrap();
+    assert_eq!(folders.len(), 1, "{folders:?}");
+    assert_eq!((folders[0].owner.as_str(), folders[0].post.as_str()), ("writer", "post-1"));
+    let age = std::time::SystemTime::now().duration_since(folders[0].last_written).unwrap_or_default();
+    assert!(age < std::time::Duration::from_secs(60), "written just now: {age:?} ago");
     address
 }
 
@@ -245,6 +250,7 @@ async fn read_then_remove(store: &dyn blog::pictures::PictureStore, address: &bl
     assert_eq!(store.remove_post(&address.owner, &address.post).await.unwrap(), 0);
     assert_eq!(store.get(address).await.unwrap(), None);
     assert_eq!(store.usage(&address.owner).await.unwrap().pictures, 0);
+    assert_eq!(store.folders().await.unwrap(), Vec::new(), "no post has pictures");
 }
 
 /// Uploads through the blog, the same on every picture store.
@@ -786,6 +792,51 @@ mod pages {
             text.starts_with("Only this one now.\n\n![A kite, in GIF](/pictures/painter/") && text.ends_with(".gif)"),
             "{text}"
         );
+    }
+
+    /// A picture added on the write page to a post never published is swept away once it is
+    /// old enough (here: at once), and stops counting against the quota; a published post's
+    /// pictures stay.
+    #[tokio::test]
+    async fn the_pictures_of_a_post_never_published_are_swept_away() {
+        let app = super::uploads::blog_with_data_directory().await;
+        app.send_as(Some("drafter"), reqwest::Method::POST, "/api/users", Some(serde_json::json!({"username": "Drafter"}))).await;
+        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        let drafter = Writer { app: &app, client, user: "drafter" };
+        let png = encoded(&photo(), ImageFormat::Png);
+        // A draft with a picture, left.
+        let key = key_of(&drafter.get("/write").await.1);
+        let adding = [
+            ("title", "Left"),
+            ("content", "Never sent."),
+            ("alt", "A kite"),
+            ("action", "add-picture"),
+            ("idempotencyKey", key.as_str()),
+        ];
+        let (status, _, page) =
+            drafter.send("/write", "same-origin", multipart(&adding, Some(("kite.png", "image/png", &png)))).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        let abandoned = markdown_of(&page, "A kite");
+        // A post published with a picture.
+        let key = key_of(&drafter.get("/write").await.1);
+        let sky =
+            encoded(&image::DynamicImage::ImageRgb8(image::RgbImage::from_pixel(9, 9, image::Rgb([1, 2, 3]))), ImageFormat::Png);
+        let publish = [("title", "Sent"), ("content", "Here."), ("alt", "A sky"), ("idempotencyKey", key.as_str())];
+        let (status, location, _) =
+            drafter.send("/write", "same-origin", multipart(&publish, Some(("sky.png", "image/png", &sky)))).await;
+        assert_eq!(status, StatusCode::SEE_OTHER);
+        assert!(drafter.get("/write").await.1.contains("You keep 2 of 4 pictures"));
+
+        // Too recent to sweep: nothing goes.
+        let week = blog::app::pictures::ABANDONED_AFTER;
+        assert_eq!(blog::app::pictures::sweep_abandoned_pictures(&app.state, week).await.unwrap(), 0);
+        assert_eq!(blog::app::pictures::sweep_abandoned_pictures(&app.state, std::time::Duration::ZERO).await.unwrap(), 1);
+        let url = |markdown: &str| markdown[markdown.find("](").unwrap() + 2..markdown.len() - 1].to_owned();
+        assert_eq!(drafter.get(&url(&abandoned)).await.0, StatusCode::NOT_FOUND, "the draft's picture is gone");
+        let (_, post_page) = drafter.get(&location.unwrap()).await;
+        let published = post_page[post_page.find("<img src=\"").unwrap() + 10..].split('"').next().unwrap().to_owned();
+        assert_eq!(drafter.get(&published).await.0, StatusCode::OK, "the published post's picture stays");
+        assert!(drafter.get("/write").await.1.contains("You keep 1 of 4 pictures"));
     }
 }
 

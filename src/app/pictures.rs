@@ -40,6 +40,9 @@ pub struct Pictures {
     store: Arc<dyn PictureStore>,
     limits: Limits,
     quota: Quota,
+    /// Posts the sweep found published: their pictures are never abandoned, so they are not
+    /// read again by this process's later sweeps.
+    published: std::sync::Mutex<std::collections::HashSet<String>>,
     /// Uploads being decoded and encoded anew: each holds up to [`Limits::max_pixels`] × 4
     /// bytes and a core for a few hundred milliseconds, so at most one per core at once; the
     /// others wait their turn (within the request's time budget).
@@ -50,7 +53,7 @@ impl Pictures {
     /// Pictures kept in `store`, taken within `limits` and `quota`.
     pub fn new(store: Arc<dyn PictureStore>, limits: Limits, quota: Quota) -> Pictures {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-        Pictures { store, limits, quota, preparing: Semaphore::new(cores) }
+        Pictures { store, limits, quota, published: Default::default(), preparing: Semaphore::new(cores) }
     }
 
     /// The limits an upload is checked against.
@@ -173,6 +176,64 @@ async fn writers_post(state: &AppState, caller: &Caller, target: PictureTarget<'
         _ => return Err(post_not_found(&post_id)),
     }
     Ok(post_id)
+}
+
+/// How long the pictures added to a post that was never published are kept: a writer may leave
+/// the write page open that long, and publish with the pictures they added.
+pub const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 60 * 60);
+
+/// How often a handler sweeps the abandoned pictures away.
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
+
+/// Removes the pictures of posts that do not exist and whose last picture is older than
+/// `older_than`: added on the write page to a post never published (the form's key names a post
+/// id before the post exists, [`PictureTarget::NewPost`]), so that they do not count against
+/// the writer's quota for ever; and a deleted post's, if its removal failed. One point read per
+/// post with pictures, once per process for those found published. Answers how many posts'
+/// pictures it removed.
+pub async fn sweep_abandoned_pictures(state: &AppState, older_than: std::time::Duration) -> AppResult<usize> {
+    let Some(pictures) = &state.pictures else { return Ok(0) };
+    let cutoff = std::time::SystemTime::now() - older_than;
+    let mut removed = 0;
+    for folder in pictures.store.folders().await? {
+        let known = pictures.published.lock().expect("not poisoned").contains(&folder.post);
+        if folder.last_written > cutoff || known || crate::model::validate_id(&folder.post).is_err() {
+            continue;
+        }
+        match state.store.read::<Post>(Container::Posts, &folder.post, &folder.post).await? {
+            Some(post) if model::is_live(&post) => {
+                pictures.published.lock().expect("not poisoned").insert(folder.post);
+            }
+            _ => {
+                let files = pictures.store.remove_post(&folder.owner, &folder.post).await?;
+                tracing::info!(
+                    owner = folder.owner,
+                    post_id = folder.post,
+                    files,
+                    "removed the pictures of a post never published"
+                );
+                removed += 1;
+            }
+        }
+    }
+    Ok(removed)
+}
+
+/// Sweeps the abandoned pictures once a day, the first time an hour after the start.
+pub(crate) fn spawn_sweep(state: &AppState) {
+    if state.pictures.is_none() {
+        return;
+    }
+    let state = state.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_secs(60 * 60)).await;
+        loop {
+            if let Err(error) = sweep_abandoned_pictures(&state, ABANDONED_AFTER).await {
+                tracing::warn!(%error, "the sweep of abandoned pictures failed; it runs again tomorrow");
+            }
+            tokio::time::sleep(SWEEP_EVERY).await;
+        }
+    });
 }
 
 fn within_quota(quota: Quota, usage: Usage, adding: u64) -> AppResult<()> {

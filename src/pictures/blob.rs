@@ -17,7 +17,7 @@ use azure_storage_blob::models::{BlobClientUploadOptions, BlobContainerClientLis
 use azure_storage_blob::{BlobContainerClient, BlobServiceClient, BlobServiceClientOptions};
 use futures::TryStreamExt;
 
-use super::store::{PictureStore, PictureStoreError, Usage};
+use super::store::{PictureStore, PictureStoreError, PostFolder, Usage};
 use crate::model::picture::PictureAddress;
 
 /// A picture's `Cache-Control`: its name is its content's hash, so it never changes.
@@ -117,7 +117,7 @@ impl PictureStore for BlobStore {
 
     async fn remove_post(&self, owner: &str, post: &str) -> Result<usize, PictureStoreError> {
         let names = self.list(&format!("{owner}/{post}/")).await?;
-        for (name, _) in &names {
+        for Listed { name, .. } in &names {
             match self.container.blob_client(name).delete(None).await {
                 Ok(_) => {}
                 Err(error) if error.http_status() == Some(StatusCode::NotFound) => {}
@@ -130,14 +130,32 @@ impl PictureStore for BlobStore {
     async fn usage(&self, owner: &str) -> Result<Usage, PictureStoreError> {
         let files = self.list(&format!("{owner}/")).await?;
         let last_part = |key: &str| key.rsplit('/').next().unwrap_or_default().to_owned();
-        let files: Vec<(String, u64)> = files.into_iter().map(|(key, size)| (last_part(&key), size)).collect();
+        let files: Vec<(String, u64)> = files.into_iter().map(|blob| (last_part(&blob.name), blob.size)).collect();
         Ok(Usage::of(files.iter().map(|(name, size)| (name.as_str(), *size))))
     }
+
+    async fn folders(&self) -> Result<Vec<PostFolder>, PictureStoreError> {
+        let mut folders: std::collections::BTreeMap<(String, String), std::time::SystemTime> = Default::default();
+        for blob in self.list("").await? {
+            let mut parts = blob.name.splitn(3, '/');
+            let (Some(owner), Some(post), Some(_)) = (parts.next(), parts.next(), parts.next()) else { continue };
+            let newest = folders.entry((owner.to_owned(), post.to_owned())).or_insert(std::time::SystemTime::UNIX_EPOCH);
+            *newest = (*newest).max(blob.last_modified);
+        }
+        Ok(folders.into_iter().map(|((owner, post), last_written)| PostFolder { owner, post, last_written }).collect())
+    }
+}
+
+/// A blob as listed: its name, size and last write.
+struct Listed {
+    name: String,
+    size: u64,
+    last_modified: std::time::SystemTime,
 }
 
 impl BlobStore {
     /// Every blob whose name starts with `prefix`, with its size: page after page (5,000 a page).
-    async fn list(&self, prefix: &str) -> Result<Vec<(String, u64)>, PictureStoreError> {
+    async fn list(&self, prefix: &str) -> Result<Vec<Listed>, PictureStoreError> {
         let options = BlobContainerClientListBlobsOptions { prefix: Some(prefix.to_owned()), ..Default::default() };
         let mut pages = self.container.list_blobs(Some(options)).map_err(unavailable)?.into_pages();
         let mut found = Vec::new();
@@ -151,8 +169,13 @@ impl BlobStore {
             };
             for blob in page.into_model().map_err(unavailable)?.blob_items {
                 let size = blob.properties.as_ref().and_then(|properties| properties.content_length).unwrap_or(0);
+                let last_modified = blob
+                    .properties
+                    .as_ref()
+                    .and_then(|properties| properties.last_modified)
+                    .map_or(std::time::SystemTime::UNIX_EPOCH, std::time::SystemTime::from);
                 if let Some(name) = blob.name {
-                    found.push((name, size));
+                    found.push(Listed { name, size, last_modified });
                 }
             }
         }

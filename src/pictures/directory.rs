@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 
-use super::store::{PictureStore, PictureStoreError, Usage};
+use super::store::{PictureStore, PictureStoreError, PostFolder, Usage};
 use crate::model::picture::PictureAddress;
 
 /// Where temporary files start their names; no picture's name does.
@@ -126,6 +126,33 @@ impl PictureStore for DirectoryStore {
         })
         .await
     }
+
+    async fn folders(&self) -> Result<Vec<PostFolder>, PictureStoreError> {
+        let root = self.root.clone();
+        blocking(move || {
+            let mut folders = Vec::new();
+            for owner in subdirectories(&root)? {
+                for post in subdirectories(&owner)? {
+                    let name = |path: &Path| path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+                    folders.push(PostFolder { owner: name(&owner), post: name(&post), last_written: last_written(&post)? });
+                }
+            }
+            Ok(folders)
+        })
+        .await
+    }
+}
+
+/// The last time anything in `directory` was written (its files', or its own where it has none).
+fn last_written(directory: &Path) -> Result<std::time::SystemTime, PictureStoreError> {
+    let own = std::fs::metadata(directory).and_then(|metadata| metadata.modified());
+    let mut newest = own.map_err(|error| PictureStoreError::io(directory, error))?;
+    for entry in std::fs::read_dir(directory).map_err(|error| PictureStoreError::io(directory, error))? {
+        let entry = entry.map_err(|error| PictureStoreError::io(directory, error))?;
+        let modified = entry.metadata().and_then(|metadata| metadata.modified());
+        newest = newest.max(modified.map_err(|error| PictureStoreError::io(&entry.path(), error))?);
+    }
+    Ok(newest)
 }
 
 /// The directories in `directory`.

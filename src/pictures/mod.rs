@@ -24,4 +24,4 @@ pub use crate::model::picture::{Kind, PHONE_WIDTH, PictureAddress, PictureName, 
 pub use blob::{BlobStore, IMMUTABLE};
 pub use directory::DirectoryStore;
 pub use prepare::{Limits, Picture, PictureError, Prepared, prepare, recognise};
-pub use store::{PictureStore, PictureStoreError, Usage};
+pub use store::{PictureStore, PictureStoreError, PostFolder, Usage};

@@ -86,4 +86,19 @@ pub trait PictureStore: Send + Sync {
 
     /// How many pictures `owner` keeps, and their bytes.
     async fn usage(&self, owner: &str) -> Result<Usage, PictureStoreError>;
+
+    /// Every post that has pictures, with when its last picture was written: for the sweep of
+    /// pictures added to posts that were never published ([`crate::app::pictures`]).
+    async fn folders(&self) -> Result<Vec<PostFolder>, PictureStoreError>;
+}
+
+/// The pictures of one writer's post, as a whole.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PostFolder {
+    /// The writer.
+    pub owner: String,
+    /// The post.
+    pub post: String,
+    /// When its newest picture was written.
+    pub last_written: std::time::SystemTime,
 }
