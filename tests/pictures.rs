@@ -449,6 +449,22 @@ mod uploads {
         let refused = upload(app, Some(&writer), &post, "image/png", encoded(&fifth, ImageFormat::Png)).await;
         let detail = refused.problem(409);
         assert!(detail.contains("4 pictures") && detail.contains("delete a post"), "{detail}");
+        // One of the four sent again (its first answer lost): the same address, whatever the quota.
+        let first = DynamicImage::ImageRgb8(RgbImage::from_pixel(8, 8, Rgb([0, 0, 0])));
+        let again = upload(app, Some(&writer), &post, "image/png", encoded(&first, ImageFormat::Png)).await;
+        assert_eq!((again.status, again.body["picturesKept"].as_u64()), (StatusCode::CREATED, Some(4)), "{}", again.body);
+
+        // Eight at once from a writer with room for four: four are stored, four refused.
+        let hurried = app.user("hurried").await;
+        let post = app.post_by(&hurried, "At once").await;
+        let sends = (0..8_u8).map(|n| {
+            let picture = DynamicImage::ImageRgb8(RgbImage::from_pixel(8, 8, Rgb([0, n, 0])));
+            upload(app, Some(&hurried), &post, "image/png", encoded(&picture, ImageFormat::Png))
+        });
+        let answers = futures::future::join_all(sends).await;
+        let statuses: Vec<u16> = answers.iter().map(|answer| answer.status.as_u16()).collect();
+        assert_eq!(statuses.iter().filter(|status| **status == 201).count(), 4, "{statuses:?}");
+        assert_eq!(statuses.iter().filter(|status| **status == 409).count(), 4, "{statuses:?}");
     }
 
     #[tokio::test]

@@ -40,6 +40,8 @@ pub struct Pictures {
     store: Arc<dyn PictureStore>,
     limits: Limits,
     quota: Quota,
+    /// One lock per stripe of writers: a writer's uploads take their turn (see [`add_picture`]).
+    turns: [tokio::sync::Mutex<()>; 64],
     /// Posts the sweep found published: their pictures are never abandoned, so they are not
     /// read again by this process's later sweeps.
     published: std::sync::Mutex<std::collections::HashSet<String>>,
@@ -53,7 +55,14 @@ impl Pictures {
     /// Pictures kept in `store`, taken within `limits` and `quota`.
     pub fn new(store: Arc<dyn PictureStore>, limits: Limits, quota: Quota) -> Pictures {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-        Pictures { store, limits, quota, published: Default::default(), preparing: Semaphore::new(cores) }
+        Pictures {
+            store,
+            limits,
+            quota,
+            turns: std::array::from_fn(|_| tokio::sync::Mutex::new(())),
+            published: Default::default(),
+            preparing: Semaphore::new(cores),
+        }
     }
 
     /// The limits an upload is checked against.
@@ -64,6 +73,13 @@ impl Pictures {
     /// The quota of each writer.
     pub fn quota(&self) -> Quota {
         self.quota
+    }
+
+    /// The lock `writer`'s uploads take turns on (shared with the writers of its stripe).
+    fn writer_turn(&self, writer: &str) -> &tokio::sync::Mutex<()> {
+        let hash =
+            writer.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3));
+        &self.turns[(hash % self.turns.len() as u64) as usize]
     }
 }
 
@@ -103,13 +119,18 @@ pub(crate) async fn add_picture(
     let pictures = pictures(state)?;
     validate_alt(alt)?;
     let post_id = writers_post(state, caller, target).await?;
-    let usage = pictures.store.usage(&caller.id).await?;
-    within_quota(pictures.quota, usage, upload.len() as u64)?;
     check_declared(declared, recognise(&upload)?)?;
     let prepared = prepare_off_the_async_threads(pictures, upload).await?;
     let address = PictureAddress { owner: caller.id.clone(), post: post_id, name: prepared.picture.name.clone() };
     let stored = prepared.picture.bytes.len() as u64 + prepared.phone.as_ref().map_or(0, |phone| phone.bytes.len() as u64);
-    within_quota(pictures.quota, usage, stored)?;
+    // The writer's uploads are counted and stored one at a time, so that two at once cannot
+    // both pass the quota (within this instance; across instances, each may take one more).
+    let _turn = pictures.writer_turn(&caller.id).lock().await;
+    // Added before (a request sent again after its answer was lost): the same address, stored
+    // once, whatever the quota says now.
+    if !pictures.store.contains(&address).await? {
+        within_quota(pictures.quota, pictures.store.usage(&caller.id).await?, stored)?;
+    }
     if let Some(phone) = &prepared.phone {
         let phone_address = address.phone().expect("a picture with a phones' variant has its address");
         pictures.store.put(&phone_address, &phone.bytes).await?;

@@ -115,6 +115,10 @@ impl PictureStore for BlobStore {
         }
     }
 
+    async fn contains(&self, address: &PictureAddress) -> Result<bool, PictureStoreError> {
+        self.container.blob_client(&address.key()).exists().await.map_err(unavailable)
+    }
+
     async fn remove_post(&self, owner: &str, post: &str) -> Result<usize, PictureStoreError> {
         let names = self.list(&format!("{owner}/{post}/")).await?;
         for Listed { name, .. } in &names {

@@ -86,6 +86,11 @@ impl PictureStore for DirectoryStore {
         .await
     }
 
+    async fn contains(&self, address: &PictureAddress) -> Result<bool, PictureStoreError> {
+        let path = self.path(address);
+        blocking(move || path.try_exists().map_err(|error| PictureStoreError::io(&path, error))).await
+    }
+
     async fn remove_post(&self, owner: &str, post: &str) -> Result<usize, PictureStoreError> {
         let directory = self.post_directory(owner, post);
         blocking(move || {

@@ -80,6 +80,9 @@ pub trait PictureStore: Send + Sync {
     /// The picture at `address`, or `None` where there is none.
     async fn get(&self, address: &PictureAddress) -> Result<Option<Vec<u8>>, PictureStoreError>;
 
+    /// Whether a picture is at `address` (without reading it).
+    async fn contains(&self, address: &PictureAddress) -> Result<bool, PictureStoreError>;
+
     /// Removes every picture of `owner`'s post `post`, and answers how many files it removed;
     /// nothing to remove is not an error.
     async fn remove_post(&self, owner: &str, post: &str) -> Result<usize, PictureStoreError>;
