@@ -510,20 +510,12 @@ async fn pictures_answered_before_kill_9_are_whole_and_no_half_picture_is_shown(
     for n in 0..24_u32 {
         let (client, base, post_id, answered) = (client.clone(), base.clone(), post_id.clone(), answered.clone());
         uploads.push(tokio::spawn(async move {
-            let mut seed = n.wrapping_mul(2_654_435_761).wrapping_add(1);
-            let noise = image::RgbImage::from_fn(700, 700, |_, _| {
-                seed ^= seed << 13;
-                seed ^= seed >> 17;
-                seed ^= seed << 5;
-                image::Rgb([seed as u8, (seed >> 8) as u8, (seed >> 16) as u8])
-            });
-            let mut png = std::io::Cursor::new(Vec::new());
-            noise.write_to(&mut png, image::ImageFormat::Png).unwrap();
+            let png = common::noise_png(700, n);
             let sent = client
                 .post(format!("{base}/api/posts/{post_id}/pictures"))
                 .header("x-dev-user", "painter")
                 .header("content-type", "image/png")
-                .body(png.into_inner())
+                .body(png)
                 .send()
                 .await;
             if let Ok(response) = sent

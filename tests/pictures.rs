@@ -862,7 +862,7 @@ mod pages {
 mod disk_full {
     use reqwest::StatusCode;
 
-    use super::common::{TestApp, read};
+    use super::common::{TestApp, noise_png, read};
 
     /// A small tmpfs at `path`, unmounted when dropped.
     struct Tmpfs(std::path::PathBuf);
@@ -884,19 +884,6 @@ mod disk_full {
         fn drop(&mut self) {
             let _ = std::process::Command::new("umount").arg(&self.0).status();
         }
-    }
-
-    fn noise(side: u32) -> Vec<u8> {
-        let mut seed = 0x9E37_79B9_u32;
-        let pixels = image::RgbImage::from_fn(side, side, |_, _| {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            image::Rgb([seed as u8, (seed >> 8) as u8, (seed >> 16) as u8])
-        });
-        let mut png = std::io::Cursor::new(Vec::new());
-        pixels.write_to(&mut png, image::ImageFormat::Png).unwrap();
-        png.into_inner()
     }
 
     #[tokio::test]
@@ -924,11 +911,11 @@ mod disk_full {
                 .body(bytes);
             async move { read(request.send().await.unwrap()).await }
         };
-        let refused = send(noise(400)).await;
+        let refused = send(noise_png(400, 1)).await;
         assert!(refused.problem(507).contains("disk is full"), "{}", refused.body);
         let left: Vec<_> = walk(&pictures);
         assert!(left.is_empty(), "nothing of the picture is left: {left:?}");
-        let small = send(noise(8)).await;
+        let small = send(noise_png(8, 2)).await;
         assert_eq!(small.status, StatusCode::CREATED, "{}", small.body);
         drop(app);
     }

@@ -8,8 +8,8 @@ use crate::scripts::{CounterOutcome, DeleteOutcome, StoredProcedure};
 
 use super::idempotency::{Once, record_argument, repeated_creation, repeated_deletion, script_error};
 use super::lists::{ListPage, ListParams, OwnerKnown};
-use super::posts::{PostList, existing_author, get_post, page_of_post, post_not_found};
-use super::{AppError, AppResult, AppState, Caller, valid_user_id, validate_text};
+use super::posts::{PostList, existing_author, get_post, page_of_post};
+use super::{AppError, AppResult, AppState, Caller, post_not_found, valid_user_id, validate_text};
 
 /// C3: the stored procedure `createComment` creates the comment and increments the post's
 /// `commentCount` in one transaction.

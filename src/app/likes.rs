@@ -5,8 +5,8 @@ use crate::scripts::{CounterOutcome, DeleteOutcome, StoredProcedure};
 
 use super::idempotency::{Once, record_argument, repeated_creation, repeated_deletion, script_error};
 use super::lists::{ListPage, ListParams, OwnerKnown};
-use super::posts::{PostList, existing_author, page_of_post, post_not_found};
-use super::{AppError, AppResult, AppState, Caller, valid_user_id};
+use super::posts::{PostList, existing_author, page_of_post};
+use super::{AppError, AppResult, AppState, Caller, post_not_found, valid_user_id};
 
 /// C4: the stored procedure `createLike` creates the like (its id is the liker's, so a post
 /// is liked once per user) and increments `likeCount`, in one transaction.

@@ -109,6 +109,11 @@ impl Caller {
     }
 }
 
+/// What a request about a post that does not exist (or is deleted) is answered.
+pub(crate) fn post_not_found(post_id: &str) -> AppError {
+    AppError::NotFound(format!("There is no post with id {post_id:?}."))
+}
+
 /// Checks a user id given in a body (`userId`).
 fn valid_user_id(user_id: &str) -> AppResult<()> {
     validate_id(user_id).map_err(|why| AppError::Invalid(format!("`userId` is not valid: {why}")))

@@ -17,8 +17,7 @@ use crate::model::{self, Post};
 use crate::pictures::{Limits, PictureStore, Prepared, Usage, prepare, recognise};
 
 use super::idempotency::Once;
-use super::posts::post_not_found;
-use super::{AppError, AppResult, AppState, Caller};
+use super::{AppError, AppResult, AppState, Caller, post_not_found};
 
 /// How many pictures, and how many bytes of them, one writer may keep.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

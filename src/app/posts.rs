@@ -9,7 +9,7 @@ use crate::scripts::{DeleteOutcome, ScriptError, StoredProcedure};
 
 use super::idempotency::{Committed, Once, commit, first_answer, record_argument, repeated_deletion, script_error};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, OwnerKnown, wrap_token};
-use super::{AppError, AppResult, AppState, Caller, valid_user_id, validate_text};
+use super::{AppError, AppResult, AppState, Caller, post_not_found, valid_user_id, validate_text};
 
 /// How often an edit is retried when a comment or like changed the post between its read and
 /// its write.
@@ -244,10 +244,6 @@ async fn list_of_post<T: serde::de::DeserializeOwned + Send + 'static>(
         return Err(post_not_found(post_id));
     }
     Ok(found)
-}
-
-pub(crate) fn post_not_found(post_id: &str) -> AppError {
-    AppError::NotFound(format!("There is no post with id {post_id:?}."))
 }
 
 /// An item as the JSON document a batch writes.

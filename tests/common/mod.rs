@@ -255,6 +255,21 @@ impl TestApp {
     }
 }
 
+/// A `side`×`side` PNG of noise (xorshift from `seed`): a picture that does not compress, so its
+/// size is about 3 bytes a pixel.
+pub(crate) fn noise_png(side: u32, seed: u32) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+    let pixels = image::RgbImage::from_fn(side, side, |_, _| {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        image::Rgb([state as u8, (state >> 8) as u8, (state >> 16) as u8])
+    });
+    let mut png = std::io::Cursor::new(Vec::new());
+    pixels.write_to(&mut png, image::ImageFormat::Png).unwrap();
+    png.into_inner()
+}
+
 pub(crate) async fn read(response: reqwest::Response) -> Answer {
     let status = response.status();
     let headers = response.headers().clone();
