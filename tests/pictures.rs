@@ -81,6 +81,26 @@ fn a_phones_photo_loses_its_gps_position_and_stays_upright() {
     assert_eq!(prepare(&upload, &Limits::default()).unwrap().picture.name, stored.name, "named by its bytes");
 }
 
+/// Its colour profile (a phone's Display P3) is the one thing kept beside the pixels: without it
+/// the photo would show duller. EXIF still goes.
+#[test]
+fn a_photos_colour_profile_is_kept_and_its_exif_is_not() {
+    use image::ImageEncoder;
+    let profile = b"a Display P3 colour profile, as a phone writes it".repeat(8);
+    let mut jpeg = Vec::new();
+    let mut encoder = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90);
+    encoder.set_icc_profile(profile.clone()).unwrap();
+    let wide = RgbImage::from_fn(2000, 1200, |x, _| Rgb([(x % 256) as u8, 40, 200]));
+    wide.write_with_encoder(encoder).unwrap();
+    let upload = with_segment(&jpeg, &exif_segment());
+    let prepared = prepare(&upload, &Limits::default()).unwrap();
+    for stored in [&prepared.picture, prepared.phone.as_ref().expect("a phones' variant")] {
+        let mut decoder = image::codecs::jpeg::JpegDecoder::new(Cursor::new(&stored.bytes)).unwrap();
+        assert_eq!(image::ImageDecoder::icc_profile(&mut decoder).unwrap(), Some(profile.clone()), "{}", stored.name);
+        assert!(!contains(&stored.bytes, b"Exif"), "{}", stored.name);
+    }
+}
+
 #[test]
 fn a_jpeg_that_is_also_an_html_page_keeps_only_its_pixels() {
     let mut upload = encoded(&photo(), ImageFormat::Jpeg);

@@ -5,8 +5,9 @@
 //! name or declared type: SVG, HTML and anything else are refused), within [`Limits`] checked
 //! from its header before anything is decoded (a small file that says it is huge is refused, not
 //! decoded). It is then decoded and **encoded anew** ([`prepare`]), so that nothing but its
-//! pixels reaches a reader: no EXIF (a phone's GPS position), no XMP, no comment, no bytes after
-//! the image (a JPEG that is also an HTML page). Its orientation is applied first, so a phone's
+//! pixels (and its colour profile, which says how to show them) reaches a reader: no EXIF (a
+//! phone's GPS position), no XMP, no comment, no bytes after the image (a JPEG that is also an
+//! HTML page). Its orientation is applied first, so a phone's
 //! portrait photo stays upright without the EXIF tag that said so. A wide picture also gets a
 //! smaller JPEG for phones, made once here.
 //!

@@ -5,7 +5,7 @@ use std::io::Cursor;
 use image::codecs::gif::{GifDecoder, GifEncoder, Repeat};
 use image::codecs::jpeg::JpegEncoder;
 use image::codecs::png::PngEncoder;
-use image::{AnimationDecoder, DynamicImage, ImageDecoder, ImageFormat, ImageReader};
+use image::{AnimationDecoder, DynamicImage, ImageDecoder, ImageEncoder, ImageFormat, ImageReader};
 use sha2::{Digest, Sha256};
 
 use crate::model::picture::{Kind, PictureName};
@@ -175,6 +175,8 @@ fn still(upload: &[u8], kind: Kind, limits: &Limits) -> Result<Prepared, Picture
     reader.limits(decoding_limits(limits));
     let mut decoder = reader.into_decoder().map_err(unreadable)?;
     let orientation = decoder.orientation().map_err(unreadable)?;
+    let colours = colour_profile(&mut decoder);
+    let colours = colours.as_deref();
     let mut image = DynamicImage::from_decoder(decoder).map_err(unreadable)?;
     image.apply_orientation(orientation);
     let stored = match kind {
@@ -183,9 +185,9 @@ fn still(upload: &[u8], kind: Kind, limits: &Limits) -> Result<Prepared, Picture
         other => other,
     };
     let bytes = match stored {
-        Kind::Png => png(&image)?,
+        Kind::Png => png(&image, colours)?,
         Kind::Gif => gif(&image)?,
-        Kind::Jpeg | Kind::WebP => jpeg(&image, 90)?,
+        Kind::Jpeg | Kind::WebP => jpeg(&image, 90, colours)?,
     };
     let picture = Picture::new(bytes, stored, image.width(), image.height());
     let phone = picture
@@ -194,7 +196,7 @@ fn still(upload: &[u8], kind: Kind, limits: &Limits) -> Result<Prepared, Picture
         .map(|name| {
             let (width, height) = name.size();
             let smaller = image.thumbnail_exact(width, height);
-            jpeg(&smaller, 80).map(|bytes| Picture { bytes, kind: Kind::Jpeg, width, height, name })
+            jpeg(&smaller, 80, colours).map(|bytes| Picture { bytes, kind: Kind::Jpeg, width, height, name })
         })
         .transpose()?;
     Ok(Prepared { picture, phone })
@@ -224,17 +226,37 @@ fn decoding_limits(limits: &Limits) -> image::Limits {
     decoding
 }
 
-fn jpeg(image: &DynamicImage, quality: u8) -> Result<Vec<u8>, PictureError> {
+/// The largest colour profile kept. A camera's or a phone's (Display P3: about 0.5 KB; a
+/// printer's may be a few hundred) fits; a larger one is left out, and the picture shown as sRGB.
+const MAX_COLOUR_PROFILE_BYTES: usize = 64 * 1024;
+
+/// The picture's ICC colour profile, kept so that its colours stay as they were taken (a
+/// phone's photo in Display P3 would otherwise show duller): the one piece of metadata kept.
+/// It describes colours and says nothing of who, where or when.
+fn colour_profile(decoder: &mut impl ImageDecoder) -> Option<Vec<u8>> {
+    decoder.icc_profile().ok().flatten().filter(|profile| profile.len() <= MAX_COLOUR_PROFILE_BYTES)
+}
+
+fn jpeg(image: &DynamicImage, quality: u8, colours: Option<&[u8]>) -> Result<Vec<u8>, PictureError> {
     let mut bytes = Vec::new();
     // JPEG has no transparency: a transparent picture is put on white, as browsers show it.
     let rgb = image.to_rgb8();
-    rgb.write_with_encoder(JpegEncoder::new_with_quality(&mut bytes, quality)).map_err(unreadable)?;
+    let mut encoder = JpegEncoder::new_with_quality(&mut bytes, quality);
+    if let Some(profile) = colours {
+        // (Refused only by encoders that cannot carry one; JPEG can.)
+        let _ = encoder.set_icc_profile(profile.to_vec());
+    }
+    rgb.write_with_encoder(encoder).map_err(unreadable)?;
     Ok(bytes)
 }
 
-fn png(image: &DynamicImage) -> Result<Vec<u8>, PictureError> {
+fn png(image: &DynamicImage, colours: Option<&[u8]>) -> Result<Vec<u8>, PictureError> {
     let mut bytes = Vec::new();
-    image.write_with_encoder(PngEncoder::new(&mut bytes)).map_err(unreadable)?;
+    let mut encoder = PngEncoder::new(&mut bytes);
+    if let Some(profile) = colours {
+        let _ = encoder.set_icc_profile(profile.to_vec());
+    }
+    image.write_with_encoder(encoder).map_err(unreadable)?;
     Ok(bytes)
 }
 
