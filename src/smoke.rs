@@ -8,8 +8,10 @@
 //! Without a credential it only reads (anonymous reads are public). With `--token` (an Entra ID
 //! access token, as App Service Authentication takes it) or `--dev-user` (the development
 //! sign-in of `BLOG_AUTH=development`), it also writes: it makes sure the caller has a user,
-//! writes a post, a comment and a like, waits for the post's copies, reads everything back, then
-//! takes the like back and deletes what it wrote, and waits for the copies to go.
+//! writes a post, adds a picture to it and reads the picture back (on Azure: Blob Storage with
+//! the app's identity; a blog with no picture store says so and is not failed), writes a
+//! comment and a like, waits for the post's copies, reads everything back, then takes the like
+//! back and deletes what it wrote, and waits for the copies and the picture to go.
 //!
 //! It runs right after `azd deploy`, when a new deployment answers for a while with what
 //! settles by itself: 5xx and refused or broken connections while the Functions host starts and
@@ -286,6 +288,14 @@ struct Run<'a> {
     wrote: bool,
 }
 
+/// What a request sends.
+enum Body {
+    /// A JSON document.
+    Json(Value),
+    /// A picture's bytes (PNG).
+    Picture(Vec<u8>),
+}
+
 impl Run<'_> {
     /// Whether a 401/403 is still taken as the sign-in settling: only with a credential, and only
     /// until the first write is accepted. Reads are public, so one that succeeds shows little,
@@ -301,6 +311,17 @@ impl Run<'_> {
     /// Sends one request and prints its line; a write sent again after an attempt that may have
     /// been done, one more saying that its key made it once.
     async fn send(&mut self, step: &str, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Answer, Failure> {
+        self.send_body(step, method, path, body.map(Body::Json)).await
+    }
+
+    /// [`Run::send`], with a body of any kind.
+    async fn send_body(
+        &mut self,
+        step: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Body>,
+    ) -> Result<Answer, Failure> {
         let answer = self.settled(step, &method, path, body.as_ref()).await?;
         self.print(step, &method, path, &answer, "");
         if let Some(earlier) = answer.unsure_attempt.as_deref().filter(|_| method != reqwest::Method::GET) {
@@ -322,7 +343,7 @@ impl Run<'_> {
         step: &str,
         method: &reqwest::Method,
         path: &str,
-        body: Option<&Value>,
+        body: Option<&Body>,
     ) -> Result<Answer, Failure> {
         let mut pause = FIRST_PAUSE;
         let mut unsure_attempt = None;
@@ -389,7 +410,7 @@ impl Run<'_> {
         &self,
         method: &reqwest::Method,
         path: &str,
-        body: Option<&Value>,
+        body: Option<&Body>,
         key: Option<&str>,
     ) -> Result<Answer, Unsettled> {
         let mut request = self.client.request(method.clone(), format!("{}{path}", self.options.base));
@@ -401,9 +422,11 @@ impl Run<'_> {
             Credential::Token(token) => request.bearer_auth(token),
             Credential::DevUser(user) => request.header("x-dev-user", user),
         };
-        if let Some(body) = body {
-            request = request.header("content-type", "application/json").body(body.to_string());
-        }
+        request = match body {
+            Some(Body::Json(body)) => request.header("content-type", "application/json").body(body.to_string()),
+            Some(Body::Picture(bytes)) => request.header("content-type", "image/png").body(bytes.clone()),
+            None => request,
+        };
         let started = Instant::now();
         let response = request.send().await.map_err(|error| no_answer(method, path, "got no answer", &error))?;
         let status = response.status().as_u16();
@@ -475,6 +498,40 @@ impl Run<'_> {
                          (is the change-feed function running? `handler dead-letters` lists what it set aside)",
                         self.options.wait.as_secs()
                     ),
+                ));
+            }
+            tokio::time::sleep(POLL_EVERY).await;
+        }
+    }
+}
+
+impl Run<'_> {
+    /// Polls `GET path` until it answers `status`; returns how long it took from `since`. Only
+    /// the last poll is printed.
+    async fn until_status(
+        &mut self,
+        step: &str,
+        what: &str,
+        path: &str,
+        since: Instant,
+        status: u16,
+    ) -> Result<Duration, Failure> {
+        let get = reqwest::Method::GET;
+        let deadline = Instant::now() + self.options.wait;
+        let mut polls = 0;
+        loop {
+            polls += 1;
+            let answer = self.settled(step, &get, path, None).await?;
+            if answer.status == status {
+                let took = since.elapsed();
+                self.print(step, &get, path, &answer, &format!("  {what} after {:.1} s ({polls} polls)", took.as_secs_f64()));
+                return Ok(took);
+            }
+            if Instant::now() >= deadline {
+                self.print(step, &get, path, &answer, &format!("  still not {what} after {} s", self.options.wait.as_secs()));
+                return Err(fail(
+                    step,
+                    format!("GET {path} still answers {} after {} s", answer.status, self.options.wait.as_secs()),
                 ));
             }
             tokio::time::sleep(POLL_EVERY).await;
@@ -560,6 +617,7 @@ async fn write_and_read(run: &mut Run<'_>) -> Result<Summary, Failure> {
     let Some(post_id) = post.body["id"].as_str().map(str::to_owned) else {
         return Err(fail("C2", format!("the created post has no id: {}", post.body)));
     };
+    let picture = add_picture(run, &post_id).await?;
     let comment_text = format!("A smoke test's comment on {title}.");
     let comment_body = json!({"userId": user_id, "content": comment_text});
     let comment = run.expect("C3", Method::POST, &format!("/api/posts/{post_id}/comments"), Some(comment_body), 201).await?;
@@ -591,6 +649,9 @@ async fn write_and_read(run: &mut Run<'_>) -> Result<Summary, Failure> {
     let deleted = Instant::now();
     run.expect("C7", Method::DELETE, &format!("/api/posts/{post_id}"), None, 204).await?;
     run.expect("Q2", Method::GET, &format!("/api/posts/{post_id}"), None, 404).await?;
+    if let Some(picture) = &picture {
+        run.until_status("pic", "gone with its post", picture, deleted, 404).await?;
+    }
     let none_listed = |body: &Value| !lists(body, &post_id);
     let gone_users = run.until("Q3", "gone from users", &q3, deleted, none_listed).await?;
     let gone_feed = run.until("Q6", "gone from feed", "/api/feed?limit=100", deleted, none_listed).await?;
@@ -603,6 +664,38 @@ async fn write_and_read(run: &mut Run<'_>) -> Result<Summary, Failure> {
         gone_feed.as_secs_f64()
     );
     Ok(Summary { copies_appeared: Some((in_users, in_feed)), copies_removed: Some((gone_users, gone_feed)) })
+}
+
+/// Adds a small picture to the post and reads it back as a reader's browser would: stored
+/// (Blob Storage on Azure, with the app's identity) and served without the database. Answers
+/// its address; `None` where the blog keeps no pictures (501), which is said and not a failure.
+async fn add_picture(run: &mut Run<'_>, post_id: &str) -> Result<Option<String>, Failure> {
+    use reqwest::Method;
+    let path = format!("/api/posts/{post_id}/pictures?alt=A%20smoke%20test");
+    let added = run.send_body("pic", Method::POST, &path, Some(Body::Picture(smoke_picture()))).await?;
+    if added.status == 501 {
+        let _ = writeln!(run.out, "pic  this blog keeps no pictures (BLOG_PICTURES is not set): not checked");
+        return Ok(None);
+    }
+    let added = checked("pic", &Method::POST, &path, added, 201)?;
+    let Some(url) = added.body["url"].as_str().map(str::to_owned) else {
+        return Err(fail("pic", format!("the added picture has no url: {}", added.body)));
+    };
+    let shown = run.expect("pic", Method::GET, &url, None, 200).await?;
+    if shown.operations != "0" {
+        return Err(fail("pic", format!("GET {url} read the database ({} operations): a picture reads none", shown.operations)));
+    }
+    Ok(Some(url))
+}
+
+/// A 64×64 PNG, made here: two colours, so that it is a picture and not a blank.
+fn smoke_picture() -> Vec<u8> {
+    let pixels = image::RgbImage::from_fn(64, 64, |x, y| {
+        if (x / 8 + y / 8) % 2 == 0 { image::Rgb([0, 120, 212]) } else { image::Rgb([255, 255, 255]) }
+    });
+    let mut png = std::io::Cursor::new(Vec::new());
+    pixels.write_to(&mut png, image::ImageFormat::Png).expect("a PNG is written to memory");
+    png.into_inner()
 }
 
 /// The caller's user: read (Q1), or created (C1) with a name of its own the first time. A user is

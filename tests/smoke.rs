@@ -47,7 +47,7 @@ async fn the_smoke_test_passes_on_a_working_blog_and_again_on_the_next_run() {
         .unwrap();
         let shown = text(&output);
         assert!(output.status.success(), "run {run}:\n{shown}");
-        for step in ["Q6 ", "C2 ", "C3 ", "C4 ", "Q2 ", "Q4 ", "Q5 ", "Q1 ", "C5 ", "C6 ", "C7 "] {
+        for step in ["Q6 ", "C2 ", "pic ", "C3 ", "C4 ", "Q2 ", "Q4 ", "Q5 ", "Q1 ", "C5 ", "C6 ", "C7 "] {
             assert!(shown.lines().any(|line| line.starts_with(step)), "run {run}: no line for {step}:\n{shown}");
         }
         assert!(shown.contains("copied into users after") && shown.contains("copied into feed after"), "{shown}");
