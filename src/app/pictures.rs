@@ -239,16 +239,18 @@ pub async fn sweep_abandoned_pictures(state: &AppState, older_than: std::time::D
     Ok(removed)
 }
 
-/// Sweeps the abandoned pictures once a day, the first time an hour after the start.
+/// Sweeps the abandoned pictures once a day, the first time an hour after the start. The task
+/// holds the blog's state only while it sweeps, so that a blog that stops lets go of its store
+/// (and of the data directory's lock) at once; it ends at its next wake.
 pub(crate) fn spawn_sweep(state: &AppState) {
     if state.pictures.is_none() {
         return;
     }
-    let state = state.clone();
+    let blog = std::sync::Arc::downgrade(&state.0);
     tokio::spawn(async move {
         tokio::time::sleep(std::time::Duration::from_secs(60 * 60)).await;
-        loop {
-            if let Err(error) = sweep_abandoned_pictures(&state, ABANDONED_AFTER).await {
+        while let Some(shared) = blog.upgrade() {
+            if let Err(error) = sweep_abandoned_pictures(&AppState(shared), ABANDONED_AFTER).await {
                 tracing::warn!(%error, "the sweep of abandoned pictures failed; it runs again tomorrow");
             }
             tokio::time::sleep(SWEEP_EVERY).await;
