@@ -504,6 +504,28 @@ mod uploads {
         app
     }
 
+    /// A blog with no picture store (`BLOG_PICTURES=off`, or an account without one): an upload
+    /// is 501 saying which setting is missing, and the write page offers none.
+    #[tokio::test]
+    async fn without_a_picture_store_an_upload_is_501_and_the_form_offers_none() {
+        let app = blog_with(blog::config::PictureStorage::Off).await;
+        let writer = app.user("plain").await;
+        let post = app.post_by(&writer, "Words only").await;
+        let refused = upload(&app, Some(&writer), &post, "image/png", encoded(&photo(), ImageFormat::Png)).await;
+        assert!(refused.problem(501).contains("BLOG_PICTURES"), "{}", refused.body);
+        let page = app
+            .client
+            .get(format!("{}/write", app.base))
+            .header("cookie", format!("blog_dev_user={writer}"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(page.contains("id=\"post-title\"") && !page.contains("type=\"file\""), "{page}");
+    }
+
     /// A post deleted by the stored procedure alone (a C7 cut short after its tombstone): its
     /// pictures go when `PostsChangeFeed` delivers the tombstone.
     #[tokio::test]
