@@ -12,6 +12,7 @@
 //! - [`cosmos`]: every Cosmos DB call, through the official SDK; the embedded store.
 //! - [`model`]: the items and the denormalization rules, pure functions.
 //! - [`smoke`]: `handler smoke`, which proves a running blog works, from outside.
+//! - [`transfer`]: `handler export` and `handler import`, the blog's data as JSON lines.
 //! - [`progress`]: how far `handler`'s long commands have got, on stderr.
 //! - `test_support` (feature `test-support`, tests only): a disk that fails on demand, and the
 //!   places where a test stops C1 as a crash would.
@@ -29,6 +30,7 @@ pub mod scripts;
 pub mod smoke;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
+pub mod transfer;
 
 use std::sync::Arc;
 

@@ -37,6 +37,14 @@ enum HandlerError {
     Smoke(String),
     #[error("cannot write the output")]
     Output(#[source] std::io::Error),
+    #[error("{}", .path.display())]
+    File {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Transfer(#[from] blog::transfer::TransferError),
 }
 
 /// The SDK logs every request at `info`; our own per-request line says what matters.
@@ -53,14 +61,14 @@ const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("BLOG_GI
 /// wrapped to the terminal, clap's `wrap_help` being left out: the lines break where written.)
 #[cfg(feature = "embedded")]
 const STORE_HELP: &str = "\
-serve, rebuild-copies and dead-letters take their settings from the environment (README,
-\"Configuration\"): a Cosmos DB account with CosmosDB (a connection string) or
+serve, rebuild-copies, dead-letters, export and import take their settings from the environment
+(README, \"Configuration\"): a Cosmos DB account with CosmosDB (a connection string) or
 CosmosDB__accountEndpoint (Entra ID), else the embedded store in BLOG_DATA_DIR (default ./data),
 which one process uses at a time. Logs go to stdout while serving, to stderr for the commands.";
 #[cfg(not(feature = "embedded"))]
 const STORE_HELP: &str = "\
-serve, rebuild-copies and dead-letters take their settings from the environment (README,
-\"Configuration\"). This build has no embedded store: they need a Cosmos DB account, with
+serve, rebuild-copies, dead-letters, export and import take their settings from the environment
+(README, \"Configuration\"). This build has no embedded store: they need a Cosmos DB account, with
 CosmosDB (a connection string) or CosmosDB__accountEndpoint (Entra ID). Logs go to stdout while
 serving, to stderr for the commands.";
 
@@ -100,6 +108,24 @@ nothing else is written there (logs go to stderr): `handler dead-letters | jq .`
     },
     /// Check a running blog end to end, over HTTP, as its users reach it
     Smoke(blog::smoke::Args),
+    /// Write every user, post, comment and like as JSON lines
+    #[command(after_help = "\
+A header line, then one item a line as it is stored, users first, then each post and its
+comments and likes; no copies, no deleted posts. Progress and a summary on stderr.")]
+    Export {
+        /// The file to write (default: stdout)
+        #[arg(long, short)]
+        output: Option<std::path::PathBuf>,
+    },
+    /// Load a file written by `export` into this store, then make the copies
+    #[command(after_help = "\
+Checks every line before it writes anything (a bad line is named, and nothing is imported);
+writes each item as it is, so a second run leaves the same data; then replays the change feeds
+as rebuild-copies does. Progress and a summary on stderr.")]
+    Import {
+        /// The file to read (default: stdin)
+        file: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -115,6 +141,8 @@ enum Run {
     RebuildCopies,
     DeadLetters(Option<DeadLettersAction>),
     Smoke(blog::smoke::Options),
+    Export(Option<std::path::PathBuf>),
+    Import(Option<std::path::PathBuf>),
 }
 
 fn main() -> ExitCode {
@@ -125,6 +153,8 @@ fn main() -> ExitCode {
         Cli { command: None | Some(Command::Serve) } => Run::Serve,
         Cli { command: Some(Command::RebuildCopies) } => Run::RebuildCopies,
         Cli { command: Some(Command::DeadLetters { action }) } => Run::DeadLetters(action),
+        Cli { command: Some(Command::Export { output }) } => Run::Export(output),
+        Cli { command: Some(Command::Import { file }) } => Run::Import(file),
         Cli { command: Some(Command::Smoke(args)) } => {
             // The token's variable is read here, not by clap, so that `--help` never shows it.
             let token = std::env::var(blog::smoke::TOKEN_VARIABLE).ok();
@@ -206,6 +236,8 @@ async fn command(run: Run, stderr: &Progress) -> Result<(), HandlerError> {
         Run::RebuildCopies => rebuild_copies(config, stderr).await,
         Run::DeadLetters(None) => dead_letters(config).await,
         Run::DeadLetters(Some(DeadLettersAction::Replay)) => replay_dead_letters(config, stderr).await,
+        Run::Export(output) => export(config, output, stderr).await,
+        Run::Import(file) => import(config, file, stderr).await,
         Run::Serve | Run::Smoke(_) => unreachable!("served or run above"),
     }
 }
@@ -310,6 +342,50 @@ async fn replay_dead_letters(config: Config, stderr: &Progress) -> Result<(), Ha
         "dead-letters replay: {applied} applied and removed, {kept} refused again and kept, in {}",
         seconds(stderr.elapsed())
     ));
+    Ok(())
+}
+
+/// `handler export [--output FILE]`: every user, post, comment and like as JSON lines
+/// ([`blog::transfer`]), on stdout unless a file is named. How far it has got, and the summary,
+/// on stderr.
+async fn export(config: Config, output: Option<std::path::PathBuf>, stderr: &Progress) -> Result<(), HandlerError> {
+    use std::io::Write;
+    let state = blog::connect(&config).await?;
+    let mut out: Box<dyn Write> = match &output {
+        Some(path) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(path).map_err(|source| HandlerError::File { path: path.clone(), source })?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    let counts = blog::transfer::export(&state, &mut out, &mut |counts| {
+        stderr.update(|| format!("export: {counts} ({})", seconds(stderr.elapsed())))
+    })
+    .await;
+    let counts = match counts {
+        // A reader that stopped early (`| head`) took what it wanted.
+        Err(blog::transfer::TransferError::Io(error)) if error.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+        other => other?,
+    };
+    let to = output.map_or_else(|| "stdout".to_owned(), |path| path.display().to_string());
+    stderr.line(&format!("export: {counts} written to {to} in {}", seconds(stderr.elapsed())));
+    Ok(())
+}
+
+/// `handler import [FILE]`: loads an export into this store, then makes the copies. How far it
+/// has got, and the summary, on stderr.
+async fn import(config: Config, file: Option<std::path::PathBuf>, stderr: &Progress) -> Result<(), HandlerError> {
+    let mut input: Box<dyn std::io::BufRead> = match &file {
+        Some(path) => Box::new(std::io::BufReader::new(
+            std::fs::File::open(path).map_err(|source| HandlerError::File { path: path.clone(), source })?,
+        )),
+        None => Box::new(std::io::stdin().lock()),
+    };
+    let state = blog::connect(&config).await?;
+    let counts = blog::transfer::import(&state, &mut input, &mut |counts| {
+        stderr.update(|| format!("import: {counts} written ({})", seconds(stderr.elapsed())))
+    })
+    .await?;
+    stderr.line(&format!("import: {counts} written, copies made, in {}", seconds(stderr.elapsed())));
     Ok(())
 }
 
