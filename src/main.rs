@@ -10,6 +10,7 @@ use blog::config::{Backend, Config};
 use blog::cosmos::StoreError;
 use blog::progress::Progress;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::writer::MakeWriterExt;
 
 /// Why the handler stopped, with the cause of each step (written by `blog::logging::with_causes`).
 #[derive(Debug, thiserror::Error)]
@@ -47,8 +48,10 @@ enum HandlerError {
     Transfer(#[from] blog::transfer::TransferError),
 }
 
-/// The SDK logs every request at `info`; our own per-request line says what matters.
-const DEFAULT_LOG_FILTER: &str = "info,azure_core=warn,azure_data_cosmos=warn,azure_data_cosmos_driver=warn";
+/// The SDKs log every request at `info` (the Blob Storage client's through `typespec_client_core`,
+/// one line per failed try); our own per-request line and warnings say what matters.
+const DEFAULT_LOG_FILTER: &str =
+    "info,azure_core=warn,azure_data_cosmos=warn,azure_data_cosmos_driver=warn,azure_storage_blob=warn,typespec_client_core=warn";
 
 /// The stack of each of the runtime's worker threads.
 const WORKER_STACK_BYTES: usize = 8 << 20;
@@ -64,13 +67,14 @@ const STORE_HELP: &str = "\
 serve, rebuild-copies, dead-letters, export and import take their settings from the environment
 (README, \"Configuration\"): a Cosmos DB account with CosmosDB (a connection string) or
 CosmosDB__accountEndpoint (Entra ID), else the embedded store in BLOG_DATA_DIR (default ./data),
-which one process uses at a time. Logs go to stdout while serving, to stderr for the commands.";
+which one process uses at a time. Serving, logs go to stdout, warnings and errors to stderr; the
+commands log to stderr.";
 #[cfg(not(feature = "embedded"))]
 const STORE_HELP: &str = "\
 serve, rebuild-copies, dead-letters, export and import take their settings from the environment
 (README, \"Configuration\"). This build has no embedded store: they need a Cosmos DB account, with
-CosmosDB (a connection string) or CosmosDB__accountEndpoint (Entra ID). Logs go to stdout while
-serving, to stderr for the commands.";
+CosmosDB (a connection string) or CosmosDB__accountEndpoint (Entra ID). Serving, logs go to
+stdout, warnings and errors to stderr; the commands log to stderr.";
 
 /// `handler`'s command line. With no command it serves: the Functions host starts it with none
 /// (`host.json`'s `arguments: []`). `--help`, `--version` and usage errors are clap's: help and
@@ -205,9 +209,15 @@ async fn handler(run: Run) -> ExitCode {
     // stdout into its own log stream. Log lines are written by a thread of their own, a batch at
     // a time, off the request path (see `blog::logging`). The guard writes what is waiting when
     // `handler` returns.
+    // Warnings and errors go to stderr: the Functions host logs each stderr line of a custom
+    // handler as an error (as a warning where the line says "warn", as ours do), and each
+    // stdout line as information (azure-functions-host `WorkerProcess.ParseErrorMessageAndLog`,
+    // with `HttpWorkerDescription.UseStdErrorStreamForErrorsOnly`), so that errors reach
+    // Application Insights as errors.
     let under_host = std::env::var_os("FUNCTIONS_CUSTOMHANDLER_PORT").is_some();
     let (stdout, _flush_on_exit) = blog::logging::batched(std::io::stdout());
-    let lines = lines.with_writer(stdout);
+    let (stderr, _flush_errors_on_exit) = blog::logging::batched(std::io::stderr());
+    let lines = lines.with_writer(stderr.with_max_level(tracing::Level::WARN).and(stdout.with_min_level(tracing::Level::INFO)));
     // Colour only for a person at a terminal, in `tracing-subscriber`'s own format. The host
     // captures stdout into its own log stream, and a file or a pipe keeps the codes as noise:
     // there the same layout is written without them, by the cheaper `LineFormat`.

@@ -108,3 +108,52 @@ async fn each_request_logs_one_line_and_none_is_lost_when_the_worker_is_stopped(
     assert_eq!(answered, 50, "{log:?}");
     assert!(log.iter().any(|line| line.contains("INFO handler: shutting down")), "{log:?}");
 }
+
+/// Issue 33: while serving, warnings and errors are written to stderr and the rest to stdout,
+/// as the Functions host reads a custom handler's streams (azure-functions-host
+/// `WorkerProcess.ParseErrorMessageAndLog`: a stderr line is logged as an error, or a warning
+/// where it says "warn"; a stdout line as information), so that they reach Application Insights
+/// at their level. The warning here: the picture store cannot be reached.
+#[tokio::test]
+async fn warnings_and_errors_are_written_to_stderr_and_the_rest_to_stdout() {
+    let data = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let key = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+    let unreachable = format!(
+        "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={key};BlobEndpoint=http://127.0.0.1:{port}/devstoreaccount1;"
+    );
+    let handler = Handler::start(data.path(), &[("BLOG_PICTURES", &unreachable)]);
+    let client = reqwest::Client::new();
+    let as_writer = |request: reqwest::RequestBuilder| request.header("x-dev-user", "w");
+    as_writer(client.post(format!("{}/api/users", handler.base)))
+        .json(&serde_json::json!({"username": "w"}))
+        .send()
+        .await
+        .unwrap();
+    let post: serde_json::Value = as_writer(client.post(format!("{}/api/posts", handler.base)))
+        .json(&serde_json::json!({"userId": "w", "title": "t", "content": "c"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let path = format!("/api/posts/{}/pictures", post["id"].as_str().unwrap());
+    let refused = as_writer(client.post(format!("{}{path}", handler.base))).header("content-type", "image/png");
+    // A real picture: the store is asked only once the picture is taken.
+    let png = {
+        let mut png = std::io::Cursor::new(Vec::new());
+        image::RgbImage::from_pixel(4, 4, image::Rgb([1, 2, 3])).write_to(&mut png, image::ImageFormat::Png).unwrap();
+        png.into_inner()
+    };
+    assert_eq!(refused.body(png).send().await.unwrap().status(), 503);
+    let log = handler.log.clone();
+    let errors = handler.errors.clone();
+    handler.stop();
+    let (log, errors) = (log.lock().unwrap(), errors.lock().unwrap());
+    let warned =
+        errors.iter().find(|line| line.contains("the picture store is unavailable")).unwrap_or_else(|| panic!("{errors:?}"));
+    assert!(warned.contains(" WARN "), "the host reads \"warn\" in it as a warning: {warned}");
+    assert!(!log.iter().any(|line| line.contains(" WARN ") || line.contains("ERROR ")), "no warning or error on stdout: {log:?}");
+    assert!(log.iter().any(|line| line.contains("route=\"/api/posts/{postId}/pictures\" status=503")), "{log:?}");
+}

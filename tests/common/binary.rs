@@ -14,6 +14,9 @@ pub(crate) struct Handler {
     pub base: String,
     /// The lines it has written to stdout so far: its log.
     pub log: Arc<Mutex<Vec<String>>>,
+    /// The lines it has written to stderr so far (also shown on the test's stderr): while
+    /// serving, its warnings and errors, which the Functions host logs as such.
+    pub errors: Arc<Mutex<Vec<String>>>,
     /// The thread that reads its stdout until the process closes it.
     reader: Option<std::thread::JoinHandle<()>>,
 }
@@ -56,7 +59,16 @@ impl Handler {
     }
 
     fn spawn(mut command: Command) -> Handler {
-        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("the handler binary starts");
+        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("the handler binary starts");
+        let errors = Arc::new(Mutex::new(Vec::new()));
+        let kept = errors.clone();
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                eprintln!("{line}");
+                kept.lock().unwrap().push(line);
+            }
+        });
         let stdout = BufReader::new(child.stdout.take().unwrap());
         let mut lines = stdout.lines();
         for line in lines.by_ref() {
@@ -69,7 +81,7 @@ impl Handler {
                 let kept = log.clone();
                 let reader =
                     std::thread::spawn(move || lines.map_while(Result::ok).for_each(|line| kept.lock().unwrap().push(line)));
-                return Handler { child, base, log, reader: Some(reader) };
+                return Handler { child, base, log, errors, reader: Some(reader) };
             }
         }
         let _ = child.kill();
