@@ -102,7 +102,7 @@ fn pictures(state: &AppState) -> AppResult<&Pictures> {
     state.pictures.as_ref().ok_or(AppError::NoPictureStore)
 }
 
-/// Adds `upload` to the post `post_id`, by its writer only: recognised, bounded, stripped and
+/// Adds `upload` to the post `target` names, by its writer only: recognised, bounded, stripped and
 /// encoded anew ([`prepare`]), counted against the writer's quota, stored (its phones' variant
 /// first, so that no page names a variant that is not there). `declared` is the media type the
 /// upload came with, if any: a picture type that is not what its bytes are is refused, not
