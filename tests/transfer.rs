@@ -183,3 +183,35 @@ fn a_malformed_line_is_named_and_nothing_is_imported() {
     let exported = handler(to.path(), &["export"]);
     assert_eq!(String::from_utf8_lossy(&exported.stdout).lines().count(), 1, "only the header: nothing was imported");
 }
+
+/// `handler lag` on the embedded store: with nothing delivering the change feed (the blog run
+/// as under the Functions host, whose trigger is not there), the writes are counted as not yet
+/// delivered, with the oldest one's age; once the local processors have run, nothing is.
+#[tokio::test]
+async fn lag_counts_the_changes_not_yet_delivered_and_is_zero_once_the_processors_ran() {
+    let data = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let fresh = handler(data.path(), &["lag"]);
+    assert!(fresh.status.success(), "{}", stderr(&fresh));
+    assert_eq!(String::from_utf8_lossy(&fresh.stdout), "PostsChangeFeed: up to date\nUsersChangeFeed: up to date\n");
+
+    let blog = Handler::start(data.path(), &[("BLOG_CHANGE_FEED", "host")]);
+    send(&client, &blog.base, "ada", reqwest::Method::POST, "/api/users", json!({"username": "ada"})).await;
+    for n in 0..3 {
+        let body = json!({"userId": "ada", "title": format!("Post {n}"), "content": "x"});
+        send(&client, &blog.base, "ada", reqwest::Method::POST, "/api/posts", body).await;
+    }
+    blog.stop();
+    let behind = handler(data.path(), &["lag"]);
+    assert!(behind.status.success(), "{}", stderr(&behind));
+    let said = String::from_utf8_lossy(&behind.stdout).into_owned();
+    assert!(said.starts_with("PostsChangeFeed: 3 changes not delivered yet, the oldest written "), "{said}");
+    // The user, and the name it reserved, in `users`.
+    assert!(said.contains("\nUsersChangeFeed: ") && !said.contains("UsersChangeFeed: up to date"), "{said}");
+
+    let blog = Handler::start(data.path(), &[]);
+    until_the_feed_has(&blog.base, 3).await;
+    blog.stop();
+    let caught_up = handler(data.path(), &["lag"]);
+    assert_eq!(String::from_utf8_lossy(&caught_up.stdout), "PostsChangeFeed: up to date\nUsersChangeFeed: up to date\n");
+}
