@@ -89,6 +89,8 @@ pub struct AddedPicture {
     pub address: PictureAddress,
     /// `![alt](address)`, to put in the post.
     pub markdown: String,
+    /// Its alt text, as given.
+    pub alt: String,
     /// Its format as stored.
     pub kind: Kind,
     /// Its bytes as stored (its phones' variant not counted).
@@ -127,17 +129,19 @@ pub(crate) async fn add_picture(
     let _turn = pictures.writer_turn(&caller.id).lock().await;
     // Added before (a request sent again after its answer was lost): the same address, stored
     // once, whatever the quota says now.
+    let mut usage = pictures.store.usage(&caller.id).await?;
     if !pictures.store.contains(&address).await? {
-        within_quota(pictures.quota, pictures.store.usage(&caller.id).await?, stored)?;
+        within_quota(pictures.quota, usage, stored)?;
+        usage = Usage { pictures: usage.pictures + 1, bytes: usage.bytes + stored };
     }
     if let Some(phone) = &prepared.phone {
         let phone_address = address.phone().expect("a picture with a phones' variant has its address");
         pictures.store.put(&phone_address, &phone.bytes).await?;
     }
     pictures.store.put(&address, &prepared.picture.bytes).await?;
-    let usage = pictures.store.usage(&caller.id).await?;
     Ok(AddedPicture {
         markdown: format!("![{}]({})", escape_alt(alt), address.url()),
+        alt: alt.to_owned(),
         kind: prepared.picture.kind,
         bytes: prepared.picture.bytes.len() as u64,
         address,
@@ -321,4 +325,18 @@ fn escape_alt(alt: &str) -> String {
         escaped.push(c);
     }
     escaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape_alt;
+
+    /// Alt text with Markdown's own marks in it shows as typed: it cannot end the image, start
+    /// another or be taken as emphasis.
+    #[test]
+    fn alt_text_is_shown_as_typed() {
+        let alt = r"A [red] *kite*, ![not an image](x) \ & <b>";
+        let html = crate::model::markdown::to_html(&format!("![{}](/elsewhere.png)", escape_alt(alt)), 2);
+        assert!(html.contains("Image: A [red] *kite*, ![not an image](x) \\ &amp; &lt;b&gt;"), "{html}");
+    }
 }

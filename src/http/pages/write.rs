@@ -67,18 +67,8 @@ pub(crate) async fn submit_new_post(
     viewer: Viewer,
     FormWithPicture(mut typed, key, picture): FormWithPicture<PostForm>,
 ) -> PageResult {
-    let added = match with_picture(&state, &viewer, key.as_ref(), PictureTarget::NewPost, &mut typed, picture).await {
-        Ok(added) => added,
-        Err(refused) => {
-            return Ok(PostFormPage { editing: None, draft: refused.draft(&typed, key.as_ref()), added: None }
-                .render(&state, &viewer, refused.status())
-                .await);
-        }
-    };
-    if typed.action == ADD_PICTURE {
-        let draft =
-            Draft { values: vec![("title", &typed.title), ("content", &typed.content)], refusal: None, key: key.as_ref() };
-        return Ok(PostFormPage { editing: None, draft, added }.render(&state, &viewer, StatusCode::OK).await);
+    if let Some(form_again) = picture_first(&state, &viewer, None, key.as_ref(), &mut typed, picture).await {
+        return Ok(form_again);
     }
     submit(
         &state,
@@ -112,18 +102,8 @@ pub(crate) async fn submit_post_edit(
     FormWithPicture(mut typed, key, picture): FormWithPicture<PostForm>,
 ) -> PageResult {
     let editing = Some(post_id.as_str());
-    let added = match with_picture(&state, &viewer, key.as_ref(), PictureTarget::Post(&post_id), &mut typed, picture).await {
-        Ok(added) => added,
-        Err(refused) => {
-            return Ok(PostFormPage { editing, draft: refused.draft(&typed, key.as_ref()), added: None }
-                .render(&state, &viewer, refused.status())
-                .await);
-        }
-    };
-    if typed.action == ADD_PICTURE {
-        let draft =
-            Draft { values: vec![("title", &typed.title), ("content", &typed.content)], refusal: None, key: key.as_ref() };
-        return Ok(PostFormPage { editing, draft, added }.render(&state, &viewer, StatusCode::OK).await);
+    if let Some(form_again) = picture_first(&state, &viewer, editing, key.as_ref(), &mut typed, picture).await {
+        return Ok(form_again);
     }
     let written = submit(
         &state,
@@ -139,6 +119,32 @@ pub(crate) async fn submit_post_edit(
     )
     .await;
     wrote_to(&post_id, written)
+}
+
+/// The form's picture, if one was chosen, added before the post is written (to the post being
+/// edited, or the one the form will publish), its Markdown at the end of the text. Answers the
+/// form's page again where it is not to be written now: the picture refused (what was typed
+/// kept), or added with "Add the picture to the text".
+async fn picture_first(
+    state: &AppState,
+    viewer: &Viewer,
+    editing: Option<&str>,
+    key: Option<&IdempotencyKey>,
+    typed: &mut PostForm,
+    picture: Option<ChosenPicture>,
+) -> Option<Response> {
+    let target = editing.map_or(PictureTarget::NewPost, PictureTarget::Post);
+    let page = match with_picture(state, viewer, key, target, typed, picture).await {
+        Err(refused) => {
+            PostFormPage { editing, draft: refused.draft(typed, key), added: None }.render(state, viewer, refused.status())
+        }
+        Ok(added) if typed.action == ADD_PICTURE => {
+            let draft = Draft { values: vec![("title", &typed.title), ("content", &typed.content)], refusal: None, key };
+            PostFormPage { editing, draft, added }.render(state, viewer, StatusCode::OK)
+        }
+        Ok(_) => return None,
+    };
+    Some(page.await)
 }
 
 /// Why a form's picture was not added: the API's error, and the field it is about.
@@ -241,7 +247,7 @@ impl PostFormPage<'_> {
                         "The picture is added at the end of the text. Move its line to where it belongs, then "
                         (submit.to_lowercase()) "."
                     }
-                    p { img src=(added.address.url()) alt=(added_alt(&added.markdown)) width=(added.address.name.size().0.min(320)) height=(scaled_height(&added.address, 320)); }
+                    p { img src=(added.address.url()) alt=(added.alt) width=(added.address.name.size().0.min(320)) height=(scaled_height(&added.address, 320)); }
                 }
                 (form_with(&action, "post", &POST_FIELDS, &self.draft, submit, picture_part))
                 // Leaving the edit changes nothing: back to the post as it is.
@@ -308,22 +314,6 @@ fn megabytes(bytes: u64) -> String {
     }
 }
 
-/// The alt text of a picture's Markdown (`![alt](url)`), its escapes undone.
-fn added_alt(markdown: &str) -> String {
-    let inner = markdown.strip_prefix("![").and_then(|rest| rest.rsplit_once("](")).map_or("", |(alt, _)| alt);
-    let mut alt = String::new();
-    let mut escaped = false;
-    for c in inner.chars() {
-        if c == '\\' && !escaped {
-            escaped = true;
-            continue;
-        }
-        escaped = false;
-        alt.push(c);
-    }
-    alt
-}
-
 /// The height of a picture shown `width` pixels wide at most, in proportion.
 fn scaled_height(address: &crate::model::picture::PictureAddress, width: u32) -> u32 {
     let (w, h) = address.name.size();
@@ -338,6 +328,5 @@ mod tests {
     fn sizes_are_said_as_a_person_reads_them() {
         let said: Vec<String> = [0, 1, 49_254, 1024 * 1024, 2_202_010, 500 * 1024 * 1024].into_iter().map(megabytes).collect();
         assert_eq!(said, ["0 MB", "1 KB", "49 KB", "1 MB", "2.1 MB", "500 MB"]);
-        assert_eq!(added_alt(r"![A \[red\] kite](/pictures/a/b/c)"), "A [red] kite");
     }
 }
