@@ -474,40 +474,20 @@ impl Run<'_> {
         since: Instant,
         holds: impl Fn(&Value) -> bool,
     ) -> Result<Duration, Failure> {
-        let get = reqwest::Method::GET;
-        let deadline = Instant::now() + self.options.wait;
-        let mut polls = 0;
-        loop {
-            polls += 1;
-            let answer = self.settled(step, &get, path, None).await?;
-            if answer.status != 200 {
-                self.print(step, &get, path, &answer, "");
-                return Err(fail(step, format!("GET {path} answered {}: {}", answer.status, answer.why())));
-            }
-            if holds(&answer.body) {
-                let took = since.elapsed();
-                self.print(step, &get, path, &answer, &format!("  {what} after {:.1} s ({polls} polls)", took.as_secs_f64()));
-                return Ok(took);
-            }
-            if Instant::now() >= deadline {
-                self.print(step, &get, path, &answer, &format!("  still not {what} after {} s", self.options.wait.as_secs()));
-                return Err(fail(
-                    step,
-                    format!(
-                        "not {what} within {} s ({polls} polls of GET {path}): the change feed did not deliver \
-                         (is the change-feed function running? `handler dead-letters` lists what it set aside)",
-                        self.options.wait.as_secs()
-                    ),
-                ));
-            }
-            tokio::time::sleep(POLL_EVERY).await;
-        }
+        let seen = |answer: &Answer| match answer.status {
+            200 => Ok(holds(&answer.body)),
+            other => Err(format!("GET {path} answered {other}: {}", answer.why())),
+        };
+        let gave_up = |polls: u32, wait: u64, _: &Answer| {
+            format!(
+                "not {what} within {wait} s ({polls} polls of GET {path}): the change feed did not deliver \
+                 (is the change-feed function running? `handler dead-letters` lists what it set aside)"
+            )
+        };
+        self.poll(step, what, path, since, seen, gave_up).await
     }
-}
 
-impl Run<'_> {
-    /// Polls `GET path` until it answers `status`; returns how long it took from `since`. Only
-    /// the last poll is printed.
+    /// Polls `GET path` until it answers `status`; returns how long it took from `since`.
     async fn until_status(
         &mut self,
         step: &str,
@@ -516,23 +496,44 @@ impl Run<'_> {
         since: Instant,
         status: u16,
     ) -> Result<Duration, Failure> {
+        let gave_up = |_: u32, wait: u64, answer: &Answer| format!("GET {path} still answers {} after {wait} s", answer.status);
+        self.poll(step, what, path, since, |answer| Ok(answer.status == status), gave_up).await
+    }
+
+    /// Polls `GET path` until `seen` says the answer shows `what` (an `Err` fails the step at
+    /// once), for at most `--wait`; `gave_up` says why it failed past that, from the polls, the
+    /// seconds waited and the last answer. Only the last poll is printed.
+    async fn poll(
+        &mut self,
+        step: &str,
+        what: &str,
+        path: &str,
+        since: Instant,
+        seen: impl Fn(&Answer) -> Result<bool, String>,
+        gave_up: impl Fn(u32, u64, &Answer) -> String,
+    ) -> Result<Duration, Failure> {
         let get = reqwest::Method::GET;
         let deadline = Instant::now() + self.options.wait;
         let mut polls = 0;
         loop {
             polls += 1;
             let answer = self.settled(step, &get, path, None).await?;
-            if answer.status == status {
-                let took = since.elapsed();
-                self.print(step, &get, path, &answer, &format!("  {what} after {:.1} s ({polls} polls)", took.as_secs_f64()));
-                return Ok(took);
+            match seen(&answer) {
+                Err(why) => {
+                    self.print(step, &get, path, &answer, "");
+                    return Err(fail(step, why));
+                }
+                Ok(true) => {
+                    let took = since.elapsed();
+                    self.print(step, &get, path, &answer, &format!("  {what} after {:.1} s ({polls} polls)", took.as_secs_f64()));
+                    return Ok(took);
+                }
+                Ok(false) => {}
             }
             if Instant::now() >= deadline {
-                self.print(step, &get, path, &answer, &format!("  still not {what} after {} s", self.options.wait.as_secs()));
-                return Err(fail(
-                    step,
-                    format!("GET {path} still answers {} after {} s", answer.status, self.options.wait.as_secs()),
-                ));
+                let wait = self.options.wait.as_secs();
+                self.print(step, &get, path, &answer, &format!("  still not {what} after {wait} s"));
+                return Err(fail(step, gave_up(polls, wait, &answer)));
             }
             tokio::time::sleep(POLL_EVERY).await;
         }
