@@ -141,11 +141,7 @@ async fn warnings_and_errors_are_written_to_stderr_and_the_rest_to_stdout() {
     let path = format!("/api/posts/{}/pictures", post["id"].as_str().unwrap());
     let refused = as_writer(client.post(format!("{}{path}", handler.base))).header("content-type", "image/png");
     // A real picture: the store is asked only once the picture is taken.
-    let png = {
-        let mut png = std::io::Cursor::new(Vec::new());
-        image::RgbImage::from_pixel(4, 4, image::Rgb([1, 2, 3])).write_to(&mut png, image::ImageFormat::Png).unwrap();
-        png.into_inner()
-    };
+    let png = common::noise_png(4, 1);
     assert_eq!(refused.body(png).send().await.unwrap().status(), 503);
     let log = handler.log.clone();
     let errors = handler.errors.clone();
