@@ -103,6 +103,20 @@ param operatorPrincipalId string = deployer().objectId
 @description('Tags applied to every resource.')
 param tags object = {}
 
+@description('The Cosmos DB account to use, by name; empty: the one this template names. Set to an account restored from backup to bring the app onto it (docs/deploy.md, "Restoring from backup").')
+param cosmosAccountName string = ''
+
+@description('Where the alerts are sent (optional): `azd env set BLOG_ALERT_EMAIL you@example.com`. Empty: they fire in the portal only.')
+param alertEmail string = ''
+
+@description('The change-feed lag alert fires when a change waited longer than this many seconds.')
+@minValue(30)
+param lagAlertSeconds int = 300
+
+@description('The request-unit budget alert fires when the handler spends more than this in a day (the README\'s cost table).')
+@minValue(1000)
+param requestUnitsPerDayBudget int = 1000000
+
 // One suffix per resource group keeps the globally unique names (storage, Cosmos DB, the app's
 // host name) stable across redeployments and distinct between environments.
 var suffix = uniqueString(resourceGroup().id)
@@ -111,7 +125,7 @@ var names = {
   identity: 'id-${namePrefix}-${suffix}'
   signInIdentity: 'id-${namePrefix}-signin-${suffix}'
   storage: take('st${cleanPrefix}${suffix}', 24)
-  cosmos: toLower('cosmos-${namePrefix}-${suffix}')
+  cosmos: empty(cosmosAccountName) ? toLower('cosmos-${namePrefix}-${suffix}') : cosmosAccountName
   logAnalytics: 'log-${namePrefix}-${suffix}'
   appInsights: 'appi-${namePrefix}-${suffix}'
   plan: 'plan-${namePrefix}-${suffix}'
@@ -153,6 +167,20 @@ module monitoring 'modules/monitoring.bicep' = {
     logAnalyticsName: names.logAnalytics
     appInsightsName: names.appInsights
     publisherPrincipalId: identity.properties.principalId
+  }
+}
+
+// The operator's workbook and alerts, on the handler's lines in Application Insights.
+module operations 'modules/operations.bicep' = {
+  name: 'operations'
+  params: {
+    location: location
+    tags: tags
+    appInsightsId: monitoring.outputs.appInsightsId
+    alertEmail: alertEmail
+    lagAlertSeconds: lagAlertSeconds
+    requestUnitsPerDayBudget: requestUnitsPerDayBudget
+    workbookDisplayName: 'Blog operations (${names.functionApp})'
   }
 }
 

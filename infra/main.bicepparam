@@ -27,3 +27,11 @@ param apiClientApplicationIds = empty(readEnvironmentVariable('BLOG_API_CLIENT_I
 // A tenant whose app management policy requires a service management reference on every new
 // registration: `azd env set BLOG_SERVICE_MANAGEMENT_REFERENCE <value>` (docs/deploy.md).
 param serviceManagementReference = readEnvironmentVariable('BLOG_SERVICE_MANAGEMENT_REFERENCE', '')
+
+// Where the alerts (infra/modules/operations.bicep) are sent, if anywhere:
+// `azd env set BLOG_ALERT_EMAIL you@example.com` before `azd up`.
+param alertEmail = readEnvironmentVariable('BLOG_ALERT_EMAIL', '')
+
+// An account restored from backup to run on instead of the one this template names:
+// `azd env set BLOG_COSMOS_ACCOUNT_NAME <name>` (docs/deploy.md, "Restoring from backup").
+param cosmosAccountName = readEnvironmentVariable('BLOG_COSMOS_ACCOUNT_NAME', '')

@@ -21,6 +21,7 @@ pub mod app;
 pub mod changefeed;
 pub mod config;
 pub mod cosmos;
+pub mod cost;
 pub mod http;
 pub mod logging;
 pub mod model;
@@ -70,6 +71,16 @@ pub unsafe fn quiet_library_backtraces() {
     }
 }
 
+/// Whose change-feed positions the handler keeps, and so can measure the lag of: the local
+/// processors' (`None` under the Functions host's trigger, see [`changefeed::lag`]).
+pub fn followed(config: &Config) -> Option<changefeed::lag::Followed> {
+    match (&config.backend, config.change_feed) {
+        (Backend::Embedded { data_dir }, ChangeFeedMode::Local) => Some(changefeed::lag::Followed::Embedded(data_dir.clone())),
+        (_, ChangeFeedMode::Local) => Some(changefeed::lag::Followed::Account),
+        (_, ChangeFeedMode::Host) => None,
+    }
+}
+
 /// A running blog: what the handlers share, and the local change-feed processors if any.
 pub struct Blog {
     /// The state its handlers share.
@@ -100,6 +111,9 @@ impl Blog {
             (_, ChangeFeedMode::Host) => None,
         };
         let host_change_feed = config.change_feed == ChangeFeedMode::Host;
+        if let Some(followed) = followed(config) {
+            changefeed::lag::spawn_reports(&state, followed);
+        }
         app::pictures::spawn_sweep(&state);
         Blog {
             state,

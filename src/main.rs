@@ -115,8 +115,16 @@ nothing else is written there (logs go to stderr): `handler dead-letters | jq .`
     /// Say how far each change-feed function is behind: changes not delivered, and the oldest's age
     #[command(after_help = "\
 On the embedded store: the changes after each local processor's saved position (run it while
-the blog is stopped: one process uses the store at a time). An account's leases are not read yet.")]
+the blog is stopped: one process uses the store at a time). On an account with
+BLOG_CHANGE_FEED=local: after the account processors' positions. Under the Functions host's
+trigger, the workbook shows the lag (docs/deploy.md).")]
     Lag,
+    /// Estimate what the blog costs on Azure a month, for your traffic
+    #[command(after_help = "\
+Request units from the article's measured charges and this blog's reads per page and caches;
+Cosmos DB serverless and Flex Consumption at the list prices named in src/cost.rs, with their
+sources and dates (check them in the Azure pricing calculator). A Markdown table on stdout.")]
+    Cost(CostArgs),
     /// Write every user, post, comment and like as JSON lines
     #[command(after_help = "\
 A header line, then one item a line as it is stored, users first, then each post and its
@@ -137,6 +145,31 @@ as rebuild-copies does. Progress and a summary on stderr.")]
     },
 }
 
+/// `handler cost`'s traffic.
+#[derive(Debug, clap::Args)]
+struct CostArgs {
+    /// Page views a day; repeat for more rows [default: 10000, 100000 and 1000000]
+    #[arg(long = "views-per-day", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    views_per_day: Vec<u64>,
+    /// Writes (posts, comments, likes) a day [default: one per 100 views]
+    #[arg(long = "writes-per-day", value_name = "N")]
+    writes_per_day: Option<u64>,
+    /// The share of views that are a post's page, the rest the front page
+    #[arg(long = "post-share", value_name = "SHARE", default_value_t = 0.5, value_parser = share)]
+    post_share: f64,
+    /// Function app instances (each keeps its own caches)
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    instances: u32,
+}
+
+/// A share between 0 and 1.
+fn share(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(share) if (0.0..=1.0).contains(&share) => Ok(share),
+        _ => Err(format!("{text:?} is not a share between 0 and 1 (0.5 is half)")),
+    }
+}
+
 #[derive(Debug, clap::Subcommand)]
 enum DeadLettersAction {
     /// Deliver each dead letter again to its function, and remove those that now apply
@@ -153,6 +186,7 @@ enum Run {
     Export(Option<std::path::PathBuf>),
     Import(Option<std::path::PathBuf>),
     Lag,
+    Cost(CostArgs),
 }
 
 fn main() -> ExitCode {
@@ -164,6 +198,7 @@ fn main() -> ExitCode {
         Cli { command: Some(Command::RebuildCopies) } => Run::RebuildCopies,
         Cli { command: Some(Command::DeadLetters { action }) } => Run::DeadLetters(action),
         Cli { command: Some(Command::Lag) } => Run::Lag,
+        Cli { command: Some(Command::Cost(args)) } => Run::Cost(args),
         Cli { command: Some(Command::Export { output }) } => Run::Export(output),
         Cli { command: Some(Command::Import { file }) } => Run::Import(file),
         Cli { command: Some(Command::Smoke(args)) } => {
@@ -248,6 +283,10 @@ async fn command(run: Run, stderr: &Progress) -> Result<(), HandlerError> {
     if let Run::Smoke(options) = &run {
         return smoke(options).await;
     }
+    // Arithmetic on the traffic given: no store, no settings.
+    if let Run::Cost(args) = &run {
+        return cost(args).map_err(HandlerError::Output);
+    }
     let config = Config::from_env().map_err(HandlerError::Usage)?;
     match run {
         Run::RebuildCopies => rebuild_copies(config, stderr).await,
@@ -256,7 +295,7 @@ async fn command(run: Run, stderr: &Progress) -> Result<(), HandlerError> {
         Run::Lag => lag(config).await,
         Run::Export(output) => export(config, output, stderr).await,
         Run::Import(file) => import(config, file, stderr).await,
-        Run::Serve | Run::Smoke(_) => unreachable!("served or run above"),
+        Run::Serve | Run::Smoke(_) | Run::Cost(_) => unreachable!("served or run above"),
     }
 }
 
@@ -366,25 +405,58 @@ async fn replay_dead_letters(config: Config, stderr: &Progress) -> Result<(), Ha
 /// `handler lag`: for each change-feed function, the changes not delivered yet and the age of
 /// the oldest, one line each on stdout.
 async fn lag(config: Config) -> Result<(), HandlerError> {
+    use blog::changefeed::lag::{self, Followed};
     use std::io::Write;
-    let Backend::Embedded { data_dir } = &config.backend else {
-        return Err(HandlerError::Usage(
-            "handler lag reads the embedded store's processors; an account's leases (the Functions host's trigger) are not read yet"
-                .into(),
-        ));
+    // The embedded store's processors keep their checkpoints whether or not they run now.
+    let followed = match &config.backend {
+        Backend::Embedded { data_dir } => Followed::Embedded(data_dir.clone()),
+        _ => blog::followed(&config).ok_or_else(|| {
+            HandlerError::Usage(
+                "handler lag measures the positions the handler keeps (the embedded store's, or an account's with \
+                 BLOG_CHANGE_FEED=local); under the Functions host's trigger, the workbook's \"Change-feed lag\" shows \
+                 how old each delivered change was (docs/deploy.md, \"Reading the workbook\")"
+                    .into(),
+            )
+        })?,
     };
     let state = blog::connect(&config).await?;
-    let lags = blog::changefeed::processor::lag(&state, data_dir).await?;
+    let lags = lag::measure(&state, &followed).await?;
     let mut out = std::io::stdout().lock();
     for lag in lags {
+        let count = if lag.at_least { format!("at least {}", lag.pending) } else { lag.pending.to_string() };
         let said = match (lag.pending, lag.oldest) {
             (0, _) => "up to date".to_owned(),
-            (pending, Some(age)) => format!("{pending} changes not delivered yet, the oldest written {} ago", seconds(age)),
-            (pending, None) => format!("{pending} changes not delivered yet"),
+            (_, Some(age)) => format!("{count} changes not delivered yet, the oldest written {} ago", seconds(age)),
+            (_, None) => format!("{count} changes not delivered yet"),
         };
         writeln!(out, "{}: {said}", lag.function.name()).map_err(HandlerError::Output)?;
     }
     Ok(())
+}
+
+/// `handler cost`: [`blog::cost::table`] for the traffic given, on stdout.
+fn cost(args: &CostArgs) -> std::io::Result<()> {
+    use blog::cost::{Prices, README_SIZES, Traffic};
+    use std::io::Write;
+    let views: Vec<f64> = if args.views_per_day.is_empty() {
+        README_SIZES.to_vec()
+    } else {
+        args.views_per_day.iter().map(|&views| views as f64).collect()
+    };
+    let traffics: Vec<Traffic> = views
+        .into_iter()
+        .map(|views| {
+            let traffic = Traffic::of(views);
+            Traffic {
+                post_share: args.post_share,
+                writes_per_day: args.writes_per_day.map_or(traffic.writes_per_day, |writes| writes as f64),
+                instances: f64::from(args.instances),
+                ..traffic
+            }
+        })
+        .collect();
+    let mut out = std::io::stdout().lock();
+    write!(out, "{}\n{}", blog::cost::per_request(), blog::cost::table(&traffics, &Prices::LISTED))
 }
 
 /// `handler export [--output FILE]`: every user, post, comment and like as JSON lines
@@ -423,8 +495,9 @@ async fn import(config: Config, file: Option<std::path::PathBuf>, stderr: &Progr
         None => Box::new(std::io::stdin().lock()),
     };
     let state = blog::connect(&config).await?;
-    let counts = blog::transfer::import(&state, &mut input, &mut |counts| {
-        stderr.update(|| format!("import: {counts} written ({})", seconds(stderr.elapsed())))
+    let counts = blog::transfer::import(&state, &mut input, &mut |counts, total| {
+        let bar = blog::progress::bar(counts.total(), total);
+        stderr.update(|| format!("import: {bar} {counts} written ({})", seconds(stderr.elapsed())))
     })
     .await?;
     stderr.line(&format!("import: {counts} written, copies made, in {}", seconds(stderr.elapsed())));

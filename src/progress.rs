@@ -5,8 +5,9 @@
 //! written meanwhile clears it, and it is drawn again under the log line. Anywhere else (a file,
 //! a pipe, a CI log) a plain line every [`PLAIN_EVERY`], so that a long run says it is alive
 //! without filling the log. Either way the command ends with its summary, a line of its own.
-//! No progress bar crate: the total is rarely known (a change feed read from its beginning says
-//! nothing of its length), and a line is all there is to show.
+//! Where the total is known (`import`, which has read and checked its whole file first), the
+//! line starts with a [`bar`]; where it is not (a change feed read from its beginning says
+//! nothing of its length), it says the counts so far. No progress bar crate: it is one line.
 
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -19,6 +20,15 @@ pub(crate) const PLAIN_EVERY: Duration = Duration::from_secs(10);
 
 /// Erases the terminal's current line: back to its start, then clear to its end.
 const ERASE_LINE: &[u8] = b"\r\x1b[K";
+
+/// `done` of `total` as a bar of 20 cells and a percentage: `[#########-----------]  45 %`.
+pub fn bar(done: usize, total: usize) -> String {
+    const CELLS: usize = 20;
+    let done = done.min(total);
+    let filled = (done * CELLS).checked_div(total).unwrap_or(CELLS);
+    let percent = (done * 100).checked_div(total).unwrap_or(100);
+    format!("[{}{}] {percent:>3} %", "#".repeat(filled), "-".repeat(CELLS - filled))
+}
 
 /// Where progress and log lines go; clones share it. Give it to
 /// `tracing_subscriber::fmt().with_writer(...)` for the log lines.
@@ -149,6 +159,14 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bar_fills_with_what_is_done() {
+        assert_eq!(bar(0, 10), "[--------------------]   0 %");
+        assert_eq!(bar(9, 20), "[#########-----------]  45 %");
+        assert_eq!(bar(20, 20), "[####################] 100 %");
+        assert_eq!(bar(0, 0), "[####################] 100 %", "nothing to do is done");
+    }
 
     #[derive(Clone, Default)]
     struct Recorded(Arc<Mutex<Vec<u8>>>);

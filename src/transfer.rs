@@ -64,6 +64,13 @@ pub struct Counts {
     pub likes: usize,
 }
 
+impl Counts {
+    /// Items of every kind.
+    pub fn total(&self) -> usize {
+        self.users + self.posts + self.comments + self.likes
+    }
+}
+
 impl std::fmt::Display for Counts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} users, {} posts, {} comments, {} likes", self.users, self.posts, self.comments, self.likes)
@@ -144,13 +151,14 @@ enum Item {
 
 /// Reads a whole export from `input` and checks every line; then writes every item into
 /// `state`'s store, and makes the copies and reserves the names (the replay of `rebuild-copies`).
-/// `progress` is told the counts written so far.
+/// `progress` is told the counts written so far, and how many items there are in all.
 pub async fn import(
     state: &AppState,
     input: &mut dyn BufRead,
-    progress: &mut dyn FnMut(&Counts),
+    progress: &mut dyn FnMut(&Counts, usize),
 ) -> Result<Counts, TransferError> {
     let items = read_items(input)?;
+    let total = items.len();
     let mut counts = Counts::default();
     for item in items {
         match item {
@@ -168,7 +176,7 @@ pub async fn import(
                 if comment { counts.comments += 1 } else { counts.likes += 1 }
             }
         }
-        progress(&counts);
+        progress(&counts, total);
     }
     state.feed.invalidate();
     processor::replay_users(state).await.map_err(TransferError::Copies)?;

@@ -217,6 +217,31 @@ fn the_readme_shows_the_help_the_binary_prints() {
     assert_eq!(block, format!("$ handler --help\n{help}"), "README.md's `handler --help` block is out of date");
 }
 
+/// The README's cost table (the block after `<!-- handler cost -->`) is what `handler cost`
+/// prints for the README's three sizes of blog; and a share that is not one is a usage error.
+#[test]
+fn the_readme_shows_the_costs_handler_cost_prints() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let after = readme.split("<!-- handler cost -->").nth(1).expect("README.md has a <!-- handler cost --> marker");
+    let block = after.split_once("```text\n").expect("a text block after the marker").1;
+    let block = &block[..block.find("```").expect("the block ends")];
+    let data = tempfile::tempdir().unwrap();
+    let printed = handler(&["cost"], data.path());
+    assert_eq!(printed.status.code(), Some(0), "{}", stderr(&printed));
+    assert_eq!(block, format!("$ handler cost\n{}", stdout(&printed)), "README.md's `handler cost` block is out of date");
+
+    let mine = handler(&["cost", "--views-per-day", "2500", "--writes-per-day", "0", "--post-share", "1"], data.path());
+    let table = stdout(&mine);
+    assert!(
+        table.lines().any(|line| line.starts_with("| 2,500 | 0 | 44,100 | 17,640 |")),
+        "2,500 post pages at 17.64 RU:\n{table}"
+    );
+    let refused = handler(&["cost", "--post-share", "2"], data.path());
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("not a share between 0 and 1"), "{}", stderr(&refused));
+    assert_eq!(std::fs::read_dir(data.path()).unwrap().count(), 0, "no store opened");
+}
+
 /// `handler rebuild-copies` run on a terminal (util-linux `script` gives it one), as an operator
 /// runs it: the progress line is drawn at once and the command ends with its summary. (It hung
 /// on its first progress line before: the line asked for the time under the lock it was drawn

@@ -86,6 +86,17 @@ resource account 'Microsoft.DocumentDB/databaseAccounts@2025-04-15' = {
       }
     ] : []
     disableLocalAuth: true
+    // Point-in-time restore of the last 7 days, at no charge for the backup's storage (the
+    // 30-day tier is charged per GB): docs/deploy.md, "Restoring from backup". A restore makes a
+    // new account. An account deployed before this was set has periodic backup; moving it to
+    // continuous is one-way, and Azure refuses it in the same update as any other change
+    // (Azure/bicep-types-az issues 1940 and 2315): docs/deploy.md says how.
+    backupPolicy: {
+      type: 'Continuous'
+      continuousModeProperties: {
+        tier: 'Continuous7Days'
+      }
+    }
     // Containers and scripts change through Azure Resource Manager (this template) only.
     disableKeyBasedMetadataWriteAccess: true
     minimalTlsVersion: 'Tls12'

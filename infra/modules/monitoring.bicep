@@ -51,3 +51,4 @@ resource metricsPublisher 'Microsoft.Authorization/roleAssignments@2022-04-01' =
 }
 
 output connectionString string = appInsights.properties.ConnectionString
+output appInsightsId string = appInsights.id

@@ -41,6 +41,23 @@ impl AppState {
     pub fn new(shared: Shared) -> AppState {
         AppState(Arc::new(shared))
     }
+
+    /// A handle that does not keep the blog alive: the background tasks (the pictures' sweep,
+    /// the lag reports) hold the state only while they work, so that a blog that stops lets go
+    /// of its store (and of the data directory's lock) at once.
+    pub(crate) fn downgrade(&self) -> WeakAppState {
+        WeakAppState(Arc::downgrade(&self.0))
+    }
+}
+
+/// [`AppState::downgrade`]'s handle.
+pub(crate) struct WeakAppState(std::sync::Weak<Shared>);
+
+impl WeakAppState {
+    /// The state, while the blog runs.
+    pub(crate) fn upgrade(&self) -> Option<AppState> {
+        self.0.upgrade().map(AppState)
+    }
 }
 
 impl std::ops::Deref for AppState {

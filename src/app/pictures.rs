@@ -250,13 +250,14 @@ pub(crate) fn spawn_sweep(state: &AppState) {
     if state.pictures.is_none() {
         return;
     }
-    let blog = std::sync::Arc::downgrade(&state.0);
+    let blog = state.downgrade();
     tokio::spawn(async move {
         tokio::time::sleep(std::time::Duration::from_secs(60 * 60)).await;
-        while let Some(shared) = blog.upgrade() {
-            if let Err(error) = sweep_abandoned_pictures(&AppState(shared), ABANDONED_AFTER).await {
+        while let Some(state) = blog.upgrade() {
+            if let Err(error) = sweep_abandoned_pictures(&state, ABANDONED_AFTER).await {
                 tracing::warn!(%error, "the sweep of abandoned pictures failed; it runs again tomorrow");
             }
+            drop(state);
             tokio::time::sleep(SWEEP_EVERY).await;
         }
     });

@@ -21,7 +21,7 @@ use tokio::task::JoinHandle;
 use super::processor::{BATCH_SIZE, Delivered, Deliveries, IDLE_POLL, deliver_until_done, pause_after_failure};
 use super::{FeedError, Function};
 use crate::app::AppState;
-use crate::cosmos::{Container, Meter};
+use crate::cosmos::{Container, Meter, StoreError};
 
 /// What a processor's position item's id starts with.
 pub const POSITION_ID_PREFIX: &str = "localProcessor-";
@@ -117,4 +117,19 @@ async fn follow(
             _ = stopped.changed() => return Ok(()),
         }
     }
+}
+
+/// The changes after `function`'s saved position, counted up to `at_most` by reading them from
+/// the change feed as the processor would, and the `_ts` of the oldest of those counted.
+pub(super) async fn pending(state: &AppState, function: Function, at_most: usize) -> Result<(usize, Option<u64>), StoreError> {
+    let id = position_id(function);
+    let position = state.store.read::<Position>(Container::Leases, &id, &id).await?.map(|saved| saved.continuation);
+    let mut feed = state.store.change_feed_from(function.container(), position.as_deref()).await?;
+    let (mut pending, mut oldest) = (0, None::<u64>);
+    while pending < at_most {
+        let Some(documents) = feed.next_changes().await? else { break };
+        pending += documents.len();
+        oldest = oldest.into_iter().chain(super::lag::oldest_ts(&documents)).min();
+    }
+    Ok((pending.min(at_most), oldest))
 }

@@ -71,7 +71,8 @@ pub async fn set_aside(store: &Store, function: &str, what: &str, reason: &str, 
         // Upsert: setting the same part aside twice (a retried call) leaves one copy.
         store.upsert(Container::Leases, &letter.id, &letter).await?;
     }
-    tracing::error!(target: "blog::changefeed", function, what, %reason, dead_letter = %id, "set aside; `handler dead-letters` lists it");
+    // `reason` quoted (it has spaces): the workbook reads it whole (infra/queries/dead-letters.kql).
+    tracing::error!(target: "blog::changefeed", function, what, dead_letter = %id, reason, "set aside; `handler dead-letters` lists it");
     Ok(id)
 }
 

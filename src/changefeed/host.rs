@@ -16,8 +16,9 @@
 use serde_json::{Value, json};
 
 use super::invocation::read_invocation;
-use super::{Function, dead_letters};
+use super::{Delivery, Function, dead_letters};
 use crate::app::AppState;
+use crate::cosmos::Meter;
 
 /// The answer to one invocation: its body, and whether the host must deliver the batch again
 /// (answered with a non-2xx status; see the module's comment).
@@ -47,6 +48,7 @@ pub async fn invoke(state: &AppState, function: Function, invocation_id: &str, b
         }
     };
     let count = documents.len();
+    let oldest_age_s = super::oldest_age_s(&documents);
     // The host's retry policy delivers a failed batch again, forever: from the ISOLATE_AFTER-th
     // attempt on, the change that keeps failing is looked for and set aside.
     let delivered = if attempt.is_some_and(|attempt| attempt >= i64::from(super::ISOLATE_AFTER)) {
@@ -56,7 +58,10 @@ pub async fn invoke(state: &AppState, function: Function, invocation_id: &str, b
     };
     match delivered {
         Ok(report) => {
-            tracing::info!(target: "blog::changefeed", function = name, invocation_id, attempt, count, applied = report.applied, ignored = report.ignored, set_aside = report.set_aside, "batch");
+            // The invocation is a request through the front door, whose meter has counted it.
+            let cost = Meter::current().map_or((0.0, 0), |meter| meter.totals());
+            let invocation_id = Some(invocation_id).filter(|id| !id.is_empty());
+            Delivery { function, count, report: &report, cost, oldest_age_s, invocation_id, attempt }.log();
             answer(
                 false,
                 format!(

@@ -18,6 +18,7 @@ pub mod account;
 pub mod dead_letters;
 pub mod host;
 mod invocation;
+pub mod lag;
 mod posts;
 pub mod processor;
 mod users;
@@ -110,6 +111,48 @@ impl Function {
     /// The function called `name` (its folder under `functions/`), if there is one.
     pub fn named(name: &str) -> Option<Function> {
         Function::ALL.into_iter().find(|function| function.name() == name)
+    }
+}
+
+/// The age in seconds of the oldest change in a batch, by its `_ts` (when it was written): how
+/// far behind the function is as it delivers. `None` when no change carries a `_ts`.
+pub(crate) fn oldest_age_s(documents: &[Value]) -> Option<u64> {
+    let oldest = lag::oldest_ts(documents)?;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
+    Some(now.saturating_sub(oldest))
+}
+
+/// A delivered batch's log line, the same whether the host's trigger or a local processor
+/// delivered it: the workbook and the alerts read its fields (`infra/workbook.json`; a test in
+/// `tests/telemetry.rs` holds them to this line). `invocation_id` is the host's.
+pub(crate) struct Delivery<'a> {
+    pub function: Function,
+    pub count: usize,
+    pub report: &'a BatchReport,
+    /// Request units and operations the delivery cost.
+    pub cost: (f64, u64),
+    pub oldest_age_s: Option<u64>,
+    pub invocation_id: Option<&'a str>,
+    pub attempt: Option<i64>,
+}
+
+impl Delivery<'_> {
+    pub(crate) fn log(&self) {
+        let (charge, operations) = self.cost;
+        tracing::info!(
+            target: "blog::changefeed",
+            function = self.function.name(),
+            count = self.count,
+            applied = self.report.applied,
+            ignored = self.report.ignored,
+            set_aside = self.report.set_aside,
+            ru = format_args!("{charge:.2}"),
+            operations,
+            oldest_age_s = self.oldest_age_s,
+            invocation_id = self.invocation_id,
+            attempt = self.attempt,
+            "delivered"
+        );
     }
 }
 

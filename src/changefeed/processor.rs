@@ -250,8 +250,18 @@ pub(super) async fn deliver_until_done(
         };
         match meter.clone().measure(delivery).await {
             Ok(report) => {
-                let (charge, operations) = meter.totals();
-                tracing::debug!(target: "blog::changefeed", function = function.name(), ?report, ru = format_args!("{charge:.2}"), operations, "batch");
+                let oldest_age_s = super::oldest_age_s(&documents);
+                let count = documents.len();
+                let delivery = super::Delivery {
+                    function,
+                    count,
+                    report: &report,
+                    cost: meter.totals(),
+                    oldest_age_s,
+                    invocation_id: None,
+                    attempt: None,
+                };
+                delivery.log();
                 return true;
             }
             Err(error) => {
@@ -288,53 +298,33 @@ pub async fn rebuild_copies_reporting(state: &AppState, delivered: &mut dyn FnMu
     Ok(posts)
 }
 
-/// How far a change-feed function is behind: the changes not delivered to it yet, and how old
-/// the oldest of them is.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Lag {
-    /// The function.
-    pub function: Function,
-    /// Items changed after its position (an item written twice counts once, as the change feed
-    /// delivers its latest version once).
-    pub pending: usize,
-    /// How long ago the oldest of them was written (`None` when nothing is pending).
-    pub oldest: Option<std::time::Duration>,
-}
-
-/// The lag of each change-feed function on the embedded store in `data_dir`: the changes after
-/// its processor's saved position, counted in the store's own numbering of its writes, and the
-/// age of the oldest by its `_ts`.
-pub async fn lag(state: &AppState, data_dir: &Path) -> Result<Vec<Lag>, StoreError> {
+/// The changes after `function`'s saved position on the embedded store in `data_dir`, counted
+/// in the store's own numbering of its writes, and the `_ts` of the oldest.
+pub(super) async fn pending(state: &AppState, data_dir: &Path, function: Function) -> Result<(usize, Option<u64>), StoreError> {
     let Some(embedded) = state.store.embedded() else {
-        return Err(StoreError::Unusable("the local processors' lag is the embedded store's; this is an account".into()));
+        return Err(StoreError::Unusable("the local processors' positions are the embedded store's; this is an account".into()));
     };
-    let mut lags = Vec::new();
-    for function in Function::ALL {
-        let mut after = Checkpoint::load(&checkpoint_path(data_dir, function))?;
-        let (mut pending, mut first) = (0, None);
-        loop {
-            let changed = embedded.changed_after(function.container(), after, BATCH_SIZE);
-            if first.is_none() {
-                first = changed.items.first().cloned();
-            }
-            pending += changed.items.len();
-            if changed.items.is_empty() || changed.through <= after {
-                break;
-            }
-            after = changed.through;
+    let mut after = Checkpoint::load(&checkpoint_path(data_dir, function))?;
+    let (mut pending, mut first) = (0, None);
+    loop {
+        let changed = embedded.changed_after(function.container(), after, BATCH_SIZE);
+        if first.is_none() {
+            first = changed.items.first().cloned();
         }
-        let oldest = match first {
-            Some((partition_key, id)) => {
-                let item = state.store.read::<Value>(function.container(), &partition_key, &id).await?;
-                let written = item.and_then(|item| item["_ts"].as_u64());
-                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
-                written.map(|written| std::time::Duration::from_secs(now.saturating_sub(written)))
-            }
-            None => None,
-        };
-        lags.push(Lag { function, pending, oldest });
+        pending += changed.items.len();
+        if changed.items.is_empty() || changed.through <= after {
+            break;
+        }
+        after = changed.through;
     }
-    Ok(lags)
+    let oldest = match first {
+        Some((partition_key, id)) => {
+            let item = state.store.read::<Value>(function.container(), &partition_key, &id).await?;
+            item.and_then(|item| item["_ts"].as_u64())
+        }
+        None => None,
+    };
+    Ok((pending, oldest))
 }
 
 /// The furthest position any processor on `data_dir` saved (0 when none did); an error names a

@@ -116,9 +116,13 @@ impl StoreError {
             404 => StoreError::NotFound,
             409 => StoreError::Conflict,
             412 => StoreError::PreconditionFailed,
-            429 => StoreError::Throttled {
-                retry_after: error.response().and_then(|response| response.headers().retry_after_ms).map(Duration::from_millis),
-            },
+            429 => {
+                let retry_after_ms = error.response().and_then(|response| response.headers().retry_after_ms);
+                // Still throttled after the SDK's own retries: the account is short of request
+                // units. One line each, for the workbook's and the alerts' count of 429s.
+                tracing::warn!(target: "blog::cosmos", status = 429, retry_after_ms, "throttled");
+                StoreError::Throttled { retry_after: retry_after_ms.map(Duration::from_millis) }
+            }
             status @ (408 | 410 | 449 | 503) => {
                 tracing::warn!(status, error = %crate::logging::with_causes(&error), "Cosmos DB is unavailable for a moment");
                 StoreError::Unavailable(status)

@@ -123,6 +123,7 @@ impl Door {
         // The log names the route as declared (`/posts/{postId}`), or the path where none matched.
         let matched = request.extensions().get::<MatchedPath>().cloned();
         let unmatched = matched.is_none().then(|| request.uri().path().to_owned());
+        let correlation = Correlation::of(request.headers());
         let meter = Arc::new(Meter::default());
         // A route that panics is answered 500, as any other failure, instead of the connection
         // being dropped with no answer (the client sees a reset, the log no line for it).
@@ -130,7 +131,7 @@ impl Door {
         let mut response = meter.clone().measure(admitted).await.unwrap_or_else(|panic| answer_to_a_panic(&*panic));
         pages::add_security_headers(response.headers_mut());
         let route = matched.as_ref().map_or_else(|| unmatched.as_deref().unwrap_or_default(), MatchedPath::as_str);
-        log_and_show_cost(&mut response, &meter, &method, route, started);
+        log_and_show_cost(&mut response, &meter, &method, route, started, &correlation);
         response
     }
 
@@ -312,7 +313,14 @@ const OPERATIONS: HeaderName = HeaderName::from_static("x-cosmos-operations");
 const PARTITIONS: HeaderName = HeaderName::from_static("x-cosmos-partitions");
 
 /// The Cosmos cost headers, and the request's log line.
-fn log_and_show_cost(response: &mut Response, meter: &Meter, method: &Method, route: &str, started: Instant) {
+fn log_and_show_cost(
+    response: &mut Response,
+    meter: &Meter,
+    method: &Method,
+    route: &str,
+    started: Instant,
+    correlation: &Correlation,
+) {
     let (charge, operations) = meter.totals();
     let charge = Hundredths((charge * 100.0).round() as u64);
     let headers = response.headers_mut();
@@ -338,8 +346,45 @@ fn log_and_show_cost(response: &mut Response, meter: &Meter, method: &Method, ro
         operations,
         partitions,
         latency_ms = %latency,
+        invocation_id = correlation.invocation_id.as_deref(),
+        trace_id = correlation.trace_id.as_deref(),
         "request"
     );
+}
+
+/// What ties a request's log line to the Functions host's own telemetry of it. The host logs
+/// the handler's lines outside any invocation's scope (azure-functions-host,
+/// `WorkerConsoleLogService.ProcessLogs`), so App Insights gives them no operation id; the line
+/// carries them instead:
+/// - `invocation_id`: the host's `x-azure-functions-invocationid` (`DefaultHttpWorkerService.
+///   AddHeaders`, on forwarded requests too), which App Insights keeps on the host's `requests`
+///   row as `customDimensions.InvocationId` (azure-webjobs-sdk, `ApplicationInsightsLogger.
+///   ApplyScopeProperties`);
+/// - `trace_id`: the W3C trace id of the caller's `traceparent`, which the host forwards as it
+///   came and under which App Insights files the host's request (its `operation_Id`).
+///
+/// Neither is there on a local run without the host: the line then has neither field.
+struct Correlation {
+    invocation_id: Option<String>,
+    trace_id: Option<String>,
+}
+
+impl Correlation {
+    fn of(headers: &axum::http::HeaderMap) -> Correlation {
+        let text = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
+        let invocation_id = text("x-azure-functions-invocationid")
+            .filter(|id| !id.is_empty() && id.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'-'))
+            .map(str::to_owned);
+        Correlation { invocation_id, trace_id: text("traceparent").and_then(trace_id).map(str::to_owned) }
+    }
+}
+
+/// The trace id of a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`), when it is one.
+fn trace_id(traceparent: &str) -> Option<&str> {
+    let mut parts = traceparent.trim().split('-');
+    let (_version, trace, parent) = (parts.next()?, parts.next()?, parts.next()?);
+    let hex = |text: &str, length: usize| text.len() == length && text.bytes().all(|byte| byte.is_ascii_hexdigit());
+    (hex(trace, 32) && hex(parent, 16) && trace.bytes().any(|byte| byte != b'0')).then_some(trace)
 }
 
 /// A count of hundredths, written as a decimal with two places (`12.50`): request units
@@ -363,11 +408,22 @@ impl std::fmt::Display for Tenths {
 
 #[cfg(test)]
 mod tests {
-    use super::{FrontDoor, Hundredths, Tenths};
+    use super::{FrontDoor, Hundredths, Tenths, trace_id};
     use crate::config::AuthMode;
     use axum::body::Body;
     use axum::http::{Request, StatusCode, header};
     use tower::ServiceExt;
+
+    /// The trace id is read from a `traceparent` as W3C Trace Context writes it, and only then.
+    #[test]
+    fn the_trace_id_is_read_from_a_well_formed_traceparent_only() {
+        let id = "4bf92f3577b34da6a3ce929d0e0e4736";
+        assert_eq!(trace_id(&format!("00-{id}-00f067aa0ba902b7-01")), Some(id));
+        for bad in ["", "00", "00-4bf92f35-00f067aa0ba902b7-01", "00-00000000000000000000000000000000-00f067aa0ba902b7-01"] {
+            assert_eq!(trace_id(bad), None, "{bad}");
+        }
+        assert_eq!(trace_id(&format!("00-{id}-not-hex")), None);
+    }
 
     async fn panics() -> &'static str {
         panic!("a bug in a handler")
