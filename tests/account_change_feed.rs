@@ -78,3 +78,36 @@ async fn a_malformed_change_is_set_aside_and_the_feed_goes_on() {
     assert!(letters.iter().any(|letter| letter.payload.contains("\"broken\"")), "{letters:?}");
     processors.stop().await;
 }
+
+/// Issue 33: `handler lag` on an account with `BLOG_CHANGE_FEED=local`: the changes after each
+/// account processor's saved position are counted by reading them, as the processor will, and
+/// none are once it has run.
+#[tokio::test]
+async fn the_lag_is_counted_from_the_account_processors_positions() {
+    use blog::changefeed::lag::{Followed, measure};
+    let app = TestApp::start_as_host().await;
+    let alice = app.user("alice").await;
+    for n in 0..3 {
+        app.post_by(&alice, &format!("post {n}")).await;
+    }
+    let behind = measure(&app.state, &Followed::Account).await.unwrap();
+    let posts = behind.iter().find(|lag| lag.function == Function::PostsChangeFeed).unwrap();
+    assert_eq!(posts.pending, 3, "{behind:?}");
+    assert!(!posts.at_least && posts.oldest.is_some(), "{behind:?}");
+    let users = behind.iter().find(|lag| lag.function == Function::UsersChangeFeed).unwrap();
+    assert!(users.pending >= 1, "alice's user item: {behind:?}");
+
+    let processors = AccountProcessors::start(&app.state);
+    app.eventually("/api/feed", |body| ids(body).len() == 3).await;
+    // The copies are written before the position is saved: wait for the position too.
+    let started = std::time::Instant::now();
+    loop {
+        let lags = measure(&app.state, &Followed::Account).await.unwrap();
+        if lags.iter().all(|lag| lag.pending == 0 && lag.oldest.is_none()) {
+            break;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "still behind: {lags:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    processors.stop().await;
+}
