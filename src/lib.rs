@@ -71,13 +71,16 @@ pub unsafe fn quiet_library_backtraces() {
     }
 }
 
-/// Whose change-feed positions the handler keeps, and so can measure the lag of: the local
-/// processors' (`None` under the Functions host's trigger, see [`changefeed::lag`]).
+/// Whose change-feed positions the blog is delivered from, and so the lag of which it logs each
+/// minute ([`changefeed::lag`]): the local processors', or on an account under the Functions
+/// host, the trigger's leases. `None` for the embedded store under the host, where nothing
+/// delivers but a test playing the host.
 pub fn followed(config: &Config) -> Option<changefeed::lag::Followed> {
     match (&config.backend, config.change_feed) {
         (Backend::Embedded { data_dir }, ChangeFeedMode::Local) => Some(changefeed::lag::Followed::Embedded(data_dir.clone())),
+        (Backend::Embedded { .. }, ChangeFeedMode::Host) => None,
         (_, ChangeFeedMode::Local) => Some(changefeed::lag::Followed::Account),
-        (_, ChangeFeedMode::Host) => None,
+        (_, ChangeFeedMode::Host) => Some(changefeed::lag::Followed::Trigger),
     }
 }
 

@@ -115,9 +115,9 @@ nothing else is written there (logs go to stderr): `handler dead-letters | jq .`
     /// Say how far each change-feed function is behind: changes not delivered, and the oldest's age
     #[command(after_help = "\
 On the embedded store: the changes after each local processor's saved position (run it while
-the blog is stopped: one process uses the store at a time). On an account with
-BLOG_CHANGE_FEED=local: after the account processors' positions. Under the Functions host's
-trigger, the workbook shows the lag (docs/deploy.md).")]
+the blog is stopped: one process uses the store at a time). On an account: after the positions
+the Functions host's trigger keeps in its leases, or with BLOG_CHANGE_FEED=local, the account
+processors'. Changes are counted by reading them, up to 10,000.")]
     Lag,
     /// Estimate what the blog costs on Azure a month, for your traffic
     #[command(after_help = "\
@@ -410,14 +410,7 @@ async fn lag(config: Config) -> Result<(), HandlerError> {
     // The embedded store's processors keep their checkpoints whether or not they run now.
     let followed = match &config.backend {
         Backend::Embedded { data_dir } => Followed::Embedded(data_dir.clone()),
-        _ => blog::followed(&config).ok_or_else(|| {
-            HandlerError::Usage(
-                "handler lag measures the positions the handler keeps (the embedded store's, or an account's with \
-                 BLOG_CHANGE_FEED=local); under the Functions host's trigger, the workbook's \"Change-feed lag\" shows \
-                 how old each delivered change was (docs/deploy.md, \"Reading the workbook\")"
-                    .into(),
-            )
-        })?,
+        _ => blog::followed(&config).unwrap_or(Followed::Trigger),
     };
     let state = blog::connect(&config).await?;
     let lags = lag::measure(&state, &followed).await?;

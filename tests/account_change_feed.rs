@@ -111,3 +111,70 @@ async fn the_lag_is_counted_from_the_account_processors_positions() {
     }
     processors.stop().await;
 }
+
+/// A lease as the Functions host's Cosmos DB trigger writes it (azure-cosmos-dotnet-v3,
+/// `DocumentServiceLeaseCoreEpk`, its feed range by `FeedRangeInternalConverter` and
+/// `RangeJsonConverter`, its id by `CosmosContainerExtensions.GetLeasePrefixAsync` and
+/// `DocumentServiceLeaseManagerCosmos.GetDocumentId`): the position of one feed range.
+fn trigger_lease(prefix: &str, range: &blog::cosmos::RangePosition) -> Value {
+    let token = format!("{}-{}", range.min_epk, range.max_epk);
+    json!({
+        "id": format!("{prefix}localhost_AAAAAA==_AAAAAYAAAAI=..{token}"),
+        "version": 1,
+        "LeaseToken": token,
+        "FeedRange": {"Range": {"min": range.min_epk, "max": range.max_epk, "isMinInclusive": true, "isMaxInclusive": false}},
+        "Owner": "0b9d8e1c-8a53-4a8f-9d0e-3c2f1a7b6e55",
+        "ContinuationToken": range.etag,
+        "properties": {},
+        "Mode": "Incremental feed",
+        "timestamp": "2026-11-26T19:30:00.0000000Z",
+    })
+}
+
+/// Issue 33: on an account under the Functions host, `handler lag` and the minute's `lag` line
+/// read the trigger's leases: the changes after each lease's position are the ones not
+/// delivered. The leases here say "delivered up to where the feed ended" after three posts, as
+/// the trigger's would; two posts later, two are behind. A store without leases (the trigger never
+/// ran) is behind by everything, since the trigger starts from the beginning.
+#[tokio::test]
+async fn the_lag_under_the_host_is_counted_from_the_triggers_leases() {
+    use blog::changefeed::lag::{Followed, measure};
+    let app = TestApp::start_as_host().await;
+    let alice = app.user("alice").await;
+    for n in 0..3 {
+        app.post_by(&alice, &format!("post {n}")).await;
+    }
+    let lag_of =
+        |lags: &[blog::changefeed::lag::Lag]| lags.iter().find(|lag| lag.function == Function::PostsChangeFeed).unwrap().pending;
+    assert_eq!(lag_of(&measure(&app.state, &Followed::Trigger).await.unwrap()), 3, "no leases yet: from the beginning");
+
+    let end = app.state.store.change_feed_end(Container::Posts).await.unwrap();
+    assert!(!end.is_empty() && end.iter().all(|range| range.etag.is_some()), "{end:?}");
+    for range in &end {
+        let lease = trigger_lease(Function::PostsChangeFeed.lease_prefix(), range);
+        let id = lease["id"].as_str().unwrap().to_owned();
+        app.state.store.upsert(Container::Leases, &id, &lease).await.unwrap();
+    }
+    // The store's own items, beside the leases, are no leases.
+    let info = json!({"id": "posts-localhost_AAAAAA==_AAAAAYAAAAI=.info"});
+    app.state.store.upsert(Container::Leases, "posts-localhost_AAAAAA==_AAAAAYAAAAI=.info", &info).await.unwrap();
+    let caught_up = measure(&app.state, &Followed::Trigger).await.unwrap();
+    assert_eq!(lag_of(&caught_up), 0, "{caught_up:?}");
+
+    app.post_by(&alice, "late 1").await;
+    app.post_by(&alice, "late 2").await;
+    let behind = measure(&app.state, &Followed::Trigger).await.unwrap();
+    assert_eq!(lag_of(&behind), 2, "{behind:?}");
+    let posts = behind.iter().find(|lag| lag.function == Function::PostsChangeFeed).unwrap();
+    assert!(posts.oldest.is_some_and(|age| age.as_secs() < 60), "{posts:?}");
+}
+
+/// The leases are found by the prefix each function's trigger is given in its `function.json`.
+#[test]
+fn each_functions_lease_prefix_is_its_triggers() {
+    for function in Function::ALL {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("functions/{}/function.json", function.name()));
+        let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!(json["bindings"][0]["leaseContainerPrefix"], function.lease_prefix(), "{}", function.name());
+    }
+}

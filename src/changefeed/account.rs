@@ -124,12 +124,6 @@ async fn follow(
 pub(super) async fn pending(state: &AppState, function: Function, at_most: usize) -> Result<(usize, Option<u64>), StoreError> {
     let id = position_id(function);
     let position = state.store.read::<Position>(Container::Leases, &id, &id).await?.map(|saved| saved.continuation);
-    let mut feed = state.store.change_feed_from(function.container(), position.as_deref()).await?;
-    let (mut pending, mut oldest) = (0, None::<u64>);
-    while pending < at_most {
-        let Some(documents) = feed.next_changes().await? else { break };
-        pending += documents.len();
-        oldest = oldest.into_iter().chain(super::lag::oldest_ts(&documents)).min();
-    }
-    Ok((pending.min(at_most), oldest))
+    let feed = state.store.change_feed_from(function.container(), position.as_deref()).await?;
+    super::lag::count(feed, at_most).await
 }

@@ -2,14 +2,14 @@
 //! old the oldest of them is. `handler lag` prints it, and a blog whose processors run in the
 //! handler logs it once a minute (the workbook's and the lag alert's `lag` line).
 //!
-//! It is measured where the handler knows the position: the embedded store's processors (their
-//! checkpoint files) and the account processors of `BLOG_CHANGE_FEED=local` (their
-//! `localProcessor-*` items). The Functions host's trigger keeps its positions in leases, as a
-//! change-feed ETag per feed range; Cosmos DB's estimator reads one change from each lease's
-//! ETag (azure-cosmos-dotnet-v3, `ChangeFeedEstimatorIterator.GetRemainingWorkAsync`), and the
-//! Rust SDK cannot resume a feed range from a server's ETag (azure_data_cosmos_driver 1.0,
-//! `CosmosOperation::is_trivial`: only a partition key's change feed takes one). There the
-//! delivered batches' `oldest_age_s` is the figure (docs/deploy.md, "Reading the workbook").
+//! It is measured from the positions the functions are delivered from: the embedded store's
+//! processors' (their checkpoint files), the account processors' of `BLOG_CHANGE_FEED=local`
+//! (their `localProcessor-*` items), or the Functions host's Cosmos DB trigger's, whose leases
+//! keep, per feed range, the ETag of the last page delivered ([`trigger_positions`]). From there
+//! the changes are read, as the function will be given them, and counted: items, not the
+//! transactions Cosmos DB's estimator counts (azure-cosmos-dotnet-v3, `ChangeFeedEstimatorIterator`:
+//! the session token's LSN less the first change's `_lsn`), because items are what the copies
+//! wait on, and the SDK here gives no session token per range.
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::{Function, account, processor};
 use crate::app::AppState;
-use crate::cosmos::StoreError;
+use crate::cosmos::{ChangeFeed, Container, QuerySpec, RangePosition, StoreError};
 
 /// How far one function is behind.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,6 +41,8 @@ pub enum Followed {
     Embedded(PathBuf),
     /// The account processors of `BLOG_CHANGE_FEED=local`.
     Account,
+    /// The Functions host's Cosmos DB trigger, by its leases in `leases`.
+    Trigger,
 }
 
 /// The most changes counted on an account: each is read from its change feed to be counted, so
@@ -61,6 +63,12 @@ pub async fn measure(state: &AppState, followed: &Followed) -> Result<Vec<Lag>, 
             }
             Followed::Account => {
                 let (pending, oldest) = account::pending(state, function, COUNTED_AT_MOST).await?;
+                ((pending, pending >= COUNTED_AT_MOST), oldest)
+            }
+            Followed::Trigger => {
+                let positions = trigger_positions(state, function).await?;
+                let feed = state.store.change_feed_at(function.container(), &positions).await?;
+                let (pending, oldest) = count(feed, COUNTED_AT_MOST).await?;
                 ((pending, pending >= COUNTED_AT_MOST), oldest)
             }
         };
@@ -106,4 +114,46 @@ pub(crate) fn report(lag: &Lag) {
 /// The `_ts` of the oldest of `documents`.
 pub(super) fn oldest_ts(documents: &[Value]) -> Option<u64> {
     documents.iter().filter_map(|document| document.get("_ts").and_then(Value::as_u64)).min()
+}
+
+/// The changes `feed` has to give, read and counted up to `at_most`, and the `_ts` of the oldest
+/// of those counted.
+pub(super) async fn count(mut feed: ChangeFeed, at_most: usize) -> Result<(usize, Option<u64>), StoreError> {
+    let (mut pending, mut oldest) = (0, None::<u64>);
+    while pending < at_most {
+        let Some(documents) = feed.next_changes().await? else { break };
+        pending += documents.len();
+        oldest = oldest.into_iter().chain(oldest_ts(&documents)).min();
+    }
+    Ok((pending.min(at_most), oldest))
+}
+
+/// The positions `function`'s trigger keeps: its leases in `leases`, the items whose id starts
+/// with its `leaseContainerPrefix` and that have a `LeaseToken` (the store's `.info` and `.lock`
+/// items have none). A lease as the trigger writes it (azure-cosmos-dotnet-v3,
+/// `DocumentServiceLeaseCoreEpk`; the feed range by `FeedRangeInternalConverter` and
+/// `RangeJsonConverter`): `{"id": "posts-<host>_<db>_<container>..<min>-<max>", "version": 1,
+/// "LeaseToken": "<min>-<max>", "FeedRange": {"Range": {"min", "max", "isMinInclusive",
+/// "isMaxInclusive"}}, "Owner", "ContinuationToken": "\"<lsn>\"" or null, "properties", "Mode",
+/// "timestamp"}`.
+pub(crate) async fn trigger_positions(state: &AppState, function: Function) -> Result<Vec<RangePosition>, StoreError> {
+    let query = QuerySpec {
+        sql: "SELECT * FROM c WHERE STARTSWITH(c.id, @prefix) AND IS_DEFINED(c.LeaseToken)".into(),
+        parameters: vec![("@prefix".into(), Value::from(function.lease_prefix()))],
+    };
+    state.store.query_all_partitions(Container::Leases, query).await?.iter().map(lease_position).collect()
+}
+
+/// One lease's range and position; a lease of the older kind (a partition key range id, without
+/// `FeedRange`) is refused, naming it: the trigger of the extension bundle 4 writes none.
+fn lease_position(lease: &Value) -> Result<RangePosition, StoreError> {
+    let range = &lease["FeedRange"]["Range"];
+    let (Some(min), Some(max)) = (range["min"].as_str(), range["max"].as_str()) else {
+        return Err(StoreError::Unusable(format!(
+            "the lease {} has no feed range (FeedRange.Range.min and max): a lease of an older trigger, whose position is not read here",
+            lease["id"]
+        )));
+    };
+    let etag = lease["ContinuationToken"].as_str().filter(|etag| !etag.is_empty()).map(str::to_owned);
+    Ok(RangePosition { min_epk: min.to_owned(), max_epk: max.to_owned(), etag })
 }

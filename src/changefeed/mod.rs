@@ -53,6 +53,15 @@ impl Function {
         }
     }
 
+    /// What its trigger's lease ids start with: the `leaseContainerPrefix` of its
+    /// `function.json` (a test holds the two equal).
+    pub fn lease_prefix(self) -> &'static str {
+        match self {
+            Function::PostsChangeFeed => "posts-",
+            Function::UsersChangeFeed => "users-",
+        }
+    }
+
     /// The container whose change feed triggers it.
     pub fn container(self) -> Container {
         match self {

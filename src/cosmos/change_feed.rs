@@ -65,6 +65,88 @@ impl Store {
     }
 }
 
+/// One feed range's position in a container's change feed as the Functions host's Cosmos DB
+/// trigger keeps it, in a lease: the range's effective partition keys, and the ETag the service
+/// answered for the last page delivered from it (`None`: nothing delivered yet).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RangePosition {
+    /// The range's lowest effective partition key (inclusive), in hex (`""` for the first).
+    pub min_epk: String,
+    /// Its highest (exclusive) (`"FF"` for the last).
+    pub max_epk: String,
+    /// The change feed's ETag there (the lease's `ContinuationToken`).
+    pub etag: Option<String>,
+}
+
+impl Store {
+    /// The change feed of `container` from the positions of `ranges`, as the trigger's leases
+    /// hold them; a range with no ETag from the beginning (the trigger's `startFromBeginning`).
+    ///
+    /// For the change feed, the SDK keeps per feed range the service's ETag, which it sends again
+    /// as `If-None-Match` (azure_data_cosmos_driver 1.0, `RequestNode::
+    /// handle_change_feed_response`), as .NET's change feed processor keeps it in a lease's
+    /// `ContinuationToken` (azure-cosmos-dotnet-v3, `ChangeFeedPartitionKeyResultSetIteratorCore`:
+    /// "Change Feed uses etag as continuation token"). So the SDK's own position for this container
+    /// from its beginning is taken, and each range's ETag set in it.
+    pub(crate) async fn change_feed_at(&self, container: Container, ranges: &[RangePosition]) -> Result<ChangeFeed, StoreError> {
+        let from_beginning = self.change_feed_from(container, None).await?.position()?;
+        let token = at_positions(&from_beginning, ranges)?;
+        self.change_feed_from(container, Some(&token)).await
+    }
+}
+
+impl Store {
+    /// Where the change feed of `container` ends now, range by range, as the trigger's leases
+    /// would say after delivering every change: the feed read to its end, and each range's
+    /// ETag taken from the SDK's position. The tests make leases of it.
+    #[cfg(feature = "test-support")]
+    pub async fn change_feed_end(&self, container: Container) -> Result<Vec<RangePosition>, StoreError> {
+        use base64::Engine as _;
+        let mut feed = self.change_feed_from(container, None).await?;
+        while feed.next_changes().await?.is_some() {}
+        let position = feed.position()?;
+        let encoded = position.strip_prefix("c1.").ok_or_else(|| StoreError::Unusable("not a version 1 token".into()))?;
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(encoded)
+            .map_err(|_| StoreError::Unusable("not base64url".into()))?;
+        let token: Value = serde_json::from_slice(&bytes).map_err(|error| StoreError::json("a change feed position", error))?;
+        let ranges = token["root"]["active_tokens"].as_array().cloned().unwrap_or_default();
+        Ok(ranges
+            .iter()
+            .map(|range| RangePosition {
+                min_epk: range["min_epk"].as_str().unwrap_or_default().to_owned(),
+                max_epk: range["max_epk"].as_str().unwrap_or_default().to_owned(),
+                etag: range["server_continuation"].as_str().map(str::to_owned),
+            })
+            .collect())
+    }
+}
+
+/// The SDK's version 1 continuation token of a change feed read from its beginning, `c1.` and
+/// base64url JSON (azure_data_cosmos_driver 1.0, `ContinuationToken::encode_v1`: `{"op":
+/// "ChangeFeed", "rid", "root": {"kind": "unordered_merge", "start_from", "active_tokens": [
+/// {"min_epk", "max_epk", "server_continuation"}]}}`), with `ranges`' ETags as its active tokens.
+fn at_positions(from_beginning: &str, ranges: &[RangePosition]) -> Result<String, StoreError> {
+    use base64::Engine as _;
+    let unusable =
+        |why: &str| StoreError::Unusable(format!("the SDK's change feed position cannot take the leases' positions: {why}"));
+    let encoded = from_beginning.strip_prefix("c1.").ok_or_else(|| unusable("not a version 1 token"))?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(encoded).map_err(|_| unusable("not base64url"))?;
+    let mut token: Value = serde_json::from_slice(&bytes).map_err(|_| unusable("not JSON"))?;
+    let root = token
+        .get_mut("root")
+        .filter(|root| root["kind"] == "unordered_merge")
+        .ok_or_else(|| unusable("not an unordered merge"))?;
+    let mut active: Vec<&RangePosition> = ranges.iter().filter(|range| range.etag.is_some()).collect();
+    active.sort_by(|a, b| a.min_epk.cmp(&b.min_epk));
+    root["active_tokens"] = active
+        .into_iter()
+        .map(|range| serde_json::json!({"min_epk": range.min_epk, "max_epk": range.max_epk, "server_continuation": range.etag}))
+        .collect();
+    let json = serde_json::to_vec(&token).map_err(|_| unusable("not writable"))?;
+    Ok(format!("c1.{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)))
+}
+
 /// Options for the calls that must reach every physical partition of a container by design
 /// (the rename's query, the change feed from its beginning). The SDK refuses a fan-out past 100
 /// partitions unless told otherwise (`DEFAULT_MAX_FAN_OUT`, `azure_data_cosmos_driver`
@@ -115,5 +197,38 @@ impl ChangeFeed {
             }
         }
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{RangePosition, at_positions};
+    use base64::Engine as _;
+
+    /// The position of a change feed read from its beginning, as the SDK writes it (taken from
+    /// `ChangeFeed::position` on the embedded store) takes the leases' ETags as its ranges' tokens.
+    #[test]
+    fn a_fresh_position_takes_the_leases_etags() {
+        let fresh = "c1.eyJvcCI6IkNoYW5nZUZlZWQiLCJyaWQiOiJBQUFBQVlBQUFBST0iLCJyb290Ijp7ImtpbmQiOiJ1bm9yZGVyZWRfbWVyZ2UiLCJzdGFydF9mcm9tIjp7ImtpbmQiOiJiZWdpbm5pbmcifX19";
+        let ranges = [
+            RangePosition { min_epk: "80".into(), max_epk: "FF".into(), etag: Some("\"42\"".into()) },
+            RangePosition { min_epk: "".into(), max_epk: "80".into(), etag: Some("\"7\"".into()) },
+            RangePosition { min_epk: "FF".into(), max_epk: "FF".into(), etag: None },
+        ];
+        let token = at_positions(fresh, &ranges).unwrap();
+        let json: serde_json::Value = serde_json::from_slice(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token.strip_prefix("c1.").unwrap()).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(json["rid"], "AAAAAYAAAAI=");
+        assert_eq!(json["root"]["start_from"]["kind"], "beginning", "a range without a position starts at the beginning");
+        assert_eq!(
+            json["root"]["active_tokens"],
+            serde_json::json!([
+                {"min_epk": "", "max_epk": "80", "server_continuation": "\"7\""},
+                {"min_epk": "80", "max_epk": "FF", "server_continuation": "\"42\""},
+            ])
+        );
+        assert!(at_positions("opaque", &ranges).is_err());
     }
 }

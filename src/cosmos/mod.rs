@@ -34,6 +34,8 @@ mod schema;
 mod sdk;
 mod store;
 
+pub(crate) use change_feed::ChangeFeed;
+pub use change_feed::RangePosition;
 #[cfg(feature = "test-support")]
 pub use embedded::emulator::SdkFaults;
 #[cfg(any(test, feature = "test-support"))]
