@@ -464,8 +464,9 @@ async fn export(config: Config, output: Option<std::path::PathBuf>, stderr: &Pro
         )),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
-    let counts = blog::transfer::export(&state, &mut out, &mut |counts| {
-        stderr.update(|| format!("export: {counts} ({})", seconds(stderr.elapsed())))
+    let counts = blog::transfer::export(&state, &mut out, &mut |counts, posts| {
+        let bar = posts.map(|posts| format!("{} ", blog::progress::bar(posts.done, posts.of))).unwrap_or_default();
+        stderr.update(|| format!("export: {bar}{counts} ({})", seconds(stderr.elapsed())))
     })
     .await;
     let counts = match counts {

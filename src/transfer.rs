@@ -78,10 +78,16 @@ impl std::fmt::Display for Counts {
 }
 
 /// Writes every user, post, comment and like of `state`'s store to `out`, telling `progress`
-/// the counts so far. The users and the posts are found through each container's change feed
-/// from its beginning (the latest version of every item, on an account and on the embedded
-/// store); each post is read again, and its comments and likes listed, in its own partition.
-pub async fn export(state: &AppState, out: &mut dyn Write, progress: &mut dyn FnMut(&Counts)) -> Result<Counts, TransferError> {
+/// the counts so far, and once the posts are known, how many of them have been gone through
+/// and how many there are. The users and the posts are found through each container's change
+/// feed from its beginning (the latest version of every item, on an account and on the embedded
+/// store); each post is then read again, and its comments and likes listed, in its own
+/// partition: the long part, whose length is known before it starts.
+pub async fn export(
+    state: &AppState,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(&Counts, Option<PostsDone>),
+) -> Result<Counts, TransferError> {
     let mut counts = Counts::default();
     writeln!(out, "{}", json!({"format": FORMAT, "version": VERSION})).map_err(TransferError::Io)?;
     let mut users = state.store.change_feed_from_beginning(Container::Users).await?;
@@ -90,31 +96,44 @@ pub async fn export(state: &AppState, out: &mut dyn Write, progress: &mut dyn Fn
             write_item(out, document)?;
             counts.users += 1;
         }
-        progress(&counts);
+        progress(&counts, None);
     }
+    let mut ids = Vec::new();
     let mut posts = state.store.change_feed_from_beginning(Container::Posts).await?;
     while let Some(documents) = posts.next_changes().await? {
-        for id in documents.iter().filter(|document| document["type"] == "post").filter_map(|document| document["id"].as_str()) {
-            // As it is now: a post deleted since its change was read is left out.
-            let Some(post) = state.store.read::<Value>(Container::Posts, id, id).await? else { continue };
-            if !serde_json::from_value::<Post>(post.clone()).is_ok_and(|post| model::is_live(&post)) {
-                continue;
+        let found = documents.iter().filter(|document| document["type"] == "post");
+        ids.extend(found.filter_map(|document| document["id"].as_str().map(str::to_owned)));
+    }
+    for (done, id) in ids.iter().enumerate() {
+        progress(&counts, Some(PostsDone { done, of: ids.len() }));
+        // As it is now: a post deleted since its change was read is left out.
+        let Some(post) = state.store.read::<Value>(Container::Posts, id, id).await? else { continue };
+        if !serde_json::from_value::<Post>(post.clone()).is_ok_and(|post| model::is_live(&post)) {
+            continue;
+        }
+        write_item(out, post)?;
+        counts.posts += 1;
+        for (query, count) in
+            [(queries::post_comments as fn() -> QuerySpec, &mut counts.comments), (queries::post_likes, &mut counts.likes)]
+        {
+            for item in all_of_partition(state, id, query).await? {
+                write_item(out, item)?;
+                *count += 1;
             }
-            write_item(out, post)?;
-            counts.posts += 1;
-            for (query, count) in
-                [(queries::post_comments as fn() -> QuerySpec, &mut counts.comments), (queries::post_likes, &mut counts.likes)]
-            {
-                for item in all_of_partition(state, id, query).await? {
-                    write_item(out, item)?;
-                    *count += 1;
-                }
-            }
-            progress(&counts);
         }
     }
+    progress(&counts, Some(PostsDone { done: ids.len(), of: ids.len() }));
     out.flush().map_err(TransferError::Io)?;
     Ok(counts)
+}
+
+/// How far an export has gone through the posts: `done` of `of` (deleted ones included).
+#[derive(Clone, Copy, Debug)]
+pub struct PostsDone {
+    /// Posts gone through.
+    pub done: usize,
+    /// Posts in all.
+    pub of: usize,
 }
 
 /// Every result of `query` in the post `post_id`'s partition, page after page.

@@ -254,10 +254,19 @@ async fn rebuild_copies_on_a_terminal_draws_its_progress_and_ends() {
     app.eventually("/api/feed", |feed| feed["items"][0]["id"] == post.as_str()).await;
     let data = app.stop().await.unwrap();
 
+    let (status, shown) = on_a_terminal(data.path(), "rebuild-copies");
+    assert!(status.success(), "{status}: {shown}");
+    assert!(shown.contains("\r\x1b[Krebuild-copies: 1 users replayed ("), "the progress line, drawn in place: {shown:?}");
+    assert!(shown.contains("rebuild-copies: 1 users replayed (names carried and reserved), 1 posts delivered"), "{shown:?}");
+}
+
+/// `handler <command>` on a terminal (util-linux `script` gives it one), on the embedded store in
+/// `data`: its exit status, and what the terminal showed.
+fn on_a_terminal(data: &Path, command: &str) -> (std::process::ExitStatus, String) {
     let mut child = Command::new("script")
-        .args(["-qefc", "exec \"$HANDLER\" rebuild-copies", "/dev/null"])
+        .args(["-qefc", &format!("exec \"$HANDLER\" {command}"), "/dev/null"])
         .env("HANDLER", env!("CARGO_BIN_EXE_handler"))
-        .env("BLOG_DATA_DIR", data.path())
+        .env("BLOG_DATA_DIR", data)
         .env("RUST_LOG", "warn")
         .env_remove("CosmosDB")
         .env_remove("CosmosDB__accountEndpoint")
@@ -273,13 +282,34 @@ async fn rebuild_copies_on_a_terminal_draws_its_progress_and_ends() {
         }
         if started.elapsed() > std::time::Duration::from_secs(120) {
             child.kill().unwrap();
-            panic!("handler rebuild-copies on a terminal did not end within 120 s");
+            panic!("handler {command} on a terminal did not end within 120 s");
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     let mut shown = String::new();
     std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut shown).unwrap();
+    (status, shown)
+}
+
+/// `handler export` and `import` on a terminal draw a bar once they know how much there is to
+/// do: the posts for an export, the file's items for an import.
+#[tokio::test]
+async fn export_and_import_on_a_terminal_draw_a_bar() {
+    let app = common::TestApp::start().await;
+    let alice = app.user("alice").await;
+    for n in 0..3 {
+        app.post_by(&alice, &format!("post {n}")).await;
+    }
+    let data = app.stop().await.unwrap();
+    let file = data.path().join("blog.jsonl");
+    let (status, shown) = on_a_terminal(data.path(), &format!("export --output {}", file.display()));
     assert!(status.success(), "{status}: {shown}");
-    assert!(shown.contains("\r\x1b[Krebuild-copies: 1 users replayed ("), "the progress line, drawn in place: {shown:?}");
-    assert!(shown.contains("rebuild-copies: 1 users replayed (names carried and reserved), 1 posts delivered"), "{shown:?}");
+    assert!(shown.contains("\r\x1b[Kexport: ["), "the bar, drawn in place: {shown:?}");
+    assert!(shown.contains("export: 1 users, 3 posts, 0 comments, 0 likes written to"), "{shown:?}");
+
+    let empty = tempfile::tempdir().unwrap();
+    let (status, shown) = on_a_terminal(empty.path(), &format!("import {}", file.display()));
+    assert!(status.success(), "{status}: {shown}");
+    assert!(shown.contains("import: [") && shown.contains(" %"), "the bar: {shown:?}");
+    assert!(shown.contains("import: 1 users, 3 posts, 0 comments, 0 likes written, copies made"), "{shown:?}");
 }
