@@ -96,7 +96,7 @@ async fn follow(
 ) -> Result<(), FeedError> {
     let id = position_id(function);
     let container = function.container();
-    let mut position = state.store.read::<Position>(Container::Leases, &id, &id).await?.map(|saved| saved.continuation);
+    let mut position = saved_position(state, function).await?;
     loop {
         let mut feed = state.store.change_feed_from(container, position.as_deref()).await?;
         while let Some(documents) = feed.next_changes().await? {
@@ -119,11 +119,8 @@ async fn follow(
     }
 }
 
-/// The changes after `function`'s saved position, counted up to `at_most` by reading them from
-/// the change feed as the processor would, and the `_ts` of the oldest of those counted.
-pub(super) async fn pending(state: &AppState, function: Function, at_most: usize) -> Result<(usize, Option<u64>), StoreError> {
+/// `function`'s saved position (`None`: it has saved none, and starts from the beginning).
+pub(super) async fn saved_position(state: &AppState, function: Function) -> Result<Option<String>, StoreError> {
     let id = position_id(function);
-    let position = state.store.read::<Position>(Container::Leases, &id, &id).await?.map(|saved| saved.continuation);
-    let feed = state.store.change_feed_from(function.container(), position.as_deref()).await?;
-    super::lag::count(feed, at_most).await
+    Ok(state.store.read::<Position>(Container::Leases, &id, &id).await?.map(|saved| saved.continuation))
 }

@@ -62,7 +62,9 @@ pub async fn measure(state: &AppState, followed: &Followed) -> Result<Vec<Lag>, 
                 ((pending, false), oldest)
             }
             Followed::Account => {
-                let (pending, oldest) = account::pending(state, function, COUNTED_AT_MOST).await?;
+                let position = account::saved_position(state, function).await?;
+                let feed = state.store.change_feed_from(function.container(), position.as_deref()).await?;
+                let (pending, oldest) = count(feed, COUNTED_AT_MOST).await?;
                 ((pending, pending >= COUNTED_AT_MOST), oldest)
             }
             Followed::Trigger => {
@@ -118,7 +120,7 @@ pub(super) fn oldest_ts(documents: &[Value]) -> Option<u64> {
 
 /// The changes `feed` has to give, read and counted up to `at_most`, and the `_ts` of the oldest
 /// of those counted.
-pub(super) async fn count(mut feed: ChangeFeed, at_most: usize) -> Result<(usize, Option<u64>), StoreError> {
+async fn count(mut feed: ChangeFeed, at_most: usize) -> Result<(usize, Option<u64>), StoreError> {
     let (mut pending, mut oldest) = (0, None::<u64>);
     while pending < at_most {
         let Some(documents) = feed.next_changes().await? else { break };
