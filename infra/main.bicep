@@ -106,6 +106,9 @@ param tags object = {}
 @description('The Cosmos DB account to use, by name; empty: the one this template names. Set to an account restored from backup to bring the app onto it (docs/deploy.md, "Restoring from backup").')
 param cosmosAccountName string = ''
 
+@description('Continuous backup, 7 days, on the Cosmos DB account; false keeps periodic backup, for an account deployed before whose move to continuous backup has not been made (docs/deploy.md, "Restoring from backup").')
+param cosmosContinuousBackup bool = true
+
 @description('Where the alerts are sent (optional): `azd env set BLOG_ALERT_EMAIL you@example.com`. Empty: they fire in the portal only.')
 param alertEmail string = ''
 
@@ -204,6 +207,7 @@ module cosmos 'modules/cosmos.bicep' = {
     tags: tags
     accountName: names.cosmos
     serverless: cosmosServerless
+    continuousBackup: cosmosContinuousBackup
     autoscaleMaxThroughput: cosmosAutoscaleMaxThroughput
     principalId: identity.properties.principalId
     operatorPrincipalId: operatorPrincipalId

@@ -35,3 +35,7 @@ param alertEmail = readEnvironmentVariable('BLOG_ALERT_EMAIL', '')
 // An account restored from backup to run on instead of the one this template names:
 // `azd env set BLOG_COSMOS_ACCOUNT_NAME <name>` (docs/deploy.md, "Restoring from backup").
 param cosmosAccountName = readEnvironmentVariable('BLOG_COSMOS_ACCOUNT_NAME', '')
+
+// Continuous backup (the default); `azd env set BLOG_COSMOS_BACKUP periodic` keeps the periodic
+// backup of an account deployed before, until it is moved (docs/deploy.md, "Restoring from backup").
+param cosmosContinuousBackup = readEnvironmentVariable('BLOG_COSMOS_BACKUP', 'continuous') != 'periodic'

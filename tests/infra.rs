@@ -1622,15 +1622,26 @@ fn the_workbook_and_the_alerts_read_the_handlers_lines_in_application_insights()
 }
 
 /// Issue 33: the account keeps continuous backup, the 7-day tier (no charge for its storage),
-/// which docs/deploy.md's restore relies on.
+/// which docs/deploy.md's restore relies on; periodic backup, Azure's default, only when asked
+/// (an account deployed before, not moved yet).
 #[test]
 fn the_cosmos_account_keeps_seven_days_of_continuous_backup() {
     let files = bicep_files();
-    let account = only_resource(infra_file(&files, "modules/cosmos.bicep"), "Microsoft.DocumentDB/databaseAccounts");
-    assert_eq!(account.literal_at(&["properties", "backupPolicy", "type"]), Some(json!("Continuous")));
+    let (main, cosmos) = (infra_file(&files, "main.bicep"), infra_file(&files, "modules/cosmos.bicep"));
+    let account = only_resource(cosmos, "Microsoft.DocumentDB/databaseAccounts");
     assert_eq!(
-        account.literal_at(&["properties", "backupPolicy", "continuousModeProperties", "tier"]),
-        Some(json!("Continuous7Days"))
+        expression(cosmos, cosmos.path(account.body, &["properties", "backupPolicy"]).unwrap()),
+        "continuousBackup ? continuousBackupPolicy : periodicBackupPolicy"
+    );
+    let continuous = cosmos.literal(cosmos.variable("continuousBackupPolicy").unwrap()).unwrap();
+    assert_eq!(continuous, json!({"type": "Continuous", "continuousModeProperties": {"tier": "Continuous7Days"}}));
+    let periodic = cosmos.literal(cosmos.variable("periodicBackupPolicy").unwrap()).unwrap();
+    assert_eq!(periodic["type"], "Periodic");
+    assert_eq!(module_argument(main, "modules/cosmos.bicep", "continuousBackup"), "cosmosContinuousBackup");
+    let parameters = fs::read_to_string(repo_root().join("infra/main.bicepparam")).unwrap();
+    assert!(
+        parameters.contains("param cosmosContinuousBackup = readEnvironmentVariable('BLOG_COSMOS_BACKUP', 'continuous') != 'periodic'"),
+        "continuous unless BLOG_COSMOS_BACKUP=periodic"
     );
     let deploy = fs::read_to_string(repo_root().join("docs/deploy.md")).unwrap();
     for said in ["az cosmosdb restore", "--restore-timestamp", "BLOG_COSMOS_ACCOUNT_NAME", "rebuild-copies"] {

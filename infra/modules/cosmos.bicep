@@ -10,6 +10,9 @@ param accountName string
 @description('true: serverless account. false: provisioned throughput, autoscale on the database.')
 param serverless bool
 
+@description('Continuous backup, 7 days (true); false keeps the periodic backup of an account deployed before (docs/deploy.md).')
+param continuousBackup bool = true
+
 @description('Autoscale maximum RU/s of the database when not serverless.')
 param autoscaleMaxThroughput int
 
@@ -62,6 +65,28 @@ var leasesIndexingPolicy = {
   ]
 }
 
+// Point-in-time restore of the last 7 days, at no charge for the backup's storage (the 30-day
+// tier is charged per GB): docs/deploy.md, "Restoring from backup". A restore makes a new account.
+var continuousBackupPolicy = {
+  type: 'Continuous'
+  continuousModeProperties: {
+    tier: 'Continuous7Days'
+  }
+}
+
+// Azure's default for an account created without a backup policy, which accounts deployed
+// before continuous backup was declared here have. Moving one to continuous is one-way, and
+// Azure refuses it in the same update as any other change (Azure/bicep-types-az issues 1940
+// and 2315): docs/deploy.md says how, and how to keep periodic backup meanwhile.
+var periodicBackupPolicy = {
+  type: 'Periodic'
+  periodicModeProperties: {
+    backupIntervalInMinutes: 240
+    backupRetentionIntervalInHours: 8
+    backupStorageRedundancy: 'Geo'
+  }
+}
+
 // The account: Entra ID only (no keys), session consistency, one region.
 resource account 'Microsoft.DocumentDB/databaseAccounts@2025-04-15' = {
   name: accountName
@@ -86,17 +111,7 @@ resource account 'Microsoft.DocumentDB/databaseAccounts@2025-04-15' = {
       }
     ] : []
     disableLocalAuth: true
-    // Point-in-time restore of the last 7 days, at no charge for the backup's storage (the
-    // 30-day tier is charged per GB): docs/deploy.md, "Restoring from backup". A restore makes a
-    // new account. An account deployed before this was set has periodic backup; moving it to
-    // continuous is one-way, and Azure refuses it in the same update as any other change
-    // (Azure/bicep-types-az issues 1940 and 2315): docs/deploy.md says how.
-    backupPolicy: {
-      type: 'Continuous'
-      continuousModeProperties: {
-        tier: 'Continuous7Days'
-      }
-    }
+    backupPolicy: continuousBackup ? continuousBackupPolicy : periodicBackupPolicy
     // Containers and scripts change through Azure Resource Manager (this template) only.
     disableKeyBasedMetadataWriteAccess: true
     minimalTlsVersion: 'Tls12'
