@@ -1640,7 +1640,8 @@ fn the_cosmos_account_keeps_seven_days_of_continuous_backup() {
     assert_eq!(module_argument(main, "modules/cosmos.bicep", "continuousBackup"), "cosmosContinuousBackup");
     let parameters = fs::read_to_string(repo_root().join("infra/main.bicepparam")).unwrap();
     assert!(
-        parameters.contains("param cosmosContinuousBackup = readEnvironmentVariable('BLOG_COSMOS_BACKUP', 'continuous') != 'periodic'"),
+        parameters
+            .contains("param cosmosContinuousBackup = readEnvironmentVariable('BLOG_COSMOS_BACKUP', 'continuous') != 'periodic'"),
         "continuous unless BLOG_COSMOS_BACKUP=periodic"
     );
     let deploy = fs::read_to_string(repo_root().join("docs/deploy.md")).unwrap();

@@ -1,6 +1,6 @@
 //! How far each change-feed function is behind: the changes not delivered to it yet, and how
-//! old the oldest of them is. `handler lag` prints it, and a blog whose processors run in the
-//! handler logs it once a minute (the workbook's and the lag alert's `lag` line).
+//! old the oldest of them is. `handler lag` prints it, and a served blog logs it once a minute
+//! (the workbook's and the lag alert's `lag` line; see `crate::followed` for where).
 //!
 //! It is measured from the positions the functions are delivered from: the embedded store's
 //! processors' (their checkpoint files), the account processors' of `BLOG_CHANGE_FEED=local`
@@ -45,33 +45,32 @@ pub enum Followed {
     Trigger,
 }
 
-/// The most changes counted on an account: each is read from its change feed to be counted, so
+/// The most changes counted on an account: each is read from the change feed to be counted, so
 /// a large backlog is said as "at least" this many rather than read whole every minute.
 pub const COUNTED_AT_MOST: usize = 10_000;
 
-/// How often a blog whose processors run in the handler logs their lag.
+/// How often a served blog logs the lag.
 pub const REPORT_EVERY: Duration = Duration::from_secs(60);
 
 /// The lag of each change-feed function.
 pub async fn measure(state: &AppState, followed: &Followed) -> Result<Vec<Lag>, StoreError> {
     let mut lags = Vec::new();
     for function in Function::ALL {
-        let ((pending, at_least), oldest_ts) = match followed {
+        let (pending, at_least, oldest_ts) = match followed {
             Followed::Embedded(data_dir) => {
                 let (pending, oldest) = processor::pending(state, data_dir, function).await?;
-                ((pending, false), oldest)
+                (pending, false, oldest)
             }
-            Followed::Account => {
-                let position = account::saved_position(state, function).await?;
-                let feed = state.store.change_feed_from(function.container(), position.as_deref()).await?;
+            Followed::Account | Followed::Trigger => {
+                let feed = if let Followed::Account = followed {
+                    let position = account::saved_position(state, function).await?;
+                    state.store.change_feed_from(function.container(), position.as_deref()).await?
+                } else {
+                    let positions = trigger_positions(state, function).await?;
+                    state.store.change_feed_at(function.container(), &positions).await?
+                };
                 let (pending, oldest) = count(feed, COUNTED_AT_MOST).await?;
-                ((pending, pending >= COUNTED_AT_MOST), oldest)
-            }
-            Followed::Trigger => {
-                let positions = trigger_positions(state, function).await?;
-                let feed = state.store.change_feed_at(function.container(), &positions).await?;
-                let (pending, oldest) = count(feed, COUNTED_AT_MOST).await?;
-                ((pending, pending >= COUNTED_AT_MOST), oldest)
+                (pending, pending >= COUNTED_AT_MOST, oldest)
             }
         };
         let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
