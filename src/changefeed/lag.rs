@@ -5,7 +5,7 @@
 //! It is measured from the positions the functions are delivered from: the embedded store's
 //! processors' (their checkpoint files), the account processors' of `BLOG_CHANGE_FEED=local`
 //! (their `localProcessor-*` items), or the Functions host's Cosmos DB trigger's, whose leases
-//! keep, per feed range, the ETag of the last page delivered ([`trigger_positions`]). From there
+//! keep, per feed range, the ETag of the last page delivered (`trigger_positions`). From there
 //! the changes are read, as the function will be given them, and counted: items, not the
 //! transactions Cosmos DB's estimator counts (azure-cosmos-dotnet-v3, `ChangeFeedEstimatorIterator`:
 //! the session token's LSN less the first change's `_lsn`), because items are what the copies
