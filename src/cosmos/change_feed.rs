@@ -89,27 +89,19 @@ impl Store {
     /// "Change Feed uses etag as continuation token"). So the SDK's own position for this container
     /// from its beginning is taken, and each range's ETag set in it.
     pub(crate) async fn change_feed_at(&self, container: Container, ranges: &[RangePosition]) -> Result<ChangeFeed, StoreError> {
-        let from_beginning = self.change_feed_from(container, None).await?.position()?;
-        let token = at_positions(&from_beginning, ranges)?;
-        self.change_feed_from(container, Some(&token)).await
+        let from_beginning = decoded(&self.change_feed_from(container, None).await?.position()?)?;
+        let token = at_positions(from_beginning, ranges)?;
+        self.change_feed_from(container, Some(&encoded(&token))).await
     }
-}
 
-impl Store {
     /// Where the change feed of `container` ends now, range by range, as the trigger's leases
     /// would say after delivering every change: the feed read to its end, and each range's
     /// ETag taken from the SDK's position. The tests make leases of it.
     #[cfg(feature = "test-support")]
     pub async fn change_feed_end(&self, container: Container) -> Result<Vec<RangePosition>, StoreError> {
-        use base64::Engine as _;
         let mut feed = self.change_feed_from(container, None).await?;
         while feed.next_changes().await?.is_some() {}
-        let position = feed.position()?;
-        let encoded = position.strip_prefix("c1.").ok_or_else(|| StoreError::Unusable("not a version 1 token".into()))?;
-        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(encoded)
-            .map_err(|_| StoreError::Unusable("not base64url".into()))?;
-        let token: Value = serde_json::from_slice(&bytes).map_err(|error| StoreError::json("a change feed position", error))?;
+        let token = decoded(&feed.position()?)?;
         let ranges = token["root"]["active_tokens"].as_array().cloned().unwrap_or_default();
         Ok(ranges
             .iter()
@@ -122,17 +114,19 @@ impl Store {
     }
 }
 
-/// The SDK's version 1 continuation token of a change feed read from its beginning, `c1.` and
-/// base64url JSON (azure_data_cosmos_driver 1.0, `ContinuationToken::encode_v1`: `{"op":
-/// "ChangeFeed", "rid", "root": {"kind": "unordered_merge", "start_from", "active_tokens": [
-/// {"min_epk", "max_epk", "server_continuation"}]}}`), with `ranges`' ETags as its active tokens.
-fn at_positions(from_beginning: &str, ranges: &[RangePosition]) -> Result<String, StoreError> {
+/// The JSON of the SDK's version 1 continuation token, `c1.` and base64url (azure_data_cosmos_driver
+/// 1.0, `ContinuationToken::encode_v1`). A change feed's: `{"op": "ChangeFeed", "rid", "root":
+/// {"kind": "unordered_merge", "start_from", "active_tokens": [{"min_epk", "max_epk",
+/// "server_continuation"}]}}`, a range without an active token starting from `start_from`.
+fn decoded(token: &str) -> Result<Value, StoreError> {
     use base64::Engine as _;
-    let unusable =
-        |why: &str| StoreError::Unusable(format!("the SDK's change feed position cannot take the leases' positions: {why}"));
-    let encoded = from_beginning.strip_prefix("c1.").ok_or_else(|| unusable("not a version 1 token"))?;
+    let encoded = token.strip_prefix("c1.").ok_or_else(|| unusable("not a version 1 token"))?;
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(encoded).map_err(|_| unusable("not base64url"))?;
-    let mut token: Value = serde_json::from_slice(&bytes).map_err(|_| unusable("not JSON"))?;
+    serde_json::from_slice(&bytes).map_err(|_| unusable("not JSON"))
+}
+
+/// A change feed's token from its beginning, with `ranges`' ETags as its active tokens.
+fn at_positions(mut token: Value, ranges: &[RangePosition]) -> Result<Value, StoreError> {
     let root = token
         .get_mut("root")
         .filter(|root| root["kind"] == "unordered_merge")
@@ -143,8 +137,17 @@ fn at_positions(from_beginning: &str, ranges: &[RangePosition]) -> Result<String
         .into_iter()
         .map(|range| serde_json::json!({"min_epk": range.min_epk, "max_epk": range.max_epk, "server_continuation": range.etag}))
         .collect();
-    let json = serde_json::to_vec(&token).map_err(|_| unusable("not writable"))?;
-    Ok(format!("c1.{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)))
+    Ok(token)
+}
+
+/// [`decoded`]'s token again.
+fn encoded(token: &Value) -> String {
+    use base64::Engine as _;
+    format!("c1.{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token.to_string()))
+}
+
+fn unusable(why: &str) -> StoreError {
+    StoreError::Unusable(format!("the SDK's change feed position cannot take the leases' positions: {why}"))
 }
 
 /// Options for the calls that must reach every physical partition of a container by design
@@ -202,8 +205,7 @@ impl ChangeFeed {
 
 #[cfg(test)]
 mod tests {
-    use super::{RangePosition, at_positions};
-    use base64::Engine as _;
+    use super::{RangePosition, at_positions, decoded, encoded};
 
     /// The position of a change feed read from its beginning, as the SDK writes it (taken from
     /// `ChangeFeed::position` on the embedded store) takes the leases' ETags as its ranges' tokens.
@@ -215,20 +217,17 @@ mod tests {
             RangePosition { min_epk: "".into(), max_epk: "80".into(), etag: Some("\"7\"".into()) },
             RangePosition { min_epk: "FF".into(), max_epk: "FF".into(), etag: None },
         ];
-        let token = at_positions(fresh, &ranges).unwrap();
-        let json: serde_json::Value = serde_json::from_slice(
-            &base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token.strip_prefix("c1.").unwrap()).unwrap(),
-        )
-        .unwrap();
-        assert_eq!(json["rid"], "AAAAAYAAAAI=");
-        assert_eq!(json["root"]["start_from"]["kind"], "beginning", "a range without a position starts at the beginning");
+        let token = decoded(&encoded(&at_positions(decoded(fresh).unwrap(), &ranges).unwrap())).unwrap();
+        assert_eq!(token["rid"], "AAAAAYAAAAI=");
+        assert_eq!(token["root"]["start_from"]["kind"], "beginning", "a range without a position starts at the beginning");
         assert_eq!(
-            json["root"]["active_tokens"],
+            token["root"]["active_tokens"],
             serde_json::json!([
                 {"min_epk": "", "max_epk": "80", "server_continuation": "\"7\""},
                 {"min_epk": "80", "max_epk": "FF", "server_continuation": "\"42\""},
             ])
         );
-        assert!(at_positions("opaque", &ranges).is_err());
+        assert!(decoded("opaque").is_err());
+        assert!(at_positions(serde_json::json!({"root": {"kind": "sequential_drain"}}), &ranges).is_err());
     }
 }

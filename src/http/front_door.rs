@@ -372,7 +372,7 @@ struct Correlation {
 impl Correlation {
     fn of(headers: &axum::http::HeaderMap) -> Correlation {
         let text = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
-        let invocation_id = text("x-azure-functions-invocationid")
+        let invocation_id = text(super::host::INVOCATION_ID)
             .filter(|id| !id.is_empty() && id.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'-'))
             .map(str::to_owned);
         Correlation { invocation_id, trace_id: text("traceparent").and_then(trace_id).map(str::to_owned) }

@@ -23,8 +23,12 @@ pub(super) async fn users(State(state): State<AppState>, headers: HeaderMap, bod
     answer(invoke(&state, Function::UsersChangeFeed, invocation_id(&headers), &body).await)
 }
 
+/// The header the host names each invocation in, on its change-feed invocations and on the
+/// requests it forwards alike (azure-functions-host `DefaultHttpWorkerService.AddHeaders`).
+pub(super) const INVOCATION_ID: &str = "x-azure-functions-invocationid";
+
 fn invocation_id(headers: &HeaderMap) -> &str {
-    headers.get("x-azure-functions-invocationid").and_then(|value| value.to_str().ok()).unwrap_or("")
+    headers.get(INVOCATION_ID).and_then(|value| value.to_str().ok()).unwrap_or("")
 }
 
 fn answer(HostAnswer { retry, body }: HostAnswer) -> Response {
