@@ -413,7 +413,7 @@ async fn lag(config: Config) -> Result<(), HandlerError> {
         _ => blog::followed(&config).unwrap_or(Followed::Trigger),
     };
     let state = blog::connect(&config).await?;
-    let lags = lag::measure(&state, &followed).await?;
+    let lags = lag::measure(&state, &followed, lag::COUNTED_AT_MOST).await?;
     let mut out = std::io::stdout().lock();
     for lag in lags {
         let count = if lag.at_least { format!("at least {}", lag.pending) } else { lag.pending.to_string() };

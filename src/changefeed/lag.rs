@@ -28,7 +28,7 @@ pub struct Lag {
     /// Items changed after its position (an item written twice counts once, as the change feed
     /// delivers its latest version once).
     pub pending: usize,
-    /// Whether counting stopped at [`COUNTED_AT_MOST`] (an account's backlog is read to count it).
+    /// Whether counting stopped at its bound (an account's backlog is read to count it).
     pub at_least: bool,
     /// How long ago the oldest of them was written (`None` when nothing is pending).
     pub oldest: Option<Duration>,
@@ -45,15 +45,20 @@ pub enum Followed {
     Trigger,
 }
 
-/// The most changes counted on an account: each is read from the change feed to be counted, so
-/// a large backlog is said as "at least" this many rather than read whole every minute.
+/// The most changes `handler lag` counts on an account: each is read from the change feed to be
+/// counted, so a larger backlog is said as "at least" this many.
 pub const COUNTED_AT_MOST: usize = 10_000;
+
+/// The most the minute's `lag` line counts on an account. Every instance reads them, every
+/// minute, while the backlog lasts: a thousand is enough to say the copies are far behind (the
+/// age of the oldest says how far), and a tenth of the reading.
+pub const REPORTED_AT_MOST: usize = 1_000;
 
 /// How often a served blog logs the lag.
 pub const REPORT_EVERY: Duration = Duration::from_secs(60);
 
-/// The lag of each change-feed function.
-pub async fn measure(state: &AppState, followed: &Followed) -> Result<Vec<Lag>, StoreError> {
+/// The lag of each change-feed function; on an account, changes counted up to `at_most`.
+pub async fn measure(state: &AppState, followed: &Followed, at_most: usize) -> Result<Vec<Lag>, StoreError> {
     let mut lags = Vec::new();
     for function in Function::ALL {
         let (pending, at_least, oldest_ts) = match followed {
@@ -69,12 +74,11 @@ pub async fn measure(state: &AppState, followed: &Followed) -> Result<Vec<Lag>, 
                     let positions = trigger_positions(state, function).await?;
                     state.store.change_feed_at(function.container(), &positions).await?
                 };
-                let (pending, oldest) = count(feed, COUNTED_AT_MOST).await?;
-                (pending, pending >= COUNTED_AT_MOST, oldest)
+                let (pending, oldest) = count(feed, at_most).await?;
+                (pending, pending >= at_most, oldest)
             }
         };
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
-        let oldest = oldest_ts.filter(|_| pending > 0).map(|written| Duration::from_secs(now.saturating_sub(written)));
+        let oldest = oldest_ts.filter(|_| pending > 0).map(age);
         lags.push(Lag { function, pending, at_least, oldest });
     }
     Ok(lags)
@@ -90,7 +94,7 @@ pub(crate) fn spawn_reports(state: &AppState, followed: Followed) {
     tokio::spawn(async move {
         tokio::time::sleep(FIRST_REPORT_AFTER).await;
         while let Some(state) = blog.upgrade() {
-            match measure(&state, &followed).await {
+            match measure(&state, &followed, REPORTED_AT_MOST).await {
                 Ok(lags) => lags.iter().for_each(report),
                 Err(error) => tracing::warn!(target: "blog::changefeed", %error, "the change feed's lag could not be measured"),
             }
@@ -110,6 +114,12 @@ pub(crate) fn report(lag: &Lag) {
         oldest_age_s = lag.oldest.map_or(0, |age| age.as_secs()),
         "lag"
     );
+}
+
+/// How long ago an item whose `_ts` is `written` was written.
+pub(super) fn age(written: u64) -> Duration {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+    Duration::from_secs(now.saturating_sub(written))
 }
 
 /// The `_ts` of the oldest of `documents`.

@@ -126,13 +126,11 @@ impl Function {
 /// The age in seconds of the oldest change in a batch, by its `_ts` (when it was written): how
 /// far behind the function is as it delivers. `None` when no change carries a `_ts`.
 pub(crate) fn oldest_age_s(documents: &[Value]) -> Option<u64> {
-    let oldest = lag::oldest_ts(documents)?;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
-    Some(now.saturating_sub(oldest))
+    lag::oldest_ts(documents).map(|written| lag::age(written).as_secs())
 }
 
 /// A delivered batch's log line, the same whether the host's trigger or a local processor
-/// delivered it: the workbook and the alerts read its fields (`infra/workbook.json`; a test in
+/// delivered it: the workbook and the alerts read its fields (`infra/queries/`; a test in
 /// `tests/telemetry.rs` holds them to this line). `invocation_id` is the host's.
 pub(crate) struct Delivery<'a> {
     pub function: Function,
