@@ -133,9 +133,13 @@ async fn written_by_the_hosts_blog(lines: &mut Vec<String>) {
     // A post as the trigger delivers it, but without its author: never applicable, set aside.
     let malformed = json!({"id": "p1", "postId": "p1", "type": "post", "title": "t", "_ts": now - 42, "_lsn": 7});
     let body = common::host::cosmos_invocation("PostsChangeFeed", &[malformed], common::host::Attempt::Retry(0));
+    // The headers of `DefaultHttpWorkerService.AddHeaders` (the body's framing, chunked there, is
+    // `tests/host_requests.rs`'s concern).
     let answer = reqwest::Client::new()
         .post(format!("{}/PostsChangeFeed", handler.base))
         .header("content-type", "application/json; charset=utf-8")
+        .header("x-azure-functions-hostversion", common::host::HOST_VERSION)
+        .header("user-agent", format!("Azure-Functions-Host/{}", common::host::HOST_VERSION))
         .header("x-azure-functions-invocationid", INVOCATION_ID)
         .body(body)
         .send()
