@@ -337,7 +337,11 @@ mod tests {
     #[test]
     fn alt_text_is_shown_as_typed() {
         let alt = r"A [red] *kite*, ![not an image](x) \ & <b>";
-        let html = crate::model::markdown::to_html(&format!("![{}](/elsewhere.png)", escape_alt(alt)), 2);
+        let html = crate::model::markdown::to_html(
+            &format!("![{}](/elsewhere.png)", escape_alt(alt)),
+            crate::model::markdown::Pictures::None,
+            2,
+        );
         assert!(html.contains("Image: A [red] *kite*, ![not an image](x) \\ &amp; &lt;b&gt;"), "{html}");
     }
 }

@@ -19,6 +19,7 @@ use super::likes::likes_of;
 use super::lists::{ListPage, ListParams, OwnerKnown};
 use super::posts::get_post;
 use super::{AppResult, AppState};
+use crate::model::markdown::Pictures;
 use crate::model::{Comment, Like, Post, markdown};
 
 /// How long one instance shows a post's view before reading it again.
@@ -39,7 +40,8 @@ pub(crate) struct PostView {
 }
 
 /// A view's Markdown, rendered ([`markdown::to_html`]): the post's text under its title (h1),
-/// each comment's under the "Comments" heading (h2).
+/// with the pictures its writer added to it, each comment's under the "Comments" heading (h2),
+/// with none.
 pub(crate) struct RenderedText {
     pub content: String,
     pub comments: Vec<String>,
@@ -48,8 +50,8 @@ pub(crate) struct RenderedText {
 impl PostView {
     pub(crate) fn rendered(&self) -> &RenderedText {
         self.rendered.get_or_init(|| RenderedText {
-            content: markdown::to_html(&self.post.content, 2),
-            comments: self.comments.items.iter().map(|comment| markdown::to_html(&comment.content, 3)).collect(),
+            content: markdown::to_html(&self.post.content, Pictures::Of { owner: &self.post.user_id, post: &self.post.id }, 2),
+            comments: self.comments.items.iter().map(|comment| markdown::to_html(&comment.content, Pictures::None, 3)).collect(),
         })
     }
 }

@@ -14,13 +14,19 @@
 //! user content, which search engines should not count as the blog's: Google's "Qualify your
 //! outbound links"), and none with a `target`, so nothing needs `noopener`.
 //!
-//! **Only the blog's own pictures are loaded** ([`PictureAddress::url`], uploaded by the post's
-//! writer): as an `<img>` with its size and its phones' variant, both read from its address.
-//! Any other image becomes a link to it, labelled with its alt text (or its
-//! address when it has none). Loading one from another site would tell that site the IP address
-//! and visit time of every reader of the page, and the pages' Content-Security-Policy allows
-//! images from the blog alone (`img-src 'self'`), so a browser would refuse it anyway and log
-//! an error.
+//! **Only the post's own pictures are loaded**: an image whose address is a picture of the blog
+//! ([`PictureAddress::url`]) under the post's writer and the post itself (`Pictures::Of`), of a
+//! size an upload can have (`PictureName::within_limits`), is an `<img>` with that size and its
+//! phones' variant, both read from its address. A comment shows no picture (`Pictures::None`). Any
+//! other image becomes a link to it, labelled with its alt text (or its address when it has none),
+//! a `/pictures/…` address of another writer or post, or of a size no upload has, too. The page
+//! believes the size its address says without asking the store (no read per picture), so whoever
+//! typed an address could otherwise lay out a frame of any size (`height="4294967295"`) and show,
+//! in a post or under it, a picture its writer never put there; a name made up under the post's own
+//! address is the post's writer's own doing, and shows as a missing picture of a size the blog
+//! takes. Loading an image from another site would tell that site the IP address and visit time of
+//! every reader of the page, and the pages' Content-Security-Policy allows images from the blog
+//! alone (`img-src 'self'`), so a browser would refuse it anyway and log an error.
 //!
 //! **Bare URLs become links** (`https://…` in running text, as GitHub's "autolink literals"):
 //! pulldown-cmark links only `<https://…>`, so text outside links and code goes through
@@ -42,15 +48,42 @@ fn options() -> Options {
     Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TABLES
 }
 
-/// `text` as HTML, safe to put in a page as it is. A heading ranks below the page's own around
-/// it: one of a higher rank than `top_heading` is written as `<h{top_heading}>` (a post's title
-/// is `h1`, so in its text `#` and `##` are both `h2`, and `###` stays `h3`), so that the page's
-/// outline stays whole and a writer's `##` keeps its level. Every block
-/// takes its own direction (`dir="auto"`), so a right-to-left paragraph reads right to left in
-/// a left-to-right post.
-pub(crate) fn to_html(text: &str, top_heading: u8) -> String {
+/// Whose text is rendered, so which of the blog's pictures it may show as images.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pictures<'a> {
+    /// A post's text: the pictures its writer (`owner`, their user id) added to it (`post`, its
+    /// id), which are deleted with it.
+    Of {
+        /// The post's writer's user id.
+        owner: &'a str,
+        /// The post's id.
+        post: &'a str,
+    },
+    /// A comment's text: no pictures at all. A commenter cannot add one, and a post's picture
+    /// quoted under another post would show what its writer put elsewhere.
+    None,
+}
+
+impl Pictures<'_> {
+    /// Whether `address` is shown as an `<img>`: one of these pictures, of a size the blog takes.
+    fn shows(self, address: &PictureAddress) -> bool {
+        match self {
+            Pictures::Of { owner, post } => address.owner == owner && address.post == post && address.name.within_limits(),
+            Pictures::None => false,
+        }
+    }
+}
+
+/// `text` as HTML, safe to put in a page as it is. `pictures`: whose text it is, so which
+/// pictures are shown as images (see the module's documentation); any other image is a link. A
+/// heading ranks below the page's own around it: one of a higher rank than `top_heading` is
+/// written as `<h{top_heading}>` (a post's title is `h1`, so in its text `#` and `##` are both
+/// `h2`, and `###` stays `h3`), so that the page's outline stays whole and a writer's `##` keeps
+/// its level. Every block takes its own direction (`dir="auto"`), so a right-to-left paragraph
+/// reads right to left in a left-to-right post.
+pub(crate) fn to_html(text: &str, pictures: Pictures<'_>, top_heading: u8) -> String {
     let mut html = String::with_capacity(text.len() + text.len() / 2);
-    pulldown_cmark::html::push_html(&mut html, safe_events(text, top_heading).into_iter());
+    pulldown_cmark::html::push_html(&mut html, safe_events(text, pictures, top_heading).into_iter());
     html
 }
 
@@ -134,7 +167,7 @@ impl PlainText {
 
 /// The parser's events with no raw HTML left and links made safe, ready for pulldown-cmark's
 /// renderer (which escapes text and attributes).
-fn safe_events(text: &str, top_heading: u8) -> Vec<Event<'_>> {
+fn safe_events<'a>(text: &'a str, pictures: Pictures<'_>, top_heading: u8) -> Vec<Event<'a>> {
     let mut out = Vec::new();
     let mut anchor_open = false;
     // For each link or image open: whether it was written as an `<a>`.
@@ -153,7 +186,9 @@ fn safe_events(text: &str, top_heading: u8) -> Vec<Event<'_>> {
                 anchor_open |= write;
                 written.push(write);
             }
-            Event::Start(Tag::Image { dest_url, .. }) if !anchor_open && PictureAddress::of_url(&dest_url).is_some() => {
+            Event::Start(Tag::Image { dest_url, .. })
+                if !anchor_open && PictureAddress::of_url(&dest_url).is_some_and(|address| pictures.shows(&address)) =>
+            {
                 let address = PictureAddress::of_url(&dest_url).expect("checked by the guard");
                 out.push(Event::Html(picture(&address, &alt_text(&mut events)).into()));
             }
@@ -278,7 +313,7 @@ fn alt_text<'a>(events: &mut impl Iterator<Item = Event<'a>>) -> String {
     alt
 }
 
-/// A picture of the blog's own, as an `<img>`: its size from its name (so nothing moves as it
+/// One of the post's own pictures, as an `<img>`: its size from its name (so nothing moves as it
 /// loads), loaded when it comes near the screen, and where it has a phones' variant, that for
 /// a slot narrower than the variant (`srcset`; the content column is at most 44rem wide).
 fn picture(address: &PictureAddress, alt: &str) -> String {
@@ -332,8 +367,9 @@ fn is_allowed_url(url: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// The text of post `p1` by `u1`.
     fn html(text: &str) -> String {
-        to_html(text, 2)
+        to_html(text, Pictures::Of { owner: "u1", post: "p1" }, 2)
     }
 
     #[test]
@@ -346,7 +382,10 @@ mod tests {
             html("# Title\n## Section\n### Sub"),
             "<h2 dir=\"auto\">Title</h2>\n<h2 dir=\"auto\">Section</h2>\n<h3 dir=\"auto\">Sub</h3>\n"
         );
-        assert_eq!(to_html("# In a comment\n###### deep", 3), "<h3 dir=\"auto\">In a comment</h3>\n<h6 dir=\"auto\">deep</h6>\n");
+        assert_eq!(
+            to_html("# In a comment\n###### deep", Pictures::None, 3),
+            "<h3 dir=\"auto\">In a comment</h3>\n<h6 dir=\"auto\">deep</h6>\n"
+        );
         assert_eq!(html("- a\n- b"), "<ul>\n<li dir=\"auto\">a</li>\n<li dir=\"auto\">b</li>\n</ul>\n");
         assert_eq!(html("```rust\nfn main() {}\n```"), "<pre><code class=\"language-rust\">fn main() {}\n</code></pre>\n");
         assert_eq!(html("~~gone~~"), "<p dir=\"auto\"><del>gone</del></p>\n");
@@ -462,6 +501,44 @@ mod tests {
             assert!(!html(&format!("![x]({other})")).contains("<img"), "{other}");
         }
         assert!(!html(&format!("[![x]({small})](https://e.com)")).contains("<img"));
+    }
+
+    /// A picture's address is `/pictures/{owner}/{post}/{hash}-{width}x{height}.{ext}`, and the
+    /// page believes what it says without asking the store: only the post's own pictures, of a
+    /// size an upload can have, are shown; any other is a link to it, as a foreign image is.
+    #[test]
+    fn only_the_posts_own_pictures_of_a_size_the_blog_takes_are_shown() {
+        let hash = "0".repeat(64);
+        let link =
+            |url: &str| format!("<p dir=\"auto\"><a href=\"{url}\" rel=\"nofollow ugc\" class=\"image\">Image: x</a></p>\n");
+        for other in [
+            format!("/pictures/u2/p1/{hash}-20x10.png"),
+            format!("/pictures/u1/p2/{hash}-20x10.png"),
+            format!("/pictures/p1/u1/{hash}-20x10.png"),
+            format!("/pictures/u1/p1/{hash}-8000x4294967295.png"),
+            format!("/pictures/u1/p1/{hash}-8001x1.png"),
+            format!("/pictures/u1/p1/{hash}-6325x6325.png"),
+            format!("/pictures/u1/p1/{hash}-0x0.png"),
+            format!("/pictures/u1/p1/{hash}-0x10.png"),
+        ] {
+            assert_eq!(html(&format!("![x]({other})")), link(&other), "{other}");
+        }
+        let own = format!("/pictures/u1/p1/{hash}-8000x5000.png");
+        assert!(
+            html(&format!("![x]({own})")).starts_with(&format!("<p dir=\"auto\"><img src=\"{own}\" alt=\"x\" width=\"8000\""))
+        );
+        // The owner is compared as the id it is, whatever escaping its address uses.
+        let escaped =
+            to_html(&format!("![x](/pictures/u%281%29/p1/{hash}-20x10.png)"), Pictures::Of { owner: "u(1)", post: "p1" }, 2);
+        assert!(escaped.contains("<img src=\"/pictures/u%281%29/p1/"), "{escaped}");
+    }
+
+    #[test]
+    fn a_comment_shows_no_picture_not_even_its_posts_own() {
+        let own = format!("/pictures/u1/p1/{}-20x10.png", "0".repeat(64));
+        let comment = to_html(&format!("![x]({own})"), Pictures::None, 3);
+        assert_eq!(comment, format!("<p dir=\"auto\"><a href=\"{own}\" rel=\"nofollow ugc\" class=\"image\">Image: x</a></p>\n"));
+        assert!(html(&format!("![x]({own})")).contains("<img"), "the same text in the post is its picture");
     }
 
     #[test]

@@ -49,6 +49,14 @@ impl Kind {
 /// The width of the smaller JPEG a wider still picture also gets, for phones (`srcset`).
 pub const PHONE_WIDTH: u32 = 960;
 
+/// The longest side of a picture the blog takes, in pixels ([`Limits`](crate::pictures::Limits)'s
+/// default): no stored picture is larger, so no name of a stored picture says more.
+pub(crate) const MAX_SIDE: u32 = 8_000;
+
+/// The most pixels of a picture the blog takes, width × height ([`Limits`](crate::pictures::Limits)'s
+/// default).
+pub(crate) const MAX_PIXELS: u64 = 40_000_000;
+
 /// The size of the phones' variant of a `width` × `height` picture: [`PHONE_WIDTH`] wide, as
 /// high as keeps its proportions. One rule, so that the page knows the variant's name from the
 /// picture's without asking the store.
@@ -96,6 +104,14 @@ impl PictureName {
     /// Its width and height in pixels.
     pub fn size(&self) -> (u32, u32) {
         (self.width, self.height)
+    }
+
+    /// Whether its size is one the blog takes ([`MAX_SIDE`], [`MAX_PIXELS`], every side at
+    /// least 1): anything else is a name made up by hand, never a picture uploaded, and a page
+    /// that believed it would lay out an `<img>` billions of pixels high.
+    pub(crate) fn within_limits(&self) -> bool {
+        let (width, height) = self.size();
+        width >= 1 && height >= 1 && width.max(height) <= MAX_SIDE && u64::from(width) * u64::from(height) <= MAX_PIXELS
     }
 
     /// The SHA-256 of its bytes, in hex: its strong `ETag`.
@@ -242,6 +258,18 @@ mod tests {
         ] {
             assert!(PictureName::parse(&bad).is_none(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_name_is_within_the_limits_only_at_a_size_the_blog_takes() {
+        let within = |size: &str| PictureName::parse(&format!("{}-{size}.png", hash())).unwrap().within_limits();
+        for taken in ["1x1", "8000x5000", "5000x8000", "6324x6324"] {
+            assert!(within(taken), "{taken}");
+        }
+        for refused in ["8001x1", "1x8001", "8000x4294967295", "4294967295x4294967295", "6325x6325"] {
+            assert!(!within(refused), "{refused}");
+        }
+        assert!(!PictureName::new(&hash(), 0, 10, Kind::Png).within_limits(), "a side of 0");
     }
 
     #[test]

@@ -33,8 +33,8 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_bytes: 10 * 1024 * 1024,
-            max_side: 8_000,
-            max_pixels: 40_000_000,
+            max_side: crate::model::picture::MAX_SIDE,
+            max_pixels: crate::model::picture::MAX_PIXELS,
             max_frames: 300,
             max_total_pixels: 40_000_000,
         }

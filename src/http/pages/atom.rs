@@ -29,6 +29,7 @@ use crate::app::lists::{ListParams, OwnerKnown};
 use crate::app::users::{get_user, posts_of};
 use crate::http::error::ApiError;
 use crate::http::feed::{FEED_CACHE_CONTROL, if_none_match};
+use crate::model::markdown::Pictures;
 use crate::model::{Post, excerpt, markdown};
 
 /// The feed's media type (RFC 4287 §7).
@@ -164,10 +165,12 @@ fn feed(origin: &str, about: &About, posts: &[Post]) -> String {
         xml.leaf("name", &[], &post.user_username);
         xml.leaf("uri", &[], &format!("{origin}/users/{}", url_part(&post.user_id)));
         xml.close("author");
+        // The post's text shows the pictures its writer added to it, as its page does.
+        let pictures = Pictures::Of { owner: &post.user_id, post: &post.id };
         match excerpt(&post.content) {
             (summary, true) => xml.leaf("summary", &[("type", "text")], &summary),
             // §3.1.1.2: the HTML as text, escaped once more by the writer.
-            (_, false) => xml.leaf("content", &[("type", "html")], &markdown::to_html(&post.content, 2)),
+            (_, false) => xml.leaf("content", &[("type", "html")], &markdown::to_html(&post.content, pictures, 2)),
         }
         xml.close("entry");
     }
