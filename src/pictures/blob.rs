@@ -1,20 +1,23 @@
 //! The pictures in Blob Storage: a container of the function app's storage account on Azure,
-//! reached with its managed identity (no keys), or of Azurite locally.
+//! reached with its managed identity (no keys), or of Azurite (or an account named by a
+//! connection string with its key).
 //!
 //! The SDK (`azure_storage_blob`) authenticates with Entra ID tokens only, and only over https
-//! (`BlobClient::new`). Azurite takes tokens only over https too, so locally the client goes
-//! without a credential and signs its requests with an account SAS made from Azurite's
-//! well-known key ([`BlobStore::from_connection_string`]): the query string of the service's
-//! address, which every client derived from it keeps.
+//! (`BlobClient::new`). Azurite takes tokens only over https too, so with a connection string
+//! the client goes without a credential and each request is signed, as it leaves, with a
+//! service SAS for the one container, made from the account key ([`SignWithSas`]). The key
+//! itself never leaves the process, and no error text the SDK gives carries a URL's query
+//! string past [`unavailable`] and [`unusable`].
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use azure_core::credentials::{Secret, TokenCredential};
-use azure_core::http::{ClientOptions, ExponentialRetryOptions, RequestContent, RetryOptions, StatusCode, Url};
+use azure_core::http::policies::{Policy, PolicyResult};
+use azure_core::http::{ClientOptions, Context, ExponentialRetryOptions, Request, RequestContent, RetryOptions, StatusCode, Url};
 use azure_core::time::Duration;
 use azure_storage_blob::models::{BlobClientUploadOptions, BlobContainerClientListBlobsOptions};
-use azure_storage_blob::{BlobContainerClient, BlobServiceClient, BlobServiceClientOptions};
+use azure_storage_blob::{BlobContainerClient, BlobContainerClientOptions, BlobServiceClient, BlobServiceClientOptions};
 use futures::TryStreamExt;
 
 use super::store::{PictureStore, PictureStoreError, PostFolder, Usage};
@@ -26,10 +29,10 @@ pub const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 /// A container of pictures in Blob Storage.
 pub struct BlobStore {
     container: BlobContainerClient,
-    /// Whether a missing container is created at the first upload (a connection string's
-    /// account: Azurite starts empty, and may start after the blog). On Azure, `infra/` makes
-    /// it, and the identity has data rights only.
-    creates_container: bool,
+    /// The client that creates the container when it is missing at an upload (a connection
+    /// string's account: Azurite starts empty, and may start after the blog). None on Azure,
+    /// where `infra/` makes it and the identity has data rights only.
+    creator: Option<BlobContainerClient>,
 }
 
 impl BlobStore {
@@ -41,24 +44,33 @@ impl BlobStore {
         credential: Arc<dyn TokenCredential>,
     ) -> Result<BlobStore, PictureStoreError> {
         let url = Url::parse(account_url).map_err(|error| unusable(account_url, error))?;
+        let options = BlobServiceClientOptions { client_options: client_options(None), ..Default::default() };
         let service =
-            BlobServiceClient::new(url, Some(credential), Some(options())).map_err(|error| unusable(account_url, error))?;
-        Ok(BlobStore { container: service.blob_container_client(container), creates_container: false })
+            BlobServiceClient::new(url, Some(credential), Some(options)).map_err(|error| unusable(account_url, error))?;
+        Ok(BlobStore { container: service.blob_container_client(container), creator: None })
     }
 
-    /// The container `container` of the account a connection string names, signed with an
-    /// account SAS made from its key: `UseDevelopmentStorage=true` (Azurite on its usual port),
-    /// or `AccountName` and `AccountKey` with `BlobEndpoint=` (Azurite elsewhere) or
-    /// `DefaultEndpointsProtocol=` and `EndpointSuffix=` (an account on Azure, where a key is
-    /// allowed: `infra/` uses Entra ID instead, [`BlobStore::on_azure`]).
+    /// The container `container` of the account a connection string names, with its key:
+    /// `UseDevelopmentStorage=true` (Azurite on its usual port), or `AccountName` and
+    /// `AccountKey` with `BlobEndpoint=` (Azurite elsewhere) or `DefaultEndpointsProtocol=` and
+    /// `EndpointSuffix=` (an account on Azure; `infra/` uses Entra ID instead,
+    /// [`BlobStore::on_azure`]). Signed as [`BlobStore::with_account_key`] says.
     pub fn from_connection_string(connection_string: &str, container: &str) -> Result<BlobStore, PictureStoreError> {
         let (service, account, key) = parse_connection_string(connection_string)?;
         BlobStore::with_account_key(&service, &account, &key, container)
     }
 
     /// The container `container` of the blob service at `service_url` (Azurite:
-    /// `http://127.0.0.1:10000/devstoreaccount1`), account `account` with key `key` (base64),
-    /// signed with an account SAS for blobs.
+    /// `http://127.0.0.1:10000/devstoreaccount1`), account `account` with key `key` (base64).
+    ///
+    /// The key only signs: each try of each request carries a SAS made for it as it leaves,
+    /// valid 15 minutes: a service SAS for this container (read, write, delete, list; nothing
+    /// else of the account), or, for the request that creates the container (which no service
+    /// SAS may do), an account SAS that can only create containers. So what reaches the wire,
+    /// and so any proxy's log or a log line that would quote a URL, opens one container for
+    /// minutes, never the account. A key of an account on Azure is taken too, and signs the same
+    /// way: refusing it would not take it out of the setting, and a key is what a machine off
+    /// Azure has (on Azure, `infra/` gives the managed identity instead, [`BlobStore::on_azure`]).
     pub fn with_account_key(
         service_url: &str,
         account: &str,
@@ -66,14 +78,28 @@ impl BlobStore {
         container: &str,
     ) -> Result<BlobStore, PictureStoreError> {
         let mut url = Url::parse(service_url).map_err(|error| unusable(service_url, error))?;
-        url.query_pairs_mut().extend_pairs(account_sas(account, key)?);
-        let service = BlobServiceClient::new(url, None, Some(options())).map_err(|error| unusable(service_url, error))?;
-        Ok(BlobStore { container: service.blob_container_client(container), creates_container: true })
+        url.path_segments_mut().map_err(|()| unusable(service_url, "not a base URL"))?.pop_if_empty().push(container);
+        let key = Arc::new(AccountKey {
+            account: account.to_owned(),
+            container: container.to_owned(),
+            key: Secret::new(key.to_owned()),
+            protocol: if url.scheme() == "https" { "https" } else { "https,http" },
+        });
+        // A key that is not base64 is said now, not at each request.
+        key.sas(Scope::Container, time::OffsetDateTime::now_utc()).map_err(|error| unusable("the account key", error))?;
+        let client = |scope: Scope| {
+            let signer: Arc<dyn Policy> = Arc::new(SignWithSas { key: key.clone(), scope });
+            let options = BlobContainerClientOptions { client_options: client_options(Some(signer)), ..Default::default() };
+            BlobContainerClient::new(url.clone(), None, Some(options)).map_err(|error| unusable(service_url, error))
+        };
+        Ok(BlobStore { container: client(Scope::Container)?, creator: Some(client(Scope::CreateContainer)?) })
     }
 
-    /// Creates the container if it is not there (Azurite; on Azure, `infra/` creates it).
+    /// Creates the container if it is not there (a connection string's account; on Azure,
+    /// `infra/` creates it, and this does nothing).
     pub async fn create_container(&self) -> Result<(), PictureStoreError> {
-        match self.container.create(None).await {
+        let Some(creator) = &self.creator else { return Ok(()) };
+        match creator.create(None).await {
             Ok(_) => Ok(()),
             Err(error) if error.http_status() == Some(StatusCode::Conflict) => Ok(()),
             Err(error) => Err(unavailable(error)),
@@ -98,7 +124,7 @@ impl PictureStore for BlobStore {
                 // There already: the same bytes, since the name is their hash.
                 Err(error) if error.http_status() == Some(StatusCode::Conflict) => return Ok(()),
                 // No container yet (Azurite's first upload): made, and the upload sent again.
-                Err(error) if error.http_status() == Some(StatusCode::NotFound) && self.creates_container && !made_container => {
+                Err(error) if error.http_status() == Some(StatusCode::NotFound) && self.creator.is_some() && !made_container => {
                     self.create_container().await?;
                     made_container = true;
                 }
@@ -229,47 +255,181 @@ fn parse_connection_string(text: &str) -> Result<(String, String, String), Pictu
 
 /// A few quick retries, within seconds: the SDK's default (8 retries within a minute) held a
 /// writer for 80 s when the storage could not be reached, longer than a request may take
-/// (`BLOG_REQUEST_TIMEOUT`); the writer is better told to come back.
-fn options() -> BlobServiceClientOptions {
+/// (`BLOG_REQUEST_TIMEOUT`); the writer is better told to come back. `signer`, if any, signs
+/// each try.
+fn client_options(signer: Option<Arc<dyn Policy>>) -> ClientOptions {
     let retry = ExponentialRetryOptions {
         initial_delay: Duration::milliseconds(200),
         max_retries: 3,
         max_total_elapsed: Duration::seconds(10),
         max_delay: Duration::seconds(2),
     };
-    BlobServiceClientOptions {
-        client_options: ClientOptions { retry: RetryOptions::exponential(retry), ..Default::default() },
+    ClientOptions {
+        retry: RetryOptions::exponential(retry),
+        per_try_policies: signer.into_iter().collect(),
         ..Default::default()
     }
 }
 
-/// An account SAS for the blob service (read, write, delete, list, add, create; on the
-/// service, containers and blobs; over http or https), valid until 2099, signed with `key`: the
-/// string to sign of service version 2020-12-06 and later (account, permissions, services,
-/// resource types, start, expiry, IP, protocol, version, encryption scope, each on its line).
-fn account_sas(account: &str, key: &str) -> Result<[(&'static str, String); 7], PictureStoreError> {
-    let (permissions, services, types, expiry, protocol, version) =
-        ("rwdlac", "b", "sco", "2099-01-01T00:00:00Z", "http,https", "2022-11-02");
-    let to_sign = format!("{account}\n{permissions}\n{services}\n{types}\n\n{expiry}\n\n{protocol}\n{version}\n\n");
-    let signature = azure_core::hmac::hmac_sha256(&to_sign, &Secret::new(key.to_owned()))
-        .map_err(|error| unusable("the Azurite account key", error))?;
-    Ok([
-        ("sv", version.to_owned()),
-        ("ss", services.to_owned()),
-        ("srt", types.to_owned()),
-        ("sp", permissions.to_owned()),
-        ("se", expiry.to_owned()),
-        ("spr", protocol.to_owned()),
-        ("sig", signature),
-    ])
+/// How long a request's SAS is valid. Each try is signed anew, so it only has to outlast the
+/// way to the service and a difference between clocks; a SAS copied from one request opens the
+/// container for no longer.
+const SAS_LIFE: Duration = Duration::minutes(15);
+
+/// The storage service version a SAS is signed for (2020-12-06 or later: the strings to sign
+/// below).
+const SAS_VERSION: &str = "2022-11-02";
+
+/// The query parameters a SAS of ours is made of, replaced at each try.
+const SAS_PARAMETERS: [&str; 8] = ["sv", "ss", "srt", "sr", "sp", "se", "spr", "sig"];
+
+/// An account's key, and the container its SASes are for.
+#[derive(Debug)]
+struct AccountKey {
+    account: String,
+    container: String,
+    /// Its `Debug` shows no key.
+    key: Secret,
+    /// `https`, or `https,http` for a service reached over http (Azurite).
+    protocol: &'static str,
+}
+
+/// What a SAS allows.
+#[derive(Clone, Copy, Debug)]
+enum Scope {
+    /// The container's blobs: read (get, exists), write (upload), delete, list. A service SAS
+    /// (`sr=c`), so nothing outside the container.
+    Container,
+    /// Creating a container: an account SAS (no service SAS may create its own container) for
+    /// containers (`srt=c`) that allows only that (`sp=c`): it cannot read, write, list or delete
+    /// anything.
+    CreateContainer,
+}
+
+impl AccountKey {
+    /// The SAS for `scope`, valid from now to `now` + [`SAS_LIFE`], as a query string.
+    fn sas(&self, scope: Scope, now: time::OffsetDateTime) -> azure_core::Result<String> {
+        let expiry = (now + SAS_LIFE)
+            .format(time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z"))
+            .map_err(|error| azure_core::Error::with_message(azure_core::error::ErrorKind::Other, error.to_string()))?;
+        let (account, protocol, version) = (&self.account, self.protocol, SAS_VERSION);
+        let (to_sign, parameters) = match scope {
+            // "Create a service SAS", version 2020-12-06 and later: permissions, start, expiry,
+            // canonical resource, identifier, IP, protocol, version, resource, snapshot time,
+            // encryption scope, then the five response headers, one a line (as Azurite's
+            // `generateBlobSASSignature20201206` checks it).
+            Scope::Container => {
+                let resource = format!("/blob/{account}/{}", self.container);
+                let to_sign = ["rwdl", "", &expiry, &resource, "", "", protocol, version, "c", "", "", "", "", "", "", ""];
+                (to_sign.join("\n"), vec![("sv", version), ("sr", "c"), ("sp", "rwdl"), ("se", &expiry), ("spr", protocol)])
+            }
+            // "Create an account SAS", version 2020-12-06 and later: account, permissions,
+            // services, resource types, start, expiry, IP, protocol, version, encryption scope,
+            // each followed by a newline.
+            Scope::CreateContainer => {
+                let to_sign = [account.as_str(), "c", "b", "c", "", &expiry, "", protocol, version, "", ""];
+                let parameters =
+                    vec![("sv", version), ("ss", "b"), ("srt", "c"), ("sp", "c"), ("se", &expiry), ("spr", protocol)];
+                (to_sign.join("\n"), parameters)
+            }
+        };
+        let signature = azure_core::hmac::hmac_sha256(&to_sign, &self.key)?;
+        let mut query: String = parameters.iter().map(|(name, value)| format!("{name}={}&", encoded(value))).collect();
+        query.push_str(&format!("sig={}", encoded(&signature)));
+        Ok(query)
+    }
+}
+
+/// Signs each try of a request, as it leaves, with a SAS of its own ([`AccountKey::sas`]):
+/// fresh for every try, so none lapses however long the process runs, and none lives long.
+/// (The SDK's log lines show a request's URL with `sig` redacted.)
+#[derive(Debug)]
+struct SignWithSas {
+    key: Arc<AccountKey>,
+    scope: Scope,
+}
+
+#[async_trait]
+impl Policy for SignWithSas {
+    async fn send(&self, ctx: &Context, request: &mut Request, next: &[Arc<dyn Policy>]) -> PolicyResult {
+        let sas = self.key.sas(self.scope, time::OffsetDateTime::now_utc())?;
+        with_sas(request.url_mut(), &sas);
+        next[0].send(ctx, request, &next[1..]).await
+    }
+}
+
+/// `url` with `sas` in its query string in place of any SAS an earlier try put there; the
+/// operation's own parameters kept as the SDK wrote them.
+fn with_sas(url: &mut Url, sas: &str) {
+    let mut query: String = url
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .filter(|pair| !pair.is_empty() && !SAS_PARAMETERS.contains(&pair.split('=').next().unwrap_or_default()))
+        .flat_map(|pair| [pair, "&"])
+        .collect();
+    query.push_str(sas);
+    url.set_query(Some(&query));
+}
+
+/// `value` percent-encoded for a query string: all but RFC 3986's unreserved characters.
+fn encoded(value: &str) -> String {
+    value
+        .bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (byte as char).to_string(),
+            _ => format!("%{byte:02X}"),
+        })
+        .collect()
+}
+
+/// `text` with the query string of every http(s) URL in it replaced by `?…`, and the value of
+/// any other `sig=` by `…`. An SDK error says which URL failed, SAS included (reqwest's "error
+/// sending request for url (…?…&sig=…)"), and what becomes a [`PictureStoreError`] is logged
+/// and may be shown: no credential may be in it. Punctuation that closes the URL is kept.
+fn scrubbed(text: &str) -> String {
+    const CLOSING: &[char] = &[')', ']', '}', '>', '"', '\'', ',', '.', ':', ';'];
+    let lower = text.to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while let Some(start) = [lower[at..].find("http://"), lower[at..].find("https://")].into_iter().flatten().min() {
+        let start = at + start;
+        let end = text[start..].find(char::is_whitespace).map_or(text.len(), |length| start + length);
+        let url = &text[start..end];
+        match url.find('?') {
+            Some(query) => {
+                out.push_str(&text[at..start + query]);
+                out.push_str("?…");
+                out.push_str(&url[url.trim_end_matches(CLOSING).len().max(query + 1)..]);
+            }
+            None => out.push_str(&text[at..end]),
+        }
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    // A signature outside a URL (an error body quoting a query): its value goes too.
+    let mut rest = out.as_str();
+    let mut cleaned = String::with_capacity(out.len());
+    while let Some(found) = rest.to_ascii_lowercase().find("sig=") {
+        let value = found + "sig=".len();
+        cleaned.push_str(&rest[..value]);
+        let length = rest[value..].find(|c: char| c == '&' || c.is_whitespace() || CLOSING.contains(&c) || c == '<');
+        let length = length.unwrap_or(rest.len() - value);
+        if length > 0 {
+            cleaned.push('…');
+        }
+        rest = &rest[value + length..];
+    }
+    cleaned.push_str(rest);
+    cleaned
 }
 
 fn unusable(what: &str, error: impl std::fmt::Display) -> PictureStoreError {
-    PictureStoreError::Unusable(format!("{what}: {error}"))
+    PictureStoreError::Unusable(scrubbed(&format!("{what}: {error}")))
 }
 
 fn unavailable(error: azure_core::Error) -> PictureStoreError {
-    PictureStoreError::Unavailable(crate::logging::with_causes(&error))
+    PictureStoreError::Unavailable(scrubbed(&crate::logging::with_causes(&error)))
 }
 
 #[cfg(test)]
@@ -293,5 +453,83 @@ mod tests {
         for bad in ["", "AccountName=a", &format!("AccountKey={AZURITE_KEY}")] {
             assert!(matches!(parse_connection_string(bad), Err(PictureStoreError::Unusable(_))), "{bad:?}");
         }
+    }
+
+    /// The SASes as Azurite 3.37 computes them from the same values (its
+    /// `generateBlobSASSignature` and `generateAccountSASSignature`, run with Node), so a change
+    /// to a string to sign shows here, not only against Azurite.
+    #[test]
+    fn sases_are_signed_as_the_service_checks_them() {
+        let key = AccountKey {
+            account: AZURITE_ACCOUNT.into(),
+            container: "pictures".into(),
+            key: Secret::new(AZURITE_KEY),
+            protocol: "https,http",
+        };
+        let now = time::macros::datetime!(2025-06-01 12:00:00.250 UTC);
+        assert_eq!(
+            key.sas(Scope::Container, now).unwrap(),
+            "sv=2022-11-02&sr=c&sp=rwdl&se=2025-06-01T12%3A15%3A00Z&spr=https%2Chttp\
+             &sig=W%2B%2BQyO3HycaJpZ8Rx8zMpvuubbRVNFDRBxrgO9fTR0c%3D"
+        );
+        assert_eq!(
+            key.sas(Scope::CreateContainer, now).unwrap(),
+            "sv=2022-11-02&ss=b&srt=c&sp=c&se=2025-06-01T12%3A15%3A00Z&spr=https%2Chttp\
+             &sig=nMyjv5hPDBctCPTmHED%2BG7KOPT%2Bz8WMzNvQ1PcJBzoM%3D"
+        );
+    }
+
+    /// A retried request is signed again: one SAS, the last, and the operation's parameters as
+    /// the SDK encoded them.
+    #[test]
+    fn each_try_carries_one_sas() {
+        let mut url =
+            Url::parse("http://127.0.0.1:10000/devstoreaccount1/pictures?restype=container&comp=list&prefix=w%2Fp+q%2F").unwrap();
+        with_sas(&mut url, "sv=1&sr=c&sig=a");
+        with_sas(&mut url, "sv=2&sr=c&sig=b");
+        assert_eq!(url.query(), Some("restype=container&comp=list&prefix=w%2Fp+q%2F&sv=2&sr=c&sig=b"));
+    }
+
+    /// A request that cannot be sent: the SDK's error, as its reqwest transport and its retry
+    /// policy make it, names the URL with the SAS; what becomes a `PictureStoreError` does not.
+    #[tokio::test]
+    async fn no_error_text_carries_the_signature() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let key = AccountKey {
+            account: AZURITE_ACCOUNT.into(),
+            container: "pictures".into(),
+            key: Secret::new(AZURITE_KEY),
+            protocol: "https,http",
+        };
+        let mut url = Url::parse(&format!("http://127.0.0.1:{port}/{AZURITE_ACCOUNT}/pictures/w%2Fp%2Fa.png?comp=tags")).unwrap();
+        with_sas(&mut url, &key.sas(Scope::Container, time::OffsetDateTime::now_utc()).unwrap());
+        let refused = reqwest::Client::new().get(url.as_str()).send().await.unwrap_err();
+        let error = azure_core::Error::with_error(
+            azure_core::error::ErrorKind::Connection,
+            refused,
+            "failed to execute `reqwest` request",
+        )
+        .with_context("retry policy expired and the request will no longer be retried");
+        let raw = crate::logging::with_causes(&error);
+        assert!(raw.contains("&sig="), "the SDK's own text has it: {raw}");
+        let PictureStoreError::Unavailable(said) = unavailable(error) else { panic!("unavailable") };
+        assert!(!said.contains("sig") && !said.contains("sv="), "{said}");
+        let url = format!("for url (http://127.0.0.1:{port}/{AZURITE_ACCOUNT}/pictures/w%2Fp%2Fa.png?…): ");
+        assert!(said.starts_with("retry policy expired") && said.contains(&url), "where it failed is still said: {said}");
+    }
+
+    #[test]
+    fn urls_lose_their_query_strings_and_nothing_else() {
+        let same = "at https://a.blob.core.windows.net/pictures (no query), or none";
+        assert_eq!(scrubbed(same), same);
+        assert_eq!(scrubbed("'HTTPS://A/b?sv=1&sig=x%3D', then (http://c/d?e=f)."), "'HTTPS://A/b?…', then (http://c/d?…).");
+        assert_eq!(scrubbed("<Value>se=1&SIG=abc%2B</Value> sig= sig=x"), "<Value>se=1&SIG=…</Value> sig= sig=…");
+    }
+
+    /// A key that is not base64 is refused when the store is made, without being shown.
+    #[test]
+    fn a_key_that_cannot_sign_is_refused_at_once() {
+        let refused = BlobStore::with_account_key("http://127.0.0.1:1/a", "a", "not a key!", "pictures").err().unwrap();
+        assert!(matches!(refused, PictureStoreError::Unusable(_)) && !refused.to_string().contains("not a key"), "{refused}");
     }
 }
