@@ -74,6 +74,9 @@ pub struct Config {
     pub pictures_per_writer: Option<u64>,
     /// How many megabytes of pictures one writer may keep (`BLOG_PICTURE_MB_PER_WRITER`).
     pub picture_mb_per_writer: Option<u64>,
+    /// How many megabytes the pictures being decoded may hold at once, in all
+    /// (`BLOG_PICTURE_MEMORY_MB`; `None`: the default).
+    pub picture_memory_mb: Option<u64>,
 }
 
 /// The app setting that names the pictures' Blob Storage, as `CosmosDB` names the account:
@@ -262,6 +265,15 @@ impl Config {
         let pictures = picture_storage(&lookup, &backend)?;
         let pictures_per_writer = positive(&lookup, "BLOG_PICTURES_PER_WRITER", "a positive number of pictures")?;
         let picture_mb_per_writer = positive(&lookup, "BLOG_PICTURE_MB_PER_WRITER", "a positive number of megabytes")?;
+        let picture_memory_mb = positive(&lookup, "BLOG_PICTURE_MEMORY_MB", "a positive number of megabytes")?;
+        if let Some(megabytes) = picture_memory_mb
+            && !(16..=crate::app::pictures::PictureMemory::MAX_MB).contains(&megabytes)
+        {
+            return Err(format!(
+                "BLOG_PICTURE_MEMORY_MB must be from 16 to {}, not {megabytes}",
+                crate::app::pictures::PictureMemory::MAX_MB
+            ));
+        }
         Ok(Config {
             listen,
             backend,
@@ -278,6 +290,7 @@ impl Config {
             pictures,
             pictures_per_writer,
             picture_mb_per_writer,
+            picture_memory_mb,
         })
     }
 }

@@ -26,6 +26,7 @@ async fn store() -> (Arc<Store>, tempfile::TempDir) {
         pictures: blog::config::PictureStorage::Off,
         pictures_per_writer: None,
         picture_mb_per_writer: None,
+        picture_memory_mb: None,
     };
     (Arc::new(Store::connect(&config).await.unwrap()), dir)
 }

@@ -47,6 +47,16 @@ pub enum AppError {
     /// The upload was declared a media type its bytes are not.
     #[error("{0}")]
     WrongMediaType(String),
+    /// The memory for decoding pictures is held by others' uploads; the same upload is taken
+    /// after `retry_after`, most likely.
+    #[error("the pictures' memory is in use: retry in {retry_after:?}")]
+    PicturesBusy {
+        /// When to come back.
+        retry_after: std::time::Duration,
+    },
+    /// A stored picture's bytes are not those its name (its address, given) says.
+    #[error("the picture at {0} is damaged in its store")]
+    DamagedPicture(String),
     /// This blog has no picture store configured.
     #[error("this blog keeps no pictures")]
     NoPictureStore,

@@ -9,12 +9,13 @@
 
 use std::sync::Arc;
 
+use sha2::Digest;
 use tokio::sync::Semaphore;
 
 use crate::cosmos::Container;
 use crate::model::picture::{Kind, PictureAddress};
 use crate::model::{self, Post};
-use crate::pictures::{Limits, PictureStore, Prepared, Usage, prepare, recognise};
+use crate::pictures::{Limits, PictureError, PictureStore, Prepared, Usage, plan, prepare_planned, recognise};
 
 use super::idempotency::Once;
 use super::{AppError, AppResult, AppState, Caller, post_not_found};
@@ -44,23 +45,45 @@ pub struct Pictures {
     /// Posts the sweep found published: their pictures are never abandoned, so they are not
     /// read again by this process's later sweeps.
     published: std::sync::Mutex<std::collections::HashSet<String>>,
-    /// Uploads being decoded and encoded anew: each holds up to [`Limits::max_pixels`] × 4
-    /// bytes and a core for a few hundred milliseconds, so at most one per core at once; the
-    /// others wait their turn (within the request's time budget).
-    preparing: Semaphore,
+    /// The memory of the uploads being decoded and encoded anew, in KiB: each takes what its
+    /// plan says before it is decoded, and gives it back when its blocking task ends.
+    memory: Arc<Semaphore>,
+    /// All of it, in KiB.
+    memory_kib: u32,
 }
+
+/// How much memory the pictures being prepared may hold at once, in all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PictureMemory {
+    /// Bytes.
+    pub bytes: u64,
+}
+
+impl PictureMemory {
+    /// 256 MiB: a 24-megapixel photo (6,000 × 4,000 JPEG) fits, and the handler stays under
+    /// about 350 MB with its own memory (README, "Pictures in posts"). `infra/` gives a quarter
+    /// of the instance's memory (128 MiB on the smallest Flex Consumption instance, 512 MB).
+    pub const DEFAULT: PictureMemory = PictureMemory { bytes: 256 * 1024 * 1024 };
+
+    /// The most a configuration may give (64 GiB): counted in KiB, it fits a semaphore's permits.
+    pub const MAX_MB: u64 = 64 * 1024;
+}
+
+/// How long an upload waits for memory others' uploads hold before it is refused 503.
+const MEMORY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Pictures {
     /// Pictures kept in `store`, taken within `limits` and `quota`.
-    pub fn new(store: Arc<dyn PictureStore>, limits: Limits, quota: Quota) -> Pictures {
-        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    pub fn new(store: Arc<dyn PictureStore>, limits: Limits, quota: Quota, memory: PictureMemory) -> Pictures {
+        let memory_kib = u32::try_from(memory.bytes / 1024).unwrap_or(u32::MAX);
         Pictures {
             store,
             limits,
             quota,
             turns: std::array::from_fn(|_| tokio::sync::Mutex::new(())),
             published: Default::default(),
-            preparing: Semaphore::new(cores),
+            memory: Arc::new(Semaphore::new(memory_kib as usize)),
+            memory_kib,
         }
     }
 
@@ -134,11 +157,26 @@ pub(crate) async fn add_picture(
         within_quota(pictures.quota, usage, stored)?;
         usage = Usage { pictures: usage.pictures + 1, bytes: usage.bytes + stored };
     }
-    if let Some(phone) = &prepared.phone {
-        let phone_address = address.phone().expect("a picture with a phones' variant has its address");
-        pictures.store.put(&phone_address, &phone.bytes).await?;
+    // The phones' copy first, so that no answer names a picture whose copy is missing; taken
+    // back if the picture itself is then refused (a full disk, the store gone), unless it was
+    // there before (the same picture, added earlier, whose pages name it).
+    let phone_address =
+        prepared.phone.as_ref().map(|_| address.phone().expect("a picture with a phones' variant has its address"));
+    let mut phone_added = None;
+    if let (Some(phone), Some(phone_address)) = (&prepared.phone, &phone_address) {
+        if !pictures.store.contains(phone_address).await? {
+            phone_added = Some(phone_address);
+        }
+        pictures.store.put(phone_address, &phone.bytes).await?;
     }
-    pictures.store.put(&address, &prepared.picture.bytes).await?;
+    if let Err(refused) = pictures.store.put(&address, &prepared.picture.bytes).await {
+        if let Some(phone_address) = phone_added
+            && let Err(error) = pictures.store.remove(phone_address).await
+        {
+            tracing::warn!(picture = %phone_address.url(), %error, "a refused picture's phones' copy could not be taken back");
+        }
+        return Err(refused.into());
+    }
     Ok(AddedPicture {
         markdown: format!("![{}]({})", escape_alt(alt), address.url()),
         alt: alt.to_owned(),
@@ -154,7 +192,31 @@ pub(crate) async fn add_picture(
 pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppResult<Vec<u8>> {
     let not_found = || AppError::NotFound(format!("There is no picture at {}.", address.url()));
     let Some(pictures) = &state.pictures else { return Err(not_found()) };
-    pictures.store.get(address).await?.ok_or_else(not_found)
+    let bytes = pictures.store.get(address).await?.ok_or_else(not_found)?;
+    let (bytes, whole) = blocking({
+        let address = address.clone();
+        move || {
+            let whole = is_as_named(&address, &bytes);
+            (bytes, whole)
+        }
+    })
+    .await?;
+    if !whole {
+        // Served, it would be cached for a year under a name that says other bytes.
+        tracing::error!(picture = %address.key(), "a stored picture's bytes are not the ones its name says; it is not served");
+        return Err(AppError::DamagedPicture(address.url()));
+    }
+    Ok(bytes)
+}
+
+/// Whether `bytes` are what `address` names: their SHA-256 is in the name. A phones' copy is
+/// named after its picture's hash, not its own, so it is told by its size (960 pixels wide, a
+/// JPEG) and passes unchecked: it is made from a picture that is checked, and a damaged one
+/// shows as a damaged small copy, never as the original.
+fn is_as_named(address: &PictureAddress, bytes: &[u8]) -> bool {
+    let hash = crate::model::hex(&sha2::Sha256::digest(bytes));
+    hash == address.name.hash()
+        || (address.name.kind() == Kind::Jpeg && address.name.size().0 == crate::model::picture::PHONE_WIDTH)
 }
 
 /// What `writer` keeps, and the quota: for the form that says how much is left.
@@ -274,14 +336,39 @@ fn within_quota(quota: Quota, usage: Usage, adding: u64) -> AppResult<()> {
     Ok(())
 }
 
-/// Runs [`prepare`] on a blocking thread, one per core at once.
+/// Prepares `upload` off the async threads within the pictures' memory: its header is read
+/// first ([`plan`]), the memory it says is taken, and only then is it decoded. The memory's
+/// permit is moved into the blocking task, so that it is given back when the decoding ends,
+/// not when the request does: a request cut off by its budget or its client leaves its decode
+/// running (a blocking task cannot be stopped), and that decode still holds its memory, so no
+/// other starts beside it past the budget. An upload whose own plan is more than all of it is
+/// refused 422; one that finds it in use by others for [`MEMORY_WAIT`] is refused 503.
 async fn prepare_off_the_async_threads(pictures: &Pictures, upload: bytes::Bytes) -> AppResult<Prepared> {
-    let _turn = pictures.preparing.acquire().await.map_err(|_| AppError::Unexpected("the pictures' turns closed".into()))?;
     let limits = pictures.limits;
-    let prepared = tokio::task::spawn_blocking(move || prepare(&upload, &limits))
+    let (upload, planned) = blocking(move || {
+        let planned = plan(&upload, &limits);
+        (upload, planned)
+    })
+    .await?;
+    let planned = planned?;
+    let kib = u32::try_from(planned.memory.div_ceil(1024)).unwrap_or(u32::MAX);
+    if kib > pictures.memory_kib {
+        return Err(PictureError::OverMemory { needed: planned.memory, budget: u64::from(pictures.memory_kib) * 1024 }.into());
+    }
+    let permit = tokio::time::timeout(MEMORY_WAIT, pictures.memory.clone().acquire_many_owned(kib))
         .await
-        .map_err(|error| AppError::Unexpected(format!("preparing a picture failed: {error}")))?;
+        .map_err(|_| AppError::PicturesBusy { retry_after: MEMORY_WAIT })?
+        .map_err(|_| AppError::Unexpected("the pictures' memory closed".into()))?;
+    let prepared = blocking(move || {
+        let _permit = permit;
+        prepare_planned(&upload, &planned, &limits)
+    })
+    .await?;
     Ok(prepared?)
+}
+
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> AppResult<T> {
+    tokio::task::spawn_blocking(work).await.map_err(|error| AppError::Unexpected(format!("preparing a picture failed: {error}")))
 }
 
 /// A declared media type must be the type of the bytes (or say nothing: octet-stream): a

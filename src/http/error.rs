@@ -110,9 +110,11 @@ impl From<PictureError> for ApiError {
             PictureError::Empty => StatusCode::BAD_REQUEST,
             PictureError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             PictureError::NotAPicture(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            PictureError::TooManyPixels { .. } | PictureError::TooManyFrames { .. } | PictureError::Unreadable(_) => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
+            PictureError::TooManyPixels { .. }
+            | PictureError::TooManyFrames { .. }
+            | PictureError::OverMemory { .. }
+            | PictureError::ColourProfileTooLarge { .. }
+            | PictureError::Unreadable(_) => StatusCode::UNPROCESSABLE_ENTITY,
         };
         let mut detail = error.to_string();
         if let Some(first) = detail.get_mut(0..1) {
@@ -161,6 +163,17 @@ impl From<AppError> for ApiError {
             }
             AppError::QuotaFull(detail) => Self::conflict(detail),
             AppError::WrongMediaType(detail) => Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, detail),
+            AppError::PicturesBusy { retry_after } => Self::come_back_after(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Other pictures are being made ready with all the memory this blog gives them; nothing was stored. Send it \
+                 again in a moment.",
+                retry_after,
+            ),
+            // Logged, with the file, where it was found.
+            AppError::DamagedPicture(url) => Self::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("The picture at {url} is damaged in the blog's store; its operator can see which in the log."),
+            ),
             AppError::NoPictureStore => Self::new(
                 StatusCode::NOT_IMPLEMENTED,
                 "This blog keeps no pictures: its operator has not given it a picture store (BLOG_PICTURES, see the README).",

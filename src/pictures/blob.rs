@@ -145,6 +145,14 @@ impl PictureStore for BlobStore {
         self.container.blob_client(&address.key()).exists().await.map_err(unavailable)
     }
 
+    async fn remove(&self, address: &PictureAddress) -> Result<(), PictureStoreError> {
+        match self.container.blob_client(&address.key()).delete(None).await {
+            Ok(_) => Ok(()),
+            Err(error) if error.http_status() == Some(StatusCode::NotFound) => Ok(()),
+            Err(error) => Err(unavailable(error)),
+        }
+    }
+
     async fn remove_post(&self, owner: &str, post: &str) -> Result<usize, PictureStoreError> {
         let names = self.list(&format!("{owner}/{post}/")).await?;
         for Listed { name, .. } in &names {

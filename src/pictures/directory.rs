@@ -91,6 +91,20 @@ impl PictureStore for DirectoryStore {
         blocking(move || path.try_exists().map_err(|error| PictureStoreError::io(&path, error))).await
     }
 
+    async fn remove(&self, address: &PictureAddress) -> Result<(), PictureStoreError> {
+        let path = self.path(address);
+        blocking(move || {
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(error) => return Err(PictureStoreError::io(&path, error)),
+            }
+            let directory = path.parent().expect("a picture's path has its post's directory");
+            sync_directory(directory).map_err(|error| PictureStoreError::io(directory, error))
+        })
+        .await
+    }
+
     async fn remove_post(&self, owner: &str, post: &str) -> Result<usize, PictureStoreError> {
         let directory = self.post_directory(owner, post);
         blocking(move || {

@@ -18,11 +18,12 @@
 
 mod blob;
 mod directory;
+mod header;
 mod prepare;
 mod store;
 
 pub use crate::model::picture::{Kind, PHONE_WIDTH, PictureAddress, PictureName, phone_size};
 pub use blob::{BlobStore, IMMUTABLE};
 pub use directory::DirectoryStore;
-pub use prepare::{Limits, Picture, PictureError, Prepared, prepare, recognise};
+pub use prepare::{Limits, Picture, PictureError, Plan, Prepared, plan, prepare, prepare_planned, recognise};
 pub use store::{PictureStore, PictureStoreError, PostFolder, Usage};

@@ -2,12 +2,12 @@
 
 use std::io::Cursor;
 
-use image::codecs::gif::{GifDecoder, GifEncoder, Repeat};
 use image::codecs::jpeg::JpegEncoder;
 use image::codecs::png::PngEncoder;
-use image::{AnimationDecoder, DynamicImage, ImageDecoder, ImageEncoder, ImageFormat, ImageReader};
+use image::{DynamicImage, ImageDecoder, ImageEncoder, ImageError, ImageFormat, ImageReader};
 use sha2::{Digest, Sha256};
 
+use super::header;
 use crate::model::picture::{Kind, PictureName};
 
 /// How big a picture may be: checked on the upload's size, then on its header, before any
@@ -78,6 +78,25 @@ pub enum PictureError {
         /// The limit on all frames' pixels.
         max_total_pixels: u64,
     },
+    /// Its header says it would take more memory to decode than the blog gives all the
+    /// pictures it decodes at once (`BLOG_PICTURE_MEMORY_MB`).
+    #[error(
+        "decoding the picture would take {} MiB, and this blog decodes pictures within {} MiB in all; send it smaller (fewer pixels)",
+        .needed.div_ceil(1024 * 1024),
+        .budget / (1024 * 1024)
+    )]
+    OverMemory {
+        /// What its plan says, in bytes.
+        needed: u64,
+        /// The pictures' memory, in bytes.
+        budget: u64,
+    },
+    /// Its colour profile is larger than [`MAX_COLOUR_PROFILE_BYTES`] (inflated, for a PNG's).
+    #[error("the picture's colour profile is over {max} bytes; save it with a usual profile (sRGB or Display P3)")]
+    ColourProfileTooLarge {
+        /// The limit.
+        max: usize,
+    },
     /// It starts as a picture but cannot be decoded: truncated or corrupt.
     #[error("the picture cannot be read (truncated or damaged): {0}")]
     Unreadable(String),
@@ -115,21 +134,128 @@ pub struct Prepared {
     pub phone: Option<Picture>,
 }
 
+/// What preparing an upload will take, read from its header before any pixel is decoded:
+/// its kind, its size, and the memory its decoding and encoding anew will hold at most.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// Its format, by its bytes.
+    pub kind: Kind,
+    /// Width, as its header says (before its orientation is applied).
+    pub width: u32,
+    /// Height, as its header says.
+    pub height: u32,
+    /// The most bytes [`prepare_planned`] holds at once for it (the upload itself not counted).
+    pub memory: u64,
+}
+
 /// Recognises `upload` by its bytes, checks it against `limits`, decodes it and encodes it
 /// anew (see the module's documentation). CPU-bound for up to a few hundred milliseconds on a
 /// large photo: call it off the async threads.
 pub fn prepare(upload: &[u8], limits: &Limits) -> Result<Prepared, PictureError> {
+    let plan = plan(upload, limits)?;
+    prepare_planned(upload, &plan, limits)
+}
+
+/// Reads what `upload` says of itself ([`Plan`]) and refuses it where that is past `limits`,
+/// or where it is cut off (a JPEG without its end marker). Reads the header and the format's
+/// structure only (a GIF's frames are counted when they are copied, see [`animation`]).
+pub fn plan(upload: &[u8], limits: &Limits) -> Result<Plan, PictureError> {
     if upload.len() > limits.max_bytes {
         return Err(PictureError::TooLarge { bytes: upload.len(), max: limits.max_bytes });
     }
     let kind = recognise(upload)?;
-    let format = ImageFormat::from_extension(kind.extension()).expect("the four kinds are formats");
-    let (width, height) = ImageReader::with_format(Cursor::new(upload), format).into_dimensions().map_err(unreadable)?;
-    check_size(width, height, limits)?;
-    match kind {
-        Kind::Gif if frames(upload, limits)? > 1 => animation(upload, width, height, limits),
-        _ => still(upload, kind, limits),
+    let plan = match kind {
+        Kind::Jpeg => {
+            let frame = header::jpeg_frame(upload)?;
+            check_size(frame.width, frame.height, limits)?;
+            let pixels = u64::from(frame.width) * u64::from(frame.height);
+            // zune-jpeg decodes to grey or RGB (CMYK is turned into RGB). A progressive JPEG's
+            // decoder keeps every coefficient until the last scan: two bytes a sample, in blocks.
+            let decoded = pixels * if frame.components == 1 { 1 } else { 3 };
+            let working = if frame.progressive { padded(frame.width, frame.height) * u64::from(frame.components) * 2 } else { 0 };
+            // Grey is turned into RGB for the encoder.
+            let converted = if frame.components == 1 { pixels * 3 } else { 0 };
+            let memory = still_memory(decoded, working, converted, frame.width, frame.height);
+            Plan { kind, width: frame.width, height: frame.height, memory }
+        }
+        Kind::Png => {
+            let header = header::png_header(upload)?;
+            check_size(header.width, header.height, limits)?;
+            let decoded = u64::from(header.width) * u64::from(header.height) * u64::from(header.decoded_bytes_per_pixel);
+            // The PNG without its metadata chunks is a copy of the upload, at most.
+            let converted = upload.len() as u64 + u64::from(header.width) * u64::from(header.height) * 3;
+            let memory = still_memory(decoded, 0, converted, header.width, header.height);
+            Plan { kind, width: header.width, height: header.height, memory }
+        }
+        Kind::WebP => {
+            let mut reader = ImageReader::with_format(Cursor::new(upload), ImageFormat::WebP);
+            reader.limits(header_limits(limits));
+            let decoder = reader.into_decoder().map_err(image_error)?;
+            let (width, height) = decoder.dimensions();
+            check_size(width, height, limits)?;
+            let pixels = u64::from(width) * u64::from(height);
+            let memory = still_memory(decoder.total_bytes(), 0, pixels * 3, width, height);
+            Plan { kind, width, height, memory }
+        }
+        Kind::Gif => {
+            let decoder = gif_decoder(upload, limits)?;
+            let (width, height) = (u32::from(decoder.width()), u32::from(decoder.height()));
+            check_size(width, height, limits)?;
+            // One frame at a time, one byte a pixel (its colours' indexes), within the canvas;
+            // as much again for its coded copy, and the GIF written anew (bounded in
+            // `animation`).
+            let memory = u64::from(width) * u64::from(height) * 2 + written_gif_bound(upload) as u64 + FIXED_MEMORY;
+            Plan { kind, width, height, memory }
+        }
+    };
+    Ok(plan)
+}
+
+/// Decodes and encodes anew an upload [`plan`] read, within the memory it said.
+pub fn prepare_planned(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, PictureError> {
+    match plan.kind {
+        Kind::Gif => animation(upload, plan, limits),
+        _ => still(upload, plan, limits),
     }
+}
+
+/// What the decoders' own tables and buffers, the encoders' and a colour profile take beyond
+/// the pixels: a few MiB, measured (BENCHMARKS.md, "Pictures: memory"), with room.
+const FIXED_MEMORY: u64 = 8 * 1024 * 1024;
+
+/// The memory of a still picture's preparation: `decoded` pixels, plus the decoder's own
+/// `working` copy while it decodes, or else a second copy while its orientation is applied;
+/// what the encoder is given where it is not the decoded pixels (`converted`); the picture
+/// written anew (at most about as large as its RGB pixels); and the phones' copy.
+fn still_memory(decoded: u64, working: u64, converted: u64, width: u32, height: u32) -> u64 {
+    let pixels = u64::from(width) * u64::from(height);
+    let (phone_width, phone_height) = crate::model::picture::phone_size(width, height);
+    let phone = u64::from(phone_width) * u64::from(phone_height) * 4 * 2;
+    decoded + working.max(decoded) + converted + pixels + phone + FIXED_MEMORY
+}
+
+/// The pixels of a `width` × `height` picture rounded up to whole 16 × 16 blocks (a JPEG's
+/// largest MCU).
+fn padded(width: u32, height: u32) -> u64 {
+    u64::from(width.div_ceil(16) * 16) * u64::from(height.div_ceil(16) * 16)
+}
+
+/// The limits a decoder is made with to read a header: no allocation past a header's.
+fn header_limits(limits: &Limits) -> image::Limits {
+    let mut decoding = image::Limits::default();
+    decoding.max_image_width = Some(limits.max_side);
+    decoding.max_image_height = Some(limits.max_side);
+    decoding.max_alloc = Some(16 * 1024 * 1024);
+    decoding
+}
+
+/// The limits a decoder is made with to decode: the sides, and the memory the plan said.
+fn decoding_limits(limits: &Limits, plan: &Plan) -> image::Limits {
+    let mut decoding = image::Limits::default();
+    decoding.max_image_width = Some(limits.max_side);
+    decoding.max_image_height = Some(limits.max_side);
+    decoding.max_alloc = Some(plan.memory);
+    decoding
 }
 
 /// What kind of picture `upload` is, from its first bytes only (cheap: nothing is decoded).
@@ -151,43 +277,105 @@ fn check_size(width: u32, height: u32, limits: &Limits) -> Result<(), PictureErr
     Ok(())
 }
 
-/// How many frames a GIF has, counted without decoding them; past [`Limits`], refused.
-fn frames(upload: &[u8], limits: &Limits) -> Result<usize, PictureError> {
-    let too_many = || PictureError::TooManyFrames { max_frames: limits.max_frames, max_total_pixels: limits.max_total_pixels };
+/// A GIF's decoder, giving each frame as its colours' indexes (never as a canvas of RGBA
+/// pixels: a 1 × 1 frame on a 6,000 × 6,000 canvas is one byte, not 144 MB), every frame inside
+/// the canvas.
+fn gif_decoder<'a>(upload: &'a [u8], limits: &Limits) -> Result<gif::Decoder<Cursor<&'a [u8]>>, PictureError> {
     let mut options = gif::DecodeOptions::new();
-    options.skip_frame_decoding(true);
-    let mut decoder = options.read_info(Cursor::new(upload)).map_err(unreadable)?;
-    let (mut count, mut pixels) = (0_usize, 0_u64);
-    while let Some(frame) = decoder.read_next_frame().map_err(unreadable)? {
-        count += 1;
-        pixels += u64::from(frame.width) * u64::from(frame.height);
-        if count > limits.max_frames || pixels > limits.max_total_pixels {
-            return Err(too_many());
-        }
-    }
-    Ok(count)
+    options.set_color_output(gif::ColorOutput::Indexed);
+    options.check_frame_consistency(true);
+    let frame_bytes = std::num::NonZeroU64::new(limits.max_pixels).unwrap_or(std::num::NonZeroU64::MIN);
+    options.set_memory_limit(gif::MemoryLimit::Bytes(frame_bytes));
+    options.read_info(Cursor::new(upload)).map_err(unreadable)
 }
 
-/// A still picture: decoded within the limits, turned upright, encoded anew in its own format
-/// (WebP as JPEG, or PNG where it is transparent).
-fn still(upload: &[u8], kind: Kind, limits: &Limits) -> Result<Prepared, PictureError> {
-    let mut reader = ImageReader::new(Cursor::new(upload)).with_guessed_format().map_err(unreadable)?;
-    reader.limits(decoding_limits(limits));
-    let mut decoder = reader.into_decoder().map_err(unreadable)?;
-    let orientation = decoder.orientation().map_err(unreadable)?;
-    let colours = colour_profile(&mut decoder);
+/// The most bytes a GIF is written anew in: its frames are coded again as they were, so about
+/// as many as it came in, and twice that is refused as a GIF coded to be larger than it is.
+fn written_gif_bound(upload: &[u8]) -> usize {
+    upload.len() * 2 + 64 * 1024
+}
+
+/// A GIF, still or animated: each frame read as its colours' indexes and written anew at once
+/// with its own palette, timing and disposal, so that one frame at a time is held, never the
+/// canvas of each (the image library composes every frame onto a full RGBA canvas). What is
+/// not a frame is left out: comments, and the application extensions XMP travels in. Frames are
+/// counted, each as the canvas's pixels, before each is decoded.
+fn animation(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, PictureError> {
+    let too_many = || PictureError::TooManyFrames { max_frames: limits.max_frames, max_total_pixels: limits.max_total_pixels };
+    let mut decoder = gif_decoder(upload, limits)?;
+    let (width, height) = (decoder.width(), decoder.height());
+    let global_palette = decoder.global_palette().map(<[u8]>::to_vec).unwrap_or_default();
+    let bound = written_gif_bound(upload);
+    let mut encoder = gif::Encoder::new(Vec::new(), width, height, &global_palette).map_err(unreadable)?;
+    // A browser shows each frame drawn on the whole canvas: a frame costs the canvas's pixels,
+    // however small its own rectangle, to whoever shows it (and each frame's CPU here is
+    // bounded by it too).
+    let canvas = u64::from(width) * u64::from(height);
+    let mut count = 0_usize;
+    let mut buffer = Vec::new();
+    while decoder.next_frame_info().map_err(unreadable)?.is_some() {
+        count += 1;
+        if count > limits.max_frames || canvas * count as u64 > limits.max_total_pixels {
+            return Err(too_many());
+        }
+        if count == 2 {
+            encoder.set_repeat(gif::Repeat::Infinite).map_err(unreadable)?;
+        }
+        let mut written = decoder.current_frame_info().expect("the frame just read").clone();
+        buffer.resize(decoder.buffer_size(), 0);
+        decoder.read_into_buffer(&mut buffer).map_err(unreadable)?;
+        // The decoder gave its rows in order: they are written in order.
+        written.interlaced = false;
+        written.buffer = std::borrow::Cow::Borrowed(&buffer);
+        if written.palette.is_none() && global_palette.is_empty() {
+            return Err(PictureError::Unreadable("a frame of the GIF has no colours".into()));
+        }
+        encoder.write_frame(&written).map_err(unreadable)?;
+        if encoder.get_ref().len() > bound {
+            return Err(PictureError::Unreadable(format!("it is larger than it says (its frames make over {bound} bytes)")));
+        }
+    }
+    if count == 0 {
+        return Err(PictureError::Unreadable("the GIF has no frames".into()));
+    }
+    let bytes = encoder.into_inner().map_err(unreadable)?;
+    Ok(Prepared { picture: Picture::new(bytes, Kind::Gif, plan.width, plan.height), phone: None })
+}
+
+/// A still picture: decoded within the memory its plan said, turned upright, encoded anew in
+/// its own format (WebP as JPEG, or PNG where it is transparent).
+fn still(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, PictureError> {
+    let format = ImageFormat::from_extension(plan.kind.extension()).expect("the four kinds are formats");
+    let (source, png_profile) = match plan.kind {
+        Kind::Png => {
+            let parts = header::png_parts(upload, MAX_COLOUR_PROFILE_BYTES)?;
+            (parts.bytes, parts.colour_profile)
+        }
+        _ => (std::borrow::Cow::Borrowed(upload), None),
+    };
+    let mut reader = ImageReader::with_format(Cursor::new(&source[..]), format);
+    reader.limits(decoding_limits(limits, plan));
+    let mut decoder = reader.into_decoder().map_err(image_error)?;
+    if decoder.dimensions() != (plan.width, plan.height) {
+        return Err(PictureError::Unreadable("its header and its decoder disagree on its size".into()));
+    }
+    let orientation = decoder.orientation().map_err(image_error)?;
+    let colours = match png_profile {
+        Some(profile) => Some(profile),
+        None => colour_profile(&mut decoder)?,
+    };
     let colours = colours.as_deref();
-    let mut image = DynamicImage::from_decoder(decoder).map_err(unreadable)?;
+    let mut image = DynamicImage::from_decoder(decoder).map_err(image_error)?;
+    drop(source);
     image.apply_orientation(orientation);
-    let stored = match kind {
+    let stored = match plan.kind {
         Kind::WebP if image.color().has_alpha() => Kind::Png,
         Kind::WebP => Kind::Jpeg,
         other => other,
     };
     let bytes = match stored {
         Kind::Png => png(&image, colours)?,
-        Kind::Gif => gif(&image)?,
-        Kind::Jpeg | Kind::WebP => jpeg(&image, 90, colours)?,
+        Kind::Jpeg | Kind::WebP | Kind::Gif => jpeg(&image, 90, colours)?,
     };
     let picture = Picture::new(bytes, stored, image.width(), image.height());
     let phone = picture
@@ -202,51 +390,41 @@ fn still(upload: &[u8], kind: Kind, limits: &Limits) -> Result<Prepared, Picture
     Ok(Prepared { picture, phone })
 }
 
-/// An animated GIF: its frames decoded within the limits and written anew (which leaves out its
-/// comments and application extensions, where XMP travels).
-fn animation(upload: &[u8], width: u32, height: u32, limits: &Limits) -> Result<Prepared, PictureError> {
-    let mut decoder = GifDecoder::new(Cursor::new(upload)).map_err(unreadable)?;
-    decoder.set_limits(decoding_limits(limits)).map_err(unreadable)?;
-    let frames = decoder.into_frames().collect_frames().map_err(unreadable)?;
-    let mut bytes = Vec::new();
-    {
-        let mut encoder = GifEncoder::new(&mut bytes);
-        encoder.set_repeat(Repeat::Infinite).map_err(unreadable)?;
-        encoder.encode_frames(frames).map_err(unreadable)?;
-    }
-    Ok(Prepared { picture: Picture::new(bytes, Kind::Gif, width, height), phone: None })
-}
-
-fn decoding_limits(limits: &Limits) -> image::Limits {
-    let mut decoding = image::Limits::default();
-    decoding.max_image_width = Some(limits.max_side);
-    decoding.max_image_height = Some(limits.max_side);
-    // A frame's pixels, four bytes each, and as much again for the work of decoding.
-    decoding.max_alloc = Some(limits.max_pixels * 8);
-    decoding
-}
-
 /// The largest colour profile kept. A camera's or a phone's (Display P3: about 0.5 KB; a
-/// printer's may be a few hundred) fits; a larger one is left out, and the picture shown as sRGB.
-const MAX_COLOUR_PROFILE_BYTES: usize = 64 * 1024;
+/// printer's may be a few hundred) fits; a picture with a larger one is refused, saying so: a
+/// profile that large is a mistake, or a PNG's chunk made to inflate without end.
+pub(crate) const MAX_COLOUR_PROFILE_BYTES: usize = 64 * 1024;
 
 /// The picture's ICC colour profile, kept so that its colours stay as they were taken (a
 /// phone's photo in Display P3 would otherwise show duller): the one piece of metadata kept.
 /// It describes colours and says nothing of who, where or when.
-fn colour_profile(decoder: &mut impl ImageDecoder) -> Option<Vec<u8>> {
-    decoder.icc_profile().ok().flatten().filter(|profile| profile.len() <= MAX_COLOUR_PROFILE_BYTES)
+fn colour_profile(decoder: &mut impl ImageDecoder) -> Result<Option<Vec<u8>>, PictureError> {
+    match decoder.icc_profile().map_err(image_error)? {
+        Some(profile) if profile.len() > MAX_COLOUR_PROFILE_BYTES => {
+            Err(PictureError::ColourProfileTooLarge { max: MAX_COLOUR_PROFILE_BYTES })
+        }
+        profile => Ok(profile),
+    }
 }
 
 fn jpeg(image: &DynamicImage, quality: u8, colours: Option<&[u8]>) -> Result<Vec<u8>, PictureError> {
     let mut bytes = Vec::new();
     // JPEG has no transparency: a transparent picture is put on white, as browsers show it.
-    let rgb = image.to_rgb8();
+    // Pixels that are RGB already are given as they are, not copied.
+    let converted;
+    let rgb = match image.as_rgb8() {
+        Some(rgb) => rgb,
+        None => {
+            converted = image.to_rgb8();
+            &converted
+        }
+    };
     let mut encoder = JpegEncoder::new_with_quality(&mut bytes, quality);
     if let Some(profile) = colours {
         // (Refused only by encoders that cannot carry one; JPEG can.)
         let _ = encoder.set_icc_profile(profile.to_vec());
     }
-    rgb.write_with_encoder(encoder).map_err(unreadable)?;
+    rgb.write_with_encoder(encoder).map_err(image_error)?;
     Ok(bytes)
 }
 
@@ -256,23 +434,21 @@ fn png(image: &DynamicImage, colours: Option<&[u8]>) -> Result<Vec<u8>, PictureE
     if let Some(profile) = colours {
         let _ = encoder.set_icc_profile(profile.to_vec());
     }
-    image.write_with_encoder(encoder).map_err(unreadable)?;
-    Ok(bytes)
-}
-
-fn gif(image: &DynamicImage) -> Result<Vec<u8>, PictureError> {
-    let mut bytes = Vec::new();
-    image.write_with_encoder(GifEncoder::new(&mut bytes)).map_err(unreadable)?;
+    image.write_with_encoder(encoder).map_err(image_error)?;
     Ok(bytes)
 }
 
 fn unreadable(error: impl std::fmt::Display) -> PictureError {
-    let text = error.to_string();
-    // The decoders' own words for a limit met while decoding.
-    if text.contains("limit") {
-        return PictureError::Unreadable(format!("it is larger than it says ({text})"));
+    PictureError::Unreadable(error.to_string())
+}
+
+/// An image library error: a limit met while decoding says the picture is larger than its
+/// header said (the plan's memory is what the decoder was allowed).
+fn image_error(error: ImageError) -> PictureError {
+    match error {
+        ImageError::Limits(limit) => PictureError::Unreadable(format!("it is larger than it says ({limit})")),
+        other => PictureError::Unreadable(other.to_string()),
     }
-    PictureError::Unreadable(text)
 }
 
 /// The kind of a format the decoders recognised, if it is one of the four taken.

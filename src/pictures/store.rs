@@ -83,6 +83,10 @@ pub trait PictureStore: Send + Sync {
     /// Whether a picture is at `address` (without reading it).
     async fn contains(&self, address: &PictureAddress) -> Result<bool, PictureStoreError>;
 
+    /// Removes the picture at `address`, if it is there (an upload refused after its phones'
+    /// copy was stored takes that copy back).
+    async fn remove(&self, address: &PictureAddress) -> Result<(), PictureStoreError>;
+
     /// Removes every picture of `owner`'s post `post`, and answers how many files it removed;
     /// nothing to remove is not an error.
     async fn remove_post(&self, owner: &str, post: &str) -> Result<usize, PictureStoreError>;

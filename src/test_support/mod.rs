@@ -31,6 +31,7 @@ pub fn embedded_config(dir: &Path) -> Config {
         pictures: crate::config::PictureStorage::DataDirectory(dir.to_owned()),
         pictures_per_writer: None,
         picture_mb_per_writer: None,
+        picture_memory_mb: None,
     }
 }
 

@@ -89,6 +89,22 @@ impl Handler {
         panic!("the handler exited before serving");
     }
 
+    /// The process's resident memory now (`VmRSS`) and at its peak so far (`VmHWM`), in bytes,
+    /// as Linux counts them (`/proc/<pid>/status`).
+    pub(crate) fn memory(&self) -> (u64, u64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let field = |name: &str| {
+            let line = status.lines().find(|line| line.starts_with(name)).unwrap();
+            line[name.len()..].trim().trim_end_matches("kB").trim().parse::<u64>().unwrap() * 1024
+        };
+        (field("VmRSS:"), field("VmHWM:"))
+    }
+
+    /// Whether the process is still running.
+    pub(crate) fn is_alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
     /// `host:port`, for raw sockets.
     pub(crate) fn address(&self) -> &str {
         self.base.trim_start_matches("http://")

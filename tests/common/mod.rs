@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 pub(crate) mod binary;
+pub(crate) mod hostile;
 pub(crate) mod host;
 
 use blog::Blog;
@@ -110,6 +111,7 @@ impl TestApp {
             pictures: blog::config::PictureStorage::DataDirectory(dir.to_owned()),
             pictures_per_writer: None,
             picture_mb_per_writer: None,
+            picture_memory_mb: None,
         }
     }
 

@@ -1,0 +1,189 @@
+//! What a hostile writer, signed in and with a post of their own, can send as a picture, on the
+//! real `handler` binary as `cargo run` starts it: each file is refused with a 4xx that says
+//! why, nothing of it is stored, the process stays up, and its memory stays within what the
+//! README states (its own at rest, plus `BLOG_PICTURE_MEMORY_MB`, plus the bodies being read).
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::binary::Handler;
+use common::hostile;
+use reqwest::StatusCode;
+
+const MIB: u64 = 1024 * 1024;
+
+/// A signed-in writer's post on `handler`: its writer and id.
+async fn writers_post(client: &reqwest::Client, handler: &Handler, writer: &str) -> String {
+    let user = client
+        .post(format!("{}/api/users", handler.base))
+        .header("x-dev-user", writer)
+        .json(&serde_json::json!({"username": writer}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(user.status(), StatusCode::CREATED);
+    let post = client
+        .post(format!("{}/api/posts", handler.base))
+        .header("x-dev-user", writer)
+        .json(&serde_json::json!({"userId": writer, "title": "Pictures", "content": "Some."}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(post.status(), StatusCode::CREATED);
+    post.json::<serde_json::Value>().await.unwrap()["id"].as_str().unwrap().to_owned()
+}
+
+/// The answer to uploading `bytes` to `post`: its status and body.
+async fn upload(client: &reqwest::Client, handler: &Handler, writer: &str, post: &str, bytes: Vec<u8>) -> (StatusCode, String, Option<String>) {
+    let answer = client
+        .post(format!("{}/api/posts/{post}/pictures", handler.base))
+        .header("x-dev-user", writer)
+        .header("content-type", "application/octet-stream")
+        .body(bytes)
+        .send()
+        .await
+        .unwrap();
+    let status = answer.status();
+    let retry_after = answer.headers().get("retry-after").map(|value| value.to_str().unwrap().to_owned());
+    (status, answer.text().await.unwrap(), retry_after)
+}
+
+/// Every file under `dir`.
+fn files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut found = Vec::new();
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.is_dir() { found.extend(files(&path)) } else { found.push(path) }
+    }
+    found
+}
+
+/// The handler's memory at rest, once it has served a picture (so that the decoders' code and
+/// the allocator's arenas are counted as its own).
+async fn memory_at_rest(client: &reqwest::Client, handler: &Handler, writer: &str, post: &str) -> u64 {
+    let (status, body, _) = upload(client, handler, writer, post, hostile::photo_jpeg(640, 480, 1)).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    handler.memory().0
+}
+
+#[tokio::test]
+async fn each_hostile_file_is_refused_saying_why_and_leaves_nothing() {
+    // Made before the handler starts: the client's connection is not left idle meanwhile.
+    let half_photo = {
+        let photo = hostile::photo_jpeg(1600, 900, 2);
+        photo[..photo.len() / 2].to_vec()
+    };
+    let first_700_bytes = hostile::photo_jpeg(1600, 900, 3)[..700].to_vec();
+    let cases: [(&str, Vec<u8>, &str); 4] = [
+        ("a 6,000 × 6,000 GIF with 300 frames of one pixel", hostile::gif_canvas_with_tiny_frames(6_000, 300), "frames"),
+        ("a PNG whose colour profile inflates to 1 GiB", hostile::png_with_inflating_profile(1024), "colour profile"),
+        ("half of a 1600 × 900 JPEG", half_photo, "cut off"),
+        ("the first 700 bytes of a JPEG", first_700_bytes, "cut off"),
+    ];
+    let data = tempfile::tempdir().unwrap();
+    let mut handler = Handler::start(data.path(), &[]);
+    let client = reqwest::Client::new();
+    let post = writers_post(&client, &handler, "mallory").await;
+    let at_rest = memory_at_rest(&client, &handler, "mallory", &post).await;
+    let stored_before = files(&data.path().join("pictures"));
+    for (what, bytes, said) in cases {
+        let size = bytes.len();
+        let (status, body, _) = upload(&client, &handler, "mallory", &post, bytes).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{what} ({size} bytes): {body}");
+        assert!(body.contains(said), "{what}: the answer says why ({said}): {body}");
+        assert_eq!(files(&data.path().join("pictures")), stored_before, "{what}: nothing is stored");
+        assert!(handler.is_alive(), "{what}: the handler is up");
+    }
+    let (_, peak) = handler.memory();
+    let budget = 256 * MIB;
+    eprintln!("hostile files: at rest {} MiB, peak {} MiB", at_rest / MIB, peak / MIB);
+    assert!(
+        peak <= at_rest + budget,
+        "the peak ({} MiB) stays within the memory at rest ({} MiB) and the pictures' memory ({} MiB)",
+        peak / MIB,
+        at_rest / MIB,
+        budget / MIB
+    );
+}
+
+/// Eight uploads at once, each a photo whose decoding needs more than half of a 256 MiB budget:
+/// one is prepared at a time, the others wait a moment and are told to come back (503 with
+/// `Retry-After`); reads keep answering; the memory stays within the budget and the bodies.
+#[tokio::test]
+async fn eight_large_uploads_at_once_stay_within_the_budget_and_reads_go_on() {
+    // The same photo eight times: each upload is decoded whole, whatever the others are.
+    let photo = hostile::photo_jpeg(6_000, 4_000, 10);
+    assert!(photo.len() < 10 * 1024 * 1024, "a photo of {} bytes is taken", photo.len());
+    let photos = vec![photo; 8];
+    let data = tempfile::tempdir().unwrap();
+    let handler = Handler::start(data.path(), &[]);
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(120)).build().unwrap();
+    let post = writers_post(&client, &handler, "crowd").await;
+    let at_rest = memory_at_rest(&client, &handler, "crowd", &post).await;
+    let bodies: u64 = photos.iter().map(|photo| photo.len() as u64).sum();
+    let uploads = photos.into_iter().map(|photo| {
+        let (client, handler, post) = (&client, &handler, &post);
+        async move { upload(client, handler, "crowd", post, photo).await }
+    });
+    let reads = async {
+        let mut answered = 0;
+        for _ in 0..20 {
+            let front_page = client.get(format!("{}/", handler.base)).send().await.unwrap();
+            assert_eq!(front_page.status(), StatusCode::OK, "reads answer while pictures are prepared");
+            answered += 1;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        answered
+    };
+    let (answers, read) = tokio::join!(futures::future::join_all(uploads), reads);
+    assert_eq!(read, 20);
+    let created = answers.iter().filter(|(status, ..)| *status == StatusCode::CREATED).count();
+    assert!(created >= 1, "at least one is taken: {answers:?}");
+    for (status, body, retry_after) in &answers {
+        match *status {
+            StatusCode::CREATED => {}
+            StatusCode::SERVICE_UNAVAILABLE => {
+                assert!(retry_after.is_some(), "a 503 says when to come back: {body}");
+                assert!(body.contains("memory"), "{body}");
+            }
+            other => panic!("{other}: {body}"),
+        }
+    }
+    let (_, peak) = handler.memory();
+    let budget = 256 * MIB;
+    eprintln!("eight at once: at rest {} MiB, peak {} MiB, bodies {} MiB, answers {:?}", at_rest / MIB, peak / MIB, bodies / MIB, answers.iter().map(|answer| answer.0.as_u16()).collect::<Vec<_>>());
+    assert!(
+        peak <= at_rest + budget + bodies,
+        "the peak ({} MiB) stays within the memory at rest ({} MiB), the pictures' memory ({} MiB) and the bodies ({} MiB)",
+        peak / MIB,
+        at_rest / MIB,
+        budget / MIB,
+        bodies / MIB
+    );
+}
+
+/// The test's own file: the profile inflates to what it says, and the stream is well-formed.
+#[test]
+fn the_inflating_profile_inflates_to_what_it_says() {
+    use std::io::Read;
+    let png = hostile::png_with_inflating_profile(4);
+    let kind = png.windows(4).position(|window| window == b"iCCP").unwrap();
+    let length = u32::from_be_bytes(png[kind - 4..kind].try_into().unwrap()) as usize;
+    // The chunk's data: the profile's name, its end, the compression method, the stream.
+    let stream = &png[kind + 4 + b"bomb\0\0".len()..kind + 4 + length];
+    let mut inflated = 0;
+    let mut decoder = flate2::read::ZlibDecoder::new(stream);
+    let mut buffer = vec![0; 1 << 16];
+    loop {
+        let read = decoder.read(&mut buffer).unwrap();
+        if read == 0 {
+            break;
+        }
+        assert!(buffer[..read].iter().all(|byte| *byte == 0));
+        inflated += read;
+    }
+    assert_eq!(inflated, 4 * 1024 * 1024);
+}
