@@ -77,6 +77,9 @@ pub struct Config {
     /// How many megabytes the pictures being decoded may hold at once, in all
     /// (`BLOG_PICTURE_MEMORY_MB`; `None`: the default).
     pub picture_memory_mb: Option<u64>,
+    /// How many megabytes the pictures' bodies being received may hold at once, in all
+    /// (`BLOG_UPLOAD_BUFFER_MB`; `None`: the default).
+    pub upload_buffer_mb: Option<u64>,
 }
 
 /// The app setting that names the pictures' Blob Storage, as `CosmosDB` names the account:
@@ -266,6 +269,14 @@ impl Config {
         let pictures_per_writer = positive(&lookup, "BLOG_PICTURES_PER_WRITER", "a positive number of pictures")?;
         let picture_mb_per_writer = positive(&lookup, "BLOG_PICTURE_MB_PER_WRITER", "a positive number of megabytes")?;
         let picture_memory_mb = positive(&lookup, "BLOG_PICTURE_MEMORY_MB", "a positive number of megabytes")?;
+        let upload_buffer_mb = positive(&lookup, "BLOG_UPLOAD_BUFFER_MB", "a positive number of megabytes")?;
+        // At least one upload of the largest size fits.
+        if upload_buffer_mb.is_some_and(|megabytes| !(11..=crate::app::pictures::PictureMemory::MAX_MB).contains(&megabytes)) {
+            return Err(format!(
+                "BLOG_UPLOAD_BUFFER_MB must be from 11 (one upload of the largest size) to {}",
+                crate::app::pictures::PictureMemory::MAX_MB
+            ));
+        }
         if let Some(megabytes) = picture_memory_mb
             && !(16..=crate::app::pictures::PictureMemory::MAX_MB).contains(&megabytes)
         {
@@ -291,6 +302,7 @@ impl Config {
             pictures_per_writer,
             picture_mb_per_writer,
             picture_memory_mb,
+            upload_buffer_mb,
         })
     }
 }

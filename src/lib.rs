@@ -90,6 +90,8 @@ pub struct Blog {
     pub state: AppState,
     processors: Option<Processors>,
     max_in_flight: usize,
+    /// What the pictures' bodies may hold at once, in bytes.
+    upload_buffer_bytes: u64,
     header_timeout: std::time::Duration,
     request_timeout: std::time::Duration,
     host_change_feed: bool,
@@ -122,6 +124,9 @@ impl Blog {
             state,
             processors,
             max_in_flight: config.max_in_flight,
+            upload_buffer_bytes: config
+                .upload_buffer_mb
+                .map_or(http::UploadBuffers::DEFAULT_BYTES, |megabytes| megabytes.saturating_mul(1024 * 1024)),
             header_timeout: config.header_timeout,
             request_timeout: config.request_timeout,
             host_change_feed,
@@ -147,7 +152,8 @@ impl Blog {
     ) -> std::io::Result<()> {
         let limits = http::serve::Limits::of_this_process(self.header_timeout);
         tracing::debug!(?limits, "connection limits");
-        let router = http::router(self.state, self.max_in_flight, self.request_timeout, self.host_change_feed);
+        let uploads = http::UploadBuffers::new(self.upload_buffer_bytes, http::MAX_UPLOAD_BYTES);
+        let router = http::router(self.state, self.max_in_flight, self.request_timeout, self.host_change_feed, uploads);
         let served = http::serve::serve(listener, router, limits, shutdown).await;
         match self.processors {
             Some(Processors::Embedded(processors)) => processors.stop().await,

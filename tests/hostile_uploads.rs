@@ -36,7 +36,13 @@ async fn writers_post(client: &reqwest::Client, handler: &Handler, writer: &str)
 }
 
 /// The answer to uploading `bytes` to `post`: its status and body.
-async fn upload(client: &reqwest::Client, handler: &Handler, writer: &str, post: &str, bytes: Vec<u8>) -> (StatusCode, String, Option<String>) {
+async fn upload(
+    client: &reqwest::Client,
+    handler: &Handler,
+    writer: &str,
+    post: &str,
+    bytes: Vec<u8>,
+) -> (StatusCode, String, Option<String>) {
     let answer = client
         .post(format!("{}/api/posts/{post}/pictures", handler.base))
         .header("x-dev-user", writer)
@@ -154,7 +160,13 @@ async fn eight_large_uploads_at_once_stay_within_the_budget_and_reads_go_on() {
     }
     let (_, peak) = handler.memory();
     let budget = 256 * MIB;
-    eprintln!("eight at once: at rest {} MiB, peak {} MiB, bodies {} MiB, answers {:?}", at_rest / MIB, peak / MIB, bodies / MIB, answers.iter().map(|answer| answer.0.as_u16()).collect::<Vec<_>>());
+    eprintln!(
+        "eight at once: at rest {} MiB, peak {} MiB, bodies {} MiB, answers {:?}",
+        at_rest / MIB,
+        peak / MIB,
+        bodies / MIB,
+        answers.iter().map(|answer| answer.0.as_u16()).collect::<Vec<_>>()
+    );
     assert!(
         peak <= at_rest + budget + bodies,
         "the peak ({} MiB) stays within the memory at rest ({} MiB), the pictures' memory ({} MiB) and the bodies ({} MiB)",

@@ -27,6 +27,7 @@ async fn store() -> (Arc<Store>, tempfile::TempDir) {
         pictures_per_writer: None,
         picture_mb_per_writer: None,
         picture_memory_mb: None,
+        upload_buffer_mb: None,
     };
     (Arc::new(Store::connect(&config).await.unwrap()), dir)
 }

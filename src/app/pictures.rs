@@ -127,22 +127,53 @@ fn pictures(state: &AppState) -> AppResult<&Pictures> {
     state.pictures.as_ref().ok_or(AppError::NoPictureStore)
 }
 
-/// Adds `upload` to the post `target` names, by its writer only: recognised, bounded, stripped and
-/// encoded anew ([`prepare`]), counted against the writer's quota, stored (its phones' variant
-/// first, so that no page names a variant that is not there). `declared` is the media type the
-/// upload came with, if any: a picture type that is not what its bytes are is refused, not
-/// guessed past. Adding the same picture twice stores it once and answers the same address.
-pub(crate) async fn add_picture(
+/// Where a picture is to go, once the caller may add it there: checked before its bytes are
+/// read, so that a refusal (501, 400 for its alt text, 403, 404) costs the blog no body.
+#[derive(Debug)]
+pub(crate) struct Destination {
+    post_id: String,
+    alt: String,
+}
+
+/// Checks that `caller` may add a picture described by `alt` to the post `target` names: the
+/// blog keeps pictures, the alt text is one, and the post is theirs (or the one their form will
+/// publish).
+pub(crate) async fn destination(
     state: &AppState,
     caller: &Caller,
     target: PictureTarget<'_>,
-    upload: bytes::Bytes,
-    declared: Option<&str>,
     alt: &str,
-) -> AppResult<AddedPicture> {
-    let pictures = pictures(state)?;
+) -> AppResult<Destination> {
+    pictures(state)?;
     validate_alt(alt)?;
     let post_id = writers_post(state, caller, target).await?;
+    Ok(Destination { post_id, alt: alt.to_owned() })
+}
+
+/// Checks that `caller` may add pictures to their post `post_id` (403, 404 otherwise): what a
+/// form that edits a post and may carry a picture is checked by before its body is read.
+pub(crate) async fn may_add_to(state: &AppState, caller: &Caller, post_id: &str) -> AppResult<()> {
+    writers_post(state, caller, PictureTarget::Post(post_id)).await.map(drop)
+}
+
+/// Adds `upload` to the post its [`Destination`] names, by its writer only: recognised, bounded,
+/// stripped and encoded anew ([`prepare`]), counted against the writer's quota, stored (its
+/// phones' variant first, so that no page names a variant that is not there). `declared` is the
+/// media type the upload came with, if any: a picture type that is not what its bytes are is
+/// refused, not guessed past. Adding the same picture twice stores it once and answers the same
+/// address.
+///
+/// [`prepare`]: crate::pictures::prepare
+pub(crate) async fn add_picture(
+    state: &AppState,
+    caller: &Caller,
+    destination: Destination,
+    upload: bytes::Bytes,
+    declared: Option<&str>,
+) -> AppResult<AddedPicture> {
+    let pictures = pictures(state)?;
+    let Destination { post_id, alt } = destination;
+    let alt = alt.as_str();
     check_declared(declared, recognise(&upload)?)?;
     let prepared = prepare_off_the_async_threads(pictures, upload).await?;
     let address = PictureAddress { owner: caller.id.clone(), post: post_id, name: prepared.picture.name.clone() };

@@ -1,7 +1,9 @@
 //! What every request passes on its way in and out, once, around its route:
 //!
-//! 1. **Admission.** The whole body is read first, within [`BODY_TIMEOUT`], and only then is a
-//!    place taken: a client that trickles its body holds its own connection, never a place. Past
+//! 1. **Admission.** The whole body is read first, at [`body::MIN_RATE`] or faster, and only
+//!    then is a place taken: a client that trickles its body holds its own connection, never a
+//!    place, and is cut when it falls behind. A picture's body is the route's to read, after it
+//!    has checked who sends it, within the upload buffers ([`body`]). Past
 //!    `max_in_flight` places a request is answered 503 at once instead of queued without bound
 //!    (the host and clients retry; the instance stays healthy). Reads and writes have places of
 //!    their own, so that a flood of one kind cannot starve the other.
@@ -38,15 +40,13 @@ use tower::{Layer, Service, ServiceExt};
 use tower_http::compression::CompressionLayer;
 use tower_http::compression::predicate::{DefaultPredicate, Predicate};
 
+use super::body::{self, UploadBuffers};
 use super::error::ApiError;
 use super::pages::{self, PageRequest};
 use super::{HOST_BATCH_BYTES, MAX_BODY_BYTES, MAX_UPLOAD_BYTES};
 use crate::changefeed;
 use crate::config::AuthMode;
 use crate::cosmos::Meter;
-
-/// How long a client may take to send a request's body once its headers are in.
-pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The layer: `router.layer(FrontDoor::new(...))`. A layer on a router is applied to each
 /// route, so what must be counted across routes (the places) lives behind one `Arc`.
@@ -62,16 +62,25 @@ struct Door {
     /// function timeout bounds them).
     request_timeout: Duration,
     auth: AuthMode,
+    /// The bytes the pictures' bodies may hold at once.
+    uploads: Arc<UploadBuffers>,
 }
 
 impl FrontDoor {
-    pub(super) fn new(max_in_flight: usize, host_batches: bool, auth: AuthMode, request_timeout: Duration) -> FrontDoor {
+    pub(super) fn new(
+        max_in_flight: usize,
+        host_batches: bool,
+        auth: AuthMode,
+        request_timeout: Duration,
+        uploads: UploadBuffers,
+    ) -> FrontDoor {
         FrontDoor(Arc::new(Door {
             reads: Arc::new(Semaphore::new(max_in_flight)),
             writes: Arc::new(Semaphore::new(max_in_flight)),
             host_batches,
             request_timeout,
             auth,
+            uploads: Arc::new(uploads),
         }))
     }
 }
@@ -135,15 +144,27 @@ impl Door {
         response
     }
 
-    /// Reads the body, takes a place, and runs the route, with the page request current.
+    /// Reads the body (but a picture's), takes a place, and runs the route, with the page
+    /// request current.
     async fn admit<S>(&self, request: Request, route: S) -> Response
     where
         S: Service<Request, Response = Response, Error = Infallible>,
     {
-        let (parts, body) = request.into_parts();
-        let body = match self.read_body(&parts, body).await {
-            Ok(body) => body,
-            Err(refusal) => return refusal,
+        let (mut parts, body) = request.into_parts();
+        let takes_picture = self.takes_picture(&parts);
+        let body = if takes_picture {
+            // Read by the route once it knows who sends it, within the upload buffers; only an
+            // upload declared too large is refused here, before a byte of it is read.
+            if let Err(refusal) = self.check_declared_length(&parts, MAX_UPLOAD_BYTES) {
+                return refusal;
+            }
+            parts.extensions.insert(self.uploads.clone());
+            body
+        } else {
+            match self.read_body(&parts, body).await {
+                Ok(body) => body,
+                Err(refusal) => return refusal,
+            }
         };
         let Some(_place) = self.place_for(&parts.method) else {
             return ApiError::new(
@@ -153,7 +174,11 @@ impl Door {
             .into_response();
         };
         let page = PageRequest::of(&parts, self.auth);
-        let budget = (!self.is_host_batch(&parts)).then_some(self.request_timeout);
+        // A picture's route reads its body within its budget: the time the body may take is
+        // added to it.
+        let budget = (!self.is_host_batch(&parts)).then(|| {
+            if takes_picture { self.request_timeout + body::allowance(MAX_UPLOAD_BYTES as u64) } else { self.request_timeout }
+        });
         let answer = within(budget, page.is_some(), compressed_as_accepted(route, Request::from_parts(parts, body)));
         match page {
             Some(page) => page.scope(answer).await,
@@ -168,46 +193,42 @@ impl Door {
             && changefeed::Function::ALL.iter().any(|function| parts.uri.path().strip_prefix('/') == Some(function.name()))
     }
 
-    /// The whole body, within [`BODY_TIMEOUT`] and the route's limit; otherwise the answer that
-    /// says which was exceeded. A request without a body (every GET a browser sends) has
-    /// nothing to wait for: no timer.
+    /// The whole body, at [`body::MIN_RATE`] or faster and within the route's limit; otherwise
+    /// the answer that says which was exceeded. A request without a body (every GET a browser
+    /// sends) has nothing to wait for: no timer.
     async fn read_body(&self, parts: &Parts, body: Body) -> Result<Body, Response> {
         if body.is_end_stream() {
             return Ok(Body::from(Bytes::new()));
         }
         let limit = self.body_limit(parts);
+        let declared = self.check_declared_length(parts, limit)?;
+        match body::read_at_rate(body, limit, declared.unwrap_or(0) as usize).await {
+            Ok(bytes) => Ok(Body::from(bytes)),
+            Err(error) => Err(error.into_api_error(|| too_large_error(limit)).into_response()),
+        }
+    }
+
+    /// The body's declared length, refused where it is over `limit` (before a byte is read).
+    fn check_declared_length(&self, parts: &Parts, limit: usize) -> Result<Option<u64>, Response> {
         let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|length| length.to_str().ok()?.parse::<u64>().ok());
         if declared.is_some_and(|length| length > limit as u64) {
-            // Refused before a byte of it is read.
             return Err(too_large(limit));
         }
-        match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, limit)).await {
-            Ok(Ok(bytes)) => Ok(Body::from(bytes)),
-            Ok(Err(error)) => {
-                let over =
-                    std::error::Error::source(&error).is_some_and(|source| source.is::<http_body_util::LengthLimitError>());
-                Err(if over {
-                    too_large(limit)
-                } else {
-                    ApiError::bad_request(format!("The request body could not be read: {error}.")).into_response()
-                })
-            }
-            Err(_) => Err(ApiError::new(
-                StatusCode::REQUEST_TIMEOUT,
-                format!("The request body did not arrive within {} s.", BODY_TIMEOUT.as_secs()),
-            )
-            .into_response()),
-        }
+        Ok(declared)
+    }
+
+    /// Whether the request goes to a route that takes a picture.
+    fn takes_picture(&self, parts: &Parts) -> bool {
+        let route = parts.extensions.get::<MatchedPath>().map(MatchedPath::as_str);
+        route.is_some_and(|route| PICTURE_ROUTES.iter().any(|taking| taking == route))
     }
 
     /// The most bytes the request's body may have: a change-feed batch's, a picture's, or any
     /// other request's.
     fn body_limit(&self, parts: &Parts) -> usize {
         if self.is_host_batch(parts) {
-            return HOST_BATCH_BYTES;
-        }
-        let route = parts.extensions.get::<MatchedPath>().map(MatchedPath::as_str);
-        if route.is_some_and(|route| PICTURE_ROUTES.iter().any(|taking| taking == route)) {
+            HOST_BATCH_BYTES
+        } else if self.takes_picture(parts) {
             MAX_UPLOAD_BYTES
         } else {
             MAX_BODY_BYTES
@@ -229,6 +250,11 @@ static PICTURE_ROUTES: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::n
 
 /// 413, saying how much is taken.
 fn too_large(limit: usize) -> Response {
+    too_large_error(limit).into_response()
+}
+
+/// The problem of a body over `limit`.
+pub(crate) fn too_large_error(limit: usize) -> ApiError {
     let detail = if limit == MAX_UPLOAD_BYTES {
         "The upload is over 10 MiB, the largest picture taken; nothing was stored. Send a smaller picture (a phone's photo \
          at its usual size fits)."
@@ -236,7 +262,7 @@ fn too_large(limit: usize) -> Response {
     } else {
         format!("The request body is over {limit} bytes.")
     };
-    ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, detail).into_response()
+    ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, detail)
 }
 
 /// The 500 for a route that panicked, with the panic's message in the log (the default panic
@@ -436,7 +462,13 @@ mod tests {
         let router = axum::Router::new()
             .route("/panics", axum::routing::get(panics))
             .route("/works", axum::routing::get(|| async { "fine" }))
-            .layer(FrontDoor::new(4, false, AuthMode::None, crate::config::DEFAULT_REQUEST_TIMEOUT));
+            .layer(FrontDoor::new(
+                4,
+                false,
+                AuthMode::None,
+                crate::config::DEFAULT_REQUEST_TIMEOUT,
+                super::super::UploadBuffers::new(1 << 20, super::super::MAX_UPLOAD_BYTES),
+            ));
         let answer = router.clone().oneshot(Request::get("/panics").body(Body::empty()).unwrap()).await.unwrap();
         assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
         assert_eq!(answer.headers()[header::CONTENT_TYPE], "application/problem+json");

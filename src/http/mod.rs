@@ -7,6 +7,7 @@
 //! use case's error means in HTTP is decided once, in [`error`].
 
 pub mod auth;
+mod body;
 mod comments;
 pub mod error;
 mod extract;
@@ -29,8 +30,8 @@ use axum::routing::{MethodFilter, MethodRouter, on, post};
 use crate::app::AppState;
 use error::ApiError;
 
+pub use body::{GRACE, MIN_RATE, UploadBuffers, allowance};
 pub(crate) use extract::MAX_BODY_BYTES;
-pub use front_door::BODY_TIMEOUT;
 use front_door::FrontDoor;
 pub(crate) use pictures::MAX_UPLOAD_BYTES;
 
@@ -165,7 +166,13 @@ pub fn is_api_route(route: &str) -> bool {
 /// because no HTTP function's route can match `/{FunctionName}` (explicit routes only, no
 /// catch-all; a test holds every `function.json` to that). Where the local processors deliver
 /// the changes, nothing else may.
-pub fn router(state: AppState, max_in_flight: usize, request_timeout: std::time::Duration, host_change_feed: bool) -> Router {
+pub fn router(
+    state: AppState,
+    max_in_flight: usize,
+    request_timeout: std::time::Duration,
+    host_change_feed: bool,
+    uploads: UploadBuffers,
+) -> Router {
     let mut router = Router::new();
     for &function in HttpFunction::ALL {
         // A picture's body is larger than any other request's (the front door reads it within
@@ -188,7 +195,7 @@ pub fn router(state: AppState, max_in_flight: usize, request_timeout: std::time:
     router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(FrontDoor::new(max_in_flight, host_change_feed, state.auth, request_timeout))
+        .layer(FrontDoor::new(max_in_flight, host_change_feed, state.auth, request_timeout, uploads))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
 }
@@ -233,7 +240,13 @@ mod tests {
             .route("/api/hold", post(move || async move { waiting.notified().await }))
             .route("/api/read", get(|| async { "ok" }))
             .route("/api/trickle", get(trickle))
-            .layer(FrontDoor::new(max_in_flight, false, AuthMode::None, crate::config::DEFAULT_REQUEST_TIMEOUT));
+            .layer(FrontDoor::new(
+                max_in_flight,
+                false,
+                AuthMode::None,
+                crate::config::DEFAULT_REQUEST_TIMEOUT,
+                super::UploadBuffers::new(super::UploadBuffers::DEFAULT_BYTES, super::MAX_UPLOAD_BYTES),
+            ));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(serve::serve(listener, router, limits, std::future::pending()));

@@ -2,16 +2,16 @@
 //! themselves (`GET /pictures/{owner}/{post}/{name}`), served without the database.
 
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::body::UnreadBody;
 use super::error::{ApiResult, PROBLEM, ProblemDetails, WriteProblems};
 use super::extract::{Id, QueryParams};
-use crate::app::pictures::{AddedPicture, PictureTarget, add_picture, picture};
+use crate::app::pictures::{AddedPicture, PictureTarget, add_picture, destination, picture};
 use crate::app::{AppState, Caller};
 use crate::model::picture::PictureAddress;
 use crate::pictures::IMMUTABLE;
@@ -107,11 +107,14 @@ pub(super) async fn upload(
     Id(post_id): Id,
     QueryParams(params): QueryParams<UploadParams>,
     headers: HeaderMap,
-    body: Bytes,
+    body: UnreadBody,
 ) -> ApiResult<Response> {
     let declared = headers.get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok());
     let alt = params.alt.unwrap_or_default();
-    let added = add_picture(&state, &caller, PictureTarget::Post(&post_id), body, declared, &alt).await?;
+    // Who sends it and where it goes, before a byte of it is read.
+    let destination = destination(&state, &caller, PictureTarget::Post(&post_id), &alt).await?;
+    let upload = body.read(|| super::front_door::too_large_error(MAX_UPLOAD_BYTES)).await?;
+    let added = add_picture(&state, &caller, destination, upload, declared).await?;
     let quota = state.pictures.as_ref().map(|pictures| pictures.quota()).expect("a picture was added");
     let location = added.address.url();
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(AddedPictureBody::of(added, quota))).into_response())

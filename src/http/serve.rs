@@ -5,8 +5,8 @@
 //! slowly, or never sends the next request on a kept-alive connection, holds a connection (a file
 //! descriptor and a task) for as long as it likes. Here each connection has a header timeout
 //! ([`Limits::header_timeout`]: 30 s unless `BLOG_HEADER_TIMEOUT` says otherwise) to deliver a
-//! request's headers, idle kept-alive connections included; the body has its own deadline in the
-//! front door (`super::BODY_TIMEOUT`).
+//! request's headers, idle kept-alive connections included; the body has its own minimum rate
+//! (`super::body`).
 //!
 //! The timeout is kept by the connection's own task, from the time the connection has waited for
 //! a request (the same window as hyper's `header_read_timeout`: from the end of the last answer

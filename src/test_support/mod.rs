@@ -32,6 +32,7 @@ pub fn embedded_config(dir: &Path) -> Config {
         pictures_per_writer: None,
         picture_mb_per_writer: None,
         picture_memory_mb: None,
+        upload_buffer_mb: None,
     }
 }
 

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 pub(crate) mod binary;
-pub(crate) mod hostile;
 pub(crate) mod host;
+pub(crate) mod hostile;
 
 use blog::Blog;
 use blog::app::AppState;
@@ -112,6 +112,7 @@ impl TestApp {
             pictures_per_writer: None,
             picture_mb_per_writer: None,
             picture_memory_mb: None,
+            upload_buffer_mb: None,
         }
     }
 

@@ -135,10 +135,10 @@ pub(crate) struct Form<T>(pub T, pub Option<IdempotencyKey>);
 /// The hidden field of every form that writes: the key that makes it once.
 pub(crate) const KEY_FIELD: &str = "idempotencyKey";
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Form<T> {
+impl<T: DeserializeOwned> FromRequest<AppState> for Form<T> {
     type Rejection = PageError;
 
-    async fn from_request(request: Request, state: &S) -> Result<Self, PageError> {
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, PageError> {
         let FormWithPicture(typed, key, _) = FormWithPicture::from_request(request, state).await?;
         Ok(Form(typed, key))
     }
@@ -159,15 +159,29 @@ pub(crate) struct ChosenPicture {
     pub declared: Option<String>,
 }
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for FormWithPicture<T> {
+impl<T: DeserializeOwned> FromRequest<AppState> for FormWithPicture<T> {
     type Rejection = PageError;
 
-    async fn from_request(request: Request, state: &S) -> Result<Self, PageError> {
+    /// On a route that takes a picture (the front door left its body unread), a form that may
+    /// carry one (multipart) is read only from a signed-in writer, and, where it edits a post,
+    /// only once the post is theirs: 401, 403 and 404 before its body.
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, PageError> {
         let content_type =
             request.headers().get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or("").to_owned();
-        let bytes = axum::body::Bytes::from_request(request, state)
+        let (mut parts, body) = request.into_parts();
+        let takes_picture = parts.extensions.get::<std::sync::Arc<crate::http::UploadBuffers>>().is_some();
+        if takes_picture && multipart::boundary(&content_type).is_some() {
+            let Ok(Viewer(viewer)) = Viewer::from_request_parts(&mut parts, state).await;
+            let caller = Viewer(viewer).caller().map_err(PageError)?;
+            if let Ok(PageId(post_id)) = PageId::from_request_parts(&mut parts, state).await {
+                crate::app::pictures::may_add_to(state, &caller, &post_id).await.map_err(|error| PageError(error.into()))?;
+            }
+        }
+        let unread = crate::http::body::UnreadBody::from_request(Request::from_parts(parts, body), state)
             .await
-            .map_err(|rejection| PageError(ApiError::new(rejection.status(), rejection.body_text())))?;
+            .unwrap_or_else(|never| match never {});
+        let bytes =
+            unread.read(|| crate::http::front_door::too_large_error(crate::http::MAX_UPLOAD_BYTES)).await.map_err(PageError)?;
         let unreadable =
             |error: &dyn std::fmt::Display| PageError(ApiError::bad_request(format!("The form could not be read: {error}.")));
         let urlencoded = content_type.trim_start().to_ascii_lowercase().starts_with("application/x-www-form-urlencoded");

@@ -14,7 +14,7 @@ use super::{
 };
 use crate::app::AppState;
 use crate::app::idempotency::IdempotencyKey;
-use crate::app::pictures::{self, AddedPicture, PictureTarget, Quota, add_picture};
+use crate::app::pictures::{self, AddedPicture, PictureTarget, Quota, add_picture, destination};
 use crate::app::posts::{create_post, edit_post, get_post};
 use crate::http::error::ApiError;
 use crate::model::{MAX_CONTENT_CHARS, MAX_TITLE_CHARS};
@@ -198,9 +198,12 @@ async fn with_picture(
         return Err(refused(ApiError::bad_request(detail), "alt"));
     }
     let caller = viewer.writer(state, key.cloned()).map_err(|error| refused(error, "picture"))?;
-    let added = add_picture(state, &caller, target, picture.bytes, picture.declared.as_deref(), typed.alt.trim())
-        .await
-        .map_err(|error| refused(ApiError::from(error), "picture"))?;
+    let added = async {
+        let destination = destination(state, &caller, target, typed.alt.trim()).await?;
+        add_picture(state, &caller, destination, picture.bytes, picture.declared.as_deref()).await
+    }
+    .await
+    .map_err(|error| refused(ApiError::from(error), "picture"))?;
     let text = typed.content.trim_end();
     typed.content = if text.is_empty() { added.markdown.clone() } else { format!("{text}\n\n{}", added.markdown) };
     typed.alt.clear();
