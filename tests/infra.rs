@@ -949,6 +949,8 @@ fn function_app_settings_are_identity_based() {
         "BLOG_PICTURES__blobServiceUri",
         "BLOG_PICTURES__clientId",
         "BLOG_PICTURES_CONTAINER",
+        // The pictures' memory, from the instance's.
+        "BLOG_PICTURE_MEMORY_MB",
         "BLOG_TOKEN_KEY",
         "APPLICATIONINSIGHTS_CONNECTION_STRING",
         "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
@@ -1026,6 +1028,7 @@ fn the_pictures_have_a_container_the_identity_a_role_on_it_and_the_app_their_set
         ("BLOG_PICTURES__blobServiceUri", "picturesBlobEndpoint"),
         ("BLOG_PICTURES__clientId", "identityClientId"),
         ("BLOG_PICTURES_CONTAINER", "picturesContainerName"),
+        ("BLOG_PICTURE_MEMORY_MB", "string(instanceMemoryMB / 4)"),
     ] {
         assert!(
             text.contains(&format!("name: '{setting}'\n          value: {value}")),
@@ -1033,6 +1036,23 @@ fn the_pictures_have_a_container_the_identity_a_role_on_it_and_the_app_their_set
         );
     }
     assert_eq!(blog::config::PICTURES_SETTING, "BLOG_PICTURES", "the settings' names are the handler's");
+    // Every instance size the template allows gives the pictures a memory the handler takes.
+    let sizes = parameter_decorators(app, "instanceMemoryMB").expect("instanceMemoryMB is declared");
+    let allowed: Vec<u64> = sizes
+        .iter()
+        .find(|decorator| decorator.starts_with("allowed"))
+        .expect("instanceMemoryMB has @allowed")
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|number| number.parse().ok())
+        .collect();
+    assert!(allowed.contains(&512), "{allowed:?}");
+    for megabytes in allowed {
+        let memory = (megabytes / 4).to_string();
+        let config = blog::config::Config::from_lookup(|name| {
+            (name == "BLOG_PICTURE_MEMORY_MB").then(|| memory.clone()).or_else(|| (name == "COSMOS_DATABASE").then(|| "blog".into()))
+        });
+        assert!(config.is_ok(), "instanceMemoryMB {megabytes}: {:?}", config.err());
+    }
 }
 
 /// The decorators (`@minValue(40)`, …) on `param <name>`, as text without the `@`.

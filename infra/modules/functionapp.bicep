@@ -185,6 +185,13 @@ resource app 'Microsoft.Web/sites@2024-11-01' = {
           name: 'BLOG_PICTURES_CONTAINER'
           value: picturesContainerName
         }
+        // The memory the pictures being decoded may hold at once: a quarter of the instance's
+        // (128 MB on the smallest), beside the host's own and the handler's (README, "Pictures
+        // in posts").
+        {
+          name: 'BLOG_PICTURE_MEMORY_MB'
+          value: string(instanceMemoryMB / 4)
+        }
         // The front page is an HTTP function at the root: the host's own home page must not answer it.
         {
           name: 'AzureWebJobsDisableHomepage'
