@@ -199,3 +199,53 @@ fn the_inflating_profile_inflates_to_what_it_says() {
     }
     assert_eq!(inflated, 4 * 1024 * 1024);
 }
+
+/// A full disk between the picture's two copies: the phones' copy fits, the picture does not.
+/// The answer is 507, and the phones' copy is taken back, so nothing of the upload is served or
+/// counted. The pictures' directory is a small tmpfs of the test's own (mounting needs root:
+/// without it the test says so and passes, except under CI, where it fails).
+#[tokio::test]
+async fn a_disk_full_between_the_two_copies_leaves_nothing() {
+    let data = tempfile::tempdir().unwrap();
+    let pictures = data.path().join("pictures");
+    std::fs::create_dir_all(&pictures).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=600k", "tmpfs"])
+        .arg(&pictures)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !mounted {
+        assert!(std::env::var_os("CI").is_none(), "CI runs as root: mounting a tmpfs must work");
+        eprintln!("a_disk_full_between_the_two_copies_leaves_nothing: not run, mounting a tmpfs needs root");
+        return;
+    }
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _unmount = Unmount(&pictures);
+    // Noise: its PNG (about 1.4 MB) does not fit in 600 KB, its 960-pixel JPEG does.
+    let wide = {
+        let mut state = 7_u32;
+        let pixels = image::RgbImage::from_fn(1_200, 400, |_, _| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            image::Rgb([state as u8, (state >> 8) as u8, (state >> 16) as u8])
+        });
+        let mut png = std::io::Cursor::new(Vec::new());
+        pixels.write_to(&mut png, image::ImageFormat::Png).unwrap();
+        png.into_inner()
+    };
+    let handler = Handler::start(data.path(), &[]);
+    let client = reqwest::Client::new();
+    let post = writers_post(&client, &handler, "filler").await;
+    let (status, body, _) = upload(&client, &handler, "filler", &post, wide).await;
+    assert_eq!(status, StatusCode::INSUFFICIENT_STORAGE, "{body}");
+    assert!(body.contains("disk is full"), "{body}");
+    // (The writer's quota counts the files there are: none.)
+    assert_eq!(files(&pictures), Vec::<std::path::PathBuf>::new(), "neither copy is left");
+}
