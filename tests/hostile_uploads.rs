@@ -249,3 +249,36 @@ async fn a_disk_full_between_the_two_copies_leaves_nothing() {
     // (The writer's quota counts the files there are: none.)
     assert_eq!(files(&pictures), Vec::<std::path::PathBuf>::new(), "neither copy is left");
 }
+
+/// A picture whose bytes on disk are no longer those its name says (changed by hand, or by a
+/// failing disk) is never served under its name, which browsers and CDNs keep for a year: the
+/// answer is 500, and the log names the file.
+#[tokio::test]
+async fn a_picture_changed_on_disk_is_not_served_as_the_original() {
+    let data = tempfile::tempdir().unwrap();
+    let handler = Handler::start(data.path(), &[]);
+    let client = reqwest::Client::new();
+    let post = writers_post(&client, &handler, "keeper").await;
+    let (status, body, _) = upload(&client, &handler, "keeper", &post, hostile::photo_jpeg(320, 200, 4)).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let url = serde_json::from_str::<serde_json::Value>(&body).unwrap()["url"].as_str().unwrap().to_owned();
+    assert_eq!(client.get(format!("{}{url}", handler.base)).send().await.unwrap().status(), StatusCode::OK);
+    let stored = files(&data.path().join("pictures"));
+    let [file] = stored.as_slice() else { panic!("one file: {stored:?}") };
+    let mut bytes = std::fs::read(file).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xFF;
+    std::fs::write(file, bytes).unwrap();
+    let answer = client.get(format!("{}{url}", handler.base)).send().await.unwrap();
+    assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    assert!(answer.headers().get("cache-control").is_none_or(|value| !value.to_str().unwrap().contains("immutable")));
+    let name = file.file_name().unwrap().to_str().unwrap().to_owned();
+    let logged = || handler.errors.lock().unwrap().iter().any(|line| line.contains("not the ones its name says") && line.contains(&name));
+    for _ in 0..50 {
+        if logged() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(logged(), "the log names the file: {:?}", handler.errors.lock().unwrap());
+}
