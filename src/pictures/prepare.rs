@@ -22,14 +22,16 @@ pub struct Limits {
     pub max_pixels: u64,
     /// The most frames of an animation.
     pub max_frames: usize,
-    /// The most pixels of all of an animation's frames together.
+    /// The most pixels of all of an animation's frames together, each counted as the whole
+    /// canvas (a browser draws each on it).
     pub max_total_pixels: u64,
 }
 
 impl Default for Limits {
     /// A phone's photo fits (48 MP cameras save 12 MP by default; 8,000 px is a panorama's
-    /// side), a decoded frame at most 40 MP × 4 bytes = 160 MB, held for the time it is encoded
-    /// anew. An animation of at most 300 frames and 40 MP in all.
+    /// side); what it takes to decode one is bounded by the pictures' memory besides
+    /// ([`Plan::memory`]). An animation of at most 300 frames and 40 MP in all: 300 frames of
+    /// 360 × 360, or 100 of 630 × 630.
     fn default() -> Self {
         Limits {
             max_bytes: 10 * 1024 * 1024,
@@ -71,7 +73,9 @@ pub enum PictureError {
         max_pixels: u64,
     },
     /// An animation with more frames, or more pixels in all, than [`Limits`] allow.
-    #[error("the animation has more than {max_frames} frames or {max_total_pixels} pixels in all")]
+    #[error(
+        "the animation has more than {max_frames} frames, or more than {max_total_pixels} pixels in all, each frame counted as its whole canvas"
+    )]
     TooManyFrames {
         /// The limit on frames.
         max_frames: usize,
@@ -220,7 +224,7 @@ pub fn prepare_planned(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Pr
 }
 
 /// What the decoders' own tables and buffers, the encoders' and a colour profile take beyond
-/// the pixels: a few MiB, measured (BENCHMARKS.md, "Pictures: memory"), with room.
+/// the pixels: a few MiB, measured (BENCHMARKS.md, "Pictures"), with room.
 const FIXED_MEMORY: u64 = 8 * 1024 * 1024;
 
 /// The memory of a still picture's preparation: `decoded` pixels, plus the decoder's own
@@ -229,8 +233,12 @@ const FIXED_MEMORY: u64 = 8 * 1024 * 1024;
 /// written anew (at most about as large as its RGB pixels); and the phones' copy.
 fn still_memory(decoded: u64, working: u64, converted: u64, width: u32, height: u32) -> u64 {
     let pixels = u64::from(width) * u64::from(height);
-    let (phone_width, phone_height) = crate::model::picture::phone_size(width, height);
-    let phone = u64::from(phone_width) * u64::from(phone_height) * 4 * 2;
+    let phone = if width > crate::model::picture::PHONE_WIDTH {
+        let (phone_width, phone_height) = crate::model::picture::phone_size(width, height);
+        u64::from(phone_width) * u64::from(phone_height) * 4 * 2
+    } else {
+        0
+    };
     decoded + working.max(decoded) + converted + pixels + phone + FIXED_MEMORY
 }
 
