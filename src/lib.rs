@@ -16,12 +16,16 @@
 //! - [`progress`]: how far `handler`'s long commands have got, on stderr.
 //! - `test_support` (feature `test-support`, tests only): a disk that fails on demand, and the
 //!   places where a test stops C1 as a crash would.
+//! - `fuzzing` (hidden): the fuzz targets' entry points, which the fuzz crate (fuzz/) and
+//!   tests/fuzz_regressions.rs call.
 
 pub mod app;
 pub mod changefeed;
 pub mod config;
 pub mod cosmos;
 pub mod cost;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod http;
 pub mod logging;
 pub mod model;

@@ -160,7 +160,7 @@ fn write_item(out: &mut dyn Write, mut item: Value) -> Result<(), TransferError>
 }
 
 /// One item of a file, checked.
-enum Item {
+pub(crate) enum Item {
     User(Value),
     /// A post, with its id (its partition).
     Post(String, Value),
@@ -203,13 +203,22 @@ pub async fn import(
     Ok(counts)
 }
 
+/// Why line `number` could not be read: a line that is not UTF-8 is the file's fault, named by
+/// its line as any other malformed line; anything else is the reading's.
+fn unreadable(number: usize, error: std::io::Error) -> TransferError {
+    match error.kind() {
+        std::io::ErrorKind::InvalidData => TransferError::Malformed { line: number, why: "not UTF-8 text".into() },
+        _ => TransferError::Io(error),
+    }
+}
+
 /// Every line of `input`, checked: the header, then items of the four kinds, each post before
 /// its comments and likes.
-fn read_items(input: &mut dyn BufRead) -> Result<Vec<Item>, TransferError> {
+pub(crate) fn read_items(input: &mut dyn BufRead) -> Result<Vec<Item>, TransferError> {
     let malformed = |line: usize, why: String| TransferError::Malformed { line, why };
     let mut lines = input.lines().enumerate().map(|(at, line)| (at + 1, line));
     let header = match lines.next() {
-        Some((_, line)) => line.map_err(TransferError::Io)?,
+        Some((number, line)) => line.map_err(|error| unreadable(number, error))?,
         None => return Err(malformed(1, "the file is empty; an export starts with its header line".into())),
     };
     let header: Value = serde_json::from_str(&header).map_err(|error| malformed(1, format!("not JSON: {error}")))?;
@@ -219,7 +228,7 @@ fn read_items(input: &mut dyn BufRead) -> Result<Vec<Item>, TransferError> {
     let mut items = Vec::new();
     let mut posts = std::collections::HashSet::new();
     for (number, line) in lines {
-        let line = line.map_err(TransferError::Io)?;
+        let line = line.map_err(|error| unreadable(number, error))?;
         if line.trim().is_empty() {
             continue;
         }

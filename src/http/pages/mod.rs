@@ -18,7 +18,7 @@ pub mod atom;
 mod extractors;
 pub mod feed;
 mod forms;
-mod multipart;
+pub(crate) mod multipart;
 pub mod posts;
 pub mod session;
 pub mod users;

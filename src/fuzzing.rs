@@ -1,0 +1,307 @@
+//! The fuzz targets' entry points: each takes the bytes a fuzzer made, does with them what the
+//! blog does with bytes from outside, and panics where an invariant that must hold for any
+//! input does not. The same functions run under cargo-fuzz (fuzz/fuzz_targets, nightly, with
+//! memory limits) and in `cargo test` on stable, on every seed and every case a fuzzer found
+//! (tests/fuzz_regressions.rs), so a case once found stays fixed on every toolchain.
+//!
+//! Not part of the blog's interface: public only so that the fuzz crate and the tests can call
+//! it, and hidden from the docs. A return means the input was handled as the blog would
+//! (taken, or refused with an error); a panic, an abort or a memory limit met is a finding.
+
+use crate::model::markdown;
+use crate::model::picture::PictureAddress;
+use crate::pictures::{self, Limits};
+
+/// A picture upload: [`pictures::prepare`] with the blog's default limits, as the API and the
+/// post forms call it. Refusing is always allowed; what it takes must be a picture of the
+/// kind, size and name it says, within the limits, and itself taken again as the same.
+pub fn picture(data: &[u8]) {
+    let limits = Limits::default();
+    let Ok(prepared) = pictures::prepare(data, &limits) else { return };
+    let picture = &prepared.picture;
+    check_picture(picture, &limits);
+    assert_eq!(
+        picture.name.phone().is_some(),
+        prepared.phone.is_some(),
+        "a phones' variant where, and only where, the name says"
+    );
+    if let Some(phone) = &prepared.phone {
+        check_picture(phone, &limits);
+        assert_eq!(Some(&phone.name), picture.name.phone().as_ref(), "the phones' variant is named from the picture's name");
+    }
+    // What is stored is served and may be uploaded again (a reader saves it and adds it to a
+    // post of their own): the blog must take its own output, at the same size.
+    let again = pictures::prepare(&picture.bytes, &limits)
+        .unwrap_or_else(|error| panic!("the blog refuses the {:?} it wrote itself: {error}", picture.kind));
+    assert_eq!((again.picture.width, again.picture.height), (picture.width, picture.height), "prepared again, another size");
+}
+
+fn check_picture(picture: &pictures::Picture, limits: &Limits) {
+    assert_eq!(pictures::recognise(&picture.bytes), Ok(picture.kind), "the bytes written are of the kind named");
+    assert_eq!(picture.name.size(), (picture.width, picture.height), "the name says the picture's size");
+    assert_eq!(picture.name.kind(), picture.kind, "the name says the picture's kind");
+    assert_eq!(pictures::PictureName::parse(picture.name.as_str()).as_ref(), Some(&picture.name), "the name reads back");
+    let (width, height) = (picture.width, picture.height);
+    assert!(width >= 1 && height >= 1, "a picture of {width}×{height}");
+    assert!(
+        width.max(height) <= limits.max_side && u64::from(width) * u64::from(height) <= limits.max_pixels,
+        "a picture of {width}×{height} is past the limits"
+    );
+}
+
+/// A form with a picture as the post pages read it: the input is the request's `Content-Type`
+/// value, a line break, then the body. Every part must lie within the body, in order, and
+/// hold no delimiter; a refusal must say what is wrong.
+pub fn multipart(data: &[u8]) {
+    use crate::http::pages::multipart;
+    let Some(at) = data.iter().position(|&byte| byte == b'\n') else { return };
+    // A header value reaches the extractor only as text (`HeaderValue::to_str`).
+    let Ok(content_type) = std::str::from_utf8(&data[..at]) else { return };
+    let Some(boundary) = multipart::boundary(content_type) else { return };
+    assert!(!boundary.is_empty() && boundary.len() <= 70, "a boundary of {} bytes", boundary.len());
+    let body = bytes::Bytes::copy_from_slice(&data[at + 1..]);
+    let parts = match multipart::parts(&body, &boundary) {
+        Ok(parts) => parts,
+        Err(why) => return assert!(!why.is_empty(), "a refusal that says nothing"),
+    };
+    let delimiter = format!("--{boundary}");
+    let start = body.as_ptr() as usize;
+    let mut after_last = 0;
+    for part in &parts {
+        let from = (part.body.as_ptr() as usize).wrapping_sub(start);
+        let to = from.wrapping_add(part.body.len());
+        assert!(from <= to && to <= body.len(), "a part's body ({from}..{to}) is not within the body ({} bytes)", body.len());
+        assert!(from >= after_last, "parts overlap or are out of order");
+        after_last = to;
+        assert!(
+            memchr::memmem::find(&part.body, delimiter.as_bytes()).is_none(),
+            "a part's body holds the delimiter: the part should have ended there"
+        );
+    }
+}
+
+/// The writer and post whose pictures a post's text may show, in [`markdown`].
+const OWNER: &str = "u1";
+const POST: &str = "p1";
+
+/// Whose text is rendered: the post's (its pictures may show) or a comment's (none may). The
+/// renderer is called through [`render`] alone, so a change to its signature is made once here.
+#[derive(Clone, Copy, Debug)]
+enum Whose {
+    Post,
+    Comment,
+}
+
+fn render(text: &str, whose: Whose, top_heading: u8) -> String {
+    let pictures = match whose {
+        Whose::Post => markdown::Pictures::Of { owner: OWNER, post: POST },
+        Whose::Comment => markdown::Pictures::None,
+    };
+    markdown::to_html(text, pictures, top_heading)
+}
+
+/// A post's or a comment's Markdown, as the pages, the Atom feed and the lists show it. The
+/// first byte chooses whose text it is (its high bit: a comment) and the page's top heading
+/// (1 to 6); the rest is the text (lossily as UTF-8: the API takes JSON strings).
+///
+/// The HTML must hold nothing but the renderer's own markup: every `<` starts a tag from a
+/// short list, with attributes from a short list, quoted, with nothing in their values that
+/// could end them; no `<script`; links only to the web, mail or the blog itself, never nested,
+/// each `rel="nofollow ugc"`; headings no higher than the page's top heading; `<img>` only of
+/// the post's own pictures (none in a comment), with the size its name says. The plain text
+/// (a list's excerpt) has only single spaces between words and none at its ends.
+pub fn markdown(data: &[u8]) {
+    let Some((&choice, text)) = data.split_first() else { return };
+    let whose = if choice & 0x80 == 0 { Whose::Post } else { Whose::Comment };
+    let top_heading = 1 + (choice & 0x7f) % 6;
+    let text = String::from_utf8_lossy(text);
+    let html = render(&text, whose, top_heading);
+    check_html(&html, whose, top_heading);
+    for cut in [false, true] {
+        check_plain(&markdown::to_plain_text(&text, cut));
+    }
+    // A list's excerpt: the short copy (the text's first characters) as plain text, cut back.
+    let short = crate::model::truncate_chars(&text, crate::model::SHORT_CONTENT_CHARS);
+    let (excerpt, _) = crate::model::excerpt(short);
+    assert!(!excerpt.starts_with(char::is_whitespace), "an excerpt that starts with a space: {excerpt:?}");
+}
+
+fn check_plain(plain: &str) {
+    assert!(!plain.chars().any(|c| c.is_whitespace() && c != ' '), "whitespace other than a space in {plain:?}");
+    assert!(!plain.contains("  "), "two spaces in a row in {plain:?}");
+    assert!(!plain.starts_with(' ') && !plain.ends_with(' '), "a space at an end of {plain:?}");
+}
+
+/// The tags the renderer writes (pulldown-cmark's for CommonMark, tables and strikethrough,
+/// and the module's own), and the attributes it gives them.
+const TAGS: &[&str] = &[
+    "p",
+    "br",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "ul",
+    "ol",
+    "li",
+    "blockquote",
+    "pre",
+    "code",
+    "em",
+    "strong",
+    "del",
+    "a",
+    "img",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "hr",
+];
+const ATTRIBUTES: &[&str] =
+    &["dir", "href", "rel", "class", "src", "alt", "width", "height", "loading", "decoding", "srcset", "sizes", "start"];
+
+/// Reads `html` as the renderer's output, tag by tag, and panics at anything else.
+fn check_html(html: &str, whose: Whose, top_heading: u8) {
+    assert!(!html.to_ascii_lowercase().contains("<script"), "a script in {html:?}");
+    let mut rest = html;
+    let mut in_link = false;
+    while let Some(at) = rest.find('<') {
+        let tag_and_after = &rest[at + 1..];
+        let end = tag_and_after.find('>').unwrap_or_else(|| panic!("a `<` that starts no tag in {html:?}"));
+        let tag = parse_tag(&tag_and_after[..end]).unwrap_or_else(|why| panic!("{why}: <{}> in {html:?}", &tag_and_after[..end]));
+        match (tag.name, tag.closing) {
+            ("a", false) => {
+                assert!(!in_link, "a link inside a link in {html:?}");
+                in_link = true;
+                assert_eq!(tag.attribute("rel"), Some("nofollow ugc"), "a link without rel=\"nofollow ugc\" in {html:?}");
+                let href = tag.attribute("href").unwrap_or_else(|| panic!("a link without href in {html:?}"));
+                assert!(is_web_mail_or_here(href), "a link to {href:?} in {html:?}");
+            }
+            ("a", true) => in_link = false,
+            ("img", _) => check_img(&tag, whose, html),
+            (heading, _) if heading.len() == 2 && heading.starts_with('h') && heading != "hr" => {
+                let level = heading[1..].parse::<u8>().expect("in the list of tags");
+                assert!(level >= top_heading, "an <{heading}> above the page's <h{top_heading}> in {html:?}");
+            }
+            _ => {}
+        }
+        for (name, value) in &tag.attributes {
+            if *name == "dir" {
+                assert_eq!(*value, "auto", "dir={value:?} in {html:?}");
+            }
+        }
+        rest = &tag_and_after[end + 1..];
+    }
+    assert!(!in_link, "a link left open in {html:?}");
+}
+
+struct ParsedTag<'a> {
+    name: &'a str,
+    closing: bool,
+    attributes: Vec<(&'a str, &'a str)>,
+}
+
+impl ParsedTag<'_> {
+    fn attribute(&self, wanted: &str) -> Option<&str> {
+        self.attributes.iter().find(|(name, _)| *name == wanted).map(|(_, value)| *value)
+    }
+}
+
+/// `text` (between `<` and `>`) as a tag of the list with attributes of the list, each
+/// `name="value"` with no `<`, `>` or `"` in its value; `br` and `hr` may end in ` /`.
+fn parse_tag(text: &str) -> Result<ParsedTag<'_>, String> {
+    let (closing, text) = match text.strip_prefix('/') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let text = text.strip_suffix(" /").unwrap_or(text);
+    let name_end = text.find(' ').unwrap_or(text.len());
+    let name = &text[..name_end];
+    if !TAGS.contains(&name) {
+        return Err(format!("a tag not in the list ({name:?})"));
+    }
+    let mut attributes = Vec::new();
+    let mut rest = &text[name_end..];
+    while let Some(after_space) = rest.strip_prefix(' ') {
+        let (attribute, after) = after_space.split_once("=\"").ok_or("an attribute without a quoted value")?;
+        if !ATTRIBUTES.contains(&attribute) {
+            return Err(format!("an attribute not in the list ({attribute:?})"));
+        }
+        let (value, after) = after.split_once('"').ok_or("an attribute value that does not end")?;
+        if value.contains(['<', '>']) {
+            return Err(format!("a `<` or `>` in the value of {attribute}"));
+        }
+        attributes.push((attribute, value));
+        rest = after;
+    }
+    if !rest.is_empty() {
+        return Err(format!("{rest:?} after the attributes"));
+    }
+    if closing && !attributes.is_empty() {
+        return Err("a closing tag with attributes".into());
+    }
+    Ok(ParsedTag { name, closing, attributes })
+}
+
+/// Whether a link's (escaped) address is `http`, `https`, `mailto`, or has no scheme: the
+/// scheme is what comes before the first `:` unless a `/`, `?` or `#` comes first (as a
+/// browser reads it; `&` too, which starts an escape here, and `%`, which a scheme never holds).
+fn is_web_mail_or_here(href: &str) -> bool {
+    match href.find([':', '/', '?', '#']) {
+        Some(at) if href.as_bytes()[at] == b':' => {
+            let scheme = &href[..at];
+            ["http", "https", "mailto"].iter().any(|allowed| scheme.eq_ignore_ascii_case(allowed))
+        }
+        _ => true,
+    }
+}
+
+/// An `<img>`: one of the post's own pictures (never in a comment), within the blog's
+/// limits, with the width and height its name says.
+fn check_img(tag: &ParsedTag<'_>, whose: Whose, html: &str) {
+    assert!(!tag.closing, "an </img> in {html:?}");
+    assert!(matches!(whose, Whose::Post), "a picture in a comment: {html:?}");
+    let src = tag.attribute("src").unwrap_or_else(|| panic!("an <img> without src in {html:?}"));
+    let address = PictureAddress::of_url(src).unwrap_or_else(|| panic!("an <img> of {src:?}, not a picture of the blog"));
+    assert_eq!((address.owner.as_str(), address.post.as_str()), (OWNER, POST), "another writer's or post's picture in {html:?}");
+    let (width, height) = address.name.size();
+    let limits = Limits::default();
+    assert!(
+        width.max(height) <= limits.max_side && u64::from(width) * u64::from(height) <= limits.max_pixels,
+        "an <img> of {width}×{height}, which no upload is, in {html:?}"
+    );
+    assert_eq!(tag.attribute("width"), Some(width.to_string().as_str()), "{html:?}");
+    assert_eq!(tag.attribute("height"), Some(height.to_string().as_str()), "{html:?}");
+}
+
+/// An import file (`handler import`): the input is the whole file, its header line first.
+/// Its lines are checked as the import checks them before it writes anything: a file taken has
+/// one item a line (blank lines aside); a file refused is refused naming one of its lines, and
+/// never with a panic.
+pub fn import_line(data: &[u8]) {
+    let lines = lines_of(data);
+    match crate::transfer::read_items(&mut &data[..]) {
+        Ok(items) => {
+            let text = std::str::from_utf8(data).expect("a file taken is text");
+            let blank = |line: &&str| line.trim().is_empty();
+            let expected = text.lines().skip(1).filter(|line| !blank(line)).count();
+            assert_eq!(items.len(), expected, "one item a line after the header");
+        }
+        Err(crate::transfer::TransferError::Malformed { line, why }) => {
+            assert!((1..=lines.max(1)).contains(&line), "line {line} named, of a file of {lines} lines");
+            assert!(!why.is_empty(), "line {line} refused without a reason");
+        }
+        Err(other) => panic!("refused without naming a line: {other}"),
+    }
+}
+
+/// How many lines `BufRead::lines` reads in `data`.
+fn lines_of(data: &[u8]) -> usize {
+    let breaks = data.iter().filter(|&&byte| byte == b'\n').count();
+    breaks + usize::from(!data.is_empty() && !data.ends_with(b"\n"))
+}
