@@ -12,12 +12,14 @@ use crate::model::markdown;
 use crate::model::picture::PictureAddress;
 use crate::pictures::{self, Limits};
 
-/// A picture upload: [`pictures::prepare`] with the blog's default limits, as the API and the
-/// post forms call it. Refusing is always allowed; what it takes must be a picture of the
-/// kind, size and name it says, within the limits, and itself taken again as the same.
+/// A picture upload, as the API and the post forms take one (`app::pictures`): its plan read
+/// from its header ([`pictures::plan`], with the default limits), refused where it needs more
+/// than the pictures' default memory, then prepared within it ([`pictures::prepare_planned`]).
+/// Refusing is always allowed; what it takes must be a picture of the plan's size (upright), of
+/// the kind and name it says, within the limits, and itself taken again at the same size.
 pub fn picture(data: &[u8]) {
     let limits = Limits::default();
-    let Ok(prepared) = pictures::prepare(data, &limits) else { return };
+    let Ok(prepared) = upload(data, &limits) else { return };
     let picture = &prepared.picture;
     check_picture(picture, &limits);
     assert_eq!(
@@ -31,9 +33,27 @@ pub fn picture(data: &[u8]) {
     }
     // What is stored is served and may be uploaded again (a reader saves it and adds it to a
     // post of their own): the blog must take its own output, at the same size.
-    let again = pictures::prepare(&picture.bytes, &limits)
+    let again = upload(&picture.bytes, &limits)
         .unwrap_or_else(|error| panic!("the blog refuses the {:?} it wrote itself: {error}", picture.kind));
     assert_eq!((again.picture.width, again.picture.height), (picture.width, picture.height), "prepared again, another size");
+}
+
+/// What the blog does with an upload's bytes, up to what it stores; an error says why not.
+fn upload(data: &[u8], limits: &Limits) -> Result<pictures::Prepared, String> {
+    let plan = pictures::plan(data, limits).map_err(|error| error.to_string())?;
+    let budget = crate::app::pictures::PictureMemory::DEFAULT.bytes;
+    if plan.memory > budget {
+        return Err(format!("it needs {} bytes to prepare, more than the {budget} there are", plan.memory));
+    }
+    let prepared = pictures::prepare_planned(data, &plan, limits).map_err(|error| error.to_string())?;
+    let size = (prepared.picture.width, prepared.picture.height);
+    assert!(
+        size == (plan.width, plan.height) || size == (plan.height, plan.width),
+        "a picture of {size:?} from a plan of {}×{}",
+        plan.width,
+        plan.height
+    );
+    Ok(prepared)
 }
 
 fn check_picture(picture: &pictures::Picture, limits: &Limits) {
