@@ -273,7 +273,8 @@ async fn a_picture_changed_on_disk_is_not_served_as_the_original() {
     assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
     assert!(answer.headers().get("cache-control").is_none_or(|value| !value.to_str().unwrap().contains("immutable")));
     let name = file.file_name().unwrap().to_str().unwrap().to_owned();
-    let logged = || handler.errors.lock().unwrap().iter().any(|line| line.contains("not the ones its name says") && line.contains(&name));
+    let logged =
+        || handler.errors.lock().unwrap().iter().any(|line| line.contains("not the ones its name says") && line.contains(&name));
     for _ in 0..50 {
         if logged() {
             break;
@@ -281,4 +282,27 @@ async fn a_picture_changed_on_disk_is_not_served_as_the_original() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(logged(), "the log names the file: {:?}", handler.errors.lock().unwrap());
+}
+
+/// A request cut off by its time budget leaves its decoding running (a blocking task cannot be
+/// stopped), and that decoding keeps its share of the pictures' memory until it ends: an upload
+/// sent meanwhile is told to come back, instead of a second decoding starting beside it.
+#[tokio::test]
+async fn a_decode_cut_off_by_the_request_budget_keeps_its_memory() {
+    let photo = hostile::photo_jpeg(6_000, 4_000, 20);
+    let data = tempfile::tempdir().unwrap();
+    // One second a request, and memory for one such photo at a time.
+    let handler = Handler::start(data.path(), &[("BLOG_REQUEST_TIMEOUT", "1"), ("BLOG_PICTURE_MEMORY_MB", "256")]);
+    let client = reqwest::Client::new();
+    let post = writers_post(&client, &handler, "hasty").await;
+    let (status, body, _) = upload(&client, &handler, "hasty", &post, photo.clone()).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "the first is cut off by the budget: {body}");
+    assert!(body.contains("did not answer within 1 s"), "{body}");
+    // The second finds the memory held by the first one's decoding, and waits (it is then cut
+    // off by its own second, or told to come back: either way, no second decoding beside it).
+    let (status, body, retry_after) = upload(&client, &handler, "hasty", &post, photo).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(retry_after.is_some());
+    let waited = handler.log.lock().unwrap().iter().any(|line| line.contains("a picture waits for the memory others hold"));
+    assert!(waited, "the first one's decoding still held the memory: {:?}", handler.log.lock().unwrap());
 }

@@ -386,8 +386,19 @@ async fn prepare_off_the_async_threads(pictures: &Pictures, upload: bytes::Bytes
     if kib > pictures.memory_kib {
         return Err(PictureError::OverMemory { needed: planned.memory, budget: u64::from(pictures.memory_kib) * 1024 }.into());
     }
-    let permit = tokio::time::timeout(MEMORY_WAIT, pictures.memory.clone().acquire_many_owned(kib))
-        .await
+    let permit = match pictures.memory.clone().try_acquire_many_owned(kib) {
+        Ok(permit) => Ok(Ok(permit)),
+        Err(_) => {
+            // Others' pictures hold it (a decoding whose request was cut off included).
+            tracing::info!(
+                needed_mib = planned.memory.div_ceil(1024 * 1024),
+                free_mib = pictures.memory.available_permits() / 1024,
+                "a picture waits for the memory others hold"
+            );
+            tokio::time::timeout(MEMORY_WAIT, pictures.memory.clone().acquire_many_owned(kib)).await
+        }
+    };
+    let permit = permit
         .map_err(|_| AppError::PicturesBusy { retry_after: MEMORY_WAIT })?
         .map_err(|_| AppError::Unexpected("the pictures' memory closed".into()))?;
     let prepared = blocking(move || {

@@ -14,7 +14,8 @@
 //! where none is declared) before a byte is read: past the budget the answer is 503 with
 //! `Retry-After`, never a connection more buffering 10 MiB. The permit goes with the bytes
 //! ([`bytes::Bytes::from_owner`]), so it is given back when the last holder of the picture's
-//! bytes (the blocking task that decodes it) lets go, not when the request ends.
+//! bytes (the blocking task that decodes it) lets go, not when the request ends. The request's
+//! time budget counts from when its body is in ([`Deadline`]).
 //!
 //! Where this holds: per process. On Azure the Functions host reads the whole request before it
 //! forwards it to the handler (its own limits apply first), so the rate is the host's to keep
@@ -113,11 +114,46 @@ impl UploadBuffers {
     }
 }
 
+/// When a request's time runs out. A picture's request counts its budget from when its body
+/// is in ([`Deadline::restart`]), so that a slow link's upload has its time to arrive (at
+/// [`MIN_RATE`]) and then the same time to be prepared as any other request: the front door
+/// waits for the route until the deadline, and again while it has moved on.
+#[derive(Clone, Debug)]
+pub(crate) struct Deadline {
+    at: Arc<tokio::sync::watch::Sender<tokio::time::Instant>>,
+    budget: Duration,
+}
+
+impl Deadline {
+    /// `budget` from now, plus `first` (the time a body may take before it restarts).
+    pub(crate) fn new(budget: Duration, first: Duration) -> Deadline {
+        let (at, _) = tokio::sync::watch::channel(tokio::time::Instant::now() + budget + first);
+        Deadline { at: Arc::new(at), budget }
+    }
+
+    /// When it is, told again each time it moves.
+    pub(crate) fn watch(&self) -> tokio::sync::watch::Receiver<tokio::time::Instant> {
+        self.at.subscribe()
+    }
+
+    /// The budget counted again from now: the body is in.
+    fn restart(&self) {
+        self.at.send_replace(tokio::time::Instant::now() + self.budget);
+    }
+}
+
+/// What a picture's route reads its body with, put in the request by the front door.
+#[derive(Clone)]
+pub(crate) struct PictureBody {
+    pub buffers: Arc<UploadBuffers>,
+    pub deadline: Deadline,
+}
+
 /// The body of a request to a picture route, not read yet: see the module's documentation.
 pub(crate) struct UnreadBody {
     body: Body,
     declared: Option<u64>,
-    buffers: Option<Arc<UploadBuffers>>,
+    reading: Option<PictureBody>,
 }
 
 impl<S: Send + Sync> FromRequest<S> for UnreadBody {
@@ -125,8 +161,8 @@ impl<S: Send + Sync> FromRequest<S> for UnreadBody {
 
     async fn from_request(request: Request, _: &S) -> Result<Self, Self::Rejection> {
         let declared = request.headers().get(header::CONTENT_LENGTH).and_then(|length| length.to_str().ok()?.parse::<u64>().ok());
-        let buffers = request.extensions().get::<Arc<UploadBuffers>>().cloned();
-        Ok(UnreadBody { body: request.into_body(), declared, buffers })
+        let reading = request.extensions().get::<PictureBody>().cloned();
+        Ok(UnreadBody { body: request.into_body(), declared, reading })
     }
 }
 
@@ -146,7 +182,7 @@ impl UnreadBody {
     /// The body, read within the upload buffers and at [`MIN_RATE`]; the bytes answered hold
     /// their share of the buffers until they are dropped.
     pub(crate) async fn read(self, too_large: impl FnOnce() -> ApiError) -> Result<Bytes, ApiError> {
-        let Some(buffers) = self.buffers else {
+        let Some(PictureBody { buffers, deadline }) = self.reading else {
             // A router without the front door (a unit test's): the limit alone.
             let bytes =
                 read_at_rate(self.body, super::MAX_UPLOAD_BYTES, 0).await.map_err(|error| error.into_api_error(too_large))?;
@@ -171,6 +207,7 @@ impl UnreadBody {
         let bytes = read_at_rate(self.body, reserved as usize, reserved as usize)
             .await
             .map_err(|error| error.into_api_error(too_large))?;
+        deadline.restart();
         Ok(Bytes::from_owner(Held { bytes, _permit: Some(permit) }))
     }
 }

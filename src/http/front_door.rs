@@ -40,7 +40,7 @@ use tower::{Layer, Service, ServiceExt};
 use tower_http::compression::CompressionLayer;
 use tower_http::compression::predicate::{DefaultPredicate, Predicate};
 
-use super::body::{self, UploadBuffers};
+use super::body::{self, Deadline, PictureBody, UploadBuffers};
 use super::error::ApiError;
 use super::pages::{self, PageRequest};
 use super::{HOST_BATCH_BYTES, MAX_BODY_BYTES, MAX_UPLOAD_BYTES};
@@ -158,7 +158,6 @@ impl Door {
             if let Err(refusal) = self.check_declared_length(&parts, MAX_UPLOAD_BYTES) {
                 return refusal;
             }
-            parts.extensions.insert(self.uploads.clone());
             body
         } else {
             match self.read_body(&parts, body).await {
@@ -174,12 +173,20 @@ impl Door {
             .into_response();
         };
         let page = PageRequest::of(&parts, self.auth);
-        // A picture's route reads its body within its budget: the time the body may take is
-        // added to it.
-        let budget = (!self.is_host_batch(&parts)).then(|| {
-            if takes_picture { self.request_timeout + body::allowance(MAX_UPLOAD_BYTES as u64) } else { self.request_timeout }
+        // A picture's route reads its body itself: its budget restarts once the body is in.
+        let deadline = (!self.is_host_batch(&parts)).then(|| {
+            let first = if takes_picture { body::allowance(MAX_UPLOAD_BYTES as u64) } else { Duration::ZERO };
+            Deadline::new(self.request_timeout, first)
         });
-        let answer = within(budget, page.is_some(), compressed_as_accepted(route, Request::from_parts(parts, body)));
+        if let (true, Some(deadline)) = (takes_picture, &deadline) {
+            parts.extensions.insert(PictureBody { buffers: self.uploads.clone(), deadline: deadline.clone() });
+        }
+        let answer = within(
+            deadline,
+            self.request_timeout,
+            page.is_some(),
+            compressed_as_accepted(route, Request::from_parts(parts, body)),
+        );
         match page {
             Some(page) => page.scope(answer).await,
             None => answer.await,
@@ -271,11 +278,22 @@ pub(crate) fn too_large_error(limit: usize) -> ApiError {
 /// slow database never holds a request without an answer. The route is dropped where it was; a
 /// write it had sent may be made (the embedded store commits what its emulator applied,
 /// `Store::durably`), which is what the answer says, and why writes carry an Idempotency-Key.
-async fn within(budget: Option<Duration>, page: bool, answer: impl Future<Output = Response>) -> Response {
-    let Some(budget) = budget else { return answer.await };
-    match tokio::time::timeout(budget, answer).await {
+async fn within(deadline: Option<Deadline>, budget: Duration, page: bool, answer: impl Future<Output = Response>) -> Response {
+    let Some(deadline) = deadline else { return answer.await };
+    let mut answer = std::pin::pin!(answer);
+    let mut at = deadline.watch();
+    // Until the deadline, which moves when a picture's body is in (and its budget restarts).
+    let timed_out = loop {
+        let until = *at.borrow_and_update();
+        tokio::select! {
+            response = answer.as_mut() => break Ok(response),
+            () = tokio::time::sleep_until(until) => break Err(()),
+            Ok(()) = at.changed() => {}
+        }
+    };
+    match timed_out {
         Ok(response) => response,
-        Err(_) => {
+        Err(()) => {
             tracing::warn!(budget_s = budget.as_secs(), "a request ran out of time");
             let seconds = budget.as_secs();
             let detail = if page {

@@ -169,7 +169,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for FormWithPicture<T> {
         let content_type =
             request.headers().get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or("").to_owned();
         let (mut parts, body) = request.into_parts();
-        let takes_picture = parts.extensions.get::<std::sync::Arc<crate::http::UploadBuffers>>().is_some();
+        let takes_picture = parts.extensions.get::<crate::http::body::PictureBody>().is_some();
         if takes_picture && multipart::boundary(&content_type).is_some() {
             let Ok(Viewer(viewer)) = Viewer::from_request_parts(&mut parts, state).await;
             let caller = Viewer(viewer).caller().map_err(PageError)?;

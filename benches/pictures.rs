@@ -1,0 +1,224 @@
+//! Pictures on the `handler` executable: how long an upload of a phone's photo takes, and how
+//! much memory the handler holds at its peak for the largest photo it takes and for eight large
+//! uploads at once. Not a test: it asserts nothing (BENCHMARKS.md, "Pictures").
+//!
+//!     cargo bench --bench pictures                            # target/release/handler
+//!     cargo bench --bench pictures -- --handler OTHER_BINARY  # another build, to compare
+//!
+//! Each figure is taken on a handler of its own (embedded store, an empty data directory), so
+//! that a peak is that case's alone. Memory is Linux's: the process's `VmRSS` at rest, after one
+//! small picture was taken (the decoders' code and the allocator's arenas are then its own), and
+//! its `VmHWM` after the case.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const MIB: u64 = 1024 * 1024;
+
+fn main() {
+    let mut arguments = std::env::args().skip(1);
+    let mut binary = None;
+    while let Some(argument) = arguments.next() {
+        if argument == "--handler" {
+            binary = arguments.next().map(PathBuf::from);
+        }
+    }
+    let binary = binary.unwrap_or_else(release_handler);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(run(&binary));
+}
+
+/// `target/release/handler`, built first when absent.
+fn release_handler() -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/handler");
+    if !path.exists() {
+        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["build", "--release", "--bin", "handler"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .unwrap();
+        assert!(status.success(), "cargo build --release --bin handler");
+    }
+    path
+}
+
+async fn run(binary: &Path) {
+    let phone_photo = photo_jpeg(4_032, 3_024, 1, 20);
+    let largest = photo_jpeg(6_000, 4_000, 2, 8);
+    println!("## Pictures (`{}`)\n", binary.display());
+    println!("| case | figure |");
+    println!("| --- | --- |");
+
+    let handler = Handler::start(binary);
+    let post = handler.writers_post("timer").await;
+    let at_rest = handler.at_rest(&post).await;
+    let mut times = Vec::new();
+    for round in 0..12 {
+        // A photo of its own each time: nothing is stored already.
+        let photo = if round == 0 { phone_photo.clone() } else { photo_jpeg(4_032, 3_024, 100 + round, 20) };
+        let started = Instant::now();
+        let status = handler.upload(&post, photo).await;
+        let took = started.elapsed();
+        assert_eq!(status, 201);
+        if round >= 2 {
+            times.push(took);
+        }
+    }
+    times.sort();
+    let (rss, peak) = handler.memory();
+    // The last photo served back, 50 times in turn: its bytes read and (since issue 40) hashed.
+    let url = handler.last_url.lock().unwrap().clone().expect("a picture was taken");
+    let mut serving = Vec::new();
+    for _ in 0..50 {
+        let started = Instant::now();
+        let answer = handler.client.get(format!("{}{url}", handler.base)).send().await.unwrap();
+        let bytes = answer.bytes().await.unwrap().len();
+        serving.push((started.elapsed(), bytes));
+    }
+    serving.sort();
+    println!(
+        "| a 4,032 × 3,024 photo of {:.1} MB uploaded (10 in turn, after 2 untimed): median, fastest, slowest | {} ms, {} ms, {} ms |",
+        phone_photo.len() as f64 / 1e6,
+        times[times.len() / 2].as_millis(),
+        times[0].as_millis(),
+        times[times.len() - 1].as_millis()
+    );
+    println!(
+        "| that photo as stored ({:.1} MB) served back (50 in turn): median, fastest | {:.2} ms, {:.2} ms |",
+        serving[0].1 as f64 / 1e6,
+        serving[serving.len() / 2].0.as_secs_f64() * 1e3,
+        serving[0].0.as_secs_f64() * 1e3
+    );
+    println!("| the same handler: at rest, after, peak | {} MiB, {} MiB, {} MiB |", at_rest / MIB, rss / MIB, peak / MIB);
+    drop(handler);
+
+    let handler = Handler::start(binary);
+    let post = handler.writers_post("largest").await;
+    let at_rest = handler.at_rest(&post).await;
+    let started = Instant::now();
+    let status = handler.upload(&post, largest.clone()).await;
+    let took = started.elapsed();
+    let (_, peak) = handler.memory();
+    println!(
+        "| a 6,000 × 4,000 photo of {:.1} MB, the largest the default 256 MiB takes: answer, time, peak above rest | {status}, {} ms, {} MiB |",
+        largest.len() as f64 / 1e6,
+        took.as_millis(),
+        (peak - at_rest) / MIB
+    );
+    drop(handler);
+
+    let handler = Handler::start(binary);
+    let post = handler.writers_post("crowd").await;
+    let at_rest = handler.at_rest(&post).await;
+    let started = Instant::now();
+    let uploads = (0..8).map(|_| handler.upload(&post, largest.clone()));
+    let statuses = futures::future::join_all(uploads).await;
+    let took = started.elapsed();
+    let (_, peak) = handler.memory();
+    let count = |status| statuses.iter().filter(|answer| **answer == status).count();
+    println!(
+        "| eight of that photo at once: 201, 503, time, peak above rest | {}, {}, {} ms, {} MiB |",
+        count(201),
+        count(503),
+        took.as_millis(),
+        (peak - at_rest) / MIB
+    );
+}
+
+/// A `width` × `height` JPEG that an encoder takes for a photo: gradients with `grain` of noise,
+/// quality 90.
+fn photo_jpeg(width: u32, height: u32, seed: u32, grain: u32) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+    let pixels = image::RgbImage::from_fn(width, height, |x, y| {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        let noise = (state % grain) as u8;
+        let (r, g, b) = ((x * 255 / width) as u8, (y * 255 / height) as u8, ((x + y) % 256) as u8);
+        image::Rgb([r.saturating_add(noise), g.saturating_add(noise), b.saturating_add(noise)])
+    });
+    let mut jpeg = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90).encode_image(&pixels).unwrap();
+    jpeg
+}
+
+struct Handler {
+    child: Child,
+    base: String,
+    client: reqwest::Client,
+    writer: std::sync::OnceLock<String>,
+    last_url: std::sync::Mutex<Option<String>>,
+    _data: tempfile::TempDir,
+}
+
+impl Handler {
+    fn start(binary: &Path) -> Handler {
+        let data = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new(binary)
+            .env("BLOG_DATA_DIR", data.path())
+            .env("BLOG_LISTEN", format!("127.0.0.1:{port}"))
+            .env("RUST_LOG", "warn")
+            .env("BLOG_AUTH", "development")
+            .env("BLOG_WRITES_PER_MINUTE", "off")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        let client = reqwest::Client::builder().timeout(Duration::from_secs(300)).build().unwrap();
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Handler { child, base, client, writer: std::sync::OnceLock::new(), last_url: Default::default(), _data: data }
+    }
+
+    async fn writers_post(&self, writer: &str) -> String {
+        self.writer.set(writer.to_owned()).unwrap();
+        let user = self.client.post(format!("{}/api/users", self.base)).header("x-dev-user", writer);
+        user.json(&serde_json::json!({"username": writer})).send().await.unwrap();
+        let post = self.client.post(format!("{}/api/posts", self.base)).header("x-dev-user", writer);
+        let post = post.json(&serde_json::json!({"userId": writer, "title": "Photos", "content": "Some."})).send().await.unwrap();
+        post.json::<serde_json::Value>().await.unwrap()["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Uploads `bytes` to `post` as its writer (each handler here has one writer, its post's).
+    async fn upload(&self, post: &str, bytes: Vec<u8>) -> u16 {
+        let request = self.client.post(format!("{}/api/posts/{post}/pictures", self.base));
+        let request = request.header("content-type", "image/jpeg").header("x-dev-user", self.writer.get().unwrap());
+        let answer = request.body(bytes).send().await.unwrap();
+        let status = answer.status().as_u16();
+        if status == 201 {
+            let body = answer.json::<serde_json::Value>().await.unwrap();
+            *self.last_url.lock().unwrap() = body["url"].as_str().map(str::to_owned);
+        }
+        status
+    }
+
+    /// The memory at rest, once a small picture was taken.
+    async fn at_rest(&self, post: &str) -> u64 {
+        assert_eq!(self.upload(post, photo_jpeg(640, 480, 9, 8)).await, 201);
+        self.memory().0
+    }
+
+    /// `VmRSS` and `VmHWM`, in bytes.
+    fn memory(&self) -> (u64, u64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let field = |name: &str| {
+            let line = status.lines().find(|line| line.starts_with(name)).unwrap();
+            line[name.len()..].trim().trim_end_matches("kB").trim().parse::<u64>().unwrap() * 1024
+        };
+        (field("VmRSS:"), field("VmHWM:"))
+    }
+}
+
+impl Drop for Handler {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
