@@ -1049,7 +1049,9 @@ fn the_pictures_have_a_container_the_identity_a_role_on_it_and_the_app_their_set
     for megabytes in allowed {
         let memory = (megabytes / 4).to_string();
         let config = blog::config::Config::from_lookup(|name| {
-            (name == "BLOG_PICTURE_MEMORY_MB").then(|| memory.clone()).or_else(|| (name == "COSMOS_DATABASE").then(|| "blog".into()))
+            (name == "BLOG_PICTURE_MEMORY_MB")
+                .then(|| memory.clone())
+                .or_else(|| (name == "COSMOS_DATABASE").then(|| "blog".into()))
         });
         assert!(config.is_ok(), "instanceMemoryMB {megabytes}: {:?}", config.err());
     }
