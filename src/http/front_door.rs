@@ -155,8 +155,8 @@ impl Door {
         let body = if takes_picture {
             // Read by the route once it knows who sends it, within the upload buffers; only an
             // upload declared too large is refused here, before a byte of it is read.
-            if let Err(refusal) = self.check_declared_length(&parts, MAX_UPLOAD_BYTES) {
-                return refusal;
+            if declared_length(&parts).is_some_and(|length| length > MAX_UPLOAD_BYTES as u64) {
+                return too_large(MAX_UPLOAD_BYTES);
             }
             body
         } else {
@@ -208,20 +208,15 @@ impl Door {
             return Ok(Body::from(Bytes::new()));
         }
         let limit = self.body_limit(parts);
-        let declared = self.check_declared_length(parts, limit)?;
+        let declared = declared_length(parts);
+        if declared.is_some_and(|length| length > limit as u64) {
+            // Refused before a byte of it is read.
+            return Err(too_large(limit));
+        }
         match body::read_at_rate(body, limit, declared.unwrap_or(0) as usize).await {
             Ok(bytes) => Ok(Body::from(bytes)),
             Err(error) => Err(error.into_api_error(|| too_large_error(limit)).into_response()),
         }
-    }
-
-    /// The body's declared length, refused where it is over `limit` (before a byte is read).
-    fn check_declared_length(&self, parts: &Parts, limit: usize) -> Result<Option<u64>, Response> {
-        let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|length| length.to_str().ok()?.parse::<u64>().ok());
-        if declared.is_some_and(|length| length > limit as u64) {
-            return Err(too_large(limit));
-        }
-        Ok(declared)
     }
 
     /// Whether the request goes to a route that takes a picture.
@@ -254,6 +249,11 @@ impl Door {
 static PICTURE_ROUTES: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
     super::HttpFunction::TAKING_PICTURES.iter().map(|function| super::router_path(function.route())).collect()
 });
+
+/// The body's declared length (`Content-Length`), if it declares one.
+fn declared_length(parts: &Parts) -> Option<u64> {
+    parts.headers.get(header::CONTENT_LENGTH).and_then(|length| length.to_str().ok()?.parse::<u64>().ok())
+}
 
 /// 413, saying how much is taken.
 fn too_large(limit: usize) -> Response {
