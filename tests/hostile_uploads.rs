@@ -9,31 +9,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::binary::Handler;
-use common::hostile;
+use common::{files_under, hostile};
 use reqwest::StatusCode;
 
 const MIB: u64 = 1024 * 1024;
-
-/// A signed-in writer's post on `handler`: its writer and id.
-async fn writers_post(client: &reqwest::Client, handler: &Handler, writer: &str) -> String {
-    let user = client
-        .post(format!("{}/api/users", handler.base))
-        .header("x-dev-user", writer)
-        .json(&serde_json::json!({"username": writer}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(user.status(), StatusCode::CREATED);
-    let post = client
-        .post(format!("{}/api/posts", handler.base))
-        .header("x-dev-user", writer)
-        .json(&serde_json::json!({"userId": writer, "title": "Pictures", "content": "Some."}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(post.status(), StatusCode::CREATED);
-    post.json::<serde_json::Value>().await.unwrap()["id"].as_str().unwrap().to_owned()
-}
 
 /// The answer to uploading `bytes` to `post`: its status and body.
 async fn upload(
@@ -56,17 +35,6 @@ async fn upload(
     (status, answer.text().await.unwrap(), retry_after)
 }
 
-/// Every file under `dir`.
-fn files(dir: &Path) -> Vec<std::path::PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut found = Vec::new();
-    for entry in entries {
-        let path = entry.unwrap().path();
-        if path.is_dir() { found.extend(files(&path)) } else { found.push(path) }
-    }
-    found
-}
-
 /// The handler's memory at rest, once it has served a picture (so that the decoders' code and
 /// the allocator's arenas are counted as its own).
 async fn memory_at_rest(client: &reqwest::Client, handler: &Handler, writer: &str, post: &str) -> u64 {
@@ -84,23 +52,23 @@ async fn each_hostile_file_is_refused_saying_why_and_leaves_nothing() {
     };
     let first_700_bytes = hostile::photo_jpeg(1600, 900, 3)[..700].to_vec();
     let cases: [(&str, Vec<u8>, &str); 4] = [
-        ("a 6,000 × 6,000 GIF with 300 frames of one pixel", hostile::gif_canvas_with_tiny_frames(6_000, 300), "frames"),
-        ("a PNG whose colour profile inflates to 1 GiB", hostile::png_with_inflating_profile(1024), "colour profile"),
+        ("a 6,000 × 6,000 GIF with 300 frames of one pixel", hostile::gif_canvas_with_tiny_frames(), "frames"),
+        ("a PNG whose colour profile inflates to 1 GiB", hostile::png_with_inflating_profile(), "colour profile"),
         ("half of a 1600 × 900 JPEG", half_photo, "cut off"),
         ("the first 700 bytes of a JPEG", first_700_bytes, "cut off"),
     ];
     let data = tempfile::tempdir().unwrap();
     let mut handler = Handler::start(data.path(), &[]);
     let client = reqwest::Client::new();
-    let post = writers_post(&client, &handler, "mallory").await;
+    let post = handler.writers_post("mallory").await;
     let at_rest = memory_at_rest(&client, &handler, "mallory", &post).await;
-    let stored_before = files(&data.path().join("pictures"));
+    let stored_before = files_under(&data.path().join("pictures"));
     for (what, bytes, said) in cases {
         let size = bytes.len();
         let (status, body, _) = upload(&client, &handler, "mallory", &post, bytes).await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{what} ({size} bytes): {body}");
         assert!(body.contains(said), "{what}: the answer says why ({said}): {body}");
-        assert_eq!(files(&data.path().join("pictures")), stored_before, "{what}: nothing is stored");
+        assert_eq!(files_under(&data.path().join("pictures")), stored_before, "{what}: nothing is stored");
         assert!(handler.is_alive(), "{what}: the handler is up");
     }
     let (_, peak) = handler.memory();
@@ -127,7 +95,7 @@ async fn eight_large_uploads_at_once_stay_within_the_budget_and_reads_go_on() {
     let data = tempfile::tempdir().unwrap();
     let handler = Handler::start(data.path(), &[]);
     let client = reqwest::Client::builder().timeout(Duration::from_secs(120)).build().unwrap();
-    let post = writers_post(&client, &handler, "crowd").await;
+    let post = handler.writers_post("crowd").await;
     let at_rest = memory_at_rest(&client, &handler, "crowd", &post).await;
     let bodies: u64 = photos.iter().map(|photo| photo.len() as u64).sum();
     let uploads = photos.into_iter().map(|photo| {
@@ -177,29 +145,6 @@ async fn eight_large_uploads_at_once_stay_within_the_budget_and_reads_go_on() {
     );
 }
 
-/// The test's own file: the profile inflates to what it says, and the stream is well-formed.
-#[test]
-fn the_inflating_profile_inflates_to_what_it_says() {
-    use std::io::Read;
-    let png = hostile::png_with_inflating_profile(4);
-    let kind = png.windows(4).position(|window| window == b"iCCP").unwrap();
-    let length = u32::from_be_bytes(png[kind - 4..kind].try_into().unwrap()) as usize;
-    // The chunk's data: the profile's name, its end, the compression method, the stream.
-    let stream = &png[kind + 4 + b"bomb\0\0".len()..kind + 4 + length];
-    let mut inflated = 0;
-    let mut decoder = flate2::read::ZlibDecoder::new(stream);
-    let mut buffer = vec![0; 1 << 16];
-    loop {
-        let read = decoder.read(&mut buffer).unwrap();
-        if read == 0 {
-            break;
-        }
-        assert!(buffer[..read].iter().all(|byte| *byte == 0));
-        inflated += read;
-    }
-    assert_eq!(inflated, 4 * 1024 * 1024);
-}
-
 /// A full disk between the picture's two copies: the phones' copy fits, the picture does not.
 /// The answer is 507, and the phones' copy is taken back, so nothing of the upload is served or
 /// counted. The pictures' directory is a small tmpfs of the test's own (mounting needs root:
@@ -228,26 +173,15 @@ async fn a_disk_full_between_the_two_copies_leaves_nothing() {
     }
     let _unmount = Unmount(&pictures);
     // Noise: its PNG (about 1.4 MB) does not fit in 600 KB, its 960-pixel JPEG does.
-    let wide = {
-        let mut state = 7_u32;
-        let pixels = image::RgbImage::from_fn(1_200, 400, |_, _| {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            image::Rgb([state as u8, (state >> 8) as u8, (state >> 16) as u8])
-        });
-        let mut png = std::io::Cursor::new(Vec::new());
-        pixels.write_to(&mut png, image::ImageFormat::Png).unwrap();
-        png.into_inner()
-    };
+    let wide = common::noise_png_of(1_200, 400, 7);
     let handler = Handler::start(data.path(), &[]);
     let client = reqwest::Client::new();
-    let post = writers_post(&client, &handler, "filler").await;
+    let post = handler.writers_post("filler").await;
     let (status, body, _) = upload(&client, &handler, "filler", &post, wide).await;
     assert_eq!(status, StatusCode::INSUFFICIENT_STORAGE, "{body}");
     assert!(body.contains("disk is full"), "{body}");
     // (The writer's quota counts the files there are: none.)
-    assert_eq!(files(&pictures), Vec::<std::path::PathBuf>::new(), "neither copy is left");
+    assert_eq!(files_under(&pictures), Vec::<std::path::PathBuf>::new(), "neither copy is left");
 }
 
 /// A picture whose bytes on disk are no longer those its name says (changed by hand, or by a
@@ -258,12 +192,12 @@ async fn a_picture_changed_on_disk_is_not_served_as_the_original() {
     let data = tempfile::tempdir().unwrap();
     let handler = Handler::start(data.path(), &[]);
     let client = reqwest::Client::new();
-    let post = writers_post(&client, &handler, "keeper").await;
+    let post = handler.writers_post("keeper").await;
     let (status, body, _) = upload(&client, &handler, "keeper", &post, hostile::photo_jpeg(320, 200, 4)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let url = serde_json::from_str::<serde_json::Value>(&body).unwrap()["url"].as_str().unwrap().to_owned();
     assert_eq!(client.get(format!("{}{url}", handler.base)).send().await.unwrap().status(), StatusCode::OK);
-    let stored = files(&data.path().join("pictures"));
+    let stored = files_under(&data.path().join("pictures"));
     let [file] = stored.as_slice() else { panic!("one file: {stored:?}") };
     let mut bytes = std::fs::read(file).unwrap();
     let middle = bytes.len() / 2;
@@ -294,7 +228,7 @@ async fn a_decode_cut_off_by_the_request_budget_keeps_its_memory() {
     // One second a request, and memory for one such photo at a time.
     let handler = Handler::start(data.path(), &[("BLOG_REQUEST_TIMEOUT", "1"), ("BLOG_PICTURE_MEMORY_MB", "256")]);
     let client = reqwest::Client::new();
-    let post = writers_post(&client, &handler, "hasty").await;
+    let post = handler.writers_post("hasty").await;
     let (status, body, _) = upload(&client, &handler, "hasty", &post, photo.clone()).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "the first is cut off by the budget: {body}");
     assert!(body.contains("did not answer within 1 s"), "{body}");

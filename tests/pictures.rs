@@ -725,20 +725,7 @@ mod no_credential_in_logs {
         );
         let client = reqwest::Client::new();
         let as_writer = |request: reqwest::RequestBuilder| request.header("x-dev-user", "w");
-        as_writer(client.post(format!("{}/api/users", handler.base)))
-            .json(&serde_json::json!({"username": "w"}))
-            .send()
-            .await
-            .unwrap();
-        let post: serde_json::Value = as_writer(client.post(format!("{}/api/posts", handler.base)))
-            .json(&serde_json::json!({"userId": "w", "title": "t", "content": "c"}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let post = post["id"].as_str().unwrap();
+        let post = handler.writers_post("w").await;
         let upload = as_writer(client.post(format!("{}/api/posts/{post}/pictures", handler.base)))
             .header("content-type", "image/png")
             .body(super::common::noise_png(4, 1))
@@ -1058,23 +1045,10 @@ mod disk_full {
         };
         let refused = send(noise_png(400, 1)).await;
         assert!(refused.problem(507).contains("disk is full"), "{}", refused.body);
-        let left: Vec<_> = walk(&pictures);
+        let left = super::common::files_under(&pictures);
         assert!(left.is_empty(), "nothing of the picture is left: {left:?}");
         let small = send(noise_png(8, 2)).await;
         assert_eq!(small.status, StatusCode::CREATED, "{}", small.body);
         drop(app);
-    }
-
-    fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-        let mut files = Vec::new();
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                files.extend(walk(&path));
-            } else {
-                files.push(path);
-            }
-        }
-        files
     }
 }

@@ -125,20 +125,8 @@ async fn warnings_and_errors_are_written_to_stderr_and_the_rest_to_stdout() {
     let handler = Handler::start(data.path(), &[("BLOG_PICTURES", &unreachable)]);
     let client = reqwest::Client::new();
     let as_writer = |request: reqwest::RequestBuilder| request.header("x-dev-user", "w");
-    as_writer(client.post(format!("{}/api/users", handler.base)))
-        .json(&serde_json::json!({"username": "w"}))
-        .send()
-        .await
-        .unwrap();
-    let post: serde_json::Value = as_writer(client.post(format!("{}/api/posts", handler.base)))
-        .json(&serde_json::json!({"userId": "w", "title": "t", "content": "c"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let path = format!("/api/posts/{}/pictures", post["id"].as_str().unwrap());
+    let post = handler.writers_post("w").await;
+    let path = format!("/api/posts/{post}/pictures");
     let refused = as_writer(client.post(format!("{}{path}", handler.base))).header("content-type", "image/png");
     // A real picture: the store is asked only once the picture is taken.
     let png = common::noise_png(4, 1);

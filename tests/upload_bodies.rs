@@ -7,30 +7,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::binary::Handler;
-use reqwest::StatusCode;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-/// A writer's post on `handler`: its id.
-async fn writers_post(handler: &Handler, writer: &str) -> String {
-    let client = reqwest::Client::new();
-    let user = client
-        .post(format!("{}/api/users", handler.base))
-        .header("x-dev-user", writer)
-        .json(&serde_json::json!({"username": writer}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(user.status(), StatusCode::CREATED);
-    let post = client
-        .post(format!("{}/api/posts", handler.base))
-        .header("x-dev-user", writer)
-        .json(&serde_json::json!({"userId": writer, "title": "Pictures", "content": "Some."}))
-        .send()
-        .await
-        .unwrap();
-    post.json::<serde_json::Value>().await.unwrap()["id"].as_str().unwrap().to_owned()
-}
 
 /// An upload's head, declaring `length` bytes of body, sent as `writer` (or nobody).
 async fn upload_head(handler: &Handler, post: &str, writer: Option<&str>, length: usize) -> TcpStream {
@@ -66,7 +44,7 @@ async fn answer(stream: &mut TcpStream, patience: Duration) -> String {
 async fn a_refused_sender_is_answered_before_the_body_is_read() {
     let data = tempfile::tempdir().unwrap();
     let handler = Handler::start(data.path(), &[]);
-    let post = writers_post(&handler, "owner").await;
+    let post = handler.writers_post("owner").await;
     let ten_megabytes = 10 * 1024 * 1024;
     for (writer, post, status) in
         [(None, post.as_str(), "401"), (Some("someone-else"), post.as_str(), "403"), (Some("owner"), "no-such-post", "404")]
@@ -84,7 +62,7 @@ async fn a_refused_sender_is_answered_before_the_body_is_read() {
 async fn past_the_upload_buffers_an_upload_is_told_to_come_back() {
     let data = tempfile::tempdir().unwrap();
     let handler = Handler::start(data.path(), &[("BLOG_UPLOAD_BUFFER_MB", "11")]);
-    let post = writers_post(&handler, "busy").await;
+    let post = handler.writers_post("busy").await;
     let length = 10 * 1024 * 1024;
     let mut first = upload_head(&handler, &post, Some("busy"), length).await;
     first.write_all(&[0; 1024]).await.unwrap();
@@ -111,7 +89,7 @@ async fn past_the_upload_buffers_an_upload_is_told_to_come_back() {
 async fn a_slow_link_is_read_and_a_trickle_is_cut() {
     let data = tempfile::tempdir().unwrap();
     let handler = Handler::start(data.path(), &[]);
-    let post = writers_post(&handler, "phone").await;
+    let post = handler.writers_post("phone").await;
     let length = 3 * 1024 * 1024;
     let slow_link = async {
         let mut stream = upload_head(&handler, &post, Some("phone"), length).await;

@@ -89,6 +89,29 @@ impl Handler {
         panic!("the handler exited before serving");
     }
 
+    /// Creates the user `writer` (signed in with the development scheme) and a post of theirs,
+    /// and answers the post's id: what a test of a writer's uploads starts from.
+    pub(crate) async fn writers_post(&self, writer: &str) -> String {
+        let client = reqwest::Client::new();
+        let user = client
+            .post(format!("{}/api/users", self.base))
+            .header("x-dev-user", writer)
+            .json(&serde_json::json!({"username": writer}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(user.status(), reqwest::StatusCode::CREATED);
+        let post = client
+            .post(format!("{}/api/posts", self.base))
+            .header("x-dev-user", writer)
+            .json(&serde_json::json!({"userId": writer, "title": "Pictures", "content": "Some."}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(post.status(), reqwest::StatusCode::CREATED);
+        post.json::<serde_json::Value>().await.unwrap()["id"].as_str().unwrap().to_owned()
+    }
+
     /// The process's resident memory now (`VmRSS`) and at its peak so far (`VmHWM`), in bytes,
     /// as Linux counts them (`/proc/<pid>/status`).
     pub(crate) fn memory(&self) -> (u64, u64) {

@@ -1,88 +1,26 @@
 //! Uploads made to hurt, as a hostile writer with an account would send them: each is small,
 //! passes the checks of a picture's size, and once cost the handler far more memory or time
-//! than its bytes (issue: "Nothing a signed-in writer sends can take the blog down"). Built
-//! here byte by byte, so that the tests say exactly what each file is; the fuzzers' seed corpus
-//! holds the same files (`fuzz/corpus/picture`).
+//! than its bytes. The files themselves are the fuzzers' seeds (`fuzz/corpus/picture`, made by
+//! `fuzz/seeds.py`, which says byte by byte what each is), so the tests and the fuzzers start
+//! from the same ones.
 
-use std::io::Write;
-
-/// A GIF whose canvas is `side` × `side` pixels, with `frames` frames of one pixel each: about
-/// 23 bytes a frame. The image library decodes each frame as a full RGBA canvas (144 MB at
-/// 6,000 × 6,000), so 300 of them once asked for 43 GB.
-pub(crate) fn gif_canvas_with_tiny_frames(side: u16, frames: usize) -> Vec<u8> {
-    let mut gif = b"GIF89a".to_vec();
-    gif.extend(side.to_le_bytes());
-    gif.extend(side.to_le_bytes());
-    // A global colour table of two colours, black and white.
-    gif.extend([0x80, 0, 0]);
-    gif.extend([0, 0, 0, 255, 255, 255]);
-    for _ in 0..frames {
-        // A graphic control extension: 10 ms a frame.
-        gif.extend([0x21, 0xF9, 4, 0, 1, 0, 0, 0]);
-        // An image descriptor at (0, 0), 1 × 1, no local colours; its pixel, LZW-coded with a
-        // minimum code size of 2: the codes clear (4), 0, end (5) in 3 bits each.
-        gif.extend([0x2C, 0, 0, 0, 0, 1, 0, 1, 0, 0]);
-        gif.extend([2, 2, 0x44, 0x01, 0]);
-    }
-    gif.push(0x3B);
-    gif
+/// A seed of the picture fuzz target, by its name.
+pub(crate) fn seed(name: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/picture").join(name);
+    std::fs::read(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
 }
 
-/// A 1 × 1 PNG whose colour profile (iCCP) is `mebibytes` MiB of zeros, compressed as tightly
-/// as deflate allows (about 1,000 to 1): 1 GiB in about 1 MB.
-pub(crate) fn png_with_inflating_profile(mebibytes: usize) -> Vec<u8> {
-    let mut profile = b"bomb\0\0".to_vec();
-    profile.extend(zlib_zeros(mebibytes));
-    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
-    chunk(&mut png, b"IHDR", &[0, 0, 0, 1, 0, 0, 0, 1, 8, 2, 0, 0, 0]);
-    chunk(&mut png, b"iCCP", &profile);
-    // One row: filter 0, then one RGB pixel.
-    let mut pixels = Vec::new();
-    let mut compressor = flate2::write::ZlibEncoder::new(&mut pixels, flate2::Compression::default());
-    compressor.write_all(&[0, 200, 30, 30]).unwrap();
-    compressor.finish().unwrap();
-    chunk(&mut png, b"IDAT", &pixels);
-    chunk(&mut png, b"IEND", &[]);
-    png
+/// A GIF whose canvas is 6,000 × 6,000 pixels, with 300 frames of one pixel each (7 KB). The
+/// image library decodes each frame as a full RGBA canvas (144 MB), so its 300 frames once
+/// asked for 43 GB.
+pub(crate) fn gif_canvas_with_tiny_frames() -> Vec<u8> {
+    seed("hostile-canvas-6000x6000-300-frames.gif")
 }
 
-/// A zlib stream of `mebibytes` MiB of zeros, made without compressing them all: deflate's
-/// blocks that follow a MiB of zeros code the next MiB the same way (matches one byte back), so
-/// one such run, ended on a byte by a sync flush, is written again and again.
-fn zlib_zeros(mebibytes: usize) -> Vec<u8> {
-    let zeros = vec![0_u8; 1024 * 1024];
-    let mut compress = flate2::Compress::new(flate2::Compression::best(), false);
-    let mut run = |flush| {
-        let mut out = Vec::with_capacity(64 * 1024);
-        let before = compress.total_in();
-        let input: &[u8] = if flush == flate2::FlushCompress::Finish { &[] } else { &zeros };
-        compress.compress_vec(input, &mut out, flush).unwrap();
-        assert_eq!((compress.total_in() - before) as usize, input.len(), "the output had room");
-        out
-    };
-    let first = run(flate2::FlushCompress::Sync);
-    let next = run(flate2::FlushCompress::Sync);
-    let end = run(flate2::FlushCompress::Finish);
-    let mut stream = vec![0x78, 0xDA];
-    stream.extend(&first);
-    for _ in 1..mebibytes {
-        stream.extend(&next);
-    }
-    stream.extend(&end);
-    // Adler-32 of n zeros: a stays 1, b adds it n times.
-    let total = (mebibytes as u64) * 1024 * 1024;
-    stream.extend((((total % 65_521) << 16) as u32 | 1).to_be_bytes());
-    stream
-}
-
-fn chunk(png: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
-    png.extend(u32::try_from(data.len()).unwrap().to_be_bytes());
-    png.extend(kind);
-    png.extend(data);
-    let mut crc = flate2::Crc::new();
-    crc.update(kind);
-    crc.update(data);
-    png.extend(crc.sum().to_be_bytes());
+/// A 1 × 1 PNG whose colour profile (iCCP) is 1 GiB of zeros, compressed as tightly as deflate
+/// allows (1 MB).
+pub(crate) fn png_with_inflating_profile() -> Vec<u8> {
+    seed("hostile-iccp-1gib.png")
 }
 
 /// A `width` × `height` JPEG that looks like a photo to an encoder (smooth gradients with a

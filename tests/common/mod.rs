@@ -261,8 +261,13 @@ impl TestApp {
 /// A `side`×`side` PNG of noise (xorshift from `seed`): a picture that does not compress, so its
 /// size is about 3 bytes a pixel.
 pub(crate) fn noise_png(side: u32, seed: u32) -> Vec<u8> {
+    noise_png_of(side, side, seed)
+}
+
+/// A `width`×`height` PNG of noise, as [`noise_png`].
+pub(crate) fn noise_png_of(width: u32, height: u32, seed: u32) -> Vec<u8> {
     let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
-    let pixels = image::RgbImage::from_fn(side, side, |_, _| {
+    let pixels = image::RgbImage::from_fn(width, height, |_, _| {
         state ^= state << 13;
         state ^= state >> 17;
         state ^= state << 5;
@@ -271,6 +276,17 @@ pub(crate) fn noise_png(side: u32, seed: u32) -> Vec<u8> {
     let mut png = std::io::Cursor::new(Vec::new());
     pixels.write_to(&mut png, image::ImageFormat::Png).unwrap();
     png.into_inner()
+}
+
+/// Every file under `dir` (none where it does not exist), its subdirectories' included.
+pub(crate) fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut found = Vec::new();
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.is_dir() { found.extend(files_under(&path)) } else { found.push(path) }
+    }
+    found
 }
 
 pub(crate) async fn read(response: reqwest::Response) -> Answer {
