@@ -32,13 +32,13 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::error::ApiError;
 
 /// The slowest average rate a body is read at, after [`GRACE`]: 128 KiB/s, 1 Mbit/s.
-pub const MIN_RATE: u64 = 128 * 1024;
+pub(crate) const MIN_RATE: u64 = 128 * 1024;
 
 /// How long a body's first bytes may take.
-pub const GRACE: Duration = Duration::from_secs(10);
+pub(crate) const GRACE: Duration = Duration::from_secs(10);
 
 /// The longest a body of `bytes` bytes may take to arrive.
-pub fn allowance(bytes: u64) -> Duration {
+pub(crate) fn allowance(bytes: u64) -> Duration {
     GRACE + Duration::from_millis(bytes.saturating_mul(1000) / MIN_RATE)
 }
 
@@ -183,7 +183,8 @@ impl UnreadBody {
     /// their share of the buffers until they are dropped.
     pub(crate) async fn read(self, too_large: impl FnOnce() -> ApiError) -> Result<Bytes, ApiError> {
         let Some(PictureBody { buffers, deadline }) = self.reading else {
-            // A router without the front door (a unit test's): the limit alone.
+            // A route that takes no picture: the front door has read its body already, within
+            // that route's limit.
             let bytes =
                 read_at_rate(self.body, super::MAX_UPLOAD_BYTES, 0).await.map_err(|error| error.into_api_error(too_large))?;
             return Ok(Bytes::from(bytes));

@@ -30,7 +30,7 @@ use axum::routing::{MethodFilter, MethodRouter, on, post};
 use crate::app::AppState;
 use error::ApiError;
 
-pub use body::{GRACE, MIN_RATE, UploadBuffers, allowance};
+pub use body::UploadBuffers;
 pub(crate) use extract::MAX_BODY_BYTES;
 use front_door::FrontDoor;
 pub(crate) use pictures::MAX_UPLOAD_BYTES;
