@@ -11,7 +11,7 @@ pub mod picture;
 pub mod usernames;
 
 pub(crate) use ids::hex;
-pub use ids::validate_id;
+pub use ids::{REQUEST_RECORD_PREFIX, validate_id};
 
 pub(crate) use ids::MAX_ID_BYTES;
 

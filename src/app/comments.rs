@@ -23,7 +23,7 @@ pub(crate) async fn create_comment(
     valid_user_id(user_id)?;
     caller.must_be(user_id, "comment as this user")?;
     validate_text("content", &content, MAX_COMMENT_CHARS, true)?;
-    let once = Once::of(caller, &["createComment", post_id, user_id, &content]);
+    let once = Once::claimed(&state.store, caller, &["createComment", post_id, user_id, &content]).await?;
     let author = existing_author(state, user_id).await?;
     let comment = model::new_comment(model::new_id(), post_id, &author, content, model::now());
     let request = record_argument(once.as_ref(), post_id, &comment.id);
@@ -46,7 +46,7 @@ pub(crate) async fn create_comment(
 /// post). The stored procedure `deleteComment` checks who may, deletes the comment and
 /// decrements `commentCount`, in one transaction.
 pub(crate) async fn delete_comment(state: &AppState, caller: &Caller, post_id: &str, comment_id: &str) -> AppResult<()> {
-    let once = Once::of(caller, &["deleteComment", post_id, comment_id]);
+    let once = Once::claimed(&state.store, caller, &["deleteComment", post_id, comment_id]).await?;
     let request = record_argument(once.as_ref(), post_id, comment_id);
     let body = state
         .scripts

@@ -18,6 +18,18 @@
 //! creates it last, in its own transaction. Where it is a plain write (C1, C2), a transactional
 //! batch creates the record beside the write ([`commit`]). Records expire with the container's
 //! time to live, [`KEY_LIFETIME_SECS`] after the write: a key is remembered for a day.
+//!
+//! The record is in the write's partition, so it alone would remember a key per post (or per
+//! user): the same key on another post would write again. So before its write, a keyed request
+//! also *claims* its key in the caller's own partition of `users` ([`Once::claimed`]): one
+//! create, which Cosmos DB refuses when the key was claimed before; the claim found, a request
+//! with another fingerprint is refused there, whatever partition it writes to. The claim is not
+//! in the write's transaction (no transaction spans two partitions): a request cut off between
+//! the two leaves a claim and no write, and the same request sent again finds its own claim and
+//! goes on. So a key is bound to the first request it came with, made or not.
+//!
+//! Both are *request records*, ids starting with [`REQUEST_RECORD_PREFIX`], read by their id
+//! alone: the embedded store keeps them on disk only (`cosmos::embedded`).
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -26,7 +38,7 @@ use sha2::{Digest, Sha256};
 
 use super::{AppError, AppResult, Caller};
 use crate::cosmos::{Container, Store, StoreError, WriteOp};
-use crate::model::hex;
+use crate::model::{REQUEST_RECORD_PREFIX, hex};
 use crate::scripts::ScriptError;
 
 /// How long a key is remembered: its record's `ttl`.
@@ -76,6 +88,14 @@ impl IdempotencyKey {
     }
 }
 
+/// A key sent with a request other than the one it was first sent with.
+fn key_reused() -> AppError {
+    AppError::KeyReused(format!(
+        "{KEY_REUSED} (other inputs, another write, or another item): nothing was written. Send a new key with a \
+         new request, and the same key only with the same request."
+    ))
+}
+
 fn invalid(why: &str) -> AppError {
     AppError::Invalid(format!(
         "The Idempotency-Key header is not valid: {why}. Send a new random value (a UUID) with each write, \
@@ -83,11 +103,19 @@ fn invalid(why: &str) -> AppError {
     ))
 }
 
-/// One keyed write: its record's id, and its fingerprint.
+/// One keyed write: its record's id, its claim's, and its fingerprint.
 #[derive(Debug)]
 pub(crate) struct Once {
+    caller: String,
     record_id: String,
+    claim_id: String,
     derived: [u8; 32],
+    fingerprint: String,
+}
+
+/// A key's claim in its caller's partition, as found by a later request with the key.
+#[derive(Debug, Deserialize)]
+struct Claim {
     fingerprint: String,
 }
 
@@ -116,11 +144,42 @@ impl Once {
             <[u8; 32]>::from(hash.finalize())
         };
         let named = digest("record", &[&caller.id, key.as_str()]);
+        let claim = digest("claim", &[&caller.id, key.as_str()]);
         Some(Once {
-            record_id: format!("request-{}", hex(&named[..16])),
+            caller: caller.id.clone(),
+            record_id: format!("{REQUEST_RECORD_PREFIX}{}", hex(&named[..16])),
+            claim_id: format!("{REQUEST_RECORD_PREFIX}claim-{}", hex(&claim[..16])),
             derived: digest("item", &[&caller.id, key.as_str()]),
             fingerprint: hex(&digest("request", request)),
         })
+    }
+
+    /// [`Once::of`], the key claimed for this request in the caller's partition of `users`
+    /// first (see the module's docs): a key the caller used for another request, on any item,
+    /// is refused here, before anything is written.
+    pub(crate) async fn claimed(store: &Store, caller: &Caller, request: &[&str]) -> AppResult<Option<Once>> {
+        let Some(once) = Once::of(caller, request) else { return Ok(None) };
+        let claim = json!({
+            "id": once.claim_id,
+            "type": "request",
+            "userId": once.caller,
+            "fingerprint": once.fingerprint,
+            "ttl": KEY_LIFETIME_SECS,
+        });
+        // Created, or found: twice at most, for a claim that expired between the two calls.
+        for _ in 0..2 {
+            match store.create(Container::Users, &once.caller, &claim).await {
+                Ok(()) => return Ok(Some(once)),
+                Err(StoreError::Conflict) => {}
+                Err(other) => return Err(other.into()),
+            }
+            match store.read::<Claim>(Container::Users, &once.caller, &once.claim_id).await? {
+                Some(found) if found.fingerprint == once.fingerprint => return Ok(Some(once)),
+                Some(_) => return Err(key_reused()),
+                None => continue,
+            }
+        }
+        Err(AppError::Busy("The request with this key just expired; send it again.".to_owned()))
     }
 
     /// The id of an item this write creates where the id must be known from the key alone (a
@@ -149,14 +208,7 @@ impl Once {
     /// The first answer's item id, if `found` is this request's record; else the key was used
     /// for another request: refused.
     pub(crate) fn repeated(&self, found: &RequestRecord) -> AppResult<String> {
-        if found.fingerprint == self.fingerprint {
-            Ok(found.item_id.clone())
-        } else {
-            Err(AppError::KeyReused(format!(
-                "{KEY_REUSED} (other inputs, or another write): nothing was written. Send a new key with a new \
-                 request, and the same key only with the same request."
-            )))
-        }
+        if found.fingerprint == self.fingerprint { Ok(found.item_id.clone()) } else { Err(key_reused()) }
     }
 
     /// [`Once::repeated`], for the record a stored procedure answered with `repeated`.
@@ -274,11 +326,15 @@ pub(crate) async fn first_answer<T: DeserializeOwned>(
     item_id: &str,
     what: &str,
 ) -> AppResult<T> {
-    store.read::<T>(container, partition_key, item_id).await?.ok_or_else(|| {
-        AppError::NotFound(format!(
-            "This Idempotency-Key's request was made before, and the {what} it wrote ({item_id:?}) has been deleted since."
-        ))
-    })
+    store.read::<T>(container, partition_key, item_id).await?.ok_or_else(|| deleted_since(what, item_id))
+}
+
+/// The answer to a repeated request whose item has been deleted since: not found, as a read of
+/// it would be, never the item's remains (a deleted post's tombstone).
+pub(crate) fn deleted_since(what: &str, item_id: &str) -> AppError {
+    AppError::NotFound(format!(
+        "This Idempotency-Key's request was made before, and the {what} it wrote ({item_id:?}) has been deleted since."
+    ))
 }
 
 #[cfg(test)]

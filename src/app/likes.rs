@@ -14,7 +14,7 @@ pub(crate) async fn create_like(state: &AppState, caller: &Caller, post_id: &str
     valid_user_id(user_id)?;
     caller.must_be(user_id, "like as this user")?;
     let author = existing_author(state, user_id).await?;
-    let once = Once::of(caller, &["createLike", post_id, user_id]);
+    let once = Once::claimed(&state.store, caller, &["createLike", post_id, user_id]).await?;
     let like = model::new_like(post_id, &author, model::now());
     let request = record_argument(once.as_ref(), post_id, &like.id);
     let body =
@@ -36,7 +36,7 @@ pub(crate) async fn create_like(state: &AppState, caller: &Caller, post_id: &str
 /// `likeCount` in one transaction; a second unlike is not found and changes nothing.
 pub(crate) async fn delete_like(state: &AppState, caller: &Caller, post_id: &str, user_id: &str) -> AppResult<()> {
     caller.must_be(user_id, "take back this like")?;
-    let once = Once::of(caller, &["deleteLike", post_id, user_id]);
+    let once = Once::claimed(&state.store, caller, &["deleteLike", post_id, user_id]).await?;
     let request = record_argument(once.as_ref(), post_id, &model::like_id(user_id));
     let body =
         state.scripts.execute(StoredProcedure::DeleteLike, post_id, (post_id, user_id, request)).await.map_err(script_error)?;

@@ -7,7 +7,7 @@ use crate::cosmos::{Container, Page, PageRequest, QuerySpec, StoreError, WriteOp
 use crate::model::{self, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, User};
 use crate::scripts::{DeleteOutcome, ScriptError, StoredProcedure};
 
-use super::idempotency::{Committed, Once, commit, first_answer, record_argument, repeated_deletion, script_error};
+use super::idempotency::{Committed, Once, commit, deleted_since, first_answer, record_argument, repeated_deletion, script_error};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, OwnerKnown, wrap_token};
 use super::{AppError, AppResult, AppState, Caller, post_not_found, valid_user_id, validate_text};
 
@@ -34,26 +34,31 @@ pub(crate) async fn create_post(
     validate_post_text(&title, &content)?;
     // With a key, the post's id (its partition) is derived from it, so a request sent again
     // finds the key's record there.
-    let once = Once::of(caller, &["createPost", user_id, &title, &content]);
+    let once = Once::claimed(&state.store, caller, &["createPost", user_id, &title, &content]).await?;
     let post_id = once.as_ref().map_or_else(model::new_id, Once::item_id);
     if let Some(first) = &once
         && first.find(&state.store, Container::Posts, &post_id).await?.is_some()
     {
-        return first_answer(&state.store, Container::Posts, &post_id, &post_id, "post").await;
+        return first_post(state, &post_id).await;
     }
     let author = existing_author(state, user_id).await?;
     let post = model::new_post(post_id, &author, title, content, model::now());
     let create = WriteOp::Create { document: to_document(&post)? };
     match commit(&state.store, Container::Posts, &post.post_id, once.as_ref(), &post.id, create).await {
         Ok(Committed::Written) => Ok(post),
-        Ok(Committed::Repeated(post_id)) => first_answer(&state.store, Container::Posts, &post_id, &post_id, "post").await,
+        Ok(Committed::Repeated(post_id)) => first_post(state, &post_id).await,
         // The id is new (a random UUID, or the key's): taken, it is this request's own post,
         // written before the SDK sent the create again because its answer was lost.
-        Err(AppError::Store(StoreError::Conflict)) => {
-            first_answer(&state.store, Container::Posts, &post.id, &post.id, "post").await
-        }
+        Err(AppError::Store(StoreError::Conflict)) => first_post(state, &post.id).await,
         Err(other) => Err(other),
     }
+}
+
+/// A repeated C2's first answer: the post as it is now. Deleted since, it is not found, as Q2
+/// would answer: its tombstone (`deleted`, emptied) is no answer to show.
+async fn first_post(state: &AppState, post_id: &str) -> AppResult<Post> {
+    let post: Post = first_answer(&state.store, Container::Posts, post_id, post_id, "post").await?;
+    if model::is_live(&post) { Ok(post) } else { Err(deleted_since("post", post_id)) }
 }
 
 /// C2 edit: read, change title and content, replace on the etag that was read: a comment or
@@ -67,7 +72,7 @@ pub(crate) async fn edit_post(
     content: String,
 ) -> AppResult<Post> {
     validate_post_text(&title, &content)?;
-    let once = Once::of(caller, &["editPost", post_id, &title, &content]);
+    let once = Once::claimed(&state.store, caller, &["editPost", post_id, &title, &content]).await?;
     for attempt in 0..EDIT_ATTEMPTS {
         let current = state.store.read_versioned::<Post>(Container::Posts, post_id, post_id).await?;
         let current = current.filter(|found| model::is_live(&found.item)).ok_or_else(|| post_not_found(post_id))?;
@@ -99,7 +104,7 @@ const MAX_DELETE_RUNS: usize = 64;
 /// time to live removes the tombstone a day later. A repeated deletion of a post whose deletion
 /// was cut short finishes it; of a post already wholly deleted, not found.
 pub(crate) async fn delete_post(state: &AppState, caller: &Caller, post_id: &str) -> AppResult<()> {
-    let once = Once::of(caller, &["deletePost", post_id]);
+    let once = Once::claimed(&state.store, caller, &["deletePost", post_id]).await?;
     let request = record_argument(once.as_ref(), post_id, post_id);
     let removal = remove_post(state, post_id, &caller.id, request).await.map_err(script_error)?;
     state.post_views.invalidate(post_id);

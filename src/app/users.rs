@@ -46,7 +46,7 @@ fn validate_display_name(name: &str) -> AppResult<()> {
 /// request sent twice), and nothing is written twice.
 pub async fn create_user(state: &AppState, caller: &Caller, username: String) -> AppResult<User> {
     let user = model::new_user(caller.id.clone(), valid_username(username)?);
-    let once = Once::of(caller, &["createUser", &user.username]);
+    let once = Once::claimed(&state.store, caller, &["createUser", &user.username]).await?;
     if let Some(first) = &once
         && first.find(&state.store, Container::Users, &user.user_id).await?.is_some()
     {
@@ -86,7 +86,7 @@ pub async fn rename_user(state: &AppState, caller: &Caller, user_id: &str, usern
     caller.must_be(user_id, "rename this user")?;
     let username = valid_username(username)?;
     let store = &state.store;
-    let once = Once::of(caller, &["renameUser", user_id, &username]);
+    let once = Once::claimed(&state.store, caller, &["renameUser", user_id, &username]).await?;
     if let Some(first) = &once
         && first.find(store, Container::Users, user_id).await?.is_some()
     {

@@ -53,6 +53,9 @@ struct DroppedMidway<'a> {
     container: Container,
     partition_key: &'a str,
     records: &'a [(String, Option<Value>)],
+    /// The write's request records, which the emulator never holds: committed with the rest,
+    /// if the emulator applied it.
+    on_disk: &'a [(String, Option<Value>)],
     guard: Option<embedded::locks::PartitionGuard>,
 }
 
@@ -61,8 +64,9 @@ impl Drop for DroppedMidway<'_> {
         let Some(guard) = self.guard.take() else { return };
         let (durability, container, partition_key) = (self.durability.clone(), self.container, self.partition_key.to_owned());
         let ids = self.records.iter().map(|(id, _)| id.clone()).collect();
+        let on_disk = self.on_disk.to_vec();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(durability.commit_as_is(container, partition_key, ids, guard));
+            runtime.spawn(durability.commit_as_is(container, partition_key, ids, on_disk, guard));
         }
     }
 }
@@ -229,6 +233,18 @@ impl Store {
     ) -> Result<Option<Versioned<T>>, StoreError> {
         let client = self.container(container);
         let _settled = self.settled_partition(container, partition_key).await;
+        if let Some(durability) = &self.durability
+            && embedded::on_disk_only(id)
+        {
+            // A request record, read from the database (see `embedded`): as a point read would
+            // answer, its write number for an etag.
+            Meter::record(Scope::partition(container, partition_key), 1.0);
+            let Some(row) = durability.request_record(container, partition_key, id)? else {
+                return Ok(None);
+            };
+            let item = serde_json::from_str(&row.doc).map_err(|error| StoreError::json(format!("unreadable item {id:?}"), error))?;
+            return Ok(Some(Versioned { item, etag: format!("\"{}\"", row.seq) }));
+        }
         let response =
             match metered(Scope::partition(container, partition_key), client.read_item(partition_key.to_owned(), id, None)).await
             {
@@ -245,6 +261,10 @@ impl Store {
     pub async fn create<T: Serialize>(&self, container: Container, partition_key: &str, item: &T) -> Result<(), StoreError> {
         let document = to_document(item)?;
         let id = document_id(&document)?;
+        if self.durability.is_some() && embedded::on_disk_only(&id) {
+            let create = vec![WriteOp::Create { document }];
+            return self.execute_batch(container, partition_key, create).await.map_err(StoreError::of_failed_operation);
+        }
         self.durably(container, partition_key, vec![(id.clone(), Some(document.clone()))], async {
             metered(
                 Scope::partition(container, partition_key),
@@ -380,49 +400,87 @@ impl Store {
         if operations.is_empty() {
             return Ok(());
         }
-        let mut records = Vec::with_capacity(operations.len());
-        let mut batch = TransactionalBatch::new(partition_key.to_owned());
-        let sdk_error = |error: CosmosError| StoreError::sdk("a transactional batch", error);
-        let precondition = |etag: &Option<String>| etag.as_ref().map(|etag| Precondition::if_match(Etag::from(etag.clone())));
-        for operation in operations {
-            batch = match operation {
-                WriteOp::Create { document } => {
-                    records.push((document_id(&document)?, Some(document.clone())));
-                    batch.create_item(document).map_err(sdk_error)?
-                }
-                WriteOp::Replace { id, document, if_match } => {
-                    records.push((id.clone(), Some(document.clone())));
-                    let options = precondition(&if_match).map(|p| BatchReplaceOptions::default().with_precondition(p));
-                    batch.replace_item(id, document, options).map_err(sdk_error)?
-                }
-                WriteOp::Upsert { document, if_match } => {
-                    records.push((document_id(&document)?, Some(document.clone())));
-                    let options = precondition(&if_match).map(|p| BatchUpsertOptions::default().with_precondition(p));
-                    batch.upsert_item(document, options).map_err(sdk_error)?
-                }
-                WriteOp::Delete { id, if_match } => {
-                    records.push((id.clone(), None));
-                    let options = precondition(&if_match).map(|p| BatchDeleteOptions::default().with_precondition(p));
-                    batch.delete_item(id, options)
-                }
-            };
+        if let Some(durability) = &self.durability
+            && operations.iter().any(|operation| operation_id(operation).is_some_and(embedded::on_disk_only))
+        {
+            return self.batch_with_records(durability, container, partition_key, operations).await;
         }
-        self.durably(container, partition_key, records, async {
-            let response = metered(
-                Scope::partition(container, partition_key),
-                self.container(container).execute_transactional_batch(batch, None),
-            )
-            .await?;
-            let results = response.into_model().map_err(|error| StoreError::sdk("a transactional batch's answer", error))?;
-            // A failed batch is an `Ok` response (207) whose operations say what failed.
-            if results.results().iter().all(|result| result.is_success()) {
-                Ok(())
-            } else {
-                let statuses = results.results().iter().map(|result| result.status_code()).collect();
+        let (records, batch) = sdk_batch(partition_key, operations)?;
+        self.durably(container, partition_key, records, self.run_batch(container, partition_key, batch)).await
+    }
+
+    /// Runs a transactional batch in the SDK's client (the account, or the emulator).
+    async fn run_batch(&self, container: Container, partition_key: &str, batch: TransactionalBatch) -> Result<(), StoreError> {
+        let response = metered(
+            Scope::partition(container, partition_key),
+            self.container(container).execute_transactional_batch(batch, None),
+        )
+        .await?;
+        let results = response.into_model().map_err(|error| StoreError::sdk("a transactional batch's answer", error))?;
+        // A failed batch is an `Ok` response (207) whose operations say what failed.
+        if results.results().iter().all(|result| result.is_success()) {
+            Ok(())
+        } else {
+            let statuses = results.results().iter().map(|result| result.status_code()).collect();
+            Err(StoreError::BatchFailed { statuses })
+        }
+    }
+
+    /// [`Store::execute_batch`] on the embedded store, for a batch that creates request records,
+    /// which the database alone keeps (see `embedded`): under the partition's lock, a record
+    /// that is there already fails the batch as Cosmos DB would (409 for it, 424 for the rest),
+    /// before anything is applied; else the other operations go to the emulator, and the
+    /// records are committed with them, in one transaction.
+    async fn batch_with_records(
+        &self,
+        durability: &Arc<Durability>,
+        container: Container,
+        partition_key: &str,
+        operations: Vec<WriteOp>,
+    ) -> Result<(), StoreError> {
+        let total = operations.len();
+        let (mut on_disk, mut positions, mut rest) = (Vec::new(), Vec::new(), Vec::new());
+        for (index, operation) in operations.into_iter().enumerate() {
+            match operation {
+                WriteOp::Create { document } if embedded::on_disk_only(&document_id(&document)?) => {
+                    on_disk.push((index, document_id(&document)?, Some(document)));
+                }
+                other if operation_id(&other).is_some_and(embedded::on_disk_only) => {
+                    return Err(StoreError::Unusable(format!(
+                        "a request record ({:?}) is only ever created, in a batch with its write",
+                        operation_id(&other).unwrap_or_default()
+                    )));
+                }
+                other => {
+                    positions.push(index);
+                    rest.push(other);
+                }
+            }
+        }
+        let guard = durability.locks().write(container, partition_key).await;
+        for (index, id, _) in &on_disk {
+            if durability.request_record(container, partition_key, id)?.is_some() {
+                let statuses = (0..total).map(|at| if at == *index { 409 } else { 424 }).collect();
+                return Err(StoreError::BatchFailed { statuses });
+            }
+        }
+        let on_disk: Vec<_> = on_disk.into_iter().map(|(_, id, document)| (id, document)).collect();
+        if rest.is_empty() {
+            return durability.commit(container, partition_key, on_disk, guard).await;
+        }
+        let (records, batch) = sdk_batch(partition_key, rest)?;
+        let write = self.run_batch(container, partition_key, batch);
+        match self.durably_holding(durability, guard, container, partition_key, records, on_disk, write).await {
+            // The statuses of the operations the emulator ran, at their places in the batch.
+            Err(StoreError::BatchFailed { statuses: ran }) => {
+                let mut statuses = vec![424; total];
+                for (index, status) in positions.into_iter().zip(ran) {
+                    statuses[index] = status;
+                }
                 Err(StoreError::BatchFailed { statuses })
             }
-        })
-        .await
+            other => other,
+        }
     }
 
     /// Runs a write; on the embedded store, also commits what it left (`records`: id and
@@ -439,7 +497,24 @@ impl Store {
             return write.await.map(drop);
         };
         let guard = durability.locks().write(container, partition_key).await;
-        let mut dropped_midway = DroppedMidway { durability, container, partition_key, records: &records, guard: Some(guard) };
+        self.durably_holding(durability, guard, container, partition_key, records, Vec::new(), write).await
+    }
+
+    /// [`Store::durably`] on the embedded store, its partition's `guard` taken; `on_disk`, the
+    /// write's request records, committed with its `records` (see `embedded`).
+    #[allow(clippy::too_many_arguments)]
+    async fn durably_holding<R>(
+        &self,
+        durability: &Arc<Durability>,
+        guard: embedded::locks::PartitionGuard,
+        container: Container,
+        partition_key: &str,
+        mut records: Vec<(String, Option<Value>)>,
+        on_disk: Vec<(String, Option<Value>)>,
+        write: impl Future<Output = Result<R, StoreError>>,
+    ) -> Result<(), StoreError> {
+        let mut dropped_midway =
+            DroppedMidway { durability, container, partition_key, records: &records, on_disk: &on_disk, guard: Some(guard) };
         let written = write.await;
         let guard = dropped_midway.guard.take().expect("taken only here");
         drop(dropped_midway);
@@ -447,9 +522,10 @@ impl Store {
             // Refused, which nearly always applied nothing; but a write whose answer was lost
             // and that the SDK sent again is refused as a duplicate of itself, applied.
             let ids = records.into_iter().map(|(id, _)| id).collect();
-            durability.clone().commit_as_is(container, partition_key.to_owned(), ids, guard).await;
+            durability.clone().commit_as_is(container, partition_key.to_owned(), ids, on_disk, guard).await;
             return Err(error);
         }
+        records.extend(on_disk);
         durability.commit(container, partition_key, records, guard).await
     }
 
@@ -463,6 +539,51 @@ impl Store {
     pub fn embedded(&self) -> Option<&Arc<Durability>> {
         self.durability.as_ref()
     }
+}
+
+/// The id of the item `operation` writes (`None`: a document without one, which the SDK refuses).
+fn operation_id(operation: &WriteOp) -> Option<&str> {
+    match operation {
+        WriteOp::Create { document } | WriteOp::Upsert { document, .. } => document.get("id")?.as_str(),
+        WriteOp::Replace { id, .. } | WriteOp::Delete { id, .. } => Some(id),
+    }
+}
+
+/// `operations` as the SDK's transactional batch, with what each leaves (id and document,
+/// `None` for a deletion), for the embedded store's commit.
+#[allow(clippy::type_complexity)]
+fn sdk_batch(
+    partition_key: &str,
+    operations: Vec<WriteOp>,
+) -> Result<(Vec<(String, Option<Value>)>, TransactionalBatch), StoreError> {
+    let mut records = Vec::with_capacity(operations.len());
+    let mut batch = TransactionalBatch::new(partition_key.to_owned());
+    let sdk_error = |error: CosmosError| StoreError::sdk("a transactional batch", error);
+    let precondition = |etag: &Option<String>| etag.as_ref().map(|etag| Precondition::if_match(Etag::from(etag.clone())));
+    for operation in operations {
+        batch = match operation {
+            WriteOp::Create { document } => {
+                records.push((document_id(&document)?, Some(document.clone())));
+                batch.create_item(document).map_err(sdk_error)?
+            }
+            WriteOp::Replace { id, document, if_match } => {
+                records.push((id.clone(), Some(document.clone())));
+                let options = precondition(&if_match).map(|p| BatchReplaceOptions::default().with_precondition(p));
+                batch.replace_item(id, document, options).map_err(sdk_error)?
+            }
+            WriteOp::Upsert { document, if_match } => {
+                records.push((document_id(&document)?, Some(document.clone())));
+                let options = precondition(&if_match).map(|p| BatchUpsertOptions::default().with_precondition(p));
+                batch.upsert_item(document, options).map_err(sdk_error)?
+            }
+            WriteOp::Delete { id, if_match } => {
+                records.push((id.clone(), None));
+                let options = precondition(&if_match).map(|p| BatchDeleteOptions::default().with_precondition(p));
+                batch.delete_item(id, options)
+            }
+        };
+    }
+    Ok((records, batch))
 }
 
 /// What a failure of a query resumed from a continuation token means. Cosmos DB answers 400 to

@@ -28,6 +28,17 @@ use locks::{Locks, PartitionGuard};
 /// value of this type exists.
 pub enum Durability {}
 
+/// A request record as the embedded store's database holds it: its document and write number.
+pub(crate) struct RecordRow {
+    pub doc: String,
+    pub seq: u64,
+}
+
+/// No item is kept on disk only where there is no disk.
+pub(crate) fn on_disk_only(_: &str) -> bool {
+    false
+}
+
 /// The methods of the embedded build's `Durability` that the code compiled in every build calls
 /// (the store's reads and writes, the local change-feed processors); what each does is told
 /// there.
@@ -46,7 +57,18 @@ impl Durability {
         match **self {}
     }
 
-    pub(crate) async fn commit_as_is(self: Arc<Self>, _: Container, _: String, _: Vec<String>, _: PartitionGuard) {
+    pub(crate) async fn commit_as_is(
+        self: Arc<Self>,
+        _: Container,
+        _: String,
+        _: Vec<String>,
+        _: Vec<(String, Option<Value>)>,
+        _: PartitionGuard,
+    ) {
+        match *self {}
+    }
+
+    pub(crate) fn request_record(&self, _: Container, _: &str, _: &str) -> Result<Option<RecordRow>, StoreError> {
         match *self {}
     }
 

@@ -55,6 +55,12 @@ const SCHEMA: &str = "
     ) WITHOUT ROWID;
     CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 ";
+/// The items that expire, by when: what the sweep of expired request records reads, which are
+/// in the database only (`embedded::mod`). An index beside the schema, not part of it: made at
+/// any start where it is missing (a file written before it, in a moment), and a handler that
+/// does not know it keeps it up to date as SQLite keeps any index.
+const EXPIRING: &str = "CREATE INDEX IF NOT EXISTS items_expiring ON items (expires) WHERE expires IS NOT NULL;";
+
 /// The schema's version, in `PRAGMA user_version`: 0 before items carried their checksum
 /// (upgraded in place at the first start, see [`upgrade`]), 1 since.
 const SCHEMA_VERSION: i64 = 1;
@@ -282,6 +288,7 @@ impl Database {
         let mut connection = Self::connect(&path).map_err(|error| damaged(&path, error))?;
         check(&path, &connection)?;
         upgrade(&path, &mut connection)?;
+        connection.execute_batch(EXPIRING).map_err(|error| damaged(&path, error))?;
         let reader = Self::connect(&path).map_err(|error| damaged(&path, error))?;
         let last_seq: u64 = connection
             // Read as u64: rusqlite refuses a negative value (IntegralValueOutOfRange), which an
@@ -425,6 +432,11 @@ impl Database {
     /// The item as the database holds it (`None`: absent or deleted): what a refused write is
     /// undone to. Checked against its checksum, as at start-up.
     pub(crate) fn durable_item(&self, container: Container, partition_key: &str, id: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.durable_row(container, partition_key, id)?.map(|row| row.doc))
+    }
+
+    /// [`Database::durable_item`] with its write number and expiry.
+    pub(crate) fn durable_row(&self, container: Container, partition_key: &str, id: &str) -> Result<Option<Row>, StoreError> {
         let read = self
             .reader
             .lock()
@@ -438,7 +450,39 @@ impl Database {
             .map_err(|error| StoreError::database(format!("cannot read {}", self.path.display()), error))?;
         let Some((doc, seq, expires, sum)) = read else { return Ok(None) };
         let row = Row { container, partition_key: partition_key.to_owned(), id: id.to_owned(), doc, seq, expires };
-        Ok(Some(row.verified(&self.path, sum)?.doc))
+        Ok(Some(row.verified(&self.path, sum)?))
+    }
+
+    /// At most `limit` items whose id starts with `prefix` and that expired by `now` (Unix
+    /// seconds): their container, partition key and id. Found through [`EXPIRING`], so the
+    /// items that never expire are not read.
+    pub(crate) fn expired_with_prefix(
+        &self,
+        prefix: &str,
+        now: u64,
+        limit: usize,
+    ) -> Result<Vec<(Container, String, String)>, StoreError> {
+        let failed = |error: rusqlite::Error| StoreError::database(format!("cannot read {}", self.path.display()), error);
+        let reader = self.reader.lock().expect("never poisoned");
+        let mut statement = reader
+            .prepare_cached(
+                "SELECT container, pk, id FROM items WHERE expires IS NOT NULL AND expires <= ?1 AND substr(id, 1, ?2) = ?3
+                 LIMIT ?4",
+            )
+            .map_err(failed)?;
+        let rows = statement
+            .query_map(params![now as i64, prefix.len() as i64, prefix, limit as i64], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?, row.get::<_, String>(2)?))
+            })
+            .map_err(failed)?;
+        let mut expired = Vec::new();
+        for row in rows {
+            let (name, partition_key, id) = row.map_err(failed)?;
+            if let Some(container) = Container::ALL.into_iter().find(|container| container.name() == name) {
+                expired.push((container, partition_key, id));
+            }
+        }
+        Ok(expired)
     }
 }
 

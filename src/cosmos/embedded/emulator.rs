@@ -164,11 +164,15 @@ pub(crate) async fn load(
     let mut expiries = Expiries::default();
     let mut loading = tokio::task::JoinSet::new();
     let mut last: Option<Row> = None;
-    let mut loaded = 0;
+    let (mut loaded, mut on_disk) = (0, 0);
     loop {
-        let page = database.page(&connection, last.as_ref(), LOAD_PAGE)?;
+        let mut page = database.page(&connection, last.as_ref(), LOAD_PAGE)?;
         let Some(final_row) = page.last() else { break };
         last = Some(Row { doc: String::new(), ..final_row.clone() });
+        // The request records stay in the database (see `embedded`).
+        let before = page.len();
+        page.retain(|row| !super::on_disk_only(&row.id));
+        on_disk += before - page.len();
         loaded += page.len();
         for row in &page {
             changes.record(row.container, &row.partition_key, &row.id, row.seq, true);
@@ -199,8 +203,8 @@ pub(crate) async fn load(
     while let Some(done) = loading.join_next().await {
         join(Some(done))?;
     }
-    if loaded > 0 {
-        tracing::info!(items = loaded, "embedded store loaded from its database");
+    if loaded + on_disk > 0 {
+        tracing::info!(items = loaded, request_records = on_disk, "embedded store loaded from its database");
     }
     Ok((changes, expiries, connection))
 }

@@ -62,6 +62,11 @@ pub(crate) fn unix_now() -> u64 {
 /// background too, with no promise of when; the application never waits for it.
 const EXPIRY_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
+/// The most expired request records one sweep removes: each is a commit of its own (its
+/// partition locked meanwhile), and at one sweep a second this keeps up with far more keyed
+/// writes than the store takes; a record not yet removed is not read as there anyway.
+const RECORDS_PER_SWEEP: usize = 256;
+
 /// Removes expired items from the embedded store every [`EXPIRY_SWEEP_INTERVAL`] for as long as
 /// the store is in use (the task holds it weakly). Nothing to do on other backends.
 pub(crate) fn spawn_expiry_sweep(store: &Arc<Store>) {
@@ -76,6 +81,9 @@ pub(crate) fn spawn_expiry_sweep(store: &Arc<Store>) {
             let Some(embedded) = store.embedded() else { return };
             if let Err(error) = embedded.remove_expired(&store, unix_now()).await {
                 tracing::warn!(%error, "expired items could not be removed yet");
+            }
+            if let Err(error) = embedded.remove_expired_records(unix_now(), RECORDS_PER_SWEEP).await {
+                tracing::warn!(%error, "expired request records could not be removed yet");
             }
         }
     });

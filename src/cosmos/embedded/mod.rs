@@ -6,6 +6,14 @@
 //! applies it until its commit is on disk ([`locks`]); a commit the database refuses (a full
 //! disk) is undone in the emulator before the partition is let go, so no reader ever sees it.
 //!
+//! Request records (the items `app::idempotency` writes for each keyed write, ids starting
+//! with [`REQUEST_RECORD_PREFIX`]) are kept in the database only, never in the emulator nor in
+//! the change index: they are read by their id alone, never listed nor followed by a change
+//! feed, and a day of them at a keyed write a second would be 86,400 items of the emulator's
+//! memory (about 4 KiB each). The store reads them from the database and commits them with the
+//! write they belong to, in the same transaction ([`Durability::request_record`]); a sweep
+//! removes them once expired ([`expiry`]).
+//!
 //! Compiled only with the `embedded` feature; a build without it compiles `absent.rs` in this
 //! module's place (see there).
 
@@ -29,6 +37,7 @@ use azure_data_cosmos::ContainerClient;
 use serde_json::Value;
 
 use super::changes::ChangeIndex;
+use crate::model::REQUEST_RECORD_PREFIX;
 use super::sdk::bounded;
 use super::{Changed, Container, MAX_POSITION, StoreError};
 use database::{Database, Record, Refused};
@@ -36,6 +45,14 @@ use locks::{Locks, PartitionGuard};
 
 /// An item: its container, partition key and id.
 pub(crate) type ItemKey = (Container, String, String);
+
+/// A request record as the database holds it.
+pub(crate) type RecordRow = database::Row;
+
+/// Whether the item `id` is kept in the database only: a request record.
+pub(crate) fn on_disk_only(id: &str) -> bool {
+    id.starts_with(REQUEST_RECORD_PREFIX)
+}
 
 /// The embedded store's durability: the database, the locks that keep unsettled writes from
 /// being seen, and what the local change-feed processors and the expiry sweep follow.
@@ -73,7 +90,7 @@ impl Durability {
                 let mut changes = changes.lock().expect("never poisoned");
                 let mut expiries = expiries.lock().expect("never poisoned");
                 for write in writes {
-                    for record in &write.records {
+                    for record in write.records.iter().filter(|record| !on_disk_only(&record.id)) {
                         changes.record(write.container, &write.partition_key, &record.id, write.seq, record.doc.is_some());
                         if write.container.expires_items() {
                             let item = (write.container, write.partition_key.clone(), record.id.clone());
@@ -132,7 +149,8 @@ impl Durability {
     /// holds their partition, so no one saw them meanwhile.
     async fn undo(&self, container: Container, partition_key: &str, ids: &[String], refused: &Refused) {
         let client = &self.containers[&container];
-        for id in ids {
+        // (A request record was never in the emulator: nothing to undo there.)
+        for id in ids.iter().filter(|id| !on_disk_only(id)) {
             let durable = match self.database.durable_item(container, partition_key, id) {
                 Ok(durable) => durable.map(|doc| serde_json::from_str::<Value>(&doc)),
                 Err(error) => {
@@ -164,11 +182,15 @@ impl Durability {
     /// lost, the SDK sent it again, and the second try was refused as a duplicate, 409 or 412).
     /// Where the emulator holds what the file holds, which is the case for nearly every failed
     /// write, nothing is committed.
+    ///
+    /// `on_disk`: the request records of the write, which the emulator never holds: committed
+    /// with the rest where the write was applied, else not, as a batch is whole or nothing.
     pub(crate) async fn commit_as_is(
         self: Arc<Self>,
         container: Container,
         partition_key: String,
         ids: Vec<String>,
+        on_disk: Vec<(String, Option<Value>)>,
         guard: PartitionGuard,
     ) {
         let client = &self.containers[&container];
@@ -198,9 +220,61 @@ impl Durability {
         if records.iter().all(|(id, document)| durable(id) == Some(document.clone().map(Some))) {
             return;
         }
+        records.extend(on_disk);
         if let Err(error) = self.commit(container, &partition_key, records, guard).await {
             tracing::error!(%error, "a write whose request was dropped cannot be committed");
         }
+    }
+}
+
+/// The request records, kept in the database only.
+impl Durability {
+    /// The request record `id` of the partition, as committed, or `None` where there is none or
+    /// it expired (the sweep may not have removed it yet).
+    pub(crate) fn request_record(&self, container: Container, partition_key: &str, id: &str) -> Result<Option<RecordRow>, StoreError> {
+        let now = unix_now();
+        let row = self.database.durable_row(container, partition_key, id)?;
+        Ok(row.filter(|row| row.expires.is_none_or(|expires| expires > now)))
+    }
+
+    /// Removes the request records expired at `now`, at most `limit` of them: one write per
+    /// partition, queued under the partition's write lock after checking that each record is
+    /// still the expired one (not written again since), all group-committed together. Answers
+    /// how many it removed.
+    pub(crate) async fn remove_expired_records(&self, now: u64, limit: usize) -> Result<usize, StoreError> {
+        let mut expired = self.database.expired_with_prefix(REQUEST_RECORD_PREFIX, now, limit)?;
+        expired.sort();
+        let mut partitions: Vec<((Container, String), Vec<String>)> = Vec::new();
+        for (container, partition_key, id) in expired {
+            match partitions.last_mut() {
+                Some((key, ids)) if *key == (container, partition_key.clone()) => ids.push(id),
+                _ => partitions.push(((container, partition_key), vec![id])),
+            }
+        }
+        let mut pending = Vec::with_capacity(partitions.len());
+        for ((container, partition_key), ids) in partitions {
+            let guard = self.locks.write(container, &partition_key).await;
+            let mut records = Vec::with_capacity(ids.len());
+            for id in ids {
+                let row = self.database.durable_row(container, &partition_key, &id)?;
+                if row.is_some_and(|row| row.expires.is_some_and(|expires| expires <= now)) {
+                    records.push(Record { id, doc: None, expires: None });
+                }
+            }
+            let removing = records.len();
+            if removing == 0 {
+                continue;
+            }
+            let (_, committed) = self.database.queue(container, partition_key, records);
+            pending.push((guard, removing, committed));
+        }
+        let mut removed = 0;
+        for (guard, removing, committed) in pending {
+            committed.await.map_err(Refused::into_store_error)?;
+            drop(guard);
+            removed += removing;
+        }
+        Ok(removed)
     }
 }
 
