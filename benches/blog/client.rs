@@ -77,6 +77,13 @@ impl Client {
         self.send(request.json(body)).await
     }
 
+    /// [`Client::delete`] with an `Idempotency-Key` (benches/keyed.rs).
+    #[allow(dead_code)]
+    pub(crate) async fn delete_keyed(&self, caller: &str, path: &str, key: &str) -> Answer {
+        self.send(self.http.delete(format!("{}{path}", self.base)).header("x-dev-user", caller).header("idempotency-key", key))
+            .await
+    }
+
     pub(crate) async fn put(&self, caller: &str, path: &str, body: &Value) -> Answer {
         self.send(self.http.put(format!("{}{path}", self.base)).header("x-dev-user", caller).json(body)).await
     }

@@ -7,7 +7,9 @@ use crate::cosmos::{Container, Page, PageRequest, QuerySpec, StoreError, WriteOp
 use crate::model::{self, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, User};
 use crate::scripts::{DeleteOutcome, ScriptError, StoredProcedure};
 
-use super::idempotency::{Committed, Once, commit, deleted_since, first_answer, record_argument, repeated_deletion, script_error};
+use super::idempotency::{
+    Committed, Once, commit, deleted_since, first_answer, record_argument, repeated_deletion, script_error,
+};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, OwnerKnown, wrap_token};
 use super::{AppError, AppResult, AppState, Caller, post_not_found, valid_user_id, validate_text};
 

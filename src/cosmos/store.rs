@@ -242,7 +242,8 @@ impl Store {
             let Some(row) = durability.request_record(container, partition_key, id)? else {
                 return Ok(None);
             };
-            let item = serde_json::from_str(&row.doc).map_err(|error| StoreError::json(format!("unreadable item {id:?}"), error))?;
+            let item =
+                serde_json::from_str(&row.doc).map_err(|error| StoreError::json(format!("unreadable item {id:?}"), error))?;
             return Ok(Some(Versioned { item, etag: format!("\"{}\"", row.seq) }));
         }
         let response =

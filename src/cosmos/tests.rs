@@ -201,24 +201,36 @@ async fn concurrent_writes_to_different_partitions_share_commits_and_all_survive
 async fn request_records_live_in_the_database_only_and_expire_there() {
     let dir = tempfile::tempdir().unwrap();
     let config = embedded_config(dir.path());
-    let record = |ttl: u64| json!({"id": "request-1", "type": "request", "postId": "p", "fingerprint": "f", "itemId": "c1", "ttl": ttl});
+    let record =
+        |ttl: u64| json!({"id": "request-1", "type": "request", "postId": "p", "fingerprint": "f", "itemId": "c1", "ttl": ttl});
     let comment = |id: &str| WriteOp::Create { document: json!({"id": id, "postId": "p", "type": "comment"}) };
     {
         let store = Store::connect(&config).await.unwrap();
         store.execute_batch(Container::Posts, "p", vec![WriteOp::Create { document: record(100) }, comment("c1")]).await.unwrap();
-        let again = store.execute_batch(Container::Posts, "p", vec![WriteOp::Create { document: record(100) }, comment("c2")]).await;
+        let again =
+            store.execute_batch(Container::Posts, "p", vec![WriteOp::Create { document: record(100) }, comment("c2")]).await;
         assert!(matches!(again, Err(StoreError::BatchFailed { ref statuses }) if *statuses == [409, 424]), "{again:?}");
         assert!(store.read::<Value>(Container::Posts, "p", "c2").await.unwrap().is_none(), "nothing of a failed batch");
         // The emulator never saw it: its own read does not find it; the store's does.
         assert!(matches!(bounded(store.posts.read_item("p".to_owned(), "request-1", None)).await, Err(StoreError::NotFound)));
         assert_eq!(store.read::<Value>(Container::Posts, "p", "request-1").await.unwrap().unwrap()["itemId"], "c1");
         // The operations of a failed batch that the emulator ran keep their places.
-        let taken = store.execute_batch(Container::Posts, "p", vec![WriteOp::Create { document: json!({"id": "request-2", "postId": "p", "type": "request"}) }, comment("c1")]).await;
+        let taken = store
+            .execute_batch(
+                Container::Posts,
+                "p",
+                vec![WriteOp::Create { document: json!({"id": "request-2", "postId": "p", "type": "request"}) }, comment("c1")],
+            )
+            .await;
         assert!(matches!(taken, Err(StoreError::BatchFailed { ref statuses }) if *statuses == [424, 409]), "{taken:?}");
         assert!(store.read::<Value>(Container::Posts, "p", "request-2").await.unwrap().is_none(), "nor its record");
     }
     let store = Store::connect(&config).await.unwrap();
-    assert_eq!(store.read::<Value>(Container::Posts, "p", "request-1").await.unwrap().unwrap()["itemId"], "c1", "after a restart");
+    assert_eq!(
+        store.read::<Value>(Container::Posts, "p", "request-1").await.unwrap().unwrap()["itemId"],
+        "c1",
+        "after a restart"
+    );
     let durability = store.embedded().unwrap();
     let now = embedded::unix_now();
     assert_eq!(durability.remove_expired_records(now + 50, 10).await.unwrap(), 0);

@@ -11,8 +11,9 @@ use super::error::ApiError;
 use crate::model::{MAX_ID_BYTES, validate_id};
 
 /// The ids [`crate::model::validate_id`] accepts, as a JSON Schema pattern: printable ASCII but
-/// `/ \ ? # %` and space, not `.` or `..` alone. The one place the API's description states it.
-pub const ID_PATTERN: &str = r#"^(?!\.{1,2}$)[!"$&-.0->@-\[\]-~]+$"#;
+/// `/ \ ? # %` and space, not `.` or `..` alone, not starting with `request-`. The one place
+/// the API's description states it.
+pub const ID_PATTERN: &str = r#"^(?!\.{1,2}$)(?!request-)[!"$&-.0->@-\[\]-~]+$"#;
 
 /// The schema of an item's id, wherever one is taken: a path segment or a body's `userId`.
 pub(crate) fn item_id() -> Schema {

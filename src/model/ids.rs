@@ -34,7 +34,9 @@ pub fn validate_id(id: &str) -> Result<(), String> {
         return Err(format!("The id must not contain {bad:?}: ids are printable ASCII without spaces."));
     }
     if id.starts_with(REQUEST_RECORD_PREFIX) {
-        return Err(format!("The id must not start with {REQUEST_RECORD_PREFIX:?}: such ids are the blog's records of keyed requests."));
+        return Err(format!(
+            "The id must not start with {REQUEST_RECORD_PREFIX:?}: such ids are the blog's records of keyed requests."
+        ));
     }
     Ok(())
 }
@@ -50,9 +52,24 @@ mod tests {
 
     #[test]
     fn ids_cosmos_cannot_store_are_refused() {
-        for bad in
-            ["", "  ", "a b", "é", "request-1", "a/b", "a\\b", "a?b", "a#b", "a%2Fb", "%", ".", "..", "a\u{0}b", "a\nb", &"x".repeat(256)]
-        {
+        for bad in [
+            "",
+            "  ",
+            "a b",
+            "é",
+            "request-1",
+            "a/b",
+            "a\\b",
+            "a?b",
+            "a#b",
+            "a%2Fb",
+            "%",
+            ".",
+            "..",
+            "a\u{0}b",
+            "a\nb",
+            &"x".repeat(256),
+        ] {
             assert!(validate_id(bad).is_err(), "{bad:?} should be refused");
         }
         for good in [

@@ -37,9 +37,9 @@ use azure_data_cosmos::ContainerClient;
 use serde_json::Value;
 
 use super::changes::ChangeIndex;
-use crate::model::REQUEST_RECORD_PREFIX;
 use super::sdk::bounded;
 use super::{Changed, Container, MAX_POSITION, StoreError};
+use crate::model::REQUEST_RECORD_PREFIX;
 use database::{Database, Record, Refused};
 use locks::{Locks, PartitionGuard};
 
@@ -231,7 +231,12 @@ impl Durability {
 impl Durability {
     /// The request record `id` of the partition, as committed, or `None` where there is none or
     /// it expired (the sweep may not have removed it yet).
-    pub(crate) fn request_record(&self, container: Container, partition_key: &str, id: &str) -> Result<Option<RecordRow>, StoreError> {
+    pub(crate) fn request_record(
+        &self,
+        container: Container,
+        partition_key: &str,
+        id: &str,
+    ) -> Result<Option<RecordRow>, StoreError> {
         let now = unix_now();
         let row = self.database.durable_row(container, partition_key, id)?;
         Ok(row.filter(|row| row.expires.is_none_or(|expires| expires > now)))
