@@ -41,6 +41,11 @@ pub const POST_PAGE_RU: f64 = article::Q2 + article::Q4 + article::Q5;
 /// the article's C1, the write of one small item.
 pub const COPIES_RU: f64 = 2.0 * article::C1;
 
+/// What an `Idempotency-Key` adds to a write (every form of the pages sends one, and careful API
+/// clients do): the key's claim in the caller's partition of `users` and the request record in
+/// the write's own, each priced as the article's C1, the create of one small item.
+pub const KEY_RU: f64 = 2.0 * article::C1;
+
 /// What a new post costs beyond C2 and its copies: the post-trigger that keeps `feed` at the
 /// newest 100 deletes the 101st, priced as one small write.
 pub const FEED_TRIM_RU: f64 = article::C1;
@@ -148,8 +153,9 @@ fn front_page_reads_per_day(traffic: &Traffic) -> f64 {
 /// The estimate for `traffic` at `prices`.
 ///
 /// Post pages are counted as if each view reached the database (the per-post cache helps only a
-/// post read more than once a second): an upper bound. Functions: every view, write and
-/// change-feed batch is an execution (each write's batch alone: an upper bound too), and an
+/// post read more than once a second): an upper bound. Every write is counted with a key.
+/// Functions: every view, write and change-feed batch is an execution (each write's batches
+/// alone: an upper bound too), and an
 /// instance is billed for its memory whenever it executes, a second at least each time, so at
 /// `rate` executions a second an instance is billed for the share `1 - e^-rate` of the day.
 pub fn estimate(traffic: &Traffic, prices: &Prices) -> Estimate {
@@ -157,11 +163,14 @@ pub fn estimate(traffic: &Traffic, prices: &Prices) -> Estimate {
     let view_ru_per_day = front_page_reads_per_day(traffic) * FRONT_PAGE_RU + post_views * POST_PAGE_RU;
     let new_posts = traffic.writes_per_day * traffic.post_write_share;
     let reactions = traffic.writes_per_day - new_posts;
-    let write_ru_per_day =
-        new_posts * (article::C2 + COPIES_RU + FEED_TRIM_RU) + reactions * ((article::C3 + article::C4) / 2.0 + COPIES_RU);
+    let write_ru_per_day = new_posts * (article::C2 + COPIES_RU + FEED_TRIM_RU)
+        + reactions * ((article::C3 + article::C4) / 2.0 + COPIES_RU)
+        + traffic.writes_per_day * KEY_RU;
     let cosmos_per_month = (view_ru_per_day + write_ru_per_day) * DAYS_PER_MONTH / 1e6 * prices.per_million_ru;
 
-    let executions_per_day = traffic.views_per_day + 2.0 * traffic.writes_per_day;
+    // A write is its request, the posts change feed's batch, and the users change feed's that
+    // delivers its key's claim (which `UsersChangeFeed` passes over).
+    let executions_per_day = traffic.views_per_day + 3.0 * traffic.writes_per_day;
     let rate = executions_per_day / SECONDS_PER_DAY / traffic.instances;
     let busy_seconds_per_day = (1.0 - (-rate).exp()) * SECONDS_PER_DAY * traffic.instances;
     let executions_per_month = executions_per_day * DAYS_PER_MONTH;
@@ -211,9 +220,10 @@ pub fn table(traffics: &[Traffic], prices: &Prices) -> String {
 pub fn per_request() -> String {
     format!(
         "A front page view that reaches Cosmos DB: {FRONT_PAGE_RU:.2} RU (Q6); a post page: {POST_PAGE_RU:.2} RU (Q2, Q4, Q5). \
-         A new post: {:.2} RU (C2, its two copies, the feed's trim); a comment or a like: {:.2} RU (C3 or C4, two copies).\n",
-        article::C2 + COPIES_RU + FEED_TRIM_RU,
-        (article::C3 + article::C4) / 2.0 + COPIES_RU,
+         A new post: {:.2} RU (C2, its two copies, the feed's trim, its key's two records); a comment or a like: {:.2} RU \
+         (C3 or C4, two copies, two records).\n",
+        article::C2 + COPIES_RU + FEED_TRIM_RU + KEY_RU,
+        (article::C3 + article::C4) / 2.0 + COPIES_RU + KEY_RU,
     )
 }
 
