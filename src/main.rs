@@ -452,19 +452,26 @@ fn cost(args: &CostArgs) -> std::io::Result<()> {
     write!(out, "{}\n{}", blog::cost::per_request(), blog::cost::table(&traffics, &Prices::LISTED))
 }
 
-/// `handler export [--output FILE]`: every user, post, comment and like as JSON lines
-/// ([`blog::transfer`]), on stdout unless a file is named. How far it has got, and the summary,
-/// on stderr.
+/// `handler export [--output FILE]`: every user, post, comment, like and picture as JSON lines
+/// ([`blog::transfer`]), on stdout unless a file is named, which appears only once whole
+/// ([`blog::transfer::PartialFile`]). How far it has got, and the summary, on stderr.
 async fn export(config: Config, output: Option<std::path::PathBuf>, stderr: &Progress) -> Result<(), HandlerError> {
     use std::io::Write;
     let state = blog::connect(&config).await?;
-    let mut out: Box<dyn Write> = match &output {
-        Some(path) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(path).map_err(|source| HandlerError::File { path: path.clone(), source })?,
-        )),
-        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    let file_error = |path: &std::path::Path| {
+        let path = path.to_owned();
+        move |source| HandlerError::File { path, source }
     };
-    let counts = blog::transfer::export(&state, &mut out, &mut |counts, posts| {
+    let mut partial = match &output {
+        Some(path) => Some(blog::transfer::PartialFile::beside(path).map_err(file_error(path))?),
+        None => None,
+    };
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    let out: &mut dyn Write = match &mut partial {
+        Some(partial) => partial.writer(),
+        None => &mut stdout,
+    };
+    let counts = blog::transfer::export(&state, out, &mut |counts, posts| {
         let bar = posts.map(|posts| format!("{} ", blog::progress::bar(posts.done, posts.of))).unwrap_or_default();
         stderr.update(|| format!("export: {bar}{counts} ({})", seconds(stderr.elapsed())))
     })
@@ -474,24 +481,46 @@ async fn export(config: Config, output: Option<std::path::PathBuf>, stderr: &Pro
         Err(blog::transfer::TransferError::Io(error)) if error.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
         other => other?,
     };
+    if let (Some(partial), Some(path)) = (partial, &output) {
+        partial.finish().map_err(file_error(path))?;
+    }
     let to = output.map_or_else(|| "stdout".to_owned(), |path| path.display().to_string());
     stderr.line(&format!("export: {counts} written to {to} in {}", seconds(stderr.elapsed())));
     Ok(())
 }
 
-/// `handler import [FILE]`: loads an export into this store, then makes the copies. How far it
+/// `handler import [FILE]`: checks an export, loads it into this store, then makes the copies.
+/// Standard input is copied into a temporary file first: the file is read twice. How far it
 /// has got, and the summary, on stderr.
 async fn import(config: Config, file: Option<std::path::PathBuf>, stderr: &Progress) -> Result<(), HandlerError> {
-    let mut input: Box<dyn std::io::BufRead> = match &file {
-        Some(path) => Box::new(std::io::BufReader::new(
-            std::fs::File::open(path).map_err(|source| HandlerError::File { path: path.clone(), source })?,
-        )),
-        None => Box::new(std::io::stdin().lock()),
+    use blog::transfer::ImportProgress;
+    let spooled = match &file {
+        Some(_) => None,
+        None => Some(blog::transfer::Spooled::from(&mut std::io::stdin().lock()).map_err(HandlerError::Output)?),
     };
+    let path = match (&file, &spooled) {
+        (Some(path), _) => path.clone(),
+        (None, Some(spooled)) => spooled.path().to_owned(),
+        (None, None) => unreachable!("standard input is spooled"),
+    };
+    if let Err(source) = std::fs::metadata(&path) {
+        return Err(HandlerError::File { path, source });
+    }
     let state = blog::connect(&config).await?;
-    let counts = blog::transfer::import(&state, &mut input, &mut |counts, total| {
-        let bar = blog::progress::bar(counts.total(), total);
-        stderr.update(|| format!("import: {bar} {counts} written ({})", seconds(stderr.elapsed())))
+    let counts = blog::transfer::import(&state, &path, &mut |step| {
+        let elapsed = || seconds(stderr.elapsed());
+        match step {
+            ImportProgress::Checking { lines } => {
+                stderr.update(|| format!("import: checking the file: {lines} lines checked ({})", elapsed()))
+            }
+            ImportProgress::Writing { counts, total } => {
+                let bar = blog::progress::bar(counts.total(), total);
+                stderr.update(|| format!("import: {bar} {counts} written ({})", elapsed()))
+            }
+            ImportProgress::Copies { users, posts } => stderr.update(|| {
+                format!("import: making the copies: {users} users replayed, {posts} posts delivered ({})", elapsed())
+            }),
+        }
     })
     .await?;
     stderr.line(&format!("import: {counts} written, copies made, in {}", seconds(stderr.elapsed())));
