@@ -293,6 +293,8 @@ struct End {
 struct Hashing<'a> {
     out: &'a mut dyn Write,
     digest: Sha256,
+    /// Lines written.
+    lines: usize,
 }
 
 impl Hashing<'_> {
@@ -300,7 +302,10 @@ impl Hashing<'_> {
         let mut text = value.to_string();
         text.push('\n');
         self.digest.update(text.as_bytes());
-        self.out.write_all(text.as_bytes()).map_err(TransferError::Io)
+        self.out.write_all(text.as_bytes()).map_err(TransferError::Io)?;
+        self.lines += 1;
+        stop_here(self.lines);
+        Ok(())
     }
 }
 
@@ -317,14 +322,13 @@ pub async fn export(
     progress: &mut dyn FnMut(&Counts, Option<PostsDone>),
 ) -> Result<Counts, TransferError> {
     let mut counts = Counts::default();
-    let mut out = Hashing { out, digest: Sha256::new() };
+    let mut out = Hashing { out, digest: Sha256::new(), lines: 0 };
     out.line(&json!({"format": FORMAT, "version": VERSION}))?;
     let mut users = state.store.change_feed_from_beginning(Container::Users).await?;
     while let Some(documents) = users.next_changes().await? {
         for document in documents.into_iter().filter(|document| document["type"] == "user") {
             out.line(&without_system_properties(document))?;
             counts.users += 1;
-            stop_here(counts.total());
         }
         progress(&counts, None);
     }
@@ -350,7 +354,6 @@ pub async fn export(
                 *count += 1;
             }
         }
-        stop_here(counts.total());
         let Some(pictures) = pictures else { continue };
         let mut names = pictures.post_pictures(&live.user_id, id).await?;
         names.sort_by(|a, b| a.as_str().cmp(b.as_str()));
@@ -362,7 +365,6 @@ pub async fn export(
                 "bytes": BASE64.encode(&bytes)});
             out.line(&line)?;
             counts.pictures += 1;
-            stop_here(counts.total());
         }
     }
     progress(&counts, Some(PostsDone { done: ids.len(), of: ids.len() }));
@@ -373,8 +375,9 @@ pub async fn export(
     Ok(counts)
 }
 
-/// Where a test stops an export or an import as a kill would: after `done` items and pictures,
-/// when `BLOG_TEST_KILL_AFTER` says so (test builds only).
+/// Where a test stops an export or an import as a kill would: once `done` lines are written to
+/// the file, or items and pictures into the store, when `BLOG_TEST_KILL_AFTER` says so (test
+/// builds only).
 fn stop_here(done: usize) {
     #[cfg(feature = "test-support")]
     crate::test_support::kill_after(done);
@@ -655,21 +658,21 @@ impl Checker {
     /// if it holds one.
     fn check(&mut self, raw: &str) -> Result<Option<Item>, TransferError> {
         let text = raw.trim();
-        if self.end.is_none() {
-            self.digest.update(raw.as_bytes());
+        if let Some(end) = self.end {
+            return if text.is_empty() { Ok(None) } else { Err(TransferError::NotWhole(NotWhole::AfterEnd { line: self.line, end })) };
         }
         if text.is_empty() {
+            self.digest.update(raw.as_bytes());
             return Ok(None);
         }
-        if let Some(end) = self.end {
-            return Err(TransferError::NotWhole(NotWhole::AfterEnd { line: self.line, end }));
-        }
         let value: Value = serde_json::from_str(text).map_err(|error| self.malformed(format!("not JSON: {error}")))?;
+        if self.line > 1 && value.get("format").is_some() && value.get("end").is_some() {
+            return self.last_line(value).map(|()| None);
+        }
+        // Every line before the last one is in the digest.
+        self.digest.update(raw.as_bytes());
         if self.line == 1 {
             return self.header(&value).map(|()| None);
-        }
-        if value.get("format").is_some() && value.get("end").is_some() {
-            return self.last_line(value).map(|()| None);
         }
         let kind = value["type"].as_str().map(str::to_owned);
         let item = match kind.as_deref() {
@@ -866,11 +869,11 @@ impl Checker {
         if self.line == 0 {
             return Err(TransferError::Malformed { line: 1, why: "the file is empty; an export starts with its header line".into() });
         }
-        self.end_of_post()?;
+        // Cut short: said as such, rather than as the post whose lines it cut.
         if self.end.is_none() && self.sealed {
             return Err(TransferError::NotWhole(NotWhole::Cut { lines: self.line, found: self.counts }));
         }
-        Ok(())
+        self.end_of_post()
     }
 }
 

@@ -18,12 +18,12 @@ pub use azure_data_cosmos::fault_injection::{self as sdk_faults, FaultInjectionR
 pub const KILL_AFTER: &str = "BLOG_TEST_KILL_AFTER";
 
 /// Ends the process at once, as `kill -9` would (no destructor runs, no buffer is flushed),
-/// when [`KILL_AFTER`] is `done`: `handler export` calls it after each item or picture it
+/// once `done` reaches [`KILL_AFTER`]: `handler export` calls it after each item or picture it
 /// writes to its file, `handler import` after each it writes into the store, so that a test
 /// stops either at a known place instead of by timing.
 pub fn kill_after(done: usize) {
     static AT: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-    if *AT.get_or_init(|| std::env::var(KILL_AFTER).ok().and_then(|at| at.parse().ok())) == Some(done) {
+    if AT.get_or_init(|| std::env::var(KILL_AFTER).ok().and_then(|at| at.parse().ok())).is_some_and(|at| done >= at) {
         std::process::abort();
     }
 }
