@@ -125,20 +125,27 @@ Request units from the article's measured charges and this blog's reads per page
 Cosmos DB serverless and Flex Consumption at the list prices named in src/cost.rs, with their
 sources and dates (check them in the Azure pricing calculator). A Markdown table on stdout.")]
     Cost(CostArgs),
-    /// Write every user, post, comment and like as JSON lines
+    /// Write every user, post, comment, like and picture as JSON lines
     #[command(after_help = "\
 A header line, then one item a line as it is stored, users first, then each post and its
-comments and likes; no copies, no deleted posts. Progress and a summary on stderr.")]
+comments, likes and pictures (their bytes in base64); no copies, no deleted posts; then a last
+line with what the file holds and its SHA-256. A file named is written beside itself under a
+temporary name and renamed once whole: stopped (Ctrl-C, a kill), it leaves the file that was
+there, or none; the next export to the same name removes the temporary file a kill left.
+Progress and a summary on stderr.")]
     Export {
         /// The file to write (default: stdout)
         #[arg(long, short)]
         output: Option<std::path::PathBuf>,
     },
-    /// Load a file written by `export` into this store, then make the copies
+    /// Check a file written by `export`, load it into this store, then make the copies
     #[command(after_help = "\
-Checks every line before it writes anything (a bad line is named, and nothing is imported);
-writes each item as it is, so a second run leaves the same data; then replays the change feeds
-as rebuild-copies does. Progress and a summary on stderr.")]
+First checks every line as the API checks what it writes (ids, lengths, partition keys,
+authors, counters, names free here, pictures' bytes) and that the file is whole (its last line);
+anything wrong is named by its line and field, and nothing is imported. Then writes each item
+and picture as it is, so that an import stopped halfway is finished by running it again; then
+replays the change feeds as rebuild-copies does. Standard input is copied to a temporary file
+first (the file is read twice). Progress and a summary on stderr.")]
     Import {
         /// The file to read (default: stdin)
         file: Option<std::path::PathBuf>,

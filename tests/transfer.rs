@@ -192,8 +192,9 @@ async fn shows_the_same(
 const EXPORTED: &str = "3 users, 4 posts, 4 comments, 4 likes, 2 pictures";
 
 /// Export, then import into empty stores: the same blog, whatever stopped the import or the
-/// export on the way. `from` and `to` settings: where each blog keeps its pictures.
-async fn moved_whole(from_settings: &[(&str, &str)], to_settings: &[(&str, &str)]) {
+/// export on the way. `from_settings`: where the blog keeps its pictures; `to`: where each
+/// store imported into keeps them (a store of its own for each name given).
+async fn moved_whole(from_settings: &[(&str, &str)], to: impl Fn(&str) -> Vec<(String, String)>) {
     let (from, files) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let blog = a_blog(from.path(), from_settings).await;
 
@@ -233,6 +234,9 @@ async fn moved_whole(from_settings: &[(&str, &str)], to_settings: &[(&str, &str)
     assert!(!names().iter().any(|name| name.starts_with(".other.jsonl.partial-")), "the leftover is removed: {:?}", names());
 
     for run in 1..=2 {
+        let to_settings = to(&format!("to-{run}"));
+        let to_settings: Vec<(&str, &str)> = to_settings.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
+        let to_settings = to_settings.as_slice();
         let to = tempfile::tempdir().unwrap();
         // Run 2: killed after five items and pictures written, then run again.
         if run == 2 {
@@ -257,6 +261,9 @@ async fn moved_whole(from_settings: &[(&str, &str)], to_settings: &[(&str, &str)
 
     // A file cut short, one put after another, one changed, and one of version 1 are refused,
     // and nothing is imported.
+    let to_settings = to("to-bad");
+    let to_settings: Vec<(&str, &str)> = to_settings.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
+    let to_settings = to_settings.as_slice();
     let to = tempfile::tempdir().unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let cut = lines[..5].iter().map(|line| format!("{line}\n")).collect::<String>();
@@ -282,7 +289,21 @@ async fn moved_whole(from_settings: &[(&str, &str)], to_settings: &[(&str, &str)
 
 #[tokio::test]
 async fn a_blog_moved_killed_or_sent_again_arrives_whole() {
-    moved_whole(&[], &[]).await;
+    moved_whole(&[], |_| Vec::new()).await;
+}
+
+/// The same with the pictures in Blob Storage, as Azurite serves it: each blog in a container
+/// of its own.
+#[tokio::test]
+#[ignore = "needs Azurite: run tests/azurite/run.sh"]
+async fn a_blog_with_its_pictures_in_blob_storage_moves_whole() {
+    let azurite = common::azurite::Azurite::start();
+    let connection = azurite.connection_string();
+    let from = [("BLOG_PICTURES", connection.as_str()), ("BLOG_PICTURES_CONTAINER", "from")];
+    moved_whole(&from, |container| {
+        vec![("BLOG_PICTURES".to_owned(), connection.clone()), ("BLOG_PICTURES_CONTAINER".to_owned(), container.to_owned())]
+    })
+    .await;
 }
 
 /// A file as `handler export` writes it: the header, `items`, and the last line that says what
