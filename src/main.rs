@@ -503,7 +503,10 @@ async fn import(config: Config, file: Option<std::path::PathBuf>, stderr: &Progr
     use blog::transfer::ImportProgress;
     let spooled = match &file {
         Some(_) => None,
-        None => Some(blog::transfer::Spooled::from(&mut std::io::stdin().lock()).map_err(HandlerError::Output)?),
+        None => Some(
+            blog::transfer::Spooled::from(&mut std::io::stdin().lock())
+                .map_err(|source| HandlerError::File { path: std::env::temp_dir().join("cosmos-blog-import-…"), source })?,
+        ),
     };
     let path = match (&file, &spooled) {
         (Some(path), _) => path.clone(),
@@ -517,16 +520,19 @@ async fn import(config: Config, file: Option<std::path::PathBuf>, stderr: &Progr
     let counts = blog::transfer::import(&state, &path, &mut |step| {
         let elapsed = || seconds(stderr.elapsed());
         match step {
-            ImportProgress::Checking { lines } => {
-                stderr.update(|| format!("import: checking the file: {lines} lines checked ({})", elapsed()))
+            ImportProgress::Checking { lines, bytes, size } => {
+                let bar = blog::progress::bar(
+                    usize::try_from(bytes).unwrap_or(usize::MAX),
+                    usize::try_from(size).unwrap_or(usize::MAX),
+                );
+                stderr.update(|| format!("import: {bar} checking the file: {lines} lines checked ({})", elapsed()))
             }
             ImportProgress::Writing { counts, total } => {
                 let bar = blog::progress::bar(counts.total(), total);
                 stderr.update(|| format!("import: {bar} {counts} written ({})", elapsed()))
             }
-            ImportProgress::Copies { users, posts } => stderr.update(|| {
-                format!("import: making the copies: {users} users replayed, {posts} posts delivered ({})", elapsed())
-            }),
+            ImportProgress::Copies { users, posts } => stderr
+                .update(|| format!("import: making the copies: {users} users replayed, {posts} posts delivered ({})", elapsed())),
         }
     })
     .await?;

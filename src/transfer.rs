@@ -430,10 +430,14 @@ pub(crate) enum Item {
 /// How far an import has got.
 #[derive(Clone, Copy, Debug)]
 pub enum ImportProgress {
-    /// Checking the file: lines read so far.
+    /// Checking the file: lines and bytes read so far, of its `size`.
     Checking {
         /// Lines read.
         lines: usize,
+        /// Bytes read.
+        bytes: u64,
+        /// The file's bytes.
+        size: u64,
     },
     /// Writing: what is written so far, of the file's `total`.
     Writing {
@@ -465,9 +469,7 @@ pub async fn import(
     let keeps_pictures = state.pictures.is_some();
     let mut reader = Reader::new(open().map_err(TransferError::Io)?, keeps_pictures, true);
     while reader.next()?.is_some() {
-        if reader.checker.line % 1000 == 0 {
-            progress(ImportProgress::Checking { lines: reader.checker.line });
-        }
+        progress(ImportProgress::Checking { lines: reader.checker.line, bytes: reader.bytes, size: before.0 });
     }
     let checker = reader.checker;
     check_in_store(state, &checker).await?;
@@ -561,13 +563,15 @@ pub(crate) struct Reader<R> {
     input: R,
     checker: Checker,
     buffer: Vec<u8>,
+    /// Bytes read so far.
+    bytes: u64,
 }
 
 impl<R: BufRead> Reader<R> {
     /// `sealed`: whether the file must end with its last line (always, but for the fuzzer's
     /// inputs, which cannot make a digest).
     pub(crate) fn new(input: R, keeps_pictures: bool, sealed: bool) -> Reader<R> {
-        Reader { input, checker: Checker::new(keeps_pictures, sealed), buffer: Vec::new() }
+        Reader { input, checker: Checker::new(keeps_pictures, sealed), buffer: Vec::new(), bytes: 0 }
     }
 
     /// The next item, checked; `None` at the end of a file that is whole.
@@ -579,6 +583,7 @@ impl<R: BufRead> Reader<R> {
             if read == 0 {
                 return self.checker.at_end().map(|()| None);
             }
+            self.bytes += read as u64;
             self.checker.line += 1;
             let line = self.checker.line;
             if self.buffer.len() > MAX_LINE_BYTES {
@@ -659,7 +664,11 @@ impl Checker {
     fn check(&mut self, raw: &str) -> Result<Option<Item>, TransferError> {
         let text = raw.trim();
         if let Some(end) = self.end {
-            return if text.is_empty() { Ok(None) } else { Err(TransferError::NotWhole(NotWhole::AfterEnd { line: self.line, end })) };
+            return if text.is_empty() {
+                Ok(None)
+            } else {
+                Err(TransferError::NotWhole(NotWhole::AfterEnd { line: self.line, end }))
+            };
         }
         if text.is_empty() {
             self.digest.update(raw.as_bytes());
@@ -710,7 +719,10 @@ impl Checker {
     fn user(&mut self, user: User) -> Result<User, TransferError> {
         model::validate_id(&user.id).map_err(|why| self.field("id", why))?;
         if user.user_id != user.id {
-            return Err(self.field("userId", format!("{:?} is not the user's `id`, {:?}: its partition key is its id", user.user_id, user.id)));
+            return Err(self.field(
+                "userId",
+                format!("{:?} is not the user's `id`, {:?}: its partition key is its id", user.user_id, user.id),
+            ));
         }
         let username = crate::app::users::valid_username(user.username.clone()).map_err(|why| self.field("username", why))?;
         if let Some(at) = &user.renamed_at {
@@ -734,7 +746,10 @@ impl Checker {
         self.end_of_post()?;
         model::validate_id(&post.id).map_err(|why| self.field("id", why))?;
         if post.post_id != post.id {
-            return Err(self.field("postId", format!("{:?} is not the post's `id`, {:?}: its partition key is its id", post.post_id, post.id)));
+            return Err(self.field(
+                "postId",
+                format!("{:?} is not the post's `id`, {:?}: its partition key is its id", post.post_id, post.id),
+            ));
         }
         crate::app::posts::validate_post_text(&post.title, &post.content).map_err(|why| self.malformed(why.to_string()))?;
         if post.deleted {
@@ -756,7 +771,8 @@ impl Checker {
 
     fn comment(&mut self, comment: Comment) -> Result<Comment, TransferError> {
         self.of_current_post("comment", &comment.post_id, &comment.id)?;
-        crate::app::validate_text("content", &comment.content, MAX_COMMENT_CHARS, true).map_err(|why| self.field("content", why))?;
+        crate::app::validate_text("content", &comment.content, MAX_COMMENT_CHARS, true)
+            .map_err(|why| self.field("content", why))?;
         self.writer(&comment.user_id, &comment.user_username)?;
         self.date("creationDate", &comment.creation_date)?;
         self.current.as_mut().expect("checked: a post is being read").comments += 1;
@@ -768,7 +784,11 @@ impl Checker {
         self.of_current_post("like", &like.post_id, &like.id)?;
         self.writer(&like.user_id, &like.user_username)?;
         if like.id != model::like_id(&like.user_id) {
-            let why = format!("{:?} is not {:?}: a like's id is its writer's, one like a user and post", like.id, model::like_id(&like.user_id));
+            let why = format!(
+                "{:?} is not {:?}: a like's id is its writer's, one like a user and post",
+                like.id,
+                model::like_id(&like.user_id)
+            );
             return Err(self.field("id", why));
         }
         self.date("creationDate", &like.creation_date)?;
@@ -784,7 +804,10 @@ impl Checker {
         self.of_current_post("picture", &picture.post_id, &picture.name)?;
         let author = &self.current.as_ref().expect("checked: a post is being read").post.user_id;
         if picture.user_id != *author {
-            return Err(self.field("userId", format!("{:?} is not the post's author, {author:?}, whose pictures it keeps", picture.user_id)));
+            return Err(self.field(
+                "userId",
+                format!("{:?} is not the post's author, {author:?}, whose pictures it keeps", picture.user_id),
+            ));
         }
         let name = PictureName::parse(&picture.name)
             .filter(PictureName::within_limits)
@@ -804,7 +827,9 @@ impl Checker {
         let current = match &mut self.current {
             Some(current) if current.post.id == post_id => current,
             _ if self.posts.contains(post_id) => {
-                let why = format!("a {kind} of post {post_id:?} after another post's lines: a post's comments, likes and pictures follow it");
+                let why = format!(
+                    "a {kind} of post {post_id:?} after another post's lines: a post's comments, likes and pictures follow it"
+                );
                 return Err(self.field("postId", why));
             }
             _ => return Err(self.field("postId", format!("a {kind} of post {post_id:?}, which no line before it holds"))),
@@ -840,9 +865,10 @@ impl Checker {
     fn end_of_post(&mut self) -> Result<(), TransferError> {
         let Some(current) = self.current.take() else { return Ok(()) };
         let post = current.post.id.clone();
-        for (field, said, listed) in
-            [("commentCount", current.post.comment_count, current.comments), ("likeCount", current.post.like_count, current.likes)]
-        {
+        for (field, said, listed) in [
+            ("commentCount", current.post.comment_count, current.comments),
+            ("likeCount", current.post.like_count, current.likes),
+        ] {
             if said != listed {
                 return Err(TransferError::Count { line: current.line, field, post, said, listed });
             }
@@ -867,7 +893,10 @@ impl Checker {
 
     fn at_end(&mut self) -> Result<(), TransferError> {
         if self.line == 0 {
-            return Err(TransferError::Malformed { line: 1, why: "the file is empty; an export starts with its header line".into() });
+            return Err(TransferError::Malformed {
+                line: 1,
+                why: "the file is empty; an export starts with its header line".into(),
+            });
         }
         // Cut short: said as such, rather than as the post whose lines it cut.
         if self.end.is_none() && self.sealed {

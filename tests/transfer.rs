@@ -92,11 +92,19 @@ async fn bytes_at(base: &str, path: &str) -> (u16, Vec<u8>) {
     (response.status().as_u16(), response.bytes().await.unwrap().to_vec())
 }
 
+/// What a blog shows: its users, its posts, the API's answers and pages about them, and its
+/// pictures' paths with their bytes.
+struct Shown {
+    users: Vec<String>,
+    posts: Vec<String>,
+    answers: Vec<(String, String)>,
+    pictures: Vec<(String, Vec<u8>)>,
+}
+
 /// A small blog in `data` (the blog run with `extra` settings): three users, one renamed, four
 /// posts with a comment and a like each, a deleted post, and a picture (with its phones'
-/// variant) in a post's Markdown. Answers the users, the posts, what the API shows of them, and
-/// the pictures' paths with their bytes.
-async fn a_blog(data: &Path, extra: &[(&str, &str)]) -> (Vec<String>, Vec<String>, Vec<(String, String)>, Vec<(String, Vec<u8>)>) {
+/// variant) in a post's Markdown; and what it shows.
+async fn a_blog(data: &Path, extra: &[(&str, &str)]) -> Shown {
     let client = reqwest::Client::new();
     let blog = Handler::start(data, extra);
     let base = blog.base.clone();
@@ -155,17 +163,13 @@ async fn a_blog(data: &Path, extra: &[(&str, &str)]) -> (Vec<String>, Vec<String
     assert!(shown.iter().any(|(_, text)| text.contains("Grace Hopper")));
     assert!(shown.iter().any(|(_, text)| text.contains(&pictures[0].0)), "the post shows its picture");
     blog.stop();
-    (users, posts, shown, pictures)
+    Shown { users, posts, answers: shown, pictures }
 }
 
-/// That the blog in `data` (run with `extra`) shows what `shown` and `pictures` say, and keeps
-/// the imported names.
-async fn shows_the_same(
-    data: &Path,
-    extra: &[(&str, &str)],
-    (users, posts, shown, pictures): &(Vec<String>, Vec<String>, Vec<(String, String)>, Vec<(String, Vec<u8>)>),
-    run: &str,
-) {
+/// That the blog in `data` (run with `extra`) shows what `shown` says, and keeps the imported
+/// names.
+async fn shows_the_same(data: &Path, extra: &[(&str, &str)], shown: &Shown, run: &str) {
+    let Shown { users, posts, answers: shown, pictures } = shown;
     let blog = Handler::start(data, extra);
     until_the_feed_has(&blog.base, 4).await;
     let after = everything_shown(&blog.base, users, posts).await;
@@ -212,16 +216,22 @@ async fn moved_whole(from_settings: &[(&str, &str)], to: impl Fn(&str) -> Vec<(S
 
     // An export killed after a few items leaves the file that was there, and a temporary file
     // that the next export removes.
-    let killed = handler_with(from.path(), &["export", "--output", path], &[from_settings, &[("BLOG_TEST_KILL_AFTER", "5")]].concat());
+    let killed =
+        handler_with(from.path(), &["export", "--output", path], &[from_settings, &[("BLOG_TEST_KILL_AFTER", "5")]].concat());
     assert!(!killed.status.success(), "killed: {}", stderr(&killed));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), text, "the previous file, whole");
     let other = files.path().join("other.jsonl");
-    let killed =
-        handler_with(from.path(), &["export", "-o", other.to_str().unwrap()], &[from_settings, &[("BLOG_TEST_KILL_AFTER", "5")]].concat());
+    let killed = handler_with(
+        from.path(),
+        &["export", "-o", other.to_str().unwrap()],
+        &[from_settings, &[("BLOG_TEST_KILL_AFTER", "5")]].concat(),
+    );
     assert!(!killed.status.success());
     let names = || -> Vec<String> {
-        let mut names: Vec<String> =
-            std::fs::read_dir(files.path()).unwrap().map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let mut names: Vec<String> = std::fs::read_dir(files.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
         names.sort();
         names
     };
@@ -247,11 +257,7 @@ async fn moved_whole(from_settings: &[(&str, &str)], to: impl Fn(&str) -> Vec<(S
         for again in 1..=2 {
             let imported = handler_with(to.path(), &["import", path], to_settings);
             assert!(imported.status.success(), "run {run}.{again}: {}", stderr(&imported));
-            assert!(
-                stderr(&imported).contains(&format!("import: {EXPORTED} written, copies made")),
-                "{}",
-                stderr(&imported)
-            );
+            assert!(stderr(&imported).contains(&format!("import: {EXPORTED} written, copies made")), "{}", stderr(&imported));
             shows_the_same(to.path(), to_settings, &blog, &format!("run {run}.{again}")).await;
         }
         // The store exported again is the file.
@@ -281,10 +287,18 @@ async fn moved_whole(from_settings: &[(&str, &str)], to: impl Fn(&str) -> Vec<(S
         std::fs::write(&bad, &text).unwrap();
         let imported = handler_with(to.path(), &["import", bad.to_str().unwrap()], to_settings);
         assert_eq!(imported.status.code(), Some(1), "{}", stderr(&imported));
-        assert!(stderr(&imported).contains(&said) && stderr(&imported).contains("nothing was imported"), "{said}: {}", stderr(&imported));
+        assert!(
+            stderr(&imported).contains(&said) && stderr(&imported).contains("nothing was imported"),
+            "{said}: {}",
+            stderr(&imported)
+        );
     }
     let exported = handler_with(to.path(), &["export"], to_settings);
-    assert_eq!(String::from_utf8_lossy(&exported.stdout).lines().count(), 2, "only the header and the last line: nothing was imported");
+    assert_eq!(
+        String::from_utf8_lossy(&exported.stdout).lines().count(),
+        2,
+        "only the header and the last line: nothing was imported"
+    );
 }
 
 #[tokio::test]
@@ -358,7 +372,10 @@ async fn what_the_api_would_never_write_is_refused_by_line_and_field_and_nothing
     let cases: Vec<(Vec<Value>, &str)> = vec![
         (with(2, "postId", json!("other")), "line 4, `postId`: \"other\" is not the post's `id`"),
         (with(3, "content", json!("x".repeat(3_000_000))), "line 5, `content`: `content` must be at most 2000 characters long"),
-        (with(3, "content", json!("x".repeat(5_000))), "line 5, `content`: `content` must be at most 2000 characters long; it has 5000"),
+        (
+            with(3, "content", json!("x".repeat(5_000))),
+            "line 5, `content`: `content` must be at most 2000 characters long; it has 5000",
+        ),
         (with(3, "id", json!("../../x")), "line 5, `id`: The id must not contain '/'"),
         (with(3, "id", json!("a/b?c#d%")), "line 5, `id`: The id must not contain '/'"),
         (with(3, "id", json!("p1")), "line 5, `id`: \"p1\" is in post \"p1\"'s partition already"),
@@ -378,17 +395,15 @@ async fn what_the_api_would_never_write_is_refused_by_line_and_field_and_nothing
             "line 7, `bytes`: their SHA-256 is not the one the picture's name says",
         ),
         (
-            [whole.to_vec(), vec![json!({"type": "picture", "postId": "p1", "userId": "bob", "name": "x", "bytes": ""})]].concat(),
+            [whole.to_vec(), vec![json!({"type": "picture", "postId": "p1", "userId": "bob", "name": "x", "bytes": ""})]]
+                .concat(),
             "line 7, `userId`: \"bob\" is not the post's author",
         ),
         (
             vec![user("ada", "ada"), user("bob", "bob"), comment.clone(), post.clone()],
             "line 4, `postId`: a comment of post \"p1\", which no line before it holds",
         ),
-        (
-            vec![user("ada", "ada"), json!({"id": "p", "type": "post"})],
-            "line 3: not a \"post\" as the blog stores one",
-        ),
+        (vec![user("ada", "ada"), json!({"id": "p", "type": "post"})], "line 3: not a \"post\" as the blog stores one"),
         (vec![user("ada", "ada"), json!({"type": "reservation"})], "line 3: `type` is \"reservation\""),
     ];
     let file = files.path().join("bad.jsonl");
@@ -396,7 +411,11 @@ async fn what_the_api_would_never_write_is_refused_by_line_and_field_and_nothing
         std::fs::write(&file, sealed(&items)).unwrap();
         let imported = handler(to.path(), &["import", file.to_str().unwrap()]);
         assert_eq!(imported.status.code(), Some(1), "{said}: {}", stderr(&imported));
-        assert!(stderr(&imported).contains(said) && stderr(&imported).contains("nothing was imported"), "{said}: {}", stderr(&imported));
+        assert!(
+            stderr(&imported).contains(said) && stderr(&imported).contains("nothing was imported"),
+            "{said}: {}",
+            stderr(&imported)
+        );
         let after = handler(to.path(), &["export"]);
         assert_eq!(after.stdout, before.stdout, "{said}: nothing was imported");
     }
@@ -411,7 +430,11 @@ async fn what_the_api_would_never_write_is_refused_by_line_and_field_and_nothing
         std::fs::write(&file, &text).unwrap();
         let imported = handler(to.path(), &["import", file.to_str().unwrap()]);
         assert_eq!(imported.status.code(), Some(1), "{}", stderr(&imported));
-        assert!(stderr(&imported).contains(said) && stderr(&imported).contains("nothing was imported"), "{said}: {}", stderr(&imported));
+        assert!(
+            stderr(&imported).contains(said) && stderr(&imported).contains("nothing was imported"),
+            "{said}: {}",
+            stderr(&imported)
+        );
     }
     // The whole file is taken, once the name is its own.
     std::fs::write(&file, sealed(&whole)).unwrap();
