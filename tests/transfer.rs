@@ -436,10 +436,28 @@ async fn what_the_api_would_never_write_is_refused_by_line_and_field_and_nothing
             stderr(&imported)
         );
     }
+    // A picture, where the blog keeps none; with the picture store, the same file is taken.
+    let hash = {
+        use sha2::Digest;
+        sha2::Sha256::digest(&noise).iter().map(|byte| format!("{byte:02x}")).collect::<String>()
+    };
+    let picture = json!({"type": "picture", "postId": "p1", "userId": "ada", "name": format!("{hash}-4x4.png"),
+        "bytes": base64_of(&noise)});
+    std::fs::write(&file, sealed(&[whole.to_vec(), vec![picture]].concat())).unwrap();
+    let imported = handler_with(to.path(), &["import", file.to_str().unwrap()], &[("BLOG_PICTURES", "off")]);
+    let said = "line 7: a picture, and this blog keeps no pictures";
+    assert!(stderr(&imported).contains(said) && stderr(&imported).contains("nothing was imported"), "{}", stderr(&imported));
+    assert_eq!(handler(to.path(), &["export"]).stdout, before.stdout, "nothing was imported");
     // The whole file is taken, once the name is its own.
-    std::fs::write(&file, sealed(&whole)).unwrap();
     let imported = handler(to.path(), &["import", file.to_str().unwrap()]);
     assert!(imported.status.success(), "{}", stderr(&imported));
+    let (status, bytes) = {
+        let blog = Handler::start(to.path(), &[]);
+        let found = bytes_at(&blog.base, &format!("/pictures/ada/p1/{hash}-4x4.png")).await;
+        blog.stop();
+        found
+    };
+    assert_eq!((status, bytes), (200, noise), "the picture, byte for byte");
 }
 
 fn base64_of(bytes: &[u8]) -> String {
