@@ -485,6 +485,11 @@ pub async fn import(
             Ok(Some(item)) => item,
             Ok(None) => break,
             Err(error) => {
+                // It passed the checks a moment ago: a line that fails them now was changed since.
+                let error = match error {
+                    TransferError::Io(error) => TransferError::Io(error),
+                    _ => TransferError::Changed { path: path.display().to_string() },
+                };
                 let line = reader.checker.line;
                 return Err(TransferError::Unfinished { line, written: counts.total(), total, source: Box::new(error) });
             }
@@ -652,11 +657,13 @@ impl Checker {
     }
 
     fn malformed(&self, why: impl Into<String>) -> TransferError {
-        TransferError::Malformed { line: self.line, why: why.into() }
+        TransferError::Malformed { line: self.line, why: sentence_part(why.into()) }
     }
 
+    /// The API's own words for what is wrong with `field` (its messages are sentences: said
+    /// here as part of one).
     fn field(&self, field: &'static str, why: impl std::fmt::Display) -> TransferError {
-        TransferError::Field { line: self.line, field, why: why.to_string() }
+        TransferError::Field { line: self.line, field, why: sentence_part(why.to_string()) }
     }
 
     /// Checks line `self.line`, whose text (with its line break) is `raw`: the item it holds,
@@ -835,7 +842,11 @@ impl Checker {
             _ => return Err(self.field("postId", format!("a {kind} of post {post_id:?}, which no line before it holds"))),
         };
         if kind != "picture" {
-            model::validate_id(id).map_err(|why| TransferError::Field { line: self.line, field: "id", why })?;
+            model::validate_id(id).map_err(|why| TransferError::Field {
+                line: self.line,
+                field: "id",
+                why: sentence_part(why),
+            })?;
         }
         if !current.ids.insert(id.to_owned()) {
             let field = if kind == "picture" { "name" } else { "id" };
@@ -904,6 +915,14 @@ impl Checker {
         }
         self.end_of_post()
     }
+}
+
+/// A sentence of the API's (`The id must not be empty.`) as a part of the error's own.
+fn sentence_part(mut why: String) -> String {
+    if why.ends_with('.') {
+        why.pop();
+    }
+    why
 }
 
 /// A picture's line.
