@@ -504,6 +504,7 @@ pub async fn import(
     if reader.checker.counts != checker.counts {
         return Err(TransferError::Changed { path: path.display().to_string() });
     }
+    over_quota(state, &checker.picture_owners).await?;
     state.feed.invalidate();
     let users = processor::replay_users_reporting(state, &mut |users| progress(ImportProgress::Copies { users, posts: 0 }))
         .await
@@ -535,6 +536,29 @@ async fn write(state: &AppState, item: Item, counts: &mut Counts) -> Result<(), 
 
 fn document(item: &impl serde::Serialize) -> Result<Value, TransferError> {
     serde_json::to_value(item).map_err(|error| TransferError::Io(error.into()))
+}
+
+/// Says which of `owners` keep more pictures than this blog's quota lets a writer keep. Their
+/// pictures are imported all the same (they were taken where they come from, and the posts show
+/// them); the quota counts what is stored under a writer, so such a writer can add no picture
+/// until they delete some, as the operator is told here.
+async fn over_quota(state: &AppState, owners: &std::collections::BTreeSet<String>) -> Result<(), TransferError> {
+    let Some(pictures) = &state.pictures else { return Ok(()) };
+    let quota = pictures.quota();
+    for owner in owners {
+        let usage = pictures.store().usage(owner).await?;
+        if usage.pictures > quota.pictures || usage.bytes > quota.bytes {
+            tracing::warn!(
+                writer = owner,
+                pictures = usage.pictures,
+                bytes = usage.bytes,
+                quota_pictures = quota.pictures,
+                quota_bytes = quota.bytes,
+                "a writer keeps more pictures than this blog's quota: imported all the same; they can add none until they delete some"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// What the first pass leaves to the store: that each user named but not in the file is in it,
@@ -627,6 +651,8 @@ pub(crate) struct Checker {
     posts: HashSet<String>,
     /// The post whose comments, likes and pictures follow.
     current: Option<CurrentPost>,
+    /// The writers whose pictures the file holds.
+    picture_owners: std::collections::BTreeSet<String>,
 }
 
 /// The post being read, and what of it has been read.
@@ -653,6 +679,7 @@ impl Checker {
             elsewhere: Default::default(),
             posts: HashSet::new(),
             current: None,
+            picture_owners: Default::default(),
         }
     }
 
@@ -825,6 +852,9 @@ impl Checker {
             return Err(self.field("bytes", "their SHA-256 is not the one the picture's name says"));
         }
         self.counts.pictures += 1;
+        if !self.picture_owners.contains(&address.owner) {
+            self.picture_owners.insert(address.owner.clone());
+        }
         Ok((address, bytes))
     }
 

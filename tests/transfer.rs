@@ -437,27 +437,29 @@ async fn what_the_api_would_never_write_is_refused_by_line_and_field_and_nothing
         );
     }
     // A picture, where the blog keeps none; with the picture store, the same file is taken.
-    let hash = {
+    let picture_of = |bytes: &[u8]| {
         use sha2::Digest;
-        sha2::Sha256::digest(&noise).iter().map(|byte| format!("{byte:02x}")).collect::<String>()
+        let hash = sha2::Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect::<String>();
+        json!({"type": "picture", "postId": "p1", "userId": "ada", "name": format!("{hash}-4x4.png"), "bytes": base64_of(bytes)})
     };
-    let picture = json!({"type": "picture", "postId": "p1", "userId": "ada", "name": format!("{hash}-4x4.png"),
-        "bytes": base64_of(&noise)});
-    std::fs::write(&file, sealed(&[whole.to_vec(), vec![picture]].concat())).unwrap();
+    let other = common::noise_png_of(4, 4, 2);
+    let pictures = vec![picture_of(&noise), picture_of(&other)];
+    std::fs::write(&file, sealed(&[whole.to_vec(), pictures.clone()].concat())).unwrap();
     let imported = handler_with(to.path(), &["import", file.to_str().unwrap()], &[("BLOG_PICTURES", "off")]);
     let said = "line 7: a picture, and this blog keeps no pictures";
     assert!(stderr(&imported).contains(said) && stderr(&imported).contains("nothing was imported"), "{}", stderr(&imported));
     assert_eq!(handler(to.path(), &["export"]).stdout, before.stdout, "nothing was imported");
-    // The whole file is taken, once the name is its own.
-    let imported = handler(to.path(), &["import", file.to_str().unwrap()]);
+    // The whole file is taken, once the name is its own; a writer over this blog's quota keeps
+    // their pictures, and the operator is told.
+    let imported = handler_with(to.path(), &["import", file.to_str().unwrap()], &[("BLOG_PICTURES_PER_WRITER", "1")]);
     assert!(imported.status.success(), "{}", stderr(&imported));
-    let (status, bytes) = {
-        let blog = Handler::start(to.path(), &[]);
-        let found = bytes_at(&blog.base, &format!("/pictures/ada/p1/{hash}-4x4.png")).await;
-        blog.stop();
-        found
-    };
-    assert_eq!((status, bytes), (200, noise), "the picture, byte for byte");
+    assert!(stderr(&imported).contains("a writer keeps more pictures than this blog's quota"), "{}", stderr(&imported));
+    let blog = Handler::start(to.path(), &[]);
+    for (picture, bytes) in pictures.iter().zip([noise, other]) {
+        let found = bytes_at(&blog.base, &format!("/pictures/ada/p1/{}", picture["name"].as_str().unwrap())).await;
+        assert_eq!(found, (200, bytes), "the picture, byte for byte");
+    }
+    blog.stop();
 }
 
 fn base64_of(bytes: &[u8]) -> String {
