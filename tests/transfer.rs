@@ -462,6 +462,46 @@ async fn what_the_api_would_never_write_is_refused_by_line_and_field_and_nothing
     blog.stop();
 }
 
+/// An import stopped while it writes, other than by a kill (here the picture store cannot be
+/// reached; on an account, a throttle past the SDK's retries does the same): it says where it
+/// stopped and that the same import finishes it, and it does.
+#[tokio::test]
+async fn an_import_stopped_by_a_failing_store_says_so_and_running_it_again_finishes_it() {
+    let (to, files) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let date = "2026-01-01T00:00:00.000Z";
+    let noise = common::noise_png_of(4, 4, 3);
+    let hash = {
+        use sha2::Digest;
+        sha2::Sha256::digest(&noise).iter().map(|byte| format!("{byte:02x}")).collect::<String>()
+    };
+    let items = [
+        json!({"id": "ada", "type": "user", "userId": "ada", "username": "ada"}),
+        json!({"id": "p1", "type": "post", "postId": "p1", "userId": "ada", "userUsername": "ada", "title": "T",
+            "content": "C", "commentCount": 0, "likeCount": 0, "creationDate": date}),
+        json!({"type": "picture", "postId": "p1", "userId": "ada", "name": format!("{hash}-4x4.png"), "bytes": base64_of(&noise)}),
+    ];
+    let file = files.path().join("blog.jsonl");
+    std::fs::write(&file, sealed(&items)).unwrap();
+    // Blob Storage on a port where nothing listens.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (account, key) = (common::azurite::ACCOUNT, common::azurite::KEY);
+    let unreachable = format!(
+        "DefaultEndpointsProtocol=http;AccountName={account};AccountKey={key};BlobEndpoint=http://127.0.0.1:{port}/{account};"
+    );
+    let stopped = handler_with(to.path(), &["import", file.to_str().unwrap()], &[("BLOG_PICTURES", &unreachable)]);
+    assert_eq!(stopped.status.code(), Some(1), "{}", stderr(&stopped));
+    let said = "the import stopped at line 4, after writing 2 of the file's 3 items and pictures: run the same import again to finish it";
+    assert!(stderr(&stopped).contains(said), "{}", stderr(&stopped));
+    assert!(!stderr(&stopped).contains("nothing was imported"), "{}", stderr(&stopped));
+
+    let finished = handler(to.path(), &["import", file.to_str().unwrap()]);
+    assert!(finished.status.success(), "{}", stderr(&finished));
+    let blog = Handler::start(to.path(), &[]);
+    until_the_feed_has(&blog.base, 1).await;
+    assert_eq!(bytes_at(&blog.base, &format!("/pictures/ada/p1/{hash}-4x4.png")).await, (200, noise));
+    blog.stop();
+}
+
 fn base64_of(bytes: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(bytes)
