@@ -160,6 +160,32 @@ pub enum TransferError {
         /// Its name in the store.
         stored: String,
     },
+    /// A post of the file is in the store already as another post: another author, or other
+    /// counters (comments or likes the file does not list would stay, and the counters say
+    /// otherwise).
+    #[error(
+        "line {line}: post {post:?} is in this store already, by {stored_author:?} with {stored_comments} comments \
+         and {stored_likes} likes; the file's is by {author:?} with {comments} and {likes}: import into a store \
+         without it; nothing was imported"
+    )]
+    PostDiffers {
+        /// The post's line.
+        line: usize,
+        /// The post.
+        post: String,
+        /// Its author in the file.
+        author: String,
+        /// Its counters in the file.
+        comments: u64,
+        /// Its counters in the file.
+        likes: u64,
+        /// Its author in the store.
+        stored_author: String,
+        /// Its counters in the store.
+        stored_comments: u64,
+        /// Its counters in the store.
+        stored_likes: u64,
+    },
     /// The file holds pictures, and the store the settings name keeps none.
     #[error(
         "line {line}: a picture, and this blog keeps no pictures (README, \"Configuration\": \
@@ -562,12 +588,32 @@ async fn over_quota(state: &AppState, owners: &std::collections::BTreeSet<String
 }
 
 /// What the first pass leaves to the store: that each user named but not in the file is in it,
-/// that no name of the file is held there by another user, and that the file's users are
-/// not there under other names. One point read per user.
+/// that no name of the file is held there by another user, that the file's users are not there
+/// under other names, and its posts not there as other posts (another author, other counters;
+/// one that is the file's, written by an import stopped halfway, is). Point reads: one per post,
+/// two per user.
 async fn check_in_store(state: &AppState, checker: &Checker) -> Result<(), TransferError> {
     for (user, line) in &checker.elsewhere {
         if state.store.read::<Value>(Container::Users, user, user).await?.is_none_or(|found| found["type"] != "user") {
             return Err(TransferError::NoSuchUser { line: *line, user: user.clone() });
+        }
+    }
+    for (post, (line, author, comments, likes)) in &checker.posts {
+        let Some(stored) = state.store.read::<Post>(Container::Posts, post, post).await? else { continue };
+        if !model::is_live(&stored) {
+            continue;
+        }
+        if stored.user_id != *author || stored.comment_count != *comments || stored.like_count != *likes {
+            return Err(TransferError::PostDiffers {
+                line: *line,
+                post: post.clone(),
+                author: author.clone(),
+                comments: *comments,
+                likes: *likes,
+                stored_author: stored.user_id,
+                stored_comments: stored.comment_count,
+                stored_likes: stored.like_count,
+            });
         }
     }
     for (normalized, (line, user, name)) in &checker.names {
@@ -647,8 +693,8 @@ pub(crate) struct Checker {
     names: HashMap<String, (usize, String, String)>,
     /// Users the file's items name that are not (yet) among its users: id → first line.
     elsewhere: std::collections::BTreeMap<String, usize>,
-    /// Every post of the file.
-    posts: HashSet<String>,
+    /// Every post of the file: id → (line, author, comments, likes).
+    posts: HashMap<String, (usize, String, u64, u64)>,
     /// The post whose comments, likes and pictures follow.
     current: Option<CurrentPost>,
     /// The writers whose pictures the file holds.
@@ -677,7 +723,7 @@ impl Checker {
             users: HashMap::new(),
             names: HashMap::new(),
             elsewhere: Default::default(),
-            posts: HashSet::new(),
+            posts: HashMap::new(),
             current: None,
             picture_owners: Default::default(),
         }
@@ -794,7 +840,8 @@ impl Checker {
         if let Some(at) = &post.edited_at {
             self.date("editedAt", at)?;
         }
-        if !self.posts.insert(post.id.clone()) {
+        let listed = (self.line, post.user_id.clone(), post.comment_count, post.like_count);
+        if self.posts.insert(post.id.clone(), listed).is_some() {
             return Err(self.field("id", format!("post {:?} is in the file twice", post.id)));
         }
         let ids = HashSet::from([post.id.clone()]);
@@ -863,7 +910,7 @@ impl Checker {
     fn of_current_post(&mut self, kind: &str, post_id: &str, id: &str) -> Result<(), TransferError> {
         let current = match &mut self.current {
             Some(current) if current.post.id == post_id => current,
-            _ if self.posts.contains(post_id) => {
+            _ if self.posts.contains_key(post_id) => {
                 let why = format!(
                     "a {kind} of post {post_id:?} after another post's lines: a post's comments, likes and pictures follow it"
                 );

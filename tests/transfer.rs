@@ -460,6 +460,16 @@ async fn what_the_api_would_never_write_is_refused_by_line_and_field_and_nothing
         assert_eq!(found, (200, bytes), "the picture, byte for byte");
     }
     blog.stop();
+    // Its post, with other counters, is another post: refused, as it would leave the stored
+    // comment under a post that says it has none.
+    let before = handler(to.path(), &["export"]);
+    let mut other_post = post.clone();
+    other_post["commentCount"] = json!(0);
+    std::fs::write(&file, sealed(&[user("ada", "ada"), user("bob", "bob"), other_post, like.clone()])).unwrap();
+    let imported = handler(to.path(), &["import", file.to_str().unwrap()]);
+    let said = "line 4: post \"p1\" is in this store already, by \"ada\" with 1 comments and 1 likes; the file's is by \"ada\" with 0 and 1";
+    assert!(stderr(&imported).contains(said) && stderr(&imported).contains("nothing was imported"), "{}", stderr(&imported));
+    assert_eq!(handler(to.path(), &["export"]).stdout, before.stdout, "nothing was imported");
 }
 
 /// An import stopped while it writes, other than by a kill (here the picture store cannot be
