@@ -342,9 +342,29 @@ hard break\\
 
 # --- Import files ----------------------------------------------------------------------------
 
-def export(*items):
-    lines = [{"format": "cosmos-blog", "version": 1}] + list(items)
-    return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+def export(*items, sealed=True):
+    """An export file of version 2: the header, the items, and the last line that says what they
+    are and their SHA-256 (which `handler import` checks; the fuzz target checks the lines without
+    it, since a mutated file cannot make its digest)."""
+    lines = [{"format": "cosmos-blog", "version": 2}] + list(items)
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    if not sealed:
+        return text
+    counts = {"users": 0, "posts": 0, "comments": 0, "likes": 0, "pictures": 0}
+    for item in items:
+        kind = str(item.get("type")) + "s"
+        if kind in counts:
+            counts[kind] += 1
+    end = {**counts, "sha256": hashlib.sha256(text.encode()).hexdigest()}
+    return text + json.dumps({"format": "cosmos-blog", "end": end}) + "\n"
+
+
+def one_pixel_png():
+    """A 1 × 1 PNG, made here: a picture line's bytes."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00")) + chunk(b"IEND", b"")
 
 
 def imports():
@@ -355,14 +375,20 @@ def imports():
             "creationDate": "2024-05-01T09:00:00.000Z", "editedAt": "2024-05-01T09:30:00.000Z"}
     comment = {"id": "c1", "type": "comment", "postId": "p1", "userId": "u2", "userUsername": "Zoë", "content": "Nice!",
                "creationDate": "2024-05-01T09:10:00.000Z"}
-    like = {"id": "l1", "type": "like", "postId": "p1", "userId": "u2", "userUsername": "Zoë",
+    like = {"id": "like-u2", "type": "like", "postId": "p1", "userId": "u2", "userUsername": "Zoë",
             "creationDate": "2024-05-01T09:11:00.000Z"}
-    write("import_line", "export", export(user, renamed, post, comment, like))
-    write("import_line", "export-crlf-blank-lines", export(user, post).replace("\n", "\r\n") + "\r\n  \r\n")
+    png = one_pixel_png()
+    picture = {"type": "picture", "postId": "p1", "userId": "u1", "name": hashlib.sha256(png).hexdigest() + "-1x1.png",
+               "bytes": base64.b64encode(png).decode()}
+    write("import_line", "export", export(user, renamed, post, comment, like, picture))
+    write("import_line", "export-crlf-blank-lines", export(user, {**post, "commentCount": 0, "likeCount": 0}).replace("\n", "\r\n") + "\r\n  \r\n")
     write("import_line", "comment-before-its-post", export(user, comment, post))
     write("import_line", "unknown-type", export(user, {"id": "x", "type": "reservation"}))
     write("import_line", "bad-id", export({**user, "id": "a/b", "userId": "a/b"}))
+    write("import_line", "counts-not-the-files", export(user, post))
+    write("import_line", "cut-short", export(user, renamed, post, comment, like, sealed=False))
     write("import_line", "old-header", '{"format": "cosmos-blog", "version": 0}\n')
+    write("import_line", "version-1", '{"format": "cosmos-blog", "version": 1}\n')
     write("import_line", "empty", b"")
 
 

@@ -300,22 +300,30 @@ fn check_img(tag: &ParsedTag<'_>, whose: Whose, html: &str) {
 }
 
 /// An import file (`handler import`): the input is the whole file, its header line first.
-/// Its lines are checked as the import checks them before it writes anything: a file taken has
-/// one item a line (blank lines aside); a file refused is refused naming one of its lines, and
-/// never with a panic.
+/// Its lines are checked as the import checks them before it writes anything (but for what
+/// needs the store, and for the last line, whose digest a fuzzer cannot make): a file taken
+/// has one item a line (blank lines aside); a file refused is refused naming one of its lines,
+/// and never with a panic.
 pub fn import_line(data: &[u8]) {
+    use crate::transfer::TransferError;
     let lines = lines_of(data);
-    match crate::transfer::read_items(&mut &data[..]) {
+    match crate::transfer::check_unsealed(&mut &data[..]) {
         Ok(items) => {
             let text = std::str::from_utf8(data).expect("a file taken is text");
             let blank = |line: &&str| line.trim().is_empty();
             let expected = text.lines().skip(1).filter(|line| !blank(line)).count();
-            assert_eq!(items.len(), expected, "one item a line after the header");
+            // (The last line, where there is one, is no item.)
+            assert!(items == expected || items + 1 == expected, "one item a line after the header: {items} of {expected}");
         }
-        Err(crate::transfer::TransferError::Malformed { line, why }) => {
+        Err(
+            TransferError::Malformed { line, .. }
+            | TransferError::Field { line, .. }
+            | TransferError::Count { line, .. }
+            | TransferError::NameTwice { line, .. },
+        ) => {
             assert!((1..=lines.max(1)).contains(&line), "line {line} named, of a file of {lines} lines");
-            assert!(!why.is_empty(), "line {line} refused without a reason");
         }
+        Err(TransferError::NotWhole(_)) => {}
         Err(other) => panic!("refused without naming a line: {other}"),
     }
 }

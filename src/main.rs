@@ -125,20 +125,27 @@ Request units from the article's measured charges and this blog's reads per page
 Cosmos DB serverless and Flex Consumption at the list prices named in src/cost.rs, with their
 sources and dates (check them in the Azure pricing calculator). A Markdown table on stdout.")]
     Cost(CostArgs),
-    /// Write every user, post, comment and like as JSON lines
+    /// Write every user, post, comment, like and picture as JSON lines
     #[command(after_help = "\
 A header line, then one item a line as it is stored, users first, then each post and its
-comments and likes; no copies, no deleted posts. Progress and a summary on stderr.")]
+comments, likes and pictures (their bytes in base64); no copies, no deleted posts; then a last
+line with what the file holds and its SHA-256. A file named is written beside itself under a
+temporary name and renamed once whole: stopped (Ctrl-C, a kill), it leaves the file that was
+there, or none; the next export to the same name removes the temporary file a kill left.
+Progress and a summary on stderr.")]
     Export {
         /// The file to write (default: stdout)
         #[arg(long, short)]
         output: Option<std::path::PathBuf>,
     },
-    /// Load a file written by `export` into this store, then make the copies
+    /// Check a file written by `export`, load it into this store, then make the copies
     #[command(after_help = "\
-Checks every line before it writes anything (a bad line is named, and nothing is imported);
-writes each item as it is, so a second run leaves the same data; then replays the change feeds
-as rebuild-copies does. Progress and a summary on stderr.")]
+First checks every line as the API checks what it writes (ids, lengths, partition keys,
+authors, counters, names free here, pictures' bytes) and that the file is whole (its last line);
+anything wrong is named by its line and field, and nothing is imported. Then writes each item
+and picture as it is, so that an import stopped halfway is finished by running it again; then
+replays the change feeds as rebuild-copies does. Standard input is copied to a temporary file
+first (the file is read twice). Progress and a summary on stderr.")]
     Import {
         /// The file to read (default: stdin)
         file: Option<std::path::PathBuf>,
@@ -452,19 +459,26 @@ fn cost(args: &CostArgs) -> std::io::Result<()> {
     write!(out, "{}\n{}", blog::cost::per_request(), blog::cost::table(&traffics, &Prices::LISTED))
 }
 
-/// `handler export [--output FILE]`: every user, post, comment and like as JSON lines
-/// ([`blog::transfer`]), on stdout unless a file is named. How far it has got, and the summary,
-/// on stderr.
+/// `handler export [--output FILE]`: every user, post, comment, like and picture as JSON lines
+/// ([`blog::transfer`]), on stdout unless a file is named, which appears only once whole
+/// ([`blog::transfer::PartialFile`]). How far it has got, and the summary, on stderr.
 async fn export(config: Config, output: Option<std::path::PathBuf>, stderr: &Progress) -> Result<(), HandlerError> {
     use std::io::Write;
     let state = blog::connect(&config).await?;
-    let mut out: Box<dyn Write> = match &output {
-        Some(path) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(path).map_err(|source| HandlerError::File { path: path.clone(), source })?,
-        )),
-        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    let file_error = |path: &std::path::Path| {
+        let path = path.to_owned();
+        move |source| HandlerError::File { path, source }
     };
-    let counts = blog::transfer::export(&state, &mut out, &mut |counts, posts| {
+    let mut partial = match &output {
+        Some(path) => Some(blog::transfer::PartialFile::beside(path).map_err(file_error(path))?),
+        None => None,
+    };
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    let out: &mut dyn Write = match &mut partial {
+        Some(partial) => partial.writer(),
+        None => &mut stdout,
+    };
+    let counts = blog::transfer::export(&state, out, &mut |counts, posts| {
         let bar = posts.map(|posts| format!("{} ", blog::progress::bar(posts.done, posts.of))).unwrap_or_default();
         stderr.update(|| format!("export: {bar}{counts} ({})", seconds(stderr.elapsed())))
     })
@@ -474,24 +488,52 @@ async fn export(config: Config, output: Option<std::path::PathBuf>, stderr: &Pro
         Err(blog::transfer::TransferError::Io(error)) if error.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
         other => other?,
     };
+    if let (Some(partial), Some(path)) = (partial, &output) {
+        partial.finish().map_err(file_error(path))?;
+    }
     let to = output.map_or_else(|| "stdout".to_owned(), |path| path.display().to_string());
     stderr.line(&format!("export: {counts} written to {to} in {}", seconds(stderr.elapsed())));
     Ok(())
 }
 
-/// `handler import [FILE]`: loads an export into this store, then makes the copies. How far it
+/// `handler import [FILE]`: checks an export, loads it into this store, then makes the copies.
+/// Standard input is copied into a temporary file first: the file is read twice. How far it
 /// has got, and the summary, on stderr.
 async fn import(config: Config, file: Option<std::path::PathBuf>, stderr: &Progress) -> Result<(), HandlerError> {
-    let mut input: Box<dyn std::io::BufRead> = match &file {
-        Some(path) => Box::new(std::io::BufReader::new(
-            std::fs::File::open(path).map_err(|source| HandlerError::File { path: path.clone(), source })?,
-        )),
-        None => Box::new(std::io::stdin().lock()),
+    use blog::transfer::ImportProgress;
+    let spooled = match &file {
+        Some(_) => None,
+        None => Some(
+            blog::transfer::Spooled::from(&mut std::io::stdin().lock())
+                .map_err(|source| HandlerError::File { path: std::env::temp_dir().join("cosmos-blog-import-…"), source })?,
+        ),
     };
+    let path = match (&file, &spooled) {
+        (Some(path), _) => path.clone(),
+        (None, Some(spooled)) => spooled.path().to_owned(),
+        (None, None) => unreachable!("standard input is spooled"),
+    };
+    if let Err(source) = std::fs::metadata(&path) {
+        return Err(HandlerError::File { path, source });
+    }
     let state = blog::connect(&config).await?;
-    let counts = blog::transfer::import(&state, &mut input, &mut |counts, total| {
-        let bar = blog::progress::bar(counts.total(), total);
-        stderr.update(|| format!("import: {bar} {counts} written ({})", seconds(stderr.elapsed())))
+    let counts = blog::transfer::import(&state, &path, &mut |step| {
+        let elapsed = || seconds(stderr.elapsed());
+        match step {
+            ImportProgress::Checking { lines, bytes, size } => {
+                let bar = blog::progress::bar(
+                    usize::try_from(bytes).unwrap_or(usize::MAX),
+                    usize::try_from(size).unwrap_or(usize::MAX),
+                );
+                stderr.update(|| format!("import: {bar} checking the file: {lines} lines checked ({})", elapsed()))
+            }
+            ImportProgress::Writing { counts, total } => {
+                let bar = blog::progress::bar(counts.total(), total);
+                stderr.update(|| format!("import: {bar} {counts} written ({})", elapsed()))
+            }
+            ImportProgress::Copies { users, posts } => stderr
+                .update(|| format!("import: making the copies: {users} users replayed, {posts} posts delivered ({})", elapsed())),
+        }
     })
     .await?;
     stderr.line(&format!("import: {counts} written, copies made, in {}", seconds(stderr.elapsed())));

@@ -305,11 +305,11 @@ async fn export_and_import_on_a_terminal_draw_a_bar() {
     let (status, shown) = on_a_terminal(data.path(), &format!("export --output {}", file.display()));
     assert!(status.success(), "{status}: {shown}");
     assert!(shown.contains("\r\x1b[Kexport: ["), "the bar, drawn in place: {shown:?}");
-    assert!(shown.contains("export: 1 users, 3 posts, 0 comments, 0 likes written to"), "{shown:?}");
+    assert!(shown.contains("export: 1 users, 3 posts, 0 comments, 0 likes, 0 pictures written to"), "{shown:?}");
 
     let empty = tempfile::tempdir().unwrap();
     let (status, shown) = on_a_terminal(empty.path(), &format!("import {}", file.display()));
     assert!(status.success(), "{status}: {shown}");
     assert!(shown.contains("import: [") && shown.contains(" %"), "the bar: {shown:?}");
-    assert!(shown.contains("import: 1 users, 3 posts, 0 comments, 0 likes written, copies made"), "{shown:?}");
+    assert!(shown.contains("import: 1 users, 3 posts, 0 comments, 0 likes, 0 pictures written, copies made"), "{shown:?}");
 }

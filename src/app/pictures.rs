@@ -97,6 +97,11 @@ impl Pictures {
         self.quota
     }
 
+    /// Where the pictures are kept: `handler export` and `import` read and write it directly.
+    pub(crate) fn store(&self) -> &dyn PictureStore {
+        self.store.as_ref()
+    }
+
     /// The lock `writer`'s uploads take turns on (shared with the writers of its stripe).
     fn writer_turn(&self, writer: &str) -> &tokio::sync::Mutex<()> {
         let hash =
@@ -244,7 +249,7 @@ pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppRe
 /// named after its picture's hash, not its own, so it is told by its size (960 pixels wide, a
 /// JPEG) and passes unchecked: it is made from a picture that is checked, and a damaged one
 /// shows as a damaged small copy, never as the original.
-fn is_as_named(address: &PictureAddress, bytes: &[u8]) -> bool {
+pub(crate) fn is_as_named(address: &PictureAddress, bytes: &[u8]) -> bool {
     let hash = crate::model::hex(&sha2::Sha256::digest(bytes));
     hash == address.name.hash()
         || (address.name.kind() == Kind::Jpeg && address.name.size().0 == crate::model::picture::PHONE_WIDTH)

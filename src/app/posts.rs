@@ -17,7 +17,7 @@ use super::{AppError, AppResult, AppState, Caller, post_not_found, valid_user_id
 /// its write.
 const EDIT_ATTEMPTS: usize = 16;
 
-fn validate_post_text(title: &str, content: &str) -> AppResult<()> {
+pub(crate) fn validate_post_text(title: &str, content: &str) -> AppResult<()> {
     validate_text("title", title, MAX_TITLE_CHARS, false)?;
     validate_text("content", content, MAX_CONTENT_CHARS, true)
 }

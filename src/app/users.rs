@@ -13,7 +13,7 @@ use super::{AppError, AppResult, AppState, Caller, validate_text};
 
 /// A username as given, checked: a visible, single-line name of at most
 /// [`MAX_USERNAME_CHARS`] characters.
-fn valid_username(username: String) -> AppResult<String> {
+pub(crate) fn valid_username(username: String) -> AppResult<String> {
     validate_text("username", &username, MAX_USERNAME_CHARS, false)?;
     validate_display_name(&username)?;
     Ok(username)

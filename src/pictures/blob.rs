@@ -21,7 +21,7 @@ use azure_storage_blob::{BlobContainerClient, BlobContainerClientOptions, BlobSe
 use futures::TryStreamExt;
 
 use super::store::{PictureStore, PictureStoreError, PostFolder, Usage};
-use crate::model::picture::PictureAddress;
+use crate::model::picture::{PictureAddress, PictureName};
 
 /// A picture's `Cache-Control`: its name is its content's hash, so it never changes.
 pub const IMMUTABLE: &str = "public, max-age=31536000, immutable";
@@ -163,6 +163,11 @@ impl PictureStore for BlobStore {
             }
         }
         Ok(names.len())
+    }
+
+    async fn post_pictures(&self, owner: &str, post: &str) -> Result<Vec<PictureName>, PictureStoreError> {
+        let blobs = self.list(&format!("{owner}/{post}/")).await?;
+        Ok(blobs.iter().filter_map(|blob| PictureName::parse(blob.name.rsplit('/').next().unwrap_or_default())).collect())
     }
 
     async fn usage(&self, owner: &str) -> Result<Usage, PictureStoreError> {

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 
 use super::store::{PictureStore, PictureStoreError, PostFolder, Usage};
-use crate::model::picture::PictureAddress;
+use crate::model::picture::{PictureAddress, PictureName};
 
 /// Where temporary files start their names; no picture's name does.
 const TEMPORARY: &str = ".partial-";
@@ -123,6 +123,27 @@ impl PictureStore for DirectoryStore {
             let owner = directory.parent().expect("a post's directory is in its owner's");
             sync_directory(owner).map_err(|error| PictureStoreError::io(owner, error))?;
             Ok(removed)
+        })
+        .await
+    }
+
+    async fn post_pictures(&self, owner: &str, post: &str) -> Result<Vec<PictureName>, PictureStoreError> {
+        let directory = self.post_directory(owner, post);
+        blocking(move || {
+            let entries = match std::fs::read_dir(&directory) {
+                Ok(entries) => entries,
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+                Err(error) => return Err(PictureStoreError::io(&directory, error)),
+            };
+            let mut names = Vec::new();
+            for entry in entries {
+                let entry = entry.map_err(|error| PictureStoreError::io(&directory, error))?;
+                // A write cut short (its temporary file) is no picture.
+                if let Some(name) = PictureName::parse(&entry.file_name().to_string_lossy()) {
+                    names.push(name);
+                }
+            }
+            Ok(names)
         })
         .await
     }

@@ -91,6 +91,10 @@ pub trait PictureStore: Send + Sync {
     /// nothing to remove is not an error.
     async fn remove_post(&self, owner: &str, post: &str) -> Result<usize, PictureStoreError>;
 
+    /// The names of every picture of `owner`'s post `post` (the phones' variants included), in
+    /// no given order: what `handler export` carries with the post.
+    async fn post_pictures(&self, owner: &str, post: &str) -> Result<Vec<PictureName>, PictureStoreError>;
+
     /// How many pictures `owner` keeps, and their bytes.
     async fn usage(&self, owner: &str) -> Result<Usage, PictureStoreError>;
 

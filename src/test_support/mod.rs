@@ -13,6 +13,21 @@ pub use crate::cosmos::{FaultyDisk, ReleaseOnDrop, SdkFaults};
 use crate::cosmos::{Store, StoreError};
 pub use azure_data_cosmos::fault_injection::{self as sdk_faults, FaultInjectionRule};
 
+/// The variable that stops `handler export` and `handler import` as a kill would
+/// ([`kill_after`]), in a test's run of the binary.
+pub const KILL_AFTER: &str = "BLOG_TEST_KILL_AFTER";
+
+/// Ends the process at once, as `kill -9` would (no destructor runs, no buffer is flushed),
+/// once `done` reaches [`KILL_AFTER`]: `handler export` calls it after each item or picture it
+/// writes to its file, `handler import` after each it writes into the store, so that a test
+/// stops either at a known place instead of by timing.
+pub fn kill_after(done: usize) {
+    static AT: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    if AT.get_or_init(|| std::env::var(KILL_AFTER).ok().and_then(|at| at.parse().ok())).is_some_and(|at| done >= at) {
+        std::process::abort();
+    }
+}
+
 /// The settings of `cargo run` with the development sign-in, on a data directory of the test's.
 pub fn embedded_config(dir: &Path) -> Config {
     Config {

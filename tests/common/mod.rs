@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub(crate) mod azurite;
 pub(crate) mod binary;
 pub(crate) mod host;
 pub(crate) mod hostile;
