@@ -45,18 +45,54 @@ pub(crate) fn of_row(container: Container, partition_key: &str, id: &str, doc: &
     hasher.finalize()
 }
 
+/// What one row adds to its partition's digest: 64 bits of the SHA-256 of its key and its
+/// checksum. Digests are sums of these (wrapping), so a row removed is a subtraction and the
+/// order rows are met in does not matter. The checksum stands for the row's contents, so a row
+/// changed with its checksum made anew, or put back from an older copy of the file, changes the
+/// digest too; hashing the checksum rather than the document keeps the start-up check from
+/// reading every document twice.
+pub(crate) fn contribution(container: Container, partition_key: &str, id: &str, sum: u32) -> u64 {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for text in [container.name(), partition_key, id] {
+        hasher.update((text.len() as u64).to_le_bytes());
+        hasher.update(text.as_bytes());
+    }
+    hasher.update(sum.to_le_bytes());
+    let hash = hasher.finalize();
+    u64::from_le_bytes(hash[..8].try_into().expect("8 bytes"))
+}
+
+/// `text` as one POSIX shell word that the shell takes literally: in single quotes, each `'`
+/// written `'\''`. Ids and partition keys may hold `$(`, backticks, braces and quotes, and a
+/// refusal's command is meant to be pasted into a shell as it is.
+pub(crate) fn shell_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// The command that removes the item, with what depends on it, from the data directory of
+/// `path` (the database file): `BLOG_DATA_DIR=… handler remove <container> <partition key> <id>`,
+/// every word quoted ([`shell_quoted`]).
+pub(crate) fn remove_command(path: &std::path::Path, container: Container, partition_key: &str, id: &str) -> String {
+    let dir = path.parent().unwrap_or(std::path::Path::new("."));
+    format!(
+        "BLOG_DATA_DIR={} handler remove {} {} {}",
+        shell_quoted(&dir.display().to_string()),
+        container.name(),
+        shell_quoted(partition_key),
+        shell_quoted(id)
+    )
+}
+
 /// Why a row that does not match its checksum is refused, and what to do.
 pub(crate) fn mismatch(path: &std::path::Path, container: Container, partition_key: &str, id: &str) -> String {
-    let quoted = |text: &str| format!("'{}'", text.replace('\'', "''"));
     format!(
         "{path}: the item {id:?} of {container} (partition key {partition_key:?}) does not match its checksum: its bytes \
          changed on disk after it was written (a failing disk, or the file edited outside the handler), so it is not \
-         served. Restore the data directory from a backup; or, to go on without that item, delete it with \
-         `sqlite3 {path} \"DELETE FROM items WHERE container = {} AND pk = {} AND id = {}\"`, start again, and run \
-         `handler rebuild-copies` to bring its copies in line",
-        quoted(container.name()),
-        quoted(partition_key),
-        quoted(id),
+         served. Restore the data directory from a backup; or, to go on without that item, stop the blog and run \
+         `{command}`, which removes it with what depends on it (a post's comments, likes and copies; a comment's or a \
+         like's count on its post; a user's username reservation) and leaves the rest consistent",
+        command = remove_command(path, container, partition_key, id),
         path = path.display(),
         container = container.name(),
     )
@@ -80,9 +116,50 @@ mod tests {
     }
 
     #[test]
-    fn the_refusal_gives_a_statement_that_deletes_exactly_that_item() {
+    fn the_refusal_gives_a_command_that_removes_exactly_that_item() {
         let why = mismatch(std::path::Path::new("data/blog.sqlite"), Container::Posts, "it's", "x");
-        assert!(why.contains("container = 'posts' AND pk = 'it''s' AND id = 'x'"), "{why}");
+        assert!(why.contains("BLOG_DATA_DIR='data' handler remove posts 'it'\\''s' 'x'"), "{why}");
         assert!(why.contains("data/blog.sqlite") && why.contains("backup"), "{why}");
+    }
+
+    /// Each hostile id, quoted and given to a real shell, comes back as the one word it is, and
+    /// nothing in it runs.
+    #[test]
+    fn a_quoted_word_is_inert_in_a_shell() {
+        let hostile = [
+            "$(touch pwned)",
+            "`touch pwned`",
+            "${HOME}",
+            "{a,b}",
+            "it's",
+            "'",
+            "''",
+            "\"double\" \\ back",
+            "a b\tc\nd",
+            "*",
+            "~",
+            "-n",
+            "",
+            "$'\\x41'",
+            "!!",
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        for text in hostile {
+            let script = format!("printf '%s' {}", shell_quoted(text));
+            let output = std::process::Command::new("sh").arg("-c").arg(&script).current_dir(dir.path()).output().unwrap();
+            assert!(output.status.success(), "{script}");
+            assert_eq!(String::from_utf8(output.stdout).unwrap(), text, "{script}");
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing ran");
+    }
+
+    #[test]
+    fn a_contribution_covers_the_key_and_the_checksum() {
+        let base = contribution(Container::Posts, "p", "c", 7);
+        assert_ne!(base, contribution(Container::Users, "p", "c", 7));
+        assert_ne!(base, contribution(Container::Posts, "q", "c", 7));
+        assert_ne!(base, contribution(Container::Posts, "p", "d", 7));
+        assert_ne!(base, contribution(Container::Posts, "p", "c", 8));
+        assert_ne!(contribution(Container::Posts, "ab", "c", 1), contribution(Container::Posts, "a", "bc", 1));
     }
 }
