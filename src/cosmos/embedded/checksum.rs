@@ -13,10 +13,15 @@
 //! item, or per page"): both cost little, but the checksum VFS is C code outside the
 //! amalgamation that `rusqlite` bundles (this crate would compile and register it), its
 //! conversion rewrites the file (twice, as measured), it names no item, and it is only as good
-//! as its loading: the `sqlite3` shell that the refusals point operators to does not load it, so
+//! as its loading: the `sqlite3` shell, the tool for a damaged file, does not load it, so
 //! a row changed there leaves its page's checksum stale, and every read of the table fails. A
 //! row's own checksum names the one item that changed, costs one CRC of the item's bytes per
 //! write and per load, and needs nothing but a column.
+//!
+//! A row's checksum cannot see a row that is not there: a row deleted, or the table emptied, is
+//! seen by the tallies each commit keeps of every partition and container
+//! ([`super::database::Tally`]), checked at start against the rows, to which each row
+//! contributes a hash of its key and this checksum.
 //!
 //! What neither catches: a change to the WAL (`blog.sqlite-wal`) before it is checkpointed,
 //! which SQLite's own frame checksums meet by ending the log at that frame: the writes after it

@@ -451,12 +451,9 @@ impl std::fmt::Display for Incomplete {
             write!(
                 out,
                 "{path} does not hold what it recorded holding: items were deleted from it (or put in) outside the \
-                 handler, by the sqlite3 shell, another program, or a damaged or older copy of the file. {} partition{} \
-                 differ{}:",
-                self.partitions,
-                if self.partitions == 1 { "" } else { "s" },
-                if self.partitions == 1 { "s" } else { "" },
+                 handler, by the sqlite3 shell, another program, or a damaged or older copy of the file. Where:"
             )?;
+            let mut places = Vec::new();
             for discrepancy in &self.discrepancies {
                 let container = discrepancy.container.name();
                 let place = match &discrepancy.partition_key {
@@ -471,15 +468,14 @@ impl std::fmt::Display for Incomplete {
                 } else {
                     format!("{found} items, but not the ones written (an item replaced outside the handler)")
                 };
-                write!(out, " {place}: {said}")?;
-                if !discrepancy.missing.is_empty() {
-                    write!(out, " ({})", discrepancy.missing.join("; "))?;
-                }
-                write!(out, ";")?;
+                let missing =
+                    if discrepancy.missing.is_empty() { String::new() } else { format!(" ({})", discrepancy.missing.join("; ")) };
+                places.push(format!("{place}: {said}{missing}"));
             }
             if self.partitions > self.discrepancies.len() {
-                write!(out, " and {} more partitions;", self.partitions - self.discrepancies.len())?;
+                places.push(format!("and {} more", self.partitions - self.discrepancies.len()));
             }
+            write!(out, " {}.", places.join("; "))?;
         }
         let dir = checksum::shell_quoted(&self.path.parent().unwrap_or(Path::new(".")).display().to_string());
         write!(
@@ -586,11 +582,13 @@ fn what_is_missing(path: &Path, connection: &Connection, container: Container, p
             let post = items.iter().find(|(id, doc)| id == partition_key && doc["type"] == "post");
             let (comments, likes) = (of_type("comment"), of_type("like"));
             match post {
-                None => missing.push(format!("the post {partition_key:?} itself; {comments} comments and {likes} likes of it are left")),
+                None => missing.push(format!(
+                    "the post {partition_key:?} itself, whose comments ({comments}) and likes ({likes}) are left"
+                )),
                 Some((_, post)) => {
                     for (field, kind, listed) in [("commentCount", "comment", comments), ("likeCount", "like", likes)] {
                         if let Some(counted) = post[field].as_u64().filter(|counted| *counted > listed) {
-                            missing.push(format!("{} {kind}s: its {field} is {counted}, {listed} are listed", counted - listed));
+                            missing.push(format!("{kind}s: its {field} is {counted}, and {listed} are listed"));
                         }
                     }
                 }
