@@ -70,8 +70,9 @@ const STORE_HELP: &str = "\
 serve, rebuild-copies, dead-letters, lag, export and import take their settings from the
 environment (README, \"Configuration\"): a Cosmos DB account with CosmosDB (a connection string) or
 CosmosDB__accountEndpoint (Entra ID), else the embedded store in BLOG_DATA_DIR (default ./data),
-which one process uses at a time. Serving, logs go to stdout, warnings and errors to stderr; the
-commands log to stderr.";
+which one process uses at a time. repair and remove work on that embedded store only, while the
+blog is stopped. Serving, logs go to stdout, warnings and errors to stderr; the commands log to
+stderr.";
 #[cfg(not(feature = "embedded"))]
 const STORE_HELP: &str = "\
 serve, rebuild-copies, dead-letters, lag, export and import take their settings from the
