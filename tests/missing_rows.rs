@@ -210,6 +210,35 @@ async fn an_emptied_table_with_its_tallies_deleted_too_is_refused() {
     assert!(error.contains("lost its records of what it holds") && error.contains("last_seq"), "{error}");
 }
 
+#[tokio::test]
+async fn the_advised_repair_after_meta_and_the_tallies_were_emptied_starts_the_blog_as_it_is() {
+    let blog = blog().await;
+    sql(blog.dir.path(), "DELETE FROM items WHERE doc LIKE '%\"a comment\"%'", &[]);
+    sql(blog.dir.path(), "DROP TABLE partitions", &[]);
+    sql(blog.dir.path(), "DELETE FROM meta", &[]);
+    let error = refusal(blog.dir.path()).await;
+    run_advised(&error, blog.dir.path());
+    let app = TestApp::start_in(blog.dir.path()).await;
+    counts_equal_lists(&app, &blog.post).await;
+    assert_eq!(app.get(&format!("/api/posts/{}", blog.post)).await.body["commentCount"], 2);
+    app.stop().await;
+}
+
+/// A repair cut short (after the rows, before the names and copies) leaves its mark: the blog
+/// refuses to start until `handler repair` has finished it.
+#[tokio::test]
+async fn a_repair_cut_short_is_refused_until_it_is_finished() {
+    let blog = blog().await;
+    sql(blog.dir.path(), "INSERT INTO meta (key, value) VALUES ('repair_pending', 1)", &[]);
+    let error = refusal(blog.dir.path()).await;
+    assert!(error.contains("did not finish") && error.contains("handler repair"), "{error}");
+    let output = handler(&["repair"], blog.dir.path());
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let app = TestApp::start_in(blog.dir.path()).await;
+    counts_equal_lists(&app, &blog.post).await;
+    app.stop().await;
+}
+
 /// A changed item whose ids hold what a shell would run: the refusal's command quotes them, so
 /// pasted into `sh` it runs nothing but `handler remove`, which removes that user with their
 /// reservation (the name is free again) and leaves a blog that starts.

@@ -58,7 +58,7 @@ const SCHEMA: &str = "
 ";
 /// The tallies' table, kept by every commit ([`Tally`]): one row per partition that holds items.
 const PARTITIONS: &str = "
-    CREATE TABLE partitions (
+    CREATE TABLE IF NOT EXISTS partitions (
         container TEXT NOT NULL,
         pk TEXT NOT NULL,
         items INTEGER NOT NULL,
@@ -372,6 +372,8 @@ fn container_named(path: &Path, name: &str) -> Result<Container, StoreError> {
 pub(crate) fn retally(path: &Path, transaction: &rusqlite::Transaction) -> Result<i64, StoreError> {
     let failed = |error| damaged(path, error);
     let tallies = tally_rows(path, transaction)?;
+    // Made again if it was dropped: a repair puts back what the start refused for its absence.
+    transaction.execute_batch(PARTITIONS).map_err(failed)?;
     transaction.execute("DELETE FROM partitions", []).map_err(failed)?;
     let mut totals: BTreeMap<Container, Tally> = Container::ALL.into_iter().map(|container| (container, Tally::default())).collect();
     {
@@ -636,6 +638,18 @@ impl Database {
                 )));
             }
             check_tallies(&path, &connection)?;
+        }
+        if opening == Opening::Repair {
+            // The write number deleted with the rest of `meta`: the last write any row holds, so
+            // that the rows are not refused as written after it (a change-feed position beyond
+            // it is still refused, with what to do).
+            connection
+                .execute(
+                    "INSERT INTO meta (key, value) SELECT 'last_seq', coalesce(max(seq), 0) FROM items WHERE true
+                     ON CONFLICT (key) DO NOTHING",
+                    [],
+                )
+                .map_err(|error| damaged(&path, error))?;
         }
         let reader = Self::connect(&path).map_err(|error| damaged(&path, error))?;
         let last_seq: u64 = connection
