@@ -157,13 +157,18 @@ async fn the_advised_repair_after_a_deleted_comment_recounts_and_rebuilds_the_co
 async fn a_deleted_reservation_is_refused_and_the_repair_reserves_the_name_again() {
     let blog = blog().await;
     let owner = format!("%\"ownerId\":\"{}\"%", blog.alice);
-    let deleted = sql(blog.dir.path(), "DELETE FROM items WHERE container = 'users' AND doc LIKE ?1 AND doc LIKE '%\"type\":\"username\"%'", &[&owner]);
+    let deleted = sql(
+        blog.dir.path(),
+        "DELETE FROM items WHERE container = 'users' AND doc LIKE ?1 AND doc LIKE '%\"type\":\"username\"%'",
+        &[&owner],
+    );
     assert_eq!(deleted, 1);
     let error = refusal(blog.dir.path()).await;
     assert!(error.contains("users, partition \"§username-") && error.contains("a username's reservation"), "{error}");
     run_advised(&error, blog.dir.path());
     let app = TestApp::start_in(blog.dir.path()).await;
-    let taken = app.send_as(Some(&blog.bob), Method::PUT, &format!("/api/users/{}", blog.bob), Some(json!({"username": "alice"}))).await;
+    let taken =
+        app.send_as(Some(&blog.bob), Method::PUT, &format!("/api/users/{}", blog.bob), Some(json!({"username": "alice"}))).await;
     assert_eq!(taken.status, StatusCode::CONFLICT, "alice's name is hers again: {}", taken.body);
     let stranger = app.post("/api/users", json!({"username": "Alice"})).await;
     assert_eq!(stranger.status, StatusCode::CONFLICT, "{}", stranger.body);
@@ -179,7 +184,8 @@ async fn a_deleted_post_is_refused_and_the_repair_removes_its_comments_likes_and
     run_advised(&error, blog.dir.path());
     let orphans = count(blog.dir.path(), "container = 'posts' AND pk = ?1 AND doc NOT LIKE '%scriptFence%'", &[&blog.post]);
     assert_eq!(orphans, 0, "no comment or like of the post is left");
-    let copies = count(blog.dir.path(), "container IN ('users', 'feed') AND doc LIKE ?1", &[&format!("%\"postId\":\"{}\"%", blog.post)]);
+    let copies =
+        count(blog.dir.path(), "container IN ('users', 'feed') AND doc LIKE ?1", &[&format!("%\"postId\":\"{}\"%", blog.post)]);
     assert_eq!(copies, 0, "no copy of the post is left");
     let app = TestApp::start_in(blog.dir.path()).await;
     assert_eq!(app.get(&format!("/api/posts/{}", blog.post)).await.status, StatusCode::NOT_FOUND);
@@ -249,7 +255,11 @@ async fn the_advised_removal_of_an_item_with_a_hostile_id_runs_nothing_else() {
     let created = app.send_as(Some(hostile), Method::POST, "/api/users", Some(json!({"username": "mallory"}))).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
     let dir = app.stop().await.unwrap();
-    let changed = sql(dir.path(), "UPDATE items SET doc = replace(doc, 'mallory', 'mallorz') WHERE container = 'users' AND id = ?1", &[hostile]);
+    let changed = sql(
+        dir.path(),
+        "UPDATE items SET doc = replace(doc, 'mallory', 'mallorz') WHERE container = 'users' AND id = ?1",
+        &[hostile],
+    );
     assert_eq!(changed, 1);
     let error = refusal(dir.path()).await;
     assert!(error.contains("does not match its checksum") && error.contains("handler remove users"), "{error}");
@@ -271,7 +281,9 @@ async fn a_database_without_tallies_is_upgraded_and_then_checked() {
     let blog = blog().await;
     let database = rusqlite::Connection::open(blog.dir.path().join("blog.sqlite")).unwrap();
     database
-        .execute_batch("DROP TABLE partitions; DELETE FROM meta WHERE key LIKE 'items:%' OR key LIKE 'digest:%'; PRAGMA user_version = 1;")
+        .execute_batch(
+            "DROP TABLE partitions; DELETE FROM meta WHERE key LIKE 'items:%' OR key LIKE 'digest:%'; PRAGMA user_version = 1;",
+        )
         .unwrap();
     drop(database);
     let app = TestApp::start_in(blog.dir.path()).await;
@@ -295,17 +307,26 @@ async fn writes_keep_the_tallies_and_a_repair_of_a_whole_blog_changes_nothing() 
     let comments = app.get(&format!("/api/posts/{}/comments", blog.post)).await.body;
     let first: Value = comments["items"][0].clone();
     let deleted = app
-        .send_as(Some(&blog.alice), Method::DELETE, &format!("/api/posts/{}/comments/{}", blog.post, first["id"].as_str().unwrap()), None)
+        .send_as(
+            Some(&blog.alice),
+            Method::DELETE,
+            &format!("/api/posts/{}/comments/{}", blog.post, first["id"].as_str().unwrap()),
+            None,
+        )
         .await;
     assert!(deleted.status.is_success(), "{}", deleted.body);
-    let unliked = app.send_as(Some(&blog.bob), Method::DELETE, &format!("/api/posts/{}/likes/{}", blog.post, blog.bob), None).await;
+    let unliked =
+        app.send_as(Some(&blog.bob), Method::DELETE, &format!("/api/posts/{}/likes/{}", blog.post, blog.bob), None).await;
     assert!(unliked.status.is_success(), "{}", unliked.body);
     app.eventually("/api/feed", |feed| feed["items"][0]["commentCount"] == 2).await;
     app.stop().await;
     let output = handler(&["repair"], blog.dir.path());
     let said = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{said}");
-    assert!(said.contains("0 comments and likes of posts that are gone, 0 copies and 0 reservations removed; 0 posts recounted"), "{said}");
+    assert!(
+        said.contains("0 comments and likes of posts that are gone, 0 copies and 0 reservations removed; 0 posts recounted"),
+        "{said}"
+    );
     let app = TestApp::start_in(blog.dir.path()).await;
     counts_equal_lists(&app, &blog.post).await;
     app.stop().await;

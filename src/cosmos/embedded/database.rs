@@ -375,7 +375,8 @@ pub(crate) fn retally(path: &Path, transaction: &rusqlite::Transaction) -> Resul
     // Made again if it was dropped: a repair puts back what the start refused for its absence.
     transaction.execute_batch(PARTITIONS).map_err(failed)?;
     transaction.execute("DELETE FROM partitions", []).map_err(failed)?;
-    let mut totals: BTreeMap<Container, Tally> = Container::ALL.into_iter().map(|container| (container, Tally::default())).collect();
+    let mut totals: BTreeMap<Container, Tally> =
+        Container::ALL.into_iter().map(|container| (container, Tally::default())).collect();
     {
         let mut insert = transaction
             .prepare("INSERT INTO partitions (container, pk, items, digest) VALUES (?1, ?2, ?3, ?4)")
@@ -539,10 +540,8 @@ fn check_tallies(path: &Path, connection: &Connection) -> Result<(), StoreError>
         }
     }
     for (container, total) in &totals {
-        let of_partitions = recorded
-            .iter()
-            .filter(|((of, _), _)| of == container)
-            .fold(Tally::default(), |sum, (_, tally)| sum.plus(*tally));
+        let of_partitions =
+            recorded.iter().filter(|((of, _), _)| of == container).fold(Tally::default(), |sum, (_, tally)| sum.plus(*tally));
         if of_partitions != *total {
             differing.push((*container, None, *total, of_partitions));
         }
@@ -556,7 +555,9 @@ fn check_tallies(path: &Path, connection: &Connection) -> Result<(), StoreError>
         .take(DISCREPANCIES_SHOWN)
         .map(|(container, partition_key, recorded, found)| {
             let missing = match &partition_key {
-                Some(partition_key) if found.items < recorded.items => what_is_missing(path, connection, container, partition_key)?,
+                Some(partition_key) if found.items < recorded.items => {
+                    what_is_missing(path, connection, container, partition_key)?
+                }
                 _ => Vec::new(),
             };
             Ok(Discrepancy { container, partition_key, recorded: recorded.items, found: found.items, missing })
@@ -568,7 +569,12 @@ fn check_tallies(path: &Path, connection: &Connection) -> Result<(), StoreError>
 /// What the items left in a partition that lost some say about those lost: in `posts`, the post
 /// itself, or comments and likes its counts still count; in `users`, the user, or a username's
 /// reservation (its own partition).
-fn what_is_missing(path: &Path, connection: &Connection, container: Container, partition_key: &str) -> Result<Vec<String>, StoreError> {
+fn what_is_missing(
+    path: &Path,
+    connection: &Connection,
+    container: Container,
+    partition_key: &str,
+) -> Result<Vec<String>, StoreError> {
     let failed = |error| damaged(path, error);
     let mut select = connection.prepare("SELECT id, doc FROM items WHERE container = ?1 AND pk = ?2").map_err(failed)?;
     let mut rows = select.query(params![container.name(), partition_key]).map_err(failed)?;
@@ -584,9 +590,8 @@ fn what_is_missing(path: &Path, connection: &Connection, container: Container, p
             let post = items.iter().find(|(id, doc)| id == partition_key && doc["type"] == "post");
             let (comments, likes) = (of_type("comment"), of_type("like"));
             match post {
-                None => missing.push(format!(
-                    "the post {partition_key:?} itself, whose comments ({comments}) and likes ({likes}) are left"
-                )),
+                None => missing
+                    .push(format!("the post {partition_key:?} itself, whose comments ({comments}) and likes ({likes}) are left")),
                 Some((_, post)) => {
                     for (field, kind, listed) in [("commentCount", "comment", comments), ("likeCount", "like", likes)] {
                         if let Some(counted) = post[field].as_u64().filter(|counted| *counted > listed) {
@@ -975,15 +980,7 @@ pub(crate) fn import(
             .map_err(failed)?;
         for row in rows {
             insert
-                .execute(params![
-                    row.container.name(),
-                    row.partition_key,
-                    row.id,
-                    row.doc,
-                    row.seq,
-                    row.expires,
-                    row.checksum()
-                ])
+                .execute(params![row.container.name(), row.partition_key, row.id, row.doc, row.seq, row.expires, row.checksum()])
                 .map_err(failed)?;
         }
         let mut meta = transaction.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)").map_err(failed)?;
@@ -1049,7 +1046,15 @@ mod tests {
                 for record in &write.records {
                     let doc = record.doc.as_deref().expect("upserts only");
                     let sum = checksum::of_row(write.container, &write.partition_key, &record.id, doc, write.seq, None);
-                    upsert.execute(params![write.container.name(), write.partition_key, record.id, doc, write.seq, None::<u64>, sum])?;
+                    upsert.execute(params![
+                        write.container.name(),
+                        write.partition_key,
+                        record.id,
+                        doc,
+                        write.seq,
+                        None::<u64>,
+                        sum
+                    ])?;
                 }
             }
             let last = writes.last().map_or(0, |write| write.seq) as i64;
@@ -1146,12 +1151,9 @@ mod tests {
         }
         // The start: the check, against reading every row (verified) as the load does.
         writer.connection.execute_batch("BEGIN; DELETE FROM items; DELETE FROM partitions; COMMIT;").unwrap();
-        let started = std::time::Instant::now();
         let transaction = writer.connection.transaction().unwrap();
         retally(database.path(), &transaction).unwrap();
         transaction.commit().unwrap();
-        drop(started);
-        let mut seq = seq;
         let mut filled = 0;
         while filled < rows * 2 {
             let group: Vec<Write> = (0..1024)
@@ -1178,7 +1180,12 @@ mod tests {
         let read = started.elapsed();
         let started = std::time::Instant::now();
         let hashed = (0..count).fold(0u64, |sum, index| {
-            sum.wrapping_add(checksum::contribution(Container::Posts, "3c95c2ba-5e85-48c8-8358-a985301da8ed", &format!("{index}"), 7))
+            sum.wrapping_add(checksum::contribution(
+                Container::Posts,
+                "3c95c2ba-5e85-48c8-8358-a985301da8ed",
+                &format!("{index}"),
+                7,
+            ))
         });
         let hashing = started.elapsed();
         eprintln!(

@@ -97,8 +97,7 @@ pub fn repair_rows(dir: &Path, remove: Option<&ItemToRemove>) -> Result<RowsRepa
     let next_seq = database.last_seq() + 1;
     let plan = Plan::of(&rows);
     {
-        let mut delete =
-            transaction.prepare("DELETE FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3").map_err(failed)?;
+        let mut delete = transaction.prepare("DELETE FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3").map_err(failed)?;
         let mut update = transaction
             .prepare("UPDATE items SET doc = ?4, seq = ?5, sum = ?6 WHERE container = ?1 AND pk = ?2 AND id = ?3")
             .map_err(failed)?;
@@ -119,9 +118,7 @@ pub fn repair_rows(dir: &Path, remove: Option<&ItemToRemove>) -> Result<RowsRepa
     }
     repaired.recounted = plan.recounts.len();
     if !plan.recounts.is_empty() {
-        transaction
-            .execute("UPDATE meta SET value = ?1 WHERE key = 'last_seq'", [next_seq as i64])
-            .map_err(failed)?;
+        transaction.execute("UPDATE meta SET value = ?1 WHERE key = 'last_seq'", [next_seq as i64]).map_err(failed)?;
     }
     repaired.items = database::retally(&path, &transaction)?;
     transaction
@@ -196,15 +193,15 @@ impl<'a> Plan<'a> {
                         removals.push((row, Removal::Orphan));
                     }
                 }
-                Container::Users | Container::Feed if is(doc, "post") => {
-                    if !doc["postId"].as_str().is_some_and(|post| posts.contains(post)) {
-                        removals.push((row, Removal::Copy));
-                    }
+                Container::Users | Container::Feed
+                    if is(doc, "post") && !doc["postId"].as_str().is_some_and(|post| posts.contains(post)) =>
+                {
+                    removals.push((row, Removal::Copy));
                 }
-                Container::Users if is(doc, "username") => {
-                    if !doc["ownerId"].as_str().is_some_and(|owner| users.contains(owner)) {
-                        removals.push((row, Removal::Reservation));
-                    }
+                Container::Users
+                    if is(doc, "username") && !doc["ownerId"].as_str().is_some_and(|owner| users.contains(owner)) =>
+                {
+                    removals.push((row, Removal::Reservation));
                 }
                 _ => {}
             }
