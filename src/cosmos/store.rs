@@ -142,6 +142,8 @@ impl Store {
         embedded::emulator::create_containers(&emulator, &own, &config.database).await.map_err(other)?;
         let (changes, expiries, connection) =
             embedded::emulator::load(&emulator, &config.database, &database, connection).await?;
+        // The load read every row: what it counted must be what the commits recorded.
+        database.check_loaded(&connection)?;
         let store = Self::on(&client, config, None).await?;
         let own = Self::on(&own, config, None).await?;
         let containers = Container::ALL.into_iter().map(|container| (container, own.container(container).clone())).collect();
