@@ -31,6 +31,8 @@ pub mod logging;
 pub mod model;
 pub mod pictures;
 pub mod progress;
+#[cfg(feature = "embedded")]
+pub mod repair;
 pub mod scripts;
 pub mod smoke;
 #[cfg(any(test, feature = "test-support"))]

@@ -46,6 +46,9 @@ enum HandlerError {
     },
     #[error(transparent)]
     Transfer(#[from] blog::transfer::TransferError),
+    #[cfg(feature = "embedded")]
+    #[error(transparent)]
+    Repair(#[from] blog::repair::RepairError),
 }
 
 /// The SDKs log every request at `info` (the Blob Storage client's through `typespec_client_core`,
@@ -67,8 +70,9 @@ const STORE_HELP: &str = "\
 serve, rebuild-copies, dead-letters, lag, export and import take their settings from the
 environment (README, \"Configuration\"): a Cosmos DB account with CosmosDB (a connection string) or
 CosmosDB__accountEndpoint (Entra ID), else the embedded store in BLOG_DATA_DIR (default ./data),
-which one process uses at a time. Serving, logs go to stdout, warnings and errors to stderr; the
-commands log to stderr.";
+which one process uses at a time. repair and remove work on that embedded store only, while the
+blog is stopped. Serving, logs go to stdout, warnings and errors to stderr; the commands log to
+stderr.";
 #[cfg(not(feature = "embedded"))]
 const STORE_HELP: &str = "\
 serve, rebuild-copies, dead-letters, lag, export and import take their settings from the
@@ -150,6 +154,33 @@ first (the file is read twice). Progress and a summary on stderr.")]
         /// The file to read (default: stdin)
         file: Option<std::path::PathBuf>,
     },
+    /// Make a stopped embedded store's data consistent after items went missing, and accept it
+    #[cfg(feature = "embedded")]
+    #[command(after_help = "\
+What the start's refusal advises when items were deleted from blog.sqlite outside the handler.
+Recounts each post's comments and likes, removes the comments, likes and copies of posts that
+are gone and the reservations of users that are gone, reserves every user's name again,
+rebuilds the copies, and records what is there as whole. Run it while the blog is stopped;
+run it again if it was cut short (the blog refuses to start until it finishes).")]
+    Repair,
+    /// Remove one item of a stopped embedded store, with what depends on it, then repair
+    #[cfg(feature = "embedded")]
+    #[command(after_help = "\
+What the start's refusal advises for an item whose bytes changed on disk. A post goes with its
+comments, likes, copies and pictures; a comment or a like leaves its post's count recomputed; a
+user goes with their username's reservation (their posts, comments and likes stay); a copy is
+made again. Then does what `handler repair` does.")]
+    Remove {
+        /// The item's container
+        #[arg(value_parser = ["users", "posts", "feed", "leases"])]
+        container: String,
+        /// The item's partition key
+        #[arg(allow_hyphen_values = true)]
+        partition_key: String,
+        /// The item's id
+        #[arg(allow_hyphen_values = true)]
+        id: String,
+    },
 }
 
 /// `handler cost`'s traffic.
@@ -192,6 +223,8 @@ enum Run {
     Smoke(blog::smoke::Options),
     Export(Option<std::path::PathBuf>),
     Import(Option<std::path::PathBuf>),
+    #[cfg(feature = "embedded")]
+    Repair(Option<blog::cosmos::ItemToRemove>),
     Lag,
     Cost(CostArgs),
 }
@@ -208,6 +241,16 @@ fn main() -> ExitCode {
         Cli { command: Some(Command::Cost(args)) } => Run::Cost(args),
         Cli { command: Some(Command::Export { output }) } => Run::Export(output),
         Cli { command: Some(Command::Import { file }) } => Run::Import(file),
+        #[cfg(feature = "embedded")]
+        Cli { command: Some(Command::Repair) } => Run::Repair(None),
+        #[cfg(feature = "embedded")]
+        Cli { command: Some(Command::Remove { container, partition_key, id }) } => {
+            let container = blog::cosmos::Container::ALL
+                .into_iter()
+                .find(|known| known.name() == container)
+                .expect("clap accepts the containers' names only");
+            Run::Repair(Some(blog::cosmos::ItemToRemove { container, partition_key, id }))
+        }
         Cli { command: Some(Command::Smoke(args)) } => {
             // The token's variable is read here, not by clap, so that `--help` never shows it.
             let token = std::env::var(blog::smoke::TOKEN_VARIABLE).ok();
@@ -302,6 +345,8 @@ async fn command(run: Run, stderr: &Progress) -> Result<(), HandlerError> {
         Run::Lag => lag(config).await,
         Run::Export(output) => export(config, output, stderr).await,
         Run::Import(file) => import(config, file, stderr).await,
+        #[cfg(feature = "embedded")]
+        Run::Repair(remove) => repair(config, remove, stderr).await,
         Run::Serve | Run::Smoke(_) | Run::Cost(_) => unreachable!("served or run above"),
     }
 }
@@ -537,6 +582,28 @@ async fn import(config: Config, file: Option<std::path::PathBuf>, stderr: &Progr
     })
     .await?;
     stderr.line(&format!("import: {counts} written, copies made, in {}", seconds(stderr.elapsed())));
+    Ok(())
+}
+
+/// `handler repair` and `handler remove`: see [`blog::repair`]. The summary on stderr.
+#[cfg(feature = "embedded")]
+async fn repair(config: Config, remove: Option<blog::cosmos::ItemToRemove>, stderr: &Progress) -> Result<(), HandlerError> {
+    let what = if remove.is_some() { "remove" } else { "repair" };
+    let done = blog::repair::repair(&config, remove).await?;
+    let rows = &done.rows;
+    let removed = rows.removed.as_ref().map(|item| format!("removed {item}; ")).unwrap_or_default();
+    stderr.line(&format!(
+        "{what}: {removed}{} comments and likes of posts that are gone, {} copies and {} reservations removed; {} posts \
+         recounted; {} users' names reserved again, {} posts' copies rebuilt; {} items, recorded as whole, in {}",
+        rows.orphans,
+        rows.copies,
+        rows.reservations,
+        rows.recounted,
+        done.users,
+        done.posts,
+        rows.items,
+        seconds(stderr.elapsed())
+    ));
     Ok(())
 }
 

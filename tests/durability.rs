@@ -406,20 +406,28 @@ async fn a_changed_byte_inside_a_stored_item_is_refused_naming_the_item() {
         assert_eq!(check, "ok", "SQLite alone sees nothing wrong");
         let error = refusal(temp.path()).await;
         assert!(error.contains(&path.display().to_string()) && error.contains("does not match its checksum"), "{error}");
-        assert!(error.contains("backup") && error.contains("DELETE FROM items"), "says what to do: {error}");
+        assert!(error.contains("backup") && error.contains("handler remove "), "says what to do: {error}");
     }
-    // The last refusal's statement, run as the sqlite3 shell would: the changed comment goes, the
-    // rest starts and is served.
+    // The last refusal's command, run as an operator pasting it would: the changed comment goes,
+    // its post's count follows, and the rest starts and is served.
     let error = refusal(temp.path()).await;
-    let statement = error.split('"').find(|part| part.starts_with("DELETE FROM items")).expect("a statement in quotes");
-    let removed = rusqlite::Connection::open(&path).unwrap().execute(statement, []).unwrap();
-    assert_eq!(removed, 1, "{statement}");
+    let start = error.find("`BLOG_DATA_DIR=").expect("a command") + 1;
+    let command = &error[start..start + error[start..].find("`, which").expect("the command's end")];
+    let binaries = std::path::Path::new(env!("CARGO_BIN_EXE_handler")).parent().unwrap();
+    let removed = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .env("PATH", format!("{}:{}", binaries.display(), std::env::var("PATH").unwrap_or_default()))
+        .output()
+        .unwrap();
+    assert!(removed.status.success(), "{command}: {}", String::from_utf8_lossy(&removed.stderr));
     let app = TestApp::start_in(temp.path()).await;
     let comments = app.get(&format!("/api/posts/{post}/comments")).await.body;
     let mut texts: Vec<&str> =
         comments["items"].as_array().unwrap().iter().map(|comment| comment["content"].as_str().unwrap()).collect();
     texts.sort();
     assert_eq!(texts, ["a comment", "c comment"], "the changed comment is gone, the others are served");
+    assert_eq!(app.get(&format!("/api/posts/{post}")).await.body["commentCount"], 2, "the count follows");
     app.stop().await;
 }
 
@@ -450,8 +458,13 @@ async fn a_database_of_an_earlier_handler_is_upgraded_in_place() {
     let (post, temp) = post_with_three_comments().await;
     let path = temp.path().join("blog.sqlite");
     let database = rusqlite::Connection::open(&path).unwrap();
-    // As handlers before the checksums made it.
-    database.execute_batch("ALTER TABLE items DROP COLUMN sum; PRAGMA user_version = 0;").unwrap();
+    // As handlers before the checksums (and the tallies) made it.
+    database
+        .execute_batch(
+            "ALTER TABLE items DROP COLUMN sum; DROP TABLE partitions; \
+             DELETE FROM meta WHERE key LIKE 'items:%' OR key LIKE 'digest:%'; PRAGMA user_version = 0;",
+        )
+        .unwrap();
     drop(database);
     let app = TestApp::start_in(temp.path()).await;
     assert_eq!(app.get(&format!("/api/posts/{post}")).await.body["commentCount"], 3);
@@ -459,7 +472,7 @@ async fn a_database_of_an_earlier_handler_is_upgraded_in_place() {
     app.stop().await;
     let database = rusqlite::Connection::open(&path).unwrap();
     let version: i64 = database.query_row("PRAGMA user_version", [], |row| row.get(0)).unwrap();
-    assert_eq!(version, 1);
+    assert_eq!(version, 2);
     let unsummed: i64 = database.query_row("SELECT count(*) FROM items WHERE sum = 0", [], |row| row.get(0)).unwrap();
     assert_eq!(unsummed, 0, "every item has its checksum");
     database.execute("UPDATE items SET doc = replace(doc, 'a comment', 'x comment')", []).unwrap();
@@ -467,7 +480,7 @@ async fn a_database_of_an_earlier_handler_is_upgraded_in_place() {
     assert!(refusal(temp.path()).await.contains("does not match its checksum"));
 
     let database = rusqlite::Connection::open(&path).unwrap();
-    database.execute_batch("PRAGMA user_version = 2").unwrap();
+    database.execute_batch("PRAGMA user_version = 3").unwrap();
     drop(database);
     let error = refusal(temp.path()).await;
     assert!(error.contains("newer handler") && error.contains(&path.display().to_string()), "{error}");

@@ -104,6 +104,11 @@ pub enum StoreError {
     /// message says what to do.
     #[error("{0}")]
     Unusable(String),
+    /// The embedded store's database does not hold what it recorded holding (rows deleted or put
+    /// in outside the handler): what differs, and what to do.
+    #[cfg(feature = "embedded")]
+    #[error(transparent)]
+    Incomplete(Box<crate::cosmos::Incomplete>),
     /// Work that had to finish did not (a task that died, writes that kept conflicting).
     #[error("{0}")]
     Unfinished(String),

@@ -36,10 +36,14 @@ mod store;
 
 pub(crate) use change_feed::ChangeFeed;
 pub use change_feed::RangePosition;
+#[cfg(feature = "embedded")]
+pub use embedded::database::{Discrepancy, Incomplete};
 #[cfg(feature = "test-support")]
 pub use embedded::emulator::SdkFaults;
 #[cfg(any(test, feature = "test-support"))]
 pub use embedded::faulty_disk::{FaultyDisk, ReleaseOnDrop};
+#[cfg(feature = "embedded")]
+pub use embedded::repair::{ItemToRemove, RepairRowsError, RowsRepaired, repair_rows};
 #[cfg(feature = "embedded")]
 pub(crate) use embedded::spawn_expiry_sweep;
 pub use error::StoreError;

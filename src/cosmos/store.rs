@@ -80,8 +80,14 @@ impl Store {
         let client = match &config.backend {
             #[cfg(feature = "embedded")]
             Backend::Embedded { data_dir } => {
-                return Self::connect_embedded(config, data_dir, Arc::new(embedded::database::NoFaults), Default::default())
-                    .await;
+                return Self::connect_embedded(
+                    config,
+                    data_dir,
+                    embedded::database::Opening::Serve,
+                    Arc::new(embedded::database::NoFaults),
+                    Default::default(),
+                )
+                .await;
             }
             #[cfg(not(feature = "embedded"))]
             Backend::Embedded { .. } => return Err(StoreError::Unusable("this build has no embedded store".into())),
@@ -107,9 +113,20 @@ impl Store {
         sdk: embedded::emulator::SdkFaults,
     ) -> Result<Store, StoreError> {
         match &config.backend {
-            Backend::Embedded { data_dir } => Self::connect_embedded(config, data_dir, disk, sdk).await,
+            Backend::Embedded { data_dir } => {
+                Self::connect_embedded(config, data_dir, embedded::database::Opening::Serve, disk, sdk).await
+            }
             _ => Err(StoreError::Unusable("faults are injected into the embedded store only".into())),
         }
+    }
+
+    /// The embedded store in `data_dir` for a repair that has made its rows whole
+    /// ([`crate::cosmos::repair_rows`]): opened as [`Store::connect`] does, but while the repair is
+    /// marked unfinished, which refuses any other start.
+    #[cfg(feature = "embedded")]
+    pub(crate) async fn connect_for_repair(config: &Config, data_dir: &std::path::Path) -> Result<Store, StoreError> {
+        let (opening, disk) = (embedded::database::Opening::Repair, Arc::new(embedded::database::NoFaults));
+        Self::connect_embedded(config, data_dir, opening, disk, Default::default()).await
     }
 
     /// The embedded store whose data is in `data_dir`: its database opened, the emulator loaded
@@ -119,15 +136,18 @@ impl Store {
     async fn connect_embedded(
         config: &Config,
         data_dir: &std::path::Path,
+        opening: embedded::database::Opening,
         disk: Arc<dyn embedded::database::Faults>,
         sdk: embedded::emulator::SdkFaults,
     ) -> Result<Store, StoreError> {
         let other = |error: CosmosError| StoreError::sdk("cannot start the embedded store's emulator", error);
-        let (database, connection) = embedded::open(data_dir)?;
+        let (database, connection) = embedded::open(data_dir, opening)?;
         let (client, own, emulator) = embedded::emulator::client(sdk).await.map_err(other)?;
         embedded::emulator::create_containers(&emulator, &own, &config.database).await.map_err(other)?;
         let (changes, expiries, connection) =
             embedded::emulator::load(&emulator, &config.database, &database, connection).await?;
+        // The load read every row: what it counted must be what the commits recorded.
+        database.check_loaded(&connection)?;
         let store = Self::on(&client, config, None).await?;
         let own = Self::on(&own, config, None).await?;
         let containers = Container::ALL.into_iter().map(|container| (container, own.container(container).clone())).collect();

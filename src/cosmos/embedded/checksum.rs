@@ -13,10 +13,15 @@
 //! item, or per page"): both cost little, but the checksum VFS is C code outside the
 //! amalgamation that `rusqlite` bundles (this crate would compile and register it), its
 //! conversion rewrites the file (twice, as measured), it names no item, and it is only as good
-//! as its loading: the `sqlite3` shell that the refusals point operators to does not load it, so
+//! as its loading: the `sqlite3` shell, the tool for a damaged file, does not load it, so
 //! a row changed there leaves its page's checksum stale, and every read of the table fails. A
 //! row's own checksum names the one item that changed, costs one CRC of the item's bytes per
 //! write and per load, and needs nothing but a column.
+//!
+//! A row's checksum cannot see a row that is not there: a row deleted, or the table emptied, is
+//! seen by the tallies each commit keeps of every partition and container
+//! ([`super::database::Tally`]), checked at start against the rows, to which each row
+//! contributes a hash of its key and this checksum.
 //!
 //! What neither catches: a change to the WAL (`blog.sqlite-wal`) before it is checkpointed,
 //! which SQLite's own frame checksums meet by ending the log at that frame: the writes after it
@@ -45,18 +50,57 @@ pub(crate) fn of_row(container: Container, partition_key: &str, id: &str, doc: &
     hasher.finalize()
 }
 
+/// What one row adds to its partition's digest: the CRC-32 of its key and its checksum, as one
+/// 64-bit number mixed by SplitMix64's finalizer (a bijection, so two rows add the same only
+/// when both CRCs agree). Digests are sums of these (wrapping), so a row removed is a
+/// subtraction and the order rows are met in does not matter. The checksum stands for the
+/// row's contents, so a row changed with its checksum made anew, or put back from an older copy
+/// of the file, changes the digest too. CRC-32 rather than SHA-256: the start computes one per
+/// row, and SHA-256 took 17 µs a row in the debug build `cargo run` makes (0.9 s at 50,000 rows);
+/// what the digest is for is noticing rows gone, not resisting someone who forges it.
+pub(crate) fn contribution(container: Container, partition_key: &str, id: &str, sum: u32) -> u64 {
+    let mut hasher = crc32fast::Hasher::new();
+    for text in [container.name(), partition_key, id] {
+        hasher.update(&(text.len() as u64).to_le_bytes());
+        hasher.update(text.as_bytes());
+    }
+    let mut mixed = (u64::from(hasher.finalize()) << 32) | u64::from(sum);
+    mixed = mixed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    mixed = (mixed ^ (mixed >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    mixed = (mixed ^ (mixed >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    mixed ^ (mixed >> 31)
+}
+
+/// `text` as one POSIX shell word that the shell takes literally: in single quotes, each `'`
+/// written `'\''`. Ids and partition keys may hold `$(`, backticks, braces and quotes, and a
+/// refusal's command is meant to be pasted into a shell as it is.
+pub(crate) fn shell_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// The command that removes the item, with what depends on it, from the data directory of
+/// `path` (the database file): `BLOG_DATA_DIR=… handler remove <container> <partition key> <id>`,
+/// every word quoted ([`shell_quoted`]).
+pub(crate) fn remove_command(path: &std::path::Path, container: Container, partition_key: &str, id: &str) -> String {
+    let dir = path.parent().unwrap_or(std::path::Path::new("."));
+    format!(
+        "BLOG_DATA_DIR={} handler remove {} {} {}",
+        shell_quoted(&dir.display().to_string()),
+        container.name(),
+        shell_quoted(partition_key),
+        shell_quoted(id)
+    )
+}
+
 /// Why a row that does not match its checksum is refused, and what to do.
 pub(crate) fn mismatch(path: &std::path::Path, container: Container, partition_key: &str, id: &str) -> String {
-    let quoted = |text: &str| format!("'{}'", text.replace('\'', "''"));
     format!(
         "{path}: the item {id:?} of {container} (partition key {partition_key:?}) does not match its checksum: its bytes \
          changed on disk after it was written (a failing disk, or the file edited outside the handler), so it is not \
-         served. Restore the data directory from a backup; or, to go on without that item, delete it with \
-         `sqlite3 {path} \"DELETE FROM items WHERE container = {} AND pk = {} AND id = {}\"`, start again, and run \
-         `handler rebuild-copies` to bring its copies in line",
-        quoted(container.name()),
-        quoted(partition_key),
-        quoted(id),
+         served. Restore the data directory from a backup; or, to go on without that item, stop the blog and run \
+         `{command}`, which removes it with what depends on it (a post's comments, likes and copies; a comment's or a \
+         like's count on its post; a user's username reservation) and leaves the rest consistent",
+        command = remove_command(path, container, partition_key, id),
         path = path.display(),
         container = container.name(),
     )
@@ -80,9 +124,50 @@ mod tests {
     }
 
     #[test]
-    fn the_refusal_gives_a_statement_that_deletes_exactly_that_item() {
+    fn the_refusal_gives_a_command_that_removes_exactly_that_item() {
         let why = mismatch(std::path::Path::new("data/blog.sqlite"), Container::Posts, "it's", "x");
-        assert!(why.contains("container = 'posts' AND pk = 'it''s' AND id = 'x'"), "{why}");
+        assert!(why.contains("BLOG_DATA_DIR='data' handler remove posts 'it'\\''s' 'x'"), "{why}");
         assert!(why.contains("data/blog.sqlite") && why.contains("backup"), "{why}");
+    }
+
+    /// Each hostile id, quoted and given to a real shell, comes back as the one word it is, and
+    /// nothing in it runs.
+    #[test]
+    fn a_quoted_word_is_inert_in_a_shell() {
+        let hostile = [
+            "$(touch pwned)",
+            "`touch pwned`",
+            "${HOME}",
+            "{a,b}",
+            "it's",
+            "'",
+            "''",
+            "\"double\" \\ back",
+            "a b\tc\nd",
+            "*",
+            "~",
+            "-n",
+            "",
+            "$'\\x41'",
+            "!!",
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        for text in hostile {
+            let script = format!("printf '%s' {}", shell_quoted(text));
+            let output = std::process::Command::new("sh").arg("-c").arg(&script).current_dir(dir.path()).output().unwrap();
+            assert!(output.status.success(), "{script}");
+            assert_eq!(String::from_utf8(output.stdout).unwrap(), text, "{script}");
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing ran");
+    }
+
+    #[test]
+    fn a_contribution_covers_the_key_and_the_checksum() {
+        let base = contribution(Container::Posts, "p", "c", 7);
+        assert_ne!(base, contribution(Container::Users, "p", "c", 7));
+        assert_ne!(base, contribution(Container::Posts, "q", "c", 7));
+        assert_ne!(base, contribution(Container::Posts, "p", "d", 7));
+        assert_ne!(base, contribution(Container::Posts, "p", "c", 8));
+        assert_ne!(contribution(Container::Posts, "ab", "c", 1), contribution(Container::Posts, "a", "bc", 1));
     }
 }

@@ -186,11 +186,13 @@ pub(crate) async fn load(
                 restore(&emulator, &database_name, row.container, &row.partition_key, &row.doc).await.map_err(|why| {
                     StoreError::Unusable(format!(
                         "{}: the item {:?} of {} (partition key {:?}) cannot be loaded: {why}. Restore the data directory \
-                         from a backup, or delete that row with the sqlite3 shell",
+                         from a backup; or, to go on without it, stop the blog and run `{}`, which removes it with what \
+                         depends on it and leaves the rest consistent",
                         path.display(),
                         row.id,
                         row.container.name(),
-                        row.partition_key
+                        row.partition_key,
+                        super::checksum::remove_command(&path, row.container, &row.partition_key, &row.id),
                     ))
                 })?;
             }

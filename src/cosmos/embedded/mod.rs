@@ -25,6 +25,7 @@ mod expiry;
 pub(crate) mod faulty_disk;
 pub(crate) mod legacy;
 pub(crate) mod locks;
+pub(crate) mod repair;
 
 pub(crate) use expiry::spawn_expiry_sweep;
 pub(crate) use expiry::{Expiries, expiry, unix_now};
@@ -283,6 +284,18 @@ impl Durability {
     }
 }
 
+impl Durability {
+    /// Ends the repair the database marks unfinished ([`repair`]), once the names and copies are
+    /// made again: from then on the blog starts. Every write the repair made is committed by
+    /// then, so the writer is idle and this connection takes the write lock at once.
+    pub(crate) fn finish_repair(&self) -> Result<(), StoreError> {
+        let path = self.database.path();
+        self.database
+            .finish_repair()
+            .map_err(|error| StoreError::database(format!("cannot record the repair of {} as finished", path.display()), error))
+    }
+}
+
 /// What the local change-feed processors follow.
 impl Durability {
     /// The embedded store's position in its write numbering: every write numbered up to it is
@@ -318,12 +331,12 @@ impl Durability {
 
 /// Opens the database in `dir`, importing an earlier store's files first if they are there,
 /// and checks it and the processors' positions beside it.
-pub(crate) fn open(dir: &Path) -> Result<(Database, rusqlite::Connection), StoreError> {
-    let (database, mut connection) = Database::open(dir)?;
+pub(crate) fn open(dir: &Path, opening: database::Opening) -> Result<(Database, rusqlite::Connection), StoreError> {
+    let (database, mut connection) = Database::open(dir, opening)?;
     if legacy::present(dir) {
         import_legacy(dir, &database, &mut connection)?;
         drop(database);
-        return open(dir);
+        return open(dir, opening);
     }
     check_positions(dir, database.last_seq())?;
     Ok((database, connection))
@@ -371,7 +384,7 @@ fn import_files(dir: &Path, database: &Database, connection: &mut rusqlite::Conn
         }
         last_seq = last_seq.max(position);
     }
-    database::import(connection, &imported.rows, last_seq, IMPORTED).map_err(damaged)?;
+    database::import(database.path(), connection, &imported.rows, last_seq, IMPORTED)?;
     tracing::info!(items = imported.rows.len(), "the earlier store's snapshot and journal were imported");
     Ok(())
 }
