@@ -234,8 +234,8 @@ impl Config {
             Some("server") => ScriptsMode::Server,
             Some(other) => return Err(format!("BLOG_SCRIPTS must be server or in-process, not {other:?}")),
         };
-        let max_in_flight =
-            positive(&lookup, "BLOG_MAX_IN_FLIGHT", "a positive number")?.map_or(DEFAULT_MAX_IN_FLIGHT, |n| n as usize);
+        let max_in_flight = in_range(&lookup, "BLOG_MAX_IN_FLIGHT", "a number", 1..=MAX_IN_FLIGHT_LIMIT)?
+            .map_or(DEFAULT_MAX_IN_FLIGHT, |n| n as usize);
         // The platform sets WEBSITE_AUTH_ENABLED when App Service Authentication is on; trusting its
         // headers without it would let any client pick its identity.
         let platform_auth = lookup("WEBSITE_AUTH_ENABLED").is_some_and(|value| platform_flag(&value));
@@ -254,9 +254,9 @@ impl Config {
             Some("development") => AuthMode::Development,
             Some(other) => return Err(format!("BLOG_AUTH must be platform or none{}, not {other:?}", development_hint())),
         };
-        let header_timeout = positive(&lookup, "BLOG_HEADER_TIMEOUT", "a positive number of seconds")?
+        let header_timeout = in_range(&lookup, "BLOG_HEADER_TIMEOUT", "a number of seconds", 1..=MAX_TIMEOUT_SECS)?
             .map_or(DEFAULT_HEADER_TIMEOUT, std::time::Duration::from_secs);
-        let request_timeout = positive(&lookup, "BLOG_REQUEST_TIMEOUT", "a positive number of seconds")?
+        let request_timeout = in_range(&lookup, "BLOG_REQUEST_TIMEOUT", "a number of seconds", 1..=MAX_TIMEOUT_SECS)?
             .map_or(DEFAULT_REQUEST_TIMEOUT, std::time::Duration::from_secs);
         let token_key = lookup("BLOG_TOKEN_KEY");
         if let Some(key) = &token_key
@@ -355,6 +355,34 @@ fn write_limit(lookup: &impl Fn(&str) -> Option<String>) -> Result<Option<WriteL
 
 /// A setting that holds a whole number above 0 (`None` when it is not set); `what` says what it
 /// must be when it is not one.
+/// The most `BLOG_MAX_IN_FLIGHT` may be: as many as the connections the server can hold at most
+/// (`http::serve`: one a file descriptor, of at most 2^20), far below what a semaphore can count (`Semaphore::MAX_PERMITS`, which a
+/// larger setting made the start panic on).
+pub const MAX_IN_FLIGHT_LIMIT: u64 = 1 << 20;
+
+/// The longest `BLOG_HEADER_TIMEOUT` and `BLOG_REQUEST_TIMEOUT`: an hour, far past the 230 s after
+/// which Azure's front end gives up on an HTTP function, and far from the deadline arithmetic's
+/// overflow (a timeout of `u64::MAX` seconds made every request panic).
+pub const MAX_TIMEOUT_SECS: u64 = 60 * 60;
+
+/// A whole number setting within `range`, if set; refused, naming the range, if not.
+fn in_range(
+    lookup: &impl Fn(&str) -> Option<String>,
+    name: &str,
+    what: &str,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<Option<u64>, String> {
+    match lookup(name) {
+        None => Ok(None),
+        Some(text) => text
+            .parse()
+            .ok()
+            .filter(|n| range.contains(n))
+            .map(Some)
+            .ok_or_else(|| format!("{name} must be {what} from {} to {}, not {text:?}", range.start(), range.end())),
+    }
+}
+
 fn positive(lookup: &impl Fn(&str) -> Option<String>, name: &str, what: &str) -> Result<Option<u64>, String> {
     match lookup(name) {
         None => Ok(None),
@@ -469,6 +497,15 @@ mod tests {
         assert!(config(&[("CosmosDB", "x"), ("CosmosDB__accountEndpoint", "y")]).is_err());
         assert!(config(&[("BLOG_CREATE_CONTAINERS", "yes")]).unwrap_err().contains("BLOG_CREATE_CONTAINERS"));
         assert!(config(&[("BLOG_MAX_IN_FLIGHT", "0")]).unwrap_err().contains("BLOG_MAX_IN_FLIGHT"));
+        // Past what a semaphore counts, or a deadline can be computed from: refused, not a panic.
+        let huge = u64::MAX.to_string();
+        for name in ["BLOG_MAX_IN_FLIGHT", "BLOG_HEADER_TIMEOUT", "BLOG_REQUEST_TIMEOUT"] {
+            let refused = config(&[(name, huge.as_str())]).unwrap_err();
+            assert!(refused.contains(name) && refused.contains(" from 1 to "), "{refused}");
+        }
+        let largest =
+            config(&[("BLOG_MAX_IN_FLIGHT", &MAX_IN_FLIGHT_LIMIT.to_string()), ("BLOG_REQUEST_TIMEOUT", "3600")]).unwrap();
+        assert_eq!((largest.max_in_flight as u64, largest.request_timeout.as_secs()), (MAX_IN_FLIGHT_LIMIT, MAX_TIMEOUT_SECS));
         assert!(config(&[("BLOG_HEADER_TIMEOUT", "0")]).unwrap_err().contains("BLOG_HEADER_TIMEOUT"));
         assert!(config(&[("BLOG_HEADER_TIMEOUT", "5s")]).unwrap_err().contains("BLOG_HEADER_TIMEOUT"));
         assert!(config(&[("BLOG_AUTH", "platform")]).unwrap_err().contains("WEBSITE_AUTH_ENABLED"), "no platform, no trust");

@@ -313,3 +313,30 @@ async fn export_and_import_on_a_terminal_draw_a_bar() {
     assert!(shown.contains("import: [") && shown.contains(" %"), "the bar: {shown:?}");
     assert!(shown.contains("import: 1 users, 3 posts, 0 comments, 0 likes, 0 pictures written, copies made"), "{shown:?}");
 }
+
+/// A setting past what the handler can hold refuses the start (exit 1, naming the setting and
+/// its range), where it used to panic: `BLOG_MAX_IN_FLIGHT` past what a semaphore counts at
+/// start, `BLOG_REQUEST_TIMEOUT` past what a deadline can be computed from at every request.
+#[test]
+fn a_setting_out_of_its_range_refuses_the_start_naming_the_range() {
+    for (name, range) in [
+        ("BLOG_MAX_IN_FLIGHT", "from 1 to 1048576"),
+        ("BLOG_REQUEST_TIMEOUT", "from 1 to 3600"),
+        ("BLOG_HEADER_TIMEOUT", "from 1 to 3600"),
+    ] {
+        let data = tempfile::tempdir().unwrap();
+        let output = Command::new(env!("CARGO_BIN_EXE_handler"))
+            .env("BLOG_DATA_DIR", data.path())
+            .env("BLOG_LISTEN", "127.0.0.1:0")
+            .env("NO_COLOR", "1")
+            .env(name, u64::MAX.to_string())
+            .env_remove("CosmosDB")
+            .env_remove("CosmosDB__accountEndpoint")
+            .env_remove("FUNCTIONS_CUSTOMHANDLER_PORT")
+            .output()
+            .expect("the handler binary runs");
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{name}: {said}");
+        assert!(said.contains(name) && said.contains(range) && !said.contains("panicked"), "{name}: {said}");
+    }
+}
