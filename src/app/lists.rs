@@ -70,7 +70,9 @@ struct Token {
 pub struct TokenKey(azure_core::credentials::Secret);
 
 impl TokenKey {
-    /// The key that signs continuation tokens: from `setting` (base64) when given, else a random one for this process.
+    /// The key that signs continuation tokens: `setting`'s bytes as they are when given (any
+    /// text of at least 16 characters, `Config` checks), else 32 random bytes for this process.
+    /// (Held base64-encoded: the form the SDK's HMAC takes its key in.)
     pub fn new(setting: Option<&str>) -> TokenKey {
         let bytes = match setting {
             Some(text) => text.as_bytes().to_vec(),
