@@ -228,16 +228,44 @@ mod tests {
     use super::{FrontDoor, serve};
     use crate::config::AuthMode;
 
+    /// What a test holds `POST /api/hold` with: told when a request is inside the handler
+    /// (`notify_one` keeps the wake for a waiter yet to come), released by a permit (kept for
+    /// a request yet to wait): no sleep guesses when the request got there, and no release is
+    /// lost on a request that had not got there yet.
+    #[derive(Clone)]
+    struct Hold {
+        entered: Arc<Notify>,
+        release: Arc<tokio::sync::Semaphore>,
+    }
+
+    impl Hold {
+        /// Once a request is held inside the handler.
+        async fn entered(&self) {
+            self.entered.notified().await;
+        }
+
+        /// Lets one held request answer.
+        fn release(&self) {
+            self.release.add_permits(1);
+        }
+    }
+
     /// A server whose `POST /api/hold` waits until released, behind the admission layer.
-    async fn held_server(max_in_flight: usize, header_timeout: Duration) -> (String, Arc<Notify>) {
+    async fn held_server(max_in_flight: usize, header_timeout: Duration) -> (String, Hold) {
         held_server_with(max_in_flight, serve::Limits { header_timeout, max_connections: 1024 }).await
     }
 
-    async fn held_server_with(max_in_flight: usize, limits: serve::Limits) -> (String, Arc<Notify>) {
-        let release = Arc::new(Notify::new());
-        let waiting = release.clone();
+    async fn held_server_with(max_in_flight: usize, limits: serve::Limits) -> (String, Hold) {
+        let hold = Hold { entered: Arc::new(Notify::new()), release: Arc::new(tokio::sync::Semaphore::new(0)) };
+        let held = hold.clone();
         let router = Router::new()
-            .route("/api/hold", post(move || async move { waiting.notified().await }))
+            .route(
+                "/api/hold",
+                post(move || async move {
+                    held.entered.notify_one();
+                    held.release.acquire().await.expect("never closed").forget();
+                }),
+            )
             .route("/api/read", get(|| async { "ok" }))
             .route("/api/trickle", get(trickle))
             .layer(FrontDoor::new(
@@ -250,20 +278,20 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(serve::serve(listener, router, limits, std::future::pending()));
-        (base, release)
+        (base, hold)
     }
 
     #[tokio::test]
     async fn past_max_in_flight_a_request_is_503_at_once_but_only_for_its_kind() {
-        let (base, release) = held_server(1, crate::config::DEFAULT_HEADER_TIMEOUT).await;
+        let (base, hold) = held_server(1, crate::config::DEFAULT_HEADER_TIMEOUT).await;
         let client = reqwest::Client::new();
         let held = tokio::spawn(client.post(format!("{base}/api/hold")).send());
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        hold.entered().await;
         let refused = client.post(format!("{base}/api/hold")).send().await.unwrap();
         assert_eq!(refused.status(), 503);
         assert!(refused.text().await.unwrap().contains("retry"));
         assert_eq!(client.get(format!("{base}/api/read")).send().await.unwrap().status(), 200, "writes do not starve reads");
-        release.notify_waiters();
+        hold.release();
         assert_eq!(held.await.unwrap().unwrap().status(), 200);
     }
 
@@ -282,14 +310,14 @@ mod tests {
     /// answer that takes longer than the timeout to send is not cut off.
     #[tokio::test]
     async fn an_answer_slower_than_the_header_timeout_is_sent_whole() {
-        let (base, _release) = held_server(1, Duration::from_millis(300)).await;
+        let (base, _hold) = held_server(1, Duration::from_millis(300)).await;
         let body = reqwest::get(format!("{base}/api/trickle")).await.unwrap().text().await.unwrap();
         assert_eq!(body, "part 0\npart 1\npart 2\npart 3\n");
     }
 
     #[tokio::test]
     async fn a_connection_that_does_not_finish_its_headers_is_closed() {
-        let (base, _release) = held_server(1, Duration::from_millis(300)).await;
+        let (base, _hold) = held_server(1, Duration::from_millis(300)).await;
         for request in [&b"GET /api/read HTTP/1.1\r\nHost: x\r\n"[..], b""] {
             let mut stream = tokio::net::TcpStream::connect(base.trim_start_matches("http://")).await.unwrap();
             stream.write_all(request).await.unwrap();
@@ -305,14 +333,14 @@ mod tests {
     #[tokio::test]
     async fn at_the_connection_limit_with_every_connection_busy_a_newcomer_is_503() {
         let limits = serve::Limits { header_timeout: crate::config::DEFAULT_HEADER_TIMEOUT, max_connections: 1 };
-        let (base, release) = held_server_with(2, limits).await;
+        let (base, hold) = held_server_with(2, limits).await;
         let held = tokio::spawn(reqwest::Client::new().post(format!("{base}/api/hold")).send());
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        hold.entered().await;
         let refused = reqwest::Client::new().get(format!("{base}/api/read")).send().await.unwrap();
         assert_eq!(refused.status(), 503);
         assert_eq!(refused.headers()["content-type"], "application/problem+json");
         assert!(refused.text().await.unwrap().contains("retry in a moment"));
-        release.notify_waiters();
+        hold.release();
         assert_eq!(held.await.unwrap().unwrap().status(), 200);
         let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
         assert_eq!(client.get(format!("{base}/api/read")).send().await.unwrap().status(), 200);
