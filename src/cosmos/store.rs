@@ -449,9 +449,11 @@ impl Store {
 
     /// [`Store::execute_batch`] on the embedded store, for a batch that creates request records,
     /// which the database alone keeps (see `embedded`): under the partition's lock, a record
-    /// that is there already fails the batch as Cosmos DB would (409 for it, 424 for the rest),
-    /// before anything is applied; else the other operations go to the emulator, and the
-    /// records are committed with them, in one transaction.
+    /// that is there already fails the batch as Cosmos DB would (409 for it, 424 for the rest,
+    /// as the SDK's emulator answers a failed batch: `azure_data_cosmos_driver` 1.0.0,
+    /// `in_memory_emulator/operations.rs`, `failed_batch_results`), before anything is applied;
+    /// else the other operations go to the emulator, and the records are committed with them,
+    /// in one transaction.
     async fn batch_with_records(
         &self,
         durability: &Arc<Durability>,
@@ -462,17 +464,15 @@ impl Store {
         let total = operations.len();
         let (mut on_disk, mut positions, mut rest) = (Vec::new(), Vec::new(), Vec::new());
         for (index, operation) in operations.into_iter().enumerate() {
-            match operation {
-                WriteOp::Create { document } if embedded::on_disk_only(&document_id(&document)?) => {
-                    on_disk.push((index, document_id(&document)?, Some(document)));
-                }
-                other if operation_id(&other).is_some_and(embedded::on_disk_only) => {
+            let record = operation_id(&operation).filter(|id| embedded::on_disk_only(id)).map(str::to_owned);
+            match (record, operation) {
+                (Some(id), WriteOp::Create { document }) => on_disk.push((index, id, Some(document))),
+                (Some(id), _) => {
                     return Err(StoreError::Unusable(format!(
-                        "a request record ({:?}) is only ever created, in a batch with its write",
-                        operation_id(&other).unwrap_or_default()
+                        "a request record ({id:?}) is only ever created, in a batch with its write"
                     )));
                 }
-                other => {
+                (None, other) => {
                     positions.push(index);
                     rest.push(other);
                 }

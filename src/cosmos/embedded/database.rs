@@ -158,12 +158,8 @@ impl Row {
     fn read(path: &Path, row: &rusqlite::Row) -> Result<Row, StoreError> {
         let failed = |error| damaged(path, error);
         let name: String = row.get(0).map_err(failed)?;
-        let container = Container::ALL
-            .into_iter()
-            .find(|container| container.name() == name)
-            .ok_or_else(|| damaged(path, format!("an item names an unknown container {name:?}")))?;
         Ok(Row {
-            container,
+            container: container_named(path, &name)?,
             partition_key: row.get(1).map_err(failed)?,
             id: row.get(2).map_err(failed)?,
             doc: row.get(3).map_err(failed)?,
@@ -933,9 +929,7 @@ impl Database {
         let mut expired = Vec::new();
         for row in rows {
             let (name, partition_key, id) = row.map_err(failed)?;
-            if let Some(container) = Container::ALL.into_iter().find(|container| container.name() == name) {
-                expired.push((container, partition_key, id));
-            }
+            expired.push((container_named(&self.path, &name)?, partition_key, id));
         }
         Ok(expired)
     }

@@ -62,9 +62,9 @@ pub(crate) fn unix_now() -> u64 {
 /// background too, with no promise of when; the application never waits for it.
 const EXPIRY_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
-/// The most expired request records one sweep removes: each is a commit of its own (its
-/// partition locked meanwhile), and at one sweep a second this keeps up with far more keyed
-/// writes than the store takes; a record not yet removed is not read as there anyway.
+/// The most expired request records one sweep removes (one write per partition, all
+/// group-committed): at one sweep a second this keeps up with far more keyed writes than the
+/// store takes, and a record not yet removed is not read as there anyway.
 const RECORDS_PER_SWEEP: usize = 256;
 
 /// Removes expired items from the embedded store every [`EXPIRY_SWEEP_INTERVAL`] for as long as
