@@ -1,11 +1,17 @@
-// The blog's Azure infrastructure: one resource group holding a Cosmos DB for NoSQL account
-// (the article's V3 model), a Function App on Flex Consumption running the Rust custom handler,
-// and what that app needs to run without any secret: one user-assigned identity, a storage
-// account reached with that identity, and workspace-based Application Insights.
-//
-// Deploy: `azd up` (azure.yaml), or az deployment group create -g <rg> -p infra/main.bicepparam
-// (docs/deploy.md). The Entra ID app registration is part of the deployment (modules/signin.bicep).
-targetScope = 'resourceGroup'
+// `azd up` deploys this (azure.yaml, with main.parameters.json): the resource group, then the
+// blog's resources in it (resources.bicep). Subscription-scoped, as Microsoft's azd samples for
+// Flex Consumption are, so that azd asks for the region itself, offering only those `location`
+// allows (azure-dev pkg/infra/provisioning/bicep/bicep_provider.go: in "bicep mode", a
+// template with a parameters file, `ensureParameters` filters the location prompt by the
+// parameter's allowed values, locationParameterFilterImpl; with a .bicepparam file or a
+// resource-group scope it asks for any region and creates the group there first). A region
+// refused here stops the deployment before anything exists: the group is part of it.
+targetScope = 'subscription'
+
+@description('The azd environment\'s name (AZURE_ENV_NAME): names the resource group when none is given, and tags it so that azd finds it.')
+@minLength(1)
+@maxLength(64)
+param environmentName string
 
 // Flex Consumption, the function app's plan, is offered in these regions only; elsewhere the
 // deployment would stop at the plan, after the account and the app registration were made. The
@@ -52,232 +58,153 @@ targetScope = 'resourceGroup'
     type: 'location'
   }
 })
-param location string = resourceGroup().location
+param location string
+
+@description('The resource group to deploy into (AZURE_RESOURCE_GROUP: an existing deployment keeps its own). Empty: rg-<environmentName>.')
+param resourceGroupName string = ''
 
 @description('Prefix of every resource name (letters, digits and hyphens).')
 @minLength(2)
 @maxLength(10)
 param namePrefix string = 'blog'
 
-@description('true: Cosmos DB serverless (pay per request, no throughput to manage). false: provisioned throughput, autoscale, shared by the database\'s containers.')
+@description('true: Cosmos DB serverless (pay per request, no throughput to manage). false: provisioned throughput, autoscale.')
 param cosmosServerless bool = true
-
-@description('Autoscale maximum RU/s of the database; used only when cosmosServerless is false.')
-@minValue(1000)
-param cosmosAutoscaleMaxThroughput int = 1000
 
 @description('Most instances the Function App may scale out to (Flex Consumption allows 40 to 1000).')
 @minValue(40)
 @maxValue(1000)
 param maximumInstanceCount int = 40
 
-@description('The key the instances sign the lists\' continuation tokens with; the same on every instance. A new one each deployment unless given (tokens issued before then are refused).')
-@secure()
-param tokenSigningKey string = newGuid()
+@description('Memory of each Function App instance, in MB (Flex Consumption: 512, 2048 or 4096; docs/deploy.md, "Instance size").')
+@allowed([
+  512
+  2048
+  4096
+])
+param instanceMemoryMB int = 512
 
-@description('Create the Entra ID app registration people sign in with, in this deployment (needs the right to create applications in the tenant: by default every member user has it). false with no authClientId: a read-only blog, on purpose.')
+// azd makes this once, keeps it in the environment's configuration (infra.parameters), and
+// `azd pipeline config` gives it to CI as the secret BLOG_TOKEN_KEY (azure-dev bicep_provider.go
+// ensureParameters, `AzdMetadataTypeGenerate`; Parameters, LocalPrompt; pipeline.go
+// mergeProjectVariablesAndSecrets): the same key on every deployment, from here or from CI, so
+// that a reader's "next page" survives a deploy. A new key, only when asked: docs/deploy.md.
+@description('The key the lists\' continuation tokens are signed with.')
+@secure()
+@minLength(16)
+@metadata({
+  azd: {
+    type: 'generate'
+    config: {
+      length: 48
+      noSpecial: true
+    }
+  }
+})
+param tokenSigningKey string
+
+@description('Create the Entra ID app registration people sign in with (docs/deploy.md). false with no authClientId: a read-only blog, on purpose.')
 param createAppRegistration bool = true
 
-@description('Who may sign in to a registration created here: AzureADMyOrg, the people of this tenant; AzureADMultipleOrgs, people of any Entra ID (work or school) tenant. Personal Microsoft accounts cannot sign in through App Service Authentication with a managed identity as credential, which serves workforce tenants only (docs/deploy.md, "A public blog").')
+@description('AzureADMyOrg (this tenant) or AzureADMultipleOrgs (any work or school tenant).')
 @allowed([
   'AzureADMyOrg'
   'AzureADMultipleOrgs'
 ])
 param signInAudience string = 'AzureADMyOrg'
 
-@description('Client id of an app registration that already exists, to use instead of creating one (then its redirect URI, credential and exposed API are yours to set: docs/deploy.md). Empty: create one (createAppRegistration).')
+@description('Client id of an existing app registration to use instead of creating one (docs/deploy.md). Empty: create one.')
 param authClientId string = ''
 
 @description('The identifier URI (audience) of that existing registration\'s API, when it has one.')
 param authIdentifierUri string = ''
 
-@description('Client ids of other applications allowed to call the blog\'s API with a user\'s token (besides the blog\'s own sign-in and the Azure CLI). App Service Authentication refuses tokens issued to any other application of the tenant.')
-param apiClientApplicationIds array = []
+@description('Client ids of other applications allowed to call the API, comma-separated (BLOG_API_CLIENT_IDS).')
+param apiClientIds string = ''
 
-@description('Required by tenants whose app management policy asks every new registration for a Service Tree id or other service management reference (Graph answers 400 otherwise: docs/deploy.md). Empty: none.')
+@description('The service management reference a tenant\'s app management policy may require (BLOG_SERVICE_MANAGEMENT_REFERENCE). Empty: none.')
 param serviceManagementReference string = ''
 
-@description('Object id of the operator: gets the Cosmos DB data-plane role (handler rebuild-copies, dead-letters) and owns the app registration. Defaults to whoever deploys; empty: nobody.')
+@description('Client id of the GitHub workflow\'s service principal (AZURE_PIPELINE_CLIENT_ID, kept by `azd pipeline config`): made an owner of the sign-in registration. Empty: none.')
+param pipelineClientId string = ''
+
+@description('Object id of the operator: the Cosmos DB data role, the pictures\' role, and ownership of the registration. Defaults to whoever deploys.')
 param operatorPrincipalId string = deployer().objectId
 
-@description('Tags applied to every resource.')
-param tags object = {}
-
-@description('The Cosmos DB account to use, by name; empty: the one this template names. Set to an account restored from backup to bring the app onto it (docs/deploy.md, "Restoring from backup").')
+@description('The Cosmos DB account to use, by name (BLOG_COSMOS_ACCOUNT_NAME: an account restored from backup). Empty: the one the template names.')
 param cosmosAccountName string = ''
 
-@description('Continuous backup, 7 days, on the Cosmos DB account; false keeps periodic backup, for an account deployed before whose move to continuous backup has not been made (docs/deploy.md, "Restoring from backup").')
-param cosmosContinuousBackup bool = true
+@description('continuous (7 days, the default) or periodic (an account deployed before, not moved yet): BLOG_COSMOS_BACKUP.')
+@allowed([
+  'continuous'
+  'periodic'
+])
+param cosmosBackup string = 'continuous'
 
-@description('Where the alerts are sent (optional): `azd env set BLOG_ALERT_EMAIL you@example.com`. Empty: they fire in the portal only.')
+@description('Where the alerts are sent (BLOG_ALERT_EMAIL). Empty: the person deploying, when their sign-in name is a mailbox; else the subscription\'s Owners.')
 param alertEmail string = ''
 
-@description('The change-feed lag alert fires when a change waited longer than this many seconds.')
-@minValue(30)
-param lagAlertSeconds int = 300
+@description('Most GB of logs a day (BLOG_LOGS_DAILY_CAP_GB); -1: no cap.')
+@minValue(-1)
+param logsDailyCapGb int = 1
 
-@description('The request-unit budget alert fires when the handler spends more than this in a day (the README\'s cost table).')
-@minValue(1000)
-param requestUnitsPerDayBudget int = 1000000
-
-// One suffix per resource group keeps the globally unique names (storage, Cosmos DB, the app's
-// host name) stable across redeployments and distinct between environments.
-var suffix = uniqueString(resourceGroup().id)
-var cleanPrefix = toLower(replace(namePrefix, '-', ''))
-var names = {
-  identity: 'id-${namePrefix}-${suffix}'
-  signInIdentity: 'id-${namePrefix}-signin-${suffix}'
-  storage: take('st${cleanPrefix}${suffix}', 24)
-  cosmos: empty(cosmosAccountName) ? toLower('cosmos-${namePrefix}-${suffix}') : cosmosAccountName
-  logAnalytics: 'log-${namePrefix}-${suffix}'
-  appInsights: 'appi-${namePrefix}-${suffix}'
-  plan: 'plan-${namePrefix}-${suffix}'
-  functionApp: 'func-${namePrefix}-${suffix}'
+@description('Tags applied to every resource.')
+param tags object = {
+  project: 'cosmos-blog'
 }
 
-// Sign-in: a registration created here, one given, or none (read-only, chosen explicitly).
-var createSignIn = createAppRegistration && empty(authClientId)
-var signInMode = createSignIn ? 'created' : (empty(authClientId) ? 'off' : 'existing')
+// azd finds the environment's resource group by this tag when AZURE_RESOURCE_GROUP is not set.
+var groupTags = union(tags, {
+  'azd-env-name': environmentName
+})
 
-// The app's only credential: every data-plane call (Cosmos DB, storage, telemetry) is made with
-// this identity, so no keys or connection strings with secrets exist anywhere.
-resource identity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
-  name: names.identity
+resource group 'Microsoft.Resources/resourceGroups@2024-03-01' = {
+  name: empty(resourceGroupName) ? 'rg-${environmentName}' : resourceGroupName
   location: location
-  tags: tags
+  tags: groupTags
 }
 
-// The registration's credential, and nothing else: App Service Authentication redeems sign-in
-// codes with a token of this identity ("Use a managed identity instead of a secret", which asks
-// that the identity be used for this only). It holds no role anywhere, so a token it gets
-// opens no data.
-resource signInIdentity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = {
-  name: names.signInIdentity
-  location: location
-  tags: tags
-}
-
-// The Azure CLI's well-known application id (Microsoft's first-party client): pre-authorized for
-// the API's scope (the smoke test's token, without a consent prompt), and allowed to call it.
-var azureCliAppId = '04b07795-8ddb-461a-bbee-02f9e1bf7b46'
-
-// Logs and telemetry of the Functions host and the handler.
-module monitoring 'modules/monitoring.bicep' = {
-  name: 'monitoring'
+module blog 'resources.bicep' = {
+  name: 'blog'
+  scope: group
   params: {
     location: location
-    tags: tags
-    logAnalyticsName: names.logAnalytics
-    appInsightsName: names.appInsights
-    publisherPrincipalId: identity.properties.principalId
-  }
-}
-
-// The operator's workbook and alerts, on the handler's lines in Application Insights.
-module operations 'modules/operations.bicep' = {
-  name: 'operations'
-  params: {
-    location: location
-    tags: tags
-    appInsightsId: monitoring.outputs.appInsightsId
-    alertEmail: alertEmail
-    lagAlertSeconds: lagAlertSeconds
-    requestUnitsPerDayBudget: requestUnitsPerDayBudget
-    workbookDisplayName: 'Blog operations (${names.functionApp})'
-  }
-}
-
-// The Functions host's own storage (leases, timers, keys), the deployment package container and
-// the pictures in posts.
-module storage 'modules/storage.bicep' = {
-  name: 'storage'
-  params: {
-    location: location
-    tags: tags
-    storageAccountName: names.storage
-    principalId: identity.properties.principalId
-  }
-}
-
-// The blog's data: account, database, the four containers and the article's scripts.
-module cosmos 'modules/cosmos.bicep' = {
-  name: 'cosmos'
-  params: {
-    location: location
-    tags: tags
-    accountName: names.cosmos
-    serverless: cosmosServerless
-    continuousBackup: cosmosContinuousBackup
-    autoscaleMaxThroughput: cosmosAutoscaleMaxThroughput
-    principalId: identity.properties.principalId
-    operatorPrincipalId: operatorPrincipalId
-  }
-}
-
-// The registration people sign in to; its redirect URI is the app's host name, known already.
-module signIn 'modules/signin.bicep' = if (createSignIn) {
-  name: 'signIn'
-  params: {
-    uniqueName: 'blog-${suffix}'
-    displayName: 'Cosmos DB blog (${names.functionApp})'
-    appHostName: '${names.functionApp}.azurewebsites.net'
-    credentialPrincipalId: signInIdentity.properties.principalId
-    ownerObjectId: operatorPrincipalId
-    preAuthorizedAppIds: [
-      azureCliAppId
-    ]
-    serviceManagementReference: serviceManagementReference
-    signInAudience: signInAudience
-  }
-}
-
-var signInClientId = createSignIn ? signIn.outputs.clientId : authClientId
-var signInIdentifierUri = createSignIn ? signIn.outputs.identifierUri : authIdentifierUri
-
-// The custom handler itself. Its inputs come from the other modules' outputs, so it is created
-// after their role assignments exist and the host can reach storage and Cosmos DB at first start.
-module functionApp 'modules/functionapp.bicep' = {
-  name: 'functionApp'
-  params: {
-    location: location
-    tags: tags
-    planName: names.plan
-    appName: names.functionApp
-    identityId: identity.id
-    identityClientId: identity.properties.clientId
-    storageAccountName: storage.outputs.name
-    deploymentContainerUrl: storage.outputs.deploymentContainerUrl
-    picturesBlobEndpoint: storage.outputs.blobEndpoint
-    picturesContainerName: storage.outputs.picturesContainerName
-    appInsightsConnectionString: monitoring.outputs.connectionString
-    cosmosEndpoint: cosmos.outputs.endpoint
-    databaseName: cosmos.outputs.databaseName
+    namePrefix: namePrefix
+    cosmosServerless: cosmosServerless
     maximumInstanceCount: maximumInstanceCount
-    signInIdentityId: signInIdentity.id
-    signInIdentityClientId: signInIdentity.properties.clientId
-    authClientId: signInClientId
-    authMultipleTenants: createSignIn && signInAudience == 'AzureADMultipleOrgs'
-    authAudiences: filter([signInClientId, signInIdentifierUri], audience => !empty(audience))
-    // The tokens App Service Authentication accepts: those the blog's own sign-in gets (the
-    // pages' session), the Azure CLI's, and those of the applications the operator names.
-    authAllowedApplications: union([signInClientId, azureCliAppId], apiClientApplicationIds)
+    instanceMemoryMB: instanceMemoryMB
     tokenSigningKey: tokenSigningKey
+    createAppRegistration: createAppRegistration
+    signInAudience: signInAudience
+    authClientId: authClientId
+    authIdentifierUri: authIdentifierUri
+    apiClientApplicationIds: empty(apiClientIds) ? [] : split(apiClientIds, ',')
+    serviceManagementReference: serviceManagementReference
+    pipelineClientId: pipelineClientId
+    operatorPrincipalId: operatorPrincipalId
+    cosmosAccountName: cosmosAccountName
+    cosmosContinuousBackup: cosmosBackup == 'continuous'
+    alertEmail: alertEmail
+    logsDailyCapGb: logsDailyCapGb
+    tags: tags
   }
 }
 
 // Outputs, in the names azd keeps in its environment (.azure/<env>/.env), read by azure.yaml's
-// hooks and by docs/deploy.md (az deployment group show ... --query properties.outputs.<name>.value).
-output BLOG_URL string = 'https://${functionApp.outputs.defaultHostName}'
-output BLOG_FUNCTION_APP_NAME string = functionApp.outputs.name
-output BLOG_SIGN_IN string = signInMode
-output BLOG_AUTH_CLIENT_ID string = signInClientId
-output BLOG_API_IDENTIFIER_URI string = signInIdentifierUri
-// The identity an existing registration (authClientId) must trust as a federated credential.
-output BLOG_SIGN_IN_IDENTITY_PRINCIPAL_ID string = signInIdentity.properties.principalId
-output BLOG_API_SCOPE string = createSignIn ? signIn.outputs.scope : ''
-output BLOG_COSMOS_ENDPOINT string = cosmos.outputs.endpoint
-output BLOG_COSMOS_DATABASE string = cosmos.outputs.databaseName
-output BLOG_RESOURCE_GROUP string = resourceGroup().name
-// The tenant the registration is in: the smoke test asks it for a token (az ... --tenant).
-output BLOG_TENANT_ID string = tenant().tenantId
-output BLOG_APP_INSIGHTS_NAME string = names.appInsights
+// hooks and by docs/deploy.md.
+output AZURE_RESOURCE_GROUP string = group.name
+output BLOG_URL string = blog.outputs.BLOG_URL
+output BLOG_FUNCTION_APP_NAME string = blog.outputs.BLOG_FUNCTION_APP_NAME
+output BLOG_SIGN_IN string = blog.outputs.BLOG_SIGN_IN
+output BLOG_AUTH_CLIENT_ID string = blog.outputs.BLOG_AUTH_CLIENT_ID
+output BLOG_API_IDENTIFIER_URI string = blog.outputs.BLOG_API_IDENTIFIER_URI
+output BLOG_SIGN_IN_IDENTITY_PRINCIPAL_ID string = blog.outputs.BLOG_SIGN_IN_IDENTITY_PRINCIPAL_ID
+output BLOG_API_SCOPE string = blog.outputs.BLOG_API_SCOPE
+output BLOG_COSMOS_ENDPOINT string = blog.outputs.BLOG_COSMOS_ENDPOINT
+output BLOG_COSMOS_DATABASE string = blog.outputs.BLOG_COSMOS_DATABASE
+output BLOG_RESOURCE_GROUP string = blog.outputs.BLOG_RESOURCE_GROUP
+output BLOG_TENANT_ID string = blog.outputs.BLOG_TENANT_ID
+output BLOG_APP_INSIGHTS_NAME string = blog.outputs.BLOG_APP_INSIGHTS_NAME
+output BLOG_PICTURES_BLOB_ENDPOINT string = blog.outputs.BLOG_PICTURES_BLOB_ENDPOINT
+output BLOG_PICTURES_CONTAINER string = blog.outputs.BLOG_PICTURES_CONTAINER
+output BLOG_ALERT_EMAIL string = blog.outputs.BLOG_ALERT_EMAIL

@@ -20,5 +20,14 @@ CosmosDB__accountEndpoint=$BLOG_COSMOS_ENDPOINT
 COSMOS_DATABASE=$BLOG_COSMOS_DATABASE
 BLOG_AUTH=development
 SETTINGS
+# The pictures, in the deployed account's container, with the same az login (the deployment gave
+# the operator the app's role on it: infra/modules/storage.bicep). A deployment made before the
+# outputs existed has none: the local run then shows no pictures, and says so at start.
+if [ -n "${BLOG_PICTURES_BLOB_ENDPOINT:-}" ] && [ -n "${BLOG_PICTURES_CONTAINER:-}" ]; then
+  cat >> "$file.partial" <<SETTINGS
+BLOG_PICTURES__blobServiceUri=$BLOG_PICTURES_BLOB_ENDPOINT
+BLOG_PICTURES_CONTAINER=$BLOG_PICTURES_CONTAINER
+SETTINGS
+fi
 mv "$file.partial" "$file"
 echo "wrote $file: run the blog here against $BLOG_COSMOS_ENDPOINT with: set -a && . ./$file && set +a && cargo run" >&2

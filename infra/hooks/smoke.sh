@@ -11,6 +11,10 @@ cd "$(dirname "$0")/../.."
 : "${BLOG_SIGN_IN:?not set: run after azd provision, or eval \"\$(azd env get-values)\"}"
 
 smoke() {
+  # BLOG_SMOKE_HANDLER: another handler executable to run (a build of your own; the tests' stand-in).
+  if [ -n "${BLOG_SMOKE_HANDLER:-}" ]; then
+    exec "$BLOG_SMOKE_HANDLER" smoke "$@"
+  fi
   if [ "$(uname -s)/$(uname -m)" = Linux/x86_64 ] && [ -x dist/app/handler ]; then
     exec dist/app/handler smoke "$@"
   fi
@@ -23,12 +27,26 @@ if [ "$BLOG_SIGN_IN" = off ]; then
 fi
 : "${BLOG_API_IDENTIFIER_URI:?not set: the deployment has sign-in but no identifier URI (set authIdentifierUri)}"
 : "${BLOG_TENANT_ID:?not set: run after azd provision, or eval \"\$(azd env get-values)\"}"
-# The Azure CLI is pre-authorized for the blog's scope (infra/modules/signin.bicep), so this
-# needs no consent; it needs `az login` as a user of the blog's tenant. The tenant is named:
-# without it, `az` asks the tenant of its default subscription, which answers AADSTS500011 (no
+# The token is fetched now, when it is used: azd's (the hook runs under azd, in CI as here) or
+# else the Azure CLI's. Both sign in as the Azure CLI's application, which the registration
+# pre-authorizes for the blog's scope (infra/modules/signin.bicep), so no consent is asked. In
+# CI, `azd auth token` asks GitHub for a fresh OIDC assertion each time, where an `az login` made
+# before a long deployment holds one that has expired (AADSTS700024). The tenant is named:
+# without it, the tenant of the default subscription is asked, which answers AADSTS500011 (no
 # such resource there) when that is another tenant.
-if ! BLOG_SMOKE_TOKEN=$(az account get-access-token --tenant "$BLOG_TENANT_ID" --resource "$BLOG_API_IDENTIFIER_URI" --query accessToken -o tsv); then
-  echo "smoke: no token for $BLOG_API_IDENTIFIER_URI from tenant $BLOG_TENANT_ID: run \`az login --tenant $BLOG_TENANT_ID\` and try again (infra/hooks/smoke.sh)" >&2
+token() {
+  if command -v azd >/dev/null 2>&1 &&
+    azd auth token --tenant-id "$BLOG_TENANT_ID" --scope "$BLOG_API_IDENTIFIER_URI/.default" 2>/dev/null; then
+    return 0
+  fi
+  if command -v az >/dev/null 2>&1; then
+    az account get-access-token --tenant "$BLOG_TENANT_ID" --resource "$BLOG_API_IDENTIFIER_URI" --query accessToken -o tsv
+    return
+  fi
+  return 1
+}
+if ! BLOG_SMOKE_TOKEN=$(token) || [ -z "$BLOG_SMOKE_TOKEN" ]; then
+  echo "smoke: no token for $BLOG_API_IDENTIFIER_URI from tenant $BLOG_TENANT_ID: run \`azd auth login --tenant-id $BLOG_TENANT_ID\` (or \`az login --tenant $BLOG_TENANT_ID\`) and try again (infra/hooks/smoke.sh)" >&2
   exit 1
 fi
 export BLOG_SMOKE_TOKEN

@@ -111,6 +111,10 @@ resource account 'Microsoft.DocumentDB/databaseAccounts@2025-04-15' = {
       }
     ] : []
     disableLocalAuth: true
+    // Said, not left to the default: an account restored from backup is made with public access
+    // as the restore was asked (docs/deploy.md restores it closed), and this template, applied to
+    // it, opens it to the app, which reaches it by its public endpoint with Entra ID.
+    publicNetworkAccess: 'Enabled'
     backupPolicy: continuousBackup ? continuousBackupPolicy : periodicBackupPolicy
     // Containers and scripts change through Azure Resource Manager (this template) only.
     disableKeyBasedMetadataWriteAccess: true
@@ -328,3 +332,5 @@ resource operatorDataContributor 'Microsoft.DocumentDB/databaseAccounts/sqlRoleA
 
 output endpoint string = account.properties.documentEndpoint
 output databaseName string = database.name
+// The account's own metrics (the request-unit budget alert, modules/operations.bicep).
+output accountId string = account.id

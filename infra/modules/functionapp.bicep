@@ -40,12 +40,17 @@ param databaseName string
 @maxValue(1000)
 param maximumInstanceCount int
 
+// 512 by default (main.bicep): Flex Consumption bills the instance's memory for the time it
+// executes, and the handler at its peak, eight large photos at once, holds about 220 MiB
+// (BENCHMARKS.md, "Pictures"); the host runs in a buffer of its own that is not billed
+// (docs/deploy.md, "Instance size", with the sources).
+@description('Memory of each instance, in MB.')
 @allowed([
   512
   2048
   4096
 ])
-param instanceMemoryMB int = 2048
+param instanceMemoryMB int
 
 @description('Client id of the Entra ID app registration users sign in to; empty leaves App Service Authentication off, and then every write is answered 401.')
 param authClientId string = ''
@@ -185,12 +190,13 @@ resource app 'Microsoft.Web/sites@2024-11-01' = {
           name: 'BLOG_PICTURES_CONTAINER'
           value: picturesContainerName
         }
-        // The memory the pictures being decoded may hold at once: a quarter of the instance's
-        // (128 MB on the smallest), beside the host's own and the handler's (README, "Pictures
-        // in posts").
+        // The memory the pictures being decoded may hold at once: half the instance's (256 MB on
+        // the smallest, the same as a local run's default), beside the handler's own at rest
+        // (about 70 MiB) and its bodies' buffer (64 MiB); the host's own memory is outside the
+        // instance's (README, "Pictures in posts").
         {
           name: 'BLOG_PICTURE_MEMORY_MB'
-          value: string(instanceMemoryMB / 4)
+          value: string(instanceMemoryMB / 2)
         }
         // The front page is an HTTP function at the root: the host's own home page must not answer it.
         {

@@ -9,6 +9,9 @@ param appInsightsName string
 @description('Principal id of the identity that publishes telemetry (the Function App\'s).')
 param publisherPrincipalId string
 
+@description('Most GB of logs and telemetry the workspace takes in a day; past it, ingestion stops until the next day (UTC) and so do the log alerts. -1: no cap.')
+param dailyCapGb int
+
 // Built-in role "Monitoring Metrics Publisher".
 var monitoringMetricsPublisherRoleId = '3913510d-42f4-4e42-8a64-420c390055eb'
 
@@ -22,6 +25,11 @@ resource workspace 'Microsoft.OperationalInsights/workspaces@2023-09-01' = {
       name: 'PerGB2018'
     }
     retentionInDays: 30
+    // Every request writes a line: a cap keeps a flood (or a loop) from writing the month's bill
+    // in a day.
+    workspaceCapping: {
+      dailyQuotaGb: dailyCapGb
+    }
   }
 }
 

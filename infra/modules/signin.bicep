@@ -31,6 +31,9 @@ param credentialPrincipalId string
 @description('Object id of the user who owns the registration (may update and delete it); empty: none.')
 param ownerObjectId string
 
+@description('Object ids of other owners: the GitHub workflow\'s service principal, so that CI can update a registration a person made (docs/deploy.md, "Deploying without a local build").')
+param additionalOwnerIds array = []
+
 @description('Client applications pre-authorized for the API\'s scope (no consent prompt): the Azure CLI.')
 param preAuthorizedAppIds array
 
@@ -114,10 +117,15 @@ resource registration 'Microsoft.Graph/applications@v1.0' = {
       enableAccessTokenIssuance: false
     }
   }
+  // Owners may update the registration; a deployment by anyone else is refused. CI's principal
+  // holds Application.ReadWrite.OwnedBy, which covers only applications it owns, and cannot add
+  // owners itself (Graph's "Add owner" reference: OwnedBy "will not be sufficient to add another
+  // owner"): a person who owns it adds CI's principal here, through additionalOwnerIds. 'append'
+  // (the extension's default, said here) adds to the owners and removes none, so an owner added
+  // by hand, or by the other deployer, stays.
   owners: {
-    relationships: empty(ownerObjectId) ? [] : [
-      ownerObjectId
-    ]
+    relationshipSemantics: 'append'
+    relationships: union(empty(ownerObjectId) ? [] : [ownerObjectId], additionalOwnerIds)
   }
 }
 

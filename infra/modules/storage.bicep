@@ -15,6 +15,9 @@ param picturesContainerName string = 'pictures'
 @description('Principal id of the Function App\'s identity.')
 param principalId string
 
+@description('Object id of the operator: the same role on the pictures as the app, so that the handler run on the operator\'s machine against the deployed account (infra/hooks/local-settings.sh) serves and stores pictures with their az login. Empty: nobody.')
+param operatorPrincipalId string
+
 // Storage Blob Data Contributor: read, write and delete blobs, nothing else; what the handler
 // needs on the pictures' container (src/pictures/blob.rs).
 var pictureRoleId = 'ba92f5b4-2d11-453d-a403-e96b0029c9fe'
@@ -91,6 +94,19 @@ resource picturesRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
     principalId: principalId
     principalType: 'ServicePrincipal'
     description: 'Storage Blob Data Contributor on the pictures for the blog Function App'
+  }
+}
+
+// The operator's access to the pictures, as the app's: a local run against the deployed account
+// shows the posts' pictures and stores new ones. Its principal type is left out: the operator is
+// a person, or the pipeline's service principal when CI deploys.
+resource operatorPicturesRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(operatorPrincipalId)) {
+  name: guid(picturesContainer.id, operatorPrincipalId, pictureRoleId)
+  scope: picturesContainer
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', pictureRoleId)
+    principalId: operatorPrincipalId
+    description: 'Storage Blob Data Contributor on the pictures for the blog\'s operator'
   }
 }
 
