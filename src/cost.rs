@@ -84,6 +84,11 @@ impl Prices {
     };
 }
 
+/// The instance memory the deployment gives by default, in MB (`instanceMemoryMB`,
+/// infra/main.bicep): the smallest of Flex Consumption's sizes, which the handler's peak fits
+/// (docs/deploy.md, "Instance size").
+pub const DEFAULT_INSTANCE_MB: u32 = 512;
+
 /// A blog's traffic.
 #[derive(Clone, Copy, Debug)]
 pub struct Traffic {
@@ -97,13 +102,15 @@ pub struct Traffic {
     pub post_write_share: f64,
     /// Function app instances serving it (each has its own caches).
     pub instances: f64,
-    /// Each instance's memory, in GB (`instanceMemoryMB` in infra/modules/functionapp.bicep).
+    /// Each instance's memory, in GB (`instanceMemoryMB` in infra/main.bicep: 512 MB unless
+    /// set otherwise).
     pub instance_gb: f64,
 }
 
 impl Traffic {
     /// A blog of `views_per_day` with the defaults of `handler cost`: half the views a post's
-    /// page, one write for every 100 views, a tenth of them new posts, one 2 GB instance.
+    /// page, one write for every 100 views, a tenth of them new posts, one instance of the
+    /// deployment's default size.
     pub fn of(views_per_day: f64) -> Traffic {
         Traffic {
             views_per_day,
@@ -111,7 +118,7 @@ impl Traffic {
             writes_per_day: views_per_day / 100.0,
             post_write_share: 0.1,
             instances: 1.0,
-            instance_gb: 2.0,
+            instance_gb: DEFAULT_INSTANCE_MB as f64 / 1024.0,
         }
     }
 }

@@ -198,6 +198,19 @@ struct CostArgs {
     /// Function app instances (each keeps its own caches)
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     instances: u32,
+    /// Each instance's memory in MB, as `instanceMemoryMB` deploys it
+    #[arg(long = "instance-memory-mb", value_name = "MB", default_value_t = blog::cost::DEFAULT_INSTANCE_MB, value_parser = instance_memory)]
+    instance_memory_mb: u32,
+}
+
+/// One of Flex Consumption's instance sizes.
+fn instance_memory(text: &str) -> Result<u32, String> {
+    match text {
+        "512" => Ok(512),
+        "2048" => Ok(2048),
+        "4096" => Ok(4096),
+        _ => Err("Flex Consumption's instance sizes are 512, 2048 and 4096 MB".into()),
+    }
 }
 
 /// A share between 0 and 1.
@@ -496,6 +509,7 @@ fn cost(args: &CostArgs) -> std::io::Result<()> {
                 post_share: args.post_share,
                 writes_per_day: args.writes_per_day.map_or(traffic.writes_per_day, |writes| writes as f64),
                 instances: f64::from(args.instances),
+                instance_gb: f64::from(args.instance_memory_mb) / 1024.0,
                 ..traffic
             }
         })
