@@ -82,7 +82,7 @@ param requestUnitsPerDayBudget int = 1000000
 
 @description('Most GB of logs the workspace takes in a day; past it, ingestion (and so the log alerts) stops until the next day. -1: no cap.')
 @minValue(-1)
-param logsDailyCapGb int = 1
+param logsDailyCapGb int = 2
 
 @description('Memory of each Function App instance, in MB (Flex Consumption: 512, 2048 or 4096; docs/deploy.md, "Instance size").')
 @allowed([

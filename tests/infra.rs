@@ -9,6 +9,10 @@
 //! keys of `src/cosmos/mod.rs`, the scripts of `src/scripts/`, Entra-ID-only Cosmos DB, and the
 //! app settings the handler and the Functions host read.
 
+#[path = "common/yaml.rs"]
+mod yaml;
+use yaml::{yaml_block, yaml_items, yaml_mapping};
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -615,39 +619,6 @@ fn parameters_file_sets_declared_parameters() {
     assert!(!infra.join("main.bicepparam").exists(), "azd prefers a .bicepparam, and then does not filter the region prompt");
 }
 
-/// The lines of a YAML block mapping's value at `path` (each key one level deeper), for the
-/// block style azure.yaml and the workflow are written in: no flow collections, no anchors.
-/// Enough to read a few keys without a YAML parser among the dependencies.
-fn yaml_block(text: &str, path: &[&str]) -> Vec<String> {
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    for key in path {
-        let indent_of = |line: &str| line.len() - line.trim_start().len();
-        let meaningful = |line: &String| !line.trim().is_empty() && !line.trim_start().starts_with('#');
-        let base = lines.iter().filter(|line| meaningful(line)).map(|line| indent_of(line)).min().unwrap_or(0);
-        let at = lines
-            .iter()
-            .position(|line| meaningful(line) && indent_of(line) == base && line.trim() == format!("{key}:"))
-            .unwrap_or_else(|| panic!("no key {key:?} in the YAML block {path:?}"));
-        lines = lines[at + 1..]
-            .iter()
-            .take_while(|line| !meaningful(line) || indent_of(line) > base)
-            .filter(|line| meaningful(line))
-            .cloned()
-            .collect();
-    }
-    lines
-}
-
-/// `KEY: value` lines of a block mapping, at its own indentation.
-fn yaml_mapping(lines: &[String]) -> BTreeMap<String, String> {
-    let base = lines.iter().map(|line| line.len() - line.trim_start().len()).min().unwrap_or(0);
-    lines
-        .iter()
-        .filter(|line| line.len() - line.trim_start().len() == base)
-        .filter_map(|line| line.trim().split_once(": ").map(|(key, value)| (key.to_owned(), value.trim().to_owned())))
-        .collect()
-}
-
 /// main.parameters.json: parameter → the environment variable its value names.
 fn parameter_mappings() -> BTreeMap<String, String> {
     let path = repo_root().join("infra/main.parameters.json");
@@ -682,10 +653,11 @@ fn every_value_the_parameters_read_reaches_ci() {
     let (variables, secrets) = (listed("variables"), listed("secrets"));
     let workflow = fs::read_to_string(root.join(".github/workflows/azure-dev.yml")).unwrap();
     let job_env = yaml_mapping(&yaml_block(&workflow, &["jobs", "build", "env"]));
-    let steps = yaml_block(&workflow, &["jobs", "build", "steps"]);
-    let provision_at = steps.iter().position(|line| line.contains("run: azd provision")).expect("the workflow runs azd provision");
-    let step_start = steps[..provision_at].iter().rposition(|line| line.trim_start().starts_with("- ")).unwrap();
-    let provision_env = yaml_mapping(&yaml_block(&steps[step_start..provision_at].join("\n").replacen("- ", "  ", 1), &["env"]));
+    let provision = yaml_items(&yaml_block(&workflow, &["jobs", "build", "steps"]))
+        .into_iter()
+        .find(|step| step.iter().any(|line| line.trim() == "azd provision --no-prompt"))
+        .expect("the workflow runs azd provision");
+    let provision_env = yaml_mapping(&yaml_block(&provision.join("\n"), &["env"]));
     let mut problems = Vec::new();
     for (parameter, variable) in parameter_mappings() {
         // azd's own: `azd pipeline config` sets these, or they are the environment's name and place.

@@ -1,0 +1,186 @@
+//! The GitHub workflow that deploys (`.github/workflows/azure-dev.yml`), its shell steps run as
+//! GitHub runs them (`bash --noprofile --norc -eo pipefail`, the job's `env` and the step's), in
+//! order, with stand-ins for the tools they call (`rustup`, `rustc`, `azd`, `./package.sh`) that
+//! record their arguments and what they were given. The repository variables and secrets are
+//! those `azd pipeline config` sets (azure-dev pkg/pipeline/pipeline.go and github_provider.go:
+//! the same names as the environment's). `uses:` steps (checkout, the cargo cache, setup-azd) are
+//! GitHub's and are not run. actionlint checks the file's syntax: tests/workflow/lint.sh.
+
+#[path = "common/yaml.rs"]
+mod yaml;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+
+use yaml::{yaml_block, yaml_items, yaml_mapping};
+
+/// One step of the job.
+struct Step {
+    name: String,
+    env: BTreeMap<String, String>,
+    run: Option<String>,
+}
+
+fn workflow_steps() -> (BTreeMap<String, String>, Vec<Step>) {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/.github/workflows/azure-dev.yml")).unwrap();
+    let job_env = yaml_mapping(&yaml_block(&text, &["jobs", "build", "env"]));
+    let steps = yaml_items(&yaml_block(&text, &["jobs", "build", "steps"]))
+        .into_iter()
+        .map(|item| {
+            let fields = yaml_mapping(&item);
+            let run = match fields.get("run").map(String::as_str) {
+                Some("|") => {
+                    let lines = yaml_block(&item.join("\n"), &["run"]);
+                    let indent = lines.iter().map(|line| line.len() - line.trim_start().len()).min().unwrap_or(0);
+                    Some(lines.iter().map(|line| &line[indent..]).collect::<Vec<_>>().join("\n"))
+                }
+                Some(command) => Some(command.to_owned()),
+                None => None,
+            };
+            let env = if item.iter().any(|line| line.trim() == "env:") { yaml_mapping(&yaml_block(&item.join("\n"), &["env"])) } else { BTreeMap::new() };
+            Step { name: fields.get("name").cloned().unwrap_or_default(), env, run }
+        })
+        .collect();
+    (job_env, steps)
+}
+
+/// `${{ vars.NAME }}` and `${{ secrets.NAME }}`, as GitHub gives them: an unset one is empty.
+/// Anything else in an expression is refused, so that the workflow stays within what this
+/// reads.
+fn evaluate(value: &str, vars: &BTreeMap<&str, &str>, secrets: &BTreeMap<&str, &str>) -> String {
+    let Some(expression) = value.strip_prefix("${{").and_then(|rest| rest.strip_suffix("}}")) else {
+        return value.to_owned();
+    };
+    let expression = expression.trim();
+    if let Some(name) = expression.strip_prefix("vars.") {
+        vars.get(name).copied().unwrap_or_default().to_owned()
+    } else if let Some(name) = expression.strip_prefix("secrets.") {
+        secrets.get(name).copied().unwrap_or_default().to_owned()
+    } else {
+        panic!("an expression this test does not read: {value}")
+    }
+}
+
+/// What `azd pipeline config` sets for an environment deployed from a person's machine who said
+/// `azd env set BLOG_ALERT_EMAIL …` and `… BLOG_API_CLIENT_IDS …`.
+fn configured() -> (BTreeMap<&'static str, &'static str>, BTreeMap<&'static str, &'static str>) {
+    let vars = BTreeMap::from([
+        ("AZURE_CLIENT_ID", "ci-client-id"),
+        ("AZURE_TENANT_ID", "tenant-1"),
+        ("AZURE_SUBSCRIPTION_ID", "subscription-1"),
+        ("AZURE_ENV_NAME", "blog-prod"),
+        ("AZURE_LOCATION", "westeurope"),
+        ("BLOG_ALERT_EMAIL", "ops@example.com"),
+        ("BLOG_API_CLIENT_IDS", "other-app"),
+    ]);
+    let secrets = BTreeMap::from([("BLOG_TOKEN_KEY", "k3y-made-by-azd-on-the-first-provision-0123456789")]);
+    (vars, secrets)
+}
+
+/// Runs the job's shell steps in order until one fails; returns the steps run, the failed one's
+/// output, and what the stand-ins recorded.
+fn dry_run(vars: &BTreeMap<&str, &str>, secrets: &BTreeMap<&str, &str>) -> (Vec<String>, Option<String>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let calls = dir.path().join("calls");
+    let stand_in = |path: &Path| {
+        let body = format!(
+            "#!/bin/sh\n{{ printf '%s' \"$(basename \"$0\") $*\"; for name in BLOG_TOKEN_KEY BLOG_ALERT_EMAIL BLOG_API_CLIENT_IDS AZURE_ENV_NAME AZURE_LOCATION; do eval \"value=\\${{$name:-}}\"; [ -n \"$value\" ] && printf ' [%s=%s]' \"$name\" \"$value\"; done; echo; }} >> '{}'\n",
+            calls.display()
+        );
+        std::fs::write(path, body).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    for tool in ["rustup", "rustc", "azd"] {
+        stand_in(&bin.join(tool));
+    }
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir(&workspace).unwrap();
+    stand_in(&workspace.join("package.sh"));
+
+    let (job_env, steps) = workflow_steps();
+    let mut ran = Vec::new();
+    for step in steps {
+        let Some(script) = step.run else { continue };
+        let mut command = Command::new("bash");
+        command.args(["--noprofile", "--norc", "-eo", "pipefail", "-c", &script]).current_dir(&workspace).env_clear();
+        command.env("PATH", format!("{}:/usr/bin:/bin", bin.display())).env("HOME", dir.path());
+        for (name, value) in job_env.iter().chain(step.env.iter()) {
+            command.env(name, evaluate(value, vars, secrets));
+        }
+        let output = command.output().unwrap();
+        ran.push(step.name.clone());
+        if !output.status.success() {
+            let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+            return (ran, Some(said), std::fs::read_to_string(&calls).unwrap_or_default());
+        }
+    }
+    (ran, None, std::fs::read_to_string(&calls).unwrap_or_default())
+}
+
+/// Configured as `azd pipeline config` leaves it, every shell step runs: the build, azd's
+/// federated sign-in, then `azd provision` with what the environment said (the alert address,
+/// the token key, the API's other clients and the pipeline's own), then `azd deploy`, which is
+/// not given the secret.
+#[test]
+fn a_configured_repository_runs_every_step_and_provisions_with_the_environments_values() {
+    let (vars, secrets) = configured();
+    let (ran, failed, calls) = dry_run(&vars, &secrets);
+    assert_eq!(failed, None, "steps run: {ran:?}");
+    let lines: Vec<&str> = calls.lines().collect();
+    let position = |prefix: &str| {
+        lines.iter().position(|line| line.starts_with(prefix)).unwrap_or_else(|| panic!("no {prefix:?} in:\n{calls}"))
+    };
+    assert!(position("package.sh") < position("azd auth login"), "the build before the sign-in, whose assertion is short-lived");
+    let login = lines[position("azd auth login")];
+    assert!(login.contains("--client-id ci-client-id --federated-credential-provider github --tenant-id tenant-1"), "{login}");
+    let provision = lines[position("azd provision")];
+    assert!(provision.contains("[BLOG_TOKEN_KEY=k3y-made-by-azd-on-the-first-provision-0123456789]"), "{provision}");
+    assert!(provision.contains("[BLOG_ALERT_EMAIL=ops@example.com]"), "{provision}");
+    assert!(provision.contains("[BLOG_API_CLIENT_IDS=other-app,ci-client-id]"), "{provision}");
+    assert!(provision.contains("[AZURE_ENV_NAME=blog-prod] [AZURE_LOCATION=westeurope]"), "{provision}");
+    assert!(provision.contains("--no-prompt"), "{provision}");
+    let deploy = lines[position("azd deploy")];
+    assert!(!deploy.contains("BLOG_TOKEN_KEY"), "a secret only where it is used: {deploy}");
+    assert!(position("azd provision") < position("azd deploy"));
+}
+
+/// With no other client listed, the API allows the pipeline's own (and no empty entry).
+#[test]
+fn without_other_clients_the_pipelines_own_is_allowed() {
+    let (mut vars, secrets) = configured();
+    vars.remove("BLOG_API_CLIENT_IDS");
+    let (_, failed, calls) = dry_run(&vars, &secrets);
+    assert_eq!(failed, None);
+    let provision = calls.lines().find(|line| line.starts_with("azd provision")).unwrap();
+    assert!(provision.contains("[BLOG_API_CLIENT_IDS=ci-client-id]"), "{provision}");
+}
+
+/// A repository `azd pipeline config` has not set up stops at the first step, naming what is
+/// missing and what to run, before anything is built or signed in.
+#[test]
+fn a_repository_not_set_up_stops_at_the_first_step_naming_what_is_missing() {
+    let (mut vars, secrets) = configured();
+    vars.remove("AZURE_LOCATION");
+    let (ran, failed, calls) = dry_run(&vars, &secrets);
+    assert_eq!(ran.len(), 1, "{ran:?}");
+    let said = failed.expect("the check fails");
+    assert!(said.contains("::error::repository variables not set: AZURE_LOCATION"), "{said}");
+    assert!(said.contains("azd pipeline config"), "{said}");
+    assert_eq!(calls, "", "nothing ran");
+}
+
+/// Without the token key's secret, azd would make a new key at every push and break every
+/// reader's "next page": the job stops before it, saying how to carry the key over.
+#[test]
+fn a_repository_without_the_token_key_stops_before_provisioning() {
+    let (vars, _) = configured();
+    let (ran, failed, calls) = dry_run(&vars, &BTreeMap::new());
+    assert_eq!(ran.len(), 1, "{ran:?}");
+    let said = failed.expect("the check fails");
+    assert!(said.contains("::error::the secret BLOG_TOKEN_KEY is not set"), "{said}");
+    assert!(!calls.contains("azd provision"), "{calls}");
+}
