@@ -64,7 +64,7 @@ struct Token {
 }
 
 /// The key continuation tokens are signed with. Every instance that may serve the next page must
-/// have the same one: `BLOG_TOKEN_KEY` (Bicep generates one per deployment). Without it, a random
+/// have the same one: `BLOG_TOKEN_KEY` (azd generates it once for a deployment). Without it, a random
 /// key of this process: fine for one process (`cargo run`), not for several instances.
 #[derive(Clone)]
 pub struct TokenKey(azure_core::credentials::Secret);
