@@ -435,10 +435,16 @@ resource frontPageTest 'Microsoft.Insights/webtests@2022-06-15' = {
 // The blog is down: the front page failed from three of the five places (the places less two,
 // as Microsoft recommends: one or two alone are a network's trouble, not the blog's), within a
 // window that holds a run of each place at the test's largest frequency.
+// Written as Microsoft's quickstart writes it (Azure/azure-quickstart-templates,
+// quickstarts/microsoft.insights/monitoring-webtest-metric-alert/azuredeploy.json): both ids in
+// `scopes`, and the hidden-link tags that show the rule under the component and the test.
 resource downAlert 'Microsoft.Insights/metricAlerts@2018-03-01' = {
   name: 'blog-front-page-down'
   location: 'global'
-  tags: tags
+  tags: union(tags, {
+    'hidden-link:${appInsightsId}': 'Resource'
+    'hidden-link:${frontPageTest.id}': 'Resource'
+  })
   properties: {
     description: 'The front page did not answer 200 from three of five places (docs/deploy.md, "Alerts").'
     severity: 0
