@@ -7,6 +7,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
+use subtle::ConstantTimeEq as _;
 use utoipa::{IntoParams, ToSchema};
 
 use super::AppError;
@@ -158,7 +159,11 @@ fn unwrap_token(tokens: &TokenKey, text: &str, list: &str, key: &str) -> Result<
     }
     let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| invalid())?;
     let token: Token = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
-    if !same_in_constant_time(token.mac.as_bytes(), tokens.sign(&token.list, &token.key, &token.sdk).as_bytes()) {
+    // Compared in a time that does not depend on where the two first differ: a comparison that
+    // stops at the first differing byte would tell a forger, by its time, how much of a forged
+    // MAC is right. `subtle` (already built for the SDK's HMAC) says so of `ct_eq`; slices of
+    // different lengths are unequal at once, and a MAC's length is no secret.
+    if !bool::from(token.mac.as_bytes().ct_eq(tokens.sign(&token.list, &token.key, &token.sdk).as_bytes())) {
         return Err(invalid());
     }
     if token.list != list || token.key != key {
@@ -170,24 +175,24 @@ fn unwrap_token(tokens: &TokenKey, text: &str, list: &str, key: &str) -> Result<
     Ok(token.sdk)
 }
 
-/// Whether two MACs are equal, in a time that does not depend on where they first differ: a
-/// comparison that stops at the first differing byte would tell a forger, by its time, how much
-/// of a forged MAC is right.
-fn same_in_constant_time(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |difference, (x, y)| difference | (x ^ y)) == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A token whose MAC is cut short, or differs in its last byte only, is not this list's.
     #[test]
-    fn macs_are_equal_only_when_every_byte_is() {
-        assert!(same_in_constant_time(b"abcdef", b"abcdef"));
-        assert!(same_in_constant_time(b"", b""));
-        assert!(!same_in_constant_time(b"abcdef", b"abcdeg"));
-        assert!(!same_in_constant_time(b"xbcdef", b"abcdef"));
-        assert!(!same_in_constant_time(b"abcdef", b"abcde"), "a prefix is not the MAC");
+    fn a_mac_must_be_whole_and_exact() {
+        let keys = TokenKey::new(Some("a key shared by every instance"));
+        let token = wrap_token(&keys, Some("sdk-token".into()), "comments", "p1").unwrap();
+        let parsed: Token = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(&token).unwrap()).unwrap();
+        let mut last_changed = parsed.mac.clone().into_bytes();
+        let last = last_changed.len() - 1;
+        last_changed[last] = if last_changed[last] == b'A' { b'B' } else { b'A' };
+        for mac in [parsed.mac[..parsed.mac.len() - 1].to_owned(), String::from_utf8(last_changed).unwrap(), String::new()] {
+            let forged = Token { mac, ..serde_json::from_slice(&URL_SAFE_NO_PAD.decode(&token).unwrap()).unwrap() };
+            let forged = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&forged).unwrap());
+            assert!(params(None, Some(&forged)).page_request(&keys, "comments", "p1", 25).is_err());
+        }
     }
 
     fn params(limit: Option<&str>, token: Option<&str>) -> ListParams {
