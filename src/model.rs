@@ -362,7 +362,7 @@ mod tests {
         assert!(!shown.contains(['*', '[', ']', '(']), "{shown}");
     }
 
-    /// Issue 30, item 4: no space before punctuation after an inline element, whole or cut.
+    /// No space before punctuation after an inline element, whole or cut.
     #[test]
     fn an_excerpt_has_no_space_at_an_inline_elements_edges() {
         use super::{SHORT_CONTENT_CHARS, excerpt, truncate_chars};

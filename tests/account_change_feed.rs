@@ -79,7 +79,7 @@ async fn a_malformed_change_is_set_aside_and_the_feed_goes_on() {
     processors.stop().await;
 }
 
-/// Issue 33: `handler lag` on an account with `BLOG_CHANGE_FEED=local`: the changes after each
+/// `handler lag` on an account with `BLOG_CHANGE_FEED=local`: the changes after each
 /// account processor's saved position are counted by reading them, as the processor will, and
 /// none are once it has run.
 #[tokio::test]
@@ -132,7 +132,7 @@ fn trigger_lease(prefix: &str, range: &blog::cosmos::RangePosition) -> Value {
     })
 }
 
-/// Issue 33: on an account under the Functions host, `handler lag` and the minute's `lag` line
+/// On an account under the Functions host, `handler lag` and the minute's `lag` line
 /// read the trigger's leases: the changes after each lease's position are the ones not
 /// delivered. The leases here say "delivered up to where the feed ended" after three posts, as
 /// the trigger's would; two posts later, two are behind. A store without leases (the trigger never

@@ -106,7 +106,7 @@ async fn c2_and_q2_create_edit_and_get_a_post() {
     assert_eq!(edited.body["content"], "Edited.");
     assert_eq!(edited.body["commentCount"], 1);
     assert_eq!(edited.body["creationDate"], post["creationDate"]);
-    // (Issue 21, item 8: an edited post says when it was edited; a post never edited has no editedAt.)
+    // (An edited post says when it was edited; a post never edited has no editedAt.)
     assert!(is_creation_date(&edited.body["editedAt"]), "{}", edited.body);
     assert_eq!(edited.body["userUsername"], "alice");
     assert_eq!(app.get(&format!("/api/posts/{id}")).await.body, edited.body);
@@ -344,7 +344,7 @@ async fn a_blog_can_be_opened_on_a_spawned_task() {
     assert!(opened.is_ok(), "the blog opened on a spawned task");
 }
 
-/// Issue 31's per-user write limit: past the burst, a user's write is 429 with `Retry-After` and
+/// The per-user write limit: past the burst, a user's write is 429 with `Retry-After` and
 /// writes nothing; another user is not limited, and reads never are.
 #[tokio::test]
 async fn a_user_past_the_write_limit_is_told_when_to_come_back_and_others_are_not_limited() {

@@ -1,4 +1,4 @@
-//! The Atom feeds over HTTP (issue 21, item 10): `/feed.atom` and `/users/{userId}/feed.atom`
+//! The Atom feeds over HTTP: `/feed.atom` and `/users/{userId}/feed.atom`
 //! are RFC 4287 feeds, valid against the RFC's own schema (Appendix B, in `tests/atom/`, checked
 //! with `xmllint --relaxng`), newest post first, escaped, served from the front page's cache with
 //! an ETag, and linked from every page's `<head>`.

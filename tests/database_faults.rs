@@ -76,7 +76,7 @@ fn failing_queries_of_posts(error: FaultInjectionErrorType) -> Arc<FaultInjectio
     rule
 }
 
-/// Issue 30, item 6: a list paged with a continuation token while the database fails is a
+/// A list paged with a continuation token while the database fails is a
 /// passing failure (503 with `Retry-After`, in our words), never "your token is bad" and never
 /// the SDK's text; the same token works once the database answers again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -126,7 +126,7 @@ async fn a_page_asked_for_while_the_database_fails_is_503_with_retry_after_and_n
     assert_eq!(second["items"][0]["content"], "comment 1", "the token works once the database answers: {second}");
 }
 
-/// Throttling answered, not hidden (issue 31): once the SDK's own retries are spent, a read that
+/// Throttling answered, not hidden: once the SDK's own retries are spent, a read that
 /// Cosmos DB throttles is 503 with `Retry-After` as long as Cosmos DB asked to wait
 /// (`x-ms-retry-after-ms`, rounded up to whole seconds), and a `detail` that says so. The 429
 /// is built as the service sends it: status 429 with the header (the SDK's own injected 429
@@ -165,7 +165,7 @@ async fn a_throttled_read_says_when_to_come_back_as_cosmos_db_asked() {
     assert_eq!(client.get(&post).send().await.unwrap().status(), 200, "served again once the database is");
 }
 
-/// The change-feed functions treat Cosmos DB's passing failures as passing (issue 31): while
+/// The change-feed functions treat Cosmos DB's passing failures as passing: while
 /// every call to `feed` answers 503 (after the SDK's retries), `PostsChangeFeed` cannot write the
 /// post's copy there, more times than a change that fails alone is allowed before it is set
 /// aside; the processors deliver it again later, nothing goes to the dead letters, and once the
@@ -262,7 +262,7 @@ impl Writer {
 
 use reqwest::Method;
 
-/// Issue 31: every write (C1–C7) sent twice with one `Idempotency-Key` is made once, and the
+/// Every write (C1–C7) sent twice with one `Idempotency-Key` is made once, and the
 /// second answer is the first's (the same status, the same item); the key sent with another
 /// request is 422 and writes nothing; one key of two callers is two keys; a malformed key is 400.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -375,7 +375,7 @@ impl LostAnswer {
     }
 }
 
-/// Issue 31: the answer of every write (C1–C7) lost after Cosmos DB committed it, and the SDK
+/// The answer of every write (C1–C7) lost after Cosmos DB committed it, and the SDK
 /// sending the write again by itself (it retries writes after an unknown outcome,
 /// `azure_data_cosmos_driver` `CosmosOperation::allows_ambiguous_outcome_retry`). With a key,
 /// every request is answered as done (the README's table); without one, what the README's table
@@ -477,7 +477,7 @@ async fn until_done(writer: &Writer, method: Method, path: &str, body: Option<Va
     panic!("{method} {path} was never done");
 }
 
-/// Issue 31: about 30 % of all operations fail, of every kind the SDK injects (503, 429, 449,
+/// About 30 % of all operations fail, of every kind the SDK injects (503, 429, 449,
 /// 408, 410/1002, 500, a connection failure, a response timeout, and the lost answer of an applied
 /// write), under the SDK's own retries, while three writers create their users and posts,
 /// comment, like, unlike, rename, and write, edit and delete a second post, all with keys, and
@@ -677,7 +677,7 @@ async fn with_thirty_percent_of_operations_failing_every_acknowledged_write_is_t
     }
 }
 
-/// Issue 31: a form sent while the database cannot take the write is the form again, 503 with
+/// A form sent while the database cannot take the write is the form again, 503 with
 /// `Retry-After`, saying the blog is busy and when to send it again, with what was typed and
 /// the same one-time key (the write may have been made); sent again once the database answers,
 /// it is made once.
@@ -724,7 +724,7 @@ async fn a_form_sent_while_the_database_is_busy_keeps_the_text_and_its_key() {
     assert_eq!(read["commentCount"], 1, "{read}");
 }
 
-/// Issue 31: a time budget per request. While Cosmos DB takes 5 s to answer each read of
+/// A time budget per request. While Cosmos DB takes 5 s to answer each read of
 /// `posts` (an SDK delay rule), a request is answered 503 with `Retry-After` once its budget
 /// (`BLOG_REQUEST_TIMEOUT`, here 1 s) has passed, problem+json on the API and an HTML page for
 /// a page; once the database answers in time, the same requests are served. A write past its

@@ -385,7 +385,7 @@ fn edited(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     edited
 }
 
-/// Issue 30, item 1: a byte changed inside a stored item, keeping valid JSON (an edit of the
+/// A byte changed inside a stored item, keeping valid JSON (an edit of the
 /// file) or flipping one bit (a failing disk), passes SQLite's `quick_check`; the item's own
 /// checksum refuses it at start, naming the file, the item and what to do, and the statement
 /// the refusal gives removes exactly that item.
@@ -450,7 +450,7 @@ async fn an_item_changed_with_the_sqlite3_shell_is_refused() {
     assert!(error.contains("does not match its checksum"), "{error}");
 }
 
-/// Issue 30, item 1: a database written before items carried checksums is upgraded in place, in
+/// A database written before items carried checksums is upgraded in place, in
 /// one transaction, at the first start: everything is served as before, and from then on a
 /// changed item is refused. A database of a newer schema is refused, saying so.
 #[tokio::test]
@@ -503,7 +503,7 @@ async fn an_item_written_after_the_last_recorded_write_is_refused() {
     assert!(error.contains("after the last write the file records (1)"), "{error}");
 }
 
-/// Issue 32: `kill -9` while pictures are being uploaded. Every picture answered 201 before the
+/// `kill -9` while pictures are being uploaded. Every picture answered 201 before the
 /// kill is served whole after the restart; no name holds a half picture (every stored file's
 /// bytes hash to its name); and what the cut-short uploads left is gone at the start.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -211,7 +211,7 @@ fn the_linux_emulator_settings_switch_the_triggers_off_and_the_handlers_processo
         assert_eq!(config.scripts, blog::config::ScriptsMode::InProcess, "{file}: no emulator runs the scripts unregistered");
         let expected = if vnext { ChangeFeedMode::Local } else { ChangeFeedMode::Host };
         assert_eq!(config.change_feed, expected, "{file}");
-        // Pictures in Azurite, beside the host's own storage (issue 32).
+        // Pictures in Azurite, beside the host's own storage.
         let azurite = blog::config::PictureStorage::ConnectionString {
             connection_string: "UseDevelopmentStorage=true".into(),
             container: "pictures".into(),

@@ -1046,7 +1046,7 @@ fn function_app_settings_are_identity_based() {
     assert_no_problems("Function App settings", &problems);
 }
 
-/// Issue 32: the pictures' container exists, the app's identity has Storage Blob Data
+/// The pictures' container exists, the app's identity has Storage Blob Data
 /// Contributor on it (scoped to the container), and the app settings the handler reads name it
 /// and the account's blob endpoint, reached with the identity.
 #[test]
@@ -1657,7 +1657,7 @@ fn no_resource_uses_an_api_version_azure_does_not_serve() {
     assert_no_problems("API versions Azure does not serve", &problems);
 }
 
-/// Issue 33: the operator's workbook and alerts. Every query the workbook shows is a file of
+/// The operator's workbook and alerts. Every query the workbook shows is a file of
 /// `infra/queries` (where `tests/telemetry.rs` holds each one to the handler's real lines), the
 /// workbook and the alerts read the Application Insights component the host writes to, each
 /// alert's measure is a column its query makes, and alerts go to an address only when one is
@@ -1878,7 +1878,7 @@ fn the_pipelines_principal_owns_the_registration_too() {
     assert!(workflow.contains("Application.ReadWrite.OwnedBy"), "the workflow's setup names the Graph permission");
 }
 
-/// Issue 33: the account keeps continuous backup, the 7-day tier (no charge for its storage),
+/// The account keeps continuous backup, the 7-day tier (no charge for its storage),
 /// which docs/deploy.md's restore relies on; periodic backup, Azure's default, only when asked
 /// (an account deployed before, not moved yet).
 #[test]

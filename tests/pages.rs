@@ -137,7 +137,7 @@ async fn a_person_signs_in_writes_comments_likes_edits_and_renames() {
     assert_eq!(again.status, StatusCode::CONFLICT, "a second like is refused on the page");
     assert!(again.html.contains("already likes post"), "{}", again.html);
 
-    // Issue 21, item 8: the edit page offers a way back to the post that changes nothing.
+    // The edit page offers a way back to the post that changes nothing.
     assert!(!alice.get(&post).await.html.contains(" · edited "), "not edited yet");
     let edit_page = alice.get(&format!("{post}/edit")).await;
     assert!(edit_page.html.contains(&format!("<a href=\"{post}\">Cancel</a>")), "{}", edit_page.html);
@@ -211,7 +211,7 @@ async fn a_refused_form_shows_the_api_detail_next_to_its_field_and_keeps_what_wa
     let anonymous = Browser::new(&app).submit("/write", &[("title", "t"), ("content", "c")]).await;
     assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
 
-    // Issue 21, finding 7: the page speaks of its labels and of what to do, never of the API's
+    // The page speaks of its labels and of what to do, never of the API's
     // fields in backticks.
     let mut newcomer = Browser::new(&app);
     let signed_in = newcomer.submit("/signin", &[("user", "newcomer")]).await;
@@ -283,7 +283,7 @@ async fn a_person_takes_back_a_like_deletes_comments_and_then_the_post() {
     assert_eq!(page.html.matches("Delete this comment").count(), 2, "only his own: {}", page.html);
     assert_eq!(alice.get(&post).await.html.matches("Delete this comment").count(), 3);
     let delete_path = |html: &str, n: usize| {
-        // (Issue 21, item 8: deleting a comment is a link marked as dangerous, to a page that
+        // (Deleting a comment is a link marked as dangerous, to a page that
         // asks first; its form posts to the same address.)
         const LINK: &str = "<a class=\"danger\" href=\"";
         let at = html.match_indices(LINK).nth(n).unwrap().0 + LINK.len();
@@ -475,7 +475,7 @@ async fn the_stylesheet_and_sign_in_page_are_served() {
     }
 }
 
-/// Issue 21, item 10: on the front page a long post's excerpt ends at a whole word with "…" and
+/// On the front page a long post's excerpt ends at a whole word with "…" and
 /// a link on to the post; a short one is shown whole, with no link.
 #[tokio::test]
 async fn a_long_posts_excerpt_ends_at_a_word_with_an_ellipsis_and_a_link_on() {
@@ -495,7 +495,7 @@ async fn a_long_posts_excerpt_ends_at_a_word_with_an_ellipsis_and_a_link_on() {
     assert!(!front.html.contains(&format!("<a href=\"{short}\">Continue reading")));
 }
 
-/// Issue 21, item 10: every page links an icon (browsers otherwise ask for `/favicon.ico` and log
+/// Every page links an icon (browsers otherwise ask for `/favicon.ico` and log
 /// the 404) and describes the blog; crawlers may read everything but the forms; the stylesheet
 /// follows the reader's light or dark preference.
 #[tokio::test]
@@ -545,7 +545,7 @@ async fn on_azure_the_pages_sign_in_with_app_service_authentication() {
 
     let sign_in = common::host::forward(&app, "GET", "/signin", &[], None).await;
     assert_eq!((sign_in.status.as_u16(), sign_in.header("location")), (303, Some("/.auth/login/aad?post_login_redirect_uri=/")));
-    // Issue 21, finding 6: from a post, back to the post; never to another site.
+    // From a post, back to the post; never to another site.
     let from_post = common::host::forward(&app, "GET", "/signin?return=/posts/p1", &[], None).await;
     assert_eq!(from_post.header("location"), Some("/.auth/login/aad?post_login_redirect_uri=/posts/p1"));
     let elsewhere = common::host::forward(&app, "GET", "/signin?return=//evil.example/", &[], None).await;
@@ -805,7 +805,7 @@ async fn pages_are_compressed_and_carry_security_headers() {
     assert!(api.get("content-security-policy").is_none(), "JSON is not a page");
 }
 
-/// Issue 21, finding 2: past the first page of comments, the redirect after commenting goes to
+/// Past the first page of comments, the redirect after commenting goes to
 /// the page that holds the new comment, not to page 1 where it is not.
 #[tokio::test]
 async fn a_new_comment_on_a_long_post_is_on_the_page_the_writer_is_sent_to() {
@@ -834,7 +834,7 @@ async fn a_new_comment_on_a_long_post_is_on_the_page_the_writer_is_sent_to() {
     assert!(commented.location().starts_with(&format!("/posts/{short}#comment-")), "{}", commented.location());
 }
 
-/// Issue 21, finding 6 (in part): a like or unlike sends the reader back to the button they
+/// A like or unlike sends the reader back to the button they
 /// pressed, not to the top of a long post.
 #[tokio::test]
 async fn like_and_unlike_go_back_to_the_button() {
@@ -851,7 +851,7 @@ async fn like_and_unlike_go_back_to_the_button() {
     assert!(page.html.contains("id=\"actions\""), "{}", page.html);
 }
 
-/// Issue 21, finding 6: signing in from a post goes back to the post (and never to another
+/// Signing in from a post goes back to the post (and never to another
 /// site), and the address a refused comment leaves in the browser opens the post's comments
 /// when reloaded rather than answering 405.
 #[tokio::test]
@@ -914,7 +914,7 @@ async fn a_form_sent_after_the_sign_in_ended_keeps_the_text_and_leads_back_throu
     assert!(refused.html.contains("href=\"/signin?return=%2Fwrite\""), "{}", refused.html);
 }
 
-/// Issue 21, finding 12: the post page's reads are shared by its viewers for a second, as the
+/// The post page's reads are shared by its viewers for a second, as the
 /// front page's are: a burst of views of a popular post costs its three reads about once a
 /// second; a write through this instance shows at once; the page revalidates with an ETag.
 #[tokio::test]
@@ -949,7 +949,7 @@ async fn many_views_of_a_post_read_it_about_once_a_second_and_a_write_shows_at_o
     assert_eq!(again.status, StatusCode::NOT_MODIFIED);
 }
 
-/// Issue 21, finding 12: whoever writes to a post is sent back with a cookie scoped to the post
+/// Whoever writes to a post is sent back with a cookie scoped to the post
 /// that makes its page read anew, so they see their write even from an instance whose cache
 /// still holds the post as it was.
 #[tokio::test]
@@ -975,7 +975,7 @@ async fn a_writer_is_sent_back_to_a_post_page_read_anew() {
     assert_eq!(fresh.header("cache-control"), "private, no-cache");
 }
 
-/// Issue 21, item 9: posts and comments are Markdown on the pages, rendered safe (raw HTML as
+/// Posts and comments are Markdown on the pages, rendered safe (raw HTML as
 /// text, links only to the web with `rel="nofollow ugc"`, images as links, never loaded); the
 /// API returns the text as written; lists show it as plain text.
 #[tokio::test]
@@ -1016,7 +1016,7 @@ async fn markdown_in_posts_and_comments_is_rendered_safely_and_the_api_keeps_it_
     assert!(!front.contains("<strong>") && !front.contains("**"), "an excerpt is plain text: {front}");
 }
 
-/// Issue 30, item 4: an excerpt reads as the post does, with no space before the punctuation
+/// An excerpt reads as the post does, with no space before the punctuation
 /// after an inline element, on the front page, the author's page and in the post page's
 /// description for search engines and link previews.
 #[tokio::test]
@@ -1041,7 +1041,7 @@ async fn an_excerpt_and_a_description_have_no_space_before_punctuation_after_inl
     }
 }
 
-/// Issue 21, item 10: every page says what it is to search engines and link previews: a
+/// Every page says what it is to search engines and link previews: a
 /// canonical address without the query (a link shared with tracking parameters counts as the
 /// page), OpenGraph's title, type, description and address; a post's description is its start.
 #[tokio::test]
@@ -1067,12 +1067,12 @@ async fn every_page_has_a_canonical_address_and_opengraph_and_a_post_describes_i
     let front = browser.get("/?ref=newsletter").await.html;
     assert!(front.contains(&format!("<link rel=\"canonical\" href=\"{}/\">", app.base)), "{front}");
     assert!(front.contains("<meta property=\"og:type\" content=\"website\">"), "{front}");
-    // A user's page describes itself as theirs (issue 21, finding 10).
+    // A user's page describes itself as theirs.
     let user_page = browser.get(&format!("/users/{author}")).await.html;
     assert!(user_page.contains("<meta property=\"og:description\" content=\"Posts by author on Cosmos Blog.\">"), "{user_page}");
 }
 
-/// The navigation says who is signed in (issue 21, finding 8), the name isolated from the text
+/// The navigation says who is signed in, the name isolated from the text
 /// around it (`<bdi>`): locally the name signed in with, on Azure the identity provider's name
 /// for the person (App Service's X-MS-CLIENT-PRINCIPAL-NAME), not the principal id.
 #[tokio::test]
@@ -1127,7 +1127,7 @@ async fn the_shared_front_page_keeps_what_differs_between_readers() {
     assert!(!front("blog.example", "").await.contains("Signed in as"), "a signed-in page is never shared");
 }
 
-/// Issue 31's per-user write limit on the pages: a comment past it is the post's page again,
+/// The per-user write limit on the pages: a comment past it is the post's page again,
 /// 429 with `Retry-After`, saying when to send it, with what was typed kept, and nothing
 /// written.
 #[tokio::test]
@@ -1155,7 +1155,7 @@ fn form_key(html: &str, action: &str) -> String {
     form[start..start + form[start..].find('"').unwrap()].to_owned()
 }
 
-/// Issue 31: every form that writes carries a one-time key, so a form sent twice (a double
+/// Every form that writes carries a one-time key, so a form sent twice (a double
 /// click, the back button, sent again after an error page) writes once and both answers lead
 /// to the same result; sent again with other text it writes nothing and says what happened,
 /// keeping the text, with a new key to send it as a new comment.

@@ -1,4 +1,4 @@
-//! Pictures in posts (issue 32): what an upload must be to be shown, and that nothing but its
+//! Pictures in posts: what an upload must be to be shown, and that nothing but its
 //! pixels is kept. The uploads are made here with the same encoders a camera or an editor
 //! uses (JPEG, PNG, WebP, GIF), and the EXIF segment is written by hand as the EXIF 2.32
 //! standard lays it out (a TIFF header, IFD0 with Orientation and a GPS IFD pointer, the GPS

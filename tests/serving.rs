@@ -109,7 +109,7 @@ async fn each_request_logs_one_line_and_none_is_lost_when_the_worker_is_stopped(
     assert!(log.iter().any(|line| line.contains("INFO handler: shutting down")), "{log:?}");
 }
 
-/// Issue 33: while serving, warnings and errors are written to stderr and the rest to stdout,
+/// While serving, warnings and errors are written to stderr and the rest to stdout,
 /// as the Functions host reads a custom handler's streams (azure-functions-host
 /// `WorkerProcess.ParseErrorMessageAndLog`: a stderr line is logged as an error, or a warning
 /// where it says "warn"; a stdout line as information), so that they reach Application Insights

@@ -1,4 +1,4 @@
-//! Issue 33: the handler's telemetry as it reaches Application Insights, and the workbook's and
+//! The handler's telemetry as it reaches Application Insights, and the workbook's and
 //! the alerts' queries that read it.
 //!
 //! The Functions host logs each line a custom handler writes as one trace, its text the

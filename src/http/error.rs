@@ -310,7 +310,7 @@ fn whole_seconds(wait: Duration) -> u64 {
 mod tests {
     use super::*;
 
-    /// Issue 32: a full disk under the data directory's pictures is 507, as for every write; an
+    /// A full disk under the data directory's pictures is 507, as for every write; an
     /// unreachable Blob Storage is 503 with `Retry-After`; each bad upload its own status.
     #[test]
     fn a_picture_store_failure_and_a_bad_picture_are_answered_as_what_they_are() {
@@ -353,7 +353,7 @@ mod tests {
         assert_eq!(with_causes(&error), "cannot read the page: the connection was reset: os error 104");
     }
 
-    /// Paging keeps a failure's kind (issue 30, item 6): before, any database failure while a
+    /// Paging keeps a failure's kind: before, any database failure while a
     /// continuation token was in play became a 400 blaming the token, in the SDK's words, and a
     /// real 400 from the database on a token became a 500.
     #[test]

@@ -559,7 +559,7 @@ mod tests {
         assert_eq!(whole("<b>as typed</b> and *nix, 2 * 3"), "<b>as typed</b> and *nix, 2 * 3");
     }
 
-    /// Issue 30, item 4: no space at an inline element's edges.
+    /// No space at an inline element's edges.
     fn plain(text: &str) -> String {
         to_plain_text(text, false)
     }

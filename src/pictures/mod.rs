@@ -1,4 +1,4 @@
-//! Pictures in posts (issue 32): what an upload must be to be shown to readers, and what is
+//! Pictures in posts: what an upload must be to be shown to readers, and what is
 //! kept of it.
 //!
 //! A picture is taken only as JPEG, PNG, WebP or GIF, recognised by its bytes (never by its

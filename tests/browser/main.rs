@@ -172,7 +172,7 @@ async fn a_post_is_written_with_the_keyboard_alone() {
     assert_eq!(browser.text(".content").await, "Every key pressed.");
 }
 
-/// Issue 32: a writer adds a picture on the write page (a real file chosen in the file
+/// A writer adds a picture on the write page (a real file chosen in the file
 /// input, no JavaScript), sees it added to the text, publishes, and the post shows it at its
 /// size; axe finds no violation on the form with its picture part nor on the post.
 #[tokio::test]
