@@ -248,7 +248,8 @@ fn open_pictures(config: &Config) -> Result<Option<app::pictures::Pictures>, cos
     let default = app::pictures::Quota::DEFAULT;
     let quota = app::pictures::Quota {
         pictures: config.pictures_per_writer.unwrap_or(default.pictures),
-        bytes: config.picture_mb_per_writer.map_or(default.bytes, |megabytes| megabytes.saturating_mul(1024 * 1024)),
+        // At most config::MAX_PICTURE_MB_PER_WRITER: the product fits.
+        bytes: config.picture_mb_per_writer.map_or(default.bytes, |megabytes| megabytes * 1024 * 1024),
     };
     let memory = config.picture_memory_mb.map_or(app::pictures::PictureMemory::DEFAULT, |megabytes| {
         app::pictures::PictureMemory { bytes: megabytes * 1024 * 1024 }
