@@ -35,6 +35,7 @@ pub mod progress;
 pub mod repair;
 pub mod scripts;
 pub mod smoke;
+mod striped;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
 pub mod transfer;
