@@ -217,7 +217,7 @@ resource leases 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2
 }
 
 // The keyed procedures (C3 to C7) share their helpers, src/scripts/keyed_helpers.js: each body is
-// the procedure's file with them inside its function, in place of its '// keyed_helpers.js' line, as
+// the procedure's file with them inside its function, in place of its line "keyed_helpers.js";, as
 // Cosmos DB registers a body as one function (why, and the same join for the in-process engine:
 // src/scripts/mod.rs, KEYED_HELPERS; tests/infra.rs checks that the two are the same bytes).
 
@@ -228,7 +228,7 @@ resource createComment 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/conta
   properties: {
     resource: {
       id: 'createComment'
-      body: replace(loadTextContent('../../src/scripts/createComment.js'), '// keyed_helpers.js', loadTextContent('../../src/scripts/keyed_helpers.js'))
+      body: replace(loadTextContent('../../src/scripts/createComment.js'), '"keyed_helpers.js";', loadTextContent('../../src/scripts/keyed_helpers.js'))
     }
   }
 }
@@ -240,7 +240,7 @@ resource createLike 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containe
   properties: {
     resource: {
       id: 'createLike'
-      body: replace(loadTextContent('../../src/scripts/createLike.js'), '// keyed_helpers.js', loadTextContent('../../src/scripts/keyed_helpers.js'))
+      body: replace(loadTextContent('../../src/scripts/createLike.js'), '"keyed_helpers.js";', loadTextContent('../../src/scripts/keyed_helpers.js'))
     }
   }
 }
@@ -264,7 +264,7 @@ resource deleteLike 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containe
   properties: {
     resource: {
       id: 'deleteLike'
-      body: replace(loadTextContent('../../src/scripts/deleteLike.js'), '// keyed_helpers.js', loadTextContent('../../src/scripts/keyed_helpers.js'))
+      body: replace(loadTextContent('../../src/scripts/deleteLike.js'), '"keyed_helpers.js";', loadTextContent('../../src/scripts/keyed_helpers.js'))
     }
   }
 }
@@ -276,7 +276,7 @@ resource deleteComment 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/conta
   properties: {
     resource: {
       id: 'deleteComment'
-      body: replace(loadTextContent('../../src/scripts/deleteComment.js'), '// keyed_helpers.js', loadTextContent('../../src/scripts/keyed_helpers.js'))
+      body: replace(loadTextContent('../../src/scripts/deleteComment.js'), '"keyed_helpers.js";', loadTextContent('../../src/scripts/keyed_helpers.js'))
     }
   }
 }
@@ -288,7 +288,7 @@ resource deletePost 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containe
   properties: {
     resource: {
       id: 'deletePost'
-      body: replace(loadTextContent('../../src/scripts/deletePost.js'), '// keyed_helpers.js', loadTextContent('../../src/scripts/keyed_helpers.js'))
+      body: replace(loadTextContent('../../src/scripts/deletePost.js'), '"keyed_helpers.js";', loadTextContent('../../src/scripts/keyed_helpers.js'))
     }
   }
 }

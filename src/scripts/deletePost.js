@@ -93,6 +93,6 @@ function deletePost(postId, callerId, ttl, request) {
         response.setBody({ outcome: "deleted", marked: marked, removed: removed, done: done });
     }
 
-    // The helpers every keyed procedure shares take the place of the next line (keyed_helpers.js).
-// keyed_helpers.js
+    // The helpers every keyed procedure shares (keyed_helpers.js) take the place of the next line.
+"keyed_helpers.js";
 }
