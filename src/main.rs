@@ -314,7 +314,8 @@ async fn serving(lines: LogLines) -> ExitCode {
 
 /// Every command but `serve`; `stderr` takes their progress and summary.
 async fn maintain(maintenance: Maintenance, stderr: &Progress) -> Result<(), HandlerError> {
-    let settings = || Config::from_env().map_err(HandlerError::Usage);
+    // Read by the commands that need them (not the smoke test, not cost): a usage error if wrong.
+    let settings = Config::from_env;
     match maintenance {
         // The smoke test talks to a blog over HTTP: it needs none of the blog's own settings.
         Maintenance::Smoke(args) => {
@@ -325,21 +326,28 @@ async fn maintain(maintenance: Maintenance, stderr: &Progress) -> Result<(), Han
         }
         // Arithmetic on the traffic given: no store, no settings.
         Maintenance::Cost(args) => cost(&args).map_err(HandlerError::Output),
-        Maintenance::RebuildCopies => rebuild_copies(settings()?, stderr).await,
-        Maintenance::DeadLetters { action: None } => dead_letters(settings()?).await,
-        Maintenance::DeadLetters { action: Some(DeadLettersAction::Replay) } => replay_dead_letters(settings()?, stderr).await,
-        Maintenance::Lag => lag(settings()?).await,
-        Maintenance::Export { output } => export(settings()?, output, stderr).await,
-        Maintenance::Import { file } => import(settings()?, file, stderr).await,
+        Maintenance::RebuildCopies => rebuild_copies(settings().map_err(HandlerError::Usage)?, stderr).await,
+        Maintenance::DeadLetters { action: None } => dead_letters(settings().map_err(HandlerError::Usage)?).await,
+        Maintenance::DeadLetters { action: Some(DeadLettersAction::Replay) } => {
+            replay_dead_letters(settings().map_err(HandlerError::Usage)?, stderr).await
+        }
+        Maintenance::Lag => lag(settings().map_err(HandlerError::Usage)?).await,
+        Maintenance::Export { output } => export(settings().map_err(HandlerError::Usage)?, output, stderr).await,
+        Maintenance::Import { file } => import(settings().map_err(HandlerError::Usage)?, file, stderr).await,
         #[cfg(feature = "embedded")]
-        Maintenance::Repair => repair(settings()?, None, stderr).await,
+        Maintenance::Repair => repair(settings().map_err(HandlerError::Usage)?, None, stderr).await,
         #[cfg(feature = "embedded")]
         Maintenance::Remove { container, partition_key, id } => {
             let container = blog::cosmos::Container::ALL
                 .into_iter()
                 .find(|known| known.name() == container)
                 .expect("clap accepts the containers' names only");
-            repair(settings()?, Some(blog::cosmos::ItemToRemove { container, partition_key, id }), stderr).await
+            repair(
+                settings().map_err(HandlerError::Usage)?,
+                Some(blog::cosmos::ItemToRemove { container, partition_key, id }),
+                stderr,
+            )
+            .await
         }
     }
 }

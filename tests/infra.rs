@@ -815,7 +815,9 @@ fn deployed_scripts_are_the_app_scripts() {
         }
         match (script_body(&resource, &mut loaded), app_scripts.get(id.as_str())) {
             (Some(body), Some(source)) if body == *source => {}
-            (Some(_), Some(_)) => problems.push(format!("{}: the deployed body differs from what the app runs as {id}", resource.at())),
+            (Some(_), Some(_)) => {
+                problems.push(format!("{}: the deployed body differs from what the app runs as {id}", resource.at()))
+            }
             (None, _) => problems.push(format!(
                 "{}: body must be loadTextContent of a script file, or replace() of one with literals and loaded files",
                 resource.at()

@@ -14,9 +14,9 @@
 //!   feature only.
 
 mod change_feed;
-pub(crate) mod checkpoint;
 #[cfg(feature = "embedded")]
 mod changes;
+pub(crate) mod checkpoint;
 /// The embedded store, SQLite and all, is compiled only with the `embedded` feature. A build
 /// without it (the deployed build) compiles `embedded/absent.rs` in its place, where the
 /// store's `Durability` is a type with no values: `Store` holds an `Option` of it that is always

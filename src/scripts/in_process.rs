@@ -52,7 +52,12 @@ const PARTITION_STRIPES: usize = 256;
 impl InProcessScripts {
     /// The scripts, run on `store`.
     pub fn new(store: Arc<Store>) -> Self {
-        InProcessScripts { store, limits: Limits::default(), partitions: StripedLock::new(PARTITION_STRIPES), links: Mutex::default() }
+        InProcessScripts {
+            store,
+            limits: Limits::default(),
+            partitions: StripedLock::new(PARTITION_STRIPES),
+            links: Mutex::default(),
+        }
     }
 
     fn partition_lock(&self, container: Container, partition_key: &str) -> &tokio::sync::Mutex<()> {

@@ -38,8 +38,8 @@ use azure_data_cosmos::ContainerClient;
 use serde_json::Value;
 
 use super::changes::ChangeIndex;
-use super::sdk::bounded;
 use super::checkpoint::{self, CheckpointError};
+use super::sdk::bounded;
 use super::{Changed, Container, MAX_POSITION, StoreError};
 use crate::model::REQUEST_RECORD_PREFIX;
 use database::{Database, Record, Refused};
