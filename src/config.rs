@@ -267,7 +267,8 @@ impl Config {
         let write_limit = write_limit(&lookup)?;
         let pictures = picture_storage(&lookup, &backend)?;
         let pictures_per_writer = positive(&lookup, "BLOG_PICTURES_PER_WRITER", "a positive number of pictures")?;
-        let picture_mb_per_writer = positive(&lookup, "BLOG_PICTURE_MB_PER_WRITER", "a positive number of megabytes")?;
+        let picture_mb_per_writer =
+            in_range(&lookup, "BLOG_PICTURE_MB_PER_WRITER", "a number of megabytes", 1..=MAX_PICTURE_MB_PER_WRITER)?;
         let picture_memory_mb = positive(&lookup, "BLOG_PICTURE_MEMORY_MB", "a positive number of megabytes")?;
         let upload_buffer_mb = positive(&lookup, "BLOG_UPLOAD_BUFFER_MB", "a positive number of megabytes")?;
         // At least one upload of the largest size fits.
@@ -364,6 +365,10 @@ pub const MAX_IN_FLIGHT_LIMIT: u64 = 1 << 20;
 /// which Azure's front end gives up on an HTTP function, and far from the deadline arithmetic's
 /// overflow (a timeout of `u64::MAX` seconds made every request panic).
 pub const MAX_TIMEOUT_SECS: u64 = 60 * 60;
+
+/// The most `BLOG_PICTURE_MB_PER_WRITER` may be: as many megabytes as a `u64` counts in bytes,
+/// so that the quota in bytes is the setting, never a product cut short.
+pub const MAX_PICTURE_MB_PER_WRITER: u64 = u64::MAX >> 20;
 
 /// A whole number setting within `range`, if set; refused, naming the range, if not.
 fn in_range(
@@ -510,6 +515,16 @@ mod tests {
         assert!(config(&[("BLOG_HEADER_TIMEOUT", "5s")]).unwrap_err().contains("BLOG_HEADER_TIMEOUT"));
         assert!(config(&[("BLOG_AUTH", "platform")]).unwrap_err().contains("WEBSITE_AUTH_ENABLED"), "no platform, no trust");
         assert!(config(&[("BLOG_AUTH", "development"), ("WEBSITE_AUTH_ENABLED", "True")]).is_err());
+    }
+
+    /// A writer's quota in megabytes past what a `u64` counts in bytes is refused, naming the
+    /// range, instead of being cut short to some other quota.
+    #[test]
+    fn a_picture_quota_past_a_u64_of_bytes_is_refused() {
+        let refused = config(&[("BLOG_PICTURE_MB_PER_WRITER", &(MAX_PICTURE_MB_PER_WRITER + 1).to_string())]).unwrap_err();
+        assert!(refused.contains("BLOG_PICTURE_MB_PER_WRITER") && refused.contains(" from 1 to "), "{refused}");
+        let largest = config(&[("BLOG_PICTURE_MB_PER_WRITER", &MAX_PICTURE_MB_PER_WRITER.to_string())]).unwrap();
+        assert_eq!(largest.picture_mb_per_writer, Some(MAX_PICTURE_MB_PER_WRITER));
     }
 
     #[test]

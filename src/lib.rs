@@ -35,6 +35,7 @@ pub mod progress;
 pub mod repair;
 pub mod scripts;
 pub mod smoke;
+mod striped;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
 pub mod transfer;
@@ -248,7 +249,8 @@ fn open_pictures(config: &Config) -> Result<Option<app::pictures::Pictures>, cos
     let default = app::pictures::Quota::DEFAULT;
     let quota = app::pictures::Quota {
         pictures: config.pictures_per_writer.unwrap_or(default.pictures),
-        bytes: config.picture_mb_per_writer.map_or(default.bytes, |megabytes| megabytes.saturating_mul(1024 * 1024)),
+        // At most config::MAX_PICTURE_MB_PER_WRITER: the product fits.
+        bytes: config.picture_mb_per_writer.map_or(default.bytes, |megabytes| megabytes * 1024 * 1024),
     };
     let memory = config.picture_memory_mb.map_or(app::pictures::PictureMemory::DEFAULT, |megabytes| {
         app::pictures::PictureMemory { bytes: megabytes * 1024 * 1024 }

@@ -95,10 +95,19 @@ struct Cli {
     command: Option<Command>,
 }
 
+/// `handler`'s commands: serving, or one of the maintenance commands, which share their start
+/// (settings, logs on stderr).
 #[derive(Debug, clap::Subcommand)]
 enum Command {
     /// Serve the blog and its JSON API (the default: the Functions host gives no command)
     Serve,
+    #[command(flatten)]
+    Maintenance(Maintenance),
+}
+
+/// The commands other than serving; `handler --help` lists them after `serve`, as one list.
+#[derive(Debug, clap::Subcommand)]
+enum Maintenance {
     /// Rebuild every short copy in users and feed from the change feeds' beginning
     #[command(after_help = "\
 Delivers the whole users change feed to UsersChangeFeed (every renamed user's name carried onto
@@ -228,48 +237,11 @@ enum DeadLettersAction {
     Replay,
 }
 
-/// A command ready to run: its arguments parsed and checked.
-enum Run {
-    Serve,
-    RebuildCopies,
-    DeadLetters(Option<DeadLettersAction>),
-    Smoke(blog::smoke::Options),
-    Export(Option<std::path::PathBuf>),
-    Import(Option<std::path::PathBuf>),
-    #[cfg(feature = "embedded")]
-    Repair(Option<blog::cosmos::ItemToRemove>),
-    Lag,
-    Cost(CostArgs),
-}
-
 fn main() -> ExitCode {
     // SAFETY: the first statement of `main`: no runtime and no other thread exist yet.
     unsafe { blog::quiet_library_backtraces() };
-    // Help, the version and usage errors end the process here, before anything starts.
-    let run = match clap::Parser::parse() {
-        Cli { command: None | Some(Command::Serve) } => Run::Serve,
-        Cli { command: Some(Command::RebuildCopies) } => Run::RebuildCopies,
-        Cli { command: Some(Command::DeadLetters { action }) } => Run::DeadLetters(action),
-        Cli { command: Some(Command::Lag) } => Run::Lag,
-        Cli { command: Some(Command::Cost(args)) } => Run::Cost(args),
-        Cli { command: Some(Command::Export { output }) } => Run::Export(output),
-        Cli { command: Some(Command::Import { file }) } => Run::Import(file),
-        #[cfg(feature = "embedded")]
-        Cli { command: Some(Command::Repair) } => Run::Repair(None),
-        #[cfg(feature = "embedded")]
-        Cli { command: Some(Command::Remove { container, partition_key, id }) } => {
-            let container = blog::cosmos::Container::ALL
-                .into_iter()
-                .find(|known| known.name() == container)
-                .expect("clap accepts the containers' names only");
-            Run::Repair(Some(blog::cosmos::ItemToRemove { container, partition_key, id }))
-        }
-        Cli { command: Some(Command::Smoke(args)) } => {
-            // The token's variable is read here, not by clap, so that `--help` never shows it.
-            let token = std::env::var(blog::smoke::TOKEN_VARIABLE).ok();
-            Run::Smoke(args.options(token).unwrap_or_else(|why| usage_error("smoke", why)))
-        }
-    };
+    // Help, the version and clap's usage errors end the process here, before anything starts.
+    let Cli { command } = clap::Parser::parse();
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         // The SDK's calls nest deep: a debug build (`cargo run`) overflowed Tokio's default
@@ -277,7 +249,7 @@ fn main() -> ExitCode {
         .thread_stack_size(WORKER_STACK_BYTES)
         .build()
         .expect("a Tokio runtime")
-        .block_on(handler(run))
+        .block_on(handler(command.unwrap_or(Command::Serve)))
 }
 
 /// A usage error of `subcommand` found after clap's own checks: said as clap says its own
@@ -289,27 +261,40 @@ fn usage_error(subcommand: &str, message: String) -> ! {
     command.error(clap::error::ErrorKind::ArgumentConflict, message).exit()
 }
 
-async fn handler(run: Run) -> ExitCode {
+async fn handler(command: Command) -> ExitCode {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG_FILTER));
     let lines = tracing_subscriber::fmt().with_env_filter(filter);
-    let Run::Serve = run else {
-        // A command's stdout is its output (JSON lines, the smoke test's report): its log lines,
-        // progress and summary go to stderr, with colour for a person at a terminal.
-        let stderr = Progress::stderr();
-        let lines = lines.with_writer(stderr.clone());
-        if std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal() {
-            lines.with_ansi(true).init();
-        } else {
-            lines.with_ansi(false).event_format(blog::logging::LineFormat).init();
-        }
-        return match command(run, &stderr).await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(error) => {
-                stderr.line(&format!("error: {}", blog::logging::with_causes(&error)));
-                ExitCode::FAILURE
-            }
-        };
+    let maintenance = match command {
+        Command::Maintenance(maintenance) => maintenance,
+        Command::Serve => return serving(lines).await,
     };
+    // A command's stdout is its output (JSON lines, the smoke test's report): its log lines,
+    // progress and summary go to stderr, with colour for a person at a terminal.
+    let stderr = Progress::stderr();
+    let lines = lines.with_writer(stderr.clone());
+    if std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal() {
+        lines.with_ansi(true).init();
+    } else {
+        lines.with_ansi(false).event_format(blog::logging::LineFormat).init();
+    }
+    match maintain(maintenance, &stderr).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            stderr.line(&format!("error: {}", blog::logging::with_causes(&error)));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The log's settings, before they say where lines go.
+type LogLines = tracing_subscriber::fmt::SubscriberBuilder<
+    tracing_subscriber::fmt::format::DefaultFields,
+    tracing_subscriber::fmt::format::Format,
+    EnvFilter,
+>;
+
+/// Serves until stopped, logging as the Functions host expects.
+async fn serving(lines: LogLines) -> ExitCode {
     // Serving, the log is stdout, as the Functions host expects: it captures a custom handler's
     // stdout into its own log stream. Log lines are written by a thread of their own, a batch at
     // a time, off the request path (see `blog::logging`). The guard writes what is waiting when
@@ -341,26 +326,42 @@ async fn handler(run: Run) -> ExitCode {
 }
 
 /// Every command but `serve`; `stderr` takes their progress and summary.
-async fn command(run: Run, stderr: &Progress) -> Result<(), HandlerError> {
-    // The smoke test talks to a blog over HTTP: it needs none of the blog's own settings.
-    if let Run::Smoke(options) = &run {
-        return smoke(options).await;
-    }
-    // Arithmetic on the traffic given: no store, no settings.
-    if let Run::Cost(args) = &run {
-        return cost(args).map_err(HandlerError::Output);
-    }
-    let config = Config::from_env().map_err(HandlerError::Usage)?;
-    match run {
-        Run::RebuildCopies => rebuild_copies(config, stderr).await,
-        Run::DeadLetters(None) => dead_letters(config).await,
-        Run::DeadLetters(Some(DeadLettersAction::Replay)) => replay_dead_letters(config, stderr).await,
-        Run::Lag => lag(config).await,
-        Run::Export(output) => export(config, output, stderr).await,
-        Run::Import(file) => import(config, file, stderr).await,
+async fn maintain(maintenance: Maintenance, stderr: &Progress) -> Result<(), HandlerError> {
+    // Read by the commands that need them (not the smoke test, not cost): a usage error if wrong.
+    let settings = Config::from_env;
+    match maintenance {
+        // The smoke test talks to a blog over HTTP: it needs none of the blog's own settings.
+        Maintenance::Smoke(args) => {
+            // The token's variable is read here, not by clap, so that `--help` never shows it.
+            let token = std::env::var(blog::smoke::TOKEN_VARIABLE).ok();
+            let options = args.options(token).unwrap_or_else(|why| usage_error("smoke", why));
+            smoke(&options).await
+        }
+        // Arithmetic on the traffic given: no store, no settings.
+        Maintenance::Cost(args) => cost(&args).map_err(HandlerError::Output),
+        Maintenance::RebuildCopies => rebuild_copies(settings().map_err(HandlerError::Usage)?, stderr).await,
+        Maintenance::DeadLetters { action: None } => dead_letters(settings().map_err(HandlerError::Usage)?).await,
+        Maintenance::DeadLetters { action: Some(DeadLettersAction::Replay) } => {
+            replay_dead_letters(settings().map_err(HandlerError::Usage)?, stderr).await
+        }
+        Maintenance::Lag => lag(settings().map_err(HandlerError::Usage)?).await,
+        Maintenance::Export { output } => export(settings().map_err(HandlerError::Usage)?, output, stderr).await,
+        Maintenance::Import { file } => import(settings().map_err(HandlerError::Usage)?, file, stderr).await,
         #[cfg(feature = "embedded")]
-        Run::Repair(remove) => repair(config, remove, stderr).await,
-        Run::Serve | Run::Smoke(_) | Run::Cost(_) => unreachable!("served or run above"),
+        Maintenance::Repair => repair(settings().map_err(HandlerError::Usage)?, None, stderr).await,
+        #[cfg(feature = "embedded")]
+        Maintenance::Remove { container, partition_key, id } => {
+            let container = blog::cosmos::Container::ALL
+                .into_iter()
+                .find(|known| known.name() == container)
+                .expect("clap accepts the containers' names only");
+            repair(
+                settings().map_err(HandlerError::Usage)?,
+                Some(blog::cosmos::ItemToRemove { container, partition_key, id }),
+                stderr,
+            )
+            .await
+        }
     }
 }
 

@@ -241,17 +241,6 @@ fn status_text(status: u16) -> String {
     }
 }
 
-/// An error and its causes, each after a colon (reqwest's own message names only the request).
-fn causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(next) = cause {
-        text = format!("{text}: {next}");
-        cause = next.source();
-    }
-    text
-}
-
 /// The innermost cause of an error: "Connection refused (os error 111)".
 fn root_cause(error: &dyn std::error::Error) -> String {
     let mut cause = error;
@@ -272,7 +261,7 @@ fn no_answer(method: &reqwest::Method, path: &str, what: &str, error: &reqwest::
     Unsettled {
         said: format!("no answer ({})", root_cause(error)),
         meaning,
-        last: format!("{method} {path} {what}: {}", causes(error)),
+        last: format!("{method} {path} {what}: {}", crate::logging::with_causes(error)),
         maybe_done: !error.is_connect(),
     }
 }

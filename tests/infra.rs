@@ -858,13 +858,22 @@ fn load_text_content_calls(file: &BicepFile) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The deployed scripts are exactly the app's `src/scripts/*.js`, each deployed under its file
-/// stem (the name the app calls it by) with that file as its body.
+/// The deployed scripts are exactly the app's scripts, each deployed under its name (the one the
+/// app calls it by) with the very bytes the in-process engine runs as its body: its file, joined
+/// with the keyed procedures' shared helpers where it has their marker. Every `src/scripts/*.js`
+/// is deployed, as a script or as those helpers.
 #[test]
 fn deployed_scripts_are_the_app_scripts() {
     let files = bicep_files();
     let mut problems = Vec::new();
     let mut deployed = BTreeSet::new();
+    let mut loaded = BTreeSet::new();
+    let app_scripts: BTreeMap<&str, &str> = blog::scripts::StoredProcedure::ALL
+        .into_iter()
+        .map(|procedure| procedure.script())
+        .chain(blog::scripts::PostTrigger::ALL.into_iter().map(|trigger| trigger.script()))
+        .map(|script| (script.name, script.source))
+        .collect();
     for resource in resources_of_type(&files, STORED_PROCEDURE).into_iter().chain(resources_of_type(&files, TRIGGER)) {
         let id = resource.literal_at(&["properties", "resource", "id"]).and_then(|id| id.as_str().map(str::to_string));
         let Some(id) = id else {
@@ -874,35 +883,63 @@ fn deployed_scripts_are_the_app_scripts() {
         if resource.literal_at(&["name"]) != Some(json!(id)) {
             problems.push(format!("{}: name differs from properties.resource.id '{id}'", resource.at()));
         }
-        let app_script = repo_root().join(format!("src/scripts/{id}.js")).canonicalize().ok();
-        if app_script.is_none() || script_body_file(&resource) != app_script {
-            problems.push(format!("{}: body must be loadTextContent of src/scripts/{id}.js", resource.at()));
+        match (script_body(&resource, &mut loaded), app_scripts.get(id.as_str())) {
+            (Some(body), Some(source)) if body == *source => {}
+            (Some(_), Some(_)) => {
+                problems.push(format!("{}: the deployed body differs from what the app runs as {id}", resource.at()))
+            }
+            (None, _) => problems.push(format!(
+                "{}: body must be loadTextContent of a script file, or replace() of one with literals and loaded files",
+                resource.at()
+            )),
+            (_, None) => problems.push(format!("{}: the app has no script {id}", resource.at())),
         }
         deployed.insert(id);
     }
-    let app_scripts: BTreeSet<String> = fs::read_dir(repo_root().join("src/scripts"))
-        .expect("src/scripts exists")
-        .filter_map(|entry| {
-            let path = entry.ok()?.path();
-            (path.extension()? == "js").then(|| path.file_stem()?.to_str().map(str::to_string))?
-        })
+    let app_names: BTreeSet<String> = app_scripts.keys().map(|name| name.to_string()).collect();
+    if deployed != app_names {
+        problems.push(format!("deployed scripts {deployed:?} differ from the app's {app_names:?}"));
+    }
+    let script_files: BTreeSet<PathBuf> = files_with_extension(&repo_root().join("src/scripts"), "js")
+        .into_iter()
+        .filter(|path| path.parent() == Some(repo_root().join("src/scripts").as_path()))
+        .filter_map(|path| path.canonicalize().ok())
         .collect();
-    if deployed != app_scripts {
-        problems.push(format!("deployed scripts {deployed:?} differ from src/scripts/*.js {app_scripts:?}"));
+    for unused in script_files.difference(&loaded) {
+        problems.push(format!("{} is deployed in no script's body", shown(unused)));
     }
     assert_no_problems("Cosmos DB scripts", &problems);
 }
 
-/// The file a script's `properties.resource.body: loadTextContent('…')` loads (canonical path).
-fn script_body_file(script: &Resource) -> Option<PathBuf> {
+/// A script's `properties.resource.body` as ARM evaluates it, where it is made of string
+/// literals, `loadTextContent('…')` and `replace(…, …, …)`; every file it loads (canonical path)
+/// is added to `loaded`.
+fn script_body(script: &Resource, loaded: &mut BTreeSet<PathBuf>) -> Option<String> {
     let file = script.file;
-    let call = file.path(script.body, &["properties", "resource", "body"])?;
-    let function = call.child_by_field_name("function")?;
-    let argument = named_children(call.child_by_field_name("arguments")?).first().copied()?;
-    if call.kind() != "call_expression" || file.text(function) != "loadTextContent" {
-        return None;
+    let body = file.path(script.body, &["properties", "resource", "body"])?;
+    evaluate_text(file, body, loaded)
+}
+
+fn evaluate_text(file: &BicepFile, node: Node, loaded: &mut BTreeSet<PathBuf>) -> Option<String> {
+    if node.kind() != "call_expression" {
+        return file.string_literal(node);
     }
-    file.path.parent()?.join(file.string_literal(argument)?).canonicalize().ok()
+    let function = file.text(node.child_by_field_name("function")?);
+    let arguments = named_children(node.child_by_field_name("arguments")?);
+    match (function, arguments.as_slice()) {
+        ("loadTextContent", [path]) => {
+            let path = file.path.parent()?.join(file.string_literal(*path)?).canonicalize().ok()?;
+            let text = fs::read_to_string(&path).ok()?;
+            loaded.insert(path);
+            Some(text)
+        }
+        // ARM's replace: every occurrence, case-sensitive, as `str::replace`.
+        ("replace", [text, old, new]) => {
+            let text = evaluate_text(file, *text, loaded)?;
+            Some(text.replace(&evaluate_text(file, *old, loaded)?, &evaluate_text(file, *new, loaded)?))
+        }
+        _ => None,
+    }
 }
 
 #[test]

@@ -220,6 +220,11 @@ resource leases 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2
   }
 }
 
+// The keyed procedures (C3 to C7) share their helpers, src/scripts/keyed_helpers.js: each body is
+// the procedure's file with them inside its function, in place of its line "keyed_helpers.js";, as
+// Cosmos DB registers a body as one function (why, and the same join for the in-process engine:
+// src/scripts/mod.rs, KEYED_HELPERS; tests/infra.rs checks that the two are the same bytes).
+
 // C3: create a comment and increment the post's commentCount in one transaction.
 resource createComment 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers/storedProcedures@2025-04-15' = {
   parent: posts
@@ -227,7 +232,7 @@ resource createComment 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/conta
   properties: {
     resource: {
       id: 'createComment'
-      body: loadTextContent('../../src/scripts/createComment.js')
+      body: replace(loadTextContent('../../src/scripts/createComment.js'), '"keyed_helpers.js";', loadTextContent('../../src/scripts/keyed_helpers.js'))
     }
   }
 }
@@ -239,7 +244,7 @@ resource createLike 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containe
   properties: {
     resource: {
       id: 'createLike'
-      body: loadTextContent('../../src/scripts/createLike.js')
+      body: replace(loadTextContent('../../src/scripts/createLike.js'), '"keyed_helpers.js";', loadTextContent('../../src/scripts/keyed_helpers.js'))
     }
   }
 }
@@ -263,7 +268,7 @@ resource deleteLike 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containe
   properties: {
     resource: {
       id: 'deleteLike'
-      body: loadTextContent('../../src/scripts/deleteLike.js')
+      body: replace(loadTextContent('../../src/scripts/deleteLike.js'), '"keyed_helpers.js";', loadTextContent('../../src/scripts/keyed_helpers.js'))
     }
   }
 }
@@ -275,7 +280,7 @@ resource deleteComment 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/conta
   properties: {
     resource: {
       id: 'deleteComment'
-      body: loadTextContent('../../src/scripts/deleteComment.js')
+      body: replace(loadTextContent('../../src/scripts/deleteComment.js'), '"keyed_helpers.js";', loadTextContent('../../src/scripts/keyed_helpers.js'))
     }
   }
 }
@@ -287,7 +292,7 @@ resource deletePost 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containe
   properties: {
     resource: {
       id: 'deletePost'
-      body: loadTextContent('../../src/scripts/deletePost.js')
+      body: replace(loadTextContent('../../src/scripts/deletePost.js'), '"keyed_helpers.js";', loadTextContent('../../src/scripts/keyed_helpers.js'))
     }
   }
 }

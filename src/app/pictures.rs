@@ -16,6 +16,7 @@ use crate::cosmos::Container;
 use crate::model::picture::{Kind, PictureAddress};
 use crate::model::{self, Post};
 use crate::pictures::{Limits, PictureError, PictureStore, Prepared, Usage, plan, prepare_planned, recognise};
+use crate::striped::StripedLock;
 
 use super::idempotency::Once;
 use super::{AppError, AppResult, AppState, Caller, post_not_found};
@@ -41,7 +42,7 @@ pub struct Pictures {
     limits: Limits,
     quota: Quota,
     /// One lock per stripe of writers: a writer's uploads take their turn (see [`add_picture`]).
-    turns: [tokio::sync::Mutex<()>; 64],
+    turns: StripedLock,
     /// Posts the sweep found published: their pictures are never abandoned, so they are not
     /// read again by this process's later sweeps.
     published: std::sync::Mutex<std::collections::HashSet<String>>,
@@ -69,6 +70,9 @@ impl PictureMemory {
     pub const MAX_MB: u64 = 64 * 1024;
 }
 
+/// How many locks the writers' uploads take turns on.
+const WRITER_STRIPES: usize = 64;
+
 /// How long an upload waits for memory others' uploads hold before it is refused 503.
 const MEMORY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -80,7 +84,7 @@ impl Pictures {
             store,
             limits,
             quota,
-            turns: std::array::from_fn(|_| tokio::sync::Mutex::new(())),
+            turns: StripedLock::new(WRITER_STRIPES),
             published: Default::default(),
             memory: Arc::new(Semaphore::new(memory_kib as usize)),
             memory_kib,
@@ -104,9 +108,7 @@ impl Pictures {
 
     /// The lock `writer`'s uploads take turns on (shared with the writers of its stripe).
     fn writer_turn(&self, writer: &str) -> &tokio::sync::Mutex<()> {
-        let hash =
-            writer.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3));
-        &self.turns[(hash % self.turns.len() as u64) as usize]
+        self.turns.of(writer)
     }
 }
 

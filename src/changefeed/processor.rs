@@ -18,14 +18,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::{FeedError, Function, posts_changed, users_changed};
 use crate::app::AppState;
-use crate::cosmos::{Container, MAX_POSITION, Meter, StoreError};
+use crate::cosmos::{Container, Meter, StoreError, checkpoint};
 
 /// The most items delivered in one batch (the host's `maxItemsPerInvocation` plays this role).
 pub(super) const BATCH_SIZE: usize = 100;
@@ -161,7 +160,7 @@ async fn follow(
         return Err(StoreError::Unusable("local change-feed processing needs the embedded store".into()).into());
     };
     let written = embedded.write_signal();
-    let mut position = Checkpoint::load(checkpoint)?;
+    let mut position = checkpoint::read(checkpoint).map_err(StoreError::from)?;
     loop {
         // Registered before the changes are read, so a write from here on always wakes us.
         let notified = written.notified();
@@ -172,7 +171,7 @@ async fn follow(
             if changed.items.is_empty() {
                 // Writes to other containers move the position too.
                 if changed.through > position {
-                    position = Checkpoint::save_off_the_workers(checkpoint, changed.through).await?;
+                    position = checkpoint::write_off_the_workers(checkpoint, changed.through).await.map_err(StoreError::from)?;
                 }
                 break;
             }
@@ -183,7 +182,7 @@ async fn follow(
                 return Ok(());
             }
             delivered.lock().expect("never poisoned").add(items, &meter);
-            position = Checkpoint::save_off_the_workers(checkpoint, changed.through).await?;
+            position = checkpoint::write_off_the_workers(checkpoint, changed.through).await.map_err(StoreError::from)?;
         }
         tokio::select! {
             () = &mut notified => {}
@@ -304,7 +303,7 @@ pub(super) async fn pending(state: &AppState, data_dir: &Path, function: Functio
     let Some(embedded) = state.store.embedded() else {
         return Err(StoreError::Unusable("the local processors' positions are the embedded store's; this is an account".into()));
     };
-    let mut after = Checkpoint::load(&checkpoint_path(data_dir, function))?;
+    let mut after = checkpoint::read(&checkpoint_path(data_dir, function))?;
     let (mut pending, mut first) = (0, None);
     loop {
         let changed = embedded.changed_after(function.container(), after, BATCH_SIZE);
@@ -332,79 +331,12 @@ pub(super) async fn pending(state: &AppState, data_dir: &Path, function: Functio
 pub(crate) fn furthest_position(data_dir: &Path) -> Result<u64, StoreError> {
     Function::ALL
         .into_iter()
-        .map(|function| Checkpoint::load(&checkpoint_path(data_dir, function)))
+        .map(|function| checkpoint::read(&checkpoint_path(data_dir, function)))
         .try_fold(0, |furthest, position| Ok(furthest.max(position?)))
 }
 
 fn checkpoint_path(data_dir: &Path, function: Function) -> PathBuf {
-    data_dir.join(format!("changefeed-{}.json", function.name()))
-}
-
-/// A processor's position, in a small file: every write numbered up to it has been delivered.
-#[derive(Serialize, Deserialize)]
-struct Checkpoint {
-    delivered_through: u64,
-}
-
-impl Checkpoint {
-    fn load(path: &Path) -> Result<u64, StoreError> {
-        let damaged = |why: String| {
-            StoreError::Unusable(format!(
-                "{} is corrupt ({why}): it holds a change-feed processor's position. Delete it to have \
-                 every change delivered again from the beginning (the change-feed functions are idempotent), \
-                 then start again",
-                path.display()
-            ))
-        };
-        match std::fs::read(path) {
-            Ok(bytes) => match serde_json::from_slice::<Checkpoint>(&bytes) {
-                Ok(Checkpoint { delivered_through }) if delivered_through <= MAX_POSITION => Ok(delivered_through),
-                Ok(Checkpoint { delivered_through }) => {
-                    Err(damaged(format!("its position {delivered_through} is beyond any write number, {MAX_POSITION} at most")))
-                }
-                Err(error) => Err(damaged(error.to_string())),
-            },
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(0),
-            Err(_) if path.is_dir() => Err(StoreError::Unusable(format!(
-                "{} is a directory, where a change-feed processor keeps its position in a file: move it out of \
-                 the data directory (or delete it, if nothing in it is yours), then start again; every change is \
-                 then delivered again from the beginning (the change-feed functions are idempotent)",
-                path.display()
-            ))),
-            Err(error) => Err(StoreError::io(format!("cannot read {}", path.display()), error)),
-        }
-    }
-
-    /// [`Checkpoint::save`] on tokio's blocking threads: its two fsyncs (the file, the directory)
-    /// after every batch would otherwise hold one of the few worker threads that serve HTTP.
-    async fn save_off_the_workers(path: &Path, delivered_through: u64) -> Result<u64, StoreError> {
-        let path = path.to_path_buf();
-        tokio::task::spawn_blocking(move || Checkpoint::save(&path, delivered_through))
-            .await
-            .map_err(|error| StoreError::Unfinished(format!("saving a change-feed checkpoint did not finish: {error}")))?
-    }
-
-    /// Writes the position atomically (a crash leaves the old one, which only means a few
-    /// batches are delivered again) and returns it.
-    fn save(path: &Path, delivered_through: u64) -> Result<u64, StoreError> {
-        let temporary = path.with_extension("json.tmp");
-        let bytes = serde_json::to_vec(&Checkpoint { delivered_through }).expect("a checkpoint serializes");
-        // Synced before and after the rename: otherwise a power cut could leave the new name on an
-        // empty file (a checkpoint that refuses start-up) or the old position after the new one
-        // was acted on.
-        let write = || -> std::io::Result<()> {
-            let mut file = std::fs::File::create(&temporary)?;
-            std::io::Write::write_all(&mut file, &bytes)?;
-            file.sync_all()?;
-            std::fs::rename(&temporary, path)?;
-            match path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-                Some(dir) => std::fs::File::open(dir)?.sync_all(),
-                None => std::fs::File::open(".")?.sync_all(),
-            }
-        };
-        write().map_err(|error| StoreError::io(format!("cannot write {}", path.display()), error))?;
-        Ok(delivered_through)
-    }
+    checkpoint::path(data_dir, function.name())
 }
 
 /// Delivers the whole `users` change feed from its beginning to `UsersChangeFeed`: every

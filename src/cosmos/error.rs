@@ -100,8 +100,11 @@ pub enum StoreError {
         #[source]
         source: azure_core::Error,
     },
-    /// The data directory, a checkpoint or the configuration cannot be used as they are; the
-    /// message says what to do.
+    /// A change-feed processor's checkpoint cannot be used; the error names the file and what to do.
+    #[error(transparent)]
+    Checkpoint(#[from] super::CheckpointError),
+    /// The data directory or the configuration cannot be used as they are; the message says what
+    /// to do.
     #[error("{0}")]
     Unusable(String),
     /// The embedded store's database does not hold what it recorded holding (rows deleted or put

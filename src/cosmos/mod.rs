@@ -8,6 +8,7 @@
 //! - [`store`]: [`Store`], every item operation; [`change_feed`]: a container read whole.
 //! - [`items`]: what callers hand the store and get back; [`error`]: what a call comes to.
 //! - [`sdk`]: the SDK at our boundary (clients, time bounds, metering); [`meter`]: the cost.
+//! - [`checkpoint`]: the local change-feed processors' positions, which the embedded store checks.
 //! - `embedded`: the embedded store (the SDK's emulator made durable by SQLite), reached
 //!   through [`Store::embedded`]; `changes`: its change index. Builds with the `embedded`
 //!   feature only.
@@ -15,6 +16,7 @@
 mod change_feed;
 #[cfg(feature = "embedded")]
 mod changes;
+pub(crate) mod checkpoint;
 /// The embedded store, SQLite and all, is compiled only with the `embedded` feature. A build
 /// without it (the deployed build) compiles `embedded/absent.rs` in its place, where the
 /// store's `Durability` is a type with no values: `Store` holds an `Option` of it that is always
@@ -36,6 +38,7 @@ mod store;
 
 pub(crate) use change_feed::ChangeFeed;
 pub use change_feed::RangePosition;
+pub use checkpoint::{CheckpointError, Damage};
 #[cfg(feature = "embedded")]
 pub use embedded::database::{Discrepancy, Incomplete};
 #[cfg(feature = "test-support")]

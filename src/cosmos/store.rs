@@ -259,7 +259,7 @@ impl Store {
             // A request record, read from the database (see `embedded`): as a point read would
             // answer, its write number for an etag.
             Meter::record(Scope::partition(container, partition_key), 1.0);
-            let Some(row) = durability.request_record(container, partition_key, id)? else {
+            let Some(row) = durability.request_record(container, partition_key, id).await? else {
                 return Ok(None);
             };
             let item =
@@ -480,7 +480,7 @@ impl Store {
         }
         let guard = durability.locks().write(container, partition_key).await;
         for (index, id, _) in &on_disk {
-            if durability.request_record(container, partition_key, id)?.is_some() {
+            if durability.request_record(container, partition_key, id).await?.is_some() {
                 let statuses = (0..total).map(|at| if at == *index { 409 } else { 424 }).collect();
                 return Err(StoreError::BatchFailed { statuses });
             }

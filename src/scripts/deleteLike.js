@@ -7,13 +7,14 @@
  * it is read by id, no query.
  * The body answers {outcome: "deleted"}, {outcome: "postNotFound"} (no post, or a deleted one),
  * or {outcome: "likeNotFound"} (this user does not like the post: a second unlike moves nothing).
- * `request`, optional: the record of the caller's Idempotency-Key (see `firstTime`); a request
+ * `request`, optional: the record of the caller's Idempotency-Key (see `firstTime`, keyed_helpers.js); a request
  * sent again with its key answers {outcome: "repeated", request: <the record>} and writes nothing.
  * ES5 only: it also runs on Cosmos DB's own JavaScript engine.
  */
 function deleteLike(postId, userId, request) {
     var collection = getContext().getCollection();
     var response = getContext().getResponse();
+    var procedure = "deleteLike";
 
     if (typeof postId !== "string" || typeof userId !== "string") {
         throw new Error("deleteLike: postId and userId must be strings");
@@ -49,41 +50,6 @@ function deleteLike(postId, userId, request) {
         }));
     });
 
-    // The record of an Idempotency-Key (src/app/idempotency.rs), when the caller sent one: read
-    // first, so that a request sent again writes nothing and answers {outcome: "repeated",
-    // request: <the record>}; created last, in this transaction, with the answer.
-    function firstTime(proceed) {
-        if (!request) {
-            proceed();
-            return;
-        }
-        if (request.type !== "request" || request.postId !== postId || typeof request.id !== "string") {
-            throw new Error("deleteLike: the request record must have an id, type 'request' and postId '" + postId + "'");
-        }
-        accepted(collection.readDocument(collection.getAltLink() + "/docs/" + request.id, function (err, first) {
-            if (err && err.number === 404) {
-                proceed();
-                return;
-            }
-            if (err) throw err;
-            response.setBody({ outcome: "repeated", request: first });
-        }));
-    }
-
-    function remember(answer) {
-        if (!request) {
-            response.setBody(answer);
-            return;
-        }
-        accepted(collection.createDocument(collection.getSelfLink(), request, function (err) {
-            // The same request, sent twice at once, committed first: this one writes nothing.
-            if (err && err.number === 409) throw new Error("deleteLike: a request with this key is in progress");
-            if (err) throw err;
-            response.setBody(answer);
-        }));
-    }
-
-    function accepted(isAccepted) {
-        if (!isAccepted) throw new Error("deleteLike: the database did not accept the operation; nothing was written");
-    }
+    // The helpers every keyed procedure shares (keyed_helpers.js) take the place of the next line.
+"keyed_helpers.js";
 }

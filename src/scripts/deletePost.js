@@ -15,13 +15,14 @@
  * Only the post's author may (`callerId`). The body answers {outcome: "postNotFound"},
  * {outcome: "forbidden"}, or {outcome: "deleted", marked: <this call made the tombstone>,
  * removed: <comments and likes deleted by this call>, done: <none is left>}.
- * `request`, optional: the record of the caller's Idempotency-Key (see `firstTime`); a request
+ * `request`, optional: the record of the caller's Idempotency-Key (see `firstTime`, keyed_helpers.js); a request
  * sent again with its key answers {outcome: "repeated", request: <the record>} and writes nothing.
  * ES5 only: it also runs on Cosmos DB's own JavaScript engine.
  */
 function deletePost(postId, callerId, ttl, request) {
     var collection = getContext().getCollection();
     var response = getContext().getResponse();
+    var procedure = "deletePost";
     var query = { query: "SELECT * FROM c WHERE c.type = 'comment' OR c.type = 'like'" };
     var marked = false;
     var removed = 0;
@@ -57,6 +58,9 @@ function deletePost(postId, callerId, ttl, request) {
             accepted(collection.replaceDocument(post._self, tombstone, function (err) {
                 if (err) throw err;
                 marked = true;
+                // The request record is created with the tombstone, before the comments and
+                // likes: a run ends where the database stops accepting operations, and the
+                // record must be in the run that does the deletion.
                 remembered(function () { queryPage(undefined); });
             }));
         }));
@@ -89,43 +93,6 @@ function deletePost(postId, callerId, ttl, request) {
         response.setBody({ outcome: "deleted", marked: marked, removed: removed, done: done });
     }
 
-    // The record of an Idempotency-Key (src/app/idempotency.rs), when the caller sent one: read
-    // first, so that a request sent again writes nothing and answers {outcome: "repeated",
-    // request: <the record>}; created in this transaction, with the tombstone.
-    function firstTime(proceed) {
-        if (!request) {
-            proceed();
-            return;
-        }
-        if (request.type !== "request" || request.postId !== postId || typeof request.id !== "string") {
-            throw new Error("deletePost: the request record must have an id, type 'request' and postId '" + postId + "'");
-        }
-        accepted(collection.readDocument(collection.getAltLink() + "/docs/" + request.id, function (err, first) {
-            if (err && err.number === 404) {
-                proceed();
-                return;
-            }
-            if (err) throw err;
-            response.setBody({ outcome: "repeated", request: first });
-        }));
-    }
-
-    // (Created with the tombstone, before the comments and likes: a run ends where the database
-    // stops accepting operations, and the record must be in the run that does the deletion.)
-    function remembered(proceed) {
-        if (!request) {
-            proceed();
-            return;
-        }
-        accepted(collection.createDocument(collection.getSelfLink(), request, function (err) {
-            // The same request, sent twice at once, committed first: this one writes nothing.
-            if (err && err.number === 409) throw new Error("deletePost: a request with this key is in progress");
-            if (err) throw err;
-            proceed();
-        }));
-    }
-
-    function accepted(isAccepted) {
-        if (!isAccepted) throw new Error("deletePost: the database did not accept the operation; nothing was written");
-    }
+    // The helpers every keyed procedure shares (keyed_helpers.js) take the place of the next line.
+"keyed_helpers.js";
 }

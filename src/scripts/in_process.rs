@@ -13,7 +13,6 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
@@ -24,6 +23,7 @@ use tokio::runtime::Handle;
 use super::engine::{self, Invocation, Limits, Partition, PartitionReader, Reads, TriggerOperation, write_id};
 use super::{PostTrigger, Script, ScriptError, ScriptExecutor, StoredProcedure};
 use crate::cosmos::{Container, Meter, PageRequest, QuerySpec, Store, StoreError, WriteOp, retry_pause};
+use crate::striped::StripedLock;
 
 /// The id of the item each partition's committing scripts move (see the module docs). Application
 /// ids are printable ASCII; this one starts with `§` (U+00A7), so it can never be one of them.
@@ -41,7 +41,7 @@ pub struct InProcessScripts {
     /// Cosmos DB runs the scripts of one logical partition one after another. Doing the same
     /// here (a lock per partition, striped) keeps this process's scripts from failing each
     /// other's checks; the fence and the etags guard against other processes and writers.
-    partitions: Vec<tokio::sync::Mutex<()>>,
+    partitions: StripedLock,
     /// Each container's self link and name-based link, read once.
     links: Mutex<HashMap<Container, (String, String)>>,
 }
@@ -52,14 +52,16 @@ const PARTITION_STRIPES: usize = 256;
 impl InProcessScripts {
     /// The scripts, run on `store`.
     pub fn new(store: Arc<Store>) -> Self {
-        let partitions = (0..PARTITION_STRIPES).map(|_| tokio::sync::Mutex::new(())).collect();
-        InProcessScripts { store, limits: Limits::default(), partitions, links: Mutex::default() }
+        InProcessScripts {
+            store,
+            limits: Limits::default(),
+            partitions: StripedLock::new(PARTITION_STRIPES),
+            links: Mutex::default(),
+        }
     }
 
     fn partition_lock(&self, container: Container, partition_key: &str) -> &tokio::sync::Mutex<()> {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        (container, partition_key).hash(&mut hasher);
-        &self.partitions[hasher.finish() as usize % PARTITION_STRIPES]
+        self.partitions.of((container, partition_key))
     }
 
     async fn partition(&self, container: Container, partition_key: &str) -> Result<Partition, StoreError> {

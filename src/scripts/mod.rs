@@ -9,6 +9,8 @@ pub mod engine;
 mod in_process;
 mod server_side;
 
+use std::sync::LazyLock;
+
 use async_trait::async_trait;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -56,15 +58,22 @@ impl StoredProcedure {
         }
     }
 
-    /// The JavaScript source, compiled into the binary from the file Bicep deploys.
+    /// The JavaScript source, compiled into the binary from the files Bicep deploys: for a
+    /// keyed procedure, its file with [`KEYED_HELPERS`] in place of [`KEYED_HELPERS_MARKER`],
+    /// joined as Bicep joins them.
     pub fn source(self) -> &'static str {
+        static CREATE_COMMENT: LazyLock<String> = LazyLock::new(|| with_keyed_helpers(include_str!("createComment.js")));
+        static CREATE_LIKE: LazyLock<String> = LazyLock::new(|| with_keyed_helpers(include_str!("createLike.js")));
+        static DELETE_LIKE: LazyLock<String> = LazyLock::new(|| with_keyed_helpers(include_str!("deleteLike.js")));
+        static DELETE_COMMENT: LazyLock<String> = LazyLock::new(|| with_keyed_helpers(include_str!("deleteComment.js")));
+        static DELETE_POST: LazyLock<String> = LazyLock::new(|| with_keyed_helpers(include_str!("deletePost.js")));
         match self {
-            Self::CreateComment => include_str!("createComment.js"),
-            Self::CreateLike => include_str!("createLike.js"),
+            Self::CreateComment => &CREATE_COMMENT,
+            Self::CreateLike => &CREATE_LIKE,
             Self::UpdateUsernames => include_str!("updateUsernames.js"),
-            Self::DeleteLike => include_str!("deleteLike.js"),
-            Self::DeleteComment => include_str!("deleteComment.js"),
-            Self::DeletePost => include_str!("deletePost.js"),
+            Self::DeleteLike => &DELETE_LIKE,
+            Self::DeleteComment => &DELETE_COMMENT,
+            Self::DeletePost => &DELETE_POST,
         }
     }
 
@@ -84,6 +93,34 @@ impl StoredProcedure {
     pub fn script(self) -> Script {
         Script { name: self.name(), source: self.source(), container: self.container() }
     }
+}
+
+/// The helpers the keyed stored procedures share (the request record of an Idempotency-Key,
+/// and the check that the database accepted an operation), kept once in `keyed_helpers.js`.
+///
+/// They go inside each procedure's function, where its [`KEYED_HELPERS_MARKER`] line is, not
+/// beside it: Cosmos DB registers a stored procedure's body as its one function, and a body with
+/// other top-level functions is refused (observed on DocumentDB, benoitpatra.com, "Programming
+/// well structured Javascript stored procedures for DocumentDB", 2016: "you cannot create other
+/// functions in the file otherwise DocumentDB will complain"; every sample of
+/// Azure/azure-cosmosdb-js-server nests its helpers). Nested, they also see the procedure's
+/// arguments, as they did when each procedure carried its own copy.
+///
+/// infra/modules/cosmos.bicep deploys `replace(loadTextContent(<procedure>), <marker>,
+/// loadTextContent(<helpers>))`, and [`StoredProcedure::source`] makes the same join, so the
+/// deployed body and the one run in process are the same bytes (tests/infra.rs checks it).
+pub const KEYED_HELPERS: &str = include_str!("keyed_helpers.js");
+
+/// The line of a keyed procedure's file that [`KEYED_HELPERS`] take the place of.
+///
+/// A statement that does nothing, not a comment: the Bicep grammar tests/infra.rs parses with
+/// takes a `//` in a string for a comment.
+pub const KEYED_HELPERS_MARKER: &str = "\"keyed_helpers.js\";";
+
+/// A keyed procedure's file with the shared helpers in place of its marker: every occurrence,
+/// as ARM's `replace` does (there is one).
+fn with_keyed_helpers(file: &str) -> String {
+    file.replace(KEYED_HELPERS_MARKER, KEYED_HELPERS)
 }
 
 /// The post-triggers of the model. A trigger runs only when a write names it.
@@ -237,4 +274,31 @@ impl DeleteOutcome {
 /// The record in a `repeated` answer.
 fn repeated(body: &Value) -> Option<Value> {
     body.get("request").filter(|record| record.is_object()).cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each keyed procedure's file names the helpers' place once, and its source has them there,
+    /// inside its function (which the source ends by closing).
+    #[test]
+    fn the_keyed_procedures_carry_the_shared_helpers_inside_their_function() {
+        let keyed = [
+            (StoredProcedure::CreateComment, include_str!("createComment.js")),
+            (StoredProcedure::CreateLike, include_str!("createLike.js")),
+            (StoredProcedure::DeleteLike, include_str!("deleteLike.js")),
+            (StoredProcedure::DeleteComment, include_str!("deleteComment.js")),
+            (StoredProcedure::DeletePost, include_str!("deletePost.js")),
+        ];
+        for (procedure, file) in keyed {
+            assert_eq!(file.matches(KEYED_HELPERS_MARKER).count(), 1, "{procedure:?}");
+            let source = procedure.source();
+            assert!(!source.contains(KEYED_HELPERS_MARKER) && source.contains(KEYED_HELPERS), "{procedure:?}");
+            let helpers_at = source.find(KEYED_HELPERS).unwrap();
+            assert!(source[..helpers_at].contains(&format!("function {}(", procedure.name())), "{procedure:?}");
+            assert_eq!(source[helpers_at + KEYED_HELPERS.len()..].trim(), "}", "{procedure:?}: inside its function");
+        }
+        assert!(!StoredProcedure::UpdateUsernames.source().contains("function firstTime"));
+    }
 }

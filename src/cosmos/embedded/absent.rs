@@ -68,8 +68,13 @@ impl Durability {
         match *self {}
     }
 
-    pub(crate) fn request_record(&self, _: Container, _: &str, _: &str) -> Result<Option<RecordRow>, StoreError> {
-        match *self {}
+    pub(crate) async fn request_record(
+        self: &Arc<Self>,
+        _: Container,
+        _: &str,
+        _: &str,
+    ) -> Result<Option<RecordRow>, StoreError> {
+        match **self {}
     }
 
     pub(crate) fn write_signal(&self) -> Arc<tokio::sync::Notify> {

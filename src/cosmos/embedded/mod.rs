@@ -38,6 +38,7 @@ use azure_data_cosmos::ContainerClient;
 use serde_json::Value;
 
 use super::changes::ChangeIndex;
+use super::checkpoint::{self, CheckpointError};
 use super::sdk::bounded;
 use super::{Changed, Container, MAX_POSITION, StoreError};
 use crate::model::REQUEST_RECORD_PREFIX;
@@ -148,11 +149,18 @@ impl Durability {
 
     /// Puts the items of a refused write back as the database holds them; the caller still
     /// holds their partition, so no one saw them meanwhile.
-    async fn undo(&self, container: Container, partition_key: &str, ids: &[String], refused: &Refused) {
+    async fn undo(self: &Arc<Self>, container: Container, partition_key: &str, ids: &[String], refused: &Refused) {
         let client = &self.containers[&container];
         // (A request record was never in the emulator: nothing to undo there.)
-        for id in ids.iter().filter(|id| !on_disk_only(id)) {
-            let durable = match self.database.durable_item(container, partition_key, id) {
+        let undone: Vec<String> = ids.iter().filter(|id| !on_disk_only(id)).cloned().collect();
+        let durable = match self.durable_items(container, partition_key, undone.clone()).await {
+            Ok(durable) => durable,
+            Err(error) => {
+                return tracing::error!(container = container.name(), %error, "cannot read a refused write's items back from the database; reads show the write until a restart");
+            }
+        };
+        for (id, durable) in undone.iter().zip(durable) {
+            let durable = match durable {
                 Ok(durable) => durable.map(|doc| serde_json::from_str::<Value>(&doc)),
                 Err(error) => {
                     tracing::error!(container = container.name(), id, %error, "cannot read a refused write's item back from the database; reads show the write until a restart");
@@ -214,11 +222,27 @@ impl Durability {
             };
             records.push((id, document));
         }
-        let durable = |id: &str| {
-            let doc = self.database.durable_item(container, &partition_key, id).ok()?;
-            Some(doc.map(|doc| serde_json::from_str::<Value>(&doc).ok()))
+        let ids = records.iter().map(|(id, _)| id.clone()).collect();
+        let durable = match self.durable_items(container, &partition_key, ids).await {
+            Ok(durable) => durable,
+            Err(error) => return tracing::error!(%error, "a write whose request was dropped cannot be committed"),
         };
-        if records.iter().all(|(id, document)| durable(id) == Some(document.clone().map(Some))) {
+        // An item the database cannot give back (its checksum does not match, or it is not
+        // JSON) is reported, then committed as the emulator holds it, which is what readers saw.
+        let same = records.iter().zip(durable).all(|((id, document), durable)| match durable {
+            Ok(durable) => match durable.map(|doc| serde_json::from_str::<Value>(&doc)).transpose() {
+                Ok(durable) => durable == *document,
+                Err(error) => {
+                    tracing::error!(id, %error, "an item of a write whose request was dropped is not JSON in the database; committing it as readers saw it");
+                    false
+                }
+            },
+            Err(error) => {
+                tracing::error!(id, %error, "an item of a write whose request was dropped cannot be read back from the database; committing it as readers saw it");
+                false
+            }
+        });
+        if same {
             return;
         }
         records.extend(on_disk);
@@ -228,18 +252,53 @@ impl Durability {
     }
 }
 
+/// The database's reads, off the async workers.
+impl Durability {
+    /// Runs `read` on tokio's blocking threads. SQLite reads are synchronous and go through the
+    /// one reader connection behind a std `Mutex`, so on a worker thread a read that waits for
+    /// the lock or the disk stalls every task queued there (the HTTP requests among them).
+    /// `spawn_blocking` rather than `block_in_place`: the latter panics on the current-thread
+    /// runtime the tests and the commands run, and the lock is never held across an `await`, so
+    /// the whole read moves with nothing but an `Arc` of the store.
+    async fn off_the_workers<T: Send + 'static>(
+        self: &Arc<Self>,
+        read: impl FnOnce(&Durability) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let durability = self.clone();
+        tokio::task::spawn_blocking(move || read(&durability))
+            .await
+            .map_err(|error| StoreError::Unfinished(format!("a read of the database did not finish: {error}")))?
+    }
+
+    /// The items `ids` of the partition as the database holds them (`None`: absent or deleted),
+    /// each checked against its checksum: one result per id, in their order.
+    async fn durable_items(
+        self: &Arc<Self>,
+        container: Container,
+        partition_key: &str,
+        ids: Vec<String>,
+    ) -> Result<Vec<Result<Option<String>, StoreError>>, StoreError> {
+        let partition_key = partition_key.to_owned();
+        self.off_the_workers(move |durability| {
+            Ok(ids.iter().map(|id| durability.database.durable_item(container, &partition_key, id)).collect())
+        })
+        .await
+    }
+}
+
 /// The request records, kept in the database only.
 impl Durability {
     /// The request record `id` of the partition, as committed, or `None` where there is none or
     /// it expired (the sweep may not have removed it yet).
-    pub(crate) fn request_record(
-        &self,
+    pub(crate) async fn request_record(
+        self: &Arc<Self>,
         container: Container,
         partition_key: &str,
         id: &str,
     ) -> Result<Option<RecordRow>, StoreError> {
+        let (partition_key, id) = (partition_key.to_owned(), id.to_owned());
+        let row = self.off_the_workers(move |durability| durability.database.durable_row(container, &partition_key, &id)).await?;
         let now = unix_now();
-        let row = self.database.durable_row(container, partition_key, id)?;
         Ok(row.filter(|row| row.expires.is_none_or(|expires| expires > now)))
     }
 
@@ -378,9 +437,9 @@ fn import_files(dir: &Path, database: &Database, connection: &mut rusqlite::Conn
     // processor may legitimately be past the journal's last write: the numbering goes on after
     // the furthest position, as that store's did.
     let mut last_seq = imported.last_seq;
-    for (path, position) in positions(dir) {
+    for (path, position) in checkpoint::all(dir)? {
         if position > MAX_POSITION {
-            return Err(out_of_range(&path, position, imported.last_seq));
+            return Err(CheckpointError::BeyondLastWrite { path, position, last: imported.last_seq }.into());
         }
         last_seq = last_seq.max(position);
     }
@@ -389,46 +448,13 @@ fn import_files(dir: &Path, database: &Database, connection: &mut rusqlite::Conn
     Ok(())
 }
 
-/// The change-feed processors' positions (`changefeed-*.json`) in `dir`: each file and the
-/// position it holds. An unreadable one is left to the processors' own loading, which refuses it
-/// with what to do.
-fn positions(dir: &Path) -> Vec<(std::path::PathBuf, u64)> {
-    #[derive(serde::Deserialize)]
-    struct Position {
-        delivered_through: u64,
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut positions = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !(name.starts_with("changefeed-") && name.ends_with(".json")) {
-            continue;
-        }
-        if let Ok(Position { delivered_through }) =
-            std::fs::read(entry.path()).map_err(drop).and_then(|bytes| serde_json::from_slice(&bytes).map_err(drop))
-        {
-            positions.push((entry.path(), delivered_through));
-        }
-    }
-    positions
-}
-
 /// Refuses a processor's position beyond `last_seq`, the last write the database numbered: no
 /// processor can have got there (the numbering is committed with the writes), so the file is
-/// damaged or from another copy, and a processor would wait for writes up to it forever.
+/// damaged or from another copy, and a processor would wait for writes up to it forever. A
+/// checkpoint that cannot be read is refused here too, before anything is served.
 fn check_positions(dir: &Path, last_seq: u64) -> Result<(), StoreError> {
-    match positions(dir).into_iter().find(|(_, position)| *position > last_seq) {
-        Some((path, position)) => Err(out_of_range(&path, position, last_seq)),
+    match checkpoint::all(dir)?.into_iter().find(|(_, position)| *position > last_seq) {
+        Some((path, position)) => Err(CheckpointError::BeyondLastWrite { path, position, last: last_seq }.into()),
         None => Ok(()),
     }
-}
-
-fn out_of_range(path: &Path, position: u64, last_seq: u64) -> StoreError {
-    StoreError::Unusable(format!(
-        "{} holds a change-feed processor's position {position}, beyond the last write the data directory \
-         numbered ({last_seq}): no processor got there, so the file is damaged or from another copy. Write \
-         {{\"delivered_through\": {last_seq}}} in it if every write was delivered, or delete it to have every change \
-         delivered again from the beginning (the change-feed functions are idempotent), then start again",
-        path.display()
-    ))
 }
