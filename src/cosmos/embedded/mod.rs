@@ -306,8 +306,9 @@ impl Durability {
     /// partition, queued under the partition's write lock after checking that each record is
     /// still the expired one (not written again since), all group-committed together. Answers
     /// how many it removed.
-    pub(crate) async fn remove_expired_records(&self, now: u64, limit: usize) -> Result<usize, StoreError> {
-        let mut expired = self.database.expired_with_prefix(REQUEST_RECORD_PREFIX, now, limit)?;
+    pub(crate) async fn remove_expired_records(self: &Arc<Self>, now: u64, limit: usize) -> Result<usize, StoreError> {
+        let mut expired =
+            self.off_the_workers(move |durability| durability.database.expired_with_prefix(REQUEST_RECORD_PREFIX, now, limit)).await?;
         expired.sort();
         let mut partitions: Vec<((Container, String), Vec<String>)> = Vec::new();
         for (container, partition_key, id) in expired {
@@ -319,13 +320,19 @@ impl Durability {
         let mut pending = Vec::with_capacity(partitions.len());
         for ((container, partition_key), ids) in partitions {
             let guard = self.locks.write(container, &partition_key).await;
-            let mut records = Vec::with_capacity(ids.len());
-            for id in ids {
-                let row = self.database.durable_row(container, &partition_key, &id)?;
-                if row.is_some_and(|row| row.expires.is_some_and(|expires| expires <= now)) {
-                    records.push(Record { id, doc: None, expires: None });
-                }
-            }
+            let key = partition_key.clone();
+            let records: Vec<Record> = self
+                .off_the_workers(move |durability| {
+                    let mut records = Vec::with_capacity(ids.len());
+                    for id in ids {
+                        let row = durability.database.durable_row(container, &key, &id)?;
+                        if row.is_some_and(|row| row.expires.is_some_and(|expires| expires <= now)) {
+                            records.push(Record { id, doc: None, expires: None });
+                        }
+                    }
+                    Ok(records)
+                })
+                .await?;
             let removing = records.len();
             if removing == 0 {
                 continue;
