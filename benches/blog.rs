@@ -298,7 +298,9 @@ async fn run() {
     } else {
         let binary = args.handler.clone().map_or_else(process::handler_binary, Ok);
         match binary {
-            Ok(binary) => print_process(&process::measure(&binary, args.cold_starts, args.process_users, args.concurrency, args.load_for).await),
+            Ok(binary) => print_process(
+                &process::measure(&binary, args.cold_starts, args.process_users, args.concurrency, args.load_for).await,
+            ),
             Err(why) => println!("## The handler process\n\nnot measured: {why}\n"),
         }
     }

@@ -107,7 +107,8 @@ async fn run(share: Option<f32>, counts: Counts) -> Vec<Row> {
     // it filled.
     let new_post = async || {
         for _ in 0..100 {
-            let answer = client.post(user, "/api/posts", &json!({"userId": user, "title": "Throttled", "content": "Text."})).await;
+            let answer =
+                client.post(user, "/api/posts", &json!({"userId": user, "title": "Throttled", "content": "Text."})).await;
             if answer.ok() {
                 return answer.id();
             }

@@ -160,8 +160,7 @@ async fn run(binary: &Path, sizes: &[usize], keep: Option<&Path>, shape: &Shape)
         tokio::time::sleep(Duration::from_secs(1)).await;
         let rss_started_kib = rss(&child);
         let client = Client::new(base);
-        let (c3_after_restart_per_second, rss_running_kib) =
-            comment_load(&client, &mut grown, &child, shape).await;
+        let (c3_after_restart_per_second, rss_running_kib) = comment_load(&client, &mut grown, &child, shape).await;
         let mut child = child;
         child.kill().expect("the handler stops");
         child.wait().expect("the handler is gone");
