@@ -35,6 +35,7 @@ trap 'kill $(jobs -p) 2>/dev/null; nginx -c "$work/nginx.conf" -s stop 2>/dev/nu
 BLOG_AUTH=development BLOG_DATA_DIR="$work/data" BLOG_LISTEN=127.0.0.1:7071 BLOG_WRITES_PER_MINUTE=off RUST_LOG=$log \
   "$handler" > "$work/handler.log" 2>&1 &
 for _ in $(seq 100); do curl -fs -o /dev/null http://127.0.0.1:7071/ && break; sleep 0.1; done
+curl -fs -o /dev/null http://127.0.0.1:7071/ || { echo "the handler did not answer within 10 s:" >&2; cat "$work/handler.log" >&2; exit 1; }
 api() { curl -fs -o /dev/null -H 'x-dev-user: writer' -H 'Content-Type: application/json' "$@"; }
 api -X POST http://127.0.0.1:7071/api/users -d '{"username":"writer"}'
 paragraph='Cosmos DB serves every read of this blog from one logical partition, because each post carries its author name and its counts, and the feed holds a short copy of the newest posts.'

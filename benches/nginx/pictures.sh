@@ -56,6 +56,7 @@ echo "photos: $(for n in 1 2 3 4 5; do printf '%s ' "$(wc -c < "$work/photo-$n.j
 BLOG_AUTH=development BLOG_DATA_DIR="$work/data" BLOG_LISTEN=127.0.0.1:7071 BLOG_WRITES_PER_MINUTE=off RUST_LOG=warn "$handler" > "$work/handler.log" 2>&1 &
 base=http://127.0.0.1:7071
 for _ in $(seq 100); do curl -fs -o /dev/null "$base/" && break; sleep 0.1; done
+curl -fs -o /dev/null "$base/" || { echo "the handler did not answer within 10 s:" >&2; cat "$work/handler.log" >&2; exit 1; }
 api() { curl -fs -H 'x-dev-user: writer' -H 'Content-Type: application/json' "$@"; }
 api -X POST "$base/api/users" -d '{"username":"writer"}' >/dev/null
 new_post() { api -X POST "$base/api/posts" -d "{\"userId\":\"writer\",\"title\":\"$1\",\"content\":\"Text.\"}" | jq -r .id; }
