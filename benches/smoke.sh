@@ -8,7 +8,7 @@
 # - The Cargo benches (every [[bench]] of Cargo.toml) in the test profile, which reuses the build
 #   of `cargo test` instead of a release build of the whole blog: `cargo test --bench NAME --
 #   --smoke`, those that start the handler on `target/debug/handler` (the one `cargo test` builds
-#   beside them).
+#   beside them; the target directory is cargo's, CARGO_TARGET_DIR included).
 # - benches/nginx/compare.sh and pictures.sh: one round of 1 s against the same debug handler,
 #   and the floor built in debug.
 # Pillow comes from PyPI into a virtual environment (pictures.sh).
@@ -43,7 +43,9 @@ mapfile -t benches < <(awk '/^\[\[bench\]\]/ { in_bench = 1; next } /^\[/ { in_b
 bench_args=()
 for bench in "${benches[@]}"; do bench_args+=(--bench "$bench"); done
 step "build of the benches and the handler (test profile)" cargo test "${bench_args[@]}" --no-run
-handler=target/debug/handler
+# target/ unless CARGO_TARGET_DIR or a cargo configuration says otherwise.
+target=$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)
+handler=$target/debug/handler
 for bench in "${benches[@]}"; do
   case "$bench" in
     # In this process only: it starts no handler.
@@ -53,9 +55,9 @@ for bench in "${benches[@]}"; do
 done
 
 step "build of the front page's floor (debug)" \
-  cargo build --locked --manifest-path benches/nginx/floor/Cargo.toml --target-dir target
+  cargo build --locked --manifest-path benches/nginx/floor/Cargo.toml --target-dir "$target"
 step "benches/nginx/compare.sh" \
-  env HANDLER="$handler" FLOOR=target/debug/front-page-floor bash benches/nginx/compare.sh 1 info 1
+  env HANDLER="$handler" FLOOR="$target/debug/front-page-floor" bash benches/nginx/compare.sh 1 info 1
 # The photos wider than 960 pixels, so that the handler makes their phones' copy.
 step "benches/nginx/pictures.sh" env HANDLER="$handler" bash benches/nginx/pictures.sh 1 1 1024x768
 
