@@ -4,6 +4,13 @@
 //!     cargo bench --bench blog                    # default scale, under a minute on 2 cores
 //!     cargo bench --bench blog -- --quick         # smaller, about 20 s
 //!     cargo bench --bench blog -- --users 80      # 10x the default, about 12 minutes
+//!     cargo test --bench blog -- --smoke --handler target/debug/handler   # every part once, seconds
+//!
+//! `--smoke` runs every part of the bench on the least data that still reaches it (2 users of 2
+//! posts, a few requests each, 0.2 s loads, one deleted post of 3 comments and 3 likes, one cold
+//! start): it shows that the bench runs, not what it measures. `benches/smoke.sh` runs it in CI,
+//! in the test profile. `--handler` names the `handler` executable the process figures start (by
+//! default `target/release/handler`, built when absent).
 //!
 //! It writes nothing into the repository: the data lives in a temporary directory, and the
 //! figures go to stdout as Markdown (see BENCHMARKS.md). With `CosmosDB` or
@@ -26,6 +33,7 @@ mod serving;
 mod v1;
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use blog::Blog;
@@ -50,7 +58,16 @@ struct Args {
     load_for: Duration,
     propagation_samples: usize,
     cold_starts: usize,
+    /// Users of 5 posts each seeded in the handler process before its load.
+    process_users: usize,
     skip_process: bool,
+    /// At most this many posts per user, and comments per post (`--smoke`).
+    trim: Option<(usize, usize)>,
+    /// What C7 deletes: posts, each with comments and likes.
+    doomed: requests::Doomed,
+    /// Posts the change-feed cost is measured on, after the feed's 100.
+    change_feed_samples: usize,
+    handler: Option<PathBuf>,
 }
 
 impl Args {
@@ -66,7 +83,12 @@ impl Args {
             load_for: Duration::from_secs(5),
             propagation_samples: 20,
             cold_starts: 5,
+            process_users: 20,
             skip_process: false,
+            trim: None,
+            doomed: requests::Doomed::ARTICLE,
+            change_feed_samples: 20,
+            handler: None,
         };
         let mut given = std::env::args().skip(1);
         while let Some(flag) = given.next() {
@@ -83,6 +105,23 @@ impl Args {
                     args.propagation_samples = 10;
                     args.cold_starts = 3;
                 }
+                "--smoke" => {
+                    args.users = 2;
+                    args.iterations = 3;
+                    args.v1_iterations = 1;
+                    args.in_flight = 2;
+                    args.concurrency = 2;
+                    args.load_for = Duration::from_millis(200);
+                    args.propagation_samples = 2;
+                    args.cold_starts = 1;
+                    args.process_users = 1;
+                    args.trim = Some((2, 3));
+                    args.doomed = requests::Doomed { posts: 1, comments: 3, likes: 3 };
+                    args.change_feed_samples = 2;
+                }
+                "--handler" => {
+                    args.handler = Some(given.next().map(PathBuf::from).unwrap_or_else(|| panic!("--handler needs a path")))
+                }
                 "--users" => args.users = value("--users") as usize,
                 "--seed" => args.seed = value("--seed"),
                 "--iterations" => args.iterations = value("--iterations") as usize,
@@ -94,7 +133,7 @@ impl Args {
                 "--no-process" => args.skip_process = true,
                 "--help" | "-h" => {
                     println!(
-                        "cargo bench --bench blog -- [--quick] [--users N=8] [--seed S=42] [--iterations N=200] \
+                        "cargo bench --bench blog -- [--quick | --smoke] [--handler PATH] [--users N=8] [--seed S=42] [--iterations N=200] \
                          [--v1-iterations N=50] [--feed-limit X=100] [--concurrency C=16] [--load-seconds S=5] [--propagation-samples N=20] [--no-process]"
                     );
                     std::process::exit(0);
@@ -180,7 +219,10 @@ async fn run() {
     );
 
     // The data set, loaded through the API.
-    let data = DataSet::generate(args.seed, args.users);
+    let mut data = DataSet::generate(args.seed, args.users);
+    if let Some((posts, comments)) = args.trim {
+        data.trim(posts, comments);
+    }
     println!(
         "data set (seed {}): {} users, {} posts, {} comments, {} likes\n",
         args.seed,
@@ -208,6 +250,7 @@ async fn run() {
         seed: args.seed,
         run: &run,
         feed_cache: &handler.state.feed,
+        doomed: args.doomed,
     };
     let rows = requests::measure_all(&plan).await;
     print_requests(&rows, args.iterations);
@@ -247,14 +290,17 @@ async fn run() {
     }
     handler.stop().await;
     if handler_is_embedded_default() {
-        print_change_feed_cost(&serving::change_feed_cost(20).await);
+        print_change_feed_cost(&serving::change_feed_cost(args.change_feed_samples).await);
     }
 
     if args.skip_process {
         println!("## The handler process\n\nskipped (--no-process)\n");
     } else {
-        match process::handler_binary() {
-            Ok(binary) => print_process(&process::measure(&binary, args.cold_starts, args.concurrency, args.load_for).await),
+        let binary = args.handler.clone().map_or_else(process::handler_binary, Ok);
+        match binary {
+            Ok(binary) => print_process(
+                &process::measure(&binary, args.cold_starts, args.process_users, args.concurrency, args.load_for).await,
+            ),
             Err(why) => println!("## The handler process\n\nnot measured: {why}\n"),
         }
     }
@@ -519,14 +565,15 @@ fn print_change_feed_cost(cost: &serving::ChangeFeedCost) {
 
 fn print_process(p: &process::ProcessFigures) {
     let mib = |kib: Option<u64>| kib.map_or("n/a".to_owned(), |kib| format!("{:.1} MiB", kib as f64 / 1024.0));
-    println!("## The handler process (target/release/handler, embedded store, empty data dir)\n");
+    println!("## The handler process ({}, embedded store, empty data dir)\n", p.binary.display());
     println!(
         "- cold start to first `GET /` 200: p50 {:.1} ms, max {:.1} ms over {} starts",
         p.cold_start_p50_ms, p.cold_start_max_ms, p.cold_start_runs
     );
     println!("- RSS idle (1 s after start, empty store): {}", mib(p.rss_idle_kib));
     println!(
-        "- RSS peak under load (VmHWM; 100 posts seeded, Q2 + Q6?limit=100, {:.0} requests/s, p50 {:.2} ms, p99 {:.2} ms): {}",
+        "- RSS peak under load (VmHWM; {} posts seeded, Q2 + Q6?limit=100, {:.0} requests/s, p50 {:.2} ms, p99 {:.2} ms): {}",
+        p.seeded_posts,
         p.load_per_second,
         p.load.p50_ms,
         p.load.p99_ms,

@@ -3,6 +3,7 @@
 //!
 //!     cargo bench --bench faults                     # 10 % of operations answered 429
 //!     cargo bench --bench faults -- --share 0.3      # another share
+//!     cargo test --bench faults -- --smoke           # every part once, seconds
 //!
 //! The blog runs in this process as `main` runs it (`Blog::start` on the state `connect` builds,
 //! served by `Blog::serve`), on the embedded store, its SDK client reaching the emulator through
@@ -12,6 +13,9 @@
 //! (without a key, then each with a new `Idempotency-Key`) and Q2 of it, one at a time (latency p50/p99) and with 8 clients (requests per second), the same
 //! counts with and without the rule. What a client sees beyond the SDK's retries (a 503) is
 //! counted as an error.
+//!
+//! `--smoke` sends each request 3 times one at a time and 16 times by the clients: it shows that
+//! the bench runs, not what it measures (`benches/smoke.sh`, in CI).
 
 #[path = "blog/client.rs"]
 #[allow(dead_code)]
@@ -26,9 +30,19 @@ use blog::test_support::{SdkFaults, embedded_config, store_with_sdk_faults};
 use client::{Client, Sample, Stats};
 use serde_json::json;
 
-const ONE_AT_A_TIME: usize = 300;
-const CONCURRENT: usize = 2_000;
 const CLIENTS: usize = 8;
+
+/// How many of each request are sent: one at a time, then by [`CLIENTS`] clients.
+#[derive(Clone, Copy)]
+struct Counts {
+    one_at_a_time: usize,
+    concurrent: usize,
+}
+
+impl Counts {
+    const FULL: Counts = Counts { one_at_a_time: 300, concurrent: 2_000 };
+    const SMOKE: Counts = Counts { one_at_a_time: 3, concurrent: 2 * CLIENTS };
+}
 
 struct Row {
     request: &'static str,
@@ -39,17 +53,19 @@ struct Row {
 
 fn main() {
     let mut share = 0.1_f32;
+    let mut counts = Counts::FULL;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--bench" => {}
             "--share" => share = args.next().and_then(|value| value.parse().ok()).expect("--share needs a number in 0..1"),
-            other => panic!("unknown argument {other:?}: cargo bench --bench faults -- [--share 0.1]"),
+            "--smoke" => counts = Counts::SMOKE,
+            other => panic!("unknown argument {other:?}: cargo bench --bench faults -- [--share 0.1] [--smoke]"),
         }
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    let clean = runtime.block_on(run(None));
-    let throttled = runtime.block_on(run(Some(share)));
+    let clean = runtime.block_on(run(None, counts));
+    let throttled = runtime.block_on(run(Some(share), counts));
     println!(
         "| request | throttled | p50 ms, one at a time | p99 ms | requests/s, {CLIENTS} clients | errors seen by the client |"
     );
@@ -65,7 +81,7 @@ fn main() {
 }
 
 /// The blog, throttled on `share` of its operations (`None`: not at all), measured.
-async fn run(share: Option<f32>) -> Vec<Row> {
+async fn run(share: Option<f32>, counts: Counts) -> Vec<Row> {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let mut config = embedded_config(dir.path());
     config.write_limit = None;
@@ -89,16 +105,20 @@ async fn run(share: Option<f32>) -> Vec<Row> {
     assert!(client.post(user, "/api/users", &json!({"username": "bench"})).await.ok(), "the user is created");
     // Each measurement on a post of its own, so that none runs on a partition the one before
     // it filled.
-    let new_post = async || loop {
-        let answer = client.post(user, "/api/posts", &json!({"userId": user, "title": "Throttled", "content": "Text."})).await;
-        if answer.ok() {
-            break answer.id();
+    let new_post = async || {
+        for _ in 0..100 {
+            let answer =
+                client.post(user, "/api/posts", &json!({"userId": user, "title": "Throttled", "content": "Text."})).await;
+            if answer.ok() {
+                return answer.id();
+            }
         }
+        panic!("no post was created in 100 attempts");
     };
     let comment = json!({"userId": user, "content": "A comment."});
     let c3 = {
         let (comments, comment) = (format!("/api/posts/{}/comments", new_post().await), comment.clone());
-        measure(&client, move |client| {
+        measure(&client, counts, move |client| {
             let (comments, comment) = (comments.clone(), comment.clone());
             async move { client.post(user, &comments, &comment).await.sample }
         })
@@ -107,14 +127,14 @@ async fn run(share: Option<f32>) -> Vec<Row> {
     // The same, each with a new Idempotency-Key: what making a write once costs.
     let keyed = {
         let comments = format!("/api/posts/{}/comments", new_post().await);
-        measure(&client, move |client| {
+        measure(&client, counts, move |client| {
             let (comments, comment) = (comments.clone(), comment.clone());
             async move { client.post_keyed(user, &comments, &comment, &uuid::Uuid::new_v4().to_string()).await.sample }
         })
         .await
     };
     let read = format!("/api/posts/{}", new_post().await);
-    let q2 = measure(&client, move |client| {
+    let q2 = measure(&client, counts, move |client| {
         let read = read.clone();
         async move { client.get(&read).await.sample }
     })
@@ -126,15 +146,15 @@ async fn run(share: Option<f32>) -> Vec<Row> {
     ]
 }
 
-/// One request, [`ONE_AT_A_TIME`] times in a row, then [`CONCURRENT`] times by [`CLIENTS`]
-/// clients: the latencies of the first, the rate of the second, the errors of both.
-async fn measure<F, Fut>(client: &Client, request: F) -> (Stats, f64, usize)
+/// One request, `counts.one_at_a_time` times in a row, then `counts.concurrent` times by
+/// [`CLIENTS`] clients: the latencies of the first, the rate of the second, the errors of both.
+async fn measure<F, Fut>(client: &Client, counts: Counts, request: F) -> (Stats, f64, usize)
 where
     F: Fn(Client) -> Fut + Clone + Send + 'static,
     Fut: Future<Output = Sample> + Send,
 {
-    let mut samples = Vec::with_capacity(ONE_AT_A_TIME);
-    for _ in 0..ONE_AT_A_TIME {
+    let mut samples = Vec::with_capacity(counts.one_at_a_time);
+    for _ in 0..counts.one_at_a_time {
         samples.push(request(client.clone()).await);
     }
     let stats = Stats::of(&samples);
@@ -144,7 +164,7 @@ where
         let (client, request) = (client.clone(), request.clone());
         running.spawn(async move {
             let mut errors = 0;
-            for _ in 0..CONCURRENT / CLIENTS {
+            for _ in 0..counts.concurrent / CLIENTS {
                 if !(200..300).contains(&request(client.clone()).await.status) {
                     errors += 1;
                 }
@@ -156,6 +176,6 @@ where
     while let Some(done) = running.join_next().await {
         errors += done.expect("a client ran");
     }
-    let per_second = CONCURRENT as f64 / started.elapsed().max(Duration::from_millis(1)).as_secs_f64();
+    let per_second = counts.concurrent as f64 / started.elapsed().max(Duration::from_millis(1)).as_secs_f64();
     (stats, per_second, errors)
 }

@@ -3,7 +3,8 @@
 //!
 //!     cargo bench --bench keyed                                  # 86,400 writes: a day at one a second
 //!     cargo bench --bench keyed -- --writes 20000                # fewer
-//!     cargo bench --bench keyed -- --binary /other/target/release/handler   # another build
+//!     cargo bench --bench keyed -- --handler /other/target/release/handler  # another build
+//!     cargo test --bench keyed -- --smoke --handler target/debug/handler     # every part once, seconds
 //!
 //! Through the release `handler` run as a child process on an empty data directory: 8 users,
 //! each with a post, then the writes, 8 clients at a time, each user liking their post and
@@ -11,6 +12,9 @@
 //! same few and what grows is the records. Resident memory before the writes and after them,
 //! then after a restart on the same directory (SIGKILL, then started again: what a restart
 //! loads), and the database's size on disk.
+//!
+//! `--smoke` (unless `--writes` says otherwise: 40 writes, a short settling before each memory
+//! reading) shows that the bench runs, not what it measures (`benches/smoke.sh`, in CI).
 
 #[path = "blog/client.rs"]
 #[allow(dead_code)]
@@ -35,20 +39,26 @@ use client::Client;
 const CLIENTS: usize = 8;
 
 fn main() {
-    let mut writes = 86_400;
+    let mut writes = None;
     let mut binary: Option<PathBuf> = None;
+    let mut smoke = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--bench" => {}
-            "--writes" => writes = args.next().and_then(|n| n.parse().ok()).expect("--writes needs a number"),
-            "--binary" => binary = Some(args.next().expect("--binary needs a path").into()),
-            other => panic!("unknown argument {other:?}: cargo bench --bench keyed -- [--writes N] [--binary PATH]"),
+            "--writes" => writes = Some(args.next().and_then(|n| n.parse().ok()).expect("--writes needs a number")),
+            // --binary: the name this option had first.
+            "--handler" | "--binary" => binary = Some(args.next().expect("--handler needs a path").into()),
+            "--smoke" => smoke = true,
+            other => panic!("unknown argument {other:?}: cargo bench --bench keyed -- [--writes N] [--handler PATH] [--smoke]"),
         }
     }
+    let writes = writes.unwrap_or(if smoke { 40 } else { 86_400 });
+    // How long the handler is left to settle before its memory is read.
+    let settle = if smoke { Duration::from_millis(200) } else { Duration::from_secs(2) };
     let binary = binary.unwrap_or_else(|| process::handler_binary().unwrap_or_else(|error| panic!("{error}")));
     let runtime = tokio::runtime::Runtime::new().expect("a Tokio runtime");
-    runtime.block_on(run(&binary, writes));
+    runtime.block_on(run(&binary, writes, settle));
 }
 
 fn rss_mib(child: &Child) -> f64 {
@@ -60,7 +70,7 @@ fn disk_mib(dir: &Path) -> f64 {
     files.filter_map(|entry| entry.metadata().ok()).map(|meta| meta.len()).sum::<u64>() as f64 / (1024.0 * 1024.0)
 }
 
-async fn run(binary: &Path, writes: usize) {
+async fn run(binary: &Path, writes: usize, settle: Duration) {
     let data = tempfile::tempdir().expect("a temporary directory");
     let (mut child, base) = process::spawn_on(binary, data.path());
     process::first_answer(&base, Instant::now()).await;
@@ -73,7 +83,7 @@ async fn run(binary: &Path, writes: usize) {
         assert!(post.ok());
         posts.push((user, post.id()));
     }
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(settle).await;
     let before = rss_mib(&child);
     let started = Instant::now();
     let next = Arc::new(AtomicUsize::new(0));
@@ -102,7 +112,7 @@ async fn run(binary: &Path, writes: usize) {
         task.await.expect("a client");
     }
     let elapsed = started.elapsed();
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(settle).await;
     let after = rss_mib(&child);
     child.kill().expect("the handler stops");
     child.wait().expect("the handler is gone");
@@ -110,7 +120,7 @@ async fn run(binary: &Path, writes: usize) {
     let started = Instant::now();
     let (mut child, base) = process::spawn_on(binary, data.path());
     let restart = process::first_answer(&base, started).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(settle).await;
     let restarted = rss_mib(&child);
     child.kill().expect("the handler stops");
     child.wait().expect("the handler is gone");

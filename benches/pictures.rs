@@ -4,11 +4,15 @@
 //!
 //!     cargo bench --bench pictures                            # target/release/handler
 //!     cargo bench --bench pictures -- --handler OTHER_BINARY  # another build, to compare
+//!     cargo test --bench pictures -- --smoke --handler target/debug/handler  # every part once, seconds
 //!
 //! Each figure is taken on a handler of its own (embedded store, an empty data directory), so
 //! that a peak is that case's alone. Memory is Linux's: the process's `VmRSS` at rest, after one
 //! small picture was taken (the decoders' code and the allocator's arenas are then its own), and
 //! its `VmHWM` after the case.
+//!
+//! `--smoke` runs every case on small photos (640 × 480 and 800 × 600), 3 uploads, 3 reads and 2
+//! at once: it shows that the bench runs, not what it measures (`benches/smoke.sh`, in CI).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -16,17 +20,40 @@ use std::time::{Duration, Instant};
 
 const MIB: u64 = 1024 * 1024;
 
+/// The photos and counts of each case.
+struct Shape {
+    /// A phone's photo, width and height.
+    phone: (u32, u32),
+    /// The largest photo the default memory takes.
+    largest: (u32, u32),
+    /// Uploads of a phone's photo in turn, the first two untimed.
+    uploads: u32,
+    /// Reads of the last one.
+    reads: usize,
+    /// The largest photo uploaded this many times at once.
+    crowd: usize,
+}
+
+impl Shape {
+    const FULL: Shape = Shape { phone: (4_032, 3_024), largest: (6_000, 4_000), uploads: 12, reads: 50, crowd: 8 };
+    const SMOKE: Shape = Shape { phone: (640, 480), largest: (800, 600), uploads: 3, reads: 3, crowd: 2 };
+}
+
 fn main() {
     let mut arguments = std::env::args().skip(1);
     let mut binary = None;
+    let mut shape = Shape::FULL;
     while let Some(argument) = arguments.next() {
-        if argument == "--handler" {
-            binary = arguments.next().map(PathBuf::from);
+        match argument.as_str() {
+            "--bench" => {} // cargo bench passes it to every bench
+            "--handler" => binary = Some(arguments.next().map(PathBuf::from).expect("--handler needs a path")),
+            "--smoke" => shape = Shape::SMOKE,
+            other => panic!("unknown argument {other:?}: cargo bench --bench pictures -- [--handler PATH] [--smoke]"),
         }
     }
     let binary = binary.unwrap_or_else(release_handler);
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(run(&binary));
+    runtime.block_on(run(&binary, &shape));
 }
 
 /// `target/release/handler`, built first when absent.
@@ -43,9 +70,10 @@ fn release_handler() -> PathBuf {
     path
 }
 
-async fn run(binary: &Path) {
-    let phone_photo = photo_jpeg(4_032, 3_024, 1, 20);
-    let largest = photo_jpeg(6_000, 4_000, 2, 8);
+async fn run(binary: &Path, shape: &Shape) {
+    let ((phone_width, phone_height), (largest_width, largest_height)) = (shape.phone, shape.largest);
+    let phone_photo = photo_jpeg(phone_width, phone_height, 1, 20);
+    let largest = photo_jpeg(largest_width, largest_height, 2, 8);
     println!("## Pictures (`{}`)\n", binary.display());
     println!("| case | figure |");
     println!("| --- | --- |");
@@ -54,9 +82,9 @@ async fn run(binary: &Path) {
     let post = handler.writers_post("timer").await;
     let at_rest = handler.at_rest(&post).await;
     let mut times = Vec::new();
-    for round in 0..12 {
+    for round in 0..shape.uploads {
         // A photo of its own each time: nothing is stored already.
-        let photo = if round == 0 { phone_photo.clone() } else { photo_jpeg(4_032, 3_024, 100 + round, 20) };
+        let photo = if round == 0 { phone_photo.clone() } else { photo_jpeg(phone_width, phone_height, 100 + round, 20) };
         let started = Instant::now();
         let status = handler.upload(&post, photo).await;
         let took = started.elapsed();
@@ -67,10 +95,10 @@ async fn run(binary: &Path) {
     }
     times.sort();
     let (rss, peak) = handler.memory();
-    // The last photo served back, 50 times in turn: its bytes read and (since issue 40) hashed.
+    // The last photo served back, 50 times in turn: its bytes read and hashed.
     let url = handler.last_url.lock().unwrap().clone().expect("a picture was taken");
     let mut serving = Vec::new();
-    for _ in 0..50 {
+    for _ in 0..shape.reads {
         let started = Instant::now();
         let answer = handler.client.get(format!("{}{url}", handler.base)).send().await.unwrap();
         let bytes = answer.bytes().await.unwrap().len();
@@ -78,15 +106,17 @@ async fn run(binary: &Path) {
     }
     serving.sort();
     println!(
-        "| a 4,032 × 3,024 photo of {:.1} MB uploaded (10 in turn, after 2 untimed): median, fastest, slowest | {} ms, {} ms, {} ms |",
+        "| a {phone_width} × {phone_height} photo of {:.1} MB uploaded ({} in turn, after 2 untimed): median, fastest, slowest | {} ms, {} ms, {} ms |",
         phone_photo.len() as f64 / 1e6,
+        times.len(),
         times[times.len() / 2].as_millis(),
         times[0].as_millis(),
         times[times.len() - 1].as_millis()
     );
     println!(
-        "| that photo as stored ({:.1} MB) served back (50 in turn): median, fastest | {:.2} ms, {:.2} ms |",
+        "| that photo as stored ({:.1} MB) served back ({} in turn): median, fastest | {:.2} ms, {:.2} ms |",
         serving[0].1 as f64 / 1e6,
+        serving.len(),
         serving[serving.len() / 2].0.as_secs_f64() * 1e3,
         serving[0].0.as_secs_f64() * 1e3
     );
@@ -101,7 +131,7 @@ async fn run(binary: &Path) {
     let took = started.elapsed();
     let (_, peak) = handler.memory();
     println!(
-        "| a 6,000 × 4,000 photo of {:.1} MB, the largest the default 256 MiB takes: answer, time, peak above rest | {status}, {} ms, {} MiB |",
+        "| a {largest_width} × {largest_height} photo of {:.1} MB (6,000 × 4,000 is the largest the default 256 MiB takes): answer, time, peak above rest | {status}, {} ms, {} MiB |",
         largest.len() as f64 / 1e6,
         took.as_millis(),
         (peak - at_rest) / MIB
@@ -112,13 +142,14 @@ async fn run(binary: &Path) {
     let post = handler.writers_post("crowd").await;
     let at_rest = handler.at_rest(&post).await;
     let started = Instant::now();
-    let uploads = (0..8).map(|_| handler.upload(&post, largest.clone()));
+    let uploads = (0..shape.crowd).map(|_| handler.upload(&post, largest.clone()));
     let statuses = futures::future::join_all(uploads).await;
     let took = started.elapsed();
     let (_, peak) = handler.memory();
     let count = |status| statuses.iter().filter(|answer| **answer == status).count();
     println!(
-        "| eight of that photo at once: 201, 503, time, peak above rest | {}, {}, {} ms, {} MiB |",
+        "| {} of that photo at once: 201, 503, time, peak above rest | {}, {}, {} ms, {} MiB |",
+        shape.crowd,
         count(201),
         count(503),
         took.as_millis(),

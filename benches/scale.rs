@@ -4,6 +4,8 @@
 //!     cargo bench --bench scale                          # 20,000 and 100,000 items, ~7 minutes
 //!     cargo bench --bench scale -- --items 5000,20000    # other sizes
 //!     cargo bench --bench scale -- --keep /tmp/grown      # leaves the data set there, to profile
+//!     cargo bench --bench scale -- --handler OTHER_BINARY # another build (default target/release/handler)
+//!     cargo test --bench scale -- --smoke --handler target/debug/handler   # every part once, seconds
 //!
 //! It grows one data set, in a temporary directory, through the release `handler` run as a
 //! child process, in the article's shape: mostly C3 (comments: most of the article's items are
@@ -14,6 +16,10 @@
 //! survives is what the database holds), starts it again on the same directory and measures the
 //! time to its first answer and its resident memory idle, then under 5 s of C3 load. Last, the
 //! hot-post row: C3 on one post with 1,000 comments against one with 10.
+//!
+//! `--smoke` (unless `--items` says otherwise: 60 and 120 items, 1 s of load after each restart,
+//! the hot posts at 2 and 20 comments, 20 measured) runs every part on the least data that
+//! reaches it: it shows that the bench runs, not what it measures (`benches/smoke.sh`, in CI).
 
 #[path = "blog/client.rs"]
 #[allow(dead_code)]
@@ -41,6 +47,23 @@ const COMMENTS_PER_POST: usize = 25;
 const POSTS_PER_USER: usize = 5;
 const MEASURED_COMMENTS: usize = 2_000;
 
+/// How much each part does: the article's figures by default, the least that runs every part
+/// with `--smoke`.
+struct Shape {
+    /// C3 load after each restart.
+    load_for: Duration,
+    /// Comments sent between two samples of memory during that load.
+    load_batch: usize,
+    /// The comments on the two hot posts before their rate is taken, and how many it is taken on.
+    hot: [usize; 2],
+    hot_measured: usize,
+}
+
+impl Shape {
+    const FULL: Shape = Shape { load_for: Duration::from_secs(5), load_batch: 200, hot: [10, 1_000], hot_measured: 400 };
+    const SMOKE: Shape = Shape { load_for: Duration::from_secs(1), load_batch: 20, hot: [2, 20], hot_measured: 20 };
+}
+
 struct Row {
     items: usize,
     c3_per_second: f64,
@@ -52,22 +75,30 @@ struct Row {
 }
 
 fn main() {
-    let mut sizes = vec![20_000, 100_000];
+    let mut sizes = None;
     let mut keep: Option<std::path::PathBuf> = None;
+    let mut binary = None;
+    let mut smoke = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--bench" => {}
             "--items" => {
-                sizes = args.next().expect("--items needs sizes").split(',').map(|n| n.parse().expect("a number")).collect()
+                sizes = Some(args.next().expect("--items needs sizes").split(',').map(|n| n.parse().expect("a number")).collect())
             }
+            "--handler" => binary = Some(std::path::PathBuf::from(args.next().expect("--handler needs a path"))),
+            "--smoke" => smoke = true,
             "--keep" => keep = Some(args.next().expect("--keep needs an empty directory").into()),
-            other => panic!("unknown argument {other:?}: cargo bench --bench scale -- [--items 20000,100000] [--keep DIR]"),
+            other => panic!(
+                "unknown argument {other:?}: cargo bench --bench scale -- [--items 20000,100000] [--keep DIR] [--handler PATH] [--smoke]"
+            ),
         }
     }
-    let binary = process::handler_binary().unwrap_or_else(|error| panic!("{error}"));
+    let shape = if smoke { Shape::SMOKE } else { Shape::FULL };
+    let sizes = sizes.unwrap_or_else(|| if smoke { vec![60, 120] } else { vec![20_000, 100_000] });
+    let binary = binary.map_or_else(process::handler_binary, Ok).unwrap_or_else(|error| panic!("{error}"));
     let runtime = tokio::runtime::Runtime::new().expect("a Tokio runtime");
-    let (rows, fan_out, hot) = runtime.block_on(run(&binary, &sizes, keep.as_deref()));
+    let (rows, fan_out, hot) = runtime.block_on(run(&binary, &sizes, keep.as_deref(), &shape));
     println!(
         "| items | C3/s, 8 clients, growing | restart (first answer) | RSS after start | RSS under C3 load | C3/s after restart | on disk |"
     );
@@ -93,7 +124,7 @@ fn main() {
         fan_out.rebuild.as_secs_f64()
     );
     println!();
-    println!("| hot post: C3/s, 8 clients, one post | with 10 comments | with 1,000 comments |");
+    println!("| hot post: C3/s, 8 clients, one post | with {} comments | with {} comments |", shape.hot[0], shape.hot[1]);
     println!("| --- | ---: | ---: |");
     println!("| at {} items | {:.0} | {:.0} |", rows_last_items(&sizes), hot.0, hot.1);
 }
@@ -110,7 +141,7 @@ struct Grown {
     rng: Rng,
 }
 
-async fn run(binary: &Path, sizes: &[usize], keep: Option<&Path>) -> (Vec<Row>, FanOut, (f64, f64)) {
+async fn run(binary: &Path, sizes: &[usize], keep: Option<&Path>, shape: &Shape) -> (Vec<Row>, FanOut, (f64, f64)) {
     let temporary = tempfile::tempdir().expect("a temporary directory");
     let data = keep.unwrap_or(temporary.path());
     let mut grown = Grown { users: Vec::new(), posts: Vec::new(), items: 0, rng: Rng::new(7) };
@@ -129,8 +160,7 @@ async fn run(binary: &Path, sizes: &[usize], keep: Option<&Path>) -> (Vec<Row>, 
         tokio::time::sleep(Duration::from_secs(1)).await;
         let rss_started_kib = rss(&child);
         let client = Client::new(base);
-        let (c3_after_restart_per_second, rss_running_kib) =
-            comment_load(&client, &mut grown, &child, Duration::from_secs(5)).await;
+        let (c3_after_restart_per_second, rss_running_kib) = comment_load(&client, &mut grown, &child, shape).await;
         let mut child = child;
         child.kill().expect("the handler stops");
         child.wait().expect("the handler is gone");
@@ -158,7 +188,7 @@ async fn run(binary: &Path, sizes: &[usize], keep: Option<&Path>) -> (Vec<Row>, 
     process::first_answer(&base, Instant::now()).await;
     let client = Client::new(base);
     let rename = rename(&client, &grown).await;
-    let hot = hot_post(&client, &mut grown).await;
+    let hot = hot_post(&client, &mut grown, shape).await;
     child.kill().expect("the handler stops");
     child.wait().expect("the handler is gone");
     let rebuild = rebuild_copies(binary, data);
@@ -207,17 +237,18 @@ fn rebuild_copies(binary: &Path, data: &Path) -> Duration {
     started.elapsed()
 }
 
-/// C3 on a post with 10 comments, then on one with 1,000: the rate of 400 comments on each.
-async fn hot_post(client: &Client, grown: &mut Grown) -> (f64, f64) {
+/// C3 on a post with 10 comments, then on one with 1,000: the rate of 400 comments on each
+/// (by default: `shape` says).
+async fn hot_post(client: &Client, grown: &mut Grown, shape: &Shape) -> (f64, f64) {
     let mut rates = Vec::new();
-    for existing in [10, 1_000] {
+    for existing in shape.hot {
         let author = grown.users[0].clone();
         let body = json!({ "userId": author, "title": data::text(&mut grown.rng, (35, 65)), "content": data::text(&mut grown.rng, (500, 2_000)) });
         let post = client.post(&author, "/api/posts", &body).await.id();
         comments_on(client, grown, &post, existing).await;
         let started = Instant::now();
-        comments_on(client, grown, &post, 400).await;
-        rates.push(400.0 / started.elapsed().as_secs_f64());
+        comments_on(client, grown, &post, shape.hot_measured).await;
+        rates.push(shape.hot_measured as f64 / started.elapsed().as_secs_f64());
     }
     (rates[0], rates[1])
 }
@@ -301,14 +332,15 @@ async fn comments(client: &Client, grown: &mut Grown, count: usize) {
     grown.items += count;
 }
 
-/// C3 for `duration` after a restart: its rate, and the highest resident memory seen meanwhile.
-async fn comment_load(client: &Client, grown: &mut Grown, child: &Child, duration: Duration) -> (f64, u64) {
+/// C3 for `shape.load_for` after a restart: its rate, and the highest resident memory seen
+/// meanwhile.
+async fn comment_load(client: &Client, grown: &mut Grown, child: &Child, shape: &Shape) -> (f64, u64) {
     let started = Instant::now();
     let mut done = 0;
     let mut peak = rss(child);
-    while started.elapsed() < duration {
-        comments(client, grown, 200).await;
-        done += 200;
+    while started.elapsed() < shape.load_for {
+        comments(client, grown, shape.load_batch).await;
+        done += shape.load_batch;
         peak = peak.max(rss(child));
     }
     (done as f64 / started.elapsed().as_secs_f64(), peak)

@@ -102,6 +102,17 @@ impl DataSet {
         DataSet { users }
     }
 
+    /// Keeps at most `posts` posts per user and `comments` comments per post: the least data
+    /// that still reaches every part of the bench (`--smoke`).
+    pub(crate) fn trim(&mut self, posts: usize, comments: usize) {
+        for user in &mut self.users {
+            user.posts.truncate(posts);
+            for post in &mut user.posts {
+                post.comments.truncate(comments);
+            }
+        }
+    }
+
     pub(crate) fn post_count(&self) -> usize {
         self.users.iter().map(|user| user.posts.len()).sum()
     }

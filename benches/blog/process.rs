@@ -123,6 +123,8 @@ pub(crate) struct ProcessFigures {
     pub rss_load_peak_kib: Option<u64>,
     pub load: Stats,
     pub load_per_second: f64,
+    /// Posts seeded before the load.
+    pub seeded_posts: usize,
     /// The release build that was started (with the embedded store).
     pub binary: PathBuf,
     pub binary_bytes: u64,
@@ -131,9 +133,10 @@ pub(crate) struct ProcessFigures {
     pub packaged: Option<(PathBuf, u64)>,
 }
 
-/// Cold start `runs` times; then, on the last child: idle memory, a small data set, and a
-/// closed-loop Q2/Q6 load for `load_for` with `concurrency` clients while memory is sampled.
-pub(crate) async fn measure(binary: &Path, runs: usize, concurrency: usize, load_for: Duration) -> ProcessFigures {
+/// Cold start `runs` times; then, on the last child: idle memory, a small data set (`users`
+/// users of 5 posts each), and a closed-loop Q2/Q6 load for `load_for` with `concurrency`
+/// clients while memory is sampled.
+pub(crate) async fn measure(binary: &Path, runs: usize, users: usize, concurrency: usize, load_for: Duration) -> ProcessFigures {
     let mut starts = Vec::with_capacity(runs);
     let mut last = None;
     for _ in 0..runs {
@@ -147,7 +150,7 @@ pub(crate) async fn measure(binary: &Path, runs: usize, concurrency: usize, load
     let rss_idle_kib = handler.rss_kib();
 
     let client = Client::new(handler.base.clone());
-    let posts = seed_small(&client).await;
+    let posts = seed_small(&client, users).await;
     let (load, load_per_second, sampled_peak) = load_with_memory(&handler, &client, &posts, concurrency, load_for).await;
     let rss_load_peak_kib = handler.peak_rss_kib().or(sampled_peak);
 
@@ -162,18 +165,23 @@ pub(crate) async fn measure(binary: &Path, runs: usize, concurrency: usize, load
         rss_load_peak_kib,
         load,
         load_per_second,
+        seeded_posts: posts.len(),
         binary: binary.to_owned(),
         binary_bytes: size(binary),
-        binary_kind: "release build with the embedded store, stripped",
+        binary_kind: if binary.components().any(|part| part.as_os_str() == "release") {
+            "release build with the embedded store, stripped"
+        } else {
+            "not a release build: its figures are not the handler's"
+        },
         packaged,
     }
 }
 
-/// 20 users with 5 posts and 3 comments each: enough for the feed to be full.
-async fn seed_small(client: &Client) -> Vec<String> {
+/// `users` users with 5 posts and 3 comments each: with 20, enough for the feed to be full.
+async fn seed_small(client: &Client, users: usize) -> Vec<String> {
     let mut rng = Rng::new(11);
     let mut posts = Vec::new();
-    for u in 0..20 {
+    for u in 0..users {
         let user = client.post(&format!("rss-{u}"), "/api/users", &json!({ "username": format!("rss-{u}") })).await.id();
         for _ in 0..5 {
             let body = json!({ "userId": user, "title": data::text(&mut rng, (35, 65)), "content": data::text(&mut rng, (1_000, 5_000)) });

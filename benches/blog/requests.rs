@@ -45,6 +45,8 @@ pub(crate) struct Plan<'a> {
     /// The handler's feed cache: the Q6 row drops it before each request, so that it measures
     /// what Q6 costs in Cosmos DB (the cache's effect has rows of its own).
     pub feed_cache: &'a FeedCache,
+    /// The posts C7 deletes.
+    pub doomed: Doomed,
 }
 
 /// Untimed requests before each read is measured, so that connection set-up is not in p99.
@@ -153,9 +155,19 @@ pub(crate) struct ExtraRow {
     pub stats: Stats,
 }
 
-/// Comments and likes on each post C7 deletes: the case.
-const C7_COMMENTS: usize = 25;
-const C7_LIKES: usize = 100;
+/// The posts C7 deletes, each set up with `comments` comments and `likes` likes.
+#[derive(Clone, Copy)]
+pub(crate) struct Doomed {
+    /// At least this many posts, and a tenth of the iterations if more.
+    pub posts: usize,
+    pub comments: usize,
+    pub likes: usize,
+}
+
+impl Doomed {
+    /// 25 comments and 100 likes on each: the case.
+    pub(crate) const ARTICLE: Doomed = Doomed { posts: 3, comments: 25, likes: 100 };
+}
 
 /// The requests the article leaves out (C5 unlike, C6 delete a comment, C7 delete a post, and
 /// C1's rename, which claims the new name's reservation and releases the old one), each timed
@@ -168,7 +180,8 @@ pub(crate) async fn measure_beyond_article(plan: &Plan<'_>) -> Vec<ExtraRow> {
 
     // Users of their own, each liking and commenting on one random post.
     let mut fans = Vec::new();
-    for i in 0..n.max(C7_LIKES) {
+    let Doomed { posts: least_deletions, comments: c7_comments, likes: c7_likes } = plan.doomed;
+    for i in 0..n.max(c7_likes) {
         let caller = format!("{}-fan{i}", plan.run);
         let created = client.post(&caller, "/api/users", &json!({ "username": format!("{caller}-name") })).await;
         assert!(created.ok(), "{}", created.body);
@@ -220,16 +233,16 @@ pub(crate) async fn measure_beyond_article(plan: &Plan<'_>) -> Vec<ExtraRow> {
     });
 
     // C7 on posts with 25 comments and 100 likes; fewer runs, as each needs 126 writes first.
-    let deletions = (n / 10).max(3);
+    let deletions = (n / 10).max(least_deletions);
     let mut doomed = Vec::new();
     for i in 0..deletions {
         let author = &fans[i];
         let body = json!({ "userId": author, "title": format!("doomed {i}"), "content": data::text(&mut rng, (1_000, 5_000)) });
         let post = client.post(author, "/api/posts", &body).await.id();
-        for fan in &fans[..C7_LIKES] {
+        for fan in &fans[..c7_likes] {
             assert!(client.post(fan, &format!("/api/posts/{post}/likes"), &json!({ "userId": fan })).await.ok());
         }
-        for _ in 0..C7_COMMENTS {
+        for _ in 0..c7_comments {
             let body = json!({ "userId": author, "content": data::text(&mut rng, (100, 300)) });
             assert!(client.post(author, &format!("/api/posts/{post}/comments"), &body).await.ok());
         }
@@ -248,7 +261,7 @@ pub(crate) async fn measure_beyond_article(plan: &Plan<'_>) -> Vec<ExtraRow> {
     rows.push(ExtraRow {
         request: "C7",
         route: "DELETE /api/posts/{id}",
-        what: format!("{deletions} posts of {C7_COMMENTS} comments and {C7_LIKES} likes"),
+        what: format!("{deletions} posts of {c7_comments} comments and {c7_likes} likes"),
         stats: Stats::of(&samples),
     });
 

@@ -12,12 +12,21 @@
 #    connections, 10 s each.
 #
 #     cargo build --release --bin handler
-#     bash benches/nginx/pictures.sh [rounds]     # needs nginx, wrk, curl, jq, python3 (Debian: nginx-light wrk curl jq python3-venv)
+#     bash benches/nginx/pictures.sh [rounds] [seconds] [WIDTHxHEIGHT]     # needs nginx, wrk, curl, jq, python3 (Debian: nginx-light wrk curl jq python3-venv)
+#
+# Defaults: 3 rounds of wrk runs of 10 s, photos of 4032x3024. HANDLER names another build
+# (benches/smoke.sh runs the script in CI with one round of 1 s and photos of 1024x768 on the debug
+# build: that it runs, not its figures). The photos must be wider than 960 pixels, the width of
+# the phones' copy the handler makes.
 #
 # The photos are made by Pillow (from PyPI, into a virtual environment of the run): a gradient
 # with noise, as much detail as a photo has, so that JPEG cannot make it small.
 set -euo pipefail
 rounds=${1:-3}
+seconds=${2:-10}
+size=${3:-4032x3024}
+width=${size%x*}
+height=${size#*x}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 handler=${HANDLER:-$root/target/release/handler}
 for tool in nginx wrk curl jq python3; do
@@ -28,32 +37,33 @@ work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; nginx -c "$work/nginx.conf" -s stop 2>/dev/null || true; rm -rf "$work"' EXIT
 
 python3 -m venv "$work/venv" && "$work/venv/bin/pip" install -q --disable-pip-version-check pillow
-"$work/venv/bin/python" - "$work" <<'PY'
+"$work/venv/bin/python" - "$work" "$width" "$height" <<'PY'
 import random, sys
 from PIL import Image
-work = sys.argv[1]
+work, size = sys.argv[1], (int(sys.argv[2]), int(sys.argv[3]))
 for n in range(1, 6):
     random.seed(n)
-    gradient = Image.linear_gradient("L").resize((4032, 3024))
-    noise = Image.effect_noise((4032, 3024), 16)
+    gradient = Image.linear_gradient("L").resize(size)
+    noise = Image.effect_noise(size, 16)
     photo = Image.merge("RGB", (gradient, noise, gradient.rotate(180)))
     exif = Image.Exif()
     exif[0x0112] = 1                    # Orientation
     exif[0x010F] = "A phone"            # Make
     photo.save(f"{work}/photo-{n}.jpg", quality=90 - n, exif=exif.tobytes())
 PY
-echo "photos: $(for n in 1 2 3 4 5; do printf '%s ' "$(wc -c < "$work/photo-$n.jpg")"; done)bytes, 4032×3024"
+echo "photos: $(for n in 1 2 3 4 5; do printf '%s ' "$(wc -c < "$work/photo-$n.jpg")"; done)bytes, $width×$height"
 
 BLOG_AUTH=development BLOG_DATA_DIR="$work/data" BLOG_LISTEN=127.0.0.1:7071 BLOG_WRITES_PER_MINUTE=off RUST_LOG=warn "$handler" > "$work/handler.log" 2>&1 &
 base=http://127.0.0.1:7071
 for _ in $(seq 100); do curl -fs -o /dev/null "$base/" && break; sleep 0.1; done
+curl -fs -o /dev/null "$base/" || { echo "the handler did not answer within 10 s:" >&2; cat "$work/handler.log" >&2; exit 1; }
 api() { curl -fs -H 'x-dev-user: writer' -H 'Content-Type: application/json' "$@"; }
 api -X POST "$base/api/users" -d '{"username":"writer"}' >/dev/null
 new_post() { api -X POST "$base/api/posts" -d "{\"userId\":\"writer\",\"title\":\"$1\",\"content\":\"Text.\"}" | jq -r .id; }
 upload() { curl -fs -H 'x-dev-user: writer' -H 'Content-Type: application/octet-stream' --data-binary "@$2" -o "$3" -w '%{time_total}' "$base/api/posts/$1/pictures?alt=A%20photo"; }
 
 post=$(new_post "Photos")
-printf 'upload of a 4 MB photo, s:'
+printf 'upload of a %s×%s photo, s:' "$width" "$height"
 for n in 1 2 3 4 5; do printf ' %s' "$(upload "$post" "$work/photo-$n.jpg" "$work/up-$n.json")"; done
 echo
 
@@ -74,6 +84,7 @@ echo "post page, store operations of its first view: no pictures $(operations "$
 # the 44rem column of a desktop, and the whole photo), served by the handler and by nginx from
 # the same files.
 phone=$(jq -r .phoneUrl "$work/up-1.json")
+[ "$phone" != null ] || { echo "no phones' copy: the handler makes one of photos wider than 960 pixels only" >&2; exit 1; }
 whole=$(jq -r .url "$work/up-1.json")
 for url in "$phone" "$whole"; do
   mkdir -p "$work/www$(dirname "$url")"
@@ -97,7 +108,7 @@ http {
 CONF
 nginx -c "$work/nginx.conf"
 sleep 0.3
-run() { wrk -t2 -c16 -d10s "$1" | awk '/Requests\/sec/ {print $2}'; }
+run() { wrk -t2 -c16 -d"${seconds}s" "$1" | awk '/Requests\/sec/ {print $2}'; }
 for url in "$phone" "$whole"; do
   cmp <(curl -fs "$base$url") <(curl -fs "http://127.0.0.1:8081$url")
   echo "$(basename "$url"): $(curl -fs "$base$url" | wc -c) bytes, the same from both"
