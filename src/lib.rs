@@ -11,9 +11,7 @@
 //! - [`scripts`]: the article's stored procedures and trigger, run in Cosmos DB or in-process.
 //! - [`cosmos`]: every Cosmos DB call, through the official SDK; the embedded store.
 //! - [`model`]: the items and the denormalization rules, pure functions.
-//! - [`smoke`]: `handler smoke`, which proves a running blog works, from outside.
 //! - [`transfer`]: `handler export` and `handler import`, the blog's data as JSON lines.
-//! - [`progress`]: how far `handler`'s long commands have got, on stderr.
 //! - `test_support` (feature `test-support`, tests only): a disk that fails on demand, and the
 //!   places where a test stops C1 as a crash would.
 //! - `fuzzing` (hidden): the fuzz targets' entry points, which the fuzz crate (fuzz/) and
@@ -23,18 +21,15 @@ pub mod app;
 pub mod changefeed;
 pub mod config;
 pub mod cosmos;
-pub mod cost;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod http;
 pub mod logging;
 pub mod model;
 pub mod pictures;
-pub mod progress;
 #[cfg(feature = "embedded")]
 pub mod repair;
 pub mod scripts;
-pub mod smoke;
 mod striped;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;

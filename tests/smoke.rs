@@ -24,7 +24,7 @@ fn smoke(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_handler"))
         .arg("smoke")
         .args(args)
-        .env_remove(blog::smoke::TOKEN_VARIABLE)
+        .env_remove("BLOG_SMOKE_TOKEN")
         .env("NO_COLOR", "1")
         .output()
         .expect("the handler binary runs")

@@ -1,6 +1,13 @@
 //! `handler`: the executable the Azure Functions host starts (see `host.json`), and the one
 //! `cargo run` starts locally on the embedded store.
 
+// The commands that are `handler`'s alone sit with the binary, not in the library: nothing
+// but `main` calls them, so the library's surface holds only what the binary, the benches
+// and the tests share (ripgrep's layout: the executable's code in the executable).
+mod cost;
+mod progress;
+mod smoke;
+
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -8,7 +15,7 @@ use blog::Blog;
 use blog::changefeed::FeedError;
 use blog::config::{Backend, Config};
 use blog::cosmos::StoreError;
-use blog::progress::Progress;
+use progress::Progress;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::writer::MakeWriterExt;
 
@@ -124,7 +131,7 @@ nothing else is written there (logs go to stderr): `handler dead-letters | jq .`
         action: Option<DeadLettersAction>,
     },
     /// Check a running blog end to end, over HTTP, as its users reach it
-    Smoke(blog::smoke::Args),
+    Smoke(smoke::Args),
     /// Say how far each change-feed function is behind: changes not delivered, and the oldest's age
     #[command(after_help = "\
 On the embedded store: the changes after each local processor's saved position (run it while
@@ -135,8 +142,9 @@ processors'. Changes are counted by reading them, up to 10,000.")]
     /// Estimate what the blog costs on Azure a month, for your traffic
     #[command(after_help = "\
 Request units from the article's measured charges and this blog's reads per page and caches;
-Cosmos DB serverless and Flex Consumption at the list prices named in src/cost.rs, with their
-sources and dates (check them in the Azure pricing calculator). A Markdown table on stdout.")]
+Cosmos DB serverless and Flex Consumption at the list prices named in
+src/bin/handler/cost.rs, with their sources and dates (check them in the Azure pricing
+calculator). A Markdown table on stdout.")]
     Cost(CostArgs),
     /// Write every user, post, comment, like and picture as JSON lines
     #[command(after_help = "\
@@ -208,7 +216,7 @@ struct CostArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     instances: u32,
     /// Each instance's memory in MB, as `instanceMemoryMB` deploys it
-    #[arg(long = "instance-memory-mb", value_name = "MB", default_value_t = blog::cost::DEFAULT_INSTANCE_MB, value_parser = instance_memory)]
+    #[arg(long = "instance-memory-mb", value_name = "MB", default_value_t = cost::DEFAULT_INSTANCE_MB, value_parser = instance_memory)]
     instance_memory_mb: u32,
 }
 
@@ -333,7 +341,7 @@ async fn maintain(maintenance: Maintenance, stderr: &Progress) -> Result<(), Han
         // The smoke test talks to a blog over HTTP: it needs none of the blog's own settings.
         Maintenance::Smoke(args) => {
             // The token's variable is read here, not by clap, so that `--help` never shows it.
-            let token = std::env::var(blog::smoke::TOKEN_VARIABLE).ok();
+            let token = std::env::var(smoke::TOKEN_VARIABLE).ok();
             let options = args.options(token).unwrap_or_else(|why| usage_error("smoke", why));
             smoke(&options).await
         }
@@ -367,9 +375,9 @@ async fn maintain(maintenance: Maintenance, stderr: &Progress) -> Result<(), Han
 
 /// `handler smoke <base-url> [--token … | --dev-user …]`: see [`blog::smoke`]. Its report is
 /// its output, on stdout.
-async fn smoke(options: &blog::smoke::Options) -> Result<(), HandlerError> {
+async fn smoke(options: &smoke::Options) -> Result<(), HandlerError> {
     let mut out = std::io::stdout();
-    blog::smoke::run(options, &mut out).await.map(drop).map_err(|failure| HandlerError::Smoke(failure.to_string()))
+    smoke::run(options, &mut out).await.map_err(|failure| HandlerError::Smoke(failure.to_string()))
 }
 
 async fn serve() -> Result<(), HandlerError> {
@@ -493,9 +501,9 @@ async fn lag(config: Config) -> Result<(), HandlerError> {
     Ok(())
 }
 
-/// `handler cost`: [`blog::cost::table`] for the traffic given, on stdout.
+/// `handler cost`: [`cost::table`] for the traffic given, on stdout.
 fn cost(args: &CostArgs) -> std::io::Result<()> {
-    use blog::cost::{Prices, README_SIZES, Traffic};
+    use cost::{Prices, README_SIZES, Traffic};
     use std::io::Write;
     let views: Vec<f64> = if args.views_per_day.is_empty() {
         README_SIZES.to_vec()
@@ -516,7 +524,7 @@ fn cost(args: &CostArgs) -> std::io::Result<()> {
         })
         .collect();
     let mut out = std::io::stdout().lock();
-    write!(out, "{}\n{}", blog::cost::per_request(), blog::cost::table(&traffics, &Prices::LISTED))
+    write!(out, "{}\n{}", cost::per_request(), cost::table(&traffics, &Prices::LISTED))
 }
 
 /// `handler export [--output FILE]`: every user, post, comment, like and picture as JSON lines
@@ -539,7 +547,7 @@ async fn export(config: Config, output: Option<std::path::PathBuf>, stderr: &Pro
         None => &mut stdout,
     };
     let counts = blog::transfer::export(&state, out, &mut |counts, posts| {
-        let bar = posts.map(|posts| format!("{} ", blog::progress::bar(posts.done, posts.of))).unwrap_or_default();
+        let bar = posts.map(|posts| format!("{} ", progress::bar(posts.done, posts.of))).unwrap_or_default();
         stderr.update(|| format!("export: {bar}{counts} ({})", seconds(stderr.elapsed())))
     })
     .await;
@@ -581,14 +589,14 @@ async fn import(config: Config, file: Option<std::path::PathBuf>, stderr: &Progr
         let elapsed = || seconds(stderr.elapsed());
         match step {
             ImportProgress::Checking { lines, bytes, size } => {
-                let bar = blog::progress::bar(
+                let bar = progress::bar(
                     usize::try_from(bytes).unwrap_or(usize::MAX),
                     usize::try_from(size).unwrap_or(usize::MAX),
                 );
                 stderr.update(|| format!("import: {bar} checking the file: {lines} lines checked ({})", elapsed()))
             }
             ImportProgress::Writing { counts, total } => {
-                let bar = blog::progress::bar(counts.total(), total);
+                let bar = progress::bar(counts.total(), total);
                 stderr.update(|| format!("import: {bar} {counts} written ({})", elapsed()))
             }
             ImportProgress::Copies { users, posts } => stderr
