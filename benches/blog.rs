@@ -29,10 +29,10 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use blog::Blog;
-use blog::app::AppState;
-use blog::changefeed::Function;
-use blog::changefeed::processor::Deliveries;
-use blog::config::{Backend, Config};
+use blog::AppState;
+use blog::testing::changefeed::Function;
+use blog::testing::changefeed::processor::Deliveries;
+use blog::{Backend, Config};
 
 use client::Client;
 use data::DataSet;
@@ -274,7 +274,7 @@ fn handler_is_embedded_default() -> bool {
 async fn settle(handler: &InProcess, data: &DataSet, loaded: &Loaded) -> Duration {
     let started = Instant::now();
     if !handler.embedded {
-        blog::changefeed::processor::rebuild_copies(&handler.state).await.expect("rebuild-copies");
+        blog::testing::changefeed::processor::rebuild_copies(&handler.state).await.expect("rebuild-copies");
     }
     // What every copy must say: post id -> (comments, likes).
     let mut expected = HashMap::new();

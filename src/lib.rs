@@ -2,45 +2,150 @@
 //! using a real-world example", on the article's final (V3) model, as an Azure Functions custom
 //! handler.
 //!
-//! - [`http`]: the HTTP functions (the JSON API, the pages, the change-feed functions' routes
-//!   under the host), thin adapters over [`app`].
-//! - [`changefeed`]: the change-feed functions that keep the denormalized copies true, as the
-//!   host invokes them or as the local processors deliver them.
-//! - [`app`]: the use cases (the article's commands and queries, unique usernames, the feed
+//! Its modules are private; the items below the list are what the `handler` binary, the
+//! benchmarks and the tests use, handed on by name at the crate root ([`Blog`], [`Config`],
+//! [`connect`], the maintenance commands' steps). Inside, from the top down:
+//!
+//! - `http`: the HTTP functions (the JSON API, the pages, the change-feed functions' routes
+//!   under the host), thin adapters over `app`.
+//! - `changefeed`: the change-feed functions that keep the denormalized copies true, as the
+//!   host invokes them or as the local processors deliver them; [`dead_letters`] and [`lag`].
+//! - `transfer`: `handler export` and `handler import`, the blog's data as JSON lines
+//!   ([`export`], [`import`]); `repair`: `handler repair` and `remove` (embedded builds).
+//! - `app`: the use cases (the article's commands and queries, unique usernames, the feed
 //!   cache), below both.
-//! - [`scripts`]: the article's stored procedures and trigger, run in Cosmos DB or in-process.
-//! - [`cosmos`]: every Cosmos DB call, through the official SDK; the embedded store.
-//! - [`model`]: the items and the denormalization rules, pure functions.
-//! - [`transfer`]: `handler export` and `handler import`, the blog's data as JSON lines.
+//! - `scripts`: the article's stored procedures and trigger, run in Cosmos DB or in-process.
+//! - `cosmos`: every Cosmos DB call, through the official SDK; the embedded store.
+//! - `pictures`: pictures in posts, recognised, decoded within limits, stored.
+//! - `model`: the items and the denormalization rules, pure functions.
+//! - `config`, `logging`: the settings from the environment; where log lines go.
 //! - `test_support` (feature `test-support`, tests only): a disk that fails on demand, and the
 //!   places where a test stops C1 as a crash would.
+//! - `testing` (hidden): the internals the tests and the benchmarks reach for.
 //! - `fuzzing` (hidden): the fuzz targets' entry points, which the fuzz crate (fuzz/) and
 //!   tests/fuzz_regressions.rs call.
+//!
+//! The commands that are `handler`'s alone (`smoke`, `cost`, the progress line) are in the
+//! binary, src/bin/handler/.
 
-pub mod app;
-pub mod changefeed;
-pub mod config;
-pub mod cosmos;
+// The modules are private: what the binary, the benchmarks and the tests name is handed on
+// below, by name, so that everything else is `pub(crate)` at most and the compiler's
+// dead-code and `unreachable_pub` checks see it (mini-redis's layout). Where a test must reach
+// an internal, `testing` hands it on, hidden from the docs.
+mod app;
+mod changefeed;
+mod config;
+mod cosmos;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod http;
-pub mod logging;
-pub mod model;
-pub mod pictures;
+mod http;
+mod logging;
+mod model;
+mod pictures;
 #[cfg(feature = "embedded")]
-pub mod repair;
-pub mod scripts;
+mod repair;
+mod scripts;
 mod striped;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
-pub mod transfer;
+mod transfer;
+
+pub use app::AppState;
+pub use changefeed::processor::{Deliveries, rebuild_copies_reporting, replay_users_reporting};
+pub use changefeed::{FeedError, dead_letters, lag};
+pub use config::{
+    AuthMode, Backend, CONNECTION_SETTING, ChangeFeedMode, Config, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_REQUEST_TIMEOUT, PICTURES_SETTING, PictureStorage, ScriptsMode, WriteLimitSetting,
+};
+#[cfg(feature = "embedded")]
+pub use cosmos::ItemToRemove;
+pub use cosmos::{Container, Store, StoreError};
+pub use logging::{LineFormat, batched, with_causes};
+#[cfg(feature = "embedded")]
+pub use repair::{RepairError, repair};
+pub use transfer::{ImportProgress, PartialFile, Spooled, TransferError, export, import};
+
+/// What the tests and the benchmarks reach inside the library for, under the modules' own
+/// names (`testing::cosmos::QuerySpec` is `cosmos::QuerySpec` inside): not the library's
+/// surface, and hidden from its docs.
+#[doc(hidden)]
+pub mod testing {
+    /// The use cases.
+    pub mod app {
+        pub use crate::app::Caller;
+        /// The feed cache.
+        pub mod feed {
+            pub use crate::app::feed::{FeedCache, feed_page};
+        }
+        /// Lists and their tokens.
+        pub mod lists {
+            pub use crate::app::lists::ListParams;
+        }
+        /// Pictures in posts.
+        pub mod pictures {
+            pub use crate::app::pictures::{ABANDONED_AFTER, sweep_abandoned_pictures};
+        }
+        /// Users.
+        pub mod users {
+            pub use crate::app::users::{create_user, rename_user};
+        }
+    }
+    /// The change-feed functions.
+    pub mod changefeed {
+        pub use crate::changefeed::{Function, ISOLATE_AFTER, dead_letters, lag, posts_changed};
+        /// The account's processors.
+        pub mod account {
+            pub use crate::changefeed::account::{AccountProcessors, POSITION_ID_PREFIX};
+        }
+        /// The local processors.
+        pub mod processor {
+            pub use crate::changefeed::processor::{Deliveries, rebuild_copies, replay_users};
+        }
+    }
+    /// The store.
+    pub mod cosmos {
+        pub use crate::cosmos::{Container, Meter, PageRequest, QuerySpec, RangePosition, Store, StoreError, WriteOp, queries};
+    }
+    /// The HTTP functions.
+    pub mod http {
+        pub use crate::http::{FRONT_PAGE_ROUTE, HttpFunction, is_api_route, router_path};
+        /// The API's errors.
+        pub mod error {
+            pub use crate::http::error::{ApiError, ApiResult};
+        }
+        /// The OpenAPI description.
+        pub mod openapi {
+            pub use crate::http::openapi::ID_PATTERN;
+        }
+        /// The pages.
+        pub mod pages {
+            pub use crate::http::pages::{SENT_BEFORE, SIGNED_OUT, esc};
+        }
+    }
+    /// The items.
+    pub mod model {
+        pub use crate::model::{DELETED_POST_TTL_SECS, SHORT_CONTENT_CHARS, User, creation_date, new_user, usernames, validate_id};
+    }
+    /// Pictures.
+    pub mod pictures {
+        pub use crate::pictures::{
+            BlobStore, DirectoryStore, Kind, Limits, PictureAddress, PictureError, PictureName, PictureStore, PictureStoreError,
+            Usage, prepare,
+        };
+    }
+    /// The stored procedures and their engines.
+    pub mod scripts {
+        pub use crate::scripts::{
+            FENCE_ID, InProcessScripts, KEYED_HELPERS, NOT_AMONG_NEWEST, PostTrigger, Script, ScriptCredential, ScriptError,
+            ScriptExecutor, ServerSideScripts, StoredProcedure, engine,
+        };
+    }
+}
 
 use std::sync::Arc;
 
-use app::AppState;
 use changefeed::account::AccountProcessors;
-use changefeed::processor::{Deliveries, LocalProcessors};
-use config::{Backend, ChangeFeedMode, Config, PictureStorage, ScriptsMode};
+use changefeed::processor::LocalProcessors;
 use scripts::{InProcessScripts, ScriptCredential, ScriptExecutor, ServerSideScripts};
 
 /// The embedded store's allocator. Its emulator copies a whole physical partition for every

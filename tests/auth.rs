@@ -3,8 +3,8 @@
 
 mod common;
 
-use blog::config::{AuthMode, Config};
-use blog::cosmos::{Container, QuerySpec};
+use blog::{AuthMode, Config};
+use blog::testing::cosmos::{Container, QuerySpec};
 use common::TestApp;
 use reqwest::Method;
 use serde_json::{Value, json};

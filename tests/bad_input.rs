@@ -91,7 +91,7 @@ async fn slow_bodies_take_no_place_and_time_out() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     let dir = tempfile::tempdir().unwrap();
-    let app = TestApp::start_configured(blog::config::Config { max_in_flight: 4, ..TestApp::config(dir.path()) }).await;
+    let app = TestApp::start_configured(blog::Config { max_in_flight: 4, ..TestApp::config(dir.path()) }).await;
     let mut slow = Vec::new();
     for n in 0..16 {
         let mut stream = tokio::net::TcpStream::connect(app.base.trim_start_matches("http://")).await.unwrap();

@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use blog::changefeed::dead_letters;
+use blog::testing::changefeed::dead_letters;
 use serde_json::Value;
 
 /// `handler <args>` on the embedded store in `data` (a directory nothing else has open), run to

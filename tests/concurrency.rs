@@ -129,9 +129,9 @@ async fn fifty_users_toggling_likes_leave_the_count_equal_to_the_likes() {
 
 /// The reservation of `name`: who holds it, if anyone.
 async fn holder(app: &TestApp, name: &str) -> Option<String> {
-    use blog::model::usernames::{Reservation, normalize_username, reservation_id};
+    use blog::testing::model::usernames::{Reservation, normalize_username, reservation_id};
     let id = reservation_id(&normalize_username(name));
-    app.state.store.read::<Reservation>(blog::cosmos::Container::Users, &id, &id).await.unwrap().map(|r| r.owner_id)
+    app.state.store.read::<Reservation>(blog::testing::cosmos::Container::Users, &id, &id).await.unwrap().map(|r| r.owner_id)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -3,9 +3,9 @@
 
 mod common;
 
-use blog::cosmos::{Container, PageRequest, QuerySpec};
-use blog::model::DELETED_POST_TTL_SECS;
-use blog::scripts::StoredProcedure;
+use blog::testing::cosmos::{Container, PageRequest, QuerySpec};
+use blog::testing::model::DELETED_POST_TTL_SECS;
+use blog::testing::scripts::StoredProcedure;
 use common::TestApp;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::process::Command;
 
-use blog::config::{AuthMode, Backend, ChangeFeedMode, Config, PictureStorage, ScriptsMode};
+use blog::{AuthMode, Backend, ChangeFeedMode, Config, PictureStorage, ScriptsMode};
 
 const ENDPOINT: &str = "https://cosmos-blog-abc123.documents.azure.com:443/";
 

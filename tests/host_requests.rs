@@ -3,7 +3,7 @@
 
 mod common;
 
-use blog::config::{AuthMode, Config};
+use blog::{AuthMode, Config};
 use common::TestApp;
 use common::host;
 use reqwest::StatusCode;

@@ -868,10 +868,10 @@ fn deployed_scripts_are_the_app_scripts() {
     let mut problems = Vec::new();
     let mut deployed = BTreeSet::new();
     let mut loaded = BTreeSet::new();
-    let app_scripts: BTreeMap<&str, &str> = blog::scripts::StoredProcedure::ALL
+    let app_scripts: BTreeMap<&str, &str> = blog::testing::scripts::StoredProcedure::ALL
         .into_iter()
         .map(|procedure| procedure.script())
-        .chain(blog::scripts::PostTrigger::ALL.into_iter().map(|trigger| trigger.script()))
+        .chain(blog::testing::scripts::PostTrigger::ALL.into_iter().map(|trigger| trigger.script()))
         .map(|script| (script.name, script.source))
         .collect();
     for resource in resources_of_type(&files, STORED_PROCEDURE).into_iter().chain(resources_of_type(&files, TRIGGER)) {
@@ -976,7 +976,7 @@ fn time_to_live_is_on_where_the_app_expires_items() {
     let mut problems = Vec::new();
     for container in resources_of_type(&files, CONTAINER) {
         let name = container.literal_at(&["properties", "resource", "id"]).unwrap_or_default();
-        let app_container = blog::cosmos::Container::ALL.into_iter().find(|app| app.name() == name);
+        let app_container = blog::testing::cosmos::Container::ALL.into_iter().find(|app| app.name() == name);
         let expected = app_container.filter(|app| app.expires_items()).map(|_| json!(-1));
         let deployed = container.literal_at(&["properties", "resource", "defaultTtl"]);
         if deployed != expected {
@@ -1142,7 +1142,7 @@ fn the_pictures_have_a_container_the_identity_a_role_on_it_and_the_app_their_set
             "modules/functionapp.bicep: app setting {setting} = {value}"
         );
     }
-    assert_eq!(blog::config::PICTURES_SETTING, "BLOG_PICTURES", "the settings' names are the handler's");
+    assert_eq!(blog::PICTURES_SETTING, "BLOG_PICTURES", "the settings' names are the handler's");
     // Every instance size the template allows gives the pictures a memory the handler takes.
     let sizes = parameter_decorators(app, "instanceMemoryMB").expect("instanceMemoryMB is declared");
     let allowed: Vec<u64> = sizes
@@ -1155,7 +1155,7 @@ fn the_pictures_have_a_container_the_identity_a_role_on_it_and_the_app_their_set
     assert!(allowed.contains(&512), "{allowed:?}");
     for megabytes in allowed {
         let memory = (megabytes / 4).to_string();
-        let config = blog::config::Config::from_lookup(|name| {
+        let config = blog::Config::from_lookup(|name| {
             (name == "BLOG_PICTURE_MEMORY_MB")
                 .then(|| memory.clone())
                 .or_else(|| (name == "COSMOS_DATABASE").then(|| "blog".into()))

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use blog::cosmos::{Container, Store};
+use blog::testing::cosmos::{Container, Store};
 use blog::test_support::embedded_config;
 use serde_json::{Value, json};
 

@@ -5,7 +5,7 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use blog::http::HttpFunction;
+use blog::testing::http::HttpFunction;
 use common::TestApp;
 
 #[tokio::test]
@@ -28,7 +28,7 @@ async fn the_openapi_description_matches_the_router() {
     let served: BTreeSet<(String, String)> = HttpFunction::ALL
         .iter()
         .map(|f| (f.name(), f.method(), f.route()))
-        .filter(|(name, _, route)| *name != "GetOpenApi" && blog::http::is_api_route(route))
+        .filter(|(name, _, route)| *name != "GetOpenApi" && blog::testing::http::is_api_route(route))
         .map(|(_, method, route)| (method.to_string(), format!("/{route}")))
         .collect();
     assert_eq!(described, served, "every route of the JSON API is described, and nothing else (no page)");
@@ -57,7 +57,7 @@ async fn the_openapi_description_matches_the_router() {
         let user_id = &document["components"]["schemas"][body]["properties"]["userId"];
         patterns.insert(user_id["pattern"].as_str().unwrap_or_else(|| panic!("{body}.userId: {user_id}")).to_owned());
     }
-    assert_eq!(patterns.into_iter().collect::<Vec<_>>(), [blog::http::openapi::ID_PATTERN]);
+    assert_eq!(patterns.into_iter().collect::<Vec<_>>(), [blog::testing::http::openapi::ID_PATTERN]);
     for schema in ["User", "Post", "Comment", "Like", "ProblemDetails", "UserBody", "NewPostBody"] {
         assert!(document["components"]["schemas"][schema].is_object(), "schema {schema}");
     }

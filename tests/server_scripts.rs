@@ -10,8 +10,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use azure_core::credentials::{AccessToken, Secret, TokenCredential, TokenRequestOptions};
-use blog::cosmos::{Meter, StoreError, WriteOp};
-use blog::scripts::{
+use blog::testing::cosmos::{Meter, StoreError, WriteOp};
+use blog::testing::scripts::{
     NOT_AMONG_NEWEST, PostTrigger, ScriptCredential, ScriptError, ScriptExecutor, ServerSideScripts, StoredProcedure,
 };
 use serde_json::{Value, json};

@@ -6,13 +6,14 @@
 use axum::http::StatusCode;
 use serde_json::Value;
 
-use blog::app::users::{create_user, rename_user};
-use blog::app::{AppState, Caller};
-use blog::changefeed::Function;
-use blog::cosmos::Container;
-use blog::http::error::{ApiError, ApiResult};
-use blog::model::usernames::{Reservation, normalize_username, reservation_id};
-use blog::model::{self, User};
+use blog::testing::app::users::{create_user, rename_user};
+use blog::AppState;
+use blog::testing::app::Caller;
+use blog::testing::changefeed::Function;
+use blog::testing::cosmos::Container;
+use blog::testing::http::error::{ApiError, ApiResult};
+use blog::testing::model::usernames::{Reservation, normalize_username, reservation_id};
+use blog::testing::model::{self, User};
 use blog::test_support::crash::{CRASH_AFTER, Step};
 use blog::test_support::embedded_config;
 

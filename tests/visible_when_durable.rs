@@ -8,8 +8,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use blog::Blog;
-use blog::cosmos::{Container, Store};
-use blog::model::usernames::{normalize_username, reservation_id};
+use blog::testing::cosmos::{Container, Store};
+use blog::testing::model::usernames::{normalize_username, reservation_id};
 use blog::test_support::{FaultyDisk, ReleaseOnDrop, embedded_config, store_on};
 use reqwest::Method;
 use serde_json::{Value, json};

@@ -52,10 +52,10 @@ pub const COUNTED_AT_MOST: usize = 10_000;
 /// The most the minute's `lag` line counts on an account. Every instance reads them, every
 /// minute, while the backlog lasts: a thousand is enough to say the copies are far behind (the
 /// age of the oldest says how far), and a tenth of the reading.
-pub const REPORTED_AT_MOST: usize = 1_000;
+pub(crate) const REPORTED_AT_MOST: usize = 1_000;
 
 /// How often a served blog logs the lag.
-pub const REPORT_EVERY: Duration = Duration::from_secs(60);
+pub(crate) const REPORT_EVERY: Duration = Duration::from_secs(60);
 
 /// The lag of each change-feed function; on an account, changes counted up to `at_most`.
 pub async fn measure(state: &AppState, followed: &Followed, at_most: usize) -> Result<Vec<Lag>, StoreError> {

@@ -12,14 +12,14 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use blog::Blog;
-use blog::changefeed::FeedError;
-use blog::config::{Backend, Config};
-use blog::cosmos::StoreError;
+use blog::FeedError;
+use blog::{Backend, Config};
+use blog::StoreError;
 use progress::Progress;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::writer::MakeWriterExt;
 
-/// Why the handler stopped, with the cause of each step (written by `blog::logging::with_causes`).
+/// Why the handler stopped, with the cause of each step (written by `blog::with_causes`).
 #[derive(Debug, thiserror::Error)]
 enum HandlerError {
     /// A setting is wrong: the message says what to write.
@@ -52,10 +52,10 @@ enum HandlerError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Transfer(#[from] blog::transfer::TransferError),
+    Transfer(#[from] blog::TransferError),
     #[cfg(feature = "embedded")]
     #[error(transparent)]
-    Repair(#[from] blog::repair::RepairError),
+    Repair(#[from] blog::RepairError),
 }
 
 /// The SDKs log every request at `info` (the Blob Storage client's through `typespec_client_core`,
@@ -283,12 +283,12 @@ async fn handler(command: Command) -> ExitCode {
     if std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal() {
         lines.with_ansi(true).init();
     } else {
-        lines.with_ansi(false).event_format(blog::logging::LineFormat).init();
+        lines.with_ansi(false).event_format(blog::LineFormat).init();
     }
     match maintain(maintenance, &stderr).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            stderr.line(&format!("error: {}", blog::logging::with_causes(&error)));
+            stderr.line(&format!("error: {}", blog::with_causes(&error)));
             ExitCode::FAILURE
         }
     }
@@ -305,7 +305,7 @@ type LogLines = tracing_subscriber::fmt::SubscriberBuilder<
 async fn serving(lines: LogLines) -> ExitCode {
     // Serving, the log is stdout, as the Functions host expects: it captures a custom handler's
     // stdout into its own log stream. Log lines are written by a thread of their own, a batch at
-    // a time, off the request path (see `blog::logging`). The guard writes what is waiting when
+    // a time, off the request path (see `blog::batched`). The guard writes what is waiting when
     // `handler` returns.
     // Warnings and errors go to stderr: the Functions host logs each stderr line of a custom
     // handler as an error (as a warning where the line says "warn", as ours do), and each
@@ -313,8 +313,8 @@ async fn serving(lines: LogLines) -> ExitCode {
     // with `HttpWorkerDescription.UseStdErrorStreamForErrorsOnly`), so that errors reach
     // Application Insights as errors.
     let under_host = std::env::var_os("FUNCTIONS_CUSTOMHANDLER_PORT").is_some();
-    let (stdout, _flush_on_exit) = blog::logging::batched(std::io::stdout());
-    let (stderr, _flush_errors_on_exit) = blog::logging::batched(std::io::stderr());
+    let (stdout, _flush_on_exit) = blog::batched(std::io::stdout());
+    let (stderr, _flush_errors_on_exit) = blog::batched(std::io::stderr());
     let lines = lines.with_writer(stderr.with_max_level(tracing::Level::WARN).and(stdout.with_min_level(tracing::Level::INFO)));
     // Colour only for a person at a terminal, in `tracing-subscriber`'s own format. The host
     // captures stdout into its own log stream, and a file or a pipe keeps the codes as noise:
@@ -322,12 +322,12 @@ async fn serving(lines: LogLines) -> ExitCode {
     if !under_host && std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal() {
         lines.with_ansi(true).init();
     } else {
-        lines.with_ansi(false).event_format(blog::logging::LineFormat).init();
+        lines.with_ansi(false).event_format(blog::LineFormat).init();
     }
     match serve().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            tracing::error!("{}", blog::logging::with_causes(&error));
+            tracing::error!("{}", blog::with_causes(&error));
             ExitCode::FAILURE
         }
     }
@@ -359,13 +359,13 @@ async fn maintain(maintenance: Maintenance, stderr: &Progress) -> Result<(), Han
         Maintenance::Repair => repair(settings().map_err(HandlerError::Usage)?, None, stderr).await,
         #[cfg(feature = "embedded")]
         Maintenance::Remove { container, partition_key, id } => {
-            let container = blog::cosmos::Container::ALL
+            let container = blog::Container::ALL
                 .into_iter()
                 .find(|known| known.name() == container)
                 .expect("clap accepts the containers' names only");
             repair(
                 settings().map_err(HandlerError::Usage)?,
-                Some(blog::cosmos::ItemToRemove { container, partition_key, id }),
+                Some(blog::ItemToRemove { container, partition_key, id }),
                 stderr,
             )
             .await
@@ -391,7 +391,7 @@ async fn serve() -> Result<(), HandlerError> {
             tracing::info!(data = %data_dir.display(), "embedded store (the SDK's in-memory emulator, kept in SQLite)")
         }
         Backend::ConnectionString(_) => {
-            tracing::info!("Cosmos DB account from the {} connection string", blog::config::CONNECTION_SETTING)
+            tracing::info!("Cosmos DB account from the {} connection string", blog::CONNECTION_SETTING)
         }
         Backend::Endpoint { endpoint, .. } => tracing::info!(%endpoint, "Cosmos DB account with Entra ID"),
     }
@@ -411,14 +411,13 @@ fn seconds(elapsed: std::time::Duration) -> String {
 /// which (re)builds every short copy in `users` and `feed`. How far it has got, and the summary,
 /// on stderr.
 async fn rebuild_copies(config: Config, stderr: &Progress) -> Result<(), HandlerError> {
-    use blog::changefeed::processor;
-    let state = blog::connect(&config).await?;
-    let users = processor::replay_users_reporting(&state, &mut |users| {
+        let state = blog::connect(&config).await?;
+    let users = blog::replay_users_reporting(&state, &mut |users| {
         stderr.update(|| format!("rebuild-copies: {users} users replayed ({})", seconds(stderr.elapsed())))
     })
     .await
     .map_err(|source| HandlerError::Feed { what: "the replay of users", source })?;
-    let posts = processor::rebuild_copies_reporting(&state, &mut |posts| {
+    let posts = blog::rebuild_copies_reporting(&state, &mut |posts| {
         stderr
             .update(|| format!("rebuild-copies: {users} users replayed, {posts} posts delivered ({})", seconds(stderr.elapsed())))
     })
@@ -434,7 +433,7 @@ async fn rebuild_copies(config: Config, stderr: &Progress) -> Result<(), Handler
 /// `handler dead-letters`: prints every change the change-feed functions set aside, one JSON
 /// object per line, on stdout and nothing else there (docs/change-feed.md).
 async fn dead_letters(config: Config) -> Result<(), HandlerError> {
-    use blog::changefeed::dead_letters;
+    use blog::dead_letters;
     use std::io::Write;
     let state = blog::connect(&config).await?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -453,7 +452,7 @@ async fn dead_letters(config: Config) -> Result<(), HandlerError> {
 /// `handler dead-letters replay`: delivers each dead letter again and removes those that now
 /// apply. How far it has got, and the summary, on stderr.
 async fn replay_dead_letters(config: Config, stderr: &Progress) -> Result<(), HandlerError> {
-    use blog::changefeed::dead_letters;
+    use blog::dead_letters;
     let state = blog::connect(&config).await?;
     let (applied, kept) = dead_letters::replay_reporting(&state, &mut |done| {
         stderr.update(|| {
@@ -479,7 +478,7 @@ async fn replay_dead_letters(config: Config, stderr: &Progress) -> Result<(), Ha
 /// `handler lag`: for each change-feed function, the changes not delivered yet and the age of
 /// the oldest, one line each on stdout.
 async fn lag(config: Config) -> Result<(), HandlerError> {
-    use blog::changefeed::lag::{self, Followed};
+    use blog::lag::{self, Followed};
     use std::io::Write;
     // The embedded store's processors keep their checkpoints whether or not they run now.
     let followed = match &config.backend {
@@ -528,8 +527,8 @@ fn cost(args: &CostArgs) -> std::io::Result<()> {
 }
 
 /// `handler export [--output FILE]`: every user, post, comment, like and picture as JSON lines
-/// ([`blog::transfer`]), on stdout unless a file is named, which appears only once whole
-/// ([`blog::transfer::PartialFile`]). How far it has got, and the summary, on stderr.
+/// ([`blog::export`]), on stdout unless a file is named, which appears only once whole
+/// ([`blog::PartialFile`]). How far it has got, and the summary, on stderr.
 async fn export(config: Config, output: Option<std::path::PathBuf>, stderr: &Progress) -> Result<(), HandlerError> {
     use std::io::Write;
     let state = blog::connect(&config).await?;
@@ -538,7 +537,7 @@ async fn export(config: Config, output: Option<std::path::PathBuf>, stderr: &Pro
         move |source| HandlerError::File { path, source }
     };
     let mut partial = match &output {
-        Some(path) => Some(blog::transfer::PartialFile::beside(path).map_err(file_error(path))?),
+        Some(path) => Some(blog::PartialFile::beside(path).map_err(file_error(path))?),
         None => None,
     };
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
@@ -546,14 +545,14 @@ async fn export(config: Config, output: Option<std::path::PathBuf>, stderr: &Pro
         Some(partial) => partial.writer(),
         None => &mut stdout,
     };
-    let counts = blog::transfer::export(&state, out, &mut |counts, posts| {
+    let counts = blog::export(&state, out, &mut |counts, posts| {
         let bar = posts.map(|posts| format!("{} ", progress::bar(posts.done, posts.of))).unwrap_or_default();
         stderr.update(|| format!("export: {bar}{counts} ({})", seconds(stderr.elapsed())))
     })
     .await;
     let counts = match counts {
         // A reader that stopped early (`| head`) took what it wanted.
-        Err(blog::transfer::TransferError::Io(error)) if error.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+        Err(blog::TransferError::Io(error)) if error.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
         other => other?,
     };
     if let (Some(partial), Some(path)) = (partial, &output) {
@@ -568,11 +567,11 @@ async fn export(config: Config, output: Option<std::path::PathBuf>, stderr: &Pro
 /// Standard input is copied into a temporary file first: the file is read twice. How far it
 /// has got, and the summary, on stderr.
 async fn import(config: Config, file: Option<std::path::PathBuf>, stderr: &Progress) -> Result<(), HandlerError> {
-    use blog::transfer::ImportProgress;
+    use blog::ImportProgress;
     let spooled = match &file {
         Some(_) => None,
         None => Some(
-            blog::transfer::Spooled::from(&mut std::io::stdin().lock())
+            blog::Spooled::from(&mut std::io::stdin().lock())
                 .map_err(|source| HandlerError::File { path: std::env::temp_dir().join("cosmos-blog-import-…"), source })?,
         ),
     };
@@ -585,7 +584,7 @@ async fn import(config: Config, file: Option<std::path::PathBuf>, stderr: &Progr
         return Err(HandlerError::File { path, source });
     }
     let state = blog::connect(&config).await?;
-    let counts = blog::transfer::import(&state, &path, &mut |step| {
+    let counts = blog::import(&state, &path, &mut |step| {
         let elapsed = || seconds(stderr.elapsed());
         match step {
             ImportProgress::Checking { lines, bytes, size } => {
@@ -610,9 +609,9 @@ async fn import(config: Config, file: Option<std::path::PathBuf>, stderr: &Progr
 
 /// `handler repair` and `handler remove`: see [`blog::repair`]. The summary on stderr.
 #[cfg(feature = "embedded")]
-async fn repair(config: Config, remove: Option<blog::cosmos::ItemToRemove>, stderr: &Progress) -> Result<(), HandlerError> {
+async fn repair(config: Config, remove: Option<blog::ItemToRemove>, stderr: &Progress) -> Result<(), HandlerError> {
     let what = if remove.is_some() { "remove" } else { "repair" };
-    let done = blog::repair::repair(&config, remove).await?;
+    let done = blog::repair(&config, remove).await?;
     let rows = &done.rows;
     let removed = rows.removed.as_ref().map(|item| format!("removed {item}; ")).unwrap_or_default();
     stderr.line(&format!(

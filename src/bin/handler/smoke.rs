@@ -261,7 +261,7 @@ fn no_answer(method: &reqwest::Method, path: &str, what: &str, error: &reqwest::
     Unsettled {
         said: format!("no answer ({})", root_cause(error)),
         meaning,
-        last: format!("{method} {path} {what}: {}", blog::logging::with_causes(error)),
+        last: format!("{method} {path} {what}: {}", blog::with_causes(error)),
         maybe_done: !error.is_connect(),
     }
 }

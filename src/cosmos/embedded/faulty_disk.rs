@@ -37,8 +37,9 @@ impl FaultyDisk {
     pub fn fail_next_commits(&self, count: usize) {
         self.fail_next.store(count, Ordering::SeqCst);
     }
-    /// How many commits were tried.
-    pub fn commits(&self) -> usize {
+    /// How many commits were tried (the unit tests' count of a batch's commits).
+    #[cfg(test)]
+    pub(crate) fn commits(&self) -> usize {
         self.commits.load(Ordering::SeqCst)
     }
     /// Whether a commit is being held.
