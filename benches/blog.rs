@@ -10,6 +10,9 @@
 //! `CosmosDB__accountEndpoint` set, the in-process handler talks to that account instead of the
 //! embedded store (use an empty `COSMOS_DATABASE`: the data set is written into it).
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 #[path = "blog/client.rs"]
 mod client;
 #[path = "blog/data.rs"]
@@ -28,8 +31,8 @@ mod v1;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use blog::Blog;
 use blog::AppState;
+use blog::Blog;
 use blog::testing::changefeed::Function;
 use blog::testing::changefeed::processor::Deliveries;
 use blog::{Backend, Config};

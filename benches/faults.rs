@@ -13,6 +13,9 @@
 //! counts with and without the rule. What a client sees beyond the SDK's retries (a 503) is
 //! counted as an error.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 #[path = "blog/client.rs"]
 #[allow(dead_code)]
 mod client;

@@ -12,6 +12,9 @@
 //! then after a restart on the same directory (SIGKILL, then started again: what a restart
 //! loads), and the database's size on disk.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 #[path = "blog/client.rs"]
 #[allow(dead_code)]
 mod client;

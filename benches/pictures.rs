@@ -10,6 +10,9 @@
 //! small picture was taken (the decoders' code and the allocator's arenas are then its own), and
 //! its `VmHWM` after the case.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

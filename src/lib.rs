@@ -124,7 +124,9 @@ pub mod testing {
     }
     /// The items.
     pub mod model {
-        pub use crate::model::{DELETED_POST_TTL_SECS, SHORT_CONTENT_CHARS, User, creation_date, new_user, usernames, validate_id};
+        pub use crate::model::{
+            DELETED_POST_TTL_SECS, SHORT_CONTENT_CHARS, User, creation_date, new_user, usernames, validate_id,
+        };
     }
     /// Pictures.
     pub mod pictures {

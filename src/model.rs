@@ -10,8 +10,8 @@ pub(crate) mod markdown;
 pub(crate) mod picture;
 pub mod usernames;
 
-pub(crate) use ids::hex;
 pub(crate) use ids::REQUEST_RECORD_PREFIX;
+pub(crate) use ids::hex;
 pub use ids::validate_id;
 
 pub(crate) use ids::MAX_ID_BYTES;

@@ -5,6 +5,9 @@
 //! `in_memory_emulator`); the processors are the ones `BLOG_CHANGE_FEED=local` starts on an
 //! account, and nothing else delivers (the handler runs as under the host).
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use blog::testing::changefeed::Function;
@@ -146,8 +149,9 @@ async fn the_lag_under_the_host_is_counted_from_the_triggers_leases() {
     for n in 0..3 {
         app.post_by(&alice, &format!("post {n}")).await;
     }
-    let lag_of =
-        |lags: &[blog::testing::changefeed::lag::Lag]| lags.iter().find(|lag| lag.function == Function::PostsChangeFeed).unwrap().pending;
+    let lag_of = |lags: &[blog::testing::changefeed::lag::Lag]| {
+        lags.iter().find(|lag| lag.function == Function::PostsChangeFeed).unwrap().pending
+    };
     assert_eq!(lag_of(&measure(&app.state, &Followed::Trigger).await.unwrap()), 3, "no leases yet: from the beginning");
 
     let end = app.state.store.change_feed_end(Container::Posts).await.unwrap();

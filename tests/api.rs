@@ -1,5 +1,8 @@
 //! Every request of the article's table through HTTP, on the embedded store.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::TestApp;

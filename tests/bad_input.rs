@@ -1,5 +1,8 @@
 //! Every bad input gets a problem+json answer that says what to fix, and writes nothing.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::TestApp;

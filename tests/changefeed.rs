@@ -1,11 +1,14 @@
 //! The change-feed functions keep every denormalized copy true: end to end on the embedded
 //! store with the local processors, and as the Functions host invokes them.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
+use blog::ChangeFeedMode;
 use blog::testing::changefeed::Function;
 use blog::testing::changefeed::dead_letters;
-use blog::ChangeFeedMode;
 use blog::testing::cosmos::{Container, PageRequest, QuerySpec};
 use blog::testing::model::SHORT_CONTENT_CHARS;
 use common::TestApp;

@@ -3,6 +3,9 @@
 //! retries, on the path the deployed build takes: the blog started as `main` starts it
 //! (`Blog::start` on the state `connect` builds, served by `Blog::serve`).
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 
 use blog::Blog;

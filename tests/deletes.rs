@@ -1,6 +1,9 @@
 //! C5 (unlike), C6 (delete a comment) and C7 (delete a post): each counter moves with its item
 //! in one transaction, only the owner may, and a deleted post's copies and items all go.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use blog::testing::cosmos::{Container, PageRequest, QuerySpec};

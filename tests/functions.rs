@@ -1,14 +1,17 @@
 //! The Functions host's view of the app: `host.json` and every `functions/*/function.json`
 //! agree with the routes the handler serves, in both directions.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use blog::testing::changefeed::Function;
 use blog::CONNECTION_SETTING;
 use blog::ChangeFeedMode;
+use blog::testing::changefeed::Function;
 use blog::testing::http::HttpFunction;
 use common::TestApp;
 use reqwest::Method;

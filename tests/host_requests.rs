@@ -1,6 +1,9 @@
 //! The API as the Functions host forwards it (`enableForwardingHttpRequest`): requests built the
 //! way the host builds them (see common/host.rs), and the answers a client gets through it.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use blog::{AuthMode, Config};

@@ -9,6 +9,9 @@
 //! keys of `src/cosmos/mod.rs`, the scripts of `src/scripts/`, Entra-ID-only Cosmos DB, and the
 //! app settings the handler and the Functions host read.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 #[path = "common/yaml.rs"]
 mod yaml;
 use yaml::{yaml_block, yaml_items, yaml_mapping};
@@ -610,7 +613,8 @@ fn parameters_file_sets_declared_parameters() {
         }
     }
     for (name, has_default) in &declared {
-        let generated = parameter_decorators(&main, name).unwrap_or_default().iter().any(|decorator| decorator.contains("type: 'generate'"));
+        let generated =
+            parameter_decorators(&main, name).unwrap_or_default().iter().any(|decorator| decorator.contains("type: 'generate'"));
         if !has_default && !mapped.contains_key(name) && !generated {
             problems.push(format!("parameter {name} has no default, and neither the parameters file nor azd gives it one"));
         }
@@ -1427,7 +1431,8 @@ fn sign_in_is_wired_between_the_registration_and_the_app() {
         module_argument(main, "modules/functionapp.bicep", "authAudiences"),
         "filter([signInClientId, signInIdentifierUri], audience => !empty(audience))"
     );
-    let main_variable = |name: &str| expression(main, main.variable(name).unwrap_or_else(|| panic!("resources.bicep: var {name}")));
+    let main_variable =
+        |name: &str| expression(main, main.variable(name).unwrap_or_else(|| panic!("resources.bicep: var {name}")));
     assert!(main_variable("signInIdentifierUri").contains("signIn.outputs.identifierUri"));
     assert!(main_variable("signInClientId").contains("signIn.outputs.clientId"));
     assert_eq!(outputs(signin)["clientId"], "registration.appId");
@@ -1709,7 +1714,10 @@ fn the_workbook_and_the_alerts_read_the_handlers_lines_in_application_insights()
         outputs(infra_file(&files, "modules/monitoring.bicep")).get("appInsightsId").map(String::as_str),
         Some("appInsights.id")
     );
-    assert_eq!(module_argument(main, "modules/operations.bicep", "alertEmail"), "empty(alertEmail) ? deployerMailbox : alertEmail");
+    assert_eq!(
+        module_argument(main, "modules/operations.bicep", "alertEmail"),
+        "empty(alertEmail) ? deployerMailbox : alertEmail"
+    );
     assert_eq!(parameter_mappings().get("alertEmail").map(String::as_str), Some("BLOG_ALERT_EMAIL"));
 
     let workbook = only_resource(operations, "Microsoft.Insights/workbooks");
@@ -1779,13 +1787,17 @@ fn the_workbook_and_the_alerts_read_the_handlers_lines_in_application_insights()
 fn the_alerts_reach_someone_by_default() {
     let files = bicep_files();
     let (resources, operations) = (infra_file(&files, "resources.bicep"), infra_file(&files, "modules/operations.bicep"));
-    let variable = |name: &str| expression(resources, resources.variable(name).unwrap_or_else(|| panic!("resources.bicep: var {name}")));
+    let variable =
+        |name: &str| expression(resources, resources.variable(name).unwrap_or_else(|| panic!("resources.bicep: var {name}")));
     assert_eq!(variable("alertReceiver"), "empty(alertEmail) ? deployerMailbox : alertEmail");
     assert_eq!(
         variable("deployerMailbox"),
         "contains(deployer(), 'userPrincipalName') && !contains(deployer().userPrincipalName, '#EXT#') ? deployer().userPrincipalName : ''"
     );
-    assert_eq!(outputs(resources).get("BLOG_ALERT_EMAIL").map(String::as_str), Some("empty(alertEmail) ? deployerMailbox : alertEmail"));
+    assert_eq!(
+        outputs(resources).get("BLOG_ALERT_EMAIL").map(String::as_str),
+        Some("empty(alertEmail) ? deployerMailbox : alertEmail")
+    );
     assert_eq!(parameter_mappings().get("alertEmail").map(String::as_str), Some("BLOG_ALERT_EMAIL"));
 
     let group = only_resource(operations, "Microsoft.Insights/actionGroups");
@@ -1806,7 +1818,10 @@ fn the_alerts_reach_someone_by_default() {
 fn an_availability_test_watches_the_front_page() {
     let files = bicep_files();
     let (resources, operations) = (infra_file(&files, "resources.bicep"), infra_file(&files, "modules/operations.bicep"));
-    assert_eq!(module_argument(resources, "modules/operations.bicep", "frontPageUrl"), "'https://${functionApp.outputs.defaultHostName}/'");
+    assert_eq!(
+        module_argument(resources, "modules/operations.bicep", "frontPageUrl"),
+        "'https://${functionApp.outputs.defaultHostName}/'"
+    );
     let test = only_resource(operations, "Microsoft.Insights/webtests");
     assert_eq!(test.literal_at(&["kind"]), Some(json!("standard")));
     assert_eq!(test.literal_at(&["properties", "Kind"]), Some(json!("standard")));

@@ -2,6 +2,9 @@
 //! drives a real one). Forms are post/redirect/get, refused writes keep what was typed, every
 //! state change refuses another site's forms, and everything shown is escaped.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::time::{Duration, Instant};

@@ -7,6 +7,9 @@
 //! Then the same uploads through the blog's HTTP API and pages, on each picture store: the data
 //! directory, and Blob Storage as the real Azurite serves it (`tests/azurite/run.sh`).
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::io::Cursor;
@@ -927,7 +930,10 @@ mod pages {
         // Too recent to sweep: nothing goes.
         let week = blog::testing::app::pictures::ABANDONED_AFTER;
         assert_eq!(blog::testing::app::pictures::sweep_abandoned_pictures(&app.state, week).await.unwrap(), 0);
-        assert_eq!(blog::testing::app::pictures::sweep_abandoned_pictures(&app.state, std::time::Duration::ZERO).await.unwrap(), 1);
+        assert_eq!(
+            blog::testing::app::pictures::sweep_abandoned_pictures(&app.state, std::time::Duration::ZERO).await.unwrap(),
+            1
+        );
         let url = |markdown: &str| markdown[markdown.find("](").unwrap() + 2..markdown.len() - 1].to_owned();
         assert_eq!(drafter.get(&url(&abandoned)).await.0, StatusCode::NOT_FOUND, "the draft's picture is gone");
         let (_, post_page) = drafter.get(&location.unwrap()).await;
@@ -976,10 +982,8 @@ mod disk_full {
             eprintln!("a_full_disk_under_the_pictures_is_507_and_leaves_nothing: not run, mounting a tmpfs needs root");
             return;
         };
-        let config = blog::Config {
-            pictures: blog::PictureStorage::DataDirectory(dir.path().to_owned()),
-            ..TestApp::config(dir.path())
-        };
+        let config =
+            blog::Config { pictures: blog::PictureStorage::DataDirectory(dir.path().to_owned()), ..TestApp::config(dir.path()) };
         let app = TestApp::start_configured(config).await;
         let writer = app.user("filler").await;
         let post = app.post_by(&writer, "Too big for the disk").await;

@@ -1,11 +1,16 @@
 //! The in-process script executor on the embedded store: a script's writes commit together or
 //! not at all, and a script whose view went stale is run again.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 
-use blog::{Backend, Config};
 use blog::testing::cosmos::{Container, Store, WriteOp};
-use blog::testing::scripts::{InProcessScripts, NOT_AMONG_NEWEST, PostTrigger, Script, ScriptError, ScriptExecutor, StoredProcedure};
+use blog::testing::scripts::{
+    InProcessScripts, NOT_AMONG_NEWEST, PostTrigger, Script, ScriptError, ScriptExecutor, StoredProcedure,
+};
+use blog::{Backend, Config};
 use serde_json::{Value, json};
 
 async fn store() -> (Arc<Store>, tempfile::TempDir) {

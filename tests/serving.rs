@@ -2,6 +2,9 @@
 //! closed after the header timeout, and sockets that send nothing cannot take the server's file
 //! descriptors from everyone else.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::time::Duration;

@@ -4,6 +4,9 @@
 //! deployment does while it settles, it waits that out, and gives up, naming the step, when the
 //! blog does not settle within `--settle`.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::collections::HashSet;

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use blog::Blog;
-use blog::testing::app::feed::FeedCache;
 use blog::Config;
+use blog::testing::app::feed::FeedCache;
 use blog::testing::cosmos::{Container, Meter};
 use serde_json::{Value, json};
 

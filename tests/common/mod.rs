@@ -8,8 +8,8 @@ pub(crate) mod binary;
 pub(crate) mod host;
 pub(crate) mod hostile;
 
-use blog::Blog;
 use blog::AppState;
+use blog::Blog;
 use blog::testing::changefeed::processor::Deliveries;
 use blog::{Backend, ChangeFeedMode, Config};
 use reqwest::{Method, StatusCode};

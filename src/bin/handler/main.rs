@@ -13,8 +13,8 @@ use std::process::ExitCode;
 
 use blog::Blog;
 use blog::FeedError;
-use blog::{Backend, Config};
 use blog::StoreError;
+use blog::{Backend, Config};
 use progress::Progress;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::writer::MakeWriterExt;
@@ -363,12 +363,8 @@ async fn maintain(maintenance: Maintenance, stderr: &Progress) -> Result<(), Han
                 .into_iter()
                 .find(|known| known.name() == container)
                 .expect("clap accepts the containers' names only");
-            repair(
-                settings().map_err(HandlerError::Usage)?,
-                Some(blog::ItemToRemove { container, partition_key, id }),
-                stderr,
-            )
-            .await
+            repair(settings().map_err(HandlerError::Usage)?, Some(blog::ItemToRemove { container, partition_key, id }), stderr)
+                .await
         }
     }
 }
@@ -411,7 +407,7 @@ fn seconds(elapsed: std::time::Duration) -> String {
 /// which (re)builds every short copy in `users` and `feed`. How far it has got, and the summary,
 /// on stderr.
 async fn rebuild_copies(config: Config, stderr: &Progress) -> Result<(), HandlerError> {
-        let state = blog::connect(&config).await?;
+    let state = blog::connect(&config).await?;
     let users = blog::replay_users_reporting(&state, &mut |users| {
         stderr.update(|| format!("rebuild-copies: {users} users replayed ({})", seconds(stderr.elapsed())))
     })
@@ -588,10 +584,8 @@ async fn import(config: Config, file: Option<std::path::PathBuf>, stderr: &Progr
         let elapsed = || seconds(stderr.elapsed());
         match step {
             ImportProgress::Checking { lines, bytes, size } => {
-                let bar = progress::bar(
-                    usize::try_from(bytes).unwrap_or(usize::MAX),
-                    usize::try_from(size).unwrap_or(usize::MAX),
-                );
+                let bar =
+                    progress::bar(usize::try_from(bytes).unwrap_or(usize::MAX), usize::try_from(size).unwrap_or(usize::MAX));
                 stderr.update(|| format!("import: {bar} checking the file: {lines} lines checked ({})", elapsed()))
             }
             ImportProgress::Writing { counts, total } => {
