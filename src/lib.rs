@@ -73,22 +73,10 @@ pub mod testing {
     /// The use cases.
     pub mod app {
         pub use crate::app::Caller;
-        /// The feed cache.
-        pub mod feed {
-            pub use crate::app::feed::{FeedCache, feed_page};
-        }
-        /// Lists and their tokens.
-        pub mod lists {
-            pub use crate::app::lists::ListParams;
-        }
-        /// Pictures in posts.
-        pub mod pictures {
-            pub use crate::app::pictures::{ABANDONED_AFTER, sweep_abandoned_pictures};
-        }
-        /// Users.
-        pub mod users {
-            pub use crate::app::users::{create_user, rename_user};
-        }
+        pub use crate::app::feed::{FeedCache, feed_page};
+        pub use crate::app::lists::ListParams;
+        pub use crate::app::pictures::{ABANDONED_AFTER, sweep_abandoned_pictures};
+        pub use crate::app::users::{create_user, rename_user};
     }
     /// The change-feed functions.
     pub mod changefeed {
@@ -108,19 +96,10 @@ pub mod testing {
     }
     /// The HTTP functions.
     pub mod http {
+        pub use crate::http::error::{ApiError, ApiResult};
+        pub use crate::http::openapi::ID_PATTERN;
+        pub use crate::http::pages::{SENT_BEFORE, SIGNED_OUT, esc};
         pub use crate::http::{FRONT_PAGE_ROUTE, HttpFunction, is_api_route, router_path};
-        /// The API's errors.
-        pub mod error {
-            pub use crate::http::error::{ApiError, ApiResult};
-        }
-        /// The OpenAPI description.
-        pub mod openapi {
-            pub use crate::http::openapi::ID_PATTERN;
-        }
-        /// The pages.
-        pub mod pages {
-            pub use crate::http::pages::{SENT_BEFORE, SIGNED_OUT, esc};
-        }
     }
     /// The items.
     pub mod model {

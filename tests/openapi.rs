@@ -60,7 +60,7 @@ async fn the_openapi_description_matches_the_router() {
         let user_id = &document["components"]["schemas"][body]["properties"]["userId"];
         patterns.insert(user_id["pattern"].as_str().unwrap_or_else(|| panic!("{body}.userId: {user_id}")).to_owned());
     }
-    assert_eq!(patterns.into_iter().collect::<Vec<_>>(), [blog::testing::http::openapi::ID_PATTERN]);
+    assert_eq!(patterns.into_iter().collect::<Vec<_>>(), [blog::testing::http::ID_PATTERN]);
     for schema in ["User", "Post", "Comment", "Like", "ProblemDetails", "UserBody", "NewPostBody"] {
         assert!(document["components"]["schemas"][schema].is_object(), "schema {schema}");
     }

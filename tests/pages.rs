@@ -252,7 +252,7 @@ async fn a_taken_username_is_an_error_on_the_sign_up_and_rename_forms() {
 }
 
 fn escape(text: &str) -> String {
-    blog::testing::http::pages::esc(text).to_string()
+    blog::testing::http::esc(text).to_string()
 }
 
 #[tokio::test]
@@ -594,8 +594,8 @@ async fn on_azure_the_pages_sign_in_with_app_service_authentication() {
 /// lifetime, a delivered post change makes the next feed read go to the store and show it.
 #[tokio::test]
 async fn posts_change_feed_drops_the_cached_feed_at_once() {
-    use blog::testing::app::feed::feed_page;
-    use blog::testing::app::lists::ListParams;
+    use blog::testing::app::ListParams;
+    use blog::testing::app::feed_page;
     use blog::testing::changefeed::Function;
     use blog::testing::cosmos::Container;
 
@@ -894,7 +894,7 @@ async fn a_form_sent_after_the_sign_in_ended_keeps_the_text_and_leads_back_throu
     let typed = "A comment written while the session ran out";
     let refused = browser.submit(&format!("/posts/{post}/comments"), &[("content", typed)]).await;
     assert_eq!(refused.status, StatusCode::UNAUTHORIZED, "{}", refused.html);
-    assert!(refused.html.contains(&escape(blog::testing::http::pages::SIGNED_OUT)), "{}", refused.html);
+    assert!(refused.html.contains(&escape(blog::testing::http::SIGNED_OUT)), "{}", refused.html);
     assert!(refused.html.contains(typed), "what was typed is kept: {}", refused.html);
     let back = format!("/signin?return=%2Fposts%2F{post}%2Fcomments");
     assert!(refused.html.contains(&format!("href=\"{back}\"")), "{}", refused.html);
@@ -1198,7 +1198,7 @@ async fn a_form_sent_twice_writes_once_and_shows_the_first_result() {
     let other = [("content", "A second thought."), ("idempotencyKey", key.as_str())];
     let refused = alice.submit(&format!("{post}/comments"), &other).await;
     assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.html);
-    assert!(refused.html.contains(&escape(blog::testing::http::pages::SENT_BEFORE)), "{}", refused.html);
+    assert!(refused.html.contains(&escape(blog::testing::http::SENT_BEFORE)), "{}", refused.html);
     assert!(refused.html.contains("A second thought."), "what was typed is kept: {}", refused.html);
     let fresh = form_key(&refused.html, &format!("{post}/comments"));
     assert_ne!(fresh, key, "the form shown again has a new key");

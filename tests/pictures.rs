@@ -928,12 +928,9 @@ mod pages {
         assert!(drafter.get("/write").await.1.contains("You keep 2 of 4 pictures"));
 
         // Too recent to sweep: nothing goes.
-        let week = blog::testing::app::pictures::ABANDONED_AFTER;
-        assert_eq!(blog::testing::app::pictures::sweep_abandoned_pictures(&app.state, week).await.unwrap(), 0);
-        assert_eq!(
-            blog::testing::app::pictures::sweep_abandoned_pictures(&app.state, std::time::Duration::ZERO).await.unwrap(),
-            1
-        );
+        let week = blog::testing::app::ABANDONED_AFTER;
+        assert_eq!(blog::testing::app::sweep_abandoned_pictures(&app.state, week).await.unwrap(), 0);
+        assert_eq!(blog::testing::app::sweep_abandoned_pictures(&app.state, std::time::Duration::ZERO).await.unwrap(), 1);
         let url = |markdown: &str| markdown[markdown.find("](").unwrap() + 2..markdown.len() - 1].to_owned();
         assert_eq!(drafter.get(&url(&abandoned)).await.0, StatusCode::NOT_FOUND, "the draft's picture is gone");
         let (_, post_page) = drafter.get(&location.unwrap()).await;

@@ -13,10 +13,10 @@ use blog::AppState;
 use blog::test_support::crash::{CRASH_AFTER, Step};
 use blog::test_support::embedded_config;
 use blog::testing::app::Caller;
-use blog::testing::app::users::{create_user, rename_user};
+use blog::testing::app::{create_user, rename_user};
 use blog::testing::changefeed::Function;
 use blog::testing::cosmos::Container;
-use blog::testing::http::error::{ApiError, ApiResult};
+use blog::testing::http::{ApiError, ApiResult};
 use blog::testing::model::usernames::{Reservation, normalize_username, reservation_id};
 use blog::testing::model::{self, User};
 

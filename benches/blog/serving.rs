@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use blog::Blog;
 use blog::Config;
-use blog::testing::app::feed::FeedCache;
+use blog::testing::app::FeedCache;
 use blog::testing::cosmos::{Container, Meter};
 use serde_json::{Value, json};
 
