@@ -1,6 +1,6 @@
 //! How far each change-feed function is behind: the changes not delivered to it yet, and how
 //! old the oldest of them is. `handler lag` prints it, and a served blog logs it once a minute
-//! (the workbook's and the lag alert's `lag` line; see `crate::followed` for where).
+//! (the workbook's and the lag alert's `lag` line; see `crate::running::followed` for where).
 //!
 //! It is measured from the positions the functions are delivered from: the embedded store's
 //! processors' (their checkpoint files), the account processors' of `BLOG_CHANGE_FEED=local`
