@@ -369,7 +369,7 @@ async fn maintain(maintenance: Maintenance, stderr: &Progress) -> Result<(), Han
     }
 }
 
-/// `handler smoke <base-url> [--token … | --dev-user …]`: see [`blog::smoke`]. Its report is
+/// `handler smoke <base-url> [--token … | --dev-user …]`: see [`smoke`]. Its report is
 /// its output, on stdout.
 async fn smoke(options: &smoke::Options) -> Result<(), HandlerError> {
     let mut out = std::io::stdout();
