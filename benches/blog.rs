@@ -17,6 +17,9 @@
 //! `CosmosDB__accountEndpoint` set, the in-process handler talks to that account instead of the
 //! embedded store (use an empty `COSMOS_DATABASE`: the data set is written into it).
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 #[path = "blog/client.rs"]
 mod client;
 #[path = "blog/data.rs"]
@@ -36,11 +39,11 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use blog::AppState;
 use blog::Blog;
-use blog::app::AppState;
-use blog::changefeed::Function;
-use blog::changefeed::processor::Deliveries;
-use blog::config::{Backend, Config};
+use blog::testing::changefeed::Function;
+use blog::testing::changefeed::processor::Deliveries;
+use blog::{Backend, Config};
 
 use client::Client;
 use data::DataSet;
@@ -320,7 +323,7 @@ fn handler_is_embedded_default() -> bool {
 async fn settle(handler: &InProcess, data: &DataSet, loaded: &Loaded) -> Duration {
     let started = Instant::now();
     if !handler.embedded {
-        blog::changefeed::processor::rebuild_copies(&handler.state).await.expect("rebuild-copies");
+        blog::testing::changefeed::processor::rebuild_copies(&handler.state).await.expect("rebuild-copies");
     }
     // What every copy must say: post id -> (comments, likes).
     let mut expected = HashMap::new();

@@ -17,6 +17,9 @@
 //! `--smoke` sends each request 3 times one at a time and 16 times by the clients: it shows that
 //! the bench runs, not what it measures (`benches/smoke.sh`, in CI).
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 #[path = "blog/client.rs"]
 #[allow(dead_code)]
 mod client;

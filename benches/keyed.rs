@@ -16,6 +16,9 @@
 //! `--smoke` (unless `--writes` says otherwise: 40 writes, a short settling before each memory
 //! reading) shows that the bench runs, not what it measures (`benches/smoke.sh`, in CI).
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 #[path = "blog/client.rs"]
 #[allow(dead_code)]
 mod client;

@@ -14,6 +14,9 @@
 //! `--smoke` runs every case on small photos (640 × 480 and 800 × 600), 3 uploads, 3 reads and 2
 //! at once: it shows that the bench runs, not what it measures (`benches/smoke.sh`, in CI).
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -21,6 +21,9 @@
 //! the hot posts at 2 and 20 comments, 20 measured) runs every part on the least data that
 //! reaches it: it shows that the bench runs, not what it measures (`benches/smoke.sh`, in CI).
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 #[path = "blog/client.rs"]
 #[allow(dead_code)]
 mod client;

@@ -129,7 +129,7 @@ pub struct WriteLimitSetting {
 impl WriteLimitSetting {
     /// 60 writes a minute per user after a burst of 20: more than a person writes, less than a
     /// script that loops.
-    pub const DEFAULT: WriteLimitSetting = WriteLimitSetting { per_minute: 60, burst: 20 };
+    pub(crate) const DEFAULT: WriteLimitSetting = WriteLimitSetting { per_minute: 60, burst: 20 };
 }
 
 /// Who vouches for the caller of a write (reads are public).
@@ -359,16 +359,16 @@ fn write_limit(lookup: &impl Fn(&str) -> Option<String>) -> Result<Option<WriteL
 /// The most `BLOG_MAX_IN_FLIGHT` may be: as many as the connections the server can hold at most
 /// (`http::serve`: one a file descriptor, of at most 2^20), far below what a semaphore can count (`Semaphore::MAX_PERMITS`, which a
 /// larger setting made the start panic on).
-pub const MAX_IN_FLIGHT_LIMIT: u64 = 1 << 20;
+pub(crate) const MAX_IN_FLIGHT_LIMIT: u64 = 1 << 20;
 
 /// The longest `BLOG_HEADER_TIMEOUT` and `BLOG_REQUEST_TIMEOUT`: an hour, far past the 230 s after
 /// which Azure's front end gives up on an HTTP function, and far from the deadline arithmetic's
 /// overflow (a timeout of `u64::MAX` seconds made every request panic).
-pub const MAX_TIMEOUT_SECS: u64 = 60 * 60;
+pub(crate) const MAX_TIMEOUT_SECS: u64 = 60 * 60;
 
 /// The most `BLOG_PICTURE_MB_PER_WRITER` may be: as many megabytes as a `u64` counts in bytes,
 /// so that the quota in bytes is the setting, never a product cut short.
-pub const MAX_PICTURE_MB_PER_WRITER: u64 = u64::MAX >> 20;
+pub(crate) const MAX_PICTURE_MB_PER_WRITER: u64 = u64::MAX >> 20;
 
 /// A whole number setting within `range`, if set; refused, naming the range, if not.
 fn in_range(

@@ -6,12 +6,13 @@
 //! reservations that keep them unique.
 
 mod ids;
-pub mod markdown;
-pub mod picture;
+pub(crate) mod markdown;
+pub(crate) mod picture;
 pub mod usernames;
 
+pub(crate) use ids::REQUEST_RECORD_PREFIX;
 pub(crate) use ids::hex;
-pub use ids::{REQUEST_RECORD_PREFIX, validate_id};
+pub use ids::validate_id;
 
 pub(crate) use ids::MAX_ID_BYTES;
 
@@ -126,7 +127,7 @@ pub(crate) fn is_live(post: &Post) -> bool {
 /// A comment, in its post's partition of `posts`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Comment {
+pub(crate) struct Comment {
     /// The comment's id.
     pub id: String,
     /// `comment`.
@@ -147,7 +148,7 @@ pub struct Comment {
 /// A like, in its post's partition of `posts`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Like {
+pub(crate) struct Like {
     /// The like's id.
     pub id: String,
     /// `like`.
@@ -181,7 +182,7 @@ pub fn creation_date(now: OffsetDateTime) -> String {
 }
 
 /// The current time as a `creationDate`.
-pub fn now() -> String {
+pub(crate) fn now() -> String {
     creation_date(OffsetDateTime::now_utc())
 }
 
@@ -204,7 +205,7 @@ pub(crate) fn may_show_other_names(user: &User) -> bool {
 
 /// C2 create: counters start at zero and the author's current username is copied in, so that
 /// Q2 needs no second read.
-pub fn new_post(id: String, author: &User, title: String, content: String, creation_date: String) -> Post {
+pub(crate) fn new_post(id: String, author: &User, title: String, content: String, creation_date: String) -> Post {
     Post {
         post_id: id.clone(),
         id,
@@ -321,7 +322,7 @@ pub(crate) fn truncate_chars(text: &str, max_chars: usize) -> &str {
 /// cut back to the last whole word and ended with "…" when the copy was cut
 /// ([`SHORT_CONTENT_CHARS`]); and whether it was. A copy of exactly that length may be whole: it
 /// is taken as cut, which at worst drops its last word.
-pub fn excerpt(short_content: &str) -> (String, bool) {
+pub(crate) fn excerpt(short_content: &str) -> (String, bool) {
     let cut = short_content.chars().count() >= SHORT_CONTENT_CHARS;
     let text = markdown::to_plain_text(short_content, cut);
     if !cut {

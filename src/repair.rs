@@ -57,7 +57,7 @@ pub async fn repair(config: &Config, remove: Option<ItemToRemove>) -> Result<Rep
             .map_err(|error| StoreError::Unfinished(format!("the repair of the rows did not finish: {error}")))??
     };
     let store = cosmos::Store::connect_for_repair(config, data_dir).await?;
-    let state: AppState = crate::state_on(config, store).await?;
+    let state: AppState = crate::running::state_on(config, store).await?;
     let users = processor::replay_users(&state).await.map_err(RepairError::Feed)?;
     let posts = processor::rebuild_copies(&state).await.map_err(RepairError::Feed)?;
     if let (Some(item), Some(removed)) = (&remove, &rows.removed)

@@ -57,7 +57,7 @@ const PAGE_SIZE: u32 = 1000;
 /// The longest line an import reads: a picture of the largest kept (a re-encoded PNG of
 /// [`crate::model::picture::MAX_PIXELS`] stays well below 48 MB) in base64. A longer line is
 /// refused before it is held whole.
-pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 
 /// Why an export or an import stopped.
 #[derive(Debug, thiserror::Error)]

@@ -5,11 +5,14 @@
 //! `in_memory_emulator`); the processors are the ones `BLOG_CHANGE_FEED=local` starts on an
 //! account, and nothing else delivers (the handler runs as under the host).
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
-use blog::changefeed::Function;
-use blog::changefeed::account::{AccountProcessors, POSITION_ID_PREFIX};
-use blog::cosmos::Container;
+use blog::testing::changefeed::Function;
+use blog::testing::changefeed::account::{AccountProcessors, POSITION_ID_PREFIX};
+use blog::testing::cosmos::Container;
 use common::TestApp;
 use serde_json::{Value, json};
 
@@ -74,7 +77,7 @@ async fn a_malformed_change_is_set_aside_and_the_feed_goes_on() {
     let alice = app.user("alice").await;
     let post = app.post_by(&alice, "after the broken one").await;
     app.eventually("/api/feed", |body| ids(body) == vec![post.clone()]).await;
-    let letters = blog::changefeed::dead_letters::list(&app.state.store).await.unwrap();
+    let letters = blog::testing::changefeed::dead_letters::list(&app.state.store).await.unwrap();
     assert!(letters.iter().any(|letter| letter.payload.contains("\"broken\"")), "{letters:?}");
     processors.stop().await;
 }
@@ -84,8 +87,8 @@ async fn a_malformed_change_is_set_aside_and_the_feed_goes_on() {
 /// none are once it has run.
 #[tokio::test]
 async fn the_lag_is_counted_from_the_account_processors_positions() {
-    use blog::changefeed::lag::{COUNTED_AT_MOST, Followed};
-    let measure = |state, followed| blog::changefeed::lag::measure(state, followed, COUNTED_AT_MOST);
+    use blog::testing::changefeed::lag::{COUNTED_AT_MOST, Followed};
+    let measure = |state, followed| blog::testing::changefeed::lag::measure(state, followed, COUNTED_AT_MOST);
     let app = TestApp::start_as_host().await;
     let alice = app.user("alice").await;
     for n in 0..3 {
@@ -117,7 +120,7 @@ async fn the_lag_is_counted_from_the_account_processors_positions() {
 /// `DocumentServiceLeaseCoreEpk`, its feed range by `FeedRangeInternalConverter` and
 /// `RangeJsonConverter`, its id by `CosmosContainerExtensions.GetLeasePrefixAsync` and
 /// `DocumentServiceLeaseManagerCosmos.GetDocumentId`): the position of one feed range.
-fn trigger_lease(prefix: &str, range: &blog::cosmos::RangePosition) -> Value {
+fn trigger_lease(prefix: &str, range: &blog::testing::cosmos::RangePosition) -> Value {
     let token = format!("{}-{}", range.min_epk, range.max_epk);
     json!({
         "id": format!("{prefix}localhost_AAAAAA==_AAAAAYAAAAI=..{token}"),
@@ -139,15 +142,16 @@ fn trigger_lease(prefix: &str, range: &blog::cosmos::RangePosition) -> Value {
 /// ran) is behind by everything, since the trigger starts from the beginning.
 #[tokio::test]
 async fn the_lag_under_the_host_is_counted_from_the_triggers_leases() {
-    use blog::changefeed::lag::{COUNTED_AT_MOST, Followed};
-    let measure = |state, followed| blog::changefeed::lag::measure(state, followed, COUNTED_AT_MOST);
+    use blog::testing::changefeed::lag::{COUNTED_AT_MOST, Followed};
+    let measure = |state, followed| blog::testing::changefeed::lag::measure(state, followed, COUNTED_AT_MOST);
     let app = TestApp::start_as_host().await;
     let alice = app.user("alice").await;
     for n in 0..3 {
         app.post_by(&alice, &format!("post {n}")).await;
     }
-    let lag_of =
-        |lags: &[blog::changefeed::lag::Lag]| lags.iter().find(|lag| lag.function == Function::PostsChangeFeed).unwrap().pending;
+    let lag_of = |lags: &[blog::testing::changefeed::lag::Lag]| {
+        lags.iter().find(|lag| lag.function == Function::PostsChangeFeed).unwrap().pending
+    };
     assert_eq!(lag_of(&measure(&app.state, &Followed::Trigger).await.unwrap()), 3, "no leases yet: from the beginning");
 
     let end = app.state.store.change_feed_end(Container::Posts).await.unwrap();

@@ -1,5 +1,8 @@
 //! Every request of the article's table through HTTP, on the embedded store.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::TestApp;
@@ -349,8 +352,8 @@ async fn a_blog_can_be_opened_on_a_spawned_task() {
 #[tokio::test]
 async fn a_user_past_the_write_limit_is_told_when_to_come_back_and_others_are_not_limited() {
     let dir = tempfile::tempdir().unwrap();
-    let limit = blog::config::WriteLimitSetting { per_minute: 6, burst: 3 };
-    let app = TestApp::start_configured(blog::config::Config { write_limit: Some(limit), ..TestApp::config(dir.path()) }).await;
+    let limit = blog::WriteLimitSetting { per_minute: 6, burst: 3 };
+    let app = TestApp::start_configured(blog::Config { write_limit: Some(limit), ..TestApp::config(dir.path()) }).await;
     let alice = app.user("alice").await;
     // Reads as the signed-in caller take nothing from the burst.
     for _ in 0..5 {

@@ -1,10 +1,13 @@
 //! Reads are public; a write acts as its authenticated caller and touches only what the caller
 //! owns. Every refused write leaves the store as it was.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
-use blog::config::{AuthMode, Config};
-use blog::cosmos::{Container, QuerySpec};
+use blog::testing::cosmos::{Container, QuerySpec};
+use blog::{AuthMode, Config};
 use common::TestApp;
 use reqwest::Method;
 use serde_json::{Value, json};

@@ -1,5 +1,8 @@
 //! Every bad input gets a problem+json answer that says what to fix, and writes nothing.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::TestApp;
@@ -91,7 +94,7 @@ async fn slow_bodies_take_no_place_and_time_out() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     let dir = tempfile::tempdir().unwrap();
-    let app = TestApp::start_configured(blog::config::Config { max_in_flight: 4, ..TestApp::config(dir.path()) }).await;
+    let app = TestApp::start_configured(blog::Config { max_in_flight: 4, ..TestApp::config(dir.path()) }).await;
     let mut slow = Vec::new();
     for n in 0..16 {
         let mut stream = tokio::net::TcpStream::connect(app.base.trim_start_matches("http://")).await.unwrap();

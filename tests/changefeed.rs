@@ -1,13 +1,16 @@
 //! The change-feed functions keep every denormalized copy true: end to end on the embedded
 //! store with the local processors, and as the Functions host invokes them.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
-use blog::changefeed::Function;
-use blog::changefeed::dead_letters;
-use blog::config::ChangeFeedMode;
-use blog::cosmos::{Container, PageRequest, QuerySpec};
-use blog::model::SHORT_CONTENT_CHARS;
+use blog::ChangeFeedMode;
+use blog::testing::changefeed::Function;
+use blog::testing::changefeed::dead_letters;
+use blog::testing::cosmos::{Container, PageRequest, QuerySpec};
+use blog::testing::model::SHORT_CONTENT_CHARS;
 use common::TestApp;
 use common::host::{self, Attempt};
 use reqwest::StatusCode;
@@ -226,7 +229,7 @@ async fn after_five_failed_deliveries_the_item_that_keeps_failing_is_set_aside_a
     };
 
     let batch = vec![damaged_version.clone(), healthy_version.clone()];
-    for retry in 0..blog::changefeed::ISOLATE_AFTER {
+    for retry in 0..blog::testing::changefeed::ISOLATE_AFTER {
         assert_eq!(
             invoke(batch.clone(), retry).await.status,
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -236,10 +239,10 @@ async fn after_five_failed_deliveries_the_item_that_keeps_failing_is_set_aside_a
     assert!(dead_letters::list(&app.state.store).await.unwrap().is_empty());
     // Both failing alike: the store, not an item, is what fails.
     let both_damaged = vec![damaged_version.clone(), also_damaged_version];
-    assert_eq!(invoke(both_damaged, blog::changefeed::ISOLATE_AFTER).await.status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(invoke(both_damaged, blog::testing::changefeed::ISOLATE_AFTER).await.status, StatusCode::INTERNAL_SERVER_ERROR);
     assert!(dead_letters::list(&app.state.store).await.unwrap().is_empty());
 
-    let answer = invoke(batch, blog::changefeed::ISOLATE_AFTER).await;
+    let answer = invoke(batch, blog::testing::changefeed::ISOLATE_AFTER).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
     let letters = dead_letters::list(&app.state.store).await.unwrap();
     assert_eq!(letters.len(), 1, "{letters:?}");
@@ -384,7 +387,7 @@ async fn a_restart_delivers_what_was_not_processed_and_rebuild_gives_the_same_co
         let id = document["id"].as_str().unwrap().to_owned();
         app.state
             .store
-            .execute_write(Container::Users, &alice, blog::cosmos::WriteOp::Delete { id, if_match: None })
+            .execute_write(Container::Users, &alice, blog::testing::cosmos::WriteOp::Delete { id, if_match: None })
             .await
             .unwrap();
     }
@@ -392,12 +395,12 @@ async fn a_restart_delivers_what_was_not_processed_and_rebuild_gives_the_same_co
         let id = document["id"].as_str().unwrap().to_owned();
         app.state
             .store
-            .execute_write(Container::Feed, "post", blog::cosmos::WriteOp::Delete { id, if_match: None })
+            .execute_write(Container::Feed, "post", blog::testing::cosmos::WriteOp::Delete { id, if_match: None })
             .await
             .unwrap();
     }
     assert_eq!(app.get("/api/feed").await.body["items"], json!([]));
-    let rebuilt = blog::changefeed::processor::rebuild_copies(&app.state).await.unwrap();
+    let rebuilt = blog::testing::changefeed::processor::rebuild_copies(&app.state).await.unwrap();
     assert_eq!(rebuilt, 2);
     let strip_versions = |mut documents: Vec<Value>| {
         for document in &mut documents {
@@ -505,15 +508,15 @@ async fn one_bad_item_does_not_stall_the_feed_for_everyone() {
 /// the users' change feed, which reserves each user's current name.
 #[tokio::test]
 async fn replaying_the_users_reserves_the_names_of_users_from_before_reservations() {
-    use blog::model::usernames::{Reservation, normalize_username, reservation_id};
+    use blog::testing::model::usernames::{Reservation, normalize_username, reservation_id};
     let app = TestApp::start_as_host().await;
     for (id, name) in [("old-1", "Ada"), ("old-2", "Grace")] {
-        let user = blog::model::new_user(id.into(), name.into());
+        let user = blog::testing::model::new_user(id.into(), name.into());
         app.state.store.create(Container::Users, id, &user).await.unwrap();
     }
     // Nothing holds Ada's name yet, so a new user may take it: then it is theirs.
     let newcomer = app.user("ada").await;
-    let replayed = blog::changefeed::processor::replay_users(&app.state).await.unwrap();
+    let replayed = blog::testing::changefeed::processor::replay_users(&app.state).await.unwrap();
     assert_eq!(replayed, 3);
     for (name, holder) in [("Ada", newcomer.as_str()), ("Grace", "old-2")] {
         let reservation = reservation_id(&normalize_username(name));
@@ -522,5 +525,5 @@ async fn replaying_the_users_reserves_the_names_of_users_from_before_reservation
     }
     app.post("/api/users", json!({"username": "GRACE"})).await.problem(409);
     // Again: nothing changes.
-    assert_eq!(blog::changefeed::processor::replay_users(&app.state).await.unwrap(), 3);
+    assert_eq!(blog::testing::changefeed::processor::replay_users(&app.state).await.unwrap(), 3);
 }

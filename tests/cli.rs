@@ -3,12 +3,15 @@
 //! alone (`handler dead-letters | jq .`), its logs, progress and summary on stderr. The README
 //! shows `handler --help` as the binary prints it.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::path::Path;
 use std::process::{Command, Output};
 
-use blog::changefeed::dead_letters;
+use blog::testing::changefeed::dead_letters;
 use serde_json::Value;
 
 /// `handler <args>` on the embedded store in `data` (a directory nothing else has open), run to
@@ -23,7 +26,7 @@ fn handler(args: &[&str], data: &Path) -> Output {
         .env_remove("CosmosDB")
         .env_remove("CosmosDB__accountEndpoint")
         .env_remove("FUNCTIONS_CUSTOMHANDLER_PORT")
-        .env_remove(blog::smoke::TOKEN_VARIABLE)
+        .env_remove("BLOG_SMOKE_TOKEN")
         .output()
         .expect("the handler binary runs")
 }
@@ -111,7 +114,7 @@ fn a_usage_error_exits_2_with_the_usage_on_stderr_and_nothing_on_stdout() {
     // A token from BLOG_SMOKE_TOKEN with --dev-user: the same kind of error, with the usage.
     let output = Command::new(env!("CARGO_BIN_EXE_handler"))
         .args(["smoke", "http://127.0.0.1:9", "--dev-user", "d"])
-        .env(blog::smoke::TOKEN_VARIABLE, "t0ken")
+        .env("BLOG_SMOKE_TOKEN", "t0ken")
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));

@@ -1,6 +1,9 @@
 //! C3 and C4 are atomic also under concurrency: the counter and the items always agree. C1
 //! gives a username to one user only, whoever races for it.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::sync::Arc;
@@ -129,9 +132,9 @@ async fn fifty_users_toggling_likes_leave_the_count_equal_to_the_likes() {
 
 /// The reservation of `name`: who holds it, if anyone.
 async fn holder(app: &TestApp, name: &str) -> Option<String> {
-    use blog::model::usernames::{Reservation, normalize_username, reservation_id};
+    use blog::testing::model::usernames::{Reservation, normalize_username, reservation_id};
     let id = reservation_id(&normalize_username(name));
-    app.state.store.read::<Reservation>(blog::cosmos::Container::Users, &id, &id).await.unwrap().map(|r| r.owner_id)
+    app.state.store.read::<Reservation>(blog::testing::cosmos::Container::Users, &id, &id).await.unwrap().map(|r| r.owner_id)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

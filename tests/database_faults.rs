@@ -3,6 +3,9 @@
 //! retries, on the path the deployed build takes: the blog started as `main` starts it
 //! (`Blog::start` on the state `connect` builds, served by `Blog::serve`).
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 
 use blog::Blog;
@@ -36,12 +39,12 @@ impl Drop for Stop {
 
 /// A blog whose SDK reaches its store through `faults`, served; its base URL, what stops it,
 /// and its state (to read the dead letters).
-async fn serve_with_state(dir: &std::path::Path, faults: SdkFaults) -> (String, Stop, blog::app::AppState) {
+async fn serve_with_state(dir: &std::path::Path, faults: SdkFaults) -> (String, Stop, blog::AppState) {
     serve_config(embedded_config(dir), faults).await
 }
 
 /// A blog on `config` whose SDK reaches its store through `faults`, served as `main` serves it.
-async fn serve_config(config: blog::config::Config, faults: SdkFaults) -> (String, Stop, blog::app::AppState) {
+async fn serve_config(config: blog::Config, faults: SdkFaults) -> (String, Stop, blog::AppState) {
     let store = store_with_sdk_faults(&config, faults).await.unwrap();
     let blog = Blog::start(&config, blog::state_on(&config, store).await.unwrap());
     let state = blog.state.clone();
@@ -204,7 +207,7 @@ async fn the_change_feed_functions_wait_out_an_unavailable_database_and_set_noth
     // Deliveries, each one call to `feed` that fails: more than a change failing alone may have
     // before it is set aside (which would end the deliveries, and this wait with them).
     let started = std::time::Instant::now();
-    let past_isolation = before + tries_per_call * (1 + blog::changefeed::ISOLATE_AFTER + 2);
+    let past_isolation = before + tries_per_call * (1 + blog::testing::changefeed::ISOLATE_AFTER + 2);
     while feed_unavailable.hit_count() < past_isolation {
         assert!(
             started.elapsed().as_secs() < 60,
@@ -223,7 +226,7 @@ async fn the_change_feed_functions_wait_out_an_unavailable_database_and_set_noth
         assert!(started.elapsed().as_secs() < 30, "the feed's copy never arrived: {feed}");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    let letters = blog::changefeed::dead_letters::list(&state.store).await.unwrap();
+    let letters = blog::testing::changefeed::dead_letters::list(&state.store).await.unwrap();
     assert!(letters.is_empty(), "a passing failure is not a dead letter: {letters:?}");
 }
 
@@ -387,7 +390,7 @@ async fn a_lost_answer_on_every_write_writes_nothing_twice() {
     let lost = LostAnswer::new();
     // No change-feed processors: the one answer lost is the request's own write's, never a
     // copy's written meanwhile.
-    let config = blog::config::Config { change_feed: blog::config::ChangeFeedMode::Host, ..embedded_config(dir.path()) };
+    let config = blog::Config { change_feed: blog::ChangeFeedMode::Host, ..embedded_config(dir.path()) };
     let (api, stop, _) = serve_config(config, SdkFaults { rules: lost.rules.clone(), ..SdkFaults::default() }).await;
     let alice = Writer::new(&api, "alice");
     let mut seen = Vec::new();
@@ -655,7 +658,7 @@ async fn with_thirty_percent_of_operations_failing_every_acknowledged_write_is_t
         assert!(started.elapsed().as_secs() < 60, "the copies never caught up: {feed}");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    let letters = blog::changefeed::dead_letters::list(&state.store).await.unwrap();
+    let letters = blog::testing::changefeed::dead_letters::list(&state.store).await.unwrap();
     assert!(letters.is_empty(), "the database's faults are passing, never dead letters: {letters:?}");
 
     // And so it is after a restart: what was acknowledged is on disk, once.
@@ -743,7 +746,7 @@ async fn a_slow_database_never_holds_a_request_past_its_budget() {
     let slow_writes = Arc::new(FaultInjectionRuleBuilder::new("slow batches", result).with_condition(condition).build());
     slow_writes.disable();
     let dir = tempfile::tempdir().unwrap();
-    let config = blog::config::Config { request_timeout: std::time::Duration::from_secs(1), ..embedded_config(dir.path()) };
+    let config = blog::Config { request_timeout: std::time::Duration::from_secs(1), ..embedded_config(dir.path()) };
     let rules = vec![slow.clone(), slow_writes.clone()];
     let (api, _stop, _) = serve_config(config, SdkFaults { rules, ..SdkFaults::default() }).await;
     let alice = Writer::new(&api, "alice");

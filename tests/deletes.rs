@@ -1,11 +1,14 @@
 //! C5 (unlike), C6 (delete a comment) and C7 (delete a post): each counter moves with its item
 //! in one transaction, only the owner may, and a deleted post's copies and items all go.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
-use blog::cosmos::{Container, PageRequest, QuerySpec};
-use blog::model::DELETED_POST_TTL_SECS;
-use blog::scripts::StoredProcedure;
+use blog::testing::cosmos::{Container, PageRequest, QuerySpec};
+use blog::testing::model::DELETED_POST_TTL_SECS;
+use blog::testing::scripts::StoredProcedure;
 use common::TestApp;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};

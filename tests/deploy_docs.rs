@@ -6,6 +6,9 @@
 //! the values `azd env set` gives exist for the template and CI, the handler's commands exist,
 //! and the CI setup's order is the workflow's.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 #[path = "common/yaml.rs"]
 mod yaml;
 use yaml::yaml_block;
@@ -51,10 +54,8 @@ fn section(page: &str, title: &str) -> Section {
     for (at, line) in lines.iter().enumerate() {
         if line.trim_start().starts_with("```") {
             in_code = !in_code;
-        } else if !in_code {
-            if let Some(level) = heading_level(line) {
-                headings.push((at, level, line[level..].trim().to_owned()));
-            }
+        } else if !in_code && let Some(level) = heading_level(line) {
+            headings.push((at, level, line[level..].trim().to_owned()));
         }
     }
     let (start, level) = headings
@@ -124,7 +125,7 @@ fn commands_in(line: &str) -> Vec<String> {
         let tool = capture.get(1).unwrap();
         let mut command = vec![tool.as_str().to_owned()];
         for token in line[tool.end()..].split_whitespace() {
-            let token = token.trim_end_matches(|c| c == ')' || c == ';' || c == '"');
+            let token = token.trim_end_matches([')', ';', '"']);
             if !word.is_match(token) {
                 break;
             }

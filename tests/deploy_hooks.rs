@@ -1,10 +1,13 @@
 //! azd's hooks (azure.yaml, infra/hooks/) as azd runs them: a POSIX shell with azd's environment,
 //! main.bicep's outputs among it (azure-dev pkg/ext/hooks_runner.go).
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 use std::collections::HashMap;
 use std::process::Command;
 
-use blog::config::{AuthMode, Backend, ChangeFeedMode, Config, PictureStorage, ScriptsMode};
+use blog::{AuthMode, Backend, ChangeFeedMode, Config, PictureStorage, ScriptsMode};
 
 const ENDPOINT: &str = "https://cosmos-blog-abc123.documents.azure.com:443/";
 
@@ -141,10 +144,7 @@ fn the_smoke_hook_gets_its_token_from_azd_when_it_runs() {
     let output = stand_ins.smoke_hook();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let calls = stand_ins.calls();
-    assert!(
-        calls.contains("azd auth token --tenant-id tenant-1 --scope api://tenant-1/blog-abc123/.default"),
-        "{calls}"
-    );
+    assert!(calls.contains("azd auth token --tenant-id tenant-1 --scope api://tenant-1/blog-abc123/.default"), "{calls}");
     assert!(calls.contains("handler smoke https://func-blog-abc123.azurewebsites.net"), "{calls}");
     assert!(calls.contains("handler token=token-from-azd"), "{calls}");
 }
@@ -159,7 +159,9 @@ fn the_smoke_hook_falls_back_to_the_azure_cli() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let calls = stand_ins.calls();
     assert!(
-        calls.contains("az account get-access-token --tenant tenant-1 --resource api://tenant-1/blog-abc123 --query accessToken -o tsv"),
+        calls.contains(
+            "az account get-access-token --tenant tenant-1 --resource api://tenant-1/blog-abc123 --query accessToken -o tsv"
+        ),
         "{calls}"
     );
     assert!(calls.contains("handler token=token-from-az"), "{calls}");

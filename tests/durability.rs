@@ -1,6 +1,9 @@
 //! The embedded store keeps every acknowledged write across a restart, also after `kill -9`;
 //! refuses damaged files, naming them; and imports a directory of the earlier store once.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::TestApp;

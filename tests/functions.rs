@@ -1,15 +1,18 @@
 //! The Functions host's view of the app: `host.json` and every `functions/*/function.json`
 //! agree with the routes the handler serves, in both directions.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use blog::changefeed::Function;
-use blog::config::CONNECTION_SETTING;
-use blog::config::ChangeFeedMode;
-use blog::http::HttpFunction;
+use blog::CONNECTION_SETTING;
+use blog::ChangeFeedMode;
+use blog::testing::changefeed::Function;
+use blog::testing::http::HttpFunction;
 use common::TestApp;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -75,7 +78,7 @@ fn every_http_function_is_a_forwarded_route_of_the_handler_and_back() {
 async fn the_handler_answers_every_declared_route_and_method() {
     let app = TestApp::start_as_host().await;
     for (name, method, route) in HttpFunction::ALL.iter().map(|f| (f.name(), f.method(), f.route())) {
-        let path = blog::http::router_path(route).replace("{userId}", "someone").replace("{postId}", "something");
+        let path = blog::testing::http::router_path(route).replace("{userId}", "someone").replace("{postId}", "something");
         let answer = app.raw(Method::from_bytes(method.as_bytes()).unwrap(), &path, Some("application/json"), "{}").await;
         assert_ne!(answer.status.as_u16(), 405, "{name}: {method} {path}");
         let detail = answer.body["detail"].as_str().unwrap_or_default();
@@ -170,7 +173,7 @@ async fn no_http_route_reaches_a_change_feed_function() {
         if first.starts_with('{') {
             assert_eq!(
                 route,
-                blog::http::FRONT_PAGE_ROUTE,
+                blog::testing::http::FRONT_PAGE_ROUTE,
                 "{name}: {route} starts with a parameter, which may match a function's name"
             );
             front_pages += 1;
@@ -203,16 +206,16 @@ fn the_linux_emulator_settings_switch_the_triggers_off_and_the_handlers_processo
         let settings = read_json(&root.join(file));
         let values = settings["Values"].as_object().unwrap_or_else(|| panic!("{file}: Values"));
         let value = |name: &str| values.get(name).and_then(|value| value.as_str()).map(str::to_owned);
-        let config = blog::config::Config::from_lookup(value).unwrap_or_else(|error| panic!("{file}: {error}"));
-        assert!(matches!(config.backend, blog::config::Backend::ConnectionString(_)), "{file}");
+        let config = blog::Config::from_lookup(value).unwrap_or_else(|error| panic!("{file}: {error}"));
+        assert!(matches!(config.backend, blog::Backend::ConnectionString(_)), "{file}");
         let connection: azure_data_cosmos_driver::models::ConnectionString =
             value("CosmosDB").unwrap().parse().unwrap_or_else(|error| panic!("{file}: {error}"));
         assert_eq!(connection.account_endpoint(), "https://localhost:8081/", "{file}");
-        assert_eq!(config.scripts, blog::config::ScriptsMode::InProcess, "{file}: no emulator runs the scripts unregistered");
+        assert_eq!(config.scripts, blog::ScriptsMode::InProcess, "{file}: no emulator runs the scripts unregistered");
         let expected = if vnext { ChangeFeedMode::Local } else { ChangeFeedMode::Host };
         assert_eq!(config.change_feed, expected, "{file}");
         // Pictures in Azurite, beside the host's own storage.
-        let azurite = blog::config::PictureStorage::ConnectionString {
+        let azurite = blog::PictureStorage::ConnectionString {
             connection_string: "UseDevelopmentStorage=true".into(),
             container: "pictures".into(),
         };

@@ -12,6 +12,9 @@
 //! `stable_mutation_loop` (ignored) is fuzz/run.sh's fallback where nightly is missing: random
 //! mutations of the same cases, without coverage, under the same limits.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};

@@ -1,9 +1,12 @@
 //! The API as the Functions host forwards it (`enableForwardingHttpRequest`): requests built the
 //! way the host builds them (see common/host.rs), and the answers a client gets through it.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
-use blog::config::{AuthMode, Config};
+use blog::{AuthMode, Config};
 use common::TestApp;
 use common::host;
 use reqwest::StatusCode;

@@ -3,6 +3,9 @@
 //! why, nothing of it is stored, the process stays up, and its memory stays within what the
 //! README states (its own at rest, plus `BLOG_PICTURE_MEMORY_MB`, plus the bodies being read).
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::path::Path;

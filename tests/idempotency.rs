@@ -2,6 +2,9 @@
 //! across every write and every item (a reuse anywhere is 422, and writes nothing), across a
 //! restart; and a repeat whose item has been deleted since is not found, never its remains.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::binary::Handler;

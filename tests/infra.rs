@@ -9,6 +9,9 @@
 //! keys of `src/cosmos/mod.rs`, the scripts of `src/scripts/`, Entra-ID-only Cosmos DB, and the
 //! app settings the handler and the Functions host read.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 #[path = "common/yaml.rs"]
 mod yaml;
 use yaml::{yaml_block, yaml_items, yaml_mapping};
@@ -610,7 +613,8 @@ fn parameters_file_sets_declared_parameters() {
         }
     }
     for (name, has_default) in &declared {
-        let generated = parameter_decorators(&main, name).unwrap_or_default().iter().any(|decorator| decorator.contains("type: 'generate'"));
+        let generated =
+            parameter_decorators(&main, name).unwrap_or_default().iter().any(|decorator| decorator.contains("type: 'generate'"));
         if !has_default && !mapped.contains_key(name) && !generated {
             problems.push(format!("parameter {name} has no default, and neither the parameters file nor azd gives it one"));
         }
@@ -868,10 +872,10 @@ fn deployed_scripts_are_the_app_scripts() {
     let mut problems = Vec::new();
     let mut deployed = BTreeSet::new();
     let mut loaded = BTreeSet::new();
-    let app_scripts: BTreeMap<&str, &str> = blog::scripts::StoredProcedure::ALL
+    let app_scripts: BTreeMap<&str, &str> = blog::testing::scripts::StoredProcedure::ALL
         .into_iter()
         .map(|procedure| procedure.script())
-        .chain(blog::scripts::PostTrigger::ALL.into_iter().map(|trigger| trigger.script()))
+        .chain(blog::testing::scripts::PostTrigger::ALL.into_iter().map(|trigger| trigger.script()))
         .map(|script| (script.name, script.source))
         .collect();
     for resource in resources_of_type(&files, STORED_PROCEDURE).into_iter().chain(resources_of_type(&files, TRIGGER)) {
@@ -976,7 +980,7 @@ fn time_to_live_is_on_where_the_app_expires_items() {
     let mut problems = Vec::new();
     for container in resources_of_type(&files, CONTAINER) {
         let name = container.literal_at(&["properties", "resource", "id"]).unwrap_or_default();
-        let app_container = blog::cosmos::Container::ALL.into_iter().find(|app| app.name() == name);
+        let app_container = blog::testing::cosmos::Container::ALL.into_iter().find(|app| app.name() == name);
         let expected = app_container.filter(|app| app.expires_items()).map(|_| json!(-1));
         let deployed = container.literal_at(&["properties", "resource", "defaultTtl"]);
         if deployed != expected {
@@ -1142,7 +1146,7 @@ fn the_pictures_have_a_container_the_identity_a_role_on_it_and_the_app_their_set
             "modules/functionapp.bicep: app setting {setting} = {value}"
         );
     }
-    assert_eq!(blog::config::PICTURES_SETTING, "BLOG_PICTURES", "the settings' names are the handler's");
+    assert_eq!(blog::PICTURES_SETTING, "BLOG_PICTURES", "the settings' names are the handler's");
     // Every instance size the template allows gives the pictures a memory the handler takes.
     let sizes = parameter_decorators(app, "instanceMemoryMB").expect("instanceMemoryMB is declared");
     let allowed: Vec<u64> = sizes
@@ -1155,7 +1159,7 @@ fn the_pictures_have_a_container_the_identity_a_role_on_it_and_the_app_their_set
     assert!(allowed.contains(&512), "{allowed:?}");
     for megabytes in allowed {
         let memory = (megabytes / 4).to_string();
-        let config = blog::config::Config::from_lookup(|name| {
+        let config = blog::Config::from_lookup(|name| {
             (name == "BLOG_PICTURE_MEMORY_MB")
                 .then(|| memory.clone())
                 .or_else(|| (name == "COSMOS_DATABASE").then(|| "blog".into()))
@@ -1427,7 +1431,8 @@ fn sign_in_is_wired_between_the_registration_and_the_app() {
         module_argument(main, "modules/functionapp.bicep", "authAudiences"),
         "filter([signInClientId, signInIdentifierUri], audience => !empty(audience))"
     );
-    let main_variable = |name: &str| expression(main, main.variable(name).unwrap_or_else(|| panic!("resources.bicep: var {name}")));
+    let main_variable =
+        |name: &str| expression(main, main.variable(name).unwrap_or_else(|| panic!("resources.bicep: var {name}")));
     assert!(main_variable("signInIdentifierUri").contains("signIn.outputs.identifierUri"));
     assert!(main_variable("signInClientId").contains("signIn.outputs.clientId"));
     assert_eq!(outputs(signin)["clientId"], "registration.appId");
@@ -1709,7 +1714,10 @@ fn the_workbook_and_the_alerts_read_the_handlers_lines_in_application_insights()
         outputs(infra_file(&files, "modules/monitoring.bicep")).get("appInsightsId").map(String::as_str),
         Some("appInsights.id")
     );
-    assert_eq!(module_argument(main, "modules/operations.bicep", "alertEmail"), "empty(alertEmail) ? deployerMailbox : alertEmail");
+    assert_eq!(
+        module_argument(main, "modules/operations.bicep", "alertEmail"),
+        "empty(alertEmail) ? deployerMailbox : alertEmail"
+    );
     assert_eq!(parameter_mappings().get("alertEmail").map(String::as_str), Some("BLOG_ALERT_EMAIL"));
 
     let workbook = only_resource(operations, "Microsoft.Insights/workbooks");
@@ -1779,13 +1787,17 @@ fn the_workbook_and_the_alerts_read_the_handlers_lines_in_application_insights()
 fn the_alerts_reach_someone_by_default() {
     let files = bicep_files();
     let (resources, operations) = (infra_file(&files, "resources.bicep"), infra_file(&files, "modules/operations.bicep"));
-    let variable = |name: &str| expression(resources, resources.variable(name).unwrap_or_else(|| panic!("resources.bicep: var {name}")));
+    let variable =
+        |name: &str| expression(resources, resources.variable(name).unwrap_or_else(|| panic!("resources.bicep: var {name}")));
     assert_eq!(variable("alertReceiver"), "empty(alertEmail) ? deployerMailbox : alertEmail");
     assert_eq!(
         variable("deployerMailbox"),
         "contains(deployer(), 'userPrincipalName') && !contains(deployer().userPrincipalName, '#EXT#') ? deployer().userPrincipalName : ''"
     );
-    assert_eq!(outputs(resources).get("BLOG_ALERT_EMAIL").map(String::as_str), Some("empty(alertEmail) ? deployerMailbox : alertEmail"));
+    assert_eq!(
+        outputs(resources).get("BLOG_ALERT_EMAIL").map(String::as_str),
+        Some("empty(alertEmail) ? deployerMailbox : alertEmail")
+    );
     assert_eq!(parameter_mappings().get("alertEmail").map(String::as_str), Some("BLOG_ALERT_EMAIL"));
 
     let group = only_resource(operations, "Microsoft.Insights/actionGroups");
@@ -1806,7 +1818,10 @@ fn the_alerts_reach_someone_by_default() {
 fn an_availability_test_watches_the_front_page() {
     let files = bicep_files();
     let (resources, operations) = (infra_file(&files, "resources.bicep"), infra_file(&files, "modules/operations.bicep"));
-    assert_eq!(module_argument(resources, "modules/operations.bicep", "frontPageUrl"), "'https://${functionApp.outputs.defaultHostName}/'");
+    assert_eq!(
+        module_argument(resources, "modules/operations.bicep", "frontPageUrl"),
+        "'https://${functionApp.outputs.defaultHostName}/'"
+    );
     let test = only_resource(operations, "Microsoft.Insights/webtests");
     assert_eq!(test.literal_at(&["kind"]), Some(json!("standard")));
     assert_eq!(test.literal_at(&["properties", "Kind"]), Some(json!("standard")));

@@ -4,10 +4,13 @@
 //! start after that works too. Each crash's data directory is built as the crash leaves it: the
 //! earlier store's files as that store wrote them, beside the database as the import left it.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 use std::path::Path;
 
-use blog::cosmos::{Container, Store};
 use blog::test_support::embedded_config;
+use blog::testing::cosmos::{Container, Store};
 use serde_json::{Value, json};
 
 const SNAPSHOT: &str = "snapshot.jsonl";

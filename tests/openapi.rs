@@ -1,11 +1,14 @@
 //! The OpenAPI description served at /api/openapi.json describes exactly the routes the handler
 //! serves.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::collections::BTreeSet;
 
-use blog::http::HttpFunction;
+use blog::testing::http::HttpFunction;
 use common::TestApp;
 
 #[tokio::test]
@@ -28,7 +31,7 @@ async fn the_openapi_description_matches_the_router() {
     let served: BTreeSet<(String, String)> = HttpFunction::ALL
         .iter()
         .map(|f| (f.name(), f.method(), f.route()))
-        .filter(|(name, _, route)| *name != "GetOpenApi" && blog::http::is_api_route(route))
+        .filter(|(name, _, route)| *name != "GetOpenApi" && blog::testing::http::is_api_route(route))
         .map(|(_, method, route)| (method.to_string(), format!("/{route}")))
         .collect();
     assert_eq!(described, served, "every route of the JSON API is described, and nothing else (no page)");
@@ -57,7 +60,7 @@ async fn the_openapi_description_matches_the_router() {
         let user_id = &document["components"]["schemas"][body]["properties"]["userId"];
         patterns.insert(user_id["pattern"].as_str().unwrap_or_else(|| panic!("{body}.userId: {user_id}")).to_owned());
     }
-    assert_eq!(patterns.into_iter().collect::<Vec<_>>(), [blog::http::openapi::ID_PATTERN]);
+    assert_eq!(patterns.into_iter().collect::<Vec<_>>(), [blog::testing::http::ID_PATTERN]);
     for schema in ["User", "Post", "Comment", "Like", "ProblemDetails", "UserBody", "NewPostBody"] {
         assert!(document["components"]["schemas"][schema].is_object(), "schema {schema}");
     }

@@ -2,11 +2,14 @@
 //! drives a real one). Forms are post/redirect/get, refused writes keep what was typed, every
 //! state change refuses another site's forms, and everything shown is escaped.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::time::{Duration, Instant};
 
-use blog::http::HttpFunction;
+use blog::testing::http::HttpFunction;
 use common::TestApp;
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, LOCATION};
@@ -249,7 +252,7 @@ async fn a_taken_username_is_an_error_on_the_sign_up_and_rename_forms() {
 }
 
 fn escape(text: &str) -> String {
-    blog::http::pages::esc(text).to_string()
+    blog::testing::http::esc(text).to_string()
 }
 
 #[tokio::test]
@@ -330,9 +333,9 @@ async fn every_form_refuses_another_sites_request_and_takes_the_blogs_own() {
     for (name, method, route) in HttpFunction::ALL
         .iter()
         .map(|f| (f.name(), f.method(), f.route()))
-        .filter(|(_, method, route)| *method == "POST" && !blog::http::is_api_route(route))
+        .filter(|(_, method, route)| *method == "POST" && !blog::testing::http::is_api_route(route))
     {
-        let path = blog::http::router_path(route)
+        let path = blog::testing::http::router_path(route)
             .replace("{userId}", "alice")
             .replace("{postId}", post.trim_start_matches("/posts/"))
             .replace("{commentId}", "c1");
@@ -531,7 +534,7 @@ async fn every_page_has_an_icon_a_description_and_both_color_schemes_and_robots_
 /// the browser sends no fetch metadata.
 #[tokio::test]
 async fn on_azure_the_pages_sign_in_with_app_service_authentication() {
-    use blog::config::{AuthMode, Config};
+    use blog::{AuthMode, Config};
     let dir = tempfile::tempdir().unwrap();
     let app = TestApp::start_configured(Config { auth: AuthMode::Platform, ..TestApp::config(dir.path()) }).await;
     let principal = "00000000-0000-0000-0000-0000000000aa";
@@ -591,10 +594,10 @@ async fn on_azure_the_pages_sign_in_with_app_service_authentication() {
 /// lifetime, a delivered post change makes the next feed read go to the store and show it.
 #[tokio::test]
 async fn posts_change_feed_drops_the_cached_feed_at_once() {
-    use blog::app::feed::feed_page;
-    use blog::app::lists::ListParams;
-    use blog::changefeed::Function;
-    use blog::cosmos::Container;
+    use blog::testing::app::ListParams;
+    use blog::testing::app::feed_page;
+    use blog::testing::changefeed::Function;
+    use blog::testing::cosmos::Container;
 
     // Playing the host: nothing delivers the change feed but this test.
     let app = TestApp::start_as_host().await;
@@ -891,7 +894,7 @@ async fn a_form_sent_after_the_sign_in_ended_keeps_the_text_and_leads_back_throu
     let typed = "A comment written while the session ran out";
     let refused = browser.submit(&format!("/posts/{post}/comments"), &[("content", typed)]).await;
     assert_eq!(refused.status, StatusCode::UNAUTHORIZED, "{}", refused.html);
-    assert!(refused.html.contains(&escape(blog::http::pages::SIGNED_OUT)), "{}", refused.html);
+    assert!(refused.html.contains(&escape(blog::testing::http::SIGNED_OUT)), "{}", refused.html);
     assert!(refused.html.contains(typed), "what was typed is kept: {}", refused.html);
     let back = format!("/signin?return=%2Fposts%2F{post}%2Fcomments");
     assert!(refused.html.contains(&format!("href=\"{back}\"")), "{}", refused.html);
@@ -1086,7 +1089,7 @@ async fn the_navigation_says_who_is_signed_in() {
     let missing = browser.get("/posts/nothing-here").await.html;
     assert!(missing.contains("Signed in as <bdi>fatima</bdi>"), "the error pages too: {missing}");
 
-    use blog::config::{AuthMode, Config};
+    use blog::{AuthMode, Config};
     let dir = tempfile::tempdir().unwrap();
     let azure = TestApp::start_configured(Config { auth: AuthMode::Platform, ..TestApp::config(dir.path()) }).await;
     let identity = common::host::signed_in("00000000-0000-0000-0000-0000000000aa");
@@ -1133,8 +1136,8 @@ async fn the_shared_front_page_keeps_what_differs_between_readers() {
 #[tokio::test]
 async fn a_form_past_the_write_limit_keeps_what_was_typed_and_says_when_to_send_it() {
     let dir = tempfile::tempdir().unwrap();
-    let limit = blog::config::WriteLimitSetting { per_minute: 6, burst: 3 };
-    let app = TestApp::start_configured(blog::config::Config { write_limit: Some(limit), ..TestApp::config(dir.path()) }).await;
+    let limit = blog::WriteLimitSetting { per_minute: 6, burst: 3 };
+    let app = TestApp::start_configured(blog::Config { write_limit: Some(limit), ..TestApp::config(dir.path()) }).await;
     let mut alice = Browser::new(&app);
     alice.sign_up("alice", "Alice").await;
     let post = alice.write("Limited", "Text").await;
@@ -1195,7 +1198,7 @@ async fn a_form_sent_twice_writes_once_and_shows_the_first_result() {
     let other = [("content", "A second thought."), ("idempotencyKey", key.as_str())];
     let refused = alice.submit(&format!("{post}/comments"), &other).await;
     assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.html);
-    assert!(refused.html.contains(&escape(blog::http::pages::SENT_BEFORE)), "{}", refused.html);
+    assert!(refused.html.contains(&escape(blog::testing::http::SENT_BEFORE)), "{}", refused.html);
     assert!(refused.html.contains("A second thought."), "what was typed is kept: {}", refused.html);
     let fresh = form_key(&refused.html, &format!("{post}/comments"));
     assert_ne!(fresh, key, "the form shown again has a new key");

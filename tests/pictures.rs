@@ -7,11 +7,14 @@
 //! Then the same uploads through the blog's HTTP API and pages, on each picture store: the data
 //! directory, and Blob Storage as the real Azurite serves it (`tests/azurite/run.sh`).
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::io::Cursor;
 
-use blog::pictures::{Kind, Limits, PictureError, prepare};
+use blog::testing::pictures::{Kind, Limits, PictureError, prepare};
 use image::{DynamicImage, ImageFormat, Rgb, RgbImage, Rgba, RgbaImage};
 
 fn encoded(image: &DynamicImage, format: ImageFormat) -> Vec<u8> {
@@ -203,7 +206,7 @@ fn an_animation_is_kept_frame_by_frame_within_its_limits() {
 }
 
 mod directory {
-    use blog::pictures::{DirectoryStore, Limits, PictureAddress, PictureStore, prepare};
+    use blog::testing::pictures::{DirectoryStore, Limits, PictureAddress, PictureStore, prepare};
 
     use super::{encoded, photo};
 
@@ -241,11 +244,11 @@ mod directory {
 
 /// What every picture store must do, part one: a picture not there is `None`; stored (twice:
 /// the second changes nothing), it reads back whole and counts once in its writer's usage.
-async fn store_then_read(store: &dyn blog::pictures::PictureStore) -> blog::pictures::PictureAddress {
+async fn store_then_read(store: &dyn blog::testing::pictures::PictureStore) -> blog::testing::pictures::PictureAddress {
     let prepared = prepare(&encoded(&photo(), ImageFormat::Png), &Limits::default()).unwrap().picture;
-    let address = blog::pictures::PictureAddress { owner: "writer".into(), post: "post-1".into(), name: prepared.name };
+    let address = blog::testing::pictures::PictureAddress { owner: "writer".into(), post: "post-1".into(), name: prepared.name };
     assert_eq!(store.get(&address).await.unwrap(), None);
-    assert_eq!(store.usage("writer").await.unwrap(), blog::pictures::Usage::default());
+    assert_eq!(store.usage("writer").await.unwrap(), blog::testing::pictures::Usage::default());
     store.put(&address, &prepared.bytes).await.unwrap();
     store.put(&address, &prepared.bytes).await.unwrap();
     assert_eq!(store.get(&address).await.unwrap().as_deref(), Some(&prepared.bytes[..]));
@@ -262,7 +265,7 @@ async fn store_then_read(store: &dyn blog::pictures::PictureStore) -> blog::pict
 
 /// Part two: it reads back (also from a store opened anew), and once its post's pictures are
 /// removed (twice: nothing to remove is no error) it is gone.
-async fn read_then_remove(store: &dyn blog::pictures::PictureStore, address: &blog::pictures::PictureAddress) {
+async fn read_then_remove(store: &dyn blog::testing::pictures::PictureStore, address: &blog::testing::pictures::PictureAddress) {
     let bytes = store.get(address).await.unwrap().expect("still there");
     assert_eq!(image::guess_format(&bytes).unwrap(), ImageFormat::Png);
     assert_eq!(store.remove_post(&address.owner, "another-post").await.unwrap(), 0);
@@ -284,9 +287,9 @@ mod uploads {
 
     /// A blog on the embedded store whose pictures are kept as `pictures` says, with a quota
     /// of four pictures a writer.
-    pub(crate) async fn blog_with(pictures: blog::config::PictureStorage) -> TestApp {
+    pub(crate) async fn blog_with(pictures: blog::PictureStorage) -> TestApp {
         let dir = tempfile::tempdir().unwrap();
-        let config = blog::config::Config { pictures, pictures_per_writer: Some(4), ..TestApp::config(dir.path()) };
+        let config = blog::Config { pictures, pictures_per_writer: Some(4), ..TestApp::config(dir.path()) };
         let mut app = TestApp::start_configured(config).await;
         app.keep(dir);
         app
@@ -495,8 +498,8 @@ mod uploads {
 
     pub(crate) async fn blog_with_data_directory() -> TestApp {
         let dir = tempfile::tempdir().unwrap();
-        let config = blog::config::Config {
-            pictures: blog::config::PictureStorage::DataDirectory(dir.path().to_owned()),
+        let config = blog::Config {
+            pictures: blog::PictureStorage::DataDirectory(dir.path().to_owned()),
             pictures_per_writer: Some(4),
             ..TestApp::config(dir.path())
         };
@@ -509,7 +512,7 @@ mod uploads {
     /// is 501 saying which setting is missing, and the write page offers none.
     #[tokio::test]
     async fn without_a_picture_store_an_upload_is_501_and_the_form_offers_none() {
-        let app = blog_with(blog::config::PictureStorage::Off).await;
+        let app = blog_with(blog::PictureStorage::Off).await;
         let writer = app.user("plain").await;
         let post = app.post_by(&writer, "Words only").await;
         let refused = upload(&app, Some(&writer), &post, "image/png", encoded(&photo(), ImageFormat::Png)).await;
@@ -536,11 +539,11 @@ mod uploads {
         let post = app.post_by(&writer, "Short-lived").await;
         let added = upload(&app, Some(&writer), &post, "image/png", encoded(&photo(), ImageFormat::Png)).await;
         let url = added.body["url"].as_str().unwrap().to_owned();
-        let ttl = blog::model::DELETED_POST_TTL_SECS;
+        let ttl = blog::testing::model::DELETED_POST_TTL_SECS;
         let no_request: Option<Value> = None;
         app.state
             .scripts
-            .execute(blog::scripts::StoredProcedure::DeletePost, &post, (&post, &writer, ttl, no_request))
+            .execute(blog::testing::scripts::StoredProcedure::DeletePost, &post, (&post, &writer, ttl, no_request))
             .await
             .unwrap();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -552,7 +555,7 @@ mod uploads {
 }
 
 mod azurite {
-    use blog::pictures::{BlobStore, PictureStore};
+    use blog::testing::pictures::{BlobStore, PictureStore};
 
     pub(super) use super::common::azurite::{ACCOUNT, Azurite, KEY};
 
@@ -575,7 +578,7 @@ mod azurite {
     #[ignore = "needs Azurite: run tests/azurite/run.sh"]
     async fn uploads_on_azurite() {
         let azurite = Azurite::start();
-        let storage = blog::config::PictureStorage::ConnectionString {
+        let storage = blog::PictureStorage::ConnectionString {
             connection_string: azurite.connection_string(),
             container: "pictures".into(),
         };
@@ -591,14 +594,14 @@ mod azurite {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let service = format!("http://127.0.0.1:{port}/{ACCOUNT}");
         let store = BlobStore::with_account_key(&service, ACCOUNT, KEY, "pictures").unwrap();
-        let name = blog::pictures::PictureName::parse(&format!("{}-1x1.png", "a".repeat(64))).unwrap();
-        let address = blog::pictures::PictureAddress { owner: "w".into(), post: "p".into(), name };
+        let name = blog::testing::pictures::PictureName::parse(&format!("{}-1x1.png", "a".repeat(64))).unwrap();
+        let address = blog::testing::pictures::PictureAddress { owner: "w".into(), post: "p".into(), name };
         let failed = store.put(&address, b"not stored").await.unwrap_err();
-        assert!(matches!(failed, blog::pictures::PictureStoreError::Unavailable(_)), "{failed}");
+        assert!(matches!(failed, blog::testing::pictures::PictureStoreError::Unavailable(_)), "{failed}");
 
         let connection_string =
             format!("DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={KEY};BlobEndpoint={service};");
-        let storage = blog::config::PictureStorage::ConnectionString { connection_string, container: "pictures".into() };
+        let storage = blog::PictureStorage::ConnectionString { connection_string, container: "pictures".into() };
         let app = super::uploads::blog_with(storage).await;
         let writer = app.user("unlucky").await;
         let post = app.post_by(&writer, "Unchanged").await;
@@ -623,7 +626,7 @@ mod azurite {
 /// SDK's errors name the URL that failed, which carries the request's SAS; no error and no log
 /// line may.
 mod no_credential_in_logs {
-    use blog::pictures::{BlobStore, PictureAddress, PictureName, PictureStore};
+    use blog::testing::pictures::{BlobStore, PictureAddress, PictureName, PictureStore};
 
     use super::azurite::{ACCOUNT, KEY};
     use super::common::binary::Handler;
@@ -925,9 +928,9 @@ mod pages {
         assert!(drafter.get("/write").await.1.contains("You keep 2 of 4 pictures"));
 
         // Too recent to sweep: nothing goes.
-        let week = blog::app::pictures::ABANDONED_AFTER;
-        assert_eq!(blog::app::pictures::sweep_abandoned_pictures(&app.state, week).await.unwrap(), 0);
-        assert_eq!(blog::app::pictures::sweep_abandoned_pictures(&app.state, std::time::Duration::ZERO).await.unwrap(), 1);
+        let week = blog::testing::app::ABANDONED_AFTER;
+        assert_eq!(blog::testing::app::sweep_abandoned_pictures(&app.state, week).await.unwrap(), 0);
+        assert_eq!(blog::testing::app::sweep_abandoned_pictures(&app.state, std::time::Duration::ZERO).await.unwrap(), 1);
         let url = |markdown: &str| markdown[markdown.find("](").unwrap() + 2..markdown.len() - 1].to_owned();
         assert_eq!(drafter.get(&url(&abandoned)).await.0, StatusCode::NOT_FOUND, "the draft's picture is gone");
         let (_, post_page) = drafter.get(&location.unwrap()).await;
@@ -976,10 +979,8 @@ mod disk_full {
             eprintln!("a_full_disk_under_the_pictures_is_507_and_leaves_nothing: not run, mounting a tmpfs needs root");
             return;
         };
-        let config = blog::config::Config {
-            pictures: blog::config::PictureStorage::DataDirectory(dir.path().to_owned()),
-            ..TestApp::config(dir.path())
-        };
+        let config =
+            blog::Config { pictures: blog::PictureStorage::DataDirectory(dir.path().to_owned()), ..TestApp::config(dir.path()) };
         let app = TestApp::start_configured(config).await;
         let writer = app.user("filler").await;
         let post = app.post_by(&writer, "Too big for the disk").await;

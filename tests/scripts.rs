@@ -1,11 +1,16 @@
 //! The in-process script executor on the embedded store: a script's writes commit together or
 //! not at all, and a script whose view went stale is run again.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 
-use blog::config::{Backend, Config};
-use blog::cosmos::{Container, Store, WriteOp};
-use blog::scripts::{InProcessScripts, NOT_AMONG_NEWEST, PostTrigger, Script, ScriptError, ScriptExecutor, StoredProcedure};
+use blog::testing::cosmos::{Container, Store, WriteOp};
+use blog::testing::scripts::{
+    InProcessScripts, NOT_AMONG_NEWEST, PostTrigger, Script, ScriptError, ScriptExecutor, StoredProcedure,
+};
+use blog::{Backend, Config};
 use serde_json::{Value, json};
 
 async fn store() -> (Arc<Store>, tempfile::TempDir) {
@@ -15,15 +20,15 @@ async fn store() -> (Arc<Store>, tempfile::TempDir) {
         backend: Backend::Embedded { data_dir: dir.path().to_owned() },
         database: "blog".into(),
         create_containers: true,
-        change_feed: blog::config::ChangeFeedMode::Host,
-        scripts: blog::config::ScriptsMode::InProcess,
+        change_feed: blog::ChangeFeedMode::Host,
+        scripts: blog::ScriptsMode::InProcess,
         max_in_flight: 16,
-        header_timeout: blog::config::DEFAULT_HEADER_TIMEOUT,
-        request_timeout: blog::config::DEFAULT_REQUEST_TIMEOUT,
+        header_timeout: blog::DEFAULT_HEADER_TIMEOUT,
+        request_timeout: blog::DEFAULT_REQUEST_TIMEOUT,
         write_limit: None,
-        auth: blog::config::AuthMode::None,
+        auth: blog::AuthMode::None,
         token_key: None,
-        pictures: blog::config::PictureStorage::Off,
+        pictures: blog::PictureStorage::Off,
         pictures_per_writer: None,
         picture_mb_per_writer: None,
         picture_memory_mb: None,
@@ -136,11 +141,11 @@ fn feed_post(n: u32) -> Value {
 }
 
 async fn feed_ids(store: &Store) -> Vec<String> {
-    let query = blog::cosmos::QuerySpec {
+    let query = blog::testing::cosmos::QuerySpec {
         sql: "SELECT VALUE c.id FROM c WHERE NOT IS_DEFINED(c.scriptFence) ORDER BY c.id".into(),
         parameters: vec![],
     };
-    let page = blog::cosmos::PageRequest { size: 1000, continuation: None };
+    let page = blog::testing::cosmos::PageRequest { size: 1000, continuation: None };
     let (ids, _) = store.query_documents(Container::Feed, "post", query, page).await.unwrap();
     ids.into_iter().map(|id| id.as_str().unwrap().to_owned()).collect()
 }
@@ -181,8 +186,8 @@ async fn truncate_feed_keeps_exactly_the_newest_100() {
 /// keyed procedure with the shared helpers of `keyed_helpers.js` in it).
 #[test]
 fn every_script_file_is_valid_javascript_defining_its_function() {
-    use blog::cosmos::{PageRequest, StoreError};
-    use blog::scripts::engine::{self, Invocation, Limits, Partition, PartitionReader};
+    use blog::testing::cosmos::{PageRequest, StoreError};
+    use blog::testing::scripts::engine::{self, Invocation, Limits, Partition, PartitionReader};
 
     struct Empty;
     impl PartitionReader for Empty {
@@ -204,7 +209,7 @@ fn every_script_file_is_valid_javascript_defining_its_function() {
         let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
         // The keyed procedures' shared helpers are no script of their own: run inside theirs.
         if name == "keyed_helpers" {
-            assert_eq!(std::fs::read_to_string(&path).unwrap(), blog::scripts::KEYED_HELPERS);
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), blog::testing::scripts::KEYED_HELPERS);
             continue;
         }
         // As the app runs it: a keyed procedure's file with the shared helpers in it.
@@ -279,19 +284,19 @@ async fn the_fence_item_is_invisible_to_the_application() {
     let scripts = InProcessScripts::new(store.clone());
     scripts.write_with_trigger(PostTrigger::TruncateFeed, "post", WriteOp::Create { document: feed_post(1) }).await.unwrap();
     assert!(
-        store.read::<Value>(Container::Feed, "post", blog::scripts::FENCE_ID).await.unwrap().is_some(),
+        store.read::<Value>(Container::Feed, "post", blog::testing::scripts::FENCE_ID).await.unwrap().is_some(),
         "the trigger queried"
     );
-    let page = blog::cosmos::PageRequest { size: 100, continuation: None };
-    let feed = store.query_documents(Container::Feed, "post", blog::cosmos::queries::feed(), page).await.unwrap().0;
+    let page = blog::testing::cosmos::PageRequest { size: 100, continuation: None };
+    let feed = store.query_documents(Container::Feed, "post", blog::testing::cosmos::queries::feed(), page).await.unwrap().0;
     assert_eq!(feed.iter().map(|post| post["id"].as_str().unwrap()).collect::<Vec<_>>(), ["p001"]);
 
     store.create(Container::Posts, "p", &json!({"id": "c1", "postId": "p", "userId": "u", "userUsername": "old"})).await.unwrap();
     let update = StoredProcedure::UpdateUsernames.script();
     scripts.run(update, "p", vec![json!("u"), json!("new")]).await.unwrap();
-    assert!(store.read::<Value>(Container::Posts, "p", blog::scripts::FENCE_ID).await.unwrap().is_some());
-    let page = blog::cosmos::PageRequest { size: 100, continuation: None };
-    for query in [blog::cosmos::queries::post_comments(), blog::cosmos::queries::post_likes()] {
+    assert!(store.read::<Value>(Container::Posts, "p", blog::testing::scripts::FENCE_ID).await.unwrap().is_some());
+    let page = blog::testing::cosmos::PageRequest { size: 100, continuation: None };
+    for query in [blog::testing::cosmos::queries::post_comments(), blog::testing::cosmos::queries::post_likes()] {
         assert!(store.query_documents(Container::Posts, "p", query, page.clone()).await.unwrap().0.is_empty());
     }
 }

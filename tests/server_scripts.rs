@@ -2,6 +2,9 @@
 //! master-key signatures against vectors from Microsoft's Python SDK, and its requests and its
 //! reading of the answers against a local stand-in for Cosmos DB that checks every request.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
@@ -10,8 +13,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use azure_core::credentials::{AccessToken, Secret, TokenCredential, TokenRequestOptions};
-use blog::cosmos::{Meter, StoreError, WriteOp};
-use blog::scripts::{
+use blog::testing::cosmos::{Meter, StoreError, WriteOp};
+use blog::testing::scripts::{
     NOT_AMONG_NEWEST, PostTrigger, ScriptCredential, ScriptError, ScriptExecutor, ServerSideScripts, StoredProcedure,
 };
 use serde_json::{Value, json};

@@ -2,6 +2,9 @@
 //! closed after the header timeout, and sockets that send nothing cannot take the server's file
 //! descriptors from everyone else.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::time::Duration;
@@ -72,7 +75,7 @@ async fn silent_sockets_past_the_descriptor_limit_do_not_take_reads_down() {
 /// interval in the layout of the other lines (`tracing-subscriber`'s, without colour), and lines
 /// still in memory when the handler is stopped in order (SIGTERM: a service manager, a
 /// container's stop) are written before it exits. (The Functions host kills its worker instead,
-/// with SIGKILL: see `shutdown_signal` in `src/main.rs`.)
+/// with SIGKILL: see `shutdown_signal` in `src/bin/handler/main.rs`.)
 #[tokio::test]
 async fn each_request_logs_one_line_and_none_is_lost_when_the_worker_is_stopped() {
     let data = tempfile::tempdir().unwrap();

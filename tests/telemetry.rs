@@ -12,6 +12,9 @@
 //! the query reads: a query that names a field the handler does not write fails here, not on
 //! Azure.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::path::Path;
@@ -154,7 +157,7 @@ async fn written_by_the_hosts_blog(lines: &mut Vec<String>) {
 
 /// Cosmos DB's 429, still there after the SDK's retries: a blog served in this process (the
 /// SDK's fault injection is not in the binary), its lines written by the binary's own
-/// [`blog::logging::LineFormat`].
+/// [`blog::LineFormat`].
 async fn written_when_throttled(lines: &mut Vec<String>) {
     use blog::test_support::sdk_faults::{
         CustomResponseBuilder, FaultInjectionConditionBuilder, FaultInjectionResultBuilder, FaultInjectionRuleBuilder,
@@ -179,13 +182,13 @@ async fn written_when_throttled(lines: &mut Vec<String>) {
     let written = Arc::new(Mutex::new(Vec::<u8>::new()));
     let sink = written.clone();
     let subscriber = tracing_subscriber::fmt()
-        .event_format(blog::logging::LineFormat)
+        .event_format(blog::LineFormat)
         .with_writer(move || Sink(sink.clone()))
         .with_max_level(tracing::Level::INFO)
         .finish();
     let read = {
         let _current = tracing::subscriber::set_default(subscriber);
-        state.store.read::<Value>(blog::cosmos::Container::Users, "ada", "ada").await
+        state.store.read::<Value>(blog::testing::cosmos::Container::Users, "ada", "ada").await
     };
     assert!(read.is_err(), "throttled: {read:?}");
     lines.extend(String::from_utf8(written.lock().unwrap().clone()).unwrap().lines().map(str::to_owned));

@@ -5,6 +5,9 @@
 //! an item the API would never write is refused naming its line and field, and nothing is
 //! imported (the store exported before and after is the same).
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::path::Path;

@@ -2,6 +2,9 @@
 //! the upload buffers held across connections, at a minimum rate rather than within a fixed
 //! time (src/http/body.rs).
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::time::{Duration, Instant};

@@ -3,18 +3,22 @@
 //! over by the next claimant. (The steps are stopped through the `test-support` feature's hooks,
 //! `src/test_support/crash.rs`.)
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 use axum::http::StatusCode;
 use serde_json::Value;
 
-use blog::app::users::{create_user, rename_user};
-use blog::app::{AppState, Caller};
-use blog::changefeed::Function;
-use blog::cosmos::Container;
-use blog::http::error::{ApiError, ApiResult};
-use blog::model::usernames::{Reservation, normalize_username, reservation_id};
-use blog::model::{self, User};
+use blog::AppState;
 use blog::test_support::crash::{CRASH_AFTER, Step};
 use blog::test_support::embedded_config;
+use blog::testing::app::Caller;
+use blog::testing::app::{create_user, rename_user};
+use blog::testing::changefeed::Function;
+use blog::testing::cosmos::Container;
+use blog::testing::http::{ApiError, ApiResult};
+use blog::testing::model::usernames::{Reservation, normalize_username, reservation_id};
+use blog::testing::model::{self, User};
 
 /// The blog's state on an embedded store in a temporary directory, with no change-feed
 /// processors: each test delivers the changes it means to, when it means to.

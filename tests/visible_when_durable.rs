@@ -3,14 +3,17 @@
 //! `main` starts it (`Blog::start` on the state `connect` builds, served by `Blog::serve`), on a
 //! store whose disk the test controls.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use blog::Blog;
-use blog::cosmos::{Container, Store};
-use blog::model::usernames::{normalize_username, reservation_id};
 use blog::test_support::{FaultyDisk, ReleaseOnDrop, embedded_config, store_on};
+use blog::testing::cosmos::{Container, Store};
+use blog::testing::model::usernames::{normalize_username, reservation_id};
 use reqwest::Method;
 use serde_json::{Value, json};
 

@@ -6,6 +6,9 @@
 //! the same names as the environment's). `uses:` steps (checkout, the cargo cache, setup-azd) are
 //! GitHub's and are not run. actionlint checks the file's syntax: tests/workflow/lint.sh.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 #[path = "common/yaml.rs"]
 mod yaml;
 
@@ -39,7 +42,11 @@ fn workflow_steps() -> (BTreeMap<String, String>, Vec<Step>) {
                 Some(command) => Some(command.to_owned()),
                 None => None,
             };
-            let env = if item.iter().any(|line| line.trim() == "env:") { yaml_mapping(&yaml_block(&item.join("\n"), &["env"])) } else { BTreeMap::new() };
+            let env = if item.iter().any(|line| line.trim() == "env:") {
+                yaml_mapping(&yaml_block(&item.join("\n"), &["env"]))
+            } else {
+                BTreeMap::new()
+            };
             Step { name: fields.get("name").cloned().unwrap_or_default(), env, run }
         })
         .collect();

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use blog::app::feed::FeedCache;
+use blog::testing::app::FeedCache;
 
 use crate::client::{Answer, Client, Sample, Stats};
 use crate::data::{self, Rng};

@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use blog::Blog;
-use blog::app::feed::FeedCache;
-use blog::config::Config;
-use blog::cosmos::{Container, Meter};
+use blog::Config;
+use blog::testing::app::FeedCache;
+use blog::testing::cosmos::{Container, Meter};
 use serde_json::{Value, json};
 
 use crate::client::{Client, Sample, Stats, ms, percentile};
@@ -225,7 +225,7 @@ pub(crate) async fn change_feed_cost(samples: usize) -> ChangeFeedCost {
             let document: Value = state.store.read(Container::Posts, &post_id, &post_id).await.unwrap().unwrap();
             let meter = Arc::new(Meter::default());
             let started = Instant::now();
-            meter.clone().measure(blog::changefeed::posts_changed(&state, vec![document])).await.expect("a delivery");
+            meter.clone().measure(blog::testing::changefeed::posts_changed(&state, vec![document])).await.expect("a delivery");
             let (charge, operations) = meter.totals();
             Sample { status: 200, latency: started.elapsed(), charge, operations, partitions: meter.partitions().to_string() }
         }

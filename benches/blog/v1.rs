@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Instant;
 
-use blog::cosmos::{Container, Meter, PageRequest, QuerySpec, Store, StoreError};
+use blog::testing::cosmos::{Container, Meter, PageRequest, QuerySpec, Store, StoreError};
 use serde_json::{Value, json};
 
 use crate::client::{Sample, Stats};

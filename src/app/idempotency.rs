@@ -42,13 +42,13 @@ use crate::model::{REQUEST_RECORD_PREFIX, hex};
 use crate::scripts::ScriptError;
 
 /// How long a key is remembered: its record's `ttl`.
-pub const KEY_LIFETIME_SECS: u64 = 24 * 60 * 60;
+pub(crate) const KEY_LIFETIME_SECS: u64 = 24 * 60 * 60;
 
 /// The longest key accepted, in characters (a UUID has 36).
-pub const MAX_KEY_CHARS: usize = 255;
+pub(crate) const MAX_KEY_CHARS: usize = 255;
 
 /// How the refusal of a key used for another request starts.
-pub const KEY_REUSED: &str = "This Idempotency-Key was already used for another request";
+pub(crate) const KEY_REUSED: &str = "This Idempotency-Key was already used for another request";
 
 /// An idempotency key as the caller sent it, checked: 1 to [`MAX_KEY_CHARS`] printable ASCII
 /// characters.
@@ -78,7 +78,7 @@ impl IdempotencyKey {
     }
 
     /// A new key for a form: a random UUID, shown in the form, sent back with it.
-    pub fn new_random() -> IdempotencyKey {
+    pub(crate) fn new_random() -> IdempotencyKey {
         IdempotencyKey(crate::model::new_id())
     }
 

@@ -98,12 +98,12 @@ impl ListParams {
     }
 
     /// The `continuationToken` as given, unchecked.
-    pub fn continuation(&self) -> Option<&str> {
+    pub(crate) fn continuation(&self) -> Option<&str> {
         self.continuation_token.as_deref()
     }
 
     /// The `limit` as given, to carry it into the link to the next page.
-    pub fn limit(&self) -> Option<&str> {
+    pub(crate) fn limit(&self) -> Option<&str> {
         self.limit.as_deref()
     }
 

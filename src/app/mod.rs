@@ -4,23 +4,23 @@
 //! API and the pages) and `changefeed` (the host's invocations and the local processors) are
 //! adapters that translate to and from them. Nothing here knows about HTTP.
 
-pub mod comments;
-pub mod copies;
+pub(crate) mod comments;
+pub(crate) mod copies;
 mod error;
-pub mod feed;
-pub mod idempotency;
-pub mod likes;
-pub mod lists;
-pub mod pictures;
+pub(crate) mod feed;
+pub(crate) mod idempotency;
+pub(crate) mod likes;
+pub(crate) mod lists;
+pub(crate) mod pictures;
 pub(crate) mod post_view;
-pub mod posts;
-pub mod usernames;
-pub mod users;
+pub(crate) mod posts;
+pub(crate) mod usernames;
+pub(crate) mod users;
 mod write_limit;
 
 use std::sync::Arc;
 
-pub use error::AppError;
+pub(crate) use error::AppError;
 
 pub(crate) use error::AppResult;
 pub(crate) use write_limit::WriteLimit;
@@ -105,7 +105,7 @@ impl Caller {
     }
 
     /// The caller, with the key of this request.
-    pub fn with_key(self, key: Option<idempotency::IdempotencyKey>) -> Caller {
+    pub(crate) fn with_key(self, key: Option<idempotency::IdempotencyKey>) -> Caller {
         Caller { key, ..self }
     }
 

@@ -33,7 +33,7 @@ pub struct Quota {
 impl Quota {
     /// 200 pictures and 500 MB a writer: a photo blog's year, and on Blob Storage's hot tier
     /// about a cent a month per writer (README, "Pictures").
-    pub const DEFAULT: Quota = Quota { pictures: 200, bytes: 500 * 1024 * 1024 };
+    pub(crate) const DEFAULT: Quota = Quota { pictures: 200, bytes: 500 * 1024 * 1024 };
 }
 
 /// Where pictures are kept, and the rules they are taken by.
@@ -64,10 +64,10 @@ impl PictureMemory {
     /// 256 MiB: a 24-megapixel photo (6,000 × 4,000 JPEG) fits, and the handler stays under
     /// about 350 MB with its own memory (README, "Pictures in posts"). `infra/` gives a quarter
     /// of the instance's memory (128 MiB on the smallest Flex Consumption instance, 512 MB).
-    pub const DEFAULT: PictureMemory = PictureMemory { bytes: 256 * 1024 * 1024 };
+    pub(crate) const DEFAULT: PictureMemory = PictureMemory { bytes: 256 * 1024 * 1024 };
 
     /// The most a configuration may give (64 GiB): counted in KiB, it fits a semaphore's permits.
-    pub const MAX_MB: u64 = 64 * 1024;
+    pub(crate) const MAX_MB: u64 = 64 * 1024;
 }
 
 /// How many locks the writers' uploads take turns on.
@@ -91,13 +91,8 @@ impl Pictures {
         }
     }
 
-    /// The limits an upload is checked against.
-    pub fn limits(&self) -> &Limits {
-        &self.limits
-    }
-
     /// The quota of each writer.
-    pub fn quota(&self) -> Quota {
+    pub(crate) fn quota(&self) -> Quota {
         self.quota
     }
 
@@ -114,7 +109,7 @@ impl Pictures {
 
 /// A picture added to a post: where it is, and the Markdown that shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AddedPicture {
+pub(crate) struct AddedPicture {
     /// Where it is.
     pub address: PictureAddress,
     /// `![alt](address)`, to put in the post.

@@ -35,7 +35,7 @@ use crate::model::{self, User};
 const MAX_CLAIM_ATTEMPTS: usize = 8;
 
 /// Proof of step 1: the caller's claim, and when it was made.
-pub struct Claim {
+pub(crate) struct Claim {
     claimed: Instant,
     /// The name the reservation says its owner gave up (normalized): this claim's, or, when it
     /// gives up none, that of an earlier attempt that stopped before releasing it.
@@ -53,7 +53,7 @@ impl Claim {
 /// Step 1: claims `username` for `user_id`, recording that the claim gives up the name
 /// `releases` (normalized). Idempotent: a claim the user already has is renewed. 409 when
 /// another user holds the name.
-pub async fn claim(store: &Store, user_id: &str, username: &str, releases: Option<String>) -> AppResult<Claim> {
+pub(crate) async fn claim(store: &Store, user_id: &str, username: &str, releases: Option<String>) -> AppResult<Claim> {
     let normalized = normalize_username(username);
     let id = reservation_id(&normalized);
     for attempt in 0..MAX_CLAIM_ATTEMPTS {
@@ -99,7 +99,7 @@ pub(crate) async fn reservation_of(store: &Store, name: &str) -> Result<Option<V
 
 /// Step 3: deletes `reservation` if it is `user_id`'s and unchanged since it was read. Anything
 /// else (gone, claimed again, taken over) is left as it is: its new holder has it.
-pub async fn release(store: &Store, user_id: &str, reservation: Versioned<Reservation>) -> Result<(), StoreError> {
+pub(crate) async fn release(store: &Store, user_id: &str, reservation: Versioned<Reservation>) -> Result<(), StoreError> {
     if reservation.item.owner_id != user_id {
         return Ok(());
     }

@@ -22,7 +22,7 @@ use crate::cosmos::Meter;
 
 /// The answer to one invocation: its body, and whether the host must deliver the batch again
 /// (answered with a non-2xx status; see the module's comment).
-pub struct HostAnswer {
+pub(crate) struct HostAnswer {
     /// Whether the host should deliver the batch again (a passing failure).
     pub retry: bool,
     /// The answer's body, as the host logs it.
@@ -32,7 +32,7 @@ pub struct HostAnswer {
 /// Runs one invocation and answers the host.
 /// `invocation_id` is the host's `x-azure-functions-invocationid`, the same on every attempt of
 /// one invocation (`DefaultHttpWorkerService.AddHeaders`).
-pub async fn invoke(state: &AppState, function: Function, invocation_id: &str, body: &[u8]) -> HostAnswer {
+pub(crate) async fn invoke(state: &AppState, function: Function, invocation_id: &str, body: &[u8]) -> HostAnswer {
     let name = function.name();
     let (documents, attempt) = match read_invocation(body) {
         Ok(read) => read,

@@ -1,6 +1,6 @@
 //! How far each change-feed function is behind: the changes not delivered to it yet, and how
 //! old the oldest of them is. `handler lag` prints it, and a served blog logs it once a minute
-//! (the workbook's and the lag alert's `lag` line; see `crate::followed` for where).
+//! (the workbook's and the lag alert's `lag` line; see `crate::running::followed` for where).
 //!
 //! It is measured from the positions the functions are delivered from: the embedded store's
 //! processors' (their checkpoint files), the account processors' of `BLOG_CHANGE_FEED=local`
@@ -52,10 +52,10 @@ pub const COUNTED_AT_MOST: usize = 10_000;
 /// The most the minute's `lag` line counts on an account. Every instance reads them, every
 /// minute, while the backlog lasts: a thousand is enough to say the copies are far behind (the
 /// age of the oldest says how far), and a tenth of the reading.
-pub const REPORTED_AT_MOST: usize = 1_000;
+pub(crate) const REPORTED_AT_MOST: usize = 1_000;
 
 /// How often a served blog logs the lag.
-pub const REPORT_EVERY: Duration = Duration::from_secs(60);
+pub(crate) const REPORT_EVERY: Duration = Duration::from_secs(60);
 
 /// The lag of each change-feed function; on an account, changes counted up to `at_most`.
 pub async fn measure(state: &AppState, followed: &Followed, at_most: usize) -> Result<Vec<Lag>, StoreError> {

@@ -14,13 +14,13 @@
 //! copy back to an older version. A change that can never be applied is set aside in
 //! [`dead_letters`] rather than retried forever.
 
-pub mod account;
+pub(crate) mod account;
 pub mod dead_letters;
-pub mod host;
+pub(crate) mod host;
 mod invocation;
 pub mod lag;
 mod posts;
-pub mod processor;
+pub(crate) mod processor;
 mod users;
 
 pub use posts::posts_changed;
@@ -110,7 +110,7 @@ impl Function {
     }
 
     /// Applies one batch; what it refuses is left in [`BatchReport::refused`].
-    pub async fn apply(self, state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
+    pub(crate) async fn apply(self, state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
         match self {
             Function::PostsChangeFeed => posts_changed(state, documents).await,
             Function::UsersChangeFeed => users_changed(state, documents).await,
@@ -118,7 +118,7 @@ impl Function {
     }
 
     /// The function called `name` (its folder under `functions/`), if there is one.
-    pub fn named(name: &str) -> Option<Function> {
+    pub(crate) fn named(name: &str) -> Option<Function> {
         Function::ALL.into_iter().find(|function| function.name() == name)
     }
 }

@@ -133,7 +133,8 @@ fn read_unbounded(path: &Path) -> Result<u64, CheckpointError> {
 }
 
 /// Every checkpoint in `data_dir` (whichever processor left it) and the position it holds, as
-/// it is; the first that cannot be read refuses them all.
+/// it is; the first that cannot be read refuses them all. (The embedded store's alone.)
+#[cfg(feature = "embedded")]
 pub(crate) fn all(data_dir: &Path) -> Result<Vec<(PathBuf, u64)>, CheckpointError> {
     let listing = |source| CheckpointError::Read { path: data_dir.to_owned(), source };
     let mut positions = Vec::new();

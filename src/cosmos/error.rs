@@ -161,7 +161,8 @@ impl StoreError {
         StoreError::Database { what: what.into(), source }
     }
 
-    /// [`StoreError::Io`], saying what was being done.
+    /// [`StoreError::Io`], saying what was being done (the embedded store's files).
+    #[cfg(feature = "embedded")]
     pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> StoreError {
         StoreError::Io { what: what.into(), source }
     }

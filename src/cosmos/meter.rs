@@ -18,7 +18,7 @@ tokio::task_local! {
 
 /// Where one Cosmos operation ran.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// One logical partition of a container (a point operation, a batch, a script, a
     /// single-partition query).
     Partition(Container, String),
@@ -28,7 +28,7 @@ pub enum Scope {
 
 impl Scope {
     /// One logical partition of `container`.
-    pub fn partition(container: Container, partition_key: &str) -> Scope {
+    pub(crate) fn partition(container: Container, partition_key: &str) -> Scope {
         Scope::Partition(container, partition_key.to_owned())
     }
 
@@ -60,12 +60,12 @@ impl Meter {
     }
 
     /// The meter of the current request, if any.
-    pub fn current() -> Option<Arc<Meter>> {
+    pub(crate) fn current() -> Option<Arc<Meter>> {
         METER.try_with(Arc::clone).ok()
     }
 
     /// Records one operation in `scope` that cost `charge` RU on the current request's meter.
-    pub fn record(scope: Scope, charge: f64) {
+    pub(crate) fn record(scope: Scope, charge: f64) {
         let _ = METER.try_with(|meter| {
             meter.milli_charge.fetch_add((charge * 1000.0).round() as u64, Ordering::Relaxed);
             meter.operations.fetch_add(1, Ordering::Relaxed);

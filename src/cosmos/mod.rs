@@ -38,22 +38,25 @@ mod store;
 
 pub(crate) use change_feed::ChangeFeed;
 pub use change_feed::RangePosition;
-pub use checkpoint::{CheckpointError, Damage};
+pub(crate) use checkpoint::CheckpointError;
 #[cfg(feature = "embedded")]
-pub use embedded::database::{Discrepancy, Incomplete};
+pub(crate) use embedded::database::Incomplete;
 #[cfg(feature = "test-support")]
 pub use embedded::emulator::SdkFaults;
 #[cfg(any(test, feature = "test-support"))]
 pub use embedded::faulty_disk::{FaultyDisk, ReleaseOnDrop};
 #[cfg(feature = "embedded")]
-pub use embedded::repair::{ItemToRemove, RepairRowsError, RowsRepaired, repair_rows};
+pub use embedded::repair::ItemToRemove;
+#[cfg(feature = "embedded")]
+pub(crate) use embedded::repair::{RepairRowsError, RowsRepaired, repair_rows};
 #[cfg(feature = "embedded")]
 pub(crate) use embedded::spawn_expiry_sweep;
 pub use error::StoreError;
-pub use items::Versioned;
+pub(crate) use items::Versioned;
 pub(crate) use items::{Changed, Page, retry_pause};
 pub use items::{PageRequest, QuerySpec, WriteOp};
-pub use meter::{Meter, Scope};
+pub use meter::Meter;
+pub(crate) use meter::Scope;
 pub use schema::Container;
 pub(crate) use sdk::entra_credential;
 pub use store::Store;

@@ -33,7 +33,7 @@ impl Container {
 
     /// The partition key path: each container is partitioned so that every request reads one
     /// logical partition.
-    pub fn partition_key_path(self) -> &'static str {
+    pub(crate) fn partition_key_path(self) -> &'static str {
         match self {
             Container::Users => "/userId",
             Container::Posts => "/postId",

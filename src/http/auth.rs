@@ -33,7 +33,7 @@ pub(crate) const PLATFORM_PRINCIPAL_NAME: &str = "x-ms-client-principal-name";
 
 /// Who is signed in: their principal id (their user id), and the name the pages show them as.
 #[derive(Clone, Debug)]
-pub struct SignedIn {
+pub(crate) struct SignedIn {
     /// The signed-in user's id: the principal's object id, or the development name.
     pub id: String,
     /// The identity provider's name for them on Azure; locally, the id they signed in as. Not
@@ -58,7 +58,7 @@ pub(crate) fn page_viewer(parts: &Parts, mode: AuthMode) -> Option<SignedIn> {
 }
 
 /// The value of the cookie `name` the request carries, if it carries one.
-pub fn cookie<'a>(headers: &'a axum::http::HeaderMap, name: &str) -> Option<&'a str> {
+pub(crate) fn cookie<'a>(headers: &'a axum::http::HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(axum::http::header::COOKIE)
         .iter()
@@ -70,7 +70,7 @@ pub fn cookie<'a>(headers: &'a axum::http::HeaderMap, name: &str) -> Option<&'a 
 }
 
 /// The header a client sends with a write to make it once (draft-ietf-httpapi-idempotency-key-header).
-pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+pub(crate) const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 /// The authenticated caller of a write: their principal id, which is also their user id.
 impl FromRequestParts<AppState> for Caller {

@@ -94,7 +94,7 @@ impl BodyError {
 }
 
 /// The bytes the pictures' bodies may hold at once, in all, with the largest one.
-pub struct UploadBuffers {
+pub(crate) struct UploadBuffers {
     /// In KiB.
     permits: Arc<Semaphore>,
     /// The largest body.
@@ -105,10 +105,10 @@ pub struct UploadBuffers {
 
 impl UploadBuffers {
     /// 64 MiB: six 10 MiB photos being received at once, the seventh told to come back.
-    pub const DEFAULT_BYTES: u64 = 64 * 1024 * 1024;
+    pub(crate) const DEFAULT_BYTES: u64 = 64 * 1024 * 1024;
 
     /// Buffers of `total` bytes in all, for bodies of at most `max_upload` bytes each.
-    pub fn new(total: u64, max_upload: usize) -> UploadBuffers {
+    pub(crate) fn new(total: u64, max_upload: usize) -> UploadBuffers {
         let kib = usize::try_from(total / 1024).unwrap_or(usize::MAX).min(Semaphore::MAX_PERMITS);
         UploadBuffers { permits: Arc::new(Semaphore::new(kib)), max_upload, total }
     }

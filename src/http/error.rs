@@ -40,7 +40,7 @@ impl ApiError {
         Self::new(StatusCode::NOT_FOUND, detail)
     }
     /// 409 Conflict.
-    pub fn conflict(detail: impl Into<String>) -> Self {
+    pub(crate) fn conflict(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, detail)
     }
     pub(crate) fn unprocessable(detail: impl Into<String>) -> Self {
@@ -61,7 +61,7 @@ impl ApiError {
         }
     }
     /// Logs `cause` and answers 500 without it.
-    pub fn internal(cause: impl std::fmt::Display) -> Self {
+    pub(crate) fn internal(cause: impl std::fmt::Display) -> Self {
         tracing::error!(%cause, "internal error");
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "The server failed to complete the request; it has been logged.")
     }
@@ -192,7 +192,7 @@ pub(crate) const PROBLEM: &str = "application/problem+json";
 
 /// The body of every error answer (RFC 9457).
 #[derive(Serialize, ToSchema)]
-pub struct ProblemDetails {
+pub(crate) struct ProblemDetails {
     /// Always `about:blank`: the status says what kind of problem it is.
     #[serde(rename = "type")]
     pub problem_type: &'static str,

@@ -127,7 +127,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Ids {
 }
 
 /// A query string parsed strictly into `T` (which denies unknown parameters).
-pub struct QueryParams<T>(pub T);
+pub(crate) struct QueryParams<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T> {
     type Rejection = ApiError;

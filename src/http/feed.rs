@@ -27,7 +27,7 @@ pub(crate) const FEED_CACHE_CONTROL: &str = "public, max-age=1, must-revalidate"
         ReadProblems,
     ),
 )]
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     headers: HeaderMap,
     QueryParams(params): QueryParams<ListParams>,

@@ -6,20 +6,20 @@
 //! Handlers stay thin: read the request, call the use case in [`crate::app`], answer; what a
 //! use case's error means in HTTP is decided once, in [`error`].
 
-pub mod auth;
+pub(crate) mod auth;
 mod body;
 mod comments;
-pub mod error;
+pub(crate) mod error;
 mod extract;
-pub mod feed;
+pub(crate) mod feed;
 mod front_door;
 mod host;
 mod likes;
-pub mod openapi;
-pub mod pages;
+pub(crate) mod openapi;
+pub(crate) mod pages;
 mod pictures;
 mod posts;
-pub mod serve;
+pub(crate) mod serve;
 mod users;
 
 use axum::Router;
@@ -30,7 +30,7 @@ use axum::routing::{MethodFilter, MethodRouter, on, post};
 use crate::app::AppState;
 use error::ApiError;
 
-pub use body::UploadBuffers;
+pub(crate) use body::UploadBuffers;
 pub(crate) use extract::MAX_BODY_BYTES;
 use front_door::FrontDoor;
 pub(crate) use pictures::MAX_UPLOAD_BYTES;
@@ -166,7 +166,7 @@ pub fn is_api_route(route: &str) -> bool {
 /// because no HTTP function's route can match `/{FunctionName}` (explicit routes only, no
 /// catch-all; a test holds every `function.json` to that). Where the local processors deliver
 /// the changes, nothing else may.
-pub fn router(
+pub(crate) fn router(
     state: AppState,
     max_in_flight: usize,
     request_timeout: std::time::Duration,

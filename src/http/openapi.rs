@@ -60,6 +60,6 @@ impl Modify for PathIdsAreItemIds {
 pub(crate) struct ApiDoc;
 
 /// `GET /api/openapi.json`
-pub async fn document() -> Json<utoipa::openapi::OpenApi> {
+pub(crate) async fn document() -> Json<utoipa::openapi::OpenApi> {
     Json(ApiDoc::openapi())
 }

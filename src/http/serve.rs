@@ -42,7 +42,7 @@ const RESERVED_DESCRIPTORS: usize = 64;
 
 /// What the server allows each connection, and how many it keeps open.
 #[derive(Clone, Copy, Debug)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// How long a connection may take to send a request's headers.
     pub header_timeout: Duration,
     /// The most connections served at once.
@@ -89,7 +89,7 @@ fn raise_descriptor_limit() -> usize {
 
 /// Serves `router` on `listener` until `shutdown` resolves, then lets every connection finish
 /// the request it is working on and returns.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     router: Router,
     limits: Limits,

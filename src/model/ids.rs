@@ -6,7 +6,7 @@ pub(crate) const MAX_ID_BYTES: usize = 255;
 /// How the ids of the records of keyed requests start (`app::idempotency`): items read by their
 /// id alone, never listed, which the embedded store therefore keeps on disk only. No other item
 /// may have such an id ([`validate_id`]), so the prefix alone tells a record.
-pub const REQUEST_RECORD_PREFIX: &str = "request-";
+pub(crate) const REQUEST_RECORD_PREFIX: &str = "request-";
 
 /// Why `id` cannot be a Cosmos item id, if it cannot. An id travels as one segment of a
 /// resource path (`dbs/blog/colls/posts/docs/{id}`, in the SDK's requests and in the scripts'

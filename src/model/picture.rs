@@ -21,7 +21,7 @@ pub enum Kind {
 
 impl Kind {
     /// The media type a picture of this kind is served with.
-    pub fn media_type(self) -> &'static str {
+    pub(crate) fn media_type(self) -> &'static str {
         match self {
             Kind::Jpeg => "image/jpeg",
             Kind::Png => "image/png",
@@ -41,13 +41,13 @@ impl Kind {
     }
 
     /// The kind whose extension is `extension`.
-    pub fn of_extension(extension: &str) -> Option<Kind> {
+    pub(crate) fn of_extension(extension: &str) -> Option<Kind> {
         [Kind::Jpeg, Kind::Png, Kind::WebP, Kind::Gif].into_iter().find(|kind| kind.extension() == extension)
     }
 }
 
 /// The width of the smaller JPEG a wider still picture also gets, for phones (`srcset`).
-pub const PHONE_WIDTH: u32 = 960;
+pub(crate) const PHONE_WIDTH: u32 = 960;
 
 /// The longest side of a picture the blog takes, in pixels ([`Limits`](crate::pictures::Limits)'s
 /// default): no stored picture is larger, so no name of a stored picture says more.
@@ -60,7 +60,7 @@ pub(crate) const MAX_PIXELS: u64 = 40_000_000;
 /// The size of the phones' variant of a `width` × `height` picture: [`PHONE_WIDTH`] wide, as
 /// high as keeps its proportions. One rule, so that the page knows the variant's name from the
 /// picture's without asking the store.
-pub fn phone_size(width: u32, height: u32) -> (u32, u32) {
+pub(crate) fn phone_size(width: u32, height: u32) -> (u32, u32) {
     let scaled = (u64::from(height) * u64::from(PHONE_WIDTH) + u64::from(width) / 2) / u64::from(width);
     (PHONE_WIDTH, u32::try_from(scaled).unwrap_or(u32::MAX).max(1))
 }
@@ -102,7 +102,7 @@ impl PictureName {
     }
 
     /// Its width and height in pixels.
-    pub fn size(&self) -> (u32, u32) {
+    pub(crate) fn size(&self) -> (u32, u32) {
         (self.width, self.height)
     }
 
@@ -172,7 +172,7 @@ impl PictureAddress {
     }
 
     /// The picture's key in its store: `owner/post/name`, each part one level.
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         format!("{}/{}/{}", self.owner, self.post, self.name)
     }
 
@@ -182,7 +182,7 @@ impl PictureAddress {
     }
 
     /// The picture whose path on the blog is `url` ([`PictureAddress::url`]), if it is one.
-    pub fn of_url(url: &str) -> Option<PictureAddress> {
+    pub(crate) fn of_url(url: &str) -> Option<PictureAddress> {
         let mut segments = url.strip_prefix(PICTURES_PATH)?.split('/');
         let (owner, post, name) = (segments.next()?, segments.next()?, segments.next()?);
         if segments.next().is_some() {
@@ -193,7 +193,7 @@ impl PictureAddress {
 }
 
 /// Where the blog serves pictures.
-pub const PICTURES_PATH: &str = "/pictures/";
+pub(crate) const PICTURES_PATH: &str = "/pictures/";
 
 /// An id as one path segment of a URL, and of a Markdown link's destination: letters, digits
 /// and `-._~` as they are (every UUID), anything else `%XX`, so that no id can end the segment,

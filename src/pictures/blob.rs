@@ -24,7 +24,7 @@ use super::store::{PictureStore, PictureStoreError, PostFolder, Usage};
 use crate::model::picture::{PictureAddress, PictureName};
 
 /// A picture's `Cache-Control`: its name is its content's hash, so it never changes.
-pub const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+pub(crate) const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
 /// A container of pictures in Blob Storage.
 pub struct BlobStore {
@@ -38,7 +38,7 @@ pub struct BlobStore {
 impl BlobStore {
     /// The container `container` of the account at `account_url`
     /// (`https://<account>.blob.core.windows.net`), reached with `credential`.
-    pub fn on_azure(
+    pub(crate) fn on_azure(
         account_url: &str,
         container: &str,
         credential: Arc<dyn TokenCredential>,
@@ -97,7 +97,7 @@ impl BlobStore {
 
     /// Creates the container if it is not there (a connection string's account; on Azure,
     /// `infra/` creates it, and this does nothing).
-    pub async fn create_container(&self) -> Result<(), PictureStoreError> {
+    pub(crate) async fn create_container(&self) -> Result<(), PictureStoreError> {
         let Some(creator) = &self.creator else { return Ok(()) };
         match creator.create(None).await {
             Ok(_) => Ok(()),

@@ -22,8 +22,10 @@ mod header;
 mod prepare;
 mod store;
 
-pub use crate::model::picture::{Kind, PHONE_WIDTH, PictureAddress, PictureName, phone_size};
-pub use blob::{BlobStore, IMMUTABLE};
+pub use crate::model::picture::{Kind, PictureAddress, PictureName};
+pub use blob::BlobStore;
+pub(crate) use blob::IMMUTABLE;
 pub use directory::DirectoryStore;
-pub use prepare::{Limits, Picture, PictureError, Plan, Prepared, plan, prepare, prepare_planned, recognise};
-pub use store::{PictureStore, PictureStoreError, PostFolder, Usage};
+pub use prepare::{Limits, PictureError, prepare};
+pub(crate) use prepare::{Picture, Prepared, plan, prepare_planned, recognise};
+pub use store::{PictureStore, PictureStoreError, Usage};

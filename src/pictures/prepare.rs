@@ -141,7 +141,7 @@ pub struct Prepared {
 /// What preparing an upload will take, read from its header before any pixel is decoded:
 /// its kind, its size, and the memory its decoding and encoding anew will hold at most.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// Its format, by its bytes.
     pub kind: Kind,
     /// Width, as its header says (before its orientation is applied).
@@ -163,7 +163,7 @@ pub fn prepare(upload: &[u8], limits: &Limits) -> Result<Prepared, PictureError>
 /// Reads what `upload` says of itself ([`Plan`]) and refuses it where that is past `limits`,
 /// or where it is cut off (a JPEG without its end marker). Reads the header and the format's
 /// structure only (a GIF's frames are counted when they are copied, see [`animation`]).
-pub fn plan(upload: &[u8], limits: &Limits) -> Result<Plan, PictureError> {
+pub(crate) fn plan(upload: &[u8], limits: &Limits) -> Result<Plan, PictureError> {
     if upload.len() > limits.max_bytes {
         return Err(PictureError::TooLarge { bytes: upload.len(), max: limits.max_bytes });
     }
@@ -216,7 +216,7 @@ pub fn plan(upload: &[u8], limits: &Limits) -> Result<Plan, PictureError> {
 }
 
 /// Decodes and encodes anew an upload [`plan`] read, within the memory it said.
-pub fn prepare_planned(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, PictureError> {
+pub(crate) fn prepare_planned(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, PictureError> {
     match plan.kind {
         Kind::Gif => animation(upload, plan, limits),
         _ => still(upload, plan, limits),
@@ -267,7 +267,7 @@ fn decoding_limits(limits: &Limits, plan: &Plan) -> image::Limits {
 }
 
 /// What kind of picture `upload` is, from its first bytes only (cheap: nothing is decoded).
-pub fn recognise(upload: &[u8]) -> Result<Kind, PictureError> {
+pub(crate) fn recognise(upload: &[u8]) -> Result<Kind, PictureError> {
     if upload.is_empty() {
         return Err(PictureError::Empty);
     }

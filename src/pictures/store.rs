@@ -64,7 +64,7 @@ impl PictureStoreError {
     }
 
     /// Whether the disk is full (507 to the writer, as for every write).
-    pub fn is_disk_full(&self) -> bool {
+    pub(crate) fn is_disk_full(&self) -> bool {
         matches!(self, PictureStoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull)
     }
 }

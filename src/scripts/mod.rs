@@ -115,7 +115,7 @@ pub const KEYED_HELPERS: &str = include_str!("keyed_helpers.js");
 ///
 /// A statement that does nothing, not a comment: the Bicep grammar tests/infra.rs parses with
 /// takes a `//` in a string for a comment.
-pub const KEYED_HELPERS_MARKER: &str = "\"keyed_helpers.js\";";
+pub(crate) const KEYED_HELPERS_MARKER: &str = "\"keyed_helpers.js\";";
 
 /// A keyed procedure's file with the shared helpers in place of its marker: every occurrence,
 /// as ARM's `replace` does (there is one).

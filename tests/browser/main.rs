@@ -6,6 +6,9 @@
 //! --ignored` (`.ci/run` does). Without Chromium they fail and say how to install it.
 //! `BLOG_SCREENSHOTS=docs/screenshots` saves the README's screenshots.
 
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
 #[path = "../common/mod.rs"]
 mod common;
 mod webdriver;

@@ -8,10 +8,10 @@ pub(crate) mod binary;
 pub(crate) mod host;
 pub(crate) mod hostile;
 
+use blog::AppState;
 use blog::Blog;
-use blog::app::AppState;
-use blog::changefeed::processor::Deliveries;
-use blog::config::{Backend, ChangeFeedMode, Config};
+use blog::testing::changefeed::processor::Deliveries;
+use blog::{Backend, ChangeFeedMode, Config};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -101,15 +101,15 @@ impl TestApp {
             database: "blog".into(),
             create_containers: true,
             change_feed: ChangeFeedMode::Local,
-            scripts: blog::config::ScriptsMode::InProcess,
-            max_in_flight: blog::config::DEFAULT_MAX_IN_FLIGHT,
-            header_timeout: blog::config::DEFAULT_HEADER_TIMEOUT,
-            request_timeout: blog::config::DEFAULT_REQUEST_TIMEOUT,
+            scripts: blog::ScriptsMode::InProcess,
+            max_in_flight: blog::DEFAULT_MAX_IN_FLIGHT,
+            header_timeout: blog::DEFAULT_HEADER_TIMEOUT,
+            request_timeout: blog::DEFAULT_REQUEST_TIMEOUT,
             write_limit: None,
             // The local development scheme: the caller is the `x-dev-user` header.
-            auth: blog::config::AuthMode::Development,
+            auth: blog::AuthMode::Development,
             token_key: None,
-            pictures: blog::config::PictureStorage::DataDirectory(dir.to_owned()),
+            pictures: blog::PictureStorage::DataDirectory(dir.to_owned()),
             pictures_per_writer: None,
             picture_mb_per_writer: None,
             picture_memory_mb: None,
@@ -222,7 +222,7 @@ impl TestApp {
             return Some(uuid::Uuid::new_v4().to_string());
         }
         if let Some(user) = body.and_then(|body| body.get("userId")).and_then(Value::as_str)
-            && blog::model::validate_id(user).is_ok()
+            && blog::testing::model::validate_id(user).is_ok()
         {
             return Some(user.to_owned());
         }

@@ -16,7 +16,9 @@ pub(crate) fn yaml_block(text: &str, path: &[&str]) -> Vec<String> {
         let at = lines
             .iter()
             .position(|line| {
-                meaningful(line) && indent_of(line) == base && [format!("{key}:"), format!("{key}: |")].contains(&line.trim().to_owned())
+                meaningful(line)
+                    && indent_of(line) == base
+                    && [format!("{key}:"), format!("{key}: |")].contains(&line.trim().to_owned())
             })
             .unwrap_or_else(|| panic!("no key {key:?} in the YAML block {path:?}"));
         lines = lines[at + 1..]
@@ -38,7 +40,6 @@ pub(crate) fn yaml_mapping(lines: &[String]) -> BTreeMap<String, String> {
         .filter_map(|line| line.trim().split_once(": ").map(|(key, value)| (key.to_owned(), value.trim().to_owned())))
         .collect()
 }
-
 
 /// The items of a block sequence (`- …` lines at one indentation), each as a block mapping: its
 /// first line's `- ` made spaces, so that `yaml_block` and `yaml_mapping` read it.

@@ -6,14 +6,14 @@
 use std::fmt;
 
 /// `e_machine` of x86_64 (EM_X86_64).
-pub const X86_64: u16 = 62;
+pub(crate) const X86_64: u16 = 62;
 
 /// Section type of the version needs (`.gnu.version_r`, SHT_GNU_verneed).
 const SHT_GNU_VERNEED: u32 = 0x6fff_fffe;
 
 /// A glibc version, as `GLIBC_2.28` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct GlibcVersion(pub u32, pub u32, pub u32);
+pub(crate) struct GlibcVersion(pub u32, pub u32, pub u32);
 
 impl GlibcVersion {
     /// `GLIBC_2.17` or `GLIBC_2.2.5`; `None` for other names (`GLIBC_PRIVATE`, `GCC_3.0`).
@@ -37,14 +37,14 @@ impl fmt::Display for GlibcVersion {
 
 /// What the executable needs of the machine.
 #[derive(Debug, PartialEq)]
-pub struct Needs {
+pub(crate) struct Needs {
     pub machine: u16,
     /// The newest glibc version any of its symbols needs; `None` when it needs no glibc.
     pub newest_glibc: Option<GlibcVersion>,
 }
 
 /// Reads a 64-bit little-endian ELF file (what x86_64 and arm64 Linux run).
-pub fn needs(file: &[u8]) -> Result<Needs, String> {
+pub(crate) fn needs(file: &[u8]) -> Result<Needs, String> {
     if file.get(..4) != Some(b"\x7fELF") {
         return Err("not an ELF file (is it built for Linux?)".into());
     }

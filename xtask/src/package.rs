@@ -29,7 +29,7 @@ const GLIBC: GlibcVersion = GlibcVersion(2, 28, 0);
 const MUST_NOT_CONTAIN: [(&str, &str); 2] =
     [("in_memory_emulator", "the SDK's in-memory emulator"), ("SQLite format 3", "SQLite")];
 
-pub fn run(args: &[String]) -> Result<(), String> {
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let out = match args {
         [] => PathBuf::from("dist/app"),
         [flag] if flag == "-h" || flag == "--help" => {

@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-pub const TARGET: &str = "x86_64-unknown-linux-gnu";
+pub(crate) const TARGET: &str = "x86_64-unknown-linux-gnu";
 
 /// The zig release fetched when none is on PATH, and the cargo-zigbuild it is used with. Both
 /// are the versions the project's CI builds with.
@@ -97,12 +97,12 @@ os.rename(partial, dest)
 "#;
 
 /// Cargo's target folder: CARGO_TARGET_DIR, or `target` in the repository.
-pub fn target_dir(root: &Path) -> PathBuf {
+pub(crate) fn target_dir(root: &Path) -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"))
 }
 
 /// The tools folder: BLOG_PACKAGE_TOOLS, or `package-tools` in cargo's target folder.
-pub fn tools_dir(root: &Path) -> PathBuf {
+pub(crate) fn tools_dir(root: &Path) -> PathBuf {
     std::env::var_os("BLOG_PACKAGE_TOOLS").map(PathBuf::from).unwrap_or_else(|| target_dir(root).join("package-tools"))
 }
 
@@ -112,13 +112,13 @@ fn runs(command: &mut Command) -> bool {
 }
 
 /// Runs a command that must succeed, saying what it was for when it does not.
-pub fn run(command: &mut Command, what: &str) -> Result<(), String> {
+pub(crate) fn run(command: &mut Command, what: &str) -> Result<(), String> {
     let status = command.status().map_err(|error| format!("{what}: cannot run {:?}: {error}", command.get_program()))?;
     if status.success() { Ok(()) } else { Err(format!("{what} failed ({status})")) }
 }
 
 /// Adds the target's standard library when rustup manages this toolchain and lacks it.
-pub fn ensure_rust_target() -> Result<(), String> {
+pub(crate) fn ensure_rust_target() -> Result<(), String> {
     let installed = Command::new("rustup").args(["target", "list", "--installed"]).stderr(Stdio::inherit()).output();
     match installed {
         Ok(output) if output.status.success() => {
@@ -149,7 +149,7 @@ pub fn ensure_rust_target() -> Result<(), String> {
 
 /// The zig to build with: `zig` on PATH, else the pinned one in the tools folder, fetched when
 /// missing.
-pub fn zig(tools: &Path) -> Result<PathBuf, String> {
+pub(crate) fn zig(tools: &Path) -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os("CARGO_ZIGBUILD_ZIG_PATH") {
         return Ok(PathBuf::from(path));
     }
@@ -201,7 +201,7 @@ fn python() -> Option<Vec<&'static str>> {
 
 /// The cargo-zigbuild to build with: the one on PATH, else the pinned one in the tools folder,
 /// installed there when missing. The command words that start it.
-pub fn cargo_zigbuild(cargo: &Path, tools: &Path) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn cargo_zigbuild(cargo: &Path, tools: &Path) -> Result<Vec<PathBuf>, String> {
     if runs(Command::new("cargo-zigbuild").arg("--version")) {
         return Ok(vec!["cargo-zigbuild".into(), "zigbuild".into()]);
     }

@@ -26,19 +26,20 @@ pub struct FaultyDisk {
 impl FaultyDisk {
     /// Holds every commit at the hook from now on, as a slow fsync would, until released.
     pub fn hold_syncs(&self) {
-        *self.held.lock().unwrap() = true;
+        *self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
     }
     /// Lets the held commits, and every later one, through.
     pub fn release_syncs(&self) {
-        *self.held.lock().unwrap() = false;
+        *self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = false;
         self.released.notify_all();
     }
     /// Fails the next `count` commits with `SQLITE_FULL`.
     pub fn fail_next_commits(&self, count: usize) {
         self.fail_next.store(count, Ordering::SeqCst);
     }
-    /// How many commits were tried.
-    pub fn commits(&self) -> usize {
+    /// How many commits were tried (the unit tests' count of a batch's commits).
+    #[cfg(test)]
+    pub(crate) fn commits(&self) -> usize {
         self.commits.load(Ordering::SeqCst)
     }
     /// Whether a commit is being held.
@@ -60,10 +61,10 @@ impl Drop for ReleaseOnDrop {
 impl Faults for FaultyDisk {
     fn before_commit(&self) -> rusqlite::Result<()> {
         self.commits.fetch_add(1, Ordering::SeqCst);
-        let mut held = self.held.lock().unwrap();
+        let mut held = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         while *held {
             self.waiting.fetch_add(1, Ordering::SeqCst);
-            held = self.released.wait(held).unwrap();
+            held = self.released.wait(held).unwrap_or_else(std::sync::PoisonError::into_inner);
             self.waiting.fetch_sub(1, Ordering::SeqCst);
         }
         drop(held);

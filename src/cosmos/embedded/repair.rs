@@ -71,7 +71,7 @@ pub enum RepairRowsError {
 
 /// Repairs the rows of the data directory `dir` (which no other process may hold), removing
 /// `remove` first if named; see the module's documentation.
-pub fn repair_rows(dir: &Path, remove: Option<&ItemToRemove>) -> Result<RowsRepaired, RepairRowsError> {
+pub(crate) fn repair_rows(dir: &Path, remove: Option<&ItemToRemove>) -> Result<RowsRepaired, RepairRowsError> {
     let (database, mut connection) = super::open(dir, Opening::Repair)?;
     let path = database.path().to_owned();
     let failed = |error: rusqlite::Error| StoreError::database(format!("cannot repair {}", path.display()), error);

@@ -36,7 +36,7 @@ use crate::model::{Post, excerpt, markdown};
 const ATOM: &str = "application/atom+xml; charset=utf-8";
 
 /// `GET /feed.atom`: the newest posts, the front page's first page from the same cache.
-pub async fn blog_feed(State(state): State<AppState>, headers: HeaderMap) -> PageResult {
+pub(crate) async fn blog_feed(State(state): State<AppState>, headers: HeaderMap) -> PageResult {
     let origin = origin(&headers)?;
     let page = feed_page(&state, &ListParams::default()).await?;
     let about = About {

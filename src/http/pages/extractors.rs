@@ -15,7 +15,7 @@ use crate::http::extract::{Id, Ids, field_names, parse_query};
 
 /// Who is looking at a page: the signed-in user, or nobody. Never refuses a request; a write
 /// that needs a caller asks for one with [`Viewer::caller`].
-pub struct Viewer(pub Option<SignedIn>);
+pub(crate) struct Viewer(pub Option<SignedIn>);
 
 impl FromRequestParts<AppState> for Viewer {
     type Rejection = std::convert::Infallible;
@@ -29,17 +29,17 @@ impl FromRequestParts<AppState> for Viewer {
 
 impl Viewer {
     /// The signed-in user's id (`None`: signed out).
-    pub fn id(&self) -> Option<&str> {
+    pub(crate) fn id(&self) -> Option<&str> {
         self.0.as_ref().map(|signed_in| signed_in.id.as_str())
     }
 
     /// The name the pages show the signed-in user as.
-    pub fn name(&self) -> Option<&str> {
+    pub(crate) fn name(&self) -> Option<&str> {
         self.0.as_ref().map(|signed_in| signed_in.name.as_str())
     }
 
     /// The caller of a write from a form; 401 when nobody is signed in.
-    pub fn caller(&self) -> Result<Caller, ApiError> {
+    pub(crate) fn caller(&self) -> Result<Caller, ApiError> {
         self.id().map(Caller::new).ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "Sign in to do this."))
     }
 
@@ -52,7 +52,7 @@ impl Viewer {
     }
 
     /// Whether the viewer is signed in as `user_id`.
-    pub fn is(&self, user_id: &str) -> bool {
+    pub(crate) fn is(&self, user_id: &str) -> bool {
         self.id() == Some(user_id)
     }
 }
@@ -61,7 +61,7 @@ impl Viewer {
 /// (refused with an HTML page); the others are ignored, as every site ignores them: links are
 /// shared with tracking parameters (`?utm_source=…`, `?fbclid=…`) that the reader did not add.
 /// (The JSON API stays strict: a typo there is a client's bug to report.)
-pub struct PageQuery<T>(pub T);
+pub(crate) struct PageQuery<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for PageQuery<T> {
     type Rejection = PageError;
@@ -74,7 +74,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for PageQuery<T> {
 }
 
 /// The id in a page's path, checked as the API checks it, refused with an HTML page.
-pub struct PageId(pub String);
+pub(crate) struct PageId(pub String);
 
 impl<S: Send + Sync> FromRequestParts<S> for PageId {
     type Rejection = PageError;

@@ -12,7 +12,7 @@ use crate::model::{Post, excerpt};
 
 /// `GET /`: the newest posts in short form, "More posts" pages on through the feed. One query
 /// on `feed` at most once a second per instance; answered 304 to a matching `If-None-Match`.
-pub async fn front_page(
+pub(crate) async fn front_page(
     State(state): State<AppState>,
     viewer: Viewer,
     headers: HeaderMap,

@@ -13,7 +13,7 @@ use crate::http::error::ApiError;
 
 /// Why a write from a form was refused: the API's `detail`, and the field it is about, if it
 /// names one of the form's fields (the API's details start with the field's name in backticks).
-pub struct Refusal {
+pub(crate) struct Refusal {
     /// The field the refusal is about (`None`: the form as a whole).
     pub field: Option<&'static str>,
     /// What is wrong, in the writer's words.
@@ -35,7 +35,7 @@ pub const SENT_BEFORE: &str =
 
 /// What a form says when the blog was too busy to confirm the write: it may have been made, so
 /// the form keeps its key, and sent again it is made once.
-pub fn busy(retry_after: Option<std::time::Duration>) -> String {
+pub(crate) fn busy(retry_after: Option<std::time::Duration>) -> String {
     let seconds = retry_after.map_or(1, |wait| wait.as_secs_f64().ceil().max(1.0) as u64);
     format!(
         "The blog is busy right now and could not confirm that this was saved. What you typed is kept below: \
@@ -50,7 +50,7 @@ pub(crate) const NO_PROFILE_YET: &str =
 
 impl Refusal {
     /// The refusal an API error makes on a form with `fields`: placed at the field its detail names.
-    pub fn of(error: &ApiError, fields: &[&'static str]) -> Refusal {
+    pub(crate) fn of(error: &ApiError, fields: &[&'static str]) -> Refusal {
         if error.status == StatusCode::UNPROCESSABLE_ENTITY && error.detail.starts_with("`userId`") {
             return Refusal { field: None, detail: NO_PROFILE_YET.to_owned(), signed_out: false };
         }
@@ -87,7 +87,7 @@ impl Refusal {
 /// What a form shows: the values typed (or stored), why it was refused, if it was, and the key
 /// it was sent with.
 #[derive(Default)]
-pub struct Draft<'a> {
+pub(crate) struct Draft<'a> {
     /// What was typed, by field name, to show again.
     pub values: Vec<(&'static str, &'a str)>,
     /// Why the form was refused, if it was.
@@ -108,13 +108,13 @@ impl Draft<'_> {
 /// that the form sent twice (a double click, the back button, sent again after an error page)
 /// writes once and shows the result of the first (`app::idempotency`). A form shown again after
 /// a refusal has a new key.
-pub fn one_time_key() -> Markup {
+pub(crate) fn one_time_key() -> Markup {
     html! { input type="hidden" name=(KEY_FIELD) value=(IdempotencyKey::new_random().as_str()); }
 }
 
 /// One labelled field of a form, with its error under the label when the write was refused
 /// because of it.
-pub struct Field {
+pub(crate) struct Field {
     /// The form field's name.
     pub name: &'static str,
     /// Its label.
@@ -130,13 +130,13 @@ pub struct Field {
 }
 
 /// Renders a form: a general error first, then each field, then the submit button.
-pub fn form(action: &str, id: &str, fields: &[Field], draft: &Draft, submit: &str) -> Markup {
+pub(crate) fn form(action: &str, id: &str, fields: &[Field], draft: &Draft, submit: &str) -> Markup {
     form_with(action, id, fields, draft, submit, None)
 }
 
 /// [`form`], with `extra` between the fields and the submit button: a part of its own that
 /// sends a file (the post's picture), which makes the form `multipart/form-data`.
-pub fn form_with(action: &str, id: &str, fields: &[Field], draft: &Draft, submit: &str, extra: Option<Markup>) -> Markup {
+pub(crate) fn form_with(action: &str, id: &str, fields: &[Field], draft: &Draft, submit: &str, extra: Option<Markup>) -> Markup {
     let enctype = extra.as_ref().map(|_| "multipart/form-data");
     html! {
         form class="write" method="post" action=(esc(action)) id=(id) enctype=[enctype] {
@@ -201,7 +201,7 @@ fn form_field(form_id: &str, field: &Field, draft: &Draft) -> Markup {
 /// page instead, and so is a refusal with one of the `error_pages` statuses, which the form's
 /// page is not the place to show. Nobody signed in is a refusal like any other (401), whose form
 /// keeps what was typed and links to the sign-in that returns to it ([`SIGNED_OUT`]).
-pub async fn submit<T>(
+pub(crate) async fn submit<T>(
     state: &AppState,
     viewer: &Viewer,
     key: Option<&IdempotencyKey>,

@@ -14,15 +14,15 @@
 //! - [`session`]: sign in and out.
 //! - [`extractors`]: what the pages take from a request; [`forms`]: the forms.
 
-pub mod atom;
+pub(crate) mod atom;
 mod extractors;
-pub mod feed;
+pub(crate) mod feed;
 mod forms;
 pub(crate) mod multipart;
-pub mod posts;
-pub mod session;
-pub mod users;
-pub mod write;
+pub(crate) mod posts;
+pub(crate) mod session;
+pub(crate) mod users;
+pub(crate) mod write;
 
 use std::fmt::{self, Display, Write as _};
 
@@ -30,17 +30,18 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use maud::{DOCTYPE, Markup, Render, html};
 
-pub use self::extractors::Viewer;
+pub(crate) use self::extractors::Viewer;
 
-pub use self::extractors::PageQuery;
+pub(crate) use self::extractors::PageQuery;
 
-pub use self::extractors::PageId;
+pub(crate) use self::extractors::PageId;
 
 pub(crate) use self::extractors::{ChosenPicture, Form, FormWithPicture, PageIds, SameOrigin};
-pub use self::forms::Draft;
-pub use self::forms::Field;
-pub use self::forms::Refusal;
-pub use self::forms::{SENT_BEFORE, SIGNED_OUT, busy, form, form_with, one_time_key, submit};
+pub(crate) use self::forms::Draft;
+pub(crate) use self::forms::Field;
+pub(crate) use self::forms::Refusal;
+pub use self::forms::{SENT_BEFORE, SIGNED_OUT};
+pub(crate) use self::forms::{form, form_with, one_time_key, submit};
 use super::auth::page_viewer;
 use super::error::ApiError;
 use crate::app::AppError;
@@ -58,7 +59,7 @@ static STYLESHEET_HREF: std::sync::LazyLock<String> = std::sync::LazyLock::new(|
 });
 
 /// `GET /style.css`: the same for everyone, and linked by a versioned address.
-pub async fn stylesheet() -> Response {
+pub(crate) async fn stylesheet() -> Response {
     static_file("text/css; charset=utf-8", "public, max-age=31536000, immutable", STYLESHEET)
 }
 
@@ -79,7 +80,7 @@ fn static_file(content_type: &'static str, cache_control: &'static str, body: &'
 const FAVICON: &str = include_str!("favicon.svg");
 
 /// `GET /favicon.svg`.
-pub async fn favicon() -> Response {
+pub(crate) async fn favicon() -> Response {
     static_file("image/svg+xml", "public, max-age=86400", FAVICON)
 }
 
@@ -87,7 +88,7 @@ pub async fn favicon() -> Response {
 const ROBOTS: &str = include_str!("robots.txt");
 
 /// `GET /robots.txt`.
-pub async fn robots() -> Response {
+pub(crate) async fn robots() -> Response {
     static_file("text/plain; charset=utf-8", "public, max-age=86400", ROBOTS)
 }
 
@@ -209,7 +210,7 @@ impl IntoResponse for Page {
 }
 
 /// Lays out a whole page: the site header with its navigation, `main`, and the footer.
-pub fn layout(title: &str, viewer: &Viewer, main: Markup) -> String {
+pub(crate) fn layout(title: &str, viewer: &Viewer, main: Markup) -> String {
     page_layout(title, viewer, Head::default(), main)
 }
 
@@ -330,7 +331,7 @@ pub(crate) fn add_security_headers(headers: &mut HeaderMap) {
 /// What a page request says of itself, read once on the way in (by [`crate::http::front_door`])
 /// and current while its page is rendered: error pages are rendered where no handler asked (a
 /// refused extractor, an unknown path), and must still show who is signed in and where they are.
-pub struct PageRequest {
+pub(crate) struct PageRequest {
     viewer: Option<super::auth::SignedIn>,
     /// The page's canonical address (`origin` + path, no query), when the request names a host
     /// a link can hold: every page's `<head>` gives it.
@@ -344,7 +345,7 @@ tokio::task_local! {
 impl PageRequest {
     /// Who is signed in and where the page is; `None` for the JSON API's requests, which render
     /// no page.
-    pub fn of(parts: &axum::http::request::Parts, auth: crate::config::AuthMode) -> Option<PageRequest> {
+    pub(crate) fn of(parts: &axum::http::request::Parts, auth: crate::config::AuthMode) -> Option<PageRequest> {
         if parts.uri.path().starts_with("/api/") {
             return None;
         }
@@ -357,7 +358,7 @@ impl PageRequest {
     }
 
     /// Runs `page` with this request current.
-    pub async fn scope<F: Future>(self, page: F) -> F::Output {
+    pub(crate) async fn scope<F: Future>(self, page: F) -> F::Output {
         PAGE_REQUEST.scope(self, page).await
     }
 
@@ -369,7 +370,7 @@ impl PageRequest {
 }
 
 /// A page that failed: an HTML page with the status and what to do, never problem+json.
-pub struct PageError(pub ApiError);
+pub(crate) struct PageError(pub ApiError);
 
 impl From<AppError> for PageError {
     fn from(error: AppError) -> Self {
@@ -428,7 +429,7 @@ pub(crate) fn not_found_page(path: &str) -> Response {
 
 /// A post's time, readable, with the exact time for machines (`2026-11-22T06:05:04.007Z` shows
 /// as `22 Nov 2026, 06:05 UTC`).
-pub fn time(creation_date: &str) -> Markup {
+pub(crate) fn time(creation_date: &str) -> Markup {
     let format = time::macros::format_description!("[day padding:none] [month repr:short] [year], [hour]:[minute] UTC");
     let shown = time::OffsetDateTime::parse(creation_date, &time::format_description::well_known::Rfc3339)
         .ok()
@@ -438,7 +439,7 @@ pub fn time(creation_date: &str) -> Markup {
 }
 
 /// "1 comment", "2 comments".
-pub fn count(n: u64, one: &str, many: &str) -> String {
+pub(crate) fn count(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 

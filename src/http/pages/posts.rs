@@ -266,7 +266,7 @@ pub(crate) async fn submit_comment(
 
 /// `GET /posts/{postId}/comments`: the post's comments. A refused comment renders the post page
 /// at the form's address; this is what that address shows when it is reloaded or bookmarked.
-pub async fn post_comments(PageId(post_id): PageId) -> Response {
+pub(crate) async fn post_comments(PageId(post_id): PageId) -> Response {
     Redirect::to(&format!("/posts/{}#comments", url_part(&post_id))).into_response()
 }
 

@@ -40,7 +40,7 @@ pub(crate) struct UsernameForm {
 /// `GET /users/{userId}`: the user and their posts, newest first (paged with
 /// `?continuationToken=`); Q1 and Q3 run concurrently. The signed-in person's own page offers
 /// to rename them, or, before they have a user, to create it.
-pub async fn user_page(
+pub(crate) async fn user_page(
     State(state): State<AppState>,
     viewer: Viewer,
     PageId(user_id): PageId,

@@ -22,7 +22,7 @@ pub(crate) const PLAIN_EVERY: Duration = Duration::from_secs(10);
 const ERASE_LINE: &[u8] = b"\r\x1b[K";
 
 /// `done` of `total` as a bar of 20 cells and a percentage: `[#########-----------]  45 %`.
-pub fn bar(done: usize, total: usize) -> String {
+pub(crate) fn bar(done: usize, total: usize) -> String {
     const CELLS: usize = 20;
     let done = done.min(total);
     let filled = (done * CELLS).checked_div(total).unwrap_or(CELLS);
@@ -33,7 +33,7 @@ pub fn bar(done: usize, total: usize) -> String {
 /// Where progress and log lines go; clones share it. Give it to
 /// `tracing_subscriber::fmt().with_writer(...)` for the log lines.
 #[derive(Clone)]
-pub struct Progress {
+pub(crate) struct Progress {
     /// When the command started: outside the lock, so that the line an [`Progress::update`]
     /// draws (under the lock) can say how long it has been.
     started: Instant,
@@ -53,13 +53,13 @@ struct Shared {
 
 impl Progress {
     /// On stderr: redrawn in place when stderr is a terminal, plain lines otherwise.
-    pub fn stderr() -> Progress {
+    pub(crate) fn stderr() -> Progress {
         let terminal = std::io::stderr().is_terminal();
         Progress::new(std::io::stderr(), terminal, if terminal { TERMINAL_EVERY } else { PLAIN_EVERY })
     }
 
     /// On `out`: a line redrawn at most every `every` when `terminal`, else a plain line every `every`.
-    pub fn new(out: impl Write + Send + 'static, terminal: bool, every: Duration) -> Progress {
+    pub(crate) fn new(out: impl Write + Send + 'static, terminal: bool, every: Duration) -> Progress {
         let started = Instant::now();
         let shared = Shared { out: Box::new(out), terminal, every, last: None, shown: None };
         Progress { started, shared: Arc::new(Mutex::new(shared)) }
@@ -67,7 +67,7 @@ impl Progress {
 
     /// How long since the command started. Takes no lock: `line` of [`Progress::update`] may
     /// call it.
-    pub fn elapsed(&self) -> Duration {
+    pub(crate) fn elapsed(&self) -> Duration {
         self.started.elapsed()
     }
 
@@ -75,7 +75,7 @@ impl Progress {
     /// `every`; elsewhere a line of its own once `every` has passed since the start or the last.
     /// `line` runs under this progress's lock: it may call [`Progress::elapsed`], and nothing
     /// else of it.
-    pub fn update(&self, line: impl FnOnce() -> String) {
+    pub(crate) fn update(&self, line: impl FnOnce() -> String) {
         let mut shared = self.lock();
         let now = Instant::now();
         let since = now.duration_since(shared.last.unwrap_or(self.started));
@@ -99,16 +99,11 @@ impl Progress {
 
     /// Writes `text` as a line of its own (the summary), after the progress line is erased;
     /// no progress line is drawn after it until the next [`Progress::update`] that is due.
-    pub fn line(&self, text: &str) {
+    pub(crate) fn line(&self, text: &str) {
         let mut shared = self.lock();
         shared.erase();
         let _ = writeln!(shared.out, "{text}");
         let _ = shared.out.flush();
-    }
-
-    /// Erases the progress line, if one is shown.
-    pub fn finish(&self) {
-        self.lock().erase();
     }
 
     fn lock(&self) -> MutexGuard<'_, Shared> {
@@ -201,7 +196,6 @@ mod tests {
         let progress = Progress::new(out.clone(), false, Duration::ZERO);
         progress.update(|| "1 post".into());
         progress.update(|| "2 posts".into());
-        progress.finish();
         progress.line("done: 2 posts");
         assert_eq!(out.text(), "1 post\n2 posts\ndone: 2 posts\n");
     }
@@ -243,7 +237,6 @@ mod tests {
         let progress = Progress::new(out.clone(), true, Duration::from_secs(3600));
         progress.update(|| "1 post".into());
         progress.update(|| "2 posts".into());
-        progress.finish();
-        assert_eq!(out.text(), "\r\x1b[K1 post\r\x1b[K");
+        assert_eq!(out.text(), "\r\x1b[K1 post");
     }
 }

@@ -10,72 +10,72 @@ use std::fmt::Write as _;
 
 /// Request units of one operation as the article measured them on its V3 model ("Model and
 /// partition data on Azure Cosmos DB using a real-world example", the V3 table).
-pub mod article {
+pub(crate) mod article {
     /// C1, create or edit a user: one small item written.
-    pub const C1: f64 = 5.71;
+    pub(crate) const C1: f64 = 5.71;
     /// C2, create or edit a post.
-    pub const C2: f64 = 8.76;
+    pub(crate) const C2: f64 = 8.76;
     /// C3, comment (the stored procedure: the comment and the post's counter).
-    pub const C3: f64 = 15.27;
+    pub(crate) const C3: f64 = 15.27;
     /// C4, like (the stored procedure).
-    pub const C4: f64 = 14.67;
+    pub(crate) const C4: f64 = 14.67;
     /// Q2, get a post: a point read.
-    pub const Q2: f64 = 1.0;
+    pub(crate) const Q2: f64 = 1.0;
     /// Q4, a page of a post's comments.
-    pub const Q4: f64 = 7.72;
+    pub(crate) const Q4: f64 = 7.72;
     /// Q5, a page of a post's likes.
-    pub const Q5: f64 = 8.92;
+    pub(crate) const Q5: f64 = 8.92;
     /// Q6, a page of the newest posts.
-    pub const Q6: f64 = 16.97;
+    pub(crate) const Q6: f64 = 16.97;
 }
 
 /// Request units of a front page view that reaches the database: one page of `feed` (Q6).
-pub const FRONT_PAGE_RU: f64 = article::Q6;
+pub(crate) const FRONT_PAGE_RU: f64 = article::Q6;
 
 /// Request units of a post page view that reaches the database: the post (Q2) and the first
 /// page of its comments (Q4) and of its likes (Q5), the page's three reads.
-pub const POST_PAGE_RU: f64 = article::Q2 + article::Q4 + article::Q5;
+pub(crate) const POST_PAGE_RU: f64 = article::Q2 + article::Q4 + article::Q5;
 
 /// What the change-feed functions write after a write to a post (a new post, a comment or a like
 /// changes the post, and its counters): its short copy in `users` and in `feed`, each priced as
 /// the article's C1, the write of one small item.
-pub const COPIES_RU: f64 = 2.0 * article::C1;
+pub(crate) const COPIES_RU: f64 = 2.0 * article::C1;
 
 /// What an `Idempotency-Key` adds to a write (every form of the pages sends one, and careful API
 /// clients do): the key's claim in the caller's partition of `users` and the request record in
 /// the write's own, each priced as the article's C1, the create of one small item.
-pub const KEY_RU: f64 = 2.0 * article::C1;
+pub(crate) const KEY_RU: f64 = 2.0 * article::C1;
 
 /// What a new post costs beyond C2 and its copies: the post-trigger that keeps `feed` at the
 /// newest 100 deletes the 101st, priced as one small write.
-pub const FEED_TRIM_RU: f64 = article::C1;
+pub(crate) const FEED_TRIM_RU: f64 = article::C1;
 
 /// List prices, with their sources. None could be confirmed from Azure's pricing pages here (no
 /// network but package registries); check them in the pricing calculator for your region.
 #[derive(Clone, Copy, Debug)]
-pub struct Prices {
+pub(crate) struct Prices {
     /// Cosmos DB serverless, per million request units: $0.25, the figure Microsoft Learn uses
     /// in "Plan and manage costs for Azure Cosmos DB" (page dated 2021-10-08) and "How to choose
     /// between provisioned throughput and serverless" (2022-05-09).
-    pub per_million_ru: f64,
+    pub(crate) per_million_ru: f64,
     /// Flex Consumption, on demand, per GB-second of instance memory while executing (billed for
     /// each instance's active periods, 1,000 ms at least, then by 100 ms: Microsoft Learn,
     /// "Flex Consumption plan hosting", section "Billing"): $0.000026
     /// (East US, as published 2025-05-22 by modal.com's "Azure Functions pricing guide"; the
     /// Azure pricing page could not be read here).
-    pub per_gb_second: f64,
+    pub(crate) per_gb_second: f64,
     /// Flex Consumption, on demand, per million executions: $0.40 (Azure Functions pricing
     /// page, as read in 2025; unconfirmed here).
-    pub per_million_executions: f64,
+    pub(crate) per_million_executions: f64,
     /// Flex Consumption's monthly free grant, on demand: 100,000 GB-s (same source, unconfirmed).
-    pub free_gb_seconds: f64,
+    pub(crate) free_gb_seconds: f64,
     /// And 250,000 executions (same source, unconfirmed).
-    pub free_executions: f64,
+    pub(crate) free_executions: f64,
 }
 
 impl Prices {
     /// The prices above.
-    pub const LISTED: Prices = Prices {
+    pub(crate) const LISTED: Prices = Prices {
         per_million_ru: 0.25,
         per_gb_second: 0.000026,
         per_million_executions: 0.40,
@@ -87,31 +87,31 @@ impl Prices {
 /// The instance memory the deployment gives by default, in MB (`instanceMemoryMB`,
 /// infra/main.bicep): the smallest of Flex Consumption's sizes, which the handler's peak fits
 /// (docs/deploy.md, "Instance size").
-pub const DEFAULT_INSTANCE_MB: u32 = 512;
+pub(crate) const DEFAULT_INSTANCE_MB: u32 = 512;
 
 /// A blog's traffic.
 #[derive(Clone, Copy, Debug)]
-pub struct Traffic {
+pub(crate) struct Traffic {
     /// Page views a day (the front page and posts' pages; an API read counts as its page).
-    pub views_per_day: f64,
+    pub(crate) views_per_day: f64,
     /// The share of the views that are a post's page (the rest, the front page).
-    pub post_share: f64,
+    pub(crate) post_share: f64,
     /// Writes a day: new posts, comments and likes.
-    pub writes_per_day: f64,
+    pub(crate) writes_per_day: f64,
     /// The share of the writes that are new posts (the rest, comments and likes alike).
-    pub post_write_share: f64,
+    pub(crate) post_write_share: f64,
     /// Function app instances serving it (each has its own caches).
-    pub instances: f64,
+    pub(crate) instances: f64,
     /// Each instance's memory, in GB (`instanceMemoryMB` in infra/main.bicep: 512 MB unless
     /// set otherwise).
-    pub instance_gb: f64,
+    pub(crate) instance_gb: f64,
 }
 
 impl Traffic {
     /// A blog of `views_per_day` with the defaults of `handler cost`: half the views a post's
     /// page, one write for every 100 views, a tenth of them new posts, one instance of the
     /// deployment's default size.
-    pub fn of(views_per_day: f64) -> Traffic {
+    pub(crate) fn of(views_per_day: f64) -> Traffic {
         Traffic {
             views_per_day,
             post_share: 0.5,
@@ -125,22 +125,18 @@ impl Traffic {
 
 /// What a day and a month of that traffic cost.
 #[derive(Clone, Copy, Debug)]
-pub struct Estimate {
+pub(crate) struct Estimate {
     /// Request units a day spent by the page views.
-    pub view_ru_per_day: f64,
+    pub(crate) view_ru_per_day: f64,
     /// Request units a day spent by the writes and their copies.
-    pub write_ru_per_day: f64,
+    pub(crate) write_ru_per_day: f64,
     /// Cosmos DB serverless, dollars a month (request units only; storage is $0.25 per GB-month).
-    pub cosmos_per_month: f64,
-    /// Function executions a month.
-    pub executions_per_month: f64,
-    /// GB-seconds a month.
-    pub gb_seconds_per_month: f64,
+    pub(crate) cosmos_per_month: f64,
     /// Flex Consumption, dollars a month, after the free grant.
-    pub functions_per_month: f64,
+    pub(crate) functions_per_month: f64,
     /// The handler's log lines in Application Insights, GB a month (about 1 KB a request as
     /// stored, with the columns the host adds).
-    pub telemetry_gb_per_month: f64,
+    pub(crate) telemetry_gb_per_month: f64,
 }
 
 /// Days in an average month.
@@ -165,7 +161,7 @@ fn front_page_reads_per_day(traffic: &Traffic) -> f64 {
 /// alone: an upper bound too), and an
 /// instance is billed for its memory whenever it executes, a second at least each time, so at
 /// `rate` executions a second an instance is billed for the share `1 - e^-rate` of the day.
-pub fn estimate(traffic: &Traffic, prices: &Prices) -> Estimate {
+pub(crate) fn estimate(traffic: &Traffic, prices: &Prices) -> Estimate {
     let post_views = traffic.views_per_day * traffic.post_share;
     let view_ru_per_day = front_page_reads_per_day(traffic) * FRONT_PAGE_RU + post_views * POST_PAGE_RU;
     let new_posts = traffic.writes_per_day * traffic.post_write_share;
@@ -188,18 +184,16 @@ pub fn estimate(traffic: &Traffic, prices: &Prices) -> Estimate {
         view_ru_per_day,
         write_ru_per_day,
         cosmos_per_month,
-        executions_per_month,
-        gb_seconds_per_month,
         functions_per_month,
         telemetry_gb_per_month: executions_per_day * DAYS_PER_MONTH / 1e6,
     }
 }
 
 /// The page views a day of the README's table.
-pub const README_SIZES: [f64; 3] = [10_000.0, 100_000.0, 1_000_000.0];
+pub(crate) const README_SIZES: [f64; 3] = [10_000.0, 100_000.0, 1_000_000.0];
 
 /// The table `handler cost` prints (Markdown), one row per traffic.
-pub fn table(traffics: &[Traffic], prices: &Prices) -> String {
+pub(crate) fn table(traffics: &[Traffic], prices: &Prices) -> String {
     let mut out = String::new();
     out.push_str(
         "| page views a day | writes a day | RU a day | RU per 1,000 views | Cosmos DB a month | Functions a month | \
@@ -224,7 +218,7 @@ pub fn table(traffics: &[Traffic], prices: &Prices) -> String {
 }
 
 /// What one view and one write cost, said once above the table.
-pub fn per_request() -> String {
+pub(crate) fn per_request() -> String {
     format!(
         "A front page view that reaches Cosmos DB: {FRONT_PAGE_RU:.2} RU (Q6); a post page: {POST_PAGE_RU:.2} RU (Q2, Q4, Q5). \
          A new post: {:.2} RU (C2, its two copies, the feed's trim, its key's two records); a comment or a like: {:.2} RU \

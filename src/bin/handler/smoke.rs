@@ -45,11 +45,11 @@ const LONGEST_PAUSE: Duration = Duration::from_secs(15);
 
 /// The environment variable a token may come from instead of `--token` (a command line is
 /// visible to every user of the machine in `ps`).
-pub const TOKEN_VARIABLE: &str = "BLOG_SMOKE_TOKEN";
+pub(crate) const TOKEN_VARIABLE: &str = "BLOG_SMOKE_TOKEN";
 
 /// Who the smoke test writes as.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Credential {
+pub(crate) enum Credential {
     /// Reads only.
     Anonymous,
     /// `Authorization: Bearer <token>`, validated by App Service Authentication.
@@ -60,47 +60,47 @@ pub enum Credential {
 
 /// What `handler smoke` checks, and how.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Options {
+pub(crate) struct Options {
     /// The blog's base URL, without a trailing slash.
-    pub base: String,
+    pub(crate) base: String,
     /// How it signs in.
-    pub credential: Credential,
+    pub(crate) credential: Credential,
     /// How long it waits for a fresh deployment to accept its first write.
-    pub wait: Duration,
+    pub(crate) wait: Duration,
     /// How long, from the start, what settles by itself is waited out (`--settle`).
-    pub settle: Duration,
+    pub(crate) settle: Duration,
 }
 
 /// `handler smoke`'s arguments, as its `--help` shows them (the command's own line is in
-/// `src/main.rs`); [`Args::options`] makes them [`Options`].
+/// `main.rs`); [`Args::options`] makes them [`Options`].
 #[derive(Clone, Debug, clap::Args)]
 #[command(after_help = "\
 Without --token or --dev-user, only the anonymous reads are checked. Until --settle has passed,
 what a new deployment answers while it settles (5xx, 408, 429, no answer, and 401/403 before the
 first write is accepted) is retried, backing off from 1 s to 15 s.")]
-pub struct Args {
+pub(crate) struct Args {
     /// The blog, e.g. https://func-blog-xxxx.azurewebsites.net or http://localhost:7071
     #[arg(value_name = "BASE_URL", value_parser = base_url)]
-    pub base: String,
+    pub(crate) base: String,
     /// An Entra ID access token for the blog's API (or set BLOG_SMOKE_TOKEN): reads and writes
     #[arg(long, value_name = "ACCESS_TOKEN", conflicts_with = "dev_user")]
-    pub token: Option<String>,
+    pub(crate) token: Option<String>,
     /// The development sign-in (BLOG_AUTH=development): reads and writes as this id
     #[arg(long, value_name = "ID")]
-    pub dev_user: Option<String>,
+    pub(crate) dev_user: Option<String>,
     /// How long the change feed's copies may take to appear, in seconds
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_WAIT.as_secs(), allow_negative_numbers = true)]
-    pub wait: u64,
+    pub(crate) wait: u64,
     /// How long a new deployment may take to settle, in seconds from the start
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_SETTLE.as_secs(), allow_negative_numbers = true)]
-    pub settle: u64,
+    pub(crate) settle: u64,
 }
 
 impl Args {
     /// The options of a run; `token_variable` is the value of [`TOKEN_VARIABLE`], taken when
     /// `--token` is not given. The one error: a token from it together with `--dev-user` (clap
     /// refuses `--token` with `--dev-user` itself).
-    pub fn options(self, token_variable: Option<String>) -> Result<Options, String> {
+    pub(crate) fn options(self, token_variable: Option<String>) -> Result<Options, String> {
         let token = self.token.or(token_variable.filter(|token| !token.trim().is_empty()));
         let credential = match (token, self.dev_user) {
             (Some(_), Some(_)) => {
@@ -133,11 +133,11 @@ fn base_url(base: &str) -> Result<String, String> {
 
 /// The step that went wrong, and how.
 #[derive(Debug)]
-pub struct Failure {
+pub(crate) struct Failure {
     /// The step that failed.
-    pub step: String,
+    pub(crate) step: String,
     /// What it saw.
-    pub detail: String,
+    pub(crate) detail: String,
 }
 
 impl std::fmt::Display for Failure {
@@ -261,7 +261,7 @@ fn no_answer(method: &reqwest::Method, path: &str, what: &str, error: &reqwest::
     Unsettled {
         said: format!("no answer ({})", root_cause(error)),
         meaning,
-        last: format!("{method} {path} {what}: {}", crate::logging::with_causes(error)),
+        last: format!("{method} {path} {what}: {}", blog::with_causes(error)),
         maybe_done: !error.is_connect(),
     }
 }
@@ -548,17 +548,8 @@ fn lists(body: &Value, id: &str) -> bool {
     body["items"].as_array().is_some_and(|items| items.iter().any(|item| item["id"] == id))
 }
 
-/// What a run measured.
-#[derive(Debug, Default)]
-pub struct Summary {
-    /// How long the post took to appear in Q3 and in Q6 (writes only).
-    pub copies_appeared: Option<(Duration, Duration)>,
-    /// How long its deletion took to reach Q3 and Q6.
-    pub copies_removed: Option<(Duration, Duration)>,
-}
-
 /// Runs the smoke test against `options.base`, printing one line per request to `out`.
-pub async fn run(options: &Options, out: &mut dyn std::io::Write) -> Result<Summary, Failure> {
+pub(crate) async fn run(options: &Options, out: &mut dyn std::io::Write) -> Result<(), Failure> {
     let client = reqwest::Client::builder()
         .timeout(REQUEST_TIMEOUT)
         .build()
@@ -587,11 +578,11 @@ pub async fn run(options: &Options, out: &mut dyn std::io::Write) -> Result<Summ
         run.expect("Q3", get.clone(), &format!("/api/users/{author}/posts"), None, 200).await?;
     }
     let _ = writeln!(run.out, "reads only: pass --token (or BLOG_SMOKE_TOKEN) or --dev-user to check the writes too");
-    Ok(Summary::default())
+    Ok(())
 }
 
 /// The writes, each read back, and the copies awaited; then everything written is taken back.
-async fn write_and_read(run: &mut Run<'_>) -> Result<Summary, Failure> {
+async fn write_and_read(run: &mut Run<'_>) -> Result<(), Failure> {
     use reqwest::Method;
     let me = run.expect("who", Method::GET, "/api/me", None, 200).await?;
     let Some(user_id) = me.body["userId"].as_str().map(str::to_owned) else {
@@ -653,7 +644,7 @@ async fn write_and_read(run: &mut Run<'_>) -> Result<Summary, Failure> {
         gone_users.as_secs_f64(),
         gone_feed.as_secs_f64()
     );
-    Ok(Summary { copies_appeared: Some((in_users, in_feed)), copies_removed: Some((gone_users, gone_feed)) })
+    Ok(())
 }
 
 /// Adds a small picture to the post and reads it back as a reader's browser would: stored

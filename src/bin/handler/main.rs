@@ -1,18 +1,25 @@
 //! `handler`: the executable the Azure Functions host starts (see `host.json`), and the one
 //! `cargo run` starts locally on the embedded store.
 
+// The commands that are `handler`'s alone sit with the binary, not in the library: nothing
+// but `main` calls them, so the library's surface holds only what the binary, the benches
+// and the tests share (ripgrep's layout: the executable's code in the executable).
+mod cost;
+mod progress;
+mod smoke;
+
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use blog::Blog;
-use blog::changefeed::FeedError;
-use blog::config::{Backend, Config};
-use blog::cosmos::StoreError;
-use blog::progress::Progress;
+use blog::FeedError;
+use blog::StoreError;
+use blog::{Backend, Config};
+use progress::Progress;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::writer::MakeWriterExt;
 
-/// Why the handler stopped, with the cause of each step (written by `blog::logging::with_causes`).
+/// Why the handler stopped, with the cause of each step (written by `blog::with_causes`).
 #[derive(Debug, thiserror::Error)]
 enum HandlerError {
     /// A setting is wrong: the message says what to write.
@@ -45,10 +52,10 @@ enum HandlerError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Transfer(#[from] blog::transfer::TransferError),
+    Transfer(#[from] blog::TransferError),
     #[cfg(feature = "embedded")]
     #[error(transparent)]
-    Repair(#[from] blog::repair::RepairError),
+    Repair(#[from] blog::RepairError),
 }
 
 /// The SDKs log every request at `info` (the Blob Storage client's through `typespec_client_core`,
@@ -124,7 +131,7 @@ nothing else is written there (logs go to stderr): `handler dead-letters | jq .`
         action: Option<DeadLettersAction>,
     },
     /// Check a running blog end to end, over HTTP, as its users reach it
-    Smoke(blog::smoke::Args),
+    Smoke(smoke::Args),
     /// Say how far each change-feed function is behind: changes not delivered, and the oldest's age
     #[command(after_help = "\
 On the embedded store: the changes after each local processor's saved position (run it while
@@ -135,8 +142,9 @@ processors'. Changes are counted by reading them, up to 10,000.")]
     /// Estimate what the blog costs on Azure a month, for your traffic
     #[command(after_help = "\
 Request units from the article's measured charges and this blog's reads per page and caches;
-Cosmos DB serverless and Flex Consumption at the list prices named in src/cost.rs, with their
-sources and dates (check them in the Azure pricing calculator). A Markdown table on stdout.")]
+Cosmos DB serverless and Flex Consumption at the list prices named in
+src/bin/handler/cost.rs, with their sources and dates (check them in the Azure pricing
+calculator). A Markdown table on stdout.")]
     Cost(CostArgs),
     /// Write every user, post, comment, like and picture as JSON lines
     #[command(after_help = "\
@@ -208,7 +216,7 @@ struct CostArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     instances: u32,
     /// Each instance's memory in MB, as `instanceMemoryMB` deploys it
-    #[arg(long = "instance-memory-mb", value_name = "MB", default_value_t = blog::cost::DEFAULT_INSTANCE_MB, value_parser = instance_memory)]
+    #[arg(long = "instance-memory-mb", value_name = "MB", default_value_t = cost::DEFAULT_INSTANCE_MB, value_parser = instance_memory)]
     instance_memory_mb: u32,
 }
 
@@ -275,12 +283,12 @@ async fn handler(command: Command) -> ExitCode {
     if std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal() {
         lines.with_ansi(true).init();
     } else {
-        lines.with_ansi(false).event_format(blog::logging::LineFormat).init();
+        lines.with_ansi(false).event_format(blog::LineFormat).init();
     }
     match maintain(maintenance, &stderr).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            stderr.line(&format!("error: {}", blog::logging::with_causes(&error)));
+            stderr.line(&format!("error: {}", blog::with_causes(&error)));
             ExitCode::FAILURE
         }
     }
@@ -297,7 +305,7 @@ type LogLines = tracing_subscriber::fmt::SubscriberBuilder<
 async fn serving(lines: LogLines) -> ExitCode {
     // Serving, the log is stdout, as the Functions host expects: it captures a custom handler's
     // stdout into its own log stream. Log lines are written by a thread of their own, a batch at
-    // a time, off the request path (see `blog::logging`). The guard writes what is waiting when
+    // a time, off the request path (see `blog::batched`). The guard writes what is waiting when
     // `handler` returns.
     // Warnings and errors go to stderr: the Functions host logs each stderr line of a custom
     // handler as an error (as a warning where the line says "warn", as ours do), and each
@@ -305,8 +313,8 @@ async fn serving(lines: LogLines) -> ExitCode {
     // with `HttpWorkerDescription.UseStdErrorStreamForErrorsOnly`), so that errors reach
     // Application Insights as errors.
     let under_host = std::env::var_os("FUNCTIONS_CUSTOMHANDLER_PORT").is_some();
-    let (stdout, _flush_on_exit) = blog::logging::batched(std::io::stdout());
-    let (stderr, _flush_errors_on_exit) = blog::logging::batched(std::io::stderr());
+    let (stdout, _flush_on_exit) = blog::batched(std::io::stdout());
+    let (stderr, _flush_errors_on_exit) = blog::batched(std::io::stderr());
     let lines = lines.with_writer(stderr.with_max_level(tracing::Level::WARN).and(stdout.with_min_level(tracing::Level::INFO)));
     // Colour only for a person at a terminal, in `tracing-subscriber`'s own format. The host
     // captures stdout into its own log stream, and a file or a pipe keeps the codes as noise:
@@ -314,12 +322,12 @@ async fn serving(lines: LogLines) -> ExitCode {
     if !under_host && std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal() {
         lines.with_ansi(true).init();
     } else {
-        lines.with_ansi(false).event_format(blog::logging::LineFormat).init();
+        lines.with_ansi(false).event_format(blog::LineFormat).init();
     }
     match serve().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            tracing::error!("{}", blog::logging::with_causes(&error));
+            tracing::error!("{}", blog::with_causes(&error));
             ExitCode::FAILURE
         }
     }
@@ -333,7 +341,7 @@ async fn maintain(maintenance: Maintenance, stderr: &Progress) -> Result<(), Han
         // The smoke test talks to a blog over HTTP: it needs none of the blog's own settings.
         Maintenance::Smoke(args) => {
             // The token's variable is read here, not by clap, so that `--help` never shows it.
-            let token = std::env::var(blog::smoke::TOKEN_VARIABLE).ok();
+            let token = std::env::var(smoke::TOKEN_VARIABLE).ok();
             let options = args.options(token).unwrap_or_else(|why| usage_error("smoke", why));
             smoke(&options).await
         }
@@ -351,25 +359,21 @@ async fn maintain(maintenance: Maintenance, stderr: &Progress) -> Result<(), Han
         Maintenance::Repair => repair(settings().map_err(HandlerError::Usage)?, None, stderr).await,
         #[cfg(feature = "embedded")]
         Maintenance::Remove { container, partition_key, id } => {
-            let container = blog::cosmos::Container::ALL
+            let container = blog::Container::ALL
                 .into_iter()
                 .find(|known| known.name() == container)
                 .expect("clap accepts the containers' names only");
-            repair(
-                settings().map_err(HandlerError::Usage)?,
-                Some(blog::cosmos::ItemToRemove { container, partition_key, id }),
-                stderr,
-            )
-            .await
+            repair(settings().map_err(HandlerError::Usage)?, Some(blog::ItemToRemove { container, partition_key, id }), stderr)
+                .await
         }
     }
 }
 
-/// `handler smoke <base-url> [--token … | --dev-user …]`: see [`blog::smoke`]. Its report is
+/// `handler smoke <base-url> [--token … | --dev-user …]`: see [`smoke`]. Its report is
 /// its output, on stdout.
-async fn smoke(options: &blog::smoke::Options) -> Result<(), HandlerError> {
+async fn smoke(options: &smoke::Options) -> Result<(), HandlerError> {
     let mut out = std::io::stdout();
-    blog::smoke::run(options, &mut out).await.map(drop).map_err(|failure| HandlerError::Smoke(failure.to_string()))
+    smoke::run(options, &mut out).await.map_err(|failure| HandlerError::Smoke(failure.to_string()))
 }
 
 async fn serve() -> Result<(), HandlerError> {
@@ -383,7 +387,7 @@ async fn serve() -> Result<(), HandlerError> {
             tracing::info!(data = %data_dir.display(), "embedded store (the SDK's in-memory emulator, kept in SQLite)")
         }
         Backend::ConnectionString(_) => {
-            tracing::info!("Cosmos DB account from the {} connection string", blog::config::CONNECTION_SETTING)
+            tracing::info!("Cosmos DB account from the {} connection string", blog::CONNECTION_SETTING)
         }
         Backend::Endpoint { endpoint, .. } => tracing::info!(%endpoint, "Cosmos DB account with Entra ID"),
     }
@@ -403,14 +407,13 @@ fn seconds(elapsed: std::time::Duration) -> String {
 /// which (re)builds every short copy in `users` and `feed`. How far it has got, and the summary,
 /// on stderr.
 async fn rebuild_copies(config: Config, stderr: &Progress) -> Result<(), HandlerError> {
-    use blog::changefeed::processor;
     let state = blog::connect(&config).await?;
-    let users = processor::replay_users_reporting(&state, &mut |users| {
+    let users = blog::replay_users_reporting(&state, &mut |users| {
         stderr.update(|| format!("rebuild-copies: {users} users replayed ({})", seconds(stderr.elapsed())))
     })
     .await
     .map_err(|source| HandlerError::Feed { what: "the replay of users", source })?;
-    let posts = processor::rebuild_copies_reporting(&state, &mut |posts| {
+    let posts = blog::rebuild_copies_reporting(&state, &mut |posts| {
         stderr
             .update(|| format!("rebuild-copies: {users} users replayed, {posts} posts delivered ({})", seconds(stderr.elapsed())))
     })
@@ -426,7 +429,7 @@ async fn rebuild_copies(config: Config, stderr: &Progress) -> Result<(), Handler
 /// `handler dead-letters`: prints every change the change-feed functions set aside, one JSON
 /// object per line, on stdout and nothing else there (docs/change-feed.md).
 async fn dead_letters(config: Config) -> Result<(), HandlerError> {
-    use blog::changefeed::dead_letters;
+    use blog::dead_letters;
     use std::io::Write;
     let state = blog::connect(&config).await?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -445,7 +448,7 @@ async fn dead_letters(config: Config) -> Result<(), HandlerError> {
 /// `handler dead-letters replay`: delivers each dead letter again and removes those that now
 /// apply. How far it has got, and the summary, on stderr.
 async fn replay_dead_letters(config: Config, stderr: &Progress) -> Result<(), HandlerError> {
-    use blog::changefeed::dead_letters;
+    use blog::dead_letters;
     let state = blog::connect(&config).await?;
     let (applied, kept) = dead_letters::replay_reporting(&state, &mut |done| {
         stderr.update(|| {
@@ -471,7 +474,7 @@ async fn replay_dead_letters(config: Config, stderr: &Progress) -> Result<(), Ha
 /// `handler lag`: for each change-feed function, the changes not delivered yet and the age of
 /// the oldest, one line each on stdout.
 async fn lag(config: Config) -> Result<(), HandlerError> {
-    use blog::changefeed::lag::{self, Followed};
+    use blog::lag::{self, Followed};
     use std::io::Write;
     // The embedded store's processors keep their checkpoints whether or not they run now.
     let followed = match &config.backend {
@@ -493,9 +496,9 @@ async fn lag(config: Config) -> Result<(), HandlerError> {
     Ok(())
 }
 
-/// `handler cost`: [`blog::cost::table`] for the traffic given, on stdout.
+/// `handler cost`: [`cost::table`] for the traffic given, on stdout.
 fn cost(args: &CostArgs) -> std::io::Result<()> {
-    use blog::cost::{Prices, README_SIZES, Traffic};
+    use cost::{Prices, README_SIZES, Traffic};
     use std::io::Write;
     let views: Vec<f64> = if args.views_per_day.is_empty() {
         README_SIZES.to_vec()
@@ -516,12 +519,12 @@ fn cost(args: &CostArgs) -> std::io::Result<()> {
         })
         .collect();
     let mut out = std::io::stdout().lock();
-    write!(out, "{}\n{}", blog::cost::per_request(), blog::cost::table(&traffics, &Prices::LISTED))
+    write!(out, "{}\n{}", cost::per_request(), cost::table(&traffics, &Prices::LISTED))
 }
 
 /// `handler export [--output FILE]`: every user, post, comment, like and picture as JSON lines
-/// ([`blog::transfer`]), on stdout unless a file is named, which appears only once whole
-/// ([`blog::transfer::PartialFile`]). How far it has got, and the summary, on stderr.
+/// ([`blog::export`]), on stdout unless a file is named, which appears only once whole
+/// ([`blog::PartialFile`]). How far it has got, and the summary, on stderr.
 async fn export(config: Config, output: Option<std::path::PathBuf>, stderr: &Progress) -> Result<(), HandlerError> {
     use std::io::Write;
     let state = blog::connect(&config).await?;
@@ -530,7 +533,7 @@ async fn export(config: Config, output: Option<std::path::PathBuf>, stderr: &Pro
         move |source| HandlerError::File { path, source }
     };
     let mut partial = match &output {
-        Some(path) => Some(blog::transfer::PartialFile::beside(path).map_err(file_error(path))?),
+        Some(path) => Some(blog::PartialFile::beside(path).map_err(file_error(path))?),
         None => None,
     };
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
@@ -538,14 +541,14 @@ async fn export(config: Config, output: Option<std::path::PathBuf>, stderr: &Pro
         Some(partial) => partial.writer(),
         None => &mut stdout,
     };
-    let counts = blog::transfer::export(&state, out, &mut |counts, posts| {
-        let bar = posts.map(|posts| format!("{} ", blog::progress::bar(posts.done, posts.of))).unwrap_or_default();
+    let counts = blog::export(&state, out, &mut |counts, posts| {
+        let bar = posts.map(|posts| format!("{} ", progress::bar(posts.done, posts.of))).unwrap_or_default();
         stderr.update(|| format!("export: {bar}{counts} ({})", seconds(stderr.elapsed())))
     })
     .await;
     let counts = match counts {
         // A reader that stopped early (`| head`) took what it wanted.
-        Err(blog::transfer::TransferError::Io(error)) if error.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+        Err(blog::TransferError::Io(error)) if error.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
         other => other?,
     };
     if let (Some(partial), Some(path)) = (partial, &output) {
@@ -560,11 +563,11 @@ async fn export(config: Config, output: Option<std::path::PathBuf>, stderr: &Pro
 /// Standard input is copied into a temporary file first: the file is read twice. How far it
 /// has got, and the summary, on stderr.
 async fn import(config: Config, file: Option<std::path::PathBuf>, stderr: &Progress) -> Result<(), HandlerError> {
-    use blog::transfer::ImportProgress;
+    use blog::ImportProgress;
     let spooled = match &file {
         Some(_) => None,
         None => Some(
-            blog::transfer::Spooled::from(&mut std::io::stdin().lock())
+            blog::Spooled::from(&mut std::io::stdin().lock())
                 .map_err(|source| HandlerError::File { path: std::env::temp_dir().join("cosmos-blog-import-…"), source })?,
         ),
     };
@@ -577,18 +580,16 @@ async fn import(config: Config, file: Option<std::path::PathBuf>, stderr: &Progr
         return Err(HandlerError::File { path, source });
     }
     let state = blog::connect(&config).await?;
-    let counts = blog::transfer::import(&state, &path, &mut |step| {
+    let counts = blog::import(&state, &path, &mut |step| {
         let elapsed = || seconds(stderr.elapsed());
         match step {
             ImportProgress::Checking { lines, bytes, size } => {
-                let bar = blog::progress::bar(
-                    usize::try_from(bytes).unwrap_or(usize::MAX),
-                    usize::try_from(size).unwrap_or(usize::MAX),
-                );
+                let bar =
+                    progress::bar(usize::try_from(bytes).unwrap_or(usize::MAX), usize::try_from(size).unwrap_or(usize::MAX));
                 stderr.update(|| format!("import: {bar} checking the file: {lines} lines checked ({})", elapsed()))
             }
             ImportProgress::Writing { counts, total } => {
-                let bar = blog::progress::bar(counts.total(), total);
+                let bar = progress::bar(counts.total(), total);
                 stderr.update(|| format!("import: {bar} {counts} written ({})", elapsed()))
             }
             ImportProgress::Copies { users, posts } => stderr
@@ -602,9 +603,9 @@ async fn import(config: Config, file: Option<std::path::PathBuf>, stderr: &Progr
 
 /// `handler repair` and `handler remove`: see [`blog::repair`]. The summary on stderr.
 #[cfg(feature = "embedded")]
-async fn repair(config: Config, remove: Option<blog::cosmos::ItemToRemove>, stderr: &Progress) -> Result<(), HandlerError> {
+async fn repair(config: Config, remove: Option<blog::ItemToRemove>, stderr: &Progress) -> Result<(), HandlerError> {
     let what = if remove.is_some() { "remove" } else { "repair" };
-    let done = blog::repair::repair(&config, remove).await?;
+    let done = blog::repair(&config, remove).await?;
     let rows = &done.rows;
     let removed = rows.removed.as_ref().map(|item| format!("removed {item}; ")).unwrap_or_default();
     stderr.line(&format!(
