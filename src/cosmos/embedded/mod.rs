@@ -307,8 +307,9 @@ impl Durability {
     /// still the expired one (not written again since), all group-committed together. Answers
     /// how many it removed.
     pub(crate) async fn remove_expired_records(self: &Arc<Self>, now: u64, limit: usize) -> Result<usize, StoreError> {
-        let mut expired =
-            self.off_the_workers(move |durability| durability.database.expired_with_prefix(REQUEST_RECORD_PREFIX, now, limit)).await?;
+        let mut expired = self
+            .off_the_workers(move |durability| durability.database.expired_with_prefix(REQUEST_RECORD_PREFIX, now, limit))
+            .await?;
         expired.sort();
         let mut partitions: Vec<((Container, String), Vec<String>)> = Vec::new();
         for (container, partition_key, id) in expired {
