@@ -245,7 +245,10 @@ module functionApp 'modules/functionapp.bicep' = {
 // receives nothing; then the subscription's Owners are told
 // (modules/operations.bicep). Output as BLOG_ALERT_EMAIL, so azd keeps it in the environment and
 // `azd pipeline config` carries it to CI: a deployment from CI keeps the same receiver.
-var deployerMailbox = contains(deployer(), 'userPrincipalName') && !contains(deployer().userPrincipalName, '#EXT#') ? deployer().userPrincipalName : ''
+// `.?` and `??` compile to ARM functions that answer null for a missing property, where `&&`
+// (ARM's `and()`) is not documented to skip its second argument.
+var deployerName = deployer().?userPrincipalName ?? ''
+var deployerMailbox = contains(deployerName, '#EXT#') ? '' : deployerName
 var alertReceiver = empty(alertEmail) ? deployerMailbox : alertEmail
 
 // The operator's workbook and alerts: the handler's lines in Application Insights, the front
