@@ -136,7 +136,9 @@ impl StandIns {
 }
 
 /// The smoke test's token is azd's, asked for when the test runs (in CI, azd asks GitHub for a
-/// fresh assertion then), for the blog's scope in the blog's tenant; `az` is not needed.
+/// fresh assertion then), for the blog's scope in the blog's tenant; `az` is not needed. The
+/// stand-in answers as `azd auth token` does by default, the bare token on stdout (azure-dev
+/// cmd/auth_token.go, `newAuthTokenCmd`: flags `--scope`, `--tenant-id`; no output format given).
 #[test]
 fn the_smoke_hook_gets_its_token_from_azd_when_it_runs() {
     let stand_ins = StandIns::new();
