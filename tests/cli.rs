@@ -245,6 +245,28 @@ fn the_readme_shows_the_costs_handler_cost_prints() {
     assert_eq!(std::fs::read_dir(data.path()).unwrap().count(), 0, "no store opened");
 }
 
+/// The instance size is a lever of `handler cost`: the deployment's 512 MB by default, 2,048 MB
+/// costing four times the function app's memory time; a size Flex Consumption does not offer is a
+/// usage error naming the sizes.
+#[test]
+fn handler_cost_prices_the_instance_size_asked_for() {
+    let data = tempfile::tempdir().unwrap();
+    let functions = |args: &[&str]| -> Vec<String> {
+        let output = handler(args, data.path());
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        stdout(&output)
+            .lines()
+            .filter(|line| line.starts_with("| 1,000,000 "))
+            .map(|line| line.split('|').nth(6).unwrap().trim().to_owned())
+            .collect()
+    };
+    assert_eq!(functions(&["cost"]), functions(&["cost", "--instance-memory-mb", "512"]), "512 MB is the default");
+    assert_ne!(functions(&["cost"]), functions(&["cost", "--instance-memory-mb", "2048"]));
+    let refused = handler(&["cost", "--instance-memory-mb", "1000"], data.path());
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("512, 2048 and 4096"), "{}", stderr(&refused));
+}
+
 /// `handler rebuild-copies` run on a terminal (util-linux `script` gives it one), as an operator
 /// runs it: the progress line is drawn at once and the command ends with its summary. (It hung
 /// on its first progress line before: the line asked for the time under the lock it was drawn
