@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use super::prepare::PictureError;
+use super::error::PictureError;
 
 /// What a JPEG's frame header (SOF) says, from a file that is whole.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

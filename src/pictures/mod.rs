@@ -18,6 +18,7 @@
 
 mod blob;
 mod directory;
+mod error;
 mod header;
 mod prepare;
 mod store;
@@ -26,6 +27,7 @@ pub use crate::model::picture::{Kind, PictureAddress, PictureName};
 pub use blob::BlobStore;
 pub(crate) use blob::IMMUTABLE;
 pub use directory::DirectoryStore;
-pub use prepare::{Limits, PictureError, prepare};
+pub use error::PictureError;
+pub use prepare::{Limits, prepare};
 pub(crate) use prepare::{Picture, Prepared, plan, prepare_planned, recognise};
 pub use store::{PictureStore, PictureStoreError, Usage};

@@ -7,7 +7,11 @@
 //! without filling the log. Either way the command ends with its summary, a line of its own.
 //! Where the total is known (`import`, which has read and checked its whole file first), the
 //! line starts with a [`bar`]; where it is not (a change feed read from its beginning says
-//! nothing of its length), it says the counts so far. No progress bar crate: it is one line.
+//! nothing of its length), it says the counts so far.
+//!
+//! Not indicatif, measured against it: three more crates, 13 s more to build, 220 KB more
+//! binary, and it draws only the terminal's case; the plain lines every 10 s for a CI log or
+//! Azure's log stream, and the log lines interleaved with the bar, would still be ours.
 
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex, MutexGuard};

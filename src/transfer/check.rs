@@ -1,0 +1,409 @@
+//! The file's lines, read one at a time and checked by the rules the API applies to what it
+//! writes; what needs the store is left to the import.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, Read};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::model::picture::{PictureAddress, PictureName};
+use crate::model::usernames::normalize_username;
+use crate::model::{self, Comment, Like, MAX_COMMENT_CHARS, Post, User};
+
+use super::{Counts, End, FORMAT, Item, MAX_LINE_BYTES, NotWhole, TransferError, VERSION};
+
+/// The lines of a file, read one at a time and checked ([`Checker`]).
+pub(crate) struct Reader<R> {
+    input: R,
+    pub(super) checker: Checker,
+    buffer: Vec<u8>,
+    /// Bytes read so far.
+    pub(super) bytes: u64,
+}
+
+impl<R: BufRead> Reader<R> {
+    /// `sealed`: whether the file must end with its last line (always, but for the fuzzer's
+    /// inputs, which cannot make a digest).
+    pub(crate) fn new(input: R, keeps_pictures: bool, sealed: bool) -> Reader<R> {
+        Reader { input, checker: Checker::new(keeps_pictures, sealed), buffer: Vec::new(), bytes: 0 }
+    }
+
+    /// The next item, checked; `None` at the end of a file that is whole.
+    pub(crate) fn next(&mut self) -> Result<Option<Item>, TransferError> {
+        loop {
+            self.buffer.clear();
+            let limit = MAX_LINE_BYTES as u64 + 1;
+            let read = (&mut self.input).take(limit).read_until(b'\n', &mut self.buffer).map_err(TransferError::Io)?;
+            if read == 0 {
+                return self.checker.at_end().map(|()| None);
+            }
+            self.bytes += read as u64;
+            self.checker.line += 1;
+            let line = self.checker.line;
+            if self.buffer.len() > MAX_LINE_BYTES {
+                let why = format!("longer than {MAX_LINE_BYTES} bytes, which no line of an export is");
+                return Err(TransferError::Malformed { line, why });
+            }
+            let Ok(text) = std::str::from_utf8(&self.buffer) else {
+                return Err(TransferError::Malformed { line, why: "not UTF-8 text".into() });
+            };
+            if let Some(item) = self.checker.check(text)? {
+                return Ok(Some(item));
+            }
+        }
+    }
+}
+
+/// The checks of a file's lines that need nothing but the file, and what they leave to the
+/// store ([`check_in_store`]).
+pub(crate) struct Checker {
+    keeps_pictures: bool,
+    sealed: bool,
+    /// The line being checked, from 1.
+    pub(super) line: usize,
+    /// The SHA-256 of the lines before the last one.
+    digest: Sha256,
+    pub(super) counts: Counts,
+    /// The last line's number, once read.
+    end: Option<usize>,
+    /// The file's users: id → line.
+    users: HashMap<String, usize>,
+    /// The file's users' names: normalized → (line, user, name as written).
+    pub(super) names: HashMap<String, (usize, String, String)>,
+    /// Users the file's items name that are not (yet) among its users: id → first line.
+    pub(super) elsewhere: std::collections::BTreeMap<String, usize>,
+    /// Every post of the file: id → (line, author, comments, likes).
+    pub(super) posts: HashMap<String, (usize, String, u64, u64)>,
+    /// The post whose comments, likes and pictures follow.
+    current: Option<CurrentPost>,
+    /// The writers whose pictures the file holds.
+    pub(super) picture_owners: std::collections::BTreeSet<String>,
+}
+
+/// The post being read, and what of it has been read.
+struct CurrentPost {
+    line: usize,
+    post: Post,
+    comments: u64,
+    likes: u64,
+    /// Ids in its partition (its own included), and its pictures' names.
+    ids: HashSet<String>,
+}
+
+impl Checker {
+    fn new(keeps_pictures: bool, sealed: bool) -> Checker {
+        Checker {
+            keeps_pictures,
+            sealed,
+            line: 0,
+            digest: Sha256::new(),
+            counts: Counts::default(),
+            end: None,
+            users: HashMap::new(),
+            names: HashMap::new(),
+            elsewhere: Default::default(),
+            posts: HashMap::new(),
+            current: None,
+            picture_owners: Default::default(),
+        }
+    }
+
+    fn malformed(&self, why: impl Into<String>) -> TransferError {
+        TransferError::Malformed { line: self.line, why: sentence_part(why.into()) }
+    }
+
+    /// The API's own words for what is wrong with `field` (its messages are sentences: said
+    /// here as part of one).
+    fn field(&self, field: &'static str, why: impl std::fmt::Display) -> TransferError {
+        TransferError::Field { line: self.line, field, why: sentence_part(why.to_string()) }
+    }
+
+    /// Checks line `self.line`, whose text (with its line break) is `raw`: the item it holds,
+    /// if it holds one.
+    fn check(&mut self, raw: &str) -> Result<Option<Item>, TransferError> {
+        let text = raw.trim();
+        if let Some(end) = self.end {
+            return if text.is_empty() {
+                Ok(None)
+            } else {
+                Err(TransferError::NotWhole(NotWhole::AfterEnd { line: self.line, end }))
+            };
+        }
+        if text.is_empty() {
+            self.digest.update(raw.as_bytes());
+            return Ok(None);
+        }
+        let value: Value = serde_json::from_str(text).map_err(|error| self.malformed(format!("not JSON: {error}")))?;
+        if self.line > 1 && value.get("format").is_some() && value.get("end").is_some() {
+            return self.last_line(value).map(|()| None);
+        }
+        // Every line before the last one is in the digest.
+        self.digest.update(raw.as_bytes());
+        if self.line == 1 {
+            return self.header(&value).map(|()| None);
+        }
+        let kind = value["type"].as_str().map(str::to_owned);
+        let item = match kind.as_deref() {
+            Some("user") => Item::User(self.user(self.shape(value)?)?),
+            Some("post") => Item::Post(self.post(self.shape(value)?)?),
+            Some("comment") => Item::Comment(self.comment(self.shape(value)?)?),
+            Some("like") => Item::Like(self.like(self.shape(value)?)?),
+            Some("picture") => {
+                let (address, bytes) = self.picture(self.shape(value)?)?;
+                Item::Picture(address, bytes)
+            }
+            other => {
+                let found = other.map_or_else(|| "missing".to_owned(), |kind| format!("{kind:?}"));
+                return Err(self.malformed(format!("`type` is {found}, not user, post, comment, like or picture")));
+            }
+        };
+        Ok(Some(item))
+    }
+
+    fn header(&self, header: &Value) -> Result<(), TransferError> {
+        if header["format"] == FORMAT && header["version"] == 1 {
+            return Err(TransferError::NotWhole(NotWhole::Version1));
+        }
+        if header["format"] != FORMAT || header["version"] != VERSION {
+            return Err(self.malformed(format!("not the header of a {FORMAT} export, version {VERSION}: {header}")));
+        }
+        Ok(())
+    }
+
+    fn shape<T: serde::de::DeserializeOwned>(&self, value: Value) -> Result<T, TransferError> {
+        let kind = value["type"].clone();
+        serde_json::from_value(value).map_err(|error| self.malformed(format!("not a {kind} as the blog stores one: {error}")))
+    }
+
+    fn user(&mut self, user: User) -> Result<User, TransferError> {
+        model::validate_id(&user.id).map_err(|why| self.field("id", why))?;
+        if user.user_id != user.id {
+            return Err(self.field(
+                "userId",
+                format!("{:?} is not the user's `id`, {:?}: its partition key is its id", user.user_id, user.id),
+            ));
+        }
+        let username = crate::app::users::valid_username(user.username.clone()).map_err(|why| self.field("username", why))?;
+        if let Some(at) = &user.renamed_at {
+            self.date("renamedAt", at)?;
+        }
+        if let Some(other) = self.users.insert(user.id.clone(), self.line) {
+            return Err(self.field("id", format!("user {:?} is on line {other} too", user.id)));
+        }
+        let normalized = normalize_username(&username);
+        if let Some((other_line, _, other_name)) = self.names.get(&normalized) {
+            let (other_line, other_name) = (*other_line, other_name.clone());
+            return Err(TransferError::NameTwice { line: self.line, name: username, other_line, other_name });
+        }
+        self.names.insert(normalized, (self.line, user.id.clone(), username));
+        self.elsewhere.remove(&user.id);
+        self.counts.users += 1;
+        Ok(user)
+    }
+
+    fn post(&mut self, post: Post) -> Result<Post, TransferError> {
+        self.end_of_post()?;
+        model::validate_id(&post.id).map_err(|why| self.field("id", why))?;
+        if post.post_id != post.id {
+            return Err(self.field(
+                "postId",
+                format!("{:?} is not the post's `id`, {:?}: its partition key is its id", post.post_id, post.id),
+            ));
+        }
+        crate::app::posts::validate_post_text(&post.title, &post.content).map_err(|why| self.malformed(why.to_string()))?;
+        if post.deleted {
+            return Err(self.field("deleted", "a deleted post, which no export holds"));
+        }
+        self.writer(&post.user_id, &post.user_username)?;
+        self.date("creationDate", &post.creation_date)?;
+        if let Some(at) = &post.edited_at {
+            self.date("editedAt", at)?;
+        }
+        let listed = (self.line, post.user_id.clone(), post.comment_count, post.like_count);
+        if self.posts.insert(post.id.clone(), listed).is_some() {
+            return Err(self.field("id", format!("post {:?} is in the file twice", post.id)));
+        }
+        let ids = HashSet::from([post.id.clone()]);
+        self.current = Some(CurrentPost { line: self.line, post: post.clone(), comments: 0, likes: 0, ids });
+        self.counts.posts += 1;
+        Ok(post)
+    }
+
+    fn comment(&mut self, comment: Comment) -> Result<Comment, TransferError> {
+        self.of_current_post("comment", &comment.post_id, &comment.id)?;
+        crate::app::validate_text("content", &comment.content, MAX_COMMENT_CHARS, true)
+            .map_err(|why| self.field("content", why))?;
+        self.writer(&comment.user_id, &comment.user_username)?;
+        self.date("creationDate", &comment.creation_date)?;
+        self.current.as_mut().expect("checked: a post is being read").comments += 1;
+        self.counts.comments += 1;
+        Ok(comment)
+    }
+
+    fn like(&mut self, like: Like) -> Result<Like, TransferError> {
+        self.of_current_post("like", &like.post_id, &like.id)?;
+        self.writer(&like.user_id, &like.user_username)?;
+        if like.id != model::like_id(&like.user_id) {
+            let why = format!(
+                "{:?} is not {:?}: a like's id is its writer's, one like a user and post",
+                like.id,
+                model::like_id(&like.user_id)
+            );
+            return Err(self.field("id", why));
+        }
+        self.date("creationDate", &like.creation_date)?;
+        self.current.as_mut().expect("checked: a post is being read").likes += 1;
+        self.counts.likes += 1;
+        Ok(like)
+    }
+
+    fn picture(&mut self, picture: PictureLine) -> Result<(PictureAddress, Vec<u8>), TransferError> {
+        if !self.keeps_pictures {
+            return Err(TransferError::NoPictureStore { line: self.line });
+        }
+        self.of_current_post("picture", &picture.post_id, &picture.name)?;
+        let author = &self.current.as_ref().expect("checked: a post is being read").post.user_id;
+        if picture.user_id != *author {
+            return Err(self.field(
+                "userId",
+                format!("{:?} is not the post's author, {author:?}, whose pictures it keeps", picture.user_id),
+            ));
+        }
+        let name = PictureName::parse(&picture.name)
+            .filter(PictureName::within_limits)
+            .ok_or_else(|| self.field("name", format!("{:?} is not the name of a picture the blog keeps", picture.name)))?;
+        let bytes = BASE64.decode(&picture.bytes).map_err(|error| self.field("bytes", format!("not base64: {error}")))?;
+        let address = PictureAddress { owner: picture.user_id, post: picture.post_id, name };
+        if !crate::app::pictures::is_as_named(&address, &bytes) {
+            return Err(self.field("bytes", "their SHA-256 is not the one the picture's name says"));
+        }
+        self.counts.pictures += 1;
+        if !self.picture_owners.contains(&address.owner) {
+            self.picture_owners.insert(address.owner.clone());
+        }
+        Ok((address, bytes))
+    }
+
+    /// That an item of `kind` with `id`, of the post `post_id`, follows that post, and is the
+    /// only one with its id there.
+    fn of_current_post(&mut self, kind: &str, post_id: &str, id: &str) -> Result<(), TransferError> {
+        let current = match &mut self.current {
+            Some(current) if current.post.id == post_id => current,
+            _ if self.posts.contains_key(post_id) => {
+                let why = format!(
+                    "a {kind} of post {post_id:?} after another post's lines: a post's comments, likes and pictures follow it"
+                );
+                return Err(self.field("postId", why));
+            }
+            _ => return Err(self.field("postId", format!("a {kind} of post {post_id:?}, which no line before it holds"))),
+        };
+        if kind != "picture" {
+            model::validate_id(id).map_err(|why| TransferError::Field {
+                line: self.line,
+                field: "id",
+                why: sentence_part(why),
+            })?;
+        }
+        if !current.ids.insert(id.to_owned()) {
+            let field = if kind == "picture" { "name" } else { "id" };
+            return Err(self.field(field, format!("{id:?} is in post {post_id:?}'s partition already")));
+        }
+        Ok(())
+    }
+
+    /// That the writer of an item is a valid id with a valid name; whether it is a user is
+    /// known at the end ([`check_in_store`]).
+    fn writer(&mut self, user_id: &str, username: &str) -> Result<(), TransferError> {
+        model::validate_id(user_id).map_err(|why| self.field("userId", why))?;
+        crate::app::users::valid_username(username.to_owned()).map_err(|why| self.field("userUsername", why))?;
+        if !self.users.contains_key(user_id) {
+            self.elsewhere.entry(user_id.to_owned()).or_insert(self.line);
+        }
+        Ok(())
+    }
+
+    fn date(&self, field: &'static str, date: &str) -> Result<(), TransferError> {
+        time::OffsetDateTime::parse(date, &time::format_description::well_known::Rfc3339)
+            .map(drop)
+            .map_err(|error| self.field(field, format!("{date:?} is not an RFC 3339 date: {error}")))
+    }
+
+    /// That the post being read lists as many comments and likes as it says.
+    fn end_of_post(&mut self) -> Result<(), TransferError> {
+        let Some(current) = self.current.take() else { return Ok(()) };
+        let post = current.post.id.clone();
+        for (field, said, listed) in [
+            ("commentCount", current.post.comment_count, current.comments),
+            ("likeCount", current.post.like_count, current.likes),
+        ] {
+            if said != listed {
+                return Err(TransferError::Count { line: current.line, field, post, said, listed });
+            }
+        }
+        Ok(())
+    }
+
+    fn last_line(&mut self, value: Value) -> Result<(), TransferError> {
+        self.end_of_post()?;
+        let end: End = serde_json::from_value(value["end"].clone())
+            .map_err(|error| self.malformed(format!("not the last line of an export: {error}")))?;
+        if end.counts != self.counts {
+            return Err(TransferError::NotWhole(NotWhole::Counts { line: self.line, said: end.counts, found: self.counts }));
+        }
+        let found = model::hex(&self.digest.clone().finalize());
+        if found != end.sha256 {
+            return Err(TransferError::NotWhole(NotWhole::Digest { line: self.line, said: end.sha256, found }));
+        }
+        self.end = Some(self.line);
+        Ok(())
+    }
+
+    fn at_end(&mut self) -> Result<(), TransferError> {
+        if self.line == 0 {
+            return Err(TransferError::Malformed {
+                line: 1,
+                why: "the file is empty; an export starts with its header line".into(),
+            });
+        }
+        // Cut short: said as such, rather than as the post whose lines it cut.
+        if self.end.is_none() && self.sealed {
+            return Err(TransferError::NotWhole(NotWhole::Cut { lines: self.line, found: self.counts }));
+        }
+        self.end_of_post()
+    }
+}
+
+/// A sentence of the API's (`The id must not be empty.`) as a part of the error's own.
+fn sentence_part(mut why: String) -> String {
+    if why.ends_with('.') {
+        why.pop();
+    }
+    why
+}
+
+/// A picture's line.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PictureLine {
+    #[serde(rename = "type")]
+    _type: String,
+    post_id: String,
+    user_id: String,
+    name: String,
+    bytes: String,
+}
+
+/// Every item of `input`, checked as an import checks it before it writes anything, but for
+/// what needs the store, and without the last line (the fuzzer's inputs cannot make a digest):
+/// how many items and pictures it holds.
+pub(crate) fn check_unsealed(input: &mut dyn BufRead) -> Result<usize, TransferError> {
+    let mut reader = Reader::new(input, true, false);
+    let mut items = 0;
+    while reader.next()?.is_some() {
+        items += 1;
+    }
+    Ok(items)
+}
