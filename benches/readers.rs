@@ -5,14 +5,15 @@
 //!
 //!     cargo bench --bench readers                                   # 1,000,000 views a day for 120 s
 //!     cargo bench --bench readers -- --views-per-day 100000         # a smaller blog (its caches hit less)
+//!     cargo bench --bench readers -- --seconds 600                  # longer: steadier figures, more writes
 //!     cargo bench --bench readers -- --json readers.json            # the figures as JSON too
 //!     cargo bench --bench readers -- --handler OTHER_BUILD          # another build, to compare
 //!     cargo test --bench readers -- --smoke --handler target/debug/handler  # every part once, seconds
 //!
 //! The handler runs as a child process on an empty data directory (embedded store, local
 //! change-feed processors, `BLOG_AUTH=development`: each write is signed in as its user with
-//! `x-dev-user`). The bench writes a blog through the API (20 users, 500 posts, a few comments
-//! and likes on each), waits until the change feed has copied every post into `feed` and the
+//! `x-dev-user`). The bench writes a blog through the API (20 users, 500 posts, 0–6 comments
+//! and 0–8 likes on each), waits until the change feed has copied every post into `feed` and the
 //! users' lists, and then replays the load:
 //!
 //! - Views arrive at random (a Poisson process) at `--views-per-day`, because the caches the
@@ -37,8 +38,8 @@
 //! the article's RU for the reads that kind makes when its cache is cold ([`Kind::article`]), the
 //! prices `handler cost` uses, and both figures are printed.
 //!
-//! `--smoke` (3 users, 12 posts, 4 s, every kind of view and of write in turn) shows that the
-//! bench runs, not what it measures (`benches/smoke.sh`, in CI).
+//! `--smoke` (3 users, 12 posts, 4 s, every kind of view in turn, and after every fifth view a
+//! write, each kind in turn) shows that the bench runs, not what it measures (`benches/smoke.sh`, in CI).
 
 // Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
 #![allow(clippy::unwrap_used)]
@@ -627,9 +628,10 @@ impl Row {
             kind,
             count: mine.len(),
             errors: mine.iter().filter(|s| !(200..300).contains(&s.status)).count(),
-            operations: mine.iter().map(|s| s.operations as f64).sum(),
-            charge: mine.iter().map(|s| s.charge).sum(),
-            article: mine.iter().map(|s| kind.article_price(s.operations)).sum(),
+            // Folded from +0: an empty float sum is -0, printed "-0".
+            operations: mine.iter().map(|s| s.operations as f64).fold(0.0, |sum, n| sum + n),
+            charge: mine.iter().map(|s| s.charge).fold(0.0, |sum, n| sum + n),
+            article: mine.iter().map(|s| kind.article_price(s.operations)).fold(0.0, |sum, n| sum + n),
             free: mine.iter().filter(|s| s.operations == 0 && s.charge == 0.0).count(),
         }
     }
