@@ -257,7 +257,7 @@ impl Args {
                 "--seconds" => args.seconds = value("--seconds"),
                 "--users" => args.users = value("--users") as usize,
                 "--posts" => args.posts = value("--posts") as usize,
-                "--views-per-write" => args.views_per_write = value("--views-per-write") as usize,
+                "--views-per-write" => args.views_per_write = (value("--views-per-write") as usize).max(1),
                 "--seed" => args.seed = value("--seed") as u64,
                 "--json" => args.json = Some(given.next().map(PathBuf::from).expect("--json needs a path")),
                 "--handler" => args.handler = Some(given.next().map(PathBuf::from).expect("--handler needs a path")),
@@ -518,17 +518,20 @@ async fn write_blog(client: &Client, args: &Args) -> (Blog, Written) {
     (blog, Written { comments: comment_count, likes: like_count, took: started.elapsed() })
 }
 
-/// Polls until `feed` holds the newest 100 posts (or all) and each user's list all theirs.
+/// Polls until `feed` holds the newest 100 posts (or all) and each user's list all theirs (the
+/// first 100 of them: one page).
 async fn wait_for_copies(client: &Client, users: &[String], posts: usize) {
     let started = std::time::Instant::now();
     let in_feed = posts.min(100);
+    // The posts are dealt to the users in turn.
+    let in_lists: usize = (0..users.len()).map(|u| (posts / users.len() + usize::from(u < posts % users.len())).min(100)).sum();
     loop {
         let feed = client.get("/api/feed?limit=100").await.item_ids().len();
         let mut listed = 0;
         for user in users {
             listed += client.get(&format!("/api/users/{user}/posts?limit=100")).await.item_ids().len();
         }
-        if feed == in_feed && listed == posts {
+        if feed == in_feed && listed == in_lists {
             return;
         }
         assert!(started.elapsed() < Duration::from_secs(300), "the copies did not arrive in 300 s: feed {feed}, lists {listed}");
