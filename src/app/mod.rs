@@ -48,6 +48,23 @@ impl AppState {
     pub(crate) fn downgrade(&self) -> WeakAppState {
         WeakAppState(Arc::downgrade(&self.0))
     }
+
+    /// What another instance of the blog shares with this one: the database, the scripts'
+    /// engine and the keys; not the caches, nor the write limit, which are each instance's own.
+    /// Tests serve it to stand for a second Functions instance on the same account (without a
+    /// picture store: its memory budget and writers' turns are a process's own).
+    pub fn another_instance(&self) -> AppState {
+        AppState::new(Shared {
+            store: self.store.clone(),
+            scripts: self.scripts.clone(),
+            auth: self.auth.clone(),
+            tokens: self.tokens.clone(),
+            feed: Default::default(),
+            post_views: Default::default(),
+            pictures: None,
+            write_limit: None,
+        })
+    }
 }
 
 /// [`AppState::downgrade`]'s handle.

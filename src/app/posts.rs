@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::cosmos::{Container, Page, PageRequest, QuerySpec, StoreError, WriteOp, queries, retry_pause};
+use crate::cosmos::{Container, Page, PageRequest, QuerySpec, StoreError, Versioned, WriteOp, queries, retry_pause};
 use crate::model::{self, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, User};
 use crate::scripts::{DeleteOutcome, ScriptError, StoredProcedure};
 
@@ -178,8 +178,15 @@ pub(crate) async fn remove_post(
 /// Q2: one point read returns the post with its author's username and both counters, all kept
 /// on the post itself.
 pub(crate) async fn get_post(state: &AppState, post_id: &str) -> AppResult<Post> {
-    let post = state.store.read::<Post>(Container::Posts, post_id, post_id).await?;
-    post.filter(model::is_live).ok_or_else(|| post_not_found(post_id))
+    Ok(get_post_versioned(state, post_id).await?.item)
+}
+
+/// Q2 with the post's etag, which changes with every write to it: an edit, and every comment
+/// and like added or deleted (their stored procedures update its counters in the same
+/// transaction).
+pub(crate) async fn get_post_versioned(state: &AppState, post_id: &str) -> AppResult<Versioned<Post>> {
+    let post = state.store.read_versioned::<Post>(Container::Posts, post_id, post_id).await?;
+    post.filter(|found| model::is_live(&found.item)).ok_or_else(|| post_not_found(post_id))
 }
 
 /// The user who writes a post, comment or like; [`AppError::NoSuchWriter`] when there is no
