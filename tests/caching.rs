@@ -157,14 +157,13 @@ async fn no_answer_to_a_signed_in_cookie_bearing_or_credentialed_request_may_be_
             );
         }
     }
-    // Signed in, a page is still revalidated with its ETag, in the reader's own cache.
+    // Signed in, a page is the reader's own: tagged, and kept by their browser only (its forms
+    // carry a one-time key each, so it is new on every view).
     let path = format!("/posts/{post}");
     let page = get(&app, &path, &[("cookie", &dev_cookie)]).await;
     assert!(String::from_utf8_lossy(&page.body).contains("Sign out"), "the page shows who is signed in");
     assert_eq!(page.header("cache-control"), "private, no-cache");
-    let again = get(&app, &path, &[("cookie", &dev_cookie), ("if-none-match", page.header("etag"))]).await;
-    assert_eq!(again.status, StatusCode::NOT_MODIFIED);
-    assert_eq!(again.header("cache-control"), "private, no-cache");
+    assert!(page.header("etag").starts_with('"'));
 }
 
 #[tokio::test]

@@ -27,8 +27,8 @@ use crate::app::AppState;
 use crate::app::feed::feed_page;
 use crate::app::lists::{ListParams, OwnerKnown};
 use crate::app::users::{get_user, posts_of};
-use crate::http::error::ApiError;
 use crate::http::caching;
+use crate::http::error::ApiError;
 use crate::model::markdown::Pictures;
 use crate::model::{Post, excerpt, markdown};
 

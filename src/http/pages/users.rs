@@ -137,8 +137,16 @@ pub(crate) async fn submit_new_user(
         async |error| {
             // Refused to someone signed in (nobody signed in is the error page): their own page.
             let own = viewer.id().unwrap_or_default();
-            render_user(&state, &viewer, own, &ListParams::default(), username_draft(&typed, &error, key.as_ref()), error.status, None)
-                .await
+            render_user(
+                &state,
+                &viewer,
+                own,
+                &ListParams::default(),
+                username_draft(&typed, &error, key.as_ref()),
+                error.status,
+                None,
+            )
+            .await
         },
     )
     .await
