@@ -15,20 +15,16 @@ use serde::Serialize;
 
 use crate::app::feed::etag_of;
 
-/// How long a shared cache may keep an answer that is the same for every anonymous reader.
-pub(crate) const SHARED_SECONDS: u32 = 5;
-
 /// An anonymous answer's `Cache-Control`:
 /// - `max-age=0`: a browser revalidates it every time (a 304 when unchanged, a few bytes), so a
 ///   reader who signs in, or writes, sees the page as it is now;
-/// - `s-maxage`: a shared cache keeps it [`SHARED_SECONDS`], the same order as the instance's
-///   own one-second caches: a new post shows on the front page within seconds through a CDN;
+/// - `s-maxage`: a shared cache keeps it five seconds, the same order as the instance's own
+///   one-second caches: a new post shows on the front page within seconds through a CDN;
 /// - `stale-while-revalidate`: a CDN that supports it (Azure Front Door does not; it ignores
 ///   the directive) answers from its copy while it asks the blog again in the background.
 ///
 /// Not `must-revalidate`: it would forbid the stale answer `stale-while-revalidate` allows.
 pub(crate) const SHARED: &str = "public, max-age=0, s-maxage=5, stale-while-revalidate=30";
-const _: () = assert!(SHARED_SECONDS == 5, "SHARED says s-maxage=5");
 
 /// A signed-in reader's answer, or one that sets a cookie: kept by their browser only, and
 /// revalidated on every use.
