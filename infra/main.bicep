@@ -148,6 +148,13 @@ param alertEmail string = ''
 @minValue(-1)
 param logsDailyCapGb int = 2
 
+@description('none (the default) or standard: an Azure Front Door Standard profile in front of the app, caching anonymous answers for a few seconds (BLOG_FRONT_DOOR; docs/deploy.md, "A CDN in front"). Standard has a fixed monthly fee.')
+@allowed([
+  'none'
+  'standard'
+])
+param frontDoor string = 'none'
+
 @description('Tags applied to every resource.')
 param tags object = {
   project: 'cosmos-blog'
@@ -186,6 +193,7 @@ module blog 'resources.bicep' = {
     cosmosContinuousBackup: cosmosBackup == 'continuous'
     alertEmail: alertEmail
     logsDailyCapGb: logsDailyCapGb
+    frontDoor: frontDoor == 'standard'
     tags: tags
   }
 }
@@ -208,3 +216,4 @@ output BLOG_APP_INSIGHTS_NAME string = blog.outputs.BLOG_APP_INSIGHTS_NAME
 output BLOG_PICTURES_BLOB_ENDPOINT string = blog.outputs.BLOG_PICTURES_BLOB_ENDPOINT
 output BLOG_PICTURES_CONTAINER string = blog.outputs.BLOG_PICTURES_CONTAINER
 output BLOG_ALERT_EMAIL string = blog.outputs.BLOG_ALERT_EMAIL
+output BLOG_FRONT_DOOR_URL string = blog.outputs.BLOG_FRONT_DOOR_URL

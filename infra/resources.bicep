@@ -92,6 +92,9 @@ param logsDailyCapGb int = 2
 ])
 param instanceMemoryMB int = 512
 
+@description('Put an Azure Front Door (Standard) in front of the app, caching what the handler marks shareable (modules/frontdoor.bicep). Off by default: it has a fixed monthly fee.')
+param frontDoor bool = false
+
 // One suffix per resource group keeps the globally unique names (storage, Cosmos DB, the app's
 // host name) stable across redeployments and distinct between environments.
 var suffix = uniqueString(resourceGroup().id)
@@ -105,6 +108,7 @@ var names = {
   appInsights: 'appi-${namePrefix}-${suffix}'
   plan: 'plan-${namePrefix}-${suffix}'
   functionApp: 'func-${namePrefix}-${suffix}'
+  frontDoor: 'afd-${namePrefix}-${suffix}'
 }
 
 // Sign-in: a registration created here, one given, or none (read-only, chosen explicitly).
@@ -268,6 +272,18 @@ module operations 'modules/operations.bicep' = {
   }
 }
 
+// The edge in front of the app, when asked for: the function app stays reachable at its own
+// address (sign-in, the smoke test, the availability test), and anonymous readers may be sent to
+// the Front Door's.
+module cdn 'modules/frontdoor.bicep' = if (frontDoor) {
+  name: 'frontdoor'
+  params: {
+    tags: tags
+    name: names.frontDoor
+    originHostName: functionApp.outputs.defaultHostName
+  }
+}
+
 // Outputs, in the names azd keeps in its environment (.azure/<env>/.env), read by azure.yaml's
 // hooks and by docs/deploy.md (az deployment group show ... --query properties.outputs.<name>.value).
 output BLOG_URL string = 'https://${functionApp.outputs.defaultHostName}'
@@ -290,3 +306,5 @@ output BLOG_PICTURES_BLOB_ENDPOINT string = storage.outputs.blobEndpoint
 output BLOG_PICTURES_CONTAINER string = storage.outputs.picturesContainerName
 // Where the alerts go (see alertReceiver); empty: to the subscription's Owners.
 output BLOG_ALERT_EMAIL string = alertReceiver
+// The blog through Azure Front Door; empty when there is none (frontDoor false).
+output BLOG_FRONT_DOOR_URL string = frontDoor ? 'https://${cdn.outputs.hostName}' : ''

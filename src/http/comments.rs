@@ -2,10 +2,12 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use super::caching;
 use super::error::{ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
 use super::extract::{Id, Ids, JsonBody, QueryParams};
 use crate::app::comments::{comments_of, create_comment, delete_comment};
@@ -87,14 +89,16 @@ pub(super) async fn delete(
     params(("postId" = String, Path, description = "The post's id"), ListParams),
     responses(
         (status = 200, description = "Q4: the post's comments, oldest first", body = ListPage<Comment>),
+        (status = 304, description = "Not modified since the ETag in If-None-Match"),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
         ReadProblems,
     ),
 )]
 pub(super) async fn list(
     State(state): State<AppState>,
+    headers: HeaderMap,
     Id(post_id): Id,
     QueryParams(params): QueryParams<ListParams>,
-) -> ApiResult<Json<ListPage<Comment>>> {
-    Ok(Json(comments_of(&state, &post_id, &params, OwnerKnown::No).await?))
+) -> ApiResult<Response> {
+    Ok(caching::json(&headers, &comments_of(&state, &post_id, &params, OwnerKnown::No).await?))
 }

@@ -11,7 +11,9 @@
 //!    ([`PageRequest`]), so that error pages rendered where no handler asked still show them.
 //! 3. **Compression**, gzip or brotli, for a client that accepts it (browsers do): pages and
 //!    JSON lists are repetitive text. The body is compressed as it is sent.
-//! 4. **On the way out,** the security headers ([`pages::add_security_headers`]), the request's
+//! 4. **On the way out,** the security headers ([`pages::add_security_headers`]), what a shared
+//!    cache may keep ([`caching::cache_control`]: nothing of a signed-in or cookie-bearing
+//!    request's answer, nor of one that sets a cookie), the request's
 //!    Cosmos cost in headers: `x-ms-request-charge` (RU), `x-cosmos-operations` (database round
 //!    trips) and `x-cosmos-partitions` (the logical partitions they touched, per container:
 //!    `users=1, posts=1`; `posts=*` for a query across all partitions; absent when none), and one
@@ -41,6 +43,7 @@ use tower_http::compression::CompressionLayer;
 use tower_http::compression::predicate::{DefaultPredicate, Predicate};
 
 use super::body::{self, Deadline, PictureBody, UploadBuffers};
+use super::caching;
 use super::error::ApiError;
 use super::pages::{self, PageRequest};
 use super::{HOST_BATCH_BYTES, MAX_BODY_BYTES, MAX_UPLOAD_BYTES};
@@ -133,12 +136,14 @@ impl Door {
         let matched = request.extensions().get::<MatchedPath>().cloned();
         let unmatched = matched.is_none().then(|| request.uri().path().to_owned());
         let correlation = Correlation::of(request.headers());
+        let personal = caching::is_personal(request.headers());
         let meter = Arc::new(Meter::default());
         // A route that panics is answered 500, as any other failure, instead of the connection
         // being dropped with no answer (the client sees a reset, the log no line for it).
         let admitted = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(self.admit(request, route)));
         let mut response = meter.clone().measure(admitted).await.unwrap_or_else(|panic| answer_to_a_panic(&*panic));
         pages::add_security_headers(response.headers_mut());
+        caching::cache_control(personal, &mut response);
         let route = matched.as_ref().map_or_else(|| unmatched.as_deref().unwrap_or_default(), MatchedPath::as_str);
         log_and_show_cost(&mut response, &meter, &method, route, started, &correlation);
         response

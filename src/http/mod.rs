@@ -8,6 +8,7 @@
 
 pub(crate) mod auth;
 mod body;
+mod caching;
 mod comments;
 pub(crate) mod error;
 mod extract;

@@ -2,11 +2,12 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use super::caching;
 use super::error::{ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
 use super::extract::{Id, JsonBody};
 use crate::app::posts::{create_post, delete_post, edit_post, get_post};
@@ -128,10 +129,11 @@ pub(super) async fn delete(State(state): State<AppState>, caller: Caller, Id(pos
     params(("postId" = String, Path, description = "The post's id")),
     responses(
         (status = 200, description = "Q2: the post with its author's username and counters", body = Post),
+        (status = 304, description = "Not modified since the ETag in If-None-Match"),
         (status = 404, description = "No such post", body = ProblemDetails, content_type = PROBLEM),
         ReadProblems,
     ),
 )]
-pub(super) async fn get(State(state): State<AppState>, Id(post_id): Id) -> ApiResult<Json<Post>> {
-    Ok(Json(get_post(&state, &post_id).await?))
+pub(super) async fn get(State(state): State<AppState>, headers: HeaderMap, Id(post_id): Id) -> ApiResult<Response> {
+    Ok(caching::json(&headers, &get_post(&state, &post_id).await?))
 }

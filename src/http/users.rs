@@ -3,11 +3,12 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use super::caching;
 use super::error::{ApiResult, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
 use super::extract::{Id, JsonBody, QueryParams};
 use crate::app::lists::{ListPage, ListParams, OwnerKnown};
@@ -85,12 +86,13 @@ pub(super) async fn edit(
     params(("userId" = String, Path, description = "The user's id")),
     responses(
         (status = 200, description = "Q1: the user", body = User),
+        (status = 304, description = "Not modified since the ETag in If-None-Match"),
         (status = 404, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
         ReadProblems,
     ),
 )]
-pub(super) async fn get(State(state): State<AppState>, Id(user_id): Id) -> ApiResult<Json<User>> {
-    Ok(Json(get_user(&state, &user_id).await?))
+pub(super) async fn get(State(state): State<AppState>, headers: HeaderMap, Id(user_id): Id) -> ApiResult<Response> {
+    Ok(caching::json(&headers, &get_user(&state, &user_id).await?))
 }
 
 /// Who the caller is, as the handler sees them.
@@ -134,14 +136,16 @@ pub(crate) struct NoParams {}
     params(("userId" = String, Path, description = "The user's id"), ListParams),
     responses(
         (status = 200, description = "Q3: the user's short posts, newest first", body = ListPage<Post>),
+        (status = 304, description = "Not modified since the ETag in If-None-Match"),
         (status = 404, description = "No such user", body = ProblemDetails, content_type = PROBLEM),
         ReadProblems,
     ),
 )]
 pub(crate) async fn list_posts(
     State(state): State<AppState>,
+    headers: HeaderMap,
     Id(user_id): Id,
     QueryParams(params): QueryParams<ListParams>,
-) -> ApiResult<Json<ListPage<Post>>> {
-    Ok(Json(posts_of(&state, &user_id, &params, OwnerKnown::No).await?))
+) -> ApiResult<Response> {
+    Ok(caching::json(&headers, &posts_of(&state, &user_id, &params, OwnerKnown::No).await?))
 }

@@ -20,15 +20,15 @@
 
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use super::{PageId, PageResult, SITE_DESCRIPTION, SITE_NAME, url_part};
 use crate::app::AppState;
-use crate::app::feed::{etag_of, feed_page};
+use crate::app::feed::feed_page;
 use crate::app::lists::{ListParams, OwnerKnown};
 use crate::app::users::{get_user, posts_of};
+use crate::http::caching;
 use crate::http::error::ApiError;
-use crate::http::feed::{FEED_CACHE_CONTROL, if_none_match};
 use crate::model::markdown::Pictures;
 use crate::model::{Post, excerpt, markdown};
 
@@ -45,7 +45,7 @@ pub(crate) async fn blog_feed(State(state): State<AppState>, headers: HeaderMap)
         page: format!("{origin}/"),
         feed: format!("{origin}/feed.atom"),
     };
-    Ok(answer(&headers, &feed(&origin, &about, &page.list.items)))
+    Ok(answer(&headers, feed(&origin, &about, &page.list.items)))
 }
 
 /// `GET /users/{userId}/feed.atom`: the user's newest posts (Q3, one query; and one point read
@@ -64,19 +64,14 @@ pub(crate) async fn user_feed(State(state): State<AppState>, PageId(user_id): Pa
         feed: format!("{page}/feed.atom"),
         page,
     };
-    Ok(answer(&headers, &feed(&origin, &about, &posts.items)))
+    Ok(answer(&headers, feed(&origin, &about, &posts.items)))
 }
 
 /// The feed's answer, or 304 when the reader has it already.
-fn answer(headers: &HeaderMap, xml: &str) -> Response {
-    let etag = etag_of(xml.as_bytes());
-    let mut response = if_none_match(headers, &etag)
-        .unwrap_or_else(|| ([(header::CONTENT_TYPE, HeaderValue::from_static(ATOM))], xml.to_owned()).into_response());
-    let headers = response.headers_mut();
-    headers.insert(header::ETAG, HeaderValue::from_str(&etag).expect("an etag is a header value"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(FEED_CACHE_CONTROL));
+fn answer(headers: &HeaderMap, xml: String) -> Response {
+    let mut response = caching::revalidated(headers, ATOM, xml);
     // The links in it are made from these: a shared cache must not hand one host's feed to another.
-    headers.insert(header::VARY, HeaderValue::from_static("X-Forwarded-Host, X-Forwarded-Proto"));
+    response.headers_mut().insert(header::VARY, HeaderValue::from_static("X-Forwarded-Host, X-Forwarded-Proto"));
     response
 }
 

@@ -46,7 +46,7 @@ use super::auth::page_viewer;
 use super::error::ApiError;
 use crate::app::AppError;
 use crate::app::feed::Rendering;
-use crate::http::feed::{FEED_CACHE_CONTROL, if_none_match};
+use crate::http::caching::{self, if_none_match};
 
 /// The stylesheet every page links, served at `/style.css`.
 const STYLESHEET: &str = include_str!("style.css");
@@ -167,8 +167,8 @@ pub(crate) struct Page {
 
 impl Page {
     /// The page with its `ETag`, or 304 without a body when `If-None-Match` names it. A page
-    /// nobody is signed in to is the same for everyone, so a browser or CDN may keep it for a
-    /// second ([`FEED_CACHE_CONTROL`]); a signed-in one is theirs alone.
+    /// nobody is signed in to is the same for everyone, so a CDN may keep it for a few seconds
+    /// ([`caching::SHARED`]); a signed-in one is theirs alone ([`caching::PRIVATE`]).
     pub(crate) fn revalidated(self, request: &HeaderMap) -> Response {
         let etag = crate::app::feed::etag_of(self.html.as_bytes());
         let private = self.private;
@@ -183,12 +183,11 @@ impl Page {
     }
 }
 
-fn with_etag(mut response: Response, etag: &str, private: bool) -> Response {
-    let cache = if private { "private, no-cache" } else { FEED_CACHE_CONTROL };
-    let headers = response.headers_mut();
-    headers.insert(header::ETAG, HeaderValue::from_str(etag).expect("an etag is a header value"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
-    headers.insert(header::VARY, HeaderValue::from_static("Cookie"));
+/// The page tagged ([`caching::tagged`]), and varying by `Cookie`: what a page shows depends on
+/// who is signed in, which a browser's cache (and a CDN that reads `Vary`) must tell apart.
+fn with_etag(response: Response, etag: &str, private: bool) -> Response {
+    let mut response = caching::tagged(response, etag, private);
+    response.headers_mut().insert(header::VARY, HeaderValue::from_static("Cookie"));
     response
 }
 
@@ -199,7 +198,7 @@ pub(crate) fn page_address() -> Option<String> {
 
 impl IntoResponse for Page {
     fn into_response(self) -> Response {
-        let cache = if self.private { "private, no-cache" } else { "no-cache" };
+        let cache = if self.private { caching::PRIVATE } else { "no-cache" };
         (
             self.status,
             [(header::CONTENT_TYPE, HTML_CONTENT_TYPE), (header::CACHE_CONTROL, HeaderValue::from_static(cache))],

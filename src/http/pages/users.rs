@@ -2,7 +2,7 @@
 //! person's own user.
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use maud::html;
 use serde::Deserialize;
@@ -39,14 +39,16 @@ pub(crate) struct UsernameForm {
 
 /// `GET /users/{userId}`: the user and their posts, newest first (paged with
 /// `?continuationToken=`); Q1 and Q3 run concurrently. The signed-in person's own page offers
-/// to rename them, or, before they have a user, to create it.
+/// to rename them, or, before they have a user, to create it. Answered 304 to a matching
+/// `If-None-Match`.
 pub(crate) async fn user_page(
     State(state): State<AppState>,
     viewer: Viewer,
+    headers: HeaderMap,
     PageId(user_id): PageId,
     PageQuery(params): PageQuery<ListParams>,
 ) -> PageResult {
-    render_user(&state, &viewer, &user_id, &params, Draft::default(), StatusCode::OK).await
+    render_user(&state, &viewer, &user_id, &params, Draft::default(), StatusCode::OK, Some(&headers)).await
 }
 
 async fn render_user(
@@ -56,6 +58,7 @@ async fn render_user(
     params: &ListParams,
     draft: Draft<'_>,
     status: StatusCode,
+    request: Option<&HeaderMap>,
 ) -> PageResult {
     let (user, posts) = tokio::join!(get_user(state, user_id), posts_of(state, user_id, params, OwnerKnown::Yes));
     let user = match user {
@@ -108,7 +111,12 @@ async fn render_user(
     let head =
         Head { description: Some(format!("Posts by {} on {SITE_NAME}.", user.username)), feed: Some(feed), ..Head::default() };
     let html = page_layout(&user.username, viewer, head, main);
-    Ok(Page { status, html, private: viewer.id().is_some() }.into_response())
+    let page = Page { status, html, private: viewer.id().is_some() };
+    // Viewed, it revalidates with its ETag; shown again with a refused form, it is new.
+    Ok(match request {
+        Some(request) => page.revalidated(request),
+        None => page.into_response(),
+    })
 }
 
 /// `POST /users`: C1, the signed-in person's own user, then their page.
@@ -129,8 +137,16 @@ pub(crate) async fn submit_new_user(
         async |error| {
             // Refused to someone signed in (nobody signed in is the error page): their own page.
             let own = viewer.id().unwrap_or_default();
-            render_user(&state, &viewer, own, &ListParams::default(), username_draft(&typed, &error, key.as_ref()), error.status)
-                .await
+            render_user(
+                &state,
+                &viewer,
+                own,
+                &ListParams::default(),
+                username_draft(&typed, &error, key.as_ref()),
+                error.status,
+                None,
+            )
+            .await
         },
     )
     .await
@@ -161,6 +177,7 @@ pub(crate) async fn submit_rename(
                 &ListParams::default(),
                 username_draft(&typed, &error, key.as_ref()),
                 error.status,
+                None,
             )
             .await
         },

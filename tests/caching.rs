@@ -1,0 +1,188 @@
+//! What a shared cache (a CDN, Azure Front Door) may keep, over HTTP through the handler's
+//! router: every read that is the same for anonymous readers (pages, Atom feeds, the API's
+//! reads) has a strong ETag, answers 304 when unchanged, and may be kept a few seconds by a shared
+//! cache; nothing signed in, carrying a cookie or credentials, or setting a cookie may be.
+
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::TestApp;
+use reqwest::StatusCode;
+use serde_json::Value;
+
+/// One answer: its status, headers and body.
+struct Got {
+    status: StatusCode,
+    headers: reqwest::header::HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Got {
+    fn header(&self, name: &str) -> &str {
+        self.headers.get(name).and_then(|value| value.to_str().ok()).unwrap_or("")
+    }
+}
+
+/// `GET path` with `headers`, no redirects followed.
+async fn get(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> Got {
+    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let mut request = client.get(format!("{}{path}", app.base));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    let (status, headers) = (response.status(), response.headers().clone());
+    Got { status, headers, body: response.bytes().await.unwrap().to_vec() }
+}
+
+/// Whether `cache_control` lets a shared cache keep the answer.
+fn shared(cache_control: &str) -> bool {
+    let lower = cache_control.to_ascii_lowercase();
+    ["public", "s-maxage", "stale-while-revalidate", "proxy-revalidate"].iter().any(|directive| lower.contains(directive))
+}
+
+/// A user with a post that has a comment and a like, once the change feed has made the post's
+/// copies (the user's list and the feed), so that nothing the reads show moves during a test.
+async fn blog_with_a_post(app: &TestApp) -> (String, String) {
+    let user = app.user("alice").await;
+    let post = app.post_by(&user, "Cached at the edge").await;
+    let comment = serde_json::json!({"userId": user, "content": "A comment"});
+    assert_eq!(app.post(&format!("/api/posts/{post}/comments"), comment).await.status, StatusCode::CREATED);
+    let like = serde_json::json!({"userId": user});
+    assert_eq!(app.post(&format!("/api/posts/{post}/likes"), like).await.status, StatusCode::CREATED);
+    let settled = |body: &Value| {
+        body["items"].as_array().is_some_and(|items| {
+            items.iter().any(|item| item["id"] == post.as_str() && item["commentCount"] == 1 && item["likeCount"] == 1)
+        })
+    };
+    app.eventually("/api/feed", settled).await;
+    app.eventually(&format!("/api/users/{user}/posts"), settled).await;
+    (user, post)
+}
+
+/// Every read the same for every anonymous reader: the pages, the feeds, the API's reads.
+fn anonymous_reads(user: &str, post: &str) -> Vec<String> {
+    vec![
+        "/".to_owned(),
+        format!("/posts/{post}"),
+        format!("/users/{user}"),
+        "/feed.atom".to_owned(),
+        format!("/users/{user}/feed.atom"),
+        "/api/feed".to_owned(),
+        format!("/api/posts/{post}"),
+        format!("/api/posts/{post}/comments"),
+        format!("/api/posts/{post}/likes"),
+        format!("/api/users/{user}"),
+        format!("/api/users/{user}/posts"),
+    ]
+}
+
+#[tokio::test]
+async fn every_anonymous_read_has_a_strong_etag_a_304_when_unchanged_and_a_few_seconds_in_a_shared_cache() {
+    let app = TestApp::start().await;
+    let (user, post) = blog_with_a_post(&app).await;
+    for path in anonymous_reads(&user, &post) {
+        let first = get(&app, &path, &[]).await;
+        assert_eq!(first.status, StatusCode::OK, "{path}");
+        let etag = first.header("etag").to_owned();
+        assert!(etag.starts_with('"') && etag.ends_with('"') && etag.len() > 2, "{path}: a strong ETag, not {etag:?}");
+        let cache_control = first.header("cache-control");
+        assert!(cache_control.contains("public") && cache_control.contains("s-maxage="), "{path}: {cache_control}");
+        assert!(cache_control.contains("stale-while-revalidate="), "{path}: {cache_control}");
+        assert!(cache_control.contains("max-age=0"), "{path}: the browser revalidates: {cache_control}");
+
+        let again = get(&app, &path, &[("if-none-match", &etag)]).await;
+        assert_eq!(again.status, StatusCode::NOT_MODIFIED, "{path}");
+        assert!(again.body.is_empty(), "{path}: a 304 has no body");
+        assert_eq!(again.header("etag"), etag, "{path}");
+        assert_eq!(again.header("cache-control"), cache_control, "{path}: a 304 refreshes the copy as the 200 made it");
+        let weak = format!("W/{etag}");
+        assert_eq!(get(&app, &path, &[("if-none-match", &weak)]).await.status, StatusCode::NOT_MODIFIED, "{path}");
+
+        let other = get(&app, &path, &[("if-none-match", "\"something-else\"")]).await;
+        assert_eq!(other.status, StatusCode::OK, "{path}");
+        assert_eq!(other.body, first.body, "{path}");
+    }
+}
+
+/// A change is a new ETag: the old one is answered in full.
+#[tokio::test]
+async fn a_changed_read_answers_its_new_etag_in_full() {
+    let app = TestApp::start().await;
+    let (user, post) = blog_with_a_post(&app).await;
+    let path = format!("/api/posts/{post}/comments");
+    let before = get(&app, &path, &[]).await;
+    let comment = serde_json::json!({"userId": user, "content": "Another"});
+    assert_eq!(app.post(&path, comment).await.status, StatusCode::CREATED);
+    let after = get(&app, &path, &[("if-none-match", before.header("etag"))]).await;
+    assert_eq!(after.status, StatusCode::OK);
+    assert_ne!(after.header("etag"), before.header("etag"));
+}
+
+#[tokio::test]
+async fn no_answer_to_a_signed_in_cookie_bearing_or_credentialed_request_may_be_shared() {
+    let app = TestApp::start().await;
+    let (user, post) = blog_with_a_post(&app).await;
+    let dev_cookie = format!("blog_dev_user={user}");
+    let signs: [(&str, &str); 5] = [
+        // App Service Authentication's session cookie (the development handler does not read it:
+        // the answer is an anonymous one, and still not for a shared cache).
+        ("cookie", "AppServiceAuthSession=opaque"),
+        // The development sign-in: the pages show the signed-in reader's forms.
+        ("cookie", &dev_cookie),
+        // Any other cookie.
+        ("cookie", "something=else"),
+        ("authorization", "Bearer a-token"),
+        // The development scheme's header, as the API reads the caller.
+        ("x-dev-user", &user),
+    ];
+    let mut paths = anonymous_reads(&user, &post);
+    paths.push("/api/me".to_owned());
+    paths.push("/style.css".to_owned());
+    for path in &paths {
+        for (name, value) in signs {
+            let got = get(&app, path, &[(name, value)]).await;
+            let cache_control = got.header("cache-control");
+            if path == "/api/me" && name != "x-dev-user" {
+                assert_eq!(got.status, StatusCode::UNAUTHORIZED, "{path} with {name}");
+            } else {
+                assert_eq!(got.status, StatusCode::OK, "{path} with {name}: {:?}", String::from_utf8_lossy(&got.body));
+            }
+            assert!(!shared(cache_control), "{path} with {name}: {cache_control:?} lets a shared cache keep it");
+            assert!(
+                cache_control.contains("private") || cache_control.contains("no-store"),
+                "{path} with {name}: {cache_control:?}"
+            );
+        }
+    }
+    // Signed in, a page is the reader's own: tagged, and kept by their browser only (its forms
+    // carry a one-time key each, so it is new on every view).
+    let path = format!("/posts/{post}");
+    let page = get(&app, &path, &[("cookie", &dev_cookie)]).await;
+    assert!(String::from_utf8_lossy(&page.body).contains("Sign out"), "the page shows who is signed in");
+    assert_eq!(page.header("cache-control"), "private, no-cache");
+    assert!(page.header("etag").starts_with('"'));
+}
+
+#[tokio::test]
+async fn an_answer_that_sets_a_cookie_is_private() {
+    let app = TestApp::start().await;
+    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    // Signing in with the development form, asked without any cookie: the answer sets one.
+    let signed_in = client
+        .post(format!("{}/signin", app.base))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("sec-fetch-site", "same-origin")
+        .body("user=alice")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
+    let headers = signed_in.headers();
+    assert!(headers.contains_key("set-cookie"));
+    let cache_control = headers.get("cache-control").and_then(|value| value.to_str().ok()).unwrap_or("");
+    assert!(cache_control.starts_with("private"), "{cache_control:?}");
+    assert!(!shared(cache_control), "{cache_control:?}");
+}
