@@ -2037,4 +2037,8 @@ fn the_front_door_is_off_by_default_and_bypasses_its_cache_for_a_sign_in() {
     // The handler's own cookie is the one the bypass names.
     let posts = fs::read_to_string(repo_root().join("src/http/pages/posts.rs")).unwrap();
     assert!(posts.contains("const JUST_WROTE: &str = \"blog_wrote\";"));
+    // No instance affinity: App Service's ARRAffinity cookie on every returning reader would
+    // make each answer personal to the handler, and nothing would be cached.
+    let app = only_resource(infra_file(&files, "modules/functionapp.bicep"), "Microsoft.Web/sites");
+    assert_eq!(app.literal_at(&["properties", "clientAffinityEnabled"]), Some(json!(false)));
 }

@@ -108,6 +108,11 @@ resource app 'Microsoft.Web/sites@2024-11-01' = {
   properties: {
     serverFarmId: plan.id
     httpsOnly: true
+    // No instance affinity: the handler keeps no session in memory, and App Service's
+    // ARRAffinity cookie would make every returning reader's request carry a cookie, which the
+    // handler answers as personal (`private`), so no shared cache would keep it. A template that
+    // does not say so gets affinity on (azure-functions-host#4044, open).
+    clientAffinityEnabled: false
     functionAppConfig: {
       deployment: {
         storage: {
