@@ -282,7 +282,7 @@ pub(crate) fn record_argument(once: Option<&Once>, partition_key: &str, item_id:
 /// draft says of a request whose key is in use.
 pub(crate) fn script_error(error: ScriptError) -> AppError {
     match error {
-        ScriptError::Thrown(message) if message.contains(IN_PROGRESS) => AppError::Conflict(
+        ScriptError::InProgress(_) => AppError::Conflict(
             "A request with this Idempotency-Key is being made right now: wait for its answer, or send this again \
              in a moment to get it."
                 .to_owned(),
@@ -314,9 +314,6 @@ fn repeated_by(once: Option<&Once>, record: Value) -> AppResult<String> {
     let once = once.ok_or_else(|| AppError::Unexpected("a script repeated a request sent without a key".to_owned()))?;
     once.repeated_record(record)
 }
-
-/// What the scripts throw when the key's record was created meanwhile.
-const IN_PROGRESS: &str = "a request with this key is in progress";
 
 /// The item a repeated request's first answer named, as it is now; gone since, not found.
 pub(crate) async fn first_answer<T: DeserializeOwned>(

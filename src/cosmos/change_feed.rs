@@ -146,8 +146,8 @@ fn encoded(token: &Value) -> String {
     format!("c1.{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token.to_string()))
 }
 
-fn unusable(why: &str) -> StoreError {
-    StoreError::Unusable(format!("the SDK's change feed position cannot take the leases' positions: {why}"))
+fn unusable(why: &'static str) -> StoreError {
+    StoreError::ChangeFeedToken { why }
 }
 
 /// Options for the calls that must reach every physical partition of a container by design

@@ -18,11 +18,7 @@ pub(crate) fn to_document<T: Serialize>(item: &T) -> Result<Value, StoreError> {
 }
 
 pub(crate) fn document_id(document: &Value) -> Result<String, StoreError> {
-    document
-        .get("id")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| StoreError::Unusable("an item to write has no string id".into()))
+    document.get("id").and_then(Value::as_str).map(str::to_owned).ok_or(StoreError::NoId)
 }
 
 /// Runs one Cosmos call within [`CALL_TIMEOUT`], mapping its error.

@@ -164,7 +164,7 @@ impl ServerSideScripts {
                 attempt += 1;
                 continue;
             }
-            return Err(failure(answer.status, &answer.body, answer.retry_after));
+            return Err(failure(&answer));
         }
     }
 
@@ -200,9 +200,10 @@ impl ServerSideScripts {
             let number = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok();
             count(number("x-ms-request-charge").unwrap_or(0.0));
             let retry_after = number("x-ms-retry-after-ms").and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok());
+            let substatus = headers.get("x-ms-substatus").and_then(|value| value.to_str().ok()?.trim().parse().ok());
             let status = response.status();
             let body = response.bytes().await?.to_vec();
-            Ok::<_, reqwest::Error>(Answer { status, retry_after, body })
+            Ok::<_, reqwest::Error>(Answer { status, retry_after, substatus, body })
         };
         let outcome = tokio::time::timeout(CALL_TIMEOUT, exchange).await;
         count(0.0);
@@ -233,6 +234,8 @@ struct Call<'a> {
 struct Answer {
     status: StatusCode,
     retry_after: Option<Duration>,
+    /// `x-ms-substatus`: for a script's `new Error(number, message)`, the number.
+    substatus: Option<i64>,
     body: Vec<u8>,
 }
 
@@ -300,7 +303,8 @@ impl ScriptExecutor for ServerSideScripts {
 }
 
 /// What a failed call means to the application.
-fn failure(status: StatusCode, body: &[u8], retry_after: Option<Duration>) -> ScriptError {
+fn failure(answer: &Answer) -> ScriptError {
+    let Answer { status, retry_after, substatus, ref body } = *answer;
     match status.as_u16() {
         404 => StoreError::NotFound.into(),
         409 => StoreError::Conflict.into(),
@@ -309,8 +313,9 @@ fn failure(status: StatusCode, body: &[u8], retry_after: Option<Duration>) -> Sc
         429 => StoreError::Throttled { retry_after }.into(),
         // "Retry with" after every retry: concurrent writes kept winning.
         449 => ScriptError::Contention,
+        // A script's throw: its kind from the substatus (the number it threw with), as in process.
         400 => match thrown_message(body) {
-            Some(message) => ScriptError::Thrown(message),
+            Some(message) => ScriptError::thrown(substatus, message),
             None => ScriptError::Failed(format!("Cosmos DB answered {status}: {}", cosmos_message(body))),
         },
         _ => ScriptError::Failed(format!("Cosmos DB answered {status}: {}", cosmos_message(body))),
