@@ -118,7 +118,7 @@ async fn acknowledged_concurrent_writes_survive_kill_9() {
 async fn refusal(dir: &std::path::Path) -> String {
     match blog::Blog::open(&TestApp::config(dir)).await {
         Ok(_) => panic!("the handler started on {}", dir.display()),
-        Err(error) => error.to_string(),
+        Err(error) => blog::with_causes(&error),
     }
 }
 

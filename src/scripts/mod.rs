@@ -328,4 +328,11 @@ mod tests {
         }
         assert!(!StoredProcedure::UpdateUsernames.source().contains("function firstTime"));
     }
+
+    /// The helpers throw "in progress" with the number the callers classify it by.
+    #[test]
+    fn the_helpers_throw_in_progress_with_its_number() {
+        let thrown = format!("throw new Error({IN_PROGRESS}, procedure + \": a request with this key is in progress\")");
+        assert_eq!(KEYED_HELPERS.matches(&thrown).count(), 1, "{thrown}");
+    }
 }

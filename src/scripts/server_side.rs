@@ -392,3 +392,29 @@ fn is_loopback(url: &Url) -> bool {
     let host = host.trim_start_matches('[').trim_end_matches(']');
     host.eq_ignore_ascii_case("localhost") || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What Cosmos DB answers a stored procedure's `throw new Error(number, message)`: a 400
+    /// whose body embeds the message, with the number as `x-ms-substatus`.
+    fn thrown_answer(substatus: Option<i64>, message: &str) -> Answer {
+        let errors = serde_json::json!({"Errors": [format!(
+            "Encountered exception while executing function. Exception = Error: {message}\r\nStack trace: Error: {message}\n   at remembered (script.js:40:13)"
+        )]});
+        let body = serde_json::json!({"code": "BadRequest", "message": format!("Message: {errors}\r\nActivityId: 1f2e, Request URI: /apps/x")});
+        Answer { status: StatusCode::BAD_REQUEST, retry_after: None, substatus, body: body.to_string().into_bytes() }
+    }
+
+    /// A script's throw is told apart by its substatus, as the in-process engine tells it by the
+    /// Error's number: the same message without it is another throw.
+    #[test]
+    fn a_throw_is_classified_by_its_substatus() {
+        let message = "createComment: a request with this key is in progress";
+        let in_progress = failure(&thrown_answer(Some(crate::scripts::IN_PROGRESS), message));
+        assert!(matches!(&in_progress, ScriptError::InProgress(thrown) if thrown == message), "{in_progress:?}");
+        let other = failure(&thrown_answer(None, message));
+        assert!(matches!(&other, ScriptError::Thrown(thrown) if thrown == message), "{other:?}");
+    }
+}

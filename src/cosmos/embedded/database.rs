@@ -1220,6 +1220,80 @@ mod tests {
         assert_eq!((incomplete.discrepancies[0].recorded, incomplete.discrepancies[0].found), (2, 1));
     }
 
+    /// Each refusal of a row is its own variant, with what it found: a write after the last one
+    /// recorded, changed bytes (both checksums), a container the store does not have.
+    #[test]
+    fn a_damaged_row_is_refused_as_what_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let (database, mut writer) = writer(dir.path());
+        writer.commit(&[comment(1, 1, 1)]).unwrap();
+        let first_page = |database: &Database, writer: &Writer| database.page(&writer.connection, None, 10).err();
+        *database.last_seq.lock().unwrap() = 0;
+        let Some(StoreError::Damaged { path, damage: Damage::WrittenAfterLast { container, id, seq, last_seq } }) =
+            first_page(&database, &writer)
+        else {
+            panic!("a row after the last write is refused")
+        };
+        assert_eq!((path, container, id.as_str(), seq, last_seq), (database.path().to_owned(), Container::Posts, "c1", 1, 0));
+        *database.last_seq.lock().unwrap() = 1;
+        writer.connection.execute("UPDATE items SET doc = replace(doc, 'xxx', 'xxy') WHERE id = 'c1'", []).unwrap();
+        let Some(StoreError::ChecksumMismatch { container, partition_key, id, expected, found, .. }) =
+            first_page(&database, &writer)
+        else {
+            panic!("a changed row is refused")
+        };
+        assert_eq!((container, partition_key.as_str(), id.as_str()), (Container::Posts, "p1", "c1"));
+        assert_ne!(expected, found);
+        writer.connection.execute("UPDATE items SET container = 'drafts' WHERE id = 'c1'", []).unwrap();
+        let refused = first_page(&database, &writer);
+        assert!(
+            matches!(&refused, Some(StoreError::Damaged { damage: Damage::UnknownContainer { name }, .. }) if name == "drafts"),
+            "{refused:?}"
+        );
+    }
+
+    /// Each refusal of the file at opening is its own variant, with what it found: the lock
+    /// another process holds, a newer schema, an unfinished repair, another application's file,
+    /// a file that is no database.
+    #[test]
+    fn a_database_that_cannot_be_opened_is_refused_as_what_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        let (database, writer) = writer(dir.path());
+        let in_use = Database::open(dir.path(), Opening::Serve).err();
+        assert!(matches!(&in_use, Some(StoreError::InUse { dir: held }) if held == dir.path()), "{in_use:?}");
+        drop((database, writer));
+        let reopened = |sql: &str| {
+            let connection = Connection::open(&path).unwrap();
+            connection.execute_batch(sql).unwrap();
+            drop(connection);
+            Database::open(dir.path(), Opening::Serve).err()
+        };
+        let unfinished = reopened("INSERT INTO meta (key, value) VALUES ('repair_pending', 1)");
+        assert!(
+            matches!(&unfinished, Some(StoreError::RepairUnfinished { path: file, dir: held }) if *file == path && held == dir.path()),
+            "{unfinished:?}"
+        );
+        let newer = reopened("DELETE FROM meta WHERE key = 'repair_pending'; PRAGMA user_version = 7");
+        assert!(matches!(newer, Some(StoreError::NewerSchema { version: 7, known: SCHEMA_VERSION, .. })), "{newer:?}");
+        let other = reopened("PRAGMA user_version = 2; PRAGMA application_id = 5");
+        assert!(
+            matches!(other, Some(StoreError::Damaged { damage: Damage::OtherApplication { application: 5 }, .. })),
+            "{other:?}"
+        );
+        for leftover in ["sqlite-wal", "sqlite-shm"] {
+            std::fs::remove_file(path.with_extension(leftover)).ok();
+        }
+        std::fs::write(&path, vec![b'x'; 8192]).unwrap();
+        let garbage = Database::open(dir.path(), Opening::Serve).err();
+        let Some(StoreError::Damaged { path: named, damage: Damage::Sqlite(_) }) = &garbage else {
+            panic!("a file that is no database is refused: {garbage:?}")
+        };
+        assert_eq!(*named, path);
+        let report = crate::logging::with_causes(garbage.as_ref().unwrap());
+        assert!(report.contains("is damaged") && report.contains("file is not a database"), "{report}");
+    }
+
     /// What the tallies add to a commit, against the commit before them, alternating so that the
     /// machine's load falls on both alike; and what the start's check costs against reading the
     /// rows as the start does anyway. A measurement, not a test:

@@ -402,8 +402,39 @@ pub(crate) mod tests {
         assert_eq!(ids(&imported), ["a", "b", "c"]);
         // A journal newer than its snapshot is from another copy.
         write(dir.path(), JOURNAL, 6, 0, &[]);
-        let error = read(dir.path()).err().unwrap().to_string();
-        assert!(error.contains("not from the same copy"), "{error}");
+        let error = read(dir.path()).err().unwrap();
+        assert!(matches!(error, ImportError::Generations { snapshot_generation: 5, journal_generation: 6, .. }), "{error:?}");
+        assert!(error.to_string().contains("not from the same copy"), "{error}");
+    }
+
+    /// Each refusal names its file and line, and says what it found there.
+    #[test]
+    fn a_damaged_line_is_refused_with_its_file_its_line_and_what_is_wrong() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join(JOURNAL);
+        write(dir.path(), SNAPSHOT, 1, 0, &[]);
+        let refused = |lines: &[serde_json::Value], extra: &str| {
+            write(dir.path(), JOURNAL, 1, 0, lines);
+            let mut text = fs::read_to_string(&journal).unwrap();
+            text.push_str(extra);
+            fs::write(&journal, text).unwrap();
+            read(dir.path()).err().unwrap()
+        };
+        // A changed line, not the last (a torn last line is dropped).
+        let changed = line(&put("b", 1, 2)).replace("\"b\"", "\"c\"");
+        let error = refused(&[put("a", 1, 1)], &(changed + &line(&put("d", 1, 3))));
+        assert!(matches!(&error, ImportError::Damaged { path, line: 3, journal: true, .. } if *path == journal), "{error:?}");
+        let error = refused(&[json!({"not": "records"}), put("b", 1, 2)], "");
+        assert!(matches!(&error, ImportError::NotRecords { line: 2, journal: true, .. }), "{error:?}");
+        let drafts = json!([{"c": "drafts", "pk": "a", "id": "a", "doc": {"id": "a"}, "seq": 1}]);
+        let error = refused(&[drafts, put("b", 1, 2)], "");
+        assert!(matches!(&error, ImportError::UnknownContainer { line: 2, container, .. } if container == "drafts"), "{error:?}");
+        fs::remove_file(&journal).unwrap();
+        let error = read(dir.path()).err().unwrap();
+        assert!(
+            matches!(&error, ImportError::NoJournal { generation: 1, journal: missing, .. } if *missing == journal),
+            "{error:?}"
+        );
     }
 
     #[test]
@@ -413,7 +444,12 @@ pub(crate) mod tests {
         write(dir.path(), SNAPSHOT, 1, 0, &[]);
         write(dir.path(), JOURNAL, 1, 0, &[put("a", 1, 1)]);
         fs::write(kept(JOURNAL), "an earlier import's journal").unwrap();
-        let error = set_aside(dir.path()).err().unwrap().to_string();
+        let error = set_aside(dir.path()).err().unwrap();
+        assert!(
+            matches!(&error, StoreError::ImportedNameTaken { file, kept: taken } if *file == dir.path().join(JOURNAL) && *taken == kept(JOURNAL)),
+            "{error:?}"
+        );
+        let error = error.to_string();
         assert!(error.contains(&kept(JOURNAL).display().to_string()) && error.contains("start again"), "{error}");
         assert!(dir.path().join(SNAPSHOT).exists(), "nothing is renamed");
         assert_eq!(fs::read_to_string(kept(JOURNAL)).unwrap(), "an earlier import's journal");
