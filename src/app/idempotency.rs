@@ -338,6 +338,17 @@ pub(crate) fn deleted_since(what: &str, item_id: &str) -> AppError {
 mod tests {
     use super::*;
 
+    /// The key in use is the script's typed throw, not its words: the same words thrown without
+    /// the number stay the script's failure.
+    #[test]
+    fn a_key_in_use_is_409_by_the_throws_kind() {
+        let message = "createLike: a request with this key is in progress";
+        let in_use = script_error(ScriptError::InProgress(message.to_owned()));
+        assert!(matches!(&in_use, AppError::Conflict(detail) if detail.contains("being made right now")), "{in_use:?}");
+        let worded = script_error(ScriptError::Thrown(message.to_owned()));
+        assert!(matches!(worded, AppError::Script(ScriptError::Thrown(_))), "{worded:?}");
+    }
+
     fn caller(id: &str, key: Option<&str>) -> Caller {
         Caller { id: id.to_owned(), key: key.map(|key| IdempotencyKey::parse(key).unwrap()) }
     }
