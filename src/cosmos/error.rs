@@ -226,9 +226,10 @@ pub enum StoreError {
         partition_key: String,
         /// Its id.
         id: String,
-        /// Why the emulator refused it.
+        /// Why the emulator refused it (boxed: the SDK's error is large, and every result of a
+        /// store call carries this enum's size).
         #[source]
-        refusal: RestoreError,
+        refusal: Box<RestoreError>,
     },
     /// What was asked works on the embedded store only, and this configuration names an account.
     #[error("{what} needs the embedded store; this configuration names a Cosmos DB account")]

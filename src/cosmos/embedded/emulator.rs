@@ -189,7 +189,7 @@ pub(crate) async fn load(
                         container: row.container,
                         partition_key: row.partition_key.clone(),
                         id: row.id.clone(),
-                        refusal,
+                        refusal: Box::new(refusal),
                     }
                 })?;
             }
