@@ -275,7 +275,8 @@ pub enum StoreError {
     /// has no credential.
     #[error("the server-side scripts need an Entra ID credential, and the store has none")]
     NoCredential,
-    /// The client of the server-side scripts cannot be built.
+    /// The client of the server-side scripts cannot be built (boxed: whatever its constructor
+    /// answers, so that this variant does not follow that type).
     #[error("the server-side scripts cannot be set up")]
     Scripts(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The picture store the configuration names cannot be opened.

@@ -247,8 +247,8 @@ pub(crate) async fn restore(
 /// Why the emulator did not take back a stored item: the cause of [`StoreError::Unloadable`].
 #[derive(Debug, thiserror::Error)]
 pub enum RestoreError {
-    /// The request did not reach it.
-    #[error("the emulator was not reached")]
+    /// It failed to take the request.
+    #[error("the emulator failed to take the item")]
     Request(#[source] azure_data_cosmos::CosmosError),
     /// It answered with an error.
     #[error("the emulator answered {status}: {body}")]
