@@ -167,3 +167,16 @@ fn lease_position(lease: &Value) -> Result<RangePosition, StoreError> {
     let etag = lease["ContinuationToken"].as_str().filter(|etag| !etag.is_empty()).map(str::to_owned);
     Ok(RangePosition { min_epk: min.to_owned(), max_epk: max.to_owned(), etag })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lease of an older trigger (a partition key range id, no feed range) is refused, naming it.
+    #[test]
+    fn a_lease_without_a_feed_range_is_refused_naming_it() {
+        let older = serde_json::json!({"id": "blog.info..0", "PartitionId": "0", "ContinuationToken": "\"12\""});
+        let refused = lease_position(&older);
+        assert!(matches!(&refused, Err(StoreError::OlderLease { lease }) if lease == "\"blog.info..0\""), "{refused:?}");
+    }
+}

@@ -227,7 +227,9 @@ mod tests {
                 {"min_epk": "80", "max_epk": "FF", "server_continuation": "\"42\""},
             ])
         );
-        assert!(decoded("opaque").is_err());
-        assert!(at_positions(serde_json::json!({"root": {"kind": "sequential_drain"}}), &ranges).is_err());
+        use crate::cosmos::StoreError::ChangeFeedToken;
+        assert!(matches!(decoded("opaque"), Err(ChangeFeedToken { why: "not a version 1 token" })));
+        let drained = at_positions(serde_json::json!({"root": {"kind": "sequential_drain"}}), &ranges);
+        assert!(matches!(drained, Err(ChangeFeedToken { why: "not an unordered merge" })));
     }
 }

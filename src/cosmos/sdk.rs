@@ -139,3 +139,14 @@ pub(crate) async fn create_containers(client: &CosmosClient, database: &str) -> 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_item_without_a_string_id_is_refused_as_such() {
+        assert!(matches!(document_id(&serde_json::json!({"id": 7})), Err(StoreError::NoId)));
+        assert_eq!(document_id(&serde_json::json!({"id": "p1"})).unwrap(), "p1");
+    }
+}
