@@ -180,7 +180,8 @@ pub enum ScriptError {
 /// keyed_helpers.js) when their request record was created meanwhile. Cosmos DB answers a
 /// stored procedure's `new Error(number, message)` as a 400 whose `x-ms-substatus` is the
 /// number, and the in-process engine keeps it as the error's `number`, so both engines tell it
-/// apart without reading the message. Above the service's own substatuses of a 400.
+/// apart without reading the message. Chosen apart from the substatuses the service documents
+/// for its own 400s.
 pub(crate) const IN_PROGRESS: i64 = 4090;
 
 impl ScriptError {
