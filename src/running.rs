@@ -133,18 +133,18 @@ pub async fn state_on(config: &Config, store: cosmos::Store) -> Result<AppState,
         (ScriptsMode::InProcess, _) | (_, Backend::Embedded { .. }) => Arc::new(InProcessScripts::new(store.clone())),
         (ScriptsMode::Server, Backend::ConnectionString(text)) => {
             let parsed: azure_data_cosmos_driver::models::ConnectionString =
-                text.parse().map_err(|error| cosmos::StoreError::Unusable(format!("bad connection string: {error}")))?;
+                text.parse().map_err(|error| cosmos::StoreError::sdk("the Cosmos DB connection string cannot be used", error))?;
             let credential = ScriptCredential::Key(parsed.account_key().secret().to_owned());
             Arc::new(
                 ServerSideScripts::new(parsed.account_endpoint(), &config.database, credential)
-                    .map_err(cosmos::StoreError::Unusable)?,
+                    .map_err(|error| cosmos::StoreError::Scripts(error.into()))?,
             )
         }
         (ScriptsMode::Server, Backend::Endpoint { endpoint, .. }) => {
-            let credential = store.credential().ok_or_else(|| cosmos::StoreError::Unusable("no Entra ID credential".into()))?;
+            let credential = store.credential().ok_or(cosmos::StoreError::NoCredential)?;
             Arc::new(
                 ServerSideScripts::new(endpoint, &config.database, ScriptCredential::Entra(credential))
-                    .map_err(cosmos::StoreError::Unusable)?,
+                    .map_err(|error| cosmos::StoreError::Scripts(error.into()))?,
             )
         }
     };
@@ -168,7 +168,7 @@ pub async fn state_on(config: &Config, store: cosmos::Store) -> Result<AppState,
 
 /// The picture store `config` names, with its limits and the writers' quota (`None`: none).
 fn open_pictures(config: &Config) -> Result<Option<app::pictures::Pictures>, cosmos::StoreError> {
-    let unusable = |error: pictures::PictureStoreError| cosmos::StoreError::Unusable(error.to_string());
+    let unusable = cosmos::StoreError::Pictures;
     let store: Arc<dyn pictures::PictureStore> = match &config.pictures {
         PictureStorage::Off => return Ok(None),
         PictureStorage::DataDirectory(data_dir) => Arc::new(pictures::DirectoryStore::open(data_dir).map_err(unusable)?),
@@ -202,7 +202,7 @@ async fn connect_store(config: &Config) -> Result<cosmos::Store, cosmos::StoreEr
         match cosmos::Store::connect(config).await {
             Ok(store) => return Ok(store),
             Err(error) if attempt < 5 && !matches!(config.backend, Backend::Embedded { .. }) => {
-                tracing::warn!(%error, attempt, retry_in = ?pause, "cannot reach Cosmos DB yet");
+                tracing::warn!(error = %crate::logging::with_causes(&error), attempt, retry_in = ?pause, "cannot reach Cosmos DB yet");
                 tokio::time::sleep(pause).await;
                 pause *= 2;
                 attempt += 1;

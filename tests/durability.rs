@@ -115,11 +115,16 @@ async fn acknowledged_concurrent_writes_survive_kill_9() {
 }
 
 /// Why `Blog::open` refused `dir`; panics if it started.
-async fn refusal(dir: &std::path::Path) -> String {
+async fn refused(dir: &std::path::Path) -> blog::StoreError {
     match blog::Blog::open(&TestApp::config(dir)).await {
         Ok(_) => panic!("the handler started on {}", dir.display()),
-        Err(error) => error.to_string(),
+        Err(error) => error,
     }
+}
+
+/// [`refused`], as the handler reports it: the error and its causes.
+async fn refusal(dir: &std::path::Path) -> String {
+    blog::with_causes(&refused(dir).await)
 }
 
 /// A change-feed processor's position beyond the last write the store numbered cannot have
@@ -274,7 +279,9 @@ async fn a_damaged_journal_line_is_refused_with_its_file_and_line() {
         let mut text: Vec<&str> = lines.clone();
         text[comment] = &line;
         std::fs::write(&journal, text.join("\n") + "\n").unwrap();
-        let error = refusal(temp.path()).await;
+        let error = refused(temp.path()).await;
+        assert!(matches!(error, blog::StoreError::Import(_)), "{error:?}");
+        let error = blog::with_causes(&error);
         assert!(error.contains(&journal.display().to_string()) && error.contains(&format!("line {}", comment + 1)), "{error}");
     }
     std::fs::write(&journal, &original).unwrap();
@@ -449,8 +456,12 @@ async fn an_item_changed_with_the_sqlite3_shell_is_refused() {
         .unwrap();
     assert_eq!(changed, 1);
     drop(database);
-    let error = refusal(temp.path()).await;
-    assert!(error.contains("does not match its checksum"), "{error}");
+    let error = refused(temp.path()).await;
+    assert!(
+        matches!(&error, blog::StoreError::ChecksumMismatch { container: blog::Container::Posts, id, expected, found, .. } if !id.is_empty() && expected != found),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("does not match its checksum"), "{error}");
 }
 
 /// A database written before items carried checksums is upgraded in place, in

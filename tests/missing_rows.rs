@@ -57,7 +57,7 @@ fn count(dir: &Path, condition: &str, params: &[&str]) -> i64 {
 async fn refusal(dir: &Path) -> String {
     match blog::Blog::open(&TestApp::config(dir)).await {
         Ok(_) => panic!("the handler started on {}", dir.display()),
-        Err(error) => error.to_string(),
+        Err(error) => blog::with_causes(&error),
     }
 }
 

@@ -191,6 +191,21 @@ async fn throttling_that_lasts_is_reported_as_throttled() {
 /// inside an `Errors` array inside the message, followed by the request's diagnostics).
 const THROWN: &str = r#"{"code":"BadRequest","message":"Message: {\"Errors\":[\"Encountered exception while executing function. Exception = Error: notAmongNewest: post p-9 is older than the newest 100\\r\\nStack trace: Error: notAmongNewest: post p-9 is older than the newest 100\\n   at Anonymous function (truncateFeed.js:31:13)\\n   at queryCallback (__.sys.js:1:1)\"]}\r\nActivityId: 3c7f9e0a-1b2c-4d5e-8f90-123456789abc, Request URI: /apps/a/services/b/partitions/c/replicas/d/, RequestStats: , SDK: Microsoft.Azure.Documents.Common/2.14.0"}"#;
 
+/// A keyed procedure's "in progress", thrown with its number, comes back as the 400's
+/// `x-ms-substatus`: told apart by that, its message kept.
+#[tokio::test]
+async fn an_in_progress_throw_is_told_apart_by_its_substatus() {
+    let message = "createLike: a request with this key is in progress";
+    let body = THROWN.replace("notAmongNewest: post p-9 is older than the newest 100", message);
+    let in_progress: Reply = (400, 1.0, vec![("x-ms-substatus", "4090")], body.clone());
+    let (_cosmos, endpoint) = stand_in(vec![in_progress, (400, 1.0, vec![], body)]).await;
+    let scripts: Arc<dyn ScriptExecutor> = Arc::new(executor(&endpoint));
+    let error = scripts.execute(StoredProcedure::CreateLike, "p1", ("p1", json!({}))).await.unwrap_err();
+    assert!(matches!(&error, ScriptError::InProgress(thrown) if thrown == message), "{error:?}");
+    let error = scripts.execute(StoredProcedure::CreateLike, "p1", ("p1", json!({}))).await.unwrap_err();
+    assert!(matches!(&error, ScriptError::Thrown(thrown) if thrown == message), "without the substatus: {error:?}");
+}
+
 #[tokio::test]
 async fn a_trigger_that_throws_reports_the_scripts_own_message() {
     let (cosmos, endpoint) = stand_in(vec![ok(400, 4.1, THROWN), ok(201, 9.0, "{}")]).await;

@@ -282,7 +282,7 @@ pub(crate) fn record_argument(once: Option<&Once>, partition_key: &str, item_id:
 /// draft says of a request whose key is in use.
 pub(crate) fn script_error(error: ScriptError) -> AppError {
     match error {
-        ScriptError::Thrown(message) if message.contains(IN_PROGRESS) => AppError::Conflict(
+        ScriptError::InProgress(_) => AppError::Conflict(
             "A request with this Idempotency-Key is being made right now: wait for its answer, or send this again \
              in a moment to get it."
                 .to_owned(),
@@ -315,9 +315,6 @@ fn repeated_by(once: Option<&Once>, record: Value) -> AppResult<String> {
     once.repeated_record(record)
 }
 
-/// What the scripts throw when the key's record was created meanwhile.
-const IN_PROGRESS: &str = "a request with this key is in progress";
-
 /// The item a repeated request's first answer named, as it is now; gone since, not found.
 pub(crate) async fn first_answer<T: DeserializeOwned>(
     store: &Store,
@@ -340,6 +337,17 @@ pub(crate) fn deleted_since(what: &str, item_id: &str) -> AppError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The key in use is the script's typed throw, not its words: the same words thrown without
+    /// the number stay the script's failure.
+    #[test]
+    fn a_key_in_use_is_409_by_the_throws_kind() {
+        let message = "createLike: a request with this key is in progress";
+        let in_use = script_error(ScriptError::InProgress(message.to_owned()));
+        assert!(matches!(&in_use, AppError::Conflict(detail) if detail.contains("being made right now")), "{in_use:?}");
+        let worded = script_error(ScriptError::Thrown(message.to_owned()));
+        assert!(matches!(worded, AppError::Script(ScriptError::Thrown(_))), "{worded:?}");
+    }
 
     fn caller(id: &str, key: Option<&str>) -> Caller {
         Caller { id: id.to_owned(), key: key.map(|key| IdempotencyKey::parse(key).unwrap()) }

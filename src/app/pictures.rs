@@ -206,7 +206,7 @@ pub(crate) async fn add_picture(
         if let Some(phone_address) = phone_added
             && let Err(error) = pictures.store.remove(phone_address).await
         {
-            tracing::warn!(picture = %phone_address.url(), %error, "a refused picture's phones' copy could not be taken back");
+            tracing::warn!(picture = %phone_address.url(), error = %crate::logging::with_causes(&error), "a refused picture's phones' copy could not be taken back");
         }
         return Err(refused.into());
     }
@@ -350,7 +350,7 @@ pub(crate) fn spawn_sweep(state: &AppState) {
         tokio::time::sleep(std::time::Duration::from_secs(60 * 60)).await;
         while let Some(state) = blog.upgrade() {
             if let Err(error) = sweep_abandoned_pictures(&state, ABANDONED_AFTER).await {
-                tracing::warn!(%error, "the sweep of abandoned pictures failed; it runs again tomorrow");
+                tracing::warn!(error = %crate::logging::with_causes(&error), "the sweep of abandoned pictures failed; it runs again tomorrow");
             }
             drop(state);
             tokio::time::sleep(SWEEP_EVERY).await;

@@ -115,7 +115,7 @@ pub(crate) async fn delete_post(state: &AppState, caller: &Caller, post_id: &str
             // The post is gone for every reader; its pictures follow now, and where this fails,
             // when `PostsChangeFeed` delivers the tombstone.
             if let Err(error) = super::pictures::remove_post_pictures(state, &caller.id, post_id).await {
-                tracing::warn!(post_id, %error, "a deleted post's pictures are left for the change feed");
+                tracing::warn!(post_id, error = %crate::logging::with_causes(&error), "a deleted post's pictures are left for the change feed");
             }
             Ok(())
         }

@@ -65,7 +65,7 @@ pub async fn create_user(state: &AppState, caller: &Caller, username: String) ->
                 return Ok(existing);
             }
             if let Err(error) = usernames::abandon(&state.store, &user.user_id, &user.username).await {
-                tracing::warn!(%error, user = user.user_id, "a claim made for nothing stays until it is old");
+                tracing::warn!(error = %crate::logging::with_causes(&error), user = user.user_id, "a claim made for nothing stays until it is old");
             }
             Err(AppError::Conflict(format!("You already have a user, {:?}; rename it with PUT instead.", user.id)))
         }
@@ -135,7 +135,7 @@ pub async fn rename_user(state: &AppState, caller: &Caller, user_id: &str, usern
         for old in [old_reservation, left_behind].into_iter().flatten() {
             if let Err(error) = usernames::release(store, user_id, old).await {
                 // The rename is done; UsersChangeFeed releases the old name.
-                tracing::warn!(%error, user = user_id, "an old username is left for the change feed to release");
+                tracing::warn!(error = %crate::logging::with_causes(&error), user = user_id, "an old username is left for the change feed to release");
             }
         }
         #[cfg(any(test, feature = "test-support"))]

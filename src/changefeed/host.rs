@@ -41,8 +41,11 @@ pub(crate) async fn invoke(state: &AppState, function: Function, invocation_id: 
             return match dead_letters::set_aside(&state.store, name, "invocation", &why, &payload).await {
                 Ok(id) => answer(false, format!("{name}: the invocation could not be read ({why}); set aside as {id}")),
                 Err(error) => {
-                    tracing::error!(target: "blog::changefeed", function = name, invocation_id, %why, %error, "an unreadable invocation could not be set aside; the host will deliver it again");
-                    answer(true, format!("{name}: cannot set aside an unreadable invocation: {error}"))
+                    tracing::error!(target: "blog::changefeed", function = name, invocation_id, %why, error = %crate::logging::with_causes(&error), "an unreadable invocation could not be set aside; the host will deliver it again");
+                    answer(
+                        true,
+                        format!("{name}: cannot set aside an unreadable invocation: {}", crate::logging::with_causes(&error)),
+                    )
                 }
             };
         }
@@ -71,8 +74,11 @@ pub(crate) async fn invoke(state: &AppState, function: Function, invocation_id: 
             )
         }
         Err(error) => {
-            tracing::error!(target: "blog::changefeed", function = name, invocation_id, attempt, count, %error, "batch failed; the host will deliver it again");
-            answer(true, format!("{name}: the batch of {count} failed and will be retried: {error}"))
+            tracing::error!(target: "blog::changefeed", function = name, invocation_id, attempt, count, error = %crate::logging::with_causes(&error), "batch failed; the host will deliver it again");
+            answer(
+                true,
+                format!("{name}: the batch of {count} failed and will be retried: {}", crate::logging::with_causes(&error)),
+            )
         }
     }
 }

@@ -96,7 +96,9 @@ pub(crate) fn spawn_reports(state: &AppState, followed: Followed) {
         while let Some(state) = blog.upgrade() {
             match measure(&state, &followed, REPORTED_AT_MOST).await {
                 Ok(lags) => lags.iter().for_each(report),
-                Err(error) => tracing::warn!(target: "blog::changefeed", %error, "the change feed's lag could not be measured"),
+                Err(error) => {
+                    tracing::warn!(target: "blog::changefeed", error = %crate::logging::with_causes(&error), "the change feed's lag could not be measured")
+                }
             }
             drop(state);
             tokio::time::sleep(REPORT_EVERY).await;
@@ -160,11 +162,21 @@ pub(crate) async fn trigger_positions(state: &AppState, function: Function) -> R
 fn lease_position(lease: &Value) -> Result<RangePosition, StoreError> {
     let range = &lease["FeedRange"]["Range"];
     let (Some(min), Some(max)) = (range["min"].as_str(), range["max"].as_str()) else {
-        return Err(StoreError::Unusable(format!(
-            "the lease {} has no feed range (FeedRange.Range.min and max): a lease of an older trigger, whose position is not read here",
-            lease["id"]
-        )));
+        return Err(StoreError::OlderLease { lease: lease["id"].to_string() });
     };
     let etag = lease["ContinuationToken"].as_str().filter(|etag| !etag.is_empty()).map(str::to_owned);
     Ok(RangePosition { min_epk: min.to_owned(), max_epk: max.to_owned(), etag })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lease of an older trigger (a partition key range id, no feed range) is refused, naming it.
+    #[test]
+    fn a_lease_without_a_feed_range_is_refused_naming_it() {
+        let older = serde_json::json!({"id": "blog.info..0", "PartitionId": "0", "ContinuationToken": "\"12\""});
+        let refused = lease_position(&older);
+        assert!(matches!(&refused, Err(StoreError::OlderLease { lease }) if lease == "\"blog.info..0\""), "{refused:?}");
+    }
 }

@@ -102,7 +102,8 @@ impl Function {
             return Err(failed.swap_remove(0).0);
         }
         for (error, document) in failed {
-            let reason = format!("failed {ISOLATE_AFTER} times in its batch and again alone: {error}");
+            let reason =
+                format!("failed {ISOLATE_AFTER} times in its batch and again alone: {}", crate::logging::with_causes(&error));
             dead_letters::set_aside(&state.store, self.name(), "item", &reason, &document.to_string()).await?;
             report.set_aside += 1;
         }

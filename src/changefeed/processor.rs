@@ -137,9 +137,9 @@ pub(super) async fn pause_after_failure(function: Function, error: &FeedError, s
     // The database's passing failures (throttled, unavailable for a moment) are a warning: the
     // processor starts over, as the host would deliver again; anything else is an error.
     if error.is_passing() {
-        tracing::warn!(target: "blog::changefeed", function = function.name(), %error, "change feed processor paused; restarting");
+        tracing::warn!(target: "blog::changefeed", function = function.name(), error = %crate::logging::with_causes(&error), "change feed processor paused; restarting");
     } else {
-        tracing::error!(target: "blog::changefeed", function = function.name(), %error, "change feed processor failed; restarting");
+        tracing::error!(target: "blog::changefeed", function = function.name(), error = %crate::logging::with_causes(&error), "change feed processor failed; restarting");
     }
     tokio::select! {
         () = tokio::time::sleep(IDLE_POLL) => true,
@@ -157,7 +157,7 @@ async fn follow(
     stopped: &mut watch::Receiver<bool>,
 ) -> Result<(), FeedError> {
     let Some(embedded) = state.store.embedded() else {
-        return Err(StoreError::Unusable("local change-feed processing needs the embedded store".into()).into());
+        return Err(StoreError::NotEmbedded { what: "local change-feed processing" }.into());
     };
     let written = embedded.write_signal();
     let mut position = checkpoint::read(checkpoint).map_err(StoreError::from)?;
@@ -218,7 +218,8 @@ async fn read_current(state: &AppState, function: Function, items: Vec<(String, 
             Err(error) if error.is_passing() => return Err(error.into()),
             Err(error) => {
                 let item = serde_json::json!({"partitionKey": partition_key, "id": id}).to_string();
-                let reason = format!("the item cannot be read from {}: {error}", container.name());
+                let reason =
+                    format!("the item cannot be read from {}: {}", container.name(), crate::logging::with_causes(&error));
                 super::dead_letters::set_aside(&state.store, function.name(), "unreadable", &reason, &item).await?;
             }
         }
@@ -264,7 +265,7 @@ pub(super) async fn deliver_until_done(
                 return true;
             }
             Err(error) => {
-                tracing::warn!(target: "blog::changefeed", function = function.name(), %error, retry_in = ?pause, "batch failed; delivering it again");
+                tracing::warn!(target: "blog::changefeed", function = function.name(), error = %crate::logging::with_causes(&error), retry_in = ?pause, "batch failed; delivering it again");
                 tokio::select! {
                     () = tokio::time::sleep(pause) => {}
                     _ = stopped.changed() => return false,
@@ -301,7 +302,7 @@ pub async fn rebuild_copies_reporting(state: &AppState, delivered: &mut dyn FnMu
 /// in the store's own numbering of its writes, and the `_ts` of the oldest.
 pub(super) async fn pending(state: &AppState, data_dir: &Path, function: Function) -> Result<(usize, Option<u64>), StoreError> {
     let Some(embedded) = state.store.embedded() else {
-        return Err(StoreError::Unusable("the local processors' positions are the embedded store's; this is an account".into()));
+        return Err(StoreError::NotEmbedded { what: "the local processors' positions" });
     };
     let mut after = checkpoint::read(&checkpoint_path(data_dir, function))?;
     let (mut pending, mut first) = (0, None);

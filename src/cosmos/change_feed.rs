@@ -146,8 +146,8 @@ fn encoded(token: &Value) -> String {
     format!("c1.{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token.to_string()))
 }
 
-fn unusable(why: &str) -> StoreError {
-    StoreError::Unusable(format!("the SDK's change feed position cannot take the leases' positions: {why}"))
+fn unusable(why: &'static str) -> StoreError {
+    StoreError::ChangeFeedToken { why }
 }
 
 /// Options for the calls that must reach every physical partition of a container by design
@@ -227,7 +227,9 @@ mod tests {
                 {"min_epk": "80", "max_epk": "FF", "server_continuation": "\"42\""},
             ])
         );
-        assert!(decoded("opaque").is_err());
-        assert!(at_positions(serde_json::json!({"root": {"kind": "sequential_drain"}}), &ranges).is_err());
+        use crate::cosmos::StoreError::ChangeFeedToken;
+        assert!(matches!(decoded("opaque"), Err(ChangeFeedToken { why: "not a version 1 token" })));
+        let drained = at_positions(serde_json::json!({"root": {"kind": "sequential_drain"}}), &ranges);
+        assert!(matches!(drained, Err(ChangeFeedToken { why: "not an unordered merge" })));
     }
 }

@@ -28,7 +28,7 @@ struct Checkpoint {
 pub enum CheckpointError {
     /// The file does not hold a position.
     #[error(
-        "{} is corrupt ({damage}): it holds a change-feed processor's position. Delete it to have every change \
+        "{} is corrupt: it holds a change-feed processor's position. Delete it to have every change \
          delivered again from the beginning (the change-feed functions are idempotent), then start again",
         path.display()
     )]
@@ -36,6 +36,7 @@ pub enum CheckpointError {
         /// The file.
         path: PathBuf,
         /// What is wrong with it.
+        #[source]
         damage: Damage,
     },
     /// A directory where the file belongs.
@@ -66,7 +67,7 @@ pub enum CheckpointError {
         last: u64,
     },
     /// The file (or the data directory, to list them) could not be read.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Read {
         /// The file or directory.
         path: PathBuf,
@@ -75,7 +76,7 @@ pub enum CheckpointError {
         source: std::io::Error,
     },
     /// The file could not be written.
-    #[error("cannot write {}: {source}", path.display())]
+    #[error("cannot write {}", path.display())]
     Write {
         /// The file.
         path: PathBuf,
@@ -84,7 +85,7 @@ pub enum CheckpointError {
         source: std::io::Error,
     },
     /// The write on a blocking thread did not finish (the thread panicked or the runtime ended).
-    #[error("saving {} did not finish: {source}", path.display())]
+    #[error("saving {} did not finish", path.display())]
     Unfinished {
         /// The file.
         path: PathBuf,
@@ -98,7 +99,7 @@ pub enum CheckpointError {
 #[derive(Debug, thiserror::Error)]
 pub enum Damage {
     /// Not the JSON of a position.
-    #[error("{0}")]
+    #[error("it is not the JSON of a position")]
     NotAPosition(#[source] serde_json::Error),
     /// A position no write number can reach.
     #[error("its position {0} is beyond any write number, {MAX_POSITION} at most")]

@@ -2,7 +2,13 @@
 
 use azure_data_cosmos::CosmosError;
 
+#[cfg(feature = "embedded")]
+use std::path::PathBuf;
 use std::time::Duration;
+
+use super::Container;
+#[cfg(feature = "embedded")]
+use super::embedded::{checksum, database::Damage, emulator::RestoreError, legacy::ImportError};
 
 /// How long any one Cosmos call may take before the request gives up on it: then it is
 /// [`StoreError::Timeout`].
@@ -55,7 +61,7 @@ pub enum StoreError {
     DiskFull,
     /// A Cosmos DB call failed for a reason the application does not act on (another status, the
     /// transport, an answer the SDK cannot read, a client that cannot be built).
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Sdk {
         /// What was being done.
         what: String,
@@ -64,7 +70,7 @@ pub enum StoreError {
         source: CosmosError,
     },
     /// An item that does not serialize, or a stored item of another shape than the code reads.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Json {
         /// What was being done.
         what: String,
@@ -74,7 +80,7 @@ pub enum StoreError {
     },
     /// The embedded store's database refused an operation.
     #[cfg(feature = "embedded")]
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Database {
         /// What was being done.
         what: String,
@@ -83,7 +89,7 @@ pub enum StoreError {
         source: rusqlite::Error,
     },
     /// A file of the data directory could not be read or written.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Io {
         /// What was being done.
         what: String,
@@ -92,7 +98,7 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// The Entra ID credential could not be set up.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Identity {
         /// What was being done.
         what: String,
@@ -103,10 +109,179 @@ pub enum StoreError {
     /// A change-feed processor's checkpoint cannot be used; the error names the file and what to do.
     #[error(transparent)]
     Checkpoint(#[from] super::CheckpointError),
-    /// The data directory or the configuration cannot be used as they are; the message says what
-    /// to do.
-    #[error("{0}")]
-    Unusable(String),
+    /// A row of the embedded store's database whose bytes are not those it was written with:
+    /// not served; the message says what to do.
+    #[cfg(feature = "embedded")]
+    #[error("{}", checksum::mismatch(path, *container, partition_key, id))]
+    ChecksumMismatch {
+        /// The database file.
+        path: PathBuf,
+        /// The row's container.
+        container: Container,
+        /// Its partition key.
+        partition_key: String,
+        /// Its id.
+        id: String,
+        /// The checksum stored with it.
+        expected: u32,
+        /// The checksum of what it holds.
+        found: u32,
+    },
+    /// The embedded store's database file is damaged, or is not this store's: what to do.
+    #[cfg(feature = "embedded")]
+    #[error("{}", checksum::damaged(path))]
+    Damaged {
+        /// The database file.
+        path: PathBuf,
+        /// What is wrong with it.
+        #[source]
+        damage: Damage,
+    },
+    /// The embedded store's database was written by a newer handler.
+    #[cfg(feature = "embedded")]
+    #[error(
+        "{} was written by a newer handler (its schema is version {version}; this handler knows version {known} and \
+         older): run that handler's version or a newer one on it, or restore the data directory from a backup made \
+         for this version",
+        path.display()
+    )]
+    NewerSchema {
+        /// The database file.
+        path: PathBuf,
+        /// The version it holds.
+        version: i64,
+        /// The newest version this handler knows.
+        known: i64,
+    },
+    /// Another handler process holds the data directory.
+    #[cfg(feature = "embedded")]
+    #[error("{} is in use by another handler process", dir.display())]
+    InUse {
+        /// The data directory.
+        dir: PathBuf,
+    },
+    /// `handler repair` or `handler remove` stopped before it finished: only a repair may open
+    /// the data directory.
+    #[cfg(feature = "embedded")]
+    #[error(
+        "a repair of {} did not finish (the handler stopped during `handler repair` or `handler remove`): run \
+         `BLOG_DATA_DIR={} handler repair` to finish it",
+        path.display(),
+        checksum::shell_quoted(&dir.display().to_string())
+    )]
+    RepairUnfinished {
+        /// The database file.
+        path: PathBuf,
+        /// Its data directory.
+        dir: PathBuf,
+    },
+    /// The earlier store's file is imported, but its `*.imported` name is taken.
+    #[cfg(feature = "embedded")]
+    #[error(
+        "{} is imported into the database, but cannot be renamed to {}, which is already there (from an earlier \
+         import, or put there by hand). Move {1} out of the data directory (or delete it if you no longer need it), \
+         then start again",
+        file.display(),
+        kept.display()
+    )]
+    ImportedNameTaken {
+        /// The imported file.
+        file: PathBuf,
+        /// The name it would be renamed to.
+        kept: PathBuf,
+    },
+    /// The database holds data, and the earlier store's files beside it too: which to keep is the
+    /// operator's choice.
+    #[cfg(feature = "embedded")]
+    #[error(
+        "{} holds data, and so do the earlier store's {} and {} beside it: move one or the other away",
+        database.display(),
+        super::embedded::legacy::SNAPSHOT,
+        super::embedded::legacy::JOURNAL
+    )]
+    TwoStores {
+        /// The database file.
+        database: PathBuf,
+    },
+    /// The earlier store's files cannot be imported.
+    #[cfg(feature = "embedded")]
+    #[error("cannot import the data directory")]
+    Import(#[from] ImportError),
+    /// A stored item the embedded store's emulator refused when the store was loaded at start.
+    #[cfg(feature = "embedded")]
+    #[error(
+        "{}: the item {id:?} of {} (partition key {partition_key:?}) cannot be loaded. Restore the data directory \
+         from a backup; or, to go on without it, stop the blog and run `{}`, which removes it with what depends on it \
+         and leaves the rest consistent",
+        path.display(),
+        container.name(),
+        checksum::remove_command(path, *container, partition_key, id)
+    )]
+    Unloadable {
+        /// The database file.
+        path: PathBuf,
+        /// The item's container.
+        container: Container,
+        /// Its partition key.
+        partition_key: String,
+        /// Its id.
+        id: String,
+        /// Why the emulator refused it (boxed: the SDK's error is large, and every result of a
+        /// store call carries this enum's size).
+        #[source]
+        refusal: Box<RestoreError>,
+    },
+    /// What was asked works on the embedded store only, and this configuration names an account.
+    #[error("{what} needs the embedded store; this configuration names a Cosmos DB account")]
+    NotEmbedded {
+        /// What was asked.
+        what: &'static str,
+    },
+    /// The configuration names the embedded store, and this build has none.
+    #[error("this build has no embedded store")]
+    NoEmbeddedStore,
+    /// A lease written by an older trigger (a partition key range id, no feed range), whose
+    /// position is not read here.
+    #[error(
+        "the lease {lease} has no feed range (FeedRange.Range.min and max): a lease of an older trigger, whose \
+         position is not read here"
+    )]
+    OlderLease {
+        /// The lease's id, as JSON.
+        lease: String,
+    },
+    /// The SDK's change-feed position is not of the shape the leases' positions are written into.
+    #[error("the SDK's change feed position cannot take the leases' positions: {why}")]
+    ChangeFeedToken {
+        /// What the position is not.
+        why: &'static str,
+    },
+    /// An item to write without a string `id`.
+    #[error("an item to write has no string id")]
+    NoId,
+    /// A container's properties without its `_self` link, which a server-side script needs.
+    #[error("container {} has no _self", container.name())]
+    NoSelfLink {
+        /// The container.
+        container: Container,
+    },
+    /// A request record in a batch as other than its creation: a bug.
+    #[error("a request record ({id:?}) is only ever created, in a batch with its write")]
+    RecordNotCreated {
+        /// The record's id.
+        id: String,
+    },
+    /// The server-side scripts were asked for on an account reached with Entra ID, and the store
+    /// has no credential.
+    #[error("the server-side scripts need an Entra ID credential, and the store has none")]
+    NoCredential,
+    /// The client of the server-side scripts cannot be built (boxed: whatever its constructor
+    /// answers, so that this variant does not follow that type).
+    #[error("the server-side scripts cannot be set up")]
+    Scripts(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The picture store the configuration names cannot be opened.
+    #[error("the picture store cannot be opened")]
+    Pictures(#[source] crate::pictures::PictureStoreError),
     /// The embedded store's database does not hold what it recorded holding (rows deleted or put
     /// in outside the handler): what differs, and what to do.
     #[cfg(feature = "embedded")]

@@ -18,11 +18,7 @@ pub(crate) fn to_document<T: Serialize>(item: &T) -> Result<Value, StoreError> {
 }
 
 pub(crate) fn document_id(document: &Value) -> Result<String, StoreError> {
-    document
-        .get("id")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .ok_or_else(|| StoreError::Unusable("an item to write has no string id".into()))
+    document.get("id").and_then(Value::as_str).map(str::to_owned).ok_or(StoreError::NoId)
 }
 
 /// Runs one Cosmos call within [`CALL_TIMEOUT`], mapping its error.
@@ -142,4 +138,15 @@ pub(crate) async fn create_containers(client: &CosmosClient, database: &str) -> 
         tolerate_existing(client.database_client(database).create_container(container.properties(), None).await.map(drop))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_item_without_a_string_id_is_refused_as_such() {
+        assert!(matches!(document_id(&serde_json::json!({"id": 7})), Err(StoreError::NoId)));
+        assert_eq!(document_id(&serde_json::json!({"id": "p1"})).unwrap(), "p1");
+    }
 }

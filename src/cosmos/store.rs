@@ -90,7 +90,7 @@ impl Store {
                 .await;
             }
             #[cfg(not(feature = "embedded"))]
-            Backend::Embedded { .. } => return Err(StoreError::Unusable("this build has no embedded store".into())),
+            Backend::Embedded { .. } => return Err(StoreError::NoEmbeddedStore),
             Backend::ConnectionString(text) => key_client(text).await.map_err(other)?,
             Backend::Endpoint { endpoint, client_id } => {
                 let credential = entra_credential(client_id.as_deref())?;
@@ -116,7 +116,7 @@ impl Store {
             Backend::Embedded { data_dir } => {
                 Self::connect_embedded(config, data_dir, embedded::database::Opening::Serve, disk, sdk).await
             }
-            _ => Err(StoreError::Unusable("faults are injected into the embedded store only".into())),
+            _ => Err(StoreError::NotEmbedded { what: "injecting faults" }),
         }
     }
 
@@ -227,10 +227,7 @@ impl Store {
             .await?
             .into_model()
             .map_err(|error| StoreError::sdk("unreadable container properties", error))?;
-        let self_link = properties
-            .system_properties
-            .self_link
-            .ok_or_else(|| StoreError::Unusable(format!("container {} has no _self", container.name())))?;
+        let self_link = properties.system_properties.self_link.ok_or(StoreError::NoSelfLink { container })?;
         Ok((self_link, format!("dbs/{}/colls/{}", self.database, container.name())))
     }
 
@@ -468,9 +465,7 @@ impl Store {
             match (record, operation) {
                 (Some(id), WriteOp::Create { document }) => on_disk.push((index, id, Some(document))),
                 (Some(id), _) => {
-                    return Err(StoreError::Unusable(format!(
-                        "a request record ({id:?}) is only ever created, in a batch with its write"
-                    )));
+                    return Err(StoreError::RecordNotCreated { id });
                 }
                 (None, other) => {
                     positions.push(index);

@@ -99,7 +99,9 @@ impl From<ScriptError> for ApiError {
             ScriptError::Contention => {
                 Self::new(StatusCode::SERVICE_UNAVAILABLE, "Too many concurrent changes to this post; retry in a moment.")
             }
-            failed @ (ScriptError::Thrown(_) | ScriptError::Failed(_)) => Self::internal(with_causes(&failed)),
+            failed @ (ScriptError::Thrown(_) | ScriptError::InProgress(_) | ScriptError::Failed(_)) => {
+                Self::internal(with_causes(&failed))
+            }
         }
     }
 }

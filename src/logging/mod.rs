@@ -11,19 +11,15 @@ mod writer;
 pub use line_format::LineFormat;
 pub use writer::batched;
 
-/// An error and every cause below it on one line, each once, for a log line or a command's
-/// `error:` line: an SDK error's transport failure or a file's I/O error is often two or three
-/// sources down. A cause whose text a level above already shows (thiserror's
-/// `"{what}: {source}"`) is not repeated.
+/// An error and every cause below it on one line, for a log line or a command's `error:` line:
+/// an SDK error's transport failure or a file's I/O error is often two or three sources down.
+/// Each error's message leaves its cause out, so that the chain joined shows each once.
 pub fn with_causes(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut cause = error.source();
     while let Some(next) = cause {
-        let shown = next.to_string();
-        if !text.contains(&shown) {
-            text.push_str(": ");
-            text.push_str(&shown);
-        }
+        text.push_str(": ");
+        text.push_str(&next.to_string());
         cause = next.source();
     }
     text

@@ -36,7 +36,7 @@ impl Usage {
 #[derive(Debug, thiserror::Error)]
 pub enum PictureStoreError {
     /// The disk refused: full, or failing.
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         /// The file or directory.
         path: String,

@@ -135,7 +135,7 @@ impl InProcessScripts {
             let run = self.run_once(script, &partition, invocation).await?;
             let outcome = match run.result {
                 Ok(outcome) => outcome,
-                Err(thrown @ ScriptError::Thrown(_)) => {
+                Err(thrown) if thrown.is_thrown() => {
                     if self.still_current(script.container, partition_key, &run.reads).await? {
                         return Err(thrown);
                     }

@@ -41,7 +41,9 @@
         }
         accepted(collection.createDocument(collection.getSelfLink(), request, function (err) {
             // The same request, sent twice at once, committed first: this one writes nothing.
-            if (err && err.number === 409) throw new Error(procedure + ": a request with this key is in progress");
+            // Thrown with its number (IN_PROGRESS in src/scripts/mod.rs), which Cosmos DB answers
+            // as the 400's substatus: the caller tells it apart by that, not by the message.
+            if (err && err.number === 409) throw new Error(4090, procedure + ": a request with this key is in progress");
             if (err) throw err;
             proceed();
         }));

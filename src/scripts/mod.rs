@@ -161,6 +161,10 @@ pub enum ScriptError {
     /// The script threw: the message is the script's own.
     #[error("the script threw: {0}")]
     Thrown(String),
+    /// The script threw [`IN_PROGRESS`]: the same request (its Idempotency-Key's record), sent
+    /// twice at once, committed first, so this one wrote nothing. The message is the script's.
+    #[error("the script threw: {0}")]
+    InProgress(String),
     /// The script could not run to its end (time, memory, engine failure).
     #[error("the script failed: {0}")]
     Failed(String),
@@ -170,6 +174,30 @@ pub enum ScriptError {
     /// A Cosmos DB call failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// The number the keyed stored procedures throw with (`new Error(IN_PROGRESS, message)`, in
+/// keyed_helpers.js) when their request record was created meanwhile. Cosmos DB answers a
+/// stored procedure's `new Error(number, message)` as a 400 whose `x-ms-substatus` is the
+/// number, and the in-process engine keeps it as the error's `number`, so both engines tell it
+/// apart without reading the message. Chosen apart from the substatuses the service documents
+/// for its own 400s.
+pub(crate) const IN_PROGRESS: i64 = 4090;
+
+impl ScriptError {
+    /// What a script threw, told apart by the number it threw with (the Error's `number` in
+    /// process, the 400's substatus from Cosmos DB): the one place a throw is classified.
+    pub(crate) fn thrown(number: Option<i64>, message: String) -> ScriptError {
+        match number {
+            Some(IN_PROGRESS) => ScriptError::InProgress(message),
+            _ => ScriptError::Thrown(message),
+        }
+    }
+
+    /// Whether the script threw (rather than failing to run, or its store failing).
+    pub(crate) fn is_thrown(&self) -> bool {
+        matches!(self, ScriptError::Thrown(_) | ScriptError::InProgress(_))
+    }
 }
 
 /// Runs the server-side scripts: stored procedures, and writes that name a post-trigger.
@@ -300,5 +328,12 @@ mod tests {
             assert_eq!(source[helpers_at + KEYED_HELPERS.len()..].trim(), "}", "{procedure:?}: inside its function");
         }
         assert!(!StoredProcedure::UpdateUsernames.source().contains("function firstTime"));
+    }
+
+    /// The helpers throw "in progress" with the number the callers classify it by.
+    #[test]
+    fn the_helpers_throw_in_progress_with_its_number() {
+        let thrown = format!("throw new Error({IN_PROGRESS}, procedure + \": a request with this key is in progress\")");
+        assert_eq!(KEYED_HELPERS.matches(&thrown).count(), 1, "{thrown}");
     }
 }

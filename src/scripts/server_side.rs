@@ -164,7 +164,7 @@ impl ServerSideScripts {
                 attempt += 1;
                 continue;
             }
-            return Err(failure(answer.status, &answer.body, answer.retry_after));
+            return Err(failure(&answer));
         }
     }
 
@@ -200,9 +200,10 @@ impl ServerSideScripts {
             let number = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok();
             count(number("x-ms-request-charge").unwrap_or(0.0));
             let retry_after = number("x-ms-retry-after-ms").and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok());
+            let substatus = headers.get("x-ms-substatus").and_then(|value| value.to_str().ok()?.trim().parse().ok());
             let status = response.status();
             let body = response.bytes().await?.to_vec();
-            Ok::<_, reqwest::Error>(Answer { status, retry_after, body })
+            Ok::<_, reqwest::Error>(Answer { status, retry_after, substatus, body })
         };
         let outcome = tokio::time::timeout(CALL_TIMEOUT, exchange).await;
         count(0.0);
@@ -233,6 +234,8 @@ struct Call<'a> {
 struct Answer {
     status: StatusCode,
     retry_after: Option<Duration>,
+    /// `x-ms-substatus`: for a script's `new Error(number, message)`, the number.
+    substatus: Option<i64>,
     body: Vec<u8>,
 }
 
@@ -300,7 +303,8 @@ impl ScriptExecutor for ServerSideScripts {
 }
 
 /// What a failed call means to the application.
-fn failure(status: StatusCode, body: &[u8], retry_after: Option<Duration>) -> ScriptError {
+fn failure(answer: &Answer) -> ScriptError {
+    let Answer { status, retry_after, substatus, ref body } = *answer;
     match status.as_u16() {
         404 => StoreError::NotFound.into(),
         409 => StoreError::Conflict.into(),
@@ -309,8 +313,9 @@ fn failure(status: StatusCode, body: &[u8], retry_after: Option<Duration>) -> Sc
         429 => StoreError::Throttled { retry_after }.into(),
         // "Retry with" after every retry: concurrent writes kept winning.
         449 => ScriptError::Contention,
+        // A script's throw: its kind from the substatus (the number it threw with), as in process.
         400 => match thrown_message(body) {
-            Some(message) => ScriptError::Thrown(message),
+            Some(message) => ScriptError::thrown(substatus, message),
             None => ScriptError::Failed(format!("Cosmos DB answered {status}: {}", cosmos_message(body))),
         },
         _ => ScriptError::Failed(format!("Cosmos DB answered {status}: {}", cosmos_message(body))),
@@ -386,4 +391,30 @@ fn is_loopback(url: &Url) -> bool {
     let host = url.host_str().unwrap_or_default();
     let host = host.trim_start_matches('[').trim_end_matches(']');
     host.eq_ignore_ascii_case("localhost") || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What Cosmos DB answers a stored procedure's `throw new Error(number, message)`: a 400
+    /// whose body embeds the message, with the number as `x-ms-substatus`.
+    fn thrown_answer(substatus: Option<i64>, message: &str) -> Answer {
+        let errors = serde_json::json!({"Errors": [format!(
+            "Encountered exception while executing function. Exception = Error: {message}\r\nStack trace: Error: {message}\n   at remembered (script.js:40:13)"
+        )]});
+        let body = serde_json::json!({"code": "BadRequest", "message": format!("Message: {errors}\r\nActivityId: 1f2e, Request URI: /apps/x")});
+        Answer { status: StatusCode::BAD_REQUEST, retry_after: None, substatus, body: body.to_string().into_bytes() }
+    }
+
+    /// A script's throw is told apart by its substatus, as the in-process engine tells it by the
+    /// Error's number: the same message without it is another throw.
+    #[test]
+    fn a_throw_is_classified_by_its_substatus() {
+        let message = "createComment: a request with this key is in progress";
+        let in_progress = failure(&thrown_answer(Some(crate::scripts::IN_PROGRESS), message));
+        assert!(matches!(&in_progress, ScriptError::InProgress(thrown) if thrown == message), "{in_progress:?}");
+        let other = failure(&thrown_answer(None, message));
+        assert!(matches!(&other, ScriptError::Thrown(thrown) if thrown == message), "{other:?}");
+    }
 }

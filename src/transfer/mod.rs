@@ -76,7 +76,7 @@ pub enum TransferError {
     #[error("the items are imported, but the copies were not made: run `handler rebuild-copies`")]
     Copies(#[source] FeedError),
     /// The file could not be read or written.
-    #[error("{0}")]
+    #[error("the file could not be read or written")]
     Io(#[source] std::io::Error),
     /// A line of the file is not an item of this format; nothing was imported.
     #[error("line {line}: {why}; nothing was imported")]

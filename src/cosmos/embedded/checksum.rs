@@ -92,6 +92,21 @@ pub(crate) fn remove_command(path: &std::path::Path, container: Container, parti
     )
 }
 
+/// What to do about a database file that is damaged or not this store's; what is wrong with it
+/// is the error's cause.
+pub(crate) fn damaged(path: &std::path::Path) -> String {
+    let quoted = shell_quoted(&path.display().to_string());
+    let dir = shell_quoted(&path.parent().unwrap_or(std::path::Path::new(".")).display().to_string());
+    format!(
+        "{} is damaged or is not this store's database. Restore the data directory from a backup; or recover what \
+         can be read with `sqlite3 {quoted} .recover | sqlite3 recovered.sqlite`, put recovered.sqlite in its place \
+         (removing its -wal and -shm files), and run `BLOG_DATA_DIR={dir} handler repair`, which makes what was \
+         recovered a consistent blog (counts, names, copies) and accepts it; or move the data directory away to \
+         start empty",
+        path.display()
+    )
+}
+
 /// Why a row that does not match its checksum is refused, and what to do.
 pub(crate) fn mismatch(path: &std::path::Path, container: Container, partition_key: &str, id: &str) -> String {
     format!(

@@ -178,7 +178,15 @@ impl Row {
         if self.checksum() == sum {
             Ok(self)
         } else {
-            Err(StoreError::Unusable(checksum::mismatch(path, self.container, &self.partition_key, &self.id)))
+            let (path, found) = (path.to_owned(), self.checksum());
+            Err(StoreError::ChecksumMismatch {
+                path,
+                container: self.container,
+                partition_key: self.partition_key,
+                id: self.id,
+                expected: sum,
+                found,
+            })
         }
     }
 }
@@ -243,30 +251,56 @@ pub(crate) struct Database {
     _lock: File,
 }
 
-/// Why a connection was not opened.
-enum Refusal {
-    Sqlite(rusqlite::Error),
-    Other(String),
+/// What makes a database file unusable as this store's: the cause of [`StoreError::Damaged`].
+#[derive(Debug, thiserror::Error)]
+pub enum Damage {
+    /// SQLite refused to open, read or write it.
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    /// `PRAGMA quick_check` found damage.
+    #[error("PRAGMA quick_check: {verdict}")]
+    FailedCheck {
+        /// Its first finding.
+        verdict: String,
+    },
+    /// The file refused WAL mode, which the store's durability relies on.
+    #[error("the database refused WAL mode (it is in {mode} mode)")]
+    NotWal {
+        /// The mode it stayed in.
+        mode: String,
+    },
+    /// The file is another application's.
+    #[error("its application id is {application:#x}, not this store's")]
+    OtherApplication {
+        /// The id it holds.
+        application: i32,
+    },
+    /// A row names a container the store does not have.
+    #[error("an item names an unknown container {name:?}")]
+    UnknownContainer {
+        /// The name it holds.
+        name: String,
+    },
+    /// A row written by a write the file does not record having numbered.
+    #[error(
+        "the item {id:?} of {} was written by write {seq}, after the last write the file records ({last_seq})",
+        container.name()
+    )]
+    WrittenAfterLast {
+        /// The row's container.
+        container: Container,
+        /// Its id.
+        id: String,
+        /// The write that wrote it.
+        seq: u64,
+        /// The last write the file records.
+        last_seq: u64,
+    },
 }
 
-impl From<rusqlite::Error> for Refusal {
-    fn from(error: rusqlite::Error) -> Refusal {
-        Refusal::Sqlite(error)
-    }
-}
-
-/// Why a database file cannot be used, and what to do.
-fn damaged(path: &Path, error: impl std::fmt::Display) -> StoreError {
-    let quoted = checksum::shell_quoted(&path.display().to_string());
-    let dir = checksum::shell_quoted(&path.parent().unwrap_or(Path::new(".")).display().to_string());
-    StoreError::Unusable(format!(
-        "{} is damaged or is not this store's database ({error}). Restore the data directory from a backup; or \
-         recover what can be read with `sqlite3 {quoted} .recover | sqlite3 recovered.sqlite`, put recovered.sqlite \
-         in its place (removing its -wal and -shm files), and run `BLOG_DATA_DIR={dir} handler repair`, which makes \
-         what was recovered a consistent blog (counts, names, copies) and accepts it; or move the data directory away \
-         to start empty",
-        path.display()
-    ))
+/// [`StoreError::Damaged`]: `path` cannot be used, for `damage`.
+fn damaged(path: &Path, damage: impl Into<Damage>) -> StoreError {
+    StoreError::Damaged { path: path.to_owned(), damage: damage.into() }
 }
 
 /// Checks every page of the database (a damaged file is refused, not half loaded). What a row
@@ -275,7 +309,7 @@ fn check(path: &Path, connection: &Connection) -> Result<(), StoreError> {
     let verdict: String =
         connection.query_row("PRAGMA quick_check(1)", [], |row| row.get(0)).map_err(|error| damaged(path, error))?;
     if verdict != "ok" {
-        return Err(damaged(path, format!("PRAGMA quick_check: {verdict}")));
+        return Err(damaged(path, Damage::FailedCheck { verdict }));
     }
     Ok(())
 }
@@ -292,14 +326,7 @@ fn upgrade(path: &Path, connection: &mut Connection) -> Result<(), StoreError> {
     match version {
         SCHEMA_VERSION => return Ok(()),
         0 | 1 => {}
-        newer => {
-            return Err(StoreError::Unusable(format!(
-                "{} was written by a newer handler (its schema is version {newer}; this handler knows version \
-                 {SCHEMA_VERSION} and older): run that handler's version or a newer one on it, or restore the data \
-                 directory from a backup made for this version",
-                path.display()
-            )));
-        }
+        newer => return Err(StoreError::NewerSchema { path: path.to_owned(), version: newer, known: SCHEMA_VERSION }),
     }
     let started = std::time::Instant::now();
     let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(failed)?;
@@ -370,7 +397,7 @@ fn container_named(path: &Path, name: &str) -> Result<Container, StoreError> {
     Container::ALL
         .into_iter()
         .find(|container| container.name() == name)
-        .ok_or_else(|| damaged(path, format!("an item names an unknown container {name:?}")))
+        .ok_or_else(|| damaged(path, Damage::UnknownContainer { name: name.to_owned() }))
 }
 
 /// Records the tallies of the rows there now, in `transaction`: what an upgrade, an import and
@@ -671,9 +698,7 @@ impl Database {
         std::fs::create_dir_all(dir).map_err(io)?;
         let lock = OpenOptions::new().create(true).truncate(false).write(true).open(dir.join(LOCK)).map_err(io)?;
         lock.try_lock().map_err(|error| match error {
-            std::fs::TryLockError::WouldBlock => {
-                StoreError::Unusable(format!("{} is in use by another handler process", dir.display()))
-            }
+            std::fs::TryLockError::WouldBlock => StoreError::InUse { dir: dir.to_owned() },
             std::fs::TryLockError::Error(error) => {
                 StoreError::io(format!("cannot lock the data directory {}", dir.display()), error)
             }
@@ -685,12 +710,7 @@ impl Database {
         connection.execute_batch(EXPIRING).map_err(|error| damaged(&path, error))?;
         if opening == Opening::Serve {
             if meta(&connection, REPAIR_PENDING).map_err(|error| damaged(&path, error))?.is_some() {
-                return Err(StoreError::Unusable(format!(
-                    "a repair of {} did not finish (the handler stopped during `handler repair` or `handler remove`): \
-                     run `BLOG_DATA_DIR={} handler repair` to finish it",
-                    path.display(),
-                    checksum::shell_quoted(&dir.display().to_string())
-                )));
+                return Err(StoreError::RepairUnfinished { path, dir: dir.to_owned() });
             }
             check_meta(&path, &connection)?;
         }
@@ -728,25 +748,18 @@ impl Database {
         Ok((database, connection))
     }
 
-    fn connect(path: &Path) -> Result<Connection, String> {
-        Self::try_connect(path).map_err(|error| match error {
-            Refusal::Sqlite(error) => error.to_string(),
-            Refusal::Other(why) => why,
-        })
-    }
-
-    fn try_connect(path: &Path) -> Result<Connection, Refusal> {
+    fn connect(path: &Path) -> Result<Connection, Damage> {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let connection = Connection::open_with_flags(path, flags)?;
         let mode: String = connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(Refusal::Other(format!("the database refused WAL mode (it is in {mode} mode)")));
+            return Err(Damage::NotWal { mode });
         }
         connection.execute_batch("PRAGMA synchronous = FULL")?;
         let application: i32 = connection.query_row("PRAGMA application_id", [], |row| row.get(0))?;
         let tables: i64 = connection.query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))?;
         if application != APPLICATION_ID && (application != 0 || tables != 0) {
-            return Err(Refusal::Other(format!("its application id is {application:#x}, not this store's")));
+            return Err(Damage::OtherApplication { application });
         }
         if tables == 0 {
             // A new file: its id, schema and version in one transaction, so that a crash leaves
@@ -785,15 +798,8 @@ impl Database {
             let row = Row::read(&self.path, row)?.verified(&self.path, sum)?;
             self.found.lock().expect("never poisoned").add(&row, sum);
             if row.seq > last_seq {
-                return Err(damaged(
-                    &self.path,
-                    format!(
-                        "the item {:?} of {} was written by write {}, after the last write the file records ({last_seq})",
-                        row.id,
-                        row.container.name(),
-                        row.seq
-                    ),
-                ));
+                let damage = Damage::WrittenAfterLast { container: row.container, id: row.id, seq: row.seq, last_seq };
+                return Err(damaged(&self.path, damage));
             }
             page.push(row);
         }
@@ -1212,6 +1218,80 @@ mod tests {
             panic!("a deleted row is seen")
         };
         assert_eq!((incomplete.discrepancies[0].recorded, incomplete.discrepancies[0].found), (2, 1));
+    }
+
+    /// Each refusal of a row is its own variant, with what it found: a write after the last one
+    /// recorded, changed bytes (both checksums), a container the store does not have.
+    #[test]
+    fn a_damaged_row_is_refused_as_what_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let (database, mut writer) = writer(dir.path());
+        writer.commit(&[comment(1, 1, 1)]).unwrap();
+        let first_page = |database: &Database, writer: &Writer| database.page(&writer.connection, None, 10).err();
+        *database.last_seq.lock().unwrap() = 0;
+        let Some(StoreError::Damaged { path, damage: Damage::WrittenAfterLast { container, id, seq, last_seq } }) =
+            first_page(&database, &writer)
+        else {
+            panic!("a row after the last write is refused")
+        };
+        assert_eq!((path, container, id.as_str(), seq, last_seq), (database.path().to_owned(), Container::Posts, "c1", 1, 0));
+        *database.last_seq.lock().unwrap() = 1;
+        writer.connection.execute("UPDATE items SET doc = replace(doc, 'xxx', 'xxy') WHERE id = 'c1'", []).unwrap();
+        let Some(StoreError::ChecksumMismatch { container, partition_key, id, expected, found, .. }) =
+            first_page(&database, &writer)
+        else {
+            panic!("a changed row is refused")
+        };
+        assert_eq!((container, partition_key.as_str(), id.as_str()), (Container::Posts, "p1", "c1"));
+        assert_ne!(expected, found);
+        writer.connection.execute("UPDATE items SET container = 'drafts' WHERE id = 'c1'", []).unwrap();
+        let refused = first_page(&database, &writer);
+        assert!(
+            matches!(&refused, Some(StoreError::Damaged { damage: Damage::UnknownContainer { name }, .. }) if name == "drafts"),
+            "{refused:?}"
+        );
+    }
+
+    /// Each refusal of the file at opening is its own variant, with what it found: the lock
+    /// another process holds, a newer schema, an unfinished repair, another application's file,
+    /// a file that is no database.
+    #[test]
+    fn a_database_that_cannot_be_opened_is_refused_as_what_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        let (database, writer) = writer(dir.path());
+        let in_use = Database::open(dir.path(), Opening::Serve).err();
+        assert!(matches!(&in_use, Some(StoreError::InUse { dir: held }) if held == dir.path()), "{in_use:?}");
+        drop((database, writer));
+        let reopened = |sql: &str| {
+            let connection = Connection::open(&path).unwrap();
+            connection.execute_batch(sql).unwrap();
+            drop(connection);
+            Database::open(dir.path(), Opening::Serve).err()
+        };
+        let unfinished = reopened("INSERT INTO meta (key, value) VALUES ('repair_pending', 1)");
+        assert!(
+            matches!(&unfinished, Some(StoreError::RepairUnfinished { path: file, dir: held }) if *file == path && held == dir.path()),
+            "{unfinished:?}"
+        );
+        let newer = reopened("DELETE FROM meta WHERE key = 'repair_pending'; PRAGMA user_version = 7");
+        assert!(matches!(newer, Some(StoreError::NewerSchema { version: 7, known: SCHEMA_VERSION, .. })), "{newer:?}");
+        let other = reopened("PRAGMA user_version = 2; PRAGMA application_id = 5");
+        assert!(
+            matches!(other, Some(StoreError::Damaged { damage: Damage::OtherApplication { application: 5 }, .. })),
+            "{other:?}"
+        );
+        for leftover in ["sqlite-wal", "sqlite-shm"] {
+            std::fs::remove_file(path.with_extension(leftover)).ok();
+        }
+        std::fs::write(&path, vec![b'x'; 8192]).unwrap();
+        let garbage = Database::open(dir.path(), Opening::Serve).err();
+        let Some(StoreError::Damaged { path: named, damage: Damage::Sqlite(_) }) = &garbage else {
+            panic!("a file that is no database is refused: {garbage:?}")
+        };
+        assert_eq!(*named, path);
+        let report = crate::logging::with_causes(garbage.as_ref().unwrap());
+        assert!(report.contains("is damaged") && report.contains("file is not a database"), "{report}");
     }
 
     /// What the tallies add to a commit, against the commit before them, alternating so that the

@@ -183,17 +183,14 @@ pub(crate) async fn load(
         let (emulator, database_name, path) = (emulator.clone(), database_name.to_owned(), database.path().to_owned());
         loading.spawn(async move {
             for row in page {
-                restore(&emulator, &database_name, row.container, &row.partition_key, &row.doc).await.map_err(|why| {
-                    StoreError::Unusable(format!(
-                        "{}: the item {:?} of {} (partition key {:?}) cannot be loaded: {why}. Restore the data directory \
-                         from a backup; or, to go on without it, stop the blog and run `{}`, which removes it with what \
-                         depends on it and leaves the rest consistent",
-                        path.display(),
-                        row.id,
-                        row.container.name(),
-                        row.partition_key,
-                        super::checksum::remove_command(&path, row.container, &row.partition_key, &row.id),
-                    ))
+                restore(&emulator, &database_name, row.container, &row.partition_key, &row.doc).await.map_err(|refusal| {
+                    StoreError::Unloadable {
+                        path: path.clone(),
+                        container: row.container,
+                        partition_key: row.partition_key.clone(),
+                        id: row.id.clone(),
+                        refusal: Box::new(refusal),
+                    }
                 })?;
             }
             Ok::<_, StoreError>(())
@@ -229,7 +226,7 @@ pub(crate) async fn restore(
     container: Container,
     partition_key: &str,
     document: &str,
-) -> Result<(), String> {
+) -> Result<(), RestoreError> {
     let mut url = Url::parse(ENDPOINT).expect("a valid URL");
     url.path_segments_mut().expect("a base URL").extend(["dbs", database, "colls", container.name(), "docs"]);
     let mut request = Request::new(url, Method::Post);
@@ -238,11 +235,27 @@ pub(crate) async fn restore(
     // No body in the answer: nothing reads it.
     request.insert_header("prefer", "return=minimal");
     request.set_body(document.as_bytes().to_vec());
-    let response = emulator.0.execute_request(&request).await.map_err(|error| error.to_string())?;
+    let response = emulator.0.execute_request(&request).await.map_err(RestoreError::Request)?;
     let status = response.status();
     if status.is_success() {
         return Ok(());
     }
     let body = response.into_body().collect().await.unwrap_or_default();
-    Err(format!("the emulator answered {status}: {}", String::from_utf8_lossy(&body)))
+    Err(RestoreError::Refused { status: u16::from(status), body: String::from_utf8_lossy(&body).into_owned() })
+}
+
+/// Why the emulator did not take back a stored item: the cause of [`StoreError::Unloadable`].
+#[derive(Debug, thiserror::Error)]
+pub enum RestoreError {
+    /// It failed to take the request.
+    #[error("the emulator failed to take the item")]
+    Request(#[source] azure_data_cosmos::CosmosError),
+    /// It answered with an error.
+    #[error("the emulator answered {status}: {body}")]
+    Refused {
+        /// The status it answered.
+        status: u16,
+        /// What it said.
+        body: String,
+    },
 }

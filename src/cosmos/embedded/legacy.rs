@@ -63,13 +63,133 @@ pub(crate) fn present(dir: &Path) -> bool {
     dir.join(SNAPSHOT).exists() || dir.join(JOURNAL).exists()
 }
 
+/// Why the earlier store's files cannot be imported, with the files and what to do: the cause
+/// of [`StoreError::Import`].
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// A file could not be read.
+    #[error("cannot read {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// A line is damaged: its checksum, its end or its encoding.
+    #[error("{} line {line}: {why}. {}", path.display(), advice(*journal))]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// The line's number, from 1.
+        line: usize,
+        /// Whether the file is the journal (else the snapshot).
+        journal: bool,
+        /// What is wrong with the line.
+        why: &'static str,
+    },
+    /// A line whose checksum matches holds other than a header (the first line) or a list of
+    /// records (the others).
+    #[error("{} line {line}: it is not {}. {}", path.display(), if *line == 1 { "a header" } else { "a list of records" }, advice(*journal))]
+    NotRecords {
+        /// The file.
+        path: PathBuf,
+        /// The line's number, from 1.
+        line: usize,
+        /// Whether the file is the journal (else the snapshot).
+        journal: bool,
+        /// Why it does not parse.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A record names a container the store does not have.
+    #[error("{} line {line}: it names an unknown container {container:?}. {}", path.display(), advice(*journal))]
+    UnknownContainer {
+        /// The file.
+        path: PathBuf,
+        /// The line's number, from 1.
+        line: usize,
+        /// Whether the file is the journal (else the snapshot).
+        journal: bool,
+        /// The name it holds.
+        container: String,
+    },
+    /// The journal is newer than the snapshot: they are from two copies of the data directory.
+    #[error(
+        "{} is generation {snapshot_generation} but {} is generation {journal_generation}: the journal is newer \
+         than the snapshot, so they are not from the same copy of the data directory. Put back the pair that belongs \
+         together (from a backup of the whole directory), or move the data directory away to start empty",
+        snapshot.display(),
+        journal.display()
+    )]
+    Generations {
+        /// The snapshot.
+        snapshot: PathBuf,
+        /// Its generation.
+        snapshot_generation: u64,
+        /// The journal.
+        journal: PathBuf,
+        /// Its generation.
+        journal_generation: u64,
+    },
+    /// The snapshot without its journal.
+    #[error(
+        "{} is missing next to {} (generation {generation}): the writes since the last compaction are in it. Put it \
+         back (from wherever it went, or a backup of the data directory), or move the data directory away to start \
+         empty",
+        journal.display(),
+        snapshot.display()
+    )]
+    NoJournal {
+        /// The journal that is missing.
+        journal: PathBuf,
+        /// The snapshot there.
+        snapshot: PathBuf,
+        /// The snapshot's generation.
+        generation: u64,
+    },
+    /// A journal past its first generation without its snapshot.
+    #[error(
+        "{} is missing next to {} (generation {generation}): the items written before the last compaction are in \
+         it. Put it back (from wherever it went, or a backup of the data directory), or move the data directory away \
+         to start empty",
+        snapshot.display(),
+        journal.display()
+    )]
+    NoSnapshot {
+        /// The snapshot that is missing.
+        snapshot: PathBuf,
+        /// The journal there.
+        journal: PathBuf,
+        /// The journal's generation.
+        generation: u64,
+    },
+}
+
+/// What to do about a damaged line of the journal or of the snapshot.
+fn advice(journal: bool) -> &'static str {
+    if journal {
+        "The writes from this line on cannot be imported. Restore the data directory from a backup; or, to keep the \
+         writes before it and lose the later ones, cut the file before this line"
+    } else {
+        "The snapshot is written whole and renamed into place, so the damage happened afterwards and items were \
+         lost. Restore the data directory from a backup, or move it away to start empty"
+    }
+}
+
+/// Why a line's records were not applied; the file reading it adds where.
+enum RecordFault {
+    Json(serde_json::Error),
+    UnknownContainer(String),
+}
+
 /// Reads the old files of `dir`, refusing damage as the earlier store did.
-pub(crate) fn read(dir: &Path) -> io::Result<Imported> {
+pub(crate) fn read(dir: &Path) -> Result<Imported, ImportError> {
     let (snapshot_path, journal_path) = (dir.join(SNAPSHOT), dir.join(JOURNAL));
     let mut live: HashMap<(Container, String, String), Row> = HashMap::new();
     let mut last_seq = 0;
-    let mut apply = |json: &str, after: u64| -> Result<(), String> {
-        let records: Vec<Record> = serde_json::from_str(json).map_err(|error| error.to_string())?;
+    let mut apply = |json: &str, after: u64| -> Result<(), RecordFault> {
+        let records: Vec<Record> = serde_json::from_str(json).map_err(RecordFault::Json)?;
         for record in records {
             last_seq = last_seq.max(record.seq);
             if record.seq <= after {
@@ -78,7 +198,7 @@ pub(crate) fn read(dir: &Path) -> io::Result<Imported> {
             let container = Container::ALL
                 .into_iter()
                 .find(|container| container.name() == record.c)
-                .ok_or_else(|| format!("it names an unknown container {:?}", record.c))?;
+                .ok_or_else(|| RecordFault::UnknownContainer(record.c.clone().into_owned()))?;
             let key = (container, record.pk, record.id);
             match record.doc {
                 Some(doc) => {
@@ -102,40 +222,25 @@ pub(crate) fn read(dir: &Path) -> io::Result<Imported> {
     let journal = DataFile::read(&journal_path, true, |json| apply(json, through))?;
     match (&snapshot, &journal) {
         (Some(snapshot), Some(journal)) if journal.header.generation > snapshot.header.generation => {
-            return Err(invalid(format!(
-                "{} is generation {} but {} is generation {}: the journal is newer than the snapshot, so they are \
-                 not from the same copy of the data directory. Put back the pair that belongs together (from a \
-                 backup of the whole directory), or move the data directory away to start empty",
-                snapshot_path.display(),
-                snapshot.header.generation,
-                journal_path.display(),
-                journal.header.generation
-            )));
+            return Err(ImportError::Generations {
+                snapshot: snapshot_path,
+                snapshot_generation: snapshot.header.generation,
+                journal: journal_path,
+                journal_generation: journal.header.generation,
+            });
         }
         // An older journal is what compactions interrupted between their two renames leave: its
         // writes up to the snapshot's `through` are in the snapshot, and were skipped above.
         (Some(_), Some(_)) => {}
         (Some(snapshot), None) => {
-            return Err(invalid(format!(
-                "{} is missing next to {} (generation {}): the writes since the last compaction are in it. Put it \
-                 back (from wherever it went, or a backup of the data directory), or move the data directory away \
-                 to start empty",
-                journal_path.display(),
-                snapshot_path.display(),
-                snapshot.header.generation
-            )));
+            let generation = snapshot.header.generation;
+            return Err(ImportError::NoJournal { journal: journal_path, snapshot: snapshot_path, generation });
         }
         // A first start that stopped between writing the two: nothing was written yet.
         (None, Some(journal)) if journal.header.generation == 1 && journal.writes == 0 => {}
         (None, Some(journal)) => {
-            return Err(invalid(format!(
-                "{} is missing next to {} (generation {}): the items written before the last compaction are in it. \
-                 Put it back (from wherever it went, or a backup of the data directory), or move the data directory \
-                 away to start empty",
-                snapshot_path.display(),
-                journal_path.display(),
-                journal.header.generation
-            )));
+            let generation = journal.header.generation;
+            return Err(ImportError::NoSnapshot { snapshot: snapshot_path, journal: journal_path, generation });
         }
         (None, None) => {}
     }
@@ -160,23 +265,13 @@ pub(crate) fn set_aside(dir: &Path) -> Result<(), StoreError> {
         .filter(|(file, _)| file.exists())
         .collect();
     if let Some((file, kept)) = renames.iter().find(|(_, kept)| kept.exists()) {
-        return Err(StoreError::Unusable(format!(
-            "{} is imported into the database, but cannot be renamed to {}, which is already there (from an earlier \
-             import, or put there by hand). Move {1} out of the data directory (or delete it if you no longer need \
-             it), then start again",
-            file.display(),
-            kept.display()
-        )));
+        return Err(StoreError::ImportedNameTaken { file: file.clone(), kept: kept.clone() });
     }
     let failed = |error| StoreError::io(format!("cannot rename the imported files in {}", dir.display()), error);
     for (file, kept) in &renames {
         fs::rename(file, kept).map_err(failed)?;
     }
     fs::File::open(dir).and_then(|dir| dir.sync_all()).map_err(failed)
-}
-
-fn invalid(message: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, message)
 }
 
 /// The JSON of a line (without its newline), or why it is damaged.
@@ -206,21 +301,18 @@ struct DataFile {
 
 impl DataFile {
     /// `None` when the file does not exist. A damaged line is an error, except the journal's
-    /// last line (`is_journal`), which a crash may have torn in the middle of an append.
-    fn read(path: &Path, is_journal: bool, mut write: impl FnMut(&str) -> Result<(), String>) -> io::Result<Option<DataFile>> {
+    /// last line (`journal`), which a crash may have torn in the middle of an append.
+    fn read(
+        path: &Path,
+        journal: bool,
+        mut write: impl FnMut(&str) -> Result<(), RecordFault>,
+    ) -> Result<Option<DataFile>, ImportError> {
         let bytes = match fs::read(path) {
             Ok(bytes) => bytes,
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(error) => return Err(io::Error::new(error.kind(), format!("cannot read {}: {error}", path.display()))),
+            Err(source) => return Err(ImportError::Read { path: path.to_owned(), source }),
         };
-        let advice = if is_journal {
-            "The writes from this line on cannot be imported. Restore the data directory from a backup; or, to keep \
-             the writes before it and lose the later ones, cut the file before this line"
-        } else {
-            "The snapshot is written whole and renamed into place, so the damage happened afterwards and items were \
-             lost. Restore the data directory from a backup, or move it away to start empty"
-        };
-        let damaged = |number: usize, why: &str| invalid(format!("{} line {number}: {why}. {advice}", path.display()));
+        let damaged = |line: usize, why: &'static str| ImportError::Damaged { path: path.to_owned(), line, journal, why };
         let mut header = None;
         let mut writes = 0;
         let mut torn_line = None;
@@ -238,19 +330,22 @@ impl DataFile {
             let json = match checked {
                 Ok(json) => json,
                 // A torn last line: an append that never finished, so never acknowledged.
-                Err(_) if is_journal && is_last && number > 1 => {
+                Err(_) if journal && is_last && number > 1 => {
                     torn_line = Some(number);
                     break;
                 }
                 Err(why) => return Err(damaged(number, why)),
             };
             if number == 1 {
-                header = Some(
-                    serde_json::from_str::<Header>(json)
-                        .map_err(|error| damaged(number, &format!("it is not a header: {error}")))?,
-                );
+                let not_a_header = |source| ImportError::NotRecords { path: path.to_owned(), line: 1, journal, source };
+                header = Some(serde_json::from_str::<Header>(json).map_err(not_a_header)?);
             } else {
-                write(json).map_err(|error| damaged(number, &format!("it is not a list of records: {error}")))?;
+                write(json).map_err(|fault| match fault {
+                    RecordFault::Json(source) => ImportError::NotRecords { path: path.to_owned(), line: number, journal, source },
+                    RecordFault::UnknownContainer(container) => {
+                        ImportError::UnknownContainer { path: path.to_owned(), line: number, journal, container }
+                    }
+                })?;
                 writes += 1;
             }
             start = end.expect("a complete line") + 1;
@@ -307,8 +402,39 @@ pub(crate) mod tests {
         assert_eq!(ids(&imported), ["a", "b", "c"]);
         // A journal newer than its snapshot is from another copy.
         write(dir.path(), JOURNAL, 6, 0, &[]);
-        let error = read(dir.path()).err().unwrap().to_string();
-        assert!(error.contains("not from the same copy"), "{error}");
+        let error = read(dir.path()).err().unwrap();
+        assert!(matches!(error, ImportError::Generations { snapshot_generation: 5, journal_generation: 6, .. }), "{error:?}");
+        assert!(error.to_string().contains("not from the same copy"), "{error}");
+    }
+
+    /// Each refusal names its file and line, and says what it found there.
+    #[test]
+    fn a_damaged_line_is_refused_with_its_file_its_line_and_what_is_wrong() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join(JOURNAL);
+        write(dir.path(), SNAPSHOT, 1, 0, &[]);
+        let refused = |lines: &[serde_json::Value], extra: &str| {
+            write(dir.path(), JOURNAL, 1, 0, lines);
+            let mut text = fs::read_to_string(&journal).unwrap();
+            text.push_str(extra);
+            fs::write(&journal, text).unwrap();
+            read(dir.path()).err().unwrap()
+        };
+        // A changed line, not the last (a torn last line is dropped).
+        let changed = line(&put("b", 1, 2)).replace("\"b\"", "\"c\"");
+        let error = refused(&[put("a", 1, 1)], &(changed + &line(&put("d", 1, 3))));
+        assert!(matches!(&error, ImportError::Damaged { path, line: 3, journal: true, .. } if *path == journal), "{error:?}");
+        let error = refused(&[json!({"not": "records"}), put("b", 1, 2)], "");
+        assert!(matches!(&error, ImportError::NotRecords { line: 2, journal: true, .. }), "{error:?}");
+        let drafts = json!([{"c": "drafts", "pk": "a", "id": "a", "doc": {"id": "a"}, "seq": 1}]);
+        let error = refused(&[drafts, put("b", 1, 2)], "");
+        assert!(matches!(&error, ImportError::UnknownContainer { line: 2, container, .. } if container == "drafts"), "{error:?}");
+        fs::remove_file(&journal).unwrap();
+        let error = read(dir.path()).err().unwrap();
+        assert!(
+            matches!(&error, ImportError::NoJournal { generation: 1, journal: missing, .. } if *missing == journal),
+            "{error:?}"
+        );
     }
 
     #[test]
@@ -318,7 +444,12 @@ pub(crate) mod tests {
         write(dir.path(), SNAPSHOT, 1, 0, &[]);
         write(dir.path(), JOURNAL, 1, 0, &[put("a", 1, 1)]);
         fs::write(kept(JOURNAL), "an earlier import's journal").unwrap();
-        let error = set_aside(dir.path()).err().unwrap().to_string();
+        let error = set_aside(dir.path()).err().unwrap();
+        assert!(
+            matches!(&error, StoreError::ImportedNameTaken { file, kept: taken } if *file == dir.path().join(JOURNAL) && *taken == kept(JOURNAL)),
+            "{error:?}"
+        );
+        let error = error.to_string();
         assert!(error.contains(&kept(JOURNAL).display().to_string()) && error.contains("start again"), "{error}");
         assert!(dir.path().join(SNAPSHOT).exists(), "nothing is renamed");
         assert_eq!(fs::read_to_string(kept(JOURNAL)).unwrap(), "an earlier import's journal");

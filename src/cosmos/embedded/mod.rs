@@ -17,7 +17,7 @@
 //! Compiled only with the `embedded` feature; a build without it compiles `absent.rs` in this
 //! module's place (see there).
 
-mod checksum;
+pub(crate) mod checksum;
 pub(crate) mod database;
 pub(crate) mod emulator;
 mod expiry;
@@ -156,14 +156,14 @@ impl Durability {
         let durable = match self.durable_items(container, partition_key, undone.clone()).await {
             Ok(durable) => durable,
             Err(error) => {
-                return tracing::error!(container = container.name(), %error, "cannot read a refused write's items back from the database; reads show the write until a restart");
+                return tracing::error!(container = container.name(), error = %crate::logging::with_causes(&error), "cannot read a refused write's items back from the database; reads show the write until a restart");
             }
         };
         for (id, durable) in undone.iter().zip(durable) {
             let durable = match durable {
                 Ok(durable) => durable.map(|doc| serde_json::from_str::<Value>(&doc)),
                 Err(error) => {
-                    tracing::error!(container = container.name(), id, %error, "cannot read a refused write's item back from the database; reads show the write until a restart");
+                    tracing::error!(container = container.name(), id, error = %crate::logging::with_causes(&error), "cannot read a refused write's item back from the database; reads show the write until a restart");
                     continue;
                 }
             };
@@ -432,15 +432,9 @@ fn import_legacy(dir: &Path, database: &Database, connection: &mut rusqlite::Con
 fn import_files(dir: &Path, database: &Database, connection: &mut rusqlite::Connection) -> Result<(), StoreError> {
     let damaged = |error| StoreError::database(format!("cannot read {}", database.path().display()), error);
     if !database::is_empty(connection).map_err(damaged)? {
-        return Err(StoreError::Unusable(format!(
-            "{} holds data, and so do the earlier store's {} and {} beside it: move one or the other away",
-            database.path().display(),
-            legacy::SNAPSHOT,
-            legacy::JOURNAL
-        )));
+        return Err(StoreError::TwoStores { database: database.path().to_owned() });
     }
-    let imported =
-        legacy::read(dir).map_err(|error| StoreError::Unusable(format!("cannot import the data directory: {error}")))?;
+    let imported = legacy::read(dir)?;
     // The earlier store gave numbers it never journaled (to redeliver undone writes), so a
     // processor may legitimately be past the journal's last write: the numbering goes on after
     // the furthest position, as that store's did.

@@ -239,7 +239,7 @@ pub(crate) async fn submit_comment(
             let comment = create_comment(&state, caller, &post_id, &caller.id, typed.content.clone()).await?;
             // On a long post the new comment is on a later page than the first: back to that one.
             let page = page_of_comment(&state, &post_id, &comment.id).await.unwrap_or_else(|error| {
-                tracing::warn!(%error, post = post_id, "the page of a new comment was not found; back to the first");
+                tracing::warn!(error = %crate::logging::with_causes(&error), post = post_id, "the page of a new comment was not found; back to the first");
                 None
             });
             Ok((comment, page))

@@ -71,8 +71,8 @@ fn execute(
     let context = Context::full(&runtime).map_err(internal)?;
     let result = context.with(|ctx| call(&ctx, source, function_name, invocation, partition, state));
     result.map_err(|failure| match failure {
-        Failure::Exception(message) if message == "out of memory" => out_of_memory(limits),
-        Failure::Exception(message) => ScriptError::Thrown(message),
+        Failure::Exception { message, .. } if message == "out of memory" => out_of_memory(limits),
+        Failure::Exception { message, number } => ScriptError::thrown(number, message),
         Failure::Allocation => out_of_memory(limits),
         Failure::Script(error) => error,
     })
@@ -83,8 +83,12 @@ fn out_of_memory(limits: &Limits) -> ScriptError {
 }
 
 enum Failure {
-    /// What the script threw: the Error's `message`, or `String(value)`.
-    Exception(String),
+    /// What the script threw: the Error's `message`, or `String(value)`, and its `number`
+    /// (`new Error(number, message)`, as on Cosmos DB), if it has one.
+    Exception {
+        message: String,
+        number: Option<i64>,
+    },
     Allocation,
     Script(ScriptError),
 }
@@ -98,9 +102,9 @@ fn call(
     state: &Rc<RefCell<State>>,
 ) -> Result<Value, Failure> {
     let fail = |error: rquickjs::Error| match error {
-        rquickjs::Error::Exception => Failure::Exception(describe(&ctx.catch())),
+        rquickjs::Error::Exception => Failure::exception(&ctx.catch()),
         rquickjs::Error::Allocation => Failure::Allocation,
-        other => Failure::Exception(other.to_string()),
+        other => Failure::Exception { message: other.to_string(), number: None },
     };
     let install: Function = ctx.eval(SERVER_API).map_err(fail)?;
     let host = {
@@ -133,7 +137,7 @@ fn call(
             (rquickjs::Error::Exception, Some("SyntaxError")) => {
                 Failure::Script(ScriptError::Failed(format!("the script does not compile: {}", describe(&exception))))
             }
-            (rquickjs::Error::Exception, _) => Failure::Exception(describe(&exception)),
+            (rquickjs::Error::Exception, _) => Failure::exception(&exception),
             (other, _) => fail(other),
         });
     }
@@ -155,6 +159,16 @@ fn call(
         None => Ok(Value::Null),
         Some(text) => serde_json::from_str(&text)
             .map_err(|error| Failure::Script(ScriptError::Failed(format!("the response body is not JSON: {error}")))),
+    }
+}
+
+impl Failure {
+    /// What the script threw, with the `number` it threw with, if any.
+    fn exception(value: &JsValue<'_>) -> Failure {
+        let number = value.as_object().and_then(|error| error.get::<_, Option<f64>>("number").ok().flatten());
+        // A whole number only: the substatus Cosmos DB would answer is one.
+        let number = number.filter(|number| number.fract() == 0.0 && number.abs() < 1e15).map(|number| number as i64);
+        Failure::Exception { message: describe(value), number }
     }
 }
 

@@ -185,6 +185,25 @@ fn a_throw_writes_nothing() {
     assert_eq!(thrown(sp(r#"function main() { throw "plain " + 42; }"#, vec![], reader())), "plain 42");
 }
 
+/// A throw is classified by the number it was thrown with, never by its message: the keyed
+/// procedures' "in progress" is its own variant, the same words without the number are not.
+#[test]
+fn a_throw_with_the_in_progress_number_is_told_apart_by_it() {
+    let numbered = format!(
+        r#"function main() {{ throw new Error({}, "createLike: a request with this key is in progress"); }}"#,
+        crate::scripts::IN_PROGRESS
+    );
+    let result = sp(&numbered, vec![], reader());
+    assert!(
+        matches!(&result, Err(ScriptError::InProgress(message)) if message == "createLike: a request with this key is in progress"),
+        "{result:?}"
+    );
+    let worded = r#"function main() { throw new Error("createLike: a request with this key is in progress"); }"#;
+    assert!(matches!(sp(worded, vec![], reader()), Err(ScriptError::Thrown(_))));
+    let other = r#"function main() { throw new Error(409, "taken"); }"#;
+    assert_eq!(thrown(sp(other, vec![], reader())), "taken");
+}
+
 /// W: `ErrorCodes` is frozen with exactly these members, and `new Error(number, message)` (the
 /// Chakra form the wrapper itself uses) sets `number` and `message`.
 #[test]
