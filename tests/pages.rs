@@ -980,8 +980,8 @@ async fn a_writer_is_sent_back_to_a_post_page_read_anew() {
 
 /// A second instance on the same database keeps its own post views: once a view is older than
 /// `POST_VIEW_LIFETIME` it is checked by one point read of the post (its etag), shown again when
-/// nothing changed, and read whole when something did: a like made through the first instance
-/// shows on the second's next check, one lifetime later at most.
+/// nothing changed, and read whole when something did: a like made through the first instance,
+/// and the liker's new name, show on the second's next check, one lifetime later at most.
 #[tokio::test]
 async fn another_instance_checks_its_kept_post_view_by_one_read_and_shows_a_write_made_elsewhere() {
     let app = TestApp::start().await;
@@ -1023,6 +1023,17 @@ async fn another_instance_checks_its_kept_post_view_by_one_read_and_shows_a_writ
     let (operations, html) = page(client.clone(), url.clone()).await;
     assert_eq!(operations, 3, "the etag changed: the post, then its comments and likes");
     assert!(html.contains("0 comments · 1 like"), "the like made through the first instance shows: {html}");
+    assert!(html.contains("fan"), "{html}");
+
+    // A liker's new name is written onto their like by the change feed, with the post written
+    // again in the same transaction: its etag changes, and the kept view is read whole.
+    let renamed = app.put(&format!("/api/users/{fan}"), serde_json::json!({"username": "renamed-fan"})).await;
+    assert_eq!(renamed.status, StatusCode::OK, "{}", renamed.body);
+    app.eventually(&format!("/api/posts/{post}/likes"), |likes| likes["items"][0]["userUsername"] == "renamed-fan").await;
+    tokio::time::sleep(lifetime).await;
+    let (operations, html) = page(client.clone(), url.clone()).await;
+    assert_eq!(operations, 3, "the rename changed the post's etag");
+    assert!(html.contains("renamed-fan"), "the liker's new name shows: {html}");
 
     stop.send(()).unwrap();
     server.await.unwrap().unwrap();

@@ -11,7 +11,12 @@
  *   is already correct, and running it again is harmless;
  * - its work is bounded: when the database stops accepting operations (`isAccepted` false) it
  *   ends, committing what it did, and answers {done: false}; the caller runs it again, and the
- *   query, which skips the items already rewritten, picks up the rest.
+ *   query, which skips the items already rewritten, picks up the rest;
+ * - before it rewrites a page of items that are not the post, it writes the post again as it is,
+ *   so that the post's etag changes in the same transaction as its comments' and likes' names:
+ *   the post page's cache is checked by that etag alone (src/app/post_view.rs). Done first, so a
+ *   run stopped after it rewrote nothing has names left to rewrite, and the next run writes the
+ *   post again; a deleted post's tombstone is left as it is.
  * The body answers {updated: <items rewritten>, done: <true when none is left>}.
  * ES5 only: it also runs on Cosmos DB's own JavaScript engine.
  */
@@ -34,8 +39,35 @@ function updateUsernames(userId, username) {
         var accepted = collection.queryDocuments(collection.getSelfLink(), query, { continuation: continuation },
             function (err, items, options) {
                 if (err) throw err;
-                rewrite(items, 0, options.continuation);
+                touchPostThenRewrite(items, options.continuation);
             });
+        if (!accepted) finish(false);
+    }
+
+    // Writes the post again, unchanged but for its etag, when `items` holds a comment or like
+    // (the post itself, if among them, is rewritten anyway), then rewrites them.
+    function touchPostThenRewrite(items, continuation) {
+        var others = items.filter(function (item) { return item.id !== item.postId; });
+        if (others.length === 0) {
+            rewrite(items, 0, continuation);
+            return;
+        }
+        var accepted = collection.readDocument(collection.getAltLink() + "/docs/" + others[0].postId, function (err, post) {
+            if (err && err.number === 404) {
+                rewrite(items, 0, continuation);
+                return;
+            }
+            if (err) throw err;
+            if (post.deleted) {
+                rewrite(items, 0, continuation);
+                return;
+            }
+            var replaced = collection.replaceDocument(post._self, post, function (err) {
+                if (err) throw err;
+                rewrite(items, 0, continuation);
+            });
+            if (!replaced) finish(false);
+        });
         if (!accepted) finish(false);
     }
 
