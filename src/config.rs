@@ -4,6 +4,10 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+mod error;
+
+pub use error::ConfigError;
+
 /// The app setting that names the Cosmos DB account. The change-feed triggers' `connection`
 /// property names the same setting, so the handler and the triggers always use one account:
 /// `CosmosDB` holds a connection string (the emulator, with its key), or
@@ -182,110 +186,34 @@ pub enum ChangeFeedMode {
     Host,
 }
 
+/// The setting that names the account's endpoint when it is reached with Entra ID.
+const ACCOUNT_ENDPOINT_SETTING: &str = "CosmosDB__accountEndpoint";
+/// The user-assigned identity the account is reached with, if any.
+const ACCOUNT_CLIENT_ID_SETTING: &str = "CosmosDB__clientId";
+/// The setting that names the pictures' blob endpoint when it is reached with Entra ID.
+const PICTURES_ENDPOINT_SETTING: &str = "BLOG_PICTURES__blobServiceUri";
+/// The user-assigned identity the pictures' storage is reached with, if any.
+const PICTURES_CLIENT_ID_SETTING: &str = "BLOG_PICTURES__clientId";
+
+/// A source of settings: the environment, or a test's map. Unset and blank are the same.
+type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
 impl Config {
     /// The settings from the process's environment (`local.settings.json`'s `Values` under the host); an error says which setting is wrong and why.
-    pub fn from_env() -> Result<Config, String> {
+    pub fn from_env() -> Result<Config, ConfigError> {
         Self::from_lookup(|name| std::env::var(name).ok().filter(|value| !value.trim().is_empty()))
     }
 
     /// The configuration described by `lookup` (an environment), for tests.
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
-        let listen = match lookup("FUNCTIONS_CUSTOMHANDLER_PORT") {
-            // Under the Functions host: it calls the handler on loopback at the port it chose.
-            Some(port) => {
-                let port: u16 = port.parse().map_err(|_| format!("FUNCTIONS_CUSTOMHANDLER_PORT is not a port: {port:?}"))?;
-                SocketAddr::from(([127, 0, 0, 1], port))
-            }
-            None => {
-                let address = lookup("BLOG_LISTEN").unwrap_or_else(|| LOCAL_ADDRESS.to_owned());
-                address.parse().map_err(|_| format!("BLOG_LISTEN is not an address like {LOCAL_ADDRESS}: {address:?}"))?
-            }
-        };
-        let endpoint_setting = format!("{CONNECTION_SETTING}__accountEndpoint");
-        let backend = match (lookup(CONNECTION_SETTING), lookup(&endpoint_setting)) {
-            (Some(_), Some(_)) => return Err(format!("set either {CONNECTION_SETTING} or {endpoint_setting}, not both")),
-            (Some(connection_string), None) => Backend::ConnectionString(connection_string),
-            (None, Some(endpoint)) => {
-                Backend::Endpoint { endpoint, client_id: lookup(&format!("{CONNECTION_SETTING}__clientId")) }
-            }
-            (None, None) => embedded_backend(&lookup)?,
-        };
-        let create_default = !matches!(backend, Backend::Endpoint { .. });
-        let create_containers = match lookup("BLOG_CREATE_CONTAINERS").as_deref() {
-            None => create_default,
-            Some("true") => true,
-            Some("false") => false,
-            Some(other) => return Err(format!("BLOG_CREATE_CONTAINERS must be true or false, not {other:?}")),
-        };
-        let database = lookup("COSMOS_DATABASE").unwrap_or_else(|| "blog".to_owned());
-        let embedded = matches!(backend, Backend::Embedded { .. });
-        let change_feed = match lookup("BLOG_CHANGE_FEED").as_deref() {
-            None if embedded => ChangeFeedMode::Local,
-            None | Some("host") => ChangeFeedMode::Host,
-            Some("local") => ChangeFeedMode::Local,
-            Some(other) => return Err(format!("BLOG_CHANGE_FEED must be local or host, not {other:?}")),
-        };
-        let scripts = match lookup("BLOG_SCRIPTS").as_deref() {
-            None if matches!(backend, Backend::Endpoint { .. }) => ScriptsMode::Server,
-            None | Some("in-process") => ScriptsMode::InProcess,
-            Some("server") if embedded => {
-                return Err("BLOG_SCRIPTS=server needs a Cosmos DB account; the embedded store cannot run scripts".into());
-            }
-            Some("server") => ScriptsMode::Server,
-            Some(other) => return Err(format!("BLOG_SCRIPTS must be server or in-process, not {other:?}")),
-        };
-        let max_in_flight = in_range(&lookup, "BLOG_MAX_IN_FLIGHT", "a number", 1..=MAX_IN_FLIGHT_LIMIT)?
-            .map_or(DEFAULT_MAX_IN_FLIGHT, |n| n as usize);
-        // The platform sets WEBSITE_AUTH_ENABLED when App Service Authentication is on; trusting its
-        // headers without it would let any client pick its identity.
-        let platform_auth = lookup("WEBSITE_AUTH_ENABLED").is_some_and(|value| platform_flag(&value));
-        let auth = match lookup("BLOG_AUTH").as_deref() {
-            None if platform_auth => AuthMode::Platform,
-            None | Some("none") => AuthMode::None,
-            Some("platform") if platform_auth => AuthMode::Platform,
-            Some("platform") => {
-                return Err("BLOG_AUTH=platform needs App Service Authentication on (WEBSITE_AUTH_ENABLED=true)".into());
-            }
-            #[cfg(feature = "embedded")]
-            Some("development") if platform_auth => {
-                return Err("BLOG_AUTH=development is refused where App Service Authentication is on".into());
-            }
-            #[cfg(feature = "embedded")]
-            Some("development") => AuthMode::Development,
-            Some(other) => return Err(format!("BLOG_AUTH must be platform or none{}, not {other:?}", development_hint())),
-        };
-        let header_timeout = in_range(&lookup, "BLOG_HEADER_TIMEOUT", "a number of seconds", 1..=MAX_TIMEOUT_SECS)?
-            .map_or(DEFAULT_HEADER_TIMEOUT, std::time::Duration::from_secs);
-        let request_timeout = in_range(&lookup, "BLOG_REQUEST_TIMEOUT", "a number of seconds", 1..=MAX_TIMEOUT_SECS)?
-            .map_or(DEFAULT_REQUEST_TIMEOUT, std::time::Duration::from_secs);
-        let token_key = lookup("BLOG_TOKEN_KEY");
-        if let Some(key) = &token_key
-            && key.len() < 16
-        {
-            return Err("BLOG_TOKEN_KEY must be at least 16 characters (a random secret, the same on every instance)".into());
-        }
-        let write_limit = write_limit(&lookup)?;
-        let pictures = picture_storage(&lookup, &backend)?;
-        let pictures_per_writer = positive(&lookup, "BLOG_PICTURES_PER_WRITER", "a positive number of pictures")?;
-        let picture_mb_per_writer =
-            in_range(&lookup, "BLOG_PICTURE_MB_PER_WRITER", "a number of megabytes", 1..=MAX_PICTURE_MB_PER_WRITER)?;
-        let picture_memory_mb = positive(&lookup, "BLOG_PICTURE_MEMORY_MB", "a positive number of megabytes")?;
-        let upload_buffer_mb = positive(&lookup, "BLOG_UPLOAD_BUFFER_MB", "a positive number of megabytes")?;
-        // At least one upload of the largest size fits.
-        if upload_buffer_mb.is_some_and(|megabytes| !(11..=crate::app::pictures::PictureMemory::MAX_MB).contains(&megabytes)) {
-            return Err(format!(
-                "BLOG_UPLOAD_BUFFER_MB must be from 11 (one upload of the largest size) to {}",
-                crate::app::pictures::PictureMemory::MAX_MB
-            ));
-        }
-        if let Some(megabytes) = picture_memory_mb
-            && !(16..=crate::app::pictures::PictureMemory::MAX_MB).contains(&megabytes)
-        {
-            return Err(format!(
-                "BLOG_PICTURE_MEMORY_MB must be from 16 to {}, not {megabytes}",
-                crate::app::pictures::PictureMemory::MAX_MB
-            ));
-        }
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        // Each area's settings are read by one reader below, so a new setting touches one of
+        // them and this list of fields only.
+        let lookup: Lookup<'_> = &lookup;
+        let backend = backend(lookup)?;
+        let StoreSettings { database, create_containers, change_feed, scripts } = store(lookup, &backend)?;
+        let Serving { listen, max_in_flight, header_timeout, request_timeout } = serving(lookup)?;
+        let PictureSettings { pictures, pictures_per_writer, picture_mb_per_writer, picture_memory_mb, upload_buffer_mb } =
+            picture_settings(lookup, &backend)?;
         Ok(Config {
             listen,
             backend,
@@ -296,9 +224,9 @@ impl Config {
             max_in_flight,
             header_timeout,
             request_timeout,
-            auth,
-            token_key,
-            write_limit,
+            auth: auth(lookup)?,
+            token_key: token_key(lookup)?,
+            write_limit: write_limit(lookup)?,
             pictures,
             pictures_per_writer,
             picture_mb_per_writer,
@@ -308,11 +236,161 @@ impl Config {
     }
 }
 
+/// Where the data lives: `CosmosDB` (a connection string) or `CosmosDB__accountEndpoint`
+/// (Entra ID), else the embedded store.
+fn backend(lookup: Lookup<'_>) -> Result<Backend, ConfigError> {
+    match (lookup(CONNECTION_SETTING), lookup(ACCOUNT_ENDPOINT_SETTING)) {
+        (Some(_), Some(_)) => Err(ConfigError::Conflict { first: CONNECTION_SETTING, second: ACCOUNT_ENDPOINT_SETTING }),
+        (Some(connection_string), None) => Ok(Backend::ConnectionString(connection_string)),
+        (None, Some(endpoint)) => Ok(Backend::Endpoint { endpoint, client_id: lookup(ACCOUNT_CLIENT_ID_SETTING) }),
+        (None, None) => embedded_backend(lookup),
+    }
+}
+
+/// The store's settings beside the backend itself.
+struct StoreSettings {
+    database: String,
+    create_containers: bool,
+    change_feed: ChangeFeedMode,
+    scripts: ScriptsMode,
+}
+
+/// `COSMOS_DATABASE`, `BLOG_CREATE_CONTAINERS`, `BLOG_CHANGE_FEED` and `BLOG_SCRIPTS`, whose
+/// defaults follow the backend.
+fn store(lookup: Lookup<'_>, backend: &Backend) -> Result<StoreSettings, ConfigError> {
+    let embedded = matches!(backend, Backend::Embedded { .. });
+    let entra = matches!(backend, Backend::Endpoint { .. });
+    let create_containers = choice(lookup, "BLOG_CREATE_CONTAINERS", &[("true", true), ("false", false)])?.unwrap_or(!entra);
+    let change_feed = choice(lookup, "BLOG_CHANGE_FEED", &[("local", ChangeFeedMode::Local), ("host", ChangeFeedMode::Host)])?
+        .unwrap_or(if embedded { ChangeFeedMode::Local } else { ChangeFeedMode::Host });
+    let scripts =
+        match choice(lookup, "BLOG_SCRIPTS", &[("server", ScriptsMode::Server), ("in-process", ScriptsMode::InProcess)])? {
+            Some(ScriptsMode::Server) if embedded => return Err(ConfigError::ServerScriptsWithoutAccount),
+            Some(scripts) => scripts,
+            None if entra => ScriptsMode::Server,
+            None => ScriptsMode::InProcess,
+        };
+    let database = lookup("COSMOS_DATABASE").unwrap_or_else(|| "blog".to_owned());
+    Ok(StoreSettings { database, create_containers, change_feed, scripts })
+}
+
+/// How the server takes requests.
+struct Serving {
+    listen: SocketAddr,
+    max_in_flight: usize,
+    header_timeout: std::time::Duration,
+    request_timeout: std::time::Duration,
+}
+
+/// The address (`FUNCTIONS_CUSTOMHANDLER_PORT` under the host, else `BLOG_LISTEN`), how many
+/// requests at once (`BLOG_MAX_IN_FLIGHT`) and how long each may take.
+fn serving(lookup: Lookup<'_>) -> Result<Serving, ConfigError> {
+    let listen = match lookup("FUNCTIONS_CUSTOMHANDLER_PORT") {
+        // Under the Functions host: it calls the handler on loopback at the port it chose.
+        Some(port) => match port.parse::<u16>() {
+            Ok(port) => SocketAddr::from(([127, 0, 0, 1], port)),
+            Err(_) => return Err(ConfigError::Invalid { name: "FUNCTIONS_CUSTOMHANDLER_PORT", value: port, expected: "a port" }),
+        },
+        None => {
+            let address = lookup("BLOG_LISTEN").unwrap_or_else(|| LOCAL_ADDRESS.to_owned());
+            match address.parse() {
+                Ok(address) => address,
+                // The example is LOCAL_ADDRESS, written out because the variant holds static text.
+                Err(_) => {
+                    return Err(ConfigError::Invalid {
+                        name: "BLOG_LISTEN",
+                        value: address,
+                        expected: "an address like 127.0.0.1:7071",
+                    });
+                }
+            }
+        }
+    };
+    let seconds = |name| in_range(lookup, name, "a number of seconds", 1..=MAX_TIMEOUT_SECS);
+    Ok(Serving {
+        listen,
+        max_in_flight: in_range(lookup, "BLOG_MAX_IN_FLIGHT", "a number", 1..=MAX_IN_FLIGHT_LIMIT)?
+            .unwrap_or(DEFAULT_MAX_IN_FLIGHT),
+        header_timeout: seconds("BLOG_HEADER_TIMEOUT")?.map_or(DEFAULT_HEADER_TIMEOUT, std::time::Duration::from_secs),
+        request_timeout: seconds("BLOG_REQUEST_TIMEOUT")?.map_or(DEFAULT_REQUEST_TIMEOUT, std::time::Duration::from_secs),
+    })
+}
+
+/// The words `BLOG_AUTH` takes, and what each means; `development` only where the embedded
+/// store is built in.
+const AUTH_MODES: &[(&str, AuthMode)] = &[
+    ("platform", AuthMode::Platform),
+    ("none", AuthMode::None),
+    #[cfg(feature = "embedded")]
+    ("development", AuthMode::Development),
+];
+
+/// `BLOG_AUTH`, checked against `WEBSITE_AUTH_ENABLED`.
+fn auth(lookup: Lookup<'_>) -> Result<AuthMode, ConfigError> {
+    // The platform sets WEBSITE_AUTH_ENABLED when App Service Authentication is on; trusting its
+    // headers without it would let any client pick its identity.
+    let platform_auth = lookup("WEBSITE_AUTH_ENABLED").is_some_and(|value| platform_flag(&value));
+    match choice(lookup, "BLOG_AUTH", AUTH_MODES)? {
+        None if platform_auth => Ok(AuthMode::Platform),
+        None => Ok(AuthMode::None),
+        Some(AuthMode::Platform) if !platform_auth => Err(ConfigError::PlatformAuthOff),
+        #[cfg(feature = "embedded")]
+        Some(AuthMode::Development) if platform_auth => Err(ConfigError::DevelopmentAuthOnPlatform),
+        Some(mode) => Ok(mode),
+    }
+}
+
+/// The fewest characters `BLOG_TOKEN_KEY` may hold.
+const MIN_TOKEN_KEY_CHARS: usize = 16;
+
+/// `BLOG_TOKEN_KEY`, long enough to be a key.
+fn token_key(lookup: Lookup<'_>) -> Result<Option<String>, ConfigError> {
+    match lookup("BLOG_TOKEN_KEY") {
+        Some(key) if key.len() < MIN_TOKEN_KEY_CHARS => {
+            Err(ConfigError::TooShort { name: "BLOG_TOKEN_KEY", length: key.len(), min: MIN_TOKEN_KEY_CHARS })
+        }
+        key => Ok(key),
+    }
+}
+
+/// The pictures' settings: where they are kept, and how much each writer and the instance may
+/// hold.
+struct PictureSettings {
+    pictures: PictureStorage,
+    pictures_per_writer: Option<u64>,
+    picture_mb_per_writer: Option<u64>,
+    picture_memory_mb: Option<u64>,
+    upload_buffer_mb: Option<u64>,
+}
+
+/// [`PictureSettings`]: [`picture_storage`], then the quotas and the memory.
+fn picture_settings(lookup: Lookup<'_>, backend: &Backend) -> Result<PictureSettings, ConfigError> {
+    let max_mb = crate::app::pictures::PictureMemory::MAX_MB;
+    Ok(PictureSettings {
+        pictures: picture_storage(lookup, backend)?,
+        pictures_per_writer: positive(lookup, "BLOG_PICTURES_PER_WRITER", "a positive number of pictures")?,
+        picture_mb_per_writer: in_range(
+            lookup,
+            "BLOG_PICTURE_MB_PER_WRITER",
+            "a number of megabytes",
+            1..=MAX_PICTURE_MB_PER_WRITER,
+        )?,
+        // Room for the largest picture's decoding.
+        picture_memory_mb: in_range(lookup, "BLOG_PICTURE_MEMORY_MB", "a number of megabytes", 16..=max_mb)?,
+        // At least one upload of the largest size fits.
+        upload_buffer_mb: in_range(
+            lookup,
+            "BLOG_UPLOAD_BUFFER_MB",
+            "a number of megabytes (one upload of the largest size at least)",
+            11..=max_mb,
+        )?,
+    })
+}
+
 /// [`PictureStorage`] from `BLOG_PICTURES`, `BLOG_PICTURES__blobServiceUri` and
 /// `BLOG_PICTURES_CONTAINER`; with none of them, the data directory on the embedded store and
 /// nothing elsewhere (an instance's own disk is not shared by the others).
-fn picture_storage(lookup: &impl Fn(&str) -> Option<String>, backend: &Backend) -> Result<PictureStorage, String> {
-    let endpoint_setting = format!("{PICTURES_SETTING}__blobServiceUri");
+fn picture_storage(lookup: Lookup<'_>, backend: &Backend) -> Result<PictureStorage, ConfigError> {
     let container = lookup("BLOG_PICTURES_CONTAINER").unwrap_or_else(|| "pictures".to_owned());
     let valid_container = (3..=63).contains(&container.len())
         && container.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
@@ -320,17 +398,18 @@ fn picture_storage(lookup: &impl Fn(&str) -> Option<String>, backend: &Backend) 
         && !container.ends_with('-')
         && !container.contains("--");
     if !valid_container {
-        return Err(format!(
-            "BLOG_PICTURES_CONTAINER must be a Blob Storage container name (3 to 63 lowercase letters, digits and single hyphens), not {container:?}"
-        ));
+        return Err(ConfigError::Invalid {
+            name: "BLOG_PICTURES_CONTAINER",
+            value: container,
+            expected: "a Blob Storage container name (3 to 63 lowercase letters, digits and single hyphens)",
+        });
     }
-    match (lookup(PICTURES_SETTING), lookup(&endpoint_setting)) {
-        (Some(_), Some(_)) => Err(format!("set either {PICTURES_SETTING} or {endpoint_setting}, not both")),
+    match (lookup(PICTURES_SETTING), lookup(PICTURES_ENDPOINT_SETTING)) {
+        (Some(_), Some(_)) => Err(ConfigError::Conflict { first: PICTURES_SETTING, second: PICTURES_ENDPOINT_SETTING }),
         (Some(off), None) if off == "off" => Ok(PictureStorage::Off),
         (Some(connection_string), None) => Ok(PictureStorage::ConnectionString { connection_string, container }),
         (None, Some(service_uri)) => {
-            let client_id = lookup(&format!("{PICTURES_SETTING}__clientId"));
-            Ok(PictureStorage::Endpoint { service_uri, client_id, container })
+            Ok(PictureStorage::Endpoint { service_uri, client_id: lookup(PICTURES_CLIENT_ID_SETTING), container })
         }
         (None, None) => Ok(match backend {
             Backend::Embedded { data_dir } => PictureStorage::DataDirectory(data_dir.clone()),
@@ -339,23 +418,22 @@ fn picture_storage(lookup: &impl Fn(&str) -> Option<String>, backend: &Backend) 
     }
 }
 
-/// `BLOG_WRITES_PER_MINUTE` (a number, or `off`) and `BLOG_WRITE_BURST` (a number).
-fn write_limit(lookup: &impl Fn(&str) -> Option<String>) -> Result<Option<WriteLimitSetting>, String> {
-    let burst = positive(lookup, "BLOG_WRITE_BURST", "a positive number of writes")?;
+/// `BLOG_WRITES_PER_MINUTE` (a number, or `off`) and `BLOG_WRITE_BURST` (a number), each at
+/// most what a `u32` holds.
+fn write_limit(lookup: Lookup<'_>) -> Result<Option<WriteLimitSetting>, ConfigError> {
+    let writes = 1..=u64::from(u32::MAX);
+    let burst = in_range(lookup, "BLOG_WRITE_BURST", "a number of writes", writes.clone())?;
     let per_minute = match lookup("BLOG_WRITES_PER_MINUTE").as_deref() {
-        Some("off") if burst.is_some() => return Err("BLOG_WRITE_BURST is set, but BLOG_WRITES_PER_MINUTE is off".into()),
+        Some("off") if burst.is_some() => return Err(ConfigError::BurstWithoutLimit),
         Some("off") => return Ok(None),
-        _ => positive(lookup, "BLOG_WRITES_PER_MINUTE", "a positive number of writes, or off")?,
+        _ => in_range(lookup, "BLOG_WRITES_PER_MINUTE", "a number of writes a minute (or off)", writes)?,
     };
-    let as_u32 = |value: u64, name: &str| u32::try_from(value).map_err(|_| format!("{name} is too large: {value}"));
     Ok(Some(WriteLimitSetting {
-        per_minute: per_minute.map_or(Ok(WriteLimitSetting::DEFAULT.per_minute), |n| as_u32(n, "BLOG_WRITES_PER_MINUTE"))?,
-        burst: burst.map_or(Ok(WriteLimitSetting::DEFAULT.burst), |n| as_u32(n, "BLOG_WRITE_BURST"))?,
+        per_minute: per_minute.unwrap_or(WriteLimitSetting::DEFAULT.per_minute),
+        burst: burst.unwrap_or(WriteLimitSetting::DEFAULT.burst),
     }))
 }
 
-/// A setting that holds a whole number above 0 (`None` when it is not set); `what` says what it
-/// must be when it is not one.
 /// The most `BLOG_MAX_IN_FLIGHT` may be: as many as the connections the server can hold at most
 /// (`http::serve`: one a file descriptor, of at most 2^20), far below what a semaphore can count (`Semaphore::MAX_PERMITS`, which a
 /// larger setting made the start panic on).
@@ -370,49 +448,50 @@ pub(crate) const MAX_TIMEOUT_SECS: u64 = 60 * 60;
 /// so that the quota in bytes is the setting, never a product cut short.
 pub(crate) const MAX_PICTURE_MB_PER_WRITER: u64 = u64::MAX >> 20;
 
-/// A whole number setting within `range`, if set; refused, naming the range, if not.
-fn in_range(
-    lookup: &impl Fn(&str) -> Option<String>,
-    name: &str,
-    what: &str,
+/// A whole number setting within `range`, if set, as the type it is used as; refused, naming
+/// the range, if not. The range lies within `T`, so the conversion never fails for a number
+/// the range accepts.
+fn in_range<T: TryFrom<u64>>(
+    lookup: Lookup<'_>,
+    name: &'static str,
+    what: &'static str,
     range: std::ops::RangeInclusive<u64>,
-) -> Result<Option<u64>, String> {
-    match lookup(name) {
-        None => Ok(None),
-        Some(text) => text
-            .parse()
-            .ok()
-            .filter(|n| range.contains(n))
-            .map(Some)
-            .ok_or_else(|| format!("{name} must be {what} from {} to {}, not {text:?}", range.start(), range.end())),
+) -> Result<Option<T>, ConfigError> {
+    let Some(value) = lookup(name) else { return Ok(None) };
+    match value.parse::<u64>().ok().filter(|n| range.contains(n)).map(T::try_from) {
+        Some(Ok(n)) => Ok(Some(n)),
+        _ => Err(ConfigError::OutOfRange { name, value, what, min: *range.start(), max: *range.end() }),
     }
 }
 
-fn positive(lookup: &impl Fn(&str) -> Option<String>, name: &str, what: &str) -> Result<Option<u64>, String> {
-    match lookup(name) {
-        None => Ok(None),
-        Some(text) => {
-            text.parse().ok().filter(|n| *n > 0).map(Some).ok_or_else(|| format!("{name} must be {what}, not {text:?}"))
-        }
+/// A setting that holds a whole number above 0 (`None` when it is not set); `expected` says
+/// what it must be when it is not one.
+fn positive(lookup: Lookup<'_>, name: &'static str, expected: &'static str) -> Result<Option<u64>, ConfigError> {
+    let Some(value) = lookup(name) else { return Ok(None) };
+    match value.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(Some(n)),
+        _ => Err(ConfigError::Invalid { name, value, expected }),
     }
 }
 
-fn development_hint() -> &'static str {
-    if cfg!(feature = "embedded") { " (or development, locally)" } else { "" }
+/// A setting that holds one of the words of `options`, as the value the word stands for.
+fn choice<T: Copy>(lookup: Lookup<'_>, name: &'static str, options: &[(&'static str, T)]) -> Result<Option<T>, ConfigError> {
+    let Some(value) = lookup(name) else { return Ok(None) };
+    match options.iter().find(|(word, _)| *word == value) {
+        Some((_, meaning)) => Ok(Some(*meaning)),
+        None => Err(ConfigError::NotOneOf { name, value, allowed: options.iter().map(|(word, _)| *word).collect() }),
+    }
 }
 
 #[cfg(feature = "embedded")]
-fn embedded_backend(lookup: &impl Fn(&str) -> Option<String>) -> Result<Backend, String> {
+fn embedded_backend(lookup: Lookup<'_>) -> Result<Backend, ConfigError> {
     let data_dir = lookup("BLOG_DATA_DIR").map_or_else(|| PathBuf::from("data"), PathBuf::from);
     Ok(Backend::Embedded { data_dir })
 }
 
 #[cfg(not(feature = "embedded"))]
-fn embedded_backend(_: &impl Fn(&str) -> Option<String>) -> Result<Backend, String> {
-    Err(format!(
-        "no Cosmos DB account configured: set {CONNECTION_SETTING} (connection string) or \
-         {CONNECTION_SETTING}__accountEndpoint (Entra ID); this build has no embedded store"
-    ))
+fn embedded_backend(_: Lookup<'_>) -> Result<Backend, ConfigError> {
+    Err(ConfigError::NoAccount)
 }
 
 /// Whether a platform setting such as `WEBSITE_AUTH_ENABLED` says "on", read as the Functions
@@ -425,167 +504,4 @@ fn platform_flag(value: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::HashMap;
-
-    fn config(pairs: &[(&str, &str)]) -> Result<Config, String> {
-        let env: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        Config::from_lookup(|name| env.get(name).cloned())
-    }
-
-    #[test]
-    fn the_write_limit_has_a_default_can_be_set_and_turned_off() {
-        assert_eq!(config(&[]).unwrap().write_limit, Some(WriteLimitSetting::DEFAULT));
-        let set = config(&[("BLOG_WRITES_PER_MINUTE", "30"), ("BLOG_WRITE_BURST", "5")]).unwrap();
-        assert_eq!(set.write_limit, Some(WriteLimitSetting { per_minute: 30, burst: 5 }));
-        assert_eq!(config(&[("BLOG_WRITES_PER_MINUTE", "off")]).unwrap().write_limit, None);
-        for bad in [
-            &[("BLOG_WRITES_PER_MINUTE", "0")][..],
-            &[("BLOG_WRITE_BURST", "many")],
-            &[("BLOG_WRITES_PER_MINUTE", "off"), ("BLOG_WRITE_BURST", "5")],
-        ] {
-            let error = config(bad).unwrap_err();
-            assert!(error.contains("BLOG_WRITE"), "{error}");
-        }
-    }
-
-    #[test]
-    fn under_the_host_the_port_comes_from_the_host() {
-        let config = config(&[
-            ("FUNCTIONS_CUSTOMHANDLER_PORT", "41234"),
-            ("CosmosDB__accountEndpoint", "https://a.documents.azure.com:443/"),
-        ])
-        .unwrap();
-        assert_eq!(config.listen.to_string(), "127.0.0.1:41234");
-        assert!(matches!(config.backend, Backend::Endpoint { .. }));
-        assert!(!config.create_containers, "an Entra identity has no control-plane rights");
-        assert_eq!(config.change_feed, ChangeFeedMode::Host);
-        assert_eq!(config.scripts, ScriptsMode::Server, "Azure runs the scripts itself");
-    }
-
-    #[test]
-    fn a_connection_string_selects_key_auth_and_creates_containers() {
-        let config = config(&[("CosmosDB", "AccountEndpoint=https://localhost:8081/;AccountKey=C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==;")]).unwrap();
-        assert!(matches!(config.backend, Backend::ConnectionString(_)));
-        assert!(config.create_containers);
-        assert_eq!(config.database, "blog");
-        assert_eq!(config.scripts, ScriptsMode::InProcess, "the Linux emulator cannot run scripts");
-        assert_eq!(config.change_feed, ChangeFeedMode::Host);
-    }
-
-    /// Where the host's trigger cannot serve an account's change feed (the Linux emulator), the
-    /// handler's own processors may follow it.
-    #[test]
-    fn an_account_may_have_its_change_feed_followed_by_the_handler() {
-        let key = "AccountEndpoint=https://localhost:8081/;AccountKey=C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==;";
-        let followed = config(&[("CosmosDB", key), ("BLOG_CHANGE_FEED", "local")]).unwrap();
-        assert_eq!(followed.change_feed, ChangeFeedMode::Local);
-        assert!(config(&[("BLOG_CHANGE_FEED", "sometimes")]).unwrap_err().contains("BLOG_CHANGE_FEED"));
-    }
-
-    /// The README: "a connection has 30 s to send a request's headers or its next request",
-    /// unless BLOG_HEADER_TIMEOUT says otherwise (tests/serving.rs holds the timeout on the binary
-    /// with a short one).
-    #[test]
-    fn the_header_timeout_is_30_seconds_unless_set() {
-        assert_eq!(config(&[]).unwrap().request_timeout, std::time::Duration::from_secs(60));
-        assert_eq!(config(&[("BLOG_REQUEST_TIMEOUT", "5")]).unwrap().request_timeout, std::time::Duration::from_secs(5));
-        assert!(config(&[("BLOG_REQUEST_TIMEOUT", "0")]).unwrap_err().contains("BLOG_REQUEST_TIMEOUT"));
-        assert_eq!(config(&[]).unwrap().header_timeout, std::time::Duration::from_secs(30));
-        assert_eq!(config(&[("BLOG_HEADER_TIMEOUT", "2")]).unwrap().header_timeout, std::time::Duration::from_secs(2));
-    }
-
-    #[test]
-    fn bad_settings_are_named() {
-        assert!(config(&[("FUNCTIONS_CUSTOMHANDLER_PORT", "http")]).unwrap_err().contains("FUNCTIONS_CUSTOMHANDLER_PORT"));
-        assert!(config(&[("CosmosDB", "x"), ("CosmosDB__accountEndpoint", "y")]).is_err());
-        assert!(config(&[("BLOG_CREATE_CONTAINERS", "yes")]).unwrap_err().contains("BLOG_CREATE_CONTAINERS"));
-        assert!(config(&[("BLOG_MAX_IN_FLIGHT", "0")]).unwrap_err().contains("BLOG_MAX_IN_FLIGHT"));
-        // Past what a semaphore counts, or a deadline can be computed from: refused, not a panic.
-        let huge = u64::MAX.to_string();
-        for name in ["BLOG_MAX_IN_FLIGHT", "BLOG_HEADER_TIMEOUT", "BLOG_REQUEST_TIMEOUT"] {
-            let refused = config(&[(name, huge.as_str())]).unwrap_err();
-            assert!(refused.contains(name) && refused.contains(" from 1 to "), "{refused}");
-        }
-        let largest =
-            config(&[("BLOG_MAX_IN_FLIGHT", &MAX_IN_FLIGHT_LIMIT.to_string()), ("BLOG_REQUEST_TIMEOUT", "3600")]).unwrap();
-        assert_eq!((largest.max_in_flight as u64, largest.request_timeout.as_secs()), (MAX_IN_FLIGHT_LIMIT, MAX_TIMEOUT_SECS));
-        assert!(config(&[("BLOG_HEADER_TIMEOUT", "0")]).unwrap_err().contains("BLOG_HEADER_TIMEOUT"));
-        assert!(config(&[("BLOG_HEADER_TIMEOUT", "5s")]).unwrap_err().contains("BLOG_HEADER_TIMEOUT"));
-        assert!(config(&[("BLOG_AUTH", "platform")]).unwrap_err().contains("WEBSITE_AUTH_ENABLED"), "no platform, no trust");
-        assert!(config(&[("BLOG_AUTH", "development"), ("WEBSITE_AUTH_ENABLED", "True")]).is_err());
-    }
-
-    /// A writer's quota in megabytes past what a `u64` counts in bytes is refused, naming the
-    /// range, instead of being cut short to some other quota.
-    #[test]
-    fn a_picture_quota_past_a_u64_of_bytes_is_refused() {
-        let refused = config(&[("BLOG_PICTURE_MB_PER_WRITER", &(MAX_PICTURE_MB_PER_WRITER + 1).to_string())]).unwrap_err();
-        assert!(refused.contains("BLOG_PICTURE_MB_PER_WRITER") && refused.contains(" from 1 to "), "{refused}");
-        let largest = config(&[("BLOG_PICTURE_MB_PER_WRITER", &MAX_PICTURE_MB_PER_WRITER.to_string())]).unwrap();
-        assert_eq!(largest.picture_mb_per_writer, Some(MAX_PICTURE_MB_PER_WRITER));
-    }
-
-    #[test]
-    fn writes_are_refused_unless_something_authenticates_the_caller() {
-        assert_eq!(config(&[]).unwrap().auth, AuthMode::None);
-        for on in ["True", "true", " TRUE ", "1", "-1"] {
-            assert_eq!(config(&[("WEBSITE_AUTH_ENABLED", on)]).unwrap().auth, AuthMode::Platform, "{on:?}");
-        }
-        for off in ["False", "0", "", "yes", "on"] {
-            assert_eq!(config(&[("WEBSITE_AUTH_ENABLED", off)]).unwrap().auth, AuthMode::None, "{off:?}");
-        }
-        #[cfg(feature = "embedded")]
-        assert_eq!(config(&[("BLOG_AUTH", "development")]).unwrap().auth, AuthMode::Development);
-    }
-
-    #[test]
-    fn pictures_are_kept_where_the_settings_say() {
-        let azurite = config(&[("BLOG_PICTURES", "UseDevelopmentStorage=true")]).unwrap();
-        assert_eq!(
-            azurite.pictures,
-            PictureStorage::ConnectionString {
-                connection_string: "UseDevelopmentStorage=true".into(),
-                container: "pictures".into()
-            }
-        );
-        let azure = config(&[
-            ("CosmosDB__accountEndpoint", "https://a.documents.azure.com:443/"),
-            ("BLOG_PICTURES__blobServiceUri", "https://a.blob.core.windows.net"),
-            ("BLOG_PICTURES__clientId", "1234"),
-            ("BLOG_PICTURES_CONTAINER", "blog-pictures"),
-        ])
-        .unwrap();
-        assert_eq!(
-            azure.pictures,
-            PictureStorage::Endpoint {
-                service_uri: "https://a.blob.core.windows.net".into(),
-                client_id: Some("1234".into()),
-                container: "blog-pictures".into()
-            }
-        );
-        let account_alone = config(&[("CosmosDB__accountEndpoint", "https://a.documents.azure.com:443/")]).unwrap();
-        assert_eq!(account_alone.pictures, PictureStorage::Off, "an instance's disk is not shared");
-        assert_eq!(config(&[("BLOG_PICTURES", "off")]).unwrap().pictures, PictureStorage::Off);
-        for bad in [
-            &[("BLOG_PICTURES", "x"), ("BLOG_PICTURES__blobServiceUri", "y")][..],
-            &[("BLOG_PICTURES_CONTAINER", "Pictures")],
-            &[("BLOG_PICTURES_CONTAINER", "a--b")],
-            &[("BLOG_PICTURES_PER_WRITER", "0")],
-        ] {
-            assert!(config(bad).unwrap_err().contains("BLOG_PICTURE"), "{bad:?}");
-        }
-    }
-
-    #[cfg(feature = "embedded")]
-    #[test]
-    fn nothing_configured_means_the_embedded_store_on_the_local_port() {
-        let config = config(&[]).unwrap();
-        assert_eq!(config.listen.to_string(), LOCAL_ADDRESS);
-        assert!(matches!(config.backend, Backend::Embedded { ref data_dir } if data_dir == &PathBuf::from("data")));
-        assert_eq!(config.pictures, PictureStorage::DataDirectory(PathBuf::from("data")));
-        assert_eq!(config.change_feed, ChangeFeedMode::Local);
-        assert_eq!(config.scripts, ScriptsMode::InProcess);
-    }
-}
+mod tests;

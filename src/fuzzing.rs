@@ -39,13 +39,13 @@ pub fn picture(data: &[u8]) {
 }
 
 /// What the blog does with an upload's bytes, up to what it stores; an error says why not.
-fn upload(data: &[u8], limits: &Limits) -> Result<pictures::Prepared, String> {
-    let plan = pictures::plan(data, limits).map_err(|error| error.to_string())?;
+fn upload(data: &[u8], limits: &Limits) -> Result<pictures::Prepared, UploadRefused> {
+    let plan = pictures::plan(data, limits)?;
     let budget = crate::app::pictures::PictureMemory::DEFAULT.bytes;
     if plan.memory > budget {
-        return Err(format!("it needs {} bytes to prepare, more than the {budget} there are", plan.memory));
+        return Err(UploadRefused::OverBudget { needs: plan.memory, budget });
     }
-    let prepared = pictures::prepare_planned(data, &plan, limits).map_err(|error| error.to_string())?;
+    let prepared = pictures::prepare_planned(data, &plan, limits)?;
     let size = (prepared.picture.width, prepared.picture.height);
     assert!(
         size == (plan.width, plan.height) || size == (plan.height, plan.width),
@@ -54,6 +54,22 @@ fn upload(data: &[u8], limits: &Limits) -> Result<pictures::Prepared, String> {
         plan.height
     );
     Ok(prepared)
+}
+
+/// Why [`upload`] refused: what the blog would answer the uploader.
+#[derive(Debug, thiserror::Error)]
+enum UploadRefused {
+    /// Not taken as a picture.
+    #[error(transparent)]
+    Picture(#[from] pictures::PictureError),
+    /// Its plan needs more memory than the pictures have in all.
+    #[error("it needs {needs} bytes to prepare, more than the {budget} there are")]
+    OverBudget {
+        /// The bytes its plan needs.
+        needs: u64,
+        /// The bytes there are.
+        budget: u64,
+    },
 }
 
 fn check_picture(picture: &pictures::Picture, limits: &Limits) {
@@ -82,7 +98,7 @@ pub fn multipart(data: &[u8]) {
     let body = bytes::Bytes::copy_from_slice(&data[at + 1..]);
     let parts = match multipart::parts(&body, &boundary) {
         Ok(parts) => parts,
-        Err(why) => return assert!(!why.is_empty(), "a refusal that says nothing"),
+        Err(why) => return assert!(!why.to_string().is_empty(), "a refusal that says nothing"),
     };
     let delimiter = format!("--{boundary}");
     let start = body.as_ptr() as usize;
@@ -234,7 +250,7 @@ impl ParsedTag<'_> {
 
 /// `text` (between `<` and `>`) as a tag of the list with attributes of the list, each
 /// `name="value"` with no `<`, `>` or `"` in its value; `br` and `hr` may end in ` /`.
-fn parse_tag(text: &str) -> Result<ParsedTag<'_>, String> {
+fn parse_tag(text: &str) -> Result<ParsedTag<'_>, TagError> {
     let (closing, text) = match text.strip_prefix('/') {
         Some(rest) => (true, rest),
         None => (false, text),
@@ -243,29 +259,48 @@ fn parse_tag(text: &str) -> Result<ParsedTag<'_>, String> {
     let name_end = text.find(' ').unwrap_or(text.len());
     let name = &text[..name_end];
     if !TAGS.contains(&name) {
-        return Err(format!("a tag not in the list ({name:?})"));
+        return Err(TagError::TagNotListed { name: name.to_owned() });
     }
     let mut attributes = Vec::new();
     let mut rest = &text[name_end..];
     while let Some(after_space) = rest.strip_prefix(' ') {
-        let (attribute, after) = after_space.split_once("=\"").ok_or("an attribute without a quoted value")?;
+        let (attribute, after) = after_space.split_once("=\"").ok_or(TagError::UnquotedValue)?;
         if !ATTRIBUTES.contains(&attribute) {
-            return Err(format!("an attribute not in the list ({attribute:?})"));
+            return Err(TagError::AttributeNotListed { attribute: attribute.to_owned() });
         }
-        let (value, after) = after.split_once('"').ok_or("an attribute value that does not end")?;
+        let (value, after) = after.split_once('"').ok_or(TagError::UnendedValue)?;
         if value.contains(['<', '>']) {
-            return Err(format!("a `<` or `>` in the value of {attribute}"));
+            return Err(TagError::AngleInValue { attribute: attribute.to_owned() });
         }
         attributes.push((attribute, value));
         rest = after;
     }
     if !rest.is_empty() {
-        return Err(format!("{rest:?} after the attributes"));
+        return Err(TagError::AfterAttributes { rest: rest.to_owned() });
     }
     if closing && !attributes.is_empty() {
-        return Err("a closing tag with attributes".into());
+        return Err(TagError::ClosingWithAttributes);
     }
     Ok(ParsedTag { name, closing, attributes })
+}
+
+/// What in a rendered tag is not what the renderer may write.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum TagError {
+    #[error("a tag not in the list ({name:?})")]
+    TagNotListed { name: String },
+    #[error("an attribute without a quoted value")]
+    UnquotedValue,
+    #[error("an attribute not in the list ({attribute:?})")]
+    AttributeNotListed { attribute: String },
+    #[error("an attribute value that does not end")]
+    UnendedValue,
+    #[error("a `<` or `>` in the value of {attribute}")]
+    AngleInValue { attribute: String },
+    #[error("{rest:?} after the attributes")]
+    AfterAttributes { rest: String },
+    #[error("a closing tag with attributes")]
+    ClosingWithAttributes,
 }
 
 /// Whether a link's (escaped) address is `http`, `https`, `mailto`, or has no scheme: the
@@ -332,4 +367,25 @@ pub fn import_line(data: &[u8]) {
 fn lines_of(data: &[u8]) -> usize {
     let breaks = data.iter().filter(|&&byte| byte == b'\n').count();
     breaks + usize::from(!data.is_empty() && !data.ends_with(b"\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{TagError, UploadRefused, parse_tag, upload};
+    use crate::pictures::Limits;
+
+    #[test]
+    fn a_tag_the_renderer_may_not_write_is_named() {
+        assert!(parse_tag(r#"a href="https://example.com/""#).is_ok());
+        assert_eq!(parse_tag("script").err(), Some(TagError::TagNotListed { name: "script".into() }));
+        assert_eq!(parse_tag(r#"a onclick="x""#).err(), Some(TagError::AttributeNotListed { attribute: "onclick".into() }));
+        assert_eq!(parse_tag(r#"a href="<x>""#).err(), Some(TagError::AngleInValue { attribute: "href".into() }));
+        assert_eq!(parse_tag(r#"a href="x"#).err(), Some(TagError::UnendedValue));
+        assert_eq!(parse_tag(r#"/a href="x""#).err(), Some(TagError::ClosingWithAttributes));
+    }
+
+    #[test]
+    fn an_upload_that_is_no_picture_is_refused_as_the_blog_refuses_it() {
+        assert!(matches!(upload(b"not a picture", &Limits::default()), Err(UploadRefused::Picture(_))));
+    }
 }

@@ -57,7 +57,7 @@ pub use app::AppState;
 pub use changefeed::processor::{Deliveries, rebuild_copies_reporting, replay_users_reporting};
 pub use changefeed::{FeedError, dead_letters, lag};
 pub use config::{
-    AuthMode, Backend, CONNECTION_SETTING, ChangeFeedMode, Config, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_IN_FLIGHT,
+    AuthMode, Backend, CONNECTION_SETTING, ChangeFeedMode, Config, ConfigError, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_REQUEST_TIMEOUT, PICTURES_SETTING, PictureStorage, ScriptsMode, WriteLimitSetting,
 };
 #[cfg(feature = "embedded")]
@@ -122,7 +122,7 @@ pub mod testing {
     pub mod scripts {
         pub use crate::scripts::{
             FENCE_ID, InProcessScripts, KEYED_HELPERS, NOT_AMONG_NEWEST, PostTrigger, Script, ScriptCredential, ScriptError,
-            ScriptExecutor, ServerSideScripts, StoredProcedure, engine,
+            ScriptExecutor, ScriptsSetupError, ServerSideScripts, StoredProcedure, engine,
         };
     }
 }

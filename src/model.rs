@@ -10,6 +10,7 @@ pub(crate) mod markdown;
 pub(crate) mod picture;
 pub mod usernames;
 
+pub(crate) use ids::IdError;
 pub(crate) use ids::REQUEST_RECORD_PREFIX;
 pub(crate) use ids::hex;
 pub use ids::validate_id;

@@ -52,30 +52,62 @@ pub(crate) struct PostVersion {
     etag: String,
 }
 
+/// Why a stored post is not copied ([`PostVersion::from_document`]): `id` is the item's `id` as
+/// it holds it (JSON, `null` where it has none), since the item may not be a post at all.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PostRefused {
+    /// The item does not have a post's fields.
+    #[error("post {id}: it is not a post")]
+    Unreadable {
+        id: Value,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Its `id` or `userId` cannot be an id.
+    #[error("post {id}: its id or userId cannot be an id")]
+    BadId {
+        id: Value,
+        #[source]
+        source: model::IdError,
+    },
+    /// Its `postId` is not its `id`.
+    #[error("post {id}: postId {post_id:?} differs from its id")]
+    PostIdDiffers { id: Value, post_id: String },
+    /// Its `_ts` is further ahead of this instance's clock than clocks drift.
+    #[error("post {id}: its _ts {ts} is more than {} s ahead of the clock ({now})", MAX_CLOCK_SKEW_SECS)]
+    FromTheFuture { id: Value, ts: i64, now: i64 },
+    /// A field is longer than the API lets anyone write.
+    #[error("post {id}: its {field} is longer than the API allows ({max} characters)")]
+    TooLong { id: Value, field: &'static str, max: usize },
+}
+
 impl PostVersion {
     /// Reads a stored post, refusing (with why) what a well-behaved writer of `posts` never
     /// writes: such a change is never copied.
-    pub(crate) fn from_document(document: &Value) -> Result<PostVersion, String> {
+    pub(crate) fn from_document(document: &Value) -> Result<PostVersion, PostRefused> {
         let id = document.get("id").cloned().unwrap_or(Value::Null);
-        let version = PostVersion::deserialize(document).map_err(|error| format!("post {id}: {error}"))?;
+        let version = match PostVersion::deserialize(document) {
+            Ok(version) => version,
+            Err(source) => return Err(PostRefused::Unreadable { id, source }),
+        };
         let post = &version.post;
-        validate_id(&post.id).and_then(|()| validate_id(&post.user_id)).map_err(|why| format!("post {id}: {why}"))?;
+        if let Err(source) = validate_id(&post.id).and_then(|()| validate_id(&post.user_id)) {
+            return Err(PostRefused::BadId { id, source });
+        }
         if post.post_id != post.id {
-            return Err(format!("post {id}: postId {:?} differs from its id", post.post_id));
+            return Err(PostRefused::PostIdDiffers { id, post_id: post.post_id.clone() });
         }
         let now = time::OffsetDateTime::now_utc().unix_timestamp();
         if version.ts > now + MAX_CLOCK_SKEW_SECS {
-            return Err(format!(
-                "post {id}: its _ts {} is more than {MAX_CLOCK_SKEW_SECS} s ahead of the clock ({now})",
-                version.ts
-            ));
+            return Err(PostRefused::FromTheFuture { id, ts: version.ts, now });
         }
-        let too_long = |text: &str, max: usize| text.chars().count() > max;
-        if too_long(&post.title, model::MAX_TITLE_CHARS)
-            || too_long(&post.content, model::MAX_CONTENT_CHARS)
-            || too_long(&post.user_username, model::MAX_USERNAME_CHARS)
-        {
-            return Err(format!("post {id}: a field is longer than the API allows"));
+        let fields = [
+            ("title", &post.title, model::MAX_TITLE_CHARS),
+            ("content", &post.content, model::MAX_CONTENT_CHARS),
+            ("userUsername", &post.user_username, model::MAX_USERNAME_CHARS),
+        ];
+        if let Some((field, _, max)) = fields.into_iter().find(|(_, text, max)| text.chars().count() > *max) {
+            return Err(PostRefused::TooLong { id, field, max });
         }
         Ok(version)
     }

@@ -152,13 +152,16 @@ async fn replay_one(state: &AppState, letter: &DeadLetter) -> Result<bool, FeedE
         return Ok(false);
     };
     let documents = match letter.what.as_str() {
-        "invocation" => super::invocation::read_invocation(letter.payload.as_bytes()).map(|(documents, _)| documents),
+        "invocation" => super::invocation::read_invocation(letter.payload.as_bytes())
+            .map(|(documents, _)| documents)
+            .map_err(StillUnreadable::from),
         "unreadable" => read_again(state, function, &letter.payload).await,
-        _ => serde_json::from_str::<Value>(&letter.payload).map(|item| vec![item]).map_err(|error| error.to_string()),
+        _ => serde_json::from_str::<Value>(&letter.payload).map(|item| vec![item]).map_err(StillUnreadable::NotJson),
     };
     let report = match documents {
         Ok(documents) => function.apply(state, documents).await?,
-        Err(why) => {
+        Err(error) => {
+            let why = crate::logging::with_causes(&error);
             tracing::warn!(target: "blog::changefeed", dead_letter = %letter.id, %why, "still unreadable; kept");
             return Ok(false);
         }
@@ -173,13 +176,36 @@ async fn replay_one(state: &AppState, letter: &DeadLetter) -> Result<bool, FeedE
 }
 
 /// An item set aside because it could not be read, read again: `[]` if it is gone now.
-async fn read_again(state: &AppState, function: Function, payload: &str) -> Result<Vec<Value>, String> {
-    let at: Value = serde_json::from_str(payload).map_err(|error| error.to_string())?;
-    let (Some(partition_key), Some(id)) = (at["partitionKey"].as_str(), at["id"].as_str()) else {
-        return Err("no partitionKey and id".into());
-    };
-    let document = state.store.read::<Value>(function.container(), partition_key, id).await.map_err(|error| error.to_string())?;
+async fn read_again(state: &AppState, function: Function, payload: &str) -> Result<Vec<Value>, StillUnreadable> {
+    let (partition_key, id) = address(payload)?;
+    let document = state.store.read::<Value>(function.container(), &partition_key, &id).await.map_err(StillUnreadable::Store)?;
     Ok(document.into_iter().collect())
+}
+
+/// The partition key and id an `unreadable` dead letter's payload names.
+fn address(payload: &str) -> Result<(String, String), StillUnreadable> {
+    let at: Value = serde_json::from_str(payload).map_err(StillUnreadable::NotJson)?;
+    match (at["partitionKey"].as_str(), at["id"].as_str()) {
+        (Some(partition_key), Some(id)) => Ok((partition_key.to_owned(), id.to_owned())),
+        _ => Err(StillUnreadable::NoAddress),
+    }
+}
+
+/// Why a dead letter's change still cannot be read, so that it is kept.
+#[derive(Debug, thiserror::Error)]
+enum StillUnreadable {
+    /// The invocation it holds is still not one.
+    #[error(transparent)]
+    Invocation(#[from] super::invocation::InvocationError),
+    /// Its payload is not JSON.
+    #[error("the payload is not JSON")]
+    NotJson(#[source] serde_json::Error),
+    /// Its payload does not say where the unreadable item is.
+    #[error("no partitionKey and id")]
+    NoAddress,
+    /// The store does not read the item still.
+    #[error("the item cannot be read")]
+    Store(#[source] StoreError),
 }
 
 /// A dead letter as one line for a person: what, why, and the start of the payload.
@@ -208,7 +234,14 @@ fn split_at_char_boundaries(text: &str, max_bytes: usize) -> Vec<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::split_at_char_boundaries;
+    use super::{StillUnreadable, address, split_at_char_boundaries};
+
+    #[test]
+    fn an_unreadable_letter_names_its_item_or_is_kept() {
+        assert_eq!(address(r#"{"partitionKey": "p1", "id": "c1"}"#).unwrap(), ("p1".to_owned(), "c1".to_owned()));
+        assert!(matches!(address(r#"{"id": "c1"}"#), Err(StillUnreadable::NoAddress)));
+        assert!(matches!(address("{"), Err(StillUnreadable::NotJson(_))));
+    }
 
     #[test]
     fn long_payloads_split_between_characters() {

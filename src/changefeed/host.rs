@@ -36,7 +36,8 @@ pub(crate) async fn invoke(state: &AppState, function: Function, invocation_id: 
     let name = function.name();
     let (documents, attempt) = match read_invocation(body) {
         Ok(read) => read,
-        Err(why) => {
+        Err(error) => {
+            let why = crate::logging::with_causes(&error);
             let payload = String::from_utf8_lossy(body);
             return match dead_letters::set_aside(&state.store, name, "invocation", &why, &payload).await {
                 Ok(id) => answer(false, format!("{name}: the invocation could not be read ({why}); set aside as {id}")),

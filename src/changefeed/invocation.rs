@@ -45,21 +45,22 @@ struct RetryContext {
     retry_count: i64,
 }
 
+/// How many string layers [`documents`] unwraps: the host's two, and room for one more.
+const MAX_STRING_LAYERS: usize = 4;
+
 /// The changed items of an invocation, through every layer of string encoding (at most a few:
 /// a string that keeps holding strings is no batch).
-pub(super) fn documents(value: Value) -> Result<Vec<Value>, String> {
+pub(super) fn documents(value: Value) -> Result<Vec<Value>, InvocationError> {
     let mut value = value;
-    for _ in 0..4 {
+    for _ in 0..MAX_STRING_LAYERS {
         value = match value {
             Value::Array(documents) => return Ok(documents),
             Value::Null => return Ok(Vec::new()),
-            Value::String(text) => {
-                serde_json::from_str(&text).map_err(|error| format!("Data.documents does not hold JSON: {error}"))?
-            }
-            other => return Err(format!("Data.documents must hold an array of items, not {}", kind(&other))),
+            Value::String(text) => serde_json::from_str(&text).map_err(InvocationError::DocumentsNotJson)?,
+            other => return Err(InvocationError::NotAnArray { found: kind(&other) }),
         };
     }
-    Err("Data.documents is a string nested too deep to be a batch".into())
+    Err(InvocationError::NestedTooDeep { layers: MAX_STRING_LAYERS })
 }
 
 fn kind(value: &Value) -> &'static str {
@@ -72,16 +73,39 @@ fn kind(value: &Value) -> &'static str {
 }
 
 /// Reads an invocation's documents and its attempt number.
-pub(super) fn read_invocation(body: &[u8]) -> Result<(Vec<Value>, Option<i64>), String> {
-    let invocation: Invocation =
-        serde_json::from_slice(body).map_err(|error| format!("the body is not a Functions host invocation: {error}"))?;
+pub(super) fn read_invocation(body: &[u8]) -> Result<(Vec<Value>, Option<i64>), InvocationError> {
+    let invocation: Invocation = serde_json::from_slice(body).map_err(InvocationError::NotAnInvocation)?;
     let attempt = invocation.metadata.retry_context.map(|retry| retry.retry_count);
     Ok((documents(invocation.data.documents)?, attempt))
 }
 
+/// Why an invocation's body is not a batch of changes. The JSON parser's own message is the
+/// source, below the sentence that says which layer it is about.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum InvocationError {
+    /// The body is not the host's invocation request.
+    #[error("the body is not a Functions host invocation")]
+    NotAnInvocation(#[source] serde_json::Error),
+    /// A string layer of `Data.documents` does not hold JSON.
+    #[error("Data.documents does not hold JSON")]
+    DocumentsNotJson(#[source] serde_json::Error),
+    /// `Data.documents` holds something other than an array (or strings that hold one).
+    #[error("Data.documents must hold an array of items, not {found}")]
+    NotAnArray {
+        /// What it holds: `an object`, `a boolean`, `a number`.
+        found: &'static str,
+    },
+    /// `Data.documents` is a string within a string more often than any host encodes it.
+    #[error("Data.documents is a string nested too deep to be a batch (more than {layers} layers)")]
+    NestedTooDeep {
+        /// How many layers were unwrapped before giving up.
+        layers: usize,
+    },
+}
+
 #[cfg(test)]
 mod tests {
-    use super::documents;
+    use super::{InvocationError, documents, read_invocation};
     use serde_json::{Value, json};
 
     #[test]
@@ -93,12 +117,13 @@ mod tests {
             assert_eq!(documents(value).unwrap(), items.as_array().unwrap().clone());
         }
         assert_eq!(documents(Value::Null).unwrap(), Vec::<Value>::new());
-        assert!(documents(json!({"id": "1"})).is_err());
-        assert!(documents(json!("[1,")).is_err());
+        assert!(matches!(documents(json!({"id": "1"})), Err(InvocationError::NotAnArray { found: "an object" })));
+        assert!(matches!(documents(json!("[1,")), Err(InvocationError::DocumentsNotJson(_))));
         let mut deep = Value::String("[]".into());
         for _ in 0..4 {
             deep = Value::String(deep.to_string());
         }
-        assert!(documents(deep).is_err());
+        assert!(matches!(documents(deep), Err(InvocationError::NestedTooDeep { layers: 4 })));
+        assert!(matches!(read_invocation(b"{}"), Err(InvocationError::NotAnInvocation(_))));
     }
 }

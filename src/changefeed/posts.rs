@@ -19,7 +19,7 @@ pub async fn posts_changed(state: &AppState, documents: Vec<Value>) -> Result<Ba
         match PostVersion::from_document(&document) {
             Ok(version) if version.post.deleted => deleted_posts.push(version),
             Ok(version) => changed_posts.push(version),
-            Err(why) => report.refuse(why, document),
+            Err(why) => report.refuse(crate::logging::with_causes(&why), document),
         }
     }
     for deleted in &deleted_posts {

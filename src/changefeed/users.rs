@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::{BatchReport, FeedError};
 use crate::app::{AppState, copies};
-use crate::model::{User, validate_id};
+use crate::model::{IdError, User, validate_id};
 
 /// Handles one batch of changes from `users`.
 pub(crate) async fn users_changed(state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
@@ -20,18 +20,54 @@ pub(crate) async fn users_changed(state: &AppState, documents: Vec<Value>) -> Re
                 copies::user_changed(state, user).await?;
                 report.applied += 1;
             }
-            Err(why) => report.refuse(format!("user {}: {why}", document.get("id").unwrap_or(&Value::Null)), document),
+            Err(why) => {
+                let id = document.get("id").unwrap_or(&Value::Null);
+                report.refuse(format!("user {id}: {}", crate::logging::with_causes(&why)), document);
+            }
         }
     }
     Ok(report)
 }
 
 /// Reads a changed user, refusing what a well-behaved writer of `users` never writes.
-fn parse(document: &Value) -> Result<User, String> {
-    let user = User::deserialize(document).map_err(|error| error.to_string())?;
+fn parse(document: &Value) -> Result<User, UserRefused> {
+    let user = User::deserialize(document).map_err(UserRefused::Unreadable)?;
     validate_id(&user.user_id)?;
     if user.id != user.user_id {
-        return Err("userId differs from id".into());
+        return Err(UserRefused::IdsDiffer { id: user.id, user_id: user.user_id });
     }
     Ok(user)
+}
+
+/// Why a change to `users` is not copied.
+#[derive(Debug, thiserror::Error)]
+enum UserRefused {
+    /// The item does not have a user's fields.
+    #[error("it is not a user")]
+    Unreadable(#[source] serde_json::Error),
+    /// Its `userId` cannot be an id.
+    #[error(transparent)]
+    Id(#[from] IdError),
+    /// Its `userId` is not its `id`.
+    #[error("userId {user_id:?} differs from id {id:?}")]
+    IdsDiffer { id: String, user_id: String },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{UserRefused, parse};
+    use crate::model::IdError;
+    use serde_json::json;
+
+    fn user(id: &str, user_id: &str) -> serde_json::Value {
+        json!({"id": id, "userId": user_id, "type": "user", "username": "zoe", "postCount": 0, "commentCount": 0, "likeCount": 0})
+    }
+
+    #[test]
+    fn a_user_a_writer_never_writes_is_refused_saying_why() {
+        assert!(parse(&user("u1", "u1")).is_ok());
+        assert!(matches!(parse(&user("u1", "u2")), Err(UserRefused::IdsDiffer { id, user_id }) if id == "u1" && user_id == "u2"));
+        assert!(matches!(parse(&user("a/b", "a/b")), Err(UserRefused::Id(IdError::PathCharacter { character: '/', at: 1 }))));
+        assert!(matches!(parse(&json!({"id": "u1", "type": "user"})), Err(UserRefused::Unreadable(_))));
+    }
 }

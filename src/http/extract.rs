@@ -105,7 +105,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Id {
         let Path(id) = Path::<String>::from_request_parts(parts, state)
             .await
             .map_err(|rejection| ApiError::bad_request(format!("The id in the path is not valid: {}", rejection.body_text())))?;
-        validate_id(&id).map_err(ApiError::bad_request)?;
+        validate_id(&id).map_err(|why| ApiError::bad_request(why.to_string()))?;
         Ok(Id(id))
     }
 }
@@ -121,7 +121,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Ids {
         let Path((first, second)) = Path::<(String, String)>::from_request_parts(parts, state)
             .await
             .map_err(|rejection| ApiError::bad_request(format!("An id in the path is not valid: {}", rejection.body_text())))?;
-        validate_id(&first).and_then(|()| validate_id(&second)).map_err(ApiError::bad_request)?;
+        validate_id(&first).and_then(|()| validate_id(&second)).map_err(|why| ApiError::bad_request(why.to_string()))?;
         Ok(Ids(first, second))
     }
 }

@@ -17,28 +17,66 @@ pub(crate) const REQUEST_RECORD_PREFIX: &str = "request-";
 /// - printable ASCII only (ids are generated here as UUIDs and `like-<userId>`, and principal ids
 ///   are GUIDs), 1 to 255 bytes;
 /// - not starting with [`REQUEST_RECORD_PREFIX`], which is the blog's own records'.
-pub fn validate_id(id: &str) -> Result<(), String> {
+pub fn validate_id(id: &str) -> Result<(), IdError> {
     if id.is_empty() {
-        return Err("The id must not be empty.".into());
+        return Err(IdError::Empty);
     }
     if id.len() > MAX_ID_BYTES {
-        return Err(format!("The id must be at most {MAX_ID_BYTES} bytes long."));
+        return Err(IdError::TooLong { length: id.len() });
     }
     if id == "." || id == ".." {
-        return Err(format!("The id must not be {id:?}: a resource path reads it as a relative segment."));
+        return Err(IdError::RelativeSegment { id: id.to_owned() });
     }
-    if let Some(bad) = id.chars().find(|c| matches!(c, '/' | '\\' | '?' | '#' | '%')) {
-        return Err(format!("The id must not contain {bad:?}: a Cosmos DB resource path cannot carry / \\ ? # % in an id."));
+    if let Some((at, character)) = id.char_indices().find(|(_, c)| matches!(c, '/' | '\\' | '?' | '#' | '%')) {
+        return Err(IdError::PathCharacter { character, at });
     }
-    if let Some(bad) = id.chars().find(|c| !c.is_ascii_graphic()) {
-        return Err(format!("The id must not contain {bad:?}: ids are printable ASCII without spaces."));
+    if let Some((at, character)) = id.char_indices().find(|(_, c)| !c.is_ascii_graphic()) {
+        return Err(IdError::NotPrintable { character, at });
     }
     if id.starts_with(REQUEST_RECORD_PREFIX) {
-        return Err(format!(
-            "The id must not start with {REQUEST_RECORD_PREFIX:?}: such ids are the blog's records of keyed requests."
-        ));
+        return Err(IdError::RequestRecord);
     }
     Ok(())
+}
+
+/// Why a string cannot be an id ([`validate_id`]). `Display` is the sentence the API answers
+/// with (its problem's `detail`), so it names the rule and not the request's field.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum IdError {
+    /// The id is empty.
+    #[error("The id must not be empty.")]
+    Empty,
+    /// The id is longer than Cosmos DB takes.
+    #[error("The id must be at most {} bytes long.", MAX_ID_BYTES)]
+    TooLong {
+        /// Its length in bytes.
+        length: usize,
+    },
+    /// The id is `.` or `..`.
+    #[error("The id must not be {id:?}: a resource path reads it as a relative segment.")]
+    RelativeSegment {
+        /// The id.
+        id: String,
+    },
+    /// The id holds a character that ends, splits or escapes a path segment.
+    #[error("The id must not contain {character:?}: a Cosmos DB resource path cannot carry / \\ ? # % in an id.")]
+    PathCharacter {
+        /// The first such character.
+        character: char,
+        /// Its byte offset in the id.
+        at: usize,
+    },
+    /// The id holds a character that is not printable ASCII, or a space.
+    #[error("The id must not contain {character:?}: ids are printable ASCII without spaces.")]
+    NotPrintable {
+        /// The first such character.
+        character: char,
+        /// Its byte offset in the id.
+        at: usize,
+    },
+    /// The id starts as the blog's records of keyed requests do.
+    #[error("The id must not start with {:?}: such ids are the blog's records of keyed requests.", REQUEST_RECORD_PREFIX)]
+    RequestRecord,
 }
 
 /// `bytes` in lowercase hex, as the ids and names made from a SHA-256 carry it.
@@ -48,7 +86,24 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::validate_id;
+    use super::{IdError, MAX_ID_BYTES, validate_id};
+
+    #[test]
+    fn a_refusal_says_which_rule_and_where() {
+        assert_eq!(validate_id(""), Err(IdError::Empty));
+        assert_eq!(validate_id(&"x".repeat(300)), Err(IdError::TooLong { length: 300 }));
+        assert_eq!(validate_id(".."), Err(IdError::RelativeSegment { id: "..".into() }));
+        assert_eq!(validate_id("ab/c"), Err(IdError::PathCharacter { character: '/', at: 2 }));
+        assert_eq!(validate_id("é b"), Err(IdError::NotPrintable { character: 'é', at: 0 }));
+        assert_eq!(validate_id("a b"), Err(IdError::NotPrintable { character: ' ', at: 1 }));
+        assert_eq!(validate_id("request-1"), Err(IdError::RequestRecord));
+        // The API's detail, unchanged.
+        assert_eq!(
+            IdError::PathCharacter { character: '/', at: 2 }.to_string(),
+            "The id must not contain '/': a Cosmos DB resource path cannot carry / \\ ? # % in an id."
+        );
+        assert_eq!(IdError::TooLong { length: 300 }.to_string(), format!("The id must be at most {MAX_ID_BYTES} bytes long."));
+    }
 
     #[test]
     fn ids_cosmos_cannot_store_are_refused() {

@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::cosmos::{Container, StoreError, WriteOp};
 
 pub use in_process::{FENCE_ID, InProcessScripts};
-pub use server_side::{ScriptCredential, ServerSideScripts};
+pub use server_side::{ScriptCredential, ScriptsSetupError, ServerSideScripts};
 
 /// The message a `truncateFeed` refusal starts with: the post is older than the newest 100.
 pub const NOT_AMONG_NEWEST: &str = "notAmongNewest";

@@ -50,6 +50,40 @@ impl fmt::Debug for ScriptCredential {
     }
 }
 
+/// The account key is not base64, so nothing can be signed with it. The error holds nothing of
+/// the key: it is a secret, and the error goes to the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the Cosmos DB account key is not valid base64")]
+pub struct KeyNotBase64;
+
+/// Why [`ServerSideScripts::new`] refuses its settings.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptsSetupError {
+    /// The endpoint is not a URL.
+    #[error("invalid Cosmos DB endpoint {endpoint:?}")]
+    Endpoint {
+        /// As given.
+        endpoint: String,
+        /// Why it is not a URL.
+        #[source]
+        error: <Url as std::str::FromStr>::Err,
+    },
+    /// Neither https, nor http to a local emulator.
+    #[error("refusing {scheme} to {endpoint}: use https (http is for a local emulator only)")]
+    Scheme {
+        /// As given.
+        endpoint: String,
+        /// Its scheme.
+        scheme: String,
+    },
+    /// The account key cannot sign.
+    #[error(transparent)]
+    Key(#[from] KeyNotBase64),
+    /// The HTTP client could not be made (its TLS settings).
+    #[error("cannot build the HTTP client")]
+    Client(#[source] reqwest::Error),
+}
+
 /// A [`ScriptExecutor`] whose scripts run in Cosmos DB itself, as deployed by Bicep.
 pub struct ServerSideScripts {
     http: reqwest::Client,
@@ -73,14 +107,14 @@ impl ServerSideScripts {
     /// An executor for the account at `endpoint` (`https://<account>.documents.azure.com:443/`).
     /// Plain `http` and an untrusted certificate are accepted only for a loopback host (a local
     /// emulator or test server), never for a remote account.
-    pub fn new(endpoint: &str, database: &str, credential: ScriptCredential) -> Result<Self, String> {
-        let mut url = Url::parse(endpoint).map_err(|error| format!("invalid Cosmos DB endpoint {endpoint:?}: {error}"))?;
+    pub fn new(endpoint: &str, database: &str, credential: ScriptCredential) -> Result<Self, ScriptsSetupError> {
+        let mut url =
+            Url::parse(endpoint).map_err(|error| ScriptsSetupError::Endpoint { endpoint: endpoint.to_owned(), error })?;
         let loopback = is_loopback(&url);
         match url.scheme() {
             "https" => {}
             "http" if loopback => {}
-            "http" => return Err(format!("refusing plain http to {endpoint}: use https (http is for a local emulator only)")),
-            other => return Err(format!("invalid Cosmos DB endpoint {endpoint:?}: unsupported scheme {other:?}")),
+            other => return Err(ScriptsSetupError::Scheme { endpoint: endpoint.to_owned(), scheme: other.to_owned() }),
         }
         url.set_path("/");
         url.set_query(None);
@@ -88,14 +122,12 @@ impl ServerSideScripts {
         if let ScriptCredential::Key(key) = &credential
             && base64::engine::general_purpose::STANDARD.decode(key).is_err()
         {
-            return Err("the Cosmos DB account key is not valid base64".into());
+            return Err(KeyNotBase64.into());
         }
         // The emulator serves a self-signed certificate: like the SDK's
         // `ServerCertificateValidation::RequiredUnlessEmulator`, trust it on loopback only.
-        let http = reqwest::Client::builder()
-            .tls_danger_accept_invalid_certs(loopback)
-            .build()
-            .map_err(|error| format!("cannot build the HTTP client: {error}"))?;
+        let http =
+            reqwest::Client::builder().tls_danger_accept_invalid_certs(loopback).build().map_err(ScriptsSetupError::Client)?;
         Ok(ServerSideScripts { http, endpoint: url, database: database.to_owned(), credential })
     }
 
@@ -110,11 +142,10 @@ impl ServerSideScripts {
         resource_link: &str,
         date: &str,
         key: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, KeyNotBase64> {
         let text =
             format!("{}\n{}\n{resource_link}\n{}\n\n", verb.to_lowercase(), resource_type.to_lowercase(), date.to_lowercase());
-        let signature = azure_core::hmac::hmac_sha256(&text, &Secret::new(key.to_owned()))
-            .map_err(|_| "the Cosmos DB account key is not valid base64".to_owned())?;
+        let signature = azure_core::hmac::hmac_sha256(&text, &Secret::new(key.to_owned())).map_err(|_| KeyNotBase64)?;
         Ok(url_encode(&format!("type=master&ver=1.0&sig={signature}")))
     }
 
@@ -122,7 +153,7 @@ impl ServerSideScripts {
         match &self.credential {
             ScriptCredential::Key(key) => {
                 Self::master_key_authorization(call.method.as_str(), call.resource_type, &call.resource.join("/"), date, key)
-                    .map_err(ScriptError::Failed)
+                    .map_err(|error| ScriptError::Failed(error.to_string()))
             }
             ScriptCredential::Entra(credential) => {
                 let token = credential
@@ -416,5 +447,13 @@ mod tests {
         assert!(matches!(&in_progress, ScriptError::InProgress(thrown) if thrown == message), "{in_progress:?}");
         let other = failure(&thrown_answer(None, message));
         assert!(matches!(&other, ScriptError::Thrown(thrown) if thrown == message), "{other:?}");
+    }
+
+    #[test]
+    fn a_key_that_is_not_base64_signs_nothing() {
+        let signed =
+            ServerSideScripts::master_key_authorization("GET", "dbs", "dbs/blog", "mon, 01 jan 2024 00:00:00 gmt", "not base64!");
+        assert_eq!(signed, Err(KeyNotBase64));
+        assert!(ServerSideScripts::master_key_authorization("GET", "dbs", "dbs/blog", "d", "a2V5").is_ok());
     }
 }

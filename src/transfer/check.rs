@@ -304,7 +304,7 @@ impl Checker {
             model::validate_id(id).map_err(|why| TransferError::Field {
                 line: self.line,
                 field: "id",
-                why: sentence_part(why),
+                why: sentence_part(why.to_string()),
             })?;
         }
         if !current.ids.insert(id.to_owned()) {

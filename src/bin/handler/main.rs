@@ -22,9 +22,9 @@ use tracing_subscriber::fmt::writer::MakeWriterExt;
 /// Why the handler stopped, with the cause of each step (written by `blog::with_causes`).
 #[derive(Debug, thiserror::Error)]
 enum HandlerError {
-    /// A setting is wrong: the message says what to write.
-    #[error("{0}")]
-    Usage(String),
+    /// A setting is wrong: the error says which and what to write.
+    #[error(transparent)]
+    Usage(#[from] blog::ConfigError),
     #[error("cannot listen on {address}")]
     Listen {
         address: std::net::SocketAddr,

@@ -116,16 +116,34 @@ impl<S: Send + Sync> FromRequestParts<S> for SameOrigin {
     }
 }
 
-fn check_same_origin(headers: &HeaderMap) -> Result<(), String> {
+fn check_same_origin(headers: &HeaderMap) -> Result<(), CrossSite> {
     let text = |name: &str| headers.get(name).map(|value| value.to_str().unwrap_or("?").to_owned());
     if let Some(site) = text("sec-fetch-site") {
         // `none`: the person typed or bookmarked the request; `same-origin`: a page of this blog.
-        return if site == "same-origin" || site == "none" { Ok(()) } else { Err(format!("Sec-Fetch-Site: {site}")) };
+        return if site == "same-origin" || site == "none" { Ok(()) } else { Err(CrossSite::FetchSite { site }) };
     }
     let Some(origin) = text("origin") else { return Ok(()) };
     let authority = origin.split_once("://").map(|(_, authority)| authority);
     let own = ["x-forwarded-host", "host"].into_iter().filter_map(text).any(|host| authority == Some(host.as_str()));
-    if own { Ok(()) } else { Err(format!("Origin: {origin}")) }
+    if own { Ok(()) } else { Err(CrossSite::Origin { origin }) }
+}
+
+/// The header that shows a form came from another site, with its value; `Display` is the
+/// header line, which the 403 page quotes.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum CrossSite {
+    /// The browser's fetch metadata names another site.
+    #[error("Sec-Fetch-Site: {site}")]
+    FetchSite {
+        /// `cross-site` or `same-site` (`?` where it is not text).
+        site: String,
+    },
+    /// A browser without fetch metadata sent an `Origin` that is not this blog.
+    #[error("Origin: {origin}")]
+    Origin {
+        /// The origin sent.
+        origin: String,
+    },
 }
 
 /// A form body (`application/x-www-form-urlencoded`), parsed strictly; anything else is an
@@ -260,10 +278,15 @@ mod tests {
         };
         assert!(check_same_origin(&headers(&[("sec-fetch-site", "same-origin")])).is_ok());
         assert!(check_same_origin(&headers(&[("sec-fetch-site", "none")])).is_ok());
-        assert!(check_same_origin(&headers(&[("sec-fetch-site", "cross-site")])).is_err());
+        assert_eq!(
+            check_same_origin(&headers(&[("sec-fetch-site", "cross-site")])),
+            Err(CrossSite::FetchSite { site: "cross-site".into() })
+        );
         assert!(check_same_origin(&headers(&[("sec-fetch-site", "same-site")])).is_err(), "a sibling subdomain is not the blog");
         assert!(check_same_origin(&headers(&[("origin", "https://blog.example"), ("host", "blog.example")])).is_ok());
-        assert!(check_same_origin(&headers(&[("origin", "https://evil.example"), ("host", "blog.example")])).is_err());
+        let forged = check_same_origin(&headers(&[("origin", "https://evil.example"), ("host", "blog.example")]));
+        assert_eq!(forged, Err(CrossSite::Origin { origin: "https://evil.example".into() }));
+        assert_eq!(forged.unwrap_err().to_string(), "Origin: https://evil.example");
         assert!(check_same_origin(&headers(&[("origin", "null"), ("host", "blog.example")])).is_err());
         assert!(check_same_origin(&headers(&[("host", "blog.example")])).is_ok(), "no browser page sent it");
     }

@@ -30,24 +30,24 @@ pub(crate) fn boundary(content_type: &str) -> Option<String> {
     })
 }
 
-/// The parts of `body`, delimited by `boundary`; an error says what is malformed.
-pub(crate) fn parts(body: &bytes::Bytes, boundary: &str) -> Result<Vec<Part>, String> {
+/// The parts of `body`, delimited by `boundary`; an error says what is malformed, and where.
+pub(crate) fn parts(body: &bytes::Bytes, boundary: &str) -> Result<Vec<Part>, MultipartError> {
     let delimiter = format!("--{boundary}");
     let finder = memchr::memmem::Finder::new(delimiter.as_bytes());
-    let mut at = finder.find(body).ok_or("no part starts")? + delimiter.len();
+    let mut at = finder.find(body).ok_or(MultipartError::NoPart)? + delimiter.len();
     let mut parts = Vec::new();
     loop {
         if body[at..].starts_with(b"--") {
             return Ok(parts);
         }
-        at += crlf(&body[at..]).ok_or("a delimiter is not followed by a line break")?;
-        let next = at + finder.find(&body[at..]).ok_or("the last part does not end")?;
+        at += crlf(&body[at..]).ok_or(MultipartError::NoLineBreakAfterDelimiter { at })?;
+        let next = at + finder.find(&body[at..]).ok_or(MultipartError::LastPartUnended { at })?;
         // The part ends with the line break before the next delimiter.
         let end = next
             .checked_sub(2)
             .filter(|end| *end >= at && &body[*end..next] == b"\r\n")
-            .ok_or("a part does not end with a line break")?;
-        parts.push(part(body.slice(at..end))?);
+            .ok_or(MultipartError::NoLineBreakAtEnd { at: next })?;
+        parts.push(part(body.slice(at..end), at)?);
         at = next + delimiter.len();
     }
 }
@@ -56,10 +56,11 @@ fn crlf(bytes: &[u8]) -> Option<usize> {
     bytes.starts_with(b"\r\n").then_some(2)
 }
 
-/// One part: its headers up to the empty line, then its body.
-fn part(bytes: bytes::Bytes) -> Result<Part, String> {
-    let split = memchr::memmem::find(&bytes, b"\r\n\r\n").ok_or("a part's headers do not end")?;
-    let headers = std::str::from_utf8(&bytes[..split]).map_err(|_| "a part's headers are not text")?;
+/// One part, starting at byte `at` of the body: its headers up to the empty line, then its
+/// body.
+fn part(bytes: bytes::Bytes, at: usize) -> Result<Part, MultipartError> {
+    let split = memchr::memmem::find(&bytes, b"\r\n\r\n").ok_or(MultipartError::HeadersUnended { at })?;
+    let headers = std::str::from_utf8(&bytes[..split]).map_err(|_| MultipartError::HeadersNotText { at })?;
     let (mut name, mut filename, mut content_type) = (None, None, None);
     for line in headers.split("\r\n") {
         let Some((header, value)) = line.split_once(':') else { continue };
@@ -70,8 +71,53 @@ fn part(bytes: bytes::Bytes) -> Result<Part, String> {
             content_type = Some(value.trim().to_owned());
         }
     }
-    let name = name.ok_or("a part has no field name")?;
+    let name = name.ok_or(MultipartError::NoFieldName { at })?;
     Ok(Part { name, filename, content_type, body: bytes.slice(split + 4..) })
+}
+
+/// What is malformed in a multipart body, and at which byte of it: the offset is for a test or
+/// a log line, the sentence (`Display`) for the person who sent the form, as the page says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum MultipartError {
+    /// The boundary never occurs.
+    #[error("no part starts")]
+    NoPart,
+    /// A delimiter is followed by something other than a line break or `--`.
+    #[error("a delimiter is not followed by a line break")]
+    NoLineBreakAfterDelimiter {
+        /// Where the line break should be.
+        at: usize,
+    },
+    /// No delimiter follows the part that starts at `at`.
+    #[error("the last part does not end")]
+    LastPartUnended {
+        /// Where the part starts.
+        at: usize,
+    },
+    /// The delimiter at `at` is not preceded by a line break.
+    #[error("a part does not end with a line break")]
+    NoLineBreakAtEnd {
+        /// Where the delimiter starts.
+        at: usize,
+    },
+    /// The headers of the part that starts at `at` have no empty line after them.
+    #[error("a part's headers do not end")]
+    HeadersUnended {
+        /// Where the part starts.
+        at: usize,
+    },
+    /// The headers of the part that starts at `at` are not UTF-8.
+    #[error("a part's headers are not text")]
+    HeadersNotText {
+        /// Where the part starts.
+        at: usize,
+    },
+    /// The part that starts at `at` names no field.
+    #[error("a part has no field name")]
+    NoFieldName {
+        /// Where the part starts.
+        at: usize,
+    },
 }
 
 /// The parameter `wanted` of a `Content-Disposition` value (`form-data; name="title"`).
@@ -129,8 +175,12 @@ mod tests {
         assert_eq!(boundary("application/x-www-form-urlencoded"), None);
         assert_eq!(boundary("multipart/form-data"), None);
         let cut = bytes::Bytes::from_static(b"--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nno end");
-        assert!(parts(&cut, "b").unwrap_err().contains("does not end"));
+        assert_eq!(parts(&cut, "b"), Err(MultipartError::LastPartUnended { at: 5 }));
         let nameless = bytes::Bytes::from_static(b"--b\r\nContent-Type: text/plain\r\n\r\nx\r\n--b--");
-        assert!(parts(&nameless, "b").unwrap_err().contains("no field name"));
+        assert_eq!(parts(&nameless, "b"), Err(MultipartError::NoFieldName { at: 5 }));
+        assert_eq!(parts(&nameless, "c"), Err(MultipartError::NoPart));
+        let glued = bytes::Bytes::from_static(b"--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx--b--");
+        assert_eq!(parts(&glued, "b"), Err(MultipartError::NoLineBreakAtEnd { at: 50 }));
+        assert_eq!(MultipartError::NoFieldName { at: 5 }.to_string(), "a part has no field name");
     }
 }
