@@ -57,7 +57,7 @@ impl AppState {
         AppState::new(Shared {
             store: self.store.clone(),
             scripts: self.scripts.clone(),
-            auth: self.auth.clone(),
+            auth: self.auth,
             tokens: self.tokens.clone(),
             feed: Default::default(),
             post_views: Default::default(),
