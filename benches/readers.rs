@@ -204,6 +204,9 @@ struct Article {
 struct Args {
     views_per_day: f64,
     seconds: f64,
+    /// Seconds of the same load before the counted ones, not counted: the caches as a blog
+    /// that has been read for a while has them (every post first read whole once).
+    warm_up: f64,
     users: usize,
     posts: usize,
     /// Comments and likes per post when the blog is written: up to these many.
@@ -223,6 +226,7 @@ impl Args {
         let mut args = Args {
             views_per_day: 1_000_000.0,
             seconds: 120.0,
+            warm_up: 0.0,
             users: 20,
             posts: 500,
             comments: 6,
@@ -255,6 +259,7 @@ impl Args {
                 }
                 "--views-per-day" => args.views_per_day = value("--views-per-day"),
                 "--seconds" => args.seconds = value("--seconds"),
+                "--warm-up" => args.warm_up = value("--warm-up"),
                 "--users" => args.users = value("--users") as usize,
                 "--posts" => args.posts = value("--posts") as usize,
                 "--views-per-write" => args.views_per_write = (value("--views-per-write") as usize).max(1),
@@ -264,7 +269,7 @@ impl Args {
                 "--help" | "-h" => {
                     println!(
                         "cargo bench --bench readers -- [--smoke] [--handler PATH] [--views-per-day N=1000000] [--seconds S=120] \
-                         [--users N=20] [--posts N=500] [--views-per-write N=100] [--seed S=44] [--json PATH]"
+                         [--warm-up S=0] [--users N=20] [--posts N=500] [--views-per-write N=100] [--seed S=44] [--json PATH]"
                     );
                     std::process::exit(0);
                 }
@@ -348,7 +353,7 @@ fn schedule(args: &Args) -> Vec<Event> {
     loop {
         // Exponential gaps: arrivals at random at `rate` a second.
         at += -(1.0 - unit(&mut rng)).ln() / rate;
-        if at >= args.seconds {
+        if at >= args.warm_up + args.seconds {
             return events;
         }
         let kind = if args.in_turn { MIX[views % MIX.len()].0 } else { by_share(&MIX, unit(&mut rng)) };
@@ -676,7 +681,11 @@ async fn run(args: &Args, binary: &Path) {
     let client = Client::new(base);
     let (blog, written) = write_blog(&client, args).await;
     let events = schedule(args);
-    let (samples, took) = replay(&client, Arc::new(blog), events, args.seed).await;
+    // The warm-up's views and writes are made, not counted (events and samples are in order).
+    let warming = events.iter().take_while(|event| event.at.as_secs_f64() < args.warm_up).count();
+    let (mut samples, mut took) = replay(&client, Arc::new(blog), events, args.seed).await;
+    samples.drain(..warming);
+    took = took.saturating_sub(Duration::from_secs_f64(args.warm_up));
     child.kill().expect("the handler stops");
     child.wait().expect("the handler is gone");
 
@@ -696,7 +705,7 @@ async fn run(args: &Args, binary: &Path) {
 
     println!(
         "Blog: {} users, {} posts, {} comments, {} likes, written in {:.0} s. Load: {:.0} views a day ({:.1} a second) for {:.0} s, \
-         Zipf s = 1, seed {}: {view_count} views ({:.1} a second), {write_count} writes. Handler: {}.\n",
+         after {:.0} s not counted, Zipf s = 1, seed {}: {view_count} views ({:.1} a second), {write_count} writes. Handler: {}.\n",
         args.users,
         args.posts,
         written.comments,
@@ -705,6 +714,7 @@ async fn run(args: &Args, binary: &Path) {
         args.views_per_day,
         args.views_per_day / 86_400.0,
         args.seconds,
+        args.warm_up,
         args.seed,
         view_count as f64 / took.as_secs_f64(),
         binary.display(),
@@ -786,6 +796,7 @@ async fn run(args: &Args, binary: &Path) {
             "load": {
                 "views_per_day": args.views_per_day,
                 "seconds": args.seconds,
+                "warm_up_seconds": args.warm_up,
                 "seed": args.seed,
                 "users": args.users,
                 "posts": args.posts,
