@@ -37,9 +37,10 @@ use crate::model::{Comment, Like, Post, markdown};
 pub(crate) const POST_VIEW_LIFETIME: Duration = Duration::from_secs(1);
 /// How long a view checked by its post's etag alone may be shown, from when it was read whole:
 /// a bound for writes to a post's partition that leave the post as it was, which the blog never
-/// makes but an operator's repair might. Ten minutes costs a post's page its two queries six times
-/// an hour per instance, about 100 RU, however often it is viewed.
-pub(crate) const VALIDATED_VIEW_LIFETIME: Duration = Duration::from_secs(600);
+/// makes but an operator's repair might. Every post viewed in an hour is read whole once an hour
+/// per instance for it (its two queries, about 17 RU): measured with ten minutes, those reads were
+/// half of what post views cost (BENCHMARKS.md, "Post views checked by the post's etag").
+pub(crate) const VALIDATED_VIEW_LIFETIME: Duration = Duration::from_secs(3600);
 /// The most views kept at once (each post and page of its comments is a view).
 const MAX_CACHED_VIEWS: usize = 4096;
 /// The most bytes the kept views may hold, as [`PostView::weight`] counts them: a view of the
