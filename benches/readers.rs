@@ -66,21 +66,20 @@ use tokio::time::Instant;
 use client::{Client, Sample};
 use data::Rng;
 
-/// The figure `handler cost` computes for 1,000,000 views a day (every post view three reads,
-/// the front page read at most once a second): the one this bench measures against.
-const COMPUTED_RU_PER_1000_VIEWS: f64 = 10_070.0;
+/// `handler cost`'s arithmetic and the article's RU (its V3 table), from the binary's own file: the
+/// prices this bench puts on what it measures, and the figure it measures against.
+#[path = "../src/bin/handler/cost.rs"]
+#[allow(dead_code, unused_imports)]
+mod cost;
 
-/// The article's RU of the V3 reads (its conclusion table), as `handler cost` prices them.
-const Q1: f64 = 1.0;
-const Q2: f64 = 1.0;
-const Q3: f64 = 6.46;
-const Q4: f64 = 7.72;
-const Q5: f64 = 8.92;
-const Q6: f64 = 16.97;
-/// And of the writes this load makes (the request's own; the change feed's copies are not in it).
-const C2: f64 = 8.76;
-const C3: f64 = 15.27;
-const C4: f64 = 14.67;
+use cost::article::{C2, C3, C4, Q1, Q2, Q3, Q4, Q5, Q6};
+
+/// What `handler cost` computes a page view costs at 1,000,000 views a day, per 1,000 views
+/// (every post view three reads, the front page read at most once a second).
+fn computed_ru_per_1000_views() -> f64 {
+    let traffic = cost::Traffic::of(1_000_000.0);
+    cost::estimate(&traffic, &cost::Prices::LISTED).view_ru_per_day / traffic.views_per_day * 1000.0
+}
 
 /// What a request is: a page kind a reader views, or a write.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -781,8 +780,8 @@ async fn run(args: &Args, binary: &Path) {
         thousand(operations),
         thousand(charge),
         thousand(article),
-        thousand(article) * 100.0 / COMPUTED_RU_PER_1000_VIEWS,
-        COMPUTED_RU_PER_1000_VIEWS,
+        thousand(article) * 100.0 / computed_ru_per_1000_views(),
+        computed_ru_per_1000_views(),
         thousand(all_cold),
         thousand(write_operations),
         thousand(write_charge),
@@ -819,7 +818,7 @@ async fn run(args: &Args, binary: &Path) {
                 "write_operations": thousand(write_operations),
                 "write_ru": thousand(write_charge),
                 "write_article_ru": thousand(write_article),
-                "computed_by_handler_cost": COMPUTED_RU_PER_1000_VIEWS,
+                "computed_by_handler_cost": computed_ru_per_1000_views(),
             },
         });
         let text = serde_json::to_string_pretty(&figures).expect("figures as JSON");
