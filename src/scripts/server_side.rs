@@ -429,7 +429,10 @@ mod tests {
     use super::*;
 
     /// What Cosmos DB answers a stored procedure's `throw new Error(number, message)`: a 400
-    /// whose body embeds the message, with the number as `x-ms-substatus`.
+    /// whose body embeds the message, with the number as `x-ms-substatus`. Built as reported by
+    /// those who read it off the service (microsoft/fhir-server#449,
+    /// `DocumentClientExceptionExtensions`; Azure/azure-cosmos-dotnet-v2#518, whose body this
+    /// copies the shape of); not checked against a live account here.
     fn thrown_answer(substatus: Option<i64>, message: &str) -> Answer {
         let errors = serde_json::json!({"Errors": [format!(
             "Encountered exception while executing function. Exception = Error: {message}\r\nStack trace: Error: {message}\n   at remembered (script.js:40:13)"
