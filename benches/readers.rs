@@ -73,12 +73,13 @@ use data::Rng;
 mod cost;
 
 use cost::article::{C2, C3, C4, Q1, Q2, Q3, Q4, Q5, Q6};
+use cost::{FEED_MARK_RU, USER_POSTS_MARK_RU};
 
 /// What `handler cost` computes a page view costs at 1,000,000 views a day, per 1,000 views
 /// (every post view three reads, the front page read at most once a second).
 fn computed_ru_per_1000_views() -> f64 {
     let traffic = cost::Traffic::of(1_000_000.0);
-    cost::estimate(&traffic, &cost::Prices::LISTED).view_ru_per_day / traffic.views_per_day * 1000.0
+    cost::estimate(&traffic, &cost::Prices::LISTED, &[]).view_ru_per_day / traffic.views_per_day * 1000.0
 }
 
 /// What a request is: a page kind a reader views, or a write.
@@ -159,10 +160,12 @@ impl Kind {
     /// The first `cold` prices are what a cold view always reads.
     fn article(self) -> Article {
         let (reads, cold, prices): (_, _, &'static [f64]) = match self {
-            Kind::FrontPage | Kind::AtomFeed | Kind::ApiFeed => ("Q6", 1, &[Q6]),
+            Kind::FrontPage | Kind::AtomFeed | Kind::ApiFeed => ("the feed's mark + Q6", 2, &[FEED_MARK_RU, Q6]),
             Kind::PostPage => ("Q2 + Q4 + Q5", 3, &[Q2, Q4, Q5]),
-            Kind::UserPage => ("Q1 + Q3", 2, &[Q1, Q3]),
-            Kind::UserAtomFeed | Kind::ApiUserPosts => ("Q3 (+ Q1 when empty)", 1, &[Q3, Q1]),
+            Kind::UserPage => ("Q1 + the user's posts mark + Q3", 3, &[Q1, USER_POSTS_MARK_RU, Q3]),
+            Kind::UserAtomFeed | Kind::ApiUserPosts => {
+                ("the user's posts mark + Q3 (+ Q1 when empty)", 2, &[USER_POSTS_MARK_RU, Q3, Q1])
+            }
             Kind::ApiPost => ("Q2", 1, &[Q2]),
             Kind::ApiComments => ("Q4 (+ Q2 when empty)", 1, &[Q4, Q2]),
             Kind::Comment => ("C3", 1, &[C3]),

@@ -162,6 +162,7 @@ pub async fn state_on(config: &Config, store: cosmos::Store) -> Result<AppState,
         tokens: app::lists::TokenKey::new(config.token_key.as_deref()),
         feed: Default::default(),
         post_views: Default::default(),
+        user_posts: Default::default(),
         write_limit: config.write_limit.map(app::WriteLimit::new),
     }))
 }

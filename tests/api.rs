@@ -194,7 +194,7 @@ async fn q3_and_q6_read_the_copies_and_are_one_query_each() {
     let none_yet = app.get(&format!("/api/users/{author}/posts")).await;
     assert_eq!(none_yet.status, StatusCode::OK);
     assert_eq!(none_yet.body["items"], json!([]));
-    assert_eq!(none_yet.operations(), 2, "Q3's query, then the user's point read");
+    assert_eq!(none_yet.operations(), 3, "the user's posts mark, Q3's query, then the user's point read");
     assert_eq!(none_yet.partitions(), "users=1");
     let detail = app.get("/api/users/nobody/posts").await.problem(404);
     assert!(detail.contains("\"nobody\""), "{detail}");
@@ -202,13 +202,13 @@ async fn q3_and_q6_read_the_copies_and_are_one_query_each() {
     let post = app.post_by(&author, "Hello").await;
     let posts = app.eventually(&format!("/api/users/{author}/posts"), |body| body["items"][0]["id"] == post.as_str()).await;
     assert_eq!(posts.status, StatusCode::OK);
-    assert_eq!(posts.operations(), 1, "Q3 is one single-partition query");
-    assert_eq!(posts.partitions(), "users=1");
+    assert_eq!(posts.operations(), 2, "the user's posts mark, then Q3: one single-partition query");
+    assert_eq!(posts.partitions(), "users=1", "the mark is in the user's partition");
 
     let feed = app.get("/api/feed?limit=5").await;
     assert_eq!(feed.status, StatusCode::OK);
-    assert_eq!(feed.operations(), 1, "Q6 is one single-partition query");
-    assert_eq!(feed.partitions(), "feed=1");
+    assert_eq!(feed.operations(), 2, "the feed's mark, then Q6: one single-partition query");
+    assert_eq!(feed.partitions(), "feed=2", "the mark has a partition of its own, Q6 reads the posts'");
     assert!(feed.body["items"].is_array());
     assert!(feed.body.as_object().unwrap().contains_key("continuationToken"));
 }

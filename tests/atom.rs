@@ -278,7 +278,7 @@ async fn a_users_feed_holds_their_posts_alone_for_one_query_and_a_missing_user_i
     let got = feed_with(&app, &path, 1).await;
     assert!(got.body.contains(&format!("<id>urn:uuid:{alices}</id>")) && !got.body.contains("By Bob"), "{}", got.body);
     assert!(got.body.contains("<title type=\"text\">alice · Cosmos Blog</title>"), "{}", got.body);
-    assert_eq!(got.header("x-cosmos-operations"), "1", "Q3 alone: the name comes with the posts");
+    assert_eq!(got.header("x-cosmos-operations"), "2", "the user's posts mark and Q3: the name comes with the posts");
     assert!(got.body.contains(&format!("<link rel=\"self\" type=\"application/atom+xml\" href=\"{}{path}\"/>", app.base)));
 
     let carol = app.user("carol").await;

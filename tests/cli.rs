@@ -245,9 +245,32 @@ fn the_readme_shows_the_costs_handler_cost_prints() {
     assert_eq!(std::fs::read_dir(data.path()).unwrap().count(), 0, "no store opened");
 }
 
+/// `handler cost --measured FILE` prices views with a reader-load measurement of the operator's
+/// own (`cargo bench --bench readers -- --json FILE`): a row at or above its rate takes its RU per
+/// 1,000 views, a row below it is computed; a file without the bench's figures is a usage error.
+#[test]
+fn handler_cost_prices_views_with_the_measurement_given() {
+    let data = tempfile::tempdir().unwrap();
+    let measured = data.path().join("readers.json");
+    std::fs::write(&measured, r#"{"load": {"views_per_day": 50000}, "per_1000_views": {"view_article_ru": 1234.0}}"#).unwrap();
+    let measured = measured.to_str().unwrap();
+    let output = handler(&["cost", "--measured", measured, "--views-per-day", "10000", "--views-per-day", "60000"], data.path());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let table = stdout(&output);
+    let row = |views: &str| table.lines().find(|line| line.starts_with(&format!("| {views} |"))).unwrap().to_owned();
+    assert!(row("60,000").contains("| 1,234 | a measurement at 50,000 a day |"), "{table}");
+    assert!(row("10,000").contains("the caches' rules (a bound)"), "{table}");
+
+    let wrong = data.path().join("wrong.json");
+    std::fs::write(&wrong, "{}").unwrap();
+    let refused = handler(&["cost", "--measured", wrong.to_str().unwrap()], data.path());
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("cargo bench --bench readers"), "{}", stderr(&refused));
+}
+
 /// The instance size is a lever of `handler cost`: the deployment's 512 MB by default, 2,048 MB
-/// costing four times the function app's memory time; a size Flex Consumption does not offer is a
-/// usage error naming the sizes.
+/// costing four times the function app's memory time; so are a CDN's hit rate and Front Door's
+/// fees; a size Flex Consumption does not offer is a usage error naming the sizes.
 #[test]
 fn handler_cost_prices_the_instance_size_asked_for() {
     let data = tempfile::tempdir().unwrap();
@@ -257,11 +280,18 @@ fn handler_cost_prices_the_instance_size_asked_for() {
         stdout(&output)
             .lines()
             .filter(|line| line.starts_with("| 1,000,000 "))
-            .map(|line| line.split('|').nth(6).unwrap().trim().to_owned())
+            .map(|line| line.split('|').nth(7).unwrap().trim().to_owned())
             .collect()
     };
     assert_eq!(functions(&["cost"]), functions(&["cost", "--instance-memory-mb", "512"]), "512 MB is the default");
     assert_ne!(functions(&["cost"]), functions(&["cost", "--instance-memory-mb", "2048"]));
+    let cdn = |args: &[&str]| -> String {
+        let output = handler(args, data.path());
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        stdout(&output).lines().find(|line| line.starts_with("| 1,000,000 ")).unwrap().to_owned()
+    };
+    assert_ne!(cdn(&["cost"]), cdn(&["cost", "--cdn-hit-rate", "0.5"]), "a CDN takes executions off the function app");
+    assert!(cdn(&["cost", "--cdn-hit-rate", "0.5", "--front-door"]).contains("| $"), "Front Door's fees are counted");
     let refused = handler(&["cost", "--instance-memory-mb", "1000"], data.path());
     assert_eq!(refused.status.code(), Some(2));
     assert!(stderr(&refused).contains("512, 2048 and 4096"), "{}", stderr(&refused));

@@ -121,14 +121,29 @@ impl PostVersion {
 /// in the authors' partitions and each is written conditionally, so they are refreshed
 /// concurrently (their writes then share the embedded store's commits, or Cosmos DB's round
 /// trips). The copies in `feed` all go to one partition through `truncateFeed`, which deletes
-/// what falls out: one after the other, as the trigger assumes. This instance's cached feed
-/// pages are dropped once they are written.
+/// what falls out: one after the other, as the trigger assumes. Then the marks are written: each
+/// author's posts mark, and the feed's change mark, where a copy of these posts is held (it may
+/// have just been written, or written by a delivery that failed before its mark, so a repeated
+/// delivery marks it too). This instance's kept pages of them are dropped at once.
 pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppResult<()> {
+    let authors = std::sync::Mutex::new(BTreeSet::new());
     futures::stream::iter(posts.iter().map(Ok))
-        .try_for_each_concurrent(CONCURRENT_USER_COPIES, |post| refresh_copy(state, Target::UserPosts, post))
+        .try_for_each_concurrent(CONCURRENT_USER_COPIES, |post| async {
+            if refresh_copy(state, Target::UserPosts, post).await? == Refreshed::Held {
+                authors.lock().expect("never poisoned").insert(post.post.user_id.as_str());
+            }
+            AppResult::Ok(())
+        })
         .await?;
+    for author in authors.into_inner().expect("never poisoned") {
+        super::users::mark_user_posts_changed(state, author).await?;
+    }
+    let mut feed_holds_one = false;
     for post in posts {
-        refresh_copy(state, Target::Feed, post).await?;
+        feed_holds_one |= refresh_copy(state, Target::Feed, post).await? == Refreshed::Held;
+    }
+    if feed_holds_one {
+        super::feed::mark_feed_changed(state).await?;
     }
     if !posts.is_empty() {
         state.feed.invalidate();
@@ -147,6 +162,10 @@ pub(crate) async fn remove_post_copies(state: &AppState, post: &Post) -> AppResu
             Err(other) => return Err(other.into()),
         }
     }
+    // Marked whether the deletes found the copies or not: a delivery repeated after a failure
+    // between a delete and its mark finds nothing to delete.
+    super::users::mark_user_posts_changed(state, &post.user_id).await?;
+    super::feed::mark_feed_changed(state).await?;
     state.feed.invalidate();
     super::pictures::remove_post_pictures(state, &post.user_id, &post.id).await?;
     match remove_post(state, &post.id, &post.user_id, None).await? {
@@ -180,38 +199,50 @@ impl Target {
     }
 }
 
+/// What [`refresh_copy`] left in its target.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Refreshed {
+    /// A copy of the post, as new as the delivered version or newer: written now, or already.
+    Held,
+    /// No copy: the post is gone, or has no place there (older than the feed's newest 100).
+    None,
+}
+
 /// Makes the copy of `changed` in `target` at least as new as `changed`, and never older than
 /// it was. The copy is written conditionally on the etag it was read with, so a concurrent
 /// writer of the same copy makes this start over rather than be overwritten.
-async fn refresh_copy(state: &AppState, target: Target, changed: &PostVersion) -> AppResult<()> {
+async fn refresh_copy(state: &AppState, target: Target, changed: &PostVersion) -> AppResult<Refreshed> {
     let (container, partition_key) = (target.container(), target.partition_key(&changed.post));
     for _ in 0..ATTEMPTS {
         let existing = state.store.read_versioned::<PostCopy>(container, partition_key, &changed.post.id).await?;
         let copy = match model::copy_action(existing.as_ref().map(|found| &found.item.source), &changed.source()) {
-            CopyAction::Keep => return Ok(()),
+            CopyAction::Keep => return Ok(Refreshed::Held),
             // No copy yet: made only while the post exists. A late or repeated delivery of a
             // version older than the post's deletion would otherwise bring back a copy that its
             // tombstone removed (nothing is left to compare versions with). One point read,
             // once per post and place; the current version is at least as new as the delivered.
             CopyAction::Write if existing.is_none() => match current_post(state, &changed.post.id).await? {
                 Some(current) => model::post_copy(&current.post, current.source()),
-                None => return Ok(()),
+                None => return Ok(Refreshed::None),
             },
             CopyAction::Write => model::post_copy(&changed.post, changed.source()),
             CopyAction::WriteFromCurrent => match current_post(state, &changed.post.id).await? {
                 Some(current) if Some(&current.source()) != existing.as_ref().map(|found| &found.item.source) => {
                     model::post_copy(&current.post, current.source())
                 }
-                _ => return Ok(()),
+                Some(_) => return Ok(Refreshed::Held),
+                None => return Ok(Refreshed::None),
             },
         };
         match write_copy(state, target, partition_key, copy, existing).await {
-            Ok(()) => return Ok(()),
+            Ok(()) => return Ok(Refreshed::Held),
             Err(AppError::Store(StoreError::PreconditionFailed | StoreError::Conflict)) => continue,
             Err(AppError::Script(ScriptError::Store(StoreError::PreconditionFailed | StoreError::Conflict))) => continue,
             // `truncateFeed` refused the write: the post is older than the newest 100, so it has
             // no place in the feed (an edit or a new comment on an old post must not bring it back).
-            Err(AppError::Script(ScriptError::Thrown(message))) if message.starts_with(NOT_AMONG_NEWEST) => return Ok(()),
+            Err(AppError::Script(ScriptError::Thrown(message))) if message.starts_with(NOT_AMONG_NEWEST) => {
+                return Ok(Refreshed::None);
+            }
             Err(other) => return Err(other),
         }
     }

@@ -1,45 +1,53 @@
-//! Q6: the newest posts, in short form, and the cache that lets the front page and
-//! `GET /api/feed` cost one Cosmos query per second per instance, whatever the traffic.
+//! Q6: the newest posts, in short form, and the cache that lets the front page, the Atom feed
+//! and `GET /api/feed` cost one point read a second per instance while nothing is posted: pages
+//! kept and checked by the feed's change mark ([`super::marked`]), which `PostsChangeFeed` writes
+//! after each change it makes to `feed`.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use tokio::sync::OnceCell;
 
 use crate::cosmos::{Container, queries};
-use crate::model::{FEED_PARTITION, Post};
+use crate::model::{FEED_MARK_ID, FEED_MARK_PARTITION, FEED_PARTITION, Post};
 
 use super::lists::{DEFAULT_FEED_SIZE, ListPage, ListParams, wrap_token};
+use super::marked::{Checked, Mark, MarkedPages};
 use super::{AppResult, AppState};
 
-/// How long one instance serves a feed page it read before reading `feed` again. Where the
-/// local change-feed processors run, a change to the feed drops the cache at once; under the
-/// Functions host, an instance that did not process the change shows it at most this late.
-pub(crate) const FEED_CACHE_LIFETIME: Duration = Duration::from_secs(1);
 /// The most feed pages kept at once (each page size and continuation is a page).
 const MAX_CACHED_PAGES: usize = 256;
 
+/// The feed's change mark.
+const FEED_MARK: Mark<'static> = Mark { container: Container::Feed, partition_key: FEED_MARK_PARTITION, id: FEED_MARK_ID };
+
 /// Q6, newest first, through the cache: one query on the single partition of `feed`, which
-/// the change feed keeps at the newest 100 posts.
-pub async fn feed_page(state: &AppState, params: &ListParams) -> AppResult<Arc<FeedPage>> {
+/// the change feed keeps at the newest 100 posts; or, for a page kept longer than a second, one
+/// point read of the feed's change mark when it did not change.
+pub async fn feed_page(state: &AppState, params: &ListParams) -> AppResult<Arc<Checked<FeedPage>>> {
     const LIST: &str = "feed";
     let page = params.page_request(&state.tokens, LIST, FEED_PARTITION, DEFAULT_FEED_SIZE)?;
     let key = (page.size, page.continuation.clone());
-    let cell = state.feed.cell(key);
-    let filled = cell
-        .get_or_try_init(|| async {
+    state
+        .feed
+        .pages
+        .page(state, key, FEED_MARK, || async {
             let found = state.store.query_page::<Post>(Container::Feed, FEED_PARTITION, queries::feed(), page).await?;
             let list = ListPage {
                 items: found.items,
                 continuation_token: wrap_token(&state.tokens, found.continuation, LIST, FEED_PARTITION),
             };
-            AppResult::Ok(Arc::new(FeedPage::new(list)))
+            Ok(FeedPage::new(list))
         })
-        .await?;
-    Ok(filled.clone())
+        .await
+}
+
+/// Writes the feed's change mark again: after every change made to the feed's posts, and after
+/// a change that may have been made before a failure (a delivery repeated), so that no instance
+/// keeps showing a page the change made old.
+pub(crate) async fn mark_feed_changed(state: &AppState) -> AppResult<()> {
+    FEED_MARK.write(state, FEED_MARK_PARTITION).await
 }
 
 /// A feed page as read, with its JSON answer and that answer's ETag, and what adapters render
@@ -97,41 +105,27 @@ pub(crate) fn etag_of(bytes: &[u8]) -> String {
 }
 
 type PageKey = (u32, Option<String>);
-type PageCell = Arc<OnceCell<Arc<FeedPage>>>;
 
-/// The feed pages one instance read in the last [`FEED_CACHE_LIFETIME`]. Concurrent requests
-/// for a page that is not there share one query (they wait on the same cell), so a burst of
-/// front-page views costs one read of `feed`.
-#[derive(Default)]
+/// The feed pages one instance keeps.
 pub struct FeedCache {
-    pages: Mutex<HashMap<PageKey, (Instant, PageCell)>>,
+    pages: MarkedPages<PageKey, FeedPage>,
+}
+
+impl Default for FeedCache {
+    fn default() -> Self {
+        FeedCache { pages: MarkedPages::new(MAX_CACHED_PAGES) }
+    }
 }
 
 impl FeedCache {
-    /// The cell for `key`: the fresh one, or a new empty one that the caller fills.
-    fn cell(&self, key: PageKey) -> PageCell {
-        let mut pages = self.pages.lock().expect("never poisoned");
-        if let Some((born, cell)) = pages.get(&key)
-            && born.elapsed() < FEED_CACHE_LIFETIME
-        {
-            return cell.clone();
-        }
-        if pages.len() >= MAX_CACHED_PAGES {
-            pages.retain(|_, (born, _)| born.elapsed() < FEED_CACHE_LIFETIME);
-        }
-        let cell = PageCell::default();
-        pages.insert(key, (Instant::now(), cell.clone()));
-        cell
-    }
-
     /// How many pages are held, fresh or not yet swept.
     pub fn cached_pages(&self) -> usize {
-        self.pages.lock().expect("never poisoned").len()
+        self.pages.len()
     }
 
     /// Forgets every page: the feed changed (called by `PostsChangeFeed` after it wrote copies).
     /// A read already under way still answers its own waiters; the next request reads again.
     pub fn invalidate(&self) {
-        self.pages.lock().expect("never poisoned").clear();
+        self.pages.forget(|_| true);
     }
 }

@@ -11,6 +11,7 @@ pub(crate) mod feed;
 pub(crate) mod idempotency;
 pub(crate) mod likes;
 pub(crate) mod lists;
+pub(crate) mod marked;
 pub(crate) mod pictures;
 pub(crate) mod post_view;
 pub(crate) mod posts;
@@ -61,6 +62,7 @@ impl AppState {
             tokens: self.tokens.clone(),
             feed: Default::default(),
             post_views: Default::default(),
+            user_posts: Default::default(),
             pictures: None,
             write_limit: None,
         })
@@ -95,10 +97,13 @@ pub struct Shared {
     pub auth: AuthMode,
     /// Signs and checks the lists' continuation tokens.
     pub tokens: lists::TokenKey,
-    /// The feed pages read in the last second, shared by the front page and `GET /api/feed`.
+    /// The feed pages kept and checked by the feed's mark, shared by the front page, the Atom
+    /// feed and `GET /api/feed`.
     pub feed: Arc<feed::FeedCache>,
-    /// The post pages' reads of the last second, by post.
+    /// The post pages' reads, kept and checked by the post's etag, by post.
     pub post_views: Arc<post_view::PostViewCache>,
+    /// Users' pages of posts (Q3), kept and checked by each user's posts mark.
+    pub user_posts: Arc<users::UserPostsCache>,
     /// Where pictures are kept (`None`: nowhere configured; uploads are refused).
     pub pictures: Option<pictures::Pictures>,
     /// How many writes each user may still send (`None`: no limit).

@@ -1,12 +1,15 @@
 //! C1 (create, edit user), Q1 (get user) and Q3 (a user's posts). Usernames are unique: the
 //! steps that keep them so are in [`usernames`].
 
+use std::sync::Arc;
+
 use crate::cosmos::{Container, StoreError, WriteOp, queries, retry_pause};
 use crate::model::usernames::{is_default_ignorable, released_name};
 use crate::model::{self, MAX_USERNAME_CHARS, Post, User};
 
 use super::idempotency::{Committed, Once, commit};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, OwnerKnown, wrap_token};
+use super::marked::{Checked, Mark, MarkedPages};
 use super::posts::to_document;
 use super::usernames;
 use super::{AppError, AppResult, AppState, Caller, validate_text};
@@ -151,22 +154,59 @@ pub(crate) async fn get_user(state: &AppState, user_id: &str) -> AppResult<User>
 }
 
 /// Q3, newest first: one query on the user's own partition of `users`, which holds the short
-/// copies of their posts; not found when the user does not exist ([`OwnerKnown`]). The user
-/// page reads the user itself (Q1) alongside, so it passes `OwnerKnown::Yes`.
+/// copies of their posts, kept and checked by the user's posts mark ([`super::marked`]); not
+/// found when the user does not exist ([`OwnerKnown`]). The user page reads the user itself (Q1)
+/// alongside, so it passes `OwnerKnown::Yes`.
 pub(crate) async fn posts_of(
     state: &AppState,
     user_id: &str,
     params: &ListParams,
     known: OwnerKnown,
-) -> AppResult<ListPage<Post>> {
+) -> AppResult<Arc<Checked<ListPage<Post>>>> {
     const LIST: &str = "userPosts";
     let page = params.page_request(&state.tokens, LIST, user_id, DEFAULT_PAGE_SIZE)?;
     let first_page = page.continuation.is_none();
-    let found = state.store.query_page::<Post>(Container::Users, user_id, queries::user_posts(), page).await?;
+    let key = (user_id.to_owned(), page.size, page.continuation.clone());
+    let found = state
+        .user_posts
+        .pages
+        .page(state, key, user_posts_mark(user_id), || async {
+            let found = state.store.query_page::<Post>(Container::Users, user_id, queries::user_posts(), page).await?;
+            Ok(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, user_id) })
+        })
+        .await?;
     if known == OwnerKnown::No && first_page && found.items.is_empty() {
         get_user(state, user_id).await?;
     }
-    Ok(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, user_id) })
+    Ok(found)
+}
+
+/// The user's posts mark.
+fn user_posts_mark(user_id: &str) -> Mark<'_> {
+    Mark { container: Container::Users, partition_key: user_id, id: model::USER_POSTS_MARK_ID }
+}
+
+/// Writes the user's posts mark again and forgets this instance's pages of their posts: their
+/// posts' copies changed (or may have, in a delivery that failed before its mark).
+pub(crate) async fn mark_user_posts_changed(state: &AppState, user_id: &str) -> AppResult<()> {
+    user_posts_mark(user_id).write(state, model::USER_POSTS_MARK_TYPE).await?;
+    state.user_posts.pages.forget(|(owner, _, _)| owner == user_id);
+    Ok(())
+}
+
+/// The most pages of users' posts one instance keeps (each user, page size and continuation is
+/// a page; a page is at most 100 short posts, a few hundred KB).
+const MAX_USER_POST_PAGES: usize = 1024;
+
+/// Users' pages of posts one instance keeps, by user, page size and continuation.
+pub struct UserPostsCache {
+    pages: MarkedPages<(String, u32, Option<String>), ListPage<Post>>,
+}
+
+impl Default for UserPostsCache {
+    fn default() -> Self {
+        UserPostsCache { pages: MarkedPages::new(MAX_USER_POST_PAGES) }
+    }
 }
 
 pub(crate) fn user_not_found(user_id: &str) -> AppError {

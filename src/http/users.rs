@@ -147,5 +147,5 @@ pub(crate) async fn list_posts(
     Id(user_id): Id,
     QueryParams(params): QueryParams<ListParams>,
 ) -> ApiResult<Response> {
-    Ok(caching::json(&headers, &posts_of(&state, &user_id, &params, OwnerKnown::No).await?))
+    Ok(caching::json(&headers, &**posts_of(&state, &user_id, &params, OwnerKnown::No).await?))
 }

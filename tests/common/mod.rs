@@ -33,6 +33,45 @@ pub(crate) struct TestApp {
     _temp: Option<tempfile::TempDir>,
 }
 
+/// Waits until no blog holds the data directory `dir`: its background tasks (the change feed's
+/// lag report, the sweeps) hold the store only while they work, and one may be at work as the
+/// blog stops (the lag is first measured 5 s after the start, which a test under load reaches).
+/// The lock is the store's own (`lock` in the data directory, src/cosmos/embedded/database.rs).
+async fn wait_until_released(dir: &Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(dir.join("lock")).unwrap();
+        if lock.try_lock().is_ok() {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{} is still held 30 s after the blog stopped", dir.display());
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// A second instance of a [`TestApp`] ([`TestApp::another_instance`]).
+pub(crate) struct OtherInstance {
+    pub base: String,
+    client: reqwest::Client,
+    stop: Option<oneshot::Sender<()>>,
+    server: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl OtherInstance {
+    /// `GET path` anonymously: the database operations it made, and the body.
+    pub(crate) async fn get(&self, path: &str) -> (u64, String) {
+        let answer = self.client.get(format!("{}{path}", self.base)).send().await.unwrap();
+        let operations = answer.headers()["x-cosmos-operations"].to_str().unwrap().parse().unwrap();
+        (operations, answer.text().await.unwrap())
+    }
+
+    /// Stops serving and waits until the server has let go of the store.
+    pub(crate) async fn stop(mut self) {
+        self.stop.take().unwrap().send(()).unwrap();
+        self.server.take().unwrap().await.unwrap().unwrap();
+    }
+}
+
 /// A response, read whole.
 pub(crate) struct Answer {
     pub status: StatusCode,
@@ -169,11 +208,31 @@ impl TestApp {
         }
     }
 
+    /// A second instance of this blog: the same store, scripts and keys, its own caches and no
+    /// change-feed processors (this one's deliver the changes), served as `main` serves. What
+    /// it shows of a write made through this one is what another instance of a function app
+    /// shows.
+    pub(crate) async fn another_instance(&self) -> OtherInstance {
+        let mut config = TestApp::config(&self.data_dir);
+        config.change_feed = ChangeFeedMode::Host;
+        let other = Blog::start(&config, self.state.another_instance());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let server = tokio::spawn(other.serve(listener, async move {
+            let _ = stopped.await;
+        }));
+        OtherInstance { base, client: reqwest::Client::new(), stop: Some(stop), server: Some(server) }
+    }
+
     /// Stops serving and waits until the server has let go of the store.
     pub(crate) async fn stop(mut self) -> Option<tempfile::TempDir> {
         self.stop.take().unwrap().send(()).unwrap();
         self.server.take().unwrap().await.unwrap();
-        self._temp.take()
+        let (dir, temp) = (self.data_dir.clone(), self._temp.take());
+        drop(self);
+        wait_until_released(&dir).await;
+        temp
     }
 
     /// Sends a request as the caller who owns what it writes (see [`TestApp::owner`]).

@@ -218,6 +218,24 @@ struct CostArgs {
     /// Each instance's memory in MB, as `instanceMemoryMB` deploys it
     #[arg(long = "instance-memory-mb", value_name = "MB", default_value_t = cost::DEFAULT_INSTANCE_MB, value_parser = instance_memory)]
     instance_memory_mb: u32,
+    /// The share of page views a CDN answers before the function app
+    #[arg(long = "cdn-hit-rate", value_name = "SHARE", default_value_t = 0.0, value_parser = share)]
+    cdn_hit_rate: f64,
+    /// Count Azure Front Door Standard's fees (`BLOG_FRONT_DOOR=standard`): the CDN is Front Door
+    #[arg(long = "front-door")]
+    front_door: bool,
+    /// A `--json` file of `cargo bench --bench readers` to price views with; repeat for several
+    /// rates [default: the runs in benches/results/]
+    #[arg(long, value_name = "FILE", value_parser = measurement)]
+    measured: Vec<cost::Measured>,
+}
+
+/// A reader-load measurement, read from its file.
+fn measurement(path: &str) -> Result<cost::Measured, String> {
+    let text = std::fs::read_to_string(path).map_err(|error| format!("cannot read {path}: {error}"))?;
+    cost::Measured::from_json(&text).ok_or_else(|| {
+        format!("{path} has no load.views_per_day and per_1000_views.view_article_ru: is it `cargo bench --bench readers -- --json`'s?")
+    })
 }
 
 /// One of Flex Consumption's instance sizes.
@@ -514,12 +532,19 @@ fn cost(args: &CostArgs) -> std::io::Result<()> {
                 writes_per_day: args.writes_per_day.map_or(traffic.writes_per_day, |writes| writes as f64),
                 instances: f64::from(args.instances),
                 instance_gb: f64::from(args.instance_memory_mb) / 1024.0,
+                cdn_hit_rate: args.cdn_hit_rate,
+                front_door: args.front_door,
                 ..traffic
             }
         })
         .collect();
+    let measured = if args.measured.is_empty() { cost::recorded() } else { args.measured.clone() };
     let mut out = std::io::stdout().lock();
-    write!(out, "{}\n{}", cost::per_request(), cost::table(&traffics, &Prices::LISTED))
+    write!(out, "{}\n{}", cost::per_request(), cost::table(&traffics, &Prices::LISTED, &measured))?;
+    if let Some(largest) = traffics.iter().max_by(|a, b| a.views_per_day.total_cmp(&b.views_per_day)) {
+        write!(out, "\n{}", cost::levers(largest, &Prices::LISTED, &measured))?;
+    }
+    Ok(())
 }
 
 /// `handler export [--output FILE]`: every user, post, comment, like and picture as JSON lines

@@ -1,0 +1,172 @@
+//! Pages kept by an instance and checked by a mark: the rule the front page (Q6) and a user's
+//! posts (Q3) share.
+//!
+//! A mark is one small item that `PostsChangeFeed` writes again after every change it makes to
+//! the copies a list reads (`feed`'s posts for Q6, a user's post copies for Q3), so its etag
+//! changes whenever the list's answer may have. A page read is kept with the mark's etag read
+//! just before it. For [`MARKED_PAGE_LIFETIME`] it is shown as it is; after that, one point read
+//! of the mark (about 1 RU) says whether it may be shown again, and the list's query (6–17 RU)
+//! runs only when the mark changed. A page is read whole again at least every
+//! [`CHECKED_PAGE_LIFETIME`] all the same, for what reaches the copies without the change feed
+//! (an operator's repair, a delete made before the marks existed).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::sync::OnceCell;
+
+use super::{AppResult, AppState};
+use crate::cosmos::{Container, StoreError, WriteOp};
+use crate::model;
+
+/// How long one instance shows a page it read or checked before checking it again. Where the
+/// local change-feed processors run, a change drops the instance's pages at once; under the
+/// Functions host, an instance that did not process the change shows it at most this late.
+pub(crate) const MARKED_PAGE_LIFETIME: Duration = Duration::from_secs(1);
+/// How long a page checked by its mark alone may be shown, from when it was read whole: the
+/// bound for changes the mark does not follow. Once an hour per page kept is one query.
+pub(crate) const CHECKED_PAGE_LIFETIME: Duration = Duration::from_secs(3600);
+
+/// Where a list's mark is: its container, partition and id.
+#[derive(Clone, Copy)]
+pub(crate) struct Mark<'a> {
+    pub container: Container,
+    pub partition_key: &'a str,
+    pub id: &'a str,
+}
+
+impl Mark<'_> {
+    /// The mark's etag; `None` while it was never written (the first change writes it).
+    async fn read(self, state: &AppState) -> AppResult<Option<String>> {
+        let found = state.store.read_versioned::<serde_json::Value>(self.container, self.partition_key, self.id).await?;
+        Ok(found.map(|mark| mark.etag))
+    }
+
+    /// Writes the mark again, giving it a new etag. Called after a change to what the list reads,
+    /// never before (a reader that sees the new mark reads a page that has the change), and after
+    /// a change that may have been made by a delivery that failed before its mark.
+    pub(crate) async fn write(self, state: &AppState, kind: &str) -> AppResult<()> {
+        let mut document = json!({ "id": self.id, "type": kind, "changed": model::now() });
+        document[self.container.partition_key_path().trim_start_matches('/')] = json!(self.partition_key);
+        let write = WriteOp::Upsert { document, if_match: None };
+        match state.store.execute_write(self.container, self.partition_key, write).await {
+            // Written by another at the same moment: new all the same.
+            Ok(()) | Err(StoreError::Conflict | StoreError::PreconditionFailed) => Ok(()),
+            Err(other) => Err(other.into()),
+        }
+    }
+}
+
+/// A page as read, with the mark's etag read before it.
+pub struct Checked<V> {
+    /// The page.
+    pub page: V,
+    mark: Option<String>,
+    read_whole: Instant,
+}
+
+impl<V> std::ops::Deref for Checked<V> {
+    type Target = V;
+
+    fn deref(&self) -> &V {
+        &self.page
+    }
+}
+
+type Cell<V> = Arc<OnceCell<Arc<Checked<V>>>>;
+
+/// An instance's kept pages of one kind of list, by key (its owner, page size and continuation,
+/// as the list needs). Concurrent requests for a page that is not fresh share one read (they
+/// wait on the same cell), so a burst of views costs one check of the mark, or one query.
+pub(crate) struct MarkedPages<K, V> {
+    pages: Mutex<HashMap<K, (Instant, Cell<V>)>>,
+    /// The most pages kept: keys are the clients' to choose.
+    max_pages: usize,
+}
+
+impl<K: Hash + Eq, V> MarkedPages<K, V> {
+    pub(crate) fn new(max_pages: usize) -> Self {
+        MarkedPages { pages: Mutex::default(), max_pages }
+    }
+
+    /// The page under `key`: the one kept if it is fresh, or checked by `mark` and kept again,
+    /// or read by `read` when there was none or the mark changed.
+    pub(crate) async fn page<F, Fut>(&self, state: &AppState, key: K, mark: Mark<'_>, read: F) -> AppResult<Arc<Checked<V>>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = AppResult<V>>,
+    {
+        let (cell, kept) = self.cell(key);
+        let filled = cell
+            .get_or_try_init(|| async {
+                let etag = mark.read(state).await?;
+                if let Some(kept) = kept
+                    && kept.mark == etag
+                {
+                    return AppResult::Ok(kept);
+                }
+                let read_whole = Instant::now();
+                Ok(Arc::new(Checked { page: read().await?, mark: etag, read_whole }))
+            })
+            .await?;
+        Ok(filled.clone())
+    }
+
+    /// The cell for `key`: the fresh one; or a new empty one that the caller fills, with the page
+    /// it replaces when that may still be true and is to be checked against the mark.
+    fn cell(&self, key: K) -> (Cell<V>, Option<Arc<Checked<V>>>) {
+        let mut pages = self.pages.lock().expect("never poisoned");
+        let mut kept = None;
+        if let Some((born, cell)) = pages.get(&key) {
+            if born.elapsed() < MARKED_PAGE_LIFETIME {
+                return (cell.clone(), None);
+            }
+            kept = cell.get().filter(|page| page.read_whole.elapsed() < CHECKED_PAGE_LIFETIME).cloned();
+        }
+        if pages.len() >= self.max_pages && !pages.contains_key(&key) {
+            // Past the bound, what can no longer be shown goes, and if that is not enough,
+            // everything does.
+            pages.retain(|_, (_, cell)| cell.get().is_some_and(|page| page.read_whole.elapsed() < CHECKED_PAGE_LIFETIME));
+            if pages.len() >= self.max_pages {
+                pages.clear();
+            }
+        }
+        let cell = Cell::default();
+        pages.insert(key, (Instant::now(), cell.clone()));
+        (cell, kept)
+    }
+
+    /// How many pages are held.
+    pub(crate) fn len(&self) -> usize {
+        self.pages.lock().expect("never poisoned").len()
+    }
+
+    /// Forgets the pages `which` names: this instance changed them. A read already under way
+    /// still answers its own waiters; the next request reads again.
+    pub(crate) fn forget(&self, which: impl Fn(&K) -> bool) {
+        self.pages.lock().expect("never poisoned").retain(|key, _| !which(key));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Past its bound, the cache drops what it can no longer show, then everything: it never
+    /// holds more pages than its bound and the one being added.
+    #[test]
+    fn kept_pages_stay_within_their_bound() {
+        let pages: MarkedPages<u32, ()> = MarkedPages::new(4);
+        for key in 0..10 {
+            let _ = pages.cell(key);
+            assert!(pages.len() <= 4, "{}", pages.len());
+        }
+        let before = pages.len();
+        pages.forget(|key| *key == 9);
+        assert_eq!(pages.len(), before - 1, "the last key is forgotten, and only it");
+    }
+}
