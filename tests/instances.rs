@@ -13,7 +13,7 @@ use std::time::Duration;
 use common::TestApp;
 use reqwest::StatusCode;
 
-/// Longer than the caches' lifetime (`FEED_CACHE_LIFETIME`, `POST_VIEW_LIFETIME`: a second):
+/// Longer than the caches' lifetime (`MARKED_PAGE_LIFETIME`, `POST_VIEW_LIFETIME`: a second):
 /// the time a kept page is shown unchecked is what is tested, so the test waits it out.
 const LIFETIME: Duration = Duration::from_millis(1100);
 
@@ -60,7 +60,7 @@ async fn another_instance_checks_its_kept_post_view_by_one_read_and_shows_a_writ
 }
 
 /// The front page on a second instance is checked by one point read of the feed's change mark
-/// once it is older than `FEED_CACHE_LIFETIME`, shown again when the mark did not change, and
+/// once it is older than `MARKED_PAGE_LIFETIME`, shown again when the mark did not change, and
 /// read again (the mark, then Q6) after each change `PostsChangeFeed` makes to `feed` through
 /// the first instance: a new post, a like (the copy's counters), the author's new name, and a
 /// deletion.

@@ -239,7 +239,7 @@ pub(crate) fn recorded() -> Vec<Measured> {
 }
 
 /// Checks of the feed's change mark a day: a front page view checks it only when its instance's
-/// kept page is older than a second (`FEED_CACHE_LIFETIME`). With views arriving at random at
+/// kept page is older than a second (`MARKED_PAGE_LIFETIME`). With views arriving at random at
 /// `rate` a second on an instance, a check opens a second in which the others are served from
 /// the cache, so the checks a second are `rate / (1 + rate)`.
 fn front_page_reads_per_day(traffic: &Traffic) -> f64 {
