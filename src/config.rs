@@ -4,10 +4,10 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-mod error;
+pub(crate) mod error;
 mod read;
 
-pub use error::ConfigError;
+pub(crate) use error::ConfigError;
 use read::{
     Lookup, PictureSettings, Serving, StoreSettings, auth, backend, picture_settings, serving, store, token_key, write_limit,
 };

@@ -30,7 +30,7 @@ pub struct ApiError {
 
 impl ApiError {
     /// A problem with `status` and `detail`.
-    pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
+    pub(crate) fn new(status: StatusCode, detail: impl Into<String>) -> Self {
         ApiError { status, detail: detail.into(), retry_after: None }
     }
     pub(crate) fn bad_request(detail: impl Into<String>) -> Self {

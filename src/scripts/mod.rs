@@ -6,8 +6,8 @@
 //! transactional batch. Both are a [`ScriptExecutor`], so the handlers never know which ran.
 
 pub mod engine;
-mod in_process;
-mod server_side;
+pub(crate) mod in_process;
+pub(crate) mod server_side;
 
 use std::sync::LazyLock;
 
@@ -18,8 +18,8 @@ use serde_json::Value;
 
 use crate::cosmos::{Container, StoreError, WriteOp};
 
-pub use in_process::{FENCE_ID, InProcessScripts};
-pub use server_side::{ScriptCredential, ScriptsSetupError, ServerSideScripts};
+pub(crate) use in_process::InProcessScripts;
+pub(crate) use server_side::{ScriptCredential, ServerSideScripts};
 
 /// The message a `truncateFeed` refusal starts with: the post is older than the newest 100.
 pub const NOT_AMONG_NEWEST: &str = "notAmongNewest";
@@ -78,7 +78,7 @@ impl StoredProcedure {
     }
 
     /// The container the procedure is registered on.
-    pub fn container(self) -> Container {
+    pub(crate) fn container(self) -> Container {
         match self {
             Self::CreateComment
             | Self::CreateLike
