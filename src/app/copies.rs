@@ -215,7 +215,7 @@ async fn refresh_copy(state: &AppState, target: Target, changed: &PostVersion) -
             Err(other) => return Err(other),
         }
     }
-    Err(StoreError::Unfinished(format!("the copy of post {} in {} kept changing", changed.post.id, container.name())).into())
+    Err(StoreError::CopyKeptChanging { post_id: changed.post.id.clone(), container }.into())
 }
 
 /// The post as it is now in `posts`, with its version; `None` once it is deleted (its copies
@@ -301,5 +301,6 @@ async fn update_post_partition(state: &AppState, post_id: &str, user: &User) -> 
             None => return Err(ScriptError::Failed(format!("updateUsernames answered {body}")).into()),
         }
     }
-    Err(StoreError::Unfinished(format!("updateUsernames did not finish in post {post_id}")).into())
+    Err(StoreError::ProcedureUnfinished { procedure: StoredProcedure::UpdateUsernames.name(), post_id: post_id.to_owned() }
+        .into())
 }

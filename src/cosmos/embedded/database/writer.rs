@@ -32,11 +32,7 @@ impl Refused {
     }
 
     pub(crate) fn into_store_error(self) -> StoreError {
-        if self.disk_full {
-            StoreError::DiskFull
-        } else {
-            StoreError::Unfinished(format!("the write could not be committed, so it was undone: {}", self.message))
-        }
+        if self.disk_full { StoreError::DiskFull } else { StoreError::NotCommitted { reason: self.message } }
     }
 }
 
