@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::*;
+use crate::scripts::ScriptFailure;
 
 /// The writes must fit one transactional batch (100 operations with the fence, 2 MB): past
 /// that, the operation returns false and its callback is never called. Operations are not
@@ -115,13 +116,13 @@ fn time_memory_stack_and_compile_limits() {
     let looping = r#"function main() { __.readDocument(__.getAltLink() + "/docs/post-1", function () {
       try { for (;;) {} } catch (e) {} getContext().getResponse().setBody("escaped"); }); }"#;
     let result = run_with(looping, Invocation::Procedure(vec![]), reader(), &limits).result;
-    assert!(matches!(&result, Err(ScriptError::Failed(m)) if m.contains("did not finish")), "{result:?}");
+    assert!(matches!(&result, Err(ScriptError::Failed(ScriptFailure::DidNotFinish { .. }))), "{result:?}");
     assert!(start.elapsed() < Duration::from_secs(2));
 
     let limits = Limits { max_memory_bytes: 4 * 1024 * 1024, ..Limits::default() };
     let hungry = r#"function main() { var a = []; for (;;) a.push(new Array(1000).fill("x" + a.length)); }"#;
     let result = run_with(hungry, Invocation::Procedure(vec![]), reader(), &limits).result;
-    assert!(matches!(&result, Err(ScriptError::Failed(m)) if m.contains("out of memory")), "{result:?}");
+    assert!(matches!(&result, Err(ScriptError::Failed(ScriptFailure::OutOfMemory { .. }))), "{result:?}");
 
     let message = thrown(sp("function main() { function f(n) { return f(n + 1) + 1; } f(0); }", vec![], reader()));
     assert!(message.contains("stack"), "{message}");
@@ -132,8 +133,10 @@ fn time_memory_stack_and_compile_limits() {
         .unwrap();
     assert!(deep.join().unwrap().contains("stack"));
 
-    assert!(matches!(sp("function main( {", vec![], reader()), Err(ScriptError::Failed(m)) if m.contains("compile")));
-    assert!(matches!(sp("function other() {}", vec![], reader()), Err(ScriptError::Failed(m)) if m.contains("main")));
+    assert!(matches!(sp("function main( {", vec![], reader()), Err(ScriptError::Failed(ScriptFailure::DoesNotCompile { .. }))));
+    assert!(
+        matches!(sp("function other() {}", vec![], reader()), Err(ScriptError::Failed(ScriptFailure::NoFunction { function })) if function == "main")
+    );
 }
 
 /// A store failure under the script (429, timeout) is not the script's to see: the run ends with it.
