@@ -212,14 +212,20 @@ fn the_tallies_cost() {
             .collect();
         writer.commit(&group).unwrap();
     }
+    measure_commits(&mut writer, &mut seq, &mut comments, posts);
+    measure_start(&database, &mut writer, seq, rows, posts);
+}
+
+/// [`the_tallies_cost`]'s commits: groups of C3 writes, alternately with the tallies and without.
+fn measure_commits(writer: &mut Writer, seq: &mut u64, comments: &mut usize, posts: usize) {
     for (group_size, rounds) in [(1, 400), (16, 200), (256, 40)] {
         let (mut with, mut without) = (Vec::new(), Vec::new());
         for round in 0..rounds {
             let group: Vec<Write> = (0..group_size)
                 .map(|_| {
-                    seq += 1;
-                    comments += 1;
-                    comment(seq, comments % posts, comments)
+                    *seq += 1;
+                    *comments += 1;
+                    comment(*seq, *comments % posts, *comments)
                 })
                 .collect();
             let started = std::time::Instant::now();
@@ -240,7 +246,10 @@ fn the_tallies_cost() {
             without[without.len() / 2]
         );
     }
-    // The start: the check, against reading every row (verified) as the load does.
+}
+
+/// [`the_tallies_cost`]'s start: the check, against reading every row as the load does.
+fn measure_start(database: &Database, writer: &mut Writer, mut seq: u64, rows: usize, posts: usize) {
     writer.connection.execute_batch("BEGIN; DELETE FROM items; DELETE FROM partitions; COMMIT;").unwrap();
     let transaction = writer.connection.transaction().unwrap();
     retally(database.path(), &transaction).unwrap();
