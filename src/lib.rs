@@ -33,7 +33,9 @@
 // The modules are private: what the binary, the benchmarks and the tests name is handed on
 // below, by name, so that everything else is `pub(crate)` at most and the compiler's
 // dead-code and `unreachable_pub` checks see it (mini-redis's layout). Where a test must reach
-// an internal, `testing` hands it on, hidden from the docs.
+// an internal, `testing` hands it on, hidden from the docs. Each item is handed on from the
+// module that defines it, so that it is declared `pub` once: inside the crate, modules
+// re-export with `pub(crate) use`. tests/public_surface.rs bounds how many `pub` items there are.
 mod app;
 mod changefeed;
 mod config;
@@ -56,18 +58,24 @@ mod transfer;
 pub use app::AppState;
 pub use changefeed::processor::{Deliveries, rebuild_copies_reporting, replay_users_reporting};
 pub use changefeed::{FeedError, dead_letters, lag};
+pub use config::error::ConfigError;
 pub use config::{
-    AuthMode, Backend, CONNECTION_SETTING, ChangeFeedMode, Config, ConfigError, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_IN_FLIGHT,
+    AuthMode, Backend, CONNECTION_SETTING, ChangeFeedMode, Config, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_REQUEST_TIMEOUT, PICTURES_SETTING, PictureStorage, ScriptsMode, WriteLimitSetting,
 };
 #[cfg(feature = "embedded")]
-pub use cosmos::ItemToRemove;
-pub use cosmos::{Container, Store, StoreError};
-pub use logging::{LineFormat, batched, with_causes};
+pub use cosmos::embedded::repair::ItemToRemove;
+pub use cosmos::{error::StoreError, schema::Container, store::Store};
+pub use logging::{line_format::LineFormat, with_causes, writer::batched};
 #[cfg(feature = "embedded")]
 pub use repair::{RepairError, repair};
 pub use running::{Blog, connect, followed, state_on};
-pub use transfer::{ImportProgress, PartialFile, Spooled, TransferError, export, import};
+pub use transfer::{
+    TransferError,
+    export::export,
+    files::{PartialFile, Spooled},
+    import::{ImportProgress, import},
+};
 
 /// What the tests and the benchmarks reach inside the library for, under the modules' own
 /// names (`testing::cosmos::QuerySpec` is `cosmos::QuerySpec` inside): not the library's
@@ -84,7 +92,7 @@ pub mod testing {
     }
     /// The change-feed functions.
     pub mod changefeed {
-        pub use crate::changefeed::{Function, ISOLATE_AFTER, dead_letters, lag, posts_changed};
+        pub use crate::changefeed::{Function, ISOLATE_AFTER, dead_letters, lag, posts::posts_changed};
         /// The account's processors.
         pub mod account {
             pub use crate::changefeed::account::{AccountProcessors, POSITION_ID_PREFIX};
@@ -96,33 +104,49 @@ pub mod testing {
     }
     /// The store.
     pub mod cosmos {
-        pub use crate::cosmos::{Container, Meter, PageRequest, QuerySpec, RangePosition, Store, StoreError, WriteOp, queries};
+        pub use crate::cosmos::{
+            change_feed::RangePosition,
+            error::StoreError,
+            items::{PageRequest, QuerySpec, WriteOp},
+            meter::Meter,
+            queries,
+            schema::Container,
+            store::Store,
+        };
     }
     /// The HTTP functions.
     pub mod http {
         pub use crate::http::error::{ApiError, ApiResult};
-        pub use crate::http::openapi::ID_PATTERN;
-        pub use crate::http::pages::{SENT_BEFORE, SIGNED_OUT, esc};
+        pub use crate::http::extract::ID_PATTERN;
+        pub use crate::http::pages::{
+            esc,
+            forms::{SENT_BEFORE, SIGNED_OUT},
+        };
         pub use crate::http::{FRONT_PAGE_ROUTE, HttpFunction, is_api_route, router_path};
     }
     /// The items.
     pub mod model {
         pub use crate::model::{
-            DELETED_POST_TTL_SECS, SHORT_CONTENT_CHARS, User, creation_date, new_user, usernames, validate_id,
+            DELETED_POST_TTL_SECS, SHORT_CONTENT_CHARS, User, creation_date, ids::validate_id, new_user, usernames,
         };
     }
     /// Pictures.
     pub mod pictures {
+        pub use crate::model::picture::{Kind, PictureAddress, PictureName};
         pub use crate::pictures::{
-            BlobStore, DirectoryStore, Kind, Limits, PictureAddress, PictureError, PictureName, PictureStore, PictureStoreError,
-            Usage, prepare,
+            blob::BlobStore,
+            directory::DirectoryStore,
+            error::PictureError,
+            prepare::{Limits, prepare},
+            store::{PictureStore, PictureStoreError, Usage},
         };
     }
     /// The stored procedures and their engines.
     pub mod scripts {
         pub use crate::scripts::{
-            FENCE_ID, InProcessScripts, KEYED_HELPERS, NOT_AMONG_NEWEST, PostTrigger, Script, ScriptCredential, ScriptError,
-            ScriptExecutor, ScriptsSetupError, ServerSideScripts, StoredProcedure, engine,
+            KEYED_HELPERS, NOT_AMONG_NEWEST, PostTrigger, Script, ScriptError, ScriptExecutor, StoredProcedure, engine,
+            in_process::{FENCE_ID, InProcessScripts},
+            server_side::{ScriptCredential, ScriptsSetupError, ServerSideScripts},
         };
     }
 }

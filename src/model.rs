@@ -5,7 +5,7 @@
 //! these rules; none of them invents its own. [`usernames`]: how names compare, and the
 //! reservations that keep them unique.
 
-mod ids;
+pub(crate) mod ids;
 pub(crate) mod markdown;
 pub(crate) mod picture;
 pub mod usernames;
@@ -13,7 +13,7 @@ pub mod usernames;
 pub(crate) use ids::IdError;
 pub(crate) use ids::REQUEST_RECORD_PREFIX;
 pub(crate) use ids::hex;
-pub use ids::validate_id;
+pub(crate) use ids::validate_id;
 
 pub(crate) use ids::MAX_ID_BYTES;
 

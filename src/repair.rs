@@ -54,7 +54,7 @@ pub async fn repair(config: &Config, remove: Option<ItemToRemove>) -> Result<Rep
         let (dir, remove) = (data_dir.clone(), remove.clone());
         tokio::task::spawn_blocking(move || cosmos::repair_rows(&dir, remove.as_ref()))
             .await
-            .map_err(|error| StoreError::Unfinished(format!("the repair of the rows did not finish: {error}")))??
+            .map_err(|source| StoreError::TaskDied { work: "the repair of the rows", source })??
     };
     let store = cosmos::Store::connect_for_repair(config, data_dir).await?;
     let state: AppState = crate::running::state_on(config, store).await?;

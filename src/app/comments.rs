@@ -34,7 +34,7 @@ pub(crate) async fn create_comment(
         .map_err(script_error)?;
     // (Its page shows the write to the next viewer on this instance: `post_view`.)
     state.post_views.invalidate(post_id);
-    match CounterOutcome::<Comment>::from_body(body)? {
+    match CounterOutcome::<Comment>::from_body(StoredProcedure::CreateComment, body)? {
         CounterOutcome::Created(created) => Ok(created),
         CounterOutcome::PostNotFound => Err(post_not_found(post_id)),
         CounterOutcome::Repeated(record) => repeated_creation(&state.store, once.as_ref(), post_id, record, "comment").await,
@@ -55,7 +55,7 @@ pub(crate) async fn delete_comment(state: &AppState, caller: &Caller, post_id: &
         .map_err(script_error)?;
     // (Its page shows the write to the next viewer on this instance: `post_view`.)
     state.post_views.invalidate(post_id);
-    match DeleteOutcome::from_body(body)? {
+    match DeleteOutcome::from_body(StoredProcedure::DeleteComment, body)? {
         DeleteOutcome::Deleted { .. } => Ok(()),
         DeleteOutcome::Repeated(record) => repeated_deletion(once.as_ref(), record),
         DeleteOutcome::PostNotFound => Err(post_not_found(post_id)),

@@ -170,7 +170,12 @@ pub(crate) async fn remove_post_copies(state: &AppState, post: &Post) -> AppResu
     super::pictures::remove_post_pictures(state, &post.user_id, &post.id).await?;
     match remove_post(state, &post.id, &post.user_id, None).await? {
         PostRemoval::Removed | PostRemoval::NothingLeft | PostRemoval::NotFound => Ok(()),
-        other => Err(ScriptError::Failed(format!("post {}: deletePost answered {other:?}", post.id)).into()),
+        other => Err(ScriptError::Failed(crate::scripts::ScriptFailure::Answered {
+            script: StoredProcedure::DeletePost.name(),
+            post_id: Some(post.id.clone()),
+            answer: format!("{other:?}"),
+        })
+        .into()),
     }
 }
 
@@ -246,7 +251,7 @@ async fn refresh_copy(state: &AppState, target: Target, changed: &PostVersion) -
             Err(other) => return Err(other),
         }
     }
-    Err(StoreError::Unfinished(format!("the copy of post {} in {} kept changing", changed.post.id, container.name())).into())
+    Err(StoreError::CopyKeptChanging { post_id: changed.post.id.clone(), container }.into())
 }
 
 /// The post as it is now in `posts`, with its version; `None` once it is deleted (its copies
@@ -329,8 +334,16 @@ async fn update_post_partition(state: &AppState, post_id: &str, user: &User) -> 
         match body.get("done").and_then(Value::as_bool) {
             Some(true) => return Ok(()),
             Some(false) => continue,
-            None => return Err(ScriptError::Failed(format!("updateUsernames answered {body}")).into()),
+            None => {
+                return Err(ScriptError::Failed(crate::scripts::ScriptFailure::Answered {
+                    script: StoredProcedure::UpdateUsernames.name(),
+                    post_id: Some(post_id.to_owned()),
+                    answer: body.to_string(),
+                })
+                .into());
+            }
         }
     }
-    Err(StoreError::Unfinished(format!("updateUsernames did not finish in post {post_id}")).into())
+    Err(StoreError::ProcedureUnfinished { procedure: StoredProcedure::UpdateUsernames.name(), post_id: post_id.to_owned() }
+        .into())
 }

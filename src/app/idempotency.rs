@@ -58,7 +58,7 @@ pub struct IdempotencyKey(String);
 impl IdempotencyKey {
     /// Reads the header's value. The draft makes it a Structured Field string (`"8e03..."`, RFC
     /// 8941); most clients send the bare value, so both are taken, and mean the same key.
-    pub fn parse(value: &str) -> AppResult<IdempotencyKey> {
+    pub(crate) fn parse(value: &str) -> AppResult<IdempotencyKey> {
         let value = value.trim();
         let key = match value.strip_prefix('"').and_then(|rest| rest.strip_suffix('"')) {
             Some(quoted) if !quoted.contains(['"', '\\']) => quoted,
@@ -83,7 +83,7 @@ impl IdempotencyKey {
     }
 
     /// The key as sent.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 }

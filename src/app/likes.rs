@@ -21,7 +21,7 @@ pub(crate) async fn create_like(state: &AppState, caller: &Caller, post_id: &str
         state.scripts.execute(StoredProcedure::CreateLike, post_id, (post_id, &like, request)).await.map_err(script_error)?;
     // (Its page shows the write to the next viewer on this instance: `post_view`.)
     state.post_views.invalidate(post_id);
-    match CounterOutcome::<Like>::from_body(body)? {
+    match CounterOutcome::<Like>::from_body(StoredProcedure::CreateLike, body)? {
         CounterOutcome::Created(created) => Ok(created),
         CounterOutcome::Repeated(record) => repeated_creation(&state.store, once.as_ref(), post_id, record, "like").await,
         CounterOutcome::PostNotFound => Err(post_not_found(post_id)),
@@ -42,7 +42,7 @@ pub(crate) async fn delete_like(state: &AppState, caller: &Caller, post_id: &str
         state.scripts.execute(StoredProcedure::DeleteLike, post_id, (post_id, user_id, request)).await.map_err(script_error)?;
     // (Its page shows the write to the next viewer on this instance: `post_view`.)
     state.post_views.invalidate(post_id);
-    match DeleteOutcome::from_body(body)? {
+    match DeleteOutcome::from_body(StoredProcedure::DeleteLike, body)? {
         DeleteOutcome::Deleted { .. } => Ok(()),
         DeleteOutcome::Repeated(record) => repeated_deletion(once.as_ref(), record),
         DeleteOutcome::PostNotFound => Err(post_not_found(post_id)),

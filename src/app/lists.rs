@@ -74,7 +74,7 @@ impl TokenKey {
     /// The key that signs continuation tokens: `setting`'s bytes as they are when given (any
     /// text of at least 16 characters, `Config` checks), else 32 random bytes for this process.
     /// (Held base64-encoded: the form the SDK's HMAC takes its key in.)
-    pub fn new(setting: Option<&str>) -> TokenKey {
+    pub(crate) fn new(setting: Option<&str>) -> TokenKey {
         let bytes = match setting {
             Some(text) => text.as_bytes().to_vec(),
             None => uuid::Uuid::new_v4().as_bytes().iter().chain(uuid::Uuid::new_v4().as_bytes()).copied().collect(),

@@ -39,7 +39,7 @@ pub struct AppState(Arc<Shared>);
 
 impl AppState {
     /// The state every handler shares.
-    pub fn new(shared: Shared) -> AppState {
+    pub(crate) fn new(shared: Shared) -> AppState {
         AppState(Arc::new(shared))
     }
 

@@ -23,7 +23,7 @@ use super::{AppError, AppResult, AppState, Caller, post_not_found};
 
 /// How many pictures, and how many bytes of them, one writer may keep.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Quota {
+pub(crate) struct Quota {
     /// Pictures (a picture and its phones' variant count as one).
     pub pictures: u64,
     /// Bytes, the phones' variants included.
@@ -55,7 +55,7 @@ pub struct Pictures {
 
 /// How much memory the pictures being prepared may hold at once, in all.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PictureMemory {
+pub(crate) struct PictureMemory {
     /// Bytes.
     pub bytes: u64,
 }
@@ -78,7 +78,7 @@ const MEMORY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Pictures {
     /// Pictures kept in `store`, taken within `limits` and `quota`.
-    pub fn new(store: Arc<dyn PictureStore>, limits: Limits, quota: Quota, memory: PictureMemory) -> Pictures {
+    pub(crate) fn new(store: Arc<dyn PictureStore>, limits: Limits, quota: Quota, memory: PictureMemory) -> Pictures {
         let memory_kib = u32::try_from(memory.bytes / 1024).unwrap_or(u32::MAX);
         Pictures {
             store,

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::cosmos::{Container, Page, PageRequest, QuerySpec, StoreError, Versioned, WriteOp, queries, retry_pause};
 use crate::model::{self, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, User};
-use crate::scripts::{DeleteOutcome, ScriptError, StoredProcedure};
+use crate::scripts::{DeleteOutcome, ScriptError, ScriptFailure, StoredProcedure};
 
 use super::idempotency::{
     Committed, Once, commit, deleted_since, first_answer, record_argument, repeated_deletion, script_error,
@@ -159,7 +159,7 @@ pub(crate) async fn remove_post(
     for _ in 0..MAX_DELETE_RUNS {
         let ttl = model::DELETED_POST_TTL_SECS;
         let body = state.scripts.execute(StoredProcedure::DeletePost, post_id, (post_id, author, ttl, request.take())).await?;
-        match DeleteOutcome::from_body(body)? {
+        match DeleteOutcome::from_body(StoredProcedure::DeletePost, body)? {
             DeleteOutcome::Repeated(record) => return Ok(PostRemoval::Repeated(record)),
             DeleteOutcome::Deleted { marked, removed, done } => {
                 removed_any |= marked || removed > 0;
@@ -169,7 +169,13 @@ pub(crate) async fn remove_post(
             }
             DeleteOutcome::PostNotFound => return Ok(PostRemoval::NotFound),
             DeleteOutcome::Forbidden { .. } => return Ok(PostRemoval::Forbidden),
-            other => return Err(ScriptError::Failed(format!("deletePost answered {other:?}"))),
+            other => {
+                return Err(ScriptError::Failed(ScriptFailure::Answered {
+                    script: StoredProcedure::DeletePost.name(),
+                    post_id: Some(post_id.to_owned()),
+                    answer: format!("{other:?}"),
+                }));
+            }
         }
     }
     Ok(PostRemoval::Unfinished)

@@ -98,7 +98,7 @@ pub async fn list(store: &Store) -> Result<Vec<DeadLetter>, StoreError> {
 }
 
 /// Removes a dead letter, every part of it.
-pub async fn remove(store: &Store, letter: &DeadLetter) -> Result<(), StoreError> {
+pub(crate) async fn remove(store: &Store, letter: &DeadLetter) -> Result<(), StoreError> {
     for part in 0..letter.parts {
         let id = if letter.parts == 1 { letter.id.clone() } else { format!("{}#{part}", letter.id) };
         match store.execute_write(Container::Leases, &id, crate::cosmos::WriteOp::Delete { id: id.clone(), if_match: None }).await

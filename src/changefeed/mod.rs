@@ -19,11 +19,11 @@ pub mod dead_letters;
 pub(crate) mod host;
 mod invocation;
 pub mod lag;
-mod posts;
+pub(crate) mod posts;
 pub(crate) mod processor;
 mod users;
 
-pub use posts::posts_changed;
+pub(crate) use posts::posts_changed;
 pub(crate) use users::users_changed;
 
 use serde_json::Value;

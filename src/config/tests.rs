@@ -1,5 +1,6 @@
 //! The settings read from a map, as the environment would hold them.
 
+use super::read::{MAX_IN_FLIGHT_LIMIT, MAX_PICTURE_MB_PER_WRITER, MAX_TIMEOUT_SECS};
 use super::*;
 use std::collections::HashMap;
 

@@ -287,9 +287,42 @@ pub enum StoreError {
     #[cfg(feature = "embedded")]
     #[error(transparent)]
     Incomplete(Box<crate::cosmos::Incomplete>),
-    /// Work that had to finish did not (a task that died, writes that kept conflicting).
-    #[error("{0}")]
-    Unfinished(String),
+    /// A task that had to finish died first (it panicked, or the runtime was shutting down).
+    #[cfg(feature = "embedded")]
+    #[error("{work} did not finish")]
+    TaskDied {
+        /// What the task was doing, as a log line says it ("the write's commit").
+        work: &'static str,
+        /// How it ended.
+        #[source]
+        source: tokio::task::JoinError,
+    },
+    /// The embedded store's database refused to commit a write, and the write was undone.
+    #[cfg(feature = "embedded")]
+    #[error("the write could not be committed, so it was undone: {reason}")]
+    NotCommitted {
+        /// The database's reason, in its words: one refusal answers every write of a group, so
+        /// it is kept as text, not as the database's error.
+        reason: String,
+    },
+    /// A post's copy that changed under every try to write it (each try conditioned on the copy
+    /// it read).
+    #[error("the copy of post {post_id} in {} kept changing", container.name())]
+    CopyKeptChanging {
+        /// The post copied.
+        post_id: String,
+        /// Where the copy is.
+        container: Container,
+    },
+    /// A stored procedure that does its work a batch at a time, called as often as it may be
+    /// without saying it was done.
+    #[error("{procedure} did not finish in post {post_id}")]
+    ProcedureUnfinished {
+        /// The procedure's name.
+        procedure: &'static str,
+        /// The partition it worked in.
+        post_id: String,
+    },
 }
 
 impl StoreError {
@@ -368,3 +401,6 @@ impl StoreError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -13,7 +13,7 @@
 //!   through [`Store::embedded`]; `changes`: its change index. Builds with the `embedded`
 //!   feature only.
 
-mod change_feed;
+pub(crate) mod change_feed;
 #[cfg(feature = "embedded")]
 mod changes;
 pub(crate) mod checkpoint;
@@ -24,42 +24,38 @@ pub(crate) mod checkpoint;
 /// [`Store::connect`] says which backends a build has), and every path to the embedded store is
 /// dead by its type and compiled out. Why so, rather than `cfg` through the store: see there.
 #[cfg(feature = "embedded")]
-mod embedded;
+pub(crate) mod embedded;
 #[cfg(not(feature = "embedded"))]
 #[path = "embedded/absent.rs"]
-mod embedded;
-mod error;
-mod items;
-mod meter;
+pub(crate) mod embedded;
+pub(crate) mod error;
+pub(crate) mod items;
+pub(crate) mod meter;
 pub mod queries;
-mod schema;
+pub(crate) mod schema;
 mod sdk;
-mod store;
+pub(crate) mod store;
 
 pub(crate) use change_feed::ChangeFeed;
-pub use change_feed::RangePosition;
+pub(crate) use change_feed::RangePosition;
 pub(crate) use checkpoint::CheckpointError;
 #[cfg(feature = "embedded")]
 pub(crate) use embedded::database::Incomplete;
-#[cfg(feature = "test-support")]
-pub use embedded::emulator::SdkFaults;
-#[cfg(any(test, feature = "test-support"))]
-pub use embedded::faulty_disk::{FaultyDisk, ReleaseOnDrop};
 #[cfg(feature = "embedded")]
-pub use embedded::repair::ItemToRemove;
+pub(crate) use embedded::repair::ItemToRemove;
 #[cfg(feature = "embedded")]
 pub(crate) use embedded::repair::{RepairRowsError, RowsRepaired, repair_rows};
 #[cfg(feature = "embedded")]
 pub(crate) use embedded::spawn_expiry_sweep;
-pub use error::StoreError;
+pub(crate) use error::StoreError;
 pub(crate) use items::Versioned;
 pub(crate) use items::{Changed, Page, retry_pause};
-pub use items::{PageRequest, QuerySpec, WriteOp};
-pub use meter::Meter;
+pub(crate) use items::{PageRequest, QuerySpec, WriteOp};
+pub(crate) use meter::Meter;
 pub(crate) use meter::Scope;
-pub use schema::Container;
+pub(crate) use schema::Container;
 pub(crate) use sdk::entra_credential;
-pub use store::Store;
+pub(crate) use store::Store;
 
 /// The furthest a write number, and so a change-feed processor's position, may go: one
 /// definition for the store, which numbers writes, and the processors, whose checkpoints hold

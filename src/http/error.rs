@@ -30,7 +30,7 @@ pub struct ApiError {
 
 impl ApiError {
     /// A problem with `status` and `detail`.
-    pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
+    pub(crate) fn new(status: StatusCode, detail: impl Into<String>) -> Self {
         ApiError { status, detail: detail.into(), retry_after: None }
     }
     pub(crate) fn bad_request(detail: impl Into<String>) -> Self {
@@ -377,8 +377,11 @@ mod tests {
             assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
             assert_eq!(answer.headers()[header::RETRY_AFTER], "1");
         }
-        let failed = ApiError::from(resuming_error(StoreError::Unfinished("the SDK's own words".into())));
+        let failed = ApiError::from(resuming_error(StoreError::ProcedureUnfinished {
+            procedure: "updateUsernames",
+            post_id: "the-store's-own-words".into(),
+        }));
         assert_eq!(failed.status, StatusCode::INTERNAL_SERVER_ERROR);
-        assert!(!failed.detail.contains("SDK"), "{}", failed.detail);
+        assert!(!failed.detail.contains("own-words"), "{}", failed.detail);
     }
 }

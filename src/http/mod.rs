@@ -11,7 +11,7 @@ mod body;
 mod caching;
 mod comments;
 pub(crate) mod error;
-mod extract;
+pub(crate) mod extract;
 pub(crate) mod feed;
 mod front_door;
 mod host;

@@ -9,8 +9,6 @@ use utoipa::{Modify, OpenApi};
 
 use super::{comments, feed, likes, pictures, posts, users};
 
-pub use super::extract::ID_PATTERN;
-
 pub(crate) use super::extract::item_id;
 
 /// Every path parameter of the API is an item's id (`{userId}`, `{postId}`, `{commentId}`):

@@ -189,7 +189,8 @@ impl fmt::Write for Escaping<'_, '_> {
 mod tests {
     use time::format_description::well_known::Rfc3339;
 
-    use super::super::{Recorded, batched};
+    use super::super::Recorded;
+    use super::super::writer::batched;
     use super::LineFormat;
 
     /// Logs the same events, spans and fields of every kind through `subscriber`.

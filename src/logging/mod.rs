@@ -2,14 +2,11 @@
 //! out is on the request path, and it is made cheap there:
 //!
 //! - [`writer`]: each line is copied into one buffer in memory, which a thread of its own writes
-//!   out a batch at a time ([`batched`]).
-//! - [`line_format`]: `tracing-subscriber`'s own layout, written with less work ([`LineFormat`]).
+//!   out a batch at a time ([`writer::batched`]).
+//! - [`line_format`]: `tracing-subscriber`'s own layout, written with less work ([`line_format::LineFormat`]).
 
-mod line_format;
-mod writer;
-
-pub use line_format::LineFormat;
-pub use writer::batched;
+pub(crate) mod line_format;
+pub(crate) mod writer;
 
 /// An error and every cause below it on one line, for a log line or a command's `error:` line:
 /// an SDK error's transport failure or a file's I/O error is often two or three sources down.

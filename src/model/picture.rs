@@ -31,7 +31,7 @@ impl Kind {
     }
 
     /// The file extension of this kind.
-    pub fn extension(self) -> &'static str {
+    pub(crate) fn extension(self) -> &'static str {
         match self {
             Kind::Jpeg => "jpg",
             Kind::Png => "png",
@@ -97,7 +97,7 @@ impl PictureName {
     }
 
     /// The kind of the picture, from its extension.
-    pub fn kind(&self) -> Kind {
+    pub(crate) fn kind(&self) -> Kind {
         self.kind
     }
 
@@ -121,7 +121,7 @@ impl PictureName {
 
     /// The name of the phones' variant of this picture, where it has one: a still picture wider
     /// than [`PHONE_WIDTH`] (an animation keeps its frames, and a GIF shown smaller is a GIF).
-    pub fn phone(&self) -> Option<PictureName> {
+    pub(crate) fn phone(&self) -> Option<PictureName> {
         (self.width > PHONE_WIDTH && self.kind != Kind::Gif).then(|| {
             let (width, height) = phone_size(self.width, self.height);
             PictureName::new(self.hash(), width, height, Kind::Jpeg)
@@ -160,14 +160,14 @@ pub struct PictureAddress {
 
 impl PictureAddress {
     /// The address, if the ids are ids and the name a name.
-    pub fn parse(owner: &str, post: &str, name: &str) -> Option<PictureAddress> {
+    pub(crate) fn parse(owner: &str, post: &str, name: &str) -> Option<PictureAddress> {
         validate_id(owner).ok()?;
         validate_id(post).ok()?;
         Some(PictureAddress { owner: owner.to_owned(), post: post.to_owned(), name: PictureName::parse(name)? })
     }
 
     /// The address of the phones' variant, where there is one.
-    pub fn phone(&self) -> Option<PictureAddress> {
+    pub(crate) fn phone(&self) -> Option<PictureAddress> {
         self.name.phone().map(|name| PictureAddress { name, ..self.clone() })
     }
 
@@ -177,7 +177,7 @@ impl PictureAddress {
     }
 
     /// Its path on the blog: `/pictures/owner/post/name`, each id escaped as a path segment.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("{PICTURES_PATH}{}/{}/{}", escape_segment(&self.owner), escape_segment(&self.post), self.name)
     }
 

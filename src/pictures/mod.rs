@@ -16,18 +16,18 @@
 //! may be cached for good, a page knows its size without reading it, and a post's pictures go
 //! with it.
 
-mod blob;
-mod directory;
-mod error;
+pub(crate) mod blob;
+pub(crate) mod directory;
+pub(crate) mod error;
 mod header;
-mod prepare;
-mod store;
+pub(crate) mod prepare;
+pub(crate) mod store;
 
-pub use crate::model::picture::{Kind, PictureAddress, PictureName};
-pub use blob::BlobStore;
+pub(crate) use crate::model::picture::PictureName;
+pub(crate) use blob::BlobStore;
 pub(crate) use blob::IMMUTABLE;
-pub use directory::DirectoryStore;
-pub use error::PictureError;
-pub use prepare::{Limits, prepare};
+pub(crate) use directory::DirectoryStore;
+pub(crate) use error::PictureError;
+pub(crate) use prepare::Limits;
 pub(crate) use prepare::{Picture, Prepared, plan, prepare_planned, recognise};
-pub use store::{PictureStore, PictureStoreError, Usage};
+pub(crate) use store::{PictureStore, PictureStoreError, Usage};

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use tokio::runtime::Handle;
 
 use super::engine::{self, Invocation, Limits, Partition, PartitionReader, Reads, TriggerOperation, write_id};
-use super::{PostTrigger, Script, ScriptError, ScriptExecutor, StoredProcedure};
+use super::{PostTrigger, Script, ScriptError, ScriptExecutor, ScriptFailure, StoredProcedure};
 use crate::cosmos::{Container, Meter, PageRequest, QuerySpec, Store, StoreError, WriteOp, retry_pause};
 use crate::striped::StripedLock;
 
@@ -94,7 +94,7 @@ impl InProcessScripts {
             None => run(),
         })
         .await
-        .map_err(|error| ScriptError::Failed(format!("the script thread failed: {error}")))
+        .map_err(|error| ScriptError::Failed(ScriptFailure::ThreadDied(error)))
     }
 
     /// Whether every item in `reads` is still as the script saw it. The script's reads are
@@ -147,7 +147,7 @@ impl InProcessScripts {
             if let Some(id) = &request_id
                 && outcome.writes.iter().any(|write| write_id(write) == Some(id))
             {
-                return Err(ScriptError::Failed(format!("{} wrote the document its request writes ({id})", script.name)));
+                return Err(ScriptError::Failed(ScriptFailure::WroteItsRequest { script: script.name, id: id.clone() }));
             }
             let fenced = !run.reads.covered_by(&outcome.writes);
             let mut writes: Vec<WriteOp> = request_write.iter().cloned().collect();
@@ -198,7 +198,7 @@ impl ScriptExecutor for InProcessScripts {
             WriteOp::Replace { document, .. } => (TriggerOperation::Replace, document.clone()),
             WriteOp::Upsert { document, .. } => (TriggerOperation::Upsert, document.clone()),
             WriteOp::Delete { .. } => {
-                return Err(ScriptError::Failed("a post-trigger runs after a create, replace or upsert".into()));
+                return Err(ScriptError::Failed(ScriptFailure::TriggerOnDelete));
             }
         };
         let invocation = Invocation::PostTrigger { operation, document };

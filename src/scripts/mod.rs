@@ -6,8 +6,9 @@
 //! transactional batch. Both are a [`ScriptExecutor`], so the handlers never know which ran.
 
 pub mod engine;
-mod in_process;
-mod server_side;
+pub(crate) mod failure;
+pub(crate) mod in_process;
+pub(crate) mod server_side;
 
 use std::sync::LazyLock;
 
@@ -18,8 +19,9 @@ use serde_json::Value;
 
 use crate::cosmos::{Container, StoreError, WriteOp};
 
-pub use in_process::{FENCE_ID, InProcessScripts};
-pub use server_side::{ScriptCredential, ScriptsSetupError, ServerSideScripts};
+pub(crate) use failure::ScriptFailure;
+pub(crate) use in_process::InProcessScripts;
+pub(crate) use server_side::{ScriptCredential, ServerSideScripts};
 
 /// The message a `truncateFeed` refusal starts with: the post is older than the newest 100.
 pub const NOT_AMONG_NEWEST: &str = "notAmongNewest";
@@ -78,7 +80,7 @@ impl StoredProcedure {
     }
 
     /// The container the procedure is registered on.
-    pub fn container(self) -> Container {
+    pub(crate) fn container(self) -> Container {
         match self {
             Self::CreateComment
             | Self::CreateLike
@@ -165,9 +167,10 @@ pub enum ScriptError {
     /// twice at once, committed first, so this one wrote nothing. The message is the script's.
     #[error("the script threw: {0}")]
     InProgress(String),
-    /// The script could not run to its end (time, memory, engine failure).
-    #[error("the script failed: {0}")]
-    Failed(String),
+    /// The script could not run to its end (time, memory, engine failure), or answered what its
+    /// caller does not know: which, with its data.
+    #[error("the script failed")]
+    Failed(#[from] ScriptFailure),
     /// The script kept conflicting with concurrent writers and was given up.
     #[error("the script conflicted with concurrent writes too often")]
     Contention,
@@ -223,7 +226,7 @@ impl dyn ScriptExecutor {
         let args = match serde_json::to_value(args) {
             Ok(Value::Array(args)) => args,
             Ok(single) => vec![single],
-            Err(error) => return Err(ScriptError::Failed(format!("arguments do not serialize: {error}"))),
+            Err(source) => return Err(ScriptError::Failed(ScriptFailure::NotSerializable { what: "the arguments", source })),
         };
         self.execute_json(procedure, partition_key, args).await
     }
@@ -240,8 +243,9 @@ pub(crate) enum CounterOutcome<T> {
 }
 
 impl<T: DeserializeOwned> CounterOutcome<T> {
-    pub(crate) fn from_body(body: Value) -> Result<Self, ScriptError> {
-        let unexpected = || ScriptError::Failed(format!("unexpected script response: {body}"));
+    pub(crate) fn from_body(procedure: StoredProcedure, body: Value) -> Result<Self, ScriptError> {
+        let unexpected =
+            || ScriptError::Failed(ScriptFailure::Answered { script: procedure.name(), post_id: None, answer: body.to_string() });
         match body.get("outcome").and_then(Value::as_str) {
             Some("created") => {
                 let item = body.get("item").cloned().ok_or_else(unexpected)?;
@@ -277,8 +281,9 @@ pub(crate) enum DeleteOutcome {
 }
 
 impl DeleteOutcome {
-    pub(crate) fn from_body(body: Value) -> Result<Self, ScriptError> {
-        let unexpected = || ScriptError::Failed(format!("unexpected script response: {body}"));
+    pub(crate) fn from_body(procedure: StoredProcedure, body: Value) -> Result<Self, ScriptError> {
+        let unexpected =
+            || ScriptError::Failed(ScriptFailure::Answered { script: procedure.name(), post_id: None, answer: body.to_string() });
         let flag = |name: &str| body.get(name).and_then(Value::as_bool);
         match body.get("outcome").and_then(Value::as_str) {
             // (deleteLike and deleteComment delete in one piece, so they send no counts.)

@@ -18,7 +18,7 @@ use base64::Engine as _;
 use reqwest::{Method, StatusCode, Url};
 use serde_json::Value;
 
-use super::{PostTrigger, ScriptError, ScriptExecutor, StoredProcedure};
+use super::{PostTrigger, ScriptError, ScriptExecutor, ScriptFailure, StoredProcedure};
 use crate::cosmos::{Container, Meter, Scope, StoreError, WriteOp};
 
 /// The REST API version the requests are written against.
@@ -153,13 +153,13 @@ impl ServerSideScripts {
         match &self.credential {
             ScriptCredential::Key(key) => {
                 Self::master_key_authorization(call.method.as_str(), call.resource_type, &call.resource.join("/"), date, key)
-                    .map_err(|error| ScriptError::Failed(error.to_string()))
+                    .map_err(|error| ScriptError::Failed(ScriptFailure::Key(error)))
             }
             ScriptCredential::Entra(credential) => {
                 let token = credential
                     .get_token(&[ENTRA_SCOPE], None)
                     .await
-                    .map_err(|error| ScriptError::Failed(format!("no Entra ID token for Cosmos DB: {error}")))?;
+                    .map_err(|error| ScriptError::Failed(ScriptFailure::NoToken(error)))?;
                 Ok(url_encode(&format!("type=aad&ver=1.0&sig={}", token.token.secret())))
             }
         }
@@ -240,7 +240,7 @@ impl ServerSideScripts {
         count(0.0);
         match outcome {
             Ok(Ok(answer)) => Ok(answer),
-            Ok(Err(error)) => Err(ScriptError::Failed(format!("Cosmos DB did not answer: {}", error.without_url()))),
+            Ok(Err(error)) => Err(ScriptError::Failed(ScriptFailure::NoAnswer(error.without_url()))),
             Err(_) => Err(StoreError::Timeout.into()),
         }
     }
@@ -278,8 +278,8 @@ impl ScriptExecutor for ServerSideScripts {
         partition_key: &str,
         args: Vec<Value>,
     ) -> Result<Value, ScriptError> {
-        let body =
-            serde_json::to_vec(&args).map_err(|error| ScriptError::Failed(format!("arguments do not serialize: {error}")))?;
+        let body = serde_json::to_vec(&args)
+            .map_err(|source| ScriptError::Failed(ScriptFailure::NotSerializable { what: "the arguments", source }))?;
         let call = Call {
             method: Method::POST,
             resource_type: "sprocs",
@@ -296,7 +296,7 @@ impl ScriptExecutor for ServerSideScripts {
             return Ok(Value::Null);
         }
         serde_json::from_slice(&body)
-            .map_err(|error| ScriptError::Failed(format!("{} answered a body that is not JSON: {error}", procedure.name())))
+            .map_err(|source| ScriptError::Failed(ScriptFailure::BodyNotJson { script: procedure.name().to_owned(), source }))
     }
 
     async fn write_with_trigger(&self, trigger: PostTrigger, partition_key: &str, write: WriteOp) -> Result<(), ScriptError> {
@@ -311,14 +311,14 @@ impl ScriptExecutor for ServerSideScripts {
             WriteOp::Replace { id, document, if_match } => (Method::PUT, Some(id), document, if_match),
             // As in `InProcessScripts`: Cosmos DB runs a post-trigger after these three only.
             WriteOp::Delete { .. } => {
-                return Err(ScriptError::Failed("a post-trigger runs after a create, replace or upsert".into()));
+                return Err(ScriptError::Failed(ScriptFailure::TriggerOnDelete));
             }
         };
         headers.extend(if_match.map(|etag| ("if-match", etag)));
         let mut resource = vec!["dbs", &self.database, "colls", script.container.name()];
         resource.extend(id.as_deref().map(|id| ["docs", id]).into_iter().flatten());
         let body = serde_json::to_vec(&document)
-            .map_err(|error| ScriptError::Failed(format!("the item does not serialize: {error}")))?;
+            .map_err(|source| ScriptError::Failed(ScriptFailure::NotSerializable { what: "the item", source }))?;
         let call = Call {
             method,
             resource_type: "docs",
@@ -347,9 +347,9 @@ fn failure(answer: &Answer) -> ScriptError {
         // A script's throw: its kind from the substatus (the number it threw with), as in process.
         400 => match thrown_message(body) {
             Some(message) => ScriptError::thrown(substatus, message),
-            None => ScriptError::Failed(format!("Cosmos DB answered {status}: {}", cosmos_message(body))),
+            None => ScriptError::Failed(ScriptFailure::Refused { status: status.as_u16(), message: cosmos_message(body) }),
         },
-        _ => ScriptError::Failed(format!("Cosmos DB answered {status}: {}", cosmos_message(body))),
+        _ => ScriptError::Failed(ScriptFailure::Refused { status: status.as_u16(), message: cosmos_message(body) }),
     }
 }
 

@@ -21,10 +21,10 @@ tokio::task_local! {
 /// C1 stopped, as if the process had died after the step.
 #[derive(Debug, thiserror::Error)]
 #[error("crashed after {0:?}")]
-pub struct Crashed(pub Step);
+pub(crate) struct Crashed(pub Step);
 
 /// `Err`, as if the process had died, when the test asked to stop after `step`.
-pub fn after(step: Step) -> Result<(), Crashed> {
+pub(crate) fn after(step: Step) -> Result<(), Crashed> {
     match CRASH_AFTER.try_with(|stop| *stop == step) {
         Ok(true) => Err(Crashed(step)),
         _ => Ok(()),

@@ -9,19 +9,22 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::config::{AuthMode, Backend, ChangeFeedMode, Config, DEFAULT_MAX_IN_FLIGHT, ScriptsMode};
-pub use crate::cosmos::{FaultyDisk, ReleaseOnDrop, SdkFaults};
+pub use crate::cosmos::embedded::{
+    emulator::SdkFaults,
+    faulty_disk::{FaultyDisk, ReleaseOnDrop},
+};
 use crate::cosmos::{Store, StoreError};
 pub use azure_data_cosmos::fault_injection::{self as sdk_faults, FaultInjectionRule};
 
 /// The variable that stops `handler export` and `handler import` as a kill would
 /// ([`kill_after`]), in a test's run of the binary.
-pub const KILL_AFTER: &str = "BLOG_TEST_KILL_AFTER";
+pub(crate) const KILL_AFTER: &str = "BLOG_TEST_KILL_AFTER";
 
 /// Ends the process at once, as `kill -9` would (no destructor runs, no buffer is flushed),
 /// once `done` reaches [`KILL_AFTER`]: `handler export` calls it after each item or picture it
 /// writes to its file, `handler import` after each it writes into the store, so that a test
 /// stops either at a known place instead of by timing.
-pub fn kill_after(done: usize) {
+pub(crate) fn kill_after(done: usize) {
     static AT: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
     if AT.get_or_init(|| std::env::var(KILL_AFTER).ok().and_then(|at| at.parse().ok())).is_some_and(|at| done >= at) {
         std::process::abort();

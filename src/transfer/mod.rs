@@ -36,9 +36,9 @@
 //! (`files`).
 
 mod check;
-mod export;
-mod files;
-mod import;
+pub(crate) mod export;
+pub(crate) mod files;
+pub(crate) mod import;
 
 use crate::changefeed::FeedError;
 use crate::cosmos::StoreError;
@@ -47,9 +47,6 @@ use crate::model::{Comment, Like, Post, User};
 use crate::pictures::PictureStoreError;
 
 pub(crate) use check::check_unsealed;
-pub use export::export;
-pub use files::{PartialFile, Spooled};
-pub use import::{ImportProgress, import};
 
 /// The header line's format name and version.
 const FORMAT: &str = "cosmos-blog";

@@ -20,7 +20,7 @@
 //!
 //! A row's checksum cannot see a row that is not there: a row deleted, or the table emptied, is
 //! seen by the tallies each commit keeps of every partition and container
-//! ([`super::database::Tally`]), checked at start against the rows, to which each row
+//! (`database::tally::Tally`), checked at start against the rows, to which each row
 //! contributes a hash of its key and this checksum.
 //!
 //! What neither catches: a change to the WAL (`blog.sqlite-wal`) before it is checkpointed,

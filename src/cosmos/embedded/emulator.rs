@@ -212,7 +212,7 @@ fn join(done: Option<Result<Result<(), StoreError>, tokio::task::JoinError>>) ->
     match done {
         None => Ok(()),
         Some(Ok(outcome)) => outcome,
-        Some(Err(error)) => Err(StoreError::Unfinished(format!("loading the embedded store failed: {error}"))),
+        Some(Err(source)) => Err(StoreError::TaskDied { work: "the load of the embedded store", source }),
     }
 }
 

@@ -144,7 +144,7 @@ impl Durability {
             outcome.map_err(Refused::into_store_error)
         })
         .await
-        .map_err(|error| StoreError::Unfinished(format!("the write's commit did not finish: {error}")))?
+        .map_err(|source| StoreError::TaskDied { work: "the write's commit", source })?
     }
 
     /// Puts the items of a refused write back as the database holds them; the caller still
@@ -267,7 +267,7 @@ impl Durability {
         let durability = self.clone();
         tokio::task::spawn_blocking(move || read(&durability))
             .await
-            .map_err(|error| StoreError::Unfinished(format!("a read of the database did not finish: {error}")))?
+            .map_err(|source| StoreError::TaskDied { work: "a read of the database", source })?
     }
 
     /// The items `ids` of the partition as the database holds them (`None`: absent or deleted),

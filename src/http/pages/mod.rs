@@ -17,7 +17,7 @@
 pub(crate) mod atom;
 mod extractors;
 pub(crate) mod feed;
-mod forms;
+pub(crate) mod forms;
 pub(crate) mod multipart;
 pub(crate) mod posts;
 pub(crate) mod session;
@@ -40,7 +40,6 @@ pub(crate) use self::extractors::{ChosenPicture, Form, FormWithPicture, PageIds,
 pub(crate) use self::forms::Draft;
 pub(crate) use self::forms::Field;
 pub(crate) use self::forms::Refusal;
-pub use self::forms::{SENT_BEFORE, SIGNED_OUT};
 pub(crate) use self::forms::{form, form_with, one_time_key, submit};
 use super::auth::page_viewer;
 use super::error::ApiError;

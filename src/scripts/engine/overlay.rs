@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Invocation, Limits, Partition, PartitionReader, Reads};
 use crate::cosmos::{PageRequest, StoreError, WriteOp};
-use crate::scripts::ScriptError;
+use crate::scripts::{ScriptError, ScriptFailure};
 
 /// The system properties Cosmos DB sets on every document; a write's own are ignored.
 const SYSTEM_PROPERTIES: [&str; 5] = ["_rid", "_self", "_etag", "_ts", "_attachments"];
@@ -119,7 +119,7 @@ impl State {
                 self.failure = Some(ScriptError::Thrown(message));
                 return json!({"stop": "aborted"}).to_string();
             }
-            other => Err(ScriptError::Failed(format!("unknown operation {other}"))),
+            other => Err(ScriptError::Failed(ScriptFailure::UnknownOperation { operation: other.to_owned() })),
         };
         let reply = match outcome {
             Ok(Reply::NotAccepted) => json!({"accepted": false}),

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::overlay::State;
 use super::{Invocation, Limits, Partition, PartitionReader, Run, ScriptOutcome, TriggerOperation};
-use crate::scripts::ScriptError;
+use crate::scripts::{ScriptError, ScriptFailure};
 
 const SERVER_API: &str = include_str!("server_api.js");
 
@@ -36,7 +36,7 @@ pub fn run(
     // A timeout, an abort or a store failure wins over what the script did afterwards (it may
     // have caught the exception that stopped it).
     let result = if timed_out.get() {
-        Err(ScriptError::Failed(format!("the script did not finish within {:?}", limits.max_duration)))
+        Err(ScriptError::Failed(ScriptFailure::DidNotFinish { limit: limits.max_duration }))
     } else if let Some(failure) = state.failure.take() {
         Err(failure)
     } else {
@@ -54,7 +54,7 @@ fn execute(
     limits: &Limits,
     timed_out: &Rc<Cell<bool>>,
 ) -> Result<Value, ScriptError> {
-    let internal = |error: rquickjs::Error| ScriptError::Failed(format!("the script engine failed: {error}"));
+    let internal = |error: rquickjs::Error| ScriptError::Failed(ScriptFailure::Engine(error));
     let runtime = Runtime::new().map_err(internal)?;
     runtime.set_memory_limit(limits.max_memory_bytes);
     runtime.set_max_stack_size(MAX_STACK_BYTES);
@@ -79,7 +79,7 @@ fn execute(
 }
 
 fn out_of_memory(limits: &Limits) -> ScriptError {
-    ScriptError::Failed(format!("the script ran out of memory (limit {} bytes)", limits.max_memory_bytes))
+    ScriptError::Failed(ScriptFailure::OutOfMemory { limit_bytes: limits.max_memory_bytes })
 }
 
 enum Failure {
@@ -135,7 +135,7 @@ fn call(
         let syntax = exception.as_object().and_then(|error| error.get::<_, String>("name").ok());
         return Err(match (error, syntax.as_deref()) {
             (rquickjs::Error::Exception, Some("SyntaxError")) => {
-                Failure::Script(ScriptError::Failed(format!("the script does not compile: {}", describe(&exception))))
+                Failure::Script(ScriptError::Failed(ScriptFailure::DoesNotCompile { message: describe(&exception) }))
             }
             (rquickjs::Error::Exception, _) => Failure::exception(&exception),
             (other, _) => fail(other),
@@ -143,7 +143,7 @@ fn call(
     }
     let entry: JsValue = ctx.globals().get(function_name).map_err(fail)?;
     if !entry.is_function() {
-        return Err(Failure::Script(ScriptError::Failed(format!("the script defines no function named '{function_name}'"))));
+        return Err(Failure::Script(ScriptError::Failed(ScriptFailure::NoFunction { function: function_name.to_owned() })));
     }
     let invoke: Function = api.get("invoke").map_err(fail)?;
     let drain: Function = api.get("drain").map_err(fail)?;
@@ -157,8 +157,9 @@ fn call(
     let body: Function = api.get("body").map_err(fail)?;
     match body.call::<_, Option<String>>(()).map_err(fail)? {
         None => Ok(Value::Null),
-        Some(text) => serde_json::from_str(&text)
-            .map_err(|error| Failure::Script(ScriptError::Failed(format!("the response body is not JSON: {error}")))),
+        Some(text) => serde_json::from_str(&text).map_err(|source| {
+            Failure::Script(ScriptError::Failed(ScriptFailure::BodyNotJson { script: function_name.to_owned(), source }))
+        }),
     }
 }
 

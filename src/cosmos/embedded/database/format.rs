@@ -1,0 +1,275 @@
+//! The database file as it lies on disk: the schema a new file is made with, its version and
+//! the upgrade of an older one in place, a row as read back and the checksum it must match, and
+//! [`Damage`], what makes a file unusable as this store's. What a file holds is decided here
+//! alone, so that a change of format is one module's.
+
+use std::path::Path;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+
+use super::super::checksum;
+use super::Database;
+use super::tally::{digest_key, items_key, retally};
+use crate::cosmos::{Container, StoreError};
+
+/// Marks the file as this store's (`PRAGMA application_id`), so that another SQLite file put
+/// in its place is refused instead of written to.
+const APPLICATION_ID: i32 = 0x424c_4f47;
+
+/// The schema a new database is created with: each item once, with the [`checksum`] of its
+/// row (`sum`), and the store's numbers (the last write's, the import's marker).
+pub(super) const SCHEMA: &str = "
+    CREATE TABLE items (
+        container TEXT NOT NULL,
+        pk TEXT NOT NULL,
+        id TEXT NOT NULL,
+        doc TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        expires INTEGER,
+        sum INTEGER NOT NULL,
+        PRIMARY KEY (container, pk, id)
+    ) WITHOUT ROWID;
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+";
+/// The items that expire, by when: what the sweep of expired request records reads, which are
+/// in the database only (`embedded::mod`). An index beside the schema, not part of it: made at
+/// any start where it is missing (a file written before it, in a moment), and a handler that
+/// does not know it keeps it up to date as SQLite keeps any index.
+pub(super) const EXPIRING: &str = "CREATE INDEX IF NOT EXISTS items_expiring ON items (expires) WHERE expires IS NOT NULL;";
+
+/// The tallies' table, kept by every commit ([`Tally`]): one row per partition that holds items.
+pub(super) const PARTITIONS: &str = "
+    CREATE TABLE IF NOT EXISTS partitions (
+        container TEXT NOT NULL,
+        pk TEXT NOT NULL,
+        items INTEGER NOT NULL,
+        digest INTEGER NOT NULL,
+        PRIMARY KEY (container, pk)
+    ) WITHOUT ROWID;
+";
+/// The schema's version, in `PRAGMA user_version`: 0 before items carried their checksum, 1
+/// before partitions and containers carried their [`Tally`], 2 since (upgraded in place at the
+/// first start, see [`upgrade`]).
+pub(super) const SCHEMA_VERSION: i64 = 2;
+/// The meta key of an unfinished repair ([`super::super::repair`]): recorded with the repair of the
+/// rows, removed once the names and copies are made again; a start refuses while it is there.
+pub(crate) const REPAIR_PENDING: &str = "repair_pending";
+
+/// A live item as loaded at start-up.
+#[derive(Clone)]
+pub(crate) struct Row {
+    pub container: Container,
+    pub partition_key: String,
+    pub id: String,
+    pub doc: String,
+    pub seq: u64,
+    pub expires: Option<u64>,
+}
+
+impl Row {
+    /// The row that `row`'s first six columns hold: container, partition key, id, document,
+    /// write number, expiry.
+    pub(super) fn read(path: &Path, row: &rusqlite::Row) -> Result<Row, StoreError> {
+        let failed = |error| damaged(path, error);
+        let name: String = row.get(0).map_err(failed)?;
+        Ok(Row {
+            container: container_named(path, &name)?,
+            partition_key: row.get(1).map_err(failed)?,
+            id: row.get(2).map_err(failed)?,
+            doc: row.get(3).map_err(failed)?,
+            seq: row.get(4).map_err(failed)?,
+            expires: row.get(5).map_err(failed)?,
+        })
+    }
+
+    /// The [`checksum`] of everything the row holds.
+    pub(super) fn checksum(&self) -> u32 {
+        checksum::of_row(self.container, &self.partition_key, &self.id, &self.doc, self.seq, self.expires)
+    }
+
+    /// The row, if it matches `sum`, the checksum stored with it; refused, naming it, if not.
+    pub(super) fn verified(self, path: &Path, sum: u32) -> Result<Row, StoreError> {
+        if self.checksum() == sum {
+            Ok(self)
+        } else {
+            let (path, found) = (path.to_owned(), self.checksum());
+            Err(StoreError::ChecksumMismatch {
+                path,
+                container: self.container,
+                partition_key: self.partition_key,
+                id: self.id,
+                expected: sum,
+                found,
+            })
+        }
+    }
+}
+
+/// What makes a database file unusable as this store's: the cause of [`StoreError::Damaged`].
+#[derive(Debug, thiserror::Error)]
+pub enum Damage {
+    /// SQLite refused to open, read or write it.
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    /// `PRAGMA quick_check` found damage.
+    #[error("PRAGMA quick_check: {verdict}")]
+    FailedCheck {
+        /// Its first finding.
+        verdict: String,
+    },
+    /// The file refused WAL mode, which the store's durability relies on.
+    #[error("the database refused WAL mode (it is in {mode} mode)")]
+    NotWal {
+        /// The mode it stayed in.
+        mode: String,
+    },
+    /// The file is another application's.
+    #[error("its application id is {application:#x}, not this store's")]
+    OtherApplication {
+        /// The id it holds.
+        application: i32,
+    },
+    /// A row names a container the store does not have.
+    #[error("an item names an unknown container {name:?}")]
+    UnknownContainer {
+        /// The name it holds.
+        name: String,
+    },
+    /// A row written by a write the file does not record having numbered.
+    #[error(
+        "the item {id:?} of {} was written by write {seq}, after the last write the file records ({last_seq})",
+        container.name()
+    )]
+    WrittenAfterLast {
+        /// The row's container.
+        container: Container,
+        /// Its id.
+        id: String,
+        /// The write that wrote it.
+        seq: u64,
+        /// The last write the file records.
+        last_seq: u64,
+    },
+}
+
+/// [`StoreError::Damaged`]: `path` cannot be used, for `damage`.
+pub(super) fn damaged(path: &Path, damage: impl Into<Damage>) -> StoreError {
+    StoreError::Damaged { path: path.to_owned(), damage: damage.into() }
+}
+
+/// Checks every page of the database (a damaged file is refused, not half loaded). What a row
+/// holds is checked by its checksum, as it is read.
+pub(super) fn check(path: &Path, connection: &Connection) -> Result<(), StoreError> {
+    let verdict: String =
+        connection.query_row("PRAGMA quick_check(1)", [], |row| row.get(0)).map_err(|error| damaged(path, error))?;
+    if verdict != "ok" {
+        return Err(damaged(path, Damage::FailedCheck { verdict }));
+    }
+    Ok(())
+}
+
+/// Brings a database written by an earlier handler to [`SCHEMA_VERSION`], in place, in one
+/// transaction: a crash leaves it as it was, and the next start upgrades it again. Before
+/// version 1 items carried no checksum: each is given the checksum of what it holds now (the
+/// file passed `quick_check` just before; what a row held before this start cannot be known).
+/// Before version 2 nothing recorded how many items there were: the tallies are made from the
+/// rows there now, for the same reason.
+pub(super) fn upgrade(path: &Path, connection: &mut Connection) -> Result<(), StoreError> {
+    let failed = |error| damaged(path, error);
+    let version: i64 = connection.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(failed)?;
+    match version {
+        SCHEMA_VERSION => return Ok(()),
+        0 | 1 => {}
+        newer => return Err(StoreError::NewerSchema { path: path.to_owned(), version: newer, known: SCHEMA_VERSION }),
+    }
+    let started = std::time::Instant::now();
+    let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(failed)?;
+    if version == 0 {
+        add_checksums(path, &transaction)?;
+    }
+    transaction.execute_batch(PARTITIONS).map_err(failed)?;
+    transaction
+        .execute("INSERT INTO meta (key, value) VALUES ('last_seq', 0) ON CONFLICT (key) DO NOTHING", [])
+        .map_err(failed)?;
+    let items = retally(path, &transaction)?;
+    transaction.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}")).map_err(failed)?;
+    transaction.commit().map_err(failed)?;
+    tracing::info!(
+        path = %path.display(),
+        from = version,
+        items,
+        seconds = started.elapsed().as_secs_f64(),
+        "the database was upgraded: each item carries a checksum, and each partition a count and digest of its items"
+    );
+    Ok(())
+}
+
+/// Version 0 to 1: each item given the checksum of what it holds.
+fn add_checksums(path: &Path, transaction: &rusqlite::Transaction) -> Result<(), StoreError> {
+    let failed = |error| damaged(path, error);
+    transaction.execute_batch("ALTER TABLE items ADD COLUMN sum INTEGER NOT NULL DEFAULT 0").map_err(failed)?;
+    // The keys and checksums first, then the updates: a table is not changed under a cursor
+    // that walks it.
+    let sums = {
+        let mut select = transaction.prepare("SELECT container, pk, id, doc, seq, expires FROM items").map_err(failed)?;
+        let mut rows = select.query([]).map_err(failed)?;
+        let mut sums = Vec::new();
+        while let Some(row) = rows.next().map_err(failed)? {
+            let row = Row::read(path, row)?;
+            let sum = row.checksum();
+            sums.push((row.container, row.partition_key, row.id, sum));
+        }
+        sums
+    };
+    let mut update =
+        transaction.prepare("UPDATE items SET sum = ?4 WHERE container = ?1 AND pk = ?2 AND id = ?3").map_err(failed)?;
+    for (container, partition_key, id, sum) in &sums {
+        update.execute(params![container.name(), partition_key, id, sum]).map_err(failed)?;
+    }
+    Ok(())
+}
+
+pub(super) fn container_named(path: &Path, name: &str) -> Result<Container, StoreError> {
+    Container::ALL
+        .into_iter()
+        .find(|container| container.name() == name)
+        .ok_or_else(|| damaged(path, Damage::UnknownContainer { name: name.to_owned() }))
+}
+
+/// A meta value, `None` if its row is not there.
+pub(super) fn meta(connection: &Connection, key: &str) -> rusqlite::Result<Option<i64>> {
+    connection.query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| row.get(0)).optional()
+}
+
+impl Database {
+    pub(super) fn connect(path: &Path) -> Result<Connection, Damage> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let connection = Connection::open_with_flags(path, flags)?;
+        let mode: String = connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(Damage::NotWal { mode });
+        }
+        connection.execute_batch("PRAGMA synchronous = FULL")?;
+        let application: i32 = connection.query_row("PRAGMA application_id", [], |row| row.get(0))?;
+        let tables: i64 = connection.query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))?;
+        if application != APPLICATION_ID && (application != 0 || tables != 0) {
+            return Err(Damage::OtherApplication { application });
+        }
+        if tables == 0 {
+            // A new file: its id, schema and version in one transaction, so that a crash leaves
+            // a file that is new again, never one half made.
+            // Its tallies too, all zero: a database without them was changed outside the handler.
+            let tallies: String = Container::ALL
+                .into_iter()
+                .map(|container| {
+                    format!("INSERT INTO meta VALUES ('{}', 0), ('{}', 0);", items_key(container), digest_key(container))
+                })
+                .collect();
+            connection.execute_batch(&format!(
+                "BEGIN IMMEDIATE; PRAGMA application_id = {APPLICATION_ID}; {SCHEMA} {PARTITIONS} \
+                 INSERT INTO meta VALUES ('last_seq', 0); {tallies} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+            ))?;
+        }
+        Ok(connection)
+    }
+}

@@ -1,0 +1,158 @@
+//! Opening the database and reading it at start: the directory's lock, the file's checks and
+//! upgrade, the rows a page at a time (each verified, and counted into the tallies the start
+//! then compares), and the one-time import of an older data directory's rows.
+
+use std::fs::OpenOptions;
+use std::path::Path;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::format::{Damage, EXPIRING, REPAIR_PENDING, Row, check, damaged, meta, upgrade};
+use super::incomplete::{check_meta, compare_tallies};
+use super::tally::{Found, retally};
+use super::{Database, FILE, LOCK, Opening};
+use crate::cosmos::StoreError;
+
+impl Database {
+    /// Opens (or creates) the database in `dir`, refusing a damaged one. Takes the directory's
+    /// lock: one process per data directory.
+    pub(crate) fn open(dir: &Path, opening: Opening) -> Result<(Database, Connection), StoreError> {
+        let io = |error| StoreError::io(format!("cannot open the data directory {}", dir.display()), error);
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let lock = OpenOptions::new().create(true).truncate(false).write(true).open(dir.join(LOCK)).map_err(io)?;
+        lock.try_lock().map_err(|error| match error {
+            std::fs::TryLockError::WouldBlock => StoreError::InUse { dir: dir.to_owned() },
+            std::fs::TryLockError::Error(error) => {
+                StoreError::io(format!("cannot lock the data directory {}", dir.display()), error)
+            }
+        })?;
+        let path = dir.join(FILE);
+        let mut connection = Self::connect(&path).map_err(|error| damaged(&path, error))?;
+        check(&path, &connection)?;
+        upgrade(&path, &mut connection)?;
+        connection.execute_batch(EXPIRING).map_err(|error| damaged(&path, error))?;
+        if opening == Opening::Serve {
+            if meta(&connection, REPAIR_PENDING).map_err(|error| damaged(&path, error))?.is_some() {
+                return Err(StoreError::RepairUnfinished { path, dir: dir.to_owned() });
+            }
+            check_meta(&path, &connection)?;
+        }
+        if opening == Opening::Repair {
+            // The write number deleted with the rest of `meta`: the last write any row holds, so
+            // that the rows are not refused as written after it (a change-feed position beyond
+            // it is still refused, with what to do).
+            connection
+                .execute(
+                    "INSERT INTO meta (key, value) SELECT 'last_seq', coalesce(max(seq), 0) FROM items WHERE true
+                     ON CONFLICT (key) DO NOTHING",
+                    [],
+                )
+                .map_err(|error| damaged(&path, error))?;
+        }
+        let reader = Self::connect(&path).map_err(|error| damaged(&path, error))?;
+        let last_seq: u64 = connection
+            // Read as u64: rusqlite refuses a negative value (IntegralValueOutOfRange), which an
+            // edited database could hold, instead of wrapping it into a huge write number.
+            .query_row("SELECT value FROM meta WHERE key = 'last_seq'", [], |row| row.get::<_, u64>(0))
+            .optional()
+            .map_err(|error| damaged(&path, error))?
+            .unwrap_or(0);
+        let database = Database {
+            path,
+            messages: None,
+            writer: None,
+            last_seq: Mutex::new(last_seq),
+            settled: Arc::new(AtomicU64::new(last_seq)),
+            reader: Mutex::new(reader),
+            opening,
+            found: Mutex::new(Found::default()),
+            _lock: lock,
+        };
+        Ok((database, connection))
+    }
+
+    /// At most `limit` live items after `after` (container, partition key, id) in key order:
+    /// start-up reads the items a page at a time, while the pages before load.
+    pub(crate) fn page(&self, connection: &Connection, after: Option<&Row>, limit: usize) -> Result<Vec<Row>, StoreError> {
+        let failed = |error: rusqlite::Error| damaged(&self.path, error);
+        let mut statement = connection
+            .prepare_cached(
+                "SELECT container, pk, id, doc, seq, expires, sum FROM items WHERE (container, pk, id) > (?1, ?2, ?3)
+                 ORDER BY container, pk, id LIMIT ?4",
+            )
+            .map_err(failed)?;
+        let last_seq = self.last_seq();
+        let start = after.map_or(("", "", ""), |row| (row.container.name(), row.partition_key.as_str(), row.id.as_str()));
+        let mut rows = statement.query(params![start.0, start.1, start.2, limit as i64]).map_err(failed)?;
+        let mut page = Vec::with_capacity(limit);
+        while let Some(row) = rows.next().map_err(failed)? {
+            let sum = row.get(6).map_err(failed)?;
+            let row = Row::read(&self.path, row)?.verified(&self.path, sum)?;
+            self.found.lock().expect("never poisoned").add(&row, sum);
+            if row.seq > last_seq {
+                let damage = Damage::WrittenAfterLast { container: row.container, id: row.id, seq: row.seq, last_seq };
+                return Err(damaged(&self.path, damage));
+            }
+            page.push(row);
+        }
+        Ok(page)
+    }
+
+    /// Compares the tallies of every row the start read ([`Database::page`], which must have read
+    /// them all, as the load does) with those recorded: refused, naming what is missing, unless
+    /// they agree. Not for a repair, whose rows it makes whole itself.
+    pub(crate) fn check_loaded(&self, connection: &Connection) -> Result<(), StoreError> {
+        if self.opening == Opening::Repair {
+            return Ok(());
+        }
+        let found = {
+            let mut found = self.found.lock().expect("never poisoned");
+            found.flush();
+            std::mem::take(&mut found.tallies)
+        };
+        compare_tallies(&self.path, connection, &found)
+    }
+}
+
+/// Puts `rows` into the database in one transaction, numbering after `last_seq`, and records
+/// `marker` in its meta table (the one-time import of an older data directory).
+pub(crate) fn import(
+    path: &Path,
+    connection: &mut Connection,
+    rows: &[Row],
+    last_seq: u64,
+    marker: &str,
+) -> Result<(), StoreError> {
+    let failed = |error| damaged(path, error);
+    let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(failed)?;
+    {
+        let mut insert = transaction
+            .prepare(
+                "INSERT OR REPLACE INTO items (container, pk, id, doc, seq, expires, sum) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .map_err(failed)?;
+        for row in rows {
+            insert
+                .execute(params![row.container.name(), row.partition_key, row.id, row.doc, row.seq, row.expires, row.checksum()])
+                .map_err(failed)?;
+        }
+        let mut meta = transaction.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)").map_err(failed)?;
+        meta.execute(params!["last_seq", last_seq]).map_err(failed)?;
+        meta.execute(params![marker, 1]).map_err(failed)?;
+    }
+    retally(path, &transaction)?;
+    transaction.commit().map_err(failed)
+}
+
+/// Whether `marker` was recorded by [`import`].
+pub(crate) fn has_marker(connection: &Connection, marker: &str) -> rusqlite::Result<bool> {
+    connection.query_row("SELECT count(*) FROM meta WHERE key = ?1", [marker], |row| row.get::<_, i64>(0)).map(|count| count > 0)
+}
+
+/// Whether the database holds any item or write.
+pub(crate) fn is_empty(connection: &Connection) -> rusqlite::Result<bool> {
+    let items: i64 = connection.query_row("SELECT count(*) FROM (SELECT 1 FROM items LIMIT 1)", [], |row| row.get(0))?;
+    Ok(items == 0 && meta(connection, "last_seq")?.unwrap_or(0) == 0)
+}

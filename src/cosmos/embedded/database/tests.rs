@@ -1,0 +1,290 @@
+//! The database's own tests: the tallies kept and checked, each refusal of a row or a file as
+//! what it is, and what the tallies cost.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use rusqlite::{Connection, params};
+
+use super::super::checksum;
+use super::format::SCHEMA_VERSION;
+use super::writer::{NoFaults, Writer};
+use super::*;
+
+/// The start's check: every row read, then compared.
+fn check_tallies(database: &Database, connection: &Connection) -> Result<(), StoreError> {
+    let mut after: Option<Row> = None;
+    loop {
+        let page = database.page(connection, after.as_ref(), 2048)?;
+        let Some(last) = page.last() else { break };
+        after = Some(Row { doc: String::new(), ..last.clone() });
+    }
+    database.check_loaded(connection)
+}
+
+/// A writer on a new database in `dir`, reporting to nobody.
+fn writer(dir: &Path) -> (Database, Writer) {
+    let (database, connection) = Database::open(dir, Opening::Serve).unwrap();
+    let writer = Writer {
+        connection,
+        faults: Arc::new(NoFaults),
+        on_commit: Box::new(|_| {}),
+        settled: Arc::new(AtomicU64::new(0)),
+        written: Arc::new(tokio::sync::Notify::new()),
+    };
+    (database, writer)
+}
+
+/// A comment in `post`'s partition, with the post's count moved: what C3 commits.
+fn comment(seq: u64, post: usize, comment: usize) -> Write {
+    let doc = |kind: &str| format!(r#"{{"type":"{kind}","postId":"p{post}","content":"{}"}}"#, "x".repeat(600));
+    Write {
+        seq,
+        container: Container::Posts,
+        partition_key: format!("p{post}"),
+        records: vec![
+            Record { id: format!("c{comment}"), doc: Some(doc("comment")), expires: None },
+            Record { id: format!("p{post}"), doc: Some(doc("post")), expires: None },
+        ],
+    }
+}
+
+/// The commit as it was before the tallies, to measure what they add.
+fn commit_untallied(connection: &mut Connection, writes: &[Write]) -> rusqlite::Result<()> {
+    let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    {
+        let mut upsert = transaction.prepare_cached(
+            "INSERT INTO items (container, pk, id, doc, seq, expires, sum) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (container, pk, id) DO UPDATE SET doc = excluded.doc, seq = excluded.seq,
+             expires = excluded.expires, sum = excluded.sum",
+        )?;
+        for write in writes {
+            for record in &write.records {
+                let doc = record.doc.as_deref().expect("upserts only");
+                let sum = checksum::of_row(write.container, &write.partition_key, &record.id, doc, write.seq, None);
+                upsert.execute(params![
+                    write.container.name(),
+                    write.partition_key,
+                    record.id,
+                    doc,
+                    write.seq,
+                    None::<u64>,
+                    sum
+                ])?;
+            }
+        }
+        let last = writes.last().map_or(0, |write| write.seq) as i64;
+        transaction
+            .prepare_cached(
+                "INSERT INTO meta (key, value) VALUES ('last_seq', ?1) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            )?
+            .execute([last])?;
+    }
+    transaction.commit()
+}
+
+#[test]
+fn the_tallies_follow_every_write_and_the_start_checks_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (database, mut writer) = writer(dir.path());
+    // The writes below are committed without being queued: the numbers they take.
+    *database.last_seq.lock().unwrap() = 100;
+    let mut seq = 0;
+    let mut next = || {
+        seq += 1;
+        seq
+    };
+    writer.commit(&[comment(next(), 1, 1), comment(next(), 1, 2), comment(next(), 2, 3)]).unwrap();
+    let delete = |seq, id: &str| Write {
+        seq,
+        container: Container::Posts,
+        partition_key: "p1".into(),
+        records: vec![Record { id: id.into(), doc: None, expires: None }],
+    };
+    writer.commit(&[delete(next(), "c1"), delete(next(), "c404")]).unwrap();
+    writer.commit(&[comment(next(), 2, 3)]).unwrap();
+    check_tallies(&database, &writer.connection).unwrap();
+    let recorded: i64 =
+        writer.connection.query_row("SELECT items FROM partitions WHERE pk = 'p1'", [], |row| row.get(0)).unwrap();
+    assert_eq!(recorded, 2, "p1 holds its post and c2");
+    writer.commit(&[delete(next(), "c2"), delete(next(), "p1")]).unwrap();
+    let partitions: i64 = writer.connection.query_row("SELECT count(*) FROM partitions", [], |row| row.get(0)).unwrap();
+    assert_eq!(partitions, 1, "a partition left empty has no tally");
+    check_tallies(&database, &writer.connection).unwrap();
+    writer.connection.execute("DELETE FROM items WHERE id = 'c3'", []).unwrap();
+    let Err(StoreError::Incomplete(incomplete)) = check_tallies(&database, &writer.connection) else {
+        panic!("a deleted row is seen")
+    };
+    assert_eq!((incomplete.discrepancies[0].recorded, incomplete.discrepancies[0].found), (2, 1));
+}
+
+/// Each refusal of a row is its own variant, with what it found: a write after the last one
+/// recorded, changed bytes (both checksums), a container the store does not have.
+#[test]
+fn a_damaged_row_is_refused_as_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let (database, mut writer) = writer(dir.path());
+    writer.commit(&[comment(1, 1, 1)]).unwrap();
+    let first_page = |database: &Database, writer: &Writer| database.page(&writer.connection, None, 10).err();
+    *database.last_seq.lock().unwrap() = 0;
+    let Some(StoreError::Damaged { path, damage: Damage::WrittenAfterLast { container, id, seq, last_seq } }) =
+        first_page(&database, &writer)
+    else {
+        panic!("a row after the last write is refused")
+    };
+    assert_eq!((path, container, id.as_str(), seq, last_seq), (database.path().to_owned(), Container::Posts, "c1", 1, 0));
+    *database.last_seq.lock().unwrap() = 1;
+    writer.connection.execute("UPDATE items SET doc = replace(doc, 'xxx', 'xxy') WHERE id = 'c1'", []).unwrap();
+    let Some(StoreError::ChecksumMismatch { container, partition_key, id, expected, found, .. }) = first_page(&database, &writer)
+    else {
+        panic!("a changed row is refused")
+    };
+    assert_eq!((container, partition_key.as_str(), id.as_str()), (Container::Posts, "p1", "c1"));
+    assert_ne!(expected, found);
+    writer.connection.execute("UPDATE items SET container = 'drafts' WHERE id = 'c1'", []).unwrap();
+    let refused = first_page(&database, &writer);
+    assert!(
+        matches!(&refused, Some(StoreError::Damaged { damage: Damage::UnknownContainer { name }, .. }) if name == "drafts"),
+        "{refused:?}"
+    );
+}
+
+/// Each refusal of the file at opening is its own variant, with what it found: the lock
+/// another process holds, a newer schema, an unfinished repair, another application's file,
+/// a file that is no database.
+#[test]
+fn a_database_that_cannot_be_opened_is_refused_as_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(FILE);
+    let (database, writer) = writer(dir.path());
+    let in_use = Database::open(dir.path(), Opening::Serve).err();
+    assert!(matches!(&in_use, Some(StoreError::InUse { dir: held }) if held == dir.path()), "{in_use:?}");
+    drop((database, writer));
+    let reopened = |sql: &str| {
+        let connection = Connection::open(&path).unwrap();
+        connection.execute_batch(sql).unwrap();
+        drop(connection);
+        Database::open(dir.path(), Opening::Serve).err()
+    };
+    let unfinished = reopened("INSERT INTO meta (key, value) VALUES ('repair_pending', 1)");
+    assert!(
+        matches!(&unfinished, Some(StoreError::RepairUnfinished { path: file, dir: held }) if *file == path && held == dir.path()),
+        "{unfinished:?}"
+    );
+    let newer = reopened("DELETE FROM meta WHERE key = 'repair_pending'; PRAGMA user_version = 7");
+    assert!(matches!(newer, Some(StoreError::NewerSchema { version: 7, known: SCHEMA_VERSION, .. })), "{newer:?}");
+    let other = reopened("PRAGMA user_version = 2; PRAGMA application_id = 5");
+    assert!(matches!(other, Some(StoreError::Damaged { damage: Damage::OtherApplication { application: 5 }, .. })), "{other:?}");
+    for leftover in ["sqlite-wal", "sqlite-shm"] {
+        std::fs::remove_file(path.with_extension(leftover)).ok();
+    }
+    std::fs::write(&path, vec![b'x'; 8192]).unwrap();
+    let garbage = Database::open(dir.path(), Opening::Serve).err();
+    let Some(StoreError::Damaged { path: named, damage: Damage::Sqlite(_) }) = &garbage else {
+        panic!("a file that is no database is refused: {garbage:?}")
+    };
+    assert_eq!(*named, path);
+    let report = crate::logging::with_causes(garbage.as_ref().unwrap());
+    assert!(report.contains("is damaged") && report.contains("file is not a database"), "{report}");
+}
+
+/// What the tallies add to a commit, against the commit before them, alternating so that the
+/// machine's load falls on both alike; and what the start's check costs against reading the
+/// rows as the start does anyway. A measurement, not a test:
+/// `cargo test --lib tallies_cost -- --ignored --nocapture` (add `--release` for figures
+/// of the shipped build).
+#[test]
+#[ignore = "a measurement"]
+fn the_tallies_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let (database, mut writer) = writer(dir.path());
+    let (posts, rows) = (5_000, 100_000);
+    let mut seq = 0;
+    let mut comments = 0;
+    while comments < rows / 2 {
+        let group: Vec<Write> = (0..1024)
+            .map(|_| {
+                seq += 1;
+                comments += 1;
+                comment(seq, comments % posts, comments)
+            })
+            .collect();
+        writer.commit(&group).unwrap();
+    }
+    measure_commits(&mut writer, &mut seq, &mut comments, posts);
+    measure_start(&database, &mut writer, seq, rows, posts);
+}
+
+/// [`the_tallies_cost`]'s commits: groups of C3 writes, alternately with the tallies and without.
+fn measure_commits(writer: &mut Writer, seq: &mut u64, comments: &mut usize, posts: usize) {
+    for (group_size, rounds) in [(1, 400), (16, 200), (256, 40)] {
+        let (mut with, mut without) = (Vec::new(), Vec::new());
+        for round in 0..rounds {
+            let group: Vec<Write> = (0..group_size)
+                .map(|_| {
+                    *seq += 1;
+                    *comments += 1;
+                    comment(*seq, *comments % posts, *comments)
+                })
+                .collect();
+            let started = std::time::Instant::now();
+            if round % 2 == 0 {
+                writer.commit(&group).unwrap();
+                with.push(started.elapsed());
+            } else {
+                commit_untallied(&mut writer.connection, &group).unwrap();
+                without.push(started.elapsed());
+            }
+        }
+        with.sort();
+        without.sort();
+        eprintln!(
+            "a group of {group_size} C3 writes ({} records): median commit {:?} with the tallies, {:?} without",
+            group_size * 2,
+            with[with.len() / 2],
+            without[without.len() / 2]
+        );
+    }
+}
+
+/// [`the_tallies_cost`]'s start: the check, against reading every row as the load does.
+fn measure_start(database: &Database, writer: &mut Writer, mut seq: u64, rows: usize, posts: usize) {
+    writer.connection.execute_batch("BEGIN; DELETE FROM items; DELETE FROM partitions; COMMIT;").unwrap();
+    let transaction = writer.connection.transaction().unwrap();
+    retally(database.path(), &transaction).unwrap();
+    transaction.commit().unwrap();
+    let mut filled = 0;
+    while filled < rows * 2 {
+        let group: Vec<Write> = (0..1024)
+            .map(|index| {
+                seq += 1;
+                filled += 2;
+                comment(seq, filled % posts, 1_000_000 + filled + index)
+            })
+            .collect();
+        writer.commit(&group).unwrap();
+    }
+    let count: i64 = writer.connection.query_row("SELECT count(*) FROM items", [], |row| row.get(0)).unwrap();
+    *database.last_seq.lock().unwrap() = seq;
+    let started = std::time::Instant::now();
+    let mut after: Option<Row> = None;
+    loop {
+        let page = database.page(&writer.connection, after.as_ref(), 2048).unwrap();
+        let Some(last) = page.last() else { break };
+        after = Some(Row { doc: String::new(), ..last.clone() });
+    }
+    let read = started.elapsed();
+    let started = std::time::Instant::now();
+    database.check_loaded(&writer.connection).unwrap();
+    let compared = started.elapsed();
+    let started = std::time::Instant::now();
+    let hashed = (0..count).fold(0u64, |sum, index| {
+        sum.wrapping_add(checksum::contribution(Container::Posts, "3c95c2ba-5e85-48c8-8358-a985301da8ed", &format!("{index}"), 7))
+    });
+    let hashing = started.elapsed();
+    eprintln!(
+        "the start at {count} rows: reading every row as the load does, tallies counted, {read:?} (their \
+         hashing alone {hashing:?}, {hashed:x}); comparing them with the recorded ones {compared:?}"
+    );
+}
