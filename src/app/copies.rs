@@ -79,6 +79,13 @@ pub(crate) enum PostRefused {
     /// A field is longer than the API lets anyone write.
     #[error("post {id}: its {field} is longer than the API allows ({max} characters)")]
     TooLong { id: Value, field: &'static str, max: usize },
+    /// Its tags are what the API refuses: each would be a copy in `tags`.
+    #[error("post {id}: its tags are not what the API allows")]
+    BadTags {
+        id: Value,
+        #[source]
+        source: model::tags::TagError,
+    },
 }
 
 impl PostVersion {
@@ -109,6 +116,9 @@ impl PostVersion {
         if let Some((field, _, max)) = fields.into_iter().find(|(_, text, max)| text.chars().count() > *max) {
             return Err(PostRefused::TooLong { id, field, max });
         }
+        if let Err(source) = model::tags::valid_tags(post.tags.clone()) {
+            return Err(PostRefused::BadTags { id, source });
+        }
         Ok(version)
     }
 
@@ -127,6 +137,7 @@ pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppRe
     futures::stream::iter(posts.iter().map(Ok))
         .try_for_each_concurrent(CONCURRENT_USER_COPIES, |post| refresh_copy(state, Target::UserPosts, post))
         .await?;
+    super::tags::copy_tags(state, posts.iter().map(|version| &version.post)).await?;
     for post in posts {
         refresh_copy(state, Target::Feed, post).await?;
     }
@@ -140,6 +151,8 @@ pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppRe
 /// its comments and likes (a DELETE that stopped early: the tombstone is written first). The change feed never
 /// delivers a deletion; it delivers the tombstone, and this is the only rule that sees it.
 pub(crate) async fn remove_post_copies(state: &AppState, post: &Post) -> AppResult<()> {
+    // First: the copy in `users` says which tags have copies, and goes below.
+    super::tags::remove_tag_copies(state, post).await?;
     for target in [Target::UserPosts, Target::Feed] {
         let delete = WriteOp::Delete { id: post.id.clone(), if_match: None };
         match state.store.execute_write(target.container(), target.partition_key(post), delete).await {
@@ -205,6 +218,12 @@ async fn refresh_copy(state: &AppState, target: Target, changed: &PostVersion) -
                 _ => return Ok(()),
             },
         };
+        // The copy in `users` carries which tags may still have copies of the post, once the
+        // tags it is replaced from are gone from it (see `super::tags`).
+        let mut copy = copy;
+        if let (Target::UserPosts, Some(found)) = (target, &existing) {
+            copy.tagged_before = model::tags::tagged_before(&found.item.tagged_before, &found.item.post.tags, &copy.post.tags);
+        }
         match write_copy(state, target, partition_key, copy, existing).await {
             Ok(()) => return Ok(()),
             Err(AppError::Store(StoreError::PreconditionFailed | StoreError::Conflict)) => continue,

@@ -30,6 +30,7 @@ const COMMENT_FIELDS: [Field; 1] = [Field {
     hint: "Markdown, as in posts. Up to 2,000 characters.",
     multiline: true,
     max_chars: MAX_COMMENT_CHARS,
+    optional: false,
 }];
 const _: () = assert!(MAX_COMMENT_CHARS == 2_000);
 
