@@ -299,3 +299,25 @@ async fn after_kill_9_during_tag_edits_the_tag_copies_converge() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
+
+/// `handler rebuild-copies` (the whole `posts` feed delivered again) makes the copies under tags
+/// again: on a store that lost them, and on one from before tags, whose posts have none.
+#[tokio::test]
+async fn rebuilding_the_copies_makes_the_tag_copies_again() {
+    let app = TestApp::start_as_host().await;
+    let alice = app.user("alice").await;
+    let body = json!({"userId": alice, "title": "Tagged", "content": "Some.", "tags": ["Rust", "Go"]});
+    let post = app.post("/api/posts", body).await.body["id"].as_str().unwrap().to_owned();
+    app.post_by(&alice, "Untagged").await;
+    assert_eq!(blog::testing::changefeed::processor::rebuild_copies(&app.state).await.unwrap(), 2);
+    let built = (under_tag(&app, "rust").await, under_tag(&app, "go").await);
+    assert_eq!((built.0.len(), built.1.len()), (1, 1));
+    for tag in ["rust", "go"] {
+        let delete = blog::testing::cosmos::WriteOp::Delete { id: post.clone(), if_match: None };
+        app.state.store.execute_write(Container::Tags, tag, delete).await.unwrap();
+    }
+    assert!(ids(&app.get(&tag_posts("rust")).await.body).is_empty());
+    assert_eq!(blog::testing::changefeed::processor::rebuild_copies(&app.state).await.unwrap(), 2);
+    assert_eq!((under_tag(&app, "rust").await, under_tag(&app, "go").await), built);
+    assert_eq!(ids(&app.get(&tag_posts("go")).await.body), vec![post]);
+}

@@ -141,6 +141,8 @@ http_functions! {
     Robots GET "robots.txt" => pages::robots,
     AtomFeed GET "feed.atom" => pages::atom::blog_feed,
     UserAtomFeed GET "users/{userId}/feed.atom" => pages::atom::user_feed,
+    TagPage GET "tags/{tag}" => pages::tags::tag_page,
+    TagAtomFeed GET "tags/{tag}/feed.atom" => pages::atom::tag_feed,
 }
 
 impl HttpFunction {

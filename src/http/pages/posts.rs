@@ -134,6 +134,7 @@ async fn render_post(
                     " · edited " (time(edited_at))
                 }
             }
+            (super::tags::tag_links(&post.tags))
             // Rendered once per view by `markdown::to_html` (`PostView::rendered`), which leaves no raw HTML of the text in it and escapes
             // the rest: safe as it is.
             div class="content" dir="auto" { (PreEscaped(&rendered.content)) }
