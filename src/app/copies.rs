@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -134,10 +134,13 @@ impl PostVersion {
 /// what falls out: one after the other, as the trigger assumes. This instance's cached feed
 /// pages are dropped once they are written.
 pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppResult<()> {
-    futures::stream::iter(posts.iter().map(Ok))
-        .try_for_each_concurrent(CONCURRENT_USER_COPIES, |post| refresh_copy(state, Target::UserPosts, post))
-        .await?;
-    super::tags::copy_tags(state, posts.iter().map(|version| &version.post)).await?;
+    // The futures made first: a stream mapping the posts through a closure would not be `Send`
+    // for every lifetime, as the change-feed tasks need.
+    let refreshes: Vec<_> = posts.iter().map(|post| refresh_copy(state, Target::UserPosts, post)).collect();
+    let user_copies: Vec<Option<PostCopy>> =
+        futures::stream::iter(refreshes).buffer_unordered(CONCURRENT_USER_COPIES).try_collect().await?;
+    // The copies under tags follow the copies in `users`, as they now are.
+    super::tags::copy_tags(state, user_copies.into_iter().flatten()).await?;
     for post in posts {
         refresh_copy(state, Target::Feed, post).await?;
     }
@@ -195,27 +198,28 @@ impl Target {
 
 /// Makes the copy of `changed` in `target` at least as new as `changed`, and never older than
 /// it was. The copy is written conditionally on the etag it was read with, so a concurrent
-/// writer of the same copy makes this start over rather than be overwritten.
-async fn refresh_copy(state: &AppState, target: Target, changed: &PostVersion) -> AppResult<()> {
+/// writer of the same copy makes this start over rather than be overwritten. Answers the copy
+/// as it now is (`None`: there is none).
+async fn refresh_copy(state: &AppState, target: Target, changed: &PostVersion) -> AppResult<Option<PostCopy>> {
     let (container, partition_key) = (target.container(), target.partition_key(&changed.post));
     for _ in 0..ATTEMPTS {
         let existing = state.store.read_versioned::<PostCopy>(container, partition_key, &changed.post.id).await?;
         let copy = match model::copy_action(existing.as_ref().map(|found| &found.item.source), &changed.source()) {
-            CopyAction::Keep => return Ok(()),
+            CopyAction::Keep => return Ok(existing.map(|found| found.item)),
             // No copy yet: made only while the post exists. A late or repeated delivery of a
             // version older than the post's deletion would otherwise bring back a copy that its
             // tombstone removed (nothing is left to compare versions with). One point read,
             // once per post and place; the current version is at least as new as the delivered.
             CopyAction::Write if existing.is_none() => match current_post(state, &changed.post.id).await? {
                 Some(current) => model::post_copy(&current.post, current.source()),
-                None => return Ok(()),
+                None => return Ok(None),
             },
             CopyAction::Write => model::post_copy(&changed.post, changed.source()),
             CopyAction::WriteFromCurrent => match current_post(state, &changed.post.id).await? {
                 Some(current) if Some(&current.source()) != existing.as_ref().map(|found| &found.item.source) => {
                     model::post_copy(&current.post, current.source())
                 }
-                _ => return Ok(()),
+                _ => return Ok(existing.map(|found| found.item)),
             },
         };
         // The copy in `users` carries which tags may still have copies of the post, once the
@@ -224,13 +228,13 @@ async fn refresh_copy(state: &AppState, target: Target, changed: &PostVersion) -
         if let (Target::UserPosts, Some(found)) = (target, &existing) {
             copy.tagged_before = model::tags::tagged_before(&found.item.tagged_before, &found.item.post.tags, &copy.post.tags);
         }
-        match write_copy(state, target, partition_key, copy, existing).await {
-            Ok(()) => return Ok(()),
+        match write_copy(state, target, partition_key, copy.clone(), existing).await {
+            Ok(()) => return Ok(Some(copy)),
             Err(AppError::Store(StoreError::PreconditionFailed | StoreError::Conflict)) => continue,
             Err(AppError::Script(ScriptError::Store(StoreError::PreconditionFailed | StoreError::Conflict))) => continue,
             // `truncateFeed` refused the write: the post is older than the newest 100, so it has
             // no place in the feed (an edit or a new comment on an old post must not bring it back).
-            Err(AppError::Script(ScriptError::Thrown(message))) if message.starts_with(NOT_AMONG_NEWEST) => return Ok(()),
+            Err(AppError::Script(ScriptError::Thrown(message))) if message.starts_with(NOT_AMONG_NEWEST) => return Ok(None),
             Err(other) => return Err(other),
         }
     }

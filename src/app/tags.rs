@@ -12,8 +12,9 @@
 //! latest-version mode, versions between two deliveries are never seen), and a crash between
 //! two steps leaves the record to be finished by the next delivery. A query across the
 //! partitions of `tags` for the post would find them too, but on every change of every post (a
-//! comment moves its counter): a fan-out on the busiest write path, where this costs one point
-//! read of a copy in one partition.
+//! comment moves its counter): a fan-out on the busiest write path, where this costs nothing for
+//! a post without tags (its copy in `users`, just written or read, says so), and for a tagged one
+//! a point read and a write per tag.
 
 use futures::TryStreamExt;
 
@@ -34,40 +35,47 @@ const CONCURRENT_POSTS: usize = 8;
 /// The list's name in its continuation tokens.
 const LIST: &str = "tag";
 
-/// Brings the copies under tags of each post up to its copy in `users` (written just before by
-/// [`super::copies::copy_posts`]): a copy under each of its tags, none under a tag it no longer
-/// has. Idempotent: a delivery repeated or late finds the copies as they should be.
-pub(crate) async fn copy_tags<'a>(state: &AppState, posts: impl Iterator<Item = &'a Post>) -> AppResult<()> {
-    futures::stream::iter(posts.map(Ok))
-        .try_for_each_concurrent(CONCURRENT_POSTS, |post| sync_tags(state, &post.user_id, &post.id))
-        .await
+/// Brings the copies under tags of each post up to its copy in `users` (as
+/// [`super::copies::copy_posts`] just wrote or found it): a copy under each of its tags, none
+/// under a tag it no longer has. A post that has no tags and had none costs nothing more.
+/// Idempotent: a delivery repeated or late finds the copies as they should be.
+pub(crate) async fn copy_tags(state: &AppState, user_copies: impl Iterator<Item = PostCopy>) -> AppResult<()> {
+    futures::stream::iter(user_copies.map(Ok)).try_for_each_concurrent(CONCURRENT_POSTS, |copy| sync_tags(state, copy)).await
 }
 
-/// One post's copies under tags, from its copy in `users` (none there: the post has no copies
-/// at all, deleted or not yet copied, so none under tags either).
-async fn sync_tags(state: &AppState, user_id: &str, post_id: &str) -> AppResult<()> {
+/// One post's copies under tags, from its copy in `users`.
+async fn sync_tags(state: &AppState, mut copy: PostCopy) -> AppResult<()> {
+    let (user_id, post_id) = (copy.post.user_id.clone(), copy.post.id.clone());
     for _ in 0..ATTEMPTS {
-        // One point read per changed post, tagged or not: a post whose tags were all removed
-        // looks like one never tagged until its record is read.
-        let Some(found) = state.store.read_versioned::<PostCopy>(Container::Users, user_id, post_id).await? else {
+        for tag in normalized(&copy.post.tags) {
+            refresh_tag_copy(state, &tag, &copy).await?;
+        }
+        if copy.tagged_before.is_empty() {
+            return Ok(());
+        }
+        for tag in &copy.tagged_before {
+            delete_tag_copy(state, tag, &post_id).await?;
+        }
+        // Those copies are gone: the record is cleared, on the copy as it is stored, if it is
+        // still the one these tags were read from; changed since (a newer version copied, its
+        // record grown), the copies are brought up to it instead.
+        let Some(found) = state.store.read_versioned::<PostCopy>(Container::Users, &user_id, &post_id).await? else {
             return Ok(());
         };
-        for tag in normalized(&found.item.post.tags) {
-            refresh_tag_copy(state, &tag, &found.item).await?;
+        if found.item != copy {
+            copy = found.item;
+            continue;
         }
-        if found.item.tagged_before.is_empty() {
-            return Ok(());
-        }
-        for tag in &found.item.tagged_before {
-            delete_tag_copy(state, tag, post_id).await?;
-        }
-        // Those copies are gone: the record is cleared, on the copy as it was read. Changed
-        // since (a newer version copied, its record grown), it is read again.
         let cleared = PostCopy { tagged_before: Vec::new(), ..found.item };
-        let replace = WriteOp::Replace { id: post_id.to_owned(), document: to_document(&cleared)?, if_match: Some(found.etag) };
-        match state.store.execute_write(Container::Users, user_id, replace).await {
+        let replace = WriteOp::Replace { id: post_id.clone(), document: to_document(&cleared)?, if_match: Some(found.etag) };
+        match state.store.execute_write(Container::Users, &user_id, replace).await {
             Ok(()) | Err(StoreError::NotFound) => return Ok(()),
-            Err(StoreError::PreconditionFailed) => continue,
+            Err(StoreError::PreconditionFailed) => {
+                match state.store.read::<PostCopy>(Container::Users, &user_id, &post_id).await? {
+                    Some(now) => copy = now,
+                    None => return Ok(()),
+                }
+            }
             Err(other) => return Err(other.into()),
         }
     }
