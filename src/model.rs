@@ -8,6 +8,7 @@
 pub(crate) mod ids;
 pub(crate) mod markdown;
 pub(crate) mod picture;
+pub(crate) mod tags;
 pub mod usernames;
 
 pub(crate) use ids::IdError;
@@ -111,6 +112,11 @@ pub struct Post {
     pub title: String,
     /// The content, in Markdown (cut short in the short copies).
     pub content: String,
+    /// Its tags, as its author typed them (at most 5, compared ignoring case and Unicode form);
+    /// absent on a post without tags, which keeps the article's shape.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(max_items = 5)]
+    pub tags: Vec<String>,
     /// How many comments the post has (kept exact by the stored procedures).
     pub comment_count: u64,
     /// How many likes the post has (kept exact by the stored procedures).
@@ -233,6 +239,7 @@ pub(crate) fn new_post(id: String, author: &User, title: String, content: String
         user_username: author.username.clone(),
         title,
         content,
+        tags: Vec::new(),
         comment_count: 0,
         like_count: 0,
         creation_date,
@@ -273,10 +280,15 @@ pub(crate) struct PostCopy {
     pub post: Post,
     #[serde(flatten)]
     pub source: SourceVersion,
+    /// On the copy in `users` only: the tags (normal form) other than the copy's own under which
+    /// `tags` may still hold a copy of the post, from the tags it had before (see
+    /// `app::tags`). Empty, and absent, once those copies are gone.
+    #[serde(default, rename = "taggedBefore", skip_serializing_if = "Vec::is_empty")]
+    pub tagged_before: Vec<String>,
 }
 
 pub(crate) fn post_copy(post: &Post, source: SourceVersion) -> PostCopy {
-    PostCopy { post: short_post(post), source }
+    PostCopy { post: short_post(post), source, tagged_before: Vec::new() }
 }
 
 /// What to do with a copy when a version of its post is delivered.

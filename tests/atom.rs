@@ -311,3 +311,34 @@ async fn the_feeds_links_follow_the_forwarded_host_and_scheme_and_a_bad_one_is_4
         assert!(refused.body.contains(says), "{headers:?}: {}", refused.body);
     }
 }
+
+/// A tag's feed: the posts with the tag in any form, each entry with its tags as categories,
+/// valid against RFC 4287's schema; a tag nobody used is an empty feed, not a 404.
+#[tokio::test]
+async fn a_tags_feed_lists_its_posts_with_their_tags_as_categories() {
+    let app = TestApp::start().await;
+    let alice = app.user("Alice").await;
+    let body = json!({"userId": alice, "title": "Tagged", "content": "Some.", "tags": ["Rust", "Cosmos DB"]});
+    assert_eq!(app.post("/api/posts", body).await.status, StatusCode::CREATED);
+    post(&app, &alice, "Untagged", "Other.").await;
+    let got = feed_with(&app, "/tags/RUST/feed.atom", 1).await;
+    assert!(got.body.contains("<category term=\"rust\" label=\"Rust\"/>"), "{}", got.body);
+    assert!(got.body.contains("<category term=\"cosmos db\" label=\"Cosmos DB\"/>"), "{}", got.body);
+    let document = roxmltree::Document::parse(&got.body).unwrap();
+    let feed = document.root_element();
+    assert_eq!(link(feed, "self"), format!("{}/tags/rust/feed.atom", app.base), "every form of the tag has one feed");
+    assert_eq!(link(feed, "alternate"), format!("{}/tags/rust", app.base));
+    assert_eq!(text(feed, "title"), "Rust · Cosmos Blog");
+    let unused = feed_with(&app, "/tags/nobody/feed.atom", 0).await;
+    if xmllint_installed() {
+        validate(&got.body).unwrap_or_else(|why| panic!("a tag's feed: {why}\n{}", got.body));
+        validate(&unused.body).unwrap_or_else(|why| panic!("an unused tag's feed: {why}\n{}", unused.body));
+    }
+    let tag_page = get(&app, "/tags/rust", &[]).await.body;
+    assert!(
+        tag_page.contains(
+            "<link rel=\"alternate\" type=\"application/atom+xml\" title=\"Posts tagged Rust\" href=\"/tags/rust/feed.atom\">"
+        ),
+        "{tag_page}"
+    );
+}

@@ -285,6 +285,10 @@ async fn a_malformed_item_is_set_aside_without_blocking_its_batch() {
         json!({"id": "p-huge", "type": "post", "postId": "p-huge", "userId": "u", "userUsername": "u", "title": "t",
                "content": "x".repeat(3_000_000), "commentCount": 0, "likeCount": 0, "creationDate": "2026-01-01T00:00:00.000Z",
                "_ts": 1, "_etag": "x"}),
+        // Tags the API refuses (the same tag twice): each would be a copy in `tags`.
+        json!({"id": "p-tags", "type": "post", "postId": "p-tags", "userId": alice, "userUsername": "alice", "title": "t",
+               "content": "c", "tags": ["Same", "SAME"], "commentCount": 0, "likeCount": 0,
+               "creationDate": "2026-01-01T00:00:00.000Z", "_ts": 1, "_etag": "x"}),
         json!("not even an object"),
     ];
     let mut batch = poison.to_vec();
@@ -293,8 +297,9 @@ async fn a_malformed_item_is_set_aside_without_blocking_its_batch() {
     let answer = deliver(&app, "PostsChangeFeed", &batch).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
     let log = answer.body["Logs"][0].as_str().unwrap();
-    assert!(log.contains("1 applied") && log.contains("1 of other types") && log.contains("4 malformed"), "{log}");
+    assert!(log.contains("1 applied") && log.contains("1 of other types") && log.contains("5 malformed"), "{log}");
     assert_eq!(ids(&app.get("/api/feed").await.body), vec![post.clone()], "the good post went through, nothing else was written");
+    assert_eq!(app.get("/api/tags/same/posts").await.body["items"], json!([]), "no copy under the refused tags");
 
     let users = deliver(&app, "UsersChangeFeed", &[json!({"id": "u9", "type": "user"}), json!({"type": "post"})]).await;
     assert_eq!(users.status, StatusCode::OK, "{}", users.body);
@@ -302,7 +307,7 @@ async fn a_malformed_item_is_set_aside_without_blocking_its_batch() {
 
     // Every refused item is kept, whole, where a person can look at it.
     let letters = dead_letters::list(&app.state.store).await.unwrap();
-    assert_eq!(letters.len(), 5, "{letters:?}");
+    assert_eq!(letters.len(), 6, "{letters:?}");
     let payloads: Vec<Value> = letters.iter().map(|letter| serde_json::from_str(&letter.payload).unwrap()).collect();
     for refused in poison.iter().chain([&json!({"id": "u9", "type": "user"})]) {
         assert!(payloads.contains(refused), "not set aside: {}", refused.to_string().chars().take(80).collect::<String>());
@@ -316,8 +321,8 @@ async fn a_malformed_item_is_set_aside_without_blocking_its_batch() {
     dead_letters::set_aside(&app.state.store, "PostsChangeFeed", "item", "a bug since fixed", &version.to_string())
         .await
         .unwrap();
-    assert_eq!(dead_letters::replay(&app.state).await.unwrap(), (1, 5));
-    assert_eq!(dead_letters::list(&app.state.store).await.unwrap().len(), 5);
+    assert_eq!(dead_letters::replay(&app.state).await.unwrap(), (1, 6));
+    assert_eq!(dead_letters::list(&app.state.store).await.unwrap().len(), 6);
     assert_eq!(ids(&app.get("/api/feed").await.body), vec![second, post]);
 }
 

@@ -828,10 +828,11 @@ const SITE: &str = "Microsoft.Web/sites";
 
 /// The containers and partition key paths the application uses: `Container::partition_key_path`
 /// in src/cosmos/mod.rs. A container deployed with another key cannot be changed afterwards.
-const APP_CONTAINERS: [(&str, &str); 4] = [("users", "/userId"), ("posts", "/postId"), ("feed", "/type"), ("leases", "/id")];
+const APP_CONTAINERS: [(&str, &str); 5] =
+    [("users", "/userId"), ("posts", "/postId"), ("feed", "/type"), ("tags", "/tag"), ("leases", "/id")];
 
 /// The containers whose lists sort by creationDate, then id (`Container::indexing_policy`).
-const SORTED_CONTAINERS: [&str; 3] = ["users", "posts", "feed"];
+const SORTED_CONTAINERS: [&str; 4] = ["users", "posts", "feed", "tags"];
 
 /// Every `loadTextContent('…')` target, relative to the file that loads it, must exist:
 /// the compiler would refuse the template otherwise.

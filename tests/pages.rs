@@ -1206,3 +1206,48 @@ async fn a_form_sent_twice_writes_once_and_shows_the_first_result() {
     assert_eq!(sent.status, StatusCode::SEE_OTHER, "{}", sent.html);
     assert!(alice.get(&post).await.html.contains("2 comments · 1 like"));
 }
+
+/// Tags typed on the write page (separated by commas) show under the post's title and in its
+/// excerpts as links to the tag's page, which lists the posts with the tag in any form; a refused
+/// tag shows next to its field with what was typed; the edit form carries the tags and removes
+/// them when emptied.
+#[tokio::test]
+async fn tags_are_written_on_the_form_shown_as_links_and_have_a_page() {
+    let app = TestApp::start().await;
+    let mut alice = Browser::new(&app);
+    alice.sign_up("alice", "Alice").await;
+
+    let form = alice.get("/write").await;
+    assert!(
+        form.html.contains("name=\"tags\" type=\"text\" value=\"\" maxlength=\"170\" aria-describedby=\"post-tags-hint\""),
+        "{}",
+        form.html
+    );
+    let refused = alice.submit("/write", &[("title", "Tagged"), ("content", "Text"), ("tags", "Rust, RUST")]).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    assert!(refused.html.contains("id=\"post-tags-error\">Tags: the tags"), "{}", refused.html);
+    assert!(refused.html.contains("value=\"Rust, RUST\""), "what was typed is kept: {}", refused.html);
+
+    let written = alice.submit("/write", &[("title", "Tagged"), ("content", "Text"), ("tags", " Rust, Cosmos DB ,")]).await;
+    assert_eq!(written.status, StatusCode::SEE_OTHER, "{}", written.html);
+    let post = written.location().to_owned();
+    let links = "<ul class=\"tags\" aria-label=\"Tags\"><li><a rel=\"tag\" href=\"/tags/rust\"><bdi>Rust</bdi></a></li>\
+                 <li><a rel=\"tag\" href=\"/tags/cosmos%20db\"><bdi>Cosmos DB</bdi></a></li></ul>";
+    let page = alice.get(&post).await;
+    assert!(page.html.contains(links), "{}", page.html);
+    eventually(&alice, "/", |html| html.contains(links)).await;
+    let tag_page = eventually(&alice, "/tags/RUST", |html| html.contains("Tagged")).await;
+    assert_eq!(tag_page.status, StatusCode::OK);
+    assert!(tag_page.html.contains("<h1>Posts tagged <bdi>Rust</bdi></h1>"), "{}", tag_page.html);
+    assert!(tag_page.html.contains(links), "{}", tag_page.html);
+    let unused = alice.get("/tags/nobody").await;
+    assert_eq!(unused.status, StatusCode::OK);
+    assert!(unused.html.contains("No posts with this tag yet."), "{}", unused.html);
+
+    let edit = alice.get(&format!("{post}/edit")).await;
+    assert!(edit.html.contains("value=\"Rust, Cosmos DB\""), "{}", edit.html);
+    let saved = alice.submit(&format!("{post}/edit"), &[("title", "Tagged"), ("content", "Text"), ("tags", "")]).await;
+    assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.html);
+    assert!(!alice.get(&post).await.html.contains("class=\"tags\""));
+    eventually(&alice, "/tags/rust", |html| html.contains("No posts with this tag yet.")).await;
+}

@@ -54,7 +54,8 @@ async fn send(client: &reqwest::Client, base: &str, caller: &str, method: reqwes
 /// taken out (each blog runs on a port of its own).
 async fn everything_shown(base: &str, users: &[String], posts: &[String]) -> Vec<(String, String)> {
     let client = reqwest::Client::new();
-    let mut paths = vec!["/api/feed?limit=100".to_owned(), "/".to_owned()];
+    let mut paths =
+        vec!["/api/feed?limit=100".to_owned(), "/".to_owned(), "/api/tags/rust/posts".to_owned(), "/tags/rust".to_owned()];
     for user in users {
         paths.extend([format!("/api/users/{user}"), format!("/api/users/{user}/posts"), format!("/users/{user}")]);
     }
@@ -74,6 +75,19 @@ async fn everything_shown(base: &str, users: &[String], posts: &[String]) -> Vec
         shown.push((path, format!("{status} {text}")));
     }
     shown
+}
+
+/// Waits until the tag's list has `count` posts (the copies follow the writes).
+async fn until_the_tag_has(base: &str, tag: &str, count: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let list: Value = reqwest::get(format!("{base}/api/tags/{tag}/posts")).await.unwrap().json().await.unwrap();
+        if list["items"].as_array().is_some_and(|items| items.len() == count) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "the tag {tag} never listed {count} posts: {list}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
 
 /// Waits until the feed lists `count` posts (the copies follow the writes).
@@ -119,7 +133,10 @@ async fn a_blog(data: &Path, extra: &[(&str, &str)]) -> Shown {
     send(&client, &base, "grace", reqwest::Method::PUT, "/api/users/grace", json!({"username": "Grace Hopper"})).await;
     let mut posts = Vec::new();
     for (n, author) in ["ada", "grace", "ada", "edsger"].into_iter().enumerate() {
-        let body = json!({"userId": author, "title": format!("Post {n}"), "content": format!("**Text** {n}.")});
+        let mut body = json!({"userId": author, "title": format!("Post {n}"), "content": format!("**Text** {n}.")});
+        if n == 1 {
+            body["tags"] = json!(["Rust", "Cosmos DB"]);
+        }
         let post = send(&client, &base, author, reqwest::Method::POST, "/api/posts", body).await;
         posts.push(post["id"].as_str().unwrap().to_owned());
     }
@@ -162,7 +179,9 @@ async fn a_blog(data: &Path, extra: &[(&str, &str)]) -> Shown {
     send(&client, &base, "ada", reqwest::Method::DELETE, &format!("/api/posts/{}", gone["id"].as_str().unwrap()), Value::Null)
         .await;
     until_the_feed_has(&base, 4).await;
+    until_the_tag_has(&base, "rust", 1).await;
     let shown = everything_shown(&base, &users, &posts).await;
+    assert!(shown.iter().any(|(path, text)| path == "/tags/rust" && text.contains("Post 1")), "the tag's page lists its post");
     assert!(shown.iter().any(|(_, text)| text.contains("Grace Hopper")));
     assert!(shown.iter().any(|(_, text)| text.contains(&pictures[0].0)), "the post shows its picture");
     blog.stop();
@@ -391,6 +410,7 @@ async fn what_the_api_would_never_write_is_refused_by_line_and_field_and_nothing
         (with(1, "username", json!("ADA")), "line 3, `username`: \"ADA\" is the same name as \"ada\", line 2's"),
         (with(1, "username", json!("\u{200B}")), "line 3, `username`: `username` must contain a visible character"),
         (with(2, "title", json!("")), "line 4: `title` must not be empty"),
+        (with(2, "tags", json!(["Rust", "RUST"])), "line 4, `tags`: the tags \"Rust\" and \"RUST\" are the same tag"),
         (with(2, "deleted", json!(true)), "line 4, `deleted`: a deleted post"),
         (with(3, "creationDate", json!("yesterday")), "line 5, `creationDate`: \"yesterday\" is not an RFC 3339 date"),
         (

@@ -265,6 +265,40 @@ pub(crate) async fn measure_beyond_article(plan: &Plan<'_>) -> Vec<ExtraRow> {
         stats: Stats::of(&samples),
     });
 
+    // C2 with the most tags a post may carry (its request writes what an untagged C2 writes; the
+    // copies under its tags come after, through the change feed), then Q7 on a tag every one of
+    // them carries, once its copies are there: a whole page of 100 where there are as many.
+    let samples = writes(
+        n,
+        |i| {
+            let author = &fans[i];
+            let tags = json!(["bench", format!("bench-{}", i % 10), "Cosmos DB", "rust", "modelling"]);
+            let body = json!({ "userId": author, "title": format!("tagged {i}"), "content": data::text(&mut Rng::new(i as u64), (1_000, 5_000)), "tags": tags });
+            async move { client.post(author, "/api/posts", &body).await }
+        },
+        |_| {},
+    )
+    .await;
+    rows.push(ExtraRow {
+        request: "C2 tagged",
+        route: "POST /api/posts",
+        what: "with 5 tags".into(),
+        stats: Stats::of(&samples),
+    });
+    let page = n.min(100);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while client.get("/api/tags/bench/posts?limit=100").await.body["items"].as_array().map_or(0, Vec::len) < page {
+        assert!(std::time::Instant::now() < deadline, "the copies under the tag never arrived");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let samples = reads(n, || "/api/tags/bench/posts?limit=100".to_owned(), client).await;
+    rows.push(ExtraRow {
+        request: "Q7",
+        route: "GET /api/tags/{tag}/posts?limit=100",
+        what: format!("{page} posts with the tag"),
+        stats: Stats::of(&samples),
+    });
+
     let samples = writes(
         n,
         |i| {

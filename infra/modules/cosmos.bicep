@@ -1,6 +1,6 @@
 // Cosmos DB for NoSQL: the article's final ("V3") model. The app's identity gets data-plane
 // access only, which cannot create containers or scripts, so everything is created here:
-// database, the four containers (the change feed's lease container included) and the article's
+// database, the five containers (the change feed's lease container included) and the article's
 // stored procedures and trigger.
 
 param location string
@@ -28,7 +28,7 @@ var databaseName = 'blog'
 // Built-in "Cosmos DB Built-in Data Contributor" (data-plane role, not an Azure RBAC role).
 var dataContributorRoleId = '00000000-0000-0000-0000-000000000002'
 
-// The indexing policy of users, posts and feed; mirrors `Container::indexing_policy` in
+// The indexing policy of users, posts, feed and tags; mirrors `Container::indexing_policy` in
 // src/cosmos/mod.rs. Every list sorts by creationDate, then id: an ORDER BY on two properties,
 // which Cosmos DB serves only with this composite index (it also serves the fully descending
 // order).
@@ -191,6 +191,26 @@ resource feed 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@202
       partitionKey: {
         paths: [
           '/type'
+        ]
+        kind: 'Hash'
+        version: 2
+      }
+      indexingPolicy: listIndexingPolicy
+    }
+  }
+}
+
+// A short copy of each tagged post under each of its tags, one partition per tag in its normal
+// form (Q7: the newest posts with a tag, one query on one partition); kept by PostsChangeFeed.
+resource tagCopies 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2025-04-15' = {
+  parent: database
+  name: 'tags'
+  properties: {
+    resource: {
+      id: 'tags'
+      partitionKey: {
+        paths: [
+          '/tag'
         ]
         kind: 'Hash'
         version: 2

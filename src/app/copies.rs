@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -79,6 +79,13 @@ pub(crate) enum PostRefused {
     /// A field is longer than the API lets anyone write.
     #[error("post {id}: its {field} is longer than the API allows ({max} characters)")]
     TooLong { id: Value, field: &'static str, max: usize },
+    /// Its tags are what the API refuses: each would be a copy in `tags`.
+    #[error("post {id}: its tags are not what the API allows")]
+    BadTags {
+        id: Value,
+        #[source]
+        source: model::tags::TagError,
+    },
 }
 
 impl PostVersion {
@@ -109,6 +116,9 @@ impl PostVersion {
         if let Some((field, _, max)) = fields.into_iter().find(|(_, text, max)| text.chars().count() > *max) {
             return Err(PostRefused::TooLong { id, field, max });
         }
+        if let Err(source) = model::tags::valid_tags(post.tags.clone()) {
+            return Err(PostRefused::BadTags { id, source });
+        }
         Ok(version)
     }
 
@@ -126,21 +136,20 @@ impl PostVersion {
 /// have just been written, or written by a delivery that failed before its mark, so a repeated
 /// delivery marks it too). This instance's kept pages of them are dropped at once.
 pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppResult<()> {
-    let authors = std::sync::Mutex::new(BTreeSet::new());
-    futures::stream::iter(posts.iter().map(Ok))
-        .try_for_each_concurrent(CONCURRENT_USER_COPIES, |post| async {
-            if refresh_copy(state, Target::UserPosts, post).await? == Refreshed::Held {
-                authors.lock().expect("never poisoned").insert(post.post.user_id.as_str());
-            }
-            AppResult::Ok(())
-        })
-        .await?;
-    for author in authors.into_inner().expect("never poisoned") {
+    // The futures made first: a stream mapping the posts through a closure would not be `Send`
+    // for every lifetime, as the change-feed tasks need.
+    let refreshes: Vec<_> = posts.iter().map(|post| refresh_copy(state, Target::UserPosts, post)).collect();
+    let user_copies: Vec<Option<PostCopy>> =
+        futures::stream::iter(refreshes).buffer_unordered(CONCURRENT_USER_COPIES).try_collect().await?;
+    let authors: BTreeSet<&str> = user_copies.iter().flatten().map(|copy| copy.post.user_id.as_str()).collect();
+    for author in authors {
         super::users::mark_user_posts_changed(state, author).await?;
     }
+    // The copies under tags follow the copies in `users`, as they now are.
+    super::tags::copy_tags(state, user_copies.into_iter().flatten()).await?;
     let mut feed_holds_one = false;
     for post in posts {
-        feed_holds_one |= refresh_copy(state, Target::Feed, post).await? == Refreshed::Held;
+        feed_holds_one |= refresh_copy(state, Target::Feed, post).await?.is_some();
     }
     if feed_holds_one {
         super::feed::mark_feed_changed(state).await?;
@@ -155,6 +164,8 @@ pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppRe
 /// its comments and likes (a DELETE that stopped early: the tombstone is written first). The change feed never
 /// delivers a deletion; it delivers the tombstone, and this is the only rule that sees it.
 pub(crate) async fn remove_post_copies(state: &AppState, post: &Post) -> AppResult<()> {
+    // First: the copy in `users` says which tags have copies, and goes below.
+    super::tags::remove_tag_copies(state, post).await?;
     for target in [Target::UserPosts, Target::Feed] {
         let delete = WriteOp::Delete { id: post.id.clone(), if_match: None };
         match state.store.execute_write(target.container(), target.partition_key(post), delete).await {
@@ -204,50 +215,45 @@ impl Target {
     }
 }
 
-/// What [`refresh_copy`] left in its target.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Refreshed {
-    /// A copy of the post, as new as the delivered version or newer: written now, or already.
-    Held,
-    /// No copy: the post is gone, or has no place there (older than the feed's newest 100).
-    None,
-}
-
 /// Makes the copy of `changed` in `target` at least as new as `changed`, and never older than
 /// it was. The copy is written conditionally on the etag it was read with, so a concurrent
-/// writer of the same copy makes this start over rather than be overwritten.
-async fn refresh_copy(state: &AppState, target: Target, changed: &PostVersion) -> AppResult<Refreshed> {
+/// writer of the same copy makes this start over rather than be overwritten. Answers the copy
+/// as it now is (`None`: there is none).
+async fn refresh_copy(state: &AppState, target: Target, changed: &PostVersion) -> AppResult<Option<PostCopy>> {
     let (container, partition_key) = (target.container(), target.partition_key(&changed.post));
     for _ in 0..ATTEMPTS {
         let existing = state.store.read_versioned::<PostCopy>(container, partition_key, &changed.post.id).await?;
         let copy = match model::copy_action(existing.as_ref().map(|found| &found.item.source), &changed.source()) {
-            CopyAction::Keep => return Ok(Refreshed::Held),
+            CopyAction::Keep => return Ok(existing.map(|found| found.item)),
             // No copy yet: made only while the post exists. A late or repeated delivery of a
             // version older than the post's deletion would otherwise bring back a copy that its
             // tombstone removed (nothing is left to compare versions with). One point read,
             // once per post and place; the current version is at least as new as the delivered.
             CopyAction::Write if existing.is_none() => match current_post(state, &changed.post.id).await? {
                 Some(current) => model::post_copy(&current.post, current.source()),
-                None => return Ok(Refreshed::None),
+                None => return Ok(None),
             },
             CopyAction::Write => model::post_copy(&changed.post, changed.source()),
             CopyAction::WriteFromCurrent => match current_post(state, &changed.post.id).await? {
                 Some(current) if Some(&current.source()) != existing.as_ref().map(|found| &found.item.source) => {
                     model::post_copy(&current.post, current.source())
                 }
-                Some(_) => return Ok(Refreshed::Held),
-                None => return Ok(Refreshed::None),
+                _ => return Ok(existing.map(|found| found.item)),
             },
         };
-        match write_copy(state, target, partition_key, copy, existing).await {
-            Ok(()) => return Ok(Refreshed::Held),
+        // The copy in `users` carries which tags may still have copies of the post, once the
+        // tags it is replaced from are gone from it (see `super::tags`).
+        let mut copy = copy;
+        if let (Target::UserPosts, Some(found)) = (target, &existing) {
+            copy.tagged_before = model::tags::tagged_before(&found.item.tagged_before, &found.item.post.tags, &copy.post.tags);
+        }
+        match write_copy(state, target, partition_key, copy.clone(), existing).await {
+            Ok(()) => return Ok(Some(copy)),
             Err(AppError::Store(StoreError::PreconditionFailed | StoreError::Conflict)) => continue,
             Err(AppError::Script(ScriptError::Store(StoreError::PreconditionFailed | StoreError::Conflict))) => continue,
             // `truncateFeed` refused the write: the post is older than the newest 100, so it has
             // no place in the feed (an edit or a new comment on an old post must not bring it back).
-            Err(AppError::Script(ScriptError::Thrown(message))) if message.starts_with(NOT_AMONG_NEWEST) => {
-                return Ok(Refreshed::None);
-            }
+            Err(AppError::Script(ScriptError::Thrown(message))) if message.starts_with(NOT_AMONG_NEWEST) => return Ok(None),
             Err(other) => return Err(other),
         }
     }

@@ -15,6 +15,7 @@ pub(crate) mod marked;
 pub(crate) mod pictures;
 pub(crate) mod post_view;
 pub(crate) mod posts;
+pub(crate) mod tags;
 pub(crate) mod usernames;
 pub(crate) mod users;
 mod write_limit;

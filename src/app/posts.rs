@@ -22,6 +22,23 @@ pub(crate) fn validate_post_text(title: &str, content: &str) -> AppResult<()> {
     validate_text("content", content, MAX_CONTENT_CHARS, true)
 }
 
+/// A post's tags as given, checked ([`model::tags::valid_tags`]): the refusal names the tag.
+pub(crate) fn valid_tags(tags: Vec<String>) -> AppResult<Vec<String>> {
+    model::tags::valid_tags(tags).map_err(|why| AppError::Invalid(format!("`tags`: {why}")))
+}
+
+/// The parts of a keyed request that say what it writes: `parts`, then its tags where it has
+/// any. A request without tags keeps the parts it had before posts had tags, so a key sent
+/// before and repeated after an upgrade is still the same request.
+fn with_tags<'a>(parts: &[&'a str], tags: Option<&'a [String]>) -> Vec<&'a str> {
+    let mut all = parts.to_vec();
+    if let Some(tags) = tags.filter(|tags| !tags.is_empty()) {
+        all.push("tags");
+        all.extend(tags.iter().map(String::as_str));
+    }
+    all
+}
+
 /// C2 create: validates, reads the author once, to copy their username into the post (the
 /// article's V2 step: Q2 then needs no second read), creates the post.
 pub(crate) async fn create_post(
@@ -30,13 +47,16 @@ pub(crate) async fn create_post(
     user_id: &str,
     title: String,
     content: String,
+    tags: Vec<String>,
 ) -> AppResult<Post> {
     valid_user_id(user_id)?;
     caller.must_be(user_id, "post as this user")?;
     validate_post_text(&title, &content)?;
+    let tags = valid_tags(tags)?;
     // With a key, the post's id (its partition) is derived from it, so a request sent again
     // finds the key's record there.
-    let once = Once::claimed(&state.store, caller, &["createPost", user_id, &title, &content]).await?;
+    let parts = with_tags(&["createPost", user_id, &title, &content], Some(&tags));
+    let once = Once::claimed(&state.store, caller, &parts).await?;
     let post_id = once.as_ref().map_or_else(model::new_id, Once::item_id);
     if let Some(first) = &once
         && first.find(&state.store, Container::Posts, &post_id).await?.is_some()
@@ -44,7 +64,7 @@ pub(crate) async fn create_post(
         return first_post(state, &post_id).await;
     }
     let author = existing_author(state, user_id).await?;
-    let post = model::new_post(post_id, &author, title, content, model::now());
+    let post = Post { tags, ..model::new_post(post_id, &author, title, content, model::now()) };
     let create = WriteOp::Create { document: to_document(&post)? };
     match commit(&state.store, Container::Posts, &post.post_id, once.as_ref(), &post.id, create).await {
         Ok(Committed::Written) => Ok(post),
@@ -63,23 +83,34 @@ async fn first_post(state: &AppState, post_id: &str) -> AppResult<Post> {
     if model::is_live(&post) { Ok(post) } else { Err(deleted_since("post", post_id)) }
 }
 
-/// C2 edit: read, change title and content, replace on the etag that was read: a comment or
-/// like landing in between moves a counter, and the edit is redone on the new version instead
-/// of writing the old count back.
+/// C2 edit: read, change title and content (and the tags, where `tags` is given: `None` keeps
+/// them, so a client that knows nothing of tags does not remove them), replace on the etag
+/// that was read: a comment or like landing in between moves a counter, and the edit is redone
+/// on the new version instead of writing the old count back.
 pub(crate) async fn edit_post(
     state: &AppState,
     caller: &Caller,
     post_id: &str,
     title: String,
     content: String,
+    tags: Option<Vec<String>>,
 ) -> AppResult<Post> {
     validate_post_text(&title, &content)?;
-    let once = Once::claimed(&state.store, caller, &["editPost", post_id, &title, &content]).await?;
+    let tags = tags.map(valid_tags).transpose()?;
+    // Removing every tag is another request than keeping them: it is marked apart.
+    let mut parts = with_tags(&["editPost", post_id, &title, &content], tags.as_deref());
+    if tags.as_ref().is_some_and(Vec::is_empty) {
+        parts.push("no tags");
+    }
+    let once = Once::claimed(&state.store, caller, &parts).await?;
     for attempt in 0..EDIT_ATTEMPTS {
         let current = state.store.read_versioned::<Post>(Container::Posts, post_id, post_id).await?;
         let current = current.filter(|found| model::is_live(&found.item)).ok_or_else(|| post_not_found(post_id))?;
         caller.must_be(&current.item.user_id, "edit this post")?;
-        let edited = model::edited_post(current.item, title.clone(), content.clone(), model::now());
+        let mut edited = model::edited_post(current.item, title.clone(), content.clone(), model::now());
+        if let Some(tags) = &tags {
+            edited.tags.clone_from(tags);
+        }
         let replace = WriteOp::Replace { id: post_id.to_owned(), document: to_document(&edited)?, if_match: Some(current.etag) };
         match commit(&state.store, Container::Posts, post_id, once.as_ref(), post_id, replace).await {
             Ok(Committed::Written) => {

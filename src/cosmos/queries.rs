@@ -41,3 +41,11 @@ pub fn feed() -> QuerySpec {
         parameters: vec![(Cow::Borrowed("@type"), json!("post"))],
     }
 }
+
+/// Q7: the newest posts with a tag, from the tag's partition of `tags` (its normal form).
+pub(crate) fn tag_posts() -> QuerySpec {
+    QuerySpec {
+        sql: Cow::Borrowed("SELECT * FROM c WHERE c.type = @type ORDER BY c.creationDate DESC, c.id DESC"),
+        parameters: vec![(Cow::Borrowed("@type"), json!("post"))],
+    }
+}

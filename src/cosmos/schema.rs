@@ -13,13 +13,16 @@ pub enum Container {
     Posts,
     /// The newest posts, short form (`/type`).
     Feed,
+    /// A short copy of each tagged post under each of its tags (`/tag`, the tag's normal form):
+    /// Q7, a tag's posts, reads one partition.
+    Tags,
     /// The change-feed leases and the dead letters (`/id`).
     Leases,
 }
 
 impl Container {
     /// Every container.
-    pub const ALL: [Container; 4] = [Container::Users, Container::Posts, Container::Feed, Container::Leases];
+    pub const ALL: [Container; 5] = [Container::Users, Container::Posts, Container::Feed, Container::Tags, Container::Leases];
 
     /// The container's name in the account.
     pub fn name(self) -> &'static str {
@@ -27,6 +30,7 @@ impl Container {
             Container::Users => "users",
             Container::Posts => "posts",
             Container::Feed => "feed",
+            Container::Tags => "tags",
             Container::Leases => "leases",
         }
     }
@@ -38,6 +42,9 @@ impl Container {
             Container::Users => "/userId",
             Container::Posts => "/postId",
             Container::Feed => "/type",
+            // A post's copy under a tag carries the tag's normal form as `tag`; the path names
+            // what the partition holds rather than reusing `type`, which every copy also has.
+            Container::Tags => "/tag",
             Container::Leases => "/id",
         }
     }

@@ -33,6 +33,7 @@ pub struct Store {
     pub(super) users: ContainerClient,
     pub(super) posts: ContainerClient,
     pub(super) feed: ContainerClient,
+    pub(super) tags: ContainerClient,
     pub(super) leases: ContainerClient,
     pub(super) database: String,
     /// Present on the embedded store: every acknowledged write is also committed to its
@@ -63,6 +64,7 @@ impl Store {
             users: open(Container::Users).await?,
             posts: open(Container::Posts).await?,
             feed: open(Container::Feed).await?,
+            tags: open(Container::Tags).await?,
             leases: open(Container::Leases).await?,
             database: config.database.clone(),
             durability: None,
@@ -104,6 +106,7 @@ impl Store {
             Container::Users => &self.users,
             Container::Posts => &self.posts,
             Container::Feed => &self.feed,
+            Container::Tags => &self.tags,
             Container::Leases => &self.leases,
         }
     }

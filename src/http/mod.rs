@@ -21,6 +21,7 @@ pub(crate) mod pages;
 mod pictures;
 mod posts;
 pub(crate) mod serve;
+mod tags;
 mod users;
 
 use axum::Router;
@@ -111,6 +112,7 @@ http_functions! {
     DeleteLike DELETE "api/posts/{postId}/likes/{userId}" => likes::delete,
     AddPicture POST "api/posts/{postId}/pictures" => pictures::upload,
     GetFeed GET "api/feed" => feed::list,
+    ListTagPosts GET "api/tags/{tag}/posts" => tags::list_posts,
     GetOpenApi GET "api/openapi.json" => openapi::document,
     // The pages.
     FrontPage GET FRONT_PAGE_ROUTE => pages::feed::front_page,
@@ -139,6 +141,8 @@ http_functions! {
     Robots GET "robots.txt" => pages::robots,
     AtomFeed GET "feed.atom" => pages::atom::blog_feed,
     UserAtomFeed GET "users/{userId}/feed.atom" => pages::atom::user_feed,
+    TagPage GET "tags/{tag}" => pages::tags::tag_page,
+    TagAtomFeed GET "tags/{tag}/feed.atom" => pages::atom::tag_feed,
 }
 
 impl HttpFunction {

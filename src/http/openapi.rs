@@ -7,12 +7,13 @@ use utoipa::openapi::path::ParameterIn;
 use utoipa::openapi::{RefOr, Required};
 use utoipa::{Modify, OpenApi};
 
-use super::{comments, feed, likes, pictures, posts, users};
+use super::{comments, feed, likes, pictures, posts, tags, users};
 
 pub(crate) use super::extract::item_id;
 
-/// Every path parameter of the API is an item's id (`{userId}`, `{postId}`, `{commentId}`):
-/// each gets [`item_id`]'s schema here, once, rather than the pattern in every annotation.
+/// Every path parameter of the API but a tag is an item's id (`{userId}`, `{postId}`,
+/// `{commentId}`): each gets [`item_id`]'s schema here, once, rather than the pattern in every
+/// annotation; a `{tag}` gets a tag's.
 struct PathIdsAreItemIds;
 
 impl Modify for PathIdsAreItemIds {
@@ -21,7 +22,10 @@ impl Modify for PathIdsAreItemIds {
             let operations = [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch];
             for operation in operations.into_iter().flatten() {
                 for parameter in operation.parameters.iter_mut().flatten() {
-                    if parameter.parameter_in == ParameterIn::Path {
+                    if parameter.parameter_in == ParameterIn::Path && parameter.name == "tag" {
+                        parameter.schema = Some(RefOr::T(super::posts::tag_schema().into()));
+                        parameter.required = Required::True;
+                    } else if parameter.parameter_in == ParameterIn::Path {
                         assert!(parameter.name.ends_with("Id"), "path parameter {:?} is not an id", parameter.name);
                         parameter.schema = Some(RefOr::T(item_id()));
                         parameter.required = Required::True;
@@ -47,12 +51,14 @@ impl Modify for PathIdsAreItemIds {
         likes::create, likes::list, likes::delete,
         pictures::upload,
         feed::list,
+        tags::list_posts,
     ),
     modifiers(&PathIdsAreItemIds),
     tags(
         (name = "users", description = "C1, Q1, Q3, and who the caller is"),
         (name = "posts", description = "C2, Q2, C7, C3, Q4, C6, C4, Q5, C5"),
         (name = "feed", description = "Q6"),
+        (name = "tags", description = "Q7"),
     )
 )]
 pub(crate) struct ApiDoc;

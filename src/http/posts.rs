@@ -31,6 +31,11 @@ pub(super) struct NewPostBody {
         pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$"
     )]
     content: String,
+    /// The post's tags, as they are to be shown: at most 5, each 1 to 32 characters, no two the
+    /// same ignoring case and Unicode form.
+    #[serde(default)]
+    #[schema(schema_with = tags_schema)]
+    tags: Vec<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -48,6 +53,31 @@ pub(crate) struct EditPostBody {
         pattern = "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$"
     )]
     content: String,
+    /// The post's tags from now on (absent: kept as they are; `[]`: none).
+    #[serde(default)]
+    #[schema(schema_with = tags_schema)]
+    tags: Option<Vec<String>>,
+}
+
+/// What a tag may hold: no control characters, bidirectional controls, `,` or `/`, and at least
+/// one character that shows (not a space, nor one of the default-ignorable code points names are
+/// compared without), as for a username.
+const TAG_PATTERN: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F\\u202A-\\u202E\\u2066-\\u2069,/]*[^\\s\\u0000-\\u001F\\u007F-\\u009F\\u202A-\\u202E\\u2066-\\u2069,/\\u00AD\\u034F\\u061C\\u115F\\u1160\\u17B4\\u17B5\\u180B-\\u180F\\u200B-\\u200F\\u2060-\\u206F\\u3164\\uFE00-\\uFE0F\\uFEFF\\uFFA0\\uFFF0-\\uFFF8][^\\u0000-\\u001F\\u007F-\\u009F\\u202A-\\u202E\\u2066-\\u2069,/]*$";
+
+/// A post's tags in a request: what `model::tags::valid_tags` takes.
+fn tags_schema() -> utoipa::openapi::schema::Array {
+    utoipa::openapi::schema::ArrayBuilder::new().items(tag_schema()).max_items(Some(crate::model::tags::MAX_TAGS)).build()
+}
+
+/// One tag, in a request's body or in a path.
+pub(super) fn tag_schema() -> utoipa::openapi::schema::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(crate::model::tags::MAX_TAG_CHARS))
+        .pattern(Some(TAG_PATTERN))
+        .build()
 }
 
 /// C2 create: `POST /api/posts`. Reads the author once, to copy their username into the post
@@ -70,7 +100,7 @@ pub(super) async fn create(
     caller: Caller,
     JsonBody(body): JsonBody<NewPostBody>,
 ) -> ApiResult<impl IntoResponse> {
-    let post = create_post(&state, &caller, &body.user_id, body.title, body.content).await?;
+    let post = create_post(&state, &caller, &body.user_id, body.title, body.content, body.tags).await?;
     let location = format!("/api/posts/{}", post.id);
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(post)))
 }
@@ -97,7 +127,7 @@ pub(super) async fn edit(
     Id(post_id): Id,
     JsonBody(body): JsonBody<EditPostBody>,
 ) -> ApiResult<Json<Post>> {
-    Ok(Json(edit_post(&state, &caller, &post_id, body.title, body.content).await?))
+    Ok(Json(edit_post(&state, &caller, &post_id, body.title, body.content, body.tags).await?))
 }
 
 /// C7: `DELETE /api/posts/{postId}`, by its author only. The stored procedure `deletePost` makes

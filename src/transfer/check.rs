@@ -214,6 +214,8 @@ impl Checker {
             ));
         }
         crate::app::posts::validate_post_text(&post.title, &post.content).map_err(|why| self.malformed(why.to_string()))?;
+        // Each tag is a copy in `tags` once imported: what the API refuses is refused here.
+        model::tags::valid_tags(post.tags.clone()).map_err(|why| self.field("tags", why))?;
         if post.deleted {
             return Err(self.field("deleted", "a deleted post, which no export holds"));
         }

@@ -46,7 +46,7 @@ const ENDPOINT: &str = "https://blog.emulator.local";
 fn partitions(container: Container) -> u32 {
     match container {
         Container::Posts => 512,
-        Container::Users | Container::Feed | Container::Leases => 64,
+        Container::Users | Container::Feed | Container::Tags | Container::Leases => 64,
     }
 }
 

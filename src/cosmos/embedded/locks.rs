@@ -24,7 +24,7 @@ type PartitionKey = (Container, Box<str>);
 
 #[derive(Default)]
 pub(crate) struct Locks {
-    containers: [Arc<RwLock<()>>; 4],
+    containers: [Arc<RwLock<()>>; 5],
     /// The partitions someone holds or waits for; an entry goes once no one does.
     partitions: Mutex<HashMap<PartitionKey, Arc<RwLock<()>>>>,
 }
@@ -35,6 +35,7 @@ fn slot(container: Container) -> usize {
         Container::Posts => 1,
         Container::Feed => 2,
         Container::Leases => 3,
+        Container::Tags => 4,
     }
 }
 

@@ -193,7 +193,7 @@ impl<'a> Plan<'a> {
                         removals.push((row, Removal::Orphan));
                     }
                 }
-                Container::Users | Container::Feed
+                Container::Users | Container::Feed | Container::Tags
                     if is(doc, "post") && !doc["postId"].as_str().is_some_and(|post| posts.contains(post)) =>
                 {
                     removals.push((row, Removal::Copy));

@@ -1,7 +1,8 @@
 //! The Atom feeds ([RFC 4287](https://www.rfc-editor.org/rfc/rfc4287)): the newest posts at
 //! `/feed.atom`, from the front page's own cached feed page (Q6, [`crate::app::feed`]), and a
-//! user's newest posts at `/users/{userId}/feed.atom` (Q3: one query on the user's partition).
-//! Both answer with an ETag, and a matching `If-None-Match` is a 304.
+//! user's newest posts at `/users/{userId}/feed.atom` (Q3: one query on the user's partition),
+//! and a tag's newest posts at `/tags/{tag}/feed.atom` (Q7: one query on the tag's partition).
+//! Each answers with an ETag, and a matching `If-None-Match` is a 304.
 //!
 //! **Addresses.** A feed's links must be absolute (RFC 4287 §4.2.7: `href` is an IRI reference,
 //! and a reader fetched the feed from elsewhere than the pages), and the blog has no setting for
@@ -22,10 +23,12 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::Response;
 
+use super::tags::{PageTag, shown_tag, tag_address};
 use super::{PageId, PageResult, SITE_DESCRIPTION, SITE_NAME, url_part};
 use crate::app::AppState;
 use crate::app::feed::feed_page;
 use crate::app::lists::{ListParams, OwnerKnown};
+use crate::app::tags::posts_with_tag;
 use crate::app::users::{get_user, posts_of};
 use crate::http::caching;
 use crate::http::error::ApiError;
@@ -61,6 +64,22 @@ pub(crate) async fn user_feed(State(state): State<AppState>, PageId(user_id): Pa
     let about = About {
         title: format!("{username} · {SITE_NAME}"),
         subtitle: "Their newest posts.",
+        feed: format!("{page}/feed.atom"),
+        page,
+    };
+    Ok(answer(&headers, feed(&origin, &about, &posts.items)))
+}
+
+/// `GET /tags/{tag}/feed.atom`: the newest posts with the tag (Q7, one query on the tag's
+/// partition). A tag nobody used is an empty feed, as its page is an empty list.
+pub(crate) async fn tag_feed(State(state): State<AppState>, PageTag(given): PageTag, headers: HeaderMap) -> PageResult {
+    let origin = origin(&headers)?;
+    let posts = posts_with_tag(&state, &given, &ListParams::default()).await?;
+    let tag = shown_tag(&posts.items, &given);
+    let page = format!("{origin}{}", tag_address(&given));
+    let about = About {
+        title: format!("{tag} · {SITE_NAME}"),
+        subtitle: "The newest posts with this tag.",
         feed: format!("{page}/feed.atom"),
         page,
     };
@@ -160,6 +179,11 @@ fn feed(origin: &str, about: &About, posts: &[Post]) -> String {
         xml.leaf("name", &[], &post.user_username);
         xml.leaf("uri", &[], &format!("{origin}/users/{}", url_part(&post.user_id)));
         xml.close("author");
+        // Its tags (§4.2.2): the normal form as the term, which every form of the tag shares,
+        // and the tag as its writer typed it as the label.
+        for tag in &post.tags {
+            xml.empty("category", &[("term", &crate::model::tags::normalize_tag(tag)), ("label", tag)]);
+        }
         // The post's text shows the pictures its writer added to it, as its page does.
         let pictures = Pictures::Of { owner: &post.user_id, post: &post.id };
         match excerpt(&post.content) {

@@ -68,6 +68,7 @@ pub(crate) fn post_list(posts: &[Post], show_author: bool) -> Markup {
                             }
                             (time(&post.creation_date))
                         }
+                        (super::tags::tag_links(&post.tags))
                         @let (excerpt, cut) = excerpt(&post.content);
                         p class="excerpt" dir="auto" { (esc(&excerpt)) }
                         @if cut {

@@ -127,6 +127,8 @@ pub(crate) struct Field {
     /// (A browser counts UTF-16 code units, the API characters: a text of emoji is stopped
     /// early, never let through too long.)
     pub max_chars: usize,
+    /// May be left empty (a post's tags): the browser does not ask for it.
+    pub optional: bool,
 }
 
 /// Renders a form: a general error first, then each field, then the submit button.
@@ -188,7 +190,7 @@ fn form_field(form_id: &str, field: &Field, draft: &Draft) -> Markup {
                 textarea id=(input_id) name=(field.name) rows="8" maxlength=(field.max_chars) required
                     aria-invalid=[invalid] aria-describedby=[&described] { (value) }
             } @else {
-                input id=(input_id) name=(field.name) type="text" value=(value) maxlength=(field.max_chars) required
+                input id=(input_id) name=(field.name) type="text" value=(value) maxlength=(field.max_chars) required[!field.optional]
                     aria-invalid=[invalid] aria-describedby=[&described];
             }
         }

@@ -21,6 +21,7 @@ pub(crate) mod forms;
 pub(crate) mod multipart;
 pub(crate) mod posts;
 pub(crate) mod session;
+pub(crate) mod tags;
 pub(crate) mod users;
 pub(crate) mod write;
 

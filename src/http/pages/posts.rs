@@ -30,6 +30,7 @@ const COMMENT_FIELDS: [Field; 1] = [Field {
     hint: "Markdown, as in posts. Up to 2,000 characters.",
     multiline: true,
     max_chars: MAX_COMMENT_CHARS,
+    optional: false,
 }];
 const _: () = assert!(MAX_COMMENT_CHARS == 2_000);
 
@@ -133,6 +134,7 @@ async fn render_post(
                     " · edited " (time(edited_at))
                 }
             }
+            (super::tags::tag_links(&post.tags))
             // Rendered once per view by `markdown::to_html` (`PostView::rendered`), which leaves no raw HTML of the text in it and escapes
             // the rest: safe as it is.
             div class="content" dir="auto" { (PreEscaped(&rendered.content)) }

@@ -31,6 +31,7 @@ const SIGN_IN_FIELDS: [Field; 1] = [Field {
     hint: "Development sign-in: any id (letters, digits, - and _), e.g. alice. Nothing checks it.",
     multiline: false,
     max_chars: crate::model::MAX_ID_BYTES,
+    optional: false,
 }];
 
 /// `?return=`: the page a sign-in started from (the post page's "Sign in" link sets it), and

@@ -27,6 +27,7 @@ const USERNAME_FIELDS: [Field; 1] = [Field {
            case, is taken.",
     multiline: false,
     max_chars: crate::model::MAX_USERNAME_CHARS,
+    optional: false,
 }];
 
 /// A username, as typed into the form.

@@ -17,21 +17,39 @@ use crate::app::idempotency::IdempotencyKey;
 use crate::app::pictures::{self, AddedPicture, PictureTarget, Quota, add_picture, destination};
 use crate::app::posts::{create_post, edit_post, get_post};
 use crate::http::error::ApiError;
+use crate::model::tags::{MAX_TAG_CHARS, MAX_TAGS, split_typed};
 use crate::model::{MAX_CONTENT_CHARS, MAX_TITLE_CHARS};
 use crate::pictures::Usage;
 
 // The hints say the limits the API applies; the assertion keeps them true.
-const POST_FIELDS: [Field; 2] = [
-    Field { name: "title", label: "Title", hint: "Up to 200 characters.", multiline: false, max_chars: MAX_TITLE_CHARS },
+const POST_FIELDS: [Field; 3] = [
+    Field {
+        name: "title",
+        label: "Title",
+        hint: "Up to 200 characters.",
+        multiline: false,
+        max_chars: MAX_TITLE_CHARS,
+        optional: false,
+    },
     Field {
         name: "content",
         label: "Text",
         hint: "Markdown: **bold**, *italic*, [a link](https://…), # a heading, ``` for code. Up to 20,000 characters.",
         multiline: true,
         max_chars: MAX_CONTENT_CHARS,
+        optional: false,
+    },
+    Field {
+        name: "tags",
+        label: "Tags",
+        hint: "Optional: up to 5, separated by commas, each up to 32 characters (rust, Cosmos DB).",
+        multiline: false,
+        // Every tag at its longest, with a comma and a space between each two.
+        max_chars: MAX_TAGS * (MAX_TAG_CHARS + 2),
+        optional: true,
     },
 ];
-const _: () = assert!(MAX_TITLE_CHARS == 200 && MAX_CONTENT_CHARS == 20_000);
+const _: () = assert!(MAX_TITLE_CHARS == 200 && MAX_CONTENT_CHARS == 20_000 && MAX_TAGS == 5 && MAX_TAG_CHARS == 32);
 
 /// A post's title and text, as typed into the form, and the picture's description and which
 /// button sent it (`add-picture`: add the chosen picture to the text and show the form again).
@@ -42,6 +60,9 @@ pub(crate) struct PostForm {
     title: String,
     #[serde(default)]
     content: String,
+    /// The tags, separated by commas.
+    #[serde(default)]
+    tags: String,
     #[serde(default)]
     alt: String,
     #[serde(default)]
@@ -74,7 +95,9 @@ pub(crate) async fn submit_new_post(
         &state,
         &viewer,
         key.as_ref(),
-        async |caller| create_post(&state, caller, &caller.id, typed.title.clone(), typed.content.clone()).await,
+        async |caller| {
+            create_post(&state, caller, &caller.id, typed.title.clone(), typed.content.clone(), split_typed(&typed.tags)).await
+        },
         |post| format!("/posts/{}", url_part(&post.id)),
         &[],
         async |error| {
@@ -89,7 +112,9 @@ pub(crate) async fn submit_new_post(
 pub(crate) async fn edit_post_page(State(state): State<AppState>, viewer: Viewer, PageId(post_id): PageId) -> PageResult {
     let post = get_post(&state, &post_id).await?;
     viewer.caller()?.must_be(&post.user_id, "edit this post")?;
-    let draft = Draft { values: vec![("title", &post.title), ("content", &post.content)], refusal: None, key: None };
+    let tags = post.tags.join(", ");
+    let draft =
+        Draft { values: vec![("title", &post.title), ("content", &post.content), ("tags", &tags)], refusal: None, key: None };
     Ok(PostFormPage { editing: Some(&post_id), draft, added: None }.render(&state, &viewer, StatusCode::OK).await)
 }
 
@@ -109,7 +134,9 @@ pub(crate) async fn submit_post_edit(
         &state,
         &viewer,
         key.as_ref(),
-        async |caller| edit_post(&state, caller, &post_id, typed.title.clone(), typed.content.clone()).await,
+        async |caller| {
+            edit_post(&state, caller, &post_id, typed.title.clone(), typed.content.clone(), Some(split_typed(&typed.tags))).await
+        },
         |post| format!("/posts/{}", url_part(&post.id)),
         POST_GONE,
         async |error| {
@@ -139,7 +166,8 @@ async fn picture_first(
             PostFormPage { editing, draft: refused.draft(typed, key), added: None }.render(state, viewer, refused.status())
         }
         Ok(added) if typed.action == ADD_PICTURE => {
-            let draft = Draft { values: vec![("title", &typed.title), ("content", &typed.content)], refusal: None, key };
+            let values = vec![("title", typed.title.as_str()), ("content", &typed.content), ("tags", &typed.tags)];
+            let draft = Draft { values, refusal: None, key };
             PostFormPage { editing, draft, added }.render(state, viewer, StatusCode::OK)
         }
         Ok(_) => return None,
@@ -166,7 +194,7 @@ impl PictureRefused {
             refusal.field = Some(self.field);
         }
         Draft {
-            values: vec![("title", &typed.title), ("content", &typed.content), ("alt", &typed.alt)],
+            values: vec![("title", &typed.title), ("content", &typed.content), ("tags", &typed.tags), ("alt", &typed.alt)],
             refusal: Some(refusal),
             key,
         }
@@ -212,8 +240,8 @@ async fn with_picture(
 
 fn post_draft<'a>(typed: &'a PostForm, error: &ApiError, key: Option<&'a IdempotencyKey>) -> Draft<'a> {
     Draft {
-        values: vec![("title", &typed.title), ("content", &typed.content)],
-        refusal: Some(Refusal::of(error, &["title", "content"])),
+        values: vec![("title", &typed.title), ("content", &typed.content), ("tags", &typed.tags)],
+        refusal: Some(Refusal::of(error, &["title", "content", "tags"])),
         key,
     }
 }

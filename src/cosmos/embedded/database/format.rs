@@ -48,9 +48,9 @@ pub(super) const PARTITIONS: &str = "
     ) WITHOUT ROWID;
 ";
 /// The schema's version, in `PRAGMA user_version`: 0 before items carried their checksum, 1
-/// before partitions and containers carried their [`Tally`], 2 since (upgraded in place at the
-/// first start, see [`upgrade`]).
-pub(super) const SCHEMA_VERSION: i64 = 2;
+/// before partitions and containers carried their [`Tally`], 2 before the container `tags`, 3
+/// since (upgraded in place at the first start, see [`upgrade`]).
+pub(super) const SCHEMA_VERSION: i64 = 3;
 /// The meta key of an unfinished repair ([`super::super::repair`]): recorded with the repair of the
 /// rows, removed once the names and copies are made again; a start refuses while it is there.
 pub(crate) const REPAIR_PENDING: &str = "repair_pending";
@@ -179,6 +179,7 @@ pub(super) fn upgrade(path: &Path, connection: &mut Connection) -> Result<(), St
     let version: i64 = connection.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(failed)?;
     match version {
         SCHEMA_VERSION => return Ok(()),
+        2 => return add_tags_container(path, connection),
         0 | 1 => {}
         newer => return Err(StoreError::NewerSchema { path: path.to_owned(), version: newer, known: SCHEMA_VERSION }),
     }
@@ -201,6 +202,19 @@ pub(super) fn upgrade(path: &Path, connection: &mut Connection) -> Result<(), St
         seconds = started.elapsed().as_secs_f64(),
         "the database was upgraded: each item carries a checksum, and each partition a count and digest of its items"
     );
+    Ok(())
+}
+
+/// Version 2 to 3: the container `tags`, empty, given its tallies (zero), in one transaction.
+/// The other containers' tallies stay as their commits recorded them: made again from the rows,
+/// they would take in whatever was changed outside the handler before this start.
+fn add_tags_container(path: &Path, connection: &mut Connection) -> Result<(), StoreError> {
+    let failed = |error| damaged(path, error);
+    let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(failed)?;
+    super::tally::set_container_tally(&transaction, Container::Tags, super::tally::Tally::default()).map_err(failed)?;
+    transaction.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}")).map_err(failed)?;
+    transaction.commit().map_err(failed)?;
+    tracing::info!(path = %path.display(), from = 2, "the database was upgraded: it has the container tags");
     Ok(())
 }
 

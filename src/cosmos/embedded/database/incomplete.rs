@@ -228,7 +228,7 @@ fn what_is_missing(
                 missing.push(format!("the user {partition_key:?} itself"));
             }
         }
-        Container::Feed | Container::Leases => {}
+        Container::Feed | Container::Tags | Container::Leases => {}
     }
     Ok(missing)
 }

@@ -93,7 +93,7 @@ pub(crate) fn retally(path: &Path, transaction: &rusqlite::Transaction) -> Resul
     Ok(totals.values().map(|total| total.items).sum())
 }
 
-fn set_container_tally(connection: &Connection, container: Container, tally: Tally) -> rusqlite::Result<()> {
+pub(super) fn set_container_tally(connection: &Connection, container: Container, tally: Tally) -> rusqlite::Result<()> {
     let mut set = connection
         .prepare_cached("INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value")?;
     set.execute(params![items_key(container), tally.items])?;

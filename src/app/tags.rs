@@ -1,0 +1,149 @@
+//! Tags: the copy of a post under each of its tags (the article's method for a new access
+//! pattern: a container partitioned by what the query filters on, kept by the change feed), and
+//! Q7, the newest posts with a tag, one query on the tag's partition.
+//!
+//! The copies under tags mirror the post's copy in its author's partition of `users`, never the
+//! delivered version directly: that copy is already kept at the newest version delivered (a late
+//! or repeated delivery never takes it back, [`super::copies`]), so the tag copies follow it and
+//! inherit that order. Which tags to remove copies from is recorded on that copy too:
+//! `taggedBefore`, the tags of the copies it replaced (`model::tags::tagged_before`), written in
+//! the same write that replaces it, and cleared only once those copies are deleted. So a tag
+//! removed is found even when the change feed never delivered the version that had it (in its
+//! latest-version mode, versions between two deliveries are never seen), and a crash between
+//! two steps leaves the record to be finished by the next delivery. A query across the
+//! partitions of `tags` for the post would find them too, but on every change of every post (a
+//! comment moves its counter): a fan-out on the busiest write path, where this costs nothing for
+//! a post without tags (its copy in `users`, just written or read, says so), and for a tagged one
+//! a point read and a write per tag.
+
+use futures::TryStreamExt;
+
+use crate::cosmos::{Container, StoreError, Versioned, WriteOp, queries};
+use crate::model::tags::{TagCopy, normalized, tag_in_address};
+use crate::model::{self, Post, PostCopy};
+
+use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
+use super::posts::to_document;
+use super::{AppError, AppResult, AppState};
+
+/// How often a copy is read and written again when another writer changed it in between.
+const ATTEMPTS: usize = 10;
+
+/// How many posts' tag copies are brought up to date at once.
+const CONCURRENT_POSTS: usize = 8;
+
+/// The list's name in its continuation tokens.
+const LIST: &str = "tag";
+
+/// Brings the copies under tags of each post up to its copy in `users` (as
+/// [`super::copies::copy_posts`] just wrote or found it): a copy under each of its tags, none
+/// under a tag it no longer has. A post that has no tags and had none costs nothing more.
+/// Idempotent: a delivery repeated or late finds the copies as they should be.
+pub(crate) async fn copy_tags(state: &AppState, user_copies: impl Iterator<Item = PostCopy>) -> AppResult<()> {
+    futures::stream::iter(user_copies.map(Ok)).try_for_each_concurrent(CONCURRENT_POSTS, |copy| sync_tags(state, copy)).await
+}
+
+/// One post's copies under tags, from its copy in `users`.
+async fn sync_tags(state: &AppState, mut copy: PostCopy) -> AppResult<()> {
+    let (user_id, post_id) = (copy.post.user_id.clone(), copy.post.id.clone());
+    for _ in 0..ATTEMPTS {
+        for tag in normalized(&copy.post.tags) {
+            refresh_tag_copy(state, &tag, &copy).await?;
+        }
+        if copy.tagged_before.is_empty() {
+            return Ok(());
+        }
+        for tag in &copy.tagged_before {
+            delete_tag_copy(state, tag, &post_id).await?;
+        }
+        // Those copies are gone: the record is cleared, on the copy as it is stored, if it is
+        // still the one these tags were read from; changed since (a newer version copied, its
+        // record grown), the copies are brought up to it instead.
+        let Some(found) = state.store.read_versioned::<PostCopy>(Container::Users, &user_id, &post_id).await? else {
+            return Ok(());
+        };
+        if found.item != copy {
+            copy = found.item;
+            continue;
+        }
+        let cleared = PostCopy { tagged_before: Vec::new(), ..found.item };
+        let replace = WriteOp::Replace { id: post_id.clone(), document: to_document(&cleared)?, if_match: Some(found.etag) };
+        match state.store.execute_write(Container::Users, &user_id, replace).await {
+            Ok(()) | Err(StoreError::NotFound) => return Ok(()),
+            Err(StoreError::PreconditionFailed) => {
+                match state.store.read::<PostCopy>(Container::Users, &user_id, &post_id).await? {
+                    Some(now) => copy = now,
+                    None => return Ok(()),
+                }
+            }
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Err(StoreError::CopyKeptChanging { post_id: post_id.to_owned(), container: Container::Tags }.into())
+}
+
+/// Makes the copy of `copy` under `tag` the same version as `copy`. A copy under a tag is only
+/// ever written from the post's copy in `users`, which never goes back to an older version, so
+/// any other version there is older.
+async fn refresh_tag_copy(state: &AppState, tag: &str, copy: &PostCopy) -> AppResult<()> {
+    for _ in 0..ATTEMPTS {
+        let existing = state.store.read_versioned::<TagCopy>(Container::Tags, tag, &copy.post.id).await?;
+        if existing.as_ref().is_some_and(|found| found.item.source == copy.source) {
+            return Ok(());
+        }
+        // No copy yet: made only while the post exists with this tag, as the copies in `users`
+        // and `feed` are (a late delivery must not bring back what a deletion removed).
+        if existing.is_none() && !has_tag_now(state, &copy.post.id, tag).await? {
+            return Ok(());
+        }
+        let tag_copy = TagCopy { post: copy.post.clone(), source: copy.source.clone(), tag: tag.to_owned() };
+        let document = to_document(&tag_copy)?;
+        let write = match existing {
+            Some(Versioned { etag, .. }) => WriteOp::Replace { id: copy.post.id.clone(), document, if_match: Some(etag) },
+            None => WriteOp::Create { document },
+        };
+        match state.store.execute_write(Container::Tags, tag, write).await {
+            Ok(()) => return Ok(()),
+            Err(StoreError::PreconditionFailed | StoreError::Conflict | StoreError::NotFound) => continue,
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Err(StoreError::CopyKeptChanging { post_id: copy.post.id.clone(), container: Container::Tags }.into())
+}
+
+/// Whether the post exists now and has `tag` (normal form).
+async fn has_tag_now(state: &AppState, post_id: &str, tag: &str) -> AppResult<bool> {
+    let current = state.store.read::<Post>(Container::Posts, post_id, post_id).await?;
+    Ok(current.is_some_and(|post| model::is_live(&post) && normalized(&post.tags).iter().any(|own| own == tag)))
+}
+
+async fn delete_tag_copy(state: &AppState, tag: &str, post_id: &str) -> AppResult<()> {
+    let delete = WriteOp::Delete { id: post_id.to_owned(), if_match: None };
+    match state.store.execute_write(Container::Tags, tag, delete).await {
+        Ok(()) | Err(StoreError::NotFound) => Ok(()),
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// A deleted post's copies under tags: every tag its copy in `users` has or recorded (the
+/// tombstone keeps no tags). Run before that copy is deleted, so that a crash in between
+/// leaves the record for the tombstone's next delivery.
+pub(crate) async fn remove_tag_copies(state: &AppState, post: &Post) -> AppResult<()> {
+    let Some(copy) = state.store.read::<PostCopy>(Container::Users, &post.user_id, &post.id).await? else {
+        return Ok(());
+    };
+    for tag in normalized(&copy.post.tags).iter().chain(&copy.tagged_before) {
+        delete_tag_copy(state, tag, &post.id).await?;
+    }
+    Ok(())
+}
+
+/// Q7: the newest posts with `tag` (any form of it: it is compared in normal form), in short
+/// form, newest first: one query on the tag's partition of `tags`. A tag nobody used is an
+/// empty page: a tag is not a resource that can be missing.
+pub(crate) async fn posts_with_tag(state: &AppState, tag: &str, params: &ListParams) -> AppResult<ListPage<Post>> {
+    let tag = tag_in_address(tag).map_err(|why| AppError::Invalid(format!("`tag`: {why}")))?;
+    let page = params.page_request(&state.tokens, LIST, &tag, DEFAULT_PAGE_SIZE)?;
+    let found = state.store.query_page::<Post>(Container::Tags, &tag, queries::tag_posts(), page).await?;
+    Ok(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, &tag) })
+}

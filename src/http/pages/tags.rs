@@ -1,0 +1,98 @@
+//! A tag's page (Q7): the newest posts with the tag, paged, with its Atom feed; and the row of
+//! tag links a post shows under its title and in its excerpt.
+
+use axum::extract::{FromRequestParts, State};
+use axum::http::HeaderMap;
+use axum::http::request::Parts;
+use maud::{Markup, html};
+
+use super::feed::post_list;
+use super::{Head, Page, PageError, PageFeed, PageQuery, PageResult, SITE_NAME, Viewer, esc, page_layout, url_part};
+use crate::app::AppState;
+use crate::app::lists::ListParams;
+use crate::app::tags::posts_with_tag;
+use crate::http::tags::TagInPath;
+use crate::model::Post;
+use crate::model::tags::normalize_tag;
+
+/// The tag in a page's path, as given; refused with an HTML page where it cannot be read.
+pub(crate) struct PageTag(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PageTag {
+    type Rejection = PageError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, PageError> {
+        let TagInPath(tag) = TagInPath::from_request_parts(parts, state).await?;
+        Ok(PageTag(tag))
+    }
+}
+
+/// The address of a tag's page: its normal form, so that every form of a tag links to one page.
+pub(crate) fn tag_address(tag: &str) -> String {
+    format!("/tags/{}", url_part(&normalize_tag(tag)))
+}
+
+/// A post's tags as links to their pages, as the writer typed them (isolated from the text
+/// around them, as names are). Nothing for a post without tags.
+pub(crate) fn tag_links(tags: &[String]) -> Markup {
+    html! {
+        @if !tags.is_empty() {
+            ul class="tags" aria-label="Tags" {
+                @for tag in tags {
+                    li { a rel="tag" href=(tag_address(tag)) { bdi { (esc(tag)) } } }
+                }
+            }
+        }
+    }
+}
+
+/// The tag as the newest post with it shows it (as its writer typed it), else as given.
+pub(crate) fn shown_tag(posts: &[Post], given: &str) -> String {
+    let normal = normalize_tag(given);
+    posts
+        .iter()
+        .flat_map(|post| &post.tags)
+        .find(|tag| normalize_tag(tag) == normal)
+        .cloned()
+        .unwrap_or_else(|| given.trim().to_owned())
+}
+
+/// `GET /tags/{tag}`: the newest posts with the tag (Q7, one query on the tag's partition),
+/// "More posts" pages on. A tag nobody used is a page that says so (200): a tag is not a
+/// resource that can be missing. Answered 304 to a matching `If-None-Match`.
+pub(crate) async fn tag_page(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    headers: HeaderMap,
+    PageTag(given): PageTag,
+    PageQuery(params): PageQuery<ListParams>,
+) -> PageResult {
+    let posts = posts_with_tag(&state, &given, &params).await?;
+    let tag = shown_tag(&posts.items, &given);
+    let address = tag_address(&given);
+    let main = html! {
+        h1 { "Posts tagged " bdi { (esc(&tag)) } }
+        @if posts.items.is_empty() {
+            p { "No posts with this tag yet." }
+        } @else {
+            (post_list(&posts.items, true))
+        }
+        @if let Some(token) = &posts.continuation_token {
+            nav class="more" aria-label="More posts" {
+                a rel="next" href={
+                    (address) "?" @if let Some(limit) = params.limit() { "limit=" (url_part(limit)) "&" }
+                    "continuationToken=" (url_part(token))
+                } { "More posts" }
+            }
+        }
+        p class="hint" {
+            a href={ (address) "/feed.atom" } { "Follow " bdi { (esc(&tag)) } " (Atom feed)" }
+        }
+    };
+    let title = format!("Posts tagged {tag}");
+    let feed = PageFeed { title: &title, href: format!("{address}/feed.atom") };
+    let head =
+        Head { description: Some(format!("The newest posts tagged {tag} on {SITE_NAME}.")), feed: Some(feed), ..Head::default() };
+    let html = page_layout(&title, &viewer, head, main);
+    Ok(Page { status: axum::http::StatusCode::OK, html, private: viewer.id().is_some() }.revalidated(&headers))
+}
