@@ -97,17 +97,25 @@ pub(crate) fn to_html(text: &str, pictures: Pictures<'_>, top_heading: u8) -> St
 /// none at either end. The text keeps its logical order, so right-to-left words come out as
 /// typed, and their direction is the page's to show (`dir="auto"`).
 ///
-/// An image is its alt text, without the page's "Image: " label (which names the link the page
-/// makes of it; a plain text has no links), and nothing when it has none: the page then shows
-/// its address, but an address is not prose and would take most of a short excerpt.
+/// A picture is left out, its alt text too: the alt text describes the picture for who cannot
+/// see it, and read into the prose around it, it runs into the next sentence ("at dawn. A red
+/// kite The kites came"). The space before it goes when punctuation follows it ("See ![a
+/// cat](…)." reads "See.").
 ///
 /// `cut`: `text` is the start of a longer text (a short copy), so a construct may be cut in
 /// half (`**bold te`, `[link te`): the marks the parser found no partner for are left out (a
 /// mark typed escaped, `\*`, stays), and the reader sees `bold te`, `link te`.
 pub(crate) fn to_plain_text(text: &str, cut: bool) -> String {
-    let mut plain = PlainText { text: String::with_capacity(text.len()), space: false };
+    let mut plain = PlainText { text: String::with_capacity(text.len()), space: false, after_picture: false };
+    let mut in_picture = 0usize;
     for (event, at) in Parser::new_ext(text, options()).into_offset_iter() {
         match event {
+            Event::Start(Tag::Image { .. }) => in_picture += 1,
+            Event::End(TagEnd::Image) => {
+                in_picture = in_picture.saturating_sub(1);
+                plain.after_picture = true;
+            }
+            _ if in_picture > 0 => {}
             // An unpaired mark is a text event of its own, whose source is the mark itself.
             Event::Text(mark)
                 if cut
@@ -144,11 +152,16 @@ fn is_inline(tag: TagEnd) -> bool {
 struct PlainText {
     text: String,
     space: bool,
+    /// A picture was just left out: punctuation right after it takes no space before it.
+    after_picture: bool,
 }
 
 impl PlainText {
     fn push(&mut self, text: &str) {
         for c in text.chars() {
+            if std::mem::take(&mut self.after_picture) && c.is_ascii_punctuation() {
+                self.space = false;
+            }
             if c.is_whitespace() {
                 self.space = true;
             } else {

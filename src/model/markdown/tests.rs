@@ -187,7 +187,7 @@ fn plain_text_is_what_a_reader_reads() {
         whole("## Hello\n\nSome **bold** and `code`,\nnext line.\n\n- one\n- two"),
         "Hello Some bold and code, next line. one two"
     );
-    assert_eq!(whole("```\nlet x = 1;\n```\n[a link](https://e.com) ![an image](x.png)"), "let x = 1; a link an image");
+    assert_eq!(whole("```\nlet x = 1;\n```\n[a link](https://e.com) ![an image](x.png)"), "let x = 1; a link");
     assert_eq!(whole("<b>as typed</b> and *nix, 2 * 3"), "<b>as typed</b> and *nix, 2 * 3");
 }
 
@@ -230,11 +230,11 @@ fn plain_text_of_a_link_is_its_text_with_no_space_at_its_edges() {
 }
 
 #[test]
-fn plain_text_of_an_image_is_its_alt_text_or_nothing() {
-    assert_eq!(plain("See ![a cat](https://cats.example/cat.png)."), "See a cat.");
-    assert_eq!(plain("See ![*a* cat](x.png)!"), "See a cat!");
+fn plain_text_leaves_an_image_out_with_its_alt_text() {
+    assert_eq!(plain("See ![a cat](https://cats.example/cat.png)."), "See.");
+    assert_eq!(plain("See ![*a* cat](x.png)!"), "See!");
     assert_eq!(plain("Before ![](x.png) after."), "Before after.");
-    assert_eq!(plain("[![logo](l.png)](https://e.com)."), "logo.");
+    assert_eq!(plain("[![logo](l.png)](https://e.com)."), ".");
 }
 
 #[test]
@@ -292,4 +292,15 @@ fn plain_text_of_a_cut_text_leaves_out_the_marks_the_cut_left_unpaired() {
     assert_eq!(cut("a ![alt te"), "a alt te");
     assert_eq!(cut("a `code sp"), "a code sp");
     assert_eq!(cut("kept: \\*, 2 * 3, a_b and **whole**"), "kept: *, 2 * 3, a_b and whole");
+}
+
+/// An excerpt leaves a post's pictures out, alt text and all: read into the prose, the alt text
+/// ran into the next sentence.
+#[test]
+fn plain_text_leaves_pictures_out() {
+    assert_eq!(
+        to_plain_text("Up at dawn. ![A red kite](/pictures/u/p/kite.jpg) The kites came.", false),
+        "Up at dawn. The kites came."
+    );
+    assert_eq!(to_plain_text("a ![x](y.png) b [![inner](i.png) link](https://e.com)", false), "a b link");
 }
