@@ -7,6 +7,7 @@
 
 pub(crate) mod ids;
 pub(crate) mod markdown;
+mod marks;
 pub(crate) mod picture;
 pub(crate) mod tags;
 pub mod usernames;
@@ -15,6 +16,7 @@ pub(crate) use ids::IdError;
 pub(crate) use ids::REQUEST_RECORD_PREFIX;
 pub(crate) use ids::hex;
 pub(crate) use ids::validate_id;
+pub(crate) use marks::{FEED_MARK_ID, FEED_MARK_PARTITION, USER_POSTS_MARK_ID, USER_POSTS_MARK_TYPE};
 
 pub(crate) use ids::MAX_ID_BYTES;
 
@@ -40,24 +42,6 @@ pub(crate) const MAX_COMMENT_CHARS: usize = 2_000;
 /// The partition key value of every item in `feed`: the article partitions it by `type`, so the
 /// whole feed is one logical partition that Q6 reads with one query.
 pub(crate) const FEED_PARTITION: &str = "post";
-
-/// The partition of `feed` that holds its change mark, and the mark's id: one small item that
-/// `PostsChangeFeed` writes again after every change it makes to the feed's posts, so that its
-/// etag changes whenever Q6's answer may have. A reader holding a page of the feed checks it with
-/// one point read of the mark (about 1 RU) instead of reading the page again (Q6, about 17 RU).
-/// The mark has a partition of its own (its `type`), so Q6 and `truncateFeed`, which read the
-/// posts' partition, never see it.
-pub(crate) const FEED_MARK_PARTITION: &str = "feedMark";
-/// The id of the feed's change mark (in [`FEED_MARK_PARTITION`]).
-pub(crate) const FEED_MARK_ID: &str = "feedMark";
-
-/// The id of a user's posts mark, in their partition of `users`: written again after every
-/// change `PostsChangeFeed` makes to their posts' copies there (Q3's answer), as the feed's mark
-/// is. User and post ids are printable ASCII, so no user or copy can have this id; its `type`
-/// is [`USER_POSTS_MARK_TYPE`], which Q3 and `UsersChangeFeed` pass over.
-pub(crate) const USER_POSTS_MARK_ID: &str = "\u{a7}postsMark";
-/// The `type` of a user's posts mark.
-pub(crate) const USER_POSTS_MARK_TYPE: &str = "postsMark";
 
 /// The `type` discriminator the article puts on every item; containers hold several types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
