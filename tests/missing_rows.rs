@@ -197,6 +197,27 @@ async fn a_deleted_post_is_refused_and_the_repair_removes_its_comments_likes_and
     app.stop().await;
 }
 
+/// A deleted post's copies under its tags are orphans like its other copies: the repair removes
+/// them, and the tag's page no longer lists the post.
+#[tokio::test]
+async fn the_repair_removes_a_deleted_posts_copies_under_its_tags() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    let tagged = app.post("/api/posts", json!({"userId": alice, "title": "Tagged", "content": "x", "tags": ["Kites"]})).await;
+    assert_eq!(tagged.status, StatusCode::CREATED, "{}", tagged.body);
+    let post = tagged.body["id"].as_str().unwrap().to_owned();
+    app.eventually("/api/tags/kites/posts", |page| page["items"][0]["id"] == post.as_str()).await;
+    let dir = app.stop().await.unwrap();
+    assert_eq!(sql(dir.path(), "DELETE FROM items WHERE container = 'posts' AND pk = ?1 AND id = ?1", &[&post]), 1);
+    let error = refusal(dir.path()).await;
+    run_advised(&error, dir.path());
+    let copies = count(dir.path(), "container = 'tags' AND doc LIKE ?1", &[&format!("%\"postId\":\"{post}\"%")]);
+    assert_eq!(copies, 0, "no copy of the post is left under its tag");
+    let app = TestApp::start_in(dir.path()).await;
+    assert_eq!(app.get("/api/tags/kites/posts").await.body["items"], json!([]));
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn an_emptied_table_is_refused() {
     let blog = blog().await;
