@@ -20,7 +20,7 @@ use serde_json::json;
 use tokio::sync::OnceCell;
 
 use super::{AppResult, AppState};
-use crate::cosmos::{Container, StoreError, WriteOp};
+use crate::cosmos::{Container, WriteOp};
 use crate::model;
 
 /// How long one instance shows a page it read or checked before checking it again. Where the
@@ -52,12 +52,9 @@ impl Mark<'_> {
     pub(crate) async fn write(self, state: &AppState, kind: &str) -> AppResult<()> {
         let mut document = json!({ "id": self.id, "type": kind, "changed": model::now() });
         document[self.container.partition_key_path().trim_start_matches('/')] = json!(self.partition_key);
+        // Unconditional: two writers at once both leave a new etag.
         let write = WriteOp::Upsert { document, if_match: None };
-        match state.store.execute_write(self.container, self.partition_key, write).await {
-            // Written by another at the same moment: new all the same.
-            Ok(()) | Err(StoreError::Conflict | StoreError::PreconditionFailed) => Ok(()),
-            Err(other) => Err(other.into()),
-        }
+        Ok(state.store.execute_write(self.container, self.partition_key, write).await?)
     }
 }
 
