@@ -17,6 +17,19 @@ use reqwest::StatusCode;
 /// the time a kept page is shown unchecked is what is tested, so the test waits it out.
 const LIFETIME: Duration = Duration::from_millis(1100);
 
+/// Whether `then`, asked right after `first`, is answered from the page `first` kept (no
+/// operation). A busy machine can let the kept page's second pass between the two requests, so
+/// the pair is sent again; a pair that never shares a page fails every time.
+async fn shares_a_kept_page(instance: &common::OtherInstance, first: &str, then: &str) -> bool {
+    for _ in 0..10 {
+        instance.get(first).await;
+        if instance.get(then).await.0 == 0 {
+            return true;
+        }
+    }
+    false
+}
+
 /// A second instance on the same database keeps its own post views: once a view is older than
 /// `POST_VIEW_LIFETIME` it is checked by one point read of the post (its etag), shown again when
 /// nothing changed, and read whole when something did: a like made through the first instance,
@@ -79,8 +92,7 @@ async fn another_instance_checks_its_kept_front_page_by_the_feeds_mark_and_shows
     tokio::time::sleep(LIFETIME).await;
     let (operations, _) = second.get("/").await;
     assert_eq!(operations, 1, "checked by the mark alone, nothing changed");
-    let (operations, _) = second.get("/feed.atom").await;
-    assert_eq!(operations, 0, "the Atom feed shares the page just checked");
+    assert!(shares_a_kept_page(&second, "/", "/feed.atom").await, "the Atom feed shares the front page's kept page");
 
     // Each change is made through the first instance and waited for there (its processors
     // copy it, then mark the feed); the second shows it at its next check.
@@ -139,8 +151,7 @@ async fn another_instance_checks_its_kept_user_posts_by_the_users_mark_and_shows
     let (operations, html) = second.get(&page).await;
     assert_eq!(operations, 3, "Q1, then the user's posts mark and Q3");
     assert!(html.contains("First"), "{html}");
-    let (operations, _) = second.get(&posts).await;
-    assert_eq!(operations, 0, "the API's first page is the page's");
+    assert!(shares_a_kept_page(&second, &page, &posts).await, "the API's first page is the user page's kept page");
     tokio::time::sleep(LIFETIME).await;
     let (operations, _) = second.get(&page).await;
     assert_eq!(operations, 2, "Q1, and the mark alone: nothing changed");
