@@ -156,6 +156,11 @@ async fn a_post_is_written_with_the_keyboard_alone() {
     browser.press("Typed, not clicked").await;
     browser.press(TAB).await;
     browser.press("Every key pressed.").await;
+    // The tags, typed as a writer types them: the next stop after the content.
+    browser.press(TAB).await;
+    let focused = browser.focused().await;
+    assert_eq!(browser.attribute(&focused, "id").await.as_deref(), Some("post-tags"));
+    browser.press("Keyboard, Access").await;
     // Past the picture's part: the file, what it shows, the button that adds it.
     for stop in ["post-picture", "post-alt"] {
         browser.press(TAB).await;
@@ -173,6 +178,7 @@ async fn a_post_is_written_with_the_keyboard_alone() {
     assert!(browser.url().await.contains("/posts/"));
     assert_eq!(browser.text("h1").await, "Typed, not clicked");
     assert_eq!(browser.text(".content").await, "Every key pressed.");
+    assert!(browser.source().await.contains("href=\"/tags/keyboard\""), "the typed tags link to their pages");
 }
 
 /// A writer adds a picture on the write page (a real file chosen in the file
