@@ -163,6 +163,7 @@ pub async fn state_on(config: &Config, store: cosmos::Store) -> Result<AppState,
         feed: Default::default(),
         post_views: Default::default(),
         user_posts: Default::default(),
+        tag_posts: Default::default(),
         write_limit: config.write_limit.map(app::WriteLimit::new),
     }))
 }

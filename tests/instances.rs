@@ -173,3 +173,54 @@ async fn another_instance_checks_its_kept_user_posts_by_the_users_mark_and_shows
 
     second.stop().await;
 }
+
+/// A tag's page on a second instance is kept and checked by the tag's mark, as the user page is:
+/// a post tagged, a like on a tagged post and a tag removed by an edit, all made through the
+/// first instance, each show on the second's next check, a lifetime later at most.
+#[tokio::test]
+async fn another_instance_checks_its_kept_tag_page_by_the_tags_mark_and_shows_each_change_made_elsewhere() {
+    let app = TestApp::start().await;
+    let author = app.user("author").await;
+    let fan = app.user("fan").await;
+    let tagged = |title: &str, tags: &[&str]| serde_json::json!({"userId": author, "title": title, "content": "c", "tags": tags});
+    let first = app.post("/api/posts", tagged("First", &["Kites"])).await.body["id"].as_str().unwrap().to_owned();
+    let posts = "/api/tags/kites/posts";
+    app.eventually(posts, |page| page["items"][0]["id"] == first.as_str()).await;
+    let second = app.another_instance().await;
+    let page = "/tags/Kites";
+
+    let (operations, html) = second.get(page).await;
+    assert_eq!(operations, 2, "the tag's mark and Q7");
+    assert!(html.contains("First"), "{html}");
+    assert!(shares_a_kept_page(&second, page, posts).await, "the API's first page is the tag page's kept page");
+    assert!(shares_a_kept_page(&second, page, "/tags/kites/feed.atom").await, "the tag's feed is its page's kept page");
+    tokio::time::sleep(LIFETIME).await;
+    let (operations, _) = second.get(page).await;
+    assert_eq!(operations, 1, "the mark alone: nothing changed");
+
+    let newest = app.post("/api/posts", tagged("Second", &["kites", "Wind"])).await.body["id"].as_str().unwrap().to_owned();
+    app.eventually(posts, |page| page["items"][0]["id"] == newest.as_str()).await;
+    tokio::time::sleep(LIFETIME).await;
+    let (operations, html) = second.get(page).await;
+    assert_eq!(operations, 2, "a post tagged marked the tag");
+    assert!(html.contains("Second"), "{html}");
+
+    let liked = app.post(&format!("/api/posts/{first}/likes"), serde_json::json!({"userId": fan})).await;
+    assert_eq!(liked.status, StatusCode::CREATED, "{}", liked.body);
+    app.eventually(posts, |page| page["items"][1]["likeCount"] == 1).await;
+    tokio::time::sleep(LIFETIME).await;
+    let (operations, html) = second.get(page).await;
+    assert_eq!(operations, 2, "the like changed the post's copy under the tag, which marked it");
+    assert!(html.contains("1 like"), "{html}");
+
+    let edited =
+        app.put(&format!("/api/posts/{newest}"), serde_json::json!({"title": "Second", "content": "c", "tags": ["Wind"]})).await;
+    assert_eq!(edited.status, StatusCode::OK, "{}", edited.body);
+    app.eventually(posts, |page| page["items"].as_array().is_some_and(|items| items.len() == 1)).await;
+    tokio::time::sleep(LIFETIME).await;
+    let (operations, html) = second.get(page).await;
+    assert_eq!(operations, 2, "the tag removed marked it");
+    assert!(!html.contains("Second"), "{html}");
+
+    second.stop().await;
+}

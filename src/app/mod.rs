@@ -64,6 +64,7 @@ impl AppState {
             feed: Default::default(),
             post_views: Default::default(),
             user_posts: Default::default(),
+            tag_posts: Default::default(),
             pictures: None,
             write_limit: None,
         })
@@ -105,6 +106,8 @@ pub struct Shared {
     pub post_views: Arc<post_view::PostViewCache>,
     /// Users' pages of posts (Q3), kept and checked by each user's posts mark.
     pub user_posts: Arc<users::UserPostsCache>,
+    /// Tags' pages of posts (Q7), kept and checked by each tag's mark.
+    pub tag_posts: Arc<tags::TagPostsCache>,
     /// Where pictures are kept (`None`: nowhere configured; uploads are refused).
     pub pictures: Option<pictures::Pictures>,
     /// How many writes each user may still send (`None`: no limit).

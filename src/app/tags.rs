@@ -16,6 +16,9 @@
 //! a post without tags (its copy in `users`, just written or read, says so), and for a tagged one
 //! a point read and a write per tag.
 
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
 use futures::TryStreamExt;
 
 use crate::cosmos::{Container, StoreError, Versioned, WriteOp, queries};
@@ -23,6 +26,7 @@ use crate::model::tags::{TagCopy, normalized, tag_in_address};
 use crate::model::{self, Post, PostCopy};
 
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
+use super::marked::{Checked, Mark, MarkedPages};
 use super::posts::to_document;
 use super::{AppError, AppResult, AppState};
 
@@ -39,15 +43,28 @@ const LIST: &str = "tag";
 /// [`super::copies::copy_posts`] just wrote or found it): a copy under each of its tags, none
 /// under a tag it no longer has. A post that has no tags and had none costs nothing more.
 /// Idempotent: a delivery repeated or late finds the copies as they should be.
+///
+/// Then each tag whose copies were brought up to date, or may have been by a delivery that
+/// failed before its mark (any tag the post has or had), is marked once for the whole batch.
 pub(crate) async fn copy_tags(state: &AppState, user_copies: impl Iterator<Item = PostCopy>) -> AppResult<()> {
-    futures::stream::iter(user_copies.map(Ok)).try_for_each_concurrent(CONCURRENT_POSTS, |copy| sync_tags(state, copy)).await
+    let touched = Mutex::new(BTreeSet::new());
+    futures::stream::iter(user_copies.map(Ok))
+        .try_for_each_concurrent(CONCURRENT_POSTS, |copy| sync_tags(state, copy, &touched))
+        .await?;
+    for tag in touched.into_inner().expect("never poisoned") {
+        mark_tag_changed(state, &tag).await?;
+    }
+    Ok(())
 }
 
-/// One post's copies under tags, from its copy in `users`.
-async fn sync_tags(state: &AppState, mut copy: PostCopy) -> AppResult<()> {
+/// One post's copies under tags, from its copy in `users`; the tags it touched are added to
+/// `touched`.
+async fn sync_tags(state: &AppState, mut copy: PostCopy, touched: &Mutex<BTreeSet<String>>) -> AppResult<()> {
     let (user_id, post_id) = (copy.post.user_id.clone(), copy.post.id.clone());
     for _ in 0..ATTEMPTS {
-        for tag in normalized(&copy.post.tags) {
+        let tags = normalized(&copy.post.tags);
+        touched.lock().expect("never poisoned").extend(tags.iter().chain(&copy.tagged_before).cloned());
+        for tag in tags {
             refresh_tag_copy(state, &tag, &copy).await?;
         }
         if copy.tagged_before.is_empty() {
@@ -132,8 +149,12 @@ pub(crate) async fn remove_tag_copies(state: &AppState, post: &Post) -> AppResul
     let Some(copy) = state.store.read::<PostCopy>(Container::Users, &post.user_id, &post.id).await? else {
         return Ok(());
     };
-    for tag in normalized(&copy.post.tags).iter().chain(&copy.tagged_before) {
+    let tags: BTreeSet<String> = normalized(&copy.post.tags).into_iter().chain(copy.tagged_before).collect();
+    for tag in &tags {
         delete_tag_copy(state, tag, &post.id).await?;
+    }
+    for tag in tags {
+        mark_tag_changed(state, &tag).await?;
     }
     Ok(())
 }
@@ -141,9 +162,49 @@ pub(crate) async fn remove_tag_copies(state: &AppState, post: &Post) -> AppResul
 /// Q7: the newest posts with `tag` (any form of it: it is compared in normal form), in short
 /// form, newest first: one query on the tag's partition of `tags`. A tag nobody used is an
 /// empty page: a tag is not a resource that can be missing.
-pub(crate) async fn posts_with_tag(state: &AppState, tag: &str, params: &ListParams) -> AppResult<ListPage<Post>> {
+///
+/// Pages are kept by the instance and checked by the tag's mark ([`super::marked`]), as the
+/// front page's are: a tag page viewed often costs one point read a second while nothing with
+/// the tag changes.
+pub(crate) async fn posts_with_tag(state: &AppState, tag: &str, params: &ListParams) -> AppResult<Arc<Checked<ListPage<Post>>>> {
     let tag = tag_in_address(tag).map_err(|why| AppError::Invalid(format!("`tag`: {why}")))?;
     let page = params.page_request(&state.tokens, LIST, &tag, DEFAULT_PAGE_SIZE)?;
-    let found = state.store.query_page::<Post>(Container::Tags, &tag, queries::tag_posts(), page).await?;
-    Ok(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, &tag) })
+    let key = (tag.clone(), page.size, page.continuation.clone());
+    state
+        .tag_posts
+        .pages
+        .page(state, key, tag_mark(&tag), || async {
+            let found = state.store.query_page::<Post>(Container::Tags, &tag, queries::tag_posts(), page).await?;
+            Ok(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, &tag) })
+        })
+        .await
+}
+
+/// The mark of `tag` (normal form), in its partition of `tags`.
+fn tag_mark(tag: &str) -> Mark<'_> {
+    Mark { container: Container::Tags, partition_key: tag, id: model::TAG_MARK_ID }
+}
+
+/// Writes the mark of `tag` (normal form) again and forgets this instance's pages of it: the
+/// copies under it changed (or may have, in a delivery that failed before its mark).
+async fn mark_tag_changed(state: &AppState, tag: &str) -> AppResult<()> {
+    tag_mark(tag).write(state, model::TAG_MARK_TYPE).await?;
+    state.tag_posts.pages.forget(|(kept, _, _)| kept == tag);
+    Ok(())
+}
+
+/// The most pages of tags' posts one instance keeps (each tag, page size and continuation is a
+/// page; tags are the readers' to choose, so this bounds the memory: a page is at most 100
+/// short posts, a few hundred KB).
+const MAX_TAG_PAGES: usize = 1024;
+
+/// Tags' pages of posts one instance keeps, by tag (normal form), page size and continuation.
+pub struct TagPostsCache {
+    pages: MarkedPages<(String, u32, Option<String>), ListPage<Post>>,
+}
+
+impl Default for TagPostsCache {
+    fn default() -> Self {
+        TagPostsCache { pages: MarkedPages::new(MAX_TAG_PAGES) }
+    }
 }

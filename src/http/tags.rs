@@ -47,5 +47,5 @@ pub(crate) async fn list_posts(
     TagInPath(tag): TagInPath,
     QueryParams(params): QueryParams<ListParams>,
 ) -> ApiResult<Response> {
-    Ok(caching::json(&headers, &posts_with_tag(&state, &tag, &params).await?))
+    Ok(caching::json(&headers, &posts_with_tag(&state, &tag, &params).await?.page))
 }

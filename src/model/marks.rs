@@ -19,3 +19,11 @@ pub(crate) const FEED_MARK_ID: &str = "feedMark";
 pub(crate) const USER_POSTS_MARK_ID: &str = "\u{a7}postsMark";
 /// The `type` of a user's posts mark.
 pub(crate) const USER_POSTS_MARK_TYPE: &str = "postsMark";
+
+/// The id of a tag's mark, in the tag's partition of `tags`: written again after every change
+/// `PostsChangeFeed` makes to the copies under the tag (Q7's answer), as the feed's mark is.
+/// Post ids are printable ASCII, so no copy can have this id; its `type` is [`TAG_MARK_TYPE`],
+/// which Q7 passes over.
+pub(crate) const TAG_MARK_ID: &str = "\u{a7}tagMark";
+/// The `type` of a tag's mark.
+pub(crate) const TAG_MARK_TYPE: &str = "tagMark";

@@ -61,7 +61,9 @@ pub(crate) const COPIES_RU: f64 = 2.0 * article::C1;
 /// What the marks add to a write: `PostsChangeFeed` writes the author's posts mark after the
 /// post's copy in `users`, and the feed's change mark after its copy in `feed` (two small items,
 /// each priced as C1; a write to a post older than the feed's newest 100 leaves the feed and its
-/// mark alone, so counting every write with both is an upper bound).
+/// mark alone, so counting every write with both is an upper bound). Not counted: a tagged post's
+/// write adds, per tag, a point read and a write of its copy under the tag and the tag's mark
+/// (about 2 × C1 + Q1 per tag); the reader load this table is measured on has no tags.
 pub(crate) const MARKS_RU: f64 = 2.0 * article::C1;
 
 /// What an `Idempotency-Key` adds to a write (every form of the pages sends one, and careful API
