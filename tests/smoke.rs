@@ -55,6 +55,7 @@ async fn the_smoke_test_passes_on_a_working_blog_and_again_on_the_next_run() {
         }
         assert!(shown.contains("copied into users after") && shown.contains("copied into feed after"), "{shown}");
         assert!(shown.contains("gone from users after") && shown.contains("gone from feed after"), "{shown}");
+        assert!(shown.contains("copied into tags after") && shown.contains("gone from tags after"), "{shown}");
         // C1 only the first time: the user stays for the next run.
         assert_eq!(shown.lines().any(|line| line.starts_with("C1 ")), run == 1, "run {run}:\n{shown}");
     }

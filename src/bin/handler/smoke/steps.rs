@@ -19,8 +19,12 @@ pub(super) async fn write_and_read(run: &mut Run<'_>) -> Result<(), Failure> {
     let user = ensure_user(run, &user_id).await?;
     let username = user["username"].as_str().unwrap_or_default().to_owned();
 
-    let title = format!("Smoke test {}", uuid::Uuid::new_v4().simple());
-    let body = json!({"userId": user_id, "title": title, "content": "Written by `handler smoke`, and deleted by it."});
+    let run_id = uuid::Uuid::new_v4().simple().to_string();
+    let title = format!("Smoke test {run_id}");
+    // A tag of this run's own, so that the tag's page lists this post alone.
+    let tag = format!("smoke-{}", &run_id[..12]);
+    let body =
+        json!({"userId": user_id, "title": title, "content": "Written by `handler smoke`, and deleted by it.", "tags": [tag]});
     let written = Instant::now();
     let post = run.expect("C2", Method::POST, "/api/posts", Some(body), 201).await?;
     let Some(post_id) = post.body["id"].as_str().map(str::to_owned) else {
@@ -51,6 +55,8 @@ pub(super) async fn write_and_read(run: &mut Run<'_>) -> Result<(), Failure> {
     let q3 = format!("/api/users/{user_id}/posts?limit=100");
     let in_users = run.until("Q3", "copied into users", &q3, written, |body| lists(body, &post_id)).await?;
     let in_feed = run.until("Q6", "copied into feed", "/api/feed?limit=100", written, |body| lists(body, &post_id)).await?;
+    let q7 = format!("/api/tags/{tag}/posts?limit=100");
+    let in_tags = run.until("Q7", "copied into tags", &q7, written, |body| lists(body, &post_id)).await?;
     run.expect("page", Method::GET, &format!("/posts/{post_id}"), None, 200).await?;
 
     run.expect("C5", Method::DELETE, &format!("/api/posts/{post_id}/likes/{user_id}"), None, 204).await?;
@@ -64,13 +70,16 @@ pub(super) async fn write_and_read(run: &mut Run<'_>) -> Result<(), Failure> {
     let none_listed = |body: &Value| !lists(body, &post_id);
     let gone_users = run.until("Q3", "gone from users", &q3, deleted, none_listed).await?;
     let gone_feed = run.until("Q6", "gone from feed", "/api/feed?limit=100", deleted, none_listed).await?;
+    let gone_tags = run.until("Q7", "gone from tags", &q7, deleted, none_listed).await?;
     let _ = writeln!(
         run.out,
-        "ok: copies appeared in users after {:.1} s and in feed after {:.1} s; went after {:.1} s and {:.1} s",
+        "ok: copies appeared in users after {:.1} s, in feed after {:.1} s and in tags after {:.1} s; went after {:.1} s, {:.1} s and {:.1} s",
         in_users.as_secs_f64(),
         in_feed.as_secs_f64(),
+        in_tags.as_secs_f64(),
         gone_users.as_secs_f64(),
-        gone_feed.as_secs_f64()
+        gone_feed.as_secs_f64(),
+        gone_tags.as_secs_f64()
     );
     Ok(())
 }
