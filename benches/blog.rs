@@ -253,6 +253,7 @@ async fn run() {
         seed: args.seed,
         run: &run,
         feed_cache: &handler.state.feed,
+        tag_cache: &handler.state.tag_posts,
         doomed: args.doomed,
     };
     let rows = requests::measure_all(&plan).await;
@@ -270,7 +271,7 @@ async fn run() {
         duration: args.load_for,
         seed: args.seed,
     };
-    for request in ["Q2", "Q6 uncached", "Q6", "front page", "post page", "post page, random"] {
+    for request in ["Q2", "Q6 uncached", "Q6", "front page", "tag page", "post page", "post page, random"] {
         throughputs.push(serving::throughput(&handler.client, &loaded, &handler.state.feed, request, &shape).await);
     }
     // The front page again with one client: its Cosmos queries per second do not follow traffic.

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use blog::testing::app::FeedCache;
+use blog::testing::app::{FeedCache, TagPostsCache};
 
 use crate::client::{Answer, Client, Sample, Stats};
 use crate::data::{self, Rng};
@@ -45,6 +45,8 @@ pub(crate) struct Plan<'a> {
     /// The handler's feed cache: the Q6 row drops it before each request, so that it measures
     /// what Q6 costs in Cosmos DB (the cache's effect has rows of its own).
     pub feed_cache: &'a FeedCache,
+    /// The handler's tags' pages: the Q7 row drops them before each request, as the Q6 row does.
+    pub tag_cache: &'a TagPostsCache,
     /// The posts C7 deletes.
     pub doomed: Doomed,
 }
@@ -291,7 +293,15 @@ pub(crate) async fn measure_beyond_article(plan: &Plan<'_>) -> Vec<ExtraRow> {
         assert!(std::time::Instant::now() < deadline, "the copies under the tag never arrived");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    let samples = reads(n, || "/api/tags/bench/posts?limit=100".to_owned(), client).await;
+    let samples = reads(
+        n,
+        || {
+            plan.tag_cache.invalidate();
+            "/api/tags/bench/posts?limit=100".to_owned()
+        },
+        client,
+    )
+    .await;
     rows.push(ExtraRow {
         request: "Q7",
         route: "GET /api/tags/{tag}/posts?limit=100",

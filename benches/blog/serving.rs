@@ -38,6 +38,7 @@ pub(crate) struct LoadShape {
 
 /// `request` is "Q2" (a random post each time), "Q6" (the feed, as served: from the feed
 /// cache), "Q6 uncached" (the cache dropped before each request), "front page" (`GET /`),
+/// "tag page" (`GET /tags/bench`, the tag every post the tagged C2 row wrote carries),
 /// "post page" (one post's page every time: a popular post) or "post page, random" (a random
 /// post's page each time).
 pub(crate) async fn throughput(
@@ -62,6 +63,7 @@ pub(crate) async fn throughput(
                     let path = match request {
                         "Q2" => format!("/api/posts/{}", posts[rng.index(posts.len())]),
                         "front page" => "/".to_owned(),
+                        "tag page" => "/tags/bench".to_owned(),
                         "post page" => format!("/posts/{}", posts[0]),
                         "post page, random" => format!("/posts/{}", posts[rng.index(posts.len())]),
                         "Q6 uncached" => {
@@ -84,6 +86,7 @@ pub(crate) async fn throughput(
     let path = match request {
         "Q2" => "GET /api/posts/{random id}".to_owned(),
         "front page" => "GET /".to_owned(),
+        "tag page" => "GET /tags/bench".to_owned(),
         "post page" => "GET /posts/{one id}".to_owned(),
         "post page, random" => "GET /posts/{random id}".to_owned(),
         _ => format!("GET /api/feed?limit={feed_limit}"),

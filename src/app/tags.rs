@@ -208,3 +208,10 @@ impl Default for TagPostsCache {
         TagPostsCache { pages: MarkedPages::new(MAX_TAG_PAGES) }
     }
 }
+
+impl TagPostsCache {
+    /// Forgets every page kept: the next read of each tag reads its mark and runs Q7.
+    pub fn invalidate(&self) {
+        self.pages.forget(|_| true);
+    }
+}
