@@ -13,7 +13,7 @@ use std::time::Duration;
 use common::TestApp;
 use reqwest::StatusCode;
 
-/// Longer than the caches' lifetime (`MARKED_PAGE_LIFETIME`, `POST_VIEW_LIFETIME`: a second):
+/// Longer than the caches' lifetime (`MARKED_PAGE_LIFETIME`: a second):
 /// the time a kept page is shown unchecked is what is tested, so the test waits it out.
 const LIFETIME: Duration = Duration::from_millis(1100);
 
@@ -31,7 +31,7 @@ async fn shares_a_kept_page(instance: &common::OtherInstance, first: &str, then:
 }
 
 /// A second instance on the same database keeps its own post views: once a view is older than
-/// `POST_VIEW_LIFETIME` it is checked by one point read of the post (its etag), shown again when
+/// `MARKED_PAGE_LIFETIME` it is checked by one point read of the post (its etag), shown again when
 /// nothing changed, and read whole when something did: a like made through the first instance,
 /// and the liker's new name, show on the second's next check, one lifetime later at most.
 #[tokio::test]

@@ -1,5 +1,6 @@
-//! Pages kept by an instance and checked by a mark: the rule the front page (Q6) and a user's
-//! posts (Q3) share.
+//! Pages kept by an instance and checked by a mark: the rule the front page (Q6), a user's
+//! posts (Q3), a tag's posts (Q7) and a post's view (`super::post_view`, whose mark is the post's
+//! own etag) share.
 //!
 //! A mark is one small item that `PostsChangeFeed` writes again after every change it makes to
 //! the copies a list reads (`feed`'s posts for Q6, a user's post copies for Q3), so its etag
@@ -28,7 +29,9 @@ use crate::model;
 /// Functions host, an instance that did not process the change shows it at most this late.
 pub(crate) const MARKED_PAGE_LIFETIME: Duration = Duration::from_secs(1);
 /// How long a page checked by its mark alone may be shown, from when it was read whole: the
-/// bound for changes the mark does not follow. Once an hour per page kept is one query.
+/// bound for changes the mark does not follow (an operator's repair). Once an hour per page kept
+/// is one query; measured with ten minutes, those reads were half of what post views cost
+/// (BENCHMARKS.md, "Post views checked by the post's etag").
 pub(crate) const CHECKED_PAGE_LIFETIME: Duration = Duration::from_secs(3600);
 
 /// Where a list's mark is: its container, partition and id.
@@ -58,7 +61,16 @@ impl Mark<'_> {
     }
 }
 
-/// A page as read, with the mark's etag read before it.
+/// What a kept page must say about itself for [`KeptPages`] to keep it: when it was read
+/// whole, and what it holds in bytes.
+pub(crate) trait Kept {
+    /// When the page was read whole (a check by its mark keeps this).
+    fn read_whole(&self) -> Instant;
+    /// The bytes it holds, for [`KeptPages`]' budget.
+    fn weight(&self) -> usize;
+}
+
+/// A page of a list as read, with its mark's etag read before it.
 pub struct Checked<V> {
     /// The page.
     pub page: V,
@@ -74,67 +86,100 @@ impl<V> std::ops::Deref for Checked<V> {
     }
 }
 
-type Cell<V> = Arc<OnceCell<Arc<Checked<V>>>>;
+impl<V> Kept for Checked<V> {
+    fn read_whole(&self) -> Instant {
+        self.read_whole
+    }
 
-/// An instance's kept pages of one kind of list, by key (its owner, page size and continuation,
-/// as the list needs). Concurrent requests for a page that is not fresh share one read (they
-/// wait on the same cell), so a burst of views costs one check of the mark, or one query.
-pub(crate) struct MarkedPages<K, V> {
+    /// Lists are bounded by their count of pages (a page is at most 100 short posts).
+    fn weight(&self) -> usize {
+        0
+    }
+}
+
+type Cell<V> = Arc<OnceCell<Arc<V>>>;
+
+/// An instance's kept pages of one kind, by key, each with when it was last read or checked.
+/// Concurrent requests for a page that is not fresh share one read (they wait on the same cell),
+/// so a burst of views costs one check, or one read.
+pub(crate) struct KeptPages<K, V> {
     pages: Mutex<HashMap<K, (Instant, Cell<V>)>>,
     /// The most pages kept: keys are the clients' to choose.
     max_pages: usize,
+    /// The most bytes the pages may hold, as [`Kept::weight`] counts them.
+    max_bytes: usize,
 }
 
-impl<K: Hash + Eq, V> MarkedPages<K, V> {
+/// Pages of a list, each checked by one point read of its list's [`Mark`].
+pub(crate) type MarkedPages<K, V> = KeptPages<K, Checked<V>>;
+
+impl<K: Hash + Eq + Clone, V: Kept> KeptPages<K, V> {
+    /// At most `max_pages` pages, whatever they weigh.
     pub(crate) fn new(max_pages: usize) -> Self {
-        MarkedPages { pages: Mutex::default(), max_pages }
+        Self::within(max_pages, usize::MAX)
     }
 
-    /// The page under `key`: the one kept if it is fresh, or checked by `mark` and kept again,
-    /// or read by `read` when there was none or the mark changed.
-    pub(crate) async fn page<F, Fut>(&self, state: &AppState, key: K, mark: Mark<'_>, read: F) -> AppResult<Arc<Checked<V>>>
+    /// At most `max_pages` pages, and `max_bytes` as [`Kept::weight`] counts them.
+    pub(crate) fn within(max_pages: usize, max_bytes: usize) -> Self {
+        KeptPages { pages: Mutex::default(), max_pages, max_bytes }
+    }
+
+    /// The page under `key`: the one kept while it is fresh (`read_now` asks for none kept);
+    /// otherwise the one `fill` answers, given the page kept when that may still be true and is
+    /// to be checked.
+    pub(crate) async fn page_with<F, Fut>(&self, key: K, read_now: bool, fill: F) -> AppResult<Arc<V>>
     where
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = AppResult<V>>,
+        F: FnOnce(Option<Arc<V>>) -> Fut,
+        Fut: Future<Output = AppResult<Arc<V>>>,
     {
-        let (cell, kept) = self.cell(key);
-        let filled = cell
-            .get_or_try_init(|| async {
-                let etag = mark.read(state).await?;
-                if let Some(kept) = kept
-                    && kept.mark == etag
-                {
-                    return AppResult::Ok(kept);
-                }
-                let read_whole = Instant::now();
-                Ok(Arc::new(Checked { page: read().await?, mark: etag, read_whole }))
-            })
-            .await?;
-        Ok(filled.clone())
+        let (cell, kept) = self.cell(key, read_now);
+        Ok(cell.get_or_try_init(|| fill(kept)).await?.clone())
     }
 
     /// The cell for `key`: the fresh one; or a new empty one that the caller fills, with the page
-    /// it replaces when that may still be true and is to be checked against the mark.
-    fn cell(&self, key: K) -> (Cell<V>, Option<Arc<Checked<V>>>) {
+    /// it replaces when that may still be true and is to be checked.
+    fn cell(&self, key: K, read_now: bool) -> (Cell<V>, Option<Arc<V>>) {
         let mut pages = self.pages.lock().expect("never poisoned");
         let mut kept = None;
-        if let Some((born, cell)) = pages.get(&key) {
+        if let Some((born, cell)) = pages.get(&key).filter(|_| !read_now) {
             if born.elapsed() < MARKED_PAGE_LIFETIME {
                 return (cell.clone(), None);
             }
-            kept = cell.get().filter(|page| page.read_whole.elapsed() < CHECKED_PAGE_LIFETIME).cloned();
+            kept = cell.get().filter(|page| page.read_whole().elapsed() < CHECKED_PAGE_LIFETIME).cloned();
         }
-        if pages.len() >= self.max_pages && !pages.contains_key(&key) {
-            // Past the bound, what can no longer be shown goes, and if that is not enough,
-            // everything does.
-            pages.retain(|_, (_, cell)| cell.get().is_some_and(|page| page.read_whole.elapsed() < CHECKED_PAGE_LIFETIME));
-            if pages.len() >= self.max_pages {
-                pages.clear();
-            }
-        }
+        pages.remove(&key);
+        self.make_room(&mut pages);
         let cell = Cell::default();
         pages.insert(key, (Instant::now(), cell.clone()));
         (cell, kept)
+    }
+
+    /// Keeps the pages within their bounds before one more is added: what can no longer be
+    /// shown goes first, then the pages checked least recently. A page still being read weighs
+    /// nothing yet; it is counted by the next call, so the pages hold at most their budget and
+    /// those being read.
+    fn make_room(&self, pages: &mut HashMap<K, (Instant, Cell<V>)>) {
+        let weight = |cell: &Cell<V>| cell.get().map_or(0, |page| page.weight());
+        let mut bytes: usize = pages.values().map(|(_, cell)| weight(cell)).sum();
+        let over = |count: usize, bytes: usize| count >= self.max_pages || bytes >= self.max_bytes;
+        if !over(pages.len(), bytes) {
+            return;
+        }
+        pages.retain(|_, (born, cell)| {
+            born.elapsed() < MARKED_PAGE_LIFETIME
+                || cell.get().is_some_and(|page| page.read_whole().elapsed() < CHECKED_PAGE_LIFETIME)
+        });
+        bytes = pages.values().map(|(_, cell)| weight(cell)).sum();
+        let mut by_recency: Vec<(Instant, K)> = pages.iter().map(|(key, (born, _))| (*born, key.clone())).collect();
+        by_recency.sort_by_key(|(born, _)| *born);
+        for (_, key) in by_recency {
+            if !over(pages.len(), bytes) {
+                break;
+            }
+            if let Some((_, cell)) = pages.remove(&key) {
+                bytes -= weight(&cell);
+            }
+        }
     }
 
     /// How many pages are held.
@@ -149,17 +194,39 @@ impl<K: Hash + Eq, V> MarkedPages<K, V> {
     }
 }
 
+impl<K: Hash + Eq + Clone, V> MarkedPages<K, V> {
+    /// The page under `key`: the one kept if it is fresh, or checked by `mark` and kept again,
+    /// or read by `read` when there was none or the mark changed.
+    pub(crate) async fn page<F, Fut>(&self, state: &AppState, key: K, mark: Mark<'_>, read: F) -> AppResult<Arc<Checked<V>>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = AppResult<V>>,
+    {
+        self.page_with(key, false, |kept| async move {
+            let etag = mark.read(state).await?;
+            if let Some(kept) = kept
+                && kept.mark == etag
+            {
+                return Ok(kept);
+            }
+            let read_whole = Instant::now();
+            Ok(Arc::new(Checked { page: read().await?, mark: etag, read_whole }))
+        })
+        .await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Past its bound, the cache drops what it can no longer show, then everything: it never
-    /// holds more pages than its bound and the one being added.
+    /// Past its bound, the cache drops what it can no longer show, then the least recently
+    /// checked: it never holds more pages than its bound and the one being added.
     #[test]
     fn kept_pages_stay_within_their_bound() {
         let pages: MarkedPages<u32, ()> = MarkedPages::new(4);
         for key in 0..10 {
-            let _ = pages.cell(key);
+            let _ = pages.cell(key, false);
             assert!(pages.len() <= 4, "{}", pages.len());
         }
         let before = pages.len();
