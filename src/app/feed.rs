@@ -13,7 +13,7 @@ use crate::cosmos::{Container, queries};
 use crate::model::{FEED_MARK_ID, FEED_MARK_PARTITION, FEED_PARTITION, Post};
 
 use super::lists::{DEFAULT_FEED_SIZE, ListPage, ListParams, wrap_token};
-use super::marked::{Checked, Mark, MarkedPages};
+use super::marked::{Checked, MAX_LIST_BYTES, Mark, MarkedPages, Weigh};
 use super::{AppResult, AppState};
 
 /// The most feed pages kept at once (each page size and continuation is a page).
@@ -74,6 +74,14 @@ pub(crate) struct Rendering {
 /// made for its request and not kept.
 const MAX_RENDERINGS: usize = 4;
 
+impl Weigh for FeedPage {
+    /// Its posts, their JSON, and the renderings it may keep (each about as long as the JSON
+    /// of a page of short posts), counted ahead as a post view counts its rendering.
+    fn weight(&self) -> usize {
+        self.list.weight() + (1 + MAX_RENDERINGS) * self.json.len()
+    }
+}
+
 impl FeedPage {
     fn new(list: ListPage<Post>) -> FeedPage {
         let json = serde_json::to_string(&list).expect("a page serializes");
@@ -113,7 +121,7 @@ pub struct FeedCache {
 
 impl Default for FeedCache {
     fn default() -> Self {
-        FeedCache { pages: MarkedPages::new(MAX_CACHED_PAGES) }
+        FeedCache { pages: MarkedPages::within(MAX_CACHED_PAGES, MAX_LIST_BYTES) }
     }
 }
 

@@ -20,9 +20,10 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use tokio::sync::OnceCell;
 
+use super::lists::ListPage;
 use super::{AppResult, AppState};
 use crate::cosmos::{Container, WriteOp};
-use crate::model;
+use crate::model::{self, Post};
 
 /// How long one instance shows a page it read or checked before checking it again. Where the
 /// local change-feed processors run, a change drops the instance's pages at once; under the
@@ -86,16 +87,37 @@ impl<V> std::ops::Deref for Checked<V> {
     }
 }
 
-impl<V> Kept for Checked<V> {
+impl<V: Weigh> Kept for Checked<V> {
     fn read_whole(&self) -> Instant {
         self.read_whole
     }
 
-    /// Lists are bounded by their count of pages (a page is at most 100 short posts).
     fn weight(&self) -> usize {
-        0
+        self.page.weight()
     }
 }
+
+/// What a page holds in bytes, near enough to bound the memory of the pages kept: the texts it
+/// holds and a few hundred bytes an item for its fields and their allocations.
+pub(crate) trait Weigh {
+    fn weight(&self) -> usize;
+}
+
+impl Weigh for ListPage<Post> {
+    fn weight(&self) -> usize {
+        const PER_ITEM: usize = 300;
+        let texts = |post: &Post| {
+            post.title.len() + post.content.len() + post.user_username.len() + post.tags.iter().map(String::len).sum::<usize>()
+        };
+        self.items.iter().map(|post| PER_ITEM + texts(post)).sum::<usize>()
+            + self.continuation_token.as_ref().map_or(0, String::len)
+    }
+}
+
+/// The most bytes one kind of list's kept pages may hold, [`Weigh`] counting: a page of 100
+/// short posts with the longest titles weighs about 200 KB, so about 80 of those, or thousands
+/// of the usual pages of 10 (a few KB each), fit; the count of pages bounds those first.
+pub(crate) const MAX_LIST_BYTES: usize = 16 * 1024 * 1024;
 
 type Cell<V> = Arc<OnceCell<Arc<V>>>;
 
@@ -114,11 +136,6 @@ pub(crate) struct KeptPages<K, V> {
 pub(crate) type MarkedPages<K, V> = KeptPages<K, Checked<V>>;
 
 impl<K: Hash + Eq + Clone, V: Kept> KeptPages<K, V> {
-    /// At most `max_pages` pages, whatever they weigh.
-    pub(crate) fn new(max_pages: usize) -> Self {
-        Self::within(max_pages, usize::MAX)
-    }
-
     /// At most `max_pages` pages, and `max_bytes` as [`Kept::weight`] counts them.
     pub(crate) fn within(max_pages: usize, max_bytes: usize) -> Self {
         KeptPages { pages: Mutex::default(), max_pages, max_bytes }
@@ -194,7 +211,7 @@ impl<K: Hash + Eq + Clone, V: Kept> KeptPages<K, V> {
     }
 }
 
-impl<K: Hash + Eq + Clone, V> MarkedPages<K, V> {
+impl<K: Hash + Eq + Clone, V: Weigh> MarkedPages<K, V> {
     /// The page under `key`: the one kept if it is fresh, or checked by `mark` and kept again,
     /// or read by `read` when there was none or the mark changed.
     pub(crate) async fn page<F, Fut>(&self, state: &AppState, key: K, mark: Mark<'_>, read: F) -> AppResult<Arc<Checked<V>>>
@@ -224,7 +241,7 @@ mod tests {
     /// checked: it never holds more pages than its bound and the one being added.
     #[test]
     fn kept_pages_stay_within_their_bound() {
-        let pages: MarkedPages<u32, ()> = MarkedPages::new(4);
+        let pages: MarkedPages<u32, ListPage<Post>> = MarkedPages::within(4, MAX_LIST_BYTES);
         for key in 0..10 {
             let _ = pages.cell(key, false);
             assert!(pages.len() <= 4, "{}", pages.len());
@@ -232,5 +249,32 @@ mod tests {
         let before = pages.len();
         pages.forget(|key| *key == 9);
         assert_eq!(pages.len(), before - 1, "the last key is forgotten, and only it");
+    }
+
+    /// Pages of long posts are kept within the bytes' budget, whatever the count allows: the
+    /// least recently checked goes first, and the one kept last stays.
+    #[tokio::test]
+    async fn kept_pages_stay_within_their_bytes() {
+        let post: Post = serde_json::from_value(serde_json::json!({
+            "id": "p", "type": "post", "postId": "p", "userId": "u", "userUsername": "u", "title": "t".repeat(1000),
+            "content": "c", "commentCount": 0, "likeCount": 0, "creationDate": "2026-11-28T00:00:00.000Z"
+        }))
+        .expect("a post");
+        let page = ListPage { items: vec![post; 100], continuation_token: None };
+        let weight = page.weight();
+        let budget = 3 * weight + weight / 2;
+        let pages: MarkedPages<u32, ListPage<Post>> = MarkedPages::within(1000, budget);
+        for key in 0..10 {
+            let page = Checked {
+                page: ListPage { items: page.items.clone(), continuation_token: None },
+                mark: None,
+                read_whole: Instant::now(),
+            };
+            let kept = pages.page_with(key, false, |_| async { Ok(Arc::new(page)) }).await;
+            assert!(kept.is_ok());
+            assert!(pages.len() <= 4, "{} pages of {weight} bytes within {budget}", pages.len());
+        }
+        let held: Vec<u32> = pages.pages.lock().expect("never poisoned").keys().copied().collect();
+        assert!(held.contains(&9) && !held.contains(&0), "{held:?}");
     }
 }

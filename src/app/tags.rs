@@ -26,7 +26,7 @@ use crate::model::tags::{TagCopy, normalized, tag_in_address};
 use crate::model::{self, Post, PostCopy};
 
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
-use super::marked::{Checked, Mark, MarkedPages};
+use super::marked::{Checked, MAX_LIST_BYTES, Mark, MarkedPages};
 use super::posts::to_document;
 use super::{AppError, AppResult, AppState};
 
@@ -205,7 +205,7 @@ pub struct TagPostsCache {
 
 impl Default for TagPostsCache {
     fn default() -> Self {
-        TagPostsCache { pages: MarkedPages::new(MAX_TAG_PAGES) }
+        TagPostsCache { pages: MarkedPages::within(MAX_TAG_PAGES, MAX_LIST_BYTES) }
     }
 }
 

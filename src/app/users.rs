@@ -9,7 +9,7 @@ use crate::model::{self, MAX_USERNAME_CHARS, Post, User};
 
 use super::idempotency::{Committed, Once, commit};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, OwnerKnown, wrap_token};
-use super::marked::{Checked, Mark, MarkedPages};
+use super::marked::{Checked, MAX_LIST_BYTES, Mark, MarkedPages};
 use super::posts::to_document;
 use super::usernames;
 use super::{AppError, AppResult, AppState, Caller, validate_text};
@@ -205,7 +205,7 @@ pub struct UserPostsCache {
 
 impl Default for UserPostsCache {
     fn default() -> Self {
-        UserPostsCache { pages: MarkedPages::new(MAX_USER_POST_PAGES) }
+        UserPostsCache { pages: MarkedPages::within(MAX_USER_POST_PAGES, MAX_LIST_BYTES) }
     }
 }
 
