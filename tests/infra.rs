@@ -1403,9 +1403,19 @@ fn extensions_are_declared_and_typed() {
 }
 
 /// What Entra ID and App Service Authentication need for the pages' "Sign in" and for API
-/// tokens, as deployed: each link between the registration, its credential and the app.
-#[test]
-fn sign_in_is_wired_between_the_registration_and_the_app() {
+/// tokens is wired through three files: resources.bicep, modules/signin.bicep (the registration,
+/// its credential) and modules/functionapp.bicep (the app's authentication settings,
+/// `sites/config`). The tests below check one link each.
+struct SignIn<'a> {
+    main: &'a BicepFile,
+    signin: &'a BicepFile,
+    app: &'a BicepFile,
+    registration: Resource<'a>,
+    auth: Resource<'a>,
+}
+
+/// Hands the sign-in's files, parsed, to `check`.
+fn sign_in(check: impl FnOnce(&SignIn<'_>)) {
     let files = bicep_files();
     let (main, signin, app) = (
         infra_file(&files, "resources.bicep"),
@@ -1413,144 +1423,198 @@ fn sign_in_is_wired_between_the_registration_and_the_app() {
         infra_file(&files, "modules/functionapp.bicep"),
     );
     let registration = only_resource(signin, "Microsoft.Graph/applications");
-
-    // The web redirect URI is App Service Authentication's callback on the app's own host name.
-    assert_eq!(
-        expression(signin, first_item(&registration, &["web", "redirectUris"])),
-        "'https://${appHostName}/.auth/login/aad/callback'"
-    );
-    assert_eq!(module_argument(main, "modules/signin.bicep", "appHostName"), "'${names.functionApp}.azurewebsites.net'");
-    assert_eq!(module_argument(main, "modules/functionapp.bicep", "appName"), "names.functionApp");
-    assert_eq!(registration.literal_at(&["web", "implicitGrantSettings", "enableIdTokenIssuance"]), Some(json!(true)));
-
-    // The identifier URI, of a form Entra accepts, is an allowed audience; so is the client id,
-    // the audience of v2.0 tokens, which are what the registration asks for.
-    assert_eq!(expression(signin, first_item(&registration, &["identifierUris"])), "'api://${tenant().tenantId}/${uniqueName}'");
-    assert_eq!(outputs(signin)["identifierUri"], "'api://${tenant().tenantId}/${uniqueName}'");
-    assert_eq!(registration.literal_at(&["api", "requestedAccessTokenVersion"]), Some(json!(2)));
-    assert_eq!(
-        module_argument(main, "modules/functionapp.bicep", "authAudiences"),
-        "filter([signInClientId, signInIdentifierUri], audience => !empty(audience))"
-    );
-    let main_variable =
-        |name: &str| expression(main, main.variable(name).unwrap_or_else(|| panic!("resources.bicep: var {name}")));
-    assert!(main_variable("signInIdentifierUri").contains("signIn.outputs.identifierUri"));
-    assert!(main_variable("signInClientId").contains("signIn.outputs.clientId"));
-    assert_eq!(outputs(signin)["clientId"], "registration.appId");
     let auth = only_resource(app, "Microsoft.Web/sites/config");
-    assert_eq!(
-        expression_at(&auth, &["properties", "identityProviders", "azureActiveDirectory", "validation", "allowedAudiences"]),
-        "authAudiences"
-    );
-    assert_eq!(
-        expression_at(&auth, &["properties", "identityProviders", "azureActiveDirectory", "registration", "clientId"]),
-        "authClientId"
-    );
-    assert_eq!(
-        module_argument(main, "modules/functionapp.bicep", "authClientId"),
-        "createSignIn ? signIn.outputs.clientId : authClientId"
-    );
-    // The issuer is the tenant's own v2.0 one, or `organizations` when other tenants may sign in.
-    let v2_issuer = "'${environment().authentication.loginEndpoint}${tenant().tenantId}/v2.0'";
-    assert_eq!(
-        expression_at(&auth, &["properties", "identityProviders", "azureActiveDirectory", "registration", "openIdIssuer"]),
-        format!("authMultipleTenants ? '${{environment().authentication.loginEndpoint}}organizations/v2.0' : {v2_issuer}")
-    );
-    assert_eq!(
-        module_argument(main, "modules/functionapp.bicep", "authMultipleTenants"),
-        "createSignIn && signInAudience == 'AzureADMultipleOrgs'"
-    );
-    assert_eq!(expression_at(&registration, &["signInAudience"]), "signInAudience");
-    assert_eq!(module_argument(main, "modules/signin.bicep", "signInAudience"), "signInAudience");
+    check(&SignIn { main, signin, app, registration, auth });
+}
 
-    // The Azure CLI is pre-authorized for the one scope, by the scope's own id.
-    let scope = first_item(&registration, &["api", "oauth2PermissionScopes"]);
-    let pre_authorized =
-        registration.file.resolve(registration.file.path(registration.body, &["api", "preAuthorizedApplications"]).unwrap());
-    assert_eq!(pre_authorized.kind(), "for_statement", "one pre-authorization per client");
-    let pre_authorized = pre_authorized.child_by_field_name("body").unwrap();
-    let scope_id = signin.property(scope, "id").map(|id| signin.text(id).to_owned());
-    let permitted =
-        signin.path(pre_authorized, &["delegatedPermissionIds"]).map(|ids| signin.text(named_children(ids)[0]).to_owned());
-    assert_eq!(scope_id, permitted, "the pre-authorization names the scope's id");
-    assert_eq!(module_argument(main, "modules/signin.bicep", "preAuthorizedAppIds"), "[ azureCliAppId ]");
-    assert_eq!(main.literal(main.variable("azureCliAppId").unwrap()), Some(json!("04b07795-8ddb-461a-bbee-02f9e1bf7b46")));
-    assert_eq!(signin.literal(signin.property(scope, "type").unwrap()), Some(json!("User")), "a delegated scope");
+/// The tenant's own v2.0 issuer, as Bicep says it.
+const V2_ISSUER: &str = "'${environment().authentication.loginEndpoint}${tenant().tenantId}/v2.0'";
 
-    // The sign-in's OpenID Connect scopes are declared, for an administrator's one consent.
-    let graph = first_item(&registration, &["requiredResourceAccess"]);
-    assert_eq!(
-        signin.literal(signin.property(graph, "resourceAppId").unwrap()),
-        Some(json!("00000003-0000-0000-c000-000000000000"))
-    );
-    assert_eq!(
-        signin.literal(signin.property(graph, "resourceAccess").unwrap()),
-        Some(json!([
-            {"id": "37f7f235-527c-4136-accd-4a02d197296e", "type": "Scope"},
-            {"id": "14dad69e-099b-42c9-810b-d002981feec1", "type": "Scope"},
-            {"id": "64a6cdd6-aab1-4aaf-94b8-3cc8405e90d0", "type": "Scope"}
-        ])),
-        "openid, profile, email"
-    );
+/// The web redirect URI is App Service Authentication's callback on the app's own host name,
+/// and the registration issues ID tokens.
+#[test]
+fn sign_in_redirects_to_app_service_authentications_callback_on_the_apps_host() {
+    sign_in(|SignIn { main, signin, registration, .. }| {
+        assert_eq!(
+            expression(signin, first_item(registration, &["web", "redirectUris"])),
+            "'https://${appHostName}/.auth/login/aad/callback'"
+        );
+        assert_eq!(module_argument(main, "modules/signin.bicep", "appHostName"), "'${names.functionApp}.azurewebsites.net'");
+        assert_eq!(module_argument(main, "modules/functionapp.bicep", "appName"), "names.functionApp");
+        assert_eq!(registration.literal_at(&["web", "implicitGrantSettings", "enableIdTokenIssuance"]), Some(json!(true)));
+    });
+}
 
-    // Only the blog's own sign-in, the Azure CLI and the applications the operator names may
-    // call with a token: without the policy, any application of the tenant could.
-    assert_eq!(
-        expression_at(
-            &auth,
-            &[
-                "properties",
-                "identityProviders",
-                "azureActiveDirectory",
-                "validation",
-                "defaultAuthorizationPolicy",
-                "allowedApplications"
-            ]
-        ),
-        "authAllowedApplications"
-    );
-    assert_eq!(
-        module_argument(main, "modules/functionapp.bicep", "authAllowedApplications"),
-        "union([signInClientId, azureCliAppId], apiClientApplicationIds, empty(pipelineClientId) ? [] : [pipelineClientId])"
-    );
+/// The identifier URI, of a form Entra accepts, is an allowed audience; so is the client id,
+/// the audience of v2.0 tokens, which are what the registration asks for; the app's client id
+/// is the registration's.
+#[test]
+fn sign_in_audiences_are_the_identifier_uri_and_the_client_id() {
+    sign_in(|SignIn { main, signin, registration, auth, .. }| {
+        assert_eq!(
+            expression(signin, first_item(registration, &["identifierUris"])),
+            "'api://${tenant().tenantId}/${uniqueName}'"
+        );
+        assert_eq!(outputs(signin)["identifierUri"], "'api://${tenant().tenantId}/${uniqueName}'");
+        assert_eq!(registration.literal_at(&["api", "requestedAccessTokenVersion"]), Some(json!(2)));
+        assert_eq!(
+            module_argument(main, "modules/functionapp.bicep", "authAudiences"),
+            "filter([signInClientId, signInIdentifierUri], audience => !empty(audience))"
+        );
+        let main_variable =
+            |name: &str| expression(main, main.variable(name).unwrap_or_else(|| panic!("resources.bicep: var {name}")));
+        assert!(main_variable("signInIdentifierUri").contains("signIn.outputs.identifierUri"));
+        assert!(main_variable("signInClientId").contains("signIn.outputs.clientId"));
+        assert_eq!(outputs(signin)["clientId"], "registration.appId");
+        assert_eq!(
+            expression_at(auth, &["properties", "identityProviders", "azureActiveDirectory", "validation", "allowedAudiences"]),
+            "authAudiences"
+        );
+        assert_eq!(
+            expression_at(auth, &["properties", "identityProviders", "azureActiveDirectory", "registration", "clientId"]),
+            "authClientId"
+        );
+        assert_eq!(
+            module_argument(main, "modules/functionapp.bicep", "authClientId"),
+            "createSignIn ? signIn.outputs.clientId : authClientId"
+        );
+    });
+}
 
-    // The managed identity is the registration's credential: issuer, subject and audience.
-    let credential = only_resource(signin, "Microsoft.Graph/applications/federatedIdentityCredentials");
-    assert_eq!(expression_at(&credential, &["issuer"]), v2_issuer);
-    assert_eq!(expression_at(&credential, &["subject"]), "credentialPrincipalId");
-    assert_eq!(module_argument(main, "modules/signin.bicep", "credentialPrincipalId"), "signInIdentity.properties.principalId");
-    assert_eq!(credential.literal_at(&["audiences"]), Some(json!(["api://AzureADTokenExchange"])));
-    assert!(
-        expression_at(&credential, &["name"]).starts_with("'${registration.uniqueName}/"),
-        "a child is named <app>/<credential>"
-    );
-    only_resource(signin, "Microsoft.Graph/servicePrincipals");
-    assert!(registration.file.path(registration.body, &["passwordCredentials"]).is_none(), "no client secret");
+/// The issuer is the tenant's own v2.0 one, or `organizations` when other tenants may sign in.
+#[test]
+fn sign_in_issuer_is_the_tenants_or_organizations_when_other_tenants_may_sign_in() {
+    sign_in(|SignIn { main, registration, auth, .. }| {
+        assert_eq!(
+            expression_at(auth, &["properties", "identityProviders", "azureActiveDirectory", "registration", "openIdIssuer"]),
+            format!("authMultipleTenants ? '${{environment().authentication.loginEndpoint}}organizations/v2.0' : {V2_ISSUER}")
+        );
+        assert_eq!(
+            module_argument(main, "modules/functionapp.bicep", "authMultipleTenants"),
+            "createSignIn && signInAudience == 'AzureADMultipleOrgs'"
+        );
+        assert_eq!(expression_at(registration, &["signInAudience"]), "signInAudience");
+        assert_eq!(module_argument(main, "modules/signin.bicep", "signInAudience"), "signInAudience");
+    });
+}
 
-    // clientSecretSettingName names an app setting holding the identity's client id.
-    let setting =
-        auth.literal_at(&["properties", "identityProviders", "azureActiveDirectory", "registration", "clientSecretSettingName"]);
-    assert_eq!(setting, Some(json!("OVERRIDE_USE_MI_FIC_ASSERTION_CLIENTID")));
-    let site = only_resource(app, "Microsoft.Web/sites");
-    let holds_client_id = site
-        .file
-        .path(site.body, &["properties", "siteConfig", "appSettings"])
-        .map(|settings| named_children(site.file.resolve(settings)))
-        .unwrap_or_default()
-        .into_iter()
-        .any(|entry| {
-            app.property(entry, "name").and_then(|name| app.literal(name)) == setting
-                && app.property(entry, "value").map(|value| expression(app, value)).as_deref() == Some("signInIdentityClientId")
-        });
-    assert!(holds_client_id, "an app setting named {setting:?} holds signInIdentityClientId");
-    assert_eq!(
-        module_argument(main, "modules/functionapp.bicep", "signInIdentityClientId"),
-        "signInIdentity.properties.clientId"
-    );
-    assert_eq!(module_argument(main, "modules/functionapp.bicep", "identityClientId"), "identity.properties.clientId");
+/// The Azure CLI is pre-authorized for the one scope, a delegated one, by the scope's own id.
+#[test]
+fn sign_in_pre_authorizes_the_azure_cli_for_its_one_scope() {
+    sign_in(|SignIn { main, signin, registration, .. }| {
+        let scope = first_item(registration, &["api", "oauth2PermissionScopes"]);
+        let pre_authorized =
+            registration.file.resolve(registration.file.path(registration.body, &["api", "preAuthorizedApplications"]).unwrap());
+        assert_eq!(pre_authorized.kind(), "for_statement", "one pre-authorization per client");
+        let pre_authorized = pre_authorized.child_by_field_name("body").unwrap();
+        let scope_id = signin.property(scope, "id").map(|id| signin.text(id).to_owned());
+        let permitted =
+            signin.path(pre_authorized, &["delegatedPermissionIds"]).map(|ids| signin.text(named_children(ids)[0]).to_owned());
+        assert_eq!(scope_id, permitted, "the pre-authorization names the scope's id");
+        assert_eq!(module_argument(main, "modules/signin.bicep", "preAuthorizedAppIds"), "[ azureCliAppId ]");
+        assert_eq!(main.literal(main.variable("azureCliAppId").unwrap()), Some(json!("04b07795-8ddb-461a-bbee-02f9e1bf7b46")));
+        assert_eq!(signin.literal(signin.property(scope, "type").unwrap()), Some(json!("User")), "a delegated scope");
+    });
+}
 
-    // azd deploys the service to the site with its tag.
-    assert!(expression_at(&site, &["tags"]).contains("'azd-service-name': 'blog'"), "{}", expression_at(&site, &["tags"]));
+/// The sign-in's OpenID Connect scopes are declared, for an administrator's one consent.
+#[test]
+fn sign_in_declares_the_openid_connect_scopes() {
+    sign_in(|SignIn { signin, registration, .. }| {
+        let graph = first_item(registration, &["requiredResourceAccess"]);
+        assert_eq!(
+            signin.literal(signin.property(graph, "resourceAppId").unwrap()),
+            Some(json!("00000003-0000-0000-c000-000000000000"))
+        );
+        assert_eq!(
+            signin.literal(signin.property(graph, "resourceAccess").unwrap()),
+            Some(json!([
+                {"id": "37f7f235-527c-4136-accd-4a02d197296e", "type": "Scope"},
+                {"id": "14dad69e-099b-42c9-810b-d002981feec1", "type": "Scope"},
+                {"id": "64a6cdd6-aab1-4aaf-94b8-3cc8405e90d0", "type": "Scope"}
+            ])),
+            "openid, profile, email"
+        );
+    });
+}
+
+/// Only the blog's own sign-in, the Azure CLI and the applications the operator names may
+/// call with a token: without the policy, any application of the tenant could.
+#[test]
+fn only_the_sign_in_the_azure_cli_and_named_applications_may_call_with_a_token() {
+    sign_in(|SignIn { main, auth, .. }| {
+        let policy = ["properties", "identityProviders", "azureActiveDirectory", "validation", "defaultAuthorizationPolicy"];
+        assert_eq!(expression_at(auth, &[&policy[..], &["allowedApplications"]].concat()), "authAllowedApplications");
+        assert_eq!(
+            module_argument(main, "modules/functionapp.bicep", "authAllowedApplications"),
+            "union([signInClientId, azureCliAppId], apiClientApplicationIds, empty(pipelineClientId) ? [] : [pipelineClientId])"
+        );
+    });
+}
+
+/// The managed identity is the registration's credential (issuer, subject and audience), the
+/// registration has a service principal and no client secret.
+#[test]
+fn sign_in_credential_is_the_managed_identity_and_no_secret() {
+    sign_in(|SignIn { main, signin, registration, .. }| {
+        let credential = only_resource(signin, "Microsoft.Graph/applications/federatedIdentityCredentials");
+        assert_eq!(expression_at(&credential, &["issuer"]), V2_ISSUER);
+        assert_eq!(expression_at(&credential, &["subject"]), "credentialPrincipalId");
+        assert_eq!(
+            module_argument(main, "modules/signin.bicep", "credentialPrincipalId"),
+            "signInIdentity.properties.principalId"
+        );
+        assert_eq!(credential.literal_at(&["audiences"]), Some(json!(["api://AzureADTokenExchange"])));
+        assert!(
+            expression_at(&credential, &["name"]).starts_with("'${registration.uniqueName}/"),
+            "a child is named <app>/<credential>"
+        );
+        only_resource(signin, "Microsoft.Graph/servicePrincipals");
+        assert!(registration.file.path(registration.body, &["passwordCredentials"]).is_none(), "no client secret");
+    });
+}
+
+/// `clientSecretSettingName` names an app setting holding the credential identity's client id;
+/// the app's own identity's client id is passed apart.
+#[test]
+fn sign_in_secret_setting_holds_the_credential_identitys_client_id() {
+    sign_in(|SignIn { main, app, auth, .. }| {
+        let setting = auth.literal_at(&[
+            "properties",
+            "identityProviders",
+            "azureActiveDirectory",
+            "registration",
+            "clientSecretSettingName",
+        ]);
+        assert_eq!(setting, Some(json!("OVERRIDE_USE_MI_FIC_ASSERTION_CLIENTID")));
+        let site = only_resource(app, "Microsoft.Web/sites");
+        let holds_client_id = site
+            .file
+            .path(site.body, &["properties", "siteConfig", "appSettings"])
+            .map(|settings| named_children(site.file.resolve(settings)))
+            .unwrap_or_default()
+            .into_iter()
+            .any(|entry| {
+                app.property(entry, "name").and_then(|name| app.literal(name)) == setting
+                    && app.property(entry, "value").map(|value| expression(app, value)).as_deref()
+                        == Some("signInIdentityClientId")
+            });
+        assert!(holds_client_id, "an app setting named {setting:?} holds signInIdentityClientId");
+        assert_eq!(
+            module_argument(main, "modules/functionapp.bicep", "signInIdentityClientId"),
+            "signInIdentity.properties.clientId"
+        );
+        assert_eq!(module_argument(main, "modules/functionapp.bicep", "identityClientId"), "identity.properties.clientId");
+    });
+}
+
+/// azd deploys the service to the site with its tag.
+#[test]
+fn azd_deploys_the_service_to_the_site_its_tag_names() {
+    sign_in(|SignIn { app, .. }| {
+        let site = only_resource(app, "Microsoft.Web/sites");
+        assert!(expression_at(&site, &["tags"]).contains("'azd-service-name': 'blog'"), "{}", expression_at(&site, &["tags"]));
+    });
 }
 
 /// The registration's credential is an identity of its own ("Use a managed identity instead of a
