@@ -111,23 +111,39 @@ async fn eventually(browser: &Browser<'_>, path: &str, check: impl Fn(&str) -> b
     }
 }
 
-#[tokio::test]
-async fn a_person_signs_in_writes_comments_likes_edits_and_renames() {
-    let app = TestApp::start().await;
-    let mut alice = Browser::new(&app);
+/// Alice, signed up on `app`'s pages, with her post "Hello, pages" written in the form: her
+/// browser and the post page's path.
+async fn alice_with_a_post(app: &TestApp) -> (Browser<'_>, String) {
+    let mut alice = Browser::new(app);
     alice.sign_up("alice", "Alice").await;
-
     let post = alice.write("Hello, pages", "My first post,\nwritten in a form.").await;
+    (alice, post)
+}
+
+#[tokio::test]
+async fn a_post_written_in_the_form_opens_on_its_own_page_in_three_reads() {
+    let app = TestApp::start().await;
+    let (alice, post) = alice_with_a_post(&app).await;
     assert!(post.starts_with("/posts/"), "the redirect goes to the post's own page: {post}");
     let page = alice.get(&post).await;
     assert_eq!(page.status, StatusCode::OK);
     assert_eq!(page.header("content-type"), "text/html; charset=utf-8");
     assert!(page.html.contains("<h1 dir=\"auto\">Hello, pages</h1>") && page.html.contains("Edit this post"), "{}", page.html);
     assert_eq!(page.operations(), 3, "Q2 + Q4 + Q5, nothing more");
+}
 
+#[tokio::test]
+async fn a_written_post_reaches_the_front_page_under_its_authors_name() {
+    let app = TestApp::start().await;
+    let (alice, _) = alice_with_a_post(&app).await;
     let front = eventually(&alice, "/", |html| html.contains("Hello, pages")).await;
     assert!(front.html.contains("by <a href=\"/users/alice\"><bdi>Alice</bdi></a>"), "{}", front.html);
+}
 
+#[tokio::test]
+async fn a_comment_and_a_like_sent_from_the_post_page_show_on_it() {
+    let app = TestApp::start().await;
+    let (alice, post) = alice_with_a_post(&app).await;
     let commented = alice.submit(&format!("{post}/comments"), &[("content", "First!")]).await;
     assert_eq!(commented.status, StatusCode::SEE_OTHER);
     assert!(commented.location().starts_with(&format!("{post}#comment-")));
@@ -136,11 +152,23 @@ async fn a_person_signs_in_writes_comments_likes_edits_and_renames() {
     let page = alice.get(&post).await;
     assert!(page.html.contains("First!") && page.html.contains("1 comment · 1 like"), "{}", page.html);
     assert!(page.html.contains("You like this post."));
+}
+
+#[tokio::test]
+async fn a_second_like_is_refused_on_the_page() {
+    let app = TestApp::start().await;
+    let (alice, post) = alice_with_a_post(&app).await;
+    assert_eq!(alice.submit(&format!("{post}/likes"), &[]).await.status, StatusCode::SEE_OTHER);
     let again = alice.submit(&format!("{post}/likes"), &[]).await;
     assert_eq!(again.status, StatusCode::CONFLICT, "a second like is refused on the page");
     assert!(again.html.contains("already likes post"), "{}", again.html);
+}
 
-    // The edit page offers a way back to the post that changes nothing.
+/// The edit page offers a way back to the post that changes nothing; an edited post says so.
+#[tokio::test]
+async fn an_edited_post_says_so_and_its_edit_page_offers_a_way_back() {
+    let app = TestApp::start().await;
+    let (alice, post) = alice_with_a_post(&app).await;
     assert!(!alice.get(&post).await.html.contains(" · edited "), "not edited yet");
     let edit_page = alice.get(&format!("{post}/edit")).await;
     assert!(edit_page.html.contains(&format!("<a href=\"{post}\">Cancel</a>")), "{}", edit_page.html);
@@ -149,12 +177,22 @@ async fn a_person_signs_in_writes_comments_likes_edits_and_renames() {
     let after_edit = alice.get(&post).await.html;
     assert!(after_edit.contains("<h1 dir=\"auto\">Hello, edited</h1>"));
     assert!(after_edit.contains(" · edited <time"), "an edited post says so: {after_edit}");
+}
 
+#[tokio::test]
+async fn a_rename_reaches_the_authors_posts() {
+    let app = TestApp::start().await;
+    let (alice, post) = alice_with_a_post(&app).await;
     let renamed = alice.submit("/users/alice", &[("username", "Alice Liddell")]).await;
     assert_eq!(renamed.location(), "/users/alice");
     eventually(&alice, &post, |html| html.contains("><bdi>Alice Liddell</bdi></a>")).await;
+}
 
-    // Someone else sees no edit link, and may not edit.
+/// Someone else sees no edit link, and may not edit.
+#[tokio::test]
+async fn someone_else_is_offered_no_edit_and_may_not_edit() {
+    let app = TestApp::start().await;
+    let (alice, post) = alice_with_a_post(&app).await;
     let mut bob = Browser::new(&app);
     bob.sign_up("bob", "Bob").await;
     let seen = bob.get(&post).await;
@@ -162,9 +200,13 @@ async fn a_person_signs_in_writes_comments_likes_edits_and_renames() {
     assert_eq!(bob.get(&format!("{post}/edit")).await.status, StatusCode::FORBIDDEN);
     let refused = bob.submit(&format!("{post}/edit"), &[("title", "Mine now"), ("content", "x")]).await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
-    assert!(alice.get(&post).await.html.contains("Hello, edited"), "a refused edit changes nothing");
+    assert!(alice.get(&post).await.html.contains("Hello, pages"), "a refused edit changes nothing");
+}
 
-    // Signed out, the forms are gone.
+#[tokio::test]
+async fn signed_out_the_forms_are_gone() {
+    let app = TestApp::start().await;
+    let (alice, post) = alice_with_a_post(&app).await;
     let signed_out = alice.submit("/signout", &[]).await;
     assert!(signed_out.header("set-cookie").contains("Max-Age=0"));
     let anonymous = Browser::new(&app).get(&post).await;
@@ -255,18 +297,39 @@ fn escape(text: &str) -> String {
     blog::testing::http::esc(text).to_string()
 }
 
-#[tokio::test]
-async fn a_person_takes_back_a_like_deletes_comments_and_then_the_post() {
-    let app = TestApp::start().await;
-    let mut alice = Browser::new(&app);
+/// Alice and Bob signed up on `app`'s pages, and Alice's post "Short-lived": their browsers
+/// and the post page's path.
+async fn alice_bob_and_a_short_lived_post(app: &TestApp) -> (Browser<'_>, Browser<'_>, String) {
+    let mut alice = Browser::new(app);
     alice.sign_up("alice", "Alice").await;
-    let mut bob = Browser::new(&app);
+    let mut bob = Browser::new(app);
     bob.sign_up("bob", "Bob").await;
     let post = alice.write("Short-lived", "Soon gone.").await;
+    (alice, bob, post)
+}
+
+/// The address of the `n`th "Delete" link on `html`. (Deleting a comment is a link marked as
+/// dangerous, to a page that asks first; its form posts to the same address.)
+fn delete_path(html: &str, n: usize) -> String {
+    const LINK: &str = "<a class=\"danger\" href=\"";
+    let at = html.match_indices(LINK).nth(n).unwrap().0 + LINK.len();
+    html[at..].split('"').next().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn only_its_author_is_offered_to_delete_a_post() {
+    let app = TestApp::start().await;
+    let (alice, bob, post) = alice_bob_and_a_short_lived_post(&app).await;
     assert!(alice.get(&post).await.html.contains("Delete this post"));
     assert!(!bob.get(&post).await.html.contains("Delete this post"));
+}
 
-    // Bob likes, then takes it back.
+/// A like taken back is gone from the page; taken back again (in another tab) it is 404, on
+/// the post's page saying why.
+#[tokio::test]
+async fn a_like_taken_back_is_gone_and_taken_back_again_is_404() {
+    let app = TestApp::start().await;
+    let (_alice, bob, post) = alice_bob_and_a_short_lived_post(&app).await;
     assert_eq!(bob.submit(&format!("{post}/likes"), &[]).await.status, StatusCode::SEE_OTHER);
     let page = bob.get(&post).await;
     assert!(page.html.contains("0 comments · 1 like") && page.html.contains("Take back your like"), "{}", page.html);
@@ -277,21 +340,20 @@ async fn a_person_takes_back_a_like_deletes_comments_and_then_the_post() {
     let again = bob.submit(&format!("{post}/unlike"), &[]).await;
     assert_eq!(again.status, StatusCode::NOT_FOUND, "taken back already, in another tab");
     assert!(again.html.contains("does not like") && again.html.contains("Short-lived"), "the post page says why: {}", again.html);
+}
 
-    // Bob deletes his own comment; Alice, the post's author, may delete any under her post.
+/// Bob deletes his own comment, after a confirmation, and no one else's; Alice, the post's
+/// author, may delete any under her post.
+#[tokio::test]
+async fn a_commenter_deletes_his_own_comments_and_the_author_any_under_her_post() {
+    let app = TestApp::start().await;
+    let (alice, bob, post) = alice_bob_and_a_short_lived_post(&app).await;
     bob.submit(&format!("{post}/comments"), &[("content", "Bob's first")]).await;
     bob.submit(&format!("{post}/comments"), &[("content", "Bob's second")]).await;
     alice.submit(&format!("{post}/comments"), &[("content", "Alice's")]).await;
     let page = bob.get(&post).await;
     assert_eq!(page.html.matches("Delete this comment").count(), 2, "only his own: {}", page.html);
     assert_eq!(alice.get(&post).await.html.matches("Delete this comment").count(), 3);
-    let delete_path = |html: &str, n: usize| {
-        // (Deleting a comment is a link marked as dangerous, to a page that
-        // asks first; its form posts to the same address.)
-        const LINK: &str = "<a class=\"danger\" href=\"";
-        let at = html.match_indices(LINK).nth(n).unwrap().0 + LINK.len();
-        html[at..].split('"').next().unwrap().to_owned()
-    };
     let first = delete_path(&page.html, 0);
     let confirm = bob.get(&first).await;
     assert_eq!(confirm.status, StatusCode::OK, "{}", confirm.html);
@@ -309,8 +371,14 @@ async fn a_person_takes_back_a_like_deletes_comments_and_then_the_post() {
     assert!(!page.html.contains("Bob&#39;s first") && page.html.contains("2 comments"), "{}", page.html);
     assert_eq!(alice.submit(&delete_path(&page.html, 0), &[]).await.status, StatusCode::SEE_OTHER);
     assert!(!alice.get(&post).await.html.contains("Bob&#39;s second"));
+}
 
-    // The post: a confirmation first, then gone, and gone from the lists.
+/// The post: a confirmation first (its author's only), then gone, and gone from the lists.
+#[tokio::test]
+async fn a_post_is_deleted_after_a_confirmation_and_leaves_the_lists() {
+    let app = TestApp::start().await;
+    let (alice, bob, post) = alice_bob_and_a_short_lived_post(&app).await;
+    alice.submit(&format!("{post}/comments"), &[("content", "Alice's")]).await;
     eventually(&alice, "/users/alice", |html| html.contains("Short-lived")).await;
     assert_eq!(bob.get(&format!("{post}/delete")).await.status, StatusCode::FORBIDDEN);
     let confirm = alice.get(&format!("{post}/delete")).await;
