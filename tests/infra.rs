@@ -1088,85 +1088,122 @@ fn function_app_settings_are_identity_based() {
     assert_no_problems("Function App settings", &problems);
 }
 
-/// The pictures' container exists, the app's identity has Storage Blob Data
-/// Contributor on it (scoped to the container), and the app settings the handler reads name it
-/// and the account's blob endpoint, reached with the identity.
-#[test]
-fn the_pictures_have_a_container_the_identity_a_role_on_it_and_the_app_their_settings() {
+/// The pictures' storage is wired through resources.bicep, modules/storage.bicep (the account,
+/// the container, the identity's role) and modules/functionapp.bicep (the settings the handler
+/// reads); handed to `check` in that order.
+fn pictures_storage(check: impl FnOnce(&[BicepFile], &BicepFile, &BicepFile, &BicepFile)) {
     let files = bicep_files();
     let (main, storage, app) = (
         infra_file(&files, "resources.bicep"),
         infra_file(&files, "modules/storage.bicep"),
         infra_file(&files, "modules/functionapp.bicep"),
     );
-    let containers = resources_of_type(&files, "Microsoft.Storage/storageAccounts/blobServices/containers");
-    let pictures = containers
-        .iter()
-        .find(|container| expression_at(container, &["name"]) == "picturesContainerName")
-        .expect("modules/storage.bicep: a container named picturesContainerName");
-    assert_eq!(pictures.literal_at(&["properties", "publicAccess"]), Some(json!("None")), "pictures are served by the handler");
-    let parameter = storage
-        .statements("parameter_declaration")
-        .find(|declaration| {
-            first_child_of_kind(*declaration, "identifier").is_some_and(|id| storage.text(id) == "picturesContainerName")
-        })
-        .expect("param picturesContainerName");
-    assert_eq!(expression(storage, *named_children(parameter).last().unwrap()), "'pictures'", "the handler's default container");
-    let role = storage
-        .resources()
-        .into_iter()
-        .find(|resource| {
-            resource.type_name() == "Microsoft.Authorization/roleAssignments"
-                && expression_at(resource, &["scope"]) == "picturesContainer"
-        })
-        .expect("a role assignment scoped to the pictures' container");
-    assert!(expression_at(&role, &["properties", "roleDefinitionId"]).contains("pictureRoleId"));
-    assert_eq!(expression_at(&role, &["properties", "principalId"]), "principalId");
-    assert_eq!(
-        storage.literal(storage.variable("pictureRoleId").unwrap()),
-        Some(json!("ba92f5b4-2d11-453d-a403-e96b0029c9fe")),
-        "Storage Blob Data Contributor"
-    );
-    assert_eq!(module_argument(main, "modules/storage.bicep", "principalId"), "identity.properties.principalId");
-    assert_eq!(module_argument(main, "modules/functionapp.bicep", "picturesBlobEndpoint"), "storage.outputs.blobEndpoint");
-    assert_eq!(
-        module_argument(main, "modules/functionapp.bicep", "picturesContainerName"),
-        "storage.outputs.picturesContainerName"
-    );
-    let outputs = outputs(storage);
-    assert_eq!(outputs.get("blobEndpoint").map(String::as_str), Some("storage.properties.primaryEndpoints.blob"));
-    let text = &app.source;
-    for (setting, value) in [
-        ("BLOG_PICTURES__blobServiceUri", "picturesBlobEndpoint"),
-        ("BLOG_PICTURES__clientId", "identityClientId"),
-        ("BLOG_PICTURES_CONTAINER", "picturesContainerName"),
-        ("BLOG_PICTURE_MEMORY_MB", "string(instanceMemoryMB / 2)"),
-    ] {
-        assert!(
-            text.contains(&format!("name: '{setting}'\n          value: {value}")),
-            "modules/functionapp.bicep: app setting {setting} = {value}"
+    check(&files, main, storage, app);
+}
+
+/// The pictures' container exists, private (the handler serves the pictures), named by
+/// default as the handler names it.
+#[test]
+fn the_pictures_have_a_private_container_named_as_the_handler_names_it() {
+    pictures_storage(|files, _, storage, _| {
+        let containers = resources_of_type(files, "Microsoft.Storage/storageAccounts/blobServices/containers");
+        let pictures = containers
+            .iter()
+            .find(|container| expression_at(container, &["name"]) == "picturesContainerName")
+            .expect("modules/storage.bicep: a container named picturesContainerName");
+        assert_eq!(
+            pictures.literal_at(&["properties", "publicAccess"]),
+            Some(json!("None")),
+            "pictures are served by the handler"
         );
-    }
-    assert_eq!(blog::PICTURES_SETTING, "BLOG_PICTURES", "the settings' names are the handler's");
-    // Every instance size the template allows gives the pictures a memory the handler takes.
-    let sizes = parameter_decorators(app, "instanceMemoryMB").expect("instanceMemoryMB is declared");
-    let allowed: Vec<u64> = sizes
-        .iter()
-        .find(|decorator| decorator.starts_with("allowed"))
-        .expect("instanceMemoryMB has @allowed")
-        .split(|c: char| !c.is_ascii_digit())
-        .filter_map(|number| number.parse().ok())
-        .collect();
-    assert!(allowed.contains(&512), "{allowed:?}");
-    for megabytes in allowed {
-        let memory = (megabytes / 4).to_string();
-        let config = blog::Config::from_lookup(|name| {
-            (name == "BLOG_PICTURE_MEMORY_MB")
-                .then(|| memory.clone())
-                .or_else(|| (name == "COSMOS_DATABASE").then(|| "blog".into()))
-        });
-        assert!(config.is_ok(), "instanceMemoryMB {megabytes}: {:?}", config.err());
-    }
+        let parameter = storage
+            .statements("parameter_declaration")
+            .find(|declaration| {
+                first_child_of_kind(*declaration, "identifier").is_some_and(|id| storage.text(id) == "picturesContainerName")
+            })
+            .expect("param picturesContainerName");
+        assert_eq!(
+            expression(storage, *named_children(parameter).last().unwrap()),
+            "'pictures'",
+            "the handler's default container"
+        );
+    });
+}
+
+/// The app's identity has Storage Blob Data Contributor on the pictures' container, scoped to it.
+#[test]
+fn the_apps_identity_may_write_the_pictures_container_and_nothing_more() {
+    pictures_storage(|_, main, storage, _| {
+        let role = storage
+            .resources()
+            .into_iter()
+            .find(|resource| {
+                resource.type_name() == "Microsoft.Authorization/roleAssignments"
+                    && expression_at(resource, &["scope"]) == "picturesContainer"
+            })
+            .expect("a role assignment scoped to the pictures' container");
+        assert!(expression_at(&role, &["properties", "roleDefinitionId"]).contains("pictureRoleId"));
+        assert_eq!(expression_at(&role, &["properties", "principalId"]), "principalId");
+        assert_eq!(
+            storage.literal(storage.variable("pictureRoleId").unwrap()),
+            Some(json!("ba92f5b4-2d11-453d-a403-e96b0029c9fe")),
+            "Storage Blob Data Contributor"
+        );
+        assert_eq!(module_argument(main, "modules/storage.bicep", "principalId"), "identity.properties.principalId");
+    });
+}
+
+/// The app settings the handler reads name the container and the account's blob endpoint,
+/// reached with the identity, and give the pictures half the instance's memory.
+#[test]
+fn the_app_settings_name_the_pictures_container_and_endpoint_reached_with_the_identity() {
+    pictures_storage(|_, main, storage, app| {
+        assert_eq!(module_argument(main, "modules/functionapp.bicep", "picturesBlobEndpoint"), "storage.outputs.blobEndpoint");
+        assert_eq!(
+            module_argument(main, "modules/functionapp.bicep", "picturesContainerName"),
+            "storage.outputs.picturesContainerName"
+        );
+        let outputs = outputs(storage);
+        assert_eq!(outputs.get("blobEndpoint").map(String::as_str), Some("storage.properties.primaryEndpoints.blob"));
+        let text = &app.source;
+        for (setting, value) in [
+            ("BLOG_PICTURES__blobServiceUri", "picturesBlobEndpoint"),
+            ("BLOG_PICTURES__clientId", "identityClientId"),
+            ("BLOG_PICTURES_CONTAINER", "picturesContainerName"),
+            ("BLOG_PICTURE_MEMORY_MB", "string(instanceMemoryMB / 2)"),
+        ] {
+            assert!(
+                text.contains(&format!("name: '{setting}'\n          value: {value}")),
+                "modules/functionapp.bicep: app setting {setting} = {value}"
+            );
+        }
+        assert_eq!(blog::PICTURES_SETTING, "BLOG_PICTURES", "the settings' names are the handler's");
+    });
+}
+
+/// Every instance size the template allows gives the pictures a memory the handler takes.
+#[test]
+fn every_instance_size_allowed_gives_the_pictures_a_memory_the_handler_takes() {
+    pictures_storage(|_, _, _, app| {
+        let sizes = parameter_decorators(app, "instanceMemoryMB").expect("instanceMemoryMB is declared");
+        let allowed: Vec<u64> = sizes
+            .iter()
+            .find(|decorator| decorator.starts_with("allowed"))
+            .expect("instanceMemoryMB has @allowed")
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|number| number.parse().ok())
+            .collect();
+        assert!(allowed.contains(&512), "{allowed:?}");
+        for megabytes in allowed {
+            let memory = (megabytes / 4).to_string();
+            let config = blog::Config::from_lookup(|name| {
+                (name == "BLOG_PICTURE_MEMORY_MB")
+                    .then(|| memory.clone())
+                    .or_else(|| (name == "COSMOS_DATABASE").then(|| "blog".into()))
+            });
+            assert!(config.is_ok(), "instanceMemoryMB {megabytes}: {:?}", config.err());
+        }
+    });
 }
 
 /// The decorators (`@minValue(40)`, …) on `param <name>`, as text without the `@`.
@@ -2027,45 +2064,67 @@ fn the_cosmos_account_keeps_seven_days_of_continuous_backup() {
 /// its cache for a request that carries a sign-in: Front Door ignores `Vary` (Microsoft Learn,
 /// "Caching with Azure Front Door"), so without the bypass a signed-in reader could be served
 /// the anonymous copy of a page. The bypass names the cookies the handler sets and App Service
-/// Authentication's session cookie.
+/// Authentication's session cookie. The tests below check one of these each.
 ///
 /// The open reports of wrong Microsoft.Cdn type definitions (Azure/bicep-types-az 1932:
 /// `azureOrigin` refused on an origin; 2178: `secrets` on a classic CDN profile) concern what
 /// the module does not use: it names its origin by host name and has no secret.
-#[test]
-fn the_front_door_is_off_by_default_and_bypasses_its_cache_for_a_sign_in() {
+fn front_door(check: impl FnOnce(&[BicepFile], &BicepFile)) {
     let files = bicep_files();
-    let (main, resources, front_door) =
-        (infra_file(&files, "main.bicep"), infra_file(&files, "resources.bicep"), infra_file(&files, "modules/frontdoor.bicep"));
-    let text = |file: &BicepFile| fs::read_to_string(&file.path).unwrap();
-    assert!(text(main).contains("param frontDoor string = 'none'"), "off unless BLOG_FRONT_DOOR says standard");
-    assert_eq!(parameter_mappings().get("frontDoor").map(String::as_str), Some("BLOG_FRONT_DOOR"));
-    assert_eq!(module_argument(main, "resources.bicep", "frontDoor"), "frontDoor == 'standard'");
-    assert!(text(resources).contains("param frontDoor bool = false"));
-    assert!(text(resources).contains("module cdn 'modules/frontdoor.bicep' = if (frontDoor)"), "deployed only when on");
-    assert_eq!(module_argument(resources, "modules/frontdoor.bicep", "originHostName"), "functionApp.outputs.defaultHostName");
-    assert_eq!(
-        outputs(resources).get("BLOG_FRONT_DOOR_URL").map(String::as_str),
-        Some("frontDoor ? 'https://${cdn.outputs.hostName}' : ''")
-    );
-    assert_eq!(outputs(front_door).get("hostName").map(String::as_str), Some("endpoint.properties.hostName"));
+    check(&files, infra_file(&files, "modules/frontdoor.bicep"));
+}
 
-    let profile = only_resource(front_door, "Microsoft.Cdn/profiles");
-    assert_eq!(profile.literal_at(&["sku", "name"]), Some(json!("Standard_AzureFrontDoor")));
-    assert_eq!(profile.literal_at(&["location"]), Some(json!("global")));
-    let origin = only_resource(front_door, "Microsoft.Cdn/profiles/originGroups/origins");
-    assert_eq!(expression_at(&origin, &["properties", "hostName"]), "originHostName");
-    assert_eq!(expression_at(&origin, &["properties", "originHostHeader"]), "originHostName", "App Service routes by Host");
+/// Off unless `BLOG_FRONT_DOOR` says standard; deployed only when on, in front of the app,
+/// its address handed on.
+#[test]
+fn the_front_door_is_off_by_default_and_deployed_only_when_asked_for() {
+    front_door(|files, front_door| {
+        let (main, resources) = (infra_file(files, "main.bicep"), infra_file(files, "resources.bicep"));
+        let text = |file: &BicepFile| fs::read_to_string(&file.path).unwrap();
+        assert!(text(main).contains("param frontDoor string = 'none'"), "off unless BLOG_FRONT_DOOR says standard");
+        assert_eq!(parameter_mappings().get("frontDoor").map(String::as_str), Some("BLOG_FRONT_DOOR"));
+        assert_eq!(module_argument(main, "resources.bicep", "frontDoor"), "frontDoor == 'standard'");
+        assert!(text(resources).contains("param frontDoor bool = false"));
+        assert!(text(resources).contains("module cdn 'modules/frontdoor.bicep' = if (frontDoor)"), "deployed only when on");
+        assert_eq!(
+            module_argument(resources, "modules/frontdoor.bicep", "originHostName"),
+            "functionApp.outputs.defaultHostName"
+        );
+        assert_eq!(
+            outputs(resources).get("BLOG_FRONT_DOOR_URL").map(String::as_str),
+            Some("frontDoor ? 'https://${cdn.outputs.hostName}' : ''")
+        );
+        assert_eq!(outputs(front_door).get("hostName").map(String::as_str), Some("endpoint.properties.hostName"));
+    });
+}
 
-    let route = only_resource(front_door, "Microsoft.Cdn/profiles/afdEndpoints/routes");
-    assert_eq!(
-        route.literal_at(&["properties", "cacheConfiguration", "queryStringCachingBehavior"]),
-        Some(json!("UseQueryString"))
-    );
-    assert_eq!(expression_at(&route, &["properties", "ruleSets"]), "[ { id: bypassSignedIn.id } ]");
-    assert!(expression_at(&route, &["dependsOn"]).contains("origin"), "a route to an origin group without an origin is refused");
+/// A Standard profile whose origin is the app, reached by its own host name, and whose route
+/// caches each query string as its own page, through the bypass rules.
+#[test]
+fn the_front_door_routes_to_the_app_by_its_host_name_and_caches_by_query_string() {
+    front_door(|_, front_door| {
+        let profile = only_resource(front_door, "Microsoft.Cdn/profiles");
+        assert_eq!(profile.literal_at(&["sku", "name"]), Some(json!("Standard_AzureFrontDoor")));
+        assert_eq!(profile.literal_at(&["location"]), Some(json!("global")));
+        let origin = only_resource(front_door, "Microsoft.Cdn/profiles/originGroups/origins");
+        assert_eq!(expression_at(&origin, &["properties", "hostName"]), "originHostName");
+        assert_eq!(expression_at(&origin, &["properties", "originHostHeader"]), "originHostName", "App Service routes by Host");
+        let route = only_resource(front_door, "Microsoft.Cdn/profiles/afdEndpoints/routes");
+        assert_eq!(
+            route.literal_at(&["properties", "cacheConfiguration", "queryStringCachingBehavior"]),
+            Some(json!("UseQueryString"))
+        );
+        assert_eq!(expression_at(&route, &["properties", "ruleSets"]), "[ { id: bypassSignedIn.id } ]");
+        assert!(
+            expression_at(&route, &["dependsOn"]).contains("origin"),
+            "a route to an origin group without an origin is refused"
+        );
+    });
+}
 
-    // Every rule turns caching off for its request, and nothing else.
+/// The conditions of the Front Door's rules, as `name:selector` (`UrlPath:` with its values),
+/// each rule checked to turn caching off for its request and to do nothing else.
+fn bypassed_by_rules(front_door: &BicepFile) -> BTreeSet<String> {
     let rules = resources_of_type(std::slice::from_ref(front_door), "Microsoft.Cdn/profiles/ruleSets/rules");
     let mut bypassed = BTreeSet::new();
     for rule in &rules {
@@ -2095,15 +2154,34 @@ fn the_front_door_is_off_by_default_and_bypasses_its_cache_for_a_sign_in() {
             }
         }
     }
-    for expected in ["Cookies:AppServiceAuthSession", "Cookies:blog_wrote", "RequestHeader:Authorization"] {
-        assert!(bypassed.contains(expected), "no bypass for {expected}: {bypassed:?}");
-    }
-    assert!(bypassed.iter().any(|condition| condition.starts_with("UrlPath:") && condition.contains(".auth/")), "{bypassed:?}");
-    // The handler's own cookie is the one the bypass names.
-    let posts = fs::read_to_string(repo_root().join("src/http/pages/posts.rs")).unwrap();
-    assert!(posts.contains("const JUST_WROTE: &str = \"blog_wrote\";"));
-    // No instance affinity: App Service's ARRAffinity cookie on every returning reader would
-    // make each answer personal to the handler, and nothing would be cached.
-    let app = only_resource(infra_file(&files, "modules/functionapp.bicep"), "Microsoft.Web/sites");
-    assert_eq!(app.literal_at(&["properties", "clientAffinityEnabled"]), Some(json!(false)));
+    bypassed
+}
+
+/// Every rule turns caching off for its request, and nothing else: for a sign-in (App Service
+/// Authentication's session cookie, a token, `/.auth/`) and for a writer just back from a write
+/// (the handler's own cookie, which the bypass names as the handler spells it).
+#[test]
+fn the_front_door_bypasses_its_cache_for_a_sign_in_and_a_writer() {
+    front_door(|_, front_door| {
+        let bypassed = bypassed_by_rules(front_door);
+        for expected in ["Cookies:AppServiceAuthSession", "Cookies:blog_wrote", "RequestHeader:Authorization"] {
+            assert!(bypassed.contains(expected), "no bypass for {expected}: {bypassed:?}");
+        }
+        assert!(
+            bypassed.iter().any(|condition| condition.starts_with("UrlPath:") && condition.contains(".auth/")),
+            "{bypassed:?}"
+        );
+        let posts = fs::read_to_string(repo_root().join("src/http/pages/posts.rs")).unwrap();
+        assert!(posts.contains("const JUST_WROTE: &str = \"blog_wrote\";"));
+    });
+}
+
+/// No instance affinity: App Service's ARRAffinity cookie on every returning reader would make
+/// each answer personal to the handler, and nothing would be cached.
+#[test]
+fn the_app_sets_no_instance_affinity_cookie_that_would_defeat_the_cache() {
+    front_door(|files, _| {
+        let app = only_resource(infra_file(files, "modules/functionapp.bicep"), "Microsoft.Web/sites");
+        assert_eq!(app.literal_at(&["properties", "clientAffinityEnabled"]), Some(json!(false)));
+    });
 }
