@@ -1806,79 +1806,119 @@ fn no_resource_uses_an_api_version_azure_does_not_serve() {
 /// workbook and the alerts read the Application Insights component the host writes to, each
 /// alert's measure is a column its query makes, and alerts go to an address only when one is
 /// given. The alerts' operators avoid `Equals`, which the type definitions offer and the service
-/// refuses (it wants `Equal`: Azure/bicep-types-az issues 2308 and 2643, open).
-#[test]
-fn the_workbook_and_the_alerts_read_the_handlers_lines_in_application_insights() {
+/// refuses (it wants `Equal`: Azure/bicep-types-az issues 2308 and 2643, open). The tests below
+/// check one of these each, on the files handed to `check`: all, resources.bicep and
+/// modules/operations.bicep.
+fn operations(check: impl FnOnce(&[BicepFile], &BicepFile, &BicepFile)) {
     let files = bicep_files();
     let (main, operations) = (infra_file(&files, "resources.bicep"), infra_file(&files, "modules/operations.bicep"));
-    assert_eq!(module_argument(main, "modules/operations.bicep", "appInsightsId"), "monitoring.outputs.appInsightsId");
-    assert_eq!(
-        outputs(infra_file(&files, "modules/monitoring.bicep")).get("appInsightsId").map(String::as_str),
-        Some("appInsights.id")
-    );
-    assert_eq!(
-        module_argument(main, "modules/operations.bicep", "alertEmail"),
-        "empty(alertEmail) ? deployerMailbox : alertEmail"
-    );
-    assert_eq!(parameter_mappings().get("alertEmail").map(String::as_str), Some("BLOG_ALERT_EMAIL"));
+    check(&files, main, operations);
+}
 
-    let workbook = only_resource(operations, "Microsoft.Insights/workbooks");
-    assert_eq!(workbook.literal_at(&["kind"]), Some(json!("shared")));
-    assert!(expression_at(&workbook, &["name"]).starts_with("guid("), "a workbook's name is a GUID, the same each deployment");
-    assert_eq!(expression_at(&workbook, &["properties", "sourceId"]), "appInsightsId");
-    let loaded: BTreeSet<String> = load_text_content_calls(operations).into_iter().map(|(_, target)| target).collect();
-    let queries: BTreeSet<String> = files_with_extension(&repo_root().join("infra/queries"), "kql")
-        .iter()
-        .map(|path| format!("../queries/{}", path.file_name().unwrap().to_string_lossy()))
-        .collect();
-    assert_eq!(loaded, queries, "every query file is shown or alerted on, and only those");
-    let serialized = expression_at(&workbook, &["properties", "serializedData"]);
-    for query in queries.iter().filter(|query| !query.contains("/alert-")) {
-        assert!(serialized.contains(&format!("loadTextContent('{query}')")), "the workbook shows {query}");
-    }
-
-    let alerts = resources_of_type(&files, "Microsoft.Insights/scheduledQueryRules");
-    assert_eq!(alerts.len(), 3, "dead letters, 5xx, lag");
-    for alert in &alerts {
-        assert_eq!(alert.literal_at(&["kind"]), Some(json!("LogAlert")), "{}", alert.at());
-        assert_eq!(expression_at(alert, &["properties", "scopes"]), "[ appInsightsId ]", "{}", alert.at());
-        assert_eq!(expression_at(alert, &["properties", "actions"]), "{ actionGroups: [ actionGroup.id ] }", "{}", alert.at());
-        // The component has no line yet at the first deployment, and a query over a table that
-        // does not exist yet fails Azure's validation of the rule (azure-resource-manager-schemas
-        // issue 567; mspnp/aks-baseline pull request 422).
-        assert_eq!(alert.literal_at(&["properties", "skipQueryValidation"]), Some(json!(true)), "{}", alert.at());
-        let condition = first_item(alert, &["properties", "criteria", "allOf"]);
-        let field = |name: &str| operations.path(condition, &[name]).map(|node| expression(operations, node));
-        let query = field("query").unwrap_or_default();
-        let file = query
-            .strip_prefix("loadTextContent('")
-            .and_then(|rest| rest.strip_suffix("')"))
-            .unwrap_or_else(|| panic!("{}: the query is a file of infra/queries: {query}", alert.at()));
-        let text = fs::read_to_string(repo_root().join("infra/modules").join(file)).unwrap();
-        // The rule keeps the rows of its window itself; bins by the clock would cut a sliding
-        // window in two halves judged apart (Azure Monitor, "Create a log search alert rule").
-        let code: String = text.lines().filter(|line| !line.trim_start().starts_with("//")).collect();
-        assert!(!code.contains("bin(") && !code.contains("ago("), "{}: {file} bins or dates its rows", alert.at());
-        let operator = field("operator").unwrap_or_default();
-        assert!(
-            ["'GreaterThan'", "'GreaterThanOrEqual'", "'LessThan'", "'LessThanOrEqual'", "'Equal'"].contains(&operator.as_str()),
-            "{}: operator {operator}",
-            alert.at()
+/// The operations read the Application Insights component the host writes to, and alert the
+/// address given, or the deployer's.
+#[test]
+fn the_operations_read_the_hosts_application_insights_and_alert_the_address_given() {
+    operations(|files, main, _| {
+        assert_eq!(module_argument(main, "modules/operations.bicep", "appInsightsId"), "monitoring.outputs.appInsightsId");
+        assert_eq!(
+            outputs(infra_file(files, "modules/monitoring.bicep")).get("appInsightsId").map(String::as_str),
+            Some("appInsights.id")
         );
-        if let Some(column) = field("metricMeasureColumn") {
-            let column = column.trim_matches('\'');
-            assert!(
-                text.contains(&format!("{column} =")) || text.contains(&format!(", {column}")),
-                "{}: the query {file} makes no column {column}",
+        assert_eq!(
+            module_argument(main, "modules/operations.bicep", "alertEmail"),
+            "empty(alertEmail) ? deployerMailbox : alertEmail"
+        );
+        assert_eq!(parameter_mappings().get("alertEmail").map(String::as_str), Some("BLOG_ALERT_EMAIL"));
+    });
+}
+
+/// The workbook, shared and named the same each deployment, shows every query file of
+/// `infra/queries` that is no alert's; every query file is shown or alerted on.
+#[test]
+fn the_workbook_shows_every_query_of_infra_queries() {
+    operations(|_, _, operations| {
+        let workbook = only_resource(operations, "Microsoft.Insights/workbooks");
+        assert_eq!(workbook.literal_at(&["kind"]), Some(json!("shared")));
+        assert!(
+            expression_at(&workbook, &["name"]).starts_with("guid("),
+            "a workbook's name is a GUID, the same each deployment"
+        );
+        assert_eq!(expression_at(&workbook, &["properties", "sourceId"]), "appInsightsId");
+        let loaded: BTreeSet<String> = load_text_content_calls(operations).into_iter().map(|(_, target)| target).collect();
+        let queries: BTreeSet<String> = files_with_extension(&repo_root().join("infra/queries"), "kql")
+            .iter()
+            .map(|path| format!("../queries/{}", path.file_name().unwrap().to_string_lossy()))
+            .collect();
+        assert_eq!(loaded, queries, "every query file is shown or alerted on, and only those");
+        let serialized = expression_at(&workbook, &["properties", "serializedData"]);
+        for query in queries.iter().filter(|query| !query.contains("/alert-")) {
+            assert!(serialized.contains(&format!("loadTextContent('{query}')")), "the workbook shows {query}");
+        }
+    });
+}
+
+/// Each alert is a log alert on the component, to the action group, on a query file of
+/// `infra/queries` that neither bins nor dates its rows, with an operator the service takes and
+/// a measure its query makes.
+#[test]
+fn each_alert_is_a_log_alert_on_a_query_file_with_a_measure_it_makes() {
+    operations(|files, _, operations| {
+        let alerts = resources_of_type(files, "Microsoft.Insights/scheduledQueryRules");
+        assert_eq!(alerts.len(), 3, "dead letters, 5xx, lag");
+        for alert in &alerts {
+            assert_eq!(alert.literal_at(&["kind"]), Some(json!("LogAlert")), "{}", alert.at());
+            assert_eq!(expression_at(alert, &["properties", "scopes"]), "[ appInsightsId ]", "{}", alert.at());
+            assert_eq!(
+                expression_at(alert, &["properties", "actions"]),
+                "{ actionGroups: [ actionGroup.id ] }",
+                "{}",
                 alert.at()
             );
+            // The component has no line yet at the first deployment, and a query over a table that
+            // does not exist yet fails Azure's validation of the rule (azure-resource-manager-schemas
+            // issue 567; mspnp/aks-baseline pull request 422).
+            assert_eq!(alert.literal_at(&["properties", "skipQueryValidation"]), Some(json!(true)), "{}", alert.at());
+            let condition = first_item(alert, &["properties", "criteria", "allOf"]);
+            let field = |name: &str| operations.path(condition, &[name]).map(|node| expression(operations, node));
+            let query = field("query").unwrap_or_default();
+            let file = query
+                .strip_prefix("loadTextContent('")
+                .and_then(|rest| rest.strip_suffix("')"))
+                .unwrap_or_else(|| panic!("{}: the query is a file of infra/queries: {query}", alert.at()));
+            let text = fs::read_to_string(repo_root().join("infra/modules").join(file)).unwrap();
+            // The rule keeps the rows of its window itself; bins by the clock would cut a sliding
+            // window in two halves judged apart (Azure Monitor, "Create a log search alert rule").
+            let code: String = text.lines().filter(|line| !line.trim_start().starts_with("//")).collect();
+            assert!(!code.contains("bin(") && !code.contains("ago("), "{}: {file} bins or dates its rows", alert.at());
+            let operator = field("operator").unwrap_or_default();
+            assert!(
+                ["'GreaterThan'", "'GreaterThanOrEqual'", "'LessThan'", "'LessThanOrEqual'", "'Equal'"]
+                    .contains(&operator.as_str()),
+                "{}: operator {operator}",
+                alert.at()
+            );
+            if let Some(column) = field("metricMeasureColumn") {
+                let column = column.trim_matches('\'');
+                assert!(
+                    text.contains(&format!("{column} =")) || text.contains(&format!(", {column}")),
+                    "{}: the query {file} makes no column {column}",
+                    alert.at()
+                );
+            }
         }
-    }
+    });
+}
 
-    let group = only_resource(operations, "Microsoft.Insights/actionGroups");
-    assert_eq!(group.literal_at(&["location"]), Some(json!("global")));
-    let short = group.literal_at(&["properties", "groupShortName"]).unwrap();
-    assert!(short.as_str().unwrap().len() <= 12, "groupShortName is at most 12 characters: {short}");
+/// The action group is global, with a short name Azure takes.
+#[test]
+fn the_alerts_action_group_is_global_with_a_short_name_azure_takes() {
+    operations(|_, _, operations| {
+        let group = only_resource(operations, "Microsoft.Insights/actionGroups");
+        assert_eq!(group.literal_at(&["location"]), Some(json!("global")));
+        let short = group.literal_at(&["properties", "groupShortName"]).unwrap();
+        assert!(short.as_str().unwrap().len() <= 12, "groupShortName is at most 12 characters: {short}");
+    });
 }
 
 /// Every alert reaches someone by default: the address given, else the person who deployed (by
