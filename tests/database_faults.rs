@@ -800,13 +800,13 @@ async fn a_form_sent_while_the_database_is_busy_keeps_the_text_and_its_key() {
     assert_eq!(read["commentCount"], 1, "{read}");
 }
 
-/// A time budget per request. While Cosmos DB takes 5 s to answer each read of
-/// `posts` (an SDK delay rule), a request is answered 503 with `Retry-After` once its budget
-/// (`BLOG_REQUEST_TIMEOUT`, here 1 s) has passed, problem+json on the API and an HTML page for
-/// a page; once the database answers in time, the same requests are served. A write past its
-/// budget is 503 too, and sent again with its key it is made once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_slow_database_never_holds_a_request_past_its_budget() {
+/// A blog whose requests have 1 s each (`BLOG_REQUEST_TIMEOUT`), with alice and her post, and
+/// two rules, off until enabled: one makes Cosmos DB take 5 s to answer each read of `posts`,
+/// the other 2 s for each batch. The base URL, what stops the blog, alice, the post, and the
+/// rules for reads and for writes.
+async fn with_a_slow_database(
+    dir: &std::path::Path,
+) -> (String, Stop, Writer, String, Arc<FaultInjectionRule>, Arc<FaultInjectionRule>) {
     let result = FaultInjectionResultBuilder::new().with_delay(std::time::Duration::from_secs(5)).build();
     let condition = FaultInjectionConditionBuilder::new()
         .with_operation_type(FaultOperationType::ReadItem)
@@ -818,17 +818,26 @@ async fn a_slow_database_never_holds_a_request_past_its_budget() {
     let condition = FaultInjectionConditionBuilder::new().with_operation_type(FaultOperationType::BatchItem).build();
     let slow_writes = Arc::new(FaultInjectionRuleBuilder::new("slow batches", result).with_condition(condition).build());
     slow_writes.disable();
-    let dir = tempfile::tempdir().unwrap();
-    let config = blog::Config { request_timeout: std::time::Duration::from_secs(1), ..embedded_config(dir.path()) };
+    let config = blog::Config { request_timeout: std::time::Duration::from_secs(1), ..embedded_config(dir) };
     let rules = vec![slow.clone(), slow_writes.clone()];
-    let (api, _stop, _) = serve_config(config, SdkFaults { rules, ..SdkFaults::default() }).await;
+    let (api, stop, _) = serve_config(config, SdkFaults { rules, ..SdkFaults::default() }).await;
     let alice = Writer::new(&api, "alice");
     assert_eq!(alice.send(Method::POST, "/users", Some(json!({"username": "alice"})), None).await.0, 201);
     let (_, post) =
         alice.send(Method::POST, "/posts", Some(json!({"userId": "alice", "title": "t", "content": "c"})), None).await;
     let post = post["id"].as_str().unwrap().to_owned();
-    let site = api.trim_end_matches("/api").to_owned();
+    (api, stop, alice, post, slow, slow_writes)
+}
 
+/// A time budget per request. While Cosmos DB takes 5 s to answer each read of `posts`, a
+/// request is answered 503 with `Retry-After` once its budget (here 1 s) has passed,
+/// problem+json on the API and an HTML page for a page; once the database answers in time, the
+/// same requests are served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_database_never_holds_a_request_past_its_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let (api, _stop, alice, post, slow, _) = with_a_slow_database(dir.path()).await;
+    let site = api.trim_end_matches("/api").to_owned();
     slow.enable();
     for (url, kind) in
         [(format!("{api}/posts/{post}"), "application/problem+json"), (format!("{site}/posts/{post}"), "text/html")]
@@ -842,9 +851,14 @@ async fn a_slow_database_never_holds_a_request_past_its_budget() {
     }
     slow.disable();
     assert_eq!(alice.client.get(format!("{api}/posts/{post}")).send().await.unwrap().status(), 200);
+}
 
-    // A write past its budget: 503, and sent again with its key once the database answers in
-    // time, made once.
+/// A write past its budget is 503 too, and sent again with its key once the database answers
+/// in time, it is made once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_past_its_budget_is_503_and_sent_again_with_its_key_made_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_api, _stop, alice, post, _, slow_writes) = with_a_slow_database(dir.path()).await;
     slow_writes.enable();
     let comments = format!("/posts/{post}/comments");
     let comment = json!({"userId": "alice", "content": "slow"});
