@@ -599,62 +599,101 @@ async fn every_page_has_an_icon_a_description_and_both_color_schemes_and_robots_
 /// On Azure: the pages as the Functions host forwards them (the client's `Host`), signed in by
 /// App Service Authentication's headers; sign-in and sign-out are the platform's `/.auth/`
 /// endpoints, the development cookie means nothing, and a form is judged by its `Origin` when
-/// the browser sends no fetch metadata.
-#[tokio::test]
-async fn on_azure_the_pages_sign_in_with_app_service_authentication() {
+/// the browser sends no fetch metadata. The tests below check one of these each.
+async fn on_azure() -> TestApp {
     use blog::{AuthMode, Config};
     let dir = tempfile::tempdir().unwrap();
-    let app = TestApp::start_configured(Config { auth: AuthMode::Platform, ..TestApp::config(dir.path()) }).await;
-    let principal = "00000000-0000-0000-0000-0000000000aa";
-    let identity = common::host::signed_in(principal);
-    let signed_in: Vec<(&str, &str)> = identity.iter().map(|(name, value)| (*name, value.as_str())).collect();
-    let form = |origin: &'static str| {
-        let mut headers = signed_in.clone();
-        headers.extend([("Content-Type", "application/x-www-form-urlencoded"), ("Origin", origin)]);
-        headers
-    };
+    let mut app = TestApp::start_configured(Config { auth: AuthMode::Platform, ..TestApp::config(dir.path()) }).await;
+    app.keep(dir);
+    app
+}
 
+/// The Entra ID principal the platform signs in.
+const PRINCIPAL: &str = "00000000-0000-0000-0000-0000000000aa";
+
+/// The platform's headers for [`PRINCIPAL`], and with `form`, a form's sent from `form`'s origin.
+fn as_principal(form: Option<&str>) -> Vec<(&'static str, String)> {
+    let mut headers = common::host::signed_in(PRINCIPAL);
+    if let Some(origin) = form {
+        headers.extend([("Content-Type", "application/x-www-form-urlencoded".to_owned()), ("Origin", origin.to_owned())]);
+    }
+    headers
+}
+
+/// `POST path` forwarded by the host, a form of [`PRINCIPAL`]'s from `origin`, with `body`.
+async fn form_on_azure(app: &TestApp, path: &str, origin: &str, body: Option<&[u8]>) -> common::Answer {
+    let headers = as_principal(Some(origin));
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    common::host::forward(app, "POST", path, &headers, body).await
+}
+
+/// The blog's own origin on Azure.
+const AZURE_ORIGIN: &str = "https://blog.azurewebsites.net";
+
+/// [`PRINCIPAL`]'s profile, "Entra Alice", made by the sign-up form, and the path of a post
+/// written with the write form.
+async fn entra_alices_post(app: &TestApp) -> String {
+    let created = form_on_azure(app, "/users", AZURE_ORIGIN, Some(b"username=Entra+Alice")).await;
+    assert_eq!((created.status.as_u16(), created.header("location")), (303, Some(&*format!("/users/{PRINCIPAL}"))));
+    let written = form_on_azure(app, "/write", AZURE_ORIGIN, Some(b"title=From+Azure&content=c")).await;
+    assert_eq!(written.status.as_u16(), 303, "{}", written.body);
+    written.header("location").unwrap().to_owned()
+}
+
+/// Sign-in is the platform's, and comes back to the page it was asked from; never to another site.
+#[tokio::test]
+async fn on_azure_sign_in_is_the_platforms_and_comes_back_to_the_page_never_elsewhere() {
+    let app = on_azure().await;
     let sign_in = common::host::forward(&app, "GET", "/signin", &[], None).await;
     assert_eq!((sign_in.status.as_u16(), sign_in.header("location")), (303, Some("/.auth/login/aad?post_login_redirect_uri=/")));
-    // From a post, back to the post; never to another site.
     let from_post = common::host::forward(&app, "GET", "/signin?return=/posts/p1", &[], None).await;
     assert_eq!(from_post.header("location"), Some("/.auth/login/aad?post_login_redirect_uri=/posts/p1"));
     let elsewhere = common::host::forward(&app, "GET", "/signin?return=//evil.example/", &[], None).await;
     assert_eq!(elsewhere.header("location"), Some("/.auth/login/aad?post_login_redirect_uri=/"));
+}
+
+#[tokio::test]
+async fn on_azure_the_development_cookie_signs_nobody_in() {
+    let app = on_azure().await;
     let front = common::host::forward(&app, "GET", "/", &[("Cookie", "blog_dev_user=alice")], None).await;
     assert!(front.body.as_str().unwrap().contains("href=\"/signin\""), "the development cookie signs nobody in");
+}
 
-    let created =
-        common::host::forward(&app, "POST", "/users", &form("https://blog.azurewebsites.net"), Some(b"username=Entra+Alice"))
-            .await;
-    assert_eq!((created.status.as_u16(), created.header("location")), (303, Some(&*format!("/users/{principal}"))));
-    let forged = common::host::forward(&app, "POST", "/write", &form("https://evil.example"), Some(b"title=t&content=c")).await;
+/// Without fetch metadata, a form is judged by its `Origin`: the blog's own is taken, another
+/// site's refused.
+#[tokio::test]
+async fn on_azure_a_form_from_the_blogs_origin_is_taken_and_from_another_refused() {
+    let app = on_azure().await;
+    entra_alices_post(&app).await;
+    let forged = form_on_azure(&app, "/write", "https://evil.example", Some(b"title=t&content=c")).await;
     assert_eq!(forged.status.as_u16(), 403, "{}", forged.body);
-    let written = common::host::forward(
-        &app,
-        "POST",
-        "/write",
-        &form("https://blog.azurewebsites.net"),
-        Some(b"title=From+Azure&content=c"),
-    )
-    .await;
-    assert_eq!(written.status.as_u16(), 303, "{}", written.body);
-    let post_path = written.header("location").unwrap().to_owned();
-    // The like button's form is empty: the host forwards it without a body or Content-Type.
-    let liked =
-        common::host::forward(&app, "POST", &format!("{post_path}/likes"), &form("https://blog.azurewebsites.net"), None).await;
+}
+
+/// The like button's form is empty: the host forwards it without a body or Content-Type, and
+/// it is a like, shown under the principal's name.
+#[tokio::test]
+async fn on_azure_an_empty_like_form_forwarded_without_a_body_is_a_like() {
+    let app = on_azure().await;
+    let post_path = entra_alices_post(&app).await;
+    let liked = form_on_azure(&app, &format!("{post_path}/likes"), AZURE_ORIGIN, None).await;
     assert_eq!(
         (liked.status.as_u16(), liked.header("location")),
         (303, Some(&*format!("{post_path}#actions"))),
         "{}",
         liked.body
     );
+    let signed_in = as_principal(None);
+    let signed_in: Vec<(&str, &str)> = signed_in.iter().map(|(name, value)| (*name, value.as_str())).collect();
     let post = common::host::forward(&app, "GET", &post_path, &signed_in, None).await;
     let html = post.body.as_str().unwrap();
     assert!(html.contains("by <a href=\"/users/00000000-0000-0000-0000-0000000000aa\"><bdi>Entra Alice</bdi></a>"), "{html}");
     assert!(html.contains("0 comments · 1 like") && html.contains("You like this post."), "{html}");
+}
 
-    let sign_out = common::host::forward(&app, "POST", "/signout", &form("https://blog.azurewebsites.net"), None).await;
+#[tokio::test]
+async fn on_azure_sign_out_is_the_platforms() {
+    let app = on_azure().await;
+    let sign_out = form_on_azure(&app, "/signout", AZURE_ORIGIN, None).await;
     assert_eq!(sign_out.header("location"), Some("/.auth/logout?post_logout_redirect_uri=/"));
 }
 
