@@ -415,6 +415,9 @@ mod uploads {
     /// Every bad upload is refused with what to fix, and nothing is stored.
     pub(crate) async fn bad_uploads_are_refused_and_store_nothing(app: &TestApp) {
         let (writer, post, _) = a_photo_uploaded(app, "kite-spoiler").await;
+        // What the writer keeps is counted on their latest post, found in their list: the
+        // post's copy there follows the write.
+        app.eventually(&format!("/api/users/{writer}/posts"), |posts| posts["items"][0]["id"] == post.as_str()).await;
         bad_uploads_store_nothing(app, &writer, &post).await;
     }
 
