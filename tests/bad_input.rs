@@ -99,12 +99,15 @@ async fn slow_bodies_take_no_place_and_time_out() {
     for n in 0..16 {
         let mut stream = tokio::net::TcpStream::connect(app.base.trim_start_matches("http://")).await.unwrap();
         let head = format!(
-            "POST /api/users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nx-dev-user: slow{n}\r\nContent-Length: 20\r\n\r\n{{\"user"
+            "POST /api/users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nx-dev-user: slow{n}\r\nExpect: 100-continue\r\nContent-Length: 20\r\n\r\n{{\"user"
         );
         stream.write_all(head.as_bytes()).await.unwrap();
         slow.push(stream);
     }
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // Every slow body is being read, four times as many as there are places.
+    for stream in &mut slow {
+        common::wire::body_being_read(stream).await;
+    }
     assert_eq!(app.get("/api/feed").await.status, reqwest::StatusCode::OK, "reads are served");
     app.user("alice").await; // and writes
 

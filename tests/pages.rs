@@ -111,23 +111,39 @@ async fn eventually(browser: &Browser<'_>, path: &str, check: impl Fn(&str) -> b
     }
 }
 
-#[tokio::test]
-async fn a_person_signs_in_writes_comments_likes_edits_and_renames() {
-    let app = TestApp::start().await;
-    let mut alice = Browser::new(&app);
+/// Alice, signed up on `app`'s pages, with her post "Hello, pages" written in the form: her
+/// browser and the post page's path.
+async fn alice_with_a_post(app: &TestApp) -> (Browser<'_>, String) {
+    let mut alice = Browser::new(app);
     alice.sign_up("alice", "Alice").await;
-
     let post = alice.write("Hello, pages", "My first post,\nwritten in a form.").await;
+    (alice, post)
+}
+
+#[tokio::test]
+async fn a_post_written_in_the_form_opens_on_its_own_page_in_three_reads() {
+    let app = TestApp::start().await;
+    let (alice, post) = alice_with_a_post(&app).await;
     assert!(post.starts_with("/posts/"), "the redirect goes to the post's own page: {post}");
     let page = alice.get(&post).await;
     assert_eq!(page.status, StatusCode::OK);
     assert_eq!(page.header("content-type"), "text/html; charset=utf-8");
     assert!(page.html.contains("<h1 dir=\"auto\">Hello, pages</h1>") && page.html.contains("Edit this post"), "{}", page.html);
     assert_eq!(page.operations(), 3, "Q2 + Q4 + Q5, nothing more");
+}
 
+#[tokio::test]
+async fn a_written_post_reaches_the_front_page_under_its_authors_name() {
+    let app = TestApp::start().await;
+    let (alice, _) = alice_with_a_post(&app).await;
     let front = eventually(&alice, "/", |html| html.contains("Hello, pages")).await;
     assert!(front.html.contains("by <a href=\"/users/alice\"><bdi>Alice</bdi></a>"), "{}", front.html);
+}
 
+#[tokio::test]
+async fn a_comment_and_a_like_sent_from_the_post_page_show_on_it() {
+    let app = TestApp::start().await;
+    let (alice, post) = alice_with_a_post(&app).await;
     let commented = alice.submit(&format!("{post}/comments"), &[("content", "First!")]).await;
     assert_eq!(commented.status, StatusCode::SEE_OTHER);
     assert!(commented.location().starts_with(&format!("{post}#comment-")));
@@ -136,11 +152,23 @@ async fn a_person_signs_in_writes_comments_likes_edits_and_renames() {
     let page = alice.get(&post).await;
     assert!(page.html.contains("First!") && page.html.contains("1 comment · 1 like"), "{}", page.html);
     assert!(page.html.contains("You like this post."));
+}
+
+#[tokio::test]
+async fn a_second_like_is_refused_on_the_page() {
+    let app = TestApp::start().await;
+    let (alice, post) = alice_with_a_post(&app).await;
+    assert_eq!(alice.submit(&format!("{post}/likes"), &[]).await.status, StatusCode::SEE_OTHER);
     let again = alice.submit(&format!("{post}/likes"), &[]).await;
     assert_eq!(again.status, StatusCode::CONFLICT, "a second like is refused on the page");
     assert!(again.html.contains("already likes post"), "{}", again.html);
+}
 
-    // The edit page offers a way back to the post that changes nothing.
+/// The edit page offers a way back to the post that changes nothing; an edited post says so.
+#[tokio::test]
+async fn an_edited_post_says_so_and_its_edit_page_offers_a_way_back() {
+    let app = TestApp::start().await;
+    let (alice, post) = alice_with_a_post(&app).await;
     assert!(!alice.get(&post).await.html.contains(" · edited "), "not edited yet");
     let edit_page = alice.get(&format!("{post}/edit")).await;
     assert!(edit_page.html.contains(&format!("<a href=\"{post}\">Cancel</a>")), "{}", edit_page.html);
@@ -149,12 +177,22 @@ async fn a_person_signs_in_writes_comments_likes_edits_and_renames() {
     let after_edit = alice.get(&post).await.html;
     assert!(after_edit.contains("<h1 dir=\"auto\">Hello, edited</h1>"));
     assert!(after_edit.contains(" · edited <time"), "an edited post says so: {after_edit}");
+}
 
+#[tokio::test]
+async fn a_rename_reaches_the_authors_posts() {
+    let app = TestApp::start().await;
+    let (alice, post) = alice_with_a_post(&app).await;
     let renamed = alice.submit("/users/alice", &[("username", "Alice Liddell")]).await;
     assert_eq!(renamed.location(), "/users/alice");
     eventually(&alice, &post, |html| html.contains("><bdi>Alice Liddell</bdi></a>")).await;
+}
 
-    // Someone else sees no edit link, and may not edit.
+/// Someone else sees no edit link, and may not edit.
+#[tokio::test]
+async fn someone_else_is_offered_no_edit_and_may_not_edit() {
+    let app = TestApp::start().await;
+    let (alice, post) = alice_with_a_post(&app).await;
     let mut bob = Browser::new(&app);
     bob.sign_up("bob", "Bob").await;
     let seen = bob.get(&post).await;
@@ -162,9 +200,13 @@ async fn a_person_signs_in_writes_comments_likes_edits_and_renames() {
     assert_eq!(bob.get(&format!("{post}/edit")).await.status, StatusCode::FORBIDDEN);
     let refused = bob.submit(&format!("{post}/edit"), &[("title", "Mine now"), ("content", "x")]).await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
-    assert!(alice.get(&post).await.html.contains("Hello, edited"), "a refused edit changes nothing");
+    assert!(alice.get(&post).await.html.contains("Hello, pages"), "a refused edit changes nothing");
+}
 
-    // Signed out, the forms are gone.
+#[tokio::test]
+async fn signed_out_the_forms_are_gone() {
+    let app = TestApp::start().await;
+    let (alice, post) = alice_with_a_post(&app).await;
     let signed_out = alice.submit("/signout", &[]).await;
     assert!(signed_out.header("set-cookie").contains("Max-Age=0"));
     let anonymous = Browser::new(&app).get(&post).await;
@@ -255,18 +297,39 @@ fn escape(text: &str) -> String {
     blog::testing::http::esc(text).to_string()
 }
 
-#[tokio::test]
-async fn a_person_takes_back_a_like_deletes_comments_and_then_the_post() {
-    let app = TestApp::start().await;
-    let mut alice = Browser::new(&app);
+/// Alice and Bob signed up on `app`'s pages, and Alice's post "Short-lived": their browsers
+/// and the post page's path.
+async fn alice_bob_and_a_short_lived_post(app: &TestApp) -> (Browser<'_>, Browser<'_>, String) {
+    let mut alice = Browser::new(app);
     alice.sign_up("alice", "Alice").await;
-    let mut bob = Browser::new(&app);
+    let mut bob = Browser::new(app);
     bob.sign_up("bob", "Bob").await;
     let post = alice.write("Short-lived", "Soon gone.").await;
+    (alice, bob, post)
+}
+
+/// The address of the `n`th "Delete" link on `html`. (Deleting a comment is a link marked as
+/// dangerous, to a page that asks first; its form posts to the same address.)
+fn delete_path(html: &str, n: usize) -> String {
+    const LINK: &str = "<a class=\"danger\" href=\"";
+    let at = html.match_indices(LINK).nth(n).unwrap().0 + LINK.len();
+    html[at..].split('"').next().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn only_its_author_is_offered_to_delete_a_post() {
+    let app = TestApp::start().await;
+    let (alice, bob, post) = alice_bob_and_a_short_lived_post(&app).await;
     assert!(alice.get(&post).await.html.contains("Delete this post"));
     assert!(!bob.get(&post).await.html.contains("Delete this post"));
+}
 
-    // Bob likes, then takes it back.
+/// A like taken back is gone from the page; taken back again (in another tab) it is 404, on
+/// the post's page saying why.
+#[tokio::test]
+async fn a_like_taken_back_is_gone_and_taken_back_again_is_404() {
+    let app = TestApp::start().await;
+    let (_alice, bob, post) = alice_bob_and_a_short_lived_post(&app).await;
     assert_eq!(bob.submit(&format!("{post}/likes"), &[]).await.status, StatusCode::SEE_OTHER);
     let page = bob.get(&post).await;
     assert!(page.html.contains("0 comments · 1 like") && page.html.contains("Take back your like"), "{}", page.html);
@@ -277,21 +340,20 @@ async fn a_person_takes_back_a_like_deletes_comments_and_then_the_post() {
     let again = bob.submit(&format!("{post}/unlike"), &[]).await;
     assert_eq!(again.status, StatusCode::NOT_FOUND, "taken back already, in another tab");
     assert!(again.html.contains("does not like") && again.html.contains("Short-lived"), "the post page says why: {}", again.html);
+}
 
-    // Bob deletes his own comment; Alice, the post's author, may delete any under her post.
+/// Bob deletes his own comment, after a confirmation, and no one else's; Alice, the post's
+/// author, may delete any under her post.
+#[tokio::test]
+async fn a_commenter_deletes_his_own_comments_and_the_author_any_under_her_post() {
+    let app = TestApp::start().await;
+    let (alice, bob, post) = alice_bob_and_a_short_lived_post(&app).await;
     bob.submit(&format!("{post}/comments"), &[("content", "Bob's first")]).await;
     bob.submit(&format!("{post}/comments"), &[("content", "Bob's second")]).await;
     alice.submit(&format!("{post}/comments"), &[("content", "Alice's")]).await;
     let page = bob.get(&post).await;
     assert_eq!(page.html.matches("Delete this comment").count(), 2, "only his own: {}", page.html);
     assert_eq!(alice.get(&post).await.html.matches("Delete this comment").count(), 3);
-    let delete_path = |html: &str, n: usize| {
-        // (Deleting a comment is a link marked as dangerous, to a page that
-        // asks first; its form posts to the same address.)
-        const LINK: &str = "<a class=\"danger\" href=\"";
-        let at = html.match_indices(LINK).nth(n).unwrap().0 + LINK.len();
-        html[at..].split('"').next().unwrap().to_owned()
-    };
     let first = delete_path(&page.html, 0);
     let confirm = bob.get(&first).await;
     assert_eq!(confirm.status, StatusCode::OK, "{}", confirm.html);
@@ -309,8 +371,14 @@ async fn a_person_takes_back_a_like_deletes_comments_and_then_the_post() {
     assert!(!page.html.contains("Bob&#39;s first") && page.html.contains("2 comments"), "{}", page.html);
     assert_eq!(alice.submit(&delete_path(&page.html, 0), &[]).await.status, StatusCode::SEE_OTHER);
     assert!(!alice.get(&post).await.html.contains("Bob&#39;s second"));
+}
 
-    // The post: a confirmation first, then gone, and gone from the lists.
+/// The post: a confirmation first (its author's only), then gone, and gone from the lists.
+#[tokio::test]
+async fn a_post_is_deleted_after_a_confirmation_and_leaves_the_lists() {
+    let app = TestApp::start().await;
+    let (alice, bob, post) = alice_bob_and_a_short_lived_post(&app).await;
+    alice.submit(&format!("{post}/comments"), &[("content", "Alice's")]).await;
     eventually(&alice, "/users/alice", |html| html.contains("Short-lived")).await;
     assert_eq!(bob.get(&format!("{post}/delete")).await.status, StatusCode::FORBIDDEN);
     let confirm = alice.get(&format!("{post}/delete")).await;
@@ -531,62 +599,101 @@ async fn every_page_has_an_icon_a_description_and_both_color_schemes_and_robots_
 /// On Azure: the pages as the Functions host forwards them (the client's `Host`), signed in by
 /// App Service Authentication's headers; sign-in and sign-out are the platform's `/.auth/`
 /// endpoints, the development cookie means nothing, and a form is judged by its `Origin` when
-/// the browser sends no fetch metadata.
-#[tokio::test]
-async fn on_azure_the_pages_sign_in_with_app_service_authentication() {
+/// the browser sends no fetch metadata. The tests below check one of these each.
+async fn on_azure() -> TestApp {
     use blog::{AuthMode, Config};
     let dir = tempfile::tempdir().unwrap();
-    let app = TestApp::start_configured(Config { auth: AuthMode::Platform, ..TestApp::config(dir.path()) }).await;
-    let principal = "00000000-0000-0000-0000-0000000000aa";
-    let identity = common::host::signed_in(principal);
-    let signed_in: Vec<(&str, &str)> = identity.iter().map(|(name, value)| (*name, value.as_str())).collect();
-    let form = |origin: &'static str| {
-        let mut headers = signed_in.clone();
-        headers.extend([("Content-Type", "application/x-www-form-urlencoded"), ("Origin", origin)]);
-        headers
-    };
+    let mut app = TestApp::start_configured(Config { auth: AuthMode::Platform, ..TestApp::config(dir.path()) }).await;
+    app.keep(dir);
+    app
+}
 
+/// The Entra ID principal the platform signs in.
+const PRINCIPAL: &str = "00000000-0000-0000-0000-0000000000aa";
+
+/// The platform's headers for [`PRINCIPAL`], and with `form`, a form's sent from `form`'s origin.
+fn as_principal(form: Option<&str>) -> Vec<(&'static str, String)> {
+    let mut headers = common::host::signed_in(PRINCIPAL);
+    if let Some(origin) = form {
+        headers.extend([("Content-Type", "application/x-www-form-urlencoded".to_owned()), ("Origin", origin.to_owned())]);
+    }
+    headers
+}
+
+/// `POST path` forwarded by the host, a form of [`PRINCIPAL`]'s from `origin`, with `body`.
+async fn form_on_azure(app: &TestApp, path: &str, origin: &str, body: Option<&[u8]>) -> common::Answer {
+    let headers = as_principal(Some(origin));
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    common::host::forward(app, "POST", path, &headers, body).await
+}
+
+/// The blog's own origin on Azure.
+const AZURE_ORIGIN: &str = "https://blog.azurewebsites.net";
+
+/// [`PRINCIPAL`]'s profile, "Entra Alice", made by the sign-up form, and the path of a post
+/// written with the write form.
+async fn entra_alices_post(app: &TestApp) -> String {
+    let created = form_on_azure(app, "/users", AZURE_ORIGIN, Some(b"username=Entra+Alice")).await;
+    assert_eq!((created.status.as_u16(), created.header("location")), (303, Some(&*format!("/users/{PRINCIPAL}"))));
+    let written = form_on_azure(app, "/write", AZURE_ORIGIN, Some(b"title=From+Azure&content=c")).await;
+    assert_eq!(written.status.as_u16(), 303, "{}", written.body);
+    written.header("location").unwrap().to_owned()
+}
+
+/// Sign-in is the platform's, and comes back to the page it was asked from; never to another site.
+#[tokio::test]
+async fn on_azure_sign_in_is_the_platforms_and_comes_back_to_the_page_never_elsewhere() {
+    let app = on_azure().await;
     let sign_in = common::host::forward(&app, "GET", "/signin", &[], None).await;
     assert_eq!((sign_in.status.as_u16(), sign_in.header("location")), (303, Some("/.auth/login/aad?post_login_redirect_uri=/")));
-    // From a post, back to the post; never to another site.
     let from_post = common::host::forward(&app, "GET", "/signin?return=/posts/p1", &[], None).await;
     assert_eq!(from_post.header("location"), Some("/.auth/login/aad?post_login_redirect_uri=/posts/p1"));
     let elsewhere = common::host::forward(&app, "GET", "/signin?return=//evil.example/", &[], None).await;
     assert_eq!(elsewhere.header("location"), Some("/.auth/login/aad?post_login_redirect_uri=/"));
+}
+
+#[tokio::test]
+async fn on_azure_the_development_cookie_signs_nobody_in() {
+    let app = on_azure().await;
     let front = common::host::forward(&app, "GET", "/", &[("Cookie", "blog_dev_user=alice")], None).await;
     assert!(front.body.as_str().unwrap().contains("href=\"/signin\""), "the development cookie signs nobody in");
+}
 
-    let created =
-        common::host::forward(&app, "POST", "/users", &form("https://blog.azurewebsites.net"), Some(b"username=Entra+Alice"))
-            .await;
-    assert_eq!((created.status.as_u16(), created.header("location")), (303, Some(&*format!("/users/{principal}"))));
-    let forged = common::host::forward(&app, "POST", "/write", &form("https://evil.example"), Some(b"title=t&content=c")).await;
+/// Without fetch metadata, a form is judged by its `Origin`: the blog's own is taken, another
+/// site's refused.
+#[tokio::test]
+async fn on_azure_a_form_from_the_blogs_origin_is_taken_and_from_another_refused() {
+    let app = on_azure().await;
+    entra_alices_post(&app).await;
+    let forged = form_on_azure(&app, "/write", "https://evil.example", Some(b"title=t&content=c")).await;
     assert_eq!(forged.status.as_u16(), 403, "{}", forged.body);
-    let written = common::host::forward(
-        &app,
-        "POST",
-        "/write",
-        &form("https://blog.azurewebsites.net"),
-        Some(b"title=From+Azure&content=c"),
-    )
-    .await;
-    assert_eq!(written.status.as_u16(), 303, "{}", written.body);
-    let post_path = written.header("location").unwrap().to_owned();
-    // The like button's form is empty: the host forwards it without a body or Content-Type.
-    let liked =
-        common::host::forward(&app, "POST", &format!("{post_path}/likes"), &form("https://blog.azurewebsites.net"), None).await;
+}
+
+/// The like button's form is empty: the host forwards it without a body or Content-Type, and
+/// it is a like, shown under the principal's name.
+#[tokio::test]
+async fn on_azure_an_empty_like_form_forwarded_without_a_body_is_a_like() {
+    let app = on_azure().await;
+    let post_path = entra_alices_post(&app).await;
+    let liked = form_on_azure(&app, &format!("{post_path}/likes"), AZURE_ORIGIN, None).await;
     assert_eq!(
         (liked.status.as_u16(), liked.header("location")),
         (303, Some(&*format!("{post_path}#actions"))),
         "{}",
         liked.body
     );
+    let signed_in = as_principal(None);
+    let signed_in: Vec<(&str, &str)> = signed_in.iter().map(|(name, value)| (*name, value.as_str())).collect();
     let post = common::host::forward(&app, "GET", &post_path, &signed_in, None).await;
     let html = post.body.as_str().unwrap();
     assert!(html.contains("by <a href=\"/users/00000000-0000-0000-0000-0000000000aa\"><bdi>Entra Alice</bdi></a>"), "{html}");
     assert!(html.contains("0 comments · 1 like") && html.contains("You like this post."), "{html}");
+}
 
-    let sign_out = common::host::forward(&app, "POST", "/signout", &form("https://blog.azurewebsites.net"), None).await;
+#[tokio::test]
+async fn on_azure_sign_out_is_the_platforms() {
+    let app = on_azure().await;
+    let sign_out = form_on_azure(&app, "/signout", AZURE_ORIGIN, None).await;
     assert_eq!(sign_out.header("location"), Some("/.auth/logout?post_logout_redirect_uri=/"));
 }
 

@@ -344,14 +344,20 @@ mod uploads {
             .expect("the writer has a post")
     }
 
-    /// Everything the issue asks of an upload, on `app`'s picture store.
-    pub(crate) async fn everything_an_upload_must_do(app: &TestApp) {
-        let writer = app.user("kite-watcher").await;
+    /// `user`'s post with a phone's photo uploaded to it, with its EXIF: the writer, the post,
+    /// and the upload's answer (201).
+    async fn a_photo_uploaded(app: &TestApp, user: &str) -> (String, String, Answer) {
+        let writer = app.user(user).await;
         let post = app.post_by(&writer, "Kites").await;
-
-        // Uploaded with its EXIF, answered with its address and the Markdown to paste.
         let added = upload(app, Some(&writer), &post, "image/jpeg", phone_photo()).await;
         assert_eq!(added.status, StatusCode::CREATED, "{}", added.body);
+        (writer, post, added)
+    }
+
+    /// An upload is answered with its address (also as `Location`), its size upright, the
+    /// phones' variant, and the Markdown to paste.
+    pub(crate) async fn an_upload_is_answered_with_its_address_and_the_markdown_to_paste(app: &TestApp) {
+        let (writer, post, added) = a_photo_uploaded(app, "kite-watcher").await;
         let url = added.body["url"].as_str().unwrap().to_owned();
         assert_eq!(added.header("location"), Some(url.as_str()));
         assert!(url.starts_with(&format!("/pictures/{writer}/{post}/")) && url.ends_with("-1200x2000.jpg"), "{url}");
@@ -359,8 +365,13 @@ mod uploads {
         assert_eq!((added.body["width"].as_u64(), added.body["height"].as_u64()), (Some(1200), Some(2000)));
         let phone_url = added.body["phoneUrl"].as_str().expect("a phones' variant").to_owned();
         assert!(phone_url.ends_with("-960x1600.jpg"), "{phone_url}");
+    }
 
-        // Served without the database, as it was stored: no EXIF, no GPS; immutable.
+    /// A picture is served without the database, as it was stored (no EXIF, no GPS), immutable,
+    /// answered 304 to its ETag; its phones' variant too.
+    pub(crate) async fn a_picture_is_served_as_stored_without_the_database(app: &TestApp) {
+        let (_, _, added) = a_photo_uploaded(app, "kite-reader").await;
+        let url = added.body["url"].as_str().unwrap().to_owned();
         let (status, headers, bytes) = fetch(app, &url, &[]).await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(headers["content-type"], "image/jpeg");
@@ -373,16 +384,23 @@ mod uploads {
         let etag = headers["etag"].to_str().unwrap().to_owned();
         let (status, _, body) = fetch(app, &url, &[("if-none-match", &etag)]).await;
         assert_eq!((status, body.len()), (StatusCode::NOT_MODIFIED, 0));
-        let (status, _, phone) = fetch(app, &phone_url, &[]).await;
+        let (status, _, phone) = fetch(app, added.body["phoneUrl"].as_str().unwrap(), &[]).await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(image::load_from_memory(&phone).unwrap().width(), 960);
+    }
 
-        // The same picture again: the same address, stored once.
+    /// The same picture sent again (whatever type it is declared as): the same address, stored once.
+    pub(crate) async fn the_same_picture_sent_again_is_stored_once(app: &TestApp) {
+        let (writer, post, added) = a_photo_uploaded(app, "kite-repeater").await;
         let again = upload(app, Some(&writer), &post, "application/octet-stream", phone_photo()).await;
-        assert_eq!((again.status, again.body["url"].as_str()), (StatusCode::CREATED, Some(url.as_str())));
+        assert_eq!((again.status, again.body["url"].as_str()), (StatusCode::CREATED, added.body["url"].as_str()));
         assert_eq!(again.body["picturesKept"], 1);
+    }
 
-        // In the post: an <img> with its size and the phones' variant; Q2 stays one read.
+    /// Pasted into the post, a picture is an `<img>` with its size and the phones' variant.
+    pub(crate) async fn a_picture_in_a_post_shows_with_its_size_and_the_phones_variant(app: &TestApp) {
+        let (_, post, added) = a_photo_uploaded(app, "kite-poster").await;
+        let (url, phone_url) = (added.body["url"].as_str().unwrap(), added.body["phoneUrl"].as_str().unwrap());
         let markdown = added.body["markdown"].as_str().unwrap();
         let edit = app
             .put(&format!("/api/posts/{post}"), serde_json::json!({"title": "Kites", "content": format!("Look:\n\n{markdown}")}))
@@ -392,16 +410,37 @@ mod uploads {
         let html = page.body.as_str().unwrap();
         assert!(html.contains(&format!("<img src=\"{url}\" alt=\"A red kite\" width=\"1200\" height=\"2000\"")), "{html}");
         assert!(html.contains(&format!("{phone_url} 960w")), "{html}");
+    }
 
+    /// Every bad upload is refused with what to fix, and nothing is stored.
+    pub(crate) async fn bad_uploads_are_refused_and_store_nothing(app: &TestApp) {
+        let (writer, post, _) = a_photo_uploaded(app, "kite-spoiler").await;
+        // What the writer keeps is counted on their latest post, found in their list: the
+        // post's copy there follows the write.
+        app.eventually(&format!("/api/users/{writer}/posts"), |posts| posts["items"][0]["id"] == post.as_str()).await;
         bad_uploads_store_nothing(app, &writer, &post).await;
-        the_quota_is_said_and_kept(app).await;
+    }
 
-        // Deleted with its post (C7).
+    /// A picture is deleted with its post (C7), and so is its phones' variant.
+    pub(crate) async fn a_picture_is_deleted_with_its_post(app: &TestApp) {
+        let (_, post, added) = a_photo_uploaded(app, "kite-deleter").await;
         assert_eq!(app.send(Method::DELETE, &format!("/api/posts/{post}"), None).await.status, StatusCode::NO_CONTENT);
-        for gone in [&url, &phone_url] {
-            let (status, _, _) = fetch(app, gone, &[]).await;
+        for gone in [&added.body["url"], &added.body["phoneUrl"]] {
+            let (status, _, _) = fetch(app, gone.as_str().unwrap(), &[]).await;
             assert_eq!(status, StatusCode::NOT_FOUND, "{gone}");
         }
+    }
+
+    /// Everything an upload must do, one after the other on `app`: for a picture store that is
+    /// costly to start once a test (Azurite).
+    pub(crate) async fn everything_an_upload_must_do(app: &TestApp) {
+        an_upload_is_answered_with_its_address_and_the_markdown_to_paste(app).await;
+        a_picture_is_served_as_stored_without_the_database(app).await;
+        the_same_picture_sent_again_is_stored_once(app).await;
+        a_picture_in_a_post_shows_with_its_size_and_the_phones_variant(app).await;
+        bad_uploads_are_refused_and_store_nothing(app).await;
+        the_quota_is_said_and_kept(app).await;
+        a_picture_is_deleted_with_its_post(app).await;
     }
 
     /// What a bad upload is, who sends it to which post, declared as what, and its status.
@@ -460,7 +499,7 @@ mod uploads {
 
     /// A writer keeps at most four pictures here (the quota of [`blog_with`]); the fifth is
     /// refused with what to do.
-    async fn the_quota_is_said_and_kept(app: &TestApp) {
+    pub(crate) async fn the_quota_is_said_and_kept(app: &TestApp) {
         let writer = app.user("prolific").await;
         let post = app.post_by(&writer, "Many").await;
         for n in 0..4_u8 {
@@ -491,9 +530,44 @@ mod uploads {
         assert_eq!(statuses.iter().filter(|status| **status == 409).count(), 4, "{statuses:?}");
     }
 
-    #[tokio::test]
-    async fn uploads_on_the_data_directory() {
-        everything_an_upload_must_do(&blog_with_data_directory().await).await;
+    /// Each of [`everything_an_upload_must_do`], on the data directory, a test each.
+    mod on_the_data_directory {
+        use super::blog_with_data_directory;
+
+        #[tokio::test]
+        async fn an_upload_is_answered_with_its_address_and_the_markdown_to_paste() {
+            super::an_upload_is_answered_with_its_address_and_the_markdown_to_paste(&blog_with_data_directory().await).await;
+        }
+
+        #[tokio::test]
+        async fn a_picture_is_served_as_stored_without_the_database() {
+            super::a_picture_is_served_as_stored_without_the_database(&blog_with_data_directory().await).await;
+        }
+
+        #[tokio::test]
+        async fn the_same_picture_sent_again_is_stored_once() {
+            super::the_same_picture_sent_again_is_stored_once(&blog_with_data_directory().await).await;
+        }
+
+        #[tokio::test]
+        async fn a_picture_in_a_post_shows_with_its_size_and_the_phones_variant() {
+            super::a_picture_in_a_post_shows_with_its_size_and_the_phones_variant(&blog_with_data_directory().await).await;
+        }
+
+        #[tokio::test]
+        async fn bad_uploads_are_refused_and_store_nothing() {
+            super::bad_uploads_are_refused_and_store_nothing(&blog_with_data_directory().await).await;
+        }
+
+        #[tokio::test]
+        async fn the_quota_is_said_and_kept() {
+            super::the_quota_is_said_and_kept(&blog_with_data_directory().await).await;
+        }
+
+        #[tokio::test]
+        async fn a_picture_is_deleted_with_its_post() {
+            super::a_picture_is_deleted_with_its_post(&blog_with_data_directory().await).await;
+        }
     }
 
     pub(crate) async fn blog_with_data_directory() -> TestApp {
@@ -785,44 +859,74 @@ mod pages {
         html[start..start + html[start..].find(')').unwrap() + 1].to_owned()
     }
 
-    #[tokio::test]
-    async fn a_writer_adds_pictures_on_the_write_and_edit_pages() {
-        let app = super::uploads::blog_with_data_directory().await;
+    /// The painter, signed in on `app`'s pages (the user made through the API).
+    async fn painter(app: &TestApp) -> Writer<'_> {
         let created = app
             .send_as(Some("painter"), reqwest::Method::POST, "/api/users", Some(serde_json::json!({"username": "Painter"})))
             .await;
         assert_eq!(created.status, StatusCode::CREATED);
-        let painter = Writer {
-            app: &app,
+        Writer {
+            app,
             client: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap(),
             user: "painter",
-        };
+        }
+    }
 
-        // The form says what may be added, and how many the writer keeps.
+    /// The write page's fields with the picture's description `alt`, asking to add the picture
+    /// (the form's "Add picture" button), under the form's one-time `key`.
+    fn adding<'a>(alt: &'a str, key: &'a str) -> [(&'a str, &'a str); 5] {
+        [("title", "Kites"), ("content", "Before."), ("alt", alt), ("action", "add-picture"), ("idempotencyKey", key)]
+    }
+
+    /// Adds a red kite on the write page under the form's `key`: the page answered, and the
+    /// picture's Markdown in its text.
+    async fn kite_added(painter: &Writer<'_>, key: &str) -> (StatusCode, String, String) {
+        let png = encoded(&photo(), ImageFormat::Png);
+        let (status, _, page) = painter
+            .send("/write", "same-origin", multipart(&adding("A red kite", key), Some(("kite.png", "image/png", &png))))
+            .await;
+        let markdown = markdown_of(&page, "A red kite");
+        (status, page, markdown)
+    }
+
+    /// Publishes the post with the kite's `markdown` under `key`, a blue sky chosen on the way:
+    /// the answer's status, where it sends the browser, and the page.
+    async fn published_with_a_sky(painter: &Writer<'_>, key: &str, markdown: &str) -> (StatusCode, Option<String>, String) {
+        let content = format!("Before.\n\n{markdown}");
+        let publish = [("title", "Kites"), ("content", content.as_str()), ("alt", "A blue sky"), ("idempotencyKey", key)];
+        let sky = encoded(
+            &image::DynamicImage::ImageRgb8(image::RgbImage::from_pixel(30, 10, image::Rgb([40, 90, 220]))),
+            ImageFormat::Jpeg,
+        );
+        painter.send("/write", "same-origin", multipart(&publish, Some(("sky.jpg", "image/jpeg", &sky)))).await
+    }
+
+    /// The write page's form says what may be added, and how many pictures the writer keeps.
+    #[tokio::test]
+    async fn the_write_page_offers_a_picture_and_says_how_many_the_writer_keeps() {
+        let app = super::uploads::blog_with_data_directory().await;
+        let painter = painter(&app).await;
         let (status, page) = painter.get("/write").await;
         assert_eq!(status, StatusCode::OK);
         assert!(page.contains("enctype=\"multipart/form-data\"") && page.contains("type=\"file\""), "{page}");
         assert!(page.contains("You keep 0 of 4 pictures"), "{page}");
-        let key = key_of(&page);
+    }
 
-        // Refusals keep the text: no picture chosen, no description, not a picture, another site.
-        let adding = |alt: &'static str| {
-            [
-                ("title", "Kites"),
-                ("content", "Before."),
-                ("alt", alt),
-                ("action", "add-picture"),
-                ("idempotencyKey", key.as_str()),
-            ]
-        };
+    /// Refusals keep the text and store nothing: no picture chosen, no description, not a
+    /// picture, another site.
+    #[tokio::test]
+    async fn a_picture_refused_on_the_write_page_keeps_the_text_and_stores_nothing() {
+        let app = super::uploads::blog_with_data_directory().await;
+        let painter = painter(&app).await;
+        let key = key_of(&painter.get("/write").await.1);
         let png = encoded(&photo(), ImageFormat::Png);
-        let (status, _, page) = painter.send("/write", "same-origin", multipart(&adding("A kite"), None)).await;
+        let (status, _, page) = painter.send("/write", "same-origin", multipart(&adding("A kite", &key), None)).await;
         assert!(
             status == StatusCode::BAD_REQUEST && page.contains("Choose a picture to add") && page.contains(">Before.</textarea>"),
             "{page}"
         );
         let (status, _, page) =
-            painter.send("/write", "same-origin", multipart(&adding(" "), Some(("kite.png", "image/png", &png)))).await;
+            painter.send("/write", "same-origin", multipart(&adding(" ", &key), Some(("kite.png", "image/png", &png)))).await;
         assert!(
             status == StatusCode::BAD_REQUEST
                 && page.contains("Say what the picture shows")
@@ -830,8 +934,9 @@ mod pages {
             "{page}"
         );
         let svg = br#"<svg xmlns="http://www.w3.org/2000/svg"/>"#;
-        let (status, _, page) =
-            painter.send("/write", "same-origin", multipart(&adding("A kite"), Some(("kite.svg", "image/svg+xml", svg)))).await;
+        let (status, _, page) = painter
+            .send("/write", "same-origin", multipart(&adding("A kite", &key), Some(("kite.svg", "image/svg+xml", svg))))
+            .await;
         assert!(
             status == StatusCode::UNSUPPORTED_MEDIA_TYPE
                 && page.contains("id=\"post-picture-error\"")
@@ -839,30 +944,35 @@ mod pages {
             "{page}"
         );
         let (status, _, page) =
-            painter.send("/write", "cross-site", multipart(&adding("A kite"), Some(("kite.png", "image/png", &png)))).await;
+            painter.send("/write", "cross-site", multipart(&adding("A kite", &key), Some(("kite.png", "image/png", &png)))).await;
         assert!(status == StatusCode::FORBIDDEN && page.contains("sent from another site"), "{page}");
         let (_, page) = painter.get("/write").await;
         assert!(page.contains("You keep 0 of 4 pictures"), "nothing was stored: {page}");
+    }
 
-        // Added: the form again, its Markdown at the end of the text, the same key, unpublished.
-        let (status, _, page) =
-            painter.send("/write", "same-origin", multipart(&adding("A red kite"), Some(("kite.png", "image/png", &png)))).await;
+    /// Added on the write page: the form again, the picture's Markdown at the end of the text,
+    /// the same key (the same post, once published), nothing published yet.
+    #[tokio::test]
+    async fn a_picture_added_on_the_write_page_ends_the_text_under_the_same_key() {
+        let app = super::uploads::blog_with_data_directory().await;
+        let painter = painter(&app).await;
+        let key = key_of(&painter.get("/write").await.1);
+        let (status, page, markdown) = kite_added(&painter, &key).await;
         assert_eq!(status, StatusCode::OK, "{page}");
         assert!(page.contains("The picture is added at the end of the text"), "{page}");
         assert_eq!(key_of(&page), key, "the same post, once published");
-        let markdown = markdown_of(&page, "A red kite");
         assert!(page.contains(&format!(">Before.\n\n{markdown}</textarea>")), "{page}");
+    }
 
-        // Published with another picture chosen on the way: both are in the post.
-        let content = format!("Before.\n\n{markdown}");
-        let publish =
-            [("title", "Kites"), ("content", content.as_str()), ("alt", "A blue sky"), ("idempotencyKey", key.as_str())];
-        let sky = encoded(
-            &image::DynamicImage::ImageRgb8(image::RgbImage::from_pixel(30, 10, image::Rgb([40, 90, 220]))),
-            ImageFormat::Jpeg,
-        );
-        let (status, location, page) =
-            painter.send("/write", "same-origin", multipart(&publish, Some(("sky.jpg", "image/jpeg", &sky)))).await;
+    /// Published with another picture chosen on the way: both are in the post, and both are
+    /// the post's.
+    #[tokio::test]
+    async fn a_post_published_with_a_picture_chosen_shows_it_beside_the_one_added() {
+        let app = super::uploads::blog_with_data_directory().await;
+        let painter = painter(&app).await;
+        let key = key_of(&painter.get("/write").await.1);
+        let (_, _, markdown) = kite_added(&painter, &key).await;
+        let (status, location, page) = published_with_a_sky(&painter, &key, &markdown).await;
         assert_eq!(status, StatusCode::SEE_OTHER, "{page}");
         let post_path = location.unwrap();
         let post_id = post_path.trim_start_matches("/posts/");
@@ -870,8 +980,17 @@ mod pages {
         let (_, page) = painter.get(&post_path).await;
         assert_eq!(page.matches("<img src=\"/pictures/painter/").count(), 2, "{page}");
         assert!(page.contains("alt=\"A red kite\"") && page.contains("alt=\"A blue sky\""), "{page}");
+    }
 
-        // The edit page adds to the post's own pictures.
+    /// The edit page counts the post's pictures and adds to them.
+    #[tokio::test]
+    async fn the_edit_page_adds_a_picture_to_the_posts_own() {
+        let app = super::uploads::blog_with_data_directory().await;
+        let painter = painter(&app).await;
+        let key = key_of(&painter.get("/write").await.1);
+        let (_, _, markdown) = kite_added(&painter, &key).await;
+        let post_path = published_with_a_sky(&painter, &key, &markdown).await.1.expect("published");
+        let post_id = post_path.trim_start_matches("/posts/");
         let (status, page) = painter.get(&format!("{post_path}/edit")).await;
         assert!(status == StatusCode::OK && page.contains("You keep 2 of 4 pictures"), "{page}");
         let edit_key = key_of(&page);

@@ -217,57 +217,89 @@ async fn shows_the_same(data: &Path, extra: &[(&str, &str)], shown: &Shown, run:
 
 const EXPORTED: &str = "3 users, 4 posts, 4 comments, 4 likes, 2 pictures";
 
-/// Export, then import into empty stores: the same blog, whatever stopped the import or the
-/// export on the way. `from_settings`: where the blog keeps its pictures; `to`: where each
-/// store imported into keeps them (a store of its own for each name given).
-async fn moved_whole(from_settings: &[(&str, &str)], to: impl Fn(&str) -> Vec<(String, String)>) {
-    let (from, files) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let blog = a_blog(from.path(), from_settings).await;
+/// [`a_blog`] (its pictures kept as `settings` say), exported to `blog.jsonl` in a directory of
+/// its own: the export said what it wrote, and the file holds no system property, no deleted
+/// post, and the pictures.
+struct Exported {
+    from: tempfile::TempDir,
+    files: tempfile::TempDir,
+    settings: Vec<(String, String)>,
+    blog: Shown,
+    file: std::path::PathBuf,
+    text: String,
+}
 
-    let file = files.path().join("blog.jsonl");
-    let path = file.to_str().unwrap();
-    let exported = handler_with(from.path(), &["export", "--output", path], from_settings);
-    assert!(exported.status.success(), "{}", stderr(&exported));
-    assert!(stderr(&exported).contains(&format!("export: {EXPORTED} written to")), "{}", stderr(&exported));
-    let text = std::fs::read_to_string(&file).unwrap();
-    assert!(!text.contains("\"_etag\"") && !text.contains("Gone"), "no system properties, no deleted post");
-    assert_eq!(text.lines().filter(|line| line.contains("\"type\":\"picture\"")).count(), 2, "the pictures are in the file");
-    // The same on stdout.
-    let to_stdout = handler_with(from.path(), &["export"], from_settings);
-    assert_eq!(String::from_utf8_lossy(&to_stdout.stdout), text);
+impl Exported {
+    async fn new(settings: &[(&str, &str)]) -> Exported {
+        let (from, files) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let blog = a_blog(from.path(), settings).await;
+        let file = files.path().join("blog.jsonl");
+        let exported = handler_with(from.path(), &["export", "--output", file.to_str().unwrap()], settings);
+        assert!(exported.status.success(), "{}", stderr(&exported));
+        assert!(stderr(&exported).contains(&format!("export: {EXPORTED} written to")), "{}", stderr(&exported));
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(!text.contains("\"_etag\"") && !text.contains("Gone"), "no system properties, no deleted post");
+        assert_eq!(text.lines().filter(|line| line.contains("\"type\":\"picture\"")).count(), 2, "the pictures are in the file");
+        let settings = settings.iter().map(|(name, value)| ((*name).to_owned(), (*value).to_owned())).collect();
+        Exported { from, files, settings, blog, file, text }
+    }
 
-    // An export killed after a few items leaves the file that was there, and a temporary file
-    // that the next export removes.
-    let killed =
-        handler_with(from.path(), &["export", "--output", path], &[from_settings, &[("BLOG_TEST_KILL_AFTER", "5")]].concat());
-    assert!(!killed.status.success(), "killed: {}", stderr(&killed));
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), text, "the previous file, whole");
-    let other = files.path().join("other.jsonl");
-    let killed = handler_with(
-        from.path(),
-        &["export", "-o", other.to_str().unwrap()],
-        &[from_settings, &[("BLOG_TEST_KILL_AFTER", "5")]].concat(),
-    );
-    assert!(!killed.status.success());
-    let names = || -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(files.path())
+    /// `handler <args>` on the exported blog, with its settings and `extra` ones.
+    fn handler(&self, args: &[&str], extra: &[(&str, &str)]) -> Output {
+        let settings: Vec<(&str, &str)> = self.settings.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
+        handler_with(self.from.path(), args, &[&settings[..], extra].concat())
+    }
+
+    /// The names of the files in the files' directory, sorted.
+    fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(self.files.path())
             .unwrap()
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
         names
-    };
-    let left = names();
+    }
+}
+
+/// Settings as `handler_with` takes them.
+fn borrowed(settings: &[(String, String)]) -> Vec<(&str, &str)> {
+    settings.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect()
+}
+
+/// Exported to stdout, the blog is the same text as in the file.
+fn an_export_to_stdout_is_the_file(exported: &Exported) {
+    let to_stdout = exported.handler(&["export"], &[]);
+    assert_eq!(String::from_utf8_lossy(&to_stdout.stdout), exported.text);
+}
+
+/// An export killed after a few items leaves the file that was there, and a temporary file
+/// that the next export removes.
+fn a_killed_export_leaves_the_previous_file_and_a_leftover_the_next_removes(exported: &Exported) {
+    let path = exported.file.to_str().unwrap();
+    let killed = exported.handler(&["export", "--output", path], &[("BLOG_TEST_KILL_AFTER", "5")]);
+    assert!(!killed.status.success(), "killed: {}", stderr(&killed));
+    assert_eq!(std::fs::read_to_string(&exported.file).unwrap(), exported.text, "the previous file, whole");
+    let other = exported.files.path().join("other.jsonl");
+    let killed = exported.handler(&["export", "-o", other.to_str().unwrap()], &[("BLOG_TEST_KILL_AFTER", "5")]);
+    assert!(!killed.status.success());
+    let left = exported.names();
     assert!(!other.exists(), "no file cut short: {left:?}");
     assert_eq!(left.iter().filter(|name| name.starts_with(".other.jsonl.partial-")).count(), 1, "{left:?}");
-    let again = handler_with(from.path(), &["export", "-o", other.to_str().unwrap()], from_settings);
+    let again = exported.handler(&["export", "-o", other.to_str().unwrap()], &[]);
     assert!(again.status.success(), "{}", stderr(&again));
-    assert_eq!(std::fs::read_to_string(&other).unwrap(), text);
-    assert!(!names().iter().any(|name| name.starts_with(".other.jsonl.partial-")), "the leftover is removed: {:?}", names());
+    assert_eq!(std::fs::read_to_string(&other).unwrap(), exported.text);
+    let names = exported.names();
+    assert!(!names.iter().any(|name| name.starts_with(".other.jsonl.partial-")), "the leftover is removed: {names:?}");
+}
 
+/// Imported into an empty store (its pictures kept as `to` says), twice; in a second store
+/// killed after five items and pictures, then run again: each shows what the blog showed, and
+/// exported again is the file.
+async fn imported_killed_or_sent_again_arrives_whole(exported: &Exported, to: &impl Fn(&str) -> Vec<(String, String)>) {
+    let path = exported.file.to_str().unwrap();
     for run in 1..=2 {
         let to_settings = to(&format!("to-{run}"));
-        let to_settings: Vec<(&str, &str)> = to_settings.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
+        let to_settings = borrowed(&to_settings);
         let to_settings = to_settings.as_slice();
         let to = tempfile::tempdir().unwrap();
         // Run 2: killed after five items and pictures written, then run again.
@@ -280,19 +312,25 @@ async fn moved_whole(from_settings: &[(&str, &str)], to: impl Fn(&str) -> Vec<(S
             let imported = handler_with(to.path(), &["import", path], to_settings);
             assert!(imported.status.success(), "run {run}.{again}: {}", stderr(&imported));
             assert!(stderr(&imported).contains(&format!("import: {EXPORTED} written, copies made")), "{}", stderr(&imported));
-            shows_the_same(to.path(), to_settings, &blog, &format!("run {run}.{again}")).await;
+            shows_the_same(to.path(), to_settings, &exported.blog, &format!("run {run}.{again}")).await;
         }
         // The store exported again is the file.
-        let exported = handler_with(to.path(), &["export"], to_settings);
-        assert_eq!(String::from_utf8_lossy(&exported.stdout), text, "run {run}");
+        let exported_again = handler_with(to.path(), &["export"], to_settings);
+        assert_eq!(String::from_utf8_lossy(&exported_again.stdout), exported.text, "run {run}");
     }
+}
 
-    // A file cut short, one put after another, one changed, and one of version 1 are refused,
-    // and nothing is imported.
+/// A file cut short, one put after another, one changed, and one of version 1 are refused,
+/// and nothing is imported.
+fn a_file_cut_short_doubled_changed_or_of_version_1_imports_nothing(
+    exported: &Exported,
+    to: &impl Fn(&str) -> Vec<(String, String)>,
+) {
     let to_settings = to("to-bad");
-    let to_settings: Vec<(&str, &str)> = to_settings.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
+    let to_settings = borrowed(&to_settings);
     let to_settings = to_settings.as_slice();
     let to = tempfile::tempdir().unwrap();
+    let text = &exported.text;
     let lines: Vec<&str> = text.lines().collect();
     let cut = lines[..5].iter().map(|line| format!("{line}\n")).collect::<String>();
     let changed = text.replacen("was here", "was there", 1);
@@ -304,7 +342,7 @@ async fn moved_whole(from_settings: &[(&str, &str)], to: impl Fn(&str) -> Vec<(S
         (changed, format!("line {last}: the file's SHA-256 is")),
         (version_1, "line 1: a version 1 export".to_owned()),
     ];
-    let bad = files.path().join("bad.jsonl");
+    let bad = exported.files.path().join("bad.jsonl");
     for (text, said) in cases {
         std::fs::write(&bad, &text).unwrap();
         let imported = handler_with(to.path(), &["import", bad.to_str().unwrap()], to_settings);
@@ -323,9 +361,37 @@ async fn moved_whole(from_settings: &[(&str, &str)], to: impl Fn(&str) -> Vec<(S
     );
 }
 
+/// Export, then import into empty stores, all of the above on one exported blog: the same
+/// blog, whatever stopped the import or the export on the way. `from_settings`: where the blog
+/// keeps its pictures; `to`: where each store imported into keeps them (a store of its own for
+/// each name given). For a picture store costly to start once a test (Azurite).
+async fn moved_whole(from_settings: &[(&str, &str)], to: impl Fn(&str) -> Vec<(String, String)>) {
+    let exported = Exported::new(from_settings).await;
+    an_export_to_stdout_is_the_file(&exported);
+    a_killed_export_leaves_the_previous_file_and_a_leftover_the_next_removes(&exported);
+    imported_killed_or_sent_again_arrives_whole(&exported, &to).await;
+    a_file_cut_short_doubled_changed_or_of_version_1_imports_nothing(&exported, &to);
+}
+
+/// The blog in a file: its items, not the store's own properties; the same on stdout.
 #[tokio::test]
-async fn a_blog_moved_killed_or_sent_again_arrives_whole() {
-    moved_whole(&[], |_| Vec::new()).await;
+async fn an_export_holds_the_blog_and_is_the_same_on_stdout() {
+    an_export_to_stdout_is_the_file(&Exported::new(&[]).await);
+}
+
+#[tokio::test]
+async fn a_killed_export_leaves_no_file_cut_short() {
+    a_killed_export_leaves_the_previous_file_and_a_leftover_the_next_removes(&Exported::new(&[]).await);
+}
+
+#[tokio::test]
+async fn a_blog_imported_killed_or_sent_again_arrives_whole() {
+    imported_killed_or_sent_again_arrives_whole(&Exported::new(&[]).await, &|_: &str| Vec::new()).await;
+}
+
+#[tokio::test]
+async fn a_file_cut_short_doubled_or_changed_is_refused_and_nothing_is_imported() {
+    a_file_cut_short_doubled_changed_or_of_version_1_imports_nothing(&Exported::new(&[]).await, &|_: &str| Vec::new());
 }
 
 /// The same with the pictures in Blob Storage, as Azurite serves it: each blog in a container
@@ -361,33 +427,92 @@ fn sealed(items: &[Value]) -> String {
     text
 }
 
-/// Every item the API would never write, and every file that does not hold together, refused
-/// naming its line and field, with nothing imported: the store the same, exported before and
-/// after.
-#[tokio::test]
-async fn what_the_api_would_never_write_is_refused_by_line_and_field_and_nothing_is_imported() {
-    let (to, files) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    // The target holds a user named "xana".
-    let blog = Handler::start(to.path(), &[]);
-    send(&reqwest::Client::new(), &blog.base, "xana", reqwest::Method::POST, "/api/users", json!({"username": "xana"})).await;
-    blog.stop();
-    let before = handler(to.path(), &["export"]);
-    assert!(before.status.success(), "{}", stderr(&before));
+/// A store in a directory of its own holding a user named "xana", with a directory for the
+/// files to import, and the store as exported before any import.
+struct Target {
+    to: tempfile::TempDir,
+    files: tempfile::TempDir,
+    before: Output,
+}
 
-    let date = "2026-01-01T00:00:00.000Z";
-    let user = |id: &str, name: &str| json!({"id": id, "type": "user", "userId": id, "username": name});
-    let post = json!({"id": "p1", "type": "post", "postId": "p1", "userId": "ada", "userUsername": "ada", "title": "T",
-        "content": "C", "commentCount": 1, "likeCount": 1, "creationDate": date});
-    let comment = json!({"id": "c1", "type": "comment", "postId": "p1", "userId": "bob", "userUsername": "bob",
-        "content": "Hi", "creationDate": date});
-    let like = json!({"id": "like-bob", "type": "like", "postId": "p1", "userId": "bob", "userUsername": "bob",
-        "creationDate": date});
-    let whole = [user("ada", "ada"), user("bob", "bob"), post.clone(), comment.clone(), like.clone()];
-    let with = |at: usize, field: &str, value: Value| {
-        let mut items = whole.to_vec();
+impl Target {
+    async fn new() -> Target {
+        let (to, files) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let blog = Handler::start(to.path(), &[]);
+        send(&reqwest::Client::new(), &blog.base, "xana", reqwest::Method::POST, "/api/users", json!({"username": "xana"})).await;
+        blog.stop();
+        let before = handler(to.path(), &["export"]);
+        assert!(before.status.success(), "{}", stderr(&before));
+        Target { to, files, before }
+    }
+
+    /// `text` written to a file and imported into the store with `extra` settings.
+    fn import(&self, text: &str, extra: &[(&str, &str)]) -> Output {
+        let file = self.files.path().join("bad.jsonl");
+        std::fs::write(&file, text).unwrap();
+        handler_with(self.to.path(), &["import", file.to_str().unwrap()], extra)
+    }
+
+    /// That `imported` failed saying `said`, and the store is as it was before (`before`, an export).
+    fn refused(&self, imported: &Output, said: &str, before: &Output) {
+        assert_eq!(imported.status.code(), Some(1), "{said}: {}", stderr(imported));
+        assert!(
+            stderr(imported).contains(said) && stderr(imported).contains("nothing was imported"),
+            "{said}: {}",
+            stderr(imported)
+        );
+        assert_eq!(handler(self.to.path(), &["export"]).stdout, before.stdout, "{said}: nothing was imported");
+    }
+}
+
+/// A small file's items, as the API writes them: ada's post with bob's comment and like.
+struct Sample {
+    post: Value,
+    comment: Value,
+    like: Value,
+    /// The users ada and bob, the post, the comment and the like, in the order of an export.
+    whole: Vec<Value>,
+}
+
+fn a_user(id: &str, name: &str) -> Value {
+    json!({"id": id, "type": "user", "userId": id, "username": name})
+}
+
+impl Sample {
+    fn new() -> Sample {
+        let date = "2026-01-01T00:00:00.000Z";
+        let post = json!({"id": "p1", "type": "post", "postId": "p1", "userId": "ada", "userUsername": "ada", "title": "T",
+            "content": "C", "commentCount": 1, "likeCount": 1, "creationDate": date});
+        let comment = json!({"id": "c1", "type": "comment", "postId": "p1", "userId": "bob", "userUsername": "bob",
+            "content": "Hi", "creationDate": date});
+        let like = json!({"id": "like-bob", "type": "like", "postId": "p1", "userId": "bob", "userUsername": "bob",
+            "creationDate": date});
+        let whole = vec![a_user("ada", "ada"), a_user("bob", "bob"), post.clone(), comment.clone(), like.clone()];
+        Sample { post, comment, like, whole }
+    }
+
+    /// The whole sample with `field` of the item at `at` set to `value`.
+    fn with(&self, at: usize, field: &str, value: Value) -> Vec<Value> {
+        let mut items = self.whole.clone();
         items[at][field] = value;
         items
-    };
+    }
+}
+
+/// A picture of ada's post p1 with `bytes`, named by their hash as the blog names it.
+fn picture_of(bytes: &[u8]) -> Value {
+    use sha2::Digest;
+    let hash = sha2::Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect::<String>();
+    json!({"type": "picture", "postId": "p1", "userId": "ada", "name": format!("{hash}-4x4.png"), "bytes": base64_of(bytes)})
+}
+
+/// Every item the API would never write is refused naming its line and field, with nothing
+/// imported: the store the same, exported before and after.
+#[tokio::test]
+async fn what_the_api_would_never_write_is_refused_by_line_and_field_and_nothing_is_imported() {
+    let target = Target::new().await;
+    let sample = Sample::new();
+    let (whole, with) = (&sample.whole, |at, field, value| sample.with(at, field, value));
     let noise = common::noise_png_of(4, 4, 1);
     let picture = json!({"type": "picture", "postId": "p1", "userId": "ada",
         "name": format!("{}-4x4.png", "0".repeat(64)), "bytes": base64_of(&noise)});
@@ -413,45 +538,35 @@ async fn what_the_api_would_never_write_is_refused_by_line_and_field_and_nothing
         (with(2, "tags", json!(["Rust", "RUST"])), "line 4, `tags`: the tags \"Rust\" and \"RUST\" are the same tag"),
         (with(2, "deleted", json!(true)), "line 4, `deleted`: a deleted post"),
         (with(3, "creationDate", json!("yesterday")), "line 5, `creationDate`: \"yesterday\" is not an RFC 3339 date"),
+        ([whole.clone(), vec![picture]].concat(), "line 7, `bytes`: their SHA-256 is not the one the picture's name says"),
         (
-            [whole.to_vec(), vec![picture.clone()]].concat(),
-            "line 7, `bytes`: their SHA-256 is not the one the picture's name says",
-        ),
-        (
-            [whole.to_vec(), vec![json!({"type": "picture", "postId": "p1", "userId": "bob", "name": "x", "bytes": ""})]]
-                .concat(),
+            [whole.clone(), vec![json!({"type": "picture", "postId": "p1", "userId": "bob", "name": "x", "bytes": ""})]].concat(),
             "line 7, `userId`: \"bob\" is not the post's author",
         ),
         (
-            vec![user("ada", "ada"), user("bob", "bob"), comment.clone(), post.clone()],
+            vec![a_user("ada", "ada"), a_user("bob", "bob"), sample.comment.clone(), sample.post.clone()],
             "line 4, `postId`: a comment of post \"p1\", which no line before it holds",
         ),
-        (vec![user("ada", "ada"), json!({"id": "p", "type": "post"})], "line 3: not a \"post\" as the blog stores one"),
-        (vec![user("ada", "ada"), json!({"type": "reservation"})], "line 3: `type` is \"reservation\""),
+        (vec![a_user("ada", "ada"), json!({"id": "p", "type": "post"})], "line 3: not a \"post\" as the blog stores one"),
+        (vec![a_user("ada", "ada"), json!({"type": "reservation"})], "line 3: `type` is \"reservation\""),
     ];
-    let file = files.path().join("bad.jsonl");
     for (items, said) in cases {
-        std::fs::write(&file, sealed(&items)).unwrap();
-        let imported = handler(to.path(), &["import", file.to_str().unwrap()]);
-        assert_eq!(imported.status.code(), Some(1), "{said}: {}", stderr(&imported));
-        assert!(
-            stderr(&imported).contains(said) && stderr(&imported).contains("nothing was imported"),
-            "{said}: {}",
-            stderr(&imported)
-        );
-        let after = handler(to.path(), &["export"]);
-        assert_eq!(after.stdout, before.stdout, "{said}: nothing was imported");
+        target.refused(&target.import(&sealed(&items), &[]), said, &target.before);
     }
-    // Lines that are not JSON, not a header, or no file at all.
+}
+
+/// Lines that are not JSON, not a header, or no file at all are refused, naming the line.
+#[tokio::test]
+async fn a_file_that_is_not_json_or_has_no_header_is_refused_by_line() {
+    let target = Target::new().await;
     let header = json!({"format": "cosmos-blog", "version": 2});
     let cases = [
-        (format!("{header}\n{}\n{{\"id\": \"p\", \"type\": \"post\"\n", user("ada", "ada")), "line 3: not JSON"),
-        (format!("{}\n", user("ada", "ada")), "line 1: not the header"),
+        (format!("{header}\n{}\n{{\"id\": \"p\", \"type\": \"post\"\n", a_user("ada", "ada")), "line 3: not JSON"),
+        (format!("{}\n", a_user("ada", "ada")), "line 1: not the header"),
         (String::new(), "line 1: the file is empty"),
     ];
     for (text, said) in cases {
-        std::fs::write(&file, &text).unwrap();
-        let imported = handler(to.path(), &["import", file.to_str().unwrap()]);
+        let imported = target.import(&text, &[]);
         assert_eq!(imported.status.code(), Some(1), "{}", stderr(&imported));
         assert!(
             stderr(&imported).contains(said) && stderr(&imported).contains("nothing was imported"),
@@ -459,40 +574,57 @@ async fn what_the_api_would_never_write_is_refused_by_line_and_field_and_nothing
             stderr(&imported)
         );
     }
-    // A picture, where the blog keeps none; with the picture store, the same file is taken.
-    let picture_of = |bytes: &[u8]| {
-        use sha2::Digest;
-        let hash = sha2::Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect::<String>();
-        json!({"type": "picture", "postId": "p1", "userId": "ada", "name": format!("{hash}-4x4.png"), "bytes": base64_of(bytes)})
-    };
-    let other = common::noise_png_of(4, 4, 2);
-    let pictures = vec![picture_of(&noise), picture_of(&other)];
-    std::fs::write(&file, sealed(&[whole.to_vec(), pictures.clone()].concat())).unwrap();
-    let imported = handler_with(to.path(), &["import", file.to_str().unwrap()], &[("BLOG_PICTURES", "off")]);
-    let said = "line 7: a picture, and this blog keeps no pictures";
-    assert!(stderr(&imported).contains(said) && stderr(&imported).contains("nothing was imported"), "{}", stderr(&imported));
-    assert_eq!(handler(to.path(), &["export"]).stdout, before.stdout, "nothing was imported");
-    // The whole file is taken, once the name is its own; a writer over this blog's quota keeps
-    // their pictures, and the operator is told.
-    let imported = handler_with(to.path(), &["import", file.to_str().unwrap()], &[("BLOG_PICTURES_PER_WRITER", "1")]);
+}
+
+/// The sample with two pictures of ada's post: the file's text and the pictures' bytes.
+fn with_two_pictures(sample: &Sample) -> (String, [Vec<u8>; 2]) {
+    let pictures = [common::noise_png_of(4, 4, 1), common::noise_png_of(4, 4, 2)];
+    let items = [sample.whole.clone(), pictures.iter().map(|bytes| picture_of(bytes)).collect()].concat();
+    (sealed(&items), pictures)
+}
+
+/// A picture, where the blog keeps none, is refused and nothing is imported.
+#[tokio::test]
+async fn a_picture_where_the_blog_keeps_none_is_refused_and_nothing_is_imported() {
+    let target = Target::new().await;
+    let (text, _) = with_two_pictures(&Sample::new());
+    let imported = target.import(&text, &[("BLOG_PICTURES", "off")]);
+    target.refused(&imported, "line 7: a picture, and this blog keeps no pictures", &target.before);
+}
+
+/// The whole file is taken once the names are its own; a writer over this blog's quota keeps
+/// their pictures, byte for byte, and the operator is told.
+#[tokio::test]
+async fn a_writer_over_the_quota_keeps_the_imported_pictures_and_the_operator_is_told() {
+    let target = Target::new().await;
+    let (text, pictures) = with_two_pictures(&Sample::new());
+    let imported = target.import(&text, &[("BLOG_PICTURES_PER_WRITER", "1")]);
     assert!(imported.status.success(), "{}", stderr(&imported));
     assert!(stderr(&imported).contains("a writer keeps more pictures than this blog's quota"), "{}", stderr(&imported));
-    let blog = Handler::start(to.path(), &[]);
-    for (picture, bytes) in pictures.iter().zip([noise, other]) {
-        let found = bytes_at(&blog.base, &format!("/pictures/ada/p1/{}", picture["name"].as_str().unwrap())).await;
+    let blog = Handler::start(target.to.path(), &[]);
+    for bytes in pictures {
+        let name = picture_of(&bytes)["name"].as_str().unwrap().to_owned();
+        let found = bytes_at(&blog.base, &format!("/pictures/ada/p1/{name}")).await;
         assert_eq!(found, (200, bytes), "the picture, byte for byte");
     }
     blog.stop();
-    // Its post, with other counters, is another post: refused, as it would leave the stored
-    // comment under a post that says it has none.
-    let before = handler(to.path(), &["export"]);
-    let mut other_post = post.clone();
+}
+
+/// A post stored already, sent again with other counters, is another post: refused, as it
+/// would leave the stored comment under a post that says it has none.
+#[tokio::test]
+async fn a_stored_post_sent_again_with_other_counters_is_refused() {
+    let target = Target::new().await;
+    let sample = Sample::new();
+    let imported = target.import(&sealed(&sample.whole), &[]);
+    assert!(imported.status.success(), "{}", stderr(&imported));
+    let before = handler(target.to.path(), &["export"]);
+    let mut other_post = sample.post.clone();
     other_post["commentCount"] = json!(0);
-    std::fs::write(&file, sealed(&[user("ada", "ada"), user("bob", "bob"), other_post, like.clone()])).unwrap();
-    let imported = handler(to.path(), &["import", file.to_str().unwrap()]);
+    let imported = target.import(&sealed(&[a_user("ada", "ada"), a_user("bob", "bob"), other_post, sample.like.clone()]), &[]);
     let said = "line 4: post \"p1\" is in this store already, by \"ada\" with 1 comments and 1 likes; the file's is by \"ada\" with 0 and 1";
     assert!(stderr(&imported).contains(said) && stderr(&imported).contains("nothing was imported"), "{}", stderr(&imported));
-    assert_eq!(handler(to.path(), &["export"]).stdout, before.stdout, "nothing was imported");
+    assert_eq!(handler(target.to.path(), &["export"]).stdout, before.stdout, "nothing was imported");
 }
 
 /// An import stopped while it writes, other than by a kill (here the picture store cannot be

@@ -15,10 +15,15 @@ use tokio::net::TcpStream;
 
 /// An upload's head, declaring `length` bytes of body, sent as `writer` (or nobody).
 async fn upload_head(handler: &Handler, post: &str, writer: Option<&str>, length: usize) -> TcpStream {
+    upload_head_with(handler, post, writer, length, "").await
+}
+
+/// [`upload_head`] with `extra` header lines (each ending in CRLF).
+async fn upload_head_with(handler: &Handler, post: &str, writer: Option<&str>, length: usize, extra: &str) -> TcpStream {
     let mut stream = TcpStream::connect(handler.address()).await.unwrap();
     let signed_in = writer.map(|writer| format!("x-dev-user: {writer}\r\n")).unwrap_or_default();
     let head = format!(
-        "POST /api/posts/{post}/pictures HTTP/1.1\r\nHost: x\r\n{signed_in}Content-Type: image/png\r\nContent-Length: {length}\r\n\r\n"
+        "POST /api/posts/{post}/pictures HTTP/1.1\r\nHost: x\r\n{signed_in}{extra}Content-Type: image/png\r\nContent-Length: {length}\r\n\r\n"
     );
     stream.write_all(head.as_bytes()).await.unwrap();
     stream
@@ -67,9 +72,10 @@ async fn past_the_upload_buffers_an_upload_is_told_to_come_back() {
     let handler = Handler::start(data.path(), &[("BLOG_UPLOAD_BUFFER_MB", "11")]);
     let post = handler.writers_post("busy").await;
     let length = 10 * 1024 * 1024;
-    let mut first = upload_head(&handler, &post, Some("busy"), length).await;
+    let mut first = upload_head_with(&handler, &post, Some("busy"), length, "Expect: 100-continue\r\n").await;
     first.write_all(&[0; 1024]).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Its body is being read: its buffers are held.
+    common::wire::body_being_read(&mut first).await;
     let mut second = upload_head(&handler, &post, Some("busy"), length).await;
     let refused = answer(&mut second, Duration::from_secs(5)).await;
     assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");

@@ -7,6 +7,7 @@ pub(crate) mod azurite;
 pub(crate) mod binary;
 pub(crate) mod host;
 pub(crate) mod hostile;
+pub(crate) mod wire;
 
 use blog::AppState;
 use blog::Blog;

@@ -215,8 +215,8 @@ impl Run<'_> {
         holds: impl Fn(&Value) -> bool,
     ) -> Result<Duration, Failure> {
         let seen = |answer: &Answer| match answer.status {
-            200 => Ok(holds(&answer.body)),
-            other => Err(format!("GET {path} answered {other}: {}", answer.why())),
+            200 => Seen::holds(holds(&answer.body)),
+            other => Seen::Wrong(format!("GET {path} answered {other}: {}", answer.why())),
         };
         let gave_up = |polls: u32, wait: u64, _: &Answer| {
             format!(
@@ -237,11 +237,11 @@ impl Run<'_> {
         status: u16,
     ) -> Result<Duration, Failure> {
         let gave_up = |_: u32, wait: u64, answer: &Answer| format!("GET {path} still answers {} after {wait} s", answer.status);
-        self.poll(step, what, path, since, |answer| Ok(answer.status == status), gave_up).await
+        self.poll(step, what, path, since, |answer| Seen::holds(answer.status == status), gave_up).await
     }
 
-    /// Polls `GET path` until `seen` says the answer shows `what` (an `Err` fails the step at
-    /// once), for at most `--wait`; `gave_up` says why it failed past that, from the polls, the
+    /// Polls `GET path` until `seen` says the answer shows `what` ([`Seen::Wrong`] fails the
+    /// step at once), for at most `--wait`; `gave_up` says why it failed past that, from the polls, the
     /// seconds waited and the last answer. Only the last poll is printed.
     async fn poll(
         &mut self,
@@ -249,7 +249,7 @@ impl Run<'_> {
         what: &str,
         path: &str,
         since: Instant,
-        seen: impl Fn(&Answer) -> Result<bool, String>,
+        seen: impl Fn(&Answer) -> Seen,
         gave_up: impl Fn(u32, u64, &Answer) -> String,
     ) -> Result<Duration, Failure> {
         let get = reqwest::Method::GET;
@@ -259,16 +259,16 @@ impl Run<'_> {
             polls += 1;
             let answer = self.settled(step, &get, path, None).await?;
             match seen(&answer) {
-                Err(why) => {
+                Seen::Wrong(why) => {
                     self.print(step, &get, path, &answer, "");
                     return Err(fail(step, why));
                 }
-                Ok(true) => {
+                Seen::Yes => {
                     let took = since.elapsed();
                     self.print(step, &get, path, &answer, &format!("  {what} after {:.1} s ({polls} polls)", took.as_secs_f64()));
                     return Ok(took);
                 }
-                Ok(false) => {}
+                Seen::NotYet => {}
             }
             if Instant::now() >= deadline {
                 let wait = self.options.wait.as_secs();
@@ -277,5 +277,21 @@ impl Run<'_> {
             }
             tokio::time::sleep(POLL_EVERY).await;
         }
+    }
+}
+
+/// What a poll's answer shows of what [`Run::poll`] waits for.
+enum Seen {
+    /// It is there.
+    Yes,
+    /// Not yet: poll again.
+    NotYet,
+    /// An answer no later poll can mend, and why: the step fails at once.
+    Wrong(String),
+}
+
+impl Seen {
+    fn holds(holds: bool) -> Seen {
+        if holds { Seen::Yes } else { Seen::NotYet }
     }
 }
