@@ -97,7 +97,10 @@ async fn acknowledged_concurrent_writes_survive_kill_9() {
             })
         })
         .collect();
+    // Bounded, so that writers that stop acknowledging fail the test instead of hanging it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     while acknowledged.lock().unwrap().len() < 80 {
+        assert!(std::time::Instant::now() < deadline, "80 writes were never acknowledged");
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
     handler.kill_9();

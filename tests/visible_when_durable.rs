@@ -54,7 +54,10 @@ async fn send(method: Method, url: String, caller: &str, body: Option<Value>) ->
 
 /// Waits until the writer holds a commit at the fault hook.
 async fn until_held(disk: &FaultyDisk) {
+    // Bounded, so that a commit that never reaches the disk fails the test instead of hanging it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while !disk.holding() {
+        assert!(std::time::Instant::now() < deadline, "no commit reached the disk to be held");
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
