@@ -118,6 +118,11 @@ pub struct Post {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     #[schema(ignore)]
     pub deleted: bool,
+    /// In lists only (the short copies): the post's first picture, its phones' copy, which the
+    /// pages show beside the excerpt. Absent when the post shows none, and on a copy made before
+    /// copies carried it (`handler rebuild-copies` adds it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) picture: Option<picture::FirstPicture>,
 }
 
 /// How long a deleted post's tombstone stays before Cosmos DB's TTL removes it: long enough
@@ -229,6 +234,7 @@ pub(crate) fn new_post(id: String, author: &User, title: String, content: String
         creation_date,
         edited_at: None,
         deleted: false,
+        picture: None,
     }
 }
 
@@ -238,10 +244,12 @@ pub(crate) fn edited_post(post: Post, title: String, content: String, edited_at:
 }
 
 /// The short form of a post that `users` and `feed` hold: the same item with its content cut to
-/// [`SHORT_CONTENT_CHARS`]. One document serves both containers: it carries `userId` (the
-/// partition key of `users`) and `type` = "post" (the partition key of `feed`).
+/// [`SHORT_CONTENT_CHARS`], and its first picture, from the whole content (the cut may leave it
+/// out). One document serves both containers: it carries `userId` (the partition key of
+/// `users`) and `type` = "post" (the partition key of `feed`).
 pub(crate) fn short_post(post: &Post) -> Post {
-    Post { content: truncate_chars(&post.content, SHORT_CONTENT_CHARS).to_owned(), ..post.clone() }
+    let content = truncate_chars(&post.content, SHORT_CONTENT_CHARS).to_owned();
+    Post { content, picture: picture::FirstPicture::of(post), ..post.clone() }
 }
 
 /// Which version of a post a copy was made from: the post's `_ts` (seconds) and `_etag` as the
