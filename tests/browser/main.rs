@@ -272,6 +272,13 @@ async fn screenshots_of_the_front_page_and_a_post() {
             .as_str()
             .unwrap()
             .to_owned();
+        // The first post with a picture, which the lists show small beside its excerpt.
+        if title.starts_with("On the cruelty") {
+            let picture = upload_picture(&app, &users[author], &last, "Bands of red, green and blue").await;
+            let content = format!("{content}\n\n{}", picture["markdown"].as_str().unwrap());
+            let edit = serde_json::json!({"title": title, "content": content});
+            app.send_as(Some(&users[author]), reqwest::Method::PUT, &format!("/api/posts/{last}"), Some(edit)).await;
+        }
     }
     let comments = [
         "Exactly the *right* length.",
@@ -289,13 +296,14 @@ async fn screenshots_of_the_front_page_and_a_post() {
     let mut browser = Browser::start().await;
     sign_up(&browser, &app, "reader", "Reader").await;
     let front = format!("{}/", app.base);
-    browser.eventually(&front, |html| html.contains("Nanoseconds") && html.contains("4 comments")).await;
+    browser.eventually(&front, |html| html.contains("Nanoseconds") && html.contains("4 comments") && html.contains("class=\"thumb\"")).await;
     let post = format!("{}/posts/{last}", app.base);
     let out = std::env::var_os("BLOG_SCREENSHOTS").map(PathBuf::from);
     for (device, width, height) in [("desktop", 1280, 900), ("phone", 390, 844)] {
         browser.resize(width, height).await;
         for (page, url) in [("front", &front), ("post", &post)] {
             browser.open(url).await;
+            pictures_loaded(&browser).await;
             let png = browser.screenshot().await;
             assert_eq!(&png[1..4], b"PNG", "a PNG image");
             if let Some(dir) = &out {
@@ -328,6 +336,16 @@ async fn screenshots_of_the_front_page_and_a_post() {
             std::fs::write(dir.join(format!("post-dark-{device}.png")), &png).unwrap();
         }
     }
+}
+
+/// Waits until every picture of the page open in `browser` is loaded and decoded (a lazy one
+/// too), so that a screenshot shows them.
+async fn pictures_loaded(browser: &Browser) {
+    browser
+        .execute_async(
+            "const done = arguments[0]; Promise.all([...document.images].map(img => { img.loading = 'eager';              return img.decode().catch(() => {}); })).then(() => done(true));",
+        )
+        .await;
 }
 
 /// axe-core, installed by tests/browser/install.sh (npm's `axe-core` package).
