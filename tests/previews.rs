@@ -114,11 +114,14 @@ async fn a_posts_page_offers_its_first_picture_to_link_previews_and_a_post_witho
     assert_eq!((served.status(), served.headers()["content-type"].to_str().unwrap()), (StatusCode::OK, "image/jpeg"));
 
     // Behind a proxy, on the address the reader reached the blog at, as the Atom feeds' links.
-    let proxied = page(&app, &format!("/posts/{post}"), &[("x-forwarded-host", "blog.example"), ("x-forwarded-proto", "https")]).await;
+    let proxied =
+        page(&app, &format!("/posts/{post}"), &[("x-forwarded-host", "blog.example"), ("x-forwarded-proto", "https")]).await;
     assert_eq!(meta(&proxied, "og:image"), Some(format!("https://blog.example{phone}").as_str()));
 
     // A post that shows no picture of its own (another site's image is a link): no preview picture.
-    let plain = app.post("/api/posts", json!({"userId": user, "title": "Words", "content": "![x](https://elsewhere.example/x.png)"})).await;
+    let plain = app
+        .post("/api/posts", json!({"userId": user, "title": "Words", "content": "![x](https://elsewhere.example/x.png)"}))
+        .await;
     let html = page(&app, &format!("/posts/{}", plain.body["id"].as_str().unwrap()), &[]).await;
     for absent in ["og:image", "og:image:width", "og:image:height", "og:image:alt", "twitter:card"] {
         assert_eq!(meta(&html, absent), None, "{absent}");

@@ -341,7 +341,8 @@ mod tests {
     #[test]
     fn a_posts_first_picture_is_its_phones_copy_where_it_has_one() {
         let hash = hash();
-        let wide = post(&format!("Text.\n\n![A red kite](/pictures/u1/p1/{hash}-4000x3000.png) ![b](/pictures/u1/p1/{hash}-20x10.gif)"));
+        let wide =
+            post(&format!("Text.\n\n![A red kite](/pictures/u1/p1/{hash}-4000x3000.png) ![b](/pictures/u1/p1/{hash}-20x10.gif)"));
         let first = FirstPicture::of(&wide).unwrap();
         let expected = FirstPicture {
             url: format!("/pictures/u1/p1/{hash}-960x720.jpg"),
@@ -352,7 +353,10 @@ mod tests {
         assert_eq!(first, expected);
         assert!(first.is_of(&wide));
         let small = FirstPicture::of(&post(&format!("![](/pictures/u1/p1/{hash}-640x480.gif)"))).unwrap();
-        assert_eq!((small.url.as_str(), small.width, small.height, small.alt.as_str()), (&*format!("/pictures/u1/p1/{hash}-640x480.gif"), 640, 480, ""));
+        assert_eq!(
+            (small.url.as_str(), small.width, small.height, small.alt.as_str()),
+            (&*format!("/pictures/u1/p1/{hash}-640x480.gif"), 640, 480, "")
+        );
         assert_eq!(FirstPicture::of(&post("No picture.")), None);
         let long = FirstPicture::of(&post(&format!("![{}](/pictures/u1/p1/{hash}-10x10.png)", "é".repeat(500)))).unwrap();
         assert_eq!(long.alt.chars().count(), MAX_PREVIEW_ALT_CHARS);

@@ -296,7 +296,11 @@ async fn screenshots_of_the_front_page_and_a_post() {
     let mut browser = Browser::start().await;
     sign_up(&browser, &app, "reader", "Reader").await;
     let front = format!("{}/", app.base);
-    browser.eventually(&front, |html| html.contains("Nanoseconds") && html.contains("4 comments") && html.contains("class=\"thumb\"")).await;
+    browser
+        .eventually(&front, |html| {
+            html.contains("Nanoseconds") && html.contains("4 comments") && html.contains("class=\"thumb\"")
+        })
+        .await;
     let post = format!("{}/posts/{last}", app.base);
     let out = std::env::var_os("BLOG_SCREENSHOTS").map(PathBuf::from);
     for (device, width, height) in [("desktop", 1280, 900), ("phone", 390, 844)] {
@@ -363,7 +367,8 @@ async fn axe_finds_no_accessibility_violation_on_any_page() {
     let mut browser = Browser::start().await;
     let author = app.user("writer").await;
     let text = "A *post* with [a link](https://example.com).\n\n- one\n- two";
-    let body = serde_json::json!({"userId": author, "title": "فاطمة writes **Markdown**", "content": text, "tags": ["Cosmos DB"]});
+    let body =
+        serde_json::json!({"userId": author, "title": "فاطمة writes **Markdown**", "content": text, "tags": ["Cosmos DB"]});
     let post = app.post("/api/posts", body).await.body["id"].as_str().unwrap().to_owned();
     // A picture in it, so that the lists show its thumbnail beside the excerpt.
     let picture = upload_picture(&app, &author, &post, "A red kite against the sky").await;
@@ -449,7 +454,11 @@ async fn assert_thumbnail_shown(browser: &Browser, path: &str) {
     assert_eq!(shown[0], 960, "{path}: the phones' copy loaded: {shown}");
     let (width, height) = (shown[1].as_f64().unwrap(), shown[2].as_f64().unwrap());
     assert!((64.0..=160.0).contains(&width) && (height - width * 0.75).abs() < 1.0, "{path}: small, 4:3: {shown}");
-    assert_eq!((&shown[3], &shown[4]), (&serde_json::json!(true), &serde_json::json!(true)), "{path}: beside the excerpt: {shown}");
+    assert_eq!(
+        (&shown[3], &shown[4]),
+        (&serde_json::json!(true), &serde_json::json!(true)),
+        "{path}: beside the excerpt: {shown}"
+    );
 }
 
 /// The script that runs axe (its source, `axe`) and answers its violations.

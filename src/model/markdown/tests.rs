@@ -312,9 +312,8 @@ fn plain_text_leaves_pictures_out() {
 fn the_first_picture_is_the_first_the_page_shows() {
     let hash = "0123456789abcdef".repeat(4);
     let own = |size: &str| format!("/pictures/u1/p1/{hash}-{size}.jpg");
-    let first = |text: &str| {
-        first_picture(text, Pictures::Of { owner: "u1", post: "p1" }).map(|(address, alt)| (address.url(), alt))
-    };
+    let first =
+        |text: &str| first_picture(text, Pictures::Of { owner: "u1", post: "p1" }).map(|(address, alt)| (address.url(), alt));
     let text = format!(
         "[![linked]({})](https://e.com) ![other](/pictures/u2/p1/{hash}-20x10.jpg) ![x](https://e.com/x.png) \
          `![code]({})`\n\n![A *red* <b>kite</b>]({}) and ![second]({})",
@@ -329,7 +328,10 @@ fn the_first_picture_is_the_first_the_page_shows() {
     let img = &page[page.find("<img").unwrap()..];
     assert!(img.starts_with(&format!("<img src=\"{}\" alt=\"A red &lt;b&gt;kite&lt;/b&gt;\"", own("1920x1080"))), "{page}");
     // A link the page does not write (a `javascript:` one) leaves the picture in it shown.
-    assert_eq!(first(&format!("[![in a dead link]({})](javascript:x)", own("40x30"))), Some((own("40x30"), "in a dead link".into())));
+    assert_eq!(
+        first(&format!("[![in a dead link]({})](javascript:x)", own("40x30"))),
+        Some((own("40x30"), "in a dead link".into()))
+    );
     assert!(html(&format!("[![in a dead link]({})](javascript:x)", own("40x30"))).contains("<img"));
     assert_eq!(first("No picture, ![only another site's](https://e.com/x.png)."), None);
     assert_eq!(first(&format!("![too big]({})", own("8001x1"))), None, "a size no upload has");
