@@ -347,11 +347,12 @@ pub(crate) fn truncate_chars(text: &str, max_chars: usize) -> &str {
 /// is taken as cut, which at worst drops its last word.
 pub(crate) fn excerpt(short_content: &str) -> (String, bool) {
     let cut = short_content.chars().count() >= SHORT_CONTENT_CHARS;
-    let text = markdown::to_plain_text(short_content, cut);
     if !cut {
-        return (text, false);
+        return (markdown::to_plain_text(short_content, false), false);
     }
+    let (text, ends_at_a_word) = markdown::cut_to_plain_text(short_content);
     let whole_words = match text.rfind(char::is_whitespace) {
+        _ if ends_at_a_word => &text,
         Some(at) if at > 0 => &text[..at],
         // One long word: cut inside it rather than show nothing.
         _ => &text,
@@ -372,6 +373,9 @@ mod tests {
         assert!(shown.chars().count() <= SHORT_CONTENT_CHARS + 1);
         let one_word = "x".repeat(SHORT_CONTENT_CHARS);
         assert_eq!(excerpt(&one_word), (format!("{one_word}…"), true));
+        // Cut in a picture, which is left out: the word before it is whole.
+        let picture = format!("A kite, at dawn. ![A red kite]({})", "x".repeat(SHORT_CONTENT_CHARS));
+        assert_eq!(excerpt(truncate_chars(&picture, SHORT_CONTENT_CHARS)), ("A kite, at dawn.…".to_owned(), true));
     }
 
     #[test]

@@ -104,8 +104,20 @@ pub(crate) fn to_html(text: &str, pictures: Pictures<'_>, top_heading: u8) -> St
 ///
 /// `cut`: `text` is the start of a longer text (a short copy), so a construct may be cut in
 /// half (`**bold te`, `[link te`): the marks the parser found no partner for are left out (a
-/// mark typed escaped, `\*`, stays), and the reader sees `bold te`, `link te`.
+/// mark typed escaped, `\*`, stays), and the reader sees `bold te`, `link te`; a picture cut in
+/// half (`![alt te`) is left out, and what follows it with it (only the cut leaves it unpaired).
 pub(crate) fn to_plain_text(text: &str, cut: bool) -> String {
+    plain_text(text, cut).0
+}
+
+/// [`to_plain_text`] of a cut text, and whether it ends at a whole word: it does where the cut
+/// fell in a picture, which is left out from its start, else its last word may be cut short.
+pub(crate) fn cut_to_plain_text(text: &str) -> (String, bool) {
+    plain_text(text, true)
+}
+
+/// The plain text, and whether it stopped before a picture the cut left without its end.
+fn plain_text(text: &str, cut: bool) -> (String, bool) {
     let mut plain = PlainText { text: String::with_capacity(text.len()), space: false, after_picture: false };
     let mut in_picture = 0usize;
     for (event, at) in Parser::new_ext(text, options()).into_offset_iter() {
@@ -116,6 +128,12 @@ pub(crate) fn to_plain_text(text: &str, cut: bool) -> String {
                 plain.after_picture = true;
             }
             _ if in_picture > 0 => {}
+            // A picture the cut left without its end: the rest is its alt text and address, left
+            // out as a whole picture's are (read as prose, they run into the excerpt, and the
+            // lists show the picture beside it).
+            Event::Text(mark) if cut && &text[at.clone()] == mark.as_ref() && text[at.start..].starts_with("![") => {
+                return (plain.text, true);
+            }
             // An unpaired mark is a text event of its own, whose source is the mark itself.
             Event::Text(mark)
                 if cut
@@ -128,7 +146,7 @@ pub(crate) fn to_plain_text(text: &str, cut: bool) -> String {
             _ => {}
         }
     }
-    plain.text
+    (plain.text, false)
 }
 
 /// Whether an element is inline (it sits in a line of text, which goes on around it), rather

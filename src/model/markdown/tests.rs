@@ -289,7 +289,10 @@ fn plain_text_of_a_cut_text_leaves_out_the_marks_the_cut_left_unpaired() {
     let cut = |text| to_plain_text(text, true);
     assert_eq!(cut("Some **bold te"), "Some bold te");
     assert_eq!(cut("a [link text](https://exa"), "a link text(https://exa");
-    assert_eq!(cut("a ![alt te"), "a alt te");
+    // A picture cut in half is left out as a whole one is, its address too.
+    assert_eq!(cut("a ![alt te"), "a");
+    assert_eq!(cut("A kite. ![A red kite](/pictures/u1/p1/0123"), "A kite.");
+    assert_eq!(to_plain_text("a ![alt te", false), "a ![alt te", "typed so in a whole text, it is text");
     assert_eq!(cut("a `code sp"), "a code sp");
     assert_eq!(cut("kept: \\*, 2 * 3, a_b and **whole**"), "kept: *, 2 * 3, a_b and whole");
 }
