@@ -206,8 +206,8 @@ pub(crate) const MAX_PREVIEW_ALT_CHARS: usize = 420;
 /// pixels wide: small enough for the platforms that fetch previews, which refuse files over 5 or
 /// 8 MB where an original may be 10 MiB, and wide enough for a large preview card, which asks
 /// for 600), else the picture itself (it is no wider, or an animation). The blog keeps no other
-/// size. Derived from the post's Markdown ([`FirstPicture::of`]) whenever its short copies are
-/// made, and kept on them, so that a list shows it from the copy it reads already.
+/// size. Derived from the post's Markdown whenever its short copies are made, and kept on them,
+/// so that a list shows it from the copy it reads already.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub(crate) struct FirstPicture {
     /// Its path on the blog (`/pictures/{userId}/{postId}/{name}`).
