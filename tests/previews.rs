@@ -251,3 +251,26 @@ async fn copies_with_the_picture(app: &TestApp, user: &str, post: &str) -> usize
     }
     found
 }
+
+/// An export holds the posts as `posts` does, without a first picture (derived, it is made
+/// again); imported, the copies carry it again, and the lists show it.
+#[tokio::test]
+async fn an_export_holds_no_first_picture_and_an_import_makes_the_copies_with_it() {
+    let app = TestApp::start().await;
+    let (_, post, picture) = post_with_a_picture(&app).await;
+    listed(&app, "/api/feed", &post, |item| item["picture"] == first_picture(&picture)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("blog.jsonl");
+    blog::export(&app.state, &mut std::fs::File::create(&file).unwrap(), &mut |_, _| {}).await.unwrap();
+    let lines = std::fs::read_to_string(&file).unwrap();
+    let posts: Vec<Value> =
+        lines.lines().map(|line| serde_json::from_str::<Value>(line).unwrap()).filter(|item| item["type"] == "post").collect();
+    assert_eq!(posts.len(), 1);
+    assert!(posts[0].get("picture").is_none(), "{}", posts[0]);
+
+    let other = TestApp::start().await;
+    blog::import(&other.state, &file, &mut |_| {}).await.unwrap();
+    listed(&other, "/api/feed", &post, |item| item["picture"] == first_picture(&picture)).await;
+    let thumbnail = format!("<img class=\"thumb\" src=\"{}\"", picture["phoneUrl"].as_str().unwrap());
+    assert!(page(&other, "/tags/kites", &[]).await.contains(&thumbnail));
+}
