@@ -105,6 +105,7 @@ async fn a_posts_page_offers_its_first_picture_to_link_previews_and_a_post_witho
     assert_eq!(meta(&html, "og:image:width"), Some("960"));
     assert_eq!(meta(&html, "og:image:height"), Some("540"));
     assert_eq!(meta(&html, "og:image:alt"), Some("A red kite over the &quot;hill&quot;"));
+    assert_eq!(meta(&html, "twitter:image:alt"), Some("A red kite over the &quot;hill&quot;"));
     assert_eq!(meta(&html, "twitter:card"), Some("summary_large_image"));
     assert_eq!(meta(&html, "og:type"), Some("article"));
     assert_eq!(meta(&html, "og:title"), Some("Kites"));
@@ -123,7 +124,7 @@ async fn a_posts_page_offers_its_first_picture_to_link_previews_and_a_post_witho
         .post("/api/posts", json!({"userId": user, "title": "Words", "content": "![x](https://elsewhere.example/x.png)"}))
         .await;
     let html = page(&app, &format!("/posts/{}", plain.body["id"].as_str().unwrap()), &[]).await;
-    for absent in ["og:image", "og:image:width", "og:image:height", "og:image:alt", "twitter:card"] {
+    for absent in ["og:image", "og:image:width", "og:image:height", "og:image:alt", "twitter:card", "twitter:image:alt"] {
         assert_eq!(meta(&html, absent), None, "{absent}");
     }
     assert_eq!(meta(&html, "og:title"), Some("Words"));

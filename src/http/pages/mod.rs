@@ -322,11 +322,13 @@ fn preview_picture(picture: &FirstPicture, origin: &str) -> Markup {
         meta property="og:image" content={ (origin) (esc(&picture.url)) };
         meta property="og:image:width" content=(picture.width);
         meta property="og:image:height" content=(picture.height);
-        // An empty description says nothing: a picture its writer did not describe has none.
+        meta name="twitter:card" content="summary_large_image";
+        // An empty description says nothing: a picture its writer did not describe has none. X
+        // reads its own name for it (its card takes the picture from `og:image`).
         @if !picture.alt.is_empty() {
             meta property="og:image:alt" content=(esc(&picture.alt));
+            meta name="twitter:image:alt" content=(esc(&picture.alt));
         }
-        meta name="twitter:card" content="summary_large_image";
     }
 }
 
