@@ -338,6 +338,11 @@ hard break\\
 """)
     write("markdown", "right-to-left", bytes([COMMENT]) + "שלום **עולם**\n\nمرحبا بالعالم\n".encode())
     write("markdown", "cut-short-copy", bytes([POST]) + ("word " * 39 + "**bold te").encode())
+    # The first picture the page shows: one in a link the page does not write is shown; the cut
+    # of a short copy falls in the next one.
+    write("markdown", "first-picture", bytes([POST]) + f"""[![in a dead link]({own})](javascript:x) [![linked]({own})](https://e.com)
+
+{"word " * 20}![A red kite <b>at</b> dawn]({own}""".encode())
 
 
 # --- Import files ----------------------------------------------------------------------------

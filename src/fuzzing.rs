@@ -128,12 +128,15 @@ enum Whose {
     Comment,
 }
 
-fn render(text: &str, whose: Whose, top_heading: u8) -> String {
-    let pictures = match whose {
+fn pictures(whose: Whose) -> markdown::Pictures<'static> {
+    match whose {
         Whose::Post => markdown::Pictures::Of { owner: OWNER, post: POST },
         Whose::Comment => markdown::Pictures::None,
-    };
-    markdown::to_html(text, pictures, top_heading)
+    }
+}
+
+fn render(text: &str, whose: Whose, top_heading: u8) -> String {
+    markdown::to_html(text, pictures(whose), top_heading)
 }
 
 /// A post's or a comment's Markdown, as the pages, the Atom feed and the lists show it. The
@@ -145,7 +148,8 @@ fn render(text: &str, whose: Whose, top_heading: u8) -> String {
 /// could end them; no `<script`; links only to the web, mail or the blog itself, never nested,
 /// each `rel="nofollow ugc"`; headings no higher than the page's top heading; `<img>` only of
 /// the post's own pictures (none in a comment), with the size its name says. The plain text
-/// (a list's excerpt) has only single spaces between words and none at its ends.
+/// (a list's excerpt) has only single spaces between words and none at its ends. The first
+/// picture [`markdown::first_picture`] finds is the first `<img>` of the HTML.
 pub fn markdown(data: &[u8]) {
     let Some((&choice, text)) = data.split_first() else { return };
     let whose = if choice & 0x80 == 0 { Whose::Post } else { Whose::Comment };
@@ -153,6 +157,10 @@ pub fn markdown(data: &[u8]) {
     let text = String::from_utf8_lossy(text);
     let html = render(&text, whose, top_heading);
     check_html(&html, whose, top_heading);
+    // The first picture (a list's thumbnail, a link preview's picture) is the page's first.
+    let first = markdown::first_picture(&text, pictures(whose)).map(|(address, _)| address.url());
+    let first_img = html.split_once("<img src=\"").and_then(|(_, rest)| rest.split_once('"')).map(|(src, _)| src.to_owned());
+    assert_eq!(first, first_img, "the first picture is not the page's first <img>");
     for cut in [false, true] {
         check_plain(&markdown::to_plain_text(&text, cut));
     }

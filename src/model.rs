@@ -118,6 +118,11 @@ pub struct Post {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     #[schema(ignore)]
     pub deleted: bool,
+    /// In lists only (the short copies): the post's first picture, its phones' copy, which the
+    /// pages show beside the excerpt. Absent when the post shows none, and on a copy made before
+    /// copies carried it (`handler rebuild-copies` adds it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) picture: Option<picture::FirstPicture>,
 }
 
 /// How long a deleted post's tombstone stays before Cosmos DB's TTL removes it: long enough
@@ -229,6 +234,7 @@ pub(crate) fn new_post(id: String, author: &User, title: String, content: String
         creation_date,
         edited_at: None,
         deleted: false,
+        picture: None,
     }
 }
 
@@ -238,10 +244,12 @@ pub(crate) fn edited_post(post: Post, title: String, content: String, edited_at:
 }
 
 /// The short form of a post that `users` and `feed` hold: the same item with its content cut to
-/// [`SHORT_CONTENT_CHARS`]. One document serves both containers: it carries `userId` (the
-/// partition key of `users`) and `type` = "post" (the partition key of `feed`).
+/// [`SHORT_CONTENT_CHARS`], and its first picture, from the whole content (the cut may leave it
+/// out). One document serves both containers: it carries `userId` (the partition key of
+/// `users`) and `type` = "post" (the partition key of `feed`).
 pub(crate) fn short_post(post: &Post) -> Post {
-    Post { content: truncate_chars(&post.content, SHORT_CONTENT_CHARS).to_owned(), ..post.clone() }
+    let content = truncate_chars(&post.content, SHORT_CONTENT_CHARS).to_owned();
+    Post { content, picture: picture::FirstPicture::of(post), ..post.clone() }
 }
 
 /// Which version of a post a copy was made from: the post's `_ts` (seconds) and `_etag` as the
@@ -339,11 +347,12 @@ pub(crate) fn truncate_chars(text: &str, max_chars: usize) -> &str {
 /// is taken as cut, which at worst drops its last word.
 pub(crate) fn excerpt(short_content: &str) -> (String, bool) {
     let cut = short_content.chars().count() >= SHORT_CONTENT_CHARS;
-    let text = markdown::to_plain_text(short_content, cut);
     if !cut {
-        return (text, false);
+        return (markdown::to_plain_text(short_content, false), false);
     }
+    let (text, ends_at_a_word) = markdown::cut_to_plain_text(short_content);
     let whole_words = match text.rfind(char::is_whitespace) {
+        _ if ends_at_a_word => &text,
         Some(at) if at > 0 => &text[..at],
         // One long word: cut inside it rather than show nothing.
         _ => &text,
@@ -364,6 +373,9 @@ mod tests {
         assert!(shown.chars().count() <= SHORT_CONTENT_CHARS + 1);
         let one_word = "x".repeat(SHORT_CONTENT_CHARS);
         assert_eq!(excerpt(&one_word), (format!("{one_word}…"), true));
+        // Cut in a picture, which is left out: the word before it is whole.
+        let picture = format!("A kite, at dawn. ![A red kite]({})", "x".repeat(SHORT_CONTENT_CHARS));
+        assert_eq!(excerpt(truncate_chars(&picture, SHORT_CONTENT_CHARS)), ("A kite, at dawn.…".to_owned(), true));
     }
 
     #[test]

@@ -224,6 +224,12 @@ async fn refresh_copy(state: &AppState, target: Target, changed: &PostVersion) -
     for _ in 0..ATTEMPTS {
         let existing = state.store.read_versioned::<PostCopy>(container, partition_key, &changed.post.id).await?;
         let copy = match model::copy_action(existing.as_ref().map(|found| &found.item.source), &changed.source()) {
+            // The copy of this very version, made by rules that have changed since (a field
+            // copies gained): made again. `handler rebuild-copies` delivers every post anew, and
+            // so brings every copy up to the rules.
+            CopyAction::Keep if existing.as_ref().is_some_and(|found| made_otherwise(&found.item, changed)) => {
+                model::post_copy(&changed.post, changed.source())
+            }
             CopyAction::Keep => return Ok(existing.map(|found| found.item)),
             // No copy yet: made only while the post exists. A late or repeated delivery of a
             // version older than the post's deletion would otherwise bring back a copy that its
@@ -258,6 +264,11 @@ async fn refresh_copy(state: &AppState, target: Target, changed: &PostVersion) -
         }
     }
     Err(StoreError::CopyKeptChanging { post_id: changed.post.id.clone(), container }.into())
+}
+
+/// Whether `copy` is of the version `delivered` is, yet not the copy the rules make of it now.
+fn made_otherwise(copy: &PostCopy, delivered: &PostVersion) -> bool {
+    copy.source == delivered.source() && copy.post != model::short_post(&delivered.post)
 }
 
 /// The post as it is now in `posts`, with its version; `None` once it is deleted (its copies

@@ -29,6 +29,7 @@ use super::posts::get_post_versioned;
 use super::{AppResult, AppState};
 use crate::cosmos::Versioned;
 use crate::model::markdown::Pictures;
+use crate::model::picture::FirstPicture;
 use crate::model::{Comment, Like, Post, markdown};
 
 /// The most views kept at once (each post and page of its comments is a view).
@@ -61,6 +62,8 @@ pub(crate) struct PostView {
 pub(crate) struct RenderedText {
     pub content: String,
     pub comments: Vec<String>,
+    /// The first of the post's pictures shown (its link preview's picture).
+    pub picture: Option<FirstPicture>,
 }
 
 impl PostView {
@@ -68,6 +71,7 @@ impl PostView {
         self.rendered.get_or_init(|| RenderedText {
             content: markdown::to_html(&self.post.content, Pictures::Of { owner: &self.post.user_id, post: &self.post.id }, 2),
             comments: self.comments.items.iter().map(|comment| markdown::to_html(&comment.content, Pictures::None, 3)).collect(),
+            picture: FirstPicture::of(&self.post),
         })
     }
 }

@@ -105,7 +105,8 @@ async fn sync_tags(state: &AppState, mut copy: PostCopy, touched: &Mutex<BTreeSe
 async fn refresh_tag_copy(state: &AppState, tag: &str, copy: &PostCopy) -> AppResult<()> {
     for _ in 0..ATTEMPTS {
         let existing = state.store.read_versioned::<TagCopy>(Container::Tags, tag, &copy.post.id).await?;
-        if existing.as_ref().is_some_and(|found| found.item.source == copy.source) {
+        // (The same version made by rules since changed is made again, as in `users`.)
+        if existing.as_ref().is_some_and(|found| found.item.source == copy.source && found.item.post == copy.post) {
             return Ok(());
         }
         // No copy yet: made only while the post exists with this tag, as the copies in `users`

@@ -104,8 +104,20 @@ pub(crate) fn to_html(text: &str, pictures: Pictures<'_>, top_heading: u8) -> St
 ///
 /// `cut`: `text` is the start of a longer text (a short copy), so a construct may be cut in
 /// half (`**bold te`, `[link te`): the marks the parser found no partner for are left out (a
-/// mark typed escaped, `\*`, stays), and the reader sees `bold te`, `link te`.
+/// mark typed escaped, `\*`, stays), and the reader sees `bold te`, `link te`; a picture cut in
+/// half (`![alt te`) is left out, and what follows it with it (only the cut leaves it unpaired).
 pub(crate) fn to_plain_text(text: &str, cut: bool) -> String {
+    plain_text(text, cut).0
+}
+
+/// [`to_plain_text`] of a cut text, and whether it ends at a whole word: it does where the cut
+/// fell in a picture, which is left out from its start, else its last word may be cut short.
+pub(crate) fn cut_to_plain_text(text: &str) -> (String, bool) {
+    plain_text(text, true)
+}
+
+/// The plain text, and whether it stopped before a picture the cut left without its end.
+fn plain_text(text: &str, cut: bool) -> (String, bool) {
     let mut plain = PlainText { text: String::with_capacity(text.len()), space: false, after_picture: false };
     let mut in_picture = 0usize;
     for (event, at) in Parser::new_ext(text, options()).into_offset_iter() {
@@ -116,6 +128,12 @@ pub(crate) fn to_plain_text(text: &str, cut: bool) -> String {
                 plain.after_picture = true;
             }
             _ if in_picture > 0 => {}
+            // A picture the cut left without its end: the rest is its alt text and address, left
+            // out as a whole picture's are (read as prose, they run into the excerpt, and the
+            // lists show the picture beside it).
+            Event::Text(mark) if cut && &text[at.clone()] == mark.as_ref() && text[at.start..].starts_with("![") => {
+                return (plain.text, true);
+            }
             // An unpaired mark is a text event of its own, whose source is the mark itself.
             Event::Text(mark)
                 if cut
@@ -128,7 +146,7 @@ pub(crate) fn to_plain_text(text: &str, cut: bool) -> String {
             _ => {}
         }
     }
-    plain.text
+    (plain.text, false)
 }
 
 /// Whether an element is inline (it sits in a line of text, which goes on around it), rather
@@ -182,9 +200,7 @@ impl PlainText {
 /// renderer (which escapes text and attributes).
 fn safe_events<'a>(text: &'a str, pictures: Pictures<'_>, top_heading: u8) -> Vec<Event<'a>> {
     let mut out = Vec::new();
-    let mut anchor_open = false;
-    // For each link or image open: whether it was written as an `<a>`.
-    let mut written: Vec<bool> = Vec::new();
+    let mut anchors = Anchors::default();
     let mut in_code_block = false;
     let heading = |level: pulldown_cmark::HeadingLevel| (level as u8).max(top_heading).min(6);
     let mut events = TextMergeStream::new(raw_html_as_text(text).into_iter()).peekable();
@@ -192,36 +208,25 @@ fn safe_events<'a>(text: &'a str, pictures: Pictures<'_>, top_heading: u8) -> Ve
         match event {
             Event::Start(Tag::Link { link_type, dest_url, .. }) => {
                 let href = if link_type == LinkType::Email { format!("mailto:{dest_url}") } else { dest_url.into_string() };
-                let write = !anchor_open && is_allowed_url(&href);
-                if write {
+                if anchors.link(&href) {
                     out.push(anchor(&href, ""));
                 }
-                anchor_open |= write;
-                written.push(write);
             }
-            Event::Start(Tag::Image { dest_url, .. })
-                if !anchor_open && PictureAddress::of_url(&dest_url).is_some_and(|address| pictures.shows(&address)) =>
-            {
-                let address = PictureAddress::of_url(&dest_url).expect("checked by the guard");
-                out.push(Event::Html(picture(&address, &alt_text(&mut events)).into()));
-            }
-            Event::Start(Tag::Image { dest_url, .. }) => {
-                // Inside a link, an image is its alt text: links do not nest.
-                let write = !anchor_open && is_allowed_url(&dest_url);
-                if write {
-                    out.push(anchor(&dest_url, " class=\"image\""));
-                    out.push(Event::Text("Image: ".into()));
+            Event::Start(Tag::Image { dest_url, .. }) => match anchors.image(&dest_url, pictures) {
+                Image::Picture(address) => out.push(Event::Html(picture(&address, &alt_text(&mut events)).into())),
+                Image::Link { written } => {
+                    if written {
+                        out.push(anchor(&dest_url, " class=\"image\""));
+                        out.push(Event::Text("Image: ".into()));
+                    }
+                    if matches!(events.peek(), Some(Event::End(TagEnd::Image))) {
+                        out.push(Event::Text(dest_url));
+                    }
                 }
-                if matches!(events.peek(), Some(Event::End(TagEnd::Image))) {
-                    out.push(Event::Text(dest_url));
-                }
-                anchor_open |= write;
-                written.push(write);
-            }
+            },
             Event::End(TagEnd::Link | TagEnd::Image) => {
-                if written.pop() == Some(true) {
+                if anchors.end() {
                     out.push(Event::Html("</a>".into()));
-                    anchor_open = false;
                 }
             }
             Event::Start(Tag::CodeBlock(kind)) => {
@@ -232,7 +237,7 @@ fn safe_events<'a>(text: &'a str, pictures: Pictures<'_>, top_heading: u8) -> Ve
                 in_code_block = false;
                 out.push(Event::End(TagEnd::CodeBlock));
             }
-            Event::Text(text) if !anchor_open && !in_code_block => linkify(text, &mut out),
+            Event::Text(text) if !anchors.open && !in_code_block => linkify(text, &mut out),
             Event::Start(Tag::Paragraph) => out.push(Event::Html("<p dir=\"auto\">".into())),
             Event::End(TagEnd::Paragraph) => out.push(Event::Html("</p>\n".into())),
             Event::Start(Tag::Item) => out.push(Event::Html("<li dir=\"auto\">".into())),
@@ -249,6 +254,85 @@ fn safe_events<'a>(text: &'a str, pictures: Pictures<'_>, top_heading: u8) -> Ve
         }
     }
     out
+}
+
+/// The links open at a point of the text: whether an `<a>` is open (links do not nest), and for
+/// each link or image open, whether it was written as one. One walk of the rules, shared by the
+/// renderer and [`first_picture`], so that the picture a list and a link preview show is the
+/// first one the post's page shows.
+#[derive(Default)]
+struct Anchors {
+    open: bool,
+    written: Vec<bool>,
+}
+
+/// What an image of the text is on the page.
+enum Image {
+    /// One of the text's own pictures, shown as an `<img>` (its description is its alt text).
+    Picture(PictureAddress),
+    /// A link to it labelled with its description (`written`: an `<a>` was opened, which its
+    /// end closes), or inside a link, its description alone.
+    Link { written: bool },
+}
+
+impl Anchors {
+    /// A link starts: whether it is written as an `<a>` to `href`.
+    fn link(&mut self, href: &str) -> bool {
+        let written = !self.open && is_allowed_url(href);
+        self.open |= written;
+        self.written.push(written);
+        written
+    }
+
+    /// An image starts. Inside a link, an image is its alt text.
+    fn image(&mut self, dest_url: &str, pictures: Pictures<'_>) -> Image {
+        if !self.open
+            && let Some(address) = PictureAddress::of_url(dest_url).filter(|address| pictures.shows(address))
+        {
+            // Its events up to its end are its description, read whole where it is shown.
+            return Image::Picture(address);
+        }
+        Image::Link { written: self.link(dest_url) }
+    }
+
+    /// A link, or an image not shown as a picture, ends: whether an `<a>` closes.
+    fn end(&mut self) -> bool {
+        let closes = self.written.pop() == Some(true);
+        self.open &= !closes;
+        closes
+    }
+}
+
+/// The first picture `text` shows as an image (as [`to_html`] renders it with `pictures`), and
+/// its alt text: what a list of posts shows beside the post's excerpt and a link preview shows
+/// for it. Reads no further than that picture.
+pub(crate) fn first_picture(text: &str, pictures: Pictures<'_>) -> Option<(PictureAddress, String)> {
+    let mut anchors = Anchors::default();
+    // Raw HTML neither opens nor closes a link: the parser's own events say where the links and
+    // images are. Inline HTML in a description is text there, as the page shows it (an HTML
+    // block cannot be inside one).
+    let mut events = Parser::new_ext(text, options()).map(|event| match event {
+        Event::InlineHtml(html) => Event::Text(html),
+        other => other,
+    });
+    while let Some(event) = events.next() {
+        match event {
+            Event::Start(Tag::Link { link_type, dest_url, .. }) => {
+                let href = if link_type == LinkType::Email { format!("mailto:{dest_url}") } else { dest_url.into_string() };
+                anchors.link(&href);
+            }
+            Event::Start(Tag::Image { dest_url, .. }) => {
+                if let Image::Picture(address) = anchors.image(&dest_url, pictures) {
+                    return Some((address, alt_text(&mut events)));
+                }
+            }
+            Event::End(TagEnd::Link | TagEnd::Image) => {
+                anchors.end();
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The parser's events with raw HTML as text: an HTML block becomes a paragraph of its lines.

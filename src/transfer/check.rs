@@ -206,6 +206,9 @@ impl Checker {
 
     fn post(&mut self, post: Post) -> Result<Post, TransferError> {
         self.end_of_post()?;
+        // A post's first picture is derived, on its short copies only, which the import makes
+        // again: never stored with the post.
+        let post = Post { picture: None, ..post };
         model::validate_id(&post.id).map_err(|why| self.field("id", why))?;
         if post.post_id != post.id {
             return Err(self.field(

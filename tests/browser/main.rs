@@ -272,6 +272,13 @@ async fn screenshots_of_the_front_page_and_a_post() {
             .as_str()
             .unwrap()
             .to_owned();
+        // The first post with a picture, which the lists show small beside its excerpt.
+        if title.starts_with("On the cruelty") {
+            let picture = upload_picture(&app, &users[author], &last, "Bands of red, green and blue").await;
+            let content = format!("{content}\n\n{}", picture["markdown"].as_str().unwrap());
+            let edit = serde_json::json!({"title": title, "content": content});
+            app.send_as(Some(&users[author]), reqwest::Method::PUT, &format!("/api/posts/{last}"), Some(edit)).await;
+        }
     }
     let comments = [
         "Exactly the *right* length.",
@@ -289,13 +296,18 @@ async fn screenshots_of_the_front_page_and_a_post() {
     let mut browser = Browser::start().await;
     sign_up(&browser, &app, "reader", "Reader").await;
     let front = format!("{}/", app.base);
-    browser.eventually(&front, |html| html.contains("Nanoseconds") && html.contains("4 comments")).await;
+    browser
+        .eventually(&front, |html| {
+            html.contains("Nanoseconds") && html.contains("4 comments") && html.contains("class=\"thumb\"")
+        })
+        .await;
     let post = format!("{}/posts/{last}", app.base);
     let out = std::env::var_os("BLOG_SCREENSHOTS").map(PathBuf::from);
     for (device, width, height) in [("desktop", 1280, 900), ("phone", 390, 844)] {
         browser.resize(width, height).await;
         for (page, url) in [("front", &front), ("post", &post)] {
             browser.open(url).await;
+            pictures_loaded(&browser).await;
             let png = browser.screenshot().await;
             assert_eq!(&png[1..4], b"PNG", "a PNG image");
             if let Some(dir) = &out {
@@ -330,6 +342,16 @@ async fn screenshots_of_the_front_page_and_a_post() {
     }
 }
 
+/// Waits until every picture of the page open in `browser` is loaded and decoded (a lazy one
+/// too), so that a screenshot shows them.
+async fn pictures_loaded(browser: &Browser) {
+    browser
+        .execute_async(
+            "const done = arguments[0]; Promise.all([...document.images].map(img => { img.loading = 'eager';              return img.decode().catch(() => {}); })).then(() => done(true));",
+        )
+        .await;
+}
+
 /// axe-core, installed by tests/browser/install.sh (npm's `axe-core` package).
 const AXE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/node_modules/axe-core/axe.min.js");
 
@@ -344,17 +366,26 @@ async fn axe_finds_no_accessibility_violation_on_any_page() {
     let app = TestApp::start().await;
     let mut browser = Browser::start().await;
     let author = app.user("writer").await;
-    let body = serde_json::json!({"userId": author, "title": "فاطمة writes **Markdown**", "content": "A *post* with [a link](https://example.com).\n\n- one\n- two"});
+    let text = "A *post* with [a link](https://example.com).\n\n- one\n- two";
+    let body =
+        serde_json::json!({"userId": author, "title": "فاطمة writes **Markdown**", "content": text, "tags": ["Cosmos DB"]});
     let post = app.post("/api/posts", body).await.body["id"].as_str().unwrap().to_owned();
+    // A picture in it, so that the lists show its thumbnail beside the excerpt.
+    let picture = upload_picture(&app, &author, &post, "A red kite against the sky").await;
+    let content = format!("{text}\n\n{}", picture["markdown"].as_str().unwrap());
+    let edit = serde_json::json!({"title": "فاطمة writes **Markdown**", "content": content});
+    assert_eq!(app.put(&format!("/api/posts/{post}"), edit).await.status, reqwest::StatusCode::OK);
     for text in ["First!", "سأوزعها في المؤتمر القادم."] {
         let comment = serde_json::json!({"userId": author, "content": text});
         app.send_as(Some(&author), reqwest::Method::POST, &format!("/api/posts/{post}/comments"), Some(comment)).await;
     }
-    app.eventually("/api/feed", |feed| feed["items"].as_array().is_some_and(|items| !items.is_empty())).await;
+    app.eventually("/api/tags/cosmos%20db/posts", |list| list["items"][0].get("picture").is_some()).await;
+    app.eventually("/api/feed", |feed| feed["items"][0].get("picture").is_some()).await;
     let comments = app.get(&format!("/api/posts/{post}/comments")).await.body;
     let comment = comments["items"][0]["id"].as_str().unwrap().to_owned();
+    let tag = "/tags/cosmos%20db";
 
-    let signed_out = ["/", &format!("/posts/{post}"), &format!("/users/{author}"), "/signin", "/posts/nothing-here"];
+    let signed_out = ["/", &format!("/posts/{post}"), &format!("/users/{author}"), tag, "/signin", "/posts/nothing-here"];
     for path in signed_out {
         browser.open(&format!("{}{path}", app.base)).await;
         axe_check(&browser, &script, format!("{path}, signed out")).await;
@@ -365,18 +396,69 @@ async fn axe_finds_no_accessibility_violation_on_any_page() {
         format!("/posts/{post}"),
         "/write".to_owned(),
         "/users/reader".to_owned(),
+        format!("/users/{author}"),
+        tag.to_owned(),
         format!("/posts/{post}/comments/{comment}/delete"),
     ];
     for path in &signed_in {
         browser.open(&format!("{}{path}", app.base)).await;
         axe_check(&browser, &script, format!("{path}, signed in")).await;
     }
-    browser.prefer_color_scheme("dark").await;
+    // The lists with their thumbnails, on a desktop (the browser's size) and on a phone, light
+    // and dark; each thumbnail at the size its markup says, loaded.
+    let lists = ["/".to_owned(), format!("/users/{author}"), tag.to_owned()];
+    for path in &lists {
+        browser.open(&format!("{}{path}", app.base)).await;
+        assert_thumbnail_shown(&browser, path).await;
+    }
     browser.resize(390, 844).await;
-    for path in ["/".to_owned(), format!("/posts/{post}")] {
+    for path in &lists {
+        browser.open(&format!("{}{path}", app.base)).await;
+        assert_thumbnail_shown(&browser, path).await;
+        axe_check(&browser, &script, format!("{path}, on a phone")).await;
+    }
+    browser.prefer_color_scheme("dark").await;
+    for path in ["/".to_owned(), format!("/posts/{post}"), tag.to_owned()] {
         browser.open(&format!("{}{path}", app.base)).await;
         axe_check(&browser, &script, format!("{path}, dark, on a phone")).await;
     }
+}
+
+/// `alt` picture (a 1600×900 PNG) uploaded to `post` as its writer `user`: the upload's answer.
+async fn upload_picture(app: &TestApp, user: &str, post: &str, alt: &str) -> serde_json::Value {
+    let pixels = image::RgbImage::from_fn(1600, 900, |x, y| image::Rgb([200, (x % 200) as u8, (y % 200) as u8]));
+    let mut png = std::io::Cursor::new(Vec::new());
+    pixels.write_to(&mut png, image::ImageFormat::Png).unwrap();
+    let answer = app
+        .client
+        .post(format!("{}/api/posts/{post}/pictures?alt={}", app.base, alt.replace(' ', "%20")))
+        .header("x-dev-user", user)
+        .header("content-type", "image/png")
+        .body(png.into_inner())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), reqwest::StatusCode::CREATED);
+    answer.json().await.unwrap()
+}
+
+/// The list open in `browser` (`path`) shows a post's thumbnail, loaded, in the box the
+/// stylesheet gives it whatever the picture's own size, beside the excerpt (on its right, the
+/// excerpt starting left of it).
+async fn assert_thumbnail_shown(browser: &Browser, path: &str) {
+    let shown = browser
+        .execute_async(
+            "const done = arguments[0]; const img = document.querySelector('ol.posts img.thumb');              img.loading = 'eager'; img.decode().then(() => {                const box = img.getBoundingClientRect();                const excerpt = img.closest('article').querySelector('.excerpt').getBoundingClientRect();                done([img.naturalWidth, box.width, box.height, box.left >= excerpt.left + excerpt.width / 2,                  box.top < excerpt.bottom]); }, e => done(String(e)));",
+        )
+        .await;
+    assert_eq!(shown[0], 960, "{path}: the phones' copy loaded: {shown}");
+    let (width, height) = (shown[1].as_f64().unwrap(), shown[2].as_f64().unwrap());
+    assert!((64.0..=160.0).contains(&width) && (height - width * 0.75).abs() < 1.0, "{path}: small, 4:3: {shown}");
+    assert_eq!(
+        (&shown[3], &shown[4]),
+        (&serde_json::json!(true), &serde_json::json!(true)),
+        "{path}: beside the excerpt: {shown}"
+    );
 }
 
 /// The script that runs axe (its source, `axe`) and answers its violations.

@@ -47,6 +47,7 @@ use super::error::ApiError;
 use crate::app::AppError;
 use crate::app::feed::Rendering;
 use crate::http::caching::{self, if_none_match};
+use crate::model::picture::FirstPicture;
 
 /// The stylesheet every page links, served at `/style.css`.
 const STYLESHEET: &str = include_str!("style.css");
@@ -196,6 +197,12 @@ pub(crate) fn page_address() -> Option<String> {
     PAGE_REQUEST.try_with(|page| page.address.clone()).ok().flatten()
 }
 
+/// The blog's address as the page request reached it (`http(s)://host[:port]`), where it gave
+/// one a link can hold (see [`PageRequest`]).
+fn page_origin() -> Option<String> {
+    PAGE_REQUEST.try_with(|page| page.origin.clone()).ok().flatten()
+}
+
 impl IntoResponse for Page {
     fn into_response(self) -> Response {
         let cache = if self.private { caching::PRIVATE } else { "no-cache" };
@@ -222,6 +229,8 @@ pub(crate) struct Head<'a> {
     /// A post (OpenGraph's `article`) rather than a list (`website`).
     pub article: bool,
     pub feed: Option<PageFeed<'a>>,
+    /// The picture a link preview shows: a post's first.
+    pub picture: Option<&'a FirstPicture>,
 }
 
 /// A feed of what a page shows, beside the blog's: its title and address.
@@ -257,6 +266,9 @@ pub(crate) fn page_layout(title: &str, viewer: &Viewer, head: Head<'_>, main: Ma
                 meta property="og:title" content=(esc(title));
                 meta property="og:description" content=(esc(description));
                 meta property="og:type" content=(if head.article { "article" } else { "website" });
+                @if let (Some(picture), Some(origin)) = (head.picture, page_origin()) {
+                    (preview_picture(picture, &origin))
+                }
                 link rel="stylesheet" href=(STYLESHEET_HREF.as_str());
                 link rel="icon" type="image/svg+xml" href="/favicon.svg";
                 link rel="alternate" type="application/atom+xml" title={ (SITE_NAME) ": newest posts" } href="/feed.atom";
@@ -301,6 +313,25 @@ pub(crate) fn page_layout(title: &str, viewer: &Viewer, head: Head<'_>, main: Ma
     .into_string()
 }
 
+/// A link preview's picture (OpenGraph's `og:image` and its size and description), shown large
+/// (X's `summary_large_image` card; without a picture, X shows its `summary` card). A preview is
+/// made by a site that fetched the page, which needs the picture's absolute address: the blog's
+/// as the request reached it, as the canonical address and the Atom feeds have it.
+fn preview_picture(picture: &FirstPicture, origin: &str) -> Markup {
+    html! {
+        meta property="og:image" content={ (origin) (esc(&picture.url)) };
+        meta property="og:image:width" content=(picture.width);
+        meta property="og:image:height" content=(picture.height);
+        meta name="twitter:card" content="summary_large_image";
+        // An empty description says nothing: a picture its writer did not describe has none. X
+        // reads its own name for it (its card takes the picture from `og:image`).
+        @if !picture.alt.is_empty() {
+            meta property="og:image:alt" content=(esc(&picture.alt));
+            meta name="twitter:image:alt" content=(esc(&picture.alt));
+        }
+    }
+}
+
 /// What an HTML page may load and who may frame it. The pages are server-rendered with one
 /// stylesheet of their own and no script, so everything else is refused: an injected
 /// `<script>` or inline style would not run even if escaping ever failed, and no other site may
@@ -332,8 +363,10 @@ pub(crate) fn add_security_headers(headers: &mut HeaderMap) {
 /// refused extractor, an unknown path), and must still show who is signed in and where they are.
 pub(crate) struct PageRequest {
     viewer: Option<super::auth::SignedIn>,
-    /// The page's canonical address (`origin` + path, no query), when the request names a host
-    /// a link can hold: every page's `<head>` gives it.
+    /// The blog's address as the request reached it ([`atom::origin`]), when the request names a
+    /// host a link can hold: what makes a link in the `<head>` absolute.
+    origin: Option<String>,
+    /// The page's canonical address (`origin` + path, no query): every page's `<head>` gives it.
     address: Option<String>,
 }
 
@@ -349,11 +382,13 @@ impl PageRequest {
             return None;
         }
         let viewer = page_viewer(parts, auth);
-        let address = atom::origin(&parts.headers).ok().map(|mut address| {
+        let origin = atom::origin(&parts.headers).ok();
+        let address = origin.as_ref().map(|origin| {
+            let mut address = origin.clone();
             address.push_str(parts.uri.path());
             address
         });
-        Some(PageRequest { viewer, address })
+        Some(PageRequest { viewer, origin, address })
     }
 
     /// Runs `page` with this request current.

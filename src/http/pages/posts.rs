@@ -4,7 +4,7 @@
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
-use maud::{PreEscaped, html};
+use maud::{Markup, PreEscaped, html};
 use serde::Deserialize;
 
 use super::{
@@ -14,14 +14,14 @@ use super::{
 use crate::app::comments::{comment_to_delete, create_comment, delete_comment, page_of_comment};
 use crate::app::idempotency::IdempotencyKey;
 use crate::app::likes::{create_like, delete_like};
-use crate::app::lists::ListParams;
+use crate::app::lists::{ListPage, ListParams};
 use crate::app::post_view::{Freshness, PostView, post_view};
 use crate::app::posts::{delete_post, get_post};
 use crate::app::{AppResult, AppState, Caller};
 use crate::cosmos::Container;
 use crate::http::auth::cookie;
 use crate::http::error::ApiError;
-use crate::model::{Like, MAX_COMMENT_CHARS, Post, SHORT_CONTENT_CHARS, excerpt, like_id, truncate_chars};
+use crate::model::{Comment, Like, MAX_COMMENT_CHARS, Post, SHORT_CONTENT_CHARS, excerpt, like_id, truncate_chars};
 
 // The hint says the limit the API applies; the assertion keeps it true.
 const COMMENT_FIELDS: [Field; 1] = [Field {
@@ -105,6 +105,8 @@ async fn likes_post(state: &AppState, post: &Post, first_page: &[Like], me: &str
     Ok(state.store.read::<Like>(Container::Posts, &post.id, &like_id(me)).await?.is_some())
 }
 
+/// The post page: the post with its actions, who likes it, and a page of its comments with the
+/// comment form; `extra` is what a refused write brings back to it, `status` its status.
 async fn render_post(
     state: &AppState,
     viewer: &Viewer,
@@ -122,9 +124,24 @@ async fn render_post(
         Some(me) => likes_post(state, post, &likes.items, me).await?,
         None => false,
     };
-    let more_likes = post.like_count.saturating_sub(likes.items.len() as u64);
-    let id = url_part(&post.id);
     let main = html! {
+        (post_article(post, &rendered.content, viewer, liked, extra.like_refused.as_deref()))
+        (liked_by(post, likes))
+        (comments_section(post, comments, &rendered.comments, viewer, &extra.comment))
+    };
+    // Link previews and search results show the start of the post, as the front page does, and
+    // its first picture, as the lists do.
+    let (description, _) = excerpt(truncate_chars(&post.content, SHORT_CONTENT_CHARS));
+    let head = Head { description: Some(description), article: true, picture: rendered.picture.as_ref(), ..Head::default() };
+    Ok(Page { status, html: page_layout(&post.title, viewer, head, main), private: viewer.id().is_some() })
+}
+
+/// The post itself: its title, writer, dates and tags, its text (`content`, rendered), its
+/// counts, and what the viewer may do with it (edit and delete it when it is theirs, like it or
+/// take their like back), with why a like was refused.
+fn post_article(post: &Post, content: &str, viewer: &Viewer, liked: bool, like_refused: Option<&str>) -> Markup {
+    let id = url_part(&post.id);
+    html! {
         article {
             h1 dir="auto" { (esc(&post.title)) }
             p class="meta" {
@@ -137,7 +154,7 @@ async fn render_post(
             (super::tags::tag_links(&post.tags))
             // Rendered once per view by `markdown::to_html` (`PostView::rendered`), which leaves no raw HTML of the text in it and escapes
             // the rest: safe as it is.
-            div class="content" dir="auto" { (PreEscaped(&rendered.content)) }
+            div class="content" dir="auto" { (PreEscaped(content)) }
             p class="counts" {
                 (count(post.comment_count, "comment", "comments")) " · " (count(post.like_count, "like", "likes"))
             }
@@ -163,10 +180,18 @@ async fn render_post(
                     }
                 }
             }
-            @if let Some(detail) = &extra.like_refused {
+            @if let Some(detail) = like_refused {
                 p class="error" role="alert" id="like-error" { (esc(detail)) }
             }
         }
+    }
+}
+
+/// Who likes the post, from the first page of its likes ("and 3 more" past it); nothing when
+/// nobody does.
+fn liked_by(post: &Post, likes: &ListPage<Like>) -> Markup {
+    let more_likes = post.like_count.saturating_sub(likes.items.len() as u64);
+    html! {
         @if !likes.items.is_empty() {
             section aria-labelledby="likes" {
                 h2 id="likes" { "Liked by" }
@@ -181,13 +206,21 @@ async fn render_post(
                 }
             }
         }
+    }
+}
+
+/// A page of the post's comments (`texts`: each rendered), each with its delete link for who may
+/// delete it, the link to the next page, and the comment form (`comment`: what was typed).
+fn comments_section(post: &Post, comments: &ListPage<Comment>, texts: &[String], viewer: &Viewer, comment: &Draft<'_>) -> Markup {
+    let id = url_part(&post.id);
+    html! {
         section aria-labelledby="comments" {
             h2 id="comments" { "Comments" }
             @if comments.items.is_empty() {
                 p { "No comments yet." }
             } @else {
                 ol class="comments" {
-                    @for (comment, text) in comments.items.iter().zip(&rendered.comments) {
+                    @for (comment, text) in comments.items.iter().zip(texts) {
                         li id={ "comment-" (esc(&comment.id)) } {
                             p class="meta" {
                                 a href={ "/users/" (url_part(&comment.user_id)) } { bdi { (esc(&comment.user_username)) } }
@@ -213,15 +246,11 @@ async fn render_post(
             }
             // Also to someone whose sign-in ended while they wrote: what they typed, and why it
             // was not sent.
-            @if viewer.id().is_some() || extra.comment.refusal.is_some() {
-                (form(&format!("/posts/{id}/comments"), "comment", &COMMENT_FIELDS, &extra.comment, "Comment"))
+            @if viewer.id().is_some() || comment.refusal.is_some() {
+                (form(&format!("/posts/{id}/comments"), "comment", &COMMENT_FIELDS, comment, "Comment"))
             }
         }
-    };
-    // Link previews and search results show the start of the post, as the front page does.
-    let (description, _) = excerpt(truncate_chars(&post.content, SHORT_CONTENT_CHARS));
-    let head = Head { description: Some(description), article: true, feed: None };
-    Ok(Page { status, html: page_layout(&post.title, viewer, head, main), private: viewer.id().is_some() })
+    }
 }
 
 /// `POST /posts/{postId}/comments`: C3, then back to the post's comments; refused, the post

@@ -289,7 +289,10 @@ fn plain_text_of_a_cut_text_leaves_out_the_marks_the_cut_left_unpaired() {
     let cut = |text| to_plain_text(text, true);
     assert_eq!(cut("Some **bold te"), "Some bold te");
     assert_eq!(cut("a [link text](https://exa"), "a link text(https://exa");
-    assert_eq!(cut("a ![alt te"), "a alt te");
+    // A picture cut in half is left out as a whole one is, its address too.
+    assert_eq!(cut("a ![alt te"), "a");
+    assert_eq!(cut("A kite. ![A red kite](/pictures/u1/p1/0123"), "A kite.");
+    assert_eq!(to_plain_text("a ![alt te", false), "a ![alt te", "typed so in a whole text, it is text");
     assert_eq!(cut("a `code sp"), "a code sp");
     assert_eq!(cut("kept: \\*, 2 * 3, a_b and **whole**"), "kept: *, 2 * 3, a_b and whole");
 }
@@ -303,4 +306,37 @@ fn plain_text_leaves_pictures_out() {
         "Up at dawn. The kites came."
     );
     assert_eq!(to_plain_text("a ![x](y.png) b [![inner](i.png) link](https://e.com)", false), "a b link");
+}
+
+/// The first picture of a post is the first one its page shows as an image: not an image of
+/// another post or site, nor one inside a link (which the page shows as its alt text), nor one
+/// in a comment; its alt text as the page gives it.
+#[test]
+fn the_first_picture_is_the_first_the_page_shows() {
+    let hash = "0123456789abcdef".repeat(4);
+    let own = |size: &str| format!("/pictures/u1/p1/{hash}-{size}.jpg");
+    let first =
+        |text: &str| first_picture(text, Pictures::Of { owner: "u1", post: "p1" }).map(|(address, alt)| (address.url(), alt));
+    let text = format!(
+        "[![linked]({})](https://e.com) ![other](/pictures/u2/p1/{hash}-20x10.jpg) ![x](https://e.com/x.png) \
+         `![code]({})`\n\n![A *red* <b>kite</b>]({}) and ![second]({})",
+        own("40x30"),
+        own("50x30"),
+        own("1920x1080"),
+        own("60x30")
+    );
+    assert_eq!(first(&text), Some((own("1920x1080"), "A red <b>kite</b>".to_owned())));
+    // As rendered: the same picture is the first `<img>` of the page, with the same alt text.
+    let page = html(&text);
+    let img = &page[page.find("<img").unwrap()..];
+    assert!(img.starts_with(&format!("<img src=\"{}\" alt=\"A red &lt;b&gt;kite&lt;/b&gt;\"", own("1920x1080"))), "{page}");
+    // A link the page does not write (a `javascript:` one) leaves the picture in it shown.
+    assert_eq!(
+        first(&format!("[![in a dead link]({})](javascript:x)", own("40x30"))),
+        Some((own("40x30"), "in a dead link".into()))
+    );
+    assert!(html(&format!("[![in a dead link]({})](javascript:x)", own("40x30"))).contains("<img"));
+    assert_eq!(first("No picture, ![only another site's](https://e.com/x.png)."), None);
+    assert_eq!(first(&format!("![too big]({})", own("8001x1"))), None, "a size no upload has");
+    assert_eq!(first_picture(&format!("![x]({})", own("40x30")), Pictures::None), None, "a comment shows none");
 }
