@@ -107,7 +107,11 @@ impl Weigh for ListPage<Post> {
     fn weight(&self) -> usize {
         const PER_ITEM: usize = 300;
         let texts = |post: &Post| {
-            post.title.len() + post.content.len() + post.user_username.len() + post.tags.iter().map(String::len).sum::<usize>()
+            post.title.len()
+                + post.content.len()
+                + post.user_username.len()
+                + post.tags.iter().map(String::len).sum::<usize>()
+                + post.picture.as_ref().map_or(0, |picture| picture.url.len() + picture.alt.len())
         };
         self.items.iter().map(|post| PER_ITEM + texts(post)).sum::<usize>()
             + self.continuation_token.as_ref().map_or(0, String::len)
