@@ -162,8 +162,8 @@ pub async fn state_on(config: &Config, store: cosmos::Store) -> Result<AppState,
         tokens: app::lists::TokenKey::new(config.token_key.as_deref()),
         feed: Default::default(),
         post_views: Default::default(),
-        user_posts: Default::default(),
-        tag_posts: Default::default(),
+        user_posts: Arc::new(app::post_lists::PostLists::user_posts()),
+        tag_posts: Arc::new(app::post_lists::PostLists::tag_posts()),
         write_limit: config.write_limit.map(app::WriteLimit::new),
     }))
 }

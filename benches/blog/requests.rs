@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use blog::testing::app::{FeedCache, TagPostsCache};
+use blog::testing::app::{FeedCache, PostLists};
 
 use crate::client::{Answer, Client, Sample, Stats};
 use crate::data::{self, Rng};
@@ -46,7 +46,7 @@ pub(crate) struct Plan<'a> {
     /// what Q6 costs in Cosmos DB (the cache's effect has rows of its own).
     pub feed_cache: &'a FeedCache,
     /// The handler's tags' pages: the Q7 row drops them before each request, as the Q6 row does.
-    pub tag_cache: &'a TagPostsCache,
+    pub tag_cache: &'a PostLists,
     /// The posts C7 deletes.
     pub doomed: Doomed,
 }

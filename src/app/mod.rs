@@ -13,6 +13,7 @@ pub(crate) mod likes;
 pub(crate) mod lists;
 pub(crate) mod marked;
 pub(crate) mod pictures;
+pub(crate) mod post_lists;
 pub(crate) mod post_view;
 pub(crate) mod posts;
 pub(crate) mod tags;
@@ -63,8 +64,8 @@ impl AppState {
             tokens: self.tokens.clone(),
             feed: Default::default(),
             post_views: Default::default(),
-            user_posts: Default::default(),
-            tag_posts: Default::default(),
+            user_posts: Arc::new(post_lists::PostLists::user_posts()),
+            tag_posts: Arc::new(post_lists::PostLists::tag_posts()),
             pictures: None,
             write_limit: None,
         })
@@ -103,11 +104,11 @@ pub struct Shared {
     /// feed and `GET /api/feed`.
     pub feed: Arc<feed::FeedCache>,
     /// The post pages' reads, kept and checked by the post's etag, by post.
-    pub post_views: Arc<post_view::PostViewCache>,
+    pub(crate) post_views: Arc<post_view::PostViewCache>,
     /// Users' pages of posts (Q3), kept and checked by each user's posts mark.
-    pub user_posts: Arc<users::UserPostsCache>,
+    pub(crate) user_posts: Arc<post_lists::PostLists>,
     /// Tags' pages of posts (Q7), kept and checked by each tag's mark.
-    pub tag_posts: Arc<tags::TagPostsCache>,
+    pub tag_posts: Arc<post_lists::PostLists>,
     /// Where pictures are kept (`None`: nowhere configured; uploads are refused).
     pub pictures: Option<pictures::Pictures>,
     /// How many writes each user may still send (`None`: no limit).

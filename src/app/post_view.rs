@@ -165,7 +165,7 @@ struct ViewKey {
 
 /// The views one instance read or checked in the last [`CHECKED_PAGE_LIFETIME`](super::marked::CHECKED_PAGE_LIFETIME), within
 /// [`MAX_CACHED_VIEWS`] and [`MAX_CACHED_BYTES`], the least recently checked going first.
-pub struct PostViewCache {
+pub(crate) struct PostViewCache {
     views: KeptPages<ViewKey, PostView>,
 }
 
@@ -178,7 +178,7 @@ impl Default for PostViewCache {
 impl PostViewCache {
     /// Forgets the post's views: it was written through this instance. A read already under way
     /// still answers its own waiters; the next view reads again.
-    pub fn invalidate(&self, post_id: &str) {
+    pub(crate) fn invalidate(&self, post_id: &str) {
         self.views.forget(|key| key.post_id == post_id);
     }
 }

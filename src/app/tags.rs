@@ -21,12 +21,12 @@ use std::sync::{Arc, Mutex};
 
 use futures::TryStreamExt;
 
-use crate::cosmos::{Container, StoreError, Versioned, WriteOp, queries};
+use crate::cosmos::{Container, StoreError, Versioned, WriteOp};
 use crate::model::tags::{TagCopy, normalized, tag_in_address};
 use crate::model::{self, Post, PostCopy};
 
-use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
-use super::marked::{Checked, MAX_LIST_BYTES, Mark, MarkedPages};
+use super::lists::{ListPage, ListParams};
+use super::marked::Checked;
 use super::posts::to_document;
 use super::{AppError, AppResult, AppState};
 
@@ -35,9 +35,6 @@ const ATTEMPTS: usize = 10;
 
 /// How many posts' tag copies are brought up to date at once.
 const CONCURRENT_POSTS: usize = 8;
-
-/// The list's name in its continuation tokens.
-const LIST: &str = "tag";
 
 /// Brings the copies under tags of each post up to its copy in `users` (as
 /// [`super::copies::copy_posts`] just wrote or found it): a copy under each of its tags, none
@@ -164,55 +161,15 @@ pub(crate) async fn remove_tag_copies(state: &AppState, post: &Post) -> AppResul
 /// form, newest first: one query on the tag's partition of `tags`. A tag nobody used is an
 /// empty page: a tag is not a resource that can be missing.
 ///
-/// Pages are kept by the instance and checked by the tag's mark ([`super::marked`]), as the
+/// Pages are kept by the instance and checked by the tag's mark ([`super::post_lists`]), as the
 /// front page's are: a tag page viewed often costs one point read a second while nothing with
 /// the tag changes.
 pub(crate) async fn posts_with_tag(state: &AppState, tag: &str, params: &ListParams) -> AppResult<Arc<Checked<ListPage<Post>>>> {
     let tag = tag_in_address(tag).map_err(|why| AppError::Invalid(format!("`tag`: {why}")))?;
-    let page = params.page_request(&state.tokens, LIST, &tag, DEFAULT_PAGE_SIZE)?;
-    let key = (tag.clone(), page.size, page.continuation.clone());
-    state
-        .tag_posts
-        .pages
-        .page(state, key, tag_mark(&tag), || async {
-            let found = state.store.query_page::<Post>(Container::Tags, &tag, queries::tag_posts(), page).await?;
-            Ok(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, &tag) })
-        })
-        .await
+    state.tag_posts.page(state, &tag, params).await
 }
 
-/// The mark of `tag` (normal form), in its partition of `tags`.
-fn tag_mark(tag: &str) -> Mark<'_> {
-    Mark { container: Container::Tags, partition_key: tag, id: model::TAG_MARK_ID }
-}
-
-/// Writes the mark of `tag` (normal form) again and forgets this instance's pages of it: the
-/// copies under it changed (or may have, in a delivery that failed before its mark).
+/// Writes the mark of `tag` (normal form) again, forgetting this instance's pages of it.
 async fn mark_tag_changed(state: &AppState, tag: &str) -> AppResult<()> {
-    tag_mark(tag).write(state, model::TAG_MARK_TYPE).await?;
-    state.tag_posts.pages.forget(|(kept, _, _)| kept == tag);
-    Ok(())
-}
-
-/// The most pages of tags' posts one instance keeps (each tag, page size and continuation is a
-/// page; tags are the readers' to choose, so this bounds the memory: a page is at most 100
-/// short posts, a few hundred KB).
-const MAX_TAG_PAGES: usize = 1024;
-
-/// Tags' pages of posts one instance keeps, by tag (normal form), page size and continuation.
-pub struct TagPostsCache {
-    pages: MarkedPages<(String, u32, Option<String>), ListPage<Post>>,
-}
-
-impl Default for TagPostsCache {
-    fn default() -> Self {
-        TagPostsCache { pages: MarkedPages::within(MAX_TAG_PAGES, MAX_LIST_BYTES) }
-    }
-}
-
-impl TagPostsCache {
-    /// Forgets every page kept: the next read of each tag reads its mark and runs Q7.
-    pub fn invalidate(&self) {
-        self.pages.forget(|_| true);
-    }
+    state.tag_posts.mark_changed(state, tag).await
 }

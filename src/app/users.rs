@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
-use crate::cosmos::{Container, StoreError, WriteOp, queries, retry_pause};
+use crate::cosmos::{Container, StoreError, WriteOp, retry_pause};
 use crate::model::usernames::{is_default_ignorable, released_name};
 use crate::model::{self, MAX_USERNAME_CHARS, Post, User};
 
 use super::idempotency::{Committed, Once, commit};
-use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, OwnerKnown, wrap_token};
-use super::marked::{Checked, MAX_LIST_BYTES, Mark, MarkedPages};
+use super::lists::{ListPage, ListParams, OwnerKnown};
+use super::marked::Checked;
 use super::posts::to_document;
 use super::usernames;
 use super::{AppError, AppResult, AppState, Caller, validate_text};
@@ -154,7 +154,7 @@ pub(crate) async fn get_user(state: &AppState, user_id: &str) -> AppResult<User>
 }
 
 /// Q3, newest first: one query on the user's own partition of `users`, which holds the short
-/// copies of their posts, kept and checked by the user's posts mark ([`super::marked`]); not
+/// copies of their posts, kept and checked by the user's posts mark ([`super::post_lists`]); not
 /// found when the user does not exist ([`OwnerKnown`]). The user page reads the user itself (Q1)
 /// alongside, so it passes `OwnerKnown::Yes`.
 pub(crate) async fn posts_of(
@@ -163,50 +163,16 @@ pub(crate) async fn posts_of(
     params: &ListParams,
     known: OwnerKnown,
 ) -> AppResult<Arc<Checked<ListPage<Post>>>> {
-    const LIST: &str = "userPosts";
-    let page = params.page_request(&state.tokens, LIST, user_id, DEFAULT_PAGE_SIZE)?;
-    let first_page = page.continuation.is_none();
-    let key = (user_id.to_owned(), page.size, page.continuation.clone());
-    let found = state
-        .user_posts
-        .pages
-        .page(state, key, user_posts_mark(user_id), || async {
-            let found = state.store.query_page::<Post>(Container::Users, user_id, queries::user_posts(), page).await?;
-            Ok(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, LIST, user_id) })
-        })
-        .await?;
-    if known == OwnerKnown::No && first_page && found.items.is_empty() {
+    let found = state.user_posts.page(state, user_id, params).await?;
+    if known == OwnerKnown::No && params.continuation().is_none() && found.items.is_empty() {
         get_user(state, user_id).await?;
     }
     Ok(found)
 }
 
-/// The user's posts mark.
-fn user_posts_mark(user_id: &str) -> Mark<'_> {
-    Mark { container: Container::Users, partition_key: user_id, id: model::USER_POSTS_MARK_ID }
-}
-
-/// Writes the user's posts mark again and forgets this instance's pages of their posts: their
-/// posts' copies changed (or may have, in a delivery that failed before its mark).
+/// Writes the user's posts mark again, forgetting this instance's pages of their posts.
 pub(crate) async fn mark_user_posts_changed(state: &AppState, user_id: &str) -> AppResult<()> {
-    user_posts_mark(user_id).write(state, model::USER_POSTS_MARK_TYPE).await?;
-    state.user_posts.pages.forget(|(owner, _, _)| owner == user_id);
-    Ok(())
-}
-
-/// The most pages of users' posts one instance keeps (each user, page size and continuation is
-/// a page; a page is at most 100 short posts, a few hundred KB).
-const MAX_USER_POST_PAGES: usize = 1024;
-
-/// Users' pages of posts one instance keeps, by user, page size and continuation.
-pub struct UserPostsCache {
-    pages: MarkedPages<(String, u32, Option<String>), ListPage<Post>>,
-}
-
-impl Default for UserPostsCache {
-    fn default() -> Self {
-        UserPostsCache { pages: MarkedPages::within(MAX_USER_POST_PAGES, MAX_LIST_BYTES) }
-    }
+    state.user_posts.mark_changed(state, user_id).await
 }
 
 pub(crate) fn user_not_found(user_id: &str) -> AppError {
