@@ -9,33 +9,9 @@
 mod common;
 
 use common::TestApp;
+use common::forms::Browser;
 use reqwest::StatusCode;
 use serde_json::Value;
-
-/// One answer: its status, headers and body.
-struct Got {
-    status: StatusCode,
-    headers: reqwest::header::HeaderMap,
-    body: Vec<u8>,
-}
-
-impl Got {
-    fn header(&self, name: &str) -> &str {
-        self.headers.get(name).and_then(|value| value.to_str().ok()).unwrap_or("")
-    }
-}
-
-/// `GET path` with `headers`, no redirects followed.
-async fn get(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> Got {
-    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    let mut request = client.get(format!("{}{path}", app.base));
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let response = request.send().await.unwrap();
-    let (status, headers) = (response.status(), response.headers().clone());
-    Got { status, headers, body: response.bytes().await.unwrap().to_vec() }
-}
 
 /// Whether `cache_control` lets a shared cache keep the answer.
 fn shared(cache_control: &str) -> bool {
@@ -83,8 +59,9 @@ fn anonymous_reads(user: &str, post: &str) -> Vec<String> {
 async fn every_anonymous_read_has_a_strong_etag_a_304_when_unchanged_and_a_few_seconds_in_a_shared_cache() {
     let app = TestApp::start().await;
     let (user, post) = blog_with_a_post(&app).await;
+    let browser = Browser::new(&app);
     for path in anonymous_reads(&user, &post) {
-        let first = get(&app, &path, &[]).await;
+        let first = browser.get(&path).await;
         assert_eq!(first.status, StatusCode::OK, "{path}");
         let etag = first.header("etag").to_owned();
         assert!(etag.starts_with('"') && etag.ends_with('"') && etag.len() > 2, "{path}: a strong ETag, not {etag:?}");
@@ -93,17 +70,17 @@ async fn every_anonymous_read_has_a_strong_etag_a_304_when_unchanged_and_a_few_s
         assert!(cache_control.contains("stale-while-revalidate="), "{path}: {cache_control}");
         assert!(cache_control.contains("max-age=0"), "{path}: the browser revalidates: {cache_control}");
 
-        let again = get(&app, &path, &[("if-none-match", &etag)]).await;
+        let again = browser.get_with(&path, &[("if-none-match", &etag)]).await;
         assert_eq!(again.status, StatusCode::NOT_MODIFIED, "{path}");
-        assert!(again.body.is_empty(), "{path}: a 304 has no body");
+        assert!(again.html.is_empty(), "{path}: a 304 has no body");
         assert_eq!(again.header("etag"), etag, "{path}");
         assert_eq!(again.header("cache-control"), cache_control, "{path}: a 304 refreshes the copy as the 200 made it");
         let weak = format!("W/{etag}");
-        assert_eq!(get(&app, &path, &[("if-none-match", &weak)]).await.status, StatusCode::NOT_MODIFIED, "{path}");
+        assert_eq!(browser.get_with(&path, &[("if-none-match", &weak)]).await.status, StatusCode::NOT_MODIFIED, "{path}");
 
-        let other = get(&app, &path, &[("if-none-match", "\"something-else\"")]).await;
+        let other = browser.get_with(&path, &[("if-none-match", "\"something-else\"")]).await;
         assert_eq!(other.status, StatusCode::OK, "{path}");
-        assert_eq!(other.body, first.body, "{path}");
+        assert_eq!(other.html, first.html, "{path}");
     }
 }
 
@@ -112,11 +89,12 @@ async fn every_anonymous_read_has_a_strong_etag_a_304_when_unchanged_and_a_few_s
 async fn a_changed_read_answers_its_new_etag_in_full() {
     let app = TestApp::start().await;
     let (user, post) = blog_with_a_post(&app).await;
+    let browser = Browser::new(&app);
     let path = format!("/api/posts/{post}/comments");
-    let before = get(&app, &path, &[]).await;
+    let before = browser.get(&path).await;
     let comment = serde_json::json!({"userId": user, "content": "Another"});
     assert_eq!(app.post(&path, comment).await.status, StatusCode::CREATED);
-    let after = get(&app, &path, &[("if-none-match", before.header("etag"))]).await;
+    let after = browser.get_with(&path, &[("if-none-match", before.header("etag"))]).await;
     assert_eq!(after.status, StatusCode::OK);
     assert_ne!(after.header("etag"), before.header("etag"));
 }
@@ -125,6 +103,7 @@ async fn a_changed_read_answers_its_new_etag_in_full() {
 async fn no_answer_to_a_signed_in_cookie_bearing_or_credentialed_request_may_be_shared() {
     let app = TestApp::start().await;
     let (user, post) = blog_with_a_post(&app).await;
+    let browser = Browser::new(&app);
     let dev_cookie = format!("blog_dev_user={user}");
     let signs: [(&str, &str); 5] = [
         // App Service Authentication's session cookie (the development handler does not read it:
@@ -143,12 +122,12 @@ async fn no_answer_to_a_signed_in_cookie_bearing_or_credentialed_request_may_be_
     paths.push("/style.css".to_owned());
     for path in &paths {
         for (name, value) in signs {
-            let got = get(&app, path, &[(name, value)]).await;
+            let got = browser.get_with(path, &[(name, value)]).await;
             let cache_control = got.header("cache-control");
             if path == "/api/me" && name != "x-dev-user" {
                 assert_eq!(got.status, StatusCode::UNAUTHORIZED, "{path} with {name}");
             } else {
-                assert_eq!(got.status, StatusCode::OK, "{path} with {name}: {:?}", String::from_utf8_lossy(&got.body));
+                assert_eq!(got.status, StatusCode::OK, "{path} with {name}: {:?}", got.html);
             }
             assert!(!shared(cache_control), "{path} with {name}: {cache_control:?} lets a shared cache keep it");
             assert!(
@@ -160,8 +139,8 @@ async fn no_answer_to_a_signed_in_cookie_bearing_or_credentialed_request_may_be_
     // Signed in, a page is the reader's own: tagged, and kept by their browser only (its forms
     // carry a one-time key each, so it is new on every view).
     let path = format!("/posts/{post}");
-    let page = get(&app, &path, &[("cookie", &dev_cookie)]).await;
-    assert!(String::from_utf8_lossy(&page.body).contains("Sign out"), "the page shows who is signed in");
+    let page = browser.get_with(&path, &[("cookie", &dev_cookie)]).await;
+    assert!(page.html.contains("Sign out"), "the page shows who is signed in");
     assert_eq!(page.header("cache-control"), "private, no-cache");
     assert!(page.header("etag").starts_with('"'));
 }
@@ -169,20 +148,11 @@ async fn no_answer_to_a_signed_in_cookie_bearing_or_credentialed_request_may_be_
 #[tokio::test]
 async fn an_answer_that_sets_a_cookie_is_private() {
     let app = TestApp::start().await;
-    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     // Signing in with the development form, asked without any cookie: the answer sets one.
-    let signed_in = client
-        .post(format!("{}/signin", app.base))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .header("sec-fetch-site", "same-origin")
-        .body("user=alice")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
-    let headers = signed_in.headers();
-    assert!(headers.contains_key("set-cookie"));
-    let cache_control = headers.get("cache-control").and_then(|value| value.to_str().ok()).unwrap_or("");
+    let signed_in = Browser::new(&app).submit("/signin", &[("user", "alice")]).await;
+    assert_eq!(signed_in.status, StatusCode::SEE_OTHER);
+    assert!(signed_in.headers.contains_key("set-cookie"));
+    let cache_control = signed_in.header("cache-control");
     assert!(cache_control.starts_with("private"), "{cache_control:?}");
     assert!(!shared(cache_control), "{cache_control:?}");
 }

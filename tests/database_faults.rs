@@ -6,6 +6,8 @@
 // Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::sync::Arc;
 
 use blog::Blog;
@@ -14,6 +16,7 @@ use blog::test_support::sdk_faults::{
     FaultInjectionRuleBuilder, FaultOperationType,
 };
 use blog::test_support::{FaultInjectionRule, SdkFaults, embedded_config, store_with_sdk_faults};
+use common::forms::Browser;
 use serde_json::{Value, json};
 
 /// What stops a served blog: dropped, it asks the blog to stop; [`Stop::now`] also waits
@@ -770,31 +773,23 @@ async fn a_form_sent_while_the_database_is_busy_keeps_the_text_and_its_key() {
     let (_, post) =
         alice.send(Method::POST, "/posts", Some(json!({"userId": "alice", "title": "t", "content": "c"})), None).await;
     let post = post["id"].as_str().unwrap().to_owned();
-    let site = api.trim_end_matches("/api").to_owned();
-    let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    let form = |fields: &[(&str, &str)]| {
-        browser
-            .post(format!("{site}/posts/{post}/comments"))
-            .header("cookie", "blog_dev_user=alice")
-            .header("sec-fetch-site", "same-origin")
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(serde_urlencoded::to_string(fields).unwrap())
-            .send()
-    };
+    let browser = Browser::at(api.trim_end_matches("/api")).signed_in_as("alice");
+    let comments = format!("/posts/{post}/comments");
+    let typed = [("content", "Typed while busy."), ("idempotencyKey", "form-key-1")];
 
     unavailable.enable();
-    let busy = form(&[("content", "Typed while busy."), ("idempotencyKey", "form-key-1")]).await.unwrap();
-    assert_eq!(busy.status(), 503);
-    assert!(busy.headers().contains_key("retry-after"));
-    let html = busy.text().await.unwrap();
+    let busy = browser.submit(&comments, &typed).await;
+    assert_eq!(busy.status, 503);
+    assert!(busy.headers.contains_key("retry-after"));
+    let html = busy.html;
     assert!(html.contains("The blog is busy right now"), "{html}");
     assert!(html.contains("Typed while busy."), "what was typed is kept: {html}");
     assert!(html.contains("name=\"idempotencyKey\" value=\"form-key-1\""), "the same key: {html}");
     unavailable.disable();
 
     for _ in 0..2 {
-        let sent = form(&[("content", "Typed while busy."), ("idempotencyKey", "form-key-1")]).await.unwrap();
-        assert_eq!(sent.status(), 303);
+        let sent = browser.submit(&comments, &typed).await;
+        assert_eq!(sent.status, 303);
     }
     let read = alice.get(&format!("/posts/{post}")).await;
     assert_eq!(read["commentCount"], 1, "{read}");

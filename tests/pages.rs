@@ -7,113 +7,17 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use blog::testing::http::HttpFunction;
 use common::TestApp;
+use common::forms::{self, Browser, Got, form_key};
 use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, LOCATION};
-
-/// A browser's requests as the pages see them: no redirects followed, the sign-in cookie sent.
-struct Browser<'a> {
-    app: &'a TestApp,
-    client: reqwest::Client,
-    cookie: Option<String>,
-}
-
-struct Got {
-    status: StatusCode,
-    headers: HeaderMap,
-    html: String,
-}
-
-impl Got {
-    fn location(&self) -> &str {
-        self.headers.get(LOCATION).and_then(|value| value.to_str().ok()).unwrap_or_else(|| panic!("no Location: {}", self.html))
-    }
-    fn header(&self, name: &str) -> &str {
-        self.headers.get(name).and_then(|value| value.to_str().ok()).unwrap_or("")
-    }
-    fn operations(&self) -> u64 {
-        self.header("x-cosmos-operations").parse().unwrap()
-    }
-}
-
-impl<'a> Browser<'a> {
-    fn new(app: &'a TestApp) -> Self {
-        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-        Browser { app, client, cookie: None }
-    }
-
-    async fn send(&self, request: reqwest::RequestBuilder) -> Got {
-        let request = match &self.cookie {
-            Some(cookie) => request.header("cookie", cookie),
-            None => request,
-        };
-        let response = request.send().await.unwrap();
-        let (status, headers) = (response.status(), response.headers().clone());
-        Got { status, headers, html: response.text().await.unwrap() }
-    }
-
-    async fn get(&self, path: &str) -> Got {
-        self.send(self.client.get(format!("{}{path}", self.app.base))).await
-    }
-
-    /// A form submitted from one of the blog's own pages.
-    async fn submit(&self, path: &str, fields: &[(&str, &str)]) -> Got {
-        self.submit_from(path, fields, "same-origin").await
-    }
-
-    async fn submit_from(&self, path: &str, fields: &[(&str, &str)], site: &str) -> Got {
-        let body = serde_urlencoded::to_string(fields).unwrap();
-        let request = self
-            .client
-            .post(format!("{}{path}", self.app.base))
-            .header("content-type", "application/x-www-form-urlencoded")
-            .header("sec-fetch-site", site)
-            .body(body);
-        self.send(request).await
-    }
-
-    /// Signs in as `user` with the development form and creates their user named `username`.
-    async fn sign_up(&mut self, user: &str, username: &str) {
-        let signed_in = self.submit("/signin", &[("user", user)]).await;
-        assert_eq!(signed_in.status, StatusCode::SEE_OTHER, "{}", signed_in.html);
-        assert_eq!(signed_in.location(), format!("/users/{user}"));
-        let cookie = signed_in.header("set-cookie").split(';').next().unwrap().to_owned();
-        self.cookie = Some(cookie);
-        let welcome = self.get(&format!("/users/{user}")).await;
-        assert!(welcome.html.contains("Create my profile"), "{}", welcome.html);
-        let created = self.submit("/users", &[("username", username)]).await;
-        assert_eq!(created.status, StatusCode::SEE_OTHER, "{}", created.html);
-        assert_eq!(created.location(), format!("/users/{user}"));
-    }
-
-    /// Writes a post and returns its page's path.
-    async fn write(&self, title: &str, content: &str) -> String {
-        let written = self.submit("/write", &[("title", title), ("content", content)]).await;
-        assert_eq!(written.status, StatusCode::SEE_OTHER, "{}", written.html);
-        written.location().to_owned()
-    }
-}
-
-/// Waits (bounded) until the page at `path` satisfies `check`: copies arrive through the
-/// change feed a moment after the write.
-async fn eventually(browser: &Browser<'_>, path: &str, check: impl Fn(&str) -> bool) -> Got {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let got = browser.get(path).await;
-        if check(&got.html) {
-            return got;
-        }
-        assert!(Instant::now() < deadline, "{path} never showed what was expected:\n{}", got.html);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+use reqwest::header::HeaderMap;
 
 /// Alice, signed up on `app`'s pages, with her post "Hello, pages" written in the form: her
 /// browser and the post page's path.
-async fn alice_with_a_post(app: &TestApp) -> (Browser<'_>, String) {
+async fn alice_with_a_post(app: &TestApp) -> (Browser, String) {
     let mut alice = Browser::new(app);
     alice.sign_up("alice", "Alice").await;
     let post = alice.write("Hello, pages", "My first post,\nwritten in a form.").await;
@@ -136,7 +40,7 @@ async fn a_post_written_in_the_form_opens_on_its_own_page_in_three_reads() {
 async fn a_written_post_reaches_the_front_page_under_its_authors_name() {
     let app = TestApp::start().await;
     let (alice, _) = alice_with_a_post(&app).await;
-    let front = eventually(&alice, "/", |html| html.contains("Hello, pages")).await;
+    let front = alice.eventually("/", |html| html.contains("Hello, pages")).await;
     assert!(front.html.contains("by <a href=\"/users/alice\"><bdi>Alice</bdi></a>"), "{}", front.html);
 }
 
@@ -185,7 +89,7 @@ async fn a_rename_reaches_the_authors_posts() {
     let (alice, post) = alice_with_a_post(&app).await;
     let renamed = alice.submit("/users/alice", &[("username", "Alice Liddell")]).await;
     assert_eq!(renamed.location(), "/users/alice");
-    eventually(&alice, &post, |html| html.contains("><bdi>Alice Liddell</bdi></a>")).await;
+    alice.eventually(&post, |html| html.contains("><bdi>Alice Liddell</bdi></a>")).await;
 }
 
 /// Someone else sees no edit link, and may not edit.
@@ -259,8 +163,7 @@ async fn a_refused_form_shows_the_api_detail_next_to_its_field_and_keeps_what_wa
     // The page speaks of its labels and of what to do, never of the API's
     // fields in backticks.
     let mut newcomer = Browser::new(&app);
-    let signed_in = newcomer.submit("/signin", &[("user", "newcomer")]).await;
-    newcomer.cookie = Some(signed_in.header("set-cookie").split(';').next().unwrap().to_owned());
+    newcomer.sign_in("newcomer").await;
     let refused = newcomer.submit("/write", &[("title", "Hello"), ("content", "First post")]).await;
     assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(refused.html.contains("You have no profile yet"), "{}", refused.html);
@@ -274,8 +177,7 @@ async fn a_taken_username_is_an_error_on_the_sign_up_and_rename_forms() {
     alice.sign_up("alice", "Alice").await;
 
     let mut bob = Browser::new(&app);
-    let signed_in = bob.submit("/signin", &[("user", "bob")]).await;
-    bob.cookie = Some(signed_in.header("set-cookie").split(';').next().unwrap().to_owned());
+    bob.sign_in("bob").await;
     let refused = bob.submit("/users", &[("username", "ALICE")]).await;
     assert_eq!(refused.status, StatusCode::CONFLICT);
     let error = format!("id=\"profile-username-error\">{}", escape("Username \"ALICE\" is taken"));
@@ -299,7 +201,7 @@ fn escape(text: &str) -> String {
 
 /// Alice and Bob signed up on `app`'s pages, and Alice's post "Short-lived": their browsers
 /// and the post page's path.
-async fn alice_bob_and_a_short_lived_post(app: &TestApp) -> (Browser<'_>, Browser<'_>, String) {
+async fn alice_bob_and_a_short_lived_post(app: &TestApp) -> (Browser, Browser, String) {
     let mut alice = Browser::new(app);
     alice.sign_up("alice", "Alice").await;
     let mut bob = Browser::new(app);
@@ -379,7 +281,7 @@ async fn a_post_is_deleted_after_a_confirmation_and_leaves_the_lists() {
     let app = TestApp::start().await;
     let (alice, bob, post) = alice_bob_and_a_short_lived_post(&app).await;
     alice.submit(&format!("{post}/comments"), &[("content", "Alice's")]).await;
-    eventually(&alice, "/users/alice", |html| html.contains("Short-lived")).await;
+    alice.eventually("/users/alice", |html| html.contains("Short-lived")).await;
     assert_eq!(bob.get(&format!("{post}/delete")).await.status, StatusCode::FORBIDDEN);
     let confirm = alice.get(&format!("{post}/delete")).await;
     assert!(confirm.html.contains("Delete “<bdi>Short-lived</bdi>”?") && confirm.html.contains("1 comment"), "{}", confirm.html);
@@ -387,8 +289,8 @@ async fn a_post_is_deleted_after_a_confirmation_and_leaves_the_lists() {
     let deleted = alice.submit(&format!("{post}/delete"), &[]).await;
     assert_eq!(deleted.location(), "/users/alice");
     assert_eq!(alice.get(&post).await.status, StatusCode::NOT_FOUND);
-    eventually(&alice, "/users/alice", |html| !html.contains("Short-lived")).await;
-    eventually(&alice, "/", |html| !html.contains("Short-lived")).await;
+    alice.eventually("/users/alice", |html| !html.contains("Short-lived")).await;
+    alice.eventually("/", |html| !html.contains("Short-lived")).await;
 }
 
 #[tokio::test]
@@ -451,7 +353,7 @@ async fn markup_in_titles_comments_and_names_shows_as_text() {
     let post = mallory.write("<script>alert('title')</script>", "<img src=x onerror=alert(1)>").await;
     mallory.submit(&format!("{post}/comments"), &[("content", "<script>alert('comment')</script>")]).await;
 
-    let front = eventually(&mallory, "/", |html| html.contains("alert(&#39;title&#39;)")).await;
+    let front = mallory.eventually("/", |html| html.contains("alert(&#39;title&#39;)")).await;
     for page in [front.html, mallory.get(&post).await.html, mallory.get("/users/mallory").await.html] {
         assert!(!page.contains("<script>") && !page.contains("<img src=x"), "{page}");
         assert!(page.contains("&lt;script&gt;alert(&#39;"), "{page}");
@@ -484,24 +386,23 @@ async fn the_front_page_and_the_feed_revalidate_with_an_etag() {
     let user = app.user("alice").await;
     app.post_by(&user, "Cached").await;
     let browser = Browser::new(&app);
-    eventually(&browser, "/", |html| html.contains("Cached")).await;
+    browser.eventually("/", |html| html.contains("Cached")).await;
     for path in ["/", "/api/feed"] {
         let first = browser.get(path).await;
         let etag = first.header("etag").to_owned();
         assert!(etag.starts_with('"'), "{path}: {etag}");
         assert!(first.header("cache-control").contains("s-maxage="), "{path}");
-        let request = browser.client.get(format!("{}{path}", app.base)).header("if-none-match", &etag);
-        let again = browser.send(request).await;
+        let again = browser.get_with(path, &[("if-none-match", &etag)]).await;
         assert_eq!(again.status, StatusCode::NOT_MODIFIED, "{path}");
         assert!(again.html.is_empty(), "{path}: a 304 has no body");
         assert_eq!(again.header("etag"), etag);
-        let other = browser.client.get(format!("{}{path}", app.base)).header("if-none-match", "\"something-else\"");
-        assert_eq!(browser.send(other).await.status, StatusCode::OK, "{path}");
+        let other = browser.get_with(path, &[("if-none-match", "\"something-else\"")]).await;
+        assert_eq!(other.status, StatusCode::OK, "{path}");
     }
     // A new post changes the page, and so its ETag: the cache was dropped by the change feed.
     let before = browser.get("/").await.header("etag").to_owned();
     app.post_by(&user, "Newer").await;
-    let after = eventually(&browser, "/", |html| html.contains("Newer")).await;
+    let after = browser.eventually("/", |html| html.contains("Newer")).await;
     assert_ne!(after.header("etag"), before);
 }
 
@@ -511,7 +412,7 @@ async fn many_concurrent_front_page_loads_read_the_feed_about_once_a_second() {
     let user = app.user("alice").await;
     app.post_by(&user, "Popular").await;
     let browser = Browser::new(&app);
-    eventually(&browser, "/", |html| html.contains("Popular")).await;
+    browser.eventually("/", |html| html.contains("Popular")).await;
 
     let started = Instant::now();
     let loads: Vec<_> = (0..200)
@@ -555,7 +456,7 @@ async fn a_long_posts_excerpt_ends_at_a_word_with_an_ellipsis_and_a_link_on() {
     alice.sign_up("alice", "Alice").await;
     let long = alice.write("A long one", &"lorem ipsum dolor ".repeat(40)).await;
     let short = alice.write("A short one", "Only this.").await;
-    let front = eventually(&alice, "/", |html| html.contains("A long one") && html.contains("A short one")).await;
+    let front = alice.eventually("/", |html| html.contains("A long one") && html.contains("A short one")).await;
     assert!(
         front.html.contains("dolor…</p>") || front.html.contains("ipsum…</p>") || front.html.contains("lorem…</p>"),
         "{}",
@@ -611,31 +512,15 @@ async fn on_azure() -> TestApp {
 /// The Entra ID principal the platform signs in.
 const PRINCIPAL: &str = "00000000-0000-0000-0000-0000000000aa";
 
-/// The platform's headers for [`PRINCIPAL`], and with `form`, a form's sent from `form`'s origin.
-fn as_principal(form: Option<&str>) -> Vec<(&'static str, String)> {
-    let mut headers = common::host::signed_in(PRINCIPAL);
-    if let Some(origin) = form {
-        headers.extend([("Content-Type", "application/x-www-form-urlencoded".to_owned()), ("Origin", origin.to_owned())]);
-    }
-    headers
-}
-
-/// `POST path` forwarded by the host, a form of [`PRINCIPAL`]'s from `origin`, with `body`.
-async fn form_on_azure(app: &TestApp, path: &str, origin: &str, body: Option<&[u8]>) -> common::Answer {
-    let headers = as_principal(Some(origin));
-    let headers: Vec<(&str, &str)> = headers.iter().map(|(name, value)| (*name, value.as_str())).collect();
-    common::host::forward(app, "POST", path, &headers, body).await
-}
-
 /// The blog's own origin on Azure.
 const AZURE_ORIGIN: &str = "https://blog.azurewebsites.net";
 
 /// [`PRINCIPAL`]'s profile, "Entra Alice", made by the sign-up form, and the path of a post
 /// written with the write form.
 async fn entra_alices_post(app: &TestApp) -> String {
-    let created = form_on_azure(app, "/users", AZURE_ORIGIN, Some(b"username=Entra+Alice")).await;
+    let created = forms::form_on_azure(app, PRINCIPAL, "/users", AZURE_ORIGIN, Some(b"username=Entra+Alice")).await;
     assert_eq!((created.status.as_u16(), created.header("location")), (303, Some(&*format!("/users/{PRINCIPAL}"))));
-    let written = form_on_azure(app, "/write", AZURE_ORIGIN, Some(b"title=From+Azure&content=c")).await;
+    let written = forms::form_on_azure(app, PRINCIPAL, "/write", AZURE_ORIGIN, Some(b"title=From+Azure&content=c")).await;
     assert_eq!(written.status.as_u16(), 303, "{}", written.body);
     written.header("location").unwrap().to_owned()
 }
@@ -665,7 +550,7 @@ async fn on_azure_the_development_cookie_signs_nobody_in() {
 async fn on_azure_a_form_from_the_blogs_origin_is_taken_and_from_another_refused() {
     let app = on_azure().await;
     entra_alices_post(&app).await;
-    let forged = form_on_azure(&app, "/write", "https://evil.example", Some(b"title=t&content=c")).await;
+    let forged = forms::form_on_azure(&app, PRINCIPAL, "/write", "https://evil.example", Some(b"title=t&content=c")).await;
     assert_eq!(forged.status.as_u16(), 403, "{}", forged.body);
 }
 
@@ -675,16 +560,14 @@ async fn on_azure_a_form_from_the_blogs_origin_is_taken_and_from_another_refused
 async fn on_azure_an_empty_like_form_forwarded_without_a_body_is_a_like() {
     let app = on_azure().await;
     let post_path = entra_alices_post(&app).await;
-    let liked = form_on_azure(&app, &format!("{post_path}/likes"), AZURE_ORIGIN, None).await;
+    let liked = forms::form_on_azure(&app, PRINCIPAL, &format!("{post_path}/likes"), AZURE_ORIGIN, None).await;
     assert_eq!(
         (liked.status.as_u16(), liked.header("location")),
         (303, Some(&*format!("{post_path}#actions"))),
         "{}",
         liked.body
     );
-    let signed_in = as_principal(None);
-    let signed_in: Vec<(&str, &str)> = signed_in.iter().map(|(name, value)| (*name, value.as_str())).collect();
-    let post = common::host::forward(&app, "GET", &post_path, &signed_in, None).await;
+    let post = forms::page_on_azure(&app, PRINCIPAL, &post_path).await;
     let html = post.body.as_str().unwrap();
     assert!(html.contains("by <a href=\"/users/00000000-0000-0000-0000-0000000000aa\"><bdi>Entra Alice</bdi></a>"), "{html}");
     assert!(html.contains("0 comments · 1 like") && html.contains("You like this post."), "{html}");
@@ -693,7 +576,7 @@ async fn on_azure_an_empty_like_form_forwarded_without_a_body_is_a_like() {
 #[tokio::test]
 async fn on_azure_sign_out_is_the_platforms() {
     let app = on_azure().await;
-    let sign_out = form_on_azure(&app, "/signout", AZURE_ORIGIN, None).await;
+    let sign_out = forms::form_on_azure(&app, PRINCIPAL, "/signout", AZURE_ORIGIN, None).await;
     assert_eq!(sign_out.header("location"), Some("/.auth/logout?post_logout_redirect_uri=/"));
 }
 
@@ -845,7 +728,7 @@ async fn right_to_left_names_and_titles_are_isolated_from_the_text_around_them()
     assert!(page.contains("<div class=\"content\" dir=\"auto\"><p dir=\"auto\">نص عربي</p>\n</div>"), "{page}");
     assert!(page.contains("<div class=\"content\" dir=\"auto\"><p dir=\"auto\">تعليق</p>\n</div>"), "{page}");
     assert_eq!(page.matches("<bdi>فاطمة الزهراء</bdi>").count(), 3, "author, liker and commenter: {page}");
-    let front = eventually(&fatima, "/", |html| html.contains("مرحبا")).await.html;
+    let front = fatima.eventually("/", |html| html.contains("مرحبا")).await.html;
     assert!(front.contains("<bdi>مرحبا</bdi></a></h2>") && front.contains("<bdi>فاطمة الزهراء</bdi></a> · <time"), "{front}");
     let user_page = fatima.get("/users/fatima").await.html;
     assert!(user_page.contains("<h1 dir=\"auto\">فاطمة الزهراء</h1>"), "{user_page}");
@@ -1008,7 +891,7 @@ async fn a_form_sent_after_the_sign_in_ended_keeps_the_text_and_leads_back_throu
 
     let signed_in = browser.submit(&back, &[("user", "reader")]).await;
     assert_eq!(signed_in.location(), format!("/posts/{post}/comments"));
-    browser.cookie = Some(signed_in.header("set-cookie").split(';').next().unwrap().to_owned());
+    browser.keep_cookie(&signed_in);
     let reopened = browser.get(signed_in.location()).await;
     assert_eq!(reopened.location(), format!("/posts/{post}#comments"));
     let sent = browser.submit(&format!("/posts/{post}/comments"), &[("content", typed)]).await;
@@ -1055,7 +938,7 @@ async fn many_views_of_a_post_read_it_about_once_a_second_and_a_write_shows_at_o
     let etag = page.header("etag").to_owned();
     assert!(etag.starts_with('"'), "{etag:?}");
     assert_eq!(page.header("cache-control"), "public, max-age=0, s-maxage=5, stale-while-revalidate=30");
-    let again = browser.send(browser.client.get(format!("{}{path}", app.base)).header("if-none-match", &etag)).await;
+    let again = browser.get_with(&path, &[("if-none-match", &etag)]).await;
     assert_eq!(again.status, StatusCode::NOT_MODIFIED);
 }
 
@@ -1116,7 +999,7 @@ async fn markdown_in_posts_and_comments_is_rendered_safely_and_the_api_keeps_it_
     let id = post.trim_start_matches("/posts/");
     assert_eq!(app.get(&format!("/api/posts/{id}")).await.body["content"], text, "the API returns the text as written");
 
-    let front = eventually(&alice, "/", |html| html.contains("Rendered")).await.html;
+    let front = alice.eventually("/", |html| html.contains("Rendered")).await.html;
     assert!(
         front.contains(
             "<p class=\"excerpt\" dir=\"auto\">Why Some bold text, see https://example.com/a_b. let x = 1 &lt; 2; bad "
@@ -1138,9 +1021,9 @@ async fn an_excerpt_and_a_description_have_no_space_before_punctuation_after_inl
     // Nothing in it for HTML to escape: the page shows it as it is.
     let read = "A bold: word, an em, and code. Also a link.";
 
-    let front = eventually(&alice, "/", |html| html.contains("Inline")).await.html;
+    let front = alice.eventually("/", |html| html.contains("Inline")).await.html;
     assert!(front.contains(&format!("<p class=\"excerpt\" dir=\"auto\">{read}</p>")), "{front}");
-    let own = eventually(&alice, "/users/alice", |html| html.contains("Inline")).await.html;
+    let own = alice.eventually("/users/alice", |html| html.contains("Inline")).await.html;
     assert!(own.contains(&format!("<p class=\"excerpt\" dir=\"auto\">{read}</p>")), "{own}");
     let page = alice.get(&post).await.html;
     for meta in [
@@ -1196,12 +1079,8 @@ async fn the_navigation_says_who_is_signed_in() {
     let missing = browser.get("/posts/nothing-here").await.html;
     assert!(missing.contains("Signed in as <bdi>fatima</bdi>"), "the error pages too: {missing}");
 
-    use blog::{AuthMode, Config};
-    let dir = tempfile::tempdir().unwrap();
-    let azure = TestApp::start_configured(Config { auth: AuthMode::Platform, ..TestApp::config(dir.path()) }).await;
-    let identity = common::host::signed_in("00000000-0000-0000-0000-0000000000aa");
-    let headers: Vec<(&str, &str)> = identity.iter().map(|(name, value)| (*name, value.as_str())).collect();
-    let front = common::host::forward(&azure, "GET", "/", &headers, None).await;
+    let azure = on_azure().await;
+    let front = forms::page_on_azure(&azure, PRINCIPAL, "/").await;
     let html = front.body.as_str().unwrap();
     assert!(html.contains("Signed in as <bdi>alice@example.com</bdi>"), "{html}");
 }
@@ -1258,13 +1137,6 @@ async fn a_form_past_the_write_limit_keeps_what_was_typed_and_says_when_to_send_
     assert!(alice.get(&post).await.html.contains("1 comment · 0 likes"), "nothing more was written");
 }
 
-/// The one-time key of the form whose `action` is `action` on `html`.
-fn form_key(html: &str, action: &str) -> String {
-    let form = &html[html.find(&format!("action=\"{action}\"")).unwrap_or_else(|| panic!("no form to {action}: {html}"))..];
-    let start = form.find("name=\"idempotencyKey\" value=\"").expect("the form carries a key") + 29;
-    form[start..start + form[start..].find('"').unwrap()].to_owned()
-}
-
 /// Every form that writes carries a one-time key, so a form sent twice (a double
 /// click, the back button, sent again after an error page) writes once and both answers lead
 /// to the same result; sent again with other text it writes nothing and says what happened,
@@ -1282,7 +1154,7 @@ async fn a_form_sent_twice_writes_once_and_shows_the_first_result() {
     assert_eq!((first.status, second.status), (StatusCode::SEE_OTHER, StatusCode::SEE_OTHER), "{}", second.html);
     assert_eq!(first.location(), second.location(), "one post");
     let post = first.location().to_owned();
-    let mine = eventually(&alice, "/users/alice", |html| html.contains("Twice")).await;
+    let mine = alice.eventually("/users/alice", |html| html.contains("Twice")).await;
     assert_eq!(mine.html.matches(">Twice<").count(), 1, "{}", mine.html);
 
     let page = alice.get(&post).await;
@@ -1342,8 +1214,8 @@ async fn tags_are_written_on_the_form_shown_as_links_and_have_a_page() {
                  <li><a rel=\"tag\" href=\"/tags/cosmos%20db\"><bdi>Cosmos DB</bdi></a></li></ul>";
     let page = alice.get(&post).await;
     assert!(page.html.contains(links), "{}", page.html);
-    eventually(&alice, "/", |html| html.contains(links)).await;
-    let tag_page = eventually(&alice, "/tags/RUST", |html| html.contains("Tagged")).await;
+    alice.eventually("/", |html| html.contains(links)).await;
+    let tag_page = alice.eventually("/tags/RUST", |html| html.contains("Tagged")).await;
     assert_eq!(tag_page.status, StatusCode::OK);
     assert!(tag_page.html.contains("<h1>Posts tagged <bdi>Rust</bdi></h1>"), "{}", tag_page.html);
     assert!(tag_page.html.contains(links), "{}", tag_page.html);
@@ -1356,5 +1228,5 @@ async fn tags_are_written_on_the_form_shown_as_links_and_have_a_page() {
     let saved = alice.submit(&format!("{post}/edit"), &[("title", "Tagged"), ("content", "Text"), ("tags", "")]).await;
     assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.html);
     assert!(!alice.get(&post).await.html.contains("class=\"tags\""));
-    eventually(&alice, "/tags/rust", |html| html.contains("No posts with this tag yet.")).await;
+    alice.eventually("/tags/rust", |html| html.contains("No posts with this tag yet.")).await;
 }

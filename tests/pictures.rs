@@ -791,67 +791,9 @@ mod pages {
     use reqwest::StatusCode;
 
     use super::common::TestApp;
+    use super::common::forms::{Browser, Got, form_key};
     use super::{encoded, photo};
     use image::ImageFormat;
-
-    const BOUNDARY: &str = "----BlogFormBoundary7MA4YWxkTrZu0gW";
-
-    /// `fields` and, if any, the picture `(file name, declared type, bytes)`, as a browser
-    /// encodes a form with a file input.
-    fn multipart(fields: &[(&str, &str)], picture: Option<(&str, &str, &[u8])>) -> Vec<u8> {
-        let mut body = Vec::new();
-        for (name, value) in fields {
-            body.extend(format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes());
-        }
-        let (file, declared, bytes) = picture.unwrap_or(("", "application/octet-stream", b""));
-        body.extend(
-            format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"picture\"; filename=\"{file}\"\r\nContent-Type: {declared}\r\n\r\n")
-                .as_bytes(),
-        );
-        body.extend(bytes);
-        body.extend(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
-        body
-    }
-
-    struct Writer<'a> {
-        app: &'a TestApp,
-        client: reqwest::Client,
-        user: &'static str,
-    }
-
-    impl Writer<'_> {
-        async fn get(&self, path: &str) -> (StatusCode, String) {
-            let response = self
-                .client
-                .get(format!("{}{path}", self.app.base))
-                .header("cookie", format!("blog_dev_user={}", self.user))
-                .send()
-                .await
-                .unwrap();
-            (response.status(), response.text().await.unwrap())
-        }
-
-        async fn send(&self, path: &str, site: &str, body: Vec<u8>) -> (StatusCode, Option<String>, String) {
-            let response = self
-                .client
-                .post(format!("{}{path}", self.app.base))
-                .header("cookie", format!("blog_dev_user={}", self.user))
-                .header("sec-fetch-site", site)
-                .header("content-type", format!("multipart/form-data; boundary={BOUNDARY}"))
-                .body(body)
-                .send()
-                .await
-                .unwrap();
-            let location = response.headers().get("location").map(|value| value.to_str().unwrap().to_owned());
-            (response.status(), location, response.text().await.unwrap())
-        }
-    }
-
-    /// The one-time key of the form on `html`.
-    fn key_of(html: &str) -> String {
-        let start = html.find("name=\"idempotencyKey\" value=\"").expect("the form carries a key") + 29;
-        html[start..start + html[start..].find('"').unwrap()].to_owned()
-    }
 
     /// The Markdown of the picture with `alt` in the form's text on `html`.
     fn markdown_of(html: &str, alt: &str) -> String {
@@ -860,16 +802,12 @@ mod pages {
     }
 
     /// The painter, signed in on `app`'s pages (the user made through the API).
-    async fn painter(app: &TestApp) -> Writer<'_> {
+    async fn painter(app: &TestApp) -> Browser {
         let created = app
             .send_as(Some("painter"), reqwest::Method::POST, "/api/users", Some(serde_json::json!({"username": "Painter"})))
             .await;
         assert_eq!(created.status, StatusCode::CREATED);
-        Writer {
-            app,
-            client: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap(),
-            user: "painter",
-        }
+        Browser::new(app).signed_in_as("painter")
     }
 
     /// The write page's fields with the picture's description `alt`, asking to add the picture
@@ -880,25 +818,23 @@ mod pages {
 
     /// Adds a red kite on the write page under the form's `key`: the page answered, and the
     /// picture's Markdown in its text.
-    async fn kite_added(painter: &Writer<'_>, key: &str) -> (StatusCode, String, String) {
+    async fn kite_added(painter: &Browser, key: &str) -> (Got, String) {
         let png = encoded(&photo(), ImageFormat::Png);
-        let (status, _, page) = painter
-            .send("/write", "same-origin", multipart(&adding("A red kite", key), Some(("kite.png", "image/png", &png))))
-            .await;
-        let markdown = markdown_of(&page, "A red kite");
-        (status, page, markdown)
+        let added = painter.submit_multipart("/write", &adding("A red kite", key), Some(("kite.png", "image/png", &png))).await;
+        let markdown = markdown_of(&added.html, "A red kite");
+        (added, markdown)
     }
 
     /// Publishes the post with the kite's `markdown` under `key`, a blue sky chosen on the way:
-    /// the answer's status, where it sends the browser, and the page.
-    async fn published_with_a_sky(painter: &Writer<'_>, key: &str, markdown: &str) -> (StatusCode, Option<String>, String) {
+    /// the answer.
+    async fn published_with_a_sky(painter: &Browser, key: &str, markdown: &str) -> Got {
         let content = format!("Before.\n\n{markdown}");
         let publish = [("title", "Kites"), ("content", content.as_str()), ("alt", "A blue sky"), ("idempotencyKey", key)];
         let sky = encoded(
             &image::DynamicImage::ImageRgb8(image::RgbImage::from_pixel(30, 10, image::Rgb([40, 90, 220]))),
             ImageFormat::Jpeg,
         );
-        painter.send("/write", "same-origin", multipart(&publish, Some(("sky.jpg", "image/jpeg", &sky)))).await
+        painter.submit_multipart("/write", &publish, Some(("sky.jpg", "image/jpeg", &sky))).await
     }
 
     /// The write page's form says what may be added, and how many pictures the writer keeps.
@@ -906,7 +842,7 @@ mod pages {
     async fn the_write_page_offers_a_picture_and_says_how_many_the_writer_keeps() {
         let app = super::uploads::blog_with_data_directory().await;
         let painter = painter(&app).await;
-        let (status, page) = painter.get("/write").await;
+        let Got { status, html: page, .. } = painter.get("/write").await;
         assert_eq!(status, StatusCode::OK);
         assert!(page.contains("enctype=\"multipart/form-data\"") && page.contains("type=\"file\""), "{page}");
         assert!(page.contains("You keep 0 of 4 pictures"), "{page}");
@@ -918,15 +854,15 @@ mod pages {
     async fn a_picture_refused_on_the_write_page_keeps_the_text_and_stores_nothing() {
         let app = super::uploads::blog_with_data_directory().await;
         let painter = painter(&app).await;
-        let key = key_of(&painter.get("/write").await.1);
+        let key = form_key(&painter.get("/write").await.html, "/write");
         let png = encoded(&photo(), ImageFormat::Png);
-        let (status, _, page) = painter.send("/write", "same-origin", multipart(&adding("A kite", &key), None)).await;
+        let Got { status, html: page, .. } = painter.submit_multipart("/write", &adding("A kite", &key), None).await;
         assert!(
             status == StatusCode::BAD_REQUEST && page.contains("Choose a picture to add") && page.contains(">Before.</textarea>"),
             "{page}"
         );
-        let (status, _, page) =
-            painter.send("/write", "same-origin", multipart(&adding(" ", &key), Some(("kite.png", "image/png", &png)))).await;
+        let Got { status, html: page, .. } =
+            painter.submit_multipart("/write", &adding(" ", &key), Some(("kite.png", "image/png", &png))).await;
         assert!(
             status == StatusCode::BAD_REQUEST
                 && page.contains("Say what the picture shows")
@@ -934,19 +870,19 @@ mod pages {
             "{page}"
         );
         let svg = br#"<svg xmlns="http://www.w3.org/2000/svg"/>"#;
-        let (status, _, page) = painter
-            .send("/write", "same-origin", multipart(&adding("A kite", &key), Some(("kite.svg", "image/svg+xml", svg))))
-            .await;
+        let Got { status, html: page, .. } =
+            painter.submit_multipart("/write", &adding("A kite", &key), Some(("kite.svg", "image/svg+xml", svg))).await;
         assert!(
             status == StatusCode::UNSUPPORTED_MEDIA_TYPE
                 && page.contains("id=\"post-picture-error\"")
                 && page.contains(">Before.</textarea>"),
             "{page}"
         );
-        let (status, _, page) =
-            painter.send("/write", "cross-site", multipart(&adding("A kite", &key), Some(("kite.png", "image/png", &png)))).await;
+        let Got { status, html: page, .. } = painter
+            .submit_multipart_from("/write", &adding("A kite", &key), Some(("kite.png", "image/png", &png)), "cross-site")
+            .await;
         assert!(status == StatusCode::FORBIDDEN && page.contains("sent from another site"), "{page}");
-        let (_, page) = painter.get("/write").await;
+        let page = painter.get("/write").await.html;
         assert!(page.contains("You keep 0 of 4 pictures"), "nothing was stored: {page}");
     }
 
@@ -956,11 +892,11 @@ mod pages {
     async fn a_picture_added_on_the_write_page_ends_the_text_under_the_same_key() {
         let app = super::uploads::blog_with_data_directory().await;
         let painter = painter(&app).await;
-        let key = key_of(&painter.get("/write").await.1);
-        let (status, page, markdown) = kite_added(&painter, &key).await;
+        let key = form_key(&painter.get("/write").await.html, "/write");
+        let (Got { status, html: page, .. }, markdown) = kite_added(&painter, &key).await;
         assert_eq!(status, StatusCode::OK, "{page}");
         assert!(page.contains("The picture is added at the end of the text"), "{page}");
-        assert_eq!(key_of(&page), key, "the same post, once published");
+        assert_eq!(form_key(&page, "/write"), key, "the same post, once published");
         assert!(page.contains(&format!(">Before.\n\n{markdown}</textarea>")), "{page}");
     }
 
@@ -970,14 +906,14 @@ mod pages {
     async fn a_post_published_with_a_picture_chosen_shows_it_beside_the_one_added() {
         let app = super::uploads::blog_with_data_directory().await;
         let painter = painter(&app).await;
-        let key = key_of(&painter.get("/write").await.1);
-        let (_, _, markdown) = kite_added(&painter, &key).await;
-        let (status, location, page) = published_with_a_sky(&painter, &key, &markdown).await;
-        assert_eq!(status, StatusCode::SEE_OTHER, "{page}");
-        let post_path = location.unwrap();
+        let key = form_key(&painter.get("/write").await.html, "/write");
+        let (_, markdown) = kite_added(&painter, &key).await;
+        let published = published_with_a_sky(&painter, &key, &markdown).await;
+        assert_eq!(published.status, StatusCode::SEE_OTHER, "{}", published.html);
+        let post_path = published.location();
         let post_id = post_path.trim_start_matches("/posts/");
         assert!(markdown.contains(&format!("(/pictures/painter/{post_id}/")), "the pictures are the post's: {markdown}");
-        let (_, page) = painter.get(&post_path).await;
+        let page = painter.get(post_path).await.html;
         assert_eq!(page.matches("<img src=\"/pictures/painter/").count(), 2, "{page}");
         assert!(page.contains("alt=\"A red kite\"") && page.contains("alt=\"A blue sky\""), "{page}");
     }
@@ -987,13 +923,13 @@ mod pages {
     async fn the_edit_page_adds_a_picture_to_the_posts_own() {
         let app = super::uploads::blog_with_data_directory().await;
         let painter = painter(&app).await;
-        let key = key_of(&painter.get("/write").await.1);
-        let (_, _, markdown) = kite_added(&painter, &key).await;
-        let post_path = published_with_a_sky(&painter, &key, &markdown).await.1.expect("published");
+        let key = form_key(&painter.get("/write").await.html, "/write");
+        let (_, markdown) = kite_added(&painter, &key).await;
+        let post_path = published_with_a_sky(&painter, &key, &markdown).await.redirect().expect("published").to_owned();
         let post_id = post_path.trim_start_matches("/posts/");
-        let (status, page) = painter.get(&format!("{post_path}/edit")).await;
+        let Got { status, html: page, .. } = painter.get(&format!("{post_path}/edit")).await;
         assert!(status == StatusCode::OK && page.contains("You keep 2 of 4 pictures"), "{page}");
-        let edit_key = key_of(&page);
+        let edit_key = form_key(&page, &format!("{post_path}/edit"));
         let gif = encoded(&photo(), ImageFormat::Gif);
         let save = [
             ("title", "Kites"),
@@ -1001,10 +937,8 @@ mod pages {
             ("alt", "A kite, in GIF"),
             ("idempotencyKey", edit_key.as_str()),
         ];
-        let (status, location, page) = painter
-            .send(&format!("{post_path}/edit"), "same-origin", multipart(&save, Some(("kite.gif", "image/gif", &gif))))
-            .await;
-        assert_eq!((status, location.as_deref()), (StatusCode::SEE_OTHER, Some(post_path.as_str())), "{page}");
+        let saved = painter.submit_multipart(&format!("{post_path}/edit"), &save, Some(("kite.gif", "image/gif", &gif))).await;
+        assert_eq!((saved.status, saved.redirect()), (StatusCode::SEE_OTHER, Some(post_path.as_str())), "{}", saved.html);
         let post = app.get(&format!("/api/posts/{post_id}")).await.body;
         let text = post["content"].as_str().unwrap();
         assert!(
@@ -1020,11 +954,10 @@ mod pages {
     async fn the_pictures_of_a_post_never_published_are_swept_away() {
         let app = super::uploads::blog_with_data_directory().await;
         app.send_as(Some("drafter"), reqwest::Method::POST, "/api/users", Some(serde_json::json!({"username": "Drafter"}))).await;
-        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-        let drafter = Writer { app: &app, client, user: "drafter" };
+        let drafter = Browser::new(&app).signed_in_as("drafter");
         let png = encoded(&photo(), ImageFormat::Png);
         // A draft with a picture, left.
-        let key = key_of(&drafter.get("/write").await.1);
+        let key = form_key(&drafter.get("/write").await.html, "/write");
         let adding = [
             ("title", "Left"),
             ("content", "Never sent."),
@@ -1032,30 +965,28 @@ mod pages {
             ("action", "add-picture"),
             ("idempotencyKey", key.as_str()),
         ];
-        let (status, _, page) =
-            drafter.send("/write", "same-origin", multipart(&adding, Some(("kite.png", "image/png", &png)))).await;
-        assert_eq!(status, StatusCode::OK, "{page}");
-        let abandoned = markdown_of(&page, "A kite");
+        let added = drafter.submit_multipart("/write", &adding, Some(("kite.png", "image/png", &png))).await;
+        assert_eq!(added.status, StatusCode::OK, "{}", added.html);
+        let abandoned = markdown_of(&added.html, "A kite");
         // A post published with a picture.
-        let key = key_of(&drafter.get("/write").await.1);
+        let key = form_key(&drafter.get("/write").await.html, "/write");
         let sky =
             encoded(&image::DynamicImage::ImageRgb8(image::RgbImage::from_pixel(9, 9, image::Rgb([1, 2, 3]))), ImageFormat::Png);
         let publish = [("title", "Sent"), ("content", "Here."), ("alt", "A sky"), ("idempotencyKey", key.as_str())];
-        let (status, location, _) =
-            drafter.send("/write", "same-origin", multipart(&publish, Some(("sky.png", "image/png", &sky)))).await;
-        assert_eq!(status, StatusCode::SEE_OTHER);
-        assert!(drafter.get("/write").await.1.contains("You keep 2 of 4 pictures"));
+        let published = drafter.submit_multipart("/write", &publish, Some(("sky.png", "image/png", &sky))).await;
+        assert_eq!(published.status, StatusCode::SEE_OTHER);
+        assert!(drafter.get("/write").await.html.contains("You keep 2 of 4 pictures"));
 
         // Too recent to sweep: nothing goes.
         let week = blog::testing::app::ABANDONED_AFTER;
         assert_eq!(blog::testing::app::sweep_abandoned_pictures(&app.state, week).await.unwrap(), 0);
         assert_eq!(blog::testing::app::sweep_abandoned_pictures(&app.state, std::time::Duration::ZERO).await.unwrap(), 1);
         let url = |markdown: &str| markdown[markdown.find("](").unwrap() + 2..markdown.len() - 1].to_owned();
-        assert_eq!(drafter.get(&url(&abandoned)).await.0, StatusCode::NOT_FOUND, "the draft's picture is gone");
-        let (_, post_page) = drafter.get(&location.unwrap()).await;
-        let published = post_page[post_page.find("<img src=\"").unwrap() + 10..].split('"').next().unwrap().to_owned();
-        assert_eq!(drafter.get(&published).await.0, StatusCode::OK, "the published post's picture stays");
-        assert!(drafter.get("/write").await.1.contains("You keep 1 of 4 pictures"));
+        assert_eq!(drafter.get(&url(&abandoned)).await.status, StatusCode::NOT_FOUND, "the draft's picture is gone");
+        let post_page = drafter.get(published.location()).await.html;
+        let picture = post_page[post_page.find("<img src=\"").unwrap() + 10..].split('"').next().unwrap().to_owned();
+        assert_eq!(drafter.get(&picture).await.status, StatusCode::OK, "the published post's picture stays");
+        assert!(drafter.get("/write").await.html.contains("You keep 1 of 4 pictures"));
     }
 }
 

@@ -8,6 +8,7 @@
 mod common;
 
 use blog::testing::cosmos::{Container, WriteOp};
+use common::forms::Browser;
 use common::{Answer, TestApp, read};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -40,13 +41,9 @@ fn gradient_png(width: u32, height: u32) -> Vec<u8> {
 
 /// A page's HTML, asked for anonymously with `headers`.
 async fn page(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> String {
-    let mut request = app.client.get(format!("{}{path}", app.base));
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let response = request.send().await.unwrap();
-    assert_eq!(response.status(), StatusCode::OK, "{path}");
-    response.text().await.unwrap()
+    let got = Browser::new(app).get_with(path, headers).await;
+    assert_eq!(got.status, StatusCode::OK, "{path}");
+    got.html
 }
 
 /// The `content` of the `<meta>` whose `property` (or `name`) is `property`, if the page has one.

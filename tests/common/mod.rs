@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 pub(crate) mod azurite;
 pub(crate) mod binary;
+pub(crate) mod forms;
 pub(crate) mod host;
 pub(crate) mod hostile;
 pub(crate) mod wire;
