@@ -322,3 +322,44 @@ async fn rebuilding_the_copies_makes_the_tag_copies_again() {
     assert_eq!((under_tag(&app, "rust").await, under_tag(&app, "go").await), built);
     assert_eq!(ids(&app.get(&tag_posts("go")).await.body), vec![post]);
 }
+
+/// A tag's page for readers who are not signed in is rendered once per page read and shared, as
+/// the front page is; what differs between requests still differs: the address the blog was
+/// reached at, the tag as typed where no post shows it, the page size asked for, and who is
+/// signed in.
+#[tokio::test]
+async fn the_shared_tag_page_keeps_what_differs_between_readers() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    for n in 0..3 {
+        app.post("/api/posts", json!({"userId": alice, "title": format!("Kite {n}"), "content": "c", "tags": ["Kites"]})).await;
+    }
+    app.eventually(&tag_posts("kites"), |list| ids(list).len() == 3).await;
+    let client = reqwest::Client::new();
+    let page = |host: &'static str, path: &'static str| {
+        let request = client.get(format!("{}{path}", app.base)).header("Host", host);
+        async move {
+            let answer = request.send().await.unwrap();
+            let etag = answer.headers()["etag"].to_str().unwrap().to_owned();
+            let control = answer.headers()["cache-control"].to_str().unwrap().to_owned();
+            (etag, control, answer.text().await.unwrap())
+        }
+    };
+    let (etag, control, here) = page("blog.example", "/tags/kites").await;
+    assert_eq!(control, "public, max-age=0, s-maxage=5, stale-while-revalidate=30");
+    assert_eq!(page("blog.example", "/tags/kites").await.0, etag, "the same bytes for every reader");
+    let (_, _, there) = page("other.example", "/tags/kites").await;
+    assert!(here.contains("<link rel=\"canonical\" href=\"http://blog.example/tags/kites\">"), "{here}");
+    assert!(there.contains("<link rel=\"canonical\" href=\"http://other.example/tags/kites\">"), "{there}");
+    let (_, _, two) = page("blog.example", "/tags/kites?limit=2").await;
+    assert!(two.contains("href=\"/tags/kites?limit=2&amp;continuationToken="), "{two}");
+    assert!(!here.contains("continuationToken="), "{here}");
+    let (_, _, typed) = page("blog.example", "/tags/Nobody%20Here").await;
+    let (_, _, lower) = page("blog.example", "/tags/nobody%20here").await;
+    assert!(typed.contains("<bdi>Nobody Here</bdi>") && lower.contains("<bdi>nobody here</bdi>"), "{typed}\n{lower}");
+
+    let mut reader = common::forms::Browser::new(&app);
+    reader.sign_up("reader", "Reader").await;
+    assert!(reader.get("/tags/kites").await.html.contains("Signed in as"));
+    assert!(!page("blog.example", "/tags/kites").await.2.contains("Signed in as"), "a signed-in page is never shared");
+}

@@ -13,10 +13,11 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::hash::Hash;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use serde_json::json;
 use tokio::sync::OnceCell;
 
@@ -71,12 +72,54 @@ pub(crate) trait Kept {
     fn weight(&self) -> usize;
 }
 
-/// A page of a list as read, with its mark's etag read before it.
+/// A page of a list as read, with its mark's etag read before it, and what adapters render of
+/// it once for everyone ([`Checked::rendering`]).
 pub struct Checked<V> {
     /// The page.
     pub page: V,
     mark: Option<String>,
     read_whole: Instant,
+    renderings: Mutex<HashMap<String, Arc<Rendering>>>,
+}
+
+/// A representation of a kept page that is the same for everyone who asks for it (the front
+/// page or a tag's page as a reader who is not signed in sees it): its bytes and their ETag.
+pub(crate) struct Rendering {
+    pub body: Bytes,
+    pub etag: String,
+}
+
+/// How many renderings one kept page keeps. The pages key them by what their request chose
+/// (the address the blog was reached at, the page size as typed, the tag as typed): past this
+/// many, a rendering is made for its request and not kept.
+const MAX_RENDERINGS: usize = 4;
+
+impl<V> Checked<V> {
+    fn new(page: V, mark: Option<String>, read_whole: Instant) -> Self {
+        Checked { page, mark, read_whole, renderings: Mutex::default() }
+    }
+
+    /// The rendering kept under `key`, or the one `render` makes (kept while there is room).
+    /// Rendering the front page on every view cost about half the handler's time per view (25k
+    /// against 47k front pages a second, BENCHMARKS.md); kept with the page it renders, it lives
+    /// exactly as long as the page is served.
+    pub(crate) fn rendering(&self, key: &str, render: impl FnOnce() -> String) -> Arc<Rendering> {
+        if let Some(kept) = self.renderings.lock().expect("never poisoned").get(key) {
+            return kept.clone();
+        }
+        let body = render();
+        let rendering = Arc::new(Rendering { etag: etag_of(body.as_bytes()), body: Bytes::from(body) });
+        let mut renderings = self.renderings.lock().expect("never poisoned");
+        if renderings.len() < MAX_RENDERINGS { renderings.entry(key.to_owned()).or_insert(rendering).clone() } else { rendering }
+    }
+}
+
+/// A strong ETag for `bytes`: the same on every instance running the same build (SipHash with
+/// fixed keys), so a CDN in front of several instances revalidates with any of them.
+pub(crate) fn etag_of(bytes: &[u8]) -> String {
+    let mut hasher = std::hash::DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    format!("\"{:016x}\"", hasher.finish())
 }
 
 impl<V> std::ops::Deref for Checked<V> {
@@ -92,8 +135,10 @@ impl<V: Weigh> Kept for Checked<V> {
         self.read_whole
     }
 
+    /// The page, and the renderings it may keep, counted ahead (each about as long as the page's
+    /// texts with their markup), as a post view counts its rendering.
     fn weight(&self) -> usize {
-        self.page.weight()
+        (1 + MAX_RENDERINGS) * self.page.weight()
     }
 }
 
@@ -231,7 +276,7 @@ impl<K: Hash + Eq + Clone, V: Weigh> MarkedPages<K, V> {
                 return Ok(kept);
             }
             let read_whole = Instant::now();
-            Ok(Arc::new(Checked { page: read().await?, mark: etag, read_whole }))
+            Ok(Arc::new(Checked::new(read().await?, etag, read_whole)))
         })
         .await
     }
@@ -266,14 +311,12 @@ mod tests {
         .expect("a post");
         let page = ListPage { items: vec![post; 100], continuation_token: None };
         let weight = page.weight();
+        // Each page counted with the renderings it may keep.
+        let weight = (1 + MAX_RENDERINGS) * weight;
         let budget = 3 * weight + weight / 2;
         let pages: MarkedPages<u32, ListPage<Post>> = MarkedPages::within(1000, budget);
         for key in 0..10 {
-            let page = Checked {
-                page: ListPage { items: page.items.clone(), continuation_token: None },
-                mark: None,
-                read_whole: Instant::now(),
-            };
+            let page = Checked::new(ListPage { items: page.items.clone(), continuation_token: None }, None, Instant::now());
             let kept = pages.page_with(key, false, |_| async { Ok(Arc::new(page)) }).await;
             assert!(kept.is_ok());
             assert!(pages.len() <= 4, "{} pages of {weight} bytes within {budget}", pages.len());

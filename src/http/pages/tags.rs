@@ -7,7 +7,9 @@ use axum::http::request::Parts;
 use maud::{Markup, html};
 
 use super::feed::post_list;
-use super::{Head, Page, PageError, PageFeed, PageQuery, PageResult, SITE_NAME, Viewer, esc, page_layout, url_part};
+use super::{
+    Head, Page, PageError, PageFeed, PageQuery, PageResult, SITE_NAME, Viewer, esc, page_address, page_layout, url_part,
+};
 use crate::app::AppState;
 use crate::app::lists::ListParams;
 use crate::app::tags::posts_with_tag;
@@ -68,31 +70,40 @@ pub(crate) async fn tag_page(
     PageQuery(params): PageQuery<ListParams>,
 ) -> PageResult {
     let posts = posts_with_tag(&state, &given, &params).await?;
-    let tag = shown_tag(&posts.items, &given);
-    let address = tag_address(&given);
-    let main = html! {
-        h1 { "Posts tagged " bdi { (esc(&tag)) } }
-        @if posts.items.is_empty() {
-            p { "No posts with this tag yet." }
-        } @else {
-            (post_list(&posts.items, true))
-        }
-        @if let Some(token) = &posts.continuation_token {
-            nav class="more" aria-label="More posts" {
-                a rel="next" href={
-                    (address) "?" @if let Some(limit) = params.limit() { "limit=" (url_part(limit)) "&" }
-                    "continuationToken=" (url_part(token))
-                } { "More posts" }
+    let render = || {
+        let tag = shown_tag(&posts.items, &given);
+        let address = tag_address(&given);
+        let main = html! {
+            h1 { "Posts tagged " bdi { (esc(&tag)) } }
+            @if posts.items.is_empty() {
+                p { "No posts with this tag yet." }
+            } @else {
+                (post_list(&posts.items, true))
             }
-        }
-        p class="hint" {
-            a href={ (address) "/feed.atom" } { "Follow " bdi { (esc(&tag)) } " (Atom feed)" }
-        }
+            @if let Some(token) = &posts.continuation_token {
+                nav class="more" aria-label="More posts" {
+                    a rel="next" href={
+                        (address) "?" @if let Some(limit) = params.limit() { "limit=" (url_part(limit)) "&" }
+                        "continuationToken=" (url_part(token))
+                    } { "More posts" }
+                }
+            }
+            p class="hint" {
+                a href={ (address) "/feed.atom" } { "Follow " bdi { (esc(&tag)) } " (Atom feed)" }
+            }
+        };
+        let title = format!("Posts tagged {tag}");
+        let feed = PageFeed { title: &title, href: format!("{address}/feed.atom") };
+        let description = Some(format!("The newest posts tagged {tag} on {SITE_NAME}."));
+        page_layout(&title, &viewer, Head { description, feed: Some(feed), ..Head::default() }, main)
     };
-    let title = format!("Posts tagged {tag}");
-    let feed = PageFeed { title: &title, href: format!("{address}/feed.atom") };
-    let head =
-        Head { description: Some(format!("The newest posts tagged {tag} on {SITE_NAME}.")), feed: Some(feed), ..Head::default() };
-    let html = page_layout(&title, &viewer, head, main);
-    Ok(Page { status: axum::http::StatusCode::OK, html, private: viewer.id().is_some() }.revalidated(&headers))
+    if viewer.id().is_some() {
+        return Ok(Page { status: axum::http::StatusCode::OK, html: render(), private: true }.revalidated(&headers));
+    }
+    // The same for everyone who is not signed in, as the front page is: rendered once per page
+    // read, for the page's address as requested (the blog's, and the path with the tag as typed,
+    // which an empty page shows; the tag again where the request gave no address) and the page
+    // size asked for.
+    let key = format!("{}\n{}\n{given}", page_address().unwrap_or_default(), params.limit().unwrap_or_default());
+    Ok(Page::shared(&posts.rendering(&key, render), &headers))
 }
