@@ -97,6 +97,10 @@ pub struct Config {
 /// user-assigned one).
 pub const PICTURES_SETTING: &str = "BLOG_PICTURES";
 
+/// The most memory for pictures a configuration may give (`BLOG_PICTURE_MEMORY_MB`, 64 GiB):
+/// counted in KiB, it fits a semaphore's permits (`app::pictures::PictureMemory`).
+pub(crate) const MAX_PICTURE_MEMORY_MB: u64 = 64 * 1024;
+
 /// Where pictures are kept.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PictureStorage {

@@ -5,6 +5,7 @@
 //! these rules; none of them invents its own. [`usernames`]: how names compare, and the
 //! reservations that keep them unique.
 
+pub(crate) mod first_picture;
 pub(crate) mod ids;
 pub(crate) mod markdown;
 mod marks;
@@ -122,7 +123,7 @@ pub struct Post {
     /// pages show beside the excerpt. Absent when the post shows none, and on a copy made before
     /// copies carried it (`handler rebuild-copies` adds it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) picture: Option<picture::FirstPicture>,
+    pub(crate) picture: Option<first_picture::FirstPicture>,
 }
 
 /// How long a deleted post's tombstone stays before Cosmos DB's TTL removes it: long enough
@@ -249,7 +250,7 @@ pub(crate) fn edited_post(post: Post, title: String, content: String, edited_at:
 /// `users`) and `type` = "post" (the partition key of `feed`).
 pub(crate) fn short_post(post: &Post) -> Post {
     let content = truncate_chars(&post.content, SHORT_CONTENT_CHARS).to_owned();
-    Post { content, picture: picture::FirstPicture::of(post), ..post.clone() }
+    Post { content, picture: first_picture::FirstPicture::of(post), ..post.clone() }
 }
 
 /// Which version of a post a copy was made from: the post's `_ts` (seconds) and `_etag` as the

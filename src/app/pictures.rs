@@ -65,9 +65,6 @@ impl PictureMemory {
     /// about 350 MB with its own memory (README, "Pictures in posts"). `infra/` gives a quarter
     /// of the instance's memory (128 MiB on the smallest Flex Consumption instance, 512 MB).
     pub(crate) const DEFAULT: PictureMemory = PictureMemory { bytes: 256 * 1024 * 1024 };
-
-    /// The most a configuration may give (64 GiB): counted in KiB, it fits a semaphore's permits.
-    pub(crate) const MAX_MB: u64 = 64 * 1024;
 }
 
 /// How many locks the writers' uploads take turns on.

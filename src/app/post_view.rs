@@ -28,8 +28,8 @@ use super::marked::{Kept, KeptPages};
 use super::posts::get_post_versioned;
 use super::{AppResult, AppState};
 use crate::cosmos::Versioned;
+use crate::model::first_picture::FirstPicture;
 use crate::model::markdown::Pictures;
-use crate::model::picture::FirstPicture;
 use crate::model::{Comment, Like, Post, markdown};
 
 /// The most views kept at once (each post and page of its comments is a view).

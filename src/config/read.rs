@@ -145,7 +145,7 @@ pub(super) struct PictureSettings {
 
 /// [`PictureSettings`]: [`picture_storage`], then the quotas and the memory.
 pub(super) fn picture_settings(lookup: Lookup<'_>, backend: &Backend) -> Result<PictureSettings, ConfigError> {
-    let max_mb = crate::app::pictures::PictureMemory::MAX_MB;
+    let max_mb = crate::config::MAX_PICTURE_MEMORY_MB;
     Ok(PictureSettings {
         pictures: picture_storage(lookup, backend)?,
         pictures_per_writer: positive(lookup, "BLOG_PICTURES_PER_WRITER", "a positive number of pictures")?,

@@ -245,7 +245,7 @@ fn pictures_are_kept_where_the_settings_say() {
 /// and at most what the instance can count.
 #[test]
 fn the_pictures_memory_is_refused_below_the_largest_picture() {
-    let max = crate::app::pictures::PictureMemory::MAX_MB;
+    let max = crate::config::MAX_PICTURE_MEMORY_MB;
     for (name, min) in [("BLOG_PICTURE_MEMORY_MB", 16), ("BLOG_UPLOAD_BUFFER_MB", 11)] {
         for bad in [min - 1, max + 1] {
             let refused = config(&[(name, &bad.to_string())]).unwrap_err();

@@ -23,7 +23,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::Response;
 
-use super::tags::{PageTag, shown_tag, tag_address};
+use super::short_posts::tag_address;
+use super::tags::{PageTag, shown_tag};
 use super::{PageId, PageResult, SITE_DESCRIPTION, SITE_NAME, url_part};
 use crate::app::AppState;
 use crate::app::feed::feed_page;

@@ -21,6 +21,7 @@ pub(crate) mod forms;
 pub(crate) mod multipart;
 pub(crate) mod posts;
 pub(crate) mod session;
+mod short_posts;
 pub(crate) mod tags;
 pub(crate) mod users;
 pub(crate) mod write;
@@ -47,7 +48,7 @@ use super::error::ApiError;
 use crate::app::AppError;
 use crate::app::marked::Rendering;
 use crate::http::caching::{self, if_none_match};
-use crate::model::picture::FirstPicture;
+use crate::model::first_picture::FirstPicture;
 
 /// The stylesheet every page links, served at `/style.css`.
 const STYLESHEET: &str = include_str!("style.css");
@@ -459,22 +460,6 @@ pub(crate) type PageResult<T = Response> = Result<T, PageError>;
 /// The HTML 404 for a path no route serves (paths under `/api/` keep answering problem+json).
 pub(crate) fn not_found_page(path: &str) -> Response {
     PageError(ApiError::not_found(format!("There is no page at {path}."))).into_response()
-}
-
-/// A post's time, readable, with the exact time for machines (`2026-11-22T06:05:04.007Z` shows
-/// as `22 Nov 2026, 06:05 UTC`).
-pub(crate) fn time(creation_date: &str) -> Markup {
-    let format = time::macros::format_description!("[day padding:none] [month repr:short] [year], [hour]:[minute] UTC");
-    let shown = time::OffsetDateTime::parse(creation_date, &time::format_description::well_known::Rfc3339)
-        .ok()
-        .and_then(|at| at.format(&format).ok())
-        .unwrap_or_else(|| creation_date.to_owned());
-    html! { time datetime=(esc(creation_date)) { (esc(&shown)) } }
-}
-
-/// "1 comment", "2 comments".
-pub(crate) fn count(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 #[cfg(test)]

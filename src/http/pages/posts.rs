@@ -7,9 +7,10 @@ use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, PreEscaped, html};
 use serde::Deserialize;
 
+use super::short_posts::{count, tag_links, time};
 use super::{
-    Draft, Field, Form, Head, Page, PageId, PageIds, PageQuery, PageResult, Refusal, SameOrigin, Viewer, count, esc, form,
-    layout, one_time_key, page_layout, submit, time, url_part,
+    Draft, Field, Form, Head, Page, PageId, PageIds, PageQuery, PageResult, Refusal, SameOrigin, Viewer, esc, form, layout,
+    one_time_key, page_layout, submit, url_part,
 };
 use crate::app::comments::{comment_to_delete, create_comment, delete_comment, page_of_comment};
 use crate::app::idempotency::IdempotencyKey;
@@ -151,7 +152,7 @@ fn post_article(post: &Post, content: &str, viewer: &Viewer, liked: bool, like_r
                     " · edited " (time(edited_at))
                 }
             }
-            (super::tags::tag_links(&post.tags))
+            (tag_links(&post.tags))
             // Rendered once per view by `markdown::to_html` (`PostView::rendered`), which leaves no raw HTML of the text in it and escapes
             // the rest: safe as it is.
             div class="content" dir="auto" { (PreEscaped(content)) }

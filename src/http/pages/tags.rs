@@ -1,12 +1,11 @@
-//! A tag's page (Q7): the newest posts with the tag, paged, with its Atom feed; and the row of
-//! tag links a post shows under its title and in its excerpt.
+//! A tag's page (Q7): the newest posts with the tag, paged, with its Atom feed.
 
 use axum::extract::{FromRequestParts, State};
 use axum::http::HeaderMap;
 use axum::http::request::Parts;
-use maud::{Markup, html};
+use maud::html;
 
-use super::feed::post_list;
+use super::short_posts::{post_list, tag_address};
 use super::{
     Head, Page, PageError, PageFeed, PageQuery, PageResult, SITE_NAME, Viewer, esc, page_address, page_layout, url_part,
 };
@@ -26,25 +25,6 @@ impl<S: Send + Sync> FromRequestParts<S> for PageTag {
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, PageError> {
         let TagInPath(tag) = TagInPath::from_request_parts(parts, state).await?;
         Ok(PageTag(tag))
-    }
-}
-
-/// The address of a tag's page: its normal form, so that every form of a tag links to one page.
-pub(crate) fn tag_address(tag: &str) -> String {
-    format!("/tags/{}", url_part(&normalize_tag(tag)))
-}
-
-/// A post's tags as links to their pages, as the writer typed them (isolated from the text
-/// around them, as names are). Nothing for a post without tags.
-pub(crate) fn tag_links(tags: &[String]) -> Markup {
-    html! {
-        @if !tags.is_empty() {
-            ul class="tags" aria-label="Tags" {
-                @for tag in tags {
-                    li { a rel="tag" href=(tag_address(tag)) { bdi { (esc(tag)) } } }
-                }
-            }
-        }
     }
 }
 

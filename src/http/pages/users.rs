@@ -7,7 +7,7 @@ use axum::response::IntoResponse;
 use maud::html;
 use serde::Deserialize;
 
-use super::feed::post_list;
+use super::short_posts::post_list;
 use super::{
     Draft, Field, Form, Head, Page, PageFeed, PageId, PageQuery, PageResult, Refusal, SITE_NAME, SameOrigin, Viewer, esc, form,
     layout, page_layout, submit, url_part,

@@ -5,11 +5,10 @@
 
 use std::path::Path;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use super::super::checksum;
 use super::Database;
-use super::tally::{digest_key, items_key, retally};
 use crate::cosmos::{Container, StoreError};
 
 /// Marks the file as this store's (`PRAGMA application_id`), so that another SQLite file put
@@ -168,86 +167,19 @@ pub(super) fn check(path: &Path, connection: &Connection) -> Result<(), StoreErr
     Ok(())
 }
 
-/// Brings a database written by an earlier handler to [`SCHEMA_VERSION`], in place, in one
-/// transaction: a crash leaves it as it was, and the next start upgrades it again. Before
-/// version 1 items carried no checksum: each is given the checksum of what it holds now (the
-/// file passed `quick_check` just before; what a row held before this start cannot be known).
-/// Before version 2 nothing recorded how many items there were: the tallies are made from the
-/// rows there now, for the same reason.
-pub(super) fn upgrade(path: &Path, connection: &mut Connection) -> Result<(), StoreError> {
-    let failed = |error| damaged(path, error);
-    let version: i64 = connection.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(failed)?;
-    match version {
-        SCHEMA_VERSION => return Ok(()),
-        2 => return add_tags_container(path, connection),
-        0 | 1 => {}
-        newer => return Err(StoreError::NewerSchema { path: path.to_owned(), version: newer, known: SCHEMA_VERSION }),
-    }
-    let started = std::time::Instant::now();
-    let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(failed)?;
-    if version == 0 {
-        add_checksums(path, &transaction)?;
-    }
-    transaction.execute_batch(PARTITIONS).map_err(failed)?;
-    transaction
-        .execute("INSERT INTO meta (key, value) VALUES ('last_seq', 0) ON CONFLICT (key) DO NOTHING", [])
-        .map_err(failed)?;
-    let items = retally(path, &transaction)?;
-    transaction.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}")).map_err(failed)?;
-    transaction.commit().map_err(failed)?;
-    tracing::info!(
-        path = %path.display(),
-        from = version,
-        items,
-        seconds = started.elapsed().as_secs_f64(),
-        "the database was upgraded: each item carries a checksum, and each partition a count and digest of its items"
-    );
-    Ok(())
-}
-
-/// Version 2 to 3: the container `tags`, empty, given its tallies (zero), in one transaction.
-/// The other containers' tallies stay as their commits recorded them: made again from the rows,
-/// they would take in whatever was changed outside the handler before this start.
-fn add_tags_container(path: &Path, connection: &mut Connection) -> Result<(), StoreError> {
-    let failed = |error| damaged(path, error);
-    let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(failed)?;
-    super::tally::set_container_tally(&transaction, Container::Tags, super::tally::Tally::default()).map_err(failed)?;
-    transaction.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}")).map_err(failed)?;
-    transaction.commit().map_err(failed)?;
-    tracing::info!(path = %path.display(), from = 2, "the database was upgraded: it has the container tags");
-    Ok(())
-}
-
-/// Version 0 to 1: each item given the checksum of what it holds.
-fn add_checksums(path: &Path, transaction: &rusqlite::Transaction) -> Result<(), StoreError> {
-    let failed = |error| damaged(path, error);
-    transaction.execute_batch("ALTER TABLE items ADD COLUMN sum INTEGER NOT NULL DEFAULT 0").map_err(failed)?;
-    // The keys and checksums first, then the updates: a table is not changed under a cursor
-    // that walks it.
-    let sums = {
-        let mut select = transaction.prepare("SELECT container, pk, id, doc, seq, expires FROM items").map_err(failed)?;
-        let mut rows = select.query([]).map_err(failed)?;
-        let mut sums = Vec::new();
-        while let Some(row) = rows.next().map_err(failed)? {
-            let row = Row::read(path, row)?;
-            let sum = row.checksum();
-            sums.push((row.container, row.partition_key, row.id, sum));
-        }
-        sums
-    };
-    let mut update =
-        transaction.prepare("UPDATE items SET sum = ?4 WHERE container = ?1 AND pk = ?2 AND id = ?3").map_err(failed)?;
-    for (container, partition_key, id, sum) in &sums {
-        update.execute(params![container.name(), partition_key, id, sum]).map_err(failed)?;
-    }
-    Ok(())
-}
-
 pub(super) fn container_named(path: &Path, name: &str) -> Result<Container, StoreError> {
     Container::ALL
         .into_iter()
         .find(|container| container.name() == name)
         .ok_or_else(|| damaged(path, Damage::UnknownContainer { name: name.to_owned() }))
+}
+
+/// The meta keys of a container's tally (`tally::Tally`): how many items, and their digest.
+pub(super) fn items_key(container: Container) -> String {
+    format!("items:{}", container.name())
+}
+pub(super) fn digest_key(container: Container) -> String {
+    format!("digest:{}", container.name())
 }
 
 /// A meta value, `None` if its row is not there.

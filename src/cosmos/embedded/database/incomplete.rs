@@ -10,7 +10,8 @@ use rusqlite::{Connection, params};
 
 use super::super::checksum;
 use super::format::{container_named, damaged, meta};
-use super::tally::{Tally, digest_key, items_key};
+use super::format::{digest_key, items_key};
+use super::tally::Tally;
 use crate::cosmos::{Container, StoreError};
 
 /// What the tallies recorded and what the rows hold apart, in one partition (`partition_key`

@@ -9,9 +9,10 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::format::{Damage, EXPIRING, REPAIR_PENDING, Row, check, damaged, meta, upgrade};
+use super::format::{Damage, EXPIRING, REPAIR_PENDING, Row, check, damaged, meta};
 use super::incomplete::{check_meta, compare_tallies};
 use super::tally::{Found, retally};
+use super::upgrade::upgrade;
 use super::{Database, FILE, LOCK, Opening};
 use crate::cosmos::StoreError;
 

@@ -33,6 +33,7 @@ mod load;
 mod tally;
 #[cfg(test)]
 mod tests;
+mod upgrade;
 mod writer;
 
 use std::fs::File;

@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::super::checksum;
 use super::Row;
-use super::format::{PARTITIONS, container_named, damaged, meta};
+use super::format::{PARTITIONS, container_named, damaged, digest_key, items_key, meta};
 use crate::cosmos::{Container, StoreError};
 
 /// What a partition, or a container, holds by the tallies: how many rows, and the wrapping sum
@@ -39,14 +39,6 @@ impl Tally {
     pub(super) fn plus(self, other: Tally) -> Tally {
         Tally { items: self.items + other.items, digest: self.digest.wrapping_add(other.digest) }
     }
-}
-
-/// The meta keys of a container's [`Tally`].
-pub(super) fn items_key(container: Container) -> String {
-    format!("items:{}", container.name())
-}
-pub(super) fn digest_key(container: Container) -> String {
-    format!("digest:{}", container.name())
 }
 
 /// Every partition's [`Tally`] of the rows `connection` holds now, by container and partition

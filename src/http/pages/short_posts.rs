@@ -1,0 +1,97 @@
+//! Posts as every list shows them, in short: the excerpts of the front page, a user's page and a
+//! tag's page, with the rows of tag links and the times and counts the post page shows too.
+
+use maud::{Markup, html};
+
+use super::{esc, url_part};
+use crate::model::first_picture::FirstPicture;
+use crate::model::tags::normalize_tag;
+use crate::model::{Post, excerpt};
+
+/// Posts in short form: title (a link to the post) with the post's first picture small beside
+/// them, author (a link to them, unless the list is theirs), time, the start of the content, and
+/// the counts.
+pub(crate) fn post_list(posts: &[Post], show_author: bool) -> Markup {
+    html! {
+        ol class="posts" {
+            @for post in posts {
+                li {
+                    article {
+                        h2 {
+                            a href={ "/posts/" (url_part(&post.id)) } {
+                                @if let Some(picture) = post.picture.as_ref().filter(|picture| picture.is_of(post)) {
+                                    (thumbnail(picture))
+                                }
+                                bdi { (esc(&post.title)) }
+                            }
+                        }
+                        p class="meta" {
+                            @if show_author {
+                                "by " a href={ "/users/" (url_part(&post.user_id)) } { bdi { (esc(&post.user_username)) } } " · "
+                            }
+                            (time(&post.creation_date))
+                        }
+                        (tag_links(&post.tags))
+                        @let (excerpt, cut) = excerpt(&post.content);
+                        p class="excerpt" dir="auto" { (esc(&excerpt)) }
+                        @if cut {
+                            p class="more" {
+                                a href={ "/posts/" (url_part(&post.id)) } { "Continue reading " bdi { (esc(&post.title)) } }
+                            }
+                        }
+                        p class="counts" {
+                            (count(post.comment_count, "comment", "comments")) " · " (count(post.like_count, "like", "likes"))
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A post's first picture, small beside its excerpt: its phones' copy, at its size (the
+/// stylesheet sets the box, so nothing moves as it loads), loaded as it comes near the screen.
+/// It sits in the title's link, which leads where a click on it is expected to: so its alt text
+/// is empty (decorative, as WCAG's technique H2 for an image and text in one link), and the link
+/// is read as the title alone, rather than as the picture's description and then the title
+/// (the post's page shows the picture with its description).
+fn thumbnail(picture: &FirstPicture) -> Markup {
+    html! {
+        img class="thumb" src=(esc(&picture.url)) alt="" width=(picture.width) height=(picture.height) loading="lazy" decoding="async";
+    }
+}
+
+/// A post's tags as links to their pages, as the writer typed them (isolated from the text
+/// around them, as names are). Nothing for a post without tags.
+pub(crate) fn tag_links(tags: &[String]) -> Markup {
+    html! {
+        @if !tags.is_empty() {
+            ul class="tags" aria-label="Tags" {
+                @for tag in tags {
+                    li { a rel="tag" href=(tag_address(tag)) { bdi { (esc(tag)) } } }
+                }
+            }
+        }
+    }
+}
+
+/// The address of a tag's page: its normal form, so that every form of a tag links to one page.
+pub(crate) fn tag_address(tag: &str) -> String {
+    format!("/tags/{}", url_part(&normalize_tag(tag)))
+}
+
+/// A post's time, readable, with the exact time for machines (`2026-11-22T06:05:04.007Z` shows
+/// as `22 Nov 2026, 06:05 UTC`).
+pub(crate) fn time(creation_date: &str) -> Markup {
+    let format = time::macros::format_description!("[day padding:none] [month repr:short] [year], [hour]:[minute] UTC");
+    let shown = time::OffsetDateTime::parse(creation_date, &time::format_description::well_known::Rfc3339)
+        .ok()
+        .and_then(|at| at.format(&format).ok())
+        .unwrap_or_else(|| creation_date.to_owned());
+    html! { time datetime=(esc(creation_date)) { (esc(&shown)) } }
+}
+
+/// "1 comment", "2 comments".
+pub(crate) fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
