@@ -323,10 +323,10 @@ async fn rebuilding_the_copies_makes_the_tag_copies_again() {
     assert_eq!(ids(&app.get(&tag_posts("go")).await.body), vec![post]);
 }
 
-/// A tag's page for readers who are not signed in is rendered once per page read and shared, as
-/// the front page is; what differs between requests still differs: the address the blog was
-/// reached at, the tag as typed where no post shows it, the page size asked for, and who is
-/// signed in.
+/// A tag's page for readers who are not signed in is shared between them, as the front page is
+/// (a public answer, the same ETag for the same page); what differs between requests still
+/// differs: the address the blog was reached at, the tag as typed where no post shows it, the
+/// page size asked for, and who is signed in.
 #[tokio::test]
 async fn the_shared_tag_page_keeps_what_differs_between_readers() {
     let app = TestApp::start().await;

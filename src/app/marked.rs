@@ -3,7 +3,8 @@
 //! own etag) share.
 //!
 //! A mark is one small item that `PostsChangeFeed` writes again after every change it makes to
-//! the copies a list reads (`feed`'s posts for Q6, a user's post copies for Q3), so its etag
+//! the copies a list reads (`feed`'s posts for Q6, a user's post copies for Q3, a tag's for
+//! Q7), so its etag
 //! changes whenever the list's answer may have. A page read is kept with the mark's etag read
 //! just before it. For [`MARKED_PAGE_LIFETIME`] it is shown as it is; after that, one point read
 //! of the mark (about 1 RU) says whether it may be shown again, and the list's query (6–17 RU)
@@ -79,6 +80,9 @@ pub struct Checked<V> {
     pub page: V,
     mark: Option<String>,
     read_whole: Instant,
+    /// What it holds, its renderings counted ahead ([`Kept::weight`]): weighed once, as it is
+    /// made, since the bound sums every kept page's weight under the pages' lock.
+    weight: usize,
     renderings: Mutex<HashMap<String, Arc<Rendering>>>,
 }
 
@@ -95,8 +99,14 @@ pub(crate) struct Rendering {
 const MAX_RENDERINGS: usize = 4;
 
 impl<V> Checked<V> {
-    fn new(page: V, mark: Option<String>, read_whole: Instant) -> Self {
-        Checked { page, mark, read_whole, renderings: Mutex::default() }
+    /// The page, and the renderings it may keep counted ahead (each about as long as the page's
+    /// texts with their markup), as a post view counts its rendering.
+    fn new(page: V, mark: Option<String>, read_whole: Instant) -> Self
+    where
+        V: Weigh,
+    {
+        let weight = (1 + MAX_RENDERINGS) * page.weight();
+        Checked { page, mark, read_whole, weight, renderings: Mutex::default() }
     }
 
     /// The rendering kept under `key`, or the one `render` makes (kept while there is room).
@@ -135,10 +145,8 @@ impl<V: Weigh> Kept for Checked<V> {
         self.read_whole
     }
 
-    /// The page, and the renderings it may keep, counted ahead (each about as long as the page's
-    /// texts with their markup), as a post view counts its rendering.
     fn weight(&self) -> usize {
-        (1 + MAX_RENDERINGS) * self.page.weight()
+        self.weight
     }
 }
 
