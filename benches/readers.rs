@@ -73,6 +73,9 @@ use data::Rng;
 mod cost;
 
 use cost::article::{C2, C3, C4, Q1, Q2, Q3, Q4, Q5, Q6};
+
+/// A point read, at the article's RU (its Q1 and Q2).
+const POINT_READ_RU: f64 = Q1;
 use cost::{FEED_MARK_RU, USER_POSTS_MARK_RU};
 
 /// What `handler cost` computes a page view costs at 1,000,000 views a day, per 1,000 views
@@ -175,12 +178,31 @@ impl Kind {
         Article { reads, cold: prices[..cold].iter().sum(), prices }
     }
 
-    /// What [`Kind::article`] prices a request of `operations` at: a read by its operations, a
-    /// write as the one request the article measured.
-    fn article_price(self, operations: u64) -> f64 {
+    /// The article's RU of one query the kind makes: a post page's are Q4 and Q5, always
+    /// together; `None` for a kind that makes none.
+    fn query_price(self) -> Option<f64> {
+        match self {
+            Kind::FrontPage | Kind::AtomFeed | Kind::ApiFeed => Some(Q6),
+            Kind::PostPage => Some((Q4 + Q5) / 2.0),
+            Kind::UserPage | Kind::UserAtomFeed | Kind::ApiUserPosts => Some(Q3),
+            Kind::ApiComments => Some(Q4),
+            Kind::ApiPost | Kind::Comment | Kind::Like | Kind::NewPost => None,
+        }
+    }
+
+    /// What a request of `operations`, `queries` of them queries, is priced at: a write as the one
+    /// request the article measured; a read's point reads at 1 RU each (the article's Q1 and Q2,
+    /// and so a mark or the change log, small items too) and its queries at the kind's
+    /// ([`Kind::query_price`]). A build that does not say its queries (`queries` is `None`) is
+    /// priced by [`Kind::article`]'s operations in order.
+    fn article_price(self, operations: u64, queries: Option<u64>) -> f64 {
         let prices = self.article().prices;
         if self.is_write() {
             return prices[0];
+        }
+        if let Some(queries) = queries {
+            let queries = queries.min(operations);
+            return (operations - queries) as f64 * POINT_READ_RU + queries as f64 * self.query_price().unwrap_or(POINT_READ_RU);
         }
         let known = (operations as usize).min(prices.len());
         let beyond = operations as usize - known;
@@ -641,7 +663,7 @@ impl Row {
             // Folded from +0: an empty float sum is -0, printed "-0".
             operations: mine.iter().map(|s| s.operations as f64).fold(0.0, |sum, n| sum + n),
             charge: mine.iter().map(|s| s.charge).fold(0.0, |sum, n| sum + n),
-            article: mine.iter().map(|s| kind.article_price(s.operations)).fold(0.0, |sum, n| sum + n),
+            article: mine.iter().map(|s| kind.article_price(s.operations, s.queries)).fold(0.0, |sum, n| sum + n),
             free: mine.iter().filter(|s| s.operations == 0 && s.charge == 0.0).count(),
         }
     }

@@ -278,10 +278,15 @@ async fn every_response_reports_its_cosmos_cost() {
     assert_eq!(created.operations(), 2, "C1 create is two writes: the name's reservation, then the user");
     assert_eq!(created.partitions(), "users=2");
     assert!(created.charge() > 0.0);
+    assert_eq!(created.header("x-cosmos-queries"), Some("0"), "writes, no query");
+    let user = created.body["id"].as_str().unwrap();
+    let posts = app.get(&format!("/api/users/{user}/posts")).await;
+    assert_eq!((posts.operations(), posts.header("x-cosmos-queries")), (3, Some("1")), "Q3, its mark and, the page empty, Q1");
     let missing = app.get("/api/nothing-here").await;
     assert_eq!(missing.operations(), 0);
     assert_eq!(missing.charge(), 0.0);
     assert_eq!(missing.header("x-cosmos-partitions"), None, "no partition touched, no header");
+    assert_eq!(missing.header("x-cosmos-queries"), None);
 }
 
 #[tokio::test]

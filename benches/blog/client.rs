@@ -14,6 +14,10 @@ pub(crate) struct Sample {
     pub charge: f64,
     /// `x-cosmos-operations`: how many Cosmos operations the request made.
     pub operations: u64,
+    /// `x-cosmos-queries`: how many of them were queries (the rest point reads and writes);
+    /// `None` from a build that does not send it. (The reader-load bench prices by it.)
+    #[allow(dead_code)]
+    pub queries: Option<u64>,
     /// `x-cosmos-partitions`: the logical partitions they touched, per container.
     pub partitions: String,
 }
@@ -101,11 +105,12 @@ impl Client {
         let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
         let charge = header("x-ms-request-charge").and_then(|v| v.parse().ok()).unwrap_or(0.0);
         let operations = header("x-cosmos-operations").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let queries = header("x-cosmos-queries").and_then(|v| v.parse().ok());
         let partitions = header("x-cosmos-partitions").unwrap_or_default();
         let bytes = response.bytes().await.unwrap_or_default();
         let latency = started.elapsed();
         let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Answer { sample: Sample { status, latency, charge, operations, partitions }, body }
+        Answer { sample: Sample { status, latency, charge, operations, queries, partitions }, body }
     }
 }
 

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::posts::{PostRemoval, remove_post};
-use super::{AppError, AppResult, AppState, usernames};
+use super::{AppError, AppResult, AppState, changes, usernames};
 use crate::cosmos::{Container, QuerySpec, StoreError, Versioned, WriteOp};
 use crate::model::{self, CopyAction, FEED_PARTITION, Post, PostCopy, SourceVersion, User, validate_id};
 use crate::scripts::{NOT_AMONG_NEWEST, PostTrigger, ScriptError, StoredProcedure};
@@ -134,30 +134,34 @@ impl PostVersion {
 /// what falls out: one after the other, as the trigger assumes. Then the marks are written: each
 /// author's posts mark, and the feed's change mark, where a copy of these posts is held (it may
 /// have just been written, or written by a delivery that failed before its mark, so a repeated
-/// delivery marks it too). This instance's kept pages of them are dropped at once.
+/// delivery marks it too). This instance's kept pages of them are dropped at once. Last, the
+/// change log names the posts and the lists marked, for every other instance.
 pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppResult<()> {
     // The futures made first: a stream mapping the posts through a closure would not be `Send`
     // for every lifetime, as the change-feed tasks need.
     let refreshes: Vec<_> = posts.iter().map(|post| refresh_copy(state, Target::UserPosts, post)).collect();
     let user_copies: Vec<Option<PostCopy>> =
         futures::stream::iter(refreshes).buffer_unordered(CONCURRENT_USER_COPIES).try_collect().await?;
+    // What changed, for the change log: each post's page, and each list marked.
+    let mut changed: BTreeSet<String> = posts.iter().map(|post| changes::post(&post.post.id)).collect();
     let authors: BTreeSet<&str> = user_copies.iter().flatten().map(|copy| copy.post.user_id.as_str()).collect();
     for author in authors {
-        super::users::mark_user_posts_changed(state, author).await?;
+        changed.insert(super::users::mark_user_posts_changed(state, author).await?);
     }
     // The copies under tags follow the copies in `users`, as they now are.
-    super::tags::copy_tags(state, user_copies.into_iter().flatten()).await?;
+    super::tags::copy_tags(state, user_copies.into_iter().flatten(), &mut changed).await?;
     let mut feed_holds_one = false;
     for post in posts {
         feed_holds_one |= refresh_copy(state, Target::Feed, post).await?.is_some();
     }
     if feed_holds_one {
         super::feed::mark_feed_changed(state).await?;
+        changed.insert(changes::FEED.to_owned());
     }
     if !posts.is_empty() {
         state.feed.invalidate();
     }
-    Ok(())
+    changes::append(state, &changed).await
 }
 
 /// A deleted post: its copies and its pictures go, and so does whatever its deletion left of
@@ -165,7 +169,8 @@ pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppRe
 /// delivers a deletion; it delivers the tombstone, and this is the only rule that sees it.
 pub(crate) async fn remove_post_copies(state: &AppState, post: &Post) -> AppResult<()> {
     // First: the copy in `users` says which tags have copies, and goes below.
-    super::tags::remove_tag_copies(state, post).await?;
+    let mut changed = BTreeSet::from([changes::post(&post.id), changes::FEED.to_owned()]);
+    super::tags::remove_tag_copies(state, post, &mut changed).await?;
     for target in [Target::UserPosts, Target::Feed] {
         let delete = WriteOp::Delete { id: post.id.clone(), if_match: None };
         match state.store.execute_write(target.container(), target.partition_key(post), delete).await {
@@ -175,12 +180,12 @@ pub(crate) async fn remove_post_copies(state: &AppState, post: &Post) -> AppResu
     }
     // Marked whether the deletes found the copies or not: a delivery repeated after a failure
     // between a delete and its mark finds nothing to delete.
-    super::users::mark_user_posts_changed(state, &post.user_id).await?;
+    changed.insert(super::users::mark_user_posts_changed(state, &post.user_id).await?);
     super::feed::mark_feed_changed(state).await?;
     state.feed.invalidate();
     super::pictures::remove_post_pictures(state, &post.user_id, &post.id).await?;
     match remove_post(state, &post.id, &post.user_id, None).await? {
-        PostRemoval::Removed | PostRemoval::NothingLeft | PostRemoval::NotFound => Ok(()),
+        PostRemoval::Removed | PostRemoval::NothingLeft | PostRemoval::NotFound => changes::append(state, &changed).await,
         other => Err(ScriptError::Failed(crate::scripts::ScriptFailure::Answered {
             script: StoredProcedure::DeletePost.name(),
             post_id: Some(post.id.clone()),
@@ -299,7 +304,7 @@ async fn write_copy(
 
 /// A version of `delivered` was stored: its name reservations are tidied and, if the user may
 /// have written under another name, their current name is written onto every item of theirs in
-/// `posts`.
+/// `posts`. Then the change log names the user, for the instances that keep them.
 pub(crate) async fn user_changed(state: &AppState, delivered: User) -> AppResult<()> {
     // A user never renamed has had one name: the delivered version shows the current one, with
     // no read. (Once renamed, every later version says so too.)
@@ -314,7 +319,8 @@ pub(crate) async fn user_changed(state: &AppState, delivered: User) -> AppResult
     if model::may_show_other_names(&user) {
         copy_username(state, &user).await?;
     }
-    Ok(())
+    state.users.invalidate(&user.user_id);
+    changes::append(state, &BTreeSet::from([changes::user(&user.user_id)])).await
 }
 
 /// Writes the user's username, as it is NOW (`user` was just read), onto every item of theirs

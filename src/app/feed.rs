@@ -28,7 +28,7 @@ pub async fn feed_page(state: &AppState, params: &ListParams) -> AppResult<Arc<C
     state
         .feed
         .pages
-        .page(state, key, FEED_MARK, || async {
+        .page(state, key, super::changes::FEED, FEED_MARK, || async {
             let found = state.store.query_page::<Post>(Container::Feed, FEED_PARTITION, queries::feed(), page).await?;
             let list = ListPage {
                 items: found.items,

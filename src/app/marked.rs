@@ -2,15 +2,18 @@
 //! posts (Q3), a tag's posts (Q7) and a post's view (`super::post_view`, whose mark is the post's
 //! own etag) share.
 //!
+//! A page is kept with where the instance's copy of the blog's change log was when the page was
+//! read ([`super::changes`]). For [`MARKED_PAGE_LIFETIME`] it is shown as it is; after that, the
+//! log (one point read a second per instance, shared by every page) says whether it may be shown
+//! again, or that it changed and is read whole.
+//!
+//! When the log cannot say (it dropped changes since, or began anew), the page's own mark does.
 //! A mark is one small item that `PostsChangeFeed` writes again after every change it makes to
-//! the copies a list reads (`feed`'s posts for Q6, a user's post copies for Q3, a tag's for
-//! Q7), so its etag
-//! changes whenever the list's answer may have. A page read is kept with the mark's etag read
-//! just before it. For [`MARKED_PAGE_LIFETIME`] it is shown as it is; after that, one point read
-//! of the mark (about 1 RU) says whether it may be shown again, and the list's query (6–17 RU)
-//! runs only when the mark changed. A page is read whole again at least every
-//! [`CHECKED_PAGE_LIFETIME`] all the same, for what reaches the copies without the change feed
-//! (an operator's repair, a delete made before the marks existed).
+//! the copies a list reads (`feed`'s posts for Q6, a user's post copies for Q3, a tag's for Q7),
+//! so its etag changes whenever the list's answer may have; a page is kept with the mark's etag
+//! read just before it, and one point read of the mark (about 1 RU) says whether it may be shown
+//! again. A page is read whole again at least every [`CHECKED_PAGE_LIFETIME`] all the same, for
+//! what reaches the copies without the change feed (an operator's repair).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -22,6 +25,7 @@ use bytes::Bytes;
 use serde_json::json;
 use tokio::sync::OnceCell;
 
+use super::changes::{LogRead, Recent, Seen};
 use super::lists::ListPage;
 use super::{AppResult, AppState};
 use crate::cosmos::{Container, WriteOp};
@@ -178,11 +182,18 @@ pub(crate) const MAX_LIST_BYTES: usize = 16 * 1024 * 1024;
 
 type Cell<V> = Arc<OnceCell<Arc<V>>>;
 
+/// A kept page: when it was last read or checked, and where the change log was then.
+struct Entry<V> {
+    born: Instant,
+    seen: Seen,
+    cell: Cell<V>,
+}
+
 /// An instance's kept pages of one kind, by key, each with when it was last read or checked.
 /// Concurrent requests for a page that is not fresh share one read (they wait on the same cell),
 /// so a burst of views costs one check, or one read.
 pub(crate) struct KeptPages<K, V> {
-    pages: Mutex<HashMap<K, (Instant, Cell<V>)>>,
+    pages: Mutex<HashMap<K, Entry<V>>>,
     /// The most pages kept: keys are the clients' to choose.
     max_pages: usize,
     /// The most bytes the pages may hold, as [`Kept::weight`] counts them.
@@ -198,60 +209,92 @@ impl<K: Hash + Eq + Clone, V: Kept> KeptPages<K, V> {
         KeptPages { pages: Mutex::default(), max_pages, max_bytes }
     }
 
-    /// The page under `key`: the one kept while it is fresh (`read_now` asks for none kept);
-    /// otherwise the one `fill` answers, given the page kept when that may still be true and is
-    /// to be checked.
-    pub(crate) async fn page_with<F, Fut>(&self, key: K, read_now: bool, fill: F) -> AppResult<Arc<V>>
+    /// The page under `key`, which the change log calls `name`: the one kept while it is fresh
+    /// (`read_now` asks for none kept), or while the log says it did not change; otherwise the
+    /// one `fill` answers, given the page kept when that may still be true and is to be checked by
+    /// its mark. The log is read (`log.recent`) only to check a page kept: a page read anew is
+    /// kept with the log as this instance last read it, which is older than the page, so a change
+    /// it names makes the page read again, never shown too long.
+    pub(crate) async fn page_with<R, F, Fut>(&self, key: K, name: &str, read_now: bool, log: LogRead<R>, fill: F) -> AppResult<Arc<V>>
     where
+        R: Future<Output = AppResult<Arc<Recent>>>,
         F: FnOnce(Option<Arc<V>>) -> Fut,
         Fut: Future<Output = AppResult<Arc<V>>>,
     {
-        let (cell, kept) = self.cell(key, read_now);
+        let (cell, kept) = match self.cell(&key, name, read_now, None, log.last.as_deref()) {
+            Some(found) => found,
+            None => {
+                let recent = log.recent.await?;
+                self.cell(&key, name, read_now, Some(&recent), Some(&recent)).expect("a page is checked with the log at hand")
+            }
+        };
         Ok(cell.get_or_try_init(|| fill(kept)).await?.clone())
     }
 
-    /// The cell for `key`: the fresh one; or a new empty one that the caller fills, with the page
-    /// it replaces when that may still be true and is to be checked.
-    fn cell(&self, key: K, read_now: bool) -> (Cell<V>, Option<Arc<V>>) {
+    /// The cell for `key`: the fresh one, or the kept one made fresh again when `recent` (the log
+    /// read in the last lifetime) says it is unchanged; or a new empty one that the caller fills,
+    /// with the page it replaces when that may still be true and is to be checked by its mark, and
+    /// kept with `last` (the log as last read). `None` when a page is kept and no `recent` is given
+    /// to check it with.
+    fn cell(
+        &self,
+        key: &K,
+        name: &str,
+        read_now: bool,
+        recent: Option<&Recent>,
+        last: Option<&Recent>,
+    ) -> Option<(Cell<V>, Option<Arc<V>>)> {
         let mut pages = self.pages.lock().expect("never poisoned");
         let mut kept = None;
-        if let Some((born, cell)) = pages.get(&key).filter(|_| !read_now) {
-            if born.elapsed() < MARKED_PAGE_LIFETIME {
-                return (cell.clone(), None);
+        if let Some(entry) = pages.get_mut(key).filter(|_| !read_now) {
+            if entry.born.elapsed() < MARKED_PAGE_LIFETIME {
+                return Some((entry.cell.clone(), None));
             }
-            kept = cell.get().filter(|page| page.read_whole().elapsed() < CHECKED_PAGE_LIFETIME).cloned();
+            if let Some(page) = entry.cell.get().filter(|page| page.read_whole().elapsed() < CHECKED_PAGE_LIFETIME) {
+                let recent = recent?;
+                match recent.unchanged_since(&entry.seen, name) {
+                    Some(true) => {
+                        entry.born = Instant::now();
+                        entry.seen = recent.seen();
+                        return Some((entry.cell.clone(), None));
+                    }
+                    Some(false) => {}
+                    None => kept = Some(page.clone()),
+                }
+            }
         }
-        pages.remove(&key);
+        pages.remove(key);
         self.make_room(&mut pages);
         let cell = Cell::default();
-        pages.insert(key, (Instant::now(), cell.clone()));
-        (cell, kept)
+        let seen = last.map_or_else(Seen::unknown, Recent::seen);
+        pages.insert(key.clone(), Entry { born: Instant::now(), seen, cell: cell.clone() });
+        Some((cell, kept))
     }
 
     /// Keeps the pages within their bounds before one more is added: what can no longer be
     /// shown goes first, then the pages checked least recently. A page still being read weighs
     /// nothing yet; it is counted by the next call, so the pages hold at most their budget and
     /// those being read.
-    fn make_room(&self, pages: &mut HashMap<K, (Instant, Cell<V>)>) {
-        let weight = |cell: &Cell<V>| cell.get().map_or(0, |page| page.weight());
-        let mut bytes: usize = pages.values().map(|(_, cell)| weight(cell)).sum();
+    fn make_room(&self, pages: &mut HashMap<K, Entry<V>>) {
+        let weight = |entry: &Entry<V>| entry.cell.get().map_or(0, |page| page.weight());
+        let mut bytes: usize = pages.values().map(weight).sum();
         let over = |count: usize, bytes: usize| count >= self.max_pages || bytes >= self.max_bytes;
         if !over(pages.len(), bytes) {
             return;
         }
-        pages.retain(|_, (born, cell)| {
-            born.elapsed() < MARKED_PAGE_LIFETIME
-                || cell.get().is_some_and(|page| page.read_whole().elapsed() < CHECKED_PAGE_LIFETIME)
+        pages.retain(|_, entry| {
+            entry.born.elapsed() < MARKED_PAGE_LIFETIME
+                || entry.cell.get().is_some_and(|page| page.read_whole().elapsed() < CHECKED_PAGE_LIFETIME)
         });
-        bytes = pages.values().map(|(_, cell)| weight(cell)).sum();
-        let mut by_recency: Vec<(Instant, K)> = pages.iter().map(|(key, (born, _))| (*born, key.clone())).collect();
+        bytes = pages.values().map(weight).sum();
+        let mut by_recency: Vec<(Instant, K)> = pages.iter().map(|(key, entry)| (entry.born, key.clone())).collect();
         by_recency.sort_by_key(|(born, _)| *born);
         for (_, key) in by_recency {
             if !over(pages.len(), bytes) {
                 break;
             }
-            if let Some((_, cell)) = pages.remove(&key) {
-                bytes -= weight(&cell);
+            if let Some(entry) = pages.remove(&key) {
+                bytes -= weight(&entry);
             }
         }
     }
@@ -269,14 +312,22 @@ impl<K: Hash + Eq + Clone, V: Kept> KeptPages<K, V> {
 }
 
 impl<K: Hash + Eq + Clone, V: Weigh> MarkedPages<K, V> {
-    /// The page under `key`: the one kept if it is fresh, or checked by `mark` and kept again,
-    /// or read by `read` when there was none or the mark changed.
-    pub(crate) async fn page<F, Fut>(&self, state: &AppState, key: K, mark: Mark<'_>, read: F) -> AppResult<Arc<Checked<V>>>
+    /// The page under `key` (`name` in the change log): the one kept if it is fresh or the log
+    /// says it is unchanged, or checked by `mark` and kept again, or read by `read` when there was
+    /// none, or it changed.
+    pub(crate) async fn page<F, Fut>(
+        &self,
+        state: &AppState,
+        key: K,
+        name: &str,
+        mark: Mark<'_>,
+        read: F,
+    ) -> AppResult<Arc<Checked<V>>>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = AppResult<V>>,
     {
-        self.page_with(key, false, |kept| async move {
+        self.page_with(key, name, false, state.changes.for_pages(state), |kept| async move {
             let etag = mark.read(state).await?;
             if let Some(kept) = kept
                 && kept.mark == etag
@@ -300,7 +351,7 @@ mod tests {
     fn kept_pages_stay_within_their_bound() {
         let pages: MarkedPages<u32, ListPage<Post>> = MarkedPages::within(4, MAX_LIST_BYTES);
         for key in 0..10 {
-            let _ = pages.cell(key, false);
+            let _ = pages.cell(&key, "p/page", false, None, None);
             assert!(pages.len() <= 4, "{}", pages.len());
         }
         let before = pages.len();
@@ -325,7 +376,7 @@ mod tests {
         let pages: MarkedPages<u32, ListPage<Post>> = MarkedPages::within(1000, budget);
         for key in 0..10 {
             let page = Checked::new(ListPage { items: page.items.clone(), continuation_token: None }, None, Instant::now());
-            let kept = pages.page_with(key, false, |_| async { Ok(Arc::new(page)) }).await;
+            let kept = pages.page_with(key, "p/page", false, LogRead::none(), |_| async { Ok(Arc::new(page)) }).await;
             assert!(kept.is_ok());
             assert!(pages.len() <= 4, "{} pages of {weight} bytes within {budget}", pages.len());
         }

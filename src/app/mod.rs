@@ -4,6 +4,7 @@
 //! API and the pages) and `changefeed` (the host's invocations and the local processors) are
 //! adapters that translate to and from them. Nothing here knows about HTTP.
 
+pub(crate) mod changes;
 pub(crate) mod comments;
 pub(crate) mod copies;
 mod error;
@@ -64,6 +65,8 @@ impl AppState {
             tokens: self.tokens.clone(),
             feed: Default::default(),
             post_views: Default::default(),
+            changes: Default::default(),
+            users: Default::default(),
             user_posts: Arc::new(post_lists::PostLists::user_posts()),
             tag_posts: Arc::new(post_lists::PostLists::tag_posts()),
             pictures: None,
@@ -105,6 +108,11 @@ pub struct Shared {
     pub feed: Arc<feed::FeedCache>,
     /// The post pages' reads, kept and checked by the post's etag, by post.
     pub(crate) post_views: Arc<post_view::PostViewCache>,
+    /// The blog's change log as this instance last read it: what lets every kept page be checked
+    /// by one point read a second.
+    pub(crate) changes: Arc<changes::ChangeLog>,
+    /// Users as their pages show them (Q1), kept and checked by the change log.
+    pub(crate) users: Arc<users::UserCache>,
     /// Users' pages of posts (Q3), kept and checked by each user's posts mark.
     pub(crate) user_posts: Arc<post_lists::PostLists>,
     /// Tags' pages of posts (Q7), kept and checked by each tag's mark.

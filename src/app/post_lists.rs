@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::cosmos::{Container, QuerySpec, queries};
 use crate::model::{self, Post};
 
+use super::changes;
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
 use super::marked::{Checked, MAX_LIST_BYTES, Mark, MarkedPages};
 use super::{AppResult, AppState};
@@ -26,28 +27,36 @@ pub struct PostLists {
     query: fn() -> QuerySpec,
     mark_id: &'static str,
     mark_type: &'static str,
+    /// What the change log calls a partition's list.
+    name: fn(&str) -> String,
     pages: MarkedPages<(String, u32, Option<String>), ListPage<Post>>,
 }
 
 impl PostLists {
     /// A user's posts: Q3, checked by `§postsMark` in their partition of `users`.
     pub(crate) fn user_posts() -> PostLists {
-        PostLists::new("userPosts", Container::Users, queries::user_posts, model::USER_POSTS_MARK_ID, model::USER_POSTS_MARK_TYPE)
+        PostLists::new(
+            "userPosts",
+            Container::Users,
+            queries::user_posts,
+            (model::USER_POSTS_MARK_ID, model::USER_POSTS_MARK_TYPE),
+            changes::user_posts,
+        )
     }
 
     /// A tag's posts: Q7, checked by `§tagMark` in the tag's partition of `tags`.
     pub(crate) fn tag_posts() -> PostLists {
-        PostLists::new("tag", Container::Tags, queries::tag_posts, model::TAG_MARK_ID, model::TAG_MARK_TYPE)
+        PostLists::new("tag", Container::Tags, queries::tag_posts, (model::TAG_MARK_ID, model::TAG_MARK_TYPE), changes::tag)
     }
 
     fn new(
         list: &'static str,
         container: Container,
         query: fn() -> QuerySpec,
-        mark_id: &'static str,
-        mark_type: &'static str,
+        (mark_id, mark_type): (&'static str, &'static str),
+        name: fn(&str) -> String,
     ) -> Self {
-        PostLists { list, container, query, mark_id, mark_type, pages: MarkedPages::within(MAX_PAGES, MAX_LIST_BYTES) }
+        PostLists { list, container, query, mark_id, mark_type, name, pages: MarkedPages::within(MAX_PAGES, MAX_LIST_BYTES) }
     }
 
     /// The page `params` asks for of the list in `partition`, newest first: the one kept while
@@ -61,7 +70,7 @@ impl PostLists {
         let page = params.page_request(&state.tokens, self.list, partition, DEFAULT_PAGE_SIZE)?;
         let key = (partition.to_owned(), page.size, page.continuation.clone());
         self.pages
-            .page(state, key, self.mark(partition), || async {
+            .page(state, key, &(self.name)(partition), self.mark(partition), || async {
                 let found = state.store.query_page::<Post>(self.container, partition, (self.query)(), page).await?;
                 let continuation_token = wrap_token(&state.tokens, found.continuation, self.list, partition);
                 Ok(ListPage { items: found.items, continuation_token })
@@ -74,11 +83,12 @@ impl PostLists {
     }
 
     /// Writes the mark of the list in `partition` again and forgets this instance's pages of it:
-    /// its copies changed (or may have, in a delivery that failed before its mark).
-    pub(crate) async fn mark_changed(&self, state: &AppState, partition: &str) -> AppResult<()> {
+    /// its copies changed (or may have, in a delivery that failed before its mark). Answers what
+    /// the change log calls the list, for the caller to append once the batch is stored.
+    pub(crate) async fn mark_changed(&self, state: &AppState, partition: &str) -> AppResult<String> {
         self.mark(partition).write(state, self.mark_type).await?;
         self.pages.forget(|(kept, _, _)| kept == partition);
-        Ok(())
+        Ok((self.name)(partition))
     }
 
     /// Forgets every page kept: the next read of each list reads its mark and its query.

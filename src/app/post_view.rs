@@ -1,26 +1,30 @@
 //! The post page's reads, shared by its viewers: Q2 (the post), a page of Q4 (its comments) and
 //! the first page of Q5 (its likes), read together and kept.
 //!
-//! For [`MARKED_PAGE_LIFETIME`](super::marked::MARKED_PAGE_LIFETIME) a view is shown as it is. After that, it is checked before it is
-//! shown again by one point read of the post: its etag changes with every write that changes
-//! the page (an edit; a comment or like added or deleted, whose stored procedure updates the
-//! post's counters in the same transaction; a commenter's or liker's new name, which
-//! `updateUsernames` writes with the post again, in the same transaction), so an unchanged etag
-//! says the comments and likes kept are still the ones stored. A post viewed often then costs
-//! one point read a second per instance (about 1 RU) instead of its three reads (about 17 RU),
-//! and the two queries only after it changed. A view is read whole again at least every
+//! For [`MARKED_PAGE_LIFETIME`](super::marked::MARKED_PAGE_LIFETIME) a view is shown as it is. After that, the blog's change log
+//! ([`super::changes`], one point read a second per instance for every page) says whether it
+//! changed: every write that changes the page writes the post (an edit; a comment or like added
+//! or deleted, whose stored procedure updates the post's counters in the same transaction; a
+//! commenter's or liker's new name, which `updateUsernames` writes with the post again, in the
+//! same transaction), and `PostsChangeFeed` names every post it delivers there. A view the log
+//! names is read whole. Where the log cannot say, one point read of the post does: its etag
+//! changes with every one of those writes, so an unchanged etag says the comments and likes kept
+//! are still the ones stored. A post then costs nothing while nobody writes to it, where each of
+//! its views after the first second cost a point read (about 1 RU), and its three reads (about
+//! 17 RU) only after it changed. A view is read whole again at least every
 //! [`CHECKED_PAGE_LIFETIME`](super::marked::CHECKED_PAGE_LIFETIME) all the same, for what reaches a post's partition without its
 //! post (an operator's repair), and views are kept within [`MAX_CACHED_VIEWS`] and
 //! [`MAX_CACHED_BYTES`], the least recently checked post's going first.
 //!
 //! Every write to a post through this instance (C2 edit, C3, C4, C5, C6, C7) forgets its views
-//! at once, so the next view reads it again; another instance shows the write at most
-//! [`MARKED_PAGE_LIFETIME`](super::marked::MARKED_PAGE_LIFETIME) late. A writer is sent back with [`Freshness::Read`] by the pages
+//! at once, so the next view reads it again; another instance shows the write once the change
+//! feed has delivered it, and [`MARKED_PAGE_LIFETIME`](super::marked::MARKED_PAGE_LIFETIME) later at most. A writer is sent back with [`Freshness::Read`] by the pages
 //! (a cookie scoped to the post), so whichever instance answers, they see their own write.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
+use super::changes;
 use super::comments::comments_of;
 use super::likes::likes_of;
 use super::lists::{ListPage, ListParams, OwnerKnown};
@@ -102,7 +106,7 @@ pub(crate) async fn post_view(
     state
         .post_views
         .views
-        .page_with(key, freshness == Freshness::Read, |kept| async move {
+        .page_with(key, &changes::post(post_id), freshness == Freshness::Read, state.changes.for_pages(state), |kept| async move {
             let first_likes = ListParams::default();
             let Some(kept) = kept else {
                 let (post, comments, likes) = tokio::join!(
@@ -186,6 +190,7 @@ impl PostViewCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::app::changes::LogRead;
 
     fn view_of(post_id: &str, content_bytes: usize) -> Arc<PostView> {
         let post: Post = serde_json::from_value(serde_json::json!({
@@ -205,7 +210,10 @@ mod tests {
     }
 
     async fn keep(cache: &PostViewCache, post_id: &str, content_bytes: usize) {
-        let view = cache.views.page_with(key(post_id), false, |_| async { Ok(view_of(post_id, content_bytes)) }).await;
+        let view = cache
+            .views
+            .page_with(key(post_id), "p/post", false, LogRead::none(), |_| async { Ok(view_of(post_id, content_bytes)) })
+            .await;
         assert!(view.is_ok());
     }
 
@@ -220,7 +228,9 @@ mod tests {
         }
         assert!(cache.views.len() <= 3, "{}", cache.views.len());
         let answered_kept = |post: &str| {
-            let kept = cache.views.page_with(key(post), false, |_| async { Err(crate::app::AppError::NotFound(String::new())) });
+            let kept = cache.views.page_with(key(post), "p/post", false, LogRead::none(), |_| async {
+                Err(crate::app::AppError::NotFound(String::new()))
+            });
             async move { kept.await.is_ok() }
         };
         assert!(answered_kept("d").await, "what was kept last stays");

@@ -42,14 +42,19 @@ const CONCURRENT_POSTS: usize = 8;
 /// Idempotent: a delivery repeated or late finds the copies as they should be.
 ///
 /// Then each tag whose copies were brought up to date, or may have been by a delivery that
-/// failed before its mark (any tag the post has or had), is marked once for the whole batch.
-pub(crate) async fn copy_tags(state: &AppState, user_copies: impl Iterator<Item = PostCopy>) -> AppResult<()> {
+/// failed before its mark (any tag the post has or had), is marked once for the whole batch, and
+/// named in `changed` for the change log.
+pub(crate) async fn copy_tags(
+    state: &AppState,
+    user_copies: impl Iterator<Item = PostCopy>,
+    changed: &mut BTreeSet<String>,
+) -> AppResult<()> {
     let touched = Mutex::new(BTreeSet::new());
     futures::stream::iter(user_copies.map(Ok))
         .try_for_each_concurrent(CONCURRENT_POSTS, |copy| sync_tags(state, copy, &touched))
         .await?;
     for tag in touched.into_inner().expect("never poisoned") {
-        mark_tag_changed(state, &tag).await?;
+        changed.insert(mark_tag_changed(state, &tag).await?);
     }
     Ok(())
 }
@@ -142,8 +147,8 @@ async fn delete_tag_copy(state: &AppState, tag: &str, post_id: &str) -> AppResul
 
 /// A deleted post's copies under tags: every tag its copy in `users` has or recorded (the
 /// tombstone keeps no tags). Run before that copy is deleted, so that a crash in between
-/// leaves the record for the tombstone's next delivery.
-pub(crate) async fn remove_tag_copies(state: &AppState, post: &Post) -> AppResult<()> {
+/// leaves the record for the tombstone's next delivery. The tags are named in `changed`.
+pub(crate) async fn remove_tag_copies(state: &AppState, post: &Post, changed: &mut BTreeSet<String>) -> AppResult<()> {
     let Some(copy) = state.store.read::<PostCopy>(Container::Users, &post.user_id, &post.id).await? else {
         return Ok(());
     };
@@ -152,7 +157,7 @@ pub(crate) async fn remove_tag_copies(state: &AppState, post: &Post) -> AppResul
         delete_tag_copy(state, tag, &post.id).await?;
     }
     for tag in tags {
-        mark_tag_changed(state, &tag).await?;
+        changed.insert(mark_tag_changed(state, &tag).await?);
     }
     Ok(())
 }
@@ -169,7 +174,8 @@ pub(crate) async fn posts_with_tag(state: &AppState, tag: &str, params: &ListPar
     state.tag_posts.page(state, &tag, params).await
 }
 
-/// Writes the mark of `tag` (normal form) again, forgetting this instance's pages of it.
-async fn mark_tag_changed(state: &AppState, tag: &str) -> AppResult<()> {
+/// Writes the mark of `tag` (normal form) again, forgetting this instance's pages of it; answers
+/// what the change log calls its pages.
+async fn mark_tag_changed(state: &AppState, tag: &str) -> AppResult<String> {
     state.tag_posts.mark_changed(state, tag).await
 }

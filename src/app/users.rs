@@ -2,6 +2,7 @@
 //! steps that keep them so are in [`usernames`].
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::cosmos::{Container, StoreError, WriteOp, retry_pause};
 use crate::model::usernames::{is_default_ignorable, released_name};
@@ -9,7 +10,8 @@ use crate::model::{self, MAX_USERNAME_CHARS, Post, User};
 
 use super::idempotency::{Committed, Once, commit};
 use super::lists::{ListPage, ListParams, OwnerKnown};
-use super::marked::Checked;
+use super::changes;
+use super::marked::{Checked, Kept, KeptPages};
 use super::posts::to_document;
 use super::usernames;
 use super::{AppError, AppResult, AppState, Caller, validate_text};
@@ -133,6 +135,7 @@ pub async fn rename_user(state: &AppState, caller: &Caller, user_id: &str, usern
             Err(AppError::Store(StoreError::NotFound)) => return Err(user_not_found(user_id)),
             Err(other) => return Err(other),
         }
+        state.users.invalidate(user_id);
         #[cfg(any(test, feature = "test-support"))]
         crate::test_support::crash::after(crate::test_support::crash::Step::UserWritten)?;
         for old in [old_reservation, left_behind].into_iter().flatten() {
@@ -153,6 +156,61 @@ pub(crate) async fn get_user(state: &AppState, user_id: &str) -> AppResult<User>
     state.store.read::<User>(Container::Users, user_id, user_id).await?.ok_or_else(|| user_not_found(user_id))
 }
 
+/// Q1 as the user page shows it: kept by the instance and checked by the change log, which
+/// `UsersChangeFeed` names the user in after each change (`x-cosmos-operations: 0` while nothing
+/// changed; one point read where the log cannot say). `fresh` reads it anew: the user viewing
+/// their own page sees their rename at once, whichever instance answers.
+pub(crate) async fn shown_user(state: &AppState, user_id: &str, fresh: bool) -> AppResult<User> {
+    let kept = state
+        .users
+        .users
+        .page_with(user_id.to_owned(), &changes::user(user_id), fresh, state.changes.for_pages(state), |_| async {
+            let user = get_user(state, user_id).await?;
+            Ok(Arc::new(KeptUser { user, read_whole: Instant::now() }))
+        })
+        .await?;
+    Ok(kept.user.clone())
+}
+
+/// A user as read, kept.
+pub(crate) struct KeptUser {
+    user: User,
+    read_whole: Instant,
+}
+
+impl Kept for KeptUser {
+    fn read_whole(&self) -> Instant {
+        self.read_whole
+    }
+
+    fn weight(&self) -> usize {
+        const PER_USER: usize = 300;
+        PER_USER + self.user.username.len() + self.user.user_id.len()
+    }
+}
+
+/// The most users one instance keeps, and the bytes they may hold (each a few hundred).
+const MAX_KEPT_USERS: usize = 4096;
+const MAX_KEPT_USER_BYTES: usize = 2 * 1024 * 1024;
+
+/// The users one instance keeps for their pages.
+pub(crate) struct UserCache {
+    users: KeptPages<String, KeptUser>,
+}
+
+impl Default for UserCache {
+    fn default() -> Self {
+        UserCache { users: KeptPages::within(MAX_KEPT_USERS, MAX_KEPT_USER_BYTES) }
+    }
+}
+
+impl UserCache {
+    /// Forgets the user: they changed.
+    pub(crate) fn invalidate(&self, user_id: &str) {
+        self.users.forget(|kept| kept == user_id);
+    }
+}
+
 /// Q3, newest first: one query on the user's own partition of `users`, which holds the short
 /// copies of their posts, kept and checked by the user's posts mark ([`super::post_lists`]); not
 /// found when the user does not exist ([`OwnerKnown`]). The user page reads the user itself (Q1)
@@ -170,8 +228,9 @@ pub(crate) async fn posts_of(
     Ok(found)
 }
 
-/// Writes the user's posts mark again, forgetting this instance's pages of their posts.
-pub(crate) async fn mark_user_posts_changed(state: &AppState, user_id: &str) -> AppResult<()> {
+/// Writes the user's posts mark again, forgetting this instance's pages of their posts; answers
+/// what the change log calls those pages.
+pub(crate) async fn mark_user_posts_changed(state: &AppState, user_id: &str) -> AppResult<String> {
     state.user_posts.mark_changed(state, user_id).await
 }
 

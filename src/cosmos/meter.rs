@@ -45,6 +45,9 @@ pub struct Meter {
     /// Request units, in thousandths, so that an atomic integer can sum them.
     milli_charge: AtomicU64,
     operations: AtomicU64,
+    /// Of the operations, the queries: what a request costs depends on how many reads were
+    /// queries (6–17 RU on Cosmos DB) and how many point reads (1 RU).
+    queries: AtomicU64,
     touched: Mutex<BTreeSet<Scope>>,
 }
 
@@ -71,6 +74,18 @@ impl Meter {
             meter.operations.fetch_add(1, Ordering::Relaxed);
             meter.touched.lock().expect("the meter's lock is never poisoned").insert(scope);
         });
+    }
+
+    /// Records one query's page in `scope` that cost `charge` RU: an operation, counted among the
+    /// queries too.
+    pub(crate) fn record_query(scope: Scope, charge: f64) {
+        Meter::record(scope, charge);
+        let _ = METER.try_with(|meter| meter.queries.fetch_add(1, Ordering::Relaxed));
+    }
+
+    /// How many of the operations so far were queries.
+    pub(crate) fn queries(&self) -> u64 {
+        self.queries.load(Ordering::Relaxed)
     }
 
     /// Request units and operations so far.

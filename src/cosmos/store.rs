@@ -267,14 +267,14 @@ impl Store {
         let page = match bounded(pages.try_next()).await {
             Ok(page) => page,
             Err(error) => {
-                Meter::record(Scope::partition(container, partition_key), 0.0);
+                Meter::record_query(Scope::partition(container, partition_key), 0.0);
                 return Err(continuation_error(error));
             }
         };
         let Some(page) = page else {
             return Ok((Vec::new(), None));
         };
-        Meter::record(Scope::partition(container, partition_key), response_charge(page.headers()));
+        Meter::record_query(Scope::partition(container, partition_key), response_charge(page.headers()));
         // The backend sends a continuation header only when more results may follow.
         let continuation = match page.headers().continuation() {
             Some(_) => Some(

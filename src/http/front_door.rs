@@ -15,7 +15,8 @@
 //!    cache may keep ([`caching::cache_control`]: nothing of a signed-in or cookie-bearing
 //!    request's answer, nor of one that sets a cookie), the request's
 //!    Cosmos cost in headers: `x-ms-request-charge` (RU), `x-cosmos-operations` (database round
-//!    trips) and `x-cosmos-partitions` (the logical partitions they touched, per container:
+//!    trips), `x-cosmos-queries` (how many of them were queries; absent when there were none at
+//!    all) and `x-cosmos-partitions` (the logical partitions they touched, per container:
 //!    `users=1, posts=1`; `posts=*` for a query across all partitions; absent when none), and one
 //!    log line.
 //!
@@ -360,6 +361,7 @@ where
 const REQUEST_CHARGE: HeaderName = HeaderName::from_static("x-ms-request-charge");
 const OPERATIONS: HeaderName = HeaderName::from_static("x-cosmos-operations");
 const PARTITIONS: HeaderName = HeaderName::from_static("x-cosmos-partitions");
+const QUERIES: HeaderName = HeaderName::from_static("x-cosmos-queries");
 
 /// The Cosmos cost headers, and the request's log line.
 fn log_and_show_cost(
@@ -380,6 +382,7 @@ fn log_and_show_cost(
     } else {
         headers.insert(REQUEST_CHARGE, HeaderValue::from_str(&charge.to_string()).expect("a number is a header value"));
         headers.insert(OPERATIONS, HeaderValue::from(operations));
+        headers.insert(QUERIES, HeaderValue::from(meter.queries()));
     }
     let partitions = if operations == 0 { String::new() } else { meter.partitions().to_string() };
     if !partitions.is_empty() {

@@ -42,7 +42,7 @@ impl Modify for PathIdsAreItemIds {
         title = "Cosmos DB blog",
         description = "The blogging platform of Microsoft's article \"Model and partition data on Azure Cosmos DB using a \
                        real-world example\", on the article's final model (V3). Every response carries \
-                       x-ms-request-charge (RU), x-cosmos-operations and x-cosmos-partitions; every error is application/problem+json."
+                       x-ms-request-charge (RU), x-cosmos-operations, x-cosmos-queries and x-cosmos-partitions; every error is application/problem+json."
     ),
     paths(
         users::create, users::edit, users::get, users::me, users::list_posts,

@@ -14,7 +14,7 @@ use super::{
 };
 use crate::app::idempotency::IdempotencyKey;
 use crate::app::lists::{ListParams, OwnerKnown};
-use crate::app::users::{create_user, get_user, posts_of, rename_user};
+use crate::app::users::{create_user, posts_of, rename_user, shown_user};
 use crate::app::{AppError, AppState};
 use crate::http::error::ApiError;
 
@@ -61,7 +61,8 @@ async fn render_user(
     status: StatusCode,
     request: Option<&HeaderMap>,
 ) -> PageResult {
-    let (user, posts) = tokio::join!(get_user(state, user_id), posts_of(state, user_id, params, OwnerKnown::Yes));
+    let (user, posts) =
+        tokio::join!(shown_user(state, user_id, viewer.is(user_id)), posts_of(state, user_id, params, OwnerKnown::Yes));
     let user = match user {
         Ok(user) => user,
         // Signed in for the first time: their page is where they choose their name.

@@ -1,0 +1,287 @@
+//! The blog's change log: one small item in `feed` naming the kept pages that changed lately, so
+//! that an instance checks every page it keeps with one point read a second, not one a page.
+//!
+//! Each kept page has a name here ([`post`], [`FEED`], [`user`], [`user_posts`], [`tag`]).
+//! After `PostsChangeFeed` has written a batch's copies and marks, it appends the names of what
+//! the batch changed, each change numbered; `UsersChangeFeed` appends each user it delivers. An instance reads the log at most once a
+//! [`MARKED_PAGE_LIFETIME`] (one read shared by every request waiting on it) and keeps, with each
+//! page, the number of the last change it had seen when it read or checked the page. A page
+//! older than the lifetime is then shown again at no cost when the log still names every change
+//! since that number and none of them is the page: a post viewed once an hour costs nothing
+//! while nobody writes to it, where checking it by its etag cost a read a view. A page the log
+//! names is read whole; one the log no longer covers (more changes than it holds, or a log begun
+//! anew) is checked by its own mark, as before the log.
+//!
+//! So a change made through one instance is shown by another once the change feed has delivered
+//! it, and a lifetime later at most: what the lists (Q3, Q6, Q7) already promised, and now the
+//! post page too. The writer sees their own write at once ([`super::post_view::Freshness`]).
+//!
+//! The log is bounded: at most [`MAX_NAMES`] names and [`MAX_NAME_BYTES`] bytes of them, the
+//! oldest dropped first, so it stays near a kilobyte and its point read about 1 RU.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::OnceCell;
+
+use super::marked::MARKED_PAGE_LIFETIME;
+use super::{AppError, AppResult, AppState};
+use crate::cosmos::{Container, StoreError, WriteOp};
+use crate::model::{CHANGE_LOG_ID, CHANGE_LOG_PARTITION};
+
+/// The most names the log holds: with a write naming three or four pages (the post, the feed,
+/// its author's posts, its tags), the last fifteen or so writes, minutes of a busy blog, where an
+/// instance that serves views reads the log every second.
+pub(crate) const MAX_NAMES: usize = 64;
+/// The most bytes of names the log holds: ids and tags may be long, and a point read costs by
+/// the item's size (1 RU up to about 1 KB).
+pub(crate) const MAX_NAME_BYTES: usize = 1536;
+
+/// How often an append is tried again when another writer appended in between.
+const ATTEMPTS: usize = 20;
+
+/// A post's page (its views: Q2, Q4, Q5).
+pub(crate) fn post(post_id: &str) -> String {
+    format!("p/{post_id}")
+}
+
+/// The feed's pages (Q6).
+pub(crate) const FEED: &str = "feed";
+
+/// A user, as their page shows them (Q1).
+pub(crate) fn user(user_id: &str) -> String {
+    format!("u/{user_id}")
+}
+
+/// A user's pages of posts (Q3).
+pub(crate) fn user_posts(user_id: &str) -> String {
+    format!("up/{user_id}")
+}
+
+/// A tag's pages of posts (Q7).
+pub(crate) fn tag(tag: &str) -> String {
+    format!("t/{tag}")
+}
+
+/// The log as stored, and as an instance last read it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Recent {
+    /// When this log was begun: a log begun anew (deleted, damaged) numbers its changes from 0
+    /// again, so a number is only compared within one beginning.
+    began: String,
+    /// The number of the last change no longer named.
+    since: u64,
+    /// The changes after `since`, oldest first: the n-th (from 1) is change `since + n`.
+    names: Vec<String>,
+}
+
+/// Where in the log a page was last known true: the log's beginning and the number of its last
+/// change then.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Seen {
+    began: Arc<str>,
+    change: u64,
+}
+
+impl Seen {
+    /// Where a page read before this instance ever read the log was: nowhere any log can say
+    /// anything of, so its first check is by its mark.
+    pub(crate) fn unknown() -> Seen {
+        Seen { began: Arc::from(""), change: u64::MAX }
+    }
+}
+
+impl Recent {
+    /// Where this log is now.
+    pub(crate) fn seen(&self) -> Seen {
+        Seen { began: Arc::from(self.began.as_str()), change: self.last() }
+    }
+
+    fn last(&self) -> u64 {
+        self.since + self.names.len() as u64
+    }
+
+    /// Whether `name` is unchanged since `seen`: `Some(true)` when the log names every change
+    /// since and none is `name`, `Some(false)` when one is, `None` when the log cannot say.
+    pub(crate) fn unchanged_since(&self, seen: &Seen, name: &str) -> Option<bool> {
+        if *seen.began != *self.began || seen.change < self.since || seen.change > self.last() {
+            return None;
+        }
+        let after = usize::try_from(seen.change - self.since).ok()?;
+        Some(!self.names[after..].iter().any(|changed| changed == name))
+    }
+
+    /// The log with `names` appended, its oldest names dropped past its bounds.
+    fn appended(mut self, names: &BTreeSet<String>) -> Recent {
+        self.names.extend(names.iter().cloned());
+        let mut bytes: usize = self.names.iter().map(String::len).sum();
+        let mut dropped = 0;
+        while self.names.len() - dropped > MAX_NAMES || bytes > MAX_NAME_BYTES {
+            bytes -= self.names[dropped].len();
+            dropped += 1;
+        }
+        self.names.drain(..dropped);
+        self.since += dropped as u64;
+        self
+    }
+
+    /// A log begun now, with nothing named.
+    fn begun() -> Recent {
+        Recent { began: format!("{}/{}", crate::model::now(), uuid::Uuid::new_v4()), since: 0, names: Vec::new() }
+    }
+
+    /// The log as `document` holds it; a damaged one is begun anew, which every instance then
+    /// sees as a log that cannot say (each page checked by its own mark once).
+    fn from_document(document: Value) -> Recent {
+        serde_json::from_value(document).unwrap_or_else(|_| Recent::begun())
+    }
+
+    fn document(&self) -> Value {
+        let mut document = serde_json::to_value(self).expect("a log serializes");
+        document["id"] = CHANGE_LOG_ID.into();
+        document["type"] = CHANGE_LOG_PARTITION.into();
+        document
+    }
+}
+
+/// Appends `names` to the log: called after the changes they name are stored (copies and marks
+/// written), never before, so an instance that reads a name reads a page with the change. A
+/// conditional replace, tried again when another writer appended in between.
+pub(crate) async fn append(state: &AppState, names: &BTreeSet<String>) -> AppResult<()> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    for _ in 0..ATTEMPTS {
+        let found = state.store.read_versioned::<Value>(Container::Feed, CHANGE_LOG_PARTITION, CHANGE_LOG_ID).await?;
+        let write = match found {
+            Some(found) => WriteOp::Replace {
+                id: CHANGE_LOG_ID.to_owned(),
+                document: Recent::from_document(found.item).appended(names).document(),
+                if_match: Some(found.etag),
+            },
+            None => WriteOp::Create { document: Recent::begun().appended(names).document() },
+        };
+        match state.store.execute_write(Container::Feed, CHANGE_LOG_PARTITION, write).await {
+            Ok(()) => return Ok(()),
+            Err(StoreError::PreconditionFailed | StoreError::Conflict | StoreError::NotFound) => continue,
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Err(AppError::Store(StoreError::PreconditionFailed))
+}
+
+type Cell = Arc<OnceCell<Arc<Recent>>>;
+
+/// The log as this instance last read it: read again at most once a [`MARKED_PAGE_LIFETIME`],
+/// by the first request that needs it then, while the others wait on the same read.
+#[derive(Default)]
+pub(crate) struct ChangeLog {
+    read: Mutex<Option<(Instant, Cell)>>,
+    /// The last log read, however old.
+    last: Mutex<Option<Arc<Recent>>>,
+}
+
+/// What kept pages are checked with ([`super::marked::KeptPages::page_with`]): the log as this
+/// instance last read it, and a read of it no older than a lifetime, made only if awaited.
+pub(crate) struct LogRead<R> {
+    pub(crate) last: Option<Arc<Recent>>,
+    pub(crate) recent: R,
+}
+
+#[cfg(test)]
+impl LogRead<std::future::Ready<AppResult<Arc<Recent>>>> {
+    /// An empty log, never written.
+    pub(crate) fn none() -> Self {
+        LogRead { last: None, recent: std::future::ready(Ok(Arc::default())) }
+    }
+}
+
+impl ChangeLog {
+    /// The log as last read, and a read of it no older than a lifetime for the pages to await
+    /// when they check one they keep.
+    pub(crate) fn for_pages<'a>(&'a self, state: &'a AppState) -> LogRead<impl Future<Output = AppResult<Arc<Recent>>> + 'a> {
+        LogRead { last: self.last.lock().expect("never poisoned").clone(), recent: self.recent(state) }
+    }
+
+    /// The log, as read in the last [`MARKED_PAGE_LIFETIME`]. A log never written is an empty one:
+    /// nothing was delivered since the blog began logging; the first delivery begins it, and a page
+    /// seen before is then checked by its own mark once.
+    pub(crate) async fn recent(&self, state: &AppState) -> AppResult<Arc<Recent>> {
+        let cell = {
+            let mut read = self.read.lock().expect("never poisoned");
+            match &*read {
+                Some((born, cell)) if born.elapsed() < MARKED_PAGE_LIFETIME => cell.clone(),
+                _ => {
+                    let cell = Cell::default();
+                    *read = Some((Instant::now(), cell.clone()));
+                    cell
+                }
+            }
+        };
+        let recent = cell
+            .get_or_try_init(|| async {
+                let found = state.store.read::<Value>(Container::Feed, CHANGE_LOG_PARTITION, CHANGE_LOG_ID).await?;
+                let recent = Arc::new(found.map(Recent::from_document).unwrap_or_default());
+                *self.last.lock().expect("never poisoned") = Some(recent.clone());
+                AppResult::Ok(recent)
+            })
+            .await?;
+        Ok(recent.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|name| (*name).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_page_is_unchanged_until_the_log_names_it() {
+        let log = Recent::begun().appended(&names(&["p/a"]));
+        let seen = log.seen();
+        let log = log.appended(&names(&["p/b", "feed"]));
+        assert_eq!(log.unchanged_since(&seen, "p/a"), Some(true));
+        assert_eq!(log.unchanged_since(&seen, "p/b"), Some(false));
+        assert_eq!(log.unchanged_since(&seen, "feed"), Some(false));
+        assert_eq!(log.unchanged_since(&log.seen(), "p/b"), Some(true), "seen after the change");
+    }
+
+    #[test]
+    fn a_log_that_dropped_changes_or_began_anew_cannot_say() {
+        let log = Recent::begun();
+        let seen = log.seen();
+        let many: Vec<String> = (0..MAX_NAMES + 1).map(|n| post(&n.to_string())).collect();
+        let log = log.appended(&many.into_iter().collect());
+        assert_eq!(log.names.len(), MAX_NAMES, "the oldest name dropped");
+        assert_eq!(log.unchanged_since(&seen, "p/other"), None, "a change since is no longer named");
+        let anew = Recent::begun();
+        assert_eq!(anew.unchanged_since(&log.seen(), "p/other"), None);
+        assert_eq!(Recent::default().unchanged_since(&Recent::default().seen(), "p/a"), Some(true));
+    }
+
+    #[test]
+    fn the_log_keeps_within_its_bytes() {
+        let long = "x".repeat(500);
+        let mut log = Recent::begun();
+        for n in 0..10 {
+            log = log.appended(&names(&[&format!("p/{n}{long}")]));
+            assert!(log.names.iter().map(String::len).sum::<usize>() <= MAX_NAME_BYTES);
+        }
+        assert_eq!(log.last(), 10, "every change is numbered, named or dropped");
+        assert_eq!(log.names.len(), 3);
+    }
+
+    #[test]
+    fn a_damaged_log_is_begun_anew() {
+        let log = Recent::from_document(serde_json::json!({"id": CHANGE_LOG_ID, "names": 7}));
+        assert!(log.names.is_empty() && !log.began.is_empty());
+        let stored = Recent::begun().appended(&names(&["feed"]));
+        assert_eq!(Recent::from_document(stored.document()), stored);
+    }
+}
