@@ -397,8 +397,23 @@ def imports():
     write("import_line", "empty", b"")
 
 
+# --- the change log ----------------------------------------------------------------------------
+
+def change_logs():
+    """The change log as `changes::append` stores it, then names appended, one a line."""
+    log = {"id": "changeLog", "type": "changeLog", "began": "2026-11-28T09:00:00.000Z/3f1c",
+           "since": 12, "names": ["p/p1", "feed", "up/u1", "t/kites"]}
+    write("change_log", "log-then-names", json.dumps(log) + "\np/p2\nfeed\nu/u2\n")
+    write("change_log", "never-written", "null\np/p1\n")
+    write("change_log", "full", json.dumps({**log, "names": ["p/%d" % n for n in range(64)]}) + "\np/new\n")
+    write("change_log", "long-names", json.dumps(log) + "\n" + "p/" + "x" * 2000 + "\nfeed\n")
+    write("change_log", "numbered-at-the-end", json.dumps({**log, "since": 2 ** 53 - 2}) + "\np/p1\np/p2\n")
+    write("change_log", "damaged", '{"began": 7, "names": "feed"}\np/p1\n')
+
+
 if __name__ == "__main__":
     pictures()
     forms()
     markdowns()
     imports()
+    change_logs()

@@ -371,6 +371,21 @@ pub fn import_line(data: &[u8]) {
     }
 }
 
+/// The change log as an instance reads it from the database, then appended to: the input is the
+/// stored item (JSON), a line break, then the names appended, one a line. Whatever is stored, what
+/// an append writes stays within the log's bounds, and a page seen before the append is never
+/// told that a name appended is unchanged (it is told it changed, or that the log cannot say).
+pub fn change_log(data: &[u8]) {
+    let (stored, appended) = match data.iter().position(|&byte| byte == b'\n') {
+        Some(at) => (&data[..at], &data[at + 1..]),
+        None => (data, &[][..]),
+    };
+    let Ok(document) = serde_json::from_slice::<serde_json::Value>(stored) else { return };
+    let names: std::collections::BTreeSet<String> =
+        String::from_utf8_lossy(appended).split('\n').filter(|name| !name.is_empty()).map(str::to_owned).collect();
+    crate::app::changes::check_an_append(document, &names);
+}
+
 /// How many lines `BufRead::lines` reads in `data`.
 fn lines_of(data: &[u8]) -> usize {
     let breaks = data.iter().filter(|&&byte| byte == b'\n').count();

@@ -40,6 +40,11 @@ pub(crate) const MAX_NAMES: usize = 64;
 /// the item's size (1 RU up to about 1 KB).
 pub(crate) const MAX_NAME_BYTES: usize = 1536;
 
+/// The highest change number a log takes: JavaScript's largest exact integer, so the item reads
+/// the same in the portal's Data Explorer; a log that would pass it (never, at a change a
+/// millisecond for 285,000 years) or that says it has is begun anew.
+const MAX_CHANGE: u64 = (1 << 53) - 1;
+
 /// How often an append is tried again when another writer appended in between.
 const ATTEMPTS: usize = 20;
 
@@ -101,7 +106,7 @@ impl Recent {
     }
 
     fn last(&self) -> u64 {
-        self.since + self.names.len() as u64
+        self.since.saturating_add(self.names.len() as u64)
     }
 
     /// Whether `name` is unchanged since `seen`: `Some(true)` when the log names every change
@@ -114,8 +119,12 @@ impl Recent {
         Some(!self.names[after..].iter().any(|changed| changed == name))
     }
 
-    /// The log with `names` appended, its oldest names dropped past its bounds.
+    /// The log with `names` appended, its oldest names dropped past its bounds (begun anew first
+    /// if their numbers would pass [`MAX_CHANGE`]).
     fn appended(mut self, names: &BTreeSet<String>) -> Recent {
+        if self.last().saturating_add(names.len() as u64) > MAX_CHANGE {
+            self = Recent::begun();
+        }
         self.names.extend(names.iter().cloned());
         let mut bytes: usize = self.names.iter().map(String::len).sum();
         let mut dropped = 0;
@@ -133,10 +142,14 @@ impl Recent {
         Recent { began: format!("{}/{}", crate::model::now(), uuid::Uuid::new_v4()), since: 0, names: Vec::new() }
     }
 
-    /// The log as `document` holds it; a damaged one is begun anew, which every instance then
-    /// sees as a log that cannot say (each page checked by its own mark once).
+    /// The log as `document` holds it; a damaged one (unreadable, or numbered past
+    /// [`MAX_CHANGE`]) is begun anew, which every instance then sees as a log that cannot say
+    /// (each page checked by its own mark once).
     fn from_document(document: Value) -> Recent {
-        serde_json::from_value(document).unwrap_or_else(|_| Recent::begun())
+        serde_json::from_value::<Recent>(document)
+            .ok()
+            .filter(|log| log.since.checked_add(log.names.len() as u64).is_some_and(|last| last <= MAX_CHANGE))
+            .unwrap_or_else(Recent::begun)
     }
 
     fn document(&self) -> Value {
@@ -171,6 +184,25 @@ pub(crate) async fn append(state: &AppState, names: &BTreeSet<String>) -> AppRes
         }
     }
     Err(AppError::Store(StoreError::PreconditionFailed))
+}
+
+/// The invariants of an append to the log `stored` holds ([`crate::fuzzing::change_log`]): what
+/// it writes is within the bounds and reads back the same, and every name appended reads as
+/// changed since, or the log cannot say, to a page seen before it.
+pub(crate) fn check_an_append(stored: Value, names: &BTreeSet<String>) {
+    let before = Recent::from_document(stored);
+    let seen = before.seen();
+    let after = before.clone().appended(names);
+    assert!(after.names.len() <= MAX_NAMES, "{} names", after.names.len());
+    assert!(after.names.iter().map(String::len).sum::<usize>() <= MAX_NAME_BYTES, "past the bytes");
+    assert!(after.last() <= MAX_CHANGE, "numbered past {MAX_CHANGE}");
+    assert_eq!(Recent::from_document(after.document()), after, "the log written reads back");
+    if after.began == before.began {
+        assert_eq!(after.last(), before.last() + names.len() as u64, "each name appended numbered");
+    }
+    for name in names {
+        assert_ne!(after.unchanged_since(&seen, name), Some(true), "{name:?} appended, yet unchanged");
+    }
 }
 
 type Cell = Arc<OnceCell<Arc<Recent>>>;
@@ -281,6 +313,12 @@ mod tests {
     fn a_damaged_log_is_begun_anew() {
         let log = Recent::from_document(serde_json::json!({"id": CHANGE_LOG_ID, "names": 7}));
         assert!(log.names.is_empty() && !log.began.is_empty());
+        let at_the_end = serde_json::json!({"began": "b", "since": u64::MAX, "names": ["p/a"]});
+        let log = Recent::from_document(at_the_end);
+        assert!(log.began != "b" && log.last() == 0, "numbered past what it can take: {log:?}");
+        let near_the_end = Recent { began: "b".into(), since: MAX_CHANGE, names: Vec::new() };
+        let log = near_the_end.appended(&names(&["p/a"]));
+        assert!(log.began != "b" && log.last() == 1, "{log:?}");
         let stored = Recent::begun().appended(&names(&["feed"]));
         assert_eq!(Recent::from_document(stored.document()), stored);
     }

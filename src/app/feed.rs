@@ -1,7 +1,7 @@
 //! Q6: the newest posts, in short form, and the cache that lets the front page, the Atom feed
-//! and `GET /api/feed` cost one point read a second per instance while nothing is posted: pages
-//! kept and checked by the feed's change mark ([`super::marked`]), which `PostsChangeFeed` writes
-//! after each change it makes to `feed`.
+//! and `GET /api/feed` cost nothing while nothing is posted: pages kept and checked by the
+//! blog's change log, or where it cannot say by the feed's change mark ([`super::marked`]), which
+//! `PostsChangeFeed` writes after each change it makes to `feed`.
 
 use std::sync::Arc;
 

@@ -103,19 +103,19 @@ pub struct Shared {
     pub auth: AuthMode,
     /// Signs and checks the lists' continuation tokens.
     pub tokens: lists::TokenKey,
-    /// The feed pages kept and checked by the feed's mark, shared by the front page, the Atom
+    /// The feed pages kept and checked by the change log (or the feed's mark), shared by the front page, the Atom
     /// feed and `GET /api/feed`.
     pub feed: Arc<feed::FeedCache>,
-    /// The post pages' reads, kept and checked by the post's etag, by post.
+    /// The post pages' reads, kept and checked by the change log (or the post's etag), by post.
     pub(crate) post_views: Arc<post_view::PostViewCache>,
     /// The blog's change log as this instance last read it: what lets every kept page be checked
     /// by one point read a second.
     pub(crate) changes: Arc<changes::ChangeLog>,
     /// Users as their pages show them (Q1), kept and checked by the change log.
     pub(crate) users: Arc<users::UserCache>,
-    /// Users' pages of posts (Q3), kept and checked by each user's posts mark.
+    /// Users' pages of posts (Q3), kept and checked by the change log (or each user's posts mark).
     pub(crate) user_posts: Arc<post_lists::PostLists>,
-    /// Tags' pages of posts (Q7), kept and checked by each tag's mark.
+    /// Tags' pages of posts (Q7), kept and checked by the change log (or each tag's mark).
     pub tag_posts: Arc<post_lists::PostLists>,
     /// Where pictures are kept (`None`: nowhere configured; uploads are refused).
     pub pictures: Option<pictures::Pictures>,

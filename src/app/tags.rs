@@ -166,9 +166,8 @@ pub(crate) async fn remove_tag_copies(state: &AppState, post: &Post, changed: &m
 /// form, newest first: one query on the tag's partition of `tags`. A tag nobody used is an
 /// empty page: a tag is not a resource that can be missing.
 ///
-/// Pages are kept by the instance and checked by the tag's mark ([`super::post_lists`]), as the
-/// front page's are: a tag page viewed often costs one point read a second while nothing with
-/// the tag changes.
+/// Pages are kept by the instance and checked as the front page's are ([`super::post_lists`]): by
+/// the change log, or the tag's mark; a tag page costs nothing while nothing with the tag changes.
 pub(crate) async fn posts_with_tag(state: &AppState, tag: &str, params: &ListParams) -> AppResult<Arc<Checked<ListPage<Post>>>> {
     let tag = tag_in_address(tag).map_err(|why| AppError::Invalid(format!("`tag`: {why}")))?;
     state.tag_posts.page(state, &tag, params).await
