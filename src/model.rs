@@ -17,7 +17,10 @@ pub(crate) use ids::IdError;
 pub(crate) use ids::REQUEST_RECORD_PREFIX;
 pub(crate) use ids::hex;
 pub(crate) use ids::validate_id;
-pub(crate) use marks::{CHANGE_LOG_ID, CHANGE_LOG_PARTITION, FEED_MARK_ID, FEED_MARK_PARTITION, TAG_MARK_ID, TAG_MARK_TYPE, USER_POSTS_MARK_ID, USER_POSTS_MARK_TYPE};
+pub(crate) use marks::{
+    CHANGE_LOG_ID, CHANGE_LOG_PARTITION, FEED_MARK_ID, FEED_MARK_PARTITION, TAG_MARK_ID, TAG_MARK_TYPE, USER_POSTS_MARK_ID,
+    USER_POSTS_MARK_TYPE,
+};
 
 pub(crate) use ids::MAX_ID_BYTES;
 

@@ -257,3 +257,41 @@ async fn another_instance_checks_its_kept_tag_page_by_the_tags_mark_and_shows_ea
 
     second.stop().await;
 }
+
+/// The API's reads of a post (Q2) and of its comments (Q4) on a second instance are kept for
+/// callers who are not signed in and checked by the change log, as the post's page is: kept the
+/// next moment, read again once the change feed named the post after a like and a comment made
+/// through the first instance. A signed-in caller, who may have just written, is read anew.
+#[tokio::test]
+async fn another_instance_keeps_the_apis_reads_of_a_post_for_readers_not_signed_in() {
+    let app = TestApp::start().await;
+    let author = app.user("author").await;
+    let fan = app.user("fan").await;
+    let post = app.post_by(&author, "Kept").await;
+    app.eventually("/api/feed", |feed| feed["items"][0]["id"] == post.as_str()).await;
+    let second = app.another_instance().await;
+    let (read, comments) = (format!("/api/posts/{post}"), format!("/api/posts/{post}/comments"));
+
+    assert_eq!(second.get(&read).await.0, 1, "Q2");
+    assert_eq!(second.get(&comments).await.0, 2, "Q4, and Q2 to tell an empty page from a missing post");
+    assert!(shares_a_kept_page(&second, &read, &read).await, "kept for the next reader");
+    assert!(shares_a_kept_page(&second, &comments, &comments).await, "a page of comments kept too");
+    assert_eq!(second.get_as(&fan, &read).await, 1, "a signed-in caller's read is made anew");
+    tokio::time::sleep(LIFETIME).await;
+    assert_eq!(second.get(&read).await.0, 2, "the log, which cannot say for a read made before it, then Q2 again");
+    assert_eq!(second.get(&comments).await.0, 2, "the log just read, which cannot say: Q4 and Q2 again");
+    tokio::time::sleep(LIFETIME).await;
+    assert_eq!(second.get(&read).await.0, 1, "the log alone: nothing changed");
+    assert_eq!(second.get(&comments).await.0, 0, "the same read of the log");
+
+    let liked = app.post(&format!("/api/posts/{post}/likes"), serde_json::json!({"userId": fan})).await;
+    assert_eq!(liked.status, StatusCode::CREATED, "{}", liked.body);
+    let operations = operations_when_shown(&second, &read, |body| body.contains("\"likeCount\":1")).await;
+    assert_eq!(operations, 2, "the log named the post: then Q2");
+    let commented = app.post(&format!("/api/posts/{post}/comments"), serde_json::json!({"userId": fan, "content": "Nice"})).await;
+    assert_eq!(commented.status, StatusCode::CREATED, "{}", commented.body);
+    let operations = operations_when_shown(&second, &comments, |body| body.contains("Nice")).await;
+    assert_eq!(operations, 2, "the log named the post: then Q4");
+
+    second.stop().await;
+}

@@ -230,7 +230,14 @@ pub(crate) async fn change_feed_cost(samples: usize) -> ChangeFeedCost {
             let started = Instant::now();
             meter.clone().measure(blog::testing::changefeed::posts_changed(&state, vec![document])).await.expect("a delivery");
             let (charge, operations) = meter.totals();
-            Sample { status: 200, latency: started.elapsed(), charge, operations, queries: None, partitions: meter.partitions().to_string() }
+            Sample {
+                status: 200,
+                latency: started.elapsed(),
+                charge,
+                operations,
+                queries: None,
+                partitions: meter.partitions().to_string(),
+            }
         }
     };
     let mut new_post = Vec::new();

@@ -74,7 +74,14 @@ async fn metered_runs<I: Clone, F: Future<Output = Result<usize, StoreError>>>(
         let latency = started.elapsed();
         let (charge, operations) = meter.totals();
         posts += found;
-        samples.push(Sample { status: 200, latency, charge, operations, queries: None, partitions: meter.partitions().to_string() });
+        samples.push(Sample {
+            status: 200,
+            latency,
+            charge,
+            operations,
+            queries: None,
+            partitions: meter.partitions().to_string(),
+        });
     }
     (Stats::of(&samples), posts as f64 / inputs.len().max(1) as f64)
 }

@@ -154,6 +154,32 @@ impl<V: Weigh> Kept for Checked<V> {
     }
 }
 
+/// A read kept as it was read, checked by the change log alone: where the log cannot say, it is
+/// read again, which costs about what a mark's check would (a point read) or is rare enough (a
+/// page of comments after the log dropped changes) to need no mark of its own.
+pub(crate) struct KeptRead<T> {
+    pub(crate) value: T,
+    read_whole: Instant,
+    weight: usize,
+}
+
+impl<T> KeptRead<T> {
+    /// `value`, read just now, holding `weight` bytes.
+    pub(crate) fn new(value: T, weight: usize) -> Arc<KeptRead<T>> {
+        Arc::new(KeptRead { value, read_whole: Instant::now(), weight })
+    }
+}
+
+impl<T> Kept for KeptRead<T> {
+    fn read_whole(&self) -> Instant {
+        self.read_whole
+    }
+
+    fn weight(&self) -> usize {
+        self.weight
+    }
+}
+
 /// What a page holds in bytes, near enough to bound the memory of the pages kept: the texts it
 /// holds and a few hundred bytes an item for its fields and their allocations.
 pub(crate) trait Weigh {
@@ -215,7 +241,14 @@ impl<K: Hash + Eq + Clone, V: Kept> KeptPages<K, V> {
     /// its mark. The log is read (`log.recent`) only to check a page kept: a page read anew is
     /// kept with the log as this instance last read it, which is older than the page, so a change
     /// it names makes the page read again, never shown too long.
-    pub(crate) async fn page_with<R, F, Fut>(&self, key: K, name: &str, read_now: bool, log: LogRead<R>, fill: F) -> AppResult<Arc<V>>
+    pub(crate) async fn page_with<R, F, Fut>(
+        &self,
+        key: K,
+        name: &str,
+        read_now: bool,
+        log: LogRead<R>,
+        fill: F,
+    ) -> AppResult<Arc<V>>
     where
         R: Future<Output = AppResult<Arc<Recent>>>,
         F: FnOnce(Option<Arc<V>>) -> Fut,

@@ -28,8 +28,8 @@ use super::changes;
 use super::comments::comments_of;
 use super::likes::likes_of;
 use super::lists::{ListPage, ListParams, OwnerKnown};
-use super::marked::{Kept, KeptPages};
-use super::posts::get_post_versioned;
+use super::marked::{Kept, KeptPages, KeptRead};
+use super::posts::{get_post, get_post_versioned};
 use super::{AppResult, AppState};
 use crate::cosmos::Versioned;
 use crate::model::first_picture::FirstPicture;
@@ -106,27 +106,33 @@ pub(crate) async fn post_view(
     state
         .post_views
         .views
-        .page_with(key, &changes::post(post_id), freshness == Freshness::Read, state.changes.for_pages(state), |kept| async move {
-            let first_likes = ListParams::default();
-            let Some(kept) = kept else {
-                let (post, comments, likes) = tokio::join!(
-                    get_post_versioned(state, post_id),
+        .page_with(
+            key,
+            &changes::post(post_id),
+            freshness == Freshness::Read,
+            state.changes.for_pages(state),
+            |kept| async move {
+                let first_likes = ListParams::default();
+                let Some(kept) = kept else {
+                    let (post, comments, likes) = tokio::join!(
+                        get_post_versioned(state, post_id),
+                        comments_of(state, post_id, params, OwnerKnown::Yes),
+                        likes_of(state, post_id, &first_likes, OwnerKnown::Yes),
+                    );
+                    return AppResult::Ok(Arc::new(PostView::new(post?, comments?, likes?, Instant::now())));
+                };
+                let read_at = Instant::now();
+                let post = get_post_versioned(state, post_id).await?;
+                if post.etag == kept.etag {
+                    return Ok(kept);
+                }
+                let (comments, likes) = tokio::join!(
                     comments_of(state, post_id, params, OwnerKnown::Yes),
                     likes_of(state, post_id, &first_likes, OwnerKnown::Yes),
                 );
-                return AppResult::Ok(Arc::new(PostView::new(post?, comments?, likes?, Instant::now())));
-            };
-            let read_at = Instant::now();
-            let post = get_post_versioned(state, post_id).await?;
-            if post.etag == kept.etag {
-                return Ok(kept);
-            }
-            let (comments, likes) = tokio::join!(
-                comments_of(state, post_id, params, OwnerKnown::Yes),
-                likes_of(state, post_id, &first_likes, OwnerKnown::Yes),
-            );
-            Ok(Arc::new(PostView::new(post, comments?, likes?, read_at)))
-        })
+                Ok(Arc::new(PostView::new(post, comments?, likes?, read_at)))
+            },
+        )
         .await
 }
 
@@ -168,23 +174,82 @@ struct ViewKey {
 }
 
 /// The views one instance read or checked in the last [`CHECKED_PAGE_LIFETIME`](super::marked::CHECKED_PAGE_LIFETIME), within
-/// [`MAX_CACHED_VIEWS`] and [`MAX_CACHED_BYTES`], the least recently checked going first.
+/// [`MAX_CACHED_VIEWS`] and [`MAX_CACHED_BYTES`], the least recently checked going first; and
+/// the API's reads of posts and their comments, kept the same way.
 pub(crate) struct PostViewCache {
     views: KeptPages<ViewKey, PostView>,
+    posts: KeptPages<String, KeptRead<Post>>,
+    comments: KeptPages<ViewKey, KeptRead<ListPage<Comment>>>,
 }
+
+/// The most API reads of posts, and of pages of comments, one instance keeps, and the bytes each
+/// kind may hold: a post is a few KB (its content at most 100,000 characters), a page of
+/// comments a few to a few hundred.
+const MAX_API_READS: usize = 2048;
+const MAX_API_READ_BYTES: usize = 8 * 1024 * 1024;
 
 impl Default for PostViewCache {
     fn default() -> Self {
-        PostViewCache { views: KeptPages::within(MAX_CACHED_VIEWS, MAX_CACHED_BYTES) }
+        PostViewCache {
+            views: KeptPages::within(MAX_CACHED_VIEWS, MAX_CACHED_BYTES),
+            posts: KeptPages::within(MAX_API_READS, MAX_API_READ_BYTES),
+            comments: KeptPages::within(MAX_API_READS, MAX_API_READ_BYTES),
+        }
     }
 }
 
 impl PostViewCache {
-    /// Forgets the post's views: it was written through this instance. A read already under way
-    /// still answers its own waiters; the next view reads again.
+    /// Forgets the post's views and the API's reads of it: it was written through this instance.
+    /// A read already under way still answers its own waiters; the next view reads again.
     pub(crate) fn invalidate(&self, post_id: &str) {
         self.views.forget(|key| key.post_id == post_id);
+        self.posts.forget(|kept| kept == post_id);
+        self.comments.forget(|key| key.post_id == post_id);
     }
+}
+
+/// Q2 for the API (`GET /api/posts/{postId}`): kept and checked by the change log as the post's
+/// page is, and read again where the log cannot say (one point read, what a check would cost).
+/// `freshness` is [`Freshness::Read`] for a caller who may have just written (signed in), so a
+/// writer reads their write whichever instance answers.
+pub(crate) async fn api_post(state: &AppState, post_id: &str, freshness: Freshness) -> AppResult<Arc<KeptRead<Post>>> {
+    const PER_POST: usize = 300;
+    let name = changes::post(post_id);
+    state
+        .post_views
+        .posts
+        .page_with(post_id.to_owned(), &name, freshness == Freshness::Read, state.changes.for_pages(state), |_| async {
+            let post = get_post(state, post_id).await?;
+            let weight = PER_POST + post.title.len() + post.content.len() + post.tags.iter().map(String::len).sum::<usize>();
+            Ok(KeptRead::new(post, weight))
+        })
+        .await
+}
+
+/// Q4 for the API (`GET /api/posts/{postId}/comments`), each page as asked: kept as [`api_post`]
+/// is, and read again where the change log cannot say.
+pub(crate) async fn api_comments(
+    state: &AppState,
+    post_id: &str,
+    params: &ListParams,
+    freshness: Freshness,
+) -> AppResult<Arc<KeptRead<ListPage<Comment>>>> {
+    const PER_COMMENT: usize = 300;
+    let key = ViewKey {
+        post_id: post_id.to_owned(),
+        comments_limit: params.limit().map(str::to_owned),
+        comments_from: params.continuation().map(str::to_owned),
+    };
+    let name = changes::post(post_id);
+    state
+        .post_views
+        .comments
+        .page_with(key, &name, freshness == Freshness::Read, state.changes.for_pages(state), |_| async {
+            let comments = comments_of(state, post_id, params, OwnerKnown::No).await?;
+            let weight = comments.items.iter().map(|comment| PER_COMMENT + comment.content.len()).sum::<usize>();
+            Ok(KeptRead::new(comments, weight))
+        })
+        .await
 }
 
 #[cfg(test)]

@@ -2,16 +2,15 @@
 //! steps that keep them so are in [`usernames`].
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use crate::cosmos::{Container, StoreError, WriteOp, retry_pause};
 use crate::model::usernames::{is_default_ignorable, released_name};
 use crate::model::{self, MAX_USERNAME_CHARS, Post, User};
 
+use super::changes;
 use super::idempotency::{Committed, Once, commit};
 use super::lists::{ListPage, ListParams, OwnerKnown};
-use super::changes;
-use super::marked::{Checked, Kept, KeptPages};
+use super::marked::{Checked, KeptPages, KeptRead};
 use super::posts::to_document;
 use super::usernames;
 use super::{AppError, AppResult, AppState, Caller, validate_text};
@@ -161,32 +160,17 @@ pub(crate) async fn get_user(state: &AppState, user_id: &str) -> AppResult<User>
 /// changed; one point read where the log cannot say). `fresh` reads it anew: the user viewing
 /// their own page sees their rename at once, whichever instance answers.
 pub(crate) async fn shown_user(state: &AppState, user_id: &str, fresh: bool) -> AppResult<User> {
+    const PER_USER: usize = 300;
     let kept = state
         .users
         .users
         .page_with(user_id.to_owned(), &changes::user(user_id), fresh, state.changes.for_pages(state), |_| async {
             let user = get_user(state, user_id).await?;
-            Ok(Arc::new(KeptUser { user, read_whole: Instant::now() }))
+            let weight = PER_USER + user.username.len() + user.user_id.len();
+            Ok(KeptRead::new(user, weight))
         })
         .await?;
-    Ok(kept.user.clone())
-}
-
-/// A user as read, kept.
-pub(crate) struct KeptUser {
-    user: User,
-    read_whole: Instant,
-}
-
-impl Kept for KeptUser {
-    fn read_whole(&self) -> Instant {
-        self.read_whole
-    }
-
-    fn weight(&self) -> usize {
-        const PER_USER: usize = 300;
-        PER_USER + self.user.username.len() + self.user.user_id.len()
-    }
+    Ok(kept.value.clone())
 }
 
 /// The most users one instance keeps, and the bytes they may hold (each a few hundred).
@@ -195,7 +179,7 @@ const MAX_KEPT_USER_BYTES: usize = 2 * 1024 * 1024;
 
 /// The users one instance keeps for their pages.
 pub(crate) struct UserCache {
-    users: KeptPages<String, KeptUser>,
+    users: KeptPages<String, KeptRead<User>>,
 }
 
 impl Default for UserCache {

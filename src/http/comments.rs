@@ -10,8 +10,9 @@ use utoipa::ToSchema;
 use super::caching;
 use super::error::{ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
 use super::extract::{Id, Ids, JsonBody, QueryParams};
-use crate::app::comments::{comments_of, create_comment, delete_comment};
-use crate::app::lists::{ListPage, ListParams, OwnerKnown};
+use crate::app::comments::{create_comment, delete_comment};
+use crate::app::lists::{ListPage, ListParams};
+use crate::app::post_view::{Freshness, api_comments};
 use crate::app::{AppState, Caller};
 use crate::model::Comment;
 
@@ -100,5 +101,6 @@ pub(super) async fn list(
     Id(post_id): Id,
     QueryParams(params): QueryParams<ListParams>,
 ) -> ApiResult<Response> {
-    Ok(caching::json(&headers, &comments_of(&state, &post_id, &params, OwnerKnown::No).await?))
+    let freshness = if caching::is_personal(&headers) { Freshness::Read } else { Freshness::Cached };
+    Ok(caching::json(&headers, &api_comments(&state, &post_id, &params, freshness).await?.value))
 }

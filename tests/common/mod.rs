@@ -67,6 +67,12 @@ impl OtherInstance {
         (operations, answer.text().await.unwrap())
     }
 
+    /// `GET path` signed in as `user` (`x-dev-user`): the database operations it made.
+    pub(crate) async fn get_as(&self, user: &str, path: &str) -> u64 {
+        let answer = self.client.get(format!("{}{path}", self.base)).header("x-dev-user", user).send().await.unwrap();
+        answer.headers()["x-cosmos-operations"].to_str().unwrap().parse().unwrap()
+    }
+
     /// Stops serving and waits until the server has let go of the store.
     pub(crate) async fn stop(mut self) {
         self.stop.take().unwrap().send(()).unwrap();
@@ -225,6 +231,12 @@ impl TestApp {
             let _ = stopped.await;
         }));
         OtherInstance { base, client: reqwest::Client::new(), stop: Some(stop), server: Some(server) }
+    }
+
+    /// `GET path` signed in as `user` (`x-dev-user`): the database operations it made.
+    pub(crate) async fn get_as(&self, user: &str, path: &str) -> u64 {
+        let answer = self.client.get(format!("{}{path}", self.base)).header("x-dev-user", user).send().await.unwrap();
+        answer.headers()["x-cosmos-operations"].to_str().unwrap().parse().unwrap()
     }
 
     /// Stops serving and waits until the server has let go of the store.
