@@ -17,8 +17,10 @@
 
 use std::path::{Path, PathBuf};
 
-/// The most bare `pub` items the library may declare.
-const BOUND: usize = 300;
+/// The most bare `pub` items the library may declare: 300 as chosen when the surface was cut
+/// down, and one more for the change log's fuzz entry point (`blog::fuzzing::change_log`, which
+/// the fuzz crate names).
+const BOUND: usize = 301;
 
 /// The item kinds counted, after `pub `: as the command in the module's documentation.
 const KINDS: [&str; 11] =
