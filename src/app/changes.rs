@@ -21,16 +21,22 @@
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
-use super::marked::MARKED_PAGE_LIFETIME;
 use super::{AppError, AppResult, AppState};
 use crate::cosmos::{Container, StoreError, WriteOp};
 use crate::model::{CHANGE_LOG_ID, CHANGE_LOG_PARTITION};
+
+/// How long one instance shows a page it read or checked before checking it again, and so how
+/// often at most it reads the log (the pages, `super::marked`, keep this rule; it is here because
+/// the log is below them). Where the local change-feed processors run, a change drops the
+/// instance's pages at once; under the Functions host, an instance that did not process the
+/// change shows it at most this late after the change feed delivered it.
+pub(crate) const MARKED_PAGE_LIFETIME: Duration = Duration::from_secs(1);
 
 /// The most names the log holds: with a write naming three or four pages (the post, the feed,
 /// its author's posts, its tags), the last fifteen or so writes, minutes of a busy blog, where an

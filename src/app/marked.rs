@@ -25,16 +25,13 @@ use bytes::Bytes;
 use serde_json::json;
 use tokio::sync::OnceCell;
 
+pub(crate) use super::changes::MARKED_PAGE_LIFETIME;
 use super::changes::{LogRead, Recent, Seen};
 use super::lists::ListPage;
 use super::{AppResult, AppState};
 use crate::cosmos::{Container, WriteOp};
 use crate::model::{self, Post};
 
-/// How long one instance shows a page it read or checked before checking it again. Where the
-/// local change-feed processors run, a change drops the instance's pages at once; under the
-/// Functions host, an instance that did not process the change shows it at most this late.
-pub(crate) const MARKED_PAGE_LIFETIME: Duration = Duration::from_secs(1);
 /// How long a page checked by its mark alone may be shown, from when it was read whole: the
 /// bound for changes the mark does not follow (an operator's repair). Once an hour per page kept
 /// is one query; measured with ten minutes, those reads were half of what post views cost
