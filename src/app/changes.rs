@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
-use super::{AppError, AppResult, AppState};
+use super::{AppResult, AppState};
 use crate::cosmos::{Container, StoreError, WriteOp};
 use crate::model::{CHANGE_LOG_ID, CHANGE_LOG_PARTITION};
 
@@ -189,7 +189,7 @@ pub(crate) async fn append(state: &AppState, names: &BTreeSet<String>) -> AppRes
             Err(other) => return Err(other.into()),
         }
     }
-    Err(AppError::Store(StoreError::PreconditionFailed))
+    Err(StoreError::ChangeLogKeptChanging { attempts: ATTEMPTS, names: names.len() }.into())
 }
 
 /// The invariants of an append to the log `stored` holds ([`crate::fuzzing::change_log`]): what

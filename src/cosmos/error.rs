@@ -314,6 +314,15 @@ pub enum StoreError {
         /// Where the copy is.
         container: Container,
     },
+    /// The change log, changed by another writer under every try to append to it (each try
+    /// conditioned on the log it read): the names are appended by the delivery's next try.
+    #[error("the change log kept changing under {attempts} tries to append {names} names to it")]
+    ChangeLogKeptChanging {
+        /// How often the append was tried.
+        attempts: usize,
+        /// How many names were to be appended.
+        names: usize,
+    },
     /// A stored procedure that does its work a batch at a time, called as often as it may be
     /// without saying it was done.
     #[error("{procedure} did not finish in post {post_id}")]

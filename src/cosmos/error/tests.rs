@@ -39,6 +39,13 @@ fn a_copy_that_kept_changing_names_the_post_and_the_container() {
 }
 
 #[test]
+fn a_change_log_that_kept_changing_says_how_often_and_how_much() {
+    let error = StoreError::ChangeLogKeptChanging { attempts: 20, names: 3 };
+    assert_eq!(error.to_string(), "the change log kept changing under 20 tries to append 3 names to it");
+    assert!(error.source().is_none());
+}
+
+#[test]
 fn a_procedure_that_did_not_finish_names_itself_and_the_post() {
     let error = StoreError::ProcedureUnfinished { procedure: "updateUsernames", post_id: "p1".into() };
     assert_eq!(error.to_string(), "updateUsernames did not finish in post p1");
