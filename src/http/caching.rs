@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::app::marked::etag_of;
+use crate::app::post_view::Freshness;
 
 /// An anonymous answer's `Cache-Control`:
 /// - `max-age=0`: a browser revalidates it every time (a 304 when unchanged, a few bytes), so a
@@ -49,6 +50,13 @@ const CREDENTIAL_HEADERS: &[&str] = &[
 /// for a shared cache to guess, so no answer to a request with one is shared.
 pub(crate) fn is_personal(request: &HeaderMap) -> bool {
     request.contains_key(header::COOKIE) || CREDENTIAL_HEADERS.iter().any(|name| request.contains_key(*name))
+}
+
+/// How fresh a read for this request must be: read anew for a personal one (a signed-in caller
+/// may have just written, and sees their write whichever instance answers), from what the
+/// instance keeps otherwise, as a shared cache would keep the answer.
+pub(crate) fn freshness(request: &HeaderMap) -> Freshness {
+    if is_personal(request) { Freshness::Read } else { Freshness::Cached }
 }
 
 /// The rule, applied to every answer on its way out ([`super::front_door`]): the `Cache-Control`

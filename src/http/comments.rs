@@ -12,7 +12,7 @@ use super::error::{ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProbl
 use super::extract::{Id, Ids, JsonBody, QueryParams};
 use crate::app::comments::{create_comment, delete_comment};
 use crate::app::lists::{ListPage, ListParams};
-use crate::app::post_view::{Freshness, api_comments};
+use crate::app::post_view::api_comments;
 use crate::app::{AppState, Caller};
 use crate::model::Comment;
 
@@ -101,6 +101,5 @@ pub(super) async fn list(
     Id(post_id): Id,
     QueryParams(params): QueryParams<ListParams>,
 ) -> ApiResult<Response> {
-    let freshness = if caching::is_personal(&headers) { Freshness::Read } else { Freshness::Cached };
-    Ok(caching::json(&headers, &api_comments(&state, &post_id, &params, freshness).await?.value))
+    Ok(caching::json(&headers, &api_comments(&state, &post_id, &params, caching::freshness(&headers)).await?.value))
 }

@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use super::caching;
 use super::error::{ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
 use super::extract::{Id, JsonBody};
-use crate::app::post_view::{Freshness, api_post};
+use crate::app::post_view::api_post;
 use crate::app::posts::{create_post, delete_post, edit_post};
 use crate::app::{AppState, Caller};
 use crate::model::Post;
@@ -167,6 +167,5 @@ pub(super) async fn delete(State(state): State<AppState>, caller: Caller, Id(pos
     ),
 )]
 pub(super) async fn get(State(state): State<AppState>, headers: HeaderMap, Id(post_id): Id) -> ApiResult<Response> {
-    let freshness = if caching::is_personal(&headers) { Freshness::Read } else { Freshness::Cached };
-    Ok(caching::json(&headers, &api_post(&state, &post_id, freshness).await?.value))
+    Ok(caching::json(&headers, &api_post(&state, &post_id, caching::freshness(&headers)).await?.value))
 }
