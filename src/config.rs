@@ -5,9 +5,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 pub(crate) mod error;
+mod public_url;
 mod read;
 
 pub(crate) use error::ConfigError;
+pub use public_url::PublicUrl;
 use read::{
     Lookup, PictureSettings, Serving, StoreSettings, auth, backend, picture_settings, serving, store, token_key, write_limit,
 };
@@ -88,6 +90,9 @@ pub struct Config {
     /// How many megabytes the pictures' bodies being received may hold at once, in all
     /// (`BLOG_UPLOAD_BUFFER_MB`; `None`: the default).
     pub upload_buffer_mb: Option<u64>,
+    /// The blog's address as readers reach it (`BLOG_PUBLIC_URL`, else the platform's
+    /// `WEBSITE_HOSTNAME`); `None`: the address it listens on, once bound.
+    pub public_url: Option<PublicUrl>,
 }
 
 /// The app setting that names the pictures' Blob Storage, as `CosmosDB` names the account:
@@ -237,6 +242,7 @@ impl Config {
             picture_mb_per_writer,
             picture_memory_mb,
             upload_buffer_mb,
+            public_url: public_url::public_url(lookup)?,
         })
     }
 }

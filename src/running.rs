@@ -36,6 +36,8 @@ pub struct Blog {
     header_timeout: std::time::Duration,
     request_timeout: std::time::Duration,
     host_change_feed: bool,
+    /// The configured public address (`None`: the listener's, once bound).
+    public_url: Option<crate::config::PublicUrl>,
 }
 
 impl Blog {
@@ -71,6 +73,7 @@ impl Blog {
             header_timeout: config.header_timeout,
             request_timeout: config.request_timeout,
             host_change_feed,
+            public_url: config.public_url.clone(),
         }
     }
 
@@ -94,7 +97,19 @@ impl Blog {
         let limits = http::serve::Limits::of_this_process(self.header_timeout);
         tracing::debug!(?limits, "connection limits");
         let uploads = http::UploadBuffers::new(self.upload_buffer_bytes, http::MAX_UPLOAD_BYTES);
-        let router = http::router(self.state, self.max_in_flight, self.request_timeout, self.host_change_feed, uploads);
+        let public_url = match self.public_url {
+            Some(configured) => configured,
+            None => crate::config::PublicUrl::of_listener(listener.local_addr()?),
+        };
+        tracing::info!(%public_url, "the blog's public address");
+        let serving = http::Serving {
+            max_in_flight: self.max_in_flight,
+            request_timeout: self.request_timeout,
+            host_change_feed: self.host_change_feed,
+            uploads,
+            public_url,
+        };
+        let router = http::router(self.state, serving);
         let served = http::serve::serve(listener, router, limits, shutdown).await;
         match self.processors {
             Some(Processors::Embedded(processors)) => processors.stop().await,

@@ -153,6 +153,145 @@ async fn an_answer_that_sets_a_cookie_is_private() {
     assert_eq!(signed_in.status, StatusCode::SEE_OTHER);
     assert!(signed_in.headers.contains_key("set-cookie"));
     let cache_control = signed_in.header("cache-control");
-    assert!(cache_control.starts_with("private"), "{cache_control:?}");
+    // A redirect is kept by nobody, which is stricter still than the browser alone.
+    assert_eq!(cache_control, "no-store");
     assert!(!shared(cache_control), "{cache_control:?}");
+}
+
+/// What a request may say beside its URL, each tried alone against every public read: where
+/// the blog is (`Host`, the proxies' headers in their forms, lists, ports, IPv6, Unicode and
+/// empty values), who asks and how (language, agent, referrer, what it accepts), credentials
+/// and cookies, and how it takes the answer. Conditional headers (`If-None-Match`) are a
+/// cache's own, and left out.
+const VARIED: &[(&str, &str)] = &[
+    ("host", "evil.example"),
+    ("host", "[::1]:8443"),
+    ("x-forwarded-host", "evil.example"),
+    ("x-forwarded-host", "evil.example, blog.example"),
+    ("x-forwarded-host", "evil.example:8443"),
+    ("x-forwarded-host", "[2001:db8::1]"),
+    ("x-forwarded-host", "xn--blg-tna.example"),
+    ("x-forwarded-host", ""),
+    ("x-forwarded-proto", "https"),
+    ("x-forwarded-proto", "gopher"),
+    ("x-forwarded-port", "8443"),
+    ("x-forwarded-prefix", "/evil"),
+    ("x-forwarded-for", "203.0.113.7"),
+    ("x-original-host", "evil.example"),
+    ("x-host", "evil.example"),
+    ("forwarded", "for=203.0.113.7;host=evil.example;proto=https"),
+    ("forwarded", "host=\"[2001:db8::1]:8443\", host=evil.example"),
+    ("via", "1.1 evil.example"),
+    ("accept-language", "ru-RU,ru;q=0.9"),
+    ("user-agent", "Googlebot/2.1 (+http://www.google.com/bot.html)"),
+    ("referer", "https://evil.example/"),
+    ("origin", "https://evil.example"),
+    ("accept", "application/json"),
+    ("accept", "text/html"),
+    ("accept-charset", "iso-8859-1"),
+    ("dnt", "1"),
+    ("sec-fetch-site", "cross-site"),
+    ("cache-control", "no-cache"),
+    ("range", "bytes=0-10"),
+    ("accept-encoding", "gzip"),
+    ("accept-encoding", "br"),
+    ("cookie", "blog_dev_user=alice"),
+    ("cookie", "tracking=1"),
+    ("authorization", "Bearer x"),
+    ("x-dev-user", "alice"),
+    ("x-ms-client-principal-id", "alice"),
+];
+
+/// Whether an answer says nobody but its one reader may keep it.
+fn private(cache_control: &str) -> bool {
+    let lower = cache_control.to_ascii_lowercase();
+    lower.contains("private") || lower.contains("no-store")
+}
+
+/// Every public page and feed, every read of the API, and what they link to (the stylesheet,
+/// the icon, `robots.txt`, a picture), with real ids, and a page and a resource that do not
+/// exist: each varied by every header of [`VARIED`] either is the same bytes, or names the
+/// header in `Vary`, or is private. So a shared cache that keys its copies by URL (Azure Front
+/// Door ignores `Vary` but for `Accept-Encoding`) can hand none of them to the wrong reader,
+/// and nobody can make a page carry another blog's address.
+#[tokio::test]
+async fn no_request_header_changes_a_shared_answer_unless_vary_names_it() {
+    let app = TestApp::start().await;
+    let (user, post) = blog_with_a_post(&app).await;
+    let tagged = app
+        .post("/api/posts", serde_json::json!({"userId": user, "title": "Tagged", "content": "Some.", "tags": ["rust"]}))
+        .await;
+    assert_eq!(tagged.status, StatusCode::CREATED, "{}", tagged.body);
+    let png = common::noise_png(64, 3);
+    let picture = app
+        .client
+        .post(format!("{}/api/posts/{post}/pictures", app.base))
+        .header("x-dev-user", user.as_str())
+        .header("content-type", "image/png")
+        .body(png)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(picture.status(), StatusCode::CREATED);
+    let picture: Value = picture.json().await.unwrap();
+    let picture = picture["url"].as_str().unwrap().to_owned();
+    app.eventually("/api/tags/rust/posts", |body| body["items"].as_array().is_some_and(|items| items.len() == 1)).await;
+    let comments = app.get(&format!("/api/posts/{post}/comments")).await;
+    let comment = comments.body["items"][0]["id"].as_str().unwrap().to_owned();
+
+    let mut paths: Vec<String> = blog::testing::http::HttpFunction::ALL
+        .iter()
+        .filter(|function| function.method() == "GET")
+        .map(|function| {
+            blog::testing::http::router_path(function.route())
+                .replace("{userId}/{postId}/{name}", picture.trim_start_matches("/pictures/"))
+                .replace("{userId}", &user)
+                .replace("{postId}", &post)
+                .replace("{commentId}", &comment)
+                .replace("{tag}", "rust")
+        })
+        .collect();
+    paths.extend(["/?limit=1".to_owned(), "/no-such-page".to_owned(), "/api/no-such-resource".to_owned()]);
+    let client = reqwest::Client::new();
+    let fetch = |path: &str, header: Option<(&str, &str)>| {
+        let mut request = client.get(format!("{}{path}", app.base));
+        if let Some((name, value)) = header {
+            request = request.header(name, value);
+        }
+        async move {
+            let answer = request.send().await.unwrap();
+            let headers = answer.headers().clone();
+            (answer.status(), headers, answer.bytes().await.unwrap())
+        }
+    };
+    let mut checked = 0;
+    for path in &paths {
+        let (status, headers, body) = fetch(path, None).await;
+        let cache_control = headers.get("cache-control").map(|value| value.to_str().unwrap().to_owned());
+        let cache_control = cache_control.unwrap_or_else(|| panic!("{path} ({status}) says nothing of how long it may be kept"));
+        if private(&cache_control) {
+            // Kept by nobody but its reader: whatever it shows, no cache hands it on.
+            eprintln!("{path}: {status}, {cache_control}");
+            continue;
+        }
+        assert_eq!(fetch(path, None).await.2, body, "{path} is the same bytes twice");
+        for &(name, value) in VARIED {
+            let (varied_status, varied_headers, varied_body) = fetch(path, Some((name, value))).await;
+            let same = varied_status == status && varied_body == body;
+            let vary = varied_headers
+                .get_all("vary")
+                .iter()
+                .flat_map(|vary| vary.to_str().unwrap().split(','))
+                .any(|named| named.trim().eq_ignore_ascii_case(name) || named.trim() == "*");
+            let kept_by_one = varied_headers.get("cache-control").is_some_and(|value| private(value.to_str().unwrap()));
+            assert!(
+                same || vary || kept_by_one,
+                "{path} with {name}: {value:?} is {varied_status}, {} bytes (not {status}, {} bytes), neither named in Vary nor private",
+                varied_body.len(),
+                body.len()
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20 * VARIED.len(), "most reads are shared, so most were checked: {checked}");
 }

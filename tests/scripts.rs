@@ -33,6 +33,7 @@ async fn store() -> (Arc<Store>, tempfile::TempDir) {
         picture_mb_per_writer: None,
         picture_memory_mb: None,
         upload_buffer_mb: None,
+        public_url: None,
     };
     (Arc::new(Store::connect(&config).await.unwrap()), dir)
 }

@@ -132,3 +132,56 @@ async fn a_slow_link_is_read_and_a_trickle_is_cut() {
     assert!(trickled.starts_with("HTTP/1.1 408"), "{trickled}");
     assert!(trickled.contains("came slower than"), "{trickled}");
 }
+
+/// The routes that take a picture, and every `Content-Type` a body can claim (a form, a broken
+/// multipart, an image, nothing): what a client that is not signed in may send them.
+const PICTURE_ROUTES: [&str; 3] = ["/write", "/posts/{post}/edit", "/api/posts/{post}/pictures"];
+const CLAIMED_TYPES: [Option<&str>; 7] = [
+    Some("application/x-www-form-urlencoded"),
+    Some("multipart/form-data; boundary="),
+    Some("multipart/form-data; boundary=x"),
+    Some("text/plain"),
+    Some("image/png"),
+    Some("application/octet-stream"),
+    None,
+];
+
+/// With buffers for one upload, connections from nobody signed in, to every route that takes a
+/// picture with every `Content-Type`, each declaring 10 MiB and sending 1 KiB of it, hold none
+/// of those buffers: a signed-in writer's picture sent meanwhile is stored, and each of them is
+/// answered 401 from its head.
+#[tokio::test]
+async fn anonymous_connections_of_every_content_type_leave_the_upload_buffers_to_the_writers() {
+    let data = tempfile::tempdir().unwrap();
+    let handler = Handler::start(data.path(), &[("BLOG_UPLOAD_BUFFER_MB", "11")]);
+    let post = handler.writers_post("writer").await;
+    let mut anonymous = Vec::new();
+    for route in PICTURE_ROUTES {
+        let path = route.replace("{post}", &post);
+        for claimed in CLAIMED_TYPES {
+            let mut stream = TcpStream::connect(handler.address()).await.unwrap();
+            let content_type = claimed.map(|claimed| format!("Content-Type: {claimed}\r\n")).unwrap_or_default();
+            let head = format!("POST {path} HTTP/1.1\r\nHost: x\r\n{content_type}Content-Length: {}\r\n\r\n", 10 * 1024 * 1024);
+            stream.write_all(head.as_bytes()).await.unwrap();
+            // Some of it may be refused unread: the server then closes, which is what it should do.
+            let _ = stream.write_all(&[b'a'; 1024]).await;
+            anonymous.push((path.clone(), claimed, stream));
+        }
+    }
+    // Larger than what one anonymous 10 MiB claim would leave of the 11 MiB.
+    let picture = common::hostile::photo_jpeg(3200, 2400, 7);
+    assert!(picture.len() > 1024 * 1024, "{} bytes", picture.len());
+    let stored = reqwest::Client::new()
+        .post(format!("{}/api/posts/{post}/pictures", handler.base))
+        .header("x-dev-user", "writer")
+        .header("content-type", "image/jpeg")
+        .body(picture)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stored.status(), reqwest::StatusCode::CREATED, "{}", stored.text().await.unwrap());
+    for (path, claimed, mut stream) in anonymous {
+        let answer = answer(&mut stream, Duration::from_secs(5)).await;
+        assert!(answer.starts_with("HTTP/1.1 401"), "{path} as {claimed:?}: {answer}");
+    }
+}

@@ -269,3 +269,22 @@ fn nothing_configured_means_the_embedded_store_on_the_local_port() {
     assert_eq!(config.change_feed, ChangeFeedMode::Local);
     assert_eq!(config.scripts, ScriptsMode::InProcess);
 }
+
+/// The public address: `BLOG_PUBLIC_URL` first, then the platform's host name, then nothing
+/// (the listener's address, once bound); a setting that is not an address stops the start.
+#[test]
+fn the_public_address_is_the_setting_then_the_platforms_host_name() {
+    let public = |pairs: &[(&str, &str)]| config(pairs).unwrap().public_url.map(|url| url.to_string());
+    assert_eq!(public(&[]), None);
+    assert_eq!(public(&[("BLOG_PUBLIC_URL", "https://blog.example/")]).as_deref(), Some("https://blog.example"));
+    let azure = [("WEBSITE_HOSTNAME", "app.azurewebsites.net")];
+    assert_eq!(public(&azure).as_deref(), Some("https://app.azurewebsites.net"));
+    let both = [("WEBSITE_HOSTNAME", "app.azurewebsites.net"), ("BLOG_PUBLIC_URL", "https://blog.example")];
+    assert_eq!(public(&both).as_deref(), Some("https://blog.example"), "the setting wins over the platform's name");
+    let core_tools = [("WEBSITE_HOSTNAME", "localhost:7071"), ("FUNCTIONS_CORETOOLS_ENVIRONMENT", "true")];
+    assert_eq!(public(&core_tools).as_deref(), Some("http://localhost:7071"));
+    for wrong in ["blog.example", "https://blog.example/path", "https://evil.example\"><x"] {
+        let refused = config(&[("BLOG_PUBLIC_URL", wrong)]).unwrap_err();
+        assert!(matches!(&refused, ConfigError::Invalid { name: "BLOG_PUBLIC_URL", value, .. } if value == wrong), "{refused:?}");
+    }
+}

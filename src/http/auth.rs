@@ -77,26 +77,7 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let header = match state.auth {
-            AuthMode::None => {
-                return Err(unauthorized(
-                    "Writes need a signed-in caller, and this handler has no authentication configured \
-                     (App Service Authentication on Azure; BLOG_AUTH=development locally).",
-                ));
-            }
-            AuthMode::Platform => PLATFORM_PRINCIPAL,
-            #[cfg(feature = "embedded")]
-            AuthMode::Development => DEVELOPMENT_USER,
-        };
-        let principal = parts
-            .headers
-            .get(header)
-            .map(|value| value.to_str().map(str::to_owned))
-            .transpose()
-            .map_err(|_| unauthorized("The caller's identity header is not valid text."))?
-            .ok_or_else(|| unauthorized(&format!("Sign in to write: the request carries no {header} header.")))?;
-        validate_id(&principal)
-            .map_err(|why| ApiError::new(StatusCode::FORBIDDEN, format!("Your principal id cannot be a user id: {why}")))?;
+        let principal = principal(parts, state.auth)?;
         // A write is counted against the caller's limit; a read that asks who the caller is
         // (`GET /api/me`) is not. Its key makes it once (`app::idempotency`).
         let caller = Caller::new(principal);
@@ -110,6 +91,38 @@ impl FromRequestParts<AppState> for Caller {
         };
         Ok(caller.with_key(key))
     }
+}
+
+/// The API caller's principal id, from the header the sign-in scheme vouches for: 401 without
+/// one, 403 for one that cannot be a user id. Read from the request's head alone, so the front
+/// door asks it before it reads a write's body.
+pub(crate) fn principal(parts: &Parts, mode: AuthMode) -> Result<String, ApiError> {
+    let header = match mode {
+        AuthMode::None => {
+            return Err(unauthorized(
+                "Writes need a signed-in caller, and this handler has no authentication configured \
+                 (App Service Authentication on Azure; BLOG_AUTH=development locally).",
+            ));
+        }
+        AuthMode::Platform => PLATFORM_PRINCIPAL,
+        #[cfg(feature = "embedded")]
+        AuthMode::Development => DEVELOPMENT_USER,
+    };
+    let principal = parts
+        .headers
+        .get(header)
+        .map(|value| value.to_str().map(str::to_owned))
+        .transpose()
+        .map_err(|_| unauthorized("The caller's identity header is not valid text."))?
+        .ok_or_else(|| unauthorized(&format!("Sign in to write: the request carries no {header} header.")))?;
+    validate_id(&principal)
+        .map_err(|why| ApiError::new(StatusCode::FORBIDDEN, format!("Your principal id cannot be a user id: {why}")))?;
+    Ok(principal)
+}
+
+/// A page's write from nobody signed in: 401.
+pub(crate) fn sign_in_first() -> ApiError {
+    unauthorized("Sign in to do this.")
 }
 
 fn unauthorized(detail: &str) -> ApiError {

@@ -179,6 +179,21 @@ impl AsRef<[u8]> for Held {
 }
 
 impl UnreadBody {
+    /// The body of a sender who is not signed in, on a picture's route: at most `limit` bytes,
+    /// as any other form's, outside the upload buffers, which are only ever held for a known
+    /// writer. Declared larger, it is refused before a byte of it is read (`too_large`).
+    pub(crate) async fn read_outside_buffers(
+        self,
+        limit: usize,
+        too_large: impl FnOnce() -> ApiError,
+    ) -> Result<Bytes, ApiError> {
+        if self.declared.is_some_and(|declared| declared > limit as u64) {
+            return Err(too_large());
+        }
+        let bytes = read_at_rate(self.body, limit, 0).await.map_err(|error| error.into_api_error(too_large))?;
+        Ok(Bytes::from(bytes))
+    }
+
     /// The body, read within the upload buffers and at [`MIN_RATE`]; the bytes answered hold
     /// their share of the buffers until they are dropped.
     pub(crate) async fn read(self, too_large: impl FnOnce() -> ApiError) -> Result<Bytes, ApiError> {

@@ -31,6 +31,12 @@ pub(crate) const SHARED: &str = "public, max-age=0, s-maxage=5, stale-while-reva
 /// revalidated on every use.
 pub(crate) const PRIVATE: &str = "private, no-cache";
 
+/// An answer no cache may keep: every error and redirect, and any answer whose route said
+/// nothing of how long it may be kept. A cache applies its own rule to an answer that says
+/// nothing (Azure Front Door keeps one for one to three days, "Caching with Azure Front Door"),
+/// so one overloaded second's 503 would otherwise be served for days.
+pub(crate) const NOT_KEPT: &str = "no-store";
+
 /// The request headers that carry who is signed in, or credentials: App Service
 /// Authentication's (`x-ms-client-principal*`, which it sets for a signed-in caller, and the
 /// bearer token an API client sends it), and the development scheme's.
@@ -59,9 +65,10 @@ pub(crate) fn freshness(request: &HeaderMap) -> Freshness {
     if is_personal(request) { Freshness::Read } else { Freshness::Cached }
 }
 
-/// The rule, applied to every answer on its way out ([`super::front_door`]): the `Cache-Control`
-/// the route chose, unless the answer is personal (the request [`is_personal`], or the answer
-/// sets a cookie), in which case nothing in it may let a shared cache keep it.
+/// The rule, applied to every answer on its way out ([`super::front_door`]): [`NOT_KEPT`] for an
+/// error, a redirect, or an answer whose route chose nothing; else the `Cache-Control` the route
+/// chose, unless the answer is personal (the request [`is_personal`], or the answer sets a
+/// cookie), in which case nothing in it may let a shared cache keep it.
 ///
 /// Why here and not in each route: a shared cache (Azure Front Door among them) keys its copies
 /// by URL alone and ignores `Vary: Cookie`, so one signed-in answer marked `public` under a
@@ -69,7 +76,15 @@ pub(crate) fn freshness(request: &HeaderMap) -> Freshness {
 /// would sign them all in as that reader. One check on the way out holds every route to that,
 /// including routes written later.
 pub(crate) fn cache_control(personal_request: bool, response: &mut Response) {
+    let status = response.status();
+    let failed_or_elsewhere = status.is_client_error()
+        || status.is_server_error()
+        || (status.is_redirection() && status != axum::http::StatusCode::NOT_MODIFIED);
     let headers = response.headers_mut();
+    if failed_or_elsewhere || !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(NOT_KEPT));
+        return;
+    }
     let sets_cookie = headers.contains_key(header::SET_COOKIE);
     if !(personal_request || sets_cookie) {
         return;

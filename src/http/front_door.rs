@@ -1,9 +1,15 @@
 //! What every request passes on its way in and out, once, around its route:
 //!
-//! 1. **Admission.** The whole body is read first, at [`body::MIN_RATE`] or faster, and only
-//!    then is a place taken: a client that trickles its body holds its own connection, never a
-//!    place, and is cut when it falls behind. A picture's body is the route's to read, after it
-//!    has checked who sends it, within the upload buffers ([`body`]). Past
+//! 1. **Admission.** An API write's caller is known from the request's head before a byte of
+//!    its body is read: one that names none is answered 401 at once. No body is read for a read,
+//!    nor for a route that does not exist. Then the whole body is read, at [`body::MIN_RATE`] or
+//!    faster, and only then is a place taken: a client that trickles its body holds its own
+//!    connection, never a place, and is cut when it falls behind. A picture's body is the
+//!    route's to read, after it has checked who sends it and where it goes, within the upload
+//!    buffers ([`body`]). So a client that is not signed in never holds a place, an upload's
+//!    share or a decode; what it can hold is its own connection, and a page form's body of at
+//!    most [`MAX_BODY_BYTES`], which is read so that a writer whose sign-in ended gets their
+//!    text back with the 401. Past
 //!    `max_in_flight` places a request is answered 503 at once instead of queued without bound
 //!    (the host and clients retry; the instance stays healthy). Reads and writes have places of
 //!    their own, so that a flood of one kind cannot starve the other.
@@ -47,9 +53,9 @@ use super::body::{self, Deadline, PictureBody, UploadBuffers};
 use super::caching;
 use super::error::ApiError;
 use super::pages::{self, PageRequest};
-use super::{HOST_BATCH_BYTES, MAX_BODY_BYTES, MAX_UPLOAD_BYTES};
+use super::{HOST_BATCH_BYTES, HttpFunction, MAX_BODY_BYTES, MAX_UPLOAD_BYTES, Serving};
 use crate::changefeed;
-use crate::config::AuthMode;
+use crate::config::{AuthMode, PublicUrl};
 use crate::cosmos::Meter;
 
 /// The layer: `router.layer(FrontDoor::new(...))`. A layer on a router is applied to each
@@ -68,23 +74,21 @@ struct Door {
     auth: AuthMode,
     /// The bytes the pictures' bodies may hold at once.
     uploads: Arc<UploadBuffers>,
+    /// The blog's address, for the pages' links.
+    public_url: PublicUrl,
 }
 
 impl FrontDoor {
-    pub(super) fn new(
-        max_in_flight: usize,
-        host_batches: bool,
-        auth: AuthMode,
-        request_timeout: Duration,
-        uploads: UploadBuffers,
-    ) -> FrontDoor {
+    pub(super) fn new(serving: Serving, auth: AuthMode) -> FrontDoor {
+        let Serving { max_in_flight, request_timeout, host_change_feed, uploads, public_url } = serving;
         FrontDoor(Arc::new(Door {
             reads: Arc::new(Semaphore::new(max_in_flight)),
             writes: Arc::new(Semaphore::new(max_in_flight)),
-            host_batches,
+            host_batches: host_change_feed,
             request_timeout,
             auth,
             uploads: Arc::new(uploads),
+            public_url,
         }))
     }
 }
@@ -157,19 +161,28 @@ impl Door {
         S: Service<Request, Response = Response, Error = Infallible>,
     {
         let (mut parts, body) = request.into_parts();
+        let function =
+            parts.extensions.get::<MatchedPath>().and_then(|matched| HttpFunction::of(&parts.method, matched.as_str()));
+        if let Some(refusal) = self.unknown_writer(&parts, function) {
+            return refusal;
+        }
         let takes_picture = self.takes_picture(&parts);
         let body = if takes_picture {
-            // Read by the route once it knows who sends it, within the upload buffers; only an
+            // Read by the route once it knows where it goes, within the upload buffers; only an
             // upload declared too large is refused here, before a byte of it is read.
             if declared_length(&parts).is_some_and(|length| length > MAX_UPLOAD_BYTES as u64) {
                 return too_large(MAX_UPLOAD_BYTES);
             }
             body
-        } else {
+        } else if self.is_host_batch(&parts) || (function.is_some() && !parts.method.is_safe()) {
             match self.read_body(&parts, body).await {
                 Ok(body) => body,
                 Err(refusal) => return refusal,
             }
+        } else {
+            // A read, or a request no function answers (404, 405): nothing in its body is used,
+            // so none of it is waited for or held.
+            Body::empty()
         };
         let Some(_place) = self.place_for(&parts.method) else {
             return ApiError::new(
@@ -178,7 +191,7 @@ impl Door {
             )
             .into_response();
         };
-        let page = PageRequest::of(&parts, self.auth);
+        let page = PageRequest::of(&parts, self.auth, &self.public_url);
         // A picture's route reads its body itself: its budget restarts once the body is in.
         let deadline = (!self.is_host_batch(&parts)).then(|| {
             let first = if takes_picture { body::allowance(MAX_UPLOAD_BYTES as u64) } else { Duration::ZERO };
@@ -197,6 +210,16 @@ impl Door {
             Some(page) => page.scope(answer).await,
             None => answer.await,
         }
+    }
+
+    /// The answer to an API write whose head names no caller: 401 (or 403 for an identity that
+    /// cannot be a user's), as the route itself would answer, before its body is read. `None`
+    /// lets the request in. (The pages' forms check their viewer in their routes: see
+    /// [`pages::FormWithPicture`].)
+    fn unknown_writer(&self, parts: &Parts, function: Option<HttpFunction>) -> Option<Response> {
+        let function = function.filter(|function| !parts.method.is_safe() && super::is_api_route(function.route()))?;
+        debug_assert!(function.method() != "GET");
+        super::auth::principal(parts, self.auth).err().map(IntoResponse::into_response)
     }
 
     /// Whether the request is the Functions host delivering a change-feed batch.

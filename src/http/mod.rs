@@ -151,6 +151,33 @@ impl HttpFunction {
         &[HttpFunction::AddPicture, HttpFunction::SubmitNewPost, HttpFunction::SubmitPostEdit];
 }
 
+/// How the router takes requests: what the front door admits, and where the blog is.
+pub(crate) struct Serving {
+    /// The reads one instance works on at once, and as many writes.
+    pub max_in_flight: usize,
+    /// How long a request may take in all.
+    pub request_timeout: std::time::Duration,
+    /// Whether the Functions host delivers the change feed (its routes exist).
+    pub host_change_feed: bool,
+    /// The bytes the pictures' bodies may hold at once.
+    pub uploads: UploadBuffers,
+    /// The blog's address as readers reach it: every absolute link's.
+    pub public_url: crate::config::PublicUrl,
+}
+
+impl HttpFunction {
+    /// The function a request's method and matched route (as the router declares it) name, if any.
+    pub(crate) fn of(method: &axum::http::Method, matched: &str) -> Option<HttpFunction> {
+        static ROUTES: std::sync::LazyLock<Vec<(HttpFunction, String)>> = std::sync::LazyLock::new(|| {
+            HttpFunction::ALL.iter().map(|&function| (function, router_path(function.route()))).collect()
+        });
+        ROUTES
+            .iter()
+            .find(|(function, path)| path == matched && function.method() == method.as_str())
+            .map(|(function, _)| *function)
+    }
+}
+
 /// The path the handler serves a function's route at.
 pub fn router_path(route: &str) -> String {
     if route == FRONT_PAGE_ROUTE { "/".to_owned() } else { format!("/{route}") }
@@ -171,13 +198,8 @@ pub fn is_api_route(route: &str) -> bool {
 /// because no HTTP function's route can match `/{FunctionName}` (explicit routes only, no
 /// catch-all; a test holds every `function.json` to that). Where the local processors deliver
 /// the changes, nothing else may.
-pub(crate) fn router(
-    state: AppState,
-    max_in_flight: usize,
-    request_timeout: std::time::Duration,
-    host_change_feed: bool,
-    uploads: UploadBuffers,
-) -> Router {
+pub(crate) fn router(state: AppState, serving: Serving) -> Router {
+    let host_change_feed = serving.host_change_feed;
     let mut router = Router::new();
     for &function in HttpFunction::ALL {
         // A picture's body is larger than any other request's (the front door reads it within
@@ -200,7 +222,7 @@ pub(crate) fn router(
     router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(FrontDoor::new(max_in_flight, host_change_feed, state.auth, request_timeout, uploads))
+        .layer(FrontDoor::new(serving, state.auth))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
 }
@@ -274,11 +296,14 @@ mod tests {
             .route("/api/read", get(|| async { "ok" }))
             .route("/api/trickle", get(trickle))
             .layer(FrontDoor::new(
-                max_in_flight,
-                false,
+                super::Serving {
+                    max_in_flight,
+                    request_timeout: crate::config::DEFAULT_REQUEST_TIMEOUT,
+                    host_change_feed: false,
+                    uploads: super::UploadBuffers::new(super::UploadBuffers::DEFAULT_BYTES, super::MAX_UPLOAD_BYTES),
+                    public_url: crate::config::PublicUrl::of_listener("127.0.0.1:7071".parse().unwrap()),
+                },
                 AuthMode::None,
-                crate::config::DEFAULT_REQUEST_TIMEOUT,
-                super::UploadBuffers::new(super::UploadBuffers::DEFAULT_BYTES, super::MAX_UPLOAD_BYTES),
             ));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());

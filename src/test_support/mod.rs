@@ -51,6 +51,7 @@ pub fn embedded_config(dir: &Path) -> Config {
         picture_mb_per_writer: None,
         picture_memory_mb: None,
         upload_buffer_mb: None,
+        public_url: None,
     }
 }
 

@@ -21,6 +21,9 @@ use tokio::task::JoinHandle;
 
 pub(crate) struct TestApp {
     pub base: String,
+    /// The blog's public address, which its pages and feeds link to: `BLOG_PUBLIC_URL` where the
+    /// test set it, else the listener's as the blog names it (`http://localhost:<port>`).
+    pub public: String,
     pub client: reqwest::Client,
     pub data_dir: PathBuf,
     /// Direct access to the store and scripts, for tests that set up or inspect what the API
@@ -161,6 +164,8 @@ impl TestApp {
             picture_mb_per_writer: None,
             picture_memory_mb: None,
             upload_buffer_mb: None,
+            // The address it listens on, as `cargo run` without `BLOG_PUBLIC_URL`.
+            public_url: None,
         }
     }
 
@@ -172,7 +177,10 @@ impl TestApp {
         let state = blog.state.clone();
         let deliveries = blog.deliveries();
         let listener = tokio::net::TcpListener::bind(config.listen).await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
+        let address = listener.local_addr().unwrap();
+        let base = format!("http://{address}");
+        let public =
+            config.public_url.as_ref().map_or_else(|| format!("http://localhost:{}", address.port()), ToString::to_string);
         let (stop, stopped) = oneshot::channel::<()>();
         let server = tokio::spawn(async move {
             blog.serve(listener, async move {
@@ -183,6 +191,7 @@ impl TestApp {
         });
         TestApp {
             base,
+            public,
             client: reqwest::Client::new(),
             data_dir: dir,
             state,

@@ -29,11 +29,14 @@ async fn a_route_that_panics_is_answered_500_as_a_problem() {
         .route("/panics", axum::routing::get(panics))
         .route("/works", axum::routing::get(|| async { "fine" }))
         .layer(FrontDoor::new(
-            4,
-            false,
+            super::super::Serving {
+                max_in_flight: 4,
+                request_timeout: crate::config::DEFAULT_REQUEST_TIMEOUT,
+                host_change_feed: false,
+                uploads: super::super::UploadBuffers::new(1 << 20, super::super::MAX_UPLOAD_BYTES),
+                public_url: crate::config::PublicUrl::of_listener("127.0.0.1:7071".parse().unwrap()),
+            },
             AuthMode::None,
-            crate::config::DEFAULT_REQUEST_TIMEOUT,
-            super::super::UploadBuffers::new(1 << 20, super::super::MAX_UPLOAD_BYTES),
         ));
     let answer = router.clone().oneshot(Request::get("/panics").body(Body::empty()).unwrap()).await.unwrap();
     assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);

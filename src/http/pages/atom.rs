@@ -5,13 +5,12 @@
 //! Each answers with an ETag, and a matching `If-None-Match` is a 304.
 //!
 //! **Addresses.** A feed's links must be absolute (RFC 4287 §4.2.7: `href` is an IRI reference,
-//! and a reader fetched the feed from elsewhere than the pages), and the blog has no setting for
-//! its public address: the feed takes it from the request, `X-Forwarded-Host` (or `Host`) and
-//! `X-Forwarded-Proto` (`http` without it), as the pages' same-origin check reads the host. So
-//! an entry's id does not depend on it: it is `urn:uuid:{postId}` (RFC 4287 §4.2.6 and its
-//! example; every post C2 creates has a UUID for id), the same whichever address a reader
-//! subscribed with, and under which scheme; a post with another kind of id has its absolute
-//! address for id.
+//! and a reader fetched the feed from elsewhere than the pages): they are at the blog's public
+//! address, from configuration ([`crate::config::PublicUrl`]), never from the request, so a
+//! feed is the same bytes whatever its request's headers say. An entry's id does not depend on
+//! the address either: it is `urn:uuid:{postId}` (RFC 4287 §4.2.6 and its example; every post
+//! C2 creates has a UUID for id), the same if the blog moves to another address; a post with
+//! another kind of id has its absolute address for id.
 //!
 //! **Content.** The feed pages hold short copies (their content cut to `SHORT_CONTENT_CHARS`),
 //! as the front page shows them: a post whose copy is whole is its `content`, rendered from
@@ -20,7 +19,7 @@
 //! would cost one more read per entry per feed view.
 
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::short_posts::tag_address;
@@ -41,7 +40,7 @@ const ATOM: &str = "application/atom+xml; charset=utf-8";
 
 /// `GET /feed.atom`: the newest posts, the front page's first page from the same cache.
 pub(crate) async fn blog_feed(State(state): State<AppState>, headers: HeaderMap) -> PageResult {
-    let origin = origin(&headers)?;
+    let origin = public_origin()?;
     let page = feed_page(&state, &ListParams::default()).await?;
     let about = About {
         title: SITE_NAME.to_owned(),
@@ -49,13 +48,13 @@ pub(crate) async fn blog_feed(State(state): State<AppState>, headers: HeaderMap)
         page: format!("{origin}/"),
         feed: format!("{origin}/feed.atom"),
     };
-    Ok(answer(&headers, feed(&origin, &about, &page.list.items)))
+    Ok(answer(&headers, feed(origin.as_str(), &about, &page.list.items)))
 }
 
 /// `GET /users/{userId}/feed.atom`: the user's newest posts (Q3, one query; and one point read
 /// for their name when they have none yet, which also tells a user that does not exist: 404).
 pub(crate) async fn user_feed(State(state): State<AppState>, PageId(user_id): PageId, headers: HeaderMap) -> PageResult {
-    let origin = origin(&headers)?;
+    let origin = public_origin()?;
     let posts = posts_of(&state, &user_id, &ListParams::default(), OwnerKnown::Yes).await?;
     let username = match posts.items.first() {
         Some(newest) => newest.user_username.clone(),
@@ -68,13 +67,13 @@ pub(crate) async fn user_feed(State(state): State<AppState>, PageId(user_id): Pa
         feed: format!("{page}/feed.atom"),
         page,
     };
-    Ok(answer(&headers, feed(&origin, &about, &posts.items)))
+    Ok(answer(&headers, feed(origin.as_str(), &about, &posts.items)))
 }
 
 /// `GET /tags/{tag}/feed.atom`: the newest posts with the tag (Q7, one query on the tag's
 /// partition). A tag nobody used is an empty feed, as its page is an empty list.
 pub(crate) async fn tag_feed(State(state): State<AppState>, PageTag(given): PageTag, headers: HeaderMap) -> PageResult {
-    let origin = origin(&headers)?;
+    let origin = public_origin()?;
     let posts = posts_with_tag(&state, &given, &ListParams::default()).await?;
     let tag = shown_tag(&posts.items, &given);
     let page = format!("{origin}{}", tag_address(&given));
@@ -84,55 +83,18 @@ pub(crate) async fn tag_feed(State(state): State<AppState>, PageTag(given): Page
         feed: format!("{page}/feed.atom"),
         page,
     };
-    Ok(answer(&headers, feed(&origin, &about, &posts.items)))
+    Ok(answer(&headers, feed(origin.as_str(), &about, &posts.items)))
 }
 
 /// The feed's answer, or 304 when the reader has it already.
 fn answer(headers: &HeaderMap, xml: String) -> Response {
-    let mut response = caching::revalidated(headers, ATOM, xml);
-    // The links in it are made from these: a shared cache must not hand one host's feed to another.
-    response.headers_mut().insert(header::VARY, HeaderValue::from_static("X-Forwarded-Host, X-Forwarded-Proto"));
-    response
+    caching::revalidated(headers, ATOM, xml)
 }
 
-/// The blog's address as the request reached it: `http(s)://host[:port]`, from
-/// `X-Forwarded-Proto` and `X-Forwarded-Host` or `Host` (the first of a proxy chain's list).
-pub(super) fn origin(headers: &HeaderMap) -> Result<String, ApiError> {
-    let first = |name: &header::HeaderName| {
-        headers.get(name).map(|value| {
-            let text = value.to_str().map_err(|_| ApiError::bad_request(format!("{name} is not ASCII text.")))?;
-            Ok::<_, ApiError>(text.split(',').next().unwrap_or_default().trim())
-        })
-    };
-    let host = match first(&X_FORWARDED_HOST).or_else(|| first(&header::HOST)) {
-        Some(host) => host?,
-        None => return Err(ApiError::bad_request("The request has no Host header: a feed's links need the blog's address.")),
-    };
-    // RFC 3986 §3.2.2-3.2.3: a registered name or IP literal, and a port; nothing that could end
-    // the authority or the attribute it is written in.
-    let valid = !host.is_empty()
-        && host
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'-' | b'_' | b'~' | b':' | b'[' | b']'));
-    if !valid {
-        return Err(ApiError::bad_request(format!("The host {host:?} is not a host name a link can hold.")));
-    }
-    let scheme = match first(&X_FORWARDED_PROTO).transpose()? {
-        None => "http",
-        Some(scheme) if scheme.eq_ignore_ascii_case("http") => "http",
-        Some(scheme) if scheme.eq_ignore_ascii_case("https") => "https",
-        Some(other) => return Err(ApiError::bad_request(format!("X-Forwarded-Proto {other:?} is neither http nor https."))),
-    };
-    // Room for the page's path too, which the pages append (`PageRequest`).
-    let mut origin = String::with_capacity(scheme.len() + 3 + host.len() + 64);
-    origin.push_str(scheme);
-    origin.push_str("://");
-    origin.push_str(host);
-    Ok(origin)
+/// The blog's public address, which the page request being answered carries.
+fn public_origin() -> Result<crate::config::PublicUrl, ApiError> {
+    super::page_origin().ok_or_else(|| ApiError::internal("a feed was rendered outside a page request"))
 }
-
-const X_FORWARDED_HOST: header::HeaderName = header::HeaderName::from_static("x-forwarded-host");
-const X_FORWARDED_PROTO: header::HeaderName = header::HeaderName::from_static("x-forwarded-proto");
 
 /// What a feed says of itself.
 struct About {
@@ -266,8 +228,6 @@ fn escape(text: &str, attribute: bool, out: &mut String) {
 
 #[cfg(test)]
 mod tests {
-    use axum::http::StatusCode;
-
     use super::*;
 
     fn escaped(text: &str, attribute: bool) -> String {
@@ -282,31 +242,5 @@ mod tests {
         assert_eq!(escaped("a\tb\nc\rd", false), "a\tb\nc&#13;d");
         assert_eq!(escaped("a\tb\nc\rd", true), "a&#9;b&#10;c&#13;d");
         assert_eq!(escaped("bell\u{7} \u{fffe} é", false), "bell\u{fffd} \u{fffd} é");
-    }
-
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        pairs.iter().map(|(name, value)| (header::HeaderName::from_static(name), HeaderValue::from_str(value).unwrap())).collect()
-    }
-
-    #[test]
-    fn the_origin_is_the_forwarded_host_and_scheme_or_the_host() {
-        assert_eq!(origin(&headers(&[("host", "blog.example:7071")])).unwrap(), "http://blog.example:7071");
-        let forwarded =
-            headers(&[("host", "127.0.0.1"), ("x-forwarded-host", "blog.example, proxy"), ("x-forwarded-proto", "HTTPS")]);
-        assert_eq!(origin(&forwarded).unwrap(), "https://blog.example");
-        assert_eq!(origin(&headers(&[("host", "[::1]:80")])).unwrap(), "http://[::1]:80");
-    }
-
-    #[test]
-    fn a_host_or_scheme_a_link_cannot_hold_is_refused_with_why() {
-        for (pairs, says) in [
-            (&[][..], "no Host header"),
-            (&[("host", "evil.example/\"><x")][..], "not a host name"),
-            (&[("host", "b.example"), ("x-forwarded-proto", "javascript")][..], "neither http nor https"),
-        ] {
-            let error = origin(&headers(pairs)).unwrap_err();
-            assert_eq!(error.status, StatusCode::BAD_REQUEST);
-            assert!(error.detail.contains(says), "{}", error.detail);
-        }
     }
 }

@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 use super::{PageError, multipart};
 use crate::app::idempotency::IdempotencyKey;
 use crate::app::{AppState, Caller};
+use crate::config::PublicUrl;
 use crate::http::auth::{SignedIn, page_viewer};
 use crate::http::error::ApiError;
 use crate::http::extract::{Id, Ids, field_names, parse_query};
@@ -40,7 +41,7 @@ impl Viewer {
 
     /// The caller of a write from a form; 401 when nobody is signed in.
     pub(crate) fn caller(&self) -> Result<Caller, ApiError> {
-        self.id().map(Caller::new).ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "Sign in to do this."))
+        self.id().map(Caller::new).ok_or_else(crate::http::auth::sign_in_first)
     }
 
     /// The caller of a write from a form, with the form's one-time key, counted against their
@@ -99,15 +100,17 @@ impl<S: Send + Sync> FromRequestParts<S> for PageIds {
 
 /// Refuses a state-changing request that another site made the browser send (cross-site
 /// request forgery): its `Sec-Fetch-Site` says it did not come from a page of this blog, or,
-/// from a browser that sends no fetch metadata, its `Origin` is not this blog. A request with
-/// neither header did not come from a browser page, which is the only thing a forger controls.
+/// from a browser that sends no fetch metadata, its `Origin` is neither the blog's public address
+/// nor the host the request was sent to. A request with neither header did not come from a
+/// browser page, which is the only thing a forger controls.
 pub(crate) struct SameOrigin;
 
 impl<S: Send + Sync> FromRequestParts<S> for SameOrigin {
     type Rejection = PageError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, PageError> {
-        check_same_origin(&parts.headers).map(|()| SameOrigin).map_err(|why| {
+        let public = super::page_origin();
+        check_same_origin(&parts.headers, public.as_ref().map(PublicUrl::as_str)).map(|()| SameOrigin).map_err(|why| {
             PageError(ApiError::new(
                 StatusCode::FORBIDDEN,
                 format!("This form was sent from another site ({why}), so it was refused: nothing was changed."),
@@ -116,15 +119,17 @@ impl<S: Send + Sync> FromRequestParts<S> for SameOrigin {
     }
 }
 
-fn check_same_origin(headers: &HeaderMap) -> Result<(), CrossSite> {
+fn check_same_origin(headers: &HeaderMap, public: Option<&str>) -> Result<(), CrossSite> {
     let text = |name: &str| headers.get(name).map(|value| value.to_str().unwrap_or("?").to_owned());
     if let Some(site) = text("sec-fetch-site") {
         // `none`: the person typed or bookmarked the request; `same-origin`: a page of this blog.
         return if site == "same-origin" || site == "none" { Ok(()) } else { Err(CrossSite::FetchSite { site }) };
     }
     let Some(origin) = text("origin") else { return Ok(()) };
+    // A browser's `Origin` is its own, never a page's to set, and so is the `Host` it sent.
     let authority = origin.split_once("://").map(|(_, authority)| authority);
-    let own = ["x-forwarded-host", "host"].into_iter().filter_map(text).any(|host| authority == Some(host.as_str()));
+    let own = public.is_some_and(|public| origin.eq_ignore_ascii_case(public))
+        || text("host").is_some_and(|host| authority == Some(host.as_str()));
     if own { Ok(()) } else { Err(CrossSite::Origin { origin }) }
 }
 
@@ -180,26 +185,32 @@ pub(crate) struct ChosenPicture {
 impl<T: DeserializeOwned> FromRequest<AppState> for FormWithPicture<T> {
     type Rejection = PageError;
 
-    /// On a route that takes a picture (the front door left its body unread), a form that may
-    /// carry one (multipart) is read only from a signed-in writer, and, where it edits a post,
-    /// only once the post is theirs: 401, 403 and 404 before its body.
+    /// On a route that takes a picture (the front door left its body unread), a form is read
+    /// only from a signed-in writer, and, where it edits a post, only once the post is theirs:
+    /// 401, 403 and 404 before its body, whatever its `Content-Type` says it holds.
     async fn from_request(request: Request, state: &AppState) -> Result<Self, PageError> {
         let content_type =
             request.headers().get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or("").to_owned();
         let (mut parts, body) = request.into_parts();
         let takes_picture = parts.extensions.get::<crate::http::body::PictureBody>().is_some();
-        if takes_picture && multipart::boundary(&content_type).is_some() {
-            let Ok(Viewer(viewer)) = Viewer::from_request_parts(&mut parts, state).await;
-            let caller = Viewer(viewer).caller().map_err(PageError)?;
-            if let Ok(PageId(post_id)) = PageId::from_request_parts(&mut parts, state).await {
-                crate::app::pictures::may_add_to(state, &caller, &post_id).await.map_err(|error| PageError(error.into()))?;
-            }
+        let Ok(Viewer(viewer)) = Viewer::from_request_parts(&mut parts, state).await;
+        let caller = Viewer(viewer).caller();
+        if let (true, Ok(caller)) = (takes_picture, &caller)
+            && let Ok(PageId(post_id)) = PageId::from_request_parts(&mut parts, state).await
+        {
+            crate::app::pictures::may_add_to(state, caller, &post_id).await.map_err(|error| PageError(error.into()))?;
         }
         let unread = crate::http::body::UnreadBody::from_request(Request::from_parts(parts, body), state)
             .await
             .unwrap_or_else(|never| match never {});
-        let bytes =
-            unread.read(|| crate::http::front_door::too_large_error(crate::http::MAX_UPLOAD_BYTES)).await.map_err(PageError)?;
+        let signed_out = takes_picture && caller.is_err();
+        let bytes = if signed_out {
+            // Read as any form is, so that the page that asks them to sign in again gives back
+            // what they typed; a form larger than that (a picture in it) is 401 unread.
+            unread.read_outside_buffers(crate::http::MAX_BODY_BYTES, crate::http::auth::sign_in_first).await.map_err(PageError)?
+        } else {
+            unread.read(|| crate::http::front_door::too_large_error(crate::http::MAX_UPLOAD_BYTES)).await.map_err(PageError)?
+        };
         let unreadable =
             |error: &dyn std::fmt::Display| PageError(ApiError::bad_request(format!("The form could not be read: {error}.")));
         let urlencoded = content_type.trim_start().to_ascii_lowercase().starts_with("application/x-www-form-urlencoded");
@@ -211,7 +222,8 @@ impl<T: DeserializeOwned> FromRequest<AppState> for FormWithPicture<T> {
             for part in multipart::parts(&bytes, &boundary).map_err(|error| unreadable(&error))? {
                 match part.filename {
                     // A file input left empty sends a part with an empty name and body.
-                    Some(name) if part.name == PICTURE_FIELD && !(name.is_empty() && part.body.is_empty()) => {
+                    // A signed-out sender's picture is never decoded: the route answers 401.
+                    Some(name) if part.name == PICTURE_FIELD && !(name.is_empty() && part.body.is_empty()) && !signed_out => {
                         if picture.is_some() {
                             return Err(unreadable(&"it has more than one picture"));
                         }
@@ -276,18 +288,27 @@ mod tests {
             }
             map
         };
-        assert!(check_same_origin(&headers(&[("sec-fetch-site", "same-origin")])).is_ok());
-        assert!(check_same_origin(&headers(&[("sec-fetch-site", "none")])).is_ok());
+        assert!(check_same_origin(&headers(&[("sec-fetch-site", "same-origin")]), None).is_ok());
+        assert!(check_same_origin(&headers(&[("sec-fetch-site", "none")]), None).is_ok());
         assert_eq!(
-            check_same_origin(&headers(&[("sec-fetch-site", "cross-site")])),
+            check_same_origin(&headers(&[("sec-fetch-site", "cross-site")]), None),
             Err(CrossSite::FetchSite { site: "cross-site".into() })
         );
-        assert!(check_same_origin(&headers(&[("sec-fetch-site", "same-site")])).is_err(), "a sibling subdomain is not the blog");
-        assert!(check_same_origin(&headers(&[("origin", "https://blog.example"), ("host", "blog.example")])).is_ok());
-        let forged = check_same_origin(&headers(&[("origin", "https://evil.example"), ("host", "blog.example")]));
+        assert!(
+            check_same_origin(&headers(&[("sec-fetch-site", "same-site")]), None).is_err(),
+            "a sibling subdomain is not the blog"
+        );
+        assert!(check_same_origin(&headers(&[("origin", "https://blog.example"), ("host", "blog.example")]), None).is_ok());
+        let forged = check_same_origin(&headers(&[("origin", "https://evil.example"), ("host", "blog.example")]), None);
         assert_eq!(forged, Err(CrossSite::Origin { origin: "https://evil.example".into() }));
         assert_eq!(forged.unwrap_err().to_string(), "Origin: https://evil.example");
-        assert!(check_same_origin(&headers(&[("origin", "null"), ("host", "blog.example")])).is_err());
-        assert!(check_same_origin(&headers(&[("host", "blog.example")])).is_ok(), "no browser page sent it");
+        assert!(check_same_origin(&headers(&[("origin", "null"), ("host", "blog.example")]), None).is_err());
+        assert!(check_same_origin(&headers(&[("host", "blog.example")]), None).is_ok(), "no browser page sent it");
+        let public = Some("https://blog.example");
+        let through_a_proxy = headers(&[("origin", "https://blog.example"), ("host", "app.azurewebsites.net")]);
+        assert!(check_same_origin(&through_a_proxy, public).is_ok(), "the public address is the blog's");
+        let forwarded =
+            headers(&[("origin", "https://evil.example"), ("host", "app.example"), ("x-forwarded-host", "evil.example")]);
+        assert!(check_same_origin(&forwarded, public).is_err(), "a forwarded host is not believed");
     }
 }

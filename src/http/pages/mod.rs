@@ -47,6 +47,7 @@ use super::auth::page_viewer;
 use super::error::ApiError;
 use crate::app::AppError;
 use crate::app::marked::Rendering;
+use crate::config::PublicUrl;
 use crate::http::caching::{self, if_none_match};
 use crate::model::first_picture::FirstPicture;
 
@@ -193,15 +194,15 @@ fn with_etag(response: Response, etag: &str, private: bool) -> Response {
     response
 }
 
-/// The page's canonical address, where the request gave one (see [`PageRequest`]).
+/// The page's canonical address (see [`PageRequest`]); `None` outside a page request.
 pub(crate) fn page_address() -> Option<String> {
-    PAGE_REQUEST.try_with(|page| page.address.clone()).ok().flatten()
+    PAGE_REQUEST.try_with(|page| page.address.clone()).ok()
 }
 
-/// The blog's address as the page request reached it (`http(s)://host[:port]`), where it gave
-/// one a link can hold (see [`PageRequest`]).
-fn page_origin() -> Option<String> {
-    PAGE_REQUEST.try_with(|page| page.origin.clone()).ok().flatten()
+/// The blog's public address (`http(s)://host[:port]`, see [`PageRequest`]); `None` outside a
+/// page request.
+pub(crate) fn page_origin() -> Option<PublicUrl> {
+    PAGE_REQUEST.try_with(|page| page.origin.clone()).ok()
 }
 
 impl IntoResponse for Page {
@@ -243,8 +244,8 @@ pub(crate) struct PageFeed<'a> {
 /// Lays out a page with its [`Head`]. A page's own feed is linked beside the blog's: feed
 /// readers and browsers find both in the `<head>` (`rel="alternate"`, the HTML Standard's feed
 /// autodiscovery). The canonical address (and OpenGraph's `og:url`) is the page's path without
-/// its query, so a shared link with tracking parameters counts as the page itself; it is absolute
-/// when the request said where the blog is (see [`PageRequest`]).
+/// its query, so a shared link with tracking parameters counts as the page itself, at the blog's
+/// public address (see [`PageRequest`]).
 pub(crate) fn page_layout(title: &str, viewer: &Viewer, head: Head<'_>, main: Markup) -> String {
     let description = head.description.as_deref().unwrap_or(SITE_DESCRIPTION);
     let address = page_address();
@@ -268,7 +269,7 @@ pub(crate) fn page_layout(title: &str, viewer: &Viewer, head: Head<'_>, main: Ma
                 meta property="og:description" content=(esc(description));
                 meta property="og:type" content=(if head.article { "article" } else { "website" });
                 @if let (Some(picture), Some(origin)) = (head.picture, page_origin()) {
-                    (preview_picture(picture, &origin))
+                    (preview_picture(picture, origin.as_str()))
                 }
                 link rel="stylesheet" href=(STYLESHEET_HREF.as_str());
                 link rel="icon" type="image/svg+xml" href="/favicon.svg";
@@ -316,8 +317,8 @@ pub(crate) fn page_layout(title: &str, viewer: &Viewer, head: Head<'_>, main: Ma
 
 /// A link preview's picture (OpenGraph's `og:image` and its size and description), shown large
 /// (X's `summary_large_image` card; without a picture, X shows its `summary` card). A preview is
-/// made by a site that fetched the page, which needs the picture's absolute address: the blog's
-/// as the request reached it, as the canonical address and the Atom feeds have it.
+/// made by a site that fetched the page, which needs the picture's absolute address: at the
+/// blog's public address, as the canonical address and the Atom feeds have it.
 fn preview_picture(picture: &FirstPicture, origin: &str) -> Markup {
     html! {
         meta property="og:image" content={ (origin) (esc(&picture.url)) };
@@ -364,11 +365,11 @@ pub(crate) fn add_security_headers(headers: &mut HeaderMap) {
 /// refused extractor, an unknown path), and must still show who is signed in and where they are.
 pub(crate) struct PageRequest {
     viewer: Option<super::auth::SignedIn>,
-    /// The blog's address as the request reached it ([`atom::origin`]), when the request names a
-    /// host a link can hold: what makes a link in the `<head>` absolute.
-    origin: Option<String>,
+    /// The blog's public address, from configuration ([`PublicUrl`]), never from the request's
+    /// headers: a page a shared cache keeps is the same for every reader it is handed to.
+    origin: PublicUrl,
     /// The page's canonical address (`origin` + path, no query): every page's `<head>` gives it.
-    address: Option<String>,
+    address: String,
 }
 
 tokio::task_local! {
@@ -378,18 +379,19 @@ tokio::task_local! {
 impl PageRequest {
     /// Who is signed in and where the page is; `None` for the JSON API's requests, which render
     /// no page.
-    pub(crate) fn of(parts: &axum::http::request::Parts, auth: crate::config::AuthMode) -> Option<PageRequest> {
+    pub(crate) fn of(
+        parts: &axum::http::request::Parts,
+        auth: crate::config::AuthMode,
+        public_url: &PublicUrl,
+    ) -> Option<PageRequest> {
         if parts.uri.path().starts_with("/api/") {
             return None;
         }
         let viewer = page_viewer(parts, auth);
-        let origin = atom::origin(&parts.headers).ok();
-        let address = origin.as_ref().map(|origin| {
-            let mut address = origin.clone();
-            address.push_str(parts.uri.path());
-            address
-        });
-        Some(PageRequest { viewer, origin, address })
+        let mut address = String::with_capacity(public_url.as_str().len() + parts.uri.path().len());
+        address.push_str(public_url.as_str());
+        address.push_str(parts.uri.path());
+        Some(PageRequest { viewer, origin: public_url.clone(), address })
     }
 
     /// Runs `page` with this request current.
