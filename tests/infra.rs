@@ -1064,6 +1064,8 @@ fn function_app_settings_are_identity_based() {
         // The pictures' memory, from the instance's.
         "BLOG_PICTURE_MEMORY_MB",
         "BLOG_TOKEN_KEY",
+        // The address every absolute link of the pages and feeds names.
+        "BLOG_PUBLIC_URL",
         "APPLICATIONINSIGHTS_CONNECTION_STRING",
         "APPLICATIONINSIGHTS_AUTHENTICATION_STRING",
         // The front page is served at the root, in place of the host's home page.
@@ -1467,16 +1469,23 @@ fn sign_in(check: impl FnOnce(&SignIn<'_>)) {
 /// The tenant's own v2.0 issuer, as Bicep says it.
 const V2_ISSUER: &str = "'${environment().authentication.loginEndpoint}${tenant().tenantId}/v2.0'";
 
-/// The web redirect URI is App Service Authentication's callback on the app's own host name,
-/// and the registration issues ID tokens.
+/// A web redirect URI is App Service Authentication's callback on each host people sign in at:
+/// the app's own host name, and the Front Door endpoint's when there is one; the registration
+/// issues ID tokens.
 #[test]
 fn sign_in_redirects_to_app_service_authentications_callback_on_the_apps_host() {
     sign_in(|SignIn { main, signin, registration, .. }| {
+        let redirects = registration.file.path(registration.body, &["web", "redirectUris"]).unwrap();
         assert_eq!(
-            expression(signin, first_item(registration, &["web", "redirectUris"])),
-            "'https://${appHostName}/.auth/login/aad/callback'"
+            expression(signin, redirects),
+            "[for hostName in hostNames: 'https://${hostName}/.auth/login/aad/callback']",
+            "one callback per host"
         );
-        assert_eq!(module_argument(main, "modules/signin.bicep", "appHostName"), "'${names.functionApp}.azurewebsites.net'");
+        assert_eq!(
+            module_argument(main, "modules/signin.bicep", "hostNames"),
+            "frontDoor ? [appHostName, edge.outputs.hostName] : [appHostName]"
+        );
+        assert_eq!(expression(main, main.variable("appHostName").unwrap()), "'${names.functionApp}.azurewebsites.net'");
         assert_eq!(module_argument(main, "modules/functionapp.bicep", "appName"), "names.functionApp");
         assert_eq!(registration.literal_at(&["web", "implicitGrantSettings", "enableIdTokenIssuance"]), Some(json!(true)));
     });
@@ -2108,7 +2117,8 @@ fn the_cosmos_account_keeps_seven_days_of_continuous_backup() {
 ///
 /// The open reports of wrong Microsoft.Cdn type definitions (Azure/bicep-types-az 1932:
 /// `azureOrigin` refused on an origin; 2178: `secrets` on a classic CDN profile) concern what
-/// the module does not use: it names its origin by host name and has no secret.
+/// the modules do not use: they name the origin by host name and have no secret. The profile
+/// and endpoint are modules/frontdoor-endpoint.bicep's, deployed before the app.
 fn front_door(check: impl FnOnce(&[BicepFile], &BicepFile)) {
     let files = bicep_files();
     check(&files, infra_file(&files, "modules/frontdoor.bicep"));
@@ -2125,16 +2135,26 @@ fn the_front_door_is_off_by_default_and_deployed_only_when_asked_for() {
         assert_eq!(parameter_mappings().get("frontDoor").map(String::as_str), Some("BLOG_FRONT_DOOR"));
         assert_eq!(module_argument(main, "resources.bicep", "frontDoor"), "frontDoor == 'standard'");
         assert!(text(resources).contains("param frontDoor bool = false"));
+        assert!(
+            text(resources).contains("module edge 'modules/frontdoor-endpoint.bicep' = if (frontDoor)"),
+            "deployed only when on"
+        );
         assert!(text(resources).contains("module cdn 'modules/frontdoor.bicep' = if (frontDoor)"), "deployed only when on");
         assert_eq!(
             module_argument(resources, "modules/frontdoor.bicep", "originHostName"),
             "functionApp.outputs.defaultHostName"
         );
+        assert_eq!(module_argument(resources, "modules/frontdoor.bicep", "profileName"), "edge.outputs.profileName");
+        assert_eq!(module_argument(resources, "modules/frontdoor.bicep", "endpointName"), "edge.outputs.endpointName");
         assert_eq!(
             outputs(resources).get("BLOG_FRONT_DOOR_URL").map(String::as_str),
-            Some("frontDoor ? 'https://${cdn.outputs.hostName}' : ''")
+            Some("frontDoor ? 'https://${edge.outputs.hostName}' : ''")
         );
-        assert_eq!(outputs(front_door).get("hostName").map(String::as_str), Some("endpoint.properties.hostName"));
+        let endpoint_module = infra_file(files, "modules/frontdoor-endpoint.bicep");
+        assert_eq!(outputs(endpoint_module).get("hostName").map(String::as_str), Some("endpoint.properties.hostName"));
+        let existing: Vec<String> =
+            front_door.resources().iter().filter(|resource| resource.existing).map(|resource| resource.symbol.clone()).collect();
+        assert_eq!(existing, ["profile", "endpoint"], "the route's module names the profile and endpoint, made before");
     });
 }
 
@@ -2142,8 +2162,8 @@ fn the_front_door_is_off_by_default_and_deployed_only_when_asked_for() {
 /// caches each query string as its own page, through the bypass rules.
 #[test]
 fn the_front_door_routes_to_the_app_by_its_host_name_and_caches_by_query_string() {
-    front_door(|_, front_door| {
-        let profile = only_resource(front_door, "Microsoft.Cdn/profiles");
+    front_door(|files, front_door| {
+        let profile = only_resource(infra_file(files, "modules/frontdoor-endpoint.bicep"), "Microsoft.Cdn/profiles");
         assert_eq!(profile.literal_at(&["sku", "name"]), Some(json!("Standard_AzureFrontDoor")));
         assert_eq!(profile.literal_at(&["location"]), Some(json!("global")));
         let origin = only_resource(front_door, "Microsoft.Cdn/profiles/originGroups/origins");
@@ -2223,5 +2243,83 @@ fn the_app_sets_no_instance_affinity_cookie_that_would_defeat_the_cache() {
     front_door(|files, _| {
         let app = only_resource(infra_file(files, "modules/functionapp.bicep"), "Microsoft.Web/sites");
         assert_eq!(app.literal_at(&["properties", "clientAffinityEnabled"]), Some(json!(false)));
+    });
+}
+
+/// The app's own app setting, `name` → the expression of its value.
+fn app_settings(site: &Resource) -> BTreeMap<String, String> {
+    let array = site.file.path(site.body, &["properties", "siteConfig", "appSettings"]).expect("siteConfig.appSettings");
+    named_children(site.file.resolve(array))
+        .into_iter()
+        .filter_map(|entry| {
+            let name = site.file.literal(site.file.property(entry, "name")?)?.as_str()?.to_owned();
+            Some((name, expression(site.file, site.file.property(entry, "value")?)))
+        })
+        .collect()
+}
+
+/// BLOG_PUBLIC_URL, the address every absolute link of the pages and feeds names (src/config.rs
+/// reads it before WEBSITE_HOSTNAME): the Front Door endpoint's host when there is one, read from
+/// the endpoint itself, which is deployed before the app and depends on nothing of it (else the
+/// app and the origin would wait on each other); without, the app's own host name, computed
+/// from its name, which holds only while the app does not opt in to a hashed default host name.
+#[test]
+fn the_public_url_is_the_front_door_endpoints_when_there_is_one_and_the_apps_own_otherwise() {
+    let files = bicep_files();
+    let (resources, app, endpoint_module) = (
+        infra_file(&files, "resources.bicep"),
+        infra_file(&files, "modules/functionapp.bicep"),
+        infra_file(&files, "modules/frontdoor-endpoint.bicep"),
+    );
+    let site = only_resource(app, SITE);
+    assert_eq!(app_settings(&site).get("BLOG_PUBLIC_URL").map(String::as_str), Some("publicUrl"));
+    assert_eq!(
+        module_argument(resources, "modules/functionapp.bicep", "publicUrl"),
+        "frontDoor ? 'https://${edge.outputs.hostName}' : 'https://${appHostName}'"
+    );
+
+    // The endpoint is made in the module whose output that is, from nothing the app gives.
+    let endpoint = only_resource(endpoint_module, "Microsoft.Cdn/profiles/afdEndpoints");
+    assert!(!endpoint.existing, "{}: the endpoint is made here", endpoint.at());
+    assert_eq!(outputs(endpoint_module).get("hostName").map(String::as_str), Some("endpoint.properties.hostName"));
+    assert_eq!(
+        endpoint_module.parameters().keys().map(String::as_str).collect::<Vec<_>>(),
+        ["name", "tags"],
+        "the endpoint's module takes nothing of the app"
+    );
+    assert!(
+        descendants(endpoint_module.tree.root_node()).iter().all(|node| node.kind() != "module_declaration"),
+        "nothing else is deployed with the endpoint"
+    );
+
+    // Without Front Door: the host name App Service gives an app that does not opt in, at
+    // creation, to `<name>-<hash>.<region>-01.azurewebsites.net`.
+    assert_eq!(expression(resources, resources.variable("appHostName").unwrap()), "'${names.functionApp}.azurewebsites.net'");
+    assert_eq!(module_argument(resources, "modules/functionapp.bicep", "appName"), "names.functionApp");
+    assert!(
+        site.file.path(site.body, &["properties", "autoGeneratedDomainNameLabelScope"]).is_none(),
+        "{}: with autoGeneratedDomainNameLabelScope the app's host name is hashed, and appHostName (BLOG_PUBLIC_URL, \
+         the sign-in's redirect URI) no longer names it",
+        site.at()
+    );
+}
+
+/// Behind Front Door, App Service Authentication builds its redirects from the host Front Door
+/// forwards (`forwardProxy` `Standard`, no custom header names: Front Door sets the standard
+/// X-Forwarded-Host), and the registration takes the sign-in's callback there; without Front
+/// Door, from the request's own Host.
+#[test]
+fn sign_in_through_the_front_door_redirects_to_the_front_doors_host() {
+    sign_in(|SignIn { main, auth, .. }| {
+        assert_eq!(
+            expression_at(auth, &["properties", "httpSettings", "forwardProxy"]),
+            "{ convention: behindFrontDoor ? 'Standard' : 'NoProxy' }"
+        );
+        assert_eq!(module_argument(main, "modules/functionapp.bicep", "behindFrontDoor"), "frontDoor");
+        assert!(
+            module_argument(main, "modules/signin.bicep", "hostNames")
+                .starts_with("frontDoor ? [appHostName, edge.outputs.hostName]"),
+            "the Front Door's callback is registered when there is one"
+        );
     });
 }

@@ -21,41 +21,24 @@
 //
 // Resource shapes follow Microsoft's AVM module avm/res/cdn/profile (API version 2025-04-15) and
 // the quickstart "Front Door Standard/Premium with App Service origin"; the vendored types are
-// tests/bicep-types/microsoft.cdn@2025-04-15.json.
+// tests/bicep-types/microsoft.cdn@2025-04-15.json. The profile and its endpoint are
+// modules/frontdoor-endpoint.bicep's, deployed before the function app (whose BLOG_PUBLIC_URL is
+// the endpoint's host name); this module, deployed after it, routes the endpoint to the app.
 
-param tags object
+param profileName string
 
-@description('Names the profile and the endpoint (the endpoint\'s host name is <name>-<hash>.<z>.azurefd.net).')
-param name string
+param endpointName string
 
 @description('The function app\'s default host name: the one origin.')
 param originHostName string
 
-resource profile 'Microsoft.Cdn/profiles@2025-04-15' = {
-  name: name
-  // Front Door is a global resource: its profiles live in 'global' whatever the group's region.
-  location: 'global'
-  tags: tags
-  sku: {
-    // Standard: caching, compression and the rules engine; Premium adds Private Link origins
-    // and managed WAF rule sets, at about ten times the base fee, and this blog needs neither.
-    name: 'Standard_AzureFrontDoor'
-  }
-  properties: {
-    // Front Door gives up on an origin's answer after this many seconds; the handler answers or
-    // times out well within it (BLOG_REQUEST_TIMEOUT_SECS).
-    originResponseTimeoutSeconds: 60
-  }
+resource profile 'Microsoft.Cdn/profiles@2025-04-15' existing = {
+  name: profileName
 }
 
-resource endpoint 'Microsoft.Cdn/profiles/afdEndpoints@2025-04-15' = {
+resource endpoint 'Microsoft.Cdn/profiles/afdEndpoints@2025-04-15' existing = {
   parent: profile
-  name: name
-  location: 'global'
-  tags: tags
-  properties: {
-    enabledState: 'Enabled'
-  }
+  name: endpointName
 }
 
 resource originGroup 'Microsoft.Cdn/profiles/originGroups@2025-04-15' = {
@@ -78,8 +61,9 @@ resource origin 'Microsoft.Cdn/profiles/originGroups/origins@2025-04-15' = {
   name: 'functionapp'
   properties: {
     hostName: originHostName
-    // The function app answers under its own name only (App Service routes by Host), and App
-    // Service Authentication builds its redirects from it.
+    // The function app answers under its own name only (App Service routes by Host). Front Door
+    // sends the host the reader asked for in X-Forwarded-Host, which App Service Authentication
+    // builds its redirects from (modules/functionapp.bicep, forwardProxy).
     originHostHeader: originHostName
     httpPort: 80
     httpsPort: 443
@@ -280,6 +264,3 @@ resource route 'Microsoft.Cdn/profiles/afdEndpoints/routes@2025-04-15' = {
     platformSignIn
   ]
 }
-
-@description('The Front Door endpoint\'s host name: the blog\'s address through the edge.')
-output hostName string = endpoint.properties.hostName

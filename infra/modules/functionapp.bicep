@@ -64,6 +64,12 @@ param authAudiences array = []
 @description('Client ids of the applications whose tokens are accepted (the token\'s appid or azp claim); any other application of the tenant is refused.')
 param authAllowedApplications array = []
 
+@description('BLOG_PUBLIC_URL: the blog\'s address as readers reach it, `https://<host>` without a path; every absolute link of the pages and Atom feeds (canonical, og:url, og:image) names it.')
+param publicUrl string
+
+@description('true: readers come through Azure Front Door, and App Service Authentication builds its redirects from the host Front Door says the reader asked for.')
+param behindFrontDoor bool = false
+
 @description('BLOG_TOKEN_KEY: the key continuation tokens are signed with, shared by every instance.')
 @secure()
 param tokenSigningKey string
@@ -182,6 +188,14 @@ resource app 'Microsoft.Web/sites@2024-11-01' = {
           name: 'BLOG_TOKEN_KEY'
           value: tokenSigningKey
         }
+        // The address the handler writes into every absolute link, from here and never from a
+        // request's Host or X-Forwarded-Host: a page Front Door keeps must not carry a host an
+        // attacker sent. WEBSITE_HOSTNAME, the handler's fallback, is the app's own host at best,
+        // never Front Door's (resources.bicep, publicUrl).
+        {
+          name: 'BLOG_PUBLIC_URL'
+          value: publicUrl
+        }
         // The pictures in posts, in Blob Storage with the identity (src/config.rs, PICTURES_SETTING).
         {
           name: 'BLOG_PICTURES__blobServiceUri'
@@ -291,6 +305,20 @@ resource authentication 'Microsoft.Web/sites/config@2024-11-01' = if (!empty(aut
     login: {
       tokenStore: {
         enabled: false
+      }
+    }
+    // Behind Front Door, the sign-in's redirects (to Entra ID with its redirect_uri, and back to
+    // the page) must name the Front Door's host, not the origin's that Front Door sends as Host:
+    // `Standard` makes App Service Authentication read X-Forwarded-Host and X-Forwarded-Proto,
+    // which Front Door sets, overwriting a client's ("Considerations when using Azure Front
+    // Door" in overview-authentication-authorization.md; Front Door's
+    // front-door-http-headers-protocol.md). The app stays reachable at its own host, where a
+    // caller may send X-Forwarded-Host itself: that moves only its own redirects, to a callback
+    // Entra ID refuses unless the registration lists it (signin.bicep), and no cache keeps it.
+    // Without Front Door, `NoProxy`: the request's Host.
+    httpSettings: {
+      forwardProxy: {
+        convention: behindFrontDoor ? 'Standard' : 'NoProxy'
       }
     }
   }

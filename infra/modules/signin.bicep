@@ -1,8 +1,9 @@
 // The Entra ID app registration people and API clients sign in to, created in the same
 // deployment as the app (Microsoft Graph Bicep extension, see infra/bicepconfig.json). Nothing is
 // left to do by hand, and no secret exists anywhere:
-// - the web redirect URI is App Service Authentication's callback on the function app, whose
-//   host name is known before it exists (main.bicep derives it from the app's name);
+// - the web redirect URIs are App Service Authentication's callback on each host the blog is
+//   reached at: the function app's, known before it exists (resources.bicep derives it from the
+//   app's name), and the Front Door endpoint's when there is one (deployed before this);
 // - ID tokens are issued, for App Service Authentication's sign-in (the pages' "Sign in");
 // - the API is exposed under an identifier URI of a form Entra ID accepts without a verified
 //   domain, `api://<tenantId>/<name>` (msgraph-bicep-types "Known issues": a resource cannot
@@ -22,8 +23,8 @@ param uniqueName string
 @description('The name people see when they sign in.')
 param displayName string
 
-@description('Host name of the function app, e.g. func-blog-xxxx.azurewebsites.net.')
-param appHostName string
+@description('The host names people sign in at: the function app\'s (e.g. func-blog-xxxx.azurewebsites.net), and the Front Door endpoint\'s when there is one.')
+param hostNames array
 
 @description('Principal id of the user-assigned identity App Service Authentication signs in with (used for nothing else): the subject of the federated credential.')
 param credentialPrincipalId string
@@ -109,9 +110,7 @@ resource registration 'Microsoft.Graph/applications@v1.0' = {
     }
   ]
   web: {
-    redirectUris: [
-      'https://${appHostName}/.auth/login/aad/callback'
-    ]
+    redirectUris: [for hostName in hostNames: 'https://${hostName}/.auth/login/aad/callback']
     implicitGrantSettings: {
       enableIdTokenIssuance: true
       enableAccessTokenIssuance: false
