@@ -11,8 +11,15 @@
 //! small picture was taken (the decoders' code and the allocator's arenas are then its own), and
 //! its `VmHWM` after the case.
 //!
+//! The last case is what clients that are not signed in can hold while a writer uploads: many
+//! connections to the picture routes with every `Content-Type`, each declaring 10 MiB (answered
+//! 401 from their heads), and many page forms of 256 KiB, the most a form from nobody is read,
+//! each sent as slowly as the minimum rate allows; the writer's upload time beside them, and the
+//! handler's peak memory.
+//!
 //! `--smoke` runs every case on small photos (640 × 480 and 800 × 600), 3 uploads, 3 reads and 2
-//! at once: it shows that the bench runs, not what it measures (`benches/smoke.sh`, in CI).
+//! at once, and a few anonymous connections: it shows that the bench runs, not what it measures
+//! (`benches/smoke.sh`, in CI).
 
 // Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
 #![allow(clippy::unwrap_used)]
@@ -20,6 +27,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const MIB: u64 = 1024 * 1024;
 
@@ -35,11 +44,31 @@ struct Shape {
     reads: usize,
     /// The largest photo uploaded this many times at once.
     crowd: usize,
+    /// Anonymous connections to the picture routes, declaring 10 MiB each.
+    anonymous_uploads: usize,
+    /// Anonymous page forms of 256 KiB, sent at the slowest pace the handler reads.
+    anonymous_forms: usize,
 }
 
 impl Shape {
-    const FULL: Shape = Shape { phone: (4_032, 3_024), largest: (6_000, 4_000), uploads: 12, reads: 50, crowd: 8 };
-    const SMOKE: Shape = Shape { phone: (640, 480), largest: (800, 600), uploads: 3, reads: 3, crowd: 2 };
+    const FULL: Shape = Shape {
+        phone: (4_032, 3_024),
+        largest: (6_000, 4_000),
+        uploads: 12,
+        reads: 50,
+        crowd: 8,
+        anonymous_uploads: 504,
+        anonymous_forms: 200,
+    };
+    const SMOKE: Shape = Shape {
+        phone: (640, 480),
+        largest: (800, 600),
+        uploads: 3,
+        reads: 3,
+        crowd: 2,
+        anonymous_uploads: 21,
+        anonymous_forms: 4,
+    };
 }
 
 fn main() {
@@ -158,6 +187,111 @@ async fn run(binary: &Path, shape: &Shape) {
         took.as_millis(),
         (peak - at_rest) / MIB
     );
+    drop(handler);
+
+    anonymous_holds(binary, shape, &phone_photo).await;
+}
+
+/// The picture routes, and every `Content-Type` a body may claim there.
+const PICTURE_ROUTES: [&str; 3] = ["/write", "/posts/{post}/edit", "/api/posts/{post}/pictures"];
+const CLAIMED_TYPES: [&str; 7] = [
+    "application/x-www-form-urlencoded",
+    "multipart/form-data; boundary=",
+    "multipart/form-data; boundary=x",
+    "text/plain",
+    "image/png",
+    "application/octet-stream",
+    "",
+];
+
+/// The last case: see the module's documentation.
+async fn anonymous_holds(binary: &Path, shape: &Shape, photo: &[u8]) {
+    let handler = Handler::start(binary);
+    let post = handler.writers_post("writer").await;
+    let at_rest = handler.at_rest(&post).await;
+    let address = handler.base.trim_start_matches("http://").to_owned();
+    let started = Instant::now();
+    // 10 MiB declared to a picture route, 1 KiB sent: each should be answered from its head.
+    let uploads = (0..shape.anonymous_uploads).map(|n| {
+        let route = PICTURE_ROUTES[n % PICTURE_ROUTES.len()].replace("{post}", &post);
+        let claimed = CLAIMED_TYPES[(n / PICTURE_ROUTES.len()) % CLAIMED_TYPES.len()];
+        let content_type = if claimed.is_empty() { String::new() } else { format!("Content-Type: {claimed}\r\n") };
+        let head = format!("POST {route} HTTP/1.1\r\nHost: x\r\n{content_type}Content-Length: {}\r\n\r\n", 10 * MIB);
+        let address = address.clone();
+        tokio::spawn(async move {
+            let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+            stream.write_all(head.as_bytes()).await.unwrap();
+            let _ = stream.write_all(&[b'a'; 1024]).await;
+            status_of(&mut stream).await
+        })
+    });
+    let uploads: Vec<_> = uploads.collect();
+    // A comment form of 256 KiB from nobody, sent over 11.5 s: within the 10 s grace and the
+    // 128 KiB/s after it, so it is read whole, then answered 401 (what was typed comes back).
+    let form_bytes = 256 * 1024;
+    let forms = (0..shape.anonymous_forms).map(|_| {
+        let head = format!(
+            "POST /posts/{post}/comments HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {form_bytes}\r\n\r\ncontent="
+        );
+        let address = address.clone();
+        tokio::spawn(async move {
+            let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+            stream.write_all(head.as_bytes()).await.unwrap();
+            let mut left = form_bytes - "content=".len();
+            let slice = 1024;
+            while left > 0 {
+                let now = slice.min(left);
+                if stream.write_all(&vec![b'a'; now]).await.is_err() {
+                    break;
+                }
+                left -= now;
+                tokio::time::sleep(Duration::from_millis(45)).await;
+            }
+            status_of(&mut stream).await
+        })
+    });
+    let forms: Vec<_> = forms.collect();
+    // The writer's photos while they are being sent.
+    let mut times = Vec::new();
+    for round in 0..shape.uploads.min(5) {
+        let photo = if round == 0 { photo.to_vec() } else { photo_jpeg(640 + round, 480, 300 + round, 20) };
+        let took = Instant::now();
+        let status = handler.upload(&post, photo).await;
+        times.push((took.elapsed(), status));
+    }
+    let mut statuses = std::collections::BTreeMap::<String, usize>::new();
+    for task in uploads.into_iter().chain(forms) {
+        *statuses.entry(task.await.unwrap()).or_default() += 1;
+    }
+    let (_, peak) = handler.memory();
+    let writer: Vec<String> = times.iter().map(|(took, status)| format!("{status} in {} ms", took.as_millis())).collect();
+    println!(
+        "| {} anonymous connections to the picture routes (10 MiB declared, every Content-Type) and {} anonymous 256 KiB forms sent over 11.5 s, at once: their answers; the writer's photos meanwhile; the handler's peak above rest; all done in | {statuses:?}; {}; {} MiB; {} ms |",
+        shape.anonymous_uploads,
+        shape.anonymous_forms,
+        writer.join(", "),
+        (peak - at_rest) / MIB,
+        started.elapsed().as_millis()
+    );
+}
+
+/// The status code the server answered on `stream`, or why there was none.
+async fn status_of(stream: &mut tokio::net::TcpStream) -> String {
+    let mut answer = Vec::new();
+    let mut buffer = [0; 1024];
+    let read = tokio::time::timeout(Duration::from_secs(60), async {
+        while !answer.windows(2).any(|pair| pair == b"\r\n") {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(read) => answer.extend_from_slice(&buffer[..read]),
+            }
+        }
+    })
+    .await;
+    if read.is_err() {
+        return "no answer in 60 s".to_owned();
+    }
+    String::from_utf8_lossy(&answer).split(' ').nth(1).unwrap_or("closed").to_owned()
 }
 
 /// A `width` × `height` JPEG that an encoder takes for a photo: gradients with `grain` of noise,

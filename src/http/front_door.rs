@@ -161,8 +161,13 @@ impl Door {
         S: Service<Request, Response = Response, Error = Infallible>,
     {
         let (mut parts, body) = request.into_parts();
-        let function =
-            parts.extensions.get::<MatchedPath>().and_then(|matched| HttpFunction::of(&parts.method, matched.as_str()));
+        // Only a write's function matters here (a read's body is never read): a read does not
+        // look it up.
+        let function = if parts.method.is_safe() {
+            None
+        } else {
+            parts.extensions.get::<MatchedPath>().and_then(|matched| HttpFunction::of(&parts.method, matched.as_str()))
+        };
         if let Some(refusal) = self.unknown_writer(&parts, function) {
             return refusal;
         }
@@ -174,7 +179,7 @@ impl Door {
                 return too_large(MAX_UPLOAD_BYTES);
             }
             body
-        } else if self.is_host_batch(&parts) || (function.is_some() && !parts.method.is_safe()) {
+        } else if self.is_host_batch(&parts) || function.is_some() {
             match self.read_body(&parts, body).await {
                 Ok(body) => body,
                 Err(refusal) => return refusal,
@@ -214,11 +219,10 @@ impl Door {
 
     /// The answer to an API write whose head names no caller: 401 (or 403 for an identity that
     /// cannot be a user's), as the route itself would answer, before its body is read. `None`
-    /// lets the request in. (The pages' forms check their viewer in their routes: see
-    /// [`pages::FormWithPicture`].)
+    /// lets the request in. `function` is a write's (`None` for a read). The pages' forms check
+    /// their viewer in their routes (see [`pages::FormWithPicture`]).
     fn unknown_writer(&self, parts: &Parts, function: Option<HttpFunction>) -> Option<Response> {
-        let function = function.filter(|function| !parts.method.is_safe() && super::is_api_route(function.route()))?;
-        debug_assert!(function.method() != "GET");
+        function.filter(|function| super::is_api_route(function.route()))?;
         super::auth::principal(parts, self.auth).err().map(IntoResponse::into_response)
     }
 
