@@ -13,7 +13,8 @@ here=tests/browser
 [ -x "$here/node_modules/.bin/lighthouse" ] || npm install --prefix "$here" --no-save --no-audit --no-fund --no-package-lock lighthouse@12 >/dev/null
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-BLOG_AUTH=development BLOG_DATA_DIR="$work/data" BLOG_LISTEN=127.0.0.1:7079 RUST_LOG=warn target/debug/handler &
+# The pages link to the blog at its public address: the one Lighthouse reaches it at.
+BLOG_AUTH=development BLOG_DATA_DIR="$work/data" BLOG_LISTEN=127.0.0.1:7079 BLOG_PUBLIC_URL=http://127.0.0.1:7079 RUST_LOG=warn target/debug/handler &
 base=http://127.0.0.1:7079
 for _ in $(seq 100); do curl -fs -o /dev/null "$base/" && break; sleep 0.1; done
 api() { curl -fs -H 'x-dev-user: ada' -H 'Content-Type: application/json' "$@"; }
