@@ -87,6 +87,7 @@ pub(super) fn tag_schema() -> utoipa::openapi::schema::Object {
 #[utoipa::path(
     post,
     path = "/api/posts",
+    operation_id = "createPost",
     tag = "posts",
     request_body = NewPostBody,
     params(super::extract::IdempotencyKeyHeader),
@@ -112,6 +113,7 @@ pub(super) async fn create(
 #[utoipa::path(
     put,
     path = "/api/posts/{postId}",
+    operation_id = "editPost",
     tag = "posts",
     request_body = EditPostBody,
     params(("postId" = String, Path, description = "The post's id"), super::extract::IdempotencyKeyHeader),
@@ -138,6 +140,7 @@ pub(super) async fn edit(
 #[utoipa::path(
     delete,
     path = "/api/posts/{postId}",
+    operation_id = "deletePost",
     tag = "posts",
     params(("postId" = String, Path, description = "The post's id"), super::extract::IdempotencyKeyHeader),
     responses(
@@ -157,6 +160,7 @@ pub(super) async fn delete(State(state): State<AppState>, caller: Caller, Id(pos
 #[utoipa::path(
     get,
     path = "/api/posts/{postId}",
+    operation_id = "getPost",
     tag = "posts",
     params(("postId" = String, Path, description = "The post's id")),
     responses(
