@@ -80,6 +80,8 @@ async fn the_openapi_description_matches_the_router() {
     for schema in ["User", "Post", "Comment", "Like", "ProblemDetails", "UserBody", "NewPostBody"] {
         assert!(document["components"]["schemas"][schema].is_object(), "schema {schema}");
     }
+    // A C2 sent again with its Idempotency-Key after its post was deleted is not found (tests/idempotency.rs).
+    assert!(document["paths"]["/api/posts"]["post"]["responses"]["404"].is_object());
     // A picture's upload is bytes, not a JSON array of numbers.
     let upload = &document["paths"]["/api/posts/{postId}/pictures"]["post"]["requestBody"]["content"];
     assert_eq!(upload["application/octet-stream"]["schema"]["format"], "binary", "{upload}");

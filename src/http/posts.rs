@@ -93,6 +93,7 @@ pub(super) fn tag_schema() -> utoipa::openapi::schema::Object {
     params(super::extract::IdempotencyKeyHeader),
     responses(
         (status = 201, description = "C2: the post, created", body = Post),
+        (status = 404, description = "The Idempotency-Key's request was made before, and the post it wrote has been deleted since", body = ProblemDetails, content_type = PROBLEM),
         (status = 422, description = "No such user, or the Idempotency-Key was used for another request", body = ProblemDetails, content_type = PROBLEM),
         WriteProblems,
     ),
