@@ -25,7 +25,7 @@ from http import HTTPStatus
 
 from openapi_spec_validator import validate
 from openapi_spec_validator.readers import read_from_filename
-from openapi_spec_validator.validation.exceptions import OpenAPISpecValidatorError
+from openapi_spec_validator.validation.exceptions import OpenAPISpecValidatorError, OpenAPIValidationError
 
 # How long the change feed's copies (a user's posts, the feed, a tag's posts) may take to show a
 # new post: on the embedded store the handler applies its change feed in seconds.
@@ -52,7 +52,7 @@ spec, _ = read_from_filename(document_path)
 try:
     # Picks the validator from the document's own `openapi` field: OpenAPI 3.1's here.
     validate(spec)
-except OpenAPISpecValidatorError as error:  # its message names the place
+except (OpenAPIValidationError, OpenAPISpecValidatorError) as error:  # its message names the place
     fail(f"openapi-spec-validator refuses the document: {error}")
 operation_ids = [
     operation["operationId"]
