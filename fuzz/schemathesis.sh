@@ -22,11 +22,11 @@ handler=$!
 trap 'kill $handler 2>/dev/null; rm -rf "$data"' EXIT
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/" >/dev/null && break; sleep 0.2; done
 
-# Left out, with reasons:
-# - positive_data_acceptance: a schema-valid request may still be refused by design: an opaque
-#   continuationToken the list did not issue (400), a userId that names no user (422) or
-#   another user than the caller (403);
-# - the stateful phase: links inferred from Location headers do not fit our routes.
+# The stateful phase chains requests along the description's links (a new post's id into its
+# reads, comments, likes, pictures and deletion; src/http/openapi.rs), so it reaches real items
+# rather than guessed ids. Left out, with its reason: positive_data_acceptance: a schema-valid
+# request may still be refused by design: an opaque continuationToken the list did not issue
+# (400), a userId that names no user (422) or another user than the caller (403).
 schemathesis run "http://127.0.0.1:$port/api/openapi.json" --url "http://127.0.0.1:$port" \
   --header "x-dev-user: fuzzer" --checks all --exclude-checks positive_data_acceptance \
-  --phases examples,coverage,fuzzing --max-time "$seconds" --generation-deterministic "$@"
+  --phases examples,coverage,fuzzing,stateful --max-time "$seconds" --generation-deterministic "$@"

@@ -34,6 +34,7 @@ pub(super) struct NewCommentBody {
 #[utoipa::path(
     post,
     path = "/api/posts/{postId}/comments",
+    operation_id = "createComment",
     tag = "posts",
     request_body = NewCommentBody,
     params(("postId" = String, Path, description = "The post's id"), super::extract::IdempotencyKeyHeader),
@@ -61,6 +62,7 @@ pub(super) async fn create(
 #[utoipa::path(
     delete,
     path = "/api/posts/{postId}/comments/{commentId}",
+    operation_id = "deleteComment",
     tag = "posts",
     params(
         ("postId" = String, Path, description = "The post's id"),
@@ -86,6 +88,7 @@ pub(super) async fn delete(
 #[utoipa::path(
     get,
     path = "/api/posts/{postId}/comments",
+    operation_id = "listComments",
     tag = "posts",
     params(("postId" = String, Path, description = "The post's id"), ListParams),
     responses(

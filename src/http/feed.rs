@@ -17,6 +17,7 @@ use crate::model::Post;
 #[utoipa::path(
     get,
     path = "/api/feed",
+    operation_id = "listFeed",
     tag = "feed",
     params(ListParams),
     responses(

@@ -28,6 +28,7 @@ pub(super) struct NewLikeBody {
 #[utoipa::path(
     post,
     path = "/api/posts/{postId}/likes",
+    operation_id = "createLike",
     tag = "posts",
     request_body = NewLikeBody,
     params(("postId" = String, Path, description = "The post's id"), super::extract::IdempotencyKeyHeader),
@@ -55,6 +56,7 @@ pub(super) async fn create(
 #[utoipa::path(
     delete,
     path = "/api/posts/{postId}/likes/{userId}",
+    operation_id = "deleteLike",
     tag = "posts",
     params(
         ("postId" = String, Path, description = "The post's id"),
@@ -76,6 +78,7 @@ pub(super) async fn delete(State(state): State<AppState>, caller: Caller, Ids(po
 #[utoipa::path(
     get,
     path = "/api/posts/{postId}/likes",
+    operation_id = "listLikes",
     tag = "posts",
     params(("postId" = String, Path, description = "The post's id"), ListParams),
     responses(

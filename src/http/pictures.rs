@@ -89,6 +89,7 @@ impl AddedPictureBody {
 #[utoipa::path(
     post,
     path = "/api/posts/{postId}/pictures",
+    operation_id = "uploadPicture",
     tag = "posts",
     request_body(content = Vec<u8>, description = "The picture's bytes", content_type = "application/octet-stream"),
     params(("postId" = String, Path, description = "The post's id"), UploadParams),

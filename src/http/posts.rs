@@ -87,11 +87,13 @@ pub(super) fn tag_schema() -> utoipa::openapi::schema::Object {
 #[utoipa::path(
     post,
     path = "/api/posts",
+    operation_id = "createPost",
     tag = "posts",
     request_body = NewPostBody,
     params(super::extract::IdempotencyKeyHeader),
     responses(
         (status = 201, description = "C2: the post, created", body = Post),
+        (status = 404, description = "The Idempotency-Key's request was made before, and the post it wrote has been deleted since", body = ProblemDetails, content_type = PROBLEM),
         (status = 422, description = "No such user, or the Idempotency-Key was used for another request", body = ProblemDetails, content_type = PROBLEM),
         WriteProblems,
     ),
@@ -112,6 +114,7 @@ pub(super) async fn create(
 #[utoipa::path(
     put,
     path = "/api/posts/{postId}",
+    operation_id = "editPost",
     tag = "posts",
     request_body = EditPostBody,
     params(("postId" = String, Path, description = "The post's id"), super::extract::IdempotencyKeyHeader),
@@ -138,6 +141,7 @@ pub(super) async fn edit(
 #[utoipa::path(
     delete,
     path = "/api/posts/{postId}",
+    operation_id = "deletePost",
     tag = "posts",
     params(("postId" = String, Path, description = "The post's id"), super::extract::IdempotencyKeyHeader),
     responses(
@@ -157,6 +161,7 @@ pub(super) async fn delete(State(state): State<AppState>, caller: Caller, Id(pos
 #[utoipa::path(
     get,
     path = "/api/posts/{postId}",
+    operation_id = "getPost",
     tag = "posts",
     params(("postId" = String, Path, description = "The post's id")),
     responses(

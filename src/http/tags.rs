@@ -33,6 +33,7 @@ impl<S: Send + Sync> FromRequestParts<S> for TagInPath {
 #[utoipa::path(
     get,
     path = "/api/tags/{tag}/posts",
+    operation_id = "listTagPosts",
     tag = "tags",
     params(("tag" = String, Path, description = "The tag, in any form: compared ignoring case and Unicode form"), ListParams),
     responses(

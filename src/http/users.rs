@@ -32,6 +32,7 @@ pub(super) struct UserBody {
 #[utoipa::path(
     post,
     path = "/api/users",
+    operation_id = "createUser",
     tag = "users",
     request_body = UserBody,
     params(super::extract::IdempotencyKeyHeader),
@@ -58,6 +59,7 @@ pub(super) async fn create(
 #[utoipa::path(
     put,
     path = "/api/users/{userId}",
+    operation_id = "editUser",
     tag = "users",
     request_body = UserBody,
     params(("userId" = String, Path, description = "The user's id"), super::extract::IdempotencyKeyHeader),
@@ -82,6 +84,7 @@ pub(super) async fn edit(
 #[utoipa::path(
     get,
     path = "/api/users/{userId}",
+    operation_id = "getUser",
     tag = "users",
     params(("userId" = String, Path, description = "The user's id")),
     responses(
@@ -110,6 +113,7 @@ pub(crate) struct Me {
 #[utoipa::path(
     get,
     path = "/api/me",
+    operation_id = "getMe",
     tag = "users",
     responses(
         (status = 200, description = "The caller's user id", body = Me),
@@ -132,6 +136,7 @@ pub(crate) struct NoParams {}
 #[utoipa::path(
     get,
     path = "/api/users/{userId}/posts",
+    operation_id = "listUserPosts",
     tag = "users",
     params(("userId" = String, Path, description = "The user's id"), ListParams),
     responses(
