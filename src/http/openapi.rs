@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use axum::Json;
 use serde_json::{Map, Value};
 use utoipa::openapi::path::{Operation, ParameterIn};
 use utoipa::openapi::{RefOr, Required};
@@ -222,7 +221,11 @@ impl Modify for IdsLeadToOperations {
 )]
 pub(crate) struct ApiDoc;
 
-/// `GET /api/openapi.json`
-pub(crate) async fn document() -> Json<utoipa::openapi::OpenApi> {
-    Json(ApiDoc::openapi())
+/// `GET /api/openapi.json`: the same bytes for every request to this build, made once, with an
+/// ETag and kept by shared caches as the API's reads are (an answer that said nothing of how
+/// long it may be kept would be `no-store`).
+pub(crate) async fn document(headers: axum::http::HeaderMap) -> axum::response::Response {
+    static DOCUMENT: std::sync::LazyLock<axum::body::Bytes> =
+        std::sync::LazyLock::new(|| serde_json::to_vec(&ApiDoc::openapi()).expect("the description serializes").into());
+    super::caching::revalidated(&headers, "application/json", DOCUMENT.clone())
 }
