@@ -126,7 +126,7 @@ user goes with their username's reservation (their posts, comments and likes sta
 made again. Then does what `handler repair` does.")]
     Remove {
         /// The item's container
-        #[arg(value_parser = ["users", "posts", "feed", "leases"])]
+        #[arg(value_parser = container_names())]
         container: String,
         /// The item's partition key
         #[arg(allow_hyphen_values = true)]
@@ -135,6 +135,13 @@ made again. Then does what `handler repair` does.")]
         #[arg(allow_hyphen_values = true)]
         id: String,
     },
+}
+
+/// Every container's name, as `remove` takes them: from the store's own list, so that a
+/// container the store has (and so may name in a refusal) is one `remove` takes.
+#[cfg(feature = "embedded")]
+fn container_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(blog::Container::ALL.map(|container| container.name()))
 }
 
 /// `handler cost`'s traffic.

@@ -30,6 +30,7 @@
 mod format;
 mod incomplete;
 mod load;
+mod salvage;
 mod tally;
 #[cfg(test)]
 mod tests;
@@ -45,9 +46,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::cosmos::{Container, StoreError};
 use format::container_named;
-pub(crate) use format::{Damage, REPAIR_PENDING, Row};
+pub(crate) use format::{Damage, REPAIR_PENDING, Row, remove_unreadable};
 pub(crate) use incomplete::Incomplete;
-pub(crate) use load::{has_marker, import, is_empty};
+pub(crate) use load::{has_marker, import, is_empty, lock};
+pub(crate) use salvage::{Salvaged, salvage};
 use tally::Found;
 pub(crate) use tally::retally;
 use writer::Ack;
