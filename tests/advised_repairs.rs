@@ -513,3 +513,57 @@ async fn a_damaged_page_is_salvaged_as_the_refusal_advises() {
     let left = rows(dir.path()).len();
     assert!(left > 0 && left < items, "what could be read is kept, what was on the page is gone: {left} of {items}");
 }
+
+/// The checksum the store keeps with a row (`of_row` in src/cosmos/embedded/checksum.rs),
+/// forged, as someone who knows the format can: each text framed by its length, the write
+/// number, and a tagged expiry.
+fn forged_sum(container: &str, partition_key: &str, id: &str, doc: &str, seq: u64, expires: Option<u64>) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    for text in [container, partition_key, id, doc] {
+        hasher.update(&(text.len() as u64).to_le_bytes());
+        hasher.update(text.as_bytes());
+    }
+    hasher.update(&seq.to_le_bytes());
+    match expires {
+        Some(expires) => {
+            hasher.update(&[1]);
+            hasher.update(&expires.to_le_bytes());
+        }
+        None => hasher.update(&[0]),
+    }
+    hasher.finalize()
+}
+
+/// An item of any container that is not JSON, its checksum forged to match: the checksum
+/// passes, the emulator refuses to load it, and the refusal names the `handler remove` that
+/// removes it.
+#[tokio::test]
+async fn an_item_that_cannot_be_loaded_is_removed_as_the_refusal_advises() {
+    let template = template().await;
+    let mut per_container: BTreeMap<String, Item> = BTreeMap::new();
+    for item in template.items() {
+        per_container.entry(item.container.clone()).or_insert(item);
+    }
+    for item in per_container.values() {
+        let what = format!("{item:?} made not JSON");
+        let forge = |dir: &Path| {
+            let database = database(dir);
+            let (seq, expires): (u64, Option<u64>) = database
+                .query_row(&format!("SELECT seq, expires FROM items WHERE {WHERE_KEY}"), key(item), |row| {
+                    Ok((row.get(0)?, row.get(1)?))
+                })
+                .unwrap();
+            let doc = "not JSON";
+            let sum = forged_sum(&item.container, &item.partition_key, &item.id, doc, seq, expires);
+            let changed = database
+                .execute(
+                    &format!("UPDATE items SET doc = ?4, sum = ?5 WHERE {WHERE_KEY}"),
+                    rusqlite::params![item.container, item.partition_key, item.id, doc, sum],
+                )
+                .unwrap();
+            assert_eq!(changed, 1);
+        };
+        let advised = format!("handler remove {} '{}' '{}'", item.container, item.partition_key, item.id);
+        case(&template, &what, forge, "cannot be loaded", &advised).await;
+    }
+}

@@ -140,18 +140,20 @@ pub enum Damage {
     UnreadableRow {
         /// Its container, partition key and id, as far as they read.
         key: String,
-        /// What SQLite could not convert.
+        /// What SQLite could not convert (boxed: every result of a store call carries this
+        /// enum's size).
         #[source]
-        source: rusqlite::Error,
+        source: Box<rusqlite::Error>,
     },
     /// One of the store's own records (a `meta` value, a partition's tally) of the wrong type.
     #[error("{record} is not what the store writes (a value of the wrong type)")]
     UnreadableRecord {
         /// Which record.
         record: String,
-        /// What SQLite could not convert.
+        /// What SQLite could not convert (boxed: every result of a store call carries this
+        /// enum's size).
         #[source]
-        source: rusqlite::Error,
+        source: Box<rusqlite::Error>,
     },
     /// A damaged file of which not one item can be read: nothing to salvage.
     #[error("not one item in it can be read")]
@@ -232,7 +234,7 @@ pub(super) fn unreadable_row(path: &Path, row: &rusqlite::Row, source: rusqlite:
     if !is_wrong_type(&source) {
         return damaged(path, source);
     }
-    damaged(path, Damage::UnreadableRow { key: key_of(row), source })
+    damaged(path, Damage::UnreadableRow { key: key_of(row), source: Box::new(source) })
 }
 
 /// The key of a row of `items` (its first three columns), as far as it reads as text:
@@ -277,7 +279,7 @@ pub(crate) fn remove_unreadable(path: &Path, transaction: &Connection) -> Result
 pub(super) fn unreadable_record(path: &Path, record: &str) -> impl Fn(rusqlite::Error) -> StoreError {
     move |source| {
         if is_wrong_type(&source) {
-            damaged(path, Damage::UnreadableRecord { record: record.to_owned(), source })
+            damaged(path, Damage::UnreadableRecord { record: record.to_owned(), source: Box::new(source) })
         } else {
             damaged(path, source)
         }

@@ -39,13 +39,20 @@ pub struct Salvaged {
 /// An item's key: container, partition key, id.
 type Key = (String, String, String);
 
+/// The rows read, by key, each with its checksum.
+type Rows = BTreeMap<Key, (Row, u32)>;
+
 /// Copies what can be read of the damaged database in `dir` into a new file that takes its
 /// place, keeping the damaged one beside it; see the module's documentation. The directory's
 /// lock is the caller's to hold.
 pub(crate) fn salvage(dir: &Path) -> Result<Salvaged, StoreError> {
     let path = dir.join(FILE);
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|since| since.as_secs()).unwrap_or(0);
-    let kept = dir.join(format!("{FILE}.damaged-{now}"));
+    // A name no earlier salvage took: an earlier damaged file is never replaced.
+    let kept = (0..)
+        .map(|n| dir.join(if n == 0 { format!("{FILE}.damaged-{now}") } else { format!("{FILE}.damaged-{now}-{n}") }))
+        .find(|kept| !kept.exists() && !beside(kept, "-wal").exists())
+        .expect("a free name");
     let (wal, shm) = (beside(&path, "-wal"), beside(&path, "-shm"));
     copy_synced(&path, &kept)?;
     if wal.exists() {
@@ -80,7 +87,7 @@ pub(crate) fn salvage(dir: &Path) -> Result<Salvaged, StoreError> {
 /// Every row of the damaged file at `path` that reads as an item and matches its checksum, by
 /// key; how many rows were read but left behind; and the last write number the file records,
 /// where it reads (else 0).
-fn read_what_can_be_read(path: &Path) -> Result<(BTreeMap<Key, (Row, u32)>, usize, u64), StoreError> {
+fn read_what_can_be_read(path: &Path) -> Result<(Rows, usize, u64), StoreError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let connection = Connection::open_with_flags(path, flags).map_err(|error| damaged(path, error))?;
     // Its log into the file, where that can be done; where not, what the log holds is read
@@ -106,14 +113,7 @@ fn read_what_can_be_read(path: &Path) -> Result<(BTreeMap<Key, (Row, u32)>, usiz
 
 /// Reads the rows in key order (`ASC` or `DESC`) into `rows` until the read fails, or meets a
 /// row already read (the other direction got there).
-fn read_in_order(
-    connection: &Connection,
-    path: &Path,
-    order: &str,
-    most: u64,
-    rows: &mut BTreeMap<Key, (Row, u32)>,
-    dropped: &mut BTreeSet<String>,
-) {
+fn read_in_order(connection: &Connection, path: &Path, order: &str, most: u64, rows: &mut Rows, dropped: &mut BTreeSet<String>) {
     let sql =
         format!("SELECT container, pk, id, doc, seq, expires, sum FROM items ORDER BY container {order}, pk {order}, id {order}");
     let Ok(mut select) = connection.prepare(&sql) else { return };
@@ -143,7 +143,7 @@ fn read_in_order(
 /// Writes `rows` into a new database file at `fresh`, with `last_seq`, their tallies, and the
 /// mark of an unfinished repair, in one transaction; closed when it returns, so that its log is
 /// in the file.
-fn write_new(fresh: &Path, rows: &BTreeMap<Key, (Row, u32)>, last_seq: u64) -> Result<(), StoreError> {
+fn write_new(fresh: &Path, rows: &Rows, last_seq: u64) -> Result<(), StoreError> {
     let failed = |error| damaged(fresh, error);
     let mut connection = Database::connect(fresh).map_err(|error| damaged(fresh, error))?;
     let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(failed)?;
