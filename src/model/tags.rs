@@ -60,14 +60,16 @@ pub(crate) enum TagError {
     Repeated { first: String, second: String },
     #[error(
         "the tag {tag:?} is {normal:?} in normal form, which a link reads as a step in the address (a link to \
-         /tags/{normal} leads to {leads_to}); give it with other characters."
+         /tags/{normal} leads to {}); give it with other characters.",
+        if *.normal == ".." { "/" } else { "/tags/" }
     )]
-    DotSegment { tag: String, normal: &'static str, leads_to: &'static str },
+    DotSegment { tag: String, normal: &'static str },
     #[error(
-        "the tag {tag:?} mixes {first} and {second} letters in one word ({word:?}), as a tag made to look like another \
-         does; write each word in one script."
+        "the tag {tag:?} mixes {} and {} letters in one word ({:?}), as a tag made to look like another does; write \
+         each word in one script.",
+        .mixed.first, .mixed.second, .mixed.word
     )]
-    MixedScripts { tag: String, word: String, first: String, second: String },
+    MixedScripts { tag: String, mixed: Box<MixedWord> },
 }
 
 /// The normal form of a tag: two tags are the same when theirs are equal. It is the partition
@@ -124,11 +126,11 @@ fn check_tag(tag: &str) -> Result<(), TagError> {
 /// which a browser resolves (RFC 3986, 5.2.4: `/tags/..` is `/`), however it was typed ("．．",
 /// "‥" are `..` in normal form); and a word of mixed scripts.
 fn check_normal_form(tag: &str, normal: &str) -> Result<(), TagError> {
-    if let Some((dots, leads_to)) = [(".", "/tags/"), ("..", "/")].into_iter().find(|(dots, _)| *dots == normal) {
-        return Err(TagError::DotSegment { tag: tag.to_owned(), normal: dots, leads_to });
+    if let Some(dots) = [".", ".."].into_iter().find(|dots| *dots == normal) {
+        return Err(TagError::DotSegment { tag: tag.to_owned(), normal: dots });
     }
     if let Some(mixed) = mixed_scripts(normal) {
-        return Err(TagError::MixedScripts { tag: tag.to_owned(), word: mixed.word, first: mixed.first, second: mixed.second });
+        return Err(TagError::MixedScripts { tag: tag.to_owned(), mixed: Box::new(mixed) });
     }
     Ok(())
 }
@@ -357,7 +359,7 @@ mod tests {
         for (dots, normal) in cases {
             let leads_to = if normal == ".." { "/" } else { "/tags/" };
             let refused = valid_tags(tags(&[dots])).unwrap_err();
-            assert_eq!(refused, TagError::DotSegment { tag: dots.trim().to_owned(), normal, leads_to }, "{dots:?}");
+            assert_eq!(refused, TagError::DotSegment { tag: dots.trim().to_owned(), normal }, "{dots:?}");
             assert!(refused.to_string().contains(&format!("/tags/{normal} leads to {leads_to})")), "{refused}");
         }
         assert!(valid_tags(tags(&["...", ".NET", "Node.js", "a..b"])).is_ok(), "only a whole dot segment is one");
@@ -366,10 +368,10 @@ mod tests {
     #[test]
     fn a_word_of_letters_from_two_scripts_is_refused_naming_them() {
         let refused = valid_tags(tags(&["go", "Rսst"])).unwrap_err();
-        let mixed =
-            TagError::MixedScripts {
-                tag: "Rսst".into(), word: "rսst".into(), first: "Latin".into(), second: "Armenian".into()
-            };
+        let mixed = TagError::MixedScripts {
+            tag: "Rսst".into(),
+            mixed: Box::new(MixedWord { word: "rսst".into(), first: "Latin".into(), second: "Armenian".into() }),
+        };
         assert_eq!(refused, mixed);
         assert!(refused.to_string().contains("Latin and Armenian"), "{refused}");
         // A Cyrillic С for a Latin C; a Greek ο; and the mathematical letters NFKC makes Latin
