@@ -395,6 +395,12 @@ def imports():
     write("import_line", "old-header", '{"format": "cosmos-blog", "version": 0}\n')
     write("import_line", "version-1", '{"format": "cosmos-blog", "version": 1}\n')
     write("import_line", "empty", b"")
+    # Tags, checked as the API checks them: kept in four languages and in words of two scripts;
+    # refused as a dot segment however typed, and as a word of two scripts.
+    zero = {**post, "commentCount": 0, "likeCount": 0}
+    write("import_line", "tagged", export(user, {**zero, "tags": ["Kites", "модель", "Straße", "año", "Azure функции"]}))
+    write("import_line", "tag-dot-segment", export(user, {**zero, "tags": ["ok", "．．"]}))
+    write("import_line", "tag-mixed-scripts", export(user, {**zero, "tags": ["Rսst"]}))
 
 
 # --- the change log ----------------------------------------------------------------------------

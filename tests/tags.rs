@@ -92,6 +92,40 @@ async fn tags_are_kept_as_typed_and_bad_tags_are_refused_naming_them() {
     keyed(json!(["b"])).await.problem(422);
 }
 
+/// A tag that a link would read as `.` or `..` (however typed), or a word of letters from two
+/// scripts ("Rսst", with an Armenian ս), is refused on the API and on the write page, naming
+/// it; a Russian tag, and a tag of words in two scripts, are kept and linked.
+#[tokio::test]
+async fn a_dot_segment_or_a_word_of_two_scripts_is_refused_and_russian_is_kept() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    let post = |tags: Value| json!({"userId": alice, "title": "Tagged", "content": "Some.", "tags": tags});
+    for (tag, named) in [
+        ("..", "a link to /tags/.. leads to /"),
+        (".", "is \".\""),
+        ("．．", "is \"..\""),
+        ("Rսst", "mixes Latin and Armenian letters in one word"),
+        ("Сosmos DB", "mixes Cyrillic and Latin letters"),
+    ] {
+        let detail = app.post("/api/posts", post(json!(["ok", tag]))).await.problem(400);
+        assert!(detail.starts_with("`tags`") && detail.contains(tag) && detail.contains(named), "{tag}: {detail}");
+    }
+    let created = app.post("/api/posts", post(json!(["модель", "Azure функции", "Rust"]))).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    let id = created.body["id"].as_str().unwrap().to_owned();
+    app.eventually(&tag_posts("МОДЕЛЬ"), |page| page["items"][0]["id"] == id.as_str()).await;
+    app.eventually(&tag_posts("azure функции"), |page| page["items"][0]["id"] == id.as_str()).await;
+
+    let mut browser = common::forms::Browser::new(&app);
+    browser.sign_up("bob", "Bob").await;
+    let refused = browser.submit("/write", &[("title", "Tagged"), ("content", "Text"), ("tags", "Rust, ..")]).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    assert!(refused.html.contains("id=\"post-tags-error\">Tags: the tag &quot;..&quot;"), "{}", refused.html);
+    let page = browser.get(&format!("/posts/{id}")).await;
+    assert!(page.html.contains("href=\"/tags/%D0%BC%D0%BE%D0%B4%D0%B5%D0%BB%D1%8C\""), "{}", page.html);
+    assert!(!page.html.contains("href=\"/tags/..\""));
+}
+
 #[tokio::test]
 async fn a_tag_lists_its_posts_newest_first_in_any_form_one_partition_paged() {
     let app = TestApp::start().await;

@@ -129,7 +129,7 @@ pub enum StoreError {
     },
     /// The embedded store's database file is damaged, or is not this store's: what to do.
     #[cfg(feature = "embedded")]
-    #[error("{}", checksum::damaged(path))]
+    #[error("{}", checksum::damaged(path, damage))]
     Damaged {
         /// The database file.
         path: PathBuf,

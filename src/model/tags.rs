@@ -4,7 +4,19 @@
 //! are compared in ([`normalize_username`]): "Rust", "RUST" and "ｒｕｓｔ" are one tag. The normal
 //! form is what the copies in `tags` are partitioned by and what a tag's page is found by, so a
 //! reader following "Rust" finds the posts tagged "rust" too.
+//!
+//! Letters that only look alike are not made one tag: Unicode's confusable skeletons (UTS #39)
+//! fold "rn" into "m" and Cyrillic "сор" into Latin "cop", which as a partition key would put
+//! "burn" and "bum", or a Russian word and an English one, under one page. A tag is instead
+//! refused where one of its words mixes scripts ([`mixed_scripts`]: UTS #39's resolved script
+//! set, the test behind its "single script" restriction level), which is how a look-alike is
+//! made ("Rսst", Armenian ս among Latin letters, or "Сosmos" with a Cyrillic С), while a word
+//! wholly in one script ("модель", "Straße", "año") and a tag of words in two ("Azure функции")
+//! are kept. What this leaves: a word written wholly in another script that happens to look like
+//! one in Latin ("сор"), which is a word of that language, not a disguise of a Latin one.
 
+use icu_properties::props::Script;
+use icu_properties::script::ScriptWithExtensions;
 use serde::{Deserialize, Serialize};
 
 use super::usernames::{is_default_ignorable, normalize_username};
@@ -46,6 +58,18 @@ pub(crate) enum TagError {
         "the tags {first:?} and {second:?} are the same tag (tags are compared ignoring case and Unicode form); give it once."
     )]
     Repeated { first: String, second: String },
+    #[error(
+        "the tag {tag:?} is {normal:?} in normal form, which a link reads as a step in the address (a link to \
+         /tags/{normal} leads to {}); give it with other characters.",
+        if *.normal == ".." { "/" } else { "/tags/" }
+    )]
+    DotSegment { tag: String, normal: &'static str },
+    #[error(
+        "the tag {tag:?} mixes {} and {} letters in one word ({:?}), as a tag made to look like another does; write \
+         each word in one script.",
+        .mixed.first, .mixed.second, .mixed.word
+    )]
+    MixedScripts { tag: String, mixed: Box<MixedWord> },
 }
 
 /// The normal form of a tag: two tags are the same when theirs are equal. It is the partition
@@ -55,9 +79,10 @@ pub(crate) fn normalize_tag(tag: &str) -> String {
 }
 
 /// Checks a post's tags as given: at most [`MAX_TAGS`], each visible, single-line, at most
-/// [`MAX_TAG_CHARS`] characters, without bidirectional controls or separators, and no two the
-/// same. The tags are kept as typed, but for the spaces at either end, which show nothing (a
-/// form's "rust, go" gives " go").
+/// [`MAX_TAG_CHARS`] characters, without bidirectional controls or separators, not `.` or `..`
+/// (in normal form), each word in one script ([`mixed_scripts`]), and no two the same. The tags
+/// are kept as typed, but for the spaces at either end, which show nothing (a form's "rust, go"
+/// gives " go").
 pub(crate) fn valid_tags(tags: Vec<String>) -> Result<Vec<String>, TagError> {
     if tags.len() > MAX_TAGS {
         return Err(TagError::TooMany(tags.len()));
@@ -67,6 +92,7 @@ pub(crate) fn valid_tags(tags: Vec<String>) -> Result<Vec<String>, TagError> {
     for tag in &tags {
         check_tag(tag)?;
         let normal = normalize_tag(tag);
+        check_normal_form(tag, &normal)?;
         if let Some((_, first)) = seen.iter().find(|(other, _)| *other == normal) {
             return Err(TagError::Repeated { first: (*first).to_owned(), second: tag.clone() });
         }
@@ -94,6 +120,105 @@ fn check_tag(tag: &str) -> Result<(), TagError> {
         return Err(TagError::Separator { tag: owned(), bad });
     }
     Ok(())
+}
+
+/// What a tag's normal form, the last segment of its page's address, may not be: a dot segment,
+/// which a browser resolves (RFC 3986, 5.2.4: `/tags/..` is `/`), however it was typed ("．．",
+/// "‥" are `..` in normal form); and a word of mixed scripts.
+fn check_normal_form(tag: &str, normal: &str) -> Result<(), TagError> {
+    if let Some(dots) = [".", ".."].into_iter().find(|dots| *dots == normal) {
+        return Err(TagError::DotSegment { tag: tag.to_owned(), normal: dots });
+    }
+    if let Some(mixed) = mixed_scripts(normal) {
+        return Err(TagError::MixedScripts { tag: tag.to_owned(), mixed: Box::new(mixed) });
+    }
+    Ok(())
+}
+
+/// A word whose letters are of two scripts, and the two.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct MixedWord {
+    pub word: String,
+    pub first: String,
+    pub second: String,
+}
+
+/// The first word of `text` whose letters cannot all be of one script, if any: UTS #39's
+/// resolved script set (section 5.1) of each word, the intersection of its characters'
+/// `Script_Extensions`, where a character of every script (Common, Inherited: digits, marks)
+/// counts as any, and Han goes with Hiragana and Katakana (Japanese), with Hangul (Korean) and
+/// with Bopomofo, as one writing. A word is what lies between spaces, punctuation and symbols
+/// (characters of the Common script that are not letters or digits), so a tag of words in two
+/// scripts ("Azure функции") is not mixed, and a word whose letters are ("Rսst") is.
+pub(crate) fn mixed_scripts(text: &str) -> Option<MixedWord> {
+    let scripts = ScriptWithExtensions::new();
+    let is_boundary = |c: char| !c.is_alphanumeric() && scripts.get_script_val(c) == Script::Common;
+    for word in text.split(is_boundary).filter(|word| !word.is_empty()) {
+        // The writings every character so far can be of.
+        let mut possible: Option<Vec<Writing>> = None;
+        for c in word.chars() {
+            let of_c = writings(scripts.get_script_extensions_val(c).iter());
+            if of_c.is_empty() {
+                continue;
+            }
+            match &mut possible {
+                None => possible = Some(of_c),
+                Some(possible) => {
+                    let both: Vec<Writing> = possible.iter().copied().filter(|writing| of_c.contains(writing)).collect();
+                    if both.is_empty() {
+                        let (first, second) = (possible[0].name(), of_c[0].name());
+                        return Some(MixedWord { word: word.to_owned(), first, second });
+                    }
+                    *possible = both;
+                }
+            }
+        }
+    }
+    None
+}
+
+/// A writing system: one of Unicode's scripts, or one that UTS #39 augments a script set with
+/// (ISO 15924's Jpan, Kore, Hanb), whose scripts are written together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Writing {
+    Script(Script),
+    Japanese,
+    Korean,
+    HanWithBopomofo,
+}
+
+impl Writing {
+    fn name(self) -> String {
+        match self {
+            Writing::Script(script) => {
+                icu_properties::PropertyNamesLong::<Script>::new().get(script).unwrap_or("Unknown").replace('_', " ")
+            }
+            Writing::Japanese => "Japanese".into(),
+            Writing::Korean => "Korean".into(),
+            Writing::HanWithBopomofo => "Han with Bopomofo".into(),
+        }
+    }
+}
+
+/// A character's writings: its scripts, augmented as UTS #39 augments them; none for a
+/// character of any script (Common, Inherited).
+fn writings(scripts: impl Iterator<Item = Script>) -> Vec<Writing> {
+    let mut writings = Vec::new();
+    for script in scripts {
+        if matches!(script, Script::Common | Script::Inherited) {
+            return Vec::new();
+        }
+        writings.push(Writing::Script(script));
+        let augmented: &[Writing] = match script {
+            Script::Han => &[Writing::Japanese, Writing::Korean, Writing::HanWithBopomofo],
+            Script::Hiragana | Script::Katakana => &[Writing::Japanese],
+            Script::Hangul => &[Writing::Korean],
+            Script::Bopomofo => &[Writing::HanWithBopomofo],
+            _ => &[],
+        };
+        writings.extend(augmented);
+    }
+    writings
 }
 
 /// The normal forms of `tags`, each once, in order.
@@ -226,6 +351,49 @@ mod tests {
     fn the_form_field_splits_at_commas() {
         assert_eq!(split_typed(" Rust, Cosmos DB ,, "), tags(&["Rust", "Cosmos DB"]));
         assert!(split_typed("  ").is_empty());
+    }
+
+    #[test]
+    fn a_tag_that_is_a_dot_segment_in_any_form_is_refused() {
+        let cases = [(".", "."), ("..", ".."), (" .. ", ".."), ("．．", ".."), ("\u{2025}", ".."), ("\u{2024}", ".")];
+        for (dots, normal) in cases {
+            let leads_to = if normal == ".." { "/" } else { "/tags/" };
+            let refused = valid_tags(tags(&[dots])).unwrap_err();
+            assert_eq!(refused, TagError::DotSegment { tag: dots.trim().to_owned(), normal }, "{dots:?}");
+            assert!(refused.to_string().contains(&format!("/tags/{normal} leads to {leads_to})")), "{refused}");
+        }
+        assert!(valid_tags(tags(&["...", ".NET", "Node.js", "a..b"])).is_ok(), "only a whole dot segment is one");
+    }
+
+    #[test]
+    fn a_word_of_letters_from_two_scripts_is_refused_naming_them() {
+        let refused = valid_tags(tags(&["go", "Rսst"])).unwrap_err();
+        let mixed = TagError::MixedScripts {
+            tag: "Rսst".into(),
+            mixed: Box::new(MixedWord { word: "rսst".into(), first: "Latin".into(), second: "Armenian".into() }),
+        };
+        assert_eq!(refused, mixed);
+        assert!(refused.to_string().contains("Latin and Armenian"), "{refused}");
+        // A Cyrillic С for a Latin C; a Greek ο; and the mathematical letters NFKC makes Latin
+        // (𝐑), which are not a way around the rule.
+        for disguised in ["Сosmos DB", "Cοsmos", "𝐑սst", "Azure функцииs"] {
+            assert!(matches!(valid_tags(tags(&[disguised])), Err(TagError::MixedScripts { .. })), "{disguised:?}");
+        }
+    }
+
+    #[test]
+    fn the_articles_four_languages_and_words_in_two_scripts_are_kept() {
+        let kept = ["модель", "Модель данных", "Straße", "Größe", "año", "Programación", "Cosmos DB", "C++", "Web3"];
+        assert_eq!(valid_tags(kept[..5].iter().map(|tag| (*tag).to_owned()).collect()).map(|tags| tags.len()), Ok(5));
+        assert_eq!(valid_tags(kept[5..].iter().map(|tag| (*tag).to_owned()).collect()).map(|tags| tags.len()), Ok(4));
+        for two_words in ["Azure функции", "GPT-модель", "José", "Jose\u{301}"] {
+            assert!(valid_tags(tags(&[two_words])).is_ok(), "{two_words:?}");
+        }
+        // Scripts that are written together: Han with kana (Japanese), with Hangul (Korean).
+        for together in ["日本語のタグ", "漢字ひらがなカタカナ", "한국어漢字", "ラーメン"] {
+            assert_eq!(mixed_scripts(together), None, "{together:?}");
+        }
+        assert!(mixed_scripts("ひらがな한국어").is_some(), "kana and Hangul are not written together");
     }
 
     #[test]

@@ -111,22 +111,26 @@ first (the file is read twice). Progress and a summary on stderr.")]
     /// Make a stopped embedded store's data consistent after items went missing, and accept it
     #[cfg(feature = "embedded")]
     #[command(after_help = "\
-What the start's refusal advises when items were deleted from blog.sqlite outside the handler.
-Recounts each post's comments and likes, removes the comments, likes and copies of posts that
-are gone and the reservations of users that are gone, reserves every user's name again,
-rebuilds the copies, and records what is there as whole. Run it while the blog is stopped;
-run it again if it was cut short (the blog refuses to start until it finishes).")]
+What the start's refusal advises when items were deleted from blog.sqlite outside the handler,
+when a row or a record of it is not what the store writes, or when SQLite finds the file
+damaged: then the damaged file is kept beside it (blog.sqlite.damaged-<time>) and every item
+that can still be read and matches its checksum is copied into a new one. Removes the rows that
+do not read as items, recounts each post's comments and likes, removes the comments, likes and
+copies of posts that are gone and the reservations of users that are gone, reserves every
+user's name again, rebuilds the copies, and records what is there as whole. Run it while the
+blog is stopped; run it again if it was cut short (the blog refuses to start until it finishes).")]
     Repair,
     /// Remove one item of a stopped embedded store, with what depends on it, then repair
     #[cfg(feature = "embedded")]
     #[command(after_help = "\
-What the start's refusal advises for an item whose bytes changed on disk. A post goes with its
+What the start's refusal advises for an item whose bytes changed on disk, or that cannot be
+loaded, in any of the store's containers. A post goes with its
 comments, likes, copies and pictures; a comment or a like leaves its post's count recomputed; a
 user goes with their username's reservation (their posts, comments and likes stay); a copy is
 made again. Then does what `handler repair` does.")]
     Remove {
         /// The item's container
-        #[arg(value_parser = ["users", "posts", "feed", "leases"])]
+        #[arg(value_parser = container_names())]
         container: String,
         /// The item's partition key
         #[arg(allow_hyphen_values = true)]
@@ -135,6 +139,13 @@ made again. Then does what `handler repair` does.")]
         #[arg(allow_hyphen_values = true)]
         id: String,
     },
+}
+
+/// Every container's name, as `remove` takes them: from the store's own list, so that a
+/// container the store has (and so may name in a refusal) is one `remove` takes.
+#[cfg(feature = "embedded")]
+fn container_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(blog::Container::ALL.map(|container| container.name()))
 }
 
 /// `handler cost`'s traffic.

@@ -269,9 +269,22 @@ async fn repair(config: Config, remove: Option<blog::ItemToRemove>, stderr: &Pro
     let what = if remove.is_some() { "remove" } else { "repair" };
     let done = blog::repair(&config, remove).await?;
     let rows = &done.rows;
+    if let Some(salvaged) = &rows.salvaged {
+        stderr.line(&format!(
+            "{what}: the damaged database is kept as {}; {} items that could still be read were copied into a new \
+             one, {} rows that did not read as items or match their checksums were left behind",
+            salvaged.kept.display(),
+            salvaged.copied,
+            salvaged.dropped
+        ));
+    }
     let removed = rows.removed.as_ref().map(|item| format!("removed {item}; ")).unwrap_or_default();
+    let unreadable = match rows.unreadable.len() {
+        0 => String::new(),
+        count => format!("{count} rows that did not read as items removed ({}); ", rows.unreadable.join(", ")),
+    };
     stderr.line(&format!(
-        "{what}: {removed}{} comments and likes of posts that are gone, {} copies and {} reservations removed; {} posts \
+        "{what}: {removed}{unreadable}{} comments and likes of posts that are gone, {} copies and {} reservations removed; {} posts \
          recounted; {} users' names reserved again, {} posts' copies rebuilt; {} items, recorded as whole, in {}",
         rows.orphans,
         rows.copies,

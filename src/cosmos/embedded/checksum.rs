@@ -93,18 +93,32 @@ pub(crate) fn remove_command(path: &std::path::Path, container: Container, parti
 }
 
 /// What to do about a database file that is damaged or not this store's; what is wrong with it
-/// is the error's cause.
-pub(crate) fn damaged(path: &std::path::Path) -> String {
-    let quoted = shell_quoted(&path.display().to_string());
+/// is the error's cause, `damage`. Each command it names is one that puts that damage right.
+pub(crate) fn damaged(path: &std::path::Path, damage: &super::database::Damage) -> String {
     let dir = shell_quoted(&path.parent().unwrap_or(std::path::Path::new(".")).display().to_string());
-    format!(
-        "{} is damaged or is not this store's database. Restore the data directory from a backup; or recover what \
-         can be read with `sqlite3 {quoted} .recover | sqlite3 recovered.sqlite`, put recovered.sqlite in its place \
-         (removing its -wal and -shm files), and run `BLOG_DATA_DIR={dir} handler repair`, which makes what was \
-         recovered a consistent blog (counts, names, copies) and accepts it; or move the data directory away to \
-         start empty",
-        path.display()
-    )
+    let path = path.display();
+    if damage.is_in_the_rows() {
+        format!(
+            "{path} holds a row or a record that is not what this store writes: it was changed outside the handler. \
+             Restore the data directory from a backup; or, to go on with what is there, stop the blog and run \
+             `BLOG_DATA_DIR={dir} handler repair`, which removes the rows it cannot read, numbers the writes after \
+             the last one a row holds, and makes the rest a consistent blog (counts, names, copies)"
+        )
+    } else if damage.is_salvageable() {
+        format!(
+            "{path} is damaged: SQLite cannot read all of it. Restore the data directory from a backup; or, to go on \
+             with what can be read, stop the blog and run `BLOG_DATA_DIR={dir} handler repair`, which keeps the \
+             damaged file beside it (as {}.damaged-<time>), copies every item that can still be read and matches \
+             its checksum into a new file, and makes that a consistent blog (counts, names, copies); or move the \
+             data directory away to start empty",
+            super::database::FILE
+        )
+    } else {
+        format!(
+            "{path} is damaged or is not this store's database, and nothing in it can be read as this store's: \
+             restore the data directory from a backup, or move the data directory away to start empty"
+        )
+    }
 }
 
 /// Why a row that does not match its checksum is refused, and what to do.

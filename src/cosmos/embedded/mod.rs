@@ -405,7 +405,12 @@ pub(crate) fn open(dir: &Path, opening: database::Opening) -> Result<(Database, 
         drop(database);
         return open(dir, opening);
     }
-    check_positions(dir, database.last_seq())?;
+    if let Err(beyond) = check_positions(dir, database.last_seq()) {
+        // A row written after the last write recorded is the cause, where there is one: the
+        // file's record of its last write was lowered, and the position is right.
+        database.check_written_after_last(&connection)?;
+        return Err(beyond);
+    }
     Ok((database, connection))
 }
 

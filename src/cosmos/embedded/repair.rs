@@ -20,7 +20,7 @@ use rusqlite::{OptionalExtension, params};
 use serde_json::Value;
 
 use super::checksum;
-use super::database::{self, Database, Opening, REPAIR_PENDING, Row};
+use super::database::{self, Database, Opening, REPAIR_PENDING, Row, Salvaged};
 use crate::cosmos::{Container, StoreError};
 
 /// An item named by the operator: container, partition key, id.
@@ -37,8 +37,13 @@ pub struct ItemToRemove {
 /// What the repair of the rows did.
 #[derive(Clone, Debug, Default)]
 pub struct RowsRepaired {
+    /// What was copied out of a damaged file into a new one, when SQLite found it damaged.
+    pub salvaged: Option<Salvaged>,
     /// The item removed, as it was (its JSON), when one was named.
     pub removed: Option<Value>,
+    /// Rows that did not read as items (a column of the wrong type, an unknown container),
+    /// removed: their keys, as far as they read.
+    pub unreadable: Vec<String>,
     /// Comments and likes removed with their post.
     pub orphans: usize,
     /// Copies (in `users` and `feed`) removed with their post.
@@ -72,14 +77,24 @@ pub enum RepairRowsError {
 /// Repairs the rows of the data directory `dir` (which no other process may hold), removing
 /// `remove` first if named; see the module's documentation.
 pub(crate) fn repair_rows(dir: &Path, remove: Option<&ItemToRemove>) -> Result<RowsRepaired, RepairRowsError> {
-    let (database, mut connection) = super::open(dir, Opening::Repair)?;
+    let mut repaired = RowsRepaired::default();
+    let (database, mut connection) = match super::open(dir, Opening::Repair) {
+        // A damaged file: what can be read of it, in a new file, is what is repaired.
+        Err(StoreError::Damaged { damage, .. }) if damage.is_salvageable() => {
+            let lock = database::lock(dir)?;
+            repaired.salvaged = Some(database::salvage(dir)?);
+            drop(lock);
+            super::open(dir, Opening::Repair)?
+        }
+        opened => opened?,
+    };
     let path = database.path().to_owned();
     let failed = |error: rusqlite::Error| StoreError::database(format!("cannot repair {}", path.display()), error);
     let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(failed)?;
-    let mut repaired = RowsRepaired::default();
     if let Some(item) = remove {
         let key = params![item.container.name(), item.partition_key, item.id];
-        let doc: Option<String> = transaction
+        // Read as whatever it holds: the item may be named because it does not read as one.
+        let doc: Option<rusqlite::types::Value> = transaction
             .query_row("SELECT doc FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3", key, |row| row.get(0))
             .optional()
             .map_err(failed)?;
@@ -91,8 +106,12 @@ pub(crate) fn repair_rows(dir: &Path, remove: Option<&ItemToRemove>) -> Result<R
             });
         };
         transaction.execute("DELETE FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3", key).map_err(failed)?;
-        repaired.removed = Some(serde_json::from_str(&doc).unwrap_or(Value::String(doc)));
+        repaired.removed = Some(match doc {
+            rusqlite::types::Value::Text(doc) => serde_json::from_str(&doc).unwrap_or(Value::String(doc)),
+            other => Value::String(format!("({})", other.data_type())),
+        });
     }
+    repaired.unreadable = database::remove_unreadable(&path, &transaction)?;
     let rows = read_rows(&database, &transaction)?;
     let next_seq = database.last_seq() + 1;
     let plan = Plan::of(&rows);

@@ -69,7 +69,7 @@ impl Row {
     /// The row that `row`'s first six columns hold: container, partition key, id, document,
     /// write number, expiry.
     pub(super) fn read(path: &Path, row: &rusqlite::Row) -> Result<Row, StoreError> {
-        let failed = |error| damaged(path, error);
+        let failed = |source| unreadable_row(path, row, source);
         let name: String = row.get(0).map_err(failed)?;
         Ok(Row {
             container: container_named(path, &name)?,
@@ -129,10 +129,44 @@ pub enum Damage {
         application: i32,
     },
     /// A row names a container the store does not have.
-    #[error("an item names an unknown container {name:?}")]
+    #[error("a row names an unknown container {name:?}")]
     UnknownContainer {
         /// The name it holds.
         name: String,
+    },
+    /// A row of `items` whose columns are not of the types the store writes (a text where a
+    /// number belongs, a blob, a negative write number), named by its key as far as it reads.
+    #[error("the row {key} of items is not what the store writes (a column of the wrong type)")]
+    UnreadableRow {
+        /// Its container, partition key and id, as far as they read.
+        key: String,
+        /// What SQLite could not convert (boxed: every result of a store call carries this
+        /// enum's size).
+        #[source]
+        source: Box<rusqlite::Error>,
+    },
+    /// One of the store's own records (a `meta` value, a partition's tally) of the wrong type.
+    #[error("{record} is not what the store writes (a value of the wrong type)")]
+    UnreadableRecord {
+        /// Which record.
+        record: String,
+        /// What SQLite could not convert (boxed: every result of a store call carries this
+        /// enum's size).
+        #[source]
+        source: Box<rusqlite::Error>,
+    },
+    /// A damaged file of which not one item can be read: nothing to salvage.
+    #[error("not one item in it can be read")]
+    NothingReadable,
+    /// A file that carries this store's id or schema version but holds no table: never what the
+    /// store leaves (it makes both in one transaction), but what a recovery that recovered
+    /// nothing leaves (`sqlite3`'s `.recover` without the `sqlite_dbpage` table it needs).
+    #[error("it carries this store's marks (application id {application:#x}, schema version {version}) but holds no table")]
+    Emptied {
+        /// Its application id.
+        application: i32,
+        /// Its schema version.
+        version: i64,
     },
     /// A row written by a write the file does not record having numbered.
     #[error(
@@ -151,9 +185,105 @@ pub enum Damage {
     },
 }
 
+impl Damage {
+    /// Whether the file itself is sound and what is wrong is in what its rows and records hold,
+    /// which `handler repair` puts right (removing the rows it cannot read, numbering the writes
+    /// after the last row's); otherwise the file is what is damaged.
+    pub(crate) fn is_in_the_rows(&self) -> bool {
+        matches!(
+            self,
+            Damage::UnknownContainer { .. }
+                | Damage::WrittenAfterLast { .. }
+                | Damage::UnreadableRow { .. }
+                | Damage::UnreadableRecord { .. }
+        )
+    }
+
+    /// Whether SQLite found the file damaged, which `handler repair` meets by copying what can
+    /// still be read into a new file ([`super::super::salvage`]). Not a file that is another
+    /// application's, or that SQLite cannot read as a database at all: nothing in it is this
+    /// store's to copy.
+    pub(crate) fn is_salvageable(&self) -> bool {
+        match self {
+            Damage::FailedCheck { .. } => true,
+            Damage::Sqlite(error) => error.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseCorrupt),
+            _ => false,
+        }
+    }
+}
+
 /// [`StoreError::Damaged`]: `path` cannot be used, for `damage`.
 pub(super) fn damaged(path: &Path, damage: impl Into<Damage>) -> StoreError {
     StoreError::Damaged { path: path.to_owned(), damage: damage.into() }
+}
+
+/// Whether SQLite read a value but it is not of the type the store writes there: what a row or
+/// record changed outside the handler holds, not a damaged file.
+fn is_wrong_type(error: &rusqlite::Error) -> bool {
+    matches!(
+        error,
+        rusqlite::Error::FromSqlConversionFailure(..)
+            | rusqlite::Error::InvalidColumnType(..)
+            | rusqlite::Error::IntegralValueOutOfRange(..)
+    )
+}
+
+/// The refusal of `row` of `items`, which `source` could not read: a row of the wrong types,
+/// named by its key, or a damaged file.
+pub(super) fn unreadable_row(path: &Path, row: &rusqlite::Row, source: rusqlite::Error) -> StoreError {
+    if !is_wrong_type(&source) {
+        return damaged(path, source);
+    }
+    damaged(path, Damage::UnreadableRow { key: key_of(row), source: Box::new(source) })
+}
+
+/// The key of a row of `items` (its first three columns), as far as it reads as text:
+/// `("posts", "p1", "c1")`.
+pub(super) fn key_of(row: &rusqlite::Row) -> String {
+    let key: Vec<String> = (0..3)
+        .map(|column| match row.get_ref(column) {
+            Ok(rusqlite::types::ValueRef::Text(text)) => format!("{:?}", String::from_utf8_lossy(text)),
+            Ok(value) => format!("({})", value.data_type()),
+            Err(_) => "?".to_owned(),
+        })
+        .collect();
+    format!("({})", key.join(", "))
+}
+
+/// Removes, in `transaction`, every row of `items` that does not read as an item (a column of
+/// the wrong type, an unknown container): what a repair cannot keep, since nothing can tell
+/// what it held. Answers their keys, as far as they read ([`key_of`]).
+pub(crate) fn remove_unreadable(path: &Path, transaction: &Connection) -> Result<Vec<String>, StoreError> {
+    use rusqlite::types::Value;
+    let failed = |error| damaged(path, error);
+    let mut unreadable: Vec<(String, [Value; 3])> = Vec::new();
+    {
+        let mut select = transaction.prepare("SELECT container, pk, id, doc, seq, expires, sum FROM items").map_err(failed)?;
+        let mut rows = select.query([]).map_err(failed)?;
+        while let Some(row) = rows.next().map_err(failed)? {
+            if Row::read(path, row).is_err() || row.get::<_, u32>(6).is_err() {
+                let key = [row.get(0).map_err(failed)?, row.get(1).map_err(failed)?, row.get(2).map_err(failed)?];
+                unreadable.push((key_of(row), key));
+            }
+        }
+    }
+    let mut delete = transaction.prepare("DELETE FROM items WHERE container IS ?1 AND pk IS ?2 AND id IS ?3").map_err(failed)?;
+    for (_, key) in &unreadable {
+        delete.execute(rusqlite::params_from_iter(key)).map_err(failed)?;
+    }
+    Ok(unreadable.into_iter().map(|(described, _)| described).collect())
+}
+
+/// How a failed read of the store's record `record` refuses the file: a record of the wrong
+/// type, or a damaged file.
+pub(super) fn unreadable_record(path: &Path, record: &str) -> impl Fn(rusqlite::Error) -> StoreError {
+    move |source| {
+        if is_wrong_type(&source) {
+            damaged(path, Damage::UnreadableRecord { record: record.to_owned(), source: Box::new(source) })
+        } else {
+            damaged(path, source)
+        }
+    }
 }
 
 /// Checks every page of the database (a damaged file is refused, not half loaded). What a row
@@ -200,6 +330,10 @@ impl Database {
         let tables: i64 = connection.query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))?;
         if application != APPLICATION_ID && (application != 0 || tables != 0) {
             return Err(Damage::OtherApplication { application });
+        }
+        let version: i64 = connection.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+        if tables == 0 && (application != 0 || version != 0) {
+            return Err(Damage::Emptied { application, version });
         }
         if tables == 0 {
             // A new file: its id, schema and version in one transaction, so that a crash leaves

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, params};
 
 use super::super::checksum;
-use super::format::{container_named, damaged, meta};
+use super::format::{container_named, damaged, meta, unreadable_record};
 use super::format::{digest_key, items_key};
 use super::tally::Tally;
 use crate::cosmos::{Container, StoreError};
@@ -105,18 +105,18 @@ impl std::error::Error for Incomplete {}
 /// database's creation records them (all zero), so a `meta` emptied is seen, before anything
 /// is loaded.
 pub(super) fn check_meta(path: &Path, connection: &Connection) -> Result<BTreeMap<Container, Tally>, StoreError> {
-    let failed = |error| damaged(path, error);
     let mut meta_gone = Vec::new();
     let mut totals = BTreeMap::new();
     for container in Container::ALL {
-        let items = meta(connection, &items_key(container)).map_err(failed)?;
-        let digest = meta(connection, &digest_key(container)).map_err(failed)?;
+        let (items_key, digest_key) = (items_key(container), digest_key(container));
+        let items = meta(connection, &items_key).map_err(unreadable_record(path, &format!("meta's {items_key}")))?;
+        let digest = meta(connection, &digest_key).map_err(unreadable_record(path, &format!("meta's {digest_key}")))?;
         match (items, digest) {
             (Some(items), Some(digest)) => drop(totals.insert(container, Tally { items, digest: digest as u64 })),
-            _ => meta_gone.extend([items_key(container), digest_key(container)]),
+            _ => meta_gone.extend([items_key, digest_key]),
         }
     }
-    if meta(connection, "last_seq").map_err(failed)?.is_none() {
+    if meta(connection, "last_seq").map_err(unreadable_record(path, "meta's last_seq"))?.is_none() {
         meta_gone.push("last_seq".into());
     }
     if !meta_gone.is_empty() {
@@ -145,11 +145,12 @@ pub(super) fn compare_tallies(
     {
         let mut select = connection.prepare("SELECT container, pk, items, digest FROM partitions").map_err(failed)?;
         let mut rows = select.query([]).map_err(failed)?;
+        let record = unreadable_record(path, "a partition's tally (the table partitions)");
         while let Some(row) = rows.next().map_err(failed)? {
-            let name: String = row.get(0).map_err(failed)?;
-            let digest: i64 = row.get(3).map_err(failed)?;
-            let tally = Tally { items: row.get(2).map_err(failed)?, digest: digest as u64 };
-            recorded.insert((container_named(path, &name)?, row.get(1).map_err(failed)?), tally);
+            let name: String = row.get(0).map_err(&record)?;
+            let digest: i64 = row.get(3).map_err(&record)?;
+            let tally = Tally { items: row.get(2).map_err(&record)?, digest: digest as u64 };
+            recorded.insert((container_named(path, &name)?, row.get(1).map_err(&record)?), tally);
         }
     }
     let mut differing: Vec<(Container, Option<String>, Tally, Tally)> = Vec::new();

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::format::{Damage, EXPIRING, REPAIR_PENDING, Row, check, damaged, meta};
+use super::format::{Damage, EXPIRING, REPAIR_PENDING, Row, check, damaged, meta, unreadable_record, unreadable_row};
 use super::incomplete::{check_meta, compare_tallies};
 use super::tally::{Found, retally};
 use super::upgrade::upgrade;
@@ -20,34 +20,30 @@ impl Database {
     /// Opens (or creates) the database in `dir`, refusing a damaged one. Takes the directory's
     /// lock: one process per data directory.
     pub(crate) fn open(dir: &Path, opening: Opening) -> Result<(Database, Connection), StoreError> {
-        let io = |error| StoreError::io(format!("cannot open the data directory {}", dir.display()), error);
-        std::fs::create_dir_all(dir).map_err(io)?;
-        let lock = OpenOptions::new().create(true).truncate(false).write(true).open(dir.join(LOCK)).map_err(io)?;
-        lock.try_lock().map_err(|error| match error {
-            std::fs::TryLockError::WouldBlock => StoreError::InUse { dir: dir.to_owned() },
-            std::fs::TryLockError::Error(error) => {
-                StoreError::io(format!("cannot lock the data directory {}", dir.display()), error)
-            }
-        })?;
+        let lock = lock(dir)?;
         let path = dir.join(FILE);
         let mut connection = Self::connect(&path).map_err(|error| damaged(&path, error))?;
         check(&path, &connection)?;
         upgrade(&path, &mut connection)?;
         connection.execute_batch(EXPIRING).map_err(|error| damaged(&path, error))?;
         if opening == Opening::Serve {
-            if meta(&connection, REPAIR_PENDING).map_err(|error| damaged(&path, error))?.is_some() {
+            if meta(&connection, REPAIR_PENDING).map_err(unreadable_record(&path, "meta's repair_pending"))?.is_some() {
                 return Err(StoreError::RepairUnfinished { path, dir: dir.to_owned() });
             }
             check_meta(&path, &connection)?;
         }
         if opening == Opening::Repair {
-            // The write number deleted with the rest of `meta`: the last write any row holds, so
-            // that the rows are not refused as written after it (a change-feed position beyond
-            // it is still refused, with what to do).
+            // The write number deleted with the rest of `meta`, changed to what is not one, or
+            // lowered below a row's: the last write any row holds, so that the rows are not
+            // refused as written after it (a change-feed position beyond it is still refused,
+            // with what to do). Rows whose number is not one are the repair's to remove.
             connection
                 .execute(
-                    "INSERT INTO meta (key, value) SELECT 'last_seq', coalesce(max(seq), 0) FROM items WHERE true
-                     ON CONFLICT (key) DO NOTHING",
+                    "INSERT INTO meta (key, value)
+                     SELECT 'last_seq', coalesce(max(CASE WHEN typeof(seq) = 'integer' AND seq >= 0 THEN seq END), 0)
+                     FROM items WHERE true
+                     ON CONFLICT (key) DO UPDATE SET value = excluded.value
+                     WHERE typeof(meta.value) != 'integer' OR meta.value < excluded.value",
                     [],
                 )
                 .map_err(|error| damaged(&path, error))?;
@@ -58,7 +54,7 @@ impl Database {
             // edited database could hold, instead of wrapping it into a huge write number.
             .query_row("SELECT value FROM meta WHERE key = 'last_seq'", [], |row| row.get::<_, u64>(0))
             .optional()
-            .map_err(|error| damaged(&path, error))?
+            .map_err(unreadable_record(&path, "meta's last_seq"))?
             .unwrap_or(0);
         let database = Database {
             path,
@@ -72,6 +68,30 @@ impl Database {
             _lock: lock,
         };
         Ok((database, connection))
+    }
+
+    /// Refuses, naming it, a row written after the last write the file records: what a
+    /// `last_seq` lowered outside the handler leaves, which [`Database::page`] refuses as it
+    /// reads, and which the start asks about first where a change-feed position is beyond it
+    /// (the position is then not what is wrong).
+    pub(crate) fn check_written_after_last(&self, connection: &Connection) -> Result<(), StoreError> {
+        let last_seq = self.last_seq();
+        let found: Option<(String, String, u64)> = connection
+            .query_row(
+                "SELECT CAST(container AS TEXT), CAST(id AS TEXT), seq FROM items
+                 WHERE typeof(seq) = 'integer' AND seq > ?1 LIMIT 1",
+                [last_seq as i64],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .optional()
+            .map_err(|error| damaged(&self.path, error))?;
+        match found {
+            Some((name, id, seq)) => {
+                let container = super::format::container_named(&self.path, &name)?;
+                Err(damaged(&self.path, Damage::WrittenAfterLast { container, id, seq, last_seq }))
+            }
+            None => Ok(()),
+        }
     }
 
     /// At most `limit` live items after `after` (container, partition key, id) in key order:
@@ -89,7 +109,7 @@ impl Database {
         let mut rows = statement.query(params![start.0, start.1, start.2, limit as i64]).map_err(failed)?;
         let mut page = Vec::with_capacity(limit);
         while let Some(row) = rows.next().map_err(failed)? {
-            let sum = row.get(6).map_err(failed)?;
+            let sum = row.get(6).map_err(|source| unreadable_row(&self.path, row, source))?;
             let row = Row::read(&self.path, row)?.verified(&self.path, sum)?;
             self.found.lock().expect("never poisoned").add(&row, sum);
             if row.seq > last_seq {
@@ -115,6 +135,18 @@ impl Database {
         };
         compare_tallies(&self.path, connection, &found)
     }
+}
+
+/// Takes the lock of the data directory `dir` (made if missing): one process per data directory.
+pub(crate) fn lock(dir: &Path) -> Result<std::fs::File, StoreError> {
+    let io = |error| StoreError::io(format!("cannot open the data directory {}", dir.display()), error);
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let lock = OpenOptions::new().create(true).truncate(false).write(true).open(dir.join(LOCK)).map_err(io)?;
+    lock.try_lock().map_err(|error| match error {
+        std::fs::TryLockError::WouldBlock => StoreError::InUse { dir: dir.to_owned() },
+        std::fs::TryLockError::Error(error) => StoreError::io(format!("cannot lock the data directory {}", dir.display()), error),
+    })?;
+    Ok(lock)
 }
 
 /// Puts `rows` into the database in one transaction, numbering after `last_seq`, and records

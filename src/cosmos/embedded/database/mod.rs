@@ -4,8 +4,8 @@
 //! redb: both are crash-safe embedded stores, but SQLite is the most tested storage engine in
 //! use (its test suite covers every branch, with injected I/O errors, power cuts and full
 //! disks), its file format has been stable since 2004, and a damaged or puzzling file can be
-//! opened, checked and recovered with the `sqlite3` shell (`PRAGMA integrity_check`,
-//! `.recover`) by anyone; redb is younger, changed its file format at 2.0, and has no such
+//! opened and checked with the `sqlite3` shell (`PRAGMA integrity_check`) by anyone, and what
+//! can still be read of a damaged one copied out (`handler repair`, [`salvage`]); redb is younger, changed its file format at 2.0, and has no such
 //! tools. A full disk is SQLite's own error (`SQLITE_FULL`), after which the transaction is
 //! rolled back whole and the database goes on.
 //!
@@ -24,12 +24,14 @@
 //! its versions and their upgrade, a row and the checks it must pass, [`Damage`]); [`writer`]
 //! is the thread that numbers, groups and commits the writes; [`tally`] keeps the count and
 //! digest of every partition in the commits; [`load`] opens the file and reads it at start,
-//! and [`incomplete`] is the refusal of a file whose rows do not match their tallies. This
+//! [`incomplete`] is the refusal of a file whose rows do not match their tallies, and
+//! [`salvage`] copies what can be read of a damaged file into a new one. This
 //! module holds the handle on all of it, and its point reads.
 
 mod format;
 mod incomplete;
 mod load;
+mod salvage;
 mod tally;
 #[cfg(test)]
 mod tests;
@@ -45,9 +47,10 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::cosmos::{Container, StoreError};
 use format::container_named;
-pub(crate) use format::{Damage, REPAIR_PENDING, Row};
+pub(crate) use format::{Damage, REPAIR_PENDING, Row, remove_unreadable};
 pub(crate) use incomplete::Incomplete;
-pub(crate) use load::{has_marker, import, is_empty};
+pub(crate) use load::{has_marker, import, is_empty, lock};
+pub(crate) use salvage::{Salvaged, salvage};
 use tally::Found;
 pub(crate) use tally::retally;
 use writer::Ack;

@@ -150,6 +150,112 @@ fn a_damaged_row_is_refused_as_what_it_is() {
     );
 }
 
+/// A row or a record of the wrong type is refused as what it is, naming it, with the advice of
+/// a repair (which removes the row, or makes the record anew); so is a row numbered after the
+/// last write, which a repair numbers past.
+#[test]
+fn a_row_or_record_of_the_wrong_type_is_refused_naming_it_and_a_repair_removes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (database, mut writer) = writer(dir.path());
+    writer.commit(&[comment(1, 1, 1)]).unwrap();
+    *database.last_seq.lock().unwrap() = 1;
+    writer.connection.execute("UPDATE items SET seq = 'x' WHERE id = 'c1'", []).unwrap();
+    let refused = database.page(&writer.connection, None, 10).err().unwrap();
+    let Some(StoreError::Damaged { damage: damage @ Damage::UnreadableRow { key, .. }, .. }) = Some(&refused) else {
+        panic!("a row of the wrong type is refused as such: {refused:?}")
+    };
+    assert_eq!(key, r#"("posts", "p1", "c1")"#);
+    assert!(damage.is_in_the_rows() && !damage.is_salvageable());
+    assert!(refused.to_string().contains("handler repair"), "{refused}");
+    let removed = remove_unreadable(database.path(), &writer.connection).unwrap();
+    assert_eq!(removed, vec![r#"("posts", "p1", "c1")"#.to_owned()]);
+    assert_eq!(database.page(&writer.connection, None, 10).unwrap().len(), 1, "the post is left");
+
+    writer.connection.execute("UPDATE meta SET value = 'many' WHERE key = 'items:tags'", []).unwrap();
+    drop((database, writer));
+    let refused = Database::open(dir.path(), Opening::Serve).err().unwrap();
+    assert!(
+        matches!(&refused, StoreError::Damaged { damage: Damage::UnreadableRecord { record, .. }, .. } if record == "meta's items:tags"),
+        "{refused:?}"
+    );
+    assert!(refused.to_string().contains("handler repair"), "{refused}");
+    let (database, connection) = Database::open(dir.path(), Opening::Repair).unwrap();
+    assert_eq!(database.last_seq(), 1);
+    drop((database, connection));
+
+    // (The tally as it was: the repair of the rows, not the opening, makes the tallies anew.)
+    Connection::open(dir.path().join(FILE))
+        .unwrap()
+        .execute_batch("UPDATE meta SET value = 0 WHERE key = 'items:tags'; UPDATE meta SET value = -5 WHERE key = 'last_seq'")
+        .unwrap();
+    let refused = Database::open(dir.path(), Opening::Serve).err().unwrap();
+    assert!(
+        matches!(&refused, StoreError::Damaged { damage: Damage::UnreadableRecord { record, .. }, .. } if record == "meta's last_seq"),
+        "{refused:?}"
+    );
+    let (database, _) = Database::open(dir.path(), Opening::Repair).unwrap();
+    assert_eq!(database.last_seq(), 1, "a repair numbers the writes after the last a row holds");
+}
+
+/// A file that carries this store's marks but holds no table (what `.recover` without
+/// `sqlite_dbpage` makes) is refused, not taken for a new, empty blog.
+#[test]
+fn a_file_with_the_stores_marks_and_no_table_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let connection = Connection::open(dir.path().join(FILE)).unwrap();
+    connection.execute_batch("PRAGMA application_id = 1112297287; PRAGMA user_version = 3;").unwrap();
+    drop(connection);
+    let refused = Database::open(dir.path(), Opening::Repair).err().unwrap();
+    assert!(matches!(&refused, StoreError::Damaged { damage: Damage::Emptied { version: 3, .. }, .. }), "{refused:?}");
+    assert!(!refused.to_string().contains("handler"), "no command puts it right: {refused}");
+}
+
+/// A damaged page: refused as salvageable; the salvage keeps the file as it was, copies every
+/// row it can read that matches its checksum into a new file marked unfinished, and leaves the
+/// rows of the damaged page behind. A file of which nothing can be read is refused.
+#[test]
+fn a_damaged_file_is_salvaged_keeping_it_and_what_can_be_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (database, mut writer) = writer(dir.path());
+    for post in 1..=40 {
+        writer.commit(&[comment(post as u64, post, post)]).unwrap();
+    }
+    drop((database, writer));
+    let path = dir.path().join(FILE);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let page_size = u16::from_be_bytes([bytes[16], bytes[17]]) as usize;
+    // A leaf of an index b-tree (type 10), which a table WITHOUT ROWID is, holding comments.
+    let leaf = (1..bytes.len() / page_size)
+        .find(|page| {
+            bytes[page * page_size] == 10
+                && bytes[page * page_size..(page + 1) * page_size].windows(8).any(|at| at == b"xxxxxxxx")
+        })
+        .expect("a leaf of items");
+    bytes[leaf * page_size..leaf * page_size + 12].fill(0xA5);
+    std::fs::write(&path, &bytes).unwrap();
+    let refused = Database::open(dir.path(), Opening::Repair).err().unwrap();
+    let StoreError::Damaged { damage, .. } = &refused else { panic!("{refused:?}") };
+    assert!(damage.is_salvageable(), "{damage:?}");
+    assert!(refused.to_string().contains("handler repair"), "{refused}");
+
+    let salvaged = salvage(dir.path()).unwrap();
+    assert_eq!(std::fs::read(&salvaged.kept).unwrap(), bytes, "the damaged file is kept as it was");
+    assert!(salvaged.copied > 0 && salvaged.copied < 80, "{salvaged:?}");
+    let (database, connection) = Database::open(dir.path(), Opening::Repair).unwrap();
+    let copied: i64 = connection.query_row("SELECT count(*) FROM items", [], |row| row.get(0)).unwrap();
+    assert_eq!(copied as usize, salvaged.copied);
+    assert_eq!(database.last_seq(), 40);
+    assert!(format::meta(&connection, REPAIR_PENDING).unwrap().is_some(), "the repair is left to finish");
+    drop((database, connection));
+
+    std::fs::write(&path, vec![0xA5; 8192]).unwrap();
+    let files = std::fs::read_dir(dir.path()).unwrap().count();
+    let nothing = salvage(dir.path()).err().unwrap();
+    assert!(matches!(nothing, StoreError::Damaged { damage: Damage::NothingReadable, .. }), "{nothing:?}");
+    assert!(nothing.to_string().contains("backup") && !nothing.to_string().contains("handler"), "{nothing}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), files, "no copy is left of a file with nothing to salvage");
+}
+
 /// Each refusal of the file at opening is its own variant, with what it found: the lock
 /// another process holds, a newer schema, an unfinished repair, another application's file,
 /// a file that is no database.
