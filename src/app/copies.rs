@@ -116,7 +116,7 @@ impl PostVersion {
         if let Some((field, _, max)) = fields.into_iter().find(|(_, text, max)| text.chars().count() > *max) {
             return Err(PostRefused::TooLong { id, field, max });
         }
-        if let Err(source) = model::tags::valid_tags(post.tags.clone()) {
+        if let Err(source) = model::tags::stored_tags(post.tags.clone()) {
             return Err(PostRefused::BadTags { id, source });
         }
         Ok(version)

@@ -84,6 +84,24 @@ pub(crate) fn normalize_tag(tag: &str) -> String {
 /// are kept as typed, but for the spaces at either end, which show nothing (a form's "rust, go"
 /// gives " go").
 pub(crate) fn valid_tags(tags: Vec<String>) -> Result<Vec<String>, TagError> {
+    checked_tags(tags, true)
+}
+
+/// A stored post's tags, as the change feed delivers it: [`valid_tags`] but for the rules on a
+/// tag's normal form (dot segments, mixed scripts), which a post stored before them may break.
+/// Such a post is still copied under its tags, and its pages show those tags without a link
+/// ([`links_to_its_page`]); an edit that keeps them is refused, naming them.
+pub(crate) fn stored_tags(tags: Vec<String>) -> Result<Vec<String>, TagError> {
+    checked_tags(tags, false)
+}
+
+/// Whether a tag's page can be linked to: its normal form is not a dot segment, which a browser
+/// resolves away (`/tags/..` is `/`, and so is `/tags/%2E%2E`, by the URL Standard).
+pub(crate) fn links_to_its_page(tag: &str) -> bool {
+    !matches!(normalize_tag(tag).as_str(), "." | "..")
+}
+
+fn checked_tags(tags: Vec<String>, new: bool) -> Result<Vec<String>, TagError> {
     if tags.len() > MAX_TAGS {
         return Err(TagError::TooMany(tags.len()));
     }
@@ -92,7 +110,9 @@ pub(crate) fn valid_tags(tags: Vec<String>) -> Result<Vec<String>, TagError> {
     for tag in &tags {
         check_tag(tag)?;
         let normal = normalize_tag(tag);
-        check_normal_form(tag, &normal)?;
+        if new {
+            check_normal_form(tag, &normal)?;
+        }
         if let Some((_, first)) = seen.iter().find(|(other, _)| *other == normal) {
             return Err(TagError::Repeated { first: (*first).to_owned(), second: tag.clone() });
         }
@@ -363,6 +383,17 @@ mod tests {
             assert!(refused.to_string().contains(&format!("/tags/{normal} leads to {leads_to})")), "{refused}");
         }
         assert!(valid_tags(tags(&["...", ".NET", "Node.js", "a..b"])).is_ok(), "only a whole dot segment is one");
+    }
+
+    /// A post stored before these rules keeps its tags through the change feed, and a dot
+    /// segment among them is shown without a link; the rules the tags always had still hold.
+    #[test]
+    fn a_stored_posts_tags_are_held_to_the_rules_they_were_written_under() {
+        assert_eq!(stored_tags(tags(&["..", "Rսst"])).unwrap(), tags(&["..", "Rսst"]));
+        assert!(valid_tags(tags(&["Rսst"])).is_err() && valid_tags(tags(&[".."])).is_err());
+        assert!(matches!(stored_tags(tags(&["a\u{202E}b"])), Err(TagError::Bidirectional { .. })));
+        assert!(matches!(stored_tags(tags(&["Rust", "rust"])), Err(TagError::Repeated { .. })));
+        assert!(!links_to_its_page("..") && !links_to_its_page("．") && links_to_its_page("..."));
     }
 
     #[test]

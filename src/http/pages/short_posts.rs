@@ -62,13 +62,18 @@ fn thumbnail(picture: &FirstPicture) -> Markup {
 }
 
 /// A post's tags as links to their pages, as the writer typed them (isolated from the text
-/// around them, as names are). Nothing for a post without tags.
+/// around them, as names are); a tag stored before dot segments were refused is shown without
+/// one. Nothing for a post without tags.
 pub(crate) fn tag_links(tags: &[String]) -> Markup {
     html! {
         @if !tags.is_empty() {
             ul class="tags" aria-label="Tags" {
                 @for tag in tags {
-                    li { a rel="tag" href=(tag_address(tag)) { bdi { (esc(tag)) } } }
+                    @if crate::model::tags::links_to_its_page(tag) {
+                        li { a rel="tag" href=(tag_address(tag)) { bdi { (esc(tag)) } } }
+                    } @else {
+                        li { bdi { (esc(tag)) } }
+                    }
                 }
             }
         }
