@@ -189,7 +189,7 @@ async fn run(binary: &Path, shape: &Shape) {
     );
     drop(handler);
 
-    anonymous_holds(binary, shape, &phone_photo).await;
+    anonymous_holds(binary, shape, &largest).await;
 }
 
 /// The picture routes, and every `Content-Type` a body may claim there.
@@ -251,7 +251,8 @@ async fn anonymous_holds(binary: &Path, shape: &Shape, photo: &[u8]) {
         })
     });
     let forms: Vec<_> = forms.collect();
-    // The writer's photos while they are being sent.
+    // The writer's photos while they are being sent: the largest first (4.5 MB, more than six
+    // claims of 10 MiB would leave of the default 64 MiB), then small ones.
     let mut times = Vec::new();
     for round in 0..shape.uploads.min(5) {
         let photo = if round == 0 { photo.to_vec() } else { photo_jpeg(640 + round, 480, 300 + round, 20) };
