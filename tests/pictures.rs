@@ -165,6 +165,31 @@ fn a_small_file_that_says_it_is_huge_is_refused_from_its_header() {
     assert!(matches!(prepare(&big, &limits).unwrap_err(), PictureError::TooLarge { .. }));
 }
 
+/// A JPEG cut short inside its scan, with its end marker put back (or another scan's header
+/// and then the end marker): its markers are all there, and the decoder would fill the rows
+/// that are missing; refused as cut off, baseline or progressive. Whole, each is taken.
+#[test]
+fn a_jpeg_cut_short_with_its_end_marker_put_back_is_refused() {
+    let baseline = common::hostile::photo_jpeg(160, 120, 1);
+    let progressive = common::hostile::seed("progressive.jpg");
+    for (what, jpeg) in [("baseline", &baseline), ("progressive", &progressive)] {
+        assert!(prepare(jpeg, &Limits::default()).is_ok(), "{what}: whole, it is taken");
+        let scan = jpeg.windows(2).rposition(|marker| marker == [0xFF, 0xDA]).unwrap();
+        let scan_header = jpeg[scan..scan + 2 + usize::from(u16::from_be_bytes([jpeg[scan + 2], jpeg[scan + 3]]))].to_vec();
+        let cut_at = if what == "baseline" { 1000 } else { scan + (jpeg.len() - scan) / 2 };
+        for after in [vec![0xFF, 0xD9], [&scan_header[..], &[0x00, 0xFF, 0xD9]].concat()] {
+            let cut = [&jpeg[..cut_at], &after[..]].concat();
+            let refused = prepare(&cut, &Limits::default()).unwrap_err();
+            assert!(
+                matches!(&refused, PictureError::Unreadable(why) if why.contains("cut off")),
+                "{what}, {} of {} bytes and {after:02X?}: {refused}",
+                cut_at,
+                jpeg.len()
+            );
+        }
+    }
+}
+
 #[test]
 fn a_truncated_or_damaged_picture_is_refused() {
     let jpeg = encoded(&photo(), ImageFormat::Jpeg);
