@@ -703,3 +703,97 @@ async fn lag_counts_the_changes_not_yet_delivered_and_is_zero_once_the_processor
     let caught_up = handler(data.path(), &["lag"]);
     assert_eq!(String::from_utf8_lossy(&caught_up.stdout), "PostsChangeFeed: up to date\nUsersChangeFeed: up to date\n");
 }
+
+/// `handler` (serve) on the embedded store in `data`: how it ended, if it stopped by itself
+/// within a minute (it is killed otherwise: a blog that serves never ends).
+fn serve_once(data: &Path) -> Option<(i32, String)> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_handler"))
+        .env("BLOG_DATA_DIR", data)
+        .env("BLOG_LISTEN", "127.0.0.1:0")
+        .env("BLOG_AUTH", "development")
+        .env("RUST_LOG", "warn")
+        .env("NO_COLOR", "1")
+        .env_remove("CosmosDB")
+        .env_remove("CosmosDB__accountEndpoint")
+        .env_remove("FUNCTIONS_CUSTOMHANDLER_PORT")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+            return Some((status.code().unwrap_or(-1), stderr));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// That every post the blog at `base` lists says as many comments and likes as it lists.
+async fn counters_are_what_is_listed(base: &str, posts: &[String]) {
+    for post in posts {
+        let said: Value = reqwest::get(format!("{base}/api/posts/{post}")).await.unwrap().json().await.unwrap();
+        for (counter, list) in [("commentCount", "comments"), ("likeCount", "likes")] {
+            let listed: Value = reqwest::get(format!("{base}/api/posts/{post}/{list}")).await.unwrap().json().await.unwrap();
+            assert_eq!(said[counter].as_u64(), Some(listed["items"].as_array().unwrap().len() as u64), "{post}: {counter}");
+        }
+    }
+}
+
+/// An import killed at each step of its writing (after its first item, after a picture, after
+/// its last item, after the names are reserved, after the copies are made): the blog refuses to
+/// start on the store (as `export` does), saying to run the same import again, with the file
+/// named; another file is not imported into it; after a `handler repair` (which counts what
+/// the import had written so far) it is still refused; the same import run again finishes it,
+/// and the blog starts and shows what the exported blog showed, each post's counters what it
+/// lists.
+#[tokio::test]
+async fn an_import_killed_anywhere_keeps_the_blog_from_starting_until_run_again_which_finishes_it() {
+    let exported = Exported::new(&[]).await;
+    let path = exported.file.to_str().unwrap();
+    let canonical = exported.file.canonicalize().unwrap().display().to_string();
+    let lines: Vec<&str> = exported.text.lines().collect();
+    let total = lines.len() - 2;
+    let a_picture = lines.iter().position(|line| line.contains("\"type\":\"picture\"")).unwrap();
+    for at in [1, a_picture, total, total + 1, total + 2] {
+        let run = format!("killed after {at} of {total}");
+        let to = tempfile::tempdir().unwrap();
+        let killed = handler_with(to.path(), &["import", path], &[("BLOG_TEST_KILL_AFTER", &at.to_string())]);
+        assert!(!killed.status.success(), "{run}: {}", stderr(&killed));
+        let said = "did not finish (the handler stopped during `handler import`), so the blog would show part of it: run the same import again";
+        let (code, refused) = serve_once(to.path()).unwrap_or_else(|| panic!("{run}: the blog served"));
+        assert_eq!(code, 1, "{run}: {refused}");
+        assert!(
+            refused.contains(said) && refused.contains("handler import ") && refused.contains(&canonical),
+            "{run}: {refused}"
+        );
+        let export = handler(to.path(), &["export"]);
+        assert!(!export.status.success() && stderr(&export).contains(said), "{run}: {}", stderr(&export));
+        if at == a_picture {
+            let other = exported.files.path().join("other.jsonl");
+            std::fs::write(&other, sealed(&Sample::new().whole)).unwrap();
+            let refused = handler(to.path(), &["import", other.to_str().unwrap()]);
+            assert!(
+                stderr(&refused).contains("this store holds an import of another file that did not finish")
+                    && stderr(&refused).contains(&canonical),
+                "{run}: {}",
+                stderr(&refused)
+            );
+            let repaired = handler(to.path(), &["repair"]);
+            assert!(repaired.status.success(), "{run}: {}", stderr(&repaired));
+            assert_eq!(serve_once(to.path()).map(|(code, _)| code), Some(1), "{run}: refused after a repair too");
+        }
+        let finished = handler(to.path(), &["import", path]);
+        assert!(finished.status.success(), "{run}: {}", stderr(&finished));
+        assert!(stderr(&finished).contains(&format!("import: {EXPORTED} written, copies made")), "{run}: {}", stderr(&finished));
+        shows_the_same(to.path(), &[], &exported.blog, &run).await;
+        let blog = Handler::start(to.path(), &[]);
+        counters_are_what_is_listed(&blog.base, &exported.blog.posts).await;
+        blog.stop();
+    }
+}

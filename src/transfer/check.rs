@@ -69,6 +69,8 @@ pub(crate) struct Checker {
     pub(super) counts: Counts,
     /// The last line's number, once read.
     end: Option<usize>,
+    /// The file's SHA-256 (what its last line says, and is), once read.
+    pub(super) sha256: Option<String>,
     /// The file's users: id → line.
     users: HashMap<String, usize>,
     /// The file's users' names: normalized → (line, user, name as written).
@@ -102,6 +104,7 @@ impl Checker {
             digest: Sha256::new(),
             counts: Counts::default(),
             end: None,
+            sha256: None,
             users: HashMap::new(),
             names: HashMap::new(),
             elsewhere: Default::default(),
@@ -363,6 +366,7 @@ impl Checker {
             return Err(TransferError::NotWhole(NotWhole::Digest { line: self.line, said: end.sha256, found }));
         }
         self.end = Some(self.line);
+        self.sha256 = Some(found);
         Ok(())
     }
 

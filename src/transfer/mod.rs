@@ -199,6 +199,19 @@ pub enum TransferError {
     /// The file is not the whole of an export.
     #[error("{0}; nothing was imported")]
     NotWhole(NotWhole),
+    /// The store holds an import of another file that did not finish.
+    #[error(
+        "this store holds an import of another file that did not finish (its SHA-256 is {}{}): run that import again \
+         to finish it first; nothing was imported",
+        sha256,
+        file.as_deref().map(|file| format!(", {file}")).unwrap_or_else(|| ", read from standard input".into())
+    )]
+    OtherImportUnfinished {
+        /// That file's SHA-256.
+        sha256: String,
+        /// That file as its import was given it (`None`: standard input).
+        file: Option<String>,
+    },
     /// The file changed between the import's check and its writing.
     #[error("{path} changed while it was imported: run the import again on a file nobody writes")]
     Changed {

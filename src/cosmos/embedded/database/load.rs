@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::format::{Damage, EXPIRING, REPAIR_PENDING, Row, check, damaged, meta};
+use super::format::{Damage, EXPIRING, IMPORT_PENDING, REPAIR_PENDING, Row, check, damaged, meta};
 use super::incomplete::{check_meta, compare_tallies};
 use super::tally::{Found, retally};
 use super::upgrade::upgrade;
@@ -34,11 +34,24 @@ impl Database {
         check(&path, &connection)?;
         upgrade(&path, &mut connection)?;
         connection.execute_batch(EXPIRING).map_err(|error| damaged(&path, error))?;
-        if opening == Opening::Serve {
+        if matches!(opening, Opening::Serve | Opening::Import) {
             if meta(&connection, REPAIR_PENDING).map_err(|error| damaged(&path, error))?.is_some() {
                 return Err(StoreError::RepairUnfinished { path, dir: dir.to_owned() });
             }
             check_meta(&path, &connection)?;
+        }
+        if opening == Opening::Serve {
+            let mark: Option<String> = connection
+                .query_row("SELECT value FROM meta WHERE key = ?1", [IMPORT_PENDING], |row| row.get(0))
+                .optional()
+                .map_err(|error| damaged(&path, error))?;
+            if let Some(mark) = mark {
+                let mark: crate::cosmos::error::ImportMark = serde_json::from_str(&mark).map_err(|error| {
+                    let error = rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(error));
+                    StoreError::database(format!("cannot read the mark of an import in {}", path.display()), error)
+                })?;
+                return Err(StoreError::ImportUnfinished { dir: dir.to_owned(), sha256: mark.sha256, file: mark.file });
+            }
         }
         if opening == Opening::Repair {
             // The write number deleted with the rest of `meta`: the last write any row holds, so
