@@ -372,7 +372,7 @@ fn check_img(tag: &ParsedTag<'_>, whose: Whose, html: &str) {
 pub fn import_line(data: &[u8]) {
     use crate::transfer::TransferError;
     let lines = lines_of(data);
-    match crate::transfer::check_unsealed(&mut &data[..]) {
+    match crate::transfer::check_unsealed(data) {
         Ok(items) => {
             let text = std::str::from_utf8(data).expect("a file taken is text");
             let blank = |line: &&str| line.trim().is_empty();
