@@ -9,6 +9,7 @@ use crate::model::usernames::normalize_username;
 use crate::model::{self, Post, User};
 
 use super::check::{Checker, Reader};
+use super::pictures::PicturePlan;
 use super::{Counts, Item, TransferError, stop_here};
 use crate::cosmos::error::ImportMark;
 
@@ -55,9 +56,15 @@ pub async fn import(
     let before = stamp().map_err(TransferError::Io)?;
     let keeps_pictures = state.pictures.is_some();
     let mut reader = Reader::new(open().map_err(TransferError::Io)?, keeps_pictures, true);
-    while reader.next()?.is_some() {
+    let mut pictures = PicturePlan::default();
+    while let Some(item) = reader.next()? {
+        if let Item::Picture(address, bytes) = item {
+            let store = state.pictures.as_ref().expect("checked: a file with pictures needs a picture store");
+            pictures.check(store, reader.checker.line, &address, bytes).await?;
+        }
         progress(ImportProgress::Checking { lines: reader.checker.line, bytes: reader.bytes, size: before.0 });
     }
+    pictures.finish()?;
     let checker = reader.checker;
     let mark =
         ImportMark { sha256: checker.sha256.clone().expect("a whole file has its digest"), file: given.map(str::to_owned) };
@@ -95,8 +102,8 @@ pub async fn import(
                 return Err(TransferError::Unfinished { line, written: counts.total(), total, source: Box::new(error) });
             }
         };
-        if let Err(error) = write(state, item, &mut counts).await {
-            let line = reader.checker.line;
+        let line = reader.checker.line;
+        if let Err(error) = write(state, &pictures, line, item, &mut counts).await {
             return Err(TransferError::Unfinished { line, written: counts.total(), total, source: Box::new(error) });
         }
         progress(ImportProgress::Writing { counts, total });
@@ -121,16 +128,28 @@ pub async fn import(
     Ok(counts)
 }
 
-/// Writes one checked item (upsert: written again, it changes nothing) or picture, and counts it.
-async fn write(state: &AppState, item: Item, counts: &mut Counts) -> Result<(), TransferError> {
+/// Writes one checked item of line `line` (upsert: written again, it changes nothing) or
+/// picture (as `pictures` planned it), and counts it. A post names its pictures as they are
+/// stored.
+async fn write(
+    state: &AppState,
+    pictures: &PicturePlan,
+    line: usize,
+    item: Item,
+    counts: &mut Counts,
+) -> Result<(), TransferError> {
     let (container, partition, document, count) = match item {
         Item::User(user) => (Container::Users, user.user_id.clone(), document(&user)?, &mut counts.users),
-        Item::Post(post) => (Container::Posts, post.post_id.clone(), document(&post)?, &mut counts.posts),
+        Item::Post(post) => {
+            let content = pictures.named_as_stored(&post.post_id, post.content);
+            let post = Post { content, ..post };
+            (Container::Posts, post.post_id.clone(), document(&post)?, &mut counts.posts)
+        }
         Item::Comment(comment) => (Container::Posts, comment.post_id.clone(), document(&comment)?, &mut counts.comments),
         Item::Like(like) => (Container::Posts, like.post_id.clone(), document(&like)?, &mut counts.likes),
         Item::Picture(address, bytes) => {
-            let pictures = state.pictures.as_ref().expect("checked: a file with pictures needs a picture store");
-            pictures.store().put(&address, &bytes).await?;
+            let store = state.pictures.as_ref().expect("checked: a file with pictures needs a picture store");
+            pictures.write(store, line, &address, bytes).await?;
             counts.pictures += 1;
             return Ok(());
         }
