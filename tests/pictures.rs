@@ -153,6 +153,10 @@ fn a_jpeg_cut_short_with_its_end_marker_put_back_is_refused() {
             );
         }
     }
+    // The picture fuzz target's seed of the same.
+    let seed = common::hostile::seed("truncated-half-end-marker.jpg");
+    let refused = prepare(&seed, &Limits::default()).unwrap_err();
+    assert!(matches!(&refused, PictureError::Unreadable(why) if why.contains("cut off")), "{refused}");
 }
 
 #[test]
