@@ -2,8 +2,10 @@
 //! an empty store shows the same API answers, pages and pictures (byte for byte); an import run
 //! twice changes nothing, and one killed halfway is finished by running it again; an export
 //! killed leaves no file cut short; a file cut short, put after another or changed is refused;
-//! an item the API would never write is refused naming its line and field, and nothing is
-//! imported (the store exported before and after is the same).
+//! an item the API would never write, or a picture an upload would refuse, is refused naming its
+//! line and field, and nothing is imported (the store exported before and after is the same);
+//! a picture is stored as an upload's preparation makes it; an import killed at any step keeps
+//! the blog from starting until the same import, run again, has finished it.
 
 // Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
 #![allow(clippy::unwrap_used)]
