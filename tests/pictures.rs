@@ -141,8 +141,19 @@ fn a_jpeg_cut_short_with_its_end_marker_put_back_is_refused() {
         assert!(prepare(jpeg, &Limits::default()).is_ok(), "{what}: whole, it is taken");
         let scan = jpeg.windows(2).rposition(|marker| marker == [0xFF, 0xDA]).unwrap();
         let scan_header = jpeg[scan..scan + 2 + usize::from(u16::from_be_bytes([jpeg[scan + 2], jpeg[scan + 3]]))].to_vec();
-        let cut_at = if what == "baseline" { 1000 } else { scan + (jpeg.len() - scan) / 2 };
-        for after in [vec![0xFF, 0xD9], [&scan_header[..], &[0x00, 0xFF, 0xD9]].concat()] {
+        // A progressive JPEG cut inside its first scan (its DC coefficients) and inside its last.
+        let cuts = match what {
+            "baseline" => vec![1000],
+            _ => {
+                let first = jpeg.windows(2).position(|marker| marker == [0xFF, 0xDA]).unwrap();
+                let second = first + 2 + jpeg[first + 2..].windows(2).position(|marker| marker == [0xFF, 0xDA]).unwrap();
+                vec![first + (second - first) * 3 / 4, scan + (jpeg.len() - scan) / 2]
+            }
+        };
+        for (cut_at, after) in cuts
+            .into_iter()
+            .flat_map(|cut_at| [(cut_at, vec![0xFF, 0xD9]), (cut_at, [&scan_header[..], &[0x00, 0xFF, 0xD9]].concat())])
+        {
             let cut = [&jpeg[..cut_at], &after[..]].concat();
             let refused = prepare(&cut, &Limits::default()).unwrap_err();
             assert!(
