@@ -750,8 +750,25 @@ async fn a_picture_an_upload_would_refuse_is_refused_by_line_and_nothing_is_impo
     );
     // A picture's line, what the refusal says, and the settings the import runs with.
     type Case<'a> = (Value, &'a str, &'a [(&'a str, &'a str)]);
+    // 7,000 × 7,000 of one colour: 49 megapixels in a PNG of a few dozen kilobytes.
+    let bomb = {
+        let mut png = std::io::Cursor::new(Vec::new());
+        image::GrayImage::new(7_000, 7_000).write_to(&mut png, image::ImageFormat::Png).unwrap();
+        png.into_inner()
+    };
+    let mut damaged = common::noise_png_of(40, 20, 3);
+    let middle = damaged.len() / 2;
+    damaged[middle..middle + 8].copy_from_slice(b"damaged!");
     let cases: Vec<Case<'_>> = vec![
         (named_picture(&html, (10, 10), "jpg"), "line 7, `bytes`: this is not a JPEG, PNG, WebP or GIF picture", &[]),
+        (
+            named_picture(&hostile::seed("not-a-picture.bmp"), (1, 1), "png"),
+            "line 7, `bytes`: this is not a JPEG, PNG, WebP or GIF picture (it looks like Bmp)",
+            &[],
+        ),
+        (named_picture(&hostile::seed("not-a-picture.svg"), (1, 1), "png"), "line 7, `bytes`: this is not a JPEG", &[]),
+        (named_picture(&bomb, (10, 10), "png"), "line 7, `bytes`: the picture is 7000×7000 pixels", &[]),
+        (named_picture(&damaged, (40, 20), "png"), "line 7, `bytes`: the picture cannot be read (truncated or damaged)", &[]),
         (
             named_picture(&hostile::gif_canvas_with_tiny_frames(), (6000, 6000), "gif"),
             "line 7, `bytes`: the animation has more than",
@@ -796,6 +813,9 @@ async fn an_imported_photo_is_stored_as_an_upload_stores_it_and_no_gps_is_served
     let target = Target::new().await;
     let sample = Sample::new();
     let (gps, wide) = (photo_with_gps(), common::hostile::photo_jpeg(1600, 900, 5));
+    // A JPEG that is also an HTML page: its pixels only are kept.
+    let page_too =
+        [&common::hostile::photo_jpeg(40, 20, 2)[..], b"<html><script>alert(document.cookie)</script></html>"].concat();
     let (gps_line, wide_line) = (named_picture(&gps, (20, 40), "jpg"), named_picture(&wide, (1600, 900), "jpg"));
     let phone_line = json!({"type": "picture", "postId": "p1", "userId": "ada",
         "name": format!("{}-960x540.jpg", sha256_hex(&wide)), "bytes": base64_of(&common::hostile::photo_jpeg(960, 540, 6))});
@@ -811,10 +831,11 @@ async fn an_imported_photo_is_stored_as_an_upload_stores_it_and_no_gps_is_served
         gps_line.clone(),
         wide_line.clone(),
         phone_line,
+        named_picture(&page_too, (40, 20), "jpg"),
     ];
     let imported = target.import(&sealed(&items), &[]);
     assert!(imported.status.success(), "{}", stderr(&imported));
-    assert!(stderr(&imported).contains("3 pictures"), "{}", stderr(&imported));
+    assert!(stderr(&imported).contains("4 pictures"), "{}", stderr(&imported));
 
     let blog = Handler::start(target.to.path(), &[]);
     let stored: Value = reqwest::get(format!("{}/api/posts/p1", blog.base)).await.unwrap().json().await.unwrap();
@@ -851,6 +872,7 @@ async fn an_imported_photo_is_stored_as_an_upload_stores_it_and_no_gps_is_served
     for file in common::files_under(&target.to.path().join("pictures")) {
         let bytes = std::fs::read(&file).unwrap();
         assert!(!contains(&bytes, b"Exif") && !contains(&bytes, &2958_u32.to_le_bytes()), "{}: no EXIF stored", file.display());
+        assert!(!contains(&bytes, b"<script"), "{}: nothing but pixels", file.display());
     }
 }
 
