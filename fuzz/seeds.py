@@ -228,6 +228,8 @@ def pictures():
     write("picture", "colour-profile.jpg", jpeg_with_segment(PHOTO_JPG, 0xE2, b"ICC_PROFILE\x00\x01\x01" + icc_profile()))
     write("picture", "truncated-half.jpg", PHOTO_JPG[: len(PHOTO_JPG) // 2])
     write("picture", "truncated-700.jpg", PHOTO_JPG[:700])
+    # Cut inside its scan, its end marker put back: every marker is there, the rows are not.
+    write("picture", "truncated-half-end-marker.jpg", PHOTO_JPG[: len(PHOTO_JPG) // 2] + b"\xff\xd9")
     write("picture", "lossy.webp", LOSSY_WEBP)
     write("picture", "lossless-alpha.webp", LOSSLESS_ALPHA_WEBP)
 

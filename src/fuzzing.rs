@@ -36,6 +36,28 @@ pub fn picture(data: &[u8]) {
     let again = upload(&picture.bytes, &limits)
         .unwrap_or_else(|error| panic!("the blog refuses the {:?} it wrote itself: {error}", picture.kind));
     assert_eq!((again.picture.width, again.picture.height), (picture.width, picture.height), "prepared again, another size");
+    if picture.kind == crate::model::picture::Kind::Jpeg {
+        cut_short_is_refused(&picture.bytes, &again.picture.bytes, &limits);
+    }
+}
+
+/// The blog's own JPEG `jpeg` (one scan), its scan's coded data cut to half and its end marker
+/// put back: refused as cut off, or, where what was cut held nothing the decoder needed (the
+/// 1-bits that pad the last byte), taken as the same picture (`whole`, what `jpeg` is taken as):
+/// never a picture whose missing part the decoder made up.
+fn cut_short_is_refused(jpeg: &[u8], whole: &[u8], limits: &Limits) {
+    let Some(scan) = jpeg.windows(2).position(|marker| marker == [0xFF, 0xDA]) else {
+        panic!("the blog's JPEG has no scan");
+    };
+    let header = usize::from(u16::from_be_bytes([jpeg[scan + 2], jpeg[scan + 3]]));
+    let data = scan + 2 + header;
+    let end = jpeg.len() - 2;
+    let mut cut = jpeg[..data + (end - data) / 2].to_vec();
+    cut.extend([0xFF, 0xD9]);
+    match upload(&cut, limits) {
+        Err(_) => {}
+        Ok(taken) => assert!(taken.picture.bytes == whole, "a JPEG cut short ({} of {} bytes) was taken", cut.len(), jpeg.len()),
+    }
 }
 
 /// What the blog does with an upload's bytes, up to what it stores; an error says why not.
@@ -350,7 +372,7 @@ fn check_img(tag: &ParsedTag<'_>, whose: Whose, html: &str) {
 pub fn import_line(data: &[u8]) {
     use crate::transfer::TransferError;
     let lines = lines_of(data);
-    match crate::transfer::check_unsealed(&mut &data[..]) {
+    match crate::transfer::check_unsealed(data) {
         Ok(items) => {
             let text = std::str::from_utf8(data).expect("a file taken is text");
             let blank = |line: &&str| line.trim().is_empty();

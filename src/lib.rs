@@ -69,7 +69,7 @@ pub use cosmos::{error::StoreError, schema::Container, store::Store};
 pub use logging::{line_format::LineFormat, with_causes, writer::batched};
 #[cfg(feature = "embedded")]
 pub use repair::{RepairError, repair};
-pub use running::{Blog, connect, followed, state_on};
+pub use running::{Blog, connect, connect_for_import, followed, state_on};
 pub use transfer::{
     TransferError,
     export::export,

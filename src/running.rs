@@ -133,6 +133,12 @@ pub async fn connect(config: &Config) -> Result<AppState, cosmos::StoreError> {
     state_on(config, connect_store(config).await?).await
 }
 
+/// [`connect`] for `handler import`, which alone opens an embedded store where an import has not
+/// finished (it finishes it).
+pub async fn connect_for_import(config: &Config) -> Result<AppState, cosmos::StoreError> {
+    state_on(config, cosmos::Store::connect_for_import(config).await?).await
+}
+
 /// What the handlers share, on a store already open (what [`connect`] does once connected).
 pub async fn state_on(config: &Config, store: cosmos::Store) -> Result<AppState, cosmos::StoreError> {
     if let Backend::Embedded { data_dir } = &config.backend {

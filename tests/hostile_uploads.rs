@@ -54,11 +54,13 @@ async fn each_hostile_file_is_refused_saying_why_and_leaves_nothing() {
         photo[..photo.len() / 2].to_vec()
     };
     let first_700_bytes = hostile::photo_jpeg(1600, 900, 3)[..700].to_vec();
-    let cases: [(&str, Vec<u8>, &str); 4] = [
+    let first_1000_bytes_and_the_end_marker = [&hostile::photo_jpeg(160, 120, 4)[..1000], &[0xFF, 0xD9]].concat();
+    let cases: [(&str, Vec<u8>, &str); 5] = [
         ("a 6,000 × 6,000 GIF with 300 frames of one pixel", hostile::gif_canvas_with_tiny_frames(), "frames"),
         ("a PNG whose colour profile inflates to 1 GiB", hostile::png_with_inflating_profile(), "colour profile"),
         ("half of a 1600 × 900 JPEG", half_photo, "cut off"),
         ("the first 700 bytes of a JPEG", first_700_bytes, "cut off"),
+        ("the first 1,000 bytes of a JPEG with its end marker put back", first_1000_bytes_and_the_end_marker, "cut off"),
     ];
     let data = tempfile::tempdir().unwrap();
     let mut handler = Handler::start(data.path(), &[]);

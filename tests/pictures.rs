@@ -15,6 +15,7 @@ mod common;
 use std::io::Cursor;
 
 use blog::testing::pictures::{Kind, Limits, PictureError, prepare};
+use common::hostile::{exif_segment, with_segment};
 use image::{DynamicImage, ImageFormat, Rgb, RgbImage, Rgba, RgbaImage};
 
 fn encoded(image: &DynamicImage, format: ImageFormat) -> Vec<u8> {
@@ -26,42 +27,6 @@ fn encoded(image: &DynamicImage, format: ImageFormat) -> Vec<u8> {
 /// A 40×20 photo, left half red, right half blue.
 fn photo() -> DynamicImage {
     DynamicImage::ImageRgb8(RgbImage::from_fn(40, 20, |x, _| if x < 20 { Rgb([200, 0, 0]) } else { Rgb([0, 0, 200]) }))
-}
-
-/// An APP1 EXIF segment: Orientation 6 (the camera was turned: rotate 90° clockwise to show)
-/// and a GPS latitude of 48° 51' 29.58".
-fn exif_segment() -> Vec<u8> {
-    let mut tiff = b"II*\0".to_vec();
-    tiff.extend(8_u32.to_le_bytes());
-    // IFD0 at 8: two entries, then the next IFD's offset (none).
-    tiff.extend(2_u16.to_le_bytes());
-    tiff.extend([0x12, 0x01, 3, 0, 1, 0, 0, 0, 6, 0, 0, 0]); // Orientation, SHORT, 1, 6
-    tiff.extend([0x25, 0x88, 4, 0, 1, 0, 0, 0]); // GPSInfo, LONG, 1, at:
-    tiff.extend(38_u32.to_le_bytes());
-    tiff.extend(0_u32.to_le_bytes());
-    // The GPS IFD at 38: one entry, GPSLatitude, RATIONAL, 3, at 56.
-    tiff.extend(1_u16.to_le_bytes());
-    tiff.extend([0x02, 0x00, 5, 0, 3, 0, 0, 0]);
-    tiff.extend(56_u32.to_le_bytes());
-    tiff.extend(0_u32.to_le_bytes());
-    for (numerator, denominator) in [(48_u32, 1_u32), (51, 1), (2958, 100)] {
-        tiff.extend(numerator.to_le_bytes());
-        tiff.extend(denominator.to_le_bytes());
-    }
-    let mut payload = b"Exif\0\0".to_vec();
-    payload.extend(tiff);
-    let mut segment = vec![0xFF, 0xE1];
-    segment.extend(u16::try_from(payload.len() + 2).unwrap().to_be_bytes());
-    segment.extend(payload);
-    segment
-}
-
-/// `jpeg` with `segment` right after its start-of-image marker, where a camera writes EXIF.
-fn with_segment(jpeg: &[u8], segment: &[u8]) -> Vec<u8> {
-    let mut bytes = jpeg[..2].to_vec();
-    bytes.extend(segment);
-    bytes.extend(&jpeg[2..]);
-    bytes
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -163,6 +128,46 @@ fn a_small_file_that_says_it_is_huge_is_refused_from_its_header() {
     assert!(matches!(prepare(&long, &limits).unwrap_err(), PictureError::TooManyPixels { .. }));
     let big = vec![0xFF; limits.max_bytes + 1];
     assert!(matches!(prepare(&big, &limits).unwrap_err(), PictureError::TooLarge { .. }));
+}
+
+/// A JPEG cut short inside its scan, with its end marker put back (or another scan's header
+/// and then the end marker): its markers are all there, and the decoder would fill the rows
+/// that are missing; refused as cut off, baseline or progressive. Whole, each is taken.
+#[test]
+fn a_jpeg_cut_short_with_its_end_marker_put_back_is_refused() {
+    let baseline = common::hostile::photo_jpeg(160, 120, 1);
+    let progressive = common::hostile::seed("progressive.jpg");
+    for (what, jpeg) in [("baseline", &baseline), ("progressive", &progressive)] {
+        assert!(prepare(jpeg, &Limits::default()).is_ok(), "{what}: whole, it is taken");
+        let scan = jpeg.windows(2).rposition(|marker| marker == [0xFF, 0xDA]).unwrap();
+        let scan_header = jpeg[scan..scan + 2 + usize::from(u16::from_be_bytes([jpeg[scan + 2], jpeg[scan + 3]]))].to_vec();
+        // A progressive JPEG cut inside its first scan (its DC coefficients) and inside its last.
+        let cuts = match what {
+            "baseline" => vec![1000],
+            _ => {
+                let first = jpeg.windows(2).position(|marker| marker == [0xFF, 0xDA]).unwrap();
+                let second = first + 2 + jpeg[first + 2..].windows(2).position(|marker| marker == [0xFF, 0xDA]).unwrap();
+                vec![first + (second - first) * 3 / 4, scan + (jpeg.len() - scan) / 2]
+            }
+        };
+        for (cut_at, after) in cuts
+            .into_iter()
+            .flat_map(|cut_at| [(cut_at, vec![0xFF, 0xD9]), (cut_at, [&scan_header[..], &[0x00, 0xFF, 0xD9]].concat())])
+        {
+            let cut = [&jpeg[..cut_at], &after[..]].concat();
+            let refused = prepare(&cut, &Limits::default()).unwrap_err();
+            assert!(
+                matches!(&refused, PictureError::Unreadable(why) if why.contains("cut off")),
+                "{what}, {} of {} bytes and {after:02X?}: {refused}",
+                cut_at,
+                jpeg.len()
+            );
+        }
+    }
+    // The picture fuzz target's seed of the same.
+    let seed = common::hostile::seed("truncated-half-end-marker.jpg");
+    let refused = prepare(&seed, &Limits::default()).unwrap_err();
+    assert!(matches!(&refused, PictureError::Unreadable(why) if why.contains("cut off")), "{refused}");
 }
 
 #[test]

@@ -268,7 +268,7 @@ async fn an_export_holds_no_first_picture_and_an_import_makes_the_copies_with_it
     assert!(posts[0].get("picture").is_none(), "{}", posts[0]);
 
     let other = TestApp::start().await;
-    blog::import(&other.state, &file, &mut |_| {}).await.unwrap();
+    blog::import(&other.state, &file, None, &mut |_| {}).await.unwrap();
     listed(&other, "/api/feed", &post, |item| item["picture"] == first_picture(&picture)).await;
     let thumbnail = format!("<img class=\"thumb\" src=\"{}\"", picture["phoneUrl"].as_str().unwrap());
     assert!(page(&other, "/tags/kites", &[]).await.contains(&thumbnail));

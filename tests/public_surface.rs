@@ -18,9 +18,10 @@
 use std::path::{Path, PathBuf};
 
 /// The most bare `pub` items the library may declare: 300 as chosen when the surface was cut
-/// down, and one more for the change log's fuzz entry point (`blog::fuzzing::change_log`, which
-/// the fuzz crate names).
-const BOUND: usize = 301;
+/// down, one more for the change log's fuzz entry point (`blog::fuzzing::change_log`, which
+/// the fuzz crate names), and one for `handler import`'s own way into the store
+/// (`blog::connect_for_import`, which alone opens an embedded store an import has not finished).
+const BOUND: usize = 302;
 
 /// The item kinds counted, after `pub `: as the command in the module's documentation.
 const KINDS: [&str; 11] =

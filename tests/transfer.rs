@@ -2,8 +2,10 @@
 //! an empty store shows the same API answers, pages and pictures (byte for byte); an import run
 //! twice changes nothing, and one killed halfway is finished by running it again; an export
 //! killed leaves no file cut short; a file cut short, put after another or changed is refused;
-//! an item the API would never write is refused naming its line and field, and nothing is
-//! imported (the store exported before and after is the same).
+//! an item the API would never write, or a picture an upload would refuse, is refused naming its
+//! line and field, and nothing is imported (the store exported before and after is the same);
+//! a picture is stored as an upload's preparation makes it; an import killed at any step keeps
+//! the blog from starting until the same import, run again, has finished it.
 
 // Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
 #![allow(clippy::unwrap_used)]
@@ -702,4 +704,268 @@ async fn lag_counts_the_changes_not_yet_delivered_and_is_zero_once_the_processor
     blog.stop();
     let caught_up = handler(data.path(), &["lag"]);
     assert_eq!(String::from_utf8_lossy(&caught_up.stdout), "PostsChangeFeed: up to date\nUsersChangeFeed: up to date\n");
+}
+
+/// A picture line of ada's post p1 with `bytes`, named by their hash (as the blog names what it
+/// stores) and `size` and `extension`.
+fn named_picture(bytes: &[u8], (width, height): (u32, u32), extension: &str) -> Value {
+    let name = format!("{}-{width}x{height}.{extension}", sha256_hex(bytes));
+    json!({"type": "picture", "postId": "p1", "userId": "ada", "name": name, "bytes": base64_of(bytes)})
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// A photo as a phone writes it: 40 × 20 as the sensor read it, with EXIF that says to show
+/// it turned (20 × 40) and where it was taken (a GPS latitude of 48° 51' 29.58").
+fn photo_with_gps() -> Vec<u8> {
+    common::hostile::with_segment(&common::hostile::photo_jpeg(40, 20, 1), &common::hostile::exif_segment())
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|window| window == needle)
+}
+
+/// Each picture an upload would refuse is refused by an import, naming its line and saying
+/// why, and nothing is imported: the hostile files the upload tests send, a page of HTML named
+/// as a JPEG by its own hash, a JPEG cut short with its end marker put back, a photo whose EXIF
+/// turns it to another size than its name says, one that needs more than the pictures' memory,
+/// and bytes named as the phones' copy of no picture of the post.
+#[tokio::test]
+async fn a_picture_an_upload_would_refuse_is_refused_by_line_and_nothing_is_imported() {
+    use common::hostile;
+    let target = Target::new().await;
+    let sample = Sample::new();
+    let html = b"<!doctype html><html><script>alert(document.cookie)</script></html>".to_vec();
+    let half = hostile::photo_jpeg(1600, 900, 2);
+    let half = half[..half.len() / 2].to_vec();
+    let cut = [&hostile::photo_jpeg(160, 120, 4)[..1000], &[0xFF, 0xD9]].concat();
+    let fake_phone = json!({"type": "picture", "postId": "p1", "userId": "ada",
+        "name": format!("{}-960x540.jpg", "ab".repeat(32)), "bytes": base64_of(&html)});
+    let fake_phone_said = format!(
+        "line 7, `bytes`: \"{}-960x540.jpg\" has bytes other than its name says, and is the phones' copy of no picture of post \"p1\"",
+        "ab".repeat(32)
+    );
+    // A picture's line, what the refusal says, and the settings the import runs with.
+    type Case<'a> = (Value, &'a str, &'a [(&'a str, &'a str)]);
+    // 7,000 × 7,000 of one colour: 49 megapixels in a PNG of a few dozen kilobytes.
+    let bomb = {
+        let mut png = std::io::Cursor::new(Vec::new());
+        image::GrayImage::new(7_000, 7_000).write_to(&mut png, image::ImageFormat::Png).unwrap();
+        png.into_inner()
+    };
+    let mut damaged = common::noise_png_of(40, 20, 3);
+    let middle = damaged.len() / 2;
+    damaged[middle..middle + 8].copy_from_slice(b"damaged!");
+    let cases: Vec<Case<'_>> = vec![
+        (named_picture(&html, (10, 10), "jpg"), "line 7, `bytes`: this is not a JPEG, PNG, WebP or GIF picture", &[]),
+        (
+            named_picture(&hostile::seed("not-a-picture.bmp"), (1, 1), "png"),
+            "line 7, `bytes`: this is not a JPEG, PNG, WebP or GIF picture (it looks like Bmp)",
+            &[],
+        ),
+        (named_picture(&hostile::seed("not-a-picture.svg"), (1, 1), "png"), "line 7, `bytes`: this is not a JPEG", &[]),
+        (named_picture(&bomb, (10, 10), "png"), "line 7, `bytes`: the picture is 7000×7000 pixels", &[]),
+        (named_picture(&damaged, (40, 20), "png"), "line 7, `bytes`: the picture cannot be read (truncated or damaged)", &[]),
+        (
+            named_picture(&hostile::gif_canvas_with_tiny_frames(), (6000, 6000), "gif"),
+            "line 7, `bytes`: the animation has more than",
+            &[],
+        ),
+        (
+            named_picture(&hostile::png_with_inflating_profile(), (1, 1), "png"),
+            "line 7, `bytes`: the picture's colour profile is over",
+            &[],
+        ),
+        (
+            named_picture(&cut, (160, 120), "jpg"),
+            "line 7, `bytes`: the picture cannot be read (truncated or damaged): the JPEG's coded data ends before its last row: it is cut off",
+            &[],
+        ),
+        (
+            named_picture(&half, (1600, 900), "jpg"),
+            "line 7, `bytes`: the picture cannot be read (truncated or damaged): the JPEG ends before its end marker",
+            &[],
+        ),
+        (named_picture(&photo_with_gps(), (40, 20), "jpg"), "line 7, `name`: the picture is a 20×40 JPG, not what its name", &[]),
+        (
+            named_picture(&hostile::photo_jpeg(1600, 900, 5), (1600, 900), "jpg"),
+            "or import with a larger BLOG_PICTURE_MEMORY_MB",
+            &[("BLOG_PICTURE_MEMORY_MB", "16")],
+        ),
+        (fake_phone, &fake_phone_said, &[]),
+    ];
+    for (picture, said, settings) in cases {
+        let items = [sample.whole.clone(), vec![picture]].concat();
+        target.refused(&target.import(&sealed(&items), settings), said, &target.before);
+    }
+}
+
+/// A phone's photo with its GPS position, named by its own hash as an export names a picture,
+/// is taken as an upload takes it: encoded anew, upright, without its EXIF, under the name its
+/// new bytes make, which its post's Markdown names instead; a wide JPEG likewise, with a phones'
+/// copy made from it (the file's is not taken). No picture stored or served carries the
+/// position.
+#[tokio::test]
+async fn an_imported_photo_is_stored_as_an_upload_stores_it_and_no_gps_is_served() {
+    let target = Target::new().await;
+    let sample = Sample::new();
+    let (gps, wide) = (photo_with_gps(), common::hostile::photo_jpeg(1600, 900, 5));
+    // A JPEG that is also an HTML page: its pixels only are kept.
+    let page_too =
+        [&common::hostile::photo_jpeg(40, 20, 2)[..], b"<html><script>alert(document.cookie)</script></html>"].concat();
+    let (gps_line, wide_line) = (named_picture(&gps, (20, 40), "jpg"), named_picture(&wide, (1600, 900), "jpg"));
+    let phone_line = json!({"type": "picture", "postId": "p1", "userId": "ada",
+        "name": format!("{}-960x540.jpg", sha256_hex(&wide)), "bytes": base64_of(&common::hostile::photo_jpeg(960, 540, 6))});
+    let (gps_name, wide_name) = (gps_line["name"].as_str().unwrap(), wide_line["name"].as_str().unwrap());
+    let mut post = sample.post.clone();
+    post["content"] = json!(format!("![Here](/pictures/ada/p1/{gps_name})\n\n![Wide](/pictures/ada/p1/{wide_name})"));
+    let items = vec![
+        a_user("ada", "ada"),
+        a_user("bob", "bob"),
+        post,
+        sample.comment.clone(),
+        sample.like.clone(),
+        gps_line.clone(),
+        wide_line.clone(),
+        phone_line,
+        named_picture(&page_too, (40, 20), "jpg"),
+    ];
+    let imported = target.import(&sealed(&items), &[]);
+    assert!(imported.status.success(), "{}", stderr(&imported));
+    assert!(stderr(&imported).contains("4 pictures"), "{}", stderr(&imported));
+
+    let blog = Handler::start(target.to.path(), &[]);
+    let stored: Value = reqwest::get(format!("{}/api/posts/p1", blog.base)).await.unwrap().json().await.unwrap();
+    let content = stored["content"].as_str().unwrap().to_owned();
+    assert!(!content.contains(&sha256_hex(&gps)) && !content.contains(&sha256_hex(&wide)), "named anew: {content}");
+    let names: Vec<&str> = content.match_indices("/pictures/ada/p1/").map(|(at, _)| &content[at..]).collect();
+    assert_eq!(names.len(), 2, "{content}");
+    for (prefix, (width, height)) in names.iter().zip([(20, 40), (1600, 900)]) {
+        let url = &prefix[..prefix.find(')').unwrap()];
+        assert!(url.ends_with(&format!("-{width}x{height}.jpg")), "the same size and kind: {url}");
+        let (status, bytes) = bytes_at(&blog.base, url).await;
+        assert_eq!(status, 200, "{url}");
+        assert_eq!(url[url.rfind('/').unwrap() + 1..][..64], sha256_hex(&bytes), "named by the bytes served");
+        let shown = image::load_from_memory(&bytes).unwrap();
+        assert_eq!((shown.width(), shown.height()), (width, height), "{url}: upright, as named");
+        assert!(!contains(&bytes, b"Exif") && !contains(&bytes, &2958_u32.to_le_bytes()), "{url}: no EXIF, no GPS");
+    }
+    let wide_url = names[1][..names[1].find(')').unwrap()].to_owned();
+    let phone_url = wide_url.replace("-1600x900.jpg", "-960x540.jpg");
+    let (status, phone) = bytes_at(&blog.base, &phone_url).await;
+    assert_eq!(status, 200, "the phones' copy is made from the picture: {phone_url}");
+    let phone = image::load_from_memory(&phone).unwrap();
+    assert_eq!((phone.width(), phone.height()), (960, 540));
+    for name in [gps_name, wide_name] {
+        assert_eq!(
+            bytes_at(&blog.base, &format!("/pictures/ada/p1/{name}")).await.0,
+            404,
+            "{name}: the file's name is not stored"
+        );
+    }
+    let page = reqwest::get(format!("{}/posts/p1", blog.base)).await.unwrap().text().await.unwrap();
+    assert!(page.contains(&wide_url) && page.contains(&phone_url), "the page shows the pictures as stored");
+    blog.stop();
+    for file in common::files_under(&target.to.path().join("pictures")) {
+        let bytes = std::fs::read(&file).unwrap();
+        assert!(!contains(&bytes, b"Exif") && !contains(&bytes, &2958_u32.to_le_bytes()), "{}: no EXIF stored", file.display());
+        assert!(!contains(&bytes, b"<script"), "{}: nothing but pixels", file.display());
+    }
+}
+
+/// `handler` (serve) on the embedded store in `data`: how it ended, if it stopped by itself
+/// within a minute (it is killed otherwise: a blog that serves never ends).
+fn serve_once(data: &Path) -> Option<(i32, String)> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_handler"))
+        .env("BLOG_DATA_DIR", data)
+        .env("BLOG_LISTEN", "127.0.0.1:0")
+        .env("BLOG_AUTH", "development")
+        .env("RUST_LOG", "warn")
+        .env("NO_COLOR", "1")
+        .env_remove("CosmosDB")
+        .env_remove("CosmosDB__accountEndpoint")
+        .env_remove("FUNCTIONS_CUSTOMHANDLER_PORT")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+            return Some((status.code().unwrap_or(-1), stderr));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// That every post the blog at `base` lists says as many comments and likes as it lists.
+async fn counters_are_what_is_listed(base: &str, posts: &[String]) {
+    for post in posts {
+        let said: Value = reqwest::get(format!("{base}/api/posts/{post}")).await.unwrap().json().await.unwrap();
+        for (counter, list) in [("commentCount", "comments"), ("likeCount", "likes")] {
+            let listed: Value = reqwest::get(format!("{base}/api/posts/{post}/{list}")).await.unwrap().json().await.unwrap();
+            assert_eq!(said[counter].as_u64(), Some(listed["items"].as_array().unwrap().len() as u64), "{post}: {counter}");
+        }
+    }
+}
+
+/// An import killed at each step of its writing (after its first item, after a picture, after
+/// its last item, after the names are reserved, after the copies are made): the blog refuses to
+/// start on the store (as `export` does), saying to run the same import again, with the file
+/// named; another file is not imported into it; after a `handler repair` (which counts what
+/// the import had written so far) it is still refused; the same import run again finishes it,
+/// and the blog starts and shows what the exported blog showed, each post's counters what it
+/// lists.
+#[tokio::test]
+async fn an_import_killed_anywhere_keeps_the_blog_from_starting_until_run_again_which_finishes_it() {
+    let exported = Exported::new(&[]).await;
+    let path = exported.file.to_str().unwrap();
+    let canonical = exported.file.canonicalize().unwrap().display().to_string();
+    let lines: Vec<&str> = exported.text.lines().collect();
+    let total = lines.len() - 2;
+    let a_picture = lines.iter().position(|line| line.contains("\"type\":\"picture\"")).unwrap();
+    for at in [1, a_picture, total, total + 1, total + 2] {
+        let run = format!("killed after {at} of {total}");
+        let to = tempfile::tempdir().unwrap();
+        let killed = handler_with(to.path(), &["import", path], &[("BLOG_TEST_KILL_AFTER", &at.to_string())]);
+        assert!(!killed.status.success(), "{run}: {}", stderr(&killed));
+        let said = "did not finish (the handler stopped during `handler import`), so the blog would show part of it: run the same import again";
+        let (code, refused) = serve_once(to.path()).unwrap_or_else(|| panic!("{run}: the blog served"));
+        assert_eq!(code, 1, "{run}: {refused}");
+        assert!(
+            refused.contains(said) && refused.contains("handler import ") && refused.contains(&canonical),
+            "{run}: {refused}"
+        );
+        let export = handler(to.path(), &["export"]);
+        assert!(!export.status.success() && stderr(&export).contains(said), "{run}: {}", stderr(&export));
+        if at == a_picture {
+            let other = exported.files.path().join("other.jsonl");
+            std::fs::write(&other, sealed(&Sample::new().whole)).unwrap();
+            let refused = handler(to.path(), &["import", other.to_str().unwrap()]);
+            assert!(
+                stderr(&refused).contains("this store holds an import of another file that did not finish")
+                    && stderr(&refused).contains(&canonical),
+                "{run}: {}",
+                stderr(&refused)
+            );
+            let repaired = handler(to.path(), &["repair"]);
+            assert!(repaired.status.success(), "{run}: {}", stderr(&repaired));
+            assert_eq!(serve_once(to.path()).map(|(code, _)| code), Some(1), "{run}: refused after a repair too");
+        }
+        let finished = handler(to.path(), &["import", path]);
+        assert!(finished.status.success(), "{run}: {}", stderr(&finished));
+        assert!(stderr(&finished).contains(&format!("import: {EXPORTED} written, copies made")), "{run}: {}", stderr(&finished));
+        shows_the_same(to.path(), &[], &exported.blog, &run).await;
+        let blog = Handler::start(to.path(), &[]);
+        counters_are_what_is_listed(&blog.base, &exported.blog.posts).await;
+        blog.stop();
+    }
 }

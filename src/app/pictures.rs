@@ -408,6 +408,41 @@ async fn prepare_off_the_async_threads(pictures: &Pictures, upload: bytes::Bytes
     Ok(prepared?)
 }
 
+impl Pictures {
+    /// Prepares `stored`, a picture as a blog stored it (`handler import`), as an upload is
+    /// prepared ([`prepare_off_the_async_threads`]): within the same limits, but for the
+    /// upload's size (a picture as stored can be larger than the upload it was made from: a JPEG
+    /// encoded anew at quality 90), which is `max_bytes` here; and within the pictures' memory,
+    /// waiting for it as long as others hold it.
+    pub(crate) async fn prepare_stored(&self, stored: Vec<u8>, max_bytes: usize) -> Result<Prepared, PictureError> {
+        let limits = Limits { max_bytes: self.limits.max_bytes.max(max_bytes), ..self.limits };
+        let died = |error: tokio::task::JoinError| PictureError::Unreadable(format!("preparing it failed: {error}"));
+        let (stored, planned) = tokio::task::spawn_blocking(move || {
+            let planned = plan(&stored, &limits);
+            (stored, planned)
+        })
+        .await
+        .map_err(died)?;
+        let planned = planned?;
+        let kib = u32::try_from(planned.memory.div_ceil(1024)).unwrap_or(u32::MAX);
+        if kib > self.memory_kib {
+            return Err(PictureError::OverMemory { needed: planned.memory, budget: u64::from(self.memory_kib) * 1024 });
+        }
+        let permit = self
+            .memory
+            .clone()
+            .acquire_many_owned(kib)
+            .await
+            .map_err(|_| PictureError::Unreadable("the pictures' memory closed".into()))?;
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            prepare_planned(&stored, &planned, &limits)
+        })
+        .await
+        .map_err(died)?
+    }
+}
+
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> AppResult<T> {
     tokio::task::spawn_blocking(work).await.map_err(|error| AppError::Unexpected(format!("preparing a picture failed: {error}")))
 }

@@ -175,6 +175,23 @@ pub enum StoreError {
         /// Its data directory.
         dir: PathBuf,
     },
+    /// `handler import` stopped while it wrote: the blog would show its items half written, so
+    /// only the same import may open the data directory, and it finishes it.
+    #[cfg(feature = "embedded")]
+    #[error(
+        "an import into {} did not finish (the handler stopped during `handler import`), so the blog would show part of it: \
+         run the same import again to finish it, {}; the blog starts once it has",
+        dir.display(),
+        ImportMark { sha256: sha256.clone(), file: file.clone() }.command(dir)
+    )]
+    ImportUnfinished {
+        /// The data directory.
+        dir: PathBuf,
+        /// The file's SHA-256 ([`ImportMark`]).
+        sha256: String,
+        /// The file as the import was given it (`None`: standard input).
+        file: Option<String>,
+    },
     /// The earlier store's file is imported, but its `*.imported` name is taken.
     #[cfg(feature = "embedded")]
     #[error(
@@ -413,3 +430,31 @@ impl StoreError {
 
 #[cfg(test)]
 mod tests;
+
+/// What an import that writes records in the embedded store, so that the store is refused until
+/// it has finished (`handler import`): the file it imports, by its digest (its last line's
+/// SHA-256) and its path as given (`None`: standard input).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct ImportMark {
+    /// The file's SHA-256, as its last line says it.
+    pub sha256: String,
+    /// The file's path as the import was given it; `None` for standard input.
+    pub file: Option<String>,
+}
+
+impl ImportMark {
+    /// The command that finishes the import, into the data directory `dir`, its words quoted
+    /// for the shell.
+    #[cfg(feature = "embedded")]
+    pub(crate) fn command(&self, dir: &std::path::Path) -> String {
+        let dir = checksum::shell_quoted(&dir.display().to_string());
+        match &self.file {
+            Some(file) => format!("`BLOG_DATA_DIR={dir} handler import {}`", checksum::shell_quoted(file)),
+            None => format!(
+                "`BLOG_DATA_DIR={dir} handler import < FILE`, FILE being the export it read from standard input (its last \
+                 line's SHA-256 is {})",
+                self.sha256
+            ),
+        }
+    }
+}

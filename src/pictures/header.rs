@@ -18,18 +18,36 @@ pub(super) struct JpegFrame {
     pub components: u8,
     /// Progressive JPEGs keep every coefficient of the picture until the last scan.
     pub progressive: bool,
+    /// Its scans (a baseline JPEG has one, or one a component; a progressive one, several).
+    pub scans: u32,
 }
 
 /// A JPEG's frame, once its markers have been walked from SOI to EOI: a file that ends before
 /// its end marker (cut off in transit, or on purpose) is refused here, because the decoder
-/// would show its missing part as flat grey.
+/// would show its missing part as flat grey. A scan cut short with an end marker put back
+/// after it passes here (its markers are all there): `prepare` tells it by decoding.
 pub(super) fn jpeg_frame(bytes: &[u8]) -> Result<JpegFrame, PictureError> {
+    walk_jpeg(bytes, &mut |_| {})
+}
+
+/// Where the coded data of each of a whole JPEG's scans ends: at the marker after it (what
+/// [`jpeg_frame`] walks).
+pub(super) fn jpeg_scan_ends(bytes: &[u8]) -> Result<Vec<usize>, PictureError> {
+    let mut ends = Vec::new();
+    walk_jpeg(bytes, &mut |end| ends.push(end))?;
+    Ok(ends)
+}
+
+/// Walks a JPEG's markers from SOI to EOI, telling `scan_end` where each scan's coded data ends.
+fn walk_jpeg(bytes: &[u8], scan_end: &mut dyn FnMut(usize)) -> Result<JpegFrame, PictureError> {
     let damaged = |why: &str| PictureError::Unreadable(format!("the JPEG {why}"));
     let truncated = || damaged("ends before its end marker: it is cut off");
     if !bytes.starts_with(&[0xFF, 0xD8]) {
         return Err(damaged("does not start with its start marker"));
     }
-    let (mut at, mut frame, mut scans) = (2_usize, None, 0_u32);
+    let (mut at, mut frame, mut scans) = (2_usize, None::<JpegFrame>, 0_u32);
+    // The components the scans of a baseline (sequential) JPEG have coded so far.
+    let mut coded = 0_u32;
     loop {
         // A marker: 0xFF, any number of fill bytes 0xFF, then its code. Stray bytes before it
         // are passed over, as libjpeg does (`next_marker`: "extraneous bytes before marker")
@@ -44,7 +62,7 @@ pub(super) fn jpeg_frame(bytes: &[u8]) -> Result<JpegFrame, PictureError> {
             // EOI: whole, if a frame and a scan came before it.
             0xD9 => {
                 return match frame {
-                    Some(frame) if scans > 0 => Ok(frame),
+                    Some(frame) if scans > 0 => Ok(JpegFrame { scans, ..frame }),
                     _ => Err(damaged("ends without a picture in it")),
                 };
             }
@@ -73,16 +91,22 @@ pub(super) fn jpeg_frame(bytes: &[u8]) -> Result<JpegFrame, PictureError> {
                 if width == 0 || height == 0 || !matches!(components, 1 | 3 | 4) {
                     return Err(damaged("has a frame of no size, or of a colour model no browser shows"));
                 }
-                frame = Some(JpegFrame { width, height, components, progressive: matches!(code, 0xC2 | 0xC6 | 0xCA | 0xCE) });
+                let progressive = matches!(code, 0xC2 | 0xC6 | 0xCA | 0xCE);
+                frame = Some(JpegFrame { width, height, components, progressive, scans: 0 });
             }
             // SOS: the scan's coded data runs to the next marker that is not a stuffed 0xFF00 or
             // a restart marker.
             0xDA => {
-                if frame.is_none() {
-                    return Err(damaged("has a scan before its frame"));
+                let Some(frame) = frame else { return Err(damaged("has a scan before its frame")) };
+                // A sequential JPEG codes each component in one scan (ITU T.81, B.2.3): a scan
+                // after they are all coded is one put after a scan cut short.
+                coded += u32::from(segment.first().copied().unwrap_or(0));
+                if !frame.progressive && coded > u32::from(frame.components) {
+                    return Err(damaged("has more scans than its components: one is cut off and another put after it"));
                 }
                 scans += 1;
                 at = end_of_scan(bytes, at).ok_or_else(truncated)?;
+                scan_end(at);
             }
             _ => {}
         }
@@ -215,7 +239,8 @@ mod tests {
     #[test]
     fn a_whole_jpeg_says_its_frame() {
         let frame = jpeg_frame(&minimal_jpeg()).unwrap();
-        assert_eq!(frame, JpegFrame { width: 40, height: 20, components: 1, progressive: false });
+        assert_eq!(frame, JpegFrame { width: 40, height: 20, components: 1, progressive: false, scans: 1 });
+        assert_eq!(jpeg_scan_ends(&minimal_jpeg()).unwrap(), vec![minimal_jpeg().len() - 2]);
     }
 
     /// Cut anywhere before its end marker, a JPEG is refused as cut off or damaged.

@@ -117,7 +117,9 @@ pub(crate) fn plan(upload: &[u8], limits: &Limits) -> Result<Plan, PictureError>
             let working = if frame.progressive { padded(frame.width, frame.height) * u64::from(frame.components) * 2 } else { 0 };
             // Grey is turned into RGB for the encoder.
             let converted = if frame.components == 1 { pixels * 3 } else { 0 };
-            let memory = still_memory(decoded, working, converted, frame.width, frame.height);
+            // Decoded once more, before, from a copy with fill after each scan ([`whole_scans`]).
+            let copy = upload.len() as u64 + u64::from(frame.scans) * SCAN_FILL.len() as u64;
+            let memory = still_memory(decoded, working, converted, frame.width, frame.height) + copy;
             Plan { kind, width: frame.width, height: frame.height, memory }
         }
         Kind::Png => {
@@ -305,6 +307,11 @@ fn still(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, Pictur
     if decoder.dimensions() != (plan.width, plan.height) {
         return Err(PictureError::Unreadable("its header and its decoder disagree on its size".into()));
     }
+    // Its scans' pixels as decoded with fill after each: compared once it is decoded.
+    let filled = match plan.kind {
+        Kind::Jpeg => Some(pixels_with_scan_fill(upload, plan, limits)?),
+        _ => None,
+    };
     let orientation = decoder.orientation().map_err(image_error)?;
     let colours = match png_profile {
         Some(profile) => Some(profile),
@@ -313,6 +320,9 @@ fn still(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, Pictur
     let colours = colours.as_deref();
     let mut image = DynamicImage::from_decoder(decoder).map_err(image_error)?;
     drop(source);
+    if filled.is_some_and(|filled| filled != pixels_digest(&image)) {
+        return Err(PictureError::Unreadable("the JPEG's coded data ends before its last row: it is cut off".into()));
+    }
     image.apply_orientation(orientation);
     let stored = match plan.kind {
         Kind::WebP if image.color().has_alpha() => Kind::Png,
@@ -334,6 +344,81 @@ fn still(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, Pictur
         })
         .transpose()?;
     Ok(Prepared { picture, phone })
+}
+
+/// What is put after each scan's coded data for [`pixels_with_scan_fill`]: 1-bits (0xFF, each
+/// followed by the 0x00 that says it is data), more than a symbol and its extra bits (at most
+/// 16 + 15) and then a whole Huffman code can take. No Huffman code is all 1-bits (ITU T.81,
+/// Annex C), so a decoder that reads them meets a code that is none.
+const SCAN_FILL: [u8; 16] = [0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00];
+
+/// The digest of the pixels of a JPEG decoded with [`SCAN_FILL`] after its scans' coded data,
+/// to compare with those of the JPEG as it is: the same when every scan holds all of its rows.
+///
+/// A scan whose coded data ends before its last row (a file cut short, with its end marker put
+/// back or another scan after it) is not an error to the decoder: zune-jpeg, which `image`
+/// builds with `strict_mode(false)`, fills in what is missing. Data that runs out at the end
+/// of the file is counted in `BitStream::overread_by` and said as "Premature end of buffer"
+/// (zune-jpeg 0.5, `mcu.rs`, `decode_mcu_ycbcr_baseline`: an error in strict mode only, else
+/// the rest filled with grey); a marker met inside the scan is taken as its end, and the rows
+/// after it are decoded from zeros without a word, strict or not (`mcu.rs`,
+/// `check_stream_marker_after_mcu_width`, which sets `seen_eoi`, then `BitStream::refill`:
+/// "fill with zeroes"). The marker walk ([`header::jpeg_frame`]) cannot tell either: it sees a
+/// marker where it expects one. So the decoder's own filling is made to show: given 1-bits
+/// before the marker instead of the zeros it would make up, a decoder that needs more data than
+/// the scan holds reads them, meets no valid code, and gives other pixels; one that does not
+/// never reads them.
+///
+/// Where the decoder must see the marker that ends a scan while it reads the scan's last bits,
+/// the fill cannot go: between a sequential JPEG's scans (`decode_mcu_ycbcr_baseline` goes on
+/// to the next scan only on a marker seen so), so only its last scan is filled, and a scan put
+/// after the last one its components need is refused by the walk; after a progressive JPEG's
+/// first scan (`decode_mcu_ycbcr_progressive`: "Marker missing where expected"), which is
+/// decoded alone instead, filled: a whole one leaves the fill unread and the decoder, finding
+/// no marker, fails; one cut short reads the fill, and the decoder passes over the bad code
+/// and gives a picture. One more decoding of each JPEG (two for a progressive one, the first
+/// of its first scan only), within the memory of its plan: each decoding's pixels are let go
+/// before the next.
+fn pixels_with_scan_fill(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<[u8; 32], PictureError> {
+    let cut = || PictureError::Unreadable("the JPEG's coded data ends before its last row: it is cut off".into());
+    let ends = header::jpeg_scan_ends(upload)?;
+    let progressive = header::jpeg_frame(upload)?.progressive;
+    let filled_after: &[usize] = match (progressive, ends.split_first()) {
+        (true, Some((first, rest))) => {
+            let alone = [&upload[..*first], &SCAN_FILL[..], &[0xFF, 0xD9]].concat();
+            if decoded(&alone, plan, limits).is_ok() {
+                return Err(cut());
+            }
+            rest
+        }
+        _ => &ends[ends.len().saturating_sub(1)..],
+    };
+    let mut filled = Vec::with_capacity(upload.len() + filled_after.len() * SCAN_FILL.len());
+    let mut from = 0;
+    for end in filled_after {
+        filled.extend_from_slice(&upload[from..*end]);
+        filled.extend_from_slice(&SCAN_FILL);
+        from = *end;
+    }
+    filled.extend_from_slice(&upload[from..]);
+    Ok(pixels_digest(&decoded(&filled, plan, limits)?))
+}
+
+/// `jpeg` decoded within the memory of `plan`.
+fn decoded(jpeg: &[u8], plan: &Plan, limits: &Limits) -> Result<DynamicImage, PictureError> {
+    let mut reader = ImageReader::with_format(Cursor::new(jpeg), ImageFormat::Jpeg);
+    reader.limits(decoding_limits(limits, plan));
+    reader.decode().map_err(image_error)
+}
+
+/// The SHA-256 of a picture's pixels and their layout.
+fn pixels_digest(image: &DynamicImage) -> [u8; 32] {
+    let mut digest = Sha256::new();
+    digest.update(image.width().to_le_bytes());
+    digest.update(image.height().to_le_bytes());
+    digest.update(format!("{:?}", image.color()).as_bytes());
+    digest.update(image.as_bytes());
+    digest.finalize().into()
 }
 
 /// The largest colour profile kept. A camera's or a phone's (Display P3: about 0.5 KB; a

@@ -2,7 +2,7 @@
 //! writes; what needs the store is left to the import.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, Read};
+use std::io::{BufRead, Seek};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -24,7 +24,7 @@ pub(crate) struct Reader<R> {
     pub(super) bytes: u64,
 }
 
-impl<R: BufRead> Reader<R> {
+impl<R: BufRead + Seek> Reader<R> {
     /// `sealed`: whether the file must end with its last line (always, but for the fuzzer's
     /// inputs, which cannot make a digest).
     pub(crate) fn new(input: R, keeps_pictures: bool, sealed: bool) -> Reader<R> {
@@ -35,26 +35,73 @@ impl<R: BufRead> Reader<R> {
     pub(crate) fn next(&mut self) -> Result<Option<Item>, TransferError> {
         loop {
             self.buffer.clear();
-            let limit = MAX_LINE_BYTES as u64 + 1;
-            let read = (&mut self.input).take(limit).read_until(b'\n', &mut self.buffer).map_err(TransferError::Io)?;
+            let read = read_line(&mut self.input, &mut self.buffer)?;
             if read == 0 {
                 return self.checker.at_end().map(|()| None);
             }
             self.bytes += read as u64;
             self.checker.line += 1;
             let line = self.checker.line;
-            if self.buffer.len() > MAX_LINE_BYTES {
+            if read > MAX_LINE_BYTES {
                 let why = format!("longer than {MAX_LINE_BYTES} bytes, which no line of an export is");
                 return Err(TransferError::Malformed { line, why });
             }
             let Ok(text) = std::str::from_utf8(&self.buffer) else {
                 return Err(TransferError::Malformed { line, why: "not UTF-8 text".into() });
             };
-            if let Some(item) = self.checker.check(text)? {
+            let item = self.checker.check(text)?;
+            // A picture's line is let go once read: its bytes are all that is held of it while
+            // the picture is prepared.
+            if self.buffer.capacity() > KEPT_BUFFER_BYTES {
+                self.buffer = Vec::new();
+            }
+            if let Some(item) = item {
                 return Ok(Some(item));
             }
         }
     }
+}
+
+/// The line buffer kept from one line to the next; a larger one (a picture's) is let go.
+const KEPT_BUFFER_BYTES: usize = 1024 * 1024;
+
+/// Reads `input` up to and with the next line break, or to its end, into `line` (empty), and
+/// answers how many bytes it read, or `MAX_LINE_BYTES + 1` for a longer line, which is not held.
+/// A line within the reader's buffer is copied from it; a longer one is measured first, reading
+/// on without holding it, then read again from its start into room of its own length: never more
+/// than the line is held, and never a copy of it while it grows.
+fn read_line(input: &mut (impl BufRead + Seek), line: &mut Vec<u8>) -> Result<usize, TransferError> {
+    let available = input.fill_buf().map_err(TransferError::Io)?;
+    if let Some(at) = memchr::memchr(b'\n', available) {
+        line.extend_from_slice(&available[..=at]);
+        input.consume(at + 1);
+        return Ok(at + 1);
+    }
+    let start = input.stream_position().map_err(TransferError::Io)?;
+    let mut length = 0;
+    loop {
+        let available = input.fill_buf().map_err(TransferError::Io)?;
+        if available.is_empty() {
+            break;
+        }
+        let (taken, ended) = match memchr::memchr(b'\n', available) {
+            Some(at) => (at + 1, true),
+            None => (available.len(), false),
+        };
+        length += taken;
+        input.consume(taken);
+        if length > MAX_LINE_BYTES {
+            return Ok(MAX_LINE_BYTES + 1);
+        }
+        if ended {
+            break;
+        }
+    }
+    input.seek(std::io::SeekFrom::Start(start)).map_err(TransferError::Io)?;
+    line.try_reserve_exact(length).map_err(|error| TransferError::Io(std::io::Error::other(error)))?;
+    line.resize(length, 0);
+    input.read_exact(line).map_err(TransferError::Io)?;
+    Ok(length)
 }
 
 /// The checks of a file's lines that need nothing but the file, and what they leave to the
@@ -69,6 +116,8 @@ pub(crate) struct Checker {
     pub(super) counts: Counts,
     /// The last line's number, once read.
     end: Option<usize>,
+    /// The file's SHA-256 (what its last line says, and is), once read.
+    pub(super) sha256: Option<String>,
     /// The file's users: id → line.
     users: HashMap<String, usize>,
     /// The file's users' names: normalized → (line, user, name as written).
@@ -102,6 +151,7 @@ impl Checker {
             digest: Sha256::new(),
             counts: Counts::default(),
             end: None,
+            sha256: None,
             users: HashMap::new(),
             names: HashMap::new(),
             elsewhere: Default::default(),
@@ -136,6 +186,15 @@ impl Checker {
             self.digest.update(raw.as_bytes());
             return Ok(None);
         }
+        let is_picture = serde_json::from_str::<Peek<'_>>(text).is_ok_and(|peek| peek.kind.as_deref() == Some("picture"));
+        if self.line > 1 && is_picture {
+            // Read without a copy of its bytes' base64 (most of the line).
+            self.digest.update(raw.as_bytes());
+            let line: PictureLine<'_> = serde_json::from_str(text)
+                .map_err(|error| self.malformed(format!("not a \"picture\" as the blog stores one: {error}")))?;
+            let (address, bytes) = self.picture(line)?;
+            return Ok(Some(Item::Picture(address, bytes)));
+        }
         let value: Value = serde_json::from_str(text).map_err(|error| self.malformed(format!("not JSON: {error}")))?;
         if self.line > 1 && value.get("format").is_some() && value.get("end").is_some() {
             return self.last_line(value).map(|()| None);
@@ -151,10 +210,6 @@ impl Checker {
             Some("post") => Item::Post(self.post(self.shape(value)?)?),
             Some("comment") => Item::Comment(self.comment(self.shape(value)?)?),
             Some("like") => Item::Like(self.like(self.shape(value)?)?),
-            Some("picture") => {
-                let (address, bytes) = self.picture(self.shape(value)?)?;
-                Item::Picture(address, bytes)
-            }
             other => {
                 let found = other.map_or_else(|| "missing".to_owned(), |kind| format!("{kind:?}"));
                 return Err(self.malformed(format!("`type` is {found}, not user, post, comment, like or picture")));
@@ -265,7 +320,7 @@ impl Checker {
         Ok(like)
     }
 
-    fn picture(&mut self, picture: PictureLine) -> Result<(PictureAddress, Vec<u8>), TransferError> {
+    fn picture(&mut self, picture: PictureLine<'_>) -> Result<(PictureAddress, Vec<u8>), TransferError> {
         if !self.keeps_pictures {
             return Err(TransferError::NoPictureStore { line: self.line });
         }
@@ -280,7 +335,8 @@ impl Checker {
         let name = PictureName::parse(&picture.name)
             .filter(PictureName::within_limits)
             .ok_or_else(|| self.field("name", format!("{:?} is not the name of a picture the blog keeps", picture.name)))?;
-        let bytes = BASE64.decode(&picture.bytes).map_err(|error| self.field("bytes", format!("not base64: {error}")))?;
+        let bytes =
+            BASE64.decode(picture.bytes.as_bytes()).map_err(|error| self.field("bytes", format!("not base64: {error}")))?;
         let address = PictureAddress { owner: picture.user_id, post: picture.post_id, name };
         if !crate::app::pictures::is_as_named(&address, &bytes) {
             return Err(self.field("bytes", "their SHA-256 is not the one the picture's name says"));
@@ -363,6 +419,7 @@ impl Checker {
             return Err(TransferError::NotWhole(NotWhole::Digest { line: self.line, said: end.sha256, found }));
         }
         self.end = Some(self.line);
+        self.sha256 = Some(found);
         Ok(())
     }
 
@@ -389,23 +446,31 @@ fn sentence_part(mut why: String) -> String {
     why
 }
 
-/// A picture's line.
+/// What a line says it is, read without holding any of its values but this one.
+#[derive(serde::Deserialize)]
+struct Peek<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// A picture's line: its bytes' base64 read in place in the line (base64 needs no escape).
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct PictureLine {
+struct PictureLine<'a> {
     #[serde(rename = "type")]
     _type: String,
     post_id: String,
     user_id: String,
     name: String,
-    bytes: String,
+    #[serde(borrow)]
+    bytes: std::borrow::Cow<'a, str>,
 }
 
 /// Every item of `input`, checked as an import checks it before it writes anything, but for
 /// what needs the store, and without the last line (the fuzzer's inputs cannot make a digest):
 /// how many items and pictures it holds.
-pub(crate) fn check_unsealed(input: &mut dyn BufRead) -> Result<usize, TransferError> {
-    let mut reader = Reader::new(input, true, false);
+pub(crate) fn check_unsealed(input: &[u8]) -> Result<usize, TransferError> {
+    let mut reader = Reader::new(std::io::Cursor::new(input), true, false);
     let mut items = 0;
     while reader.next()?.is_some() {
         items += 1;

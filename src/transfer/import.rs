@@ -9,7 +9,9 @@ use crate::model::usernames::normalize_username;
 use crate::model::{self, Post, User};
 
 use super::check::{Checker, Reader};
+use super::pictures::PicturePlan;
 use super::{Counts, Item, TransferError, stop_here};
+use crate::cosmos::error::ImportMark;
 
 /// How far an import has got.
 #[derive(Clone, Copy, Debug)]
@@ -40,11 +42,13 @@ pub enum ImportProgress {
 }
 
 /// Checks the whole export at `path`, then writes every item and picture into `state`'s stores,
-/// then makes the copies and reserves the names (the replay of `rebuild-copies`). `progress` is
-/// told how far it has got.
+/// then makes the copies and reserves the names (the replay of `rebuild-copies`). `given` is the
+/// file as the command names it (`None`: standard input), which the embedded store records while
+/// the import writes, to say how to finish it. `progress` is told how far it has got.
 pub async fn import(
     state: &AppState,
     path: &std::path::Path,
+    given: Option<&str>,
     progress: &mut dyn FnMut(ImportProgress),
 ) -> Result<Counts, TransferError> {
     let open = || std::fs::File::open(path).map(|file| std::io::BufReader::with_capacity(1 << 20, file));
@@ -52,16 +56,36 @@ pub async fn import(
     let before = stamp().map_err(TransferError::Io)?;
     let keeps_pictures = state.pictures.is_some();
     let mut reader = Reader::new(open().map_err(TransferError::Io)?, keeps_pictures, true);
-    while reader.next()?.is_some() {
+    let mut pictures = PicturePlan::default();
+    while let Some(item) = reader.next()? {
+        if let Item::Picture(address, bytes) = item {
+            let store = state.pictures.as_ref().expect("checked: a file with pictures needs a picture store");
+            pictures.check(store, reader.checker.line, &address, bytes).await?;
+        }
         progress(ImportProgress::Checking { lines: reader.checker.line, bytes: reader.bytes, size: before.0 });
     }
+    pictures.finish()?;
     let checker = reader.checker;
-    check_in_store(state, &checker).await?;
+    let mark =
+        ImportMark { sha256: checker.sha256.clone().expect("a whole file has its digest"), file: given.map(str::to_owned) };
+    let durability = state.store.embedded();
+    let resuming = match durability.map(|durability| durability.import_mark()).transpose()?.flatten() {
+        Some(unfinished) if unfinished.sha256 == mark.sha256 => true,
+        Some(unfinished) => {
+            return Err(TransferError::OtherImportUnfinished { sha256: unfinished.sha256, file: unfinished.file });
+        }
+        None => false,
+    };
+    check_in_store(state, &checker, resuming).await?;
     let total = checker.counts.total();
     if stamp().map_err(TransferError::Io)? != before {
         return Err(TransferError::Changed { path: path.display().to_string() });
     }
 
+    // From here on the embedded store opens only to this import until it has finished.
+    if let Some(durability) = durability {
+        durability.mark_import(Some(&mark))?;
+    }
     let mut reader = Reader::new(open().map_err(TransferError::Io)?, keeps_pictures, true);
     let mut counts = Counts::default();
     loop {
@@ -78,8 +102,8 @@ pub async fn import(
                 return Err(TransferError::Unfinished { line, written: counts.total(), total, source: Box::new(error) });
             }
         };
-        if let Err(error) = write(state, item, &mut counts).await {
-            let line = reader.checker.line;
+        let line = reader.checker.line;
+        if let Err(error) = write(state, &pictures, line, item, &mut counts).await {
             return Err(TransferError::Unfinished { line, written: counts.total(), total, source: Box::new(error) });
         }
         progress(ImportProgress::Writing { counts, total });
@@ -93,22 +117,39 @@ pub async fn import(
     let users = processor::replay_users_reporting(state, &mut |users| progress(ImportProgress::Copies { users, posts: 0 }))
         .await
         .map_err(TransferError::Copies)?;
+    stop_here(total + 1);
     processor::rebuild_copies_reporting(state, &mut |posts| progress(ImportProgress::Copies { users, posts }))
         .await
         .map_err(TransferError::Copies)?;
+    stop_here(total + 2);
+    if let Some(durability) = durability {
+        durability.mark_import(None)?;
+    }
     Ok(counts)
 }
 
-/// Writes one checked item (upsert: written again, it changes nothing) or picture, and counts it.
-async fn write(state: &AppState, item: Item, counts: &mut Counts) -> Result<(), TransferError> {
+/// Writes one checked item of line `line` (upsert: written again, it changes nothing) or
+/// picture (as `pictures` planned it), and counts it. A post names its pictures as they are
+/// stored.
+async fn write(
+    state: &AppState,
+    pictures: &PicturePlan,
+    line: usize,
+    item: Item,
+    counts: &mut Counts,
+) -> Result<(), TransferError> {
     let (container, partition, document, count) = match item {
         Item::User(user) => (Container::Users, user.user_id.clone(), document(&user)?, &mut counts.users),
-        Item::Post(post) => (Container::Posts, post.post_id.clone(), document(&post)?, &mut counts.posts),
+        Item::Post(post) => {
+            let content = pictures.named_as_stored(&post.post_id, post.content);
+            let post = Post { content, ..post };
+            (Container::Posts, post.post_id.clone(), document(&post)?, &mut counts.posts)
+        }
         Item::Comment(comment) => (Container::Posts, comment.post_id.clone(), document(&comment)?, &mut counts.comments),
         Item::Like(like) => (Container::Posts, like.post_id.clone(), document(&like)?, &mut counts.likes),
         Item::Picture(address, bytes) => {
-            let pictures = state.pictures.as_ref().expect("checked: a file with pictures needs a picture store");
-            pictures.store().put(&address, &bytes).await?;
+            let store = state.pictures.as_ref().expect("checked: a file with pictures needs a picture store");
+            pictures.write(store, line, &address, bytes).await?;
             counts.pictures += 1;
             return Ok(());
         }
@@ -148,15 +189,17 @@ async fn over_quota(state: &AppState, owners: &std::collections::BTreeSet<String
 /// What the first pass leaves to the store: that each user named but not in the file is in it,
 /// that no name of the file is held there by another user, that the file's users are not there
 /// under other names, and its posts not there as other posts (another author, other counters;
-/// one that is the file's, written by an import stopped halfway, is). Point reads: one per post,
-/// two per user.
-async fn check_in_store(state: &AppState, checker: &Checker) -> Result<(), TransferError> {
+/// one that is the file's, written by an import stopped halfway, is). `resuming`: the store
+/// records this file's import as unfinished, and nothing but an import has opened it since, so
+/// its posts are the file's whatever their counters say (a `handler repair` meanwhile counts
+/// what was written so far): they are written again. Point reads: one per post, two per user.
+async fn check_in_store(state: &AppState, checker: &Checker, resuming: bool) -> Result<(), TransferError> {
     for (user, line) in &checker.elsewhere {
         if state.store.read::<Value>(Container::Users, user, user).await?.is_none_or(|found| found["type"] != "user") {
             return Err(TransferError::NoSuchUser { line: *line, user: user.clone() });
         }
     }
-    for (post, (line, author, comments, likes)) in &checker.posts {
+    for (post, (line, author, comments, likes)) in checker.posts.iter().filter(|_| !resuming) {
         let Some(stored) = state.store.read::<Post>(Container::Posts, post, post).await? else { continue };
         if !model::is_live(&stored) {
             continue;

@@ -24,21 +24,27 @@
 //! in its own partition, that every author is a user of the file or of the store, that each
 //! post's counters are what the file lists, that no two users of the file, nor a user of the
 //! file and one of the store, have one name, that each picture's bytes are the ones its name
-//! says; and writes nothing if anything is wrong, naming the line and the field. The second time
-//! it writes each item as it is (upsert) and each picture under its own address, so that an
-//! import stopped halfway (a throttle, a kill) is finished by running it again, and one run
-//! twice leaves the same data. It holds one line at a time (at most [`MAX_LINE_BYTES`]), and
-//! what the checks need of the whole file: each user's id and name, each post's id, and the
-//! ids of the post being read's comments, likes and pictures.
+//! says, and prepares each picture as an upload is prepared, refusing what an upload would
+//! (`pictures`); and writes nothing if anything is wrong, naming the line and the field. The
+//! second time it writes each item as it is (upsert; a post naming its pictures as they are
+//! stored) and each picture as preparation makes it, so that an import stopped halfway (a
+//! throttle, a kill) is finished by running it again, and one run twice leaves the same data.
+//! On the embedded store it records itself before its first write and takes the record away
+//! once the copies are made; while it is there, only an import opens the store, and the same
+//! file's finishes it (`crate::cosmos::error::ImportMark`). It holds one line at a time (at
+//! most [`MAX_LINE_BYTES`], measured before it is held), then a picture's bytes while it is
+//! prepared, and what the checks need of the whole file: each user's id and name, each post's
+//! id, each picture's name, and the ids of the post being read's comments, likes and pictures.
 //!
-//! The parts, by role: the file's lines read and checked (`check`), what an export writes
-//! (`export`), what an import writes (`import`), and the files that appear whole or not at all
-//! (`files`).
+//! The parts, by role: the file's lines read and checked (`check`), the pictures prepared
+//! (`pictures`), what an export writes (`export`), what an import writes (`import`), and the
+//! files that appear whole or not at all (`files`).
 
 mod check;
 pub(crate) mod export;
 pub(crate) mod files;
 pub(crate) mod import;
+mod pictures;
 
 use crate::changefeed::FeedError;
 use crate::cosmos::StoreError;
@@ -57,7 +63,7 @@ const PAGE_SIZE: u32 = 1000;
 
 /// The longest line an import reads: a picture of the largest kept (a re-encoded PNG of
 /// [`crate::model::picture::MAX_PIXELS`] stays well below 48 MB) in base64. A longer line is
-/// refused before it is held whole.
+/// refused without being held: it is measured before it is read (`check::read_line`).
 pub(crate) const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 
 /// Why an export or an import stopped.
@@ -199,6 +205,19 @@ pub enum TransferError {
     /// The file is not the whole of an export.
     #[error("{0}; nothing was imported")]
     NotWhole(NotWhole),
+    /// The store holds an import of another file that did not finish.
+    #[error(
+        "this store holds an import of another file that did not finish (its SHA-256 is {}{}): run that import again \
+         to finish it first; nothing was imported",
+        sha256,
+        file.as_deref().map(|file| format!(", {file}")).unwrap_or_else(|| ", read from standard input".into())
+    )]
+    OtherImportUnfinished {
+        /// That file's SHA-256.
+        sha256: String,
+        /// That file as its import was given it (`None`: standard input).
+        file: Option<String>,
+    },
     /// The file changed between the import's check and its writing.
     #[error("{path} changed while it was imported: run the import again on a file nobody writes")]
     Changed {

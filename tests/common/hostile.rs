@@ -41,3 +41,39 @@ pub(crate) fn photo_jpeg(width: u32, height: u32, seed: u32) -> Vec<u8> {
     image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90).encode_image(&pixels).unwrap();
     jpeg
 }
+
+/// An APP1 EXIF segment: Orientation 6 (the camera was turned: rotate 90° clockwise to show)
+/// and a GPS latitude of 48° 51' 29.58".
+pub(crate) fn exif_segment() -> Vec<u8> {
+    let mut tiff = b"II*\0".to_vec();
+    tiff.extend(8_u32.to_le_bytes());
+    // IFD0 at 8: two entries, then the next IFD's offset (none).
+    tiff.extend(2_u16.to_le_bytes());
+    tiff.extend([0x12, 0x01, 3, 0, 1, 0, 0, 0, 6, 0, 0, 0]); // Orientation, SHORT, 1, 6
+    tiff.extend([0x25, 0x88, 4, 0, 1, 0, 0, 0]); // GPSInfo, LONG, 1, at:
+    tiff.extend(38_u32.to_le_bytes());
+    tiff.extend(0_u32.to_le_bytes());
+    // The GPS IFD at 38: one entry, GPSLatitude, RATIONAL, 3, at 56.
+    tiff.extend(1_u16.to_le_bytes());
+    tiff.extend([0x02, 0x00, 5, 0, 3, 0, 0, 0]);
+    tiff.extend(56_u32.to_le_bytes());
+    tiff.extend(0_u32.to_le_bytes());
+    for (numerator, denominator) in [(48_u32, 1_u32), (51, 1), (2958, 100)] {
+        tiff.extend(numerator.to_le_bytes());
+        tiff.extend(denominator.to_le_bytes());
+    }
+    let mut payload = b"Exif\0\0".to_vec();
+    payload.extend(tiff);
+    let mut segment = vec![0xFF, 0xE1];
+    segment.extend(u16::try_from(payload.len() + 2).unwrap().to_be_bytes());
+    segment.extend(payload);
+    segment
+}
+
+/// `jpeg` with `segment` right after its start-of-image marker, where a camera writes EXIF.
+pub(crate) fn with_segment(jpeg: &[u8], segment: &[u8]) -> Vec<u8> {
+    let mut bytes = jpeg[..2].to_vec();
+    bytes.extend(segment);
+    bytes.extend(&jpeg[2..]);
+    bytes
+}

@@ -241,8 +241,10 @@ async fn import(config: Config, file: Option<std::path::PathBuf>, stderr: &Progr
     if let Err(source) = std::fs::metadata(&path) {
         return Err(HandlerError::File { path, source });
     }
-    let state = blog::connect(&config).await?;
-    let counts = blog::import(&state, &path, &mut |step| {
+    let state = blog::connect_for_import(&config).await?;
+    // Named in full where the import says how to finish it, wherever it is run from then.
+    let given = file.as_ref().map(|file| file.canonicalize().unwrap_or_else(|_| file.clone()).display().to_string());
+    let counts = blog::import(&state, &path, given.as_deref(), &mut |step| {
         let elapsed = || seconds(stderr.elapsed());
         match step {
             ImportProgress::Checking { lines, bytes, size } => {

@@ -47,6 +47,14 @@ impl Durability {
         match *self {}
     }
 
+    pub(crate) fn import_mark(&self) -> Result<Option<crate::cosmos::error::ImportMark>, StoreError> {
+        match *self {}
+    }
+
+    pub(crate) fn mark_import(&self, _: Option<&crate::cosmos::error::ImportMark>) -> Result<(), StoreError> {
+        match *self {}
+    }
+
     pub(crate) async fn commit(
         self: &Arc<Self>,
         _: Container,

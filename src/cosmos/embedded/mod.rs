@@ -39,6 +39,7 @@ use serde_json::Value;
 
 use super::changes::ChangeIndex;
 use super::checkpoint::{self, CheckpointError};
+use super::error::ImportMark;
 use super::sdk::bounded;
 use super::{Changed, Container, MAX_POSITION, StoreError};
 use crate::model::REQUEST_RECORD_PREFIX;
@@ -360,6 +361,28 @@ impl Durability {
         self.database
             .finish_repair()
             .map_err(|error| StoreError::database(format!("cannot record the repair of {} as finished", path.display()), error))
+    }
+}
+
+impl Durability {
+    /// The mark of an import that writes into this store ([`ImportMark`]), if there is one.
+    pub(crate) fn import_mark(&self) -> Result<Option<ImportMark>, StoreError> {
+        let path = self.database.path();
+        let failed = |error| StoreError::database(format!("cannot read the mark of an import in {}", path.display()), error);
+        let Some(mark) = self.database.import_mark().map_err(failed)? else { return Ok(None) };
+        serde_json::from_str(&mark)
+            .map(Some)
+            .map_err(|error| failed(rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(error))))
+    }
+
+    /// Records that an import writes into this store (`Some`: before its first write; from then
+    /// on, the store opens only to an import), or that it has finished (`None`).
+    pub(crate) fn mark_import(&self, mark: Option<&ImportMark>) -> Result<(), StoreError> {
+        let path = self.database.path();
+        let text = mark.map(|mark| serde_json::to_string(mark).expect("a mark is JSON"));
+        self.database
+            .set_import_mark(text.as_deref())
+            .map_err(|error| StoreError::database(format!("cannot record the import in {}", path.display()), error))
     }
 }
 

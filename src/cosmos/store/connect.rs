@@ -67,6 +67,20 @@ impl Store {
         }
     }
 
+    /// [`Store::connect`] for `handler import`: the embedded store opens while an import it
+    /// records as writing has not finished ([`StoreError::ImportUnfinished`]), which the import
+    /// finishes.
+    pub(crate) async fn connect_for_import(config: &Config) -> Result<Store, StoreError> {
+        match &config.backend {
+            #[cfg(feature = "embedded")]
+            Backend::Embedded { data_dir } => {
+                let (opening, disk) = (embedded::database::Opening::Import, Arc::new(embedded::database::NoFaults));
+                Self::connect_embedded(config, data_dir, opening, disk, Default::default()).await
+            }
+            _ => Self::connect(config).await,
+        }
+    }
+
     /// The embedded store in `data_dir` for a repair that has made its rows whole
     /// ([`crate::cosmos::repair_rows`]): opened as [`Store::connect`] does, but while the repair is
     /// marked unfinished, which refuses any other start.

@@ -50,6 +50,10 @@ pub(super) const PARTITIONS: &str = "
 /// before partitions and containers carried their [`Tally`], 2 before the container `tags`, 3
 /// since (upgraded in place at the first start, see [`upgrade`]).
 pub(super) const SCHEMA_VERSION: i64 = 3;
+/// The meta key of an import that writes ([`crate::cosmos::error::ImportMark`], as JSON): recorded
+/// before its first write, removed once it has made the copies; a start to serve refuses while it
+/// is there, and only an import opens the store then.
+pub(crate) const IMPORT_PENDING: &str = "import_pending";
 /// The meta key of an unfinished repair ([`super::super::repair`]): recorded with the repair of the
 /// rows, removed once the names and copies are made again; a start refuses while it is there.
 pub(crate) const REPAIR_PENDING: &str = "repair_pending";

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::format::{Damage, EXPIRING, REPAIR_PENDING, Row, check, damaged, meta, unreadable_record, unreadable_row};
+use super::format::{
+    Damage, EXPIRING, IMPORT_PENDING, REPAIR_PENDING, Row, check, damaged, meta, unreadable_record, unreadable_row,
+};
 use super::incomplete::{check_meta, compare_tallies};
 use super::tally::{Found, retally};
 use super::upgrade::upgrade;
@@ -26,11 +28,24 @@ impl Database {
         check(&path, &connection)?;
         upgrade(&path, &mut connection)?;
         connection.execute_batch(EXPIRING).map_err(|error| damaged(&path, error))?;
-        if opening == Opening::Serve {
+        if matches!(opening, Opening::Serve | Opening::Import) {
             if meta(&connection, REPAIR_PENDING).map_err(unreadable_record(&path, "meta's repair_pending"))?.is_some() {
                 return Err(StoreError::RepairUnfinished { path, dir: dir.to_owned() });
             }
             check_meta(&path, &connection)?;
+        }
+        if opening == Opening::Serve {
+            let mark: Option<String> = connection
+                .query_row("SELECT value FROM meta WHERE key = ?1", [IMPORT_PENDING], |row| row.get(0))
+                .optional()
+                .map_err(unreadable_record(&path, "meta's import_pending"))?;
+            if let Some(mark) = mark {
+                let mark: crate::cosmos::error::ImportMark = serde_json::from_str(&mark).map_err(|error| {
+                    let error = rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(error));
+                    StoreError::database(format!("cannot read the mark of an import in {}", path.display()), error)
+                })?;
+                return Err(StoreError::ImportUnfinished { dir: dir.to_owned(), sha256: mark.sha256, file: mark.file });
+            }
         }
         if opening == Opening::Repair {
             // The write number deleted with the rest of `meta`, changed to what is not one, or

@@ -47,7 +47,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::cosmos::{Container, StoreError};
 use format::container_named;
-pub(crate) use format::{Damage, REPAIR_PENDING, Row, remove_unreadable};
+pub(crate) use format::{Damage, IMPORT_PENDING, REPAIR_PENDING, Row, remove_unreadable};
 pub(crate) use incomplete::Incomplete;
 pub(crate) use load::{has_marker, import, is_empty, lock};
 pub(crate) use salvage::{Salvaged, salvage};
@@ -60,12 +60,14 @@ pub(crate) use writer::{Faults, NoFaults, Refused};
 pub(crate) const FILE: &str = "blog.sqlite";
 const LOCK: &str = "lock";
 
-/// Whether the store is opened to serve (every check) or to be repaired (`handler repair`,
-/// `handler remove`: the rows and tallies are the repair's to put right, and an unfinished
-/// repair is finished).
+/// Whether the store is opened to serve (every check), to import into (every check, but an
+/// unfinished import is the import's to finish), or to be repaired (`handler repair`, `handler
+/// remove`: the rows and tallies are the repair's to put right, and an unfinished repair is
+/// finished).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Opening {
     Serve,
+    Import,
     Repair,
 }
 
@@ -126,6 +128,28 @@ impl Database {
         let reader = self.reader.lock().expect("never poisoned");
         reader.busy_timeout(std::time::Duration::from_secs(10))?;
         reader.execute("DELETE FROM meta WHERE key = ?1", [REPAIR_PENDING]).map(drop)
+    }
+
+    /// The mark of an import that writes ([`IMPORT_PENDING`]), if there is one.
+    pub(crate) fn import_mark(&self) -> rusqlite::Result<Option<String>> {
+        let reader = self.reader.lock().expect("never poisoned");
+        reader.query_row("SELECT value FROM meta WHERE key = ?1", [IMPORT_PENDING], |row| row.get(0)).optional()
+    }
+
+    /// Records (`Some`) or removes the mark of an import that writes, on the reader's
+    /// connection, committed before it returns: the import writes nothing meanwhile.
+    pub(crate) fn set_import_mark(&self, mark: Option<&str>) -> rusqlite::Result<()> {
+        let reader = self.reader.lock().expect("never poisoned");
+        reader.busy_timeout(std::time::Duration::from_secs(10))?;
+        match mark {
+            Some(mark) => reader
+                .execute(
+                    "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    [IMPORT_PENDING, mark],
+                )
+                .map(drop),
+            None => reader.execute("DELETE FROM meta WHERE key = ?1", [IMPORT_PENDING]).map(drop),
+        }
     }
 
     /// The item as the database holds it (`None`: absent or deleted): what a refused write is

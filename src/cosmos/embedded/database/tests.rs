@@ -257,8 +257,8 @@ fn a_damaged_file_is_salvaged_keeping_it_and_what_can_be_read() {
 }
 
 /// Each refusal of the file at opening is its own variant, with what it found: the lock
-/// another process holds, a newer schema, an unfinished repair, another application's file,
-/// a file that is no database.
+/// another process holds, a newer schema, an unfinished repair, an unfinished import (which
+/// an import opens), another application's file, a file that is no database.
 #[test]
 fn a_database_that_cannot_be_opened_is_refused_as_what_it_is() {
     let dir = tempfile::tempdir().unwrap();
@@ -278,7 +278,20 @@ fn a_database_that_cannot_be_opened_is_refused_as_what_it_is() {
         matches!(&unfinished, Some(StoreError::RepairUnfinished { path: file, dir: held }) if *file == path && held == dir.path()),
         "{unfinished:?}"
     );
-    let newer = reopened("DELETE FROM meta WHERE key = 'repair_pending'; PRAGMA user_version = 7");
+    let importing = reopened(
+        "DELETE FROM meta WHERE key = 'repair_pending';
+         INSERT INTO meta (key, value) VALUES ('import_pending', '{\"sha256\": \"ab\", \"file\": \"/x/blog.jsonl\"}')",
+    );
+    assert!(
+        matches!(&importing, Some(StoreError::ImportUnfinished { dir: held, sha256, file: Some(file) })
+            if held == dir.path() && sha256 == "ab" && file == "/x/blog.jsonl"),
+        "{importing:?}"
+    );
+    let report = importing.unwrap().to_string();
+    assert!(report.contains("handler import '/x/blog.jsonl'`"), "{report}");
+    let (database, connection) = Database::open(dir.path(), Opening::Import).unwrap();
+    drop((database, connection));
+    let newer = reopened("DELETE FROM meta WHERE key = 'import_pending'; PRAGMA user_version = 7");
     assert!(matches!(newer, Some(StoreError::NewerSchema { version: 7, known: SCHEMA_VERSION, .. })), "{newer:?}");
     let other = reopened("PRAGMA user_version = 2; PRAGMA application_id = 5");
     assert!(matches!(other, Some(StoreError::Damaged { damage: Damage::OtherApplication { application: 5 }, .. })), "{other:?}");
