@@ -5,11 +5,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 pub(crate) mod error;
-mod public_url;
+pub(crate) mod public_url;
 mod read;
 
 pub(crate) use error::ConfigError;
-pub use public_url::PublicUrl;
+pub(crate) use public_url::PublicUrl;
 use read::{
     Lookup, PictureSettings, Serving, StoreSettings, auth, backend, picture_settings, serving, store, token_key, write_limit,
 };

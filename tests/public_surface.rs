@@ -20,8 +20,10 @@ use std::path::{Path, PathBuf};
 /// The most bare `pub` items the library may declare: 300 as chosen when the surface was cut
 /// down, one more for the change log's fuzz entry point (`blog::fuzzing::change_log`, which
 /// the fuzz crate names), and one for `handler import`'s own way into the store
-/// (`blog::connect_for_import`, which alone opens an embedded store an import has not finished).
-const BOUND: usize = 302;
+/// (`blog::connect_for_import`, which alone opens an embedded store an import has not finished),
+/// one for the blog's public address (`PublicUrl`, the type of a `Config` field the tests set),
+/// and one for what a repair salvaged from a damaged file (`Salvaged`, which the binary prints).
+const BOUND: usize = 304;
 
 /// The item kinds counted, after `pub `: as the command in the module's documentation.
 const KINDS: [&str; 11] =
