@@ -8,8 +8,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
 
 use common::TestApp;
 use reqwest::{Method, StatusCode};
@@ -61,36 +60,9 @@ async fn refusal(dir: &Path) -> String {
     }
 }
 
-/// `handler <args>` (none: serve) on `dir`, which must end by itself within a minute (a refusal);
-/// its output.
-fn handler(args: &[&str], dir: &Path) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_handler"))
-        .args(args)
-        .env("BLOG_DATA_DIR", dir)
-        .env("BLOG_LISTEN", "127.0.0.1:0")
-        .env("BLOG_AUTH", "development")
-        .env("NO_COLOR", "1")
-        .env_remove("CosmosDB")
-        .env_remove("CosmosDB__accountEndpoint")
-        .env_remove("FUNCTIONS_CUSTOMHANDLER_PORT")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            panic!("handler {args:?} did not end: it started on {}", dir.display());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
-}
-
 /// What the handler binary said refusing `dir`, as `handler <args>`.
 fn refused_by_binary(args: &[&str], dir: &Path) -> String {
-    let output = handler(args, dir);
+    let output = common::binary::run_to_end(args, dir);
     let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     assert!(!output.status.success(), "handler {args:?} succeeded: {said}");
     said
@@ -99,22 +71,7 @@ fn refused_by_binary(args: &[&str], dir: &Path) -> String {
 /// The command a refusal advises (between "`BLOG_DATA_DIR=" and "`, which"), run as an operator
 /// pasting it would: by `sh`, with `handler` on the PATH, in `cwd`.
 fn run_advised(message: &str, cwd: &Path) -> Output {
-    let start = message.find("`BLOG_DATA_DIR=").unwrap_or_else(|| panic!("no command advised: {message}")) + 1;
-    let end = start + message[start..].find("`, which").expect("the command's end");
-    let command = &message[start..end];
-    let binaries = Path::new(env!("CARGO_BIN_EXE_handler")).parent().unwrap();
-    let output = Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(cwd)
-        .env("PATH", format!("{}:{}", binaries.display(), std::env::var("PATH").unwrap_or_default()))
-        .env("NO_COLOR", "1")
-        .env_remove("CosmosDB")
-        .env_remove("CosmosDB__accountEndpoint")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{command}: {}", String::from_utf8_lossy(&output.stderr));
-    output
+    common::binary::run_as_printed(common::binary::advised_command(message), cwd)
 }
 
 /// Every live post's counts equal its lists (Q2 against Q4 and Q5), in `posts` and in the feed's
@@ -262,7 +219,7 @@ async fn a_repair_cut_short_is_refused_until_it_is_finished() {
     sql(blog.dir.path(), "INSERT INTO meta (key, value) VALUES ('repair_pending', 1)", &[]);
     let error = refusal(blog.dir.path()).await;
     assert!(error.contains("did not finish") && error.contains("handler repair"), "{error}");
-    let output = handler(&["repair"], blog.dir.path());
+    let output = common::binary::run_to_end(&["repair"], blog.dir.path());
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let app = TestApp::start_in(blog.dir.path()).await;
     counts_equal_lists(&app, &blog.post).await;
@@ -344,7 +301,7 @@ async fn writes_keep_the_tallies_and_a_repair_of_a_whole_blog_changes_nothing() 
     assert!(unliked.status.is_success(), "{}", unliked.body);
     app.eventually("/api/feed", |feed| feed["items"][0]["commentCount"] == 2).await;
     app.stop().await;
-    let output = handler(&["repair"], blog.dir.path());
+    let output = common::binary::run_to_end(&["repair"], blog.dir.path());
     let said = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{said}");
     assert!(

@@ -7,6 +7,69 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
+/// `handler <args>` (none: serve) on the embedded store in `dir`, which must end by itself within
+/// a minute (a refusal, a command); its output.
+pub(crate) fn run_to_end(args: &[&str], dir: &Path) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_handler"))
+        .args(args)
+        .env("BLOG_DATA_DIR", dir)
+        .env("BLOG_LISTEN", "127.0.0.1:0")
+        .env("BLOG_AUTH", "development")
+        .env("NO_COLOR", "1")
+        .env_remove("CosmosDB")
+        .env_remove("CosmosDB__accountEndpoint")
+        .env_remove("FUNCTIONS_CUSTOMHANDLER_PORT")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("handler {args:?} did not end: it started on {}", dir.display());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// The command a refusal advises: the one in backquotes that starts `BLOG_DATA_DIR=`, ending at
+/// the first backquote outside the shell's quotes (an id may hold backquotes, single-quoted).
+pub(crate) fn advised_command(refusal: &str) -> &str {
+    let start = refusal.find("`BLOG_DATA_DIR=").unwrap_or_else(|| panic!("no command advised: {refusal}")) + 1;
+    let (mut quoted, mut escaped) = (false, false);
+    let end = refusal[start..].char_indices().find_map(|(at, c)| {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if !quoted => escaped = true,
+            '\'' => quoted = !quoted,
+            '`' if !quoted => return Some(at),
+            _ => {}
+        }
+        None
+    });
+    &refusal[start..start + end.unwrap_or_else(|| panic!("the command's end: {refusal}"))]
+}
+
+/// `command` run as an operator pasting it would: by `sh -c`, with the directory of the `handler`
+/// binary first on the PATH, in `cwd`; its output, once it succeeded.
+pub(crate) fn run_as_printed(command: &str, cwd: &Path) -> std::process::Output {
+    let binaries = Path::new(env!("CARGO_BIN_EXE_handler")).parent().unwrap();
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .env("PATH", format!("{}:{}", binaries.display(), std::env::var("PATH").unwrap_or_default()))
+        .env("NO_COLOR", "1")
+        .env_remove("CosmosDB")
+        .env_remove("CosmosDB__accountEndpoint")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{command}: {}", String::from_utf8_lossy(&output.stderr));
+    output
+}
+
 /// A running handler process; killed when dropped.
 pub(crate) struct Handler {
     child: Child,
