@@ -89,16 +89,10 @@ pub(crate) fn valid_tags(tags: Vec<String>) -> Result<Vec<String>, TagError> {
 
 /// A stored post's tags, as the change feed delivers it: [`valid_tags`] but for the rules on a
 /// tag's normal form (dot segments, mixed scripts), which a post stored before them may break.
-/// Such a post is still copied under its tags, and its pages show those tags without a link
-/// ([`links_to_its_page`]); an edit that keeps them is refused, naming them.
+/// Such a post is still copied under its tags, and its pages show a dot-segment tag without a
+/// link; an edit that keeps them is refused, naming them.
 pub(crate) fn stored_tags(tags: Vec<String>) -> Result<Vec<String>, TagError> {
     checked_tags(tags, false)
-}
-
-/// Whether a tag's page can be linked to: its normal form is not a dot segment, which a browser
-/// resolves away (`/tags/..` is `/`, and so is `/tags/%2E%2E`, by the URL Standard).
-pub(crate) fn links_to_its_page(tag: &str) -> bool {
-    !matches!(normalize_tag(tag).as_str(), "." | "..")
 }
 
 fn checked_tags(tags: Vec<String>, new: bool) -> Result<Vec<String>, TagError> {
@@ -393,7 +387,6 @@ mod tests {
         assert!(valid_tags(tags(&["Rսst"])).is_err() && valid_tags(tags(&[".."])).is_err());
         assert!(matches!(stored_tags(tags(&["a\u{202E}b"])), Err(TagError::Bidirectional { .. })));
         assert!(matches!(stored_tags(tags(&["Rust", "rust"])), Err(TagError::Repeated { .. })));
-        assert!(!links_to_its_page("..") && !links_to_its_page("．") && links_to_its_page("..."));
     }
 
     #[test]

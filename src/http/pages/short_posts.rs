@@ -69,10 +69,9 @@ pub(crate) fn tag_links(tags: &[String]) -> Markup {
         @if !tags.is_empty() {
             ul class="tags" aria-label="Tags" {
                 @for tag in tags {
-                    @if crate::model::tags::links_to_its_page(tag) {
-                        li { a rel="tag" href=(tag_address(tag)) { bdi { (esc(tag)) } } }
-                    } @else {
-                        li { bdi { (esc(tag)) } }
+                    @match tag_page(tag) {
+                        Some(address) => li { a rel="tag" href=(address) { bdi { (esc(tag)) } } },
+                        None => li { bdi { (esc(tag)) } },
                     }
                 }
             }
@@ -83,6 +82,14 @@ pub(crate) fn tag_links(tags: &[String]) -> Markup {
 /// The address of a tag's page: its normal form, so that every form of a tag links to one page.
 pub(crate) fn tag_address(tag: &str) -> String {
     format!("/tags/{}", url_part(&normalize_tag(tag)))
+}
+
+/// [`tag_address`] where a link can lead there: not for a dot segment (`.`, `..` in normal form),
+/// which a browser resolves away (`/tags/..` is `/`, and so is `/tags/%2E%2E`); the tag is
+/// normalized once.
+fn tag_page(tag: &str) -> Option<String> {
+    let normal = normalize_tag(tag);
+    (normal != "." && normal != "..").then(|| format!("/tags/{}", url_part(&normal)))
 }
 
 /// A post's time, readable, with the exact time for machines (`2026-11-22T06:05:04.007Z` shows
@@ -99,4 +106,18 @@ pub(crate) fn time(creation_date: &str) -> Markup {
 /// "1 comment", "2 comments".
 pub(crate) fn count(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tag_page;
+
+    /// A tag stored before dot segments were refused is shown without a link, however typed.
+    #[test]
+    fn a_dot_segment_tag_has_no_page_to_link_to() {
+        assert_eq!(tag_page(".."), None);
+        assert_eq!(tag_page("．"), None);
+        assert_eq!(tag_page("..."), Some("/tags/...".to_owned()));
+        assert_eq!(tag_page("Rust"), Some("/tags/rust".to_owned()));
+    }
 }
