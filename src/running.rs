@@ -97,6 +97,7 @@ impl Blog {
         let limits = http::serve::Limits::of_this_process(self.header_timeout);
         tracing::debug!(?limits, "connection limits");
         let uploads = http::UploadBuffers::new(self.upload_buffer_bytes, http::MAX_UPLOAD_BYTES);
+        let requests = std::sync::Arc::new(http::RequestLog::default());
         let public_url = match self.public_url {
             Some(configured) => configured,
             None => crate::config::PublicUrl::of_listener(listener.local_addr()?),
@@ -108,9 +109,14 @@ impl Blog {
             host_change_feed: self.host_change_feed,
             uploads,
             public_url,
+            requests: requests.clone(),
         };
         let router = http::router(self.state, serving);
+        let minutes = tokio::spawn(requests.clone().write_each_minute());
         let served = http::serve::serve(listener, router, limits, shutdown).await;
+        minutes.abort();
+        // The minute under way, for a stop in order (the host's kill loses it: see `RequestLog`).
+        requests.write_minute();
         match self.processors {
             Some(Processors::Embedded(processors)) => processors.stop().await,
             Some(Processors::Account(processors)) => processors.stop().await,

@@ -70,46 +70,125 @@ async fn silent_sockets_past_the_descriptor_limit_do_not_take_reads_down() {
     assert!(closed_within(&mut silent[0], Duration::from_secs(15)).await, "the longest-silent socket was closed");
 }
 
-/// The README: "at `info`, one line per request; lines are written to stdout by a thread of
-/// their own". As `main` sets the log up: each request's line arrives within the writer's flush
-/// interval in the layout of the other lines (`tracing-subscriber`'s, without colour), and lines
-/// still in memory when the handler is stopped in order (SIGTERM: a service manager, a
-/// container's stop) are written before it exits. (The Functions host kills its worker instead,
-/// with SIGKILL: see `shutdown_signal` in `src/bin/handler/main.rs`.)
+/// The README: at `info`, a read that went well is counted in its route's line of the minute,
+/// a write made (and a 5xx, and a slow answer) has a line of its own; lines are written to
+/// stdout by a thread of their own. As `main` sets the log up: the lines are in the layout of
+/// the other lines (`tracing-subscriber`'s, without colour), and what is still in memory when
+/// the handler is stopped in order (SIGTERM: a service manager, a container's stop), the minute
+/// under way included, is written before it exits. (The Functions host kills its worker
+/// instead, with SIGKILL: see `shutdown_signal` in `src/bin/handler/main.rs`.)
 #[tokio::test]
-async fn each_request_logs_one_line_and_none_is_lost_when_the_worker_is_stopped() {
+async fn reads_are_counted_by_the_minute_writes_have_their_lines_and_none_is_lost_when_the_worker_is_stopped() {
     let data = tempfile::tempdir().unwrap();
     let handler = Handler::start(data.path(), &[]);
     let client = reqwest::Client::new();
-    assert_eq!(client.get(format!("{}/", handler.base)).send().await.unwrap().status(), 200);
+    let created = client
+        .post(format!("{}/api/users", handler.base))
+        .header("x-dev-user", "ada")
+        .json(&serde_json::json!({"username": "ada"}));
+    assert_eq!(created.send().await.unwrap().status(), 201);
     let line_of = |log: &[String], route: &str| {
-        log.iter().find(|line| line.contains(&format!("request method=GET route=\"{route}\""))).cloned()
+        log.iter().find(|line| line.contains(&format!("request method=POST route=\"{route}\""))).cloned()
     };
     let started = std::time::Instant::now();
-    let front_page = loop {
-        if let Some(line) = line_of(&handler.log.lock().unwrap(), "/") {
+    let write = loop {
+        if let Some(line) = line_of(&handler.log.lock().unwrap(), "/api/users") {
             break line;
         }
-        assert!(started.elapsed() < Duration::from_secs(10), "no line for GET /: {:?}", handler.log.lock().unwrap());
+        assert!(started.elapsed() < Duration::from_secs(10), "no line for POST /api/users: {:?}", handler.log.lock().unwrap());
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    let (time, rest) = front_page.split_once(' ').unwrap();
-    assert!(time::OffsetDateTime::parse(time, &time::format_description::well_known::Rfc3339).is_ok(), "{front_page}");
-    let fields = rest.strip_prefix(" INFO blog::http: request ").unwrap_or_else(|| panic!("{front_page}"));
+    let (time, rest) = write.split_once(' ').unwrap();
+    assert!(time::OffsetDateTime::parse(time, &time::format_description::well_known::Rfc3339).is_ok(), "{write}");
+    let fields = rest.strip_prefix(" INFO blog::http: request ").unwrap_or_else(|| panic!("{write}"));
     let names: Vec<&str> = fields.split(' ').map(|field| field.split_once('=').unwrap().0).collect();
-    assert_eq!(names, ["method", "route", "status", "ru", "operations", "partitions", "latency_ms"], "{front_page}");
-    assert!(fields.contains(" status=200 "), "{front_page}");
+    assert_eq!(names, ["method", "route", "status", "ru", "operations", "partitions", "latency_ms"], "{write}");
+    assert!(fields.contains(" status=201 "), "{write}");
 
-    // A burst, then SIGTERM at once: every line is in the log when the process has exited.
+    // Reads, then SIGTERM at once: the minute's counts are in the log when the process has exited.
+    assert_eq!(client.get(format!("{}/", handler.base)).send().await.unwrap().status(), 200);
     for n in 0..50 {
         client.get(format!("{}/api/users/nobody-{n}", handler.base)).send().await.unwrap();
     }
     let log = handler.log.clone();
     assert!(tokio::task::spawn_blocking(move || handler.stop()).await.unwrap().success());
     let log = log.lock().unwrap();
-    let answered = log.iter().filter(|line| line.contains("route=\"/api/users/{userId}\" status=404")).count();
-    assert_eq!(answered, 50, "{log:?}");
+    assert!(!log.iter().any(|line| line.contains("request method=GET")), "no read has a line of its own: {log:?}");
+    let minute = |route: &str| {
+        let wanted = format!("requests method=GET route=\"{route}\" ");
+        log.iter().find(|line| line.contains(&wanted)).cloned().unwrap_or_else(|| panic!("no minute line for {route}: {log:?}"))
+    };
+    let users = minute("/api/users/{userId}");
+    assert!(users.contains(" count=50 status_2xx=0 status_3xx=0 status_4xx=50 status_5xx=0 "), "{users}");
+    let front = minute("/");
+    let fields = front.split_once(" INFO blog::http: requests ").unwrap_or_else(|| panic!("{front}")).1;
+    let names: Vec<&str> = fields.split(' ').map(|field| field.split_once('=').unwrap().0).collect();
+    assert_eq!(
+        names,
+        [
+            "method",
+            "route",
+            "count",
+            "status_2xx",
+            "status_3xx",
+            "status_4xx",
+            "status_5xx",
+            "ru",
+            "operations",
+            "latency_p50_ms",
+            "latency_p95_ms",
+            "latency_p99_ms",
+            "latency_max_ms",
+            "seconds"
+        ],
+        "{front}"
+    );
+    assert!(front.contains(" count=1 status_2xx=1 "), "{front}");
     assert!(log.iter().any(|line| line.contains("INFO handler: shutting down")), "{log:?}");
+}
+
+/// `RUST_LOG=blog::http=debug` gives every request its own line again, reads included.
+#[tokio::test]
+async fn at_debug_every_request_has_its_own_line() {
+    let data = tempfile::tempdir().unwrap();
+    let handler = Handler::start(data.path(), &[("RUST_LOG", "info,blog::http=debug")]);
+    let client = reqwest::Client::new();
+    for n in 0..5 {
+        client.get(format!("{}/api/users/nobody-{n}", handler.base)).send().await.unwrap();
+    }
+    let log = handler.log.clone();
+    handler.stop();
+    let log = log.lock().unwrap();
+    let own = log
+        .iter()
+        .filter(|line| line.contains("DEBUG blog::http: request method=GET route=\"/api/users/{userId}\" status=404"))
+        .count();
+    assert_eq!(own, 5, "{log:?}");
+}
+
+/// An instance writes at most 60 requests' own lines a minute, whatever it is sent: the others
+/// are counted, and said to be left out.
+#[tokio::test]
+async fn requests_own_lines_are_bounded_by_the_minute() {
+    let data = tempfile::tempdir().unwrap();
+    let handler = Handler::start(data.path(), &[]);
+    let client = reqwest::Client::new();
+    for n in 0..70 {
+        let user = format!("writer-{n}");
+        let created = client
+            .post(format!("{}/api/users", handler.base))
+            .header("x-dev-user", &user)
+            .json(&serde_json::json!({"username": user}));
+        assert_eq!(created.send().await.unwrap().status(), 201);
+    }
+    let log = handler.log.clone();
+    handler.stop();
+    let log = log.lock().unwrap();
+    let own = log.iter().filter(|line| line.contains("INFO blog::http: request method=POST")).count();
+    assert_eq!(own, 60, "{log:?}");
+    assert!(log.iter().any(|line| line.contains("requests method=POST route=\"/api/users\" count=70 status_2xx=70 ")), "{log:?}");
+    let left_out = log.iter().find(|line| line.contains("requests' own lines left out")).unwrap_or_else(|| panic!("{log:?}"));
+    assert!(left_out.contains(" left_out=10 limit=60 "), "{left_out}");
 }
 
 /// While serving, warnings and errors are written to stderr and the rest to stdout,

@@ -9,7 +9,7 @@ param appInsightsName string
 @description('Principal id of the identity that publishes telemetry (the Function App\'s).')
 param publisherPrincipalId string
 
-@description('Most GB of logs and telemetry the workspace takes in a day; past it, ingestion stops until the next day (UTC) and so do the log alerts. -1: no cap.')
+@description('Most GB of logs and telemetry the workspace takes in a day; past it, ingestion stops until the daily reset hour Azure sets for the workspace and so do the log alerts. -1: no cap.')
 param dailyCapGb int
 
 // Built-in role "Monitoring Metrics Publisher".

@@ -57,6 +57,8 @@ use super::{HOST_BATCH_BYTES, HttpFunction, MAX_BODY_BYTES, MAX_UPLOAD_BYTES, Se
 use crate::changefeed;
 use crate::config::{AuthMode, PublicUrl};
 use crate::cosmos::Meter;
+pub(crate) use request_log::RequestLog;
+use request_log::{Answered, Correlation, Hundredths, Tenths};
 
 /// The layer: `router.layer(FrontDoor::new(...))`. A layer on a router is applied to each
 /// route, so what must be counted across routes (the places) lives behind one `Arc`.
@@ -76,11 +78,13 @@ struct Door {
     uploads: Arc<UploadBuffers>,
     /// The blog's address, for the pages' links.
     public_url: PublicUrl,
+    /// This instance's requests, counted for the log.
+    requests: Arc<RequestLog>,
 }
 
 impl FrontDoor {
     pub(super) fn new(serving: Serving, auth: AuthMode) -> FrontDoor {
-        let Serving { max_in_flight, request_timeout, host_change_feed, uploads, public_url } = serving;
+        let Serving { max_in_flight, request_timeout, host_change_feed, uploads, public_url, requests } = serving;
         FrontDoor(Arc::new(Door {
             reads: Arc::new(Semaphore::new(max_in_flight)),
             writes: Arc::new(Semaphore::new(max_in_flight)),
@@ -89,6 +93,7 @@ impl FrontDoor {
             auth,
             uploads: Arc::new(uploads),
             public_url,
+            requests,
         }))
     }
 }
@@ -149,8 +154,14 @@ impl Door {
         let mut response = meter.clone().measure(admitted).await.unwrap_or_else(|panic| answer_to_a_panic(&*panic));
         pages::add_security_headers(response.headers_mut());
         caching::cache_control(personal, &mut response);
-        let route = matched.as_ref().map_or_else(|| unmatched.as_deref().unwrap_or_default(), MatchedPath::as_str);
-        log_and_show_cost(&mut response, &meter, &method, route, started, &correlation);
+        let requested = Requested {
+            method: &method,
+            route: matched.as_ref().map(MatchedPath::as_str),
+            path: unmatched.as_deref().unwrap_or_default(),
+            started,
+            correlation: &correlation,
+        };
+        log_and_show_cost(&mut response, &meter, &self.requests, requested);
         response
     }
 
@@ -390,15 +401,8 @@ const OPERATIONS: HeaderName = HeaderName::from_static("x-cosmos-operations");
 const PARTITIONS: HeaderName = HeaderName::from_static("x-cosmos-partitions");
 const QUERIES: HeaderName = HeaderName::from_static("x-cosmos-queries");
 
-/// The Cosmos cost headers, and the request's log line.
-fn log_and_show_cost(
-    response: &mut Response,
-    meter: &Meter,
-    method: &Method,
-    route: &str,
-    started: Instant,
-    correlation: &Correlation,
-) {
+/// The Cosmos cost headers, and the request counted in the log.
+fn log_and_show_cost(response: &mut Response, meter: &Meter, requests: &RequestLog, request: Requested<'_>) {
     let (charge, operations) = meter.totals();
     let charge = Hundredths((charge * 100.0).round() as u64);
     let headers = response.headers_mut();
@@ -415,75 +419,32 @@ fn log_and_show_cost(
     if !partitions.is_empty() {
         headers.insert(PARTITIONS, HeaderValue::from_str(&partitions).expect("container names are header values"));
     }
-    let latency = Tenths(u64::try_from(started.elapsed().as_micros() / 100).unwrap_or(u64::MAX));
-    tracing::info!(
-        target: "blog::http",
-        %method,
-        route,
-        status = response.status().as_u16(),
-        ru = %charge,
+    let latency = Tenths(u64::try_from(request.started.elapsed().as_micros() / 100).unwrap_or(u64::MAX));
+    requests.log(&Answered {
+        method: request.method,
+        route: request.route,
+        path: request.path,
+        status: response.status().as_u16(),
+        charge,
         operations,
-        partitions,
-        latency_ms = %latency,
-        invocation_id = correlation.invocation_id.as_deref(),
-        trace_id = correlation.trace_id.as_deref(),
-        "request"
-    );
+        partitions: &partitions,
+        latency,
+        correlation: request.correlation,
+    });
 }
 
-/// What ties a request's log line to the Functions host's own telemetry of it. The host logs
-/// the handler's lines outside any invocation's scope (azure-functions-host,
-/// `WorkerConsoleLogService.ProcessLogs`), so App Insights gives them no operation id; the line
-/// carries them instead:
-/// - `invocation_id`: the host's `x-azure-functions-invocationid` (`DefaultHttpWorkerService.
-///   AddHeaders`, on forwarded requests too), which App Insights keeps on the host's `requests`
-///   row as `customDimensions.InvocationId` (azure-webjobs-sdk, `ApplicationInsightsLogger.
-///   ApplyScopeProperties`);
-/// - `trace_id`: the W3C trace id of the caller's `traceparent`, which the host forwards as it
-///   came and under which App Insights files the host's request (its `operation_Id`).
-///
-/// Neither is there on a local run without the host: the line then has neither field.
-struct Correlation {
-    invocation_id: Option<String>,
-    trace_id: Option<String>,
+/// A request as it came in: what its log line says of it besides the answer.
+struct Requested<'a> {
+    method: &'a Method,
+    /// The route as declared, where one matched.
+    route: Option<&'a str>,
+    /// The path, where none did.
+    path: &'a str,
+    started: Instant,
+    correlation: &'a Correlation,
 }
 
-impl Correlation {
-    fn of(headers: &axum::http::HeaderMap) -> Correlation {
-        let text = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
-        let invocation_id = text(super::host::INVOCATION_ID)
-            .filter(|id| !id.is_empty() && id.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'-'))
-            .map(str::to_owned);
-        Correlation { invocation_id, trace_id: text("traceparent").and_then(trace_id).map(str::to_owned) }
-    }
-}
-
-/// The trace id of a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`), when it is one.
-fn trace_id(traceparent: &str) -> Option<&str> {
-    let mut parts = traceparent.trim().split('-');
-    let (_version, trace, parent) = (parts.next()?, parts.next()?, parts.next()?);
-    let hex = |text: &str, length: usize| text.len() == length && text.bytes().all(|byte| byte.is_ascii_hexdigit());
-    (hex(trace, 32) && hex(parent, 16) && trace.bytes().any(|byte| byte != b'0')).then_some(trace)
-}
-
-/// A count of hundredths, written as a decimal with two places (`12.50`): request units
-/// without formatting a float on every request.
-struct Hundredths(u64);
-
-impl std::fmt::Display for Hundredths {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{:02}", self.0 / 100, self.0 % 100)
-    }
-}
-
-/// A count of tenths, written with one decimal place (`3.2`): the latency in milliseconds.
-struct Tenths(u64);
-
-impl std::fmt::Display for Tenths {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}", self.0 / 10, self.0 % 10)
-    }
-}
+mod request_log;
 
 #[cfg(test)]
 mod tests;

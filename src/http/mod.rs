@@ -35,6 +35,7 @@ use error::ApiError;
 pub(crate) use body::UploadBuffers;
 pub(crate) use extract::MAX_BODY_BYTES;
 use front_door::FrontDoor;
+pub(crate) use front_door::RequestLog;
 pub(crate) use pictures::MAX_UPLOAD_BYTES;
 
 /// The largest change-feed batch the host may deliver in one invocation.
@@ -163,6 +164,8 @@ pub(crate) struct Serving {
     pub uploads: UploadBuffers,
     /// The blog's address as readers reach it: every absolute link's.
     pub public_url: crate::config::PublicUrl,
+    /// This instance's requests, counted for the log: [`serve`] writes its minutes.
+    pub requests: std::sync::Arc<RequestLog>,
 }
 
 impl HttpFunction {
@@ -302,6 +305,7 @@ mod tests {
                     host_change_feed: false,
                     uploads: super::UploadBuffers::new(super::UploadBuffers::DEFAULT_BYTES, super::MAX_UPLOAD_BYTES),
                     public_url: crate::config::PublicUrl::of_listener("127.0.0.1:7071".parse().unwrap()),
+                    requests: Default::default(),
                 },
                 AuthMode::None,
             ));

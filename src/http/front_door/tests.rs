@@ -1,6 +1,7 @@
 //! The front door's tests.
 
-use super::{FrontDoor, Hundredths, Tenths, trace_id};
+use super::FrontDoor;
+use super::request_log::{Hundredths, Tenths, trace_id};
 use crate::config::AuthMode;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
@@ -35,6 +36,7 @@ async fn a_route_that_panics_is_answered_500_as_a_problem() {
                 host_change_feed: false,
                 uploads: super::super::UploadBuffers::new(1 << 20, super::super::MAX_UPLOAD_BYTES),
                 public_url: crate::config::PublicUrl::of_listener("127.0.0.1:7071".parse().unwrap()),
+                requests: Default::default(),
             },
             AuthMode::None,
         ));
