@@ -17,58 +17,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
-use yaml::{yaml_block, yaml_items, yaml_mapping};
+#[path = "common/workflow.rs"]
+mod workflow;
 
-/// One step of the job.
-struct Step {
-    name: String,
-    env: BTreeMap<String, String>,
-    run: Option<String>,
-}
-
-fn workflow_steps() -> (BTreeMap<String, String>, Vec<Step>) {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/.github/workflows/azure-dev.yml")).unwrap();
-    let job_env = yaml_mapping(&yaml_block(&text, &["jobs", "build", "env"]));
-    let steps = yaml_items(&yaml_block(&text, &["jobs", "build", "steps"]))
-        .into_iter()
-        .map(|item| {
-            let fields = yaml_mapping(&item);
-            let run = match fields.get("run").map(String::as_str) {
-                Some("|") => {
-                    let lines = yaml_block(&item.join("\n"), &["run"]);
-                    let indent = lines.iter().map(|line| line.len() - line.trim_start().len()).min().unwrap_or(0);
-                    Some(lines.iter().map(|line| &line[indent..]).collect::<Vec<_>>().join("\n"))
-                }
-                Some(command) => Some(command.to_owned()),
-                None => None,
-            };
-            let env = if item.iter().any(|line| line.trim() == "env:") {
-                yaml_mapping(&yaml_block(&item.join("\n"), &["env"]))
-            } else {
-                BTreeMap::new()
-            };
-            Step { name: fields.get("name").cloned().unwrap_or_default(), env, run }
-        })
-        .collect();
-    (job_env, steps)
-}
-
-/// `${{ vars.NAME }}` and `${{ secrets.NAME }}`, as GitHub gives them: an unset one is empty.
-/// Anything else in an expression is refused, so that the workflow stays within what this
-/// reads.
-fn evaluate(value: &str, vars: &BTreeMap<&str, &str>, secrets: &BTreeMap<&str, &str>) -> String {
-    let Some(expression) = value.strip_prefix("${{").and_then(|rest| rest.strip_suffix("}}")) else {
-        return value.to_owned();
-    };
-    let expression = expression.trim();
-    if let Some(name) = expression.strip_prefix("vars.") {
-        vars.get(name).copied().unwrap_or_default().to_owned()
-    } else if let Some(name) = expression.strip_prefix("secrets.") {
-        secrets.get(name).copied().unwrap_or_default().to_owned()
-    } else {
-        panic!("an expression this test does not read: {value}")
-    }
-}
+use workflow::{evaluate, workflow_steps};
 
 /// What `azd pipeline config` sets for an environment deployed from a person's machine who said
 /// `azd env set BLOG_ALERT_EMAIL …` and `… BLOG_API_CLIENT_IDS …`.
