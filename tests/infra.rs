@@ -669,7 +669,9 @@ fn every_value_the_parameters_read_reaches_ci() {
     for (parameter, variable) in parameter_mappings() {
         // azd's own: `azd pipeline config` sets these, or they are the environment's name and place.
         if variable.starts_with("AZURE_") {
-            if variable != "AZURE_PIPELINE_CLIENT_ID" && variable != "AZURE_RESOURCE_GROUP" && !job_env.contains_key(&variable) {
+            // The pipeline's own principal is named on the machine that makes it an owner, not in CI.
+            let kept_here = ["AZURE_PIPELINE_CLIENT_ID", "AZURE_PIPELINE_MSI_CLIENT_ID", "AZURE_RESOURCE_GROUP"];
+            if !kept_here.contains(&variable.as_str()) && !job_env.contains_key(&variable) {
                 problems.push(format!("{parameter}: the workflow does not set {variable}"));
             }
             continue;
@@ -1596,7 +1598,12 @@ fn only_the_sign_in_the_azure_cli_and_named_applications_may_call_with_a_token()
         assert_eq!(expression_at(auth, &[&policy[..], &["allowedApplications"]].concat()), "authAllowedApplications");
         assert_eq!(
             module_argument(main, "modules/functionapp.bicep", "authAllowedApplications"),
-            "union([signInClientId, azureCliAppId], apiClientApplicationIds, empty(pipelineClientId) ? [] : [pipelineClientId])"
+            "union([signInClientId, azureCliAppId], apiClientApplicationIds, pipelineAppIds)"
+        );
+        assert_eq!(
+            expression(main, main.variable("pipelineAppIds").expect("resources.bicep: var pipelineAppIds")),
+            "!empty(pipelineIdentityId) ? [pipelineIdentity.outputs.clientId] : !empty(pipelineClientId) ? [pipelineClientId] : []",
+            "the pipeline's client id, whichever kind of principal azd made"
         );
     });
 }
@@ -1673,7 +1680,8 @@ fn azd_deploys_the_service_to_the_site_its_tag_names() {
 fn the_sign_in_credential_is_an_identity_used_for_nothing_else() {
     let files = bicep_files();
     let (main, app) = (infra_file(&files, "resources.bicep"), infra_file(&files, "modules/functionapp.bicep"));
-    let identities = resources_of_type(&files, "Microsoft.ManagedIdentity/userAssignedIdentities");
+    let mut identities = resources_of_type(&files, "Microsoft.ManagedIdentity/userAssignedIdentities");
+    identities.retain(|identity| !identity.existing); // the pipeline's, read only
     let symbols: BTreeSet<&str> = identities.iter().map(|identity| identity.symbol.as_str()).collect();
     assert_eq!(symbols, BTreeSet::from(["identity", "signInIdentity"]), "two identities: the app's, and the credential");
     let name_of =
@@ -2056,29 +2064,48 @@ fn the_token_key_changes_only_when_asked() {
     assert_eq!(module_argument(resources, "modules/functionapp.bicep", "tokenSigningKey"), "tokenSigningKey");
 }
 
-/// CI may update the sign-in registration a person made: the person's deployment adds the
-/// pipeline's principal (found by the client id `azd pipeline config` keeps) as an owner,
-/// appending, so that neither deployer removes the other.
+/// CI may update the sign-in registration and its service principal a person made: the person's
+/// deployment adds the pipeline's principal as an owner of both, appending, so that neither
+/// deployer removes the other; the principal is found on either of `azd pipeline config`'s
+/// paths, the managed identity (by the resource id it keeps) taken first as azd takes it, else
+/// the service principal (by its client id).
 #[test]
-fn the_pipelines_principal_owns_the_registration_too() {
+fn the_pipelines_principal_owns_the_registration_and_its_service_principal() {
     let files = bicep_files();
     let (main, resources, signin) =
         (infra_file(&files, "main.bicep"), infra_file(&files, "resources.bicep"), infra_file(&files, "modules/signin.bicep"));
     assert_eq!(parameter_mappings().get("pipelineClientId").map(String::as_str), Some("AZURE_PIPELINE_CLIENT_ID"));
+    assert_eq!(parameter_mappings().get("pipelineIdentityId").map(String::as_str), Some("AZURE_PIPELINE_MSI_CLIENT_ID"));
     assert_eq!(module_argument(main, "resources.bicep", "pipelineClientId"), "pipelineClientId");
+    assert_eq!(module_argument(main, "resources.bicep", "pipelineIdentityId"), "pipelineIdentityId");
     assert_eq!(module_argument(resources, "modules/pipeline-principal.bicep", "clientId"), "pipelineClientId");
+    assert_eq!(module_argument(resources, "modules/pipeline-identity.bicep", "resourceId"), "pipelineIdentityId");
     assert_eq!(
         module_argument(resources, "modules/signin.bicep", "additionalOwnerIds"),
-        "createSignIn && !empty(pipelineClientId) ? [pipelinePrincipal.outputs.objectId] : []"
+        "!createSignIn ? [] : !empty(pipelineIdentityId) ? [pipelineIdentity.outputs.principalId] : \
+         !empty(pipelineClientId) ? [pipelinePrincipal.outputs.objectId] : []"
     );
     let lookup = infra_file(&files, "modules/pipeline-principal.bicep");
     assert!(lookup.source.contains("resource principal 'Microsoft.Graph/servicePrincipals@v1.0' existing = {"));
-    let registration = only_resource(signin, "Microsoft.Graph/applications");
-    assert_eq!(registration.literal_at(&["owners", "relationshipSemantics"]), Some(json!("append")));
+    let identity =
+        only_resource(infra_file(&files, "modules/pipeline-identity.bicep"), "Microsoft.ManagedIdentity/userAssignedIdentities");
+    assert!(identity.existing, "the pipeline's identity is read, not made");
+    assert_eq!(expression_at(&identity, &["scope"]), "resourceGroup(parts[2], parts[4])");
+    assert_eq!(expression_at(&identity, &["name"]), "parts[8]");
+
+    let owners = signin.variable("owners").expect("signin.bicep: var owners");
+    assert_eq!(signin.literal(signin.path(owners, &["relationshipSemantics"]).unwrap()), Some(json!("append")));
     assert_eq!(
-        expression_at(&registration, &["owners", "relationships"]),
+        expression(signin, signin.path(owners, &["relationships"]).unwrap()),
         "union(empty(ownerObjectId) ? [] : [ownerObjectId], additionalOwnerIds)"
     );
+    for type_name in ["Microsoft.Graph/applications", "Microsoft.Graph/servicePrincipals"] {
+        let owners = expression_at(&only_resource(signin, type_name), &["owners"]);
+        assert!(
+            owners.contains("relationships: union(empty(ownerObjectId) ? [] : [ownerObjectId], additionalOwnerIds)"),
+            "{type_name}: {owners}"
+        );
+    }
     let workflow = fs::read_to_string(repo_root().join(".github/workflows/azure-dev.yml")).unwrap();
     assert!(workflow.contains("Application.ReadWrite.OwnedBy"), "the workflow's setup names the Graph permission");
 }
