@@ -352,9 +352,7 @@ fn provision_environment(vars: &BTreeMap<&str, &str>, secrets: &BTreeMap<&str, &
     let (job_env, steps) = workflow_steps();
     let step = steps
         .iter()
-        .find(|step| {
-            step.run.as_deref().is_some_and(|run| run.lines().any(|line| line.trim_start().starts_with("azd provision")))
-        })
+        .find(|step| step.run.as_deref().is_some_and(|run| run.contains("azd provision --no-prompt")))
         .expect("the workflow has a step that runs azd provision");
     let mut command = Command::new("bash");
     command.args(["--noprofile", "--norc", "-eo", "pipefail", "-c", step.run.as_deref().unwrap()]).current_dir(dir.path());

@@ -41,6 +41,16 @@ fn configured() -> (BTreeMap<&'static str, &'static str>, BTreeMap<&'static str,
 /// Runs the job's shell steps in order until one fails; returns the steps run, the failed one's
 /// output, and what the stand-ins recorded.
 fn dry_run(vars: &BTreeMap<&str, &str>, secrets: &BTreeMap<&str, &str>) -> (Vec<String>, Option<String>, String) {
+    dry_run_where_provision_fails(vars, secrets, None)
+}
+
+/// As `dry_run`, with `azd provision` failing, when `provision_says` is given, after writing it
+/// to its standard error.
+fn dry_run_where_provision_fails(
+    vars: &BTreeMap<&str, &str>,
+    secrets: &BTreeMap<&str, &str>,
+    provision_says: Option<&str>,
+) -> (Vec<String>, Option<String>, String) {
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
@@ -55,6 +65,14 @@ fn dry_run(vars: &BTreeMap<&str, &str>, secrets: &BTreeMap<&str, &str>) -> (Vec<
     };
     for tool in ["rustup", "rustc", "azd"] {
         stand_in(&bin.join(tool));
+    }
+    if let Some(said) = provision_says {
+        let said_file = dir.path().join("provision-says");
+        std::fs::write(&said_file, said).unwrap();
+        let azd = bin.join("azd");
+        let mut script = std::fs::read_to_string(&azd).unwrap();
+        script.push_str(&format!("if [ \"$1\" = provision ]; then cat '{}' >&2; exit 1; fi\n", said_file.display()));
+        std::fs::write(&azd, script).unwrap();
     }
     let workspace = dir.path().join("workspace");
     std::fs::create_dir(&workspace).unwrap();
@@ -142,4 +160,35 @@ fn a_repository_without_the_token_key_stops_before_provisioning() {
     let said = failed.expect("the check fails");
     assert!(said.contains("::error::the secret BLOG_TOKEN_KEY is not set"), "{said}");
     assert!(!calls.contains("azd provision"), "{calls}");
+}
+
+/// What a deployment by a principal that does not own the sign-in registration (or its service
+/// principal) gets from Microsoft Graph through ARM (msgraph-bicep-types issue 174, as reported).
+const GRAPH_REFUSES: &str = r#"ERROR: deployment failed: {"code":"DeploymentFailed","details":[{"code":"","message":"{\"error\":{\"code\":\"Forbidden\",\"target\":\"/resources/registration\",\"message\":\"Insufficient privileges to complete the operation. Graph client request id: 4581fe87-f05b-4191-b1a9-eca002d8c4b1.\"}}"}]}"#;
+
+/// CI cannot make itself an owner of what a person made: where Graph refuses it, the provision
+/// step fails with a message that says what the workflow's principal lacks and what a person
+/// runs, beside azd's own output.
+#[test]
+fn a_provision_graph_refuses_says_who_must_run_what() {
+    let (vars, secrets) = configured();
+    let (ran, failed, calls) = dry_run_where_provision_fails(&vars, &secrets, Some(GRAPH_REFUSES));
+    assert_eq!(ran.last().map(String::as_str), Some("Provision Infrastructure"), "{ran:?}");
+    let said = failed.expect("the provision step fails");
+    assert!(said.contains("Insufficient privileges to complete the operation"), "azd's own output is kept: {said}");
+    let error = said.lines().find(|line| line.starts_with("::error::")).unwrap_or_else(|| panic!("no ::error:: line in {said}"));
+    for needed in ["ci-client-id", "Application.ReadWrite.OwnedBy", "owns", "`azd provision`", "blog-prod", "docs/deploy.md"] {
+        assert!(error.contains(needed), "{needed:?} missing from {error}");
+    }
+    assert!(!calls.contains("azd deploy"), "{calls}");
+}
+
+/// Any other failure of the provision is azd's to explain: no word about owners.
+#[test]
+fn another_provision_failure_is_left_to_azds_own_message() {
+    let (vars, secrets) = configured();
+    let (_, failed, _) = dry_run_where_provision_fails(&vars, &secrets, Some("ERROR: the location westeurope has no capacity"));
+    let said = failed.expect("the provision step fails");
+    assert!(said.contains("no capacity"), "{said}");
+    assert!(!said.contains("::error::"), "{said}");
 }
