@@ -291,7 +291,12 @@ fn azd_parameters(
                 (Some(text), "bool") => go_parse_bool(text).map(Value::Bool),
                 (Some(text), "int") => text.parse::<i64>().ok().map(Value::from),
                 (Some(text), "string") => {
-                    let default = parameter.default.as_ref().and_then(|default| default.as_ref()).and_then(Value::as_str);
+                    // ARM's template holds an expression default as a string too ("[deployer()…]").
+                    let default = match &parameter.default {
+                        Some(Some(Value::String(text))) => Some(text.as_str()),
+                        Some(None) => Some("[an expression]"),
+                        _ => None,
+                    };
                     (!text.is_empty() || default.is_some_and(|default| default != text)).then(|| value.clone())
                 }
                 (Some(_), _) => Some(value.clone()),
