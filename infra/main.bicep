@@ -125,8 +125,11 @@ param apiClientIds string = ''
 @description('The service management reference a tenant\'s app management policy may require (BLOG_SERVICE_MANAGEMENT_REFERENCE). Empty: none.')
 param serviceManagementReference string = ''
 
-@description('Client id of the GitHub workflow\'s service principal (AZURE_PIPELINE_CLIENT_ID, kept by `azd pipeline config`): made an owner of the sign-in registration. Empty: none.')
+@description('Client id of the GitHub workflow\'s service principal (AZURE_PIPELINE_CLIENT_ID, kept by `azd pipeline config`): made an owner of the sign-in registration and its service principal. Empty: none.')
 param pipelineClientId string = ''
+
+@description('Resource id of the GitHub workflow\'s user-assigned managed identity (AZURE_PIPELINE_MSI_CLIENT_ID, kept by `azd pipeline config`; taken before pipelineClientId, as azd does): made an owner of the sign-in registration and its service principal. Empty: none.')
+param pipelineIdentityId string = ''
 
 @description('Object id of the operator: the Cosmos DB data role, the pictures\' role, and ownership of the registration. Defaults to whoever deploys.')
 param operatorPrincipalId string = deployer().objectId
@@ -188,6 +191,7 @@ module blog 'resources.bicep' = {
     apiClientApplicationIds: empty(apiClientIds) ? [] : split(apiClientIds, ',')
     serviceManagementReference: serviceManagementReference
     pipelineClientId: pipelineClientId
+    pipelineIdentityId: pipelineIdentityId
     operatorPrincipalId: operatorPrincipalId
     cosmosAccountName: cosmosAccountName
     cosmosContinuousBackup: cosmosBackup == 'continuous'

@@ -66,8 +66,11 @@ param cosmosAccountName string = ''
 @description('Continuous backup, 7 days, on the Cosmos DB account; false keeps periodic backup, for an account deployed before whose move to continuous backup has not been made (docs/deploy.md, "Restoring from backup").')
 param cosmosContinuousBackup bool = true
 
-@description('Client id of the service principal the GitHub workflow deploys as (AZURE_PIPELINE_CLIENT_ID, which `azd pipeline config` keeps): made an owner of the sign-in registration, so that CI may update it. Empty: none.')
+@description('Client id of the service principal the GitHub workflow deploys as (AZURE_PIPELINE_CLIENT_ID, which `azd pipeline config` keeps): made an owner of the sign-in registration and its service principal, so that CI may update them. Empty: none.')
 param pipelineClientId string = ''
+
+@description('Resource id of the user-assigned managed identity the GitHub workflow deploys as (AZURE_PIPELINE_MSI_CLIENT_ID, which `azd pipeline config` keeps): as pipelineClientId, and taken before it. Empty: none.')
+param pipelineIdentityId string = ''
 
 @description('Where the alerts are sent. Empty: to the person deploying (their sign-in name, when it is a mailbox of this tenant), else to the subscription\'s Owners.')
 param alertEmail string = ''
@@ -185,14 +188,29 @@ module cosmos 'modules/cosmos.bicep' = {
   }
 }
 
-// CI's service principal, when `azd pipeline config` has made one: an owner of the registration
-// beside the person deploying, so that the workflow may update what a person made.
-module pipelinePrincipal 'modules/pipeline-principal.bicep' = if (createSignIn && !empty(pipelineClientId)) {
+// CI's principal, when `azd pipeline config` has made one: an owner of the registration and of
+// its service principal beside the person deploying, so that the workflow may update what a
+// person made. azd offers a user-assigned managed identity first and keeps its resource id
+// (AZURE_PIPELINE_MSI_CLIENT_ID), else a service principal's client id (AZURE_PIPELINE_CLIENT_ID);
+// with both kept it uses the identity (azure-dev pkg/pipeline/pipeline_manager.go, Configure:
+// "MSI takes precedence over SP"), and so does this.
+module pipelineIdentity 'modules/pipeline-identity.bicep' = if (!empty(pipelineIdentityId)) {
+  name: 'pipelineIdentity'
+  params: {
+    resourceId: pipelineIdentityId
+  }
+}
+
+module pipelinePrincipal 'modules/pipeline-principal.bicep' = if (createSignIn && empty(pipelineIdentityId) && !empty(pipelineClientId)) {
   name: 'pipelinePrincipal'
   params: {
     clientId: pipelineClientId
   }
 }
+
+// The pipeline's object id (for owners) and client id (for the allowed applications), if any.
+var pipelineOwnerIds = !createSignIn ? [] : !empty(pipelineIdentityId) ? [pipelineIdentity.outputs.principalId] : !empty(pipelineClientId) ? [pipelinePrincipal.outputs.objectId] : []
+var pipelineAppIds = !empty(pipelineIdentityId) ? [pipelineIdentity.outputs.clientId] : !empty(pipelineClientId) ? [pipelineClientId] : []
 
 // The Front Door's profile and endpoint, when asked for, before the app and the registration:
 // the endpoint's host name is the blog's public address. What routes it to the app comes after
@@ -224,7 +242,7 @@ module signIn 'modules/signin.bicep' = if (createSignIn) {
     hostNames: frontDoor ? [appHostName, edge.outputs.hostName] : [appHostName]
     credentialPrincipalId: signInIdentity.properties.principalId
     ownerObjectId: operatorPrincipalId
-    additionalOwnerIds: createSignIn && !empty(pipelineClientId) ? [pipelinePrincipal.outputs.objectId] : []
+    additionalOwnerIds: pipelineOwnerIds
     preAuthorizedAppIds: [
       azureCliAppId
     ]
@@ -266,7 +284,7 @@ module functionApp 'modules/functionapp.bicep' = {
     // the operator names.
     // The pipeline's principal too, once `azd pipeline config` made one: the workflow's smoke
     // test writes with its application token, and a provision from here must not shut it out.
-    authAllowedApplications: union([signInClientId, azureCliAppId], apiClientApplicationIds, empty(pipelineClientId) ? [] : [pipelineClientId])
+    authAllowedApplications: union([signInClientId, azureCliAppId], apiClientApplicationIds, pipelineAppIds)
     tokenSigningKey: tokenSigningKey
     publicUrl: publicUrl
     behindFrontDoor: frontDoor

@@ -146,7 +146,8 @@ fn without_comment(line: &str) -> &str {
     line.find(" #").map_or(line, |at| &line[..at])
 }
 
-/// `infra/main.parameters.json`: the environment variables its values name.
+/// `infra/main.parameters.json`: the environment variables its values name (`${NAME}`, or
+/// `${NAME=default}`).
 fn mapped_variables() -> BTreeSet<String> {
     let json: Value = serde_json::from_str(&read("infra/main.parameters.json")).unwrap();
     json["parameters"]
@@ -155,7 +156,7 @@ fn mapped_variables() -> BTreeSet<String> {
         .values()
         .filter_map(|parameter| parameter["value"].as_str())
         .filter_map(|value| value.strip_prefix("${").and_then(|rest| rest.strip_suffix('}')))
-        .map(str::to_owned)
+        .map(|inner| inner.split_once('=').map_or(inner, |(name, _default)| name).to_owned())
         .collect()
 }
 

@@ -17,58 +17,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
-use yaml::{yaml_block, yaml_items, yaml_mapping};
+#[path = "common/workflow.rs"]
+mod workflow;
 
-/// One step of the job.
-struct Step {
-    name: String,
-    env: BTreeMap<String, String>,
-    run: Option<String>,
-}
-
-fn workflow_steps() -> (BTreeMap<String, String>, Vec<Step>) {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/.github/workflows/azure-dev.yml")).unwrap();
-    let job_env = yaml_mapping(&yaml_block(&text, &["jobs", "build", "env"]));
-    let steps = yaml_items(&yaml_block(&text, &["jobs", "build", "steps"]))
-        .into_iter()
-        .map(|item| {
-            let fields = yaml_mapping(&item);
-            let run = match fields.get("run").map(String::as_str) {
-                Some("|") => {
-                    let lines = yaml_block(&item.join("\n"), &["run"]);
-                    let indent = lines.iter().map(|line| line.len() - line.trim_start().len()).min().unwrap_or(0);
-                    Some(lines.iter().map(|line| &line[indent..]).collect::<Vec<_>>().join("\n"))
-                }
-                Some(command) => Some(command.to_owned()),
-                None => None,
-            };
-            let env = if item.iter().any(|line| line.trim() == "env:") {
-                yaml_mapping(&yaml_block(&item.join("\n"), &["env"]))
-            } else {
-                BTreeMap::new()
-            };
-            Step { name: fields.get("name").cloned().unwrap_or_default(), env, run }
-        })
-        .collect();
-    (job_env, steps)
-}
-
-/// `${{ vars.NAME }}` and `${{ secrets.NAME }}`, as GitHub gives them: an unset one is empty.
-/// Anything else in an expression is refused, so that the workflow stays within what this
-/// reads.
-fn evaluate(value: &str, vars: &BTreeMap<&str, &str>, secrets: &BTreeMap<&str, &str>) -> String {
-    let Some(expression) = value.strip_prefix("${{").and_then(|rest| rest.strip_suffix("}}")) else {
-        return value.to_owned();
-    };
-    let expression = expression.trim();
-    if let Some(name) = expression.strip_prefix("vars.") {
-        vars.get(name).copied().unwrap_or_default().to_owned()
-    } else if let Some(name) = expression.strip_prefix("secrets.") {
-        secrets.get(name).copied().unwrap_or_default().to_owned()
-    } else {
-        panic!("an expression this test does not read: {value}")
-    }
-}
+use workflow::{evaluate, workflow_steps};
 
 /// What `azd pipeline config` sets for an environment deployed from a person's machine who said
 /// `azd env set BLOG_ALERT_EMAIL …` and `… BLOG_API_CLIENT_IDS …`.
@@ -89,6 +41,16 @@ fn configured() -> (BTreeMap<&'static str, &'static str>, BTreeMap<&'static str,
 /// Runs the job's shell steps in order until one fails; returns the steps run, the failed one's
 /// output, and what the stand-ins recorded.
 fn dry_run(vars: &BTreeMap<&str, &str>, secrets: &BTreeMap<&str, &str>) -> (Vec<String>, Option<String>, String) {
+    dry_run_where_provision_fails(vars, secrets, None)
+}
+
+/// As `dry_run`, with `azd provision` failing, when `provision_says` is given, after writing it
+/// to its standard error.
+fn dry_run_where_provision_fails(
+    vars: &BTreeMap<&str, &str>,
+    secrets: &BTreeMap<&str, &str>,
+    provision_says: Option<&str>,
+) -> (Vec<String>, Option<String>, String) {
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
@@ -103,6 +65,14 @@ fn dry_run(vars: &BTreeMap<&str, &str>, secrets: &BTreeMap<&str, &str>) -> (Vec<
     };
     for tool in ["rustup", "rustc", "azd"] {
         stand_in(&bin.join(tool));
+    }
+    if let Some(said) = provision_says {
+        let said_file = dir.path().join("provision-says");
+        std::fs::write(&said_file, said).unwrap();
+        let azd = bin.join("azd");
+        let mut script = std::fs::read_to_string(&azd).unwrap();
+        script.push_str(&format!("if [ \"$1\" = provision ]; then cat '{}' >&2; exit 1; fi\n", said_file.display()));
+        std::fs::write(&azd, script).unwrap();
     }
     let workspace = dir.path().join("workspace");
     std::fs::create_dir(&workspace).unwrap();
@@ -190,4 +160,35 @@ fn a_repository_without_the_token_key_stops_before_provisioning() {
     let said = failed.expect("the check fails");
     assert!(said.contains("::error::the secret BLOG_TOKEN_KEY is not set"), "{said}");
     assert!(!calls.contains("azd provision"), "{calls}");
+}
+
+/// What a deployment by a principal that does not own the sign-in registration (or its service
+/// principal) gets from Microsoft Graph through ARM (msgraph-bicep-types issue 174, as reported).
+const GRAPH_REFUSES: &str = r#"ERROR: deployment failed: {"code":"DeploymentFailed","details":[{"code":"","message":"{\"error\":{\"code\":\"Forbidden\",\"target\":\"/resources/registration\",\"message\":\"Insufficient privileges to complete the operation. Graph client request id: 4581fe87-f05b-4191-b1a9-eca002d8c4b1.\"}}"}]}"#;
+
+/// CI cannot make itself an owner of what a person made: where Graph refuses it, the provision
+/// step fails with a message that says what the workflow's principal lacks and what a person
+/// runs, beside azd's own output.
+#[test]
+fn a_provision_graph_refuses_says_who_must_run_what() {
+    let (vars, secrets) = configured();
+    let (ran, failed, calls) = dry_run_where_provision_fails(&vars, &secrets, Some(GRAPH_REFUSES));
+    assert_eq!(ran.last().map(String::as_str), Some("Provision Infrastructure"), "{ran:?}");
+    let said = failed.expect("the provision step fails");
+    assert!(said.contains("Insufficient privileges to complete the operation"), "azd's own output is kept: {said}");
+    let error = said.lines().find(|line| line.starts_with("::error::")).unwrap_or_else(|| panic!("no ::error:: line in {said}"));
+    for needed in ["ci-client-id", "Application.ReadWrite.OwnedBy", "owns", "`azd provision`", "blog-prod", "docs/deploy.md"] {
+        assert!(error.contains(needed), "{needed:?} missing from {error}");
+    }
+    assert!(!calls.contains("azd deploy"), "{calls}");
+}
+
+/// Any other failure of the provision is azd's to explain: no word about owners.
+#[test]
+fn another_provision_failure_is_left_to_azds_own_message() {
+    let (vars, secrets) = configured();
+    let (_, failed, _) = dry_run_where_provision_fails(&vars, &secrets, Some("ERROR: the location westeurope has no capacity"));
+    let said = failed.expect("the provision step fails");
+    assert!(said.contains("no capacity"), "{said}");
+    assert!(!said.contains("::error::"), "{said}");
 }

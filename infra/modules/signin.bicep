@@ -32,7 +32,7 @@ param credentialPrincipalId string
 @description('Object id of the user who owns the registration (may update and delete it); empty: none.')
 param ownerObjectId string
 
-@description('Object ids of other owners: the GitHub workflow\'s service principal, so that CI can update a registration a person made (docs/deploy.md, "Deploying without a local build").')
+@description('Object ids of other owners of the registration and its service principal: the GitHub workflow\'s principal, so that CI can update what a person made (docs/deploy.md, "Deploying without a local build").')
 param additionalOwnerIds array = []
 
 @description('Client applications pre-authorized for the API\'s scope (no consent prompt): the Azure CLI.')
@@ -52,6 +52,17 @@ var identifierUri = 'api://${tenant().tenantId}/${uniqueName}'
 // A scope id is a GUID chosen by the registration's author; deterministic, so that a redeployment
 // keeps the id the pre-authorization refers to.
 var scopeId = guid(tenant().tenantId, uniqueName, 'user_impersonation')
+
+// Owners may update the registration and its service principal; a deployment by anyone else is
+// refused. CI's principal holds Application.ReadWrite.OwnedBy, which covers only objects it owns,
+// and cannot add owners itself (Graph's "Add owner" reference: OwnedBy "will not be sufficient to
+// add another owner"): a person who owns them adds CI's principal here, through
+// additionalOwnerIds. 'append' (the extension's default, said here) adds to the owners and
+// removes none, so an owner added by hand, or by the other deployer, stays.
+var owners = {
+  relationshipSemantics: 'append'
+  relationships: union(empty(ownerObjectId) ? [] : [ownerObjectId], additionalOwnerIds)
+}
 
 resource registration 'Microsoft.Graph/applications@v1.0' = {
   uniqueName: uniqueName
@@ -116,21 +127,18 @@ resource registration 'Microsoft.Graph/applications@v1.0' = {
       enableAccessTokenIssuance: false
     }
   }
-  // Owners may update the registration; a deployment by anyone else is refused. CI's principal
-  // holds Application.ReadWrite.OwnedBy, which covers only applications it owns, and cannot add
-  // owners itself (Graph's "Add owner" reference: OwnedBy "will not be sufficient to add another
-  // owner"): a person who owns it adds CI's principal here, through additionalOwnerIds. 'append'
-  // (the extension's default, said here) adds to the owners and removes none, so an owner added
-  // by hand, or by the other deployer, stays.
-  owners: {
-    relationshipSemantics: 'append'
-    relationships: union(empty(ownerObjectId) ? [] : [ownerObjectId], additionalOwnerIds)
-  }
+  owners: owners
 }
 
-// Sign-in needs the application's service principal in the tenant.
+// Sign-in needs the application's service principal in the tenant. Every deployment updates it
+// too, and owning the application does not cover it: with Application.ReadWrite.OwnedBy, the
+// least privilege Microsoft names for deploying Microsoft.Graph/servicePrincipals
+// (learn.microsoft.com/graph/templates/reference/serviceprincipals, "Permissions"), CI may
+// update only a service principal it owns, and a later deployment by a principal that is not
+// one is refused with Forbidden (msgraph-bicep-types issues 134, 142, 154). So the same owners.
 resource servicePrincipal 'Microsoft.Graph/servicePrincipals@v1.0' = {
   appId: registration.appId
+  owners: owners
 }
 
 // The function app's identity, trusted as the registration's credential. A child resource is
