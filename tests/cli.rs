@@ -236,7 +236,7 @@ fn the_readme_shows_the_costs_handler_cost_prints() {
     let mine = handler(&["cost", "--views-per-day", "2500", "--writes-per-day", "0", "--post-share", "1"], data.path());
     let table = stdout(&mine);
     assert!(
-        table.lines().any(|line| line.starts_with("| 2,500 | 0 | 46,530 | 18,612 |")),
+        table.lines().any(|line| line.starts_with("| 2,500 | 0 | 18,612 |")),
         "2,500 post pages at 17.64 RU, and the change log read before nearly each (one a second at most):\n{table}"
     );
     let refused = handler(&["cost", "--post-share", "2"], data.path());
@@ -280,7 +280,7 @@ fn handler_cost_prices_the_instance_size_asked_for() {
         stdout(&output)
             .lines()
             .filter(|line| line.starts_with("| 1,000,000 "))
-            .map(|line| line.split('|').nth(7).unwrap().trim().to_owned())
+            .map(|line| line.split('|').nth(6).unwrap().trim().to_owned())
             .collect()
     };
     assert_eq!(functions(&["cost"]), functions(&["cost", "--instance-memory-mb", "512"]), "512 MB is the default");
@@ -291,7 +291,13 @@ fn handler_cost_prices_the_instance_size_asked_for() {
         stdout(&output).lines().find(|line| line.starts_with("| 1,000,000 ")).unwrap().to_owned()
     };
     assert_ne!(cdn(&["cost"]), cdn(&["cost", "--cdn-hit-rate", "0.5"]), "a CDN takes executions off the function app");
-    assert!(cdn(&["cost", "--cdn-hit-rate", "0.5", "--front-door"]).contains("| $"), "Front Door's fees are counted");
+    let yours = cdn(&["cost", "--cdn-hit-rate", "0.5"]);
+    let front_door = cdn(&["cost", "--cdn-hit-rate", "0.5", "--front-door"]);
+    let by_the_gb = cdn(&["cost", "--cdn-hit-rate", "0.5", "--cdn-per-gb"]);
+    let cdn_column = |row: &str| row.split('|').nth(9).unwrap().trim().to_owned();
+    assert_eq!(cdn_column(&yours), "$0.00", "a CDN you have is not priced: {yours}");
+    assert_ne!(cdn_column(&front_door), "$0.00", "Front Door's fees are counted: {front_door}");
+    assert_ne!(cdn_column(&by_the_gb), "$0.00", "the CDN's bytes are counted: {by_the_gb}");
     let refused = handler(&["cost", "--instance-memory-mb", "1000"], data.path());
     assert_eq!(refused.status.code(), Some(2));
     assert!(stderr(&refused).contains("512, 2048 and 4096"), "{}", stderr(&refused));

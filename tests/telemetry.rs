@@ -277,6 +277,20 @@ async fn the_handlers_lines_carry_what_the_workbook_and_the_alerts_read() {
     assert!(throttled.contains(" WARN "), "a warning: {throttled}");
     assert_eq!(field(throttled, "status"), Some("429"), "{throttled}");
 
+    // What `handler cost` prices Application Insights with: no line is longer than its bound.
+    for (kind, bound) in [
+        ("blog::http: requests ", blog::billed_lines::MINUTE),
+        ("blog::http: request ", blog::billed_lines::REQUEST),
+        ("blog::changefeed: delivered ", blog::billed_lines::DELIVERED),
+        ("blog::changefeed: lag ", blog::billed_lines::LAG),
+    ] {
+        let lines = written.of_kind(kind);
+        assert!(!lines.is_empty(), "{kind}");
+        for line in lines {
+            assert!(line.len() <= bound, "{kind}: {} bytes, over the {bound} `handler cost` prices: {line}", line.len());
+        }
+    }
+
     for query in queries() {
         assert!(!query.kinds.is_empty() || query.fields.is_empty(), "{}: extracts from lines it does not name", query.file);
         let mut read = Vec::new();

@@ -57,8 +57,8 @@ use super::{HOST_BATCH_BYTES, HttpFunction, MAX_BODY_BYTES, MAX_UPLOAD_BYTES, Se
 use crate::changefeed;
 use crate::config::{AuthMode, PublicUrl};
 use crate::cosmos::Meter;
-pub(crate) use request_log::RequestLog;
 use request_log::{Answered, Correlation, Hundredths, Tenths};
+pub(crate) use request_log::{OWN_LINES_PER_MINUTE, RequestLog};
 
 /// The layer: `router.layer(FrontDoor::new(...))`. A layer on a router is applied to each
 /// route, so what must be counted across routes (the places) lives behind one `Arc`.

@@ -35,7 +35,7 @@ use error::ApiError;
 pub(crate) use body::UploadBuffers;
 pub(crate) use extract::MAX_BODY_BYTES;
 use front_door::FrontDoor;
-pub(crate) use front_door::RequestLog;
+pub(crate) use front_door::{OWN_LINES_PER_MINUTE, RequestLog};
 pub(crate) use pictures::MAX_UPLOAD_BYTES;
 
 /// The largest change-feed batch the host may deliver in one invocation.

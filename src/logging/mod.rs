@@ -8,6 +8,23 @@
 pub(crate) mod line_format;
 pub(crate) mod writer;
 
+/// What the lines the handler writes under the Functions host weigh: each a row of Application
+/// Insights, billed by its bytes. The longest line of each kind, in bytes as written (the
+/// timestamp included, the newline not), for `handler cost`; `tests/telemetry.rs` holds each
+/// bound against the real lines.
+pub mod billed_lines {
+    /// `blog::http: requests`, a route's minute.
+    pub const MINUTE: usize = 330;
+    /// `blog::http: request`, a request's own line, with the host's invocation id and a trace id.
+    pub const REQUEST: usize = 340;
+    /// `blog::changefeed: delivered`, a batch, with the host's invocation id.
+    pub const DELIVERED: usize = 280;
+    /// `blog::changefeed: lag`, a function's minute.
+    pub const LAG: usize = 180;
+    /// The most requests' own lines an instance writes a minute.
+    pub const OWN_LINES_PER_MINUTE: u64 = crate::http::OWN_LINES_PER_MINUTE;
+}
+
 /// An error and every cause below it on one line, for a log line or a command's `error:` line:
 /// an SDK error's transport failure or a file's I/O error is often two or three sources down.
 /// Each error's message leaves its cause out, so that the chain joined shows each once.

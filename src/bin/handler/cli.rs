@@ -166,12 +166,21 @@ pub(crate) struct CostArgs {
     /// Each instance's memory in MB, as `instanceMemoryMB` deploys it
     #[arg(long = "instance-memory-mb", value_name = "MB", default_value_t = cost::DEFAULT_INSTANCE_MB, value_parser = instance_memory)]
     pub(crate) instance_memory_mb: u32,
-    /// The share of page views a CDN answers before the function app
+    /// The share of posts with a picture
+    #[arg(long = "picture-share", value_name = "SHARE", default_value_t = 0.5, value_parser = share)]
+    pub(crate) picture_share: f64,
+    /// The share of views by returning readers, whose browsers keep the pictures
+    #[arg(long = "repeat-share", value_name = "SHARE", default_value_t = 0.5, value_parser = share)]
+    pub(crate) repeat_share: f64,
+    /// The share of requests a CDN answers before the function app
     #[arg(long = "cdn-hit-rate", value_name = "SHARE", default_value_t = 0.0, value_parser = share)]
     pub(crate) cdn_hit_rate: f64,
     /// Count Azure Front Door Standard's fees (`BLOG_FRONT_DOOR=standard`): the CDN is Front Door
-    #[arg(long = "front-door")]
+    #[arg(long = "front-door", conflicts_with = "cdn_per_gb")]
     pub(crate) front_door: bool,
+    /// Count the CDN's bytes at $0.01 a GB (one priced by the gigabyte alone)
+    #[arg(long = "cdn-per-gb")]
+    pub(crate) cdn_per_gb: bool,
     /// A `--json` file of `cargo bench --bench readers` to price views with; repeat for several
     /// rates [default: the runs in benches/results/]
     #[arg(long, value_name = "FILE", value_parser = measurement)]

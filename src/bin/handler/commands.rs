@@ -169,8 +169,16 @@ fn cost(args: &CostArgs) -> std::io::Result<()> {
                 writes_per_day: args.writes_per_day.map_or(traffic.writes_per_day, |writes| writes as f64),
                 instances: f64::from(args.instances),
                 instance_gb: f64::from(args.instance_memory_mb) / 1024.0,
+                picture_share: args.picture_share,
+                repeat_share: args.repeat_share,
                 cdn_hit_rate: args.cdn_hit_rate,
-                front_door: args.front_door,
+                cdn: if args.front_door {
+                    cost::Cdn::FrontDoor
+                } else if args.cdn_per_gb {
+                    cost::Cdn::ByTheGigabyte
+                } else {
+                    cost::Cdn::Yours
+                },
                 ..traffic
             }
         })
@@ -179,6 +187,7 @@ fn cost(args: &CostArgs) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     write!(out, "{}\n{}", cost::per_request(), cost::table(&traffics, &Prices::LISTED, &measured))?;
     if let Some(largest) = traffics.iter().max_by(|a, b| a.views_per_day.total_cmp(&b.views_per_day)) {
+        write!(out, "\n{}", cost::bill(largest, &Prices::LISTED, &measured))?;
         write!(out, "\n{}", cost::levers(largest, &Prices::LISTED, &measured))?;
     }
     Ok(())

@@ -98,26 +98,38 @@ pub(crate) struct Prices {
     /// Flex Consumption, on demand, per GB-second of instance memory while executing (billed for
     /// each instance's active periods, 1,000 ms at least, then by 100 ms: Microsoft Learn,
     /// "Flex Consumption plan hosting", section "Billing"): $0.000026
-    /// (East US, as published 2025-05-22 by modal.com's "Azure Functions pricing guide"; the
-    /// Azure pricing page could not be read here).
+    /// (East US, as published 2025-05-22 by modal.com's "Azure Functions pricing guide", and the
+    /// rate Microsoft Learn's "Estimating consumption-based costs" (2025-02) assumes).
     pub(crate) per_gb_second: f64,
-    /// Flex Consumption, on demand, per million executions: $0.40 (Azure Functions pricing
-    /// page, as read in 2025; unconfirmed here).
+    /// Flex Consumption, on demand, per million executions: $0.40 (same two sources).
     pub(crate) per_million_executions: f64,
-    /// Flex Consumption's monthly free grant, on demand: 100,000 GB-s (same source, unconfirmed).
+    /// Flex Consumption's monthly free grant, on demand: 100,000 GB-s (modal.com, 2025-05-22).
     pub(crate) free_gb_seconds: f64,
-    /// And 250,000 executions (same source, unconfirmed).
+    /// And 250,000 executions (same source).
     pub(crate) free_executions: f64,
-    /// Azure Front Door Standard, its base fee a month per profile: $35 (blog.cdnsun.com,
-    /// "Microsoft Azure Front Door pricing", 2026, and a 2026 UK pricing guide; the Azure
-    /// pricing page could not be read here).
+    /// Log Analytics (workspace-based Application Insights), Analytics logs, per GB ingested
+    /// (10^9 bytes, the size of the stored columns: azure-monitor-docs `cost-logs.md`, "Data
+    /// size calculation"): $2.30, pay-as-you-go (monitoringcost.com, 2026).
+    pub(crate) per_gb_logs: f64,
+    /// The first 5 GB a month are free (same source).
+    pub(crate) free_gb_logs: f64,
+    /// Bytes sent from Azure to the internet, per GB past the free 100 GB a month, the first
+    /// 10 TB from North America or Europe over Microsoft's network: $0.087 (Microsoft Tech
+    /// Community, 2025-09-05). A function app's answers are such bytes.
+    pub(crate) per_gb_egress: f64,
+    /// The free bytes out a month, in GB.
+    pub(crate) free_gb_egress: f64,
+    /// Azure Front Door Standard, its base fee a month per profile: $35 (azure-docs
+    /// `frontdoor/compare-cdn-front-door-price.md`, 2026-05, North America example prices).
     pub(crate) front_door_per_month: f64,
-    /// Front Door Standard, per 10,000 requests from readers (North America and Europe): $0.009
-    /// (same source).
+    /// Front Door Standard, per 10,000 requests from readers: $0.009 (same page).
     pub(crate) front_door_per_10k_requests: f64,
-    /// Front Door, per GB sent to readers (the first 10 TB, North America and Europe): $0.083
-    /// (same source).
+    /// Front Door, per GB sent to readers (the first 10 TB): $0.083 (same page); what it fetches
+    /// from an Azure origin is free (`frontdoor/billing.md`).
     pub(crate) front_door_per_gb: f64,
+    /// A CDN priced by the gigabyte alone: $0.01 per GB to readers in Europe and North America
+    /// (bunny.net's standard network, docs.bunny.net/cdn/pricing, read in 2026).
+    pub(crate) cdn_per_gb: f64,
 }
 
 impl Prices {
@@ -128,9 +140,14 @@ impl Prices {
         per_million_executions: 0.40,
         free_gb_seconds: 100_000.0,
         free_executions: 250_000.0,
+        per_gb_logs: 2.30,
+        free_gb_logs: 5.0,
+        per_gb_egress: 0.087,
+        free_gb_egress: 100.0,
         front_door_per_month: 35.0,
         front_door_per_10k_requests: 0.009,
         front_door_per_gb: 0.083,
+        cdn_per_gb: 0.01,
     };
 }
 
@@ -138,6 +155,85 @@ impl Prices {
 /// infra/main.bicep): the smallest of Flex Consumption's sizes, which the handler's peak fits
 /// (docs/deploy.md, "Instance size").
 pub(crate) const DEFAULT_INSTANCE_MB: u32 = 512;
+
+/// What readers' browsers download, in bytes. Pages are the reader-load bench's blog as the
+/// handler sends them to a browser (gzip): its front page 2.5 KB, a post page about 1.5 KB,
+/// its Atom feed 2 KB; 4 KB a page with the answer's headers is generous for text.
+pub(crate) mod weights {
+    /// A page, compressed, with its headers.
+    pub(crate) const PAGE: f64 = 4_000.0;
+    /// A list page's thumbnail of a post with a picture, as a 2× screen takes it: the phones'
+    /// 960-pixel copy of a 12-megapixel photo (BENCHMARKS.md, "Pictures in posts": 51 KB).
+    pub(crate) const THUMBNAIL: f64 = 51_000.0;
+    /// The posts a list page shows.
+    pub(crate) const POSTS_ON_A_LIST_PAGE: f64 = 10.0;
+    /// A post page's picture as a 2× screen takes it (a 44rem column is 1,408 pixels there, wider
+    /// than the phones' copy): the picture as uploaded, anew, 4.75 MB for a 12-megapixel photo
+    /// (BENCHMARKS.md, "Pictures in posts").
+    pub(crate) const POST_PICTURE: f64 = 4_750_000.0;
+}
+
+/// What each Application Insights row weighs, in bytes as Log Analytics bills them. A trace
+/// keeps the line twice (as its message and as `prop__{OriginalFormat}`: azure-webjobs-sdk
+/// `ApplicationInsightsLogger.LogTrace`) beside about 400 bytes of the host's columns (time,
+/// category, level, host instance, role, SDK version; an estimate from the AppTraces table's
+/// columns). The longest line of each kind is bounded in [`blog::billed_lines`], against the
+/// real lines in `tests/telemetry.rs`.
+pub(crate) mod rows {
+    /// The host's columns of a row.
+    pub(crate) const COLUMNS: f64 = 400.0;
+    /// A trace of a line of `bytes`.
+    pub(crate) const fn trace(bytes: usize) -> f64 {
+        COLUMNS + 2.0 * bytes as f64
+    }
+    /// The kinds of request the minute lines tell apart on a busy instance: the reader load's
+    /// nine kinds of view, its three kinds of write, and pictures.
+    pub(crate) const MINUTE_ROUTES: f64 = 13.0;
+    /// The host's metrics of each function that ran in a flush of its aggregator (Count,
+    /// AverageDuration, MaxDuration, MinDuration, Successes, Failures, SuccessRate:
+    /// azure-webjobs-sdk `FunctionResultAggregator`), one flush in five minutes (`host.json`).
+    pub(crate) const AGGREGATE_ROWS_PER_FUNCTION: f64 = 7.0;
+    pub(crate) const AGGREGATOR_FLUSHES_PER_DAY: f64 = 288.0;
+    /// Performance counters, three a minute on each running Linux instance (the host's
+    /// `PerformanceCollectorModule`).
+    pub(crate) const COUNTERS_PER_INSTANCE_PER_DAY: f64 = 3.0 * 1440.0;
+}
+
+/// The change-feed functions and what their trigger does on its own (the Cosmos DB extension 4.x
+/// on the .NET SDK's change-feed processor: `ChangeFeedProcessorBuilder`'s defaults, our
+/// `feedPollDelay` in `functions/*/function.json`). Request units are estimates from Microsoft
+/// Learn's "Plan and manage costs" (a point read 1 RU, a 1 KB replace about 10 RU, a small query
+/// a few RU; an empty read of a change feed is not documented, azure-docs issue 99609).
+pub(crate) mod change_feed {
+    /// `PostsChangeFeed` and `UsersChangeFeed`, each on instances of its own (Flex Consumption
+    /// scales every trigger but HTTP, blobs and Durable per function: "Flex Consumption plan
+    /// hosting", "Per-function scaling").
+    pub(crate) const FUNCTIONS: f64 = 2.0;
+    /// How long a trigger waits after an empty read, in seconds (`feedPollDelay`: 1 s, for copies
+    /// within a second; the extension's default is 5).
+    pub(crate) const POLL_SECONDS: f64 = 1.0;
+    /// An empty read of the change feed.
+    pub(crate) const EMPTY_READ_RU: f64 = 1.0;
+    /// Each lease renewed every 17 s (`LeaseRenewInterval`): a read and a replace.
+    pub(crate) const RENEWALS_PER_DAY: f64 = 86_400.0 / 17.0;
+    pub(crate) const RENEWAL_RU: f64 = 11.0;
+    /// The leases looked over every 13 s (`LeaseAcquireInterval`): a query of the lease container.
+    pub(crate) const ACQUIRES_PER_DAY: f64 = 86_400.0 / 13.0;
+    pub(crate) const ACQUIRE_RU: f64 = 3.0;
+    /// After each batch, its lease checkpointed (a replace), and its changes read.
+    pub(crate) const BATCH_RU: f64 = 11.0 + 2.0;
+}
+
+/// Who is in front of the function app, answering a share of the requests from its cache.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Cdn {
+    /// One you already have, whose price is not counted here.
+    Yours,
+    /// One priced by the gigabyte alone ([`Prices::cdn_per_gb`]).
+    ByTheGigabyte,
+    /// Azure Front Door Standard (`BLOG_FRONT_DOOR=standard`), with its fees.
+    FrontDoor,
+}
 
 /// A blog's traffic.
 #[derive(Clone, Copy, Debug)]
@@ -150,24 +246,29 @@ pub(crate) struct Traffic {
     pub(crate) writes_per_day: f64,
     /// The share of the writes that are new posts (the rest, comments and likes alike).
     pub(crate) post_write_share: f64,
-    /// Function app instances serving it (each has its own caches).
+    /// Function app instances serving the HTTP functions (each has its own caches).
     pub(crate) instances: f64,
     /// Each instance's memory, in GB (`instanceMemoryMB` in infra/main.bicep: 512 MB unless
     /// set otherwise).
     pub(crate) instance_gb: f64,
-    /// The share of page views a shared cache in front of the function app answers (they are
-    /// not executions). A CDN saves executions, not request units: what Cosmos DB reads is set by
-    /// the instances' once-a-second checks and by the writes, which a CDN leaves as they are.
+    /// The share of posts with a picture.
+    pub(crate) picture_share: f64,
+    /// The share of views by a browser that has been here before and keeps the pictures (they
+    /// are cached for a year): only the others download them.
+    pub(crate) repeat_share: f64,
+    /// The share of requests a shared cache in front of the function app answers (they are
+    /// neither executions nor the function app's bytes). A CDN saves executions and bytes, not
+    /// request units: what Cosmos DB reads is set by the instances' once-a-second checks and by
+    /// the writes, which a CDN leaves as they are.
     pub(crate) cdn_hit_rate: f64,
-    /// Whether that cache is the deployment's optional Azure Front Door (`BLOG_FRONT_DOOR`), whose
-    /// fees are then counted: every view is a Front Door request and its bytes are sent by it.
-    pub(crate) front_door: bool,
+    /// Who that cache is, and so what it costs.
+    pub(crate) cdn: Cdn,
 }
 
 impl Traffic {
     /// A blog of `views_per_day` with the defaults of `handler cost`: half the views a post's
-    /// page, one write for every 100 views, a tenth of them new posts, one instance of the
-    /// deployment's default size.
+    /// page, one write for every 100 views, a tenth of them new posts, half the posts with a
+    /// picture, half the views by returning readers, one instance of the deployment's size.
     pub(crate) fn of(views_per_day: f64) -> Traffic {
         Traffic {
             views_per_day,
@@ -176,40 +277,69 @@ impl Traffic {
             post_write_share: 0.1,
             instances: 1.0,
             instance_gb: DEFAULT_INSTANCE_MB as f64 / 1024.0,
+            picture_share: 0.5,
+            repeat_share: 0.5,
             cdn_hit_rate: 0.0,
-            front_door: false,
+            cdn: Cdn::Yours,
         }
+    }
+
+    /// Pictures a day that readers' browsers ask for: a list page's thumbnails and a post
+    /// page's picture, on first visits.
+    fn pictures_per_day(&self) -> f64 {
+        let first_visits = self.views_per_day * (1.0 - self.repeat_share) * self.picture_share;
+        first_visits * ((1.0 - self.post_share) * weights::POSTS_ON_A_LIST_PAGE + self.post_share)
+    }
+
+    /// Bytes a day that readers download: pages, and pictures on first visits.
+    fn bytes_per_day(&self) -> (f64, f64) {
+        let first_visits = self.views_per_day * (1.0 - self.repeat_share) * self.picture_share;
+        let pictures = first_visits
+            * ((1.0 - self.post_share) * weights::POSTS_ON_A_LIST_PAGE * weights::THUMBNAIL
+                + self.post_share * weights::POST_PICTURE);
+        (self.views_per_day * weights::PAGE, pictures)
     }
 }
 
+/// A month of one line of the bill: how much of what, and its price.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Line {
+    pub(crate) what: &'static str,
+    /// The quantity a month, said with its unit.
+    pub(crate) quantity: String,
+    pub(crate) dollars: f64,
+}
+
 /// What a day and a month of that traffic cost.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Estimate {
     /// Request units a day spent by the page views.
     pub(crate) view_ru_per_day: f64,
-    /// Request units a day spent by the writes and their copies.
-    pub(crate) write_ru_per_day: f64,
-    /// Cosmos DB serverless, dollars a month (request units only; storage is $0.25 per GB-month).
-    pub(crate) cosmos_per_month: f64,
-    /// Flex Consumption, dollars a month, after the free grant.
-    pub(crate) functions_per_month: f64,
-    /// Azure Front Door, dollars a month (0 without it).
-    pub(crate) front_door_per_month: f64,
+    /// Request units a day the change-feed triggers spend on their own: polls, leases and
+    /// checkpoints.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) trigger_ru_per_day: f64,
     /// How the views' request units were found.
     pub(crate) views_priced: ViewsPriced,
-    /// The handler's log lines in Application Insights, GB a month (about 1 KB a request as
-    /// stored, with the columns the host adds).
-    pub(crate) telemetry_gb_per_month: f64,
+    /// The bill, line by line, a month.
+    pub(crate) lines: Vec<Line>,
+}
+
+impl Estimate {
+    /// The lines whose name starts with `part` ("Cosmos DB", "Functions", …), a month.
+    pub(crate) fn part(&self, part: &str) -> f64 {
+        self.lines.iter().filter(|line| line.what.starts_with(part)).fold(0.0, |sum, line| sum + line.dollars)
+    }
+
+    /// Everything, a month.
+    pub(crate) fn total_per_month(&self) -> f64 {
+        self.lines.iter().fold(0.0, |sum, line| sum + line.dollars)
+    }
 }
 
 /// Days in an average month.
 const DAYS_PER_MONTH: f64 = 30.44;
 const SECONDS_PER_DAY: f64 = 86_400.0;
-/// What a page view sends a reader, in KB, for Front Door's data transfer: the reader-load
-/// bench's blog sends its front page as 9.3 KB (2.5 KB gzipped, as the handler sends it to a
-/// reader that accepts gzip), a post page 4.9 KB on average, its Atom feed 7.4 KB; 4 KB with the
-/// headers is generous for text. Pictures are sent besides, by their own requests.
-const ANSWER_KB: f64 = 4.0;
 
 /// How the request units of a row's views were found.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -272,14 +402,28 @@ fn computed_view_ru_per_day(traffic: &Traffic) -> f64 {
     log_reads * CHANGE_LOG_RU + feed_reads * FRONT_PAGE_RU + traffic.views_per_day * traffic.post_share * POST_PAGE_RU
 }
 
+/// Seconds a day an instance is billed for, executing `executions_per_day` that arrive at
+/// random: each execution holds it a second at least, so at `rate` a second it is busy for the
+/// share `1 - e^-rate` of the day.
+fn busy_seconds_per_day(executions_per_day: f64) -> f64 {
+    (1.0 - (-executions_per_day / SECONDS_PER_DAY).exp()) * SECONDS_PER_DAY
+}
+
+/// A change-feed function's batches a day, when its container changes `changes_per_day` times at
+/// random: the trigger reads again at once while changes come, and after an empty read waits
+/// [`change_feed::POLL_SECONDS`], so a batch is a poll that found something.
+fn batches_per_day(changes_per_day: f64) -> f64 {
+    let polls = SECONDS_PER_DAY / change_feed::POLL_SECONDS;
+    polls * (1.0 - (-changes_per_day / polls).exp())
+}
+
 /// The estimate for `traffic` at `prices`, its views priced by the measurement in `measured`
 /// taken at the highest rate not above the traffic's, or computed where there is none.
 ///
-/// Every write is counted with a key and a mark of the feed. Functions: every view a shared
-/// cache does not answer, every write and change-feed batch is an execution (each write's
-/// batches alone: an upper bound too), and an instance is billed for its memory whenever it
-/// executes, a second at least each time, so at `rate` executions a second an instance is
-/// billed for the share `1 - e^-rate` of the day.
+/// Every write is counted with a key and a mark of the feed, and as a change of `posts` and two
+/// of `users` (its key's claim; the author's copy and posts mark), each delivered to its
+/// change-feed function. The trigger's leases are counted as renewed all day on each function
+/// (an upper bound: Flex stops an idle function's instances, and with them its trigger).
 pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]) -> Estimate {
     let nearest = measured
         .iter()
@@ -297,35 +441,101 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
     let write_ru_per_day = new_posts * (article::C2 + COPIES_RU + FEED_TRIM_RU)
         + reactions * ((article::C3 + article::C4) / 2.0 + COPIES_RU)
         + traffic.writes_per_day * (KEY_RU + MARKS_RU + LOG_APPEND_RU);
-    let cosmos_per_month = (view_ru_per_day + write_ru_per_day) * DAYS_PER_MONTH / 1e6 * prices.per_million_ru;
+    let batches = [batches_per_day(traffic.writes_per_day), batches_per_day(2.0 * traffic.writes_per_day)];
+    let all_batches: f64 = batches.iter().sum();
+    let trigger_ru_per_day = change_feed::FUNCTIONS
+        * (SECONDS_PER_DAY / change_feed::POLL_SECONDS * change_feed::EMPTY_READ_RU
+            + change_feed::RENEWALS_PER_DAY * change_feed::RENEWAL_RU
+            + change_feed::ACQUIRES_PER_DAY * change_feed::ACQUIRE_RU)
+        + all_batches * change_feed::BATCH_RU;
+    let ru = |per_day: f64| per_day * DAYS_PER_MONTH / 1e6 * prices.per_million_ru;
+    let millions = |per_day: f64| format!("{:.1} M RU", per_day * DAYS_PER_MONTH / 1e6);
 
-    // A write is its request, the posts change feed's batch, and the users change feed's that
-    // delivers its key's claim, and the one that delivers the author's copy and posts mark
-    // (`UsersChangeFeed` passes over all three; the host may deliver them in one batch).
-    let executions_per_day = traffic.views_per_day * (1.0 - traffic.cdn_hit_rate) + 4.0 * traffic.writes_per_day;
-    let rate = executions_per_day / SECONDS_PER_DAY / traffic.instances;
-    let busy_seconds_per_day = (1.0 - (-rate).exp()) * SECONDS_PER_DAY * traffic.instances;
-    let executions_per_month = executions_per_day * DAYS_PER_MONTH;
-    let gb_seconds_per_month = busy_seconds_per_day * traffic.instance_gb * DAYS_PER_MONTH;
-    let functions_per_month = (gb_seconds_per_month - prices.free_gb_seconds).max(0.0) * prices.per_gb_second
-        + (executions_per_month - prices.free_executions).max(0.0) / 1e6 * prices.per_million_executions;
-    let front_door_per_month = if traffic.front_door {
-        let views_per_month = traffic.views_per_day * DAYS_PER_MONTH;
-        prices.front_door_per_month
-            + views_per_month / 10_000.0 * prices.front_door_per_10k_requests
-            + views_per_month * ANSWER_KB / 1e6 * prices.front_door_per_gb
-    } else {
-        0.0
+    // The function app: the HTTP functions share their instances; each change-feed function
+    // has its own. The free grants are the app's, taken off the HTTP functions first.
+    let served = 1.0 - traffic.cdn_hit_rate;
+    let http_executions = (traffic.views_per_day + traffic.pictures_per_day()) * served + traffic.writes_per_day;
+    let http_busy = busy_seconds_per_day(http_executions / traffic.instances) * traffic.instances;
+    let trigger_busy: f64 = batches.iter().map(|&batches| busy_seconds_per_day(batches)).sum();
+    let gb_seconds = |busy: f64| busy * traffic.instance_gb * DAYS_PER_MONTH;
+    let mut free_seconds = prices.free_gb_seconds;
+    let mut free_executions = prices.free_executions;
+    let mut functions = |executions_per_day: f64, busy: f64| {
+        let (executions, memory) = (executions_per_day * DAYS_PER_MONTH, gb_seconds(busy));
+        let (paid_executions, paid_memory) = ((executions - free_executions).max(0.0), (memory - free_seconds).max(0.0));
+        free_executions = (free_executions - executions).max(0.0);
+        free_seconds = (free_seconds - memory).max(0.0);
+        let dollars = paid_memory * prices.per_gb_second + paid_executions / 1e6 * prices.per_million_executions;
+        (format!("{:.1} M executions, {} GB-s", executions / 1e6, grouped(memory)), dollars)
     };
-    Estimate {
-        view_ru_per_day,
-        write_ru_per_day,
-        cosmos_per_month,
-        functions_per_month,
-        front_door_per_month,
-        views_priced,
-        telemetry_gb_per_month: executions_per_day * DAYS_PER_MONTH / 1e6,
+    let (http_quantity, http_dollars) = functions(http_executions, http_busy);
+    let (trigger_quantity, trigger_dollars) = functions(all_batches, trigger_busy);
+
+    // Application Insights: the minute lines of each busy instance, the requests' own lines
+    // (writes; the 5xx and slow ones are not counted), each batch's line, each function's lag
+    // line a minute, the host's aggregates and counters.
+    let per_minute = http_executions / 1440.0 / traffic.instances;
+    let routes = rows::MINUTE_ROUTES * (1.0 - (-per_minute / rows::MINUTE_ROUTES).exp());
+    let own_lines = traffic.writes_per_day.min(blog::billed_lines::OWN_LINES_PER_MINUTE as f64 * 1440.0 * traffic.instances);
+    let trace_bytes = 1440.0 * traffic.instances * routes * rows::trace(blog::billed_lines::MINUTE)
+        + own_lines * rows::trace(blog::billed_lines::REQUEST)
+        + all_batches * rows::trace(blog::billed_lines::DELIVERED)
+        + change_feed::FUNCTIONS * 1440.0 * rows::trace(blog::billed_lines::LAG);
+    let instances_running = traffic.instances + change_feed::FUNCTIONS;
+    let metric_rows = rows::AGGREGATOR_FLUSHES_PER_DAY
+        * rows::AGGREGATE_ROWS_PER_FUNCTION
+        * (routes.min(rows::MINUTE_ROUTES) * traffic.instances + change_feed::FUNCTIONS)
+        + rows::COUNTERS_PER_INSTANCE_PER_DAY * instances_running;
+    let log_gb = (trace_bytes + metric_rows * rows::COLUMNS) * DAYS_PER_MONTH / 1e9;
+    let logs_dollars = (log_gb - prices.free_gb_logs).max(0.0) * prices.per_gb_logs;
+
+    // Bytes out: what the function app sends (the share a CDN does not answer) as Azure's
+    // egress, and what the CDN sends at its own price.
+    let (page_bytes, picture_bytes) = traffic.bytes_per_day();
+    let gb = |bytes_per_day: f64| bytes_per_day * DAYS_PER_MONTH / 1e9;
+    let origin_gb = gb((page_bytes + picture_bytes) * served);
+    let egress_dollars = (origin_gb - prices.free_gb_egress).max(0.0) * prices.per_gb_egress;
+    let cdn_gb = gb((page_bytes + picture_bytes) * traffic.cdn_hit_rate);
+    let requests_per_month = (traffic.views_per_day + traffic.pictures_per_day()) * DAYS_PER_MONTH;
+    let (cdn_what, cdn_dollars) = match traffic.cdn {
+        Cdn::Yours => ("CDN (yours, not priced here)", 0.0),
+        Cdn::ByTheGigabyte => ("CDN priced by the GB", cdn_gb * prices.cdn_per_gb),
+        Cdn::FrontDoor => (
+            "Front Door Standard",
+            prices.front_door_per_month
+                + requests_per_month / 10_000.0 * prices.front_door_per_10k_requests
+                + gb(page_bytes + picture_bytes) * prices.front_door_per_gb,
+        ),
+    };
+    let mut lines = vec![
+        Line { what: "Cosmos DB: page views", quantity: millions(view_ru_per_day), dollars: ru(view_ru_per_day) },
+        Line { what: "Cosmos DB: writes and their copies", quantity: millions(write_ru_per_day), dollars: ru(write_ru_per_day) },
+        Line {
+            what: "Cosmos DB: the change-feed triggers' polls, leases and checkpoints",
+            quantity: millions(trigger_ru_per_day),
+            dollars: ru(trigger_ru_per_day),
+        },
+        Line { what: "Functions: HTTP (pages, pictures, API)", quantity: http_quantity, dollars: http_dollars },
+        Line { what: "Functions: the change feed (two functions)", quantity: trigger_quantity, dollars: trigger_dollars },
+        Line { what: "Application Insights", quantity: format!("{log_gb:.1} GB"), dollars: logs_dollars },
+        Line {
+            what: "Bytes out of Azure",
+            quantity: format!(
+                "{} GB ({:.0}% pictures)",
+                grouped(origin_gb),
+                100.0 * picture_bytes / (page_bytes + picture_bytes)
+            ),
+            dollars: egress_dollars,
+        },
+    ];
+    if traffic.cdn_hit_rate > 0.0 || traffic.cdn == Cdn::FrontDoor {
+        lines.push(Line {
+            what: cdn_what,
+            quantity: format!("{} GB", grouped(gb((page_bytes + picture_bytes) * traffic.cdn_hit_rate))),
+            dollars: cdn_dollars,
+        });
     }
+    Estimate { view_ru_per_day, trigger_ru_per_day, views_priced, lines }
 }
 
 /// The page views a day of the README's table.
@@ -335,65 +545,83 @@ pub(crate) const README_SIZES: [f64; 3] = [10_000.0, 100_000.0, 1_000_000.0];
 pub(crate) fn table(traffics: &[Traffic], prices: &Prices, measured: &[Measured]) -> String {
     let mut out = String::new();
     out.push_str(
-        "| page views a day | writes a day | RU a day | RU per 1,000 views | views priced by | Cosmos DB a month | \
-         Functions a month | Front Door a month | total a month | Application Insights a month |\n",
+        "| page views a day | writes a day | RU per 1,000 views | views priced by | Cosmos DB | Functions | \
+         Application Insights | bytes out | CDN | total a month |\n",
     );
-    out.push_str("| ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
+    out.push_str("| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for traffic in traffics {
         let estimate = estimate(traffic, prices, measured);
         let priced = match estimate.views_priced {
             ViewsPriced::Computed => "the caches' rules (a bound)".to_owned(),
             ViewsPriced::Measured { at_views_per_day } => format!("a measurement at {} a day", grouped(at_views_per_day)),
         };
+        let cdn = estimate.part("CDN") + estimate.part("Front Door");
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {priced} | ${:.2} | ${:.2} | ${:.2} | **${:.2}** | {:.1} GB |",
+            "| {} | {} | {} | {priced} | {} | {} | {} | {} | {} | **{}** |",
             grouped(traffic.views_per_day),
             grouped(traffic.writes_per_day),
-            grouped(estimate.view_ru_per_day + estimate.write_ru_per_day),
             grouped(estimate.view_ru_per_day / traffic.views_per_day * 1000.0),
-            estimate.cosmos_per_month,
-            estimate.functions_per_month,
-            estimate.front_door_per_month,
-            estimate.total_per_month(),
-            estimate.telemetry_gb_per_month,
+            dollars(estimate.part("Cosmos DB")),
+            dollars(estimate.part("Functions")),
+            dollars(estimate.part("Application Insights")),
+            dollars(estimate.part("Bytes out")),
+            dollars(cdn),
+            dollars(estimate.total_per_month()),
         );
     }
     out
 }
 
-impl Estimate {
-    /// Cosmos DB, the function app and Front Door, a month.
-    pub(crate) fn total_per_month(&self) -> f64 {
-        self.cosmos_per_month + self.functions_per_month + self.front_door_per_month
+/// The bill of `traffic`, line by line.
+pub(crate) fn bill(traffic: &Traffic, prices: &Prices, measured: &[Measured]) -> String {
+    let estimate = estimate(traffic, prices, measured);
+    let mut out = format!("The bill at {} page views a day, line by line:\n\n", grouped(traffic.views_per_day));
+    out.push_str("| line | a month | cost |\n| --- | ---: | ---: |\n");
+    for line in &estimate.lines {
+        let _ = writeln!(out, "| {} | {} | {} |", line.what, line.quantity, dollars(line.dollars));
     }
+    let _ = writeln!(out, "| **total** | | **{}** |", dollars(estimate.total_per_month()));
+    out
 }
 
 /// What each lever does to a month of `traffic` (the table's last row), one at a time from the
 /// blog as deployed, priced with `measured` where the lever keeps the caches.
 pub(crate) fn levers(traffic: &Traffic, prices: &Prices, measured: &[Measured]) -> String {
-    let base = Traffic { cdn_hit_rate: 0.0, front_door: false, ..*traffic };
-    let rows: [(&str, Traffic, &[Measured]); 6] = [
+    let base = Traffic { cdn_hit_rate: 0.0, cdn: Cdn::Yours, ..*traffic };
+    let rows: [(&str, Traffic, &[Measured]); 7] = [
         ("the caches' rules alone, every post view read whole (a bound)", base, &[]),
         ("as deployed: the caches as measured", base, measured),
-        ("a CDN you already have answers half the views", Traffic { cdn_hit_rate: 0.5, ..base }, measured),
-        ("a CDN you already have answers 90% of the views", Traffic { cdn_hit_rate: 0.9, ..base }, measured),
-        ("Azure Front Door Standard answers 90% of the views", Traffic { cdn_hit_rate: 0.9, front_door: true, ..base }, measured),
+        ("no post has a picture", Traffic { picture_share: 0.0, ..base }, measured),
+        ("a CDN you already have answers 90% of the requests", Traffic { cdn_hit_rate: 0.9, ..base }, measured),
+        (
+            "a CDN at $0.01 a GB answers 90% of the requests",
+            Traffic { cdn_hit_rate: 0.9, cdn: Cdn::ByTheGigabyte, ..base },
+            measured,
+        ),
+        (
+            "Azure Front Door Standard answers 90% of the requests",
+            Traffic { cdn_hit_rate: 0.9, cdn: Cdn::FrontDoor, ..base },
+            measured,
+        ),
         ("instances of 2,048 MB instead of 512", Traffic { instance_gb: 2.0, ..base }, measured),
     ];
     let mut out = format!("What each lever changes, at {} page views a day:\n\n", grouped(traffic.views_per_day));
-    out.push_str("| lever | RU per 1,000 views | Cosmos DB a month | Functions a month | Front Door a month | total a month |\n");
-    out.push_str("| --- | ---: | ---: | ---: | ---: | ---: |\n");
+    out.push_str("| lever | Cosmos DB | Functions | Application Insights | bytes out | CDN | total a month |\n");
+    out.push_str("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (lever, traffic, measured) in rows {
         let estimate = estimate(&traffic, prices, measured);
+        let parts = ["Cosmos DB", "Functions", "Application Insights", "Bytes out"].map(|part| estimate.part(part));
+        let cdn = estimate.part("CDN") + estimate.part("Front Door");
         let _ = writeln!(
             out,
-            "| {lever} | {} | ${:.2} | ${:.2} | ${:.2} | **${:.2}** |",
-            grouped(estimate.view_ru_per_day / traffic.views_per_day * 1000.0),
-            estimate.cosmos_per_month,
-            estimate.functions_per_month,
-            estimate.front_door_per_month,
-            estimate.total_per_month(),
+            "| {lever} | {} | {} | {} | {} | {} | **{}** |",
+            dollars(parts[0]),
+            dollars(parts[1]),
+            dollars(parts[2]),
+            dollars(parts[3]),
+            dollars(cdn),
+            dollars(estimate.total_per_month()),
         );
     }
     out
@@ -406,10 +634,17 @@ pub(crate) fn per_request() -> String {
          {POST_PAGE_RU:.2} RU (Q2, Q4, Q5). A kept page is checked by the change log, {CHANGE_LOG_RU:.2} RU a second per \
          instance for all of them; where the log cannot say, by its own mark or post ({FEED_MARK_RU:.2} RU). \
          A new post: {:.2} RU (C2, its two copies, the feed's trim, two marks, the log, its key's two records); a comment or a \
-         like: {:.2} RU (C3 or C4, two copies, two marks, the log, two records).\n",
+         like: {:.2} RU (C3 or C4, two copies, two marks, the log, two records). Half the posts have a picture and half the \
+         views are by returning readers, whose browsers keep the pictures (`--picture-share`, `--repeat-share`).\n",
         article::C2 + COPIES_RU + FEED_TRIM_RU + MARKS_RU + LOG_APPEND_RU + KEY_RU,
         (article::C3 + article::C4) / 2.0 + COPIES_RU + MARKS_RU + LOG_APPEND_RU + KEY_RU,
     )
+}
+
+/// `1234.567` as `$1,234.57`.
+fn dollars(value: f64) -> String {
+    let cents = if value > 0.0 { (value * 100.0).round() } else { 0.0 };
+    format!("${}.{:02}", grouped((cents / 100.0).trunc()), (cents % 100.0) as u64)
 }
 
 /// `12345.6` as `12,346`.
@@ -449,7 +684,9 @@ mod tests {
         let estimate = estimate(&traffic, &Prices::LISTED, &[]);
         let log = change_log_reads_per_day(&traffic) * CHANGE_LOG_RU;
         assert!((estimate.view_ru_per_day - log - 17_640.0).abs() < 1e-6, "{estimate:?}");
-        assert_eq!(estimate.write_ru_per_day, 0.0);
+        let writes = estimate.lines.iter().find(|line| line.what == "Cosmos DB: writes and their copies").unwrap();
+        assert_eq!(writes.dollars, 0.0);
+        assert!(estimate.trigger_ru_per_day > 0.0, "the triggers poll and renew their leases all the same");
     }
 
     /// Views are priced by the measurement taken at the highest rate not above the row's, and
@@ -467,19 +704,51 @@ mod tests {
         assert!((at(3_000_000.0).view_ru_per_day - 6_000_000.0).abs() < 1e-6);
     }
 
-    /// A shared cache saves executions and not request units; Front Door adds its base fee, its
-    /// requests and its bytes.
+    /// A shared cache saves executions and bytes and not request units; Front Door adds its
+    /// base fee, its requests and its bytes.
     #[test]
-    fn a_cdn_saves_executions_and_front_door_costs_its_fees() {
+    fn a_cdn_saves_executions_and_bytes_and_front_door_costs_its_fees() {
         let busy = Traffic::of(1_000_000.0);
         let without = estimate(&busy, &Prices::LISTED, &[]);
         let cdn = estimate(&Traffic { cdn_hit_rate: 0.9, ..busy }, &Prices::LISTED, &[]);
-        assert_eq!(cdn.cosmos_per_month, without.cosmos_per_month);
-        assert!(cdn.functions_per_month < without.functions_per_month, "{cdn:?} {without:?}");
-        assert_eq!(cdn.front_door_per_month, 0.0);
-        let front_door = estimate(&Traffic { cdn_hit_rate: 0.9, front_door: true, ..busy }, &Prices::LISTED, &[]);
+        assert_eq!(cdn.part("Cosmos DB"), without.part("Cosmos DB"));
+        assert!(cdn.part("Functions") < without.part("Functions"), "{cdn:?} {without:?}");
+        assert!(cdn.part("Bytes out") < without.part("Bytes out"), "{cdn:?} {without:?}");
+        assert_eq!(cdn.part("CDN"), 0.0, "yours, not priced");
+        let front_door = estimate(&Traffic { cdn_hit_rate: 0.9, cdn: Cdn::FrontDoor, ..busy }, &Prices::LISTED, &[]);
         let requests = 1_000_000.0 * DAYS_PER_MONTH / 10_000.0 * 0.009;
-        assert!(front_door.front_door_per_month > 35.0 + requests, "{front_door:?}");
+        assert!(front_door.part("Front Door") > 35.0 + requests, "{front_door:?}");
+        let by_the_gb = estimate(&Traffic { cdn_hit_rate: 0.9, cdn: Cdn::ByTheGigabyte, ..busy }, &Prices::LISTED, &[]);
+        assert!(by_the_gb.part("CDN") > 0.0 && by_the_gb.part("CDN") < front_door.part("Front Door"), "{by_the_gb:?}");
+    }
+
+    /// Pictures are most of the bytes, and only first visits download them.
+    #[test]
+    fn bytes_out_are_pages_and_first_visits_pictures() {
+        let busy = Traffic::of(1_000_000.0);
+        let (pages, pictures) = busy.bytes_per_day();
+        assert_eq!(pages, 1_000_000.0 * weights::PAGE);
+        assert!(pictures > pages, "{pictures} {pages}");
+        let returning = Traffic { repeat_share: 1.0, ..busy };
+        assert_eq!(returning.bytes_per_day().1, 0.0);
+        assert_eq!(Traffic { picture_share: 0.0, ..busy }.pictures_per_day(), 0.0);
+    }
+
+    /// A change-feed function batches what comes within a poll: a batch per change when they
+    /// are rare, never more than a poll's worth when they are many.
+    #[test]
+    fn the_change_feed_batches_at_most_once_a_poll() {
+        assert!((batches_per_day(100.0) - 100.0).abs() < 1.0, "{}", batches_per_day(100.0));
+        assert!(batches_per_day(1e9) <= SECONDS_PER_DAY / change_feed::POLL_SECONDS);
+    }
+
+    /// Application Insights is within its free 5 GB for the README's blogs: the handler counts
+    /// reads by the minute.
+    #[test]
+    fn telemetry_is_counted_by_the_minute() {
+        let estimate = estimate(&Traffic::of(1_000_000.0), &Prices::LISTED, &[]);
+        let logs = estimate.lines.iter().find(|line| line.what == "Application Insights").unwrap();
+        assert_eq!(logs.dollars, 0.0, "{logs:?}");
     }
 
     /// The measurements kept in benches/results/ read, the slower rate first.
@@ -494,7 +763,7 @@ mod tests {
     #[test]
     fn the_free_grant_is_taken_off() {
         let estimate = estimate(&Traffic::of(100.0), &Prices::LISTED, &[]);
-        assert_eq!(estimate.functions_per_month, 0.0, "{estimate:?}");
+        assert_eq!(estimate.part("Functions"), 0.0, "{estimate:?}");
     }
 
     #[test]
@@ -503,5 +772,8 @@ mod tests {
         assert_eq!(grouped(999.0), "999");
         assert_eq!(grouped(1_000.0), "1,000");
         assert_eq!(grouped(1_234_567.8), "1,234,568");
+        assert_eq!(dollars(1_743.144), "$1,743.14");
+        assert_eq!(dollars(0.999), "$1.00");
+        assert_eq!(dollars(-0.0), "$0.00");
     }
 }
