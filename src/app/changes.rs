@@ -59,8 +59,16 @@ pub(crate) fn post(post_id: &str) -> String {
     format!("p/{post_id}")
 }
 
-/// The feed's pages (Q6).
+/// The feed's pages (Q6), all of them: a post that entered or left the feed, or a change the
+/// log cannot say more of.
 pub(crate) const FEED: &str = "feed";
+
+/// A post's short copy in the feed changed in place (its counters, its text, its author's
+/// name): a kept page of the feed mends itself by reading that copy alone (`super::feed`).
+/// Named under [`FEED`], so every check of the feed's pages sees it.
+pub(crate) fn feed_post(post_id: &str) -> String {
+    format!("{FEED}/{post_id}")
+}
 
 /// A user, as their page shows them (Q1).
 pub(crate) fn user(user_id: &str) -> String {
@@ -116,13 +124,23 @@ impl Recent {
     }
 
     /// Whether `name` is unchanged since `seen`: `Some(true)` when the log names every change
-    /// since and none is `name`, `Some(false)` when one is, `None` when the log cannot say.
+    /// since and none is `name` (or under it), `Some(false)` when one is, `None` when the log
+    /// cannot say.
     pub(crate) fn unchanged_since(&self, seen: &Seen, name: &str) -> Option<bool> {
+        self.changes_since(seen, name).map(|changes| changes.is_empty())
+    }
+
+    /// The changes to `name` since `seen`, oldest first: `name` itself, or a name under it
+    /// (`feed/<postId>` under `feed`); `None` when the log cannot say.
+    pub(crate) fn changes_since<'a>(&'a self, seen: &Seen, name: &str) -> Option<Vec<&'a str>> {
         if *seen.began != *self.began || seen.change < self.since || seen.change > self.last() {
             return None;
         }
         let after = usize::try_from(seen.change - self.since).ok()?;
-        Some(!self.names[after..].iter().any(|changed| changed == name))
+        let of_name = |changed: &&String| {
+            changed.as_str() == name || changed.strip_prefix(name).is_some_and(|under| under.starts_with('/'))
+        };
+        Some(self.names[after..].iter().filter(of_name).map(String::as_str).collect())
     }
 
     /// The log with `names` appended, its oldest names dropped past its bounds (begun anew first
@@ -288,6 +306,17 @@ mod tests {
         assert_eq!(log.unchanged_since(&seen, "p/b"), Some(false));
         assert_eq!(log.unchanged_since(&seen, "feed"), Some(false));
         assert_eq!(log.unchanged_since(&log.seen(), "p/b"), Some(true), "seen after the change");
+    }
+
+    /// A post's copy changed in the feed is a change of the feed, said with the post.
+    #[test]
+    fn a_name_under_a_page_is_a_change_of_it() {
+        let log = Recent::begun();
+        let seen = log.seen();
+        let log = log.appended(&names(&["p/a", "feed/a", "feedx"]));
+        assert_eq!(log.unchanged_since(&seen, FEED), Some(false));
+        assert_eq!(log.changes_since(&seen, FEED), Some(vec!["feed/a"]), "feedx is another page");
+        assert_eq!(log.changes_since(&log.seen(), FEED), Some(vec![]));
     }
 
     #[test]

@@ -140,8 +140,11 @@ pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppRe
     // The futures made first: a stream mapping the posts through a closure would not be `Send`
     // for every lifetime, as the change-feed tasks need.
     let refreshes: Vec<_> = posts.iter().map(|post| refresh_copy(state, Target::UserPosts, post)).collect();
-    let user_copies: Vec<Option<PostCopy>> =
-        futures::stream::iter(refreshes).buffer_unordered(CONCURRENT_USER_COPIES).try_collect().await?;
+    let user_copies: Vec<Option<PostCopy>> = futures::stream::iter(refreshes)
+        .buffer_unordered(CONCURRENT_USER_COPIES)
+        .map_ok(|found| found.map(|refreshed| refreshed.copy))
+        .try_collect()
+        .await?;
     // What changed, for the change log: each post's page, and each list marked.
     let mut changed: BTreeSet<String> = posts.iter().map(|post| changes::post(&post.post.id)).collect();
     let authors: BTreeSet<&str> = user_copies.iter().flatten().map(|copy| copy.post.user_id.as_str()).collect();
@@ -150,12 +153,21 @@ pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppRe
     }
     // The copies under tags follow the copies in `users`, as they now are.
     super::tags::copy_tags(state, user_copies.into_iter().flatten(), &mut changed).await?;
-    let mut feed_holds_one = false;
+    // A copy changed in place is named with its post, so that the other instances' kept pages
+    // of the feed mend themselves with one point read (`super::feed`); a copy made anew enters
+    // the feed (and may push its 101st out), which only a whole read shows.
+    let (mut feed_holds_one, mut entered) = (false, false);
     for post in posts {
-        feed_holds_one |= refresh_copy(state, Target::Feed, post).await?.is_some();
+        if let Some(refreshed) = refresh_copy(state, Target::Feed, post).await? {
+            feed_holds_one = true;
+            entered |= refreshed.created;
+            changed.insert(changes::feed_post(&post.post.id));
+        }
     }
     if feed_holds_one {
         super::feed::mark_feed_changed(state).await?;
+    }
+    if entered {
         changed.insert(changes::FEED.to_owned());
     }
     if !posts.is_empty() {
@@ -220,11 +232,18 @@ impl Target {
     }
 }
 
+/// A copy as [`refresh_copy`] left it.
+struct Refreshed {
+    copy: PostCopy,
+    /// Whether it was made just now, where there was none.
+    created: bool,
+}
+
 /// Makes the copy of `changed` in `target` at least as new as `changed`, and never older than
 /// it was. The copy is written conditionally on the etag it was read with, so a concurrent
 /// writer of the same copy makes this start over rather than be overwritten. Answers the copy
 /// as it now is (`None`: there is none).
-async fn refresh_copy(state: &AppState, target: Target, changed: &PostVersion) -> AppResult<Option<PostCopy>> {
+async fn refresh_copy(state: &AppState, target: Target, changed: &PostVersion) -> AppResult<Option<Refreshed>> {
     let (container, partition_key) = (target.container(), target.partition_key(&changed.post));
     for _ in 0..ATTEMPTS {
         let existing = state.store.read_versioned::<PostCopy>(container, partition_key, &changed.post.id).await?;
@@ -235,7 +254,7 @@ async fn refresh_copy(state: &AppState, target: Target, changed: &PostVersion) -
             CopyAction::Keep if existing.as_ref().is_some_and(|found| made_otherwise(&found.item, changed)) => {
                 model::post_copy(&changed.post, changed.source())
             }
-            CopyAction::Keep => return Ok(existing.map(|found| found.item)),
+            CopyAction::Keep => return Ok(existing.map(|found| Refreshed { copy: found.item, created: false })),
             // No copy yet: made only while the post exists. A late or repeated delivery of a
             // version older than the post's deletion would otherwise bring back a copy that its
             // tombstone removed (nothing is left to compare versions with). One point read,
@@ -249,7 +268,7 @@ async fn refresh_copy(state: &AppState, target: Target, changed: &PostVersion) -
                 Some(current) if Some(&current.source()) != existing.as_ref().map(|found| &found.item.source) => {
                     model::post_copy(&current.post, current.source())
                 }
-                _ => return Ok(existing.map(|found| found.item)),
+                _ => return Ok(existing.map(|found| Refreshed { copy: found.item, created: false })),
             },
         };
         // The copy in `users` carries which tags may still have copies of the post, once the
@@ -258,8 +277,9 @@ async fn refresh_copy(state: &AppState, target: Target, changed: &PostVersion) -
         if let (Target::UserPosts, Some(found)) = (target, &existing) {
             copy.tagged_before = model::tags::tagged_before(&found.item.tagged_before, &found.item.post.tags, &copy.post.tags);
         }
+        let created = existing.is_none();
         match write_copy(state, target, partition_key, copy.clone(), existing).await {
-            Ok(()) => return Ok(Some(copy)),
+            Ok(()) => return Ok(Some(Refreshed { copy, created })),
             Err(AppError::Store(StoreError::PreconditionFailed | StoreError::Conflict)) => continue,
             Err(AppError::Script(ScriptError::Store(StoreError::PreconditionFailed | StoreError::Conflict))) => continue,
             // `truncateFeed` refused the write: the post is older than the newest 100, so it has

@@ -205,6 +205,25 @@ pub(crate) const MAX_LIST_BYTES: usize = 16 * 1024 * 1024;
 
 type Cell<V> = Arc<OnceCell<Arc<V>>>;
 
+/// What a page about to be filled had before: nothing to go on, a page to check by its mark
+/// (the log cannot say), or a page the log says changed only in what it names under the page's
+/// name (the post ids of `feed/<postId>`), oldest first, for the page to mend.
+pub(crate) enum Prior<V> {
+    Nothing,
+    Check(Arc<V>),
+    Mend(Arc<V>, Vec<String>),
+}
+
+impl<V> Prior<V> {
+    /// The page to check by its mark, if that is what there is.
+    fn into_check(self) -> Option<Arc<V>> {
+        match self {
+            Prior::Check(page) => Some(page),
+            Prior::Nothing | Prior::Mend(..) => None,
+        }
+    }
+}
+
 /// A kept page: when it was last read or checked, and where the change log was then.
 struct Entry<V> {
     born: Instant,
@@ -251,45 +270,72 @@ impl<K: Hash + Eq + Clone, V: Kept> KeptPages<K, V> {
         F: FnOnce(Option<Arc<V>>) -> Fut,
         Fut: Future<Output = AppResult<Arc<V>>>,
     {
-        let (cell, kept) = match self.cell(&key, name, read_now, None, log.last.as_deref()) {
+        self.page_from(key, name, read_now, log, false, |prior| fill(prior.into_check())).await
+    }
+
+    /// [`Self::page_with`], where `fill` is also given the page kept when the log names only
+    /// changes under `name` (`feed/<postId>` under `feed`), for it to mend (`mendable`).
+    pub(crate) async fn page_from<R, F, Fut>(
+        &self,
+        key: K,
+        name: &str,
+        read_now: bool,
+        log: LogRead<R>,
+        mendable: bool,
+        fill: F,
+    ) -> AppResult<Arc<V>>
+    where
+        R: Future<Output = AppResult<Arc<Recent>>>,
+        F: FnOnce(Prior<V>) -> Fut,
+        Fut: Future<Output = AppResult<Arc<V>>>,
+    {
+        let (cell, prior) = match self.cell(&key, name, read_now, mendable, None, log.last.as_deref()) {
             Some(found) => found,
             None => {
                 let recent = log.recent.await?;
-                self.cell(&key, name, read_now, Some(&recent), Some(&recent)).expect("a page is checked with the log at hand")
+                self.cell(&key, name, read_now, mendable, Some(&recent), Some(&recent))
+                    .expect("a page is checked with the log at hand")
             }
         };
-        Ok(cell.get_or_try_init(|| fill(kept)).await?.clone())
+        Ok(cell.get_or_try_init(|| fill(prior)).await?.clone())
     }
 
     /// The cell for `key`: the fresh one, or the kept one made fresh again when `recent` (the log
     /// read in the last lifetime) says it is unchanged; or a new empty one that the caller fills,
-    /// with the page it replaces when that may still be true and is to be checked by its mark, and
-    /// kept with `last` (the log as last read). `None` when a page is kept and no `recent` is given
-    /// to check it with.
+    /// with the page it replaces when that may still be true and is to be checked by its mark, or
+    /// mended, and kept with `last` (the log as last read). `None` when a page is kept and no
+    /// `recent` is given to check it with.
     fn cell(
         &self,
         key: &K,
         name: &str,
         read_now: bool,
+        mendable: bool,
         recent: Option<&Recent>,
         last: Option<&Recent>,
-    ) -> Option<(Cell<V>, Option<Arc<V>>)> {
+    ) -> Option<(Cell<V>, Prior<V>)> {
         let mut pages = self.pages.lock().expect("never poisoned");
-        let mut kept = None;
+        let mut prior = Prior::Nothing;
         if let Some(entry) = pages.get_mut(key).filter(|_| !read_now) {
             if entry.born.elapsed() < MARKED_PAGE_LIFETIME {
-                return Some((entry.cell.clone(), None));
+                return Some((entry.cell.clone(), Prior::Nothing));
             }
             if let Some(page) = entry.cell.get().filter(|page| page.read_whole().elapsed() < CHECKED_PAGE_LIFETIME) {
                 let recent = recent?;
-                match recent.unchanged_since(&entry.seen, name) {
-                    Some(true) => {
+                match recent.changes_since(&entry.seen, name) {
+                    Some(changes) if changes.is_empty() => {
                         entry.born = Instant::now();
                         entry.seen = recent.seen();
-                        return Some((entry.cell.clone(), None));
+                        return Some((entry.cell.clone(), Prior::Nothing));
                     }
-                    Some(false) => {}
-                    None => kept = Some(page.clone()),
+                    Some(changes) => {
+                        let under = |change: &str| change.get(name.len() + 1..).filter(|sub| !sub.is_empty()).map(str::to_owned);
+                        let subs: Option<Vec<String>> = changes.into_iter().map(under).collect();
+                        if let Some(subs) = subs.filter(|_| mendable) {
+                            prior = Prior::Mend(page.clone(), subs);
+                        }
+                    }
+                    None => prior = Prior::Check(page.clone()),
                 }
             }
         }
@@ -298,7 +344,7 @@ impl<K: Hash + Eq + Clone, V: Kept> KeptPages<K, V> {
         let cell = Cell::default();
         let seen = last.map_or_else(Seen::unknown, Recent::seen);
         pages.insert(key.clone(), Entry { born: Instant::now(), seen, cell: cell.clone() });
-        Some((cell, kept))
+        Some((cell, prior))
     }
 
     /// Keeps the pages within their bounds before one more is added: what can no longer be
@@ -357,7 +403,40 @@ impl<K: Hash + Eq + Clone, V: Weigh> MarkedPages<K, V> {
         F: FnOnce() -> Fut,
         Fut: Future<Output = AppResult<V>>,
     {
-        self.page_with(key, name, false, state.changes.for_pages(state), |kept| async move {
+        let no_mending = |_: &V, _: Vec<String>| async { Ok(None) };
+        self.page_mended(state, key, name, mark, read, no_mending).await
+    }
+
+    /// [`Self::page`], where a page the log says changed only under its name is given to `mend`
+    /// with what changed (oldest first): its answer, when it has one, is kept with the log's place
+    /// and the time the page was last read whole, so it is read whole again within
+    /// [`CHECKED_PAGE_LIFETIME`] all the same; `None` has the page read whole now.
+    pub(crate) async fn page_mended<F, Fut, M, MFut>(
+        &self,
+        state: &AppState,
+        key: K,
+        name: &str,
+        mark: Mark<'_>,
+        read: F,
+        mend: M,
+    ) -> AppResult<Arc<Checked<V>>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = AppResult<V>>,
+        M: FnOnce(&V, Vec<String>) -> MFut,
+        MFut: Future<Output = AppResult<Option<V>>>,
+    {
+        self.page_from(key, name, false, state.changes.for_pages(state), true, |prior| async move {
+            let kept = match prior {
+                Prior::Mend(kept, changed) => {
+                    if let Some(mended) = mend(&kept.page, changed).await? {
+                        return Ok(Arc::new(Checked::new(mended, kept.mark.clone(), kept.read_whole)));
+                    }
+                    None
+                }
+                Prior::Check(kept) => Some(kept),
+                Prior::Nothing => None,
+            };
             let etag = mark.read(state).await?;
             if let Some(kept) = kept
                 && kept.mark == etag
@@ -381,7 +460,7 @@ mod tests {
     fn kept_pages_stay_within_their_bound() {
         let pages: MarkedPages<u32, ListPage<Post>> = MarkedPages::within(4, MAX_LIST_BYTES);
         for key in 0..10 {
-            let _ = pages.cell(&key, "p/page", false, None, None);
+            let _ = pages.cell(&key, "p/page", false, false, None, None);
             assert!(pages.len() <= 4, "{}", pages.len());
         }
         let before = pages.len();
