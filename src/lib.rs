@@ -164,6 +164,38 @@ pub mod testing {
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// mimalloc's number for its purge delay option: `mi_option_purge_delay` in `mi_option_e`
+/// (`include/mimalloc.h` of the v3 source that libmimalloc-sys 0.1.49 compiles; that crate's own
+/// constants follow v2's numbering, where 15 is another option).
+#[cfg(feature = "embedded")]
+const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
+
+#[cfg(feature = "embedded")]
+unsafe extern "C" {
+    #[cfg(test)]
+    fn mi_option_get(option: std::ffi::c_int) -> std::ffi::c_long;
+    fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+}
+
+/// Makes mimalloc give the memory of an emptied page back to the system at once rather than a
+/// second later (its `purge_delay`, 1,000 ms by default), unless `MIMALLOC_PURGE_DELAY` (or its
+/// old name `MIMALLOC_RESET_DELAY`) sets it. The handler's live heap is a few MiB; its resident
+/// memory above that is pages mimalloc keeps for each thread, emptied and taken again faster
+/// than a second under load: with the delay, a keyed soak held 14–30 MiB more, at the same rate
+/// (BENCHMARKS.md, "A keyed soak").
+///
+/// # Safety
+///
+/// mimalloc stores the option without synchronisation (`mi_option_set`, `src/options.c`) and
+/// reads it whenever it purges: call it first thing in `main`, before any other thread starts.
+#[cfg(feature = "embedded")]
+pub unsafe fn purge_freed_memory_at_once() {
+    if ["MIMALLOC_PURGE_DELAY", "MIMALLOC_RESET_DELAY"].iter().all(|name| std::env::var_os(name).is_none()) {
+        // SAFETY: the caller guarantees no other thread exists yet (see above).
+        unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    }
+}
+
 /// Turns off the backtraces that library errors capture, unless `RUST_LIB_BACKTRACE` says
 /// otherwise; panics keep theirs (`RUST_BACKTRACE`). The SDK builds an error, and with
 /// `RUST_BACKTRACE=1` a backtrace, for every optional header a response lacks: on the embedded
@@ -179,5 +211,25 @@ pub unsafe fn quiet_library_backtraces() {
     if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
         // SAFETY: the caller guarantees no other thread exists yet (see above).
         unsafe { std::env::set_var("RUST_LIB_BACKTRACE", "0") };
+    }
+}
+
+#[cfg(all(test, feature = "embedded"))]
+mod allocator_tests {
+    /// The option's number is mimalloc's purge delay (its default, 1,000 ms, is no other
+    /// option's), and the call sets it to 0: a wrong number or a call that does nothing fails.
+    #[test]
+    fn the_purge_delay_is_set_to_zero() {
+        assert!(
+            ["MIMALLOC_PURGE_DELAY", "MIMALLOC_RESET_DELAY"].iter().all(|name| std::env::var_os(name).is_none()),
+            "run without MIMALLOC_PURGE_DELAY or MIMALLOC_RESET_DELAY set"
+        );
+        // SAFETY: reads one option's value.
+        let delay = || unsafe { super::mi_option_get(super::MI_OPTION_PURGE_DELAY) };
+        assert_eq!(delay(), 1_000, "mimalloc's default purge delay, read through the option's number");
+        // SAFETY: the other tests' threads may be allocating and read the option meanwhile: an
+        // aligned word, stored whole on the targets this runs on; their purges come sooner.
+        unsafe { super::purge_freed_memory_at_once() };
+        assert_eq!(delay(), 0);
     }
 }

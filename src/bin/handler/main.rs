@@ -74,6 +74,11 @@ const WORKER_STACK_BYTES: usize = 8 << 20;
 fn main() -> ExitCode {
     // SAFETY: the first statement of `main`: no runtime and no other thread exist yet.
     unsafe { blog::quiet_library_backtraces() };
+    // SAFETY: still before any other thread starts.
+    #[cfg(feature = "embedded")]
+    unsafe {
+        blog::purge_freed_memory_at_once()
+    };
     // Help, the version and clap's usage errors end the process here, before anything starts.
     let Cli { command } = clap::Parser::parse();
     tokio::runtime::Builder::new_multi_thread()
