@@ -530,7 +530,29 @@ fn escape_alt(alt: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::escape_alt;
+    use super::{checked_as_named, escape_alt};
+    use crate::model::picture::{PictureAddress, PictureName};
+
+    fn address(name: &str) -> PictureAddress {
+        PictureAddress { owner: "w".into(), post: "p".into(), name: PictureName::parse(name).expect("a name") }
+    }
+
+    /// A picture is checked against the hash in its name; a phones' copy (named after its
+    /// picture) against the SHA-256 its store recorded, and passes by its size where none was.
+    #[test]
+    fn a_picture_is_checked_against_its_name_and_a_phones_copy_against_its_record() {
+        let bytes = b"the bytes";
+        let hash = crate::model::hex(&<sha2::Sha256 as sha2::Digest>::digest(bytes));
+        let other = "0".repeat(64);
+        assert!(checked_as_named(&address(&format!("{hash}-2000x1500.jpg")), bytes, None));
+        assert!(!checked_as_named(&address(&format!("{other}-2000x1500.jpg")), bytes, None));
+        assert!(!checked_as_named(&address(&format!("{other}-2000x1500.jpg")), bytes, Some(&hash)), "a record is no name");
+        let phone = address(&format!("{other}-960x720.jpg"));
+        assert!(checked_as_named(&phone, bytes, Some(&hash)));
+        assert!(!checked_as_named(&phone, bytes, Some(&other)));
+        assert!(checked_as_named(&phone, bytes, None), "nothing recorded: by its size, as before");
+        assert!(!checked_as_named(&address(&format!("{other}-960x720.png")), bytes, None), "a PNG is never a phones' copy");
+    }
 
     /// Alt text with Markdown's own marks in it shows as typed: it cannot end the image, start
     /// another or be taken as emphasis.
