@@ -98,7 +98,7 @@ impl Pictures {
     /// version written as checked where the store tells it.
     pub(crate) async fn put(&self, address: &PictureAddress, bytes: &[u8]) -> Result<(), PictureStoreError> {
         if let Some(version) = self.store.put(address, bytes).await? {
-            self.verified.hold(&address.key(), version);
+            self.verified.hold(&address.key(), version, None);
         }
         Ok(())
     }
@@ -235,20 +235,31 @@ pub(crate) async fn add_picture(
 /// The bytes of the picture at `address`, or not found. Reads no database: the address is all
 /// it needs, and a removed post's pictures are removed with it. A stored file is checked
 /// against its name once per version ([`checked_as_named`], off the async threads), at its write
-/// or its first read in this process, and not hashed again while its version is the same.
-pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppResult<Vec<u8>> {
+/// or its first read in this process, and not hashed again while its version is the same; a
+/// small one checked is kept, and served from memory while the store says its version is the
+/// same without reading it.
+pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppResult<bytes::Bytes> {
     let not_found = || AppError::NotFound(format!("There is no picture at {}.", address.url()));
     let Some(pictures) = &state.pictures else { return Err(not_found()) };
-    let stored = pictures.store.read(address).await?.ok_or_else(not_found)?;
     let key = address.key();
-    if stored.version.as_ref().is_some_and(|version| pictures.verified.holds(&key, version)) {
-        return Ok(stored.bytes);
+    if let Some(version) = pictures.store.version_now(address)
+        && let Some(kept) = pictures.verified.kept(&key, &version)
+    {
+        return Ok(kept);
     }
-    let (stored, whole) = blocking({
+    let stored = pictures.store.read(address).await?.ok_or_else(not_found)?;
+    let bytes = bytes::Bytes::from(stored.bytes);
+    if let Some(version) = &stored.version
+        && pictures.verified.holds(&key, version)
+    {
+        return Ok(bytes);
+    }
+    let (bytes, whole) = blocking({
         let address = address.clone();
+        let recorded = stored.recorded_sha256;
         move || {
-            let whole = checked_as_named(&address, &stored.bytes, stored.recorded_sha256.as_deref());
-            (stored, whole)
+            let whole = checked_as_named(&address, &bytes, recorded.as_deref());
+            (bytes, whole)
         }
     })
     .await?;
@@ -258,9 +269,9 @@ pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppRe
         return Err(AppError::DamagedPicture(address.url()));
     }
     if let Some(version) = stored.version {
-        pictures.verified.hold(&key, version);
+        pictures.verified.hold(&key, version, Some(&bytes));
     }
-    Ok(stored.bytes)
+    Ok(bytes)
 }
 
 /// Whether `bytes` are what `address` names, as [`checked_as_named`] says with nothing

@@ -107,6 +107,15 @@ impl PictureStore for DirectoryStore {
         .await
     }
 
+    /// One `stat`, on the calling (async) thread: a picture served before has its directory
+    /// entry and inode in memory, and not handing the request to a blocking thread is most of
+    /// what serving a kept small picture saves (BENCHMARKS.md, "Pictures, checked once").
+    fn version_now(&self, address: &PictureAddress) -> Option<Version> {
+        let reading = std::time::SystemTime::now();
+        let metadata = std::fs::metadata(self.path(address)).ok()?;
+        settled(&metadata, reading).then(|| version_of(&metadata))
+    }
+
     async fn contains(&self, address: &PictureAddress) -> Result<bool, PictureStoreError> {
         let path = self.path(address);
         blocking(move || path.try_exists().map_err(|error| PictureStoreError::io(&path, error))).await
@@ -218,11 +227,15 @@ fn read_with_version(path: &Path) -> std::io::Result<Stored> {
     file.read_to_end(&mut bytes)?;
     let after = file.metadata()?;
     let version = version_of(&before);
-    let changed =
-        std::time::UNIX_EPOCH + std::time::Duration::from_nanos(changed_ns(&before).max(0).try_into().unwrap_or(u64::MAX));
-    let settled = changed + SETTLED_AFTER <= reading;
-    let version = (settled && version == version_of(&after)).then_some(version);
+    let version = (settled(&before, reading) && version == version_of(&after)).then_some(version);
     Ok(Stored { bytes, version, recorded_sha256: None })
+}
+
+/// Whether the file `metadata` describes changed last at least [`SETTLED_AFTER`] before
+/// `reading`, a time taken before it was read.
+fn settled(metadata: &std::fs::Metadata, reading: std::time::SystemTime) -> bool {
+    let nanos = u64::try_from(changed_ns(metadata)).unwrap_or(0);
+    std::time::UNIX_EPOCH + std::time::Duration::from_nanos(nanos) + SETTLED_AFTER <= reading
 }
 
 /// What changes whenever a file's bytes may (see the module's documentation).

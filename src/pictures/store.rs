@@ -127,6 +127,14 @@ pub trait PictureStore: Send + Sync {
     /// The picture at `address`, with the version read, or `None` where there is none.
     async fn read(&self, address: &PictureAddress) -> Result<Option<Stored>, PictureStoreError>;
 
+    /// The version of the picture at `address`, told without reading it and on the calling
+    /// thread, where the store can do so at the cost of one `stat` (the data directory); `None`
+    /// where it cannot, or the picture is not there or its version not yet told for certain
+    /// ([`PictureStore::read`] then says).
+    fn version_now(&self, _address: &PictureAddress) -> Option<Version> {
+        None
+    }
+
     /// The picture at `address`, or `None` where there is none.
     async fn get(&self, address: &PictureAddress) -> Result<Option<Vec<u8>>, PictureStoreError> {
         Ok(self.read(address).await?.map(|stored| stored.bytes))
