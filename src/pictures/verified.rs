@@ -60,7 +60,7 @@ impl Entry {
 impl Verified {
     /// 16,384 files (the quotas of 40 writers who keep all they may, their phones' copies
     /// included) and 32 MiB: about 400 bytes an entry without its bytes, and the bytes of the
-    /// small files most viewed (a front page's ten phones' copies are 0.5 to 2.5 MB).
+    /// small files held last (a front page's ten phones' copies are 0.5 to 2.5 MB).
     pub(crate) const DEFAULT: Bound = Bound { entries: 16_384, bytes: 32 * 1024 * 1024 };
 
     pub(crate) fn new(bound: Bound) -> Verified {
