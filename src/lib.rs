@@ -139,7 +139,7 @@ pub mod testing {
             directory::DirectoryStore,
             error::PictureError,
             prepare::{Limits, prepare},
-            store::{PictureStore, PictureStoreError, Usage},
+            store::{PictureStore, PictureStoreError, Stored, Usage, Version},
         };
     }
     /// The stored procedures and their engines.

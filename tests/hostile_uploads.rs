@@ -223,6 +223,71 @@ async fn a_picture_changed_on_disk_is_not_served_as_the_original() {
     assert!(logged(), "the log names the file: {:?}", handler.errors.lock().unwrap());
 }
 
+/// A picture checked once and then served without being hashed again is still never served
+/// once its file changes in place: its version (inode, length, times, the change time above
+/// all) is no longer the one checked, so it is checked anew and refused. Two pictures, served
+/// once their files are older than the two seconds a version needs to settle
+/// (`src/pictures/directory.rs`, `SETTLED_AFTER`), so that both are served from the set of
+/// checked versions; then one is changed keeping its length and modification time, the other
+/// made longer, and both are asked for at once and again once the changes have settled.
+#[tokio::test]
+async fn a_picture_served_then_changed_in_place_is_refused() {
+    let data = tempfile::tempdir().unwrap();
+    let handler = Handler::start(data.path(), &[]);
+    let client = reqwest::Client::new();
+    let post = handler.writers_post("keeper").await;
+    let mut urls = Vec::new();
+    for seed in [5, 6] {
+        let (status, body, _) = upload(&client, &handler, "keeper", &post, hostile::photo_jpeg(320, 200, seed)).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        urls.push(serde_json::from_str::<serde_json::Value>(&body).unwrap()["url"].as_str().unwrap().to_owned());
+    }
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    let get = |url: String| {
+        let client = client.clone();
+        let base = handler.base.clone();
+        async move { client.get(format!("{base}{url}")).send().await.unwrap() }
+    };
+    let file_of = |url: &str| data.path().join(url.trim_start_matches('/'));
+    for url in &urls {
+        for _ in 0..2 {
+            let answer = get(url.clone()).await;
+            assert_eq!(answer.status(), StatusCode::OK, "{url}");
+            assert_eq!(answer.bytes().await.unwrap(), std::fs::read(file_of(url)).unwrap(), "{url}");
+        }
+    }
+
+    let [same_length, longer] = urls.as_slice() else { unreachable!() };
+    let change = |url: &str, edit: &dyn Fn(&mut Vec<u8>)| {
+        let path = file_of(url);
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        edit(&mut bytes);
+        let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        std::io::Write::write_all(&mut file, &bytes).unwrap();
+        file.set_modified(modified).unwrap();
+    };
+    change(same_length, &|bytes| {
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0xFF;
+    });
+    change(longer, &|bytes| bytes.extend_from_slice(b"and more"));
+    // At once (a version changed within the last two seconds is always hashed), and once the
+    // changed files have settled too (their version is then told, and is not the one checked).
+    for wait in [0, 2_100] {
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+        for url in [longer, same_length] {
+            let answer = get(url.clone()).await;
+            assert_eq!(
+                answer.status(),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "{url} changed on disk is not served ({wait} ms after)"
+            );
+            assert!(answer.headers().get("cache-control").is_none_or(|value| !value.to_str().unwrap().contains("immutable")));
+        }
+    }
+}
+
 /// A request cut off by its time budget leaves its decoding running (a blocking task cannot be
 /// stopped), and that decoding keeps its share of the pictures' memory until it ends: an upload
 /// sent meanwhile is told to come back, instead of a second decoding starting beside it.

@@ -7,12 +7,15 @@
 #    the phones' 960-pixel JPEG made, both written durably), five photos;
 # 2. the store operations of a post page whose post shows ten pictures, against one with none
 #    (`x-cosmos-operations` of the first view, before the page's one-second cache);
-# 3. a picture served: the handler's `GET /pictures/...` against nginx serving the same stored
-#    file with the same Content-Type and Cache-Control, alternately; wrk, 2 threads, 16
-#    connections, 10 s each.
+# 3. a picture served, the phones' copy of the first photo (about 50 KB) and the photo as stored
+#    (about 5 MB): the handler's `GET /pictures/...` against nginx serving the same stored
+#    file with the same Content-Type and Cache-Control, alternately, each round; wrk, 2 threads,
+#    16 connections, 10 s each. With BEFORE naming another build, that build serves the same
+#    photo from a data directory of its own, in each round between the two: before and after
+#    in the same minutes of a shared machine.
 #
 #     cargo build --release --bin handler
-#     bash benches/nginx/pictures.sh [rounds] [seconds] [WIDTHxHEIGHT]     # needs nginx, wrk, curl, jq, python3 (Debian: nginx-light wrk curl jq python3-venv)
+#     [BEFORE=/tmp/handler-before] bash benches/nginx/pictures.sh [rounds] [seconds] [WIDTHxHEIGHT]     # needs nginx, wrk, curl, jq, python3 (Debian: nginx-light wrk curl jq python3-venv)
 #
 # Defaults: 3 rounds of wrk runs of 10 s, photos of 4032x3024. HANDLER names another build
 # (benches/smoke.sh runs the script in CI with one round of 1 s and photos of 1024x768 on the debug
@@ -33,6 +36,8 @@ for tool in nginx wrk curl jq python3; do
   command -v "$tool" >/dev/null || { echo "pictures.sh needs $tool (Debian: apt-get install nginx-light wrk curl jq python3-venv)" >&2; exit 1; }
 done
 [ -x "$handler" ] || { echo "no $handler: cargo build --release --bin handler" >&2; exit 1; }
+before=${BEFORE:-}
+[ -z "$before" ] || [ -x "$before" ] || { echo "BEFORE=$before is not an executable handler" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; nginx -c "$work/nginx.conf" -s stop 2>/dev/null || true; rm -rf "$work"' EXIT
 
@@ -53,14 +58,18 @@ for n in range(1, 6):
 PY
 echo "photos: $(for n in 1 2 3 4 5; do printf '%s ' "$(wc -c < "$work/photo-$n.jpg")"; done)bytes, $width×$height"
 
-BLOG_AUTH=development BLOG_DATA_DIR="$work/data" BLOG_LISTEN=127.0.0.1:7071 BLOG_WRITES_PER_MINUTE=off RUST_LOG=warn "$handler" > "$work/handler.log" 2>&1 &
+# A handler (`$1`) on port `$2` with the data directory `$3`, answering.
+start_handler() {
+  BLOG_AUTH=development BLOG_DATA_DIR="$3" BLOG_LISTEN="127.0.0.1:$2" BLOG_WRITES_PER_MINUTE=off RUST_LOG=warn "$1" > "$3.log" 2>&1 &
+  for _ in $(seq 100); do curl -fs -o /dev/null "http://127.0.0.1:$2/" && break; sleep 0.1; done
+  curl -fs -o /dev/null "http://127.0.0.1:$2/" || { echo "$1 did not answer within 10 s:" >&2; cat "$3.log" >&2; exit 1; }
+  curl -fs -H 'x-dev-user: writer' -H 'Content-Type: application/json' -X POST "http://127.0.0.1:$2/api/users" -d '{"username":"writer"}' >/dev/null
+}
+start_handler "$handler" 7071 "$work/data"
 base=http://127.0.0.1:7071
-for _ in $(seq 100); do curl -fs -o /dev/null "$base/" && break; sleep 0.1; done
-curl -fs -o /dev/null "$base/" || { echo "the handler did not answer within 10 s:" >&2; cat "$work/handler.log" >&2; exit 1; }
 api() { curl -fs -H 'x-dev-user: writer' -H 'Content-Type: application/json' "$@"; }
-api -X POST "$base/api/users" -d '{"username":"writer"}' >/dev/null
-new_post() { api -X POST "$base/api/posts" -d "{\"userId\":\"writer\",\"title\":\"$1\",\"content\":\"Text.\"}" | jq -r .id; }
-upload() { curl -fs -H 'x-dev-user: writer' -H 'Content-Type: application/octet-stream' --data-binary "@$2" -o "$3" -w '%{time_total}' "$base/api/posts/$1/pictures?alt=A%20photo"; }
+new_post() { api -X POST "${2:-$base}/api/posts" -d "{\"userId\":\"writer\",\"title\":\"$1\",\"content\":\"Text.\"}" | jq -r .id; }
+upload() { curl -fs -H 'x-dev-user: writer' -H 'Content-Type: application/octet-stream' --data-binary "@$2" -o "$3" -w '%{time_total}' "${4:-$base}/api/posts/$1/pictures?alt=A%20photo"; }
 
 post=$(new_post "Photos")
 printf 'upload of a %s×%s photo, s:' "$width" "$height"
@@ -108,11 +117,23 @@ http {
 CONF
 nginx -c "$work/nginx.conf"
 sleep 0.3
+# The build before, if any: the same first photo, stored by it in a data directory of its own
+# (the same bytes under the same name: pictures are encoded anew the same way by both).
+if [ -n "$before" ]; then
+  start_handler "$before" 7072 "$work/before"
+  before_base=http://127.0.0.1:7072
+  upload "$(new_post "Photos" "$before_base")" "$work/photo-1.jpg" "$work/before-1.json" "$before_base" >/dev/null
+  before_url() { jq -r "$1" "$work/before-1.json"; }
+  cmp "$work/data$phone" "$work/before$(before_url .phoneUrl)" && cmp "$work/data$whole" "$work/before$(before_url .url)"
+fi
 run() { wrk -t2 -c16 -d"${seconds}s" "$1" | awk '/Requests\/sec/ {print $2}'; }
-for url in "$phone" "$whole"; do
+for which in phoneUrl url; do
+  url=$(jq -r ".$which" "$work/up-1.json")
   cmp <(curl -fs "$base$url") <(curl -fs "http://127.0.0.1:8081$url")
-  echo "$(basename "$url"): $(curl -fs "$base$url" | wc -c) bytes, the same from both"
+  echo "$(basename "$url"): $(curl -fs "$base$url" | wc -c) bytes, the same from both$([ -z "$before" ] || echo " and from $before")"
   for round in $(seq "$rounds"); do
-    echo "  round $round: handler $(run "$base$url") req/s, nginx $(run "http://127.0.0.1:8081$url") req/s"
+    line="  round $round: handler $(run "$base$url") req/s"
+    [ -z "$before" ] || line="$line, before $(run "$before_base$(before_url ".$which")") req/s"
+    echo "$line, nginx $(run "http://127.0.0.1:8081$url") req/s ($(cut -d' ' -f1-3 /proc/loadavg) load)"
   done
 done

@@ -15,7 +15,9 @@ use tokio::sync::Semaphore;
 use crate::cosmos::Container;
 use crate::model::picture::{Kind, PictureAddress};
 use crate::model::{self, Post};
-use crate::pictures::{Limits, PictureError, PictureStore, Prepared, Usage, plan, prepare_planned, recognise};
+use crate::pictures::{
+    Limits, PictureError, PictureStore, PictureStoreError, Prepared, Usage, Verified, plan, prepare_planned, recognise,
+};
 use crate::striped::StripedLock;
 
 use super::idempotency::Once;
@@ -51,6 +53,9 @@ pub struct Pictures {
     memory: Arc<Semaphore>,
     /// All of it, in KiB.
     memory_kib: u32,
+    /// The stored files this process checked against their names, by version: served without
+    /// being hashed again while their version is the same (bounded: see [`Verified`]).
+    verified: Verified,
 }
 
 /// How much memory the pictures being prepared may hold at once, in all.
@@ -85,7 +90,17 @@ impl Pictures {
             published: Default::default(),
             memory: Arc::new(Semaphore::new(memory_kib as usize)),
             memory_kib,
+            verified: Verified::new(Verified::DEFAULT),
         }
+    }
+
+    /// Stores `bytes` at `address` (bytes this blog made and named, so as named), and holds the
+    /// version written as checked where the store tells it.
+    pub(crate) async fn put(&self, address: &PictureAddress, bytes: &[u8]) -> Result<(), PictureStoreError> {
+        if let Some(version) = self.store.put(address, bytes).await? {
+            self.verified.hold(&address.key(), version, None);
+        }
+        Ok(())
     }
 
     /// The quota of each writer.
@@ -197,9 +212,9 @@ pub(crate) async fn add_picture(
         if !pictures.store.contains(phone_address).await? {
             phone_added = Some(phone_address);
         }
-        pictures.store.put(phone_address, &phone.bytes).await?;
+        pictures.put(phone_address, &phone.bytes).await?;
     }
-    if let Err(refused) = pictures.store.put(&address, &prepared.picture.bytes).await {
+    if let Err(refused) = pictures.put(&address, &prepared.picture.bytes).await {
         if let Some(phone_address) = phone_added
             && let Err(error) = pictures.store.remove(phone_address).await
         {
@@ -218,35 +233,68 @@ pub(crate) async fn add_picture(
 }
 
 /// The bytes of the picture at `address`, or not found. Reads no database: the address is all
-/// it needs, and a removed post's pictures are removed with it.
-pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppResult<Vec<u8>> {
+/// it needs, and a removed post's pictures are removed with it. A stored file is checked
+/// against its name once per version ([`checked_as_named`], off the async threads), at its write
+/// or its first read in this process, and not hashed again while its version is the same; a
+/// small one checked is kept, and served from memory while the store says its version is the
+/// same without reading it.
+pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppResult<bytes::Bytes> {
     let not_found = || AppError::NotFound(format!("There is no picture at {}.", address.url()));
     let Some(pictures) = &state.pictures else { return Err(not_found()) };
-    let bytes = pictures.store.get(address).await?.ok_or_else(not_found)?;
+    let key = address.key();
+    if let Some(version) = pictures.store.version_now(address)
+        && let Some(kept) = pictures.verified.kept(&key, &version)
+    {
+        return Ok(kept);
+    }
+    let stored = pictures.store.read(address).await?.ok_or_else(not_found)?;
+    let bytes = bytes::Bytes::from(stored.bytes);
+    if let Some(version) = &stored.version
+        && pictures.verified.holds(&key, version)
+    {
+        return Ok(bytes);
+    }
     let (bytes, whole) = blocking({
         let address = address.clone();
+        let recorded = stored.recorded_sha256;
         move || {
-            let whole = is_as_named(&address, &bytes);
+            let whole = checked_as_named(&address, &bytes, recorded.as_deref());
             (bytes, whole)
         }
     })
     .await?;
     if !whole {
         // Served, it would be cached for a year under a name that says other bytes.
-        tracing::error!(picture = %address.key(), "a stored picture's bytes are not the ones its name says; it is not served");
+        tracing::error!(picture = %key, "a stored picture's bytes are not the ones its name says; it is not served");
         return Err(AppError::DamagedPicture(address.url()));
+    }
+    if let Some(version) = stored.version {
+        pictures.verified.hold(&key, version, Some(&bytes));
     }
     Ok(bytes)
 }
 
-/// Whether `bytes` are what `address` names: their SHA-256 is in the name. A phones' copy is
-/// named after its picture's hash, not its own, so it is told by its size (960 pixels wide, a
-/// JPEG) and passes unchecked: it is made from a picture that is checked, and a damaged one
-/// shows as a damaged small copy, never as the original.
+/// Whether `bytes` are what `address` names, as [`checked_as_named`] says with nothing
+/// recorded beside them (a picture in an export).
 pub(crate) fn is_as_named(address: &PictureAddress, bytes: &[u8]) -> bool {
+    checked_as_named(address, bytes, None)
+}
+
+/// Whether `bytes` are what `address` names: the SHA-256 of its bytes is in the name. A
+/// phones' copy is named after its picture's hash, not its own, so it is told by its size (960
+/// pixels wide, a JPEG) and checked against `recorded`, the SHA-256 its store recorded when it
+/// wrote it (Blob Storage's metadata). Where none was recorded (the data directory, where no
+/// place beside a file would keep one through the copies a data directory goes through, `cp`
+/// and `rsync` dropping extended attributes; blobs written before) it passes unchecked, as it
+/// always did: it is made from a picture that is checked, and a damaged one shows as a damaged
+/// small copy, never as the original.
+fn checked_as_named(address: &PictureAddress, bytes: &[u8], recorded: Option<&str>) -> bool {
+    let phone_sized = address.name.kind() == Kind::Jpeg && address.name.size().0 == crate::model::picture::PHONE_WIDTH;
+    if phone_sized && recorded.is_none() {
+        return true;
+    }
     let hash = crate::model::hex(&sha2::Sha256::digest(bytes));
-    hash == address.name.hash()
-        || (address.name.kind() == Kind::Jpeg && address.name.size().0 == crate::model::picture::PHONE_WIDTH)
+    hash == address.name.hash() || (phone_sized && recorded == Some(hash.as_str()))
 }
 
 /// What `writer` keeps, and the quota: for the form that says how much is left.
@@ -493,7 +541,29 @@ fn escape_alt(alt: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::escape_alt;
+    use super::{checked_as_named, escape_alt};
+    use crate::model::picture::{PictureAddress, PictureName};
+
+    fn address(name: &str) -> PictureAddress {
+        PictureAddress { owner: "w".into(), post: "p".into(), name: PictureName::parse(name).expect("a name") }
+    }
+
+    /// A picture is checked against the hash in its name; a phones' copy (named after its
+    /// picture) against the SHA-256 its store recorded, and passes by its size where none was.
+    #[test]
+    fn a_picture_is_checked_against_its_name_and_a_phones_copy_against_its_record() {
+        let bytes = b"the bytes";
+        let hash = crate::model::hex(&<sha2::Sha256 as sha2::Digest>::digest(bytes));
+        let other = "0".repeat(64);
+        assert!(checked_as_named(&address(&format!("{hash}-2000x1500.jpg")), bytes, None));
+        assert!(!checked_as_named(&address(&format!("{other}-2000x1500.jpg")), bytes, None));
+        assert!(!checked_as_named(&address(&format!("{other}-2000x1500.jpg")), bytes, Some(&hash)), "a record is no name");
+        let phone = address(&format!("{other}-960x720.jpg"));
+        assert!(checked_as_named(&phone, bytes, Some(&hash)));
+        assert!(!checked_as_named(&phone, bytes, Some(&other)));
+        assert!(checked_as_named(&phone, bytes, None), "nothing recorded: by its size, as before");
+        assert!(!checked_as_named(&address(&format!("{other}-960x720.png")), bytes, None), "a PNG is never a phones' copy");
+    }
 
     /// Alt text with Markdown's own marks in it shows as typed: it cannot end the image, start
     /// another or be taken as emphasis.

@@ -8,6 +8,15 @@
 //! service SAS for the one container, made from the account key ([`SignWithSas`]). The key
 //! itself never leaves the process, and no error text the SDK gives carries a URL's query
 //! string past [`unavailable`] and [`unusable`].
+//!
+//! A blob read is told apart from its other versions by its ETag ([`Version::Blob`]): Blob
+//! Storage gives a blob a new ETag at every change of its content, metadata or properties
+//! (Microsoft Learn, "Manage concurrency in Blob Storage"), and the SDK reads a blob larger
+//! than one request in ranges each held to the first range's ETag with `If-Match`
+//! (`azure_storage_blob` 1.1, `partitioned_transfer/download.rs`, `etag_lock`), so the bytes
+//! answered are all of the version that ETag names. Each blob is written with the SHA-256 of
+//! its bytes in its metadata ([`SHA256_METADATA`]), returned with them: what a phones' copy,
+//! whose name is its picture's hash, is checked against.
 
 use std::sync::Arc;
 
@@ -20,11 +29,21 @@ use azure_storage_blob::models::{BlobClientUploadOptions, BlobContainerClientLis
 use azure_storage_blob::{BlobContainerClient, BlobContainerClientOptions, BlobServiceClient, BlobServiceClientOptions};
 use futures::TryStreamExt;
 
-use super::store::{PictureStore, PictureStoreError, PostFolder, Usage};
+use super::store::{PictureStore, PictureStoreError, PostFolder, Stored, Usage, Version};
 use crate::model::picture::{PictureAddress, PictureName};
 
 /// A picture's `Cache-Control`: its name is its content's hash, so it never changes.
 pub(crate) const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+
+/// The metadata that holds the SHA-256 (hex) of a blob's bytes, written with them.
+///
+/// Not the blob's `Content-MD5`: the service stores and returns that property without checking
+/// it against the bytes (Microsoft Learn, `BlobRequestOptions.StoreBlobContentMD5`: "not
+/// validated by the Azure Storage service on upload or download"; a picture over 4 MiB goes up
+/// in blocks, whose list takes it unchecked, Put Block List's `x-ms-blob-content-md5`), so it
+/// is a recorded checksum as this one is, and would need an MD5 of our own. Either changes the
+/// blob's ETag when it changes.
+const SHA256_METADATA: &str = "sha256";
 
 /// A container of pictures in Blob Storage.
 pub struct BlobStore {
@@ -109,10 +128,12 @@ impl BlobStore {
 
 #[async_trait]
 impl PictureStore for BlobStore {
-    async fn put(&self, address: &PictureAddress, bytes: &[u8]) -> Result<(), PictureStoreError> {
+    async fn put(&self, address: &PictureAddress, bytes: &[u8]) -> Result<Option<Version>, PictureStoreError> {
+        let sha256 = crate::model::hex(&<sha2::Sha256 as sha2::Digest>::digest(bytes));
         let options = BlobClientUploadOptions {
             blob_content_type: Some(address.name.kind().media_type().to_owned()),
             blob_cache_control: Some(IMMUTABLE.to_owned()),
+            metadata: Some([(SHA256_METADATA.to_owned(), sha256)].into()),
             ..Default::default()
         }
         .if_not_exists();
@@ -120,9 +141,10 @@ impl PictureStore for BlobStore {
         let mut made_container = false;
         loop {
             match blob.upload(RequestContent::from(bytes.to_vec()), Some(options.clone())).await {
-                Ok(_) => return Ok(()),
-                // There already: the same bytes, since the name is their hash.
-                Err(error) if error.http_status() == Some(StatusCode::Conflict) => return Ok(()),
+                Ok(written) => return Ok(written.etag.map(|etag| Version::Blob(AsRef::<str>::as_ref(&etag).to_owned()))),
+                // There already: the same bytes, since the name is their hash (checked at its
+                // first read, as it was not written here).
+                Err(error) if error.http_status() == Some(StatusCode::Conflict) => return Ok(None),
                 // No container yet (Azurite's first upload): made, and the upload sent again.
                 Err(error) if error.http_status() == Some(StatusCode::NotFound) && self.creator.is_some() && !made_container => {
                     self.create_container().await?;
@@ -133,9 +155,14 @@ impl PictureStore for BlobStore {
         }
     }
 
-    async fn get(&self, address: &PictureAddress) -> Result<Option<Vec<u8>>, PictureStoreError> {
+    async fn read(&self, address: &PictureAddress) -> Result<Option<Stored>, PictureStoreError> {
         match self.container.blob_client(&address.key()).download(None).await {
-            Ok(download) => download.body.collect().await.map(|bytes| Some(bytes.to_vec())).map_err(unavailable),
+            Ok(download) => {
+                let version = download.properties.etag.as_ref().map(|etag| Version::Blob(AsRef::<str>::as_ref(etag).to_owned()));
+                let recorded_sha256 = download.properties.metadata.get(SHA256_METADATA).cloned();
+                let bytes = download.body.collect().await.map_err(unavailable)?.to_vec();
+                Ok(Some(Stored { bytes, version, recorded_sha256 }))
+            }
             Err(error) if error.http_status() == Some(StatusCode::NotFound) => Ok(None),
             Err(error) => Err(unavailable(error)),
         }

@@ -7,6 +7,16 @@
 //! never a half picture under a name. Names are content addresses ([`PictureName`]), so a
 //! picture stored twice is the same file, and one never changes under its name.
 //!
+//! A file read is told apart from its other versions by what changes whenever its bytes may
+//! ([`Version::File`]): its device and inode (a file put in its place is another inode), its
+//! length, and its times of last modification and of change in nanoseconds. The change time
+//! (`st_ctime`) cannot be set from user space: every write, truncation or `touch` sets it to the
+//! kernel's clock (Linux's `file_update_time`, called by `write(2)` before it copies a byte), so
+//! a file changed in place under its name has another version even when its length and
+//! modification time are put back. The few changes it does not show: a program writing into the
+//! file through a shared mapping sets it at its first write to each page only, and a disk that
+//! hands back other bytes without an error changes nothing on the file at all.
+//!
 //! [`PictureName`]: super::PictureName
 
 use std::io::Write;
@@ -14,11 +24,20 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 
-use super::store::{PictureStore, PictureStoreError, PostFolder, Usage};
+use super::store::{PictureStore, PictureStoreError, PostFolder, Stored, Usage, Version};
 use crate::model::picture::{PictureAddress, PictureName};
 
 /// Where temporary files start their names; no picture's name does.
 const TEMPORARY: &str = ".partial-";
+
+/// How old a file's change time must be, when it is read, for its version to be told for
+/// certain: a file's times are only as fine as its filesystem keeps them (one second on ext4
+/// with 128-byte inodes, two on FAT) and the kernel's clock ticks (a few milliseconds, where
+/// Linux's fine-grained timestamps, 6.13 and later, are not used), so a change made within the
+/// same tick as the one before it leaves the same times (what git calls "racy": its
+/// Documentation/technical/racy-git.txt). A file read later than this after its last change is
+/// in a later tick than that change, so any change after the read shows.
+const SETTLED_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The pictures of a data directory.
 pub struct DirectoryStore {
@@ -49,11 +68,13 @@ impl DirectoryStore {
 
 #[async_trait]
 impl PictureStore for DirectoryStore {
-    async fn put(&self, address: &PictureAddress, bytes: &[u8]) -> Result<(), PictureStoreError> {
+    /// Answers no version: a file just written changed within [`SETTLED_AFTER`], so its version
+    /// is told at its first read after that.
+    async fn put(&self, address: &PictureAddress, bytes: &[u8]) -> Result<Option<Version>, PictureStoreError> {
         let (root, path, bytes) = (self.root.clone(), self.path(address), bytes.to_vec());
         blocking(move || {
             if path.exists() {
-                return Ok(());
+                return Ok(None);
             }
             let directory = path.parent().expect("a picture's path has its post's directory").to_owned();
             let written = (|| {
@@ -71,19 +92,28 @@ impl PictureStore for DirectoryStore {
                 }
                 stored
             })();
-            written.map_err(|error| PictureStoreError::io(&path, error))
+            written.map(|()| None).map_err(|error| PictureStoreError::io(&path, error))
         })
         .await
     }
 
-    async fn get(&self, address: &PictureAddress) -> Result<Option<Vec<u8>>, PictureStoreError> {
+    async fn read(&self, address: &PictureAddress) -> Result<Option<Stored>, PictureStoreError> {
         let path = self.path(address);
-        blocking(move || match std::fs::read(&path) {
-            Ok(bytes) => Ok(Some(bytes)),
+        blocking(move || match read_with_version(&path) {
+            Ok(stored) => Ok(Some(stored)),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(error) => Err(PictureStoreError::io(&path, error)),
         })
         .await
+    }
+
+    /// One `stat`, on the calling (async) thread: a picture served before has its directory
+    /// entry and inode in memory, and not handing the request to a blocking thread is most of
+    /// what serving a kept small picture saves (BENCHMARKS.md, "Pictures, checked once").
+    fn version_now(&self, address: &PictureAddress) -> Option<Version> {
+        let reading = std::time::SystemTime::now();
+        let metadata = std::fs::metadata(self.path(address)).ok()?;
+        settled(&metadata, reading).then(|| version_of(&metadata))
     }
 
     async fn contains(&self, address: &PictureAddress) -> Result<bool, PictureStoreError> {
@@ -181,6 +211,48 @@ impl PictureStore for DirectoryStore {
         })
         .await
     }
+}
+
+/// The file at `path`, with its version where it can be told for certain: the same before and
+/// after the read, and changed last at least [`SETTLED_AFTER`] before it (the clock is read
+/// before the file is, so a change in the tick of the last one would have come before the
+/// read: it is in the bytes and the first version).
+fn read_with_version(path: &Path) -> std::io::Result<Stored> {
+    use std::io::Read;
+    let reading = std::time::SystemTime::now();
+    let mut file = std::fs::File::open(path)?;
+    let before = file.metadata()?;
+    // Its length as stored, as `std::fs::read` takes it: the read grows it if the file did.
+    let mut bytes = Vec::with_capacity(usize::try_from(before.len()).unwrap_or(0));
+    file.read_to_end(&mut bytes)?;
+    let after = file.metadata()?;
+    let version = version_of(&before);
+    let version = (settled(&before, reading) && version == version_of(&after)).then_some(version);
+    Ok(Stored { bytes, version, recorded_sha256: None })
+}
+
+/// Whether the file `metadata` describes changed last at least [`SETTLED_AFTER`] before
+/// `reading`, a time taken before it was read.
+fn settled(metadata: &std::fs::Metadata, reading: std::time::SystemTime) -> bool {
+    let nanos = u64::try_from(changed_ns(metadata)).unwrap_or(0);
+    std::time::UNIX_EPOCH + std::time::Duration::from_nanos(nanos) + SETTLED_AFTER <= reading
+}
+
+/// What changes whenever a file's bytes may (see the module's documentation).
+fn version_of(metadata: &std::fs::Metadata) -> Version {
+    use std::os::unix::fs::MetadataExt;
+    Version::File {
+        device: metadata.dev(),
+        inode: metadata.ino(),
+        length: metadata.size(),
+        modified_ns: i128::from(metadata.mtime()) * 1_000_000_000 + i128::from(metadata.mtime_nsec()),
+        changed_ns: changed_ns(metadata),
+    }
+}
+
+fn changed_ns(metadata: &std::fs::Metadata) -> i128 {
+    use std::os::unix::fs::MetadataExt;
+    i128::from(metadata.ctime()) * 1_000_000_000 + i128::from(metadata.ctime_nsec())
 }
 
 /// The last time anything in `directory` was written (its files', or its own where it has none).

@@ -22,6 +22,7 @@ pub(crate) mod error;
 mod header;
 pub(crate) mod prepare;
 pub(crate) mod store;
+pub(crate) mod verified;
 
 pub(crate) use crate::model::picture::PictureName;
 pub(crate) use blob::BlobStore;
@@ -31,3 +32,4 @@ pub(crate) use error::PictureError;
 pub(crate) use prepare::Limits;
 pub(crate) use prepare::{Picture, Prepared, plan, prepare_planned, recognise};
 pub(crate) use store::{PictureStore, PictureStoreError, Usage};
+pub(crate) use verified::Verified;

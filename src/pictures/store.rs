@@ -69,16 +69,76 @@ impl PictureStoreError {
     }
 }
 
+/// Which version of a stored file was read: what changes whenever its bytes may have.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Version {
+    /// A file of the data directory ([`super::directory`]): its device and inode, length, and
+    /// times of last modification and change, in nanoseconds.
+    File {
+        /// `st_dev`.
+        device: u64,
+        /// `st_ino`.
+        inode: u64,
+        /// `st_size`.
+        length: u64,
+        /// `st_mtime`, in nanoseconds.
+        modified_ns: i128,
+        /// `st_ctime`, in nanoseconds.
+        changed_ns: i128,
+    },
+    /// A blob ([`super::blob`]): its ETag.
+    Blob(String),
+}
+
+impl Version {
+    /// Its bytes on the heap.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        match self {
+            Version::File { .. } => 0,
+            Version::Blob(etag) => etag.capacity(),
+        }
+    }
+}
+
+/// A stored file's bytes as read, with what tells the version they are of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stored {
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+    /// The version they are of, where the store can tell it for certain; `None` where it cannot
+    /// (the file changed while it was read, or too recently for its times to tell a change
+    /// after it).
+    pub version: Option<Version>,
+    /// The SHA-256 (hex) the store recorded with the file when it wrote it, where it keeps one
+    /// (a blob's metadata): what a phones' copy, named after its picture, is checked against.
+    pub recorded_sha256: Option<String>,
+}
+
 /// Holds pictures' bytes by address. A name holds one picture for good (names are content
 /// addresses), so `put` of an address already there changes nothing, and readers may cache
 /// forever.
 #[async_trait]
 pub trait PictureStore: Send + Sync {
     /// Stores `bytes` at `address`; visible to [`PictureStore::get`] only once wholly durable.
-    async fn put(&self, address: &PictureAddress, bytes: &[u8]) -> Result<(), PictureStoreError>;
+    /// Answers the version written where the store tells it for certain (a blob's ETag), `None`
+    /// where the file was there already or its version cannot be told yet.
+    async fn put(&self, address: &PictureAddress, bytes: &[u8]) -> Result<Option<Version>, PictureStoreError>;
+
+    /// The picture at `address`, with the version read, or `None` where there is none.
+    async fn read(&self, address: &PictureAddress) -> Result<Option<Stored>, PictureStoreError>;
+
+    /// The version of the picture at `address`, told without reading it and on the calling
+    /// thread, where the store can do so at the cost of one `stat` (the data directory); `None`
+    /// where it cannot, or the picture is not there or its version not yet told for certain
+    /// ([`PictureStore::read`] then says).
+    fn version_now(&self, _address: &PictureAddress) -> Option<Version> {
+        None
+    }
 
     /// The picture at `address`, or `None` where there is none.
-    async fn get(&self, address: &PictureAddress) -> Result<Option<Vec<u8>>, PictureStoreError>;
+    async fn get(&self, address: &PictureAddress) -> Result<Option<Vec<u8>>, PictureStoreError> {
+        Ok(self.read(address).await?.map(|stored| stored.bytes))
+    }
 
     /// Whether a picture is at `address` (without reading it).
     async fn contains(&self, address: &PictureAddress) -> Result<bool, PictureStoreError>;

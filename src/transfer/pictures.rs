@@ -139,9 +139,9 @@ impl PicturePlan {
         }
         let stored = PictureAddress { name: name.clone(), ..address.clone() };
         if let (Some(phone), Some(phone_address)) = (&prepared.phone, stored.phone()) {
-            pictures.store().put(&phone_address, &phone.bytes).await?;
+            pictures.put(&phone_address, &phone.bytes).await?;
         }
-        pictures.store().put(&stored, &prepared.picture.bytes).await?;
+        pictures.put(&stored, &prepared.picture.bytes).await?;
         Ok(())
     }
 }
