@@ -163,6 +163,13 @@ fn a_photos_small_copies_are_at_most_20_kb() {
         let prepared = prepare(&common::hostile::photo_jpeg(width, height, seed), &Limits::default()).unwrap();
         let phone = prepared.phone.as_ref().unwrap().bytes.len();
         for small in &prepared.small {
+            // (`-- --nocapture` shows the figures BENCHMARKS.md records.)
+            eprintln!(
+                "a {width} × {height} photo: its {}×{} copy {} bytes, its phones' copy {phone}",
+                small.width,
+                small.height,
+                small.bytes.len()
+            );
             assert!(small.bytes.len() <= 20_000, "{}: {} bytes (its phones' copy: {phone})", small.name, small.bytes.len());
         }
         assert_eq!(prepared.small.len(), 2);

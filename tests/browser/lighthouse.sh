@@ -73,7 +73,7 @@ print(f"front page, {len(imgs)} thumbnails: 1x {sum(a)} bytes ({min(a)} to {max(
 PY
 # SCREENSHOT=file.png: the front page as headless Chromium shows it on a desktop, to look at.
 if [ -n "${SCREENSHOT:-}" ]; then
-  chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1280,2200 --screenshot="$SCREENSHOT" "$base/" 2>/dev/null
+  chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1280,2200 --virtual-time-budget=10000 --screenshot="$SCREENSHOT" "$base/" 2>/dev/null
 fi
 for page in / "/posts/$post" /tags/engines; do
   for preset in mobile desktop; do
