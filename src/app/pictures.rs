@@ -44,6 +44,10 @@ pub struct Pictures {
     quota: Quota,
     /// One lock per stripe of writers: a writer's uploads take their turn (see [`add_picture`]).
     turns: StripedLock,
+    /// One lock per stripe of small copies being made on their first request: readers who ask
+    /// for one at once wait for the first to make it, rather than each make it in the pictures'
+    /// memory ([`made_small_copy`]).
+    making: StripedLock,
     /// Posts the sweep found published: their pictures are never abandoned, so they are not
     /// read again by this process's later sweeps.
     published: std::sync::Mutex<std::collections::HashSet<String>>,
@@ -83,6 +87,7 @@ impl Pictures {
             limits,
             quota,
             turns: StripedLock::new(WRITER_STRIPES),
+            making: StripedLock::new(WRITER_STRIPES),
             published: Default::default(),
             memory: Arc::new(Semaphore::new(memory_kib as usize)),
             memory_kib,
@@ -289,6 +294,11 @@ pub(crate) fn is_as_named(address: &PictureAddress, bytes: &[u8]) -> bool {
 async fn made_small_copy(pictures: &Pictures, address: &PictureAddress) -> AppResult<Option<Vec<u8>>> {
     if !address.name.is_small_size() {
         return Ok(None);
+    }
+    let _making = pictures.making.of(address.key()).lock().await;
+    // Made while this request waited its turn.
+    if let Some(made) = pictures.store.get(address).await? {
+        return Ok(Some(made));
     }
     let size = address.name.size();
     let names = pictures.store.post_pictures(&address.owner, &address.post).await?;
