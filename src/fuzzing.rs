@@ -31,6 +31,12 @@ pub fn picture(data: &[u8]) {
         check_picture(phone, &limits);
         assert_eq!(Some(&phone.name), picture.name.phone().as_ref(), "the phones' variant is named from the picture's name");
     }
+    let small: Vec<_> = prepared.small.iter().map(|small| small.name.clone()).collect();
+    let named: Vec<_> = crate::model::picture::SMALL_SIZES.iter().filter_map(|size| picture.name.small(*size)).collect();
+    assert_eq!(small, named, "small copies where, and only where, the name says, named from it");
+    for small in &prepared.small {
+        check_picture(small, &limits);
+    }
     // What is stored is served and may be uploaded again (a reader saves it and adds it to a
     // post of their own): the blog must take its own output, at the same size.
     let again = upload(&picture.bytes, &limits)

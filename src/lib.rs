@@ -138,7 +138,7 @@ pub mod testing {
             blob::BlobStore,
             directory::DirectoryStore,
             error::PictureError,
-            prepare::{Limits, prepare},
+            prepare::{Limits, Prepared, prepare},
             store::{PictureStore, PictureStoreError, Stored, Usage, Version},
         };
     }

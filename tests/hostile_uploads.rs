@@ -202,8 +202,10 @@ async fn a_picture_changed_on_disk_is_not_served_as_the_original() {
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let url = serde_json::from_str::<serde_json::Value>(&body).unwrap()["url"].as_str().unwrap().to_owned();
     assert_eq!(client.get(format!("{}{url}", handler.base)).send().await.unwrap().status(), StatusCode::OK);
+    // The picture, and its two small copies for the lists.
     let stored = files_under(&data.path().join("pictures"));
-    let [file] = stored.as_slice() else { panic!("one file: {stored:?}") };
+    assert_eq!(stored.len(), 3, "{stored:?}");
+    let file = stored.iter().find(|file| url.ends_with(file.file_name().unwrap().to_str().unwrap())).unwrap();
     let mut bytes = std::fs::read(file).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0xFF;
@@ -221,6 +223,12 @@ async fn a_picture_changed_on_disk_is_not_served_as_the_original() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(logged(), "the log names the file: {:?}", handler.errors.lock().unwrap());
+    // Nor is a small copy made of it, where it has none yet (stored before they were made).
+    let small = url.replace("320x200", "128x96");
+    std::fs::remove_file(data.path().join(small.trim_start_matches('/'))).unwrap();
+    let answer = client.get(format!("{}{small}", handler.base)).send().await.unwrap();
+    assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR, "{small}");
+    assert!(!data.path().join(small.trim_start_matches('/')).exists(), "no copy stored");
 }
 
 /// A picture checked once and then served without being hashed again is still never served

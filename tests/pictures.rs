@@ -117,6 +117,65 @@ fn a_wide_picture_gets_a_smaller_jpeg_for_phones_and_a_narrow_one_none() {
     assert!(prepare(&encoded(&photo(), ImageFormat::Png), &limits).unwrap().phone.is_none());
 }
 
+/// A still picture gets small copies for the lists' box (128 × 96 and 256 × 192, cropped about
+/// its middle), JPEG, or PNG where the picture is a PNG no wider than the phones' size
+/// (transparency kept); never larger than the picture; an animation none.
+#[test]
+fn a_still_picture_gets_small_copies_for_the_lists_box_cropped_about_its_middle() {
+    let limits = Limits::default();
+    let sizes = |prepared: &blog::testing::pictures::Prepared| -> Vec<(Kind, u32, u32)> {
+        prepared.small.iter().map(|small| (small.kind, small.width, small.height)).collect()
+    };
+    // A tall photo: red at the top and bottom, green between; the box keeps the 4:3 of its
+    // middle (rows 937 to 2062), all green.
+    let tall = RgbImage::from_fn(1500, 3000, |_, y| if (880..2120).contains(&y) { Rgb([0, 200, 0]) } else { Rgb([200, 0, 0]) });
+    let prepared = prepare(&encoded(&DynamicImage::ImageRgb8(tall), ImageFormat::Jpeg), &limits).unwrap();
+    assert_eq!(sizes(&prepared), [(Kind::Jpeg, 128, 96), (Kind::Jpeg, 256, 192)]);
+    for small in &prepared.small {
+        assert!(small.name.as_str().starts_with(prepared.picture.name.hash()), "named after its picture: {}", small.name);
+        let pixels = image::load_from_memory(&small.bytes).unwrap().to_rgb8();
+        for (x, y) in [(0, 0), (small.width / 2, small.height / 2), (small.width - 1, small.height - 1)] {
+            let pixel = pixels.get_pixel(x, y);
+            assert!(pixel[1] > 150 && pixel[0] < 60, "the middle only: {pixel:?} at {x},{y} of {}", small.name);
+        }
+    }
+    // A narrow PNG with transparency: PNG copies, still transparent.
+    let clear = RgbaImage::from_fn(640, 480, |x, _| if x < 320 { Rgba([0, 0, 0, 0]) } else { Rgba([0, 0, 200, 255]) });
+    let prepared = prepare(&encoded(&DynamicImage::ImageRgba8(clear), ImageFormat::Png), &limits).unwrap();
+    assert_eq!(sizes(&prepared), [(Kind::Png, 128, 96), (Kind::Png, 256, 192)]);
+    let small = image::load_from_memory(&prepared.small[0].bytes).unwrap().to_rgba8();
+    assert_eq!((small.get_pixel(0, 0)[3], small.get_pixel(127, 0)[3]), (0, 255), "transparent where the picture is");
+    // Smaller than the 2× box: the 1× copy only (the picture is its own 2×); smaller than the
+    // 1× box, or an animation: none.
+    let small_photo = DynamicImage::ImageRgb8(RgbImage::from_pixel(200, 150, Rgb([9, 9, 9])));
+    let prepared = prepare(&encoded(&small_photo, ImageFormat::Jpeg), &limits).unwrap();
+    assert_eq!(sizes(&prepared), [(Kind::Jpeg, 128, 96)]);
+    assert!(prepare(&encoded(&photo(), ImageFormat::Jpeg), &limits).unwrap().small.is_empty());
+    let gif = encoded(&DynamicImage::ImageRgba8(RgbaImage::from_pixel(300, 200, Rgba([9, 9, 9, 255]))), ImageFormat::Gif);
+    assert!(prepare(&gif, &limits).unwrap().small.is_empty());
+}
+
+/// A phone's photo's 2× small copy, the larger, is at most 20 KB: a list of ten posts with
+/// pictures costs a reader about 20 KB a picture, not the phones' copy's 100 KB or more.
+#[test]
+fn a_photos_small_copies_are_at_most_20_kb() {
+    for (width, height, seed) in [(4032, 3024, 1), (3024, 4032, 2), (1600, 900, 3)] {
+        let prepared = prepare(&common::hostile::photo_jpeg(width, height, seed), &Limits::default()).unwrap();
+        let phone = prepared.phone.as_ref().unwrap().bytes.len();
+        for small in &prepared.small {
+            // (`-- --nocapture` shows the figures BENCHMARKS.md records.)
+            eprintln!(
+                "a {width} × {height} photo: its {}×{} copy {} bytes, its phones' copy {phone}",
+                small.width,
+                small.height,
+                small.bytes.len()
+            );
+            assert!(small.bytes.len() <= 20_000, "{}: {} bytes (its phones' copy: {phone})", small.name, small.bytes.len());
+        }
+        assert_eq!(prepared.small.len(), 2);
+    }
+}
+
 #[test]
 fn a_small_file_that_says_it_is_huge_is_refused_from_its_header() {
     let limits = Limits::default();
@@ -399,6 +458,17 @@ mod uploads {
         let (status, _, phone) = fetch(app, added.body["phoneUrl"].as_str().unwrap(), &[]).await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(image::load_from_memory(&phone).unwrap().width(), 960);
+        // The lists' small copies, named from the picture's name; every file counts against the
+        // writer's quota (this is their one picture).
+        let mut kept = (bytes.len() + phone.len()) as u64;
+        for (size, width, height) in [("128x96", 128, 96), ("256x192", 256, 192)] {
+            let (status, headers, small) = fetch(app, &url.replace("1200x2000", size), &[]).await;
+            assert_eq!((status, headers["content-type"].to_str().unwrap()), (StatusCode::OK, "image/jpeg"), "{size}");
+            let decoded = image::load_from_memory(&small).unwrap();
+            assert_eq!((decoded.width(), decoded.height()), (width, height));
+            kept += small.len() as u64;
+        }
+        assert_eq!(added.body["bytesKept"].as_u64(), Some(kept), "the picture, its phones' copy and its two small copies");
     }
 
     /// The same picture sent again (whatever type it is declared as): the same address, stored once.
@@ -433,12 +503,16 @@ mod uploads {
         bad_uploads_store_nothing(app, &writer, &post).await;
     }
 
-    /// A picture is deleted with its post (C7), and so is its phones' variant.
+    /// A picture is deleted with its post (C7), and so are its phones' variant and its small
+    /// copies (not made again when asked for).
     pub(crate) async fn a_picture_is_deleted_with_its_post(app: &TestApp) {
         let (_, post, added) = a_photo_uploaded(app, "kite-deleter").await;
+        let url = added.body["url"].as_str().unwrap();
+        let small = [url.replace("1200x2000", "128x96"), url.replace("1200x2000", "256x192")];
+        assert_eq!(fetch(app, &small[0], &[]).await.0, StatusCode::OK);
         assert_eq!(app.send(Method::DELETE, &format!("/api/posts/{post}"), None).await.status, StatusCode::NO_CONTENT);
-        for gone in [&added.body["url"], &added.body["phoneUrl"]] {
-            let (status, _, _) = fetch(app, gone.as_str().unwrap(), &[]).await;
+        for gone in [url, added.body["phoneUrl"].as_str().unwrap(), &small[0], &small[1]] {
+            let (status, _, _) = fetch(app, gone, &[]).await;
             assert_eq!(status, StatusCode::NOT_FOUND, "{gone}");
         }
     }
@@ -1092,5 +1166,107 @@ mod disk_full {
         let small = send(noise_png(8, 2)).await;
         assert_eq!(small.status, StatusCode::CREATED, "{}", small.body);
         drop(app);
+    }
+}
+
+/// Pictures stored before small copies were made at upload: the lists link to small copies
+/// that are not there, and each is made on its first request, stored, and served.
+mod stored_before_small_copies {
+    use reqwest::StatusCode;
+
+    use super::common::binary::Handler;
+    use super::common::hostile::photo_jpeg;
+
+    /// The `<img class="thumb">` of `html`, its `src` and the addresses of its `srcset`.
+    fn thumbnail(html: &str) -> (String, Vec<String>) {
+        let img = &html[html.find("<img class=\"thumb\"").expect("a thumbnail")..];
+        let img = &img[..img.find('>').unwrap()];
+        let attribute = |name: &str| {
+            let at = img.find(&format!(" {name}=\"")).unwrap_or_else(|| panic!("{name} in {img}")) + name.len() + 3;
+            img[at..at + img[at..].find('"').unwrap()].to_owned()
+        };
+        let srcset = attribute("srcset").split(", ").map(|entry| entry.split(' ').next().unwrap().to_owned()).collect();
+        assert_eq!((attribute("width"), attribute("height")), ("128".to_owned(), "96".to_owned()), "{img}");
+        (attribute("src"), srcset)
+    }
+
+    /// The real binary: a photo's post on the front page; its small copies' files removed while
+    /// the blog is stopped (as a picture stored before they were made has none); started again,
+    /// the front page links to them, and each link answers the copy (made then, stored, and a
+    /// JPEG of its size); a name of a copy of no picture there is still 404.
+    #[tokio::test]
+    async fn a_picture_stored_without_small_copies_is_shown_with_working_thumbnails() {
+        let data = tempfile::tempdir().unwrap();
+        let handler = Handler::start(data.path(), &[]);
+        let client = reqwest::Client::new();
+        let post = handler.writers_post("w").await;
+        let added = client
+            .post(format!("{}/api/posts/{post}/pictures?alt=Kites", handler.base))
+            .header("x-dev-user", "w")
+            .header("content-type", "image/jpeg")
+            .body(photo_jpeg(1600, 1200, 7))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(added.status(), StatusCode::CREATED);
+        let markdown = added.json::<serde_json::Value>().await.unwrap()["markdown"].as_str().unwrap().to_owned();
+        let edited = client
+            .put(format!("{}/api/posts/{post}", handler.base))
+            .header("x-dev-user", "w")
+            .json(&serde_json::json!({"title": "Kites", "content": format!("Look.\n\n{markdown}")}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(edited.status(), StatusCode::OK);
+        let front_page = || async { client.get(format!("{}/", handler.base)).send().await.unwrap().text().await.unwrap() };
+        for _ in 0..200 {
+            if front_page().await.contains("class=\"thumb\"") {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let (src, srcset) = thumbnail(&front_page().await);
+        handler.stop();
+
+        let folder = data.path().join("pictures").join("w").join(&post);
+        let mut removed = Vec::new();
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            if name.ends_with("-128x96.jpg") || name.ends_with("-256x192.jpg") {
+                std::fs::remove_file(folder.join(&name)).unwrap();
+                removed.push(name);
+            }
+        }
+        assert_eq!(removed.len(), 2, "the upload stored both small copies");
+
+        let handler = Handler::start(data.path(), &[]);
+        let html = client.get(format!("{}/", handler.base)).send().await.unwrap().text().await.unwrap();
+        let (again, again_srcset) = thumbnail(&html);
+        assert_eq!((&again, &again_srcset), (&src, &srcset), "the page names the copies it named before");
+        assert_eq!(srcset[0], src);
+        // Each asked for by eight readers at once: each is answered the copy, made once.
+        for (url, size) in [(&srcset[0], (128, 96)), (&srcset[1], (256, 192))] {
+            let asked = (0..8).map(|_| client.get(format!("{}{url}", handler.base)).send());
+            let mut answers = Vec::new();
+            for served in futures::future::join_all(asked).await {
+                let served = served.unwrap();
+                assert_eq!(served.status(), StatusCode::OK, "{url}");
+                assert_eq!(served.headers()["content-type"], "image/jpeg");
+                assert_eq!(served.headers()["cache-control"], "public, max-age=31536000, immutable");
+                answers.push(served.bytes().await.unwrap());
+            }
+            assert!(answers.iter().all(|answer| *answer == answers[0]), "{url}: the same bytes to each");
+            let small = image::load_from_memory(&answers[0]).unwrap();
+            assert_eq!((small.width(), small.height()), size, "{url}");
+            let name = url.rsplit('/').next().unwrap();
+            assert!(folder.join(name).is_file(), "{name} is stored once made");
+        }
+        let none = src.replace(&src[src.rfind('/').unwrap() + 1..][..64], &"0".repeat(64));
+        assert_eq!(client.get(format!("{}{none}", handler.base)).send().await.unwrap().status(), StatusCode::NOT_FOUND);
+        let log = handler.log.clone();
+        handler.stop();
+        let made =
+            log.lock().unwrap().iter().filter(|line| line.contains("made a picture's small copy on its first request")).count();
+        assert_eq!(made, 2, "each made once, whoever asked at once");
     }
 }

@@ -143,15 +143,24 @@ async fn the_lists_show_the_first_picture_small_beside_the_excerpt_at_its_size()
     // The whole post keeps no copy of it: the page reads it from the text.
     assert!(app.get(&format!("/api/posts/{post}")).await.body.get("picture").is_none());
 
+    // The small copies for the box, 1× and 2×, named from the phones' copy's name, at the
+    // box's size; each served, a JPEG of that size.
     let phone = picture["phoneUrl"].as_str().unwrap();
+    let [one, two] = ["128x96", "256x192"].map(|size| phone.replace("960x540", size));
     let thumbnail = format!(
-        "<a href=\"/posts/{post}\"><img class=\"thumb\" src=\"{phone}\" alt=\"\" width=\"960\" height=\"540\" loading=\"lazy\" \
-         decoding=\"async\"><bdi>Kites</bdi></a>"
+        "<a href=\"/posts/{post}\"><img class=\"thumb\" src=\"{one}\" srcset=\"{one} 1x, {two} 2x\" alt=\"\" width=\"128\" \
+         height=\"96\" loading=\"lazy\" decoding=\"async\"><bdi>Kites</bdi></a>"
     );
     for path in ["/".to_owned(), format!("/users/{user}"), "/tags/kites".to_owned()] {
         let html = page(&app, &path, &[]).await;
         assert!(html.contains(&thumbnail), "{path}: {html}");
         assert!(html.contains(">They fly at dawn."), "{path}: the excerpt");
+    }
+    for (url, size) in [(&one, (128, 96)), (&two, (256, 192))] {
+        let served = app.client.get(format!("{}{url}", app.base)).send().await.unwrap();
+        assert_eq!((served.status(), served.headers()["content-type"].to_str().unwrap()), (StatusCode::OK, "image/jpeg"));
+        let small = image::load_from_memory(&served.bytes().await.unwrap()).unwrap();
+        assert_eq!((small.width(), small.height()), size, "{url}");
     }
 }
 
@@ -270,6 +279,10 @@ async fn an_export_holds_no_first_picture_and_an_import_makes_the_copies_with_it
     let other = TestApp::start().await;
     blog::import(&other.state, &file, None, &mut |_| {}).await.unwrap();
     listed(&other, "/api/feed", &post, |item| item["picture"] == first_picture(&picture)).await;
-    let thumbnail = format!("<img class=\"thumb\" src=\"{}\"", picture["phoneUrl"].as_str().unwrap());
-    assert!(page(&other, "/tags/kites", &[]).await.contains(&thumbnail));
+    // The small copy the list links to was made by the import's preparation (an export's file
+    // carries it, and the import makes it again).
+    let small = picture["phoneUrl"].as_str().unwrap().replace("960x540", "128x96");
+    assert!(page(&other, "/tags/kites", &[]).await.contains(&format!("<img class=\"thumb\" src=\"{small}\"")));
+    let stored = other.data_dir.join(small.trim_start_matches('/'));
+    assert!(stored.is_file(), "{} was stored by the import", stored.display());
 }

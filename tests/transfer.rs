@@ -164,8 +164,11 @@ async fn a_blog(data: &Path, extra: &[(&str, &str)]) -> Shown {
     let edit = json!({"title": "Post 0", "content": content});
     send(&client, &base, "ada", reqwest::Method::PUT, &format!("/api/posts/{}", posts[0]), edit).await;
     let mut pictures = Vec::new();
-    for url in [&added["url"], &added["phoneUrl"]] {
-        let url = url.as_str().expect("a picture and its phones' variant").to_owned();
+    let picture_url = added["url"].as_str().unwrap();
+    // Its small copies for the lists' thumbnails, 1× and 2×, named from it.
+    let small = ["128x96", "256x192"].map(|size| picture_url.replace("1200x300.png", &format!("{size}.jpg")));
+    for url in [&added["url"], &added["phoneUrl"], &json!(small[0]), &json!(small[1])] {
+        let url = url.as_str().expect("a picture, its phones' variant and its small copies").to_owned();
         let (status, bytes) = bytes_at(&base, &url).await;
         assert_eq!(status, 200, "{url}");
         pictures.push((url, bytes));
@@ -219,7 +222,7 @@ async fn shows_the_same(data: &Path, extra: &[(&str, &str)], shown: &Shown, run:
     blog.stop();
 }
 
-const EXPORTED: &str = "3 users, 4 posts, 4 comments, 4 likes, 2 pictures";
+const EXPORTED: &str = "3 users, 4 posts, 4 comments, 4 likes, 4 pictures";
 
 /// [`a_blog`] (its pictures kept as `settings` say), exported to `blog.jsonl` in a directory of
 /// its own: the export said what it wrote, and the file holds no system property, no deleted
@@ -243,7 +246,7 @@ impl Exported {
         assert!(stderr(&exported).contains(&format!("export: {EXPORTED} written to")), "{}", stderr(&exported));
         let text = std::fs::read_to_string(&file).unwrap();
         assert!(!text.contains("\"_etag\"") && !text.contains("Gone"), "no system properties, no deleted post");
-        assert_eq!(text.lines().filter(|line| line.contains("\"type\":\"picture\"")).count(), 2, "the pictures are in the file");
+        assert_eq!(text.lines().filter(|line| line.contains("\"type\":\"picture\"")).count(), 4, "the pictures are in the file");
         let settings = settings.iter().map(|(name, value)| ((*name).to_owned(), (*value).to_owned())).collect();
         Exported { from, files, settings, blog, file, text }
     }
@@ -747,7 +750,7 @@ async fn a_picture_an_upload_would_refuse_is_refused_by_line_and_nothing_is_impo
     let fake_phone = json!({"type": "picture", "postId": "p1", "userId": "ada",
         "name": format!("{}-960x540.jpg", "ab".repeat(32)), "bytes": base64_of(&html)});
     let fake_phone_said = format!(
-        "line 7, `bytes`: \"{}-960x540.jpg\" has bytes other than its name says, and is the phones' copy of no picture of post \"p1\"",
+        "line 7, `bytes`: \"{}-960x540.jpg\" has bytes other than its name says, and is a copy of no picture of post \"p1\"",
         "ab".repeat(32)
     );
     // A picture's line, what the refusal says, and the settings the import runs with.
@@ -838,6 +841,14 @@ async fn an_imported_photo_is_stored_as_an_upload_stores_it_and_no_gps_is_served
     let imported = target.import(&sealed(&items), &[]);
     assert!(imported.status.success(), "{}", stderr(&imported));
     assert!(stderr(&imported).contains("4 pictures"), "{}", stderr(&imported));
+    // The import made the wide photo's small copies, as an upload makes them (the others are
+    // smaller than the lists' box): stored before the blog serves a request.
+    let small: Vec<String> = common::files_under(&target.to.path().join("pictures"))
+        .iter()
+        .map(|file| file.file_name().unwrap().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with("-128x96.jpg") || name.ends_with("-256x192.jpg"))
+        .collect();
+    assert_eq!(small.len(), 2, "{small:?}");
 
     let blog = Handler::start(target.to.path(), &[]);
     let stored: Value = reqwest::get(format!("{}/api/posts/p1", blog.base)).await.unwrap().json().await.unwrap();

@@ -15,6 +15,7 @@ use tokio::sync::Semaphore;
 use crate::cosmos::Container;
 use crate::model::picture::{Kind, PictureAddress};
 use crate::model::{self, Post};
+use crate::pictures::prepare::small_copy_of_stored;
 use crate::pictures::{
     Limits, PictureError, PictureStore, PictureStoreError, Prepared, Usage, Verified, plan, prepare_planned, recognise,
 };
@@ -26,9 +27,9 @@ use super::{AppError, AppResult, AppState, Caller, post_not_found};
 /// How many pictures, and how many bytes of them, one writer may keep.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Quota {
-    /// Pictures (a picture and its phones' variant count as one).
+    /// Pictures (a picture and its copies count as one).
     pub pictures: u64,
-    /// Bytes, the phones' variants included.
+    /// Bytes, the copies (phones' variants, small copies) included.
     pub bytes: u64,
 }
 
@@ -45,6 +46,10 @@ pub struct Pictures {
     quota: Quota,
     /// One lock per stripe of writers: a writer's uploads take their turn (see [`add_picture`]).
     turns: StripedLock,
+    /// One lock per stripe of small copies being made on their first request: readers who ask
+    /// for one at once wait for the first to make it, rather than each make it in the pictures'
+    /// memory ([`made_small_copy`]).
+    making: StripedLock,
     /// Posts the sweep found published: their pictures are never abandoned, so they are not
     /// read again by this process's later sweeps.
     published: std::sync::Mutex<std::collections::HashSet<String>>,
@@ -87,6 +92,7 @@ impl Pictures {
             limits,
             quota,
             turns: StripedLock::new(WRITER_STRIPES),
+            making: StripedLock::new(WRITER_STRIPES),
             published: Default::default(),
             memory: Arc::new(Semaphore::new(memory_kib as usize)),
             memory_kib,
@@ -130,7 +136,7 @@ pub(crate) struct AddedPicture {
     pub alt: String,
     /// Its format as stored.
     pub kind: Kind,
-    /// Its bytes as stored (its phones' variant not counted).
+    /// Its bytes as stored (its copies not counted).
     pub bytes: u64,
     /// What the writer keeps now, this picture included.
     pub usage: Usage,
@@ -172,7 +178,7 @@ pub(crate) async fn may_add_to(state: &AppState, caller: &Caller, post_id: &str)
 
 /// Adds `upload` to the post its [`Destination`] names, by its writer only: recognised, bounded,
 /// stripped and encoded anew ([`prepare`]), counted against the writer's quota, stored (its
-/// phones' variant first, so that no page names a variant that is not there). `declared` is the
+/// copies first, so that no page names a copy that is not there: [`store_prepared`]). `declared` is the
 /// media type the upload came with, if any: a picture type that is not what its bytes are is
 /// refused, not guessed past. Adding the same picture twice stores it once and answers the same
 /// address.
@@ -191,7 +197,7 @@ pub(crate) async fn add_picture(
     check_declared(declared, recognise(&upload)?)?;
     let prepared = prepare_off_the_async_threads(pictures, upload).await?;
     let address = PictureAddress { owner: caller.id.clone(), post: post_id, name: prepared.picture.name.clone() };
-    let stored = prepared.picture.bytes.len() as u64 + prepared.phone.as_ref().map_or(0, |phone| phone.bytes.len() as u64);
+    let stored = prepared.stored_bytes();
     // The writer's uploads are counted and stored one at a time, so that two at once cannot
     // both pass the quota (within this instance; across instances, each may take one more).
     let _turn = pictures.writer_turn(&caller.id).lock().await;
@@ -202,26 +208,7 @@ pub(crate) async fn add_picture(
         within_quota(pictures.quota, usage, stored)?;
         usage = Usage { pictures: usage.pictures + 1, bytes: usage.bytes + stored };
     }
-    // The phones' copy first, so that no answer names a picture whose copy is missing; taken
-    // back if the picture itself is then refused (a full disk, the store gone), unless it was
-    // there before (the same picture, added earlier, whose pages name it).
-    let phone_address =
-        prepared.phone.as_ref().map(|_| address.phone().expect("a picture with a phones' variant has its address"));
-    let mut phone_added = None;
-    if let (Some(phone), Some(phone_address)) = (&prepared.phone, &phone_address) {
-        if !pictures.store.contains(phone_address).await? {
-            phone_added = Some(phone_address);
-        }
-        pictures.put(phone_address, &phone.bytes).await?;
-    }
-    if let Err(refused) = pictures.put(&address, &prepared.picture.bytes).await {
-        if let Some(phone_address) = phone_added
-            && let Err(error) = pictures.store.remove(phone_address).await
-        {
-            tracing::warn!(picture = %phone_address.url(), error = %crate::logging::with_causes(&error), "a refused picture's phones' copy could not be taken back");
-        }
-        return Err(refused.into());
-    }
+    store_prepared(pictures, &address, &prepared).await?;
     Ok(AddedPicture {
         markdown: format!("![{}]({})", escape_alt(alt), address.url()),
         alt: alt.to_owned(),
@@ -232,12 +219,56 @@ pub(crate) async fn add_picture(
     })
 }
 
+/// Stores a prepared picture at `address` with its copies: the copies first, so that no answer
+/// or page names a copy that is missing; those it added taken back if a later one or the picture
+/// itself is then refused (a full disk, the store gone), unless they were there before (the same
+/// picture, added earlier, whose pages name them). Import stores what it prepares the same way.
+pub(crate) async fn store_prepared(
+    pictures: &Pictures,
+    address: &PictureAddress,
+    prepared: &Prepared,
+) -> Result<(), PictureStoreError> {
+    let store = pictures.store();
+    let mut added = Vec::new();
+    let mut stored = Ok(());
+    for copy in prepared.copies() {
+        let copy_address = PictureAddress { name: copy.name.clone(), ..address.clone() };
+        stored = match store.contains(&copy_address).await {
+            Ok(true) => pictures.put(&copy_address, &copy.bytes).await,
+            Ok(false) => {
+                let put = pictures.put(&copy_address, &copy.bytes).await;
+                // Taken back even where its put failed: a store unreachable mid-write may have it.
+                added.push(copy_address);
+                put
+            }
+            Err(error) => Err(error),
+        };
+        if stored.is_err() {
+            break;
+        }
+    }
+    if stored.is_ok() {
+        stored = pictures.put(address, &prepared.picture.bytes).await;
+    }
+    if let Err(refused) = stored {
+        for copy_address in &added {
+            if let Err(error) = store.remove(copy_address).await {
+                tracing::warn!(picture = %copy_address.url(), error = %crate::logging::with_causes(&error), "a refused picture's copy could not be taken back");
+            }
+        }
+        return Err(refused);
+    }
+    Ok(())
+}
+
 /// The bytes of the picture at `address`, or not found. Reads no database: the address is all
 /// it needs, and a removed post's pictures are removed with it. A stored file is checked
 /// against its name once per version ([`checked_as_named`], off the async threads), at its write
 /// or its first read in this process, and not hashed again while its version is the same; a
 /// small one checked is kept, and served from memory while the store says its version is the
-/// same without reading it.
+/// same without reading it. A small copy that a picture stored before small copies were made at
+/// upload lacks is made here, from that picture, and stored ([`made_small_copy`]): the lists
+/// link to it by its name alone.
 pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppResult<bytes::Bytes> {
     let not_found = || AppError::NotFound(format!("There is no picture at {}.", address.url()));
     let Some(pictures) = &state.pictures else { return Err(not_found()) };
@@ -247,7 +278,10 @@ pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppRe
     {
         return Ok(kept);
     }
-    let stored = pictures.store.read(address).await?.ok_or_else(not_found)?;
+    let Some(stored) = pictures.store.read(address).await? else {
+        // Made from a picture checked as it was read, and held as checked as it was written.
+        return made_small_copy(pictures, address).await?.map(bytes::Bytes::from).ok_or_else(not_found);
+    };
     let bytes = bytes::Bytes::from(stored.bytes);
     if let Some(version) = &stored.version
         && pictures.verified.holds(&key, version)
@@ -281,20 +315,82 @@ pub(crate) fn is_as_named(address: &PictureAddress, bytes: &[u8]) -> bool {
 }
 
 /// Whether `bytes` are what `address` names: the SHA-256 of its bytes is in the name. A
-/// phones' copy is named after its picture's hash, not its own, so it is told by its size (960
-/// pixels wide, a JPEG) and checked against `recorded`, the SHA-256 its store recorded when it
+/// phones' copy and a small copy are named after their picture's hash, not their own, so they
+/// are told by their size (960 pixels wide, a JPEG; a small copy's size) and checked against
+/// `recorded`, the SHA-256 its store recorded when it
 /// wrote it (Blob Storage's metadata). Where none was recorded (the data directory, where no
 /// place beside a file would keep one through the copies a data directory goes through, `cp`
 /// and `rsync` dropping extended attributes; blobs written before) it passes unchecked, as it
 /// always did: it is made from a picture that is checked, and a damaged one shows as a damaged
 /// small copy, never as the original.
 fn checked_as_named(address: &PictureAddress, bytes: &[u8], recorded: Option<&str>) -> bool {
-    let phone_sized = address.name.kind() == Kind::Jpeg && address.name.size().0 == crate::model::picture::PHONE_WIDTH;
-    if phone_sized && recorded.is_none() {
+    let copy_sized = (address.name.kind() == Kind::Jpeg && address.name.size().0 == crate::model::picture::PHONE_WIDTH)
+        || address.name.is_small_size();
+    if copy_sized && recorded.is_none() {
         return true;
     }
     let hash = crate::model::hex(&sha2::Sha256::digest(bytes));
-    hash == address.name.hash() || (phone_sized && recorded == Some(hash.as_str()))
+    hash == address.name.hash() || (copy_sized && recorded == Some(hash.as_str()))
+}
+
+/// The small copy at `address` made now from the picture of its post it is a copy of, and
+/// stored, where there is such a picture: a picture stored before small copies were made at
+/// upload has none, and the lists link to it by its name. Made as an upload is prepared: within
+/// the pictures' memory (503 with `Retry-After` where others hold it for [`MEMORY_WAIT`]), off
+/// the async threads, from the picture it is made from at upload (its phones' variant, or
+/// itself), checked as it is served. Not counted against the writer's quota, which it passes by
+/// its few kilobytes at most. Answers `None` where the name is no copy of a picture there.
+async fn made_small_copy(pictures: &Pictures, address: &PictureAddress) -> AppResult<Option<Vec<u8>>> {
+    if !address.name.is_small_size() {
+        return Ok(None);
+    }
+    let _making = pictures.making.of(address.key()).lock().await;
+    // Made while this request waited its turn.
+    if let Some(made) = pictures.store.get(address).await? {
+        return Ok(Some(made));
+    }
+    let size = address.name.size();
+    let names = pictures.store.post_pictures(&address.owner, &address.post).await?;
+    // Of the pictures it is a copy of (a picture, its phones' variant, a larger small copy), the
+    // one the upload makes it from.
+    let Some(source) = names
+        .into_iter()
+        .filter(|name| name.hash() == address.name.hash() && name.small(size).as_ref() == Some(&address.name))
+        .min_by_key(|name| (name.is_small_size(), name.phone().is_some()))
+    else {
+        return Ok(None);
+    };
+    let source = PictureAddress { name: source, ..address.clone() };
+    let Some(stored) = pictures.store.get(&source).await? else { return Ok(None) };
+    let limits = Limits { max_bytes: pictures.limits.max_bytes.max(stored.len()), ..pictures.limits };
+    let (stored, source, whole, planned) = blocking(move || {
+        let (whole, planned) = (is_as_named(&source, &stored), plan(&stored, &limits));
+        (stored, source, whole, planned)
+    })
+    .await?;
+    if !whole {
+        tracing::error!(picture = %source.key(), "a stored picture's bytes are not the ones its name says; no small copy is made of it");
+        return Err(AppError::DamagedPicture(source.url()));
+    }
+    let planned = planned.map_err(|error| AppError::Unexpected(format!("a stored picture cannot be read again: {error}")))?;
+    let permit = take_memory(pictures, planned.memory).await?;
+    let small = address.name.clone();
+    let made = blocking(move || {
+        let _permit = permit;
+        small_copy_of_stored(&stored, &planned, &limits, small)
+    })
+    .await?
+    .map_err(|error| AppError::Unexpected(format!("a stored picture's small copy could not be made: {error}")))?;
+    // Served even where it cannot be stored now: it is made again on the next request.
+    match pictures.put(address, &made.bytes).await {
+        Ok(()) => {
+            tracing::info!(picture = %address.key(), bytes = made.bytes.len(), "made a picture's small copy on its first request")
+        }
+        Err(error) => {
+            tracing::warn!(picture = %address.key(), error = %crate::logging::with_causes(&error), "a picture's small copy was made but not stored")
+        }
+    }
+    Ok(Some(made.bytes))
 }
 
 /// What `writer` keeps, and the quota: for the form that says how much is left.
@@ -429,31 +525,37 @@ async fn prepare_off_the_async_threads(pictures: &Pictures, upload: bytes::Bytes
     })
     .await?;
     let planned = planned?;
-    let kib = u32::try_from(planned.memory.div_ceil(1024)).unwrap_or(u32::MAX);
-    if kib > pictures.memory_kib {
-        return Err(PictureError::OverMemory { needed: planned.memory, budget: u64::from(pictures.memory_kib) * 1024 }.into());
-    }
-    let permit = match pictures.memory.clone().try_acquire_many_owned(kib) {
-        Ok(permit) => Ok(Ok(permit)),
-        Err(_) => {
-            // Others' pictures hold it (a decoding whose request was cut off included).
-            tracing::info!(
-                needed_mib = planned.memory.div_ceil(1024 * 1024),
-                free_mib = pictures.memory.available_permits() / 1024,
-                "a picture waits for the memory others hold"
-            );
-            tokio::time::timeout(MEMORY_WAIT, pictures.memory.clone().acquire_many_owned(kib)).await
-        }
-    };
-    let permit = permit
-        .map_err(|_| AppError::PicturesBusy { retry_after: MEMORY_WAIT })?
-        .map_err(|_| AppError::Unexpected("the pictures' memory closed".into()))?;
+    let permit = take_memory(pictures, planned.memory).await?;
     let prepared = blocking(move || {
         let _permit = permit;
         prepare_planned(&upload, &planned, &limits)
     })
     .await?;
     Ok(prepared?)
+}
+
+/// Takes `memory` bytes of the pictures' memory for a picture's decoding: 422 where that is more
+/// than all of it, 503 where others hold it for [`MEMORY_WAIT`].
+async fn take_memory(pictures: &Pictures, memory: u64) -> AppResult<tokio::sync::OwnedSemaphorePermit> {
+    let kib = u32::try_from(memory.div_ceil(1024)).unwrap_or(u32::MAX);
+    if kib > pictures.memory_kib {
+        return Err(PictureError::OverMemory { needed: memory, budget: u64::from(pictures.memory_kib) * 1024 }.into());
+    }
+    let permit = match pictures.memory.clone().try_acquire_many_owned(kib) {
+        Ok(permit) => Ok(Ok(permit)),
+        Err(_) => {
+            // Others' pictures hold it (a decoding whose request was cut off included).
+            tracing::info!(
+                needed_mib = memory.div_ceil(1024 * 1024),
+                free_mib = pictures.memory.available_permits() / 1024,
+                "a picture waits for the memory others hold"
+            );
+            tokio::time::timeout(MEMORY_WAIT, pictures.memory.clone().acquire_many_owned(kib)).await
+        }
+    };
+    permit
+        .map_err(|_| AppError::PicturesBusy { retry_after: MEMORY_WAIT })?
+        .map_err(|_| AppError::Unexpected("the pictures' memory closed".into()))
 }
 
 impl Pictures {

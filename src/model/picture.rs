@@ -49,6 +49,14 @@ impl Kind {
 /// The width of the smaller JPEG a wider still picture also gets, for phones (`srcset`).
 pub(crate) const PHONE_WIDTH: u32 = 960;
 
+/// The sizes of a picture's small copies, for the lists' thumbnails at one and two device pixels
+/// per CSS pixel (`srcset` 1x, 2x): the lists' box (`.posts .thumb` in `style.css`) is 8 × 6 rem,
+/// 128 × 96 CSS pixels at a browser's default 16 px (6 × 4.5 rem on a phone, the same 4:3), and
+/// the picture is cropped to fill it. So a copy is that box exactly, cropped as the stylesheet's
+/// `object-fit: cover` crops (about its middle), and the box on a phone of three device pixels
+/// per CSS pixel (288 × 216) takes the 2× copy, barely scaled.
+pub(crate) const SMALL_SIZES: [(u32, u32); 2] = [(128, 96), (256, 192)];
+
 /// The longest side of a picture the blog takes, in pixels ([`Limits`](crate::pictures::Limits)'s
 /// default): no stored picture is larger, so no name of a stored picture says more.
 pub(crate) const MAX_SIDE: u32 = 8_000;
@@ -128,6 +136,34 @@ impl PictureName {
         })
     }
 
+    /// The name of this picture's small copy of `size` (one of [`SMALL_SIZES`]), where it has
+    /// one: a still picture that covers the size and is not of it already. Made from what the
+    /// lists showed before small copies (its phones' variant, or itself where it has none), so
+    /// that the picture's name and its phones' variant's give the same name: a list knows it
+    /// from the short copy's picture, reading nothing. A JPEG, or a PNG where that is a PNG
+    /// (no wider than [`PHONE_WIDTH`]: a diagram or a logo, whose transparency stays); an
+    /// animation has none.
+    pub(crate) fn small(&self, size: (u32, u32)) -> Option<PictureName> {
+        let source = self.phone().unwrap_or_else(|| self.clone());
+        let (width, height) = source.size();
+        let still = source.kind != Kind::Gif;
+        let kind = if source.kind == Kind::Png { Kind::Png } else { Kind::Jpeg };
+        (still && width >= size.0 && height >= size.1 && (width, height) != size)
+            .then(|| PictureName::new(self.hash(), size.0, size.1, kind))
+    }
+
+    /// Whether this name is one of a small copy's ([`PictureName::small`]): of a
+    /// [`SMALL_SIZES`] size, a JPEG or a PNG.
+    pub(crate) fn is_small_size(&self) -> bool {
+        SMALL_SIZES.contains(&self.size()) && matches!(self.kind, Kind::Jpeg | Kind::Png)
+    }
+
+    /// The names of the copies made of this picture: its phones' variant and its small copies,
+    /// where it has them.
+    pub(crate) fn copies(&self) -> Vec<PictureName> {
+        self.phone().into_iter().chain(SMALL_SIZES.iter().filter_map(|size| self.small(*size))).collect()
+    }
+
     /// The name.
     pub fn as_str(&self) -> &str {
         &self.text
@@ -174,6 +210,11 @@ impl PictureAddress {
     /// The picture's key in its store: `owner/post/name`, each part one level.
     pub(crate) fn key(&self) -> String {
         format!("{}/{}/{}", self.owner, self.post, self.name)
+    }
+
+    /// The address of its small copy of `size`, where there is one ([`PictureName::small`]).
+    pub(crate) fn small(&self, size: (u32, u32)) -> Option<PictureAddress> {
+        self.name.small(size).map(|name| PictureAddress { name, ..self.clone() })
     }
 
     /// Its path on the blog: `/pictures/owner/post/name`, each id escaped as a path segment.
@@ -281,6 +322,31 @@ mod tests {
         for none in ["960x2000.jpg", "4000x3000.gif"] {
             assert!(PictureName::parse(&format!("{}-{none}", hash())).unwrap().phone().is_none(), "{none}");
         }
+    }
+
+    #[test]
+    fn a_still_picture_has_small_copies_named_alike_from_it_and_from_its_phones_variant() {
+        let hash = hash();
+        let name = |text: &str| PictureName::parse(&format!("{hash}-{text}")).unwrap();
+        let smalls = |of: &PictureName| SMALL_SIZES.map(|size| of.small(size).map(|small| small.to_string()));
+        let expected = [Some(format!("{hash}-128x96.jpg")), Some(format!("{hash}-256x192.jpg"))];
+        let wide = name("4000x3000.png");
+        assert_eq!(smalls(&wide), expected, "a wide PNG's phones' variant is a JPEG, and so are its copies");
+        assert_eq!(smalls(&wide.phone().unwrap()), expected);
+        assert_eq!(smalls(&name("3000x8000.jpg")), expected, "a tall picture is cropped to the box");
+        assert_eq!(
+            smalls(&name("640x480.png")),
+            [Some(format!("{hash}-128x96.png")), Some(format!("{hash}-256x192.png"))],
+            "a narrow PNG keeps its transparency"
+        );
+        assert_eq!(smalls(&name("200x150.jpg")), [Some(format!("{hash}-128x96.jpg")), None], "never made larger");
+        assert_eq!(smalls(&name("256x192.jpg")), [Some(format!("{hash}-128x96.jpg")), None], "the picture is its own 2x");
+        assert_eq!(smalls(&name("128x96.jpg")), [None, None]);
+        assert_eq!(smalls(&name("4000x90.jpg")), [None, None], "a panorama lower than the box: its phones' copy is 960x22");
+        assert_eq!(smalls(&name("640x480.gif")), [None, None], "an animation keeps its frames");
+        assert_eq!(wide.copies().len(), 3);
+        assert!(name("128x96.png").is_small_size() && name("256x192.jpg").is_small_size());
+        assert!(!name("256x193.jpg").is_small_size() && !name("128x96.gif").is_small_size());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 use super::error::PictureError;
 use super::header;
-use crate::model::picture::{Kind, PictureName};
+use crate::model::picture::{Kind, PHONE_WIDTH, PictureName, SMALL_SIZES};
 
 /// How big a picture may be: checked on the upload's size, then on its header, before any
 /// pixel is decoded.
@@ -66,14 +66,29 @@ impl Picture {
     }
 }
 
-/// An upload made ready to show: the picture, and a smaller JPEG for phones where
-/// [`PictureName::phone`] says it has one, named as that says.
+/// An upload made ready to show: the picture, a smaller JPEG for phones where
+/// [`PictureName::phone`] says it has one, and the lists' small copies where
+/// [`PictureName::small`] says, each named as that says.
 #[derive(Clone, Debug)]
 pub struct Prepared {
     /// The picture.
     pub picture: Picture,
     /// The phones' variant.
     pub phone: Option<Picture>,
+    /// The small copies, for the lists' thumbnails (1×, then 2×, those it has).
+    pub small: Vec<Picture>,
+}
+
+impl Prepared {
+    /// The copies made of the picture: its phones' variant and its small copies.
+    pub(crate) fn copies(&self) -> impl Iterator<Item = &Picture> {
+        self.phone.iter().chain(&self.small)
+    }
+
+    /// The bytes of the picture and its copies together: what the writer keeps of it.
+    pub(crate) fn stored_bytes(&self) -> u64 {
+        std::iter::once(&self.picture).chain(self.copies()).map(|picture| picture.bytes.len() as u64).sum()
+    }
 }
 
 /// What preparing an upload will take, read from its header before any pixel is decoded:
@@ -170,7 +185,8 @@ const FIXED_MEMORY: u64 = 8 * 1024 * 1024;
 /// The memory of a still picture's preparation: `decoded` pixels, plus the decoder's own
 /// `working` copy while it decodes, or else a second copy while its orientation is applied;
 /// what the encoder is given where it is not the decoded pixels (`converted`); the picture
-/// written anew (at most about as large as its RGB pixels); and the phones' copy.
+/// written anew (at most about as large as its RGB pixels); the phones' copy; and the small
+/// copies.
 fn still_memory(decoded: u64, working: u64, converted: u64, width: u32, height: u32) -> u64 {
     let pixels = u64::from(width) * u64::from(height);
     let phone = if width > crate::model::picture::PHONE_WIDTH {
@@ -179,7 +195,8 @@ fn still_memory(decoded: u64, working: u64, converted: u64, width: u32, height: 
     } else {
         0
     };
-    decoded + working.max(decoded) + converted + pixels + phone + FIXED_MEMORY
+    let small = if width >= SMALL_SIZES[0].0 && height >= SMALL_SIZES[0].1 { small_copies_memory() } else { 0 };
+    decoded + working.max(decoded) + converted + pixels + phone + small + FIXED_MEMORY
 }
 
 /// The pixels of a `width` × `height` picture rounded up to whole 16 × 16 blocks (a JPEG's
@@ -287,7 +304,7 @@ fn animation(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, Pi
         return Err(PictureError::Unreadable("the GIF has no frames".into()));
     }
     let bytes = encoder.into_inner().map_err(unreadable)?;
-    Ok(Prepared { picture: Picture::new(bytes, Kind::Gif, plan.width, plan.height), phone: None })
+    Ok(Prepared { picture: Picture::new(bytes, Kind::Gif, plan.width, plan.height), phone: None, small: Vec::new() })
 }
 
 /// A still picture: decoded within the memory its plan said, turned upright, encoded anew in
@@ -334,16 +351,101 @@ fn still(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, Pictur
         Kind::Jpeg | Kind::WebP | Kind::Gif => jpeg(&image, 90, colours)?,
     };
     let picture = Picture::new(bytes, stored, image.width(), image.height());
-    let phone = picture
-        .name
-        .phone()
-        .map(|name| {
+    let smaller = picture.name.phone().map(|name| {
+        let (width, height) = name.size();
+        (name, image.thumbnail_exact(width, height))
+    });
+    let phone = smaller
+        .as_ref()
+        .map(|(name, smaller)| {
             let (width, height) = name.size();
-            let smaller = image.thumbnail_exact(width, height);
-            jpeg(&smaller, 80, colours).map(|bytes| Picture { bytes, kind: Kind::Jpeg, width, height, name })
+            jpeg(smaller, 80, colours).map(|bytes| Picture { bytes, kind: Kind::Jpeg, width, height, name: name.clone() })
         })
         .transpose()?;
-    Ok(Prepared { picture, phone })
+    // From what the lists showed before (the phones' variant, or the picture): the same pixels
+    // as a small copy made later from the stored variant ([`small_copy_of_stored`]).
+    let source = smaller.as_ref().map_or(&image, |(_, smaller)| smaller);
+    let small = small_copies(&picture.name, source, colours)?;
+    Ok(Prepared { picture, phone, small })
+}
+
+/// The quality of the small copies' JPEG: at the lists' size the loss is not seen, and a
+/// 12-megapixel photo's 2× copy is about 18 KB at 70 against 20 at 75 and 22 at 80 (measured on
+/// the benches' noisy photo: BENCHMARKS.md, "Thumbnails sized for their box").
+const SMALL_QUALITY: u8 = 70;
+
+/// The small copies [`PictureName::small`] says `name` has, made from `source`: the picture as
+/// the lists showed it (its phones' variant, or itself).
+fn small_copies(name: &PictureName, source: &DynamicImage, colours: Option<&[u8]>) -> Result<Vec<Picture>, PictureError> {
+    let mut copies = Vec::new();
+    for size in SMALL_SIZES {
+        let Some(small) = name.small(size) else { continue };
+        copies.push(small_copy(source, small, colours)?);
+    }
+    Ok(copies)
+}
+
+/// `source` cropped about its middle to the proportions of `name`'s size (as the stylesheet's
+/// `object-fit: cover` crops), scaled to that size and encoded as `name` says.
+fn small_copy(source: &DynamicImage, name: PictureName, colours: Option<&[u8]>) -> Result<Picture, PictureError> {
+    let (width, height) = name.size();
+    let (crop_width, crop_height) = cover_crop(source.width(), source.height(), width, height);
+    let cropped =
+        source.crop_imm((source.width() - crop_width) / 2, (source.height() - crop_height) / 2, crop_width, crop_height);
+    // Catmull-Rom: as sharp as Lanczos at this reduction, and its JPEG a few per cent smaller.
+    let scaled = cropped.resize_exact(width, height, image::imageops::FilterType::CatmullRom);
+    drop(cropped);
+    let bytes = match name.kind() {
+        Kind::Png => png(&scaled, colours)?,
+        _ => jpeg(&scaled, SMALL_QUALITY, colours)?,
+    };
+    Ok(Picture { bytes, kind: name.kind(), width, height, name })
+}
+
+/// The largest part of a `source_width` × `source_height` picture in the proportions of
+/// `width` × `height`.
+fn cover_crop(source_width: u32, source_height: u32, width: u32, height: u32) -> (u32, u32) {
+    let (source_width_64, source_height_64) = (u64::from(source_width), u64::from(source_height));
+    if source_width_64 * u64::from(height) > source_height_64 * u64::from(width) {
+        let crop = (source_height_64 * u64::from(width) + u64::from(height) / 2) / u64::from(height);
+        (u32::try_from(crop).unwrap_or(source_width).clamp(1, source_width), source_height)
+    } else {
+        let crop = (source_width_64 * u64::from(height) + u64::from(width) / 2) / u64::from(width);
+        (source_width, u32::try_from(crop).unwrap_or(source_height).clamp(1, source_height))
+    }
+}
+
+/// The most bytes making a picture's small copies holds beside its pixels: the crop (at most
+/// 960 × 720, the 4:3 part of a source at most [`PHONE_WIDTH`] wide, at most 8 bytes a pixel),
+/// the scaler's rows (4 floats a pixel, the crop's width by the copy's height), the copy and its
+/// RGB for the encoder.
+fn small_copies_memory() -> u64 {
+    let (width, height) = SMALL_SIZES[SMALL_SIZES.len() - 1];
+    let crop = u64::from(PHONE_WIDTH) * u64::from(PHONE_WIDTH) * 3 / 4 * 8;
+    let scaling = u64::from(PHONE_WIDTH) * u64::from(height) * 16;
+    crop + scaling + u64::from(width) * u64::from(height) * (4 + 3)
+}
+
+/// The small copy named `small` of a picture as stored: `stored`, the picture its
+/// [`PictureName::small`] is made from (its phones' variant, or itself where it has none),
+/// decoded within the memory of its `plan` ([`plan`]). For a picture stored before small copies
+/// were made at upload. Stored pictures were prepared already: upright, without metadata, whole.
+pub(crate) fn small_copy_of_stored(
+    stored: &[u8],
+    plan: &Plan,
+    limits: &Limits,
+    small: PictureName,
+) -> Result<Picture, PictureError> {
+    if plan.kind == Kind::Gif {
+        return Err(PictureError::Unreadable("an animation has no small copy".into()));
+    }
+    let format = ImageFormat::from_extension(plan.kind.extension()).expect("the four kinds are formats");
+    let mut reader = ImageReader::with_format(Cursor::new(stored), format);
+    reader.limits(decoding_limits(limits, plan));
+    let mut decoder = reader.into_decoder().map_err(image_error)?;
+    let colours = colour_profile(&mut decoder)?;
+    let image = DynamicImage::from_decoder(decoder).map_err(image_error)?;
+    small_copy(&image, small, colours.as_deref())
 }
 
 /// What is put after each scan's coded data for [`pixels_with_scan_fill`]: 1-bits (0xFF, each

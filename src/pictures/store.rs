@@ -7,10 +7,11 @@ use async_trait::async_trait;
 
 use crate::model::picture::{PictureAddress, PictureName};
 
-/// How many pictures a writer keeps, and their bytes (the phones' variants included).
+/// How many pictures a writer keeps, and their bytes (their copies included: phones' variants,
+/// small copies).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Usage {
-    /// Pictures (a picture and its phones' variant count once).
+    /// Pictures (a picture and its copies count once).
     pub pictures: u64,
     /// Bytes, of every stored file.
     pub bytes: u64,
@@ -151,7 +152,7 @@ pub trait PictureStore: Send + Sync {
     /// nothing to remove is not an error.
     async fn remove_post(&self, owner: &str, post: &str) -> Result<usize, PictureStoreError>;
 
-    /// The names of every picture of `owner`'s post `post` (the phones' variants included), in
+    /// The names of every picture of `owner`'s post `post` (their copies included), in
     /// no given order: what `handler export` carries with the post.
     async fn post_pictures(&self, owner: &str, post: &str) -> Result<Vec<PictureName>, PictureStoreError>;
 

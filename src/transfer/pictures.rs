@@ -9,8 +9,9 @@
 //! the name its new bytes make: the same size and kind, another hash, and its post's Markdown
 //! is written with that name in place of the file's (the hash is the only part that changes,
 //! and is as long). A picture whose size or kind is not what its name says is refused. A
-//! phones' copy in the file (the JPEG 960 pixels wide named after its picture's hash) is not
-//! taken: preparing its picture makes it again.
+//! picture's copy in the file (its phones' variant, the JPEG 960 pixels wide, or a small copy
+//! for the lists, each named after its picture's hash) is not taken: preparing its picture
+//! makes it again, and makes the small copies a file written before they were made lacks.
 
 use std::collections::HashMap;
 
@@ -28,8 +29,9 @@ const MAX_PICTURE_BYTES: usize = MAX_LINE_BYTES / 4 * 3;
 /// What an import does with a picture's line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Role {
-    /// The phones' copy of another picture of its post: made again with that picture.
-    Phone,
+    /// A copy of another picture of its post (its phones' variant, a small copy): made again
+    /// with that picture.
+    Copy,
     /// A picture, stored as preparation makes it, under this name (its own, or the one its
     /// bytes make once prepared).
     Picture(PictureName),
@@ -42,12 +44,12 @@ enum Role {
 pub(super) struct PicturePlan {
     /// Each picture's line: (post, name in the file) → what is done with it.
     roles: HashMap<(String, String), Role>,
-    /// The pictures (not phones' copies) of each post: (post, hash) → name in the file.
+    /// The pictures (not copies) of each post: (post, hash) → name in the file.
     by_hash: HashMap<(String, String), PictureName>,
     /// Each post's pictures stored under another hash than the file's: post → (the file's
     /// hash, the stored one).
     renamed: HashMap<String, Vec<(String, String)>>,
-    /// Phones' copies whose picture had not come yet: (line, post, name).
+    /// Copies whose picture had not come yet: (line, post, name).
     waiting: Vec<(usize, String, PictureName)>,
 }
 
@@ -64,17 +66,17 @@ impl PicturePlan {
         let post = address.post.clone();
         let hash = address.name.hash().to_owned();
         let key = (post.clone(), address.name.as_str().to_owned());
-        if self.by_hash.get(&(post.clone(), hash.clone())).is_some_and(|picture| picture.phone().as_ref() == Some(&address.name))
-        {
-            self.roles.insert(key, Role::Phone);
+        if self.by_hash.get(&(post.clone(), hash.clone())).is_some_and(|picture| picture.copies().contains(&address.name)) {
+            self.roles.insert(key, Role::Copy);
             return Ok(());
         }
-        // Bytes that are not those its name says pass the check only as a phones' copy (named
-        // after its picture's hash, `crate::app::pictures::is_as_named`): one whose picture
-        // comes after it (a picture 961 to 999 pixels wide sorts after its copy), or none.
+        // Bytes that are not those its name says pass the check only as a copy (named after its
+        // picture's hash, `crate::app::pictures::is_as_named`): one whose picture comes after
+        // it (a picture 961 to 999 pixels wide sorts after its phones' copy, and most after
+        // their small copies), or none.
         if crate::model::hex(&Sha256::digest(&bytes)) != hash {
             self.waiting.push((line, post, address.name.clone()));
-            self.roles.insert(key, Role::Phone);
+            self.roles.insert(key, Role::Copy);
             return Ok(());
         }
         let prepared = prepare(pictures, line, address, bytes).await?;
@@ -83,17 +85,13 @@ impl PicturePlan {
         Ok(())
     }
 
-    /// Ends the check: each phones' copy is its post's picture's, and each post's Markdown is
+    /// Ends the check: each copy is its post's picture's, and each post's Markdown is
     /// told the names it must name anew.
     pub(super) fn finish(&mut self) -> Result<(), TransferError> {
         for (line, post, name) in &self.waiting {
-            if !self
-                .by_hash
-                .get(&(post.clone(), name.hash().to_owned()))
-                .is_some_and(|picture| picture.phone().as_ref() == Some(name))
-            {
+            if !self.by_hash.get(&(post.clone(), name.hash().to_owned())).is_some_and(|picture| picture.copies().contains(name)) {
                 let why = format!(
-                    "{:?} has bytes other than its name says, and is the phones' copy of no picture of post {post:?}",
+                    "{:?} has bytes other than its name says, and is a copy of no picture of post {post:?}",
                     name.as_str()
                 );
                 return Err(TransferError::Field { line: *line, field: "bytes", why });
@@ -116,9 +114,8 @@ impl PicturePlan {
         renamed.iter().fold(content, |content, (file, stored)| content.replace(file.as_str(), stored))
     }
 
-    /// Writes the picture of line `line` as the check planned it: prepared again, its phones'
-    /// copy first (as an upload stores them), under the name the check found; or nothing, for a
-    /// phones' copy.
+    /// Writes the picture of line `line` as the check planned it: prepared again, its copies
+    /// first (as an upload stores them), under the name the check found; or nothing, for a copy.
     pub(super) async fn write(
         &self,
         pictures: &Pictures,
@@ -128,7 +125,7 @@ impl PicturePlan {
     ) -> Result<(), TransferError> {
         let key = (address.post.clone(), address.name.as_str().to_owned());
         let name = match self.roles.get(&key) {
-            Some(Role::Phone) => return Ok(()),
+            Some(Role::Copy) => return Ok(()),
             Some(Role::Picture(name)) => name,
             None => return Err(TransferError::Malformed { line, why: "a picture the check did not see".into() }),
         };
@@ -138,10 +135,7 @@ impl PicturePlan {
             return Err(TransferError::Field { line, field: "bytes", why });
         }
         let stored = PictureAddress { name: name.clone(), ..address.clone() };
-        if let (Some(phone), Some(phone_address)) = (&prepared.phone, stored.phone()) {
-            pictures.put(&phone_address, &phone.bytes).await?;
-        }
-        pictures.put(&stored, &prepared.picture.bytes).await?;
+        crate::app::pictures::store_prepared(pictures, &stored, &prepared).await?;
         Ok(())
     }
 }

@@ -2,42 +2,79 @@
 # Lighthouse's four scores (performance, accessibility, best practices, SEO) for the front page,
 # a post and a tag's page, on a phone (Lighthouse's default, mobile emulation and throttling) and
 # a desktop (`--preset=desktop`), against the handler as `cargo run` starts it, seeded through the
-# API; the post measured shows a picture, which the lists show small beside its excerpt.
-# Not a test: it prints the scores (the README records them). Needs Chromium
-# (tests/browser/install.sh) and npm; Lighthouse is installed into tests/browser/node_modules.
+# API: ten posts, each with a photo of its own (the lists show each small beside its excerpt),
+# the last with a comment. With each score, the page's weight as Lighthouse loaded it
+# (`total-byte-weight`: below the fold, `loading="lazy"` pictures are not loaded) and, for the
+# lists, the bytes of every thumbnail the page names, at 1× and 2× (what a reader who scrolls
+# down loads). Not a test: it prints the figures (README and BENCHMARKS.md record them). Needs
+# Chromium (tests/browser/install.sh) and npm; Lighthouse is installed into
+# tests/browser/node_modules. HANDLER names another build to measure (default target/debug/handler);
+# SCREENSHOT a PNG to save the front page in.
 #
 #     cargo build --bin handler && tests/browser/lighthouse.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 here=tests/browser
+handler=${HANDLER:-target/debug/handler}
 [ -x "$here/node_modules/.bin/lighthouse" ] || npm install --prefix "$here" --no-save --no-audit --no-fund --no-package-lock lighthouse@12 >/dev/null
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 # The pages link to the blog at its public address: the one Lighthouse reaches it at.
-BLOG_AUTH=development BLOG_DATA_DIR="$work/data" BLOG_LISTEN=127.0.0.1:7079 BLOG_PUBLIC_URL=http://127.0.0.1:7079 RUST_LOG=warn target/debug/handler &
+BLOG_AUTH=development BLOG_DATA_DIR="$work/data" BLOG_LISTEN=127.0.0.1:7079 BLOG_PUBLIC_URL=http://127.0.0.1:7079 RUST_LOG=warn "$handler" &
 base=http://127.0.0.1:7079
 for _ in $(seq 100); do curl -fs -o /dev/null "$base/" && break; sleep 0.1; done
 api() { curl -fs -H 'x-dev-user: ada' -H 'Content-Type: application/json' "$@"; }
 api -X POST "$base/api/users" -d '{"username":"Ada Lovelace"}' >/dev/null
-for n in 1 2 3 4 5; do
-  post=$(api -X POST "$base/api/posts" -d "{\"userId\":\"ada\",\"title\":\"Notes $n\",\"tags\":[\"Engines\"],\"content\":\"The engine weaves **algebraic patterns** as the Jacquard loom weaves flowers.\\n\\n- one\\n- two\\n\\nSee [the notes](https://example.com).\"}" | sed 's/.*"id":"\([^"]*\)".*/\1/')
+# A photo for each post: 1600×1200 PNGs made here, gradients with grain as the benches' photos
+# (benches/pictures.rs, `photo_jpeg`), so that they encode as a photo does, not as flat colour.
+python3 - "$work" <<'PY'
+import random, struct, sys, zlib
+w, h = 1600, 1200
+chunk = lambda kind, data: struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+for n in range(1, 11):
+    rng = random.Random(n)
+    rows = bytearray()
+    for y in range(h):
+        rows.append(0)
+        grain = rng.randbytes(w)
+        for x in range(w):
+            noise = grain[x] % 20
+            rows += bytes((min(255, (x * 255 // w + 25 * n) % 256 + noise), min(255, y * 255 // h + noise), min(255, (x + y + 40 * n) % 256 + noise)))
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(bytes(rows), 6)) + chunk(b"IEND", b"")
+    open(f"{sys.argv[1]}/picture-{n}.png", "wb").write(png)
+PY
+for n in $(seq 10); do
+  post=$(api -X POST "$base/api/posts" -d "{\"userId\":\"ada\",\"title\":\"Notes $n\",\"tags\":[\"Engines\"],\"content\":\"Soon.\"}" | sed 's/.*"id":"\([^"]*\)".*/\1/')
+  markdown=$(curl -fs -H 'x-dev-user: ada' -H 'Content-Type: image/png' --data-binary "@$work/picture-$n.png" "$base/api/posts/$post/pictures?alt=Gradient%20number%20$n" | sed 's/.*"markdown":"\([^"]*\)".*/\1/')
+  api -X PUT "$base/api/posts/$post" -d "{\"title\":\"Notes $n\",\"content\":\"The engine weaves **algebraic patterns**.\\n\\n$markdown\\n\\nAs the Jacquard loom weaves flowers.\\n\\n- one\\n- two\\n\\nSee [the notes](https://example.com).\"}" >/dev/null
 done
 api -X POST "$base/api/posts/$post/comments" -d '{"userId":"ada","content":"A *comment*."}' >/dev/null
-# A picture in the post measured: a 1600×900 PNG made here, uploaded, put in the text.
-python3 - "$work/picture.png" <<'PY'
-import struct, sys, zlib
-w, h = 1600, 900
-rows = b"".join(b"\0" + bytes(v for x in range(w) for v in (90 + x // 12, y * 255 // h, 200 - x // 10)) for y in range(h))
-chunk = lambda kind, data: struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(rows, 6)) + chunk(b"IEND", b"")
-open(sys.argv[1], "wb").write(png)
-PY
-markdown=$(curl -fs -H 'x-dev-user: ada' -H 'Content-Type: image/png' --data-binary "@$work/picture.png" "$base/api/posts/$post/pictures?alt=A%20gradient%20from%20violet%20to%20gold" | sed 's/.*"markdown":"\([^"]*\)".*/\1/')
-api -X PUT "$base/api/posts/$post" -d "{\"title\":\"Notes 5\",\"content\":\"The engine weaves **algebraic patterns**.\\n\\n$markdown\\n\\nAs the Jacquard loom weaves flowers.\"}" >/dev/null
 curl -fs "$base/posts/$post" | grep -q '<img src="/pictures/' || { echo "the post measured shows no picture" >&2; exit 1; }
-# The change feed copies the posts into the feed and under their tag, with the picture.
-for _ in $(seq 100); do curl -fs "$base/tags/engines" | grep 'class="thumb"' >/dev/null && curl -fs "$base/" | grep 'class="thumb"' >/dev/null && break; sleep 0.1; done
-curl -fs "$base/tags/engines" | grep 'class="thumb"' >/dev/null || { echo "the tag's page shows no thumbnail" >&2; exit 1; }
+# The change feed copies the posts into the feed and under their tag, with their pictures.
+thumbs() { curl -fs "$base$1" | grep -o 'class="thumb"' | wc -l; }
+for _ in $(seq 200); do [ "$(thumbs /tags/engines)" = 10 ] && [ "$(thumbs /)" = 10 ] && break; sleep 0.1; done
+[ "$(thumbs /)" = 10 ] || { echo "the front page shows $(thumbs /) thumbnails, not 10" >&2; exit 1; }
+# Every thumbnail the front page names, at each density its markup offers (`src`, then each
+# `srcset` entry): their bytes, as served.
+curl -fs "$base/" > "$work/front.html"
+python3 - "$work/front.html" "$base" <<'PY'
+import re, sys, urllib.request
+html = open(sys.argv[1]).read()
+imgs = re.findall(r'<img class="thumb"[^>]*>', html)
+one, two = [], []
+for img in imgs:
+    src = re.search(r' src="([^"]+)"', img).group(1)
+    srcset = re.search(r' srcset="([^"]+)"', img)
+    one.append(src)
+    two.append(srcset.group(1).split(", ")[1].split(" ")[0] if srcset else src)
+size = lambda url: len(urllib.request.urlopen(sys.argv[2] + url).read())
+a, b = [size(url) for url in one], [size(url) for url in two]
+print(f"front page, {len(imgs)} thumbnails: 1x {sum(a)} bytes ({min(a)} to {max(a)} each), 2x {sum(b)} bytes ({min(b)} to {max(b)} each); its HTML {len(html.encode())} bytes uncompressed")
+PY
+# SCREENSHOT=file.png: the front page as headless Chromium shows it on a desktop, to look at.
+if [ -n "${SCREENSHOT:-}" ]; then
+  chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1280,2200 --virtual-time-budget=10000 --screenshot="$SCREENSHOT" "$base/" 2>/dev/null
+fi
 for page in / "/posts/$post" /tags/engines; do
   for preset in mobile desktop; do
     flags=(); [ "$preset" = desktop ] && flags=(--preset=desktop)
@@ -49,6 +86,7 @@ for page in / "/posts/$post" /tags/engines; do
 import json, sys
 report = json.load(open('$work/report.json'))
 scores = ', '.join(f\"{name} {round(category['score'] * 100)}\" for name, category in report['categories'].items())
-print(f\"{sys.argv[1]:<12} {sys.argv[2]:<8} Lighthouse {report['lighthouseVersion']}: {scores}\")" "$label" "$preset"
+weight = report['audits']['total-byte-weight']['numericValue']
+print(f\"{sys.argv[1]:<12} {sys.argv[2]:<8} Lighthouse {report['lighthouseVersion']}: {scores}; total-byte-weight {weight:.0f} bytes\")" "$label" "$preset"
   done
 done

@@ -448,10 +448,13 @@ async fn upload_picture(app: &TestApp, user: &str, post: &str, alt: &str) -> ser
 async fn assert_thumbnail_shown(browser: &Browser, path: &str) {
     let shown = browser
         .execute_async(
-            "const done = arguments[0]; const img = document.querySelector('ol.posts img.thumb');              img.loading = 'eager'; img.decode().then(() => {                const box = img.getBoundingClientRect();                const excerpt = img.closest('article').querySelector('.excerpt').getBoundingClientRect();                done([img.naturalWidth, box.width, box.height, box.left >= excerpt.left + excerpt.width / 2,                  box.top < excerpt.bottom]); }, e => done(String(e)));",
+            "const done = arguments[0]; const img = document.querySelector('ol.posts img.thumb');              img.loading = 'eager'; img.decode().then(() => {                const box = img.getBoundingClientRect();                const excerpt = img.closest('article').querySelector('.excerpt').getBoundingClientRect();                done([img.naturalWidth, box.width, box.height, box.left >= excerpt.left + excerpt.width / 2,                  box.top < excerpt.bottom, img.currentSrc, window.devicePixelRatio]); }, e => done(String(e)));",
         )
         .await;
-    assert_eq!(shown[0], 960, "{path}: the phones' copy loaded: {shown}");
+    // The small copy for the screen's density: 1× where a CSS pixel is a device pixel, else 2×.
+    let (natural, source) = if shown[6].as_f64().unwrap_or(1.0) > 1.0 { (256, "-256x192.jpg") } else { (128, "-128x96.jpg") };
+    assert_eq!(shown[0], natural, "{path}: the small copy loaded: {shown}");
+    assert!(shown[5].as_str().is_some_and(|url| url.ends_with(source)), "{path}: {shown}");
     let (width, height) = (shown[1].as_f64().unwrap(), shown[2].as_f64().unwrap());
     assert!((64.0..=160.0).contains(&width) && (height - width * 0.75).abs() < 1.0, "{path}: small, 4:3: {shown}");
     assert_eq!(

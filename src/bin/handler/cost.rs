@@ -162,9 +162,10 @@ pub(crate) const DEFAULT_INSTANCE_MB: u32 = 512;
 pub(crate) mod weights {
     /// A page, compressed, with its headers.
     pub(crate) const PAGE: f64 = 4_000.0;
-    /// A list page's thumbnail of a post with a picture, as a 2× screen takes it: the phones'
-    /// 960-pixel copy of a 12-megapixel photo (BENCHMARKS.md, "Pictures in posts": 51 KB).
-    pub(crate) const THUMBNAIL: f64 = 51_000.0;
+    /// A list page's thumbnail of a post with a picture, as a 2× screen takes it: the 256 × 192
+    /// small copy of a 12-megapixel photo (BENCHMARKS.md, "Thumbnails sized for their box":
+    /// 17,684 bytes; the phones' 960-pixel copy the lists took before was 51 KB to 204 KB).
+    pub(crate) const THUMBNAIL: f64 = 17_684.0;
     /// The posts a list page shows.
     pub(crate) const POSTS_ON_A_LIST_PAGE: f64 = 10.0;
     /// A post page's picture as a 2× screen takes it (a 44rem column is 1,408 pixels there, wider

@@ -5,6 +5,7 @@ use maud::{Markup, html};
 
 use super::{esc, url_part};
 use crate::model::first_picture::FirstPicture;
+use crate::model::picture::{PictureAddress, SMALL_SIZES};
 use crate::model::tags::normalize_tag;
 use crate::model::{Post, excerpt};
 
@@ -49,15 +50,28 @@ pub(crate) fn post_list(posts: &[Post], show_author: bool) -> Markup {
     }
 }
 
-/// A post's first picture, small beside its excerpt: its phones' copy, at its size (the
-/// stylesheet sets the box, so nothing moves as it loads), loaded as it comes near the screen.
-/// It sits in the title's link, which leads where a click on it is expected to: so its alt text
-/// is empty (decorative, as WCAG's technique H2 for an image and text in one link), and the link
-/// is read as the title alone, rather than as the picture's description and then the title
-/// (the post's page shows the picture with its description).
+/// A post's first picture, small beside its excerpt: its small copy for the box, 1× and 2×
+/// (`srcset`), named from the short copy's picture alone, with the copy's size (the stylesheet
+/// sets the box, so nothing moves as it loads), loaded as it comes near the screen; a picture too
+/// small for a copy, or an animation, as it is. It sits in the title's link, which leads where a
+/// click on it is expected to: so its alt text is empty (decorative, as WCAG's technique H2 for
+/// an image and text in one link), and the link is read as the title alone, rather than as the
+/// picture's description and then the title (the post's page shows the picture with its
+/// description).
 fn thumbnail(picture: &FirstPicture) -> Markup {
+    let small = PictureAddress::of_url(&picture.url).and_then(|shown| {
+        let [one, two] = SMALL_SIZES.map(|size| shown.small(size));
+        // The 2× is the picture itself where it is too small for a 2× copy. Each address is
+        // written as `url` writes it, which escapes any comma or space that would end it in a
+        // `srcset`.
+        one.map(|one| (one.name.size(), one.url(), two.unwrap_or(shown).url()))
+    });
     html! {
-        img class="thumb" src=(esc(&picture.url)) alt="" width=(picture.width) height=(picture.height) loading="lazy" decoding="async";
+        @if let Some(((width, height), one, two)) = small {
+            img class="thumb" src=(one) srcset={ (one) " 1x, " (two) " 2x" } alt="" width=(width) height=(height) loading="lazy" decoding="async";
+        } @else {
+            img class="thumb" src=(esc(&picture.url)) alt="" width=(picture.width) height=(picture.height) loading="lazy" decoding="async";
+        }
     }
 }
 
