@@ -66,7 +66,7 @@ pub use config::{
 #[cfg(feature = "embedded")]
 pub use cosmos::embedded::repair::ItemToRemove;
 pub use cosmos::{error::StoreError, schema::Container, store::Store};
-pub use logging::{billed_lines, line_format::LineFormat, with_causes, writer::batched};
+pub use logging::{BILLED_LINES, BilledLines, line_format::LineFormat, with_causes, writer::batched};
 #[cfg(feature = "embedded")]
 pub use repair::{RepairError, repair};
 pub use running::{Blog, connect, connect_for_import, followed, state_on};

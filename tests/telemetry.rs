@@ -279,10 +279,10 @@ async fn the_handlers_lines_carry_what_the_workbook_and_the_alerts_read() {
 
     // What `handler cost` prices Application Insights with: no line is longer than its bound.
     for (kind, bound) in [
-        ("blog::http: requests ", blog::billed_lines::MINUTE),
-        ("blog::http: request ", blog::billed_lines::REQUEST),
-        ("blog::changefeed: delivered ", blog::billed_lines::DELIVERED),
-        ("blog::changefeed: lag ", blog::billed_lines::LAG),
+        ("blog::http: requests ", blog::BILLED_LINES.minute),
+        ("blog::http: request ", blog::BILLED_LINES.request),
+        ("blog::changefeed: delivered ", blog::BILLED_LINES.delivered),
+        ("blog::changefeed: lag ", blog::BILLED_LINES.lag),
     ] {
         let lines = written.of_kind(kind);
         assert!(!lines.is_empty(), "{kind}");

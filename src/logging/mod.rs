@@ -12,18 +12,23 @@ pub(crate) mod writer;
 /// Insights, billed by its bytes. The longest line of each kind, in bytes as written (the
 /// timestamp included, the newline not), for `handler cost`; `tests/telemetry.rs` holds each
 /// bound against the real lines.
-pub mod billed_lines {
+#[derive(Clone, Copy, Debug)]
+pub struct BilledLines {
     /// `blog::http: requests`, a route's minute.
-    pub const MINUTE: usize = 330;
+    pub minute: usize,
     /// `blog::http: request`, a request's own line, with the host's invocation id and a trace id.
-    pub const REQUEST: usize = 340;
+    pub request: usize,
     /// `blog::changefeed: delivered`, a batch, with the host's invocation id.
-    pub const DELIVERED: usize = 280;
+    pub delivered: usize,
     /// `blog::changefeed: lag`, a function's minute.
-    pub const LAG: usize = 180;
+    pub lag: usize,
     /// The most requests' own lines an instance writes a minute.
-    pub const OWN_LINES_PER_MINUTE: u64 = crate::http::OWN_LINES_PER_MINUTE;
+    pub own_lines_per_minute: u64,
 }
+
+/// The bounds [`BilledLines`] says.
+pub const BILLED_LINES: BilledLines =
+    BilledLines { minute: 330, request: 340, delivered: 280, lag: 180, own_lines_per_minute: crate::http::OWN_LINES_PER_MINUTE };
 
 /// An error and every cause below it on one line, for a log line or a command's `error:` line:
 /// an SDK error's transport failure or a file's I/O error is often two or three sources down.

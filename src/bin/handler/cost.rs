@@ -178,7 +178,7 @@ pub(crate) mod weights {
 /// keeps the line twice (as its message and as `prop__{OriginalFormat}`: azure-webjobs-sdk
 /// `ApplicationInsightsLogger.LogTrace`) beside about 400 bytes of the host's columns (time,
 /// category, level, host instance, role, SDK version; an estimate from the AppTraces table's
-/// columns). The longest line of each kind is bounded in [`blog::billed_lines`], against the
+/// columns). The longest line of each kind is bounded in [`blog::BILLED_LINES`], against the
 /// real lines in `tests/telemetry.rs`.
 pub(crate) mod rows {
     /// The host's columns of a row.
@@ -477,11 +477,11 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
     // line a minute, the host's aggregates and counters.
     let per_minute = http_executions / 1440.0 / traffic.instances;
     let routes = rows::MINUTE_ROUTES * (1.0 - (-per_minute / rows::MINUTE_ROUTES).exp());
-    let own_lines = traffic.writes_per_day.min(blog::billed_lines::OWN_LINES_PER_MINUTE as f64 * 1440.0 * traffic.instances);
-    let trace_bytes = 1440.0 * traffic.instances * routes * rows::trace(blog::billed_lines::MINUTE)
-        + own_lines * rows::trace(blog::billed_lines::REQUEST)
-        + all_batches * rows::trace(blog::billed_lines::DELIVERED)
-        + change_feed::FUNCTIONS * 1440.0 * rows::trace(blog::billed_lines::LAG);
+    let own_lines = traffic.writes_per_day.min(blog::BILLED_LINES.own_lines_per_minute as f64 * 1440.0 * traffic.instances);
+    let trace_bytes = 1440.0 * traffic.instances * routes * rows::trace(blog::BILLED_LINES.minute)
+        + own_lines * rows::trace(blog::BILLED_LINES.request)
+        + all_batches * rows::trace(blog::BILLED_LINES.delivered)
+        + change_feed::FUNCTIONS * 1440.0 * rows::trace(blog::BILLED_LINES.lag);
     let instances_running = traffic.instances + change_feed::FUNCTIONS;
     let metric_rows = rows::AGGREGATOR_FLUSHES_PER_DAY
         * rows::AGGREGATE_ROWS_PER_FUNCTION
