@@ -25,7 +25,7 @@ const FEED_MARK: Mark<'static> = Mark { container: Container::Feed, partition_ke
 /// A kept page the change log says changed only in posts' copies changed in place (a comment,
 /// a like, an edit, an author's new name: most writes) is mended instead, with one point read
 /// of each such copy: about 1 RU a post where Q6 is about 17. A post that entered or left the
-/// feed, or more changed posts than [`MAX_MENDED`], has the page read whole.
+/// feed, or more changed posts than `MAX_MENDED`, has the page read whole.
 pub async fn feed_page(state: &AppState, params: &ListParams) -> AppResult<Arc<Checked<FeedPage>>> {
     const LIST: &str = "feed";
     let page = params.page_request(&state.tokens, LIST, FEED_PARTITION, DEFAULT_FEED_SIZE)?;

@@ -72,7 +72,8 @@ pub(crate) struct PictureMemory {
 
 impl PictureMemory {
     /// 256 MiB: a 24-megapixel photo (6,000 × 4,000 JPEG) fits, and the handler stays under
-    /// about 350 MB with its own memory (README, "Pictures in posts"). `infra/` gives a quarter
+    /// about 350 MB with its own memory (README, "Pictures in posts"), and about 32 MiB more
+    /// with the checked pictures it keeps ([`Verified::DEFAULT`]). `infra/` gives a quarter
     /// of the instance's memory (128 MiB on the smallest Flex Consumption instance, 512 MB).
     pub(crate) const DEFAULT: PictureMemory = PictureMemory { bytes: 256 * 1024 * 1024 };
 }
