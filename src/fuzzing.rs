@@ -31,6 +31,14 @@ pub fn picture(data: &[u8]) {
         check_picture(phone, &limits);
         assert_eq!(Some(&phone.name), picture.name.phone().as_ref(), "the phones' variant is named from the picture's name");
     }
+    assert_eq!(
+        prepared.screen.as_ref().map(|screen| &screen.name),
+        picture.name.screen().as_ref(),
+        "a screens' copy where, and only where, the name says, named from it"
+    );
+    if let Some(screen) = &prepared.screen {
+        check_picture(screen, &limits);
+    }
     let small: Vec<_> = prepared.small.iter().map(|small| small.name.clone()).collect();
     let named: Vec<_> = crate::model::picture::SMALL_SIZES.iter().filter_map(|size| picture.name.small(*size)).collect();
     assert_eq!(small, named, "small copies where, and only where, the name says, named from it");

@@ -176,6 +176,51 @@ fn a_photos_small_copies_are_at_most_20_kb() {
     }
 }
 
+/// A photo wider than 1,440 pixels gets a screens' copy that wide (as high as its proportions
+/// say, a JPEG), for a post page's column at 2× and 3×: smaller than the photo, a fraction of a
+/// 12-megapixel one. A picture no wider gets none, and neither does an animation.
+#[test]
+fn a_photos_screen_copy_is_1440_pixels_wide_and_a_fraction_of_it() {
+    // The picture tests' photos (grain 8), then the benches' (grain 20: `handler cost` weighs a
+    // post page's picture by its screens' copy).
+    for (width, height, seed, grain, screen_height) in
+        [(4032, 3024, 1, 8, 1080), (3024, 4032, 2, 8, 1920), (1600, 900, 3, 8, 810), (4032, 3024, 1, 20, 1080)]
+    {
+        let photo = common::hostile::photo_jpeg_with_grain(width, height, seed, grain);
+        let prepared = prepare(&photo, &Limits::default()).unwrap();
+        let screen = prepared.screen.as_ref().expect("a screens' copy");
+        // (`-- --nocapture` shows the figures BENCHMARKS.md records, and `handler cost` weighs.)
+        eprintln!(
+            "a {width} × {height} photo, grain {grain}: {} bytes, its {}×{} screens' copy {} bytes, its phones' copy {}",
+            prepared.picture.bytes.len(),
+            screen.width,
+            screen.height,
+            screen.bytes.len(),
+            prepared.phone.as_ref().unwrap().bytes.len()
+        );
+        assert_eq!((screen.kind, screen.width, screen.height), (Kind::Jpeg, 1440, screen_height));
+        let picture = prepared.picture.name.as_str();
+        assert_eq!(
+            screen.name.as_str(),
+            format!("{}-1440x{screen_height}.jpg", &picture[..64]),
+            "named from the picture's hash"
+        );
+        let decoded = image::load_from_memory(&screen.bytes).unwrap();
+        assert_eq!((decoded.width(), decoded.height()), (1440, screen_height));
+        let (copy, whole) = (screen.bytes.len(), prepared.picture.bytes.len());
+        assert!(copy < whole, "{copy} of {whole}");
+        if width * height >= 12_000_000 {
+            assert!(copy * 5 < whole, "{copy} of {whole}");
+        }
+    }
+    let limits = Limits::default();
+    let narrow = DynamicImage::ImageRgb8(RgbImage::from_pixel(1440, 100, Rgb([9, 9, 9])));
+    let prepared = prepare(&encoded(&narrow, ImageFormat::Jpeg), &limits).unwrap();
+    assert!(prepared.phone.is_some() && prepared.screen.is_none(), "1,440 pixels wide: its own screens' copy");
+    let gif = encoded(&DynamicImage::ImageRgba8(RgbaImage::from_pixel(1600, 100, Rgba([9, 9, 9, 255]))), ImageFormat::Gif);
+    assert!(prepare(&gif, &limits).unwrap().screen.is_none(), "an animation keeps its frames");
+}
+
 #[test]
 fn a_small_file_that_says_it_is_huge_is_refused_from_its_header() {
     let limits = Limits::default();
@@ -1268,5 +1313,121 @@ mod stored_before_small_copies {
         let made =
             log.lock().unwrap().iter().filter(|line| line.contains("made a picture's small copy on its first request")).count();
         assert_eq!(made, 2, "each made once, whoever asked at once");
+    }
+}
+
+/// The screens' copy, 1,440 pixels wide, of a photo on a post page: what a 2× screen's 44rem
+/// column (1,408 device pixels) takes from `srcset` instead of the photo as uploaded.
+mod screen_copies {
+    use reqwest::StatusCode;
+
+    use super::common::binary::Handler;
+    use super::common::hostile::photo_jpeg;
+
+    /// A 4032 × 3024 photo uploaded to `writer`'s new post on `handler`, shown in it: the
+    /// post's id and the post page's `srcset` (address, width descriptor).
+    async fn a_photo_in_a_post(handler: &Handler, writer: &str) -> (String, Vec<(String, String)>) {
+        let client = reqwest::Client::new();
+        let post = handler.writers_post(writer).await;
+        let added = client
+            .post(format!("{}/api/posts/{post}/pictures?alt=Kites", handler.base))
+            .header("x-dev-user", writer)
+            .header("content-type", "image/jpeg")
+            .body(photo_jpeg(4032, 3024, 11))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(added.status(), StatusCode::CREATED);
+        let markdown = added.json::<serde_json::Value>().await.unwrap()["markdown"].as_str().unwrap().to_owned();
+        let edited = client
+            .put(format!("{}/api/posts/{post}", handler.base))
+            .header("x-dev-user", writer)
+            .json(&serde_json::json!({"title": "Kites", "content": format!("Look.\n\n{markdown}")}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(edited.status(), StatusCode::OK);
+        let srcset = srcset_of(handler, &post).await;
+        (post, srcset)
+    }
+
+    /// The `srcset` of the post page's picture: (address, width descriptor) each.
+    async fn srcset_of(handler: &Handler, post: &str) -> Vec<(String, String)> {
+        let html = reqwest::get(format!("{}/posts/{post}", handler.base)).await.unwrap().text().await.unwrap();
+        let img = &html[html.find("<img src=\"/pictures/").expect("the picture")..];
+        let img = &img[..img.find('>').unwrap()];
+        let at = img.find(" srcset=\"").unwrap_or_else(|| panic!("srcset in {img}")) + 9;
+        img[at..at + img[at..].find('"').unwrap()]
+            .split(", ")
+            .map(|entry| {
+                let (url, width) = entry.split_once(' ').unwrap();
+                (url.to_owned(), width.to_owned())
+            })
+            .collect()
+    }
+
+    /// `url` on `handler`: 200, a JPEG, 1440 × 1080 pixels; its bytes.
+    async fn a_screens_copy(handler: &Handler, url: &str) -> bytes::Bytes {
+        let served = reqwest::get(format!("{}{url}", handler.base)).await.unwrap();
+        assert_eq!(served.status(), StatusCode::OK, "{url}");
+        assert_eq!(served.headers()["content-type"], "image/jpeg");
+        assert_eq!(served.headers()["cache-control"], "public, max-age=31536000, immutable");
+        let bytes = served.bytes().await.unwrap();
+        let decoded = image::load_from_memory_with_format(&bytes, image::ImageFormat::Jpeg).unwrap();
+        assert_eq!((decoded.width(), decoded.height()), (1440, 1080), "{url}");
+        bytes
+    }
+
+    /// The real binary: an uploaded 4032 × 3024 photo's post page names the phones' copy, the
+    /// screens' copy and the photo in its `srcset`, each by its width, and the screens' copy is
+    /// stored at upload (served with no copy made on request) and goes with its post.
+    #[tokio::test]
+    async fn an_uploaded_photo_has_a_screens_copy_in_its_post_pages_srcset() {
+        let data = tempfile::tempdir().unwrap();
+        let handler = Handler::start(data.path(), &[]);
+        let (post, srcset) = a_photo_in_a_post(&handler, "w").await;
+        let widths: Vec<&str> = srcset.iter().map(|(_, width)| width.as_str()).collect();
+        assert_eq!(widths, ["960w", "1440w", "4032w"], "{srcset:?}");
+        let (original, screen) = (&srcset[2].0, &srcset[1].0);
+        assert_eq!(*screen, original.replace("-4032x3024.jpg", "-1440x1080.jpg"), "named from the photo's name");
+        let name = screen.rsplit('/').next().unwrap();
+        assert!(data.path().join("pictures").join("w").join(&post).join(name).is_file(), "stored at upload");
+        a_screens_copy(&handler, screen).await;
+        let client = reqwest::Client::new();
+        let deleted =
+            client.delete(format!("{}/api/posts/{post}", handler.base)).header("x-dev-user", "w").send().await.unwrap();
+        assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+        assert_eq!(reqwest::get(format!("{}{screen}", handler.base)).await.unwrap().status(), StatusCode::NOT_FOUND);
+        let log = handler.log.clone();
+        handler.stop();
+        assert!(!log.lock().unwrap().iter().any(|line| line.contains("on its first request")), "made at upload, not on request");
+    }
+
+    /// The real binary: a photo's screens' copy removed from the data directory while the blog
+    /// is stopped (as a picture stored before screens' copies were made has none); started
+    /// again, the post page still names it, and asked for by eight readers at once it is made
+    /// once from the photo, stored, and served to each.
+    #[tokio::test]
+    async fn a_photo_stored_without_a_screens_copy_gets_it_on_its_first_request() {
+        let data = tempfile::tempdir().unwrap();
+        let handler = Handler::start(data.path(), &[]);
+        let (post, srcset) = a_photo_in_a_post(&handler, "w").await;
+        a_screens_copy(&handler, &srcset[1].0).await;
+        handler.stop();
+        let screen = &srcset[1].0;
+        let file = data.path().join("pictures").join("w").join(&post).join(screen.rsplit('/').next().unwrap());
+        std::fs::remove_file(&file).unwrap();
+
+        let handler = Handler::start(data.path(), &[]);
+        assert_eq!(srcset_of(&handler, &post).await, srcset, "the page names the copy it named before");
+        let asked = (0..8).map(|_| a_screens_copy(&handler, screen));
+        let answers = futures::future::join_all(asked).await;
+        assert!(answers.iter().all(|answer| *answer == answers[0]), "the same bytes to each");
+        assert!(file.is_file(), "stored once made");
+        let log = handler.log.clone();
+        handler.stop();
+        let made =
+            log.lock().unwrap().iter().filter(|line| line.contains("made a picture's screens' copy on its first request")).count();
+        assert_eq!(made, 1, "made once, whoever asked at once");
     }
 }

@@ -15,7 +15,7 @@ use tokio::sync::Semaphore;
 use crate::cosmos::Container;
 use crate::model::picture::{Kind, PictureAddress};
 use crate::model::{self, Post};
-use crate::pictures::prepare::small_copy_of_stored;
+use crate::pictures::prepare::copy_of_stored;
 use crate::pictures::{
     Limits, PictureError, PictureStore, PictureStoreError, Prepared, Usage, Verified, plan, prepare_planned, recognise,
 };
@@ -46,9 +46,9 @@ pub struct Pictures {
     quota: Quota,
     /// One lock per stripe of writers: a writer's uploads take their turn (see [`add_picture`]).
     turns: StripedLock,
-    /// One lock per stripe of small copies being made on their first request: readers who ask
-    /// for one at once wait for the first to make it, rather than each make it in the pictures'
-    /// memory ([`made_small_copy`]).
+    /// One lock per stripe of copies being made on their first request: readers who ask for one
+    /// at once wait for the first to make it, rather than each make it in the pictures' memory
+    /// ([`made_copy`]).
     making: StripedLock,
     /// Posts the sweep found published: their pictures are never abandoned, so they are not
     /// read again by this process's later sweeps.
@@ -267,9 +267,9 @@ pub(crate) async fn store_prepared(
 /// against its name once per version ([`checked_as_named`], off the async threads), at its write
 /// or its first read in this process, and not hashed again while its version is the same; a
 /// small one checked is kept, and served from memory while the store says its version is the
-/// same without reading it. A small copy that a picture stored before small copies were made at
-/// upload lacks is made here, from that picture, and stored ([`made_small_copy`]): the lists
-/// link to it by its name alone.
+/// same without reading it. A small copy or a screens' copy that a picture stored before they
+/// were made at upload lacks is made here, from that picture, and stored ([`made_copy`]): the
+/// lists and the post page link to them by their names alone.
 pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppResult<bytes::Bytes> {
     let not_found = || AppError::NotFound(format!("There is no picture at {}.", address.url()));
     let Some(pictures) = &state.pictures else { return Err(not_found()) };
@@ -281,7 +281,7 @@ pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppRe
     }
     let Some(stored) = pictures.store.read(address).await? else {
         // Made from a picture checked as it was read, and held as checked as it was written.
-        return made_small_copy(pictures, address).await?.map(bytes::Bytes::from).ok_or_else(not_found);
+        return made_copy(pictures, address).await?.map(bytes::Bytes::from).ok_or_else(not_found);
     };
     let bytes = bytes::Bytes::from(stored.bytes);
     if let Some(version) = &stored.version
@@ -316,8 +316,9 @@ pub(crate) fn is_as_named(address: &PictureAddress, bytes: &[u8]) -> bool {
 }
 
 /// Whether `bytes` are what `address` names: the SHA-256 of its bytes is in the name. A
-/// phones' copy and a small copy are named after their picture's hash, not their own, so they
-/// are told by their size (960 pixels wide, a JPEG; a small copy's size) and checked against
+/// phones' copy, a screens' copy and a small copy are named after their picture's hash, not
+/// their own, so they are told by their size (a JPEG 960 or 1,440 pixels wide; a small copy's
+/// size) and checked against
 /// `recorded`, the SHA-256 its store recorded when it
 /// wrote it (Blob Storage's metadata). Where none was recorded (the data directory, where no
 /// place beside a file would keep one through the copies a data directory goes through, `cp`
@@ -325,8 +326,7 @@ pub(crate) fn is_as_named(address: &PictureAddress, bytes: &[u8]) -> bool {
 /// always did: it is made from a picture that is checked, and a damaged one shows as a damaged
 /// small copy, never as the original.
 fn checked_as_named(address: &PictureAddress, bytes: &[u8], recorded: Option<&str>) -> bool {
-    let copy_sized = (address.name.kind() == Kind::Jpeg && address.name.size().0 == crate::model::picture::PHONE_WIDTH)
-        || address.name.is_small_size();
+    let copy_sized = address.name.is_scaled_copy_size() || address.name.is_small_size();
     if copy_sized && recorded.is_none() {
         return true;
     }
@@ -334,15 +334,18 @@ fn checked_as_named(address: &PictureAddress, bytes: &[u8], recorded: Option<&st
     hash == address.name.hash() || (copy_sized && recorded == Some(hash.as_str()))
 }
 
-/// The small copy at `address` made now from the picture of its post it is a copy of, and
-/// stored, where there is such a picture: a picture stored before small copies were made at
-/// upload has none, and the lists link to it by its name. Made as an upload is prepared: within
-/// the pictures' memory (503 with `Retry-After` where others hold it for [`MEMORY_WAIT`]), off
-/// the async threads, from the picture it is made from at upload (its phones' variant, or
-/// itself), checked as it is served. Not counted against the writer's quota, which it passes by
-/// its few kilobytes at most. Answers `None` where the name is no copy of a picture there.
-async fn made_small_copy(pictures: &Pictures, address: &PictureAddress) -> AppResult<Option<Vec<u8>>> {
-    if !address.name.is_small_size() {
+/// The small copy or screens' copy at `address` made now from the picture of its post it is a
+/// copy of, and stored, where there is such a picture: a picture stored before these copies
+/// were made at upload has none, and the lists and the post page link to them by their names.
+/// Made as an upload is prepared: within the pictures' memory (503 with `Retry-After` where
+/// others hold it for [`MEMORY_WAIT`]), off the async threads, from the picture it is made from
+/// at upload (for a small copy its phones' variant, or itself; for a screens' copy the picture),
+/// checked as it is served. Not counted against the writer's quota when it is made (a few
+/// kilobytes past it for a small copy, a few hundred for a screens' copy, at most). Answers
+/// `None` where the name is no copy of a picture there.
+async fn made_copy(pictures: &Pictures, address: &PictureAddress) -> AppResult<Option<Vec<u8>>> {
+    let (small, screen) = (address.name.is_small_size(), address.name.is_scaled_copy_size());
+    if !small && !screen {
         return Ok(None);
     }
     let _making = pictures.making.of(address.key()).lock().await;
@@ -352,11 +355,15 @@ async fn made_small_copy(pictures: &Pictures, address: &PictureAddress) -> AppRe
     }
     let size = address.name.size();
     let names = pictures.store.post_pictures(&address.owner, &address.post).await?;
-    // Of the pictures it is a copy of (a picture, its phones' variant, a larger small copy), the
-    // one the upload makes it from.
+    // Of the pictures it is a copy of (for a small copy a picture, its phones' variant, a larger
+    // small copy; for a screens' copy its picture only), the one the upload makes it from. A
+    // missing phones' copy is not made here: every upload made one.
+    let is_source = |name: &model::picture::PictureName| {
+        (small && name.small(size).as_ref() == Some(&address.name)) || (!small && name.screen().as_ref() == Some(&address.name))
+    };
     let Some(source) = names
         .into_iter()
-        .filter(|name| name.hash() == address.name.hash() && name.small(size).as_ref() == Some(&address.name))
+        .filter(|name| name.hash() == address.name.hash() && is_source(name))
         .min_by_key(|name| (name.is_small_size(), name.phone().is_some()))
     else {
         return Ok(None);
@@ -370,25 +377,26 @@ async fn made_small_copy(pictures: &Pictures, address: &PictureAddress) -> AppRe
     })
     .await?;
     if !whole {
-        tracing::error!(picture = %source.key(), "a stored picture's bytes are not the ones its name says; no small copy is made of it");
+        tracing::error!(picture = %source.key(), "a stored picture's bytes are not the ones its name says; no copy is made of it");
         return Err(AppError::DamagedPicture(source.url()));
     }
     let planned = planned.map_err(|error| AppError::Unexpected(format!("a stored picture cannot be read again: {error}")))?;
     let permit = take_memory(pictures, planned.memory).await?;
-    let small = address.name.clone();
+    let copy = address.name.clone();
     let made = blocking(move || {
         let _permit = permit;
-        small_copy_of_stored(&stored, &planned, &limits, small)
+        copy_of_stored(&stored, &planned, &limits, copy)
     })
-    .await?
-    .map_err(|error| AppError::Unexpected(format!("a stored picture's small copy could not be made: {error}")))?;
+    .await?;
+    let which = if small { "small copy" } else { "screens' copy" };
+    let made = made.map_err(|error| AppError::Unexpected(format!("a stored picture's {which} could not be made: {error}")))?;
     // Served even where it cannot be stored now: it is made again on the next request.
     match pictures.put(address, &made.bytes).await {
         Ok(()) => {
-            tracing::info!(picture = %address.key(), bytes = made.bytes.len(), "made a picture's small copy on its first request")
+            tracing::info!(picture = %address.key(), bytes = made.bytes.len(), "made a picture's {which} on its first request")
         }
         Err(error) => {
-            tracing::warn!(picture = %address.key(), error = %crate::logging::with_causes(&error), "a picture's small copy was made but not stored")
+            tracing::warn!(picture = %address.key(), error = %crate::logging::with_causes(&error), "a picture's {which} was made but not stored")
         }
     }
     Ok(Some(made.bytes))

@@ -411,8 +411,9 @@ fn alt_text<'a>(events: &mut impl Iterator<Item = Event<'a>>) -> String {
 }
 
 /// One of the post's own pictures, as an `<img>`: its size from its name (so nothing moves as it
-/// loads), loaded when it comes near the screen, and where it has a phones' variant, that for
-/// a slot narrower than the variant (`srcset`; the content column is at most 44rem wide).
+/// loads), loaded when it comes near the screen, and where it has a phones' variant and a
+/// screens' copy, those for a slot they cover (`srcset`; the content column is at most 44rem
+/// wide, 1,408 device pixels at two a CSS pixel).
 fn picture(address: &PictureAddress, alt: &str) -> String {
     let (width, height) = address.name.size();
     let mut tag = String::from("<img src=\"");
@@ -420,13 +421,13 @@ fn picture(address: &PictureAddress, alt: &str) -> String {
     tag.push_str("\" alt=\"");
     pulldown_cmark_escape::escape_html(&mut tag, alt).expect("writing to a String cannot fail");
     tag.push_str(&format!("\" width=\"{width}\" height=\"{height}\" loading=\"lazy\" decoding=\"async\""));
-    if let Some(phone) = address.phone() {
-        let (phone_width, _) = phone.name.size();
-        tag.push_str(&format!(
-            " srcset=\"{} {phone_width}w, {} {width}w\" sizes=\"(max-width: 44rem) 100vw, 44rem\"",
-            phone.url(),
-            address.url()
-        ));
+    let copies: Vec<PictureAddress> = address.phone().into_iter().chain(address.screen()).collect();
+    if !copies.is_empty() {
+        tag.push_str(" srcset=\"");
+        for copy in &copies {
+            tag.push_str(&format!("{} {}w, ", copy.url(), copy.name.size().0));
+        }
+        tag.push_str(&format!("{} {width}w\" sizes=\"(max-width: 44rem) 100vw, 44rem\"", address.url()));
     }
     tag.push('>');
     tag

@@ -49,6 +49,11 @@ impl Kind {
 /// The width of the smaller JPEG a wider still picture also gets, for phones (`srcset`).
 pub(crate) const PHONE_WIDTH: u32 = 960;
 
+/// The width of the screens' copy a still picture wider than it also gets: a post page's 44rem
+/// column on a screen of two device pixels per CSS pixel is 1,408 of them, and a phone of three
+/// at 390 CSS pixels 1,170, more than the phones' copy and far less than a photo as taken.
+pub(crate) const SCREEN_WIDTH: u32 = 1_440;
+
 /// The sizes of a picture's small copies, for the lists' thumbnails at one and two device pixels
 /// per CSS pixel (`srcset` 1x, 2x): the lists' box (`.posts .thumb` in `style.css`) is 8 × 6 rem,
 /// 128 × 96 CSS pixels at a browser's default 16 px (6 × 4.5 rem on a phone, the same 4:3), and
@@ -69,8 +74,19 @@ pub(crate) const MAX_PIXELS: u64 = 40_000_000;
 /// high as keeps its proportions. One rule, so that the page knows the variant's name from the
 /// picture's without asking the store.
 pub(crate) fn phone_size(width: u32, height: u32) -> (u32, u32) {
-    let scaled = (u64::from(height) * u64::from(PHONE_WIDTH) + u64::from(width) / 2) / u64::from(width);
-    (PHONE_WIDTH, u32::try_from(scaled).unwrap_or(u32::MAX).max(1))
+    scaled_to(PHONE_WIDTH, width, height)
+}
+
+/// The size of the screens' copy of a `width` × `height` picture: [`SCREEN_WIDTH`] wide, as
+/// high as keeps its proportions (the rule of [`phone_size`]).
+pub(crate) fn screen_size(width: u32, height: u32) -> (u32, u32) {
+    scaled_to(SCREEN_WIDTH, width, height)
+}
+
+/// `to` wide, and as high as keeps the proportions of `width` × `height`, to the nearest pixel.
+fn scaled_to(to: u32, width: u32, height: u32) -> (u32, u32) {
+    let scaled = (u64::from(height) * u64::from(to) + u64::from(width) / 2) / u64::from(width);
+    (to, u32::try_from(scaled).unwrap_or(u32::MAX).max(1))
 }
 
 /// A picture's name as stored and served: the SHA-256 of its bytes in hex, its size, and its
@@ -136,6 +152,21 @@ impl PictureName {
         })
     }
 
+    /// The name of the screens' copy of this picture, where it has one: a still picture wider
+    /// than [`SCREEN_WIDTH`], as [`PictureName::phone`] says for phones.
+    pub(crate) fn screen(&self) -> Option<PictureName> {
+        (self.width > SCREEN_WIDTH && self.kind != Kind::Gif).then(|| {
+            let (width, height) = screen_size(self.width, self.height);
+            PictureName::new(self.hash(), width, height, Kind::Jpeg)
+        })
+    }
+
+    /// Whether this name is of the size of a copy scaled to a width ([`PictureName::phone`],
+    /// [`PictureName::screen`]): a JPEG [`PHONE_WIDTH`] or [`SCREEN_WIDTH`] wide.
+    pub(crate) fn is_scaled_copy_size(&self) -> bool {
+        self.kind == Kind::Jpeg && (self.width == PHONE_WIDTH || self.width == SCREEN_WIDTH)
+    }
+
     /// The name of this picture's small copy of `size` (one of [`SMALL_SIZES`]), where it has
     /// one: a still picture that covers the size and is not of it already. Made from what the
     /// lists showed before small copies (its phones' variant, or itself where it has none), so
@@ -158,10 +189,14 @@ impl PictureName {
         SMALL_SIZES.contains(&self.size()) && matches!(self.kind, Kind::Jpeg | Kind::Png)
     }
 
-    /// The names of the copies made of this picture: its phones' variant and its small copies,
-    /// where it has them.
+    /// The names of the copies made of this picture: its phones' variant, its screens' copy and
+    /// its small copies, where it has them.
     pub(crate) fn copies(&self) -> Vec<PictureName> {
-        self.phone().into_iter().chain(SMALL_SIZES.iter().filter_map(|size| self.small(*size))).collect()
+        self.phone()
+            .into_iter()
+            .chain(self.screen())
+            .chain(SMALL_SIZES.iter().filter_map(|size| self.small(*size)))
+            .collect()
     }
 
     /// The name.
@@ -205,6 +240,11 @@ impl PictureAddress {
     /// The address of the phones' variant, where there is one.
     pub(crate) fn phone(&self) -> Option<PictureAddress> {
         self.name.phone().map(|name| PictureAddress { name, ..self.clone() })
+    }
+
+    /// The address of the screens' copy, where there is one.
+    pub(crate) fn screen(&self) -> Option<PictureAddress> {
+        self.name.screen().map(|name| PictureAddress { name, ..self.clone() })
     }
 
     /// The picture's key in its store: `owner/post/name`, each part one level.
@@ -325,6 +365,21 @@ mod tests {
     }
 
     #[test]
+    fn a_still_picture_wider_than_a_screens_copy_has_one_named_from_its_own_name() {
+        let name = |text: &str| PictureName::parse(&format!("{}-{text}", hash())).unwrap();
+        let photo = name("4032x3024.png");
+        assert_eq!(photo.screen().unwrap().to_string(), format!("{}-1440x1080.jpg", hash()));
+        assert!(photo.copies().contains(&photo.screen().unwrap()));
+        assert_eq!(screen_size(3024, 4032), (1440, 1920));
+        assert_eq!(screen_size(1441, 1), (1440, 1));
+        for none in ["1440x2000.jpg", "1200x900.jpg", "4000x3000.gif"] {
+            assert!(name(none).screen().is_none(), "{none}");
+        }
+        assert!(photo.screen().unwrap().is_scaled_copy_size() && photo.phone().unwrap().is_scaled_copy_size());
+        assert!(!name("1440x1080.png").is_scaled_copy_size() && !name("1441x1080.jpg").is_scaled_copy_size());
+    }
+
+    #[test]
     fn a_still_picture_has_small_copies_named_alike_from_it_and_from_its_phones_variant() {
         let hash = hash();
         let name = |text: &str| PictureName::parse(&format!("{hash}-{text}")).unwrap();
@@ -344,7 +399,7 @@ mod tests {
         assert_eq!(smalls(&name("128x96.jpg")), [None, None]);
         assert_eq!(smalls(&name("4000x90.jpg")), [None, None], "a panorama lower than the box: its phones' copy is 960x22");
         assert_eq!(smalls(&name("640x480.gif")), [None, None], "an animation keeps its frames");
-        assert_eq!(wide.copies().len(), 3);
+        assert_eq!(wide.copies().len(), 4, "its phones' copy, its screens' copy and two small copies");
         assert!(name("128x96.png").is_small_size() && name("256x192.jpg").is_small_size());
         assert!(!name("256x193.jpg").is_small_size() && !name("128x96.gif").is_small_size());
     }

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 use super::error::PictureError;
 use super::header;
-use crate::model::picture::{Kind, PHONE_WIDTH, PictureName, SMALL_SIZES};
+use crate::model::picture::{Kind, PHONE_WIDTH, PictureName, SCREEN_WIDTH, SMALL_SIZES};
 
 /// How big a picture may be: checked on the upload's size, then on its header, before any
 /// pixel is decoded.
@@ -67,22 +67,25 @@ impl Picture {
 }
 
 /// An upload made ready to show: the picture, a smaller JPEG for phones where
-/// [`PictureName::phone`] says it has one, and the lists' small copies where
-/// [`PictureName::small`] says, each named as that says.
+/// [`PictureName::phone`] says it has one, one for screens where [`PictureName::screen`] says,
+/// and the lists' small copies where [`PictureName::small`] says, each named as that says.
 #[derive(Clone, Debug)]
 pub struct Prepared {
     /// The picture.
     pub picture: Picture,
     /// The phones' variant.
     pub phone: Option<Picture>,
+    /// The screens' copy, for a post page's column at two or three device pixels per CSS pixel.
+    pub screen: Option<Picture>,
     /// The small copies, for the lists' thumbnails (1×, then 2×, those it has).
     pub small: Vec<Picture>,
 }
 
 impl Prepared {
-    /// The copies made of the picture: its phones' variant and its small copies.
+    /// The copies made of the picture: its phones' variant, its screens' copy and its small
+    /// copies.
     pub(crate) fn copies(&self) -> impl Iterator<Item = &Picture> {
-        self.phone.iter().chain(&self.small)
+        self.phone.iter().chain(&self.screen).chain(&self.small)
     }
 
     /// The bytes of the picture and its copies together: what the writer keeps of it.
@@ -185,18 +188,22 @@ const FIXED_MEMORY: u64 = 8 * 1024 * 1024;
 /// The memory of a still picture's preparation: `decoded` pixels, plus the decoder's own
 /// `working` copy while it decodes, or else a second copy while its orientation is applied;
 /// what the encoder is given where it is not the decoded pixels (`converted`); the picture
-/// written anew (at most about as large as its RGB pixels); the phones' copy; and the small
-/// copies.
+/// written anew (at most about as large as its RGB pixels); the phones' copy; the screens' copy
+/// (made and encoded while the phones' is held); and the small copies.
 fn still_memory(decoded: u64, working: u64, converted: u64, width: u32, height: u32) -> u64 {
     let pixels = u64::from(width) * u64::from(height);
-    let phone = if width > crate::model::picture::PHONE_WIDTH {
-        let (phone_width, phone_height) = crate::model::picture::phone_size(width, height);
-        u64::from(phone_width) * u64::from(phone_height) * 4 * 2
-    } else {
-        0
+    let scaled = |wider_than: u32, size: fn(u32, u32) -> (u32, u32)| {
+        if width > wider_than {
+            let (scaled_width, scaled_height) = size(width, height);
+            u64::from(scaled_width) * u64::from(scaled_height) * 4 * 2
+        } else {
+            0
+        }
     };
+    let phone = scaled(PHONE_WIDTH, crate::model::picture::phone_size);
+    let screen = scaled(SCREEN_WIDTH, crate::model::picture::screen_size);
     let small = if width >= SMALL_SIZES[0].0 && height >= SMALL_SIZES[0].1 { small_copies_memory() } else { 0 };
-    decoded + working.max(decoded) + converted + pixels + phone + small + FIXED_MEMORY
+    decoded + working.max(decoded) + converted + pixels + phone + screen + small + FIXED_MEMORY
 }
 
 /// The pixels of a `width` × `height` picture rounded up to whole 16 × 16 blocks (a JPEG's
@@ -304,7 +311,7 @@ fn animation(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, Pi
         return Err(PictureError::Unreadable("the GIF has no frames".into()));
     }
     let bytes = encoder.into_inner().map_err(unreadable)?;
-    Ok(Prepared { picture: Picture::new(bytes, Kind::Gif, plan.width, plan.height), phone: None, small: Vec::new() })
+    Ok(Prepared { picture: Picture::new(bytes, Kind::Gif, plan.width, plan.height), phone: None, screen: None, small: Vec::new() })
 }
 
 /// A still picture: decoded within the memory its plan said, turned upright, encoded anew in
@@ -359,14 +366,28 @@ fn still(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, Pictur
         .as_ref()
         .map(|(name, smaller)| {
             let (width, height) = name.size();
-            jpeg(smaller, 80, colours).map(|bytes| Picture { bytes, kind: Kind::Jpeg, width, height, name: name.clone() })
+            jpeg(smaller, SCALED_QUALITY, colours).map(|bytes| Picture { bytes, kind: Kind::Jpeg, width, height, name: name.clone() })
         })
         .transpose()?;
+    let screen = picture.name.screen().map(|name| scaled_copy(&image, name, colours)).transpose()?;
     // From what the lists showed before (the phones' variant, or the picture): the same pixels
-    // as a small copy made later from the stored variant ([`small_copy_of_stored`]).
+    // as a small copy made later from the stored variant ([`copy_of_stored`]).
     let source = smaller.as_ref().map_or(&image, |(_, smaller)| smaller);
     let small = small_copies(&picture.name, source, colours)?;
-    Ok(Prepared { picture, phone, small })
+    Ok(Prepared { picture, phone, screen, small })
+}
+
+/// The quality of the scaled copies' JPEG (the phones' and the screens'): shown at their size
+/// in a post's column, where the picture as uploaded is kept at 90.
+const SCALED_QUALITY: u8 = 80;
+
+/// `source` scaled to `name`'s size (its proportions kept: [`PictureName::screen`]) and encoded
+/// as a JPEG, as the phones' copy is.
+fn scaled_copy(source: &DynamicImage, name: PictureName, colours: Option<&[u8]>) -> Result<Picture, PictureError> {
+    let (width, height) = name.size();
+    let scaled = source.thumbnail_exact(width, height);
+    let bytes = jpeg(&scaled, SCALED_QUALITY, colours)?;
+    Ok(Picture { bytes, kind: Kind::Jpeg, width, height, name })
 }
 
 /// The quality of the small copies' JPEG: at the lists' size the loss is not seen, and a
@@ -426,18 +447,14 @@ fn small_copies_memory() -> u64 {
     crop + scaling + u64::from(width) * u64::from(height) * (4 + 3)
 }
 
-/// The small copy named `small` of a picture as stored: `stored`, the picture its
-/// [`PictureName::small`] is made from (its phones' variant, or itself where it has none),
-/// decoded within the memory of its `plan` ([`plan`]). For a picture stored before small copies
-/// were made at upload. Stored pictures were prepared already: upright, without metadata, whole.
-pub(crate) fn small_copy_of_stored(
-    stored: &[u8],
-    plan: &Plan,
-    limits: &Limits,
-    small: PictureName,
-) -> Result<Picture, PictureError> {
+/// The copy named `copy` of a picture as stored: `stored`, the picture it is made from at upload
+/// (for a small copy, [`PictureName::small`]'s: its phones' variant, or itself where it has
+/// none; for the screens' copy, the picture), decoded within the memory of its `plan`
+/// ([`plan`]). For a picture stored before such copies were made at upload. Stored pictures
+/// were prepared already: upright, without metadata, whole.
+pub(crate) fn copy_of_stored(stored: &[u8], plan: &Plan, limits: &Limits, copy: PictureName) -> Result<Picture, PictureError> {
     if plan.kind == Kind::Gif {
-        return Err(PictureError::Unreadable("an animation has no small copy".into()));
+        return Err(PictureError::Unreadable("an animation has no copy".into()));
     }
     let format = ImageFormat::from_extension(plan.kind.extension()).expect("the four kinds are formats");
     let mut reader = ImageReader::with_format(Cursor::new(stored), format);
@@ -445,7 +462,11 @@ pub(crate) fn small_copy_of_stored(
     let mut decoder = reader.into_decoder().map_err(image_error)?;
     let colours = colour_profile(&mut decoder)?;
     let image = DynamicImage::from_decoder(decoder).map_err(image_error)?;
-    small_copy(&image, small, colours.as_deref())
+    if copy.is_small_size() {
+        small_copy(&image, copy, colours.as_deref())
+    } else {
+        scaled_copy(&image, copy, colours.as_deref())
+    }
 }
 
 /// What is put after each scan's coded data for [`pixels_with_scan_fill`]: 1-bits (0xFF, each

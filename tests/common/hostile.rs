@@ -26,12 +26,18 @@ pub(crate) fn png_with_inflating_profile() -> Vec<u8> {
 /// A `width` × `height` JPEG that looks like a photo to an encoder (smooth gradients with a
 /// little grain), at quality 90: about 1 byte a pixel at most.
 pub(crate) fn photo_jpeg(width: u32, height: u32, seed: u32) -> Vec<u8> {
+    photo_jpeg_with_grain(width, height, seed, 8)
+}
+
+/// [`photo_jpeg`] with `grain` of noise: 20 is the benches' photo (`benches/pictures.rs`'s
+/// `photo_jpeg`, the same pixels).
+pub(crate) fn photo_jpeg_with_grain(width: u32, height: u32, seed: u32, grain: u32) -> Vec<u8> {
     let mut state = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
     let pixels = image::RgbImage::from_fn(width, height, |x, y| {
         state ^= state << 13;
         state ^= state >> 17;
         state ^= state << 5;
-        let grain = (state % 8) as u8;
+        let grain = (state % grain) as u8;
         let r = (x * 255 / width.max(1)) as u8;
         let g = (y * 255 / height.max(1)) as u8;
         let b = ((x + y) % 256) as u8;

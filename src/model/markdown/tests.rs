@@ -120,10 +120,14 @@ fn the_blogs_own_pictures_are_shown_with_their_size_and_others_are_links() {
         html(&format!("![A *red* \\\"kite\\\"]({wide})")),
         format!(
             "<p dir=\"auto\"><img src=\"{wide}\" alt=\"A red &quot;kite&quot;\" width=\"1920\" height=\"1080\" loading=\"lazy\" \
-             decoding=\"async\" srcset=\"/pictures/u1/p1/{hash}-960x540.jpg 960w, {wide} 1920w\" \
+             decoding=\"async\" srcset=\"/pictures/u1/p1/{hash}-960x540.jpg 960w, /pictures/u1/p1/{hash}-1440x810.jpg 1440w, \
+             {wide} 1920w\" \
              sizes=\"(max-width: 44rem) 100vw, 44rem\"></p>\n"
         )
     );
+    // Wider than the phones' copy only: no screens' copy.
+    let between = format!("/pictures/u1/p1/{hash}-1200x900.jpg");
+    assert!(html(&format!("![]({between})")).contains(&format!("-960x720.jpg 960w, {between} 1200w\"")));
     let small = format!("/pictures/u1/p1/{hash}-20x10.gif");
     assert_eq!(
         html(&format!("![]({small})")),
