@@ -169,9 +169,11 @@ pub(crate) mod weights {
     /// The posts a list page shows.
     pub(crate) const POSTS_ON_A_LIST_PAGE: f64 = 10.0;
     /// A post page's picture as a 2× screen takes it (a 44rem column is 1,408 pixels there, wider
-    /// than the phones' copy): the picture as uploaded, anew, 4.75 MB for a 12-megapixel photo
-    /// (BENCHMARKS.md, "Pictures in posts").
-    pub(crate) const POST_PICTURE: f64 = 4_750_000.0;
+    /// than the phones' copy): its screens' copy, 1,440 pixels wide, 267,067 bytes for the
+    /// benches' 12-megapixel photo (`benches/pictures.rs`'s `photo_jpeg`, 4032 × 3024, grain 20;
+    /// measured by `cargo test --test pictures a_photos_screen_copy -- --nocapture`), where it
+    /// took the photo as uploaded, 4.75 MB, before (BENCHMARKS.md, "Pictures in posts").
+    pub(crate) const POST_PICTURE: f64 = 267_067.0;
 }
 
 /// What each Application Insights row weighs, in bytes as Log Analytics bills them. A trace
