@@ -200,11 +200,7 @@ fn a_photos_screen_copy_is_1440_pixels_wide_and_a_fraction_of_it() {
         );
         assert_eq!((screen.kind, screen.width, screen.height), (Kind::Jpeg, 1440, screen_height));
         let picture = prepared.picture.name.as_str();
-        assert_eq!(
-            screen.name.as_str(),
-            format!("{}-1440x{screen_height}.jpg", &picture[..64]),
-            "named from the picture's hash"
-        );
+        assert_eq!(screen.name.as_str(), format!("{}-1440x{screen_height}.jpg", &picture[..64]), "named from the picture's hash");
         let decoded = image::load_from_memory(&screen.bytes).unwrap();
         assert_eq!((decoded.width(), decoded.height()), (1440, screen_height));
         let (copy, whole) = (screen.bytes.len(), prepared.picture.bytes.len());
@@ -1394,8 +1390,7 @@ mod screen_copies {
         assert!(data.path().join("pictures").join("w").join(&post).join(name).is_file(), "stored at upload");
         a_screens_copy(&handler, screen).await;
         let client = reqwest::Client::new();
-        let deleted =
-            client.delete(format!("{}/api/posts/{post}", handler.base)).header("x-dev-user", "w").send().await.unwrap();
+        let deleted = client.delete(format!("{}/api/posts/{post}", handler.base)).header("x-dev-user", "w").send().await.unwrap();
         assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
         assert_eq!(reqwest::get(format!("{}{screen}", handler.base)).await.unwrap().status(), StatusCode::NOT_FOUND);
         let log = handler.log.clone();
@@ -1426,8 +1421,12 @@ mod screen_copies {
         assert!(file.is_file(), "stored once made");
         let log = handler.log.clone();
         handler.stop();
-        let made =
-            log.lock().unwrap().iter().filter(|line| line.contains("made a picture's screens' copy on its first request")).count();
+        let made = log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|line| line.contains("made a picture's screens' copy on its first request"))
+            .count();
         assert_eq!(made, 1, "made once, whoever asked at once");
     }
 }

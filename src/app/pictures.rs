@@ -659,8 +659,9 @@ mod tests {
         PictureAddress { owner: "w".into(), post: "p".into(), name: PictureName::parse(name).expect("a name") }
     }
 
-    /// A picture is checked against the hash in its name; a phones' copy (named after its
-    /// picture) against the SHA-256 its store recorded, and passes by its size where none was.
+    /// A picture is checked against the hash in its name; a phones' or a screens' copy (named
+    /// after its picture) against the SHA-256 its store recorded, and passes by its size where
+    /// none was.
     #[test]
     fn a_picture_is_checked_against_its_name_and_a_phones_copy_against_its_record() {
         let bytes = b"the bytes";
@@ -674,6 +675,11 @@ mod tests {
         assert!(!checked_as_named(&phone, bytes, Some(&other)));
         assert!(checked_as_named(&phone, bytes, None), "nothing recorded: by its size, as before");
         assert!(!checked_as_named(&address(&format!("{other}-960x720.png")), bytes, None), "a PNG is never a phones' copy");
+        let screen = address(&format!("{other}-1440x1080.jpg"));
+        assert!(checked_as_named(&screen, bytes, Some(&hash)), "a screens' copy, by its record");
+        assert!(!checked_as_named(&screen, bytes, Some(&other)));
+        assert!(checked_as_named(&screen, bytes, None), "a screens' copy, by its size");
+        assert!(!checked_as_named(&address(&format!("{other}-1441x1080.jpg")), bytes, None), "no copy is 1,441 wide");
     }
 
     /// Alt text with Markdown's own marks in it shows as typed: it cannot end the image, start

@@ -192,11 +192,7 @@ impl PictureName {
     /// The names of the copies made of this picture: its phones' variant, its screens' copy and
     /// its small copies, where it has them.
     pub(crate) fn copies(&self) -> Vec<PictureName> {
-        self.phone()
-            .into_iter()
-            .chain(self.screen())
-            .chain(SMALL_SIZES.iter().filter_map(|size| self.small(*size)))
-            .collect()
+        self.phone().into_iter().chain(self.screen()).chain(SMALL_SIZES.iter().filter_map(|size| self.small(*size))).collect()
     }
 
     /// The name.

@@ -311,7 +311,12 @@ fn animation(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, Pi
         return Err(PictureError::Unreadable("the GIF has no frames".into()));
     }
     let bytes = encoder.into_inner().map_err(unreadable)?;
-    Ok(Prepared { picture: Picture::new(bytes, Kind::Gif, plan.width, plan.height), phone: None, screen: None, small: Vec::new() })
+    Ok(Prepared {
+        picture: Picture::new(bytes, Kind::Gif, plan.width, plan.height),
+        phone: None,
+        screen: None,
+        small: Vec::new(),
+    })
 }
 
 /// A still picture: decoded within the memory its plan said, turned upright, encoded anew in
@@ -366,7 +371,13 @@ fn still(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, Pictur
         .as_ref()
         .map(|(name, smaller)| {
             let (width, height) = name.size();
-            jpeg(smaller, SCALED_QUALITY, colours).map(|bytes| Picture { bytes, kind: Kind::Jpeg, width, height, name: name.clone() })
+            jpeg(smaller, SCALED_QUALITY, colours).map(|bytes| Picture {
+                bytes,
+                kind: Kind::Jpeg,
+                width,
+                height,
+                name: name.clone(),
+            })
         })
         .transpose()?;
     let screen = picture.name.screen().map(|name| scaled_copy(&image, name, colours)).transpose()?;

@@ -9,9 +9,10 @@
 //! the name its new bytes make: the same size and kind, another hash, and its post's Markdown
 //! is written with that name in place of the file's (the hash is the only part that changes,
 //! and is as long). A picture whose size or kind is not what its name says is refused. A
-//! picture's copy in the file (its phones' variant, the JPEG 960 pixels wide, or a small copy
-//! for the lists, each named after its picture's hash) is not taken: preparing its picture
-//! makes it again, and makes the small copies a file written before they were made lacks.
+//! picture's copy in the file (its phones' variant, the JPEG 960 pixels wide, its screens' copy,
+//! 1,440 wide, or a small copy for the lists, each named after its picture's hash) is not taken:
+//! preparing its picture makes it again, and makes the copies a file written before they were
+//! made lacks.
 
 use std::collections::HashMap;
 
@@ -29,8 +30,8 @@ const MAX_PICTURE_BYTES: usize = MAX_LINE_BYTES / 4 * 3;
 /// What an import does with a picture's line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Role {
-    /// A copy of another picture of its post (its phones' variant, a small copy): made again
-    /// with that picture.
+    /// A copy of another picture of its post (its phones' variant, its screens' copy, a small
+    /// copy): made again with that picture.
     Copy,
     /// A picture, stored as preparation makes it, under this name (its own, or the one its
     /// bytes make once prepared).
@@ -72,8 +73,8 @@ impl PicturePlan {
         }
         // Bytes that are not those its name says pass the check only as a copy (named after its
         // picture's hash, `crate::app::pictures::is_as_named`): one whose picture comes after
-        // it (a picture 961 to 999 pixels wide sorts after its phones' copy, and most after
-        // their small copies), or none.
+        // it (a picture 961 to 999 pixels wide sorts after its phones' copy, one 1,441 to 9,999
+        // after its screens' copy, and most after their small copies), or none.
         if crate::model::hex(&Sha256::digest(&bytes)) != hash {
             self.waiting.push((line, post, address.name.clone()));
             self.roles.insert(key, Role::Copy);
