@@ -156,19 +156,21 @@ pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppRe
     // A copy changed in place is named with its post, so that the other instances' kept pages
     // of the feed mend themselves with one point read (`super::feed`); a copy made anew enters
     // the feed (and may push its 101st out), which only a whole read shows.
-    let (mut feed_holds_one, mut entered) = (false, false);
+    let (mut in_place, mut entered) = (BTreeSet::new(), false);
     for post in posts {
         if let Some(refreshed) = refresh_copy(state, Target::Feed, post).await? {
-            feed_holds_one = true;
             entered |= refreshed.created;
-            changed.insert(changes::feed_post(&post.post.id));
+            in_place.insert(changes::feed_post(&post.post.id));
         }
     }
-    if feed_holds_one {
+    if !in_place.is_empty() {
         super::feed::mark_feed_changed(state).await?;
     }
+    // The whole feed named covers its posts: the log keeps its room for other changes.
     if entered {
         changed.insert(changes::FEED.to_owned());
+    } else {
+        changed.extend(in_place);
     }
     if !posts.is_empty() {
         state.feed.invalidate();

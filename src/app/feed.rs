@@ -46,11 +46,11 @@ pub async fn feed_page(state: &AppState, params: &ListParams) -> AppResult<Arc<C
             if changed.len() > MAX_MENDED {
                 return Ok(None);
             }
-            let mut copies = Vec::with_capacity(changed.len());
-            for post_id in changed {
+            let reads = changed.into_iter().map(|post_id| async move {
                 let copy = state.store.read::<serde_json::Value>(Container::Feed, FEED_PARTITION, &post_id).await?;
-                copies.push((post_id, copy.and_then(shown_in_the_feed)));
-            }
+                AppResult::Ok((post_id, copy.and_then(shown_in_the_feed)))
+            });
+            let copies = futures::future::try_join_all(reads).await?;
             Ok(mended(kept, first, copies).map(FeedPage::new))
         }
     };
