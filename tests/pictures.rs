@@ -774,16 +774,17 @@ mod azurite {
         super::read_then_remove(&store, &address).await;
     }
 
+    /// The blog's pictures in a container of `azurite`.
+    fn pictures_on(azurite: &Azurite) -> blog::PictureStorage {
+        blog::PictureStorage::ConnectionString { connection_string: azurite.connection_string(), container: "pictures".into() }
+    }
+
     /// Everything an upload must do, through the blog, on Azurite.
     #[tokio::test]
     #[ignore = "needs Azurite: run tests/azurite/run.sh"]
     async fn uploads_on_azurite() {
         let azurite = Azurite::start();
-        let storage = blog::PictureStorage::ConnectionString {
-            connection_string: azurite.connection_string(),
-            container: "pictures".into(),
-        };
-        let app = super::uploads::blog_with(storage).await;
+        let app = super::uploads::blog_with(pictures_on(&azurite)).await;
         super::uploads::everything_an_upload_must_do(&app).await;
     }
 
@@ -795,11 +796,7 @@ mod azurite {
     async fn a_blob_replaced_under_its_name_is_refused() {
         use blog::testing::pictures::{PictureAddress, PictureName};
         let azurite = Azurite::start();
-        let storage = blog::PictureStorage::ConnectionString {
-            connection_string: azurite.connection_string(),
-            container: "pictures".into(),
-        };
-        let app = super::uploads::blog_with(storage).await;
+        let app = super::uploads::blog_with(pictures_on(&azurite)).await;
         let (_, _, added) = super::uploads::a_photo_uploaded(&app, "kite-keeper").await;
         let url = added.body["url"].as_str().unwrap().to_owned();
         for _ in 0..2 {
