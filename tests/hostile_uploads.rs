@@ -296,6 +296,27 @@ async fn a_picture_served_then_changed_in_place_is_refused() {
     }
 }
 
+/// A picture uploaded exactly as wide as a phones' copy (960 pixels) is its own picture, not a
+/// copy: changed on disk, it is refused like any other, though a copy of that size, with no hash
+/// recorded beside it in the data directory, is let through as its picture's.
+#[tokio::test]
+async fn a_picture_of_a_copys_size_changed_on_disk_is_refused() {
+    let data = tempfile::tempdir().unwrap();
+    let handler = Handler::start(data.path(), &[]);
+    let client = reqwest::Client::new();
+    let post = handler.writers_post("phone-sized").await;
+    let (status, body, _) = upload(&client, &handler, "phone-sized", &post, hostile::photo_jpeg(960, 720, 7)).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let url = serde_json::from_str::<serde_json::Value>(&body).unwrap()["url"].as_str().unwrap().to_owned();
+    assert!(url.ends_with("-960x720.jpg"), "{url}");
+    let path = data.path().join(url.trim_start_matches('/'));
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(b"and more");
+    std::fs::write(&path, &bytes).unwrap();
+    let answer = client.get(format!("{}{url}", handler.base)).send().await.unwrap();
+    assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR, "{url} changed on disk is not served");
+}
+
 /// A request cut off by its time budget leaves its decoding running (a blocking task cannot be
 /// stopped), and that decoding keeps its share of the pictures' memory until it ends: an upload
 /// sent meanwhile is told to come back, instead of a second decoding starting beside it.

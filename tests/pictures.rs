@@ -464,7 +464,8 @@ mod uploads {
     }
 
     /// An upload is answered with its address (also as `Location`), its size upright, the
-    /// phones' variant, and the Markdown to paste.
+    /// addresses of its copies (phones', screens' where it is wider than them, the lists' small
+    /// ones), and the Markdown to paste.
     pub(crate) async fn an_upload_is_answered_with_its_address_and_the_markdown_to_paste(app: &TestApp) {
         let (writer, post, added) = a_photo_uploaded(app, "kite-watcher").await;
         let url = added.body["url"].as_str().unwrap().to_owned();
@@ -474,6 +475,10 @@ mod uploads {
         assert_eq!((added.body["width"].as_u64(), added.body["height"].as_u64()), (Some(1200), Some(2000)));
         let phone_url = added.body["phoneUrl"].as_str().expect("a phones' variant").to_owned();
         assert!(phone_url.ends_with("-960x1600.jpg"), "{phone_url}");
+        assert!(added.body["screenUrl"].is_null(), "1,200 pixels wide needs no screens' copy: {}", added.body);
+        let small = url.replace("1200x2000", "128x96");
+        assert_eq!(added.body["smallCopies"][0], serde_json::json!({"url": small, "width": 128, "height": 96}));
+        assert_eq!(added.body["smallCopies"][1]["url"], url.replace("1200x2000", "256x192"));
     }
 
     /// A picture is served without the database, as it was stored (no EXIF, no GPS), immutable,
@@ -1246,8 +1251,12 @@ mod stored_before_small_copies {
             .send()
             .await
             .unwrap();
-        assert_eq!(added.status(), StatusCode::CREATED);
-        let markdown = added.json::<serde_json::Value>().await.unwrap()["markdown"].as_str().unwrap().to_owned();
+        let status = added.status();
+        let added = added.json::<serde_json::Value>().await.unwrap();
+        assert_eq!(status, StatusCode::CREATED, "{added}");
+        let screen = added["screenUrl"].as_str().unwrap_or_else(|| panic!("the upload names its screens' copy: {added}"));
+        assert!(screen.ends_with("-1440x1080.jpg"), "{screen}");
+        let markdown = added["markdown"].as_str().unwrap().to_owned();
         let edited = client
             .put(format!("{}/api/posts/{post}", handler.base))
             .header("x-dev-user", "w")
@@ -1330,8 +1339,12 @@ mod screen_copies {
             .send()
             .await
             .unwrap();
-        assert_eq!(added.status(), StatusCode::CREATED);
-        let markdown = added.json::<serde_json::Value>().await.unwrap()["markdown"].as_str().unwrap().to_owned();
+        let status = added.status();
+        let added = added.json::<serde_json::Value>().await.unwrap();
+        assert_eq!(status, StatusCode::CREATED, "{added}");
+        let screen = added["screenUrl"].as_str().unwrap_or_else(|| panic!("the upload names its screens' copy: {added}"));
+        assert!(screen.ends_with("-1440x1080.jpg"), "{screen}");
+        let markdown = added["markdown"].as_str().unwrap().to_owned();
         let edited = client
             .put(format!("{}/api/posts/{post}", handler.base))
             .header("x-dev-user", writer)

@@ -289,11 +289,17 @@ pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppRe
     {
         return Ok(bytes);
     }
+    // A file of a copy's size with no hash recorded beside it passes as a copy only where the
+    // post holds the picture it is a copy of: an original that happens to be 960 pixels wide is
+    // checked against its own name. Listed once per version, as the check is made.
+    let copy_of_a_picture = address.name.is_copy_size()
+        && stored.recorded_sha256.is_none()
+        && pictures.store.post_pictures(&address.owner, &address.post).await?.iter().any(|name| name.copies().contains(&address.name));
     let (bytes, whole) = blocking({
         let address = address.clone();
         let recorded = stored.recorded_sha256;
         move || {
-            let whole = checked_as_named(&address, &bytes, recorded.as_deref());
+            let whole = checked_as_named(&address, &bytes, recorded.as_deref(), copy_of_a_picture);
             (bytes, whole)
         }
     })
@@ -310,28 +316,31 @@ pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppRe
 }
 
 /// Whether `bytes` are what `address` names, as [`checked_as_named`] says with nothing
-/// recorded beside them (a picture in an export).
+/// recorded beside them, a copy's size taken as a copy: for a picture in an export, whose copies
+/// the import matches with their pictures itself, and the picture a copy is made from.
 pub(crate) fn is_as_named(address: &PictureAddress, bytes: &[u8]) -> bool {
-    checked_as_named(address, bytes, None)
+    checked_as_named(address, bytes, None, true)
 }
 
 /// Whether `bytes` are what `address` names: the SHA-256 of its bytes is in the name. A
 /// phones' copy, a screens' copy and a small copy are named after their picture's hash, not
-/// their own, so they are told by their size (a JPEG 960 or 1,440 pixels wide; a small copy's
-/// size) and checked against
-/// `recorded`, the SHA-256 its store recorded when it
-/// wrote it (Blob Storage's metadata). Where none was recorded (the data directory, where no
-/// place beside a file would keep one through the copies a data directory goes through, `cp`
-/// and `rsync` dropping extended attributes; blobs written before) it passes unchecked, as it
-/// always did: it is made from a picture that is checked, and a damaged one shows as a damaged
-/// small copy, never as the original.
-fn checked_as_named(address: &PictureAddress, bytes: &[u8], recorded: Option<&str>) -> bool {
-    let copy_sized = address.name.is_scaled_copy_size() || address.name.is_small_size();
-    if copy_sized && recorded.is_none() {
+/// their own, so one of a copy's size (a JPEG 960 or 1,440 pixels wide; a small copy's size) is
+/// checked against `recorded`, the SHA-256 its store recorded when it wrote it (Blob Storage's
+/// metadata). Where none was recorded (the data directory, where no place beside a file would
+/// keep one through the copies a data directory goes through, `cp` and `rsync` dropping
+/// extended attributes; blobs written before) it passes where `copy_of_a_picture`, the post
+/// holding the picture it is a copy of: it is made from a picture that is checked, and a damaged
+/// one shows as a damaged small copy, never as the original.
+fn checked_as_named(address: &PictureAddress, bytes: &[u8], recorded: Option<&str>, copy_of_a_picture: bool) -> bool {
+    let hash = crate::model::hex(&sha2::Sha256::digest(bytes));
+    if hash == address.name.hash() {
         return true;
     }
-    let hash = crate::model::hex(&sha2::Sha256::digest(bytes));
-    hash == address.name.hash() || (copy_sized && recorded == Some(hash.as_str()))
+    address.name.is_copy_size()
+        && match recorded {
+            Some(recorded) => recorded == hash,
+            None => copy_of_a_picture,
+        }
 }
 
 /// The small copy or screens' copy at `address` made now from the picture of its post it is a
@@ -667,19 +676,24 @@ mod tests {
         let bytes = b"the bytes";
         let hash = crate::model::hex(&<sha2::Sha256 as sha2::Digest>::digest(bytes));
         let other = "0".repeat(64);
-        assert!(checked_as_named(&address(&format!("{hash}-2000x1500.jpg")), bytes, None));
-        assert!(!checked_as_named(&address(&format!("{other}-2000x1500.jpg")), bytes, None));
-        assert!(!checked_as_named(&address(&format!("{other}-2000x1500.jpg")), bytes, Some(&hash)), "a record is no name");
+        for copy_of_a_picture in [false, true] {
+            assert!(checked_as_named(&address(&format!("{hash}-2000x1500.jpg")), bytes, None, copy_of_a_picture));
+            assert!(!checked_as_named(&address(&format!("{other}-2000x1500.jpg")), bytes, None, copy_of_a_picture));
+            let recorded = Some(hash.as_str());
+            assert!(!checked_as_named(&address(&format!("{other}-2000x1500.jpg")), bytes, recorded, true), "a record is no name");
+            assert!(checked_as_named(&address(&format!("{hash}-960x720.jpg")), bytes, None, copy_of_a_picture), "960 wide, itself");
+        }
         let phone = address(&format!("{other}-960x720.jpg"));
-        assert!(checked_as_named(&phone, bytes, Some(&hash)));
-        assert!(!checked_as_named(&phone, bytes, Some(&other)));
-        assert!(checked_as_named(&phone, bytes, None), "nothing recorded: by its size, as before");
-        assert!(!checked_as_named(&address(&format!("{other}-960x720.png")), bytes, None), "a PNG is never a phones' copy");
+        assert!(checked_as_named(&phone, bytes, Some(&hash), false));
+        assert!(!checked_as_named(&phone, bytes, Some(&other), true));
+        assert!(checked_as_named(&phone, bytes, None, true), "nothing recorded: as a copy of the post's picture");
+        assert!(!checked_as_named(&phone, bytes, None, false), "nothing recorded, and no picture it is a copy of");
+        assert!(!checked_as_named(&address(&format!("{other}-960x720.png")), bytes, None, true), "a PNG is never a phones' copy");
         let screen = address(&format!("{other}-1440x1080.jpg"));
-        assert!(checked_as_named(&screen, bytes, Some(&hash)), "a screens' copy, by its record");
-        assert!(!checked_as_named(&screen, bytes, Some(&other)));
-        assert!(checked_as_named(&screen, bytes, None), "a screens' copy, by its size");
-        assert!(!checked_as_named(&address(&format!("{other}-1441x1080.jpg")), bytes, None), "no copy is 1,441 wide");
+        assert!(checked_as_named(&screen, bytes, Some(&hash), false), "a screens' copy, by its record");
+        assert!(!checked_as_named(&screen, bytes, Some(&other), true));
+        assert!(checked_as_named(&screen, bytes, None, true), "a screens' copy, as its picture's");
+        assert!(!checked_as_named(&address(&format!("{other}-1441x1080.jpg")), bytes, None, true), "no copy is 1,441 wide");
     }
 
     /// Alt text with Markdown's own marks in it shows as typed: it cannot end the image, start

@@ -13,7 +13,7 @@ use super::error::{ApiResult, PROBLEM, ProblemDetails, WriteProblems};
 use super::extract::{Id, QueryParams};
 use crate::app::pictures::{AddedPicture, PictureTarget, add_picture, destination, picture};
 use crate::app::{AppState, Caller};
-use crate::model::picture::PictureAddress;
+use crate::model::picture::{PictureAddress, SMALL_SIZES};
 use crate::pictures::IMMUTABLE;
 
 /// The largest upload the upload's route reads: the largest picture taken
@@ -52,6 +52,11 @@ pub(super) struct AddedPictureBody {
     bytes: u64,
     /// The smaller JPEG for phones, where it is wider than 960 pixels.
     phone_url: Option<String>,
+    /// The JPEG for wide screens (1,440 pixels wide), where it is wider than that.
+    screen_url: Option<String>,
+    /// The small copies the lists show (128 × 96 and, for dense screens, 256 × 192), cut to
+    /// fill their box; none for an animation, or a picture smaller than the box.
+    small_copies: Vec<SmallCopyBody>,
     /// How many pictures the writer keeps now, and may keep.
     pictures_kept: u64,
     /// The most pictures a writer may keep.
@@ -60,6 +65,17 @@ pub(super) struct AddedPictureBody {
     bytes_kept: u64,
     /// The most bytes a writer may keep.
     bytes_allowed: u64,
+}
+
+/// A small copy of a picture, as the lists show it.
+#[derive(Serialize, ToSchema)]
+pub(super) struct SmallCopyBody {
+    /// Where it is served, on this blog.
+    url: String,
+    /// Width, in pixels.
+    width: u32,
+    /// Height, in pixels.
+    height: u32,
 }
 
 impl AddedPictureBody {
@@ -73,6 +89,15 @@ impl AddedPictureBody {
             height,
             bytes: added.bytes,
             phone_url: added.address.phone().map(|phone| phone.url()),
+            screen_url: added.address.screen().map(|screen| screen.url()),
+            small_copies: SMALL_SIZES
+                .iter()
+                .filter_map(|&size| added.address.small(size))
+                .map(|small| {
+                    let (width, height) = small.name.size();
+                    SmallCopyBody { url: small.url(), width, height }
+                })
+                .collect(),
             pictures_kept: added.usage.pictures,
             pictures_allowed: allowed.pictures,
             bytes_kept: added.usage.bytes,

@@ -183,6 +183,11 @@ impl PictureName {
             .then(|| PictureName::new(self.hash(), size.0, size.1, kind))
     }
 
+    /// Whether this name is of a copy's size: a phones', a screens' or a small copy's.
+    pub(crate) fn is_copy_size(&self) -> bool {
+        self.is_scaled_copy_size() || self.is_small_size()
+    }
+
     /// Whether this name is one of a small copy's ([`PictureName::small`]): of a
     /// [`SMALL_SIZES`] size, a JPEG or a PNG.
     pub(crate) fn is_small_size(&self) -> bool {
