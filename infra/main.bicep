@@ -76,6 +76,16 @@ param cosmosServerless bool = true
 @maxValue(1000)
 param maximumInstanceCount int = 40
 
+@description('Where the Function App runs: flex (Flex Consumption: per execution, scales to zero; the default) or a dedicated Linux App Service plan of one instance, by the hour (B1, S1, P0v3, P1v3): cheaper past a few hundred thousand views a day (`handler cost --hosting-plan B1`; docs/deploy.md, "Hosting plan").')
+@allowed([
+  'flex'
+  'B1'
+  'S1'
+  'P0v3'
+  'P1v3'
+])
+param hostingPlan string = 'flex'
+
 @description('Memory of each Function App instance, in MB (Flex Consumption: 512, 2048 or 4096; docs/deploy.md, "Instance size").')
 @allowed([
   512
@@ -183,6 +193,7 @@ module blog 'resources.bicep' = {
     cosmosServerless: cosmosServerless
     maximumInstanceCount: maximumInstanceCount
     instanceMemoryMB: instanceMemoryMB
+    hostingPlan: hostingPlan
     tokenSigningKey: tokenSigningKey
     createAppRegistration: createAppRegistration
     signInAudience: signInAudience

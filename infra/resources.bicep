@@ -87,6 +87,16 @@ param requestUnitsPerDayBudget int = 1000000
 @minValue(-1)
 param logsDailyCapGb int = 2
 
+@description('Where the Function App runs: flex (Flex Consumption: per execution, scales to zero; the default) or a dedicated Linux App Service plan of one instance, by the hour (B1, S1, P0v3, P1v3): cheaper past a few hundred thousand views a day (`handler cost --hosting-plan B1`; docs/deploy.md, "Hosting plan").')
+@allowed([
+  'flex'
+  'B1'
+  'S1'
+  'P0v3'
+  'P1v3'
+])
+param hostingPlan string = 'flex'
+
 @description('Memory of each Function App instance, in MB (Flex Consumption: 512, 2048 or 4096; docs/deploy.md, "Instance size").')
 @allowed([
   512
@@ -274,6 +284,7 @@ module functionApp 'modules/functionapp.bicep' = {
     databaseName: cosmos.outputs.databaseName
     maximumInstanceCount: maximumInstanceCount
     instanceMemoryMB: instanceMemoryMB
+    hostingPlan: hostingPlan
     signInIdentityId: signInIdentity.id
     signInIdentityClientId: signInIdentity.properties.clientId
     authClientId: signInClientId

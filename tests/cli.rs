@@ -270,7 +270,8 @@ fn handler_cost_prices_views_with_the_measurement_given() {
 
 /// The instance size is a lever of `handler cost`: the deployment's 512 MB by default, 2,048 MB
 /// costing four times the function app's memory time; so are a CDN's hit rate and Front Door's
-/// fees; a size Flex Consumption does not offer is a usage error naming the sizes.
+/// fees, and a dedicated plan; a size Flex Consumption does not offer, or a plan the template
+/// does not, is a usage error naming those it does.
 #[test]
 fn handler_cost_prices_the_instance_size_asked_for() {
     let data = tempfile::tempdir().unwrap();
@@ -301,6 +302,11 @@ fn handler_cost_prices_the_instance_size_asked_for() {
     let refused = handler(&["cost", "--instance-memory-mb", "1000"], data.path());
     assert_eq!(refused.status.code(), Some(2));
     assert!(stderr(&refused).contains("512, 2048 and 4096"), "{}", stderr(&refused));
+    // A dedicated plan is its instance's price, whatever the load.
+    assert_eq!(functions(&["cost", "--hosting-plan", "B1"]), ["$13.14"]);
+    let refused = handler(&["cost", "--hosting-plan", "F1"], data.path());
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("flex, or one of B1, S1, P0v3, P1v3"), "{}", stderr(&refused));
 }
 
 /// `handler rebuild-copies` run on a terminal (util-linux `script` gives it one), as an operator

@@ -208,6 +208,44 @@ impl BicepFile {
         node
     }
 
+    /// The value `node` has on one hosting plan: `flex ? a : b` (infra/modules/functionapp.bicep)
+    /// taken on that plan's branch, parentheses and variables followed.
+    fn on_plan<'a>(&'a self, node: Node<'a>, plan: Hosting) -> Node<'a> {
+        let mut node = self.resolve(node);
+        while node.kind() == "ternary_expression"
+            && node.child_by_field_name("condition").is_some_and(|condition| self.text(condition) == "flex")
+        {
+            let branch = if plan == Hosting::Flex { "consequence" } else { "alternative" };
+            node = self.resolve(node.child_by_field_name(branch).expect("a ternary has both branches"));
+        }
+        node
+    }
+
+    /// [`BicepFile::path`] on one hosting plan.
+    fn path_on<'a>(&'a self, object: Node<'a>, path: &[&str], plan: Hosting) -> Option<Node<'a>> {
+        path.iter().try_fold(object, |node, key| {
+            let node = self.on_plan(node, plan);
+            if node.kind() == "object" { self.property(node, key) } else { None }
+        })
+        .map(|node| self.on_plan(node, plan))
+    }
+
+    /// The items of an array on one hosting plan: an array literal's, or those of each array
+    /// `concat(…)` joins, in order.
+    fn items_on<'a>(&'a self, node: Node<'a>, plan: Hosting) -> Vec<Node<'a>> {
+        let node = self.on_plan(node, plan);
+        match node.kind() {
+            "array" => named_children(node),
+            "call_expression"
+                if node.child_by_field_name("function").is_some_and(|function| self.text(function) == "concat") =>
+            {
+                let arguments = node.child_by_field_name("arguments").map(named_children).unwrap_or_default();
+                arguments.into_iter().flat_map(|argument| self.items_on(argument, plan)).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// A literal expression as JSON (variables followed); `None` where it depends on deployment.
     fn literal(&self, node: Node) -> Option<Value> {
         let node = self.resolve(node);
@@ -329,6 +367,19 @@ impl Resource<'_> {
     fn literal_at(&self, path: &[&str]) -> Option<Value> {
         self.file.path(self.body, path).and_then(|node| self.file.literal(node))
     }
+}
+
+/// Where the Function App runs: infra/modules/functionapp.bicep's `hostingPlan`, `flex` or a
+/// dedicated plan's size, told apart in the template by `flex ? … : …`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Hosting {
+    Flex,
+    Dedicated,
+}
+
+/// The Function App's app settings on `plan`, each entry's node.
+fn setting_entries<'a>(site: &Resource<'a>, plan: Hosting) -> Vec<Node<'a>> {
+    site.file.path_on(site.body, &["properties", "siteConfig", "appSettings"], plan).map(|array| site.file.items_on(array, plan)).unwrap_or_default()
 }
 
 /// Every `.bicep` file under `infra/`, parsed.
@@ -1042,11 +1093,20 @@ fn function_app_settings_are_identity_based() {
     let sites = resources_of_type(&files, SITE);
     assert_eq!(sites.len(), 1, "one Function App expected in infra/");
     let site = &sites[0];
-    let settings: BTreeMap<String, Option<String>> = site
-        .file
-        .path(site.body, &["properties", "siteConfig", "appSettings"])
-        .map(|array| named_children(site.file.resolve(array)))
-        .unwrap_or_default()
+    let mut problems = Vec::new();
+    for plan in [Hosting::Flex, Hosting::Dedicated] {
+        identity_based_settings(site, plan, &mut problems);
+    }
+    let runtime = site.file.path_on(site.body, &["properties", "functionAppConfig", "runtime"], Hosting::Flex);
+    if runtime.and_then(|runtime| site.file.literal(runtime)) != Some(json!({"name": "custom", "version": "1.0"})) {
+        problems.push(format!("{}: functionAppConfig.runtime must be custom 1.0", site.at()));
+    }
+    assert_no_problems("Function App settings", &problems);
+}
+
+/// The problems of the app settings on `plan`, for [`function_app_settings_are_identity_based`].
+fn identity_based_settings(site: &Resource, plan: Hosting, problems: &mut Vec<String>) {
+    let settings: BTreeMap<String, Option<String>> = setting_entries(site, plan)
         .into_iter()
         .filter_map(|setting| {
             let name = site.file.literal(site.file.property(setting, "name")?)?.as_str()?.to_string();
@@ -1055,7 +1115,6 @@ fn function_app_settings_are_identity_based() {
             Some((name, value))
         })
         .collect();
-    let mut problems = Vec::new();
     let required = [
         "AzureWebJobsStorage__accountName",
         "AzureWebJobsStorage__clientId",
@@ -1077,22 +1136,18 @@ fn function_app_settings_are_identity_based() {
         "AzureWebJobsDisableHomepage",
     ];
     for name in required.iter().filter(|name| !settings.contains_key(**name)) {
-        problems.push(format!("{}: app setting {name} is missing", site.at()));
+        problems.push(format!("{} ({plan:?}): app setting {name} is missing", site.at()));
     }
     for name in ["AzureWebJobsStorage__credential", "CosmosDB__credential"] {
         if settings.get(name) != Some(&Some("managedidentity".to_string())) {
-            problems.push(format!("{}: app setting {name} must be 'managedidentity'", site.at()));
+            problems.push(format!("{} ({plan:?}): app setting {name} must be 'managedidentity'", site.at()));
         }
     }
-    for forbidden in ["FUNCTIONS_WORKER_RUNTIME", "AzureWebJobsStorage", "CosmosDB", "BLOG_PICTURES"] {
+    for forbidden in ["AzureWebJobsStorage", "CosmosDB", "BLOG_PICTURES"] {
         if settings.contains_key(forbidden) {
-            problems.push(format!("{}: app setting {forbidden} must not be set (Flex Consumption / no secrets)", site.at()));
+            problems.push(format!("{} ({plan:?}): app setting {forbidden} must not be set (no secrets)", site.at()));
         }
     }
-    if site.literal_at(&["properties", "functionAppConfig", "runtime"]) != Some(json!({"name": "custom", "version": "1.0"})) {
-        problems.push(format!("{}: functionAppConfig.runtime must be custom 1.0", site.at()));
-    }
-    assert_no_problems("Function App settings", &problems);
 }
 
 /// The pictures' storage is wired through resources.bicep, modules/storage.bicep (the account,
@@ -1161,7 +1216,8 @@ fn the_apps_identity_may_write_the_pictures_container_and_nothing_more() {
 }
 
 /// The app settings the handler reads name the container and the account's blob endpoint,
-/// reached with the identity, and give the pictures half the instance's memory.
+/// reached with the identity, and give the pictures half the instance's memory on Flex
+/// Consumption (a quarter of a dedicated plan's, whose host and extensions run in it too).
 #[test]
 fn the_app_settings_name_the_pictures_container_and_endpoint_reached_with_the_identity() {
     pictures_storage(|_, main, storage, app| {
@@ -1177,7 +1233,7 @@ fn the_app_settings_name_the_pictures_container_and_endpoint_reached_with_the_id
             ("BLOG_PICTURES__blobServiceUri", "picturesBlobEndpoint"),
             ("BLOG_PICTURES__clientId", "identityClientId"),
             ("BLOG_PICTURES_CONTAINER", "picturesContainerName"),
-            ("BLOG_PICTURE_MEMORY_MB", "string(instanceMemoryMB / 2)"),
+            ("BLOG_PICTURE_MEMORY_MB", "string(flex ? instanceMemoryMB / 2 : dedicatedMemoryMB[hostingPlan] / 4)"),
         ] {
             assert!(
                 text.contains(&format!("name: '{setting}'\n          value: {value}")),
@@ -1239,11 +1295,13 @@ fn nothing_flex_consumption_refuses() {
     let sites = resources_of_type(&files, SITE);
     let site = &sites[0];
     let mut problems = Vec::new();
-    let site_config = site.file.path(site.body, &["properties", "siteConfig"]).map(|node| site.file.resolve(node));
+    let site_config = site.file.path_on(site.body, &["properties", "siteConfig"], Hosting::Flex);
     let allowed = ["appSettings", "minTlsVersion", "cors", "http20Enabled"];
-    for (key, _) in site_config.map(|object| site.file.object_entries(object)).unwrap_or_default() {
+    for (key, value) in site_config.map(|object| site.file.object_entries(object)).unwrap_or_default() {
         let key = key.unwrap_or_default();
-        if !allowed.contains(&key.as_str()) {
+        // `flex ? null : …`: left out on Flex Consumption.
+        let absent = site.file.on_plan(value, Hosting::Flex).kind() == "null";
+        if !allowed.contains(&key.as_str()) && !absent {
             problems
                 .push(format!("{}: siteConfig.{key} is not taken on Flex Consumption (allowed here: {allowed:?})", site.at()));
         }
@@ -1265,8 +1323,7 @@ fn nothing_flex_consumption_refuses() {
         "WEBSITE_SKIP_CONTENTSHARE_VALIDATION",
         "WEBSITE_VNET_ROUTE_ALL",
     ];
-    let app_settings = site.file.path(site.body, &["properties", "siteConfig", "appSettings"]);
-    for setting in app_settings.map(|array| named_children(site.file.resolve(array))).unwrap_or_default() {
+    for setting in setting_entries(site, Hosting::Flex) {
         let name = site.file.property(setting, "name").and_then(|name| site.file.literal(name));
         if let Some(Value::String(name)) = name
             && deprecated.contains(&name.as_str())
@@ -1283,6 +1340,58 @@ fn nothing_flex_consumption_refuses() {
         }
     }
     assert_no_problems("Flex Consumption", &problems);
+}
+
+/// On a dedicated plan (`hostingPlan` other than `flex`) the app has what Flex Consumption takes
+/// from `functionAppConfig` and refuses elsewhere: the host's version and the custom runtime as
+/// app settings, the package run as azd's zip deploy leaves it, Always On (an idle app on a
+/// dedicated plan is woken by HTTP alone, and the change-feed functions would stop), an empty
+/// `linuxFxVersion` (Microsoft's stack data for a custom handler on Linux); no
+/// `functionAppConfig`. The plan is Linux, one instance of the size asked for. The sizes offered
+/// are the same in every file, and `handler cost --hosting-plan` prices each of them.
+#[test]
+fn a_dedicated_plan_has_what_flex_consumption_takes_elsewhere() {
+    let files = bicep_files();
+    let app_file = infra_file(&files, "modules/functionapp.bicep");
+    let site = only_resource(app_file, SITE);
+    let settings: BTreeMap<String, Option<String>> = setting_entries(&site, Hosting::Dedicated)
+        .into_iter()
+        .filter_map(|entry| {
+            let name = app_file.literal(app_file.property(entry, "name")?)?.as_str()?.to_owned();
+            Some((name, app_file.property(entry, "value").and_then(|value| app_file.literal(value)?.as_str().map(str::to_owned))))
+        })
+        .collect();
+    for (name, value) in [("FUNCTIONS_EXTENSION_VERSION", "~4"), ("FUNCTIONS_WORKER_RUNTIME", "custom"), ("WEBSITE_RUN_FROM_PACKAGE", "1")] {
+        assert_eq!(settings.get(name), Some(&Some(value.to_owned())), "{name} on a dedicated plan");
+    }
+    let dedicated = |path: &[&str]| site.file.path_on(site.body, path, Hosting::Dedicated).and_then(|node| site.file.literal(node));
+    assert_eq!(dedicated(&["properties", "siteConfig", "alwaysOn"]), Some(json!(true)));
+    assert_eq!(dedicated(&["properties", "siteConfig", "linuxFxVersion"]), Some(json!("")));
+    assert_eq!(dedicated(&["properties", "functionAppConfig"]), Some(Value::Null));
+    let plan = only_resource(app_file, "Microsoft.Web/serverfarms");
+    let on = |path: &[&str], hosting| plan.file.path_on(plan.body, path, hosting).map(|node| expression(plan.file, node));
+    assert_eq!(on(&["kind"], Hosting::Dedicated).as_deref(), Some("'linux'"));
+    assert_eq!(on(&["sku", "name"], Hosting::Dedicated).as_deref(), Some("hostingPlan"));
+    assert_eq!(on(&["sku", "capacity"], Hosting::Dedicated).as_deref(), Some("1"));
+    assert_eq!(on(&["sku", "tier"], Hosting::Flex).as_deref(), Some("'FlexConsumption'"));
+    assert_eq!(plan.literal_at(&["properties", "reserved"]), Some(json!(true)), "Linux");
+
+    let mut offered = Vec::new();
+    for file in ["main.bicep", "resources.bicep", "modules/functionapp.bicep"] {
+        let decorators = parameter_decorators(infra_file(&files, file), "hostingPlan").expect("hostingPlan is declared");
+        let allowed = decorators.iter().find(|decorator| decorator.starts_with("allowed")).expect("hostingPlan has @allowed");
+        let sizes: Vec<String> = allowed.split('\'').skip(1).step_by(2).map(str::to_owned).collect();
+        offered.push((file, sizes));
+    }
+    assert!(offered.iter().all(|(_, sizes)| sizes == &offered[0].1), "the same sizes everywhere: {offered:?}");
+    assert_eq!(parameter_mappings().get("hostingPlan").map(String::as_str), Some("BLOG_HOSTING_PLAN"));
+    for size in &offered[0].1 {
+        let priced = std::process::Command::new(env!("CARGO_BIN_EXE_handler"))
+            .args(["cost", "--views-per-day", "1000", "--hosting-plan", size])
+            .output()
+            .expect("handler runs");
+        assert!(priced.status.success(), "handler cost --hosting-plan {size}: {}", String::from_utf8_lossy(&priced.stderr));
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1644,13 +1753,7 @@ fn sign_in_secret_setting_holds_the_credential_identitys_client_id() {
         ]);
         assert_eq!(setting, Some(json!("OVERRIDE_USE_MI_FIC_ASSERTION_CLIENTID")));
         let site = only_resource(app, "Microsoft.Web/sites");
-        let holds_client_id = site
-            .file
-            .path(site.body, &["properties", "siteConfig", "appSettings"])
-            .map(|settings| named_children(site.file.resolve(settings)))
-            .unwrap_or_default()
-            .into_iter()
-            .any(|entry| {
+        let holds_client_id = setting_entries(&site, Hosting::Flex).into_iter().any(|entry| {
                 app.property(entry, "name").and_then(|name| app.literal(name)) == setting
                     && app.property(entry, "value").map(|value| expression(app, value)).as_deref()
                         == Some("signInIdentityClientId")
@@ -2278,8 +2381,7 @@ fn the_app_sets_no_instance_affinity_cookie_that_would_defeat_the_cache() {
 
 /// The app's own app setting, `name` → the expression of its value.
 fn app_settings(site: &Resource) -> BTreeMap<String, String> {
-    let array = site.file.path(site.body, &["properties", "siteConfig", "appSettings"]).expect("siteConfig.appSettings");
-    named_children(site.file.resolve(array))
+    setting_entries(site, Hosting::Flex)
         .into_iter()
         .filter_map(|entry| {
             let name = site.file.literal(site.file.property(entry, "name")?)?.as_str()?.to_owned();

@@ -1,4 +1,6 @@
-// The Function App running the Rust custom handler (`handler`) on Flex Consumption, Linux.
+// The Function App running the Rust custom handler (`handler`) on Linux: on Flex Consumption by
+// default, or on a dedicated App Service plan (`hostingPlan`), which costs less past a few
+// hundred thousand views a day (`handler cost`, docs/deploy.md "Hosting plan").
 // Every connection is identity-based: AzureWebJobsStorage, the deployment container, Cosmos DB
 // (the `CosmosDB` setting family, which the cosmosDBTrigger's `connection` names too) and
 // Application Insights.
@@ -35,7 +37,17 @@ param appInsightsConnectionString string
 param cosmosEndpoint string
 param databaseName string
 
-@description('Flex Consumption allows 40 to 1000.')
+@description('flex: Flex Consumption, billed per execution and for memory while executing. Otherwise a dedicated Linux App Service plan of that size, billed by the hour, one instance.')
+@allowed([
+  'flex'
+  'B1'
+  'S1'
+  'P0v3'
+  'P1v3'
+])
+param hostingPlan string = 'flex'
+
+@description('Flex Consumption allows 40 to 1000 (a dedicated plan ignores it).')
 @minValue(40)
 @maxValue(1000)
 param maximumInstanceCount int
@@ -80,22 +92,64 @@ param tokenSigningKey string
 // secret"); its value is the identity's client id.
 var signInCredentialSetting = 'OVERRIDE_USE_MI_FIC_ASSERTION_CLIENTID'
 
-// Flex Consumption: per-execution billing, scale to zero, Linux only.
+var flex = hostingPlan == 'flex'
+
+// The memory a dedicated plan's instance has, in MB (B1 and S1 1.75 GB, P0v3 4 GB, P1v3 8 GB:
+// the App Service plans' pricing page), of which the pictures being decoded may hold a quarter:
+// the Functions host, its extensions and the handler share the rest.
+var dedicatedMemoryMB = {
+  B1: 1792
+  S1: 1792
+  P0v3: 4096
+  P1v3: 8192
+}
+
+// Flex Consumption: per-execution billing, scale to zero, Linux only. A dedicated plan: its
+// instance by the hour, Linux (`reserved`), one instance (`sku.capacity`: `numberOfWorkers` is
+// read-only in Azure's type definitions, Azure/bicep-types-az#2438), never zone redundant (AVM's
+// avm/res/web/serverfarm makes P plans zone redundant unless told).
 resource plan 'Microsoft.Web/serverfarms@2024-11-01' = {
   name: planName
   location: location
   tags: tags
-  kind: 'functionapp'
-  sku: {
-    name: 'FC1'
-    tier: 'FlexConsumption'
-  }
+  kind: flex ? 'functionapp' : 'linux'
+  sku: flex
+    ? {
+        name: 'FC1'
+        tier: 'FlexConsumption'
+      }
+    : {
+        name: hostingPlan
+        capacity: 1
+      }
   properties: {
     reserved: true
+    zoneRedundant: false
   }
 }
 
-// The app: custom runtime (the host starts `handler`, see host.json), package from blob storage.
+// What a dedicated plan needs and Flex Consumption refuses (Flex takes the runtime from
+// functionAppConfig): the host's version, the custom handler's runtime (host.json names the
+// handler), and the package azd's zip deploy (azure-dev service_target_functionapp.go: Kudu's
+// /api/zipdeploy off Flex) leaves, run as it is ("Run your functions from a package file":
+// `1` on Dedicated Linux).
+var dedicatedSettings = [
+  {
+    name: 'FUNCTIONS_EXTENSION_VERSION'
+    value: '~4'
+  }
+  {
+    name: 'FUNCTIONS_WORKER_RUNTIME'
+    value: 'custom'
+  }
+  {
+    name: 'WEBSITE_RUN_FROM_PACKAGE'
+    value: '1'
+  }
+]
+
+// The app: custom runtime (the host starts `handler`, see host.json); its package from blob
+// storage on Flex Consumption, from azd's zip deploy on a dedicated plan.
 resource app 'Microsoft.Web/sites@2024-11-01' = {
   name: appName
   location: location
@@ -119,32 +173,42 @@ resource app 'Microsoft.Web/sites@2024-11-01' = {
     // handler answers as personal (`private`), so no shared cache would keep it. A template that
     // does not say so gets affinity on (azure-functions-host#4044, open).
     clientAffinityEnabled: false
-    functionAppConfig: {
-      deployment: {
-        storage: {
-          type: 'blobContainer'
-          value: deploymentContainerUrl
-          authentication: {
-            type: 'UserAssignedIdentity'
-            userAssignedIdentityResourceId: identityId
+    // null leaves a property out of what is deployed, as AVM's avm/res/web/site passes its
+    // optional ones.
+    functionAppConfig: flex
+      ? {
+          deployment: {
+            storage: {
+              type: 'blobContainer'
+              value: deploymentContainerUrl
+              authentication: {
+                type: 'UserAssignedIdentity'
+                userAssignedIdentityResourceId: identityId
+              }
+            }
+          }
+          scaleAndConcurrency: {
+            instanceMemoryMB: instanceMemoryMB
+            maximumInstanceCount: maximumInstanceCount
+          }
+          runtime: {
+            name: 'custom'
+            version: '1.0'
           }
         }
-      }
-      scaleAndConcurrency: {
-        instanceMemoryMB: instanceMemoryMB
-        maximumInstanceCount: maximumInstanceCount
-      }
-      runtime: {
-        name: 'custom'
-        version: '1.0'
-      }
-    }
+      : null
     siteConfig: {
       minTlsVersion: '1.2'
       // No ftpsState: Flex Consumption refuses it (ARM error 51021); FTP is off through the
       // publishing-credentials policies below.
-      // Flex Consumption takes the runtime from functionAppConfig: no FUNCTIONS_WORKER_RUNTIME.
-      appSettings: [
+      // A dedicated plan stops an idle app, and then only HTTP wakes it: Always On keeps the
+      // change-feed functions running ("Dedicated hosting plans", Always On). Its Linux image
+      // is chosen by FUNCTIONS_EXTENSION_VERSION with an empty linuxFxVersion, as Microsoft's
+      // stack data for a custom handler on Linux gives it (Az.Functions, FunctionsStackFlexData
+      // custom.json).
+      alwaysOn: flex ? null : true
+      linuxFxVersion: flex ? null : ''
+      appSettings: concat(flex ? [] : dedicatedSettings, [
         // The host's storage, reached with the identity.
         {
           name: 'AzureWebJobsStorage__accountName'
@@ -215,7 +279,7 @@ resource app 'Microsoft.Web/sites@2024-11-01' = {
         // instance's (README, "Pictures in posts").
         {
           name: 'BLOG_PICTURE_MEMORY_MB'
-          value: string(instanceMemoryMB / 2)
+          value: string(flex ? instanceMemoryMB / 2 : dedicatedMemoryMB[hostingPlan] / 4)
         }
         // The front page is an HTTP function at the root: the host's own home page must not answer it.
         {
@@ -233,7 +297,7 @@ resource app 'Microsoft.Web/sites@2024-11-01' = {
           name: signInCredentialSetting
           value: signInIdentityClientId
         }
-      ]
+      ])
     }
   }
 }

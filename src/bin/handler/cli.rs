@@ -181,6 +181,10 @@ pub(crate) struct CostArgs {
     /// Count the CDN's bytes at $0.01 a GB (one priced by the gigabyte alone)
     #[arg(long = "cdn-per-gb")]
     pub(crate) cdn_per_gb: bool,
+    /// Where the function app runs, as `BLOG_HOSTING_PLAN` deploys it: `flex` (Flex
+    /// Consumption), or a dedicated Linux App Service plan: B1, S1, P0v3 or P1v3
+    #[arg(long = "hosting-plan", value_name = "PLAN", default_value = "flex", value_parser = hosting)]
+    pub(crate) hosting: cost::Hosting,
     /// A `--json` file of `cargo bench --bench readers` to price views with; repeat for several
     /// rates [default: the runs in benches/results/]
     #[arg(long, value_name = "FILE", value_parser = measurement)]
@@ -203,6 +207,17 @@ fn instance_memory(text: &str) -> Result<u32, String> {
         "4096" => Ok(4096),
         _ => Err("Flex Consumption's instance sizes are 512, 2048 and 4096 MB".into()),
     }
+}
+
+/// `flex`, or one of the dedicated plans.
+fn hosting(text: &str) -> Result<cost::Hosting, String> {
+    if text == "flex" {
+        return Ok(cost::Hosting::Flex);
+    }
+    cost::PLANS.iter().find(|plan| plan.name == text).map(|plan| cost::Hosting::Dedicated(*plan)).ok_or_else(|| {
+        let plans: Vec<&str> = cost::PLANS.iter().map(|plan| plan.name).collect();
+        format!("{text:?} is not a hosting plan: flex, or one of {}", plans.join(", "))
+    })
 }
 
 /// A share between 0 and 1.

@@ -179,6 +179,7 @@ fn cost(args: &CostArgs) -> std::io::Result<()> {
                 } else {
                     cost::Cdn::Yours
                 },
+                hosting: args.hosting,
                 ..traffic
             }
         })

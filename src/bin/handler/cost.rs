@@ -238,6 +238,40 @@ pub(crate) enum Cdn {
     FrontDoor,
 }
 
+/// Where the function app runs (`BLOG_HOSTING_PLAN`, infra/main.bicep's `hostingPlan`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Hosting {
+    /// Flex Consumption, the default: each execution, and each instance's memory while it
+    /// executes; nothing while nobody reads. The change-feed functions scale on instances of
+    /// their own.
+    Flex,
+    /// A dedicated Linux App Service plan: its instances by the hour, whatever they do, with
+    /// no charge per execution; the change-feed functions run on the same instances (Always On).
+    Dedicated(Plan),
+}
+
+/// A dedicated Linux App Service plan's size and its price, an instance a month (730 hours,
+/// pay-as-you-go), as the Azure Retail Prices API gave them in 2026 to the documents that quote
+/// it: B1 $13.14 (Central US, 2026-09-23; microsoft/azure-skills `pricing-guide.md` says
+/// "B1 Linux ~$13.14" too), S1 $69.35 (East US, 2026-04-18), P0v3 $62.05 (Central US,
+/// 2026-09-23), P1v3 $113.15 (2026-04-18). Regions differ by a few percent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Plan {
+    /// The SKU's name, as `hostingPlan` takes it.
+    pub(crate) name: &'static str,
+    /// Cores and memory, as the plan's page says them.
+    pub(crate) size: &'static str,
+    pub(crate) per_month: f64,
+}
+
+/// The dedicated plans infra/main.bicep's `hostingPlan` takes besides `flex`.
+pub(crate) const PLANS: [Plan; 4] = [
+    Plan { name: "B1", size: "1 core, 1.75 GB", per_month: 13.14 },
+    Plan { name: "S1", size: "1 core, 1.75 GB", per_month: 69.35 },
+    Plan { name: "P0v3", size: "1 core, 4 GB", per_month: 62.05 },
+    Plan { name: "P1v3", size: "2 cores, 8 GB", per_month: 113.15 },
+];
+
 /// A blog's traffic.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Traffic {
@@ -266,6 +300,8 @@ pub(crate) struct Traffic {
     pub(crate) cdn_hit_rate: f64,
     /// Who that cache is, and so what it costs.
     pub(crate) cdn: Cdn,
+    /// Where the function app runs.
+    pub(crate) hosting: Hosting,
 }
 
 impl Traffic {
@@ -284,6 +320,7 @@ impl Traffic {
             repeat_share: 0.5,
             cdn_hit_rate: 0.0,
             cdn: Cdn::Yours,
+            hosting: Hosting::Flex,
         }
     }
 
@@ -471,8 +508,16 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
         let dollars = paid_memory * prices.per_gb_second + paid_executions / 1e6 * prices.per_million_executions;
         (format!("{:.1} M executions, {} GB-s", executions / 1e6, grouped(memory)), dollars)
     };
-    let (http_quantity, http_dollars) = functions(http_executions, http_busy);
-    let (trigger_quantity, trigger_dollars) = functions(all_batches, trigger_busy);
+    let ((http_quantity, http_dollars), (trigger_quantity, trigger_dollars)) = match traffic.hosting {
+        Hosting::Flex => (functions(http_executions, http_busy), functions(all_batches, trigger_busy)),
+        Hosting::Dedicated(plan) => (
+            (
+                format!("{} of App Service {} ({}), all month", instances(traffic.instances), plan.name, plan.size),
+                plan.per_month * traffic.instances,
+            ),
+            (format!("{:.1} M batches, on the plan's instances", all_batches * DAYS_PER_MONTH / 1e6), 0.0),
+        ),
+    };
 
     // Application Insights: the minute lines of each busy instance, the requests' own lines
     // (writes; the 5xx and slow ones are not counted), each batch's line, each function's lag
@@ -484,7 +529,10 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
         + own_lines * rows::trace(blog::BILLED_LINES.request)
         + all_batches * rows::trace(blog::BILLED_LINES.delivered)
         + change_feed::FUNCTIONS * 1440.0 * rows::trace(blog::BILLED_LINES.lag);
-    let instances_running = traffic.instances + change_feed::FUNCTIONS;
+    let instances_running = match traffic.hosting {
+        Hosting::Flex => traffic.instances + change_feed::FUNCTIONS,
+        Hosting::Dedicated(_) => traffic.instances,
+    };
     let metric_rows = rows::AGGREGATOR_FLUSHES_PER_DAY
         * rows::AGGREGATE_ROWS_PER_FUNCTION
         * (routes.min(rows::MINUTE_ROUTES) * traffic.instances + change_feed::FUNCTIONS)
@@ -592,7 +640,8 @@ pub(crate) fn bill(traffic: &Traffic, prices: &Prices, measured: &[Measured]) ->
 /// blog as deployed, priced with `measured` where the lever keeps the caches.
 pub(crate) fn levers(traffic: &Traffic, prices: &Prices, measured: &[Measured]) -> String {
     let base = Traffic { cdn_hit_rate: 0.0, cdn: Cdn::Yours, ..*traffic };
-    let rows: [(&str, Traffic, &[Measured]); 7] = [
+    let b1 = Hosting::Dedicated(PLANS[0]);
+    let rows: [(&str, Traffic, &[Measured]); 9] = [
         ("the caches' rules alone, every post view read whole (a bound)", base, &[]),
         ("as deployed: the caches as measured", base, measured),
         ("no post has a picture", Traffic { picture_share: 0.0, ..base }, measured),
@@ -608,6 +657,12 @@ pub(crate) fn levers(traffic: &Traffic, prices: &Prices, measured: &[Measured]) 
             measured,
         ),
         ("instances of 2,048 MB instead of 512", Traffic { instance_gb: 2.0, ..base }, measured),
+        ("an App Service plan B1 instead of Flex Consumption", Traffic { hosting: b1, ..base }, measured),
+        (
+            "B1, and a CDN at $0.01 a GB answers 90% of the requests",
+            Traffic { hosting: b1, cdn_hit_rate: 0.9, cdn: Cdn::ByTheGigabyte, ..base },
+            measured,
+        ),
     ];
     let mut out = format!("What each lever changes, at {} page views a day:\n\n", grouped(traffic.views_per_day));
     out.push_str("| lever | Cosmos DB | Functions | Application Insights | bytes out | CDN | total a month |\n");
@@ -642,6 +697,11 @@ pub(crate) fn per_request() -> String {
         article::C2 + COPIES_RU + FEED_TRIM_RU + MARKS_RU + LOG_APPEND_RU + KEY_RU,
         (article::C3 + article::C4) / 2.0 + COPIES_RU + MARKS_RU + LOG_APPEND_RU + KEY_RU,
     )
+}
+
+/// `1` as "1 instance", `3` as "3 instances".
+fn instances(count: f64) -> String {
+    if count == 1.0 { "1 instance".to_owned() } else { format!("{} instances", grouped(count)) }
 }
 
 /// `1234.567` as `$1,234.57`.
@@ -767,6 +827,23 @@ mod tests {
     fn the_free_grant_is_taken_off() {
         let estimate = estimate(&Traffic::of(100.0), &Prices::LISTED, &[]);
         assert_eq!(estimate.part("Functions"), 0.0, "{estimate:?}");
+    }
+
+    /// On a dedicated plan the function app is its instances' price, whatever the load: no
+    /// execution, no memory time, and the change-feed functions on the same instances.
+    #[test]
+    fn a_dedicated_plan_costs_its_instances_whatever_the_load() {
+        let b1 = Hosting::Dedicated(PLANS[0]);
+        for views in [100.0, 1_000_000.0, 10_000_000.0] {
+            let estimate = estimate(&Traffic { hosting: b1, ..Traffic::of(views) }, &Prices::LISTED, &[]);
+            assert_eq!(estimate.part("Functions"), 13.14, "{estimate:?}");
+        }
+        let two = estimate(&Traffic { hosting: b1, instances: 2.0, ..Traffic::of(1e6) }, &Prices::LISTED, &[]);
+        assert_eq!(two.part("Functions"), 2.0 * 13.14);
+        let flex = estimate(&Traffic::of(1e6), &Prices::LISTED, &[]);
+        let dedicated = estimate(&Traffic { hosting: b1, ..Traffic::of(1e6) }, &Prices::LISTED, &[]);
+        assert_eq!(flex.part("Cosmos DB"), dedicated.part("Cosmos DB"), "the plan changes no request unit");
+        assert!(flex.part("Functions") > dedicated.part("Functions"), "{flex:?}");
     }
 
     #[test]
