@@ -267,7 +267,9 @@ pub(crate) async fn store_prepared(
 /// against its name once per version ([`checked_as_named`], off the async threads), at its write
 /// or its first read in this process, and not hashed again while its version is the same; a
 /// small one checked is kept, and served from memory while the store says its version is the
-/// same without reading it. A small copy or a screens' copy that a picture stored before they
+/// same without reading it, or, where asking is billed (Blob Storage), for the store's
+/// [`kept_unasked_for`](crate::pictures::store::PictureStore::kept_unasked_for) after its check.
+/// A small copy or a screens' copy that a picture stored before they
 /// were made at upload lacks is made here, from that picture, and stored ([`made_copy`]): the
 /// lists and the post page link to them by their names alone.
 pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppResult<bytes::Bytes> {
@@ -279,6 +281,11 @@ pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppRe
     {
         return Ok(kept);
     }
+    if let Some(age) = pictures.store.kept_unasked_for()
+        && let Some(kept) = pictures.verified.kept_within(&key, age)
+    {
+        return Ok(kept);
+    }
     let Some(stored) = pictures.store.read(address).await? else {
         // Made from a picture checked as it was read, and held as checked as it was written.
         return made_copy(pictures, address).await?.map(bytes::Bytes::from).ok_or_else(not_found);
@@ -287,6 +294,9 @@ pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppRe
     if let Some(version) = &stored.version
         && pictures.verified.holds(&key, version)
     {
+        // Held since its write, without its bytes: kept from now, and its check's age restarts,
+        // as what was read is that checked version.
+        pictures.verified.hold(&key, version.clone(), Some(&bytes));
         return Ok(bytes);
     }
     // A file of a copy's size with no hash recorded beside it passes as a copy only where the
@@ -421,6 +431,7 @@ pub(crate) async fn usage(state: &AppState, writer: &str) -> AppResult<(Usage, Q
 /// when it delivers the post's tombstone.
 pub(crate) async fn remove_post_pictures(state: &AppState, author: &str, post_id: &str) -> AppResult<()> {
     let Some(pictures) = &state.pictures else { return Ok(()) };
+    pictures.verified.forget_post(author, post_id);
     let removed = pictures.store.remove_post(author, post_id).await?;
     if removed > 0 {
         tracing::info!(post_id, removed, "removed a deleted post's pictures");

@@ -136,6 +136,14 @@ pub trait PictureStore: Send + Sync {
         None
     }
 
+    /// How long a small file checked against its name may be served from memory without asking
+    /// the store whether it is still there as it was: `None` for a store that tells a version
+    /// cheaply ([`PictureStore::version_now`]), the data directory; Blob Storage bills every
+    /// question as a read operation ([`super::verified`] says what the wait allows).
+    fn kept_unasked_for(&self) -> Option<std::time::Duration> {
+        None
+    }
+
     /// The picture at `address`, or `None` where there is none.
     async fn get(&self, address: &PictureAddress) -> Result<Option<Vec<u8>>, PictureStoreError> {
         Ok(self.read(address).await?.map(|stored| stored.bytes))

@@ -6,6 +6,15 @@
 //! keeps its bytes, so that a store that tells a file's version without reading it (the data
 //! directory, from one `stat`) serves it from memory while its version is the same.
 //!
+//! A store that cannot tell a version without a billed request (Blob Storage: a read operation
+//! each time) serves a kept file from memory for [`PictureStore::kept_unasked_for`] after it was
+//! checked, without asking: a name holds one picture for good, so the bytes kept are always the
+//! ones the name says, and what is left to learn (the post deleted, a blob put in its place)
+//! waits that long on an instance that did not make the change. A post's pictures removed by this
+//! instance are forgotten at once ([`Verified::forget_post`]).
+//!
+//! [`PictureStore::kept_unasked_for`]: super::store::PictureStore::kept_unasked_for
+//!
 //! The set is bounded, in entries and in bytes ([`Verified::DEFAULT`]: 16,384 entries and
 //! 32 MiB with the bytes kept, whichever is reached first). Past the bound the oldest entries go
 //! first; a picture whose entry went is read and hashed again at its next view and held again.
@@ -13,14 +22,15 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
 use super::store::Version;
 
 /// The largest file whose bytes an entry keeps: a phones' copy (960 pixels wide, 50 to 250 KB)
-/// fits, a photo does not.
-pub(crate) const KEPT_BYTES: usize = 256 * 1024;
+/// and a screens' copy (1,440 pixels wide, 140 to 370 KB) fit, a photo does not.
+pub(crate) const KEPT_BYTES: usize = 512 * 1024;
 
 /// Versions of stored pictures checked against their names, by the picture's key.
 pub(crate) struct Verified {
@@ -45,10 +55,11 @@ struct Held {
     bytes: usize,
 }
 
-/// A checked version, with the file's bytes where it is small.
+/// A checked version, with the file's bytes where it is small, and when it was checked.
 struct Entry {
     version: Version,
     bytes: Option<Bytes>,
+    checked: Instant,
 }
 
 impl Entry {
@@ -79,11 +90,32 @@ impl Verified {
         held.versions.get(key).filter(|entry| entry.version == *version).and_then(|entry| entry.bytes.clone())
     }
 
+    /// The bytes kept of the picture `key` where they were checked at most `age` ago, whatever
+    /// version the store holds now.
+    pub(crate) fn kept_within(&self, key: &str, age: Duration) -> Option<Bytes> {
+        let held = self.held.lock().expect("not poisoned");
+        held.versions.get(key).filter(|entry| entry.checked.elapsed() <= age).and_then(|entry| entry.bytes.clone())
+    }
+
+    /// Forgets the pictures of `owner`'s post `post`, removed: none is served from memory again.
+    pub(crate) fn forget_post(&self, owner: &str, post: &str) {
+        let prefix = format!("{owner}/{post}/");
+        let mut held = self.held.lock().expect("not poisoned");
+        let held = &mut *held;
+        let keys: Vec<String> = held.versions.keys().filter(|key| key.starts_with(&prefix)).cloned().collect();
+        for key in keys {
+            if let Some(entry) = held.versions.remove(&key) {
+                held.bytes -= entry_bytes(&key, &entry);
+            }
+        }
+        held.order.retain(|key| !key.starts_with(&prefix));
+    }
+
     /// Holds `version` of `key` as checked (in place of an earlier version of it), with `bytes`
     /// (the bytes checked) kept where they are at most [`KEPT_BYTES`]; the oldest entries let
     /// go as the bound needs.
     pub(crate) fn hold(&self, key: &str, version: Version, bytes: Option<&Bytes>) {
-        let entry = Entry { version, bytes: bytes.filter(|bytes| bytes.len() <= KEPT_BYTES).cloned() };
+        let entry = Entry { version, bytes: bytes.filter(|bytes| bytes.len() <= KEPT_BYTES).cloned(), checked: Instant::now() };
         let mut held = self.held.lock().expect("not poisoned");
         let held = &mut *held;
         if let Some(earlier) = held.versions.get_mut(key) {
@@ -153,7 +185,8 @@ mod tests {
         assert!(!verified.holds("w/p/0", &file(0)) && !verified.holds("w/p/1", &file(1)));
         assert!((2..5).all(|n| verified.holds(&format!("w/p/{n}"), &file(n))));
 
-        let one = entry_bytes("w/p/0", &Entry { version: Version::Blob("\"0x8DB0000000000A\"".into()), bytes: None });
+        let blob = Version::Blob("\"0x8DB0000000000A\"".into());
+        let one = entry_bytes("w/p/0", &Entry { version: blob, bytes: None, checked: std::time::Instant::now() });
         let verified = Verified::new(Bound { entries: usize::MAX, bytes: 2 * one });
         for n in 0..4 {
             verified.hold(&format!("w/p/{n}"), Version::Blob("\"0x8DB0000000000A\"".into()), None);
@@ -179,5 +212,25 @@ mod tests {
         assert!(verified.size().1 <= 3 * KEPT_BYTES);
         assert_eq!(verified.kept("w/p/small", &file(1)), None, "the oldest went first");
         assert_eq!(verified.kept("w/p/third", &file(1)), Some(small));
+    }
+
+    /// Without a version to compare, kept bytes are given for as long as asked since their
+    /// check, and never after their post's pictures are forgotten.
+    #[test]
+    fn kept_bytes_are_given_within_an_age_until_their_post_is_forgotten() {
+        let verified = Verified::new(Verified::DEFAULT);
+        let bytes = Bytes::from_static(b"a small picture");
+        let blob = || Version::Blob("\"0x1\"".into());
+        verified.hold("w/p/a", blob(), Some(&bytes));
+        verified.hold("w/p/b", blob(), Some(&bytes));
+        verified.hold("w/q/a", blob(), Some(&bytes));
+        assert_eq!(verified.kept_within("w/p/a", std::time::Duration::from_secs(60)), Some(bytes.clone()));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert_eq!(verified.kept_within("w/p/a", std::time::Duration::from_millis(1)), None, "checked too long ago");
+        verified.forget_post("w", "p");
+        assert_eq!(verified.kept_within("w/p/a", std::time::Duration::from_secs(60)), None);
+        assert!(!verified.holds("w/p/b", &blob()));
+        assert_eq!(verified.kept_within("w/q/a", std::time::Duration::from_secs(60)), Some(bytes), "another post's");
+        assert_eq!(verified.size().0, 1);
     }
 }

@@ -130,6 +130,10 @@ pub(crate) struct Prices {
     /// A CDN priced by the gigabyte alone: $0.01 per GB to readers in Europe and North America
     /// (bunny.net's standard network, docs.bunny.net/cdn/pricing, read in 2026).
     pub(crate) cdn_per_gb: f64,
+    /// Blob Storage, Hot tier, LRS, per 10,000 read operations (a picture's download is one):
+    /// $0.0044 (East US, the pricing page's figure as tables quoting it give it for 2024; "about
+    /// $0.004" as the README's pictures section read it in 2025).
+    pub(crate) per_10k_blob_reads: f64,
 }
 
 impl Prices {
@@ -148,6 +152,7 @@ impl Prices {
         front_door_per_10k_requests: 0.009,
         front_door_per_gb: 0.083,
         cdn_per_gb: 0.01,
+        per_10k_blob_reads: 0.0044,
     };
 }
 
@@ -155,6 +160,10 @@ impl Prices {
 /// infra/main.bicep): the smallest of Flex Consumption's sizes, which the handler's peak fits
 /// (docs/deploy.md, "Instance size").
 pub(crate) const DEFAULT_INSTANCE_MB: u32 = 512;
+
+/// The most picture files an instance keeps checked (src/pictures/verified.rs,
+/// `Verified::DEFAULT`).
+const VERIFIED_ENTRIES: f64 = 16_384.0;
 
 /// What readers' browsers download, in bytes. Pages are the reader-load bench's blog as the
 /// handler sends them to a browser (gzip): its front page 2.5 KB, a post page about 1.5 KB,
@@ -558,6 +567,11 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
                 + gb(page_bytes + picture_bytes) * prices.front_door_per_gb,
         ),
     };
+    // Blob Storage: a picture the function app serves is read from its blob at most once an hour
+    // on each instance while the instance keeps it (src/pictures/blob.rs, KEPT_UNASKED), and an
+    // instance keeps at most VERIFIED_ENTRIES files: counted as if every kept file were read
+    // every hour (a bound), and never more than the pictures served.
+    let picture_reads = (traffic.pictures_per_day() * served).min(24.0 * VERIFIED_ENTRIES * traffic.instances);
     let mut lines = vec![
         Line { what: "Cosmos DB: page views", quantity: millions(view_ru_per_day), dollars: ru(view_ru_per_day) },
         Line { what: "Cosmos DB: writes and their copies", quantity: millions(write_ru_per_day), dollars: ru(write_ru_per_day) },
@@ -569,6 +583,11 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
         Line { what: "Functions: HTTP (pages, pictures, API)", quantity: http_quantity, dollars: http_dollars },
         Line { what: "Functions: the change feed (two functions)", quantity: trigger_quantity, dollars: trigger_dollars },
         Line { what: "Application Insights", quantity: format!("{log_gb:.1} GB"), dollars: logs_dollars },
+        Line {
+            what: "Blob Storage: pictures read",
+            quantity: format!("{:.1} M reads", picture_reads * DAYS_PER_MONTH / 1e6),
+            dollars: picture_reads * DAYS_PER_MONTH / 10_000.0 * prices.per_10k_blob_reads,
+        },
         Line {
             what: "Bytes out of Azure",
             quantity: format!(
@@ -597,9 +616,9 @@ pub(crate) fn table(traffics: &[Traffic], prices: &Prices, measured: &[Measured]
     let mut out = String::new();
     out.push_str(
         "| page views a day | writes a day | RU per 1,000 views | views priced by | Cosmos DB | Functions | \
-         Application Insights | bytes out | CDN | total a month |\n",
+         Application Insights | bytes out | CDN | Blob Storage | total a month |\n",
     );
-    out.push_str("| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    out.push_str("| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for traffic in traffics {
         let estimate = estimate(traffic, prices, measured);
         let priced = match estimate.views_priced {
@@ -609,7 +628,7 @@ pub(crate) fn table(traffics: &[Traffic], prices: &Prices, measured: &[Measured]
         let cdn = estimate.part("CDN") + estimate.part("Front Door");
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {priced} | {} | {} | {} | {} | {} | **{}** |",
+            "| {} | {} | {} | {priced} | {} | {} | {} | {} | {} | {} | **{}** |",
             grouped(traffic.views_per_day),
             grouped(traffic.writes_per_day),
             grouped(estimate.view_ru_per_day / traffic.views_per_day * 1000.0),
@@ -618,6 +637,7 @@ pub(crate) fn table(traffics: &[Traffic], prices: &Prices, measured: &[Measured]
             dollars(estimate.part("Application Insights")),
             dollars(estimate.part("Bytes out")),
             dollars(cdn),
+            dollars(estimate.part("Blob Storage")),
             dollars(estimate.total_per_month()),
         );
     }
@@ -665,20 +685,21 @@ pub(crate) fn levers(traffic: &Traffic, prices: &Prices, measured: &[Measured]) 
         ),
     ];
     let mut out = format!("What each lever changes, at {} page views a day:\n\n", grouped(traffic.views_per_day));
-    out.push_str("| lever | Cosmos DB | Functions | Application Insights | bytes out | CDN | total a month |\n");
-    out.push_str("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    out.push_str("| lever | Cosmos DB | Functions | Application Insights | bytes out | CDN | Blob Storage | total a month |\n");
+    out.push_str("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (lever, traffic, measured) in rows {
         let estimate = estimate(&traffic, prices, measured);
         let parts = ["Cosmos DB", "Functions", "Application Insights", "Bytes out"].map(|part| estimate.part(part));
         let cdn = estimate.part("CDN") + estimate.part("Front Door");
         let _ = writeln!(
             out,
-            "| {lever} | {} | {} | {} | {} | {} | **{}** |",
+            "| {lever} | {} | {} | {} | {} | {} | {} | **{}** |",
             dollars(parts[0]),
             dollars(parts[1]),
             dollars(parts[2]),
             dollars(parts[3]),
             dollars(cdn),
+            dollars(estimate.part("Blob Storage")),
             dollars(estimate.total_per_month()),
         );
     }
