@@ -223,11 +223,12 @@ impl BicepFile {
 
     /// [`BicepFile::path`] on one hosting plan.
     fn path_on<'a>(&'a self, object: Node<'a>, path: &[&str], plan: Hosting) -> Option<Node<'a>> {
-        path.iter().try_fold(object, |node, key| {
-            let node = self.on_plan(node, plan);
-            if node.kind() == "object" { self.property(node, key) } else { None }
-        })
-        .map(|node| self.on_plan(node, plan))
+        path.iter()
+            .try_fold(object, |node, key| {
+                let node = self.on_plan(node, plan);
+                if node.kind() == "object" { self.property(node, key) } else { None }
+            })
+            .map(|node| self.on_plan(node, plan))
     }
 
     /// The items of an array on one hosting plan: an array literal's, or those of each array
@@ -236,9 +237,7 @@ impl BicepFile {
         let node = self.on_plan(node, plan);
         match node.kind() {
             "array" => named_children(node),
-            "call_expression"
-                if node.child_by_field_name("function").is_some_and(|function| self.text(function) == "concat") =>
-            {
+            "call_expression" if node.child_by_field_name("function").is_some_and(|function| self.text(function) == "concat") => {
                 let arguments = node.child_by_field_name("arguments").map(named_children).unwrap_or_default();
                 arguments.into_iter().flat_map(|argument| self.items_on(argument, plan)).collect()
             }
@@ -379,7 +378,10 @@ enum Hosting {
 
 /// The Function App's app settings on `plan`, each entry's node.
 fn setting_entries<'a>(site: &Resource<'a>, plan: Hosting) -> Vec<Node<'a>> {
-    site.file.path_on(site.body, &["properties", "siteConfig", "appSettings"], plan).map(|array| site.file.items_on(array, plan)).unwrap_or_default()
+    site.file
+        .path_on(site.body, &["properties", "siteConfig", "appSettings"], plan)
+        .map(|array| site.file.items_on(array, plan))
+        .unwrap_or_default()
 }
 
 /// Every `.bicep` file under `infra/`, parsed.
@@ -877,9 +879,10 @@ fn no_resource_sets_a_property_the_service_refuses() {
     let files = bicep_files();
     let mut problems = Vec::new();
     for (type_name, property, evidence) in REFUSED_PROPERTIES {
-        let typed = schemas.resources.iter().filter(|(name, _)| name.split('@').next() == Some(type_name)).any(|(_, type_ref)| {
-            schemas.object_schema(*type_ref, &|_| None).is_some_and(|schema| schema.properties.contains_key(property))
-        });
+        let typed =
+            schemas.resources.iter().filter(|(name, _)| name.split('@').next() == Some(type_name)).any(|(_, type_ref)| {
+                schemas.object_schema(*type_ref, &|_| None).is_some_and(|schema| schema.properties.contains_key(property))
+            });
         if !typed {
             problems.push(format!("no vendored {type_name} type defines {property} now: remove it from REFUSED_PROPERTIES"));
         }
@@ -1408,10 +1411,13 @@ fn a_dedicated_plan_has_what_flex_consumption_takes_elsewhere() {
             Some((name, app_file.property(entry, "value").and_then(|value| app_file.literal(value)?.as_str().map(str::to_owned))))
         })
         .collect();
-    for (name, value) in [("FUNCTIONS_EXTENSION_VERSION", "~4"), ("FUNCTIONS_WORKER_RUNTIME", "custom"), ("WEBSITE_RUN_FROM_PACKAGE", "1")] {
+    for (name, value) in
+        [("FUNCTIONS_EXTENSION_VERSION", "~4"), ("FUNCTIONS_WORKER_RUNTIME", "custom"), ("WEBSITE_RUN_FROM_PACKAGE", "1")]
+    {
         assert_eq!(settings.get(name), Some(&Some(value.to_owned())), "{name} on a dedicated plan");
     }
-    let dedicated = |path: &[&str]| site.file.path_on(site.body, path, Hosting::Dedicated).and_then(|node| site.file.literal(node));
+    let dedicated =
+        |path: &[&str]| site.file.path_on(site.body, path, Hosting::Dedicated).and_then(|node| site.file.literal(node));
     assert_eq!(dedicated(&["properties", "siteConfig", "alwaysOn"]), Some(json!(true)));
     assert_eq!(dedicated(&["properties", "siteConfig", "linuxFxVersion"]), Some(json!("")));
     assert_eq!(dedicated(&["properties", "functionAppConfig"]), Some(Value::Null));
@@ -1801,10 +1807,9 @@ fn sign_in_secret_setting_holds_the_credential_identitys_client_id() {
         assert_eq!(setting, Some(json!("OVERRIDE_USE_MI_FIC_ASSERTION_CLIENTID")));
         let site = only_resource(app, "Microsoft.Web/sites");
         let holds_client_id = setting_entries(&site, Hosting::Flex).into_iter().any(|entry| {
-                app.property(entry, "name").and_then(|name| app.literal(name)) == setting
-                    && app.property(entry, "value").map(|value| expression(app, value)).as_deref()
-                        == Some("signInIdentityClientId")
-            });
+            app.property(entry, "name").and_then(|name| app.literal(name)) == setting
+                && app.property(entry, "value").map(|value| expression(app, value)).as_deref() == Some("signInIdentityClientId")
+        });
         assert!(holds_client_id, "an app setting named {setting:?} holds signInIdentityClientId");
         assert_eq!(
             module_argument(main, "modules/functionapp.bicep", "signInIdentityClientId"),

@@ -304,7 +304,12 @@ pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppRe
     // checked against its own name. Listed once per version, as the check is made.
     let copy_of_a_picture = address.name.is_copy_size()
         && stored.recorded_sha256.is_none()
-        && pictures.store.post_pictures(&address.owner, &address.post).await?.iter().any(|name| name.copies().contains(&address.name));
+        && pictures
+            .store
+            .post_pictures(&address.owner, &address.post)
+            .await?
+            .iter()
+            .any(|name| name.copies().contains(&address.name));
     let (bytes, whole) = blocking({
         let address = address.clone();
         let recorded = stored.recorded_sha256;
@@ -692,7 +697,10 @@ mod tests {
             assert!(!checked_as_named(&address(&format!("{other}-2000x1500.jpg")), bytes, None, copy_of_a_picture));
             let recorded = Some(hash.as_str());
             assert!(!checked_as_named(&address(&format!("{other}-2000x1500.jpg")), bytes, recorded, true), "a record is no name");
-            assert!(checked_as_named(&address(&format!("{hash}-960x720.jpg")), bytes, None, copy_of_a_picture), "960 wide, itself");
+            assert!(
+                checked_as_named(&address(&format!("{hash}-960x720.jpg")), bytes, None, copy_of_a_picture),
+                "960 wide, itself"
+            );
         }
         let phone = address(&format!("{other}-960x720.jpg"));
         assert!(checked_as_named(&phone, bytes, Some(&hash), false));
