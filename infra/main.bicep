@@ -157,7 +157,7 @@ param cosmosBackup string = 'continuous'
 @description('Where the alerts are sent (BLOG_ALERT_EMAIL). Empty: the person deploying, when their sign-in name is a mailbox; else the subscription\'s Owners.')
 param alertEmail string = ''
 
-@description('Most GB of logs a day (BLOG_LOGS_DAILY_CAP_GB): twice what a blog of 1,000,000 page views a day writes (the README\'s cost table); -1: no cap.')
+@description('Most GB of logs a day (BLOG_LOGS_DAILY_CAP_GB): twice what a blog of 1,000,000 page views a day writes (docs/costs.md\'s cost table); -1: no cap.')
 @minValue(-1)
 param logsDailyCapGb int = 2
 

@@ -79,7 +79,7 @@ param alertEmail string = ''
 @minValue(30)
 param lagAlertSeconds int = 300
 
-@description('The request-unit budget alert fires when the account spends more than this in a day (the README\'s cost table).')
+@description('The request-unit budget alert fires when the account spends more than this in a day (docs/costs.md\'s cost table).')
 @minValue(1000)
 param requestUnitsPerDayBudget int = 1000000
 

@@ -2,33 +2,11 @@
 //! using a real-world example", on the article's final (V3) model, as an Azure Functions custom
 //! handler.
 //!
-//! Its modules are private; the items below the list are what the `handler` binary, the
-//! benchmarks and the tests use, handed on by name at the crate root ([`Blog`], [`Config`],
-//! [`connect`], the maintenance commands' steps). Inside, from the top down:
-//!
-//! - `running`: a running blog, as `main`, the tests and the benchmarks start it: the store
-//!   connected, what the handlers share, the local processors, the server loop.
-//! - `http`: the HTTP functions (the JSON API, the pages, the change-feed functions' routes
-//!   under the host), thin adapters over `app`.
-//! - `changefeed`: the change-feed functions that keep the denormalized copies true, as the
-//!   host invokes them or as the local processors deliver them; [`dead_letters`] and [`lag`].
-//! - `transfer`: `handler export` and `handler import`, the blog's data as JSON lines
-//!   ([`export`], [`import`]); `repair`: `handler repair` and `remove` (embedded builds).
-//! - `app`: the use cases (the article's commands and queries, unique usernames, the feed
-//!   cache), below both.
-//! - `scripts`: the article's stored procedures and trigger, run in Cosmos DB or in-process.
-//! - `cosmos`: every Cosmos DB call, through the official SDK; the embedded store.
-//! - `pictures`: pictures in posts, recognised, decoded within limits, stored.
-//! - `model`: the items and the denormalization rules, pure functions.
-//! - `config`, `logging`: the settings from the environment; where log lines go.
-//! - `test_support` (feature `test-support`, tests only): a disk that fails on demand, and the
-//!   places where a test stops C1 as a crash would.
-//! - `testing` (hidden): the internals the tests and the benchmarks reach for.
-//! - `fuzzing` (hidden): the fuzz targets' entry points, which the fuzz crate (fuzz/) and
-//!   tests/fuzz_regressions.rs call.
-//!
-//! The commands that are `handler`'s alone (`smoke`, `cost`, the progress line) are in the
-//! binary, src/bin/handler/.
+//! Its modules are private; the items below are what the `handler` binary, the benchmarks and
+//! the tests use, handed on by name at the crate root ([`Blog`], [`Config`], [`connect`], the
+//! maintenance commands' steps). The modules inside, the layers they make, and where a request
+//! goes through them: ARCHITECTURE.md, at the repository's root (the one description of the
+//! layout).
 
 // The modules are private: what the binary, the benchmarks and the tests name is handed on
 // below, by name, so that everything else is `pub(crate)` at most and the compiler's

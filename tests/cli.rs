@@ -1,6 +1,6 @@
 //! `handler` as a command-line tool, on the real binary: help and version on stdout (exit 0), a
 //! usage error with the usage on stderr (exit 2), and a command's stdout holding its output
-//! alone (`handler dead-letters | jq .`), its logs, progress and summary on stderr. The README
+//! alone (`handler dead-letters | jq .`), its logs, progress and summary on stderr. docs/commands.md
 //! shows `handler --help` as the binary prints it.
 
 // Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
@@ -208,30 +208,30 @@ fn a_failing_command_says_why_on_stderr() {
     assert!(stderr(&output).starts_with("error: BLOG_SCRIPTS=server needs a Cosmos DB account"), "{}", stderr(&output));
 }
 
-/// The README's block after `<!-- handler --help -->` is what `handler --help` prints.
+/// docs/commands.md's block after `<!-- handler --help -->` is what `handler --help` prints.
 #[test]
-fn the_readme_shows_the_help_the_binary_prints() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let after = readme.split("<!-- handler --help -->").nth(1).expect("README.md has a <!-- handler --help --> marker");
+fn the_docs_show_the_help_the_binary_prints() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/commands.md")).unwrap();
+    let after = readme.split("<!-- handler --help -->").nth(1).expect("docs/commands.md has a <!-- handler --help --> marker");
     let block = after.split_once("```text\n").expect("a text block after the marker").1;
     let block = &block[..block.find("```").expect("the block ends")];
     let data = tempfile::tempdir().unwrap();
     let help = stdout(&handler(&["--help"], data.path()));
-    assert_eq!(block, format!("$ handler --help\n{help}"), "README.md's `handler --help` block is out of date");
+    assert_eq!(block, format!("$ handler --help\n{help}"), "docs/commands.md's `handler --help` block is out of date");
 }
 
-/// The README's cost table (the block after `<!-- handler cost -->`) is what `handler cost`
-/// prints for the README's three sizes of blog; and a share that is not one is a usage error.
+/// docs/costs.md's cost table (the block after `<!-- handler cost -->`) is what `handler cost`
+/// prints for its three sizes of blog; and a share that is not one is a usage error.
 #[test]
-fn the_readme_shows_the_costs_handler_cost_prints() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let after = readme.split("<!-- handler cost -->").nth(1).expect("README.md has a <!-- handler cost --> marker");
+fn the_docs_show_the_costs_handler_cost_prints() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/costs.md")).unwrap();
+    let after = readme.split("<!-- handler cost -->").nth(1).expect("docs/costs.md has a <!-- handler cost --> marker");
     let block = after.split_once("```text\n").expect("a text block after the marker").1;
     let block = &block[..block.find("```").expect("the block ends")];
     let data = tempfile::tempdir().unwrap();
     let printed = handler(&["cost"], data.path());
     assert_eq!(printed.status.code(), Some(0), "{}", stderr(&printed));
-    assert_eq!(block, format!("$ handler cost\n{}", stdout(&printed)), "README.md's `handler cost` block is out of date");
+    assert_eq!(block, format!("$ handler cost\n{}", stdout(&printed)), "docs/costs.md's `handler cost` block is out of date");
 
     let mine = handler(&["cost", "--views-per-day", "2500", "--writes-per-day", "0", "--post-share", "1"], data.path());
     let table = stdout(&mine);

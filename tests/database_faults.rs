@@ -418,9 +418,9 @@ impl LostAnswer {
 /// The answer of every write (C1–C7) lost after Cosmos DB committed it, and the SDK
 /// sending the write again by itself (it retries writes after an unknown outcome,
 /// `azure_data_cosmos_driver` `CosmosOperation::allows_ambiguous_outcome_retry`): with a key,
-/// every request is answered as done (the README's table). Nothing is written twice: the
-/// counters equal what is listed, and so they are after a restart (the embedded store commits
-/// what the emulator applied though its answer was lost).
+/// every request is answered as done (docs/api.md's table, "When Cosmos DB fails"). Nothing is
+/// written twice: the counters equal what is listed, and so they are after a restart (the
+/// embedded store commits what the emulator applied though its answer was lost).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_a_key_a_write_whose_answer_was_lost_is_answered_as_done_and_made_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -509,9 +509,9 @@ async fn once_after_a_restart(dir: &std::path::Path, user: &'static str, kept: &
     assert_eq!(reader.get(&format!("/posts/{kept}/comments")).await["items"].as_array().unwrap().len(), 1);
 }
 
-/// Sends a keyed write until it is answered as done, as a client following the README does:
+/// Sends a keyed write until it is answered as done, as a client following docs/api.md does:
 /// 503 (with `Retry-After`) and 409 "in progress" are sent again with the same key; any other
-/// answer is final. Every answer is checked to be one the README's table lists.
+/// answer is final. Every answer is checked to be one docs/api.md's table lists.
 async fn until_done(writer: &Writer, method: Method, path: &str, body: Option<Value>, key: &str) -> (u16, Value) {
     for _ in 0..200 {
         let (status, answer) = writer.send(method.clone(), path, body.clone(), Some(key)).await;
@@ -530,7 +530,7 @@ async fn until_done(writer: &Writer, method: Method, path: &str, body: Option<Va
 /// 408, 410/1002, 500, a connection failure, a response timeout, and the lost answer of an applied
 /// write), under the SDK's own retries, while three writers create their users and posts,
 /// comment, like, unlike, rename, and write, edit and delete a second post, all with keys, and
-/// read every list. Every answer is one the README lists (never a 500); at the end, with the
+/// read every list. Every answer is one docs/api.md lists (never a 500); at the end, with the
 /// faults off, every comment answered 201 is there once, nothing deleted is, each post's
 /// counters equal what is listed, both change-feed functions have caught up with nothing set
 /// aside, and all of it is so again after a restart.

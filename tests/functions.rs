@@ -128,11 +128,11 @@ async fn every_change_feed_function_is_declared_as_the_handler_serves_it() {
 /// publish` stops with "Worker runtime cannot be 'None'" unless it is named (azure-functions-core-
 /// tools `GlobalCoreToolsSettings.Init` reads `--custom`, else `FUNCTIONS_WORKER_RUNTIME` from the
 /// environment or local.settings.json, which publish never uploads). Every publish
-/// command in the README and in `docs/` names it.
+/// command in the README, ARCHITECTURE.md and `docs/` names it.
 #[test]
 fn every_documented_publish_command_names_the_worker_runtime() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut documents = vec![root.join("README.md")];
+    let mut documents = vec![root.join("README.md"), root.join("ARCHITECTURE.md")];
     for entry in std::fs::read_dir(root.join("docs")).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|extension| extension == "md") {

@@ -1,7 +1,7 @@
 //! What a hostile writer, signed in and with a post of their own, can send as a picture, on the
 //! real `handler` binary as `cargo run` starts it: each file is refused with a 4xx that says
 //! why, nothing of it is stored, the process stays up, and its memory stays within what the
-//! README states (its own at rest, plus `BLOG_PICTURE_MEMORY_MB`, plus the bodies being read).
+//! docs/configuration.md states (its own at rest, plus `BLOG_PICTURE_MEMORY_MB`, plus the bodies being read).
 
 // Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
 #![allow(clippy::unwrap_used)]

@@ -1909,9 +1909,9 @@ fn the_operator_gets_the_cosmos_db_data_role() {
     assert!(cosmos.text(operator.declaration).contains("if (!empty(operatorPrincipalId))"), "an empty operator skips it");
 }
 
-/// Every output that azure.yaml, its hooks, the README or docs/ name exists in main.bicep:
-/// `properties.outputs.<name>` (az deployment group show --query), `${<name>:?…}` in the hooks,
-/// and `azd env get-value <name>`.
+/// Every output that azure.yaml, its hooks, the README, ARCHITECTURE.md or docs/ name exists in
+/// main.bicep: `properties.outputs.<name>` (az deployment group show --query), `${<name>:?…}` in
+/// the hooks, and `azd env get-value <name>`.
 #[test]
 fn every_output_the_documentation_names_exists() {
     let files = bicep_files();
@@ -1924,7 +1924,7 @@ fn every_output_the_documentation_names_exists() {
         );
     }
     let root = repo_root();
-    let mut documents = vec![root.join("README.md"), root.join("azure.yaml")];
+    let mut documents = vec![root.join("README.md"), root.join("ARCHITECTURE.md"), root.join("azure.yaml")];
     documents.extend(files_with_extension(&root.join("docs"), "md"));
     documents.extend(files_with_extension(&root.join("infra/hooks"), "sh"));
     let mut named = 0;

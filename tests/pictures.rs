@@ -493,8 +493,8 @@ mod uploads {
         assert_eq!(headers["cache-control"], "public, max-age=31536000, immutable");
         let policy = headers["content-security-policy"].to_str().unwrap();
         assert!(policy.contains("sandbox"), "{policy}");
-        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-        assert!(readme.contains(&format!("a CSP of\n  its own (`{policy}`")), "README.md names the policy served: {policy}");
+        let api = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/api.md")).unwrap();
+        assert!(api.contains(&format!("a CSP of\n  its own (`{policy}`")), "docs/api.md names the policy served: {policy}");
         assert_eq!(headers["x-cosmos-operations"], "0", "a picture reads nothing from Cosmos DB");
         assert!(!contains(&bytes, b"Exif") && !contains(&bytes, &2958_u32.to_le_bytes()), "no EXIF, no GPS latitude");
         assert_eq!(image::load_from_memory(&bytes).unwrap().width(), 1200);

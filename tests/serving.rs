@@ -19,7 +19,7 @@ async fn closed_within(stream: &mut TcpStream, patience: Duration) -> bool {
     tokio::time::timeout(patience, stream.read_to_end(&mut rest)).await.is_ok()
 }
 
-/// The README: "a connection has 30 s to send a request's headers or its next request" (the
+/// docs/configuration.md: "a connection has 30 s to send a request's headers or its next request" (the
 /// default, `BLOG_HEADER_TIMEOUT`; src/config.rs holds the 30 s). A trickled request, a silent
 /// socket and an idle kept-alive connection are all closed by the handler as `main` starts it,
 /// here with a 2 s timeout so that the test does not wait 30 s. The patience is past the 2 s, not
@@ -70,7 +70,7 @@ async fn silent_sockets_past_the_descriptor_limit_do_not_take_reads_down() {
     assert!(closed_within(&mut silent[0], Duration::from_secs(15)).await, "the longest-silent socket was closed");
 }
 
-/// The README: at `info`, a read that went well is counted in its route's line of the minute,
+/// docs/configuration.md: at `info`, a read that went well is counted in its route's line of the minute,
 /// a write made (and a 5xx, and a slow answer) has a line of its own; lines are written to
 /// stdout by a thread of their own. As `main` sets the log up: the lines are in the layout of
 /// the other lines (`tracing-subscriber`'s, without colour), and what is still in memory when

@@ -276,7 +276,7 @@ resource app 'Microsoft.Web/sites@2024-11-01' = {
         // The memory the pictures being decoded may hold at once: half the instance's (256 MB on
         // the smallest, the same as a local run's default), beside the handler's own at rest
         // (about 70 MiB) and its bodies' buffer (64 MiB); the host's own memory is outside the
-        // instance's (README, "Pictures in posts").
+        // instance's (docs/api.md, "Pictures in posts").
         {
           name: 'BLOG_PICTURE_MEMORY_MB'
           value: string(flex ? instanceMemoryMB / 2 : dedicatedMemoryMB[hostingPlan] / 4)

@@ -348,7 +348,7 @@ resource budgetAlert 'Microsoft.Insights/metricAlerts@2018-03-01' = {
   location: 'global'
   tags: tags
   properties: {
-    description: 'The Cosmos DB account spent more than ${requestUnitsPerDayBudget} RU in the last 24 hours (docs/deploy.md, "Alerts"; the README\'s cost table).'
+    description: 'The Cosmos DB account spent more than ${requestUnitsPerDayBudget} RU in the last 24 hours (docs/deploy.md, "Alerts"; docs/costs.md\'s cost table).'
     severity: 3
     enabled: true
     scopes: [

@@ -35,7 +35,7 @@ pub(crate) struct Quota {
 
 impl Quota {
     /// 200 pictures and 500 MB a writer: a photo blog's year, and on Blob Storage's hot tier
-    /// about a cent a month per writer (README, "Pictures").
+    /// about a cent a month per writer (docs/api.md, "Pictures in posts").
     pub(crate) const DEFAULT: Quota = Quota { pictures: 200, bytes: 500 * 1024 * 1024 };
 }
 
@@ -72,7 +72,7 @@ pub(crate) struct PictureMemory {
 
 impl PictureMemory {
     /// 256 MiB: a 24-megapixel photo (6,000 × 4,000 JPEG) fits, and the handler stays under
-    /// about 350 MB with its own memory (README, "Pictures in posts"), and about 32 MiB more
+    /// about 350 MB with its own memory (docs/api.md, "Pictures in posts"), and about 32 MiB more
     /// with the checked pictures it keeps ([`Verified::DEFAULT`]). `infra/` gives a quarter
     /// of the instance's memory (128 MiB on the smallest Flex Consumption instance, 512 MB).
     pub(crate) const DEFAULT: PictureMemory = PictureMemory { bytes: 256 * 1024 * 1024 };

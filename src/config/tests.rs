@@ -85,7 +85,7 @@ fn an_account_may_have_its_change_feed_followed_by_the_handler() {
     );
 }
 
-/// The README: "a connection has 30 s to send a request's headers or its next request",
+/// docs/configuration.md: "a connection has 30 s to send a request's headers or its next request",
 /// unless BLOG_HEADER_TIMEOUT says otherwise (tests/serving.rs holds the timeout on the binary
 /// with a short one).
 #[test]

@@ -178,7 +178,7 @@ impl From<AppError> for ApiError {
             ),
             AppError::NoPictureStore => Self::new(
                 StatusCode::NOT_IMPLEMENTED,
-                "This blog keeps no pictures: its operator has not given it a picture store (BLOG_PICTURES, see the README).",
+                "This blog keeps no pictures: its operator has not given it a picture store (BLOG_PICTURES, see docs/configuration.md).",
             ),
             AppError::Picture(error) => error.into(),
             AppError::PictureStore(error) => error.into(),

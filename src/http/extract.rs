@@ -58,7 +58,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 fn missing_body(headers: &axum::http::HeaderMap) -> ApiError {
     let declared_empty = headers.get(header::CONTENT_LENGTH).is_some_and(|length| length == "0");
     if declared_empty {
-        ApiError::bad_request("The request body is empty; this request needs a JSON body (see the README's API table).")
+        ApiError::bad_request("The request body is empty; this request needs a JSON body (see the API table in docs/api.md).")
     } else {
         ApiError::new(
             axum::http::StatusCode::LENGTH_REQUIRED,

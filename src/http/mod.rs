@@ -233,7 +233,7 @@ pub(crate) fn router(state: AppState, serving: Serving) -> Router {
 /// 404: problem+json under `/api/`, an HTML page elsewhere (a person followed a bad link).
 async fn not_found(uri: axum::http::Uri) -> Response {
     if uri.path().starts_with("/api/") {
-        ApiError::not_found(format!("There is no resource at {}; see the README for the API's routes.", uri.path()))
+        ApiError::not_found(format!("There is no resource at {}; see docs/api.md for the API's routes.", uri.path()))
             .into_response()
     } else {
         pages::not_found_page(uri.path())
@@ -339,7 +339,7 @@ mod tests {
         axum::body::Body::from_stream(parts)
     }
 
-    /// The README: "An answer takes as long as the client takes to read it". The header timeout
+    /// docs/configuration.md: "An answer takes as long as the client takes to read it". The header timeout
     /// is a connection's wait for a request, on the server loop `main` runs (`serve::serve`): an
     /// answer that takes longer than the timeout to send is not cut off.
     #[tokio::test]

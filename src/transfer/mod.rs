@@ -195,7 +195,7 @@ pub enum TransferError {
     },
     /// The file holds pictures, and the store the settings name keeps none.
     #[error(
-        "line {line}: a picture, and this blog keeps no pictures (README, \"Configuration\": \
+        "line {line}: a picture, and this blog keeps no pictures (docs/configuration.md: \
          BLOG_PICTURES); nothing was imported"
     )]
     NoPictureStore {

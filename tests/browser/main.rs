@@ -4,7 +4,7 @@
 //! Ignored by `cargo test` (a fresh clone's tests run offline, with nothing installed); run them
 //! with `tests/browser/run.sh`, which installs Chromium and runs `cargo test --test browser --
 //! --ignored` (`.ci/run` does). Without Chromium they fail and say how to install it.
-//! `BLOG_SCREENSHOTS=docs/screenshots` saves the README's screenshots.
+//! `BLOG_SCREENSHOTS=docs/screenshots` saves docs/pages.md's screenshots.
 
 // Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
 #![allow(clippy::unwrap_used)]
@@ -225,7 +225,7 @@ async fn a_picture_is_added_on_the_write_page_and_shown_in_the_post() {
     axe_check(&browser, &script, "a post with a picture".into()).await;
 }
 
-/// The README's screenshots: the front page and a post, on a desktop and a phone.
+/// docs/pages.md's screenshots: the front page and a post, on a desktop and a phone.
 #[tokio::test]
 #[ignore = "needs Chromium: run tests/browser/run.sh"]
 async fn screenshots_of_the_front_page_and_a_post() {

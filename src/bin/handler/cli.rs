@@ -12,7 +12,7 @@ const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("BLOG_GI
 #[cfg(feature = "embedded")]
 const STORE_HELP: &str = "\
 serve, rebuild-copies, dead-letters, lag, export and import take their settings from the
-environment (README, \"Configuration\"): a Cosmos DB account with CosmosDB (a connection string) or
+environment (docs/configuration.md): a Cosmos DB account with CosmosDB (a connection string) or
 CosmosDB__accountEndpoint (Entra ID), else the embedded store in BLOG_DATA_DIR (default ./data),
 which one process uses at a time. repair and remove work on that embedded store only, while the
 blog is stopped. Serving, logs go to stdout, warnings and errors to stderr; the commands log to
@@ -20,7 +20,7 @@ stderr.";
 #[cfg(not(feature = "embedded"))]
 const STORE_HELP: &str = "\
 serve, rebuild-copies, dead-letters, lag, export and import take their settings from the
-environment (README, \"Configuration\"). This build has no embedded store: they need a Cosmos DB account, with
+environment (docs/configuration.md). This build has no embedded store: they need a Cosmos DB account, with
 CosmosDB (a connection string) or CosmosDB__accountEndpoint (Entra ID). Serving, logs go to
 stdout, warnings and errors to stderr; the commands log to stderr.";
 

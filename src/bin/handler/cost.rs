@@ -1,7 +1,7 @@
 //! What the blog costs to run on Azure, from its traffic: request units from the article's
 //! measured charges and this blog's own operations per request and caches, executions of the
 //! function app, and both priced with list prices whose source and date are named below.
-//! `handler cost` prints it for the operator's own numbers; the README's table is its output for
+//! `handler cost` prints it for the operator's own numbers; docs/costs.md's table is its output for
 //! three sizes of blog (a test holds the two equal).
 //!
 //! Pure arithmetic: nothing here reads a store or the network.
@@ -132,7 +132,7 @@ pub(crate) struct Prices {
     pub(crate) cdn_per_gb: f64,
     /// Blob Storage, Hot tier, LRS, per 10,000 read operations (a picture's download is one):
     /// $0.0044 (East US, the pricing page's figure as tables quoting it give it for 2024; "about
-    /// $0.004" as the README's pictures section read it in 2025).
+    /// $0.004" as the README's pictures section (now docs/api.md's) read it in 2025).
     pub(crate) per_10k_blob_reads: f64,
 }
 
@@ -608,7 +608,7 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
     Estimate { view_ru_per_day, trigger_ru_per_day, views_priced, lines }
 }
 
-/// The page views a day of the README's table.
+/// The page views a day of docs/costs.md's table.
 pub(crate) const README_SIZES: [f64; 3] = [10_000.0, 100_000.0, 1_000_000.0];
 
 /// The table `handler cost` prints (Markdown), one row per traffic.
@@ -826,7 +826,7 @@ mod tests {
         assert!(batches_per_day(1e9) <= SECONDS_PER_DAY / change_feed::POLL_SECONDS);
     }
 
-    /// Application Insights is within its free 5 GB for the README's blogs: the handler counts
+    /// Application Insights is within its free 5 GB for docs/costs.md's blogs: the handler counts
     /// reads by the minute.
     #[test]
     fn telemetry_is_counted_by_the_minute() {
