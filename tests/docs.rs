@@ -1,9 +1,9 @@
 //! The documentation as a whole (issue 54: the README cut to what a newcomer needs, the reference
 //! moved to `docs/` by reader and the layout to ARCHITECTURE.md):
 //!
-//! - every relative Markdown link in README.md, ARCHITECTURE.md and docs/*.md leads somewhere: the
-//!   file or folder exists, and a `#anchor` into a Markdown file names one of its headings by
-//!   GitHub's rules (lowercase; spaces to `-`; punctuation other than `-` and `_` dropped; a
+//! - every relative Markdown link in README.md, ARCHITECTURE.md, BENCHMARKS.md and docs/*.md
+//!   leads somewhere: the file or folder exists, and a `#anchor` into a Markdown file names one of
+//!   its headings by GitHub's rules (lowercase; spaces to `-`; punctuation other than `-` and `_` dropped; a
 //!   repeated heading's anchor gets `-1`, `-2`, ...);
 //! - no promise lost in the move: each `<!-- ... -->` marker a test or script reads a block after
 //!   is in the file that reader opens, once in the whole set. Before the move README.md held 3
@@ -28,9 +28,12 @@ const MARKERS: [(&str, &str, &str); 3] = [
 /// How many markers README.md held before the reference left it (issue 54).
 const MARKERS_BEFORE_THE_MOVE: usize = 3;
 
-/// Phrases other tests look for in a document, which the move must not have lost either.
-const PHRASES: [(&str, &str, &str); 1] =
-    [("a CSP of\n  its own (`", "docs/api.md", "tests/pictures.rs: the pictures' Content-Security-Policy, as served")];
+/// Phrases and headings other tests look for in a document, which a move must not lose either.
+const PHRASES: [(&str, &str, &str); 3] = [
+    ("a CSP of\n  its own (`", "docs/api.md", "tests/pictures.rs: the pictures' Content-Security-Policy, as served"),
+    ("\n## Deploying without a local build: GitHub Actions\n", "docs/deploy.md", "tests/deploy_docs.rs: CI_SECTION"),
+    ("\n### Restoring from backup\n", "docs/deploy.md", "tests/deploy_docs.rs: RESTORE_SECTION"),
+];
 
 const README_MOST_LINES: usize = 300;
 
@@ -38,9 +41,10 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// README.md, ARCHITECTURE.md and every docs/*.md, as paths relative to the repository's root.
+/// README.md, ARCHITECTURE.md, BENCHMARKS.md and every docs/*.md, as paths relative to the
+/// repository's root.
 fn documents() -> Vec<PathBuf> {
-    let mut documents = vec![PathBuf::from("README.md"), PathBuf::from("ARCHITECTURE.md")];
+    let mut documents = vec![PathBuf::from("README.md"), PathBuf::from("ARCHITECTURE.md"), PathBuf::from("BENCHMARKS.md")];
     let mut in_docs: Vec<PathBuf> = fs::read_dir(root().join("docs"))
         .unwrap()
         .map(|entry| entry.unwrap().path())
