@@ -415,6 +415,39 @@ pub(crate) fn excerpt(short_content: &str) -> (String, bool) {
 
 #[cfg(test)]
 mod tests {
+    /// A list may have changed where its version moved, or where either read does not know it.
+    #[test]
+    fn a_list_moved_where_its_version_differs_or_is_not_known() {
+        use super::ListVersions;
+        let known = ListVersions { comments_version: Some("c1".into()), likes_version: Some("l1".into()) };
+        assert_eq!(known.moved_since(&known), (false, false));
+        let commented = ListVersions { comments_version: Some("c2".into()), ..known.clone() };
+        assert_eq!(known.moved_since(&commented), (true, false));
+        let liked = ListVersions { likes_version: Some("l2".into()), ..known.clone() };
+        assert_eq!(known.moved_since(&liked), (false, true));
+        let unknown = ListVersions::default();
+        assert_eq!(unknown.moved_since(&unknown), (true, true), "a post stored before versions");
+        assert_eq!(known.moved_since(&unknown), (true, true));
+        assert_eq!(unknown.moved_since(&known), (true, true));
+        let new = ListVersions::new();
+        assert_ne!(new.comments_version, ListVersions::new().comments_version, "a new post's are its own");
+    }
+
+    /// The versions are stored with the post and read back, and no answer (a [`super::Post`])
+    /// carries them.
+    #[test]
+    fn a_posts_list_versions_are_stored_and_never_answered() {
+        use super::{ListVersions, StoredPost, new_post, new_user};
+        let post = new_post("p1".into(), &new_user("u".into(), "u".into()), "t".into(), "c".into(), "d".into());
+        let stored = StoredPost { post, versions: ListVersions::new() };
+        let document = serde_json::to_value(&stored).unwrap();
+        assert!(document["commentsVersion"].is_string() && document["likesVersion"].is_string(), "{document}");
+        assert_eq!(serde_json::from_value::<StoredPost>(document.clone()).unwrap(), stored);
+        let answered = serde_json::to_value(serde_json::from_value::<super::Post>(document.clone()).unwrap()).unwrap();
+        assert_eq!(answered, ListVersions::removed_from(document));
+        assert!(answered.get("commentsVersion").is_none(), "{answered}");
+    }
+
     #[test]
     fn an_excerpt_ends_at_a_whole_word_and_says_it_goes_on() {
         use super::{SHORT_CONTENT_CHARS, excerpt, truncate_chars};

@@ -323,13 +323,26 @@ mod tests {
         assert!(!answered_kept("a").await, "the least recently checked went first");
     }
 
-    /// A post's views go when it is written through this instance, and only its.
+    /// A post written through this instance has its views checked on their next request,
+    /// fresh as they are, with the view kept to check; the other posts' views are shown as kept.
     #[tokio::test]
-    async fn a_write_forgets_the_posts_views_alone() {
+    async fn a_write_has_the_posts_views_alone_checked_at_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
         let cache = PostViewCache::default();
         keep(&cache, "a", 10).await;
         keep(&cache, "b", 10).await;
         cache.invalidate("a");
-        assert_eq!(cache.views.len(), 1);
+        let checks = AtomicUsize::new(0);
+        let (checks, cache) = (&checks, &cache);
+        let view = |post: &'static str| {
+            cache.views.page_with(key(post), "p/post", false, LogRead::none(), move |kept| {
+                assert!(kept.is_some(), "the view kept is given to check");
+                checks.fetch_add(1, Ordering::Relaxed);
+                async move { Ok(view_of(post, 10)) }
+            })
+        };
+        assert!(view("a").await.is_ok() && checks.load(Ordering::Relaxed) == 1, "the written post's view checked");
+        assert!(view("b").await.is_ok() && checks.load(Ordering::Relaxed) == 1, "the other's shown as kept");
+        assert_eq!(cache.views.len(), 2, "neither is forgotten");
     }
 }
