@@ -129,6 +129,55 @@ pub struct Post {
     pub(crate) picture: Option<first_picture::FirstPicture>,
 }
 
+/// A post as `posts` stores it: the post, and a version of each of its lists that no answer
+/// shows. A kept post view ([`crate::app::post_view`]) compares the versions it was read with to
+/// the post's as read again, and reads again only the list whose version moved.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct StoredPost {
+    #[serde(flatten)]
+    pub post: Post,
+    #[serde(flatten)]
+    pub versions: ListVersions,
+}
+
+/// The versions of a post's comments and likes: each a value no other version of the list had,
+/// written in the same transaction as every change to the list (the stored procedures that add
+/// or delete a comment or like, and `updateUsernames` when it renames one), which sets it to the
+/// etag the post had before (an etag never repeats). A new post's, and an imported one's, are
+/// new ids. Absent on a post written before posts carried them: a list whose version is absent
+/// may have changed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ListVersions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comments_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub likes_version: Option<String>,
+}
+
+impl ListVersions {
+    /// The versions of a new post's lists: values no write has made.
+    pub(crate) fn new() -> ListVersions {
+        ListVersions { comments_version: Some(new_id()), likes_version: Some(new_id()) }
+    }
+
+    /// `document`, a post as stored, without its versions: they say nothing outside the store
+    /// they were read from.
+    pub(crate) fn removed_from(mut document: serde_json::Value) -> serde_json::Value {
+        if let Some(fields) = document.as_object_mut() {
+            fields.retain(|name, _| name != "commentsVersion" && name != "likesVersion");
+        }
+        document
+    }
+
+    /// Whether the comments, then the likes, may differ between a read of the post with these
+    /// versions and one with `now`'s: their versions differ, or one is not known.
+    pub(crate) fn moved_since(&self, now: &ListVersions) -> (bool, bool) {
+        let moved = |before: &Option<String>, after: &Option<String>| before.is_none() || before != after;
+        (moved(&self.comments_version, &now.comments_version), moved(&self.likes_version, &now.likes_version))
+    }
+}
+
 /// How long a deleted post's tombstone stays before Cosmos DB's TTL removes it: long enough
 /// for `PostsChangeFeed` to see it even after a day-long outage of the change-feed functions
 /// (once the tombstone is gone, a change feed that had not read it never will, and the copies
@@ -366,6 +415,39 @@ pub(crate) fn excerpt(short_content: &str) -> (String, bool) {
 
 #[cfg(test)]
 mod tests {
+    /// A list may have changed where its version moved, or where either read does not know it.
+    #[test]
+    fn a_list_moved_where_its_version_differs_or_is_not_known() {
+        use super::ListVersions;
+        let known = ListVersions { comments_version: Some("c1".into()), likes_version: Some("l1".into()) };
+        assert_eq!(known.moved_since(&known), (false, false));
+        let commented = ListVersions { comments_version: Some("c2".into()), ..known.clone() };
+        assert_eq!(known.moved_since(&commented), (true, false));
+        let liked = ListVersions { likes_version: Some("l2".into()), ..known.clone() };
+        assert_eq!(known.moved_since(&liked), (false, true));
+        let unknown = ListVersions::default();
+        assert_eq!(unknown.moved_since(&unknown), (true, true), "a post stored before versions");
+        assert_eq!(known.moved_since(&unknown), (true, true));
+        assert_eq!(unknown.moved_since(&known), (true, true));
+        let new = ListVersions::new();
+        assert_ne!(new.comments_version, ListVersions::new().comments_version, "a new post's are its own");
+    }
+
+    /// The versions are stored with the post and read back, and no answer (a [`super::Post`])
+    /// carries them.
+    #[test]
+    fn a_posts_list_versions_are_stored_and_never_answered() {
+        use super::{ListVersions, StoredPost, new_post, new_user};
+        let post = new_post("p1".into(), &new_user("u".into(), "u".into()), "t".into(), "c".into(), "d".into());
+        let stored = StoredPost { post, versions: ListVersions::new() };
+        let document = serde_json::to_value(&stored).unwrap();
+        assert!(document["commentsVersion"].is_string() && document["likesVersion"].is_string(), "{document}");
+        assert_eq!(serde_json::from_value::<StoredPost>(document.clone()).unwrap(), stored);
+        let answered = serde_json::to_value(serde_json::from_value::<super::Post>(document.clone()).unwrap()).unwrap();
+        assert_eq!(answered, ListVersions::removed_from(document));
+        assert!(answered.get("commentsVersion").is_none(), "{answered}");
+    }
+
     #[test]
     fn an_excerpt_ends_at_a_whole_word_and_says_it_goes_on() {
         use super::{SHORT_CONTENT_CHARS, excerpt, truncate_chars};

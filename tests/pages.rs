@@ -964,8 +964,56 @@ async fn a_writer_is_sent_back_to_a_post_page_read_anew() {
     let session = reader.cookie.clone().unwrap();
     let fresh =
         reader.send(reader.client.get(format!("{}{path}", app.base)).header("cookie", format!("{session}; blog_wrote=1"))).await;
-    assert_eq!(fresh.operations(), 3, "read anew for the writer");
+    assert_eq!(fresh.operations(), 1, "checked now for the writer: the post, whose etag says the view kept is the one stored");
     assert_eq!(fresh.header("cache-control"), "private, no-cache");
+}
+
+/// A write through this instance has its kept view of the post checked on the next view, which
+/// reads the post and only the list the write changed (the post's lists' versions say which):
+/// the comments after a comment or its deletion, the likes after a like or an unlike, neither
+/// after an edit.
+#[tokio::test]
+async fn a_write_through_this_instance_has_the_next_view_read_only_what_it_changed() {
+    let app = TestApp::start().await;
+    let author = app.user("author").await;
+    let fan = app.user("fan").await;
+    let post = app.post_by(&author, "Mended").await;
+    let browser = Browser::new(&app);
+    let path = format!("/posts/{post}");
+    assert_eq!(browser.get(&path).await.operations(), 3, "Q2 + Q4 + Q5");
+
+    let body = serde_json::json!({"userId": fan, "content": "Read with the post"});
+    let commented = app.post(&format!("/api/posts/{post}/comments"), body).await;
+    assert_eq!(commented.status, StatusCode::CREATED, "{}", commented.body);
+    let page = browser.get(&path).await;
+    assert_eq!(page.operations(), 2, "Q2, then Q4: the comments' version moved");
+    assert!(page.html.contains("Read with the post") && page.html.contains("1 comment"), "{}", page.html);
+
+    let liked = app.post(&format!("/api/posts/{post}/likes"), serde_json::json!({"userId": fan})).await;
+    assert_eq!(liked.status, StatusCode::CREATED, "{}", liked.body);
+    let page = browser.get(&path).await;
+    assert_eq!(page.operations(), 2, "Q2, then Q5: the likes' version moved");
+    assert!(page.html.contains("Liked by") && page.html.contains("Read with the post"), "{}", page.html);
+
+    let unliked = app.send_as(Some(&fan), reqwest::Method::DELETE, &format!("/api/posts/{post}/likes/{fan}"), None).await;
+    assert_eq!(unliked.status, StatusCode::NO_CONTENT, "{}", unliked.body);
+    let page = browser.get(&path).await;
+    assert_eq!(page.operations(), 2, "Q2, then Q5");
+    assert!(!page.html.contains("Liked by") && page.html.contains("0 likes"), "{}", page.html);
+
+    let edited =
+        app.put(&format!("/api/posts/{post}"), serde_json::json!({"title": "Mended, edited", "content": "Again."})).await;
+    assert_eq!(edited.status, StatusCode::OK, "{}", edited.body);
+    let page = browser.get(&path).await;
+    assert_eq!(page.operations(), 1, "Q2 alone: an edit moves neither list's version");
+    assert!(page.html.contains("Mended, edited") && page.html.contains("Read with the post"), "{}", page.html);
+
+    let comment = commented.body["id"].as_str().unwrap();
+    let deleted = app.send_as(Some(&fan), reqwest::Method::DELETE, &format!("/api/posts/{post}/comments/{comment}"), None).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{}", deleted.body);
+    let page = browser.get(&path).await;
+    assert_eq!(page.operations(), 2, "Q2, then Q4");
+    assert!(!page.html.contains("Read with the post") && page.html.contains("0 comments"), "{}", page.html);
 }
 
 /// Posts and comments are Markdown on the pages, rendered safe (raw HTML as

@@ -135,6 +135,38 @@ async fn update_usernames_works_in_bounded_runs_and_rewrites_only_what_is_wrong(
     assert_eq!(hostile, json!({"updated": 0, "done": true}));
 }
 
+/// A rename moves, on the post and in the same transaction as the names, the version of each
+/// list it renames in, and no other; the post renamed with its author's items keeps the versions
+/// the run moved (the query answers the post as it was before the run wrote it).
+#[tokio::test]
+async fn update_usernames_moves_the_versions_of_the_lists_it_renames_in() {
+    let (store, _dir) = store().await;
+    let post = json!({"id": "p", "type": "post", "postId": "p", "userId": "u", "userUsername": "old", "title": "t",
+                      "content": "c", "commentCount": 1, "likeCount": 1, "creationDate": "2026-12-02T00:00:00.000Z",
+                      "commentsVersion": "c0", "likesVersion": "l0"});
+    store.create(Container::Posts, "p", &post).await.unwrap();
+    let comment = json!({"id": "c", "type": "comment", "postId": "p", "userId": "u", "userUsername": "old"});
+    store.create(Container::Posts, "p", &comment).await.unwrap();
+    let like = json!({"id": "like-v", "type": "like", "postId": "p", "userId": "v", "userUsername": "fan"});
+    store.create(Container::Posts, "p", &like).await.unwrap();
+    let scripts = InProcessScripts::new(store.clone());
+    let update = StoredProcedure::UpdateUsernames.script();
+    let stored = || async { store.read::<Value>(Container::Posts, "p", "p").await.unwrap().unwrap() };
+
+    let renamed = scripts.run(update, "p", vec![json!("u"), json!("new")]).await.unwrap();
+    assert_eq!(renamed, json!({"updated": 2, "done": true}), "the post and the comment");
+    let post = stored().await;
+    assert_eq!(post["userUsername"], "new");
+    assert!(post["commentsVersion"].is_string() && post["commentsVersion"] != "c0", "the comments' version moved: {post}");
+    assert_eq!(post["likesVersion"], "l0", "no like renamed");
+
+    let renamed = scripts.run(update, "p", vec![json!("v"), json!("renamed-fan")]).await.unwrap();
+    assert_eq!(renamed, json!({"updated": 1, "done": true}), "the like");
+    let after = stored().await;
+    assert!(after["likesVersion"].is_string() && after["likesVersion"] != "l0", "the likes' version moved: {after}");
+    assert_eq!(after["commentsVersion"], post["commentsVersion"], "no comment renamed");
+}
+
 fn feed_post(n: u32) -> Value {
     json!({"id": format!("p{n:03}"), "type": "post", "postId": format!("p{n:03}"), "userId": "u", "userUsername": "u",
            "title": "t", "content": "c", "commentCount": 0, "likeCount": 0,

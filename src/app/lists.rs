@@ -46,7 +46,7 @@ pub(crate) enum OwnerKnown {
 }
 
 /// One page of a list, as answered to the client.
-#[derive(Serialize, ToSchema)]
+#[derive(Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListPage<T> {
     /// This page's items.

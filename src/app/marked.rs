@@ -5,7 +5,7 @@
 //! A page is kept with where the instance's copy of the blog's change log was when the page was
 //! read ([`super::changes`]). For [`MARKED_PAGE_LIFETIME`] it is shown as it is; after that, the
 //! log (one point read a second per instance, shared by every page) says whether it may be shown
-//! again, or that it changed and is read whole.
+//! again, or that it changed and is read again (a post's view, only the parts that changed).
 //!
 //! When the log cannot say (it dropped changes since, or began anew), the page's own mark does.
 //! A mark is one small item that `PostsChangeFeed` writes again after every change it makes to
@@ -206,8 +206,10 @@ pub(crate) const MAX_LIST_BYTES: usize = 16 * 1024 * 1024;
 type Cell<V> = Arc<OnceCell<Arc<V>>>;
 
 /// What a page about to be filled had before: nothing to go on, a page to check by its mark
-/// (the log cannot say), or a page the log says changed only in what it names under the page's
-/// name (the post ids of `feed/<postId>`), oldest first, for the page to mend.
+/// (the log cannot say, or it names the page: a mark read for nothing where it moved, as a
+/// list's does, but a post's etag is read with its view all the same, and its lists' versions
+/// say which to read again), or a page the log says changed only in what it names under the
+/// page's name (the post ids of `feed/<postId>`), oldest first, for the page to mend.
 pub(crate) enum Prior<V> {
     Nothing,
     Check(Arc<V>),
@@ -229,6 +231,9 @@ struct Entry<V> {
     born: Instant,
     seen: Seen,
     cell: Cell<V>,
+    /// This instance wrote to what the page shows since: it is checked on its next request,
+    /// whatever its age and the log say ([`KeptPages::check_next`]).
+    written_here: bool,
 }
 
 /// An instance's kept pages of one kind, by key, each with when it was last read or checked.
@@ -251,12 +256,13 @@ impl<K: Hash + Eq + Clone, V: Kept> KeptPages<K, V> {
         KeptPages { pages: Mutex::default(), max_pages, max_bytes }
     }
 
-    /// The page under `key`, which the change log calls `name`: the one kept while it is fresh
-    /// (`read_now` asks for none kept), or while the log says it did not change; otherwise the
-    /// one `fill` answers, given the page kept when that may still be true and is to be checked by
-    /// its mark. The log is read (`log.recent`) only to check a page kept: a page read anew is
-    /// kept with the log as this instance last read it, which is older than the page, so a change
-    /// it names makes the page read again, never shown too long.
+    /// The page under `key`, which the change log calls `name`: the one kept while it is fresh,
+    /// or while the log says it did not change; otherwise the one `fill` answers, given the page
+    /// kept (still within [`CHECKED_PAGE_LIFETIME`]) to be checked by its mark (`read_now` has a
+    /// page kept checked so, whatever its age and the log say). The log is read (`log.recent`) only
+    /// to check a page kept: a page read anew is kept with the log as this instance last read it,
+    /// which is older than the page, so a change it names makes the page read again, never shown
+    /// too long.
     pub(crate) async fn page_with<R, F, Fut>(
         &self,
         key: K,
@@ -302,9 +308,8 @@ impl<K: Hash + Eq + Clone, V: Kept> KeptPages<K, V> {
 
     /// The cell for `key`: the fresh one, or the kept one made fresh again when `recent` (the log
     /// read in the last lifetime) says it is unchanged; or a new empty one that the caller fills,
-    /// with the page it replaces when that may still be true and is to be checked by its mark, or
-    /// mended, and kept with `last` (the log as last read). `None` when a page is kept and no
-    /// `recent` is given to check it with.
+    /// with the page it replaces to be checked by its mark, or mended, and kept with `last` (the
+    /// log as last read). `None` when a page is kept and no `recent` is given to check it with.
     fn cell(
         &self,
         key: &K,
@@ -316,26 +321,35 @@ impl<K: Hash + Eq + Clone, V: Kept> KeptPages<K, V> {
     ) -> Option<(Cell<V>, Prior<V>)> {
         let mut pages = self.pages.lock().expect("never poisoned");
         let mut prior = Prior::Nothing;
-        if let Some(entry) = pages.get_mut(key).filter(|_| !read_now) {
-            if entry.born.elapsed() < MARKED_PAGE_LIFETIME {
+        if let Some(entry) = pages.get_mut(key) {
+            let check_now = read_now || entry.written_here;
+            if !check_now && entry.born.elapsed() < MARKED_PAGE_LIFETIME {
                 return Some((entry.cell.clone(), Prior::Nothing));
             }
             if let Some(page) = entry.cell.get().filter(|page| page.read_whole().elapsed() < CHECKED_PAGE_LIFETIME) {
-                let recent = recent?;
-                match recent.changes_since(&entry.seen, name) {
-                    Some(changes) if changes.is_empty() => {
-                        entry.born = Instant::now();
-                        entry.seen = recent.seen();
-                        return Some((entry.cell.clone(), Prior::Nothing));
-                    }
-                    Some(changes) => {
-                        let under = |change: &str| change.get(name.len() + 1..).filter(|sub| !sub.is_empty()).map(str::to_owned);
-                        let subs: Option<Vec<String>> = changes.into_iter().map(under).collect();
-                        if let Some(subs) = subs.filter(|_| mendable) {
-                            prior = Prior::Mend(page.clone(), subs);
+                if check_now {
+                    prior = Prior::Check(page.clone());
+                } else {
+                    let recent = recent?;
+                    match recent.changes_since(&entry.seen, name) {
+                        Some(changes) if changes.is_empty() => {
+                            entry.born = Instant::now();
+                            entry.seen = recent.seen();
+                            return Some((entry.cell.clone(), Prior::Nothing));
                         }
+                        // Named: checked by its mark all the same, which a page whose mark
+                        // says what changed (a post's view) reads alone.
+                        Some(changes) => {
+                            let under =
+                                |change: &str| change.get(name.len() + 1..).filter(|sub| !sub.is_empty()).map(str::to_owned);
+                            let subs: Option<Vec<String>> = changes.into_iter().map(under).collect();
+                            prior = match subs.filter(|_| mendable) {
+                                Some(subs) => Prior::Mend(page.clone(), subs),
+                                None => Prior::Check(page.clone()),
+                            };
+                        }
+                        None => prior = Prior::Check(page.clone()),
                     }
-                    None => prior = Prior::Check(page.clone()),
                 }
             }
         }
@@ -343,7 +357,7 @@ impl<K: Hash + Eq + Clone, V: Kept> KeptPages<K, V> {
         self.make_room(&mut pages);
         let cell = Cell::default();
         let seen = last.map_or_else(Seen::unknown, Recent::seen);
-        pages.insert(key.clone(), Entry { born: Instant::now(), seen, cell: cell.clone() });
+        pages.insert(key.clone(), Entry { born: Instant::now(), seen, cell: cell.clone(), written_here: false });
         Some((cell, prior))
     }
 
@@ -384,6 +398,15 @@ impl<K: Hash + Eq + Clone, V: Kept> KeptPages<K, V> {
     /// still answers its own waiters; the next request reads again.
     pub(crate) fn forget(&self, which: impl Fn(&K) -> bool) {
         self.pages.lock().expect("never poisoned").retain(|key, _| !which(key));
+    }
+
+    /// Has the pages `which` names checked on their next request, whatever their age and the log
+    /// say: this instance changed what they show, and their check reads what changed. A read
+    /// already under way still answers its own waiters; the next request checks what it kept.
+    pub(crate) fn check_next(&self, which: impl Fn(&K) -> bool) {
+        for (_, entry) in self.pages.lock().expect("never poisoned").iter_mut().filter(|(key, _)| which(key)) {
+            entry.written_here = true;
+        }
     }
 }
 

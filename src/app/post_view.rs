@@ -7,19 +7,24 @@
 //! or deleted, whose stored procedure updates the post's counters in the same transaction; a
 //! commenter's or liker's new name, which `updateUsernames` writes with the post again, in the
 //! same transaction), and `PostsChangeFeed` names every post it delivers there. A view the log
-//! names is read whole. Where the log cannot say, one point read of the post does: its etag
+//! names, or where the log cannot say, is checked by one point read of the post: its etag
 //! changes with every one of those writes, so an unchanged etag says the comments and likes kept
-//! are still the ones stored. A post then costs nothing while nobody writes to it, where each of
-//! its views after the first second cost a point read (about 1 RU), and its three reads (about
-//! 17 RU) only after it changed. A view is read whole again at least every
+//! are still the ones stored. A changed post says which of its lists changed: each carries a
+//! version ([`ListVersions`]) that the same transactions move, so the view reads again only the
+//! lists whose versions moved: after an edit the post alone (about 1 RU), after a comment the
+//! post and its comments (about 9 RU), after a like the post and its likes (about 10 RU), and
+//! all three (about 17 RU) only where a version is not known (a post stored before posts had
+//! them). A post then costs nothing while nobody writes to it, where each of its views after the
+//! first second cost a point read. A view is read whole again at least every
 //! [`CHECKED_PAGE_LIFETIME`](super::marked::CHECKED_PAGE_LIFETIME) all the same, for what reaches a post's partition without its
 //! post (an operator's repair), and views are kept within [`MAX_CACHED_VIEWS`] and
 //! [`MAX_CACHED_BYTES`], the least recently checked post's going first.
 //!
-//! Every write to a post through this instance (C2 edit, C3, C4, C5, C6, C7) forgets its views
-//! at once, so the next view reads it again; another instance shows the write once the change
-//! feed has delivered it, and [`MARKED_PAGE_LIFETIME`](super::marked::MARKED_PAGE_LIFETIME) later at most. A writer is sent back with [`Freshness::Read`] by the pages
-//! (a cookie scoped to the post), so whichever instance answers, they see their own write.
+//! Every write to a post through this instance (C2 edit, C3, C4, C5, C6, C7) has its views
+//! checked so on their next request, whatever their age; another instance shows the write once
+//! the change feed has delivered it, and [`MARKED_PAGE_LIFETIME`](super::marked::MARKED_PAGE_LIFETIME) later at most. A writer is sent back with [`Freshness::Read`] by the pages
+//! (a cookie scoped to the post), which has a view checked at once, so whichever instance
+//! answers, they see their own write.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -34,7 +39,7 @@ use super::{AppResult, AppState};
 use crate::cosmos::Versioned;
 use crate::model::first_picture::FirstPicture;
 use crate::model::markdown::Pictures;
-use crate::model::{Comment, Like, Post, markdown};
+use crate::model::{Comment, Like, ListVersions, Post, StoredPost, markdown};
 
 /// The most views kept at once (each post and page of its comments is a view).
 const MAX_CACHED_VIEWS: usize = 4096;
@@ -48,7 +53,10 @@ pub(crate) struct PostView {
     pub post: Post,
     /// The post's etag when the view was read: the view is still true while it is the same.
     etag: String,
-    /// When the comments and likes were read (a check by etag keeps this).
+    /// The versions of the post's lists when the view was read: a list whose version is the
+    /// same is still true.
+    versions: ListVersions,
+    /// When the older of the comments and likes kept was read (a check by etag keeps this).
     read_whole: Instant,
     /// What it holds, in bytes, its rendering counted ahead ([`PostView::weight`]).
     weight: usize,
@@ -90,8 +98,8 @@ pub(crate) enum Freshness {
 }
 
 /// Q2 + Q4 + Q5 of `post_id`, concurrently, through the cache; or, for a view kept longer than
-/// [`MARKED_PAGE_LIFETIME`](super::marked::MARKED_PAGE_LIFETIME), Q2 alone when the post's etag says nothing changed. `params` pages the
-/// comments.
+/// [`MARKED_PAGE_LIFETIME`](super::marked::MARKED_PAGE_LIFETIME), Q2 alone when the post's etag says nothing changed, and Q2 then
+/// the lists whose versions moved when it changed. `params` pages the comments.
 pub(crate) async fn post_view(
     state: &AppState,
     post_id: &str,
@@ -126,20 +134,32 @@ pub(crate) async fn post_view(
                 if post.etag == kept.etag {
                     return Ok(kept);
                 }
+                let (comments_moved, likes_moved) = kept.versions.moved_since(&post.item.versions);
                 let (comments, likes) = tokio::join!(
-                    comments_of(state, post_id, params, OwnerKnown::Yes),
-                    likes_of(state, post_id, &first_likes, OwnerKnown::Yes),
+                    read_if_moved(comments_moved, &kept.comments, comments_of(state, post_id, params, OwnerKnown::Yes)),
+                    read_if_moved(likes_moved, &kept.likes, likes_of(state, post_id, &first_likes, OwnerKnown::Yes)),
                 );
-                Ok(Arc::new(PostView::new(post, comments?, likes?, read_at)))
+                let read_whole = if comments_moved && likes_moved { read_at } else { kept.read_whole };
+                Ok(Arc::new(PostView::new(post, comments?, likes?, read_whole)))
             },
         )
         .await
 }
 
+/// `read`'s page where the list's version `moved`, else the page `kept`.
+async fn read_if_moved<T: Clone>(
+    moved: bool,
+    kept: &ListPage<T>,
+    read: impl Future<Output = AppResult<ListPage<T>>>,
+) -> AppResult<ListPage<T>> {
+    if moved { read.await } else { Ok(kept.clone()) }
+}
+
 impl PostView {
-    fn new(post: Versioned<Post>, comments: ListPage<Comment>, likes: ListPage<Like>, read_whole: Instant) -> PostView {
-        let weight = PostView::weight(&post.item, &comments, &likes);
-        PostView { post: post.item, etag: post.etag, read_whole, weight, comments, likes, rendered: OnceLock::new() }
+    fn new(post: Versioned<StoredPost>, comments: ListPage<Comment>, likes: ListPage<Like>, read_whole: Instant) -> PostView {
+        let StoredPost { post: item, versions } = post.item;
+        let weight = PostView::weight(&item, &comments, &likes);
+        PostView { post: item, etag: post.etag, versions, read_whole, weight, comments, likes, rendered: OnceLock::new() }
     }
 
     /// The bytes a view holds: its texts three times (as read, and rendered to HTML, which
@@ -199,10 +219,11 @@ impl Default for PostViewCache {
 }
 
 impl PostViewCache {
-    /// Forgets the post's views and the API's reads of it: it was written through this instance.
-    /// A read already under way still answers its own waiters; the next view reads again.
+    /// Has the post's views checked on their next request, and forgets the API's reads of it: it
+    /// was written through this instance. A read already under way still answers its own
+    /// waiters; the next view reads what the write changed.
     pub(crate) fn invalidate(&self, post_id: &str) {
-        self.views.forget(|key| key.post_id == post_id);
+        self.views.check_next(|key| key.post_id == post_id);
         self.posts.forget(|kept| kept == post_id);
         self.comments.forget(|key| key.post_id == post_id);
     }
@@ -266,7 +287,7 @@ mod tests {
         fn empty<T>() -> ListPage<T> {
             ListPage { items: Vec::new(), continuation_token: None }
         }
-        let versioned = Versioned { item: post, etag: "\"1\"".into() };
+        let versioned = Versioned { item: StoredPost { post, versions: ListVersions::new() }, etag: "\"1\"".into() };
         Arc::new(PostView::new(versioned, empty(), empty(), Instant::now()))
     }
 
@@ -302,13 +323,26 @@ mod tests {
         assert!(!answered_kept("a").await, "the least recently checked went first");
     }
 
-    /// A post's views go when it is written through this instance, and only its.
+    /// A post written through this instance has its views checked on their next request,
+    /// fresh as they are, with the view kept to check; the other posts' views are shown as kept.
     #[tokio::test]
-    async fn a_write_forgets_the_posts_views_alone() {
+    async fn a_write_has_the_posts_views_alone_checked_at_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
         let cache = PostViewCache::default();
         keep(&cache, "a", 10).await;
         keep(&cache, "b", 10).await;
         cache.invalidate("a");
-        assert_eq!(cache.views.len(), 1);
+        let checks = AtomicUsize::new(0);
+        let (checks, cache) = (&checks, &cache);
+        let view = |post: &'static str| {
+            cache.views.page_with(key(post), "p/post", false, LogRead::none(), move |kept| {
+                assert!(kept.is_some(), "the view kept is given to check");
+                checks.fetch_add(1, Ordering::Relaxed);
+                async move { Ok(view_of(post, 10)) }
+            })
+        };
+        assert!(view("a").await.is_ok() && checks.load(Ordering::Relaxed) == 1, "the written post's view checked");
+        assert!(view("b").await.is_ok() && checks.load(Ordering::Relaxed) == 1, "the other's shown as kept");
+        assert_eq!(cache.views.len(), 2, "neither is forgotten");
     }
 }

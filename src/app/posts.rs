@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::cosmos::{Container, Page, PageRequest, QuerySpec, StoreError, Versioned, WriteOp, queries, retry_pause};
-use crate::model::{self, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, User};
+use crate::model::{self, ListVersions, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, StoredPost, User};
 use crate::scripts::{DeleteOutcome, ScriptError, ScriptFailure, StoredProcedure};
 
 use super::idempotency::{
@@ -65,7 +65,9 @@ pub(crate) async fn create_post(
     }
     let author = existing_author(state, user_id).await?;
     let post = Post { tags, ..model::new_post(post_id, &author, title, content, model::now()) };
+    let post = StoredPost { post, versions: ListVersions::new() };
     let create = WriteOp::Create { document: to_document(&post)? };
+    let post = post.post;
     match commit(&state.store, Container::Posts, &post.post_id, once.as_ref(), &post.id, create).await {
         Ok(Committed::Written) => Ok(post),
         Ok(Committed::Repeated(post_id)) => first_post(state, &post_id).await,
@@ -85,8 +87,8 @@ async fn first_post(state: &AppState, post_id: &str) -> AppResult<Post> {
 
 /// C2 edit: read, change title and content (and the tags, where `tags` is given: `None` keeps
 /// them, so a client that knows nothing of tags does not remove them), replace on the etag
-/// that was read: a comment or like landing in between moves a counter, and the edit is redone
-/// on the new version instead of writing the old count back.
+/// that was read: a comment or like landing in between moves a counter (and a list's version),
+/// and the edit is redone on the new version instead of writing the old ones back.
 pub(crate) async fn edit_post(
     state: &AppState,
     caller: &Caller,
@@ -104,18 +106,20 @@ pub(crate) async fn edit_post(
     }
     let once = Once::claimed(&state.store, caller, &parts).await?;
     for attempt in 0..EDIT_ATTEMPTS {
-        let current = state.store.read_versioned::<Post>(Container::Posts, post_id, post_id).await?;
-        let current = current.filter(|found| model::is_live(&found.item)).ok_or_else(|| post_not_found(post_id))?;
-        caller.must_be(&current.item.user_id, "edit this post")?;
-        let mut edited = model::edited_post(current.item, title.clone(), content.clone(), model::now());
+        let current = state.store.read_versioned::<StoredPost>(Container::Posts, post_id, post_id).await?;
+        let current = current.filter(|found| model::is_live(&found.item.post)).ok_or_else(|| post_not_found(post_id))?;
+        caller.must_be(&current.item.post.user_id, "edit this post")?;
+        let mut edited = model::edited_post(current.item.post, title.clone(), content.clone(), model::now());
         if let Some(tags) = &tags {
             edited.tags.clone_from(tags);
         }
+        // Its lists' versions kept: an edit changes neither list.
+        let edited = StoredPost { post: edited, versions: current.item.versions };
         let replace = WriteOp::Replace { id: post_id.to_owned(), document: to_document(&edited)?, if_match: Some(current.etag) };
         match commit(&state.store, Container::Posts, post_id, once.as_ref(), post_id, replace).await {
             Ok(Committed::Written) => {
                 state.post_views.invalidate(post_id);
-                return Ok(edited);
+                return Ok(edited.post);
             }
             Ok(Committed::Repeated(_)) => return get_post(state, post_id).await,
             Err(AppError::Store(StoreError::PreconditionFailed)) => tokio::time::sleep(retry_pause(attempt)).await,
@@ -215,15 +219,15 @@ pub(crate) async fn remove_post(
 /// Q2: one point read returns the post with its author's username and both counters, all kept
 /// on the post itself.
 pub(crate) async fn get_post(state: &AppState, post_id: &str) -> AppResult<Post> {
-    Ok(get_post_versioned(state, post_id).await?.item)
+    Ok(get_post_versioned(state, post_id).await?.item.post)
 }
 
 /// Q2 with the post's etag, which changes with every write to it: an edit, and every comment
 /// and like added or deleted (their stored procedures update its counters in the same
-/// transaction).
-pub(crate) async fn get_post_versioned(state: &AppState, post_id: &str) -> AppResult<Versioned<Post>> {
-    let post = state.store.read_versioned::<Post>(Container::Posts, post_id, post_id).await?;
-    post.filter(|found| model::is_live(&found.item)).ok_or_else(|| post_not_found(post_id))
+/// transaction); and with its lists' versions, which say which of those writes changed a list.
+pub(crate) async fn get_post_versioned(state: &AppState, post_id: &str) -> AppResult<Versioned<StoredPost>> {
+    let post = state.store.read_versioned::<StoredPost>(Container::Posts, post_id, post_id).await?;
+    post.filter(|found| model::is_live(&found.item.post)).ok_or_else(|| post_not_found(post_id))
 }
 
 /// The user who writes a post, comment or like; [`AppError::NoSuchWriter`] when there is no

@@ -3,7 +3,9 @@
  * the commented post (partition key = postId).
  *
  * Creates the comment and increments the post's `commentCount` in ONE transaction: a stored
- * procedure's writes inside one logical partition commit together or not at all.
+ * procedure's writes inside one logical partition commit together or not at all. The same write
+ * of the post sets its `commentsVersion` to the etag it had (etags never repeat), which tells a
+ * kept view of the post that its comments changed (src/app/post_view.rs).
  *
  * Changed from the article's version:
  * - the comment is created first and the counter moved only once that succeeded, and a missing
@@ -51,6 +53,7 @@ function createComment(postId, comment, request) {
                 }
                 if (err) throw err;
                 post.commentCount = (post.commentCount || 0) + 1;
+                post.commentsVersion = post._etag;
                 accepted(collection.replaceDocument(post._self, post, function (err) {
                     if (err) throw err;
                     remember({ outcome: "created", item: created });

@@ -2,7 +2,9 @@
  * C4, the article's stored procedure `createLike`, on `posts`, executed in the partition of the
  * liked post (partition key = postId).
  *
- * Creates the like and increments the post's `likeCount` in ONE transaction.
+ * Creates the like and increments the post's `likeCount` in ONE transaction, and sets its
+ * `likesVersion` to the etag it had: a kept view of the post then reads its likes again
+ * (src/app/post_view.rs).
  *
  * Changed from the article's version:
  * - a like's id is derived from the user (`like-<userId>`), so a second like by the same user
@@ -43,6 +45,7 @@ function createLike(postId, like, request) {
                 }
                 if (err) throw err;
                 post.likeCount = (post.likeCount || 0) + 1;
+                post.likesVersion = post._etag;
                 accepted(collection.replaceDocument(post._self, post, function (err) {
                     if (err) throw err;
                     remember({ outcome: "created", item: created });

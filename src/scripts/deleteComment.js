@@ -2,9 +2,11 @@
  * C6, stored procedure `deleteComment` on `posts`, executed in the partition of the commented
  * post (partition key = postId).
  *
- * Deletes a comment and decrements the post's `commentCount` in ONE transaction. Who may: the
- * comment's author, and the post's author (who moderates the comments under their post). The
- * check runs here, on the versions the transaction reads, so it cannot race a change.
+ * Deletes a comment and decrements the post's `commentCount` in ONE transaction, and sets its
+ * `commentsVersion` to the etag it had: a kept view of the post then reads its comments again
+ * (src/app/post_view.rs). Who may: the comment's author, and the post's author (who moderates
+ * the comments under their post). The check runs here, on the versions the transaction reads, so
+ * it cannot race a change.
  * The body answers {outcome: "deleted"}, {outcome: "postNotFound"} (no post, or a deleted one),
  * {outcome: "commentNotFound"}, or {outcome: "forbidden", author: <the comment's userId>}.
  * `request`, optional: the record of the caller's Idempotency-Key (see `firstTime`, keyed_helpers.js); a request
@@ -49,6 +51,7 @@ function deleteComment(postId, commentId, callerId, request) {
                 accepted(collection.deleteDocument(comment._self, function (err) {
                     if (err) throw err;
                     post.commentCount = Math.max((post.commentCount || 0) - 1, 0);
+                    post.commentsVersion = post._etag;
                     accepted(collection.replaceDocument(post._self, post, function (err) {
                         if (err) throw err;
                         remember({ outcome: "deleted" });

@@ -3,7 +3,8 @@
  * executed in the partition of the liked post (partition key = postId).
  *
  * Deletes a user's like and decrements the post's `likeCount` in ONE transaction, so the count
- * always equals the likes stored. The like's id is derived from the user (`like-<userId>`), so
+ * always equals the likes stored; and sets its `likesVersion` to the etag it had, so a kept view
+ * of the post reads its likes again (src/app/post_view.rs). The like's id is derived from the user (`like-<userId>`), so
  * it is read by id, no query.
  * The body answers {outcome: "deleted"}, {outcome: "postNotFound"} (no post, or a deleted one),
  * or {outcome: "likeNotFound"} (this user does not like the post: a second unlike moves nothing).
@@ -41,6 +42,7 @@ function deleteLike(postId, userId, request) {
                 accepted(collection.deleteDocument(like._self, function (err) {
                     if (err) throw err;
                     post.likeCount = Math.max((post.likeCount || 0) - 1, 0);
+                    post.likesVersion = post._etag;
                     accepted(collection.replaceDocument(post._self, post, function (err) {
                         if (err) throw err;
                         remember({ outcome: "deleted" });

@@ -12,11 +12,14 @@
  * - its work is bounded: when the database stops accepting operations (`isAccepted` false) it
  *   ends, committing what it did, and answers {done: false}; the caller runs it again, and the
  *   query, which skips the items already rewritten, picks up the rest;
- * - before it rewrites a page of items that are not the post, it writes the post again as it is,
- *   so that the post's etag changes in the same transaction as its comments' and likes' names:
- *   the post page's cache is checked by that etag alone (src/app/post_view.rs). Done first, so a
- *   run stopped after it rewrote nothing has names left to rewrite, and the next run writes the
- *   post again; a deleted post's tombstone is left as it is.
+ * - before it rewrites a page of items that are not the post, it writes the post again, so that
+ *   the post's etag changes in the same transaction as its comments' and likes' names, with the
+ *   version of each list the page renames in (`commentsVersion`, `likesVersion`) set to the etag
+ *   the post had: the post page's cache is checked by that etag, and reads again the lists
+ *   whose versions moved (src/app/post_view.rs). Done first, so a run stopped after it rewrote
+ *   nothing has names left to rewrite, and the next run writes the post again; a deleted post's
+ *   tombstone is left as it is. The post itself is renamed as this run last wrote it, read
+ *   again: a query may answer the version before, without the versions moved.
  * The body answers {updated: <items rewritten>, done: <true when none is left>}.
  * ES5 only: it also runs on Cosmos DB's own JavaScript engine.
  */
@@ -44,8 +47,9 @@ function updateUsernames(userId, username) {
         if (!accepted) finish(false);
     }
 
-    // Writes the post again, unchanged but for its etag, when `items` holds a comment or like
-    // (the post itself, if among them, is rewritten anyway), then rewrites them.
+    // Writes the post again, with the versions of the lists `items` renames in moved, when it
+    // holds a comment or like (the post itself, if among them, is rewritten anyway), then
+    // rewrites them.
     function touchPostThenRewrite(items, continuation) {
         var others = items.filter(function (item) { return item.id !== item.postId; });
         if (others.length === 0) {
@@ -62,6 +66,10 @@ function updateUsernames(userId, username) {
                 rewrite(items, 0, continuation);
                 return;
             }
+            others.forEach(function (item) {
+                if (item.type === "comment") post.commentsVersion = post._etag;
+                if (item.type === "like") post.likesVersion = post._etag;
+            });
             var replaced = collection.replaceDocument(post._self, post, function (err) {
                 if (err) throw err;
                 rewrite(items, 0, continuation);
@@ -78,6 +86,18 @@ function updateUsernames(userId, username) {
             return;
         }
         var item = items[index];
+        if (item.id !== item.postId) {
+            rename(item, items, index, continuation);
+            return;
+        }
+        var read = collection.readDocument(collection.getAltLink() + "/docs/" + item.id, function (err, post) {
+            if (err) throw err;
+            rename(post, items, index, continuation);
+        });
+        if (!read) finish(false);
+    }
+
+    function rename(item, items, index, continuation) {
         item.userUsername = username;
         var accepted = collection.replaceDocument(item._self, item, function (err) {
             if (err) throw err;

@@ -69,7 +69,8 @@ pub async fn export(
         // As it is now: a post deleted since its change was read is left out.
         let Some(post) = state.store.read::<Value>(Container::Posts, id, id).await? else { continue };
         let Some(live) = serde_json::from_value::<Post>(post.clone()).ok().filter(model::is_live) else { continue };
-        out.line(&without_system_properties(post))?;
+        // An import makes the lists' versions anew.
+        out.line(&model::ListVersions::removed_from(without_system_properties(post)))?;
         counts.posts += 1;
         for (query, count) in
             [(queries::post_comments as fn() -> QuerySpec, &mut counts.comments), (queries::post_likes, &mut counts.likes)]

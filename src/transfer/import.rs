@@ -6,7 +6,7 @@ use crate::app::AppState;
 use crate::changefeed::processor;
 use crate::cosmos::{Container, WriteOp};
 use crate::model::usernames::normalize_username;
-use crate::model::{self, Post, User};
+use crate::model::{self, ListVersions, Post, StoredPost, User};
 
 use super::check::{Checker, Reader};
 use super::pictures::PicturePlan;
@@ -142,8 +142,9 @@ async fn write(
         Item::User(user) => (Container::Users, user.user_id.clone(), document(&user)?, &mut counts.users),
         Item::Post(post) => {
             let content = pictures.named_as_stored(&post.post_id, post.content);
-            let post = Post { content, ..post };
-            (Container::Posts, post.post_id.clone(), document(&post)?, &mut counts.posts)
+            // New versions of its lists: no instance kept a view of the post with them.
+            let post = StoredPost { post: Post { content, ..post }, versions: ListVersions::new() };
+            (Container::Posts, post.post.post_id.clone(), document(&post)?, &mut counts.posts)
         }
         Item::Comment(comment) => (Container::Posts, comment.post_id.clone(), document(&comment)?, &mut counts.comments),
         Item::Like(like) => (Container::Posts, like.post_id.clone(), document(&like)?, &mut counts.likes),
