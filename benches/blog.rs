@@ -199,6 +199,8 @@ impl InProcess {
     }
 }
 
+// The setting made before any thread starts is an `unsafe` call (see it).
+#[allow(unsafe_code)]
 fn main() {
     // SAFETY: the first statement of `main`: no runtime and no other thread exist yet.
     unsafe { blog::quiet_library_backtraces() };

@@ -148,7 +148,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[cfg(feature = "embedded")]
 const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
 
+// mimalloc's option setter: libmimalloc-sys exposes none that names the purge delay right.
 #[cfg(feature = "embedded")]
+#[allow(unsafe_code)]
 unsafe extern "C" {
     #[cfg(test)]
     fn mi_option_get(option: std::ffi::c_int) -> std::ffi::c_long;
@@ -167,6 +169,7 @@ unsafe extern "C" {
 /// mimalloc stores the option without synchronisation (`mi_option_set`, `src/options.c`) and
 /// reads it whenever it purges: call it first thing in `main`, before any other thread starts.
 #[cfg(feature = "embedded")]
+#[allow(unsafe_code)]
 pub unsafe fn purge_freed_memory_at_once() {
     if ["MIMALLOC_PURGE_DELAY", "MIMALLOC_RESET_DELAY"].iter().all(|name| std::env::var_os(name).is_none()) {
         // SAFETY: the caller guarantees no other thread exists yet (see above).
@@ -185,6 +188,7 @@ pub unsafe fn purge_freed_memory_at_once() {
 /// other thread may read or write it: call it first thing in `main`, before the runtime or any
 /// other thread starts. Nothing in the type system can hold a caller to that, so the function
 /// is `unsafe` and each caller says why its call is sound.
+#[allow(unsafe_code)]
 pub unsafe fn quiet_library_backtraces() {
     if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
         // SAFETY: the caller guarantees no other thread exists yet (see above).
@@ -192,7 +196,9 @@ pub unsafe fn quiet_library_backtraces() {
     }
 }
 
+// Reads and sets the option through mimalloc's own calls, which are unsafe.
 #[cfg(all(test, feature = "embedded"))]
+#[allow(unsafe_code)]
 mod allocator_tests {
     /// The option's number is mimalloc's purge delay (its default, 1,000 ms, is no other
     /// option's), and the call sets it to 0: a wrong number or a call that does nothing fails.

@@ -130,6 +130,8 @@ fn child_runs_one_case() {
 }
 
 /// Caps this process's address space and CPU time.
+// The standard library has no call for resource limits; libc's is the system's own.
+#[allow(unsafe_code)]
 fn limit_this_process(megabytes: u64) {
     #[cfg(unix)]
     {

@@ -7,8 +7,8 @@
 #    the phones' 960-pixel JPEG made, both written durably), five photos;
 # 2. the store operations of a post page whose post shows ten pictures, against one with none
 #    (`x-cosmos-operations` of the first view, before the page's one-second cache);
-# 3. a picture served, the phones' copy of the first photo (about 50 KB) and the photo as stored
-#    (about 5 MB): the handler's `GET /pictures/...` against nginx serving the same stored
+# 3. a picture served, the phones' copy of the first photo (about 50 KB), the photo as stored
+#    (about 5 MB) and its screens' copy (1,440 pixels wide, about 270 KB): the handler's `GET /pictures/...` against nginx serving the same stored
 #    file with the same Content-Type and Cache-Control, alternately, each round; wrk, 2 threads,
 #    16 connections, 10 s each. With BEFORE naming another build, that build serves the same
 #    photo from a data directory of its own, in each round between the two: before and after
@@ -95,7 +95,14 @@ echo "post page, store operations of its first view: no pictures $(operations "$
 phone=$(jq -r .phoneUrl "$work/up-1.json")
 [ "$phone" != null ] || { echo "no phones' copy: the handler makes one of photos wider than 960 pixels only" >&2; exit 1; }
 whole=$(jq -r .url "$work/up-1.json")
-for url in "$phone" "$whole"; do
+# Its screens' copy (1,440 pixels wide, what a 2x screen's post page loads), where it is wider:
+# named as the handler names it (src/model/picture.rs, screen_size), so that a build that does not
+# answer `screenUrl` is asked for the same file.
+screen=
+if [ "$width" -gt 1440 ]; then
+  screen=$(echo "$phone" | sed "s/-960x[0-9]*\.jpg\$/-1440x$(( (height * 1440 + width / 2) / width )).jpg/")
+fi
+for url in "$phone" "$whole" $screen; do
   mkdir -p "$work/www$(dirname "$url")"
   cp "$work/data$url" "$work/www$url"
 done
@@ -127,13 +134,14 @@ if [ -n "$before" ]; then
   cmp "$work/data$phone" "$work/before$(before_url .phoneUrl)" && cmp "$work/data$whole" "$work/before$(before_url .url)"
 fi
 run() { wrk -t2 -c16 -d"${seconds}s" "$1" | awk '/Requests\/sec/ {print $2}'; }
-for which in phoneUrl url; do
-  url=$(jq -r ".$which" "$work/up-1.json")
+for url in "$phone" "$whole" $screen; do
+  # The same picture on the build before: the same name, under its own post.
+  before_path() { echo "$(dirname "$(before_url .url)")/$(basename "$url")"; }
   cmp <(curl -fs "$base$url") <(curl -fs "http://127.0.0.1:8081$url")
   echo "$(basename "$url"): $(curl -fs "$base$url" | wc -c) bytes, the same from both$([ -z "$before" ] || echo " and from $before")"
   for round in $(seq "$rounds"); do
     line="  round $round: handler $(run "$base$url") req/s"
-    [ -z "$before" ] || line="$line, before $(run "$before_base$(before_url ".$which")") req/s"
+    [ -z "$before" ] || line="$line, before $(run "$before_base$(before_path)") req/s"
     echo "$line, nginx $(run "http://127.0.0.1:8081$url") req/s ($(cut -d' ' -f1-3 /proc/loadavg) load)"
   done
 done

@@ -64,6 +64,8 @@ impl Limits {
 /// `worker_rlimit_nofile` do: the soft limit is often 1024 while the hard one allows far more.
 /// Returns the limit in force. Where it cannot be read, 1024 (the usual soft limit).
 #[cfg(unix)]
+// The standard library has no call for the open-files limit; libc's is the system's own.
+#[allow(unsafe_code)]
 fn raise_descriptor_limit() -> usize {
     // SAFETY: getrlimit and setrlimit only read and write the struct passed to them.
     unsafe {

@@ -198,6 +198,8 @@ impl Handler {
 
     /// SIGTERM, as the host sends when it recycles the worker, and the wait for the process to
     /// exit and its stdout to close; what it wrote is then all in [`Handler::log`].
+    // std's `Child::kill` sends SIGKILL; SIGTERM, the host's signal, is libc's call.
+    #[allow(unsafe_code)]
     pub(crate) fn stop(mut self) -> std::process::ExitStatus {
         // SAFETY: kill(2) on our own child's pid, with a valid signal.
         assert_eq!(unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) }, 0);

@@ -71,6 +71,8 @@ const DEFAULT_LOG_FILTER: &str =
 /// The stack of each of the runtime's worker threads.
 const WORKER_STACK_BYTES: usize = 8 << 20;
 
+// The two settings that must be made before any thread starts are `unsafe` calls (see each).
+#[allow(unsafe_code)]
 fn main() -> ExitCode {
     // SAFETY: the first statement of `main`: no runtime and no other thread exist yet.
     unsafe { blog::quiet_library_backtraces() };
