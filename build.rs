@@ -10,9 +10,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
-    let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let manifest_dir = PathBuf::from(
+        std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
+    );
     println!("cargo:rerun-if-changed=build.rs");
-    let commit = git(&manifest_dir, &["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".to_owned());
+    let commit = git(&manifest_dir, &["rev-parse", "--short", "HEAD"])
+        .unwrap_or_else(|| "unknown".to_owned());
     println!("cargo:rustc-env=BLOG_GIT_COMMIT={commit}");
     // The files that say where HEAD is, found by git itself (so a worktree's `.git` file works).
     // Only files that exist are named: cargo reruns a build script on every build while a file

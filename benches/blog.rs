@@ -96,7 +96,10 @@ impl Args {
         let mut given = std::env::args().skip(1);
         while let Some(flag) = given.next() {
             let mut value = |name: &str| -> u64 {
-                given.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{name} needs a whole number"))
+                given
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or_else(|| panic!("{name} needs a whole number"))
             };
             match flag.as_str() {
                 "--bench" => {} // cargo bench passes it to every bench
@@ -123,7 +126,12 @@ impl Args {
                     args.change_feed_samples = 2;
                 }
                 "--handler" => {
-                    args.handler = Some(given.next().map(PathBuf::from).unwrap_or_else(|| panic!("--handler needs a path")))
+                    args.handler = Some(
+                        given
+                            .next()
+                            .map(PathBuf::from)
+                            .unwrap_or_else(|| panic!("--handler needs a path")),
+                    )
                 }
                 "--users" => args.users = value("--users") as usize,
                 "--seed" => args.seed = value("--seed"),
@@ -132,7 +140,9 @@ impl Args {
                 "--feed-limit" => args.feed_limit = value("--feed-limit").clamp(1, 100) as u32,
                 "--concurrency" => args.concurrency = value("--concurrency") as usize,
                 "--load-seconds" => args.load_for = Duration::from_secs(value("--load-seconds")),
-                "--propagation-samples" => args.propagation_samples = value("--propagation-samples") as usize,
+                "--propagation-samples" => {
+                    args.propagation_samples = value("--propagation-samples") as usize
+                }
                 "--no-process" => args.skip_process = true,
                 "--help" | "-h" => {
                     println!(
@@ -165,7 +175,8 @@ impl InProcess {
     async fn start() -> InProcess {
         // The environment, with writes signed in by the `x-dev-user` header unless BLOG_AUTH
         // says otherwise (the bench writes as each of its users).
-        let environment = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
+        let environment =
+            |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
         let mut config = Config::from_lookup(|name| match name {
             "BLOG_AUTH" => environment(name).or_else(|| Some("development".to_owned())),
             // Each simulated user writes far faster than a person: no per-user limit.
@@ -181,7 +192,9 @@ impl InProcess {
             data = Some(temp);
         }
         let embedded = data.is_some();
-        let blog = Blog::open(&config).await.unwrap_or_else(|error| panic!("cannot open the store: {error}"));
+        let blog = Blog::open(&config)
+            .await
+            .unwrap_or_else(|error| panic!("cannot open the store: {error}"));
         let state = blog.state.clone();
         let deliveries = blog.deliveries();
         let listener = tokio::net::TcpListener::bind(config.listen).await.expect("a loopback port");
@@ -262,7 +275,14 @@ async fn run() {
     print_requests(&rows, args.iterations);
     print_pages(&requests::measure_pages(&plan).await, args.iterations);
     print_beyond_article(&requests::measure_beyond_article(&plan).await);
-    let v1_rows = v1::measure_all(&handler.state.store, &loaded, args.v1_iterations, args.feed_limit, args.seed).await;
+    let v1_rows = v1::measure_all(
+        &handler.state.store,
+        &loaded,
+        args.v1_iterations,
+        args.feed_limit,
+        args.seed,
+    )
+    .await;
     print_v1(&v1_rows, &rows, args.v1_iterations);
 
     // Serving figures.
@@ -273,21 +293,43 @@ async fn run() {
         duration: args.load_for,
         seed: args.seed,
     };
-    for request in ["Q2", "Q6 uncached", "Q6", "front page", "tag page", "post page", "post page, random"] {
-        throughputs.push(serving::throughput(&handler.client, &loaded, &handler.state.feed, request, &shape).await);
+    for request in
+        ["Q2", "Q6 uncached", "Q6", "front page", "tag page", "post page", "post page, random"]
+    {
+        throughputs.push(
+            serving::throughput(&handler.client, &loaded, &handler.state.feed, request, &shape)
+                .await,
+        );
     }
     // The front page again with one client: its Cosmos queries per second do not follow traffic.
     let one_client = serving::LoadShape { concurrency: 1, ..shape };
-    throughputs.push(serving::throughput(&handler.client, &loaded, &handler.state.feed, "front page", &one_client).await);
+    throughputs.push(
+        serving::throughput(
+            &handler.client,
+            &loaded,
+            &handler.state.feed,
+            "front page",
+            &one_client,
+        )
+        .await,
+    );
     print_throughput(&throughputs);
     if handler.embedded {
         // First with nothing else running, then under a steady write load (4 writers, one
         // comment each every 20 ms), which keeps the change-feed processor busy.
         let idle = (args.propagation_samples / 2).max(5);
-        let quiet = serving::propagation(&handler.client, &loaded, idle, 0, Duration::ZERO, args.seed).await;
-        let busy =
-            serving::propagation(&handler.client, &loaded, args.propagation_samples, 4, Duration::from_millis(20), args.seed)
+        let quiet =
+            serving::propagation(&handler.client, &loaded, idle, 0, Duration::ZERO, args.seed)
                 .await;
+        let busy = serving::propagation(
+            &handler.client,
+            &loaded,
+            args.propagation_samples,
+            4,
+            Duration::from_millis(20),
+            args.seed,
+        )
+        .await;
         print_propagation(&[quiet, busy]);
     } else {
         println!(
@@ -305,7 +347,14 @@ async fn run() {
         let binary = args.handler.clone().map_or_else(process::handler_binary, Ok);
         match binary {
             Ok(binary) => print_process(
-                &process::measure(&binary, args.cold_starts, args.process_users, args.concurrency, args.load_for).await,
+                &process::measure(
+                    &binary,
+                    args.cold_starts,
+                    args.process_users,
+                    args.concurrency,
+                    args.load_for,
+                )
+                .await,
             ),
             Err(why) => println!("## The handler process\n\nnot measured: {why}\n"),
         }
@@ -326,13 +375,16 @@ fn handler_is_embedded_default() -> bool {
 async fn settle(handler: &InProcess, data: &DataSet, loaded: &Loaded) -> Duration {
     let started = Instant::now();
     if !handler.embedded {
-        blog::testing::changefeed::processor::rebuild_copies(&handler.state).await.expect("rebuild-copies");
+        blog::testing::changefeed::processor::rebuild_copies(&handler.state)
+            .await
+            .expect("rebuild-copies");
     }
     // What every copy must say: post id -> (comments, likes).
     let mut expected = HashMap::new();
     for (user, plan) in loaded.users.iter().zip(&data.users) {
         for (post_id, post) in user.post_ids.iter().zip(&plan.posts) {
-            expected.insert(post_id.clone(), (post.comments.len() as u64, post.likers.len() as u64));
+            expected
+                .insert(post_id.clone(), (post.comments.len() as u64, post.likers.len() as u64));
         }
     }
     let copies_match = |answer: &client::Answer| {
@@ -340,7 +392,10 @@ async fn settle(handler: &InProcess, data: &DataSet, loaded: &Loaded) -> Duratio
             items.iter().all(|item| {
                 let id = item["id"].as_str().unwrap_or_default();
                 expected.get(id)
-                    == Some(&(item["commentCount"].as_u64().unwrap_or(u64::MAX), item["likeCount"].as_u64().unwrap_or(u64::MAX)))
+                    == Some(&(
+                        item["commentCount"].as_u64().unwrap_or(u64::MAX),
+                        item["likeCount"].as_u64().unwrap_or(u64::MAX),
+                    ))
             })
         })
     };
@@ -348,7 +403,8 @@ async fn settle(handler: &InProcess, data: &DataSet, loaded: &Loaded) -> Duratio
     loop {
         let mut settled = true;
         for user in &loaded.users {
-            let answer = handler.client.get(&format!("/api/users/{}/posts?limit=100", user.id)).await;
+            let answer =
+                handler.client.get(&format!("/api/users/{}/posts?limit=100", user.id)).await;
             settled &= answer.item_ids().len() == user.post_ids.len() && copies_match(&answer);
         }
         let feed = handler.client.get("/api/feed?limit=100").await;
@@ -356,7 +412,10 @@ async fn settle(handler: &InProcess, data: &DataSet, loaded: &Loaded) -> Duratio
         if settled {
             return started.elapsed();
         }
-        assert!(started.elapsed() < Duration::from_secs(300), "the change feed did not settle within 5 minutes");
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "the change feed did not settle within 5 minutes"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -364,9 +423,18 @@ async fn settle(handler: &InProcess, data: &DataSet, loaded: &Loaded) -> Duratio
 fn machine() -> String {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo.lines().find(|l| l.starts_with("model name")).and_then(|l| l.split(':').nth(1)).unwrap_or("?").trim();
+    let model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .unwrap_or("?")
+        .trim();
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let memory = meminfo.lines().find(|l| l.starts_with("MemTotal")).and_then(|l| l.split_whitespace().nth(1)).unwrap_or("0");
+    let memory = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemTotal"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap_or("0");
     let memory_gib = memory.parse::<f64>().unwrap_or(0.0) / 1024.0 / 1024.0;
     format!("machine: {cpus} CPUs ({model}), {memory_gib:.1} GiB RAM\n")
 }
@@ -395,7 +463,9 @@ fn print_load(loaded: &Loaded, settle: Duration) {
 /// The work of the change-feed functions during the load and the settling, metered by the
 /// local processors: it follows the writes, outside any request, so no header counted it.
 fn print_deliveries(deliveries: &Deliveries) {
-    println!("Change-feed work behind the load (metered by the local processors; no response header shows it):\n");
+    println!(
+        "Change-feed work behind the load (metered by the local processors; no response header shows it):\n"
+    );
     println!("| function | batches | items delivered | RU | operations | operations per item |");
     println!("| --- | ---: | ---: | ---: | ---: | ---: |");
     for function in Function::ALL {
@@ -439,16 +509,23 @@ fn print_requests(rows: &[requests::RequestRow], iterations: usize) {
 }
 
 fn print_v1(v1_rows: &[v1::V1Row], v3_rows: &[requests::RequestRow], iterations: usize) {
-    println!("## V1 against V3, same data (V1 through the Store in-process, {iterations} each; V3 from the table above)\n");
+    println!(
+        "## V1 against V3, same data (V1 through the Store in-process, {iterations} each; V3 from the table above)\n"
+    );
     println!(
         "| request | V1 ops | V3 ops | ops ratio | V1 RU | V3 RU | RU ratio | V1 p50 ms | V3 p50 ms | latency ratio | V1 partitions | V3 partitions | posts per answer | article V1 → V3 |"
     );
-    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | --- |");
+    println!(
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | --- |"
+    );
     let ratio = |a: f64, b: f64| if b > 0.0 { format!("{:.1}x", a / b) } else { "n/a".to_owned() };
     for v1 in v1_rows {
         let v3 = &v3_rows.iter().find(|row| row.request == v1.request).expect("a V3 row").stats;
-        let (article_v3_ms, article_v3_ru) =
-            requests::ARTICLE_V3.iter().find(|(name, _, _)| *name == v1.request).map(|&(_, ms, ru)| (ms, ru)).unwrap();
+        let (article_v3_ms, article_v3_ru) = requests::ARTICLE_V3
+            .iter()
+            .find(|(name, _, _)| *name == v1.request)
+            .map(|&(_, ms, ru)| (ms, ru))
+            .unwrap();
         println!(
             "| {} | {:.1} | {:.1} | {} | {:.2} | {:.2} | {} | {:.2} | {:.2} | {} | {} | {} | {:.1} | {} ms / {} RU → {} ms / {} RU ({:.0}x RU) |",
             v1.request,
@@ -480,7 +557,9 @@ fn print_v1(v1_rows: &[v1::V1Row], v3_rows: &[requests::RequestRow], iterations:
 
 fn print_pages(rows: &[requests::PageRow], iterations: usize) {
     println!("## The pages (HTML, over HTTP, one at a time, {iterations} each)\n");
-    println!("| page | route | p50 ms | p99 ms | RU/request | ops/request | partitions (x-cosmos-partitions) | errors |");
+    println!(
+        "| page | route | p50 ms | p99 ms | RU/request | ops/request | partitions (x-cosmos-partitions) | errors |"
+    );
     println!("| --- | --- | ---: | ---: | ---: | ---: | --- | ---: |");
     for row in rows {
         let s = &row.stats;
@@ -507,7 +586,11 @@ fn print_beyond_article(rows: &[requests::ExtraRow]) {
     println!("| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: |");
     for row in rows {
         let s = &row.stats;
-        let runs = if row.what.is_empty() { s.count.to_string() } else { format!("{}: {}", s.count, row.what) };
+        let runs = if row.what.is_empty() {
+            s.count.to_string()
+        } else {
+            format!("{}: {}", s.count, row.what)
+        };
         println!(
             "| {} | `{}` | {runs} | {:.2} | {:.2} | {:.2} | {} | {} | {} |",
             row.request,
@@ -561,16 +644,25 @@ fn print_change_feed_cost(cost: &serving::ChangeFeedCost) {
     println!("## Change-feed work per write (PostsChangeFeed, outside the request)\n");
     println!("| change delivered | deliveries | RU | operations | p50 ms |");
     println!("| --- | ---: | ---: | ---: | ---: |");
-    for (what, stats) in
-        [("a new post (C2), feed full", &cost.new_post), ("a post whose counter moved (C3/C4)", &cost.counter_change)]
-    {
-        println!("| {what} | {} | {:.2} | {} | {:.2} |", stats.count, stats.mean_charge, stats.operations_text(), stats.p50_ms);
+    for (what, stats) in [
+        ("a new post (C2), feed full", &cost.new_post),
+        ("a post whose counter moved (C3/C4)", &cost.counter_change),
+    ] {
+        println!(
+            "| {what} | {} | {:.2} | {} | {:.2} |",
+            stats.count,
+            stats.mean_charge,
+            stats.operations_text(),
+            stats.p50_ms
+        );
     }
     println!();
 }
 
 fn print_process(p: &process::ProcessFigures) {
-    let mib = |kib: Option<u64>| kib.map_or("n/a".to_owned(), |kib| format!("{:.1} MiB", kib as f64 / 1024.0));
+    let mib = |kib: Option<u64>| {
+        kib.map_or("n/a".to_owned(), |kib| format!("{:.1} MiB", kib as f64 / 1024.0))
+    };
     println!("## The handler process ({}, embedded store, empty data dir)\n", p.binary.display());
     println!(
         "- cold start to first `GET /` 200: p50 {:.1} ms, max {:.1} ms over {} starts",
@@ -585,7 +677,12 @@ fn print_process(p: &process::ProcessFigures) {
         p.load.p99_ms,
         mib(p.rss_load_peak_kib)
     );
-    println!("- binary: {}: {:.1} MiB ({})", p.binary.display(), p.binary_bytes as f64 / 1024.0 / 1024.0, p.binary_kind);
+    println!(
+        "- binary: {}: {:.1} MiB ({})",
+        p.binary.display(),
+        p.binary_bytes as f64 / 1024.0 / 1024.0,
+        p.binary_kind
+    );
     if let Some((path, bytes)) = &p.packaged {
         println!(
             "- packaged binary: {}: {:.1} MiB (./package.sh: --no-default-features, no embedded store, glibc 2.28)",

@@ -28,7 +28,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blog::Blog;
-use blog::test_support::sdk_faults::{CustomResponseBuilder, FaultInjectionResultBuilder, FaultInjectionRuleBuilder};
+use blog::test_support::sdk_faults::{
+    CustomResponseBuilder, FaultInjectionResultBuilder, FaultInjectionRuleBuilder,
+};
 use blog::test_support::{SdkFaults, embedded_config, store_with_sdk_faults};
 use client::{Client, Sample, Stats};
 use serde_json::json;
@@ -61,9 +63,16 @@ fn main() {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--bench" => {}
-            "--share" => share = args.next().and_then(|value| value.parse().ok()).expect("--share needs a number in 0..1"),
+            "--share" => {
+                share = args
+                    .next()
+                    .and_then(|value| value.parse().ok())
+                    .expect("--share needs a number in 0..1")
+            }
             "--smoke" => counts = Counts::SMOKE,
-            other => panic!("unknown argument {other:?}: cargo bench --bench faults -- [--share 0.1] [--smoke]"),
+            other => panic!(
+                "unknown argument {other:?}: cargo bench --bench faults -- [--share 0.1] [--smoke]"
+            ),
         }
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
@@ -73,11 +82,17 @@ fn main() {
         "| request | throttled | p50 ms, one at a time | p99 ms | requests/s, {CLIENTS} clients | errors seen by the client |"
     );
     println!("| --- | ---: | ---: | ---: | ---: | ---: |");
-    for (rows, label) in [(&clean, "none".to_owned()), (&throttled, format!("{:.0} %", share * 100.0))] {
+    for (rows, label) in
+        [(&clean, "none".to_owned()), (&throttled, format!("{:.0} %", share * 100.0))]
+    {
         for row in rows {
             println!(
                 "| {} | {label} | {:.2} | {:.2} | {:.0} | {} |",
-                row.request, row.one_at_a_time.p50_ms, row.one_at_a_time.p99_ms, row.per_second, row.errors
+                row.request,
+                row.one_at_a_time.p50_ms,
+                row.one_at_a_time.p99_ms,
+                row.per_second,
+                row.errors
             );
         }
     }
@@ -93,8 +108,13 @@ async fn run(share: Option<f32>, counts: Counts) -> Vec<Row> {
         let throttled = CustomResponseBuilder::new(azure_core::http::StatusCode::TooManyRequests)
             .with_header("x-ms-retry-after-ms", "10")
             .build();
-        let result = FaultInjectionResultBuilder::new().with_custom_response(throttled).with_probability(share).build();
-        faults.rules.push(Arc::new(FaultInjectionRuleBuilder::new("throttled share", result).build()));
+        let result = FaultInjectionResultBuilder::new()
+            .with_custom_response(throttled)
+            .with_probability(share)
+            .build();
+        faults
+            .rules
+            .push(Arc::new(FaultInjectionRuleBuilder::new("throttled share", result).build()));
     }
     let store = store_with_sdk_faults(&config, faults).await.expect("the store opens");
     let blog = Blog::start(&config, blog::state_on(&config, store).await.expect("the blog starts"));
@@ -105,13 +125,21 @@ async fn run(share: Option<f32>, counts: Counts) -> Vec<Row> {
 
     const USER: &str = "bench-user";
     let user = USER;
-    assert!(client.post(user, "/api/users", &json!({"username": "bench"})).await.ok(), "the user is created");
+    assert!(
+        client.post(user, "/api/users", &json!({"username": "bench"})).await.ok(),
+        "the user is created"
+    );
     // Each measurement on a post of its own, so that none runs on a partition the one before
     // it filled.
     let new_post = async || {
         for _ in 0..100 {
-            let answer =
-                client.post(user, "/api/posts", &json!({"userId": user, "title": "Throttled", "content": "Text."})).await;
+            let answer = client
+                .post(
+                    user,
+                    "/api/posts",
+                    &json!({"userId": user, "title": "Throttled", "content": "Text."}),
+                )
+                .await;
             if answer.ok() {
                 return answer.id();
             }
@@ -120,7 +148,8 @@ async fn run(share: Option<f32>, counts: Counts) -> Vec<Row> {
     };
     let comment = json!({"userId": user, "content": "A comment."});
     let c3 = {
-        let (comments, comment) = (format!("/api/posts/{}/comments", new_post().await), comment.clone());
+        let (comments, comment) =
+            (format!("/api/posts/{}/comments", new_post().await), comment.clone());
         measure(&client, counts, move |client| {
             let (comments, comment) = (comments.clone(), comment.clone());
             async move { client.post(user, &comments, &comment).await.sample }
@@ -132,7 +161,12 @@ async fn run(share: Option<f32>, counts: Counts) -> Vec<Row> {
         let comments = format!("/api/posts/{}/comments", new_post().await);
         measure(&client, counts, move |client| {
             let (comments, comment) = (comments.clone(), comment.clone());
-            async move { client.post_keyed(user, &comments, &comment, &uuid::Uuid::new_v4().to_string()).await.sample }
+            async move {
+                client
+                    .post_keyed(user, &comments, &comment, &uuid::Uuid::new_v4().to_string())
+                    .await
+                    .sample
+            }
         })
         .await
     };
@@ -143,9 +177,24 @@ async fn run(share: Option<f32>, counts: Counts) -> Vec<Row> {
     })
     .await;
     vec![
-        Row { request: "C3 `POST /api/posts/{id}/comments`", one_at_a_time: c3.0, per_second: c3.1, errors: c3.2 },
-        Row { request: "C3 with an `Idempotency-Key`", one_at_a_time: keyed.0, per_second: keyed.1, errors: keyed.2 },
-        Row { request: "Q2 `GET /api/posts/{id}`", one_at_a_time: q2.0, per_second: q2.1, errors: q2.2 },
+        Row {
+            request: "C3 `POST /api/posts/{id}/comments`",
+            one_at_a_time: c3.0,
+            per_second: c3.1,
+            errors: c3.2,
+        },
+        Row {
+            request: "C3 with an `Idempotency-Key`",
+            one_at_a_time: keyed.0,
+            per_second: keyed.1,
+            errors: keyed.2,
+        },
+        Row {
+            request: "Q2 `GET /api/posts/{id}`",
+            one_at_a_time: q2.0,
+            per_second: q2.1,
+            errors: q2.2,
+        },
     ]
 }
 
@@ -179,6 +228,7 @@ where
     while let Some(done) = running.join_next().await {
         errors += done.expect("a client ran");
     }
-    let per_second = counts.concurrent as f64 / started.elapsed().max(Duration::from_millis(1)).as_secs_f64();
+    let per_second =
+        counts.concurrent as f64 / started.elapsed().max(Duration::from_millis(1)).as_secs_f64();
     (stats, per_second, errors)
 }

@@ -49,17 +49,25 @@ fn main() {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--bench" => {}
-            "--writes" => writes = Some(args.next().and_then(|n| n.parse().ok()).expect("--writes needs a number")),
+            "--writes" => {
+                writes =
+                    Some(args.next().and_then(|n| n.parse().ok()).expect("--writes needs a number"))
+            }
             // --binary: the name this option had first.
-            "--handler" | "--binary" => binary = Some(args.next().expect("--handler needs a path").into()),
+            "--handler" | "--binary" => {
+                binary = Some(args.next().expect("--handler needs a path").into())
+            }
             "--smoke" => smoke = true,
-            other => panic!("unknown argument {other:?}: cargo bench --bench keyed -- [--writes N] [--handler PATH] [--smoke]"),
+            other => panic!(
+                "unknown argument {other:?}: cargo bench --bench keyed -- [--writes N] [--handler PATH] [--smoke]"
+            ),
         }
     }
     let writes = writes.unwrap_or(if smoke { 40 } else { 86_400 });
     // How long the handler is left to settle before its memory is read.
     let settle = if smoke { Duration::from_millis(200) } else { Duration::from_secs(2) };
-    let binary = binary.unwrap_or_else(|| process::handler_binary().unwrap_or_else(|error| panic!("{error}")));
+    let binary = binary
+        .unwrap_or_else(|| process::handler_binary().unwrap_or_else(|error| panic!("{error}")));
     let runtime = tokio::runtime::Runtime::new().expect("a Tokio runtime");
     runtime.block_on(run(&binary, writes, settle));
 }
@@ -70,7 +78,8 @@ fn rss_mib(child: &Child) -> f64 {
 
 fn disk_mib(dir: &Path) -> f64 {
     let files = std::fs::read_dir(dir).expect("the data directory").flatten();
-    files.filter_map(|entry| entry.metadata().ok()).map(|meta| meta.len()).sum::<u64>() as f64 / (1024.0 * 1024.0)
+    files.filter_map(|entry| entry.metadata().ok()).map(|meta| meta.len()).sum::<u64>() as f64
+        / (1024.0 * 1024.0)
 }
 
 async fn run(binary: &Path, writes: usize, settle: Duration) {
@@ -82,7 +91,9 @@ async fn run(binary: &Path, writes: usize, settle: Duration) {
     for n in 0..CLIENTS {
         let user = format!("keyed{n}");
         assert!(client.post(&user, "/api/users", &json!({"username": user})).await.ok());
-        let post = client.post(&user, "/api/posts", &json!({"userId": user, "title": "Liked", "content": "x"})).await;
+        let post = client
+            .post(&user, "/api/posts", &json!({"userId": user, "title": "Liked", "content": "x"}))
+            .await;
         assert!(post.ok());
         posts.push((user, post.id()));
     }
@@ -102,9 +113,18 @@ async fn run(binary: &Path, writes: usize, settle: Duration) {
                 }
                 let key = format!("bench-{n}");
                 let answer = if liked {
-                    client.delete_keyed(&user, &format!("/api/posts/{post}/likes/{user}"), &key).await
+                    client
+                        .delete_keyed(&user, &format!("/api/posts/{post}/likes/{user}"), &key)
+                        .await
                 } else {
-                    client.post_keyed(&user, &format!("/api/posts/{post}/likes"), &json!({"userId": user}), &key).await
+                    client
+                        .post_keyed(
+                            &user,
+                            &format!("/api/posts/{post}/likes"),
+                            &json!({"userId": user}),
+                            &key,
+                        )
+                        .await
                 };
                 assert!(answer.ok(), "write {n}: {}", answer.sample.status);
                 liked = !liked;

@@ -78,9 +78,13 @@ fn main() {
     while let Some(argument) = arguments.next() {
         match argument.as_str() {
             "--bench" => {} // cargo bench passes it to every bench
-            "--handler" => binary = Some(arguments.next().map(PathBuf::from).expect("--handler needs a path")),
+            "--handler" => {
+                binary = Some(arguments.next().map(PathBuf::from).expect("--handler needs a path"))
+            }
             "--smoke" => shape = Shape::SMOKE,
-            other => panic!("unknown argument {other:?}: cargo bench --bench pictures -- [--handler PATH] [--smoke]"),
+            other => panic!(
+                "unknown argument {other:?}: cargo bench --bench pictures -- [--handler PATH] [--smoke]"
+            ),
         }
     }
     let binary = binary.unwrap_or_else(release_handler);
@@ -103,7 +107,8 @@ fn release_handler() -> PathBuf {
 }
 
 async fn run(binary: &Path, shape: &Shape) {
-    let ((phone_width, phone_height), (largest_width, largest_height)) = (shape.phone, shape.largest);
+    let ((phone_width, phone_height), (largest_width, largest_height)) =
+        (shape.phone, shape.largest);
     let phone_photo = photo_jpeg(phone_width, phone_height, 1, 20);
     let largest = photo_jpeg(largest_width, largest_height, 2, 8);
     println!("## Pictures (`{}`)\n", binary.display());
@@ -116,7 +121,11 @@ async fn run(binary: &Path, shape: &Shape) {
     let mut times = Vec::new();
     for round in 0..shape.uploads {
         // A photo of its own each time: nothing is stored already.
-        let photo = if round == 0 { phone_photo.clone() } else { photo_jpeg(phone_width, phone_height, 100 + round, 20) };
+        let photo = if round == 0 {
+            phone_photo.clone()
+        } else {
+            photo_jpeg(phone_width, phone_height, 100 + round, 20)
+        };
         let started = Instant::now();
         let status = handler.upload(&post, photo).await;
         let took = started.elapsed();
@@ -152,7 +161,12 @@ async fn run(binary: &Path, shape: &Shape) {
         serving[serving.len() / 2].0.as_secs_f64() * 1e3,
         serving[0].0.as_secs_f64() * 1e3
     );
-    println!("| the same handler: at rest, after, peak | {} MiB, {} MiB, {} MiB |", at_rest / MIB, rss / MIB, peak / MIB);
+    println!(
+        "| the same handler: at rest, after, peak | {} MiB, {} MiB, {} MiB |",
+        at_rest / MIB,
+        rss / MIB,
+        peak / MIB
+    );
     drop(handler);
 
     let handler = Handler::start(binary);
@@ -215,8 +229,12 @@ async fn anonymous_holds(binary: &Path, shape: &Shape, photo: &[u8]) {
     let uploads = (0..shape.anonymous_uploads).map(|n| {
         let route = PICTURE_ROUTES[n % PICTURE_ROUTES.len()].replace("{post}", &post);
         let claimed = CLAIMED_TYPES[(n / PICTURE_ROUTES.len()) % CLAIMED_TYPES.len()];
-        let content_type = if claimed.is_empty() { String::new() } else { format!("Content-Type: {claimed}\r\n") };
-        let head = format!("POST {route} HTTP/1.1\r\nHost: x\r\n{content_type}Content-Length: {}\r\n\r\n", 10 * MIB);
+        let content_type =
+            if claimed.is_empty() { String::new() } else { format!("Content-Type: {claimed}\r\n") };
+        let head = format!(
+            "POST {route} HTTP/1.1\r\nHost: x\r\n{content_type}Content-Length: {}\r\n\r\n",
+            10 * MIB
+        );
         let address = address.clone();
         tokio::spawn(async move {
             let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
@@ -255,7 +273,8 @@ async fn anonymous_holds(binary: &Path, shape: &Shape, photo: &[u8]) {
     // claims of 10 MiB would leave of the default 64 MiB), then small ones.
     let mut times = Vec::new();
     for round in 0..shape.uploads.min(5) {
-        let photo = if round == 0 { photo.to_vec() } else { photo_jpeg(640 + round, 480, 300 + round, 20) };
+        let photo =
+            if round == 0 { photo.to_vec() } else { photo_jpeg(640 + round, 480, 300 + round, 20) };
         let took = Instant::now();
         let status = handler.upload(&post, photo).await;
         times.push((took.elapsed(), status));
@@ -265,7 +284,8 @@ async fn anonymous_holds(binary: &Path, shape: &Shape, photo: &[u8]) {
         *statuses.entry(task.await.unwrap()).or_default() += 1;
     }
     let (_, peak) = handler.memory();
-    let writer: Vec<String> = times.iter().map(|(took, status)| format!("{status} in {} ms", took.as_millis())).collect();
+    let writer: Vec<String> =
+        times.iter().map(|(took, status)| format!("{status} in {} ms", took.as_millis())).collect();
     println!(
         "| {} anonymous connections to the picture routes (10 MiB declared, every Content-Type) and {} anonymous 256 KiB forms sent over 11.5 s, at once: their answers; the writer's photos meanwhile; the handler's peak above rest; all done in | {statuses:?}; {}; {} MiB; {} ms |",
         shape.anonymous_uploads,
@@ -308,7 +328,9 @@ fn photo_jpeg(width: u32, height: u32, seed: u32, grain: u32) -> Vec<u8> {
         image::Rgb([r.saturating_add(noise), g.saturating_add(noise), b.saturating_add(noise)])
     });
     let mut jpeg = Vec::new();
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90).encode_image(&pixels).unwrap();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90)
+        .encode_image(&pixels)
+        .unwrap();
     jpeg
 }
 
@@ -343,22 +365,37 @@ impl Handler {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        Handler { child, base, client, writer: std::sync::OnceLock::new(), last_url: Default::default(), _data: data }
+        Handler {
+            child,
+            base,
+            client,
+            writer: std::sync::OnceLock::new(),
+            last_url: Default::default(),
+            _data: data,
+        }
     }
 
     async fn writers_post(&self, writer: &str) -> String {
         self.writer.set(writer.to_owned()).unwrap();
-        let user = self.client.post(format!("{}/api/users", self.base)).header("x-dev-user", writer);
+        let user =
+            self.client.post(format!("{}/api/users", self.base)).header("x-dev-user", writer);
         user.json(&serde_json::json!({"username": writer})).send().await.unwrap();
-        let post = self.client.post(format!("{}/api/posts", self.base)).header("x-dev-user", writer);
-        let post = post.json(&serde_json::json!({"userId": writer, "title": "Photos", "content": "Some."})).send().await.unwrap();
+        let post =
+            self.client.post(format!("{}/api/posts", self.base)).header("x-dev-user", writer);
+        let post = post
+            .json(&serde_json::json!({"userId": writer, "title": "Photos", "content": "Some."}))
+            .send()
+            .await
+            .unwrap();
         post.json::<serde_json::Value>().await.unwrap()["id"].as_str().unwrap().to_owned()
     }
 
     /// Uploads `bytes` to `post` as its writer (each handler here has one writer, its post's).
     async fn upload(&self, post: &str, bytes: Vec<u8>) -> u16 {
         let request = self.client.post(format!("{}/api/posts/{post}/pictures", self.base));
-        let request = request.header("content-type", "image/jpeg").header("x-dev-user", self.writer.get().unwrap());
+        let request = request
+            .header("content-type", "image/jpeg")
+            .header("x-dev-user", self.writer.get().unwrap());
         let answer = request.body(bytes).send().await.unwrap();
         let status = answer.status().as_u16();
         if status == 201 {

@@ -82,7 +82,8 @@ use cost::{FEED_MARK_RU, USER_POSTS_MARK_RU};
 /// (every post view three reads, the front page read at most once a second).
 fn computed_ru_per_1000_views() -> f64 {
     let traffic = cost::Traffic::of(1_000_000.0);
-    cost::estimate(&traffic, &cost::Prices::LISTED, &[]).view_ru_per_day / traffic.views_per_day * 1000.0
+    cost::estimate(&traffic, &cost::Prices::LISTED, &[]).view_ru_per_day / traffic.views_per_day
+        * 1000.0
 }
 
 /// What a request is: a page kind a reader views, or a write.
@@ -163,7 +164,9 @@ impl Kind {
     /// The first `cold` prices are what a cold view always reads.
     fn article(self) -> Article {
         let (reads, cold, prices): (_, _, &'static [f64]) = match self {
-            Kind::FrontPage | Kind::AtomFeed | Kind::ApiFeed => ("the feed's mark + Q6", 2, &[FEED_MARK_RU, Q6]),
+            Kind::FrontPage | Kind::AtomFeed | Kind::ApiFeed => {
+                ("the feed's mark + Q6", 2, &[FEED_MARK_RU, Q6])
+            }
             Kind::PostPage => ("Q2 + Q4 + Q5", 3, &[Q2, Q4, Q5]),
             Kind::UserPage => ("Q1 + the user's posts mark + Q3", 3, &[Q1, USER_POSTS_MARK_RU, Q3]),
             Kind::UserAtomFeed | Kind::ApiUserPosts => {
@@ -202,7 +205,8 @@ impl Kind {
         }
         if let Some(queries) = queries {
             let queries = queries.min(operations);
-            return (operations - queries) as f64 * POINT_READ_RU + queries as f64 * self.query_price().unwrap_or(POINT_READ_RU);
+            return (operations - queries) as f64 * POINT_READ_RU
+                + queries as f64 * self.query_price().unwrap_or(POINT_READ_RU);
         }
         let known = (operations as usize).min(prices.len());
         let beyond = operations as usize - known;
@@ -286,10 +290,17 @@ impl Args {
                 "--warm-up" => args.warm_up = value("--warm-up"),
                 "--users" => args.users = value("--users") as usize,
                 "--posts" => args.posts = value("--posts") as usize,
-                "--views-per-write" => args.views_per_write = (value("--views-per-write") as usize).max(1),
+                "--views-per-write" => {
+                    args.views_per_write = (value("--views-per-write") as usize).max(1)
+                }
                 "--seed" => args.seed = value("--seed") as u64,
-                "--json" => args.json = Some(given.next().map(PathBuf::from).expect("--json needs a path")),
-                "--handler" => args.handler = Some(given.next().map(PathBuf::from).expect("--handler needs a path")),
+                "--json" => {
+                    args.json = Some(given.next().map(PathBuf::from).expect("--json needs a path"))
+                }
+                "--handler" => {
+                    args.handler =
+                        Some(given.next().map(PathBuf::from).expect("--handler needs a path"))
+                }
                 "--help" | "-h" => {
                     println!(
                         "cargo bench --bench readers -- [--smoke] [--handler PATH] [--views-per-day N=1000000] [--seconds S=120] \
@@ -300,14 +311,20 @@ impl Args {
                 other => panic!("unknown argument {other:?}; try --help"),
             }
         }
-        assert!(args.users >= 2 && args.posts >= args.users, "at least 2 users, and a post for each");
+        assert!(
+            args.users >= 2 && args.posts >= args.users,
+            "at least 2 users, and a post for each"
+        );
         args
     }
 }
 
 fn main() {
     let args = Args::parse();
-    let binary = args.handler.clone().unwrap_or_else(|| process::handler_binary().unwrap_or_else(|error| panic!("{error}")));
+    let binary = args
+        .handler
+        .clone()
+        .unwrap_or_else(|| process::handler_binary().unwrap_or_else(|error| panic!("{error}")));
     let runtime = tokio::runtime::Runtime::new().expect("a Tokio runtime");
     runtime.block_on(run(&args, &binary));
 }
@@ -380,15 +397,29 @@ fn schedule(args: &Args) -> Vec<Event> {
         if at >= args.warm_up + args.seconds {
             return events;
         }
-        let kind = if args.in_turn { MIX[views % MIX.len()].0 } else { by_share(&MIX, unit(&mut rng)) };
+        let kind =
+            if args.in_turn { MIX[views % MIX.len()].0 } else { by_share(&MIX, unit(&mut rng)) };
         let (rank, user) = (posts.draw(&mut rng), users.draw(&mut rng));
         events.push(Event { at: Duration::from_secs_f64(at), kind, rank, user });
         views += 1;
         if views % args.views_per_write == 0 {
-            let kind = if args.in_turn { WRITES[writes % WRITES.len()].0 } else { by_share(&WRITES, unit(&mut rng)) };
+            let kind = if args.in_turn {
+                WRITES[writes % WRITES.len()].0
+            } else {
+                by_share(&WRITES, unit(&mut rng))
+            };
             // A new post's rank: among the ten most read.
-            let rank = if kind == Kind::NewPost { rng.index(10.min(args.posts)) } else { posts.draw(&mut rng) };
-            events.push(Event { at: Duration::from_secs_f64(at), kind, rank, user: rng.index(args.users) });
+            let rank = if kind == Kind::NewPost {
+                rng.index(10.min(args.posts))
+            } else {
+                posts.draw(&mut rng)
+            };
+            events.push(Event {
+                at: Duration::from_secs_f64(at),
+                kind,
+                rank,
+                user: rng.index(args.users),
+            });
             writes += 1;
         }
     }
@@ -468,7 +499,9 @@ async fn write_blog(client: &Client, args: &Args) -> (Blog, Written) {
                 author: n % args.users,
                 title: data::text(&mut rng, TITLE_CHARS),
                 content: data::text(&mut rng, CONTENT_CHARS),
-                comments: (0..comments).map(|_| (rng.index(args.users), data::text(&mut rng, COMMENT_CHARS))).collect(),
+                comments: (0..comments)
+                    .map(|_| (rng.index(args.users), data::text(&mut rng, COMMENT_CHARS)))
+                    .collect(),
                 likers: rng.distinct(likes, args.users),
             }
         })
@@ -477,13 +510,16 @@ async fn write_blog(client: &Client, args: &Args) -> (Blog, Written) {
     let users = Arc::new(users);
     let ids = Arc::new(Mutex::new(vec![String::new(); args.posts]));
     {
-        let (client, plans, users, ids) = (client.clone(), plans.clone(), users.clone(), ids.clone());
+        let (client, plans, users, ids) =
+            (client.clone(), plans.clone(), users.clone(), ids.clone());
         in_parallel(args.posts, move |n| {
-            let (client, plans, users, ids) = (client.clone(), plans.clone(), users.clone(), ids.clone());
+            let (client, plans, users, ids) =
+                (client.clone(), plans.clone(), users.clone(), ids.clone());
             async move {
                 let plan = &plans[n];
                 let author = &users[plan.author];
-                let body = json!({ "userId": author, "title": plan.title, "content": plan.content });
+                let body =
+                    json!({ "userId": author, "title": plan.title, "content": plan.content });
                 let answer = client.post(author, "/api/posts", &body).await;
                 assert!(answer.ok(), "C2: {}", answer.sample.status);
                 ids.lock().unwrap()[n] = answer.id();
@@ -502,8 +538,10 @@ async fn write_blog(client: &Client, args: &Args) -> (Blog, Written) {
             comments.chain(likes)
         })
         .collect();
-    let (comment_count, like_count) =
-        (reactions.iter().filter(|r| r.1.is_some()).count(), reactions.iter().filter(|r| r.1.is_none()).count());
+    let (comment_count, like_count) = (
+        reactions.iter().filter(|r| r.1.is_some()).count(),
+        reactions.iter().filter(|r| r.1.is_none()).count(),
+    );
     {
         let (client, plans, users, ids, reactions) =
             (client.clone(), plans.clone(), users.clone(), ids.clone(), Arc::new(reactions));
@@ -517,10 +555,18 @@ async fn write_blog(client: &Client, args: &Args) -> (Blog, Written) {
                     Some(c) => {
                         let (author, content) = &plans[post].comments[c];
                         let body = json!({ "userId": users[*author], "content": content });
-                        client.post(&users[*author], &format!("/api/posts/{id}/comments"), &body).await
+                        client
+                            .post(&users[*author], &format!("/api/posts/{id}/comments"), &body)
+                            .await
                     }
                     None => {
-                        client.post(&users[liker], &format!("/api/posts/{id}/likes"), &json!({ "userId": users[liker] })).await
+                        client
+                            .post(
+                                &users[liker],
+                                &format!("/api/posts/{id}/likes"),
+                                &json!({ "userId": users[liker] }),
+                            )
+                            .await
                     }
                 };
                 assert!(answer.ok(), "C3/C4 on {id}: {}", answer.sample.status);
@@ -553,17 +599,23 @@ async fn wait_for_copies(client: &Client, users: &[String], posts: usize) {
     let started = std::time::Instant::now();
     let in_feed = posts.min(100);
     // The posts are dealt to the users in turn.
-    let in_lists: usize = (0..users.len()).map(|u| (posts / users.len() + usize::from(u < posts % users.len())).min(100)).sum();
+    let in_lists: usize = (0..users.len())
+        .map(|u| (posts / users.len() + usize::from(u < posts % users.len())).min(100))
+        .sum();
     loop {
         let feed = client.get("/api/feed?limit=100").await.item_ids().len();
         let mut listed = 0;
         for user in users {
-            listed += client.get(&format!("/api/users/{user}/posts?limit=100")).await.item_ids().len();
+            listed +=
+                client.get(&format!("/api/users/{user}/posts?limit=100")).await.item_ids().len();
         }
         if feed == in_feed && listed == in_lists {
             return;
         }
-        assert!(started.elapsed() < Duration::from_secs(300), "the copies did not arrive in 300 s: feed {feed}, lists {listed}");
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "the copies did not arrive in 300 s: feed {feed}, lists {listed}"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -599,7 +651,13 @@ async fn send(client: &Client, blog: &Blog, event: &Event, seed: u64) -> (Kind, 
             match liker {
                 Some(liker) => {
                     let liker = &blog.users[liker];
-                    client.post(liker, &format!("/api/posts/{post}/likes"), &json!({ "userId": liker })).await
+                    client
+                        .post(
+                            liker,
+                            &format!("/api/posts/{post}/likes"),
+                            &json!({ "userId": liker }),
+                        )
+                        .await
                 }
                 None => return (Kind::Comment, comment(client, &post, user, seed).await.sample),
             }
@@ -625,13 +683,19 @@ async fn comment(client: &Client, post: &str, user: &str, seed: u64) -> client::
 
 /// Replays `events` at their times, each request on its own task, so that a slow answer delays
 /// none of the arrivals after it (readers do not wait for each other).
-async fn replay(client: &Client, blog: Arc<Blog>, events: Vec<Event>, seed: u64) -> (Vec<(Kind, Sample)>, Duration) {
+async fn replay(
+    client: &Client,
+    blog: Arc<Blog>,
+    events: Vec<Event>,
+    seed: u64,
+) -> (Vec<(Kind, Sample)>, Duration) {
     let start = Instant::now();
     let mut tasks = Vec::with_capacity(events.len());
     for (n, event) in events.into_iter().enumerate() {
         tokio::time::sleep_until(start + event.at).await;
         let (client, blog) = (client.clone(), blog.clone());
-        tasks.push(tokio::spawn(async move { send(&client, &blog, &event, seed ^ n as u64).await }));
+        tasks
+            .push(tokio::spawn(async move { send(&client, &blog, &event, seed ^ n as u64).await }));
     }
     let mut samples = Vec::with_capacity(tasks.len());
     for task in tasks {
@@ -655,7 +719,8 @@ struct Row {
 
 impl Row {
     fn of(kind: Kind, samples: &[(Kind, Sample)]) -> Row {
-        let mine: Vec<&Sample> = samples.iter().filter(|(k, _)| *k == kind).map(|(_, s)| s).collect();
+        let mine: Vec<&Sample> =
+            samples.iter().filter(|(k, _)| *k == kind).map(|(_, s)| s).collect();
         Row {
             kind,
             count: mine.len(),
@@ -663,7 +728,10 @@ impl Row {
             // Folded from +0: an empty float sum is -0, printed "-0".
             operations: mine.iter().map(|s| s.operations as f64).fold(0.0, |sum, n| sum + n),
             charge: mine.iter().map(|s| s.charge).fold(0.0, |sum, n| sum + n),
-            article: mine.iter().map(|s| kind.article_price(s.operations, s.queries)).fold(0.0, |sum, n| sum + n),
+            article: mine
+                .iter()
+                .map(|s| kind.article_price(s.operations, s.queries))
+                .fold(0.0, |sum, n| sum + n),
             free: mine.iter().filter(|s| s.operations == 0 && s.charge == 0.0).count(),
         }
     }
@@ -717,10 +785,12 @@ async fn run(args: &Args, binary: &Path) {
     let writes: Vec<Row> = WRITES.iter().map(|&(kind, _)| Row::of(kind, &samples)).collect();
     let view_count: usize = views.iter().map(|row| row.count).sum();
     let write_count: usize = writes.iter().map(|row| row.count).sum();
-    let thousand = |total: f64| if view_count == 0 { 0.0 } else { total * 1000.0 / view_count as f64 };
+    let thousand =
+        |total: f64| if view_count == 0 { 0.0 } else { total * 1000.0 / view_count as f64 };
     let percent = |part: f64| part * 100.0 / view_count.max(1) as f64;
     let sum = |rows: &[Row], field: fn(&Row) -> f64| rows.iter().map(field).sum::<f64>();
-    let (operations, charge, article) = (sum(&views, |r| r.operations), sum(&views, |r| r.charge), sum(&views, |r| r.article));
+    let (operations, charge, article) =
+        (sum(&views, |r| r.operations), sum(&views, |r| r.charge), sum(&views, |r| r.article));
     let free = views.iter().map(|row| row.free).sum::<usize>();
     // Every view of this mix read the store for all it shows: what the caches save.
     let all_cold = sum(&views, |r| r.count as f64 * r.kind.article().cold);
@@ -847,7 +917,8 @@ async fn run(args: &Args, binary: &Path) {
             },
         });
         let text = serde_json::to_string_pretty(&figures).expect("figures as JSON");
-        std::fs::write(path, text + "\n").unwrap_or_else(|error| panic!("cannot write {}: {error}", path.display()));
+        std::fs::write(path, text + "\n")
+            .unwrap_or_else(|error| panic!("cannot write {}: {error}", path.display()));
         eprintln!("figures written to {}", path.display());
     }
 

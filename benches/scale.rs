@@ -63,8 +63,14 @@ struct Shape {
 }
 
 impl Shape {
-    const FULL: Shape = Shape { load_for: Duration::from_secs(5), load_batch: 200, hot: [10, 1_000], hot_measured: 400 };
-    const SMOKE: Shape = Shape { load_for: Duration::from_secs(1), load_batch: 20, hot: [2, 20], hot_measured: 20 };
+    const FULL: Shape = Shape {
+        load_for: Duration::from_secs(5),
+        load_batch: 200,
+        hot: [10, 1_000],
+        hot_measured: 400,
+    };
+    const SMOKE: Shape =
+        Shape { load_for: Duration::from_secs(1), load_batch: 20, hot: [2, 20], hot_measured: 20 };
 }
 
 struct Row {
@@ -87,9 +93,18 @@ fn main() {
         match arg.as_str() {
             "--bench" => {}
             "--items" => {
-                sizes = Some(args.next().expect("--items needs sizes").split(',').map(|n| n.parse().expect("a number")).collect())
+                sizes = Some(
+                    args.next()
+                        .expect("--items needs sizes")
+                        .split(',')
+                        .map(|n| n.parse().expect("a number"))
+                        .collect(),
+                )
             }
-            "--handler" => binary = Some(std::path::PathBuf::from(args.next().expect("--handler needs a path"))),
+            "--handler" => {
+                binary =
+                    Some(std::path::PathBuf::from(args.next().expect("--handler needs a path")))
+            }
             "--smoke" => smoke = true,
             "--keep" => keep = Some(args.next().expect("--keep needs an empty directory").into()),
             other => panic!(
@@ -99,7 +114,8 @@ fn main() {
     }
     let shape = if smoke { Shape::SMOKE } else { Shape::FULL };
     let sizes = sizes.unwrap_or_else(|| if smoke { vec![60, 120] } else { vec![20_000, 100_000] });
-    let binary = binary.map_or_else(process::handler_binary, Ok).unwrap_or_else(|error| panic!("{error}"));
+    let binary =
+        binary.map_or_else(process::handler_binary, Ok).unwrap_or_else(|error| panic!("{error}"));
     let runtime = tokio::runtime::Runtime::new().expect("a Tokio runtime");
     let (rows, fan_out, hot) = runtime.block_on(run(&binary, &sizes, keep.as_deref(), &shape));
     println!(
@@ -119,7 +135,10 @@ fn main() {
         );
     }
     println!();
-    println!("| at {} items | a rename reaches the renamed user's post | `handler rebuild-copies` |", rows_last_items(&sizes));
+    println!(
+        "| at {} items | a rename reaches the renamed user's post | `handler rebuild-copies` |",
+        rows_last_items(&sizes)
+    );
     println!("| --- | ---: | ---: |");
     println!(
         "| across every partition of `posts` | {:.2} s | {:.2} s |",
@@ -127,7 +146,10 @@ fn main() {
         fan_out.rebuild.as_secs_f64()
     );
     println!();
-    println!("| hot post: C3/s, 8 clients, one post | with {} comments | with {} comments |", shape.hot[0], shape.hot[1]);
+    println!(
+        "| hot post: C3/s, 8 clients, one post | with {} comments | with {} comments |",
+        shape.hot[0], shape.hot[1]
+    );
     println!("| --- | ---: | ---: |");
     println!("| at {} items | {:.0} | {:.0} |", rows_last_items(&sizes), hot.0, hot.1);
 }
@@ -144,7 +166,12 @@ struct Grown {
     rng: Rng,
 }
 
-async fn run(binary: &Path, sizes: &[usize], keep: Option<&Path>, shape: &Shape) -> (Vec<Row>, FanOut, (f64, f64)) {
+async fn run(
+    binary: &Path,
+    sizes: &[usize],
+    keep: Option<&Path>,
+    shape: &Shape,
+) -> (Vec<Row>, FanOut, (f64, f64)) {
     let temporary = tempfile::tempdir().expect("a temporary directory");
     let data = keep.unwrap_or(temporary.path());
     let mut grown = Grown { users: Vec::new(), posts: Vec::new(), items: 0, rng: Rng::new(7) };
@@ -163,7 +190,8 @@ async fn run(binary: &Path, sizes: &[usize], keep: Option<&Path>, shape: &Shape)
         tokio::time::sleep(Duration::from_secs(1)).await;
         let rss_started_kib = rss(&child);
         let client = Client::new(base);
-        let (c3_after_restart_per_second, rss_running_kib) = comment_load(&client, &mut grown, &child, shape).await;
+        let (c3_after_restart_per_second, rss_running_kib) =
+            comment_load(&client, &mut grown, &child, shape).await;
         let mut child = child;
         child.kill().expect("the handler stops");
         child.wait().expect("the handler is gone");
@@ -213,14 +241,18 @@ async fn rename(client: &Client, grown: &Grown) -> Duration {
     let (post, author) = grown.posts[0].clone();
     let renamed = format!("{author}-renamed");
     let started = Instant::now();
-    let answer = client.put(&author, &format!("/api/users/{author}"), &json!({ "username": renamed })).await;
+    let answer =
+        client.put(&author, &format!("/api/users/{author}"), &json!({ "username": renamed })).await;
     assert!(answer.ok(), "the rename failed: {}", answer.body);
     loop {
         let shown = client.get(&format!("/api/posts/{post}")).await;
         if shown.body.get("userUsername").and_then(|name| name.as_str()) == Some(renamed.as_str()) {
             return started.elapsed();
         }
-        assert!(started.elapsed() < Duration::from_secs(120), "the rename did not reach the post in 120 s");
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the rename did not reach the post in 120 s"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
@@ -322,7 +354,11 @@ async fn comments(client: &Client, grown: &mut Grown, count: usize) {
                     let n = next.fetch_add(1, Ordering::Relaxed);
                     let Some((post, user, content)) = plan.get(n) else { break };
                     let answer = client
-                        .post(user, &format!("/api/posts/{post}/comments"), &json!({ "userId": user, "content": content }))
+                        .post(
+                            user,
+                            &format!("/api/posts/{post}/comments"),
+                            &json!({ "userId": user, "content": content }),
+                        )
                         .await;
                     assert!(answer.ok(), "C3 failed: {}", answer.body);
                 }
@@ -337,7 +373,12 @@ async fn comments(client: &Client, grown: &mut Grown, count: usize) {
 
 /// C3 for `shape.load_for` after a restart: its rate, and the highest resident memory seen
 /// meanwhile.
-async fn comment_load(client: &Client, grown: &mut Grown, child: &Child, shape: &Shape) -> (f64, u64) {
+async fn comment_load(
+    client: &Client,
+    grown: &mut Grown,
+    child: &Child,
+    shape: &Shape,
+) -> (f64, u64) {
     let started = Instant::now();
     let mut done = 0;
     let mut peak = rss(child);
@@ -355,6 +396,12 @@ fn rss(child: &Child) -> u64 {
 
 fn directory_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
-        .map(|entries| entries.filter_map(Result::ok).filter_map(|entry| entry.metadata().ok()).map(|meta| meta.len()).sum())
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|entry| entry.metadata().ok())
+                .map(|meta| meta.len())
+                .sum()
+        })
         .unwrap_or(0)
 }

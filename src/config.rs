@@ -11,7 +11,8 @@ mod read;
 pub(crate) use error::ConfigError;
 pub(crate) use public_url::PublicUrl;
 use read::{
-    Lookup, PictureSettings, Serving, StoreSettings, auth, backend, picture_settings, serving, store, token_key, write_limit,
+    Lookup, PictureSettings, Serving, StoreSettings, auth, backend, picture_settings, serving,
+    store, token_key, write_limit,
 };
 
 /// The app setting that names the Cosmos DB account. The change-feed triggers' `connection`
@@ -220,10 +221,16 @@ impl Config {
         // them and this list of fields only.
         let lookup: Lookup<'_> = &lookup;
         let backend = backend(lookup)?;
-        let StoreSettings { database, create_containers, change_feed, scripts } = store(lookup, &backend)?;
+        let StoreSettings { database, create_containers, change_feed, scripts } =
+            store(lookup, &backend)?;
         let Serving { listen, max_in_flight, header_timeout, request_timeout } = serving(lookup)?;
-        let PictureSettings { pictures, pictures_per_writer, picture_mb_per_writer, picture_memory_mb, upload_buffer_mb } =
-            picture_settings(lookup, &backend)?;
+        let PictureSettings {
+            pictures,
+            pictures_per_writer,
+            picture_mb_per_writer,
+            picture_memory_mb,
+            upload_buffer_mb,
+        } = picture_settings(lookup, &backend)?;
         Ok(Config {
             listen,
             backend,

@@ -29,7 +29,11 @@ pub fn picture(data: &[u8]) {
     );
     if let Some(phone) = &prepared.phone {
         check_picture(phone, &limits);
-        assert_eq!(Some(&phone.name), picture.name.phone().as_ref(), "the phones' variant is named from the picture's name");
+        assert_eq!(
+            Some(&phone.name),
+            picture.name.phone().as_ref(),
+            "the phones' variant is named from the picture's name"
+        );
     }
     assert_eq!(
         prepared.screen.as_ref().map(|screen| &screen.name),
@@ -40,16 +44,24 @@ pub fn picture(data: &[u8]) {
         check_picture(screen, &limits);
     }
     let small: Vec<_> = prepared.small.iter().map(|small| small.name.clone()).collect();
-    let named: Vec<_> = crate::model::picture::SMALL_SIZES.iter().filter_map(|size| picture.name.small(*size)).collect();
+    let named: Vec<_> = crate::model::picture::SMALL_SIZES
+        .iter()
+        .filter_map(|size| picture.name.small(*size))
+        .collect();
     assert_eq!(small, named, "small copies where, and only where, the name says, named from it");
     for small in &prepared.small {
         check_picture(small, &limits);
     }
     // What is stored is served and may be uploaded again (a reader saves it and adds it to a
     // post of their own): the blog must take its own output, at the same size.
-    let again = upload(&picture.bytes, &limits)
-        .unwrap_or_else(|error| panic!("the blog refuses the {:?} it wrote itself: {error}", picture.kind));
-    assert_eq!((again.picture.width, again.picture.height), (picture.width, picture.height), "prepared again, another size");
+    let again = upload(&picture.bytes, &limits).unwrap_or_else(|error| {
+        panic!("the blog refuses the {:?} it wrote itself: {error}", picture.kind)
+    });
+    assert_eq!(
+        (again.picture.width, again.picture.height),
+        (picture.width, picture.height),
+        "prepared again, another size"
+    );
     if picture.kind == crate::model::picture::Kind::Jpeg {
         cut_short_is_refused(&picture.bytes, &again.picture.bytes, &limits);
     }
@@ -70,7 +82,12 @@ fn cut_short_is_refused(jpeg: &[u8], whole: &[u8], limits: &Limits) {
     cut.extend([0xFF, 0xD9]);
     match upload(&cut, limits) {
         Err(_) => {}
-        Ok(taken) => assert!(taken.picture.bytes == whole, "a JPEG cut short ({} of {} bytes) was taken", cut.len(), jpeg.len()),
+        Ok(taken) => assert!(
+            taken.picture.bytes == whole,
+            "a JPEG cut short ({} of {} bytes) was taken",
+            cut.len(),
+            jpeg.len()
+        ),
     }
 }
 
@@ -109,14 +126,27 @@ enum UploadRefused {
 }
 
 fn check_picture(picture: &pictures::Picture, limits: &Limits) {
-    assert_eq!(pictures::recognise(&picture.bytes), Ok(picture.kind), "the bytes written are of the kind named");
-    assert_eq!(picture.name.size(), (picture.width, picture.height), "the name says the picture's size");
+    assert_eq!(
+        pictures::recognise(&picture.bytes),
+        Ok(picture.kind),
+        "the bytes written are of the kind named"
+    );
+    assert_eq!(
+        picture.name.size(),
+        (picture.width, picture.height),
+        "the name says the picture's size"
+    );
     assert_eq!(picture.name.kind(), picture.kind, "the name says the picture's kind");
-    assert_eq!(pictures::PictureName::parse(picture.name.as_str()).as_ref(), Some(&picture.name), "the name reads back");
+    assert_eq!(
+        pictures::PictureName::parse(picture.name.as_str()).as_ref(),
+        Some(&picture.name),
+        "the name reads back"
+    );
     let (width, height) = (picture.width, picture.height);
     assert!(width >= 1 && height >= 1, "a picture of {width}×{height}");
     assert!(
-        width.max(height) <= limits.max_side && u64::from(width) * u64::from(height) <= limits.max_pixels,
+        width.max(height) <= limits.max_side
+            && u64::from(width) * u64::from(height) <= limits.max_pixels,
         "a picture of {width}×{height} is past the limits"
     );
 }
@@ -142,7 +172,11 @@ pub fn multipart(data: &[u8]) {
     for part in &parts {
         let from = (part.body.as_ptr() as usize).wrapping_sub(start);
         let to = from.wrapping_add(part.body.len());
-        assert!(from <= to && to <= body.len(), "a part's body ({from}..{to}) is not within the body ({} bytes)", body.len());
+        assert!(
+            from <= to && to <= body.len(),
+            "a part's body ({from}..{to}) is not within the body ({} bytes)",
+            body.len()
+        );
         assert!(from >= after_last, "parts overlap or are out of order");
         after_last = to;
         assert!(
@@ -195,7 +229,10 @@ pub fn markdown(data: &[u8]) {
     check_html(&html, whose, top_heading);
     // The first picture (a list's thumbnail, a link preview's picture) is the page's first.
     let first = markdown::first_picture(&text, pictures(whose)).map(|(address, _)| address.url());
-    let first_img = html.split_once("<img src=\"").and_then(|(_, rest)| rest.split_once('"')).map(|(src, _)| src.to_owned());
+    let first_img = html
+        .split_once("<img src=\"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map(|(src, _)| src.to_owned());
     assert_eq!(first, first_img, "the first picture is not the page's first <img>");
     for cut in [false, true] {
         check_plain(&markdown::to_plain_text(&text, cut));
@@ -203,11 +240,17 @@ pub fn markdown(data: &[u8]) {
     // A list's excerpt: the short copy (the text's first characters) as plain text, cut back.
     let short = crate::model::truncate_chars(&text, crate::model::SHORT_CONTENT_CHARS);
     let (excerpt, _) = crate::model::excerpt(short);
-    assert!(!excerpt.starts_with(char::is_whitespace), "an excerpt that starts with a space: {excerpt:?}");
+    assert!(
+        !excerpt.starts_with(char::is_whitespace),
+        "an excerpt that starts with a space: {excerpt:?}"
+    );
 }
 
 fn check_plain(plain: &str) {
-    assert!(!plain.chars().any(|c| c.is_whitespace() && c != ' '), "whitespace other than a space in {plain:?}");
+    assert!(
+        !plain.chars().any(|c| c.is_whitespace() && c != ' '),
+        "whitespace other than a space in {plain:?}"
+    );
     assert!(!plain.contains("  "), "two spaces in a row in {plain:?}");
     assert!(!plain.starts_with(' ') && !plain.ends_with(' '), "a space at an end of {plain:?}");
 }
@@ -242,8 +285,10 @@ const TAGS: &[&str] = &[
     "td",
     "hr",
 ];
-const ATTRIBUTES: &[&str] =
-    &["dir", "href", "rel", "class", "src", "alt", "width", "height", "loading", "decoding", "srcset", "sizes", "start"];
+const ATTRIBUTES: &[&str] = &[
+    "dir", "href", "rel", "class", "src", "alt", "width", "height", "loading", "decoding",
+    "srcset", "sizes", "start",
+];
 
 /// Reads `html` as the renderer's output, tag by tag, and panics at anything else.
 fn check_html(html: &str, whose: Whose, top_heading: u8) {
@@ -252,21 +297,33 @@ fn check_html(html: &str, whose: Whose, top_heading: u8) {
     let mut in_link = false;
     while let Some(at) = rest.find('<') {
         let tag_and_after = &rest[at + 1..];
-        let end = tag_and_after.find('>').unwrap_or_else(|| panic!("a `<` that starts no tag in {html:?}"));
-        let tag = parse_tag(&tag_and_after[..end]).unwrap_or_else(|why| panic!("{why}: <{}> in {html:?}", &tag_and_after[..end]));
+        let end = tag_and_after
+            .find('>')
+            .unwrap_or_else(|| panic!("a `<` that starts no tag in {html:?}"));
+        let tag = parse_tag(&tag_and_after[..end])
+            .unwrap_or_else(|why| panic!("{why}: <{}> in {html:?}", &tag_and_after[..end]));
         match (tag.name, tag.closing) {
             ("a", false) => {
                 assert!(!in_link, "a link inside a link in {html:?}");
                 in_link = true;
-                assert_eq!(tag.attribute("rel"), Some("nofollow ugc"), "a link without rel=\"nofollow ugc\" in {html:?}");
-                let href = tag.attribute("href").unwrap_or_else(|| panic!("a link without href in {html:?}"));
+                assert_eq!(
+                    tag.attribute("rel"),
+                    Some("nofollow ugc"),
+                    "a link without rel=\"nofollow ugc\" in {html:?}"
+                );
+                let href = tag
+                    .attribute("href")
+                    .unwrap_or_else(|| panic!("a link without href in {html:?}"));
                 assert!(is_web_mail_or_here(href), "a link to {href:?} in {html:?}");
             }
             ("a", true) => in_link = false,
             ("img", _) => check_img(&tag, whose, html),
             (heading, _) if heading.len() == 2 && heading.starts_with('h') && heading != "hr" => {
                 let level = heading[1..].parse::<u8>().expect("in the list of tags");
-                assert!(level >= top_heading, "an <{heading}> above the page's <h{top_heading}> in {html:?}");
+                assert!(
+                    level >= top_heading,
+                    "an <{heading}> above the page's <h{top_heading}> in {html:?}"
+                );
             }
             _ => {}
         }
@@ -366,12 +423,18 @@ fn check_img(tag: &ParsedTag<'_>, whose: Whose, html: &str) {
     assert!(!tag.closing, "an </img> in {html:?}");
     assert!(matches!(whose, Whose::Post), "a picture in a comment: {html:?}");
     let src = tag.attribute("src").unwrap_or_else(|| panic!("an <img> without src in {html:?}"));
-    let address = PictureAddress::of_url(src).unwrap_or_else(|| panic!("an <img> of {src:?}, not a picture of the blog"));
-    assert_eq!((address.owner.as_str(), address.post.as_str()), (OWNER, POST), "another writer's or post's picture in {html:?}");
+    let address = PictureAddress::of_url(src)
+        .unwrap_or_else(|| panic!("an <img> of {src:?}, not a picture of the blog"));
+    assert_eq!(
+        (address.owner.as_str(), address.post.as_str()),
+        (OWNER, POST),
+        "another writer's or post's picture in {html:?}"
+    );
     let (width, height) = address.name.size();
     let limits = Limits::default();
     assert!(
-        width.max(height) <= limits.max_side && u64::from(width) * u64::from(height) <= limits.max_pixels,
+        width.max(height) <= limits.max_side
+            && u64::from(width) * u64::from(height) <= limits.max_pixels,
         "an <img> of {width}×{height}, which no upload is, in {html:?}"
     );
     assert_eq!(tag.attribute("width"), Some(width.to_string().as_str()), "{html:?}");
@@ -392,7 +455,10 @@ pub fn import_line(data: &[u8]) {
             let blank = |line: &&str| line.trim().is_empty();
             let expected = text.lines().skip(1).filter(|line| !blank(line)).count();
             // (The last line, where there is one, is no item.)
-            assert!(items == expected || items + 1 == expected, "one item a line after the header: {items} of {expected}");
+            assert!(
+                items == expected || items + 1 == expected,
+                "one item a line after the header: {items} of {expected}"
+            );
         }
         Err(
             TransferError::Malformed { line, .. }
@@ -400,7 +466,10 @@ pub fn import_line(data: &[u8]) {
             | TransferError::Count { line, .. }
             | TransferError::NameTwice { line, .. },
         ) => {
-            assert!((1..=lines.max(1)).contains(&line), "line {line} named, of a file of {lines} lines");
+            assert!(
+                (1..=lines.max(1)).contains(&line),
+                "line {line} named, of a file of {lines} lines"
+            );
         }
         Err(TransferError::NotWhole(_)) => {}
         Err(other) => panic!("refused without naming a line: {other}"),
@@ -417,8 +486,11 @@ pub fn change_log(data: &[u8]) {
         None => (data, &[][..]),
     };
     let Ok(document) = serde_json::from_slice::<serde_json::Value>(stored) else { return };
-    let names: std::collections::BTreeSet<String> =
-        String::from_utf8_lossy(appended).split('\n').filter(|name| !name.is_empty()).map(str::to_owned).collect();
+    let names: std::collections::BTreeSet<String> = String::from_utf8_lossy(appended)
+        .split('\n')
+        .filter(|name| !name.is_empty())
+        .map(str::to_owned)
+        .collect();
     crate::app::changes::check_an_append(document, &names);
 }
 
@@ -436,15 +508,27 @@ mod tests {
     #[test]
     fn a_tag_the_renderer_may_not_write_is_named() {
         assert!(parse_tag(r#"a href="https://example.com/""#).is_ok());
-        assert_eq!(parse_tag("script").err(), Some(TagError::TagNotListed { name: "script".into() }));
-        assert_eq!(parse_tag(r#"a onclick="x""#).err(), Some(TagError::AttributeNotListed { attribute: "onclick".into() }));
-        assert_eq!(parse_tag(r#"a href="<x>""#).err(), Some(TagError::AngleInValue { attribute: "href".into() }));
+        assert_eq!(
+            parse_tag("script").err(),
+            Some(TagError::TagNotListed { name: "script".into() })
+        );
+        assert_eq!(
+            parse_tag(r#"a onclick="x""#).err(),
+            Some(TagError::AttributeNotListed { attribute: "onclick".into() })
+        );
+        assert_eq!(
+            parse_tag(r#"a href="<x>""#).err(),
+            Some(TagError::AngleInValue { attribute: "href".into() })
+        );
         assert_eq!(parse_tag(r#"a href="x"#).err(), Some(TagError::UnendedValue));
         assert_eq!(parse_tag(r#"/a href="x""#).err(), Some(TagError::ClosingWithAttributes));
     }
 
     #[test]
     fn an_upload_that_is_no_picture_is_refused_as_the_blog_refuses_it() {
-        assert!(matches!(upload(b"not a picture", &Limits::default()), Err(UploadRefused::Picture(_))));
+        assert!(matches!(
+            upload(b"not a picture", &Limits::default()),
+            Err(UploadRefused::Picture(_))
+        ));
     }
 }

@@ -38,13 +38,16 @@ pub use changefeed::processor::{Deliveries, rebuild_copies_reporting, replay_use
 pub use changefeed::{FeedError, dead_letters, lag};
 pub use config::error::ConfigError;
 pub use config::{
-    AuthMode, Backend, CONNECTION_SETTING, ChangeFeedMode, Config, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_IN_FLIGHT,
-    DEFAULT_REQUEST_TIMEOUT, PICTURES_SETTING, PictureStorage, ScriptsMode, WriteLimitSetting, public_url::PublicUrl,
+    AuthMode, Backend, CONNECTION_SETTING, ChangeFeedMode, Config, DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_MAX_IN_FLIGHT, DEFAULT_REQUEST_TIMEOUT, PICTURES_SETTING, PictureStorage, ScriptsMode,
+    WriteLimitSetting, public_url::PublicUrl,
 };
 #[cfg(feature = "embedded")]
 pub use cosmos::embedded::repair::ItemToRemove;
 pub use cosmos::{error::StoreError, schema::Container, store::Store};
-pub use logging::{BILLED_LINES, BilledLines, line_format::LineFormat, with_causes, writer::batched};
+pub use logging::{
+    BILLED_LINES, BilledLines, line_format::LineFormat, with_causes, writer::batched,
+};
 #[cfg(feature = "embedded")]
 pub use repair::{RepairError, repair};
 pub use running::{Blog, connect, connect_for_import, followed, state_on};
@@ -71,7 +74,9 @@ pub mod testing {
     }
     /// The change-feed functions.
     pub mod changefeed {
-        pub use crate::changefeed::{Function, ISOLATE_AFTER, dead_letters, lag, posts::posts_changed};
+        pub use crate::changefeed::{
+            Function, ISOLATE_AFTER, dead_letters, lag, posts::posts_changed,
+        };
         /// The account's processors.
         pub mod account {
             pub use crate::changefeed::account::{AccountProcessors, POSITION_ID_PREFIX};
@@ -106,7 +111,8 @@ pub mod testing {
     /// The items.
     pub mod model {
         pub use crate::model::{
-            DELETED_POST_TTL_SECS, SHORT_CONTENT_CHARS, User, creation_date, ids::validate_id, new_user, usernames,
+            DELETED_POST_TTL_SECS, SHORT_CONTENT_CHARS, User, creation_date, ids::validate_id,
+            new_user, usernames,
         };
     }
     /// Pictures.
@@ -123,7 +129,8 @@ pub mod testing {
     /// The stored procedures and their engines.
     pub mod scripts {
         pub use crate::scripts::{
-            KEYED_HELPERS, NOT_AMONG_NEWEST, PostTrigger, Script, ScriptError, ScriptExecutor, StoredProcedure, engine,
+            KEYED_HELPERS, NOT_AMONG_NEWEST, PostTrigger, Script, ScriptError, ScriptExecutor,
+            StoredProcedure, engine,
             in_process::{FENCE_ID, InProcessScripts},
             server_side::{ScriptCredential, ScriptsSetupError, ServerSideScripts},
         };
@@ -171,7 +178,10 @@ unsafe extern "C" {
 #[cfg(feature = "embedded")]
 #[allow(unsafe_code)]
 pub unsafe fn purge_freed_memory_at_once() {
-    if ["MIMALLOC_PURGE_DELAY", "MIMALLOC_RESET_DELAY"].iter().all(|name| std::env::var_os(name).is_none()) {
+    if ["MIMALLOC_PURGE_DELAY", "MIMALLOC_RESET_DELAY"]
+        .iter()
+        .all(|name| std::env::var_os(name).is_none())
+    {
         // SAFETY: the caller guarantees no other thread exists yet (see above).
         unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
     }
@@ -205,12 +215,18 @@ mod allocator_tests {
     #[test]
     fn the_purge_delay_is_set_to_zero() {
         assert!(
-            ["MIMALLOC_PURGE_DELAY", "MIMALLOC_RESET_DELAY"].iter().all(|name| std::env::var_os(name).is_none()),
+            ["MIMALLOC_PURGE_DELAY", "MIMALLOC_RESET_DELAY"]
+                .iter()
+                .all(|name| std::env::var_os(name).is_none()),
             "run without MIMALLOC_PURGE_DELAY or MIMALLOC_RESET_DELAY set"
         );
         // SAFETY: reads one option's value.
         let delay = || unsafe { super::mi_option_get(super::MI_OPTION_PURGE_DELAY) };
-        assert_eq!(delay(), 1_000, "mimalloc's default purge delay, read through the option's number");
+        assert_eq!(
+            delay(),
+            1_000,
+            "mimalloc's default purge delay, read through the option's number"
+        );
         // SAFETY: the other tests' threads may be allocating and read the option meanwhile: an
         // aligned word, stored whole on the targets this runs on; their purges come sooner.
         unsafe { super::purge_freed_memory_at_once() };

@@ -18,8 +18,8 @@ pub(crate) use ids::REQUEST_RECORD_PREFIX;
 pub(crate) use ids::hex;
 pub(crate) use ids::validate_id;
 pub(crate) use marks::{
-    CHANGE_LOG_ID, CHANGE_LOG_PARTITION, FEED_MARK_ID, FEED_MARK_PARTITION, TAG_MARK_ID, TAG_MARK_TYPE, USER_POSTS_MARK_ID,
-    USER_POSTS_MARK_TYPE,
+    CHANGE_LOG_ID, CHANGE_LOG_PARTITION, FEED_MARK_ID, FEED_MARK_PARTITION, TAG_MARK_ID,
+    TAG_MARK_TYPE, USER_POSTS_MARK_ID, USER_POSTS_MARK_TYPE,
 };
 
 pub(crate) use ids::MAX_ID_BYTES;
@@ -173,8 +173,12 @@ impl ListVersions {
     /// Whether the comments, then the likes, may differ between a read of the post with these
     /// versions and one with `now`'s: their versions differ, or one is not known.
     pub(crate) fn moved_since(&self, now: &ListVersions) -> (bool, bool) {
-        let moved = |before: &Option<String>, after: &Option<String>| before.is_none() || before != after;
-        (moved(&self.comments_version, &now.comments_version), moved(&self.likes_version, &now.likes_version))
+        let moved =
+            |before: &Option<String>, after: &Option<String>| before.is_none() || before != after;
+        (
+            moved(&self.comments_version, &now.comments_version),
+            moved(&self.likes_version, &now.likes_version),
+        )
     }
 }
 
@@ -272,7 +276,13 @@ pub(crate) fn may_show_other_names(user: &User) -> bool {
 
 /// C2 create: counters start at zero and the author's current username is copied in, so that
 /// Q2 needs no second read.
-pub(crate) fn new_post(id: String, author: &User, title: String, content: String, creation_date: String) -> Post {
+pub(crate) fn new_post(
+    id: String,
+    author: &User,
+    title: String,
+    content: String,
+    creation_date: String,
+) -> Post {
     Post {
         post_id: id.clone(),
         id,
@@ -352,12 +362,23 @@ pub(crate) fn copy_action(copy: Option<&SourceVersion>, delivered: &SourceVersio
     match copy {
         None => CopyAction::Write,
         Some(copy) if delivered.source_ts > copy.source_ts => CopyAction::Write,
-        Some(copy) if delivered.source_ts < copy.source_ts || delivered.source_etag == copy.source_etag => CopyAction::Keep,
+        Some(copy)
+            if delivered.source_ts < copy.source_ts
+                || delivered.source_etag == copy.source_etag =>
+        {
+            CopyAction::Keep
+        }
         Some(_) => CopyAction::WriteFromCurrent,
     }
 }
 
-pub(crate) fn new_comment(id: String, post_id: &str, author: &User, content: String, creation_date: String) -> Comment {
+pub(crate) fn new_comment(
+    id: String,
+    post_id: &str,
+    author: &User,
+    content: String,
+    creation_date: String,
+) -> Comment {
     Comment {
         id,
         item_type: ItemType::Comment,
@@ -419,7 +440,8 @@ mod tests {
     #[test]
     fn a_list_moved_where_its_version_differs_or_is_not_known() {
         use super::ListVersions;
-        let known = ListVersions { comments_version: Some("c1".into()), likes_version: Some("l1".into()) };
+        let known =
+            ListVersions { comments_version: Some("c1".into()), likes_version: Some("l1".into()) };
         assert_eq!(known.moved_since(&known), (false, false));
         let commented = ListVersions { comments_version: Some("c2".into()), ..known.clone() };
         assert_eq!(known.moved_since(&commented), (true, false));
@@ -430,7 +452,11 @@ mod tests {
         assert_eq!(known.moved_since(&unknown), (true, true));
         assert_eq!(unknown.moved_since(&known), (true, true));
         let new = ListVersions::new();
-        assert_ne!(new.comments_version, ListVersions::new().comments_version, "a new post's are its own");
+        assert_ne!(
+            new.comments_version,
+            ListVersions::new().comments_version,
+            "a new post's are its own"
+        );
     }
 
     /// The versions are stored with the post and read back, and no answer (a [`super::Post`])
@@ -438,12 +464,23 @@ mod tests {
     #[test]
     fn a_posts_list_versions_are_stored_and_never_answered() {
         use super::{ListVersions, StoredPost, new_post, new_user};
-        let post = new_post("p1".into(), &new_user("u".into(), "u".into()), "t".into(), "c".into(), "d".into());
+        let post = new_post(
+            "p1".into(),
+            &new_user("u".into(), "u".into()),
+            "t".into(),
+            "c".into(),
+            "d".into(),
+        );
         let stored = StoredPost { post, versions: ListVersions::new() };
         let document = serde_json::to_value(&stored).unwrap();
-        assert!(document["commentsVersion"].is_string() && document["likesVersion"].is_string(), "{document}");
+        assert!(
+            document["commentsVersion"].is_string() && document["likesVersion"].is_string(),
+            "{document}"
+        );
         assert_eq!(serde_json::from_value::<StoredPost>(document.clone()).unwrap(), stored);
-        let answered = serde_json::to_value(serde_json::from_value::<super::Post>(document.clone()).unwrap()).unwrap();
+        let answered =
+            serde_json::to_value(serde_json::from_value::<super::Post>(document.clone()).unwrap())
+                .unwrap();
         assert_eq!(answered, ListVersions::removed_from(document));
         assert!(answered.get("commentsVersion").is_none(), "{answered}");
     }
@@ -460,16 +497,27 @@ mod tests {
         let one_word = "x".repeat(SHORT_CONTENT_CHARS);
         assert_eq!(excerpt(&one_word), (format!("{one_word}…"), true));
         // Cut in a picture, which is left out: the word before it is whole.
-        let picture = format!("A kite, at dawn. ![A red kite]({})", "x".repeat(SHORT_CONTENT_CHARS));
-        assert_eq!(excerpt(truncate_chars(&picture, SHORT_CONTENT_CHARS)), ("A kite, at dawn.…".to_owned(), true));
+        let picture =
+            format!("A kite, at dawn. ![A red kite]({})", "x".repeat(SHORT_CONTENT_CHARS));
+        assert_eq!(
+            excerpt(truncate_chars(&picture, SHORT_CONTENT_CHARS)),
+            ("A kite, at dawn.…".to_owned(), true)
+        );
     }
 
     #[test]
     fn an_excerpt_is_the_markdown_as_plain_text() {
         use super::{SHORT_CONTENT_CHARS, excerpt, truncate_chars};
-        assert_eq!(excerpt("## Hi\n\nSome **bold** and `code`."), ("Hi Some bold and code.".to_owned(), false));
+        assert_eq!(
+            excerpt("## Hi\n\nSome **bold** and `code`."),
+            ("Hi Some bold and code.".to_owned(), false)
+        );
         // Cut inside a bold run and a link: neither leaves its marks behind.
-        let long = format!("{} **bold words** and a [link to more](https://example.com/{})", "word ".repeat(30), "x".repeat(100));
+        let long = format!(
+            "{} **bold words** and a [link to more](https://example.com/{})",
+            "word ".repeat(30),
+            "x".repeat(100)
+        );
         let (shown, cut) = excerpt(truncate_chars(&long, SHORT_CONTENT_CHARS));
         assert!(cut);
         assert!(shown.ends_with("bold words and a link to…"), "{shown}");
@@ -481,7 +529,10 @@ mod tests {
     fn an_excerpt_has_no_space_at_an_inline_elements_edges() {
         use super::{SHORT_CONTENT_CHARS, excerpt, truncate_chars};
         let example = "A **bold**: word, an *em*, and `code`. Also [a link](https://example.org).";
-        assert_eq!(excerpt(example), ("A bold: word, an em, and code. Also a link.".to_owned(), false));
+        assert_eq!(
+            excerpt(example),
+            ("A bold: word, an em, and code. Also a link.".to_owned(), false)
+        );
         let long = format!("{example} {}", "word ".repeat(100));
         let (shown, cut) = excerpt(truncate_chars(&long, SHORT_CONTENT_CHARS));
         assert!(cut);
@@ -498,10 +549,19 @@ mod tests {
 
     #[test]
     fn creation_date_has_milliseconds_and_sorts_as_text() {
-        assert_eq!(creation_date(datetime!(2026-11-22 06:05:04.007 UTC)), "2026-11-22T06:05:04.007Z");
+        assert_eq!(
+            creation_date(datetime!(2026-11-22 06:05:04.007 UTC)),
+            "2026-11-22T06:05:04.007Z"
+        );
         assert_eq!(creation_date(datetime!(2026-11-22 06:05:04 UTC)), "2026-11-22T06:05:04.000Z");
-        assert_eq!(creation_date(datetime!(2026-11-22 08:05:04.999_9 +02:00)), "2026-11-22T06:05:04.999Z");
-        assert!(creation_date(datetime!(2026-11-22 06:05:04.010 UTC)) > creation_date(datetime!(2026-11-22 06:05:04.009 UTC)));
+        assert_eq!(
+            creation_date(datetime!(2026-11-22 08:05:04.999_9 +02:00)),
+            "2026-11-22T06:05:04.999Z"
+        );
+        assert!(
+            creation_date(datetime!(2026-11-22 06:05:04.010 UTC))
+                > creation_date(datetime!(2026-11-22 06:05:04.009 UTC))
+        );
     }
 
     #[test]
@@ -510,8 +570,14 @@ mod tests {
         let renamed = renamed_user("u1".into(), "alice2".into(), "2026-11-22T06:05:04.007Z".into());
         assert!(may_show_other_names(&renamed));
         let stored = serde_json::to_value(alice()).unwrap();
-        assert!(stored.get("renamedAt").is_none(), "a new user is stored as the article's user: {stored}");
-        assert_eq!(serde_json::to_value(&renamed).unwrap()["renamedAt"], "2026-11-22T06:05:04.007Z");
+        assert!(
+            stored.get("renamedAt").is_none(),
+            "a new user is stored as the article's user: {stored}"
+        );
+        assert_eq!(
+            serde_json::to_value(&renamed).unwrap()["renamedAt"],
+            "2026-11-22T06:05:04.007Z"
+        );
     }
 
     #[test]
@@ -528,7 +594,10 @@ mod tests {
         post.comment_count = 3;
         post.like_count = 5;
         let edited = edited_post(post.clone(), "t2".into(), "c2".into(), "e".into());
-        assert_eq!(edited, Post { title: "t2".into(), content: "c2".into(), edited_at: Some("e".into()), ..post });
+        assert_eq!(
+            edited,
+            Post { title: "t2".into(), content: "c2".into(), edited_at: Some("e".into()), ..post }
+        );
     }
 
     #[test]
@@ -550,9 +619,21 @@ mod tests {
     fn a_copy_never_goes_back_to_an_older_version() {
         assert_eq!(copy_action(None, &version(5, "a")), CopyAction::Write);
         assert_eq!(copy_action(Some(&version(5, "a")), &version(6, "b")), CopyAction::Write);
-        assert_eq!(copy_action(Some(&version(6, "b")), &version(5, "a")), CopyAction::Keep, "an older delivery");
-        assert_eq!(copy_action(Some(&version(6, "b")), &version(6, "b")), CopyAction::Keep, "a repeated delivery");
-        assert_eq!(copy_action(Some(&version(6, "b")), &version(6, "c")), CopyAction::WriteFromCurrent, "same second");
+        assert_eq!(
+            copy_action(Some(&version(6, "b")), &version(5, "a")),
+            CopyAction::Keep,
+            "an older delivery"
+        );
+        assert_eq!(
+            copy_action(Some(&version(6, "b")), &version(6, "b")),
+            CopyAction::Keep,
+            "a repeated delivery"
+        );
+        assert_eq!(
+            copy_action(Some(&version(6, "b")), &version(6, "c")),
+            CopyAction::WriteFromCurrent,
+            "same second"
+        );
     }
 
     #[test]
@@ -578,6 +659,9 @@ mod tests {
                 "userUsername": "alice", "creationDate": "2026-01-01T00:00:00.000Z"})
         );
         let user = serde_json::to_value(alice()).unwrap();
-        assert_eq!(user, serde_json::json!({"id": "u1", "type": "user", "userId": "u1", "username": "alice"}));
+        assert_eq!(
+            user,
+            serde_json::json!({"id": "u1", "type": "user", "userId": "u1", "username": "alice"})
+        );
     }
 }

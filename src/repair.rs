@@ -31,7 +31,9 @@ pub struct Repaired {
 #[derive(Debug, thiserror::Error)]
 pub enum RepairError {
     /// The configuration names an account.
-    #[error("repair and remove work on the embedded store's data directory; this configuration names a Cosmos DB account")]
+    #[error(
+        "repair and remove work on the embedded store's data directory; this configuration names a Cosmos DB account"
+    )]
     NotEmbedded,
     /// The rows could not be repaired.
     #[error(transparent)]
@@ -43,13 +45,20 @@ pub enum RepairError {
     #[error("the names and copies could not be made again (run `handler repair` to finish)")]
     Feed(#[source] FeedError),
     /// The removed post's pictures could not be removed.
-    #[error("the removed post's pictures could not be removed (the daily sweep of abandoned pictures will)")]
+    #[error(
+        "the removed post's pictures could not be removed (the daily sweep of abandoned pictures will)"
+    )]
     Pictures(#[source] crate::app::AppError),
 }
 
 /// Repairs the data directory `config` names, removing `remove` first if given.
-pub async fn repair(config: &Config, remove: Option<ItemToRemove>) -> Result<Repaired, RepairError> {
-    let Backend::Embedded { data_dir } = &config.backend else { return Err(RepairError::NotEmbedded) };
+pub async fn repair(
+    config: &Config,
+    remove: Option<ItemToRemove>,
+) -> Result<Repaired, RepairError> {
+    let Backend::Embedded { data_dir } = &config.backend else {
+        return Err(RepairError::NotEmbedded);
+    };
     let rows = {
         let (dir, remove) = (data_dir.clone(), remove.clone());
         tokio::task::spawn_blocking(move || cosmos::repair_rows(&dir, remove.as_ref()))
@@ -65,7 +74,9 @@ pub async fn repair(config: &Config, remove: Option<ItemToRemove>) -> Result<Rep
         && item.id == item.partition_key
         && let Some(author) = removed["userId"].as_str()
     {
-        crate::app::pictures::remove_post_pictures(&state, author, &item.id).await.map_err(RepairError::Pictures)?;
+        crate::app::pictures::remove_post_pictures(&state, author, &item.id)
+            .await
+            .map_err(RepairError::Pictures)?;
     }
     if let Some(durability) = state.store.embedded() {
         durability.finish_repair()?;

@@ -18,7 +18,9 @@ use crate::{changefeed, cosmos, http, pictures};
 /// delivers but a test playing the host.
 pub fn followed(config: &Config) -> Option<changefeed::lag::Followed> {
     match (&config.backend, config.change_feed) {
-        (Backend::Embedded { data_dir }, ChangeFeedMode::Local) => Some(changefeed::lag::Followed::Embedded(data_dir.clone())),
+        (Backend::Embedded { data_dir }, ChangeFeedMode::Local) => {
+            Some(changefeed::lag::Followed::Embedded(data_dir.clone()))
+        }
         (Backend::Embedded { .. }, ChangeFeedMode::Host) => None,
         (_, ChangeFeedMode::Local) => Some(changefeed::lag::Followed::Account),
         (_, ChangeFeedMode::Host) => Some(changefeed::lag::Followed::Trigger),
@@ -55,7 +57,9 @@ impl Blog {
             (Backend::Embedded { data_dir }, ChangeFeedMode::Local) => {
                 Some(Processors::Embedded(LocalProcessors::start(&state, data_dir)))
             }
-            (_, ChangeFeedMode::Local) => Some(Processors::Account(AccountProcessors::start(&state))),
+            (_, ChangeFeedMode::Local) => {
+                Some(Processors::Account(AccountProcessors::start(&state)))
+            }
             (_, ChangeFeedMode::Host) => None,
         };
         let host_change_feed = config.change_feed == ChangeFeedMode::Host;
@@ -69,7 +73,9 @@ impl Blog {
             max_in_flight: config.max_in_flight,
             upload_buffer_bytes: config
                 .upload_buffer_mb
-                .map_or(http::UploadBuffers::DEFAULT_BYTES, |megabytes| megabytes.saturating_mul(1024 * 1024)),
+                .map_or(http::UploadBuffers::DEFAULT_BYTES, |megabytes| {
+                    megabytes.saturating_mul(1024 * 1024)
+                }),
             header_timeout: config.header_timeout,
             request_timeout: config.request_timeout,
             host_change_feed,
@@ -146,7 +152,10 @@ pub async fn connect_for_import(config: &Config) -> Result<AppState, cosmos::Sto
 }
 
 /// What the handlers share, on a store already open (what [`connect`] does once connected).
-pub async fn state_on(config: &Config, store: cosmos::Store) -> Result<AppState, cosmos::StoreError> {
+pub async fn state_on(
+    config: &Config,
+    store: cosmos::Store,
+) -> Result<AppState, cosmos::StoreError> {
     if let Backend::Embedded { data_dir } = &config.backend {
         // Read before any write: also refuses to start on a checkpoint that cannot be read.
         changefeed::processor::furthest_position(data_dir)?;
@@ -157,10 +166,14 @@ pub async fn state_on(config: &Config, store: cosmos::Store) -> Result<AppState,
     #[cfg(feature = "embedded")]
     cosmos::spawn_expiry_sweep(&store);
     let scripts: Arc<dyn ScriptExecutor> = match (config.scripts, &config.backend) {
-        (ScriptsMode::InProcess, _) | (_, Backend::Embedded { .. }) => Arc::new(InProcessScripts::new(store.clone())),
+        (ScriptsMode::InProcess, _) | (_, Backend::Embedded { .. }) => {
+            Arc::new(InProcessScripts::new(store.clone()))
+        }
         (ScriptsMode::Server, Backend::ConnectionString(text)) => {
             let parsed: azure_data_cosmos_driver::models::ConnectionString =
-                text.parse().map_err(|error| cosmos::StoreError::sdk("the Cosmos DB connection string cannot be used", error))?;
+                text.parse().map_err(|error| {
+                    cosmos::StoreError::sdk("the Cosmos DB connection string cannot be used", error)
+                })?;
             let credential = ScriptCredential::Key(parsed.account_key().secret().to_owned());
             Arc::new(
                 ServerSideScripts::new(parsed.account_endpoint(), &config.database, credential)
@@ -170,8 +183,12 @@ pub async fn state_on(config: &Config, store: cosmos::Store) -> Result<AppState,
         (ScriptsMode::Server, Backend::Endpoint { endpoint, .. }) => {
             let credential = store.credential().ok_or(cosmos::StoreError::NoCredential)?;
             Arc::new(
-                ServerSideScripts::new(endpoint, &config.database, ScriptCredential::Entra(credential))
-                    .map_err(|error| cosmos::StoreError::Scripts(error.into()))?,
+                ServerSideScripts::new(
+                    endpoint,
+                    &config.database,
+                    ScriptCredential::Entra(credential),
+                )
+                .map_err(|error| cosmos::StoreError::Scripts(error.into()))?,
             )
         }
     };
@@ -202,24 +219,33 @@ fn open_pictures(config: &Config) -> Result<Option<app::pictures::Pictures>, cos
     let unusable = cosmos::StoreError::Pictures;
     let store: Arc<dyn pictures::PictureStore> = match &config.pictures {
         PictureStorage::Off => return Ok(None),
-        PictureStorage::DataDirectory(data_dir) => Arc::new(pictures::DirectoryStore::open(data_dir).map_err(unusable)?),
-        PictureStorage::ConnectionString { connection_string, container } => {
-            Arc::new(pictures::BlobStore::from_connection_string(connection_string, container).map_err(unusable)?)
+        PictureStorage::DataDirectory(data_dir) => {
+            Arc::new(pictures::DirectoryStore::open(data_dir).map_err(unusable)?)
         }
+        PictureStorage::ConnectionString { connection_string, container } => Arc::new(
+            pictures::BlobStore::from_connection_string(connection_string, container)
+                .map_err(unusable)?,
+        ),
         PictureStorage::Endpoint { service_uri, client_id, container } => {
             let credential = cosmos::entra_credential(client_id.as_deref())?;
-            Arc::new(pictures::BlobStore::on_azure(service_uri, container, credential).map_err(unusable)?)
+            Arc::new(
+                pictures::BlobStore::on_azure(service_uri, container, credential)
+                    .map_err(unusable)?,
+            )
         }
     };
     let default = app::pictures::Quota::DEFAULT;
     let quota = app::pictures::Quota {
         pictures: config.pictures_per_writer.unwrap_or(default.pictures),
         // At most config::MAX_PICTURE_MB_PER_WRITER: the product fits.
-        bytes: config.picture_mb_per_writer.map_or(default.bytes, |megabytes| megabytes * 1024 * 1024),
+        bytes: config
+            .picture_mb_per_writer
+            .map_or(default.bytes, |megabytes| megabytes * 1024 * 1024),
     };
-    let memory = config.picture_memory_mb.map_or(app::pictures::PictureMemory::DEFAULT, |megabytes| {
-        app::pictures::PictureMemory { bytes: megabytes * 1024 * 1024 }
-    });
+    let memory =
+        config.picture_memory_mb.map_or(app::pictures::PictureMemory::DEFAULT, |megabytes| {
+            app::pictures::PictureMemory { bytes: megabytes * 1024 * 1024 }
+        });
     Ok(Some(app::pictures::Pictures::new(store, pictures::Limits::default(), quota, memory)))
 }
 

@@ -20,7 +20,8 @@ impl StripedLock {
     /// (`DefaultHasher::new`): keys come from callers, and a keyed hash spreads them however
     /// they are chosen; fixed keys keep a key's stripe the same for the whole process.
     pub(crate) fn of(&self, key: impl Hash) -> &tokio::sync::Mutex<()> {
-        let hash = std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default().hash_one(key);
+        let hash =
+            std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default().hash_one(key);
         &self.stripes[(hash % self.stripes.len() as u64) as usize]
     }
 }
@@ -34,7 +35,8 @@ mod tests {
         let locks = StripedLock::new(64);
         let of = |key: &str| std::ptr::from_ref(locks.of(key));
         assert_eq!(of("alice"), of("alice"));
-        let taken: std::collections::HashSet<_> = (0..1000).map(|n| of(&format!("user-{n}"))).collect();
+        let taken: std::collections::HashSet<_> =
+            (0..1000).map(|n| of(&format!("user-{n}"))).collect();
         assert_eq!(taken.len(), 64, "a thousand keys reach every stripe");
     }
 }

@@ -17,7 +17,12 @@ use common::TestApp;
 use serde_json::{Value, json};
 
 fn ids(list: &Value) -> Vec<String> {
-    list["items"].as_array().unwrap().iter().map(|item| item["id"].as_str().unwrap().to_owned()).collect()
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["id"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 #[tokio::test]
@@ -26,7 +31,8 @@ async fn posts_and_renames_reach_the_copies_through_the_sdk_change_feed() {
     let processors = AccountProcessors::start(&app.state);
     let alice = app.user("alice").await;
     let post = app.post_by(&alice, "Through the SDK").await;
-    app.eventually(&format!("/api/users/{alice}/posts"), |body| ids(body) == vec![post.clone()]).await;
+    app.eventually(&format!("/api/users/{alice}/posts"), |body| ids(body) == vec![post.clone()])
+        .await;
     app.eventually("/api/feed", |body| ids(body) == vec![post.clone()]).await;
 
     app.put(&format!("/api/users/{alice}"), json!({"username": "alice2"})).await;
@@ -88,7 +94,8 @@ async fn a_malformed_change_is_set_aside_and_the_feed_goes_on() {
 #[tokio::test]
 async fn the_lag_is_counted_from_the_account_processors_positions() {
     use blog::testing::changefeed::lag::{COUNTED_AT_MOST, Followed};
-    let measure = |state, followed| blog::testing::changefeed::lag::measure(state, followed, COUNTED_AT_MOST);
+    let measure =
+        |state, followed| blog::testing::changefeed::lag::measure(state, followed, COUNTED_AT_MOST);
     let app = TestApp::start_as_host().await;
     let alice = app.user("alice").await;
     for n in 0..3 {
@@ -143,7 +150,8 @@ fn trigger_lease(prefix: &str, range: &blog::testing::cosmos::RangePosition) -> 
 #[tokio::test]
 async fn the_lag_under_the_host_is_counted_from_the_triggers_leases() {
     use blog::testing::changefeed::lag::{COUNTED_AT_MOST, Followed};
-    let measure = |state, followed| blog::testing::changefeed::lag::measure(state, followed, COUNTED_AT_MOST);
+    let measure =
+        |state, followed| blog::testing::changefeed::lag::measure(state, followed, COUNTED_AT_MOST);
     let app = TestApp::start_as_host().await;
     let alice = app.user("alice").await;
     for n in 0..3 {
@@ -152,7 +160,11 @@ async fn the_lag_under_the_host_is_counted_from_the_triggers_leases() {
     let lag_of = |lags: &[blog::testing::changefeed::lag::Lag]| {
         lags.iter().find(|lag| lag.function == Function::PostsChangeFeed).unwrap().pending
     };
-    assert_eq!(lag_of(&measure(&app.state, &Followed::Trigger).await.unwrap()), 3, "no leases yet: from the beginning");
+    assert_eq!(
+        lag_of(&measure(&app.state, &Followed::Trigger).await.unwrap()),
+        3,
+        "no leases yet: from the beginning"
+    );
 
     let end = app.state.store.change_feed_end(Container::Posts).await.unwrap();
     assert!(!end.is_empty() && end.iter().all(|range| range.etag.is_some()), "{end:?}");
@@ -163,7 +175,11 @@ async fn the_lag_under_the_host_is_counted_from_the_triggers_leases() {
     }
     // The store's own items, beside the leases, are no leases.
     let info = json!({"id": "posts-localhost_AAAAAA==_AAAAAYAAAAI=.info"});
-    app.state.store.upsert(Container::Leases, "posts-localhost_AAAAAA==_AAAAAYAAAAI=.info", &info).await.unwrap();
+    app.state
+        .store
+        .upsert(Container::Leases, "posts-localhost_AAAAAA==_AAAAAYAAAAI=.info", &info)
+        .await
+        .unwrap();
     let caught_up = measure(&app.state, &Followed::Trigger).await.unwrap();
     assert_eq!(lag_of(&caught_up), 0, "{caught_up:?}");
 
@@ -172,15 +188,24 @@ async fn the_lag_under_the_host_is_counted_from_the_triggers_leases() {
     let behind = measure(&app.state, &Followed::Trigger).await.unwrap();
     assert_eq!(lag_of(&behind), 2, "{behind:?}");
     let posts = behind.iter().find(|lag| lag.function == Function::PostsChangeFeed).unwrap();
-    assert!(posts.oldest.is_some_and(|age| age.as_secs() < 3600), "written now, not at the epoch: {posts:?}");
+    assert!(
+        posts.oldest.is_some_and(|age| age.as_secs() < 3600),
+        "written now, not at the epoch: {posts:?}"
+    );
 }
 
 /// The leases are found by the prefix each function's trigger is given in its `function.json`.
 #[test]
 fn each_functions_lease_prefix_is_its_triggers() {
     for function in Function::ALL {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("functions/{}/function.json", function.name()));
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("functions/{}/function.json", function.name()));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        assert_eq!(json["bindings"][0]["leaseContainerPrefix"], function.lease_prefix(), "{}", function.name());
+        assert_eq!(
+            json["bindings"][0]["leaseContainerPrefix"],
+            function.lease_prefix(),
+            "{}",
+            function.name()
+        );
     }
 }

@@ -36,18 +36,32 @@ async fn template() -> Template {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
     let bob = app.user("bob").await;
-    let tagged =
-        |author: &str, title: &str, tags: Value| json!({"userId": author, "title": title, "content": "Some.", "tags": tags});
+    let tagged = |author: &str, title: &str, tags: Value| json!({"userId": author, "title": title, "content": "Some.", "tags": tags});
     let first = app.post("/api/posts", tagged(&alice, "Kites", json!(["Kites", "модель"]))).await;
     assert_eq!(first.status, StatusCode::CREATED, "{}", first.body);
     let first = first.body["id"].as_str().unwrap().to_owned();
     let second =
-        app.post("/api/posts", tagged(&bob, "More kites", json!(["KITES"]))).await.body["id"].as_str().unwrap().to_owned();
+        app.post("/api/posts", tagged(&bob, "More kites", json!(["KITES"]))).await.body["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
     for (author, post) in [(&alice, &first), (&bob, &first), (&alice, &second)] {
-        let comment = app.post(&format!("/api/posts/{post}/comments"), json!({"userId": author, "content": "A comment."})).await;
+        let comment = app
+            .post(
+                &format!("/api/posts/{post}/comments"),
+                json!({"userId": author, "content": "A comment."}),
+            )
+            .await;
         assert_eq!(comment.status, StatusCode::CREATED, "{}", comment.body);
     }
-    let liked = app.send_as(Some(&bob), Method::POST, &format!("/api/posts/{first}/likes"), Some(json!({"userId": bob}))).await;
+    let liked = app
+        .send_as(
+            Some(&bob),
+            Method::POST,
+            &format!("/api/posts/{first}/likes"),
+            Some(json!({"userId": bob})),
+        )
+        .await;
     assert!(liked.status.is_success(), "{}", liked.body);
     // Request records, in `users` and in `posts`: writes sent with an Idempotency-Key.
     for (path, body) in [
@@ -55,24 +69,40 @@ async fn template() -> Template {
         (format!("/api/posts/{second}/comments"), json!({"userId": bob, "content": "Keyed."})),
     ] {
         let caller = if path == "/api/users" { "carol-principal" } else { bob.as_str() };
-        let request = app.client.post(format!("{}{path}", app.base)).header("x-dev-user", caller).header("idempotency-key", "k1");
+        let request = app
+            .client
+            .post(format!("{}{path}", app.base))
+            .header("x-dev-user", caller)
+            .header("idempotency-key", "k1");
         let answer = common::read(request.json(&body).send().await.unwrap()).await;
         assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
     }
     // A deleted post: its tombstone stays in `posts` until its time to live.
-    let gone = app.post("/api/posts", tagged(&alice, "Gone", json!(["Kites"]))).await.body["id"].as_str().unwrap().to_owned();
-    let deleted = app.send_as(Some(&alice), Method::DELETE, &format!("/api/posts/{gone}"), None).await;
+    let gone = app.post("/api/posts", tagged(&alice, "Gone", json!(["Kites"]))).await.body["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let deleted =
+        app.send_as(Some(&alice), Method::DELETE, &format!("/api/posts/{gone}"), None).await;
     assert!(deleted.status.is_success(), "{}", deleted.body);
     // A dead letter, in `leases`: what the API cannot write.
-    blog::testing::changefeed::dead_letters::set_aside(&app.state.store, "PostsChangeFeed", "a post", "a test's", "{}")
-        .await
-        .unwrap();
+    blog::testing::changefeed::dead_letters::set_aside(
+        &app.state.store,
+        "PostsChangeFeed",
+        "a post",
+        "a test's",
+        "{}",
+    )
+    .await
+    .unwrap();
     app.eventually("/api/feed", |feed| {
         let items = feed["items"].as_array().unwrap();
-        items.len() == 2 && items.iter().any(|copy| copy["id"] == first.as_str() && copy["commentCount"] == 2)
+        items.len() == 2
+            && items.iter().any(|copy| copy["id"] == first.as_str() && copy["commentCount"] == 2)
     })
     .await;
-    app.eventually("/api/tags/kites/posts", |page| page["items"].as_array().unwrap().len() == 2).await;
+    app.eventually("/api/tags/kites/posts", |page| page["items"].as_array().unwrap().len() == 2)
+        .await;
     app.eventually(&format!("/api/posts/{second}"), |post| post["commentCount"] == 2).await;
     Template { dir: app.stop().await.unwrap(), users: vec![alice, bob] }
 }
@@ -105,10 +135,18 @@ impl Template {
         }
         let containers: Vec<&str> = kinds.keys().map(|(container, _)| container.as_str()).collect();
         for container in ["users", "posts", "feed", "tags", "leases"] {
-            assert!(containers.contains(&container), "the blog holds an item in {container}: {:?}", kinds.keys());
+            assert!(
+                containers.contains(&container),
+                "the blog holds an item in {container}: {:?}",
+                kinds.keys()
+            );
         }
         for kind in ["user", "username", "post", "tombstone", "comment", "like", "request record"] {
-            assert!(kinds.keys().any(|(_, held)| held == kind), "the blog holds a {kind}: {:?}", kinds.keys());
+            assert!(
+                kinds.keys().any(|(_, held)| held == kind),
+                "the blog holds a {kind}: {:?}",
+                kinds.keys()
+            );
         }
         kinds.into_values().collect()
     }
@@ -142,9 +180,18 @@ fn database(dir: &Path) -> rusqlite::Connection {
 
 fn rows(dir: &Path) -> Vec<Item> {
     let database = database(dir);
-    let mut select = database.prepare("SELECT container, pk, id, doc FROM items ORDER BY container, pk, id").unwrap();
+    let mut select = database
+        .prepare("SELECT container, pk, id, doc FROM items ORDER BY container, pk, id")
+        .unwrap();
     select
-        .query_map([], |row| Ok(Item { container: row.get(0)?, partition_key: row.get(1)?, id: row.get(2)?, doc: row.get(3)? }))
+        .query_map([], |row| {
+            Ok(Item {
+                container: row.get(0)?,
+                partition_key: row.get(1)?,
+                id: row.get(2)?,
+                doc: row.get(3)?,
+            })
+        })
         .unwrap()
         .map(Result::unwrap)
         .collect()
@@ -183,10 +230,17 @@ fn change_a_byte(dir: &Path, item: &Item) {
     }
     let doc_start = &item.doc[..end];
     let record = format!("{}{}{}{}", item.container, item.partition_key, item.id, doc_start);
-    let found: Vec<usize> =
-        bytes.windows(record.len()).enumerate().filter(|(_, at)| *at == record.as_bytes()).map(|(at, _)| at).collect();
+    let found: Vec<usize> = bytes
+        .windows(record.len())
+        .enumerate()
+        .filter(|(_, at)| *at == record.as_bytes())
+        .map(|(at, _)| at)
+        .collect();
     assert!(!found.is_empty(), "the row's bytes are in the file: {item:?}");
-    assert!(item.doc.starts_with("{\"") && item.doc.as_bytes()[2].is_ascii_alphabetic(), "a field name to change: {item:?}");
+    assert!(
+        item.doc.starts_with("{\"") && item.doc.as_bytes()[2].is_ascii_alphabetic(),
+        "a field name to change: {item:?}"
+    );
     for at in found {
         bytes[at + record.len() - doc_start.len() + 2] ^= 0x01;
     }
@@ -196,7 +250,11 @@ fn change_a_byte(dir: &Path, item: &Item) {
 /// What `handler` (serving) printed, refusing to start on `dir`.
 fn refusal(dir: &Path) -> String {
     let output = common::binary::run_to_end(&[], dir);
-    let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert!(!output.status.success(), "the handler started on {}: {said}", dir.display());
     said
 }
@@ -208,7 +266,11 @@ fn run_advised(refusal: &str) -> String {
     let command = common::binary::advised_command(refusal);
     let cwd = tempfile::tempdir().unwrap();
     common::binary::run_as_printed(command, cwd.path());
-    assert_eq!(std::fs::read_dir(cwd.path()).unwrap().count(), 0, "{command} left nothing where it ran");
+    assert_eq!(
+        std::fs::read_dir(cwd.path()).unwrap().count(),
+        0,
+        "{command} left nothing where it ran"
+    );
     command.to_owned()
 }
 
@@ -216,7 +278,13 @@ fn run_advised(refusal: &str) -> String {
 /// `said`, whose advised command is `advised` once the data directory is taken out; that
 /// command run, the blog started and checked. Answers the data directory (stopped) for more
 /// checks.
-async fn case(template: &Template, what: &str, damage: impl FnOnce(&Path), said: &str, advised: &str) -> tempfile::TempDir {
+async fn case(
+    template: &Template,
+    what: &str,
+    damage: impl FnOnce(&Path),
+    said: &str,
+    advised: &str,
+) -> tempfile::TempDir {
     let dir = template.copy();
     damage(dir.path());
     let refused = refusal(dir.path());
@@ -253,19 +321,29 @@ async fn consistent(base: &str, users: &[String], what: &str) {
         assert_eq!(status, StatusCode::OK, "{what}: the feed's copy of {id} has its post: {post}");
         let comments = list(base, &format!("/api/posts/{id}/comments")).await.len() as u64;
         let likes = list(base, &format!("/api/posts/{id}/likes")).await.len() as u64;
-        assert_eq!((post["commentCount"].as_u64(), post["likeCount"].as_u64()), (Some(comments), Some(likes)), "{what}: {id}");
+        assert_eq!(
+            (post["commentCount"].as_u64(), post["likeCount"].as_u64()),
+            (Some(comments), Some(likes)),
+            "{what}: {id}"
+        );
         for field in ["commentCount", "likeCount", "title", "tags"] {
-            assert_eq!(copy[field], post[field], "{what}: the feed's copy of {id} follows its {field}");
+            assert_eq!(
+                copy[field], post[field],
+                "{what}: the feed's copy of {id} follows its {field}"
+            );
         }
         live.push(post);
     }
     for tag in TAGS {
         let listed = list(base, &format!("/api/tags/{tag}/posts")).await;
-        let mut listed_ids: Vec<&str> = listed.iter().map(|copy| copy["id"].as_str().unwrap()).collect();
+        let mut listed_ids: Vec<&str> =
+            listed.iter().map(|copy| copy["id"].as_str().unwrap()).collect();
         let mut carrying: Vec<&str> = live
             .iter()
             .filter(|post| {
-                post["tags"].as_array().is_some_and(|tags| tags.iter().any(|t| t.as_str().unwrap().to_lowercase() == tag))
+                post["tags"].as_array().is_some_and(|tags| {
+                    tags.iter().any(|t| t.as_str().unwrap().to_lowercase() == tag)
+                })
             })
             .map(|post| post["id"].as_str().unwrap())
             .collect();
@@ -274,7 +352,11 @@ async fn consistent(base: &str, users: &[String], what: &str) {
         assert_eq!(listed_ids, carrying, "{what}: the page of {tag} lists the posts that carry it");
         for copy in &listed {
             let post = live.iter().find(|post| post["id"] == copy["id"]).unwrap();
-            assert_eq!((&copy["commentCount"], &copy["likeCount"]), (&post["commentCount"], &post["likeCount"]), "{what}: {tag}");
+            assert_eq!(
+                (&copy["commentCount"], &copy["likeCount"]),
+                (&post["commentCount"], &post["likeCount"]),
+                "{what}: {tag}"
+            );
         }
     }
     for user in users {
@@ -322,17 +404,28 @@ async fn a_changed_byte_in_any_item_is_removed_as_the_refusal_advises() {
     let template = template().await;
     for item in template.items() {
         let what = format!("a byte changed in {item:?}");
-        let advised = format!("handler remove {} '{}' '{}'", item.container, item.partition_key, item.id);
-        let dir = case(&template, &what, |dir| change_a_byte(dir, &item), "does not match its checksum", &advised).await;
+        let advised =
+            format!("handler remove {} '{}' '{}'", item.container, item.partition_key, item.id);
+        let dir = case(
+            &template,
+            &what,
+            |dir| change_a_byte(dir, &item),
+            "does not match its checksum",
+            &advised,
+        )
+        .await;
         let doc: Option<String> = database(dir.path())
-            .query_row(&format!("SELECT doc FROM items WHERE {WHERE_KEY}"), key(&item), |row| row.get(0))
+            .query_row(&format!("SELECT doc FROM items WHERE {WHERE_KEY}"), key(&item), |row| {
+                row.get(0)
+            })
             .ok();
         // What was written by someone (a user, a post, a comment, a like, a request's record,
         // a dead letter) is gone; what follows from what is left is made again (a live post's
         // copy, a live user's name reserved); the blog's own marks and logs are written again
         // as the blog goes on, or not.
         let kind: Value = serde_json::from_str(&item.doc).unwrap();
-        let remade = (matches!(item.container.as_str(), "users" | "feed" | "tags") && kind["type"] == "post")
+        let remade = (matches!(item.container.as_str(), "users" | "feed" | "tags")
+            && kind["type"] == "post")
             || kind["type"] == "username";
         let written = item.id.starts_with("request-")
             || item.container == "posts"
@@ -351,8 +444,11 @@ async fn an_item_deleted_from_any_container_is_repaired_as_the_refusal_advises()
     let template = template().await;
     for item in template.items() {
         let what = format!("{item:?} deleted");
-        let delete = |dir: &Path| assert_eq!(sql(dir, &format!("DELETE FROM items WHERE {WHERE_KEY}"), &key(&item)), 1);
-        case(&template, &what, delete, "does not hold what it recorded holding", "handler repair").await;
+        let delete = |dir: &Path| {
+            assert_eq!(sql(dir, &format!("DELETE FROM items WHERE {WHERE_KEY}"), &key(&item)), 1)
+        };
+        case(&template, &what, delete, "does not hold what it recorded holding", "handler repair")
+            .await;
     }
 }
 
@@ -367,17 +463,31 @@ async fn a_row_of_the_wrong_type_or_container_is_repaired_as_the_refusal_advises
         per_container.entry(item.container.clone()).or_insert(item);
     }
     let changes = [
-        ("a write number that is text", "UPDATE items SET seq = 'x' WHERE container = ?1 AND pk = ?2 AND id = ?3"),
-        ("a JSON that is a blob", "UPDATE items SET doc = CAST(doc AS BLOB) WHERE container = ?1 AND pk = ?2 AND id = ?3"),
-        ("an unknown container", "UPDATE items SET container = 'drafts' WHERE container = ?1 AND pk = ?2 AND id = ?3"),
+        (
+            "a write number that is text",
+            "UPDATE items SET seq = 'x' WHERE container = ?1 AND pk = ?2 AND id = ?3",
+        ),
+        (
+            "a JSON that is a blob",
+            "UPDATE items SET doc = CAST(doc AS BLOB) WHERE container = ?1 AND pk = ?2 AND id = ?3",
+        ),
+        (
+            "an unknown container",
+            "UPDATE items SET container = 'drafts' WHERE container = ?1 AND pk = ?2 AND id = ?3",
+        ),
     ];
     for item in per_container.values() {
         for (change, statement) in changes {
             let what = format!("{item:?}: {change}");
             let damage = |dir: &Path| assert_eq!(sql(dir, statement, &key(item)), 1);
-            let dir =
-                case(&template, &what, damage, "holds a row or a record that is not what this store writes", "handler repair")
-                    .await;
+            let dir = case(
+                &template,
+                &what,
+                damage,
+                "holds a row or a record that is not what this store writes",
+                "handler repair",
+            )
+            .await;
             let left: i64 = database(dir.path())
                 .query_row(
                     "SELECT count(*) FROM items WHERE container = 'drafts' OR typeof(seq) != 'integer' OR typeof(doc) != 'text'",
@@ -419,7 +529,11 @@ async fn a_damaged_tally_or_meta_record_is_repaired_as_the_refusal_advises() {
         ));
     }
     cases.extend([
-        ("a count that is text".to_owned(), "UPDATE meta SET value = 'many' WHERE key = 'items:tags'".to_owned(), not_written),
+        (
+            "a count that is text".to_owned(),
+            "UPDATE meta SET value = 'many' WHERE key = 'items:tags'".to_owned(),
+            not_written,
+        ),
         (
             "a partition's tally that is text".to_owned(),
             "UPDATE partitions SET digest = 'x' WHERE container = 'tags'".to_owned(),
@@ -427,7 +541,8 @@ async fn a_damaged_tally_or_meta_record_is_repaired_as_the_refusal_advises() {
         ),
         (
             "the last write's number lowered below a row's".to_owned(),
-            "UPDATE meta SET value = (SELECT max(seq) FROM items) - 1 WHERE key = 'last_seq'".to_owned(),
+            "UPDATE meta SET value = (SELECT max(seq) FROM items) - 1 WHERE key = 'last_seq'"
+                .to_owned(),
             not_written,
         ),
         (
@@ -435,9 +550,17 @@ async fn a_damaged_tally_or_meta_record_is_repaired_as_the_refusal_advises() {
             "UPDATE meta SET value = -1 WHERE key = 'last_seq'".to_owned(),
             not_written,
         ),
-        ("meta emptied".to_owned(), "DELETE FROM meta".to_owned(), "lost its records of what it holds"),
+        (
+            "meta emptied".to_owned(),
+            "DELETE FROM meta".to_owned(),
+            "lost its records of what it holds",
+        ),
         ("the tallies' table emptied".to_owned(), "DELETE FROM partitions".to_owned(), incomplete),
-        ("a repair's mark".to_owned(), "INSERT INTO meta (key, value) VALUES ('repair_pending', 1)".to_owned(), "did not finish"),
+        (
+            "a repair's mark".to_owned(),
+            "INSERT INTO meta (key, value) VALUES ('repair_pending', 1)".to_owned(),
+            "did not finish",
+        ),
     ]);
     for (what, statement, said) in cases {
         let damage = |dir: &Path| assert!(sql(dir, &statement, &[]) > 0, "{what}: {statement}");
@@ -470,7 +593,14 @@ async fn a_damaged_page_is_salvaged_as_the_refusal_advises() {
         }
         std::fs::write(&path, bytes).unwrap();
     };
-    let dir = case(&template, "a damaged page", damage_a_page, "SQLite cannot read all of it", "handler repair").await;
+    let dir = case(
+        &template,
+        "a damaged page",
+        damage_a_page,
+        "SQLite cannot read all of it",
+        "handler repair",
+    )
+    .await;
     let kept: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
@@ -478,13 +608,23 @@ async fn a_damaged_page_is_salvaged_as_the_refusal_advises() {
         .collect();
     assert_eq!(kept.len(), 1, "the damaged file is kept: {kept:?}");
     let left = rows(dir.path()).len();
-    assert!(left > 0 && left < items, "what could be read is kept, what was on the page is gone: {left} of {items}");
+    assert!(
+        left > 0 && left < items,
+        "what could be read is kept, what was on the page is gone: {left} of {items}"
+    );
 }
 
 /// The checksum the store keeps with a row (`of_row` in src/cosmos/embedded/checksum.rs),
 /// forged, as someone who knows the format can: each text framed by its length, the write
 /// number, and a tagged expiry.
-fn forged_sum(container: &str, partition_key: &str, id: &str, doc: &str, seq: u64, expires: Option<u64>) -> u32 {
+fn forged_sum(
+    container: &str,
+    partition_key: &str,
+    id: &str,
+    doc: &str,
+    seq: u64,
+    expires: Option<u64>,
+) -> u32 {
     let mut hasher = crc32fast::Hasher::new();
     for text in [container, partition_key, id, doc] {
         hasher.update(&(text.len() as u64).to_le_bytes());
@@ -516,9 +656,11 @@ async fn an_item_that_cannot_be_loaded_is_removed_as_the_refusal_advises() {
         let forge = |dir: &Path| {
             let database = database(dir);
             let (seq, expires): (u64, Option<u64>) = database
-                .query_row(&format!("SELECT seq, expires FROM items WHERE {WHERE_KEY}"), key(item), |row| {
-                    Ok((row.get(0)?, row.get(1)?))
-                })
+                .query_row(
+                    &format!("SELECT seq, expires FROM items WHERE {WHERE_KEY}"),
+                    key(item),
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
                 .unwrap();
             let doc = "not JSON";
             let sum = forged_sum(&item.container, &item.partition_key, &item.id, doc, seq, expires);
@@ -530,7 +672,8 @@ async fn an_item_that_cannot_be_loaded_is_removed_as_the_refusal_advises() {
                 .unwrap();
             assert_eq!(changed, 1);
         };
-        let advised = format!("handler remove {} '{}' '{}'", item.container, item.partition_key, item.id);
+        let advised =
+            format!("handler remove {} '{}' '{}'", item.container, item.partition_key, item.id);
         case(&template, &what, forge, "cannot be loaded", &advised).await;
     }
 }

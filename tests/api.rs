@@ -52,13 +52,23 @@ async fn c1_usernames_are_unique_ignoring_case_and_unicode_form() {
         assert!(detail.starts_with(&format!("`username` {same:?} is taken")), "{detail}");
     }
     let bob = app.user("bob").await;
-    let detail = app.put(&format!("/api/users/{bob}"), json!({"username": "ALICE"})).await.problem(409);
+    let detail =
+        app.put(&format!("/api/users/{bob}"), json!({"username": "ALICE"})).await.problem(409);
     assert!(detail.contains("\"ALICE\" is taken"), "{detail}");
-    assert_eq!(app.get(&format!("/api/users/{bob}")).await.body["username"], "bob", "a refused rename changes nothing");
+    assert_eq!(
+        app.get(&format!("/api/users/{bob}")).await.body["username"],
+        "bob",
+        "a refused rename changes nothing"
+    );
 
     // Another form of one's own name is fine, and keeps it.
     let recased = app.put(&format!("/api/users/{alice}"), json!({"username": "ALICE"})).await;
-    assert_eq!((recased.status, recased.body["username"].as_str()), (StatusCode::OK, Some("ALICE")), "{}", recased.body);
+    assert_eq!(
+        (recased.status, recased.body["username"].as_str()),
+        (StatusCode::OK, Some("ALICE")),
+        "{}",
+        recased.body
+    );
     app.post("/api/users", json!({"username": "alice"})).await.problem(409);
 
     // A rename frees the old name at once.
@@ -69,7 +79,8 @@ async fn c1_usernames_are_unique_ignoring_case_and_unicode_form() {
         "the user and the old name's reservation read, the new name claimed, the user written, the old name released"
     );
     app.user("alice").await;
-    let detail = app.put(&format!("/api/users/{bob}"), json!({"username": "alicia"})).await.problem(409);
+    let detail =
+        app.put(&format!("/api/users/{bob}"), json!({"username": "alicia"})).await.problem(409);
     assert!(detail.contains("alicia"), "{detail}");
 }
 
@@ -78,9 +89,15 @@ async fn c2_and_q2_create_edit_and_get_a_post() {
     let app = TestApp::start().await;
     let author = app.user("alice").await;
 
-    let created = app.post("/api/posts", json!({"userId": author, "title": "Hello", "content": "First post."})).await;
+    let created = app
+        .post("/api/posts", json!({"userId": author, "title": "Hello", "content": "First post."}))
+        .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
-    assert_eq!(created.partitions(), "users=1, posts=1", "the author's name, then the post's partition");
+    assert_eq!(
+        created.partitions(),
+        "users=1, posts=1",
+        "the author's name, then the post's partition"
+    );
     let post = created.body.clone();
     let id = post["id"].as_str().unwrap().to_owned();
     assert_eq!(created.header("location"), Some(format!("/api/posts/{id}").as_str()));
@@ -102,8 +119,11 @@ async fn c2_and_q2_create_edit_and_get_a_post() {
 
     // An edit changes title and content only; counters stay what the scripts made them.
     let commenter = app.user("bob").await;
-    app.post(&format!("/api/posts/{id}/comments"), json!({"userId": commenter, "content": "Nice"})).await;
-    let edited = app.put(&format!("/api/posts/{id}"), json!({"title": "Hello again", "content": "Edited."})).await;
+    app.post(&format!("/api/posts/{id}/comments"), json!({"userId": commenter, "content": "Nice"}))
+        .await;
+    let edited = app
+        .put(&format!("/api/posts/{id}"), json!({"title": "Hello again", "content": "Edited."}))
+        .await;
     assert_eq!(edited.status, StatusCode::OK, "{}", edited.body);
     assert_eq!(edited.body["title"], "Hello again");
     assert_eq!(edited.body["content"], "Edited.");
@@ -116,7 +136,10 @@ async fn c2_and_q2_create_edit_and_get_a_post() {
 
     app.put("/api/posts/missing", json!({"title": "t", "content": "c"})).await.problem(404);
     app.get("/api/posts/missing").await.problem(404);
-    let detail = app.post("/api/posts", json!({"userId": "ghost", "title": "t", "content": "c"})).await.problem(422);
+    let detail = app
+        .post("/api/posts", json!({"userId": "ghost", "title": "t", "content": "c"}))
+        .await
+        .problem(422);
     assert!(detail.contains("ghost"), "{detail}");
 }
 
@@ -130,16 +153,28 @@ async fn c3_and_q4_comment_and_list_comments_oldest_first() {
     let mut ids = Vec::new();
     for n in 0..3 {
         let comment = app
-            .post(&format!("/api/posts/{post}/comments"), json!({"userId": commenter, "content": format!("comment {n}")}))
+            .post(
+                &format!("/api/posts/{post}/comments"),
+                json!({"userId": commenter, "content": format!("comment {n}")}),
+            )
             .await;
         assert_eq!(comment.status, StatusCode::CREATED, "{}", comment.body);
-        assert_eq!(comment.partitions(), "users=1, posts=1", "the commenter's name, then the post's partition");
+        assert_eq!(
+            comment.partitions(),
+            "users=1, posts=1",
+            "the commenter's name, then the post's partition"
+        );
         assert_eq!(comment.body["type"], "comment");
         assert_eq!(comment.body["postId"], post.as_str());
         assert_eq!(comment.body["userId"], commenter.as_str());
         assert_eq!(comment.body["userUsername"], "bob");
         assert!(is_creation_date(&comment.body["creationDate"]));
-        assert_eq!(comment.body.as_object().unwrap().len(), 7, "exactly the article's comment fields: {}", comment.body);
+        assert_eq!(
+            comment.body.as_object().unwrap().len(),
+            7,
+            "exactly the article's comment fields: {}",
+            comment.body
+        );
         ids.push(comment.body["id"].as_str().unwrap().to_owned());
     }
     assert_eq!(app.get(&format!("/api/posts/{post}")).await.body["commentCount"], 3);
@@ -148,13 +183,22 @@ async fn c3_and_q4_comment_and_list_comments_oldest_first() {
     assert_eq!(list.status, StatusCode::OK);
     assert_eq!(list.operations(), 1, "Q4 is one single-partition query");
     assert_eq!(list.partitions(), "posts=1");
-    let listed: Vec<&str> = list.body["items"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+    let listed: Vec<&str> =
+        list.body["items"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
     assert_eq!(listed, ids, "oldest first");
     assert_eq!(list.body["continuationToken"], Value::Null);
 
-    app.post("/api/posts/missing/comments", json!({"userId": commenter, "content": "x"})).await.problem(404);
-    app.post(&format!("/api/posts/{post}/comments"), json!({"userId": "ghost", "content": "x"})).await.problem(422);
-    assert_eq!(app.get(&format!("/api/posts/{post}")).await.body["commentCount"], 3, "refused comments are not counted");
+    app.post("/api/posts/missing/comments", json!({"userId": commenter, "content": "x"}))
+        .await
+        .problem(404);
+    app.post(&format!("/api/posts/{post}/comments"), json!({"userId": "ghost", "content": "x"}))
+        .await
+        .problem(422);
+    assert_eq!(
+        app.get(&format!("/api/posts/{post}")).await.body["commentCount"],
+        3,
+        "refused comments are not counted"
+    );
 }
 
 #[tokio::test]
@@ -166,14 +210,27 @@ async fn c4_and_q5_like_once_and_list_likes() {
 
     let like = app.post(&format!("/api/posts/{post}/likes"), json!({"userId": fan})).await;
     assert_eq!(like.status, StatusCode::CREATED, "{}", like.body);
-    assert_eq!(like.partitions(), "users=1, posts=1", "the liker's name, then the post's partition");
+    assert_eq!(
+        like.partitions(),
+        "users=1, posts=1",
+        "the liker's name, then the post's partition"
+    );
     assert_eq!(like.body["type"], "like");
     assert_eq!(like.body["userUsername"], "bob");
-    assert_eq!(like.body.as_object().unwrap().len(), 6, "exactly the article's like fields: {}", like.body);
+    assert_eq!(
+        like.body.as_object().unwrap().len(),
+        6,
+        "exactly the article's like fields: {}",
+        like.body
+    );
 
     let again = app.post(&format!("/api/posts/{post}/likes"), json!({"userId": fan})).await;
     again.problem(409);
-    assert_eq!(app.get(&format!("/api/posts/{post}")).await.body["likeCount"], 1, "a second like does not count");
+    assert_eq!(
+        app.get(&format!("/api/posts/{post}")).await.body["likeCount"],
+        1,
+        "a second like does not count"
+    );
 
     let list = app.get(&format!("/api/posts/{post}/likes")).await;
     assert_eq!(list.status, StatusCode::OK);
@@ -194,13 +251,21 @@ async fn q3_and_q6_read_the_copies_and_are_one_query_each() {
     let none_yet = app.get(&format!("/api/users/{author}/posts")).await;
     assert_eq!(none_yet.status, StatusCode::OK);
     assert_eq!(none_yet.body["items"], json!([]));
-    assert_eq!(none_yet.operations(), 3, "the user's posts mark, Q3's query, then the user's point read");
+    assert_eq!(
+        none_yet.operations(),
+        3,
+        "the user's posts mark, Q3's query, then the user's point read"
+    );
     assert_eq!(none_yet.partitions(), "users=1");
     let detail = app.get("/api/users/nobody/posts").await.problem(404);
     assert!(detail.contains("\"nobody\""), "{detail}");
 
     let post = app.post_by(&author, "Hello").await;
-    let posts = app.eventually(&format!("/api/users/{author}/posts"), |body| body["items"][0]["id"] == post.as_str()).await;
+    let posts = app
+        .eventually(&format!("/api/users/{author}/posts"), |body| {
+            body["items"][0]["id"] == post.as_str()
+        })
+        .await;
     assert_eq!(posts.status, StatusCode::OK);
     assert_eq!(posts.operations(), 2, "the user's posts mark, then Q3: one single-partition query");
     assert_eq!(posts.partitions(), "users=1", "the mark is in the user's partition");
@@ -208,7 +273,11 @@ async fn q3_and_q6_read_the_copies_and_are_one_query_each() {
     let feed = app.get("/api/feed?limit=5").await;
     assert_eq!(feed.status, StatusCode::OK);
     assert_eq!(feed.operations(), 2, "the feed's mark, then Q6: one single-partition query");
-    assert_eq!(feed.partitions(), "feed=2", "the mark has a partition of its own, Q6 reads the posts'");
+    assert_eq!(
+        feed.partitions(),
+        "feed=2",
+        "the mark has a partition of its own, Q6 reads the posts'"
+    );
     assert!(feed.body["items"].is_array());
     assert!(feed.body.as_object().unwrap().contains_key("continuationToken"));
 }
@@ -221,8 +290,12 @@ async fn lists_page_with_continuation_tokens() {
     let other_post = app.post_by(&author, "Other").await;
     let mut created = Vec::new();
     for n in 0..23 {
-        let answer =
-            app.post(&format!("/api/posts/{post}/comments"), json!({"userId": author, "content": format!("c{n}")})).await;
+        let answer = app
+            .post(
+                &format!("/api/posts/{post}/comments"),
+                json!({"userId": author, "content": format!("c{n}")}),
+            )
+            .await;
         created.push(answer.body["id"].as_str().unwrap().to_owned());
     }
 
@@ -253,8 +326,12 @@ async fn lists_page_with_continuation_tokens() {
     // A token is refused anywhere but its own list, and when forged.
     let first = app.get(&format!("/api/posts/{post}/comments?limit=10")).await;
     let token = first.body["continuationToken"].as_str().unwrap().to_owned();
-    app.get(&format!("/api/posts/{other_post}/comments?continuationToken={}", urlencode(&token))).await.problem(400);
-    app.get(&format!("/api/posts/{post}/likes?continuationToken={}", urlencode(&token))).await.problem(400);
+    app.get(&format!("/api/posts/{other_post}/comments?continuationToken={}", urlencode(&token)))
+        .await
+        .problem(400);
+    app.get(&format!("/api/posts/{post}/likes?continuationToken={}", urlencode(&token)))
+        .await
+        .problem(400);
     app.get(&format!("/api/posts/{post}/comments?continuationToken=forged")).await.problem(400);
     app.get(&format!("/api/posts/{post}/comments?limit=0")).await.problem(400);
     app.get(&format!("/api/posts/{post}/comments?limit=101")).await.problem(400);
@@ -265,7 +342,9 @@ async fn lists_page_with_continuation_tokens() {
 fn urlencode(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()
@@ -275,13 +354,21 @@ fn urlencode(text: &str) -> String {
 async fn every_response_reports_its_cosmos_cost() {
     let app = TestApp::start().await;
     let created = app.post("/api/users", json!({"username": "alice"})).await;
-    assert_eq!(created.operations(), 2, "C1 create is two writes: the name's reservation, then the user");
+    assert_eq!(
+        created.operations(),
+        2,
+        "C1 create is two writes: the name's reservation, then the user"
+    );
     assert_eq!(created.partitions(), "users=2");
     assert!(created.charge() > 0.0);
     assert_eq!(created.header("x-cosmos-queries"), Some("0"), "writes, no query");
     let user = created.body["id"].as_str().unwrap();
     let posts = app.get(&format!("/api/users/{user}/posts")).await;
-    assert_eq!((posts.operations(), posts.header("x-cosmos-queries")), (3, Some("1")), "Q3, its mark and, the page empty, Q1");
+    assert_eq!(
+        (posts.operations(), posts.header("x-cosmos-queries")),
+        (3, Some("1")),
+        "Q3, its mark and, the page empty, Q1"
+    );
     let missing = app.get("/api/nothing-here").await;
     assert_eq!(missing.operations(), 0);
     assert_eq!(missing.charge(), 0.0);
@@ -330,7 +417,10 @@ async fn readiness_answers_the_host_only_once_the_blog_can_serve() {
         }
     };
     assert_eq!(probe.status(), StatusCode::OK, "the probe's answer is the front page");
-    assert!(probe.text().await.unwrap().contains("newest"), "the front page shows what the store holds");
+    assert!(
+        probe.text().await.unwrap().contains("newest"),
+        "the front page shows what the store holds"
+    );
     // The first invocations after the probe: everything the store held is served.
     let feed = client.get(format!("{base}/api/feed?limit=100")).send().await.unwrap();
     assert_eq!(feed.status(), StatusCode::OK);
@@ -348,7 +438,8 @@ async fn readiness_answers_the_host_only_once_the_blog_can_serve() {
 async fn a_blog_can_be_opened_on_a_spawned_task() {
     let dir = tempfile::tempdir().unwrap();
     let config = blog::test_support::embedded_config(dir.path());
-    let opened = tokio::spawn(async move { blog::Blog::open(&config).await }).await.expect("the task ran");
+    let opened =
+        tokio::spawn(async move { blog::Blog::open(&config).await }).await.expect("the task ran");
     assert!(opened.is_ok(), "the blog opened on a spawned task");
 }
 
@@ -358,21 +449,47 @@ async fn a_blog_can_be_opened_on_a_spawned_task() {
 async fn a_user_past_the_write_limit_is_told_when_to_come_back_and_others_are_not_limited() {
     let dir = tempfile::tempdir().unwrap();
     let limit = blog::WriteLimitSetting { per_minute: 6, burst: 3 };
-    let app = TestApp::start_configured(blog::Config { write_limit: Some(limit), ..TestApp::config(dir.path()) }).await;
+    let app = TestApp::start_configured(blog::Config {
+        write_limit: Some(limit),
+        ..TestApp::config(dir.path())
+    })
+    .await;
     let alice = app.user("alice").await;
     // Reads as the signed-in caller take nothing from the burst.
     for _ in 0..5 {
-        assert_eq!(app.send_as(Some(&alice), reqwest::Method::GET, "/api/me", None).await.status, StatusCode::OK);
+        assert_eq!(
+            app.send_as(Some(&alice), reqwest::Method::GET, "/api/me", None).await.status,
+            StatusCode::OK
+        );
     }
     let first = app.post_by(&alice, "first").await;
     app.post_by(&alice, "second").await;
-    let refused = app.post(&format!("/api/posts/{first}/comments"), json!({"userId": alice, "content": "a fourth write"})).await;
+    let refused = app
+        .post(
+            &format!("/api/posts/{first}/comments"),
+            json!({"userId": alice, "content": "a fourth write"}),
+        )
+        .await;
     let detail = refused.problem(429);
-    assert!(detail.contains("the next is accepted in") && detail.contains("Nothing of this one was written"), "{detail}");
+    assert!(
+        detail.contains("the next is accepted in")
+            && detail.contains("Nothing of this one was written"),
+        "{detail}"
+    );
     let retry_after: u64 = refused.header("retry-after").expect("Retry-After").parse().unwrap();
     assert!((1..=10).contains(&retry_after), "one write every 10 s: {retry_after}");
-    assert_eq!(app.get(&format!("/api/posts/{first}")).await.body["commentCount"], 0, "nothing was written");
-    assert_eq!(app.get(&format!("/api/posts/{first}/comments")).await.status, StatusCode::OK, "reads are not limited");
-    let bob = app.send_as(Some("bob"), reqwest::Method::POST, "/api/users", Some(json!({"username": "bob"}))).await;
+    assert_eq!(
+        app.get(&format!("/api/posts/{first}")).await.body["commentCount"],
+        0,
+        "nothing was written"
+    );
+    assert_eq!(
+        app.get(&format!("/api/posts/{first}/comments")).await.status,
+        StatusCode::OK,
+        "reads are not limited"
+    );
+    let bob = app
+        .send_as(Some("bob"), reqwest::Method::POST, "/api/users", Some(json!({"username": "bob"})))
+        .await;
     assert_eq!(bob.status, StatusCode::CREATED, "another user is not limited: {}", bob.body);
 }

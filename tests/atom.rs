@@ -55,7 +55,8 @@ async fn feed_with(app: &TestApp, path: &str, entries: usize) -> Got {
 }
 
 async fn post(app: &TestApp, user: &str, title: &str, content: &str) -> String {
-    let answer = app.post("/api/posts", json!({"userId": user, "title": title, "content": content})).await;
+    let answer =
+        app.post("/api/posts", json!({"userId": user, "title": title, "content": content})).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
     answer.body["id"].as_str().unwrap().to_owned()
 }
@@ -91,7 +92,9 @@ async fn the_feed_holds_the_newest_posts_newest_first_escaped_with_their_authors
     let got = feed_with(&app, "/feed.atom", 3).await;
     assert_eq!(got.header("content-type"), "application/atom+xml; charset=utf-8");
     assert!(!got.body.contains("<script>"), "{}", got.body);
-    assert!(got.body.contains("<title type=\"text\">&lt;script&gt;alert(&apos;x&apos;)&lt;/script&gt; &amp; more</title>"));
+    assert!(got.body.contains(
+        "<title type=\"text\">&lt;script&gt;alert(&apos;x&apos;)&lt;/script&gt; &amp; more</title>"
+    ));
 
     let document = roxmltree::Document::parse(&got.body).expect("the feed is well-formed XML");
     let feed = document.root_element();
@@ -100,11 +103,17 @@ async fn the_feed_holds_the_newest_posts_newest_first_escaped_with_their_authors
     assert_eq!(link(feed, "self"), format!("{}/feed.atom", app.public));
     assert_eq!(link(feed, "alternate"), format!("{}/", app.public));
 
-    let entries: Vec<_> = feed.children().filter(|node| node.has_tag_name((ATOM_NS, "entry"))).collect();
+    let entries: Vec<_> =
+        feed.children().filter(|node| node.has_tag_name((ATOM_NS, "entry"))).collect();
     let ids: Vec<&str> = entries.iter().map(|entry| text(*entry, "id")).collect();
-    let expected: Vec<String> = [&third, &second, &first].iter().map(|id| format!("urn:uuid:{id}")).collect();
+    let expected: Vec<String> =
+        [&third, &second, &first].iter().map(|id| format!("urn:uuid:{id}")).collect();
     assert_eq!(ids, expected, "newest first, each a post's stable id");
-    assert_eq!(text(entries[0], "title"), "<script>alert('x')</script> & more", "escaped, and read back as typed");
+    assert_eq!(
+        text(entries[0], "title"),
+        "<script>alert('x')</script> & more",
+        "escaped, and read back as typed"
+    );
     let updated: Vec<&str> = entries.iter().map(|entry| text(*entry, "updated")).collect();
     assert_eq!(text(feed, "updated"), updated[0], "the feed changed when its newest entry did");
     for (entry, id) in entries.iter().zip([&third, &second, &first]) {
@@ -121,15 +130,24 @@ async fn the_feed_holds_the_newest_posts_newest_first_escaped_with_their_authors
         (Some("html"), Some("<p dir=\"auto\">Some <strong>bold</strong> text.</p>\n"))
     );
     let summary = child(entries[1], "summary");
-    assert!(summary.text().unwrap().starts_with("Long lorem ipsum dolor") && summary.text().unwrap().ends_with('…'));
+    assert!(
+        summary.text().unwrap().starts_with("Long lorem ipsum dolor")
+            && summary.text().unwrap().ends_with('…')
+    );
     assert!(!summary.text().unwrap().contains("**"));
 
     // An edit is the entry's new `updated`.
-    let edited = app.put(&format!("/api/posts/{first}"), json!({"title": "First, edited", "content": "Again."})).await;
+    let edited = app
+        .put(&format!("/api/posts/{first}"), json!({"title": "First, edited", "content": "Again."}))
+        .await;
     assert_eq!(edited.status, StatusCode::OK);
     let deadline = Instant::now() + Duration::from_secs(10);
     let edited_at = edited.body["editedAt"].as_str().unwrap();
-    while !get(&app, "/feed.atom", &[]).await.body.contains(&format!("<updated>{edited_at}</updated>")) {
+    while !get(&app, "/feed.atom", &[])
+        .await
+        .body
+        .contains(&format!("<updated>{edited_at}</updated>"))
+    {
         assert!(Instant::now() < deadline, "the edit never reached the feed");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -145,13 +163,21 @@ fn validate(xml: &str) -> Result<(), String> {
         .arg(file.path())
         .output()
         .expect("xmllint runs");
-    if output.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&output.stderr).into_owned()) }
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).into_owned())
+    }
 }
 
 /// Whether xmllint is installed; when it is not, says so loudly, and fails under CI (`CI` set),
 /// where `.ci/run` installs it: a local `cargo test` stays runnable without it.
 fn xmllint_installed() -> bool {
-    if std::process::Command::new("xmllint").arg("--version").output().is_ok_and(|output| output.status.success()) {
+    if std::process::Command::new("xmllint")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success())
+    {
         return true;
     }
     let message = "xmllint is not installed, so the Atom feeds were NOT validated against RFC 4287's schema: \
@@ -177,21 +203,38 @@ async fn the_feeds_are_valid_against_the_atom_schema_of_rfc_4287() {
     validate(&empty.body).unwrap_or_else(|why| panic!("the empty feed: {why}\n{}", empty.body));
     let alice = app.user("Alice").await;
     let nobody_yet = feed_with(&app, &format!("/users/{alice}/feed.atom"), 0).await;
-    validate(&nobody_yet.body).unwrap_or_else(|why| panic!("a user's empty feed: {why}\n{}", nobody_yet.body));
+    validate(&nobody_yet.body)
+        .unwrap_or_else(|why| panic!("a user's empty feed: {why}\n{}", nobody_yet.body));
 
-    post(&app, &alice, "<b>Bold</b> & \"quoted\"", "A [link](https://example.com) and **markdown**.\n\n```\ncode\n```").await;
-    let picture = |post: &str| format!("![A kite](/pictures/{alice}/{post}/{}-1600x900.png)", "ab".repeat(32));
+    post(
+        &app,
+        &alice,
+        "<b>Bold</b> & \"quoted\"",
+        "A [link](https://example.com) and **markdown**.\n\n```\ncode\n```",
+    )
+    .await;
+    let picture = |post: &str| {
+        format!("![A kite](/pictures/{alice}/{post}/{}-1600x900.png)", "ab".repeat(32))
+    };
     post(&app, &alice, "Long", &format!("{}\n\n{}", picture("p"), "word ".repeat(100))).await;
     // A post shows only its own pictures as images, so its picture names its id, known once it
     // is created.
     let pictured = post(&app, &alice, "A picture", "Soon a picture.").await;
-    let edited = app.put(&format!("/api/posts/{pictured}"), json!({"title": "A picture", "content": picture(&pictured)})).await;
+    let edited = app
+        .put(
+            &format!("/api/posts/{pictured}"),
+            json!({"title": "A picture", "content": picture(&pictured)}),
+        )
+        .await;
     assert_eq!(edited.status, StatusCode::OK, "{}", edited.body);
     let first = app.post_by(&alice, "Edited later").await;
     app.put(&format!("/api/posts/{first}"), json!({"title": "Edited", "content": "Now."})).await;
     for path in ["/feed.atom".to_owned(), format!("/users/{alice}/feed.atom")] {
         // The edit reaches the copies a moment after it, as the post did.
-        let has_picture = |body: &str| body.contains("&lt;img src=&quot;/pictures/") || body.contains("&lt;img src=\"/pictures/");
+        let has_picture = |body: &str| {
+            body.contains("&lt;img src=&quot;/pictures/")
+                || body.contains("&lt;img src=\"/pictures/")
+        };
         let deadline = Instant::now() + Duration::from_secs(10);
         let got = loop {
             let got = feed_with(&app, &path, 4).await;
@@ -203,7 +246,8 @@ async fn the_feeds_are_valid_against_the_atom_schema_of_rfc_4287() {
         validate(&got.body).unwrap_or_else(|why| panic!("{path}: {why}\n{}", got.body));
         // A picture's path in a post resolves against the feed's `xml:base`, the blog itself.
         let document = roxmltree::Document::parse(&got.body).unwrap();
-        let base = document.root_element().attribute(("http://www.w3.org/XML/1998/namespace", "base"));
+        let base =
+            document.root_element().attribute(("http://www.w3.org/XML/1998/namespace", "base"));
         assert_eq!(base, Some(format!("{}/", app.public).as_str()), "{path}");
         assert!(has_picture(&got.body), "{path}: the picture is in the entry's HTML");
     }
@@ -238,7 +282,10 @@ async fn the_feed_is_served_from_the_front_pages_cache_and_revalidates_with_an_e
     assert_eq!(again.status, StatusCode::NOT_MODIFIED);
     assert!(again.body.is_empty(), "a 304 has no body");
     assert_eq!(again.header("etag"), etag);
-    assert_eq!(get(&app, "/feed.atom", &[("if-none-match", "\"other\"")]).await.status, StatusCode::OK);
+    assert_eq!(
+        get(&app, "/feed.atom", &[("if-none-match", "\"other\"")]).await.status,
+        StatusCode::OK
+    );
     // The feed's links are the blog's configured address: a forwarded host changes nothing.
     let elsewhere = get(&app, "/feed.atom", &[("x-forwarded-host", "blog.example")]).await;
     assert_eq!(elsewhere.header("etag"), etag);
@@ -248,9 +295,13 @@ async fn the_feed_is_served_from_the_front_pages_cache_and_revalidates_with_an_e
 async fn every_page_links_the_feed_in_its_head_and_a_users_page_links_theirs() {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
-    let blog_feed =
-        "<link rel=\"alternate\" type=\"application/atom+xml\" title=\"Cosmos Blog: newest posts\" href=\"/feed.atom\">";
-    for path in ["/".to_owned(), "/signin".to_owned(), "/no-such-page".to_owned(), format!("/users/{alice}")] {
+    let blog_feed = "<link rel=\"alternate\" type=\"application/atom+xml\" title=\"Cosmos Blog: newest posts\" href=\"/feed.atom\">";
+    for path in [
+        "/".to_owned(),
+        "/signin".to_owned(),
+        "/no-such-page".to_owned(),
+        format!("/users/{alice}"),
+    ] {
         let page = get(&app, &path, &[]).await.body;
         let head = page.split("</head>").next().unwrap();
         assert!(head.contains(blog_feed), "{path}: {head}");
@@ -261,7 +312,9 @@ async fn every_page_links_the_feed_in_its_head_and_a_users_page_links_theirs() {
     );
     assert!(user_page.split("</head>").next().unwrap().contains(&own), "{user_page}");
     assert!(
-        user_page.contains(&format!("<a href=\"/users/{alice}/feed.atom\">Follow <bdi>alice</bdi>’s posts</a>")),
+        user_page.contains(&format!(
+            "<a href=\"/users/{alice}/feed.atom\">Follow <bdi>alice</bdi>’s posts</a>"
+        )),
         "{user_page}"
     );
 }
@@ -275,15 +328,29 @@ async fn a_users_feed_holds_their_posts_alone_for_one_query_and_a_missing_user_i
     app.post_by(&bob, "By Bob").await;
     let path = format!("/users/{alice}/feed.atom");
     let got = feed_with(&app, &path, 1).await;
-    assert!(got.body.contains(&format!("<id>urn:uuid:{alices}</id>")) && !got.body.contains("By Bob"), "{}", got.body);
+    assert!(
+        got.body.contains(&format!("<id>urn:uuid:{alices}</id>")) && !got.body.contains("By Bob"),
+        "{}",
+        got.body
+    );
     assert!(got.body.contains("<title type=\"text\">alice · Cosmos Blog</title>"), "{}", got.body);
-    assert_eq!(got.header("x-cosmos-operations"), "2", "the user's posts mark and Q3: the name comes with the posts");
-    assert!(got.body.contains(&format!("<link rel=\"self\" type=\"application/atom+xml\" href=\"{}{path}\"/>", app.public)));
+    assert_eq!(
+        got.header("x-cosmos-operations"),
+        "2",
+        "the user's posts mark and Q3: the name comes with the posts"
+    );
+    assert!(got.body.contains(&format!(
+        "<link rel=\"self\" type=\"application/atom+xml\" href=\"{}{path}\"/>",
+        app.public
+    )));
 
     let carol = app.user("carol").await;
     let none_yet = get(&app, &format!("/users/{carol}/feed.atom"), &[]).await;
     assert_eq!(none_yet.status, StatusCode::OK);
-    assert!(none_yet.body.contains("<title type=\"text\">carol · Cosmos Blog</title>") && !none_yet.body.contains("<entry>"));
+    assert!(
+        none_yet.body.contains("<title type=\"text\">carol · Cosmos Blog</title>")
+            && !none_yet.body.contains("<entry>")
+    );
     assert_eq!(get(&app, "/users/nobody/feed.atom", &[]).await.status, StatusCode::NOT_FOUND);
 }
 
@@ -293,12 +360,19 @@ async fn a_users_feed_holds_their_posts_alone_for_one_query_and_a_missing_user_i
 async fn the_feeds_links_are_the_configured_address_whatever_the_request_says() {
     let dir = tempfile::tempdir().unwrap();
     let public_url = Some("https://blog.example".parse().unwrap());
-    let app = TestApp::start_configured(blog::Config { public_url, ..TestApp::config(dir.path()) }).await;
+    let app =
+        TestApp::start_configured(blog::Config { public_url, ..TestApp::config(dir.path()) }).await;
     let alice = app.user("alice").await;
     let id = app.post_by(&alice, "Hello").await;
     let here = feed_with(&app, "/feed.atom", 1).await;
-    assert!(here.body.contains("<link rel=\"self\" type=\"application/atom+xml\" href=\"https://blog.example/feed.atom\"/>"));
-    assert!(here.body.contains(&format!("href=\"https://blog.example/posts/{id}\"")), "{}", here.body);
+    assert!(here.body.contains(
+        "<link rel=\"self\" type=\"application/atom+xml\" href=\"https://blog.example/feed.atom\"/>"
+    ));
+    assert!(
+        here.body.contains(&format!("href=\"https://blog.example/posts/{id}\"")),
+        "{}",
+        here.body
+    );
     for headers in [
         &[("x-forwarded-host", "evil.example"), ("x-forwarded-proto", "http")][..],
         &[("x-forwarded-host", "evil.example/\"><x")][..],
@@ -322,16 +396,25 @@ async fn a_tags_feed_lists_its_posts_with_their_tags_as_categories() {
     post(&app, &alice, "Untagged", "Other.").await;
     let got = feed_with(&app, "/tags/RUST/feed.atom", 1).await;
     assert!(got.body.contains("<category term=\"rust\" label=\"Rust\"/>"), "{}", got.body);
-    assert!(got.body.contains("<category term=\"cosmos db\" label=\"Cosmos DB\"/>"), "{}", got.body);
+    assert!(
+        got.body.contains("<category term=\"cosmos db\" label=\"Cosmos DB\"/>"),
+        "{}",
+        got.body
+    );
     let document = roxmltree::Document::parse(&got.body).unwrap();
     let feed = document.root_element();
-    assert_eq!(link(feed, "self"), format!("{}/tags/rust/feed.atom", app.public), "every form of the tag has one feed");
+    assert_eq!(
+        link(feed, "self"),
+        format!("{}/tags/rust/feed.atom", app.public),
+        "every form of the tag has one feed"
+    );
     assert_eq!(link(feed, "alternate"), format!("{}/tags/rust", app.public));
     assert_eq!(text(feed, "title"), "Rust · Cosmos Blog");
     let unused = feed_with(&app, "/tags/nobody/feed.atom", 0).await;
     if xmllint_installed() {
         validate(&got.body).unwrap_or_else(|why| panic!("a tag's feed: {why}\n{}", got.body));
-        validate(&unused.body).unwrap_or_else(|why| panic!("an unused tag's feed: {why}\n{}", unused.body));
+        validate(&unused.body)
+            .unwrap_or_else(|why| panic!("an unused tag's feed: {why}\n{}", unused.body));
     }
     let tag_page = get(&app, "/tags/rust", &[]).await.body;
     assert!(

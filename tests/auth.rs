@@ -34,9 +34,17 @@ async fn anonymous_writes_are_401_and_reads_are_public() {
     let writes = [
         (Method::POST, "/api/users".to_owned(), json!({"username": "x"})),
         (Method::PUT, format!("/api/users/{alice}"), json!({"username": "x"})),
-        (Method::POST, "/api/posts".to_owned(), json!({"userId": alice, "title": "t", "content": "c"})),
+        (
+            Method::POST,
+            "/api/posts".to_owned(),
+            json!({"userId": alice, "title": "t", "content": "c"}),
+        ),
         (Method::PUT, format!("/api/posts/{post}"), json!({"title": "t", "content": "c"})),
-        (Method::POST, format!("/api/posts/{post}/comments"), json!({"userId": alice, "content": "c"})),
+        (
+            Method::POST,
+            format!("/api/posts/{post}/comments"),
+            json!({"userId": alice, "content": "c"}),
+        ),
         (Method::POST, format!("/api/posts/{post}/likes"), json!({"userId": alice})),
     ];
     for (method, path, body) in writes {
@@ -44,22 +52,44 @@ async fn anonymous_writes_are_401_and_reads_are_public() {
         assert!(detail.contains("x-dev-user"), "{method} {path}: {detail}");
     }
     assert_eq!(snapshot(&app).await, before, "nothing was written");
-    for path in [format!("/api/users/{alice}"), format!("/api/posts/{post}"), "/api/feed".to_owned()] {
-        assert_eq!(app.send_as(None, Method::GET, &path, None).await.status.as_u16(), 200, "{path} is public");
+    for path in
+        [format!("/api/users/{alice}"), format!("/api/posts/{post}"), "/api/feed".to_owned()]
+    {
+        assert_eq!(
+            app.send_as(None, Method::GET, &path, None).await.status.as_u16(),
+            200,
+            "{path} is public"
+        );
     }
 }
 
 #[tokio::test]
 async fn a_user_is_the_callers_own_principal() {
     let app = TestApp::start_as_host().await;
-    let created = app.send_as(Some("principal-1"), Method::POST, "/api/users", Some(json!({"username": "alice"}))).await;
+    let created = app
+        .send_as(
+            Some("principal-1"),
+            Method::POST,
+            "/api/users",
+            Some(json!({"username": "alice"})),
+        )
+        .await;
     assert_eq!(created.status.as_u16(), 201);
     assert_eq!(created.body["id"], "principal-1");
-    let detail =
-        app.send_as(Some("principal-1"), Method::POST, "/api/users", Some(json!({"username": "again"}))).await.problem(409);
+    let detail = app
+        .send_as(
+            Some("principal-1"),
+            Method::POST,
+            "/api/users",
+            Some(json!({"username": "again"})),
+        )
+        .await
+        .problem(409);
     assert!(detail.contains("PUT"), "{detail}");
     assert_eq!(app.get("/api/users/principal-1").await.body["username"], "alice");
-    app.send_as(Some("a/b"), Method::POST, "/api/users", Some(json!({"username": "x"}))).await.problem(403);
+    app.send_as(Some("a/b"), Method::POST, "/api/users", Some(json!({"username": "x"})))
+        .await
+        .problem(403);
     let me = app.send_as(Some("principal-1"), Method::GET, "/api/me", None).await;
     assert_eq!((me.status.as_u16(), me.operations()), (200, 0));
     assert_eq!(me.body, json!({"userId": "principal-1"}));
@@ -77,13 +107,22 @@ async fn only_owners_write_what_they_own() {
 
     let forbidden = [
         (Method::PUT, format!("/api/users/{alice}"), json!({"username": "pwned"})),
-        (Method::POST, "/api/posts".to_owned(), json!({"userId": alice, "title": "as alice", "content": "c"})),
+        (
+            Method::POST,
+            "/api/posts".to_owned(),
+            json!({"userId": alice, "title": "as alice", "content": "c"}),
+        ),
         (Method::PUT, format!("/api/posts/{post}"), json!({"title": "pwned", "content": "c"})),
-        (Method::POST, format!("/api/posts/{post}/comments"), json!({"userId": alice, "content": "as alice"})),
+        (
+            Method::POST,
+            format!("/api/posts/{post}/comments"),
+            json!({"userId": alice, "content": "as alice"}),
+        ),
         (Method::POST, format!("/api/posts/{post}/likes"), json!({"userId": alice})),
     ];
     for (method, path, body) in forbidden {
-        let detail = app.send_as(Some(&mallory), method.clone(), &path, Some(body)).await.problem(403);
+        let detail =
+            app.send_as(Some(&mallory), method.clone(), &path, Some(body)).await.problem(403);
         assert!(detail.contains(&mallory), "{method} {path}: {detail}");
     }
     assert_eq!(snapshot(&app).await, before, "nothing was written");
@@ -98,16 +137,27 @@ async fn only_owners_write_what_they_own() {
         )
         .await;
     assert_eq!(comment.status.as_u16(), 201);
-    let like =
-        app.send_as(Some(&mallory), Method::POST, &format!("/api/posts/{post}/likes"), Some(json!({"userId": mallory}))).await;
+    let like = app
+        .send_as(
+            Some(&mallory),
+            Method::POST,
+            &format!("/api/posts/{post}/likes"),
+            Some(json!({"userId": mallory})),
+        )
+        .await;
     assert_eq!(like.status.as_u16(), 201);
 }
 
 #[tokio::test]
 async fn with_no_authentication_configured_every_write_is_401() {
     let dir = tempfile::tempdir().unwrap();
-    let app = TestApp::start_configured(Config { auth: AuthMode::None, ..TestApp::config(dir.path()) }).await;
-    let detail = app.send_as(Some("anyone"), Method::POST, "/api/users", Some(json!({"username": "x"}))).await.problem(401);
+    let app =
+        TestApp::start_configured(Config { auth: AuthMode::None, ..TestApp::config(dir.path()) })
+            .await;
+    let detail = app
+        .send_as(Some("anyone"), Method::POST, "/api/users", Some(json!({"username": "x"})))
+        .await
+        .problem(401);
     assert!(detail.contains("BLOG_AUTH=development"), "{detail}");
     assert!(everything(&app, Container::Users).await.is_empty());
 }
@@ -115,18 +165,33 @@ async fn with_no_authentication_configured_every_write_is_401() {
 #[tokio::test]
 async fn platform_authentication_trusts_only_the_platforms_header() {
     let dir = tempfile::tempdir().unwrap();
-    let app = TestApp::start_configured(Config { auth: AuthMode::Platform, ..TestApp::config(dir.path()) }).await;
+    let app = TestApp::start_configured(Config {
+        auth: AuthMode::Platform,
+        ..TestApp::config(dir.path())
+    })
+    .await;
     // The development header means nothing here.
-    app.send_as(Some("dev"), Method::POST, "/api/users", Some(json!({"username": "x"}))).await.problem(401);
+    app.send_as(Some("dev"), Method::POST, "/api/users", Some(json!({"username": "x"})))
+        .await
+        .problem(401);
     // As the Functions host forwards it, with the headers App Service Authentication sets.
     let identity = common::host::signed_in("00000000-0000-0000-0000-0000000000aa");
-    let mut headers: Vec<(&str, &str)> = identity.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    let mut headers: Vec<(&str, &str)> =
+        identity.iter().map(|(name, value)| (*name, value.as_str())).collect();
     headers.push(("Content-Type", "application/json"));
-    let answer = common::host::forward(&app, "POST", "/api/users", &headers, Some(br#"{"username":"entra"}"#)).await;
+    let answer = common::host::forward(
+        &app,
+        "POST",
+        "/api/users",
+        &headers,
+        Some(br#"{"username":"entra"}"#),
+    )
+    .await;
     assert_eq!(answer.status.as_u16(), 201, "{}", answer.body);
     assert_eq!(answer.body["id"], "00000000-0000-0000-0000-0000000000aa");
     // A client with a token learns the id its writes must name.
-    let headers: Vec<(&str, &str)> = identity.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    let headers: Vec<(&str, &str)> =
+        identity.iter().map(|(name, value)| (*name, value.as_str())).collect();
     let me = common::host::forward(&app, "GET", "/api/me", &headers, None).await;
     assert_eq!(me.status.as_u16(), 200, "{}", me.body);
     assert_eq!(me.body, json!({"userId": "00000000-0000-0000-0000-0000000000aa"}));

@@ -14,7 +14,8 @@ async fn malformed_bodies_are_refused_with_a_useful_detail() {
     let app = TestApp::start().await;
     let json_type = Some("application/json");
 
-    let detail = app.raw(Method::POST, "/api/users", json_type, "{\"username\": ").await.problem(400);
+    let detail =
+        app.raw(Method::POST, "/api/users", json_type, "{\"username\": ").await.problem(400);
     assert!(detail.contains("not valid"), "{detail}");
     let detail = app.raw(Method::POST, "/api/users", json_type, "{}").await.problem(400);
     assert!(detail.contains("username"), "{detail}");
@@ -28,9 +29,18 @@ async fn malformed_bodies_are_refused_with_a_useful_detail() {
     assert!(detail.contains("64"), "the limit is stated: {detail}");
     let detail = app.post("/api/users", json!({"username": "a\u{7}b"})).await.problem(400);
     assert!(detail.contains("control"), "{detail}");
-    app.raw(Method::POST, "/api/users", Some("text/plain"), "{\"username\":\"a\"}").await.problem(415);
+    app.raw(Method::POST, "/api/users", Some("text/plain"), "{\"username\":\"a\"}")
+        .await
+        .problem(415);
     app.raw(Method::POST, "/api/users", None, "{\"username\":\"a\"}").await.problem(415);
-    app.raw(Method::POST, "/api/users", json_type, &format!("{{\"username\":\"{}\"}}", "a".repeat(300_000))).await.problem(413);
+    app.raw(
+        Method::POST,
+        "/api/users",
+        json_type,
+        &format!("{{\"username\":\"{}\"}}", "a".repeat(300_000)),
+    )
+    .await
+    .problem(413);
     // The change-feed functions' routes, and their larger batch limit, exist only under the host;
     // locally the path is no route's, and nothing of its body is read: 404 at once.
     let unrouted = app.raw(Method::POST, "/PostsChangeFeed", json_type, &"a".repeat(300_000)).await;
@@ -41,26 +51,47 @@ async fn malformed_bodies_are_refused_with_a_useful_detail() {
 async fn post_fields_have_limits() {
     let app = TestApp::start().await;
     let author = app.user("alice").await;
-    let detail = app.post("/api/posts", json!({"userId": author, "title": "t".repeat(201), "content": "c"})).await.problem(400);
+    let detail = app
+        .post("/api/posts", json!({"userId": author, "title": "t".repeat(201), "content": "c"}))
+        .await
+        .problem(400);
     assert!(detail.contains("title") && detail.contains("200"), "{detail}");
-    let detail =
-        app.post("/api/posts", json!({"userId": author, "title": "t", "content": "c".repeat(20_001)})).await.problem(400);
+    let detail = app
+        .post("/api/posts", json!({"userId": author, "title": "t", "content": "c".repeat(20_001)}))
+        .await
+        .problem(400);
     assert!(detail.contains("content") && detail.contains("20000"), "{detail}");
-    app.post("/api/posts", json!({"userId": author, "title": "t", "content": "c".repeat(20_000)})).await;
+    app.post("/api/posts", json!({"userId": author, "title": "t", "content": "c".repeat(20_000)}))
+        .await;
     let detail = app.post("/api/posts", json!({"userId": author, "title": "t"})).await.problem(400);
     assert!(detail.contains("content"), "{detail}");
-    let detail = app.post("/api/posts", json!({"userId": "a/b", "title": "t", "content": "c"})).await.problem(400);
+    let detail = app
+        .post("/api/posts", json!({"userId": "a/b", "title": "t", "content": "c"}))
+        .await
+        .problem(400);
     assert!(detail.contains("userId"), "{detail}");
     let post = app.post_by(&author, "Hello").await;
-    let detail =
-        app.put(&format!("/api/posts/{post}"), json!({"title": "t", "content": "c", "commentCount": 99})).await.problem(400);
+    let detail = app
+        .put(
+            &format!("/api/posts/{post}"),
+            json!({"title": "t", "content": "c", "commentCount": 99}),
+        )
+        .await
+        .problem(400);
     assert!(detail.contains("commentCount"), "counters cannot be set by a client: {detail}");
     let detail = app
-        .post(&format!("/api/posts/{post}/comments"), json!({"userId": author, "content": "c".repeat(2_001)}))
+        .post(
+            &format!("/api/posts/{post}/comments"),
+            json!({"userId": author, "content": "c".repeat(2_001)}),
+        )
         .await
         .problem(400);
     assert!(detail.contains("2000"), "{detail}");
-    assert_eq!(app.get(&format!("/api/posts/{post}")).await.body["commentCount"], 0, "nothing was written");
+    assert_eq!(
+        app.get(&format!("/api/posts/{post}")).await.body["commentCount"],
+        0,
+        "nothing was written"
+    );
 }
 
 #[tokio::test]
@@ -79,7 +110,10 @@ async fn unknown_routes_and_wrong_methods_are_problems() {
     app.get("/api/nothing").await.problem(404);
     // Outside the API a person followed a link: an HTML page says so (tests/pages.rs).
     let page = app.get("/nothing").await;
-    assert_eq!((page.status.as_u16(), page.header("content-type")), (404, Some("text/html; charset=utf-8")));
+    assert_eq!(
+        (page.status.as_u16(), page.header("content-type")),
+        (404, Some("text/html; charset=utf-8"))
+    );
     let detail = app.send(Method::DELETE, "/api/users/u1", None).await.problem(405);
     assert!(detail.contains("DELETE"), "{detail}");
     app.send(Method::PATCH, "/api/feed", None).await.problem(405);
@@ -95,10 +129,13 @@ async fn slow_bodies_take_no_place_and_time_out() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     let dir = tempfile::tempdir().unwrap();
-    let app = TestApp::start_configured(blog::Config { max_in_flight: 4, ..TestApp::config(dir.path()) }).await;
+    let app =
+        TestApp::start_configured(blog::Config { max_in_flight: 4, ..TestApp::config(dir.path()) })
+            .await;
     let mut slow = Vec::new();
     for n in 0..16 {
-        let mut stream = tokio::net::TcpStream::connect(app.base.trim_start_matches("http://")).await.unwrap();
+        let mut stream =
+            tokio::net::TcpStream::connect(app.base.trim_start_matches("http://")).await.unwrap();
         let head = format!(
             "POST /api/users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nx-dev-user: slow{n}\r\nExpect: 100-continue\r\nContent-Length: 20\r\n\r\n{{\"user"
         );
@@ -124,7 +161,14 @@ async fn usernames_must_show_as_what_they_are() {
     let app = TestApp::start().await;
     // (Every default-ignorable code point, the ones names are compared without: an Arabic letter
     // mark or a Khmer inherent vowel alone would otherwise be a name that compares as empty.)
-    for invisible in ["\u{200B}", "\u{200B}\u{200D} \u{FEFF}", "\u{3164}", "\u{2060}\u{FE0F}", "\u{061C}", "\u{17B4}\u{2065}"] {
+    for invisible in [
+        "\u{200B}",
+        "\u{200B}\u{200D} \u{FEFF}",
+        "\u{3164}",
+        "\u{2060}\u{FE0F}",
+        "\u{061C}",
+        "\u{17B4}\u{2065}",
+    ] {
         let detail = app.post("/api/users", json!({"username": invisible})).await.problem(400);
         assert!(detail.contains("visible") || detail.contains("empty"), "{invisible:?}: {detail}");
     }
@@ -134,6 +178,10 @@ async fn usernames_must_show_as_what_they_are() {
     }
     // Scripts that need joiners and marks are fine when something shows.
     for fine in ["José", "علي\u{200F}", "👩\u{200D}💻 dev", "Zoë"] {
-        assert_eq!(app.post("/api/users", json!({"username": fine})).await.status, reqwest::StatusCode::CREATED, "{fine:?}");
+        assert_eq!(
+            app.post("/api/users", json!({"username": fine})).await.status,
+            reqwest::StatusCode::CREATED,
+            "{fine:?}"
+        );
     }
 }

@@ -16,7 +16,9 @@ use serde_json::Value;
 /// Whether `cache_control` lets a shared cache keep the answer.
 fn shared(cache_control: &str) -> bool {
     let lower = cache_control.to_ascii_lowercase();
-    ["public", "s-maxage", "stale-while-revalidate", "proxy-revalidate"].iter().any(|directive| lower.contains(directive))
+    ["public", "s-maxage", "stale-while-revalidate", "proxy-revalidate"]
+        .iter()
+        .any(|directive| lower.contains(directive))
 }
 
 /// A user with a post that has a comment and a like, once the change feed has made the post's
@@ -25,12 +27,20 @@ async fn blog_with_a_post(app: &TestApp) -> (String, String) {
     let user = app.user("alice").await;
     let post = app.post_by(&user, "Cached at the edge").await;
     let comment = serde_json::json!({"userId": user, "content": "A comment"});
-    assert_eq!(app.post(&format!("/api/posts/{post}/comments"), comment).await.status, StatusCode::CREATED);
+    assert_eq!(
+        app.post(&format!("/api/posts/{post}/comments"), comment).await.status,
+        StatusCode::CREATED
+    );
     let like = serde_json::json!({"userId": user});
-    assert_eq!(app.post(&format!("/api/posts/{post}/likes"), like).await.status, StatusCode::CREATED);
+    assert_eq!(
+        app.post(&format!("/api/posts/{post}/likes"), like).await.status,
+        StatusCode::CREATED
+    );
     let settled = |body: &Value| {
         body["items"].as_array().is_some_and(|items| {
-            items.iter().any(|item| item["id"] == post.as_str() && item["commentCount"] == 1 && item["likeCount"] == 1)
+            items.iter().any(|item| {
+                item["id"] == post.as_str() && item["commentCount"] == 1 && item["likeCount"] == 1
+            })
         })
     };
     app.eventually("/api/feed", settled).await;
@@ -56,7 +66,8 @@ fn anonymous_reads(user: &str, post: &str) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn every_anonymous_read_has_a_strong_etag_a_304_when_unchanged_and_a_few_seconds_in_a_shared_cache() {
+async fn every_anonymous_read_has_a_strong_etag_a_304_when_unchanged_and_a_few_seconds_in_a_shared_cache()
+ {
     let app = TestApp::start().await;
     let (user, post) = blog_with_a_post(&app).await;
     let browser = Browser::new(&app);
@@ -64,19 +75,36 @@ async fn every_anonymous_read_has_a_strong_etag_a_304_when_unchanged_and_a_few_s
         let first = browser.get(&path).await;
         assert_eq!(first.status, StatusCode::OK, "{path}");
         let etag = first.header("etag").to_owned();
-        assert!(etag.starts_with('"') && etag.ends_with('"') && etag.len() > 2, "{path}: a strong ETag, not {etag:?}");
+        assert!(
+            etag.starts_with('"') && etag.ends_with('"') && etag.len() > 2,
+            "{path}: a strong ETag, not {etag:?}"
+        );
         let cache_control = first.header("cache-control");
-        assert!(cache_control.contains("public") && cache_control.contains("s-maxage="), "{path}: {cache_control}");
+        assert!(
+            cache_control.contains("public") && cache_control.contains("s-maxage="),
+            "{path}: {cache_control}"
+        );
         assert!(cache_control.contains("stale-while-revalidate="), "{path}: {cache_control}");
-        assert!(cache_control.contains("max-age=0"), "{path}: the browser revalidates: {cache_control}");
+        assert!(
+            cache_control.contains("max-age=0"),
+            "{path}: the browser revalidates: {cache_control}"
+        );
 
         let again = browser.get_with(&path, &[("if-none-match", &etag)]).await;
         assert_eq!(again.status, StatusCode::NOT_MODIFIED, "{path}");
         assert!(again.html.is_empty(), "{path}: a 304 has no body");
         assert_eq!(again.header("etag"), etag, "{path}");
-        assert_eq!(again.header("cache-control"), cache_control, "{path}: a 304 refreshes the copy as the 200 made it");
+        assert_eq!(
+            again.header("cache-control"),
+            cache_control,
+            "{path}: a 304 refreshes the copy as the 200 made it"
+        );
         let weak = format!("W/{etag}");
-        assert_eq!(browser.get_with(&path, &[("if-none-match", &weak)]).await.status, StatusCode::NOT_MODIFIED, "{path}");
+        assert_eq!(
+            browser.get_with(&path, &[("if-none-match", &weak)]).await.status,
+            StatusCode::NOT_MODIFIED,
+            "{path}"
+        );
 
         let other = browser.get_with(&path, &[("if-none-match", "\"something-else\"")]).await;
         assert_eq!(other.status, StatusCode::OK, "{path}");
@@ -129,7 +157,10 @@ async fn no_answer_to_a_signed_in_cookie_bearing_or_credentialed_request_may_be_
             } else {
                 assert_eq!(got.status, StatusCode::OK, "{path} with {name}: {:?}", got.html);
             }
-            assert!(!shared(cache_control), "{path} with {name}: {cache_control:?} lets a shared cache keep it");
+            assert!(
+                !shared(cache_control),
+                "{path} with {name}: {cache_control:?} lets a shared cache keep it"
+            );
             assert!(
                 cache_control.contains("private") || cache_control.contains("no-store"),
                 "{path} with {name}: {cache_control:?}"
@@ -235,7 +266,10 @@ async fn no_request_header_changes_a_shared_answer_unless_vary_names_it() {
     assert_eq!(picture.status(), StatusCode::CREATED);
     let picture: Value = picture.json().await.unwrap();
     let picture = picture["url"].as_str().unwrap().to_owned();
-    app.eventually("/api/tags/rust/posts", |body| body["items"].as_array().is_some_and(|items| items.len() == 1)).await;
+    app.eventually("/api/tags/rust/posts", |body| {
+        body["items"].as_array().is_some_and(|items| items.len() == 1)
+    })
+    .await;
     let comments = app.get(&format!("/api/posts/{post}/comments")).await;
     let comment = comments.body["items"][0]["id"].as_str().unwrap().to_owned();
 
@@ -251,7 +285,11 @@ async fn no_request_header_changes_a_shared_answer_unless_vary_names_it() {
                 .replace("{tag}", "rust")
         })
         .collect();
-    paths.extend(["/?limit=1".to_owned(), "/no-such-page".to_owned(), "/api/no-such-resource".to_owned()]);
+    paths.extend([
+        "/?limit=1".to_owned(),
+        "/no-such-page".to_owned(),
+        "/api/no-such-resource".to_owned(),
+    ]);
     let client = reqwest::Client::new();
     let fetch = |path: &str, header: Option<(&str, &str)>| {
         let mut request = client.get(format!("{}{path}", app.base));
@@ -267,8 +305,10 @@ async fn no_request_header_changes_a_shared_answer_unless_vary_names_it() {
     let mut checked = 0;
     for path in &paths {
         let (status, headers, body) = fetch(path, None).await;
-        let cache_control = headers.get("cache-control").map(|value| value.to_str().unwrap().to_owned());
-        let cache_control = cache_control.unwrap_or_else(|| panic!("{path} ({status}) says nothing of how long it may be kept"));
+        let cache_control =
+            headers.get("cache-control").map(|value| value.to_str().unwrap().to_owned());
+        let cache_control = cache_control
+            .unwrap_or_else(|| panic!("{path} ({status}) says nothing of how long it may be kept"));
         if private(&cache_control) {
             // Kept by nobody but its reader: whatever it shows, no cache hands it on.
             eprintln!("{path}: {status}, {cache_control}");
@@ -276,14 +316,17 @@ async fn no_request_header_changes_a_shared_answer_unless_vary_names_it() {
         }
         assert_eq!(fetch(path, None).await.2, body, "{path} is the same bytes twice");
         for &(name, value) in VARIED {
-            let (varied_status, varied_headers, varied_body) = fetch(path, Some((name, value))).await;
+            let (varied_status, varied_headers, varied_body) =
+                fetch(path, Some((name, value))).await;
             let same = varied_status == status && varied_body == body;
             let vary = varied_headers
                 .get_all("vary")
                 .iter()
                 .flat_map(|vary| vary.to_str().unwrap().split(','))
                 .any(|named| named.trim().eq_ignore_ascii_case(name) || named.trim() == "*");
-            let kept_by_one = varied_headers.get("cache-control").is_some_and(|value| private(value.to_str().unwrap()));
+            let kept_by_one = varied_headers
+                .get("cache-control")
+                .is_some_and(|value| private(value.to_str().unwrap()));
             assert!(
                 same || vary || kept_by_one,
                 "{path} with {name}: {value:?} is {varied_status}, {} bytes (not {status}, {} bytes), neither named in Vary nor private",

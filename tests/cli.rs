@@ -43,9 +43,22 @@ fn stderr(output: &Output) -> String {
 fn help_is_printed_on_stdout_for_the_handler_and_each_command() {
     let data = tempfile::tempdir().unwrap();
     for (args, says) in [
-        (&["--help"][..], &["Usage: handler [COMMAND]", "serve", "rebuild-copies", "dead-letters", "smoke", "--version"][..]),
+        (
+            &["--help"][..],
+            &[
+                "Usage: handler [COMMAND]",
+                "serve",
+                "rebuild-copies",
+                "dead-letters",
+                "smoke",
+                "--version",
+            ][..],
+        ),
         (&["help"][..], &["Usage: handler [COMMAND]"][..]),
-        (&["dead-letters", "--help"][..], &["Usage: handler dead-letters [COMMAND]", "replay", "jq"][..]),
+        (
+            &["dead-letters", "--help"][..],
+            &["Usage: handler dead-letters [COMMAND]", "replay", "jq"][..],
+        ),
         (&["dead-letters", "replay", "--help"][..], &["Usage: handler dead-letters replay"][..]),
         (&["rebuild-copies", "--help"][..], &["Usage: handler rebuild-copies"][..]),
         (&["serve", "--help"][..], &["Usage: handler serve"][..]),
@@ -66,7 +79,11 @@ fn help_is_printed_on_stdout_for_the_handler_and_each_command() {
         let output = handler(args, data.path());
         assert_eq!(output.status.code(), Some(0), "{args:?}: {}", stderr(&output));
         for said in says {
-            assert!(stdout(&output).contains(said), "{args:?} does not say {said:?}:\n{}", stdout(&output));
+            assert!(
+                stdout(&output).contains(said),
+                "{args:?} does not say {said:?}:\n{}",
+                stdout(&output)
+            );
         }
         assert_eq!(stderr(&output), "", "{args:?}");
     }
@@ -85,7 +102,11 @@ fn the_version_is_the_crate_version_and_a_commit() {
         assert!(version.starts_with(&expected) && version.ends_with(")\n"), "{version:?}");
         // A short commit hash where built in a git checkout, else "unknown".
         let commit = &version[expected.len()..version.len() - 2];
-        assert!(commit == "unknown" || (commit.len() >= 7 && commit.bytes().all(|b| b.is_ascii_hexdigit())), "{commit:?}");
+        assert!(
+            commit == "unknown"
+                || (commit.len() >= 7 && commit.bytes().all(|b| b.is_ascii_hexdigit())),
+            "{commit:?}"
+        );
     }
 }
 
@@ -99,7 +120,10 @@ fn a_usage_error_exits_2_with_the_usage_on_stderr_and_nothing_on_stdout() {
         (&["dead-letters", "replay", "now"][..], "unexpected argument 'now'"),
         (&["rebuild-copies", "--fast"][..], "unexpected argument '--fast'"),
         (&["smoke"][..], "<BASE_URL>"),
-        (&["smoke", "http://127.0.0.1:9", "--token", "t", "--dev-user", "d"][..], "cannot be used with"),
+        (
+            &["smoke", "http://127.0.0.1:9", "--token", "t", "--dev-user", "d"][..],
+            "cannot be used with",
+        ),
         (&["smoke", "http://127.0.0.1:9", "--wait", "soon"][..], "invalid value 'soon'"),
     ] {
         let output = handler(args, data.path());
@@ -107,7 +131,10 @@ fn a_usage_error_exits_2_with_the_usage_on_stderr_and_nothing_on_stdout() {
         assert_eq!(stdout(&output), "", "{args:?}");
         let said = stderr(&output);
         assert!(said.starts_with("error: ") && said.contains(says), "{args:?}:\n{said}");
-        assert!(said.contains("Usage: handler") || said.contains("try '--help'"), "{args:?}:\n{said}");
+        assert!(
+            said.contains("Usage: handler") || said.contains("try '--help'"),
+            "{args:?}:\n{said}"
+        );
         // Clap's own message, not a log line with a timestamp and a level.
         assert!(!said.contains(" ERROR ") && !said.contains("Z  "), "{args:?}:\n{said}");
     }
@@ -118,7 +145,11 @@ fn a_usage_error_exits_2_with_the_usage_on_stderr_and_nothing_on_stdout() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
-    assert!(stderr(&output).contains("not both") && stderr(&output).contains("Usage: handler smoke"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("not both") && stderr(&output).contains("Usage: handler smoke"),
+        "{}",
+        stderr(&output)
+    );
     assert!(!stderr(&output).contains("t0ken"), "the token is never shown");
 }
 
@@ -128,9 +159,15 @@ fn set_aside_two(data: &Path) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let state = blog::connect(&blog::test_support::embedded_config(data)).await.unwrap();
-        dead_letters::set_aside(&state.store, "RetiredChangeFeed", "item", "a function since removed", r#"{"id":"p1"}"#)
-            .await
-            .unwrap();
+        dead_letters::set_aside(
+            &state.store,
+            "RetiredChangeFeed",
+            "item",
+            "a function since removed",
+            r#"{"id":"p1"}"#,
+        )
+        .await
+        .unwrap();
         dead_letters::set_aside(
             &state.store,
             "PostsChangeFeed",
@@ -154,7 +191,10 @@ fn dead_letters_prints_json_lines_alone_on_stdout_and_a_replay_its_summary_on_st
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let listed: Vec<Value> = stdout(&output)
         .lines()
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("not a JSON line ({error}): {line:?}")))
+        .map(|line| {
+            serde_json::from_str(line)
+                .unwrap_or_else(|error| panic!("not a JSON line ({error}): {line:?}"))
+        })
         .collect();
     assert_eq!(listed.len(), 2, "{}", stdout(&output));
     assert_eq!(listed[0]["function"], "RetiredChangeFeed");
@@ -170,13 +210,19 @@ fn dead_letters_prints_json_lines_alone_on_stdout_and_a_replay_its_summary_on_st
     assert_eq!(stdout(&output), "", "a replay writes nothing on stdout");
     let said = stderr(&output);
     // Its log lines (the one it could not read again), then its summary, on a line of its own.
-    let warned = said.find("WARN blog::changefeed: still unreadable; kept").unwrap_or_else(|| panic!("{said}"));
-    let summary = said.find("\ndead-letters replay: 0 applied and removed, 2 refused again and kept, in ");
+    let warned = said
+        .find("WARN blog::changefeed: still unreadable; kept")
+        .unwrap_or_else(|| panic!("{said}"));
+    let summary =
+        said.find("\ndead-letters replay: 0 applied and removed, 2 refused again and kept, in ");
     assert!(summary.is_some_and(|summary| summary > warned), "{said}");
 
     // Both kept: listed again, and nothing but them on stdout.
     let output = handler(&["dead-letters"], data.path());
-    assert_eq!(stdout(&output).lines().filter(|line| serde_json::from_str::<Value>(line).is_ok()).count(), 2);
+    assert_eq!(
+        stdout(&output).lines().filter(|line| serde_json::from_str::<Value>(line).is_ok()).count(),
+        2
+    );
     assert_eq!(stdout(&output).lines().count(), 2);
 }
 
@@ -205,35 +251,60 @@ fn a_failing_command_says_why_on_stderr() {
         .unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert_eq!(stdout(&output), "");
-    assert!(stderr(&output).starts_with("error: BLOG_SCRIPTS=server needs a Cosmos DB account"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).starts_with("error: BLOG_SCRIPTS=server needs a Cosmos DB account"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 /// docs/commands.md's block after `<!-- handler --help -->` is what `handler --help` prints.
 #[test]
 fn the_docs_show_the_help_the_binary_prints() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/commands.md")).unwrap();
-    let after = readme.split("<!-- handler --help -->").nth(1).expect("docs/commands.md has a <!-- handler --help --> marker");
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/commands.md"))
+            .unwrap();
+    let after = readme
+        .split("<!-- handler --help -->")
+        .nth(1)
+        .expect("docs/commands.md has a <!-- handler --help --> marker");
     let block = after.split_once("```text\n").expect("a text block after the marker").1;
     let block = &block[..block.find("```").expect("the block ends")];
     let data = tempfile::tempdir().unwrap();
     let help = stdout(&handler(&["--help"], data.path()));
-    assert_eq!(block, format!("$ handler --help\n{help}"), "docs/commands.md's `handler --help` block is out of date");
+    assert_eq!(
+        block,
+        format!("$ handler --help\n{help}"),
+        "docs/commands.md's `handler --help` block is out of date"
+    );
 }
 
 /// docs/costs.md's cost table (the block after `<!-- handler cost -->`) is what `handler cost`
 /// prints for its three sizes of blog; and a share that is not one is a usage error.
 #[test]
 fn the_docs_show_the_costs_handler_cost_prints() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/costs.md")).unwrap();
-    let after = readme.split("<!-- handler cost -->").nth(1).expect("docs/costs.md has a <!-- handler cost --> marker");
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/costs.md"))
+            .unwrap();
+    let after = readme
+        .split("<!-- handler cost -->")
+        .nth(1)
+        .expect("docs/costs.md has a <!-- handler cost --> marker");
     let block = after.split_once("```text\n").expect("a text block after the marker").1;
     let block = &block[..block.find("```").expect("the block ends")];
     let data = tempfile::tempdir().unwrap();
     let printed = handler(&["cost"], data.path());
     assert_eq!(printed.status.code(), Some(0), "{}", stderr(&printed));
-    assert_eq!(block, format!("$ handler cost\n{}", stdout(&printed)), "docs/costs.md's `handler cost` block is out of date");
+    assert_eq!(
+        block,
+        format!("$ handler cost\n{}", stdout(&printed)),
+        "docs/costs.md's `handler cost` block is out of date"
+    );
 
-    let mine = handler(&["cost", "--views-per-day", "2500", "--writes-per-day", "0", "--post-share", "1"], data.path());
+    let mine = handler(
+        &["cost", "--views-per-day", "2500", "--writes-per-day", "0", "--post-share", "1"],
+        data.path(),
+    );
     let table = stdout(&mine);
     assert!(
         table.lines().any(|line| line.starts_with("| 2,500 | 0 | 18,612 |")),
@@ -252,12 +323,21 @@ fn the_docs_show_the_costs_handler_cost_prints() {
 fn handler_cost_prices_views_with_the_measurement_given() {
     let data = tempfile::tempdir().unwrap();
     let measured = data.path().join("readers.json");
-    std::fs::write(&measured, r#"{"load": {"views_per_day": 50000}, "per_1000_views": {"view_article_ru": 1234.0}}"#).unwrap();
+    std::fs::write(
+        &measured,
+        r#"{"load": {"views_per_day": 50000}, "per_1000_views": {"view_article_ru": 1234.0}}"#,
+    )
+    .unwrap();
     let measured = measured.to_str().unwrap();
-    let output = handler(&["cost", "--measured", measured, "--views-per-day", "10000", "--views-per-day", "60000"], data.path());
+    let output = handler(
+        &["cost", "--measured", measured, "--views-per-day", "10000", "--views-per-day", "60000"],
+        data.path(),
+    );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let table = stdout(&output);
-    let row = |views: &str| table.lines().find(|line| line.starts_with(&format!("| {views} |"))).unwrap().to_owned();
+    let row = |views: &str| {
+        table.lines().find(|line| line.starts_with(&format!("| {views} |"))).unwrap().to_owned()
+    };
     assert!(row("60,000").contains("| 1,234 | a measurement at 50,000 a day |"), "{table}");
     assert!(row("10,000").contains("the caches' rules (a bound)"), "{table}");
 
@@ -284,14 +364,22 @@ fn handler_cost_prices_the_instance_size_asked_for() {
             .map(|line| line.split('|').nth(6).unwrap().trim().to_owned())
             .collect()
     };
-    assert_eq!(functions(&["cost"]), functions(&["cost", "--instance-memory-mb", "512"]), "512 MB is the default");
+    assert_eq!(
+        functions(&["cost"]),
+        functions(&["cost", "--instance-memory-mb", "512"]),
+        "512 MB is the default"
+    );
     assert_ne!(functions(&["cost"]), functions(&["cost", "--instance-memory-mb", "2048"]));
     let cdn = |args: &[&str]| -> String {
         let output = handler(args, data.path());
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
         stdout(&output).lines().find(|line| line.starts_with("| 1,000,000 ")).unwrap().to_owned()
     };
-    assert_ne!(cdn(&["cost"]), cdn(&["cost", "--cdn-hit-rate", "0.5"]), "a CDN takes executions off the function app");
+    assert_ne!(
+        cdn(&["cost"]),
+        cdn(&["cost", "--cdn-hit-rate", "0.5"]),
+        "a CDN takes executions off the function app"
+    );
     let yours = cdn(&["cost", "--cdn-hit-rate", "0.5"]);
     let front_door = cdn(&["cost", "--cdn-hit-rate", "0.5", "--front-door"]);
     let by_the_gb = cdn(&["cost", "--cdn-hit-rate", "0.5", "--cdn-per-gb"]);
@@ -306,7 +394,11 @@ fn handler_cost_prices_the_instance_size_asked_for() {
     assert_eq!(functions(&["cost", "--hosting-plan", "B1"]), ["$13.14"]);
     let refused = handler(&["cost", "--hosting-plan", "F1"], data.path());
     assert_eq!(refused.status.code(), Some(2));
-    assert!(stderr(&refused).contains("flex, or one of B1, S1, P0v3, P1v3"), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("flex, or one of B1, S1, P0v3, P1v3"),
+        "{}",
+        stderr(&refused)
+    );
 }
 
 /// `handler rebuild-copies` run on a terminal (util-linux `script` gives it one), as an operator
@@ -323,8 +415,16 @@ async fn rebuild_copies_on_a_terminal_draws_its_progress_and_ends() {
 
     let (status, shown) = on_a_terminal(data.path(), "rebuild-copies");
     assert!(status.success(), "{status}: {shown}");
-    assert!(shown.contains("\r\x1b[Krebuild-copies: 1 users replayed ("), "the progress line, drawn in place: {shown:?}");
-    assert!(shown.contains("rebuild-copies: 1 users replayed (names carried and reserved), 1 posts delivered"), "{shown:?}");
+    assert!(
+        shown.contains("\r\x1b[Krebuild-copies: 1 users replayed ("),
+        "the progress line, drawn in place: {shown:?}"
+    );
+    assert!(
+        shown.contains(
+            "rebuild-copies: 1 users replayed (names carried and reserved), 1 posts delivered"
+        ),
+        "{shown:?}"
+    );
 }
 
 /// `handler <command>` on a terminal (util-linux `script` gives it one), on the embedded store in
@@ -369,16 +469,25 @@ async fn export_and_import_on_a_terminal_draw_a_bar() {
     }
     let data = app.stop().await.unwrap();
     let file = data.path().join("blog.jsonl");
-    let (status, shown) = on_a_terminal(data.path(), &format!("export --output {}", file.display()));
+    let (status, shown) =
+        on_a_terminal(data.path(), &format!("export --output {}", file.display()));
     assert!(status.success(), "{status}: {shown}");
     assert!(shown.contains("\r\x1b[Kexport: ["), "the bar, drawn in place: {shown:?}");
-    assert!(shown.contains("export: 1 users, 3 posts, 0 comments, 0 likes, 0 pictures written to"), "{shown:?}");
+    assert!(
+        shown.contains("export: 1 users, 3 posts, 0 comments, 0 likes, 0 pictures written to"),
+        "{shown:?}"
+    );
 
     let empty = tempfile::tempdir().unwrap();
     let (status, shown) = on_a_terminal(empty.path(), &format!("import {}", file.display()));
     assert!(status.success(), "{status}: {shown}");
     assert!(shown.contains("import: [") && shown.contains(" %"), "the bar: {shown:?}");
-    assert!(shown.contains("import: 1 users, 3 posts, 0 comments, 0 likes, 0 pictures written, copies made"), "{shown:?}");
+    assert!(
+        shown.contains(
+            "import: 1 users, 3 posts, 0 comments, 0 likes, 0 pictures written, copies made"
+        ),
+        "{shown:?}"
+    );
 }
 
 /// A setting past what the handler can hold refuses the start (exit 1, naming the setting and
@@ -404,6 +513,9 @@ fn a_setting_out_of_its_range_refuses_the_start_naming_the_range() {
             .expect("the handler binary runs");
         let said = stderr(&output);
         assert_eq!(output.status.code(), Some(1), "{name}: {said}");
-        assert!(said.contains(name) && said.contains(range) && !said.contains("panicked"), "{name}: {said}");
+        assert!(
+            said.contains(name) && said.contains(range) && !said.contains("panicked"),
+            "{name}: {said}"
+        );
     }
 }

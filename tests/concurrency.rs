@@ -22,9 +22,12 @@ async fn fifty_concurrent_comments_are_all_counted() {
     for n in 0..50 {
         let (app, post, author) = (app.clone(), post.clone(), author.clone());
         tasks.push(tokio::spawn(async move {
-            app.post(&format!("/api/posts/{post}/comments"), json!({"userId": author, "content": format!("comment {n}")}))
-                .await
-                .status
+            app.post(
+                &format!("/api/posts/{post}/comments"),
+                json!({"userId": author, "content": format!("comment {n}")}),
+            )
+            .await
+            .status
         }));
     }
     for task in tasks {
@@ -50,9 +53,9 @@ async fn concurrent_likes_count_each_user_once() {
     let mut tasks = Vec::new();
     for fan in fans.iter().chain(fans.iter()) {
         let (app, post, fan) = (app.clone(), post.clone(), fan.clone());
-        tasks.push(tokio::spawn(
-            async move { app.post(&format!("/api/posts/{post}/likes"), json!({"userId": fan})).await.status },
-        ));
+        tasks.push(tokio::spawn(async move {
+            app.post(&format!("/api/posts/{post}/likes"), json!({"userId": fan})).await.status
+        }));
     }
     let mut statuses = Vec::new();
     for task in tasks {
@@ -61,7 +64,13 @@ async fn concurrent_likes_count_each_user_once() {
     assert_eq!(statuses.iter().filter(|s| **s == StatusCode::CREATED).count(), 10);
     assert_eq!(statuses.iter().filter(|s| **s == StatusCode::CONFLICT).count(), 10);
     assert_eq!(app.get(&format!("/api/posts/{post}")).await.body["likeCount"], 10);
-    assert_eq!(app.get(&format!("/api/posts/{post}/likes?limit=100")).await.body["items"].as_array().unwrap().len(), 10);
+    assert_eq!(
+        app.get(&format!("/api/posts/{post}/likes?limit=100")).await.body["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        10
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -75,9 +84,19 @@ async fn an_edit_racing_comments_keeps_every_count() {
         let (app, post, author) = (app.clone(), post.clone(), author.clone());
         tasks.push(tokio::spawn(async move {
             if n % 4 == 0 {
-                app.put(&format!("/api/posts/{post}"), json!({"title": format!("title {n}"), "content": "edited"})).await.status
+                app.put(
+                    &format!("/api/posts/{post}"),
+                    json!({"title": format!("title {n}"), "content": "edited"}),
+                )
+                .await
+                .status
             } else {
-                app.post(&format!("/api/posts/{post}/comments"), json!({"userId": author, "content": "hi"})).await.status
+                app.post(
+                    &format!("/api/posts/{post}/comments"),
+                    json!({"userId": author, "content": "hi"}),
+                )
+                .await
+                .status
             }
         }));
     }
@@ -113,9 +132,19 @@ async fn fifty_users_toggling_likes_leave_the_count_equal_to_the_likes() {
                 let answer = if toggle % 2 == 0 {
                     app.post(&format!("/api/posts/{post}/likes"), json!({"userId": fan})).await
                 } else {
-                    app.send(reqwest::Method::DELETE, &format!("/api/posts/{post}/likes/{fan}"), None).await
+                    app.send(
+                        reqwest::Method::DELETE,
+                        &format!("/api/posts/{post}/likes/{fan}"),
+                        None,
+                    )
+                    .await
                 };
-                assert!(answer.status.is_success(), "{fan}, toggle {toggle}: {} {}", answer.status, answer.body);
+                assert!(
+                    answer.status.is_success(),
+                    "{fan}, toggle {toggle}: {} {}",
+                    answer.status,
+                    answer.body
+                );
             }
             toggles % 2 == 1
         }));
@@ -134,7 +163,12 @@ async fn fifty_users_toggling_likes_leave_the_count_equal_to_the_likes() {
 async fn holder(app: &TestApp, name: &str) -> Option<String> {
     use blog::testing::model::usernames::{Reservation, normalize_username, reservation_id};
     let id = reservation_id(&normalize_username(name));
-    app.state.store.read::<Reservation>(blog::testing::cosmos::Container::Users, &id, &id).await.unwrap().map(|r| r.owner_id)
+    app.state
+        .store
+        .read::<Reservation>(blog::testing::cosmos::Container::Users, &id, &id)
+        .await
+        .unwrap()
+        .map(|r| r.owner_id)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -142,25 +176,36 @@ async fn of_two_users_racing_for_one_free_name_exactly_one_wins() {
     let app = Arc::new(TestApp::start().await);
     for round in 0..20 {
         let name = format!("prize{round}");
-        let (first, second) = (app.user(&format!("first{round}")).await, app.user(&format!("second{round}")).await);
+        let (first, second) =
+            (app.user(&format!("first{round}")).await, app.user(&format!("second{round}")).await);
         // Two renames at once, in another case each: the same name.
         let rename = |user: String, name: String| {
             let app = app.clone();
-            tokio::spawn(async move { app.put(&format!("/api/users/{user}"), json!({"username": name})).await })
+            tokio::spawn(async move {
+                app.put(&format!("/api/users/{user}"), json!({"username": name})).await
+            })
         };
-        let racing = [rename(first.clone(), name.clone()), rename(second.clone(), name.to_uppercase())];
+        let racing =
+            [rename(first.clone(), name.clone()), rename(second.clone(), name.to_uppercase())];
         let mut answers = Vec::new();
         for task in racing {
             answers.push(task.await.unwrap());
         }
         let statuses: Vec<u16> = answers.iter().map(|answer| answer.status.as_u16()).collect();
         assert!(statuses == [200, 409] || statuses == [409, 200], "round {round}: {statuses:?}");
-        let (winner, loser) = if statuses[0] == 200 { (&first, &second) } else { (&second, &first) };
+        let (winner, loser) =
+            if statuses[0] == 200 { (&first, &second) } else { (&second, &first) };
         let loss = answers.iter().find(|answer| answer.status == StatusCode::CONFLICT).unwrap();
         assert!(loss.problem(409).contains("is taken"), "{}", loss.body);
         assert_eq!(holder(&app, &name).await.as_deref(), Some(winner.as_str()));
-        let shown = app.get(&format!("/api/users/{loser}")).await.body["username"].as_str().unwrap().to_owned();
-        assert!(shown.starts_with("first") || shown.starts_with("second"), "the loser keeps their name: {shown}");
+        let shown = app.get(&format!("/api/users/{loser}")).await.body["username"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            shown.starts_with("first") || shown.starts_with("second"),
+            "the loser keeps their name: {shown}"
+        );
         assert_eq!(holder(&app, &shown).await.as_deref(), Some(loser.as_str()));
 
         // Two sign-ups at once: the same.
@@ -187,12 +232,15 @@ async fn concurrent_renames_of_one_user_leave_one_name_held_and_the_others_free(
     let mut tasks = Vec::new();
     for name in names {
         let (app, user) = (app.clone(), user.clone());
-        tasks.push(tokio::spawn(async move { app.put(&format!("/api/users/{user}"), json!({"username": name})).await.status }));
+        tasks.push(tokio::spawn(async move {
+            app.put(&format!("/api/users/{user}"), json!({"username": name})).await.status
+        }));
     }
     for task in tasks {
         assert_eq!(task.await.unwrap(), StatusCode::OK, "renames of one user take turns");
     }
-    let shown = app.get(&format!("/api/users/{user}")).await.body["username"].as_str().unwrap().to_owned();
+    let shown =
+        app.get(&format!("/api/users/{user}")).await.body["username"].as_str().unwrap().to_owned();
     assert_eq!(holder(&app, &shown).await.as_deref(), Some(user.as_str()));
     for name in names.iter().copied().chain(["start"]).filter(|name| *name != shown) {
         assert_eq!(holder(&app, name).await, None, "{name} was released");

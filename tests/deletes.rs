@@ -18,7 +18,9 @@ async fn like(app: &TestApp, post: &str, user: &str) -> StatusCode {
 }
 
 async fn comment(app: &TestApp, post: &str, user: &str, content: &str) -> String {
-    let answer = app.post(&format!("/api/posts/{post}/comments"), json!({"userId": user, "content": content})).await;
+    let answer = app
+        .post(&format!("/api/posts/{post}/comments"), json!({"userId": user, "content": content}))
+        .await;
     assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
     answer.body["id"].as_str().unwrap().to_owned()
 }
@@ -34,7 +36,10 @@ async fn counts(app: &TestApp, post: &str) -> (u64, u64) {
 
 /// Every item left in a post's partition (the in-process scripts' fence item aside).
 async fn items_in_partition(app: &TestApp, post: &str) -> Vec<Value> {
-    let query = QuerySpec { sql: "SELECT * FROM c WHERE NOT IS_DEFINED(c.scriptFence)".into(), parameters: vec![] };
+    let query = QuerySpec {
+        sql: "SELECT * FROM c WHERE NOT IS_DEFINED(c.scriptFence)".into(),
+        parameters: vec![],
+    };
     let page = PageRequest { size: 1000, continuation: None };
     app.state.store.query_documents(Container::Posts, post, query, page).await.unwrap().0
 }
@@ -51,14 +56,25 @@ async fn an_unlike_takes_back_one_like_once_and_only_by_the_liker() {
     let path = format!("/api/posts/{post}/likes/{bob}");
     let refused = delete_as(&app, &alice, &path).await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
-    assert_eq!(app.send_as(None, Method::DELETE, &path, None).await.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        app.send_as(None, Method::DELETE, &path, None).await.status,
+        StatusCode::UNAUTHORIZED
+    );
     assert_eq!(counts(&app, &post).await, (0, 2), "a refused unlike moves nothing");
 
     let answer = delete_as(&app, &bob, &path).await;
     assert_eq!(answer.status, StatusCode::NO_CONTENT, "{}", answer.body);
     assert_eq!(counts(&app, &post).await, (0, 1));
     let likes = app.get(&format!("/api/posts/{post}/likes")).await.body;
-    assert_eq!(likes["items"].as_array().unwrap().iter().map(|like| like["userId"].clone()).collect::<Vec<_>>(), [json!(alice)]);
+    assert_eq!(
+        likes["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|like| like["userId"].clone())
+            .collect::<Vec<_>>(),
+        [json!(alice)]
+    );
 
     let again = delete_as(&app, &bob, &path).await;
     assert_eq!(again.status, StatusCode::NOT_FOUND);
@@ -89,19 +105,29 @@ async fn a_comment_is_deleted_by_its_author_or_the_posts_author_only() {
     assert!(refused.problem(403).contains(&format!("{bob:?}")), "{}", refused.body);
     assert_eq!(counts(&app, &post).await, (3, 0));
 
-    assert_eq!(delete_as(&app, &bob, &format!("/api/posts/{post}/comments/{first}")).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        delete_as(&app, &bob, &format!("/api/posts/{post}/comments/{first}")).await.status,
+        StatusCode::NO_CONTENT
+    );
     assert_eq!(counts(&app, &post).await, (2, 0));
     // The post's author moderates the comments under the post.
-    assert_eq!(delete_as(&app, &alice, &format!("/api/posts/{post}/comments/{second}")).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        delete_as(&app, &alice, &format!("/api/posts/{post}/comments/{second}")).await.status,
+        StatusCode::NO_CONTENT
+    );
     assert_eq!(counts(&app, &post).await, (1, 0));
     let listed = app.get(&format!("/api/posts/{post}/comments")).await.body;
-    assert_eq!(listed["items"].as_array().unwrap().iter().map(|c| c["id"].clone()).collect::<Vec<_>>(), [json!(third)]);
+    assert_eq!(
+        listed["items"].as_array().unwrap().iter().map(|c| c["id"].clone()).collect::<Vec<_>>(),
+        [json!(third)]
+    );
 
     let again = delete_as(&app, &bob, &format!("/api/posts/{post}/comments/{first}")).await;
     assert!(again.problem(404).contains("no comment"), "{}", again.body);
     // A like's id is not a comment's.
     assert_eq!(like(&app, &post, &bob).await, StatusCode::CREATED);
-    let not_a_comment = delete_as(&app, &bob, &format!("/api/posts/{post}/comments/like-{bob}")).await;
+    let not_a_comment =
+        delete_as(&app, &bob, &format!("/api/posts/{post}/comments/like-{bob}")).await;
     assert_eq!(not_a_comment.status, StatusCode::NOT_FOUND, "{}", not_a_comment.body);
     assert_eq!(counts(&app, &post).await, (1, 1), "nothing moved");
 }
@@ -122,7 +148,9 @@ async fn a_deleted_post_goes_with_its_comments_likes_and_copies() {
         assert_eq!(like(&app, &post, &fan).await, StatusCode::CREATED);
     }
     assert_eq!(counts(&app, &post).await, (25, 100));
-    let has = |list: &Value, id: &str| list["items"].as_array().unwrap().iter().any(|item| item["id"] == id);
+    let has = |list: &Value, id: &str| {
+        list["items"].as_array().unwrap().iter().any(|item| item["id"] == id)
+    };
     app.eventually(&format!("/api/users/{alice}/posts"), |list| has(list, &post)).await;
     app.eventually("/api/feed", |list| has(list, &post)).await;
 
@@ -133,24 +161,40 @@ async fn a_deleted_post_goes_with_its_comments_likes_and_copies() {
 
     let deleted = delete_as(&app, &alice, &format!("/api/posts/{post}")).await;
     assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{}", deleted.body);
-    for path in [format!("/api/posts/{post}"), format!("/api/posts/{post}/comments"), format!("/api/posts/{post}/likes")] {
+    for path in [
+        format!("/api/posts/{post}"),
+        format!("/api/posts/{post}/comments"),
+        format!("/api/posts/{post}/likes"),
+    ] {
         let answer = app.get(&path).await;
         assert!(answer.problem(404).contains("no post"), "GET {path}: {}", answer.body);
     }
     assert_eq!(like(&app, &post, &bob).await, StatusCode::NOT_FOUND);
-    let late_comment = app.post(&format!("/api/posts/{post}/comments"), json!({"userId": alice, "content": "late"})).await;
+    let late_comment = app
+        .post(&format!("/api/posts/{post}/comments"), json!({"userId": alice, "content": "late"}))
+        .await;
     assert_eq!(late_comment.status, StatusCode::NOT_FOUND);
-    let edit = app.put(&format!("/api/posts/{post}"), json!({"title": "back", "content": "again"})).await;
+    let edit =
+        app.put(&format!("/api/posts/{post}"), json!({"title": "back", "content": "again"})).await;
     assert_eq!(edit.status, StatusCode::NOT_FOUND);
-    app.eventually(&format!("/api/users/{alice}/posts"), |list| !has(list, &post) && has(list, &keep)).await;
+    app.eventually(&format!("/api/users/{alice}/posts"), |list| {
+        !has(list, &post) && has(list, &keep)
+    })
+    .await;
     app.eventually("/api/feed", |list| !has(list, &post) && has(list, &keep)).await;
-    assert_eq!(delete_as(&app, &alice, &format!("/api/posts/{post}")).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        delete_as(&app, &alice, &format!("/api/posts/{post}")).await.status,
+        StatusCode::NOT_FOUND
+    );
 
     // What is left is the tombstone alone, with no words of the post, until its time to live.
     let left = items_in_partition(&app, &post).await;
     assert_eq!(left.len(), 1, "{left:?}");
     let tombstone = &left[0];
-    assert_eq!((tombstone["deleted"].clone(), tombstone["ttl"].clone()), (json!(true), json!(DELETED_POST_TTL_SECS)));
+    assert_eq!(
+        (tombstone["deleted"].clone(), tombstone["ttl"].clone()),
+        (json!(true), json!(DELETED_POST_TTL_SECS))
+    );
     assert_eq!((tombstone["title"].as_str(), tombstone["content"].as_str()), (Some(""), Some("")));
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     assert_eq!(
@@ -188,18 +232,28 @@ async fn a_deletion_cut_short_is_finished_by_the_change_feed() {
     for n in 0..150 {
         comment(&app, &post, &alice, &format!("comment {n}")).await;
     }
-    let has = |list: &Value| list["items"].as_array().unwrap().iter().any(|item| item["id"] == post.as_str());
+    let has = |list: &Value| {
+        list["items"].as_array().unwrap().iter().any(|item| item["id"] == post.as_str())
+    };
     app.eventually("/api/feed", has).await;
 
     let args = (post.as_str(), alice.as_str(), DELETED_POST_TTL_SECS);
-    let first_run = app.state.scripts.execute(StoredProcedure::DeletePost, &post, args).await.unwrap();
-    assert_eq!((first_run["marked"].clone(), first_run["done"].clone()), (json!(true), json!(false)), "{first_run}");
+    let first_run =
+        app.state.scripts.execute(StoredProcedure::DeletePost, &post, args).await.unwrap();
+    assert_eq!(
+        (first_run["marked"].clone(), first_run["done"].clone()),
+        (json!(true), json!(false)),
+        "{first_run}"
+    );
     assert_eq!(app.get(&format!("/api/posts/{post}")).await.status, StatusCode::NOT_FOUND);
 
     app.eventually("/api/feed", |list| !has(list)).await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while items_in_partition(&app, &post).await.len() > 1 {
-        assert!(std::time::Instant::now() < deadline, "the change feed did not finish the deletion");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the change feed did not finish the deletion"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     assert_eq!(app.get(&format!("/api/posts/{post}/comments")).await.status, StatusCode::NOT_FOUND);
@@ -217,9 +271,15 @@ async fn a_repeated_delete_finishes_a_cut_short_one() {
     let args = (post.as_str(), alice.as_str(), DELETED_POST_TTL_SECS);
     app.state.scripts.execute(StoredProcedure::DeletePost, &post, args).await.unwrap();
     assert!(items_in_partition(&app, &post).await.len() > 1);
-    assert_eq!(delete_as(&app, &alice, &format!("/api/posts/{post}")).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        delete_as(&app, &alice, &format!("/api/posts/{post}")).await.status,
+        StatusCode::NO_CONTENT
+    );
     assert_eq!(items_in_partition(&app, &post).await.len(), 1);
-    assert_eq!(delete_as(&app, &alice, &format!("/api/posts/{post}")).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        delete_as(&app, &alice, &format!("/api/posts/{post}")).await.status,
+        StatusCode::NOT_FOUND
+    );
 }
 
 /// The feed after a deletion: the hole is not refilled from older posts (that would take a
@@ -233,13 +293,21 @@ async fn a_deleted_post_leaves_a_hole_in_the_feed_until_the_next_post() {
         posts.push(app.post_by(&alice, &format!("post {n}")).await);
     }
     let ids = |list: &Value| -> Vec<String> {
-        list["items"].as_array().unwrap().iter().map(|item| item["id"].as_str().unwrap().to_owned()).collect()
+        list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| item["id"].as_str().unwrap().to_owned())
+            .collect()
     };
     let newest: Vec<String> = posts.iter().rev().take(100).cloned().collect();
     app.eventually("/api/feed?limit=100", |feed| ids(feed) == newest).await;
 
     let deleted = posts.pop().unwrap();
-    assert_eq!(delete_as(&app, &alice, &format!("/api/posts/{deleted}")).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        delete_as(&app, &alice, &format!("/api/posts/{deleted}")).await.status,
+        StatusCode::NO_CONTENT
+    );
     let left: Vec<String> = newest[1..].to_vec();
     app.eventually("/api/feed?limit=100", |feed| ids(feed) == left).await;
 

@@ -29,7 +29,8 @@ fn repo_root() -> PathBuf {
 }
 
 fn read(relative: &str) -> String {
-    fs::read_to_string(repo_root().join(relative)).unwrap_or_else(|error| panic!("cannot read {relative}: {error}"))
+    fs::read_to_string(repo_root().join(relative))
+        .unwrap_or_else(|error| panic!("cannot read {relative}: {error}"))
 }
 
 /// One section of a Markdown page: from its heading to the next heading of the same or a higher
@@ -63,7 +64,10 @@ fn section(page: &str, title: &str) -> Section {
         .find(|(_, _, text)| text == title)
         .map(|(at, level, _)| (*at, *level))
         .unwrap_or_else(|| panic!("docs/deploy.md has no section {title:?}"));
-    let end = headings.iter().find(|(at, other, _)| *at > start && *other <= level).map_or(lines.len(), |(at, _, _)| *at);
+    let end = headings
+        .iter()
+        .find(|(at, other, _)| *at > start && *other <= level)
+        .map_or(lines.len(), |(at, _, _)| *at);
 
     let mut shell_blocks = Vec::new();
     let mut prose = String::new();
@@ -71,7 +75,9 @@ fn section(page: &str, title: &str) -> Section {
     for line in &lines[start + 1..end] {
         let trimmed = line.trim_start();
         match block.as_mut() {
-            None if trimmed.starts_with("```") => block = Some((trimmed.trim_start_matches('`').trim() == "sh", Vec::new())),
+            None if trimmed.starts_with("```") => {
+                block = Some((trimmed.trim_start_matches('`').trim() == "sh", Vec::new()))
+            }
             None => {
                 prose.push_str(line);
                 prose.push('\n');
@@ -207,10 +213,14 @@ fn every_azd_env_set_names_a_value_the_deployment_reads() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     // The runbooks rely on these: the restored account's name, and the token key made anew.
     assert!(
-        seen.get(RESTORE_SECTION).is_some_and(|names| names.iter().any(|name| name == "BLOG_COSMOS_ACCOUNT_NAME")),
+        seen.get(RESTORE_SECTION)
+            .is_some_and(|names| names.iter().any(|name| name == "BLOG_COSMOS_ACCOUNT_NAME")),
         "{seen:?}"
     );
-    assert!(seen.get(CI_SECTION).is_some_and(|names| names.iter().any(|name| name == "BLOG_TOKEN_KEY")), "{seen:?}");
+    assert!(
+        seen.get(CI_SECTION).is_some_and(|names| names.iter().any(|name| name == "BLOG_TOKEN_KEY")),
+        "{seen:?}"
+    );
 }
 
 /// (b) Each handler command the two sections run (`handler <command>`, `dist/app/handler
@@ -231,9 +241,15 @@ fn every_handler_command_in_the_runbooks_exists() {
             }
         }
     }
-    assert!(commands.contains("rebuild-copies"), "the restore runbook rebuilds the copies: {commands:?}");
+    assert!(
+        commands.contains("rebuild-copies"),
+        "the restore runbook rebuilds the copies: {commands:?}"
+    );
     for command in &commands {
-        let output = Command::new(env!("CARGO_BIN_EXE_handler")).args([command.as_str(), "--help"]).output().unwrap();
+        let output = Command::new(env!("CARGO_BIN_EXE_handler"))
+            .args([command.as_str(), "--help"])
+            .output()
+            .unwrap();
         assert!(
             output.status.success(),
             "docs/deploy.md runs `handler {command}`, which the handler refuses: {}",
@@ -245,10 +261,9 @@ fn every_handler_command_in_the_runbooks_exists() {
 /// The section's "Sources of the commands" list: `- `command`: citation` lines.
 fn listed_sources(section: &Section) -> BTreeMap<String, String> {
     let entry = Regex::new(r"^- `((?:azd|az) [^`]+)`: (.+)$").unwrap();
-    let start = section
-        .prose
-        .find("**Sources of the commands")
-        .unwrap_or_else(|| panic!("{}: no \"Sources of the commands\" list after the commands", section.title));
+    let start = section.prose.find("**Sources of the commands").unwrap_or_else(|| {
+        panic!("{}: no \"Sources of the commands\" list after the commands", section.title)
+    });
     section.prose[start..]
         .lines()
         .filter_map(|line| entry.captures(line.trim()))
@@ -259,7 +274,8 @@ fn listed_sources(section: &Section) -> BTreeMap<String, String> {
 /// A citation this page's way: a file in a named repository (a path with a file's extension), or
 /// a Microsoft Learn page by its name in quotes.
 fn is_citation(text: &str) -> bool {
-    let path = Regex::new(r"`?[\w.-]+(?:/[\w.-]+)*\.(?:go|md|py|bicep|json|yml|ymlt|rs|sh|cs)`?").unwrap();
+    let path =
+        Regex::new(r"`?[\w.-]+(?:/[\w.-]+)*\.(?:go|md|py|bicep|json|yml|ymlt|rs|sh|cs)`?").unwrap();
     let learn = Regex::new(r#"Microsoft Learn, "[^"]{4,}""#).unwrap();
     path.is_match(text) || learn.is_match(text)
 }
@@ -273,7 +289,8 @@ fn every_az_and_azd_command_in_the_runbooks_cites_its_source() {
     let mut problems = Vec::new();
     for section in walked_sections() {
         let sources = listed_sources(&section);
-        let used: BTreeSet<String> = section.shell_blocks.iter().flatten().flat_map(|line| commands_in(line)).collect();
+        let used: BTreeSet<String> =
+            section.shell_blocks.iter().flatten().flat_map(|line| commands_in(line)).collect();
         assert!(!used.is_empty(), "{}: no az or azd command found", section.title);
         for command in &used {
             match sources.get(command) {
@@ -287,7 +304,10 @@ fn every_az_and_azd_command_in_the_runbooks_cites_its_source() {
         }
         for listed in sources.keys() {
             if !used.contains(listed) {
-                problems.push(format!("{}: the Sources list names `{listed}`, which the section does not run", section.title));
+                problems.push(format!(
+                    "{}: the Sources list names `{listed}`, which the section does not run",
+                    section.title
+                ));
             }
         }
     }
@@ -299,7 +319,10 @@ fn workflow_setup_order() -> Vec<String> {
     let text = read(".github/workflows/azure-dev.yml");
     let header = text.lines().take_while(|line| line.starts_with('#') || line.trim().is_empty());
     let setup = Regex::new(r"^#\s{2,}(azd .*)$").unwrap();
-    header.filter_map(|line| setup.captures(line)).flat_map(|capture| commands_in(&capture[1])).collect()
+    header
+        .filter_map(|line| setup.captures(line))
+        .flat_map(|capture| commands_in(&capture[1]))
+        .collect()
 }
 
 /// (d) The CI section's setup (its first block) is the workflow's: the same commands, in the
@@ -316,21 +339,41 @@ fn the_ci_setup_is_in_the_order_the_workflow_gives() {
     let page = deploy_page();
     let ci = section(&page, CI_SECTION);
     let setup: Vec<String> = ci.shell_blocks[0].iter().flat_map(|line| commands_in(line)).collect();
-    assert_eq!(setup, expected, "docs/deploy.md, {CI_SECTION:?}: the first block is the one-time setup, in the workflow's order");
+    assert_eq!(
+        setup, expected,
+        "docs/deploy.md, {CI_SECTION:?}: the first block is the one-time setup, in the workflow's order"
+    );
 }
 
 /// The helpers themselves, on lines like the page's.
 #[test]
 fn commands_are_read_as_the_page_writes_them() {
-    assert_eq!(commands_in("azd env set BLOG_TOKEN_KEY \"$(openssl rand -hex 24)\""), ["azd env set"]);
-    assert_eq!(commands_in("TARGET=$(az cosmosdb show -g \"$RG\" -n x --query location -o tsv)"), ["az cosmosdb show"]);
+    assert_eq!(
+        commands_in("azd env set BLOG_TOKEN_KEY \"$(openssl rand -hex 24)\""),
+        ["azd env set"]
+    );
+    assert_eq!(
+        commands_in("TARGET=$(az cosmosdb show -g \"$RG\" -n x --query location -o tsv)"),
+        ["az cosmosdb show"]
+    );
     assert_eq!(commands_in("eval \"$(azd env get-values)\""), ["azd env get-values"]);
     assert_eq!(commands_in("azd provision --preview"), ["azd provision"]);
-    assert_eq!(commands_in("az ad app owner add --id \"$X\" --owner-object-id <id>"), ["az ad app owner add"]);
+    assert_eq!(
+        commands_in("az ad app owner add --id \"$X\" --owner-object-id <id>"),
+        ["az ad app owner add"]
+    );
     assert_eq!(commands_in("cargo run -- rebuild-copies  # not az login"), Vec::<String>::new());
-    let lines = joined_lines(&["az cosmosdb restore -g x \\".into(), "  --disable-ttl True".into(), "# a comment".into()]);
+    let lines = joined_lines(&[
+        "az cosmosdb restore -g x \\".into(),
+        "  --disable-ttl True".into(),
+        "# a comment".into(),
+    ]);
     assert_eq!(lines, ["az cosmosdb restore -g x    --disable-ttl True"]);
-    assert!(is_citation("azure-dev `pkg/pipeline/pipeline.go` (`mergeProjectVariablesAndSecrets`)"));
-    assert!(is_citation("Microsoft Learn, \"Work with Azure Developer CLI environment variables\"."));
+    assert!(is_citation(
+        "azure-dev `pkg/pipeline/pipeline.go` (`mergeProjectVariablesAndSecrets`)"
+    ));
+    assert!(is_citation(
+        "Microsoft Learn, \"Work with Azure Developer CLI environment variables\"."
+    ));
     assert!(!is_citation("see the docs"));
 }

@@ -30,7 +30,8 @@ fn settings(text: &str) -> HashMap<String, String> {
     text.lines()
         .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
         .map(|line| {
-            let (name, value) = line.split_once('=').unwrap_or_else(|| panic!("not NAME=value: {line:?}"));
+            let (name, value) =
+                line.split_once('=').unwrap_or_else(|| panic!("not NAME=value: {line:?}"));
             (name.to_owned(), value.to_owned())
         })
         .collect()
@@ -56,7 +57,8 @@ fn the_postprovision_hook_writes_settings_that_run_the_handler_against_the_deplo
     );
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let settings = settings(&std::fs::read_to_string(&file).unwrap());
-    let config = Config::from_lookup(|name| settings.get(name).cloned()).expect("the handler takes these settings");
+    let config = Config::from_lookup(|name| settings.get(name).cloned())
+        .expect("the handler takes these settings");
     match &config.backend {
         Backend::Endpoint { endpoint, client_id } => {
             assert_eq!(endpoint, ENDPOINT);
@@ -87,10 +89,14 @@ fn the_postprovision_hook_writes_settings_that_run_the_handler_against_the_deplo
 fn the_postprovision_hook_without_the_pictures_outputs_leaves_pictures_off() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("local.azure.env");
-    let output = local_settings_hook(&[("BLOG_COSMOS_ENDPOINT", ENDPOINT), ("BLOG_COSMOS_DATABASE", "blog")], &file);
+    let output = local_settings_hook(
+        &[("BLOG_COSMOS_ENDPOINT", ENDPOINT), ("BLOG_COSMOS_DATABASE", "blog")],
+        &file,
+    );
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let settings = settings(&std::fs::read_to_string(&file).unwrap());
-    let config = Config::from_lookup(|name| settings.get(name).cloned()).expect("the handler takes these settings");
+    let config = Config::from_lookup(|name| settings.get(name).cloned())
+        .expect("the handler takes these settings");
     assert_eq!(config.pictures, PictureStorage::Off);
 }
 
@@ -109,7 +115,11 @@ impl StandIns {
         use std::os::unix::fs::PermissionsExt;
         let path = self.dir.path().join(name);
         let calls = self.dir.path().join("calls");
-        std::fs::write(&path, format!("#!/bin/sh\necho \"{name} $*\" >> '{}'\n{body}\n", calls.display())).unwrap();
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\necho \"{name} $*\" >> '{}'\n{body}\n", calls.display()),
+        )
+        .unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
 
@@ -120,7 +130,10 @@ impl StandIns {
     /// infra/hooks/smoke.sh with only these stand-ins (and the shell's own tools) on PATH, as azd
     /// runs it after `azd deploy` with the deployment's outputs.
     fn smoke_hook(&self) -> std::process::Output {
-        self.script("handler", r#"echo "handler token=$BLOG_SMOKE_TOKEN" >> "$(dirname "$0")/calls""#);
+        self.script(
+            "handler",
+            r#"echo "handler token=$BLOG_SMOKE_TOKEN" >> "$(dirname "$0")/calls""#,
+        );
         Command::new("sh")
             .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/infra/hooks/smoke.sh"))
             .env("PATH", format!("{}:/usr/bin:/bin", self.dir.path().display()))
@@ -146,7 +159,12 @@ fn the_smoke_hook_gets_its_token_from_azd_when_it_runs() {
     let output = stand_ins.smoke_hook();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let calls = stand_ins.calls();
-    assert!(calls.contains("azd auth token --tenant-id tenant-1 --scope api://tenant-1/blog-abc123/.default"), "{calls}");
+    assert!(
+        calls.contains(
+            "azd auth token --tenant-id tenant-1 --scope api://tenant-1/blog-abc123/.default"
+        ),
+        "{calls}"
+    );
     assert!(calls.contains("handler smoke https://func-blog-abc123.azurewebsites.net"), "{calls}");
     assert!(calls.contains("handler token=token-from-azd"), "{calls}");
 }

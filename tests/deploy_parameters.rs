@@ -87,9 +87,11 @@ fn literal(source: &str, node: Node) -> Option<Value> {
         }
         "number" | "unary_expression" => text.parse::<i64>().ok().map(Value::from),
         "boolean" => Some(Value::Bool(text == "true")),
-        "array" => {
-            named_children(node).into_iter().map(|item| literal(source, item)).collect::<Option<Vec<_>>>().map(Value::Array)
-        }
+        "array" => named_children(node)
+            .into_iter()
+            .map(|item| literal(source, item))
+            .collect::<Option<Vec<_>>>()
+            .map(Value::Array),
         _ => None,
     }
 }
@@ -103,12 +105,16 @@ fn declared_parameters() -> BTreeMap<String, Declared> {
     let tree = parser.parse(&source, None).unwrap();
     let text = |node: Node| source[node.byte_range()].to_owned();
     let mut parameters = BTreeMap::new();
-    for declaration in named_children(tree.root_node()).into_iter().filter(|node| node.kind() == "parameter_declaration") {
+    for declaration in named_children(tree.root_node())
+        .into_iter()
+        .filter(|node| node.kind() == "parameter_declaration")
+    {
         let children = named_children(declaration);
         let name = text(*children.iter().find(|child| child.kind() == "identifier").unwrap());
         let type_name = text(*children.iter().find(|child| child.kind() == "type").unwrap());
         let mut cursor = declaration.walk();
-        let has_default = declaration.children(&mut cursor).any(|child| !child.is_named() && child.kind() == "=");
+        let has_default =
+            declaration.children(&mut cursor).any(|child| !child.is_named() && child.kind() == "=");
         let default = has_default.then(|| literal(&source, *children.last().unwrap()));
         let mut declared = Declared {
             type_name,
@@ -133,7 +139,10 @@ fn declared_parameters() -> BTreeMap<String, Declared> {
             let arguments = named_children(*parts.last().unwrap());
             let number = || literal(&source, arguments[0]).and_then(|value| value.as_i64());
             match function.trim_start_matches("sys.") {
-                "allowed" => declared.allowed = literal(&source, arguments[0]).and_then(|list| list.as_array().cloned()),
+                "allowed" => {
+                    declared.allowed =
+                        literal(&source, arguments[0]).and_then(|list| list.as_array().cloned())
+                }
                 "minValue" => declared.min_value = number(),
                 "maxValue" => declared.max_value = number(),
                 "minLength" => declared.min_length = number(),
@@ -168,13 +177,19 @@ fn arm_refuses(name: &str, parameter: &Declared, value: &Value) -> Option<String
         return Some(format!("{name}: {value} is not one of the allowed values {allowed:?}"));
     }
     if let Some(number) = value.as_i64()
-        && (parameter.min_value.is_some_and(|min| number < min) || parameter.max_value.is_some_and(|max| number > max))
+        && (parameter.min_value.is_some_and(|min| number < min)
+            || parameter.max_value.is_some_and(|max| number > max))
     {
-        return Some(format!("{name}: {number} is outside [{:?}, {:?}]", parameter.min_value, parameter.max_value));
+        return Some(format!(
+            "{name}: {number} is outside [{:?}, {:?}]",
+            parameter.min_value, parameter.max_value
+        ));
     }
     if let Some(text) = value.as_str() {
         let length = i64::try_from(text.chars().count()).unwrap();
-        if parameter.min_length.is_some_and(|min| length < min) || parameter.max_length.is_some_and(|max| length > max) {
+        if parameter.min_length.is_some_and(|min| length < min)
+            || parameter.max_length.is_some_and(|max| length > max)
+        {
             return Some(format!(
                 "{name}: {text:?} has a length outside [{:?}, {:?}]",
                 parameter.min_length, parameter.max_length
@@ -203,20 +218,30 @@ fn envsubst(template: &str, mapping: &mut dyn FnMut(&str) -> String) -> String {
         out.push_str(&rest[..at]);
         let after = &rest[at + 1..];
         let inner_end = after.find('}').filter(|_| after.starts_with('{'));
-        let Some(end) = inner_end else { panic!("a `$` this model does not read, in {template:?}") };
+        let Some(end) = inner_end else {
+            panic!("a `$` this model does not read, in {template:?}")
+        };
         let inner = &after[1..end];
-        let name_end = inner.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(inner.len());
+        let name_end =
+            inner.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(inner.len());
         let (name, operator_and_word) = inner.split_at(name_end);
         assert!(!name.is_empty(), "an empty name in {template:?}");
         let value = mapping(name);
-        let word = ["=", ":=", "-", ":-"].iter().find_map(|operator| operator_and_word.strip_prefix(operator));
+        let word = ["=", ":=", "-", ":-"]
+            .iter()
+            .find_map(|operator| operator_and_word.strip_prefix(operator));
         match (operator_and_word, word) {
             ("", _) => out.push_str(&value),
             (_, Some(word)) => {
-                assert!(!word.contains(['$', '{']), "a nested expression this model does not read: {template:?}");
+                assert!(
+                    !word.contains(['$', '{']),
+                    "a nested expression this model does not read: {template:?}"
+                );
                 out.push_str(if value.is_empty() { word } else { &value });
             }
-            (other, None) => panic!("an operator this model does not read: {other:?} in {template:?}"),
+            (other, None) => {
+                panic!("an operator this model does not read: {other:?} in {template:?}")
+            }
         }
         rest = &after[end + 1..];
     }
@@ -254,22 +279,31 @@ fn azd_parameters(
     environment: &AzdEnvironment,
     declared: &BTreeMap<String, Declared>,
 ) -> Result<BTreeMap<String, Value>, Vec<String>> {
-    let file: Value =
-        serde_json::from_str(&std::fs::read_to_string(repo_root().join("infra/main.parameters.json")).unwrap()).unwrap();
+    let file: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("infra/main.parameters.json")).unwrap(),
+    )
+    .unwrap();
     // loadParameters: each parameter's own JSON (`{"value": …}`) through evalParamEnvSubst
     // (path B: no parameter here is an object or an array given as a string).
     let mut resolved = BTreeMap::new();
     for (name, parameter) in file["parameters"].as_object().unwrap() {
-        let type_name = declared.get(name).map(|declared| declared.type_name.trim_end_matches('?')).unwrap_or_default();
-        assert!(!["object", "array"].contains(&type_name), "{name}: path A of loadParameters is not modelled");
+        let type_name = declared
+            .get(name)
+            .map(|declared| declared.type_name.trim_end_matches('?'))
+            .unwrap_or_default();
+        assert!(
+            !["object", "array"].contains(&type_name),
+            "{name}: path A of loadParameters is not modelled"
+        );
         let mut has_unset = false;
-        let replaced = envsubst(&parameter.to_string(), &mut |variable| match environment.lookup(variable) {
-            Some(value) => value.clone(),
-            None => {
-                has_unset = true;
-                String::new()
-            }
-        });
+        let replaced =
+            envsubst(&parameter.to_string(), &mut |variable| match environment.lookup(variable) {
+                Some(value) => value.clone(),
+                None => {
+                    has_unset = true;
+                    String::new()
+                }
+            });
         let resolved_parameter: Value = serde_json::from_str(&replaced).unwrap();
         let value = resolved_parameter.get("value").cloned().unwrap_or(Value::Null);
         // "ignore parameters that are not set", and an empty string mapped to an unset variable.
@@ -297,7 +331,8 @@ fn azd_parameters(
                         Some(None) => Some("[an expression]"),
                         _ => None,
                     };
-                    (!text.is_empty() || default.is_some_and(|default| default != text)).then(|| value.clone())
+                    (!text.is_empty() || default.is_some_and(|default| default != text))
+                        .then(|| value.clone())
                 }
                 (Some(_), _) => Some(value.clone()),
             };
@@ -314,7 +349,8 @@ fn azd_parameters(
             continue;
         }
         if parameter.generated {
-            configured.insert(name.clone(), json!("generated-once-by-azd-and-kept-in-config-000000"));
+            configured
+                .insert(name.clone(), json!("generated-once-by-azd-and-kept-in-config-000000"));
             continue;
         }
         missing.push(format!("{name}: no value and no default, which --no-prompt refuses"));
@@ -323,7 +359,10 @@ fn azd_parameters(
 }
 
 /// What the deployment runs with: each parameter's value given, else its literal default.
-fn deployed(given: &BTreeMap<String, Value>, declared: &BTreeMap<String, Declared>) -> BTreeMap<String, Option<Value>> {
+fn deployed(
+    given: &BTreeMap<String, Value>,
+    declared: &BTreeMap<String, Declared>,
+) -> BTreeMap<String, Option<Value>> {
     declared
         .iter()
         .map(|(name, parameter)| {
@@ -345,28 +384,46 @@ fn refusals(given: &BTreeMap<String, Value>, declared: &BTreeMap<String, Declare
 /// The environment `azd provision` is started with by the workflow's provision step, given the
 /// repository's variables and secrets: the step's script run by bash as GitHub runs it, with
 /// `azd` a stand-in that writes down its environment.
-fn provision_environment(vars: &BTreeMap<&str, &str>, secrets: &BTreeMap<&str, &str>) -> BTreeMap<String, String> {
+fn provision_environment(
+    vars: &BTreeMap<&str, &str>,
+    secrets: &BTreeMap<&str, &str>,
+) -> BTreeMap<String, String> {
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
     let dump = dir.path().join("azd-environment");
     let azd = bin.join("azd");
-    std::fs::write(&azd, format!("#!/bin/sh\n[ \"$1\" = provision ] && env -0 > '{}'\nexit 0\n", dump.display())).unwrap();
+    std::fs::write(
+        &azd,
+        format!("#!/bin/sh\n[ \"$1\" = provision ] && env -0 > '{}'\nexit 0\n", dump.display()),
+    )
+    .unwrap();
     std::fs::set_permissions(&azd, std::fs::Permissions::from_mode(0o755)).unwrap();
 
     let (job_env, steps) = workflow_steps();
     let step = steps
         .iter()
-        .find(|step| step.run.as_deref().is_some_and(|run| run.contains("azd provision --no-prompt")))
+        .find(|step| {
+            step.run.as_deref().is_some_and(|run| run.contains("azd provision --no-prompt"))
+        })
         .expect("the workflow has a step that runs azd provision");
     let mut command = Command::new("bash");
-    command.args(["--noprofile", "--norc", "-eo", "pipefail", "-c", step.run.as_deref().unwrap()]).current_dir(dir.path());
-    command.env_clear().env("PATH", format!("{}:/usr/bin:/bin", bin.display())).env("HOME", dir.path());
+    command
+        .args(["--noprofile", "--norc", "-eo", "pipefail", "-c", step.run.as_deref().unwrap()])
+        .current_dir(dir.path());
+    command
+        .env_clear()
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .env("HOME", dir.path());
     for (name, value) in job_env.iter().chain(step.env.iter()) {
         command.env(name, evaluate(value, vars, secrets));
     }
     let output = command.output().unwrap();
-    assert!(output.status.success(), "the provision step failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "the provision step failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let written = std::fs::read(&dump).expect("the step ran azd provision");
     written
         .split(|byte| *byte == 0)
@@ -382,7 +439,9 @@ fn provision_environment(vars: &BTreeMap<&str, &str>, secrets: &BTreeMap<&str, &
 /// The repository as `azd pipeline config` leaves it for an environment where `azd env set` said
 /// `settings` (pkg/pipeline/pipeline.go, `mergeProjectVariablesAndSecrets`: an unset or empty
 /// value is not copied, so the repository variable stays unset).
-fn repository<'a>(settings: &BTreeMap<&'a str, &'a str>) -> (BTreeMap<&'a str, &'a str>, BTreeMap<&'a str, &'a str>) {
+fn repository<'a>(
+    settings: &BTreeMap<&'a str, &'a str>,
+) -> (BTreeMap<&'a str, &'a str>, BTreeMap<&'a str, &'a str>) {
     let mut vars = BTreeMap::from([
         ("AZURE_CLIENT_ID", "ci-client-id"),
         ("AZURE_TENANT_ID", "tenant-1"),
@@ -390,7 +449,9 @@ fn repository<'a>(settings: &BTreeMap<&'a str, &'a str>) -> (BTreeMap<&'a str, &
         ("AZURE_ENV_NAME", "blog-prod"),
         ("AZURE_LOCATION", "westeurope"),
     ]);
-    vars.extend(settings.iter().filter(|(_, value)| !value.is_empty()).map(|(name, value)| (*name, *value)));
+    vars.extend(
+        settings.iter().filter(|(_, value)| !value.is_empty()).map(|(name, value)| (*name, *value)),
+    );
     let secrets = BTreeMap::from([("BLOG_TOKEN_KEY", TOKEN_KEY)]);
     (vars, secrets)
 }
@@ -405,8 +466,11 @@ fn ci_parameters(
     let (vars, secrets) = repository(settings);
     // A fresh runner has no `.azure/` folder: azd makes the environment from AZURE_ENV_NAME, and
     // its `.env` holds what the process's environment already says.
-    let environment =
-        AzdEnvironment { dotenv: BTreeMap::new(), process: provision_environment(&vars, &secrets), config: BTreeMap::new() };
+    let environment = AzdEnvironment {
+        dotenv: BTreeMap::new(),
+        process: provision_environment(&vars, &secrets),
+        config: BTreeMap::new(),
+    };
     azd_parameters(&environment, declared)
 }
 
@@ -419,8 +483,12 @@ fn local_parameters(
     let mut dotenv: BTreeMap<String, String> =
         settings.iter().map(|(name, value)| ((*name).to_owned(), (*value).to_owned())).collect();
     dotenv.extend(
-        [("AZURE_ENV_NAME", "blog-prod"), ("AZURE_LOCATION", "westeurope"), ("AZURE_SUBSCRIPTION_ID", "subscription-1")]
-            .map(|(name, value)| (name.to_owned(), value.to_owned())),
+        [
+            ("AZURE_ENV_NAME", "blog-prod"),
+            ("AZURE_LOCATION", "westeurope"),
+            ("AZURE_SUBSCRIPTION_ID", "subscription-1"),
+        ]
+        .map(|(name, value)| (name.to_owned(), value.to_owned())),
     );
     let config = BTreeMap::from([("tokenSigningKey".to_owned(), json!(TOKEN_KEY))]);
     azd_parameters(&AzdEnvironment { dotenv, process: BTreeMap::new(), config }, declared)
@@ -428,15 +496,20 @@ fn local_parameters(
 
 /// main.parameters.json: the `BLOG_*` variable each parameter reads, by parameter.
 fn blog_settings() -> BTreeMap<String, String> {
-    let file: Value =
-        serde_json::from_str(&std::fs::read_to_string(repo_root().join("infra/main.parameters.json")).unwrap()).unwrap();
+    let file: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("infra/main.parameters.json")).unwrap(),
+    )
+    .unwrap();
     file["parameters"]
         .as_object()
         .unwrap()
         .iter()
         .filter_map(|(parameter, value)| {
             let template = value["value"].as_str()?;
-            let variable = template.strip_prefix("${")?.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next()?;
+            let variable = template
+                .strip_prefix("${")?
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .next()?;
             variable.starts_with("BLOG_").then(|| (parameter.clone(), variable.to_owned()))
         })
         .collect()
@@ -445,7 +518,10 @@ fn blog_settings() -> BTreeMap<String, String> {
 /// Values a person might `azd env set` for a parameter: each allowed one, else one ARM takes.
 fn sample_values(parameter: &Declared) -> Vec<String> {
     if let Some(allowed) = &parameter.allowed {
-        return allowed.iter().map(|value| value.as_str().map_or_else(|| value.to_string(), str::to_owned)).collect();
+        return allowed
+            .iter()
+            .map(|value| value.as_str().map_or_else(|| value.to_string(), str::to_owned))
+            .collect();
     }
     match parameter.type_name.trim_end_matches('?') {
         "int" => vec![parameter.min_value.unwrap_or(1).max(1).to_string()],
@@ -463,7 +539,8 @@ fn sample_values(parameter: &Declared) -> Vec<String> {
 #[test]
 fn the_substitution_model_gives_the_default_for_an_unset_and_an_empty_variable() {
     let with = |pairs: &[(&str, &str)], template: &str| {
-        let map: BTreeMap<String, String> = pairs.iter().map(|(name, value)| ((*name).to_owned(), (*value).to_owned())).collect();
+        let map: BTreeMap<String, String> =
+            pairs.iter().map(|(name, value)| ((*name).to_owned(), (*value).to_owned())).collect();
         envsubst(template, &mut |name| map.get(name).cloned().unwrap_or_default())
     };
     assert_eq!(with(&[("var", "abc")], "${var=xyz}"), "abc");
@@ -480,7 +557,8 @@ fn the_substitution_model_gives_the_default_for_an_unset_and_an_empty_variable()
 #[test]
 fn ci_with_no_blog_variable_set_deploys_main_bicep_defaults() {
     let declared = declared_parameters();
-    let given = ci_parameters(&BTreeMap::new(), &declared).unwrap_or_else(|missing| panic!("{missing:?}"));
+    let given =
+        ci_parameters(&BTreeMap::new(), &declared).unwrap_or_else(|missing| panic!("{missing:?}"));
     let refused = refusals(&given, &declared);
     assert!(refused.is_empty(), "ARM refuses:\n  {}", refused.join("\n  "));
     let deployed = deployed(&given, &declared);
@@ -489,9 +567,16 @@ fn ci_with_no_blog_variable_set_deploys_main_bicep_defaults() {
             continue; // a secret always set; CI adds its own client id (below)
         }
         let default = declared[&parameter].default.clone().flatten();
-        assert_eq!(deployed[&parameter], default, "{parameter} ({variable} unset) is deployed at its default");
+        assert_eq!(
+            deployed[&parameter], default,
+            "{parameter} ({variable} unset) is deployed at its default"
+        );
     }
-    assert_eq!(given.get("apiClientIds"), Some(&json!("ci-client-id")), "the pipeline's own client id, alone");
+    assert_eq!(
+        given.get("apiClientIds"),
+        Some(&json!("ci-client-id")),
+        "the pipeline's own client id, alone"
+    );
     assert_eq!(given.get("tokenSigningKey"), Some(&json!(TOKEN_KEY)));
 }
 
@@ -516,13 +601,16 @@ fn each_blog_setting_reaches_the_deployment_as_set_in_ci_as_on_the_persons_machi
     }
     let mut problems = Vec::new();
     for configuration in &configurations {
-        let ci = ci_parameters(configuration, &declared).unwrap_or_else(|missing| panic!("{configuration:?}: {missing:?}"));
-        let local = local_parameters(configuration, &declared).unwrap_or_else(|missing| panic!("{configuration:?}: {missing:?}"));
+        let ci = ci_parameters(configuration, &declared)
+            .unwrap_or_else(|missing| panic!("{configuration:?}: {missing:?}"));
+        let local = local_parameters(configuration, &declared)
+            .unwrap_or_else(|missing| panic!("{configuration:?}: {missing:?}"));
         for refused in refusals(&ci, &declared) {
             problems.push(format!("{configuration:?}, CI: ARM refuses {refused}"));
         }
         for refused in refusals(&local, &declared) {
-            problems.push(format!("{configuration:?}, on the person's machine: ARM refuses {refused}"));
+            problems
+                .push(format!("{configuration:?}, on the person's machine: ARM refuses {refused}"));
         }
         let (ci, local) = (deployed(&ci, &declared), deployed(&local, &declared));
         for (parameter, variable) in &settings {
@@ -542,7 +630,10 @@ fn each_blog_setting_reaches_the_deployment_as_set_in_ci_as_on_the_persons_machi
                     _ => json!(set),
                 };
                 if ci[parameter].as_ref() != Some(&expected) {
-                    problems.push(format!("{configuration:?}: {parameter} is deployed as {:?}, not as set", ci[parameter]));
+                    problems.push(format!(
+                        "{configuration:?}: {parameter} is deployed as {:?}, not as set",
+                        ci[parameter]
+                    ));
                 }
             }
         }
@@ -556,8 +647,14 @@ fn each_blog_setting_reaches_the_deployment_as_set_in_ci_as_on_the_persons_machi
 fn ci_adds_its_own_client_id_to_the_apis_other_clients() {
     let declared = declared_parameters();
     let set = BTreeMap::from([("BLOG_API_CLIENT_IDS", "other-app")]);
-    assert_eq!(ci_parameters(&set, &declared).unwrap().get("apiClientIds"), Some(&json!("other-app,ci-client-id")));
-    assert_eq!(ci_parameters(&BTreeMap::new(), &declared).unwrap().get("apiClientIds"), Some(&json!("ci-client-id")));
+    assert_eq!(
+        ci_parameters(&set, &declared).unwrap().get("apiClientIds"),
+        Some(&json!("other-app,ci-client-id"))
+    );
+    assert_eq!(
+        ci_parameters(&BTreeMap::new(), &declared).unwrap().get("apiClientIds"),
+        Some(&json!("ci-client-id"))
+    );
 }
 
 /// Every `BLOG_*` variable the parameters file reads is one the workflow gives azd, so that the
@@ -577,12 +674,16 @@ fn the_workflow_gives_azd_every_blog_variable_the_parameters_read() {
 #[test]
 fn the_parameters_file_names_main_bicep_defaults_for_the_blog_settings() {
     let declared = declared_parameters();
-    let file: Value =
-        serde_json::from_str(&std::fs::read_to_string(repo_root().join("infra/main.parameters.json")).unwrap()).unwrap();
+    let file: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("infra/main.parameters.json")).unwrap(),
+    )
+    .unwrap();
     let mut problems = Vec::new();
     for (parameter, variable) in blog_settings() {
         let template = file["parameters"][&parameter]["value"].as_str().unwrap();
-        let written = template.strip_prefix(&format!("${{{variable}=")).and_then(|rest| rest.strip_suffix('}'));
+        let written = template
+            .strip_prefix(&format!("${{{variable}="))
+            .and_then(|rest| rest.strip_suffix('}'));
         let default = match declared[&parameter].default.clone().flatten() {
             Some(Value::String(text)) if text.is_empty() => None,
             Some(Value::String(text)) => Some(text),
@@ -590,7 +691,9 @@ fn the_parameters_file_names_main_bicep_defaults_for_the_blog_settings() {
             None => None,
         };
         if written.map(str::to_owned) != default {
-            problems.push(format!("{parameter}: the file says {template:?}, main.bicep's default is {default:?}"));
+            problems.push(format!(
+                "{parameter}: the file says {template:?}, main.bicep's default is {default:?}"
+            ));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));

@@ -20,9 +20,21 @@ use std::path::{Path, PathBuf};
 
 /// Every marker a reader of the documentation relies on, the file it lives in, and who reads it.
 const MARKERS: [(&str, &str, &str); 3] = [
-    ("<!-- ci: try-it -->", "README.md", "tests/readme/run.sh runs the sh block after it (CI, .ci/run)"),
-    ("<!-- handler cost -->", "docs/costs.md", "tests/cli.rs: the block after it is what `handler cost` prints"),
-    ("<!-- handler --help -->", "docs/commands.md", "tests/cli.rs: the block after it is what `handler --help` prints"),
+    (
+        "<!-- ci: try-it -->",
+        "README.md",
+        "tests/readme/run.sh runs the sh block after it (CI, .ci/run)",
+    ),
+    (
+        "<!-- handler cost -->",
+        "docs/costs.md",
+        "tests/cli.rs: the block after it is what `handler cost` prints",
+    ),
+    (
+        "<!-- handler --help -->",
+        "docs/commands.md",
+        "tests/cli.rs: the block after it is what `handler --help` prints",
+    ),
 ];
 
 /// How many markers README.md held before the reference left it (issue 54).
@@ -30,8 +42,16 @@ const MARKERS_BEFORE_THE_MOVE: usize = 3;
 
 /// Phrases and headings other tests look for in a document, which a move must not lose either.
 const PHRASES: [(&str, &str, &str); 3] = [
-    ("a CSP of\n  its own (`", "docs/api.md", "tests/pictures.rs: the pictures' Content-Security-Policy, as served"),
-    ("\n## Deploying without a local build: GitHub Actions\n", "docs/deploy.md", "tests/deploy_docs.rs: CI_SECTION"),
+    (
+        "a CSP of\n  its own (`",
+        "docs/api.md",
+        "tests/pictures.rs: the pictures' Content-Security-Policy, as served",
+    ),
+    (
+        "\n## Deploying without a local build: GitHub Actions\n",
+        "docs/deploy.md",
+        "tests/deploy_docs.rs: CI_SECTION",
+    ),
     ("\n### Restoring from backup\n", "docs/deploy.md", "tests/deploy_docs.rs: RESTORE_SECTION"),
 ];
 
@@ -44,7 +64,11 @@ fn root() -> &'static Path {
 /// README.md, ARCHITECTURE.md, BENCHMARKS.md and every docs/*.md, as paths relative to the
 /// repository's root.
 fn documents() -> Vec<PathBuf> {
-    let mut documents = vec![PathBuf::from("README.md"), PathBuf::from("ARCHITECTURE.md"), PathBuf::from("BENCHMARKS.md")];
+    let mut documents = vec![
+        PathBuf::from("README.md"),
+        PathBuf::from("ARCHITECTURE.md"),
+        PathBuf::from("BENCHMARKS.md"),
+    ];
     let mut in_docs: Vec<PathBuf> = fs::read_dir(root().join("docs"))
         .unwrap()
         .map(|entry| entry.unwrap().path())
@@ -57,7 +81,8 @@ fn documents() -> Vec<PathBuf> {
 }
 
 fn read(document: &Path) -> String {
-    fs::read_to_string(root().join(document)).unwrap_or_else(|error| panic!("{}: {error}", document.display()))
+    fs::read_to_string(root().join(document))
+        .unwrap_or_else(|error| panic!("{}: {error}", document.display()))
 }
 
 /// Whether a line opens or closes a fenced code block (``` or ~~~, indented up to three spaces,
@@ -147,7 +172,8 @@ fn links(text: &str) -> Vec<(usize, String)> {
 fn is_outside(target: &str) -> bool {
     target.starts_with('/')
         || target.split_once(':').is_some_and(|(scheme, _)| {
-            !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+            !scheme.is_empty()
+                && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
         })
 }
 
@@ -199,29 +225,39 @@ fn every_relative_link_and_anchor_resolves() {
             }
             let Some(anchor) = anchor else { continue };
             if file.extension().is_none_or(|extension| extension != "md") {
-                problems.push(format!("{here}: {target}: an anchor into a file that is not Markdown"));
+                problems
+                    .push(format!("{here}: {target}: an anchor into a file that is not Markdown"));
                 continue;
             }
             if !anchors(&read(&file)).contains(anchor) {
-                problems.push(format!("{here}: {target}: {} has no heading #{anchor}", file.display()));
+                problems
+                    .push(format!("{here}: {target}: {} has no heading #{anchor}", file.display()));
             }
         }
     }
-    assert!(checked > 100, "the documents link to each other and to the code: {checked} links checked");
+    assert!(
+        checked > 100,
+        "the documents link to each other and to the code: {checked} links checked"
+    );
     assert!(problems.is_empty(), "links that lead nowhere:\n{}", problems.join("\n"));
 }
 
 #[test]
 fn no_marker_was_lost_in_the_move() {
     let documents = documents();
-    let texts: Vec<(PathBuf, String)> = documents.iter().map(|document| (document.clone(), read(document))).collect();
+    let texts: Vec<(PathBuf, String)> =
+        documents.iter().map(|document| (document.clone(), read(document))).collect();
     for (marker, home, reader) in MARKERS.iter().chain(PHRASES.iter()) {
         let found: Vec<(&PathBuf, usize)> = texts
             .iter()
             .map(|(document, text)| (document, text.matches(marker).count()))
             .filter(|(_, count)| *count > 0)
             .collect();
-        assert_eq!(found, vec![(&PathBuf::from(home), 1)], "{marker:?} is in {home} once, where its reader looks ({reader})");
+        assert_eq!(
+            found,
+            vec![(&PathBuf::from(home), 1)],
+            "{marker:?} is in {home} once, where its reader looks ({reader})"
+        );
     }
     // No marker beyond the list: a new one is listed here with its reader, so the next move keeps it.
     let mut present = BTreeSet::new();
@@ -231,23 +267,34 @@ fn no_marker_was_lost_in_the_move() {
             present.insert((text[at..end].to_owned(), document.display().to_string()));
         }
     }
-    let listed: BTreeSet<(String, String)> =
-        MARKERS.iter().map(|(marker, home, _)| ((*marker).to_owned(), (*home).to_owned())).collect();
+    let listed: BTreeSet<(String, String)> = MARKERS
+        .iter()
+        .map(|(marker, home, _)| ((*marker).to_owned(), (*home).to_owned()))
+        .collect();
     assert_eq!(present, listed, "the markers in the documentation are the listed ones");
-    assert_eq!(present.len(), MARKERS_BEFORE_THE_MOVE, "as many markers as README.md held before the move");
+    assert_eq!(
+        present.len(),
+        MARKERS_BEFORE_THE_MOVE,
+        "as many markers as README.md held before the move"
+    );
 }
 
 #[test]
 fn the_readme_is_at_most_300_lines() {
     let lines = read(Path::new("README.md")).lines().count();
-    assert!(lines <= README_MOST_LINES, "README.md has {lines} lines; the reference goes in docs/ (at most {README_MOST_LINES})");
+    assert!(
+        lines <= README_MOST_LINES,
+        "README.md has {lines} lines; the reference goes in docs/ (at most {README_MOST_LINES})"
+    );
 }
 
 #[test]
 fn the_readme_links_every_document() {
     let readme = read(Path::new("README.md"));
-    let linked: BTreeSet<String> =
-        links(&readme).into_iter().map(|(_, target)| target.split('#').next().unwrap().to_owned()).collect();
+    let linked: BTreeSet<String> = links(&readme)
+        .into_iter()
+        .map(|(_, target)| target.split('#').next().unwrap().to_owned())
+        .collect();
     for document in documents().iter().skip(1) {
         let document = document.display().to_string();
         assert!(linked.contains(&document), "README.md's Read on links {document}");
@@ -257,7 +304,10 @@ fn the_readme_links_every_document() {
 #[test]
 fn slugs_follow_githubs_rules() {
     assert_eq!(slug("The model (the article's V3)"), "the-model-the-articles-v3");
-    assert_eq!(slug("Sending a write again: `Idempotency-Key`"), "sending-a-write-again-idempotency-key");
+    assert_eq!(
+        slug("Sending a write again: `Idempotency-Key`"),
+        "sending-a-write-again-idempotency-key"
+    );
     assert_eq!(
         slug("Operating it: the workbook, the alerts, backups, moving data"),
         "operating-it-the-workbook-the-alerts-backups-moving-data"

@@ -15,29 +15,55 @@ async fn everything_acknowledged_survives_a_restart() {
     let app = TestApp::start().await;
     let author = app.user("alice").await;
     let post = app.post_by(&author, "Hello").await;
-    app.post(&format!("/api/posts/{post}/comments"), json!({"userId": author, "content": "first"})).await;
+    app.post(&format!("/api/posts/{post}/comments"), json!({"userId": author, "content": "first"}))
+        .await;
     app.post(&format!("/api/posts/{post}/likes"), json!({"userId": author})).await;
     app.put(&format!("/api/users/{author}"), json!({"username": "alice2"})).await;
     // Let the rename reach the post through the change feed, so the state is settled.
-    let before = app.eventually(&format!("/api/posts/{post}"), |post| post["userUsername"] == "alice2").await.body;
+    let before = app
+        .eventually(&format!("/api/posts/{post}"), |post| post["userUsername"] == "alice2")
+        .await
+        .body;
     let temp = app.stop().await.unwrap();
 
     let app = TestApp::start_in(temp.path()).await;
     assert_eq!(app.get(&format!("/api/posts/{post}")).await.body, before);
     assert_eq!(app.get(&format!("/api/users/{author}")).await.body["username"], "alice2");
-    assert_eq!(app.get(&format!("/api/posts/{post}/comments")).await.body["items"][0]["content"], "first");
-    assert_eq!(app.get(&format!("/api/posts/{post}/likes")).await.body["items"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        app.get(&format!("/api/posts/{post}/comments")).await.body["items"][0]["content"],
+        "first"
+    );
+    assert_eq!(
+        app.get(&format!("/api/posts/{post}/likes")).await.body["items"].as_array().unwrap().len(),
+        1
+    );
     // The restarted store goes on working: the like is still a like, the counters still move.
     app.post(&format!("/api/posts/{post}/likes"), json!({"userId": author})).await.problem(409);
-    app.post(&format!("/api/posts/{post}/comments"), json!({"userId": author, "content": "second"})).await;
+    app.post(
+        &format!("/api/posts/{post}/comments"),
+        json!({"userId": author, "content": "second"}),
+    )
+    .await;
     assert_eq!(app.get(&format!("/api/posts/{post}")).await.body["commentCount"], 2);
     app.stop().await;
     drop(temp);
 }
 
 /// A write to the spawned handler as `caller` (development sign-in); its answer's body.
-async fn post_as(client: &reqwest::Client, base: &str, caller: &str, path: &str, body: serde_json::Value) -> serde_json::Value {
-    let response = client.post(format!("{base}{path}")).header("x-dev-user", caller).json(&body).send().await.unwrap();
+async fn post_as(
+    client: &reqwest::Client,
+    base: &str,
+    caller: &str,
+    path: &str,
+    body: serde_json::Value,
+) -> serde_json::Value {
+    let response = client
+        .post(format!("{base}{path}"))
+        .header("x-dev-user", caller)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     assert!(response.status().is_success(), "{path}: {}", response.status());
     response.json().await.unwrap()
 }
@@ -48,7 +74,9 @@ async fn acknowledged_writes_survive_kill_9() {
     let handler = Handler::start(data.path(), &[]);
     let base = handler.base.clone();
     let client = reqwest::Client::new();
-    let user = post_as(&client, &base, "alice-principal", "/api/users", json!({"username": "alice"})).await;
+    let user =
+        post_as(&client, &base, "alice-principal", "/api/users", json!({"username": "alice"}))
+            .await;
     let user_id = user["id"].as_str().unwrap();
     let mut posts = Vec::new();
     for n in 0..20 {
@@ -60,8 +88,14 @@ async fn acknowledged_writes_survive_kill_9() {
     let handler = Handler::start(data.path(), &[]);
     let base = &handler.base;
     for post in &posts {
-        let read: serde_json::Value =
-            client.get(format!("{base}/api/posts/{}", post["id"].as_str().unwrap())).send().await.unwrap().json().await.unwrap();
+        let read: serde_json::Value = client
+            .get(format!("{base}/api/posts/{}", post["id"].as_str().unwrap()))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         assert_eq!(&read, post);
     }
 }
@@ -74,7 +108,9 @@ async fn acknowledged_concurrent_writes_survive_kill_9() {
     let handler = Handler::start(data.path(), &[]);
     let base = handler.base.clone();
     let client = reqwest::Client::new();
-    let user = post_as(&client, &base, "alice-principal", "/api/users", json!({"username": "alice"})).await;
+    let user =
+        post_as(&client, &base, "alice-principal", "/api/users", json!({"username": "alice"}))
+            .await;
     let user_id = user["id"].as_str().unwrap().to_owned();
     let acknowledged = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let writers: Vec<_> = (0..8)
@@ -111,7 +147,11 @@ async fn acknowledged_concurrent_writes_survive_kill_9() {
     let handler = Handler::start(data.path(), &[]);
     let posts = acknowledged.lock().unwrap().clone();
     for post in &posts {
-        let response = client.get(format!("{}/api/posts/{}", handler.base, post["id"].as_str().unwrap())).send().await.unwrap();
+        let response = client
+            .get(format!("{}/api/posts/{}", handler.base, post["id"].as_str().unwrap()))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(response.status(), 200, "an acknowledged post is lost: {post}");
         assert_eq!(&response.json::<serde_json::Value>().await.unwrap(), post);
     }
@@ -146,7 +186,10 @@ async fn a_checkpoint_beyond_the_last_write_refuses_to_start_and_says_what_to_do
     for ahead in [saved["delivered_through"].as_u64().unwrap() + 20, u64::MAX] {
         std::fs::write(&path, json!({"delivered_through": ahead}).to_string()).unwrap();
         let error = refusal(temp.path()).await;
-        assert!(error.contains(&path.display().to_string()) && error.contains("beyond the last write"), "{error}");
+        assert!(
+            error.contains(&path.display().to_string()) && error.contains("beyond the last write"),
+            "{error}"
+        );
         assert!(error.contains("delete it"), "says what to do: {error}");
     }
     std::fs::write(&path, kept).unwrap();
@@ -188,7 +231,10 @@ async fn a_corrupt_checkpoint_refuses_to_start_and_says_what_to_do() {
     let path = data.path().join("changefeed-PostsChangeFeed.json");
     std::fs::write(&path, r#"{"delivered_thr"#).unwrap();
     let error = refusal(data.path()).await;
-    assert!(error.contains(&path.display().to_string()) && error.to_lowercase().contains("delete it"), "{error}");
+    assert!(
+        error.contains(&path.display().to_string()) && error.to_lowercase().contains("delete it"),
+        "{error}"
+    );
 }
 
 /// A directory where a processor's checkpoint file belongs (made by hand, or by a tool) is
@@ -199,7 +245,10 @@ async fn a_checkpoint_path_that_is_a_directory_refuses_to_start_and_says_what_to
     let path = data.path().join("changefeed-UsersChangeFeed.json");
     std::fs::create_dir(&path).unwrap();
     let error = refusal(data.path()).await;
-    assert!(error.contains(&path.display().to_string()) && error.contains("is a directory"), "{error}");
+    assert!(
+        error.contains(&path.display().to_string()) && error.contains("is a directory"),
+        "{error}"
+    );
     assert!(error.contains("move it out of the data directory"), "says what to do: {error}");
 }
 
@@ -224,7 +273,8 @@ async fn a_negative_write_number_in_the_database_refuses_to_start() {
 /// before the move to SQLite looks: each line `<crc32> <json>`, a header first.
 fn as_earlier_store(dir: &std::path::Path) {
     let database = rusqlite::Connection::open(dir.join("blog.sqlite")).unwrap();
-    let mut statement = database.prepare("SELECT container, pk, id, doc, seq FROM items ORDER BY seq").unwrap();
+    let mut statement =
+        database.prepare("SELECT container, pk, id, doc, seq FROM items ORDER BY seq").unwrap();
     let rows = statement
         .query_map([], |row| {
             let doc: String = row.get(3)?;
@@ -263,7 +313,11 @@ async fn a_damaged_journal_line_is_refused_with_its_file_and_line() {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
     let post = app.post_by(&alice, "first").await;
-    app.post(&format!("/api/posts/{post}/comments"), json!({"userId": alice, "content": "a comment"})).await;
+    app.post(
+        &format!("/api/posts/{post}/comments"),
+        json!({"userId": alice, "content": "a comment"}),
+    )
+    .await;
     app.eventually("/api/feed", |feed| feed["items"][0]["commentCount"] == 1).await;
     let temp = app.stop().await.unwrap();
     as_earlier_store(temp.path());
@@ -285,7 +339,11 @@ async fn a_damaged_journal_line_is_refused_with_its_file_and_line() {
         let error = refused(temp.path()).await;
         assert!(matches!(error, blog::StoreError::Import(_)), "{error:?}");
         let error = blog::with_causes(&error);
-        assert!(error.contains(&journal.display().to_string()) && error.contains(&format!("line {}", comment + 1)), "{error}");
+        assert!(
+            error.contains(&journal.display().to_string())
+                && error.contains(&format!("line {}", comment + 1)),
+            "{error}"
+        );
     }
     std::fs::write(&journal, &original).unwrap();
     let app = TestApp::start_in(temp.path()).await;
@@ -293,11 +351,21 @@ async fn a_damaged_journal_line_is_refused_with_its_file_and_line() {
     app.stop().await;
     // Imported once: the earlier files are kept beside, renamed, and a restart reads the database.
     assert!(!journal.exists());
-    assert_eq!(std::fs::read_to_string(temp.path().join("journal.jsonl.imported")).unwrap(), original);
+    assert_eq!(
+        std::fs::read_to_string(temp.path().join("journal.jsonl.imported")).unwrap(),
+        original
+    );
     assert!(temp.path().join("snapshot.jsonl.imported").exists());
     let app = TestApp::start_in(temp.path()).await;
-    assert_eq!(app.get(&format!("/api/posts/{post}/comments")).await.body["items"][0]["content"], "a comment");
-    app.post(&format!("/api/posts/{post}/comments"), json!({"userId": alice, "content": "after the import"})).await;
+    assert_eq!(
+        app.get(&format!("/api/posts/{post}/comments")).await.body["items"][0]["content"],
+        "a comment"
+    );
+    app.post(
+        &format!("/api/posts/{post}/comments"),
+        json!({"userId": alice, "content": "after the import"}),
+    )
+    .await;
     app.eventually("/api/feed", |feed| feed["items"][0]["commentCount"] == 2).await;
     app.stop().await;
 }
@@ -323,7 +391,8 @@ async fn a_damaged_database_is_refused_with_its_file() {
     assert!(error.contains(&path.display().to_string()) && error.contains("damaged"), "{error}");
     assert!(error.contains("backup"), "says what to do: {error}");
 
-    std::fs::write(&path, b"not a database at all, but long enough to look like one's header").unwrap();
+    std::fs::write(&path, b"not a database at all, but long enough to look like one's header")
+        .unwrap();
     let error = refusal(temp.path()).await;
     assert!(error.contains(&path.display().to_string()) && error.contains("backup"), "{error}");
 }
@@ -363,7 +432,10 @@ async fn a_missing_snapshot_or_journal_is_detected() {
         let kept = std::fs::read(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
         let error = refusal(temp.path()).await;
-        assert!(error.contains(&path.display().to_string()) && error.contains("missing"), "{error}");
+        assert!(
+            error.contains(&path.display().to_string()) && error.contains("missing"),
+            "{error}"
+        );
         std::fs::write(&path, kept).unwrap();
     }
     let app = TestApp::start_in(temp.path()).await;
@@ -379,7 +451,8 @@ async fn post_with_three_comments() -> (String, tempfile::TempDir) {
     let alice = app.user("alice").await;
     let post = app.post_by(&alice, "counted").await;
     for text in ["a comment", "b comment", "c comment"] {
-        app.post(&format!("/api/posts/{post}/comments"), json!({"userId": alice, "content": text})).await;
+        app.post(&format!("/api/posts/{post}/comments"), json!({"userId": alice, "content": text}))
+            .await;
     }
     app.eventually("/api/feed", |feed| feed["items"][0]["commentCount"] == 3).await;
     (post, app.stop().await.unwrap())
@@ -389,8 +462,12 @@ async fn post_with_three_comments() -> (String, tempfile::TempDir) {
 /// that a stale copy in a page SQLite freed cannot be the only one changed.
 fn edited(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     assert_eq!(from.len(), to.len(), "an edit in place keeps the file's length");
-    let places: Vec<usize> =
-        bytes.windows(from.len()).enumerate().filter(|(_, window)| *window == from).map(|(at, _)| at).collect();
+    let places: Vec<usize> = bytes
+        .windows(from.len())
+        .enumerate()
+        .filter(|(_, window)| *window == from)
+        .map(|(at, _)| at)
+        .collect();
     assert!(!places.is_empty(), "the bytes are in the file");
     let mut edited = bytes.to_vec();
     for at in places {
@@ -415,33 +492,58 @@ async fn a_changed_byte_inside_a_stored_item_is_refused_naming_the_item() {
     ];
     for (from, to) in edits {
         std::fs::write(&path, edited(&original, from, to)).unwrap();
-        let check: String =
-            rusqlite::Connection::open(&path).unwrap().query_row("PRAGMA quick_check", [], |row| row.get(0)).unwrap();
+        let check: String = rusqlite::Connection::open(&path)
+            .unwrap()
+            .query_row("PRAGMA quick_check", [], |row| row.get(0))
+            .unwrap();
         assert_eq!(check, "ok", "SQLite alone sees nothing wrong");
         let error = refusal(temp.path()).await;
-        assert!(error.contains(&path.display().to_string()) && error.contains("does not match its checksum"), "{error}");
-        assert!(error.contains("backup") && error.contains("handler remove "), "says what to do: {error}");
+        assert!(
+            error.contains(&path.display().to_string())
+                && error.contains("does not match its checksum"),
+            "{error}"
+        );
+        assert!(
+            error.contains("backup") && error.contains("handler remove "),
+            "says what to do: {error}"
+        );
     }
     // The last refusal's command, run as an operator pasting it would: the changed comment goes,
     // its post's count follows, and the rest starts and is served.
     let error = refusal(temp.path()).await;
     let start = error.find("`BLOG_DATA_DIR=").expect("a command") + 1;
-    let command = &error[start..start + error[start..].find("`, which").expect("the command's end")];
+    let command =
+        &error[start..start + error[start..].find("`, which").expect("the command's end")];
     let binaries = std::path::Path::new(env!("CARGO_BIN_EXE_handler")).parent().unwrap();
     let removed = std::process::Command::new("sh")
         .arg("-c")
         .arg(command)
-        .env("PATH", format!("{}:{}", binaries.display(), std::env::var("PATH").unwrap_or_default()))
+        .env(
+            "PATH",
+            format!("{}:{}", binaries.display(), std::env::var("PATH").unwrap_or_default()),
+        )
         .output()
         .unwrap();
     assert!(removed.status.success(), "{command}: {}", String::from_utf8_lossy(&removed.stderr));
     let app = TestApp::start_in(temp.path()).await;
     let comments = app.get(&format!("/api/posts/{post}/comments")).await.body;
-    let mut texts: Vec<&str> =
-        comments["items"].as_array().unwrap().iter().map(|comment| comment["content"].as_str().unwrap()).collect();
+    let mut texts: Vec<&str> = comments["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|comment| comment["content"].as_str().unwrap())
+        .collect();
     texts.sort();
-    assert_eq!(texts, ["a comment", "c comment"], "the changed comment is gone, the others are served");
-    assert_eq!(app.get(&format!("/api/posts/{post}")).await.body["commentCount"], 2, "the count follows");
+    assert_eq!(
+        texts,
+        ["a comment", "c comment"],
+        "the changed comment is gone, the others are served"
+    );
+    assert_eq!(
+        app.get(&format!("/api/posts/{post}")).await.body["commentCount"],
+        2,
+        "the count follows"
+    );
     app.stop().await;
 }
 
@@ -486,12 +588,20 @@ async fn a_database_of_an_earlier_handler_is_upgraded_in_place() {
     drop(database);
     let app = TestApp::start_in(temp.path()).await;
     assert_eq!(app.get(&format!("/api/posts/{post}")).await.body["commentCount"], 3);
-    assert_eq!(app.get(&format!("/api/posts/{post}/comments")).await.body["items"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        app.get(&format!("/api/posts/{post}/comments")).await.body["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
     app.stop().await;
     let database = rusqlite::Connection::open(&path).unwrap();
     let version: i64 = database.query_row("PRAGMA user_version", [], |row| row.get(0)).unwrap();
     assert_eq!(version, 3);
-    let unsummed: i64 = database.query_row("SELECT count(*) FROM items WHERE sum = 0", [], |row| row.get(0)).unwrap();
+    let unsummed: i64 = database
+        .query_row("SELECT count(*) FROM items WHERE sum = 0", [], |row| row.get(0))
+        .unwrap();
     assert_eq!(unsummed, 0, "every item has its checksum");
     database.execute("UPDATE items SET doc = replace(doc, 'a comment', 'x comment')", []).unwrap();
     drop(database);
@@ -501,7 +611,10 @@ async fn a_database_of_an_earlier_handler_is_upgraded_in_place() {
     database.execute_batch("PRAGMA user_version = 4").unwrap();
     drop(database);
     let error = refusal(temp.path()).await;
-    assert!(error.contains("newer handler") && error.contains(&path.display().to_string()), "{error}");
+    assert!(
+        error.contains("newer handler") && error.contains(&path.display().to_string()),
+        "{error}"
+    );
 }
 
 /// A database written before the container `tags` (version 2: no tallies of it) is given the
@@ -511,7 +624,11 @@ async fn a_database_from_before_tags_is_upgraded_in_place() {
     let (post, temp) = post_with_three_comments().await;
     let path = temp.path().join("blog.sqlite");
     let database = rusqlite::Connection::open(&path).unwrap();
-    database.execute_batch("DELETE FROM meta WHERE key IN ('items:tags', 'digest:tags'); PRAGMA user_version = 2;").unwrap();
+    database
+        .execute_batch(
+            "DELETE FROM meta WHERE key IN ('items:tags', 'digest:tags'); PRAGMA user_version = 2;",
+        )
+        .unwrap();
     drop(database);
     let app = TestApp::start_in(temp.path()).await;
     assert_eq!(app.get(&format!("/api/posts/{post}")).await.body["commentCount"], 3);
@@ -519,8 +636,13 @@ async fn a_database_from_before_tags_is_upgraded_in_place() {
     let database = rusqlite::Connection::open(&path).unwrap();
     let version: i64 = database.query_row("PRAGMA user_version", [], |row| row.get(0)).unwrap();
     assert_eq!(version, 3);
-    let tallies: i64 =
-        database.query_row("SELECT count(*) FROM meta WHERE key IN ('items:tags', 'digest:tags')", [], |row| row.get(0)).unwrap();
+    let tallies: i64 = database
+        .query_row(
+            "SELECT count(*) FROM meta WHERE key IN ('items:tags', 'digest:tags')",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
     assert_eq!(tallies, 2);
 }
 
@@ -552,14 +674,21 @@ async fn pictures_answered_before_kill_9_are_whole_and_no_half_picture_is_shown(
     let base = handler.base.clone();
     let client = reqwest::Client::new();
     post_as(&client, &base, "painter", "/api/users", json!({"username": "painter"})).await;
-    let post =
-        post_as(&client, &base, "painter", "/api/posts", json!({"userId": "painter", "title": "Many", "content": "x"})).await;
+    let post = post_as(
+        &client,
+        &base,
+        "painter",
+        "/api/posts",
+        json!({"userId": "painter", "title": "Many", "content": "x"}),
+    )
+    .await;
     let post_id = post["id"].as_str().unwrap().to_owned();
     // Pictures of about 1.5 MB each (noise does not compress), sent eight at a time.
     let answered = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut uploads = Vec::new();
     for n in 0..24_u32 {
-        let (client, base, post_id, answered) = (client.clone(), base.clone(), post_id.clone(), answered.clone());
+        let (client, base, post_id, answered) =
+            (client.clone(), base.clone(), post_id.clone(), answered.clone());
         uploads.push(tokio::spawn(async move {
             let png = common::noise_png(700, n);
             let sent = client
@@ -602,16 +731,26 @@ async fn pictures_answered_before_kill_9_are_whole_and_no_half_picture_is_shown(
     for entry in std::fs::read_dir(&post_dir).unwrap() {
         let entry = entry.unwrap();
         let name = entry.file_name().to_string_lossy().into_owned();
-        assert!(!name.starts_with('.'), "{name}: what a cut-short upload left is removed at the start");
+        assert!(
+            !name.starts_with('.'),
+            "{name}: what a cut-short upload left is removed at the start"
+        );
         let bytes = std::fs::read(entry.path()).unwrap();
         // (A phones' variant is named by its picture's hash; these 700-pixel pictures have none.
         // Their small copies for the lists are too: each must decode whole, at its size.)
-        if let Some(size) = ["128x96", "256x192"].into_iter().find(|size| name.ends_with(&format!("-{size}.png"))) {
-            let small = image::load_from_memory(&bytes).unwrap_or_else(|error| panic!("{name}: {error}"));
+        if let Some(size) =
+            ["128x96", "256x192"].into_iter().find(|size| name.ends_with(&format!("-{size}.png")))
+        {
+            let small =
+                image::load_from_memory(&bytes).unwrap_or_else(|error| panic!("{name}: {error}"));
             assert_eq!(format!("{}x{}", small.width(), small.height()), size, "{name} is whole");
             continue;
         }
-        assert_eq!(blog_hex(&Sha256::digest(&bytes)), &name[..64], "{name} holds the picture its name says, whole");
+        assert_eq!(
+            blog_hex(&Sha256::digest(&bytes)),
+            &name[..64],
+            "{name} holds the picture its name says, whole"
+        );
     }
 }
 

@@ -18,8 +18,10 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|error| panic!("{} is not valid JSON: {error}", path.display()))
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    serde_json::from_str(&text)
+        .unwrap_or_else(|error| panic!("{} is not valid JSON: {error}", path.display()))
 }
 
 /// Every function folder with its function.json.
@@ -29,7 +31,12 @@ fn functions() -> Vec<(String, Value)> {
         .unwrap()
         .map(|entry| entry.unwrap().path())
         .filter(|path| path.is_dir())
-        .map(|path| (path.file_name().unwrap().to_string_lossy().into_owned(), read_json(&path.join("function.json"))))
+        .map(|path| {
+            (
+                path.file_name().unwrap().to_string_lossy().into_owned(),
+                read_json(&path.join("function.json")),
+            )
+        })
         .collect();
     functions.sort_by(|a, b| a.0.cmp(&b.0));
     functions
@@ -57,32 +64,58 @@ fn every_http_function_is_a_forwarded_route_of_the_handler_and_back() {
         }
         // Forwarding needs exactly one httpTrigger and one http output.
         assert_eq!(bindings.len(), 2, "{name}");
-        assert_eq!(bindings[1], json!({"type": "http", "direction": "out", "name": "res"}), "{name}");
+        assert_eq!(
+            bindings[1],
+            json!({"type": "http", "direction": "out", "name": "res"}),
+            "{name}"
+        );
         let trigger = &bindings[0];
         assert_eq!(trigger["direction"], "in", "{name}");
         assert_eq!(
             trigger["authLevel"], "anonymous",
             "{name}: users sign in with App Service Authentication; a function key cannot tell them apart"
         );
-        let methods: Vec<String> =
-            trigger["methods"].as_array().unwrap().iter().map(|m| m.as_str().unwrap().to_uppercase()).collect();
+        let methods: Vec<String> = trigger["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.as_str().unwrap().to_uppercase())
+            .collect();
         assert_eq!(methods.len(), 1, "{name}: one request of the article per function");
         declared.insert((name, methods[0].clone(), trigger["route"].as_str().unwrap().to_owned()));
     }
-    let served: BTreeSet<(String, String, String)> =
-        HttpFunction::ALL.iter().map(|f| (f.name().to_string(), f.method().to_string(), f.route().to_string())).collect();
-    assert_eq!(declared, served, "functions/*/function.json and the handler's routes must be the same set");
+    let served: BTreeSet<(String, String, String)> = HttpFunction::ALL
+        .iter()
+        .map(|f| (f.name().to_string(), f.method().to_string(), f.route().to_string()))
+        .collect();
+    assert_eq!(
+        declared, served,
+        "functions/*/function.json and the handler's routes must be the same set"
+    );
 }
 
 #[tokio::test]
 async fn the_handler_answers_every_declared_route_and_method() {
     let app = TestApp::start_as_host().await;
-    for (name, method, route) in HttpFunction::ALL.iter().map(|f| (f.name(), f.method(), f.route())) {
-        let path = blog::testing::http::router_path(route).replace("{userId}", "someone").replace("{postId}", "something");
-        let answer = app.raw(Method::from_bytes(method.as_bytes()).unwrap(), &path, Some("application/json"), "{}").await;
+    for (name, method, route) in HttpFunction::ALL.iter().map(|f| (f.name(), f.method(), f.route()))
+    {
+        let path = blog::testing::http::router_path(route)
+            .replace("{userId}", "someone")
+            .replace("{postId}", "something");
+        let answer = app
+            .raw(
+                Method::from_bytes(method.as_bytes()).unwrap(),
+                &path,
+                Some("application/json"),
+                "{}",
+            )
+            .await;
         assert_ne!(answer.status.as_u16(), 405, "{name}: {method} {path}");
         let detail = answer.body["detail"].as_str().unwrap_or_default();
-        assert!(!detail.starts_with("There is no resource at"), "{name}: {method} {path} is not routed");
+        assert!(
+            !detail.starts_with("There is no resource at"),
+            "{name}: {method} {path} is not routed"
+        );
         let page = answer.body.as_str().unwrap_or_default();
         assert!(!page.contains("There is no page at"), "{name}: {method} {path} is not routed");
     }
@@ -90,8 +123,10 @@ async fn the_handler_answers_every_declared_route_and_method() {
 
 #[tokio::test]
 async fn every_change_feed_function_is_declared_as_the_handler_serves_it() {
-    let declared: Vec<(String, Value)> =
-        functions().into_iter().filter(|(_, function)| function["bindings"][0]["type"] == "cosmosDBTrigger").collect();
+    let declared: Vec<(String, Value)> = functions()
+        .into_iter()
+        .filter(|(_, function)| function["bindings"][0]["type"] == "cosmosDBTrigger")
+        .collect();
     let names: BTreeSet<&str> = declared.iter().map(|(name, _)| name.as_str()).collect();
     assert_eq!(names, Function::ALL.iter().map(|function| function.name()).collect());
 
@@ -104,21 +139,34 @@ async fn every_change_feed_function_is_declared_as_the_handler_serves_it() {
         let trigger = &bindings[0];
         assert_eq!(trigger["name"], "documents", "{name}: the handler reads Data.documents");
         assert_eq!(trigger["direction"], "in");
-        assert_eq!(trigger["connection"], CONNECTION_SETTING, "{name}: the app and the trigger share one account setting");
+        assert_eq!(
+            trigger["connection"], CONNECTION_SETTING,
+            "{name}: the app and the trigger share one account setting"
+        );
         assert_eq!(trigger["databaseName"], "%COSMOS_DATABASE%");
         assert_eq!(trigger["containerName"], served.container().name(), "{name}");
         assert_eq!(trigger["leaseContainerName"], "leases");
-        assert_eq!(trigger["createLeaseContainerIfNotExists"], false, "{name}: the app's identity cannot create containers");
-        assert_eq!(trigger["startFromBeginning"], true, "{name}: a new deployment bootstraps the copies");
+        assert_eq!(
+            trigger["createLeaseContainerIfNotExists"], false,
+            "{name}: the app's identity cannot create containers"
+        );
+        assert_eq!(
+            trigger["startFromBeginning"], true,
+            "{name}: a new deployment bootstraps the copies"
+        );
         let batch = trigger["maxItemsPerInvocation"].as_u64().unwrap();
         assert!((1..=1000).contains(&batch), "{name}: bounded batches");
         assert!(
             prefixes.insert(trigger["leaseContainerPrefix"].as_str().unwrap().to_owned()),
             "{name}: lease prefixes are distinct"
         );
-        assert!(function["retry"]["strategy"].is_string(), "{name}: a failed batch must be retried, not lost");
+        assert!(
+            function["retry"]["strategy"].is_string(),
+            "{name}: a failed batch must be retried, not lost"
+        );
 
-        let invocation = common::host::cosmos_invocation(name, &[], common::host::Attempt::Retry(0));
+        let invocation =
+            common::host::cosmos_invocation(name, &[], common::host::Attempt::Retry(0));
         let answer = common::host::invoke(&app, name, &invocation).await;
         assert_eq!(answer.status.as_u16(), 200, "{name}: {}", answer.body);
     }
@@ -143,7 +191,11 @@ fn every_documented_publish_command_names_the_worker_runtime() {
     for document in documents {
         let text = std::fs::read_to_string(&document).unwrap();
         for line in text.lines().filter(|line| line.contains("func azure functionapp publish")) {
-            assert!(line.contains("--custom"), "{}: publish without the runtime named: {line}", document.display());
+            assert!(
+                line.contains("--custom"),
+                "{}: publish without the runtime named: {line}",
+                document.display()
+            );
             publishes += 1;
         }
     }
@@ -160,7 +212,10 @@ fn every_documented_publish_command_names_the_worker_runtime() {
 #[tokio::test]
 async fn no_http_route_reaches_a_change_feed_function() {
     let host = read_json(&Path::new(env!("CARGO_MANIFEST_DIR")).join("host.json"));
-    assert_eq!(host["extensions"]["http"]["routePrefix"], "", "the checks below are for an empty prefix");
+    assert_eq!(
+        host["extensions"]["http"]["routePrefix"], "",
+        "the checks below are for an empty prefix"
+    );
     let mut front_pages = 0;
     for (name, function) in functions() {
         let trigger = &function["bindings"][0];
@@ -168,7 +223,10 @@ async fn no_http_route_reaches_a_change_feed_function() {
             continue;
         }
         let route = trigger["route"].as_str().unwrap();
-        assert!(!route.contains("{*"), "{name}: a catch-all route {route} may reach /{{FunctionName}}");
+        assert!(
+            !route.contains("{*"),
+            "{name}: a catch-all route {route} may reach /{{FunctionName}}"
+        );
         let first = route.split('/').next().unwrap();
         if first.starts_with('{') {
             assert_eq!(
@@ -180,15 +238,26 @@ async fn no_http_route_reaches_a_change_feed_function() {
             continue;
         }
         for change_feed in Function::ALL {
-            assert!(!first.eq_ignore_ascii_case(change_feed.name()), "{name}: {route} reaches /{}", change_feed.name());
+            assert!(
+                !first.eq_ignore_ascii_case(change_feed.name()),
+                "{name}: {route} reaches /{}",
+                change_feed.name()
+            );
         }
     }
     assert_eq!(front_pages, 1, "one front page");
 
     let app = TestApp::start().await;
     for change_feed in Function::ALL {
-        let answer = app.raw(Method::POST, &format!("/{}", change_feed.name()), Some("application/json"), "{}").await;
-        assert_eq!(answer.status.as_u16(), 404, "{}: only the host delivers changes", change_feed.name());
+        let answer = app
+            .raw(Method::POST, &format!("/{}", change_feed.name()), Some("application/json"), "{}")
+            .await;
+        assert_eq!(
+            answer.status.as_u16(),
+            404,
+            "{}: only the host delivers changes",
+            change_feed.name()
+        );
     }
 }
 
@@ -202,16 +271,24 @@ async fn no_http_route_reaches_a_change_feed_function() {
 #[test]
 fn the_linux_emulator_settings_switch_the_triggers_off_and_the_handlers_processors_on() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for (file, vnext) in [("local.settings.json.example", false), ("local.settings.vnext.json.example", true)] {
+    for (file, vnext) in
+        [("local.settings.json.example", false), ("local.settings.vnext.json.example", true)]
+    {
         let settings = read_json(&root.join(file));
         let values = settings["Values"].as_object().unwrap_or_else(|| panic!("{file}: Values"));
-        let value = |name: &str| values.get(name).and_then(|value| value.as_str()).map(str::to_owned);
-        let config = blog::Config::from_lookup(value).unwrap_or_else(|error| panic!("{file}: {error}"));
+        let value =
+            |name: &str| values.get(name).and_then(|value| value.as_str()).map(str::to_owned);
+        let config =
+            blog::Config::from_lookup(value).unwrap_or_else(|error| panic!("{file}: {error}"));
         assert!(matches!(config.backend, blog::Backend::ConnectionString(_)), "{file}");
         let connection: azure_data_cosmos_driver::models::ConnectionString =
             value("CosmosDB").unwrap().parse().unwrap_or_else(|error| panic!("{file}: {error}"));
         assert_eq!(connection.account_endpoint(), "https://localhost:8081/", "{file}");
-        assert_eq!(config.scripts, blog::ScriptsMode::InProcess, "{file}: no emulator runs the scripts unregistered");
+        assert_eq!(
+            config.scripts,
+            blog::ScriptsMode::InProcess,
+            "{file}: no emulator runs the scripts unregistered"
+        );
         let expected = if vnext { ChangeFeedMode::Local } else { ChangeFeedMode::Host };
         assert_eq!(config.change_feed, expected, "{file}");
         // Pictures in Azurite, beside the host's own storage.
@@ -223,7 +300,12 @@ fn the_linux_emulator_settings_switch_the_triggers_off_and_the_handlers_processo
         for function in Function::ALL {
             assert!(root.join("functions").join(function.name()).join("function.json").is_file());
             let disabled = value(&format!("AzureWebJobs.{}.Disabled", function.name()));
-            assert_eq!(disabled.as_deref() == Some("true"), vnext, "{file}: {} trigger", function.name());
+            assert_eq!(
+                disabled.as_deref() == Some("true"),
+                vnext,
+                "{file}: {} trigger",
+                function.name()
+            );
         }
     }
 }

@@ -60,11 +60,16 @@ fn target(name: &str) -> &'static Target {
 /// A target's seeds, then the cases found, by name.
 fn cases(target: &str) -> Vec<PathBuf> {
     let mut all = Vec::new();
-    for folder in [root().join("fuzz/corpus").join(target), root().join("tests/fuzz_regressions").join(target)] {
+    for folder in [
+        root().join("fuzz/corpus").join(target),
+        root().join("tests/fuzz_regressions").join(target),
+    ] {
         let Ok(entries) = std::fs::read_dir(&folder) else { continue };
         let mut found: Vec<PathBuf> = entries
             .map(|entry| entry.unwrap().path())
-            .filter(|path| path.is_file() && !path.file_name().unwrap().to_string_lossy().starts_with('.'))
+            .filter(|path| {
+                path.is_file() && !path.file_name().unwrap().to_string_lossy().starts_with('.')
+            })
             .collect();
         found.sort();
         all.extend(found);
@@ -85,7 +90,10 @@ fn child(test: &str, variable: &str, value: &str) -> Output {
 /// How a child ended, and the last lines it wrote (its panic, or the allocation it died of).
 fn summary(output: &Output) -> String {
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let said: Vec<&str> = stderr.lines().filter(|line| !line.trim().is_empty() && !line.starts_with("note:")).collect();
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|line| !line.trim().is_empty() && !line.starts_with("note:"))
+        .collect();
     let tail = said[said.len().saturating_sub(4)..].join(" | ");
     #[cfg(unix)]
     if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(&output.status) {
@@ -114,7 +122,12 @@ fn every_seed_and_every_case_found_passes_within_its_memory_limit() {
         }
     }
     assert!(count > 0, "no cases found under fuzz/corpus");
-    assert!(failures.is_empty(), "{} of {count} fuzz cases fail:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {count} fuzz cases fail:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// In a child only (`BLOG_FUZZ_CASE`): one case, under its target's limits. Nothing otherwise.
@@ -136,7 +149,8 @@ fn limit_this_process(megabytes: u64) {
     #[cfg(unix)]
     {
         let set = |resource, value: u64| {
-            let limit = libc::rlimit { rlim_cur: value as libc::rlim_t, rlim_max: value as libc::rlim_t };
+            let limit =
+                libc::rlimit { rlim_cur: value as libc::rlim_t, rlim_max: value as libc::rlim_t };
             // SAFETY: setrlimit reads the struct it is given, which lives for the call.
             let result = unsafe { libc::setrlimit(resource, &limit) };
             assert_eq!(result, 0, "setrlimit: {}", std::io::Error::last_os_error());
@@ -151,7 +165,10 @@ fn limit_this_process(megabytes: u64) {
 /// Panics where the most memory this process has held is past `megabytes`.
 fn check_peak(megabytes: u64) {
     if let Some(peak) = peak_resident_mb() {
-        assert!(peak <= megabytes, "peak resident memory {peak} MB, past the target's {megabytes} MB");
+        assert!(
+            peak <= megabytes,
+            "peak resident memory {peak} MB, past the target's {megabytes} MB"
+        );
     }
 }
 
@@ -169,11 +186,16 @@ fn peak_resident_mb() -> Option<u64> {
 #[test]
 #[ignore = "fuzz/run.sh runs it where nightly is missing"]
 fn stable_mutation_loop() {
-    let seconds: u64 = std::env::var("BLOG_FUZZ_SECONDS").map_or(30, |text| text.parse().expect("BLOG_FUZZ_SECONDS: seconds"));
+    let seconds: u64 = std::env::var("BLOG_FUZZ_SECONDS")
+        .map_or(30, |text| text.parse().expect("BLOG_FUZZ_SECONDS: seconds"));
     let mut failures = Vec::new();
     for Target { name, .. } in TARGETS {
         let current = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fuzz-{name}-current"));
-        let output = child("child_runs_the_mutation_loop", LOOP, &format!("{name}:{seconds}:{}", current.display()));
+        let output = child(
+            "child_runs_the_mutation_loop",
+            LOOP,
+            &format!("{name}:{seconds}:{}", current.display()),
+        );
         let stderr = String::from_utf8_lossy(&output.stderr);
         if let Some(line) = stderr.lines().find(|line| line.starts_with("mutation loop:")) {
             eprintln!("{line}");
@@ -183,15 +205,26 @@ fn stable_mutation_loop() {
         }
         let input = std::fs::read(&current).unwrap();
         // A case that fails as it is (a seed, before a fix) is not kept twice.
-        if let Some(known) = cases(name).into_iter().find(|path| std::fs::read(path).is_ok_and(|bytes| bytes == input)) {
-            failures.push(format!("{name}: {} ({} as it is)", summary(&output), known.strip_prefix(root()).unwrap().display()));
+        if let Some(known) = cases(name)
+            .into_iter()
+            .find(|path| std::fs::read(path).is_ok_and(|bytes| bytes == input))
+        {
+            failures.push(format!(
+                "{name}: {} ({} as it is)",
+                summary(&output),
+                known.strip_prefix(root()).unwrap().display()
+            ));
             continue;
         }
         let folder = root().join("tests/fuzz_regressions").join(name);
         std::fs::create_dir_all(&folder).unwrap();
         let kept = folder.join(format!("stable-{:016x}", fnv1a(&input)));
         std::fs::write(&kept, &input).unwrap();
-        failures.push(format!("{name}: {} (kept as {})", summary(&output), kept.strip_prefix(root()).unwrap().display()));
+        failures.push(format!(
+            "{name}: {} (kept as {})",
+            summary(&output),
+            kept.strip_prefix(root()).unwrap().display()
+        ));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -201,12 +234,17 @@ fn stable_mutation_loop() {
 fn child_runs_the_mutation_loop() {
     let Ok(spec) = std::env::var(LOOP) else { return };
     let mut fields = spec.splitn(3, ':');
-    let (name, seconds, current) = (fields.next().unwrap(), fields.next().unwrap(), fields.next().unwrap());
+    let (name, seconds, current) =
+        (fields.next().unwrap(), fields.next().unwrap(), fields.next().unwrap());
     let target = target(name);
-    let corpus: Vec<Vec<u8>> = cases(name).iter().map(|path| std::fs::read(path).unwrap()).collect();
+    let corpus: Vec<Vec<u8>> =
+        cases(name).iter().map(|path| std::fs::read(path).unwrap()).collect();
     assert!(!corpus.is_empty(), "no cases for {name}");
     limit_this_process(target.megabytes);
-    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
+    let seed =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+            as u64
+            | 1;
     let mut random = Random(seed);
     let deadline = Instant::now() + Duration::from_secs(seconds.parse().unwrap());
     let started = Instant::now();
@@ -224,7 +262,9 @@ fn child_runs_the_mutation_loop() {
         runs += 1;
     }
     let per_second = runs as f64 / started.elapsed().as_secs_f64();
-    eprintln!("mutation loop: {name}: {runs} inputs in {seconds} s ({per_second:.0}/s), seed {seed}, nothing found");
+    eprintln!(
+        "mutation loop: {name}: {runs} inputs in {seconds} s ({per_second:.0}/s), seed {seed}, nothing found"
+    );
 }
 
 /// xorshift64: enough randomness for mutations, with no dependency.
@@ -254,7 +294,8 @@ fn mutate(corpus: &[Vec<u8>], random: &mut Random) -> Vec<u8> {
             0 if !data.is_empty() => data[at.min(last)] ^= 1 << random.below(8),
             1 if !data.is_empty() => data[at.min(last)] = random.next() as u8,
             2 => {
-                let inserted: Vec<u8> = (0..1 + random.below(8)).map(|_| random.next() as u8).collect();
+                let inserted: Vec<u8> =
+                    (0..1 + random.below(8)).map(|_| random.next() as u8).collect();
                 data.splice(at..at, inserted);
             }
             3 => {
@@ -286,5 +327,7 @@ fn mutate(corpus: &[Vec<u8>], random: &mut Random) -> Vec<u8> {
 
 /// A name for a kept input, from its bytes.
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
 }

@@ -22,14 +22,26 @@ async fn a_signed_in_write_and_a_read_come_through_as_forwarded() {
     let app = platform_app(dir.path()).await;
     let principal = "6f1c2b3a-0d4e-4f5a-9b8c-7d6e5f4a3b2c";
     let identity = host::signed_in(principal);
-    let mut headers: Vec<(&str, &str)> = identity.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    let mut headers: Vec<(&str, &str)> =
+        identity.iter().map(|(name, value)| (*name, value.as_str())).collect();
     headers.push(("Content-Type", "application/json"));
     headers.push(("User-Agent", "curl/8.5.0"));
-    let created = host::forward(&app, "POST", "/api/users", &headers, Some(br#"{"username":"alice"}"#)).await;
+    let created =
+        host::forward(&app, "POST", "/api/users", &headers, Some(br#"{"username":"alice"}"#)).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
-    assert_eq!(created.body["id"], principal, "the user is the principal App Service Authentication vouched for");
+    assert_eq!(
+        created.body["id"], principal,
+        "the user is the principal App Service Authentication vouched for"
+    );
 
-    let read = host::forward(&app, "GET", &format!("/api/users/{principal}"), &[("Accept", "application/json")], None).await;
+    let read = host::forward(
+        &app,
+        "GET",
+        &format!("/api/users/{principal}"),
+        &[("Accept", "application/json")],
+        None,
+    )
+    .await;
     assert_eq!(read.status, StatusCode::OK, "{}", read.body);
     assert_eq!(read.body["username"], "alice");
 }
@@ -39,7 +51,8 @@ async fn a_write_whose_body_the_host_did_not_forward_is_answered_clearly() {
     let dir = tempfile::tempdir().unwrap();
     let app = platform_app(dir.path()).await;
     let identity = host::signed_in("p1");
-    let mut headers: Vec<(&str, &str)> = identity.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    let mut headers: Vec<(&str, &str)> =
+        identity.iter().map(|(name, value)| (*name, value.as_str())).collect();
     headers.push(("Content-Type", "application/json"));
 
     // The client sent its body chunked: the host copies a body only when Content-Length > 0,
@@ -65,18 +78,33 @@ async fn a_repeated_query_parameter_is_refused_as_sent_and_as_the_host_joins_it(
     assert!(detail.contains("give it once"), "{detail}");
     let detail = app.get("/api/feed?limit=%2B5").await.problem(400);
     assert!(detail.contains("limit"), "{detail}");
-    assert_eq!(host::forward(&app, "GET", "/api/feed?limit=5", &[], None).await.status, StatusCode::OK);
+    assert_eq!(
+        host::forward(&app, "GET", "/api/feed?limit=5", &[], None).await.status,
+        StatusCode::OK
+    );
 }
 
 #[tokio::test]
 async fn a_body_declared_in_another_charset_is_refused() {
     let app = TestApp::start().await;
     let detail = app
-        .raw(reqwest::Method::POST, "/api/users", Some("application/json; charset=utf-16"), r#"{"username":"a"}"#)
+        .raw(
+            reqwest::Method::POST,
+            "/api/users",
+            Some("application/json; charset=utf-16"),
+            r#"{"username":"a"}"#,
+        )
         .await
         .problem(415);
     assert!(detail.contains("UTF-8"), "{detail}");
-    let ok = app.raw(reqwest::Method::POST, "/api/users", Some("application/json; charset=UTF-8"), r#"{"username":"a"}"#).await;
+    let ok = app
+        .raw(
+            reqwest::Method::POST,
+            "/api/users",
+            Some("application/json; charset=UTF-8"),
+            r#"{"username":"a"}"#,
+        )
+        .await;
     assert_eq!(ok.status, StatusCode::CREATED, "{}", ok.body);
 }
 
@@ -96,7 +124,8 @@ async fn the_lists_of_a_post_that_does_not_exist_are_404_and_of_one_without_item
         // "no comments yet" needs one point read to tell from "no such post".
         assert_eq!(empty.operations(), 2, "{list}");
     }
-    app.post(&format!("/api/posts/{post}/comments"), json!({"userId": alice, "content": "First"})).await;
+    app.post(&format!("/api/posts/{post}/comments"), json!({"userId": alice, "content": "First"}))
+        .await;
     let listed = app.get(&format!("/api/posts/{post}/comments")).await;
     assert_eq!(listed.body["items"].as_array().unwrap().len(), 1);
     assert_eq!(listed.operations(), 1, "a post with comments costs its one query, nothing more");

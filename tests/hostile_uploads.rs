@@ -34,14 +34,21 @@ async fn upload(
         .await
         .unwrap();
     let status = answer.status();
-    let retry_after = answer.headers().get("retry-after").map(|value| value.to_str().unwrap().to_owned());
+    let retry_after =
+        answer.headers().get("retry-after").map(|value| value.to_str().unwrap().to_owned());
     (status, answer.text().await.unwrap(), retry_after)
 }
 
 /// The handler's memory at rest, once it has served a picture (so that the decoders' code and
 /// the allocator's arenas are counted as its own).
-async fn memory_at_rest(client: &reqwest::Client, handler: &Handler, writer: &str, post: &str) -> u64 {
-    let (status, body, _) = upload(client, handler, writer, post, hostile::photo_jpeg(640, 480, 1)).await;
+async fn memory_at_rest(
+    client: &reqwest::Client,
+    handler: &Handler,
+    writer: &str,
+    post: &str,
+) -> u64 {
+    let (status, body, _) =
+        upload(client, handler, writer, post, hostile::photo_jpeg(640, 480, 1)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     handler.memory().0
 }
@@ -54,13 +61,26 @@ async fn each_hostile_file_is_refused_saying_why_and_leaves_nothing() {
         photo[..photo.len() / 2].to_vec()
     };
     let first_700_bytes = hostile::photo_jpeg(1600, 900, 3)[..700].to_vec();
-    let first_1000_bytes_and_the_end_marker = [&hostile::photo_jpeg(160, 120, 4)[..1000], &[0xFF, 0xD9]].concat();
+    let first_1000_bytes_and_the_end_marker =
+        [&hostile::photo_jpeg(160, 120, 4)[..1000], &[0xFF, 0xD9]].concat();
     let cases: [(&str, Vec<u8>, &str); 5] = [
-        ("a 6,000 × 6,000 GIF with 300 frames of one pixel", hostile::gif_canvas_with_tiny_frames(), "frames"),
-        ("a PNG whose colour profile inflates to 1 GiB", hostile::png_with_inflating_profile(), "colour profile"),
+        (
+            "a 6,000 × 6,000 GIF with 300 frames of one pixel",
+            hostile::gif_canvas_with_tiny_frames(),
+            "frames",
+        ),
+        (
+            "a PNG whose colour profile inflates to 1 GiB",
+            hostile::png_with_inflating_profile(),
+            "colour profile",
+        ),
         ("half of a 1600 × 900 JPEG", half_photo, "cut off"),
         ("the first 700 bytes of a JPEG", first_700_bytes, "cut off"),
-        ("the first 1,000 bytes of a JPEG with its end marker put back", first_1000_bytes_and_the_end_marker, "cut off"),
+        (
+            "the first 1,000 bytes of a JPEG with its end marker put back",
+            first_1000_bytes_and_the_end_marker,
+            "cut off",
+        ),
     ];
     let data = tempfile::tempdir().unwrap();
     let mut handler = Handler::start(data.path(), &[]);
@@ -73,7 +93,11 @@ async fn each_hostile_file_is_refused_saying_why_and_leaves_nothing() {
         let (status, body, _) = upload(&client, &handler, "mallory", &post, bytes).await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{what} ({size} bytes): {body}");
         assert!(body.contains(said), "{what}: the answer says why ({said}): {body}");
-        assert_eq!(files_under(&data.path().join("pictures")), stored_before, "{what}: nothing is stored");
+        assert_eq!(
+            files_under(&data.path().join("pictures")),
+            stored_before,
+            "{what}: nothing is stored"
+        );
         assert!(handler.is_alive(), "{what}: the handler is up");
     }
     let (_, peak) = handler.memory();
@@ -111,7 +135,11 @@ async fn eight_large_uploads_at_once_stay_within_the_budget_and_reads_go_on() {
         let mut answered = 0;
         for _ in 0..20 {
             let front_page = client.get(format!("{}/", handler.base)).send().await.unwrap();
-            assert_eq!(front_page.status(), StatusCode::OK, "reads answer while pictures are prepared");
+            assert_eq!(
+                front_page.status(),
+                StatusCode::OK,
+                "reads answer while pictures are prepared"
+            );
             answered += 1;
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -167,7 +195,9 @@ async fn a_disk_full_between_the_two_copies_leaves_nothing() {
         .is_ok_and(|status| status.success());
     if !mounted {
         assert!(std::env::var_os("CI").is_none(), "CI runs as root: mounting a tmpfs must work");
-        eprintln!("a_disk_full_between_the_two_copies_leaves_nothing: not run, mounting a tmpfs needs root");
+        eprintln!(
+            "a_disk_full_between_the_two_copies_leaves_nothing: not run, mounting a tmpfs needs root"
+        );
         return;
     }
     struct Unmount<'a>(&'a Path);
@@ -198,24 +228,45 @@ async fn a_picture_changed_on_disk_is_not_served_as_the_original() {
     let handler = Handler::start(data.path(), &[]);
     let client = reqwest::Client::new();
     let post = handler.writers_post("keeper").await;
-    let (status, body, _) = upload(&client, &handler, "keeper", &post, hostile::photo_jpeg(320, 200, 4)).await;
+    let (status, body, _) =
+        upload(&client, &handler, "keeper", &post, hostile::photo_jpeg(320, 200, 4)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    let url = serde_json::from_str::<serde_json::Value>(&body).unwrap()["url"].as_str().unwrap().to_owned();
-    assert_eq!(client.get(format!("{}{url}", handler.base)).send().await.unwrap().status(), StatusCode::OK);
+    let url = serde_json::from_str::<serde_json::Value>(&body).unwrap()["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        client.get(format!("{}{url}", handler.base)).send().await.unwrap().status(),
+        StatusCode::OK
+    );
     // The picture, and its two small copies for the lists.
     let stored = files_under(&data.path().join("pictures"));
     assert_eq!(stored.len(), 3, "{stored:?}");
-    let file = stored.iter().find(|file| url.ends_with(file.file_name().unwrap().to_str().unwrap())).unwrap();
+    let file = stored
+        .iter()
+        .find(|file| url.ends_with(file.file_name().unwrap().to_str().unwrap()))
+        .unwrap();
     let mut bytes = std::fs::read(file).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0xFF;
     std::fs::write(file, bytes).unwrap();
     let answer = client.get(format!("{}{url}", handler.base)).send().await.unwrap();
     assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
-    assert!(answer.headers().get("cache-control").is_none_or(|value| !value.to_str().unwrap().contains("immutable")));
+    assert!(
+        answer
+            .headers()
+            .get("cache-control")
+            .is_none_or(|value| !value.to_str().unwrap().contains("immutable"))
+    );
     let name = file.file_name().unwrap().to_str().unwrap().to_owned();
-    let logged =
-        || handler.errors.lock().unwrap().iter().any(|line| line.contains("not the ones its name says") && line.contains(&name));
+    let logged = || {
+        handler
+            .errors
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|line| line.contains("not the ones its name says") && line.contains(&name))
+    };
     for _ in 0..50 {
         if logged() {
             break;
@@ -246,9 +297,15 @@ async fn a_picture_served_then_changed_in_place_is_refused() {
     let post = handler.writers_post("keeper").await;
     let mut urls = Vec::new();
     for seed in [5, 6] {
-        let (status, body, _) = upload(&client, &handler, "keeper", &post, hostile::photo_jpeg(320, 200, seed)).await;
+        let (status, body, _) =
+            upload(&client, &handler, "keeper", &post, hostile::photo_jpeg(320, 200, seed)).await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
-        urls.push(serde_json::from_str::<serde_json::Value>(&body).unwrap()["url"].as_str().unwrap().to_owned());
+        urls.push(
+            serde_json::from_str::<serde_json::Value>(&body).unwrap()["url"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
     }
     tokio::time::sleep(Duration::from_millis(2_100)).await;
     let get = |url: String| {
@@ -261,7 +318,11 @@ async fn a_picture_served_then_changed_in_place_is_refused() {
         for _ in 0..2 {
             let answer = get(url.clone()).await;
             assert_eq!(answer.status(), StatusCode::OK, "{url}");
-            assert_eq!(answer.bytes().await.unwrap(), std::fs::read(file_of(url)).unwrap(), "{url}");
+            assert_eq!(
+                answer.bytes().await.unwrap(),
+                std::fs::read(file_of(url)).unwrap(),
+                "{url}"
+            );
         }
     }
 
@@ -291,7 +352,12 @@ async fn a_picture_served_then_changed_in_place_is_refused() {
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "{url} changed on disk is not served ({wait} ms after)"
             );
-            assert!(answer.headers().get("cache-control").is_none_or(|value| !value.to_str().unwrap().contains("immutable")));
+            assert!(
+                answer
+                    .headers()
+                    .get("cache-control")
+                    .is_none_or(|value| !value.to_str().unwrap().contains("immutable"))
+            );
         }
     }
 }
@@ -305,16 +371,24 @@ async fn a_picture_of_a_copys_size_changed_on_disk_is_refused() {
     let handler = Handler::start(data.path(), &[]);
     let client = reqwest::Client::new();
     let post = handler.writers_post("phone-sized").await;
-    let (status, body, _) = upload(&client, &handler, "phone-sized", &post, hostile::photo_jpeg(960, 720, 7)).await;
+    let (status, body, _) =
+        upload(&client, &handler, "phone-sized", &post, hostile::photo_jpeg(960, 720, 7)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    let url = serde_json::from_str::<serde_json::Value>(&body).unwrap()["url"].as_str().unwrap().to_owned();
+    let url = serde_json::from_str::<serde_json::Value>(&body).unwrap()["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(url.ends_with("-960x720.jpg"), "{url}");
     let path = data.path().join(url.trim_start_matches('/'));
     let mut bytes = std::fs::read(&path).unwrap();
     bytes.extend_from_slice(b"and more");
     std::fs::write(&path, &bytes).unwrap();
     let answer = client.get(format!("{}{url}", handler.base)).send().await.unwrap();
-    assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR, "{url} changed on disk is not served");
+    assert_eq!(
+        answer.status(),
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "{url} changed on disk is not served"
+    );
 }
 
 /// A request cut off by its time budget leaves its decoding running (a blocking task cannot be
@@ -325,17 +399,33 @@ async fn a_decode_cut_off_by_the_request_budget_keeps_its_memory() {
     let photo = hostile::photo_jpeg(6_000, 4_000, 20);
     let data = tempfile::tempdir().unwrap();
     // One second a request, and memory for one such photo at a time.
-    let handler = Handler::start(data.path(), &[("BLOG_REQUEST_TIMEOUT", "1"), ("BLOG_PICTURE_MEMORY_MB", "256")]);
+    let handler = Handler::start(
+        data.path(),
+        &[("BLOG_REQUEST_TIMEOUT", "1"), ("BLOG_PICTURE_MEMORY_MB", "256")],
+    );
     let client = reqwest::Client::new();
     let post = handler.writers_post("hasty").await;
     let (status, body, _) = upload(&client, &handler, "hasty", &post, photo.clone()).await;
-    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "the first is cut off by the budget: {body}");
+    assert_eq!(
+        status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the first is cut off by the budget: {body}"
+    );
     assert!(body.contains("did not answer within 1 s"), "{body}");
     // The second finds the memory held by the first one's decoding, and waits (it is then cut
     // off by its own second, or told to come back: either way, no second decoding beside it).
     let (status, body, retry_after) = upload(&client, &handler, "hasty", &post, photo).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert!(retry_after.is_some());
-    let waited = handler.log.lock().unwrap().iter().any(|line| line.contains("a picture waits for the memory others hold"));
-    assert!(waited, "the first one's decoding still held the memory: {:?}", handler.log.lock().unwrap());
+    let waited = handler
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|line| line.contains("a picture waits for the memory others hold"));
+    assert!(
+        waited,
+        "the first one's decoding still held the memory: {:?}",
+        handler.log.lock().unwrap()
+    );
 }

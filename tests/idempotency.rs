@@ -24,7 +24,13 @@ impl Caller<'_> {
     }
 
     /// Sends a write with `key`; its status, `Location` and body (`null` for none).
-    async fn send(&self, method: Method, path: &str, body: Option<Value>, key: &str) -> (u16, Option<String>, Value) {
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        key: &str,
+    ) -> (u16, Option<String>, Value) {
         let mut request = self
             .client
             .request(method, format!("{}/api{path}", self.base))
@@ -35,7 +41,8 @@ impl Caller<'_> {
         }
         let answer = request.send().await.unwrap();
         let status = answer.status().as_u16();
-        let location = answer.headers().get("location").map(|value| value.to_str().unwrap().to_owned());
+        let location =
+            answer.headers().get("location").map(|value| value.to_str().unwrap().to_owned());
         (status, location, answer.json().await.unwrap_or(Value::Null))
     }
 
@@ -53,7 +60,10 @@ impl Caller<'_> {
 }
 
 fn reused(answer: &(u16, Option<String>, Value)) -> bool {
-    answer.0 == 422 && answer.2["detail"].as_str().is_some_and(|detail| detail.contains("already used for another request"))
+    answer.0 == 422
+        && answer.2["detail"]
+            .as_str()
+            .is_some_and(|detail| detail.contains("already used for another request"))
 }
 
 #[tokio::test]
@@ -61,37 +71,78 @@ async fn a_key_used_on_one_post_is_refused_on_another_and_writes_nothing() {
     let data = tempfile::tempdir().unwrap();
     let blog = Handler::start(data.path(), &[]);
     let alice = Caller::new(&blog.base, "alice");
-    assert_eq!(alice.send(Method::POST, "/users", Some(json!({"username": "alice"})), "k-user").await.0, 201);
-    let (first, second) = (alice.post("k-first", "First").await, alice.post("k-second", "Second").await);
+    assert_eq!(
+        alice.send(Method::POST, "/users", Some(json!({"username": "alice"})), "k-user").await.0,
+        201
+    );
+    let (first, second) =
+        (alice.post("k-first", "First").await, alice.post("k-second", "Second").await);
     let comment = json!({"userId": "alice", "content": "hello"});
-    assert_eq!(alice.send(Method::POST, &format!("/posts/{first}/comments"), Some(comment.clone()), "k-comment").await.0, 201);
+    assert_eq!(
+        alice
+            .send(
+                Method::POST,
+                &format!("/posts/{first}/comments"),
+                Some(comment.clone()),
+                "k-comment"
+            )
+            .await
+            .0,
+        201
+    );
 
     // The comment's key on the other post (C3), a like there (C4), and its deletion (C7).
-    let again = alice.send(Method::POST, &format!("/posts/{second}/comments"), Some(comment), "k-comment").await;
+    let again = alice
+        .send(Method::POST, &format!("/posts/{second}/comments"), Some(comment), "k-comment")
+        .await;
     assert!(reused(&again), "{again:?}");
-    let like = alice.send(Method::POST, &format!("/posts/{second}/likes"), Some(json!({"userId": "alice"})), "k-comment").await;
+    let like = alice
+        .send(
+            Method::POST,
+            &format!("/posts/{second}/likes"),
+            Some(json!({"userId": "alice"})),
+            "k-comment",
+        )
+        .await;
     assert!(reused(&like), "{like:?}");
     let deletion = alice.send(Method::DELETE, &format!("/posts/{second}"), None, "k-first").await;
     assert!(reused(&deletion), "the first post's key deletes no second post: {deletion:?}");
     let (status, read) = alice.get(&format!("/posts/{second}")).await;
-    assert_eq!((status, read["commentCount"].as_u64(), read["likeCount"].as_u64()), (200, Some(0), Some(0)), "{read}");
+    assert_eq!(
+        (status, read["commentCount"].as_u64(), read["likeCount"].as_u64()),
+        (200, Some(0), Some(0)),
+        "{read}"
+    );
 
     // The user's key on a post (C1, then C2), and a post's key on the user (C1 edit).
     let post = json!({"userId": "alice", "title": "Third", "content": "text"});
     assert!(reused(&alice.send(Method::POST, "/posts", Some(post), "k-user").await));
-    assert!(reused(&alice.send(Method::PUT, "/users/alice", Some(json!({"username": "Alicia"})), "k-second").await));
+    assert!(reused(
+        &alice
+            .send(Method::PUT, "/users/alice", Some(json!({"username": "Alicia"})), "k-second")
+            .await
+    ));
     assert_eq!(alice.get("/users/alice").await.1["username"], "alice");
     blog.stop();
 
     // Remembered across a restart.
     let blog = Handler::start(data.path(), &[]);
     let alice = Caller::new(&blog.base, "alice");
-    assert!(reused(&alice.send(Method::DELETE, &format!("/posts/{second}"), None, "k-comment").await));
+    assert!(reused(
+        &alice.send(Method::DELETE, &format!("/posts/{second}"), None, "k-comment").await
+    ));
     // Another caller's key of the same name is another key.
     let bob = Caller::new(&blog.base, "bob");
-    assert_eq!(bob.send(Method::POST, "/users", Some(json!({"username": "bob"})), "k-comment").await.0, 201);
+    assert_eq!(
+        bob.send(Method::POST, "/users", Some(json!({"username": "bob"})), "k-comment").await.0,
+        201
+    );
     let (posts_listed, listed) = alice.get("/users/alice/posts").await;
-    assert_eq!((posts_listed, listed["items"].as_array().map(Vec::len)), (200, Some(2)), "{listed}");
+    assert_eq!(
+        (posts_listed, listed["items"].as_array().map(Vec::len)),
+        (200, Some(2)),
+        "{listed}"
+    );
 }
 
 #[tokio::test]
@@ -99,19 +150,34 @@ async fn a_keyed_post_sent_again_after_its_deletion_is_not_found() {
     let data = tempfile::tempdir().unwrap();
     let blog = Handler::start(data.path(), &[]);
     let alice = Caller::new(&blog.base, "alice");
-    assert_eq!(alice.send(Method::POST, "/users", Some(json!({"username": "alice"})), "k-user").await.0, 201);
+    assert_eq!(
+        alice.send(Method::POST, "/users", Some(json!({"username": "alice"})), "k-user").await.0,
+        201
+    );
     let body = json!({"userId": "alice", "title": "Soon gone", "content": "text"});
-    let (status, location, post) = alice.send(Method::POST, "/posts", Some(body.clone()), "k-post").await;
+    let (status, location, post) =
+        alice.send(Method::POST, "/posts", Some(body.clone()), "k-post").await;
     assert_eq!(status, 201);
     let id = post["id"].as_str().unwrap();
-    assert_eq!(alice.send(Method::POST, "/posts", Some(body.clone()), "k-post").await, (201, location, post.clone()));
+    assert_eq!(
+        alice.send(Method::POST, "/posts", Some(body.clone()), "k-post").await,
+        (201, location, post.clone())
+    );
     assert_eq!(alice.send(Method::DELETE, &format!("/posts/{id}"), None, "k-delete").await.0, 204);
 
-    let (status, location, problem) = alice.send(Method::POST, "/posts", Some(body), "k-post").await;
+    let (status, location, problem) =
+        alice.send(Method::POST, "/posts", Some(body), "k-post").await;
     assert_eq!((status, location), (404, None), "{problem}");
     assert!(problem["detail"].as_str().unwrap().contains("has been deleted since"), "{problem}");
     assert_eq!(alice.get(&format!("/posts/{id}")).await.0, 404);
     // The edit of the deleted post, sent again, is not found as well.
-    let edit = alice.send(Method::PUT, &format!("/posts/{id}"), Some(json!({"title": "t", "content": "c"})), "k-edit").await;
+    let edit = alice
+        .send(
+            Method::PUT,
+            &format!("/posts/{id}"),
+            Some(json!({"title": "t", "content": "c"})),
+            "k-edit",
+        )
+        .await;
     assert_eq!(edit.0, 404, "{edit:?}");
 }

@@ -34,7 +34,8 @@ fn repo_root() -> PathBuf {
 /// Every file under `dir` whose name ends with `.{extension}`, sorted so reports are stable.
 fn files_with_extension(dir: &Path, extension: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();
-    let entries = fs::read_dir(dir).unwrap_or_else(|error| panic!("cannot read {}: {error}", dir.display()));
+    let entries =
+        fs::read_dir(dir).unwrap_or_else(|error| panic!("cannot read {}: {error}", dir.display()));
     for entry in entries {
         let path = entry.expect("directory entry").path();
         if path.is_dir() {
@@ -74,11 +75,20 @@ struct BicepFile {
 /// JSON with comments (Bicep reads it so); whole-line `//` comments are left out here.
 fn declared_extensions() -> BTreeMap<String, String> {
     let path = repo_root().join("infra/bicepconfig.json");
-    let text = fs::read_to_string(&path).unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
-    let json: String = text.lines().filter(|line| !line.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n");
-    let config: Value = serde_json::from_str(&json).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    let text = fs::read_to_string(&path)
+        .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
+    let json: String = text
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let config: Value =
+        serde_json::from_str(&json).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
     let extensions = config["extensions"].as_object().cloned().unwrap_or_default();
-    extensions.into_iter().map(|(alias, reference)| (alias, reference.as_str().unwrap_or_default().to_owned())).collect()
+    extensions
+        .into_iter()
+        .map(|(alias, reference)| (alias, reference.as_str().unwrap_or_default().to_owned()))
+        .collect()
 }
 
 impl BicepFile {
@@ -88,7 +98,8 @@ impl BicepFile {
     /// positions stay right) before parsing; any other `extension` line is left for the parser
     /// to refuse, so nothing is skipped unseen. `extensions_are_declared_and_typed` checks them.
     fn parse(path: &Path) -> BicepFile {
-        let original = fs::read_to_string(path).unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
+        let original = fs::read_to_string(path)
+            .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
         let declared = declared_extensions();
         let mut extensions = Vec::new();
         let source: String = original
@@ -96,7 +107,9 @@ impl BicepFile {
             .map(|line| {
                 let statement = line.trim_end();
                 match statement.strip_prefix("extension ").map(str::trim) {
-                    Some(alias) if declared.contains_key(alias) && !alias.contains(char::is_whitespace) => {
+                    Some(alias)
+                        if declared.contains_key(alias) && !alias.contains(char::is_whitespace) =>
+                    {
                         extensions.push(alias.to_owned());
                         let blank: String = statement.chars().map(|_| ' ').collect();
                         format!("{blank}{}", &line[statement.len()..])
@@ -128,7 +141,10 @@ impl BicepFile {
     /// The value of `var <name> = …`, so that a property set from a variable is checked too.
     fn variable(&self, name: &str) -> Option<Node<'_>> {
         self.statements("variable_declaration")
-            .find(|declaration| first_child_of_kind(*declaration, "identifier").is_some_and(|id| self.text(id) == name))
+            .find(|declaration| {
+                first_child_of_kind(*declaration, "identifier")
+                    .is_some_and(|id| self.text(id) == name)
+            })
             .and_then(|declaration| named_children(declaration).last().copied())
     }
 
@@ -178,7 +194,10 @@ impl BicepFile {
 
     /// The value of `key` in an object literal.
     fn property<'a>(&'a self, object: Node<'a>, key: &str) -> Option<Node<'a>> {
-        self.object_entries(object).into_iter().find(|(name, _)| name.as_deref() == Some(key)).map(|(_, value)| value)
+        self.object_entries(object)
+            .into_iter()
+            .find(|(name, _)| name.as_deref() == Some(key))
+            .map(|(_, value)| value)
     }
 
     /// Follows a dotted path of properties through object literals (and variables).
@@ -213,10 +232,13 @@ impl BicepFile {
     fn on_plan<'a>(&'a self, node: Node<'a>, plan: Hosting) -> Node<'a> {
         let mut node = self.resolve(node);
         while node.kind() == "ternary_expression"
-            && node.child_by_field_name("condition").is_some_and(|condition| self.text(condition) == "flex")
+            && node
+                .child_by_field_name("condition")
+                .is_some_and(|condition| self.text(condition) == "flex")
         {
             let branch = if plan == Hosting::Flex { "consequence" } else { "alternative" };
-            node = self.resolve(node.child_by_field_name(branch).expect("a ternary has both branches"));
+            node = self
+                .resolve(node.child_by_field_name(branch).expect("a ternary has both branches"));
         }
         node
     }
@@ -237,8 +259,13 @@ impl BicepFile {
         let node = self.on_plan(node, plan);
         match node.kind() {
             "array" => named_children(node),
-            "call_expression" if node.child_by_field_name("function").is_some_and(|function| self.text(function) == "concat") => {
-                let arguments = node.child_by_field_name("arguments").map(named_children).unwrap_or_default();
+            "call_expression"
+                if node
+                    .child_by_field_name("function")
+                    .is_some_and(|function| self.text(function) == "concat") =>
+            {
+                let arguments =
+                    node.child_by_field_name("arguments").map(named_children).unwrap_or_default();
                 arguments.into_iter().flat_map(|argument| self.items_on(argument, plan)).collect()
             }
             _ => Vec::new(),
@@ -253,9 +280,11 @@ impl BicepFile {
             "number" => self.text(node).parse::<i64>().ok().map(Value::from),
             "boolean" => Some(Value::Bool(self.text(node) == "true")),
             "null" => Some(Value::Null),
-            "array" => {
-                named_children(node).into_iter().map(|item| self.literal(item)).collect::<Option<Vec<_>>>().map(Value::Array)
-            }
+            "array" => named_children(node)
+                .into_iter()
+                .map(|item| self.literal(item))
+                .collect::<Option<Vec<_>>>()
+                .map(Value::Array),
             "object" => {
                 let mut object = Map::new();
                 for (key, value) in self.object_entries(node) {
@@ -274,7 +303,8 @@ impl BicepFile {
             .filter(|node| node.kind() == "resource_declaration")
             .filter_map(|declaration| {
                 let symbol = self.text(first_child_of_kind(declaration, "identifier")?).to_string();
-                let type_and_version = self.string_literal(first_child_of_kind(declaration, "string")?)?;
+                let type_and_version =
+                    self.string_literal(first_child_of_kind(declaration, "string")?)?;
                 let existing = anonymous_child(declaration, "existing").is_some();
                 let body = resource_body(declaration)?;
                 Some(Resource { file: self, declaration, symbol, type_and_version, existing, body })
@@ -290,7 +320,11 @@ impl BicepFile {
             .filter(|node| node.is_error() || node.is_missing())
             .map(|node| {
                 let what = if node.is_missing() { "missing" } else { "cannot parse" };
-                format!("{}: {what} `{}`", self.at(node), self.text(node).chars().take(60).collect::<String>())
+                format!(
+                    "{}: {what} `{}`",
+                    self.at(node),
+                    self.text(node).chars().take(60).collect::<String>()
+                )
             })
             .collect()
     }
@@ -387,13 +421,18 @@ fn setting_entries<'a>(site: &Resource<'a>, plan: Hosting) -> Vec<Node<'a>> {
 /// Every `.bicep` file under `infra/`, parsed.
 fn bicep_files() -> Vec<BicepFile> {
     let infra = repo_root().join("infra");
-    let files: Vec<BicepFile> = files_with_extension(&infra, "bicep").iter().map(|path| BicepFile::parse(path)).collect();
+    let files: Vec<BicepFile> =
+        files_with_extension(&infra, "bicep").iter().map(|path| BicepFile::parse(path)).collect();
     assert!(!files.is_empty(), "no .bicep files under {}", infra.display());
     files
 }
 
 fn resources_of_type<'a>(files: &'a [BicepFile], type_name: &str) -> Vec<Resource<'a>> {
-    files.iter().flat_map(BicepFile::resources).filter(|resource| resource.type_name() == type_name).collect()
+    files
+        .iter()
+        .flat_map(BicepFile::resources)
+        .filter(|resource| resource.type_name() == type_name)
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -426,7 +465,9 @@ const KNOWN_TYPE_INACCURACIES: [TypeInaccuracy; 1] = [TypeInaccuracy {
 }];
 
 fn known_inaccuracy(type_name: &str, property: &str) -> Option<&'static TypeInaccuracy> {
-    KNOWN_TYPE_INACCURACIES.iter().find(|known| known.type_name == type_name && known.property == property)
+    KNOWN_TYPE_INACCURACIES
+        .iter()
+        .find(|known| known.type_name == type_name && known.property == property)
 }
 
 /// The type definitions of every provider in the folder: each file is one array of types that
@@ -456,7 +497,8 @@ impl Schemas {
         let mut schemas = Schemas { files: Vec::new(), resources: BTreeMap::new() };
         for path in files_with_extension(&dir, "json") {
             let text = fs::read_to_string(&path).expect("readable type definitions");
-            let types: Vec<Value> = serde_json::from_str(&text).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+            let types: Vec<Value> = serde_json::from_str(&text)
+                .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
             let file = schemas.files.len();
             for entry in types.iter().filter(|entry| entry["$type"] == "ResourceType") {
                 let name = entry["name"].as_str().expect("a resource type has a name");
@@ -480,7 +522,11 @@ impl Schemas {
     /// The properties an object literal may have under this type, if it is an object type we can
     /// resolve. A discriminated type (e.g. `sites/basicPublishingCredentialsPolicies`, chosen by
     /// `name`) resolves through the discriminator's literal value.
-    fn object_schema(&self, type_ref: TypeRef, discriminator_value: &dyn Fn(&str) -> Option<String>) -> Option<ObjectSchema<'_>> {
+    fn object_schema(
+        &self,
+        type_ref: TypeRef,
+        discriminator_value: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<ObjectSchema<'_>> {
         let definition = self.get(type_ref);
         match definition["$type"].as_str()? {
             "ObjectType" => Some(ObjectSchema {
@@ -491,8 +537,11 @@ impl Schemas {
             "DiscriminatedObjectType" => {
                 let discriminator = definition["discriminator"].as_str()?;
                 let element = definition["elements"].get(discriminator_value(discriminator)?)?;
-                let mut schema = self.object_schema(self.follow(type_ref.file, element), &|_| None)?;
-                for (name, property) in definition["baseProperties"].as_object().into_iter().flatten() {
+                let mut schema =
+                    self.object_schema(self.follow(type_ref.file, element), &|_| None)?;
+                for (name, property) in
+                    definition["baseProperties"].as_object().into_iter().flatten()
+                {
                     schema.properties.insert(name.clone(), property.clone());
                 }
                 Some(schema)
@@ -512,7 +561,8 @@ impl Schemas {
                 .iter()
                 .map(|element| {
                     let element = self.get(self.follow(type_ref.file, element));
-                    (element["$type"] == "StringLiteralType").then(|| element["value"].as_str().map(str::to_string))?
+                    (element["$type"] == "StringLiteralType")
+                        .then(|| element["value"].as_str().map(str::to_string))?
                 })
                 .collect(),
             _ => None,
@@ -521,7 +571,8 @@ impl Schemas {
 
     fn array_item(&self, type_ref: TypeRef) -> Option<TypeRef> {
         let definition = self.get(type_ref);
-        (definition["$type"] == "ArrayType").then(|| self.follow(type_ref.file, &definition["itemType"]))
+        (definition["$type"] == "ArrayType")
+            .then(|| self.follow(type_ref.file, &definition["itemType"]))
     }
 }
 
@@ -566,7 +617,9 @@ impl TypeChecker<'_> {
             }
             // `[for x in xs: {…}]`: the body is one item.
             "for_statement" => {
-                if let (Some(item), Some(body)) = (self.schemas.array_item(type_ref), node.child_by_field_name("body")) {
+                if let (Some(item), Some(body)) =
+                    (self.schemas.array_item(type_ref), node.child_by_field_name("body"))
+                {
                     self.check_value(item, body, &format!("{path}[*]"), require);
                 }
             }
@@ -576,7 +629,9 @@ impl TypeChecker<'_> {
     }
 
     fn check_enum(&mut self, type_ref: TypeRef, node: Node, path: &str) {
-        let (Some(allowed), Some(value)) = (self.schemas.allowed_strings(type_ref), self.file.string_literal(node)) else {
+        let (Some(allowed), Some(value)) =
+            (self.schemas.allowed_strings(type_ref), self.file.string_literal(node))
+        else {
             return;
         };
         if !allowed.contains(&value) {
@@ -587,7 +642,14 @@ impl TypeChecker<'_> {
 
     /// Checks an object literal: known names only, no read-only ones, the required ones present
     /// (`require` is false for `existing` resources, which only name what is already there).
-    fn check_object(&mut self, type_ref: TypeRef, object: Node, path: &str, require: bool, resource_top: bool) {
+    fn check_object(
+        &mut self,
+        type_ref: TypeRef,
+        object: Node,
+        path: &str,
+        require: bool,
+        resource_top: bool,
+    ) {
         let file = self.file;
         let entries = file.object_entries(object);
         let discriminator_value = |name: &str| {
@@ -606,17 +668,26 @@ impl TypeChecker<'_> {
             if resource_top && BICEP_RESOURCE_KEYWORDS.contains(&key.as_str()) {
                 continue;
             }
-            if resource_top && !schema.properties.contains_key(key) && known_inaccuracy(&self.resource_type, key).is_some() {
+            if resource_top
+                && !schema.properties.contains_key(key)
+                && known_inaccuracy(&self.resource_type, key).is_some()
+            {
                 continue;
             }
             let here = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
             let (property_type, flags) = match schema.properties.get(key) {
-                Some(property) => (self.schemas.follow(schema.file, &property["type"]), property["flags"].as_u64().unwrap_or(0)),
+                Some(property) => (
+                    self.schemas.follow(schema.file, &property["type"]),
+                    property["flags"].as_u64().unwrap_or(0),
+                ),
                 None => match schema.additional {
                     Some(additional) => (self.schemas.follow(schema.file, additional), 0),
                     None => {
                         let known: Vec<&String> = schema.properties.keys().collect();
-                        self.problems.push(format!("{}: unknown property {here} (known: {known:?})", file.at(*value)));
+                        self.problems.push(format!(
+                            "{}: unknown property {here} (known: {known:?})",
+                            file.at(*value)
+                        ));
                         continue;
                     }
                 },
@@ -632,7 +703,10 @@ impl TypeChecker<'_> {
                 let present = entries.iter().any(|(key, _)| key.as_deref() == Some(name.as_str()));
                 if flags & REQUIRED != 0 && !present {
                     let shown_path = if path.is_empty() { "the resource" } else { path };
-                    self.problems.push(format!("{}: {shown_path} lacks required property {name}", file.at(object)));
+                    self.problems.push(format!(
+                        "{}: {shown_path} lacks required property {name}",
+                        file.at(object)
+                    ));
                 }
             }
         }
@@ -666,20 +740,28 @@ fn parameters_file_sets_declared_parameters() {
         }
     }
     for (name, has_default) in &declared {
-        let generated =
-            parameter_decorators(&main, name).unwrap_or_default().iter().any(|decorator| decorator.contains("type: 'generate'"));
+        let generated = parameter_decorators(&main, name)
+            .unwrap_or_default()
+            .iter()
+            .any(|decorator| decorator.contains("type: 'generate'"));
         if !has_default && !mapped.contains_key(name) && !generated {
             problems.push(format!("parameter {name} has no default, and neither the parameters file nor azd gives it one"));
         }
     }
     assert_no_problems("infra/main.parameters.json", &problems);
-    assert!(!infra.join("main.bicepparam").exists(), "azd prefers a .bicepparam, and then does not filter the region prompt");
+    assert!(
+        !infra.join("main.bicepparam").exists(),
+        "azd prefers a .bicepparam, and then does not filter the region prompt"
+    );
 }
 
 /// main.parameters.json: parameter → the environment variable its value names.
 fn parameter_mappings() -> BTreeMap<String, String> {
     let path = repo_root().join("infra/main.parameters.json");
-    let json: Value = serde_json::from_str(&fs::read_to_string(&path).expect("infra/main.parameters.json exists")).unwrap();
+    let json: Value = serde_json::from_str(
+        &fs::read_to_string(&path).expect("infra/main.parameters.json exists"),
+    )
+    .unwrap();
     let mut mappings = BTreeMap::new();
     for (name, parameter) in json["parameters"].as_object().expect("a parameters object") {
         let value = parameter["value"].as_str().unwrap_or_default();
@@ -723,7 +805,11 @@ fn every_value_the_parameters_read_reaches_ci() {
         // azd's own: `azd pipeline config` sets these, or they are the environment's name and place.
         if variable.starts_with("AZURE_") {
             // The pipeline's own principal is named on the machine that makes it an owner, not in CI.
-            let kept_here = ["AZURE_PIPELINE_CLIENT_ID", "AZURE_PIPELINE_MSI_CLIENT_ID", "AZURE_RESOURCE_GROUP"];
+            let kept_here = [
+                "AZURE_PIPELINE_CLIENT_ID",
+                "AZURE_PIPELINE_MSI_CLIENT_ID",
+                "AZURE_RESOURCE_GROUP",
+            ];
             if !kept_here.contains(&variable.as_str()) && !job_env.contains_key(&variable) {
                 problems.push(format!("{parameter}: the workflow does not set {variable}"));
             }
@@ -731,10 +817,12 @@ fn every_value_the_parameters_read_reaches_ci() {
         }
         let secret = secrets.contains(&variable);
         if !secret && !variables.contains(&variable) {
-            problems.push(format!("{parameter}: azure.yaml's pipeline section lists no {variable}"));
+            problems
+                .push(format!("{parameter}: azure.yaml's pipeline section lists no {variable}"));
         }
         let given = if secret { provision_env.get(&variable) } else { job_env.get(&variable) };
-        let expected = if secret { format!("secrets.{variable}") } else { format!("vars.{variable}") };
+        let expected =
+            if secret { format!("secrets.{variable}") } else { format!("vars.{variable}") };
         if !given.is_some_and(|value| value.contains(&expected)) {
             problems.push(format!("{parameter}: the workflow does not give {variable} from {expected} to azd provision"));
         }
@@ -748,11 +836,16 @@ fn every_value_the_parameters_read_reaches_ci() {
 fn modules_exist_and_get_their_parameters() {
     let mut problems = Vec::new();
     for file in bicep_files() {
-        for module in descendants(file.tree.root_node()).into_iter().filter(|node| node.kind() == "module_declaration") {
-            let (Some(target), Some(body)) =
-                (first_child_of_kind(module, "string").and_then(|s| file.string_literal(s)), resource_body(module))
-            else {
-                problems.push(format!("{}: module without a literal path and body", file.at(module)));
+        for module in descendants(file.tree.root_node())
+            .into_iter()
+            .filter(|node| node.kind() == "module_declaration")
+        {
+            let (Some(target), Some(body)) = (
+                first_child_of_kind(module, "string").and_then(|s| file.string_literal(s)),
+                resource_body(module),
+            ) else {
+                problems
+                    .push(format!("{}: module without a literal path and body", file.at(module)));
                 continue;
             };
             let target_path = file.path.parent().expect("a file has a folder").join(&target);
@@ -763,12 +856,17 @@ fn modules_exist_and_get_their_parameters() {
             let declared = BicepFile::parse(&target_path).parameters();
             let given: BTreeSet<String> = file
                 .property(body, "params")
-                .map(|params| file.object_entries(params).into_iter().filter_map(|(key, _)| key).collect())
+                .map(|params| {
+                    file.object_entries(params).into_iter().filter_map(|(key, _)| key).collect()
+                })
                 .unwrap_or_default();
             for name in given.iter().filter(|name| !declared.contains_key(*name)) {
                 problems.push(format!("{}: {target} has no param {name}", file.at(module)));
             }
-            for (name, _) in declared.iter().filter(|(name, has_default)| !**has_default && !given.contains(*name)) {
+            for (name, _) in declared
+                .iter()
+                .filter(|(name, has_default)| !**has_default && !given.contains(*name))
+            {
                 problems.push(format!("{}: {target} needs param {name}", file.at(module)));
             }
         }
@@ -786,7 +884,12 @@ fn every_resource_matches_its_azure_type_definition() {
     let files = bicep_files();
     let mut problems = Vec::new();
     for file in &files {
-        let mut checker = TypeChecker { schemas: &schemas, file, resource_type: String::new(), problems: Vec::new() };
+        let mut checker = TypeChecker {
+            schemas: &schemas,
+            file,
+            resource_type: String::new(),
+            problems: Vec::new(),
+        };
         for resource in file.resources() {
             checker.resource_type = resource.type_name().to_owned();
             // Child resources are declared with `parent:` and their full type name; a nested
@@ -815,17 +918,23 @@ fn known_type_inaccuracies_are_still_needed_and_followed() {
     let files = bicep_files();
     let mut problems = Vec::new();
     for known in &KNOWN_TYPE_INACCURACIES {
-        let versions: Vec<&String> =
-            schemas.resources.keys().filter(|name| name.split('@').next() == Some(known.type_name)).collect();
+        let versions: Vec<&String> = schemas
+            .resources
+            .keys()
+            .filter(|name| name.split('@').next() == Some(known.type_name))
+            .collect();
         for version in &versions {
             let type_ref = schemas.resources[*version];
-            let elements = schemas.get(type_ref)["elements"].as_object().cloned().unwrap_or_default();
+            let elements =
+                schemas.get(type_ref)["elements"].as_object().cloned().unwrap_or_default();
             let mut names: Vec<String> = elements.keys().cloned().collect();
             if names.is_empty() {
                 names.push(String::new());
             }
             for name in names {
-                let schema = schemas.object_schema(type_ref, &|_| Some(name.clone())).expect("an object type");
+                let schema = schemas
+                    .object_schema(type_ref, &|_| Some(name.clone()))
+                    .expect("an object type");
                 if schema.properties.contains_key(known.property) {
                     problems.push(format!(
                         "{version} ({name}) now defines {}: remove it from KNOWN_TYPE_INACCURACIES",
@@ -836,11 +945,19 @@ fn known_type_inaccuracies_are_still_needed_and_followed() {
         }
         let resources = resources_of_type(&files, known.type_name);
         if resources.is_empty() {
-            problems.push(format!("no {} in infra/: remove it from KNOWN_TYPE_INACCURACIES", known.type_name));
+            problems.push(format!(
+                "no {} in infra/: remove it from KNOWN_TYPE_INACCURACIES",
+                known.type_name
+            ));
         }
         for resource in resources {
             if resource.file.property(resource.body, known.property).is_none() {
-                problems.push(format!("{}: lacks {}, which Azure requires: {}", resource.at(), known.property, known.evidence));
+                problems.push(format!(
+                    "{}: lacks {}, which Azure requires: {}",
+                    resource.at(),
+                    known.property,
+                    known.evidence
+                ));
             }
         }
     }
@@ -879,16 +996,24 @@ fn no_resource_sets_a_property_the_service_refuses() {
     let files = bicep_files();
     let mut problems = Vec::new();
     for (type_name, property, evidence) in REFUSED_PROPERTIES {
-        let typed =
-            schemas.resources.iter().filter(|(name, _)| name.split('@').next() == Some(type_name)).any(|(_, type_ref)| {
-                schemas.object_schema(*type_ref, &|_| None).is_some_and(|schema| schema.properties.contains_key(property))
+        let typed = schemas
+            .resources
+            .iter()
+            .filter(|(name, _)| name.split('@').next() == Some(type_name))
+            .any(|(_, type_ref)| {
+                schemas
+                    .object_schema(*type_ref, &|_| None)
+                    .is_some_and(|schema| schema.properties.contains_key(property))
             });
         if !typed {
             problems.push(format!("no vendored {type_name} type defines {property} now: remove it from REFUSED_PROPERTIES"));
         }
         for resource in resources_of_type(&files, type_name) {
             if resource.file.property(resource.body, property).is_some() {
-                problems.push(format!("{}: sets {property}, which the service refuses: {evidence}", resource.at()));
+                problems.push(format!(
+                    "{}: sets {property}, which the service refuses: {evidence}",
+                    resource.at()
+                ));
             }
         }
     }
@@ -900,10 +1025,13 @@ fn no_resource_sets_a_property_the_service_refuses() {
 #[test]
 fn publishing_with_passwords_is_off_and_the_policies_carry_location() {
     let files = bicep_files();
-    let policies = resources_of_type(&files, "Microsoft.Web/sites/basicPublishingCredentialsPolicies");
+    let policies =
+        resources_of_type(&files, "Microsoft.Web/sites/basicPublishingCredentialsPolicies");
     let mut problems = Vec::new();
     for name in ["scm", "ftp"] {
-        let Some(policy) = policies.iter().find(|policy| policy.literal_at(&["name"]) == Some(json!(name))) else {
+        let Some(policy) =
+            policies.iter().find(|policy| policy.literal_at(&["name"]) == Some(json!(name)))
+        else {
             problems.push(format!("no basicPublishingCredentialsPolicies '{name}'"));
             continue;
         };
@@ -926,7 +1054,8 @@ fn publishing_with_passwords_is_off_and_the_policies_carry_location() {
 // The infrastructure against the application
 // ---------------------------------------------------------------------------------------------
 
-const STORED_PROCEDURE: &str = "Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers/storedProcedures";
+const STORED_PROCEDURE: &str =
+    "Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers/storedProcedures";
 const TRIGGER: &str = "Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers/triggers";
 const CONTAINER: &str = "Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers";
 const ACCOUNT: &str = "Microsoft.DocumentDB/databaseAccounts";
@@ -934,8 +1063,13 @@ const SITE: &str = "Microsoft.Web/sites";
 
 /// The containers and partition key paths the application uses: `Container::partition_key_path`
 /// in src/cosmos/mod.rs. A container deployed with another key cannot be changed afterwards.
-const APP_CONTAINERS: [(&str, &str); 5] =
-    [("users", "/userId"), ("posts", "/postId"), ("feed", "/type"), ("tags", "/tag"), ("leases", "/id")];
+const APP_CONTAINERS: [(&str, &str); 5] = [
+    ("users", "/userId"),
+    ("posts", "/postId"),
+    ("feed", "/type"),
+    ("tags", "/tag"),
+    ("leases", "/id"),
+];
 
 /// The containers whose lists sort by creationDate, then id (`Container::indexing_policy`).
 const SORTED_CONTAINERS: [&str; 4] = ["users", "posts", "feed", "tags"];
@@ -960,10 +1094,14 @@ fn load_text_content_calls(file: &BicepFile) -> Vec<(String, String)> {
     descendants(file.tree.root_node())
         .into_iter()
         .filter(|node| node.kind() == "call_expression")
-        .filter(|call| call.child_by_field_name("function").is_some_and(|function| file.text(function) == "loadTextContent"))
+        .filter(|call| {
+            call.child_by_field_name("function")
+                .is_some_and(|function| file.text(function) == "loadTextContent")
+        })
         .filter_map(|call| {
-            let argument =
-                call.child_by_field_name("arguments").and_then(|arguments| named_children(arguments).first().copied())?;
+            let argument = call
+                .child_by_field_name("arguments")
+                .and_then(|arguments| named_children(arguments).first().copied())?;
             Some((file.at(call), file.string_literal(argument)?))
         })
         .collect()
@@ -985,14 +1123,22 @@ fn deployed_scripts_are_the_app_scripts() {
         .chain(blog::testing::scripts::PostTrigger::ALL.into_iter().map(|trigger| trigger.script()))
         .map(|script| (script.name, script.source))
         .collect();
-    for resource in resources_of_type(&files, STORED_PROCEDURE).into_iter().chain(resources_of_type(&files, TRIGGER)) {
-        let id = resource.literal_at(&["properties", "resource", "id"]).and_then(|id| id.as_str().map(str::to_string));
+    for resource in resources_of_type(&files, STORED_PROCEDURE)
+        .into_iter()
+        .chain(resources_of_type(&files, TRIGGER))
+    {
+        let id = resource
+            .literal_at(&["properties", "resource", "id"])
+            .and_then(|id| id.as_str().map(str::to_string));
         let Some(id) = id else {
             problems.push(format!("{}: properties.resource.id is not a literal", resource.at()));
             continue;
         };
         if resource.literal_at(&["name"]) != Some(json!(id)) {
-            problems.push(format!("{}: name differs from properties.resource.id '{id}'", resource.at()));
+            problems.push(format!(
+                "{}: name differs from properties.resource.id '{id}'",
+                resource.at()
+            ));
         }
         match (script_body(&resource, &mut loaded), app_scripts.get(id.as_str())) {
             (Some(body), Some(source)) if body == *source => {}
@@ -1011,11 +1157,12 @@ fn deployed_scripts_are_the_app_scripts() {
     if deployed != app_names {
         problems.push(format!("deployed scripts {deployed:?} differ from the app's {app_names:?}"));
     }
-    let script_files: BTreeSet<PathBuf> = files_with_extension(&repo_root().join("src/scripts"), "js")
-        .into_iter()
-        .filter(|path| path.parent() == Some(repo_root().join("src/scripts").as_path()))
-        .filter_map(|path| path.canonicalize().ok())
-        .collect();
+    let script_files: BTreeSet<PathBuf> =
+        files_with_extension(&repo_root().join("src/scripts"), "js")
+            .into_iter()
+            .filter(|path| path.parent() == Some(repo_root().join("src/scripts").as_path()))
+            .filter_map(|path| path.canonicalize().ok())
+            .collect();
     for unused in script_files.difference(&loaded) {
         problems.push(format!("{} is deployed in no script's body", shown(unused)));
     }
@@ -1047,7 +1194,12 @@ fn evaluate_text(file: &BicepFile, node: Node, loaded: &mut BTreeSet<PathBuf>) -
         // ARM's replace: every occurrence, case-sensitive, as `str::replace`.
         ("replace", [text, old, new]) => {
             let text = evaluate_text(file, *text, loaded)?;
-            Some(text.replace(&evaluate_text(file, *old, loaded)?, &evaluate_text(file, *new, loaded)?))
+            Some(
+                text.replace(
+                    &evaluate_text(file, *old, loaded)?,
+                    &evaluate_text(file, *new, loaded)?,
+                ),
+            )
         }
         _ => None,
     }
@@ -1062,18 +1214,26 @@ fn containers_and_partition_keys_are_the_apps() {
         let name = container.literal_at(&["properties", "resource", "id"]);
         let partition_key = container.literal_at(&["properties", "resource", "partitionKey"]);
         let (Some(Value::String(name)), Some(partition_key)) = (name, partition_key) else {
-            problems.push(format!("{}: the container id and partition key must be literals", container.at()));
+            problems.push(format!(
+                "{}: the container id and partition key must be literals",
+                container.at()
+            ));
             continue;
         };
         if partition_key["kind"] != "Hash" || partition_key["version"] != 2 {
-            problems
-                .push(format!("{}: partition key of {name} should be kind 'Hash', version 2: {partition_key}", container.at()));
+            problems.push(format!(
+                "{}: partition key of {name} should be kind 'Hash', version 2: {partition_key}",
+                container.at()
+            ));
         }
         deployed.insert(name, partition_key["paths"].clone());
     }
-    let expected: BTreeMap<String, Value> = APP_CONTAINERS.iter().map(|(name, path)| (name.to_string(), json!([path]))).collect();
+    let expected: BTreeMap<String, Value> =
+        APP_CONTAINERS.iter().map(|(name, path)| (name.to_string(), json!([path]))).collect();
     if deployed != expected {
-        problems.push(format!("containers and partition key paths {deployed:?} differ from the app's {expected:?}"));
+        problems.push(format!(
+            "containers and partition key paths {deployed:?} differ from the app's {expected:?}"
+        ));
     }
     assert_no_problems("Cosmos DB containers", &problems);
 }
@@ -1087,11 +1247,15 @@ fn time_to_live_is_on_where_the_app_expires_items() {
     let mut problems = Vec::new();
     for container in resources_of_type(&files, CONTAINER) {
         let name = container.literal_at(&["properties", "resource", "id"]).unwrap_or_default();
-        let app_container = blog::testing::cosmos::Container::ALL.into_iter().find(|app| app.name() == name);
+        let app_container =
+            blog::testing::cosmos::Container::ALL.into_iter().find(|app| app.name() == name);
         let expected = app_container.filter(|app| app.expires_items()).map(|_| json!(-1));
         let deployed = container.literal_at(&["properties", "resource", "defaultTtl"]);
         if deployed != expected {
-            problems.push(format!("{}: {name} has defaultTtl {deployed:?}, the app needs {expected:?}", container.at()));
+            problems.push(format!(
+                "{}: {name} has defaultTtl {deployed:?}, the app needs {expected:?}",
+                container.at()
+            ));
         }
     }
     assert_no_problems("time to live", &problems);
@@ -1108,10 +1272,19 @@ fn sorted_containers_have_the_composite_index() {
         if !SORTED_CONTAINERS.iter().any(|sorted| name == *sorted) {
             continue;
         }
-        let policy = container.literal_at(&["properties", "resource", "indexingPolicy"]).unwrap_or_default();
-        let includes_all = policy["includedPaths"].as_array().is_some_and(|paths| paths.iter().any(|path| path["path"] == "/*"));
-        let has_composite = policy["compositeIndexes"].as_array().is_some_and(|indexes| indexes.contains(&wanted_composite));
-        if policy["indexingMode"] != "consistent" || policy["automatic"] != true || !includes_all || !has_composite {
+        let policy =
+            container.literal_at(&["properties", "resource", "indexingPolicy"]).unwrap_or_default();
+        let includes_all = policy["includedPaths"]
+            .as_array()
+            .is_some_and(|paths| paths.iter().any(|path| path["path"] == "/*"));
+        let has_composite = policy["compositeIndexes"]
+            .as_array()
+            .is_some_and(|indexes| indexes.contains(&wanted_composite));
+        if policy["indexingMode"] != "consistent"
+            || policy["automatic"] != true
+            || !includes_all
+            || !has_composite
+        {
             problems.push(format!(
                 "{}: {name} needs indexingMode consistent, automatic, includedPaths /* and the composite index {wanted_composite}; has {policy}",
                 container.at()
@@ -1129,7 +1302,9 @@ fn cosmos_account_accepts_entra_id_only() {
     assert!(!accounts.is_empty(), "no Cosmos DB account in infra/");
     let problems: Vec<String> = accounts
         .iter()
-        .filter(|account| account.literal_at(&["properties", "disableLocalAuth"]) != Some(Value::Bool(true)))
+        .filter(|account| {
+            account.literal_at(&["properties", "disableLocalAuth"]) != Some(Value::Bool(true))
+        })
         .map(|account| format!("{}: properties.disableLocalAuth must be true", account.at()))
         .collect();
     assert_no_problems("Cosmos DB local (key) authentication", &problems);
@@ -1147,8 +1322,14 @@ fn function_app_settings_are_identity_based() {
     for plan in [Hosting::Flex, Hosting::Dedicated] {
         identity_based_settings(site, plan, &mut problems);
     }
-    let runtime = site.file.path_on(site.body, &["properties", "functionAppConfig", "runtime"], Hosting::Flex);
-    if runtime.and_then(|runtime| site.file.literal(runtime)) != Some(json!({"name": "custom", "version": "1.0"})) {
+    let runtime = site.file.path_on(
+        site.body,
+        &["properties", "functionAppConfig", "runtime"],
+        Hosting::Flex,
+    );
+    if runtime.and_then(|runtime| site.file.literal(runtime))
+        != Some(json!({"name": "custom", "version": "1.0"}))
+    {
         problems.push(format!("{}: functionAppConfig.runtime must be custom 1.0", site.at()));
     }
     assert_no_problems("Function App settings", &problems);
@@ -1159,9 +1340,12 @@ fn identity_based_settings(site: &Resource, plan: Hosting, problems: &mut Vec<St
     let settings: BTreeMap<String, Option<String>> = setting_entries(site, plan)
         .into_iter()
         .filter_map(|setting| {
-            let name = site.file.literal(site.file.property(setting, "name")?)?.as_str()?.to_string();
-            let value =
-                site.file.property(setting, "value").and_then(|value| site.file.literal(value)?.as_str().map(str::to_string));
+            let name =
+                site.file.literal(site.file.property(setting, "name")?)?.as_str()?.to_string();
+            let value = site
+                .file
+                .property(setting, "value")
+                .and_then(|value| site.file.literal(value)?.as_str().map(str::to_string));
             Some((name, value))
         })
         .collect();
@@ -1190,12 +1374,18 @@ fn identity_based_settings(site: &Resource, plan: Hosting, problems: &mut Vec<St
     }
     for name in ["AzureWebJobsStorage__credential", "CosmosDB__credential"] {
         if settings.get(name) != Some(&Some("managedidentity".to_string())) {
-            problems.push(format!("{} ({plan:?}): app setting {name} must be 'managedidentity'", site.at()));
+            problems.push(format!(
+                "{} ({plan:?}): app setting {name} must be 'managedidentity'",
+                site.at()
+            ));
         }
     }
     for forbidden in ["AzureWebJobsStorage", "CosmosDB", "BLOG_PICTURES"] {
         if settings.contains_key(forbidden) {
-            problems.push(format!("{} ({plan:?}): app setting {forbidden} must not be set (no secrets)", site.at()));
+            problems.push(format!(
+                "{} ({plan:?}): app setting {forbidden} must not be set (no secrets)",
+                site.at()
+            ));
         }
     }
 }
@@ -1218,7 +1408,8 @@ fn pictures_storage(check: impl FnOnce(&[BicepFile], &BicepFile, &BicepFile, &Bi
 #[test]
 fn the_pictures_have_a_private_container_named_as_the_handler_names_it() {
     pictures_storage(|files, _, storage, _| {
-        let containers = resources_of_type(files, "Microsoft.Storage/storageAccounts/blobServices/containers");
+        let containers =
+            resources_of_type(files, "Microsoft.Storage/storageAccounts/blobServices/containers");
         let pictures = containers
             .iter()
             .find(|container| expression_at(container, &["name"]) == "picturesContainerName")
@@ -1231,7 +1422,8 @@ fn the_pictures_have_a_private_container_named_as_the_handler_names_it() {
         let parameter = storage
             .statements("parameter_declaration")
             .find(|declaration| {
-                first_child_of_kind(*declaration, "identifier").is_some_and(|id| storage.text(id) == "picturesContainerName")
+                first_child_of_kind(*declaration, "identifier")
+                    .is_some_and(|id| storage.text(id) == "picturesContainerName")
             })
             .expect("param picturesContainerName");
         assert_eq!(
@@ -1254,14 +1446,19 @@ fn the_apps_identity_may_write_the_pictures_container_and_nothing_more() {
                     && expression_at(resource, &["scope"]) == "picturesContainer"
             })
             .expect("a role assignment scoped to the pictures' container");
-        assert!(expression_at(&role, &["properties", "roleDefinitionId"]).contains("pictureRoleId"));
+        assert!(
+            expression_at(&role, &["properties", "roleDefinitionId"]).contains("pictureRoleId")
+        );
         assert_eq!(expression_at(&role, &["properties", "principalId"]), "principalId");
         assert_eq!(
             storage.literal(storage.variable("pictureRoleId").unwrap()),
             Some(json!("ba92f5b4-2d11-453d-a403-e96b0029c9fe")),
             "Storage Blob Data Contributor"
         );
-        assert_eq!(module_argument(main, "modules/storage.bicep", "principalId"), "identity.properties.principalId");
+        assert_eq!(
+            module_argument(main, "modules/storage.bicep", "principalId"),
+            "identity.properties.principalId"
+        );
     });
 }
 
@@ -1271,26 +1468,39 @@ fn the_apps_identity_may_write_the_pictures_container_and_nothing_more() {
 #[test]
 fn the_app_settings_name_the_pictures_container_and_endpoint_reached_with_the_identity() {
     pictures_storage(|_, main, storage, app| {
-        assert_eq!(module_argument(main, "modules/functionapp.bicep", "picturesBlobEndpoint"), "storage.outputs.blobEndpoint");
+        assert_eq!(
+            module_argument(main, "modules/functionapp.bicep", "picturesBlobEndpoint"),
+            "storage.outputs.blobEndpoint"
+        );
         assert_eq!(
             module_argument(main, "modules/functionapp.bicep", "picturesContainerName"),
             "storage.outputs.picturesContainerName"
         );
         let outputs = outputs(storage);
-        assert_eq!(outputs.get("blobEndpoint").map(String::as_str), Some("storage.properties.primaryEndpoints.blob"));
+        assert_eq!(
+            outputs.get("blobEndpoint").map(String::as_str),
+            Some("storage.properties.primaryEndpoints.blob")
+        );
         let text = &app.source;
         for (setting, value) in [
             ("BLOG_PICTURES__blobServiceUri", "picturesBlobEndpoint"),
             ("BLOG_PICTURES__clientId", "identityClientId"),
             ("BLOG_PICTURES_CONTAINER", "picturesContainerName"),
-            ("BLOG_PICTURE_MEMORY_MB", "string(flex ? instanceMemoryMB / 2 : dedicatedMemoryMB[hostingPlan] / 4)"),
+            (
+                "BLOG_PICTURE_MEMORY_MB",
+                "string(flex ? instanceMemoryMB / 2 : dedicatedMemoryMB[hostingPlan] / 4)",
+            ),
         ] {
             assert!(
                 text.contains(&format!("name: '{setting}'\n          value: {value}")),
                 "modules/functionapp.bicep: app setting {setting} = {value}"
             );
         }
-        assert_eq!(blog::PICTURES_SETTING, "BLOG_PICTURES", "the settings' names are the handler's");
+        assert_eq!(
+            blog::PICTURES_SETTING,
+            "BLOG_PICTURES",
+            "the settings' names are the handler's"
+        );
     });
 }
 
@@ -1298,7 +1508,8 @@ fn the_app_settings_name_the_pictures_container_and_endpoint_reached_with_the_id
 #[test]
 fn every_instance_size_allowed_gives_the_pictures_a_memory_the_handler_takes() {
     pictures_storage(|_, _, _, app| {
-        let sizes = parameter_decorators(app, "instanceMemoryMB").expect("instanceMemoryMB is declared");
+        let sizes =
+            parameter_decorators(app, "instanceMemoryMB").expect("instanceMemoryMB is declared");
         let allowed: Vec<u64> = sizes
             .iter()
             .find(|decorator| decorator.starts_with("allowed"))
@@ -1321,11 +1532,13 @@ fn every_instance_size_allowed_gives_the_pictures_a_memory_the_handler_takes() {
 
 /// The decorators (`@minValue(40)`, …) on `param <name>`, as text without the `@`.
 fn parameter_decorators(file: &BicepFile, name: &str) -> Option<Vec<String>> {
-    let declaration = file
-        .statements("parameter_declaration")
-        .find(|declaration| first_child_of_kind(*declaration, "identifier").is_some_and(|id| file.text(id) == name))?;
+    let declaration = file.statements("parameter_declaration").find(|declaration| {
+        first_child_of_kind(*declaration, "identifier").is_some_and(|id| file.text(id) == name)
+    })?;
     let mut decorators = Vec::new();
-    for node in descendants(declaration).into_iter().chain(declaration.prev_named_sibling().map(descendants).unwrap_or_default())
+    for node in descendants(declaration)
+        .into_iter()
+        .chain(declaration.prev_named_sibling().map(descendants).unwrap_or_default())
     {
         if node.kind() == "decorator" {
             decorators.push(file.text(node).trim_start_matches('@').to_string());
@@ -1347,13 +1560,17 @@ fn nothing_flex_consumption_refuses() {
     let mut problems = Vec::new();
     let site_config = site.file.path_on(site.body, &["properties", "siteConfig"], Hosting::Flex);
     let allowed = ["appSettings", "minTlsVersion", "cors", "http20Enabled"];
-    for (key, value) in site_config.map(|object| site.file.object_entries(object)).unwrap_or_default() {
+    for (key, value) in
+        site_config.map(|object| site.file.object_entries(object)).unwrap_or_default()
+    {
         let key = key.unwrap_or_default();
         // `flex ? null : …`: left out on Flex Consumption.
         let absent = site.file.on_plan(value, Hosting::Flex).kind() == "null";
         if !allowed.contains(&key.as_str()) && !absent {
-            problems
-                .push(format!("{}: siteConfig.{key} is not taken on Flex Consumption (allowed here: {allowed:?})", site.at()));
+            problems.push(format!(
+                "{}: siteConfig.{key} is not taken on Flex Consumption (allowed here: {allowed:?})",
+                site.at()
+            ));
         }
     }
     let deprecated = [
@@ -1378,14 +1595,18 @@ fn nothing_flex_consumption_refuses() {
         if let Some(Value::String(name)) = name
             && deprecated.contains(&name.as_str())
         {
-            problems.push(format!("{}: app setting {name} is refused on Flex Consumption", site.at()));
+            problems
+                .push(format!("{}: app setting {name} is refused on Flex Consumption", site.at()));
         }
     }
     for file in &files {
         let Some(decorators) = parameter_decorators(file, "maximumInstanceCount") else { continue };
         for bound in ["minValue(40)", "maxValue(1000)"] {
             if !decorators.iter().any(|decorator| decorator == bound) {
-                problems.push(format!("{}: param maximumInstanceCount needs @{bound} (found {decorators:?})", shown(&file.path)));
+                problems.push(format!(
+                    "{}: param maximumInstanceCount needs @{bound} (found {decorators:?})",
+                    shown(&file.path)
+                ));
             }
         }
     }
@@ -1408,21 +1629,33 @@ fn a_dedicated_plan_has_what_flex_consumption_takes_elsewhere() {
         .into_iter()
         .filter_map(|entry| {
             let name = app_file.literal(app_file.property(entry, "name")?)?.as_str()?.to_owned();
-            Some((name, app_file.property(entry, "value").and_then(|value| app_file.literal(value)?.as_str().map(str::to_owned))))
+            Some((
+                name,
+                app_file
+                    .property(entry, "value")
+                    .and_then(|value| app_file.literal(value)?.as_str().map(str::to_owned)),
+            ))
         })
         .collect();
-    for (name, value) in
-        [("FUNCTIONS_EXTENSION_VERSION", "~4"), ("FUNCTIONS_WORKER_RUNTIME", "custom"), ("WEBSITE_RUN_FROM_PACKAGE", "1")]
-    {
+    for (name, value) in [
+        ("FUNCTIONS_EXTENSION_VERSION", "~4"),
+        ("FUNCTIONS_WORKER_RUNTIME", "custom"),
+        ("WEBSITE_RUN_FROM_PACKAGE", "1"),
+    ] {
         assert_eq!(settings.get(name), Some(&Some(value.to_owned())), "{name} on a dedicated plan");
     }
-    let dedicated =
-        |path: &[&str]| site.file.path_on(site.body, path, Hosting::Dedicated).and_then(|node| site.file.literal(node));
+    let dedicated = |path: &[&str]| {
+        site.file
+            .path_on(site.body, path, Hosting::Dedicated)
+            .and_then(|node| site.file.literal(node))
+    };
     assert_eq!(dedicated(&["properties", "siteConfig", "alwaysOn"]), Some(json!(true)));
     assert_eq!(dedicated(&["properties", "siteConfig", "linuxFxVersion"]), Some(json!("")));
     assert_eq!(dedicated(&["properties", "functionAppConfig"]), Some(Value::Null));
     let plan = only_resource(app_file, "Microsoft.Web/serverfarms");
-    let on = |path: &[&str], hosting| plan.file.path_on(plan.body, path, hosting).map(|node| expression(plan.file, node));
+    let on = |path: &[&str], hosting| {
+        plan.file.path_on(plan.body, path, hosting).map(|node| expression(plan.file, node))
+    };
     assert_eq!(on(&["kind"], Hosting::Dedicated).as_deref(), Some("'linux'"));
     assert_eq!(on(&["sku", "name"], Hosting::Dedicated).as_deref(), Some("hostingPlan"));
     assert_eq!(on(&["sku", "capacity"], Hosting::Dedicated).as_deref(), Some("1"));
@@ -1431,19 +1664,34 @@ fn a_dedicated_plan_has_what_flex_consumption_takes_elsewhere() {
 
     let mut offered = Vec::new();
     for file in ["main.bicep", "resources.bicep", "modules/functionapp.bicep"] {
-        let decorators = parameter_decorators(infra_file(&files, file), "hostingPlan").expect("hostingPlan is declared");
-        let allowed = decorators.iter().find(|decorator| decorator.starts_with("allowed")).expect("hostingPlan has @allowed");
-        let sizes: Vec<String> = allowed.split('\'').skip(1).step_by(2).map(str::to_owned).collect();
+        let decorators = parameter_decorators(infra_file(&files, file), "hostingPlan")
+            .expect("hostingPlan is declared");
+        let allowed = decorators
+            .iter()
+            .find(|decorator| decorator.starts_with("allowed"))
+            .expect("hostingPlan has @allowed");
+        let sizes: Vec<String> =
+            allowed.split('\'').skip(1).step_by(2).map(str::to_owned).collect();
         offered.push((file, sizes));
     }
-    assert!(offered.iter().all(|(_, sizes)| sizes == &offered[0].1), "the same sizes everywhere: {offered:?}");
-    assert_eq!(parameter_mappings().get("hostingPlan").map(String::as_str), Some("BLOG_HOSTING_PLAN"));
+    assert!(
+        offered.iter().all(|(_, sizes)| sizes == &offered[0].1),
+        "the same sizes everywhere: {offered:?}"
+    );
+    assert_eq!(
+        parameter_mappings().get("hostingPlan").map(String::as_str),
+        Some("BLOG_HOSTING_PLAN")
+    );
     for size in &offered[0].1 {
         let priced = std::process::Command::new(env!("CARGO_BIN_EXE_handler"))
             .args(["cost", "--views-per-day", "1000", "--hosting-plan", size])
             .output()
             .expect("handler runs");
-        assert!(priced.status.success(), "handler cost --hosting-plan {size}: {}", String::from_utf8_lossy(&priced.stderr));
+        assert!(
+            priced.status.success(),
+            "handler cost --hosting-plan {size}: {}",
+            String::from_utf8_lossy(&priced.stderr)
+        );
     }
 }
 
@@ -1496,9 +1744,13 @@ const FLEX_CONSUMPTION_REGIONS: [&str; 31] = [
 #[test]
 fn location_is_a_flex_consumption_region() {
     let files = bicep_files();
-    let (main, resources) = (infra_file(&files, "main.bicep"), infra_file(&files, "resources.bicep"));
+    let (main, resources) =
+        (infra_file(&files, "main.bicep"), infra_file(&files, "resources.bicep"));
     let decorators = parameter_decorators(main, "location").expect("main.bicep: param location");
-    let allowed = decorators.iter().find(|decorator| decorator.starts_with("allowed(")).expect("param location has @allowed");
+    let allowed = decorators
+        .iter()
+        .find(|decorator| decorator.starts_with("allowed("))
+        .expect("param location has @allowed");
     let regions: Vec<String> = allowed
         .trim_start_matches("allowed(")
         .trim_end_matches(')')
@@ -1506,23 +1758,50 @@ fn location_is_a_flex_consumption_region() {
         .filter(|word| word.starts_with('\''))
         .map(|word| word.trim_matches('\'').to_owned())
         .collect();
-    assert_eq!(regions, FLEX_CONSUMPTION_REGIONS, "the allowed regions are the Flex Consumption list");
-    assert!(decorators.iter().any(|decorator| decorator.contains("type: 'location'")), "azd's location prompt: {decorators:?}");
-    for module in ["modules/functionapp.bicep", "modules/cosmos.bicep", "modules/storage.bicep", "modules/monitoring.bicep"] {
-        assert_eq!(module_argument(resources, module, "location"), "location", "{module} is deployed in the guarded region");
+    assert_eq!(
+        regions, FLEX_CONSUMPTION_REGIONS,
+        "the allowed regions are the Flex Consumption list"
+    );
+    assert!(
+        decorators.iter().any(|decorator| decorator.contains("type: 'location'")),
+        "azd's location prompt: {decorators:?}"
+    );
+    for module in [
+        "modules/functionapp.bicep",
+        "modules/cosmos.bicep",
+        "modules/storage.bicep",
+        "modules/monitoring.bicep",
+    ] {
+        assert_eq!(
+            module_argument(resources, module, "location"),
+            "location",
+            "{module} is deployed in the guarded region"
+        );
     }
     assert_eq!(module_argument(main, "resources.bicep", "location"), "location");
     // azd filters its region prompt by @allowed only for a subscription-scoped template deployed
     // with a parameters file whose `location` is AZURE_LOCATION and has no default (azure-dev
     // bicep_provider.go: EnsureEnv, ensureParameters, locationParameterFilterImpl); and a region
     // refused there stops the deployment before the resource group, part of it, exists.
-    assert!(main.source.contains("targetScope = 'subscription'"), "main.bicep is subscription-scoped");
-    assert_eq!(main.parameters().get("location"), Some(&false), "location has no default: azd asks for it");
+    assert!(
+        main.source.contains("targetScope = 'subscription'"),
+        "main.bicep is subscription-scoped"
+    );
+    assert_eq!(
+        main.parameters().get("location"),
+        Some(&false),
+        "location has no default: azd asks for it"
+    );
     assert_eq!(parameter_mappings().get("location").map(String::as_str), Some("AZURE_LOCATION"));
     let group = only_resource(main, "Microsoft.Resources/resourceGroups");
-    assert_eq!(expression_at(&group, &["location"]), "location", "the group is made in the guarded region");
+    assert_eq!(
+        expression_at(&group, &["location"]),
+        "location",
+        "the group is made in the guarded region"
+    );
     assert!(
-        main.source.contains("module blog 'resources.bicep' = {") && main.source.contains("scope: group"),
+        main.source.contains("module blog 'resources.bicep' = {")
+            && main.source.contains("scope: group"),
         "everything else is deployed into that group"
     );
 }
@@ -1535,7 +1814,8 @@ fn infra_file<'a>(files: &'a [BicepFile], relative: &str) -> &'a BicepFile {
 
 /// The one resource of `type_name` in `file`.
 fn only_resource<'a>(file: &'a BicepFile, type_name: &str) -> Resource<'a> {
-    let mut found: Vec<Resource> = file.resources().into_iter().filter(|resource| resource.type_name() == type_name).collect();
+    let mut found: Vec<Resource> =
+        file.resources().into_iter().filter(|resource| resource.type_name() == type_name).collect();
     assert_eq!(found.len(), 1, "one {type_name} in {}", shown(&file.path));
     found.remove(0)
 }
@@ -1543,7 +1823,10 @@ fn only_resource<'a>(file: &'a BicepFile, type_name: &str) -> Resource<'a> {
 /// The expression at `path` in a resource's body, variables followed, as written (whitespace
 /// collapsed): for values known only at deployment, what they are made of.
 fn expression_at(resource: &Resource, path: &[&str]) -> String {
-    let node = resource.file.path(resource.body, path).unwrap_or_else(|| panic!("{}: no {}", resource.at(), path.join(".")));
+    let node = resource
+        .file
+        .path(resource.body, path)
+        .unwrap_or_else(|| panic!("{}: no {}", resource.at(), path.join(".")));
     expression(resource.file, node)
 }
 
@@ -1553,7 +1836,10 @@ fn expression(file: &BicepFile, node: Node) -> String {
 
 /// The first item of the array at `path`.
 fn first_item<'a>(resource: &Resource<'a>, path: &[&str]) -> Node<'a> {
-    let array = resource.file.path(resource.body, path).unwrap_or_else(|| panic!("{}: no {}", resource.at(), path.join(".")));
+    let array = resource
+        .file
+        .path(resource.body, path)
+        .unwrap_or_else(|| panic!("{}: no {}", resource.at(), path.join(".")));
     *named_children(resource.file.resolve(array))
         .first()
         .unwrap_or_else(|| panic!("{}: {} is empty", resource.at(), path.join(".")))
@@ -1565,11 +1851,16 @@ fn module_argument(main: &BicepFile, module_path: &str, parameter: &str) -> Stri
         .into_iter()
         .filter(|node| node.kind() == "module_declaration")
         .find(|module| {
-            first_child_of_kind(*module, "string").and_then(|path| main.string_literal(path)).as_deref() == Some(module_path)
+            first_child_of_kind(*module, "string")
+                .and_then(|path| main.string_literal(path))
+                .as_deref()
+                == Some(module_path)
         })
         .unwrap_or_else(|| panic!("{} calls {module_path}", shown(&main.path)));
     let body = resource_body(module).expect("a module has a body");
-    let argument = main.path(body, &["params", parameter]).unwrap_or_else(|| panic!("{module_path}: no param {parameter}"));
+    let argument = main
+        .path(body, &["params", parameter])
+        .unwrap_or_else(|| panic!("{module_path}: no param {parameter}"));
     expression(main, argument)
 }
 
@@ -1592,18 +1883,28 @@ fn extensions_are_declared_and_typed() {
     let declared = declared_extensions();
     let mut problems = Vec::new();
     for file in bicep_files() {
-        let uses_graph = file.resources().iter().any(|resource| resource.type_name().starts_with("Microsoft.Graph/"));
+        let uses_graph = file
+            .resources()
+            .iter()
+            .any(|resource| resource.type_name().starts_with("Microsoft.Graph/"));
         if uses_graph != file.extensions.iter().any(|alias| alias == "microsoftGraphV1") {
-            problems.push(format!("{}: Graph resources and `extension microsoftGraphV1` go together", shown(&file.path)));
+            problems.push(format!(
+                "{}: Graph resources and `extension microsoftGraphV1` go together",
+                shown(&file.path)
+            ));
         }
     }
-    let reference = declared.get("microsoftGraphV1").expect("bicepconfig.json declares microsoftGraphV1");
+    let reference =
+        declared.get("microsoftGraphV1").expect("bicepconfig.json declares microsoftGraphV1");
     let version = reference
         .strip_prefix("br:mcr.microsoft.com/bicep/extensions/microsoftgraph/v1.0:")
         .unwrap_or_else(|| panic!("microsoftGraphV1 is the Graph v1.0 extension, not {reference}"));
     let types = repo_root().join(format!("tests/bicep-types/microsoft.graph@v1.0-{version}.json"));
     if !types.is_file() {
-        problems.push(format!("the Graph types of extension version {version} are not vendored: {}", shown(&types)));
+        problems.push(format!(
+            "the Graph types of extension version {version} are not vendored: {}",
+            shown(&types)
+        ));
     }
     assert_no_problems("Bicep extensions", &problems);
 }
@@ -1642,7 +1943,8 @@ const V2_ISSUER: &str = "'${environment().authentication.loginEndpoint}${tenant(
 #[test]
 fn sign_in_redirects_to_app_service_authentications_callback_on_the_apps_host() {
     sign_in(|SignIn { main, signin, registration, .. }| {
-        let redirects = registration.file.path(registration.body, &["web", "redirectUris"]).unwrap();
+        let redirects =
+            registration.file.path(registration.body, &["web", "redirectUris"]).unwrap();
         assert_eq!(
             expression(signin, redirects),
             "[for hostName in hostNames: 'https://${hostName}/.auth/login/aad/callback']",
@@ -1652,9 +1954,18 @@ fn sign_in_redirects_to_app_service_authentications_callback_on_the_apps_host() 
             module_argument(main, "modules/signin.bicep", "hostNames"),
             "frontDoor ? [appHostName, edge.outputs.hostName] : [appHostName]"
         );
-        assert_eq!(expression(main, main.variable("appHostName").unwrap()), "'${names.functionApp}.azurewebsites.net'");
-        assert_eq!(module_argument(main, "modules/functionapp.bicep", "appName"), "names.functionApp");
-        assert_eq!(registration.literal_at(&["web", "implicitGrantSettings", "enableIdTokenIssuance"]), Some(json!(true)));
+        assert_eq!(
+            expression(main, main.variable("appHostName").unwrap()),
+            "'${names.functionApp}.azurewebsites.net'"
+        );
+        assert_eq!(
+            module_argument(main, "modules/functionapp.bicep", "appName"),
+            "names.functionApp"
+        );
+        assert_eq!(
+            registration.literal_at(&["web", "implicitGrantSettings", "enableIdTokenIssuance"]),
+            Some(json!(true))
+        );
     });
 }
 
@@ -1669,22 +1980,47 @@ fn sign_in_audiences_are_the_identifier_uri_and_the_client_id() {
             "'api://${tenant().tenantId}/${uniqueName}'"
         );
         assert_eq!(outputs(signin)["identifierUri"], "'api://${tenant().tenantId}/${uniqueName}'");
-        assert_eq!(registration.literal_at(&["api", "requestedAccessTokenVersion"]), Some(json!(2)));
+        assert_eq!(
+            registration.literal_at(&["api", "requestedAccessTokenVersion"]),
+            Some(json!(2))
+        );
         assert_eq!(
             module_argument(main, "modules/functionapp.bicep", "authAudiences"),
             "filter([signInClientId, signInIdentifierUri], audience => !empty(audience))"
         );
-        let main_variable =
-            |name: &str| expression(main, main.variable(name).unwrap_or_else(|| panic!("resources.bicep: var {name}")));
+        let main_variable = |name: &str| {
+            expression(
+                main,
+                main.variable(name).unwrap_or_else(|| panic!("resources.bicep: var {name}")),
+            )
+        };
         assert!(main_variable("signInIdentifierUri").contains("signIn.outputs.identifierUri"));
         assert!(main_variable("signInClientId").contains("signIn.outputs.clientId"));
         assert_eq!(outputs(signin)["clientId"], "registration.appId");
         assert_eq!(
-            expression_at(auth, &["properties", "identityProviders", "azureActiveDirectory", "validation", "allowedAudiences"]),
+            expression_at(
+                auth,
+                &[
+                    "properties",
+                    "identityProviders",
+                    "azureActiveDirectory",
+                    "validation",
+                    "allowedAudiences"
+                ]
+            ),
             "authAudiences"
         );
         assert_eq!(
-            expression_at(auth, &["properties", "identityProviders", "azureActiveDirectory", "registration", "clientId"]),
+            expression_at(
+                auth,
+                &[
+                    "properties",
+                    "identityProviders",
+                    "azureActiveDirectory",
+                    "registration",
+                    "clientId"
+                ]
+            ),
             "authClientId"
         );
         assert_eq!(
@@ -1699,15 +2035,29 @@ fn sign_in_audiences_are_the_identifier_uri_and_the_client_id() {
 fn sign_in_issuer_is_the_tenants_or_organizations_when_other_tenants_may_sign_in() {
     sign_in(|SignIn { main, registration, auth, .. }| {
         assert_eq!(
-            expression_at(auth, &["properties", "identityProviders", "azureActiveDirectory", "registration", "openIdIssuer"]),
-            format!("authMultipleTenants ? '${{environment().authentication.loginEndpoint}}organizations/v2.0' : {V2_ISSUER}")
+            expression_at(
+                auth,
+                &[
+                    "properties",
+                    "identityProviders",
+                    "azureActiveDirectory",
+                    "registration",
+                    "openIdIssuer"
+                ]
+            ),
+            format!(
+                "authMultipleTenants ? '${{environment().authentication.loginEndpoint}}organizations/v2.0' : {V2_ISSUER}"
+            )
         );
         assert_eq!(
             module_argument(main, "modules/functionapp.bicep", "authMultipleTenants"),
             "createSignIn && signInAudience == 'AzureADMultipleOrgs'"
         );
         assert_eq!(expression_at(registration, &["signInAudience"]), "signInAudience");
-        assert_eq!(module_argument(main, "modules/signin.bicep", "signInAudience"), "signInAudience");
+        assert_eq!(
+            module_argument(main, "modules/signin.bicep", "signInAudience"),
+            "signInAudience"
+        );
     });
 }
 
@@ -1716,17 +2066,32 @@ fn sign_in_issuer_is_the_tenants_or_organizations_when_other_tenants_may_sign_in
 fn sign_in_pre_authorizes_the_azure_cli_for_its_one_scope() {
     sign_in(|SignIn { main, signin, registration, .. }| {
         let scope = first_item(registration, &["api", "oauth2PermissionScopes"]);
-        let pre_authorized =
-            registration.file.resolve(registration.file.path(registration.body, &["api", "preAuthorizedApplications"]).unwrap());
+        let pre_authorized = registration.file.resolve(
+            registration
+                .file
+                .path(registration.body, &["api", "preAuthorizedApplications"])
+                .unwrap(),
+        );
         assert_eq!(pre_authorized.kind(), "for_statement", "one pre-authorization per client");
         let pre_authorized = pre_authorized.child_by_field_name("body").unwrap();
         let scope_id = signin.property(scope, "id").map(|id| signin.text(id).to_owned());
-        let permitted =
-            signin.path(pre_authorized, &["delegatedPermissionIds"]).map(|ids| signin.text(named_children(ids)[0]).to_owned());
+        let permitted = signin
+            .path(pre_authorized, &["delegatedPermissionIds"])
+            .map(|ids| signin.text(named_children(ids)[0]).to_owned());
         assert_eq!(scope_id, permitted, "the pre-authorization names the scope's id");
-        assert_eq!(module_argument(main, "modules/signin.bicep", "preAuthorizedAppIds"), "[ azureCliAppId ]");
-        assert_eq!(main.literal(main.variable("azureCliAppId").unwrap()), Some(json!("04b07795-8ddb-461a-bbee-02f9e1bf7b46")));
-        assert_eq!(signin.literal(signin.property(scope, "type").unwrap()), Some(json!("User")), "a delegated scope");
+        assert_eq!(
+            module_argument(main, "modules/signin.bicep", "preAuthorizedAppIds"),
+            "[ azureCliAppId ]"
+        );
+        assert_eq!(
+            main.literal(main.variable("azureCliAppId").unwrap()),
+            Some(json!("04b07795-8ddb-461a-bbee-02f9e1bf7b46"))
+        );
+        assert_eq!(
+            signin.literal(signin.property(scope, "type").unwrap()),
+            Some(json!("User")),
+            "a delegated scope"
+        );
     });
 }
 
@@ -1756,14 +2121,26 @@ fn sign_in_declares_the_openid_connect_scopes() {
 #[test]
 fn only_the_sign_in_the_azure_cli_and_named_applications_may_call_with_a_token() {
     sign_in(|SignIn { main, auth, .. }| {
-        let policy = ["properties", "identityProviders", "azureActiveDirectory", "validation", "defaultAuthorizationPolicy"];
-        assert_eq!(expression_at(auth, &[&policy[..], &["allowedApplications"]].concat()), "authAllowedApplications");
+        let policy = [
+            "properties",
+            "identityProviders",
+            "azureActiveDirectory",
+            "validation",
+            "defaultAuthorizationPolicy",
+        ];
+        assert_eq!(
+            expression_at(auth, &[&policy[..], &["allowedApplications"]].concat()),
+            "authAllowedApplications"
+        );
         assert_eq!(
             module_argument(main, "modules/functionapp.bicep", "authAllowedApplications"),
             "union([signInClientId, azureCliAppId], apiClientApplicationIds, pipelineAppIds)"
         );
         assert_eq!(
-            expression(main, main.variable("pipelineAppIds").expect("resources.bicep: var pipelineAppIds")),
+            expression(
+                main,
+                main.variable("pipelineAppIds").expect("resources.bicep: var pipelineAppIds")
+            ),
             "!empty(pipelineIdentityId) ? [pipelineIdentity.outputs.clientId] : !empty(pipelineClientId) ? [pipelineClientId] : []",
             "the pipeline's client id, whichever kind of principal azd made"
         );
@@ -1775,20 +2152,27 @@ fn only_the_sign_in_the_azure_cli_and_named_applications_may_call_with_a_token()
 #[test]
 fn sign_in_credential_is_the_managed_identity_and_no_secret() {
     sign_in(|SignIn { main, signin, registration, .. }| {
-        let credential = only_resource(signin, "Microsoft.Graph/applications/federatedIdentityCredentials");
+        let credential =
+            only_resource(signin, "Microsoft.Graph/applications/federatedIdentityCredentials");
         assert_eq!(expression_at(&credential, &["issuer"]), V2_ISSUER);
         assert_eq!(expression_at(&credential, &["subject"]), "credentialPrincipalId");
         assert_eq!(
             module_argument(main, "modules/signin.bicep", "credentialPrincipalId"),
             "signInIdentity.properties.principalId"
         );
-        assert_eq!(credential.literal_at(&["audiences"]), Some(json!(["api://AzureADTokenExchange"])));
+        assert_eq!(
+            credential.literal_at(&["audiences"]),
+            Some(json!(["api://AzureADTokenExchange"]))
+        );
         assert!(
             expression_at(&credential, &["name"]).starts_with("'${registration.uniqueName}/"),
             "a child is named <app>/<credential>"
         );
         only_resource(signin, "Microsoft.Graph/servicePrincipals");
-        assert!(registration.file.path(registration.body, &["passwordCredentials"]).is_none(), "no client secret");
+        assert!(
+            registration.file.path(registration.body, &["passwordCredentials"]).is_none(),
+            "no client secret"
+        );
     });
 }
 
@@ -1808,14 +2192,18 @@ fn sign_in_secret_setting_holds_the_credential_identitys_client_id() {
         let site = only_resource(app, "Microsoft.Web/sites");
         let holds_client_id = setting_entries(&site, Hosting::Flex).into_iter().any(|entry| {
             app.property(entry, "name").and_then(|name| app.literal(name)) == setting
-                && app.property(entry, "value").map(|value| expression(app, value)).as_deref() == Some("signInIdentityClientId")
+                && app.property(entry, "value").map(|value| expression(app, value)).as_deref()
+                    == Some("signInIdentityClientId")
         });
         assert!(holds_client_id, "an app setting named {setting:?} holds signInIdentityClientId");
         assert_eq!(
             module_argument(main, "modules/functionapp.bicep", "signInIdentityClientId"),
             "signInIdentity.properties.clientId"
         );
-        assert_eq!(module_argument(main, "modules/functionapp.bicep", "identityClientId"), "identity.properties.clientId");
+        assert_eq!(
+            module_argument(main, "modules/functionapp.bicep", "identityClientId"),
+            "identity.properties.clientId"
+        );
     });
 }
 
@@ -1824,7 +2212,11 @@ fn sign_in_secret_setting_holds_the_credential_identitys_client_id() {
 fn azd_deploys_the_service_to_the_site_its_tag_names() {
     sign_in(|SignIn { app, .. }| {
         let site = only_resource(app, "Microsoft.Web/sites");
-        assert!(expression_at(&site, &["tags"]).contains("'azd-service-name': 'blog'"), "{}", expression_at(&site, &["tags"]));
+        assert!(
+            expression_at(&site, &["tags"]).contains("'azd-service-name': 'blog'"),
+            "{}",
+            expression_at(&site, &["tags"])
+        );
     });
 }
 
@@ -1834,14 +2226,29 @@ fn azd_deploys_the_service_to_the_site_its_tag_names() {
 #[test]
 fn the_sign_in_credential_is_an_identity_used_for_nothing_else() {
     let files = bicep_files();
-    let (main, app) = (infra_file(&files, "resources.bicep"), infra_file(&files, "modules/functionapp.bicep"));
-    let mut identities = resources_of_type(&files, "Microsoft.ManagedIdentity/userAssignedIdentities");
+    let (main, app) =
+        (infra_file(&files, "resources.bicep"), infra_file(&files, "modules/functionapp.bicep"));
+    let mut identities =
+        resources_of_type(&files, "Microsoft.ManagedIdentity/userAssignedIdentities");
     identities.retain(|identity| !identity.existing); // the pipeline's, read only
-    let symbols: BTreeSet<&str> = identities.iter().map(|identity| identity.symbol.as_str()).collect();
-    assert_eq!(symbols, BTreeSet::from(["identity", "signInIdentity"]), "two identities: the app's, and the credential");
-    let name_of =
-        |symbol: &str| identities.iter().find(|identity| identity.symbol == symbol).map(|i| expression_at(i, &["name"]));
-    assert_eq!(name_of("signInIdentity").as_deref(), Some("names.signInIdentity"), "a name of its own");
+    let symbols: BTreeSet<&str> =
+        identities.iter().map(|identity| identity.symbol.as_str()).collect();
+    assert_eq!(
+        symbols,
+        BTreeSet::from(["identity", "signInIdentity"]),
+        "two identities: the app's, and the credential"
+    );
+    let name_of = |symbol: &str| {
+        identities
+            .iter()
+            .find(|identity| identity.symbol == symbol)
+            .map(|i| expression_at(i, &["name"]))
+    };
+    assert_eq!(
+        name_of("signInIdentity").as_deref(),
+        Some("names.signInIdentity"),
+        "a name of its own"
+    );
     assert_eq!(name_of("identity").as_deref(), Some("names.identity"));
     let names = main.variable("names").expect("resources.bicep: var names");
     assert!(main.path(names, &["signInIdentity"]).is_some(), "names.signInIdentity is defined");
@@ -1852,18 +2259,28 @@ fn the_sign_in_credential_is_an_identity_used_for_nothing_else() {
         "{ '${identityId}': {} '${signInIdentityId}': {} }",
         "both identities are the app's"
     );
-    assert_eq!(module_argument(main, "modules/functionapp.bicep", "signInIdentityId"), "signInIdentity.id");
+    assert_eq!(
+        module_argument(main, "modules/functionapp.bicep", "signInIdentityId"),
+        "signInIdentity.id"
+    );
 
     // Its principal id goes to the federated credential and nowhere else: every role this
     // deployment assigns is given through a module parameter that takes a principal id.
     let mut given_to = Vec::new();
-    for module in descendants(main.tree.root_node()).into_iter().filter(|node| node.kind() == "module_declaration") {
-        let path = first_child_of_kind(module, "string").and_then(|path| main.string_literal(path)).unwrap_or_default();
+    for module in descendants(main.tree.root_node())
+        .into_iter()
+        .filter(|node| node.kind() == "module_declaration")
+    {
+        let path = first_child_of_kind(module, "string")
+            .and_then(|path| main.string_literal(path))
+            .unwrap_or_default();
         let body = resource_body(module).expect("a module has a body");
         let Some(params) = main.path(body, &["params"]) else { continue };
         for (name, value) in main.object_entries(main.resolve(params)) {
             let name = name.unwrap_or_default();
-            if name.to_lowercase().ends_with("principalid") && expression(main, value).contains("signInIdentity") {
+            if name.to_lowercase().ends_with("principalid")
+                && expression(main, value).contains("signInIdentity")
+            {
                 given_to.push(format!("{path}: {name}"));
             }
         }
@@ -1881,32 +2298,45 @@ fn the_sign_in_credential_is_an_identity_used_for_nothing_else() {
 #[test]
 fn the_operator_gets_the_cosmos_db_data_role() {
     let files = bicep_files();
-    let (main, cosmos) = (infra_file(&files, "resources.bicep"), infra_file(&files, "modules/cosmos.bicep"));
+    let (main, cosmos) =
+        (infra_file(&files, "resources.bicep"), infra_file(&files, "modules/cosmos.bicep"));
     let parameter = main
         .statements("parameter_declaration")
         .find(|declaration| {
-            first_child_of_kind(*declaration, "identifier").is_some_and(|id| main.text(id) == "operatorPrincipalId")
+            first_child_of_kind(*declaration, "identifier")
+                .is_some_and(|id| main.text(id) == "operatorPrincipalId")
         })
         .expect("resources.bicep: param operatorPrincipalId");
     assert_eq!(expression(main, *named_children(parameter).last().unwrap()), "deployer().objectId");
-    assert_eq!(module_argument(main, "modules/cosmos.bicep", "operatorPrincipalId"), "operatorPrincipalId");
+    assert_eq!(
+        module_argument(main, "modules/cosmos.bicep", "operatorPrincipalId"),
+        "operatorPrincipalId"
+    );
     let assignments: Vec<Resource> = cosmos
         .resources()
         .into_iter()
-        .filter(|resource| resource.type_name() == "Microsoft.DocumentDB/databaseAccounts/sqlRoleAssignments")
+        .filter(|resource| {
+            resource.type_name() == "Microsoft.DocumentDB/databaseAccounts/sqlRoleAssignments"
+        })
         .collect();
     let operator = assignments
         .iter()
-        .find(|assignment| expression_at(assignment, &["properties", "principalId"]) == "operatorPrincipalId")
+        .find(|assignment| {
+            expression_at(assignment, &["properties", "principalId"]) == "operatorPrincipalId"
+        })
         .expect("a role assignment for the operator");
     assert!(
-        expression_at(operator, &["properties", "roleDefinitionId"]).ends_with("/sqlRoleDefinitions/${dataContributorRoleId}'")
+        expression_at(operator, &["properties", "roleDefinitionId"])
+            .ends_with("/sqlRoleDefinitions/${dataContributorRoleId}'")
     );
     assert_eq!(
         cosmos.literal(cosmos.variable("dataContributorRoleId").unwrap()),
         Some(json!("00000000-0000-0000-0000-000000000002"))
     );
-    assert!(cosmos.text(operator.declaration).contains("if (!empty(operatorPrincipalId))"), "an empty operator skips it");
+    assert!(
+        cosmos.text(operator.declaration).contains("if (!empty(operatorPrincipalId))"),
+        "an empty operator skips it"
+    );
 }
 
 /// Every output that azure.yaml, its hooks, the README, ARCHITECTURE.md or docs/ name exists in
@@ -1924,7 +2354,8 @@ fn every_output_the_documentation_names_exists() {
         );
     }
     let root = repo_root();
-    let mut documents = vec![root.join("README.md"), root.join("ARCHITECTURE.md"), root.join("azure.yaml")];
+    let mut documents =
+        vec![root.join("README.md"), root.join("ARCHITECTURE.md"), root.join("azure.yaml")];
     documents.extend(files_with_extension(&root.join("docs"), "md"));
     documents.extend(files_with_extension(&root.join("infra/hooks"), "sh"));
     let mut named = 0;
@@ -1934,9 +2365,12 @@ fn every_output_the_documentation_names_exists() {
         let mut names = Vec::new();
         for marker in ["properties.outputs.", "azd env get-value ", "${"] {
             for (at, _) in text.match_indices(marker) {
-                let name: String =
-                    text[at + marker.len()..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-                let hook_check = marker != "${" || text[at + marker.len() + name.len()..].starts_with(":?");
+                let name: String = text[at + marker.len()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                let hook_check =
+                    marker != "${" || text[at + marker.len() + name.len()..].starts_with(":?");
                 if !name.is_empty() && name.starts_with("BLOG_") && hook_check {
                     names.push(name);
                 }
@@ -1945,7 +2379,10 @@ fn every_output_the_documentation_names_exists() {
         for name in names {
             named += 1;
             if !declared.contains_key(&name) {
-                problems.push(format!("{} names output {name}, which main.bicep does not declare", shown(&document)));
+                problems.push(format!(
+                    "{} names output {name}, which main.bicep does not declare",
+                    shown(&document)
+                ));
             }
         }
     }
@@ -1967,9 +2404,15 @@ fn no_resource_uses_an_api_version_azure_does_not_serve() {
     let mut problems = Vec::new();
     for file in bicep_files() {
         for resource in file.resources() {
-            if let Some((_, evidence)) = UNSERVED_API_VERSIONS.iter().find(|(unserved, _)| *unserved == resource.type_and_version)
+            if let Some((_, evidence)) = UNSERVED_API_VERSIONS
+                .iter()
+                .find(|(unserved, _)| *unserved == resource.type_and_version)
             {
-                problems.push(format!("{}: {} is not served: {evidence}", resource.at(), resource.type_and_version));
+                problems.push(format!(
+                    "{}: {} is not served: {evidence}",
+                    resource.at(),
+                    resource.type_and_version
+                ));
             }
         }
     }
@@ -1986,7 +2429,8 @@ fn no_resource_uses_an_api_version_azure_does_not_serve() {
 /// modules/operations.bicep.
 fn operations(check: impl FnOnce(&[BicepFile], &BicepFile, &BicepFile)) {
     let files = bicep_files();
-    let (main, operations) = (infra_file(&files, "resources.bicep"), infra_file(&files, "modules/operations.bicep"));
+    let (main, operations) =
+        (infra_file(&files, "resources.bicep"), infra_file(&files, "modules/operations.bicep"));
     check(&files, main, operations);
 }
 
@@ -1995,16 +2439,24 @@ fn operations(check: impl FnOnce(&[BicepFile], &BicepFile, &BicepFile)) {
 #[test]
 fn the_operations_read_the_hosts_application_insights_and_alert_the_address_given() {
     operations(|files, main, _| {
-        assert_eq!(module_argument(main, "modules/operations.bicep", "appInsightsId"), "monitoring.outputs.appInsightsId");
         assert_eq!(
-            outputs(infra_file(files, "modules/monitoring.bicep")).get("appInsightsId").map(String::as_str),
+            module_argument(main, "modules/operations.bicep", "appInsightsId"),
+            "monitoring.outputs.appInsightsId"
+        );
+        assert_eq!(
+            outputs(infra_file(files, "modules/monitoring.bicep"))
+                .get("appInsightsId")
+                .map(String::as_str),
             Some("appInsights.id")
         );
         assert_eq!(
             module_argument(main, "modules/operations.bicep", "alertEmail"),
             "empty(alertEmail) ? deployerMailbox : alertEmail"
         );
-        assert_eq!(parameter_mappings().get("alertEmail").map(String::as_str), Some("BLOG_ALERT_EMAIL"));
+        assert_eq!(
+            parameter_mappings().get("alertEmail").map(String::as_str),
+            Some("BLOG_ALERT_EMAIL")
+        );
     });
 }
 
@@ -2020,15 +2472,20 @@ fn the_workbook_shows_every_query_of_infra_queries() {
             "a workbook's name is a GUID, the same each deployment"
         );
         assert_eq!(expression_at(&workbook, &["properties", "sourceId"]), "appInsightsId");
-        let loaded: BTreeSet<String> = load_text_content_calls(operations).into_iter().map(|(_, target)| target).collect();
-        let queries: BTreeSet<String> = files_with_extension(&repo_root().join("infra/queries"), "kql")
-            .iter()
-            .map(|path| format!("../queries/{}", path.file_name().unwrap().to_string_lossy()))
-            .collect();
+        let loaded: BTreeSet<String> =
+            load_text_content_calls(operations).into_iter().map(|(_, target)| target).collect();
+        let queries: BTreeSet<String> =
+            files_with_extension(&repo_root().join("infra/queries"), "kql")
+                .iter()
+                .map(|path| format!("../queries/{}", path.file_name().unwrap().to_string_lossy()))
+                .collect();
         assert_eq!(loaded, queries, "every query file is shown or alerted on, and only those");
         let serialized = expression_at(&workbook, &["properties", "serializedData"]);
         for query in queries.iter().filter(|query| !query.contains("/alert-")) {
-            assert!(serialized.contains(&format!("loadTextContent('{query}')")), "the workbook shows {query}");
+            assert!(
+                serialized.contains(&format!("loadTextContent('{query}')")),
+                "the workbook shows {query}"
+            );
         }
     });
 }
@@ -2043,7 +2500,12 @@ fn each_alert_is_a_log_alert_on_a_query_file_with_a_measure_it_makes() {
         assert_eq!(alerts.len(), 3, "dead letters, 5xx, lag");
         for alert in &alerts {
             assert_eq!(alert.literal_at(&["kind"]), Some(json!("LogAlert")), "{}", alert.at());
-            assert_eq!(expression_at(alert, &["properties", "scopes"]), "[ appInsightsId ]", "{}", alert.at());
+            assert_eq!(
+                expression_at(alert, &["properties", "scopes"]),
+                "[ appInsightsId ]",
+                "{}",
+                alert.at()
+            );
             assert_eq!(
                 expression_at(alert, &["properties", "actions"]),
                 "{ actionGroups: [ actionGroup.id ] }",
@@ -2053,23 +2515,43 @@ fn each_alert_is_a_log_alert_on_a_query_file_with_a_measure_it_makes() {
             // The component has no line yet at the first deployment, and a query over a table that
             // does not exist yet fails Azure's validation of the rule (azure-resource-manager-schemas
             // issue 567; mspnp/aks-baseline pull request 422).
-            assert_eq!(alert.literal_at(&["properties", "skipQueryValidation"]), Some(json!(true)), "{}", alert.at());
+            assert_eq!(
+                alert.literal_at(&["properties", "skipQueryValidation"]),
+                Some(json!(true)),
+                "{}",
+                alert.at()
+            );
             let condition = first_item(alert, &["properties", "criteria", "allOf"]);
-            let field = |name: &str| operations.path(condition, &[name]).map(|node| expression(operations, node));
+            let field = |name: &str| {
+                operations.path(condition, &[name]).map(|node| expression(operations, node))
+            };
             let query = field("query").unwrap_or_default();
             let file = query
                 .strip_prefix("loadTextContent('")
                 .and_then(|rest| rest.strip_suffix("')"))
-                .unwrap_or_else(|| panic!("{}: the query is a file of infra/queries: {query}", alert.at()));
+                .unwrap_or_else(|| {
+                    panic!("{}: the query is a file of infra/queries: {query}", alert.at())
+                });
             let text = fs::read_to_string(repo_root().join("infra/modules").join(file)).unwrap();
             // The rule keeps the rows of its window itself; bins by the clock would cut a sliding
             // window in two halves judged apart (Azure Monitor, "Create a log search alert rule").
-            let code: String = text.lines().filter(|line| !line.trim_start().starts_with("//")).collect();
-            assert!(!code.contains("bin(") && !code.contains("ago("), "{}: {file} bins or dates its rows", alert.at());
+            let code: String =
+                text.lines().filter(|line| !line.trim_start().starts_with("//")).collect();
+            assert!(
+                !code.contains("bin(") && !code.contains("ago("),
+                "{}: {file} bins or dates its rows",
+                alert.at()
+            );
             let operator = field("operator").unwrap_or_default();
             assert!(
-                ["'GreaterThan'", "'GreaterThanOrEqual'", "'LessThan'", "'LessThanOrEqual'", "'Equal'"]
-                    .contains(&operator.as_str()),
+                [
+                    "'GreaterThan'",
+                    "'GreaterThanOrEqual'",
+                    "'LessThan'",
+                    "'LessThanOrEqual'",
+                    "'Equal'"
+                ]
+                .contains(&operator.as_str()),
                 "{}: operator {operator}",
                 alert.at()
             );
@@ -2092,7 +2574,10 @@ fn the_alerts_action_group_is_global_with_a_short_name_azure_takes() {
         let group = only_resource(operations, "Microsoft.Insights/actionGroups");
         assert_eq!(group.literal_at(&["location"]), Some(json!("global")));
         let short = group.literal_at(&["properties", "groupShortName"]).unwrap();
-        assert!(short.as_str().unwrap().len() <= 12, "groupShortName is at most 12 characters: {short}");
+        assert!(
+            short.as_str().unwrap().len() <= 12,
+            "groupShortName is at most 12 characters: {short}"
+        );
     });
 }
 
@@ -2103,9 +2588,14 @@ fn the_alerts_action_group_is_global_with_a_short_name_azure_takes() {
 #[test]
 fn the_alerts_reach_someone_by_default() {
     let files = bicep_files();
-    let (resources, operations) = (infra_file(&files, "resources.bicep"), infra_file(&files, "modules/operations.bicep"));
-    let variable =
-        |name: &str| expression(resources, resources.variable(name).unwrap_or_else(|| panic!("resources.bicep: var {name}")));
+    let (resources, operations) =
+        (infra_file(&files, "resources.bicep"), infra_file(&files, "modules/operations.bicep"));
+    let variable = |name: &str| {
+        expression(
+            resources,
+            resources.variable(name).unwrap_or_else(|| panic!("resources.bicep: var {name}")),
+        )
+    };
     assert_eq!(variable("alertReceiver"), "empty(alertEmail) ? deployerMailbox : alertEmail");
     // A service principal's deployer() has no userPrincipalName: read safely, never dereferenced.
     assert_eq!(variable("deployerName"), "deployer().?userPrincipalName ?? ''");
@@ -2114,16 +2604,30 @@ fn the_alerts_reach_someone_by_default() {
         outputs(resources).get("BLOG_ALERT_EMAIL").map(String::as_str),
         Some("empty(alertEmail) ? deployerMailbox : alertEmail")
     );
-    assert_eq!(parameter_mappings().get("alertEmail").map(String::as_str), Some("BLOG_ALERT_EMAIL"));
+    assert_eq!(
+        parameter_mappings().get("alertEmail").map(String::as_str),
+        Some("BLOG_ALERT_EMAIL")
+    );
 
     let group = only_resource(operations, "Microsoft.Insights/actionGroups");
     assert!(!operations.text(group.declaration).contains("if ("), "the action group always exists");
-    assert_eq!(expression_at(&group, &["properties", "emailReceivers"]).split(" ? ").next(), Some("empty(alertEmail)"));
+    assert_eq!(
+        expression_at(&group, &["properties", "emailReceivers"]).split(" ? ").next(),
+        Some("empty(alertEmail)")
+    );
     let owners = expression_at(&group, &["properties", "armRoleReceivers"]);
     assert!(owners.starts_with("!empty(alertEmail) ? [] :"), "{owners}");
-    assert!(owners.contains("roleId: '8e3af657-a8ff-443c-a75c-2fe8c4bcb635'"), "the built-in Owner role: {owners}");
+    assert!(
+        owners.contains("roleId: '8e3af657-a8ff-443c-a75c-2fe8c4bcb635'"),
+        "the built-in Owner role: {owners}"
+    );
     for alert in resources_of_type(&files, "Microsoft.Insights/metricAlerts") {
-        assert_eq!(expression_at(&alert, &["properties", "actions"]), "[ { actionGroupId: actionGroup.id } ]", "{}", alert.at());
+        assert_eq!(
+            expression_at(&alert, &["properties", "actions"]),
+            "[ { actionGroupId: actionGroup.id } ]",
+            "{}",
+            alert.at()
+        );
     }
 }
 
@@ -2133,7 +2637,8 @@ fn the_alerts_reach_someone_by_default() {
 #[test]
 fn an_availability_test_watches_the_front_page() {
     let files = bicep_files();
-    let (resources, operations) = (infra_file(&files, "resources.bicep"), infra_file(&files, "modules/operations.bicep"));
+    let (resources, operations) =
+        (infra_file(&files, "resources.bicep"), infra_file(&files, "modules/operations.bicep"));
     assert_eq!(
         module_argument(resources, "modules/operations.bicep", "frontPageUrl"),
         "'https://${functionApp.outputs.defaultHostName}/'"
@@ -2142,7 +2647,10 @@ fn an_availability_test_watches_the_front_page() {
     assert_eq!(test.literal_at(&["kind"]), Some(json!("standard")));
     assert_eq!(test.literal_at(&["properties", "Kind"]), Some(json!("standard")));
     assert_eq!(expression_at(&test, &["properties", "Request", "RequestUrl"]), "frontPageUrl");
-    assert_eq!(test.literal_at(&["properties", "ValidationRules", "ExpectedHttpStatusCode"]), Some(json!(200)));
+    assert_eq!(
+        test.literal_at(&["properties", "ValidationRules", "ExpectedHttpStatusCode"]),
+        Some(json!(200))
+    );
     // Without the hidden-link tag the test is not shown under the component (AVM
     // avm/res/insights/webtest).
     assert!(expression_at(&test, &["tags"]).contains("'hidden-link:${appInsightsId}': 'Resource'"));
@@ -2152,10 +2660,20 @@ fn an_availability_test_watches_the_front_page() {
 
     let alert = resources_of_type(&files, "Microsoft.Insights/metricAlerts")
         .into_iter()
-        .find(|alert| expression_at(alert, &["properties", "criteria"]).contains("WebtestLocationAvailabilityCriteria"))
+        .find(|alert| {
+            expression_at(alert, &["properties", "criteria"])
+                .contains("WebtestLocationAvailabilityCriteria")
+        })
         .expect("a metric alert on the availability test");
-    assert_eq!(expression_at(&alert, &["properties", "scopes"]), "[ frontPageTest.id appInsightsId ]");
-    assert_eq!(alert.literal_at(&["properties", "criteria", "failedLocationCount"]), Some(json!(3)), "five places minus two");
+    assert_eq!(
+        expression_at(&alert, &["properties", "scopes"]),
+        "[ frontPageTest.id appInsightsId ]"
+    );
+    assert_eq!(
+        alert.literal_at(&["properties", "criteria", "failedLocationCount"]),
+        Some(json!(3)),
+        "five places minus two"
+    );
     assert_eq!(expression_at(&alert, &["properties", "criteria", "webTestId"]), "frontPageTest.id");
     assert_eq!(expression_at(&alert, &["properties", "criteria", "componentId"]), "appInsightsId");
     // The window holds at least one run of each place: the test's largest frequency is 900 s.
@@ -2168,9 +2686,16 @@ fn an_availability_test_watches_the_front_page() {
 #[test]
 fn the_request_unit_budget_reads_the_accounts_metric() {
     let files = bicep_files();
-    let (resources, operations) = (infra_file(&files, "resources.bicep"), infra_file(&files, "modules/operations.bicep"));
-    assert_eq!(module_argument(resources, "modules/operations.bicep", "cosmosAccountId"), "cosmos.outputs.accountId");
-    assert_eq!(outputs(infra_file(&files, "modules/cosmos.bicep")).get("accountId").map(String::as_str), Some("account.id"));
+    let (resources, operations) =
+        (infra_file(&files, "resources.bicep"), infra_file(&files, "modules/operations.bicep"));
+    assert_eq!(
+        module_argument(resources, "modules/operations.bicep", "cosmosAccountId"),
+        "cosmos.outputs.accountId"
+    );
+    assert_eq!(
+        outputs(infra_file(&files, "modules/cosmos.bicep")).get("accountId").map(String::as_str),
+        Some("account.id")
+    );
     let budget = resources_of_type(&files, "Microsoft.Insights/metricAlerts")
         .into_iter()
         .find(|alert| operations.text(alert.declaration).contains("budgetAlert"))
@@ -2179,7 +2704,8 @@ fn the_request_unit_budget_reads_the_accounts_metric() {
     assert_eq!(budget.literal_at(&["properties", "windowSize"]), Some(json!("P1D")));
     assert_eq!(budget.literal_at(&["properties", "evaluationFrequency"]), Some(json!("PT1H")));
     let criterion = first_item(&budget, &["properties", "criteria", "allOf"]);
-    let field = |name: &str| operations.path(criterion, &[name]).and_then(|node| operations.literal(node));
+    let field =
+        |name: &str| operations.path(criterion, &[name]).and_then(|node| operations.literal(node));
     assert_eq!(field("metricNamespace"), Some(json!("Microsoft.DocumentDB/databaseAccounts")));
     assert_eq!(field("metricName"), Some(json!("TotalRequestUnits")));
     assert_eq!(field("timeAggregation"), Some(json!("Total")));
@@ -2190,14 +2716,26 @@ fn the_request_unit_budget_reads_the_accounts_metric() {
 #[test]
 fn the_logs_have_a_daily_cap() {
     let files = bicep_files();
-    let (main, resources, monitoring) =
-        (infra_file(&files, "main.bicep"), infra_file(&files, "resources.bicep"), infra_file(&files, "modules/monitoring.bicep"));
+    let (main, resources, monitoring) = (
+        infra_file(&files, "main.bicep"),
+        infra_file(&files, "resources.bicep"),
+        infra_file(&files, "modules/monitoring.bicep"),
+    );
     let workspace = only_resource(monitoring, "Microsoft.OperationalInsights/workspaces");
-    assert_eq!(expression_at(&workspace, &["properties", "workspaceCapping", "dailyQuotaGb"]), "dailyCapGb");
-    assert_eq!(module_argument(resources, "modules/monitoring.bicep", "dailyCapGb"), "logsDailyCapGb");
+    assert_eq!(
+        expression_at(&workspace, &["properties", "workspaceCapping", "dailyQuotaGb"]),
+        "dailyCapGb"
+    );
+    assert_eq!(
+        module_argument(resources, "modules/monitoring.bicep", "dailyCapGb"),
+        "logsDailyCapGb"
+    );
     assert_eq!(module_argument(main, "resources.bicep", "logsDailyCapGb"), "logsDailyCapGb");
     assert_eq!(main.parameters().get("logsDailyCapGb"), Some(&true), "a default cap");
-    assert_eq!(parameter_mappings().get("logsDailyCapGb").map(String::as_str), Some("BLOG_LOGS_DAILY_CAP_GB"));
+    assert_eq!(
+        parameter_mappings().get("logsDailyCapGb").map(String::as_str),
+        Some("BLOG_LOGS_DAILY_CAP_GB")
+    );
 }
 
 /// The continuation tokens' key stays the same across deployments, from a person's machine and
@@ -2206,17 +2744,36 @@ fn the_logs_have_a_daily_cap() {
 #[test]
 fn the_token_key_changes_only_when_asked() {
     let files = bicep_files();
-    let (main, resources) = (infra_file(&files, "main.bicep"), infra_file(&files, "resources.bicep"));
+    let (main, resources) =
+        (infra_file(&files, "main.bicep"), infra_file(&files, "resources.bicep"));
     for file in [main, resources] {
-        assert!(!file.source.contains("newGuid()"), "{}: a key made anew at each deployment", shown(&file.path));
+        assert!(
+            !file.source.contains("newGuid()"),
+            "{}: a key made anew at each deployment",
+            shown(&file.path)
+        );
     }
-    let decorators = parameter_decorators(main, "tokenSigningKey").expect("main.bicep: param tokenSigningKey");
+    let decorators =
+        parameter_decorators(main, "tokenSigningKey").expect("main.bicep: param tokenSigningKey");
     assert!(decorators.iter().any(|decorator| decorator == "secure()"), "{decorators:?}");
-    assert!(decorators.iter().any(|decorator| decorator.contains("type: 'generate'")), "azd generates it once: {decorators:?}");
-    assert_eq!(main.parameters().get("tokenSigningKey"), Some(&false), "no default: azd's generated value, or the environment's");
-    assert_eq!(parameter_mappings().get("tokenSigningKey").map(String::as_str), Some("BLOG_TOKEN_KEY"));
+    assert!(
+        decorators.iter().any(|decorator| decorator.contains("type: 'generate'")),
+        "azd generates it once: {decorators:?}"
+    );
+    assert_eq!(
+        main.parameters().get("tokenSigningKey"),
+        Some(&false),
+        "no default: azd's generated value, or the environment's"
+    );
+    assert_eq!(
+        parameter_mappings().get("tokenSigningKey").map(String::as_str),
+        Some("BLOG_TOKEN_KEY")
+    );
     assert_eq!(module_argument(main, "resources.bicep", "tokenSigningKey"), "tokenSigningKey");
-    assert_eq!(module_argument(resources, "modules/functionapp.bicep", "tokenSigningKey"), "tokenSigningKey");
+    assert_eq!(
+        module_argument(resources, "modules/functionapp.bicep", "tokenSigningKey"),
+        "tokenSigningKey"
+    );
 }
 
 /// CI may update the sign-in registration and its service principal a person made: the person's
@@ -2227,29 +2784,56 @@ fn the_token_key_changes_only_when_asked() {
 #[test]
 fn the_pipelines_principal_owns_the_registration_and_its_service_principal() {
     let files = bicep_files();
-    let (main, resources, signin) =
-        (infra_file(&files, "main.bicep"), infra_file(&files, "resources.bicep"), infra_file(&files, "modules/signin.bicep"));
-    assert_eq!(parameter_mappings().get("pipelineClientId").map(String::as_str), Some("AZURE_PIPELINE_CLIENT_ID"));
-    assert_eq!(parameter_mappings().get("pipelineIdentityId").map(String::as_str), Some("AZURE_PIPELINE_MSI_CLIENT_ID"));
+    let (main, resources, signin) = (
+        infra_file(&files, "main.bicep"),
+        infra_file(&files, "resources.bicep"),
+        infra_file(&files, "modules/signin.bicep"),
+    );
+    assert_eq!(
+        parameter_mappings().get("pipelineClientId").map(String::as_str),
+        Some("AZURE_PIPELINE_CLIENT_ID")
+    );
+    assert_eq!(
+        parameter_mappings().get("pipelineIdentityId").map(String::as_str),
+        Some("AZURE_PIPELINE_MSI_CLIENT_ID")
+    );
     assert_eq!(module_argument(main, "resources.bicep", "pipelineClientId"), "pipelineClientId");
-    assert_eq!(module_argument(main, "resources.bicep", "pipelineIdentityId"), "pipelineIdentityId");
-    assert_eq!(module_argument(resources, "modules/pipeline-principal.bicep", "clientId"), "pipelineClientId");
-    assert_eq!(module_argument(resources, "modules/pipeline-identity.bicep", "resourceId"), "pipelineIdentityId");
+    assert_eq!(
+        module_argument(main, "resources.bicep", "pipelineIdentityId"),
+        "pipelineIdentityId"
+    );
+    assert_eq!(
+        module_argument(resources, "modules/pipeline-principal.bicep", "clientId"),
+        "pipelineClientId"
+    );
+    assert_eq!(
+        module_argument(resources, "modules/pipeline-identity.bicep", "resourceId"),
+        "pipelineIdentityId"
+    );
     assert_eq!(
         module_argument(resources, "modules/signin.bicep", "additionalOwnerIds"),
         "!createSignIn ? [] : !empty(pipelineIdentityId) ? [pipelineIdentity.outputs.principalId] : \
          !empty(pipelineClientId) ? [pipelinePrincipal.outputs.objectId] : []"
     );
     let lookup = infra_file(&files, "modules/pipeline-principal.bicep");
-    assert!(lookup.source.contains("resource principal 'Microsoft.Graph/servicePrincipals@v1.0' existing = {"));
-    let identity =
-        only_resource(infra_file(&files, "modules/pipeline-identity.bicep"), "Microsoft.ManagedIdentity/userAssignedIdentities");
+    assert!(
+        lookup
+            .source
+            .contains("resource principal 'Microsoft.Graph/servicePrincipals@v1.0' existing = {")
+    );
+    let identity = only_resource(
+        infra_file(&files, "modules/pipeline-identity.bicep"),
+        "Microsoft.ManagedIdentity/userAssignedIdentities",
+    );
     assert!(identity.existing, "the pipeline's identity is read, not made");
     assert_eq!(expression_at(&identity, &["scope"]), "resourceGroup(parts[2], parts[4])");
     assert_eq!(expression_at(&identity, &["name"]), "parts[8]");
 
     let owners = signin.variable("owners").expect("signin.bicep: var owners");
-    assert_eq!(signin.literal(signin.path(owners, &["relationshipSemantics"]).unwrap()), Some(json!("append")));
+    assert_eq!(
+        signin.literal(signin.path(owners, &["relationshipSemantics"]).unwrap()),
+        Some(json!("append"))
+    );
     assert_eq!(
         expression(signin, signin.path(owners, &["relationships"]).unwrap()),
         "union(empty(ownerObjectId) ? [] : [ownerObjectId], additionalOwnerIds)"
@@ -2262,7 +2846,10 @@ fn the_pipelines_principal_owns_the_registration_and_its_service_principal() {
         );
     }
     let workflow = fs::read_to_string(repo_root().join(".github/workflows/azure-dev.yml")).unwrap();
-    assert!(workflow.contains("Application.ReadWrite.OwnedBy"), "the workflow's setup names the Graph permission");
+    assert!(
+        workflow.contains("Application.ReadWrite.OwnedBy"),
+        "the workflow's setup names the Graph permission"
+    );
 }
 
 /// The account keeps continuous backup, the 7-day tier (no charge for its storage),
@@ -2271,23 +2858,42 @@ fn the_pipelines_principal_owns_the_registration_and_its_service_principal() {
 #[test]
 fn the_cosmos_account_keeps_seven_days_of_continuous_backup() {
     let files = bicep_files();
-    let (main, cosmos) = (infra_file(&files, "resources.bicep"), infra_file(&files, "modules/cosmos.bicep"));
+    let (main, cosmos) =
+        (infra_file(&files, "resources.bicep"), infra_file(&files, "modules/cosmos.bicep"));
     let account = only_resource(cosmos, "Microsoft.DocumentDB/databaseAccounts");
     assert_eq!(
         expression(cosmos, cosmos.path(account.body, &["properties", "backupPolicy"]).unwrap()),
         "continuousBackup ? continuousBackupPolicy : periodicBackupPolicy"
     );
     let continuous = cosmos.literal(cosmos.variable("continuousBackupPolicy").unwrap()).unwrap();
-    assert_eq!(continuous, json!({"type": "Continuous", "continuousModeProperties": {"tier": "Continuous7Days"}}));
+    assert_eq!(
+        continuous,
+        json!({"type": "Continuous", "continuousModeProperties": {"tier": "Continuous7Days"}})
+    );
     let periodic = cosmos.literal(cosmos.variable("periodicBackupPolicy").unwrap()).unwrap();
     assert_eq!(periodic["type"], "Periodic");
-    assert_eq!(module_argument(main, "modules/cosmos.bicep", "continuousBackup"), "cosmosContinuousBackup");
+    assert_eq!(
+        module_argument(main, "modules/cosmos.bicep", "continuousBackup"),
+        "cosmosContinuousBackup"
+    );
     let top = infra_file(&files, "main.bicep");
-    assert_eq!(module_argument(top, "resources.bicep", "cosmosContinuousBackup"), "cosmosBackup == 'continuous'");
-    assert_eq!(top.parameters().get("cosmosBackup"), Some(&true), "continuous unless BLOG_COSMOS_BACKUP=periodic");
-    assert_eq!(parameter_mappings().get("cosmosBackup").map(String::as_str), Some("BLOG_COSMOS_BACKUP"));
+    assert_eq!(
+        module_argument(top, "resources.bicep", "cosmosContinuousBackup"),
+        "cosmosBackup == 'continuous'"
+    );
+    assert_eq!(
+        top.parameters().get("cosmosBackup"),
+        Some(&true),
+        "continuous unless BLOG_COSMOS_BACKUP=periodic"
+    );
+    assert_eq!(
+        parameter_mappings().get("cosmosBackup").map(String::as_str),
+        Some("BLOG_COSMOS_BACKUP")
+    );
     let deploy = fs::read_to_string(repo_root().join("docs/deploy.md")).unwrap();
-    for said in ["az cosmosdb restore", "--restore-timestamp", "BLOG_COSMOS_ACCOUNT_NAME", "rebuild-copies"] {
+    for said in
+        ["az cosmosdb restore", "--restore-timestamp", "BLOG_COSMOS_ACCOUNT_NAME", "rebuild-copies"]
+    {
         assert!(deploy.contains(said), "docs/deploy.md says how to restore: {said}");
     }
 }
@@ -2314,32 +2920,63 @@ fn front_door(check: impl FnOnce(&[BicepFile], &BicepFile)) {
 #[test]
 fn the_front_door_is_off_by_default_and_deployed_only_when_asked_for() {
     front_door(|files, front_door| {
-        let (main, resources) = (infra_file(files, "main.bicep"), infra_file(files, "resources.bicep"));
+        let (main, resources) =
+            (infra_file(files, "main.bicep"), infra_file(files, "resources.bicep"));
         let text = |file: &BicepFile| fs::read_to_string(&file.path).unwrap();
-        assert!(text(main).contains("param frontDoor string = 'none'"), "off unless BLOG_FRONT_DOOR says standard");
-        assert_eq!(parameter_mappings().get("frontDoor").map(String::as_str), Some("BLOG_FRONT_DOOR"));
-        assert_eq!(module_argument(main, "resources.bicep", "frontDoor"), "frontDoor == 'standard'");
+        assert!(
+            text(main).contains("param frontDoor string = 'none'"),
+            "off unless BLOG_FRONT_DOOR says standard"
+        );
+        assert_eq!(
+            parameter_mappings().get("frontDoor").map(String::as_str),
+            Some("BLOG_FRONT_DOOR")
+        );
+        assert_eq!(
+            module_argument(main, "resources.bicep", "frontDoor"),
+            "frontDoor == 'standard'"
+        );
         assert!(text(resources).contains("param frontDoor bool = false"));
         assert!(
-            text(resources).contains("module edge 'modules/frontdoor-endpoint.bicep' = if (frontDoor)"),
+            text(resources)
+                .contains("module edge 'modules/frontdoor-endpoint.bicep' = if (frontDoor)"),
             "deployed only when on"
         );
-        assert!(text(resources).contains("module cdn 'modules/frontdoor.bicep' = if (frontDoor)"), "deployed only when on");
+        assert!(
+            text(resources).contains("module cdn 'modules/frontdoor.bicep' = if (frontDoor)"),
+            "deployed only when on"
+        );
         assert_eq!(
             module_argument(resources, "modules/frontdoor.bicep", "originHostName"),
             "functionApp.outputs.defaultHostName"
         );
-        assert_eq!(module_argument(resources, "modules/frontdoor.bicep", "profileName"), "edge.outputs.profileName");
-        assert_eq!(module_argument(resources, "modules/frontdoor.bicep", "endpointName"), "edge.outputs.endpointName");
+        assert_eq!(
+            module_argument(resources, "modules/frontdoor.bicep", "profileName"),
+            "edge.outputs.profileName"
+        );
+        assert_eq!(
+            module_argument(resources, "modules/frontdoor.bicep", "endpointName"),
+            "edge.outputs.endpointName"
+        );
         assert_eq!(
             outputs(resources).get("BLOG_FRONT_DOOR_URL").map(String::as_str),
             Some("frontDoor ? 'https://${edge.outputs.hostName}' : ''")
         );
         let endpoint_module = infra_file(files, "modules/frontdoor-endpoint.bicep");
-        assert_eq!(outputs(endpoint_module).get("hostName").map(String::as_str), Some("endpoint.properties.hostName"));
-        let existing: Vec<String> =
-            front_door.resources().iter().filter(|resource| resource.existing).map(|resource| resource.symbol.clone()).collect();
-        assert_eq!(existing, ["profile", "endpoint"], "the route's module names the profile and endpoint, made before");
+        assert_eq!(
+            outputs(endpoint_module).get("hostName").map(String::as_str),
+            Some("endpoint.properties.hostName")
+        );
+        let existing: Vec<String> = front_door
+            .resources()
+            .iter()
+            .filter(|resource| resource.existing)
+            .map(|resource| resource.symbol.clone())
+            .collect();
+        assert_eq!(
+            existing,
+            ["profile", "endpoint"],
+            "the route's module names the profile and endpoint, made before"
+        );
     });
 }
 
@@ -2348,18 +2985,28 @@ fn the_front_door_is_off_by_default_and_deployed_only_when_asked_for() {
 #[test]
 fn the_front_door_routes_to_the_app_by_its_host_name_and_caches_by_query_string() {
     front_door(|files, front_door| {
-        let profile = only_resource(infra_file(files, "modules/frontdoor-endpoint.bicep"), "Microsoft.Cdn/profiles");
+        let profile = only_resource(
+            infra_file(files, "modules/frontdoor-endpoint.bicep"),
+            "Microsoft.Cdn/profiles",
+        );
         assert_eq!(profile.literal_at(&["sku", "name"]), Some(json!("Standard_AzureFrontDoor")));
         assert_eq!(profile.literal_at(&["location"]), Some(json!("global")));
         let origin = only_resource(front_door, "Microsoft.Cdn/profiles/originGroups/origins");
         assert_eq!(expression_at(&origin, &["properties", "hostName"]), "originHostName");
-        assert_eq!(expression_at(&origin, &["properties", "originHostHeader"]), "originHostName", "App Service routes by Host");
+        assert_eq!(
+            expression_at(&origin, &["properties", "originHostHeader"]),
+            "originHostName",
+            "App Service routes by Host"
+        );
         let route = only_resource(front_door, "Microsoft.Cdn/profiles/afdEndpoints/routes");
         assert_eq!(
             route.literal_at(&["properties", "cacheConfiguration", "queryStringCachingBehavior"]),
             Some(json!("UseQueryString"))
         );
-        assert_eq!(expression_at(&route, &["properties", "ruleSets"]), "[ { id: bypassSignedIn.id } ]");
+        assert_eq!(
+            expression_at(&route, &["properties", "ruleSets"]),
+            "[ { id: bypassSignedIn.id } ]"
+        );
         assert!(
             expression_at(&route, &["dependsOn"]).contains("origin"),
             "a route to an origin group without an origin is refused"
@@ -2370,7 +3017,10 @@ fn the_front_door_routes_to_the_app_by_its_host_name_and_caches_by_query_string(
 /// The conditions of the Front Door's rules, as `name:selector` (`UrlPath:` with its values),
 /// each rule checked to turn caching off for its request and to do nothing else.
 fn bypassed_by_rules(front_door: &BicepFile) -> BTreeSet<String> {
-    let rules = resources_of_type(std::slice::from_ref(front_door), "Microsoft.Cdn/profiles/ruleSets/rules");
+    let rules = resources_of_type(
+        std::slice::from_ref(front_door),
+        "Microsoft.Cdn/profiles/ruleSets/rules",
+    );
     let mut bypassed = BTreeSet::new();
     for rule in &rules {
         let actions = rule.literal_at(&["properties", "actions"]).unwrap();
@@ -2409,11 +3059,15 @@ fn bypassed_by_rules(front_door: &BicepFile) -> BTreeSet<String> {
 fn the_front_door_bypasses_its_cache_for_a_sign_in_and_a_writer() {
     front_door(|_, front_door| {
         let bypassed = bypassed_by_rules(front_door);
-        for expected in ["Cookies:AppServiceAuthSession", "Cookies:blog_wrote", "RequestHeader:Authorization"] {
+        for expected in
+            ["Cookies:AppServiceAuthSession", "Cookies:blog_wrote", "RequestHeader:Authorization"]
+        {
             assert!(bypassed.contains(expected), "no bypass for {expected}: {bypassed:?}");
         }
         assert!(
-            bypassed.iter().any(|condition| condition.starts_with("UrlPath:") && condition.contains(".auth/")),
+            bypassed
+                .iter()
+                .any(|condition| condition.starts_with("UrlPath:") && condition.contains(".auth/")),
             "{bypassed:?}"
         );
         let posts = fs::read_to_string(repo_root().join("src/http/pages/posts.rs")).unwrap();
@@ -2426,7 +3080,8 @@ fn the_front_door_bypasses_its_cache_for_a_sign_in_and_a_writer() {
 #[test]
 fn the_app_sets_no_instance_affinity_cookie_that_would_defeat_the_cache() {
     front_door(|files, _| {
-        let app = only_resource(infra_file(files, "modules/functionapp.bicep"), "Microsoft.Web/sites");
+        let app =
+            only_resource(infra_file(files, "modules/functionapp.bicep"), "Microsoft.Web/sites");
         assert_eq!(app.literal_at(&["properties", "clientAffinityEnabled"]), Some(json!(false)));
     });
 }
@@ -2465,21 +3120,32 @@ fn the_public_url_is_the_front_door_endpoints_when_there_is_one_and_the_apps_own
     // The endpoint is made in the module whose output that is, from nothing the app gives.
     let endpoint = only_resource(endpoint_module, "Microsoft.Cdn/profiles/afdEndpoints");
     assert!(!endpoint.existing, "{}: the endpoint is made here", endpoint.at());
-    assert_eq!(outputs(endpoint_module).get("hostName").map(String::as_str), Some("endpoint.properties.hostName"));
+    assert_eq!(
+        outputs(endpoint_module).get("hostName").map(String::as_str),
+        Some("endpoint.properties.hostName")
+    );
     assert_eq!(
         endpoint_module.parameters().keys().map(String::as_str).collect::<Vec<_>>(),
         ["name", "tags"],
         "the endpoint's module takes nothing of the app"
     );
     assert!(
-        descendants(endpoint_module.tree.root_node()).iter().all(|node| node.kind() != "module_declaration"),
+        descendants(endpoint_module.tree.root_node())
+            .iter()
+            .all(|node| node.kind() != "module_declaration"),
         "nothing else is deployed with the endpoint"
     );
 
     // Without Front Door: the host name App Service gives an app that does not opt in, at
     // creation, to `<name>-<hash>.<region>-01.azurewebsites.net`.
-    assert_eq!(expression(resources, resources.variable("appHostName").unwrap()), "'${names.functionApp}.azurewebsites.net'");
-    assert_eq!(module_argument(resources, "modules/functionapp.bicep", "appName"), "names.functionApp");
+    assert_eq!(
+        expression(resources, resources.variable("appHostName").unwrap()),
+        "'${names.functionApp}.azurewebsites.net'"
+    );
+    assert_eq!(
+        module_argument(resources, "modules/functionapp.bicep", "appName"),
+        "names.functionApp"
+    );
     assert!(
         site.file.path(site.body, &["properties", "autoGeneratedDomainNameLabelScope"]).is_none(),
         "{}: with autoGeneratedDomainNameLabelScope the app's host name is hashed, and appHostName (BLOG_PUBLIC_URL, \
@@ -2499,7 +3165,10 @@ fn sign_in_through_the_front_door_redirects_to_the_front_doors_host() {
             expression_at(auth, &["properties", "httpSettings", "forwardProxy"]),
             "{ convention: behindFrontDoor ? 'Standard' : 'NoProxy' }"
         );
-        assert_eq!(module_argument(main, "modules/functionapp.bicep", "behindFrontDoor"), "frontDoor");
+        assert_eq!(
+            module_argument(main, "modules/functionapp.bicep", "behindFrontDoor"),
+            "frontDoor"
+        );
         assert!(
             module_argument(main, "modules/signin.bicep", "hostNames")
                 .starts_with("frontDoor ? [appHostName, edge.outputs.hostName]"),

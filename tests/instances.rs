@@ -36,7 +36,11 @@ async fn shares_a_kept_page(instance: &common::OtherInstance, first: &str, then:
 /// Waits out a lifetime, then views `page` on `instance` until `shown` holds of it (the change
 /// feed delivers a change a moment after the write it follows): the operations of the view that
 /// first shows it. Fails after ten tries.
-async fn operations_when_shown(instance: &common::OtherInstance, page: &str, shown: impl Fn(&str) -> bool) -> u64 {
+async fn operations_when_shown(
+    instance: &common::OtherInstance,
+    page: &str,
+    shown: impl Fn(&str) -> bool,
+) -> u64 {
     for _ in 0..10 {
         tokio::time::sleep(LIFETIME).await;
         let (operations, html) = instance.get(page).await;
@@ -67,23 +71,36 @@ async fn another_instance_checks_its_kept_post_view_by_one_read_and_shows_a_writ
     assert!(html.contains("0 comments · 0 likes"), "{html}");
     tokio::time::sleep(LIFETIME).await;
     let (operations, html) = second.get(&page).await;
-    assert_eq!(operations, 2, "the log, which cannot say for a view read before it, then the post's etag: nothing changed");
+    assert_eq!(
+        operations, 2,
+        "the log, which cannot say for a view read before it, then the post's etag: nothing changed"
+    );
     assert!(html.contains("0 comments · 0 likes"), "{html}");
     tokio::time::sleep(LIFETIME).await;
     let (operations, _) = second.get(&page).await;
     assert_eq!(operations, 1, "the log alone: nothing changed");
 
-    let liked = app.post(&format!("/api/posts/{post}/likes"), serde_json::json!({"userId": fan})).await;
+    let liked =
+        app.post(&format!("/api/posts/{post}/likes"), serde_json::json!({"userId": fan})).await;
     assert_eq!(liked.status, StatusCode::CREATED, "{}", liked.body);
-    let operations = operations_when_shown(&second, &page, |html| html.contains("0 comments · 1 like")).await;
-    assert_eq!(operations, 3, "the log named the post: then the post and its likes, whose version moved");
+    let operations =
+        operations_when_shown(&second, &page, |html| html.contains("0 comments · 1 like")).await;
+    assert_eq!(
+        operations, 3,
+        "the log named the post: then the post and its likes, whose version moved"
+    );
 
     // A liker's new name is written onto their like by the change feed, with the post written
     // again in the same transaction, which the change feed delivers and the log names.
-    let renamed = app.put(&format!("/api/users/{fan}"), serde_json::json!({"username": "renamed-fan"})).await;
+    let renamed =
+        app.put(&format!("/api/users/{fan}"), serde_json::json!({"username": "renamed-fan"})).await;
     assert_eq!(renamed.status, StatusCode::OK, "{}", renamed.body);
-    let operations = operations_when_shown(&second, &page, |html| html.contains("renamed-fan")).await;
-    assert_eq!(operations, 3, "the log named the post after the rename: the post and its likes again");
+    let operations =
+        operations_when_shown(&second, &page, |html| html.contains("renamed-fan")).await;
+    assert_eq!(
+        operations, 3,
+        "the log named the post after the rename: the post and its likes again"
+    );
 
     second.stop().await;
 }
@@ -94,7 +111,8 @@ async fn another_instance_checks_its_kept_post_view_by_one_read_and_shows_a_writ
 /// a like; and all three for a post stored without versions (written before posts had them),
 /// which cannot say.
 #[tokio::test]
-async fn another_instance_reads_again_only_what_a_write_made_elsewhere_changed_in_a_kept_post_view() {
+async fn another_instance_reads_again_only_what_a_write_made_elsewhere_changed_in_a_kept_post_view()
+{
     let app = TestApp::start().await;
     let author = app.user("author").await;
     let fan = app.user("fan").await;
@@ -105,42 +123,71 @@ async fn another_instance_reads_again_only_what_a_write_made_elsewhere_changed_i
     let page = format!("/posts/{post}");
     assert_eq!(second.get(&page).await.0, 3, "Q2, Q4 and Q5, read whole");
 
-    let edited = app.put(&format!("/api/posts/{post}"), serde_json::json!({"title": "Kept, edited", "content": "Edited."})).await;
+    let edited = app
+        .put(
+            &format!("/api/posts/{post}"),
+            serde_json::json!({"title": "Kept, edited", "content": "Edited."}),
+        )
+        .await;
     assert_eq!(edited.status, StatusCode::OK, "{}", edited.body);
-    let operations = operations_when_shown(&second, &page, |html| html.contains("Kept, edited")).await;
+    let operations =
+        operations_when_shown(&second, &page, |html| html.contains("Kept, edited")).await;
     assert_eq!(operations, 2, "the log, then the post alone: an edit moves neither list's version");
 
     let comment = serde_json::json!({"userId": commenter, "content": "Shown elsewhere"});
     let commented = app.post(&format!("/api/posts/{post}/comments"), comment).await;
     assert_eq!(commented.status, StatusCode::CREATED, "{}", commented.body);
-    let operations = operations_when_shown(&second, &page, |html| html.contains("Shown elsewhere")).await;
+    let operations =
+        operations_when_shown(&second, &page, |html| html.contains("Shown elsewhere")).await;
     assert_eq!(operations, 3, "the log, then the post and its comments");
 
-    let liked = app.post(&format!("/api/posts/{post}/likes"), serde_json::json!({"userId": fan})).await;
+    let liked =
+        app.post(&format!("/api/posts/{post}/likes"), serde_json::json!({"userId": fan})).await;
     assert_eq!(liked.status, StatusCode::CREATED, "{}", liked.body);
     let operations = operations_when_shown(&second, &page, |html| html.contains("Liked by")).await;
     assert_eq!(operations, 3, "the log, then the post and its likes");
     let (_, html) = second.get(&page).await;
-    assert!(html.contains("Shown elsewhere") && html.contains("Kept, edited"), "the parts kept still shown: {html}");
+    assert!(
+        html.contains("Shown elsewhere") && html.contains("Kept, edited"),
+        "the parts kept still shown: {html}"
+    );
 
-    let renamed = app.put(&format!("/api/users/{commenter}"), serde_json::json!({"username": "renamed-commenter"})).await;
+    let renamed = app
+        .put(
+            &format!("/api/users/{commenter}"),
+            serde_json::json!({"username": "renamed-commenter"}),
+        )
+        .await;
     assert_eq!(renamed.status, StatusCode::OK, "{}", renamed.body);
-    let operations = operations_when_shown(&second, &page, |html| html.contains("renamed-commenter")).await;
-    assert_eq!(operations, 3, "the log, then the post and its comments, whose version updateUsernames moved");
+    let operations =
+        operations_when_shown(&second, &page, |html| html.contains("renamed-commenter")).await;
+    assert_eq!(
+        operations, 3,
+        "the log, then the post and its comments, whose version updateUsernames moved"
+    );
 
     // The post as one written before posts carried their lists' versions: a change of it cannot
     // say which list changed, whichever side lacks them.
-    let mut stored: serde_json::Value = app.state.store.read(Container::Posts, &post, &post).await.unwrap().unwrap();
+    let mut stored: serde_json::Value =
+        app.state.store.read(Container::Posts, &post, &post).await.unwrap().unwrap();
     let fields = stored.as_object_mut().unwrap();
-    fields.retain(|name, _| !name.starts_with('_') && name != "commentsVersion" && name != "likesVersion");
+    fields.retain(|name, _| {
+        !name.starts_with('_') && name != "commentsVersion" && name != "likesVersion"
+    });
     fields.insert("title".into(), "Kept, unversioned".into());
     app.state.store.upsert(Container::Posts, &post, &stored).await.unwrap();
-    let operations = operations_when_shown(&second, &page, |html| html.contains("Kept, unversioned")).await;
+    let operations =
+        operations_when_shown(&second, &page, |html| html.contains("Kept, unversioned")).await;
     assert_eq!(operations, 4, "the log, then all three: the post says nothing of its lists");
-    let edited =
-        app.put(&format!("/api/posts/{post}"), serde_json::json!({"title": "Kept, edited again", "content": "Again."})).await;
+    let edited = app
+        .put(
+            &format!("/api/posts/{post}"),
+            serde_json::json!({"title": "Kept, edited again", "content": "Again."}),
+        )
+        .await;
     assert_eq!(edited.status, StatusCode::OK, "{}", edited.body);
-    let operations = operations_when_shown(&second, &page, |html| html.contains("Kept, edited again")).await;
+    let operations =
+        operations_when_shown(&second, &page, |html| html.contains("Kept, edited again")).await;
     assert_eq!(operations, 4, "the log, then all three: nor did the view kept");
 
     second.stop().await;
@@ -152,12 +199,16 @@ async fn another_instance_reads_again_only_what_a_write_made_elsewhere_changed_i
 /// again (the mark, then Q6) for a post that entered or left the feed, mended with a point read
 /// of each copy changed in place (a like, the author's new name).
 #[tokio::test]
-async fn another_instance_checks_its_kept_front_page_by_the_feeds_mark_and_shows_each_change_made_elsewhere() {
+async fn another_instance_checks_its_kept_front_page_by_the_feeds_mark_and_shows_each_change_made_elsewhere()
+ {
     let app = TestApp::start().await;
     let author = app.user("author").await;
     let fan = app.user("fan").await;
     let first = app.post_by(&author, "First").await;
-    app.eventually("/api/feed", |feed| feed["items"].as_array().is_some_and(|items| items.len() == 1)).await;
+    app.eventually("/api/feed", |feed| {
+        feed["items"].as_array().is_some_and(|items| items.len() == 1)
+    })
+    .await;
     let second = app.another_instance().await;
 
     let (operations, html) = second.get("/").await;
@@ -165,11 +216,17 @@ async fn another_instance_checks_its_kept_front_page_by_the_feeds_mark_and_shows
     assert!(html.contains("First"), "{html}");
     tokio::time::sleep(LIFETIME).await;
     let (operations, _) = second.get("/").await;
-    assert_eq!(operations, 2, "the log, which cannot say for a page read before it, then the mark: nothing changed");
+    assert_eq!(
+        operations, 2,
+        "the log, which cannot say for a page read before it, then the mark: nothing changed"
+    );
     tokio::time::sleep(LIFETIME).await;
     let (operations, _) = second.get("/").await;
     assert_eq!(operations, 1, "the log alone: nothing changed");
-    assert!(shares_a_kept_page(&second, "/", "/feed.atom").await, "the Atom feed shares the front page's kept page");
+    assert!(
+        shares_a_kept_page(&second, "/", "/feed.atom").await,
+        "the Atom feed shares the front page's kept page"
+    );
 
     // Each change is made through the first instance and waited for there (its processors
     // copy it, mark the feed, then name it in the log); the second shows it at its next check:
@@ -181,28 +238,46 @@ async fn another_instance_checks_its_kept_front_page_by_the_feeds_mark_and_shows
     assert_eq!(operations, 3, "a new post marked the feed");
     assert!(html.contains("Second"), "{html}");
 
-    let liked = app.post(&format!("/api/posts/{first}/likes"), serde_json::json!({"userId": fan})).await;
+    let liked =
+        app.post(&format!("/api/posts/{first}/likes"), serde_json::json!({"userId": fan})).await;
     assert_eq!(liked.status, StatusCode::CREATED, "{}", liked.body);
     app.eventually("/api/feed", |feed| feed["items"][1]["likeCount"] == 1).await;
     tokio::time::sleep(LIFETIME).await;
     let (operations, html) = second.get("/").await;
-    assert_eq!(operations, 2, "the log named the post's copy, changed in place: read alone, the kept page mended");
+    assert_eq!(
+        operations, 2,
+        "the log named the post's copy, changed in place: read alone, the kept page mended"
+    );
     assert!(html.contains("1 like"), "{html}");
 
-    let renamed = app.put(&format!("/api/users/{author}"), serde_json::json!({"username": "renamed-author"})).await;
+    let renamed = app
+        .put(&format!("/api/users/{author}"), serde_json::json!({"username": "renamed-author"}))
+        .await;
     assert_eq!(renamed.status, StatusCode::OK, "{}", renamed.body);
     app.eventually("/api/feed", |feed| {
-        feed["items"].as_array().unwrap().iter().all(|post| post["userUsername"] == "renamed-author")
+        feed["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|post| post["userUsername"] == "renamed-author")
     })
     .await;
     tokio::time::sleep(LIFETIME).await;
     let (operations, html) = second.get("/").await;
-    assert_eq!(operations, 3, "the author's new name on both copies: the log, then each copy, the kept page mended");
+    assert_eq!(
+        operations, 3,
+        "the author's new name on both copies: the log, then each copy, the kept page mended"
+    );
     assert!(html.contains("renamed-author"), "{html}");
 
-    let deleted = app.send_as(Some(&author), reqwest::Method::DELETE, &format!("/api/posts/{newest}"), None).await;
+    let deleted = app
+        .send_as(Some(&author), reqwest::Method::DELETE, &format!("/api/posts/{newest}"), None)
+        .await;
     assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{}", deleted.body);
-    app.eventually("/api/feed", |feed| feed["items"].as_array().is_some_and(|items| items.len() == 1)).await;
+    app.eventually("/api/feed", |feed| {
+        feed["items"].as_array().is_some_and(|items| items.len() == 1)
+    })
+    .await;
     tokio::time::sleep(LIFETIME).await;
     let (operations, html) = second.get("/").await;
     assert_eq!(operations, 3, "the deleted post's copy went, and marked the feed");
@@ -217,23 +292,31 @@ async fn another_instance_checks_its_kept_front_page_by_the_feeds_mark_and_shows
 /// one of them and the user's new name, made through the first instance, show at the second's
 /// next check. `GET /api/users/{id}/posts` shares the kept page.
 #[tokio::test]
-async fn another_instance_checks_its_kept_user_posts_by_the_users_mark_and_shows_each_change_made_elsewhere() {
+async fn another_instance_checks_its_kept_user_posts_by_the_users_mark_and_shows_each_change_made_elsewhere()
+ {
     let app = TestApp::start().await;
     let author = app.user("author").await;
     let fan = app.user("fan").await;
     let first = app.post_by(&author, "First").await;
     let posts = format!("/api/users/{author}/posts");
-    app.eventually(&posts, |page| page["items"].as_array().is_some_and(|items| items.len() == 1)).await;
+    app.eventually(&posts, |page| page["items"].as_array().is_some_and(|items| items.len() == 1))
+        .await;
     let second = app.another_instance().await;
     let page = format!("/users/{author}");
 
     let (operations, html) = second.get(&page).await;
     assert_eq!(operations, 3, "Q1, then the user's posts mark and Q3");
     assert!(html.contains("First"), "{html}");
-    assert!(shares_a_kept_page(&second, &page, &posts).await, "the API's first page is the user page's kept page");
+    assert!(
+        shares_a_kept_page(&second, &page, &posts).await,
+        "the API's first page is the user page's kept page"
+    );
     tokio::time::sleep(LIFETIME).await;
     let (operations, _) = second.get(&page).await;
-    assert_eq!(operations, 3, "the log, which cannot say for a page read before it, then Q1 and the mark: nothing changed");
+    assert_eq!(
+        operations, 3,
+        "the log, which cannot say for a page read before it, then Q1 and the mark: nothing changed"
+    );
     tokio::time::sleep(LIFETIME).await;
     let (operations, _) = second.get(&page).await;
     assert_eq!(operations, 1, "the log alone: nothing changed");
@@ -245,7 +328,8 @@ async fn another_instance_checks_its_kept_user_posts_by_the_users_mark_and_shows
     assert_eq!(operations, 3, "the log, then the mark and Q3: a new post marked the user's posts");
     assert!(html.contains("Second"), "{html}");
 
-    let liked = app.post(&format!("/api/posts/{first}/likes"), serde_json::json!({"userId": fan})).await;
+    let liked =
+        app.post(&format!("/api/posts/{first}/likes"), serde_json::json!({"userId": fan})).await;
     assert_eq!(liked.status, StatusCode::CREATED, "{}", liked.body);
     app.eventually(&posts, |page| page["items"][1]["likeCount"] == 1).await;
     tokio::time::sleep(LIFETIME).await;
@@ -253,12 +337,20 @@ async fn another_instance_checks_its_kept_user_posts_by_the_users_mark_and_shows
     assert_eq!(operations, 3, "the like changed the post's copy, which marked the user's posts");
     assert!(html.contains("1 like"), "{html}");
 
-    let renamed = app.put(&format!("/api/users/{author}"), serde_json::json!({"username": "renamed-author"})).await;
+    let renamed = app
+        .put(&format!("/api/users/{author}"), serde_json::json!({"username": "renamed-author"}))
+        .await;
     assert_eq!(renamed.status, StatusCode::OK, "{}", renamed.body);
-    let operations = operations_when_shown(&second, &page, |html| html.contains("<h1 dir=\"auto\">renamed-author")).await;
+    let operations = operations_when_shown(&second, &page, |html| {
+        html.contains("<h1 dir=\"auto\">renamed-author")
+    })
+    .await;
     // The posts' copies take the new name through the change feed too: named in the same log
     // read (their mark and Q3 read again with Q1) or a later one.
-    assert!(matches!(operations, 2 | 4), "the log named the user: Q1 read again ({operations} operations)");
+    assert!(
+        matches!(operations, 2 | 4),
+        "the log named the user: Q1 read again ({operations} operations)"
+    );
 
     second.stop().await;
 }
@@ -267,12 +359,16 @@ async fn another_instance_checks_its_kept_user_posts_by_the_users_mark_and_shows
 /// a post tagged, a like on a tagged post and a tag removed by an edit, all made through the
 /// first instance, each show on the second's next check, a lifetime later at most.
 #[tokio::test]
-async fn another_instance_checks_its_kept_tag_page_by_the_tags_mark_and_shows_each_change_made_elsewhere() {
+async fn another_instance_checks_its_kept_tag_page_by_the_tags_mark_and_shows_each_change_made_elsewhere()
+ {
     let app = TestApp::start().await;
     let author = app.user("author").await;
     let fan = app.user("fan").await;
     let tagged = |title: &str, tags: &[&str]| serde_json::json!({"userId": author, "title": title, "content": "c", "tags": tags});
-    let first = app.post("/api/posts", tagged("First", &["Kites"])).await.body["id"].as_str().unwrap().to_owned();
+    let first = app.post("/api/posts", tagged("First", &["Kites"])).await.body["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let posts = "/api/tags/kites/posts";
     app.eventually(posts, |page| page["items"][0]["id"] == first.as_str()).await;
     let second = app.another_instance().await;
@@ -281,23 +377,36 @@ async fn another_instance_checks_its_kept_tag_page_by_the_tags_mark_and_shows_ea
     let (operations, html) = second.get(page).await;
     assert_eq!(operations, 2, "the tag's mark and Q7");
     assert!(html.contains("First"), "{html}");
-    assert!(shares_a_kept_page(&second, page, posts).await, "the API's first page is the tag page's kept page");
-    assert!(shares_a_kept_page(&second, page, "/tags/kites/feed.atom").await, "the tag's feed is its page's kept page");
+    assert!(
+        shares_a_kept_page(&second, page, posts).await,
+        "the API's first page is the tag page's kept page"
+    );
+    assert!(
+        shares_a_kept_page(&second, page, "/tags/kites/feed.atom").await,
+        "the tag's feed is its page's kept page"
+    );
     tokio::time::sleep(LIFETIME).await;
     let (operations, _) = second.get(page).await;
-    assert_eq!(operations, 2, "the log, which cannot say for a page read before it, and the mark: nothing changed");
+    assert_eq!(
+        operations, 2,
+        "the log, which cannot say for a page read before it, and the mark: nothing changed"
+    );
     tokio::time::sleep(LIFETIME).await;
     let (operations, _) = second.get(page).await;
     assert_eq!(operations, 1, "the log alone: nothing changed");
 
-    let newest = app.post("/api/posts", tagged("Second", &["kites", "Wind"])).await.body["id"].as_str().unwrap().to_owned();
+    let newest = app.post("/api/posts", tagged("Second", &["kites", "Wind"])).await.body["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     app.eventually(posts, |page| page["items"][0]["id"] == newest.as_str()).await;
     tokio::time::sleep(LIFETIME).await;
     let (operations, html) = second.get(page).await;
     assert_eq!(operations, 3, "the log, then the mark and Q7: a post tagged marked the tag");
     assert!(html.contains("Second"), "{html}");
 
-    let liked = app.post(&format!("/api/posts/{first}/likes"), serde_json::json!({"userId": fan})).await;
+    let liked =
+        app.post(&format!("/api/posts/{first}/likes"), serde_json::json!({"userId": fan})).await;
     assert_eq!(liked.status, StatusCode::CREATED, "{}", liked.body);
     app.eventually(posts, |page| page["items"][1]["likeCount"] == 1).await;
     tokio::time::sleep(LIFETIME).await;
@@ -305,10 +414,15 @@ async fn another_instance_checks_its_kept_tag_page_by_the_tags_mark_and_shows_ea
     assert_eq!(operations, 3, "the like changed the post's copy under the tag, which marked it");
     assert!(html.contains("1 like"), "{html}");
 
-    let edited =
-        app.put(&format!("/api/posts/{newest}"), serde_json::json!({"title": "Second", "content": "c", "tags": ["Wind"]})).await;
+    let edited = app
+        .put(
+            &format!("/api/posts/{newest}"),
+            serde_json::json!({"title": "Second", "content": "c", "tags": ["Wind"]}),
+        )
+        .await;
     assert_eq!(edited.status, StatusCode::OK, "{}", edited.body);
-    app.eventually(posts, |page| page["items"].as_array().is_some_and(|items| items.len() == 1)).await;
+    app.eventually(posts, |page| page["items"].as_array().is_some_and(|items| items.len() == 1))
+        .await;
     tokio::time::sleep(LIFETIME).await;
     let (operations, html) = second.get(page).await;
     assert_eq!(operations, 3, "the tag removed marked it");
@@ -332,22 +446,41 @@ async fn another_instance_keeps_the_apis_reads_of_a_post_for_readers_not_signed_
     let (read, comments) = (format!("/api/posts/{post}"), format!("/api/posts/{post}/comments"));
 
     assert_eq!(second.get(&read).await.0, 1, "Q2");
-    assert_eq!(second.get(&comments).await.0, 2, "Q4, and Q2 to tell an empty page from a missing post");
+    assert_eq!(
+        second.get(&comments).await.0,
+        2,
+        "Q4, and Q2 to tell an empty page from a missing post"
+    );
     assert!(shares_a_kept_page(&second, &read, &read).await, "kept for the next reader");
     assert!(shares_a_kept_page(&second, &comments, &comments).await, "a page of comments kept too");
     assert_eq!(second.get_as(&fan, &read).await, 1, "a signed-in caller's read is made anew");
     tokio::time::sleep(LIFETIME).await;
-    assert_eq!(second.get(&read).await.0, 2, "the log, which cannot say for a read made before it, then Q2 again");
-    assert_eq!(second.get(&comments).await.0, 2, "the log just read, which cannot say: Q4 and Q2 again");
+    assert_eq!(
+        second.get(&read).await.0,
+        2,
+        "the log, which cannot say for a read made before it, then Q2 again"
+    );
+    assert_eq!(
+        second.get(&comments).await.0,
+        2,
+        "the log just read, which cannot say: Q4 and Q2 again"
+    );
     tokio::time::sleep(LIFETIME).await;
     assert_eq!(second.get(&read).await.0, 1, "the log alone: nothing changed");
     assert_eq!(second.get(&comments).await.0, 0, "the same read of the log");
 
-    let liked = app.post(&format!("/api/posts/{post}/likes"), serde_json::json!({"userId": fan})).await;
+    let liked =
+        app.post(&format!("/api/posts/{post}/likes"), serde_json::json!({"userId": fan})).await;
     assert_eq!(liked.status, StatusCode::CREATED, "{}", liked.body);
-    let operations = operations_when_shown(&second, &read, |body| body.contains("\"likeCount\":1")).await;
+    let operations =
+        operations_when_shown(&second, &read, |body| body.contains("\"likeCount\":1")).await;
     assert_eq!(operations, 2, "the log named the post: then Q2");
-    let commented = app.post(&format!("/api/posts/{post}/comments"), serde_json::json!({"userId": fan, "content": "Nice"})).await;
+    let commented = app
+        .post(
+            &format!("/api/posts/{post}/comments"),
+            serde_json::json!({"userId": fan, "content": "Nice"}),
+        )
+        .await;
     assert_eq!(commented.status, StatusCode::CREATED, "{}", commented.body);
     let operations = operations_when_shown(&second, &comments, |body| body.contains("Nice")).await;
     assert_eq!(operations, 2, "the log named the post: then Q4");

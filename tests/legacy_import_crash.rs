@@ -45,18 +45,43 @@ fn write(container: Container, id: &str, doc: Option<Value>, seq: u64) -> Value 
 /// The earlier store's snapshot at its second compaction: two posts and a user.
 fn snapshot() -> String {
     let mut text = line(&json!({"generation": 2, "through": 3}));
-    text += &line(&write(Container::Posts, "a", Some(json!({"id": "a", "postId": "a", "title": "first"})), 1));
-    text += &line(&write(Container::Posts, "b", Some(json!({"id": "b", "postId": "b", "title": "deleted"})), 2));
-    text += &line(&write(Container::Users, "u", Some(json!({"id": "u", "userId": "u", "username": "alice"})), 3));
+    text += &line(&write(
+        Container::Posts,
+        "a",
+        Some(json!({"id": "a", "postId": "a", "title": "first"})),
+        1,
+    ));
+    text += &line(&write(
+        Container::Posts,
+        "b",
+        Some(json!({"id": "b", "postId": "b", "title": "deleted"})),
+        2,
+    ));
+    text += &line(&write(
+        Container::Users,
+        "u",
+        Some(json!({"id": "u", "userId": "u", "username": "alice"})),
+        3,
+    ));
     text
 }
 
 /// The writes since: a post edited, one deleted, one created.
 fn journal() -> String {
     let mut text = line(&json!({"generation": 2, "through": 3}));
-    text += &line(&write(Container::Posts, "a", Some(json!({"id": "a", "postId": "a", "title": "edited"})), 4));
+    text += &line(&write(
+        Container::Posts,
+        "a",
+        Some(json!({"id": "a", "postId": "a", "title": "edited"})),
+        4,
+    ));
     text += &line(&write(Container::Posts, "b", None, 5));
-    text += &line(&write(Container::Posts, "c", Some(json!({"id": "c", "postId": "c", "title": "new"})), LAST_WRITE));
+    text += &line(&write(
+        Container::Posts,
+        "c",
+        Some(json!({"id": "c", "postId": "c", "title": "new"})),
+        LAST_WRITE,
+    ));
     text
 }
 
@@ -70,7 +95,9 @@ fn imported() -> Vec<(String, String, Value)> {
 }
 
 async fn start(dir: &Path) -> Store {
-    Store::connect(&embedded_config(dir)).await.unwrap_or_else(|error| panic!("the store did not start: {error}"))
+    Store::connect(&embedded_config(dir))
+        .await
+        .unwrap_or_else(|error| panic!("the store did not start: {error}"))
 }
 
 /// The data directory a crash at `crash` leaves.
@@ -95,7 +122,8 @@ async fn crashed_at(crash: Crash) -> tempfile::TempDir {
         _ => &[],
     };
     for name in undone {
-        std::fs::rename(dir.path().join(format!("{name}.imported")), dir.path().join(name)).unwrap();
+        std::fs::rename(dir.path().join(format!("{name}.imported")), dir.path().join(name))
+            .unwrap();
     }
     dir
 }
@@ -104,7 +132,9 @@ async fn crashed_at(crash: Crash) -> tempfile::TempDir {
 /// too many, shows).
 fn database_items(dir: &Path) -> Vec<(String, String, Value)> {
     let database = rusqlite::Connection::open(dir.join("blog.sqlite")).unwrap();
-    let mut statement = database.prepare("SELECT container, id, doc FROM items ORDER BY container, pk, id").unwrap();
+    let mut statement = database
+        .prepare("SELECT container, id, doc FROM items ORDER BY container, pk, id")
+        .unwrap();
     statement
         .query_map([], |row| {
             let doc: String = row.get(2)?;
@@ -120,16 +150,27 @@ fn database_items(dir: &Path) -> Vec<(String, String, Value)> {
 async fn assert_imported(dir: &Path, store: &Store) {
     for (container, id, document) in imported() {
         let container = Container::ALL.into_iter().find(|known| known.name() == container).unwrap();
-        let read = store.read::<Value>(container, &id, &id).await.unwrap().unwrap_or_else(|| panic!("{id} is missing"));
+        let read = store
+            .read::<Value>(container, &id, &id)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("{id} is missing"));
         for (field, value) in document.as_object().unwrap() {
             assert_eq!(&read[field], value, "{id}.{field}");
         }
     }
-    assert!(store.read::<Value>(Container::Posts, "b", "b").await.unwrap().is_none(), "a deletion is imported");
+    assert!(
+        store.read::<Value>(Container::Posts, "b", "b").await.unwrap().is_none(),
+        "a deletion is imported"
+    );
     assert_eq!(store.embedded().unwrap().write_position(), LAST_WRITE);
     for (name, text) in [(SNAPSHOT, snapshot()), (JOURNAL, journal())] {
         assert!(!dir.join(name).exists(), "{name} is renamed away");
-        assert_eq!(std::fs::read_to_string(dir.join(format!("{name}.imported"))).unwrap(), text, "{name} is kept");
+        assert_eq!(
+            std::fs::read_to_string(dir.join(format!("{name}.imported"))).unwrap(),
+            text,
+            "{name} is kept"
+        );
     }
 }
 
@@ -146,7 +187,11 @@ async fn restart_after(crash: Crash) {
     assert_imported(dir.path(), &store).await;
     let post = json!({"id": "d", "postId": "d", "title": "after the import"});
     store.create(Container::Posts, "d", &post).await.unwrap();
-    assert_eq!(store.embedded().unwrap().write_position(), LAST_WRITE + 1, "numbered after the imported writes");
+    assert_eq!(
+        store.embedded().unwrap().write_position(),
+        LAST_WRITE + 1,
+        "numbered after the imported writes"
+    );
     drop(store);
     let mut items = imported();
     items.push(("posts".into(), "d".into(), post));

@@ -29,11 +29,22 @@ async fn blog() -> Blog {
     let bob = app.user("bob").await;
     let post = app.post_by(&alice, "counted").await;
     for text in ["a comment", "b comment", "c comment"] {
-        app.post(&format!("/api/posts/{post}/comments"), json!({"userId": alice, "content": text})).await;
+        app.post(&format!("/api/posts/{post}/comments"), json!({"userId": alice, "content": text}))
+            .await;
     }
-    let liked = app.send_as(Some(&bob), Method::POST, &format!("/api/posts/{post}/likes"), Some(json!({"userId": bob}))).await;
+    let liked = app
+        .send_as(
+            Some(&bob),
+            Method::POST,
+            &format!("/api/posts/{post}/likes"),
+            Some(json!({"userId": bob})),
+        )
+        .await;
     assert!(liked.status.is_success(), "{}", liked.body);
-    app.eventually("/api/feed", |feed| feed["items"][0]["commentCount"] == 3 && feed["items"][0]["likeCount"] == 1).await;
+    app.eventually("/api/feed", |feed| {
+        feed["items"][0]["commentCount"] == 3 && feed["items"][0]["likeCount"] == 1
+    })
+    .await;
     Blog { post, alice, bob, dir: app.stop().await.unwrap() }
 }
 
@@ -48,7 +59,11 @@ fn sql(dir: &Path, statement: &str, params: &[&str]) -> usize {
 fn count(dir: &Path, condition: &str, params: &[&str]) -> i64 {
     let database = rusqlite::Connection::open(dir.join("blog.sqlite")).unwrap();
     database
-        .query_row(&format!("SELECT count(*) FROM items WHERE {condition}"), rusqlite::params_from_iter(params), |row| row.get(0))
+        .query_row(
+            &format!("SELECT count(*) FROM items WHERE {condition}"),
+            rusqlite::params_from_iter(params),
+            |row| row.get(0),
+        )
         .unwrap()
 }
 
@@ -63,7 +78,11 @@ async fn refusal(dir: &Path) -> String {
 /// What the handler binary said refusing `dir`, as `handler <args>`.
 fn refused_by_binary(args: &[&str], dir: &Path) -> String {
     let output = common::binary::run_to_end(args, dir);
-    let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert!(!output.status.success(), "handler {args:?} succeeded: {said}");
     said
 }
@@ -78,12 +97,29 @@ fn run_advised(message: &str, cwd: &Path) -> Output {
 /// copies.
 async fn counts_equal_lists(app: &TestApp, post: &str) {
     let read = app.get(&format!("/api/posts/{post}")).await.body;
-    let comments = app.get(&format!("/api/posts/{post}/comments")).await.body["items"].as_array().unwrap().len();
-    let likes = app.get(&format!("/api/posts/{post}/likes")).await.body["items"].as_array().unwrap().len();
-    assert_eq!((read["commentCount"].as_u64(), read["likeCount"].as_u64()), (Some(comments as u64), Some(likes as u64)));
+    let comments = app.get(&format!("/api/posts/{post}/comments")).await.body["items"]
+        .as_array()
+        .unwrap()
+        .len();
+    let likes =
+        app.get(&format!("/api/posts/{post}/likes")).await.body["items"].as_array().unwrap().len();
+    assert_eq!(
+        (read["commentCount"].as_u64(), read["likeCount"].as_u64()),
+        (Some(comments as u64), Some(likes as u64))
+    );
     let feed = app.get("/api/feed").await.body;
-    let copy = feed["items"].as_array().unwrap().iter().find(|copy| copy["id"] == post).expect("the feed's copy").clone();
-    assert_eq!((&copy["commentCount"], &copy["likeCount"]), (&read["commentCount"], &read["likeCount"]), "the copy follows");
+    let copy = feed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|copy| copy["id"] == post)
+        .expect("the feed's copy")
+        .clone();
+    assert_eq!(
+        (&copy["commentCount"], &copy["likeCount"]),
+        (&read["commentCount"], &read["likeCount"]),
+        "the copy follows"
+    );
 }
 
 #[tokio::test]
@@ -91,7 +127,10 @@ async fn a_deleted_comment_is_refused_naming_the_post_and_what_its_count_says() 
     let blog = blog().await;
     assert_eq!(sql(blog.dir.path(), "DELETE FROM items WHERE doc LIKE '%\"b comment\"%'", &[]), 1);
     let error = refusal(blog.dir.path()).await;
-    assert!(error.contains(&format!("posts, partition {:?}: 1 of 5 items missing", blog.post)), "{error}");
+    assert!(
+        error.contains(&format!("posts, partition {:?}: 1 of 5 items missing", blog.post)),
+        "{error}"
+    );
     assert!(error.contains("comments: its commentCount is 3, and 2 are listed"), "{error}");
     assert!(error.contains("handler repair") && error.contains("backup"), "{error}");
     // The binary, serving or running a command, refuses the same way.
@@ -124,11 +163,21 @@ async fn a_deleted_reservation_is_refused_and_the_repair_reserves_the_name_again
     );
     assert_eq!(deleted, 1);
     let error = refusal(blog.dir.path()).await;
-    assert!(error.contains("users, partition \"§username-") && error.contains("a username's reservation"), "{error}");
+    assert!(
+        error.contains("users, partition \"§username-")
+            && error.contains("a username's reservation"),
+        "{error}"
+    );
     run_advised(&error, blog.dir.path());
     let app = TestApp::start_in(blog.dir.path()).await;
-    let taken =
-        app.send_as(Some(&blog.bob), Method::PUT, &format!("/api/users/{}", blog.bob), Some(json!({"username": "alice"}))).await;
+    let taken = app
+        .send_as(
+            Some(&blog.bob),
+            Method::PUT,
+            &format!("/api/users/{}", blog.bob),
+            Some(json!({"username": "alice"})),
+        )
+        .await;
     assert_eq!(taken.status, StatusCode::CONFLICT, "alice's name is hers again: {}", taken.body);
     let stranger = app.post("/api/users", json!({"username": "Alice"})).await;
     assert_eq!(stranger.status, StatusCode::CONFLICT, "{}", stranger.body);
@@ -138,14 +187,34 @@ async fn a_deleted_reservation_is_refused_and_the_repair_reserves_the_name_again
 #[tokio::test]
 async fn a_deleted_post_is_refused_and_the_repair_removes_its_comments_likes_and_copies() {
     let blog = blog().await;
-    assert_eq!(sql(blog.dir.path(), "DELETE FROM items WHERE container = 'posts' AND pk = ?1 AND id = ?1", &[&blog.post]), 1);
+    assert_eq!(
+        sql(
+            blog.dir.path(),
+            "DELETE FROM items WHERE container = 'posts' AND pk = ?1 AND id = ?1",
+            &[&blog.post]
+        ),
+        1
+    );
     let error = refusal(blog.dir.path()).await;
-    assert!(error.contains(&format!("the post {:?} itself, whose comments (3) and likes (1) are left", blog.post)), "{error}");
+    assert!(
+        error.contains(&format!(
+            "the post {:?} itself, whose comments (3) and likes (1) are left",
+            blog.post
+        )),
+        "{error}"
+    );
     run_advised(&error, blog.dir.path());
-    let orphans = count(blog.dir.path(), "container = 'posts' AND pk = ?1 AND doc NOT LIKE '%scriptFence%'", &[&blog.post]);
+    let orphans = count(
+        blog.dir.path(),
+        "container = 'posts' AND pk = ?1 AND doc NOT LIKE '%scriptFence%'",
+        &[&blog.post],
+    );
     assert_eq!(orphans, 0, "no comment or like of the post is left");
-    let copies =
-        count(blog.dir.path(), "container IN ('users', 'feed') AND doc LIKE ?1", &[&format!("%\"postId\":\"{}\"%", blog.post)]);
+    let copies = count(
+        blog.dir.path(),
+        "container IN ('users', 'feed') AND doc LIKE ?1",
+        &[&format!("%\"postId\":\"{}\"%", blog.post)],
+    );
     assert_eq!(copies, 0, "no copy of the post is left");
     let app = TestApp::start_in(blog.dir.path()).await;
     assert_eq!(app.get(&format!("/api/posts/{}", blog.post)).await.status, StatusCode::NOT_FOUND);
@@ -160,15 +229,31 @@ async fn a_deleted_post_is_refused_and_the_repair_removes_its_comments_likes_and
 async fn the_repair_removes_a_deleted_posts_copies_under_its_tags() {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
-    let tagged = app.post("/api/posts", json!({"userId": alice, "title": "Tagged", "content": "x", "tags": ["Kites"]})).await;
+    let tagged = app
+        .post(
+            "/api/posts",
+            json!({"userId": alice, "title": "Tagged", "content": "x", "tags": ["Kites"]}),
+        )
+        .await;
     assert_eq!(tagged.status, StatusCode::CREATED, "{}", tagged.body);
     let post = tagged.body["id"].as_str().unwrap().to_owned();
     app.eventually("/api/tags/kites/posts", |page| page["items"][0]["id"] == post.as_str()).await;
     let dir = app.stop().await.unwrap();
-    assert_eq!(sql(dir.path(), "DELETE FROM items WHERE container = 'posts' AND pk = ?1 AND id = ?1", &[&post]), 1);
+    assert_eq!(
+        sql(
+            dir.path(),
+            "DELETE FROM items WHERE container = 'posts' AND pk = ?1 AND id = ?1",
+            &[&post]
+        ),
+        1
+    );
     let error = refusal(dir.path()).await;
     run_advised(&error, dir.path());
-    let copies = count(dir.path(), "container = 'tags' AND doc LIKE ?1", &[&format!("%\"postId\":\"{post}\"%")]);
+    let copies = count(
+        dir.path(),
+        "container = 'tags' AND doc LIKE ?1",
+        &[&format!("%\"postId\":\"{post}\"%")],
+    );
     assert_eq!(copies, 0, "no copy of the post is left under its tag");
     let app = TestApp::start_in(dir.path()).await;
     assert_eq!(app.get("/api/tags/kites/posts").await.body["items"], json!([]));
@@ -180,7 +265,11 @@ async fn an_emptied_table_is_refused() {
     let blog = blog().await;
     sql(blog.dir.path(), "DELETE FROM items", &[]);
     let error = refusal(blog.dir.path()).await;
-    assert!(error.contains("items missing") && error.contains(&format!("the post {:?} itself", blog.post)), "{error}");
+    assert!(
+        error.contains("items missing")
+            && error.contains(&format!("the post {:?} itself", blog.post)),
+        "{error}"
+    );
     let said = refused_by_binary(&["export"], blog.dir.path());
     assert!(said.contains("does not hold what it recorded holding"), "{said}");
 }
@@ -191,10 +280,16 @@ async fn an_emptied_table_with_its_tallies_deleted_too_is_refused() {
     sql(blog.dir.path(), "DELETE FROM items", &[]);
     sql(blog.dir.path(), "DELETE FROM partitions", &[]);
     let error = refusal(blog.dir.path()).await;
-    assert!(error.contains("posts, in partitions whose record was deleted too: 5 of 5 items missing"), "{error}");
+    assert!(
+        error.contains("posts, in partitions whose record was deleted too: 5 of 5 items missing"),
+        "{error}"
+    );
     sql(blog.dir.path(), "DELETE FROM meta", &[]);
     let error = refusal(blog.dir.path()).await;
-    assert!(error.contains("lost its records of what it holds") && error.contains("last_seq"), "{error}");
+    assert!(
+        error.contains("lost its records of what it holds") && error.contains("last_seq"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -233,7 +328,9 @@ async fn a_repair_cut_short_is_refused_until_it_is_finished() {
 async fn the_advised_removal_of_an_item_with_a_hostile_id_runs_nothing_else() {
     let hostile = "h$(touch${IFS}pwned)`touch${IFS}pwned2`{a,b}'q\"${HOME}";
     let app = TestApp::start().await;
-    let created = app.send_as(Some(hostile), Method::POST, "/api/users", Some(json!({"username": "mallory"}))).await;
+    let created = app
+        .send_as(Some(hostile), Method::POST, "/api/users", Some(json!({"username": "mallory"})))
+        .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
     let dir = app.stop().await.unwrap();
     let changed = sql(
@@ -243,11 +340,15 @@ async fn the_advised_removal_of_an_item_with_a_hostile_id_runs_nothing_else() {
     );
     assert_eq!(changed, 1);
     let error = refusal(dir.path()).await;
-    assert!(error.contains("does not match its checksum") && error.contains("handler remove users"), "{error}");
+    assert!(
+        error.contains("does not match its checksum") && error.contains("handler remove users"),
+        "{error}"
+    );
     let cwd = tempfile::tempdir().unwrap();
     run_advised(&error, cwd.path());
     assert_eq!(std::fs::read_dir(cwd.path()).unwrap().count(), 0, "nothing in the ids ran");
-    let left = count(dir.path(), "container = 'users' AND (pk = ?1 OR doc LIKE '%mallor%')", &[hostile]);
+    let left =
+        count(dir.path(), "container = 'users' AND (pk = ?1 OR doc LIKE '%mallor%')", &[hostile]);
     assert_eq!(left, 0, "the user and their reservation are gone");
     let app = TestApp::start_in(dir.path()).await;
     let claimed = app.post("/api/users", json!({"username": "mallory"})).await;
@@ -296,8 +397,14 @@ async fn writes_keep_the_tallies_and_a_repair_of_a_whole_blog_changes_nothing() 
         )
         .await;
     assert!(deleted.status.is_success(), "{}", deleted.body);
-    let unliked =
-        app.send_as(Some(&blog.bob), Method::DELETE, &format!("/api/posts/{}/likes/{}", blog.post, blog.bob), None).await;
+    let unliked = app
+        .send_as(
+            Some(&blog.bob),
+            Method::DELETE,
+            &format!("/api/posts/{}/likes/{}", blog.post, blog.bob),
+            None,
+        )
+        .await;
     assert!(unliked.status.is_success(), "{}", unliked.body);
     app.eventually("/api/feed", |feed| feed["items"][0]["commentCount"] == 2).await;
     app.stop().await;

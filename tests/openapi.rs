@@ -25,17 +25,25 @@ async fn the_openapi_description_matches_the_router() {
         for (method, operation) in operations.as_object().unwrap() {
             described.insert((method.to_uppercase(), path.clone()));
             let responses = operation["responses"].as_object().unwrap();
-            assert!(responses.keys().any(|status| status.starts_with('2')), "{method} {path}: a success response");
+            assert!(
+                responses.keys().any(|status| status.starts_with('2')),
+                "{method} {path}: a success response"
+            );
             assert!(responses.contains_key("400"), "{method} {path}: bad input is described");
         }
     }
     let served: BTreeSet<(String, String)> = HttpFunction::ALL
         .iter()
         .map(|f| (f.name(), f.method(), f.route()))
-        .filter(|(name, _, route)| *name != "GetOpenApi" && blog::testing::http::is_api_route(route))
+        .filter(|(name, _, route)| {
+            *name != "GetOpenApi" && blog::testing::http::is_api_route(route)
+        })
         .map(|(_, method, route)| (method.to_string(), format!("/{route}")))
         .collect();
-    assert_eq!(described, served, "every route of the JSON API is described, and nothing else (no page)");
+    assert_eq!(
+        described, served,
+        "every route of the JSON API is described, and nothing else (no page)"
+    );
 
     // Every list takes the paging parameters.
     for path in [
@@ -51,13 +59,21 @@ async fn the_openapi_description_matches_the_router() {
             .iter()
             .map(|p| p["name"].as_str().unwrap())
             .collect();
-        assert!(names.contains("limit") && names.contains("continuationToken"), "{path}: {names:?}");
+        assert!(
+            names.contains("limit") && names.contains("continuationToken"),
+            "{path}: {names:?}"
+        );
     }
     // Every id taken, in a path or a body, is described by the one pattern.
     let mut patterns = BTreeSet::new();
     for operations in document["paths"].as_object().unwrap().values() {
         for operation in operations.as_object().unwrap().values() {
-            for parameter in operation["parameters"].as_array().into_iter().flatten().filter(|p| p["in"] == "path") {
+            for parameter in operation["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|p| p["in"] == "path")
+            {
                 // A tag is no id: it is described as the bodies' tags are.
                 if parameter["name"] == "tag" {
                     assert_eq!(
@@ -68,13 +84,23 @@ async fn the_openapi_description_matches_the_router() {
                     continue;
                 }
                 assert_eq!(parameter["schema"]["maxLength"], 255, "{parameter}");
-                patterns.insert(parameter["schema"]["pattern"].as_str().expect("a path id's pattern").to_owned());
+                patterns.insert(
+                    parameter["schema"]["pattern"]
+                        .as_str()
+                        .expect("a path id's pattern")
+                        .to_owned(),
+                );
             }
         }
     }
     for body in ["NewPostBody", "NewCommentBody", "NewLikeBody"] {
         let user_id = &document["components"]["schemas"][body]["properties"]["userId"];
-        patterns.insert(user_id["pattern"].as_str().unwrap_or_else(|| panic!("{body}.userId: {user_id}")).to_owned());
+        patterns.insert(
+            user_id["pattern"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{body}.userId: {user_id}"))
+                .to_owned(),
+        );
     }
     assert_eq!(patterns.into_iter().collect::<Vec<_>>(), [blog::testing::http::ID_PATTERN]);
     for schema in ["User", "Post", "Comment", "Like", "ProblemDetails", "UserBody", "NewPostBody"] {
@@ -83,7 +109,8 @@ async fn the_openapi_description_matches_the_router() {
     // A C2 sent again with its Idempotency-Key after its post was deleted is not found (tests/idempotency.rs).
     assert!(document["paths"]["/api/posts"]["post"]["responses"]["404"].is_object());
     // A picture's upload is bytes, not a JSON array of numbers.
-    let upload = &document["paths"]["/api/posts/{postId}/pictures"]["post"]["requestBody"]["content"];
+    let upload =
+        &document["paths"]["/api/posts/{postId}/pictures"]["post"]["requestBody"]["content"];
     assert_eq!(upload["application/octet-stream"]["schema"]["format"], "binary", "{upload}");
 }
 
@@ -98,8 +125,13 @@ async fn every_operation_has_its_own_operation_id() {
     for (path, operations) in document["paths"].as_object().unwrap() {
         for (method, operation) in operations.as_object().unwrap() {
             count += 1;
-            let id = operation["operationId"].as_str().unwrap_or_else(|| panic!("{method} {path} has no operationId"));
-            assert!(ids.insert(id.to_owned()), "{method} {path}: operationId {id} is another operation's too");
+            let id = operation["operationId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{method} {path} has no operationId"));
+            assert!(
+                ids.insert(id.to_owned()),
+                "{method} {path}: operationId {id} is another operation's too"
+            );
         }
     }
     assert_eq!(ids.len(), count);
@@ -117,9 +149,19 @@ async fn the_links_lead_to_real_items() {
         .as_object()
         .unwrap()
         .iter()
-        .flat_map(|(path, item)| item.as_object().unwrap().iter().map(move |(method, operation)| (path, method, operation)))
+        .flat_map(|(path, item)| {
+            item.as_object()
+                .unwrap()
+                .iter()
+                .map(move |(method, operation)| (path, method, operation))
+        })
         .collect();
-    let by_id = |id: &str| operations.iter().find(|(_, _, operation)| operation["operationId"] == id).map(|(_, _, o)| *o);
+    let by_id = |id: &str| {
+        operations
+            .iter()
+            .find(|(_, _, operation)| operation["operationId"] == id)
+            .map(|(_, _, o)| *o)
+    };
     let mut led_to = BTreeSet::new();
     let mut links = 0;
     for (path, method, operation) in &operations {
@@ -140,10 +182,13 @@ async fn the_links_lead_to_real_items() {
                     0,
                     "{at}: {link}"
                 );
-                let target_id = link["operationId"].as_str().unwrap_or_else(|| panic!("{at}: no operationId"));
-                let target = by_id(target_id).unwrap_or_else(|| panic!("{at}: no operation {target_id}"));
+                let target_id =
+                    link["operationId"].as_str().unwrap_or_else(|| panic!("{at}: no operationId"));
+                let target =
+                    by_id(target_id).unwrap_or_else(|| panic!("{at}: no operation {target_id}"));
                 led_to.insert(target_id.to_owned());
-                for (parameter, expression) in link["parameters"].as_object().into_iter().flatten() {
+                for (parameter, expression) in link["parameters"].as_object().into_iter().flatten()
+                {
                     let taken = target["parameters"]
                         .as_array()
                         .into_iter()
@@ -153,8 +198,14 @@ async fn the_links_lead_to_real_items() {
                     assert_answer_has(&document, schema, expression, &at);
                 }
                 for (field, expression) in link["requestBody"].as_object().into_iter().flatten() {
-                    let body = resolve(&document, &target["requestBody"]["content"]["application/json"]["schema"]);
-                    assert!(body["properties"][field].is_object(), "{at}: {target_id}'s body has no field {field}");
+                    let body = resolve(
+                        &document,
+                        &target["requestBody"]["content"]["application/json"]["schema"],
+                    );
+                    assert!(
+                        body["properties"][field].is_object(),
+                        "{at}: {target_id}'s body has no field {field}"
+                    );
                     assert_answer_has(&document, schema, expression, &at);
                 }
             }
@@ -164,7 +215,11 @@ async fn the_links_lead_to_real_items() {
     let taking_ids: BTreeSet<String> = operations
         .iter()
         .filter(|(_, _, operation)| {
-            operation["parameters"].as_array().into_iter().flatten().any(|p| p["in"] == "path" && p["name"] != "tag")
+            operation["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|p| p["in"] == "path" && p["name"] != "tag")
         })
         .map(|(_, _, operation)| operation["operationId"].as_str().unwrap().to_owned())
         .collect();
@@ -179,7 +234,9 @@ async fn the_links_lead_to_real_items() {
 fn resolve<'a>(document: &'a Value, schema: &'a Value) -> &'a Value {
     match schema["$ref"].as_str() {
         Some(reference) => {
-            let name = reference.strip_prefix("#/components/schemas/").unwrap_or_else(|| panic!("{reference}"));
+            let name = reference
+                .strip_prefix("#/components/schemas/")
+                .unwrap_or_else(|| panic!("{reference}"));
             resolve(document, &document["components"]["schemas"][name])
         }
         None => schema,
@@ -189,16 +246,23 @@ fn resolve<'a>(document: &'a Value, schema: &'a Value) -> &'a Value {
 /// `expression` is `$response.body#/pointer`, and the answer's schema has a required string at
 /// that pointer (a list's `/items/0` is its first item, when there is one).
 fn assert_answer_has(document: &Value, schema: &Value, expression: &Value, at: &str) {
-    let pointer =
-        expression.as_str().and_then(|e| e.strip_prefix("$response.body#/")).unwrap_or_else(|| panic!("{at}: {expression}"));
+    let pointer = expression
+        .as_str()
+        .and_then(|e| e.strip_prefix("$response.body#/"))
+        .unwrap_or_else(|| panic!("{at}: {expression}"));
     let mut schema = resolve(document, schema);
     for segment in pointer.split('/') {
         schema = if segment.parse::<usize>().is_ok() {
             assert_eq!(schema["type"], "array", "{at}: {pointer} indexes a non-array");
             resolve(document, &schema["items"])
         } else {
-            let required = schema["required"].as_array().unwrap_or_else(|| panic!("{at}: {pointer}: {schema}"));
-            assert!(required.iter().any(|name| name == segment), "{at}: {pointer}: {segment} is not always in the answer");
+            let required = schema["required"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{at}: {pointer}: {schema}"));
+            assert!(
+                required.iter().any(|name| name == segment),
+                "{at}: {pointer}: {segment} is not always in the answer"
+            );
             resolve(document, &schema["properties"][segment])
         };
     }

@@ -32,7 +32,12 @@ async fn a_post_written_in_the_form_opens_on_its_own_page_in_three_reads() {
     let page = alice.get(&post).await;
     assert_eq!(page.status, StatusCode::OK);
     assert_eq!(page.header("content-type"), "text/html; charset=utf-8");
-    assert!(page.html.contains("<h1 dir=\"auto\">Hello, pages</h1>") && page.html.contains("Edit this post"), "{}", page.html);
+    assert!(
+        page.html.contains("<h1 dir=\"auto\">Hello, pages</h1>")
+            && page.html.contains("Edit this post"),
+        "{}",
+        page.html
+    );
     assert_eq!(page.operations(), 3, "Q2 + Q4 + Q5, nothing more");
 }
 
@@ -41,7 +46,11 @@ async fn a_written_post_reaches_the_front_page_under_its_authors_name() {
     let app = TestApp::start().await;
     let (alice, _) = alice_with_a_post(&app).await;
     let front = alice.eventually("/", |html| html.contains("Hello, pages")).await;
-    assert!(front.html.contains("by <a href=\"/users/alice\"><bdi>Alice</bdi></a>"), "{}", front.html);
+    assert!(
+        front.html.contains("by <a href=\"/users/alice\"><bdi>Alice</bdi></a>"),
+        "{}",
+        front.html
+    );
 }
 
 #[tokio::test]
@@ -54,7 +63,11 @@ async fn a_comment_and_a_like_sent_from_the_post_page_show_on_it() {
     let liked = alice.submit(&format!("{post}/likes"), &[]).await;
     assert_eq!(liked.location(), format!("{post}#actions"));
     let page = alice.get(&post).await;
-    assert!(page.html.contains("First!") && page.html.contains("1 comment · 1 like"), "{}", page.html);
+    assert!(
+        page.html.contains("First!") && page.html.contains("1 comment · 1 like"),
+        "{}",
+        page.html
+    );
     assert!(page.html.contains("You like this post."));
 }
 
@@ -75,8 +88,14 @@ async fn an_edited_post_says_so_and_its_edit_page_offers_a_way_back() {
     let (alice, post) = alice_with_a_post(&app).await;
     assert!(!alice.get(&post).await.html.contains(" · edited "), "not edited yet");
     let edit_page = alice.get(&format!("{post}/edit")).await;
-    assert!(edit_page.html.contains(&format!("<a href=\"{post}\">Cancel</a>")), "{}", edit_page.html);
-    let edited = alice.submit(&format!("{post}/edit"), &[("title", "Hello, edited"), ("content", "Now edited.")]).await;
+    assert!(
+        edit_page.html.contains(&format!("<a href=\"{post}\">Cancel</a>")),
+        "{}",
+        edit_page.html
+    );
+    let edited = alice
+        .submit(&format!("{post}/edit"), &[("title", "Hello, edited"), ("content", "Now edited.")])
+        .await;
     assert_eq!(edited.location(), post);
     let after_edit = alice.get(&post).await.html;
     assert!(after_edit.contains("<h1 dir=\"auto\">Hello, edited</h1>"));
@@ -102,7 +121,8 @@ async fn someone_else_is_offered_no_edit_and_may_not_edit() {
     let seen = bob.get(&post).await;
     assert!(!seen.html.contains("Edit this post") && seen.html.contains(">Like</button>"));
     assert_eq!(bob.get(&format!("{post}/edit")).await.status, StatusCode::FORBIDDEN);
-    let refused = bob.submit(&format!("{post}/edit"), &[("title", "Mine now"), ("content", "x")]).await;
+    let refused =
+        bob.submit(&format!("{post}/edit"), &[("title", "Mine now"), ("content", "x")]).await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
     assert!(alice.get(&post).await.html.contains("Hello, pages"), "a refused edit changes nothing");
 }
@@ -114,7 +134,10 @@ async fn signed_out_the_forms_are_gone() {
     let signed_out = alice.submit("/signout", &[]).await;
     assert!(signed_out.header("set-cookie").contains("Max-Age=0"));
     let anonymous = Browser::new(&app).get(&post).await;
-    assert!(!anonymous.html.contains("<form method=\"post\" action=\"/posts/") && anonymous.html.contains("Sign in</a> to like"));
+    assert!(
+        !anonymous.html.contains("<form method=\"post\" action=\"/posts/")
+            && anonymous.html.contains("Sign in</a> to like")
+    );
 }
 
 #[tokio::test]
@@ -123,10 +146,13 @@ async fn a_refused_form_shows_the_api_detail_next_to_its_field_and_keeps_what_wa
     let mut alice = Browser::new(&app);
     alice.sign_up("alice", "Alice").await;
 
-    let refused = alice.submit("/write", &[("title", "   "), ("content", "Typed <b>carefully</b>.")]).await;
+    let refused =
+        alice.submit("/write", &[("title", "   "), ("content", "Typed <b>carefully</b>.")]).await;
     assert_eq!(refused.status, StatusCode::BAD_REQUEST);
-    let detail =
-        app.post("/api/posts", serde_json::json!({"userId": "alice", "title": "   ", "content": "x"})).await.problem(400);
+    let detail = app
+        .post("/api/posts", serde_json::json!({"userId": "alice", "title": "   ", "content": "x"}))
+        .await
+        .problem(400);
     assert!(
         refused.html.contains(&format!(
             "<span class=\"error\" role=\"alert\" id=\"post-title-error\">{}</span>",
@@ -135,15 +161,25 @@ async fn a_refused_form_shows_the_api_detail_next_to_its_field_and_keeps_what_wa
         "{}",
         refused.html
     );
-    assert!(refused.html.contains("aria-invalid=\"true\" aria-describedby=\"post-title-error"), "{}", refused.html);
-    assert!(refused.html.contains(">Typed &lt;b&gt;carefully&lt;/b&gt;.</textarea>"), "what was typed is kept: {}", refused.html);
+    assert!(
+        refused.html.contains("aria-invalid=\"true\" aria-describedby=\"post-title-error"),
+        "{}",
+        refused.html
+    );
+    assert!(
+        refused.html.contains(">Typed &lt;b&gt;carefully&lt;/b&gt;.</textarea>"),
+        "what was typed is kept: {}",
+        refused.html
+    );
 
     let long = "x".repeat(2001);
     let post = alice.write("A post", "Text").await;
     let refused = alice.submit(&format!("{post}/comments"), &[("content", &long)]).await;
     assert_eq!(refused.status, StatusCode::BAD_REQUEST);
     assert!(
-        refused.html.contains("id=\"comment-content-error\">Your comment must be at most 2000 characters long"),
+        refused.html.contains(
+            "id=\"comment-content-error\">Your comment must be at most 2000 characters long"
+        ),
         "{}",
         refused.html
     );
@@ -151,11 +187,19 @@ async fn a_refused_form_shows_the_api_detail_next_to_its_field_and_keeps_what_wa
 
     let refused = alice.submit("/users/alice", &[("username", "\u{200B}")]).await;
     assert_eq!(refused.status, StatusCode::BAD_REQUEST);
-    assert!(refused.html.contains("Username must contain a visible character."), "{}", refused.html);
+    assert!(
+        refused.html.contains("Username must contain a visible character."),
+        "{}",
+        refused.html
+    );
 
     let refused = Browser::new(&app).submit("/signin", &[("user", "a b")]).await;
     assert_eq!(refused.status, StatusCode::BAD_REQUEST);
-    assert!(refused.html.contains("id=\"signin-user-error\">Your user id must be 1 to 255 letters"), "{}", refused.html);
+    assert!(
+        refused.html.contains("id=\"signin-user-error\">Your user id must be 1 to 255 letters"),
+        "{}",
+        refused.html
+    );
 
     let anonymous = Browser::new(&app).submit("/write", &[("title", "t"), ("content", "c")]).await;
     assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
@@ -192,7 +236,11 @@ async fn a_taken_username_is_an_error_on_the_sign_up_and_rename_forms() {
     let error = format!("id=\"rename-username-error\">{}", escape("Username \"alice\" is taken"));
     assert!(refused.html.contains(&error), "{}", refused.html);
     assert!(refused.html.contains("<details open>"), "the rename form is open: {}", refused.html);
-    assert!(refused.html.contains("<h1 dir=\"auto\">Bob</h1>"), "a refused rename changes nothing: {}", refused.html);
+    assert!(
+        refused.html.contains("<h1 dir=\"auto\">Bob</h1>"),
+        "a refused rename changes nothing: {}",
+        refused.html
+    );
 }
 
 fn escape(text: &str) -> String {
@@ -234,14 +282,26 @@ async fn a_like_taken_back_is_gone_and_taken_back_again_is_404() {
     let (_alice, bob, post) = alice_bob_and_a_short_lived_post(&app).await;
     assert_eq!(bob.submit(&format!("{post}/likes"), &[]).await.status, StatusCode::SEE_OTHER);
     let page = bob.get(&post).await;
-    assert!(page.html.contains("0 comments · 1 like") && page.html.contains("Take back your like"), "{}", page.html);
+    assert!(
+        page.html.contains("0 comments · 1 like") && page.html.contains("Take back your like"),
+        "{}",
+        page.html
+    );
     let unliked = bob.submit(&format!("{post}/unlike"), &[]).await;
     assert_eq!(unliked.location(), format!("{post}#actions"));
     let page = bob.get(&post).await;
-    assert!(page.html.contains("0 comments · 0 likes") && page.html.contains(">Like</button>"), "{}", page.html);
+    assert!(
+        page.html.contains("0 comments · 0 likes") && page.html.contains(">Like</button>"),
+        "{}",
+        page.html
+    );
     let again = bob.submit(&format!("{post}/unlike"), &[]).await;
     assert_eq!(again.status, StatusCode::NOT_FOUND, "taken back already, in another tab");
-    assert!(again.html.contains("does not like") && again.html.contains("Short-lived"), "the post page says why: {}", again.html);
+    assert!(
+        again.html.contains("does not like") && again.html.contains("Short-lived"),
+        "the post page says why: {}",
+        again.html
+    );
 }
 
 /// Bob deletes his own comment, after a confirmation, and no one else's; Alice, the post's
@@ -260,17 +320,27 @@ async fn a_commenter_deletes_his_own_comments_and_the_author_any_under_her_post(
     let confirm = bob.get(&first).await;
     assert_eq!(confirm.status, StatusCode::OK, "{}", confirm.html);
     assert!(
-        confirm.html.contains("Bob&#39;s first") && confirm.html.contains(&format!("action=\"{first}\"")),
+        confirm.html.contains("Bob&#39;s first")
+            && confirm.html.contains(&format!("action=\"{first}\"")),
         "{}",
         confirm.html
     );
     let not_his = bob.get(&delete_path(&alice.get(&post).await.html, 2)).await;
-    assert_eq!(not_his.status, StatusCode::FORBIDDEN, "not his comment to delete: {}", not_his.html);
+    assert_eq!(
+        not_his.status,
+        StatusCode::FORBIDDEN,
+        "not his comment to delete: {}",
+        not_his.html
+    );
     let forbidden = bob.submit(&delete_path(&alice.get(&post).await.html, 2), &[]).await;
     assert_eq!(forbidden.status, StatusCode::FORBIDDEN, "not his comment: {}", forbidden.html);
     assert_eq!(bob.submit(&first, &[]).await.location(), format!("{post}#comments"));
     let page = alice.get(&post).await;
-    assert!(!page.html.contains("Bob&#39;s first") && page.html.contains("2 comments"), "{}", page.html);
+    assert!(
+        !page.html.contains("Bob&#39;s first") && page.html.contains("2 comments"),
+        "{}",
+        page.html
+    );
     assert_eq!(alice.submit(&delete_path(&page.html, 0), &[]).await.status, StatusCode::SEE_OTHER);
     assert!(!alice.get(&post).await.html.contains("Bob&#39;s second"));
 }
@@ -284,8 +354,17 @@ async fn a_post_is_deleted_after_a_confirmation_and_leaves_the_lists() {
     alice.eventually("/users/alice", |html| html.contains("Short-lived")).await;
     assert_eq!(bob.get(&format!("{post}/delete")).await.status, StatusCode::FORBIDDEN);
     let confirm = alice.get(&format!("{post}/delete")).await;
-    assert!(confirm.html.contains("Delete “<bdi>Short-lived</bdi>”?") && confirm.html.contains("1 comment"), "{}", confirm.html);
-    assert!(confirm.html.contains("<button type=\"submit\" class=\"danger\">Delete</button>"), "{}", confirm.html);
+    assert!(
+        confirm.html.contains("Delete “<bdi>Short-lived</bdi>”?")
+            && confirm.html.contains("1 comment"),
+        "{}",
+        confirm.html
+    );
+    assert!(
+        confirm.html.contains("<button type=\"submit\" class=\"danger\">Delete</button>"),
+        "{}",
+        confirm.html
+    );
     let deleted = alice.submit(&format!("{post}/delete"), &[]).await;
     assert_eq!(deleted.location(), "/users/alice");
     assert_eq!(alice.get(&post).await.status, StatusCode::NOT_FOUND);
@@ -313,7 +392,8 @@ async fn every_form_refuses_another_sites_request_and_takes_the_blogs_own() {
             let forged = alice.submit_from(&path, &[("content", "forged")], site).await;
             assert_eq!(forged.status, StatusCode::FORBIDDEN, "{name}: {method} {path} from {site}");
             assert!(
-                forged.html.contains("sent from another site") && forged.html.contains("nothing was changed"),
+                forged.html.contains("sent from another site")
+                    && forged.html.contains("nothing was changed"),
                 "{}",
                 forged.html
             );
@@ -326,10 +406,18 @@ async fn every_form_refuses_another_sites_request_and_takes_the_blogs_own() {
             .header("content-type", "application/x-www-form-urlencoded")
             .header("origin", "https://evil.example")
             .body("content=forged");
-        assert_eq!(alice.send(request).await.status, StatusCode::FORBIDDEN, "{name}: a foreign Origin");
+        assert_eq!(
+            alice.send(request).await.status,
+            StatusCode::FORBIDDEN,
+            "{name}: a foreign Origin"
+        );
     }
     let page = alice.get(&post).await;
-    assert!(page.html.contains("0 comments · 0 likes") && !page.html.contains("forged"), "nothing forged landed: {}", page.html);
+    assert!(
+        page.html.contains("0 comments · 0 likes") && !page.html.contains("forged"),
+        "nothing forged landed: {}",
+        page.html
+    );
 
     // The same forms from the blog's own pages (fetch metadata, or only an Origin naming it) work.
     let own_origin = app.base.clone();
@@ -350,11 +438,16 @@ async fn markup_in_titles_comments_and_names_shows_as_text() {
     let app = TestApp::start().await;
     let mut mallory = Browser::new(&app);
     mallory.sign_up("mallory", "<script>alert('name')</script>").await;
-    let post = mallory.write("<script>alert('title')</script>", "<img src=x onerror=alert(1)>").await;
-    mallory.submit(&format!("{post}/comments"), &[("content", "<script>alert('comment')</script>")]).await;
+    let post =
+        mallory.write("<script>alert('title')</script>", "<img src=x onerror=alert(1)>").await;
+    mallory
+        .submit(&format!("{post}/comments"), &[("content", "<script>alert('comment')</script>")])
+        .await;
 
     let front = mallory.eventually("/", |html| html.contains("alert(&#39;title&#39;)")).await;
-    for page in [front.html, mallory.get(&post).await.html, mallory.get("/users/mallory").await.html] {
+    for page in
+        [front.html, mallory.get(&post).await.html, mallory.get("/users/mallory").await.html]
+    {
         assert!(!page.contains("<script>") && !page.contains("<img src=x"), "{page}");
         assert!(page.contains("&lt;script&gt;alert(&#39;"), "{page}");
     }
@@ -364,11 +457,17 @@ async fn markup_in_titles_comments_and_names_shows_as_text() {
 async fn a_missing_post_or_user_is_an_html_404_page() {
     let app = TestApp::start().await;
     let browser = Browser::new(&app);
-    for path in ["/posts/nothing-here", "/users/nobody", "/posts/nothing-here/edit", "/no/such/page"] {
+    for path in
+        ["/posts/nothing-here", "/users/nobody", "/posts/nothing-here/edit", "/no/such/page"]
+    {
         let got = browser.get(path).await;
         assert_eq!(got.status, StatusCode::NOT_FOUND, "{path}");
         assert_eq!(got.header("content-type"), "text/html; charset=utf-8", "{path}");
-        assert!(got.html.contains("<h1>Not found</h1>") && got.html.contains("Go to the front page"), "{path}: {}", got.html);
+        assert!(
+            got.html.contains("<h1>Not found</h1>") && got.html.contains("Go to the front page"),
+            "{path}: {}",
+            got.html
+        );
     }
     let wrong_method = browser.send(browser.client.delete(format!("{}/posts/x", app.base))).await;
     assert_eq!(
@@ -426,8 +525,14 @@ async fn many_concurrent_front_page_loads_read_the_feed_about_once_a_second() {
     assert!(answers.iter().all(|got| got.status == StatusCode::OK));
     let queries: u64 = answers.iter().map(Got::operations).sum();
     let bound = seconds.ceil() as u64 + 1;
-    assert!(queries <= bound, "200 loads in {seconds:.2} s made {queries} Cosmos queries; at most {bound} expected");
-    assert!(answers.iter().filter(|got| got.operations() == 0).count() >= 200 - bound as usize, "cache hits cost nothing");
+    assert!(
+        queries <= bound,
+        "200 loads in {seconds:.2} s made {queries} Cosmos queries; at most {bound} expected"
+    );
+    assert!(
+        answers.iter().filter(|got| got.operations() == 0).count() >= 200 - bound as usize,
+        "cache hits cost nothing"
+    );
 }
 
 #[tokio::test]
@@ -435,14 +540,30 @@ async fn the_stylesheet_and_sign_in_page_are_served() {
     let app = TestApp::start().await;
     let browser = Browser::new(&app);
     let sign_in = browser.get("/signin").await;
-    let href = sign_in.html.split("<link rel=\"stylesheet\" href=\"").nth(1).unwrap().split('"').next().unwrap();
+    let href = sign_in
+        .html
+        .split("<link rel=\"stylesheet\" href=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
     assert!(href.starts_with("/style.css?v="), "versioned by content: {href}");
     let css = browser.get(href).await;
     assert!(css.header("cache-control").contains("immutable"));
     assert_eq!(css.header("content-type"), "text/css; charset=utf-8");
     assert!(css.html.contains("system-ui"));
-    assert!(sign_in.html.contains("<label for=\"signin-user\">Your user id</label>"), "{}", sign_in.html);
-    for landmark in ["<header class=\"site\">", "<main id=\"main\">", "<nav aria-label=\"Site\">", "<html lang=\"en\">"] {
+    assert!(
+        sign_in.html.contains("<label for=\"signin-user\">Your user id</label>"),
+        "{}",
+        sign_in.html
+    );
+    for landmark in [
+        "<header class=\"site\">",
+        "<main id=\"main\">",
+        "<nav aria-label=\"Site\">",
+        "<html lang=\"en\">",
+    ] {
         assert!(sign_in.html.contains(landmark), "{landmark}");
     }
 }
@@ -456,13 +577,23 @@ async fn a_long_posts_excerpt_ends_at_a_word_with_an_ellipsis_and_a_link_on() {
     alice.sign_up("alice", "Alice").await;
     let long = alice.write("A long one", &"lorem ipsum dolor ".repeat(40)).await;
     let short = alice.write("A short one", "Only this.").await;
-    let front = alice.eventually("/", |html| html.contains("A long one") && html.contains("A short one")).await;
+    let front = alice
+        .eventually("/", |html| html.contains("A long one") && html.contains("A short one"))
+        .await;
     assert!(
-        front.html.contains("dolor…</p>") || front.html.contains("ipsum…</p>") || front.html.contains("lorem…</p>"),
+        front.html.contains("dolor…</p>")
+            || front.html.contains("ipsum…</p>")
+            || front.html.contains("lorem…</p>"),
         "{}",
         front.html
     );
-    assert!(front.html.contains(&format!("<a href=\"{long}\">Continue reading <bdi>A long one</bdi></a>")), "{}", front.html);
+    assert!(
+        front
+            .html
+            .contains(&format!("<a href=\"{long}\">Continue reading <bdi>A long one</bdi></a>")),
+        "{}",
+        front.html
+    );
     assert!(front.html.contains(">Only this.</p>"));
     assert!(!front.html.contains(&format!("<a href=\"{short}\">Continue reading")));
 }
@@ -471,14 +602,22 @@ async fn a_long_posts_excerpt_ends_at_a_word_with_an_ellipsis_and_a_link_on() {
 /// the 404) and describes the blog; crawlers may read everything but the forms; the stylesheet
 /// follows the reader's light or dark preference.
 #[tokio::test]
-async fn every_page_has_an_icon_a_description_and_both_color_schemes_and_robots_may_not_crawl_the_forms() {
+async fn every_page_has_an_icon_a_description_and_both_color_schemes_and_robots_may_not_crawl_the_forms()
+ {
     let app = TestApp::start().await;
     let browser = Browser::new(&app);
     for path in ["/", "/signin", "/no-such-page"] {
         let page = browser.get(path).await;
-        assert!(page.html.contains("<link rel=\"icon\" type=\"image/svg+xml\" href=\"/favicon.svg\">"), "{path}: {}", page.html);
+        assert!(
+            page.html.contains("<link rel=\"icon\" type=\"image/svg+xml\" href=\"/favicon.svg\">"),
+            "{path}: {}",
+            page.html
+        );
         assert!(page.html.contains("<meta name=\"description\" content=\""), "{path}");
-        assert!(page.html.contains("<meta name=\"color-scheme\" content=\"light dark\">"), "{path}");
+        assert!(
+            page.html.contains("<meta name=\"color-scheme\" content=\"light dark\">"),
+            "{path}"
+        );
     }
     let icon = browser.get("/favicon.svg").await;
     assert_eq!(icon.status, StatusCode::OK);
@@ -492,9 +631,19 @@ async fn every_page_has_an_icon_a_description_and_both_color_schemes_and_robots_
     }
     assert!(!robots.html.contains("Disallow: /\n"), "the pages themselves may be crawled");
     let sign_in = browser.get("/signin").await;
-    let href = sign_in.html.split("<link rel=\"stylesheet\" href=\"").nth(1).unwrap().split('"').next().unwrap();
+    let href = sign_in
+        .html
+        .split("<link rel=\"stylesheet\" href=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
     let css = browser.get(href).await;
-    assert!(css.html.contains("color-scheme: light dark") && css.html.contains("@media (prefers-color-scheme: dark)"));
+    assert!(
+        css.html.contains("color-scheme: light dark")
+            && css.html.contains("@media (prefers-color-scheme: dark)")
+    );
 }
 
 /// On Azure: the pages as the Functions host forwards them (the client's `Host`), signed in by
@@ -504,7 +653,11 @@ async fn every_page_has_an_icon_a_description_and_both_color_schemes_and_robots_
 async fn on_azure() -> TestApp {
     use blog::{AuthMode, Config};
     let dir = tempfile::tempdir().unwrap();
-    let mut app = TestApp::start_configured(Config { auth: AuthMode::Platform, ..TestApp::config(dir.path()) }).await;
+    let mut app = TestApp::start_configured(Config {
+        auth: AuthMode::Platform,
+        ..TestApp::config(dir.path())
+    })
+    .await;
     app.keep(dir);
     app
 }
@@ -518,9 +671,21 @@ const AZURE_ORIGIN: &str = "https://blog.azurewebsites.net";
 /// [`PRINCIPAL`]'s profile, "Entra Alice", made by the sign-up form, and the path of a post
 /// written with the write form.
 async fn entra_alices_post(app: &TestApp) -> String {
-    let created = forms::form_on_azure(app, PRINCIPAL, "/users", AZURE_ORIGIN, Some(b"username=Entra+Alice")).await;
-    assert_eq!((created.status.as_u16(), created.header("location")), (303, Some(&*format!("/users/{PRINCIPAL}"))));
-    let written = forms::form_on_azure(app, PRINCIPAL, "/write", AZURE_ORIGIN, Some(b"title=From+Azure&content=c")).await;
+    let created =
+        forms::form_on_azure(app, PRINCIPAL, "/users", AZURE_ORIGIN, Some(b"username=Entra+Alice"))
+            .await;
+    assert_eq!(
+        (created.status.as_u16(), created.header("location")),
+        (303, Some(&*format!("/users/{PRINCIPAL}")))
+    );
+    let written = forms::form_on_azure(
+        app,
+        PRINCIPAL,
+        "/write",
+        AZURE_ORIGIN,
+        Some(b"title=From+Azure&content=c"),
+    )
+    .await;
     assert_eq!(written.status.as_u16(), 303, "{}", written.body);
     written.header("location").unwrap().to_owned()
 }
@@ -530,18 +695,29 @@ async fn entra_alices_post(app: &TestApp) -> String {
 async fn on_azure_sign_in_is_the_platforms_and_comes_back_to_the_page_never_elsewhere() {
     let app = on_azure().await;
     let sign_in = common::host::forward(&app, "GET", "/signin", &[], None).await;
-    assert_eq!((sign_in.status.as_u16(), sign_in.header("location")), (303, Some("/.auth/login/aad?post_login_redirect_uri=/")));
+    assert_eq!(
+        (sign_in.status.as_u16(), sign_in.header("location")),
+        (303, Some("/.auth/login/aad?post_login_redirect_uri=/"))
+    );
     let from_post = common::host::forward(&app, "GET", "/signin?return=/posts/p1", &[], None).await;
-    assert_eq!(from_post.header("location"), Some("/.auth/login/aad?post_login_redirect_uri=/posts/p1"));
-    let elsewhere = common::host::forward(&app, "GET", "/signin?return=//evil.example/", &[], None).await;
+    assert_eq!(
+        from_post.header("location"),
+        Some("/.auth/login/aad?post_login_redirect_uri=/posts/p1")
+    );
+    let elsewhere =
+        common::host::forward(&app, "GET", "/signin?return=//evil.example/", &[], None).await;
     assert_eq!(elsewhere.header("location"), Some("/.auth/login/aad?post_login_redirect_uri=/"));
 }
 
 #[tokio::test]
 async fn on_azure_the_development_cookie_signs_nobody_in() {
     let app = on_azure().await;
-    let front = common::host::forward(&app, "GET", "/", &[("Cookie", "blog_dev_user=alice")], None).await;
-    assert!(front.body.as_str().unwrap().contains("href=\"/signin\""), "the development cookie signs nobody in");
+    let front =
+        common::host::forward(&app, "GET", "/", &[("Cookie", "blog_dev_user=alice")], None).await;
+    assert!(
+        front.body.as_str().unwrap().contains("href=\"/signin\""),
+        "the development cookie signs nobody in"
+    );
 }
 
 /// Without fetch metadata, a form is judged by its `Origin`: the blog's own is taken, another
@@ -550,7 +726,14 @@ async fn on_azure_the_development_cookie_signs_nobody_in() {
 async fn on_azure_a_form_from_the_blogs_origin_is_taken_and_from_another_refused() {
     let app = on_azure().await;
     entra_alices_post(&app).await;
-    let forged = forms::form_on_azure(&app, PRINCIPAL, "/write", "https://evil.example", Some(b"title=t&content=c")).await;
+    let forged = forms::form_on_azure(
+        &app,
+        PRINCIPAL,
+        "/write",
+        "https://evil.example",
+        Some(b"title=t&content=c"),
+    )
+    .await;
     assert_eq!(forged.status.as_u16(), 403, "{}", forged.body);
 }
 
@@ -560,7 +743,9 @@ async fn on_azure_a_form_from_the_blogs_origin_is_taken_and_from_another_refused
 async fn on_azure_an_empty_like_form_forwarded_without_a_body_is_a_like() {
     let app = on_azure().await;
     let post_path = entra_alices_post(&app).await;
-    let liked = forms::form_on_azure(&app, PRINCIPAL, &format!("{post_path}/likes"), AZURE_ORIGIN, None).await;
+    let liked =
+        forms::form_on_azure(&app, PRINCIPAL, &format!("{post_path}/likes"), AZURE_ORIGIN, None)
+            .await;
     assert_eq!(
         (liked.status.as_u16(), liked.header("location")),
         (303, Some(&*format!("{post_path}#actions"))),
@@ -569,7 +754,12 @@ async fn on_azure_an_empty_like_form_forwarded_without_a_body_is_a_like() {
     );
     let post = forms::page_on_azure(&app, PRINCIPAL, &post_path).await;
     let html = post.body.as_str().unwrap();
-    assert!(html.contains("by <a href=\"/users/00000000-0000-0000-0000-0000000000aa\"><bdi>Entra Alice</bdi></a>"), "{html}");
+    assert!(
+        html.contains(
+            "by <a href=\"/users/00000000-0000-0000-0000-0000000000aa\"><bdi>Entra Alice</bdi></a>"
+        ),
+        "{html}"
+    );
     assert!(html.contains("0 comments · 1 like") && html.contains("You like this post."), "{html}");
 }
 
@@ -597,7 +787,13 @@ async fn posts_change_feed_drops_the_cached_feed_at_once() {
     assert!(first.list.items.is_empty(), "no copy yet");
     assert_eq!(app.state.feed.cached_pages(), 1);
 
-    let document = app.state.store.read::<serde_json::Value>(Container::Posts, &post, &post).await.unwrap().unwrap();
+    let document = app
+        .state
+        .store
+        .read::<serde_json::Value>(Container::Posts, &post, &post)
+        .await
+        .unwrap()
+        .unwrap();
     Function::PostsChangeFeed.deliver(&app.state, vec![document]).await.unwrap();
     // Gone at once, whatever the time (a slow machine may take longer than a cache lifetime).
     assert_eq!(app.state.feed.cached_pages(), 0, "the delivery dropped the cache");
@@ -624,7 +820,11 @@ async fn a_shared_link_with_tracking_parameters_opens_the_page() {
         assert_eq!(got.status, StatusCode::OK, "{path}: {}", got.html);
     }
     for path in ["/?limit=abc", "/?limit=5&limit=6&utm_source=x"] {
-        assert_eq!(browser.get(path).await.status, StatusCode::BAD_REQUEST, "{path}: the page's own parameters are checked");
+        assert_eq!(
+            browser.get(path).await.status,
+            StatusCode::BAD_REQUEST,
+            "{path}: the page's own parameters are checked"
+        );
     }
     let detail = app.get("/api/feed?utm_source=twitter").await.problem(400);
     assert!(detail.contains("utm_source"), "{detail}");
@@ -675,9 +875,18 @@ async fn error_pages_show_the_signed_in_person_as_signed_in() {
         (wrong_method, StatusCode::METHOD_NOT_ALLOWED),
     ] {
         assert_eq!(got.status, status, "{}", got.html);
-        assert!(got.html.contains("href=\"/users/alice\">Your page</a>") && got.html.contains("Sign out"), "{}", got.html);
+        assert!(
+            got.html.contains("href=\"/users/alice\">Your page</a>")
+                && got.html.contains("Sign out"),
+            "{}",
+            got.html
+        );
         assert!(!got.html.contains("href=\"/signin\""), "{}", got.html);
-        assert_eq!(got.header("cache-control"), "no-store", "an error is kept by nobody, the signed-in person's page least");
+        assert_eq!(
+            got.header("cache-control"),
+            "no-store",
+            "an error is kept by nobody, the signed-in person's page least"
+        );
     }
     let anonymous = Browser::new(&app).get("/posts/nothing-here").await;
     assert!(anonymous.html.contains("href=\"/signin\""), "{}", anonymous.html);
@@ -693,7 +902,9 @@ async fn a_later_liker_of_a_popular_post_sees_their_like() {
     for n in 0..29 {
         let fan = app.user(&format!("fan{n}")).await;
         assert_eq!(
-            app.post(&format!("/api/posts/{post}/likes"), serde_json::json!({"userId": fan})).await.status,
+            app.post(&format!("/api/posts/{post}/likes"), serde_json::json!({"userId": fan}))
+                .await
+                .status,
             StatusCode::CREATED
         );
     }
@@ -703,12 +914,20 @@ async fn a_later_liker_of_a_popular_post_sees_their_like() {
     assert_eq!(liked.status, StatusCode::SEE_OTHER, "{}", liked.html);
     let page = late.get(&format!("/posts/{post}")).await;
     assert!(page.html.contains("30 likes"), "{}", page.html);
-    assert!(page.html.contains("You like this post.") && page.html.contains("Take back your like"), "{}", page.html);
+    assert!(
+        page.html.contains("You like this post.") && page.html.contains("Take back your like"),
+        "{}",
+        page.html
+    );
     assert_eq!(page.operations(), 4, "Q2 + Q4 + Q5, and the viewer's like past the first page");
     let unliked = late.submit(&format!("/posts/{post}/unlike"), &[]).await;
     assert_eq!(unliked.status, StatusCode::SEE_OTHER, "{}", unliked.html);
     let page = late.get(&format!("/posts/{post}")).await;
-    assert!(page.html.contains("29 likes") && !page.html.contains("You like this post."), "{}", page.html);
+    assert!(
+        page.html.contains("29 likes") && !page.html.contains("You like this post."),
+        "{}",
+        page.html
+    );
 }
 
 /// A right-to-left name or title must not reorder the text around it ("by 24 · فاطمة Nov
@@ -724,12 +943,29 @@ async fn right_to_left_names_and_titles_are_isolated_from_the_text_around_them()
     fatima.submit(&format!("{post}/likes"), &[]).await;
     let page = fatima.get(&post).await.html;
     assert!(page.contains("<h1 dir=\"auto\">مرحبا</h1>"), "{page}");
-    assert!(page.contains("by <a href=\"/users/fatima\"><bdi>فاطمة الزهراء</bdi></a> · <time"), "{page}");
-    assert!(page.contains("<div class=\"content\" dir=\"auto\"><p dir=\"auto\">نص عربي</p>\n</div>"), "{page}");
-    assert!(page.contains("<div class=\"content\" dir=\"auto\"><p dir=\"auto\">تعليق</p>\n</div>"), "{page}");
-    assert_eq!(page.matches("<bdi>فاطمة الزهراء</bdi>").count(), 3, "author, liker and commenter: {page}");
+    assert!(
+        page.contains("by <a href=\"/users/fatima\"><bdi>فاطمة الزهراء</bdi></a> · <time"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<div class=\"content\" dir=\"auto\"><p dir=\"auto\">نص عربي</p>\n</div>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<div class=\"content\" dir=\"auto\"><p dir=\"auto\">تعليق</p>\n</div>"),
+        "{page}"
+    );
+    assert_eq!(
+        page.matches("<bdi>فاطمة الزهراء</bdi>").count(),
+        3,
+        "author, liker and commenter: {page}"
+    );
     let front = fatima.eventually("/", |html| html.contains("مرحبا")).await.html;
-    assert!(front.contains("<bdi>مرحبا</bdi></a></h2>") && front.contains("<bdi>فاطمة الزهراء</bdi></a> · <time"), "{front}");
+    assert!(
+        front.contains("<bdi>مرحبا</bdi></a></h2>")
+            && front.contains("<bdi>فاطمة الزهراء</bdi></a> · <time"),
+        "{front}"
+    );
     let user_page = fatima.get("/users/fatima").await.html;
     assert!(user_page.contains("<h1 dir=\"auto\">فاطمة الزهراء</h1>"), "{user_page}");
 }
@@ -741,8 +977,13 @@ async fn head_with_encoding(app: &TestApp, path: &str, encoding: &str) -> Header
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let address = app.base.trim_start_matches("http://");
     let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
-    let accept = if encoding.is_empty() { String::new() } else { format!("Accept-Encoding: {encoding}\r\n") };
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\n{accept}Connection: close\r\n\r\n");
+    let accept = if encoding.is_empty() {
+        String::new()
+    } else {
+        format!("Accept-Encoding: {encoding}\r\n")
+    };
+    let request =
+        format!("GET {path} HTTP/1.1\r\nHost: {address}\r\n{accept}Connection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut answer = Vec::new();
     stream.read_to_end(&mut answer).await.unwrap();
@@ -751,7 +992,10 @@ async fn head_with_encoding(app: &TestApp, path: &str, encoding: &str) -> Header
     let mut headers = HeaderMap::new();
     for line in head.lines().skip(1) {
         let (name, value) = line.split_once(':').unwrap();
-        headers.append(reqwest::header::HeaderName::from_bytes(name.trim().as_bytes()).unwrap(), value.trim().parse().unwrap());
+        headers.append(
+            reqwest::header::HeaderName::from_bytes(name.trim().as_bytes()).unwrap(),
+            value.trim().parse().unwrap(),
+        );
     }
     headers
 }
@@ -764,7 +1008,12 @@ async fn pages_are_compressed_and_carry_security_headers() {
     let app = TestApp::start().await;
     let author = app.user("alice").await;
     let post = app.post_by(&author, "Headers").await;
-    for path in ["/".to_owned(), format!("/posts/{post}"), "/signin".to_owned(), "/posts/missing".to_owned()] {
+    for path in [
+        "/".to_owned(),
+        format!("/posts/{post}"),
+        "/signin".to_owned(),
+        "/posts/missing".to_owned(),
+    ] {
         let headers = head_with_encoding(&app, &path, "gzip").await;
         assert_eq!(headers["content-encoding"], "gzip", "{path}: {headers:?}");
         // Not compressed for a client that accepts no encoding, and a shared cache is told that
@@ -772,11 +1021,20 @@ async fn pages_are_compressed_and_carry_security_headers() {
         let plain = head_with_encoding(&app, &path, "").await;
         assert!(plain.get("content-encoding").is_none(), "{path}: {plain:?}");
         for answer in [&headers, &plain] {
-            assert!(answer.get_all("vary").iter().any(|vary| vary == "accept-encoding"), "{path}: {answer:?}");
+            assert!(
+                answer.get_all("vary").iter().any(|vary| vary == "accept-encoding"),
+                "{path}: {answer:?}"
+            );
         }
         let policy = headers["content-security-policy"].to_str().unwrap();
-        assert!(policy.contains("default-src 'none'") && policy.contains("style-src 'self'"), "{path}: {policy}");
-        assert!(policy.contains("frame-ancestors 'none'") && !policy.contains("unsafe-inline"), "{path}: {policy}");
+        assert!(
+            policy.contains("default-src 'none'") && policy.contains("style-src 'self'"),
+            "{path}: {policy}"
+        );
+        assert!(
+            policy.contains("frame-ancestors 'none'") && !policy.contains("unsafe-inline"),
+            "{path}: {policy}"
+        );
         assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
         assert_eq!(headers["x-frame-options"], "DENY", "{path}");
         assert_eq!(headers["referrer-policy"], "strict-origin-when-cross-origin", "{path}");
@@ -787,8 +1045,9 @@ async fn pages_are_compressed_and_carry_security_headers() {
         assert!(!html.contains(forbidden), "{forbidden} in a page: {html}");
     }
     // (An absolute address is the page's own, for its canonical link and OpenGraph.)
-    for (at, _) in
-        html.match_indices("http").filter(|(at, _)| html[*at..].starts_with("http://") || html[*at..].starts_with("https://"))
+    for (at, _) in html
+        .match_indices("http")
+        .filter(|(at, _)| html[*at..].starts_with("http://") || html[*at..].starts_with("https://"))
     {
         assert!(html[at..].starts_with(&app.public), "another origin in a page: {}", &html[at..]);
     }
@@ -807,24 +1066,37 @@ async fn a_new_comment_on_a_long_post_is_on_the_page_the_writer_is_sent_to() {
     let post = app.post_by(&author, "Long thread").await;
     for n in 0..30 {
         let body = serde_json::json!({"userId": author, "content": format!("comment {n}")});
-        assert_eq!(app.post(&format!("/api/posts/{post}/comments"), body).await.status, StatusCode::CREATED);
+        assert_eq!(
+            app.post(&format!("/api/posts/{post}/comments"), body).await.status,
+            StatusCode::CREATED
+        );
     }
     let mut reader = Browser::new(&app);
     reader.sign_up("reader", "Reader").await;
-    let commented = reader.submit(&format!("/posts/{post}/comments"), &[("content", "The thirty-first")]).await;
+    let commented =
+        reader.submit(&format!("/posts/{post}/comments"), &[("content", "The thirty-first")]).await;
     assert_eq!(commented.status, StatusCode::SEE_OTHER, "{}", commented.html);
     let location = commented.location().to_owned();
     let (path, anchor) = location.split_once('#').expect("an anchor on the new comment");
     assert!(path.starts_with(&format!("/posts/{post}?continuationToken=")), "{location}");
     let page = reader.get(path).await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.html);
-    assert!(page.html.contains(&format!("id=\"{anchor}\"")), "{anchor} is not on {path}:\n{}", page.html);
+    assert!(
+        page.html.contains(&format!("id=\"{anchor}\"")),
+        "{anchor} is not on {path}:\n{}",
+        page.html
+    );
     assert!(page.html.contains("The thirty-first"), "{}", page.html);
 
     // On a short post, the first page, with no token.
     let short = app.post_by(&author, "Short thread").await;
-    let commented = reader.submit(&format!("/posts/{short}/comments"), &[("content", "First!")]).await;
-    assert!(commented.location().starts_with(&format!("/posts/{short}#comment-")), "{}", commented.location());
+    let commented =
+        reader.submit(&format!("/posts/{short}/comments"), &[("content", "First!")]).await;
+    assert!(
+        commented.location().starts_with(&format!("/posts/{short}#comment-")),
+        "{}",
+        commented.location()
+    );
 }
 
 /// A like or unlike sends the reader back to the button they
@@ -857,9 +1129,17 @@ async fn sign_in_from_a_post_returns_to_it_and_the_comment_forms_address_opens_t
     let sign_in_link = format!("href=\"/signin?return=/posts/{post}\"");
     assert!(page.html.contains(&sign_in_link), "{}", page.html);
     let form = browser.get(&format!("/signin?return=/posts/{post}")).await;
-    assert!(form.html.contains(&format!("action=\"/signin?return=%2Fposts%2F{post}\"")), "{}", form.html);
-    let signed_in = browser.submit(&format!("/signin?return=%2Fposts%2F{post}"), &[("user", "reader")]).await;
-    assert_eq!((signed_in.status, signed_in.location()), (StatusCode::SEE_OTHER, &*format!("/posts/{post}")));
+    assert!(
+        form.html.contains(&format!("action=\"/signin?return=%2Fposts%2F{post}\"")),
+        "{}",
+        form.html
+    );
+    let signed_in =
+        browser.submit(&format!("/signin?return=%2Fposts%2F{post}"), &[("user", "reader")]).await;
+    assert_eq!(
+        (signed_in.status, signed_in.location()),
+        (StatusCode::SEE_OTHER, &*format!("/posts/{post}"))
+    );
     for elsewhere in ["//evil.example/", "/\\evil.example/", "https://evil.example/"] {
         let query = serde_urlencoded::to_string([("return", elsewhere)]).unwrap();
         let signed_in = browser.submit(&format!("/signin?{query}"), &[("user", "reader")]).await;
@@ -867,7 +1147,10 @@ async fn sign_in_from_a_post_returns_to_it_and_the_comment_forms_address_opens_t
     }
 
     let reopened = browser.get(&format!("/posts/{post}/comments")).await;
-    assert_eq!((reopened.status, reopened.location()), (StatusCode::SEE_OTHER, &*format!("/posts/{post}#comments")));
+    assert_eq!(
+        (reopened.status, reopened.location()),
+        (StatusCode::SEE_OTHER, &*format!("/posts/{post}#comments"))
+    );
 }
 
 /// A form sent after its writer's sign-in ended (signed out in another tab, an expired
@@ -903,7 +1186,11 @@ async fn a_form_sent_after_the_sign_in_ended_keeps_the_text_and_leads_back_throu
     browser.cookie = None;
     let refused = browser.submit("/write", &[("title", "A title kept"), ("content", typed)]).await;
     assert_eq!(refused.status, StatusCode::UNAUTHORIZED, "{}", refused.html);
-    assert!(refused.html.contains("value=\"A title kept\"") && refused.html.contains(typed), "{}", refused.html);
+    assert!(
+        refused.html.contains("value=\"A title kept\"") && refused.html.contains(typed),
+        "{}",
+        refused.html
+    );
     assert!(refused.html.contains("href=\"/signin?return=%2Fwrite\""), "{}", refused.html);
 }
 
@@ -926,18 +1213,27 @@ async fn many_views_of_a_post_read_it_about_once_a_second_and_a_write_shows_at_o
     assert!(answers.iter().all(|got| got.status == StatusCode::OK));
     let operations: u64 = answers.iter().map(Got::operations).sum();
     let bound = 3 * (seconds.ceil() as u64 + 1);
-    assert!(operations <= bound, "200 views in {seconds:.2} s made {operations} operations; at most {bound} expected");
+    assert!(
+        operations <= bound,
+        "200 views in {seconds:.2} s made {operations} operations; at most {bound} expected"
+    );
 
     // A comment through the API (this instance) drops the post's views: the next view shows it.
     let body = serde_json::json!({"userId": author, "content": "Seen at once"});
-    assert_eq!(app.post(&format!("/api/posts/{post}/comments"), body).await.status, StatusCode::CREATED);
+    assert_eq!(
+        app.post(&format!("/api/posts/{post}/comments"), body).await.status,
+        StatusCode::CREATED
+    );
     let page = browser.get(&path).await;
     assert!(page.html.contains("Seen at once") && page.html.contains("1 comment"), "{}", page.html);
 
     // Revalidation: the same page answers 304 to its ETag.
     let etag = page.header("etag").to_owned();
     assert!(etag.starts_with('"'), "{etag:?}");
-    assert_eq!(page.header("cache-control"), "public, max-age=0, s-maxage=5, stale-while-revalidate=30");
+    assert_eq!(
+        page.header("cache-control"),
+        "public, max-age=0, s-maxage=5, stale-while-revalidate=30"
+    );
     let again = browser.get_with(&path, &[("if-none-match", &etag)]).await;
     assert_eq!(again.status, StatusCode::NOT_MODIFIED);
 }
@@ -954,7 +1250,10 @@ async fn a_writer_is_sent_back_to_a_post_page_read_anew() {
     reader.sign_up("reader", "Reader").await;
     let liked = reader.submit(&format!("/posts/{post}/likes"), &[]).await;
     let cookie = liked.header("set-cookie").to_owned();
-    assert!(cookie.starts_with("blog_wrote=1;") && cookie.contains(&format!("Path=/posts/{post};")), "{cookie}");
+    assert!(
+        cookie.starts_with("blog_wrote=1;") && cookie.contains(&format!("Path=/posts/{post};")),
+        "{cookie}"
+    );
     assert!(cookie.contains("Max-Age=") && cookie.contains("HttpOnly"), "{cookie}");
 
     let path = format!("/posts/{post}");
@@ -962,9 +1261,19 @@ async fn a_writer_is_sent_back_to_a_post_page_read_anew() {
     let cached = reader.get(&path).await;
     assert_eq!(cached.operations(), 0, "from the cache");
     let session = reader.cookie.clone().unwrap();
-    let fresh =
-        reader.send(reader.client.get(format!("{}{path}", app.base)).header("cookie", format!("{session}; blog_wrote=1"))).await;
-    assert_eq!(fresh.operations(), 1, "checked now for the writer: the post, whose etag says the view kept is the one stored");
+    let fresh = reader
+        .send(
+            reader
+                .client
+                .get(format!("{}{path}", app.base))
+                .header("cookie", format!("{session}; blog_wrote=1")),
+        )
+        .await;
+    assert_eq!(
+        fresh.operations(),
+        1,
+        "checked now for the writer: the post, whose etag says the view kept is the one stored"
+    );
     assert_eq!(fresh.header("cache-control"), "private, no-cache");
 }
 
@@ -987,33 +1296,68 @@ async fn a_write_through_this_instance_has_the_next_view_read_only_what_it_chang
     assert_eq!(commented.status, StatusCode::CREATED, "{}", commented.body);
     let page = browser.get(&path).await;
     assert_eq!(page.operations(), 2, "Q2, then Q4: the comments' version moved");
-    assert!(page.html.contains("Read with the post") && page.html.contains("1 comment"), "{}", page.html);
+    assert!(
+        page.html.contains("Read with the post") && page.html.contains("1 comment"),
+        "{}",
+        page.html
+    );
 
-    let liked = app.post(&format!("/api/posts/{post}/likes"), serde_json::json!({"userId": fan})).await;
+    let liked =
+        app.post(&format!("/api/posts/{post}/likes"), serde_json::json!({"userId": fan})).await;
     assert_eq!(liked.status, StatusCode::CREATED, "{}", liked.body);
     let page = browser.get(&path).await;
     assert_eq!(page.operations(), 2, "Q2, then Q5: the likes' version moved");
-    assert!(page.html.contains("Liked by") && page.html.contains("Read with the post"), "{}", page.html);
+    assert!(
+        page.html.contains("Liked by") && page.html.contains("Read with the post"),
+        "{}",
+        page.html
+    );
 
-    let unliked = app.send_as(Some(&fan), reqwest::Method::DELETE, &format!("/api/posts/{post}/likes/{fan}"), None).await;
+    let unliked = app
+        .send_as(
+            Some(&fan),
+            reqwest::Method::DELETE,
+            &format!("/api/posts/{post}/likes/{fan}"),
+            None,
+        )
+        .await;
     assert_eq!(unliked.status, StatusCode::NO_CONTENT, "{}", unliked.body);
     let page = browser.get(&path).await;
     assert_eq!(page.operations(), 2, "Q2, then Q5");
     assert!(!page.html.contains("Liked by") && page.html.contains("0 likes"), "{}", page.html);
 
-    let edited =
-        app.put(&format!("/api/posts/{post}"), serde_json::json!({"title": "Mended, edited", "content": "Again."})).await;
+    let edited = app
+        .put(
+            &format!("/api/posts/{post}"),
+            serde_json::json!({"title": "Mended, edited", "content": "Again."}),
+        )
+        .await;
     assert_eq!(edited.status, StatusCode::OK, "{}", edited.body);
     let page = browser.get(&path).await;
     assert_eq!(page.operations(), 1, "Q2 alone: an edit moves neither list's version");
-    assert!(page.html.contains("Mended, edited") && page.html.contains("Read with the post"), "{}", page.html);
+    assert!(
+        page.html.contains("Mended, edited") && page.html.contains("Read with the post"),
+        "{}",
+        page.html
+    );
 
     let comment = commented.body["id"].as_str().unwrap();
-    let deleted = app.send_as(Some(&fan), reqwest::Method::DELETE, &format!("/api/posts/{post}/comments/{comment}"), None).await;
+    let deleted = app
+        .send_as(
+            Some(&fan),
+            reqwest::Method::DELETE,
+            &format!("/api/posts/{post}/comments/{comment}"),
+            None,
+        )
+        .await;
     assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{}", deleted.body);
     let page = browser.get(&path).await;
     assert_eq!(page.operations(), 2, "Q2, then Q4");
-    assert!(!page.html.contains("Read with the post") && page.html.contains("0 comments"), "{}", page.html);
+    assert!(
+        !page.html.contains("Read with the post") && page.html.contains("0 comments"),
+        "{}",
+        page.html
+    );
 }
 
 /// Posts and comments are Markdown on the pages, rendered safe (raw HTML as
@@ -1027,7 +1371,9 @@ async fn markdown_in_posts_and_comments_is_rendered_safely_and_the_api_keeps_it_
     let text = "## Why\n\nSome **bold** text, see https://example.com/a_b.\n\n```\nlet x = 1 < 2;\n```\n\n\
                 [bad](javascript:alert(1)) <script>alert(1)</script> ![a cat](https://cats.example/cat.png)";
     let post = alice.write("Rendered", text).await;
-    alice.submit(&format!("{post}/comments"), &[("content", "*so* [true](https://example.org)")]).await;
+    alice
+        .submit(&format!("{post}/comments"), &[("content", "*so* [true](https://example.org)")])
+        .await;
 
     let page = alice.get(&post).await.html;
     for rendered in [
@@ -1041,11 +1387,18 @@ async fn markdown_in_posts_and_comments_is_rendered_safely_and_the_api_keeps_it_
     ] {
         assert!(page.contains(rendered), "{rendered}: {page}");
     }
-    assert!(!page.contains("javascript:") && !page.contains("<script>") && !page.contains("<img"), "{page}");
+    assert!(
+        !page.contains("javascript:") && !page.contains("<script>") && !page.contains("<img"),
+        "{page}"
+    );
     assert!(!page.contains("**") && !page.contains("## "), "{page}");
 
     let id = post.trim_start_matches("/posts/");
-    assert_eq!(app.get(&format!("/api/posts/{id}")).await.body["content"], text, "the API returns the text as written");
+    assert_eq!(
+        app.get(&format!("/api/posts/{id}")).await.body["content"],
+        text,
+        "the API returns the text as written"
+    );
 
     let front = alice.eventually("/", |html| html.contains("Rendered")).await.html;
     assert!(
@@ -1054,7 +1407,10 @@ async fn markdown_in_posts_and_comments_is_rendered_safely_and_the_api_keeps_it_
         ),
         "{front}"
     );
-    assert!(!front.contains("<strong>") && !front.contains("**"), "an excerpt is plain text: {front}");
+    assert!(
+        !front.contains("<strong>") && !front.contains("**"),
+        "an excerpt is plain text: {front}"
+    );
 }
 
 /// An excerpt reads as the post does, with no space before the punctuation
@@ -1065,7 +1421,12 @@ async fn an_excerpt_and_a_description_have_no_space_before_punctuation_after_inl
     let app = TestApp::start().await;
     let mut alice = Browser::new(&app);
     alice.sign_up("alice", "Alice").await;
-    let post = alice.write("Inline", "A **bold**: word, an *em*, and `code`. Also [a link](https://example.org).").await;
+    let post = alice
+        .write(
+            "Inline",
+            "A **bold**: word, an *em*, and `code`. Also [a link](https://example.org).",
+        )
+        .await;
     // Nothing in it for HTML to escape: the page shows it as it is.
     let read = "A bold: word, an em, and code. Also a link.";
 
@@ -1089,8 +1450,7 @@ async fn an_excerpt_and_a_description_have_no_space_before_punctuation_after_inl
 async fn every_page_has_a_canonical_address_and_opengraph_and_a_post_describes_itself() {
     let app = TestApp::start().await;
     let author = app.user("author").await;
-    let body =
-        serde_json::json!({"userId": author, "title": "Seen in a preview", "content": "It **starts** like this, and goes on."});
+    let body = serde_json::json!({"userId": author, "title": "Seen in a preview", "content": "It **starts** like this, and goes on."});
     let post = app.post("/api/posts", body).await.body["id"].as_str().unwrap().to_owned();
     let browser = Browser::new(&app);
     let page = browser.get(&format!("/posts/{post}?utm_source=mastodon&fbclid=x")).await.html;
@@ -1101,16 +1461,25 @@ async fn every_page_has_a_canonical_address_and_opengraph_and_a_post_describes_i
         "<meta property=\"og:type\" content=\"article\">".to_owned(),
         "<meta property=\"og:title\" content=\"Seen in a preview\">".to_owned(),
         "<meta name=\"description\" content=\"It starts like this, and goes on.\">".to_owned(),
-        "<meta property=\"og:description\" content=\"It starts like this, and goes on.\">".to_owned(),
+        "<meta property=\"og:description\" content=\"It starts like this, and goes on.\">"
+            .to_owned(),
     ] {
         assert!(page.contains(&head), "{head}: {page}");
     }
     let front = browser.get("/?ref=newsletter").await.html;
-    assert!(front.contains(&format!("<link rel=\"canonical\" href=\"{}/\">", app.public)), "{front}");
+    assert!(
+        front.contains(&format!("<link rel=\"canonical\" href=\"{}/\">", app.public)),
+        "{front}"
+    );
     assert!(front.contains("<meta property=\"og:type\" content=\"website\">"), "{front}");
     // A user's page describes itself as theirs.
     let user_page = browser.get(&format!("/users/{author}")).await.html;
-    assert!(user_page.contains("<meta property=\"og:description\" content=\"Posts by author on Cosmos Blog.\">"), "{user_page}");
+    assert!(
+        user_page.contains(
+            "<meta property=\"og:description\" content=\"Posts by author on Cosmos Blog.\">"
+        ),
+        "{user_page}"
+    );
 }
 
 /// The navigation says who is signed in, the name isolated from the text
@@ -1143,7 +1512,10 @@ async fn the_shared_front_page_keeps_what_differs_between_readers() {
     for n in 0..3 {
         app.post_by(&author, &format!("Shared {n}")).await;
     }
-    app.eventually("/api/feed", |feed| feed["items"].as_array().is_some_and(|items| items.len() == 3)).await;
+    app.eventually("/api/feed", |feed| {
+        feed["items"].as_array().is_some_and(|items| items.len() == 3)
+    })
+    .await;
     let client = reqwest::Client::new();
     let front = |host: &'static str, query: &'static str| {
         let request = client.get(format!("{}/{query}", app.base)).header("Host", host);
@@ -1156,14 +1528,20 @@ async fn the_shared_front_page_keeps_what_differs_between_readers() {
     assert!(here.contains(&format!("<link rel=\"canonical\" href=\"{}/\">", app.public)), "{here}");
     assert_eq!(here, there);
     let two = front("blog.example", "?limit=2").await;
-    assert!(two.contains("href=\"/?limit=2&amp;continuationToken="), "a page of two links on to the next: {two}");
+    assert!(
+        two.contains("href=\"/?limit=2&amp;continuationToken="),
+        "a page of two links on to the next: {two}"
+    );
     assert!(!here.contains("continuationToken="), "{here}");
 
     let mut alice = Browser::new(&app);
     alice.sign_up("alice", "Alice").await;
     let signed_in = alice.get("/").await;
     assert!(signed_in.html.contains("Signed in as"), "{}", signed_in.html);
-    assert!(!front("blog.example", "").await.contains("Signed in as"), "a signed-in page is never shared");
+    assert!(
+        !front("blog.example", "").await.contains("Signed in as"),
+        "a signed-in page is never shared"
+    );
 }
 
 /// The per-user write limit on the pages: a comment past it is the post's page again,
@@ -1173,18 +1551,33 @@ async fn the_shared_front_page_keeps_what_differs_between_readers() {
 async fn a_form_past_the_write_limit_keeps_what_was_typed_and_says_when_to_send_it() {
     let dir = tempfile::tempdir().unwrap();
     let limit = blog::WriteLimitSetting { per_minute: 6, burst: 3 };
-    let app = TestApp::start_configured(blog::Config { write_limit: Some(limit), ..TestApp::config(dir.path()) }).await;
+    let app = TestApp::start_configured(blog::Config {
+        write_limit: Some(limit),
+        ..TestApp::config(dir.path())
+    })
+    .await;
     let mut alice = Browser::new(&app);
     alice.sign_up("alice", "Alice").await;
     let post = alice.write("Limited", "Text").await;
-    assert_eq!(alice.submit(&format!("{post}/comments"), &[("content", "the third write")]).await.status, StatusCode::SEE_OTHER);
-    let refused = alice.submit(&format!("{post}/comments"), &[("content", "typed past the limit")]).await;
+    assert_eq!(
+        alice.submit(&format!("{post}/comments"), &[("content", "the third write")]).await.status,
+        StatusCode::SEE_OTHER
+    );
+    let refused =
+        alice.submit(&format!("{post}/comments"), &[("content", "typed past the limit")]).await;
     assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS, "{}", refused.html);
     let retry_after: u64 = refused.header("retry-after").parse().expect("Retry-After in seconds");
     assert!((1..=10).contains(&retry_after), "{retry_after}");
     assert!(refused.html.contains("the next is accepted in"), "says when: {}", refused.html);
-    assert!(refused.html.contains("typed past the limit"), "keeps what was typed: {}", refused.html);
-    assert!(alice.get(&post).await.html.contains("1 comment · 0 likes"), "nothing more was written");
+    assert!(
+        refused.html.contains("typed past the limit"),
+        "keeps what was typed: {}",
+        refused.html
+    );
+    assert!(
+        alice.get(&post).await.html.contains("1 comment · 0 likes"),
+        "nothing more was written"
+    );
 }
 
 /// Every form that writes carries a one-time key, so a form sent twice (a double
@@ -1200,8 +1593,14 @@ async fn a_form_sent_twice_writes_once_and_shows_the_first_result() {
     let write_page = alice.get("/write").await;
     let key = form_key(&write_page.html, "/write");
     let fields = [("title", "Twice"), ("content", "Sent twice."), ("idempotencyKey", key.as_str())];
-    let (first, second) = (alice.submit("/write", &fields).await, alice.submit("/write", &fields).await);
-    assert_eq!((first.status, second.status), (StatusCode::SEE_OTHER, StatusCode::SEE_OTHER), "{}", second.html);
+    let (first, second) =
+        (alice.submit("/write", &fields).await, alice.submit("/write", &fields).await);
+    assert_eq!(
+        (first.status, second.status),
+        (StatusCode::SEE_OTHER, StatusCode::SEE_OTHER),
+        "{}",
+        second.html
+    );
     assert_eq!(first.location(), second.location(), "one post");
     let post = first.location().to_owned();
     let mine = alice.eventually("/users/alice", |html| html.contains("Twice")).await;
@@ -1210,14 +1609,22 @@ async fn a_form_sent_twice_writes_once_and_shows_the_first_result() {
     let page = alice.get(&post).await;
     let key = form_key(&page.html, &format!("{post}/comments"));
     let comment = [("content", "Only once, please."), ("idempotencyKey", key.as_str())];
-    let (first, second) =
-        (alice.submit(&format!("{post}/comments"), &comment).await, alice.submit(&format!("{post}/comments"), &comment).await);
+    let (first, second) = (
+        alice.submit(&format!("{post}/comments"), &comment).await,
+        alice.submit(&format!("{post}/comments"), &comment).await,
+    );
     assert_eq!(first.status, StatusCode::SEE_OTHER, "{}", first.html);
     assert_eq!(first.location(), second.location(), "both lead to the one comment");
     let like_key = form_key(&page.html, &format!("{post}/likes"));
     for _ in 0..2 {
-        let liked = alice.submit(&format!("{post}/likes"), &[("idempotencyKey", like_key.as_str())]).await;
-        assert_eq!(liked.location(), format!("{post}#actions"), "the second click is not 'already liked': {}", liked.html);
+        let liked =
+            alice.submit(&format!("{post}/likes"), &[("idempotencyKey", like_key.as_str())]).await;
+        assert_eq!(
+            liked.location(),
+            format!("{post}#actions"),
+            "the second click is not 'already liked': {}",
+            liked.html
+        );
     }
     let page = alice.get(&post).await;
     assert_eq!(page.html.matches("Only once, please.").count(), 1, "{}", page.html);
@@ -1231,7 +1638,12 @@ async fn a_form_sent_twice_writes_once_and_shows_the_first_result() {
     assert!(refused.html.contains("A second thought."), "what was typed is kept: {}", refused.html);
     let fresh = form_key(&refused.html, &format!("{post}/comments"));
     assert_ne!(fresh, key, "the form shown again has a new key");
-    let sent = alice.submit(&format!("{post}/comments"), &[("content", "A second thought."), ("idempotencyKey", &fresh)]).await;
+    let sent = alice
+        .submit(
+            &format!("{post}/comments"),
+            &[("content", "A second thought."), ("idempotencyKey", &fresh)],
+        )
+        .await;
     assert_eq!(sent.status, StatusCode::SEE_OTHER, "{}", sent.html);
     assert!(alice.get(&post).await.html.contains("2 comments · 1 like"));
 }
@@ -1252,12 +1664,23 @@ async fn tags_are_written_on_the_form_shown_as_links_and_have_a_page() {
         "{}",
         form.html
     );
-    let refused = alice.submit("/write", &[("title", "Tagged"), ("content", "Text"), ("tags", "Rust, RUST")]).await;
+    let refused = alice
+        .submit("/write", &[("title", "Tagged"), ("content", "Text"), ("tags", "Rust, RUST")])
+        .await;
     assert_eq!(refused.status, StatusCode::BAD_REQUEST);
     assert!(refused.html.contains("id=\"post-tags-error\">Tags: the tags"), "{}", refused.html);
-    assert!(refused.html.contains("value=\"Rust, RUST\""), "what was typed is kept: {}", refused.html);
+    assert!(
+        refused.html.contains("value=\"Rust, RUST\""),
+        "what was typed is kept: {}",
+        refused.html
+    );
 
-    let written = alice.submit("/write", &[("title", "Tagged"), ("content", "Text"), ("tags", " Rust, Cosmos DB ,")]).await;
+    let written = alice
+        .submit(
+            "/write",
+            &[("title", "Tagged"), ("content", "Text"), ("tags", " Rust, Cosmos DB ,")],
+        )
+        .await;
     assert_eq!(written.status, StatusCode::SEE_OTHER, "{}", written.html);
     let post = written.location().to_owned();
     let links = "<ul class=\"tags\" aria-label=\"Tags\"><li><a rel=\"tag\" href=\"/tags/rust\"><bdi>Rust</bdi></a></li>\
@@ -1275,7 +1698,9 @@ async fn tags_are_written_on_the_form_shown_as_links_and_have_a_page() {
 
     let edit = alice.get(&format!("{post}/edit")).await;
     assert!(edit.html.contains("value=\"Rust, Cosmos DB\""), "{}", edit.html);
-    let saved = alice.submit(&format!("{post}/edit"), &[("title", "Tagged"), ("content", "Text"), ("tags", "")]).await;
+    let saved = alice
+        .submit(&format!("{post}/edit"), &[("title", "Tagged"), ("content", "Text"), ("tags", "")])
+        .await;
     assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.html);
     assert!(!alice.get(&post).await.html.contains("class=\"tags\""));
     alice.eventually("/tags/rust", |html| html.contains("No posts with this tag yet.")).await;

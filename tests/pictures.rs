@@ -26,7 +26,9 @@ fn encoded(image: &DynamicImage, format: ImageFormat) -> Vec<u8> {
 
 /// A 40×20 photo, left half red, right half blue.
 fn photo() -> DynamicImage {
-    DynamicImage::ImageRgb8(RgbImage::from_fn(40, 20, |x, _| if x < 20 { Rgb([200, 0, 0]) } else { Rgb([0, 0, 200]) }))
+    DynamicImage::ImageRgb8(RgbImage::from_fn(40, 20, |x, _| {
+        if x < 20 { Rgb([200, 0, 0]) } else { Rgb([0, 0, 200]) }
+    }))
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -45,8 +47,16 @@ fn a_phones_photo_loses_its_gps_position_and_stays_upright() {
     // Read back as a reader's browser would: upright (turned as the EXIF said), 20×40.
     let shown = image::load_from_memory(&stored.bytes).unwrap();
     assert_eq!((stored.width, stored.height, shown.width(), shown.height()), (20, 40, 20, 40));
-    assert_eq!(stored.name.to_string(), format!("{}-20x40.jpg", stored.name.hash()), "named by its bytes and size");
-    assert_eq!(prepare(&upload, &Limits::default()).unwrap().picture.name, stored.name, "named by its bytes");
+    assert_eq!(
+        stored.name.to_string(),
+        format!("{}-20x40.jpg", stored.name.hash()),
+        "named by its bytes and size"
+    );
+    assert_eq!(
+        prepare(&upload, &Limits::default()).unwrap().picture.name,
+        stored.name,
+        "named by its bytes"
+    );
 }
 
 /// Its colour profile (a phone's Display P3) is the one thing kept beside the pixels: without it
@@ -63,8 +73,14 @@ fn a_photos_colour_profile_is_kept_and_its_exif_is_not() {
     let upload = with_segment(&jpeg, &exif_segment());
     let prepared = prepare(&upload, &Limits::default()).unwrap();
     for stored in [&prepared.picture, prepared.phone.as_ref().expect("a phones' variant")] {
-        let mut decoder = image::codecs::jpeg::JpegDecoder::new(Cursor::new(&stored.bytes)).unwrap();
-        assert_eq!(image::ImageDecoder::icc_profile(&mut decoder).unwrap(), Some(profile.clone()), "{}", stored.name);
+        let mut decoder =
+            image::codecs::jpeg::JpegDecoder::new(Cursor::new(&stored.bytes)).unwrap();
+        assert_eq!(
+            image::ImageDecoder::icc_profile(&mut decoder).unwrap(),
+            Some(profile.clone()),
+            "{}",
+            stored.name
+        );
         assert!(!contains(&stored.bytes, b"Exif"), "{}", stored.name);
     }
 }
@@ -86,9 +102,14 @@ fn only_the_four_formats_recognised_by_their_bytes_are_taken() {
     assert_eq!(prepare(b"", &limits).unwrap_err(), PictureError::Empty);
     let svg = br#"<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>"#;
     assert_eq!(prepare(svg, &limits).unwrap_err(), PictureError::NotAPicture(None));
-    assert_eq!(prepare(b"<!doctype html><p>hi", &limits).unwrap_err(), PictureError::NotAPicture(None));
+    assert_eq!(
+        prepare(b"<!doctype html><p>hi", &limits).unwrap_err(),
+        PictureError::NotAPicture(None)
+    );
     let bmp = b"BM\x3a\0\0\0\0\0\0\0\x36\0\0\0";
-    assert!(matches!(prepare(bmp, &limits).unwrap_err(), PictureError::NotAPicture(Some(found)) if found == "Bmp"));
+    assert!(
+        matches!(prepare(bmp, &limits).unwrap_err(), PictureError::NotAPicture(Some(found)) if found == "Bmp")
+    );
     for (format, kind) in [(ImageFormat::Png, Kind::Png), (ImageFormat::Gif, Kind::Gif)] {
         let stored = prepare(&encoded(&photo(), format), &limits).unwrap().picture;
         assert_eq!((stored.kind, stored.width, stored.height), (kind, 40, 20), "{format:?}");
@@ -104,7 +125,11 @@ fn webp_is_kept_as_jpeg_or_as_png_where_it_is_transparent() {
     let clear = DynamicImage::ImageRgba8(RgbaImage::from_pixel(10, 10, Rgba([0, 0, 0, 0])));
     let transparent = prepare(&encoded(&clear, ImageFormat::WebP), &limits).unwrap().picture;
     assert_eq!(transparent.kind, Kind::Png);
-    assert_eq!(image::load_from_memory(&transparent.bytes).unwrap().to_rgba8().get_pixel(0, 0)[3], 0, "still transparent");
+    assert_eq!(
+        image::load_from_memory(&transparent.bytes).unwrap().to_rgba8().get_pixel(0, 0)[3],
+        0,
+        "still transparent"
+    );
 }
 
 #[test]
@@ -128,30 +153,53 @@ fn a_still_picture_gets_small_copies_for_the_lists_box_cropped_about_its_middle(
     };
     // A tall photo: red at the top and bottom, green between; the box keeps the 4:3 of its
     // middle (rows 937 to 2062), all green.
-    let tall = RgbImage::from_fn(1500, 3000, |_, y| if (880..2120).contains(&y) { Rgb([0, 200, 0]) } else { Rgb([200, 0, 0]) });
-    let prepared = prepare(&encoded(&DynamicImage::ImageRgb8(tall), ImageFormat::Jpeg), &limits).unwrap();
+    let tall = RgbImage::from_fn(1500, 3000, |_, y| {
+        if (880..2120).contains(&y) { Rgb([0, 200, 0]) } else { Rgb([200, 0, 0]) }
+    });
+    let prepared =
+        prepare(&encoded(&DynamicImage::ImageRgb8(tall), ImageFormat::Jpeg), &limits).unwrap();
     assert_eq!(sizes(&prepared), [(Kind::Jpeg, 128, 96), (Kind::Jpeg, 256, 192)]);
     for small in &prepared.small {
-        assert!(small.name.as_str().starts_with(prepared.picture.name.hash()), "named after its picture: {}", small.name);
+        assert!(
+            small.name.as_str().starts_with(prepared.picture.name.hash()),
+            "named after its picture: {}",
+            small.name
+        );
         let pixels = image::load_from_memory(&small.bytes).unwrap().to_rgb8();
-        for (x, y) in [(0, 0), (small.width / 2, small.height / 2), (small.width - 1, small.height - 1)] {
+        for (x, y) in
+            [(0, 0), (small.width / 2, small.height / 2), (small.width - 1, small.height - 1)]
+        {
             let pixel = pixels.get_pixel(x, y);
-            assert!(pixel[1] > 150 && pixel[0] < 60, "the middle only: {pixel:?} at {x},{y} of {}", small.name);
+            assert!(
+                pixel[1] > 150 && pixel[0] < 60,
+                "the middle only: {pixel:?} at {x},{y} of {}",
+                small.name
+            );
         }
     }
     // A narrow PNG with transparency: PNG copies, still transparent.
-    let clear = RgbaImage::from_fn(640, 480, |x, _| if x < 320 { Rgba([0, 0, 0, 0]) } else { Rgba([0, 0, 200, 255]) });
-    let prepared = prepare(&encoded(&DynamicImage::ImageRgba8(clear), ImageFormat::Png), &limits).unwrap();
+    let clear = RgbaImage::from_fn(640, 480, |x, _| {
+        if x < 320 { Rgba([0, 0, 0, 0]) } else { Rgba([0, 0, 200, 255]) }
+    });
+    let prepared =
+        prepare(&encoded(&DynamicImage::ImageRgba8(clear), ImageFormat::Png), &limits).unwrap();
     assert_eq!(sizes(&prepared), [(Kind::Png, 128, 96), (Kind::Png, 256, 192)]);
     let small = image::load_from_memory(&prepared.small[0].bytes).unwrap().to_rgba8();
-    assert_eq!((small.get_pixel(0, 0)[3], small.get_pixel(127, 0)[3]), (0, 255), "transparent where the picture is");
+    assert_eq!(
+        (small.get_pixel(0, 0)[3], small.get_pixel(127, 0)[3]),
+        (0, 255),
+        "transparent where the picture is"
+    );
     // Smaller than the 2× box: the 1× copy only (the picture is its own 2×); smaller than the
     // 1× box, or an animation: none.
     let small_photo = DynamicImage::ImageRgb8(RgbImage::from_pixel(200, 150, Rgb([9, 9, 9])));
     let prepared = prepare(&encoded(&small_photo, ImageFormat::Jpeg), &limits).unwrap();
     assert_eq!(sizes(&prepared), [(Kind::Jpeg, 128, 96)]);
     assert!(prepare(&encoded(&photo(), ImageFormat::Jpeg), &limits).unwrap().small.is_empty());
-    let gif = encoded(&DynamicImage::ImageRgba8(RgbaImage::from_pixel(300, 200, Rgba([9, 9, 9, 255]))), ImageFormat::Gif);
+    let gif = encoded(
+        &DynamicImage::ImageRgba8(RgbaImage::from_pixel(300, 200, Rgba([9, 9, 9, 255]))),
+        ImageFormat::Gif,
+    );
     assert!(prepare(&gif, &limits).unwrap().small.is_empty());
 }
 
@@ -160,7 +208,8 @@ fn a_still_picture_gets_small_copies_for_the_lists_box_cropped_about_its_middle(
 #[test]
 fn a_photos_small_copies_are_at_most_20_kb() {
     for (width, height, seed) in [(4032, 3024, 1), (3024, 4032, 2), (1600, 900, 3)] {
-        let prepared = prepare(&common::hostile::photo_jpeg(width, height, seed), &Limits::default()).unwrap();
+        let prepared =
+            prepare(&common::hostile::photo_jpeg(width, height, seed), &Limits::default()).unwrap();
         let phone = prepared.phone.as_ref().unwrap().bytes.len();
         for small in &prepared.small {
             // (`-- --nocapture` shows the figures BENCHMARKS.md records.)
@@ -170,7 +219,12 @@ fn a_photos_small_copies_are_at_most_20_kb() {
                 small.height,
                 small.bytes.len()
             );
-            assert!(small.bytes.len() <= 20_000, "{}: {} bytes (its phones' copy: {phone})", small.name, small.bytes.len());
+            assert!(
+                small.bytes.len() <= 20_000,
+                "{}: {} bytes (its phones' copy: {phone})",
+                small.name,
+                small.bytes.len()
+            );
         }
         assert_eq!(prepared.small.len(), 2);
     }
@@ -183,9 +237,12 @@ fn a_photos_small_copies_are_at_most_20_kb() {
 fn a_photos_screen_copy_is_1440_pixels_wide_and_a_fraction_of_it() {
     // The picture tests' photos (grain 8), then the benches' (grain 20: `handler cost` weighs a
     // post page's picture by its screens' copy).
-    for (width, height, seed, grain, screen_height) in
-        [(4032, 3024, 1, 8, 1080), (3024, 4032, 2, 8, 1920), (1600, 900, 3, 8, 810), (4032, 3024, 1, 20, 1080)]
-    {
+    for (width, height, seed, grain, screen_height) in [
+        (4032, 3024, 1, 8, 1080),
+        (3024, 4032, 2, 8, 1920),
+        (1600, 900, 3, 8, 810),
+        (4032, 3024, 1, 20, 1080),
+    ] {
         let photo = common::hostile::photo_jpeg_with_grain(width, height, seed, grain);
         let prepared = prepare(&photo, &Limits::default()).unwrap();
         let screen = prepared.screen.as_ref().expect("a screens' copy");
@@ -200,7 +257,11 @@ fn a_photos_screen_copy_is_1440_pixels_wide_and_a_fraction_of_it() {
         );
         assert_eq!((screen.kind, screen.width, screen.height), (Kind::Jpeg, 1440, screen_height));
         let picture = prepared.picture.name.as_str();
-        assert_eq!(screen.name.as_str(), format!("{}-1440x{screen_height}.jpg", &picture[..64]), "named from the picture's hash");
+        assert_eq!(
+            screen.name.as_str(),
+            format!("{}-1440x{screen_height}.jpg", &picture[..64]),
+            "named from the picture's hash"
+        );
         let decoded = image::load_from_memory(&screen.bytes).unwrap();
         assert_eq!((decoded.width(), decoded.height()), (1440, screen_height));
         let (copy, whole) = (screen.bytes.len(), prepared.picture.bytes.len());
@@ -212,8 +273,14 @@ fn a_photos_screen_copy_is_1440_pixels_wide_and_a_fraction_of_it() {
     let limits = Limits::default();
     let narrow = DynamicImage::ImageRgb8(RgbImage::from_pixel(1440, 100, Rgb([9, 9, 9])));
     let prepared = prepare(&encoded(&narrow, ImageFormat::Jpeg), &limits).unwrap();
-    assert!(prepared.phone.is_some() && prepared.screen.is_none(), "1,440 pixels wide: its own screens' copy");
-    let gif = encoded(&DynamicImage::ImageRgba8(RgbaImage::from_pixel(1600, 100, Rgba([9, 9, 9, 255]))), ImageFormat::Gif);
+    assert!(
+        prepared.phone.is_some() && prepared.screen.is_none(),
+        "1,440 pixels wide: its own screens' copy"
+    );
+    let gif = encoded(
+        &DynamicImage::ImageRgba8(RgbaImage::from_pixel(1600, 100, Rgba([9, 9, 9, 255]))),
+        ImageFormat::Gif,
+    );
     assert!(prepare(&gif, &limits).unwrap().screen.is_none(), "an animation keeps its frames");
 }
 
@@ -221,10 +288,15 @@ fn a_photos_screen_copy_is_1440_pixels_wide_and_a_fraction_of_it() {
 fn a_small_file_that_says_it_is_huge_is_refused_from_its_header() {
     let limits = Limits::default();
     // 7,000 × 7,000 of one colour: 49 megapixels in a file of a few dozen kilobytes.
-    let bomb = encoded(&DynamicImage::ImageLuma8(image::GrayImage::new(7_000, 7_000)), ImageFormat::Png);
+    let bomb =
+        encoded(&DynamicImage::ImageLuma8(image::GrayImage::new(7_000, 7_000)), ImageFormat::Png);
     assert!(bomb.len() < 1_000_000, "{} bytes", bomb.len());
-    assert!(matches!(prepare(&bomb, &limits).unwrap_err(), PictureError::TooManyPixels { width: 7_000, height: 7_000, .. }));
-    let long = encoded(&DynamicImage::ImageLuma8(image::GrayImage::new(8_001, 1)), ImageFormat::Png);
+    assert!(matches!(
+        prepare(&bomb, &limits).unwrap_err(),
+        PictureError::TooManyPixels { width: 7_000, height: 7_000, .. }
+    ));
+    let long =
+        encoded(&DynamicImage::ImageLuma8(image::GrayImage::new(8_001, 1)), ImageFormat::Png);
     assert!(matches!(prepare(&long, &limits).unwrap_err(), PictureError::TooManyPixels { .. }));
     let big = vec![0xFF; limits.max_bytes + 1];
     assert!(matches!(prepare(&big, &limits).unwrap_err(), PictureError::TooLarge { .. }));
@@ -240,20 +312,26 @@ fn a_jpeg_cut_short_with_its_end_marker_put_back_is_refused() {
     for (what, jpeg) in [("baseline", &baseline), ("progressive", &progressive)] {
         assert!(prepare(jpeg, &Limits::default()).is_ok(), "{what}: whole, it is taken");
         let scan = jpeg.windows(2).rposition(|marker| marker == [0xFF, 0xDA]).unwrap();
-        let scan_header = jpeg[scan..scan + 2 + usize::from(u16::from_be_bytes([jpeg[scan + 2], jpeg[scan + 3]]))].to_vec();
+        let scan_header = jpeg
+            [scan..scan + 2 + usize::from(u16::from_be_bytes([jpeg[scan + 2], jpeg[scan + 3]]))]
+            .to_vec();
         // A progressive JPEG cut inside its first scan (its DC coefficients) and inside its last.
         let cuts = match what {
             "baseline" => vec![1000],
             _ => {
                 let first = jpeg.windows(2).position(|marker| marker == [0xFF, 0xDA]).unwrap();
-                let second = first + 2 + jpeg[first + 2..].windows(2).position(|marker| marker == [0xFF, 0xDA]).unwrap();
+                let second = first
+                    + 2
+                    + jpeg[first + 2..]
+                        .windows(2)
+                        .position(|marker| marker == [0xFF, 0xDA])
+                        .unwrap();
                 vec![first + (second - first) * 3 / 4, scan + (jpeg.len() - scan) / 2]
             }
         };
-        for (cut_at, after) in cuts
-            .into_iter()
-            .flat_map(|cut_at| [(cut_at, vec![0xFF, 0xD9]), (cut_at, [&scan_header[..], &[0x00, 0xFF, 0xD9]].concat())])
-        {
+        for (cut_at, after) in cuts.into_iter().flat_map(|cut_at| {
+            [(cut_at, vec![0xFF, 0xD9]), (cut_at, [&scan_header[..], &[0x00, 0xFF, 0xD9]].concat())]
+        }) {
             let cut = [&jpeg[..cut_at], &after[..]].concat();
             let refused = prepare(&cut, &Limits::default()).unwrap_err();
             assert!(
@@ -267,13 +345,19 @@ fn a_jpeg_cut_short_with_its_end_marker_put_back_is_refused() {
     // The picture fuzz target's seed of the same.
     let seed = common::hostile::seed("truncated-half-end-marker.jpg");
     let refused = prepare(&seed, &Limits::default()).unwrap_err();
-    assert!(matches!(&refused, PictureError::Unreadable(why) if why.contains("cut off")), "{refused}");
+    assert!(
+        matches!(&refused, PictureError::Unreadable(why) if why.contains("cut off")),
+        "{refused}"
+    );
 }
 
 #[test]
 fn a_truncated_or_damaged_picture_is_refused() {
     let jpeg = encoded(&photo(), ImageFormat::Jpeg);
-    assert!(matches!(prepare(&jpeg[..jpeg.len() / 2], &Limits::default()).unwrap_err(), PictureError::Unreadable(_)));
+    assert!(matches!(
+        prepare(&jpeg[..jpeg.len() / 2], &Limits::default()).unwrap_err(),
+        PictureError::Unreadable(_)
+    ));
     let mut png = encoded(&photo(), ImageFormat::Png);
     let middle = png.len() / 2;
     png[middle..middle + 8].copy_from_slice(b"damaged!");
@@ -286,8 +370,12 @@ fn animated(frames: usize) -> Vec<u8> {
     {
         let mut encoder = gif::Encoder::new(&mut bytes, 1, 1, &[0, 0, 0, 255, 255, 255]).unwrap();
         for n in 0..frames {
-            let frame =
-                gif::Frame { width: 1, height: 1, buffer: std::borrow::Cow::Owned(vec![(n % 2) as u8]), ..Default::default() };
+            let frame = gif::Frame {
+                width: 1,
+                height: 1,
+                buffer: std::borrow::Cow::Owned(vec![(n % 2) as u8]),
+                ..Default::default()
+            };
             encoder.write_frame(&frame).unwrap();
         }
     }
@@ -307,7 +395,10 @@ fn an_animation_is_kept_frame_by_frame_within_its_limits() {
         frames += 1;
     }
     assert_eq!(frames, 3);
-    assert!(matches!(prepare(&animated(10_000), &limits).unwrap_err(), PictureError::TooManyFrames { .. }));
+    assert!(matches!(
+        prepare(&animated(10_000), &limits).unwrap_err(),
+        PictureError::TooManyFrames { .. }
+    ));
 }
 
 mod directory {
@@ -333,8 +424,14 @@ mod directory {
     #[tokio::test]
     async fn a_write_cut_short_leaves_no_half_picture() {
         let dir = tempfile::tempdir().unwrap();
-        let prepared = prepare(&encoded(&photo(), image::ImageFormat::Png), &Limits::default()).unwrap().picture;
-        let address = PictureAddress { owner: "writer".into(), post: "post".into(), name: prepared.name.clone() };
+        let prepared = prepare(&encoded(&photo(), image::ImageFormat::Png), &Limits::default())
+            .unwrap()
+            .picture;
+        let address = PictureAddress {
+            owner: "writer".into(),
+            post: "post".into(),
+            name: prepared.name.clone(),
+        };
         let store = DirectoryStore::open(dir.path()).unwrap();
         store.put(&address, &prepared.bytes).await.unwrap();
         let post_dir = dir.path().join("pictures").join("writer").join("post");
@@ -349,9 +446,16 @@ mod directory {
 
 /// What every picture store must do, part one: a picture not there is `None`; stored (twice:
 /// the second changes nothing), it reads back whole and counts once in its writer's usage.
-async fn store_then_read(store: &dyn blog::testing::pictures::PictureStore) -> blog::testing::pictures::PictureAddress {
-    let prepared = prepare(&encoded(&photo(), ImageFormat::Png), &Limits::default()).unwrap().picture;
-    let address = blog::testing::pictures::PictureAddress { owner: "writer".into(), post: "post-1".into(), name: prepared.name };
+async fn store_then_read(
+    store: &dyn blog::testing::pictures::PictureStore,
+) -> blog::testing::pictures::PictureAddress {
+    let prepared =
+        prepare(&encoded(&photo(), ImageFormat::Png), &Limits::default()).unwrap().picture;
+    let address = blog::testing::pictures::PictureAddress {
+        owner: "writer".into(),
+        post: "post-1".into(),
+        name: prepared.name,
+    };
     assert_eq!(store.get(&address).await.unwrap(), None);
     assert_eq!(store.usage("writer").await.unwrap(), blog::testing::pictures::Usage::default());
     store.put(&address, &prepared.bytes).await.unwrap();
@@ -363,14 +467,18 @@ async fn store_then_read(store: &dyn blog::testing::pictures::PictureStore) -> b
     let folders = store.folders().await.unwrap();
     assert_eq!(folders.len(), 1, "{folders:?}");
     assert_eq!((folders[0].owner.as_str(), folders[0].post.as_str()), ("writer", "post-1"));
-    let age = std::time::SystemTime::now().duration_since(folders[0].last_written).unwrap_or_default();
+    let age =
+        std::time::SystemTime::now().duration_since(folders[0].last_written).unwrap_or_default();
     assert!(age < std::time::Duration::from_secs(60), "written just now: {age:?} ago");
     address
 }
 
 /// Part two: it reads back (also from a store opened anew), and once its post's pictures are
 /// removed (twice: nothing to remove is no error) it is gone.
-async fn read_then_remove(store: &dyn blog::testing::pictures::PictureStore, address: &blog::testing::pictures::PictureAddress) {
+async fn read_then_remove(
+    store: &dyn blog::testing::pictures::PictureStore,
+    address: &blog::testing::pictures::PictureAddress,
+) {
     let bytes = store.get(address).await.unwrap().expect("still there");
     assert_eq!(image::guess_format(&bytes).unwrap(), ImageFormat::Png);
     assert_eq!(store.remove_post(&address.owner, "another-post").await.unwrap(), 0);
@@ -394,7 +502,8 @@ mod uploads {
     /// of four pictures a writer.
     pub(crate) async fn blog_with(pictures: blog::PictureStorage) -> TestApp {
         let dir = tempfile::tempdir().unwrap();
-        let config = blog::Config { pictures, pictures_per_writer: Some(4), ..TestApp::config(dir.path()) };
+        let config =
+            blog::Config { pictures, pictures_per_writer: Some(4), ..TestApp::config(dir.path()) };
         let mut app = TestApp::start_configured(config).await;
         app.keep(dir);
         app
@@ -403,12 +512,19 @@ mod uploads {
     /// A photo as a phone writes it: JPEG with its EXIF (orientation and GPS), 2000×1200 as
     /// the sensor read it, 1200×2000 upright (the EXIF says the camera was turned).
     fn phone_photo() -> Vec<u8> {
-        let pixels = RgbImage::from_fn(2000, 1200, |x, y| Rgb([(x % 256) as u8, (y % 256) as u8, 90]));
+        let pixels =
+            RgbImage::from_fn(2000, 1200, |x, y| Rgb([(x % 256) as u8, (y % 256) as u8, 90]));
         with_segment(&encoded(&DynamicImage::ImageRgb8(pixels), ImageFormat::Jpeg), &exif_segment())
     }
 
     /// `bytes` sent to `POST /api/posts/{post}/pictures` as `caller` with `content_type`.
-    async fn upload(app: &TestApp, caller: Option<&str>, post: &str, content_type: &str, bytes: Vec<u8>) -> Answer {
+    async fn upload(
+        app: &TestApp,
+        caller: Option<&str>,
+        post: &str,
+        content_type: &str,
+        bytes: Vec<u8>,
+    ) -> Answer {
         let mut request = app
             .client
             .post(format!("{}/api/posts/{post}/pictures?alt=A%20red%20kite", app.base))
@@ -437,8 +553,14 @@ mod uploads {
 
     async fn pictures_kept(app: &TestApp, writer: &str) -> u64 {
         // What the writer keeps, as the next upload's answer says it: a picture already there.
-        let answer =
-            upload(app, Some(writer), &first_post(app, writer).await, "image/png", encoded(&photo(), ImageFormat::Png)).await;
+        let answer = upload(
+            app,
+            Some(writer),
+            &first_post(app, writer).await,
+            "image/png",
+            encoded(&photo(), ImageFormat::Png),
+        )
+        .await;
         assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
         answer.body["picturesKept"].as_u64().unwrap()
     }
@@ -466,18 +588,34 @@ mod uploads {
     /// An upload is answered with its address (also as `Location`), its size upright, the
     /// addresses of its copies (phones', screens' where it is wider than them, the lists' small
     /// ones), and the Markdown to paste.
-    pub(crate) async fn an_upload_is_answered_with_its_address_and_the_markdown_to_paste(app: &TestApp) {
+    pub(crate) async fn an_upload_is_answered_with_its_address_and_the_markdown_to_paste(
+        app: &TestApp,
+    ) {
         let (writer, post, added) = a_photo_uploaded(app, "kite-watcher").await;
         let url = added.body["url"].as_str().unwrap().to_owned();
         assert_eq!(added.header("location"), Some(url.as_str()));
-        assert!(url.starts_with(&format!("/pictures/{writer}/{post}/")) && url.ends_with("-1200x2000.jpg"), "{url}");
+        assert!(
+            url.starts_with(&format!("/pictures/{writer}/{post}/"))
+                && url.ends_with("-1200x2000.jpg"),
+            "{url}"
+        );
         assert_eq!(added.body["markdown"], format!("![A red kite]({url})"));
-        assert_eq!((added.body["width"].as_u64(), added.body["height"].as_u64()), (Some(1200), Some(2000)));
+        assert_eq!(
+            (added.body["width"].as_u64(), added.body["height"].as_u64()),
+            (Some(1200), Some(2000))
+        );
         let phone_url = added.body["phoneUrl"].as_str().expect("a phones' variant").to_owned();
         assert!(phone_url.ends_with("-960x1600.jpg"), "{phone_url}");
-        assert!(added.body["screenUrl"].is_null(), "1,200 pixels wide needs no screens' copy: {}", added.body);
+        assert!(
+            added.body["screenUrl"].is_null(),
+            "1,200 pixels wide needs no screens' copy: {}",
+            added.body
+        );
         let small = url.replace("1200x2000", "128x96");
-        assert_eq!(added.body["smallCopies"][0], serde_json::json!({"url": small, "width": 128, "height": 96}));
+        assert_eq!(
+            added.body["smallCopies"][0],
+            serde_json::json!({"url": small, "width": 128, "height": 96})
+        );
         assert_eq!(added.body["smallCopies"][1]["url"], url.replace("1200x2000", "256x192"));
     }
 
@@ -493,10 +631,17 @@ mod uploads {
         assert_eq!(headers["cache-control"], "public, max-age=31536000, immutable");
         let policy = headers["content-security-policy"].to_str().unwrap();
         assert!(policy.contains("sandbox"), "{policy}");
-        let api = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/api.md")).unwrap();
-        assert!(api.contains(&format!("a CSP of\n  its own (`{policy}`")), "docs/api.md names the policy served: {policy}");
+        let api =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/api.md")).unwrap();
+        assert!(
+            api.contains(&format!("a CSP of\n  its own (`{policy}`")),
+            "docs/api.md names the policy served: {policy}"
+        );
         assert_eq!(headers["x-cosmos-operations"], "0", "a picture reads nothing from Cosmos DB");
-        assert!(!contains(&bytes, b"Exif") && !contains(&bytes, &2958_u32.to_le_bytes()), "no EXIF, no GPS latitude");
+        assert!(
+            !contains(&bytes, b"Exif") && !contains(&bytes, &2958_u32.to_le_bytes()),
+            "no EXIF, no GPS latitude"
+        );
         assert_eq!(image::load_from_memory(&bytes).unwrap().width(), 1200);
         let etag = headers["etag"].to_str().unwrap().to_owned();
         let (status, _, body) = fetch(app, &url, &[("if-none-match", &etag)]).await;
@@ -509,34 +654,57 @@ mod uploads {
         let mut kept = (bytes.len() + phone.len()) as u64;
         for (size, width, height) in [("128x96", 128, 96), ("256x192", 256, 192)] {
             let (status, headers, small) = fetch(app, &url.replace("1200x2000", size), &[]).await;
-            assert_eq!((status, headers["content-type"].to_str().unwrap()), (StatusCode::OK, "image/jpeg"), "{size}");
+            assert_eq!(
+                (status, headers["content-type"].to_str().unwrap()),
+                (StatusCode::OK, "image/jpeg"),
+                "{size}"
+            );
             let decoded = image::load_from_memory(&small).unwrap();
             assert_eq!((decoded.width(), decoded.height()), (width, height));
             kept += small.len() as u64;
         }
-        assert_eq!(added.body["bytesKept"].as_u64(), Some(kept), "the picture, its phones' copy and its two small copies");
+        assert_eq!(
+            added.body["bytesKept"].as_u64(),
+            Some(kept),
+            "the picture, its phones' copy and its two small copies"
+        );
     }
 
     /// The same picture sent again (whatever type it is declared as): the same address, stored once.
     pub(crate) async fn the_same_picture_sent_again_is_stored_once(app: &TestApp) {
         let (writer, post, added) = a_photo_uploaded(app, "kite-repeater").await;
-        let again = upload(app, Some(&writer), &post, "application/octet-stream", phone_photo()).await;
-        assert_eq!((again.status, again.body["url"].as_str()), (StatusCode::CREATED, added.body["url"].as_str()));
+        let again =
+            upload(app, Some(&writer), &post, "application/octet-stream", phone_photo()).await;
+        assert_eq!(
+            (again.status, again.body["url"].as_str()),
+            (StatusCode::CREATED, added.body["url"].as_str())
+        );
         assert_eq!(again.body["picturesKept"], 1);
     }
 
     /// Pasted into the post, a picture is an `<img>` with its size and the phones' variant.
-    pub(crate) async fn a_picture_in_a_post_shows_with_its_size_and_the_phones_variant(app: &TestApp) {
+    pub(crate) async fn a_picture_in_a_post_shows_with_its_size_and_the_phones_variant(
+        app: &TestApp,
+    ) {
         let (_, post, added) = a_photo_uploaded(app, "kite-poster").await;
-        let (url, phone_url) = (added.body["url"].as_str().unwrap(), added.body["phoneUrl"].as_str().unwrap());
+        let (url, phone_url) =
+            (added.body["url"].as_str().unwrap(), added.body["phoneUrl"].as_str().unwrap());
         let markdown = added.body["markdown"].as_str().unwrap();
         let edit = app
-            .put(&format!("/api/posts/{post}"), serde_json::json!({"title": "Kites", "content": format!("Look:\n\n{markdown}")}))
+            .put(
+                &format!("/api/posts/{post}"),
+                serde_json::json!({"title": "Kites", "content": format!("Look:\n\n{markdown}")}),
+            )
             .await;
         assert_eq!(edit.status, StatusCode::OK, "{}", edit.body);
         let page = app.get(&format!("/posts/{post}")).await;
         let html = page.body.as_str().unwrap();
-        assert!(html.contains(&format!("<img src=\"{url}\" alt=\"A red kite\" width=\"1200\" height=\"2000\"")), "{html}");
+        assert!(
+            html.contains(&format!(
+                "<img src=\"{url}\" alt=\"A red kite\" width=\"1200\" height=\"2000\""
+            )),
+            "{html}"
+        );
         assert!(html.contains(&format!("{phone_url} 960w")), "{html}");
     }
 
@@ -545,7 +713,10 @@ mod uploads {
         let (writer, post, _) = a_photo_uploaded(app, "kite-spoiler").await;
         // What the writer keeps is counted on their latest post, found in their list: the
         // post's copy there follows the write.
-        app.eventually(&format!("/api/users/{writer}/posts"), |posts| posts["items"][0]["id"] == post.as_str()).await;
+        app.eventually(&format!("/api/users/{writer}/posts"), |posts| {
+            posts["items"][0]["id"] == post.as_str()
+        })
+        .await;
         bad_uploads_store_nothing(app, &writer, &post).await;
     }
 
@@ -556,7 +727,10 @@ mod uploads {
         let url = added.body["url"].as_str().unwrap();
         let small = [url.replace("1200x2000", "128x96"), url.replace("1200x2000", "256x192")];
         assert_eq!(fetch(app, &small[0], &[]).await.0, StatusCode::OK);
-        assert_eq!(app.send(Method::DELETE, &format!("/api/posts/{post}"), None).await.status, StatusCode::NO_CONTENT);
+        assert_eq!(
+            app.send(Method::DELETE, &format!("/api/posts/{post}"), None).await.status,
+            StatusCode::NO_CONTENT
+        );
         for gone in [url, added.body["phoneUrl"].as_str().unwrap(), &small[0], &small[1]] {
             let (status, _, _) = fetch(app, gone, &[]).await;
             assert_eq!(status, StatusCode::NOT_FOUND, "{gone}");
@@ -582,14 +756,32 @@ mod uploads {
     async fn bad_uploads_store_nothing(app: &TestApp, writer: &str, post: &str) {
         let before = pictures_kept(app, writer).await;
         let jpeg = encoded(&photo(), ImageFormat::Jpeg);
-        let bomb = encoded(&DynamicImage::ImageLuma8(image::GrayImage::new(7_000, 7_000)), ImageFormat::Png);
-        let svg = br#"<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>"#.to_vec();
+        let bomb = encoded(
+            &DynamicImage::ImageLuma8(image::GrayImage::new(7_000, 7_000)),
+            ImageFormat::Png,
+        );
+        let svg =
+            br#"<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>"#.to_vec();
         let cases: Vec<BadUpload> = vec![
             ("empty", Some(writer), post, "image/png", Vec::new(), 400),
             ("SVG", Some(writer), post, "image/svg+xml", svg.clone(), 415),
             ("SVG declared PNG", Some(writer), post, "image/png", svg, 415),
-            ("HTML", Some(writer), post, "text/html", b"<!doctype html><script>alert(1)</script>".to_vec(), 415),
-            ("a PNG declared JPEG", Some(writer), post, "image/jpeg", encoded(&photo(), ImageFormat::Png), 415),
+            (
+                "HTML",
+                Some(writer),
+                post,
+                "text/html",
+                b"<!doctype html><script>alert(1)</script>".to_vec(),
+                415,
+            ),
+            (
+                "a PNG declared JPEG",
+                Some(writer),
+                post,
+                "image/jpeg",
+                encoded(&photo(), ImageFormat::Png),
+                415,
+            ),
             ("a JPEG declared as text", Some(writer), post, "text/plain", jpeg.clone(), 415),
             ("truncated", Some(writer), post, "image/jpeg", jpeg[..jpeg.len() / 2].to_vec(), 422),
             ("a decompression bomb", Some(writer), post, "image/png", bomb, 422),
@@ -604,7 +796,8 @@ mod uploads {
             assert!(detail.len() > 20, "{what}: {detail}");
         }
         // Over the size limit: refused from its Content-Length, before it is read.
-        let huge = upload(app, Some(writer), post, "image/jpeg", vec![0xFF; 11 * 1024 * 1024]).await;
+        let huge =
+            upload(app, Some(writer), post, "image/jpeg", vec![0xFF; 11 * 1024 * 1024]).await;
         assert!(huge.problem(413).contains("10 MiB"), "{}", huge.body);
         // Refused as soon as its headers say so, with none of the body sent: a server that waited
         // for the body would answer 408 once the 10 s a body may take were over, never 413 (the
@@ -618,8 +811,10 @@ mod uploads {
         );
         tokio::io::AsyncWriteExt::write_all(&mut stream, head.as_bytes()).await.unwrap();
         let mut answer = vec![0; 1024];
-        let read =
-            tokio::time::timeout(std::time::Duration::from_secs(60), tokio::io::AsyncReadExt::read(&mut stream, &mut answer));
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            tokio::io::AsyncReadExt::read(&mut stream, &mut answer),
+        );
         let read = read.await.expect("answered without the body").unwrap();
         assert!(
             String::from_utf8_lossy(&answer[..read]).starts_with("HTTP/1.1 413"),
@@ -636,18 +831,30 @@ mod uploads {
         let post = app.post_by(&writer, "Many").await;
         for n in 0..4_u8 {
             let picture = DynamicImage::ImageRgb8(RgbImage::from_pixel(8, 8, Rgb([n, 0, 0])));
-            let added = upload(app, Some(&writer), &post, "image/png", encoded(&picture, ImageFormat::Png)).await;
-            assert_eq!((added.status, added.body["picturesKept"].as_u64()), (StatusCode::CREATED, Some(u64::from(n) + 1)));
+            let added =
+                upload(app, Some(&writer), &post, "image/png", encoded(&picture, ImageFormat::Png))
+                    .await;
+            assert_eq!(
+                (added.status, added.body["picturesKept"].as_u64()),
+                (StatusCode::CREATED, Some(u64::from(n) + 1))
+            );
             assert_eq!(added.body["picturesAllowed"], 4);
         }
         let fifth = DynamicImage::ImageRgb8(RgbImage::from_pixel(8, 8, Rgb([9, 9, 9])));
-        let refused = upload(app, Some(&writer), &post, "image/png", encoded(&fifth, ImageFormat::Png)).await;
+        let refused =
+            upload(app, Some(&writer), &post, "image/png", encoded(&fifth, ImageFormat::Png)).await;
         let detail = refused.problem(409);
         assert!(detail.contains("4 pictures") && detail.contains("delete a post"), "{detail}");
         // One of the four sent again (its first answer lost): the same address, whatever the quota.
         let first = DynamicImage::ImageRgb8(RgbImage::from_pixel(8, 8, Rgb([0, 0, 0])));
-        let again = upload(app, Some(&writer), &post, "image/png", encoded(&first, ImageFormat::Png)).await;
-        assert_eq!((again.status, again.body["picturesKept"].as_u64()), (StatusCode::CREATED, Some(4)), "{}", again.body);
+        let again =
+            upload(app, Some(&writer), &post, "image/png", encoded(&first, ImageFormat::Png)).await;
+        assert_eq!(
+            (again.status, again.body["picturesKept"].as_u64()),
+            (StatusCode::CREATED, Some(4)),
+            "{}",
+            again.body
+        );
 
         // Eight at once from a writer with room for four: four are stored, four refused.
         let hurried = app.user("hurried").await;
@@ -668,27 +875,38 @@ mod uploads {
 
         #[tokio::test]
         async fn an_upload_is_answered_with_its_address_and_the_markdown_to_paste() {
-            super::an_upload_is_answered_with_its_address_and_the_markdown_to_paste(&blog_with_data_directory().await).await;
+            super::an_upload_is_answered_with_its_address_and_the_markdown_to_paste(
+                &blog_with_data_directory().await,
+            )
+            .await;
         }
 
         #[tokio::test]
         async fn a_picture_is_served_as_stored_without_the_database() {
-            super::a_picture_is_served_as_stored_without_the_database(&blog_with_data_directory().await).await;
+            super::a_picture_is_served_as_stored_without_the_database(
+                &blog_with_data_directory().await,
+            )
+            .await;
         }
 
         #[tokio::test]
         async fn the_same_picture_sent_again_is_stored_once() {
-            super::the_same_picture_sent_again_is_stored_once(&blog_with_data_directory().await).await;
+            super::the_same_picture_sent_again_is_stored_once(&blog_with_data_directory().await)
+                .await;
         }
 
         #[tokio::test]
         async fn a_picture_in_a_post_shows_with_its_size_and_the_phones_variant() {
-            super::a_picture_in_a_post_shows_with_its_size_and_the_phones_variant(&blog_with_data_directory().await).await;
+            super::a_picture_in_a_post_shows_with_its_size_and_the_phones_variant(
+                &blog_with_data_directory().await,
+            )
+            .await;
         }
 
         #[tokio::test]
         async fn bad_uploads_are_refused_and_store_nothing() {
-            super::bad_uploads_are_refused_and_store_nothing(&blog_with_data_directory().await).await;
+            super::bad_uploads_are_refused_and_store_nothing(&blog_with_data_directory().await)
+                .await;
         }
 
         #[tokio::test]
@@ -721,7 +939,9 @@ mod uploads {
         let app = blog_with(blog::PictureStorage::Off).await;
         let writer = app.user("plain").await;
         let post = app.post_by(&writer, "Words only").await;
-        let refused = upload(&app, Some(&writer), &post, "image/png", encoded(&photo(), ImageFormat::Png)).await;
+        let refused =
+            upload(&app, Some(&writer), &post, "image/png", encoded(&photo(), ImageFormat::Png))
+                .await;
         assert!(refused.problem(501).contains("BLOG_PICTURES"), "{}", refused.body);
         let page = app
             .client
@@ -743,13 +963,19 @@ mod uploads {
         let app = blog_with_data_directory().await;
         let writer = app.user("quitter").await;
         let post = app.post_by(&writer, "Short-lived").await;
-        let added = upload(&app, Some(&writer), &post, "image/png", encoded(&photo(), ImageFormat::Png)).await;
+        let added =
+            upload(&app, Some(&writer), &post, "image/png", encoded(&photo(), ImageFormat::Png))
+                .await;
         let url = added.body["url"].as_str().unwrap().to_owned();
         let ttl = blog::testing::model::DELETED_POST_TTL_SECS;
         let no_request: Option<Value> = None;
         app.state
             .scripts
-            .execute(blog::testing::scripts::StoredProcedure::DeletePost, &post, (&post, &writer, ttl, no_request))
+            .execute(
+                blog::testing::scripts::StoredProcedure::DeletePost,
+                &post,
+                (&post, &writer, ttl, no_request),
+            )
             .await
             .unwrap();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -772,16 +998,21 @@ mod azurite {
     async fn a_picture_is_stored_read_and_removed_in_blob_storage() {
         let azurite = Azurite::start();
         let address = {
-            let store = BlobStore::from_connection_string(&azurite.connection_string(), "pictures").unwrap();
+            let store = BlobStore::from_connection_string(&azurite.connection_string(), "pictures")
+                .unwrap();
             super::store_then_read(&store).await
         };
-        let store = BlobStore::with_account_key(&azurite.service, ACCOUNT, KEY, "pictures").unwrap();
+        let store =
+            BlobStore::with_account_key(&azurite.service, ACCOUNT, KEY, "pictures").unwrap();
         super::read_then_remove(&store, &address).await;
     }
 
     /// The blog's pictures in a container of `azurite`.
     fn pictures_on(azurite: &Azurite) -> blog::PictureStorage {
-        blog::PictureStorage::ConnectionString { connection_string: azurite.connection_string(), container: "pictures".into() }
+        blog::PictureStorage::ConnectionString {
+            connection_string: azurite.connection_string(),
+            container: "pictures".into(),
+        }
     }
 
     /// Everything an upload must do, through the blog, on Azurite.
@@ -811,20 +1042,35 @@ mod azurite {
             assert_eq!(status, reqwest::StatusCode::OK);
             served = bytes;
         }
-        let [owner, post, name] = url.trim_start_matches("/pictures/").splitn(3, '/').collect::<Vec<_>>()[..] else {
+        let [owner, post, name] =
+            url.trim_start_matches("/pictures/").splitn(3, '/').collect::<Vec<_>>()[..]
+        else {
             panic!("{url}")
         };
-        let address = PictureAddress { owner: owner.into(), post: post.into(), name: PictureName::parse(name).unwrap() };
-        let store = BlobStore::from_connection_string(&azurite.connection_string(), "pictures").unwrap();
+        let address = PictureAddress {
+            owner: owner.into(),
+            post: post.into(),
+            name: PictureName::parse(name).unwrap(),
+        };
+        let store =
+            BlobStore::from_connection_string(&azurite.connection_string(), "pictures").unwrap();
         store.remove(&address).await.unwrap();
         store.put(&address, b"not the picture its name says").await.unwrap();
         let (status, _, kept) = super::uploads::fetch(&app, &url, &[]).await;
-        assert_eq!((status, kept.len()), (reqwest::StatusCode::OK, served.len()), "the bytes checked, kept");
+        assert_eq!(
+            (status, kept.len()),
+            (reqwest::StatusCode::OK, served.len()),
+            "the bytes checked, kept"
+        );
         assert_eq!(kept, served);
         let other_instance = super::uploads::blog_with(pictures_on(&azurite)).await;
         let (status, headers, _) = super::uploads::fetch(&other_instance, &url, &[]).await;
         assert_eq!(status, reqwest::StatusCode::INTERNAL_SERVER_ERROR);
-        assert!(headers.get("cache-control").is_none_or(|value| !value.to_str().unwrap().contains("immutable")));
+        assert!(
+            headers
+                .get("cache-control")
+                .is_none_or(|value| !value.to_str().unwrap().contains("immutable"))
+        );
     }
 
     /// Blob Storage unreachable: the store says it is unavailable, the writer gets 503 with
@@ -835,14 +1081,24 @@ mod azurite {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let service = format!("http://127.0.0.1:{port}/{ACCOUNT}");
         let store = BlobStore::with_account_key(&service, ACCOUNT, KEY, "pictures").unwrap();
-        let name = blog::testing::pictures::PictureName::parse(&format!("{}-1x1.png", "a".repeat(64))).unwrap();
-        let address = blog::testing::pictures::PictureAddress { owner: "w".into(), post: "p".into(), name };
+        let name =
+            blog::testing::pictures::PictureName::parse(&format!("{}-1x1.png", "a".repeat(64)))
+                .unwrap();
+        let address =
+            blog::testing::pictures::PictureAddress { owner: "w".into(), post: "p".into(), name };
         let failed = store.put(&address, b"not stored").await.unwrap_err();
-        assert!(matches!(failed, blog::testing::pictures::PictureStoreError::Unavailable(_)), "{failed}");
+        assert!(
+            matches!(failed, blog::testing::pictures::PictureStoreError::Unavailable(_)),
+            "{failed}"
+        );
 
-        let connection_string =
-            format!("DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={KEY};BlobEndpoint={service};");
-        let storage = blog::PictureStorage::ConnectionString { connection_string, container: "pictures".into() };
+        let connection_string = format!(
+            "DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={KEY};BlobEndpoint={service};"
+        );
+        let storage = blog::PictureStorage::ConnectionString {
+            connection_string,
+            container: "pictures".into(),
+        };
         let app = super::uploads::blog_with(storage).await;
         let writer = app.user("unlucky").await;
         let post = app.post_by(&writer, "Unchanged").await;
@@ -859,7 +1115,11 @@ mod azurite {
         let answer = super::common::read(answer).await;
         answer.problem(503);
         assert!(answer.header("retry-after").is_some());
-        assert_eq!(app.get(&format!("/api/posts/{post}")).await.body, before, "the post is unchanged");
+        assert_eq!(
+            app.get(&format!("/api/posts/{post}")).await.body,
+            before,
+            "the post is unchanged"
+        );
     }
 }
 
@@ -892,11 +1152,23 @@ mod no_credential_in_logs {
             store.usage("w"),
             store.remove_post("w", "p"),
         );
-        let failures = [put.unwrap_err(), get.unwrap_err(), contains.unwrap_err(), usage.unwrap_err(), removed.unwrap_err()];
+        let failures = [
+            put.unwrap_err(),
+            get.unwrap_err(),
+            contains.unwrap_err(),
+            usage.unwrap_err(),
+            removed.unwrap_err(),
+        ];
         for failed in failures {
             let said = failed.to_string();
-            assert!(failed.is_passing() && said.contains(&service), "unavailable, saying where: {said}");
-            assert!(!said.contains("sig") && !said.contains("sv=") && !said.contains(KEY), "{said}");
+            assert!(
+                failed.is_passing() && said.contains(&service),
+                "unavailable, saying where: {said}"
+            );
+            assert!(
+                !said.contains("sig") && !said.contains("sv=") && !said.contains(KEY),
+                "{said}"
+            );
         }
     }
 
@@ -907,13 +1179,17 @@ mod no_credential_in_logs {
     async fn no_line_of_the_handler_holds_a_signature() {
         let data = tempfile::tempdir().unwrap();
         let service = unreachable_service();
-        let connection_string =
-            format!("DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={KEY};BlobEndpoint={service};");
+        let connection_string = format!(
+            "DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={KEY};BlobEndpoint={service};"
+        );
         let handler = Handler::start(
             data.path(),
             &[
                 ("BLOG_PICTURES", &connection_string),
-                ("RUST_LOG", "info,azure_core=trace,typespec_client_core=trace,azure_storage_blob=trace"),
+                (
+                    "RUST_LOG",
+                    "info,azure_core=trace,typespec_client_core=trace,azure_storage_blob=trace",
+                ),
             ],
         );
         let client = reqwest::Client::new();
@@ -934,7 +1210,8 @@ mod no_credential_in_logs {
 
         let (log, errors) = (handler.log.clone(), handler.errors.clone());
         handler.stop();
-        let lines: Vec<String> = log.lock().unwrap().iter().chain(errors.lock().unwrap().iter()).cloned().collect();
+        let lines: Vec<String> =
+            log.lock().unwrap().iter().chain(errors.lock().unwrap().iter()).cloned().collect();
         for text in lines.iter().chain([&answer.body.to_string(), &read]) {
             let mut rest = text.as_str();
             while let Some(at) = rest.find("sig=") {
@@ -948,7 +1225,10 @@ mod no_credential_in_logs {
             "the SDK's request lines were logged, each with its SAS: {lines:#?}"
         );
         let warned = lines.iter().find(|line| line.contains("the picture store is unavailable"));
-        assert!(warned.is_some_and(|line| line.contains(&service)), "the warning says where: {lines:#?}");
+        assert!(
+            warned.is_some_and(|line| line.contains(&service)),
+            "the warning says where: {lines:#?}"
+        );
     }
 }
 
@@ -964,14 +1244,21 @@ mod pages {
 
     /// The Markdown of the picture with `alt` in the form's text on `html`.
     fn markdown_of(html: &str, alt: &str) -> String {
-        let start = html.find(&format!("![{alt}](")).unwrap_or_else(|| panic!("no picture {alt:?} in the text: {html}"));
+        let start = html
+            .find(&format!("![{alt}]("))
+            .unwrap_or_else(|| panic!("no picture {alt:?} in the text: {html}"));
         html[start..start + html[start..].find(')').unwrap() + 1].to_owned()
     }
 
     /// The painter, signed in on `app`'s pages (the user made through the API).
     async fn painter(app: &TestApp) -> Browser {
         let created = app
-            .send_as(Some("painter"), reqwest::Method::POST, "/api/users", Some(serde_json::json!({"username": "Painter"})))
+            .send_as(
+                Some("painter"),
+                reqwest::Method::POST,
+                "/api/users",
+                Some(serde_json::json!({"username": "Painter"})),
+            )
             .await;
         assert_eq!(created.status, StatusCode::CREATED);
         Browser::new(app).signed_in_as("painter")
@@ -980,14 +1267,26 @@ mod pages {
     /// The write page's fields with the picture's description `alt`, asking to add the picture
     /// (the form's "Add picture" button), under the form's one-time `key`.
     fn adding<'a>(alt: &'a str, key: &'a str) -> [(&'a str, &'a str); 5] {
-        [("title", "Kites"), ("content", "Before."), ("alt", alt), ("action", "add-picture"), ("idempotencyKey", key)]
+        [
+            ("title", "Kites"),
+            ("content", "Before."),
+            ("alt", alt),
+            ("action", "add-picture"),
+            ("idempotencyKey", key),
+        ]
     }
 
     /// Adds a red kite on the write page under the form's `key`: the page answered, and the
     /// picture's Markdown in its text.
     async fn kite_added(painter: &Browser, key: &str) -> (Got, String) {
         let png = encoded(&photo(), ImageFormat::Png);
-        let added = painter.submit_multipart("/write", &adding("A red kite", key), Some(("kite.png", "image/png", &png))).await;
+        let added = painter
+            .submit_multipart(
+                "/write",
+                &adding("A red kite", key),
+                Some(("kite.png", "image/png", &png)),
+            )
+            .await;
         let markdown = markdown_of(&added.html, "A red kite");
         (added, markdown)
     }
@@ -996,9 +1295,18 @@ mod pages {
     /// the answer.
     async fn published_with_a_sky(painter: &Browser, key: &str, markdown: &str) -> Got {
         let content = format!("Before.\n\n{markdown}");
-        let publish = [("title", "Kites"), ("content", content.as_str()), ("alt", "A blue sky"), ("idempotencyKey", key)];
+        let publish = [
+            ("title", "Kites"),
+            ("content", content.as_str()),
+            ("alt", "A blue sky"),
+            ("idempotencyKey", key),
+        ];
         let sky = encoded(
-            &image::DynamicImage::ImageRgb8(image::RgbImage::from_pixel(30, 10, image::Rgb([40, 90, 220]))),
+            &image::DynamicImage::ImageRgb8(image::RgbImage::from_pixel(
+                30,
+                10,
+                image::Rgb([40, 90, 220]),
+            )),
             ImageFormat::Jpeg,
         );
         painter.submit_multipart("/write", &publish, Some(("sky.jpg", "image/jpeg", &sky))).await
@@ -1011,7 +1319,10 @@ mod pages {
         let painter = painter(&app).await;
         let Got { status, html: page, .. } = painter.get("/write").await;
         assert_eq!(status, StatusCode::OK);
-        assert!(page.contains("enctype=\"multipart/form-data\"") && page.contains("type=\"file\""), "{page}");
+        assert!(
+            page.contains("enctype=\"multipart/form-data\"") && page.contains("type=\"file\""),
+            "{page}"
+        );
         assert!(page.contains("You keep 0 of 4 pictures"), "{page}");
     }
 
@@ -1023,13 +1334,17 @@ mod pages {
         let painter = painter(&app).await;
         let key = form_key(&painter.get("/write").await.html, "/write");
         let png = encoded(&photo(), ImageFormat::Png);
-        let Got { status, html: page, .. } = painter.submit_multipart("/write", &adding("A kite", &key), None).await;
+        let Got { status, html: page, .. } =
+            painter.submit_multipart("/write", &adding("A kite", &key), None).await;
         assert!(
-            status == StatusCode::BAD_REQUEST && page.contains("Choose a picture to add") && page.contains(">Before.</textarea>"),
+            status == StatusCode::BAD_REQUEST
+                && page.contains("Choose a picture to add")
+                && page.contains(">Before.</textarea>"),
             "{page}"
         );
-        let Got { status, html: page, .. } =
-            painter.submit_multipart("/write", &adding(" ", &key), Some(("kite.png", "image/png", &png))).await;
+        let Got { status, html: page, .. } = painter
+            .submit_multipart("/write", &adding(" ", &key), Some(("kite.png", "image/png", &png)))
+            .await;
         assert!(
             status == StatusCode::BAD_REQUEST
                 && page.contains("Say what the picture shows")
@@ -1037,8 +1352,13 @@ mod pages {
             "{page}"
         );
         let svg = br#"<svg xmlns="http://www.w3.org/2000/svg"/>"#;
-        let Got { status, html: page, .. } =
-            painter.submit_multipart("/write", &adding("A kite", &key), Some(("kite.svg", "image/svg+xml", svg))).await;
+        let Got { status, html: page, .. } = painter
+            .submit_multipart(
+                "/write",
+                &adding("A kite", &key),
+                Some(("kite.svg", "image/svg+xml", svg)),
+            )
+            .await;
         assert!(
             status == StatusCode::UNSUPPORTED_MEDIA_TYPE
                 && page.contains("id=\"post-picture-error\"")
@@ -1046,9 +1366,17 @@ mod pages {
             "{page}"
         );
         let Got { status, html: page, .. } = painter
-            .submit_multipart_from("/write", &adding("A kite", &key), Some(("kite.png", "image/png", &png)), "cross-site")
+            .submit_multipart_from(
+                "/write",
+                &adding("A kite", &key),
+                Some(("kite.png", "image/png", &png)),
+                "cross-site",
+            )
             .await;
-        assert!(status == StatusCode::FORBIDDEN && page.contains("sent from another site"), "{page}");
+        assert!(
+            status == StatusCode::FORBIDDEN && page.contains("sent from another site"),
+            "{page}"
+        );
         let page = painter.get("/write").await.html;
         assert!(page.contains("You keep 0 of 4 pictures"), "nothing was stored: {page}");
     }
@@ -1079,10 +1407,16 @@ mod pages {
         assert_eq!(published.status, StatusCode::SEE_OTHER, "{}", published.html);
         let post_path = published.location();
         let post_id = post_path.trim_start_matches("/posts/");
-        assert!(markdown.contains(&format!("(/pictures/painter/{post_id}/")), "the pictures are the post's: {markdown}");
+        assert!(
+            markdown.contains(&format!("(/pictures/painter/{post_id}/")),
+            "the pictures are the post's: {markdown}"
+        );
         let page = painter.get(post_path).await.html;
         assert_eq!(page.matches("<img src=\"/pictures/painter/").count(), 2, "{page}");
-        assert!(page.contains("alt=\"A red kite\"") && page.contains("alt=\"A blue sky\""), "{page}");
+        assert!(
+            page.contains("alt=\"A red kite\"") && page.contains("alt=\"A blue sky\""),
+            "{page}"
+        );
     }
 
     /// The edit page counts the post's pictures and adds to them.
@@ -1092,7 +1426,11 @@ mod pages {
         let painter = painter(&app).await;
         let key = form_key(&painter.get("/write").await.html, "/write");
         let (_, markdown) = kite_added(&painter, &key).await;
-        let post_path = published_with_a_sky(&painter, &key, &markdown).await.redirect().expect("published").to_owned();
+        let post_path = published_with_a_sky(&painter, &key, &markdown)
+            .await
+            .redirect()
+            .expect("published")
+            .to_owned();
         let post_id = post_path.trim_start_matches("/posts/");
         let Got { status, html: page, .. } = painter.get(&format!("{post_path}/edit")).await;
         assert!(status == StatusCode::OK && page.contains("You keep 2 of 4 pictures"), "{page}");
@@ -1104,12 +1442,24 @@ mod pages {
             ("alt", "A kite, in GIF"),
             ("idempotencyKey", edit_key.as_str()),
         ];
-        let saved = painter.submit_multipart(&format!("{post_path}/edit"), &save, Some(("kite.gif", "image/gif", &gif))).await;
-        assert_eq!((saved.status, saved.redirect()), (StatusCode::SEE_OTHER, Some(post_path.as_str())), "{}", saved.html);
+        let saved = painter
+            .submit_multipart(
+                &format!("{post_path}/edit"),
+                &save,
+                Some(("kite.gif", "image/gif", &gif)),
+            )
+            .await;
+        assert_eq!(
+            (saved.status, saved.redirect()),
+            (StatusCode::SEE_OTHER, Some(post_path.as_str())),
+            "{}",
+            saved.html
+        );
         let post = app.get(&format!("/api/posts/{post_id}")).await.body;
         let text = post["content"].as_str().unwrap();
         assert!(
-            text.starts_with("Only this one now.\n\n![A kite, in GIF](/pictures/painter/") && text.ends_with(".gif)"),
+            text.starts_with("Only this one now.\n\n![A kite, in GIF](/pictures/painter/")
+                && text.ends_with(".gif)"),
             "{text}"
         );
     }
@@ -1120,7 +1470,13 @@ mod pages {
     #[tokio::test]
     async fn the_pictures_of_a_post_never_published_are_swept_away() {
         let app = super::uploads::blog_with_data_directory().await;
-        app.send_as(Some("drafter"), reqwest::Method::POST, "/api/users", Some(serde_json::json!({"username": "Drafter"}))).await;
+        app.send_as(
+            Some("drafter"),
+            reqwest::Method::POST,
+            "/api/users",
+            Some(serde_json::json!({"username": "Drafter"})),
+        )
+        .await;
         let drafter = Browser::new(&app).signed_in_as("drafter");
         let png = encoded(&photo(), ImageFormat::Png);
         // A draft with a picture, left.
@@ -1132,27 +1488,64 @@ mod pages {
             ("action", "add-picture"),
             ("idempotencyKey", key.as_str()),
         ];
-        let added = drafter.submit_multipart("/write", &adding, Some(("kite.png", "image/png", &png))).await;
+        let added = drafter
+            .submit_multipart("/write", &adding, Some(("kite.png", "image/png", &png)))
+            .await;
         assert_eq!(added.status, StatusCode::OK, "{}", added.html);
         let abandoned = markdown_of(&added.html, "A kite");
         // A post published with a picture.
         let key = form_key(&drafter.get("/write").await.html, "/write");
-        let sky =
-            encoded(&image::DynamicImage::ImageRgb8(image::RgbImage::from_pixel(9, 9, image::Rgb([1, 2, 3]))), ImageFormat::Png);
-        let publish = [("title", "Sent"), ("content", "Here."), ("alt", "A sky"), ("idempotencyKey", key.as_str())];
-        let published = drafter.submit_multipart("/write", &publish, Some(("sky.png", "image/png", &sky))).await;
+        let sky = encoded(
+            &image::DynamicImage::ImageRgb8(image::RgbImage::from_pixel(
+                9,
+                9,
+                image::Rgb([1, 2, 3]),
+            )),
+            ImageFormat::Png,
+        );
+        let publish = [
+            ("title", "Sent"),
+            ("content", "Here."),
+            ("alt", "A sky"),
+            ("idempotencyKey", key.as_str()),
+        ];
+        let published = drafter
+            .submit_multipart("/write", &publish, Some(("sky.png", "image/png", &sky)))
+            .await;
         assert_eq!(published.status, StatusCode::SEE_OTHER);
         assert!(drafter.get("/write").await.html.contains("You keep 2 of 4 pictures"));
 
         // Too recent to sweep: nothing goes.
         let week = blog::testing::app::ABANDONED_AFTER;
-        assert_eq!(blog::testing::app::sweep_abandoned_pictures(&app.state, week).await.unwrap(), 0);
-        assert_eq!(blog::testing::app::sweep_abandoned_pictures(&app.state, std::time::Duration::ZERO).await.unwrap(), 1);
-        let url = |markdown: &str| markdown[markdown.find("](").unwrap() + 2..markdown.len() - 1].to_owned();
-        assert_eq!(drafter.get(&url(&abandoned)).await.status, StatusCode::NOT_FOUND, "the draft's picture is gone");
+        assert_eq!(
+            blog::testing::app::sweep_abandoned_pictures(&app.state, week).await.unwrap(),
+            0
+        );
+        assert_eq!(
+            blog::testing::app::sweep_abandoned_pictures(&app.state, std::time::Duration::ZERO)
+                .await
+                .unwrap(),
+            1
+        );
+        let url = |markdown: &str| {
+            markdown[markdown.find("](").unwrap() + 2..markdown.len() - 1].to_owned()
+        };
+        assert_eq!(
+            drafter.get(&url(&abandoned)).await.status,
+            StatusCode::NOT_FOUND,
+            "the draft's picture is gone"
+        );
         let post_page = drafter.get(published.location()).await.html;
-        let picture = post_page[post_page.find("<img src=\"").unwrap() + 10..].split('"').next().unwrap().to_owned();
-        assert_eq!(drafter.get(&picture).await.status, StatusCode::OK, "the published post's picture stays");
+        let picture = post_page[post_page.find("<img src=\"").unwrap() + 10..]
+            .split('"')
+            .next()
+            .unwrap()
+            .to_owned();
+        assert_eq!(
+            drafter.get(&picture).await.status,
+            StatusCode::OK,
+            "the published post's picture stays"
+        );
         assert!(drafter.get("/write").await.html.contains("You keep 1 of 4 pictures"));
     }
 }
@@ -1192,12 +1585,19 @@ mod disk_full {
         let dir = tempfile::tempdir().unwrap();
         let pictures = dir.path().join("pictures");
         let Some(_tmpfs) = Tmpfs::mount(&pictures, "256k") else {
-            assert!(std::env::var_os("CI").is_none(), "CI runs as root: mounting a tmpfs must work");
-            eprintln!("a_full_disk_under_the_pictures_is_507_and_leaves_nothing: not run, mounting a tmpfs needs root");
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI runs as root: mounting a tmpfs must work"
+            );
+            eprintln!(
+                "a_full_disk_under_the_pictures_is_507_and_leaves_nothing: not run, mounting a tmpfs needs root"
+            );
             return;
         };
-        let config =
-            blog::Config { pictures: blog::PictureStorage::DataDirectory(dir.path().to_owned()), ..TestApp::config(dir.path()) };
+        let config = blog::Config {
+            pictures: blog::PictureStorage::DataDirectory(dir.path().to_owned()),
+            ..TestApp::config(dir.path())
+        };
         let app = TestApp::start_configured(config).await;
         let writer = app.user("filler").await;
         let post = app.post_by(&writer, "Too big for the disk").await;
@@ -1233,11 +1633,20 @@ mod stored_before_small_copies {
         let img = &html[html.find("<img class=\"thumb\"").expect("a thumbnail")..];
         let img = &img[..img.find('>').unwrap()];
         let attribute = |name: &str| {
-            let at = img.find(&format!(" {name}=\"")).unwrap_or_else(|| panic!("{name} in {img}")) + name.len() + 3;
+            let at = img.find(&format!(" {name}=\"")).unwrap_or_else(|| panic!("{name} in {img}"))
+                + name.len()
+                + 3;
             img[at..at + img[at..].find('"').unwrap()].to_owned()
         };
-        let srcset = attribute("srcset").split(", ").map(|entry| entry.split(' ').next().unwrap().to_owned()).collect();
-        assert_eq!((attribute("width"), attribute("height")), ("128".to_owned(), "96".to_owned()), "{img}");
+        let srcset = attribute("srcset")
+            .split(", ")
+            .map(|entry| entry.split(' ').next().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            (attribute("width"), attribute("height")),
+            ("128".to_owned(), "96".to_owned()),
+            "{img}"
+        );
         (attribute("src"), srcset)
     }
 
@@ -1262,7 +1671,9 @@ mod stored_before_small_copies {
         let status = added.status();
         let added = added.json::<serde_json::Value>().await.unwrap();
         assert_eq!(status, StatusCode::CREATED, "{added}");
-        let screen = added["screenUrl"].as_str().unwrap_or_else(|| panic!("the upload names its screens' copy: {added}"));
+        let screen = added["screenUrl"]
+            .as_str()
+            .unwrap_or_else(|| panic!("the upload names its screens' copy: {added}"));
         assert!(screen.ends_with("-1440x1080.jpg"), "{screen}");
         let markdown = added["markdown"].as_str().unwrap().to_owned();
         let edited = client
@@ -1273,7 +1684,9 @@ mod stored_before_small_copies {
             .await
             .unwrap();
         assert_eq!(edited.status(), StatusCode::OK);
-        let front_page = || async { client.get(format!("{}/", handler.base)).send().await.unwrap().text().await.unwrap() };
+        let front_page = || async {
+            client.get(format!("{}/", handler.base)).send().await.unwrap().text().await.unwrap()
+        };
         for _ in 0..200 {
             if front_page().await.contains("class=\"thumb\"") {
                 break;
@@ -1295,9 +1708,14 @@ mod stored_before_small_copies {
         assert_eq!(removed.len(), 2, "the upload stored both small copies");
 
         let handler = Handler::start(data.path(), &[]);
-        let html = client.get(format!("{}/", handler.base)).send().await.unwrap().text().await.unwrap();
+        let html =
+            client.get(format!("{}/", handler.base)).send().await.unwrap().text().await.unwrap();
         let (again, again_srcset) = thumbnail(&html);
-        assert_eq!((&again, &again_srcset), (&src, &srcset), "the page names the copies it named before");
+        assert_eq!(
+            (&again, &again_srcset),
+            (&src, &srcset),
+            "the page names the copies it named before"
+        );
         assert_eq!(srcset[0], src);
         // Each asked for by eight readers at once: each is answered the copy, made once.
         for (url, size) in [(&srcset[0], (128, 96)), (&srcset[1], (256, 192))] {
@@ -1307,21 +1725,34 @@ mod stored_before_small_copies {
                 let served = served.unwrap();
                 assert_eq!(served.status(), StatusCode::OK, "{url}");
                 assert_eq!(served.headers()["content-type"], "image/jpeg");
-                assert_eq!(served.headers()["cache-control"], "public, max-age=31536000, immutable");
+                assert_eq!(
+                    served.headers()["cache-control"],
+                    "public, max-age=31536000, immutable"
+                );
                 answers.push(served.bytes().await.unwrap());
             }
-            assert!(answers.iter().all(|answer| *answer == answers[0]), "{url}: the same bytes to each");
+            assert!(
+                answers.iter().all(|answer| *answer == answers[0]),
+                "{url}: the same bytes to each"
+            );
             let small = image::load_from_memory(&answers[0]).unwrap();
             assert_eq!((small.width(), small.height()), size, "{url}");
             let name = url.rsplit('/').next().unwrap();
             assert!(folder.join(name).is_file(), "{name} is stored once made");
         }
         let none = src.replace(&src[src.rfind('/').unwrap() + 1..][..64], &"0".repeat(64));
-        assert_eq!(client.get(format!("{}{none}", handler.base)).send().await.unwrap().status(), StatusCode::NOT_FOUND);
+        assert_eq!(
+            client.get(format!("{}{none}", handler.base)).send().await.unwrap().status(),
+            StatusCode::NOT_FOUND
+        );
         let log = handler.log.clone();
         handler.stop();
-        let made =
-            log.lock().unwrap().iter().filter(|line| line.contains("made a picture's small copy on its first request")).count();
+        let made = log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|line| line.contains("made a picture's small copy on its first request"))
+            .count();
         assert_eq!(made, 2, "each made once, whoever asked at once");
     }
 }
@@ -1350,7 +1781,9 @@ mod screen_copies {
         let status = added.status();
         let added = added.json::<serde_json::Value>().await.unwrap();
         assert_eq!(status, StatusCode::CREATED, "{added}");
-        let screen = added["screenUrl"].as_str().unwrap_or_else(|| panic!("the upload names its screens' copy: {added}"));
+        let screen = added["screenUrl"]
+            .as_str()
+            .unwrap_or_else(|| panic!("the upload names its screens' copy: {added}"));
         assert!(screen.ends_with("-1440x1080.jpg"), "{screen}");
         let markdown = added["markdown"].as_str().unwrap().to_owned();
         let edited = client
@@ -1367,7 +1800,12 @@ mod screen_copies {
 
     /// The `srcset` of the post page's picture: (address, width descriptor) each.
     async fn srcset_of(handler: &Handler, post: &str) -> Vec<(String, String)> {
-        let html = reqwest::get(format!("{}/posts/{post}", handler.base)).await.unwrap().text().await.unwrap();
+        let html = reqwest::get(format!("{}/posts/{post}", handler.base))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
         let img = &html[html.find("<img src=\"/pictures/").expect("the picture")..];
         let img = &img[..img.find('>').unwrap()];
         let at = img.find(" srcset=\"").unwrap_or_else(|| panic!("srcset in {img}")) + 9;
@@ -1387,7 +1825,8 @@ mod screen_copies {
         assert_eq!(served.headers()["content-type"], "image/jpeg");
         assert_eq!(served.headers()["cache-control"], "public, max-age=31536000, immutable");
         let bytes = served.bytes().await.unwrap();
-        let decoded = image::load_from_memory_with_format(&bytes, image::ImageFormat::Jpeg).unwrap();
+        let decoded =
+            image::load_from_memory_with_format(&bytes, image::ImageFormat::Jpeg).unwrap();
         assert_eq!((decoded.width(), decoded.height()), (1440, 1080), "{url}");
         bytes
     }
@@ -1403,17 +1842,35 @@ mod screen_copies {
         let widths: Vec<&str> = srcset.iter().map(|(_, width)| width.as_str()).collect();
         assert_eq!(widths, ["960w", "1440w", "4032w"], "{srcset:?}");
         let (original, screen) = (&srcset[2].0, &srcset[1].0);
-        assert_eq!(*screen, original.replace("-4032x3024.jpg", "-1440x1080.jpg"), "named from the photo's name");
+        assert_eq!(
+            *screen,
+            original.replace("-4032x3024.jpg", "-1440x1080.jpg"),
+            "named from the photo's name"
+        );
         let name = screen.rsplit('/').next().unwrap();
-        assert!(data.path().join("pictures").join("w").join(&post).join(name).is_file(), "stored at upload");
+        assert!(
+            data.path().join("pictures").join("w").join(&post).join(name).is_file(),
+            "stored at upload"
+        );
         a_screens_copy(&handler, screen).await;
         let client = reqwest::Client::new();
-        let deleted = client.delete(format!("{}/api/posts/{post}", handler.base)).header("x-dev-user", "w").send().await.unwrap();
+        let deleted = client
+            .delete(format!("{}/api/posts/{post}", handler.base))
+            .header("x-dev-user", "w")
+            .send()
+            .await
+            .unwrap();
         assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
-        assert_eq!(reqwest::get(format!("{}{screen}", handler.base)).await.unwrap().status(), StatusCode::NOT_FOUND);
+        assert_eq!(
+            reqwest::get(format!("{}{screen}", handler.base)).await.unwrap().status(),
+            StatusCode::NOT_FOUND
+        );
         let log = handler.log.clone();
         handler.stop();
-        assert!(!log.lock().unwrap().iter().any(|line| line.contains("on its first request")), "made at upload, not on request");
+        assert!(
+            !log.lock().unwrap().iter().any(|line| line.contains("on its first request")),
+            "made at upload, not on request"
+        );
     }
 
     /// The real binary: a photo's screens' copy removed from the data directory while the blog
@@ -1428,11 +1885,20 @@ mod screen_copies {
         a_screens_copy(&handler, &srcset[1].0).await;
         handler.stop();
         let screen = &srcset[1].0;
-        let file = data.path().join("pictures").join("w").join(&post).join(screen.rsplit('/').next().unwrap());
+        let file = data
+            .path()
+            .join("pictures")
+            .join("w")
+            .join(&post)
+            .join(screen.rsplit('/').next().unwrap());
         std::fs::remove_file(&file).unwrap();
 
         let handler = Handler::start(data.path(), &[]);
-        assert_eq!(srcset_of(&handler, &post).await, srcset, "the page names the copy it named before");
+        assert_eq!(
+            srcset_of(&handler, &post).await,
+            srcset,
+            "the page names the copy it named before"
+        );
         let asked = (0..8).map(|_| a_screens_copy(&handler, screen));
         let answers = futures::future::join_all(asked).await;
         assert!(answers.iter().all(|answer| *answer == answers[0]), "the same bytes to each");

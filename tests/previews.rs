@@ -15,10 +15,21 @@ use serde_json::{Value, json};
 
 /// A `width`×`height` PNG uploaded to `post` as its writer `user`, described as `alt`: the
 /// upload's answer (its `markdown`, its `url`, its `phoneUrl`).
-async fn upload(app: &TestApp, user: &str, post: &str, width: u32, height: u32, alt: &str) -> Value {
+async fn upload(
+    app: &TestApp,
+    user: &str,
+    post: &str,
+    width: u32,
+    height: u32,
+    alt: &str,
+) -> Value {
     let answer = read(
         app.client
-            .post(format!("{}/api/posts/{post}/pictures?alt={}", app.base, alt.replace(' ', "%20").replace('"', "%22")))
+            .post(format!(
+                "{}/api/posts/{post}/pictures?alt={}",
+                app.base,
+                alt.replace(' ', "%20").replace('"', "%22")
+            ))
             .header("x-dev-user", user)
             .header("content-type", "image/png")
             .body(gradient_png(width, height))
@@ -33,7 +44,9 @@ async fn upload(app: &TestApp, user: &str, post: &str, width: u32, height: u32, 
 
 /// A `width`×`height` PNG of a gradient: quick to make and to encode again.
 fn gradient_png(width: u32, height: u32) -> Vec<u8> {
-    let pixels = image::RgbImage::from_fn(width, height, |x, y| image::Rgb([(x % 256) as u8, (y % 256) as u8, 90]));
+    let pixels = image::RgbImage::from_fn(width, height, |x, y| {
+        image::Rgb([(x % 256) as u8, (y % 256) as u8, 90])
+    });
     let mut png = std::io::Cursor::new(Vec::new());
     pixels.write_to(&mut png, image::ImageFormat::Png).unwrap();
     png.into_inner()
@@ -48,14 +61,18 @@ async fn page(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> String {
 
 /// The `content` of the `<meta>` whose `property` (or `name`) is `property`, if the page has one.
 fn meta<'a>(html: &'a str, property: &str) -> Option<&'a str> {
-    let tag = ["property", "name"].iter().find_map(|kind| html.find(&format!("<meta {kind}=\"{property}\" content=\"")))?;
+    let tag = ["property", "name"]
+        .iter()
+        .find_map(|kind| html.find(&format!("<meta {kind}=\"{property}\" content=\"")))?;
     let start = html[tag..].find("content=\"")? + tag + "content=\"".len();
     Some(&html[start..start + html[start..].find('"')?])
 }
 
 /// The list `path` (of the JSON API) once its item `post` satisfies `check`.
 async fn listed(app: &TestApp, path: &str, post: &str, check: impl Fn(&Value) -> bool) -> Value {
-    let find = |list: &Value| list["items"].as_array().unwrap().iter().find(|item| item["id"] == post).cloned();
+    let find = |list: &Value| {
+        list["items"].as_array().unwrap().iter().find(|item| item["id"] == post).cloned()
+    };
     let answer = app.eventually(path, |list| find(list).is_some_and(|item| check(&item))).await;
     find(&answer.body).unwrap()
 }
@@ -63,8 +80,12 @@ async fn listed(app: &TestApp, path: &str, post: &str, check: impl Fn(&Value) ->
 /// The post's short copies in `users`, `feed` and under `tag`, as stored.
 async fn copies(app: &TestApp, user: &str, post: &str, tag: &str) -> Vec<Value> {
     let mut found = Vec::new();
-    for (container, partition) in [(Container::Users, user), (Container::Feed, "post"), (Container::Tags, tag)] {
-        found.push(app.state.store.read::<Value>(container, partition, post).await.unwrap().unwrap());
+    for (container, partition) in
+        [(Container::Users, user), (Container::Feed, "post"), (Container::Tags, tag)]
+    {
+        found.push(
+            app.state.store.read::<Value>(container, partition, post).await.unwrap().unwrap(),
+        );
     }
     found
 }
@@ -73,12 +94,20 @@ async fn copies(app: &TestApp, user: &str, post: &str, tag: &str) -> Vec<Value> 
 /// another site's image, which is not one of its pictures): the writer, the post, the upload.
 async fn post_with_a_picture(app: &TestApp) -> (String, String, Value) {
     let user = app.user("ada").await;
-    let created = app.post("/api/posts", json!({"userId": user, "title": "Kites", "content": "Soon.", "tags": ["Kites"]})).await;
+    let created = app
+        .post(
+            "/api/posts",
+            json!({"userId": user, "title": "Kites", "content": "Soon.", "tags": ["Kites"]}),
+        )
+        .await;
     let post = created.body["id"].as_str().unwrap().to_owned();
     let picture = upload(app, &user, &post, 1600, 900, "A red kite over the \"hill\"").await;
     let markdown = picture["markdown"].as_str().unwrap();
-    let content = format!("They fly at dawn. ![a remote one](https://elsewhere.example/kite.png)\n\n{markdown}");
-    let edited = app.put(&format!("/api/posts/{post}"), json!({"title": "Kites", "content": content})).await;
+    let content = format!(
+        "They fly at dawn. ![a remote one](https://elsewhere.example/kite.png)\n\n{markdown}"
+    );
+    let edited =
+        app.put(&format!("/api/posts/{post}"), json!({"title": "Kites", "content": content})).await;
     assert_eq!(edited.status, StatusCode::OK, "{}", edited.body);
     (user, post, picture)
 }
@@ -94,11 +123,18 @@ async fn a_posts_page_offers_its_first_picture_to_link_previews_and_a_post_witho
     let app = TestApp::start().await;
     let (user, post, picture) = post_with_a_picture(&app).await;
     let phone = picture["phoneUrl"].as_str().unwrap();
-    assert!(phone.ends_with("-960x540.jpg"), "the phones' copy, the size that suits a preview: {phone}");
+    assert!(
+        phone.ends_with("-960x540.jpg"),
+        "the phones' copy, the size that suits a preview: {phone}"
+    );
 
     let html = page(&app, &format!("/posts/{post}"), &[]).await;
     let origin = app.public.as_str();
-    assert_eq!(meta(&html, "og:image"), Some(format!("{origin}{phone}").as_str()), "absolute, on the blog's address");
+    assert_eq!(
+        meta(&html, "og:image"),
+        Some(format!("{origin}{phone}").as_str()),
+        "absolute, on the blog's address"
+    );
     assert_eq!(meta(&html, "og:image:width"), Some("960"));
     assert_eq!(meta(&html, "og:image:height"), Some("540"));
     assert_eq!(meta(&html, "og:image:alt"), Some("A red kite over the &quot;hill&quot;"));
@@ -109,12 +145,19 @@ async fn a_posts_page_offers_its_first_picture_to_link_previews_and_a_post_witho
     assert_eq!(meta(&html, "og:url"), Some(format!("{origin}/posts/{post}").as_str()));
     // The picture named is one the blog serves.
     let served = app.client.get(meta(&html, "og:image").unwrap()).send().await.unwrap();
-    assert_eq!((served.status(), served.headers()["content-type"].to_str().unwrap()), (StatusCode::OK, "image/jpeg"));
+    assert_eq!(
+        (served.status(), served.headers()["content-type"].to_str().unwrap()),
+        (StatusCode::OK, "image/jpeg")
+    );
 
     // On the blog's configured address, whatever host a request says it was sent to: a shared
     // cache hands this page to every reader.
-    let proxied =
-        page(&app, &format!("/posts/{post}"), &[("x-forwarded-host", "evil.example"), ("x-forwarded-proto", "https")]).await;
+    let proxied = page(
+        &app,
+        &format!("/posts/{post}"),
+        &[("x-forwarded-host", "evil.example"), ("x-forwarded-proto", "https")],
+    )
+    .await;
     assert_eq!(meta(&proxied, "og:image"), Some(format!("{origin}{phone}").as_str()));
 
     // A post that shows no picture of its own (another site's image is a link): no preview picture.
@@ -122,7 +165,14 @@ async fn a_posts_page_offers_its_first_picture_to_link_previews_and_a_post_witho
         .post("/api/posts", json!({"userId": user, "title": "Words", "content": "![x](https://elsewhere.example/x.png)"}))
         .await;
     let html = page(&app, &format!("/posts/{}", plain.body["id"].as_str().unwrap()), &[]).await;
-    for absent in ["og:image", "og:image:width", "og:image:height", "og:image:alt", "twitter:card", "twitter:image:alt"] {
+    for absent in [
+        "og:image",
+        "og:image:width",
+        "og:image:height",
+        "og:image:alt",
+        "twitter:card",
+        "twitter:image:alt",
+    ] {
         assert_eq!(meta(&html, absent), None, "{absent}");
     }
     assert_eq!(meta(&html, "og:title"), Some("Words"));
@@ -133,7 +183,11 @@ async fn the_lists_show_the_first_picture_small_beside_the_excerpt_at_its_size()
     let app = TestApp::start().await;
     let (user, post, picture) = post_with_a_picture(&app).await;
     let expected = first_picture(&picture);
-    for list in ["/api/feed".to_owned(), format!("/api/users/{user}/posts"), "/api/tags/kites/posts".to_owned()] {
+    for list in [
+        "/api/feed".to_owned(),
+        format!("/api/users/{user}/posts"),
+        "/api/tags/kites/posts".to_owned(),
+    ] {
         let item = listed(&app, &list, &post, |item| item.get("picture").is_some()).await;
         assert_eq!(item["picture"], expected, "{list}");
     }
@@ -158,25 +212,41 @@ async fn the_lists_show_the_first_picture_small_beside_the_excerpt_at_its_size()
     }
     for (url, size) in [(&one, (128, 96)), (&two, (256, 192))] {
         let served = app.client.get(format!("{}{url}", app.base)).send().await.unwrap();
-        assert_eq!((served.status(), served.headers()["content-type"].to_str().unwrap()), (StatusCode::OK, "image/jpeg"));
+        assert_eq!(
+            (served.status(), served.headers()["content-type"].to_str().unwrap()),
+            (StatusCode::OK, "image/jpeg")
+        );
         let small = image::load_from_memory(&served.bytes().await.unwrap()).unwrap();
         assert_eq!((small.width(), small.height()), size, "{url}");
     }
 }
 
 #[tokio::test]
-async fn an_edit_that_changes_or_removes_the_first_picture_changes_the_copies_and_a_rename_keeps_them() {
+async fn an_edit_that_changes_or_removes_the_first_picture_changes_the_copies_and_a_rename_keeps_them()
+ {
     let app = TestApp::start().await;
     let (user, post, picture) = post_with_a_picture(&app).await;
     listed(&app, "/api/feed", &post, |item| item["picture"] == first_picture(&picture)).await;
 
     // Another picture, put first.
     let second = upload(&app, &user, &post, 640, 480, "A kite on the ground").await;
-    let content = format!("{}\n\n{}", second["markdown"].as_str().unwrap(), picture["markdown"].as_str().unwrap());
+    let content = format!(
+        "{}\n\n{}",
+        second["markdown"].as_str().unwrap(),
+        picture["markdown"].as_str().unwrap()
+    );
     app.put(&format!("/api/posts/{post}"), json!({"title": "Kites", "content": content})).await;
-    let changed = json!({"url": second["url"], "width": 640, "height": 480, "alt": "A kite on the ground"});
-    assert!(second["phoneUrl"].is_null(), "a picture no wider than a phone's copy is its own: {second}");
-    for list in ["/api/feed".to_owned(), format!("/api/users/{user}/posts"), "/api/tags/kites/posts".to_owned()] {
+    let changed =
+        json!({"url": second["url"], "width": 640, "height": 480, "alt": "A kite on the ground"});
+    assert!(
+        second["phoneUrl"].is_null(),
+        "a picture no wider than a phone's copy is its own: {second}"
+    );
+    for list in [
+        "/api/feed".to_owned(),
+        format!("/api/users/{user}/posts"),
+        "/api/tags/kites/posts".to_owned(),
+    ] {
         listed(&app, &list, &post, |item| item["picture"] == changed).await;
     }
     for stored in copies(&app, &user, &post, "kites").await {
@@ -186,14 +256,23 @@ async fn an_edit_that_changes_or_removes_the_first_picture_changes_the_copies_an
     // A rename rewrites the post with the new name (and so its copies): the picture stays.
     let renamed = app.put(&format!("/api/users/{user}"), json!({"username": "Ada Lovelace"})).await;
     assert_eq!(renamed.status, StatusCode::OK, "{}", renamed.body);
-    for list in ["/api/feed".to_owned(), format!("/api/users/{user}/posts"), "/api/tags/kites/posts".to_owned()] {
+    for list in [
+        "/api/feed".to_owned(),
+        format!("/api/users/{user}/posts"),
+        "/api/tags/kites/posts".to_owned(),
+    ] {
         let item = listed(&app, &list, &post, |item| item["userUsername"] == "Ada Lovelace").await;
         assert_eq!(item["picture"], changed, "{list}");
     }
 
     // The pictures taken out of the text: the copies show none, nor do the pages.
-    app.put(&format!("/api/posts/{post}"), json!({"title": "Kites", "content": "Words alone."})).await;
-    for list in ["/api/feed".to_owned(), format!("/api/users/{user}/posts"), "/api/tags/kites/posts".to_owned()] {
+    app.put(&format!("/api/posts/{post}"), json!({"title": "Kites", "content": "Words alone."}))
+        .await;
+    for list in [
+        "/api/feed".to_owned(),
+        format!("/api/users/{user}/posts"),
+        "/api/tags/kites/posts".to_owned(),
+    ] {
         listed(&app, &list, &post, |item| item.get("picture").is_none()).await;
     }
     for stored in copies(&app, &user, &post, "kites").await {
@@ -218,8 +297,11 @@ async fn copies_made_before_the_first_picture_still_read_and_rebuild_copies_fill
         assert!(std::time::Instant::now() < deadline, "the copies never carried the picture");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    for (container, partition) in [(Container::Users, user.as_str()), (Container::Feed, "post"), (Container::Tags, "kites")] {
-        let mut document = app.state.store.read::<Value>(container, partition, &post).await.unwrap().unwrap();
+    for (container, partition) in
+        [(Container::Users, user.as_str()), (Container::Feed, "post"), (Container::Tags, "kites")]
+    {
+        let mut document =
+            app.state.store.read::<Value>(container, partition, &post).await.unwrap().unwrap();
         let object = document.as_object_mut().unwrap();
         object.retain(|name, _| !name.starts_with('_'));
         assert!(object.remove("picture").is_some());
@@ -228,20 +310,39 @@ async fn copies_made_before_the_first_picture_still_read_and_rebuild_copies_fill
     }
     assert_eq!(copies_with_the_picture(&app, &user, &post).await, 0);
 
-    for list in ["/api/feed".to_owned(), format!("/api/users/{user}/posts"), "/api/tags/kites/posts".to_owned()] {
+    for list in [
+        "/api/feed".to_owned(),
+        format!("/api/users/{user}/posts"),
+        "/api/tags/kites/posts".to_owned(),
+    ] {
         let answer: Answer = app.get(&list).await;
         assert_eq!(answer.status, StatusCode::OK, "{list}: {}", answer.body);
         let item = &answer.body["items"][0];
-        assert_eq!((item["id"].as_str(), item.get("picture")), (Some(post.as_str()), None), "{list}");
+        assert_eq!(
+            (item["id"].as_str(), item.get("picture")),
+            (Some(post.as_str()), None),
+            "{list}"
+        );
     }
     for path in ["/".to_owned(), format!("/users/{user}"), "/tags/kites".to_owned()] {
         let html = page(&app, &path, &[]).await;
-        assert!(html.contains("<bdi>Kites</bdi>") && !html.contains("class=\"thumb\""), "{path}: {html}");
+        assert!(
+            html.contains("<bdi>Kites</bdi>") && !html.contains("class=\"thumb\""),
+            "{path}: {html}"
+        );
     }
 
     blog::testing::changefeed::processor::rebuild_copies(&app.state).await.unwrap();
-    assert_eq!(copies_with_the_picture(&app, &user, &post).await, 3, "rebuild-copies made them again");
-    for list in ["/api/feed".to_owned(), format!("/api/users/{user}/posts"), "/api/tags/kites/posts".to_owned()] {
+    assert_eq!(
+        copies_with_the_picture(&app, &user, &post).await,
+        3,
+        "rebuild-copies made them again"
+    );
+    for list in [
+        "/api/feed".to_owned(),
+        format!("/api/users/{user}/posts"),
+        "/api/tags/kites/posts".to_owned(),
+    ] {
         listed(&app, &list, &post, |item| item["picture"] == first_picture(&picture)).await;
     }
     // Once made by the rules, a copy is kept as it is: a second rebuild writes nothing.
@@ -253,7 +354,9 @@ async fn copies_made_before_the_first_picture_still_read_and_rebuild_copies_fill
 /// How many of the post's three copies carry its first picture.
 async fn copies_with_the_picture(app: &TestApp, user: &str, post: &str) -> usize {
     let mut found = 0;
-    for (container, partition) in [(Container::Users, user), (Container::Feed, "post"), (Container::Tags, "kites")] {
+    for (container, partition) in
+        [(Container::Users, user), (Container::Feed, "post"), (Container::Tags, "kites")]
+    {
         let copy = app.state.store.read::<Value>(container, partition, post).await.unwrap();
         found += usize::from(copy.is_some_and(|copy| copy.get("picture").is_some()));
     }
@@ -269,10 +372,15 @@ async fn an_export_holds_no_first_picture_and_an_import_makes_the_copies_with_it
     listed(&app, "/api/feed", &post, |item| item["picture"] == first_picture(&picture)).await;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("blog.jsonl");
-    blog::export(&app.state, &mut std::fs::File::create(&file).unwrap(), &mut |_, _| {}).await.unwrap();
+    blog::export(&app.state, &mut std::fs::File::create(&file).unwrap(), &mut |_, _| {})
+        .await
+        .unwrap();
     let lines = std::fs::read_to_string(&file).unwrap();
-    let posts: Vec<Value> =
-        lines.lines().map(|line| serde_json::from_str::<Value>(line).unwrap()).filter(|item| item["type"] == "post").collect();
+    let posts: Vec<Value> = lines
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|item| item["type"] == "post")
+        .collect();
     assert_eq!(posts.len(), 1);
     assert!(posts[0].get("picture").is_none(), "{}", posts[0]);
 
@@ -282,7 +390,11 @@ async fn an_export_holds_no_first_picture_and_an_import_makes_the_copies_with_it
     // The small copy the list links to was made by the import's preparation (an export's file
     // carries it, and the import makes it again).
     let small = picture["phoneUrl"].as_str().unwrap().replace("960x540", "128x96");
-    assert!(page(&other, "/tags/kites", &[]).await.contains(&format!("<img class=\"thumb\" src=\"{small}\"")));
+    assert!(
+        page(&other, "/tags/kites", &[])
+            .await
+            .contains(&format!("<img class=\"thumb\" src=\"{small}\""))
+    );
     let stored = other.data_dir.join(small.trim_start_matches('/'));
     assert!(stored.is_file(), "{} was stored by the import", stored.display());
 }

@@ -30,12 +30,24 @@ use std::path::{Path, PathBuf};
 const BOUND: usize = 309;
 
 /// The item kinds counted, after `pub `: as the command in the module's documentation.
-const KINDS: [&str; 11] =
-    ["fn ", "struct ", "enum ", "trait ", "type ", "const ", "static ", "mod ", "use ", "async fn ", "unsafe fn "];
+const KINDS: [&str; 11] = [
+    "fn ",
+    "struct ",
+    "enum ",
+    "trait ",
+    "type ",
+    "const ",
+    "static ",
+    "mod ",
+    "use ",
+    "async fn ",
+    "unsafe fn ",
+];
 
 /// Every `.rs` file under `dir`, in a stable order.
 fn sources(dir: &Path, found: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|entry| entry.unwrap().path()).collect();
+    let mut entries: Vec<PathBuf> =
+        std::fs::read_dir(dir).unwrap().map(|entry| entry.unwrap().path()).collect();
     entries.sort();
     for path in entries {
         if path.is_dir() {
@@ -48,7 +60,9 @@ fn sources(dir: &Path, found: &mut Vec<PathBuf>) {
 
 /// Whether `line` declares a bare `pub` item (not `pub(crate)`, not a field).
 fn declares_pub_item(line: &str) -> bool {
-    line.trim_start().strip_prefix("pub ").is_some_and(|rest| KINDS.iter().any(|kind| rest.starts_with(kind)))
+    line.trim_start()
+        .strip_prefix("pub ")
+        .is_some_and(|rest| KINDS.iter().any(|kind| rest.starts_with(kind)))
 }
 
 #[test]
@@ -67,7 +81,8 @@ fn the_library_declares_at_most_300_bare_pub_items() {
     }
     let total: usize = counted.iter().map(|(_, count)| count).sum();
     counted.sort_by_key(|(_, count)| std::cmp::Reverse(*count));
-    let most: Vec<String> = counted.iter().take(10).map(|(file, count)| format!("{file}: {count}")).collect();
+    let most: Vec<String> =
+        counted.iter().take(10).map(|(file, count)| format!("{file}: {count}")).collect();
     assert!(
         total <= BOUND,
         "the library declares {total} bare `pub` items, more than {BOUND} (counted as tests/public_surface.rs's \

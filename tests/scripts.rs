@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use blog::testing::cosmos::{Container, Store, WriteOp};
 use blog::testing::scripts::{
-    InProcessScripts, NOT_AMONG_NEWEST, PostTrigger, Script, ScriptError, ScriptExecutor, StoredProcedure,
+    InProcessScripts, NOT_AMONG_NEWEST, PostTrigger, Script, ScriptError, ScriptExecutor,
+    StoredProcedure,
 };
 use blog::{Backend, Config};
 use serde_json::{Value, json};
@@ -77,7 +78,10 @@ async fn a_script_that_throws_writes_nothing() {
     };
     let scripts = InProcessScripts::new(store.clone());
     let error = scripts.run(failing, "p", vec![]).await.unwrap_err();
-    assert!(matches!(&error, ScriptError::Thrown(message) if message.contains("changed my mind")), "{error}");
+    assert!(
+        matches!(&error, ScriptError::Thrown(message) if message.contains("changed my mind")),
+        "{error}"
+    );
     assert_eq!(store.read::<Value>(Container::Posts, "p", "written-first").await.unwrap(), None);
     assert_eq!(store.read::<Value>(Container::Posts, "p", "p").await.unwrap().unwrap()["n"], 0);
 }
@@ -88,21 +92,31 @@ async fn a_script_whose_reads_went_stale_runs_again() {
     store.create(Container::Posts, "p", &json!({"id": "p", "postId": "p", "n": 0})).await.unwrap();
     // Two executors stand for two handler instances: they share the database but not the
     // in-process partition lock, so their scripts conflict on the post's etag and must re-run.
-    let executors = [Arc::new(InProcessScripts::new(store.clone())), Arc::new(InProcessScripts::new(store.clone()))];
+    let executors = [
+        Arc::new(InProcessScripts::new(store.clone())),
+        Arc::new(InProcessScripts::new(store.clone())),
+    ];
     let mut tasks = Vec::new();
     for n in 0..30 {
         let executor = executors[n % 2].clone();
-        tasks.push(tokio::spawn(async move { executor.run(INCREMENT, "p", vec![json!("p")]).await }));
+        tasks.push(tokio::spawn(
+            async move { executor.run(INCREMENT, "p", vec![json!("p")]).await },
+        ));
     }
     let mut results = Vec::new();
     for task in tasks {
-        results.push(task.await.unwrap().expect("every increment commits eventually").as_u64().unwrap());
+        results.push(
+            task.await.unwrap().expect("every increment commits eventually").as_u64().unwrap(),
+        );
     }
     results.sort_unstable();
     assert_eq!(results, (1..=30).collect::<Vec<u64>>(), "each run saw a distinct, committed state");
     assert_eq!(store.read::<Value>(Container::Posts, "p", "p").await.unwrap().unwrap()["n"], 30);
     for n in 1..=30 {
-        assert!(store.read::<Value>(Container::Posts, "p", &format!("p-{n}")).await.unwrap().is_some(), "item p-{n}");
+        assert!(
+            store.read::<Value>(Container::Posts, "p", &format!("p-{n}")).await.unwrap().is_some(),
+            "item p-{n}"
+        );
     }
 }
 
@@ -127,9 +141,15 @@ async fn update_usernames_works_in_bounded_runs_and_rewrites_only_what_is_wrong(
     let third = scripts.run(update, "p", vec![json!("u"), json!("new")]).await.unwrap();
     assert_eq!(third, json!({"updated": 0, "done": true}), "nothing is rewritten twice");
     for n in 0..150 {
-        assert_eq!(store.read::<Value>(Container::Posts, "p", &format!("c{n}")).await.unwrap().unwrap()["userUsername"], "new");
+        assert_eq!(
+            store.read::<Value>(Container::Posts, "p", &format!("c{n}")).await.unwrap().unwrap()["userUsername"],
+            "new"
+        );
     }
-    assert_eq!(store.read::<Value>(Container::Posts, "p", "other").await.unwrap().unwrap()["userUsername"], "old");
+    assert_eq!(
+        store.read::<Value>(Container::Posts, "p", "other").await.unwrap().unwrap()["userUsername"],
+        "old"
+    );
     // A user id that would break a concatenated query is only ever a parameter.
     let hostile = scripts.run(update, "p", vec![json!("u\" OR 1=1 --"), json!("x")]).await.unwrap();
     assert_eq!(hostile, json!({"updated": 0, "done": true}));
@@ -145,25 +165,33 @@ async fn update_usernames_moves_the_versions_of_the_lists_it_renames_in() {
                       "content": "c", "commentCount": 1, "likeCount": 1, "creationDate": "2026-12-02T00:00:00.000Z",
                       "commentsVersion": "c0", "likesVersion": "l0"});
     store.create(Container::Posts, "p", &post).await.unwrap();
-    let comment = json!({"id": "c", "type": "comment", "postId": "p", "userId": "u", "userUsername": "old"});
+    let comment =
+        json!({"id": "c", "type": "comment", "postId": "p", "userId": "u", "userUsername": "old"});
     store.create(Container::Posts, "p", &comment).await.unwrap();
     let like = json!({"id": "like-v", "type": "like", "postId": "p", "userId": "v", "userUsername": "fan"});
     store.create(Container::Posts, "p", &like).await.unwrap();
     let scripts = InProcessScripts::new(store.clone());
     let update = StoredProcedure::UpdateUsernames.script();
-    let stored = || async { store.read::<Value>(Container::Posts, "p", "p").await.unwrap().unwrap() };
+    let stored =
+        || async { store.read::<Value>(Container::Posts, "p", "p").await.unwrap().unwrap() };
 
     let renamed = scripts.run(update, "p", vec![json!("u"), json!("new")]).await.unwrap();
     assert_eq!(renamed, json!({"updated": 2, "done": true}), "the post and the comment");
     let post = stored().await;
     assert_eq!(post["userUsername"], "new");
-    assert!(post["commentsVersion"].is_string() && post["commentsVersion"] != "c0", "the comments' version moved: {post}");
+    assert!(
+        post["commentsVersion"].is_string() && post["commentsVersion"] != "c0",
+        "the comments' version moved: {post}"
+    );
     assert_eq!(post["likesVersion"], "l0", "no like renamed");
 
     let renamed = scripts.run(update, "p", vec![json!("v"), json!("renamed-fan")]).await.unwrap();
     assert_eq!(renamed, json!({"updated": 1, "done": true}), "the like");
     let after = stored().await;
-    assert!(after["likesVersion"].is_string() && after["likesVersion"] != "l0", "the likes' version moved: {after}");
+    assert!(
+        after["likesVersion"].is_string() && after["likesVersion"] != "l0",
+        "the likes' version moved: {after}"
+    );
     assert_eq!(after["commentsVersion"], post["commentsVersion"], "no comment renamed");
 }
 
@@ -199,19 +227,28 @@ async fn truncate_feed_keeps_exactly_the_newest_100() {
     assert!(!ids.contains(&"p001".to_owned()) && ids.contains(&"p101".to_owned()));
 
     // An older post is refused, and the refusal undoes its write.
-    let refused = scripts.write_with_trigger(PostTrigger::TruncateFeed, "post", write(0)).await.unwrap_err();
-    assert!(matches!(&refused, ScriptError::Thrown(message) if message.starts_with(NOT_AMONG_NEWEST)), "{refused}");
+    let refused =
+        scripts.write_with_trigger(PostTrigger::TruncateFeed, "post", write(0)).await.unwrap_err();
+    assert!(
+        matches!(&refused, ScriptError::Thrown(message) if message.starts_with(NOT_AMONG_NEWEST)),
+        "{refused}"
+    );
     assert_eq!(feed_ids(&store).await, ids);
     assert_eq!(store.read::<Value>(Container::Feed, "post", "p000").await.unwrap(), None);
 
     // Rewriting a post that is in the feed keeps it at 100.
-    let existing = store.read_versioned::<Value>(Container::Feed, "post", "p050").await.unwrap().unwrap();
+    let existing =
+        store.read_versioned::<Value>(Container::Feed, "post", "p050").await.unwrap().unwrap();
     let mut edited = feed_post(50);
     edited["title"] = json!("edited");
-    let replace = WriteOp::Replace { id: "p050".into(), document: edited, if_match: Some(existing.etag) };
+    let replace =
+        WriteOp::Replace { id: "p050".into(), document: edited, if_match: Some(existing.etag) };
     scripts.write_with_trigger(PostTrigger::TruncateFeed, "post", replace).await.unwrap();
     assert_eq!(feed_ids(&store).await, ids);
-    assert_eq!(store.read::<Value>(Container::Feed, "post", "p050").await.unwrap().unwrap()["title"], "edited");
+    assert_eq!(
+        store.read::<Value>(Container::Feed, "post", "p050").await.unwrap().unwrap()["title"],
+        "edited"
+    );
 }
 
 /// The scripts deployed to Cosmos DB and run in-process are the files in `src/scripts/`: each
@@ -227,7 +264,12 @@ fn every_script_file_is_valid_javascript_defining_its_function() {
         fn read(&self, _: &str) -> Result<Option<Value>, StoreError> {
             Ok(None)
         }
-        fn query(&self, _: &str, _: &[(String, Value)], _: PageRequest) -> Result<(Vec<Value>, Option<String>), StoreError> {
+        fn query(
+            &self,
+            _: &str,
+            _: &[(String, Value)],
+            _: PageRequest,
+        ) -> Result<(Vec<Value>, Option<String>), StoreError> {
             Ok((Vec::new(), None))
         }
     }
@@ -242,7 +284,10 @@ fn every_script_file_is_valid_javascript_defining_its_function() {
         let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
         // The keyed procedures' shared helpers are no script of their own: run inside theirs.
         if name == "keyed_helpers" {
-            assert_eq!(std::fs::read_to_string(&path).unwrap(), blog::testing::scripts::KEYED_HELPERS);
+            assert_eq!(
+                std::fs::read_to_string(&path).unwrap(),
+                blog::testing::scripts::KEYED_HELPERS
+            );
             continue;
         }
         // As the app runs it: a keyed procedure's file with the shared helpers in it.
@@ -261,15 +306,29 @@ fn every_script_file_is_valid_javascript_defining_its_function() {
         };
         // Run without arguments: the script may throw (it validates its input), but it must
         // compile and define its function.
-        let run =
-            engine::run(source, &name, &Invocation::Procedure(vec![]), &partition, std::rc::Rc::new(Empty), &Limits::default());
+        let run = engine::run(
+            source,
+            &name,
+            &Invocation::Procedure(vec![]),
+            &partition,
+            std::rc::Rc::new(Empty),
+            &Limits::default(),
+        );
         assert!(!matches!(&run.result, Err(ScriptError::Failed(_))), "{name}.js: {:?}", run.result);
         checked.push(name);
     }
     checked.sort();
     assert_eq!(
         checked,
-        ["createComment", "createLike", "deleteComment", "deleteLike", "deletePost", "truncateFeed", "updateUsernames"]
+        [
+            "createComment",
+            "createLike",
+            "deleteComment",
+            "deleteLike",
+            "deletePost",
+            "truncateFeed",
+            "updateUsernames"
+        ]
     );
     for procedure in StoredProcedure::ALL {
         assert!(checked.contains(&procedure.name().to_owned()));
@@ -289,15 +348,28 @@ async fn truncate_feed_holds_across_processes() {
         let single = InProcessScripts::new(store.clone());
         for n in 1..=99 {
             single
-                .write_with_trigger(PostTrigger::TruncateFeed, "post", WriteOp::Create { document: feed_post(n) })
+                .write_with_trigger(
+                    PostTrigger::TruncateFeed,
+                    "post",
+                    WriteOp::Create { document: feed_post(n) },
+                )
                 .await
                 .unwrap();
         }
-        let processes = [Arc::new(InProcessScripts::new(store.clone())), Arc::new(InProcessScripts::new(store.clone()))];
+        let processes = [
+            Arc::new(InProcessScripts::new(store.clone())),
+            Arc::new(InProcessScripts::new(store.clone())),
+        ];
         let writes = processes.iter().zip([100, 101]).map(|(process, n)| {
             let process = process.clone();
             tokio::spawn(async move {
-                process.write_with_trigger(PostTrigger::TruncateFeed, "post", WriteOp::Create { document: feed_post(n) }).await
+                process
+                    .write_with_trigger(
+                        PostTrigger::TruncateFeed,
+                        "post",
+                        WriteOp::Create { document: feed_post(n) },
+                    )
+                    .await
             })
         });
         for write in writes.collect::<Vec<_>>() {
@@ -315,21 +387,59 @@ async fn truncate_feed_holds_across_processes() {
 async fn the_fence_item_is_invisible_to_the_application() {
     let (store, _dir) = store().await;
     let scripts = InProcessScripts::new(store.clone());
-    scripts.write_with_trigger(PostTrigger::TruncateFeed, "post", WriteOp::Create { document: feed_post(1) }).await.unwrap();
+    scripts
+        .write_with_trigger(
+            PostTrigger::TruncateFeed,
+            "post",
+            WriteOp::Create { document: feed_post(1) },
+        )
+        .await
+        .unwrap();
     assert!(
-        store.read::<Value>(Container::Feed, "post", blog::testing::scripts::FENCE_ID).await.unwrap().is_some(),
+        store
+            .read::<Value>(Container::Feed, "post", blog::testing::scripts::FENCE_ID)
+            .await
+            .unwrap()
+            .is_some(),
         "the trigger queried"
     );
     let page = blog::testing::cosmos::PageRequest { size: 100, continuation: None };
-    let feed = store.query_documents(Container::Feed, "post", blog::testing::cosmos::queries::feed(), page).await.unwrap().0;
+    let feed = store
+        .query_documents(Container::Feed, "post", blog::testing::cosmos::queries::feed(), page)
+        .await
+        .unwrap()
+        .0;
     assert_eq!(feed.iter().map(|post| post["id"].as_str().unwrap()).collect::<Vec<_>>(), ["p001"]);
 
-    store.create(Container::Posts, "p", &json!({"id": "c1", "postId": "p", "userId": "u", "userUsername": "old"})).await.unwrap();
+    store
+        .create(
+            Container::Posts,
+            "p",
+            &json!({"id": "c1", "postId": "p", "userId": "u", "userUsername": "old"}),
+        )
+        .await
+        .unwrap();
     let update = StoredProcedure::UpdateUsernames.script();
     scripts.run(update, "p", vec![json!("u"), json!("new")]).await.unwrap();
-    assert!(store.read::<Value>(Container::Posts, "p", blog::testing::scripts::FENCE_ID).await.unwrap().is_some());
+    assert!(
+        store
+            .read::<Value>(Container::Posts, "p", blog::testing::scripts::FENCE_ID)
+            .await
+            .unwrap()
+            .is_some()
+    );
     let page = blog::testing::cosmos::PageRequest { size: 100, continuation: None };
-    for query in [blog::testing::cosmos::queries::post_comments(), blog::testing::cosmos::queries::post_likes()] {
-        assert!(store.query_documents(Container::Posts, "p", query, page.clone()).await.unwrap().0.is_empty());
+    for query in [
+        blog::testing::cosmos::queries::post_comments(),
+        blog::testing::cosmos::queries::post_likes(),
+    ] {
+        assert!(
+            store
+                .query_documents(Container::Posts, "p", query, page.clone())
+                .await
+                .unwrap()
+                .0
+                .is_empty()
+        );
     }
 }

@@ -63,11 +63,18 @@ async fn silent_sockets_past_the_descriptor_limit_do_not_take_reads_down() {
     // Well under the 30 s header timeout: an answer here did not wait for silent sockets to expire.
     let client = reqwest::Client::builder().timeout(Duration::from_secs(15)).build().unwrap();
     for path in ["/api/feed", "/", "/api/feed?limit=5"] {
-        let answer = client.get(format!("{}{path}", handler.base)).send().await.unwrap_or_else(|error| panic!("{path}: {error}"));
+        let answer = client
+            .get(format!("{}{path}", handler.base))
+            .send()
+            .await
+            .unwrap_or_else(|error| panic!("{path}: {error}"));
         assert_eq!(answer.status(), 200, "{path}");
     }
     // The first silent sockets were the ones closed to make room.
-    assert!(closed_within(&mut silent[0], Duration::from_secs(15)).await, "the longest-silent socket was closed");
+    assert!(
+        closed_within(&mut silent[0], Duration::from_secs(15)).await,
+        "the longest-silent socket was closed"
+    );
 }
 
 /// docs/configuration.md: at `info`, a read that went well is counted in its route's line of the minute,
@@ -78,7 +85,8 @@ async fn silent_sockets_past_the_descriptor_limit_do_not_take_reads_down() {
 /// under way included, is written before it exits. (The Functions host kills its worker
 /// instead, with SIGKILL: see `shutdown_signal` in `src/bin/handler/main.rs`.)
 #[tokio::test]
-async fn reads_are_counted_by_the_minute_writes_have_their_lines_and_none_is_lost_when_the_worker_is_stopped() {
+async fn reads_are_counted_by_the_minute_writes_have_their_lines_and_none_is_lost_when_the_worker_is_stopped()
+ {
     let data = tempfile::tempdir().unwrap();
     let handler = Handler::start(data.path(), &[]);
     let client = reqwest::Client::new();
@@ -88,21 +96,36 @@ async fn reads_are_counted_by_the_minute_writes_have_their_lines_and_none_is_los
         .json(&serde_json::json!({"username": "ada"}));
     assert_eq!(created.send().await.unwrap().status(), 201);
     let line_of = |log: &[String], route: &str| {
-        log.iter().find(|line| line.contains(&format!("request method=POST route=\"{route}\""))).cloned()
+        log.iter()
+            .find(|line| line.contains(&format!("request method=POST route=\"{route}\"")))
+            .cloned()
     };
     let started = std::time::Instant::now();
     let write = loop {
         if let Some(line) = line_of(&handler.log.lock().unwrap(), "/api/users") {
             break line;
         }
-        assert!(started.elapsed() < Duration::from_secs(10), "no line for POST /api/users: {:?}", handler.log.lock().unwrap());
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no line for POST /api/users: {:?}",
+            handler.log.lock().unwrap()
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     let (time, rest) = write.split_once(' ').unwrap();
-    assert!(time::OffsetDateTime::parse(time, &time::format_description::well_known::Rfc3339).is_ok(), "{write}");
-    let fields = rest.strip_prefix(" INFO blog::http: request ").unwrap_or_else(|| panic!("{write}"));
-    let names: Vec<&str> = fields.split(' ').map(|field| field.split_once('=').unwrap().0).collect();
-    assert_eq!(names, ["method", "route", "status", "ru", "operations", "partitions", "latency_ms"], "{write}");
+    assert!(
+        time::OffsetDateTime::parse(time, &time::format_description::well_known::Rfc3339).is_ok(),
+        "{write}"
+    );
+    let fields =
+        rest.strip_prefix(" INFO blog::http: request ").unwrap_or_else(|| panic!("{write}"));
+    let names: Vec<&str> =
+        fields.split(' ').map(|field| field.split_once('=').unwrap().0).collect();
+    assert_eq!(
+        names,
+        ["method", "route", "status", "ru", "operations", "partitions", "latency_ms"],
+        "{write}"
+    );
     assert!(fields.contains(" status=201 "), "{write}");
 
     // Reads, then SIGTERM at once: the minute's counts are in the log when the process has exited.
@@ -113,16 +136,27 @@ async fn reads_are_counted_by_the_minute_writes_have_their_lines_and_none_is_los
     let log = handler.log.clone();
     assert!(tokio::task::spawn_blocking(move || handler.stop()).await.unwrap().success());
     let log = log.lock().unwrap();
-    assert!(!log.iter().any(|line| line.contains("request method=GET")), "no read has a line of its own: {log:?}");
+    assert!(
+        !log.iter().any(|line| line.contains("request method=GET")),
+        "no read has a line of its own: {log:?}"
+    );
     let minute = |route: &str| {
         let wanted = format!("requests method=GET route=\"{route}\" ");
-        log.iter().find(|line| line.contains(&wanted)).cloned().unwrap_or_else(|| panic!("no minute line for {route}: {log:?}"))
+        log.iter()
+            .find(|line| line.contains(&wanted))
+            .cloned()
+            .unwrap_or_else(|| panic!("no minute line for {route}: {log:?}"))
     };
     let users = minute("/api/users/{userId}");
-    assert!(users.contains(" count=50 status_2xx=0 status_3xx=0 status_4xx=50 status_5xx=0 "), "{users}");
+    assert!(
+        users.contains(" count=50 status_2xx=0 status_3xx=0 status_4xx=50 status_5xx=0 "),
+        "{users}"
+    );
     let front = minute("/");
-    let fields = front.split_once(" INFO blog::http: requests ").unwrap_or_else(|| panic!("{front}")).1;
-    let names: Vec<&str> = fields.split(' ').map(|field| field.split_once('=').unwrap().0).collect();
+    let fields =
+        front.split_once(" INFO blog::http: requests ").unwrap_or_else(|| panic!("{front}")).1;
+    let names: Vec<&str> =
+        fields.split(' ').map(|field| field.split_once('=').unwrap().0).collect();
     assert_eq!(
         names,
         [
@@ -161,7 +195,11 @@ async fn at_debug_every_request_has_its_own_line() {
     let log = log.lock().unwrap();
     let own = log
         .iter()
-        .filter(|line| line.contains("DEBUG blog::http: request method=GET route=\"/api/users/{userId}\" status=404"))
+        .filter(|line| {
+            line.contains(
+                "DEBUG blog::http: request method=GET route=\"/api/users/{userId}\" status=404",
+            )
+        })
         .count();
     assert_eq!(own, 5, "{log:?}");
 }
@@ -184,10 +222,18 @@ async fn requests_own_lines_are_bounded_by_the_minute() {
     let log = handler.log.clone();
     handler.stop();
     let log = log.lock().unwrap();
-    let own = log.iter().filter(|line| line.contains("INFO blog::http: request method=POST")).count();
+    let own =
+        log.iter().filter(|line| line.contains("INFO blog::http: request method=POST")).count();
     assert_eq!(own, 60, "{log:?}");
-    assert!(log.iter().any(|line| line.contains("requests method=POST route=\"/api/users\" count=70 status_2xx=70 ")), "{log:?}");
-    let left_out = log.iter().find(|line| line.contains("requests' own lines left out")).unwrap_or_else(|| panic!("{log:?}"));
+    assert!(
+        log.iter().any(|line| line
+            .contains("requests method=POST route=\"/api/users\" count=70 status_2xx=70 ")),
+        "{log:?}"
+    );
+    let left_out = log
+        .iter()
+        .find(|line| line.contains("requests' own lines left out"))
+        .unwrap_or_else(|| panic!("{log:?}"));
     assert!(left_out.contains(" left_out=10 limit=60 "), "{left_out}");
 }
 
@@ -200,7 +246,8 @@ async fn requests_own_lines_are_bounded_by_the_minute() {
 async fn warnings_and_errors_are_written_to_stderr_and_the_rest_to_stdout() {
     let data = tempfile::tempdir().unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let key = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+    let key =
+        "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
     let unreachable = format!(
         "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={key};BlobEndpoint=http://127.0.0.1:{port}/devstoreaccount1;"
     );
@@ -209,7 +256,8 @@ async fn warnings_and_errors_are_written_to_stderr_and_the_rest_to_stdout() {
     let as_writer = |request: reqwest::RequestBuilder| request.header("x-dev-user", "w");
     let post = handler.writers_post("w").await;
     let path = format!("/api/posts/{post}/pictures");
-    let refused = as_writer(client.post(format!("{}{path}", handler.base))).header("content-type", "image/png");
+    let refused = as_writer(client.post(format!("{}{path}", handler.base)))
+        .header("content-type", "image/png");
     // A real picture: the store is asked only once the picture is taken.
     let png = common::noise_png(4, 1);
     assert_eq!(refused.body(png).send().await.unwrap().status(), 503);
@@ -217,9 +265,17 @@ async fn warnings_and_errors_are_written_to_stderr_and_the_rest_to_stdout() {
     let errors = handler.errors.clone();
     handler.stop();
     let (log, errors) = (log.lock().unwrap(), errors.lock().unwrap());
-    let warned =
-        errors.iter().find(|line| line.contains("the picture store is unavailable")).unwrap_or_else(|| panic!("{errors:?}"));
+    let warned = errors
+        .iter()
+        .find(|line| line.contains("the picture store is unavailable"))
+        .unwrap_or_else(|| panic!("{errors:?}"));
     assert!(warned.contains(" WARN "), "the host reads \"warn\" in it as a warning: {warned}");
-    assert!(!log.iter().any(|line| line.contains(" WARN ") || line.contains("ERROR ")), "no warning or error on stdout: {log:?}");
-    assert!(log.iter().any(|line| line.contains("route=\"/api/posts/{postId}/pictures\" status=503")), "{log:?}");
+    assert!(
+        !log.iter().any(|line| line.contains(" WARN ") || line.contains("ERROR ")),
+        "no warning or error on stdout: {log:?}"
+    );
+    assert!(
+        log.iter().any(|line| line.contains("route=\"/api/posts/{postId}/pictures\" status=503")),
+        "{log:?}"
+    );
 }

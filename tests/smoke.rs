@@ -34,7 +34,11 @@ fn smoke(args: &[&str]) -> Output {
 }
 
 fn text(output: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
 }
 
 #[tokio::test]
@@ -50,17 +54,36 @@ async fn the_smoke_test_passes_on_a_working_blog_and_again_on_the_next_run() {
         .unwrap();
         let shown = text(&output);
         assert!(output.status.success(), "run {run}:\n{shown}");
-        for step in ["Q6 ", "C2 ", "pic ", "C3 ", "C4 ", "Q2 ", "Q4 ", "Q5 ", "Q1 ", "C5 ", "C6 ", "C7 "] {
-            assert!(shown.lines().any(|line| line.starts_with(step)), "run {run}: no line for {step}:\n{shown}");
+        for step in
+            ["Q6 ", "C2 ", "pic ", "C3 ", "C4 ", "Q2 ", "Q4 ", "Q5 ", "Q1 ", "C5 ", "C6 ", "C7 "]
+        {
+            assert!(
+                shown.lines().any(|line| line.starts_with(step)),
+                "run {run}: no line for {step}:\n{shown}"
+            );
         }
-        assert!(shown.contains("copied into users after") && shown.contains("copied into feed after"), "{shown}");
-        assert!(shown.contains("gone from users after") && shown.contains("gone from feed after"), "{shown}");
-        assert!(shown.contains("copied into tags after") && shown.contains("gone from tags after"), "{shown}");
+        assert!(
+            shown.contains("copied into users after") && shown.contains("copied into feed after"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("gone from users after") && shown.contains("gone from feed after"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("copied into tags after") && shown.contains("gone from tags after"),
+            "{shown}"
+        );
         // C1 only the first time: the user stays for the next run.
-        assert_eq!(shown.lines().any(|line| line.starts_with("C1 ")), run == 1, "run {run}:\n{shown}");
+        assert_eq!(
+            shown.lines().any(|line| line.starts_with("C1 ")),
+            run == 1,
+            "run {run}:\n{shown}"
+        );
     }
     // What it wrote is gone: no post of its user is left in the feed.
-    let feed: serde_json::Value = reqwest::get(format!("{}/api/feed", handler.base)).await.unwrap().json().await.unwrap();
+    let feed: serde_json::Value =
+        reqwest::get(format!("{}/api/feed", handler.base)).await.unwrap().json().await.unwrap();
     assert_eq!(feed["items"], serde_json::json!([]), "{feed}");
 
     let reads_only = tokio::task::spawn_blocking({
@@ -97,8 +120,16 @@ fn bad_arguments_are_refused_with_what_to_do() {
     for (args, says, usage) in [
         (&[][..], "<BASE_URL>", "Usage: handler smoke"),
         (&["localhost:7071"][..], "not an http or https URL", "try '--help'"),
-        (&["http://127.0.0.1:9", "--token", "t", "--dev-user", "d"][..], "cannot be used with", "Usage: handler smoke"),
-        (&["http://127.0.0.1:9", "--colour"][..], "unexpected argument '--colour'", "Usage: handler smoke"),
+        (
+            &["http://127.0.0.1:9", "--token", "t", "--dev-user", "d"][..],
+            "cannot be used with",
+            "Usage: handler smoke",
+        ),
+        (
+            &["http://127.0.0.1:9", "--colour"][..],
+            "unexpected argument '--colour'",
+            "Usage: handler smoke",
+        ),
     ] {
         let output = smoke(args);
         assert_eq!(output.status.code(), Some(2), "{args:?}: {}", text(&output));
@@ -109,8 +140,16 @@ fn bad_arguments_are_refused_with_what_to_do() {
     // settle (`--settle 0`).
     let output = smoke(&["http://127.0.0.1:9", "--settle", "0"]);
     assert!(!output.status.success());
-    assert!(text(&output).contains("smoke test failed at Q6: GET /api/feed?limit=100 got no answer"), "{}", text(&output));
-    assert!(text(&output).contains("not retried: the 0 s the blog had to settle (--settle) are over"), "{}", text(&output));
+    assert!(
+        text(&output).contains("smoke test failed at Q6: GET /api/feed?limit=100 got no answer"),
+        "{}",
+        text(&output)
+    );
+    assert!(
+        text(&output).contains("not retried: the 0 s the blog had to settle (--settle) are over"),
+        "{}",
+        text(&output)
+    );
 }
 
 /// What the [`Proxy`] does with one request.
@@ -156,7 +195,11 @@ impl Drop for Proxy {
 impl Proxy {
     /// A proxy to `target` on a free port that closes its first `closes` connections as soon
     /// as they are accepted (an app not listening yet) and then answers as `rule` says.
-    async fn start(target: &str, closes: usize, rule: impl Fn(&Seen) -> Verdict + Send + Sync + 'static) -> Proxy {
+    async fn start(
+        target: &str,
+        closes: usize,
+        rule: impl Fn(&Seen) -> Verdict + Send + Sync + 'static,
+    ) -> Proxy {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let state = Arc::new(Forwarding {
@@ -178,7 +221,10 @@ impl Proxy {
                     let state = state.clone();
                     async move { Ok::<_, Infallible>(state.answer(request).await) }
                 });
-                tokio::spawn(hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service));
+                tokio::spawn(
+                    hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service),
+                );
             }
         });
         Proxy { base, task }
@@ -217,13 +263,18 @@ impl Forwarding {
         let (parts, body) = request.into_parts();
         let body = body.collect().await.unwrap().to_bytes();
         let path = parts.uri.path_and_query().map_or("/", |path| path.as_str());
-        let mut sent = self.client.request(parts.method, format!("{}{path}", self.target)).body(body);
-        for (name, value) in parts.headers.iter().filter(|(name, _)| !is_per_connection(name.as_str())) {
+        let mut sent =
+            self.client.request(parts.method, format!("{}{path}", self.target)).body(body);
+        for (name, value) in
+            parts.headers.iter().filter(|(name, _)| !is_per_connection(name.as_str()))
+        {
             sent = sent.header(name, value);
         }
         let answer = sent.send().await.expect("the handler answers the proxy");
         let mut response = Response::builder().status(answer.status());
-        for (name, value) in answer.headers().iter().filter(|(name, _)| !is_per_connection(name.as_str())) {
+        for (name, value) in
+            answer.headers().iter().filter(|(name, _)| !is_per_connection(name.as_str()))
+        {
             response = response.header(name, value);
         }
         response.body(Full::new(answer.bytes().await.unwrap())).unwrap()
@@ -246,7 +297,9 @@ fn plain(status: u16) -> Response<Full<Bytes>> {
 
 /// `handler smoke` with `args`, run to its end off the test's runtime (which serves the proxy).
 async fn smoke_through(args: Vec<String>) -> Output {
-    tokio::task::spawn_blocking(move || smoke(&args.iter().map(String::as_str).collect::<Vec<_>>())).await.unwrap()
+    tokio::task::spawn_blocking(move || smoke(&args.iter().map(String::as_str).collect::<Vec<_>>()))
+        .await
+        .unwrap()
 }
 
 /// A new deployment: the first connection closed (the host not listening yet), 503 to everything
@@ -267,21 +320,33 @@ async fn the_smoke_test_waits_until_a_new_deployment_settles() {
         }
     })
     .await;
-    let output = smoke_through(args(&proxy, &["--dev-user", "smoke-principal", "--wait", "20", "--settle", "60"])).await;
+    let output = smoke_through(args(
+        &proxy,
+        &["--dev-user", "smoke-principal", "--wait", "20", "--settle", "60"],
+    ))
+    .await;
     let shown = text(&output);
     assert!(output.status.success(), "{shown}");
     assert!(shown.contains("waiting up to 60 s for the blog to settle"), "{shown}");
     let retries = |start: &str| shown.lines().filter(|line| line.starts_with(start)).count();
     assert!(retries("Q6   no answer (") >= 1, "{shown}");
-    assert!(retries("Q6   503 Service Unavailable: the app is still starting, retrying in ") >= 1, "{shown}");
+    assert!(
+        retries("Q6   503 Service Unavailable: the app is still starting, retrying in ") >= 1,
+        "{shown}"
+    );
     // The first write is C1: this principal has no user yet.
     assert_eq!(retries("C1   401 Unauthorized: the sign-in is not accepted yet"), 2, "{shown}");
     assert!(shown.lines().any(|line| line.contains("(up to 60 s)")), "{shown}");
     for step in ["C1 ", "C2 ", "C3 ", "C4 ", "C5 ", "C6 ", "C7 "] {
-        let answered = |line: &&str| line.starts_with(step) && (line.contains(" 201 ") || line.contains(" 204 "));
+        let answered = |line: &&str| {
+            line.starts_with(step) && (line.contains(" 201 ") || line.contains(" 204 "))
+        };
         assert!(shown.lines().any(|line| answered(&line)), "no line of {step}'s success:\n{shown}");
     }
-    assert!(shown.contains("gone from users after") && shown.contains("gone from feed after"), "{shown}");
+    assert!(
+        shown.contains("gone from users after") && shown.contains("gone from feed after"),
+        "{shown}"
+    );
 }
 
 /// A deployment that never starts: smoke retries until `--settle` has passed, then fails,
@@ -291,10 +356,14 @@ async fn the_smoke_test_gives_up_on_a_blog_that_never_settles() {
     let data = tempfile::tempdir().unwrap();
     let handler = Handler::start(data.path(), &[]);
     let proxy = Proxy::start(&handler.base, 0, |_| Verdict::Answer(503)).await;
-    let output = smoke_through(args(&proxy, &["--dev-user", "smoke-principal", "--settle", "3"])).await;
+    let output =
+        smoke_through(args(&proxy, &["--dev-user", "smoke-principal", "--settle", "3"])).await;
     let shown = text(&output);
     assert!(!output.status.success(), "{shown}");
-    assert!(shown.contains("Q6   503 Service Unavailable: the app is still starting, retrying in"), "{shown}");
+    assert!(
+        shown.contains("Q6   503 Service Unavailable: the app is still starting, retrying in"),
+        "{shown}"
+    );
     assert!(
         shown
             .contains("smoke test failed at Q6: GET /api/feed?limit=100 answered 503 Service Unavailable: the proxy answers 503"),
@@ -309,14 +378,20 @@ async fn the_smoke_test_gives_up_on_a_blog_that_never_settles() {
 async fn the_smoke_test_gives_up_on_a_sign_in_that_is_never_accepted() {
     let data = tempfile::tempdir().unwrap();
     let handler = Handler::start(data.path(), &[]);
-    let proxy =
-        Proxy::start(&handler.base, 0, |seen| if seen.is_write() { Verdict::Answer(401) } else { Verdict::Forward }).await;
-    let output = smoke_through(args(&proxy, &["--dev-user", "smoke-principal", "--settle", "3"])).await;
+    let proxy = Proxy::start(&handler.base, 0, |seen| {
+        if seen.is_write() { Verdict::Answer(401) } else { Verdict::Forward }
+    })
+    .await;
+    let output =
+        smoke_through(args(&proxy, &["--dev-user", "smoke-principal", "--settle", "3"])).await;
     let shown = text(&output);
     assert!(!output.status.success(), "{shown}");
     assert!(shown.lines().any(|line| line.starts_with("Q6 ") && line.contains(" 200 ")), "{shown}");
     assert!(shown.contains("C1   401 Unauthorized: the sign-in is not accepted yet"), "{shown}");
-    assert!(shown.contains("smoke test failed at C1: POST /api/users answered 401 Unauthorized"), "{shown}");
+    assert!(
+        shown.contains("smoke test failed at C1: POST /api/users answered 401 Unauthorized"),
+        "{shown}"
+    );
     assert!(shown.contains("gave up after 3 s"), "{shown}");
 }
 
@@ -329,29 +404,43 @@ async fn a_write_retried_after_it_was_done_is_done_once() {
     let handler = Handler::start(data.path(), &[]);
     let answered = Mutex::new(HashSet::new());
     let proxy = Proxy::start(&handler.base, 0, move |seen| {
-        if seen.is_write() && answered.lock().unwrap().insert((seen.method.clone(), seen.path.clone())) {
+        if seen.is_write()
+            && answered.lock().unwrap().insert((seen.method.clone(), seen.path.clone()))
+        {
             Verdict::ForwardThenAnswer(502)
         } else {
             Verdict::Forward
         }
     })
     .await;
-    let output = smoke_through(args(&proxy, &["--dev-user", "smoke-principal", "--wait", "20", "--settle", "60"])).await;
+    let output = smoke_through(args(
+        &proxy,
+        &["--dev-user", "smoke-principal", "--wait", "20", "--settle", "60"],
+    ))
+    .await;
     let shown = text(&output);
     assert!(output.status.success(), "{shown}");
-    for (step, status) in [("C1", 201), ("C2", 201), ("C3", 201), ("C4", 201), ("C5", 204), ("C6", 204), ("C7", 204)] {
+    for (step, status) in
+        [("C1", 201), ("C2", 201), ("C3", 201), ("C4", 201), ("C5", 204), ("C6", 204), ("C7", 204)]
+    {
         let line = format!(
             "{step:<4} 502 Bad Gateway: the front end got no answer from the app (starting, or restarting), retrying in "
         );
         assert!(shown.contains(&line), "no retry of {step}:\n{shown}");
-        let again = format!("{step:<4} sent again with its Idempotency-Key after 502 Bad Gateway: answered {status}, made once");
+        let again = format!(
+            "{step:<4} sent again with its Idempotency-Key after 502 Bad Gateway: answered {status}, made once"
+        );
         assert!(shown.contains(&again), "{again}:\n{shown}");
     }
     // One comment and one like were counted, though each was sent twice.
-    assert!(shown.lines().any(|line| line.starts_with("Q2   GET") && line.contains(" 200 ")), "{shown}");
+    assert!(
+        shown.lines().any(|line| line.starts_with("Q2   GET") && line.contains(" 200 ")),
+        "{shown}"
+    );
     // Nothing it wrote is left: no post in the feed, none of its user's.
     for path in ["/api/feed", "/api/users/smoke-principal/posts"] {
-        let list: serde_json::Value = reqwest::get(format!("{}{path}", handler.base)).await.unwrap().json().await.unwrap();
+        let list: serde_json::Value =
+            reqwest::get(format!("{}{path}", handler.base)).await.unwrap().json().await.unwrap();
         assert_eq!(list["items"], serde_json::json!([]), "{path}: {list}");
     }
 }

@@ -13,15 +13,24 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 fn ids(list: &Value) -> Vec<String> {
-    list["items"].as_array().unwrap().iter().map(|item| item["id"].as_str().unwrap().to_owned()).collect()
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["id"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 /// Every document of one partition of `tags`, system properties left out.
 /// The copies under `tag` as stored (the tag's mark, which Q7 passes over, left out).
 async fn under_tag(app: &TestApp, tag: &str) -> Vec<Value> {
-    let query = QuerySpec { sql: "SELECT * FROM c WHERE c.type = 'post' ORDER BY c.id".into(), parameters: vec![] };
+    let query = QuerySpec {
+        sql: "SELECT * FROM c WHERE c.type = 'post' ORDER BY c.id".into(),
+        parameters: vec![],
+    };
     let page = PageRequest { size: 1000, continuation: None };
-    let mut documents = app.state.store.query_documents(Container::Tags, tag, query, page).await.unwrap().0;
+    let mut documents =
+        app.state.store.query_documents(Container::Tags, tag, query, page).await.unwrap().0;
     for document in &mut documents {
         document.as_object_mut().unwrap().retain(|name, _| !name.starts_with('_'));
     }
@@ -32,7 +41,13 @@ async fn under_tag(app: &TestApp, tag: &str) -> Vec<Value> {
 fn tag_posts(tag: &str) -> String {
     let encoded: String = tag
         .bytes()
-        .map(|byte| if byte.is_ascii_alphanumeric() { (byte as char).to_string() } else { format!("%{byte:02X}") })
+        .map(|byte| {
+            if byte.is_ascii_alphanumeric() {
+                (byte as char).to_string()
+            } else {
+                format!("%{byte:02X}")
+            }
+        })
         .collect();
     format!("/api/tags/{encoded}/posts")
 }
@@ -41,13 +56,21 @@ fn tag_posts(tag: &str) -> String {
 async fn tags_are_kept_as_typed_and_bad_tags_are_refused_naming_them() {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
-    let post = |tags: Value| json!({"userId": alice, "title": "Tagged", "content": "Some.", "tags": tags});
+    let post =
+        |tags: Value| json!({"userId": alice, "title": "Tagged", "content": "Some.", "tags": tags});
 
     let created = app.post("/api/posts", post(json!(["Rust", " Cosmos DB ", "José"]))).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
-    assert_eq!(created.body["tags"], json!(["Rust", "Cosmos DB", "José"]), "as typed, but for the spaces at the ends");
+    assert_eq!(
+        created.body["tags"],
+        json!(["Rust", "Cosmos DB", "José"]),
+        "as typed, but for the spaces at the ends"
+    );
     let id = created.body["id"].as_str().unwrap().to_owned();
-    assert_eq!(app.get(&format!("/api/posts/{id}")).await.body["tags"], json!(["Rust", "Cosmos DB", "José"]));
+    assert_eq!(
+        app.get(&format!("/api/posts/{id}")).await.body["tags"],
+        json!(["Rust", "Cosmos DB", "José"])
+    );
 
     let long = "x".repeat(33);
     let refusals = [
@@ -62,19 +85,38 @@ async fn tags_are_kept_as_typed_and_bad_tags_are_refused_naming_them() {
     for (tags, named) in &refusals {
         let detail = app.post("/api/posts", post(tags.clone())).await.problem(400);
         assert!(detail.starts_with("`tags`") && detail.contains(named), "{tags}: {detail}");
-        let detail = app.put(&format!("/api/posts/{id}"), json!({"title": "t", "content": "c", "tags": tags})).await.problem(400);
+        let detail = app
+            .put(&format!("/api/posts/{id}"), json!({"title": "t", "content": "c", "tags": tags}))
+            .await
+            .problem(400);
         assert!(detail.contains(named), "an edit, {tags}: {detail}");
     }
-    assert_eq!(app.get(&format!("/api/posts/{id}")).await.body["tags"], json!(["Rust", "Cosmos DB", "José"]), "nothing written");
+    assert_eq!(
+        app.get(&format!("/api/posts/{id}")).await.body["tags"],
+        json!(["Rust", "Cosmos DB", "José"]),
+        "nothing written"
+    );
 
     // An edit without `tags` keeps them; with them, replaces them; `[]` removes them all.
-    let edited = app.put(&format!("/api/posts/{id}"), json!({"title": "Edited", "content": "c"})).await;
+    let edited =
+        app.put(&format!("/api/posts/{id}"), json!({"title": "Edited", "content": "c"})).await;
     assert_eq!(edited.body["tags"], json!(["Rust", "Cosmos DB", "José"]));
-    let edited = app.put(&format!("/api/posts/{id}"), json!({"title": "Edited", "content": "c", "tags": ["go"]})).await;
+    let edited = app
+        .put(
+            &format!("/api/posts/{id}"),
+            json!({"title": "Edited", "content": "c", "tags": ["go"]}),
+        )
+        .await;
     assert_eq!(edited.body["tags"], json!(["go"]));
-    let edited = app.put(&format!("/api/posts/{id}"), json!({"title": "Edited", "content": "c", "tags": []})).await;
+    let edited = app
+        .put(&format!("/api/posts/{id}"), json!({"title": "Edited", "content": "c", "tags": []}))
+        .await;
     assert_eq!(edited.status, StatusCode::OK);
-    assert!(edited.body.get("tags").is_none(), "a post without tags keeps the article's shape: {}", edited.body);
+    assert!(
+        edited.body.get("tags").is_none(),
+        "a post without tags keeps the article's shape: {}",
+        edited.body
+    );
 
     // A key names its tags too: the same key with other tags is another request.
     let keyed = |tags: Value| {
@@ -82,7 +124,10 @@ async fn tags_are_kept_as_typed_and_bad_tags_are_refused_naming_them() {
         let body = json!({"userId": alice, "title": "Keyed", "content": "c", "tags": tags});
         let alice = alice.clone();
         async move {
-            let request = client.post(format!("{base}/api/posts")).header("x-dev-user", alice).header("idempotency-key", "k1");
+            let request = client
+                .post(format!("{base}/api/posts"))
+                .header("x-dev-user", alice)
+                .header("idempotency-key", "k1");
             common::read(request.json(&body).send().await.unwrap()).await
         }
     };
@@ -99,7 +144,8 @@ async fn tags_are_kept_as_typed_and_bad_tags_are_refused_naming_them() {
 async fn a_dot_segment_or_a_word_of_two_scripts_is_refused_and_russian_is_kept() {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
-    let post = |tags: Value| json!({"userId": alice, "title": "Tagged", "content": "Some.", "tags": tags});
+    let post =
+        |tags: Value| json!({"userId": alice, "title": "Tagged", "content": "Some.", "tags": tags});
     for (tag, named) in [
         ("..", "a link to /tags/.. leads to /"),
         (".", "is \".\""),
@@ -108,21 +154,37 @@ async fn a_dot_segment_or_a_word_of_two_scripts_is_refused_and_russian_is_kept()
         ("Сosmos DB", "mixes Cyrillic and Latin letters"),
     ] {
         let detail = app.post("/api/posts", post(json!(["ok", tag]))).await.problem(400);
-        assert!(detail.starts_with("`tags`") && detail.contains(tag) && detail.contains(named), "{tag}: {detail}");
+        assert!(
+            detail.starts_with("`tags`") && detail.contains(tag) && detail.contains(named),
+            "{tag}: {detail}"
+        );
     }
     let created = app.post("/api/posts", post(json!(["модель", "Azure функции", "Rust"]))).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
     let id = created.body["id"].as_str().unwrap().to_owned();
     app.eventually(&tag_posts("МОДЕЛЬ"), |page| page["items"][0]["id"] == id.as_str()).await;
-    app.eventually(&tag_posts("azure функции"), |page| page["items"][0]["id"] == id.as_str()).await;
+    app.eventually(&tag_posts("azure функции"), |page| {
+        page["items"][0]["id"] == id.as_str()
+    })
+    .await;
 
     let mut browser = common::forms::Browser::new(&app);
     browser.sign_up("bob", "Bob").await;
-    let refused = browser.submit("/write", &[("title", "Tagged"), ("content", "Text"), ("tags", "Rust, ..")]).await;
+    let refused = browser
+        .submit("/write", &[("title", "Tagged"), ("content", "Text"), ("tags", "Rust, ..")])
+        .await;
     assert_eq!(refused.status, StatusCode::BAD_REQUEST);
-    assert!(refused.html.contains("id=\"post-tags-error\">Tags: the tag &quot;..&quot;"), "{}", refused.html);
+    assert!(
+        refused.html.contains("id=\"post-tags-error\">Tags: the tag &quot;..&quot;"),
+        "{}",
+        refused.html
+    );
     let page = browser.get(&format!("/posts/{id}")).await;
-    assert!(page.html.contains("href=\"/tags/%D0%BC%D0%BE%D0%B4%D0%B5%D0%BB%D1%8C\""), "{}", page.html);
+    assert!(
+        page.html.contains("href=\"/tags/%D0%BC%D0%BE%D0%B4%D0%B5%D0%BB%D1%8C\""),
+        "{}",
+        page.html
+    );
     assert!(!page.html.contains("href=\"/tags/..\""));
 }
 
@@ -142,7 +204,10 @@ async fn a_tag_lists_its_posts_newest_first_in_any_form_one_partition_paged() {
     assert_eq!(listed.partitions(), "tags=1", "one partition");
     assert_eq!(listed.operations(), 2, "the tag's mark and one query, both in the tag's partition");
     assert_eq!(listed.body["items"][1]["tags"], json!(["RUST", "go"]), "shown as typed");
-    assert!(listed.body["items"][0].get("tag").is_none() && listed.body["items"][0].get("sourceTs").is_none());
+    assert!(
+        listed.body["items"][0].get("tag").is_none()
+            && listed.body["items"][0].get("sourceTs").is_none()
+    );
     // Any form of the tag is the same tag.
     assert_eq!(ids(&app.get(&tag_posts("ＲＵＳＴ")).await.body), newest_first);
     assert_eq!(ids(&app.get(&tag_posts("go")).await.body), vec![posts[1].clone()]);
@@ -154,7 +219,8 @@ async fn a_tag_lists_its_posts_newest_first_in_any_form_one_partition_paged() {
     let second = app.get(&format!("{}?limit=2&continuationToken={token}", tag_posts("rust"))).await;
     assert_eq!(ids(&second.body), newest_first[2..]);
     assert_eq!(second.body["continuationToken"], Value::Null);
-    let detail = app.get(&format!("{}?continuationToken={token}", tag_posts("go"))).await.problem(400);
+    let detail =
+        app.get(&format!("{}?continuationToken={token}", tag_posts("go"))).await.problem(400);
     assert!(detail.contains("another list"), "{detail}");
 
     // A tag nobody used: an empty page, not a 404.
@@ -172,16 +238,25 @@ async fn the_copies_under_tags_follow_edits_deletes_and_renames() {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
     let bob = app.user("bob").await;
-    let body = json!({"userId": alice, "title": "Hello", "content": "Some.", "tags": ["Rust", "Go"]});
+    let body =
+        json!({"userId": alice, "title": "Hello", "content": "Some.", "tags": ["Rust", "Go"]});
     let post = app.post("/api/posts", body).await.body["id"].as_str().unwrap().to_owned();
     app.eventually(&tag_posts("go"), |list| ids(list) == [post.clone()]).await;
     assert_eq!(under_tag(&app, "rust").await.len(), 1);
 
     // A tag removed and one added, in one edit; the title follows.
-    app.put(&format!("/api/posts/{post}"), json!({"title": "Hello again", "content": "c", "tags": ["rust", "Cosmos DB"]})).await;
-    app.eventually(&tag_posts("cosmos db"), |list| list["items"][0]["title"] == "Hello again").await;
+    app.put(
+        &format!("/api/posts/{post}"),
+        json!({"title": "Hello again", "content": "c", "tags": ["rust", "Cosmos DB"]}),
+    )
+    .await;
+    app.eventually(&tag_posts("cosmos db"), |list| list["items"][0]["title"] == "Hello again")
+        .await;
     app.eventually(&tag_posts("go"), |list| ids(list).is_empty()).await;
-    app.eventually(&tag_posts("rust"), |list| list["items"][0]["tags"] == json!(["rust", "Cosmos DB"])).await;
+    app.eventually(&tag_posts("rust"), |list| {
+        list["items"][0]["tags"] == json!(["rust", "Cosmos DB"])
+    })
+    .await;
 
     // A comment moves the counter on every copy; a rename reaches every copy.
     app.post(&format!("/api/posts/{post}/comments"), json!({"userId": bob, "content": "hi"})).await;
@@ -191,11 +266,13 @@ async fn the_copies_under_tags_follow_edits_deletes_and_renames() {
         app.eventually(&tag_posts(tag), |list| list["items"][0]["userUsername"] == "alicia").await;
     }
     // The record of the tags removed is cleared once their copies are gone.
-    let copy = app.state.store.read::<Value>(Container::Users, &alice, &post).await.unwrap().unwrap();
+    let copy =
+        app.state.store.read::<Value>(Container::Users, &alice, &post).await.unwrap().unwrap();
     assert!(copy.get("taggedBefore").is_none(), "{copy}");
 
     // Deleted: no copy under any tag, and the user's copy goes too.
-    let deleted = app.send_as(Some(&alice), Method::DELETE, &format!("/api/posts/{post}"), None).await;
+    let deleted =
+        app.send_as(Some(&alice), Method::DELETE, &format!("/api/posts/{post}"), None).await;
     assert_eq!(deleted.status, StatusCode::NO_CONTENT);
     for tag in ["rust", "cosmos db", "go"] {
         app.eventually(&tag_posts(tag), |list| ids(list).is_empty()).await;
@@ -230,7 +307,9 @@ async fn late_repeated_or_skipped_versions_leave_the_tag_copies_true() {
     // v2 adds b and is delivered; v3 replaces both with c, but only after a second (its `_ts`
     // differs) and v4 puts b back, is never delivered; v5 has only d.
     let path = format!("/api/posts/{post}");
-    let edit = |title: &str, tags: Value| app.put(&path, json!({"title": title, "content": "c", "tags": tags}));
+    let edit = |title: &str, tags: Value| {
+        app.put(&path, json!({"title": title, "content": "c", "tags": tags}))
+    };
     edit("v2", json!(["a", "b"])).await;
     let v2 = version(post.clone()).await;
     deliver(&app, std::slice::from_ref(&v2)).await;
@@ -268,15 +347,21 @@ async fn after_kill_9_during_tag_edits_the_tag_copies_converge() {
     let send = move |method: Method, path: String, body: Value| {
         let (client, base) = (send_client.clone(), send_base.clone());
         async move {
-            let request = client.request(method, format!("{base}{path}")).header("x-dev-user", "writer").json(&body);
+            let request = client
+                .request(method, format!("{base}{path}"))
+                .header("x-dev-user", "writer")
+                .json(&body);
             request.send().await.ok().filter(|response| response.status().is_success())
         }
     };
     send(Method::POST, "/api/users".into(), json!({"username": "writer"})).await.unwrap();
-    let created =
-        send(Method::POST, "/api/posts".into(), json!({"userId": "writer", "title": "t0", "content": "c", "tags": ["t0"]}))
-            .await
-            .unwrap();
+    let created = send(
+        Method::POST,
+        "/api/posts".into(),
+        json!({"userId": "writer", "title": "t0", "content": "c", "tags": ["t0"]}),
+    )
+    .await
+    .unwrap();
     let post = created.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_owned();
     // Tags rotate through t0..t5, two at a time; the edits go on until the kill ends them.
     let edits = tokio::spawn({
@@ -299,7 +384,14 @@ async fn after_kill_9_during_tag_edits_the_tag_copies_converge() {
     // Killed once the change feed has copied some of the edits, while the writer goes on.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
-        let copied = client.get(format!("{base}{}", tag_list("t3".into()))).send().await.unwrap().json::<Value>().await.unwrap();
+        let copied = client
+            .get(format!("{base}{}", tag_list("t3".into())))
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap();
         if copied["items"].as_array().is_some_and(|items| !items.is_empty()) {
             break;
         }
@@ -311,18 +403,38 @@ async fn after_kill_9_during_tag_edits_the_tag_copies_converge() {
     assert!(acknowledged >= 2, "edits were under way: {acknowledged}");
 
     let handler = Handler::start(data.path(), &[]);
-    let current: Value = client.get(format!("{}/api/posts/{post}", handler.base)).send().await.unwrap().json().await.unwrap();
-    let tags: Vec<String> = current["tags"].as_array().unwrap().iter().map(|tag| tag.as_str().unwrap().to_owned()).collect();
+    let current: Value = client
+        .get(format!("{}/api/posts/{post}", handler.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let tags: Vec<String> = current["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tag| tag.as_str().unwrap().to_owned())
+        .collect();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let mut true_everywhere = true;
         for n in 0..6 {
             let tag = format!("t{n}");
-            let list: Value =
-                client.get(format!("{}{}", handler.base, tag_list(tag.clone()))).send().await.unwrap().json().await.unwrap();
+            let list: Value = client
+                .get(format!("{}{}", handler.base, tag_list(tag.clone())))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
             let items = list["items"].as_array().unwrap();
             true_everywhere &= if tags.contains(&tag) {
-                items.len() == 1 && items[0]["title"] == current["title"] && items[0]["tags"] == current["tags"]
+                items.len() == 1
+                    && items[0]["title"] == current["title"]
+                    && items[0]["tags"] == current["tags"]
             } else {
                 items.is_empty()
             };
@@ -330,7 +442,10 @@ async fn after_kill_9_during_tag_edits_the_tag_copies_converge() {
         if true_everywhere {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "the copies under tags never converged on {current}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the copies under tags never converged on {current}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
@@ -341,7 +456,8 @@ async fn after_kill_9_during_tag_edits_the_tag_copies_converge() {
 async fn rebuilding_the_copies_makes_the_tag_copies_again() {
     let app = TestApp::start_as_host().await;
     let alice = app.user("alice").await;
-    let body = json!({"userId": alice, "title": "Tagged", "content": "Some.", "tags": ["Rust", "Go"]});
+    let body =
+        json!({"userId": alice, "title": "Tagged", "content": "Some.", "tags": ["Rust", "Go"]});
     let post = app.post("/api/posts", body).await.body["id"].as_str().unwrap().to_owned();
     app.post_by(&alice, "Untagged").await;
     assert_eq!(blog::testing::changefeed::processor::rebuild_copies(&app.state).await.unwrap(), 2);
@@ -381,20 +497,33 @@ async fn the_shared_tag_page_keeps_what_differs_between_readers() {
     };
     let (etag, control, here) = page("blog.example", "/tags/kites").await;
     assert_eq!(control, "public, max-age=0, s-maxage=5, stale-while-revalidate=30");
-    assert_eq!(page("blog.example", "/tags/kites").await.0, etag, "the same bytes for every reader");
+    assert_eq!(
+        page("blog.example", "/tags/kites").await.0,
+        etag,
+        "the same bytes for every reader"
+    );
     // The host a request names changes nothing: the canonical link is the blog's own address.
     let (_, _, there) = page("other.example", "/tags/kites").await;
-    assert!(here.contains(&format!("<link rel=\"canonical\" href=\"{}/tags/kites\">", app.public)), "{here}");
+    assert!(
+        here.contains(&format!("<link rel=\"canonical\" href=\"{}/tags/kites\">", app.public)),
+        "{here}"
+    );
     assert_eq!(here, there);
     let (_, _, two) = page("blog.example", "/tags/kites?limit=2").await;
     assert!(two.contains("href=\"/tags/kites?limit=2&amp;continuationToken="), "{two}");
     assert!(!here.contains("continuationToken="), "{here}");
     let (_, _, typed) = page("blog.example", "/tags/Nobody%20Here").await;
     let (_, _, lower) = page("blog.example", "/tags/nobody%20here").await;
-    assert!(typed.contains("<bdi>Nobody Here</bdi>") && lower.contains("<bdi>nobody here</bdi>"), "{typed}\n{lower}");
+    assert!(
+        typed.contains("<bdi>Nobody Here</bdi>") && lower.contains("<bdi>nobody here</bdi>"),
+        "{typed}\n{lower}"
+    );
 
     let mut reader = common::forms::Browser::new(&app);
     reader.sign_up("reader", "Reader").await;
     assert!(reader.get("/tags/kites").await.html.contains("Signed in as"));
-    assert!(!page("blog.example", "/tags/kites").await.2.contains("Signed in as"), "a signed-in page is never shared");
+    assert!(
+        !page("blog.example", "/tags/kites").await.2.contains("Signed in as"),
+        "a signed-in page is never shared"
+    );
 }

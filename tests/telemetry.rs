@@ -44,12 +44,16 @@ fn queries() -> Vec<Query> {
         .filter(|path| path.extension().is_some_and(|extension| extension == "kql"))
         .map(|path| {
             let text = std::fs::read_to_string(&path).unwrap();
-            let mut kinds: Vec<String> = kind.captures_iter(&text).map(|found| found[1].to_owned()).collect();
+            let mut kinds: Vec<String> =
+                kind.captures_iter(&text).map(|found| found[1].to_owned()).collect();
             kinds.sort();
             kinds.dedup();
             let fields = field
                 .captures_iter(&text)
-                .map(|found| Regex::new(&found[1].replace("''", "'")).unwrap_or_else(|error| panic!("{path:?}: {error}")))
+                .map(|found| {
+                    Regex::new(&found[1].replace("''", "'"))
+                        .unwrap_or_else(|error| panic!("{path:?}: {error}"))
+                })
                 .collect();
             Query { file: path.file_name().unwrap().to_string_lossy().into_owned(), kinds, fields }
         })
@@ -60,7 +64,11 @@ fn queries() -> Vec<Query> {
 }
 
 /// Waits until a line of `lines` satisfies `wanted`, and returns it.
-fn line_where(lines: &Arc<Mutex<Vec<String>>>, patience: Duration, wanted: impl Fn(&str) -> bool) -> String {
+fn line_where(
+    lines: &Arc<Mutex<Vec<String>>>,
+    patience: Duration,
+    wanted: impl Fn(&str) -> bool,
+) -> String {
     let started = Instant::now();
     loop {
         if let Some(line) = lines.lock().unwrap().iter().find(|line| wanted(line)) {
@@ -102,8 +110,9 @@ async fn written_by_the_processors_blog(lines: &mut Vec<String>) {
     let data = tempfile::tempdir().unwrap();
     let handler = Handler::start(data.path(), &[]);
     let client = reqwest::Client::new();
-    let write =
-        |path: &str, body: Value| client.post(format!("{}/api{path}", handler.base)).header("x-dev-user", "ada").json(&body);
+    let write = |path: &str, body: Value| {
+        client.post(format!("{}/api{path}", handler.base)).header("x-dev-user", "ada").json(&body)
+    };
     assert_eq!(write("/users", json!({"username": "ada"})).send().await.unwrap().status(), 201);
     // A write, as the host forwards a client's request: its invocation id added, the client's
     // `traceparent` copied (azure-functions-host `DefaultHttpWorkerService.AddHeaders`,
@@ -121,9 +130,13 @@ async fn written_by_the_processors_blog(lines: &mut Vec<String>) {
     // A read, counted in its route's minute line (written when the handler stops).
     let read = client.get(format!("{}/api/posts/{post_id}", handler.base)).send().await.unwrap();
     assert_eq!(read.status(), 200);
-    line_where(&handler.log, Duration::from_secs(20), |line| line.contains("blog::changefeed: delivered "));
+    line_where(&handler.log, Duration::from_secs(20), |line| {
+        line.contains("blog::changefeed: delivered ")
+    });
     // The first `lag` line comes a few seconds after the start (`changefeed::lag::FIRST_REPORT_AFTER`).
-    line_where(&handler.log, Duration::from_secs(30), |line| line.contains("blog::changefeed: lag "));
+    line_where(&handler.log, Duration::from_secs(30), |line| {
+        line.contains("blog::changefeed: lag ")
+    });
     let (log, errors) = (handler.log.clone(), handler.errors.clone());
     handler.stop();
     lines.extend(log.lock().unwrap().iter().cloned());
@@ -136,7 +149,11 @@ async fn written_by_the_hosts_blog(lines: &mut Vec<String>) {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     // A post as the trigger delivers it, but without its author: never applicable, set aside.
     let malformed = json!({"id": "p1", "postId": "p1", "type": "post", "title": "t", "_ts": now - 42, "_lsn": 7});
-    let body = common::host::cosmos_invocation("PostsChangeFeed", &[malformed], common::host::Attempt::Retry(0));
+    let body = common::host::cosmos_invocation(
+        "PostsChangeFeed",
+        &[malformed],
+        common::host::Attempt::Retry(0),
+    );
     // The headers of `DefaultHttpWorkerService.AddHeaders` (the body's framing, chunked there, is
     // `tests/host_requests.rs`'s concern).
     let answer = reqwest::Client::new()
@@ -149,7 +166,12 @@ async fn written_by_the_hosts_blog(lines: &mut Vec<String>) {
         .send()
         .await
         .unwrap();
-    assert_eq!(answer.status(), 200, "set aside and acknowledged: {}", answer.text().await.unwrap());
+    assert_eq!(
+        answer.status(),
+        200,
+        "set aside and acknowledged: {}",
+        answer.text().await.unwrap()
+    );
     let (log, errors) = (handler.log.clone(), handler.errors.clone());
     handler.stop();
     lines.extend(log.lock().unwrap().iter().cloned());
@@ -161,8 +183,8 @@ async fn written_by_the_hosts_blog(lines: &mut Vec<String>) {
 /// [`blog::LineFormat`].
 async fn written_when_throttled(lines: &mut Vec<String>) {
     use blog::test_support::sdk_faults::{
-        CustomResponseBuilder, FaultInjectionConditionBuilder, FaultInjectionResultBuilder, FaultInjectionRuleBuilder,
-        FaultOperationType,
+        CustomResponseBuilder, FaultInjectionConditionBuilder, FaultInjectionResultBuilder,
+        FaultInjectionRuleBuilder, FaultOperationType,
     };
     use blog::test_support::{SdkFaults, embedded_config, store_with_sdk_faults};
 
@@ -174,10 +196,17 @@ async fn written_when_throttled(lines: &mut Vec<String>) {
         .with_container_id("users")
         .build();
     let result = FaultInjectionResultBuilder::new().with_custom_response(throttled).build();
-    let rule = Arc::new(FaultInjectionRuleBuilder::new("429 on reads of users", result).with_condition(condition).build());
+    let rule = Arc::new(
+        FaultInjectionRuleBuilder::new("429 on reads of users", result)
+            .with_condition(condition)
+            .build(),
+    );
     let data = tempfile::tempdir().unwrap();
     let config = embedded_config(data.path());
-    let store = store_with_sdk_faults(&config, SdkFaults { rules: vec![rule], throttle_retries: Some(0) }).await.unwrap();
+    let store =
+        store_with_sdk_faults(&config, SdkFaults { rules: vec![rule], throttle_retries: Some(0) })
+            .await
+            .unwrap();
     let state = blog::state_on(&config, store).await.unwrap();
 
     let written = Arc::new(Mutex::new(Vec::<u8>::new()));
@@ -192,7 +221,9 @@ async fn written_when_throttled(lines: &mut Vec<String>) {
         state.store.read::<Value>(blog::testing::cosmos::Container::Users, "ada", "ada").await
     };
     assert!(read.is_err(), "throttled: {read:?}");
-    lines.extend(String::from_utf8(written.lock().unwrap().clone()).unwrap().lines().map(str::to_owned));
+    lines.extend(
+        String::from_utf8(written.lock().unwrap().clone()).unwrap().lines().map(str::to_owned),
+    );
 }
 
 struct Sink(Arc<Mutex<Vec<u8>>>);
@@ -244,33 +275,55 @@ async fn the_handlers_lines_carry_what_the_workbook_and_the_alerts_read() {
         .clone();
     assert_eq!(field(&minute, "count"), Some("1"), "{minute}");
     assert_eq!(field(&minute, "status_2xx"), Some("1"), "{minute}");
-    for name in
-        ["method", "status_5xx", "ru", "operations", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "latency_max_ms"]
-    {
+    for name in [
+        "method",
+        "status_5xx",
+        "ru",
+        "operations",
+        "latency_p50_ms",
+        "latency_p95_ms",
+        "latency_p99_ms",
+        "latency_max_ms",
+    ] {
         assert!(field(&minute, name).is_some(), "{name} in {minute}");
     }
     assert!(minute.contains(" INFO "), "information, on stdout: {minute}");
 
     let delivered = written.of_kind("blog::changefeed: delivered ");
-    let by_processor = delivered.iter().find(|line| field(line, "invocation_id").is_none()).expect("a processor's delivery");
-    for name in ["function", "count", "applied", "ignored", "set_aside", "ru", "operations", "oldest_age_s"] {
+    let by_processor = delivered
+        .iter()
+        .find(|line| field(line, "invocation_id").is_none())
+        .expect("a processor's delivery");
+    for name in
+        ["function", "count", "applied", "ignored", "set_aside", "ru", "operations", "oldest_age_s"]
+    {
         assert!(field(by_processor, name).is_some(), "{name} in {by_processor}");
     }
-    let by_host = delivered.iter().find(|line| field(line, "invocation_id").is_some()).expect("the host's delivery");
+    let by_host = delivered
+        .iter()
+        .find(|line| field(line, "invocation_id").is_some())
+        .expect("the host's delivery");
     assert_eq!(field(by_host, "set_aside"), Some("1"), "{by_host}");
     let age: u64 = field(by_host, "oldest_age_s").unwrap().parse().unwrap();
     assert!((42..3600).contains(&age), "the change was written 42 s ago by its _ts: {by_host}");
 
     let dead_letter = written.of_kind("blog::changefeed: set aside");
     let dead_letter = dead_letter.first().expect("the dead letter's line");
-    assert!(dead_letter.contains("ERROR "), "an error, on stderr, which the host logs as one: {dead_letter}");
+    assert!(
+        dead_letter.contains("ERROR "),
+        "an error, on stderr, which the host logs as one: {dead_letter}"
+    );
     for name in ["function", "what", "reason", "dead_letter"] {
         assert!(field(dead_letter, name).is_some(), "{name} in {dead_letter}");
     }
 
     let lag = written.of_kind("blog::changefeed: lag ");
     assert!(lag.iter().any(|line| field(line, "function") == Some("PostsChangeFeed")), "{lag:?}");
-    assert!(lag.iter().all(|line| field(line, "changes").is_some() && field(line, "oldest_age_s").is_some()), "{lag:?}");
+    assert!(
+        lag.iter()
+            .all(|line| field(line, "changes").is_some() && field(line, "oldest_age_s").is_some()),
+        "{lag:?}"
+    );
 
     let throttled = written.of_kind("blog::cosmos: throttled");
     let throttled = throttled.first().unwrap_or_else(|| panic!("{:#?}", written.lines));
@@ -287,12 +340,20 @@ async fn the_handlers_lines_carry_what_the_workbook_and_the_alerts_read() {
         let lines = written.of_kind(kind);
         assert!(!lines.is_empty(), "{kind}");
         for line in lines {
-            assert!(line.len() <= bound, "{kind}: {} bytes, over the {bound} `handler cost` prices: {line}", line.len());
+            assert!(
+                line.len() <= bound,
+                "{kind}: {} bytes, over the {bound} `handler cost` prices: {line}",
+                line.len()
+            );
         }
     }
 
     for query in queries() {
-        assert!(!query.kinds.is_empty() || query.fields.is_empty(), "{}: extracts from lines it does not name", query.file);
+        assert!(
+            !query.kinds.is_empty() || query.fields.is_empty(),
+            "{}: extracts from lines it does not name",
+            query.file
+        );
         let mut read = Vec::new();
         for kind in &query.kinds {
             let lines = written.of_kind(kind);
@@ -303,7 +364,8 @@ async fn the_handlers_lines_carry_what_the_workbook_and_the_alerts_read() {
         // (failures.kql: `status_5xx` from the minute lines, `status` from the 429s).
         for pattern in &query.fields {
             assert!(
-                read.iter().any(|line| pattern.captures(line).is_some_and(|found| found.get(1).is_some())),
+                read.iter()
+                    .any(|line| pattern.captures(line).is_some_and(|found| found.get(1).is_some())),
                 "{}: `extract(@'{pattern}')` finds nothing in the handler's {:?} lines: {read:#?}",
                 query.file,
                 query.kinds
@@ -319,10 +381,13 @@ async fn the_handlers_lines_carry_what_the_workbook_and_the_alerts_read() {
 /// handler's lines (`Host.Function.Console`) at information, which `Function` does not cover.
 #[test]
 fn host_json_keeps_the_handlers_lines_whole() {
-    let host: Value =
-        serde_json::from_str(&std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("host.json")).unwrap()).unwrap();
+    let host: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("host.json")).unwrap(),
+    )
+    .unwrap();
     let sampling = &host["logging"]["applicationInsights"]["samplingSettings"];
-    let excluded: Vec<&str> = sampling["excludedTypes"].as_str().unwrap_or_default().split(';').collect();
+    let excluded: Vec<&str> =
+        sampling["excludedTypes"].as_str().unwrap_or_default().split(';').collect();
     assert!(sampling["isEnabled"] == json!(false) || excluded.contains(&"Trace"), "{sampling}");
     assert_eq!(host["logging"]["logLevel"]["Host.Function.Console"], "Information");
 }
@@ -342,14 +407,22 @@ fn every_query_is_kusto_that_application_insights_can_run() {
     let queries: Vec<Value> = queries()
         .iter()
         .map(|query| {
-            let text = std::fs::read_to_string(root.join("infra/queries").join(&query.file)).unwrap();
+            let text =
+                std::fs::read_to_string(root.join("infra/queries").join(&query.file)).unwrap();
             json!({"name": query.file, "query": text})
         })
         .collect();
     let list = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(list.path(), serde_json::to_vec(&queries).unwrap()).unwrap();
-    let checked = std::process::Command::new(root.join("tests/kql/check.sh")).arg(list.path()).output().unwrap();
-    let said = format!("{}{}", String::from_utf8_lossy(&checked.stdout), String::from_utf8_lossy(&checked.stderr));
+    let checked = std::process::Command::new(root.join("tests/kql/check.sh"))
+        .arg(list.path())
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
     assert!(checked.status.success(), "Kusto.Language finds errors:\n{said}");
     assert!(said.contains(&format!("{} queries: no errors", queries.len())), "{said}");
 }

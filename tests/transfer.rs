@@ -45,8 +45,21 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-async fn send(client: &reqwest::Client, base: &str, caller: &str, method: reqwest::Method, path: &str, body: Value) -> Value {
-    let response = client.request(method, format!("{base}{path}")).header("x-dev-user", caller).json(&body).send().await.unwrap();
+async fn send(
+    client: &reqwest::Client,
+    base: &str,
+    caller: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Value,
+) -> Value {
+    let response = client
+        .request(method, format!("{base}{path}"))
+        .header("x-dev-user", caller)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     assert!(response.status().is_success(), "{path}: {}", response.status());
     response.json().await.unwrap_or(Value::Null)
 }
@@ -56,10 +69,18 @@ async fn send(client: &reqwest::Client, base: &str, caller: &str, method: reqwes
 /// taken out (each blog runs on a port of its own).
 async fn everything_shown(base: &str, users: &[String], posts: &[String]) -> Vec<(String, String)> {
     let client = reqwest::Client::new();
-    let mut paths =
-        vec!["/api/feed?limit=100".to_owned(), "/".to_owned(), "/api/tags/rust/posts".to_owned(), "/tags/rust".to_owned()];
+    let mut paths = vec![
+        "/api/feed?limit=100".to_owned(),
+        "/".to_owned(),
+        "/api/tags/rust/posts".to_owned(),
+        "/tags/rust".to_owned(),
+    ];
     for user in users {
-        paths.extend([format!("/api/users/{user}"), format!("/api/users/{user}/posts"), format!("/users/{user}")]);
+        paths.extend([
+            format!("/api/users/{user}"),
+            format!("/api/users/{user}/posts"),
+            format!("/users/{user}"),
+        ]);
     }
     for post in posts {
         paths.extend([
@@ -85,11 +106,19 @@ async fn everything_shown(base: &str, users: &[String], posts: &[String]) -> Vec
 async fn until_the_tag_has(base: &str, tag: &str, count: usize) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
-        let list: Value = reqwest::get(format!("{base}/api/tags/{tag}/posts")).await.unwrap().json().await.unwrap();
+        let list: Value = reqwest::get(format!("{base}/api/tags/{tag}/posts"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         if list["items"].as_array().is_some_and(|items| items.len() == count) {
             return;
         }
-        assert!(std::time::Instant::now() < deadline, "the tag {tag} never listed {count} posts: {list}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the tag {tag} never listed {count} posts: {list}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
@@ -98,7 +127,8 @@ async fn until_the_tag_has(base: &str, tag: &str, count: usize) {
 async fn until_the_feed_has(base: &str, count: usize) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        let feed: Value = reqwest::get(format!("{base}/api/feed?limit=100")).await.unwrap().json().await.unwrap();
+        let feed: Value =
+            reqwest::get(format!("{base}/api/feed?limit=100")).await.unwrap().json().await.unwrap();
         if feed["items"].as_array().map_or(0, Vec::len) == count {
             return;
         }
@@ -131,10 +161,19 @@ async fn a_blog(data: &Path, extra: &[(&str, &str)]) -> Shown {
     let base = blog.base.clone();
     let mut users = Vec::new();
     for name in ["ada", "grace", "edsger"] {
-        send(&client, &base, name, reqwest::Method::POST, "/api/users", json!({"username": name})).await;
+        send(&client, &base, name, reqwest::Method::POST, "/api/users", json!({"username": name}))
+            .await;
         users.push(name.to_owned());
     }
-    send(&client, &base, "grace", reqwest::Method::PUT, "/api/users/grace", json!({"username": "Grace Hopper"})).await;
+    send(
+        &client,
+        &base,
+        "grace",
+        reqwest::Method::PUT,
+        "/api/users/grace",
+        json!({"username": "Grace Hopper"}),
+    )
+    .await;
     let mut posts = Vec::new();
     for (n, author) in ["ada", "grace", "ada", "edsger"].into_iter().enumerate() {
         let mut body = json!({"userId": author, "title": format!("Post {n}"), "content": format!("**Text** {n}.")});
@@ -146,8 +185,24 @@ async fn a_blog(data: &Path, extra: &[(&str, &str)]) -> Shown {
     }
     for (post, reader) in posts.iter().zip(["grace", "edsger", "grace", "ada"]) {
         let comment = json!({"userId": reader, "content": format!("{reader} was here")});
-        send(&client, &base, reader, reqwest::Method::POST, &format!("/api/posts/{post}/comments"), comment).await;
-        send(&client, &base, reader, reqwest::Method::POST, &format!("/api/posts/{post}/likes"), json!({"userId": reader})).await;
+        send(
+            &client,
+            &base,
+            reader,
+            reqwest::Method::POST,
+            &format!("/api/posts/{post}/comments"),
+            comment,
+        )
+        .await;
+        send(
+            &client,
+            &base,
+            reader,
+            reqwest::Method::POST,
+            &format!("/api/posts/{post}/likes"),
+            json!({"userId": reader}),
+        )
+        .await;
     }
     // A picture wide enough to have a phones' variant, shown in the first post.
     let added = client
@@ -162,13 +217,16 @@ async fn a_blog(data: &Path, extra: &[(&str, &str)]) -> Shown {
     let added: Value = added.json().await.unwrap();
     let content = format!("**Text** 0.\n\n{}", added["markdown"].as_str().unwrap());
     let edit = json!({"title": "Post 0", "content": content});
-    send(&client, &base, "ada", reqwest::Method::PUT, &format!("/api/posts/{}", posts[0]), edit).await;
+    send(&client, &base, "ada", reqwest::Method::PUT, &format!("/api/posts/{}", posts[0]), edit)
+        .await;
     let mut pictures = Vec::new();
     let picture_url = added["url"].as_str().unwrap();
     // Its small copies for the lists' thumbnails, 1× and 2×, named from it.
-    let small = ["128x96", "256x192"].map(|size| picture_url.replace("1200x300.png", &format!("{size}.jpg")));
+    let small = ["128x96", "256x192"]
+        .map(|size| picture_url.replace("1200x300.png", &format!("{size}.jpg")));
     for url in [&added["url"], &added["phoneUrl"], &json!(small[0]), &json!(small[1])] {
-        let url = url.as_str().expect("a picture, its phones' variant and its small copies").to_owned();
+        let url =
+            url.as_str().expect("a picture, its phones' variant and its small copies").to_owned();
         let (status, bytes) = bytes_at(&base, &url).await;
         assert_eq!(status, 200, "{url}");
         pictures.push((url, bytes));
@@ -183,14 +241,27 @@ async fn a_blog(data: &Path, extra: &[(&str, &str)]) -> Shown {
         json!({"userId": "ada", "title": "Gone", "content": "x"}),
     )
     .await;
-    send(&client, &base, "ada", reqwest::Method::DELETE, &format!("/api/posts/{}", gone["id"].as_str().unwrap()), Value::Null)
-        .await;
+    send(
+        &client,
+        &base,
+        "ada",
+        reqwest::Method::DELETE,
+        &format!("/api/posts/{}", gone["id"].as_str().unwrap()),
+        Value::Null,
+    )
+    .await;
     until_the_feed_has(&base, 4).await;
     until_the_tag_has(&base, "rust", 1).await;
     let shown = everything_shown(&base, &users, &posts).await;
-    assert!(shown.iter().any(|(path, text)| path == "/tags/rust" && text.contains("Post 1")), "the tag's page lists its post");
+    assert!(
+        shown.iter().any(|(path, text)| path == "/tags/rust" && text.contains("Post 1")),
+        "the tag's page lists its post"
+    );
     assert!(shown.iter().any(|(_, text)| text.contains("Grace Hopper")));
-    assert!(shown.iter().any(|(_, text)| text.contains(&pictures[0].0)), "the post shows its picture");
+    assert!(
+        shown.iter().any(|(_, text)| text.contains(&pictures[0].0)),
+        "the post shows its picture"
+    );
     blog.stop();
     Shown { users, posts, answers: shown, pictures }
 }
@@ -241,20 +312,39 @@ impl Exported {
         let (from, files) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let blog = a_blog(from.path(), settings).await;
         let file = files.path().join("blog.jsonl");
-        let exported = handler_with(from.path(), &["export", "--output", file.to_str().unwrap()], settings);
+        let exported =
+            handler_with(from.path(), &["export", "--output", file.to_str().unwrap()], settings);
         assert!(exported.status.success(), "{}", stderr(&exported));
-        assert!(stderr(&exported).contains(&format!("export: {EXPORTED} written to")), "{}", stderr(&exported));
+        assert!(
+            stderr(&exported).contains(&format!("export: {EXPORTED} written to")),
+            "{}",
+            stderr(&exported)
+        );
         let text = std::fs::read_to_string(&file).unwrap();
-        assert!(!text.contains("\"_etag\"") && !text.contains("Gone"), "no system properties, no deleted post");
-        assert!(!text.contains("Version\""), "no versions of a post's lists: they say something in their own store only");
-        assert_eq!(text.lines().filter(|line| line.contains("\"type\":\"picture\"")).count(), 4, "the pictures are in the file");
-        let settings = settings.iter().map(|(name, value)| ((*name).to_owned(), (*value).to_owned())).collect();
+        assert!(
+            !text.contains("\"_etag\"") && !text.contains("Gone"),
+            "no system properties, no deleted post"
+        );
+        assert!(
+            !text.contains("Version\""),
+            "no versions of a post's lists: they say something in their own store only"
+        );
+        assert_eq!(
+            text.lines().filter(|line| line.contains("\"type\":\"picture\"")).count(),
+            4,
+            "the pictures are in the file"
+        );
+        let settings = settings
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+            .collect();
         Exported { from, files, settings, blog, file, text }
     }
 
     /// `handler <args>` on the exported blog, with its settings and `extra` ones.
     fn handler(&self, args: &[&str], extra: &[(&str, &str)]) -> Output {
-        let settings: Vec<(&str, &str)> = self.settings.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
+        let settings: Vec<(&str, &str)> =
+            self.settings.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect();
         handler_with(self.from.path(), args, &[&settings[..], extra].concat())
     }
 
@@ -286,24 +376,39 @@ fn a_killed_export_leaves_the_previous_file_and_a_leftover_the_next_removes(expo
     let path = exported.file.to_str().unwrap();
     let killed = exported.handler(&["export", "--output", path], &[("BLOG_TEST_KILL_AFTER", "5")]);
     assert!(!killed.status.success(), "killed: {}", stderr(&killed));
-    assert_eq!(std::fs::read_to_string(&exported.file).unwrap(), exported.text, "the previous file, whole");
+    assert_eq!(
+        std::fs::read_to_string(&exported.file).unwrap(),
+        exported.text,
+        "the previous file, whole"
+    );
     let other = exported.files.path().join("other.jsonl");
-    let killed = exported.handler(&["export", "-o", other.to_str().unwrap()], &[("BLOG_TEST_KILL_AFTER", "5")]);
+    let killed = exported
+        .handler(&["export", "-o", other.to_str().unwrap()], &[("BLOG_TEST_KILL_AFTER", "5")]);
     assert!(!killed.status.success());
     let left = exported.names();
     assert!(!other.exists(), "no file cut short: {left:?}");
-    assert_eq!(left.iter().filter(|name| name.starts_with(".other.jsonl.partial-")).count(), 1, "{left:?}");
+    assert_eq!(
+        left.iter().filter(|name| name.starts_with(".other.jsonl.partial-")).count(),
+        1,
+        "{left:?}"
+    );
     let again = exported.handler(&["export", "-o", other.to_str().unwrap()], &[]);
     assert!(again.status.success(), "{}", stderr(&again));
     assert_eq!(std::fs::read_to_string(&other).unwrap(), exported.text);
     let names = exported.names();
-    assert!(!names.iter().any(|name| name.starts_with(".other.jsonl.partial-")), "the leftover is removed: {names:?}");
+    assert!(
+        !names.iter().any(|name| name.starts_with(".other.jsonl.partial-")),
+        "the leftover is removed: {names:?}"
+    );
 }
 
 /// Imported into an empty store (its pictures kept as `to` says), twice; in a second store
 /// killed after five items and pictures, then run again: each shows what the blog showed, and
 /// exported again is the file.
-async fn imported_killed_or_sent_again_arrives_whole(exported: &Exported, to: &impl Fn(&str) -> Vec<(String, String)>) {
+async fn imported_killed_or_sent_again_arrives_whole(
+    exported: &Exported,
+    to: &impl Fn(&str) -> Vec<(String, String)>,
+) {
     let path = exported.file.to_str().unwrap();
     for run in 1..=2 {
         let to_settings = to(&format!("to-{run}"));
@@ -312,15 +417,24 @@ async fn imported_killed_or_sent_again_arrives_whole(exported: &Exported, to: &i
         let to = tempfile::tempdir().unwrap();
         // Run 2: killed after five items and pictures written, then run again.
         if run == 2 {
-            let killed = handler_with(to.path(), &["import", path], &[to_settings, &[("BLOG_TEST_KILL_AFTER", "5")]].concat());
+            let killed = handler_with(
+                to.path(),
+                &["import", path],
+                &[to_settings, &[("BLOG_TEST_KILL_AFTER", "5")]].concat(),
+            );
             assert!(!killed.status.success(), "killed: {}", stderr(&killed));
             assert!(!stderr(&killed).contains("copies made"), "{}", stderr(&killed));
         }
         for again in 1..=2 {
             let imported = handler_with(to.path(), &["import", path], to_settings);
             assert!(imported.status.success(), "run {run}.{again}: {}", stderr(&imported));
-            assert!(stderr(&imported).contains(&format!("import: {EXPORTED} written, copies made")), "{}", stderr(&imported));
-            shows_the_same(to.path(), to_settings, &exported.blog, &format!("run {run}.{again}")).await;
+            assert!(
+                stderr(&imported).contains(&format!("import: {EXPORTED} written, copies made")),
+                "{}",
+                stderr(&imported)
+            );
+            shows_the_same(to.path(), to_settings, &exported.blog, &format!("run {run}.{again}"))
+                .await;
         }
         // The store exported again is the file.
         let exported_again = handler_with(to.path(), &["export"], to_settings);
@@ -389,17 +503,23 @@ async fn an_export_holds_the_blog_and_is_the_same_on_stdout() {
 
 #[tokio::test]
 async fn a_killed_export_leaves_no_file_cut_short() {
-    a_killed_export_leaves_the_previous_file_and_a_leftover_the_next_removes(&Exported::new(&[]).await);
+    a_killed_export_leaves_the_previous_file_and_a_leftover_the_next_removes(
+        &Exported::new(&[]).await,
+    );
 }
 
 #[tokio::test]
 async fn a_blog_imported_killed_or_sent_again_arrives_whole() {
-    imported_killed_or_sent_again_arrives_whole(&Exported::new(&[]).await, &|_: &str| Vec::new()).await;
+    imported_killed_or_sent_again_arrives_whole(&Exported::new(&[]).await, &|_: &str| Vec::new())
+        .await;
 }
 
 #[tokio::test]
 async fn a_file_cut_short_doubled_or_changed_is_refused_and_nothing_is_imported() {
-    a_file_cut_short_doubled_changed_or_of_version_1_imports_nothing(&Exported::new(&[]).await, &|_: &str| Vec::new());
+    a_file_cut_short_doubled_changed_or_of_version_1_imports_nothing(
+        &Exported::new(&[]).await,
+        &|_: &str| Vec::new(),
+    );
 }
 
 /// The same with the pictures in Blob Storage, as Azurite serves it: each blog in a container
@@ -411,7 +531,10 @@ async fn a_blog_with_its_pictures_in_blob_storage_moves_whole() {
     let connection = azurite.connection_string();
     let from = [("BLOG_PICTURES", connection.as_str()), ("BLOG_PICTURES_CONTAINER", "from")];
     moved_whole(&from, |container| {
-        vec![("BLOG_PICTURES".to_owned(), connection.clone()), ("BLOG_PICTURES_CONTAINER".to_owned(), container.to_owned())]
+        vec![
+            ("BLOG_PICTURES".to_owned(), connection.clone()),
+            ("BLOG_PICTURES_CONTAINER".to_owned(), container.to_owned()),
+        ]
     })
     .await;
 }
@@ -447,7 +570,15 @@ impl Target {
     async fn new() -> Target {
         let (to, files) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let blog = Handler::start(to.path(), &[]);
-        send(&reqwest::Client::new(), &blog.base, "xana", reqwest::Method::POST, "/api/users", json!({"username": "xana"})).await;
+        send(
+            &reqwest::Client::new(),
+            &blog.base,
+            "xana",
+            reqwest::Method::POST,
+            "/api/users",
+            json!({"username": "xana"}),
+        )
+        .await;
         blog.stop();
         let before = handler(to.path(), &["export"]);
         assert!(before.status.success(), "{}", stderr(&before));
@@ -469,7 +600,11 @@ impl Target {
             "{said}: {}",
             stderr(imported)
         );
-        assert_eq!(handler(self.to.path(), &["export"]).stdout, before.stdout, "{said}: nothing was imported");
+        assert_eq!(
+            handler(self.to.path(), &["export"]).stdout,
+            before.stdout,
+            "{said}: nothing was imported"
+        );
     }
 }
 
@@ -495,7 +630,13 @@ impl Sample {
             "content": "Hi", "creationDate": date});
         let like = json!({"id": "like-bob", "type": "like", "postId": "p1", "userId": "bob", "userUsername": "bob",
             "creationDate": date});
-        let whole = vec![a_user("ada", "ada"), a_user("bob", "bob"), post.clone(), comment.clone(), like.clone()];
+        let whole = vec![
+            a_user("ada", "ada"),
+            a_user("bob", "bob"),
+            post.clone(),
+            comment.clone(),
+            like.clone(),
+        ];
         Sample { post, comment, like, whole }
     }
 
@@ -510,7 +651,8 @@ impl Sample {
 /// A picture of ada's post p1 with `bytes`, named by their hash as the blog names it.
 fn picture_of(bytes: &[u8]) -> Value {
     use sha2::Digest;
-    let hash = sha2::Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect::<String>();
+    let hash =
+        sha2::Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect::<String>();
     json!({"type": "picture", "postId": "p1", "userId": "ada", "name": format!("{hash}-4x4.png"), "bytes": base64_of(bytes)})
 }
 
@@ -569,7 +711,10 @@ async fn a_file_that_is_not_json_or_has_no_header_is_refused_by_line() {
     let target = Target::new().await;
     let header = json!({"format": "cosmos-blog", "version": 2});
     let cases = [
-        (format!("{header}\n{}\n{{\"id\": \"p\", \"type\": \"post\"\n", a_user("ada", "ada")), "line 3: not JSON"),
+        (
+            format!("{header}\n{}\n{{\"id\": \"p\", \"type\": \"post\"\n", a_user("ada", "ada")),
+            "line 3: not JSON",
+        ),
         (format!("{}\n", a_user("ada", "ada")), "line 1: not the header"),
         (String::new(), "line 1: the file is empty"),
     ];
@@ -587,7 +732,8 @@ async fn a_file_that_is_not_json_or_has_no_header_is_refused_by_line() {
 /// The sample with two pictures of ada's post: the file's text and the pictures' bytes.
 fn with_two_pictures(sample: &Sample) -> (String, [Vec<u8>; 2]) {
     let pictures = [common::noise_png_of(4, 4, 1), common::noise_png_of(4, 4, 2)];
-    let items = [sample.whole.clone(), pictures.iter().map(|bytes| picture_of(bytes)).collect()].concat();
+    let items =
+        [sample.whole.clone(), pictures.iter().map(|bytes| picture_of(bytes)).collect()].concat();
     (sealed(&items), pictures)
 }
 
@@ -608,7 +754,11 @@ async fn a_writer_over_the_quota_keeps_the_imported_pictures_and_the_operator_is
     let (text, pictures) = with_two_pictures(&Sample::new());
     let imported = target.import(&text, &[("BLOG_PICTURES_PER_WRITER", "1")]);
     assert!(imported.status.success(), "{}", stderr(&imported));
-    assert!(stderr(&imported).contains("a writer keeps more pictures than this blog's quota"), "{}", stderr(&imported));
+    assert!(
+        stderr(&imported).contains("a writer keeps more pictures than this blog's quota"),
+        "{}",
+        stderr(&imported)
+    );
     let blog = Handler::start(target.to.path(), &[]);
     for bytes in pictures {
         let name = picture_of(&bytes)["name"].as_str().unwrap().to_owned();
@@ -629,10 +779,21 @@ async fn a_stored_post_sent_again_with_other_counters_is_refused() {
     let before = handler(target.to.path(), &["export"]);
     let mut other_post = sample.post.clone();
     other_post["commentCount"] = json!(0);
-    let imported = target.import(&sealed(&[a_user("ada", "ada"), a_user("bob", "bob"), other_post, sample.like.clone()]), &[]);
+    let imported = target.import(
+        &sealed(&[a_user("ada", "ada"), a_user("bob", "bob"), other_post, sample.like.clone()]),
+        &[],
+    );
     let said = "line 4: post \"p1\" is in this store already, by \"ada\" with 1 comments and 1 likes; the file's is by \"ada\" with 0 and 1";
-    assert!(stderr(&imported).contains(said) && stderr(&imported).contains("nothing was imported"), "{}", stderr(&imported));
-    assert_eq!(handler(target.to.path(), &["export"]).stdout, before.stdout, "nothing was imported");
+    assert!(
+        stderr(&imported).contains(said) && stderr(&imported).contains("nothing was imported"),
+        "{}",
+        stderr(&imported)
+    );
+    assert_eq!(
+        handler(target.to.path(), &["export"]).stdout,
+        before.stdout,
+        "nothing was imported"
+    );
 }
 
 /// An import stopped while it writes, other than by a kill (here the picture store cannot be
@@ -661,7 +822,11 @@ async fn an_import_stopped_by_a_failing_store_says_so_and_running_it_again_finis
     let unreachable = format!(
         "DefaultEndpointsProtocol=http;AccountName={account};AccountKey={key};BlobEndpoint=http://127.0.0.1:{port}/{account};"
     );
-    let stopped = handler_with(to.path(), &["import", file.to_str().unwrap()], &[("BLOG_PICTURES", &unreachable)]);
+    let stopped = handler_with(
+        to.path(),
+        &["import", file.to_str().unwrap()],
+        &[("BLOG_PICTURES", &unreachable)],
+    );
     assert_eq!(stopped.status.code(), Some(1), "{}", stderr(&stopped));
     let said = "the import stopped at line 4, after writing 2 of the file's 3 items and pictures: run the same import again to finish it";
     assert!(stderr(&stopped).contains(said), "{}", stderr(&stopped));
@@ -671,7 +836,10 @@ async fn an_import_stopped_by_a_failing_store_says_so_and_running_it_again_finis
     assert!(finished.status.success(), "{}", stderr(&finished));
     let blog = Handler::start(to.path(), &[]);
     until_the_feed_has(&blog.base, 1).await;
-    assert_eq!(bytes_at(&blog.base, &format!("/pictures/ada/p1/{hash}-4x4.png")).await, (200, noise));
+    assert_eq!(
+        bytes_at(&blog.base, &format!("/pictures/ada/p1/{hash}-4x4.png")).await,
+        (200, noise)
+    );
     blog.stop();
 }
 
@@ -689,10 +857,21 @@ async fn lag_counts_the_changes_not_yet_delivered_and_is_zero_once_the_processor
     let client = reqwest::Client::new();
     let fresh = handler(data.path(), &["lag"]);
     assert!(fresh.status.success(), "{}", stderr(&fresh));
-    assert_eq!(String::from_utf8_lossy(&fresh.stdout), "PostsChangeFeed: up to date\nUsersChangeFeed: up to date\n");
+    assert_eq!(
+        String::from_utf8_lossy(&fresh.stdout),
+        "PostsChangeFeed: up to date\nUsersChangeFeed: up to date\n"
+    );
 
     let blog = Handler::start(data.path(), &[("BLOG_CHANGE_FEED", "host")]);
-    send(&client, &blog.base, "ada", reqwest::Method::POST, "/api/users", json!({"username": "ada"})).await;
+    send(
+        &client,
+        &blog.base,
+        "ada",
+        reqwest::Method::POST,
+        "/api/users",
+        json!({"username": "ada"}),
+    )
+    .await;
     for n in 0..3 {
         let body = json!({"userId": "ada", "title": format!("Post {n}"), "content": "x"});
         send(&client, &blog.base, "ada", reqwest::Method::POST, "/api/posts", body).await;
@@ -701,15 +880,24 @@ async fn lag_counts_the_changes_not_yet_delivered_and_is_zero_once_the_processor
     let behind = handler(data.path(), &["lag"]);
     assert!(behind.status.success(), "{}", stderr(&behind));
     let said = String::from_utf8_lossy(&behind.stdout).into_owned();
-    assert!(said.starts_with("PostsChangeFeed: 3 changes not delivered yet, the oldest written "), "{said}");
+    assert!(
+        said.starts_with("PostsChangeFeed: 3 changes not delivered yet, the oldest written "),
+        "{said}"
+    );
     // The user, and the name it reserved, in `users`.
-    assert!(said.contains("\nUsersChangeFeed: ") && !said.contains("UsersChangeFeed: up to date"), "{said}");
+    assert!(
+        said.contains("\nUsersChangeFeed: ") && !said.contains("UsersChangeFeed: up to date"),
+        "{said}"
+    );
 
     let blog = Handler::start(data.path(), &[]);
     until_the_feed_has(&blog.base, 3).await;
     blog.stop();
     let caught_up = handler(data.path(), &["lag"]);
-    assert_eq!(String::from_utf8_lossy(&caught_up.stdout), "PostsChangeFeed: up to date\nUsersChangeFeed: up to date\n");
+    assert_eq!(
+        String::from_utf8_lossy(&caught_up.stdout),
+        "PostsChangeFeed: up to date\nUsersChangeFeed: up to date\n"
+    );
 }
 
 /// A picture line of ada's post p1 with `bytes`, named by their hash (as the blog names what it
@@ -727,7 +915,10 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// A photo as a phone writes it: 40 × 20 as the sensor read it, with EXIF that says to show
 /// it turned (20 × 40) and where it was taken (a GPS latitude of 48° 51' 29.58").
 fn photo_with_gps() -> Vec<u8> {
-    common::hostile::with_segment(&common::hostile::photo_jpeg(40, 20, 1), &common::hostile::exif_segment())
+    common::hostile::with_segment(
+        &common::hostile::photo_jpeg(40, 20, 1),
+        &common::hostile::exif_segment(),
+    )
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -766,15 +957,31 @@ async fn a_picture_an_upload_would_refuse_is_refused_by_line_and_nothing_is_impo
     let middle = damaged.len() / 2;
     damaged[middle..middle + 8].copy_from_slice(b"damaged!");
     let cases: Vec<Case<'_>> = vec![
-        (named_picture(&html, (10, 10), "jpg"), "line 7, `bytes`: this is not a JPEG, PNG, WebP or GIF picture", &[]),
+        (
+            named_picture(&html, (10, 10), "jpg"),
+            "line 7, `bytes`: this is not a JPEG, PNG, WebP or GIF picture",
+            &[],
+        ),
         (
             named_picture(&hostile::seed("not-a-picture.bmp"), (1, 1), "png"),
             "line 7, `bytes`: this is not a JPEG, PNG, WebP or GIF picture (it looks like Bmp)",
             &[],
         ),
-        (named_picture(&hostile::seed("not-a-picture.svg"), (1, 1), "png"), "line 7, `bytes`: this is not a JPEG", &[]),
-        (named_picture(&bomb, (10, 10), "png"), "line 7, `bytes`: the picture is 7000×7000 pixels", &[]),
-        (named_picture(&damaged, (40, 20), "png"), "line 7, `bytes`: the picture cannot be read (truncated or damaged)", &[]),
+        (
+            named_picture(&hostile::seed("not-a-picture.svg"), (1, 1), "png"),
+            "line 7, `bytes`: this is not a JPEG",
+            &[],
+        ),
+        (
+            named_picture(&bomb, (10, 10), "png"),
+            "line 7, `bytes`: the picture is 7000×7000 pixels",
+            &[],
+        ),
+        (
+            named_picture(&damaged, (40, 20), "png"),
+            "line 7, `bytes`: the picture cannot be read (truncated or damaged)",
+            &[],
+        ),
         (
             named_picture(&hostile::gif_canvas_with_tiny_frames(), (6000, 6000), "gif"),
             "line 7, `bytes`: the animation has more than",
@@ -795,7 +1002,11 @@ async fn a_picture_an_upload_would_refuse_is_refused_by_line_and_nothing_is_impo
             "line 7, `bytes`: the picture cannot be read (truncated or damaged): the JPEG ends before its end marker",
             &[],
         ),
-        (named_picture(&photo_with_gps(), (40, 20), "jpg"), "line 7, `name`: the picture is a 20×40 JPG, not what its name", &[]),
+        (
+            named_picture(&photo_with_gps(), (40, 20), "jpg"),
+            "line 7, `name`: the picture is a 20×40 JPG, not what its name",
+            &[],
+        ),
         (
             named_picture(&hostile::photo_jpeg(1600, 900, 5), (1600, 900), "jpg"),
             "or import with a larger BLOG_PICTURE_MEMORY_MB",
@@ -820,14 +1031,21 @@ async fn an_imported_photo_is_stored_as_an_upload_stores_it_and_no_gps_is_served
     let sample = Sample::new();
     let (gps, wide) = (photo_with_gps(), common::hostile::photo_jpeg(1600, 900, 5));
     // A JPEG that is also an HTML page: its pixels only are kept.
-    let page_too =
-        [&common::hostile::photo_jpeg(40, 20, 2)[..], b"<html><script>alert(document.cookie)</script></html>"].concat();
-    let (gps_line, wide_line) = (named_picture(&gps, (20, 40), "jpg"), named_picture(&wide, (1600, 900), "jpg"));
+    let page_too = [
+        &common::hostile::photo_jpeg(40, 20, 2)[..],
+        b"<html><script>alert(document.cookie)</script></html>",
+    ]
+    .concat();
+    let (gps_line, wide_line) =
+        (named_picture(&gps, (20, 40), "jpg"), named_picture(&wide, (1600, 900), "jpg"));
     let phone_line = json!({"type": "picture", "postId": "p1", "userId": "ada",
         "name": format!("{}-960x540.jpg", sha256_hex(&wide)), "bytes": base64_of(&common::hostile::photo_jpeg(960, 540, 6))});
-    let (gps_name, wide_name) = (gps_line["name"].as_str().unwrap(), wide_line["name"].as_str().unwrap());
+    let (gps_name, wide_name) =
+        (gps_line["name"].as_str().unwrap(), wide_line["name"].as_str().unwrap());
     let mut post = sample.post.clone();
-    post["content"] = json!(format!("![Here](/pictures/ada/p1/{gps_name})\n\n![Wide](/pictures/ada/p1/{wide_name})"));
+    post["content"] = json!(format!(
+        "![Here](/pictures/ada/p1/{gps_name})\n\n![Wide](/pictures/ada/p1/{wide_name})"
+    ));
     let items = vec![
         a_user("ada", "ada"),
         a_user("bob", "bob"),
@@ -852,20 +1070,32 @@ async fn an_imported_photo_is_stored_as_an_upload_stores_it_and_no_gps_is_served
     assert_eq!(small.len(), 2, "{small:?}");
 
     let blog = Handler::start(target.to.path(), &[]);
-    let stored: Value = reqwest::get(format!("{}/api/posts/p1", blog.base)).await.unwrap().json().await.unwrap();
+    let stored: Value =
+        reqwest::get(format!("{}/api/posts/p1", blog.base)).await.unwrap().json().await.unwrap();
     let content = stored["content"].as_str().unwrap().to_owned();
-    assert!(!content.contains(&sha256_hex(&gps)) && !content.contains(&sha256_hex(&wide)), "named anew: {content}");
-    let names: Vec<&str> = content.match_indices("/pictures/ada/p1/").map(|(at, _)| &content[at..]).collect();
+    assert!(
+        !content.contains(&sha256_hex(&gps)) && !content.contains(&sha256_hex(&wide)),
+        "named anew: {content}"
+    );
+    let names: Vec<&str> =
+        content.match_indices("/pictures/ada/p1/").map(|(at, _)| &content[at..]).collect();
     assert_eq!(names.len(), 2, "{content}");
     for (prefix, (width, height)) in names.iter().zip([(20, 40), (1600, 900)]) {
         let url = &prefix[..prefix.find(')').unwrap()];
         assert!(url.ends_with(&format!("-{width}x{height}.jpg")), "the same size and kind: {url}");
         let (status, bytes) = bytes_at(&blog.base, url).await;
         assert_eq!(status, 200, "{url}");
-        assert_eq!(url[url.rfind('/').unwrap() + 1..][..64], sha256_hex(&bytes), "named by the bytes served");
+        assert_eq!(
+            url[url.rfind('/').unwrap() + 1..][..64],
+            sha256_hex(&bytes),
+            "named by the bytes served"
+        );
         let shown = image::load_from_memory(&bytes).unwrap();
         assert_eq!((shown.width(), shown.height()), (width, height), "{url}: upright, as named");
-        assert!(!contains(&bytes, b"Exif") && !contains(&bytes, &2958_u32.to_le_bytes()), "{url}: no EXIF, no GPS");
+        assert!(
+            !contains(&bytes, b"Exif") && !contains(&bytes, &2958_u32.to_le_bytes()),
+            "{url}: no EXIF, no GPS"
+        );
     }
     let wide_url = names[1][..names[1].find(')').unwrap()].to_owned();
     let phone_url = wide_url.replace("-1600x900.jpg", "-960x540.jpg");
@@ -881,11 +1111,18 @@ async fn an_imported_photo_is_stored_as_an_upload_stores_it_and_no_gps_is_served
         );
     }
     let page = reqwest::get(format!("{}/posts/p1", blog.base)).await.unwrap().text().await.unwrap();
-    assert!(page.contains(&wide_url) && page.contains(&phone_url), "the page shows the pictures as stored");
+    assert!(
+        page.contains(&wide_url) && page.contains(&phone_url),
+        "the page shows the pictures as stored"
+    );
     blog.stop();
     for file in common::files_under(&target.to.path().join("pictures")) {
         let bytes = std::fs::read(&file).unwrap();
-        assert!(!contains(&bytes, b"Exif") && !contains(&bytes, &2958_u32.to_le_bytes()), "{}: no EXIF stored", file.display());
+        assert!(
+            !contains(&bytes, b"Exif") && !contains(&bytes, &2958_u32.to_le_bytes()),
+            "{}: no EXIF stored",
+            file.display()
+        );
         assert!(!contains(&bytes, b"<script"), "{}: nothing but pixels", file.display());
     }
 }
@@ -923,10 +1160,20 @@ fn serve_once(data: &Path) -> Option<(i32, String)> {
 /// That every post the blog at `base` lists says as many comments and likes as it lists.
 async fn counters_are_what_is_listed(base: &str, posts: &[String]) {
     for post in posts {
-        let said: Value = reqwest::get(format!("{base}/api/posts/{post}")).await.unwrap().json().await.unwrap();
+        let said: Value =
+            reqwest::get(format!("{base}/api/posts/{post}")).await.unwrap().json().await.unwrap();
         for (counter, list) in [("commentCount", "comments"), ("likeCount", "likes")] {
-            let listed: Value = reqwest::get(format!("{base}/api/posts/{post}/{list}")).await.unwrap().json().await.unwrap();
-            assert_eq!(said[counter].as_u64(), Some(listed["items"].as_array().unwrap().len() as u64), "{post}: {counter}");
+            let listed: Value = reqwest::get(format!("{base}/api/posts/{post}/{list}"))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            assert_eq!(
+                said[counter].as_u64(),
+                Some(listed["items"].as_array().unwrap().len() as u64),
+                "{post}: {counter}"
+            );
         }
     }
 }
@@ -939,7 +1186,8 @@ async fn counters_are_what_is_listed(base: &str, posts: &[String]) {
 /// and the blog starts and shows what the exported blog showed, each post's counters what it
 /// lists.
 #[tokio::test]
-async fn an_import_killed_anywhere_keeps_the_blog_from_starting_until_run_again_which_finishes_it() {
+async fn an_import_killed_anywhere_keeps_the_blog_from_starting_until_run_again_which_finishes_it()
+{
     let exported = Exported::new(&[]).await;
     let path = exported.file.to_str().unwrap();
     let canonical = exported.file.canonicalize().unwrap().display().to_string();
@@ -949,34 +1197,54 @@ async fn an_import_killed_anywhere_keeps_the_blog_from_starting_until_run_again_
     for at in [1, a_picture, total, total + 1, total + 2] {
         let run = format!("killed after {at} of {total}");
         let to = tempfile::tempdir().unwrap();
-        let killed = handler_with(to.path(), &["import", path], &[("BLOG_TEST_KILL_AFTER", &at.to_string())]);
+        let killed = handler_with(
+            to.path(),
+            &["import", path],
+            &[("BLOG_TEST_KILL_AFTER", &at.to_string())],
+        );
         assert!(!killed.status.success(), "{run}: {}", stderr(&killed));
         let said = "did not finish (the handler stopped during `handler import`), so the blog would show part of it: run the same import again";
-        let (code, refused) = serve_once(to.path()).unwrap_or_else(|| panic!("{run}: the blog served"));
+        let (code, refused) =
+            serve_once(to.path()).unwrap_or_else(|| panic!("{run}: the blog served"));
         assert_eq!(code, 1, "{run}: {refused}");
         assert!(
-            refused.contains(said) && refused.contains("handler import ") && refused.contains(&canonical),
+            refused.contains(said)
+                && refused.contains("handler import ")
+                && refused.contains(&canonical),
             "{run}: {refused}"
         );
         let export = handler(to.path(), &["export"]);
-        assert!(!export.status.success() && stderr(&export).contains(said), "{run}: {}", stderr(&export));
+        assert!(
+            !export.status.success() && stderr(&export).contains(said),
+            "{run}: {}",
+            stderr(&export)
+        );
         if at == a_picture {
             let other = exported.files.path().join("other.jsonl");
             std::fs::write(&other, sealed(&Sample::new().whole)).unwrap();
             let refused = handler(to.path(), &["import", other.to_str().unwrap()]);
             assert!(
-                stderr(&refused).contains("this store holds an import of another file that did not finish")
+                stderr(&refused)
+                    .contains("this store holds an import of another file that did not finish")
                     && stderr(&refused).contains(&canonical),
                 "{run}: {}",
                 stderr(&refused)
             );
             let repaired = handler(to.path(), &["repair"]);
             assert!(repaired.status.success(), "{run}: {}", stderr(&repaired));
-            assert_eq!(serve_once(to.path()).map(|(code, _)| code), Some(1), "{run}: refused after a repair too");
+            assert_eq!(
+                serve_once(to.path()).map(|(code, _)| code),
+                Some(1),
+                "{run}: refused after a repair too"
+            );
         }
         let finished = handler(to.path(), &["import", path]);
         assert!(finished.status.success(), "{run}: {}", stderr(&finished));
-        assert!(stderr(&finished).contains(&format!("import: {EXPORTED} written, copies made")), "{run}: {}", stderr(&finished));
+        assert!(
+            stderr(&finished).contains(&format!("import: {EXPORTED} written, copies made")),
+            "{run}: {}",
+            stderr(&finished)
+        );
         shows_the_same(to.path(), &[], &exported.blog, &run).await;
         let blog = Handler::start(to.path(), &[]);
         counters_are_what_is_listed(&blog.base, &exported.blog.posts).await;

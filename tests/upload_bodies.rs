@@ -14,12 +14,23 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// An upload's head, declaring `length` bytes of body, sent as `writer` (or nobody).
-async fn upload_head(handler: &Handler, post: &str, writer: Option<&str>, length: usize) -> TcpStream {
+async fn upload_head(
+    handler: &Handler,
+    post: &str,
+    writer: Option<&str>,
+    length: usize,
+) -> TcpStream {
     upload_head_with(handler, post, writer, length, "").await
 }
 
 /// [`upload_head`] with `extra` header lines (each ending in CRLF).
-async fn upload_head_with(handler: &Handler, post: &str, writer: Option<&str>, length: usize, extra: &str) -> TcpStream {
+async fn upload_head_with(
+    handler: &Handler,
+    post: &str,
+    writer: Option<&str>,
+    length: usize,
+    extra: &str,
+) -> TcpStream {
     let mut stream = TcpStream::connect(handler.address()).await.unwrap();
     let signed_in = writer.map(|writer| format!("x-dev-user: {writer}\r\n")).unwrap_or_default();
     let head = format!(
@@ -54,12 +65,17 @@ async fn a_refused_sender_is_answered_before_the_body_is_read() {
     let handler = Handler::start(data.path(), &[]);
     let post = handler.writers_post("owner").await;
     let ten_megabytes = 10 * 1024 * 1024;
-    for (writer, post, status) in
-        [(None, post.as_str(), "401"), (Some("someone-else"), post.as_str(), "403"), (Some("owner"), "no-such-post", "404")]
-    {
+    for (writer, post, status) in [
+        (None, post.as_str(), "401"),
+        (Some("someone-else"), post.as_str(), "403"),
+        (Some("owner"), "no-such-post", "404"),
+    ] {
         let mut stream = upload_head(&handler, post, writer, ten_megabytes).await;
         let answer = answer(&mut stream, Duration::from_secs(5)).await;
-        assert!(answer.starts_with(&format!("HTTP/1.1 {status}")), "{writer:?} to {post}: {answer}");
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status}")),
+            "{writer:?} to {post}: {answer}"
+        );
     }
 }
 
@@ -72,7 +88,8 @@ async fn past_the_upload_buffers_an_upload_is_told_to_come_back() {
     let handler = Handler::start(data.path(), &[("BLOG_UPLOAD_BUFFER_MB", "11")]);
     let post = handler.writers_post("busy").await;
     let length = 10 * 1024 * 1024;
-    let mut first = upload_head_with(&handler, &post, Some("busy"), length, "Expect: 100-continue\r\n").await;
+    let mut first =
+        upload_head_with(&handler, &post, Some("busy"), length, "Expect: 100-continue\r\n").await;
     first.write_all(&[0; 1024]).await.unwrap();
     // Its body is being read: its buffers are held.
     common::wire::body_being_read(&mut first).await;
@@ -118,7 +135,8 @@ async fn a_slow_link_is_read_and_a_trickle_is_cut() {
         // A byte every 50 ms, until the server stops reading.
         while stream.write_all(&[0]).await.is_ok() && started.elapsed() < Duration::from_secs(40) {
             tokio::time::sleep(Duration::from_millis(50)).await;
-            if let Ok(Ok(read)) = tokio::time::timeout(Duration::from_millis(1), stream.peek(&mut [0; 1])).await
+            if let Ok(Ok(read)) =
+                tokio::time::timeout(Duration::from_millis(1), stream.peek(&mut [0; 1])).await
                 && read > 0
             {
                 break;
@@ -128,7 +146,10 @@ async fn a_slow_link_is_read_and_a_trickle_is_cut() {
     };
     let ((took, slow), trickled) = tokio::join!(slow_link, trickle);
     assert!(took > Duration::from_secs(10), "the slow link took {took:?}");
-    assert!(slow.starts_with("HTTP/1.1 415"), "read whole (and refused as not a picture: zeros): {slow}");
+    assert!(
+        slow.starts_with("HTTP/1.1 415"),
+        "read whole (and refused as not a picture: zeros): {slow}"
+    );
     assert!(trickled.starts_with("HTTP/1.1 408"), "{trickled}");
     assert!(trickled.contains("came slower than"), "{trickled}");
 }
@@ -160,8 +181,12 @@ async fn anonymous_connections_of_every_content_type_leave_the_upload_buffers_to
         let path = route.replace("{post}", &post);
         for claimed in CLAIMED_TYPES {
             let mut stream = TcpStream::connect(handler.address()).await.unwrap();
-            let content_type = claimed.map(|claimed| format!("Content-Type: {claimed}\r\n")).unwrap_or_default();
-            let head = format!("POST {path} HTTP/1.1\r\nHost: x\r\n{content_type}Content-Length: {}\r\n\r\n", 10 * 1024 * 1024);
+            let content_type =
+                claimed.map(|claimed| format!("Content-Type: {claimed}\r\n")).unwrap_or_default();
+            let head = format!(
+                "POST {path} HTTP/1.1\r\nHost: x\r\n{content_type}Content-Length: {}\r\n\r\n",
+                10 * 1024 * 1024
+            );
             stream.write_all(head.as_bytes()).await.unwrap();
             // Some of it may be refused unread: the server then closes, which is what it should do.
             let _ = stream.write_all(&[b'a'; 1024]).await;

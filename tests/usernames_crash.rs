@@ -41,11 +41,18 @@ impl Blog {
     }
 
     async fn rename(&self, user: &str, name: &str) -> ApiResult<User> {
-        rename_user(&self.state, &Caller::new(user), user, name.into()).await.map_err(ApiError::from)
+        rename_user(&self.state, &Caller::new(user), user, name.into())
+            .await
+            .map_err(ApiError::from)
     }
 
     async fn username(&self, user: &str) -> Option<String> {
-        self.state.store.read::<User>(Container::Users, user, user).await.unwrap().map(|user| user.username)
+        self.state
+            .store
+            .read::<User>(Container::Users, user, user)
+            .await
+            .unwrap()
+            .map(|user| user.username)
     }
 
     async fn reservation(&self, name: &str) -> Option<Reservation> {
@@ -61,13 +68,19 @@ impl Blog {
     /// Makes `name`'s claim an hour old, as if the grace period had passed.
     async fn age(&self, name: &str) {
         let mut reservation = self.reservation(name).await.expect("a reservation to age");
-        reservation.claimed_at = model::creation_date(time::OffsetDateTime::now_utc() - time::Duration::hours(1));
-        self.state.store.upsert(Container::Users, &reservation.id.clone(), &reservation).await.unwrap();
+        reservation.claimed_at =
+            model::creation_date(time::OffsetDateTime::now_utc() - time::Duration::hours(1));
+        self.state
+            .store
+            .upsert(Container::Users, &reservation.id.clone(), &reservation)
+            .await
+            .unwrap();
     }
 
     /// Delivers `user` as it is now to `UsersChangeFeed`.
     async fn deliver(&self, user: &str) {
-        let document = self.state.store.read::<Value>(Container::Users, user, user).await.unwrap().unwrap();
+        let document =
+            self.state.store.read::<Value>(Container::Users, user, user).await.unwrap().unwrap();
         let report = Function::UsersChangeFeed.deliver(&self.state, vec![document]).await.unwrap();
         assert_eq!(report.applied, 1, "{report:?}");
     }
@@ -75,7 +88,11 @@ impl Blog {
     /// The invariant a crash must never break: the user shows a name, and holds it.
     async fn assert_holds_own_name(&self, user: &str) {
         let name = self.username(user).await.unwrap_or_else(|| panic!("{user} has no user"));
-        assert_eq!(self.holder(&name).await.as_deref(), Some(user), "{user} shows {name:?} without holding it");
+        assert_eq!(
+            self.holder(&name).await.as_deref(),
+            Some(user),
+            "{user} shows {name:?} without holding it"
+        );
     }
 }
 
@@ -103,7 +120,12 @@ async fn a_sign_up_that_stopped_after_its_claim_is_finished_by_a_retry() {
     assert_eq!(blog.username("u").await, None, "no user yet");
     assert_eq!(blog.holder("alice").await.as_deref(), Some("u"), "the claim");
     let refused = blog.create("v", "Alice").await.unwrap_err();
-    assert_eq!(refused.status, StatusCode::CONFLICT, "a claim in progress is held: {}", refused.detail);
+    assert_eq!(
+        refused.status,
+        StatusCode::CONFLICT,
+        "a claim in progress is held: {}",
+        refused.detail
+    );
 
     blog.create("u", "alice").await.unwrap();
     blog.assert_holds_own_name("u").await;
@@ -139,7 +161,11 @@ async fn a_rename_that_stopped_after_its_claim_keeps_the_old_name_until_a_retry(
     assert_eq!(blog.username("u").await.as_deref(), Some("alice"));
     blog.assert_holds_own_name("u").await;
     assert_eq!(blog.holder("bob").await.as_deref(), Some("u"), "the claim");
-    assert_eq!(status(blog.create("v", "bob").await), StatusCode::CONFLICT, "a claim in progress is held");
+    assert_eq!(
+        status(blog.create("v", "bob").await),
+        StatusCode::CONFLICT,
+        "a claim in progress is held"
+    );
     // The change feed has nothing to undo: the user holds their name.
     blog.deliver("u").await;
     assert_eq!(blog.holder("bob").await.as_deref(), Some("u"));
@@ -172,7 +198,11 @@ async fn a_rename_that_stopped_after_writing_the_user_leaves_the_old_name_to_the
     assert_eq!(blog.username("u").await.as_deref(), Some("bob"));
     blog.assert_holds_own_name("u").await;
     assert_eq!(blog.holder("alice").await.as_deref(), Some("u"), "left behind");
-    assert_eq!(blog.reservation("bob").await.unwrap().releases.as_deref(), Some("alice"), "and recorded");
+    assert_eq!(
+        blog.reservation("bob").await.unwrap().releases.as_deref(),
+        Some("alice"),
+        "and recorded"
+    );
 
     blog.deliver("u").await;
     assert_eq!(blog.holder("alice").await, None, "released by the change feed");
@@ -225,7 +255,11 @@ async fn a_change_of_case_keeps_the_name_and_a_rename_back_takes_it_again() {
     let before = blog.reservation("alice").await.unwrap();
     assert_eq!(blog.rename("u", "ALICE").await.unwrap().username, "ALICE");
     blog.assert_holds_own_name("u").await;
-    assert_eq!(blog.reservation("alice").await.unwrap().id, before.id, "one reservation for both forms");
+    assert_eq!(
+        blog.reservation("alice").await.unwrap().id,
+        before.id,
+        "one reservation for both forms"
+    );
     assert_eq!(status(blog.create("v", "Alice").await), StatusCode::CONFLICT);
 
     blog.rename("u", "bob").await.unwrap();
@@ -239,7 +273,11 @@ async fn the_change_feed_reserves_the_name_of_a_user_from_before_reservations() 
     let blog = blog().await;
     // As written by a handler before names were unique: two users with one name.
     for user in ["u", "v"] {
-        blog.state.store.create(Container::Users, user, &model::new_user(user.into(), "Alice".into())).await.unwrap();
+        blog.state
+            .store
+            .create(Container::Users, user, &model::new_user(user.into(), "Alice".into()))
+            .await
+            .unwrap();
     }
     blog.deliver("u").await;
     blog.deliver("v").await;

@@ -34,13 +34,17 @@ fn configured() -> (BTreeMap<&'static str, &'static str>, BTreeMap<&'static str,
         ("BLOG_ALERT_EMAIL", "ops@example.com"),
         ("BLOG_API_CLIENT_IDS", "other-app"),
     ]);
-    let secrets = BTreeMap::from([("BLOG_TOKEN_KEY", "k3y-made-by-azd-on-the-first-provision-0123456789")]);
+    let secrets =
+        BTreeMap::from([("BLOG_TOKEN_KEY", "k3y-made-by-azd-on-the-first-provision-0123456789")]);
     (vars, secrets)
 }
 
 /// Runs the job's shell steps in order until one fails; returns the steps run, the failed one's
 /// output, and what the stand-ins recorded.
-fn dry_run(vars: &BTreeMap<&str, &str>, secrets: &BTreeMap<&str, &str>) -> (Vec<String>, Option<String>, String) {
+fn dry_run(
+    vars: &BTreeMap<&str, &str>,
+    secrets: &BTreeMap<&str, &str>,
+) -> (Vec<String>, Option<String>, String) {
     dry_run_where_provision_fails(vars, secrets, None)
 }
 
@@ -71,7 +75,10 @@ fn dry_run_where_provision_fails(
         std::fs::write(&said_file, said).unwrap();
         let azd = bin.join("azd");
         let mut script = std::fs::read_to_string(&azd).unwrap();
-        script.push_str(&format!("if [ \"$1\" = provision ]; then cat '{}' >&2; exit 1; fi\n", said_file.display()));
+        script.push_str(&format!(
+            "if [ \"$1\" = provision ]; then cat '{}' >&2; exit 1; fi\n",
+            said_file.display()
+        ));
         std::fs::write(&azd, script).unwrap();
     }
     let workspace = dir.path().join("workspace");
@@ -83,7 +90,10 @@ fn dry_run_where_provision_fails(
     for step in steps {
         let Some(script) = step.run else { continue };
         let mut command = Command::new("bash");
-        command.args(["--noprofile", "--norc", "-eo", "pipefail", "-c", &script]).current_dir(&workspace).env_clear();
+        command
+            .args(["--noprofile", "--norc", "-eo", "pipefail", "-c", &script])
+            .current_dir(&workspace)
+            .env_clear();
         command.env("PATH", format!("{}:/usr/bin:/bin", bin.display())).env("HOME", dir.path());
         for (name, value) in job_env.iter().chain(step.env.iter()) {
             command.env(name, evaluate(value, vars, secrets));
@@ -91,7 +101,11 @@ fn dry_run_where_provision_fails(
         let output = command.output().unwrap();
         ran.push(step.name.clone());
         if !output.status.success() {
-            let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+            let said = format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
             return (ran, Some(said), std::fs::read_to_string(&calls).unwrap_or_default());
         }
     }
@@ -109,16 +123,33 @@ fn a_configured_repository_runs_every_step_and_provisions_with_the_environments_
     assert_eq!(failed, None, "steps run: {ran:?}");
     let lines: Vec<&str> = calls.lines().collect();
     let position = |prefix: &str| {
-        lines.iter().position(|line| line.starts_with(prefix)).unwrap_or_else(|| panic!("no {prefix:?} in:\n{calls}"))
+        lines
+            .iter()
+            .position(|line| line.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix:?} in:\n{calls}"))
     };
-    assert!(position("package.sh") < position("azd auth login"), "the build before the sign-in, whose assertion is short-lived");
+    assert!(
+        position("package.sh") < position("azd auth login"),
+        "the build before the sign-in, whose assertion is short-lived"
+    );
     let login = lines[position("azd auth login")];
-    assert!(login.contains("--client-id ci-client-id --federated-credential-provider github --tenant-id tenant-1"), "{login}");
+    assert!(
+        login.contains(
+            "--client-id ci-client-id --federated-credential-provider github --tenant-id tenant-1"
+        ),
+        "{login}"
+    );
     let provision = lines[position("azd provision")];
-    assert!(provision.contains("[BLOG_TOKEN_KEY=k3y-made-by-azd-on-the-first-provision-0123456789]"), "{provision}");
+    assert!(
+        provision.contains("[BLOG_TOKEN_KEY=k3y-made-by-azd-on-the-first-provision-0123456789]"),
+        "{provision}"
+    );
     assert!(provision.contains("[BLOG_ALERT_EMAIL=ops@example.com]"), "{provision}");
     assert!(provision.contains("[BLOG_API_CLIENT_IDS=other-app,ci-client-id]"), "{provision}");
-    assert!(provision.contains("[AZURE_ENV_NAME=blog-prod] [AZURE_LOCATION=westeurope]"), "{provision}");
+    assert!(
+        provision.contains("[AZURE_ENV_NAME=blog-prod] [AZURE_LOCATION=westeurope]"),
+        "{provision}"
+    );
     assert!(provision.contains("--no-prompt"), "{provision}");
     let deploy = lines[position("azd deploy")];
     assert!(!deploy.contains("BLOG_TOKEN_KEY"), "a secret only where it is used: {deploy}");
@@ -175,9 +206,22 @@ fn a_provision_graph_refuses_says_who_must_run_what() {
     let (ran, failed, calls) = dry_run_where_provision_fails(&vars, &secrets, Some(GRAPH_REFUSES));
     assert_eq!(ran.last().map(String::as_str), Some("Provision Infrastructure"), "{ran:?}");
     let said = failed.expect("the provision step fails");
-    assert!(said.contains("Insufficient privileges to complete the operation"), "azd's own output is kept: {said}");
-    let error = said.lines().find(|line| line.starts_with("::error::")).unwrap_or_else(|| panic!("no ::error:: line in {said}"));
-    for needed in ["ci-client-id", "Application.ReadWrite.OwnedBy", "owns", "`azd provision`", "blog-prod", "docs/deploy.md"] {
+    assert!(
+        said.contains("Insufficient privileges to complete the operation"),
+        "azd's own output is kept: {said}"
+    );
+    let error = said
+        .lines()
+        .find(|line| line.starts_with("::error::"))
+        .unwrap_or_else(|| panic!("no ::error:: line in {said}"));
+    for needed in [
+        "ci-client-id",
+        "Application.ReadWrite.OwnedBy",
+        "owns",
+        "`azd provision`",
+        "blog-prod",
+        "docs/deploy.md",
+    ] {
         assert!(error.contains(needed), "{needed:?} missing from {error}");
     }
     assert!(!calls.contains("azd deploy"), "{calls}");
@@ -187,7 +231,11 @@ fn a_provision_graph_refuses_says_who_must_run_what() {
 #[test]
 fn another_provision_failure_is_left_to_azds_own_message() {
     let (vars, secrets) = configured();
-    let (_, failed, _) = dry_run_where_provision_fails(&vars, &secrets, Some("ERROR: the location westeurope has no capacity"));
+    let (_, failed, _) = dry_run_where_provision_fails(
+        &vars,
+        &secrets,
+        Some("ERROR: the location westeurope has no capacity"),
+    );
     let said = failed.expect("the provision step fails");
     assert!(said.contains("no capacity"), "{said}");
     assert!(!said.contains("::error::"), "{said}");

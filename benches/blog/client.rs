@@ -40,9 +40,9 @@ impl Answer {
 
     /// The ids of a list page's items, in order.
     pub(crate) fn item_ids(&self) -> Vec<String> {
-        self.body["items"]
-            .as_array()
-            .map_or_else(Vec::new, |items| items.iter().filter_map(|item| item["id"].as_str().map(str::to_owned)).collect())
+        self.body["items"].as_array().map_or_else(Vec::new, |items| {
+            items.iter().filter_map(|item| item["id"].as_str().map(str::to_owned)).collect()
+        })
     }
 }
 
@@ -71,38 +71,65 @@ impl Client {
     /// themselves. The bench runs the handler with `BLOG_AUTH=development`, where the caller is
     /// whoever `x-dev-user` names (a user's id is their principal id).
     pub(crate) async fn post(&self, caller: &str, path: &str, body: &Value) -> Answer {
-        self.send(self.http.post(format!("{}{path}", self.base)).header("x-dev-user", caller).json(body)).await
+        self.send(
+            self.http.post(format!("{}{path}", self.base)).header("x-dev-user", caller).json(body),
+        )
+        .await
     }
 
     /// [`Client::post`] with an `Idempotency-Key`: the write is made once per key (benches/faults.rs).
     #[allow(dead_code)]
-    pub(crate) async fn post_keyed(&self, caller: &str, path: &str, body: &Value, key: &str) -> Answer {
-        let request = self.http.post(format!("{}{path}", self.base)).header("x-dev-user", caller).header("idempotency-key", key);
+    pub(crate) async fn post_keyed(
+        &self,
+        caller: &str,
+        path: &str,
+        body: &Value,
+        key: &str,
+    ) -> Answer {
+        let request = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .header("x-dev-user", caller)
+            .header("idempotency-key", key);
         self.send(request.json(body)).await
     }
 
     /// [`Client::delete`] with an `Idempotency-Key` (benches/keyed.rs).
     #[allow(dead_code)]
     pub(crate) async fn delete_keyed(&self, caller: &str, path: &str, key: &str) -> Answer {
-        self.send(self.http.delete(format!("{}{path}", self.base)).header("x-dev-user", caller).header("idempotency-key", key))
-            .await
+        self.send(
+            self.http
+                .delete(format!("{}{path}", self.base))
+                .header("x-dev-user", caller)
+                .header("idempotency-key", key),
+        )
+        .await
     }
 
     pub(crate) async fn put(&self, caller: &str, path: &str, body: &Value) -> Answer {
-        self.send(self.http.put(format!("{}{path}", self.base)).header("x-dev-user", caller).json(body)).await
+        self.send(
+            self.http.put(format!("{}{path}", self.base)).header("x-dev-user", caller).json(body),
+        )
+        .await
     }
 
     pub(crate) async fn delete(&self, caller: &str, path: &str) -> Answer {
-        self.send(self.http.delete(format!("{}{path}", self.base)).header("x-dev-user", caller)).await
+        self.send(self.http.delete(format!("{}{path}", self.base)).header("x-dev-user", caller))
+            .await
     }
 
     /// Sends, times until the whole body is read, and parses the answer. A failure to connect is
     /// a bench failure, not a figure: it panics with the reason.
     async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
         let started = Instant::now();
-        let response = request.send().await.unwrap_or_else(|error| panic!("the handler did not answer: {error}"));
+        let response = request
+            .send()
+            .await
+            .unwrap_or_else(|error| panic!("the handler did not answer: {error}"));
         let status = response.status().as_u16();
-        let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let header = |name: &str| {
+            response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
+        };
         let charge = header("x-ms-request-charge").and_then(|v| v.parse().ok()).unwrap_or(0.0);
         let operations = header("x-cosmos-operations").and_then(|v| v.parse().ok()).unwrap_or(0);
         let queries = header("x-cosmos-queries").and_then(|v| v.parse().ok());
@@ -134,7 +161,8 @@ impl Stats {
         if samples.is_empty() {
             return Stats::default();
         }
-        let mut latencies: Vec<f64> = samples.iter().map(|s| s.latency.as_secs_f64() * 1000.0).collect();
+        let mut latencies: Vec<f64> =
+            samples.iter().map(|s| s.latency.as_secs_f64() * 1000.0).collect();
         let n = samples.len() as f64;
         Stats {
             count: samples.len(),
@@ -159,7 +187,11 @@ impl Stats {
             several => several
                 .iter()
                 .map(|(partitions, count)| {
-                    format!("{} ({}%)", if partitions.is_empty() { "none" } else { partitions }, count * 100 / self.count)
+                    format!(
+                        "{} ({}%)",
+                        if partitions.is_empty() { "none" } else { partitions },
+                        count * 100 / self.count
+                    )
                 })
                 .collect::<Vec<_>>()
                 .join("; "),

@@ -88,7 +88,10 @@ impl DataSet {
                         title: text(&mut rng, TITLE_CHARS),
                         content: text(&mut rng, CONTENT_CHARS),
                         comments: (0..rng.range(0, MAX_COMMENTS_PER_POST))
-                            .map(|_| CommentPlan { author: rng.index(users), content: text(&mut rng, COMMENT_CHARS) })
+                            .map(|_| CommentPlan {
+                                author: rng.index(users),
+                                content: text(&mut rng, COMMENT_CHARS),
+                            })
                             .collect(),
                         likers: {
                             let count = rng.range(0, max_likes);

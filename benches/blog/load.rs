@@ -36,7 +36,13 @@ pub(crate) struct Phase {
 impl Phase {
     fn of(name: &'static str, started: Instant, answers: &[Answer]) -> Phase {
         let failed: Vec<_> = answers.iter().filter(|a| !a.ok()).collect();
-        assert!(failed.is_empty(), "{name}: {} writes failed, e.g. {} {}", failed.len(), failed[0].sample.status, failed[0].body);
+        assert!(
+            failed.is_empty(),
+            "{name}: {} writes failed, e.g. {} {}",
+            failed.len(),
+            failed[0].sample.status,
+            failed[0].body
+        );
         Phase {
             name,
             writes: answers.len(),
@@ -52,25 +58,31 @@ impl Phase {
 pub(crate) async fn load(client: &Client, data: &DataSet, in_flight: usize, run: &str) -> Loaded {
     // C1: the users; each one is created by its own principal.
     let started = Instant::now();
-    let answers: Vec<Answer> =
-        futures::stream::iter(data.users.iter().enumerate())
-            .map(|(u, user)| async move {
-                client.post(&format!("{run}-u{u}"), "/api/users", &json!({ "username": user.username })).await
-            })
-            .buffered(in_flight)
-            .collect()
-            .await;
+    let answers: Vec<Answer> = futures::stream::iter(data.users.iter().enumerate())
+        .map(|(u, user)| async move {
+            client
+                .post(&format!("{run}-u{u}"), "/api/users", &json!({ "username": user.username }))
+                .await
+        })
+        .buffered(in_flight)
+        .collect()
+        .await;
     let mut phases = vec![Phase::of("C1 users", started, &answers)];
     let user_ids: Vec<String> = answers.iter().map(Answer::id).collect();
 
     // C2: the posts, in plan order per user, users interleaved.
     let started = Instant::now();
-    let plans: Vec<(usize, usize)> =
-        data.users.iter().enumerate().flat_map(|(u, user)| (0..user.posts.len()).map(move |p| (u, p))).collect();
+    let plans: Vec<(usize, usize)> = data
+        .users
+        .iter()
+        .enumerate()
+        .flat_map(|(u, user)| (0..user.posts.len()).map(move |p| (u, p)))
+        .collect();
     let answers: Vec<Answer> = futures::stream::iter(&plans)
         .map(|&(u, p)| {
             let post = &data.users[u].posts[p];
-            let body = json!({ "userId": user_ids[u], "title": post.title, "content": post.content });
+            let body =
+                json!({ "userId": user_ids[u], "title": post.title, "content": post.content });
             let author = &user_ids[u];
             async move { client.post(author, "/api/posts", &body).await }
         })
@@ -78,7 +90,8 @@ pub(crate) async fn load(client: &Client, data: &DataSet, in_flight: usize, run:
         .collect()
         .await;
     phases.push(Phase::of("C2 posts", started, &answers));
-    let mut users: Vec<LoadedUser> = user_ids.iter().map(|id| LoadedUser { id: id.clone(), post_ids: Vec::new() }).collect();
+    let mut users: Vec<LoadedUser> =
+        user_ids.iter().map(|id| LoadedUser { id: id.clone(), post_ids: Vec::new() }).collect();
     let mut posts = Vec::with_capacity(plans.len());
     for (&(u, _), answer) in plans.iter().zip(&answers) {
         users[u].post_ids.push(answer.id());
@@ -95,12 +108,25 @@ pub(crate) async fn load(client: &Client, data: &DataSet, in_flight: usize, run:
             async move {
                 let mut answers = Vec::with_capacity(plan.comments.len() + plan.likers.len());
                 for comment in &plan.comments {
-                    let body = json!({ "userId": user_ids[comment.author], "content": comment.content });
-                    answers.push(client.post(&user_ids[comment.author], &format!("/api/posts/{post_id}/comments"), &body).await);
+                    let body =
+                        json!({ "userId": user_ids[comment.author], "content": comment.content });
+                    answers.push(
+                        client
+                            .post(
+                                &user_ids[comment.author],
+                                &format!("/api/posts/{post_id}/comments"),
+                                &body,
+                            )
+                            .await,
+                    );
                 }
                 for &liker in &plan.likers {
                     let body = json!({ "userId": user_ids[liker] });
-                    answers.push(client.post(&user_ids[liker], &format!("/api/posts/{post_id}/likes"), &body).await);
+                    answers.push(
+                        client
+                            .post(&user_ids[liker], &format!("/api/posts/{post_id}/likes"), &body)
+                            .await,
+                    );
                 }
                 answers
             }
@@ -108,7 +134,11 @@ pub(crate) async fn load(client: &Client, data: &DataSet, in_flight: usize, run:
         .buffer_unordered(in_flight)
         .collect()
         .await;
-    phases.push(Phase::of("C3+C4 comments and likes", started, &per_post.into_iter().flatten().collect::<Vec<_>>()));
+    phases.push(Phase::of(
+        "C3+C4 comments and likes",
+        started,
+        &per_post.into_iter().flatten().collect::<Vec<_>>(),
+    ));
 
     Loaded { users, posts, phases }
 }

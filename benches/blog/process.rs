@@ -110,7 +110,10 @@ pub(crate) async fn first_answer(base: &str, started: Instant) -> Duration {
         {
             return started.elapsed();
         }
-        assert!(started.elapsed() < Duration::from_secs(300), "the handler did not answer GET / within 300 s");
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "the handler did not answer GET / within 300 s"
+        );
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
@@ -136,7 +139,13 @@ pub(crate) struct ProcessFigures {
 /// Cold start `runs` times; then, on the last child: idle memory, a small data set (`users`
 /// users of 5 posts each), and a closed-loop Q2/Q6 load for `load_for` with `concurrency`
 /// clients while memory is sampled.
-pub(crate) async fn measure(binary: &Path, runs: usize, users: usize, concurrency: usize, load_for: Duration) -> ProcessFigures {
+pub(crate) async fn measure(
+    binary: &Path,
+    runs: usize,
+    users: usize,
+    concurrency: usize,
+    load_for: Duration,
+) -> ProcessFigures {
     let mut starts = Vec::with_capacity(runs);
     let mut last = None;
     for _ in 0..runs {
@@ -151,7 +160,8 @@ pub(crate) async fn measure(binary: &Path, runs: usize, users: usize, concurrenc
 
     let client = Client::new(handler.base.clone());
     let posts = seed_small(&client, users).await;
-    let (load, load_per_second, sampled_peak) = load_with_memory(&handler, &client, &posts, concurrency, load_for).await;
+    let (load, load_per_second, sampled_peak) =
+        load_with_memory(&handler, &client, &posts, concurrency, load_for).await;
     let rss_load_peak_kib = handler.peak_rss_kib().or(sampled_peak);
 
     let size = |path: &Path| std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
@@ -182,7 +192,10 @@ async fn seed_small(client: &Client, users: usize) -> Vec<String> {
     let mut rng = Rng::new(11);
     let mut posts = Vec::new();
     for u in 0..users {
-        let user = client.post(&format!("rss-{u}"), "/api/users", &json!({ "username": format!("rss-{u}") })).await.id();
+        let user = client
+            .post(&format!("rss-{u}"), "/api/users", &json!({ "username": format!("rss-{u}") }))
+            .await
+            .id();
         for _ in 0..5 {
             let body = json!({ "userId": user, "title": data::text(&mut rng, (35, 65)), "content": data::text(&mut rng, (1_000, 5_000)) });
             let post = client.post(&user, "/api/posts", &body).await.id();

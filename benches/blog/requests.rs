@@ -79,8 +79,15 @@ pub(crate) async fn measure_all(plan: &Plan<'_>) -> Vec<RequestRow> {
     let samples = reads(n, || format!("/api/users/{}", random_user(&mut rng)), client).await;
     rows.push(row("Q1", "GET /api/users/{id}", samples));
 
-    let posts: Vec<(String, String, String)> =
-        (0..n).map(|_| (random_user(&mut rng), data::text(&mut rng, (35, 65)), data::text(&mut rng, (1_000, 5_000)))).collect();
+    let posts: Vec<(String, String, String)> = (0..n)
+        .map(|_| {
+            (
+                random_user(&mut rng),
+                data::text(&mut rng, (35, 65)),
+                data::text(&mut rng, (1_000, 5_000)),
+            )
+        })
+        .collect();
     let samples = writes(
         n,
         |i| {
@@ -97,11 +104,13 @@ pub(crate) async fn measure_all(plan: &Plan<'_>) -> Vec<RequestRow> {
     rows.push(row("Q2", "GET /api/posts/{id}", samples));
 
     // Every post of a user fits one page (at most 50 posts): the whole list, as V1 returns it.
-    let samples = reads(n, || format!("/api/users/{}/posts?limit=100", random_user(&mut rng)), client).await;
+    let samples =
+        reads(n, || format!("/api/users/{}/posts?limit=100", random_user(&mut rng)), client).await;
     rows.push(row("Q3", "GET /api/users/{id}/posts?limit=100", samples));
 
-    let comments: Vec<(String, String, String)> =
-        (0..n).map(|_| (random_post(&mut rng), random_user(&mut rng), data::text(&mut rng, (100, 300)))).collect();
+    let comments: Vec<(String, String, String)> = (0..n)
+        .map(|_| (random_post(&mut rng), random_user(&mut rng), data::text(&mut rng, (100, 300))))
+        .collect();
     let samples = writes(
         n,
         |i| {
@@ -115,10 +124,13 @@ pub(crate) async fn measure_all(plan: &Plan<'_>) -> Vec<RequestRow> {
     .await;
     rows.push(row("C3", "POST /api/posts/{id}/comments", samples));
 
-    let samples = reads(n, || format!("/api/posts/{}/comments?limit=100", random_post(&mut rng)), client).await;
+    let samples =
+        reads(n, || format!("/api/posts/{}/comments?limit=100", random_post(&mut rng)), client)
+            .await;
     rows.push(row("Q4", "GET /api/posts/{id}/comments?limit=100", samples));
 
-    let likes: Vec<(String, String)> = new_users.iter().map(|user| (random_post(&mut rng), user.clone())).collect();
+    let likes: Vec<(String, String)> =
+        new_users.iter().map(|user| (random_post(&mut rng), user.clone())).collect();
     let samples = writes(
         likes.len(),
         |i| {
@@ -132,7 +144,8 @@ pub(crate) async fn measure_all(plan: &Plan<'_>) -> Vec<RequestRow> {
     .await;
     rows.push(row("C4", "POST /api/posts/{id}/likes", samples));
 
-    let samples = reads(n, || format!("/api/posts/{}/likes?limit=100", random_post(&mut rng)), client).await;
+    let samples =
+        reads(n, || format!("/api/posts/{}/likes?limit=100", random_post(&mut rng)), client).await;
     rows.push(row("Q5", "GET /api/posts/{id}/likes?limit=100", samples));
 
     let limit = plan.feed_limit;
@@ -185,7 +198,9 @@ pub(crate) async fn measure_beyond_article(plan: &Plan<'_>) -> Vec<ExtraRow> {
     let Doomed { posts: least_deletions, comments: c7_comments, likes: c7_likes } = plan.doomed;
     for i in 0..n.max(c7_likes) {
         let caller = format!("{}-fan{i}", plan.run);
-        let created = client.post(&caller, "/api/users", &json!({ "username": format!("{caller}-name") })).await;
+        let created = client
+            .post(&caller, "/api/users", &json!({ "username": format!("{caller}-name") }))
+            .await;
         assert!(created.ok(), "{}", created.body);
         fans.push(created.id());
     }
@@ -193,7 +208,12 @@ pub(crate) async fn measure_beyond_article(plan: &Plan<'_>) -> Vec<ExtraRow> {
     let mut commented = Vec::new();
     for fan in fans.iter().take(n) {
         let post = random_post(&mut rng);
-        assert!(client.post(fan, &format!("/api/posts/{post}/likes"), &json!({ "userId": fan })).await.ok());
+        assert!(
+            client
+                .post(fan, &format!("/api/posts/{post}/likes"), &json!({ "userId": fan }))
+                .await
+                .ok()
+        );
         let body = json!({ "userId": fan, "content": data::text(&mut rng, (100, 300)) });
         let comment = client.post(fan, &format!("/api/posts/{post}/comments"), &body).await;
         commented.push((post.clone(), comment.id(), fan.clone()));
@@ -242,7 +262,12 @@ pub(crate) async fn measure_beyond_article(plan: &Plan<'_>) -> Vec<ExtraRow> {
         let body = json!({ "userId": author, "title": format!("doomed {i}"), "content": data::text(&mut rng, (1_000, 5_000)) });
         let post = client.post(author, "/api/posts", &body).await.id();
         for fan in &fans[..c7_likes] {
-            assert!(client.post(fan, &format!("/api/posts/{post}/likes"), &json!({ "userId": fan })).await.ok());
+            assert!(
+                client
+                    .post(fan, &format!("/api/posts/{post}/likes"), &json!({ "userId": fan }))
+                    .await
+                    .ok()
+            );
         }
         for _ in 0..c7_comments {
             let body = json!({ "userId": author, "content": data::text(&mut rng, (100, 300)) });
@@ -289,7 +314,11 @@ pub(crate) async fn measure_beyond_article(plan: &Plan<'_>) -> Vec<ExtraRow> {
     });
     let page = n.min(100);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while client.get("/api/tags/bench/posts?limit=100").await.body["items"].as_array().map_or(0, Vec::len) < page {
+    while client.get("/api/tags/bench/posts?limit=100").await.body["items"]
+        .as_array()
+        .map_or(0, Vec::len)
+        < page
+    {
         assert!(std::time::Instant::now() < deadline, "the copies under the tag never arrived");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
@@ -358,15 +387,29 @@ pub(crate) async fn measure_pages(plan: &Plan<'_>) -> Vec<PageRow> {
         path: "GET / (feed cache dropped before each)",
         stats: Stats::of(&samples),
     });
-    let samples = reads(n, || format!("/posts/{}", loaded.posts[rng.index(loaded.posts.len())].0), client).await;
-    rows.push(PageRow { page: "a post", path: "GET /posts/{random id}", stats: Stats::of(&samples) });
+    let samples =
+        reads(n, || format!("/posts/{}", loaded.posts[rng.index(loaded.posts.len())].0), client)
+            .await;
+    rows.push(PageRow {
+        page: "a post",
+        path: "GET /posts/{random id}",
+        stats: Stats::of(&samples),
+    });
     rows
 }
 
 fn row(request: &'static str, route: &str, samples: Vec<Sample>) -> RequestRow {
-    let &(_, article_latency_ms, article_charge) =
-        ARTICLE_V3.iter().find(|(name, _, _)| *name == request).expect("every request is in the article's table");
-    RequestRow { request, route: route.to_owned(), stats: Stats::of(&samples), article_latency_ms, article_charge }
+    let &(_, article_latency_ms, article_charge) = ARTICLE_V3
+        .iter()
+        .find(|(name, _, _)| *name == request)
+        .expect("every request is in the article's table");
+    RequestRow {
+        request,
+        route: route.to_owned(),
+        stats: Stats::of(&samples),
+        article_latency_ms,
+        article_charge,
+    }
 }
 
 /// `n` GETs of the paths `next_path` gives, one at a time, after a short warm-up.

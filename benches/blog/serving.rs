@@ -138,7 +138,8 @@ pub(crate) async fn propagation(
             tokio::spawn(async move {
                 while !stop.load(Ordering::Relaxed) {
                     let user = &users[rng.index(users.len())];
-                    let body = json!({ "userId": user, "content": data::text(&mut rng, (100, 300)) });
+                    let body =
+                        json!({ "userId": user, "content": data::text(&mut rng, (100, 300)) });
                     let post = &posts[rng.index(posts.len())];
                     if client.post(user, &format!("/api/posts/{post}/comments"), &body).await.ok() {
                         written.fetch_add(1, Ordering::Relaxed);
@@ -155,8 +156,7 @@ pub(crate) async fn propagation(
     let mut polls = 0usize;
     for _ in 0..samples {
         let user = &loaded.users[rng.index(loaded.users.len())].id;
-        let body =
-            json!({ "userId": user, "title": data::text(&mut rng, (35, 65)), "content": data::text(&mut rng, (1_000, 5_000)) });
+        let body = json!({ "userId": user, "title": data::text(&mut rng, (35, 65)), "content": data::text(&mut rng, (1_000, 5_000)) });
         let created = client.post(user, "/api/posts", &body).await;
         assert!(created.ok(), "C2 failed: {}", created.body);
         let (post_id, acknowledged) = (created.id(), Instant::now());
@@ -166,7 +166,10 @@ pub(crate) async fn propagation(
                 delays.push(ms(acknowledged.elapsed()));
                 break;
             }
-            assert!(acknowledged.elapsed() < Duration::from_secs(30), "post {post_id} never reached the feed");
+            assert!(
+                acknowledged.elapsed() < Duration::from_secs(30),
+                "post {post_id} never reached the feed"
+            );
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
@@ -180,7 +183,8 @@ pub(crate) async fn propagation(
         p50_ms: percentile(&mut delays.clone(), 50.0),
         p99_ms: percentile(&mut delays.clone(), 99.0),
         max_ms: delays.iter().copied().fold(0.0, f64::max),
-        background_writes_per_second: written.load(Ordering::Relaxed) as f64 / elapsed.as_secs_f64(),
+        background_writes_per_second: written.load(Ordering::Relaxed) as f64
+            / elapsed.as_secs_f64(),
         mean_polls: polls as f64 / samples.max(1) as f64,
     }
 }
@@ -225,10 +229,15 @@ pub(crate) async fn change_feed_cost(samples: usize) -> ChangeFeedCost {
     let deliver = |post_id: String| {
         let state = state.clone();
         async move {
-            let document: Value = state.store.read(Container::Posts, &post_id, &post_id).await.unwrap().unwrap();
+            let document: Value =
+                state.store.read(Container::Posts, &post_id, &post_id).await.unwrap().unwrap();
             let meter = Arc::new(Meter::default());
             let started = Instant::now();
-            meter.clone().measure(blog::testing::changefeed::posts_changed(&state, vec![document])).await.expect("a delivery");
+            meter
+                .clone()
+                .measure(blog::testing::changefeed::posts_changed(&state, vec![document]))
+                .await
+                .expect("a delivery");
             let (charge, operations) = meter.totals();
             Sample {
                 status: 200,
@@ -243,8 +252,7 @@ pub(crate) async fn change_feed_cost(samples: usize) -> ChangeFeedCost {
     let mut new_post = Vec::new();
     let mut post_ids = Vec::new();
     for i in 0..(100 + samples) {
-        let body =
-            json!({ "userId": user, "title": data::text(&mut rng, (35, 65)), "content": data::text(&mut rng, (1_000, 5_000)) });
+        let body = json!({ "userId": user, "title": data::text(&mut rng, (35, 65)), "content": data::text(&mut rng, (1_000, 5_000)) });
         let post_id = client.post(&user, "/api/posts", &body).await.id();
         let sample = deliver(post_id.clone()).await;
         if i >= 100 {

@@ -19,7 +19,8 @@ use crate::data::Rng;
 use crate::load::Loaded;
 
 /// The article's V1 figures: (request, latency ms, RU).
-pub(crate) const ARTICLE_V1: [(&str, f64, f64); 3] = [("Q2", 9.0, 19.54), ("Q3", 130.0, 619.41), ("Q6", 306.0, 2063.54)];
+pub(crate) const ARTICLE_V1: [(&str, f64, f64); 3] =
+    [("Q2", 9.0, 19.54), ("Q3", 130.0, 619.41), ("Q6", 306.0, 2063.54)];
 
 pub(crate) struct V1Row {
     pub request: &'static str,
@@ -31,20 +32,43 @@ pub(crate) struct V1Row {
     pub article_charge: f64,
 }
 
-pub(crate) async fn measure_all(store: &Store, loaded: &Loaded, iterations: usize, feed_limit: u32, seed: u64) -> Vec<V1Row> {
+pub(crate) async fn measure_all(
+    store: &Store,
+    loaded: &Loaded,
+    iterations: usize,
+    feed_limit: u32,
+    seed: u64,
+) -> Vec<V1Row> {
     let mut rng = Rng::new(seed ^ 0x0071);
     let mut rows = Vec::new();
 
-    let runs = (0..iterations).map(|_| loaded.posts[rng.index(loaded.posts.len())].0.clone()).collect::<Vec<_>>();
-    let (stats, mean_posts) = metered_runs(&runs, |post_id| async move { q2(store, &post_id).await.map(|_| 1) }).await;
-    rows.push(v1_row("Q2", "point read of the post + read of its author + COUNT comments + COUNT likes", stats, mean_posts));
+    let runs = (0..iterations)
+        .map(|_| loaded.posts[rng.index(loaded.posts.len())].0.clone())
+        .collect::<Vec<_>>();
+    let (stats, mean_posts) =
+        metered_runs(&runs, |post_id| async move { q2(store, &post_id).await.map(|_| 1) }).await;
+    rows.push(v1_row(
+        "Q2",
+        "point read of the post + read of its author + COUNT comments + COUNT likes",
+        stats,
+        mean_posts,
+    ));
 
-    let runs = (0..iterations).map(|_| loaded.users[rng.index(loaded.users.len())].id.clone()).collect::<Vec<_>>();
-    let (stats, mean_posts) = metered_runs(&runs, |user_id| async move { q3(store, &user_id).await }).await;
-    rows.push(v1_row("Q3", "cross-partition query on posts by userId + author read + per post 2 COUNTs", stats, mean_posts));
+    let runs = (0..iterations)
+        .map(|_| loaded.users[rng.index(loaded.users.len())].id.clone())
+        .collect::<Vec<_>>();
+    let (stats, mean_posts) =
+        metered_runs(&runs, |user_id| async move { q3(store, &user_id).await }).await;
+    rows.push(v1_row(
+        "Q3",
+        "cross-partition query on posts by userId + author read + per post 2 COUNTs",
+        stats,
+        mean_posts,
+    ));
 
     let runs = vec![(); iterations];
-    let (stats, mean_posts) = metered_runs(&runs, |()| async move { q6(store, feed_limit).await }).await;
+    let (stats, mean_posts) =
+        metered_runs(&runs, |()| async move { q6(store, feed_limit).await }).await;
     rows.push(v1_row(
         "Q6",
         "cross-partition TOP n ORDER BY creationDate DESC on posts + per post author read + 2 COUNTs",
@@ -55,7 +79,8 @@ pub(crate) async fn measure_all(store: &Store, loaded: &Loaded, iterations: usiz
 }
 
 fn v1_row(request: &'static str, how: &'static str, stats: Stats, mean_posts: f64) -> V1Row {
-    let &(_, article_latency_ms, article_charge) = ARTICLE_V1.iter().find(|(name, _, _)| *name == request).unwrap();
+    let &(_, article_latency_ms, article_charge) =
+        ARTICLE_V1.iter().find(|(name, _, _)| *name == request).unwrap();
     V1Row { request, how, stats, mean_posts, article_latency_ms, article_charge }
 }
 
@@ -70,7 +95,11 @@ async fn metered_runs<I: Clone, F: Future<Output = Result<usize, StoreError>>>(
     for input in inputs {
         let meter = Arc::new(Meter::default());
         let started = Instant::now();
-        let found = meter.clone().measure(answer(input.clone())).await.unwrap_or_else(|error| panic!("V1 failed: {error}"));
+        let found = meter
+            .clone()
+            .measure(answer(input.clone()))
+            .await
+            .unwrap_or_else(|error| panic!("V1 failed: {error}"));
         let latency = started.elapsed();
         let (charge, operations) = meter.totals();
         posts += found;
@@ -88,7 +117,8 @@ async fn metered_runs<I: Clone, F: Future<Output = Result<usize, StoreError>>>(
 
 /// V1 Q2: the post, then its author's username and both counts (4 operations).
 async fn q2(store: &Store, post_id: &str) -> Result<Value, StoreError> {
-    let post: Value = store.read(Container::Posts, post_id, post_id).await?.ok_or(StoreError::NotFound)?;
+    let post: Value =
+        store.read(Container::Posts, post_id, post_id).await?.ok_or(StoreError::NotFound)?;
     aggregate(store, post).await
 }
 
@@ -111,7 +141,10 @@ async fn q3(store: &Store, user_id: &str) -> Result<usize, StoreError> {
 /// V1 Q6: a fan-out query for the newest `n` posts, then per post its author and two counts.
 async fn q6(store: &Store, n: u32) -> Result<usize, StoreError> {
     // `n` is the bench's own integer, never client input: it may sit in the text.
-    let query = spec(&format!("SELECT TOP {n} * FROM c WHERE c.type = 'post' ORDER BY c.creationDate DESC"), vec![]);
+    let query = spec(
+        &format!("SELECT TOP {n} * FROM c WHERE c.type = 'post' ORDER BY c.creationDate DESC"),
+        vec![],
+    );
     let posts = store.query_all_partitions(Container::Posts, query).await?;
     for post in posts.iter().take(n as usize) {
         aggregate(store, post.clone()).await?;
@@ -131,7 +164,8 @@ async fn aggregate(store: &Store, mut post: Value) -> Result<Value, StoreError> 
 }
 
 async fn username(store: &Store, user_id: &str) -> Result<String, StoreError> {
-    let user: Value = store.read(Container::Users, user_id, user_id).await?.ok_or(StoreError::NotFound)?;
+    let user: Value =
+        store.read(Container::Users, user_id, user_id).await?.ok_or(StoreError::NotFound)?;
     Ok(user["username"].as_str().unwrap_or_default().to_owned())
 }
 
@@ -141,9 +175,18 @@ async fn counts(store: &Store, post_id: &str) -> Result<(u64, u64), StoreError> 
 }
 
 async fn count(store: &Store, post_id: &str, item_type: &str) -> Result<u64, StoreError> {
-    let query = spec("SELECT VALUE COUNT(1) FROM c WHERE c.type = @type", vec![("@type", json!(item_type))]);
-    let (values, _) =
-        store.query_documents(Container::Posts, post_id, query, PageRequest { size: 1, continuation: None }).await?;
+    let query = spec(
+        "SELECT VALUE COUNT(1) FROM c WHERE c.type = @type",
+        vec![("@type", json!(item_type))],
+    );
+    let (values, _) = store
+        .query_documents(
+            Container::Posts,
+            post_id,
+            query,
+            PageRequest { size: 1, continuation: None },
+        )
+        .await?;
     Ok(values.first().and_then(Value::as_u64).unwrap_or(0))
 }
 
@@ -154,6 +197,9 @@ fn post_id(post: &Value) -> &str {
 fn spec(sql: &str, parameters: Vec<(&'static str, Value)>) -> QuerySpec {
     QuerySpec {
         sql: Cow::Owned(sql.to_owned()),
-        parameters: parameters.into_iter().map(|(name, value)| (Cow::Borrowed(name), value)).collect(),
+        parameters: parameters
+            .into_iter()
+            .map(|(name, value)| (Cow::Borrowed(name), value))
+            .collect(),
     }
 }

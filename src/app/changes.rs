@@ -138,7 +138,8 @@ impl Recent {
         }
         let after = usize::try_from(seen.change - self.since).ok()?;
         let of_name = |changed: &&String| {
-            changed.as_str() == name || changed.strip_prefix(name).is_some_and(|under| under.starts_with('/'))
+            changed.as_str() == name
+                || changed.strip_prefix(name).is_some_and(|under| under.starts_with('/'))
         };
         Some(self.names[after..].iter().filter(of_name).map(String::as_str).collect())
     }
@@ -163,7 +164,11 @@ impl Recent {
 
     /// A log begun now, with nothing named.
     fn begun() -> Recent {
-        Recent { began: format!("{}/{}", crate::model::now(), uuid::Uuid::new_v4()), since: 0, names: Vec::new() }
+        Recent {
+            began: format!("{}/{}", crate::model::now(), uuid::Uuid::new_v4()),
+            since: 0,
+            names: Vec::new(),
+        }
     }
 
     /// The log as `document` holds it; a damaged one (unreadable, or numbered past
@@ -172,7 +177,9 @@ impl Recent {
     fn from_document(document: Value) -> Recent {
         serde_json::from_value::<Recent>(document)
             .ok()
-            .filter(|log| log.since.checked_add(log.names.len() as u64).is_some_and(|last| last <= MAX_CHANGE))
+            .filter(|log| {
+                log.since.checked_add(log.names.len() as u64).is_some_and(|last| last <= MAX_CHANGE)
+            })
             .unwrap_or_else(Recent::begun)
     }
 
@@ -192,7 +199,10 @@ pub(crate) async fn append(state: &AppState, names: &BTreeSet<String>) -> AppRes
         return Ok(());
     }
     for _ in 0..ATTEMPTS {
-        let found = state.store.read_versioned::<Value>(Container::Feed, CHANGE_LOG_PARTITION, CHANGE_LOG_ID).await?;
+        let found = state
+            .store
+            .read_versioned::<Value>(Container::Feed, CHANGE_LOG_PARTITION, CHANGE_LOG_ID)
+            .await?;
         let write = match found {
             Some(found) => WriteOp::Replace {
                 id: CHANGE_LOG_ID.to_owned(),
@@ -203,7 +213,9 @@ pub(crate) async fn append(state: &AppState, names: &BTreeSet<String>) -> AppRes
         };
         match state.store.execute_write(Container::Feed, CHANGE_LOG_PARTITION, write).await {
             Ok(()) => return Ok(()),
-            Err(StoreError::PreconditionFailed | StoreError::Conflict | StoreError::NotFound) => continue,
+            Err(StoreError::PreconditionFailed | StoreError::Conflict | StoreError::NotFound) => {
+                continue;
+            }
             Err(other) => return Err(other.into()),
         }
     }
@@ -225,7 +237,11 @@ pub(crate) fn check_an_append(stored: Value, names: &BTreeSet<String>) {
         assert_eq!(after.last(), before.last() + names.len() as u64, "each name appended numbered");
     }
     for name in names {
-        assert_ne!(after.unchanged_since(&seen, name), Some(true), "{name:?} appended, yet unchanged");
+        assert_ne!(
+            after.unchanged_since(&seen, name),
+            Some(true),
+            "{name:?} appended, yet unchanged"
+        );
     }
 }
 
@@ -258,8 +274,14 @@ impl LogRead<std::future::Ready<AppResult<Arc<Recent>>>> {
 impl ChangeLog {
     /// The log as last read, and a read of it no older than a lifetime for the pages to await
     /// when they check one they keep.
-    pub(crate) fn for_pages<'a>(&'a self, state: &'a AppState) -> LogRead<impl Future<Output = AppResult<Arc<Recent>>> + 'a> {
-        LogRead { last: self.last.lock().expect("never poisoned").clone(), recent: self.recent(state) }
+    pub(crate) fn for_pages<'a>(
+        &'a self,
+        state: &'a AppState,
+    ) -> LogRead<impl Future<Output = AppResult<Arc<Recent>>> + 'a> {
+        LogRead {
+            last: self.last.lock().expect("never poisoned").clone(),
+            recent: self.recent(state),
+        }
     }
 
     /// The log, as read in the last [`MARKED_PAGE_LIFETIME`]. A log never written is an empty one:
@@ -279,7 +301,10 @@ impl ChangeLog {
         };
         let recent = cell
             .get_or_try_init(|| async {
-                let found = state.store.read::<Value>(Container::Feed, CHANGE_LOG_PARTITION, CHANGE_LOG_ID).await?;
+                let found = state
+                    .store
+                    .read::<Value>(Container::Feed, CHANGE_LOG_PARTITION, CHANGE_LOG_ID)
+                    .await?;
                 let recent = Arc::new(found.map(Recent::from_document).unwrap_or_default());
                 *self.last.lock().expect("never poisoned") = Some(recent.clone());
                 AppResult::Ok(recent)
@@ -326,7 +351,11 @@ mod tests {
         let many: Vec<String> = (0..MAX_NAMES + 1).map(|n| post(&n.to_string())).collect();
         let log = log.appended(&many.into_iter().collect());
         assert_eq!(log.names.len(), MAX_NAMES, "the oldest name dropped");
-        assert_eq!(log.unchanged_since(&seen, "p/other"), None, "a change since is no longer named");
+        assert_eq!(
+            log.unchanged_since(&seen, "p/other"),
+            None,
+            "a change since is no longer named"
+        );
         let anew = Recent::begun();
         assert_eq!(anew.unchanged_since(&log.seen(), "p/other"), None);
         assert_eq!(Recent::default().unchanged_since(&Recent::default().seen(), "p/a"), Some(true));

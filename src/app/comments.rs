@@ -6,7 +6,9 @@ use crate::cosmos::Container;
 use crate::model::{self, Comment, MAX_COMMENT_CHARS, Post};
 use crate::scripts::{CounterOutcome, DeleteOutcome, StoredProcedure};
 
-use super::idempotency::{Once, record_argument, repeated_creation, repeated_deletion, script_error};
+use super::idempotency::{
+    Once, record_argument, repeated_creation, repeated_deletion, script_error,
+};
 use super::lists::{ListPage, ListParams, OwnerKnown};
 use super::posts::{PostList, existing_author, get_post, page_of_post};
 use super::{AppError, AppResult, AppState, Caller, post_not_found, valid_user_id, validate_text};
@@ -23,7 +25,8 @@ pub(crate) async fn create_comment(
     valid_user_id(user_id)?;
     caller.must_be(user_id, "comment as this user")?;
     validate_text("content", &content, MAX_COMMENT_CHARS, true)?;
-    let once = Once::claimed(&state.store, caller, &["createComment", post_id, user_id, &content]).await?;
+    let once =
+        Once::claimed(&state.store, caller, &["createComment", post_id, user_id, &content]).await?;
     let author = existing_author(state, user_id).await?;
     let comment = model::new_comment(model::new_id(), post_id, &author, content, model::now());
     let request = record_argument(once.as_ref(), post_id, &comment.id);
@@ -37,20 +40,33 @@ pub(crate) async fn create_comment(
     match CounterOutcome::<Comment>::from_body(StoredProcedure::CreateComment, body)? {
         CounterOutcome::Created(created) => Ok(created),
         CounterOutcome::PostNotFound => Err(post_not_found(post_id)),
-        CounterOutcome::Repeated(record) => repeated_creation(&state.store, once.as_ref(), post_id, record, "comment").await,
-        CounterOutcome::AlreadyLiked => Err(AppError::Unexpected("createComment answered alreadyLiked".to_owned())),
+        CounterOutcome::Repeated(record) => {
+            repeated_creation(&state.store, once.as_ref(), post_id, record, "comment").await
+        }
+        CounterOutcome::AlreadyLiked => {
+            Err(AppError::Unexpected("createComment answered alreadyLiked".to_owned()))
+        }
     }
 }
 
 /// C6, by the comment's author or the post's author (who moderates the comments under their
 /// post). The stored procedure `deleteComment` checks who may, deletes the comment and
 /// decrements `commentCount`, in one transaction.
-pub(crate) async fn delete_comment(state: &AppState, caller: &Caller, post_id: &str, comment_id: &str) -> AppResult<()> {
+pub(crate) async fn delete_comment(
+    state: &AppState,
+    caller: &Caller,
+    post_id: &str,
+    comment_id: &str,
+) -> AppResult<()> {
     let once = Once::claimed(&state.store, caller, &["deleteComment", post_id, comment_id]).await?;
     let request = record_argument(once.as_ref(), post_id, comment_id);
     let body = state
         .scripts
-        .execute(StoredProcedure::DeleteComment, post_id, (post_id, comment_id, &caller.id, request))
+        .execute(
+            StoredProcedure::DeleteComment,
+            post_id,
+            (post_id, comment_id, &caller.id, request),
+        )
         .await
         .map_err(script_error)?;
     // (Its page shows the write to the next viewer on this instance: `post_view`.)
@@ -59,9 +75,9 @@ pub(crate) async fn delete_comment(state: &AppState, caller: &Caller, post_id: &
         DeleteOutcome::Deleted { .. } => Ok(()),
         DeleteOutcome::Repeated(record) => repeated_deletion(once.as_ref(), record),
         DeleteOutcome::PostNotFound => Err(post_not_found(post_id)),
-        DeleteOutcome::CommentNotFound => {
-            Err(AppError::NotFound(format!("There is no comment with id {comment_id:?} on post {post_id:?}.")))
-        }
+        DeleteOutcome::CommentNotFound => Err(AppError::NotFound(format!(
+            "There is no comment with id {comment_id:?} on post {post_id:?}."
+        ))),
         DeleteOutcome::Forbidden { author } => Err(AppError::Forbidden(format!(
             "Only the comment's author ({}) or the post's author may delete it; you are signed in as {:?}.",
             author.map_or_else(|| "unknown".to_owned(), |author| format!("{author:?}")),
@@ -80,12 +96,19 @@ pub(crate) async fn comment_to_delete(
     comment_id: &str,
 ) -> AppResult<(Post, Comment)> {
     // Read as any item: the post's partition holds the post and its likes under other ids.
-    let (post, item) = tokio::join!(get_post(state, post_id), state.store.read::<Value>(Container::Posts, post_id, comment_id));
+    let (post, item) = tokio::join!(
+        get_post(state, post_id),
+        state.store.read::<Value>(Container::Posts, post_id, comment_id)
+    );
     let post = post?;
     let comment = item?
         .filter(|item| item.get("type").and_then(Value::as_str) == Some("comment"))
         .and_then(|item| serde_json::from_value::<Comment>(item).ok())
-        .ok_or_else(|| AppError::NotFound(format!("There is no comment with id {comment_id:?} on post {post_id:?}.")))?;
+        .ok_or_else(|| {
+            AppError::NotFound(format!(
+                "There is no comment with id {comment_id:?} on post {post_id:?}."
+            ))
+        })?;
     if caller.id != comment.user_id && caller.id != post.user_id {
         return Err(AppError::Forbidden(format!(
             "Only the comment's author or the post's author may delete it; you are signed in as {:?}.",
@@ -101,10 +124,16 @@ pub(crate) async fn comment_to_delete(
 /// first, one query each, until the comment's. The writer pays it once after commenting, so
 /// the page they are sent back to shows their comment; readers never do. A comment not found
 /// (deleted meanwhile) is the first page's.
-pub(crate) async fn page_of_comment(state: &AppState, post_id: &str, comment_id: &str) -> AppResult<Option<String>> {
+pub(crate) async fn page_of_comment(
+    state: &AppState,
+    post_id: &str,
+    comment_id: &str,
+) -> AppResult<Option<String>> {
     let mut token = None;
     loop {
-        let page = comments_of(state, post_id, &ListParams::continuing(token.clone()), OwnerKnown::Yes).await?;
+        let page =
+            comments_of(state, post_id, &ListParams::continuing(token.clone()), OwnerKnown::Yes)
+                .await?;
         if page.items.iter().any(|comment| comment.id == comment_id) {
             return Ok(token);
         }

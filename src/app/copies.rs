@@ -21,7 +21,9 @@ use serde_json::{Value, json};
 use super::posts::{PostRemoval, remove_post};
 use super::{AppError, AppResult, AppState, changes, usernames};
 use crate::cosmos::{Container, QuerySpec, StoreError, Versioned, WriteOp};
-use crate::model::{self, CopyAction, FEED_PARTITION, Post, PostCopy, SourceVersion, User, validate_id};
+use crate::model::{
+    self, CopyAction, FEED_PARTITION, Post, PostCopy, SourceVersion, User, validate_id,
+};
 use crate::scripts::{NOT_AMONG_NEWEST, PostTrigger, ScriptError, StoredProcedure};
 
 /// How far ahead of this instance's clock a change's `_ts` may be. `_ts` is the second Cosmos DB
@@ -74,7 +76,10 @@ pub(crate) enum PostRefused {
     #[error("post {id}: postId {post_id:?} differs from its id")]
     PostIdDiffers { id: Value, post_id: String },
     /// Its `_ts` is further ahead of this instance's clock than clocks drift.
-    #[error("post {id}: its _ts {ts} is more than {} s ahead of the clock ({now})", MAX_CLOCK_SKEW_SECS)]
+    #[error(
+        "post {id}: its _ts {ts} is more than {} s ahead of the clock ({now})",
+        MAX_CLOCK_SKEW_SECS
+    )]
     FromTheFuture { id: Value, ts: i64, now: i64 },
     /// A field is longer than the API lets anyone write.
     #[error("post {id}: its {field} is longer than the API allows ({max} characters)")]
@@ -113,7 +118,9 @@ impl PostVersion {
             ("content", &post.content, model::MAX_CONTENT_CHARS),
             ("userUsername", &post.user_username, model::MAX_USERNAME_CHARS),
         ];
-        if let Some((field, _, max)) = fields.into_iter().find(|(_, text, max)| text.chars().count() > *max) {
+        if let Some((field, _, max)) =
+            fields.into_iter().find(|(_, text, max)| text.chars().count() > *max)
+        {
             return Err(PostRefused::TooLong { id, field, max });
         }
         if let Err(source) = model::tags::stored_tags(post.tags.clone()) {
@@ -139,15 +146,18 @@ impl PostVersion {
 pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppResult<()> {
     // The futures made first: a stream mapping the posts through a closure would not be `Send`
     // for every lifetime, as the change-feed tasks need.
-    let refreshes: Vec<_> = posts.iter().map(|post| refresh_copy(state, Target::UserPosts, post)).collect();
+    let refreshes: Vec<_> =
+        posts.iter().map(|post| refresh_copy(state, Target::UserPosts, post)).collect();
     let user_copies: Vec<Option<PostCopy>> = futures::stream::iter(refreshes)
         .buffer_unordered(CONCURRENT_USER_COPIES)
         .map_ok(|found| found.map(|refreshed| refreshed.copy))
         .try_collect()
         .await?;
     // What changed, for the change log: each post's page, and each list marked.
-    let mut changed: BTreeSet<String> = posts.iter().map(|post| changes::post(&post.post.id)).collect();
-    let authors: BTreeSet<&str> = user_copies.iter().flatten().map(|copy| copy.post.user_id.as_str()).collect();
+    let mut changed: BTreeSet<String> =
+        posts.iter().map(|post| changes::post(&post.post.id)).collect();
+    let authors: BTreeSet<&str> =
+        user_copies.iter().flatten().map(|copy| copy.post.user_id.as_str()).collect();
     for author in authors {
         changed.insert(super::users::mark_user_posts_changed(state, author).await?);
     }
@@ -187,7 +197,11 @@ pub(crate) async fn remove_post_copies(state: &AppState, post: &Post) -> AppResu
     super::tags::remove_tag_copies(state, post, &mut changed).await?;
     for target in [Target::UserPosts, Target::Feed] {
         let delete = WriteOp::Delete { id: post.id.clone(), if_match: None };
-        match state.store.execute_write(target.container(), target.partition_key(post), delete).await {
+        match state
+            .store
+            .execute_write(target.container(), target.partition_key(post), delete)
+            .await
+        {
             Ok(()) | Err(StoreError::NotFound) => {}
             Err(other) => return Err(other.into()),
         }
@@ -199,7 +213,9 @@ pub(crate) async fn remove_post_copies(state: &AppState, post: &Post) -> AppResu
     state.feed.invalidate();
     super::pictures::remove_post_pictures(state, &post.user_id, &post.id).await?;
     match remove_post(state, &post.id, &post.user_id, None).await? {
-        PostRemoval::Removed | PostRemoval::NothingLeft | PostRemoval::NotFound => changes::append(state, &changed).await,
+        PostRemoval::Removed | PostRemoval::NothingLeft | PostRemoval::NotFound => {
+            changes::append(state, &changed).await
+        }
         other => Err(ScriptError::Failed(crate::scripts::ScriptFailure::Answered {
             script: StoredProcedure::DeletePost.name(),
             post_id: Some(post.id.clone()),
@@ -245,48 +261,79 @@ struct Refreshed {
 /// it was. The copy is written conditionally on the etag it was read with, so a concurrent
 /// writer of the same copy makes this start over rather than be overwritten. Answers the copy
 /// as it now is (`None`: there is none).
-async fn refresh_copy(state: &AppState, target: Target, changed: &PostVersion) -> AppResult<Option<Refreshed>> {
+async fn refresh_copy(
+    state: &AppState,
+    target: Target,
+    changed: &PostVersion,
+) -> AppResult<Option<Refreshed>> {
     let (container, partition_key) = (target.container(), target.partition_key(&changed.post));
     for _ in 0..ATTEMPTS {
-        let existing = state.store.read_versioned::<PostCopy>(container, partition_key, &changed.post.id).await?;
-        let copy = match model::copy_action(existing.as_ref().map(|found| &found.item.source), &changed.source()) {
+        let existing = state
+            .store
+            .read_versioned::<PostCopy>(container, partition_key, &changed.post.id)
+            .await?;
+        let copy = match model::copy_action(
+            existing.as_ref().map(|found| &found.item.source),
+            &changed.source(),
+        ) {
             // The copy of this very version, made by rules that have changed since (a field
             // copies gained): made again. `handler rebuild-copies` delivers every post anew, and
             // so brings every copy up to the rules.
-            CopyAction::Keep if existing.as_ref().is_some_and(|found| made_otherwise(&found.item, changed)) => {
+            CopyAction::Keep
+                if existing.as_ref().is_some_and(|found| made_otherwise(&found.item, changed)) =>
+            {
                 model::post_copy(&changed.post, changed.source())
             }
-            CopyAction::Keep => return Ok(existing.map(|found| Refreshed { copy: found.item, created: false })),
+            CopyAction::Keep => {
+                return Ok(existing.map(|found| Refreshed { copy: found.item, created: false }));
+            }
             // No copy yet: made only while the post exists. A late or repeated delivery of a
             // version older than the post's deletion would otherwise bring back a copy that its
             // tombstone removed (nothing is left to compare versions with). One point read,
             // once per post and place; the current version is at least as new as the delivered.
-            CopyAction::Write if existing.is_none() => match current_post(state, &changed.post.id).await? {
-                Some(current) => model::post_copy(&current.post, current.source()),
-                None => return Ok(None),
-            },
+            CopyAction::Write if existing.is_none() => {
+                match current_post(state, &changed.post.id).await? {
+                    Some(current) => model::post_copy(&current.post, current.source()),
+                    None => return Ok(None),
+                }
+            }
             CopyAction::Write => model::post_copy(&changed.post, changed.source()),
             CopyAction::WriteFromCurrent => match current_post(state, &changed.post.id).await? {
-                Some(current) if Some(&current.source()) != existing.as_ref().map(|found| &found.item.source) => {
+                Some(current)
+                    if Some(&current.source())
+                        != existing.as_ref().map(|found| &found.item.source) =>
+                {
                     model::post_copy(&current.post, current.source())
                 }
-                _ => return Ok(existing.map(|found| Refreshed { copy: found.item, created: false })),
+                _ => {
+                    return Ok(existing.map(|found| Refreshed { copy: found.item, created: false }));
+                }
             },
         };
         // The copy in `users` carries which tags may still have copies of the post, once the
         // tags it is replaced from are gone from it (see `super::tags`).
         let mut copy = copy;
         if let (Target::UserPosts, Some(found)) = (target, &existing) {
-            copy.tagged_before = model::tags::tagged_before(&found.item.tagged_before, &found.item.post.tags, &copy.post.tags);
+            copy.tagged_before = model::tags::tagged_before(
+                &found.item.tagged_before,
+                &found.item.post.tags,
+                &copy.post.tags,
+            );
         }
         let created = existing.is_none();
         match write_copy(state, target, partition_key, copy.clone(), existing).await {
             Ok(()) => return Ok(Some(Refreshed { copy, created })),
             Err(AppError::Store(StoreError::PreconditionFailed | StoreError::Conflict)) => continue,
-            Err(AppError::Script(ScriptError::Store(StoreError::PreconditionFailed | StoreError::Conflict))) => continue,
+            Err(AppError::Script(ScriptError::Store(
+                StoreError::PreconditionFailed | StoreError::Conflict,
+            ))) => continue,
             // `truncateFeed` refused the write: the post is older than the newest 100, so it has
             // no place in the feed (an edit or a new comment on an old post must not bring it back).
-            Err(AppError::Script(ScriptError::Thrown(message))) if message.starts_with(NOT_AMONG_NEWEST) => return Ok(None),
+            Err(AppError::Script(ScriptError::Thrown(message)))
+                if message.starts_with(NOT_AMONG_NEWEST) =>
+            {
+                return Ok(None);
+            }
             Err(other) => return Err(other),
         }
     }
@@ -302,7 +349,9 @@ fn made_otherwise(copy: &PostCopy, delivered: &PostVersion) -> bool {
 /// are removed when its tombstone is delivered, and none is made again).
 async fn current_post(state: &AppState, post_id: &str) -> AppResult<Option<PostVersion>> {
     let document = state.store.read::<Value>(Container::Posts, post_id, post_id).await?;
-    Ok(document.and_then(|document| PostVersion::from_document(&document).ok()).filter(|current| model::is_live(&current.post)))
+    Ok(document
+        .and_then(|document| PostVersion::from_document(&document).ok())
+        .filter(|current| model::is_live(&current.post)))
 }
 
 /// Creates or replaces the copy; writes into `feed` run the `truncateFeed` trigger.
@@ -313,14 +362,22 @@ async fn write_copy(
     copy: PostCopy,
     existing: Option<Versioned<PostCopy>>,
 ) -> AppResult<()> {
-    let document = serde_json::to_value(&copy).map_err(|error| StoreError::json("a post's copy does not serialize", error))?;
+    let document = serde_json::to_value(&copy)
+        .map_err(|error| StoreError::json("a post's copy does not serialize", error))?;
     let write = match existing {
-        Some(found) => WriteOp::Replace { id: copy.post.id.clone(), document, if_match: Some(found.etag) },
+        Some(found) => {
+            WriteOp::Replace { id: copy.post.id.clone(), document, if_match: Some(found.etag) }
+        }
         None => WriteOp::Create { document },
     };
     match target {
-        Target::Feed => Ok(state.scripts.write_with_trigger(PostTrigger::TruncateFeed, partition_key, write).await?),
-        Target::UserPosts => Ok(state.store.execute_write(target.container(), partition_key, write).await?),
+        Target::Feed => Ok(state
+            .scripts
+            .write_with_trigger(PostTrigger::TruncateFeed, partition_key, write)
+            .await?),
+        Target::UserPosts => {
+            Ok(state.store.execute_write(target.container(), partition_key, write).await?)
+        }
     }
 }
 
@@ -357,7 +414,10 @@ async fn copy_username(state: &AppState, user: &User) -> AppResult<()> {
         sql: Cow::Borrowed(
             "SELECT VALUE c.postId FROM c WHERE c.userId = @userId AND c.userUsername != @username AND NOT IS_DEFINED(c.deleted)",
         ),
-        parameters: vec![(Cow::Borrowed("@userId"), json!(user.user_id)), (Cow::Borrowed("@username"), json!(user.username))],
+        parameters: vec![
+            (Cow::Borrowed("@userId"), json!(user.user_id)),
+            (Cow::Borrowed("@username"), json!(user.username)),
+        ],
     };
     let post_ids: BTreeSet<String> = state
         .store
@@ -375,7 +435,10 @@ async fn copy_username(state: &AppState, user: &User) -> AppResult<()> {
 /// Runs `updateUsernames` in one post's partition until it reports that nothing is left.
 async fn update_post_partition(state: &AppState, post_id: &str, user: &User) -> AppResult<()> {
     for _ in 0..MAX_RUNS_PER_POST {
-        let body = state.scripts.execute(StoredProcedure::UpdateUsernames, post_id, (&user.user_id, &user.username)).await?;
+        let body = state
+            .scripts
+            .execute(StoredProcedure::UpdateUsernames, post_id, (&user.user_id, &user.username))
+            .await?;
         match body.get("done").and_then(Value::as_bool) {
             Some(true) => return Ok(()),
             Some(false) => continue,
@@ -389,6 +452,9 @@ async fn update_post_partition(state: &AppState, post_id: &str, user: &User) -> 
             }
         }
     }
-    Err(StoreError::ProcedureUnfinished { procedure: StoredProcedure::UpdateUsernames.name(), post_id: post_id.to_owned() }
-        .into())
+    Err(StoreError::ProcedureUnfinished {
+        procedure: StoredProcedure::UpdateUsernames.name(),
+        post_id: post_id.to_owned(),
+    }
+    .into())
 }

@@ -16,7 +16,8 @@ use super::{AppResult, AppState};
 const MAX_CACHED_PAGES: usize = 256;
 
 /// The feed's change mark.
-const FEED_MARK: Mark<'static> = Mark { container: Container::Feed, partition_key: FEED_MARK_PARTITION, id: FEED_MARK_ID };
+const FEED_MARK: Mark<'static> =
+    Mark { container: Container::Feed, partition_key: FEED_MARK_PARTITION, id: FEED_MARK_ID };
 
 /// Q6, newest first, through the cache: one query on the single partition of `feed`, which
 /// the change feed keeps at the newest 100 posts; or, for a page kept longer than a second, one
@@ -32,7 +33,10 @@ pub async fn feed_page(state: &AppState, params: &ListParams) -> AppResult<Arc<C
     let first = page.continuation.is_none();
     let key = (page.size, page.continuation.clone());
     let read = || async {
-        let found = state.store.query_page::<Post>(Container::Feed, FEED_PARTITION, queries::feed(), page).await?;
+        let found = state
+            .store
+            .query_page::<Post>(Container::Feed, FEED_PARTITION, queries::feed(), page)
+            .await?;
         let list = ListPage {
             items: found.items,
             continuation_token: wrap_token(&state.tokens, found.continuation, LIST, FEED_PARTITION),
@@ -40,14 +44,20 @@ pub async fn feed_page(state: &AppState, params: &ListParams) -> AppResult<Arc<C
         Ok(FeedPage::new(list))
     };
     let mend = |kept: &FeedPage, changed: Vec<String>| {
-        let kept = ListPage { items: kept.list.items.clone(), continuation_token: kept.list.continuation_token.clone() };
+        let kept = ListPage {
+            items: kept.list.items.clone(),
+            continuation_token: kept.list.continuation_token.clone(),
+        };
         async move {
             let changed: std::collections::BTreeSet<String> = changed.into_iter().collect();
             if changed.len() > MAX_MENDED {
                 return Ok(None);
             }
             let reads = changed.into_iter().map(|post_id| async move {
-                let copy = state.store.read::<serde_json::Value>(Container::Feed, FEED_PARTITION, &post_id).await?;
+                let copy = state
+                    .store
+                    .read::<serde_json::Value>(Container::Feed, FEED_PARTITION, &post_id)
+                    .await?;
                 AppResult::Ok((post_id, copy.and_then(shown_in_the_feed)))
             });
             let copies = futures::future::try_join_all(reads).await?;
@@ -73,7 +83,11 @@ fn shown_in_the_feed(document: serde_json::Value) -> Option<Post> {
 /// Q6 would answer: a post the page holds is gone from the feed, or one it does not hold falls
 /// within its span (it entered the feed), or an edit moved a post. `first`: the page is the
 /// feed's first, whose span has no upper end.
-fn mended(mut kept: ListPage<Post>, first: bool, copies: Vec<(String, Option<Post>)>) -> Option<ListPage<Post>> {
+fn mended(
+    mut kept: ListPage<Post>,
+    first: bool,
+    copies: Vec<(String, Option<Post>)>,
+) -> Option<ListPage<Post>> {
     let order = |post: &Post| (post.creation_date.clone(), post.id.clone());
     let (newest, oldest) = (kept.items.first().map(order), kept.items.last().map(order));
     for (post_id, copy) in copies {
@@ -84,8 +98,10 @@ fn mended(mut kept: ListPage<Post>, first: bool, copies: Vec<(String, Option<Pos
             (None, Some(copy)) => {
                 let place = order(&copy);
                 // Changed in place on another page: this one is as it was.
-                let on_a_page_before = !first && newest.as_ref().is_some_and(|newest| place > *newest);
-                let on_a_page_after = kept.continuation_token.is_some() && oldest.as_ref().is_some_and(|oldest| place < *oldest);
+                let on_a_page_before =
+                    !first && newest.as_ref().is_some_and(|newest| place > *newest);
+                let on_a_page_after = kept.continuation_token.is_some()
+                    && oldest.as_ref().is_some_and(|oldest| place < *oldest);
                 if !(on_a_page_before || on_a_page_after) {
                     return None;
                 }
@@ -187,15 +203,39 @@ mod tests {
     #[test]
     fn only_what_the_page_holds_or_spans_decides() {
         let second = || page(&[("c", 13), ("b", 12)], true);
-        assert!(mended(second(), false, vec![("z".into(), Some(post("z", 20, 1)))]).is_some(), "on the page before");
-        assert!(mended(second(), false, vec![("a".into(), Some(post("a", 1, 1)))]).is_some(), "on the page after");
-        assert!(mended(second(), true, vec![("z".into(), Some(post("z", 20, 1)))]).is_none(), "above the first page");
+        assert!(
+            mended(second(), false, vec![("z".into(), Some(post("z", 20, 1)))]).is_some(),
+            "on the page before"
+        );
+        assert!(
+            mended(second(), false, vec![("a".into(), Some(post("a", 1, 1)))]).is_some(),
+            "on the page after"
+        );
+        assert!(
+            mended(second(), true, vec![("z".into(), Some(post("z", 20, 1)))]).is_none(),
+            "above the first page"
+        );
         let last = page(&[("c", 13), ("b", 12)], false);
-        assert!(mended(last, false, vec![("a".into(), Some(post("a", 1, 1)))]).is_none(), "below the last page");
-        assert!(mended(second(), false, vec![("a".into(), Some(post("a", 12, 1)))]).is_some(), "same day, id below b");
-        assert!(mended(second(), false, vec![("bb".into(), Some(post("bb", 12, 1)))]).is_none(), "same day, id above b: within");
+        assert!(
+            mended(last, false, vec![("a".into(), Some(post("a", 1, 1)))]).is_none(),
+            "below the last page"
+        );
+        assert!(
+            mended(second(), false, vec![("a".into(), Some(post("a", 12, 1)))]).is_some(),
+            "same day, id below b"
+        );
+        assert!(
+            mended(second(), false, vec![("bb".into(), Some(post("bb", 12, 1)))]).is_none(),
+            "same day, id above b: within"
+        );
         assert!(mended(second(), false, vec![("b".into(), None)]).is_none(), "gone from the feed");
-        assert!(mended(second(), false, vec![("gone".into(), None)]).is_some(), "gone, and not held");
-        assert!(mended(second(), false, vec![("b".into(), Some(post("b", 14, 1)))]).is_none(), "moved");
+        assert!(
+            mended(second(), false, vec![("gone".into(), None)]).is_some(),
+            "gone, and not held"
+        );
+        assert!(
+            mended(second(), false, vec![("b".into(), Some(post("b", 14, 1)))]).is_none(),
+            "moved"
+        );
     }
 }

@@ -62,7 +62,9 @@ impl IdempotencyKey {
         let value = value.trim();
         let key = match value.strip_prefix('"').and_then(|rest| rest.strip_suffix('"')) {
             Some(quoted) if !quoted.contains(['"', '\\']) => quoted,
-            Some(_) => return Err(invalid("it may not contain a quote or backslash inside its quotes")),
+            Some(_) => {
+                return Err(invalid("it may not contain a quote or backslash inside its quotes"));
+            }
             None => value,
         };
         if key.is_empty() {
@@ -72,7 +74,9 @@ impl IdempotencyKey {
             return Err(invalid(&format!("it is longer than {MAX_KEY_CHARS} characters")));
         }
         if let Some(bad) = key.chars().find(|c| !(' '..='~').contains(c)) {
-            return Err(invalid(&format!("it contains {bad:?}; a key is printable ASCII, such as a UUID")));
+            return Err(invalid(&format!(
+                "it contains {bad:?}; a key is printable ASCII, such as a UUID"
+            )));
         }
         Ok(IdempotencyKey(key.to_owned()))
     }
@@ -157,7 +161,11 @@ impl Once {
     /// [`Once::of`], the key claimed for this request in the caller's partition of `users`
     /// first (see the module's docs): a key the caller used for another request, on any item,
     /// is refused here, before anything is written.
-    pub(crate) async fn claimed(store: &Store, caller: &Caller, request: &[&str]) -> AppResult<Option<Once>> {
+    pub(crate) async fn claimed(
+        store: &Store,
+        caller: &Caller,
+        request: &[&str],
+    ) -> AppResult<Option<Once>> {
         let Some(once) = Once::of(caller, request) else { return Ok(None) };
         let claim = json!({
             "id": once.claim_id,
@@ -208,19 +216,29 @@ impl Once {
     /// The first answer's item id, if `found` is this request's record; else the key was used
     /// for another request: refused.
     pub(crate) fn repeated(&self, found: &RequestRecord) -> AppResult<String> {
-        if found.fingerprint == self.fingerprint { Ok(found.item_id.clone()) } else { Err(key_reused()) }
+        if found.fingerprint == self.fingerprint {
+            Ok(found.item_id.clone())
+        } else {
+            Err(key_reused())
+        }
     }
 
     /// [`Once::repeated`], for the record a stored procedure answered with `repeated`.
     pub(crate) fn repeated_record(&self, record: Value) -> AppResult<String> {
-        let found = serde_json::from_value::<RequestRecord>(record)
-            .map_err(|error| AppError::Unexpected(format!("a request record is not one: {error}")))?;
+        let found = serde_json::from_value::<RequestRecord>(record).map_err(|error| {
+            AppError::Unexpected(format!("a request record is not one: {error}"))
+        })?;
         self.repeated(&found)
     }
 
     /// Looks the key up in the partition its write goes to: the first answer's item id, if the
     /// request was made before (one point read).
-    pub(crate) async fn find(&self, store: &Store, container: Container, partition_key: &str) -> AppResult<Option<String>> {
+    pub(crate) async fn find(
+        &self,
+        store: &Store,
+        container: Container,
+        partition_key: &str,
+    ) -> AppResult<Option<String>> {
         match store.read::<RequestRecord>(container, partition_key, &self.record_id).await? {
             Some(found) => self.repeated(&found).map(Some),
             None => Ok(None),
@@ -256,11 +274,15 @@ pub(crate) async fn commit(
     match store.execute_batch(container, partition_key, vec![record, write]).await {
         Ok(()) => Ok(Committed::Written),
         // The record, the batch's first operation, is there already.
-        Err(failed @ StoreError::BatchFailed { .. }) if failed.batch_cause() == Some(409) && first_failed(&failed) => {
+        Err(failed @ StoreError::BatchFailed { .. })
+            if failed.batch_cause() == Some(409) && first_failed(&failed) =>
+        {
             match once.find(store, container, partition_key).await? {
                 Some(item_id) => Ok(Committed::Repeated(item_id)),
                 // (Expired between the two calls: as if never made.)
-                None => Err(AppError::Busy("The request with this key just expired; send it again.".to_owned())),
+                None => Err(AppError::Busy(
+                    "The request with this key just expired; send it again.".to_owned(),
+                )),
             }
         }
         Err(other) => Err(other.of_failed_operation().into()),
@@ -273,7 +295,11 @@ fn first_failed(failed: &StoreError) -> bool {
 }
 
 /// The key's record as a stored procedure's last argument (`null` without a key).
-pub(crate) fn record_argument(once: Option<&Once>, partition_key: &str, item_id: &str) -> Option<Value> {
+pub(crate) fn record_argument(
+    once: Option<&Once>,
+    partition_key: &str,
+    item_id: &str,
+) -> Option<Value> {
     once.map(|once| once.record(Container::Posts, partition_key, item_id))
 }
 
@@ -311,7 +337,9 @@ pub(crate) async fn repeated_creation<T: DeserializeOwned>(
 
 /// The first answer's item id, from the record a stored procedure answered `repeated` with.
 fn repeated_by(once: Option<&Once>, record: Value) -> AppResult<String> {
-    let once = once.ok_or_else(|| AppError::Unexpected("a script repeated a request sent without a key".to_owned()))?;
+    let once = once.ok_or_else(|| {
+        AppError::Unexpected("a script repeated a request sent without a key".to_owned())
+    })?;
     once.repeated_record(record)
 }
 
@@ -323,7 +351,10 @@ pub(crate) async fn first_answer<T: DeserializeOwned>(
     item_id: &str,
     what: &str,
 ) -> AppResult<T> {
-    store.read::<T>(container, partition_key, item_id).await?.ok_or_else(|| deleted_since(what, item_id))
+    store
+        .read::<T>(container, partition_key, item_id)
+        .await?
+        .ok_or_else(|| deleted_since(what, item_id))
 }
 
 /// The answer to a repeated request whose item has been deleted since: not found, as a read of
@@ -344,7 +375,10 @@ mod tests {
     fn a_key_in_use_is_409_by_the_throws_kind() {
         let message = "createLike: a request with this key is in progress";
         let in_use = script_error(ScriptError::InProgress(message.to_owned()));
-        assert!(matches!(&in_use, AppError::Conflict(detail) if detail.contains("being made right now")), "{in_use:?}");
+        assert!(
+            matches!(&in_use, AppError::Conflict(detail) if detail.contains("being made right now")),
+            "{in_use:?}"
+        );
         let worded = script_error(ScriptError::Thrown(message.to_owned()));
         assert!(matches!(worded, AppError::Script(ScriptError::Thrown(_))), "{worded:?}");
     }
@@ -355,10 +389,16 @@ mod tests {
 
     #[test]
     fn a_key_is_taken_bare_or_as_a_structured_field_string() {
-        assert_eq!(IdempotencyKey::parse("8e03978e").unwrap(), IdempotencyKey::parse("\"8e03978e\"").unwrap());
+        assert_eq!(
+            IdempotencyKey::parse("8e03978e").unwrap(),
+            IdempotencyKey::parse("\"8e03978e\"").unwrap()
+        );
         for bad in ["", "\"\"", "\"a\"b\"", "caf\u{e9}", "a\tb", &"k".repeat(MAX_KEY_CHARS + 1)] {
             let error = IdempotencyKey::parse(bad).unwrap_err();
-            assert!(matches!(error, AppError::Invalid(ref detail) if detail.contains("Idempotency-Key")), "{bad:?}: {error}");
+            assert!(
+                matches!(error, AppError::Invalid(ref detail) if detail.contains("Idempotency-Key")),
+                "{bad:?}: {error}"
+            );
         }
         assert!(IdempotencyKey::parse(&"k".repeat(MAX_KEY_CHARS)).is_ok());
     }
@@ -374,8 +414,12 @@ mod tests {
         let again = Once::of(&caller("ana", Some("k1")), &["c3", "post", "hello"]).unwrap();
         let other_text = Once::of(&caller("ana", Some("k1")), &["c3", "post", "hello!"]).unwrap();
         let other_caller = Once::of(&caller("bob", Some("k1")), &["c3", "post", "hello"]).unwrap();
-        let split_otherwise = Once::of(&caller("ana", Some("k1")), &["c3", "posth", "ello"]).unwrap();
-        assert_eq!((once.record_id.as_str(), once.item_id()), (again.record_id.as_str(), again.item_id()));
+        let split_otherwise =
+            Once::of(&caller("ana", Some("k1")), &["c3", "posth", "ello"]).unwrap();
+        assert_eq!(
+            (once.record_id.as_str(), once.item_id()),
+            (again.record_id.as_str(), again.item_id())
+        );
         assert_eq!(once.record_id, other_text.record_id, "one key, one record");
         assert_ne!(once.record_id, other_caller.record_id, "two callers' keys never meet");
         assert_ne!(once.item_id(), other_caller.item_id());

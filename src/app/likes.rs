@@ -3,27 +3,39 @@
 use crate::model::{self, Like};
 use crate::scripts::{CounterOutcome, DeleteOutcome, StoredProcedure};
 
-use super::idempotency::{Once, record_argument, repeated_creation, repeated_deletion, script_error};
+use super::idempotency::{
+    Once, record_argument, repeated_creation, repeated_deletion, script_error,
+};
 use super::lists::{ListPage, ListParams, OwnerKnown};
 use super::posts::{PostList, existing_author, page_of_post};
 use super::{AppError, AppResult, AppState, Caller, post_not_found, valid_user_id};
 
 /// C4: the stored procedure `createLike` creates the like (its id is the liker's, so a post
 /// is liked once per user) and increments `likeCount`, in one transaction.
-pub(crate) async fn create_like(state: &AppState, caller: &Caller, post_id: &str, user_id: &str) -> AppResult<Like> {
+pub(crate) async fn create_like(
+    state: &AppState,
+    caller: &Caller,
+    post_id: &str,
+    user_id: &str,
+) -> AppResult<Like> {
     valid_user_id(user_id)?;
     caller.must_be(user_id, "like as this user")?;
     let author = existing_author(state, user_id).await?;
     let once = Once::claimed(&state.store, caller, &["createLike", post_id, user_id]).await?;
     let like = model::new_like(post_id, &author, model::now());
     let request = record_argument(once.as_ref(), post_id, &like.id);
-    let body =
-        state.scripts.execute(StoredProcedure::CreateLike, post_id, (post_id, &like, request)).await.map_err(script_error)?;
+    let body = state
+        .scripts
+        .execute(StoredProcedure::CreateLike, post_id, (post_id, &like, request))
+        .await
+        .map_err(script_error)?;
     // (Its page shows the write to the next viewer on this instance: `post_view`.)
     state.post_views.invalidate(post_id);
     match CounterOutcome::<Like>::from_body(StoredProcedure::CreateLike, body)? {
         CounterOutcome::Created(created) => Ok(created),
-        CounterOutcome::Repeated(record) => repeated_creation(&state.store, once.as_ref(), post_id, record, "like").await,
+        CounterOutcome::Repeated(record) => {
+            repeated_creation(&state.store, once.as_ref(), post_id, record, "like").await
+        }
         CounterOutcome::PostNotFound => Err(post_not_found(post_id)),
         CounterOutcome::AlreadyLiked => Err(AppError::Conflict(format!(
             "User {:?} already likes post {post_id:?}; a post is liked once per user.",
@@ -34,21 +46,29 @@ pub(crate) async fn create_like(state: &AppState, caller: &Caller, post_id: &str
 
 /// C5, by the liker only. The stored procedure `deleteLike` deletes the like and decrements
 /// `likeCount` in one transaction; a second unlike is not found and changes nothing.
-pub(crate) async fn delete_like(state: &AppState, caller: &Caller, post_id: &str, user_id: &str) -> AppResult<()> {
+pub(crate) async fn delete_like(
+    state: &AppState,
+    caller: &Caller,
+    post_id: &str,
+    user_id: &str,
+) -> AppResult<()> {
     caller.must_be(user_id, "take back this like")?;
     let once = Once::claimed(&state.store, caller, &["deleteLike", post_id, user_id]).await?;
     let request = record_argument(once.as_ref(), post_id, &model::like_id(user_id));
-    let body =
-        state.scripts.execute(StoredProcedure::DeleteLike, post_id, (post_id, user_id, request)).await.map_err(script_error)?;
+    let body = state
+        .scripts
+        .execute(StoredProcedure::DeleteLike, post_id, (post_id, user_id, request))
+        .await
+        .map_err(script_error)?;
     // (Its page shows the write to the next viewer on this instance: `post_view`.)
     state.post_views.invalidate(post_id);
     match DeleteOutcome::from_body(StoredProcedure::DeleteLike, body)? {
         DeleteOutcome::Deleted { .. } => Ok(()),
         DeleteOutcome::Repeated(record) => repeated_deletion(once.as_ref(), record),
         DeleteOutcome::PostNotFound => Err(post_not_found(post_id)),
-        DeleteOutcome::LikeNotFound => {
-            Err(AppError::NotFound(format!("User {user_id:?} does not like post {post_id:?}; there is no like to take back.")))
-        }
+        DeleteOutcome::LikeNotFound => Err(AppError::NotFound(format!(
+            "User {user_id:?} does not like post {post_id:?}; there is no like to take back."
+        ))),
         other => Err(AppError::Unexpected(format!("deleteLike answered {other:?}"))),
     }
 }

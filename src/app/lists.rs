@@ -77,16 +77,26 @@ impl TokenKey {
     pub(crate) fn new(setting: Option<&str>) -> TokenKey {
         let bytes = match setting {
             Some(text) => text.as_bytes().to_vec(),
-            None => uuid::Uuid::new_v4().as_bytes().iter().chain(uuid::Uuid::new_v4().as_bytes()).copied().collect(),
+            None => uuid::Uuid::new_v4()
+                .as_bytes()
+                .iter()
+                .chain(uuid::Uuid::new_v4().as_bytes())
+                .copied()
+                .collect(),
         };
-        TokenKey(azure_core::credentials::Secret::new(base64::engine::general_purpose::STANDARD.encode(bytes)))
+        TokenKey(azure_core::credentials::Secret::new(
+            base64::engine::general_purpose::STANDARD.encode(bytes),
+        ))
     }
 
     fn sign(&self, list: &str, key: &str, sdk: &str) -> String {
         // Lengths first, so that no two (list, key, sdk) share a signed text.
         let text = format!("{}:{list}{}:{key}{sdk}", list.len(), key.len());
-        let signature = azure_core::hmac::hmac_sha256(&text, &self.0).expect("the key is base64 by construction");
-        let bytes = base64::engine::general_purpose::STANDARD.decode(signature).expect("the signature is base64");
+        let signature = azure_core::hmac::hmac_sha256(&text, &self.0)
+            .expect("the key is base64 by construction");
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(signature)
+            .expect("the signature is base64");
         URL_SAFE_NO_PAD.encode(bytes)
     }
 }
@@ -120,7 +130,12 @@ impl ListParams {
             // Digits only: Rust's parse would also take a sign ("+5"), which the OpenAPI
             // description's integer does not allow.
             Some(text) => match text.parse::<u32>() {
-                Ok(n) if (1..=MAX_PAGE_SIZE).contains(&n) && text.bytes().all(|byte| byte.is_ascii_digit()) => n,
+                Ok(n)
+                    if (1..=MAX_PAGE_SIZE).contains(&n)
+                        && text.bytes().all(|byte| byte.is_ascii_digit()) =>
+                {
+                    n
+                }
                 // (Under the Functions host a repeated `limit` arrives as one value with commas.)
                 _ if text.contains(',') => {
                     return Err(AppError::Invalid(format!(
@@ -134,13 +149,22 @@ impl ListParams {
                 }
             },
         };
-        let continuation = self.continuation_token.as_deref().map(|token| unwrap_token(tokens, token, list, key)).transpose()?;
+        let continuation = self
+            .continuation_token
+            .as_deref()
+            .map(|token| unwrap_token(tokens, token, list, key))
+            .transpose()?;
         Ok(PageRequest { size, continuation })
     }
 }
 
 /// Turns the SDK's continuation for `list` in partition `key` into the client's token.
-pub(crate) fn wrap_token(tokens: &TokenKey, sdk: Option<String>, list: &str, key: &str) -> Option<String> {
+pub(crate) fn wrap_token(
+    tokens: &TokenKey,
+    sdk: Option<String>,
+    list: &str,
+    key: &str,
+) -> Option<String> {
     let sdk = sdk?;
     let mac = tokens.sign(list, key, &sdk);
     let token = Token { list: list.to_owned(), key: key.to_owned(), sdk, mac };
@@ -163,7 +187,9 @@ fn unwrap_token(tokens: &TokenKey, text: &str, list: &str, key: &str) -> Result<
     // stops at the first differing byte would tell a forger, by its time, how much of a forged
     // MAC is right. `subtle` (already built for the SDK's HMAC) says so of `ct_eq`; slices of
     // different lengths are unequal at once, and a MAC's length is no secret.
-    if !bool::from(token.mac.as_bytes().ct_eq(tokens.sign(&token.list, &token.key, &token.sdk).as_bytes())) {
+    if !bool::from(
+        token.mac.as_bytes().ct_eq(tokens.sign(&token.list, &token.key, &token.sdk).as_bytes()),
+    ) {
         return Err(invalid());
     }
     if token.list != list || token.key != key {
@@ -184,12 +210,20 @@ mod tests {
     fn a_mac_must_be_whole_and_exact() {
         let keys = TokenKey::new(Some("a key shared by every instance"));
         let token = wrap_token(&keys, Some("sdk-token".into()), "comments", "p1").unwrap();
-        let parsed: Token = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(&token).unwrap()).unwrap();
+        let parsed: Token =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(&token).unwrap()).unwrap();
         let mut last_changed = parsed.mac.clone().into_bytes();
         let last = last_changed.len() - 1;
         last_changed[last] = if last_changed[last] == b'A' { b'B' } else { b'A' };
-        for mac in [parsed.mac[..parsed.mac.len() - 1].to_owned(), String::from_utf8(last_changed).unwrap(), String::new()] {
-            let forged = Token { mac, ..serde_json::from_slice(&URL_SAFE_NO_PAD.decode(&token).unwrap()).unwrap() };
+        for mac in [
+            parsed.mac[..parsed.mac.len() - 1].to_owned(),
+            String::from_utf8(last_changed).unwrap(),
+            String::new(),
+        ] {
+            let forged = Token {
+                mac,
+                ..serde_json::from_slice(&URL_SAFE_NO_PAD.decode(&token).unwrap()).unwrap()
+            };
             let forged = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&forged).unwrap());
             assert!(params(None, Some(&forged)).page_request(&keys, "comments", "p1", 25).is_err());
         }
@@ -211,22 +245,41 @@ mod tests {
         assert_eq!(wrap_token(&keys, None, "comments", "p1"), None);
 
         // Rewritten to name another list or partition (the wrapper is readable JSON): refused.
-        let mut forged: Token = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(&token).unwrap()).unwrap();
+        let mut forged: Token =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(&token).unwrap()).unwrap();
         forged.key = "p2".into();
         let forged = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&forged).unwrap());
         assert!(params(None, Some(&forged)).page_request(&keys, "comments", "p2", 25).is_err());
         // Another instance with the same key takes it; one with another key does not.
         let same = TokenKey::new(Some("a key shared by every instance"));
         assert!(params(None, Some(&token)).page_request(&same, "comments", "p1", 25).is_ok());
-        assert!(params(None, Some(&token)).page_request(&TokenKey::new(None), "comments", "p1", 25).is_err());
+        assert!(
+            params(None, Some(&token))
+                .page_request(&TokenKey::new(None), "comments", "p1", 25)
+                .is_err()
+        );
     }
 
     #[test]
     fn limit_is_bounded() {
-        assert_eq!(params(None, None).page_request(&TokenKey::new(None), "feed", "post", 10).unwrap().size, 10);
-        assert_eq!(params(Some("100"), None).page_request(&TokenKey::new(None), "feed", "post", 10).unwrap().size, 100);
+        assert_eq!(
+            params(None, None).page_request(&TokenKey::new(None), "feed", "post", 10).unwrap().size,
+            10
+        );
+        assert_eq!(
+            params(Some("100"), None)
+                .page_request(&TokenKey::new(None), "feed", "post", 10)
+                .unwrap()
+                .size,
+            100
+        );
         for bad in ["0", "101", "-1", "+5", "05x", "ten", "", "5,6"] {
-            assert!(params(Some(bad), None).page_request(&TokenKey::new(None), "feed", "post", 10).is_err(), "{bad}");
+            assert!(
+                params(Some(bad), None)
+                    .page_request(&TokenKey::new(None), "feed", "post", 10)
+                    .is_err(),
+                "{bad}"
+            );
         }
     }
 }

@@ -49,7 +49,10 @@ pub(crate) struct Mark<'a> {
 impl Mark<'_> {
     /// The mark's etag; `None` while it was never written (the first change writes it).
     async fn read(self, state: &AppState) -> AppResult<Option<String>> {
-        let found = state.store.read_versioned::<serde_json::Value>(self.container, self.partition_key, self.id).await?;
+        let found = state
+            .store
+            .read_versioned::<serde_json::Value>(self.container, self.partition_key, self.id)
+            .await?;
         Ok(found.map(|mark| mark.etag))
     }
 
@@ -58,7 +61,8 @@ impl Mark<'_> {
     /// a change that may have been made by a delivery that failed before its mark.
     pub(crate) async fn write(self, state: &AppState, kind: &str) -> AppResult<()> {
         let mut document = json!({ "id": self.id, "type": kind, "changed": model::now() });
-        document[self.container.partition_key_path().trim_start_matches('/')] = json!(self.partition_key);
+        document[self.container.partition_key_path().trim_start_matches('/')] =
+            json!(self.partition_key);
         // Unconditional: two writers at once both leave a new etag.
         let write = WriteOp::Upsert { document, if_match: None };
         Ok(state.store.execute_write(self.container, self.partition_key, write).await?)
@@ -119,9 +123,14 @@ impl<V> Checked<V> {
             return kept.clone();
         }
         let body = render();
-        let rendering = Arc::new(Rendering { etag: etag_of(body.as_bytes()), body: Bytes::from(body) });
+        let rendering =
+            Arc::new(Rendering { etag: etag_of(body.as_bytes()), body: Bytes::from(body) });
         let mut renderings = self.renderings.lock().expect("never poisoned");
-        if renderings.len() < MAX_RENDERINGS { renderings.entry(key.to_owned()).or_insert(rendering).clone() } else { rendering }
+        if renderings.len() < MAX_RENDERINGS {
+            renderings.entry(key.to_owned()).or_insert(rendering).clone()
+        } else {
+            rendering
+        }
     }
 }
 
@@ -295,14 +304,15 @@ impl<K: Hash + Eq + Clone, V: Kept> KeptPages<K, V> {
         F: FnOnce(Prior<V>) -> Fut,
         Fut: Future<Output = AppResult<Arc<V>>>,
     {
-        let (cell, prior) = match self.cell(&key, name, read_now, mendable, None, log.last.as_deref()) {
-            Some(found) => found,
-            None => {
-                let recent = log.recent.await?;
-                self.cell(&key, name, read_now, mendable, Some(&recent), Some(&recent))
-                    .expect("a page is checked with the log at hand")
-            }
-        };
+        let (cell, prior) =
+            match self.cell(&key, name, read_now, mendable, None, log.last.as_deref()) {
+                Some(found) => found,
+                None => {
+                    let recent = log.recent.await?;
+                    self.cell(&key, name, read_now, mendable, Some(&recent), Some(&recent))
+                        .expect("a page is checked with the log at hand")
+                }
+            };
         Ok(cell.get_or_try_init(|| fill(prior)).await?.clone())
     }
 
@@ -326,7 +336,9 @@ impl<K: Hash + Eq + Clone, V: Kept> KeptPages<K, V> {
             if !check_now && entry.born.elapsed() < MARKED_PAGE_LIFETIME {
                 return Some((entry.cell.clone(), Prior::Nothing));
             }
-            if let Some(page) = entry.cell.get().filter(|page| page.read_whole().elapsed() < CHECKED_PAGE_LIFETIME) {
+            if let Some(page) =
+                entry.cell.get().filter(|page| page.read_whole().elapsed() < CHECKED_PAGE_LIFETIME)
+            {
                 if check_now {
                     prior = Prior::Check(page.clone());
                 } else {
@@ -340,9 +352,14 @@ impl<K: Hash + Eq + Clone, V: Kept> KeptPages<K, V> {
                         // Named: checked by its mark all the same, which a page whose mark
                         // says what changed (a post's view) reads alone.
                         Some(changes) => {
-                            let under =
-                                |change: &str| change.get(name.len() + 1..).filter(|sub| !sub.is_empty()).map(str::to_owned);
-                            let subs: Option<Vec<String>> = changes.into_iter().map(under).collect();
+                            let under = |change: &str| {
+                                change
+                                    .get(name.len() + 1..)
+                                    .filter(|sub| !sub.is_empty())
+                                    .map(str::to_owned)
+                            };
+                            let subs: Option<Vec<String>> =
+                                changes.into_iter().map(under).collect();
                             prior = match subs.filter(|_| mendable) {
                                 Some(subs) => Prior::Mend(page.clone(), subs),
                                 None => Prior::Check(page.clone()),
@@ -357,7 +374,10 @@ impl<K: Hash + Eq + Clone, V: Kept> KeptPages<K, V> {
         self.make_room(&mut pages);
         let cell = Cell::default();
         let seen = last.map_or_else(Seen::unknown, Recent::seen);
-        pages.insert(key.clone(), Entry { born: Instant::now(), seen, cell: cell.clone(), written_here: false });
+        pages.insert(
+            key.clone(),
+            Entry { born: Instant::now(), seen, cell: cell.clone(), written_here: false },
+        );
         Some((cell, prior))
     }
 
@@ -374,10 +394,14 @@ impl<K: Hash + Eq + Clone, V: Kept> KeptPages<K, V> {
         }
         pages.retain(|_, entry| {
             entry.born.elapsed() < MARKED_PAGE_LIFETIME
-                || entry.cell.get().is_some_and(|page| page.read_whole().elapsed() < CHECKED_PAGE_LIFETIME)
+                || entry
+                    .cell
+                    .get()
+                    .is_some_and(|page| page.read_whole().elapsed() < CHECKED_PAGE_LIFETIME)
         });
         bytes = pages.values().map(weight).sum();
-        let mut by_recency: Vec<(Instant, K)> = pages.iter().map(|(key, entry)| (entry.born, key.clone())).collect();
+        let mut by_recency: Vec<(Instant, K)> =
+            pages.iter().map(|(key, entry)| (entry.born, key.clone())).collect();
         by_recency.sort_by_key(|(born, _)| *born);
         for (_, key) in by_recency {
             if !over(pages.len(), bytes) {
@@ -404,7 +428,9 @@ impl<K: Hash + Eq + Clone, V: Kept> KeptPages<K, V> {
     /// say: this instance changed what they show, and their check reads what changed. A read
     /// already under way still answers its own waiters; the next request checks what it kept.
     pub(crate) fn check_next(&self, which: impl Fn(&K) -> bool) {
-        for (_, entry) in self.pages.lock().expect("never poisoned").iter_mut().filter(|(key, _)| which(key)) {
+        for (_, entry) in
+            self.pages.lock().expect("never poisoned").iter_mut().filter(|(key, _)| which(key))
+        {
             entry.written_here = true;
         }
     }
@@ -453,7 +479,11 @@ impl<K: Hash + Eq + Clone, V: Weigh> MarkedPages<K, V> {
             let kept = match prior {
                 Prior::Mend(kept, changed) => {
                     if let Some(mended) = mend(&kept.page, changed).await? {
-                        return Ok(Arc::new(Checked::new(mended, kept.mark.clone(), kept.read_whole)));
+                        return Ok(Arc::new(Checked::new(
+                            mended,
+                            kept.mark.clone(),
+                            kept.read_whole,
+                        )));
                     }
                     None
                 }
@@ -507,8 +537,14 @@ mod tests {
         let budget = 3 * weight + weight / 2;
         let pages: MarkedPages<u32, ListPage<Post>> = MarkedPages::within(1000, budget);
         for key in 0..10 {
-            let page = Checked::new(ListPage { items: page.items.clone(), continuation_token: None }, None, Instant::now());
-            let kept = pages.page_with(key, "p/page", false, LogRead::none(), |_| async { Ok(Arc::new(page)) }).await;
+            let page = Checked::new(
+                ListPage { items: page.items.clone(), continuation_token: None },
+                None,
+                Instant::now(),
+            );
+            let kept = pages
+                .page_with(key, "p/page", false, LogRead::none(), |_| async { Ok(Arc::new(page)) })
+                .await;
             assert!(kept.is_ok());
             assert!(pages.len() <= 4, "{} pages of {weight} bytes within {budget}", pages.len());
         }

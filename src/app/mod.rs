@@ -148,7 +148,9 @@ impl Caller {
     /// saying when the next is accepted. Reads are never counted.
     pub(crate) fn count_write(&self, state: &AppState) -> AppResult<()> {
         let Some(limit) = &state.write_limit else { return Ok(()) };
-        limit.admit(&self.id, std::time::Instant::now()).map_err(|retry_after| AppError::TooManyWrites { retry_after })
+        limit
+            .admit(&self.id, std::time::Instant::now())
+            .map_err(|retry_after| AppError::TooManyWrites { retry_after })
     }
 
     /// [`AppError::Forbidden`] unless `owner` is the caller.
@@ -156,7 +158,10 @@ impl Caller {
         if self.id == owner {
             Ok(())
         } else {
-            Err(AppError::Forbidden(format!("Only its owner may {what}; you are signed in as {:?}.", self.id)))
+            Err(AppError::Forbidden(format!(
+                "Only its owner may {what}; you are signed in as {:?}.",
+                self.id
+            )))
         }
     }
 }
@@ -173,7 +178,12 @@ fn valid_user_id(user_id: &str) -> AppResult<()> {
 
 /// Checks one text field of a body: not blank, at most `max_chars` characters, and no control
 /// characters other than line breaks and tabs (allowed only where `multiline`).
-pub(crate) fn validate_text(field: &str, value: &str, max_chars: usize, multiline: bool) -> AppResult<()> {
+pub(crate) fn validate_text(
+    field: &str,
+    value: &str,
+    max_chars: usize,
+    multiline: bool,
+) -> AppResult<()> {
     // Blank means only whitespace, as JavaScript's `\s` counts it (U+FEFF too), so that the
     // OpenAPI description's patterns say exactly what is accepted.
     if value.chars().all(|c| c.is_whitespace() || c == '\u{feff}') {
@@ -181,11 +191,15 @@ pub(crate) fn validate_text(field: &str, value: &str, max_chars: usize, multilin
     }
     let chars = value.chars().count();
     if chars > max_chars {
-        return Err(AppError::Invalid(format!("`{field}` must be at most {max_chars} characters long; it has {chars}.")));
+        return Err(AppError::Invalid(format!(
+            "`{field}` must be at most {max_chars} characters long; it has {chars}."
+        )));
     }
     let allowed = |c: char| multiline && matches!(c, '\n' | '\r' | '\t');
     if let Some(bad) = value.chars().find(|&c| c.is_control() && !allowed(c)) {
-        return Err(AppError::Invalid(format!("`{field}` must not contain the control character {bad:?}.")));
+        return Err(AppError::Invalid(format!(
+            "`{field}` must not contain the control character {bad:?}."
+        )));
     }
     Ok(())
 }

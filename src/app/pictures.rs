@@ -17,7 +17,8 @@ use crate::model::picture::{Kind, PictureAddress};
 use crate::model::{self, Post};
 use crate::pictures::prepare::copy_of_stored;
 use crate::pictures::{
-    Limits, PictureError, PictureStore, PictureStoreError, Prepared, Usage, Verified, plan, prepare_planned, recognise,
+    Limits, PictureError, PictureStore, PictureStoreError, Prepared, Usage, Verified, plan,
+    prepare_planned, recognise,
 };
 use crate::striped::StripedLock;
 
@@ -86,7 +87,12 @@ const MEMORY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Pictures {
     /// Pictures kept in `store`, taken within `limits` and `quota`.
-    pub(crate) fn new(store: Arc<dyn PictureStore>, limits: Limits, quota: Quota, memory: PictureMemory) -> Pictures {
+    pub(crate) fn new(
+        store: Arc<dyn PictureStore>,
+        limits: Limits,
+        quota: Quota,
+        memory: PictureMemory,
+    ) -> Pictures {
         let memory_kib = u32::try_from(memory.bytes / 1024).unwrap_or(u32::MAX);
         Pictures {
             store,
@@ -103,7 +109,11 @@ impl Pictures {
 
     /// Stores `bytes` at `address` (bytes this blog made and named, so as named), and holds the
     /// version written as checked where the store tells it.
-    pub(crate) async fn put(&self, address: &PictureAddress, bytes: &[u8]) -> Result<(), PictureStoreError> {
+    pub(crate) async fn put(
+        &self,
+        address: &PictureAddress,
+        bytes: &[u8],
+    ) -> Result<(), PictureStoreError> {
         if let Some(version) = self.store.put(address, bytes).await? {
             self.verified.hold(&address.key(), version, None);
         }
@@ -197,7 +207,11 @@ pub(crate) async fn add_picture(
     let alt = alt.as_str();
     check_declared(declared, recognise(&upload)?)?;
     let prepared = prepare_off_the_async_threads(pictures, upload).await?;
-    let address = PictureAddress { owner: caller.id.clone(), post: post_id, name: prepared.picture.name.clone() };
+    let address = PictureAddress {
+        owner: caller.id.clone(),
+        post: post_id,
+        name: prepared.picture.name.clone(),
+    };
     let stored = prepared.stored_bytes();
     // The writer's uploads are counted and stored one at a time, so that two at once cannot
     // both pass the quota (within this instance; across instances, each may take one more).
@@ -346,7 +360,12 @@ pub(crate) fn is_as_named(address: &PictureAddress, bytes: &[u8]) -> bool {
 /// extended attributes; blobs written before) it passes where `copy_of_a_picture`, the post
 /// holding the picture it is a copy of: it is made from a picture that is checked, and a damaged
 /// one shows as a damaged small copy, never as the original.
-fn checked_as_named(address: &PictureAddress, bytes: &[u8], recorded: Option<&str>, copy_of_a_picture: bool) -> bool {
+fn checked_as_named(
+    address: &PictureAddress,
+    bytes: &[u8],
+    recorded: Option<&str>,
+    copy_of_a_picture: bool,
+) -> bool {
     let hash = crate::model::hex(&sha2::Sha256::digest(bytes));
     if hash == address.name.hash() {
         return true;
@@ -383,7 +402,8 @@ async fn made_copy(pictures: &Pictures, address: &PictureAddress) -> AppResult<O
     // small copy; for a screens' copy its picture only), the one the upload makes it from. A
     // missing phones' copy is not made here: every upload made one.
     let is_source = |name: &model::picture::PictureName| {
-        (small && name.small(size).as_ref() == Some(&address.name)) || (!small && name.screen().as_ref() == Some(&address.name))
+        (small && name.small(size).as_ref() == Some(&address.name))
+            || (!small && name.screen().as_ref() == Some(&address.name))
     };
     let Some(source) = names
         .into_iter()
@@ -394,7 +414,8 @@ async fn made_copy(pictures: &Pictures, address: &PictureAddress) -> AppResult<O
     };
     let source = PictureAddress { name: source, ..address.clone() };
     let Some(stored) = pictures.store.get(&source).await? else { return Ok(None) };
-    let limits = Limits { max_bytes: pictures.limits.max_bytes.max(stored.len()), ..pictures.limits };
+    let limits =
+        Limits { max_bytes: pictures.limits.max_bytes.max(stored.len()), ..pictures.limits };
     let (stored, source, whole, planned) = blocking(move || {
         let (whole, planned) = (is_as_named(&source, &stored), plan(&stored, &limits));
         (stored, source, whole, planned)
@@ -404,7 +425,9 @@ async fn made_copy(pictures: &Pictures, address: &PictureAddress) -> AppResult<O
         tracing::error!(picture = %source.key(), "a stored picture's bytes are not the ones its name says; no copy is made of it");
         return Err(AppError::DamagedPicture(source.url()));
     }
-    let planned = planned.map_err(|error| AppError::Unexpected(format!("a stored picture cannot be read again: {error}")))?;
+    let planned = planned.map_err(|error| {
+        AppError::Unexpected(format!("a stored picture cannot be read again: {error}"))
+    })?;
     let permit = take_memory(pictures, planned.memory).await?;
     let copy = address.name.clone();
     let made = blocking(move || {
@@ -413,7 +436,9 @@ async fn made_copy(pictures: &Pictures, address: &PictureAddress) -> AppResult<O
     })
     .await?;
     let which = if small { "small copy" } else { "screens' copy" };
-    let made = made.map_err(|error| AppError::Unexpected(format!("a stored picture's {which} could not be made: {error}")))?;
+    let made = made.map_err(|error| {
+        AppError::Unexpected(format!("a stored picture's {which} could not be made: {error}"))
+    })?;
     // Served even where it cannot be stored now: it is made again on the next request.
     match pictures.put(address, &made.bytes).await {
         Ok(()) => {
@@ -434,7 +459,11 @@ pub(crate) async fn usage(state: &AppState, writer: &str) -> AppResult<(Usage, Q
 
 /// Removes the pictures of `author`'s post `post_id` (a deleted post's): C7, and the change feed
 /// when it delivers the post's tombstone.
-pub(crate) async fn remove_post_pictures(state: &AppState, author: &str, post_id: &str) -> AppResult<()> {
+pub(crate) async fn remove_post_pictures(
+    state: &AppState,
+    author: &str,
+    post_id: &str,
+) -> AppResult<()> {
     let Some(pictures) = &state.pictures else { return Ok(()) };
     pictures.verified.forget_post(author, post_id);
     let removed = pictures.store.remove_post(author, post_id).await?;
@@ -456,16 +485,26 @@ pub(crate) enum PictureTarget<'a> {
 
 /// The id of the post a picture goes to, once it is the caller's to add to: their post, or the
 /// one their form will publish (which must not exist yet, or be theirs).
-async fn writers_post(state: &AppState, caller: &Caller, target: PictureTarget<'_>) -> AppResult<String> {
+async fn writers_post(
+    state: &AppState,
+    caller: &Caller,
+    target: PictureTarget<'_>,
+) -> AppResult<String> {
     let post_id = match target {
         PictureTarget::Post(post_id) => post_id.to_owned(),
-        PictureTarget::NewPost => Once::of(caller, &["createPost"])
-            .map(|once| once.item_id())
-            .ok_or_else(|| AppError::Invalid("A picture for a post not yet published needs the form's key.".into()))?,
+        PictureTarget::NewPost => {
+            Once::of(caller, &["createPost"]).map(|once| once.item_id()).ok_or_else(|| {
+                AppError::Invalid(
+                    "A picture for a post not yet published needs the form's key.".into(),
+                )
+            })?
+        }
     };
     let post = state.store.read::<Post>(Container::Posts, &post_id, &post_id).await?;
     match post {
-        Some(post) if model::is_live(&post) => caller.must_be(&post.user_id, "add pictures to this post")?,
+        Some(post) if model::is_live(&post) => {
+            caller.must_be(&post.user_id, "add pictures to this post")?
+        }
         None if matches!(target, PictureTarget::NewPost) => {}
         _ => return Err(post_not_found(&post_id)),
     }
@@ -485,13 +524,17 @@ const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(24 * 60 
 /// the writer's quota for ever; and a deleted post's, if its removal failed. One point read per
 /// post with pictures, once per process for those found published. Answers how many posts'
 /// pictures it removed.
-pub async fn sweep_abandoned_pictures(state: &AppState, older_than: std::time::Duration) -> AppResult<usize> {
+pub async fn sweep_abandoned_pictures(
+    state: &AppState,
+    older_than: std::time::Duration,
+) -> AppResult<usize> {
     let Some(pictures) = &state.pictures else { return Ok(0) };
     let cutoff = std::time::SystemTime::now() - older_than;
     let mut removed = 0;
     for folder in pictures.store.folders().await? {
         let known = pictures.published.lock().expect("not poisoned").contains(&folder.post);
-        if folder.last_written > cutoff || known || crate::model::validate_id(&folder.post).is_err() {
+        if folder.last_written > cutoff || known || crate::model::validate_id(&folder.post).is_err()
+        {
             continue;
         }
         match state.store.read::<Post>(Container::Posts, &folder.post, &folder.post).await? {
@@ -551,7 +594,10 @@ fn within_quota(quota: Quota, usage: Usage, adding: u64) -> AppResult<()> {
 /// running (a blocking task cannot be stopped), and that decode still holds its memory, so no
 /// other starts beside it past the budget. An upload whose own plan is more than all of it is
 /// refused 422; one that finds it in use by others for [`MEMORY_WAIT`] is refused 503.
-async fn prepare_off_the_async_threads(pictures: &Pictures, upload: bytes::Bytes) -> AppResult<Prepared> {
+async fn prepare_off_the_async_threads(
+    pictures: &Pictures,
+    upload: bytes::Bytes,
+) -> AppResult<Prepared> {
     let limits = pictures.limits;
     let (upload, planned) = blocking(move || {
         let planned = plan(&upload, &limits);
@@ -570,10 +616,17 @@ async fn prepare_off_the_async_threads(pictures: &Pictures, upload: bytes::Bytes
 
 /// Takes `memory` bytes of the pictures' memory for a picture's decoding: 422 where that is more
 /// than all of it, 503 where others hold it for [`MEMORY_WAIT`].
-async fn take_memory(pictures: &Pictures, memory: u64) -> AppResult<tokio::sync::OwnedSemaphorePermit> {
+async fn take_memory(
+    pictures: &Pictures,
+    memory: u64,
+) -> AppResult<tokio::sync::OwnedSemaphorePermit> {
     let kib = u32::try_from(memory.div_ceil(1024)).unwrap_or(u32::MAX);
     if kib > pictures.memory_kib {
-        return Err(PictureError::OverMemory { needed: memory, budget: u64::from(pictures.memory_kib) * 1024 }.into());
+        return Err(PictureError::OverMemory {
+            needed: memory,
+            budget: u64::from(pictures.memory_kib) * 1024,
+        }
+        .into());
     }
     let permit = match pictures.memory.clone().try_acquire_many_owned(kib) {
         Ok(permit) => Ok(Ok(permit)),
@@ -598,9 +651,15 @@ impl Pictures {
     /// upload's size (a picture as stored can be larger than the upload it was made from: a JPEG
     /// encoded anew at quality 90), which is `max_bytes` here; and within the pictures' memory,
     /// waiting for it as long as others hold it.
-    pub(crate) async fn prepare_stored(&self, stored: Vec<u8>, max_bytes: usize) -> Result<Prepared, PictureError> {
+    pub(crate) async fn prepare_stored(
+        &self,
+        stored: Vec<u8>,
+        max_bytes: usize,
+    ) -> Result<Prepared, PictureError> {
         let limits = Limits { max_bytes: self.limits.max_bytes.max(max_bytes), ..self.limits };
-        let died = |error: tokio::task::JoinError| PictureError::Unreadable(format!("preparing it failed: {error}"));
+        let died = |error: tokio::task::JoinError| {
+            PictureError::Unreadable(format!("preparing it failed: {error}"))
+        };
         let (stored, planned) = tokio::task::spawn_blocking(move || {
             let planned = plan(&stored, &limits);
             (stored, planned)
@@ -610,7 +669,10 @@ impl Pictures {
         let planned = planned?;
         let kib = u32::try_from(planned.memory.div_ceil(1024)).unwrap_or(u32::MAX);
         if kib > self.memory_kib {
-            return Err(PictureError::OverMemory { needed: planned.memory, budget: u64::from(self.memory_kib) * 1024 });
+            return Err(PictureError::OverMemory {
+                needed: planned.memory,
+                budget: u64::from(self.memory_kib) * 1024,
+            });
         }
         let permit = self
             .memory
@@ -628,13 +690,17 @@ impl Pictures {
 }
 
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> AppResult<T> {
-    tokio::task::spawn_blocking(work).await.map_err(|error| AppError::Unexpected(format!("preparing a picture failed: {error}")))
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| AppError::Unexpected(format!("preparing a picture failed: {error}")))
 }
 
 /// A declared media type must be the type of the bytes (or say nothing: octet-stream): a
 /// picture declared as another, or as anything else, is refused, not guessed past.
 fn check_declared(declared: Option<&str>, uploaded: Kind) -> AppResult<()> {
-    let Some(declared) = declared.map(|value| value.split(';').next().unwrap_or("").trim().to_ascii_lowercase()) else {
+    let Some(declared) =
+        declared.map(|value| value.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+    else {
         return Ok(());
     };
     // `image/jpg` is what some clients send for JPEG.
@@ -657,7 +723,9 @@ fn validate_alt(alt: &str) -> AppResult<()> {
         return Err(AppError::Invalid("`alt` must be at most 300 characters long.".into()));
     }
     if let Some(bad) = alt.chars().find(|c| c.is_control()) {
-        return Err(AppError::Invalid(format!("`alt` must be one line, without the control character {bad:?}.")));
+        return Err(AppError::Invalid(format!(
+            "`alt` must be one line, without the control character {bad:?}."
+        )));
     }
     Ok(())
 }
@@ -681,7 +749,11 @@ mod tests {
     use crate::model::picture::{PictureAddress, PictureName};
 
     fn address(name: &str) -> PictureAddress {
-        PictureAddress { owner: "w".into(), post: "p".into(), name: PictureName::parse(name).expect("a name") }
+        PictureAddress {
+            owner: "w".into(),
+            post: "p".into(),
+            name: PictureName::parse(name).expect("a name"),
+        }
     }
 
     /// A picture is checked against the hash in its name; a phones' or a screens' copy (named
@@ -693,26 +765,64 @@ mod tests {
         let hash = crate::model::hex(&<sha2::Sha256 as sha2::Digest>::digest(bytes));
         let other = "0".repeat(64);
         for copy_of_a_picture in [false, true] {
-            assert!(checked_as_named(&address(&format!("{hash}-2000x1500.jpg")), bytes, None, copy_of_a_picture));
-            assert!(!checked_as_named(&address(&format!("{other}-2000x1500.jpg")), bytes, None, copy_of_a_picture));
+            assert!(checked_as_named(
+                &address(&format!("{hash}-2000x1500.jpg")),
+                bytes,
+                None,
+                copy_of_a_picture
+            ));
+            assert!(!checked_as_named(
+                &address(&format!("{other}-2000x1500.jpg")),
+                bytes,
+                None,
+                copy_of_a_picture
+            ));
             let recorded = Some(hash.as_str());
-            assert!(!checked_as_named(&address(&format!("{other}-2000x1500.jpg")), bytes, recorded, true), "a record is no name");
             assert!(
-                checked_as_named(&address(&format!("{hash}-960x720.jpg")), bytes, None, copy_of_a_picture),
+                !checked_as_named(
+                    &address(&format!("{other}-2000x1500.jpg")),
+                    bytes,
+                    recorded,
+                    true
+                ),
+                "a record is no name"
+            );
+            assert!(
+                checked_as_named(
+                    &address(&format!("{hash}-960x720.jpg")),
+                    bytes,
+                    None,
+                    copy_of_a_picture
+                ),
                 "960 wide, itself"
             );
         }
         let phone = address(&format!("{other}-960x720.jpg"));
         assert!(checked_as_named(&phone, bytes, Some(&hash), false));
         assert!(!checked_as_named(&phone, bytes, Some(&other), true));
-        assert!(checked_as_named(&phone, bytes, None, true), "nothing recorded: as a copy of the post's picture");
-        assert!(!checked_as_named(&phone, bytes, None, false), "nothing recorded, and no picture it is a copy of");
-        assert!(!checked_as_named(&address(&format!("{other}-960x720.png")), bytes, None, true), "a PNG is never a phones' copy");
+        assert!(
+            checked_as_named(&phone, bytes, None, true),
+            "nothing recorded: as a copy of the post's picture"
+        );
+        assert!(
+            !checked_as_named(&phone, bytes, None, false),
+            "nothing recorded, and no picture it is a copy of"
+        );
+        assert!(
+            !checked_as_named(&address(&format!("{other}-960x720.png")), bytes, None, true),
+            "a PNG is never a phones' copy"
+        );
         let screen = address(&format!("{other}-1440x1080.jpg"));
-        assert!(checked_as_named(&screen, bytes, Some(&hash), false), "a screens' copy, by its record");
+        assert!(
+            checked_as_named(&screen, bytes, Some(&hash), false),
+            "a screens' copy, by its record"
+        );
         assert!(!checked_as_named(&screen, bytes, Some(&other), true));
         assert!(checked_as_named(&screen, bytes, None, true), "a screens' copy, as its picture's");
-        assert!(!checked_as_named(&address(&format!("{other}-1441x1080.jpg")), bytes, None, true), "no copy is 1,441 wide");
+        assert!(
+            !checked_as_named(&address(&format!("{other}-1441x1080.jpg")), bytes, None, true),
+            "no copy is 1,441 wide"
+        );
     }
 
     /// Alt text with Markdown's own marks in it shows as typed: it cannot end the image, start
@@ -725,6 +835,9 @@ mod tests {
             crate::model::markdown::Pictures::None,
             2,
         );
-        assert!(html.contains("Image: A [red] *kite*, ![not an image](x) \\ &amp; &lt;b&gt;"), "{html}");
+        assert!(
+            html.contains("Image: A [red] *kite*, ![not an image](x) \\ &amp; &lt;b&gt;"),
+            "{html}"
+        );
     }
 }

@@ -46,7 +46,13 @@ impl PostLists {
 
     /// A tag's posts: Q7, checked by `§tagMark` in the tag's partition of `tags`.
     pub(crate) fn tag_posts() -> PostLists {
-        PostLists::new("tag", Container::Tags, queries::tag_posts, (model::TAG_MARK_ID, model::TAG_MARK_TYPE), changes::tag)
+        PostLists::new(
+            "tag",
+            Container::Tags,
+            queries::tag_posts,
+            (model::TAG_MARK_ID, model::TAG_MARK_TYPE),
+            changes::tag,
+        )
     }
 
     fn new(
@@ -56,7 +62,15 @@ impl PostLists {
         (mark_id, mark_type): (&'static str, &'static str),
         name: fn(&str) -> String,
     ) -> Self {
-        PostLists { list, container, query, mark_id, mark_type, name, pages: MarkedPages::within(MAX_PAGES, MAX_LIST_BYTES) }
+        PostLists {
+            list,
+            container,
+            query,
+            mark_id,
+            mark_type,
+            name,
+            pages: MarkedPages::within(MAX_PAGES, MAX_LIST_BYTES),
+        }
     }
 
     /// The page `params` asks for of the list in `partition`, newest first: the one kept while
@@ -71,8 +85,12 @@ impl PostLists {
         let key = (partition.to_owned(), page.size, page.continuation.clone());
         self.pages
             .page(state, key, &(self.name)(partition), self.mark(partition), || async {
-                let found = state.store.query_page::<Post>(self.container, partition, (self.query)(), page).await?;
-                let continuation_token = wrap_token(&state.tokens, found.continuation, self.list, partition);
+                let found = state
+                    .store
+                    .query_page::<Post>(self.container, partition, (self.query)(), page)
+                    .await?;
+                let continuation_token =
+                    wrap_token(&state.tokens, found.continuation, self.list, partition);
                 Ok(ListPage { items: found.items, continuation_token })
             })
             .await
@@ -85,7 +103,11 @@ impl PostLists {
     /// Writes the mark of the list in `partition` again and forgets this instance's pages of it:
     /// its copies changed (or may have, in a delivery that failed before its mark). Answers what
     /// the change log calls the list, for the caller to append once the batch is stored.
-    pub(crate) async fn mark_changed(&self, state: &AppState, partition: &str) -> AppResult<String> {
+    pub(crate) async fn mark_changed(
+        &self,
+        state: &AppState,
+        partition: &str,
+    ) -> AppResult<String> {
         self.mark(partition).write(state, self.mark_type).await?;
         self.pages.forget(|(kept, _, _)| kept == partition);
         Ok((self.name)(partition))

@@ -81,8 +81,17 @@ pub(crate) struct RenderedText {
 impl PostView {
     pub(crate) fn rendered(&self) -> &RenderedText {
         self.rendered.get_or_init(|| RenderedText {
-            content: markdown::to_html(&self.post.content, Pictures::Of { owner: &self.post.user_id, post: &self.post.id }, 2),
-            comments: self.comments.items.iter().map(|comment| markdown::to_html(&comment.content, Pictures::None, 3)).collect(),
+            content: markdown::to_html(
+                &self.post.content,
+                Pictures::Of { owner: &self.post.user_id, post: &self.post.id },
+                2,
+            ),
+            comments: self
+                .comments
+                .items
+                .iter()
+                .map(|comment| markdown::to_html(&comment.content, Pictures::None, 3))
+                .collect(),
             picture: FirstPicture::of(&self.post),
         })
     }
@@ -127,7 +136,12 @@ pub(crate) async fn post_view(
                         comments_of(state, post_id, params, OwnerKnown::Yes),
                         likes_of(state, post_id, &first_likes, OwnerKnown::Yes),
                     );
-                    return AppResult::Ok(Arc::new(PostView::new(post?, comments?, likes?, Instant::now())));
+                    return AppResult::Ok(Arc::new(PostView::new(
+                        post?,
+                        comments?,
+                        likes?,
+                        Instant::now(),
+                    )));
                 };
                 let read_at = Instant::now();
                 let post = get_post_versioned(state, post_id).await?;
@@ -136,10 +150,19 @@ pub(crate) async fn post_view(
                 }
                 let (comments_moved, likes_moved) = kept.versions.moved_since(&post.item.versions);
                 let (comments, likes) = tokio::join!(
-                    read_if_moved(comments_moved, &kept.comments, comments_of(state, post_id, params, OwnerKnown::Yes)),
-                    read_if_moved(likes_moved, &kept.likes, likes_of(state, post_id, &first_likes, OwnerKnown::Yes)),
+                    read_if_moved(
+                        comments_moved,
+                        &kept.comments,
+                        comments_of(state, post_id, params, OwnerKnown::Yes)
+                    ),
+                    read_if_moved(
+                        likes_moved,
+                        &kept.likes,
+                        likes_of(state, post_id, &first_likes, OwnerKnown::Yes)
+                    ),
                 );
-                let read_whole = if comments_moved && likes_moved { read_at } else { kept.read_whole };
+                let read_whole =
+                    if comments_moved && likes_moved { read_at } else { kept.read_whole };
                 Ok(Arc::new(PostView::new(post, comments?, likes?, read_whole)))
             },
         )
@@ -156,10 +179,24 @@ async fn read_if_moved<T: Clone>(
 }
 
 impl PostView {
-    fn new(post: Versioned<StoredPost>, comments: ListPage<Comment>, likes: ListPage<Like>, read_whole: Instant) -> PostView {
+    fn new(
+        post: Versioned<StoredPost>,
+        comments: ListPage<Comment>,
+        likes: ListPage<Like>,
+        read_whole: Instant,
+    ) -> PostView {
         let StoredPost { post: item, versions } = post.item;
         let weight = PostView::weight(&item, &comments, &likes);
-        PostView { post: item, etag: post.etag, versions, read_whole, weight, comments, likes, rendered: OnceLock::new() }
+        PostView {
+            post: item,
+            etag: post.etag,
+            versions,
+            read_whole,
+            weight,
+            comments,
+            likes,
+            rendered: OnceLock::new(),
+        }
     }
 
     /// The bytes a view holds: its texts three times (as read, and rendered to HTML, which
@@ -168,8 +205,9 @@ impl PostView {
     /// ids, names and dates.
     fn weight(post: &Post, comments: &ListPage<Comment>, likes: &ListPage<Like>) -> usize {
         const PER_ITEM: usize = 300;
-        let texts =
-            post.title.len() + post.content.len() + comments.items.iter().map(|comment| comment.content.len()).sum::<usize>();
+        let texts = post.title.len()
+            + post.content.len()
+            + comments.items.iter().map(|comment| comment.content.len()).sum::<usize>();
         3 * texts + PER_ITEM * (1 + comments.items.len() + likes.items.len())
     }
 }
@@ -233,17 +271,30 @@ impl PostViewCache {
 /// page is, and read again where the log cannot say (one point read, what a check would cost).
 /// `freshness` is [`Freshness::Read`] for a caller who may have just written (signed in), so a
 /// writer reads their write whichever instance answers.
-pub(crate) async fn api_post(state: &AppState, post_id: &str, freshness: Freshness) -> AppResult<Arc<KeptRead<Post>>> {
+pub(crate) async fn api_post(
+    state: &AppState,
+    post_id: &str,
+    freshness: Freshness,
+) -> AppResult<Arc<KeptRead<Post>>> {
     const PER_POST: usize = 300;
     let name = changes::post(post_id);
     state
         .post_views
         .posts
-        .page_with(post_id.to_owned(), &name, freshness == Freshness::Read, state.changes.for_pages(state), |_| async {
-            let post = get_post(state, post_id).await?;
-            let weight = PER_POST + post.title.len() + post.content.len() + post.tags.iter().map(String::len).sum::<usize>();
-            Ok(KeptRead::new(post, weight))
-        })
+        .page_with(
+            post_id.to_owned(),
+            &name,
+            freshness == Freshness::Read,
+            state.changes.for_pages(state),
+            |_| async {
+                let post = get_post(state, post_id).await?;
+                let weight = PER_POST
+                    + post.title.len()
+                    + post.content.len()
+                    + post.tags.iter().map(String::len).sum::<usize>();
+                Ok(KeptRead::new(post, weight))
+            },
+        )
         .await
 }
 
@@ -265,11 +316,21 @@ pub(crate) async fn api_comments(
     state
         .post_views
         .comments
-        .page_with(key, &name, freshness == Freshness::Read, state.changes.for_pages(state), |_| async {
-            let comments = comments_of(state, post_id, params, OwnerKnown::No).await?;
-            let weight = comments.items.iter().map(|comment| PER_COMMENT + comment.content.len()).sum::<usize>();
-            Ok(KeptRead::new(comments, weight))
-        })
+        .page_with(
+            key,
+            &name,
+            freshness == Freshness::Read,
+            state.changes.for_pages(state),
+            |_| async {
+                let comments = comments_of(state, post_id, params, OwnerKnown::No).await?;
+                let weight = comments
+                    .items
+                    .iter()
+                    .map(|comment| PER_COMMENT + comment.content.len())
+                    .sum::<usize>();
+                Ok(KeptRead::new(comments, weight))
+            },
+        )
         .await
 }
 
@@ -287,7 +348,10 @@ mod tests {
         fn empty<T>() -> ListPage<T> {
             ListPage { items: Vec::new(), continuation_token: None }
         }
-        let versioned = Versioned { item: StoredPost { post, versions: ListVersions::new() }, etag: "\"1\"".into() };
+        let versioned = Versioned {
+            item: StoredPost { post, versions: ListVersions::new() },
+            etag: "\"1\"".into(),
+        };
         Arc::new(PostView::new(versioned, empty(), empty(), Instant::now()))
     }
 
@@ -298,7 +362,9 @@ mod tests {
     async fn keep(cache: &PostViewCache, post_id: &str, content_bytes: usize) {
         let view = cache
             .views
-            .page_with(key(post_id), "p/post", false, LogRead::none(), |_| async { Ok(view_of(post_id, content_bytes)) })
+            .page_with(key(post_id), "p/post", false, LogRead::none(), |_| async {
+                Ok(view_of(post_id, content_bytes))
+            })
             .await;
         assert!(view.is_ok());
     }
@@ -314,9 +380,10 @@ mod tests {
         }
         assert!(cache.views.len() <= 3, "{}", cache.views.len());
         let answered_kept = |post: &str| {
-            let kept = cache.views.page_with(key(post), "p/post", false, LogRead::none(), |_| async {
-                Err(crate::app::AppError::NotFound(String::new()))
-            });
+            let kept =
+                cache.views.page_with(key(post), "p/post", false, LogRead::none(), |_| async {
+                    Err(crate::app::AppError::NotFound(String::new()))
+                });
             async move { kept.await.is_ok() }
         };
         assert!(answered_kept("d").await, "what was kept last stays");
@@ -341,8 +408,14 @@ mod tests {
                 async move { Ok(view_of(post, 10)) }
             })
         };
-        assert!(view("a").await.is_ok() && checks.load(Ordering::Relaxed) == 1, "the written post's view checked");
-        assert!(view("b").await.is_ok() && checks.load(Ordering::Relaxed) == 1, "the other's shown as kept");
+        assert!(
+            view("a").await.is_ok() && checks.load(Ordering::Relaxed) == 1,
+            "the written post's view checked"
+        );
+        assert!(
+            view("b").await.is_ok() && checks.load(Ordering::Relaxed) == 1,
+            "the other's shown as kept"
+        );
         assert_eq!(cache.views.len(), 2, "neither is forgotten");
     }
 }

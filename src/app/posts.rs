@@ -3,12 +3,17 @@
 
 use serde_json::Value;
 
-use crate::cosmos::{Container, Page, PageRequest, QuerySpec, StoreError, Versioned, WriteOp, queries, retry_pause};
-use crate::model::{self, ListVersions, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, StoredPost, User};
+use crate::cosmos::{
+    Container, Page, PageRequest, QuerySpec, StoreError, Versioned, WriteOp, queries, retry_pause,
+};
+use crate::model::{
+    self, ListVersions, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, StoredPost, User,
+};
 use crate::scripts::{DeleteOutcome, ScriptError, ScriptFailure, StoredProcedure};
 
 use super::idempotency::{
-    Committed, Once, commit, deleted_since, first_answer, record_argument, repeated_deletion, script_error,
+    Committed, Once, commit, deleted_since, first_answer, record_argument, repeated_deletion,
+    script_error,
 };
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, OwnerKnown, wrap_token};
 use super::{AppError, AppResult, AppState, Caller, post_not_found, valid_user_id, validate_text};
@@ -68,7 +73,9 @@ pub(crate) async fn create_post(
     let post = StoredPost { post, versions: ListVersions::new() };
     let create = WriteOp::Create { document: to_document(&post)? };
     let post = post.post;
-    match commit(&state.store, Container::Posts, &post.post_id, once.as_ref(), &post.id, create).await {
+    match commit(&state.store, Container::Posts, &post.post_id, once.as_ref(), &post.id, create)
+        .await
+    {
         Ok(Committed::Written) => Ok(post),
         Ok(Committed::Repeated(post_id)) => first_post(state, &post_id).await,
         // The id is new (a random UUID, or the key's): taken, it is this request's own post,
@@ -106,28 +113,41 @@ pub(crate) async fn edit_post(
     }
     let once = Once::claimed(&state.store, caller, &parts).await?;
     for attempt in 0..EDIT_ATTEMPTS {
-        let current = state.store.read_versioned::<StoredPost>(Container::Posts, post_id, post_id).await?;
-        let current = current.filter(|found| model::is_live(&found.item.post)).ok_or_else(|| post_not_found(post_id))?;
+        let current =
+            state.store.read_versioned::<StoredPost>(Container::Posts, post_id, post_id).await?;
+        let current = current
+            .filter(|found| model::is_live(&found.item.post))
+            .ok_or_else(|| post_not_found(post_id))?;
         caller.must_be(&current.item.post.user_id, "edit this post")?;
-        let mut edited = model::edited_post(current.item.post, title.clone(), content.clone(), model::now());
+        let mut edited =
+            model::edited_post(current.item.post, title.clone(), content.clone(), model::now());
         if let Some(tags) = &tags {
             edited.tags.clone_from(tags);
         }
         // Its lists' versions kept: an edit changes neither list.
         let edited = StoredPost { post: edited, versions: current.item.versions };
-        let replace = WriteOp::Replace { id: post_id.to_owned(), document: to_document(&edited)?, if_match: Some(current.etag) };
-        match commit(&state.store, Container::Posts, post_id, once.as_ref(), post_id, replace).await {
+        let replace = WriteOp::Replace {
+            id: post_id.to_owned(),
+            document: to_document(&edited)?,
+            if_match: Some(current.etag),
+        };
+        match commit(&state.store, Container::Posts, post_id, once.as_ref(), post_id, replace).await
+        {
             Ok(Committed::Written) => {
                 state.post_views.invalidate(post_id);
                 return Ok(edited.post);
             }
             Ok(Committed::Repeated(_)) => return get_post(state, post_id).await,
-            Err(AppError::Store(StoreError::PreconditionFailed)) => tokio::time::sleep(retry_pause(attempt)).await,
+            Err(AppError::Store(StoreError::PreconditionFailed)) => {
+                tokio::time::sleep(retry_pause(attempt)).await
+            }
             Err(AppError::Store(StoreError::NotFound)) => return Err(post_not_found(post_id)),
             Err(other) => return Err(other),
         }
     }
-    Err(AppError::Busy("The post kept changing while it was being edited; retry in a moment.".to_owned()))
+    Err(AppError::Busy(
+        "The post kept changing while it was being edited; retry in a moment.".to_owned(),
+    ))
 }
 
 /// How many times `deletePost` is run for one request: each run deletes what the database
@@ -193,13 +213,20 @@ pub(crate) async fn remove_post(
     let mut removed_any = false;
     for _ in 0..MAX_DELETE_RUNS {
         let ttl = model::DELETED_POST_TTL_SECS;
-        let body = state.scripts.execute(StoredProcedure::DeletePost, post_id, (post_id, author, ttl, request.take())).await?;
+        let body = state
+            .scripts
+            .execute(StoredProcedure::DeletePost, post_id, (post_id, author, ttl, request.take()))
+            .await?;
         match DeleteOutcome::from_body(StoredProcedure::DeletePost, body)? {
             DeleteOutcome::Repeated(record) => return Ok(PostRemoval::Repeated(record)),
             DeleteOutcome::Deleted { marked, removed, done } => {
                 removed_any |= marked || removed > 0;
                 if done {
-                    return Ok(if removed_any { PostRemoval::Removed } else { PostRemoval::NothingLeft });
+                    return Ok(if removed_any {
+                        PostRemoval::Removed
+                    } else {
+                        PostRemoval::NothingLeft
+                    });
                 }
             }
             DeleteOutcome::PostNotFound => return Ok(PostRemoval::NotFound),
@@ -225,7 +252,10 @@ pub(crate) async fn get_post(state: &AppState, post_id: &str) -> AppResult<Post>
 /// Q2 with the post's etag, which changes with every write to it: an edit, and every comment
 /// and like added or deleted (their stored procedures update its counters in the same
 /// transaction); and with its lists' versions, which say which of those writes changed a list.
-pub(crate) async fn get_post_versioned(state: &AppState, post_id: &str) -> AppResult<Versioned<StoredPost>> {
+pub(crate) async fn get_post_versioned(
+    state: &AppState,
+    post_id: &str,
+) -> AppResult<Versioned<StoredPost>> {
     let post = state.store.read_versioned::<StoredPost>(Container::Posts, post_id, post_id).await?;
     post.filter(|found| model::is_live(&found.item.post)).ok_or_else(|| post_not_found(post_id))
 }
@@ -233,11 +263,11 @@ pub(crate) async fn get_post_versioned(state: &AppState, post_id: &str) -> AppRe
 /// The user who writes a post, comment or like; [`AppError::NoSuchWriter`] when there is no
 /// such user.
 pub(crate) async fn existing_author(state: &AppState, user_id: &str) -> AppResult<User> {
-    state
-        .store
-        .read::<User>(Container::Users, user_id, user_id)
-        .await?
-        .ok_or_else(|| AppError::NoSuchWriter(format!("`userId` {user_id:?} names no existing user; create the user first.")))
+    state.store.read::<User>(Container::Users, user_id, user_id).await?.ok_or_else(|| {
+        AppError::NoSuchWriter(format!(
+            "`userId` {user_id:?} names no existing user; create the user first."
+        ))
+    })
 }
 
 /// The lists kept in a post's partition: Q4 and Q5.
@@ -275,7 +305,10 @@ pub(crate) async fn page_of_post<T: serde::de::DeserializeOwned + Send + 'static
 ) -> AppResult<ListPage<T>> {
     let page = params.page_request(&state.tokens, list.name(), post_id, DEFAULT_PAGE_SIZE)?;
     let found = list_of_post::<T>(state, post_id, list.query(), page, known).await?;
-    Ok(ListPage { items: found.items, continuation_token: wrap_token(&state.tokens, found.continuation, list.name(), post_id) })
+    Ok(ListPage {
+        items: found.items,
+        continuation_token: wrap_token(&state.tokens, found.continuation, list.name(), post_id),
+    })
 }
 
 /// A page of a post's comments or likes, or not found when the post does not exist
@@ -294,7 +327,11 @@ async fn list_of_post<T: serde::de::DeserializeOwned + Send + 'static>(
     if known == OwnerKnown::No
         && first_page
         && found.items.is_empty()
-        && !state.store.read::<Post>(Container::Posts, post_id, post_id).await?.is_some_and(|post| model::is_live(&post))
+        && !state
+            .store
+            .read::<Post>(Container::Posts, post_id, post_id)
+            .await?
+            .is_some_and(|post| model::is_live(&post))
     {
         return Err(post_not_found(post_id));
     }
@@ -303,5 +340,6 @@ async fn list_of_post<T: serde::de::DeserializeOwned + Send + 'static>(
 
 /// An item as the JSON document a batch writes.
 pub(crate) fn to_document(item: &impl serde::Serialize) -> AppResult<Value> {
-    serde_json::to_value(item).map_err(|error| AppError::Unexpected(format!("an item does not serialize: {error}")))
+    serde_json::to_value(item)
+        .map_err(|error| AppError::Unexpected(format!("an item does not serialize: {error}")))
 }

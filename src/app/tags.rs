@@ -61,11 +61,18 @@ pub(crate) async fn copy_tags(
 
 /// One post's copies under tags, from its copy in `users`; the tags it touched are added to
 /// `touched`.
-async fn sync_tags(state: &AppState, mut copy: PostCopy, touched: &Mutex<BTreeSet<String>>) -> AppResult<()> {
+async fn sync_tags(
+    state: &AppState,
+    mut copy: PostCopy,
+    touched: &Mutex<BTreeSet<String>>,
+) -> AppResult<()> {
     let (user_id, post_id) = (copy.post.user_id.clone(), copy.post.id.clone());
     for _ in 0..ATTEMPTS {
         let tags = normalized(&copy.post.tags);
-        touched.lock().expect("never poisoned").extend(tags.iter().chain(&copy.tagged_before).cloned());
+        touched
+            .lock()
+            .expect("never poisoned")
+            .extend(tags.iter().chain(&copy.tagged_before).cloned());
         for tag in tags {
             refresh_tag_copy(state, &tag, &copy).await?;
         }
@@ -78,7 +85,9 @@ async fn sync_tags(state: &AppState, mut copy: PostCopy, touched: &Mutex<BTreeSe
         // Those copies are gone: the record is cleared, on the copy as it is stored, if it is
         // still the one these tags were read from; changed since (a newer version copied, its
         // record grown), the copies are brought up to it instead.
-        let Some(found) = state.store.read_versioned::<PostCopy>(Container::Users, &user_id, &post_id).await? else {
+        let Some(found) =
+            state.store.read_versioned::<PostCopy>(Container::Users, &user_id, &post_id).await?
+        else {
             return Ok(());
         };
         if found.item != copy {
@@ -86,7 +95,11 @@ async fn sync_tags(state: &AppState, mut copy: PostCopy, touched: &Mutex<BTreeSe
             continue;
         }
         let cleared = PostCopy { tagged_before: Vec::new(), ..found.item };
-        let replace = WriteOp::Replace { id: post_id.clone(), document: to_document(&cleared)?, if_match: Some(found.etag) };
+        let replace = WriteOp::Replace {
+            id: post_id.clone(),
+            document: to_document(&cleared)?,
+            if_match: Some(found.etag),
+        };
         match state.store.execute_write(Container::Users, &user_id, replace).await {
             Ok(()) | Err(StoreError::NotFound) => return Ok(()),
             Err(StoreError::PreconditionFailed) => {
@@ -98,7 +111,8 @@ async fn sync_tags(state: &AppState, mut copy: PostCopy, touched: &Mutex<BTreeSe
             Err(other) => return Err(other.into()),
         }
     }
-    Err(StoreError::CopyKeptChanging { post_id: post_id.to_owned(), container: Container::Tags }.into())
+    Err(StoreError::CopyKeptChanging { post_id: post_id.to_owned(), container: Container::Tags }
+        .into())
 }
 
 /// Makes the copy of `copy` under `tag` the same version as `copy`. A copy under a tag is only
@@ -106,9 +120,13 @@ async fn sync_tags(state: &AppState, mut copy: PostCopy, touched: &Mutex<BTreeSe
 /// any other version there is older.
 async fn refresh_tag_copy(state: &AppState, tag: &str, copy: &PostCopy) -> AppResult<()> {
     for _ in 0..ATTEMPTS {
-        let existing = state.store.read_versioned::<TagCopy>(Container::Tags, tag, &copy.post.id).await?;
+        let existing =
+            state.store.read_versioned::<TagCopy>(Container::Tags, tag, &copy.post.id).await?;
         // (The same version made by rules since changed is made again, as in `users`.)
-        if existing.as_ref().is_some_and(|found| found.item.source == copy.source && found.item.post == copy.post) {
+        if existing
+            .as_ref()
+            .is_some_and(|found| found.item.source == copy.source && found.item.post == copy.post)
+        {
             return Ok(());
         }
         // No copy yet: made only while the post exists with this tag, as the copies in `users`
@@ -116,25 +134,33 @@ async fn refresh_tag_copy(state: &AppState, tag: &str, copy: &PostCopy) -> AppRe
         if existing.is_none() && !has_tag_now(state, &copy.post.id, tag).await? {
             return Ok(());
         }
-        let tag_copy = TagCopy { post: copy.post.clone(), source: copy.source.clone(), tag: tag.to_owned() };
+        let tag_copy =
+            TagCopy { post: copy.post.clone(), source: copy.source.clone(), tag: tag.to_owned() };
         let document = to_document(&tag_copy)?;
         let write = match existing {
-            Some(Versioned { etag, .. }) => WriteOp::Replace { id: copy.post.id.clone(), document, if_match: Some(etag) },
+            Some(Versioned { etag, .. }) => {
+                WriteOp::Replace { id: copy.post.id.clone(), document, if_match: Some(etag) }
+            }
             None => WriteOp::Create { document },
         };
         match state.store.execute_write(Container::Tags, tag, write).await {
             Ok(()) => return Ok(()),
-            Err(StoreError::PreconditionFailed | StoreError::Conflict | StoreError::NotFound) => continue,
+            Err(StoreError::PreconditionFailed | StoreError::Conflict | StoreError::NotFound) => {
+                continue;
+            }
             Err(other) => return Err(other.into()),
         }
     }
-    Err(StoreError::CopyKeptChanging { post_id: copy.post.id.clone(), container: Container::Tags }.into())
+    Err(StoreError::CopyKeptChanging { post_id: copy.post.id.clone(), container: Container::Tags }
+        .into())
 }
 
 /// Whether the post exists now and has `tag` (normal form).
 async fn has_tag_now(state: &AppState, post_id: &str, tag: &str) -> AppResult<bool> {
     let current = state.store.read::<Post>(Container::Posts, post_id, post_id).await?;
-    Ok(current.is_some_and(|post| model::is_live(&post) && normalized(&post.tags).iter().any(|own| own == tag)))
+    Ok(current.is_some_and(|post| {
+        model::is_live(&post) && normalized(&post.tags).iter().any(|own| own == tag)
+    }))
 }
 
 async fn delete_tag_copy(state: &AppState, tag: &str, post_id: &str) -> AppResult<()> {
@@ -148,11 +174,18 @@ async fn delete_tag_copy(state: &AppState, tag: &str, post_id: &str) -> AppResul
 /// A deleted post's copies under tags: every tag its copy in `users` has or recorded (the
 /// tombstone keeps no tags). Run before that copy is deleted, so that a crash in between
 /// leaves the record for the tombstone's next delivery. The tags are named in `changed`.
-pub(crate) async fn remove_tag_copies(state: &AppState, post: &Post, changed: &mut BTreeSet<String>) -> AppResult<()> {
-    let Some(copy) = state.store.read::<PostCopy>(Container::Users, &post.user_id, &post.id).await? else {
+pub(crate) async fn remove_tag_copies(
+    state: &AppState,
+    post: &Post,
+    changed: &mut BTreeSet<String>,
+) -> AppResult<()> {
+    let Some(copy) =
+        state.store.read::<PostCopy>(Container::Users, &post.user_id, &post.id).await?
+    else {
         return Ok(());
     };
-    let tags: BTreeSet<String> = normalized(&copy.post.tags).into_iter().chain(copy.tagged_before).collect();
+    let tags: BTreeSet<String> =
+        normalized(&copy.post.tags).into_iter().chain(copy.tagged_before).collect();
     for tag in &tags {
         delete_tag_copy(state, tag, &post.id).await?;
     }
@@ -168,7 +201,11 @@ pub(crate) async fn remove_tag_copies(state: &AppState, post: &Post, changed: &m
 ///
 /// Pages are kept by the instance and checked as the front page's are ([`super::post_lists`]): by
 /// the change log, or the tag's mark; a tag page costs nothing while nothing with the tag changes.
-pub(crate) async fn posts_with_tag(state: &AppState, tag: &str, params: &ListParams) -> AppResult<Arc<Checked<ListPage<Post>>>> {
+pub(crate) async fn posts_with_tag(
+    state: &AppState,
+    tag: &str,
+    params: &ListParams,
+) -> AppResult<Arc<Checked<ListPage<Post>>>> {
     let tag = tag_in_address(tag).map_err(|why| AppError::Invalid(format!("`tag`: {why}")))?;
     state.tag_posts.page(state, &tag, params).await
 }

@@ -25,8 +25,8 @@ use time::OffsetDateTime;
 use super::{AppError, AppResult};
 use crate::cosmos::{Container, Store, StoreError, Versioned, WriteOp, retry_pause};
 use crate::model::usernames::{
-    MAX_CLAIM_AGE_AT_WRITE, Reservation, ReservationState, is_left_behind, new_reservation, normalize_username, reclaimed,
-    reservation_id, reservation_state,
+    MAX_CLAIM_AGE_AT_WRITE, Reservation, ReservationState, is_left_behind, new_reservation,
+    normalize_username, reclaimed, reservation_id, reservation_state,
 };
 use crate::model::{self, User};
 
@@ -53,27 +53,41 @@ impl Claim {
 /// Step 1: claims `username` for `user_id`, recording that the claim gives up the name
 /// `releases` (normalized). Idempotent: a claim the user already has is renewed. 409 when
 /// another user holds the name.
-pub(crate) async fn claim(store: &Store, user_id: &str, username: &str, releases: Option<String>) -> AppResult<Claim> {
+pub(crate) async fn claim(
+    store: &Store,
+    user_id: &str,
+    username: &str,
+    releases: Option<String>,
+) -> AppResult<Claim> {
     let normalized = normalize_username(username);
     let id = reservation_id(&normalized);
     for attempt in 0..MAX_CLAIM_ATTEMPTS {
         let claimed = Instant::now();
         let claimed_at = model::now();
-        let fresh = new_reservation(normalized.clone(), user_id, claimed_at.clone(), releases.clone());
+        let fresh =
+            new_reservation(normalized.clone(), user_id, claimed_at.clone(), releases.clone());
         match store.create(Container::Users, &id, &fresh).await {
             Ok(()) => return Ok(Claim { claimed, releases: fresh.releases }),
             Err(StoreError::Conflict) => {}
             Err(other) => return Err(other.into()),
         }
         // Released since the create failed: create it again.
-        let Some(found) = store.read_versioned::<Reservation>(Container::Users, &id, &id).await? else { continue };
+        let Some(found) = store.read_versioned::<Reservation>(Container::Users, &id, &id).await?
+        else {
+            continue;
+        };
         let owner_username = if found.item.owner_id == user_id {
             None
         } else {
             let owner = &found.item.owner_id;
             store.read::<User>(Container::Users, owner, owner).await?.map(|owner| owner.username)
         };
-        let claim = match reservation_state(&found.item, user_id, owner_username.as_deref(), OffsetDateTime::now_utc()) {
+        let claim = match reservation_state(
+            &found.item,
+            user_id,
+            owner_username.as_deref(),
+            OffsetDateTime::now_utc(),
+        ) {
             ReservationState::Held => return Err(taken(username)),
             ReservationState::Ours => reclaimed(&found.item, claimed_at, releases.clone()),
             ReservationState::Abandoned => fresh,
@@ -82,24 +96,35 @@ pub(crate) async fn claim(store: &Store, user_id: &str, username: &str, releases
         // reads the winner's claim next time round.
         match store.replace(Container::Users, &id, &id, &claim, Some(&found.etag)).await {
             Ok(()) => return Ok(Claim { claimed, releases: claim.releases }),
-            Err(StoreError::PreconditionFailed | StoreError::NotFound) => tokio::time::sleep(retry_pause(attempt)).await,
+            Err(StoreError::PreconditionFailed | StoreError::NotFound) => {
+                tokio::time::sleep(retry_pause(attempt)).await
+            }
             Err(other) => return Err(other.into()),
         }
     }
-    Err(AppError::Busy(format!("Others are claiming the username {username:?} right now; retry in a moment.")))
+    Err(AppError::Busy(format!(
+        "Others are claiming the username {username:?} right now; retry in a moment."
+    )))
 }
 
 /// The reservation of the normalized name `name`, with its etag, for a later [`release`]: read
 /// before step 2, so that a claim of it made after that (by this user renaming back) changes the
 /// etag and is not released.
-pub(crate) async fn reservation_of(store: &Store, name: &str) -> Result<Option<Versioned<Reservation>>, StoreError> {
+pub(crate) async fn reservation_of(
+    store: &Store,
+    name: &str,
+) -> Result<Option<Versioned<Reservation>>, StoreError> {
     let id = reservation_id(name);
     store.read_versioned(Container::Users, &id, &id).await
 }
 
 /// Step 3: deletes `reservation` if it is `user_id`'s and unchanged since it was read. Anything
 /// else (gone, claimed again, taken over) is left as it is: its new holder has it.
-pub(crate) async fn release(store: &Store, user_id: &str, reservation: Versioned<Reservation>) -> Result<(), StoreError> {
+pub(crate) async fn release(
+    store: &Store,
+    user_id: &str,
+    reservation: Versioned<Reservation>,
+) -> Result<(), StoreError> {
     if reservation.item.owner_id != user_id {
         return Ok(());
     }
@@ -113,7 +138,11 @@ pub(crate) async fn release(store: &Store, user_id: &str, reservation: Versioned
 
 /// Gives up a claim a C1 create made for nothing (the caller already has a user), unless it is
 /// the name that user shows.
-pub(crate) async fn abandon(store: &Store, user_id: &str, username: &str) -> Result<(), StoreError> {
+pub(crate) async fn abandon(
+    store: &Store,
+    user_id: &str,
+    username: &str,
+) -> Result<(), StoreError> {
     let normalized = normalize_username(username);
     let existing = store.read::<User>(Container::Users, user_id, user_id).await?;
     if existing.is_some_and(|user| normalize_username(&user.username) == normalized) {
@@ -138,7 +167,8 @@ pub(crate) async fn tidy_reservations(store: &Store, user: &User) -> Result<(), 
         None => {
             // Only the name the user shows now: a late delivery of an older version must not
             // reserve a name given up since. (A read only on this rare path.)
-            let current = store.read::<User>(Container::Users, &user.user_id, &user.user_id).await?;
+            let current =
+                store.read::<User>(Container::Users, &user.user_id, &user.user_id).await?;
             if current.is_none_or(|current| normalize_username(&current.username) != name) {
                 return Ok(());
             }
@@ -157,7 +187,11 @@ pub(crate) async fn tidy_reservations(store: &Store, user: &User) -> Result<(), 
         // Two users with one name, from before names were unique: the other holds it; this
         // user keeps showing it until they rename.
         Some(reservation) => {
-            tracing::warn!(user = user.user_id, holder = reservation.owner_id, "a user shows a username another user holds")
+            tracing::warn!(
+                user = user.user_id,
+                holder = reservation.owner_id,
+                "a user shows a username another user holds"
+            )
         }
     }
     Ok(())

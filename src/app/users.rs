@@ -29,7 +29,9 @@ pub(crate) fn valid_username(username: String) -> AppResult<String> {
 /// bidirectional embedding, override or isolate (U+202A-U+202E, U+2066-U+2069), which would
 /// reorder the text shown after it.
 fn validate_display_name(name: &str) -> AppResult<()> {
-    if let Some(bad) = name.chars().find(|c| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')) {
+    if let Some(bad) =
+        name.chars().find(|c| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'))
+    {
         return Err(AppError::Invalid(format!(
             "`username` must not contain the bidirectional control {bad:?}: it would reorder the text around the name."
         )));
@@ -60,7 +62,16 @@ pub async fn create_user(state: &AppState, caller: &Caller, username: String) ->
     #[cfg(any(test, feature = "test-support"))]
     crate::test_support::crash::after(crate::test_support::crash::Step::Claimed)?;
     let create = WriteOp::Create { document: to_document(&user)? };
-    match commit(&state.store, Container::Users, &user.user_id, once.as_ref(), &user.user_id, create).await {
+    match commit(
+        &state.store,
+        Container::Users,
+        &user.user_id,
+        once.as_ref(),
+        &user.user_id,
+        create,
+    )
+    .await
+    {
         Ok(Committed::Written) => Ok(user),
         Ok(Committed::Repeated(_)) => get_user(state, &user.user_id).await,
         Err(AppError::Store(StoreError::Conflict)) => {
@@ -68,10 +79,15 @@ pub async fn create_user(state: &AppState, caller: &Caller, username: String) ->
             if existing.username == user.username {
                 return Ok(existing);
             }
-            if let Err(error) = usernames::abandon(&state.store, &user.user_id, &user.username).await {
+            if let Err(error) =
+                usernames::abandon(&state.store, &user.user_id, &user.username).await
+            {
                 tracing::warn!(error = %crate::logging::with_causes(&error), user = user.user_id, "a claim made for nothing stays until it is old");
             }
-            Err(AppError::Conflict(format!("You already have a user, {:?}; rename it with PUT instead.", user.id)))
+            Err(AppError::Conflict(format!(
+                "You already have a user, {:?}; rename it with PUT instead.",
+                user.id
+            )))
         }
         Err(other) => Err(other),
     }
@@ -86,7 +102,12 @@ const MAX_RENAME_ATTEMPTS: usize = 8;
 /// (other case) claims it again and releases nothing. The new name reaches the user's posts,
 /// comments, likes and post copies through the change feed; `renamedAt` tells it that there may
 /// be some to update.
-pub async fn rename_user(state: &AppState, caller: &Caller, user_id: &str, username: String) -> AppResult<User> {
+pub async fn rename_user(
+    state: &AppState,
+    caller: &Caller,
+    user_id: &str,
+    username: String,
+) -> AppResult<User> {
     caller.must_be(user_id, "rename this user")?;
     let username = valid_username(username)?;
     let store = &state.store;
@@ -97,8 +118,10 @@ pub async fn rename_user(state: &AppState, caller: &Caller, user_id: &str, usern
         return get_user(state, user_id).await;
     }
     for attempt in 0..MAX_RENAME_ATTEMPTS {
-        let current =
-            store.read_versioned::<User>(Container::Users, user_id, user_id).await?.ok_or_else(|| user_not_found(user_id))?;
+        let current = store
+            .read_versioned::<User>(Container::Users, user_id, user_id)
+            .await?
+            .ok_or_else(|| user_not_found(user_id))?;
         let released = released_name(&current.item.username, &username);
         let (old_reservation, claim) = tokio::join!(
             async {
@@ -122,7 +145,11 @@ pub async fn rename_user(state: &AppState, caller: &Caller, user_id: &str, usern
             continue;
         }
         let user = model::renamed_user(user_id.to_owned(), username.clone(), model::now());
-        let replace = WriteOp::Replace { id: user_id.to_owned(), document: to_document(&user)?, if_match: Some(current.etag) };
+        let replace = WriteOp::Replace {
+            id: user_id.to_owned(),
+            document: to_document(&user)?,
+            if_match: Some(current.etag),
+        };
         match commit(store, Container::Users, user_id, once.as_ref(), user_id, replace).await {
             Ok(Committed::Written) => {}
             Ok(Committed::Repeated(_)) => return get_user(state, user_id).await,
@@ -147,12 +174,18 @@ pub async fn rename_user(state: &AppState, caller: &Caller, user_id: &str, usern
         crate::test_support::crash::after(crate::test_support::crash::Step::Released)?;
         return Ok(user);
     }
-    Err(AppError::Busy("The user is being renamed by other requests right now; retry in a moment.".to_owned()))
+    Err(AppError::Busy(
+        "The user is being renamed by other requests right now; retry in a moment.".to_owned(),
+    ))
 }
 
 /// Q1: one point read.
 pub(crate) async fn get_user(state: &AppState, user_id: &str) -> AppResult<User> {
-    state.store.read::<User>(Container::Users, user_id, user_id).await?.ok_or_else(|| user_not_found(user_id))
+    state
+        .store
+        .read::<User>(Container::Users, user_id, user_id)
+        .await?
+        .ok_or_else(|| user_not_found(user_id))
 }
 
 /// Q1 as the user page shows it: kept by the instance and checked by the change log, which
@@ -164,11 +197,17 @@ pub(crate) async fn shown_user(state: &AppState, user_id: &str, fresh: bool) -> 
     let kept = state
         .users
         .users
-        .page_with(user_id.to_owned(), &changes::user(user_id), fresh, state.changes.for_pages(state), |_| async {
-            let user = get_user(state, user_id).await?;
-            let weight = PER_USER + user.username.len() + user.user_id.len();
-            Ok(KeptRead::new(user, weight))
-        })
+        .page_with(
+            user_id.to_owned(),
+            &changes::user(user_id),
+            fresh,
+            state.changes.for_pages(state),
+            |_| async {
+                let user = get_user(state, user_id).await?;
+                let weight = PER_USER + user.username.len() + user.user_id.len();
+                Ok(KeptRead::new(user, weight))
+            },
+        )
         .await?;
     Ok(kept.value.clone())
 }

@@ -46,7 +46,10 @@ struct Bucket {
 
 impl WriteLimit {
     pub(crate) fn new(setting: WriteLimitSetting) -> WriteLimit {
-        WriteLimit { setting, buckets: Mutex::new(Buckets { by_user: HashMap::new(), sweep_above: SWEEP_ABOVE }) }
+        WriteLimit {
+            setting,
+            buckets: Mutex::new(Buckets { by_user: HashMap::new(), sweep_above: SWEEP_ABOVE }),
+        }
     }
 
     /// Counts one write by `user` at `now`, or refuses it with how long until one is accepted.

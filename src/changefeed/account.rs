@@ -18,7 +18,9 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::processor::{BATCH_SIZE, Delivered, Deliveries, IDLE_POLL, deliver_until_done, pause_after_failure};
+use super::processor::{
+    BATCH_SIZE, Delivered, Deliveries, IDLE_POLL, deliver_until_done, pause_after_failure,
+};
 use super::{FeedError, Function};
 use crate::app::AppState;
 use crate::cosmos::{Container, Meter, StoreError};
@@ -75,7 +77,12 @@ fn position_id(function: Function) -> String {
 }
 
 /// Runs one processor until stopped, starting over (from its saved position) after a failure.
-async fn run(state: AppState, function: Function, delivered: Arc<Mutex<Delivered>>, mut stopped: watch::Receiver<bool>) {
+async fn run(
+    state: AppState,
+    function: Function,
+    delivered: Arc<Mutex<Delivered>>,
+    mut stopped: watch::Receiver<bool>,
+) {
     while !*stopped.borrow() {
         match follow(&state, function, &delivered, &mut stopped).await {
             Ok(()) => return,
@@ -108,7 +115,14 @@ async fn follow(
                 delivered.lock().expect("never poisoned").add(batch.len(), &meter);
             }
             let continuation = feed.position()?;
-            state.store.upsert(Container::Leases, &id, &Position { id: id.clone(), continuation: continuation.clone() }).await?;
+            state
+                .store
+                .upsert(
+                    Container::Leases,
+                    &id,
+                    &Position { id: id.clone(), continuation: continuation.clone() },
+                )
+                .await?;
             position = Some(continuation);
         }
         // Caught up: the position of a round that found nothing is as good as the last saved.
@@ -120,7 +134,14 @@ async fn follow(
 }
 
 /// `function`'s saved position (`None`: it has saved none, and starts from the beginning).
-pub(super) async fn saved_position(state: &AppState, function: Function) -> Result<Option<String>, StoreError> {
+pub(super) async fn saved_position(
+    state: &AppState,
+    function: Function,
+) -> Result<Option<String>, StoreError> {
     let id = position_id(function);
-    Ok(state.store.read::<Position>(Container::Leases, &id, &id).await?.map(|saved| saved.continuation))
+    Ok(state
+        .store
+        .read::<Position>(Container::Leases, &id, &id)
+        .await?
+        .map(|saved| saved.continuation))
 }

@@ -52,7 +52,13 @@ pub struct DeadLetter {
 }
 
 /// Keeps `payload` as a dead letter of `function`, and returns its id.
-pub async fn set_aside(store: &Store, function: &str, what: &str, reason: &str, payload: &str) -> Result<String, StoreError> {
+pub async fn set_aside(
+    store: &Store,
+    function: &str,
+    what: &str,
+    reason: &str,
+    payload: &str,
+) -> Result<String, StoreError> {
     let id = format!("{ID_PREFIX}{function}-{}", uuid::Uuid::new_v4());
     let chunks = split_at_char_boundaries(payload, PART_BYTES);
     let parts = chunks.len();
@@ -78,14 +84,19 @@ pub async fn set_aside(store: &Store, function: &str, what: &str, reason: &str, 
 
 /// Every dead letter, parts joined: (id, function, what, reason, payload).
 pub async fn list(store: &Store) -> Result<Vec<DeadLetter>, StoreError> {
-    let query = QuerySpec { sql: Cow::Borrowed("SELECT * FROM c WHERE c.kind = 'deadLetter'"), parameters: Vec::new() };
+    let query = QuerySpec {
+        sql: Cow::Borrowed("SELECT * FROM c WHERE c.kind = 'deadLetter'"),
+        parameters: Vec::new(),
+    };
     let mut parts: Vec<DeadLetter> = store
         .query_all_partitions(Container::Leases, query)
         .await?
         .into_iter()
         .filter_map(|document| serde_json::from_value(document).ok())
         .collect();
-    parts.sort_by(|a, b| (a.set_aside_at.as_str(), a.id.as_str()).cmp(&(b.set_aside_at.as_str(), b.id.as_str())));
+    parts.sort_by(|a, b| {
+        (a.set_aside_at.as_str(), a.id.as_str()).cmp(&(b.set_aside_at.as_str(), b.id.as_str()))
+    });
     let mut letters: Vec<DeadLetter> = Vec::new();
     for part in parts {
         let base = part.id.split('#').next().unwrap_or_default().to_owned();
@@ -100,8 +111,15 @@ pub async fn list(store: &Store) -> Result<Vec<DeadLetter>, StoreError> {
 /// Removes a dead letter, every part of it.
 pub(crate) async fn remove(store: &Store, letter: &DeadLetter) -> Result<(), StoreError> {
     for part in 0..letter.parts {
-        let id = if letter.parts == 1 { letter.id.clone() } else { format!("{}#{part}", letter.id) };
-        match store.execute_write(Container::Leases, &id, crate::cosmos::WriteOp::Delete { id: id.clone(), if_match: None }).await
+        let id =
+            if letter.parts == 1 { letter.id.clone() } else { format!("{}#{part}", letter.id) };
+        match store
+            .execute_write(
+                Container::Leases,
+                &id,
+                crate::cosmos::WriteOp::Delete { id: id.clone(), if_match: None },
+            )
+            .await
         {
             Ok(()) | Err(StoreError::NotFound) => {}
             Err(error) => return Err(error),
@@ -130,7 +148,10 @@ pub struct Replayed {
 
 /// [`replay`], telling `progress` how far it has got before the first dead letter and after
 /// each (`handler dead-letters replay` shows it as it goes).
-pub async fn replay_reporting(state: &AppState, progress: &mut dyn FnMut(Replayed)) -> Result<(usize, usize), FeedError> {
+pub async fn replay_reporting(
+    state: &AppState,
+    progress: &mut dyn FnMut(Replayed),
+) -> Result<(usize, usize), FeedError> {
     let letters = list(&state.store).await?;
     let mut replayed = Replayed { total: letters.len(), ..Replayed::default() };
     progress(replayed);
@@ -156,7 +177,9 @@ async fn replay_one(state: &AppState, letter: &DeadLetter) -> Result<bool, FeedE
             .map(|(documents, _)| documents)
             .map_err(StillUnreadable::from),
         "unreadable" => read_again(state, function, &letter.payload).await,
-        _ => serde_json::from_str::<Value>(&letter.payload).map(|item| vec![item]).map_err(StillUnreadable::NotJson),
+        _ => serde_json::from_str::<Value>(&letter.payload)
+            .map(|item| vec![item])
+            .map_err(StillUnreadable::NotJson),
     };
     let report = match documents {
         Ok(documents) => function.apply(state, documents).await?,
@@ -176,9 +199,17 @@ async fn replay_one(state: &AppState, letter: &DeadLetter) -> Result<bool, FeedE
 }
 
 /// An item set aside because it could not be read, read again: `[]` if it is gone now.
-async fn read_again(state: &AppState, function: Function, payload: &str) -> Result<Vec<Value>, StillUnreadable> {
+async fn read_again(
+    state: &AppState,
+    function: Function,
+    payload: &str,
+) -> Result<Vec<Value>, StillUnreadable> {
     let (partition_key, id) = address(payload)?;
-    let document = state.store.read::<Value>(function.container(), &partition_key, &id).await.map_err(StillUnreadable::Store)?;
+    let document = state
+        .store
+        .read::<Value>(function.container(), &partition_key, &id)
+        .await
+        .map_err(StillUnreadable::Store)?;
     Ok(document.into_iter().collect())
 }
 
@@ -238,7 +269,10 @@ mod tests {
 
     #[test]
     fn an_unreadable_letter_names_its_item_or_is_kept() {
-        assert_eq!(address(r#"{"partitionKey": "p1", "id": "c1"}"#).unwrap(), ("p1".to_owned(), "c1".to_owned()));
+        assert_eq!(
+            address(r#"{"partitionKey": "p1", "id": "c1"}"#).unwrap(),
+            ("p1".to_owned(), "c1".to_owned())
+        );
         assert!(matches!(address(r#"{"id": "c1"}"#), Err(StillUnreadable::NoAddress)));
         assert!(matches!(address("{"), Err(StillUnreadable::NotJson(_))));
     }

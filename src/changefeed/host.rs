@@ -32,20 +32,33 @@ pub(crate) struct HostAnswer {
 /// Runs one invocation and answers the host.
 /// `invocation_id` is the host's `x-azure-functions-invocationid`, the same on every attempt of
 /// one invocation (`DefaultHttpWorkerService.AddHeaders`).
-pub(crate) async fn invoke(state: &AppState, function: Function, invocation_id: &str, body: &[u8]) -> HostAnswer {
+pub(crate) async fn invoke(
+    state: &AppState,
+    function: Function,
+    invocation_id: &str,
+    body: &[u8],
+) -> HostAnswer {
     let name = function.name();
     let (documents, attempt) = match read_invocation(body) {
         Ok(read) => read,
         Err(error) => {
             let why = crate::logging::with_causes(&error);
             let payload = String::from_utf8_lossy(body);
-            return match dead_letters::set_aside(&state.store, name, "invocation", &why, &payload).await {
-                Ok(id) => answer(false, format!("{name}: the invocation could not be read ({why}); set aside as {id}")),
+            return match dead_letters::set_aside(&state.store, name, "invocation", &why, &payload)
+                .await
+            {
+                Ok(id) => answer(
+                    false,
+                    format!("{name}: the invocation could not be read ({why}); set aside as {id}"),
+                ),
                 Err(error) => {
                     tracing::error!(target: "blog::changefeed", function = name, invocation_id, %why, error = %crate::logging::with_causes(&error), "an unreadable invocation could not be set aside; the host will deliver it again");
                     answer(
                         true,
-                        format!("{name}: cannot set aside an unreadable invocation: {}", crate::logging::with_causes(&error)),
+                        format!(
+                            "{name}: cannot set aside an unreadable invocation: {}",
+                            crate::logging::with_causes(&error)
+                        ),
                     )
                 }
             };
@@ -65,7 +78,16 @@ pub(crate) async fn invoke(state: &AppState, function: Function, invocation_id: 
             // The invocation is a request through the front door, whose meter has counted it.
             let cost = Meter::current().map_or((0.0, 0), |meter| meter.totals());
             let invocation_id = Some(invocation_id).filter(|id| !id.is_empty());
-            Delivery { function, count, report: &report, cost, oldest_age_s, invocation_id, attempt }.log();
+            Delivery {
+                function,
+                count,
+                report: &report,
+                cost,
+                oldest_age_s,
+                invocation_id,
+                attempt,
+            }
+            .log();
             answer(
                 false,
                 format!(
@@ -78,7 +100,10 @@ pub(crate) async fn invoke(state: &AppState, function: Function, invocation_id: 
             tracing::error!(target: "blog::changefeed", function = name, invocation_id, attempt, count, error = %crate::logging::with_causes(&error), "batch failed; the host will deliver it again");
             answer(
                 true,
-                format!("{name}: the batch of {count} failed and will be retried: {}", crate::logging::with_causes(&error)),
+                format!(
+                    "{name}: the batch of {count} failed and will be retried: {}",
+                    crate::logging::with_causes(&error)
+                ),
             )
         }
     }

@@ -56,7 +56,9 @@ pub(super) fn documents(value: Value) -> Result<Vec<Value>, InvocationError> {
         value = match value {
             Value::Array(documents) => return Ok(documents),
             Value::Null => return Ok(Vec::new()),
-            Value::String(text) => serde_json::from_str(&text).map_err(InvocationError::DocumentsNotJson)?,
+            Value::String(text) => {
+                serde_json::from_str(&text).map_err(InvocationError::DocumentsNotJson)?
+            }
             other => return Err(InvocationError::NotAnArray { found: kind(&other) }),
         };
     }
@@ -74,7 +76,8 @@ fn kind(value: &Value) -> &'static str {
 
 /// Reads an invocation's documents and its attempt number.
 pub(super) fn read_invocation(body: &[u8]) -> Result<(Vec<Value>, Option<i64>), InvocationError> {
-    let invocation: Invocation = serde_json::from_slice(body).map_err(InvocationError::NotAnInvocation)?;
+    let invocation: Invocation =
+        serde_json::from_slice(body).map_err(InvocationError::NotAnInvocation)?;
     let attempt = invocation.metadata.retry_context.map(|retry| retry.retry_count);
     Ok((documents(invocation.data.documents)?, attempt))
 }
@@ -117,7 +120,10 @@ mod tests {
             assert_eq!(documents(value).unwrap(), items.as_array().unwrap().clone());
         }
         assert_eq!(documents(Value::Null).unwrap(), Vec::<Value>::new());
-        assert!(matches!(documents(json!({"id": "1"})), Err(InvocationError::NotAnArray { found: "an object" })));
+        assert!(matches!(
+            documents(json!({"id": "1"})),
+            Err(InvocationError::NotAnArray { found: "an object" })
+        ));
         assert!(matches!(documents(json!("[1,")), Err(InvocationError::DocumentsNotJson(_))));
         let mut deep = Value::String("[]".into());
         for _ in 0..4 {

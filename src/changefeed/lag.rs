@@ -58,7 +58,11 @@ pub(crate) const REPORTED_AT_MOST: usize = 1_000;
 pub(crate) const REPORT_EVERY: Duration = Duration::from_secs(60);
 
 /// The lag of each change-feed function; on an account, changes counted up to `at_most`.
-pub async fn measure(state: &AppState, followed: &Followed, at_most: usize) -> Result<Vec<Lag>, StoreError> {
+pub async fn measure(
+    state: &AppState,
+    followed: &Followed,
+    at_most: usize,
+) -> Result<Vec<Lag>, StoreError> {
     let mut lags = Vec::new();
     for function in Function::ALL {
         let (pending, at_least, oldest_ts) = match followed {
@@ -149,12 +153,21 @@ async fn count(mut feed: ChangeFeed, at_most: usize) -> Result<(usize, Option<u6
 /// "LeaseToken": "<min>-<max>", "FeedRange": {"Range": {"min", "max", "isMinInclusive",
 /// "isMaxInclusive"}}, "Owner", "ContinuationToken": "\"<lsn>\"" or null, "properties", "Mode",
 /// "timestamp"}`.
-pub(crate) async fn trigger_positions(state: &AppState, function: Function) -> Result<Vec<RangePosition>, StoreError> {
+pub(crate) async fn trigger_positions(
+    state: &AppState,
+    function: Function,
+) -> Result<Vec<RangePosition>, StoreError> {
     let query = QuerySpec {
         sql: "SELECT * FROM c WHERE STARTSWITH(c.id, @prefix) AND IS_DEFINED(c.LeaseToken)".into(),
         parameters: vec![("@prefix".into(), Value::from(function.lease_prefix()))],
     };
-    state.store.query_all_partitions(Container::Leases, query).await?.iter().map(lease_position).collect()
+    state
+        .store
+        .query_all_partitions(Container::Leases, query)
+        .await?
+        .iter()
+        .map(lease_position)
+        .collect()
 }
 
 /// One lease's range and position; a lease of the older kind (a partition key range id, without
@@ -164,7 +177,8 @@ fn lease_position(lease: &Value) -> Result<RangePosition, StoreError> {
     let (Some(min), Some(max)) = (range["min"].as_str(), range["max"].as_str()) else {
         return Err(StoreError::OlderLease { lease: lease["id"].to_string() });
     };
-    let etag = lease["ContinuationToken"].as_str().filter(|etag| !etag.is_empty()).map(str::to_owned);
+    let etag =
+        lease["ContinuationToken"].as_str().filter(|etag| !etag.is_empty()).map(str::to_owned);
     Ok(RangePosition { min_epk: min.to_owned(), max_epk: max.to_owned(), etag })
 }
 
@@ -177,6 +191,9 @@ mod tests {
     fn a_lease_without_a_feed_range_is_refused_naming_it() {
         let older = serde_json::json!({"id": "blog.info..0", "PartitionId": "0", "ContinuationToken": "\"12\""});
         let refused = lease_position(&older);
-        assert!(matches!(&refused, Err(StoreError::OlderLease { lease }) if lease == "\"blog.info..0\""), "{refused:?}");
+        assert!(
+            matches!(&refused, Err(StoreError::OlderLease { lease }) if lease == "\"blog.info..0\""),
+            "{refused:?}"
+        );
     }
 }

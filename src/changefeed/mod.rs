@@ -73,10 +73,21 @@ impl Function {
     /// Applies one batch, as the host's trigger or a local processor delivers it, and sets aside
     /// the changes that can never be applied. `Err` means the whole batch must be delivered
     /// again (a passing failure: throttling, a timeout, the store unreachable).
-    pub async fn deliver(self, state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
+    pub async fn deliver(
+        self,
+        state: &AppState,
+        documents: Vec<Value>,
+    ) -> Result<BatchReport, FeedError> {
         let mut report = self.apply(state, documents).await?;
         for (reason, document) in std::mem::take(&mut report.refused) {
-            dead_letters::set_aside(&state.store, self.name(), "item", &reason, &document.to_string()).await?;
+            dead_letters::set_aside(
+                &state.store,
+                self.name(),
+                "item",
+                &reason,
+                &document.to_string(),
+            )
+            .await?;
             report.set_aside += 1;
         }
         Ok(report)
@@ -87,7 +98,11 @@ impl Function {
     /// with its error. When every item fails alike, it is the store, not the items, that fails
     /// (an outage): the batch is delivered again later, and nothing is set aside. A passing
     /// failure (throttling, a timeout) also ends it, to be delivered again.
-    pub(crate) async fn deliver_item_by_item(self, state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
+    pub(crate) async fn deliver_item_by_item(
+        self,
+        state: &AppState,
+        documents: Vec<Value>,
+    ) -> Result<BatchReport, FeedError> {
         let count = documents.len();
         let mut report = BatchReport::default();
         let mut failed = Vec::new();
@@ -102,16 +117,29 @@ impl Function {
             return Err(failed.swap_remove(0).0);
         }
         for (error, document) in failed {
-            let reason =
-                format!("failed {ISOLATE_AFTER} times in its batch and again alone: {}", crate::logging::with_causes(&error));
-            dead_letters::set_aside(&state.store, self.name(), "item", &reason, &document.to_string()).await?;
+            let reason = format!(
+                "failed {ISOLATE_AFTER} times in its batch and again alone: {}",
+                crate::logging::with_causes(&error)
+            );
+            dead_letters::set_aside(
+                &state.store,
+                self.name(),
+                "item",
+                &reason,
+                &document.to_string(),
+            )
+            .await?;
             report.set_aside += 1;
         }
         Ok(report)
     }
 
     /// Applies one batch; what it refuses is left in [`BatchReport::refused`].
-    pub(crate) async fn apply(self, state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
+    pub(crate) async fn apply(
+        self,
+        state: &AppState,
+        documents: Vec<Value>,
+    ) -> Result<BatchReport, FeedError> {
         match self {
             Function::PostsChangeFeed => posts_changed(state, documents).await,
             Function::UsersChangeFeed => users_changed(state, documents).await,
@@ -241,8 +269,10 @@ impl FeedError {
     /// did not answer in time or was unavailable, scripts kept conflicting, or the picture store
     /// could not be reached.
     pub(crate) fn is_passing(&self) -> bool {
-        matches!(self, FeedError::App(AppError::Busy(_)) | FeedError::Script(ScriptError::Contention))
-            || matches!(self, FeedError::App(AppError::PictureStore(error)) if error.is_passing())
+        matches!(
+            self,
+            FeedError::App(AppError::Busy(_)) | FeedError::Script(ScriptError::Contention)
+        ) || matches!(self, FeedError::App(AppError::PictureStore(error)) if error.is_passing())
             || matches!(self, FeedError::Store(error) | FeedError::Script(ScriptError::Store(error)) if error.is_passing())
     }
 }

@@ -9,7 +9,10 @@ use crate::app::AppState;
 use crate::app::copies::{self, PostVersion};
 
 /// Handles one batch of changes from `posts`.
-pub async fn posts_changed(state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
+pub async fn posts_changed(
+    state: &AppState,
+    documents: Vec<Value>,
+) -> Result<BatchReport, FeedError> {
     let mut report = BatchReport::default();
     let mut changed_posts = Vec::new();
     let mut deleted_posts = Vec::new();

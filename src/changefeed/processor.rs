@@ -95,7 +95,13 @@ impl LocalProcessors {
         for function in Function::ALL {
             let checkpoint = checkpoint_path(data_dir, function);
             let tally = Arc::new(Mutex::new(Delivered::default()));
-            tasks.push(tokio::spawn(run(state.clone(), function, checkpoint, tally.clone(), stopped.clone())));
+            tasks.push(tokio::spawn(run(
+                state.clone(),
+                function,
+                checkpoint,
+                tally.clone(),
+                stopped.clone(),
+            )));
             delivered.push((function, tally));
         }
         LocalProcessors { stop, tasks, deliveries: Deliveries(Arc::new(delivered)) }
@@ -133,7 +139,11 @@ async fn run(
 
 /// Logs why a processor's feed failed and waits a moment before it starts over; `false` when
 /// it was stopped meanwhile.
-pub(super) async fn pause_after_failure(function: Function, error: &FeedError, stopped: &mut watch::Receiver<bool>) -> bool {
+pub(super) async fn pause_after_failure(
+    function: Function,
+    error: &FeedError,
+    stopped: &mut watch::Receiver<bool>,
+) -> bool {
     // The database's passing failures (throttled, unavailable for a moment) are a warning: the
     // processor starts over, as the host would deliver again; anything else is an error.
     if error.is_passing() {
@@ -171,18 +181,23 @@ async fn follow(
             if changed.items.is_empty() {
                 // Writes to other containers move the position too.
                 if changed.through > position {
-                    position = checkpoint::write_off_the_workers(checkpoint, changed.through).await.map_err(StoreError::from)?;
+                    position = checkpoint::write_off_the_workers(checkpoint, changed.through)
+                        .await
+                        .map_err(StoreError::from)?;
                 }
                 break;
             }
             let meter = Arc::new(Meter::default());
-            let documents = meter.clone().measure(read_current(state, function, changed.items)).await?;
+            let documents =
+                meter.clone().measure(read_current(state, function, changed.items)).await?;
             let items = documents.len();
             if !deliver_until_done(state, function, documents, &meter, stopped).await {
                 return Ok(());
             }
             delivered.lock().expect("never poisoned").add(items, &meter);
-            position = checkpoint::write_off_the_workers(checkpoint, changed.through).await.map_err(StoreError::from)?;
+            position = checkpoint::write_off_the_workers(checkpoint, changed.through)
+                .await
+                .map_err(StoreError::from)?;
         }
         tokio::select! {
             () = &mut notified => {}
@@ -197,7 +212,11 @@ async fn follow(
 /// one whose newest write is not on disk yet (it comes again once it is). An item
 /// the store refuses to read (not a passing failure: it would refuse it every time) is set aside
 /// as `unreadable`, with its partition key and id, so that the rest goes on.
-async fn read_current(state: &AppState, function: Function, items: Vec<(String, String)>) -> Result<Vec<Value>, FeedError> {
+async fn read_current(
+    state: &AppState,
+    function: Function,
+    items: Vec<(String, String)>,
+) -> Result<Vec<Value>, FeedError> {
     let container = function.container();
     let reads: Vec<_> = futures::stream::iter(items)
         .map(|(partition_key, id)| async move {
@@ -213,14 +232,26 @@ async fn read_current(state: &AppState, function: Function, items: Vec<(String, 
             // Written again since it was listed, and that write is not on disk yet: it is listed
             // again once it is, so nothing a crash could take back reaches a copy.
             Ok(Some(_))
-                if state.store.embedded().is_some_and(|embedded| !embedded.is_settled(container, &partition_key, &id)) => {}
+                if state.store.embedded().is_some_and(|embedded| {
+                    !embedded.is_settled(container, &partition_key, &id)
+                }) => {}
             Ok(document) => documents.extend(document),
             Err(error) if error.is_passing() => return Err(error.into()),
             Err(error) => {
                 let item = serde_json::json!({"partitionKey": partition_key, "id": id}).to_string();
-                let reason =
-                    format!("the item cannot be read from {}: {}", container.name(), crate::logging::with_causes(&error));
-                super::dead_letters::set_aside(&state.store, function.name(), "unreadable", &reason, &item).await?;
+                let reason = format!(
+                    "the item cannot be read from {}: {}",
+                    container.name(),
+                    crate::logging::with_causes(&error)
+                );
+                super::dead_letters::set_aside(
+                    &state.store,
+                    function.name(),
+                    "unreadable",
+                    &reason,
+                    &item,
+                )
+                .await?;
             }
         }
     }
@@ -286,7 +317,10 @@ pub async fn rebuild_copies(state: &AppState) -> Result<usize, FeedError> {
 
 /// [`rebuild_copies`], telling `delivered` how many posts it has delivered so far after each
 /// batch (`handler rebuild-copies` shows it as it goes).
-pub async fn rebuild_copies_reporting(state: &AppState, delivered: &mut dyn FnMut(usize)) -> Result<usize, FeedError> {
+pub async fn rebuild_copies_reporting(
+    state: &AppState,
+    delivered: &mut dyn FnMut(usize),
+) -> Result<usize, FeedError> {
     let mut feed = state.store.change_feed_from_beginning(Container::Posts).await?;
     let mut posts = 0;
     while let Some(documents) = feed.next_changes().await? {
@@ -300,7 +334,11 @@ pub async fn rebuild_copies_reporting(state: &AppState, delivered: &mut dyn FnMu
 
 /// The changes after `function`'s saved position on the embedded store in `data_dir`, counted
 /// in the store's own numbering of its writes, and the `_ts` of the oldest.
-pub(super) async fn pending(state: &AppState, data_dir: &Path, function: Function) -> Result<(usize, Option<u64>), StoreError> {
+pub(super) async fn pending(
+    state: &AppState,
+    data_dir: &Path,
+    function: Function,
+) -> Result<(usize, Option<u64>), StoreError> {
     let Some(embedded) = state.store.embedded() else {
         return Err(StoreError::NotEmbedded { what: "the local processors' positions" });
     };
@@ -350,7 +388,10 @@ pub async fn replay_users(state: &AppState) -> Result<usize, FeedError> {
 }
 
 /// [`replay_users`], telling `delivered` how many users it has delivered so far after each batch.
-pub async fn replay_users_reporting(state: &AppState, delivered: &mut dyn FnMut(usize)) -> Result<usize, FeedError> {
+pub async fn replay_users_reporting(
+    state: &AppState,
+    delivered: &mut dyn FnMut(usize),
+) -> Result<usize, FeedError> {
     let mut feed = state.store.change_feed_from_beginning(Container::Users).await?;
     let mut users = 0;
     while let Some(documents) = feed.next_changes().await? {

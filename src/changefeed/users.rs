@@ -10,7 +10,10 @@ use crate::app::{AppState, copies};
 use crate::model::{IdError, User, validate_id};
 
 /// Handles one batch of changes from `users`.
-pub(crate) async fn users_changed(state: &AppState, documents: Vec<Value>) -> Result<BatchReport, FeedError> {
+pub(crate) async fn users_changed(
+    state: &AppState,
+    documents: Vec<Value>,
+) -> Result<BatchReport, FeedError> {
     let mut report = BatchReport::default();
     for document in documents {
         // (The users' post copies share the container.)
@@ -22,7 +25,8 @@ pub(crate) async fn users_changed(state: &AppState, documents: Vec<Value>) -> Re
             }
             Err(why) => {
                 let id = document.get("id").unwrap_or(&Value::Null);
-                report.refuse(format!("user {id}: {}", crate::logging::with_causes(&why)), document);
+                report
+                    .refuse(format!("user {id}: {}", crate::logging::with_causes(&why)), document);
             }
         }
     }
@@ -66,8 +70,16 @@ mod tests {
     #[test]
     fn a_user_a_writer_never_writes_is_refused_saying_why() {
         assert!(parse(&user("u1", "u1")).is_ok());
-        assert!(matches!(parse(&user("u1", "u2")), Err(UserRefused::IdsDiffer { id, user_id }) if id == "u1" && user_id == "u2"));
-        assert!(matches!(parse(&user("a/b", "a/b")), Err(UserRefused::Id(IdError::PathCharacter { character: '/', at: 1 }))));
-        assert!(matches!(parse(&json!({"id": "u1", "type": "user"})), Err(UserRefused::Unreadable(_))));
+        assert!(
+            matches!(parse(&user("u1", "u2")), Err(UserRefused::IdsDiffer { id, user_id }) if id == "u1" && user_id == "u2")
+        );
+        assert!(matches!(
+            parse(&user("a/b", "a/b")),
+            Err(UserRefused::Id(IdError::PathCharacter { character: '/', at: 1 }))
+        ));
+        assert!(matches!(
+            parse(&json!({"id": "u1", "type": "user"})),
+            Err(UserRefused::Unreadable(_))
+        ));
     }
 }

@@ -40,7 +40,9 @@ pub enum ConfigError {
         max: u64,
     },
     /// A secret is shorter than a key must be; its value is never repeated.
-    #[error("{name} must be at least {min} characters (a random secret, the same on every instance); it has {length}")]
+    #[error(
+        "{name} must be at least {min} characters (a random secret, the same on every instance); it has {length}"
+    )]
     TooShort {
         /// The setting.
         name: &'static str,
@@ -99,14 +101,23 @@ mod tests {
         assert_eq!(one_of(&["true"]), "true");
         assert_eq!(one_of(&["true", "false"]), "true or false");
         assert_eq!(one_of(&["platform", "none", "development"]), "platform, none or development");
-        let refused =
-            ConfigError::NotOneOf { name: "BLOG_CHANGE_FEED", value: "sometimes".into(), allowed: vec!["local", "host"] };
-        assert_eq!(refused.to_string(), "BLOG_CHANGE_FEED must be local or host, not \"sometimes\"");
+        let refused = ConfigError::NotOneOf {
+            name: "BLOG_CHANGE_FEED",
+            value: "sometimes".into(),
+            allowed: vec!["local", "host"],
+        };
+        assert_eq!(
+            refused.to_string(),
+            "BLOG_CHANGE_FEED must be local or host, not \"sometimes\""
+        );
     }
 
     #[test]
     fn a_short_secret_is_not_repeated() {
         let refused = ConfigError::TooShort { name: "BLOG_TOKEN_KEY", length: 6, min: 16 };
-        assert!(refused.to_string().starts_with("BLOG_TOKEN_KEY must be at least 16 characters"), "{refused}");
+        assert!(
+            refused.to_string().starts_with("BLOG_TOKEN_KEY must be at least 16 characters"),
+            "{refused}"
+        );
     }
 }

@@ -46,7 +46,8 @@ impl PublicUrl {
             return None;
         };
         let authority = rest.strip_suffix('/').unwrap_or(rest);
-        is_authority(authority).then(|| PublicUrl(format!("{scheme}://{}", authority.to_ascii_lowercase()).into()))
+        is_authority(authority)
+            .then(|| PublicUrl(format!("{scheme}://{}", authority.to_ascii_lowercase()).into()))
     }
 
     /// Where a handler listening on `address` is reached from this machine: `localhost` for a
@@ -92,12 +93,17 @@ impl std::fmt::Display for PublicUrl {
 /// an optional port of digits.
 fn is_authority(authority: &str) -> bool {
     let (host, port) = match authority.rsplit_once(':') {
-        Some((host, port)) if !host.ends_with(':') && (host.starts_with('[') == host.ends_with(']')) && !port.contains(']') => {
+        Some((host, port))
+            if !host.ends_with(':')
+                && (host.starts_with('[') == host.ends_with(']'))
+                && !port.contains(']') =>
+        {
             (host, Some(port))
         }
         _ => (authority, None),
     };
-    let port_ok = port.is_none_or(|port| !port.is_empty() && port.len() <= 5 && port.parse::<u16>().is_ok());
+    let port_ok =
+        port.is_none_or(|port| !port.is_empty() && port.len() <= 5 && port.parse::<u16>().is_ok());
     let host_ok = match host.strip_prefix('[').and_then(|inner| inner.strip_suffix(']')) {
         Some(literal) => literal.parse::<std::net::Ipv6Addr>().is_ok(),
         None => {
@@ -118,7 +124,9 @@ fn is_authority(authority: &str) -> bool {
 /// `BLOG_PUBLIC_URL`, else `WEBSITE_HOSTNAME` (`https` on Azure; `http` under Core Tools, which
 /// says so in `FUNCTIONS_CORETOOLS_ENVIRONMENT` and serves plain HTTP unless `--useHttps`); `None`
 /// leaves it to the listener's address once bound.
-pub(super) fn public_url(lookup: super::read::Lookup<'_>) -> Result<Option<PublicUrl>, ConfigError> {
+pub(super) fn public_url(
+    lookup: super::read::Lookup<'_>,
+) -> Result<Option<PublicUrl>, ConfigError> {
     if let Some(value) = lookup(PUBLIC_URL_SETTING) {
         return value.parse().map(Some);
     }
@@ -166,7 +174,8 @@ mod tests {
 
     #[test]
     fn a_listener_on_loopback_or_everywhere_is_reached_as_localhost() {
-        let of = |address: &str| PublicUrl::of_listener(address.parse().unwrap()).as_str().to_owned();
+        let of =
+            |address: &str| PublicUrl::of_listener(address.parse().unwrap()).as_str().to_owned();
         assert_eq!(of("127.0.0.1:7071"), "http://localhost:7071");
         assert_eq!(of("0.0.0.0:8080"), "http://localhost:8080");
         assert_eq!(of("[::1]:80"), "http://localhost:80");

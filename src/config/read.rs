@@ -8,9 +8,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use super::{
-    ACCOUNT_CLIENT_ID_SETTING, ACCOUNT_ENDPOINT_SETTING, AuthMode, Backend, CONNECTION_SETTING, ChangeFeedMode, ConfigError,
-    DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_IN_FLIGHT, DEFAULT_REQUEST_TIMEOUT, LOCAL_ADDRESS, PICTURES_CLIENT_ID_SETTING,
-    PICTURES_ENDPOINT_SETTING, PICTURES_SETTING, PictureStorage, ScriptsMode, WriteLimitSetting,
+    ACCOUNT_CLIENT_ID_SETTING, ACCOUNT_ENDPOINT_SETTING, AuthMode, Backend, CONNECTION_SETTING,
+    ChangeFeedMode, ConfigError, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_REQUEST_TIMEOUT, LOCAL_ADDRESS, PICTURES_CLIENT_ID_SETTING, PICTURES_ENDPOINT_SETTING,
+    PICTURES_SETTING, PictureStorage, ScriptsMode, WriteLimitSetting,
 };
 
 /// A source of settings: the environment, or a test's map. Unset and blank are the same.
@@ -20,9 +21,14 @@ pub(super) type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 /// (Entra ID), else the embedded store.
 pub(super) fn backend(lookup: Lookup<'_>) -> Result<Backend, ConfigError> {
     match (lookup(CONNECTION_SETTING), lookup(ACCOUNT_ENDPOINT_SETTING)) {
-        (Some(_), Some(_)) => Err(ConfigError::Conflict { first: CONNECTION_SETTING, second: ACCOUNT_ENDPOINT_SETTING }),
+        (Some(_), Some(_)) => Err(ConfigError::Conflict {
+            first: CONNECTION_SETTING,
+            second: ACCOUNT_ENDPOINT_SETTING,
+        }),
         (Some(connection_string), None) => Ok(Backend::ConnectionString(connection_string)),
-        (None, Some(endpoint)) => Ok(Backend::Endpoint { endpoint, client_id: lookup(ACCOUNT_CLIENT_ID_SETTING) }),
+        (None, Some(endpoint)) => {
+            Ok(Backend::Endpoint { endpoint, client_id: lookup(ACCOUNT_CLIENT_ID_SETTING) })
+        }
         (None, None) => embedded_backend(lookup),
     }
 }
@@ -40,16 +46,27 @@ pub(super) struct StoreSettings {
 pub(super) fn store(lookup: Lookup<'_>, backend: &Backend) -> Result<StoreSettings, ConfigError> {
     let embedded = matches!(backend, Backend::Embedded { .. });
     let entra = matches!(backend, Backend::Endpoint { .. });
-    let create_containers = choice(lookup, "BLOG_CREATE_CONTAINERS", &[("true", true), ("false", false)])?.unwrap_or(!entra);
-    let change_feed = choice(lookup, "BLOG_CHANGE_FEED", &[("local", ChangeFeedMode::Local), ("host", ChangeFeedMode::Host)])?
-        .unwrap_or(if embedded { ChangeFeedMode::Local } else { ChangeFeedMode::Host });
-    let scripts =
-        match choice(lookup, "BLOG_SCRIPTS", &[("server", ScriptsMode::Server), ("in-process", ScriptsMode::InProcess)])? {
-            Some(ScriptsMode::Server) if embedded => return Err(ConfigError::ServerScriptsWithoutAccount),
-            Some(scripts) => scripts,
-            None if entra => ScriptsMode::Server,
-            None => ScriptsMode::InProcess,
-        };
+    let create_containers =
+        choice(lookup, "BLOG_CREATE_CONTAINERS", &[("true", true), ("false", false)])?
+            .unwrap_or(!entra);
+    let change_feed = choice(
+        lookup,
+        "BLOG_CHANGE_FEED",
+        &[("local", ChangeFeedMode::Local), ("host", ChangeFeedMode::Host)],
+    )?
+    .unwrap_or(if embedded { ChangeFeedMode::Local } else { ChangeFeedMode::Host });
+    let scripts = match choice(
+        lookup,
+        "BLOG_SCRIPTS",
+        &[("server", ScriptsMode::Server), ("in-process", ScriptsMode::InProcess)],
+    )? {
+        Some(ScriptsMode::Server) if embedded => {
+            return Err(ConfigError::ServerScriptsWithoutAccount);
+        }
+        Some(scripts) => scripts,
+        None if entra => ScriptsMode::Server,
+        None => ScriptsMode::InProcess,
+    };
     let database = lookup("COSMOS_DATABASE").unwrap_or_else(|| "blog".to_owned());
     Ok(StoreSettings { database, create_containers, change_feed, scripts })
 }
@@ -69,7 +86,13 @@ pub(super) fn serving(lookup: Lookup<'_>) -> Result<Serving, ConfigError> {
         // Under the Functions host: it calls the handler on loopback at the port it chose.
         Some(port) => match port.parse::<u16>() {
             Ok(port) => SocketAddr::from(([127, 0, 0, 1], port)),
-            Err(_) => return Err(ConfigError::Invalid { name: "FUNCTIONS_CUSTOMHANDLER_PORT", value: port, expected: "a port" }),
+            Err(_) => {
+                return Err(ConfigError::Invalid {
+                    name: "FUNCTIONS_CUSTOMHANDLER_PORT",
+                    value: port,
+                    expected: "a port",
+                });
+            }
         },
         None => {
             let address = lookup("BLOG_LISTEN").unwrap_or_else(|| LOCAL_ADDRESS.to_owned());
@@ -91,8 +114,10 @@ pub(super) fn serving(lookup: Lookup<'_>) -> Result<Serving, ConfigError> {
         listen,
         max_in_flight: in_range(lookup, "BLOG_MAX_IN_FLIGHT", "a number", 1..=MAX_IN_FLIGHT_LIMIT)?
             .unwrap_or(DEFAULT_MAX_IN_FLIGHT),
-        header_timeout: seconds("BLOG_HEADER_TIMEOUT")?.map_or(DEFAULT_HEADER_TIMEOUT, std::time::Duration::from_secs),
-        request_timeout: seconds("BLOG_REQUEST_TIMEOUT")?.map_or(DEFAULT_REQUEST_TIMEOUT, std::time::Duration::from_secs),
+        header_timeout: seconds("BLOG_HEADER_TIMEOUT")?
+            .map_or(DEFAULT_HEADER_TIMEOUT, std::time::Duration::from_secs),
+        request_timeout: seconds("BLOG_REQUEST_TIMEOUT")?
+            .map_or(DEFAULT_REQUEST_TIMEOUT, std::time::Duration::from_secs),
     })
 }
 
@@ -126,9 +151,11 @@ const MIN_TOKEN_KEY_CHARS: usize = 16;
 /// `BLOG_TOKEN_KEY`, long enough to be a key.
 pub(super) fn token_key(lookup: Lookup<'_>) -> Result<Option<String>, ConfigError> {
     match lookup("BLOG_TOKEN_KEY") {
-        Some(key) if key.len() < MIN_TOKEN_KEY_CHARS => {
-            Err(ConfigError::TooShort { name: "BLOG_TOKEN_KEY", length: key.len(), min: MIN_TOKEN_KEY_CHARS })
-        }
+        Some(key) if key.len() < MIN_TOKEN_KEY_CHARS => Err(ConfigError::TooShort {
+            name: "BLOG_TOKEN_KEY",
+            length: key.len(),
+            min: MIN_TOKEN_KEY_CHARS,
+        }),
         key => Ok(key),
     }
 }
@@ -144,11 +171,18 @@ pub(super) struct PictureSettings {
 }
 
 /// [`PictureSettings`]: [`picture_storage`], then the quotas and the memory.
-pub(super) fn picture_settings(lookup: Lookup<'_>, backend: &Backend) -> Result<PictureSettings, ConfigError> {
+pub(super) fn picture_settings(
+    lookup: Lookup<'_>,
+    backend: &Backend,
+) -> Result<PictureSettings, ConfigError> {
     let max_mb = crate::config::MAX_PICTURE_MEMORY_MB;
     Ok(PictureSettings {
         pictures: picture_storage(lookup, backend)?,
-        pictures_per_writer: positive(lookup, "BLOG_PICTURES_PER_WRITER", "a positive number of pictures")?,
+        pictures_per_writer: positive(
+            lookup,
+            "BLOG_PICTURES_PER_WRITER",
+            "a positive number of pictures",
+        )?,
         picture_mb_per_writer: in_range(
             lookup,
             "BLOG_PICTURE_MB_PER_WRITER",
@@ -156,7 +190,12 @@ pub(super) fn picture_settings(lookup: Lookup<'_>, backend: &Backend) -> Result<
             1..=MAX_PICTURE_MB_PER_WRITER,
         )?,
         // Room for the largest picture's decoding.
-        picture_memory_mb: in_range(lookup, "BLOG_PICTURE_MEMORY_MB", "a number of megabytes", 16..=max_mb)?,
+        picture_memory_mb: in_range(
+            lookup,
+            "BLOG_PICTURE_MEMORY_MB",
+            "a number of megabytes",
+            16..=max_mb,
+        )?,
         // At least one upload of the largest size fits.
         upload_buffer_mb: in_range(
             lookup,
@@ -173,7 +212,9 @@ pub(super) fn picture_settings(lookup: Lookup<'_>, backend: &Backend) -> Result<
 fn picture_storage(lookup: Lookup<'_>, backend: &Backend) -> Result<PictureStorage, ConfigError> {
     let container = lookup("BLOG_PICTURES_CONTAINER").unwrap_or_else(|| "pictures".to_owned());
     let valid_container = (3..=63).contains(&container.len())
-        && container.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
+        && container
+            .bytes()
+            .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
         && !container.starts_with('-')
         && !container.ends_with('-')
         && !container.contains("--");
@@ -185,12 +226,19 @@ fn picture_storage(lookup: Lookup<'_>, backend: &Backend) -> Result<PictureStora
         });
     }
     match (lookup(PICTURES_SETTING), lookup(PICTURES_ENDPOINT_SETTING)) {
-        (Some(_), Some(_)) => Err(ConfigError::Conflict { first: PICTURES_SETTING, second: PICTURES_ENDPOINT_SETTING }),
+        (Some(_), Some(_)) => Err(ConfigError::Conflict {
+            first: PICTURES_SETTING,
+            second: PICTURES_ENDPOINT_SETTING,
+        }),
         (Some(off), None) if off == "off" => Ok(PictureStorage::Off),
-        (Some(connection_string), None) => Ok(PictureStorage::ConnectionString { connection_string, container }),
-        (None, Some(service_uri)) => {
-            Ok(PictureStorage::Endpoint { service_uri, client_id: lookup(PICTURES_CLIENT_ID_SETTING), container })
+        (Some(connection_string), None) => {
+            Ok(PictureStorage::ConnectionString { connection_string, container })
         }
+        (None, Some(service_uri)) => Ok(PictureStorage::Endpoint {
+            service_uri,
+            client_id: lookup(PICTURES_CLIENT_ID_SETTING),
+            container,
+        }),
         (None, None) => Ok(match backend {
             Backend::Embedded { data_dir } => PictureStorage::DataDirectory(data_dir.clone()),
             _ => PictureStorage::Off,
@@ -206,7 +254,12 @@ pub(super) fn write_limit(lookup: Lookup<'_>) -> Result<Option<WriteLimitSetting
     let per_minute = match lookup("BLOG_WRITES_PER_MINUTE").as_deref() {
         Some("off") if burst.is_some() => return Err(ConfigError::BurstWithoutLimit),
         Some("off") => return Ok(None),
-        _ => in_range(lookup, "BLOG_WRITES_PER_MINUTE", "a number of writes a minute (or off)", writes)?,
+        _ => in_range(
+            lookup,
+            "BLOG_WRITES_PER_MINUTE",
+            "a number of writes a minute (or off)",
+            writes,
+        )?,
     };
     Ok(Some(WriteLimitSetting {
         per_minute: per_minute.unwrap_or(WriteLimitSetting::DEFAULT.per_minute),
@@ -240,13 +293,23 @@ fn in_range<T: TryFrom<u64>>(
     let Some(value) = lookup(name) else { return Ok(None) };
     match value.parse::<u64>().ok().filter(|n| range.contains(n)).map(T::try_from) {
         Some(Ok(n)) => Ok(Some(n)),
-        _ => Err(ConfigError::OutOfRange { name, value, what, min: *range.start(), max: *range.end() }),
+        _ => Err(ConfigError::OutOfRange {
+            name,
+            value,
+            what,
+            min: *range.start(),
+            max: *range.end(),
+        }),
     }
 }
 
 /// A setting that holds a whole number above 0 (`None` when it is not set); `expected` says
 /// what it must be when it is not one.
-fn positive(lookup: Lookup<'_>, name: &'static str, expected: &'static str) -> Result<Option<u64>, ConfigError> {
+fn positive(
+    lookup: Lookup<'_>,
+    name: &'static str,
+    expected: &'static str,
+) -> Result<Option<u64>, ConfigError> {
     let Some(value) = lookup(name) else { return Ok(None) };
     match value.parse::<u64>() {
         Ok(n) if n > 0 => Ok(Some(n)),
@@ -255,11 +318,19 @@ fn positive(lookup: Lookup<'_>, name: &'static str, expected: &'static str) -> R
 }
 
 /// A setting that holds one of the words of `options`, as the value the word stands for.
-fn choice<T: Copy>(lookup: Lookup<'_>, name: &'static str, options: &[(&'static str, T)]) -> Result<Option<T>, ConfigError> {
+fn choice<T: Copy>(
+    lookup: Lookup<'_>,
+    name: &'static str,
+    options: &[(&'static str, T)],
+) -> Result<Option<T>, ConfigError> {
     let Some(value) = lookup(name) else { return Ok(None) };
     match options.iter().find(|(word, _)| *word == value) {
         Some((_, meaning)) => Ok(Some(*meaning)),
-        None => Err(ConfigError::NotOneOf { name, value, allowed: options.iter().map(|(word, _)| *word).collect() }),
+        None => Err(ConfigError::NotOneOf {
+            name,
+            value,
+            allowed: options.iter().map(|(word, _)| *word).collect(),
+        }),
     }
 }
 

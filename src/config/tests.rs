@@ -5,7 +5,8 @@ use super::*;
 use std::collections::HashMap;
 
 fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
-    let env: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let env: HashMap<String, String> =
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     Config::from_lookup(|name| env.get(name).cloned())
 }
 
@@ -52,9 +53,11 @@ fn a_write_limit_past_a_u32_is_refused() {
 
 #[test]
 fn under_the_host_the_port_comes_from_the_host() {
-    let config =
-        config(&[("FUNCTIONS_CUSTOMHANDLER_PORT", "41234"), ("CosmosDB__accountEndpoint", "https://a.documents.azure.com:443/")])
-            .unwrap();
+    let config = config(&[
+        ("FUNCTIONS_CUSTOMHANDLER_PORT", "41234"),
+        ("CosmosDB__accountEndpoint", "https://a.documents.azure.com:443/"),
+    ])
+    .unwrap();
     assert_eq!(config.listen.to_string(), "127.0.0.1:41234");
     assert!(matches!(config.backend, Backend::Endpoint { .. }));
     assert!(!config.create_containers, "an Entra identity has no control-plane rights");
@@ -81,7 +84,11 @@ fn an_account_may_have_its_change_feed_followed_by_the_handler() {
     assert_eq!(followed.change_feed, ChangeFeedMode::Local);
     assert_eq!(
         config(&[("BLOG_CHANGE_FEED", "sometimes")]).unwrap_err(),
-        ConfigError::NotOneOf { name: "BLOG_CHANGE_FEED", value: "sometimes".into(), allowed: vec!["local", "host"] }
+        ConfigError::NotOneOf {
+            name: "BLOG_CHANGE_FEED",
+            value: "sometimes".into(),
+            allowed: vec!["local", "host"]
+        }
     );
 }
 
@@ -91,24 +98,39 @@ fn an_account_may_have_its_change_feed_followed_by_the_handler() {
 #[test]
 fn the_header_timeout_is_30_seconds_unless_set() {
     assert_eq!(config(&[]).unwrap().request_timeout, std::time::Duration::from_secs(60));
-    assert_eq!(config(&[("BLOG_REQUEST_TIMEOUT", "5")]).unwrap().request_timeout, std::time::Duration::from_secs(5));
+    assert_eq!(
+        config(&[("BLOG_REQUEST_TIMEOUT", "5")]).unwrap().request_timeout,
+        std::time::Duration::from_secs(5)
+    );
     assert!(matches!(
         config(&[("BLOG_REQUEST_TIMEOUT", "0")]).unwrap_err(),
         ConfigError::OutOfRange { name: "BLOG_REQUEST_TIMEOUT", min: 1, max: MAX_TIMEOUT_SECS, .. }
     ));
     assert_eq!(config(&[]).unwrap().header_timeout, std::time::Duration::from_secs(30));
-    assert_eq!(config(&[("BLOG_HEADER_TIMEOUT", "2")]).unwrap().header_timeout, std::time::Duration::from_secs(2));
+    assert_eq!(
+        config(&[("BLOG_HEADER_TIMEOUT", "2")]).unwrap().header_timeout,
+        std::time::Duration::from_secs(2)
+    );
 }
 
 #[test]
 fn bad_settings_are_named() {
     assert_eq!(
         config(&[("FUNCTIONS_CUSTOMHANDLER_PORT", "http")]).unwrap_err(),
-        ConfigError::Invalid { name: "FUNCTIONS_CUSTOMHANDLER_PORT", value: "http".into(), expected: "a port" }
+        ConfigError::Invalid {
+            name: "FUNCTIONS_CUSTOMHANDLER_PORT",
+            value: "http".into(),
+            expected: "a port"
+        }
     );
     let refused = config(&[("BLOG_LISTEN", "localhost")]).unwrap_err();
-    assert!(matches!(&refused, ConfigError::Invalid { name: "BLOG_LISTEN", value, .. } if value == "localhost"));
-    assert!(refused.to_string().contains(LOCAL_ADDRESS), "the example is the local address: {refused}");
+    assert!(
+        matches!(&refused, ConfigError::Invalid { name: "BLOG_LISTEN", value, .. } if value == "localhost")
+    );
+    assert!(
+        refused.to_string().contains(LOCAL_ADDRESS),
+        "the example is the local address: {refused}"
+    );
     assert_eq!(
         config(&[("CosmosDB", "x"), ("CosmosDB__accountEndpoint", "y")]).unwrap_err(),
         ConfigError::Conflict { first: "CosmosDB", second: "CosmosDB__accountEndpoint" }
@@ -119,33 +141,61 @@ fn bad_settings_are_named() {
     ));
     assert!(matches!(
         config(&[("BLOG_MAX_IN_FLIGHT", "0")]).unwrap_err(),
-        ConfigError::OutOfRange { name: "BLOG_MAX_IN_FLIGHT", min: 1, max: MAX_IN_FLIGHT_LIMIT, .. }
+        ConfigError::OutOfRange {
+            name: "BLOG_MAX_IN_FLIGHT",
+            min: 1,
+            max: MAX_IN_FLIGHT_LIMIT,
+            ..
+        }
     ));
     // Past what a semaphore counts, or a deadline can be computed from: refused, not a panic.
     let huge = u64::MAX.to_string();
     for name in ["BLOG_MAX_IN_FLIGHT", "BLOG_HEADER_TIMEOUT", "BLOG_REQUEST_TIMEOUT"] {
         let refused = config(&[(name, huge.as_str())]).unwrap_err();
-        assert!(matches!(&refused, ConfigError::OutOfRange { name: refused_name, .. } if *refused_name == name), "{refused:?}");
+        assert!(
+            matches!(&refused, ConfigError::OutOfRange { name: refused_name, .. } if *refused_name == name),
+            "{refused:?}"
+        );
         assert!(refused.to_string().contains(" from 1 to "), "{refused}");
     }
-    let largest = config(&[("BLOG_MAX_IN_FLIGHT", &MAX_IN_FLIGHT_LIMIT.to_string()), ("BLOG_REQUEST_TIMEOUT", "3600")]).unwrap();
-    assert_eq!((largest.max_in_flight as u64, largest.request_timeout.as_secs()), (MAX_IN_FLIGHT_LIMIT, MAX_TIMEOUT_SECS));
+    let largest = config(&[
+        ("BLOG_MAX_IN_FLIGHT", &MAX_IN_FLIGHT_LIMIT.to_string()),
+        ("BLOG_REQUEST_TIMEOUT", "3600"),
+    ])
+    .unwrap();
+    assert_eq!(
+        (largest.max_in_flight as u64, largest.request_timeout.as_secs()),
+        (MAX_IN_FLIGHT_LIMIT, MAX_TIMEOUT_SECS)
+    );
     for seconds in ["0", "5s"] {
         assert!(matches!(
             config(&[("BLOG_HEADER_TIMEOUT", seconds)]).unwrap_err(),
             ConfigError::OutOfRange { name: "BLOG_HEADER_TIMEOUT", value, .. } if value == seconds
         ));
     }
-    assert_eq!(config(&[("BLOG_AUTH", "platform")]).unwrap_err(), ConfigError::PlatformAuthOff, "no platform, no trust");
-    assert!(matches!(config(&[("BLOG_AUTH", "sometimes")]).unwrap_err(), ConfigError::NotOneOf { name: "BLOG_AUTH", .. }));
+    assert_eq!(
+        config(&[("BLOG_AUTH", "platform")]).unwrap_err(),
+        ConfigError::PlatformAuthOff,
+        "no platform, no trust"
+    );
+    assert!(matches!(
+        config(&[("BLOG_AUTH", "sometimes")]).unwrap_err(),
+        ConfigError::NotOneOf { name: "BLOG_AUTH", .. }
+    ));
     #[cfg(feature = "embedded")]
     assert_eq!(
         config(&[("BLOG_AUTH", "development"), ("WEBSITE_AUTH_ENABLED", "True")]).unwrap_err(),
         ConfigError::DevelopmentAuthOnPlatform
     );
     #[cfg(feature = "embedded")]
-    assert_eq!(config(&[("BLOG_SCRIPTS", "server")]).unwrap_err(), ConfigError::ServerScriptsWithoutAccount);
-    assert!(matches!(config(&[("BLOG_SCRIPTS", "yes")]).unwrap_err(), ConfigError::NotOneOf { name: "BLOG_SCRIPTS", .. }));
+    assert_eq!(
+        config(&[("BLOG_SCRIPTS", "server")]).unwrap_err(),
+        ConfigError::ServerScriptsWithoutAccount
+    );
+    assert!(matches!(
+        config(&[("BLOG_SCRIPTS", "yes")]).unwrap_err(),
+        ConfigError::NotOneOf { name: "BLOG_SCRIPTS", .. }
+    ));
 }
 
 /// A token key too short to be a secret is refused, and its value is not repeated in the
@@ -180,7 +230,8 @@ fn a_picture_quota_past_a_u64_of_bytes_is_refused() {
             max: MAX_PICTURE_MB_PER_WRITER
         }
     );
-    let largest = config(&[("BLOG_PICTURE_MB_PER_WRITER", &MAX_PICTURE_MB_PER_WRITER.to_string())]).unwrap();
+    let largest =
+        config(&[("BLOG_PICTURE_MB_PER_WRITER", &MAX_PICTURE_MB_PER_WRITER.to_string())]).unwrap();
     assert_eq!(largest.picture_mb_per_writer, Some(MAX_PICTURE_MB_PER_WRITER));
 }
 
@@ -188,10 +239,18 @@ fn a_picture_quota_past_a_u64_of_bytes_is_refused() {
 fn writes_are_refused_unless_something_authenticates_the_caller() {
     assert_eq!(config(&[]).unwrap().auth, AuthMode::None);
     for on in ["True", "true", " TRUE ", "1", "-1"] {
-        assert_eq!(config(&[("WEBSITE_AUTH_ENABLED", on)]).unwrap().auth, AuthMode::Platform, "{on:?}");
+        assert_eq!(
+            config(&[("WEBSITE_AUTH_ENABLED", on)]).unwrap().auth,
+            AuthMode::Platform,
+            "{on:?}"
+        );
     }
     for off in ["False", "0", "", "yes", "on"] {
-        assert_eq!(config(&[("WEBSITE_AUTH_ENABLED", off)]).unwrap().auth, AuthMode::None, "{off:?}");
+        assert_eq!(
+            config(&[("WEBSITE_AUTH_ENABLED", off)]).unwrap().auth,
+            AuthMode::None,
+            "{off:?}"
+        );
     }
     #[cfg(feature = "embedded")]
     assert_eq!(config(&[("BLOG_AUTH", "development")]).unwrap().auth, AuthMode::Development);
@@ -202,7 +261,10 @@ fn pictures_are_kept_where_the_settings_say() {
     let azurite = config(&[("BLOG_PICTURES", "UseDevelopmentStorage=true")]).unwrap();
     assert_eq!(
         azurite.pictures,
-        PictureStorage::ConnectionString { connection_string: "UseDevelopmentStorage=true".into(), container: "pictures".into() }
+        PictureStorage::ConnectionString {
+            connection_string: "UseDevelopmentStorage=true".into(),
+            container: "pictures".into()
+        }
     );
     let azure = config(&[
         ("CosmosDB__accountEndpoint", "https://a.documents.azure.com:443/"),
@@ -219,7 +281,8 @@ fn pictures_are_kept_where_the_settings_say() {
             container: "blog-pictures".into()
         }
     );
-    let account_alone = config(&[("CosmosDB__accountEndpoint", "https://a.documents.azure.com:443/")]).unwrap();
+    let account_alone =
+        config(&[("CosmosDB__accountEndpoint", "https://a.documents.azure.com:443/")]).unwrap();
     assert_eq!(account_alone.pictures, PictureStorage::Off, "an instance's disk is not shared");
     assert_eq!(config(&[("BLOG_PICTURES", "off")]).unwrap().pictures, PictureStorage::Off);
     assert_eq!(
@@ -237,7 +300,11 @@ fn pictures_are_kept_where_the_settings_say() {
     }
     assert_eq!(
         config(&[("BLOG_PICTURES_PER_WRITER", "0")]).unwrap_err(),
-        ConfigError::Invalid { name: "BLOG_PICTURES_PER_WRITER", value: "0".into(), expected: "a positive number of pictures" }
+        ConfigError::Invalid {
+            name: "BLOG_PICTURES_PER_WRITER",
+            value: "0".into(),
+            expected: "a positive number of pictures"
+        }
     );
 }
 
@@ -264,7 +331,9 @@ fn the_pictures_memory_is_refused_below_the_largest_picture() {
 fn nothing_configured_means_the_embedded_store_on_the_local_port() {
     let config = config(&[]).unwrap();
     assert_eq!(config.listen.to_string(), LOCAL_ADDRESS);
-    assert!(matches!(config.backend, Backend::Embedded { ref data_dir } if data_dir == &PathBuf::from("data")));
+    assert!(
+        matches!(config.backend, Backend::Embedded { ref data_dir } if data_dir == &PathBuf::from("data"))
+    );
     assert_eq!(config.pictures, PictureStorage::DataDirectory(PathBuf::from("data")));
     assert_eq!(config.change_feed, ChangeFeedMode::Local);
     assert_eq!(config.scripts, ScriptsMode::InProcess);
@@ -274,17 +343,32 @@ fn nothing_configured_means_the_embedded_store_on_the_local_port() {
 /// (the listener's address, once bound); a setting that is not an address stops the start.
 #[test]
 fn the_public_address_is_the_setting_then_the_platforms_host_name() {
-    let public = |pairs: &[(&str, &str)]| config(pairs).unwrap().public_url.map(|url| url.to_string());
+    let public =
+        |pairs: &[(&str, &str)]| config(pairs).unwrap().public_url.map(|url| url.to_string());
     assert_eq!(public(&[]), None);
-    assert_eq!(public(&[("BLOG_PUBLIC_URL", "https://blog.example/")]).as_deref(), Some("https://blog.example"));
+    assert_eq!(
+        public(&[("BLOG_PUBLIC_URL", "https://blog.example/")]).as_deref(),
+        Some("https://blog.example")
+    );
     let azure = [("WEBSITE_HOSTNAME", "app.azurewebsites.net")];
     assert_eq!(public(&azure).as_deref(), Some("https://app.azurewebsites.net"));
-    let both = [("WEBSITE_HOSTNAME", "app.azurewebsites.net"), ("BLOG_PUBLIC_URL", "https://blog.example")];
-    assert_eq!(public(&both).as_deref(), Some("https://blog.example"), "the setting wins over the platform's name");
-    let core_tools = [("WEBSITE_HOSTNAME", "localhost:7071"), ("FUNCTIONS_CORETOOLS_ENVIRONMENT", "true")];
+    let both = [
+        ("WEBSITE_HOSTNAME", "app.azurewebsites.net"),
+        ("BLOG_PUBLIC_URL", "https://blog.example"),
+    ];
+    assert_eq!(
+        public(&both).as_deref(),
+        Some("https://blog.example"),
+        "the setting wins over the platform's name"
+    );
+    let core_tools =
+        [("WEBSITE_HOSTNAME", "localhost:7071"), ("FUNCTIONS_CORETOOLS_ENVIRONMENT", "true")];
     assert_eq!(public(&core_tools).as_deref(), Some("http://localhost:7071"));
     for wrong in ["blog.example", "https://blog.example/path", "https://evil.example\"><x"] {
         let refused = config(&[("BLOG_PUBLIC_URL", wrong)]).unwrap_err();
-        assert!(matches!(&refused, ConfigError::Invalid { name: "BLOG_PUBLIC_URL", value, .. } if value == wrong), "{refused:?}");
+        assert!(
+            matches!(&refused, ConfigError::Invalid { name: "BLOG_PUBLIC_URL", value, .. } if value == wrong),
+            "{refused:?}"
+        );
     }
 }

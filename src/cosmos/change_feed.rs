@@ -20,7 +20,11 @@ use super::{Meter, Scope};
 impl Store {
     /// Every result of a query across all partitions of `container`, page after page. Only
     /// the change-feed functions use one (to find the posts a renamed user wrote in).
-    pub async fn query_all_partitions(&self, container: Container, query: QuerySpec) -> Result<Vec<Value>, StoreError> {
+    pub async fn query_all_partitions(
+        &self,
+        container: Container,
+        query: QuerySpec,
+    ) -> Result<Vec<Value>, StoreError> {
         let _settled = self.settled_container(container).await;
         let mut sdk_query = Query::from(query.sql.into_owned());
         for (name, value) in query.parameters {
@@ -29,10 +33,13 @@ impl Store {
                 .map_err(|error| StoreError::sdk("a query parameter", error))?;
         }
         let options = QueryOptions::default().with_feed_options(whole_container());
-        let mut pages =
-            bounded(self.container(container).query_items::<Value>(sdk_query, FeedScope::full_container(), Some(options)))
-                .await?
-                .into_pages();
+        let mut pages = bounded(self.container(container).query_items::<Value>(
+            sdk_query,
+            FeedScope::full_container(),
+            Some(options),
+        ))
+        .await?
+        .into_pages();
         let mut documents = Vec::new();
         while let Some(page) = bounded(pages.try_next()).await? {
             Meter::record(Scope::AllPartitions(container), response_charge(page.headers()));
@@ -44,22 +51,33 @@ impl Store {
     /// The change feed of `container` from its beginning: the latest version of every item.
     /// `rebuild-copies` reads it; the local processors follow the embedded store's numbered writes instead (see
     /// `changes.rs`).
-    pub(crate) async fn change_feed_from_beginning(&self, container: Container) -> Result<ChangeFeed, StoreError> {
+    pub(crate) async fn change_feed_from_beginning(
+        &self,
+        container: Container,
+    ) -> Result<ChangeFeed, StoreError> {
         self.change_feed_from(container, None).await
     }
 
     /// The change feed of `container` from `position` (a [`ChangeFeed::position`] saved
     /// earlier, one token for every feed range), or from its beginning.
-    pub(crate) async fn change_feed_from(&self, container: Container, position: Option<&str>) -> Result<ChangeFeed, StoreError> {
+    pub(crate) async fn change_feed_from(
+        &self,
+        container: Container,
+        position: Option<&str>,
+    ) -> Result<ChangeFeed, StoreError> {
         let client = self.container(container);
         let ranges = bounded(client.read_feed_ranges(None)).await?.len().max(1);
-        let mut options = azure_data_cosmos::options::ChangeFeedOptions::default().with_feed_options(whole_container());
+        let mut options = azure_data_cosmos::options::ChangeFeedOptions::default()
+            .with_feed_options(whole_container());
         if let Some(token) = position {
-            options = options.with_continuation_token(ContinuationToken::from_string(token.to_owned()));
+            options =
+                options.with_continuation_token(ContinuationToken::from_string(token.to_owned()));
         }
         let options = Some(options);
         let start = ChangeFeedStartFrom::Beginning;
-        let pages = bounded(client.query_change_feed::<Value>(FeedScope::full_container(), start, options)).await?;
+        let pages =
+            bounded(client.query_change_feed::<Value>(FeedScope::full_container(), start, options))
+                .await?;
         let locks = self.durability.as_ref().map(|durability| durability.locks().clone());
         Ok(ChangeFeed { container, pages, ranges, locks })
     }
@@ -88,7 +106,11 @@ impl Store {
     /// `ContinuationToken` (azure-cosmos-dotnet-v3, `ChangeFeedPartitionKeyResultSetIteratorCore`:
     /// "Change Feed uses etag as continuation token"). So the SDK's own position for this container
     /// from its beginning is taken, and each range's ETag set in it.
-    pub(crate) async fn change_feed_at(&self, container: Container, ranges: &[RangePosition]) -> Result<ChangeFeed, StoreError> {
+    pub(crate) async fn change_feed_at(
+        &self,
+        container: Container,
+        ranges: &[RangePosition],
+    ) -> Result<ChangeFeed, StoreError> {
         let from_beginning = decoded(&self.change_feed_from(container, None).await?.position()?)?;
         let token = at_positions(from_beginning, ranges)?;
         self.change_feed_from(container, Some(&encoded(&token))).await
@@ -98,7 +120,10 @@ impl Store {
     /// would say after delivering every change: the feed read to its end, and each range's
     /// ETag taken from the SDK's position. The tests make leases of it.
     #[cfg(feature = "test-support")]
-    pub async fn change_feed_end(&self, container: Container) -> Result<Vec<RangePosition>, StoreError> {
+    pub async fn change_feed_end(
+        &self,
+        container: Container,
+    ) -> Result<Vec<RangePosition>, StoreError> {
         let mut feed = self.change_feed_from(container, None).await?;
         while feed.next_changes().await?.is_some() {}
         let token = decoded(&feed.position()?)?;
@@ -121,7 +146,9 @@ impl Store {
 fn decoded(token: &str) -> Result<Value, StoreError> {
     use base64::Engine as _;
     let encoded = token.strip_prefix("c1.").ok_or_else(|| unusable("not a version 1 token"))?;
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(encoded).map_err(|_| unusable("not base64url"))?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(encoded)
+        .map_err(|_| unusable("not base64url"))?;
     serde_json::from_slice(&bytes).map_err(|_| unusable("not JSON"))
 }
 
@@ -131,7 +158,8 @@ fn at_positions(mut token: Value, ranges: &[RangePosition]) -> Result<Value, Sto
         .get_mut("root")
         .filter(|root| root["kind"] == "unordered_merge")
         .ok_or_else(|| unusable("not an unordered merge"))?;
-    let mut active: Vec<&RangePosition> = ranges.iter().filter(|range| range.etag.is_some()).collect();
+    let mut active: Vec<&RangePosition> =
+        ranges.iter().filter(|range| range.etag.is_some()).collect();
     active.sort_by(|a, b| a.min_epk.cmp(&b.min_epk));
     root["active_tokens"] = active
         .into_iter()
@@ -213,13 +241,21 @@ mod tests {
     fn a_fresh_position_takes_the_leases_etags() {
         let fresh = "c1.eyJvcCI6IkNoYW5nZUZlZWQiLCJyaWQiOiJBQUFBQVlBQUFBST0iLCJyb290Ijp7ImtpbmQiOiJ1bm9yZGVyZWRfbWVyZ2UiLCJzdGFydF9mcm9tIjp7ImtpbmQiOiJiZWdpbm5pbmcifX19";
         let ranges = [
-            RangePosition { min_epk: "80".into(), max_epk: "FF".into(), etag: Some("\"42\"".into()) },
+            RangePosition {
+                min_epk: "80".into(),
+                max_epk: "FF".into(),
+                etag: Some("\"42\"".into()),
+            },
             RangePosition { min_epk: "".into(), max_epk: "80".into(), etag: Some("\"7\"".into()) },
             RangePosition { min_epk: "FF".into(), max_epk: "FF".into(), etag: None },
         ];
-        let token = decoded(&encoded(&at_positions(decoded(fresh).unwrap(), &ranges).unwrap())).unwrap();
+        let token =
+            decoded(&encoded(&at_positions(decoded(fresh).unwrap(), &ranges).unwrap())).unwrap();
         assert_eq!(token["rid"], "AAAAAYAAAAI=");
-        assert_eq!(token["root"]["start_from"]["kind"], "beginning", "a range without a position starts at the beginning");
+        assert_eq!(
+            token["root"]["start_from"]["kind"], "beginning",
+            "a range without a position starts at the beginning"
+        );
         assert_eq!(
             token["root"]["active_tokens"],
             serde_json::json!([
@@ -229,7 +265,8 @@ mod tests {
         );
         use crate::cosmos::StoreError::ChangeFeedToken;
         assert!(matches!(decoded("opaque"), Err(ChangeFeedToken { why: "not a version 1 token" })));
-        let drained = at_positions(serde_json::json!({"root": {"kind": "sequential_drain"}}), &ranges);
+        let drained =
+            at_positions(serde_json::json!({"root": {"kind": "sequential_drain"}}), &ranges);
         assert!(matches!(drained, Err(ChangeFeedToken { why: "not an unordered merge" })));
     }
 }

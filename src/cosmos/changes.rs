@@ -56,7 +56,14 @@ impl ItemKey {
 impl ChangeIndex {
     /// Records write number `seq` of one item: `live` is false for a deletion. Writes must be
     /// recorded in the order of their numbers.
-    pub(crate) fn record(&mut self, container: Container, partition_key: &str, id: &str, seq: u64, live: bool) {
+    pub(crate) fn record(
+        &mut self,
+        container: Container,
+        partition_key: &str,
+        id: &str,
+        seq: u64,
+        live: bool,
+    ) {
         let key = (container, ItemKey::new(partition_key, id));
         let entries = self.by_seq.entry(container).or_default();
         if let Some(previous) = self.latest.remove(&key) {
@@ -70,7 +77,12 @@ impl ChangeIndex {
     }
 
     /// The number of the last write of a live item (`None` when it is deleted or never written).
-    pub(crate) fn last_write(&self, container: Container, partition_key: &str, id: &str) -> Option<u64> {
+    pub(crate) fn last_write(
+        &self,
+        container: Container,
+        partition_key: &str,
+        id: &str,
+    ) -> Option<u64> {
         self.latest.get(&(container, ItemKey::new(partition_key, id))).copied()
     }
 
@@ -78,10 +90,20 @@ impl ChangeIndex {
     /// most `settled`: a reader is never taken past a write that is not on disk yet, since a
     /// crash would lose it and the numbers after the restart would start again below its
     /// position.
-    pub(crate) fn changed_after(&self, container: Container, after: u64, settled: u64, limit: usize) -> Changed {
+    pub(crate) fn changed_after(
+        &self,
+        container: Container,
+        after: u64,
+        settled: u64,
+        limit: usize,
+    ) -> Changed {
         let mut items = Vec::new();
         let mut through = settled;
-        let later = self.by_seq.get(&container).into_iter().flat_map(|entries| entries.range((after + 1, ItemKey::first())..));
+        let later = self
+            .by_seq
+            .get(&container)
+            .into_iter()
+            .flat_map(|entries| entries.range((after + 1, ItemKey::first())..));
         for (seq, key) in later {
             if *seq > settled {
                 break;
@@ -116,10 +138,17 @@ mod tests {
         index.record(Container::Posts, "p2", "c1", 6, false);
 
         let all = index.changed_after(Container::Posts, 0, 6, 100);
-        assert_eq!(ids(&all), ["p2", "p1"], "p1 at its second write; the deleted comment not at all");
+        assert_eq!(
+            ids(&all),
+            ["p2", "p1"],
+            "p1 at its second write; the deleted comment not at all"
+        );
         assert_eq!(all.through, 6);
         assert_eq!(ids(&index.changed_after(Container::Posts, 2, 6, 100)), ["p1"]);
-        assert_eq!(index.changed_after(Container::Posts, 6, 6, 100), Changed { items: vec![], through: 6 });
+        assert_eq!(
+            index.changed_after(Container::Posts, 6, 6, 100),
+            Changed { items: vec![], through: 6 }
+        );
         assert_eq!(ids(&index.changed_after(Container::Users, 0, 6, 100)), ["u1"]);
     }
 
@@ -148,7 +177,10 @@ mod tests {
             index.changed_after(Container::Posts, 0, 1, 100),
             Changed { items: vec![("p1".into(), "p1".into())], through: 1 }
         );
-        assert_eq!(index.changed_after(Container::Posts, 1, 1, 100), Changed { items: vec![], through: 1 });
+        assert_eq!(
+            index.changed_after(Container::Posts, 1, 1, 100),
+            Changed { items: vec![], through: 1 }
+        );
         assert_eq!(ids(&index.changed_after(Container::Posts, 1, 3, 100)), ["p2"]);
     }
 }

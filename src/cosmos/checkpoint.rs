@@ -116,7 +116,10 @@ pub(crate) fn path(data_dir: &Path, function: &str) -> PathBuf {
 pub(crate) fn read(path: &Path) -> Result<u64, CheckpointError> {
     match read_unbounded(path)? {
         position if position <= MAX_POSITION => Ok(position),
-        position => Err(CheckpointError::Corrupt { path: path.to_owned(), damage: Damage::BeyondAnyWrite(position) }),
+        position => Err(CheckpointError::Corrupt {
+            path: path.to_owned(),
+            damage: Damage::BeyondAnyWrite(position),
+        }),
     }
 }
 
@@ -126,7 +129,10 @@ fn read_unbounded(path: &Path) -> Result<u64, CheckpointError> {
     match std::fs::read(path) {
         Ok(bytes) => serde_json::from_slice::<Checkpoint>(&bytes)
             .map(|checkpoint| checkpoint.delivered_through)
-            .map_err(|error| CheckpointError::Corrupt { path: path.to_owned(), damage: Damage::NotAPosition(error) }),
+            .map_err(|error| CheckpointError::Corrupt {
+                path: path.to_owned(),
+                damage: Damage::NotAPosition(error),
+            }),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(0),
         Err(_) if path.is_dir() => Err(CheckpointError::Directory { path: path.to_owned() }),
         Err(source) => Err(CheckpointError::Read { path: path.to_owned(), source }),
@@ -154,7 +160,10 @@ pub(crate) fn all(data_dir: &Path) -> Result<Vec<(PathBuf, u64)>, CheckpointErro
 
 /// [`write`] on tokio's blocking threads: its two fsyncs (the file, the directory) after every
 /// batch would otherwise hold one of the few worker threads that serve HTTP.
-pub(crate) async fn write_off_the_workers(path: &Path, delivered_through: u64) -> Result<u64, CheckpointError> {
+pub(crate) async fn write_off_the_workers(
+    path: &Path,
+    delivered_through: u64,
+) -> Result<u64, CheckpointError> {
     let owned = path.to_path_buf();
     tokio::task::spawn_blocking(move || write(&owned, delivered_through))
         .await
@@ -165,7 +174,8 @@ pub(crate) async fn write_off_the_workers(path: &Path, delivered_through: u64) -
 /// are delivered again) and returns it.
 pub(crate) fn write(path: &Path, delivered_through: u64) -> Result<u64, CheckpointError> {
     let temporary = path.with_extension("json.tmp");
-    let bytes = serde_json::to_vec(&Checkpoint { delivered_through }).expect("a checkpoint serializes");
+    let bytes =
+        serde_json::to_vec(&Checkpoint { delivered_through }).expect("a checkpoint serializes");
     // Synced before and after the rename: otherwise a power cut could leave the new name on an
     // empty file (a checkpoint that refuses start-up) or the old position after the new one was
     // acted on.
@@ -202,7 +212,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = path(dir.path(), "UsersChangeFeed");
         std::fs::write(&path, b"{\"delivered_thr").unwrap();
-        assert!(matches!(read(&path), Err(CheckpointError::Corrupt { damage: Damage::NotAPosition(_), .. })));
+        assert!(matches!(
+            read(&path),
+            Err(CheckpointError::Corrupt { damage: Damage::NotAPosition(_), .. })
+        ));
         assert!(matches!(all(dir.path()), Err(CheckpointError::Corrupt { .. })), "not skipped");
     }
 
@@ -211,7 +224,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = path(dir.path(), "PostsChangeFeed");
         write(&path, u64::MAX).unwrap();
-        assert!(matches!(read(&path), Err(CheckpointError::Corrupt { damage: Damage::BeyondAnyWrite(u64::MAX), .. })));
+        assert!(matches!(
+            read(&path),
+            Err(CheckpointError::Corrupt { damage: Damage::BeyondAnyWrite(u64::MAX), .. })
+        ));
         assert_eq!(all(dir.path()).unwrap(), vec![(path, u64::MAX)]);
     }
 }

@@ -359,7 +359,8 @@ impl StoreError {
             409 => StoreError::Conflict,
             412 => StoreError::PreconditionFailed,
             429 => {
-                let retry_after_ms = error.response().and_then(|response| response.headers().retry_after_ms);
+                let retry_after_ms =
+                    error.response().and_then(|response| response.headers().retry_after_ms);
                 // Still throttled after the SDK's own retries: the account is short of request
                 // units. One line each, for the workbook's and the alerts' count of 429s.
                 tracing::warn!(target: "blog::cosmos", status = 429, retry_after_ms, "throttled");
@@ -404,13 +405,18 @@ impl StoreError {
     /// Whether the same call may well succeed in a moment: the database throttled, did not
     /// answer in time, or was unavailable.
     pub(crate) fn is_passing(&self) -> bool {
-        matches!(self, StoreError::Throttled { .. } | StoreError::Timeout | StoreError::Unavailable(_))
+        matches!(
+            self,
+            StoreError::Throttled { .. } | StoreError::Timeout | StoreError::Unavailable(_)
+        )
     }
 
     /// The status a batch operation's failure corresponds to, when it is the one that failed.
     pub(crate) fn batch_cause(&self) -> Option<u16> {
         match self {
-            StoreError::BatchFailed { statuses } => statuses.iter().copied().find(|status| *status != 424),
+            StoreError::BatchFailed { statuses } => {
+                statuses.iter().copied().find(|status| *status != 424)
+            }
             _ => None,
         }
     }
@@ -449,7 +455,9 @@ impl ImportMark {
     pub(crate) fn command(&self, dir: &std::path::Path) -> String {
         let dir = checksum::shell_quoted(&dir.display().to_string());
         match &self.file {
-            Some(file) => format!("`BLOG_DATA_DIR={dir} handler import {}`", checksum::shell_quoted(file)),
+            Some(file) => {
+                format!("`BLOG_DATA_DIR={dir} handler import {}`", checksum::shell_quoted(file))
+            }
             None => format!(
                 "`BLOG_DATA_DIR={dir} handler import < FILE`, FILE being the export it read from standard input (its last \
                  line's SHA-256 is {})",

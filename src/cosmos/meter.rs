@@ -90,7 +90,10 @@ impl Meter {
 
     /// Request units and operations so far.
     pub fn totals(&self) -> (f64, u64) {
-        (self.milli_charge.load(Ordering::Relaxed) as f64 / 1000.0, self.operations.load(Ordering::Relaxed))
+        (
+            self.milli_charge.load(Ordering::Relaxed) as f64 / 1000.0,
+            self.operations.load(Ordering::Relaxed),
+        )
     }
 
     /// The partitions touched so far, per container.

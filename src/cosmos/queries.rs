@@ -10,7 +10,9 @@ use super::QuerySpec;
 /// Q3: a user's posts, newest first, from the short copies in the user's partition of `users`.
 pub(crate) fn user_posts() -> QuerySpec {
     QuerySpec {
-        sql: Cow::Borrowed("SELECT * FROM c WHERE c.type = @type ORDER BY c.creationDate DESC, c.id DESC"),
+        sql: Cow::Borrowed(
+            "SELECT * FROM c WHERE c.type = @type ORDER BY c.creationDate DESC, c.id DESC",
+        ),
         parameters: vec![(Cow::Borrowed("@type"), json!("post"))],
     }
 }
@@ -18,7 +20,9 @@ pub(crate) fn user_posts() -> QuerySpec {
 /// Q4: a post's comments, oldest first, from the post's partition of `posts`.
 pub fn post_comments() -> QuerySpec {
     QuerySpec {
-        sql: Cow::Borrowed("SELECT * FROM c WHERE c.type = @type ORDER BY c.creationDate ASC, c.id ASC"),
+        sql: Cow::Borrowed(
+            "SELECT * FROM c WHERE c.type = @type ORDER BY c.creationDate ASC, c.id ASC",
+        ),
         parameters: vec![(Cow::Borrowed("@type"), json!("comment"))],
     }
 }
@@ -26,7 +30,9 @@ pub fn post_comments() -> QuerySpec {
 /// Q5: a post's likes, oldest first, from the post's partition of `posts`.
 pub fn post_likes() -> QuerySpec {
     QuerySpec {
-        sql: Cow::Borrowed("SELECT * FROM c WHERE c.type = @type ORDER BY c.creationDate ASC, c.id ASC"),
+        sql: Cow::Borrowed(
+            "SELECT * FROM c WHERE c.type = @type ORDER BY c.creationDate ASC, c.id ASC",
+        ),
         parameters: vec![(Cow::Borrowed("@type"), json!("like"))],
     }
 }
@@ -45,7 +51,9 @@ pub fn feed() -> QuerySpec {
 /// Q7: the newest posts with a tag, from the tag's partition of `tags` (its normal form).
 pub(crate) fn tag_posts() -> QuerySpec {
     QuerySpec {
-        sql: Cow::Borrowed("SELECT * FROM c WHERE c.type = @type ORDER BY c.creationDate DESC, c.id DESC"),
+        sql: Cow::Borrowed(
+            "SELECT * FROM c WHERE c.type = @type ORDER BY c.creationDate DESC, c.id DESC",
+        ),
         parameters: vec![(Cow::Borrowed("@type"), json!("post"))],
     }
 }

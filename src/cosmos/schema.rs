@@ -1,7 +1,8 @@
 //! The containers of the article's V3 model: names, partition keys, indexing, time to live.
 
 use azure_data_cosmos::models::{
-    CompositeIndex, CompositeIndexOrder, CompositeIndexProperty, ContainerProperties, IndexingMode, IndexingPolicy, TimeToLive,
+    CompositeIndex, CompositeIndexOrder, CompositeIndexProperty, ContainerProperties, IndexingMode,
+    IndexingPolicy, TimeToLive,
 };
 
 /// The containers of the article's V3 model, plus the change feed's lease container.
@@ -22,7 +23,8 @@ pub enum Container {
 
 impl Container {
     /// Every container.
-    pub const ALL: [Container; 5] = [Container::Users, Container::Posts, Container::Feed, Container::Tags, Container::Leases];
+    pub const ALL: [Container; 5] =
+        [Container::Users, Container::Posts, Container::Feed, Container::Tags, Container::Leases];
 
     /// The container's name in the account.
     pub fn name(self) -> &'static str {
@@ -53,12 +55,20 @@ impl Container {
     /// needs a composite index for an ORDER BY on two properties; one ascending index also serves
     /// the same ORDER BY fully descending.
     pub(crate) fn indexing_policy(self) -> IndexingPolicy {
-        let mut policy = IndexingPolicy::default().with_indexing_mode(IndexingMode::Consistent).with_included_path("/*");
+        let mut policy = IndexingPolicy::default()
+            .with_indexing_mode(IndexingMode::Consistent)
+            .with_included_path("/*");
         if self != Container::Leases {
             policy = policy.with_composite_index(
                 CompositeIndex::default()
-                    .with_property(CompositeIndexProperty::new("/creationDate", CompositeIndexOrder::Ascending))
-                    .with_property(CompositeIndexProperty::new("/id", CompositeIndexOrder::Ascending)),
+                    .with_property(CompositeIndexProperty::new(
+                        "/creationDate",
+                        CompositeIndexOrder::Ascending,
+                    ))
+                    .with_property(CompositeIndexProperty::new(
+                        "/id",
+                        CompositeIndexOrder::Ascending,
+                    )),
             );
         }
         policy.automatic = true;
@@ -75,8 +85,12 @@ impl Container {
 
     /// What the container is created with: its partition key, indexing policy and time to live.
     pub(crate) fn properties(self) -> ContainerProperties {
-        let properties =
-            ContainerProperties::new(self.name(), self.partition_key_path().into()).with_indexing_policy(self.indexing_policy());
-        if self.expires_items() { properties.with_default_ttl(TimeToLive::NoDefault) } else { properties }
+        let properties = ContainerProperties::new(self.name(), self.partition_key_path().into())
+            .with_indexing_policy(self.indexing_policy());
+        if self.expires_items() {
+            properties.with_default_ttl(TimeToLive::NoDefault)
+        } else {
+            properties
+        }
     }
 }

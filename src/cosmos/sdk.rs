@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use azure_core::credentials::TokenCredential;
 use azure_data_cosmos::options::{ConnectionPoolOptions, Region, ServerCertificateValidation};
-use azure_data_cosmos::{AccountReference, CosmosClient, CosmosError, CosmosRuntimeBuilder, RoutingStrategy};
+use azure_data_cosmos::{
+    AccountReference, CosmosClient, CosmosError, CosmosRuntimeBuilder, RoutingStrategy,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -14,7 +16,8 @@ use super::schema::Container;
 use super::{Meter, Scope};
 
 pub(crate) fn to_document<T: Serialize>(item: &T) -> Result<Value, StoreError> {
-    serde_json::to_value(item).map_err(|error| StoreError::json("an item does not serialize", error))
+    serde_json::to_value(item)
+        .map_err(|error| StoreError::json("an item does not serialize", error))
 }
 
 pub(crate) fn document_id(document: &Value) -> Result<String, StoreError> {
@@ -22,7 +25,9 @@ pub(crate) fn document_id(document: &Value) -> Result<String, StoreError> {
 }
 
 /// Runs one Cosmos call within [`CALL_TIMEOUT`], mapping its error.
-pub(crate) async fn bounded<T>(call: impl Future<Output = azure_data_cosmos::Result<T>>) -> Result<T, StoreError> {
+pub(crate) async fn bounded<T>(
+    call: impl Future<Output = azure_data_cosmos::Result<T>>,
+) -> Result<T, StoreError> {
     // Boxed: an SDK call's future is tens of kilobytes, and kept inline it is copied into every
     // future that awaits it, up to the change-feed processors' concurrent copies, whose stack
     // then overflowed a 2 MiB thread in debug builds.
@@ -46,7 +51,12 @@ pub(crate) async fn metered<R: HasCharge>(
             Ok(response)
         }
         Ok(Err(error)) => {
-            Meter::record(scope, error.diagnostics().map_or(0.0, |diagnostics| f64::from(diagnostics.total_request_charge())));
+            Meter::record(
+                scope,
+                error
+                    .diagnostics()
+                    .map_or(0.0, |diagnostics| f64::from(diagnostics.total_request_charge())),
+            );
             Err(StoreError::from_cosmos(error))
         }
         Err(_) => {
@@ -93,31 +103,46 @@ pub(crate) async fn key_client(connection_string: &str) -> azure_data_cosmos::Re
         .with_server_certificate_validation(ServerCertificateValidation::RequiredUnlessEmulator)
         .build()?;
     let runtime = CosmosRuntimeBuilder::new().with_connection_pool(pool).build().await?;
-    CosmosClient::builder().with_runtime(runtime).build(account, RoutingStrategy::ProximityTo(home_region())).await
+    CosmosClient::builder()
+        .with_runtime(runtime)
+        .build(account, RoutingStrategy::ProximityTo(home_region()))
+        .await
 }
 
 /// The Entra ID credential: the function app's managed identity on Azure (the platform sets
 /// `IDENTITY_ENDPOINT`; `client_id` picks a user-assigned identity), the developer's `az login`
 /// elsewhere.
-pub(crate) fn entra_credential(client_id: Option<&str>) -> Result<Arc<dyn TokenCredential>, StoreError> {
+pub(crate) fn entra_credential(
+    client_id: Option<&str>,
+) -> Result<Arc<dyn TokenCredential>, StoreError> {
     let credential: Arc<dyn TokenCredential> = if std::env::var_os("IDENTITY_ENDPOINT").is_some() {
         let options = azure_identity::ManagedIdentityCredentialOptions {
-            user_assigned_id: client_id.map(|id| azure_identity::UserAssignedId::ClientId(id.to_owned())),
+            user_assigned_id: client_id
+                .map(|id| azure_identity::UserAssignedId::ClientId(id.to_owned())),
             ..Default::default()
         };
-        azure_identity::ManagedIdentityCredential::new(Some(options))
-            .map_err(|source| StoreError::Identity { what: "cannot set up the managed identity".into(), source })?
+        azure_identity::ManagedIdentityCredential::new(Some(options)).map_err(|source| {
+            StoreError::Identity { what: "cannot set up the managed identity".into(), source }
+        })?
     } else {
-        azure_identity::DeveloperToolsCredential::new(None)
-            .map_err(|source| StoreError::Identity { what: "cannot set up the developer tools' credential".into(), source })?
+        azure_identity::DeveloperToolsCredential::new(None).map_err(|source| {
+            StoreError::Identity {
+                what: "cannot set up the developer tools' credential".into(),
+                source,
+            }
+        })?
     };
     Ok(credential)
 }
 
 /// A client for an account reached with Entra ID.
-pub(crate) async fn entra_client(endpoint: &str, credential: Arc<dyn TokenCredential>) -> Result<CosmosClient, StoreError> {
-    let endpoint =
-        endpoint.parse().map_err(|error: CosmosError| StoreError::sdk(format!("bad account endpoint {endpoint:?}"), error))?;
+pub(crate) async fn entra_client(
+    endpoint: &str,
+    credential: Arc<dyn TokenCredential>,
+) -> Result<CosmosClient, StoreError> {
+    let endpoint = endpoint.parse().map_err(|error: CosmosError| {
+        StoreError::sdk(format!("bad account endpoint {endpoint:?}"), error)
+    })?;
     let account = AccountReference::with_credential(endpoint, credential);
     CosmosClient::builder()
         .build(account, RoutingStrategy::ProximityTo(home_region()))
@@ -127,7 +152,10 @@ pub(crate) async fn entra_client(endpoint: &str, credential: Arc<dyn TokenCreden
 
 /// Creates the database and the four containers when missing (needs control-plane rights: the
 /// embedded store and the emulator's key have them; on Azure, Bicep does this instead).
-pub(crate) async fn create_containers(client: &CosmosClient, database: &str) -> Result<(), StoreError> {
+pub(crate) async fn create_containers(
+    client: &CosmosClient,
+    database: &str,
+) -> Result<(), StoreError> {
     let tolerate_existing = |result: azure_data_cosmos::Result<_>| match result {
         Ok(_) => Ok(()),
         Err(error) if error.status().is_conflict() => Ok(()),
@@ -135,7 +163,13 @@ pub(crate) async fn create_containers(client: &CosmosClient, database: &str) -> 
     };
     tolerate_existing(client.create_database(database, None).await.map(drop))?;
     for container in Container::ALL {
-        tolerate_existing(client.database_client(database).create_container(container.properties(), None).await.map(drop))?;
+        tolerate_existing(
+            client
+                .database_client(database)
+                .create_container(container.properties(), None)
+                .await
+                .map(drop),
+        )?;
     }
     Ok(())
 }

@@ -56,7 +56,14 @@ impl Store {
             let database = &database;
             async move {
                 database.container_client(container.name(), None).await.map_err(|error| {
-                    StoreError::sdk(format!("container {}/{} is not reachable", config.database, container.name()), error)
+                    StoreError::sdk(
+                        format!(
+                            "container {}/{} is not reachable",
+                            config.database,
+                            container.name()
+                        ),
+                        error,
+                    )
                 })
             }
         };
@@ -88,13 +95,20 @@ impl Store {
     /// For the tests: a probe that counts who holds or waits for a partition of the embedded
     /// store (`None` on other backends), which outlives the store's move into the blog's state.
     #[cfg(any(test, feature = "test-support"))]
-    pub fn partition_probe(&self) -> Option<impl Fn(Container, &str) -> usize + Send + Sync + 'static + use<>> {
+    pub fn partition_probe(
+        &self,
+    ) -> Option<impl Fn(Container, &str) -> usize + Send + Sync + 'static + use<>> {
         let locks = self.durability.as_ref()?.locks().clone();
-        Some(move |container, partition_key: &str| locks.holders_and_waiters(container, partition_key))
+        Some(move |container, partition_key: &str| {
+            locks.holders_and_waiters(container, partition_key)
+        })
     }
 
     /// [`Store::settled_partition`] for a whole container.
-    pub(super) async fn settled_container(&self, container: Container) -> Option<embedded::locks::ContainerGuard> {
+    pub(super) async fn settled_container(
+        &self,
+        container: Container,
+    ) -> Option<embedded::locks::ContainerGuard> {
         match &self.durability {
             Some(durability) => Some(durability.locks().whole(container).await),
             None => None,
@@ -114,12 +128,16 @@ impl Store {
     /// The container's links as a server-side script sees them: its self link, by resource ids
     /// (`dbs/<rid>/colls/<rid>/`, from the container's `_self`), and its name-based link
     /// (`dbs/<database>/colls/<name>`).
-    pub(crate) async fn script_links(&self, container: Container) -> Result<(String, String), StoreError> {
+    pub(crate) async fn script_links(
+        &self,
+        container: Container,
+    ) -> Result<(String, String), StoreError> {
         let properties = bounded(self.container(container).read(None))
             .await?
             .into_model()
             .map_err(|error| StoreError::sdk("unreadable container properties", error))?;
-        let self_link = properties.system_properties.self_link.ok_or(StoreError::NoSelfLink { container })?;
+        let self_link =
+            properties.system_properties.self_link.ok_or(StoreError::NoSelfLink { container })?;
         Ok((self_link, format!("dbs/{}/colls/{}", self.database, container.name())))
     }
 
@@ -151,34 +169,52 @@ impl Store {
             let Some(row) = durability.request_record(container, partition_key, id).await? else {
                 return Ok(None);
             };
-            let item =
-                serde_json::from_str(&row.doc).map_err(|error| StoreError::json(format!("unreadable item {id:?}"), error))?;
+            let item = serde_json::from_str(&row.doc)
+                .map_err(|error| StoreError::json(format!("unreadable item {id:?}"), error))?;
             return Ok(Some(Versioned { item, etag: format!("\"{}\"", row.seq) }));
         }
-        let response =
-            match metered(Scope::partition(container, partition_key), client.read_item(partition_key.to_owned(), id, None)).await
-            {
-                Ok(response) => response,
-                Err(StoreError::NotFound) => return Ok(None),
-                Err(other) => return Err(other),
-            };
+        let response = match metered(
+            Scope::partition(container, partition_key),
+            client.read_item(partition_key.to_owned(), id, None),
+        )
+        .await
+        {
+            Ok(response) => response,
+            Err(StoreError::NotFound) => return Ok(None),
+            Err(other) => return Err(other),
+        };
         let etag = response.headers().etag().map(ToString::to_string).unwrap_or_default();
-        let item = response.into_model::<T>().map_err(|error| StoreError::sdk(format!("unreadable item {id:?}"), error))?;
+        let item = response
+            .into_model::<T>()
+            .map_err(|error| StoreError::sdk(format!("unreadable item {id:?}"), error))?;
         Ok(Some(Versioned { item, etag }))
     }
 
     /// Creates an item; [`StoreError::Conflict`] when its id exists in the partition.
-    pub async fn create<T: Serialize>(&self, container: Container, partition_key: &str, item: &T) -> Result<(), StoreError> {
+    pub async fn create<T: Serialize>(
+        &self,
+        container: Container,
+        partition_key: &str,
+        item: &T,
+    ) -> Result<(), StoreError> {
         let document = to_document(item)?;
         let id = document_id(&document)?;
         if self.durability.is_some() && embedded::on_disk_only(&id) {
             let create = vec![WriteOp::Create { document }];
-            return self.execute_batch(container, partition_key, create).await.map_err(StoreError::of_failed_operation);
+            return self
+                .execute_batch(container, partition_key, create)
+                .await
+                .map_err(StoreError::of_failed_operation);
         }
         self.durably(container, partition_key, vec![(id.clone(), Some(document.clone()))], async {
             metered(
                 Scope::partition(container, partition_key),
-                self.container(container).create_item(partition_key.to_owned(), &id, &document, None),
+                self.container(container).create_item(
+                    partition_key.to_owned(),
+                    &id,
+                    &document,
+                    None,
+                ),
             )
             .await
         })
@@ -195,26 +231,48 @@ impl Store {
         if_match: Option<&str>,
     ) -> Result<(), StoreError> {
         let document = to_document(item)?;
-        let options = if_match
-            .map(|etag| ItemWriteOptions::default().with_precondition(Precondition::if_match(Etag::from(etag.to_owned()))));
-        self.durably(container, partition_key, vec![(id.to_owned(), Some(document.clone()))], async {
-            metered(
-                Scope::partition(container, partition_key),
-                self.container(container).replace_item(partition_key.to_owned(), id, &document, options),
-            )
-            .await
-        })
+        let options = if_match.map(|etag| {
+            ItemWriteOptions::default()
+                .with_precondition(Precondition::if_match(Etag::from(etag.to_owned())))
+        });
+        self.durably(
+            container,
+            partition_key,
+            vec![(id.to_owned(), Some(document.clone()))],
+            async {
+                metered(
+                    Scope::partition(container, partition_key),
+                    self.container(container).replace_item(
+                        partition_key.to_owned(),
+                        id,
+                        &document,
+                        options,
+                    ),
+                )
+                .await
+            },
+        )
         .await
     }
 
     /// Creates or replaces an item.
-    pub async fn upsert<T: Serialize>(&self, container: Container, partition_key: &str, item: &T) -> Result<(), StoreError> {
+    pub async fn upsert<T: Serialize>(
+        &self,
+        container: Container,
+        partition_key: &str,
+        item: &T,
+    ) -> Result<(), StoreError> {
         let document = to_document(item)?;
         let id = document_id(&document)?;
         self.durably(container, partition_key, vec![(id.clone(), Some(document.clone()))], async {
             metered(
                 Scope::partition(container, partition_key),
-                self.container(container).upsert_item(partition_key.to_owned(), &id, &document, None),
+                self.container(container).upsert_item(
+                    partition_key.to_owned(),
+                    &id,
+                    &document,
+                    None,
+                ),
             )
             .await
         })
@@ -229,10 +287,17 @@ impl Store {
         query: QuerySpec,
         page: PageRequest,
     ) -> Result<Page<T>, StoreError> {
-        let (documents, continuation) = self.query_documents(container, partition_key, query, page).await?;
-        let items =
-            documents.into_iter().map(serde_json::from_value).collect::<Result<Vec<T>, _>>().map_err(|error| {
-                StoreError::json(format!("a {} item does not have the expected shape", container.name()), error)
+        let (documents, continuation) =
+            self.query_documents(container, partition_key, query, page).await?;
+        let items = documents
+            .into_iter()
+            .map(serde_json::from_value)
+            .collect::<Result<Vec<T>, _>>()
+            .map_err(|error| {
+                StoreError::json(
+                    format!("a {} item does not have the expected shape", container.name()),
+                    error,
+                )
             })?;
         Ok(Page { items, continuation })
     }
@@ -252,17 +317,23 @@ impl Store {
                 .map_err(|error| StoreError::sdk("a query parameter", error))?;
         }
         let size = NonZeroU32::new(page.size.max(1)).expect("at least one");
-        let mut options = QueryOptions::default().with_max_item_count(MaxItemCountHint::Limit(size));
+        let mut options =
+            QueryOptions::default().with_max_item_count(MaxItemCountHint::Limit(size));
         let resuming = page.continuation.is_some();
         if let Some(token) = page.continuation {
             options = options.with_continuation_token(ContinuationToken::from_string(token));
         }
-        let continuation_error = |error: StoreError| if resuming { resuming_error(error) } else { error };
+        let continuation_error =
+            |error: StoreError| if resuming { resuming_error(error) } else { error };
         let scope = FeedScope::partition(partition_key.to_owned());
         let _settled = self.settled_partition(container, partition_key).await;
-        let iterator = bounded(self.container(container).query_items::<Value>(sdk_query, scope, Some(options)))
-            .await
-            .map_err(continuation_error)?;
+        let iterator = bounded(self.container(container).query_items::<Value>(
+            sdk_query,
+            scope,
+            Some(options),
+        ))
+        .await
+        .map_err(continuation_error)?;
         let mut pages = iterator.into_pages();
         let page = match bounded(pages.try_next()).await {
             Ok(page) => page,
@@ -274,7 +345,10 @@ impl Store {
         let Some(page) = page else {
             return Ok((Vec::new(), None));
         };
-        Meter::record_query(Scope::partition(container, partition_key), response_charge(page.headers()));
+        Meter::record_query(
+            Scope::partition(container, partition_key),
+            response_charge(page.headers()),
+        );
         // The backend sends a continuation header only when more results may follow.
         let continuation = match page.headers().continuation() {
             Some(_) => Some(

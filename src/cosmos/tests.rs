@@ -17,13 +17,28 @@ async fn items_expire_ttl_seconds_after_their_last_write_across_restarts() {
     let now = embedded::unix_now();
     {
         let store = Store::connect(&config).await.unwrap();
-        store.create(Container::Posts, "p", &json!({"id": "gone", "postId": "p", "ttl": 100})).await.unwrap();
-        store.create(Container::Posts, "p", &json!({"id": "kept", "postId": "p", "ttl": 100})).await.unwrap();
+        store
+            .create(Container::Posts, "p", &json!({"id": "gone", "postId": "p", "ttl": 100}))
+            .await
+            .unwrap();
+        store
+            .create(Container::Posts, "p", &json!({"id": "kept", "postId": "p", "ttl": 100}))
+            .await
+            .unwrap();
         // Written again without a ttl: it no longer expires.
-        store.replace(Container::Posts, "p", "kept", &json!({"id": "kept", "postId": "p"}), None).await.unwrap();
-        store.create(Container::Posts, "p", &json!({"id": "forever", "postId": "p", "ttl": -1})).await.unwrap();
+        store
+            .replace(Container::Posts, "p", "kept", &json!({"id": "kept", "postId": "p"}), None)
+            .await
+            .unwrap();
+        store
+            .create(Container::Posts, "p", &json!({"id": "forever", "postId": "p", "ttl": -1}))
+            .await
+            .unwrap();
         // No time to live in `feed`: Cosmos DB ignores the item's ttl there.
-        store.create(Container::Feed, "note", &json!({"id": "u", "type": "note", "ttl": 1})).await.unwrap();
+        store
+            .create(Container::Feed, "note", &json!({"id": "u", "type": "note", "ttl": 1}))
+            .await
+            .unwrap();
         assert_eq!(store.embedded().unwrap().remove_expired(&store, now + 50).await.unwrap(), 0);
     }
     let store = Store::connect(&config).await.unwrap();
@@ -34,14 +49,19 @@ async fn items_expire_ttl_seconds_after_their_last_write_across_restarts() {
     );
     assert_eq!(store.embedded().unwrap().remove_expired(&store, now + 200).await.unwrap(), 1);
     assert!(store.read::<Value>(Container::Posts, "p", "gone").await.unwrap().is_none());
-    for (container, partition_key, id) in
-        [(Container::Posts, "p", "kept"), (Container::Posts, "p", "forever"), (Container::Feed, "note", "u")]
-    {
+    for (container, partition_key, id) in [
+        (Container::Posts, "p", "kept"),
+        (Container::Posts, "p", "forever"),
+        (Container::Feed, "note", "u"),
+    ] {
         assert!(store.read::<Value>(container, partition_key, id).await.unwrap().is_some(), "{id}");
     }
     drop(store);
     let store = Store::connect(&config).await.unwrap();
-    assert!(store.read::<Value>(Container::Posts, "p", "gone").await.unwrap().is_none(), "the removal was committed");
+    assert!(
+        store.read::<Value>(Container::Posts, "p", "gone").await.unwrap().is_none(),
+        "the removal was committed"
+    );
 }
 
 /// A request dropped while its write is being applied (the client went away): the write may
@@ -57,8 +77,16 @@ async fn a_write_whose_request_is_dropped_midway_is_committed_as_applied() {
         bounded(store.users.upsert_item("u1".to_owned(), "u1", &document, None)).await?;
         std::future::pending::<Result<(), StoreError>>().await
     };
-    let write = store.durably(Container::Users, "u1", vec![("u1".into(), Some(document.clone()))], applied_then_stalled);
-    assert!(tokio::time::timeout(Duration::from_millis(200), write).await.is_err(), "dropped midway");
+    let write = store.durably(
+        Container::Users,
+        "u1",
+        vec![("u1".into(), Some(document.clone()))],
+        applied_then_stalled,
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), write).await.is_err(),
+        "dropped midway"
+    );
 
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while store.embedded().unwrap().changed_after(Container::Users, 0, 10).items.is_empty() {
@@ -70,13 +98,18 @@ async fn a_write_whose_request_is_dropped_midway_is_committed_as_applied() {
     let store = loop {
         match Store::connect(&config).await {
             Ok(store) => break store,
-            Err(error) if error.to_string().contains("in use") && std::time::Instant::now() < deadline => {
+            Err(error)
+                if error.to_string().contains("in use") && std::time::Instant::now() < deadline =>
+            {
                 tokio::time::sleep(Duration::from_millis(10)).await
             }
             Err(error) => panic!("{error}"),
         }
     };
-    assert_eq!(store.read::<Value>(Container::Users, "u1", "u1").await.unwrap().unwrap()["username"], "kept");
+    assert_eq!(
+        store.read::<Value>(Container::Users, "u1", "u1").await.unwrap().unwrap()["username"],
+        "kept"
+    );
 }
 
 /// A write is seen by no reader (point read, query, change-feed listing) before its commit
@@ -86,7 +119,11 @@ async fn no_reader_is_offered_a_write_before_it_is_on_disk() {
     use futures::FutureExt;
     let dir = tempfile::tempdir().unwrap();
     let disk = Arc::new(FaultyDisk::default());
-    let store = Arc::new(Store::connect_with(&embedded_config(dir.path()), disk.clone(), Default::default()).await.unwrap());
+    let store = Arc::new(
+        Store::connect_with(&embedded_config(dir.path()), disk.clone(), Default::default())
+            .await
+            .unwrap(),
+    );
     store.create(Container::Users, "u1", &json!({"id": "u1", "userId": "u1"})).await.unwrap();
     let before = store.embedded().unwrap().changed_after(Container::Users, 0, 100);
     assert_eq!(before.items.len(), 1);
@@ -96,17 +133,36 @@ async fn no_reader_is_offered_a_write_before_it_is_on_disk() {
     disk.hold_syncs();
     let writing = tokio::spawn({
         let store = store.clone();
-        async move { store.replace(Container::Users, "u1", "u1", &json!({"id": "u1", "userId": "u1", "v": 2}), None).await }
+        async move {
+            store
+                .replace(
+                    Container::Users,
+                    "u1",
+                    "u1",
+                    &json!({"id": "u1", "userId": "u1", "v": 2}),
+                    None,
+                )
+                .await
+        }
     });
     while !disk.holding() {
         tokio::task::yield_now().await;
     }
     let during = store.embedded().unwrap().changed_after(Container::Users, before.through, 100);
-    assert_eq!(during, Changed { items: vec![], through: before.through }, "a crash now would lose the write");
+    assert_eq!(
+        during,
+        Changed { items: vec![], through: before.through },
+        "a crash now would lose the write"
+    );
     let mut read = Box::pin(store.read::<Value>(Container::Users, "u1", "u1"));
     assert!((&mut read).now_or_never().is_none(), "a point read waits for the commit");
     let query = QuerySpec { sql: "SELECT * FROM c".into(), parameters: vec![] };
-    let mut listed = Box::pin(store.query_documents(Container::Users, "u1", query, PageRequest { size: 10, continuation: None }));
+    let mut listed = Box::pin(store.query_documents(
+        Container::Users,
+        "u1",
+        query,
+        PageRequest { size: 10, continuation: None },
+    ));
     assert!((&mut listed).now_or_never().is_none(), "so does a query of its partition");
     let other = store.read::<Value>(Container::Users, "u2", "u2").await.unwrap();
     assert!(other.is_none(), "another partition is read meanwhile");
@@ -127,14 +183,17 @@ async fn a_reader_waiting_on_a_refused_write_sees_the_item_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
     let config = embedded_config(dir.path());
     let disk = Arc::new(FaultyDisk::default());
-    let store = Arc::new(Store::connect_with(&config, disk.clone(), Default::default()).await.unwrap());
+    let store =
+        Arc::new(Store::connect_with(&config, disk.clone(), Default::default()).await.unwrap());
     store.create(Container::Posts, "p", &json!({"id": "p", "postId": "p", "n": 1})).await.unwrap();
     let _release = crate::test_support::ReleaseOnDrop(disk.clone());
     disk.hold_syncs();
     disk.fail_next_commits(1);
     let writing = tokio::spawn({
         let store = store.clone();
-        async move { store.upsert(Container::Posts, "p", &json!({"id": "p", "postId": "p", "n": 2})).await }
+        async move {
+            store.upsert(Container::Posts, "p", &json!({"id": "p", "postId": "p", "n": 2})).await
+        }
     });
     while !disk.holding() {
         tokio::task::yield_now().await;
@@ -159,7 +218,8 @@ async fn concurrent_writes_to_different_partitions_share_commits_and_all_survive
     let dir = tempfile::tempdir().unwrap();
     let config = embedded_config(dir.path());
     let disk = Arc::new(FaultyDisk::default());
-    let store = Arc::new(Store::connect_with(&config, disk.clone(), Default::default()).await.unwrap());
+    let store =
+        Arc::new(Store::connect_with(&config, disk.clone(), Default::default()).await.unwrap());
     // Held, so that every write queues up behind the first commit.
     let _release = crate::test_support::ReleaseOnDrop(disk.clone());
     disk.hold_syncs();
@@ -201,29 +261,65 @@ async fn concurrent_writes_to_different_partitions_share_commits_and_all_survive
 async fn request_records_live_in_the_database_only_and_expire_there() {
     let dir = tempfile::tempdir().unwrap();
     let config = embedded_config(dir.path());
-    let record =
-        |ttl: u64| json!({"id": "request-1", "type": "request", "postId": "p", "fingerprint": "f", "itemId": "c1", "ttl": ttl});
-    let comment = |id: &str| WriteOp::Create { document: json!({"id": id, "postId": "p", "type": "comment"}) };
+    let record = |ttl: u64| json!({"id": "request-1", "type": "request", "postId": "p", "fingerprint": "f", "itemId": "c1", "ttl": ttl});
+    let comment = |id: &str| WriteOp::Create {
+        document: json!({"id": id, "postId": "p", "type": "comment"}),
+    };
     {
         let store = Store::connect(&config).await.unwrap();
-        store.execute_batch(Container::Posts, "p", vec![WriteOp::Create { document: record(100) }, comment("c1")]).await.unwrap();
-        let again =
-            store.execute_batch(Container::Posts, "p", vec![WriteOp::Create { document: record(100) }, comment("c2")]).await;
-        assert!(matches!(again, Err(StoreError::BatchFailed { ref statuses }) if *statuses == [409, 424]), "{again:?}");
-        assert!(store.read::<Value>(Container::Posts, "p", "c2").await.unwrap().is_none(), "nothing of a failed batch");
+        store
+            .execute_batch(
+                Container::Posts,
+                "p",
+                vec![WriteOp::Create { document: record(100) }, comment("c1")],
+            )
+            .await
+            .unwrap();
+        let again = store
+            .execute_batch(
+                Container::Posts,
+                "p",
+                vec![WriteOp::Create { document: record(100) }, comment("c2")],
+            )
+            .await;
+        assert!(
+            matches!(again, Err(StoreError::BatchFailed { ref statuses }) if *statuses == [409, 424]),
+            "{again:?}"
+        );
+        assert!(
+            store.read::<Value>(Container::Posts, "p", "c2").await.unwrap().is_none(),
+            "nothing of a failed batch"
+        );
         // The emulator never saw it: its own read does not find it; the store's does.
-        assert!(matches!(bounded(store.posts.read_item("p".to_owned(), "request-1", None)).await, Err(StoreError::NotFound)));
-        assert_eq!(store.read::<Value>(Container::Posts, "p", "request-1").await.unwrap().unwrap()["itemId"], "c1");
+        assert!(matches!(
+            bounded(store.posts.read_item("p".to_owned(), "request-1", None)).await,
+            Err(StoreError::NotFound)
+        ));
+        assert_eq!(
+            store.read::<Value>(Container::Posts, "p", "request-1").await.unwrap().unwrap()["itemId"],
+            "c1"
+        );
         // The operations of a failed batch that the emulator ran keep their places.
         let taken = store
             .execute_batch(
                 Container::Posts,
                 "p",
-                vec![WriteOp::Create { document: json!({"id": "request-2", "postId": "p", "type": "request"}) }, comment("c1")],
+                vec![
+                    WriteOp::Create {
+                        document: json!({"id": "request-2", "postId": "p", "type": "request"}),
+                    },
+                    comment("c1"),
+                ],
             )
             .await;
-        assert!(matches!(taken, Err(StoreError::BatchFailed { ref statuses }) if *statuses == [424, 409]), "{taken:?}");
-        assert!(store.read::<Value>(Container::Posts, "p", "request-2").await.unwrap().is_none(), "nor its record");
+        assert!(
+            matches!(taken, Err(StoreError::BatchFailed { ref statuses }) if *statuses == [424, 409]),
+            "{taken:?}"
+        );
+        assert!(
+            store.read::<Value>(Container::Posts, "p", "request-2").await.unwrap().is_none(),
+            "nor its record"
+        );
     }
     let store = Store::connect(&config).await.unwrap();
     assert_eq!(
@@ -235,8 +331,18 @@ async fn request_records_live_in_the_database_only_and_expire_there() {
     let now = embedded::unix_now();
     assert_eq!(durability.remove_expired_records(now + 50, 10).await.unwrap(), 0);
     assert_eq!(durability.remove_expired_records(now + 200, 10).await.unwrap(), 1);
-    assert!(durability.database.durable_row(Container::Posts, "p", "request-1").unwrap().is_none(), "removed from the database");
+    assert!(
+        durability.database.durable_row(Container::Posts, "p", "request-1").unwrap().is_none(),
+        "removed from the database"
+    );
     // Written again, with a new expiry: a new record, created again.
-    store.execute_batch(Container::Posts, "p", vec![WriteOp::Create { document: record(100) }, comment("c3")]).await.unwrap();
+    store
+        .execute_batch(
+            Container::Posts,
+            "p",
+            vec![WriteOp::Create { document: record(100) }, comment("c3")],
+        )
+        .await
+        .unwrap();
     assert!(store.read::<Value>(Container::Posts, "p", "request-1").await.unwrap().is_some());
 }

@@ -45,7 +45,8 @@ pub(crate) struct SignedIn {
 /// the development cookie under `BLOG_AUTH=development`. An id that could not be a user id counts
 /// as nobody.
 pub(crate) fn page_viewer(parts: &Parts, mode: AuthMode) -> Option<SignedIn> {
-    let header = |name: &str| parts.headers.get(name).and_then(|value| value.to_str().ok()).map(str::trim);
+    let header =
+        |name: &str| parts.headers.get(name).and_then(|value| value.to_str().ok()).map(str::trim);
     let (id, name) = match mode {
         AuthMode::None => return None,
         AuthMode::Platform => (header(PLATFORM_PRINCIPAL)?, header(PLATFORM_PRINCIPAL_NAME)),
@@ -114,9 +115,15 @@ pub(crate) fn principal(parts: &Parts, mode: AuthMode) -> Result<String, ApiErro
         .map(|value| value.to_str().map(str::to_owned))
         .transpose()
         .map_err(|_| unauthorized("The caller's identity header is not valid text."))?
-        .ok_or_else(|| unauthorized(&format!("Sign in to write: the request carries no {header} header.")))?;
-    validate_id(&principal)
-        .map_err(|why| ApiError::new(StatusCode::FORBIDDEN, format!("Your principal id cannot be a user id: {why}")))?;
+        .ok_or_else(|| {
+            unauthorized(&format!("Sign in to write: the request carries no {header} header."))
+        })?;
+    validate_id(&principal).map_err(|why| {
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!("Your principal id cannot be a user id: {why}"),
+        )
+    })?;
     Ok(principal)
 }
 

@@ -54,17 +54,22 @@ pub(crate) enum BodyError {
 }
 
 /// The whole body, at most `limit` bytes, at [`MIN_RATE`] or faster.
-pub(crate) async fn read_at_rate(mut body: Body, limit: usize, capacity: usize) -> Result<Vec<u8>, BodyError> {
+pub(crate) async fn read_at_rate(
+    mut body: Body,
+    limit: usize,
+    capacity: usize,
+) -> Result<Vec<u8>, BodyError> {
     let started = tokio::time::Instant::now();
     let mut bytes = Vec::with_capacity(capacity.min(limit));
     loop {
         let due = started + allowance(bytes.len() as u64);
-        let frame = match tokio::time::timeout_at(due, http_body_util::BodyExt::frame(&mut body)).await {
-            Err(_) => return Err(BodyError::TooSlow { received: bytes.len() as u64 }),
-            Ok(None) => return Ok(bytes),
-            Ok(Some(Err(error))) => return Err(BodyError::Unreadable(error.to_string())),
-            Ok(Some(Ok(frame))) => frame,
-        };
+        let frame =
+            match tokio::time::timeout_at(due, http_body_util::BodyExt::frame(&mut body)).await {
+                Err(_) => return Err(BodyError::TooSlow { received: bytes.len() as u64 }),
+                Ok(None) => return Ok(bytes),
+                Ok(Some(Err(error))) => return Err(BodyError::Unreadable(error.to_string())),
+                Ok(Some(Ok(frame))) => frame,
+            };
         if let Ok(data) = frame.into_data() {
             if bytes.len() + data.len() > limit {
                 return Err(BodyError::TooLarge);
@@ -88,7 +93,9 @@ impl BodyError {
                     GRACE.as_secs()
                 ),
             ),
-            BodyError::Unreadable(error) => ApiError::bad_request(format!("The request body could not be read: {error}.")),
+            BodyError::Unreadable(error) => {
+                ApiError::bad_request(format!("The request body could not be read: {error}."))
+            }
         }
     }
 }
@@ -160,7 +167,10 @@ impl<S: Send + Sync> FromRequest<S> for UnreadBody {
     type Rejection = std::convert::Infallible;
 
     async fn from_request(request: Request, _: &S) -> Result<Self, Self::Rejection> {
-        let declared = request.headers().get(header::CONTENT_LENGTH).and_then(|length| length.to_str().ok()?.parse::<u64>().ok());
+        let declared = request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|length| length.to_str().ok()?.parse::<u64>().ok());
         let reading = request.extensions().get::<PictureBody>().cloned();
         Ok(UnreadBody { body: request.into_body(), declared, reading })
     }
@@ -190,18 +200,24 @@ impl UnreadBody {
         if self.declared.is_some_and(|declared| declared > limit as u64) {
             return Err(too_large());
         }
-        let bytes = read_at_rate(self.body, limit, 0).await.map_err(|error| error.into_api_error(too_large))?;
+        let bytes = read_at_rate(self.body, limit, 0)
+            .await
+            .map_err(|error| error.into_api_error(too_large))?;
         Ok(Bytes::from(bytes))
     }
 
     /// The body, read within the upload buffers and at [`MIN_RATE`]; the bytes answered hold
     /// their share of the buffers until they are dropped.
-    pub(crate) async fn read(self, too_large: impl FnOnce() -> ApiError) -> Result<Bytes, ApiError> {
+    pub(crate) async fn read(
+        self,
+        too_large: impl FnOnce() -> ApiError,
+    ) -> Result<Bytes, ApiError> {
         let Some(PictureBody { buffers, deadline }) = self.reading else {
             // A route that takes no picture: the front door has read its body already, within
             // that route's limit.
-            let bytes =
-                read_at_rate(self.body, super::MAX_UPLOAD_BYTES, 0).await.map_err(|error| error.into_api_error(too_large))?;
+            let bytes = read_at_rate(self.body, super::MAX_UPLOAD_BYTES, 0)
+                .await
+                .map_err(|error| error.into_api_error(too_large))?;
             return Ok(Bytes::from(bytes));
         };
         let limit = buffers.max_upload;

@@ -55,7 +55,8 @@ const CREDENTIAL_HEADERS: &[&str] = &[
 /// anew for a reader carrying the cookie a write set: what a cookie means to the answer is not
 /// for a shared cache to guess, so no answer to a request with one is shared.
 pub(crate) fn is_personal(request: &HeaderMap) -> bool {
-    request.contains_key(header::COOKIE) || CREDENTIAL_HEADERS.iter().any(|name| request.contains_key(*name))
+    request.contains_key(header::COOKIE)
+        || CREDENTIAL_HEADERS.iter().any(|name| request.contains_key(*name))
 }
 
 /// How fresh a read for this request must be: read anew for a personal one (a signed-in caller
@@ -89,7 +90,10 @@ pub(crate) fn cache_control(personal_request: bool, response: &mut Response) {
     if !(personal_request || sets_cookie) {
         return;
     }
-    let chosen = headers.get(header::CACHE_CONTROL).and_then(|value| value.to_str().ok()).unwrap_or_default();
+    let chosen = headers
+        .get(header::CACHE_CONTROL)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
     let kept = keep_private(chosen);
     if let Ok(value) = HeaderValue::from_str(&kept) {
         headers.insert(header::CACHE_CONTROL, value);
@@ -106,7 +110,8 @@ fn keep_private(directives: &str) -> String {
     let shared = ["public", "private", "s-maxage", "proxy-revalidate", "stale-while-revalidate"];
     let mut kept: Vec<&str> = vec!["private"];
     let mut no_store = false;
-    for directive in directives.split(',').map(str::trim).filter(|directive| !directive.is_empty()) {
+    for directive in directives.split(',').map(str::trim).filter(|directive| !directive.is_empty())
+    {
         let name = directive.split('=').next().unwrap_or_default().trim();
         if shared.iter().any(|shared| name.eq_ignore_ascii_case(shared)) {
             continue;
@@ -128,9 +133,15 @@ fn keep_private(directives: &str) -> String {
 /// the request (`W/"…"`) matches by its opaque part: `If-None-Match` compares weakly (RFC 9110,
 /// section 13.1.2).
 pub(crate) fn if_none_match(headers: &HeaderMap, etag: &str) -> Option<Response> {
-    let matches = headers.get_all(header::IF_NONE_MATCH).iter().filter_map(|value| value.to_str().ok()).any(|value| {
-        value.split(',').map(str::trim).any(|candidate| candidate == "*" || candidate.trim_start_matches("W/") == etag)
-    });
+    let matches =
+        headers.get_all(header::IF_NONE_MATCH).iter().filter_map(|value| value.to_str().ok()).any(
+            |value| {
+                value
+                    .split(',')
+                    .map(str::trim)
+                    .any(|candidate| candidate == "*" || candidate.trim_start_matches("W/") == etag)
+            },
+        );
     matches.then(|| axum::http::StatusCode::NOT_MODIFIED.into_response())
 }
 
@@ -141,18 +152,26 @@ pub(crate) fn tagged(mut response: Response, etag: &str, private: bool) -> Respo
     if let Ok(etag) = HeaderValue::from_str(etag) {
         headers.insert(header::ETAG, etag);
     }
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(if private { PRIVATE } else { SHARED }));
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(if private { PRIVATE } else { SHARED }),
+    );
     response
 }
 
 /// An answer of `content_type` with `body`, tagged with the strong ETag of its bytes, or 304
 /// without a body when the request's `If-None-Match` names it: what the pages, the feeds and the
 /// API's reads answer with.
-pub(crate) fn revalidated(request: &HeaderMap, content_type: &'static str, body: impl Into<axum::body::Bytes>) -> Response {
+pub(crate) fn revalidated(
+    request: &HeaderMap,
+    content_type: &'static str,
+    body: impl Into<axum::body::Bytes>,
+) -> Response {
     let body = body.into();
     let etag = etag_of(&body);
-    let response = if_none_match(request, &etag)
-        .unwrap_or_else(|| ([(header::CONTENT_TYPE, HeaderValue::from_static(content_type))], body).into_response());
+    let response = if_none_match(request, &etag).unwrap_or_else(|| {
+        ([(header::CONTENT_TYPE, HeaderValue::from_static(content_type))], body).into_response()
+    });
     tagged(response, &etag, false)
 }
 
@@ -161,7 +180,10 @@ pub(crate) fn revalidated(request: &HeaderMap, content_type: &'static str, body:
 pub(crate) fn json<T: Serialize>(request: &HeaderMap, value: &T) -> Response {
     match serde_json::to_vec(value) {
         Ok(body) => revalidated(request, "application/json", body),
-        Err(error) => super::error::ApiError::internal(format!("an answer did not serialize: {error}")).into_response(),
+        Err(error) => {
+            super::error::ApiError::internal(format!("an answer did not serialize: {error}"))
+                .into_response()
+        }
     }
 }
 
@@ -172,7 +194,10 @@ mod tests {
     #[test]
     fn a_personal_answer_keeps_what_the_browser_may_do_and_drops_what_a_shared_cache_may() {
         assert_eq!(keep_private(super::SHARED), "private, max-age=0");
-        assert_eq!(keep_private("public, max-age=31536000, immutable"), "private, max-age=31536000, immutable");
+        assert_eq!(
+            keep_private("public, max-age=31536000, immutable"),
+            "private, max-age=31536000, immutable"
+        );
         assert_eq!(keep_private(""), PRIVATE);
         assert_eq!(keep_private("public"), PRIVATE);
         assert_eq!(keep_private("private, no-cache"), "private, no-cache");

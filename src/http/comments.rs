@@ -8,7 +8,9 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::caching;
-use super::error::{ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
+use super::error::{
+    ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems,
+};
 use super::extract::{Id, Ids, JsonBody, QueryParams};
 use crate::app::comments::{create_comment, delete_comment};
 use crate::app::lists::{ListPage, ListParams};
@@ -104,5 +106,8 @@ pub(super) async fn list(
     Id(post_id): Id,
     QueryParams(params): QueryParams<ListParams>,
 ) -> ApiResult<Response> {
-    Ok(caching::json(&headers, &api_comments(&state, &post_id, &params, caching::freshness(&headers)).await?.value))
+    Ok(caching::json(
+        &headers,
+        &api_comments(&state, &post_id, &params, caching::freshness(&headers)).await?.value,
+    ))
 }

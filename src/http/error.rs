@@ -47,7 +47,11 @@ impl ApiError {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, detail)
     }
     /// A problem with `status` and `detail` that asks the caller to come back after `wait`.
-    pub(crate) fn come_back_after(status: StatusCode, detail: impl Into<String>, wait: Duration) -> Self {
+    pub(crate) fn come_back_after(
+        status: StatusCode,
+        detail: impl Into<String>,
+        wait: Duration,
+    ) -> Self {
         ApiError { retry_after: Some(wait), ..Self::new(status, detail) }
     }
     /// The `Retry-After` this answer carries: its own wait, else a second on a 503 (every 503
@@ -56,14 +60,19 @@ impl ApiError {
     pub(crate) fn retry_after_header(&self) -> Option<HeaderValue> {
         match self.retry_after {
             Some(wait) => Some(HeaderValue::from(whole_seconds(wait))),
-            None if self.status == StatusCode::SERVICE_UNAVAILABLE => Some(HeaderValue::from_static("1")),
+            None if self.status == StatusCode::SERVICE_UNAVAILABLE => {
+                Some(HeaderValue::from_static("1"))
+            }
             None => None,
         }
     }
     /// Logs `cause` and answers 500 without it.
     pub(crate) fn internal(cause: impl std::fmt::Display) -> Self {
         tracing::error!(%cause, "internal error");
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "The server failed to complete the request; it has been logged.")
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "The server failed to complete the request; it has been logged.",
+        )
     }
 }
 
@@ -73,20 +82,27 @@ impl From<StoreError> for ApiError {
             StoreError::Throttled { retry_after } => {
                 // As long as Cosmos DB asked (`x-ms-retry-after-ms`), when it said.
                 let wait = retry_after.unwrap_or(Duration::from_secs(1));
-                let detail = format!("The database is busy (request rate too large); retry in {} s.", whole_seconds(wait));
+                let detail = format!(
+                    "The database is busy (request rate too large); retry in {} s.",
+                    whole_seconds(wait)
+                );
                 Self::come_back_after(StatusCode::SERVICE_UNAVAILABLE, detail, wait)
             }
-            StoreError::Timeout | StoreError::Unavailable(408) => {
-                Self::new(StatusCode::SERVICE_UNAVAILABLE, "The database did not answer in time; retry in a moment.")
-            }
-            StoreError::Unavailable(_) => {
-                Self::new(StatusCode::SERVICE_UNAVAILABLE, "The database is unavailable for a moment; retry in a moment.")
-            }
+            StoreError::Timeout | StoreError::Unavailable(408) => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The database did not answer in time; retry in a moment.",
+            ),
+            StoreError::Unavailable(_) => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The database is unavailable for a moment; retry in a moment.",
+            ),
             StoreError::DiskFull => Self::new(
                 StatusCode::INSUFFICIENT_STORAGE,
                 "The server's disk is full: nothing was written. Retry once space has been freed.",
             ),
-            StoreError::BadContinuation(why) => Self::bad_request(format!("continuationToken is not valid here: {why}")),
+            StoreError::BadContinuation(why) => {
+                Self::bad_request(format!("continuationToken is not valid here: {why}"))
+            }
             other => Self::internal(with_causes(&other)),
         }
     }
@@ -96,12 +112,13 @@ impl From<ScriptError> for ApiError {
     fn from(error: ScriptError) -> Self {
         match error {
             ScriptError::Store(error) => error.into(),
-            ScriptError::Contention => {
-                Self::new(StatusCode::SERVICE_UNAVAILABLE, "Too many concurrent changes to this post; retry in a moment.")
-            }
-            failed @ (ScriptError::Thrown(_) | ScriptError::InProgress(_) | ScriptError::Failed(_)) => {
-                Self::internal(with_causes(&failed))
-            }
+            ScriptError::Contention => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Too many concurrent changes to this post; retry in a moment.",
+            ),
+            failed @ (ScriptError::Thrown(_)
+            | ScriptError::InProgress(_)
+            | ScriptError::Failed(_)) => Self::internal(with_causes(&failed)),
         }
     }
 }
@@ -164,7 +181,9 @@ impl From<AppError> for ApiError {
                 Self::come_back_after(StatusCode::TOO_MANY_REQUESTS, detail, retry_after)
             }
             AppError::QuotaFull(detail) => Self::conflict(detail),
-            AppError::WrongMediaType(detail) => Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, detail),
+            AppError::WrongMediaType(detail) => {
+                Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, detail)
+            }
             AppError::PicturesBusy { retry_after } => Self::come_back_after(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "Other pictures are being made ready with all the memory this blog gives them; nothing was stored. Send it \
@@ -174,7 +193,9 @@ impl From<AppError> for ApiError {
             // Logged, with the file, where it was found.
             AppError::DamagedPicture(url) => Self::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                format!("The picture at {url} is damaged in the blog's store; its operator can see which in the log."),
+                format!(
+                    "The picture at {url} is damaged in the blog's store; its operator can see which in the log."
+                ),
             ),
             AppError::NoPictureStore => Self::new(
                 StatusCode::NOT_IMPLEMENTED,
@@ -316,12 +337,19 @@ mod tests {
     /// unreachable Blob Storage is 503 with `Retry-After`; each bad upload its own status.
     #[test]
     fn a_picture_store_failure_and_a_bad_picture_are_answered_as_what_they_are() {
-        let full = PictureStoreError::io(std::path::Path::new("data/pictures/w/p"), std::io::ErrorKind::StorageFull.into());
+        let full = PictureStoreError::io(
+            std::path::Path::new("data/pictures/w/p"),
+            std::io::ErrorKind::StorageFull.into(),
+        );
         let error = ApiError::from(full);
         assert_eq!(error.status.as_u16(), 507);
         assert!(error.detail.contains("nothing was written"), "{}", error.detail);
-        let unreachable = ApiError::from(PictureStoreError::Unavailable("connection refused".into()));
-        assert_eq!((unreachable.status.as_u16(), unreachable.retry_after_header()), (503, Some(HeaderValue::from(5))));
+        let unreachable =
+            ApiError::from(PictureStoreError::Unavailable("connection refused".into()));
+        assert_eq!(
+            (unreachable.status.as_u16(), unreachable.retry_after_header()),
+            (503, Some(HeaderValue::from(5)))
+        );
         assert!(!unreachable.detail.contains("connection refused"), "the cause stays in the log");
         for (bad, status) in [
             (PictureError::Empty, 400),
@@ -339,8 +367,13 @@ mod tests {
     fn a_full_disk_is_507_and_says_nothing_was_written() {
         let error = ApiError::from(StoreError::DiskFull);
         assert_eq!(error.status.as_u16(), 507);
-        assert!(error.detail.contains("disk is full") && error.detail.contains("nothing was written"), "{}", error.detail);
-        let through_a_script = ApiError::from(crate::scripts::ScriptError::Store(StoreError::DiskFull));
+        assert!(
+            error.detail.contains("disk is full") && error.detail.contains("nothing was written"),
+            "{}",
+            error.detail
+        );
+        let through_a_script =
+            ApiError::from(crate::scripts::ScriptError::Store(StoreError::DiskFull));
         assert_eq!(through_a_script.status.as_u16(), 507);
     }
 
@@ -351,8 +384,14 @@ mod tests {
         #[error("the connection was reset")]
         struct Transport(#[source] std::io::Error);
         let deepest = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "os error 104");
-        let error = StoreError::Io { what: "cannot read the page".into(), source: std::io::Error::other(Transport(deepest)) };
-        assert_eq!(with_causes(&error), "cannot read the page: the connection was reset: os error 104");
+        let error = StoreError::Io {
+            what: "cannot read the page".into(),
+            source: std::io::Error::other(Transport(deepest)),
+        };
+        assert_eq!(
+            with_causes(&error),
+            "cannot read the page: the connection was reset: os error 104"
+        );
     }
 
     /// Paging keeps a failure's kind: before, any database failure while a
@@ -365,8 +404,16 @@ mod tests {
             "Message: {\"Errors\":[\"Invalid Continuation Token\"]}, ActivityId: 1f2e".into(),
         )));
         assert_eq!(refused.status, StatusCode::BAD_REQUEST);
-        assert!(refused.detail.starts_with("continuationToken is not valid here"), "{}", refused.detail);
-        assert!(!refused.detail.contains("ActivityId") && !refused.detail.contains("Errors"), "{}", refused.detail);
+        assert!(
+            refused.detail.starts_with("continuationToken is not valid here"),
+            "{}",
+            refused.detail
+        );
+        assert!(
+            !refused.detail.contains("ActivityId") && !refused.detail.contains("Errors"),
+            "{}",
+            refused.detail
+        );
         for passing in [
             StoreError::Throttled { retry_after: None },
             StoreError::Timeout,

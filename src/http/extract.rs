@@ -39,15 +39,18 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
         let headers = request.headers().clone();
         let bytes = axum::body::Bytes::from_request(request, state).await.map_err(|rejection| {
-            ApiError::new(rejection.status(), format!("The request body could not be read: {}", rejection.body_text()))
+            ApiError::new(
+                rejection.status(),
+                format!("The request body could not be read: {}", rejection.body_text()),
+            )
         })?;
         if bytes.is_empty() {
             return Err(missing_body(&headers));
         }
         check_json_media_type(&headers)?;
-        serde_json::from_slice(&bytes)
-            .map(JsonBody)
-            .map_err(|error| ApiError::bad_request(format!("The request body is not valid: {error}.")))
+        serde_json::from_slice(&bytes).map(JsonBody).map_err(|error| {
+            ApiError::bad_request(format!("The request body is not valid: {error}."))
+        })
     }
 }
 
@@ -58,7 +61,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 fn missing_body(headers: &axum::http::HeaderMap) -> ApiError {
     let declared_empty = headers.get(header::CONTENT_LENGTH).is_some_and(|length| length == "0");
     if declared_empty {
-        ApiError::bad_request("The request body is empty; this request needs a JSON body (see the API table in docs/api.md).")
+        ApiError::bad_request(
+            "The request body is empty; this request needs a JSON body (see the API table in docs/api.md).",
+        )
     } else {
         ApiError::new(
             axum::http::StatusCode::LENGTH_REQUIRED,
@@ -72,7 +77,8 @@ fn missing_body(headers: &axum::http::HeaderMap) -> ApiError {
 /// exchanged between systems is UTF-8 (RFC 8259), so another declared charset is refused rather
 /// than misread.
 fn check_json_media_type(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
-    let content_type = headers.get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or("");
+    let content_type =
+        headers.get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or("");
     let mut parts = content_type.split(';');
     let mime = parts.next().unwrap_or("").trim().to_ascii_lowercase();
     if mime != "application/json" && !mime.ends_with("+json") {
@@ -102,9 +108,13 @@ impl<S: Send + Sync> FromRequestParts<S> for Id {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let Path(id) = Path::<String>::from_request_parts(parts, state)
-            .await
-            .map_err(|rejection| ApiError::bad_request(format!("The id in the path is not valid: {}", rejection.body_text())))?;
+        let Path(id) =
+            Path::<String>::from_request_parts(parts, state).await.map_err(|rejection| {
+                ApiError::bad_request(format!(
+                    "The id in the path is not valid: {}",
+                    rejection.body_text()
+                ))
+            })?;
         validate_id(&id).map_err(|why| ApiError::bad_request(why.to_string()))?;
         Ok(Id(id))
     }
@@ -120,8 +130,15 @@ impl<S: Send + Sync> FromRequestParts<S> for Ids {
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let Path((first, second)) = Path::<(String, String)>::from_request_parts(parts, state)
             .await
-            .map_err(|rejection| ApiError::bad_request(format!("An id in the path is not valid: {}", rejection.body_text())))?;
-        validate_id(&first).and_then(|()| validate_id(&second)).map_err(|why| ApiError::bad_request(why.to_string()))?;
+            .map_err(|rejection| {
+                ApiError::bad_request(format!(
+                    "An id in the path is not valid: {}",
+                    rejection.body_text()
+                ))
+            })?;
+        validate_id(&first)
+            .and_then(|()| validate_id(&second))
+            .map_err(|why| ApiError::bad_request(why.to_string()))?;
         Ok(Ids(first, second))
     }
 }
@@ -139,9 +156,14 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T>
 
 /// Parses `query` into `T`, keeping only the parameters `keep` accepts; each kept one must be
 /// given once.
-pub(crate) fn parse_query<T: DeserializeOwned>(query: &str, keep: impl Fn(&str) -> bool) -> Result<T, ApiError> {
-    let invalid = |why: String| ApiError::bad_request(format!("The query string is not valid: {why}"));
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).map_err(|error| invalid(error.to_string()))?;
+pub(crate) fn parse_query<T: DeserializeOwned>(
+    query: &str,
+    keep: impl Fn(&str) -> bool,
+) -> Result<T, ApiError> {
+    let invalid =
+        |why: String| ApiError::bad_request(format!("The query string is not valid: {why}"));
+    let pairs: Vec<(String, String)> =
+        serde_urlencoded::from_str(query).map_err(|error| invalid(error.to_string()))?;
     let kept: Vec<(String, String)> = pairs.into_iter().filter(|(key, _)| keep(key)).collect();
     // Locally a repeated key arrives as it was sent; under the Functions host it arrives
     // once, its values joined by commas (the host rebuilds the query from its parsed form).

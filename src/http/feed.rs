@@ -34,7 +34,8 @@ pub(crate) async fn list(
     let page = feed_page(&state, &params).await?;
     // The page's JSON and its ETag were made once, when it was read: a 304 costs a comparison.
     let response = caching::if_none_match(&headers, &page.etag).unwrap_or_else(|| {
-        ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], page.json.clone()).into_response()
+        ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], page.json.clone())
+            .into_response()
     });
     Ok(caching::tagged(response, &page.etag, false))
 }

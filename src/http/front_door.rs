@@ -84,7 +84,14 @@ struct Door {
 
 impl FrontDoor {
     pub(super) fn new(serving: Serving, auth: AuthMode) -> FrontDoor {
-        let Serving { max_in_flight, request_timeout, host_change_feed, uploads, public_url, requests } = serving;
+        let Serving {
+            max_in_flight,
+            request_timeout,
+            host_change_feed,
+            uploads,
+            public_url,
+            requests,
+        } = serving;
         FrontDoor(Arc::new(Door {
             reads: Arc::new(Semaphore::new(max_in_flight)),
             writes: Arc::new(Semaphore::new(max_in_flight)),
@@ -150,8 +157,14 @@ impl Door {
         let meter = Arc::new(Meter::default());
         // A route that panics is answered 500, as any other failure, instead of the connection
         // being dropped with no answer (the client sees a reset, the log no line for it).
-        let admitted = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(self.admit(request, route)));
-        let mut response = meter.clone().measure(admitted).await.unwrap_or_else(|panic| answer_to_a_panic(&*panic));
+        let admitted = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
+            self.admit(request, route),
+        ));
+        let mut response = meter
+            .clone()
+            .measure(admitted)
+            .await
+            .unwrap_or_else(|panic| answer_to_a_panic(&*panic));
         pages::add_security_headers(response.headers_mut());
         caching::cache_control(personal, &mut response);
         let requested = Requested {
@@ -177,7 +190,10 @@ impl Door {
         let function = if parts.method.is_safe() {
             None
         } else {
-            parts.extensions.get::<MatchedPath>().and_then(|matched| HttpFunction::of(&parts.method, matched.as_str()))
+            parts
+                .extensions
+                .get::<MatchedPath>()
+                .and_then(|matched| HttpFunction::of(&parts.method, matched.as_str()))
         };
         if let Some(refusal) = self.unknown_writer(&parts, function) {
             return refusal;
@@ -210,11 +226,17 @@ impl Door {
         let page = PageRequest::of(&parts, self.auth, &self.public_url);
         // A picture's route reads its body itself: its budget restarts once the body is in.
         let deadline = (!self.is_host_batch(&parts)).then(|| {
-            let first = if takes_picture { body::allowance(MAX_UPLOAD_BYTES as u64) } else { Duration::ZERO };
+            let first = if takes_picture {
+                body::allowance(MAX_UPLOAD_BYTES as u64)
+            } else {
+                Duration::ZERO
+            };
             Deadline::new(self.request_timeout, first)
         });
         if let (true, Some(deadline)) = (takes_picture, &deadline) {
-            parts.extensions.insert(PictureBody { buffers: self.uploads.clone(), deadline: deadline.clone() });
+            parts
+                .extensions
+                .insert(PictureBody { buffers: self.uploads.clone(), deadline: deadline.clone() });
         }
         let answer = within(
             deadline,
@@ -241,7 +263,9 @@ impl Door {
     fn is_host_batch(&self, parts: &Parts) -> bool {
         self.host_batches
             && parts.method == Method::POST
-            && changefeed::Function::ALL.iter().any(|function| parts.uri.path().strip_prefix('/') == Some(function.name()))
+            && changefeed::Function::ALL
+                .iter()
+                .any(|function| parts.uri.path().strip_prefix('/') == Some(function.name()))
     }
 
     /// The whole body, at [`body::MIN_RATE`] or faster and within the route's limit; otherwise
@@ -283,7 +307,8 @@ impl Door {
 
     /// A place among the reads' or the writes', if one is free.
     fn place_for(&self, method: &Method) -> Option<OwnedSemaphorePermit> {
-        let places = if matches!(*method, Method::GET | Method::HEAD) { &self.reads } else { &self.writes };
+        let places =
+            if matches!(*method, Method::GET | Method::HEAD) { &self.reads } else { &self.writes };
         places.clone().try_acquire_owned().ok()
     }
 }
@@ -291,12 +316,18 @@ impl Door {
 /// The routes that take a picture, as the router matches them: the API's upload, and the
 /// post's forms.
 static PICTURE_ROUTES: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
-    super::HttpFunction::TAKING_PICTURES.iter().map(|function| super::router_path(function.route())).collect()
+    super::HttpFunction::TAKING_PICTURES
+        .iter()
+        .map(|function| super::router_path(function.route()))
+        .collect()
 });
 
 /// The body's declared length (`Content-Length`), if it declares one.
 fn declared_length(parts: &Parts) -> Option<u64> {
-    parts.headers.get(header::CONTENT_LENGTH).and_then(|length| length.to_str().ok()?.parse::<u64>().ok())
+    parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|length| length.to_str().ok()?.parse::<u64>().ok())
 }
 
 /// 413, saying how much is taken.
@@ -322,7 +353,12 @@ pub(crate) fn too_large_error(limit: usize) -> ApiError {
 /// slow database never holds a request without an answer. The route is dropped where it was; a
 /// write it had sent may be made (the embedded store commits what its emulator applied,
 /// `Store::durably`), which is what the answer says, and why writes carry an Idempotency-Key.
-async fn within(deadline: Option<Deadline>, budget: Duration, page: bool, answer: impl Future<Output = Response>) -> Response {
+async fn within(
+    deadline: Option<Deadline>,
+    budget: Duration,
+    page: bool,
+    answer: impl Future<Output = Response>,
+) -> Response {
     let Some(deadline) = deadline else { return answer.await };
     let mut answer = std::pin::pin!(answer);
     let mut at = deadline.watch();
@@ -351,7 +387,11 @@ async fn within(deadline: Option<Deadline>, budget: Duration, page: bool, answer
                      so send it again with the same Idempotency-Key."
                 )
             };
-            let error = ApiError::come_back_after(StatusCode::SERVICE_UNAVAILABLE, detail, Duration::from_secs(1));
+            let error = ApiError::come_back_after(
+                StatusCode::SERVICE_UNAVAILABLE,
+                detail,
+                Duration::from_secs(1),
+            );
             if page { pages::PageError(error).into_response() } else { error.into_response() }
         }
     }
@@ -386,10 +426,11 @@ where
         && !headers.contains_key(header::CONTENT_RANGE)
         && DefaultPredicate::new().should_compress(&response);
     let accept_encoding = header::ACCEPT_ENCODING.as_str().as_bytes();
-    let said = headers
-        .get_all(header::VARY)
-        .iter()
-        .any(|vary| vary.as_bytes().windows(accept_encoding.len()).any(|name| name.eq_ignore_ascii_case(accept_encoding)));
+    let said = headers.get_all(header::VARY).iter().any(|vary| {
+        vary.as_bytes()
+            .windows(accept_encoding.len())
+            .any(|name| name.eq_ignore_ascii_case(accept_encoding))
+    });
     if compressible && !said {
         response.headers_mut().append(header::VARY, HeaderValue::from_static("accept-encoding"));
     }
@@ -402,7 +443,12 @@ const PARTITIONS: HeaderName = HeaderName::from_static("x-cosmos-partitions");
 const QUERIES: HeaderName = HeaderName::from_static("x-cosmos-queries");
 
 /// The Cosmos cost headers, and the request counted in the log.
-fn log_and_show_cost(response: &mut Response, meter: &Meter, requests: &RequestLog, request: Requested<'_>) {
+fn log_and_show_cost(
+    response: &mut Response,
+    meter: &Meter,
+    requests: &RequestLog,
+    request: Requested<'_>,
+) {
     let (charge, operations) = meter.totals();
     let charge = Hundredths((charge * 100.0).round() as u64);
     let headers = response.headers_mut();
@@ -411,15 +457,22 @@ fn log_and_show_cost(response: &mut Response, meter: &Meter, requests: &RequestL
         headers.insert(REQUEST_CHARGE, HeaderValue::from_static("0.00"));
         headers.insert(OPERATIONS, HeaderValue::from_static("0"));
     } else {
-        headers.insert(REQUEST_CHARGE, HeaderValue::from_str(&charge.to_string()).expect("a number is a header value"));
+        headers.insert(
+            REQUEST_CHARGE,
+            HeaderValue::from_str(&charge.to_string()).expect("a number is a header value"),
+        );
         headers.insert(OPERATIONS, HeaderValue::from(operations));
         headers.insert(QUERIES, HeaderValue::from(meter.queries()));
     }
     let partitions = if operations == 0 { String::new() } else { meter.partitions().to_string() };
     if !partitions.is_empty() {
-        headers.insert(PARTITIONS, HeaderValue::from_str(&partitions).expect("container names are header values"));
+        headers.insert(
+            PARTITIONS,
+            HeaderValue::from_str(&partitions).expect("container names are header values"),
+        );
     }
-    let latency = Tenths(u64::try_from(request.started.elapsed().as_micros() / 100).unwrap_or(u64::MAX));
+    let latency =
+        Tenths(u64::try_from(request.started.elapsed().as_micros() / 100).unwrap_or(u64::MAX));
     requests.log(&Answered {
         method: request.method,
         route: request.route,

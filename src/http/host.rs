@@ -14,12 +14,20 @@ use crate::changefeed::Function;
 use crate::changefeed::host::{HostAnswer, invoke};
 
 /// `POST /PostsChangeFeed`
-pub(super) async fn posts(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+pub(super) async fn posts(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     answer(invoke(&state, Function::PostsChangeFeed, invocation_id(&headers), &body).await)
 }
 
 /// `POST /UsersChangeFeed`
-pub(super) async fn users(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+pub(super) async fn users(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     answer(invoke(&state, Function::UsersChangeFeed, invocation_id(&headers), &body).await)
 }
 

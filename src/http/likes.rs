@@ -8,7 +8,9 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::caching;
-use super::error::{ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
+use super::error::{
+    ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems,
+};
 use super::extract::{Id, Ids, JsonBody, QueryParams};
 use crate::app::likes::{create_like, delete_like, likes_of};
 use crate::app::lists::{ListPage, ListParams, OwnerKnown};
@@ -69,7 +71,11 @@ pub(super) async fn create(
         DeleteProblems,
     ),
 )]
-pub(super) async fn delete(State(state): State<AppState>, caller: Caller, Ids(post_id, user_id): Ids) -> ApiResult<StatusCode> {
+pub(super) async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Ids(post_id, user_id): Ids,
+) -> ApiResult<StatusCode> {
     delete_like(&state, &caller, &post_id, &user_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -171,9 +171,13 @@ pub(crate) struct Serving {
 impl HttpFunction {
     /// The function a request's method and matched route (as the router declares it) name, if any.
     pub(crate) fn of(method: &axum::http::Method, matched: &str) -> Option<HttpFunction> {
-        static ROUTES: std::sync::LazyLock<Vec<(HttpFunction, String)>> = std::sync::LazyLock::new(|| {
-            HttpFunction::ALL.iter().map(|&function| (function, router_path(function.route()))).collect()
-        });
+        static ROUTES: std::sync::LazyLock<Vec<(HttpFunction, String)>> =
+            std::sync::LazyLock::new(|| {
+                HttpFunction::ALL
+                    .iter()
+                    .map(|&function| (function, router_path(function.route())))
+                    .collect()
+            });
         ROUTES
             .iter()
             .find(|(function, path)| path == matched && function.method() == method.as_str())
@@ -233,16 +237,26 @@ pub(crate) fn router(state: AppState, serving: Serving) -> Router {
 /// 404: problem+json under `/api/`, an HTML page elsewhere (a person followed a bad link).
 async fn not_found(uri: axum::http::Uri) -> Response {
     if uri.path().starts_with("/api/") {
-        ApiError::not_found(format!("There is no resource at {}; see docs/api.md for the API's routes.", uri.path()))
-            .into_response()
+        ApiError::not_found(format!(
+            "There is no resource at {}; see docs/api.md for the API's routes.",
+            uri.path()
+        ))
+        .into_response()
     } else {
         pages::not_found_page(uri.path())
     }
 }
 
 async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> Response {
-    let error = ApiError::new(StatusCode::METHOD_NOT_ALLOWED, format!("{} does not accept {method}.", uri.path()));
-    if uri.path().starts_with("/api/") { error.into_response() } else { pages::PageError(error).into_response() }
+    let error = ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("{} does not accept {method}.", uri.path()),
+    );
+    if uri.path().starts_with("/api/") {
+        error.into_response()
+    } else {
+        pages::PageError(error).into_response()
+    }
 }
 
 #[cfg(test)]
@@ -282,11 +296,15 @@ mod tests {
 
     /// A server whose `POST /api/hold` waits until released, behind the admission layer.
     async fn held_server(max_in_flight: usize, header_timeout: Duration) -> (String, Hold) {
-        held_server_with(max_in_flight, serve::Limits { header_timeout, max_connections: 1024 }).await
+        held_server_with(max_in_flight, serve::Limits { header_timeout, max_connections: 1024 })
+            .await
     }
 
     async fn held_server_with(max_in_flight: usize, limits: serve::Limits) -> (String, Hold) {
-        let hold = Hold { entered: Arc::new(Notify::new()), release: Arc::new(tokio::sync::Semaphore::new(0)) };
+        let hold = Hold {
+            entered: Arc::new(Notify::new()),
+            release: Arc::new(tokio::sync::Semaphore::new(0)),
+        };
         let held = hold.clone();
         let router = Router::new()
             .route(
@@ -303,8 +321,13 @@ mod tests {
                     max_in_flight,
                     request_timeout: crate::config::DEFAULT_REQUEST_TIMEOUT,
                     host_change_feed: false,
-                    uploads: super::UploadBuffers::new(super::UploadBuffers::DEFAULT_BYTES, super::MAX_UPLOAD_BYTES),
-                    public_url: crate::config::PublicUrl::of_listener("127.0.0.1:7071".parse().unwrap()),
+                    uploads: super::UploadBuffers::new(
+                        super::UploadBuffers::DEFAULT_BYTES,
+                        super::MAX_UPLOAD_BYTES,
+                    ),
+                    public_url: crate::config::PublicUrl::of_listener(
+                        "127.0.0.1:7071".parse().unwrap(),
+                    ),
                     requests: Default::default(),
                 },
                 AuthMode::None,
@@ -324,7 +347,11 @@ mod tests {
         let refused = client.post(format!("{base}/api/hold")).send().await.unwrap();
         assert_eq!(refused.status(), 503);
         assert!(refused.text().await.unwrap().contains("retry"));
-        assert_eq!(client.get(format!("{base}/api/read")).send().await.unwrap().status(), 200, "writes do not starve reads");
+        assert_eq!(
+            client.get(format!("{base}/api/read")).send().await.unwrap().status(),
+            200,
+            "writes do not starve reads"
+        );
         hold.release();
         assert_eq!(held.await.unwrap().unwrap().status(), 200);
     }
@@ -353,10 +380,12 @@ mod tests {
     async fn a_connection_that_does_not_finish_its_headers_is_closed() {
         let (base, _hold) = held_server(1, Duration::from_millis(300)).await;
         for request in [&b"GET /api/read HTTP/1.1\r\nHost: x\r\n"[..], b""] {
-            let mut stream = tokio::net::TcpStream::connect(base.trim_start_matches("http://")).await.unwrap();
+            let mut stream =
+                tokio::net::TcpStream::connect(base.trim_start_matches("http://")).await.unwrap();
             stream.write_all(request).await.unwrap();
             let mut rest = Vec::new();
-            let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest)).await;
+            let read =
+                tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest)).await;
             assert!(read.is_ok(), "the server closes a slow or idle connection");
         }
     }
@@ -366,7 +395,10 @@ mod tests {
     /// room.
     #[tokio::test]
     async fn at_the_connection_limit_with_every_connection_busy_a_newcomer_is_503() {
-        let limits = serve::Limits { header_timeout: crate::config::DEFAULT_HEADER_TIMEOUT, max_connections: 1 };
+        let limits = serve::Limits {
+            header_timeout: crate::config::DEFAULT_HEADER_TIMEOUT,
+            max_connections: 1,
+        };
         let (base, hold) = held_server_with(2, limits).await;
         let held = tokio::spawn(reqwest::Client::new().post(format!("{base}/api/hold")).send());
         hold.entered().await;

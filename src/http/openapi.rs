@@ -21,14 +21,19 @@ struct PathIdsAreItemIds;
 impl Modify for PathIdsAreItemIds {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         for item in openapi.paths.paths.values_mut() {
-            let operations = [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch];
+            let operations =
+                [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch];
             for operation in operations.into_iter().flatten() {
                 for parameter in operation.parameters.iter_mut().flatten() {
                     if parameter.parameter_in == ParameterIn::Path && parameter.name == "tag" {
                         parameter.schema = Some(RefOr::T(super::posts::tag_schema().into()));
                         parameter.required = Required::True;
                     } else if parameter.parameter_in == ParameterIn::Path {
-                        assert!(parameter.name.ends_with("Id"), "path parameter {:?} is not an id", parameter.name);
+                        assert!(
+                            parameter.name.ends_with("Id"),
+                            "path parameter {:?} is not an id",
+                            parameter.name
+                        );
                         parameter.schema = Some(RefOr::T(item_id()));
                         parameter.required = Required::True;
                     }
@@ -49,7 +54,11 @@ impl Modify for OctetStreamBodiesAreBytes {
         use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
         for item in openapi.paths.paths.values_mut() {
             let operations = [&mut item.put, &mut item.post, &mut item.patch];
-            for body in operations.into_iter().flatten().filter_map(|operation| operation.request_body.as_mut()) {
+            for body in operations
+                .into_iter()
+                .flatten()
+                .filter_map(|operation| operation.request_body.as_mut())
+            {
                 if let Some(content) = body.content.get_mut("application/octet-stream") {
                     let bytes = ObjectBuilder::new()
                         .schema_type(Type::String)
@@ -135,7 +144,12 @@ fn leads_from(item: Item) -> Vec<Lead> {
         Item::Comment => vec![
             lead("getPost", "getPost", &[("postId", "postId")], &[]),
             lead("listComments", "listComments", &[("postId", "postId")], &[]),
-            lead("deleteComment", "deleteComment", &[("postId", "postId"), ("commentId", "id")], &[]),
+            lead(
+                "deleteComment",
+                "deleteComment",
+                &[("postId", "postId"), ("commentId", "id")],
+                &[],
+            ),
             lead("getCommenter", "getUser", &[("userId", "userId")], &[]),
         ],
         Item::Like => vec![
@@ -162,7 +176,8 @@ impl Modify for IdsLeadToOperations {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let mut operations: BTreeMap<String, &mut Operation> = BTreeMap::new();
         for item in openapi.paths.paths.values_mut() {
-            let all = [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch];
+            let all =
+                [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch];
             // An operation without an id, or with another's, is for tests/openapi.rs to name.
             for operation in all.into_iter().flatten() {
                 if let Some(id) = operation.operation_id.clone() {
@@ -171,16 +186,24 @@ impl Modify for IdsLeadToOperations {
             }
         }
         for &(answer, status, at, item) in ANSWERS {
-            let operation = operations.get_mut(answer).unwrap_or_else(|| panic!("ANSWERS names {answer}, no operation"));
+            let operation = operations
+                .get_mut(answer)
+                .unwrap_or_else(|| panic!("ANSWERS names {answer}, no operation"));
             let Some(RefOr::T(response)) = operation.responses.responses.get_mut(status) else {
                 panic!("{answer} has no {status} response of its own");
             };
             let from = |fields: Vec<(&str, &str)>| -> Map<String, Value> {
-                fields.into_iter().map(|(name, field)| (name.to_owned(), format!("$response.body#{at}/{field}").into())).collect()
+                fields
+                    .into_iter()
+                    .map(|(name, field)| {
+                        (name.to_owned(), format!("$response.body#{at}/{field}").into())
+                    })
+                    .collect()
             };
             let mut links = Map::new();
             for Lead { name, operation_id, parameters, body } in leads_from(item) {
-                let mut link = Map::from_iter([("operationId".to_owned(), Value::from(operation_id))]);
+                let mut link =
+                    Map::from_iter([("operationId".to_owned(), Value::from(operation_id))]);
                 if !parameters.is_empty() {
                     link.insert("parameters".to_owned(), from(parameters).into());
                 }
@@ -189,7 +212,10 @@ impl Modify for IdsLeadToOperations {
                 }
                 links.insert(name.to_owned(), link.into());
             }
-            response.extensions.get_or_insert_with(Default::default).insert("links".to_owned(), links.into());
+            response
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert("links".to_owned(), links.into());
         }
     }
 }
@@ -225,7 +251,8 @@ pub(crate) struct ApiDoc;
 /// ETag and kept by shared caches as the API's reads are (an answer that said nothing of how
 /// long it may be kept would be `no-store`).
 pub(crate) async fn document(headers: axum::http::HeaderMap) -> axum::response::Response {
-    static DOCUMENT: std::sync::LazyLock<axum::body::Bytes> =
-        std::sync::LazyLock::new(|| serde_json::to_vec(&ApiDoc::openapi()).expect("the description serializes").into());
+    static DOCUMENT: std::sync::LazyLock<axum::body::Bytes> = std::sync::LazyLock::new(|| {
+        serde_json::to_vec(&ApiDoc::openapi()).expect("the description serializes").into()
+    });
     super::caching::revalidated(&headers, "application/json", DOCUMENT.clone())
 }

@@ -141,9 +141,15 @@ pub(super) async fn upload(
     let destination = destination(&state, &caller, PictureTarget::Post(&post_id), &alt).await?;
     let upload = body.read(|| super::front_door::too_large_error(MAX_UPLOAD_BYTES)).await?;
     let added = add_picture(&state, &caller, destination, upload, declared).await?;
-    let quota = state.pictures.as_ref().map(|pictures| pictures.quota()).expect("a picture was added");
+    let quota =
+        state.pictures.as_ref().map(|pictures| pictures.quota()).expect("a picture was added");
     let location = added.address.url();
-    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(AddedPictureBody::of(added, quota))).into_response())
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(AddedPictureBody::of(added, quota)),
+    )
+        .into_response())
 }
 
 /// A picture: `GET /pictures/{owner}/{post}/{name}`. Reads the picture store only. Its name is
@@ -158,9 +164,14 @@ pub(super) async fn show(
         return picture_not_found(&format!("/pictures/{owner}/{post}/{name}"));
     };
     let etag = format!("\"{}\"", address.name.hash());
-    let fresh = headers.get(header::IF_NONE_MATCH).and_then(|value| value.to_str().ok()).is_some_and(|tags| {
-        tags.split(',').any(|tag| tag.trim() == etag || tag.trim() == "*" || tag.trim() == format!("W/{etag}"))
-    });
+    let fresh = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|tags| {
+            tags.split(',').any(|tag| {
+                tag.trim() == etag || tag.trim() == "*" || tag.trim() == format!("W/{etag}")
+            })
+        });
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
@@ -185,6 +196,7 @@ pub(super) async fn show(
 
 /// 404 for a picture: a page saying so (a person followed a link to it).
 fn picture_not_found(path: &str) -> Response {
-    let detail = format!("There is no picture at {path}: the post it was in may have been deleted.");
+    let detail =
+        format!("There is no picture at {path}: the post it was in may have been deleted.");
     super::pages::PageError(super::error::ApiError::not_found(detail)).into_response()
 }

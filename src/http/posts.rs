@@ -8,7 +8,9 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::caching;
-use super::error::{ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
+use super::error::{
+    ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems,
+};
 use super::extract::{Id, JsonBody};
 use crate::app::post_view::api_post;
 use crate::app::posts::{create_post, delete_post, edit_post};
@@ -67,7 +69,10 @@ const TAG_PATTERN: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F\\u202A-\\u202E\\u20
 
 /// A post's tags in a request: what `model::tags::valid_tags` takes.
 fn tags_schema() -> utoipa::openapi::schema::Array {
-    utoipa::openapi::schema::ArrayBuilder::new().items(tag_schema()).max_items(Some(crate::model::tags::MAX_TAGS)).build()
+    utoipa::openapi::schema::ArrayBuilder::new()
+        .items(tag_schema())
+        .max_items(Some(crate::model::tags::MAX_TAGS))
+        .build()
 }
 
 /// One tag, in a request's body or in a path.
@@ -103,7 +108,8 @@ pub(super) async fn create(
     caller: Caller,
     JsonBody(body): JsonBody<NewPostBody>,
 ) -> ApiResult<impl IntoResponse> {
-    let post = create_post(&state, &caller, &body.user_id, body.title, body.content, body.tags).await?;
+    let post =
+        create_post(&state, &caller, &body.user_id, body.title, body.content, body.tags).await?;
     let location = format!("/api/posts/{}", post.id);
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(post)))
 }
@@ -150,7 +156,11 @@ pub(super) async fn edit(
         DeleteProblems,
     ),
 )]
-pub(super) async fn delete(State(state): State<AppState>, caller: Caller, Id(post_id): Id) -> ApiResult<StatusCode> {
+pub(super) async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Id(post_id): Id,
+) -> ApiResult<StatusCode> {
     delete_post(&state, &caller, &post_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -171,6 +181,13 @@ pub(super) async fn delete(State(state): State<AppState>, caller: Caller, Id(pos
         ReadProblems,
     ),
 )]
-pub(super) async fn get(State(state): State<AppState>, headers: HeaderMap, Id(post_id): Id) -> ApiResult<Response> {
-    Ok(caching::json(&headers, &api_post(&state, &post_id, caching::freshness(&headers)).await?.value))
+pub(super) async fn get(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Id(post_id): Id,
+) -> ApiResult<Response> {
+    Ok(caching::json(
+        &headers,
+        &api_post(&state, &post_id, caching::freshness(&headers)).await?.value,
+    ))
 }

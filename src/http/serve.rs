@@ -55,7 +55,8 @@ impl Limits {
     /// see [`raise_descriptor_limit`]), less [`RESERVED_DESCRIPTORS`] and an eighth for headroom.
     pub(crate) fn of_this_process(header_timeout: Duration) -> Limits {
         let descriptors = raise_descriptor_limit();
-        let max_connections = descriptors.saturating_sub(RESERVED_DESCRIPTORS.max(descriptors / 8)).max(1);
+        let max_connections =
+            descriptors.saturating_sub(RESERVED_DESCRIPTORS.max(descriptors / 8)).max(1);
         Limits { header_timeout, max_connections }
     }
 }

@@ -20,9 +20,13 @@ impl<S: Send + Sync> FromRequestParts<S> for TagInPath {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let Path(tag) = Path::<String>::from_request_parts(parts, state)
-            .await
-            .map_err(|rejection| ApiError::bad_request(format!("The tag in the path is not valid: {}", rejection.body_text())))?;
+        let Path(tag) =
+            Path::<String>::from_request_parts(parts, state).await.map_err(|rejection| {
+                ApiError::bad_request(format!(
+                    "The tag in the path is not valid: {}",
+                    rejection.body_text()
+                ))
+            })?;
         Ok(TagInPath(tag))
     }
 }

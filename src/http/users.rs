@@ -94,7 +94,11 @@ pub(super) async fn edit(
         ReadProblems,
     ),
 )]
-pub(super) async fn get(State(state): State<AppState>, headers: HeaderMap, Id(user_id): Id) -> ApiResult<Response> {
+pub(super) async fn get(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Id(user_id): Id,
+) -> ApiResult<Response> {
     Ok(caching::json(&headers, &get_user(&state, &user_id).await?))
 }
 
@@ -122,7 +126,10 @@ pub(crate) struct Me {
         ReadProblems,
     ),
 )]
-pub(super) async fn me(caller: Caller, QueryParams(NoParams {}): QueryParams<NoParams>) -> Json<Me> {
+pub(super) async fn me(
+    caller: Caller,
+    QueryParams(NoParams {}): QueryParams<NoParams>,
+) -> Json<Me> {
     Json(Me { user_id: caller.id })
 }
 

@@ -21,7 +21,12 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
     N: for<'a> FormatFields<'a> + 'static,
 {
-    fn format_event(&self, context: &FmtContext<'_, S, N>, mut line: Writer<'_>, event: &Event<'_>) -> fmt::Result {
+    fn format_event(
+        &self,
+        context: &FmtContext<'_, S, N>,
+        mut line: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
         write_timestamp(&mut line)?;
         let metadata = event.metadata();
         line.write_str(match *metadata.level() {
@@ -35,7 +40,11 @@ where
             let mut any = false;
             for span in scope.from_root() {
                 line.write_str(span.metadata().name())?;
-                if let Some(fields) = span.extensions().get::<FormattedFields<N>>().filter(|fields| !fields.is_empty()) {
+                if let Some(fields) = span
+                    .extensions()
+                    .get::<FormattedFields<N>>()
+                    .filter(|fields| !fields.is_empty())
+                {
                     write!(line, "{{{fields}}}")?;
                 }
                 line.write_char(':')?;
@@ -61,12 +70,14 @@ fn write_timestamp(line: &mut Writer<'_>) -> fmt::Result {
         /// The second last formatted on this thread, and its text to the second.
         static SECOND: std::cell::RefCell<(u64, String)> = const { std::cell::RefCell::new((u64::MAX, String::new())) };
     }
-    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let since_epoch =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let second = since_epoch.as_secs();
     SECOND.with_borrow_mut(|(cached, text)| {
         if *cached != second {
-            let time = time::OffsetDateTime::from_unix_timestamp(second.try_into().unwrap_or(i64::MAX))
-                .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+            let time =
+                time::OffsetDateTime::from_unix_timestamp(second.try_into().unwrap_or(i64::MAX))
+                    .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
             text.clear();
             write!(
                 text,
@@ -171,7 +182,9 @@ struct Escaping<'a, 'w>(&'a mut Writer<'w>);
 impl fmt::Write for Escaping<'_, '_> {
     fn write_str(&mut self, text: &str) -> fmt::Result {
         let mut rest = text;
-        while let Some(at) = rest.find(|c: char| matches!(c, '\x1b' | '\x07' | '\x08' | '\x0c' | '\x7f' | '\u{80}'..='\u{9f}')) {
+        while let Some(at) = rest.find(|c: char| {
+            matches!(c, '\x1b' | '\x07' | '\x08' | '\x0c' | '\x7f' | '\u{80}'..='\u{9f}')
+        }) {
             self.0.write_str(&rest[..at])?;
             let control = rest[at..].chars().next().expect("found at this index");
             if (control as u32) < 0x80 {
@@ -208,7 +221,9 @@ mod tests {
                 error = &error as &(dyn std::error::Error + 'static),
                 "cannot reach Cosmos DB yet"
             );
-            tracing::error!("a message with \x1b[31mcolour\x1b[0m, \u{85}, a \"quote\" and\nnewline");
+            tracing::error!(
+                "a message with \x1b[31mcolour\x1b[0m, \u{85}, a \"quote\" and\nnewline"
+            );
             tracing::debug!(r#type = "post", "raw identifier");
         });
     }
@@ -221,7 +236,10 @@ mod tests {
         let captured = |format: bool| {
             let out = Recorded::default();
             let (writer, flusher) = batched(out.clone());
-            let builder = tracing_subscriber::fmt().with_max_level(tracing::Level::TRACE).with_ansi(false).with_writer(writer);
+            let builder = tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::TRACE)
+                .with_ansi(false)
+                .with_writer(writer);
             if format {
                 written_by(builder.event_format(LineFormat).finish());
             } else {

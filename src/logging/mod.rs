@@ -27,8 +27,13 @@ pub struct BilledLines {
 }
 
 /// The bounds [`BilledLines`] says.
-pub const BILLED_LINES: BilledLines =
-    BilledLines { minute: 330, request: 340, delivered: 280, lag: 180, own_lines_per_minute: crate::http::OWN_LINES_PER_MINUTE };
+pub const BILLED_LINES: BilledLines = BilledLines {
+    minute: 330,
+    request: 340,
+    delivered: 280,
+    lag: 180,
+    own_lines_per_minute: crate::http::OWN_LINES_PER_MINUTE,
+};
 
 /// An error and every cause below it on one line, for a log line or a command's `error:` line:
 /// an SDK error's transport failure or a file's I/O error is often two or three sources down.

@@ -85,7 +85,9 @@ fn write_batches(shared: &Shared, mut out: impl Write) {
             let state = lock(&shared.state);
             let (mut state, _) = shared
                 .batch_ready
-                .wait_timeout_while(state, FLUSH_EVERY, |state| !state.closed && state.waiting.len() < BATCH_BYTES)
+                .wait_timeout_while(state, FLUSH_EVERY, |state| {
+                    !state.closed && state.waiting.len() < BATCH_BYTES
+                })
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             std::mem::swap(&mut state.waiting, &mut batch);
             state.closed
@@ -164,7 +166,9 @@ mod tests {
             .map(|chunk| {
                 let mut writer = writer.clone();
                 let chunk = chunk.to_vec();
-                std::thread::spawn(move || chunk.iter().for_each(|line| writer.write_all(line.as_bytes()).unwrap()))
+                std::thread::spawn(move || {
+                    chunk.iter().for_each(|line| writer.write_all(line.as_bytes()).unwrap())
+                })
             })
             .collect();
         threads.into_iter().for_each(|thread| thread.join().unwrap());

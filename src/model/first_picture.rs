@@ -36,10 +36,18 @@ pub(crate) struct FirstPicture {
 impl FirstPicture {
     /// The first picture `post`'s page shows, if it shows one.
     pub(crate) fn of(post: &Post) -> Option<FirstPicture> {
-        let (address, alt) = markdown::first_picture(&post.content, Pictures::Of { owner: &post.user_id, post: &post.id })?;
+        let (address, alt) = markdown::first_picture(
+            &post.content,
+            Pictures::Of { owner: &post.user_id, post: &post.id },
+        )?;
         let shown = address.phone().unwrap_or(address);
         let (width, height) = shown.name.size();
-        Some(FirstPicture { url: shown.url(), width, height, alt: truncate_chars(&alt, MAX_PREVIEW_ALT_CHARS).to_owned() })
+        Some(FirstPicture {
+            url: shown.url(),
+            width,
+            height,
+            alt: truncate_chars(&alt, MAX_PREVIEW_ALT_CHARS).to_owned(),
+        })
     }
 
     /// Whether it is a picture of `post`'s own, at the size it says: what a page shows as an
@@ -71,8 +79,9 @@ mod tests {
     #[test]
     fn a_posts_first_picture_is_its_phones_copy_where_it_has_one() {
         let hash = hash();
-        let wide =
-            post(&format!("Text.\n\n![A red kite](/pictures/u1/p1/{hash}-4000x3000.png) ![b](/pictures/u1/p1/{hash}-20x10.gif)"));
+        let wide = post(&format!(
+            "Text.\n\n![A red kite](/pictures/u1/p1/{hash}-4000x3000.png) ![b](/pictures/u1/p1/{hash}-20x10.gif)"
+        ));
         let first = FirstPicture::of(&wide).unwrap();
         let expected = FirstPicture {
             url: format!("/pictures/u1/p1/{hash}-960x720.jpg"),
@@ -82,19 +91,36 @@ mod tests {
         };
         assert_eq!(first, expected);
         assert!(first.is_of(&wide));
-        let small = FirstPicture::of(&post(&format!("![](/pictures/u1/p1/{hash}-640x480.gif)"))).unwrap();
+        let small =
+            FirstPicture::of(&post(&format!("![](/pictures/u1/p1/{hash}-640x480.gif)"))).unwrap();
         assert_eq!(
             (small.url.as_str(), small.width, small.height, small.alt.as_str()),
             (&*format!("/pictures/u1/p1/{hash}-640x480.gif"), 640, 480, "")
         );
         assert_eq!(FirstPicture::of(&post("No picture.")), None);
-        let long = FirstPicture::of(&post(&format!("![{}](/pictures/u1/p1/{hash}-10x10.png)", "é".repeat(500)))).unwrap();
+        let long = FirstPicture::of(&post(&format!(
+            "![{}](/pictures/u1/p1/{hash}-10x10.png)",
+            "é".repeat(500)
+        )))
+        .unwrap();
         assert_eq!(long.alt.chars().count(), MAX_PREVIEW_ALT_CHARS);
         // A copy shows only a picture of its own post, at the size its name says.
         assert!(!FirstPicture { width: 961, ..expected.clone() }.is_of(&wide));
-        assert!(!FirstPicture { url: format!("/pictures/u2/p1/{hash}-960x720.jpg"), ..expected.clone() }.is_of(&wide));
-        assert!(!FirstPicture { url: "https://elsewhere.example/x.jpg".into(), ..expected }.is_of(&wide));
+        assert!(
+            !FirstPicture {
+                url: format!("/pictures/u2/p1/{hash}-960x720.jpg"),
+                ..expected.clone()
+            }
+            .is_of(&wide)
+        );
+        assert!(
+            !FirstPicture { url: "https://elsewhere.example/x.jpg".into(), ..expected }
+                .is_of(&wide)
+        );
         let stored = serde_json::to_value(&first).unwrap();
-        assert_eq!(stored, serde_json::json!({"url": first.url, "width": 960, "height": 720, "alt": "A red kite"}));
+        assert_eq!(
+            stored,
+            serde_json::json!({"url": first.url, "width": 960, "height": 720, "alt": "A red kite"})
+        );
     }
 }

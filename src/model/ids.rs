@@ -27,7 +27,9 @@ pub fn validate_id(id: &str) -> Result<(), IdError> {
     if id == "." || id == ".." {
         return Err(IdError::RelativeSegment { id: id.to_owned() });
     }
-    if let Some((at, character)) = id.char_indices().find(|(_, c)| matches!(c, '/' | '\\' | '?' | '#' | '%')) {
+    if let Some((at, character)) =
+        id.char_indices().find(|(_, c)| matches!(c, '/' | '\\' | '?' | '#' | '%'))
+    {
         return Err(IdError::PathCharacter { character, at });
     }
     if let Some((at, character)) = id.char_indices().find(|(_, c)| !c.is_ascii_graphic()) {
@@ -59,7 +61,9 @@ pub enum IdError {
         id: String,
     },
     /// The id holds a character that ends, splits or escapes a path segment.
-    #[error("The id must not contain {character:?}: a Cosmos DB resource path cannot carry / \\ ? # % in an id.")]
+    #[error(
+        "The id must not contain {character:?}: a Cosmos DB resource path cannot carry / \\ ? # % in an id."
+    )]
     PathCharacter {
         /// The first such character.
         character: char,
@@ -75,7 +79,10 @@ pub enum IdError {
         at: usize,
     },
     /// The id starts as the blog's records of keyed requests do.
-    #[error("The id must not start with {:?}: such ids are the blog's records of keyed requests.", REQUEST_RECORD_PREFIX)]
+    #[error(
+        "The id must not start with {:?}: such ids are the blog's records of keyed requests.",
+        REQUEST_RECORD_PREFIX
+    )]
     RequestRecord,
 }
 
@@ -102,7 +109,10 @@ mod tests {
             IdError::PathCharacter { character: '/', at: 2 }.to_string(),
             "The id must not contain '/': a Cosmos DB resource path cannot carry / \\ ? # % in an id."
         );
-        assert_eq!(IdError::TooLong { length: 300 }.to_string(), format!("The id must be at most {MAX_ID_BYTES} bytes long."));
+        assert_eq!(
+            IdError::TooLong { length: 300 }.to_string(),
+            format!("The id must be at most {MAX_ID_BYTES} bytes long.")
+        );
     }
 
     #[test]

@@ -40,7 +40,9 @@
 
 use super::picture::PictureAddress;
 use linkify::{LinkFinder, LinkKind};
-use pulldown_cmark::{Alignment, CowStr, Event, LinkType, Options, Parser, Tag, TagEnd, TextMergeStream};
+use pulldown_cmark::{
+    Alignment, CowStr, Event, LinkType, Options, Parser, Tag, TagEnd, TextMergeStream,
+};
 
 /// What the parser reads beyond CommonMark. Not footnotes, heading ids or attributes: their
 /// `id`s would collide between the post and the comments of one page.
@@ -68,7 +70,9 @@ impl Pictures<'_> {
     /// Whether `address` is shown as an `<img>`: one of these pictures, of a size the blog takes.
     fn shows(self, address: &PictureAddress) -> bool {
         match self {
-            Pictures::Of { owner, post } => address.owner == owner && address.post == post && address.name.within_limits(),
+            Pictures::Of { owner, post } => {
+                address.owner == owner && address.post == post && address.name.within_limits()
+            }
             Pictures::None => false,
         }
     }
@@ -83,7 +87,10 @@ impl Pictures<'_> {
 /// reads right to left in a left-to-right post.
 pub(crate) fn to_html(text: &str, pictures: Pictures<'_>, top_heading: u8) -> String {
     let mut html = String::with_capacity(text.len() + text.len() / 2);
-    pulldown_cmark::html::push_html(&mut html, safe_events(text, pictures, top_heading).into_iter());
+    pulldown_cmark::html::push_html(
+        &mut html,
+        safe_events(text, pictures, top_heading).into_iter(),
+    );
     html
 }
 
@@ -118,7 +125,8 @@ pub(crate) fn cut_to_plain_text(text: &str) -> (String, bool) {
 
 /// The plain text, and whether it stopped before a picture the cut left without its end.
 fn plain_text(text: &str, cut: bool) -> (String, bool) {
-    let mut plain = PlainText { text: String::with_capacity(text.len()), space: false, after_picture: false };
+    let mut plain =
+        PlainText { text: String::with_capacity(text.len()), space: false, after_picture: false };
     let mut in_picture = 0usize;
     for (event, at) in Parser::new_ext(text, options()).into_offset_iter() {
         match event {
@@ -131,15 +139,23 @@ fn plain_text(text: &str, cut: bool) -> (String, bool) {
             // A picture the cut left without its end: the rest is its alt text and address, left
             // out as a whole picture's are (read as prose, they run into the excerpt, and the
             // lists show the picture beside it).
-            Event::Text(mark) if cut && &text[at.clone()] == mark.as_ref() && text[at.start..].starts_with("![") => {
+            Event::Text(mark)
+                if cut
+                    && &text[at.clone()] == mark.as_ref()
+                    && text[at.start..].starts_with("![") =>
+            {
                 return (plain.text, true);
             }
             // An unpaired mark is a text event of its own, whose source is the mark itself.
             Event::Text(mark)
                 if cut
                     && &text[at] == mark.as_ref()
-                    && mark.chars().all(|c| matches!(c, '*' | '_' | '~' | '`' | '[' | ']' | '!')) => {}
-            Event::Text(text) | Event::Code(text) | Event::Html(text) | Event::InlineHtml(text) => plain.push(&text),
+                    && mark
+                        .chars()
+                        .all(|c| matches!(c, '*' | '_' | '~' | '`' | '[' | ']' | '!')) => {}
+            Event::Text(text) | Event::Code(text) | Event::Html(text) | Event::InlineHtml(text) => {
+                plain.push(&text)
+            }
             Event::Start(tag) if !is_inline(tag.to_end()) => plain.space(),
             Event::End(tag) if !is_inline(tag) => plain.space(),
             Event::SoftBreak | Event::HardBreak | Event::Rule => plain.space(),
@@ -207,13 +223,19 @@ fn safe_events<'a>(text: &'a str, pictures: Pictures<'_>, top_heading: u8) -> Ve
     while let Some(event) = events.next() {
         match event {
             Event::Start(Tag::Link { link_type, dest_url, .. }) => {
-                let href = if link_type == LinkType::Email { format!("mailto:{dest_url}") } else { dest_url.into_string() };
+                let href = if link_type == LinkType::Email {
+                    format!("mailto:{dest_url}")
+                } else {
+                    dest_url.into_string()
+                };
                 if anchors.link(&href) {
                     out.push(anchor(&href, ""));
                 }
             }
             Event::Start(Tag::Image { dest_url, .. }) => match anchors.image(&dest_url, pictures) {
-                Image::Picture(address) => out.push(Event::Html(picture(&address, &alt_text(&mut events)).into())),
+                Image::Picture(address) => {
+                    out.push(Event::Html(picture(&address, &alt_text(&mut events)).into()))
+                }
                 Image::Link { written } => {
                     if written {
                         out.push(anchor(&dest_url, " class=\"image\""));
@@ -245,10 +267,14 @@ fn safe_events<'a>(text: &'a str, pictures: Pictures<'_>, top_heading: u8) -> Ve
             Event::Start(Tag::Heading { level, .. }) => {
                 out.push(Event::Html(format!("<h{} dir=\"auto\">", heading(level)).into()));
             }
-            Event::End(TagEnd::Heading(level)) => out.push(Event::Html(format!("</h{}>\n", heading(level)).into())),
+            Event::End(TagEnd::Heading(level)) => {
+                out.push(Event::Html(format!("</h{}>\n", heading(level)).into()))
+            }
             // A column's alignment is written as an inline `style`, which the pages' CSP refuses
             // (with an error in the console): the columns keep the stylesheet's alignment.
-            Event::Start(Tag::Table(columns)) => out.push(Event::Start(Tag::Table(vec![Alignment::None; columns.len()]))),
+            Event::Start(Tag::Table(columns)) => {
+                out.push(Event::Start(Tag::Table(vec![Alignment::None; columns.len()])))
+            }
             Event::SoftBreak => out.push(Event::HardBreak),
             other => out.push(other),
         }
@@ -287,7 +313,8 @@ impl Anchors {
     /// An image starts. Inside a link, an image is its alt text.
     fn image(&mut self, dest_url: &str, pictures: Pictures<'_>) -> Image {
         if !self.open
-            && let Some(address) = PictureAddress::of_url(dest_url).filter(|address| pictures.shows(address))
+            && let Some(address) =
+                PictureAddress::of_url(dest_url).filter(|address| pictures.shows(address))
         {
             // Its events up to its end are its description, read whole where it is shown.
             return Image::Picture(address);
@@ -306,7 +333,10 @@ impl Anchors {
 /// The first picture `text` shows as an image (as [`to_html`] renders it with `pictures`), and
 /// its alt text: what a list of posts shows beside the post's excerpt and a link preview shows
 /// for it. Reads no further than that picture.
-pub(crate) fn first_picture(text: &str, pictures: Pictures<'_>) -> Option<(PictureAddress, String)> {
+pub(crate) fn first_picture(
+    text: &str,
+    pictures: Pictures<'_>,
+) -> Option<(PictureAddress, String)> {
     let mut anchors = Anchors::default();
     // Raw HTML neither opens nor closes a link: the parser's own events say where the links and
     // images are. Inline HTML in a description is text there, as the page shows it (an HTML
@@ -318,7 +348,11 @@ pub(crate) fn first_picture(text: &str, pictures: Pictures<'_>) -> Option<(Pictu
     while let Some(event) = events.next() {
         match event {
             Event::Start(Tag::Link { link_type, dest_url, .. }) => {
-                let href = if link_type == LinkType::Email { format!("mailto:{dest_url}") } else { dest_url.into_string() };
+                let href = if link_type == LinkType::Email {
+                    format!("mailto:{dest_url}")
+                } else {
+                    dest_url.into_string()
+                };
                 anchors.link(&href);
             }
             Event::Start(Tag::Image { dest_url, .. }) => {
@@ -420,14 +454,19 @@ fn picture(address: &PictureAddress, alt: &str) -> String {
     tag.push_str(&address.url());
     tag.push_str("\" alt=\"");
     pulldown_cmark_escape::escape_html(&mut tag, alt).expect("writing to a String cannot fail");
-    tag.push_str(&format!("\" width=\"{width}\" height=\"{height}\" loading=\"lazy\" decoding=\"async\""));
+    tag.push_str(&format!(
+        "\" width=\"{width}\" height=\"{height}\" loading=\"lazy\" decoding=\"async\""
+    ));
     let copies: Vec<PictureAddress> = address.phone().into_iter().chain(address.screen()).collect();
     if !copies.is_empty() {
         tag.push_str(" srcset=\"");
         for copy in &copies {
             tag.push_str(&format!("{} {}w, ", copy.url(), copy.name.size().0));
         }
-        tag.push_str(&format!("{} {width}w\" sizes=\"(max-width: 44rem) 100vw, 44rem\"", address.url()));
+        tag.push_str(&format!(
+            "{} {width}w\" sizes=\"(max-width: 44rem) 100vw, 44rem\"",
+            address.url()
+        ));
     }
     tag.push('>');
     tag

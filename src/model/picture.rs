@@ -42,7 +42,9 @@ impl Kind {
 
     /// The kind whose extension is `extension`.
     pub(crate) fn of_extension(extension: &str) -> Option<Kind> {
-        [Kind::Jpeg, Kind::Png, Kind::WebP, Kind::Gif].into_iter().find(|kind| kind.extension() == extension)
+        [Kind::Jpeg, Kind::Png, Kind::WebP, Kind::Gif]
+            .into_iter()
+            .find(|kind| kind.extension() == extension)
     }
 }
 
@@ -105,7 +107,12 @@ pub struct PictureName {
 impl PictureName {
     /// The name of a picture whose bytes hash to `hash` (hex).
     pub(crate) fn new(hash: &str, width: u32, height: u32, kind: Kind) -> PictureName {
-        PictureName { text: format!("{hash}-{width}x{height}.{}", kind.extension()), width, height, kind }
+        PictureName {
+            text: format!("{hash}-{width}x{height}.{}", kind.extension()),
+            width,
+            height,
+            kind,
+        }
     }
 
     /// The name, if `text` is one.
@@ -113,7 +120,8 @@ impl PictureName {
         let (stem, extension) = text.split_once('.')?;
         let (hash, size) = stem.split_once('-')?;
         let (width, height) = size.split_once('x')?;
-        let is_hash = hash.len() == 64 && hash.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'));
+        let is_hash =
+            hash.len() == 64 && hash.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'));
         // (WebP is stored as JPEG or PNG: no stored picture is named `.webp`.)
         let kind = Kind::of_extension(extension).filter(|kind| *kind != Kind::WebP)?;
         let (width, height) = (dimension(width)?, dimension(height)?);
@@ -135,7 +143,10 @@ impl PictureName {
     /// that believed it would lay out an `<img>` billions of pixels high.
     pub(crate) fn within_limits(&self) -> bool {
         let (width, height) = self.size();
-        width >= 1 && height >= 1 && width.max(height) <= MAX_SIDE && u64::from(width) * u64::from(height) <= MAX_PIXELS
+        width >= 1
+            && height >= 1
+            && width.max(height) <= MAX_SIDE
+            && u64::from(width) * u64::from(height) <= MAX_PIXELS
     }
 
     /// The SHA-256 of its bytes, in hex: its strong `ETag`.
@@ -197,7 +208,11 @@ impl PictureName {
     /// The names of the copies made of this picture: its phones' variant, its screens' copy and
     /// its small copies, where it has them.
     pub(crate) fn copies(&self) -> Vec<PictureName> {
-        self.phone().into_iter().chain(self.screen()).chain(SMALL_SIZES.iter().filter_map(|size| self.small(*size))).collect()
+        self.phone()
+            .into_iter()
+            .chain(self.screen())
+            .chain(SMALL_SIZES.iter().filter_map(|size| self.small(*size)))
+            .collect()
     }
 
     /// The name.
@@ -235,7 +250,11 @@ impl PictureAddress {
     pub(crate) fn parse(owner: &str, post: &str, name: &str) -> Option<PictureAddress> {
         validate_id(owner).ok()?;
         validate_id(post).ok()?;
-        Some(PictureAddress { owner: owner.to_owned(), post: post.to_owned(), name: PictureName::parse(name)? })
+        Some(PictureAddress {
+            owner: owner.to_owned(),
+            post: post.to_owned(),
+            name: PictureName::parse(name)?,
+        })
     }
 
     /// The address of the phones' variant, where there is one.
@@ -260,7 +279,12 @@ impl PictureAddress {
 
     /// Its path on the blog: `/pictures/owner/post/name`, each id escaped as a path segment.
     pub(crate) fn url(&self) -> String {
-        format!("{PICTURES_PATH}{}/{}/{}", escape_segment(&self.owner), escape_segment(&self.post), self.name)
+        format!(
+            "{PICTURES_PATH}{}/{}/{}",
+            escape_segment(&self.owner),
+            escape_segment(&self.post),
+            self.name
+        )
     }
 
     /// The picture whose path on the blog is `url` ([`PictureAddress::url`]), if it is one.
@@ -321,7 +345,11 @@ mod tests {
     #[test]
     fn a_name_is_a_content_address_and_a_size_never_a_path() {
         let hash = hash();
-        for good in [format!("{hash}-1x1.jpg"), format!("{hash}-4000x3000.png"), format!("{hash}-20x10.gif")] {
+        for good in [
+            format!("{hash}-1x1.jpg"),
+            format!("{hash}-4000x3000.png"),
+            format!("{hash}-20x10.gif"),
+        ] {
             assert_eq!(PictureName::parse(&good).map(|name| name.to_string()), Some(good));
         }
         for bad in [
@@ -344,11 +372,14 @@ mod tests {
 
     #[test]
     fn a_name_is_within_the_limits_only_at_a_size_the_blog_takes() {
-        let within = |size: &str| PictureName::parse(&format!("{}-{size}.png", hash())).unwrap().within_limits();
+        let within = |size: &str| {
+            PictureName::parse(&format!("{}-{size}.png", hash())).unwrap().within_limits()
+        };
         for taken in ["1x1", "8000x5000", "5000x8000", "6324x6324"] {
             assert!(within(taken), "{taken}");
         }
-        for refused in ["8001x1", "1x8001", "8000x4294967295", "4294967295x4294967295", "6325x6325"] {
+        for refused in ["8001x1", "1x8001", "8000x4294967295", "4294967295x4294967295", "6325x6325"]
+        {
             assert!(!within(refused), "{refused}");
         }
         assert!(!PictureName::new(&hash(), 0, 10, Kind::Png).within_limits(), "a side of 0");
@@ -361,7 +392,10 @@ mod tests {
         assert_eq!(phone_size(961, 1), (960, 1));
         assert_eq!(phone_size(1920, 1081), (960, 541), "rounded to the nearest pixel");
         for none in ["960x2000.jpg", "4000x3000.gif"] {
-            assert!(PictureName::parse(&format!("{}-{none}", hash())).unwrap().phone().is_none(), "{none}");
+            assert!(
+                PictureName::parse(&format!("{}-{none}", hash())).unwrap().phone().is_none(),
+                "{none}"
+            );
         }
     }
 
@@ -376,31 +410,63 @@ mod tests {
         for none in ["1440x2000.jpg", "1200x900.jpg", "4000x3000.gif"] {
             assert!(name(none).screen().is_none(), "{none}");
         }
-        assert!(photo.screen().unwrap().is_scaled_copy_size() && photo.phone().unwrap().is_scaled_copy_size());
-        assert!(!name("1440x1080.png").is_scaled_copy_size() && !name("1441x1080.jpg").is_scaled_copy_size());
+        assert!(
+            photo.screen().unwrap().is_scaled_copy_size()
+                && photo.phone().unwrap().is_scaled_copy_size()
+        );
+        assert!(
+            !name("1440x1080.png").is_scaled_copy_size()
+                && !name("1441x1080.jpg").is_scaled_copy_size()
+        );
     }
 
     #[test]
     fn a_still_picture_has_small_copies_named_alike_from_it_and_from_its_phones_variant() {
         let hash = hash();
         let name = |text: &str| PictureName::parse(&format!("{hash}-{text}")).unwrap();
-        let smalls = |of: &PictureName| SMALL_SIZES.map(|size| of.small(size).map(|small| small.to_string()));
+        let smalls = |of: &PictureName| {
+            SMALL_SIZES.map(|size| of.small(size).map(|small| small.to_string()))
+        };
         let expected = [Some(format!("{hash}-128x96.jpg")), Some(format!("{hash}-256x192.jpg"))];
         let wide = name("4000x3000.png");
-        assert_eq!(smalls(&wide), expected, "a wide PNG's phones' variant is a JPEG, and so are its copies");
+        assert_eq!(
+            smalls(&wide),
+            expected,
+            "a wide PNG's phones' variant is a JPEG, and so are its copies"
+        );
         assert_eq!(smalls(&wide.phone().unwrap()), expected);
-        assert_eq!(smalls(&name("3000x8000.jpg")), expected, "a tall picture is cropped to the box");
+        assert_eq!(
+            smalls(&name("3000x8000.jpg")),
+            expected,
+            "a tall picture is cropped to the box"
+        );
         assert_eq!(
             smalls(&name("640x480.png")),
             [Some(format!("{hash}-128x96.png")), Some(format!("{hash}-256x192.png"))],
             "a narrow PNG keeps its transparency"
         );
-        assert_eq!(smalls(&name("200x150.jpg")), [Some(format!("{hash}-128x96.jpg")), None], "never made larger");
-        assert_eq!(smalls(&name("256x192.jpg")), [Some(format!("{hash}-128x96.jpg")), None], "the picture is its own 2x");
+        assert_eq!(
+            smalls(&name("200x150.jpg")),
+            [Some(format!("{hash}-128x96.jpg")), None],
+            "never made larger"
+        );
+        assert_eq!(
+            smalls(&name("256x192.jpg")),
+            [Some(format!("{hash}-128x96.jpg")), None],
+            "the picture is its own 2x"
+        );
         assert_eq!(smalls(&name("128x96.jpg")), [None, None]);
-        assert_eq!(smalls(&name("4000x90.jpg")), [None, None], "a panorama lower than the box: its phones' copy is 960x22");
+        assert_eq!(
+            smalls(&name("4000x90.jpg")),
+            [None, None],
+            "a panorama lower than the box: its phones' copy is 960x22"
+        );
         assert_eq!(smalls(&name("640x480.gif")), [None, None], "an animation keeps its frames");
-        assert_eq!(wide.copies().len(), 4, "its phones' copy, its screens' copy and two small copies");
+        assert_eq!(
+            wide.copies().len(),
+            4,
+            "its phones' copy, its screens' copy and two small copies"
+        );
         assert!(name("128x96.png").is_small_size() && name("256x192.jpg").is_small_size());
         assert!(!name("256x193.jpg").is_small_size() && !name("128x96.gif").is_small_size());
     }
@@ -414,10 +480,19 @@ mod tests {
                 continue;
             };
             let url = address.url();
-            assert!(url.bytes().all(|byte| byte.is_ascii_alphanumeric() || b"-._~%/".contains(&byte)), "{url}");
+            assert!(
+                url.bytes().all(|byte| byte.is_ascii_alphanumeric() || b"-._~%/".contains(&byte)),
+                "{url}"
+            );
             assert_eq!(PictureAddress::of_url(&url), Some(address));
         }
-        for bad in ["/pictures/a/b", "/pictures/a/b/c/d", "/pictures/../b/x", "/pictures/a%2Fb/c/x", "/elsewhere/a/b/x"] {
+        for bad in [
+            "/pictures/a/b",
+            "/pictures/a/b/c/d",
+            "/pictures/../b/x",
+            "/pictures/a%2Fb/c/x",
+            "/elsewhere/a/b/x",
+        ] {
             assert_eq!(PictureAddress::of_url(bad), None, "{bad}");
         }
     }

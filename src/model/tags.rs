@@ -50,9 +50,13 @@ pub(crate) enum TagError {
     Invisible(String),
     #[error("the tag {tag:?} contains the control character {bad:?}.")]
     Control { tag: String, bad: char },
-    #[error("the tag {tag:?} contains the bidirectional control {bad:?}: it would reorder the text around the tag.")]
+    #[error(
+        "the tag {tag:?} contains the bidirectional control {bad:?}: it would reorder the text around the tag."
+    )]
     Bidirectional { tag: String, bad: char },
-    #[error("the tag {tag:?} contains {bad:?}, which separates tags; give it as two tags, or without it.")]
+    #[error(
+        "the tag {tag:?} contains {bad:?}, which separates tags; give it as two tags, or without it."
+    )]
     Separator { tag: String, bad: char },
     #[error(
         "the tags {first:?} and {second:?} are the same tag (tags are compared ignoring case and Unicode form); give it once."
@@ -117,7 +121,9 @@ fn checked_tags(tags: Vec<String>, new: bool) -> Result<Vec<String>, TagError> {
 
 fn check_tag(tag: &str) -> Result<(), TagError> {
     let owned = || tag.to_owned();
-    if let Some(bad) = tag.chars().find(|c| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')) {
+    if let Some(bad) =
+        tag.chars().find(|c| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'))
+    {
         return Err(TagError::Bidirectional { tag: owned(), bad });
     }
     if let Some(bad) = tag.chars().find(|c| c.is_control()) {
@@ -178,7 +184,8 @@ pub(crate) fn mixed_scripts(text: &str) -> Option<MixedWord> {
             match &mut possible {
                 None => possible = Some(of_c),
                 Some(possible) => {
-                    let both: Vec<Writing> = possible.iter().copied().filter(|writing| of_c.contains(writing)).collect();
+                    let both: Vec<Writing> =
+                        possible.iter().copied().filter(|writing| of_c.contains(writing)).collect();
                     if both.is_empty() {
                         let (first, second) = (possible[0].name(), of_c[0].name());
                         return Some(MixedWord { word: word.to_owned(), first, second });
@@ -204,9 +211,10 @@ enum Writing {
 impl Writing {
     fn name(self) -> String {
         match self {
-            Writing::Script(script) => {
-                icu_properties::PropertyNamesLong::<Script>::new().get(script).unwrap_or("Unknown").replace('_', " ")
-            }
+            Writing::Script(script) => icu_properties::PropertyNamesLong::<Script>::new()
+                .get(script)
+                .unwrap_or("Unknown")
+                .replace('_', " "),
             Writing::Japanese => "Japanese".into(),
             Writing::Korean => "Korean".into(),
             Writing::HanWithBopomofo => "Han with Bopomofo".into(),
@@ -278,7 +286,11 @@ pub(crate) struct TagCopy {
 /// copy's own under which a copy may still be in `tags` (those the old copy recorded, and the old
 /// copy's own tags), so that they are removed even when the change feed delivered neither the
 /// version that added them nor the one that removed them.
-pub(crate) fn tagged_before(recorded: &[String], old_tags: &[String], new_tags: &[String]) -> Vec<String> {
+pub(crate) fn tagged_before(
+    recorded: &[String],
+    old_tags: &[String],
+    new_tags: &[String],
+) -> Vec<String> {
     let keep = normalized(new_tags);
     let mut before: Vec<String> = Vec::new();
     for tag in recorded.iter().cloned().chain(normalized(old_tags)) {
@@ -308,7 +320,10 @@ mod tests {
 
     #[test]
     fn tags_are_kept_as_typed_and_compared_in_normal_form() {
-        assert_eq!(valid_tags(tags(&["Rust", " Cosmos DB ", "José"])), Ok(tags(&["Rust", "Cosmos DB", "José"])));
+        assert_eq!(
+            valid_tags(tags(&["Rust", " Cosmos DB ", "José"])),
+            Ok(tags(&["Rust", "Cosmos DB", "José"]))
+        );
         assert_eq!(normalize_tag("RUST"), normalize_tag("ｒｕｓｔ"));
         assert_eq!(normalize_tag("Jose\u{301}"), normalize_tag("José"));
         assert_eq!(normalized(&tags(&["Rust", "rust", "Go"])), tags(&["rust", "go"]));
@@ -328,13 +343,20 @@ mod tests {
         let refused = valid_tags(vec!["ok".into(), long.clone()]).unwrap_err();
         assert_eq!(refused, TagError::TooLong { tag: long.clone(), chars: MAX_TAG_CHARS + 1 });
         assert!(refused.to_string().contains(&long), "{refused}");
-        assert!(valid_tags(vec!["é".repeat(MAX_TAG_CHARS)]).is_ok(), "characters are counted, not bytes");
+        assert!(
+            valid_tags(vec!["é".repeat(MAX_TAG_CHARS)]).is_ok(),
+            "characters are counted, not bytes"
+        );
     }
 
     #[test]
     fn a_tag_with_nothing_visible_is_refused() {
         for invisible in ["", "   ", "\u{200B}", "\u{3164}\u{FE0F}"] {
-            assert_eq!(valid_tags(tags(&[invisible])), Err(TagError::Invisible(invisible.trim().to_owned())), "{invisible:?}");
+            assert_eq!(
+                valid_tags(tags(&[invisible])),
+                Err(TagError::Invisible(invisible.trim().to_owned())),
+                "{invisible:?}"
+            );
         }
     }
 
@@ -348,9 +370,18 @@ mod tests {
 
     #[test]
     fn a_tag_with_a_control_character_or_a_separator_is_refused() {
-        assert_eq!(valid_tags(tags(&["a\nb"])), Err(TagError::Control { tag: "a\nb".into(), bad: '\n' }));
-        assert_eq!(valid_tags(tags(&["a,b"])), Err(TagError::Separator { tag: "a,b".into(), bad: ',' }));
-        assert_eq!(valid_tags(tags(&["C/C++"])), Err(TagError::Separator { tag: "C/C++".into(), bad: '/' }));
+        assert_eq!(
+            valid_tags(tags(&["a\nb"])),
+            Err(TagError::Control { tag: "a\nb".into(), bad: '\n' })
+        );
+        assert_eq!(
+            valid_tags(tags(&["a,b"])),
+            Err(TagError::Separator { tag: "a,b".into(), bad: ',' })
+        );
+        assert_eq!(
+            valid_tags(tags(&["C/C++"])),
+            Err(TagError::Separator { tag: "C/C++".into(), bad: '/' })
+        );
     }
 
     #[test]
@@ -369,14 +400,31 @@ mod tests {
 
     #[test]
     fn a_tag_that_is_a_dot_segment_in_any_form_is_refused() {
-        let cases = [(".", "."), ("..", ".."), (" .. ", ".."), ("．．", ".."), ("\u{2025}", ".."), ("\u{2024}", ".")];
+        let cases = [
+            (".", "."),
+            ("..", ".."),
+            (" .. ", ".."),
+            ("．．", ".."),
+            ("\u{2025}", ".."),
+            ("\u{2024}", "."),
+        ];
         for (dots, normal) in cases {
             let leads_to = if normal == ".." { "/" } else { "/tags/" };
             let refused = valid_tags(tags(&[dots])).unwrap_err();
-            assert_eq!(refused, TagError::DotSegment { tag: dots.trim().to_owned(), normal }, "{dots:?}");
-            assert!(refused.to_string().contains(&format!("/tags/{normal} leads to {leads_to})")), "{refused}");
+            assert_eq!(
+                refused,
+                TagError::DotSegment { tag: dots.trim().to_owned(), normal },
+                "{dots:?}"
+            );
+            assert!(
+                refused.to_string().contains(&format!("/tags/{normal} leads to {leads_to})")),
+                "{refused}"
+            );
         }
-        assert!(valid_tags(tags(&["...", ".NET", "Node.js", "a..b"])).is_ok(), "only a whole dot segment is one");
+        assert!(
+            valid_tags(tags(&["...", ".NET", "Node.js", "a..b"])).is_ok(),
+            "only a whole dot segment is one"
+        );
     }
 
     /// A post stored before these rules keeps its tags through the change feed, and a dot
@@ -394,30 +442,59 @@ mod tests {
         let refused = valid_tags(tags(&["go", "Rսst"])).unwrap_err();
         let mixed = TagError::MixedScripts {
             tag: "Rսst".into(),
-            mixed: Box::new(MixedWord { word: "rսst".into(), first: "Latin".into(), second: "Armenian".into() }),
+            mixed: Box::new(MixedWord {
+                word: "rսst".into(),
+                first: "Latin".into(),
+                second: "Armenian".into(),
+            }),
         };
         assert_eq!(refused, mixed);
         assert!(refused.to_string().contains("Latin and Armenian"), "{refused}");
         // A Cyrillic С for a Latin C; a Greek ο; and the mathematical letters NFKC makes Latin
         // (𝐑), which are not a way around the rule.
         for disguised in ["Сosmos DB", "Cοsmos", "𝐑սst", "Azure функцииs"] {
-            assert!(matches!(valid_tags(tags(&[disguised])), Err(TagError::MixedScripts { .. })), "{disguised:?}");
+            assert!(
+                matches!(valid_tags(tags(&[disguised])), Err(TagError::MixedScripts { .. })),
+                "{disguised:?}"
+            );
         }
     }
 
     #[test]
     fn the_articles_four_languages_and_words_in_two_scripts_are_kept() {
-        let kept = ["модель", "Модель данных", "Straße", "Größe", "año", "Programación", "Cosmos DB", "C++", "Web3"];
-        assert_eq!(valid_tags(kept[..5].iter().map(|tag| (*tag).to_owned()).collect()).map(|tags| tags.len()), Ok(5));
-        assert_eq!(valid_tags(kept[5..].iter().map(|tag| (*tag).to_owned()).collect()).map(|tags| tags.len()), Ok(4));
+        let kept = [
+            "модель",
+            "Модель данных",
+            "Straße",
+            "Größe",
+            "año",
+            "Programación",
+            "Cosmos DB",
+            "C++",
+            "Web3",
+        ];
+        assert_eq!(
+            valid_tags(kept[..5].iter().map(|tag| (*tag).to_owned()).collect())
+                .map(|tags| tags.len()),
+            Ok(5)
+        );
+        assert_eq!(
+            valid_tags(kept[5..].iter().map(|tag| (*tag).to_owned()).collect())
+                .map(|tags| tags.len()),
+            Ok(4)
+        );
         for two_words in ["Azure функции", "GPT-модель", "José", "Jose\u{301}"] {
             assert!(valid_tags(tags(&[two_words])).is_ok(), "{two_words:?}");
         }
         // Scripts that are written together: Han with kana (Japanese), with Hangul (Korean).
-        for together in ["日本語のタグ", "漢字ひらがなカタカナ", "한국어漢字", "ラーメン"] {
+        for together in ["日本語のタグ", "漢字ひらがなカタカナ", "한국어漢字", "ラーメン"]
+        {
             assert_eq!(mixed_scripts(together), None, "{together:?}");
         }
-        assert!(mixed_scripts("ひらがな한국어").is_some(), "kana and Hangul are not written together");
+        assert!(
+            mixed_scripts("ひらがな한국어").is_some(),
+            "kana and Hangul are not written together"
+        );
     }
 
     #[test]

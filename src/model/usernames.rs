@@ -102,7 +102,12 @@ pub struct Reservation {
 
 /// A claim of `normalized` by `owner_id` at `now` (a [`crate::model::now`] string), giving up
 /// the name `releases`.
-pub(crate) fn new_reservation(normalized: String, owner_id: &str, claimed_at: String, releases: Option<String>) -> Reservation {
+pub(crate) fn new_reservation(
+    normalized: String,
+    owner_id: &str,
+    claimed_at: String,
+    releases: Option<String>,
+) -> Reservation {
     let id = reservation_id(&normalized);
     Reservation {
         user_id: id.clone(),
@@ -118,8 +123,16 @@ pub(crate) fn new_reservation(normalized: String, owner_id: &str, claimed_at: St
 /// `reservation` claimed again by its own owner at `claimed_at`: fresh, so that nobody takes it
 /// over and no release planned before this claim deletes it (it has a new etag). A claim that
 /// gives up no name keeps the name an earlier claim gave up, still to be released.
-pub(crate) fn reclaimed(reservation: &Reservation, claimed_at: String, releases: Option<String>) -> Reservation {
-    Reservation { claimed_at, releases: releases.or_else(|| reservation.releases.clone()), ..reservation.clone() }
+pub(crate) fn reclaimed(
+    reservation: &Reservation,
+    claimed_at: String,
+    releases: Option<String>,
+) -> Reservation {
+    Reservation {
+        claimed_at,
+        releases: releases.or_else(|| reservation.releases.clone()),
+        ..reservation.clone()
+    }
 }
 
 /// What a claimant may do with a reservation that exists.
@@ -154,7 +167,8 @@ pub(crate) fn reservation_state(
 /// Whether the claim may still be in progress. A `claimedAt` that does not parse counts as old:
 /// the application never writes one.
 fn is_young(reservation: &Reservation, now: OffsetDateTime) -> bool {
-    OffsetDateTime::parse(&reservation.claimed_at, &Rfc3339).is_ok_and(|claimed| now - claimed < CLAIM_GRACE)
+    OffsetDateTime::parse(&reservation.claimed_at, &Rfc3339)
+        .is_ok_and(|claimed| now - claimed < CLAIM_GRACE)
 }
 
 /// The name a rename from `old` to `new` gives up (normalized), if any: none when the two are the
@@ -167,8 +181,15 @@ pub(crate) fn released_name(old: &str, new: &str) -> Option<String> {
 /// Whether the change feed may delete `reservation` as left behind by `user_id`, whose current
 /// username is `current_username`: it is theirs, they no longer show it, and it is no claim in
 /// progress (they may be renaming back to it right now).
-pub(crate) fn is_left_behind(reservation: &Reservation, user_id: &str, current_username: &str, now: OffsetDateTime) -> bool {
-    reservation.owner_id == user_id && normalize_username(current_username) != reservation.name && !is_young(reservation, now)
+pub(crate) fn is_left_behind(
+    reservation: &Reservation,
+    user_id: &str,
+    current_username: &str,
+    now: OffsetDateTime,
+) -> bool {
+    reservation.owner_id == user_id
+        && normalize_username(current_username) != reservation.name
+        && !is_young(reservation, now)
 }
 
 #[cfg(test)]
@@ -180,16 +201,29 @@ mod tests {
     #[test]
     fn names_that_look_the_same_normalize_the_same() {
         let alice = normalize_username("alice");
-        for same in ["Alice", "ALICE", "ａｌｉｃｅ", "al\u{200B}ice", " alice ", "alice\u{FE0F}"] {
+        for same in ["Alice", "ALICE", "ａｌｉｃｅ", "al\u{200B}ice", " alice ", "alice\u{FE0F}"]
+        {
             assert_eq!(normalize_username(same), alice, "{same:?}");
         }
-        assert_eq!(normalize_username("José"), normalize_username("Jose\u{301}"), "composed and decomposed");
+        assert_eq!(
+            normalize_username("José"),
+            normalize_username("Jose\u{301}"),
+            "composed and decomposed"
+        );
         assert_eq!(normalize_username("JOSÉ"), normalize_username("jose\u{301}"));
         assert_eq!(normalize_username("\u{212A}elvin"), "kelvin", "the Kelvin sign is a K");
         assert_eq!(normalize_username("ﬁsh"), "fish", "a ligature is its letters");
         assert_eq!(normalize_username("Alice   Liddell"), "alice liddell");
-        assert_eq!(normalize_username("Alice\u{3000}Liddell"), "alice liddell", "an ideographic space is a space");
-        assert_eq!(normalize_username("ΟΔΟΣ"), "\u{3bf}\u{3b4}\u{3bf}\u{3c2}", "a final capital sigma is a final sigma");
+        assert_eq!(
+            normalize_username("Alice\u{3000}Liddell"),
+            "alice liddell",
+            "an ideographic space is a space"
+        );
+        assert_eq!(
+            normalize_username("ΟΔΟΣ"),
+            "\u{3bf}\u{3b4}\u{3bf}\u{3c2}",
+            "a final capital sigma is a final sigma"
+        );
     }
 
     #[test]
@@ -204,7 +238,9 @@ mod tests {
 
     #[test]
     fn the_normal_form_is_stable() {
-        for name in ["Alice", "ＡＬＩＣＥ", "ǅemal", "ﬃ", "Ⅻ", "㎒", "ΣΑΣ", "İstanbul", "👩\u{200D}💻 dev"] {
+        for name in
+            ["Alice", "ＡＬＩＣＥ", "ǅemal", "ﬃ", "Ⅻ", "㎒", "ΣΑΣ", "İstanbul", "👩\u{200D}💻 dev"]
+        {
             let once = normalize_username(name);
             assert_eq!(normalize_username(&once), once, "{name:?}");
         }
@@ -217,7 +253,10 @@ mod tests {
             assert!(id.starts_with(RESERVATION_ID_PREFIX), "{id}");
             assert_eq!(id.chars().count(), RESERVATION_ID_PREFIX.chars().count() + 64);
             assert!(!id.contains(['/', '\\', '?', '#']), "{id}");
-            assert!(crate::model::validate_id(&id).is_err(), "no user id can be a reservation's: {id}");
+            assert!(
+                crate::model::validate_id(&id).is_err(),
+                "no user id can be a reservation's: {id}"
+            );
         }
         assert_eq!(reservation_id("alice"), reservation_id(&normalize_username("ALICE")));
         assert_ne!(reservation_id("alice"), reservation_id("bob"));
@@ -225,14 +264,20 @@ mod tests {
 
     #[test]
     fn a_reservation_is_stored_as_its_own_partition_of_users() {
-        let reservation = new_reservation("alice".into(), "u1", "2026-11-22T06:05:04.007Z".into(), None);
+        let reservation =
+            new_reservation("alice".into(), "u1", "2026-11-22T06:05:04.007Z".into(), None);
         let stored = serde_json::to_value(&reservation).unwrap();
         assert_eq!(
             stored,
             serde_json::json!({"id": reservation.id, "userId": reservation.id, "type": "username", "name": "alice",
                 "ownerId": "u1", "claimedAt": "2026-11-22T06:05:04.007Z"})
         );
-        let moved = new_reservation("bob".into(), "u1", "2026-11-22T06:05:04.007Z".into(), Some("alice".into()));
+        let moved = new_reservation(
+            "bob".into(),
+            "u1",
+            "2026-11-22T06:05:04.007Z".into(),
+            Some("alice".into()),
+        );
         assert_eq!(serde_json::to_value(&moved).unwrap()["releases"], "alice");
     }
 
@@ -246,12 +291,35 @@ mod tests {
     fn a_name_is_held_while_its_owner_shows_it_or_claims_it() {
         let minute = time::Duration::minutes(1);
         let hour = time::Duration::hours(1);
-        assert_eq!(reservation_state(&claimed("u1", hour), "u1", Some("bob"), NOW), ReservationState::Ours);
-        assert_eq!(reservation_state(&claimed("u1", hour), "u2", Some("ALICE"), NOW), ReservationState::Held, "shown");
-        assert_eq!(reservation_state(&claimed("u1", minute), "u2", Some("bob"), NOW), ReservationState::Held, "a claim");
-        assert_eq!(reservation_state(&claimed("u1", minute), "u2", None, NOW), ReservationState::Held, "a sign-up");
-        assert_eq!(reservation_state(&claimed("u1", hour), "u2", Some("bob"), NOW), ReservationState::Abandoned, "renamed");
-        assert_eq!(reservation_state(&claimed("u1", hour), "u2", None, NOW), ReservationState::Abandoned, "no such user");
+        assert_eq!(
+            reservation_state(&claimed("u1", hour), "u1", Some("bob"), NOW),
+            ReservationState::Ours
+        );
+        assert_eq!(
+            reservation_state(&claimed("u1", hour), "u2", Some("ALICE"), NOW),
+            ReservationState::Held,
+            "shown"
+        );
+        assert_eq!(
+            reservation_state(&claimed("u1", minute), "u2", Some("bob"), NOW),
+            ReservationState::Held,
+            "a claim"
+        );
+        assert_eq!(
+            reservation_state(&claimed("u1", minute), "u2", None, NOW),
+            ReservationState::Held,
+            "a sign-up"
+        );
+        assert_eq!(
+            reservation_state(&claimed("u1", hour), "u2", Some("bob"), NOW),
+            ReservationState::Abandoned,
+            "renamed"
+        );
+        assert_eq!(
+            reservation_state(&claimed("u1", hour), "u2", None, NOW),
+            ReservationState::Abandoned,
+            "no such user"
+        );
         assert_eq!(
             reservation_state(&claimed("u1", CLAIM_GRACE), "u2", None, NOW),
             ReservationState::Abandoned,
@@ -274,14 +342,28 @@ mod tests {
         assert!(is_left_behind(&claimed("u1", hour), "u1", "bob", NOW));
         assert!(!is_left_behind(&claimed("u1", hour), "u1", "Alice", NOW), "still their name");
         assert!(!is_left_behind(&claimed("u1", hour), "u2", "bob", NOW), "someone else's");
-        assert!(!is_left_behind(&claimed("u1", time::Duration::seconds(10)), "u1", "bob", NOW), "a claim in progress");
+        assert!(
+            !is_left_behind(&claimed("u1", time::Duration::seconds(10)), "u1", "bob", NOW),
+            "a claim in progress"
+        );
     }
 
     #[test]
     fn a_reclaim_is_fresh_and_keeps_a_release_still_to_do() {
-        let old = new_reservation("alice".into(), "u1", "2026-01-01T00:00:00.000Z".into(), Some("al".into()));
+        let old = new_reservation(
+            "alice".into(),
+            "u1",
+            "2026-01-01T00:00:00.000Z".into(),
+            Some("al".into()),
+        );
         let again = reclaimed(&old, "2026-11-22T12:00:00.000Z".into(), None);
-        assert_eq!((again.claimed_at.as_str(), again.releases.as_deref()), ("2026-11-22T12:00:00.000Z", Some("al")));
-        assert_eq!(reclaimed(&old, "t".into(), Some("bob".into())).releases.as_deref(), Some("bob"));
+        assert_eq!(
+            (again.claimed_at.as_str(), again.releases.as_deref()),
+            ("2026-11-22T12:00:00.000Z", Some("al"))
+        );
+        assert_eq!(
+            reclaimed(&old, "t".into(), Some("bob".into())).releases.as_deref(),
+            Some("bob")
+        );
     }
 }

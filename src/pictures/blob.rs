@@ -23,10 +23,15 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use azure_core::credentials::{Secret, TokenCredential};
 use azure_core::http::policies::{Policy, PolicyResult};
-use azure_core::http::{ClientOptions, Context, ExponentialRetryOptions, Request, RequestContent, RetryOptions, StatusCode, Url};
+use azure_core::http::{
+    ClientOptions, Context, ExponentialRetryOptions, Request, RequestContent, RetryOptions,
+    StatusCode, Url,
+};
 use azure_core::time::Duration;
 use azure_storage_blob::models::{BlobClientUploadOptions, BlobContainerClientListBlobsOptions};
-use azure_storage_blob::{BlobContainerClient, BlobContainerClientOptions, BlobServiceClient, BlobServiceClientOptions};
+use azure_storage_blob::{
+    BlobContainerClient, BlobContainerClientOptions, BlobServiceClient, BlobServiceClientOptions,
+};
 use futures::TryStreamExt;
 
 use super::store::{PictureStore, PictureStoreError, PostFolder, Stored, Usage, Version};
@@ -63,9 +68,10 @@ impl BlobStore {
         credential: Arc<dyn TokenCredential>,
     ) -> Result<BlobStore, PictureStoreError> {
         let url = Url::parse(account_url).map_err(|error| unusable(account_url, error))?;
-        let options = BlobServiceClientOptions { client_options: client_options(None), ..Default::default() };
-        let service =
-            BlobServiceClient::new(url, Some(credential), Some(options)).map_err(|error| unusable(account_url, error))?;
+        let options =
+            BlobServiceClientOptions { client_options: client_options(None), ..Default::default() };
+        let service = BlobServiceClient::new(url, Some(credential), Some(options))
+            .map_err(|error| unusable(account_url, error))?;
         Ok(BlobStore { container: service.blob_container_client(container), creator: None })
     }
 
@@ -74,7 +80,10 @@ impl BlobStore {
     /// `AccountKey` with `BlobEndpoint=` (Azurite elsewhere) or `DefaultEndpointsProtocol=` and
     /// `EndpointSuffix=` (an account on Azure; `infra/` uses Entra ID instead,
     /// [`BlobStore::on_azure`]). Signed as [`BlobStore::with_account_key`] says.
-    pub fn from_connection_string(connection_string: &str, container: &str) -> Result<BlobStore, PictureStoreError> {
+    pub fn from_connection_string(
+        connection_string: &str,
+        container: &str,
+    ) -> Result<BlobStore, PictureStoreError> {
         let (service, account, key) = parse_connection_string(connection_string)?;
         BlobStore::with_account_key(&service, &account, &key, container)
     }
@@ -97,7 +106,10 @@ impl BlobStore {
         container: &str,
     ) -> Result<BlobStore, PictureStoreError> {
         let mut url = Url::parse(service_url).map_err(|error| unusable(service_url, error))?;
-        url.path_segments_mut().map_err(|()| unusable(service_url, "not a base URL"))?.pop_if_empty().push(container);
+        url.path_segments_mut()
+            .map_err(|()| unusable(service_url, "not a base URL"))?
+            .pop_if_empty()
+            .push(container);
         let key = Arc::new(AccountKey {
             account: account.to_owned(),
             container: container.to_owned(),
@@ -105,13 +117,21 @@ impl BlobStore {
             protocol: if url.scheme() == "https" { "https" } else { "https,http" },
         });
         // A key that is not base64 is said now, not at each request.
-        key.sas(Scope::Container, time::OffsetDateTime::now_utc()).map_err(|error| unusable("the account key", error))?;
+        key.sas(Scope::Container, time::OffsetDateTime::now_utc())
+            .map_err(|error| unusable("the account key", error))?;
         let client = |scope: Scope| {
             let signer: Arc<dyn Policy> = Arc::new(SignWithSas { key: key.clone(), scope });
-            let options = BlobContainerClientOptions { client_options: client_options(Some(signer)), ..Default::default() };
-            BlobContainerClient::new(url.clone(), None, Some(options)).map_err(|error| unusable(service_url, error))
+            let options = BlobContainerClientOptions {
+                client_options: client_options(Some(signer)),
+                ..Default::default()
+            };
+            BlobContainerClient::new(url.clone(), None, Some(options))
+                .map_err(|error| unusable(service_url, error))
         };
-        Ok(BlobStore { container: client(Scope::Container)?, creator: Some(client(Scope::CreateContainer)?) })
+        Ok(BlobStore {
+            container: client(Scope::Container)?,
+            creator: Some(client(Scope::CreateContainer)?),
+        })
     }
 
     /// Creates the container if it is not there (a connection string's account; on Azure,
@@ -140,7 +160,11 @@ impl PictureStore for BlobStore {
         Some(KEPT_UNASKED)
     }
 
-    async fn put(&self, address: &PictureAddress, bytes: &[u8]) -> Result<Option<Version>, PictureStoreError> {
+    async fn put(
+        &self,
+        address: &PictureAddress,
+        bytes: &[u8],
+    ) -> Result<Option<Version>, PictureStoreError> {
         let sha256 = crate::model::hex(&<sha2::Sha256 as sha2::Digest>::digest(bytes));
         let options = BlobClientUploadOptions {
             blob_content_type: Some(address.name.kind().media_type().to_owned()),
@@ -153,12 +177,20 @@ impl PictureStore for BlobStore {
         let mut made_container = false;
         loop {
             match blob.upload(RequestContent::from(bytes.to_vec()), Some(options.clone())).await {
-                Ok(written) => return Ok(written.etag.map(|etag| Version::Blob(AsRef::<str>::as_ref(&etag).to_owned()))),
+                Ok(written) => {
+                    return Ok(written
+                        .etag
+                        .map(|etag| Version::Blob(AsRef::<str>::as_ref(&etag).to_owned())));
+                }
                 // There already: the same bytes, since the name is their hash (checked at its
                 // first read, as it was not written here).
                 Err(error) if error.http_status() == Some(StatusCode::Conflict) => return Ok(None),
                 // No container yet (Azurite's first upload): made, and the upload sent again.
-                Err(error) if error.http_status() == Some(StatusCode::NotFound) && self.creator.is_some() && !made_container => {
+                Err(error)
+                    if error.http_status() == Some(StatusCode::NotFound)
+                        && self.creator.is_some()
+                        && !made_container =>
+                {
                     self.create_container().await?;
                     made_container = true;
                 }
@@ -170,7 +202,11 @@ impl PictureStore for BlobStore {
     async fn read(&self, address: &PictureAddress) -> Result<Option<Stored>, PictureStoreError> {
         match self.container.blob_client(&address.key()).download(None).await {
             Ok(download) => {
-                let version = download.properties.etag.as_ref().map(|etag| Version::Blob(AsRef::<str>::as_ref(etag).to_owned()));
+                let version = download
+                    .properties
+                    .etag
+                    .as_ref()
+                    .map(|etag| Version::Blob(AsRef::<str>::as_ref(etag).to_owned()));
                 let recorded_sha256 = download.properties.metadata.get(SHA256_METADATA).cloned();
                 let bytes = download.body.collect().await.map_err(unavailable)?.to_vec();
                 Ok(Some(Stored { bytes, version, recorded_sha256 }))
@@ -204,27 +240,44 @@ impl PictureStore for BlobStore {
         Ok(names.len())
     }
 
-    async fn post_pictures(&self, owner: &str, post: &str) -> Result<Vec<PictureName>, PictureStoreError> {
+    async fn post_pictures(
+        &self,
+        owner: &str,
+        post: &str,
+    ) -> Result<Vec<PictureName>, PictureStoreError> {
         let blobs = self.list(&format!("{owner}/{post}/")).await?;
-        Ok(blobs.iter().filter_map(|blob| PictureName::parse(blob.name.rsplit('/').next().unwrap_or_default())).collect())
+        Ok(blobs
+            .iter()
+            .filter_map(|blob| PictureName::parse(blob.name.rsplit('/').next().unwrap_or_default()))
+            .collect())
     }
 
     async fn usage(&self, owner: &str) -> Result<Usage, PictureStoreError> {
         let files = self.list(&format!("{owner}/")).await?;
         let last_part = |key: &str| key.rsplit('/').next().unwrap_or_default().to_owned();
-        let files: Vec<(String, u64)> = files.into_iter().map(|blob| (last_part(&blob.name), blob.size)).collect();
+        let files: Vec<(String, u64)> =
+            files.into_iter().map(|blob| (last_part(&blob.name), blob.size)).collect();
         Ok(Usage::of(files.iter().map(|(name, size)| (name.as_str(), *size))))
     }
 
     async fn folders(&self) -> Result<Vec<PostFolder>, PictureStoreError> {
-        let mut folders: std::collections::BTreeMap<(String, String), std::time::SystemTime> = Default::default();
+        let mut folders: std::collections::BTreeMap<(String, String), std::time::SystemTime> =
+            Default::default();
         for blob in self.list("").await? {
             let mut parts = blob.name.splitn(3, '/');
-            let (Some(owner), Some(post), Some(_)) = (parts.next(), parts.next(), parts.next()) else { continue };
-            let newest = folders.entry((owner.to_owned(), post.to_owned())).or_insert(std::time::SystemTime::UNIX_EPOCH);
+            let (Some(owner), Some(post), Some(_)) = (parts.next(), parts.next(), parts.next())
+            else {
+                continue;
+            };
+            let newest = folders
+                .entry((owner.to_owned(), post.to_owned()))
+                .or_insert(std::time::SystemTime::UNIX_EPOCH);
             *newest = (*newest).max(blob.last_modified);
         }
-        Ok(folders.into_iter().map(|((owner, post), last_written)| PostFolder { owner, post, last_written }).collect())
+        Ok(folders
+            .into_iter()
+            .map(|((owner, post), last_written)| PostFolder { owner, post, last_written })
+            .collect())
     }
 }
 
@@ -238,7 +291,10 @@ struct Listed {
 impl BlobStore {
     /// Every blob whose name starts with `prefix`, with its size: page after page (5,000 a page).
     async fn list(&self, prefix: &str) -> Result<Vec<Listed>, PictureStoreError> {
-        let options = BlobContainerClientListBlobsOptions { prefix: Some(prefix.to_owned()), ..Default::default() };
+        let options = BlobContainerClientListBlobsOptions {
+            prefix: Some(prefix.to_owned()),
+            ..Default::default()
+        };
         let mut pages = self.container.list_blobs(Some(options)).map_err(unavailable)?.into_pages();
         let mut found = Vec::new();
         loop {
@@ -250,7 +306,11 @@ impl BlobStore {
                 Err(error) => return Err(unavailable(error)),
             };
             for blob in page.into_model().map_err(unavailable)?.blob_items {
-                let size = blob.properties.as_ref().and_then(|properties| properties.content_length).unwrap_or(0);
+                let size = blob
+                    .properties
+                    .as_ref()
+                    .and_then(|properties| properties.content_length)
+                    .unwrap_or(0);
                 let last_modified = blob
                     .properties
                     .as_ref()
@@ -268,7 +328,8 @@ impl BlobStore {
 /// Azurite's well-known development account and key (Azurite's `EMULATOR_ACCOUNT_KEY_STR`;
 /// the same in every Azurite, and documented as such).
 const AZURITE_ACCOUNT: &str = "devstoreaccount1";
-const AZURITE_KEY: &str = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+const AZURITE_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
 /// The blob service's address, the account and its key, from a connection string, read as
 /// the Storage SDKs read one: `key=value` pairs separated by `;`, keys in any case.
@@ -281,10 +342,16 @@ fn parse_connection_string(text: &str) -> Result<(String, String, String), Pictu
             (key.trim().to_ascii_lowercase(), value.trim().to_owned())
         })
         .collect();
-    let get = |name: &str| pairs.iter().find(|(key, _)| key == name).map(|(_, value)| value.clone());
+    let get =
+        |name: &str| pairs.iter().find(|(key, _)| key == name).map(|(_, value)| value.clone());
     if get("usedevelopmentstorage").is_some_and(|value| value.eq_ignore_ascii_case("true")) {
-        let service = get("developmentstorageproxyuri").unwrap_or_else(|| "http://127.0.0.1:10000".to_owned());
-        return Ok((format!("{}/{AZURITE_ACCOUNT}", service.trim_end_matches('/')), AZURITE_ACCOUNT.into(), AZURITE_KEY.into()));
+        let service = get("developmentstorageproxyuri")
+            .unwrap_or_else(|| "http://127.0.0.1:10000".to_owned());
+        return Ok((
+            format!("{}/{AZURITE_ACCOUNT}", service.trim_end_matches('/')),
+            AZURITE_ACCOUNT.into(),
+            AZURITE_KEY.into(),
+        ));
     }
     let missing = |what: &str| {
         PictureStoreError::Unusable(format!(
@@ -362,8 +429,15 @@ impl AccountKey {
     /// The SAS for `scope`, valid from now to `now` + [`SAS_LIFE`], as a query string.
     fn sas(&self, scope: Scope, now: time::OffsetDateTime) -> azure_core::Result<String> {
         let expiry = (now + SAS_LIFE)
-            .format(time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]Z"))
-            .map_err(|error| azure_core::Error::with_message(azure_core::error::ErrorKind::Other, error.to_string()))?;
+            .format(time::macros::format_description!(
+                "[year]-[month]-[day]T[hour]:[minute]:[second]Z"
+            ))
+            .map_err(|error| {
+                azure_core::Error::with_message(
+                    azure_core::error::ErrorKind::Other,
+                    error.to_string(),
+                )
+            })?;
         let (account, protocol, version) = (&self.account, self.protocol, SAS_VERSION);
         let (to_sign, parameters) = match scope {
             // "Create a service SAS", version 2020-12-06 and later: permissions, start, expiry,
@@ -372,21 +446,41 @@ impl AccountKey {
             // `generateBlobSASSignature20201206` checks it).
             Scope::Container => {
                 let resource = format!("/blob/{account}/{}", self.container);
-                let to_sign = ["rwdl", "", &expiry, &resource, "", "", protocol, version, "c", "", "", "", "", "", "", ""];
-                (to_sign.join("\n"), vec![("sv", version), ("sr", "c"), ("sp", "rwdl"), ("se", &expiry), ("spr", protocol)])
+                let to_sign = [
+                    "rwdl", "", &expiry, &resource, "", "", protocol, version, "c", "", "", "", "",
+                    "", "", "",
+                ];
+                (
+                    to_sign.join("\n"),
+                    vec![
+                        ("sv", version),
+                        ("sr", "c"),
+                        ("sp", "rwdl"),
+                        ("se", &expiry),
+                        ("spr", protocol),
+                    ],
+                )
             }
             // "Create an account SAS", version 2020-12-06 and later: account, permissions,
             // services, resource types, start, expiry, IP, protocol, version, encryption scope,
             // each followed by a newline.
             Scope::CreateContainer => {
-                let to_sign = [account.as_str(), "c", "b", "c", "", &expiry, "", protocol, version, "", ""];
-                let parameters =
-                    vec![("sv", version), ("ss", "b"), ("srt", "c"), ("sp", "c"), ("se", &expiry), ("spr", protocol)];
+                let to_sign =
+                    [account.as_str(), "c", "b", "c", "", &expiry, "", protocol, version, "", ""];
+                let parameters = vec![
+                    ("sv", version),
+                    ("ss", "b"),
+                    ("srt", "c"),
+                    ("sp", "c"),
+                    ("se", &expiry),
+                    ("spr", protocol),
+                ];
                 (to_sign.join("\n"), parameters)
             }
         };
         let signature = azure_core::hmac::hmac_sha256(&to_sign, &self.key)?;
-        let mut query: String = parameters.iter().map(|(name, value)| format!("{name}={}&", encoded(value))).collect();
+        let mut query: String =
+            parameters.iter().map(|(name, value)| format!("{name}={}&", encoded(value))).collect();
         query.push_str(&format!("sig={}", encoded(&signature)));
         Ok(query)
     }
@@ -403,7 +497,12 @@ struct SignWithSas {
 
 #[async_trait]
 impl Policy for SignWithSas {
-    async fn send(&self, ctx: &Context, request: &mut Request, next: &[Arc<dyn Policy>]) -> PolicyResult {
+    async fn send(
+        &self,
+        ctx: &Context,
+        request: &mut Request,
+        next: &[Arc<dyn Policy>],
+    ) -> PolicyResult {
         let sas = self.key.sas(self.scope, time::OffsetDateTime::now_utc())?;
         with_sas(request.url_mut(), &sas);
         next[0].send(ctx, request, &next[1..]).await
@@ -417,7 +516,10 @@ fn with_sas(url: &mut Url, sas: &str) {
         .query()
         .unwrap_or_default()
         .split('&')
-        .filter(|pair| !pair.is_empty() && !SAS_PARAMETERS.contains(&pair.split('=').next().unwrap_or_default()))
+        .filter(|pair| {
+            !pair.is_empty()
+                && !SAS_PARAMETERS.contains(&pair.split('=').next().unwrap_or_default())
+        })
         .flat_map(|pair| [pair, "&"])
         .collect();
     query.push_str(sas);
@@ -429,7 +531,9 @@ fn encoded(value: &str) -> String {
     value
         .bytes()
         .map(|byte| match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (byte as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (byte as char).to_string()
+            }
             _ => format!("%{byte:02X}"),
         })
         .collect()
@@ -444,9 +548,12 @@ fn scrubbed(text: &str) -> String {
     let lower = text.to_ascii_lowercase();
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
-    while let Some(start) = [lower[at..].find("http://"), lower[at..].find("https://")].into_iter().flatten().min() {
+    while let Some(start) =
+        [lower[at..].find("http://"), lower[at..].find("https://")].into_iter().flatten().min()
+    {
         let start = at + start;
-        let end = text[start..].find(char::is_whitespace).map_or(text.len(), |length| start + length);
+        let end =
+            text[start..].find(char::is_whitespace).map_or(text.len(), |length| start + length);
         let url = &text[start..end];
         match url.find('?') {
             Some(query) => {
@@ -465,7 +572,8 @@ fn scrubbed(text: &str) -> String {
     while let Some(found) = rest.to_ascii_lowercase().find("sig=") {
         let value = found + "sig=".len();
         cleaned.push_str(&rest[..value]);
-        let length = rest[value..].find(|c: char| c == '&' || c.is_whitespace() || CLOSING.contains(&c) || c == '<');
+        let length = rest[value..]
+            .find(|c: char| c == '&' || c.is_whitespace() || CLOSING.contains(&c) || c == '<');
         let length = length.unwrap_or(rest.len() - value);
         if length > 0 {
             cleaned.push('…');

@@ -70,13 +70,18 @@ impl DirectoryStore {
 impl PictureStore for DirectoryStore {
     /// Answers no version: a file just written changed within [`SETTLED_AFTER`], so its version
     /// is told at its first read after that.
-    async fn put(&self, address: &PictureAddress, bytes: &[u8]) -> Result<Option<Version>, PictureStoreError> {
+    async fn put(
+        &self,
+        address: &PictureAddress,
+        bytes: &[u8],
+    ) -> Result<Option<Version>, PictureStoreError> {
         let (root, path, bytes) = (self.root.clone(), self.path(address), bytes.to_vec());
         blocking(move || {
             if path.exists() {
                 return Ok(None);
             }
-            let directory = path.parent().expect("a picture's path has its post's directory").to_owned();
+            let directory =
+                path.parent().expect("a picture's path has its post's directory").to_owned();
             let written = (|| {
                 create_durably(&root, &directory)?;
                 let temporary = directory.join(format!("{TEMPORARY}{}", uuid::Uuid::new_v4()));
@@ -118,7 +123,8 @@ impl PictureStore for DirectoryStore {
 
     async fn contains(&self, address: &PictureAddress) -> Result<bool, PictureStoreError> {
         let path = self.path(address);
-        blocking(move || path.try_exists().map_err(|error| PictureStoreError::io(&path, error))).await
+        blocking(move || path.try_exists().map_err(|error| PictureStoreError::io(&path, error)))
+            .await
     }
 
     async fn remove(&self, address: &PictureAddress) -> Result<(), PictureStoreError> {
@@ -149,7 +155,8 @@ impl PictureStore for DirectoryStore {
                 std::fs::remove_file(&path).map_err(|error| PictureStoreError::io(&path, error))?;
                 removed += 1;
             }
-            std::fs::remove_dir(&directory).map_err(|error| PictureStoreError::io(&directory, error))?;
+            std::fs::remove_dir(&directory)
+                .map_err(|error| PictureStoreError::io(&directory, error))?;
             let owner = directory.parent().expect("a post's directory is in its owner's");
             sync_directory(owner).map_err(|error| PictureStoreError::io(owner, error))?;
             Ok(removed)
@@ -157,7 +164,11 @@ impl PictureStore for DirectoryStore {
         .await
     }
 
-    async fn post_pictures(&self, owner: &str, post: &str) -> Result<Vec<PictureName>, PictureStoreError> {
+    async fn post_pictures(
+        &self,
+        owner: &str,
+        post: &str,
+    ) -> Result<Vec<PictureName>, PictureStoreError> {
         let directory = self.post_directory(owner, post);
         blocking(move || {
             let entries = match std::fs::read_dir(&directory) {
@@ -186,9 +197,14 @@ impl PictureStore for DirectoryStore {
             }
             let mut files = Vec::new();
             for post in subdirectories(&directory)? {
-                for entry in std::fs::read_dir(&post).map_err(|error| PictureStoreError::io(&post, error))? {
+                for entry in
+                    std::fs::read_dir(&post).map_err(|error| PictureStoreError::io(&post, error))?
+                {
                     let entry = entry.map_err(|error| PictureStoreError::io(&post, error))?;
-                    let size = entry.metadata().map_err(|error| PictureStoreError::io(&entry.path(), error))?.len();
+                    let size = entry
+                        .metadata()
+                        .map_err(|error| PictureStoreError::io(&entry.path(), error))?
+                        .len();
                     files.push((entry.file_name().to_string_lossy().into_owned(), size));
                 }
             }
@@ -203,8 +219,16 @@ impl PictureStore for DirectoryStore {
             let mut folders = Vec::new();
             for owner in subdirectories(&root)? {
                 for post in subdirectories(&owner)? {
-                    let name = |path: &Path| path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
-                    folders.push(PostFolder { owner: name(&owner), post: name(&post), last_written: last_written(&post)? });
+                    let name = |path: &Path| {
+                        path.file_name()
+                            .map(|name| name.to_string_lossy().into_owned())
+                            .unwrap_or_default()
+                    };
+                    folders.push(PostFolder {
+                        owner: name(&owner),
+                        post: name(&post),
+                        last_written: last_written(&post)?,
+                    });
                 }
             }
             Ok(folders)
@@ -245,7 +269,8 @@ fn version_of(metadata: &std::fs::Metadata) -> Version {
         device: metadata.dev(),
         inode: metadata.ino(),
         length: metadata.size(),
-        modified_ns: i128::from(metadata.mtime()) * 1_000_000_000 + i128::from(metadata.mtime_nsec()),
+        modified_ns: i128::from(metadata.mtime()) * 1_000_000_000
+            + i128::from(metadata.mtime_nsec()),
         changed_ns: changed_ns(metadata),
     }
 }
@@ -259,7 +284,9 @@ fn changed_ns(metadata: &std::fs::Metadata) -> i128 {
 fn last_written(directory: &Path) -> Result<std::time::SystemTime, PictureStoreError> {
     let own = std::fs::metadata(directory).and_then(|metadata| metadata.modified());
     let mut newest = own.map_err(|error| PictureStoreError::io(directory, error))?;
-    for entry in std::fs::read_dir(directory).map_err(|error| PictureStoreError::io(directory, error))? {
+    for entry in
+        std::fs::read_dir(directory).map_err(|error| PictureStoreError::io(directory, error))?
+    {
         let entry = entry.map_err(|error| PictureStoreError::io(directory, error))?;
         let modified = entry.metadata().and_then(|metadata| metadata.modified());
         newest = newest.max(modified.map_err(|error| PictureStoreError::io(&entry.path(), error))?);
@@ -270,9 +297,12 @@ fn last_written(directory: &Path) -> Result<std::time::SystemTime, PictureStoreE
 /// The directories in `directory`.
 fn subdirectories(directory: &Path) -> Result<Vec<PathBuf>, PictureStoreError> {
     let mut found = Vec::new();
-    for entry in std::fs::read_dir(directory).map_err(|error| PictureStoreError::io(directory, error))? {
+    for entry in
+        std::fs::read_dir(directory).map_err(|error| PictureStoreError::io(directory, error))?
+    {
         let entry = entry.map_err(|error| PictureStoreError::io(directory, error))?;
-        if entry.file_type().map_err(|error| PictureStoreError::io(&entry.path(), error))?.is_dir() {
+        if entry.file_type().map_err(|error| PictureStoreError::io(&entry.path(), error))?.is_dir()
+        {
             found.push(entry.path());
         }
     }
@@ -281,7 +311,9 @@ fn subdirectories(directory: &Path) -> Result<Vec<PathBuf>, PictureStoreError> {
 
 /// Removes the temporary files of writes cut short in a post's directory.
 fn remove_partials(directory: &Path) -> Result<(), PictureStoreError> {
-    for entry in std::fs::read_dir(directory).map_err(|error| PictureStoreError::io(directory, error))? {
+    for entry in
+        std::fs::read_dir(directory).map_err(|error| PictureStoreError::io(directory, error))?
+    {
         let entry = entry.map_err(|error| PictureStoreError::io(directory, error))?;
         if entry.file_name().to_string_lossy().starts_with(TEMPORARY) {
             let path = entry.path();
@@ -321,5 +353,7 @@ fn sync_directory(directory: &Path) -> std::io::Result<()> {
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, PictureStoreError> + Send + 'static,
 ) -> Result<T, PictureStoreError> {
-    tokio::task::spawn_blocking(work).await.map_err(|error| PictureStoreError::Unavailable(error.to_string()))?
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| PictureStoreError::Unavailable(error.to_string()))?
 }

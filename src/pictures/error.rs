@@ -19,7 +19,9 @@ pub enum PictureError {
     #[error("this is not a JPEG, PNG, WebP or GIF picture{}", .0.as_deref().map(|found| format!(" (it looks like {found})")).unwrap_or_default())]
     NotAPicture(Option<String>),
     /// Its header says it is larger than [`Limits`](super::Limits) allow (a decompression bomb is one).
-    #[error("the picture is {width}×{height} pixels; at most {max_side} pixels a side and {max_pixels} pixels in all are taken")]
+    #[error(
+        "the picture is {width}×{height} pixels; at most {max_side} pixels a side and {max_pixels} pixels in all are taken"
+    )]
     TooManyPixels {
         /// Its width, as its header says.
         width: u32,
@@ -54,7 +56,9 @@ pub enum PictureError {
         budget: u64,
     },
     /// Its colour profile is larger than the colour profile limit (`MAX_COLOUR_PROFILE_BYTES`) (inflated, for a PNG's).
-    #[error("the picture's colour profile is over {max} bytes; save it with a usual profile (sRGB or Display P3)")]
+    #[error(
+        "the picture's colour profile is over {max} bytes; save it with a usual profile (sRGB or Display P3)"
+    )]
     ColourProfileTooLarge {
         /// The limit.
         max: usize,

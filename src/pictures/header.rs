@@ -71,8 +71,10 @@ fn walk_jpeg(bytes: &[u8], scan_end: &mut dyn FnMut(usize)) -> Result<JpegFrame,
             0x00 | 0xD8 => return Err(damaged("has a marker where none may be")),
             _ => {}
         }
-        let length =
-            usize::from(u16::from_be_bytes([*bytes.get(at).ok_or_else(truncated)?, *bytes.get(at + 1).ok_or_else(truncated)?]));
+        let length = usize::from(u16::from_be_bytes([
+            *bytes.get(at).ok_or_else(truncated)?,
+            *bytes.get(at + 1).ok_or_else(truncated)?,
+        ]));
         if length < 2 {
             return Err(damaged("has a segment shorter than its own length"));
         }
@@ -87,9 +89,14 @@ fn walk_jpeg(bytes: &[u8], scan_end: &mut dyn FnMut(usize)) -> Result<JpegFrame,
                 let [_precision, h1, h0, w1, w0, components, ..] = *segment else {
                     return Err(damaged("has a frame header too short to read"));
                 };
-                let (width, height) = (u32::from(u16::from_be_bytes([w1, w0])), u32::from(u16::from_be_bytes([h1, h0])));
+                let (width, height) = (
+                    u32::from(u16::from_be_bytes([w1, w0])),
+                    u32::from(u16::from_be_bytes([h1, h0])),
+                );
                 if width == 0 || height == 0 || !matches!(components, 1 | 3 | 4) {
-                    return Err(damaged("has a frame of no size, or of a colour model no browser shows"));
+                    return Err(damaged(
+                        "has a frame of no size, or of a colour model no browser shows",
+                    ));
                 }
                 let progressive = matches!(code, 0xC2 | 0xC6 | 0xCA | 0xCE);
                 frame = Some(JpegFrame { width, height, components, progressive, scans: 0 });
@@ -102,7 +109,9 @@ fn walk_jpeg(bytes: &[u8], scan_end: &mut dyn FnMut(usize)) -> Result<JpegFrame,
                 // after they are all coded is one put after a scan cut short.
                 coded += u32::from(segment.first().copied().unwrap_or(0));
                 if !frame.progressive && coded > u32::from(frame.components) {
-                    return Err(damaged("has more scans than its components: one is cut off and another put after it"));
+                    return Err(damaged(
+                        "has more scans than its components: one is cut off and another put after it",
+                    ));
                 }
                 scans += 1;
                 at = end_of_scan(bytes, at).ok_or_else(truncated)?;
@@ -140,10 +149,13 @@ const PNG_SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
 pub(super) fn png_header(bytes: &[u8]) -> Result<PngHeader, PictureError> {
     let damaged = || PictureError::Unreadable("the PNG does not start with its header".into());
     let header = bytes.strip_prefix(PNG_SIGNATURE).ok_or_else(damaged)?;
-    let [0, 0, 0, 13, b'I', b'H', b'D', b'R', w3, w2, w1, w0, h3, h2, h1, h0, depth, colour, ..] = *header else {
+    let [0, 0, 0, 13, b'I', b'H', b'D', b'R', w3, w2, w1, w0, h3, h2, h1, h0, depth, colour, ..] =
+        *header
+    else {
         return Err(damaged());
     };
-    let (width, height) = (u32::from_be_bytes([w3, w2, w1, w0]), u32::from_be_bytes([h3, h2, h1, h0]));
+    let (width, height) =
+        (u32::from_be_bytes([w3, w2, w1, w0]), u32::from_be_bytes([h3, h2, h1, h0]));
     let channels: u8 = match colour {
         0 => 1,
         2 => 3,
@@ -151,12 +163,20 @@ pub(super) fn png_header(bytes: &[u8]) -> Result<PngHeader, PictureError> {
         3 => 4,
         4 => 2,
         6 => 4,
-        _ => return Err(PictureError::Unreadable(format!("the PNG has the unknown colour type {colour}"))),
+        _ => {
+            return Err(PictureError::Unreadable(format!(
+                "the PNG has the unknown colour type {colour}"
+            )));
+        }
     };
     if width == 0 || height == 0 {
         return Err(PictureError::Unreadable("the PNG says it has no pixels".into()));
     }
-    Ok(PngHeader { width, height, decoded_bytes_per_pixel: channels * if depth == 16 { 2 } else { 1 } })
+    Ok(PngHeader {
+        width,
+        height,
+        decoded_bytes_per_pixel: channels * if depth == 16 { 2 } else { 1 },
+    })
 }
 
 /// A PNG made ready for the decoder: its colour profile inflated here within `max_profile`
@@ -172,7 +192,8 @@ pub(super) struct PngParts<'a> {
 }
 
 pub(super) fn png_parts(bytes: &[u8], max_profile: usize) -> Result<PngParts<'_>, PictureError> {
-    let truncated = || PictureError::Unreadable("the PNG ends inside a chunk: it is cut off".into());
+    let truncated =
+        || PictureError::Unreadable("the PNG ends inside a chunk: it is cut off".into());
     let mut at = PNG_SIGNATURE.len();
     let mut kept: Option<Vec<u8>> = None;
     let mut colour_profile = None;
@@ -181,8 +202,11 @@ pub(super) fn png_parts(bytes: &[u8], max_profile: usize) -> Result<PngParts<'_>
         let length = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
         let kind = [head[4], head[5], head[6], head[7]];
         // Length, type, data and CRC.
-        let end =
-            at.checked_add(12).and_then(|end| end.checked_add(length)).filter(|end| *end <= bytes.len()).ok_or_else(truncated)?;
+        let end = at
+            .checked_add(12)
+            .and_then(|end| end.checked_add(length))
+            .filter(|end| *end <= bytes.len())
+            .ok_or_else(truncated)?;
         let left_out = matches!(&kind, b"iCCP" | b"tEXt" | b"zTXt" | b"iTXt");
         if &kind == b"iCCP" && colour_profile.is_none() {
             colour_profile = Some(inflated_profile(&bytes[at + 8..end - 4], max_profile)?);
@@ -210,13 +234,21 @@ pub(super) fn png_parts(bytes: &[u8], max_profile: usize) -> Result<PngParts<'_>
 /// zlib stream), inflated to at most `max` bytes.
 fn inflated_profile(data: &[u8], max: usize) -> Result<Vec<u8>, PictureError> {
     let damaged = || PictureError::Unreadable("the PNG's colour profile is damaged".into());
-    let name_end = data.iter().take(80).position(|byte| *byte == 0).filter(|end| *end > 0).ok_or_else(damaged)?;
-    let (&method, compressed) = data.get(name_end + 1..).and_then(<[u8]>::split_first).ok_or_else(damaged)?;
+    let name_end = data
+        .iter()
+        .take(80)
+        .position(|byte| *byte == 0)
+        .filter(|end| *end > 0)
+        .ok_or_else(damaged)?;
+    let (&method, compressed) =
+        data.get(name_end + 1..).and_then(<[u8]>::split_first).ok_or_else(damaged)?;
     if method != 0 {
         return Err(damaged());
     }
     fdeflate::decompress_to_vec_bounded(compressed, max).map_err(|error| match error {
-        fdeflate::BoundedDecompressionError::OutputTooLarge { .. } => PictureError::ColourProfileTooLarge { max },
+        fdeflate::BoundedDecompressionError::OutputTooLarge { .. } => {
+            PictureError::ColourProfileTooLarge { max }
+        }
         fdeflate::BoundedDecompressionError::DecompressionError { .. } => damaged(),
     })
 }
@@ -239,7 +271,10 @@ mod tests {
     #[test]
     fn a_whole_jpeg_says_its_frame() {
         let frame = jpeg_frame(&minimal_jpeg()).unwrap();
-        assert_eq!(frame, JpegFrame { width: 40, height: 20, components: 1, progressive: false, scans: 1 });
+        assert_eq!(
+            frame,
+            JpegFrame { width: 40, height: 20, components: 1, progressive: false, scans: 1 }
+        );
         assert_eq!(jpeg_scan_ends(&minimal_jpeg()).unwrap(), vec![minimal_jpeg().len() - 2]);
     }
 
@@ -256,6 +291,9 @@ mod tests {
     fn a_png_header_says_what_its_pixels_take() {
         let mut png = PNG_SIGNATURE.to_vec();
         png.extend([0, 0, 0, 13, b'I', b'H', b'D', b'R', 0, 0, 1, 0, 0, 0, 0, 2, 16, 6, 0, 0, 0]);
-        assert_eq!(png_header(&png).unwrap(), PngHeader { width: 256, height: 2, decoded_bytes_per_pixel: 8 });
+        assert_eq!(
+            png_header(&png).unwrap(),
+            PngHeader { width: 256, height: 2, decoded_bytes_per_pixel: 8 }
+        );
     }
 }

@@ -61,7 +61,8 @@ pub struct Picture {
 
 impl Picture {
     fn new(bytes: Vec<u8>, kind: Kind, width: u32, height: u32) -> Picture {
-        let name = PictureName::new(&crate::model::hex(&Sha256::digest(&bytes)), width, height, kind);
+        let name =
+            PictureName::new(&crate::model::hex(&Sha256::digest(&bytes)), width, height, kind);
         Picture { bytes, kind, width, height, name }
     }
 }
@@ -90,7 +91,10 @@ impl Prepared {
 
     /// The bytes of the picture and its copies together: what the writer keeps of it.
     pub(crate) fn stored_bytes(&self) -> u64 {
-        std::iter::once(&self.picture).chain(self.copies()).map(|picture| picture.bytes.len() as u64).sum()
+        std::iter::once(&self.picture)
+            .chain(self.copies())
+            .map(|picture| picture.bytes.len() as u64)
+            .sum()
     }
 }
 
@@ -132,20 +136,28 @@ pub(crate) fn plan(upload: &[u8], limits: &Limits) -> Result<Plan, PictureError>
             // zune-jpeg decodes to grey or RGB (CMYK is turned into RGB). A progressive JPEG's
             // decoder keeps every coefficient until the last scan: two bytes a sample, in blocks.
             let decoded = pixels * if frame.components == 1 { 1 } else { 3 };
-            let working = if frame.progressive { padded(frame.width, frame.height) * u64::from(frame.components) * 2 } else { 0 };
+            let working = if frame.progressive {
+                padded(frame.width, frame.height) * u64::from(frame.components) * 2
+            } else {
+                0
+            };
             // Grey is turned into RGB for the encoder.
             let converted = if frame.components == 1 { pixels * 3 } else { 0 };
             // Decoded once more, before, from a copy with fill after each scan ([`whole_scans`]).
             let copy = upload.len() as u64 + u64::from(frame.scans) * SCAN_FILL.len() as u64;
-            let memory = still_memory(decoded, working, converted, frame.width, frame.height) + copy;
+            let memory =
+                still_memory(decoded, working, converted, frame.width, frame.height) + copy;
             Plan { kind, width: frame.width, height: frame.height, memory }
         }
         Kind::Png => {
             let header = header::png_header(upload)?;
             check_size(header.width, header.height, limits)?;
-            let decoded = u64::from(header.width) * u64::from(header.height) * u64::from(header.decoded_bytes_per_pixel);
+            let decoded = u64::from(header.width)
+                * u64::from(header.height)
+                * u64::from(header.decoded_bytes_per_pixel);
             // The PNG without its metadata chunks is a copy of the upload, at most.
-            let converted = upload.len() as u64 + u64::from(header.width) * u64::from(header.height) * 3;
+            let converted =
+                upload.len() as u64 + u64::from(header.width) * u64::from(header.height) * 3;
             let memory = still_memory(decoded, 0, converted, header.width, header.height);
             Plan { kind, width: header.width, height: header.height, memory }
         }
@@ -166,7 +178,9 @@ pub(crate) fn plan(upload: &[u8], limits: &Limits) -> Result<Plan, PictureError>
             // One frame at a time, one byte a pixel (its colours' indexes), within the canvas;
             // as much again for its coded copy, and the GIF written anew (bounded in
             // `animation`).
-            let memory = u64::from(width) * u64::from(height) * 2 + written_gif_bound(upload) as u64 + FIXED_MEMORY;
+            let memory = u64::from(width) * u64::from(height) * 2
+                + written_gif_bound(upload) as u64
+                + FIXED_MEMORY;
             Plan { kind, width, height, memory }
         }
     };
@@ -174,7 +188,11 @@ pub(crate) fn plan(upload: &[u8], limits: &Limits) -> Result<Plan, PictureError>
 }
 
 /// Decodes and encodes anew an upload [`plan`] read, within the memory it said.
-pub(crate) fn prepare_planned(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, PictureError> {
+pub(crate) fn prepare_planned(
+    upload: &[u8],
+    plan: &Plan,
+    limits: &Limits,
+) -> Result<Prepared, PictureError> {
     match plan.kind {
         Kind::Gif => animation(upload, plan, limits),
         _ => still(upload, plan, limits),
@@ -202,7 +220,11 @@ fn still_memory(decoded: u64, working: u64, converted: u64, width: u32, height: 
     };
     let phone = scaled(PHONE_WIDTH, crate::model::picture::phone_size);
     let screen = scaled(SCREEN_WIDTH, crate::model::picture::screen_size);
-    let small = if width >= SMALL_SIZES[0].0 && height >= SMALL_SIZES[0].1 { small_copies_memory() } else { 0 };
+    let small = if width >= SMALL_SIZES[0].0 && height >= SMALL_SIZES[0].1 {
+        small_copies_memory()
+    } else {
+        0
+    };
     decoded + working.max(decoded) + converted + pixels + phone + screen + small + FIXED_MEMORY
 }
 
@@ -237,14 +259,23 @@ pub(crate) fn recognise(upload: &[u8]) -> Result<Kind, PictureError> {
     }
     // The guess knows formats this build cannot decode (BMP, TIFF...): only the four are taken.
     match image::guess_format(upload) {
-        Ok(format) => kind_of(format).ok_or_else(|| PictureError::NotAPicture(Some(format!("{format:?}")))),
+        Ok(format) => {
+            kind_of(format).ok_or_else(|| PictureError::NotAPicture(Some(format!("{format:?}"))))
+        }
         Err(_) => Err(PictureError::NotAPicture(None)),
     }
 }
 
 fn check_size(width: u32, height: u32, limits: &Limits) -> Result<(), PictureError> {
-    if width.max(height) > limits.max_side || u64::from(width) * u64::from(height) > limits.max_pixels {
-        return Err(PictureError::TooManyPixels { width, height, max_side: limits.max_side, max_pixels: limits.max_pixels });
+    if width.max(height) > limits.max_side
+        || u64::from(width) * u64::from(height) > limits.max_pixels
+    {
+        return Err(PictureError::TooManyPixels {
+            width,
+            height,
+            max_side: limits.max_side,
+            max_pixels: limits.max_pixels,
+        });
     }
     Ok(())
 }
@@ -252,11 +283,15 @@ fn check_size(width: u32, height: u32, limits: &Limits) -> Result<(), PictureErr
 /// A GIF's decoder, giving each frame as its colours' indexes (never as a canvas of RGBA
 /// pixels: a 1 × 1 frame on a 6,000 × 6,000 canvas is one byte, not 144 MB), every frame inside
 /// the canvas.
-fn gif_decoder<'a>(upload: &'a [u8], limits: &Limits) -> Result<gif::Decoder<Cursor<&'a [u8]>>, PictureError> {
+fn gif_decoder<'a>(
+    upload: &'a [u8],
+    limits: &Limits,
+) -> Result<gif::Decoder<Cursor<&'a [u8]>>, PictureError> {
     let mut options = gif::DecodeOptions::new();
     options.set_color_output(gif::ColorOutput::Indexed);
     options.check_frame_consistency(true);
-    let frame_bytes = std::num::NonZeroU64::new(limits.max_pixels).unwrap_or(std::num::NonZeroU64::MIN);
+    let frame_bytes =
+        std::num::NonZeroU64::new(limits.max_pixels).unwrap_or(std::num::NonZeroU64::MIN);
     options.set_memory_limit(gif::MemoryLimit::Bytes(frame_bytes));
     options.read_info(Cursor::new(upload)).map_err(unreadable)
 }
@@ -273,12 +308,16 @@ fn written_gif_bound(upload: &[u8]) -> usize {
 /// not a frame is left out: comments, and the application extensions XMP travels in. Frames are
 /// counted, each as the canvas's pixels, before each is decoded.
 fn animation(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, PictureError> {
-    let too_many = || PictureError::TooManyFrames { max_frames: limits.max_frames, max_total_pixels: limits.max_total_pixels };
+    let too_many = || PictureError::TooManyFrames {
+        max_frames: limits.max_frames,
+        max_total_pixels: limits.max_total_pixels,
+    };
     let mut decoder = gif_decoder(upload, limits)?;
     let (width, height) = (decoder.width(), decoder.height());
     let global_palette = decoder.global_palette().map(<[u8]>::to_vec).unwrap_or_default();
     let bound = written_gif_bound(upload);
-    let mut encoder = gif::Encoder::new(Vec::new(), width, height, &global_palette).map_err(unreadable)?;
+    let mut encoder =
+        gif::Encoder::new(Vec::new(), width, height, &global_palette).map_err(unreadable)?;
     // A browser shows each frame drawn on the whole canvas: a frame costs the canvas's pixels,
     // however small its own rectangle, to whoever shows it (and each frame's CPU here is
     // bounded by it too).
@@ -304,7 +343,9 @@ fn animation(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, Pi
         }
         encoder.write_frame(&written).map_err(unreadable)?;
         if encoder.get_ref().len() > bound {
-            return Err(PictureError::Unreadable(format!("it is larger than it says (its frames make over {bound} bytes)")));
+            return Err(PictureError::Unreadable(format!(
+                "it is larger than it says (its frames make over {bound} bytes)"
+            )));
         }
     }
     if count == 0 {
@@ -322,7 +363,8 @@ fn animation(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, Pi
 /// A still picture: decoded within the memory its plan said, turned upright, encoded anew in
 /// its own format (WebP as JPEG, or PNG where it is transparent).
 fn still(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, PictureError> {
-    let format = ImageFormat::from_extension(plan.kind.extension()).expect("the four kinds are formats");
+    let format =
+        ImageFormat::from_extension(plan.kind.extension()).expect("the four kinds are formats");
     let (source, png_profile) = match plan.kind {
         Kind::Png => {
             let parts = header::png_parts(upload, MAX_COLOUR_PROFILE_BYTES)?;
@@ -334,7 +376,9 @@ fn still(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, Pictur
     reader.limits(decoding_limits(limits, plan));
     let mut decoder = reader.into_decoder().map_err(image_error)?;
     if decoder.dimensions() != (plan.width, plan.height) {
-        return Err(PictureError::Unreadable("its header and its decoder disagree on its size".into()));
+        return Err(PictureError::Unreadable(
+            "its header and its decoder disagree on its size".into(),
+        ));
     }
     // Its scans' pixels as decoded with fill after each: compared once it is decoded.
     let filled = match plan.kind {
@@ -350,7 +394,9 @@ fn still(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, Pictur
     let mut image = DynamicImage::from_decoder(decoder).map_err(image_error)?;
     drop(source);
     if filled.is_some_and(|filled| filled != pixels_digest(&image)) {
-        return Err(PictureError::Unreadable("the JPEG's coded data ends before its last row: it is cut off".into()));
+        return Err(PictureError::Unreadable(
+            "the JPEG's coded data ends before its last row: it is cut off".into(),
+        ));
     }
     image.apply_orientation(orientation);
     let stored = match plan.kind {
@@ -380,7 +426,8 @@ fn still(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, Pictur
             })
         })
         .transpose()?;
-    let screen = picture.name.screen().map(|name| scaled_copy(&image, name, colours)).transpose()?;
+    let screen =
+        picture.name.screen().map(|name| scaled_copy(&image, name, colours)).transpose()?;
     // From what the lists showed before (the phones' variant, or the picture): the same pixels
     // as a small copy made later from the stored variant ([`copy_of_stored`]).
     let source = smaller.as_ref().map_or(&image, |(_, smaller)| smaller);
@@ -394,7 +441,11 @@ const SCALED_QUALITY: u8 = 80;
 
 /// `source` scaled to `name`'s size (its proportions kept: [`PictureName::screen`]) and encoded
 /// as a JPEG, as the phones' copy is.
-fn scaled_copy(source: &DynamicImage, name: PictureName, colours: Option<&[u8]>) -> Result<Picture, PictureError> {
+fn scaled_copy(
+    source: &DynamicImage,
+    name: PictureName,
+    colours: Option<&[u8]>,
+) -> Result<Picture, PictureError> {
     let (width, height) = name.size();
     let scaled = source.thumbnail_exact(width, height);
     let bytes = jpeg(&scaled, SCALED_QUALITY, colours)?;
@@ -408,7 +459,11 @@ const SMALL_QUALITY: u8 = 70;
 
 /// The small copies [`PictureName::small`] says `name` has, made from `source`: the picture as
 /// the lists showed it (its phones' variant, or itself).
-fn small_copies(name: &PictureName, source: &DynamicImage, colours: Option<&[u8]>) -> Result<Vec<Picture>, PictureError> {
+fn small_copies(
+    name: &PictureName,
+    source: &DynamicImage,
+    colours: Option<&[u8]>,
+) -> Result<Vec<Picture>, PictureError> {
     let mut copies = Vec::new();
     for size in SMALL_SIZES {
         let Some(small) = name.small(size) else { continue };
@@ -419,11 +474,19 @@ fn small_copies(name: &PictureName, source: &DynamicImage, colours: Option<&[u8]
 
 /// `source` cropped about its middle to the proportions of `name`'s size (as the stylesheet's
 /// `object-fit: cover` crops), scaled to that size and encoded as `name` says.
-fn small_copy(source: &DynamicImage, name: PictureName, colours: Option<&[u8]>) -> Result<Picture, PictureError> {
+fn small_copy(
+    source: &DynamicImage,
+    name: PictureName,
+    colours: Option<&[u8]>,
+) -> Result<Picture, PictureError> {
     let (width, height) = name.size();
     let (crop_width, crop_height) = cover_crop(source.width(), source.height(), width, height);
-    let cropped =
-        source.crop_imm((source.width() - crop_width) / 2, (source.height() - crop_height) / 2, crop_width, crop_height);
+    let cropped = source.crop_imm(
+        (source.width() - crop_width) / 2,
+        (source.height() - crop_height) / 2,
+        crop_width,
+        crop_height,
+    );
     // Catmull-Rom: as sharp as Lanczos at this reduction, and its JPEG a few per cent smaller.
     let scaled = cropped.resize_exact(width, height, image::imageops::FilterType::CatmullRom);
     drop(cropped);
@@ -439,7 +502,8 @@ fn small_copy(source: &DynamicImage, name: PictureName, colours: Option<&[u8]>) 
 fn cover_crop(source_width: u32, source_height: u32, width: u32, height: u32) -> (u32, u32) {
     let (source_width_64, source_height_64) = (u64::from(source_width), u64::from(source_height));
     if source_width_64 * u64::from(height) > source_height_64 * u64::from(width) {
-        let crop = (source_height_64 * u64::from(width) + u64::from(height) / 2) / u64::from(height);
+        let crop =
+            (source_height_64 * u64::from(width) + u64::from(height) / 2) / u64::from(height);
         (u32::try_from(crop).unwrap_or(source_width).clamp(1, source_width), source_height)
     } else {
         let crop = (source_width_64 * u64::from(height) + u64::from(width) / 2) / u64::from(width);
@@ -463,11 +527,17 @@ fn small_copies_memory() -> u64 {
 /// none; for the screens' copy, the picture), decoded within the memory of its `plan`
 /// ([`plan`]). For a picture stored before such copies were made at upload. Stored pictures
 /// were prepared already: upright, without metadata, whole.
-pub(crate) fn copy_of_stored(stored: &[u8], plan: &Plan, limits: &Limits, copy: PictureName) -> Result<Picture, PictureError> {
+pub(crate) fn copy_of_stored(
+    stored: &[u8],
+    plan: &Plan,
+    limits: &Limits,
+    copy: PictureName,
+) -> Result<Picture, PictureError> {
     if plan.kind == Kind::Gif {
         return Err(PictureError::Unreadable("an animation has no copy".into()));
     }
-    let format = ImageFormat::from_extension(plan.kind.extension()).expect("the four kinds are formats");
+    let format =
+        ImageFormat::from_extension(plan.kind.extension()).expect("the four kinds are formats");
     let mut reader = ImageReader::with_format(Cursor::new(stored), format);
     reader.limits(decoding_limits(limits, plan));
     let mut decoder = reader.into_decoder().map_err(image_error)?;
@@ -484,7 +554,9 @@ pub(crate) fn copy_of_stored(stored: &[u8], plan: &Plan, limits: &Limits, copy: 
 /// followed by the 0x00 that says it is data), more than a symbol and its extra bits (at most
 /// 16 + 15) and then a whole Huffman code can take. No Huffman code is all 1-bits (ITU T.81,
 /// Annex C), so a decoder that reads them meets a code that is none.
-const SCAN_FILL: [u8; 16] = [0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00];
+const SCAN_FILL: [u8; 16] = [
+    0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00,
+];
 
 /// The digest of the pixels of a JPEG decoded with [`SCAN_FILL`] after its scans' coded data,
 /// to compare with those of the JPEG as it is: the same when every scan holds all of its rows.
@@ -513,8 +585,16 @@ const SCAN_FILL: [u8; 16] = [0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xF
 /// and gives a picture. One more decoding of each JPEG (two for a progressive one, the first
 /// of its first scan only), within the memory of its plan: each decoding's pixels are let go
 /// before the next.
-fn pixels_with_scan_fill(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<[u8; 32], PictureError> {
-    let cut = || PictureError::Unreadable("the JPEG's coded data ends before its last row: it is cut off".into());
+fn pixels_with_scan_fill(
+    upload: &[u8],
+    plan: &Plan,
+    limits: &Limits,
+) -> Result<[u8; 32], PictureError> {
+    let cut = || {
+        PictureError::Unreadable(
+            "the JPEG's coded data ends before its last row: it is cut off".into(),
+        )
+    };
     let ends = header::jpeg_scan_ends(upload)?;
     let progressive = header::jpeg_frame(upload)?.progressive;
     let filled_after: &[usize] = match (progressive, ends.split_first()) {
@@ -572,7 +652,11 @@ fn colour_profile(decoder: &mut impl ImageDecoder) -> Result<Option<Vec<u8>>, Pi
     }
 }
 
-fn jpeg(image: &DynamicImage, quality: u8, colours: Option<&[u8]>) -> Result<Vec<u8>, PictureError> {
+fn jpeg(
+    image: &DynamicImage,
+    quality: u8,
+    colours: Option<&[u8]>,
+) -> Result<Vec<u8>, PictureError> {
     let mut bytes = Vec::new();
     // JPEG has no transparency: a transparent picture is put on white, as browsers show it.
     // Pixels that are RGB already are given as they are, not copied.
@@ -611,7 +695,9 @@ fn unreadable(error: impl std::fmt::Display) -> PictureError {
 /// header said (the plan's memory is what the decoder was allowed).
 fn image_error(error: ImageError) -> PictureError {
     match error {
-        ImageError::Limits(limit) => PictureError::Unreadable(format!("it is larger than it says ({limit})")),
+        ImageError::Limits(limit) => {
+            PictureError::Unreadable(format!("it is larger than it says ({limit})"))
+        }
         other => PictureError::Unreadable(other.to_string()),
     }
 }

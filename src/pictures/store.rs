@@ -123,7 +123,11 @@ pub trait PictureStore: Send + Sync {
     /// Stores `bytes` at `address`; visible to [`PictureStore::get`] only once wholly durable.
     /// Answers the version written where the store tells it for certain (a blob's ETag), `None`
     /// where the file was there already or its version cannot be told yet.
-    async fn put(&self, address: &PictureAddress, bytes: &[u8]) -> Result<Option<Version>, PictureStoreError>;
+    async fn put(
+        &self,
+        address: &PictureAddress,
+        bytes: &[u8],
+    ) -> Result<Option<Version>, PictureStoreError>;
 
     /// The picture at `address`, with the version read, or `None` where there is none.
     async fn read(&self, address: &PictureAddress) -> Result<Option<Stored>, PictureStoreError>;
@@ -162,7 +166,11 @@ pub trait PictureStore: Send + Sync {
 
     /// The names of every picture of `owner`'s post `post` (their copies included), in
     /// no given order: what `handler export` carries with the post.
-    async fn post_pictures(&self, owner: &str, post: &str) -> Result<Vec<PictureName>, PictureStoreError>;
+    async fn post_pictures(
+        &self,
+        owner: &str,
+        post: &str,
+    ) -> Result<Vec<PictureName>, PictureStoreError>;
 
     /// How many pictures `owner` keeps, and their bytes.
     async fn usage(&self, owner: &str) -> Result<Usage, PictureStoreError>;

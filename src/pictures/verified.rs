@@ -80,21 +80,32 @@ impl Verified {
 
     /// Whether `version` of the picture `key` was checked.
     pub(crate) fn holds(&self, key: &str, version: &Version) -> bool {
-        self.held.lock().expect("not poisoned").versions.get(key).is_some_and(|entry| entry.version == *version)
+        self.held
+            .lock()
+            .expect("not poisoned")
+            .versions
+            .get(key)
+            .is_some_and(|entry| entry.version == *version)
     }
 
     /// The bytes kept of `version` of the picture `key`, if that version was checked and the
     /// file is small.
     pub(crate) fn kept(&self, key: &str, version: &Version) -> Option<Bytes> {
         let held = self.held.lock().expect("not poisoned");
-        held.versions.get(key).filter(|entry| entry.version == *version).and_then(|entry| entry.bytes.clone())
+        held.versions
+            .get(key)
+            .filter(|entry| entry.version == *version)
+            .and_then(|entry| entry.bytes.clone())
     }
 
     /// The bytes kept of the picture `key` where they were checked at most `age` ago, whatever
     /// version the store holds now.
     pub(crate) fn kept_within(&self, key: &str, age: Duration) -> Option<Bytes> {
         let held = self.held.lock().expect("not poisoned");
-        held.versions.get(key).filter(|entry| entry.checked.elapsed() <= age).and_then(|entry| entry.bytes.clone())
+        held.versions
+            .get(key)
+            .filter(|entry| entry.checked.elapsed() <= age)
+            .and_then(|entry| entry.bytes.clone())
     }
 
     /// Forgets the pictures of `owner`'s post `post`, removed: none is served from memory again.
@@ -102,7 +113,8 @@ impl Verified {
         let prefix = format!("{owner}/{post}/");
         let mut held = self.held.lock().expect("not poisoned");
         let held = &mut *held;
-        let keys: Vec<String> = held.versions.keys().filter(|key| key.starts_with(&prefix)).cloned().collect();
+        let keys: Vec<String> =
+            held.versions.keys().filter(|key| key.starts_with(&prefix)).cloned().collect();
         for key in keys {
             if let Some(entry) = held.versions.remove(&key) {
                 held.bytes -= entry_bytes(&key, &entry);
@@ -115,7 +127,11 @@ impl Verified {
     /// (the bytes checked) kept where they are at most [`KEPT_BYTES`]; the oldest entries let
     /// go as the bound needs.
     pub(crate) fn hold(&self, key: &str, version: Version, bytes: Option<&Bytes>) {
-        let entry = Entry { version, bytes: bytes.filter(|bytes| bytes.len() <= KEPT_BYTES).cloned(), checked: Instant::now() };
+        let entry = Entry {
+            version,
+            bytes: bytes.filter(|bytes| bytes.len() <= KEPT_BYTES).cloned(),
+            checked: Instant::now(),
+        };
         let mut held = self.held.lock().expect("not poisoned");
         let held = &mut *held;
         if let Some(earlier) = held.versions.get_mut(key) {
@@ -146,7 +162,10 @@ impl Verified {
 /// and the fixed parts of both (the map's slot counted as its key and value with 16 bytes of the
 /// table's own).
 fn entry_bytes(key: &str, entry: &Entry) -> usize {
-    2 * (key.len() + std::mem::size_of::<String>()) + std::mem::size_of::<Entry>() + entry.heap_bytes() + 16
+    2 * (key.len() + std::mem::size_of::<String>())
+        + std::mem::size_of::<Entry>()
+        + entry.heap_bytes()
+        + 16
 }
 
 #[cfg(test)]
@@ -186,7 +205,10 @@ mod tests {
         assert!((2..5).all(|n| verified.holds(&format!("w/p/{n}"), &file(n))));
 
         let blob = Version::Blob("\"0x8DB0000000000A\"".into());
-        let one = entry_bytes("w/p/0", &Entry { version: blob, bytes: None, checked: std::time::Instant::now() });
+        let one = entry_bytes(
+            "w/p/0",
+            &Entry { version: blob, bytes: None, checked: std::time::Instant::now() },
+        );
         let verified = Verified::new(Bound { entries: usize::MAX, bytes: 2 * one });
         for n in 0..4 {
             verified.hold(&format!("w/p/{n}"), Version::Blob("\"0x8DB0000000000A\"".into()), None);
@@ -206,7 +228,9 @@ mod tests {
         verified.hold("w/p/large", file(1), Some(&Bytes::from(vec![7; KEPT_BYTES + 1])));
         assert_eq!(verified.kept("w/p/small", &file(1)), Some(small.clone()));
         assert_eq!(verified.kept("w/p/small", &file(2)), None);
-        assert!(verified.holds("w/p/large", &file(1)) && verified.kept("w/p/large", &file(1)).is_none());
+        assert!(
+            verified.holds("w/p/large", &file(1)) && verified.kept("w/p/large", &file(1)).is_none()
+        );
         verified.hold("w/p/second", file(1), Some(&small));
         verified.hold("w/p/third", file(1), Some(&small));
         assert!(verified.size().1 <= 3 * KEPT_BYTES);
@@ -224,13 +248,24 @@ mod tests {
         verified.hold("w/p/a", blob(), Some(&bytes));
         verified.hold("w/p/b", blob(), Some(&bytes));
         verified.hold("w/q/a", blob(), Some(&bytes));
-        assert_eq!(verified.kept_within("w/p/a", std::time::Duration::from_secs(60)), Some(bytes.clone()));
+        assert_eq!(
+            verified.kept_within("w/p/a", std::time::Duration::from_secs(60)),
+            Some(bytes.clone())
+        );
         std::thread::sleep(std::time::Duration::from_millis(5));
-        assert_eq!(verified.kept_within("w/p/a", std::time::Duration::from_millis(1)), None, "checked too long ago");
+        assert_eq!(
+            verified.kept_within("w/p/a", std::time::Duration::from_millis(1)),
+            None,
+            "checked too long ago"
+        );
         verified.forget_post("w", "p");
         assert_eq!(verified.kept_within("w/p/a", std::time::Duration::from_secs(60)), None);
         assert!(!verified.holds("w/p/b", &blob()));
-        assert_eq!(verified.kept_within("w/q/a", std::time::Duration::from_secs(60)), Some(bytes), "another post's");
+        assert_eq!(
+            verified.kept_within("w/q/a", std::time::Duration::from_secs(60)),
+            Some(bytes),
+            "another post's"
+        );
         assert_eq!(verified.size().0, 1);
     }
 }

@@ -20,9 +20,13 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::runtime::Handle;
 
-use super::engine::{self, Invocation, Limits, Partition, PartitionReader, Reads, TriggerOperation, write_id};
+use super::engine::{
+    self, Invocation, Limits, Partition, PartitionReader, Reads, TriggerOperation, write_id,
+};
 use super::{PostTrigger, Script, ScriptError, ScriptExecutor, ScriptFailure, StoredProcedure};
-use crate::cosmos::{Container, Meter, PageRequest, QuerySpec, Store, StoreError, WriteOp, retry_pause};
+use crate::cosmos::{
+    Container, Meter, PageRequest, QuerySpec, Store, StoreError, WriteOp, retry_pause,
+};
 use crate::striped::StripedLock;
 
 /// The id of the item each partition's committing scripts move (see the module docs). Application
@@ -64,13 +68,21 @@ impl InProcessScripts {
         self.partitions.of((container, partition_key))
     }
 
-    async fn partition(&self, container: Container, partition_key: &str) -> Result<Partition, StoreError> {
-        let cached = self.links.lock().expect("the links' lock is never poisoned").get(&container).cloned();
+    async fn partition(
+        &self,
+        container: Container,
+        partition_key: &str,
+    ) -> Result<Partition, StoreError> {
+        let cached =
+            self.links.lock().expect("the links' lock is never poisoned").get(&container).cloned();
         let (self_link, alt_link) = match cached {
             Some(links) => links,
             None => {
                 let links = self.store.script_links(container).await?;
-                self.links.lock().expect("the links' lock is never poisoned").insert(container, links.clone());
+                self.links
+                    .lock()
+                    .expect("the links' lock is never poisoned")
+                    .insert(container, links.clone());
                 links
             }
         };
@@ -79,7 +91,12 @@ impl InProcessScripts {
     }
 
     /// One run of the script on the current state, on a blocking thread.
-    async fn run_once(&self, script: Script, partition: &Partition, invocation: &Invocation) -> Result<engine::Run, ScriptError> {
+    async fn run_once(
+        &self,
+        script: Script,
+        partition: &Partition,
+        invocation: &Invocation,
+    ) -> Result<engine::Run, ScriptError> {
         let reader = StoreReader {
             store: self.store.clone(),
             container: script.container,
@@ -88,7 +105,16 @@ impl InProcessScripts {
         };
         let (partition, invocation, limits, meter) =
             (partition.clone(), invocation.clone(), self.limits.clone(), Meter::current());
-        let run = move || engine::run(script.source, script.name, &invocation, &partition, Rc::new(reader), &limits);
+        let run = move || {
+            engine::run(
+                script.source,
+                script.name,
+                &invocation,
+                &partition,
+                Rc::new(reader),
+                &limits,
+            )
+        };
         tokio::task::spawn_blocking(move || match meter {
             Some(meter) => meter.enter(run),
             None => run(),
@@ -101,9 +127,17 @@ impl InProcessScripts {
     /// separate point reads, not one snapshot as inside Cosmos DB; a script that threw on a view
     /// mixing old and new state must run again rather than report an error that a consistent
     /// view would not have produced.
-    async fn still_current(&self, container: Container, partition_key: &str, reads: &Reads) -> Result<bool, ScriptError> {
+    async fn still_current(
+        &self,
+        container: Container,
+        partition_key: &str,
+        reads: &Reads,
+    ) -> Result<bool, ScriptError> {
         for (id, etag) in &reads.items {
-            let now = self.store.read_versioned::<serde::de::IgnoredAny>(container, partition_key, id).await?;
+            let now = self
+                .store
+                .read_versioned::<serde::de::IgnoredAny>(container, partition_key, id)
+                .await?;
             if now.map(|found| found.etag) != *etag {
                 return Ok(false);
             }
@@ -113,8 +147,14 @@ impl InProcessScripts {
 
     /// Runs `procedure` in the partition `partition_key` until its writes commit, and returns the
     /// body it set.
-    pub async fn run(&self, procedure: Script, partition_key: &str, args: Vec<Value>) -> Result<Value, ScriptError> {
-        self.commit_until_current(procedure, partition_key, &Invocation::Procedure(args), None).await
+    pub async fn run(
+        &self,
+        procedure: Script,
+        partition_key: &str,
+        args: Vec<Value>,
+    ) -> Result<Value, ScriptError> {
+        self.commit_until_current(procedure, partition_key, &Invocation::Procedure(args), None)
+            .await
     }
 
     /// Runs the script and commits `request_write` (the write that fired a trigger) with the
@@ -131,7 +171,10 @@ impl InProcessScripts {
         let request_id = request_write.as_ref().and_then(write_id).map(str::to_owned);
         for attempt in 0..ATTEMPTS {
             // Read before the script reads anything: a commit in between moves it.
-            let fence = self.store.read_versioned::<Value>(script.container, partition_key, FENCE_ID).await?;
+            let fence = self
+                .store
+                .read_versioned::<Value>(script.container, partition_key, FENCE_ID)
+                .await?;
             let run = self.run_once(script, &partition, invocation).await?;
             let outcome = match run.result {
                 Ok(outcome) => outcome,
@@ -147,7 +190,10 @@ impl InProcessScripts {
             if let Some(id) = &request_id
                 && outcome.writes.iter().any(|write| write_id(write) == Some(id))
             {
-                return Err(ScriptError::Failed(ScriptFailure::WroteItsRequest { script: script.name, id: id.clone() }));
+                return Err(ScriptError::Failed(ScriptFailure::WroteItsRequest {
+                    script: script.name,
+                    id: id.clone(),
+                }));
             }
             let fenced = !run.reads.covered_by(&outcome.writes);
             let mut writes: Vec<WriteOp> = request_write.iter().cloned().collect();
@@ -155,7 +201,11 @@ impl InProcessScripts {
             if fenced {
                 let document = fence_document(script.container, &partition.key);
                 writes.push(match fence {
-                    Some(fence) => WriteOp::Replace { id: FENCE_ID.to_owned(), document, if_match: Some(fence.etag) },
+                    Some(fence) => WriteOp::Replace {
+                        id: FENCE_ID.to_owned(),
+                        document,
+                        if_match: Some(fence.etag),
+                    },
                     None => WriteOp::Create { document },
                 });
             }
@@ -166,7 +216,9 @@ impl InProcessScripts {
                 // by this very batch, applied once already when its answer was lost and the SDK
                 // sent it again: it runs again on the new state, after a short randomized pause.
                 // (A conflict on the request's own write is the caller's.)
-                Err(failed @ StoreError::BatchFailed { .. }) if is_script_conflict(&failed, request_write.is_some()) => {
+                Err(failed @ StoreError::BatchFailed { .. })
+                    if is_script_conflict(&failed, request_write.is_some()) =>
+                {
                     tokio::time::sleep(retry_pause(attempt)).await;
                 }
                 // The request's own write failed (it is the batch's first operation).
@@ -192,7 +244,12 @@ impl ScriptExecutor for InProcessScripts {
     }
 
     /// The trigger's response body is not returned: the application does not use it.
-    async fn write_with_trigger(&self, trigger: PostTrigger, partition_key: &str, write: WriteOp) -> Result<(), ScriptError> {
+    async fn write_with_trigger(
+        &self,
+        trigger: PostTrigger,
+        partition_key: &str,
+        write: WriteOp,
+    ) -> Result<(), ScriptError> {
         let (operation, document) = match &write {
             WriteOp::Create { document } => (TriggerOperation::Create, document.clone()),
             WriteOp::Replace { document, .. } => (TriggerOperation::Replace, document.clone()),
@@ -202,7 +259,9 @@ impl ScriptExecutor for InProcessScripts {
             }
         };
         let invocation = Invocation::PostTrigger { operation, document };
-        self.commit_until_current(trigger.script(), partition_key, &invocation, Some(write)).await.map(drop)
+        self.commit_until_current(trigger.script(), partition_key, &invocation, Some(write))
+            .await
+            .map(drop)
     }
 }
 
@@ -217,7 +276,10 @@ fn fence_document(container: Container, key: &Value) -> Value {
 /// or 412. The request's write, when there is one, is the batch's first operation.
 fn is_script_conflict(failed: &StoreError, has_request: bool) -> bool {
     let StoreError::BatchFailed { statuses } = failed else { return false };
-    statuses.iter().enumerate().any(|(index, status)| (index > 0 || !has_request) && matches!(status, 404 | 409 | 412))
+    statuses
+        .iter()
+        .enumerate()
+        .any(|(index, status)| (index > 0 || !has_request) && matches!(status, 404 | 409 | 412))
 }
 
 /// The script's view of its partition: reads go to the store, blocking the script's thread.
@@ -241,8 +303,16 @@ impl PartitionReader for StoreReader {
     ) -> Result<(Vec<Value>, Option<String>), StoreError> {
         let query = QuerySpec {
             sql: Cow::Owned(sql.to_owned()),
-            parameters: parameters.iter().map(|(name, value)| (Cow::Owned(name.clone()), value.clone())).collect(),
+            parameters: parameters
+                .iter()
+                .map(|(name, value)| (Cow::Owned(name.clone()), value.clone()))
+                .collect(),
         };
-        self.handle.block_on(self.store.query_documents(self.container, &self.partition_key, query, page))
+        self.handle.block_on(self.store.query_documents(
+            self.container,
+            &self.partition_key,
+            query,
+            page,
+        ))
     }
 }

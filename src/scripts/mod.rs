@@ -45,8 +45,14 @@ pub enum StoredProcedure {
 
 impl StoredProcedure {
     /// Every stored procedure.
-    pub const ALL: [StoredProcedure; 6] =
-        [Self::CreateComment, Self::CreateLike, Self::UpdateUsernames, Self::DeleteLike, Self::DeleteComment, Self::DeletePost];
+    pub const ALL: [StoredProcedure; 6] = [
+        Self::CreateComment,
+        Self::CreateLike,
+        Self::UpdateUsernames,
+        Self::DeleteLike,
+        Self::DeleteComment,
+        Self::DeletePost,
+    ];
 
     /// The script's id in Cosmos DB, which is also its function's name and its file's stem.
     pub fn name(self) -> &'static str {
@@ -64,11 +70,16 @@ impl StoredProcedure {
     /// keyed procedure, its file with [`KEYED_HELPERS`] in place of [`KEYED_HELPERS_MARKER`],
     /// joined as Bicep joins them.
     pub fn source(self) -> &'static str {
-        static CREATE_COMMENT: LazyLock<String> = LazyLock::new(|| with_keyed_helpers(include_str!("createComment.js")));
-        static CREATE_LIKE: LazyLock<String> = LazyLock::new(|| with_keyed_helpers(include_str!("createLike.js")));
-        static DELETE_LIKE: LazyLock<String> = LazyLock::new(|| with_keyed_helpers(include_str!("deleteLike.js")));
-        static DELETE_COMMENT: LazyLock<String> = LazyLock::new(|| with_keyed_helpers(include_str!("deleteComment.js")));
-        static DELETE_POST: LazyLock<String> = LazyLock::new(|| with_keyed_helpers(include_str!("deletePost.js")));
+        static CREATE_COMMENT: LazyLock<String> =
+            LazyLock::new(|| with_keyed_helpers(include_str!("createComment.js")));
+        static CREATE_LIKE: LazyLock<String> =
+            LazyLock::new(|| with_keyed_helpers(include_str!("createLike.js")));
+        static DELETE_LIKE: LazyLock<String> =
+            LazyLock::new(|| with_keyed_helpers(include_str!("deleteLike.js")));
+        static DELETE_COMMENT: LazyLock<String> =
+            LazyLock::new(|| with_keyed_helpers(include_str!("deleteComment.js")));
+        static DELETE_POST: LazyLock<String> =
+            LazyLock::new(|| with_keyed_helpers(include_str!("deletePost.js")));
         match self {
             Self::CreateComment => &CREATE_COMMENT,
             Self::CreateLike => &CREATE_LIKE,
@@ -139,9 +150,11 @@ impl PostTrigger {
     /// The trigger's id, source and container.
     pub fn script(self) -> Script {
         match self {
-            Self::TruncateFeed => {
-                Script { name: "truncateFeed", source: include_str!("truncateFeed.js"), container: Container::Feed }
-            }
+            Self::TruncateFeed => Script {
+                name: "truncateFeed",
+                source: include_str!("truncateFeed.js"),
+                container: Container::Feed,
+            },
         }
     }
 }
@@ -207,12 +220,21 @@ impl ScriptError {
 #[async_trait]
 pub trait ScriptExecutor: Send + Sync {
     /// Runs a stored procedure in one logical partition and returns the body it set.
-    async fn execute_json(&self, procedure: StoredProcedure, partition_key: &str, args: Vec<Value>)
-    -> Result<Value, ScriptError>;
+    async fn execute_json(
+        &self,
+        procedure: StoredProcedure,
+        partition_key: &str,
+        args: Vec<Value>,
+    ) -> Result<Value, ScriptError>;
 
     /// Makes `write` (a create, replace or upsert) with `trigger` run after it in the same
     /// transaction; a trigger that throws undoes the write.
-    async fn write_with_trigger(&self, trigger: PostTrigger, partition_key: &str, write: WriteOp) -> Result<(), ScriptError>;
+    async fn write_with_trigger(
+        &self,
+        trigger: PostTrigger,
+        partition_key: &str,
+        write: WriteOp,
+    ) -> Result<(), ScriptError>;
 }
 
 impl dyn ScriptExecutor {
@@ -226,7 +248,12 @@ impl dyn ScriptExecutor {
         let args = match serde_json::to_value(args) {
             Ok(Value::Array(args)) => args,
             Ok(single) => vec![single],
-            Err(source) => return Err(ScriptError::Failed(ScriptFailure::NotSerializable { what: "the arguments", source })),
+            Err(source) => {
+                return Err(ScriptError::Failed(ScriptFailure::NotSerializable {
+                    what: "the arguments",
+                    source,
+                }));
+            }
         };
         self.execute_json(procedure, partition_key, args).await
     }
@@ -244,8 +271,13 @@ pub(crate) enum CounterOutcome<T> {
 
 impl<T: DeserializeOwned> CounterOutcome<T> {
     pub(crate) fn from_body(procedure: StoredProcedure, body: Value) -> Result<Self, ScriptError> {
-        let unexpected =
-            || ScriptError::Failed(ScriptFailure::Answered { script: procedure.name(), post_id: None, answer: body.to_string() });
+        let unexpected = || {
+            ScriptError::Failed(ScriptFailure::Answered {
+                script: procedure.name(),
+                post_id: None,
+                answer: body.to_string(),
+            })
+        };
         match body.get("outcome").and_then(Value::as_str) {
             Some("created") => {
                 let item = body.get("item").cloned().ok_or_else(unexpected)?;
@@ -253,7 +285,9 @@ impl<T: DeserializeOwned> CounterOutcome<T> {
             }
             Some("postNotFound") => Ok(CounterOutcome::PostNotFound),
             Some("alreadyLiked") => Ok(CounterOutcome::AlreadyLiked),
-            Some("repeated") => repeated(&body).map(CounterOutcome::Repeated).ok_or_else(unexpected),
+            Some("repeated") => {
+                repeated(&body).map(CounterOutcome::Repeated).ok_or_else(unexpected)
+            }
             _ => Err(unexpected()),
         }
     }
@@ -282,8 +316,13 @@ pub(crate) enum DeleteOutcome {
 
 impl DeleteOutcome {
     pub(crate) fn from_body(procedure: StoredProcedure, body: Value) -> Result<Self, ScriptError> {
-        let unexpected =
-            || ScriptError::Failed(ScriptFailure::Answered { script: procedure.name(), post_id: None, answer: body.to_string() });
+        let unexpected = || {
+            ScriptError::Failed(ScriptFailure::Answered {
+                script: procedure.name(),
+                post_id: None,
+                answer: body.to_string(),
+            })
+        };
         let flag = |name: &str| body.get(name).and_then(Value::as_bool);
         match body.get("outcome").and_then(Value::as_str) {
             // (deleteLike and deleteComment delete in one piece, so they send no counts.)
@@ -296,9 +335,9 @@ impl DeleteOutcome {
             Some("likeNotFound") => Ok(DeleteOutcome::LikeNotFound),
             Some("commentNotFound") => Ok(DeleteOutcome::CommentNotFound),
             Some("repeated") => repeated(&body).map(DeleteOutcome::Repeated).ok_or_else(unexpected),
-            Some("forbidden") => {
-                Ok(DeleteOutcome::Forbidden { author: body.get("author").and_then(Value::as_str).map(str::to_owned) })
-            }
+            Some("forbidden") => Ok(DeleteOutcome::Forbidden {
+                author: body.get("author").and_then(Value::as_str).map(str::to_owned),
+            }),
             _ => Err(unexpected()),
         }
     }
@@ -327,10 +366,20 @@ mod tests {
         for (procedure, file) in keyed {
             assert_eq!(file.matches(KEYED_HELPERS_MARKER).count(), 1, "{procedure:?}");
             let source = procedure.source();
-            assert!(!source.contains(KEYED_HELPERS_MARKER) && source.contains(KEYED_HELPERS), "{procedure:?}");
+            assert!(
+                !source.contains(KEYED_HELPERS_MARKER) && source.contains(KEYED_HELPERS),
+                "{procedure:?}"
+            );
             let helpers_at = source.find(KEYED_HELPERS).unwrap();
-            assert!(source[..helpers_at].contains(&format!("function {}(", procedure.name())), "{procedure:?}");
-            assert_eq!(source[helpers_at + KEYED_HELPERS.len()..].trim(), "}", "{procedure:?}: inside its function");
+            assert!(
+                source[..helpers_at].contains(&format!("function {}(", procedure.name())),
+                "{procedure:?}"
+            );
+            assert_eq!(
+                source[helpers_at + KEYED_HELPERS.len()..].trim(),
+                "}",
+                "{procedure:?}: inside its function"
+            );
         }
         assert!(!StoredProcedure::UpdateUsernames.source().contains("function firstTime"));
     }
@@ -338,7 +387,9 @@ mod tests {
     /// The helpers throw "in progress" with the number the callers classify it by.
     #[test]
     fn the_helpers_throw_in_progress_with_its_number() {
-        let thrown = format!("throw new Error({IN_PROGRESS}, procedure + \": a request with this key is in progress\")");
+        let thrown = format!(
+            "throw new Error({IN_PROGRESS}, procedure + \": a request with this key is in progress\")"
+        );
         assert_eq!(KEYED_HELPERS.matches(&thrown).count(), 1, "{thrown}");
     }
 }

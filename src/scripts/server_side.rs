@@ -107,14 +107,25 @@ impl ServerSideScripts {
     /// An executor for the account at `endpoint` (`https://<account>.documents.azure.com:443/`).
     /// Plain `http` and an untrusted certificate are accepted only for a loopback host (a local
     /// emulator or test server), never for a remote account.
-    pub fn new(endpoint: &str, database: &str, credential: ScriptCredential) -> Result<Self, ScriptsSetupError> {
-        let mut url =
-            Url::parse(endpoint).map_err(|error| ScriptsSetupError::Endpoint { endpoint: endpoint.to_owned(), error })?;
+    pub fn new(
+        endpoint: &str,
+        database: &str,
+        credential: ScriptCredential,
+    ) -> Result<Self, ScriptsSetupError> {
+        let mut url = Url::parse(endpoint).map_err(|error| ScriptsSetupError::Endpoint {
+            endpoint: endpoint.to_owned(),
+            error,
+        })?;
         let loopback = is_loopback(&url);
         match url.scheme() {
             "https" => {}
             "http" if loopback => {}
-            other => return Err(ScriptsSetupError::Scheme { endpoint: endpoint.to_owned(), scheme: other.to_owned() }),
+            other => {
+                return Err(ScriptsSetupError::Scheme {
+                    endpoint: endpoint.to_owned(),
+                    scheme: other.to_owned(),
+                });
+            }
         }
         url.set_path("/");
         url.set_query(None);
@@ -126,8 +137,10 @@ impl ServerSideScripts {
         }
         // The emulator serves a self-signed certificate: like the SDK's
         // `ServerCertificateValidation::RequiredUnlessEmulator`, trust it on loopback only.
-        let http =
-            reqwest::Client::builder().tls_danger_accept_invalid_certs(loopback).build().map_err(ScriptsSetupError::Client)?;
+        let http = reqwest::Client::builder()
+            .tls_danger_accept_invalid_certs(loopback)
+            .build()
+            .map_err(ScriptsSetupError::Client)?;
         Ok(ServerSideScripts { http, endpoint: url, database: database.to_owned(), credential })
     }
 
@@ -143,18 +156,27 @@ impl ServerSideScripts {
         date: &str,
         key: &str,
     ) -> Result<String, KeyNotBase64> {
-        let text =
-            format!("{}\n{}\n{resource_link}\n{}\n\n", verb.to_lowercase(), resource_type.to_lowercase(), date.to_lowercase());
-        let signature = azure_core::hmac::hmac_sha256(&text, &Secret::new(key.to_owned())).map_err(|_| KeyNotBase64)?;
+        let text = format!(
+            "{}\n{}\n{resource_link}\n{}\n\n",
+            verb.to_lowercase(),
+            resource_type.to_lowercase(),
+            date.to_lowercase()
+        );
+        let signature = azure_core::hmac::hmac_sha256(&text, &Secret::new(key.to_owned()))
+            .map_err(|_| KeyNotBase64)?;
         Ok(url_encode(&format!("type=master&ver=1.0&sig={signature}")))
     }
 
     async fn authorization(&self, call: &Call<'_>, date: &str) -> Result<String, ScriptError> {
         match &self.credential {
-            ScriptCredential::Key(key) => {
-                Self::master_key_authorization(call.method.as_str(), call.resource_type, &call.resource.join("/"), date, key)
-                    .map_err(|error| ScriptError::Failed(ScriptFailure::Key(error)))
-            }
+            ScriptCredential::Key(key) => Self::master_key_authorization(
+                call.method.as_str(),
+                call.resource_type,
+                &call.resource.join("/"),
+                date,
+                key,
+            )
+            .map_err(|error| ScriptError::Failed(ScriptFailure::Key(error))),
             ScriptCredential::Entra(credential) => {
                 let token = credential
                     .get_token(&[ENTRA_SCOPE], None)
@@ -190,7 +212,10 @@ impl ServerSideScripts {
                 return Ok(answer.body);
             }
             let wait = answer.retry_after.unwrap_or(Duration::from_millis(50 << attempt.min(5)));
-            if matches!(answer.status.as_u16(), 429 | 449) && attempt < MAX_ATTEMPTS && started.elapsed() + wait <= RETRY_BUDGET {
+            if matches!(answer.status.as_u16(), 429 | 449)
+                && attempt < MAX_ATTEMPTS
+                && started.elapsed() + wait <= RETRY_BUDGET
+            {
                 tokio::time::sleep(wait).await;
                 attempt += 1;
                 continue;
@@ -230,8 +255,11 @@ impl ServerSideScripts {
             let headers = response.headers();
             let number = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok();
             count(number("x-ms-request-charge").unwrap_or(0.0));
-            let retry_after = number("x-ms-retry-after-ms").and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok());
-            let substatus = headers.get("x-ms-substatus").and_then(|value| value.to_str().ok()?.trim().parse().ok());
+            let retry_after = number("x-ms-retry-after-ms")
+                .and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok());
+            let substatus = headers
+                .get("x-ms-substatus")
+                .and_then(|value| value.to_str().ok()?.trim().parse().ok());
             let status = response.status();
             let body = response.bytes().await?.to_vec();
             Ok::<_, reqwest::Error>(Answer { status, retry_after, substatus, body })
@@ -240,7 +268,9 @@ impl ServerSideScripts {
         count(0.0);
         match outcome {
             Ok(Ok(answer)) => Ok(answer),
-            Ok(Err(error)) => Err(ScriptError::Failed(ScriptFailure::NoAnswer(error.without_url()))),
+            Ok(Err(error)) => {
+                Err(ScriptError::Failed(ScriptFailure::NoAnswer(error.without_url())))
+            }
             Err(_) => Err(StoreError::Timeout.into()),
         }
     }
@@ -278,12 +308,20 @@ impl ScriptExecutor for ServerSideScripts {
         partition_key: &str,
         args: Vec<Value>,
     ) -> Result<Value, ScriptError> {
-        let body = serde_json::to_vec(&args)
-            .map_err(|source| ScriptError::Failed(ScriptFailure::NotSerializable { what: "the arguments", source }))?;
+        let body = serde_json::to_vec(&args).map_err(|source| {
+            ScriptError::Failed(ScriptFailure::NotSerializable { what: "the arguments", source })
+        })?;
         let call = Call {
             method: Method::POST,
             resource_type: "sprocs",
-            resource: vec!["dbs", &self.database, "colls", procedure.container().name(), "sprocs", procedure.name()],
+            resource: vec![
+                "dbs",
+                &self.database,
+                "colls",
+                procedure.container().name(),
+                "sprocs",
+                procedure.name(),
+            ],
             to_feed: false,
             container: procedure.container(),
             partition_key,
@@ -295,11 +333,20 @@ impl ScriptExecutor for ServerSideScripts {
         if body.iter().all(u8::is_ascii_whitespace) {
             return Ok(Value::Null);
         }
-        serde_json::from_slice(&body)
-            .map_err(|source| ScriptError::Failed(ScriptFailure::BodyNotJson { script: procedure.name().to_owned(), source }))
+        serde_json::from_slice(&body).map_err(|source| {
+            ScriptError::Failed(ScriptFailure::BodyNotJson {
+                script: procedure.name().to_owned(),
+                source,
+            })
+        })
     }
 
-    async fn write_with_trigger(&self, trigger: PostTrigger, partition_key: &str, write: WriteOp) -> Result<(), ScriptError> {
+    async fn write_with_trigger(
+        &self,
+        trigger: PostTrigger,
+        partition_key: &str,
+        write: WriteOp,
+    ) -> Result<(), ScriptError> {
         let script = trigger.script();
         let mut headers = vec![("x-ms-documentdb-post-trigger-include", script.name.to_owned())];
         let (method, id, document, if_match) = match write {
@@ -308,7 +355,9 @@ impl ScriptExecutor for ServerSideScripts {
                 headers.push(("x-ms-documentdb-is-upsert", "True".to_owned()));
                 (Method::POST, None, document, if_match)
             }
-            WriteOp::Replace { id, document, if_match } => (Method::PUT, Some(id), document, if_match),
+            WriteOp::Replace { id, document, if_match } => {
+                (Method::PUT, Some(id), document, if_match)
+            }
             // As in `InProcessScripts`: Cosmos DB runs a post-trigger after these three only.
             WriteOp::Delete { .. } => {
                 return Err(ScriptError::Failed(ScriptFailure::TriggerOnDelete));
@@ -317,8 +366,9 @@ impl ScriptExecutor for ServerSideScripts {
         headers.extend(if_match.map(|etag| ("if-match", etag)));
         let mut resource = vec!["dbs", &self.database, "colls", script.container.name()];
         resource.extend(id.as_deref().map(|id| ["docs", id]).into_iter().flatten());
-        let body = serde_json::to_vec(&document)
-            .map_err(|source| ScriptError::Failed(ScriptFailure::NotSerializable { what: "the item", source }))?;
+        let body = serde_json::to_vec(&document).map_err(|source| {
+            ScriptError::Failed(ScriptFailure::NotSerializable { what: "the item", source })
+        })?;
         let call = Call {
             method,
             resource_type: "docs",
@@ -347,9 +397,15 @@ fn failure(answer: &Answer) -> ScriptError {
         // A script's throw: its kind from the substatus (the number it threw with), as in process.
         400 => match thrown_message(body) {
             Some(message) => ScriptError::thrown(substatus, message),
-            None => ScriptError::Failed(ScriptFailure::Refused { status: status.as_u16(), message: cosmos_message(body) }),
+            None => ScriptError::Failed(ScriptFailure::Refused {
+                status: status.as_u16(),
+                message: cosmos_message(body),
+            }),
         },
-        _ => ScriptError::Failed(ScriptFailure::Refused { status: status.as_u16(), message: cosmos_message(body) }),
+        _ => ScriptError::Failed(ScriptFailure::Refused {
+            status: status.as_u16(),
+            message: cosmos_message(body),
+        }),
     }
 }
 
@@ -370,8 +426,12 @@ fn cosmos_message(body: &[u8]) -> String {
 fn thrown_message(body: &[u8]) -> Option<String> {
     let message = cosmos_message(body);
     let errors = message.find("{\"Errors\"").and_then(|start| {
-        let embedded = serde_json::Deserializer::from_str(&message[start..]).into_iter::<Value>().next()?.ok()?;
-        let errors = embedded.get("Errors")?.as_array()?.iter().filter_map(Value::as_str).map(str::to_owned);
+        let embedded = serde_json::Deserializer::from_str(&message[start..])
+            .into_iter::<Value>()
+            .next()?
+            .ok()?;
+        let errors =
+            embedded.get("Errors")?.as_array()?.iter().filter_map(Value::as_str).map(str::to_owned);
         Some(errors.collect::<Vec<_>>())
     });
     // Without the embedded object (a message cut short), read the message itself.
@@ -402,18 +462,21 @@ fn partition_key_header(key: &str) -> String {
 /// Percent-encodes as the Python SDK does (`quote(header, "-_.!~*'()")`).
 fn url_encode(text: &str) -> String {
     text.bytes()
-        .map(
-            |b| {
-                if b.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }
-            },
-        )
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
         .collect()
 }
 
 /// Now, in the RFC 1123 form `x-ms-date` takes: `Tue, 01 Apr 2025 10:00:00 GMT`.
 fn rfc1123_now() -> String {
-    let format =
-        time::macros::format_description!("[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT");
+    let format = time::macros::format_description!(
+        "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT"
+    );
     time::OffsetDateTime::now_utc().format(&format).expect("the date formats")
 }
 
@@ -421,7 +484,8 @@ fn rfc1123_now() -> String {
 fn is_loopback(url: &Url) -> bool {
     let host = url.host_str().unwrap_or_default();
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost") || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    host.eq_ignore_ascii_case("localhost")
+        || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 #[cfg(test)]
@@ -438,7 +502,12 @@ mod tests {
             "Encountered exception while executing function. Exception = Error: {message}\r\nStack trace: Error: {message}\n   at remembered (script.js:40:13)"
         )]});
         let body = serde_json::json!({"code": "BadRequest", "message": format!("Message: {errors}\r\nActivityId: 1f2e, Request URI: /apps/x")});
-        Answer { status: StatusCode::BAD_REQUEST, retry_after: None, substatus, body: body.to_string().into_bytes() }
+        Answer {
+            status: StatusCode::BAD_REQUEST,
+            retry_after: None,
+            substatus,
+            body: body.to_string().into_bytes(),
+        }
     }
 
     /// A script's throw is told apart by its substatus, as the in-process engine tells it by the
@@ -447,16 +516,27 @@ mod tests {
     fn a_throw_is_classified_by_its_substatus() {
         let message = "createComment: a request with this key is in progress";
         let in_progress = failure(&thrown_answer(Some(crate::scripts::IN_PROGRESS), message));
-        assert!(matches!(&in_progress, ScriptError::InProgress(thrown) if thrown == message), "{in_progress:?}");
+        assert!(
+            matches!(&in_progress, ScriptError::InProgress(thrown) if thrown == message),
+            "{in_progress:?}"
+        );
         let other = failure(&thrown_answer(None, message));
         assert!(matches!(&other, ScriptError::Thrown(thrown) if thrown == message), "{other:?}");
     }
 
     #[test]
     fn a_key_that_is_not_base64_signs_nothing() {
-        let signed =
-            ServerSideScripts::master_key_authorization("GET", "dbs", "dbs/blog", "mon, 01 jan 2024 00:00:00 gmt", "not base64!");
+        let signed = ServerSideScripts::master_key_authorization(
+            "GET",
+            "dbs",
+            "dbs/blog",
+            "mon, 01 jan 2024 00:00:00 gmt",
+            "not base64!",
+        );
         assert_eq!(signed, Err(KeyNotBase64));
-        assert!(ServerSideScripts::master_key_authorization("GET", "dbs", "dbs/blog", "d", "a2V5").is_ok());
+        assert!(
+            ServerSideScripts::master_key_authorization("GET", "dbs", "dbs/blog", "d", "a2V5")
+                .is_ok()
+        );
     }
 }

@@ -8,7 +8,9 @@ pub mod crash;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::config::{AuthMode, Backend, ChangeFeedMode, Config, DEFAULT_MAX_IN_FLIGHT, ScriptsMode};
+use crate::config::{
+    AuthMode, Backend, ChangeFeedMode, Config, DEFAULT_MAX_IN_FLIGHT, ScriptsMode,
+};
 pub use crate::cosmos::embedded::{
     emulator::SdkFaults,
     faulty_disk::{FaultyDisk, ReleaseOnDrop},
@@ -26,7 +28,10 @@ pub(crate) const KILL_AFTER: &str = "BLOG_TEST_KILL_AFTER";
 /// stops either at a known place instead of by timing.
 pub(crate) fn kill_after(done: usize) {
     static AT: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-    if AT.get_or_init(|| std::env::var(KILL_AFTER).ok().and_then(|at| at.parse().ok())).is_some_and(|at| done >= at) {
+    if AT
+        .get_or_init(|| std::env::var(KILL_AFTER).ok().and_then(|at| at.parse().ok()))
+        .is_some_and(|at| done >= at)
+    {
         std::process::abort();
     }
 }
@@ -64,6 +69,9 @@ pub async fn store_on(config: &Config, disk: Arc<FaultyDisk>) -> Result<Store, S
 /// The embedded store of `config`, its SDK client reaching the emulator through `rules` (the
 /// SDK's own fault injection: throttling, timeouts, lost answers, below the SDK's retries).
 /// Enable and disable a rule (`FaultInjectionRule::enable`) to choose when it strikes.
-pub async fn store_with_sdk_faults(config: &Config, faults: SdkFaults) -> Result<Store, StoreError> {
+pub async fn store_with_sdk_faults(
+    config: &Config,
+    faults: SdkFaults,
+) -> Result<Store, StoreError> {
     Store::connect_with(config, Arc::new(FaultyDisk::default()), faults).await
 }

@@ -28,7 +28,12 @@ impl<R: BufRead + Seek> Reader<R> {
     /// `sealed`: whether the file must end with its last line (always, but for the fuzzer's
     /// inputs, which cannot make a digest).
     pub(crate) fn new(input: R, keeps_pictures: bool, sealed: bool) -> Reader<R> {
-        Reader { input, checker: Checker::new(keeps_pictures, sealed), buffer: Vec::new(), bytes: 0 }
+        Reader {
+            input,
+            checker: Checker::new(keeps_pictures, sealed),
+            buffer: Vec::new(),
+            bytes: 0,
+        }
     }
 
     /// The next item, checked; `None` at the end of a file that is whole.
@@ -43,7 +48,8 @@ impl<R: BufRead + Seek> Reader<R> {
             self.checker.line += 1;
             let line = self.checker.line;
             if read > MAX_LINE_BYTES {
-                let why = format!("longer than {MAX_LINE_BYTES} bytes, which no line of an export is");
+                let why =
+                    format!("longer than {MAX_LINE_BYTES} bytes, which no line of an export is");
                 return Err(TransferError::Malformed { line, why });
             }
             let Ok(text) = std::str::from_utf8(&self.buffer) else {
@@ -70,7 +76,10 @@ const KEPT_BUFFER_BYTES: usize = 1024 * 1024;
 /// A line within the reader's buffer is copied from it; a longer one is measured first, reading
 /// on without holding it, then read again from its start into room of its own length: never more
 /// than the line is held, and never a copy of it while it grows.
-fn read_line(input: &mut (impl BufRead + Seek), line: &mut Vec<u8>) -> Result<usize, TransferError> {
+fn read_line(
+    input: &mut (impl BufRead + Seek),
+    line: &mut Vec<u8>,
+) -> Result<usize, TransferError> {
     let available = input.fill_buf().map_err(TransferError::Io)?;
     if let Some(at) = memchr::memchr(b'\n', available) {
         line.extend_from_slice(&available[..=at]);
@@ -98,7 +107,8 @@ fn read_line(input: &mut (impl BufRead + Seek), line: &mut Vec<u8>) -> Result<us
         }
     }
     input.seek(std::io::SeekFrom::Start(start)).map_err(TransferError::Io)?;
-    line.try_reserve_exact(length).map_err(|error| TransferError::Io(std::io::Error::other(error)))?;
+    line.try_reserve_exact(length)
+        .map_err(|error| TransferError::Io(std::io::Error::other(error)))?;
     line.resize(length, 0);
     input.read_exact(line).map_err(TransferError::Io)?;
     Ok(length)
@@ -186,16 +196,19 @@ impl Checker {
             self.digest.update(raw.as_bytes());
             return Ok(None);
         }
-        let is_picture = serde_json::from_str::<Peek<'_>>(text).is_ok_and(|peek| peek.kind.as_deref() == Some("picture"));
+        let is_picture = serde_json::from_str::<Peek<'_>>(text)
+            .is_ok_and(|peek| peek.kind.as_deref() == Some("picture"));
         if self.line > 1 && is_picture {
             // Read without a copy of its bytes' base64 (most of the line).
             self.digest.update(raw.as_bytes());
-            let line: PictureLine<'_> = serde_json::from_str(text)
-                .map_err(|error| self.malformed(format!("not a \"picture\" as the blog stores one: {error}")))?;
+            let line: PictureLine<'_> = serde_json::from_str(text).map_err(|error| {
+                self.malformed(format!("not a \"picture\" as the blog stores one: {error}"))
+            })?;
             let (address, bytes) = self.picture(line)?;
             return Ok(Some(Item::Picture(address, bytes)));
         }
-        let value: Value = serde_json::from_str(text).map_err(|error| self.malformed(format!("not JSON: {error}")))?;
+        let value: Value = serde_json::from_str(text)
+            .map_err(|error| self.malformed(format!("not JSON: {error}")))?;
         if self.line > 1 && value.get("format").is_some() && value.get("end").is_some() {
             return self.last_line(value).map(|()| None);
         }
@@ -212,7 +225,9 @@ impl Checker {
             Some("like") => Item::Like(self.like(self.shape(value)?)?),
             other => {
                 let found = other.map_or_else(|| "missing".to_owned(), |kind| format!("{kind:?}"));
-                return Err(self.malformed(format!("`type` is {found}, not user, post, comment, like or picture")));
+                return Err(self.malformed(format!(
+                    "`type` is {found}, not user, post, comment, like or picture"
+                )));
             }
         };
         Ok(Some(item))
@@ -223,14 +238,18 @@ impl Checker {
             return Err(TransferError::NotWhole(NotWhole::Version1));
         }
         if header["format"] != FORMAT || header["version"] != VERSION {
-            return Err(self.malformed(format!("not the header of a {FORMAT} export, version {VERSION}: {header}")));
+            return Err(self.malformed(format!(
+                "not the header of a {FORMAT} export, version {VERSION}: {header}"
+            )));
         }
         Ok(())
     }
 
     fn shape<T: serde::de::DeserializeOwned>(&self, value: Value) -> Result<T, TransferError> {
         let kind = value["type"].clone();
-        serde_json::from_value(value).map_err(|error| self.malformed(format!("not a {kind} as the blog stores one: {error}")))
+        serde_json::from_value(value).map_err(|error| {
+            self.malformed(format!("not a {kind} as the blog stores one: {error}"))
+        })
     }
 
     fn user(&mut self, user: User) -> Result<User, TransferError> {
@@ -238,10 +257,14 @@ impl Checker {
         if user.user_id != user.id {
             return Err(self.field(
                 "userId",
-                format!("{:?} is not the user's `id`, {:?}: its partition key is its id", user.user_id, user.id),
+                format!(
+                    "{:?} is not the user's `id`, {:?}: its partition key is its id",
+                    user.user_id, user.id
+                ),
             ));
         }
-        let username = crate::app::users::valid_username(user.username.clone()).map_err(|why| self.field("username", why))?;
+        let username = crate::app::users::valid_username(user.username.clone())
+            .map_err(|why| self.field("username", why))?;
         if let Some(at) = &user.renamed_at {
             self.date("renamedAt", at)?;
         }
@@ -251,7 +274,12 @@ impl Checker {
         let normalized = normalize_username(&username);
         if let Some((other_line, _, other_name)) = self.names.get(&normalized) {
             let (other_line, other_name) = (*other_line, other_name.clone());
-            return Err(TransferError::NameTwice { line: self.line, name: username, other_line, other_name });
+            return Err(TransferError::NameTwice {
+                line: self.line,
+                name: username,
+                other_line,
+                other_name,
+            });
         }
         self.names.insert(normalized, (self.line, user.id.clone(), username));
         self.elsewhere.remove(&user.id);
@@ -268,10 +296,14 @@ impl Checker {
         if post.post_id != post.id {
             return Err(self.field(
                 "postId",
-                format!("{:?} is not the post's `id`, {:?}: its partition key is its id", post.post_id, post.id),
+                format!(
+                    "{:?} is not the post's `id`, {:?}: its partition key is its id",
+                    post.post_id, post.id
+                ),
             ));
         }
-        crate::app::posts::validate_post_text(&post.title, &post.content).map_err(|why| self.malformed(why.to_string()))?;
+        crate::app::posts::validate_post_text(&post.title, &post.content)
+            .map_err(|why| self.malformed(why.to_string()))?;
         // Each tag is a copy in `tags` once imported: what the API refuses is refused here.
         model::tags::valid_tags(post.tags.clone()).map_err(|why| self.field("tags", why))?;
         if post.deleted {
@@ -287,7 +319,8 @@ impl Checker {
             return Err(self.field("id", format!("post {:?} is in the file twice", post.id)));
         }
         let ids = HashSet::from([post.id.clone()]);
-        self.current = Some(CurrentPost { line: self.line, post: post.clone(), comments: 0, likes: 0, ids });
+        self.current =
+            Some(CurrentPost { line: self.line, post: post.clone(), comments: 0, likes: 0, ids });
         self.counts.posts += 1;
         Ok(post)
     }
@@ -320,7 +353,10 @@ impl Checker {
         Ok(like)
     }
 
-    fn picture(&mut self, picture: PictureLine<'_>) -> Result<(PictureAddress, Vec<u8>), TransferError> {
+    fn picture(
+        &mut self,
+        picture: PictureLine<'_>,
+    ) -> Result<(PictureAddress, Vec<u8>), TransferError> {
         if !self.keeps_pictures {
             return Err(TransferError::NoPictureStore { line: self.line });
         }
@@ -329,14 +365,23 @@ impl Checker {
         if picture.user_id != *author {
             return Err(self.field(
                 "userId",
-                format!("{:?} is not the post's author, {author:?}, whose pictures it keeps", picture.user_id),
+                format!(
+                    "{:?} is not the post's author, {author:?}, whose pictures it keeps",
+                    picture.user_id
+                ),
             ));
         }
         let name = PictureName::parse(&picture.name)
             .filter(PictureName::within_limits)
-            .ok_or_else(|| self.field("name", format!("{:?} is not the name of a picture the blog keeps", picture.name)))?;
-        let bytes =
-            BASE64.decode(picture.bytes.as_bytes()).map_err(|error| self.field("bytes", format!("not base64: {error}")))?;
+            .ok_or_else(|| {
+                self.field(
+                    "name",
+                    format!("{:?} is not the name of a picture the blog keeps", picture.name),
+                )
+            })?;
+        let bytes = BASE64
+            .decode(picture.bytes.as_bytes())
+            .map_err(|error| self.field("bytes", format!("not base64: {error}")))?;
         let address = PictureAddress { owner: picture.user_id, post: picture.post_id, name };
         if !crate::app::pictures::is_as_named(&address, &bytes) {
             return Err(self.field("bytes", "their SHA-256 is not the one the picture's name says"));
@@ -350,7 +395,12 @@ impl Checker {
 
     /// That an item of `kind` with `id`, of the post `post_id`, follows that post, and is the
     /// only one with its id there.
-    fn of_current_post(&mut self, kind: &str, post_id: &str, id: &str) -> Result<(), TransferError> {
+    fn of_current_post(
+        &mut self,
+        kind: &str,
+        post_id: &str,
+        id: &str,
+    ) -> Result<(), TransferError> {
         let current = match &mut self.current {
             Some(current) if current.post.id == post_id => current,
             _ if self.posts.contains_key(post_id) => {
@@ -359,7 +409,12 @@ impl Checker {
                 );
                 return Err(self.field("postId", why));
             }
-            _ => return Err(self.field("postId", format!("a {kind} of post {post_id:?}, which no line before it holds"))),
+            _ => {
+                return Err(self.field(
+                    "postId",
+                    format!("a {kind} of post {post_id:?}, which no line before it holds"),
+                ));
+            }
         };
         if kind != "picture" {
             model::validate_id(id).map_err(|why| TransferError::Field {
@@ -370,7 +425,9 @@ impl Checker {
         }
         if !current.ids.insert(id.to_owned()) {
             let field = if kind == "picture" { "name" } else { "id" };
-            return Err(self.field(field, format!("{id:?} is in post {post_id:?}'s partition already")));
+            return Err(
+                self.field(field, format!("{id:?} is in post {post_id:?}'s partition already"))
+            );
         }
         Ok(())
     }
@@ -379,7 +436,8 @@ impl Checker {
     /// known at the end ([`check_in_store`]).
     fn writer(&mut self, user_id: &str, username: &str) -> Result<(), TransferError> {
         model::validate_id(user_id).map_err(|why| self.field("userId", why))?;
-        crate::app::users::valid_username(username.to_owned()).map_err(|why| self.field("userUsername", why))?;
+        crate::app::users::valid_username(username.to_owned())
+            .map_err(|why| self.field("userUsername", why))?;
         if !self.users.contains_key(user_id) {
             self.elsewhere.entry(user_id.to_owned()).or_insert(self.line);
         }
@@ -389,7 +447,9 @@ impl Checker {
     fn date(&self, field: &'static str, date: &str) -> Result<(), TransferError> {
         time::OffsetDateTime::parse(date, &time::format_description::well_known::Rfc3339)
             .map(drop)
-            .map_err(|error| self.field(field, format!("{date:?} is not an RFC 3339 date: {error}")))
+            .map_err(|error| {
+                self.field(field, format!("{date:?} is not an RFC 3339 date: {error}"))
+            })
     }
 
     /// That the post being read lists as many comments and likes as it says.
@@ -412,11 +472,19 @@ impl Checker {
         let end: End = serde_json::from_value(value["end"].clone())
             .map_err(|error| self.malformed(format!("not the last line of an export: {error}")))?;
         if end.counts != self.counts {
-            return Err(TransferError::NotWhole(NotWhole::Counts { line: self.line, said: end.counts, found: self.counts }));
+            return Err(TransferError::NotWhole(NotWhole::Counts {
+                line: self.line,
+                said: end.counts,
+                found: self.counts,
+            }));
         }
         let found = model::hex(&self.digest.clone().finalize());
         if found != end.sha256 {
-            return Err(TransferError::NotWhole(NotWhole::Digest { line: self.line, said: end.sha256, found }));
+            return Err(TransferError::NotWhole(NotWhole::Digest {
+                line: self.line,
+                said: end.sha256,
+                found,
+            }));
         }
         self.end = Some(self.line);
         self.sha256 = Some(found);
@@ -432,7 +500,10 @@ impl Checker {
         }
         // Cut short: said as such, rather than as the post whose lines it cut.
         if self.end.is_none() && self.sealed {
-            return Err(TransferError::NotWhole(NotWhole::Cut { lines: self.line, found: self.counts }));
+            return Err(TransferError::NotWhole(NotWhole::Cut {
+                lines: self.line,
+                found: self.counts,
+            }));
         }
         self.end_of_post()
     }

@@ -67,14 +67,20 @@ pub async fn export(
     for (done, id) in ids.iter().enumerate() {
         progress(&counts, Some(PostsDone { done, of: ids.len() }));
         // As it is now: a post deleted since its change was read is left out.
-        let Some(post) = state.store.read::<Value>(Container::Posts, id, id).await? else { continue };
-        let Some(live) = serde_json::from_value::<Post>(post.clone()).ok().filter(model::is_live) else { continue };
+        let Some(post) = state.store.read::<Value>(Container::Posts, id, id).await? else {
+            continue;
+        };
+        let Some(live) = serde_json::from_value::<Post>(post.clone()).ok().filter(model::is_live)
+        else {
+            continue;
+        };
         // An import makes the lists' versions anew.
         out.line(&model::ListVersions::removed_from(without_system_properties(post)))?;
         counts.posts += 1;
-        for (query, count) in
-            [(queries::post_comments as fn() -> QuerySpec, &mut counts.comments), (queries::post_likes, &mut counts.likes)]
-        {
+        for (query, count) in [
+            (queries::post_comments as fn() -> QuerySpec, &mut counts.comments),
+            (queries::post_likes, &mut counts.likes),
+        ] {
             for item in all_of_partition(state, id, query).await? {
                 out.line(&without_system_properties(item))?;
                 *count += 1;
@@ -111,12 +117,17 @@ pub struct PostsDone {
 }
 
 /// Every result of `query` in the post `post_id`'s partition, page after page.
-async fn all_of_partition(state: &AppState, post_id: &str, query: fn() -> QuerySpec) -> Result<Vec<Value>, StoreError> {
+async fn all_of_partition(
+    state: &AppState,
+    post_id: &str,
+    query: fn() -> QuerySpec,
+) -> Result<Vec<Value>, StoreError> {
     let mut items = Vec::new();
     let mut continuation = None;
     loop {
         let page = PageRequest { size: PAGE_SIZE, continuation };
-        let (found, next) = state.store.query_documents(Container::Posts, post_id, query(), page).await?;
+        let (found, next) =
+            state.store.query_documents(Container::Posts, post_id, query(), page).await?;
         items.extend(found);
         match next {
             Some(next) => continuation = Some(next),

@@ -16,7 +16,9 @@ pub struct PartialFile {
 impl PartialFile {
     /// A new temporary file beside `path`, after removing those left beside it by exports killed.
     pub fn beside(path: &std::path::Path) -> std::io::Result<PartialFile> {
-        let name = path.file_name().ok_or_else(|| std::io::Error::other("names a directory, not a file"))?;
+        let name = path
+            .file_name()
+            .ok_or_else(|| std::io::Error::other("names a directory, not a file"))?;
         let directory = match path.parent() {
             Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
             _ => std::path::PathBuf::from("."),
@@ -31,7 +33,11 @@ impl PartialFile {
         }
         let temporary = directory.join(format!("{prefix}{}", uuid::Uuid::new_v4()));
         let file = std::fs::File::create_new(&temporary)?;
-        Ok(PartialFile { path: path.to_owned(), temporary, file: Some(std::io::BufWriter::with_capacity(1 << 20, file)) })
+        Ok(PartialFile {
+            path: path.to_owned(),
+            temporary,
+            file: Some(std::io::BufWriter::with_capacity(1 << 20, file)),
+        })
     }
 
     /// Where to write.
@@ -76,7 +82,8 @@ pub struct Spooled {
 impl Spooled {
     /// `input`, copied whole into a new file in the system's temporary directory.
     pub fn from(input: &mut dyn Read) -> std::io::Result<Spooled> {
-        let path = std::env::temp_dir().join(format!("cosmos-blog-import-{}.jsonl", uuid::Uuid::new_v4()));
+        let path =
+            std::env::temp_dir().join(format!("cosmos-blog-import-{}.jsonl", uuid::Uuid::new_v4()));
         let spooled = Spooled { path };
         let mut file = std::fs::File::create_new(&spooled.path)?;
         std::io::copy(input, &mut file)?;

@@ -51,7 +51,8 @@ pub async fn import(
     given: Option<&str>,
     progress: &mut dyn FnMut(ImportProgress),
 ) -> Result<Counts, TransferError> {
-    let open = || std::fs::File::open(path).map(|file| std::io::BufReader::with_capacity(1 << 20, file));
+    let open =
+        || std::fs::File::open(path).map(|file| std::io::BufReader::with_capacity(1 << 20, file));
     let stamp = || std::fs::metadata(path).map(|found| (found.len(), found.modified().ok()));
     let before = stamp().map_err(TransferError::Io)?;
     let keeps_pictures = state.pictures.is_some();
@@ -59,23 +60,36 @@ pub async fn import(
     let mut pictures = PicturePlan::default();
     while let Some(item) = reader.next()? {
         if let Item::Picture(address, bytes) = item {
-            let store = state.pictures.as_ref().expect("checked: a file with pictures needs a picture store");
+            let store = state
+                .pictures
+                .as_ref()
+                .expect("checked: a file with pictures needs a picture store");
             pictures.check(store, reader.checker.line, &address, bytes).await?;
         }
-        progress(ImportProgress::Checking { lines: reader.checker.line, bytes: reader.bytes, size: before.0 });
+        progress(ImportProgress::Checking {
+            lines: reader.checker.line,
+            bytes: reader.bytes,
+            size: before.0,
+        });
     }
     pictures.finish()?;
     let checker = reader.checker;
-    let mark =
-        ImportMark { sha256: checker.sha256.clone().expect("a whole file has its digest"), file: given.map(str::to_owned) };
-    let durability = state.store.embedded();
-    let resuming = match durability.map(|durability| durability.import_mark()).transpose()?.flatten() {
-        Some(unfinished) if unfinished.sha256 == mark.sha256 => true,
-        Some(unfinished) => {
-            return Err(TransferError::OtherImportUnfinished { sha256: unfinished.sha256, file: unfinished.file });
-        }
-        None => false,
+    let mark = ImportMark {
+        sha256: checker.sha256.clone().expect("a whole file has its digest"),
+        file: given.map(str::to_owned),
     };
+    let durability = state.store.embedded();
+    let resuming =
+        match durability.map(|durability| durability.import_mark()).transpose()?.flatten() {
+            Some(unfinished) if unfinished.sha256 == mark.sha256 => true,
+            Some(unfinished) => {
+                return Err(TransferError::OtherImportUnfinished {
+                    sha256: unfinished.sha256,
+                    file: unfinished.file,
+                });
+            }
+            None => false,
+        };
     check_in_store(state, &checker, resuming).await?;
     let total = checker.counts.total();
     if stamp().map_err(TransferError::Io)? != before {
@@ -99,12 +113,22 @@ pub async fn import(
                     _ => TransferError::Changed { path: path.display().to_string() },
                 };
                 let line = reader.checker.line;
-                return Err(TransferError::Unfinished { line, written: counts.total(), total, source: Box::new(error) });
+                return Err(TransferError::Unfinished {
+                    line,
+                    written: counts.total(),
+                    total,
+                    source: Box::new(error),
+                });
             }
         };
         let line = reader.checker.line;
         if let Err(error) = write(state, &pictures, line, item, &mut counts).await {
-            return Err(TransferError::Unfinished { line, written: counts.total(), total, source: Box::new(error) });
+            return Err(TransferError::Unfinished {
+                line,
+                written: counts.total(),
+                total,
+                source: Box::new(error),
+            });
         }
         progress(ImportProgress::Writing { counts, total });
         stop_here(counts.total());
@@ -114,13 +138,17 @@ pub async fn import(
     }
     over_quota(state, &checker.picture_owners).await?;
     state.feed.invalidate();
-    let users = processor::replay_users_reporting(state, &mut |users| progress(ImportProgress::Copies { users, posts: 0 }))
-        .await
-        .map_err(TransferError::Copies)?;
+    let users = processor::replay_users_reporting(state, &mut |users| {
+        progress(ImportProgress::Copies { users, posts: 0 })
+    })
+    .await
+    .map_err(TransferError::Copies)?;
     stop_here(total + 1);
-    processor::rebuild_copies_reporting(state, &mut |posts| progress(ImportProgress::Copies { users, posts }))
-        .await
-        .map_err(TransferError::Copies)?;
+    processor::rebuild_copies_reporting(state, &mut |posts| {
+        progress(ImportProgress::Copies { users, posts })
+    })
+    .await
+    .map_err(TransferError::Copies)?;
     stop_here(total + 2);
     if let Some(durability) = durability {
         durability.mark_import(None)?;
@@ -139,23 +167,35 @@ async fn write(
     counts: &mut Counts,
 ) -> Result<(), TransferError> {
     let (container, partition, document, count) = match item {
-        Item::User(user) => (Container::Users, user.user_id.clone(), document(&user)?, &mut counts.users),
+        Item::User(user) => {
+            (Container::Users, user.user_id.clone(), document(&user)?, &mut counts.users)
+        }
         Item::Post(post) => {
             let content = pictures.named_as_stored(&post.post_id, post.content);
             // New versions of its lists: no instance kept a view of the post with them.
             let post = StoredPost { post: Post { content, ..post }, versions: ListVersions::new() };
             (Container::Posts, post.post.post_id.clone(), document(&post)?, &mut counts.posts)
         }
-        Item::Comment(comment) => (Container::Posts, comment.post_id.clone(), document(&comment)?, &mut counts.comments),
-        Item::Like(like) => (Container::Posts, like.post_id.clone(), document(&like)?, &mut counts.likes),
+        Item::Comment(comment) => {
+            (Container::Posts, comment.post_id.clone(), document(&comment)?, &mut counts.comments)
+        }
+        Item::Like(like) => {
+            (Container::Posts, like.post_id.clone(), document(&like)?, &mut counts.likes)
+        }
         Item::Picture(address, bytes) => {
-            let store = state.pictures.as_ref().expect("checked: a file with pictures needs a picture store");
+            let store = state
+                .pictures
+                .as_ref()
+                .expect("checked: a file with pictures needs a picture store");
             pictures.write(store, line, &address, bytes).await?;
             counts.pictures += 1;
             return Ok(());
         }
     };
-    state.store.execute_write(container, &partition, WriteOp::Upsert { document, if_match: None }).await?;
+    state
+        .store
+        .execute_write(container, &partition, WriteOp::Upsert { document, if_match: None })
+        .await?;
     *count += 1;
     Ok(())
 }
@@ -168,7 +208,10 @@ fn document(item: &impl serde::Serialize) -> Result<Value, TransferError> {
 /// pictures are imported all the same (they were taken where they come from, and the posts show
 /// them); the quota counts what is stored under a writer, so such a writer can add no picture
 /// until they delete some, as the operator is told here.
-async fn over_quota(state: &AppState, owners: &std::collections::BTreeSet<String>) -> Result<(), TransferError> {
+async fn over_quota(
+    state: &AppState,
+    owners: &std::collections::BTreeSet<String>,
+) -> Result<(), TransferError> {
     let Some(pictures) = &state.pictures else { return Ok(()) };
     let quota = pictures.quota();
     for owner in owners {
@@ -194,18 +237,32 @@ async fn over_quota(state: &AppState, owners: &std::collections::BTreeSet<String
 /// records this file's import as unfinished, and nothing but an import has opened it since, so
 /// its posts are the file's whatever their counters say (a `handler repair` meanwhile counts
 /// what was written so far): they are written again. Point reads: one per post, two per user.
-async fn check_in_store(state: &AppState, checker: &Checker, resuming: bool) -> Result<(), TransferError> {
+async fn check_in_store(
+    state: &AppState,
+    checker: &Checker,
+    resuming: bool,
+) -> Result<(), TransferError> {
     for (user, line) in &checker.elsewhere {
-        if state.store.read::<Value>(Container::Users, user, user).await?.is_none_or(|found| found["type"] != "user") {
+        if state
+            .store
+            .read::<Value>(Container::Users, user, user)
+            .await?
+            .is_none_or(|found| found["type"] != "user")
+        {
             return Err(TransferError::NoSuchUser { line: *line, user: user.clone() });
         }
     }
     for (post, (line, author, comments, likes)) in checker.posts.iter().filter(|_| !resuming) {
-        let Some(stored) = state.store.read::<Post>(Container::Posts, post, post).await? else { continue };
+        let Some(stored) = state.store.read::<Post>(Container::Posts, post, post).await? else {
+            continue;
+        };
         if !model::is_live(&stored) {
             continue;
         }
-        if stored.user_id != *author || stored.comment_count != *comments || stored.like_count != *likes {
+        if stored.user_id != *author
+            || stored.comment_count != *comments
+            || stored.like_count != *likes
+        {
             return Err(TransferError::PostDiffers {
                 line: *line,
                 post: post.clone(),

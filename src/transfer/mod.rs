@@ -101,7 +101,9 @@ pub enum TransferError {
         why: String,
     },
     /// A post's counter is not what the file lists for it.
-    #[error("line {line}, `{field}`: post {post:?} says {said}, but the file lists {listed}; nothing was imported")]
+    #[error(
+        "line {line}, `{field}`: post {post:?} says {said}, but the file lists {listed}; nothing was imported"
+    )]
     Count {
         /// The post's line.
         line: usize,
@@ -115,7 +117,9 @@ pub enum TransferError {
         listed: u64,
     },
     /// An item names as its writer a user that neither the file nor the store has.
-    #[error("line {line}, `userId`: {user:?} is no user of the file or of this store; nothing was imported")]
+    #[error(
+        "line {line}, `userId`: {user:?} is no user of the file or of this store; nothing was imported"
+    )]
     NoSuchUser {
         /// The first line that names the user.
         line: usize,
@@ -268,7 +272,9 @@ pub enum NotWhole {
         end: usize,
     },
     /// The last line's counts are not the file's.
-    #[error("line {line}: the last line says the file holds {said}, but it holds {found}: lines are missing or added")]
+    #[error(
+        "line {line}: the last line says the file holds {said}, but it holds {found}: lines are missing or added"
+    )]
     Counts {
         /// The last line's number.
         line: usize,
@@ -278,7 +284,9 @@ pub enum NotWhole {
         found: Counts,
     },
     /// The digest is not the file's.
-    #[error("line {line}: the file's SHA-256 is {found}, not {said} as its last line says: it was changed after the export")]
+    #[error(
+        "line {line}: the file's SHA-256 is {found}, not {said} as its last line says: it was changed after the export"
+    )]
     Digest {
         /// The last line's number.
         line: usize,

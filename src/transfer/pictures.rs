@@ -67,7 +67,11 @@ impl PicturePlan {
         let post = address.post.clone();
         let hash = address.name.hash().to_owned();
         let key = (post.clone(), address.name.as_str().to_owned());
-        if self.by_hash.get(&(post.clone(), hash.clone())).is_some_and(|picture| picture.copies().contains(&address.name)) {
+        if self
+            .by_hash
+            .get(&(post.clone(), hash.clone()))
+            .is_some_and(|picture| picture.copies().contains(&address.name))
+        {
             self.roles.insert(key, Role::Copy);
             return Ok(());
         }
@@ -90,7 +94,11 @@ impl PicturePlan {
     /// told the names it must name anew.
     pub(super) fn finish(&mut self) -> Result<(), TransferError> {
         for (line, post, name) in &self.waiting {
-            if !self.by_hash.get(&(post.clone(), name.hash().to_owned())).is_some_and(|picture| picture.copies().contains(name)) {
+            if !self
+                .by_hash
+                .get(&(post.clone(), name.hash().to_owned()))
+                .is_some_and(|picture| picture.copies().contains(name))
+            {
                 let why = format!(
                     "{:?} has bytes other than its name says, and is a copy of no picture of post {post:?}",
                     name.as_str()
@@ -103,7 +111,10 @@ impl PicturePlan {
                 && stored.as_str() != name
             {
                 let file_hash = name[..64].to_owned();
-                self.renamed.entry(post.clone()).or_default().push((file_hash, stored.hash().to_owned()));
+                self.renamed
+                    .entry(post.clone())
+                    .or_default()
+                    .push((file_hash, stored.hash().to_owned()));
             }
         }
         Ok(())
@@ -112,7 +123,9 @@ impl PicturePlan {
     /// `content`, a post's Markdown, with its pictures named as they are stored.
     pub(super) fn named_as_stored(&self, post: &str, content: String) -> String {
         let Some(renamed) = self.renamed.get(post) else { return content };
-        renamed.iter().fold(content, |content, (file, stored)| content.replace(file.as_str(), stored))
+        renamed
+            .iter()
+            .fold(content, |content, (file, stored)| content.replace(file.as_str(), stored))
     }
 
     /// Writes the picture of line `line` as the check planned it: prepared again, its copies
@@ -128,11 +141,19 @@ impl PicturePlan {
         let name = match self.roles.get(&key) {
             Some(Role::Copy) => return Ok(()),
             Some(Role::Picture(name)) => name,
-            None => return Err(TransferError::Malformed { line, why: "a picture the check did not see".into() }),
+            None => {
+                return Err(TransferError::Malformed {
+                    line,
+                    why: "a picture the check did not see".into(),
+                });
+            }
         };
         let prepared = prepare(pictures, line, address, bytes).await?;
         if prepared.picture.name != *name {
-            let why = format!("the picture prepared as {}, not as {name} a moment ago", prepared.picture.name);
+            let why = format!(
+                "the picture prepared as {}, not as {name} a moment ago",
+                prepared.picture.name
+            );
             return Err(TransferError::Field { line, field: "bytes", why });
         }
         let stored = PictureAddress { name: name.clone(), ..address.clone() };
@@ -144,17 +165,26 @@ impl PicturePlan {
 /// The picture of line `line` prepared as an upload is, within the blog's limits (but for an
 /// upload's size: [`MAX_PICTURE_BYTES`]) and its pictures' memory; of the size and kind its name
 /// says.
-async fn prepare(pictures: &Pictures, line: usize, address: &PictureAddress, bytes: Vec<u8>) -> Result<Prepared, TransferError> {
+async fn prepare(
+    pictures: &Pictures,
+    line: usize,
+    address: &PictureAddress,
+    bytes: Vec<u8>,
+) -> Result<Prepared, TransferError> {
     let refused = |error: PictureError| {
         let why = match error {
-            PictureError::OverMemory { .. } => format!("{error}; or import with a larger BLOG_PICTURE_MEMORY_MB"),
+            PictureError::OverMemory { .. } => {
+                format!("{error}; or import with a larger BLOG_PICTURE_MEMORY_MB")
+            }
             _ => error.to_string(),
         };
         TransferError::Field { line, field: "bytes", why }
     };
     let prepared = pictures.prepare_stored(bytes, MAX_PICTURE_BYTES).await.map_err(refused)?;
     let picture = &prepared.picture;
-    if (picture.width, picture.height, picture.kind) != (address.name.size().0, address.name.size().1, address.name.kind()) {
+    if (picture.width, picture.height, picture.kind)
+        != (address.name.size().0, address.name.size().1, address.name.kind())
+    {
         let why = format!(
             "the picture is a {}×{} {}, not what its name {} says",
             picture.width,

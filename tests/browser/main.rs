@@ -49,7 +49,9 @@ async fn a_person_uses_the_whole_blog_in_a_browser() {
     assert_eq!(browser.text("h1").await, "Hello from Chromium");
 
     // On the front page (once the change feed copied it), and open it from there.
-    browser.eventually(&format!("{}/", app.base), |html| html.contains("Hello from Chromium")).await;
+    browser
+        .eventually(&format!("{}/", app.base), |html| html.contains("Hello from Chromium"))
+        .await;
     browser.follow("ol.posts h2 a").await;
     assert_eq!(browser.url().await, post_url);
 
@@ -109,11 +111,18 @@ async fn markup_shows_as_text_and_a_forged_cross_site_form_is_refused() {
     browser.type_into("#post-content", "<b>not bold</b>").await;
     browser.follow(PUBLISH).await;
     let post_url = browser.url().await;
-    assert_eq!(browser.text("h1").await, "<script>document.title='owned'</script>", "the title shows as text");
+    assert_eq!(
+        browser.text("h1").await,
+        "<script>document.title='owned'</script>",
+        "the title shows as text"
+    );
     assert_eq!(browser.text(".content").await, "<b>not bold</b>");
     assert!(!browser.exists(".content b").await, "no element was made from the text");
     let title = browser.title().await;
-    assert!(title.starts_with("<script>"), "no script ran (it would have set the title to 'owned'): {title}");
+    assert!(
+        title.starts_with("<script>"),
+        "no script ran (it would have set the title to 'owned'): {title}"
+    );
 
     // Another origin on the same machine (same site, so the Lax cookie rides along) serves a
     // form aimed at the post's comments; the person submits it.
@@ -124,12 +133,16 @@ async fn markup_shows_as_text_and_a_forged_cross_site_form_is_refused() {
         "<!doctype html><title>Win a prize</title><form method=post action=\"{target}\">\
          <input type=hidden name=content value=forged><button id=go>Claim</button></form>"
     );
-    let router = axum::Router::new().route("/", axum::routing::get(move || async move { axum::response::Html(page) }));
+    let router = axum::Router::new()
+        .route("/", axum::routing::get(move || async move { axum::response::Html(page) }));
     tokio::spawn(async move { axum::serve(forger, router).await });
     browser.open(&format!("{forger_base}/")).await;
     browser.follow("#go").await;
     let refused = browser.source().await;
-    assert!(refused.contains("sent from another site") && refused.contains("Sec-Fetch-Site: same-site"), "{refused}");
+    assert!(
+        refused.contains("sent from another site") && refused.contains("Sec-Fetch-Site: same-site"),
+        "{refused}"
+    );
     browser.open(&post_url).await;
     assert!(!browser.source().await.contains("forged"), "the forged comment was not written");
     assert_eq!(browser.text(".counts").await, "0 comments · 0 likes");
@@ -172,13 +185,20 @@ async fn a_post_is_written_with_the_keyboard_alone() {
     assert_eq!(browser.attribute(&focused, "value").await.as_deref(), Some("add-picture"));
     browser.press(TAB).await;
     let focused = browser.focused().await;
-    assert_eq!(browser.attribute(&focused, "type").await.as_deref(), Some("submit"), "Tab reaches Publish");
+    assert_eq!(
+        browser.attribute(&focused, "type").await.as_deref(),
+        Some("submit"),
+        "Tab reaches Publish"
+    );
     browser.press(ENTER).await;
     browser.until_gone(&focused).await;
     assert!(browser.url().await.contains("/posts/"));
     assert_eq!(browser.text("h1").await, "Typed, not clicked");
     assert_eq!(browser.text(".content").await, "Every key pressed.");
-    assert!(browser.source().await.contains("href=\"/tags/keyboard\""), "the typed tags link to their pages");
+    assert!(
+        browser.source().await.contains("href=\"/tags/keyboard\""),
+        "the typed tags link to their pages"
+    );
 }
 
 /// A writer adds a picture on the write page (a real file chosen in the file
@@ -187,14 +207,17 @@ async fn a_post_is_written_with_the_keyboard_alone() {
 #[tokio::test]
 #[ignore = "needs Chromium: run tests/browser/run.sh"]
 async fn a_picture_is_added_on_the_write_page_and_shown_in_the_post() {
-    let axe = std::fs::read_to_string(AXE).unwrap_or_else(|error| panic!("{AXE}: {error}: run tests/browser/install.sh"));
+    let axe = std::fs::read_to_string(AXE)
+        .unwrap_or_else(|error| panic!("{AXE}: {error}: run tests/browser/install.sh"));
     let script = axe_script(&axe);
     let app = TestApp::start().await;
     let browser = Browser::start().await;
     sign_up(&browser, &app, "painter", "Painter").await;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("kite.png");
-    let kite = image::RgbImage::from_fn(1600, 900, |x, y| image::Rgb([200, (x % 200) as u8, (y % 200) as u8]));
+    let kite = image::RgbImage::from_fn(1600, 900, |x, y| {
+        image::Rgb([200, (x % 200) as u8, (y % 200) as u8])
+    });
     kite.save(&file).unwrap();
 
     browser.follow("nav a[href='/write']").await;
@@ -204,15 +227,23 @@ async fn a_picture_is_added_on_the_write_page_and_shown_in_the_post() {
     browser.choose_file("#post-picture", &file).await;
     browser.type_into("#post-alt", "A red kite against the sky").await;
     browser.follow("button[value=add-picture]").await;
-    assert!(browser.text(".notice").await.starts_with("The picture is added at the end of the text"));
+    assert!(
+        browser.text(".notice").await.starts_with("The picture is added at the end of the text")
+    );
     let text = browser.text("#post-content").await;
-    assert!(text.starts_with("Look up.\n\n![A red kite against the sky](/pictures/painter/"), "{text}");
+    assert!(
+        text.starts_with("Look up.\n\n![A red kite against the sky](/pictures/painter/"),
+        "{text}"
+    );
     axe_check(&browser, &script, "/write, a picture added".into()).await;
 
     browser.follow(PUBLISH).await;
     assert_eq!(browser.text("h1").await, "A kite");
     let picture = browser.find(".content img").await;
-    assert_eq!(browser.attribute(&picture, "alt").await.as_deref(), Some("A red kite against the sky"));
+    assert_eq!(
+        browser.attribute(&picture, "alt").await.as_deref(),
+        Some("A red kite against the sky")
+    );
     assert_eq!(browser.attribute(&picture, "width").await.as_deref(), Some("1600"));
     let loaded = browser
         .execute_async(
@@ -231,12 +262,22 @@ async fn a_picture_is_added_on_the_write_page_and_shown_in_the_post() {
 async fn screenshots_of_the_front_page_and_a_post() {
     let app = TestApp::start().await;
     // A right-to-left name among them, isolated from the text around it wherever it shows.
-    let writers =
-        [("ada", "Ada Lovelace"), ("grace", "Grace Hopper"), ("edsger", "Edsger Dijkstra"), ("fatima", "فاطمة الزهراء")];
+    let writers = [
+        ("ada", "Ada Lovelace"),
+        ("grace", "Grace Hopper"),
+        ("edsger", "Edsger Dijkstra"),
+        ("fatima", "فاطمة الزهراء"),
+    ];
     let mut users = Vec::new();
     for (principal, name) in writers {
-        let answer =
-            app.send_as(Some(principal), reqwest::Method::POST, "/api/users", Some(serde_json::json!({"username": name}))).await;
+        let answer = app
+            .send_as(
+                Some(principal),
+                reqwest::Method::POST,
+                "/api/users",
+                Some(serde_json::json!({"username": name})),
+            )
+            .await;
         users.push(answer.body["id"].as_str().unwrap().to_owned());
     }
     let posts = [
@@ -268,16 +309,26 @@ async fn screenshots_of_the_front_page_and_a_post() {
     let mut last = String::new();
     for (author, title, content) in posts {
         let body = serde_json::json!({"userId": users[author], "title": title, "content": content});
-        last = app.send_as(Some(&users[author]), reqwest::Method::POST, "/api/posts", Some(body)).await.body["id"]
+        last = app
+            .send_as(Some(&users[author]), reqwest::Method::POST, "/api/posts", Some(body))
+            .await
+            .body["id"]
             .as_str()
             .unwrap()
             .to_owned();
         // The first post with a picture, which the lists show small beside its excerpt.
         if title.starts_with("On the cruelty") {
-            let picture = upload_picture(&app, &users[author], &last, "Bands of red, green and blue").await;
+            let picture =
+                upload_picture(&app, &users[author], &last, "Bands of red, green and blue").await;
             let content = format!("{content}\n\n{}", picture["markdown"].as_str().unwrap());
             let edit = serde_json::json!({"title": title, "content": content});
-            app.send_as(Some(&users[author]), reqwest::Method::PUT, &format!("/api/posts/{last}"), Some(edit)).await;
+            app.send_as(
+                Some(&users[author]),
+                reqwest::Method::PUT,
+                &format!("/api/posts/{last}"),
+                Some(edit),
+            )
+            .await;
         }
     }
     let comments = [
@@ -288,9 +339,21 @@ async fn screenshots_of_the_front_page_and_a_post() {
     ];
     for (commenter, comment) in users.iter().zip(comments) {
         let body = serde_json::json!({"userId": commenter, "content": comment});
-        app.send_as(Some(commenter), reqwest::Method::POST, &format!("/api/posts/{last}/comments"), Some(body)).await;
+        app.send_as(
+            Some(commenter),
+            reqwest::Method::POST,
+            &format!("/api/posts/{last}/comments"),
+            Some(body),
+        )
+        .await;
         let like = serde_json::json!({"userId": commenter});
-        app.send_as(Some(commenter), reqwest::Method::POST, &format!("/api/posts/{last}/likes"), Some(like)).await;
+        app.send_as(
+            Some(commenter),
+            reqwest::Method::POST,
+            &format!("/api/posts/{last}/likes"),
+            Some(like),
+        )
+        .await;
     }
 
     let mut browser = Browser::start().await;
@@ -298,7 +361,9 @@ async fn screenshots_of_the_front_page_and_a_post() {
     let front = format!("{}/", app.base);
     browser
         .eventually(&front, |html| {
-            html.contains("Nanoseconds") && html.contains("4 comments") && html.contains("class=\"thumb\"")
+            html.contains("Nanoseconds")
+                && html.contains("4 comments")
+                && html.contains("class=\"thumb\"")
         })
         .await;
     let post = format!("{}/posts/{last}", app.base);
@@ -353,7 +418,8 @@ async fn pictures_loaded(browser: &Browser) {
 }
 
 /// axe-core, installed by tests/browser/install.sh (npm's `axe-core` package).
-const AXE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/node_modules/axe-core/axe.min.js");
+const AXE: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/node_modules/axe-core/axe.min.js");
 
 /// axe-core (Deque's accessibility engine, the one Lighthouse runs) finds no violation on any
 /// page state a reader or a writer meets: the front page and a post signed out and in, a user's
@@ -361,14 +427,14 @@ const AXE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser/node_modul
 #[tokio::test]
 #[ignore = "needs Chromium: run tests/browser/run.sh"]
 async fn axe_finds_no_accessibility_violation_on_any_page() {
-    let axe = std::fs::read_to_string(AXE).unwrap_or_else(|error| panic!("{AXE}: {error}: run tests/browser/install.sh"));
+    let axe = std::fs::read_to_string(AXE)
+        .unwrap_or_else(|error| panic!("{AXE}: {error}: run tests/browser/install.sh"));
     let script = axe_script(&axe);
     let app = TestApp::start().await;
     let mut browser = Browser::start().await;
     let author = app.user("writer").await;
     let text = "A *post* with [a link](https://example.com).\n\n- one\n- two";
-    let body =
-        serde_json::json!({"userId": author, "title": "فاطمة writes **Markdown**", "content": text, "tags": ["Cosmos DB"]});
+    let body = serde_json::json!({"userId": author, "title": "فاطمة writes **Markdown**", "content": text, "tags": ["Cosmos DB"]});
     let post = app.post("/api/posts", body).await.body["id"].as_str().unwrap().to_owned();
     // A picture in it, so that the lists show its thumbnail beside the excerpt.
     let picture = upload_picture(&app, &author, &post, "A red kite against the sky").await;
@@ -377,15 +443,29 @@ async fn axe_finds_no_accessibility_violation_on_any_page() {
     assert_eq!(app.put(&format!("/api/posts/{post}"), edit).await.status, reqwest::StatusCode::OK);
     for text in ["First!", "سأوزعها في المؤتمر القادم."] {
         let comment = serde_json::json!({"userId": author, "content": text});
-        app.send_as(Some(&author), reqwest::Method::POST, &format!("/api/posts/{post}/comments"), Some(comment)).await;
+        app.send_as(
+            Some(&author),
+            reqwest::Method::POST,
+            &format!("/api/posts/{post}/comments"),
+            Some(comment),
+        )
+        .await;
     }
-    app.eventually("/api/tags/cosmos%20db/posts", |list| list["items"][0].get("picture").is_some()).await;
+    app.eventually("/api/tags/cosmos%20db/posts", |list| list["items"][0].get("picture").is_some())
+        .await;
     app.eventually("/api/feed", |feed| feed["items"][0].get("picture").is_some()).await;
     let comments = app.get(&format!("/api/posts/{post}/comments")).await.body;
     let comment = comments["items"][0]["id"].as_str().unwrap().to_owned();
     let tag = "/tags/cosmos%20db";
 
-    let signed_out = ["/", &format!("/posts/{post}"), &format!("/users/{author}"), tag, "/signin", "/posts/nothing-here"];
+    let signed_out = [
+        "/",
+        &format!("/posts/{post}"),
+        &format!("/users/{author}"),
+        tag,
+        "/signin",
+        "/posts/nothing-here",
+    ];
     for path in signed_out {
         browser.open(&format!("{}{path}", app.base)).await;
         axe_check(&browser, &script, format!("{path}, signed out")).await;
@@ -426,7 +506,9 @@ async fn axe_finds_no_accessibility_violation_on_any_page() {
 
 /// `alt` picture (a 1600×900 PNG) uploaded to `post` as its writer `user`: the upload's answer.
 async fn upload_picture(app: &TestApp, user: &str, post: &str, alt: &str) -> serde_json::Value {
-    let pixels = image::RgbImage::from_fn(1600, 900, |x, y| image::Rgb([200, (x % 200) as u8, (y % 200) as u8]));
+    let pixels = image::RgbImage::from_fn(1600, 900, |x, y| {
+        image::Rgb([200, (x % 200) as u8, (y % 200) as u8])
+    });
     let mut png = std::io::Cursor::new(Vec::new());
     pixels.write_to(&mut png, image::ImageFormat::Png).unwrap();
     let answer = app
@@ -452,11 +534,18 @@ async fn assert_thumbnail_shown(browser: &Browser, path: &str) {
         )
         .await;
     // The small copy for the screen's density: 1× where a CSS pixel is a device pixel, else 2×.
-    let (natural, source) = if shown[6].as_f64().unwrap_or(1.0) > 1.0 { (256, "-256x192.jpg") } else { (128, "-128x96.jpg") };
+    let (natural, source) = if shown[6].as_f64().unwrap_or(1.0) > 1.0 {
+        (256, "-256x192.jpg")
+    } else {
+        (128, "-128x96.jpg")
+    };
     assert_eq!(shown[0], natural, "{path}: the small copy loaded: {shown}");
     assert!(shown[5].as_str().is_some_and(|url| url.ends_with(source)), "{path}: {shown}");
     let (width, height) = (shown[1].as_f64().unwrap(), shown[2].as_f64().unwrap());
-    assert!((64.0..=160.0).contains(&width) && (height - width * 0.75).abs() < 1.0, "{path}: small, 4:3: {shown}");
+    assert!(
+        (64.0..=160.0).contains(&width) && (height - width * 0.75).abs() < 1.0,
+        "{path}: small, 4:3: {shown}"
+    );
     assert_eq!(
         (&shown[3], &shown[4]),
         (&serde_json::json!(true), &serde_json::json!(true)),

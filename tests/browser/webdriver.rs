@@ -51,7 +51,12 @@ impl Browser {
         let base = format!("http://127.0.0.1:{port}");
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            let ready = client.get(format!("{base}/status")).send().await.ok().map(|response| response.json::<Value>());
+            let ready = client
+                .get(format!("{base}/status"))
+                .send()
+                .await
+                .ok()
+                .map(|response| response.json::<Value>());
             if let Some(status) = ready
                 && let Ok(status) = status.await
                 && status["value"]["ready"] == true
@@ -80,10 +85,25 @@ impl Browser {
             "browserName": "chrome",
             "goog:chromeOptions": {"binary": CHROMIUM, "args": args},
         }}});
-        let answer: Value =
-            client.post(format!("{base}/session")).json(&capabilities).send().await.unwrap().json().await.unwrap();
-        let session = answer["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("no session: {answer}")).to_owned();
-        let mut browser = Browser { driver, client, session: format!("{base}/session/{session}"), _profile: profile };
+        let answer: Value = client
+            .post(format!("{base}/session"))
+            .json(&capabilities)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let session = answer["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {answer}"))
+            .to_owned();
+        let mut browser = Browser {
+            driver,
+            client,
+            session: format!("{base}/session/{session}"),
+            _profile: profile,
+        };
         browser.resize(1280, 900).await;
         browser
     }
@@ -116,7 +136,11 @@ impl Browser {
     /// Chrome DevTools Protocol endpoint (`goog/cdp/execute`, `Emulation.setEmulatedMedia`).
     pub(crate) async fn prefer_color_scheme(&self, scheme: &str) {
         let params = json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]});
-        self.post("/goog/cdp/execute", json!({"cmd": "Emulation.setEmulatedMedia", "params": params})).await;
+        self.post(
+            "/goog/cdp/execute",
+            json!({"cmd": "Emulation.setEmulatedMedia", "params": params}),
+        )
+        .await;
     }
 
     /// Runs `script` in the page as an asynchronous function: its last argument is the callback
@@ -158,7 +182,10 @@ impl Browser {
     }
 
     pub(crate) async fn attribute(&self, element: &Element, name: &str) -> Option<String> {
-        self.get(&format!("/element/{}/attribute/{name}", element.0)).await.as_str().map(str::to_owned)
+        self.get(&format!("/element/{}/attribute/{name}", element.0))
+            .await
+            .as_str()
+            .map(str::to_owned)
     }
 
     pub(crate) async fn type_into(&self, css: &str, text: &str) {
@@ -171,7 +198,11 @@ impl Browser {
     /// (WebDriver's Element Send Keys on a file input: the path is the input's file list).
     pub(crate) async fn choose_file(&self, css: &str, path: &std::path::Path) {
         let element = self.find(css).await;
-        self.post(&format!("/element/{}/value", element.0), json!({"text": path.display().to_string()})).await;
+        self.post(
+            &format!("/element/{}/value", element.0),
+            json!({"text": path.display().to_string()}),
+        )
+        .await;
     }
 
     /// Clicks what does not leave the page (a `<summary>`).
@@ -201,7 +232,9 @@ impl Browser {
                 .json()
                 .await
                 .unwrap();
-            if answer["value"]["error"].as_str().is_some_and(|error| error.contains("stale") || error.contains("no such element"))
+            if answer["value"]["error"]
+                .as_str()
+                .is_some_and(|error| error.contains("stale") || error.contains("no such element"))
             {
                 return;
             }
@@ -221,10 +254,17 @@ impl Browser {
         let actions: Vec<Value> = keys
             .chars()
             .flat_map(|key| {
-                [json!({"type": "keyDown", "value": key.to_string()}), json!({"type": "keyUp", "value": key.to_string()})]
+                [
+                    json!({"type": "keyDown", "value": key.to_string()}),
+                    json!({"type": "keyUp", "value": key.to_string()}),
+                ]
             })
             .collect();
-        self.post("/actions", json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]})).await;
+        self.post(
+            "/actions",
+            json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]}),
+        )
+        .await;
     }
 
     /// Reloads `url` until its page source satisfies `check`, for at most 10 s (what the change
@@ -254,8 +294,11 @@ impl Drop for Browser {
         // Ends the session (and its Chromium), then the driver; never blocks a runtime thread.
         let session = self.session.clone();
         let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            runtime.block_on(async { reqwest::Client::new().delete(session).timeout(Duration::from_secs(5)).send().await })
+            let runtime =
+                tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            runtime.block_on(async {
+                reqwest::Client::new().delete(session).timeout(Duration::from_secs(5)).send().await
+            })
         })
         .join();
         let _ = self.driver.kill();

@@ -6,7 +6,8 @@ use std::process::{Child, Command, Stdio};
 
 /// Azurite's well-known development account and key (its `EMULATOR_ACCOUNT_KEY_STR`).
 pub(crate) const ACCOUNT: &str = "devstoreaccount1";
-pub(crate) const KEY: &str = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+pub(crate) const KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
 /// An Azurite blob service of the test's own, on a free port, stopped when dropped.
 pub(crate) struct Azurite {
@@ -33,17 +34,25 @@ impl Azurite {
         // Ready once it says where it listens.
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         loop {
-            let line = lines.next().expect("azurite-blob said where it listens before it ended").unwrap();
+            let line =
+                lines.next().expect("azurite-blob said where it listens before it ended").unwrap();
             if line.contains("successfully listens on") {
                 break;
             }
         }
-        Azurite { child, service: format!("http://127.0.0.1:{port}/{ACCOUNT}"), _location: location }
+        Azurite {
+            child,
+            service: format!("http://127.0.0.1:{port}/{ACCOUNT}"),
+            _location: location,
+        }
     }
 
     /// Its connection string, as Azurite's README gives it.
     pub(crate) fn connection_string(&self) -> String {
-        format!("DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={KEY};BlobEndpoint={};", self.service)
+        format!(
+            "DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={KEY};BlobEndpoint={};",
+            self.service
+        )
     }
 }
 

@@ -37,7 +37,9 @@ pub(crate) fn run_to_end(args: &[&str], dir: &Path) -> std::process::Output {
 /// The command a refusal advises: the one in backquotes that starts `BLOG_DATA_DIR=`, ending at
 /// the first backquote outside the shell's quotes (an id may hold backquotes, single-quoted).
 pub(crate) fn advised_command(refusal: &str) -> &str {
-    let start = refusal.find("`BLOG_DATA_DIR=").unwrap_or_else(|| panic!("no command advised: {refusal}")) + 1;
+    let start =
+        refusal.find("`BLOG_DATA_DIR=").unwrap_or_else(|| panic!("no command advised: {refusal}"))
+            + 1;
     let (mut quoted, mut escaped) = (false, false);
     let end = refusal[start..].char_indices().find_map(|(at, c)| {
         match c {
@@ -60,7 +62,10 @@ pub(crate) fn run_as_printed(command: &str, cwd: &Path) -> std::process::Output 
         .arg("-c")
         .arg(command)
         .current_dir(cwd)
-        .env("PATH", format!("{}:{}", binaries.display(), std::env::var("PATH").unwrap_or_default()))
+        .env(
+            "PATH",
+            format!("{}:{}", binaries.display(), std::env::var("PATH").unwrap_or_default()),
+        )
         .env("NO_COLOR", "1")
         .env_remove("CosmosDB")
         .env_remove("CosmosDB__accountEndpoint")
@@ -122,7 +127,11 @@ impl Handler {
     }
 
     fn spawn(mut command: Command) -> Handler {
-        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("the handler binary starts");
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the handler binary starts");
         let errors = Arc::new(Mutex::new(Vec::new()));
         let kept = errors.clone();
         let stderr = BufReader::new(child.stderr.take().unwrap());
@@ -142,8 +151,9 @@ impl Handler {
                 // Keep draining its log, so that it never blocks on a full pipe.
                 let log = Arc::new(Mutex::new(Vec::new()));
                 let kept = log.clone();
-                let reader =
-                    std::thread::spawn(move || lines.map_while(Result::ok).for_each(|line| kept.lock().unwrap().push(line)));
+                let reader = std::thread::spawn(move || {
+                    lines.map_while(Result::ok).for_each(|line| kept.lock().unwrap().push(line))
+                });
                 return Handler { child, base, log, errors, reader: Some(reader) };
             }
         }

@@ -70,7 +70,8 @@ impl Browser {
 
     /// A browser on the blog served at `base` (its site, without `/api`), signed out.
     pub(crate) fn at(base: &str) -> Browser {
-        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        let client =
+            reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
         Browser { base: base.to_owned(), client, cookie: None }
     }
 
@@ -120,7 +121,11 @@ impl Browser {
             if check(&got.html) {
                 return got;
             }
-            assert!(Instant::now() < deadline, "{path} never showed what was expected:\n{}", got.html);
+            assert!(
+                Instant::now() < deadline,
+                "{path} never showed what was expected:\n{}",
+                got.html
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -139,7 +144,12 @@ impl Browser {
 
     /// A form with a file input (`enctype="multipart/form-data"`) submitted from one of the
     /// blog's own pages: `fields`, and the picture, if one is chosen (see [`multipart`]).
-    pub(crate) async fn submit_multipart(&self, path: &str, fields: &[(&str, &str)], picture: Option<File<'_>>) -> Got {
+    pub(crate) async fn submit_multipart(
+        &self,
+        path: &str,
+        fields: &[(&str, &str)],
+        picture: Option<File<'_>>,
+    ) -> Got {
         self.submit_multipart_from(path, fields, picture, "same-origin").await
     }
 
@@ -156,8 +166,12 @@ impl Browser {
     }
 
     async fn post_form(&self, path: &str, site: &str, content_type: &str, body: Vec<u8>) -> Got {
-        let request =
-            self.client.post(self.url(path)).header("content-type", content_type).header("sec-fetch-site", site).body(body);
+        let request = self
+            .client
+            .post(self.url(path))
+            .header("content-type", content_type)
+            .header("sec-fetch-site", site)
+            .body(body);
         self.send(request).await
     }
 
@@ -196,7 +210,9 @@ impl Browser {
 /// The one-time key (`idempotencyKey`) of the form whose `action` is `action` on `html`.
 pub(crate) fn form_key(html: &str, action: &str) -> String {
     const KEY: &str = "name=\"idempotencyKey\" value=\"";
-    let form = &html[html.find(&format!("action=\"{action}\"")).unwrap_or_else(|| panic!("no form to {action}: {html}"))..];
+    let form = &html[html
+        .find(&format!("action=\"{action}\""))
+        .unwrap_or_else(|| panic!("no form to {action}: {html}"))..];
     let start = form.find(KEY).expect("the form carries a key") + KEY.len();
     form[start..start + form[start..].find('"').unwrap()].to_owned()
 }
@@ -213,7 +229,12 @@ pub(crate) const BOUNDARY: &str = "----BlogFormBoundary7MA4YWxkTrZu0gW";
 pub(crate) fn multipart(fields: &[(&str, &str)], picture: Option<File<'_>>) -> Vec<u8> {
     let mut body = Vec::new();
     for (name, value) in fields {
-        body.extend(format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes());
+        body.extend(
+            format!(
+                "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+            )
+            .as_bytes(),
+        );
     }
     let (file, declared, bytes) = picture.unwrap_or(("", "application/octet-stream", b""));
     body.extend(
@@ -230,7 +251,10 @@ pub(crate) fn multipart(fields: &[(&str, &str)], picture: Option<File<'_>>) -> V
 pub(crate) fn as_principal(principal: &str, origin: Option<&str>) -> Vec<(&'static str, String)> {
     let mut headers = super::host::signed_in(principal);
     if let Some(origin) = origin {
-        headers.extend([("Content-Type", "application/x-www-form-urlencoded".to_owned()), ("Origin", origin.to_owned())]);
+        headers.extend([
+            ("Content-Type", "application/x-www-form-urlencoded".to_owned()),
+            ("Origin", origin.to_owned()),
+        ]);
     }
     headers
 }
@@ -242,11 +266,24 @@ pub(crate) async fn page_on_azure(app: &TestApp, principal: &str, path: &str) ->
 
 /// `POST path` forwarded by the Functions host: a form of `principal`'s sent from `origin`, with
 /// `body` (none for an empty form, which the host forwards without one).
-pub(crate) async fn form_on_azure(app: &TestApp, principal: &str, path: &str, origin: &str, body: Option<&[u8]>) -> Answer {
+pub(crate) async fn form_on_azure(
+    app: &TestApp,
+    principal: &str,
+    path: &str,
+    origin: &str,
+    body: Option<&[u8]>,
+) -> Answer {
     forward(app, "POST", path, &as_principal(principal, Some(origin)), body).await
 }
 
-async fn forward(app: &TestApp, method: &str, path: &str, headers: &[(&'static str, String)], body: Option<&[u8]>) -> Answer {
-    let headers: Vec<(&str, &str)> = headers.iter().map(|(name, value)| (*name, value.as_str())).collect();
+async fn forward(
+    app: &TestApp,
+    method: &str,
+    path: &str,
+    headers: &[(&'static str, String)],
+    body: Option<&[u8]>,
+) -> Answer {
+    let headers: Vec<(&str, &str)> =
+        headers.iter().map(|(name, value)| (*name, value.as_str())).collect();
     super::host::forward(app, method, path, &headers, body).await
 }

@@ -51,8 +51,7 @@ pub(crate) fn cosmos_invocation(function: &str, documents: &[Value], attempt: At
                     "Message": "Response status code does not indicate success: 500 (Internal Server Error)."},
             })
         });
-        metadata["RetryContext"] =
-            json!({"RetryCount": count, "MaxRetryCount": -1, "Exception": exception, "Instance": null, "State": {}});
+        metadata["RetryContext"] = json!({"RetryCount": count, "MaxRetryCount": -1, "Exception": exception, "Instance": null, "State": {}});
     }
     json!({"Data": {"documents": data_value}, "Metadata": metadata}).to_string().into_bytes()
 }
@@ -142,7 +141,10 @@ pub(crate) fn signed_in(principal_id: &str) -> Vec<(&'static str, String)> {
         "role_typ": "http://schemas.microsoft.com/ws/2008/06/identity/claims/role",
     });
     vec![
-        ("X-MS-CLIENT-PRINCIPAL", base64::engine::general_purpose::STANDARD.encode(claims.to_string())),
+        (
+            "X-MS-CLIENT-PRINCIPAL",
+            base64::engine::general_purpose::STANDARD.encode(claims.to_string()),
+        ),
         ("X-MS-CLIENT-PRINCIPAL-ID", principal_id.to_owned()),
         ("X-MS-CLIENT-PRINCIPAL-NAME", "alice@example.com".to_owned()),
         ("X-MS-CLIENT-PRINCIPAL-IDP", "aad".to_owned()),
@@ -170,7 +172,10 @@ fn parse_response(bytes: &[u8]) -> Answer {
     let mut headers = HeaderMap::new();
     for line in lines {
         let (name, value) = line.split_once(':').unwrap();
-        headers.append(HeaderName::from_bytes(name.trim().as_bytes()).unwrap(), HeaderValue::from_str(value.trim()).unwrap());
+        headers.append(
+            HeaderName::from_bytes(name.trim().as_bytes()).unwrap(),
+            HeaderValue::from_str(value.trim()).unwrap(),
+        );
     }
     let mut body = bytes[split + 4..].to_vec();
     if headers.get("transfer-encoding").is_some_and(|value| value == "chunked") {
@@ -179,7 +184,8 @@ fn parse_response(bytes: &[u8]) -> Answer {
     let body = if body.is_empty() {
         Value::Null
     } else {
-        serde_json::from_slice(&body).unwrap_or(Value::String(String::from_utf8_lossy(&body).into()))
+        serde_json::from_slice(&body)
+            .unwrap_or(Value::String(String::from_utf8_lossy(&body).into()))
     };
     Answer { status: StatusCode::from_u16(status).unwrap(), headers, body }
 }
@@ -188,7 +194,9 @@ fn dechunk(mut bytes: &[u8]) -> Vec<u8> {
     let mut body = Vec::new();
     loop {
         let line_end = bytes.windows(2).position(|window| window == b"\r\n").unwrap();
-        let size = usize::from_str_radix(std::str::from_utf8(&bytes[..line_end]).unwrap().trim(), 16).unwrap();
+        let size =
+            usize::from_str_radix(std::str::from_utf8(&bytes[..line_end]).unwrap().trim(), 16)
+                .unwrap();
         if size == 0 {
             return body;
         }

@@ -6,7 +6,8 @@
 
 /// A seed of the picture fuzz target, by its name.
 pub(crate) fn seed(name: &str) -> Vec<u8> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/picture").join(name);
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/picture").join(name);
     std::fs::read(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
 }
 
@@ -44,7 +45,9 @@ pub(crate) fn photo_jpeg_with_grain(width: u32, height: u32, seed: u32, grain: u
         image::Rgb([r.saturating_add(grain), g.saturating_add(grain), b.saturating_add(grain)])
     });
     let mut jpeg = Vec::new();
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90).encode_image(&pixels).unwrap();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90)
+        .encode_image(&pixels)
+        .unwrap();
     jpeg
 }
 

@@ -45,11 +45,20 @@ pub(crate) struct TestApp {
 async fn wait_until_released(dir: &Path) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
-        let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(dir.join("lock")).unwrap();
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join("lock"))
+            .unwrap();
         if lock.try_lock().is_ok() {
             return;
         }
-        assert!(std::time::Instant::now() < deadline, "{} is still held 30 s after the blog stopped", dir.display());
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} is still held 30 s after the blog stopped",
+            dir.display()
+        );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
@@ -72,7 +81,13 @@ impl OtherInstance {
 
     /// `GET path` signed in as `user` (`x-dev-user`): the database operations it made.
     pub(crate) async fn get_as(&self, user: &str, path: &str) -> u64 {
-        let answer = self.client.get(format!("{}{path}", self.base)).header("x-dev-user", user).send().await.unwrap();
+        let answer = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .header("x-dev-user", user)
+            .send()
+            .await
+            .unwrap();
         answer.headers()["x-cosmos-operations"].to_str().unwrap().parse().unwrap()
     }
 
@@ -95,19 +110,30 @@ impl Answer {
         self.headers.get(name).and_then(|value| value.to_str().ok())
     }
     pub(crate) fn operations(&self) -> u64 {
-        self.header("x-cosmos-operations").expect("x-cosmos-operations is on every response").parse().unwrap()
+        self.header("x-cosmos-operations")
+            .expect("x-cosmos-operations is on every response")
+            .parse()
+            .unwrap()
     }
     /// `x-cosmos-partitions`: the logical partitions touched per container, `""` for none.
     pub(crate) fn partitions(&self) -> &str {
         self.header("x-cosmos-partitions").unwrap_or("")
     }
     pub(crate) fn charge(&self) -> f64 {
-        self.header("x-ms-request-charge").expect("x-ms-request-charge is on every response").parse().unwrap()
+        self.header("x-ms-request-charge")
+            .expect("x-ms-request-charge is on every response")
+            .parse()
+            .unwrap()
     }
     /// Asserts a problem+json answer with `status` and a non-empty detail, and returns the detail.
     pub(crate) fn problem(&self, status: u16) -> String {
         assert_eq!(self.status.as_u16(), status, "body: {}", self.body);
-        assert_eq!(self.header("content-type"), Some("application/problem+json"), "body: {}", self.body);
+        assert_eq!(
+            self.header("content-type"),
+            Some("application/problem+json"),
+            "body: {}",
+            self.body
+        );
         assert_eq!(self.body["status"], status);
         let detail = self.body["detail"].as_str().expect("a problem has a detail").to_owned();
         assert!(!detail.is_empty());
@@ -171,7 +197,9 @@ impl TestApp {
 
     /// A handler with `config` (its data directory is the caller's to keep).
     pub(crate) async fn start_configured(config: Config) -> TestApp {
-        let Backend::Embedded { data_dir } = &config.backend else { panic!("tests run on the embedded store") };
+        let Backend::Embedded { data_dir } = &config.backend else {
+            panic!("tests run on the embedded store")
+        };
         let dir = data_dir.clone();
         let blog = Blog::open(&config).await.expect("the embedded store opens");
         let state = blog.state.clone();
@@ -179,8 +207,10 @@ impl TestApp {
         let listener = tokio::net::TcpListener::bind(config.listen).await.unwrap();
         let address = listener.local_addr().unwrap();
         let base = format!("http://{address}");
-        let public =
-            config.public_url.as_ref().map_or_else(|| format!("http://localhost:{}", address.port()), ToString::to_string);
+        let public = config
+            .public_url
+            .as_ref()
+            .map_or_else(|| format!("http://localhost:{}", address.port()), ToString::to_string);
         let (stop, stopped) = oneshot::channel::<()>();
         let server = tokio::spawn(async move {
             blog.serve(listener, async move {
@@ -220,7 +250,11 @@ impl TestApp {
             if check(&answer.body) {
                 return answer;
             }
-            assert!(std::time::Instant::now() < deadline, "GET {path} never satisfied the check; last answer: {}", answer.body);
+            assert!(
+                std::time::Instant::now() < deadline,
+                "GET {path} never satisfied the check; last answer: {}",
+                answer.body
+            );
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     }
@@ -239,12 +273,23 @@ impl TestApp {
         let server = tokio::spawn(other.serve(listener, async move {
             let _ = stopped.await;
         }));
-        OtherInstance { base, client: reqwest::Client::new(), stop: Some(stop), server: Some(server) }
+        OtherInstance {
+            base,
+            client: reqwest::Client::new(),
+            stop: Some(stop),
+            server: Some(server),
+        }
     }
 
     /// `GET path` signed in as `user` (`x-dev-user`): the database operations it made.
     pub(crate) async fn get_as(&self, user: &str, path: &str) -> u64 {
-        let answer = self.client.get(format!("{}{path}", self.base)).header("x-dev-user", user).send().await.unwrap();
+        let answer = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .header("x-dev-user", user)
+            .send()
+            .await
+            .unwrap();
         answer.headers()["x-cosmos-operations"].to_str().unwrap().parse().unwrap()
     }
 
@@ -265,7 +310,13 @@ impl TestApp {
     }
 
     /// Sends a request as `caller` (`None`: anonymously).
-    pub(crate) async fn send_as(&self, caller: Option<&str>, method: Method, path: &str, body: Option<Value>) -> Answer {
+    pub(crate) async fn send_as(
+        &self,
+        caller: Option<&str>,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Answer {
         let mut request = self.client.request(method, format!("{}{path}", self.base));
         if let Some(caller) = caller {
             request = request.header("x-dev-user", caller);
@@ -275,16 +326,24 @@ impl TestApp {
         }
         let answer = read(request.send().await.unwrap()).await;
         if answer.status == StatusCode::CREATED && path == "/api/posts" {
-            let (post, author) = (answer.body["id"].as_str().unwrap(), answer.body["userId"].as_str().unwrap());
+            let (post, author) =
+                (answer.body["id"].as_str().unwrap(), answer.body["userId"].as_str().unwrap());
             self.authors.lock().unwrap().insert(post.to_owned(), author.to_owned());
         }
         answer
     }
 
     /// A request with a raw body, sent as the caller who owns what it writes.
-    pub(crate) async fn raw(&self, method: Method, path: &str, content_type: Option<&str>, body: &str) -> Answer {
+    pub(crate) async fn raw(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: Option<&str>,
+        body: &str,
+    ) -> Answer {
         let caller = self.owner(&method, path, serde_json::from_str::<Value>(body).ok().as_ref());
-        let mut request = self.client.request(method, format!("{}{path}", self.base)).body(body.to_owned());
+        let mut request =
+            self.client.request(method, format!("{}{path}", self.base)).body(body.to_owned());
         if let Some(content_type) = content_type {
             request = request.header("content-type", content_type);
         }
@@ -337,8 +396,12 @@ impl TestApp {
 
     /// Creates a post by `user_id` and returns its id.
     pub(crate) async fn post_by(&self, user_id: &str, title: &str) -> String {
-        let answer =
-            self.post("/api/posts", serde_json::json!({"userId": user_id, "title": title, "content": "Some content."})).await;
+        let answer = self
+            .post(
+                "/api/posts",
+                serde_json::json!({"userId": user_id, "title": title, "content": "Some content."}),
+            )
+            .await;
         assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
         answer.body["id"].as_str().unwrap().to_owned()
     }
@@ -382,7 +445,8 @@ pub(crate) async fn read(response: reqwest::Response) -> Answer {
     let body = if bytes.is_empty() {
         Value::Null
     } else {
-        serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()))
+        serde_json::from_slice(&bytes)
+            .unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()))
     };
     Answer { status, headers, body }
 }

@@ -18,5 +18,9 @@ pub(crate) async fn body_being_read(stream: &mut TcpStream) {
         .await
         .expect("the server never started reading the body (no 100 Continue within 30 s)")
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&interim), String::from_utf8_lossy(CONTINUE), "not an interim 100 Continue");
+    assert_eq!(
+        String::from_utf8_lossy(&interim),
+        String::from_utf8_lossy(CONTINUE),
+        "not an interim 100 Continue"
+    );
 }

@@ -15,7 +15,11 @@ pub(crate) struct Step {
 
 /// The job's `env` and its steps, in order.
 pub(crate) fn workflow_steps() -> (BTreeMap<String, String>, Vec<Step>) {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/.github/workflows/azure-dev.yml")).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/.github/workflows/azure-dev.yml"
+    ))
+    .unwrap();
     let job_env = yaml_mapping(&yaml_block(&text, &["jobs", "build", "env"]));
     let steps = yaml_items(&yaml_block(&text, &["jobs", "build", "steps"]))
         .into_iter()
@@ -24,7 +28,11 @@ pub(crate) fn workflow_steps() -> (BTreeMap<String, String>, Vec<Step>) {
             let run = match fields.get("run").map(String::as_str) {
                 Some("|") => {
                     let lines = yaml_block(&item.join("\n"), &["run"]);
-                    let indent = lines.iter().map(|line| line.len() - line.trim_start().len()).min().unwrap_or(0);
+                    let indent = lines
+                        .iter()
+                        .map(|line| line.len() - line.trim_start().len())
+                        .min()
+                        .unwrap_or(0);
                     Some(lines.iter().map(|line| &line[indent..]).collect::<Vec<_>>().join("\n"))
                 }
                 Some(command) => Some(command.to_owned()),
@@ -46,8 +54,13 @@ pub(crate) fn workflow_steps() -> (BTreeMap<String, String>, Vec<Step>) {
 /// (actions/runner src/Runner.Sdk/ProcessInvoker.cs, ExecuteAsync: every pair of the step's
 /// environment is copied to the process's, empty values included). Anything else in an
 /// expression is refused, so that the workflow stays within what this reads.
-pub(crate) fn evaluate(value: &str, vars: &BTreeMap<&str, &str>, secrets: &BTreeMap<&str, &str>) -> String {
-    let Some(expression) = value.strip_prefix("${{").and_then(|rest| rest.strip_suffix("}}")) else {
+pub(crate) fn evaluate(
+    value: &str,
+    vars: &BTreeMap<&str, &str>,
+    secrets: &BTreeMap<&str, &str>,
+) -> String {
+    let Some(expression) = value.strip_prefix("${{").and_then(|rest| rest.strip_suffix("}}"))
+    else {
         return value.to_owned();
     };
     let expression = expression.trim();

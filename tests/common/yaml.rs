@@ -11,8 +11,14 @@ pub(crate) fn yaml_block(text: &str, path: &[&str]) -> Vec<String> {
     let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
     for key in path {
         let indent_of = |line: &str| line.len() - line.trim_start().len();
-        let meaningful = |line: &String| !line.trim().is_empty() && !line.trim_start().starts_with('#');
-        let base = lines.iter().filter(|line| meaningful(line)).map(|line| indent_of(line)).min().unwrap_or(0);
+        let meaningful =
+            |line: &String| !line.trim().is_empty() && !line.trim_start().starts_with('#');
+        let base = lines
+            .iter()
+            .filter(|line| meaningful(line))
+            .map(|line| indent_of(line))
+            .min()
+            .unwrap_or(0);
         let at = lines
             .iter()
             .position(|line| {
@@ -37,7 +43,11 @@ pub(crate) fn yaml_mapping(lines: &[String]) -> BTreeMap<String, String> {
     lines
         .iter()
         .filter(|line| line.len() - line.trim_start().len() == base)
-        .filter_map(|line| line.trim().split_once(": ").map(|(key, value)| (key.to_owned(), value.trim().to_owned())))
+        .filter_map(|line| {
+            line.trim()
+                .split_once(": ")
+                .map(|(key, value)| (key.to_owned(), value.trim().to_owned()))
+        })
         .collect()
 }
 

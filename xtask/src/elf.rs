@@ -18,7 +18,8 @@ pub(crate) struct GlibcVersion(pub u32, pub u32, pub u32);
 impl GlibcVersion {
     /// `GLIBC_2.17` or `GLIBC_2.2.5`; `None` for other names (`GLIBC_PRIVATE`, `GCC_3.0`).
     fn from_symbol_version(name: &str) -> Option<GlibcVersion> {
-        let mut parts = name.strip_prefix("GLIBC_")?.split('.').map(|part| part.parse::<u32>().ok());
+        let mut parts =
+            name.strip_prefix("GLIBC_")?.split('.').map(|part| part.parse::<u32>().ok());
         let major = parts.next()??;
         let minor = parts.next().unwrap_or(Some(0))?;
         let patch = parts.next().unwrap_or(Some(0))?;
@@ -56,11 +57,13 @@ pub(crate) fn needs(file: &[u8]) -> Result<Needs, String> {
     let section_table = reader.u64(0x28)? as usize;
     let section_size = reader.u16(0x3a)? as usize;
     let section_count = reader.u16(0x3c)? as usize;
-    let sections: Vec<Section> =
-        (0..section_count).map(|index| Section::read(&reader, section_table + index * section_size)).collect::<Result<_, _>>()?;
+    let sections: Vec<Section> = (0..section_count)
+        .map(|index| Section::read(&reader, section_table + index * section_size))
+        .collect::<Result<_, _>>()?;
     let mut newest_glibc = None;
     for needed in sections.iter().filter(|section| section.kind == SHT_GNU_VERNEED) {
-        let strings = sections.get(needed.link as usize).ok_or("a version table names no string table")?;
+        let strings =
+            sections.get(needed.link as usize).ok_or("a version table names no string table")?;
         for name in version_names(&reader, needed, strings)? {
             newest_glibc = newest_glibc.max(GlibcVersion::from_symbol_version(&name));
         }
@@ -70,7 +73,11 @@ pub(crate) fn needs(file: &[u8]) -> Result<Needs, String> {
 
 /// The names of every version a `.gnu.version_r` table needs: entries (`Elf64_Verneed`, one
 /// per library) each with a chain of `Elf64_Vernaux` (one per version of that library).
-fn version_names(reader: &Reader, needed: &Section, strings: &Section) -> Result<Vec<String>, String> {
+fn version_names(
+    reader: &Reader,
+    needed: &Section,
+    strings: &Section,
+) -> Result<Vec<String>, String> {
     let mut names = Vec::new();
     let mut entry = needed.offset;
     for _ in 0..needed.info {
@@ -128,7 +135,8 @@ impl Reader<'_> {
         self.bytes(at).map(u64::from_le_bytes)
     }
     fn string(&self, at: usize) -> Result<String, String> {
-        let rest = self.0.get(at..).ok_or_else(|| format!("the ELF file ends before offset {at:#x}"))?;
+        let rest =
+            self.0.get(at..).ok_or_else(|| format!("the ELF file ends before offset {at:#x}"))?;
         let end = rest.iter().position(|byte| *byte == 0).ok_or("a string without its end")?;
         Ok(String::from_utf8_lossy(&rest[..end]).into_owned())
     }
@@ -159,7 +167,8 @@ mod tests {
         let newest = needs.newest_glibc.expect("a glibc build needs glibc");
         assert!(newest >= GlibcVersion(2, 2, 5), "{newest}");
         let running = std::process::Command::new("ldd").arg("--version").output().unwrap();
-        let first_line = String::from_utf8_lossy(&running.stdout).lines().next().unwrap_or_default().to_owned();
+        let first_line =
+            String::from_utf8_lossy(&running.stdout).lines().next().unwrap_or_default().to_owned();
         let version = first_line.rsplit(' ').next().unwrap();
         let running = GlibcVersion::from_symbol_version(&format!("GLIBC_{version}")).unwrap();
         assert!(newest <= running, "needs {newest}, runs on {running}");

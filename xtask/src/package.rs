@@ -57,7 +57,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 
 /// The repository: xtask/ is one of its folders.
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask/ sits in the repository").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask/ sits in the repository")
+        .to_path_buf()
 }
 
 fn build(root: &Path, zigbuild: &[PathBuf], zig: &Path) -> Result<(), String> {
@@ -89,7 +92,8 @@ fn assemble(root: &Path, out: &Path, functions: &[String]) -> Result<(), String>
     let handler = out.join("handler");
     fs::copy(&built, &handler).map_err(io("cannot copy the handler from", &built))?;
     make_executable(&handler)?;
-    fs::copy(root.join("host.json"), out.join("host.json")).map_err(io("cannot copy", &root.join("host.json")))?;
+    fs::copy(root.join("host.json"), out.join("host.json"))
+        .map_err(io("cannot copy", &root.join("host.json")))?;
     for function in functions {
         let dir = out.join(function);
         fs::create_dir_all(&dir).map_err(io("cannot create", &dir))?;
@@ -120,7 +124,8 @@ fn make_executable(_: &Path) -> Result<(), String> {
 /// The functions of the app: every folder of `functions/` holding a `function.json`.
 fn function_names(root: &Path) -> Result<Vec<String>, String> {
     let dir = root.join("functions");
-    let entries = fs::read_dir(&dir).map_err(|error| format!("cannot read {}: {error}", dir.display()))?;
+    let entries =
+        fs::read_dir(&dir).map_err(|error| format!("cannot read {}: {error}", dir.display()))?;
     let mut names: Vec<String> = entries
         .filter_map(Result::ok)
         .filter(|entry| entry.path().join("function.json").is_file())
@@ -136,24 +141,42 @@ fn function_names(root: &Path) -> Result<Vec<String>, String> {
 /// Checks the assembled folder; the line it returns says what was made.
 fn check(root: &Path, out: &Path, functions: &[String]) -> Result<String, String> {
     let handler = out.join("handler");
-    let bytes = fs::read(&handler).map_err(|error| format!("cannot read {}: {error}", handler.display()))?;
+    let bytes = fs::read(&handler)
+        .map_err(|error| format!("cannot read {}: {error}", handler.display()))?;
     let needs = elf::needs(&bytes).map_err(|error| format!("{}: {error}", handler.display()))?;
     if needs.machine != elf::X86_64 {
-        return Err(format!("{} is built for ELF machine {}, not x86_64 ({})", handler.display(), needs.machine, elf::X86_64));
+        return Err(format!(
+            "{} is built for ELF machine {}, not x86_64 ({})",
+            handler.display(),
+            needs.machine,
+            elf::X86_64
+        ));
     }
-    let newest = needs.newest_glibc.ok_or_else(|| format!("{} needs no glibc: not the gnu build", handler.display()))?;
+    let newest = needs
+        .newest_glibc
+        .ok_or_else(|| format!("{} needs no glibc: not the gnu build", handler.display()))?;
     if newest > GLIBC {
-        return Err(format!("{} needs GLIBC_{newest}, newer than the {GLIBC} it is built for", handler.display()));
+        return Err(format!(
+            "{} needs GLIBC_{newest}, newer than the {GLIBC} it is built for",
+            handler.display()
+        ));
     }
     for (marker, what) in MUST_NOT_CONTAIN {
         if contains(&bytes, marker.as_bytes()) {
-            return Err(format!("{} contains {what}: it must be built without the `embedded` feature", handler.display()));
+            return Err(format!(
+                "{} contains {what}: it must be built without the `embedded` feature",
+                handler.display()
+            ));
         }
     }
     let host = out.join("host.json");
-    let host_json = fs::read_to_string(&host).map_err(|error| format!("cannot read {}: {error}", host.display()))?;
+    let host_json = fs::read_to_string(&host)
+        .map_err(|error| format!("cannot read {}: {error}", host.display()))?;
     if !host_json.contains("\"defaultExecutablePath\": \"handler\"") {
-        return Err(format!("{} does not start `handler` (customHandler.description.defaultExecutablePath)", host.display()));
+        return Err(format!(
+            "{} does not start `handler` (customHandler.description.defaultExecutablePath)",
+            host.display()
+        ));
     }
     for function in functions {
         if !out.join(function).join("function.json").is_file() {
@@ -184,7 +207,11 @@ mod tests {
     #[test]
     fn every_function_folder_of_the_repository_is_packaged() {
         let names = function_names(&repo_root()).unwrap();
-        assert!(names.contains(&"FrontPage".to_owned()) && names.contains(&"PostsChangeFeed".to_owned()), "{names:?}");
+        assert!(
+            names.contains(&"FrontPage".to_owned())
+                && names.contains(&"PostsChangeFeed".to_owned()),
+            "{names:?}"
+        );
     }
 
     #[test]

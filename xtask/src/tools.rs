@@ -103,30 +103,46 @@ pub(crate) fn target_dir(root: &Path) -> PathBuf {
 
 /// The tools folder: BLOG_PACKAGE_TOOLS, or `package-tools` in cargo's target folder.
 pub(crate) fn tools_dir(root: &Path) -> PathBuf {
-    std::env::var_os("BLOG_PACKAGE_TOOLS").map(PathBuf::from).unwrap_or_else(|| target_dir(root).join("package-tools"))
+    std::env::var_os("BLOG_PACKAGE_TOOLS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target_dir(root).join("package-tools"))
 }
 
 /// Whether a command runs and exits 0 (its output is not shown).
 fn runs(command: &mut Command) -> bool {
-    command.stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|status| status.success())
+    command
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
 }
 
 /// Runs a command that must succeed, saying what it was for when it does not.
 pub(crate) fn run(command: &mut Command, what: &str) -> Result<(), String> {
-    let status = command.status().map_err(|error| format!("{what}: cannot run {:?}: {error}", command.get_program()))?;
+    let status = command
+        .status()
+        .map_err(|error| format!("{what}: cannot run {:?}: {error}", command.get_program()))?;
     if status.success() { Ok(()) } else { Err(format!("{what} failed ({status})")) }
 }
 
 /// Adds the target's standard library when rustup manages this toolchain and lacks it.
 pub(crate) fn ensure_rust_target() -> Result<(), String> {
-    let installed = Command::new("rustup").args(["target", "list", "--installed"]).stderr(Stdio::inherit()).output();
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .stderr(Stdio::inherit())
+        .output();
     match installed {
         Ok(output) if output.status.success() => {
             if String::from_utf8_lossy(&output.stdout).lines().any(|line| line.trim() == TARGET) {
                 return Ok(());
             }
-            eprintln!("package: adding the Rust standard library for {TARGET} (rustup target add {TARGET})");
-            run(Command::new("rustup").args(["target", "add", TARGET]), &format!("rustup target add {TARGET}"))
+            eprintln!(
+                "package: adding the Rust standard library for {TARGET} (rustup target add {TARGET})"
+            );
+            run(
+                Command::new("rustup").args(["target", "add", TARGET]),
+                &format!("rustup target add {TARGET}"),
+            )
         }
         // No rustup: a toolchain from a package manager ships its host's library only.
         _ => {
@@ -177,8 +193,13 @@ pub(crate) fn zig(tools: &Path) -> Result<PathBuf, String> {
              `snap install zig --classic --beta`), or python3"
         )
     })?;
-    eprintln!("package: fetching zig {ZIG_VERSION} (PyPI's ziglang wheel, {}) into {}", wheel.sha256, dir.display());
-    std::fs::create_dir_all(tools).map_err(|error| format!("cannot create {}: {error}", tools.display()))?;
+    eprintln!(
+        "package: fetching zig {ZIG_VERSION} (PyPI's ziglang wheel, {}) into {}",
+        wheel.sha256,
+        dir.display()
+    );
+    std::fs::create_dir_all(tools)
+        .map_err(|error| format!("cannot create {}: {error}", tools.display()))?;
     let mut fetch = Command::new(python[0]);
     fetch.args(&python[1..]).args(["-c", FETCH_WHEEL, wheel.url, wheel.sha256]).arg(&dir);
     run(&mut fetch, &format!("fetching zig {ZIG_VERSION} from {}", wheel.url))?;
@@ -194,7 +215,11 @@ fn python() -> Option<Vec<&'static str>> {
     candidates
         .into_iter()
         .find(|words| {
-            runs(Command::new(words[0]).args(&words[1..]).args(["-c", "import sys; sys.exit(sys.version_info < (3, 8))"]))
+            runs(
+                Command::new(words[0])
+                    .args(&words[1..])
+                    .args(["-c", "import sys; sys.exit(sys.version_info < (3, 8))"]),
+            )
         })
         .map(<[&str]>::to_vec)
 }
@@ -206,9 +231,13 @@ pub(crate) fn cargo_zigbuild(cargo: &Path, tools: &Path) -> Result<Vec<PathBuf>,
         return Ok(vec!["cargo-zigbuild".into(), "zigbuild".into()]);
     }
     let root = tools.join(format!("cargo-zigbuild-{CARGO_ZIGBUILD_VERSION}"));
-    let binary = root.join("bin").join(if cfg!(windows) { "cargo-zigbuild.exe" } else { "cargo-zigbuild" });
+    let binary =
+        root.join("bin").join(if cfg!(windows) { "cargo-zigbuild.exe" } else { "cargo-zigbuild" });
     if !binary.is_file() {
-        eprintln!("package: installing cargo-zigbuild {CARGO_ZIGBUILD_VERSION} into {}", root.display());
+        eprintln!(
+            "package: installing cargo-zigbuild {CARGO_ZIGBUILD_VERSION} into {}",
+            root.display()
+        );
         let mut install = Command::new(cargo);
         install
             .args([

@@ -193,7 +193,8 @@ pub(crate) struct CostArgs {
 
 /// A reader-load measurement, read from its file.
 fn measurement(path: &str) -> Result<cost::Measured, String> {
-    let text = std::fs::read_to_string(path).map_err(|error| format!("cannot read {path}: {error}"))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|error| format!("cannot read {path}: {error}"))?;
     cost::Measured::from_json(&text).ok_or_else(|| {
         format!("{path} has no load.views_per_day and per_1000_views.view_article_ru: is it `cargo bench --bench readers -- --json`'s?")
     })
@@ -214,10 +215,14 @@ fn hosting(text: &str) -> Result<cost::Hosting, String> {
     if text == "flex" {
         return Ok(cost::Hosting::Flex);
     }
-    cost::PLANS.iter().find(|plan| plan.name == text).map(|plan| cost::Hosting::Dedicated(*plan)).ok_or_else(|| {
-        let plans: Vec<&str> = cost::PLANS.iter().map(|plan| plan.name).collect();
-        format!("{text:?} is not a hosting plan: flex, or one of {}", plans.join(", "))
-    })
+    cost::PLANS
+        .iter()
+        .find(|plan| plan.name == text)
+        .map(|plan| cost::Hosting::Dedicated(*plan))
+        .ok_or_else(|| {
+            let plans: Vec<&str> = cost::PLANS.iter().map(|plan| plan.name).collect();
+            format!("{text:?} is not a hosting plan: flex, or one of {}", plans.join(", "))
+        })
 }
 
 /// A share between 0 and 1.

@@ -10,7 +10,10 @@ use crate::progress::{self, Progress};
 use crate::{cost, smoke};
 
 /// Every command but `serve`; `stderr` takes their progress and summary.
-pub(crate) async fn maintain(maintenance: Maintenance, stderr: &Progress) -> Result<(), HandlerError> {
+pub(crate) async fn maintain(
+    maintenance: Maintenance,
+    stderr: &Progress,
+) -> Result<(), HandlerError> {
     // Read by the commands that need them (not the smoke test, not cost): a usage error if wrong.
     let settings = Config::from_env;
     match maintenance {
@@ -23,14 +26,22 @@ pub(crate) async fn maintain(maintenance: Maintenance, stderr: &Progress) -> Res
         }
         // Arithmetic on the traffic given: no store, no settings.
         Maintenance::Cost(args) => cost(&args).map_err(HandlerError::Output),
-        Maintenance::RebuildCopies => rebuild_copies(settings().map_err(HandlerError::Usage)?, stderr).await,
-        Maintenance::DeadLetters { action: None } => dead_letters(settings().map_err(HandlerError::Usage)?).await,
+        Maintenance::RebuildCopies => {
+            rebuild_copies(settings().map_err(HandlerError::Usage)?, stderr).await
+        }
+        Maintenance::DeadLetters { action: None } => {
+            dead_letters(settings().map_err(HandlerError::Usage)?).await
+        }
         Maintenance::DeadLetters { action: Some(DeadLettersAction::Replay) } => {
             replay_dead_letters(settings().map_err(HandlerError::Usage)?, stderr).await
         }
         Maintenance::Lag => lag(settings().map_err(HandlerError::Usage)?).await,
-        Maintenance::Export { output } => export(settings().map_err(HandlerError::Usage)?, output, stderr).await,
-        Maintenance::Import { file } => import(settings().map_err(HandlerError::Usage)?, file, stderr).await,
+        Maintenance::Export { output } => {
+            export(settings().map_err(HandlerError::Usage)?, output, stderr).await
+        }
+        Maintenance::Import { file } => {
+            import(settings().map_err(HandlerError::Usage)?, file, stderr).await
+        }
         #[cfg(feature = "embedded")]
         Maintenance::Repair => repair(settings().map_err(HandlerError::Usage)?, None, stderr).await,
         #[cfg(feature = "embedded")]
@@ -39,8 +50,12 @@ pub(crate) async fn maintain(maintenance: Maintenance, stderr: &Progress) -> Res
                 .into_iter()
                 .find(|known| known.name() == container)
                 .expect("clap accepts the containers' names only");
-            repair(settings().map_err(HandlerError::Usage)?, Some(blog::ItemToRemove { container, partition_key, id }), stderr)
-                .await
+            repair(
+                settings().map_err(HandlerError::Usage)?,
+                Some(blog::ItemToRemove { container, partition_key, id }),
+                stderr,
+            )
+            .await
         }
     }
 }
@@ -64,13 +79,19 @@ fn seconds(elapsed: std::time::Duration) -> String {
 async fn rebuild_copies(config: Config, stderr: &Progress) -> Result<(), HandlerError> {
     let state = blog::connect(&config).await?;
     let users = blog::replay_users_reporting(&state, &mut |users| {
-        stderr.update(|| format!("rebuild-copies: {users} users replayed ({})", seconds(stderr.elapsed())))
+        stderr.update(|| {
+            format!("rebuild-copies: {users} users replayed ({})", seconds(stderr.elapsed()))
+        })
     })
     .await
     .map_err(|source| HandlerError::Feed { what: "the replay of users", source })?;
     let posts = blog::rebuild_copies_reporting(&state, &mut |posts| {
-        stderr
-            .update(|| format!("rebuild-copies: {users} users replayed, {posts} posts delivered ({})", seconds(stderr.elapsed())))
+        stderr.update(|| {
+            format!(
+                "rebuild-copies: {users} users replayed, {posts} posts delivered ({})",
+                seconds(stderr.elapsed())
+            )
+        })
     })
     .await
     .map_err(|source| HandlerError::Feed { what: "the rebuild of the copies", source })?;
@@ -140,10 +161,17 @@ async fn lag(config: Config) -> Result<(), HandlerError> {
     let lags = lag::measure(&state, &followed, lag::COUNTED_AT_MOST).await?;
     let mut out = std::io::stdout().lock();
     for lag in lags {
-        let count = if lag.at_least { format!("at least {}", lag.pending) } else { lag.pending.to_string() };
+        let count = if lag.at_least {
+            format!("at least {}", lag.pending)
+        } else {
+            lag.pending.to_string()
+        };
         let said = match (lag.pending, lag.oldest) {
             (0, _) => "up to date".to_owned(),
-            (_, Some(age)) => format!("{count} changes not delivered yet, the oldest written {} ago", seconds(age)),
+            (_, Some(age)) => format!(
+                "{count} changes not delivered yet, the oldest written {} ago",
+                seconds(age)
+            ),
             (_, None) => format!("{count} changes not delivered yet"),
         };
         writeln!(out, "{}: {said}", lag.function.name()).map_err(HandlerError::Output)?;
@@ -166,7 +194,9 @@ fn cost(args: &CostArgs) -> std::io::Result<()> {
             let traffic = Traffic::of(views);
             Traffic {
                 post_share: args.post_share,
-                writes_per_day: args.writes_per_day.map_or(traffic.writes_per_day, |writes| writes as f64),
+                writes_per_day: args
+                    .writes_per_day
+                    .map_or(traffic.writes_per_day, |writes| writes as f64),
                 instances: f64::from(args.instances),
                 instance_gb: f64::from(args.instance_memory_mb) / 1024.0,
                 picture_share: args.picture_share,
@@ -187,7 +217,9 @@ fn cost(args: &CostArgs) -> std::io::Result<()> {
     let measured = if args.measured.is_empty() { cost::recorded() } else { args.measured.clone() };
     let mut out = std::io::stdout().lock();
     write!(out, "{}\n{}", cost::per_request(), cost::table(&traffics, &Prices::LISTED, &measured))?;
-    if let Some(largest) = traffics.iter().max_by(|a, b| a.views_per_day.total_cmp(&b.views_per_day)) {
+    if let Some(largest) =
+        traffics.iter().max_by(|a, b| a.views_per_day.total_cmp(&b.views_per_day))
+    {
         write!(out, "\n{}", cost::bill(largest, &Prices::LISTED, &measured))?;
         write!(out, "\n{}", cost::levers(largest, &Prices::LISTED, &measured))?;
     }
@@ -197,7 +229,11 @@ fn cost(args: &CostArgs) -> std::io::Result<()> {
 /// `handler export [--output FILE]`: every user, post, comment, like and picture as JSON lines
 /// ([`blog::export`]), on stdout unless a file is named, which appears only once whole
 /// ([`blog::PartialFile`]). How far it has got, and the summary, on stderr.
-async fn export(config: Config, output: Option<std::path::PathBuf>, stderr: &Progress) -> Result<(), HandlerError> {
+async fn export(
+    config: Config,
+    output: Option<std::path::PathBuf>,
+    stderr: &Progress,
+) -> Result<(), HandlerError> {
     use std::io::Write;
     let state = blog::connect(&config).await?;
     let file_error = |path: &std::path::Path| {
@@ -214,13 +250,17 @@ async fn export(config: Config, output: Option<std::path::PathBuf>, stderr: &Pro
         None => &mut stdout,
     };
     let counts = blog::export(&state, out, &mut |counts, posts| {
-        let bar = posts.map(|posts| format!("{} ", progress::bar(posts.done, posts.of))).unwrap_or_default();
+        let bar = posts
+            .map(|posts| format!("{} ", progress::bar(posts.done, posts.of)))
+            .unwrap_or_default();
         stderr.update(|| format!("export: {bar}{counts} ({})", seconds(stderr.elapsed())))
     })
     .await;
     let counts = match counts {
         // A reader that stopped early (`| head`) took what it wanted.
-        Err(blog::TransferError::Io(error)) if error.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+        Err(blog::TransferError::Io(error)) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+            return Ok(());
+        }
         other => other?,
     };
     if let (Some(partial), Some(path)) = (partial, &output) {
@@ -234,14 +274,17 @@ async fn export(config: Config, output: Option<std::path::PathBuf>, stderr: &Pro
 /// `handler import [FILE]`: checks an export, loads it into this store, then makes the copies.
 /// Standard input is copied into a temporary file first: the file is read twice. How far it
 /// has got, and the summary, on stderr.
-async fn import(config: Config, file: Option<std::path::PathBuf>, stderr: &Progress) -> Result<(), HandlerError> {
+async fn import(
+    config: Config,
+    file: Option<std::path::PathBuf>,
+    stderr: &Progress,
+) -> Result<(), HandlerError> {
     use blog::ImportProgress;
     let spooled = match &file {
         Some(_) => None,
-        None => Some(
-            blog::Spooled::from(&mut std::io::stdin().lock())
-                .map_err(|source| HandlerError::File { path: std::env::temp_dir().join("cosmos-blog-import-…"), source })?,
-        ),
+        None => Some(blog::Spooled::from(&mut std::io::stdin().lock()).map_err(|source| {
+            HandlerError::File { path: std::env::temp_dir().join("cosmos-blog-import-…"), source }
+        })?),
     };
     let path = match (&file, &spooled) {
         (Some(path), _) => path.clone(),
@@ -253,7 +296,9 @@ async fn import(config: Config, file: Option<std::path::PathBuf>, stderr: &Progr
     }
     let state = blog::connect_for_import(&config).await?;
     // Named in full where the import says how to finish it, wherever it is run from then.
-    let given = file.as_ref().map(|file| file.canonicalize().unwrap_or_else(|_| file.clone()).display().to_string());
+    let given = file
+        .as_ref()
+        .map(|file| file.canonicalize().unwrap_or_else(|_| file.clone()).display().to_string());
     let counts = blog::import(&state, &path, given.as_deref(), &mut |step| {
         let elapsed = || seconds(stderr.elapsed());
         match step {
@@ -271,13 +316,18 @@ async fn import(config: Config, file: Option<std::path::PathBuf>, stderr: &Progr
         }
     })
     .await?;
-    stderr.line(&format!("import: {counts} written, copies made, in {}", seconds(stderr.elapsed())));
+    stderr
+        .line(&format!("import: {counts} written, copies made, in {}", seconds(stderr.elapsed())));
     Ok(())
 }
 
 /// `handler repair` and `handler remove`: see [`blog::repair`]. The summary on stderr.
 #[cfg(feature = "embedded")]
-async fn repair(config: Config, remove: Option<blog::ItemToRemove>, stderr: &Progress) -> Result<(), HandlerError> {
+async fn repair(
+    config: Config,
+    remove: Option<blog::ItemToRemove>,
+    stderr: &Progress,
+) -> Result<(), HandlerError> {
     let what = if remove.is_some() { "remove" } else { "repair" };
     let done = blog::repair(&config, remove).await?;
     let rows = &done.rows;
@@ -293,7 +343,10 @@ async fn repair(config: Config, remove: Option<blog::ItemToRemove>, stderr: &Pro
     let removed = rows.removed.as_ref().map(|item| format!("removed {item}; ")).unwrap_or_default();
     let unreadable = match rows.unreadable.len() {
         0 => String::new(),
-        count => format!("{count} rows that did not read as items removed ({}); ", rows.unreadable.join(", ")),
+        count => format!(
+            "{count} rows that did not read as items removed ({}); ",
+            rows.unreadable.join(", ")
+        ),
     };
     stderr.line(&format!(
         "{what}: {removed}{unreadable}{} comments and likes of posts that are gone, {} copies and {} reservations removed; {} posts \

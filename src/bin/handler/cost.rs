@@ -377,7 +377,10 @@ pub(crate) struct Estimate {
 impl Estimate {
     /// The lines whose name starts with `part` ("Cosmos DB", "Functions", …), a month.
     pub(crate) fn part(&self, part: &str) -> f64 {
-        self.lines.iter().filter(|line| line.what.starts_with(part)).fold(0.0, |sum, line| sum + line.dollars)
+        self.lines
+            .iter()
+            .filter(|line| line.what.starts_with(part))
+            .fold(0.0, |sum, line| sum + line.dollars)
     }
 
     /// Everything, a month.
@@ -416,7 +419,8 @@ impl Measured {
     pub(crate) fn from_json(text: &str) -> Option<Measured> {
         let figures: serde_json::Value = serde_json::from_str(text).ok()?;
         let views_per_day = figures["load"]["views_per_day"].as_f64().filter(|rate| *rate > 0.0)?;
-        let view_ru_per_1000 = figures["per_1000_views"]["view_article_ru"].as_f64().filter(|ru| *ru >= 0.0)?;
+        let view_ru_per_1000 =
+            figures["per_1000_views"]["view_article_ru"].as_f64().filter(|ru| *ru >= 0.0)?;
         Some(Measured { views_per_day, view_ru_per_1000 })
     }
 }
@@ -425,10 +429,13 @@ impl Measured {
 /// reader-load bench on this blog, kept in benches/results/ (BENCHMARKS.md says how they were
 /// made).
 pub(crate) fn recorded() -> Vec<Measured> {
-    [include_str!("../../../benches/results/readers-100k.json"), include_str!("../../../benches/results/readers-1m.json")]
-        .into_iter()
-        .map(|text| Measured::from_json(text).expect("a recorded measurement has the bench's figures"))
-        .collect()
+    [
+        include_str!("../../../benches/results/readers-100k.json"),
+        include_str!("../../../benches/results/readers-1m.json"),
+    ]
+    .into_iter()
+    .map(|text| Measured::from_json(text).expect("a recorded measurement has the bench's figures"))
+    .collect()
 }
 
 /// Reads of the change log a day: a view reads it only when its instance's copy is older than a
@@ -448,7 +455,9 @@ fn change_log_reads_per_day(traffic: &Traffic) -> f64 {
 fn computed_view_ru_per_day(traffic: &Traffic) -> f64 {
     let log_reads = change_log_reads_per_day(traffic);
     let feed_reads = (traffic.writes_per_day * traffic.instances).min(log_reads);
-    log_reads * CHANGE_LOG_RU + feed_reads * FRONT_PAGE_RU + traffic.views_per_day * traffic.post_share * POST_PAGE_RU
+    log_reads * CHANGE_LOG_RU
+        + feed_reads * FRONT_PAGE_RU
+        + traffic.views_per_day * traffic.post_share * POST_PAGE_RU
 }
 
 /// Seconds a day an instance is billed for, executing `executions_per_day` that arrive at
@@ -490,7 +499,8 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
     let write_ru_per_day = new_posts * (article::C2 + COPIES_RU + FEED_TRIM_RU)
         + reactions * ((article::C3 + article::C4) / 2.0 + COPIES_RU)
         + traffic.writes_per_day * (KEY_RU + MARKS_RU + LOG_APPEND_RU);
-    let batches = [batches_per_day(traffic.writes_per_day), batches_per_day(2.0 * traffic.writes_per_day)];
+    let batches =
+        [batches_per_day(traffic.writes_per_day), batches_per_day(2.0 * traffic.writes_per_day)];
     let all_batches: f64 = batches.iter().sum();
     let trigger_ru_per_day = change_feed::FUNCTIONS
         * (SECONDS_PER_DAY / change_feed::POLL_SECONDS * change_feed::EMPTY_READ_RU
@@ -503,7 +513,8 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
     // The function app: the HTTP functions share their instances; each change-feed function
     // has its own. The free grants are the app's, taken off the HTTP functions first.
     let served = 1.0 - traffic.cdn_hit_rate;
-    let http_executions = (traffic.views_per_day + traffic.pictures_per_day()) * served + traffic.writes_per_day;
+    let http_executions =
+        (traffic.views_per_day + traffic.pictures_per_day()) * served + traffic.writes_per_day;
     let http_busy = busy_seconds_per_day(http_executions / traffic.instances) * traffic.instances;
     let trigger_busy: f64 = batches.iter().map(|&batches| busy_seconds_per_day(batches)).sum();
     let gb_seconds = |busy: f64| busy * traffic.instance_gb * DAYS_PER_MONTH;
@@ -511,20 +522,36 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
     let mut free_executions = prices.free_executions;
     let mut functions = |executions_per_day: f64, busy: f64| {
         let (executions, memory) = (executions_per_day * DAYS_PER_MONTH, gb_seconds(busy));
-        let (paid_executions, paid_memory) = ((executions - free_executions).max(0.0), (memory - free_seconds).max(0.0));
+        let (paid_executions, paid_memory) =
+            ((executions - free_executions).max(0.0), (memory - free_seconds).max(0.0));
         free_executions = (free_executions - executions).max(0.0);
         free_seconds = (free_seconds - memory).max(0.0);
-        let dollars = paid_memory * prices.per_gb_second + paid_executions / 1e6 * prices.per_million_executions;
+        let dollars = paid_memory * prices.per_gb_second
+            + paid_executions / 1e6 * prices.per_million_executions;
         (format!("{:.1} M executions, {} GB-s", executions / 1e6, grouped(memory)), dollars)
     };
-    let ((http_quantity, http_dollars), (trigger_quantity, trigger_dollars)) = match traffic.hosting {
-        Hosting::Flex => (functions(http_executions, http_busy), functions(all_batches, trigger_busy)),
+    let ((http_quantity, http_dollars), (trigger_quantity, trigger_dollars)) = match traffic.hosting
+    {
+        Hosting::Flex => {
+            (functions(http_executions, http_busy), functions(all_batches, trigger_busy))
+        }
         Hosting::Dedicated(plan) => (
             (
-                format!("{} of App Service {} ({}), all month", instances(traffic.instances), plan.name, plan.size),
+                format!(
+                    "{} of App Service {} ({}), all month",
+                    instances(traffic.instances),
+                    plan.name,
+                    plan.size
+                ),
                 plan.per_month * traffic.instances,
             ),
-            (format!("{:.1} M batches, on the plan's instances", all_batches * DAYS_PER_MONTH / 1e6), 0.0),
+            (
+                format!(
+                    "{:.1} M batches, on the plan's instances",
+                    all_batches * DAYS_PER_MONTH / 1e6
+                ),
+                0.0,
+            ),
         ),
     };
 
@@ -533,7 +560,9 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
     // line a minute, the host's aggregates and counters.
     let per_minute = http_executions / 1440.0 / traffic.instances;
     let routes = rows::MINUTE_ROUTES * (1.0 - (-per_minute / rows::MINUTE_ROUTES).exp());
-    let own_lines = traffic.writes_per_day.min(blog::BILLED_LINES.own_lines_per_minute as f64 * 1440.0 * traffic.instances);
+    let own_lines = traffic
+        .writes_per_day
+        .min(blog::BILLED_LINES.own_lines_per_minute as f64 * 1440.0 * traffic.instances);
     let trace_bytes = 1440.0 * traffic.instances * routes * rows::trace(blog::BILLED_LINES.minute)
         + own_lines * rows::trace(blog::BILLED_LINES.request)
         + all_batches * rows::trace(blog::BILLED_LINES.delivered)
@@ -571,18 +600,39 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
     // on each instance while the instance keeps it (src/pictures/blob.rs, KEPT_UNASKED), and an
     // instance keeps at most VERIFIED_ENTRIES files: counted as if every kept file were read
     // every hour (a bound), and never more than the pictures served.
-    let picture_reads = (traffic.pictures_per_day() * served).min(24.0 * VERIFIED_ENTRIES * traffic.instances);
+    let picture_reads =
+        (traffic.pictures_per_day() * served).min(24.0 * VERIFIED_ENTRIES * traffic.instances);
     let mut lines = vec![
-        Line { what: "Cosmos DB: page views", quantity: millions(view_ru_per_day), dollars: ru(view_ru_per_day) },
-        Line { what: "Cosmos DB: writes and their copies", quantity: millions(write_ru_per_day), dollars: ru(write_ru_per_day) },
+        Line {
+            what: "Cosmos DB: page views",
+            quantity: millions(view_ru_per_day),
+            dollars: ru(view_ru_per_day),
+        },
+        Line {
+            what: "Cosmos DB: writes and their copies",
+            quantity: millions(write_ru_per_day),
+            dollars: ru(write_ru_per_day),
+        },
         Line {
             what: "Cosmos DB: the change-feed triggers' polls, leases and checkpoints",
             quantity: millions(trigger_ru_per_day),
             dollars: ru(trigger_ru_per_day),
         },
-        Line { what: "Functions: HTTP (pages, pictures, API)", quantity: http_quantity, dollars: http_dollars },
-        Line { what: "Functions: the change feed (two functions)", quantity: trigger_quantity, dollars: trigger_dollars },
-        Line { what: "Application Insights", quantity: format!("{log_gb:.1} GB"), dollars: logs_dollars },
+        Line {
+            what: "Functions: HTTP (pages, pictures, API)",
+            quantity: http_quantity,
+            dollars: http_dollars,
+        },
+        Line {
+            what: "Functions: the change feed (two functions)",
+            quantity: trigger_quantity,
+            dollars: trigger_dollars,
+        },
+        Line {
+            what: "Application Insights",
+            quantity: format!("{log_gb:.1} GB"),
+            dollars: logs_dollars,
+        },
         Line {
             what: "Blob Storage: pictures read",
             quantity: format!("{:.1} M reads", picture_reads * DAYS_PER_MONTH / 1e6),
@@ -601,7 +651,10 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
     if traffic.cdn_hit_rate > 0.0 || traffic.cdn == Cdn::FrontDoor {
         lines.push(Line {
             what: cdn_what,
-            quantity: format!("{} GB", grouped(gb((page_bytes + picture_bytes) * traffic.cdn_hit_rate))),
+            quantity: format!(
+                "{} GB",
+                grouped(gb((page_bytes + picture_bytes) * traffic.cdn_hit_rate))
+            ),
             dollars: cdn_dollars,
         });
     }
@@ -623,7 +676,9 @@ pub(crate) fn table(traffics: &[Traffic], prices: &Prices, measured: &[Measured]
         let estimate = estimate(traffic, prices, measured);
         let priced = match estimate.views_priced {
             ViewsPriced::Computed => "the caches' rules (a bound)".to_owned(),
-            ViewsPriced::Measured { at_views_per_day } => format!("a measurement at {} a day", grouped(at_views_per_day)),
+            ViewsPriced::Measured { at_views_per_day } => {
+                format!("a measurement at {} a day", grouped(at_views_per_day))
+            }
         };
         let cdn = estimate.part("CDN") + estimate.part("Front Door");
         let _ = writeln!(
@@ -647,7 +702,10 @@ pub(crate) fn table(traffics: &[Traffic], prices: &Prices, measured: &[Measured]
 /// The bill of `traffic`, line by line.
 pub(crate) fn bill(traffic: &Traffic, prices: &Prices, measured: &[Measured]) -> String {
     let estimate = estimate(traffic, prices, measured);
-    let mut out = format!("The bill at {} page views a day, line by line:\n\n", grouped(traffic.views_per_day));
+    let mut out = format!(
+        "The bill at {} page views a day, line by line:\n\n",
+        grouped(traffic.views_per_day)
+    );
     out.push_str("| line | a month | cost |\n| --- | ---: | ---: |\n");
     for line in &estimate.lines {
         let _ = writeln!(out, "| {} | {} | {} |", line.what, line.quantity, dollars(line.dollars));
@@ -665,7 +723,11 @@ pub(crate) fn levers(traffic: &Traffic, prices: &Prices, measured: &[Measured]) 
         ("the caches' rules alone, every post view read whole (a bound)", base, &[]),
         ("as deployed: the caches as measured", base, measured),
         ("no post has a picture", Traffic { picture_share: 0.0, ..base }, measured),
-        ("a CDN you already have answers 90% of the requests", Traffic { cdn_hit_rate: 0.9, ..base }, measured),
+        (
+            "a CDN you already have answers 90% of the requests",
+            Traffic { cdn_hit_rate: 0.9, ..base },
+            measured,
+        ),
         (
             "a CDN at $0.01 a GB answers 90% of the requests",
             Traffic { cdn_hit_rate: 0.9, cdn: Cdn::ByTheGigabyte, ..base },
@@ -677,19 +739,27 @@ pub(crate) fn levers(traffic: &Traffic, prices: &Prices, measured: &[Measured]) 
             measured,
         ),
         ("instances of 2,048 MB instead of 512", Traffic { instance_gb: 2.0, ..base }, measured),
-        ("an App Service plan B1 instead of Flex Consumption", Traffic { hosting: b1, ..base }, measured),
+        (
+            "an App Service plan B1 instead of Flex Consumption",
+            Traffic { hosting: b1, ..base },
+            measured,
+        ),
         (
             "B1, and a CDN at $0.01 a GB answers 90% of the requests",
             Traffic { hosting: b1, cdn_hit_rate: 0.9, cdn: Cdn::ByTheGigabyte, ..base },
             measured,
         ),
     ];
-    let mut out = format!("What each lever changes, at {} page views a day:\n\n", grouped(traffic.views_per_day));
+    let mut out = format!(
+        "What each lever changes, at {} page views a day:\n\n",
+        grouped(traffic.views_per_day)
+    );
     out.push_str("| lever | Cosmos DB | Functions | Application Insights | bytes out | CDN | Blob Storage | total a month |\n");
     out.push_str("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (lever, traffic, measured) in rows {
         let estimate = estimate(&traffic, prices, measured);
-        let parts = ["Cosmos DB", "Functions", "Application Insights", "Bytes out"].map(|part| estimate.part(part));
+        let parts = ["Cosmos DB", "Functions", "Application Insights", "Bytes out"]
+            .map(|part| estimate.part(part));
         let cdn = estimate.part("CDN") + estimate.part("Front Door");
         let _ = writeln!(
             out,
@@ -753,11 +823,18 @@ mod tests {
     #[test]
     fn the_change_log_is_read_at_most_once_a_second_an_instance() {
         let quiet = Traffic::of(1_000.0);
-        assert!((change_log_reads_per_day(&quiet) - 1_000.0).abs() < 12.0, "{}", change_log_reads_per_day(&quiet));
+        assert!(
+            (change_log_reads_per_day(&quiet) - 1_000.0).abs() < 12.0,
+            "{}",
+            change_log_reads_per_day(&quiet)
+        );
         let busy = Traffic::of(100_000_000.0);
         assert!(change_log_reads_per_day(&busy) < SECONDS_PER_DAY);
         let two = Traffic { instances: 2.0, ..busy };
-        assert!(change_log_reads_per_day(&two) < 2.0 * SECONDS_PER_DAY && change_log_reads_per_day(&two) > SECONDS_PER_DAY);
+        assert!(
+            change_log_reads_per_day(&two) < 2.0 * SECONDS_PER_DAY
+                && change_log_reads_per_day(&two) > SECONDS_PER_DAY
+        );
     }
 
     /// Request units follow the article's figures: 1,000 post page views with no cache help
@@ -768,9 +845,16 @@ mod tests {
         let estimate = estimate(&traffic, &Prices::LISTED, &[]);
         let log = change_log_reads_per_day(&traffic) * CHANGE_LOG_RU;
         assert!((estimate.view_ru_per_day - log - 17_640.0).abs() < 1e-6, "{estimate:?}");
-        let writes = estimate.lines.iter().find(|line| line.what == "Cosmos DB: writes and their copies").unwrap();
+        let writes = estimate
+            .lines
+            .iter()
+            .find(|line| line.what == "Cosmos DB: writes and their copies")
+            .unwrap();
         assert_eq!(writes.dollars, 0.0);
-        assert!(estimate.trigger_ru_per_day > 0.0, "the triggers poll and renew their leases all the same");
+        assert!(
+            estimate.trigger_ru_per_day > 0.0,
+            "the triggers poll and renew their leases all the same"
+        );
     }
 
     /// Views are priced by the measurement taken at the highest rate not above the row's, and
@@ -783,7 +867,10 @@ mod tests {
         ];
         let at = |views: f64| estimate(&Traffic::of(views), &Prices::LISTED, &measured);
         assert_eq!(at(10_000.0).views_priced, ViewsPriced::Computed);
-        assert_eq!(at(500_000.0).views_priced, ViewsPriced::Measured { at_views_per_day: 100_000.0 });
+        assert_eq!(
+            at(500_000.0).views_priced,
+            ViewsPriced::Measured { at_views_per_day: 100_000.0 }
+        );
         assert!((at(500_000.0).view_ru_per_day - 2_000_000.0).abs() < 1e-6);
         assert!((at(3_000_000.0).view_ru_per_day - 6_000_000.0).abs() < 1e-6);
     }
@@ -799,11 +886,22 @@ mod tests {
         assert!(cdn.part("Functions") < without.part("Functions"), "{cdn:?} {without:?}");
         assert!(cdn.part("Bytes out") < without.part("Bytes out"), "{cdn:?} {without:?}");
         assert_eq!(cdn.part("CDN"), 0.0, "yours, not priced");
-        let front_door = estimate(&Traffic { cdn_hit_rate: 0.9, cdn: Cdn::FrontDoor, ..busy }, &Prices::LISTED, &[]);
+        let front_door = estimate(
+            &Traffic { cdn_hit_rate: 0.9, cdn: Cdn::FrontDoor, ..busy },
+            &Prices::LISTED,
+            &[],
+        );
         let requests = 1_000_000.0 * DAYS_PER_MONTH / 10_000.0 * 0.009;
         assert!(front_door.part("Front Door") > 35.0 + requests, "{front_door:?}");
-        let by_the_gb = estimate(&Traffic { cdn_hit_rate: 0.9, cdn: Cdn::ByTheGigabyte, ..busy }, &Prices::LISTED, &[]);
-        assert!(by_the_gb.part("CDN") > 0.0 && by_the_gb.part("CDN") < front_door.part("Front Door"), "{by_the_gb:?}");
+        let by_the_gb = estimate(
+            &Traffic { cdn_hit_rate: 0.9, cdn: Cdn::ByTheGigabyte, ..busy },
+            &Prices::LISTED,
+            &[],
+        );
+        assert!(
+            by_the_gb.part("CDN") > 0.0 && by_the_gb.part("CDN") < front_door.part("Front Door"),
+            "{by_the_gb:?}"
+        );
     }
 
     /// Pictures are most of the bytes, and only first visits download them.
@@ -839,7 +937,10 @@ mod tests {
     #[test]
     fn the_recorded_measurements_read() {
         let recorded = recorded();
-        assert_eq!(recorded.iter().map(|m| m.views_per_day).collect::<Vec<_>>(), [100_000.0, 1_000_000.0]);
+        assert_eq!(
+            recorded.iter().map(|m| m.views_per_day).collect::<Vec<_>>(),
+            [100_000.0, 1_000_000.0]
+        );
         assert!(Measured::from_json("{}").is_none());
     }
 
@@ -856,14 +957,24 @@ mod tests {
     fn a_dedicated_plan_costs_its_instances_whatever_the_load() {
         let b1 = Hosting::Dedicated(PLANS[0]);
         for views in [100.0, 1_000_000.0, 10_000_000.0] {
-            let estimate = estimate(&Traffic { hosting: b1, ..Traffic::of(views) }, &Prices::LISTED, &[]);
+            let estimate =
+                estimate(&Traffic { hosting: b1, ..Traffic::of(views) }, &Prices::LISTED, &[]);
             assert_eq!(estimate.part("Functions"), 13.14, "{estimate:?}");
         }
-        let two = estimate(&Traffic { hosting: b1, instances: 2.0, ..Traffic::of(1e6) }, &Prices::LISTED, &[]);
+        let two = estimate(
+            &Traffic { hosting: b1, instances: 2.0, ..Traffic::of(1e6) },
+            &Prices::LISTED,
+            &[],
+        );
         assert_eq!(two.part("Functions"), 2.0 * 13.14);
         let flex = estimate(&Traffic::of(1e6), &Prices::LISTED, &[]);
-        let dedicated = estimate(&Traffic { hosting: b1, ..Traffic::of(1e6) }, &Prices::LISTED, &[]);
-        assert_eq!(flex.part("Cosmos DB"), dedicated.part("Cosmos DB"), "the plan changes no request unit");
+        let dedicated =
+            estimate(&Traffic { hosting: b1, ..Traffic::of(1e6) }, &Prices::LISTED, &[]);
+        assert_eq!(
+            flex.part("Cosmos DB"),
+            dedicated.part("Cosmos DB"),
+            "the plan changes no request unit"
+        );
         assert!(flex.part("Functions") > dedicated.part("Functions"), "{flex:?}");
     }
 

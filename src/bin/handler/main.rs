@@ -65,8 +65,7 @@ enum HandlerError {
 
 /// The SDKs log every request at `info` (the Blob Storage client's through `typespec_client_core`,
 /// one line per failed try); our own per-request line and warnings say what matters.
-const DEFAULT_LOG_FILTER: &str =
-    "info,azure_core=warn,azure_data_cosmos=warn,azure_data_cosmos_driver=warn,azure_storage_blob=warn,typespec_client_core=warn";
+const DEFAULT_LOG_FILTER: &str = "info,azure_core=warn,azure_data_cosmos=warn,azure_data_cosmos_driver=warn,azure_storage_blob=warn,typespec_client_core=warn";
 
 /// The stack of each of the runtime's worker threads.
 const WORKER_STACK_BYTES: usize = 8 << 20;
@@ -94,7 +93,8 @@ fn main() -> ExitCode {
 }
 
 async fn handler(command: Command) -> ExitCode {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG_FILTER));
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG_FILTER));
     let lines = tracing_subscriber::fmt().with_env_filter(filter);
     let maintenance = match command {
         Command::Maintenance(maintenance) => maintenance,
@@ -139,7 +139,11 @@ async fn serving(lines: LogLines) -> ExitCode {
     let under_host = std::env::var_os("FUNCTIONS_CUSTOMHANDLER_PORT").is_some();
     let (stdout, _flush_on_exit) = blog::batched(std::io::stdout());
     let (stderr, _flush_errors_on_exit) = blog::batched(std::io::stderr());
-    let lines = lines.with_writer(stderr.with_max_level(tracing::Level::WARN).and(stdout.with_min_level(tracing::Level::INFO)));
+    let lines = lines.with_writer(
+        stderr
+            .with_max_level(tracing::Level::WARN)
+            .and(stdout.with_min_level(tracing::Level::INFO)),
+    );
     // Colour only for a person at a terminal, in `tracing-subscriber`'s own format. The host
     // captures stdout into its own log stream, and a file or a pipe keeps the codes as noise:
     // there the same layout is written without them, by the cheaper `LineFormat`.
@@ -168,12 +172,19 @@ async fn serve() -> Result<(), HandlerError> {
             tracing::info!(data = %data_dir.display(), "embedded store (the SDK's in-memory emulator, kept in SQLite)")
         }
         Backend::ConnectionString(_) => {
-            tracing::info!("Cosmos DB account from the {} connection string", blog::CONNECTION_SETTING)
+            tracing::info!(
+                "Cosmos DB account from the {} connection string",
+                blog::CONNECTION_SETTING
+            )
         }
-        Backend::Endpoint { endpoint, .. } => tracing::info!(%endpoint, "Cosmos DB account with Entra ID"),
+        Backend::Endpoint { endpoint, .. } => {
+            tracing::info!(%endpoint, "Cosmos DB account with Entra ID")
+        }
     }
     tracing::info!(change_feed = ?config.change_feed, "change-feed functions");
-    let address = listener.local_addr().map_err(|source| HandlerError::Listen { address: config.listen, source })?;
+    let address = listener
+        .local_addr()
+        .map_err(|source| HandlerError::Listen { address: config.listen, source })?;
     tracing::info!("serving on http://{address}/ (the JSON API under /api)");
     blog.serve(listener, shutdown_signal()).await.map_err(HandlerError::Serve)
 }
@@ -188,7 +199,9 @@ async fn shutdown_signal() {
     };
     #[cfg(unix)]
     let terminate = async {
-        if let Ok(mut signal) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        if let Ok(mut signal) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
             signal.recv().await;
         }
     };

@@ -59,11 +59,19 @@ impl Progress {
     /// On stderr: redrawn in place when stderr is a terminal, plain lines otherwise.
     pub(crate) fn stderr() -> Progress {
         let terminal = std::io::stderr().is_terminal();
-        Progress::new(std::io::stderr(), terminal, if terminal { TERMINAL_EVERY } else { PLAIN_EVERY })
+        Progress::new(
+            std::io::stderr(),
+            terminal,
+            if terminal { TERMINAL_EVERY } else { PLAIN_EVERY },
+        )
     }
 
     /// On `out`: a line redrawn at most every `every` when `terminal`, else a plain line every `every`.
-    pub(crate) fn new(out: impl Write + Send + 'static, terminal: bool, every: Duration) -> Progress {
+    pub(crate) fn new(
+        out: impl Write + Send + 'static,
+        terminal: bool,
+        every: Duration,
+    ) -> Progress {
         let started = Instant::now();
         let shared = Shared { out: Box::new(out), terminal, every, last: None, shown: None };
         Progress { started, shared: Arc::new(Mutex::new(shared)) }
@@ -93,7 +101,10 @@ impl Progress {
         shared.last = Some(now);
         let line = line();
         if shared.terminal {
-            let _ = shared.out.write_all(ERASE_LINE).and_then(|()| shared.out.write_all(line.as_bytes()));
+            let _ = shared
+                .out
+                .write_all(ERASE_LINE)
+                .and_then(|()| shared.out.write_all(line.as_bytes()));
             let _ = shared.out.flush();
             shared.shown = Some(line);
         } else {
@@ -215,10 +226,13 @@ mod tests {
             let (done, finished) = std::sync::mpsc::channel();
             let drawing = progress.clone();
             std::thread::spawn(move || {
-                drawing.update(|| format!("1 post in {:.0?}", drawing.elapsed().min(Duration::ZERO)));
+                drawing
+                    .update(|| format!("1 post in {:.0?}", drawing.elapsed().min(Duration::ZERO)));
                 done.send(()).unwrap();
             });
-            finished.recv_timeout(Duration::from_secs(30)).expect("update returned (it deadlocked before)");
+            finished
+                .recv_timeout(Duration::from_secs(30))
+                .expect("update returned (it deadlocked before)");
             assert!(out.text().contains("1 post in 0ns"), "{}", out.text());
         }
     }
@@ -234,7 +248,10 @@ mod tests {
         progress.update(|| "2 posts".into());
         progress.line("done: 2 posts");
         progress.write_all(b"INFO after\n").unwrap();
-        assert_eq!(out.text(), "\r\x1b[K1 post\r\x1b[KWARN kept\n1 post\r\x1b[K2 posts\r\x1b[Kdone: 2 posts\nINFO after\n");
+        assert_eq!(
+            out.text(),
+            "\r\x1b[K1 post\r\x1b[KWARN kept\n1 post\r\x1b[K2 posts\r\x1b[Kdone: 2 posts\nINFO after\n"
+        );
 
         // Not redrawn before `every` has passed (but drawn the first time at once).
         let out = Recorded::default();

@@ -110,7 +110,9 @@ impl Args {
         let token = self.token.or(token_variable.filter(|token| !token.trim().is_empty()));
         let credential = match (token, self.dev_user) {
             (Some(_), Some(_)) => {
-                return Err(format!("give --token or --dev-user, not both ({TOKEN_VARIABLE} is set, and is a token)"));
+                return Err(format!(
+                    "give --token or --dev-user, not both ({TOKEN_VARIABLE} is set, and is a token)"
+                ));
             }
             (Some(token), None) => Credential::Token(token.trim().to_owned()),
             (None, Some(user)) => Credential::DevUser(user),
@@ -163,7 +165,12 @@ pub(crate) async fn run(options: &Options, out: &mut dyn std::io::Write) -> Resu
         .build()
         .map_err(|error| fail("setup", format!("no HTTP client: {error}")))?;
     let settle_until = Instant::now() + options.settle;
-    let _ = writeln!(out, "{}: waiting up to {} s for the blog to settle (--settle)", options.base, options.settle.as_secs());
+    let _ = writeln!(
+        out,
+        "{}: waiting up to {} s for the blog to settle (--settle)",
+        options.base,
+        options.settle.as_secs()
+    );
     let mut run = Run { client, options, out, settle_until, wrote: false };
     let get = reqwest::Method::GET;
 
@@ -185,6 +192,9 @@ pub(crate) async fn run(options: &Options, out: &mut dyn std::io::Write) -> Resu
         run.expect("Q1", get.clone(), &format!("/api/users/{author}"), None, 200).await?;
         run.expect("Q3", get.clone(), &format!("/api/users/{author}/posts"), None, 200).await?;
     }
-    let _ = writeln!(run.out, "reads only: pass --token (or BLOG_SMOKE_TOKEN) or --dev-user to check the writes too");
+    let _ = writeln!(
+        run.out,
+        "reads only: pass --token (or BLOG_SMOKE_TOKEN) or --dev-user to check the writes too"
+    );
     Ok(())
 }

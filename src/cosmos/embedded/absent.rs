@@ -47,11 +47,16 @@ impl Durability {
         match *self {}
     }
 
-    pub(crate) fn import_mark(&self) -> Result<Option<crate::cosmos::error::ImportMark>, StoreError> {
+    pub(crate) fn import_mark(
+        &self,
+    ) -> Result<Option<crate::cosmos::error::ImportMark>, StoreError> {
         match *self {}
     }
 
-    pub(crate) fn mark_import(&self, _: Option<&crate::cosmos::error::ImportMark>) -> Result<(), StoreError> {
+    pub(crate) fn mark_import(
+        &self,
+        _: Option<&crate::cosmos::error::ImportMark>,
+    ) -> Result<(), StoreError> {
         match *self {}
     }
 

@@ -33,7 +33,14 @@ use crate::cosmos::Container;
 /// The checksum of a row of `items`, over every column but itself. Each field is framed (a
 /// length before a string, a tag before an optional number) so that no two rows hash the same
 /// bytes.
-pub(crate) fn of_row(container: Container, partition_key: &str, id: &str, doc: &str, seq: u64, expires: Option<u64>) -> u32 {
+pub(crate) fn of_row(
+    container: Container,
+    partition_key: &str,
+    id: &str,
+    doc: &str,
+    seq: u64,
+    expires: Option<u64>,
+) -> u32 {
     let mut hasher = crc32fast::Hasher::new();
     for text in [container.name(), partition_key, id, doc] {
         hasher.update(&(text.len() as u64).to_le_bytes());
@@ -81,7 +88,12 @@ pub(crate) fn shell_quoted(text: &str) -> String {
 /// The command that removes the item, with what depends on it, from the data directory of
 /// `path` (the database file): `BLOG_DATA_DIR=… handler remove <container> <partition key> <id>`,
 /// every word quoted ([`shell_quoted`]).
-pub(crate) fn remove_command(path: &std::path::Path, container: Container, partition_key: &str, id: &str) -> String {
+pub(crate) fn remove_command(
+    path: &std::path::Path,
+    container: Container,
+    partition_key: &str,
+    id: &str,
+) -> String {
     let dir = path.parent().unwrap_or(std::path::Path::new("."));
     format!(
         "BLOG_DATA_DIR={} handler remove {} {} {}",
@@ -95,7 +107,8 @@ pub(crate) fn remove_command(path: &std::path::Path, container: Container, parti
 /// What to do about a database file that is damaged or not this store's; what is wrong with it
 /// is the error's cause, `damage`. Each command it names is one that puts that damage right.
 pub(crate) fn damaged(path: &std::path::Path, damage: &super::database::Damage) -> String {
-    let dir = shell_quoted(&path.parent().unwrap_or(std::path::Path::new(".")).display().to_string());
+    let dir =
+        shell_quoted(&path.parent().unwrap_or(std::path::Path::new(".")).display().to_string());
     let path = path.display();
     if damage.is_in_the_rows() {
         format!(
@@ -122,7 +135,12 @@ pub(crate) fn damaged(path: &std::path::Path, damage: &super::database::Damage) 
 }
 
 /// Why a row that does not match its checksum is refused, and what to do.
-pub(crate) fn mismatch(path: &std::path::Path, container: Container, partition_key: &str, id: &str) -> String {
+pub(crate) fn mismatch(
+    path: &std::path::Path,
+    container: Container,
+    partition_key: &str,
+    id: &str,
+) -> String {
     format!(
         "{path}: the item {id:?} of {container} (partition key {partition_key:?}) does not match its checksum: its bytes \
          changed on disk after it was written (a failing disk, or the file edited outside the handler), so it is not \
@@ -149,7 +167,10 @@ mod tests {
         assert_ne!(base, of_row(Container::Posts, "p", "c", r#"{"a":1}"#, 8, None));
         assert_ne!(base, of_row(Container::Posts, "p", "c", r#"{"a":1}"#, 7, Some(0)));
         // The same bytes split differently between two fields.
-        assert_ne!(of_row(Container::Posts, "ab", "c", "{}", 1, None), of_row(Container::Posts, "a", "bc", "{}", 1, None));
+        assert_ne!(
+            of_row(Container::Posts, "ab", "c", "{}", 1, None),
+            of_row(Container::Posts, "a", "bc", "{}", 1, None)
+        );
     }
 
     #[test]
@@ -183,7 +204,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for text in hostile {
             let script = format!("printf '%s' {}", shell_quoted(text));
-            let output = std::process::Command::new("sh").arg("-c").arg(&script).current_dir(dir.path()).output().unwrap();
+            let output = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(&script)
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
             assert!(output.status.success(), "{script}");
             assert_eq!(String::from_utf8(output.stdout).unwrap(), text, "{script}");
         }
@@ -197,6 +223,9 @@ mod tests {
         assert_ne!(base, contribution(Container::Posts, "q", "c", 7));
         assert_ne!(base, contribution(Container::Posts, "p", "d", 7));
         assert_ne!(base, contribution(Container::Posts, "p", "c", 8));
-        assert_ne!(contribution(Container::Posts, "ab", "c", 1), contribution(Container::Posts, "a", "bc", 1));
+        assert_ne!(
+            contribution(Container::Posts, "ab", "c", 1),
+            contribution(Container::Posts, "a", "bc", 1)
+        );
     }
 }

@@ -9,9 +9,12 @@ use std::sync::Arc;
 use azure_core::credentials::Secret;
 use azure_core::http::{Method, Request, Url};
 use azure_data_cosmos::options::Region;
-use azure_data_cosmos::{AccountReference, CosmosClient, CosmosClientBuilder, CosmosRuntimeBuilder, RoutingStrategy};
+use azure_data_cosmos::{
+    AccountReference, CosmosClient, CosmosClientBuilder, CosmosRuntimeBuilder, RoutingStrategy,
+};
 use azure_data_cosmos_driver::in_memory_emulator::{
-    ConsistencyLevel, ContainerConfig, EmulatorStore, InMemoryEmulatorHttpClient, VirtualAccountConfig, VirtualRegion,
+    ConsistencyLevel, ContainerConfig, EmulatorStore, InMemoryEmulatorHttpClient,
+    VirtualAccountConfig, VirtualRegion,
 };
 use azure_data_cosmos_driver::models::PartitionKeyDefinition;
 
@@ -81,16 +84,20 @@ pub(crate) type SdkFaults = ();
 /// store's own, which never meets an injected fault: with it the store settles its file to what
 /// the emulator holds (`Durability::commit_as_is`, `undo`), and a fault there would leave the
 /// file behind the emulator, which no fault on Azure can do.
-pub(crate) async fn client(faults: SdkFaults) -> azure_data_cosmos::Result<(CosmosClient, CosmosClient, Emulator)> {
+pub(crate) async fn client(
+    faults: SdkFaults,
+) -> azure_data_cosmos::Result<(CosmosClient, CosmosClient, Emulator)> {
     let url = Url::parse(ENDPOINT).expect("a valid URL");
     // Strong, because that is what one in-memory replica is: every read sees every acknowledged
     // write. (Under the emulator's default, Session, the SDK sends every request a token of every
     // partition it has written, `SessionContainer::build_composite_token` in the driver, and the
     // emulator parses it: 8 % of the handler's CPU at 512 partitions, growing with them.)
-    let account = VirtualAccountConfig::new(vec![VirtualRegion::new("East US", url)])?.with_consistency(ConsistencyLevel::Strong);
+    let account = VirtualAccountConfig::new(vec![VirtualRegion::new("East US", url)])?
+        .with_consistency(ConsistencyLevel::Strong);
     let emulator = Arc::new(InMemoryEmulatorHttpClient::new(account));
     // The emulator checks that requests are signed, not with which key.
-    let account = AccountReference::with_authentication_key(ENDPOINT.parse()?, Secret::new("ZW1iZWRkZWQ="));
+    let account =
+        AccountReference::with_authentication_key(ENDPOINT.parse()?, Secret::new("ZW1iZWRkZWQ="));
     let build = async |runtime: CosmosRuntimeBuilder| {
         let runtime = runtime.build().await?;
         CosmosClientBuilder::new()
@@ -110,8 +117,10 @@ pub(crate) async fn client(faults: SdkFaults) -> azure_data_cosmos::Result<(Cosm
         };
         let mut runtime = CosmosRuntimeBuilder::from(transport);
         if let Some(retries) = faults.throttle_retries {
-            let throttling = ThrottlingRetryOptionsBuilder::new().with_max_retry_count(retries).build();
-            let options = OperationOptionsBuilder::new().with_throttling_retry_options(throttling).build();
+            let throttling =
+                ThrottlingRetryOptionsBuilder::new().with_max_retry_count(retries).build();
+            let options =
+                OperationOptionsBuilder::new().with_throttling_retry_options(throttling).build();
             runtime = runtime.with_default_operation_options(options);
         }
         runtime
@@ -122,7 +131,11 @@ pub(crate) async fn client(faults: SdkFaults) -> azure_data_cosmos::Result<(Cosm
         (CosmosRuntimeBuilder::from(emulator.runtime_builder()), false)
     };
     let client = build(runtime).await?;
-    let own = if faulty { build(CosmosRuntimeBuilder::from(emulator.runtime_builder())).await? } else { client.clone() };
+    let own = if faulty {
+        build(CosmosRuntimeBuilder::from(emulator.runtime_builder())).await?
+    } else {
+        client.clone()
+    };
     Ok((client, own, Emulator(emulator)))
 }
 
@@ -137,10 +150,12 @@ pub(crate) async fn create_containers(
     let emulator: Arc<EmulatorStore> = emulator.0.store();
     emulator.create_database(database);
     for container in Container::ALL {
-        let partition_key = PartitionKeyDefinition::new(vec![container.partition_key_path().into()]);
+        let partition_key =
+            PartitionKeyDefinition::new(vec![container.partition_key_path().into()]);
         let config = ContainerConfig::new().with_partition_count(partitions(container)).build()?;
         emulator.create_container_with_config(database, container.name(), partition_key, config);
-        let created = client.database_client(database).container_client(container.name(), None).await?;
+        let created =
+            client.database_client(database).container_client(container.name(), None).await?;
         created.replace(container.properties(), None).await?;
     }
     Ok(())
@@ -177,21 +192,23 @@ pub(crate) async fn load(
         for row in &page {
             changes.record(row.container, &row.partition_key, &row.id, row.seq, true);
             if row.expires.is_some() {
-                expiries.set((row.container, row.partition_key.clone(), row.id.clone()), row.expires);
+                expiries
+                    .set((row.container, row.partition_key.clone(), row.id.clone()), row.expires);
             }
         }
-        let (emulator, database_name, path) = (emulator.clone(), database_name.to_owned(), database.path().to_owned());
+        let (emulator, database_name, path) =
+            (emulator.clone(), database_name.to_owned(), database.path().to_owned());
         loading.spawn(async move {
             for row in page {
-                restore(&emulator, &database_name, row.container, &row.partition_key, &row.doc).await.map_err(|refusal| {
-                    StoreError::Unloadable {
+                restore(&emulator, &database_name, row.container, &row.partition_key, &row.doc)
+                    .await
+                    .map_err(|refusal| StoreError::Unloadable {
                         path: path.clone(),
                         container: row.container,
                         partition_key: row.partition_key.clone(),
                         id: row.id.clone(),
                         refusal: Box::new(refusal),
-                    }
-                })?;
+                    })?;
             }
             Ok::<_, StoreError>(())
         });
@@ -203,16 +220,24 @@ pub(crate) async fn load(
         join(Some(done))?;
     }
     if loaded + on_disk > 0 {
-        tracing::info!(items = loaded, request_records = on_disk, "embedded store loaded from its database");
+        tracing::info!(
+            items = loaded,
+            request_records = on_disk,
+            "embedded store loaded from its database"
+        );
     }
     Ok((changes, expiries, connection))
 }
 
-fn join(done: Option<Result<Result<(), StoreError>, tokio::task::JoinError>>) -> Result<(), StoreError> {
+fn join(
+    done: Option<Result<Result<(), StoreError>, tokio::task::JoinError>>,
+) -> Result<(), StoreError> {
     match done {
         None => Ok(()),
         Some(Ok(outcome)) => outcome,
-        Some(Err(source)) => Err(StoreError::TaskDied { work: "the load of the embedded store", source }),
+        Some(Err(source)) => {
+            Err(StoreError::TaskDied { work: "the load of the embedded store", source })
+        }
     }
 }
 
@@ -228,10 +253,19 @@ pub(crate) async fn restore(
     document: &str,
 ) -> Result<(), RestoreError> {
     let mut url = Url::parse(ENDPOINT).expect("a valid URL");
-    url.path_segments_mut().expect("a base URL").extend(["dbs", database, "colls", container.name(), "docs"]);
+    url.path_segments_mut().expect("a base URL").extend([
+        "dbs",
+        database,
+        "colls",
+        container.name(),
+        "docs",
+    ]);
     let mut request = Request::new(url, Method::Post);
     request.insert_header("x-ms-documentdb-is-upsert", "true");
-    request.insert_header("x-ms-documentdb-partitionkey", serde_json::json!([partition_key]).to_string());
+    request.insert_header(
+        "x-ms-documentdb-partitionkey",
+        serde_json::json!([partition_key]).to_string(),
+    );
     // No body in the answer: nothing reads it.
     request.insert_header("prefer", "return=minimal");
     request.set_body(document.as_bytes().to_vec());
@@ -241,7 +275,10 @@ pub(crate) async fn restore(
         return Ok(());
     }
     let body = response.into_body().collect().await.unwrap_or_default();
-    Err(RestoreError::Refused { status: u16::from(status), body: String::from_utf8_lossy(&body).into_owned() })
+    Err(RestoreError::Refused {
+        status: u16::from(status),
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
 }
 
 /// Why the emulator did not take back a stored item: the cause of [`StoreError::Unloadable`].

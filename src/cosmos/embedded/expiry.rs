@@ -55,7 +55,9 @@ pub(crate) fn expiry(container: Container, document: &Value, now: u64) -> Option
 
 /// The time now, in Unix seconds.
 pub(crate) fn unix_now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs())
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs())
 }
 
 /// How often the embedded store looks for expired items. Cosmos DB removes them in the
@@ -82,7 +84,8 @@ pub(crate) fn spawn_expiry_sweep(store: &Arc<Store>) {
             if let Err(error) = embedded.remove_expired(&store, unix_now()).await {
                 tracing::warn!(%error, "expired items could not be removed yet");
             }
-            if let Err(error) = embedded.remove_expired_records(unix_now(), RECORDS_PER_SWEEP).await {
+            if let Err(error) = embedded.remove_expired_records(unix_now(), RECORDS_PER_SWEEP).await
+            {
                 tracing::warn!(%error, "expired request records could not be removed yet");
             }
         }
@@ -100,9 +103,18 @@ impl Durability {
         let mut removed = 0;
         for (index, (container, partition_key, id)) in due.iter().enumerate() {
             let outcome = async {
-                let Some(found) = store.read_versioned::<Value>(*container, partition_key, id).await? else { return Ok(false) };
+                let Some(found) =
+                    store.read_versioned::<Value>(*container, partition_key, id).await?
+                else {
+                    return Ok(false);
+                };
                 // Written again since it was due (then it has a new expiry), or no longer expiring.
-                let rewritten = durability.expiries.lock().expect("never poisoned").by_item.contains_key(&due[index]);
+                let rewritten = durability
+                    .expiries
+                    .lock()
+                    .expect("never poisoned")
+                    .by_item
+                    .contains_key(&due[index]);
                 if rewritten || expiry(*container, &found.item, 0).is_none() {
                     return Ok(false);
                 }

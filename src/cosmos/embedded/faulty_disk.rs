@@ -68,7 +68,10 @@ impl Faults for FaultyDisk {
             self.waiting.fetch_sub(1, Ordering::SeqCst);
         }
         drop(held);
-        let fail_next = self.fail_next.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
+        let fail_next = self
+            .fail_next
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
         if self.full.load(Ordering::SeqCst) || fail_next {
             return Err(rusqlite::Error::SqliteFailure(
                 rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),

@@ -221,7 +221,9 @@ pub(crate) fn read(dir: &Path) -> Result<Imported, ImportError> {
     let through = snapshot.as_ref().map_or(0, |snapshot| snapshot.header.through);
     let journal = DataFile::read(&journal_path, true, |json| apply(json, through))?;
     match (&snapshot, &journal) {
-        (Some(snapshot), Some(journal)) if journal.header.generation > snapshot.header.generation => {
+        (Some(snapshot), Some(journal))
+            if journal.header.generation > snapshot.header.generation =>
+        {
             return Err(ImportError::Generations {
                 snapshot: snapshot_path,
                 snapshot_generation: snapshot.header.generation,
@@ -234,13 +236,21 @@ pub(crate) fn read(dir: &Path) -> Result<Imported, ImportError> {
         (Some(_), Some(_)) => {}
         (Some(snapshot), None) => {
             let generation = snapshot.header.generation;
-            return Err(ImportError::NoJournal { journal: journal_path, snapshot: snapshot_path, generation });
+            return Err(ImportError::NoJournal {
+                journal: journal_path,
+                snapshot: snapshot_path,
+                generation,
+            });
         }
         // A first start that stopped between writing the two: nothing was written yet.
         (None, Some(journal)) if journal.header.generation == 1 && journal.writes == 0 => {}
         (None, Some(journal)) => {
             let generation = journal.header.generation;
-            return Err(ImportError::NoSnapshot { snapshot: snapshot_path, journal: journal_path, generation });
+            return Err(ImportError::NoSnapshot {
+                snapshot: snapshot_path,
+                journal: journal_path,
+                generation,
+            });
         }
         (None, None) => {}
     }
@@ -267,7 +277,9 @@ pub(crate) fn set_aside(dir: &Path) -> Result<(), StoreError> {
     if let Some((file, kept)) = renames.iter().find(|(_, kept)| kept.exists()) {
         return Err(StoreError::ImportedNameTaken { file: file.clone(), kept: kept.clone() });
     }
-    let failed = |error| StoreError::io(format!("cannot rename the imported files in {}", dir.display()), error);
+    let failed = |error| {
+        StoreError::io(format!("cannot rename the imported files in {}", dir.display()), error)
+    };
     for (file, kept) in &renames {
         fs::rename(file, kept).map_err(failed)?;
     }
@@ -312,7 +324,12 @@ impl DataFile {
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(ImportError::Read { path: path.to_owned(), source }),
         };
-        let damaged = |line: usize, why: &'static str| ImportError::Damaged { path: path.to_owned(), line, journal, why };
+        let damaged = |line: usize, why: &'static str| ImportError::Damaged {
+            path: path.to_owned(),
+            line,
+            journal,
+            why,
+        };
         let mut header = None;
         let mut writes = 0;
         let mut torn_line = None;
@@ -337,14 +354,27 @@ impl DataFile {
                 Err(why) => return Err(damaged(number, why)),
             };
             if number == 1 {
-                let not_a_header = |source| ImportError::NotRecords { path: path.to_owned(), line: 1, journal, source };
+                let not_a_header = |source| ImportError::NotRecords {
+                    path: path.to_owned(),
+                    line: 1,
+                    journal,
+                    source,
+                };
                 header = Some(serde_json::from_str::<Header>(json).map_err(not_a_header)?);
             } else {
                 write(json).map_err(|fault| match fault {
-                    RecordFault::Json(source) => ImportError::NotRecords { path: path.to_owned(), line: number, journal, source },
-                    RecordFault::UnknownContainer(container) => {
-                        ImportError::UnknownContainer { path: path.to_owned(), line: number, journal, container }
-                    }
+                    RecordFault::Json(source) => ImportError::NotRecords {
+                        path: path.to_owned(),
+                        line: number,
+                        journal,
+                        source,
+                    },
+                    RecordFault::UnknownContainer(container) => ImportError::UnknownContainer {
+                        path: path.to_owned(),
+                        line: number,
+                        journal,
+                        container,
+                    },
                 })?;
                 writes += 1;
             }
@@ -403,7 +433,13 @@ pub(crate) mod tests {
         // A journal newer than its snapshot is from another copy.
         write(dir.path(), JOURNAL, 6, 0, &[]);
         let error = read(dir.path()).err().unwrap();
-        assert!(matches!(error, ImportError::Generations { snapshot_generation: 5, journal_generation: 6, .. }), "{error:?}");
+        assert!(
+            matches!(
+                error,
+                ImportError::Generations { snapshot_generation: 5, journal_generation: 6, .. }
+            ),
+            "{error:?}"
+        );
         assert!(error.to_string().contains("not from the same copy"), "{error}");
     }
 
@@ -423,12 +459,21 @@ pub(crate) mod tests {
         // A changed line, not the last (a torn last line is dropped).
         let changed = line(&put("b", 1, 2)).replace("\"b\"", "\"c\"");
         let error = refused(&[put("a", 1, 1)], &(changed + &line(&put("d", 1, 3))));
-        assert!(matches!(&error, ImportError::Damaged { path, line: 3, journal: true, .. } if *path == journal), "{error:?}");
+        assert!(
+            matches!(&error, ImportError::Damaged { path, line: 3, journal: true, .. } if *path == journal),
+            "{error:?}"
+        );
         let error = refused(&[json!({"not": "records"}), put("b", 1, 2)], "");
-        assert!(matches!(&error, ImportError::NotRecords { line: 2, journal: true, .. }), "{error:?}");
+        assert!(
+            matches!(&error, ImportError::NotRecords { line: 2, journal: true, .. }),
+            "{error:?}"
+        );
         let drafts = json!([{"c": "drafts", "pk": "a", "id": "a", "doc": {"id": "a"}, "seq": 1}]);
         let error = refused(&[drafts, put("b", 1, 2)], "");
-        assert!(matches!(&error, ImportError::UnknownContainer { line: 2, container, .. } if container == "drafts"), "{error:?}");
+        assert!(
+            matches!(&error, ImportError::UnknownContainer { line: 2, container, .. } if container == "drafts"),
+            "{error:?}"
+        );
         fs::remove_file(&journal).unwrap();
         let error = read(dir.path()).err().unwrap();
         assert!(
@@ -450,7 +495,10 @@ pub(crate) mod tests {
             "{error:?}"
         );
         let error = error.to_string();
-        assert!(error.contains(&kept(JOURNAL).display().to_string()) && error.contains("start again"), "{error}");
+        assert!(
+            error.contains(&kept(JOURNAL).display().to_string()) && error.contains("start again"),
+            "{error}"
+        );
         assert!(dir.path().join(SNAPSHOT).exists(), "nothing is renamed");
         assert_eq!(fs::read_to_string(kept(JOURNAL)).unwrap(), "an earlier import's journal");
         // The journal alone, as a crash between the renames leaves it.

@@ -52,26 +52,51 @@ pub(crate) struct PartitionGuard {
 pub(crate) struct ContainerGuard(#[allow(dead_code)] OwnedRwLockWriteGuard<()>);
 
 impl Locks {
-    fn partition(&self, container: Container, partition_key: &str) -> (PartitionKey, Arc<RwLock<()>>) {
+    fn partition(
+        &self,
+        container: Container,
+        partition_key: &str,
+    ) -> (PartitionKey, Arc<RwLock<()>>) {
         let key = (container, Box::from(partition_key));
-        let lock = self.partitions.lock().expect("never poisoned").entry(key.clone()).or_default().clone();
+        let lock =
+            self.partitions.lock().expect("never poisoned").entry(key.clone()).or_default().clone();
         (key, lock)
     }
 
     /// Waits until no write to the partition is pending, and holds it until the guard drops.
-    pub(crate) async fn read(self: &Arc<Self>, container: Container, partition_key: &str) -> PartitionGuard {
+    pub(crate) async fn read(
+        self: &Arc<Self>,
+        container: Container,
+        partition_key: &str,
+    ) -> PartitionGuard {
         let (key, lock) = self.partition(container, partition_key);
         let shared = lock.read_owned().await;
-        PartitionGuard { locks: self.clone(), key, shared: Some(shared), exclusive: None, _container: None }
+        PartitionGuard {
+            locks: self.clone(),
+            key,
+            shared: Some(shared),
+            exclusive: None,
+            _container: None,
+        }
     }
 
     /// Holds the partition for one write: until the guard drops, which the store does only once
     /// the write is durable or undone.
-    pub(crate) async fn write(self: &Arc<Self>, container: Container, partition_key: &str) -> PartitionGuard {
+    pub(crate) async fn write(
+        self: &Arc<Self>,
+        container: Container,
+        partition_key: &str,
+    ) -> PartitionGuard {
         let whole = self.containers[slot(container)].clone().read_owned().await;
         let (key, lock) = self.partition(container, partition_key);
         let exclusive = lock.write_owned().await;
-        PartitionGuard { locks: self.clone(), key, shared: None, exclusive: Some(exclusive), _container: Some(whole) }
+        PartitionGuard {
+            locks: self.clone(),
+            key,
+            shared: None,
+            exclusive: Some(exclusive),
+            _container: Some(whole),
+        }
     }
 
     /// How many hold or wait for the partition (readers and writers): for the tests, which must
@@ -80,7 +105,9 @@ impl Locks {
     pub(crate) fn holders_and_waiters(&self, container: Container, partition_key: &str) -> usize {
         let partitions = self.partitions.lock().expect("never poisoned");
         // Each holder and waiter has a clone, taken under this mutex; the map has one more.
-        partitions.get(&(container, Box::from(partition_key))).map_or(0, |lock| Arc::strong_count(lock) - 1)
+        partitions
+            .get(&(container, Box::from(partition_key)))
+            .map_or(0, |lock| Arc::strong_count(lock) - 1)
     }
 
     /// Waits until no write to `container` is pending, and keeps new ones waiting until the
@@ -111,11 +138,26 @@ mod tests {
     async fn a_reader_of_a_partition_waits_for_its_writer_and_no_other() {
         let locks = Arc::new(Locks::default());
         let writing = locks.write(Container::Posts, "p1").await;
-        assert!(locks.read(Container::Posts, "p1").now_or_never().is_none(), "the written partition waits");
-        assert!(locks.read(Container::Posts, "p2").now_or_never().is_some(), "another partition does not");
-        assert!(locks.write(Container::Posts, "p2").now_or_never().is_some(), "nor does another writer");
-        assert!(locks.read(Container::Users, "p1").now_or_never().is_some(), "nor the same key in another container");
-        assert!(locks.whole(Container::Posts).now_or_never().is_none(), "a reader of the whole container waits");
+        assert!(
+            locks.read(Container::Posts, "p1").now_or_never().is_none(),
+            "the written partition waits"
+        );
+        assert!(
+            locks.read(Container::Posts, "p2").now_or_never().is_some(),
+            "another partition does not"
+        );
+        assert!(
+            locks.write(Container::Posts, "p2").now_or_never().is_some(),
+            "nor does another writer"
+        );
+        assert!(
+            locks.read(Container::Users, "p1").now_or_never().is_some(),
+            "nor the same key in another container"
+        );
+        assert!(
+            locks.whole(Container::Posts).now_or_never().is_none(),
+            "a reader of the whole container waits"
+        );
         let waiting = tokio::spawn({
             let locks = locks.clone();
             async move { drop(locks.read(Container::Posts, "p1").await) }
@@ -128,6 +170,9 @@ mod tests {
         assert_eq!(locks.holders_and_waiters(Container::Posts, "p1"), 0);
         assert!(locks.read(Container::Posts, "p1").now_or_never().is_some());
         assert!(locks.whole(Container::Posts).now_or_never().is_some());
-        assert!(locks.partitions.lock().unwrap().is_empty(), "nothing is kept for partitions no one holds");
+        assert!(
+            locks.partitions.lock().unwrap().is_empty(),
+            "nothing is kept for partitions no one holds"
+        );
     }
 }

@@ -94,9 +94,16 @@ impl Durability {
                 let mut expiries = expiries.lock().expect("never poisoned");
                 for write in writes {
                     for record in write.records.iter().filter(|record| !on_disk_only(&record.id)) {
-                        changes.record(write.container, &write.partition_key, &record.id, write.seq, record.doc.is_some());
+                        changes.record(
+                            write.container,
+                            &write.partition_key,
+                            &record.id,
+                            write.seq,
+                            record.doc.is_some(),
+                        );
                         if write.container.expires_items() {
-                            let item = (write.container, write.partition_key.clone(), record.id.clone());
+                            let item =
+                                (write.container, write.partition_key.clone(), record.id.clone());
                             expiries.set(item, record.expires.filter(|_| record.doc.is_some()));
                         }
                     }
@@ -104,7 +111,14 @@ impl Durability {
             })
         };
         database.start(connection, faults, on_commit, written.clone())?;
-        Ok(Durability { database, locks: Arc::new(Locks::default()), written, changes, containers, expiries })
+        Ok(Durability {
+            database,
+            locks: Arc::new(Locks::default()),
+            written,
+            changes,
+            containers,
+            expiries,
+        })
     }
 
     /// The locks that keep unsettled writes from being seen: the store takes them around every
@@ -150,7 +164,13 @@ impl Durability {
 
     /// Puts the items of a refused write back as the database holds them; the caller still
     /// holds their partition, so no one saw them meanwhile.
-    async fn undo(self: &Arc<Self>, container: Container, partition_key: &str, ids: &[String], refused: &Refused) {
+    async fn undo(
+        self: &Arc<Self>,
+        container: Container,
+        partition_key: &str,
+        ids: &[String],
+        refused: &Refused,
+    ) {
         let client = &self.containers[&container];
         // (A request record was never in the emulator: nothing to undo there.)
         let undone: Vec<String> = ids.iter().filter(|id| !on_disk_only(id)).cloned().collect();
@@ -169,9 +189,16 @@ impl Durability {
                 }
             };
             let undone = match durable {
-                Some(Ok(document)) => bounded(client.upsert_item(partition_key.to_owned(), id, &document, None)).await.map(drop),
-                Some(Err(error)) => Err(StoreError::json("a refused write's item as the database holds it", error)),
-                None => match bounded(client.delete_item(partition_key.to_owned(), id, None)).await {
+                Some(Ok(document)) => {
+                    bounded(client.upsert_item(partition_key.to_owned(), id, &document, None))
+                        .await
+                        .map(drop)
+                }
+                Some(Err(error)) => {
+                    Err(StoreError::json("a refused write's item as the database holds it", error))
+                }
+                None => match bounded(client.delete_item(partition_key.to_owned(), id, None)).await
+                {
                     Err(StoreError::NotFound) => Ok(()),
                     other => other.map(drop),
                 },
@@ -180,7 +207,12 @@ impl Durability {
                 tracing::error!(container = container.name(), id, %error, "cannot undo a refused write; reads show it until a restart");
             }
         }
-        tracing::warn!(container = container.name(), items = ids.len(), why = refused.message, "a refused write was undone");
+        tracing::warn!(
+            container = container.name(),
+            items = ids.len(),
+            why = refused.message,
+            "a refused write was undone"
+        );
     }
 
     /// Commits `ids` as the emulator holds them now: for a write whose request was dropped
@@ -211,22 +243,32 @@ impl Durability {
                     Ok(mut document) => {
                         // As written, without what the store adds.
                         if let Some(fields) = document.as_object_mut() {
-                            fields
-                                .retain(|name, _| !matches!(name.as_str(), "_rid" | "_self" | "_etag" | "_attachments" | "_ts"));
+                            fields.retain(|name, _| {
+                                !matches!(
+                                    name.as_str(),
+                                    "_rid" | "_self" | "_etag" | "_attachments" | "_ts"
+                                )
+                            });
                         }
                         Some(document)
                     }
-                    Err(error) => return tracing::error!(id, %error, "a write whose request was dropped cannot be committed"),
+                    Err(error) => {
+                        return tracing::error!(id, %error, "a write whose request was dropped cannot be committed");
+                    }
                 },
                 Err(StoreError::NotFound) => None,
-                Err(error) => return tracing::error!(id, %error, "a write whose request was dropped cannot be committed"),
+                Err(error) => {
+                    return tracing::error!(id, %error, "a write whose request was dropped cannot be committed");
+                }
             };
             records.push((id, document));
         }
         let ids = records.iter().map(|(id, _)| id.clone()).collect();
         let durable = match self.durable_items(container, &partition_key, ids).await {
             Ok(durable) => durable,
-            Err(error) => return tracing::error!(%error, "a write whose request was dropped cannot be committed"),
+            Err(error) => {
+                return tracing::error!(%error, "a write whose request was dropped cannot be committed");
+            }
         };
         // An item the database cannot give back (its checksum does not match, or it is not
         // JSON) is reported, then committed as the emulator holds it, which is what readers saw.
@@ -281,7 +323,10 @@ impl Durability {
     ) -> Result<Vec<Result<Option<String>, StoreError>>, StoreError> {
         let partition_key = partition_key.to_owned();
         self.off_the_workers(move |durability| {
-            Ok(ids.iter().map(|id| durability.database.durable_item(container, &partition_key, id)).collect())
+            Ok(ids
+                .iter()
+                .map(|id| durability.database.durable_item(container, &partition_key, id))
+                .collect())
         })
         .await
     }
@@ -298,7 +343,11 @@ impl Durability {
         id: &str,
     ) -> Result<Option<RecordRow>, StoreError> {
         let (partition_key, id) = (partition_key.to_owned(), id.to_owned());
-        let row = self.off_the_workers(move |durability| durability.database.durable_row(container, &partition_key, &id)).await?;
+        let row = self
+            .off_the_workers(move |durability| {
+                durability.database.durable_row(container, &partition_key, &id)
+            })
+            .await?;
         let now = unix_now();
         Ok(row.filter(|row| row.expires.is_none_or(|expires| expires > now)))
     }
@@ -307,9 +356,15 @@ impl Durability {
     /// partition, queued under the partition's write lock after checking that each record is
     /// still the expired one (not written again since), all group-committed together. Answers
     /// how many it removed.
-    pub(crate) async fn remove_expired_records(self: &Arc<Self>, now: u64, limit: usize) -> Result<usize, StoreError> {
+    pub(crate) async fn remove_expired_records(
+        self: &Arc<Self>,
+        now: u64,
+        limit: usize,
+    ) -> Result<usize, StoreError> {
         let mut expired = self
-            .off_the_workers(move |durability| durability.database.expired_with_prefix(REQUEST_RECORD_PREFIX, now, limit))
+            .off_the_workers(move |durability| {
+                durability.database.expired_with_prefix(REQUEST_RECORD_PREFIX, now, limit)
+            })
             .await?;
         expired.sort();
         let mut partitions: Vec<((Container, String), Vec<String>)> = Vec::new();
@@ -328,7 +383,8 @@ impl Durability {
                     let mut records = Vec::with_capacity(ids.len());
                     for id in ids {
                         let row = durability.database.durable_row(container, &key, &id)?;
-                        if row.is_some_and(|row| row.expires.is_some_and(|expires| expires <= now)) {
+                        if row.is_some_and(|row| row.expires.is_some_and(|expires| expires <= now))
+                        {
                             records.push(Record { id, doc: None, expires: None });
                         }
                     }
@@ -358,9 +414,12 @@ impl Durability {
     /// then, so the writer is idle and this connection takes the write lock at once.
     pub(crate) fn finish_repair(&self) -> Result<(), StoreError> {
         let path = self.database.path();
-        self.database
-            .finish_repair()
-            .map_err(|error| StoreError::database(format!("cannot record the repair of {} as finished", path.display()), error))
+        self.database.finish_repair().map_err(|error| {
+            StoreError::database(
+                format!("cannot record the repair of {} as finished", path.display()),
+                error,
+            )
+        })
     }
 }
 
@@ -368,11 +427,20 @@ impl Durability {
     /// The mark of an import that writes into this store ([`ImportMark`]), if there is one.
     pub(crate) fn import_mark(&self) -> Result<Option<ImportMark>, StoreError> {
         let path = self.database.path();
-        let failed = |error| StoreError::database(format!("cannot read the mark of an import in {}", path.display()), error);
+        let failed = |error| {
+            StoreError::database(
+                format!("cannot read the mark of an import in {}", path.display()),
+                error,
+            )
+        };
         let Some(mark) = self.database.import_mark().map_err(failed)? else { return Ok(None) };
-        serde_json::from_str(&mark)
-            .map(Some)
-            .map_err(|error| failed(rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(error))))
+        serde_json::from_str(&mark).map(Some).map_err(|error| {
+            failed(rusqlite::Error::FromSqlConversionFailure(
+                0,
+                rusqlite::types::Type::Text,
+                Box::new(error),
+            ))
+        })
     }
 
     /// Records that an import writes into this store (`Some`: before its first write; from then
@@ -380,9 +448,9 @@ impl Durability {
     pub(crate) fn mark_import(&self, mark: Option<&ImportMark>) -> Result<(), StoreError> {
         let path = self.database.path();
         let text = mark.map(|mark| serde_json::to_string(mark).expect("a mark is JSON"));
-        self.database
-            .set_import_mark(text.as_deref())
-            .map_err(|error| StoreError::database(format!("cannot record the import in {}", path.display()), error))
+        self.database.set_import_mark(text.as_deref()).map_err(|error| {
+            StoreError::database(format!("cannot record the import in {}", path.display()), error)
+        })
     }
 }
 
@@ -421,7 +489,10 @@ impl Durability {
 
 /// Opens the database in `dir`, importing an earlier store's files first if they are there,
 /// and checks it and the processors' positions beside it.
-pub(crate) fn open(dir: &Path, opening: database::Opening) -> Result<(Database, rusqlite::Connection), StoreError> {
+pub(crate) fn open(
+    dir: &Path,
+    opening: database::Opening,
+) -> Result<(Database, rusqlite::Connection), StoreError> {
     let (database, mut connection) = Database::open(dir, opening)?;
     if legacy::present(dir) {
         import_legacy(dir, &database, &mut connection)?;
@@ -445,8 +516,13 @@ const IMPORTED: &str = "imported_journal";
 /// first, not the files: a crash after the import's commit leaves both files, or the journal
 /// alone when it came between the two renames, which read as a pair would be refused as half
 /// of one. Those are renamed, finishing the import, and never read.
-fn import_legacy(dir: &Path, database: &Database, connection: &mut rusqlite::Connection) -> Result<(), StoreError> {
-    let damaged = |error| StoreError::database(format!("cannot read {}", database.path().display()), error);
+fn import_legacy(
+    dir: &Path,
+    database: &Database,
+    connection: &mut rusqlite::Connection,
+) -> Result<(), StoreError> {
+    let damaged =
+        |error| StoreError::database(format!("cannot read {}", database.path().display()), error);
     if database::has_marker(connection, IMPORTED).map_err(damaged)? {
         tracing::info!(dir = %dir.display(), "the earlier store's files were imported before a restart: renaming what is left of them");
     } else {
@@ -457,8 +533,13 @@ fn import_legacy(dir: &Path, database: &Database, connection: &mut rusqlite::Con
 
 /// Reads the earlier store's files in `dir`, refusing damage, and commits their items, with
 /// the [`IMPORTED`] record, in one transaction into the database, which must be empty.
-fn import_files(dir: &Path, database: &Database, connection: &mut rusqlite::Connection) -> Result<(), StoreError> {
-    let damaged = |error| StoreError::database(format!("cannot read {}", database.path().display()), error);
+fn import_files(
+    dir: &Path,
+    database: &Database,
+    connection: &mut rusqlite::Connection,
+) -> Result<(), StoreError> {
+    let damaged =
+        |error| StoreError::database(format!("cannot read {}", database.path().display()), error);
     if !database::is_empty(connection).map_err(damaged)? {
         return Err(StoreError::TwoStores { database: database.path().to_owned() });
     }
@@ -469,12 +550,20 @@ fn import_files(dir: &Path, database: &Database, connection: &mut rusqlite::Conn
     let mut last_seq = imported.last_seq;
     for (path, position) in checkpoint::all(dir)? {
         if position > MAX_POSITION {
-            return Err(CheckpointError::BeyondLastWrite { path, position, last: imported.last_seq }.into());
+            return Err(CheckpointError::BeyondLastWrite {
+                path,
+                position,
+                last: imported.last_seq,
+            }
+            .into());
         }
         last_seq = last_seq.max(position);
     }
     database::import(database.path(), connection, &imported.rows, last_seq, IMPORTED)?;
-    tracing::info!(items = imported.rows.len(), "the earlier store's snapshot and journal were imported");
+    tracing::info!(
+        items = imported.rows.len(),
+        "the earlier store's snapshot and journal were imported"
+    );
     Ok(())
 }
 
@@ -484,7 +573,9 @@ fn import_files(dir: &Path, database: &Database, connection: &mut rusqlite::Conn
 /// checkpoint that cannot be read is refused here too, before anything is served.
 fn check_positions(dir: &Path, last_seq: u64) -> Result<(), StoreError> {
     match checkpoint::all(dir)?.into_iter().find(|(_, position)| *position > last_seq) {
-        Some((path, position)) => Err(CheckpointError::BeyondLastWrite { path, position, last: last_seq }.into()),
+        Some((path, position)) => {
+            Err(CheckpointError::BeyondLastWrite { path, position, last: last_seq }.into())
+        }
         None => Ok(()),
     }
 }

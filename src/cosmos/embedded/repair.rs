@@ -76,7 +76,10 @@ pub enum RepairRowsError {
 
 /// Repairs the rows of the data directory `dir` (which no other process may hold), removing
 /// `remove` first if named; see the module's documentation.
-pub(crate) fn repair_rows(dir: &Path, remove: Option<&ItemToRemove>) -> Result<RowsRepaired, RepairRowsError> {
+pub(crate) fn repair_rows(
+    dir: &Path,
+    remove: Option<&ItemToRemove>,
+) -> Result<RowsRepaired, RepairRowsError> {
     let mut repaired = RowsRepaired::default();
     let (database, mut connection) = match super::open(dir, Opening::Repair) {
         // A damaged file: what can be read of it, in a new file, is what is repaired.
@@ -89,13 +92,21 @@ pub(crate) fn repair_rows(dir: &Path, remove: Option<&ItemToRemove>) -> Result<R
         opened => opened?,
     };
     let path = database.path().to_owned();
-    let failed = |error: rusqlite::Error| StoreError::database(format!("cannot repair {}", path.display()), error);
-    let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(failed)?;
+    let failed = |error: rusqlite::Error| {
+        StoreError::database(format!("cannot repair {}", path.display()), error)
+    };
+    let transaction = connection
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(failed)?;
     if let Some(item) = remove {
         let key = params![item.container.name(), item.partition_key, item.id];
         // Read as whatever it holds: the item may be named because it does not read as one.
         let doc: Option<rusqlite::types::Value> = transaction
-            .query_row("SELECT doc FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3", key, |row| row.get(0))
+            .query_row(
+                "SELECT doc FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3",
+                key,
+                |row| row.get(0),
+            )
             .optional()
             .map_err(failed)?;
         let Some(doc) = doc else {
@@ -105,9 +116,13 @@ pub(crate) fn repair_rows(dir: &Path, remove: Option<&ItemToRemove>) -> Result<R
                 id: item.id.clone(),
             });
         };
-        transaction.execute("DELETE FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3", key).map_err(failed)?;
+        transaction
+            .execute("DELETE FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3", key)
+            .map_err(failed)?;
         repaired.removed = Some(match doc {
-            rusqlite::types::Value::Text(doc) => serde_json::from_str(&doc).unwrap_or(Value::String(doc)),
+            rusqlite::types::Value::Text(doc) => {
+                serde_json::from_str(&doc).unwrap_or(Value::String(doc))
+            }
             other => Value::String(format!("({})", other.data_type())),
         });
     }
@@ -116,16 +131,36 @@ pub(crate) fn repair_rows(dir: &Path, remove: Option<&ItemToRemove>) -> Result<R
     let next_seq = database.last_seq() + 1;
     let plan = Plan::of(&rows);
     {
-        let mut delete = transaction.prepare("DELETE FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3").map_err(failed)?;
+        let mut delete = transaction
+            .prepare("DELETE FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3")
+            .map_err(failed)?;
         let mut update = transaction
             .prepare("UPDATE items SET doc = ?4, seq = ?5, sum = ?6 WHERE container = ?1 AND pk = ?2 AND id = ?3")
             .map_err(failed)?;
         for (row, _) in &plan.removals {
-            delete.execute(params![row.container.name(), row.partition_key, row.id]).map_err(failed)?;
+            delete
+                .execute(params![row.container.name(), row.partition_key, row.id])
+                .map_err(failed)?;
         }
         for (row, doc) in &plan.recounts {
-            let sum = checksum::of_row(row.container, &row.partition_key, &row.id, doc, next_seq, row.expires);
-            update.execute(params![row.container.name(), row.partition_key, row.id, doc, next_seq, sum]).map_err(failed)?;
+            let sum = checksum::of_row(
+                row.container,
+                &row.partition_key,
+                &row.id,
+                doc,
+                next_seq,
+                row.expires,
+            );
+            update
+                .execute(params![
+                    row.container.name(),
+                    row.partition_key,
+                    row.id,
+                    doc,
+                    next_seq,
+                    sum
+                ])
+                .map_err(failed)?;
         }
     }
     for (_, why) in &plan.removals {
@@ -137,7 +172,9 @@ pub(crate) fn repair_rows(dir: &Path, remove: Option<&ItemToRemove>) -> Result<R
     }
     repaired.recounted = plan.recounts.len();
     if !plan.recounts.is_empty() {
-        transaction.execute("UPDATE meta SET value = ?1 WHERE key = 'last_seq'", [next_seq as i64]).map_err(failed)?;
+        transaction
+            .execute("UPDATE meta SET value = ?1 WHERE key = 'last_seq'", [next_seq as i64])
+            .map_err(failed)?;
     }
     repaired.items = database::retally(&path, &transaction)?;
     transaction
@@ -149,7 +186,10 @@ pub(crate) fn repair_rows(dir: &Path, remove: Option<&ItemToRemove>) -> Result<R
 
 /// Every row, checked against its checksum: the repair reads what the items say, and a changed
 /// one is refused, naming the command that removes it, as at start.
-fn read_rows(database: &Database, connection: &rusqlite::Connection) -> Result<Vec<(Row, Value)>, StoreError> {
+fn read_rows(
+    database: &Database,
+    connection: &rusqlite::Connection,
+) -> Result<Vec<(Row, Value)>, StoreError> {
     let mut rows = Vec::new();
     let mut after: Option<Row> = None;
     loop {
@@ -188,12 +228,16 @@ impl<'a> Plan<'a> {
         // are the change feed's and `deletePost`'s to remove, as after any deletion.
         let posts: HashSet<&str> = rows
             .iter()
-            .filter(|(row, doc)| row.container == Container::Posts && row.id == row.partition_key && is(doc, "post"))
+            .filter(|(row, doc)| {
+                row.container == Container::Posts && row.id == row.partition_key && is(doc, "post")
+            })
             .map(|(row, _)| row.id.as_str())
             .collect();
         let users: HashSet<&str> = rows
             .iter()
-            .filter(|(row, doc)| row.container == Container::Users && row.id == row.partition_key && is(doc, "user"))
+            .filter(|(row, doc)| {
+                row.container == Container::Users && row.id == row.partition_key && is(doc, "user")
+            })
             .map(|(row, _)| row.id.as_str())
             .collect();
         let mut listed: HashMap<&str, (u64, u64)> = HashMap::new();
@@ -213,12 +257,14 @@ impl<'a> Plan<'a> {
                     }
                 }
                 Container::Users | Container::Feed | Container::Tags
-                    if is(doc, "post") && !doc["postId"].as_str().is_some_and(|post| posts.contains(post)) =>
+                    if is(doc, "post")
+                        && !doc["postId"].as_str().is_some_and(|post| posts.contains(post)) =>
                 {
                     removals.push((row, Removal::Copy));
                 }
                 Container::Users
-                    if is(doc, "username") && !doc["ownerId"].as_str().is_some_and(|owner| users.contains(owner)) =>
+                    if is(doc, "username")
+                        && !doc["ownerId"].as_str().is_some_and(|owner| users.contains(owner)) =>
                 {
                     removals.push((row, Removal::Reservation));
                 }
@@ -235,7 +281,9 @@ impl<'a> Plan<'a> {
                 continue;
             }
             let (comments, likes) = listed.get(row.id.as_str()).copied().unwrap_or_default();
-            if doc["commentCount"].as_u64() != Some(comments) || doc["likeCount"].as_u64() != Some(likes) {
+            if doc["commentCount"].as_u64() != Some(comments)
+                || doc["likeCount"].as_u64() != Some(likes)
+            {
                 let mut recounted = doc.clone();
                 recounted["commentCount"] = comments.into();
                 recounted["likeCount"] = likes.into();

@@ -24,8 +24,14 @@ fn a_write_the_database_refused_says_why_and_a_full_disk_is_its_own_variant() {
     use crate::cosmos::embedded::database::Refused;
     let refused = Refused { disk_full: false, message: "database is locked".into() };
     let error = refused.into_store_error();
-    assert!(matches!(&error, StoreError::NotCommitted { reason } if reason == "database is locked"), "{error:?}");
-    assert_eq!(error.to_string(), "the write could not be committed, so it was undone: database is locked");
+    assert!(
+        matches!(&error, StoreError::NotCommitted { reason } if reason == "database is locked"),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        "the write could not be committed, so it was undone: database is locked"
+    );
     assert!(error.source().is_none());
     let full = Refused { disk_full: true, message: "database or disk is full".into() };
     assert!(matches!(full.into_store_error(), StoreError::DiskFull));
@@ -41,13 +47,17 @@ fn a_copy_that_kept_changing_names_the_post_and_the_container() {
 #[test]
 fn a_change_log_that_kept_changing_says_how_often_and_how_much() {
     let error = StoreError::ChangeLogKeptChanging { attempts: 20, names: 3 };
-    assert_eq!(error.to_string(), "the change log kept changing under 20 tries to append 3 names to it");
+    assert_eq!(
+        error.to_string(),
+        "the change log kept changing under 20 tries to append 3 names to it"
+    );
     assert!(error.source().is_none());
 }
 
 #[test]
 fn a_procedure_that_did_not_finish_names_itself_and_the_post() {
-    let error = StoreError::ProcedureUnfinished { procedure: "updateUsernames", post_id: "p1".into() };
+    let error =
+        StoreError::ProcedureUnfinished { procedure: "updateUsernames", post_id: "p1".into() };
     assert_eq!(error.to_string(), "updateUsernames did not finish in post p1");
     assert!(error.source().is_none());
 }

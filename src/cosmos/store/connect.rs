@@ -22,7 +22,9 @@ impl Store {
     /// Connects to the backend `config` names, creating the database and containers first when
     /// `config.create_containers` is set (always, on the embedded store).
     pub async fn connect(config: &Config) -> Result<Store, StoreError> {
-        let other = |error: CosmosError| StoreError::sdk("cannot start the embedded store's emulator", error);
+        let other = |error: CosmosError| {
+            StoreError::sdk("cannot start the embedded store's emulator", error)
+        };
         let mut credential_for_scripts = None;
         let client = match &config.backend {
             #[cfg(feature = "embedded")]
@@ -61,7 +63,14 @@ impl Store {
     ) -> Result<Store, StoreError> {
         match &config.backend {
             Backend::Embedded { data_dir } => {
-                Self::connect_embedded(config, data_dir, embedded::database::Opening::Serve, disk, sdk).await
+                Self::connect_embedded(
+                    config,
+                    data_dir,
+                    embedded::database::Opening::Serve,
+                    disk,
+                    sdk,
+                )
+                .await
             }
             _ => Err(StoreError::NotEmbedded { what: "injecting faults" }),
         }
@@ -74,7 +83,8 @@ impl Store {
         match &config.backend {
             #[cfg(feature = "embedded")]
             Backend::Embedded { data_dir } => {
-                let (opening, disk) = (embedded::database::Opening::Import, Arc::new(embedded::database::NoFaults));
+                let (opening, disk) =
+                    (embedded::database::Opening::Import, Arc::new(embedded::database::NoFaults));
                 Self::connect_embedded(config, data_dir, opening, disk, Default::default()).await
             }
             _ => Self::connect(config).await,
@@ -85,8 +95,12 @@ impl Store {
     /// ([`crate::cosmos::repair_rows`]): opened as [`Store::connect`] does, but while the repair is
     /// marked unfinished, which refuses any other start.
     #[cfg(feature = "embedded")]
-    pub(crate) async fn connect_for_repair(config: &Config, data_dir: &std::path::Path) -> Result<Store, StoreError> {
-        let (opening, disk) = (embedded::database::Opening::Repair, Arc::new(embedded::database::NoFaults));
+    pub(crate) async fn connect_for_repair(
+        config: &Config,
+        data_dir: &std::path::Path,
+    ) -> Result<Store, StoreError> {
+        let (opening, disk) =
+            (embedded::database::Opening::Repair, Arc::new(embedded::database::NoFaults));
         Self::connect_embedded(config, data_dir, opening, disk, Default::default()).await
     }
 
@@ -101,18 +115,26 @@ impl Store {
         disk: Arc<dyn embedded::database::Faults>,
         sdk: embedded::emulator::SdkFaults,
     ) -> Result<Store, StoreError> {
-        let other = |error: CosmosError| StoreError::sdk("cannot start the embedded store's emulator", error);
+        let other = |error: CosmosError| {
+            StoreError::sdk("cannot start the embedded store's emulator", error)
+        };
         let (database, connection) = embedded::open(data_dir, opening)?;
         let (client, own, emulator) = embedded::emulator::client(sdk).await.map_err(other)?;
-        embedded::emulator::create_containers(&emulator, &own, &config.database).await.map_err(other)?;
+        embedded::emulator::create_containers(&emulator, &own, &config.database)
+            .await
+            .map_err(other)?;
         let (changes, expiries, connection) =
             embedded::emulator::load(&emulator, &config.database, &database, connection).await?;
         // The load read every row: what it counted must be what the commits recorded.
         database.check_loaded(&connection)?;
         let store = Self::on(&client, config, None).await?;
         let own = Self::on(&own, config, None).await?;
-        let containers = Container::ALL.into_iter().map(|container| (container, own.container(container).clone())).collect();
-        let durability = Durability::start(database, connection, disk, changes, expiries, containers)?;
+        let containers = Container::ALL
+            .into_iter()
+            .map(|container| (container, own.container(container).clone()))
+            .collect();
+        let durability =
+            Durability::start(database, connection, disk, changes, expiries, containers)?;
         Ok(Store { durability: Some(Arc::new(durability)), ..store })
     }
 }

@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use azure_core::http::Etag;
-use azure_data_cosmos::options::{BatchDeleteOptions, BatchReplaceOptions, BatchUpsertOptions, Precondition};
+use azure_data_cosmos::options::{
+    BatchDeleteOptions, BatchReplaceOptions, BatchUpsertOptions, Precondition,
+};
 use azure_data_cosmos::{CosmosError, TransactionalBatch};
 use serde_json::Value;
 
@@ -38,7 +40,8 @@ struct DroppedMidway<'a> {
 impl Drop for DroppedMidway<'_> {
     fn drop(&mut self) {
         let Some(guard) = self.guard.take() else { return };
-        let (durability, container, partition_key) = (self.durability.clone(), self.container, self.partition_key.to_owned());
+        let (durability, container, partition_key) =
+            (self.durability.clone(), self.container, self.partition_key.to_owned());
         let ids = self.records.iter().map(|(id, _)| id.clone()).collect();
         let on_disk = self.on_disk.to_vec();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
@@ -48,13 +51,21 @@ impl Drop for DroppedMidway<'_> {
 }
 impl Store {
     /// One write, conditional as `write` says.
-    pub async fn execute_write(&self, container: Container, partition_key: &str, write: WriteOp) -> Result<(), StoreError> {
+    pub async fn execute_write(
+        &self,
+        container: Container,
+        partition_key: &str,
+        write: WriteOp,
+    ) -> Result<(), StoreError> {
         match write {
             WriteOp::Create { document } => self.create(container, partition_key, &document).await,
             WriteOp::Replace { id, document, if_match } => {
                 self.replace(container, partition_key, &id, &document, if_match.as_deref()).await
             }
-            other => self.execute_batch(container, partition_key, vec![other]).await.map_err(StoreError::of_failed_operation),
+            other => self
+                .execute_batch(container, partition_key, vec![other])
+                .await
+                .map_err(StoreError::of_failed_operation),
         }
     }
 
@@ -69,22 +80,37 @@ impl Store {
             return Ok(());
         }
         if let Some(durability) = &self.durability
-            && operations.iter().any(|operation| operation_id(operation).is_some_and(embedded::on_disk_only))
+            && operations
+                .iter()
+                .any(|operation| operation_id(operation).is_some_and(embedded::on_disk_only))
         {
             return self.batch_with_records(durability, container, partition_key, operations).await;
         }
         let (records, batch) = sdk_batch(partition_key, operations)?;
-        self.durably(container, partition_key, records, self.run_batch(container, partition_key, batch)).await
+        self.durably(
+            container,
+            partition_key,
+            records,
+            self.run_batch(container, partition_key, batch),
+        )
+        .await
     }
 
     /// Runs a transactional batch in the SDK's client (the account, or the emulator).
-    async fn run_batch(&self, container: Container, partition_key: &str, batch: TransactionalBatch) -> Result<(), StoreError> {
+    async fn run_batch(
+        &self,
+        container: Container,
+        partition_key: &str,
+        batch: TransactionalBatch,
+    ) -> Result<(), StoreError> {
         let response = metered(
             Scope::partition(container, partition_key),
             self.container(container).execute_transactional_batch(batch, None),
         )
         .await?;
-        let results = response.into_model().map_err(|error| StoreError::sdk("a transactional batch's answer", error))?;
+        let results = response
+            .into_model()
+            .map_err(|error| StoreError::sdk("a transactional batch's answer", error))?;
         // A failed batch is an `Ok` response (207) whose operations say what failed.
         if results.results().iter().all(|result| result.is_success()) {
             Ok(())
@@ -111,9 +137,12 @@ impl Store {
         let total = operations.len();
         let (mut on_disk, mut positions, mut rest) = (Vec::new(), Vec::new(), Vec::new());
         for (index, operation) in operations.into_iter().enumerate() {
-            let record = operation_id(&operation).filter(|id| embedded::on_disk_only(id)).map(str::to_owned);
+            let record =
+                operation_id(&operation).filter(|id| embedded::on_disk_only(id)).map(str::to_owned);
             match (record, operation) {
-                (Some(id), WriteOp::Create { document }) => on_disk.push((index, id, Some(document))),
+                (Some(id), WriteOp::Create { document }) => {
+                    on_disk.push((index, id, Some(document)))
+                }
                 (Some(id), _) => {
                     return Err(StoreError::RecordNotCreated { id });
                 }
@@ -136,7 +165,10 @@ impl Store {
         }
         let (records, batch) = sdk_batch(partition_key, rest)?;
         let write = self.run_batch(container, partition_key, batch);
-        match self.durably_holding(durability, guard, container, partition_key, records, on_disk, write).await {
+        match self
+            .durably_holding(durability, guard, container, partition_key, records, on_disk, write)
+            .await
+        {
             // The statuses of the operations the emulator ran, at their places in the batch.
             Err(StoreError::BatchFailed { statuses: ran }) => {
                 let mut statuses = vec![424; total];
@@ -163,7 +195,16 @@ impl Store {
             return write.await.map(drop);
         };
         let guard = durability.locks().write(container, partition_key).await;
-        self.durably_holding(durability, guard, container, partition_key, records, Vec::new(), write).await
+        self.durably_holding(
+            durability,
+            guard,
+            container,
+            partition_key,
+            records,
+            Vec::new(),
+            write,
+        )
+        .await
     }
 
     /// [`Store::durably`] on the embedded store, its partition's `guard` taken; `on_disk`, the
@@ -179,8 +220,14 @@ impl Store {
         on_disk: Vec<(String, Option<Value>)>,
         write: impl Future<Output = Result<R, StoreError>>,
     ) -> Result<(), StoreError> {
-        let mut dropped_midway =
-            DroppedMidway { durability, container, partition_key, records: &records, on_disk: &on_disk, guard: Some(guard) };
+        let mut dropped_midway = DroppedMidway {
+            durability,
+            container,
+            partition_key,
+            records: &records,
+            on_disk: &on_disk,
+            guard: Some(guard),
+        };
         let written = write.await;
         let guard = dropped_midway.guard.take().expect("taken only here");
         drop(dropped_midway);
@@ -188,7 +235,10 @@ impl Store {
             // Refused, which nearly always applied nothing; but a write whose answer was lost
             // and that the SDK sent again is refused as a duplicate of itself, applied.
             let ids = records.into_iter().map(|(id, _)| id).collect();
-            durability.clone().commit_as_is(container, partition_key.to_owned(), ids, on_disk, guard).await;
+            durability
+                .clone()
+                .commit_as_is(container, partition_key.to_owned(), ids, on_disk, guard)
+                .await;
             return Err(error);
         }
         records.extend(on_disk);
@@ -199,7 +249,9 @@ impl Store {
 /// The id of the item `operation` writes (`None`: a document without one, which the SDK refuses).
 fn operation_id(operation: &WriteOp) -> Option<&str> {
     match operation {
-        WriteOp::Create { document } | WriteOp::Upsert { document, .. } => document.get("id")?.as_str(),
+        WriteOp::Create { document } | WriteOp::Upsert { document, .. } => {
+            document.get("id")?.as_str()
+        }
         WriteOp::Replace { id, .. } | WriteOp::Delete { id, .. } => Some(id),
     }
 }
@@ -214,7 +266,9 @@ fn sdk_batch(
     let mut records = Vec::with_capacity(operations.len());
     let mut batch = TransactionalBatch::new(partition_key.to_owned());
     let sdk_error = |error: CosmosError| StoreError::sdk("a transactional batch", error);
-    let precondition = |etag: &Option<String>| etag.as_ref().map(|etag| Precondition::if_match(Etag::from(etag.clone())));
+    let precondition = |etag: &Option<String>| {
+        etag.as_ref().map(|etag| Precondition::if_match(Etag::from(etag.clone())))
+    };
     for operation in operations {
         batch = match operation {
             WriteOp::Create { document } => {
@@ -223,17 +277,20 @@ fn sdk_batch(
             }
             WriteOp::Replace { id, document, if_match } => {
                 records.push((id.clone(), Some(document.clone())));
-                let options = precondition(&if_match).map(|p| BatchReplaceOptions::default().with_precondition(p));
+                let options = precondition(&if_match)
+                    .map(|p| BatchReplaceOptions::default().with_precondition(p));
                 batch.replace_item(id, document, options).map_err(sdk_error)?
             }
             WriteOp::Upsert { document, if_match } => {
                 records.push((document_id(&document)?, Some(document.clone())));
-                let options = precondition(&if_match).map(|p| BatchUpsertOptions::default().with_precondition(p));
+                let options = precondition(&if_match)
+                    .map(|p| BatchUpsertOptions::default().with_precondition(p));
                 batch.upsert_item(document, options).map_err(sdk_error)?
             }
             WriteOp::Delete { id, if_match } => {
                 records.push((id.clone(), None));
-                let options = precondition(&if_match).map(|p| BatchDeleteOptions::default().with_precondition(p));
+                let options = precondition(&if_match)
+                    .map(|p| BatchDeleteOptions::default().with_precondition(p));
                 batch.delete_item(id, options)
             }
         };

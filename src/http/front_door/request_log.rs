@@ -106,8 +106,11 @@ impl RequestLog {
         let made_a_write = answered.route.is_some()
             && !matches!(*answered.method, Method::GET | Method::HEAD | Method::OPTIONS)
             && answered.status < 400;
-        let deserves_a_line = made_a_write || answered.status >= 500 || answered.latency.0 >= SLOW.as_micros() as u64 / 100;
-        if deserves_a_line && self.own_lines.fetch_add(1, Ordering::Relaxed) < OWN_LINES_PER_MINUTE {
+        let deserves_a_line = made_a_write
+            || answered.status >= 500
+            || answered.latency.0 >= SLOW.as_micros() as u64 / 100;
+        if deserves_a_line && self.own_lines.fetch_add(1, Ordering::Relaxed) < OWN_LINES_PER_MINUTE
+        {
             own_line!(tracing::Level::INFO, answered);
         } else {
             own_line!(tracing::Level::DEBUG, answered);
@@ -179,7 +182,8 @@ impl RequestLog {
 
     /// Writes the minute's lines every [`SUMMARY_PERIOD`], until dropped.
     pub(crate) async fn write_each_minute(self: std::sync::Arc<Self>) {
-        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + SUMMARY_PERIOD, SUMMARY_PERIOD);
+        let mut ticks =
+            tokio::time::interval_at(tokio::time::Instant::now() + SUMMARY_PERIOD, SUMMARY_PERIOD);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticks.tick().await;
@@ -321,9 +325,15 @@ impl Correlation {
     pub(crate) fn of(headers: &axum::http::HeaderMap) -> Correlation {
         let text = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
         let invocation_id = text(super::super::host::INVOCATION_ID)
-            .filter(|id| !id.is_empty() && id.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'-'))
+            .filter(|id| {
+                !id.is_empty()
+                    && id.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'-')
+            })
             .map(str::to_owned);
-        Correlation { invocation_id, trace_id: text("traceparent").and_then(trace_id).map(str::to_owned) }
+        Correlation {
+            invocation_id,
+            trace_id: text("traceparent").and_then(trace_id).map(str::to_owned),
+        }
     }
 }
 
@@ -331,7 +341,9 @@ impl Correlation {
 pub(super) fn trace_id(traceparent: &str) -> Option<&str> {
     let mut parts = traceparent.trim().split('-');
     let (_version, trace, parent) = (parts.next()?, parts.next()?, parts.next()?);
-    let hex = |text: &str, length: usize| text.len() == length && text.bytes().all(|byte| byte.is_ascii_hexdigit());
+    let hex = |text: &str, length: usize| {
+        text.len() == length && text.bytes().all(|byte| byte.is_ascii_hexdigit())
+    };
     (hex(trace, 32) && hex(parent, 16) && trace.bytes().any(|byte| byte != b'0')).then_some(trace)
 }
 

@@ -53,7 +53,11 @@ pub(crate) async fn blog_feed(State(state): State<AppState>, headers: HeaderMap)
 
 /// `GET /users/{userId}/feed.atom`: the user's newest posts (Q3, one query; and one point read
 /// for their name when they have none yet, which also tells a user that does not exist: 404).
-pub(crate) async fn user_feed(State(state): State<AppState>, PageId(user_id): PageId, headers: HeaderMap) -> PageResult {
+pub(crate) async fn user_feed(
+    State(state): State<AppState>,
+    PageId(user_id): PageId,
+    headers: HeaderMap,
+) -> PageResult {
     let origin = public_origin()?;
     let posts = posts_of(&state, &user_id, &ListParams::default(), OwnerKnown::Yes).await?;
     let username = match posts.items.first() {
@@ -72,7 +76,11 @@ pub(crate) async fn user_feed(State(state): State<AppState>, PageId(user_id): Pa
 
 /// `GET /tags/{tag}/feed.atom`: the newest posts with the tag (Q7, one query on the tag's
 /// partition). A tag nobody used is an empty feed, as its page is an empty list.
-pub(crate) async fn tag_feed(State(state): State<AppState>, PageTag(given): PageTag, headers: HeaderMap) -> PageResult {
+pub(crate) async fn tag_feed(
+    State(state): State<AppState>,
+    PageTag(given): PageTag,
+    headers: HeaderMap,
+) -> PageResult {
     let origin = public_origin()?;
     let posts = posts_with_tag(&state, &given, &ListParams::default()).await?;
     let tag = shown_tag(&posts.items, &given);
@@ -93,7 +101,8 @@ fn answer(headers: &HeaderMap, xml: String) -> Response {
 
 /// The blog's public address, which the page request being answered carries.
 fn public_origin() -> Result<crate::config::PublicUrl, ApiError> {
-    super::page_origin().ok_or_else(|| ApiError::internal("a feed was rendered outside a page request"))
+    super::page_origin()
+        .ok_or_else(|| ApiError::internal("a feed was rendered outside a page request"))
 }
 
 /// What a feed says of itself.
@@ -145,14 +154,21 @@ fn feed(origin: &str, about: &About, posts: &[Post]) -> String {
         // Its tags (§4.2.2): the normal form as the term, which every form of the tag shares,
         // and the tag as its writer typed it as the label.
         for tag in &post.tags {
-            xml.empty("category", &[("term", &crate::model::tags::normalize_tag(tag)), ("label", tag)]);
+            xml.empty(
+                "category",
+                &[("term", &crate::model::tags::normalize_tag(tag)), ("label", tag)],
+            );
         }
         // The post's text shows the pictures its writer added to it, as its page does.
         let pictures = Pictures::Of { owner: &post.user_id, post: &post.id };
         match excerpt(&post.content) {
             (summary, true) => xml.leaf("summary", &[("type", "text")], &summary),
             // §3.1.1.2: the HTML as text, escaped once more by the writer.
-            (_, false) => xml.leaf("content", &[("type", "html")], &markdown::to_html(&post.content, pictures, 2)),
+            (_, false) => xml.leaf(
+                "content",
+                &[("type", "html")],
+                &markdown::to_html(&post.content, pictures, 2),
+            ),
         }
         xml.close("entry");
     }

@@ -23,8 +23,13 @@ impl FromRequestParts<AppState> for Viewer {
 
     /// As the front door read it for the page request (`PageRequest`), or read here where no
     /// page request is current.
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        Ok(Viewer(super::PageRequest::current_viewer().unwrap_or_else(|| page_viewer(parts, state.auth))))
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(Viewer(
+            super::PageRequest::current_viewer().unwrap_or_else(|| page_viewer(parts, state.auth)),
+        ))
     }
 }
 
@@ -46,7 +51,11 @@ impl Viewer {
 
     /// The caller of a write from a form, with the form's one-time key, counted against their
     /// write limit as the API counts its writes; 401 when nobody is signed in, 429 over the limit.
-    pub(crate) fn writer(&self, state: &AppState, key: Option<IdempotencyKey>) -> Result<Caller, ApiError> {
+    pub(crate) fn writer(
+        &self,
+        state: &AppState,
+        key: Option<IdempotencyKey>,
+    ) -> Result<Caller, ApiError> {
         let caller = self.caller()?;
         caller.count_write(state)?;
         Ok(caller.with_key(key))
@@ -69,7 +78,8 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for PageQuery<T> {
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, PageError> {
         let known = field_names::<T>();
-        let params = parse_query(parts.uri.query().unwrap_or_default(), |key| known.contains(&key))?;
+        let params =
+            parse_query(parts.uri.query().unwrap_or_default(), |key| known.contains(&key))?;
         Ok(PageQuery(params))
     }
 }
@@ -123,7 +133,11 @@ fn check_same_origin(headers: &HeaderMap, public: Option<&str>) -> Result<(), Cr
     let text = |name: &str| headers.get(name).map(|value| value.to_str().unwrap_or("?").to_owned());
     if let Some(site) = text("sec-fetch-site") {
         // `none`: the person typed or bookmarked the request; `same-origin`: a page of this blog.
-        return if site == "same-origin" || site == "none" { Ok(()) } else { Err(CrossSite::FetchSite { site }) };
+        return if site == "same-origin" || site == "none" {
+            Ok(())
+        } else {
+            Err(CrossSite::FetchSite { site })
+        };
     }
     let Some(origin) = text("origin") else { return Ok(()) };
     // A browser's `Origin` is its own, never a page's to set, and so is the `Host` it sent.
@@ -189,8 +203,12 @@ impl<T: DeserializeOwned> FromRequest<AppState> for FormWithPicture<T> {
     /// only from a signed-in writer, and, where it edits a post, only once the post is theirs:
     /// 401, 403 and 404 before its body, whatever its `Content-Type` says it holds.
     async fn from_request(request: Request, state: &AppState) -> Result<Self, PageError> {
-        let content_type =
-            request.headers().get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or("").to_owned();
+        let content_type = request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
         let (mut parts, body) = request.into_parts();
         let takes_picture = parts.extensions.get::<crate::http::body::PictureBody>().is_some();
         let Ok(Viewer(viewer)) = Viewer::from_request_parts(&mut parts, state).await;
@@ -198,23 +216,38 @@ impl<T: DeserializeOwned> FromRequest<AppState> for FormWithPicture<T> {
         if let (true, Ok(caller)) = (takes_picture, &caller)
             && let Ok(PageId(post_id)) = PageId::from_request_parts(&mut parts, state).await
         {
-            crate::app::pictures::may_add_to(state, caller, &post_id).await.map_err(|error| PageError(error.into()))?;
+            crate::app::pictures::may_add_to(state, caller, &post_id)
+                .await
+                .map_err(|error| PageError(error.into()))?;
         }
-        let unread = crate::http::body::UnreadBody::from_request(Request::from_parts(parts, body), state)
-            .await
-            .unwrap_or_else(|never| match never {});
+        let unread =
+            crate::http::body::UnreadBody::from_request(Request::from_parts(parts, body), state)
+                .await
+                .unwrap_or_else(|never| match never {});
         let signed_out = takes_picture && caller.is_err();
         let bytes = if signed_out {
             // Read as any form is, so that the page that asks them to sign in again gives back
             // what they typed; a form larger than that (a picture in it) is 401 unread.
-            unread.read_outside_buffers(crate::http::MAX_BODY_BYTES, crate::http::auth::sign_in_first).await.map_err(PageError)?
+            unread
+                .read_outside_buffers(crate::http::MAX_BODY_BYTES, crate::http::auth::sign_in_first)
+                .await
+                .map_err(PageError)?
         } else {
-            unread.read(|| crate::http::front_door::too_large_error(crate::http::MAX_UPLOAD_BYTES)).await.map_err(PageError)?
+            unread
+                .read(|| crate::http::front_door::too_large_error(crate::http::MAX_UPLOAD_BYTES))
+                .await
+                .map_err(PageError)?
         };
-        let unreadable =
-            |error: &dyn std::fmt::Display| PageError(ApiError::bad_request(format!("The form could not be read: {error}.")));
-        let urlencoded = content_type.trim_start().to_ascii_lowercase().starts_with("application/x-www-form-urlencoded");
-        let (fields, picture): (Vec<(String, String)>, Option<ChosenPicture>) = if let Some(boundary) =
+        let unreadable = |error: &dyn std::fmt::Display| {
+            PageError(ApiError::bad_request(format!("The form could not be read: {error}.")))
+        };
+        let urlencoded = content_type
+            .trim_start()
+            .to_ascii_lowercase()
+            .starts_with("application/x-www-form-urlencoded");
+        let (fields, picture): (Vec<(String, String)>, Option<ChosenPicture>) = if let Some(
+            boundary,
+        ) =
             multipart::boundary(&content_type)
         {
             let mut fields = Vec::new();
@@ -223,16 +256,22 @@ impl<T: DeserializeOwned> FromRequest<AppState> for FormWithPicture<T> {
                 match part.filename {
                     // A file input left empty sends a part with an empty name and body.
                     // A signed-out sender's picture is never decoded: the route answers 401.
-                    Some(name) if part.name == PICTURE_FIELD && !(name.is_empty() && part.body.is_empty()) && !signed_out => {
+                    Some(name)
+                        if part.name == PICTURE_FIELD
+                            && !(name.is_empty() && part.body.is_empty())
+                            && !signed_out =>
+                    {
                         if picture.is_some() {
                             return Err(unreadable(&"it has more than one picture"));
                         }
-                        picture = Some(ChosenPicture { bytes: part.body, declared: part.content_type });
+                        picture =
+                            Some(ChosenPicture { bytes: part.body, declared: part.content_type });
                     }
                     Some(_) => {}
                     None => {
-                        let value = String::from_utf8(part.body.to_vec())
-                            .map_err(|_| unreadable(&format!("its field {} is not text", part.name)))?;
+                        let value = String::from_utf8(part.body.to_vec()).map_err(|_| {
+                            unreadable(&format!("its field {} is not text", part.name))
+                        })?;
                         fields.push((part.name, value));
                     }
                 }
@@ -248,10 +287,13 @@ impl<T: DeserializeOwned> FromRequest<AppState> for FormWithPicture<T> {
                 "This address takes a form sent from the blog's pages (application/x-www-form-urlencoded, or multipart/form-data with a picture).",
             )));
         };
-        let (keys, fields): (Vec<_>, Vec<_>) = fields.into_iter().partition(|(name, _)| name == KEY_FIELD);
+        let (keys, fields): (Vec<_>, Vec<_>) =
+            fields.into_iter().partition(|(name, _)| name == KEY_FIELD);
         let key = match keys.as_slice() {
             [] => None,
-            [(_, key)] => Some(IdempotencyKey::parse(key).map_err(|error| PageError(error.into()))?),
+            [(_, key)] => {
+                Some(IdempotencyKey::parse(key).map_err(|error| PageError(error.into()))?)
+            }
             _ => return Err(unreadable(&format!("it has {} fields {KEY_FIELD}", keys.len()))),
         };
         let fields: Vec<(String, String)> =
@@ -298,17 +340,39 @@ mod tests {
             check_same_origin(&headers(&[("sec-fetch-site", "same-site")]), None).is_err(),
             "a sibling subdomain is not the blog"
         );
-        assert!(check_same_origin(&headers(&[("origin", "https://blog.example"), ("host", "blog.example")]), None).is_ok());
-        let forged = check_same_origin(&headers(&[("origin", "https://evil.example"), ("host", "blog.example")]), None);
+        assert!(
+            check_same_origin(
+                &headers(&[("origin", "https://blog.example"), ("host", "blog.example")]),
+                None
+            )
+            .is_ok()
+        );
+        let forged = check_same_origin(
+            &headers(&[("origin", "https://evil.example"), ("host", "blog.example")]),
+            None,
+        );
         assert_eq!(forged, Err(CrossSite::Origin { origin: "https://evil.example".into() }));
         assert_eq!(forged.unwrap_err().to_string(), "Origin: https://evil.example");
-        assert!(check_same_origin(&headers(&[("origin", "null"), ("host", "blog.example")]), None).is_err());
-        assert!(check_same_origin(&headers(&[("host", "blog.example")]), None).is_ok(), "no browser page sent it");
+        assert!(
+            check_same_origin(&headers(&[("origin", "null"), ("host", "blog.example")]), None)
+                .is_err()
+        );
+        assert!(
+            check_same_origin(&headers(&[("host", "blog.example")]), None).is_ok(),
+            "no browser page sent it"
+        );
         let public = Some("https://blog.example");
-        let through_a_proxy = headers(&[("origin", "https://blog.example"), ("host", "app.azurewebsites.net")]);
-        assert!(check_same_origin(&through_a_proxy, public).is_ok(), "the public address is the blog's");
-        let forwarded =
-            headers(&[("origin", "https://evil.example"), ("host", "app.example"), ("x-forwarded-host", "evil.example")]);
+        let through_a_proxy =
+            headers(&[("origin", "https://blog.example"), ("host", "app.azurewebsites.net")]);
+        assert!(
+            check_same_origin(&through_a_proxy, public).is_ok(),
+            "the public address is the blog's"
+        );
+        let forwarded = headers(&[
+            ("origin", "https://evil.example"),
+            ("host", "app.example"),
+            ("x-forwarded-host", "evil.example"),
+        ]);
         assert!(check_same_origin(&forwarded, public).is_err(), "a forwarded host is not believed");
     }
 }

@@ -45,10 +45,13 @@ pub(crate) async fn front_page(
     };
     if viewer.id().is_some() {
         let html = render();
-        return Ok(Page { status: axum::http::StatusCode::OK, html, private: true }.revalidated(&headers));
+        return Ok(
+            Page { status: axum::http::StatusCode::OK, html, private: true }.revalidated(&headers)
+        );
     }
     // The page is the same for everyone who is not signed in (a CDN may share it): rendered once
     // per feed page read, for the address the blog is reached at and the page size asked for.
-    let key = format!("{}\n{}", page_address().unwrap_or_default(), params.limit().unwrap_or_default());
+    let key =
+        format!("{}\n{}", page_address().unwrap_or_default(), params.limit().unwrap_or_default());
     Ok(Page::shared(&page.rendering(&key, render), &headers))
 }

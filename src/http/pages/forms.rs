@@ -25,13 +25,11 @@ pub(crate) struct Refusal {
 /// What a form says when it was sent by nobody signed in: its page showed the form to someone
 /// signed in, so their sign-in ended meanwhile (signed out in another tab, the cookie or the
 /// platform's session expired).
-pub const SIGNED_OUT: &str =
-    "You are no longer signed in, so this was not sent. Copy what you typed, sign in, then send it again.";
+pub const SIGNED_OUT: &str = "You are no longer signed in, so this was not sent. Copy what you typed, sign in, then send it again.";
 
 /// What a form says when it was sent before with other text (the back button, the text changed,
 /// sent again): the first was saved; what was typed now is shown with a new key, to send as well.
-pub const SENT_BEFORE: &str =
-    "This form was sent before with other text, and that was saved. What you typed now is below: send it to save it too.";
+pub const SENT_BEFORE: &str = "This form was sent before with other text, and that was saved. What you typed now is below: send it to save it too.";
 
 /// What a form says when the blog was too busy to confirm the write: it may have been made, so
 /// the form keeps its key, and sent again it is made once.
@@ -45,13 +43,13 @@ pub(crate) fn busy(retry_after: Option<std::time::Duration>) -> String {
 
 /// What a form says when the person writing has no user yet: the API's "`userId` names no
 /// existing user" speaks of a field the form does not have.
-pub(crate) const NO_PROFILE_YET: &str =
-    "You have no profile yet: create yours on \u{201c}Your page\u{201d} (at the top) before you write.";
+pub(crate) const NO_PROFILE_YET: &str = "You have no profile yet: create yours on \u{201c}Your page\u{201d} (at the top) before you write.";
 
 impl Refusal {
     /// The refusal an API error makes on a form with `fields`: placed at the field its detail names.
     pub(crate) fn of(error: &ApiError, fields: &[&'static str]) -> Refusal {
-        if error.status == StatusCode::UNPROCESSABLE_ENTITY && error.detail.starts_with("`userId`") {
+        if error.status == StatusCode::UNPROCESSABLE_ENTITY && error.detail.starts_with("`userId`")
+        {
             return Refusal { field: None, detail: NO_PROFILE_YET.to_owned(), signed_out: false };
         }
         if error.status == StatusCode::UNAUTHORIZED {
@@ -63,7 +61,8 @@ impl Refusal {
         if error.status == StatusCode::SERVICE_UNAVAILABLE {
             return Refusal { field: None, detail: busy(error.retry_after), signed_out: false };
         }
-        let field = fields.iter().copied().find(|field| error.detail.starts_with(&format!("`{field}`")));
+        let field =
+            fields.iter().copied().find(|field| error.detail.starts_with(&format!("`{field}`")));
         Refusal { field, detail: error.detail.clone(), signed_out: false }
     }
 
@@ -132,13 +131,26 @@ pub(crate) struct Field {
 }
 
 /// Renders a form: a general error first, then each field, then the submit button.
-pub(crate) fn form(action: &str, id: &str, fields: &[Field], draft: &Draft, submit: &str) -> Markup {
+pub(crate) fn form(
+    action: &str,
+    id: &str,
+    fields: &[Field],
+    draft: &Draft,
+    submit: &str,
+) -> Markup {
     form_with(action, id, fields, draft, submit, None)
 }
 
 /// [`form`], with `extra` between the fields and the submit button: a part of its own that
 /// sends a file (the post's picture), which makes the form `multipart/form-data`.
-pub(crate) fn form_with(action: &str, id: &str, fields: &[Field], draft: &Draft, submit: &str, extra: Option<Markup>) -> Markup {
+pub(crate) fn form_with(
+    action: &str,
+    id: &str,
+    fields: &[Field],
+    draft: &Draft,
+    submit: &str,
+    extra: Option<Markup>,
+) -> Markup {
     let enctype = extra.as_ref().map(|_| "multipart/form-data");
     html! {
         form class="write" method="post" action=(esc(action)) id=(id) enctype=[enctype] {
@@ -173,7 +185,11 @@ fn form_field(form_id: &str, field: &Field, draft: &Draft) -> Markup {
     let error = draft.refusal.as_ref().filter(|refusal| refusal.field == Some(field.name));
     let hint_id = (!field.hint.is_empty()).then(|| format!("{input_id}-hint"));
     let error_id = error.map(|_| format!("{input_id}-error"));
-    let described = [error_id.as_deref(), hint_id.as_deref()].into_iter().flatten().collect::<Vec<_>>().join(" ");
+    let described = [error_id.as_deref(), hint_id.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ");
     let described = (!described.is_empty()).then_some(described);
     let invalid = error.map(|_| "true");
     let value = esc(draft.value(field.name));
@@ -219,7 +235,12 @@ pub(crate) async fn submit<T>(
     match written {
         Ok(written) => Ok(Redirect::to(&redirect_to(written)).into_response()),
         // Busy (503): the form again, with what was typed and its key, and when to send it.
-        Err(error) if error.status != StatusCode::SERVICE_UNAVAILABLE && error.status.is_server_error() => Err(error.into()),
+        Err(error)
+            if error.status != StatusCode::SERVICE_UNAVAILABLE
+                && error.status.is_server_error() =>
+        {
+            Err(error.into())
+        }
         Err(error) if error_pages.contains(&error.status) => Err(error.into()),
         Err(error) => {
             // Over the limit, or busy: the form again, with what was typed, and when to send it.
@@ -239,9 +260,13 @@ mod tests {
 
     #[test]
     fn a_refusal_finds_the_field_its_detail_names() {
-        let refusal = Refusal::of(&ApiError::bad_request("`title` must not be empty."), &["title", "content"]);
+        let refusal = Refusal::of(
+            &ApiError::bad_request("`title` must not be empty."),
+            &["title", "content"],
+        );
         assert_eq!(refusal.field, Some("title"));
-        let refusal = Refusal::of(&ApiError::unprocessable("`userId` names no user"), &["title", "content"]);
+        let refusal =
+            Refusal::of(&ApiError::unprocessable("`userId` names no user"), &["title", "content"]);
         assert_eq!(refusal.field, None);
         assert_eq!(refusal.detail, NO_PROFILE_YET);
     }

@@ -67,7 +67,11 @@ pub(crate) async fn stylesheet() -> Response {
 }
 
 /// A file built into the handler, the same for everyone.
-fn static_file(content_type: &'static str, cache_control: &'static str, body: &'static str) -> Response {
+fn static_file(
+    content_type: &'static str,
+    cache_control: &'static str,
+    body: &'static str,
+) -> Response {
     (
         [
             (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
@@ -99,8 +103,7 @@ pub(crate) async fn robots() -> Response {
 pub(crate) const SITE_NAME: &str = "Cosmos Blog";
 
 /// What every page says of the blog to search engines and link previews (and the feed, to readers).
-const SITE_DESCRIPTION: &str =
-    "A blog on Azure Cosmos DB, built as Microsoft's article on modelling and partitioning data designs it.";
+const SITE_DESCRIPTION: &str = "A blog on Azure Cosmos DB, built as Microsoft's article on modelling and partitioning data designs it.";
 
 /// Text made safe to put in HTML, between tags or in a quoted attribute: `&`, `<`, `>`, `"` and
 /// `'` as character references.
@@ -175,13 +178,18 @@ impl Page {
     pub(crate) fn revalidated(self, request: &HeaderMap) -> Response {
         let etag = crate::app::marked::etag_of(self.html.as_bytes());
         let private = self.private;
-        with_etag(if_none_match(request, &etag).unwrap_or_else(|| self.into_response()), &etag, private)
+        with_etag(
+            if_none_match(request, &etag).unwrap_or_else(|| self.into_response()),
+            &etag,
+            private,
+        )
     }
 
     /// [`Page::revalidated`] for a page rendered once for every reader who is not signed in.
     pub(crate) fn shared(rendering: &Rendering, request: &HeaderMap) -> Response {
-        let response = if_none_match(request, &rendering.etag)
-            .unwrap_or_else(|| ([(header::CONTENT_TYPE, HTML_CONTENT_TYPE)], rendering.body.clone()).into_response());
+        let response = if_none_match(request, &rendering.etag).unwrap_or_else(|| {
+            ([(header::CONTENT_TYPE, HTML_CONTENT_TYPE)], rendering.body.clone()).into_response()
+        });
         with_etag(response, &rendering.etag, false)
     }
 }
@@ -210,7 +218,10 @@ impl IntoResponse for Page {
         let cache = if self.private { caching::PRIVATE } else { "no-cache" };
         (
             self.status,
-            [(header::CONTENT_TYPE, HTML_CONTENT_TYPE), (header::CACHE_CONTROL, HeaderValue::from_static(cache))],
+            [
+                (header::CONTENT_TYPE, HTML_CONTENT_TYPE),
+                (header::CACHE_CONTROL, HeaderValue::from_static(cache)),
+            ],
             self.html,
         )
             .into_response()
@@ -343,8 +354,7 @@ fn preview_picture(picture: &FirstPicture, origin: &str) -> Markup {
 /// page read the blog's own files: Lighthouse reads `/robots.txt` that way, and under
 /// `default-src 'none'` alone it reported "unable to download a robots.txt file"
 /// (GoogleChrome/lighthouse#4386).
-const CONTENT_SECURITY_POLICY: &str =
-    "default-src 'none'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; frame-ancestors 'none'";
+const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 /// The headers every answer carries (`nosniff`), and those of HTML pages: the
 /// [`CONTENT_SECURITY_POLICY`], no framing for browsers older than `frame-ancestors`, and links
@@ -352,11 +362,19 @@ const CONTENT_SECURITY_POLICY: &str =
 /// out by [`crate::http::front_door`].)
 pub(crate) fn add_security_headers(headers: &mut HeaderMap) {
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    let html = headers.get(header::CONTENT_TYPE).is_some_and(|value| value.as_bytes().starts_with(b"text/html"));
+    let html = headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|value| value.as_bytes().starts_with(b"text/html"));
     if html {
-        headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+        );
         headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-        headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("strict-origin-when-cross-origin"));
+        headers.insert(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("strict-origin-when-cross-origin"),
+        );
     }
 }
 
@@ -426,10 +444,16 @@ impl IntoResponse for PageError {
         let retry_after = self.0.retry_after_header();
         let ApiError { status, detail, .. } = self.0;
         let (heading, advice) = match status {
-            StatusCode::NOT_FOUND => ("Not found", "It may never have existed, or its link was mistyped."),
-            StatusCode::FORBIDDEN => ("Not allowed", "Go back to the page you came from and try again from there."),
+            StatusCode::NOT_FOUND => {
+                ("Not found", "It may never have existed, or its link was mistyped.")
+            }
+            StatusCode::FORBIDDEN => {
+                ("Not allowed", "Go back to the page you came from and try again from there.")
+            }
             StatusCode::UNAUTHORIZED => ("Sign in first", "Sign in, then try again."),
-            StatusCode::SERVICE_UNAVAILABLE => ("Busy", "The blog is busy right now. Wait a moment, then reload the page."),
+            StatusCode::SERVICE_UNAVAILABLE => {
+                ("Busy", "The blog is busy right now. Wait a moment, then reload the page.")
+            }
             status if status.is_server_error() => (
                 "Something went wrong",
                 "The blog could not finish this request; nothing you typed was lost on our side. \
@@ -448,7 +472,8 @@ impl IntoResponse for PageError {
         };
         let viewer = Viewer(PageRequest::current_viewer().flatten());
         let private = viewer.id().is_some();
-        let mut response = Page { status, html: layout(heading, &viewer, main), private }.into_response();
+        let mut response =
+            Page { status, html: layout(heading, &viewer, main), private }.into_response();
         // A busy page says when to come back, as the API's answer does.
         if let Some(retry_after) = retry_after {
             response.headers_mut().insert(axum::http::header::RETRY_AFTER, retry_after);
@@ -480,12 +505,19 @@ mod tests {
 
     #[tokio::test]
     async fn an_unexpected_failure_is_a_page_that_says_what_to_do_and_hides_the_cause() {
-        let response = PageError(ApiError::internal("connection to https://secret.documents.azure.com refused")).into_response();
+        let response = PageError(ApiError::internal(
+            "connection to https://secret.documents.azure.com refused",
+        ))
+        .into_response();
         assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
         assert_eq!(response.headers()[header::CONTENT_TYPE], "text/html; charset=utf-8");
         let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
         let html = String::from_utf8(body.to_vec()).unwrap();
-        assert!(html.contains("<h1>Something went wrong</h1>") && html.contains("Reload the page in a moment"), "{html}");
+        assert!(
+            html.contains("<h1>Something went wrong</h1>")
+                && html.contains("Reload the page in a moment"),
+            "{html}"
+        );
         assert!(!html.contains("secret"), "the cause stays in the log: {html}");
     }
 }

@@ -26,7 +26,8 @@ pub(crate) fn boundary(content_type: &str) -> Option<String> {
     parameters.find_map(|parameter| {
         let (name, value) = parameter.split_once('=')?;
         let value = value.trim().trim_matches('"');
-        (name.trim().eq_ignore_ascii_case("boundary") && !value.is_empty() && value.len() <= 70).then(|| value.to_owned())
+        (name.trim().eq_ignore_ascii_case("boundary") && !value.is_empty() && value.len() <= 70)
+            .then(|| value.to_owned())
     })
 }
 
@@ -59,8 +60,10 @@ fn crlf(bytes: &[u8]) -> Option<usize> {
 /// One part, starting at byte `at` of the body: its headers up to the empty line, then its
 /// body.
 fn part(bytes: bytes::Bytes, at: usize) -> Result<Part, MultipartError> {
-    let split = memchr::memmem::find(&bytes, b"\r\n\r\n").ok_or(MultipartError::HeadersUnended { at })?;
-    let headers = std::str::from_utf8(&bytes[..split]).map_err(|_| MultipartError::HeadersNotText { at })?;
+    let split =
+        memchr::memmem::find(&bytes, b"\r\n\r\n").ok_or(MultipartError::HeadersUnended { at })?;
+    let headers =
+        std::str::from_utf8(&bytes[..split]).map_err(|_| MultipartError::HeadersNotText { at })?;
     let (mut name, mut filename, mut content_type) = (None, None, None);
     for line in headers.split("\r\n") {
         let Some((header, value)) = line.split_once(':') else { continue };
@@ -134,7 +137,9 @@ fn parameter(value: &str, wanted: &str) -> Option<String> {
                 let end = quoted.find('"')?;
                 (&quoted[..end], &quoted[end + 1..])
             }
-            None => after.split_once(';').map_or((after, ""), |(text, _)| (text, &after[text.len()..])),
+            None => {
+                after.split_once(';').map_or((after, ""), |(text, _)| (text, &after[text.len()..]))
+            }
         };
         if name.trim().eq_ignore_ascii_case(wanted) {
             return Some(text.trim().to_owned());
@@ -161,9 +166,13 @@ mod tests {
              --{boundary}--\r\n"
         );
         let content_type = format!("multipart/form-data; boundary={boundary}");
-        let found = parts(&bytes::Bytes::from(body), &super::boundary(&content_type).unwrap()).unwrap();
+        let found =
+            parts(&bytes::Bytes::from(body), &super::boundary(&content_type).unwrap()).unwrap();
         assert_eq!(found.len(), 3);
-        assert_eq!((found[0].name.as_str(), &found[0].body[..]), ("title", &b"Kites; and \"more\""[..]));
+        assert_eq!(
+            (found[0].name.as_str(), &found[0].body[..]),
+            ("title", &b"Kites; and \"more\""[..])
+        );
         assert_eq!(found[1].filename.as_deref(), Some("kite.png"));
         assert_eq!(found[1].content_type.as_deref(), Some("image/png"));
         assert_eq!(&found[1].body[..], b"PNG\r\n\x1a\n--not-the-boundary");
@@ -174,12 +183,17 @@ mod tests {
     fn a_malformed_form_is_refused_with_what_is_wrong() {
         assert_eq!(boundary("application/x-www-form-urlencoded"), None);
         assert_eq!(boundary("multipart/form-data"), None);
-        let cut = bytes::Bytes::from_static(b"--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nno end");
+        let cut = bytes::Bytes::from_static(
+            b"--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nno end",
+        );
         assert_eq!(parts(&cut, "b"), Err(MultipartError::LastPartUnended { at: 5 }));
-        let nameless = bytes::Bytes::from_static(b"--b\r\nContent-Type: text/plain\r\n\r\nx\r\n--b--");
+        let nameless =
+            bytes::Bytes::from_static(b"--b\r\nContent-Type: text/plain\r\n\r\nx\r\n--b--");
         assert_eq!(parts(&nameless, "b"), Err(MultipartError::NoFieldName { at: 5 }));
         assert_eq!(parts(&nameless, "c"), Err(MultipartError::NoPart));
-        let glued = bytes::Bytes::from_static(b"--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx--b--");
+        let glued = bytes::Bytes::from_static(
+            b"--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx--b--",
+        );
         assert_eq!(parts(&glued, "b"), Err(MultipartError::NoLineBreakAtEnd { at: 50 }));
         assert_eq!(MultipartError::NoFieldName { at: 5 }.to_string(), "a part has no field name");
     }

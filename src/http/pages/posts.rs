@@ -9,8 +9,8 @@ use serde::Deserialize;
 
 use super::short_posts::{count, tag_links, time};
 use super::{
-    Draft, Field, Form, Head, Page, PageId, PageIds, PageQuery, PageResult, Refusal, SameOrigin, Viewer, esc, form, layout,
-    one_time_key, page_layout, submit, url_part,
+    Draft, Field, Form, Head, Page, PageId, PageIds, PageQuery, PageResult, Refusal, SameOrigin,
+    Viewer, esc, form, layout, one_time_key, page_layout, submit, url_part,
 };
 use crate::app::comments::{comment_to_delete, create_comment, delete_comment, page_of_comment};
 use crate::app::idempotency::IdempotencyKey;
@@ -22,7 +22,9 @@ use crate::app::{AppResult, AppState, Caller};
 use crate::cosmos::Container;
 use crate::http::auth::cookie;
 use crate::http::error::ApiError;
-use crate::model::{Comment, Like, MAX_COMMENT_CHARS, Post, SHORT_CONTENT_CHARS, excerpt, like_id, truncate_chars};
+use crate::model::{
+    Comment, Like, MAX_COMMENT_CHARS, Post, SHORT_CONTENT_CHARS, excerpt, like_id, truncate_chars,
+};
 
 // The hint says the limit the API applies; the assertion keeps it true.
 const COMMENT_FIELDS: [Field; 1] = [Field {
@@ -76,8 +78,18 @@ pub(crate) async fn post_page(
     PageId(post_id): PageId,
     PageQuery(params): PageQuery<ListParams>,
 ) -> PageResult {
-    let freshness = if cookie(&headers, JUST_WROTE).is_some() { Freshness::Read } else { Freshness::Cached };
-    let page = render_post(&state, &viewer, &post_id, &params, freshness, PostPageState::default(), StatusCode::OK).await?;
+    let freshness =
+        if cookie(&headers, JUST_WROTE).is_some() { Freshness::Read } else { Freshness::Cached };
+    let page = render_post(
+        &state,
+        &viewer,
+        &post_id,
+        &params,
+        freshness,
+        PostPageState::default(),
+        StatusCode::OK,
+    )
+    .await?;
     Ok(page.revalidated(&headers))
 }
 
@@ -85,10 +97,14 @@ pub(crate) async fn post_page(
 pub(super) fn wrote_to(post_id: &str, written: PageResult) -> PageResult {
     let mut response = written?;
     if response.status().is_redirection() {
-        let cookie = format!("{JUST_WROTE}=1; Path=/posts/{}; Max-Age=10; HttpOnly; SameSite=Lax", url_part(post_id));
-        response
-            .headers_mut()
-            .append(header::SET_COOKIE, HeaderValue::from_str(&cookie).expect("an id in a link is a header value"));
+        let cookie = format!(
+            "{JUST_WROTE}=1; Path=/posts/{}; Max-Age=10; HttpOnly; SameSite=Lax",
+            url_part(post_id)
+        );
+        response.headers_mut().append(
+            header::SET_COOKIE,
+            HeaderValue::from_str(&cookie).expect("an id in a link is a header value"),
+        );
     }
     Ok(response)
 }
@@ -96,7 +112,12 @@ pub(super) fn wrote_to(post_id: &str, written: PageResult) -> PageResult {
 /// Whether `me` likes `post`: seen on the first page of likes when it is there; past it (a
 /// post with more likes than one page), one point read of the like, whose id is derived from
 /// the user (`like-<userId>`), in the post's partition.
-async fn likes_post(state: &AppState, post: &Post, first_page: &[Like], me: &str) -> Result<bool, ApiError> {
+async fn likes_post(
+    state: &AppState,
+    post: &Post,
+    first_page: &[Like],
+    me: &str,
+) -> Result<bool, ApiError> {
     if first_page.iter().any(|like| like.user_id == me) {
         return Ok(true);
     }
@@ -133,14 +154,29 @@ async fn render_post(
     // Link previews and search results show the start of the post, as the front page does, and
     // its first picture, as the lists do.
     let (description, _) = excerpt(truncate_chars(&post.content, SHORT_CONTENT_CHARS));
-    let head = Head { description: Some(description), article: true, picture: rendered.picture.as_ref(), ..Head::default() };
-    Ok(Page { status, html: page_layout(&post.title, viewer, head, main), private: viewer.id().is_some() })
+    let head = Head {
+        description: Some(description),
+        article: true,
+        picture: rendered.picture.as_ref(),
+        ..Head::default()
+    };
+    Ok(Page {
+        status,
+        html: page_layout(&post.title, viewer, head, main),
+        private: viewer.id().is_some(),
+    })
 }
 
 /// The post itself: its title, writer, dates and tags, its text (`content`, rendered), its
 /// counts, and what the viewer may do with it (edit and delete it when it is theirs, like it or
 /// take their like back), with why a like was refused.
-fn post_article(post: &Post, content: &str, viewer: &Viewer, liked: bool, like_refused: Option<&str>) -> Markup {
+fn post_article(
+    post: &Post,
+    content: &str,
+    viewer: &Viewer,
+    liked: bool,
+    like_refused: Option<&str>,
+) -> Markup {
     let id = url_part(&post.id);
     html! {
         article {
@@ -212,7 +248,13 @@ fn liked_by(post: &Post, likes: &ListPage<Like>) -> Markup {
 
 /// A page of the post's comments (`texts`: each rendered), each with its delete link for who may
 /// delete it, the link to the next page, and the comment form (`comment`: what was typed).
-fn comments_section(post: &Post, comments: &ListPage<Comment>, texts: &[String], viewer: &Viewer, comment: &Draft<'_>) -> Markup {
+fn comments_section(
+    post: &Post,
+    comments: &ListPage<Comment>,
+    texts: &[String],
+    viewer: &Viewer,
+    comment: &Draft<'_>,
+) -> Markup {
     let id = url_part(&post.id);
     html! {
         section aria-labelledby="comments" {
@@ -311,7 +353,10 @@ pub(crate) async fn submit_like(
     PageId(post_id): PageId,
     Form(ButtonForm {}, key): Form<ButtonForm>,
 ) -> PageResult {
-    back_to_post(&state, &viewer, key, &post_id, async |caller| create_like(&state, caller, &post_id, &caller.id).await).await
+    back_to_post(&state, &viewer, key, &post_id, async |caller| {
+        create_like(&state, caller, &post_id, &caller.id).await
+    })
+    .await
 }
 
 /// `POST /posts/{postId}/unlike`: C5, then back to the post; refused, the post page again with
@@ -323,7 +368,10 @@ pub(crate) async fn submit_unlike(
     PageId(post_id): PageId,
     Form(ButtonForm {}, key): Form<ButtonForm>,
 ) -> PageResult {
-    back_to_post(&state, &viewer, key, &post_id, async |caller| delete_like(&state, caller, &post_id, &caller.id).await).await
+    back_to_post(&state, &viewer, key, &post_id, async |caller| {
+        delete_like(&state, caller, &post_id, &caller.id).await
+    })
+    .await
 }
 
 /// After the like or unlike button: back to the post, at the button; refused (a second like, a like already
@@ -345,9 +393,17 @@ async fn back_to_post<T>(
         &[],
         async |error| {
             let extra = PostPageState { like_refused: Some(error.detail), ..Default::default() };
-            Ok(render_post(state, viewer, post_id, &ListParams::default(), Freshness::Read, extra, error.status)
-                .await?
-                .into_response())
+            Ok(render_post(
+                state,
+                viewer,
+                post_id,
+                &ListParams::default(),
+                Freshness::Read,
+                extra,
+                error.status,
+            )
+            .await?
+            .into_response())
         },
     )
     .await;
@@ -361,7 +417,8 @@ pub(crate) async fn delete_comment_page(
     viewer: Viewer,
     PageIds(post_id, comment_id): PageIds,
 ) -> PageResult {
-    let (post, comment) = comment_to_delete(&state, &viewer.caller()?, &post_id, &comment_id).await?;
+    let (post, comment) =
+        comment_to_delete(&state, &viewer.caller()?, &post_id, &comment_id).await?;
     let id = url_part(&post.id);
     let main = html! {
         h1 { "Delete this comment?" }
@@ -379,7 +436,12 @@ pub(crate) async fn delete_comment_page(
             a href={ "/posts/" (id) "#comment-" (url_part(&comment.id)) } { "Keep it" }
         }
     };
-    Ok(Page { status: StatusCode::OK, html: layout("Delete this comment", &viewer, main), private: true }.into_response())
+    Ok(Page {
+        status: StatusCode::OK,
+        html: layout("Delete this comment", &viewer, main),
+        private: true,
+    }
+    .into_response())
 }
 
 /// `POST /posts/{postId}/comments/{commentId}/delete`: C6, then back to the comments.
@@ -392,11 +454,18 @@ pub(crate) async fn submit_comment_delete(
 ) -> PageResult {
     let caller = viewer.writer(&state, key)?;
     delete_comment(&state, &caller, &post_id, &comment_id).await?;
-    wrote_to(&post_id, Ok(Redirect::to(&format!("/posts/{}#comments", url_part(&post_id))).into_response()))
+    wrote_to(
+        &post_id,
+        Ok(Redirect::to(&format!("/posts/{}#comments", url_part(&post_id))).into_response()),
+    )
 }
 
 /// `GET /posts/{postId}/delete`: asks its author to confirm, since a deletion cannot be undone.
-pub(crate) async fn delete_post_page(State(state): State<AppState>, viewer: Viewer, PageId(post_id): PageId) -> PageResult {
+pub(crate) async fn delete_post_page(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    PageId(post_id): PageId,
+) -> PageResult {
     let post = get_post(&state, &post_id).await?;
     viewer.caller()?.must_be(&post.user_id, "delete this post")?;
     let id = url_part(&post.id);
@@ -414,7 +483,12 @@ pub(crate) async fn delete_post_page(State(state): State<AppState>, viewer: View
             a href={ "/posts/" (id) } { "Keep it" }
         }
     };
-    Ok(Page { status: StatusCode::OK, html: layout("Delete this post", &viewer, main), private: true }.into_response())
+    Ok(Page {
+        status: StatusCode::OK,
+        html: layout("Delete this post", &viewer, main),
+        private: true,
+    }
+    .into_response())
 }
 
 /// `POST /posts/{postId}/delete`: C7, then the author's page (where the post's copy goes with

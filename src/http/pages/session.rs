@@ -60,7 +60,10 @@ impl SignInQuery {
 /// App Service Authentication's sign-in, back to `page` after it (the front page if none).
 fn platform_sign_in(page: Option<&str>) -> Redirect {
     // A query value may hold `/` as it is; every other character is encoded as in a link.
-    Redirect::to(&format!("{PLATFORM_SIGN_IN}{}", url_part(page.unwrap_or("/")).replace("%2F", "/")))
+    Redirect::to(&format!(
+        "{PLATFORM_SIGN_IN}{}",
+        url_part(page.unwrap_or("/")).replace("%2F", "/")
+    ))
 }
 
 /// The development sign-in form's one field (the deployed build has no such form, and ignores it).
@@ -88,15 +91,23 @@ pub(crate) async fn sign_in_page(
                     code { "authClientId" } "; locally, start it with " code { "BLOG_AUTH=development" } "."
                 }
             };
-            Page { status: StatusCode::OK, html: layout("Sign in", &viewer, main), private: false }.into_response()
+            Page { status: StatusCode::OK, html: layout("Sign in", &viewer, main), private: false }
+                .into_response()
         }
         #[cfg(feature = "embedded")]
-        AuthMode::Development => development_form(&viewer, &query, Draft::default(), StatusCode::OK),
+        AuthMode::Development => {
+            development_form(&viewer, &query, Draft::default(), StatusCode::OK)
+        }
     }
 }
 
 #[cfg(feature = "embedded")]
-fn development_form(viewer: &Viewer, query: &SignInQuery, draft: Draft, status: StatusCode) -> Response {
+fn development_form(
+    viewer: &Viewer,
+    query: &SignInQuery,
+    draft: Draft,
+    status: StatusCode,
+) -> Response {
     // The page to go back to travels in the form's address.
     let action = match query.page() {
         Some(page) => format!("/signin?return={}", url_part(page)),
@@ -116,7 +127,9 @@ pub(crate) async fn submit_sign_in(
     _: SameOrigin,
     viewer: Viewer,
     PageQuery(query): PageQuery<SignInQuery>,
-    #[cfg_attr(not(feature = "embedded"), allow(unused_variables))] form_body: super::Form<SignInForm>,
+    #[cfg_attr(not(feature = "embedded"), allow(unused_variables))] form_body: super::Form<
+        SignInForm,
+    >,
 ) -> PageResult {
     match state.auth {
         #[cfg(feature = "embedded")]
@@ -125,16 +138,25 @@ pub(crate) async fn submit_sign_in(
             let user = typed.user.trim();
             match development_id(user) {
                 Ok(()) => {
-                    let cookie = format!("{DEVELOPMENT_COOKIE}={user}; Path=/; HttpOnly; SameSite=Lax");
+                    let cookie =
+                        format!("{DEVELOPMENT_COOKIE}={user}; Path=/; HttpOnly; SameSite=Lax");
                     // Back where the sign-in started; else their page, which offers to create their user.
-                    let page = query.page().map_or_else(|| format!("/users/{}", url_part(user)), str::to_owned);
+                    let page = query
+                        .page()
+                        .map_or_else(|| format!("/users/{}", url_part(user)), str::to_owned);
                     let mut response = Redirect::to(&page).into_response();
-                    response.headers_mut().insert(axum::http::header::SET_COOKIE, cookie.parse().expect("checked above"));
+                    response.headers_mut().insert(
+                        axum::http::header::SET_COOKIE,
+                        cookie.parse().expect("checked above"),
+                    );
                     Ok(response)
                 }
                 Err(error) => {
-                    let draft =
-                        Draft { values: vec![("user", &typed.user)], refusal: Some(Refusal::of(&error, &["user"])), key: None };
+                    let draft = Draft {
+                        values: vec![("user", &typed.user)],
+                        refusal: Some(Refusal::of(&error, &["user"])),
+                        key: None,
+                    };
                     Ok(development_form(&viewer, &query, draft, error.status))
                 }
             }
@@ -164,8 +186,12 @@ pub(crate) async fn submit_sign_out(State(state): State<AppState>, _: SameOrigin
         #[cfg(feature = "embedded")]
         AuthMode::Development => {
             let mut response = Redirect::to("/").into_response();
-            let expired = format!("{DEVELOPMENT_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0");
-            response.headers_mut().insert(axum::http::header::SET_COOKIE, expired.parse().expect("a cookie is a header value"));
+            let expired =
+                format!("{DEVELOPMENT_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0");
+            response.headers_mut().insert(
+                axum::http::header::SET_COOKIE,
+                expired.parse().expect("a cookie is a header value"),
+            );
             response
         }
     }

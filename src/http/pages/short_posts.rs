@@ -109,11 +109,14 @@ fn tag_page(tag: &str) -> Option<String> {
 /// A post's time, readable, with the exact time for machines (`2026-11-22T06:05:04.007Z` shows
 /// as `22 Nov 2026, 06:05 UTC`).
 pub(crate) fn time(creation_date: &str) -> Markup {
-    let format = time::macros::format_description!("[day padding:none] [month repr:short] [year], [hour]:[minute] UTC");
-    let shown = time::OffsetDateTime::parse(creation_date, &time::format_description::well_known::Rfc3339)
-        .ok()
-        .and_then(|at| at.format(&format).ok())
-        .unwrap_or_else(|| creation_date.to_owned());
+    let format = time::macros::format_description!(
+        "[day padding:none] [month repr:short] [year], [hour]:[minute] UTC"
+    );
+    let shown =
+        time::OffsetDateTime::parse(creation_date, &time::format_description::well_known::Rfc3339)
+            .ok()
+            .and_then(|at| at.format(&format).ok())
+            .unwrap_or_else(|| creation_date.to_owned());
     html! { time datetime=(esc(creation_date)) { (esc(&shown)) } }
 }
 

@@ -7,7 +7,8 @@ use maud::html;
 
 use super::short_posts::{post_list, tag_address};
 use super::{
-    Head, Page, PageError, PageFeed, PageQuery, PageResult, SITE_NAME, Viewer, esc, page_address, page_layout, url_part,
+    Head, Page, PageError, PageFeed, PageQuery, PageResult, SITE_NAME, Viewer, esc, page_address,
+    page_layout, url_part,
 };
 use crate::app::AppState;
 use crate::app::lists::ListParams;
@@ -75,15 +76,25 @@ pub(crate) async fn tag_page(
         let title = format!("Posts tagged {tag}");
         let feed = PageFeed { title: &title, href: format!("{address}/feed.atom") };
         let description = Some(format!("The newest posts tagged {tag} on {SITE_NAME}."));
-        page_layout(&title, &viewer, Head { description, feed: Some(feed), ..Head::default() }, main)
+        page_layout(
+            &title,
+            &viewer,
+            Head { description, feed: Some(feed), ..Head::default() },
+            main,
+        )
     };
     if viewer.id().is_some() {
-        return Ok(Page { status: axum::http::StatusCode::OK, html: render(), private: true }.revalidated(&headers));
+        return Ok(Page { status: axum::http::StatusCode::OK, html: render(), private: true }
+            .revalidated(&headers));
     }
     // The same for everyone who is not signed in, as the front page is: rendered once per page
     // read, for the page's address as requested (the blog's, and the path with the tag as typed,
     // which an empty page shows; the tag again where the request gave no address) and the page
     // size asked for.
-    let key = format!("{}\n{}\n{given}", page_address().unwrap_or_default(), params.limit().unwrap_or_default());
+    let key = format!(
+        "{}\n{}\n{given}",
+        page_address().unwrap_or_default(),
+        params.limit().unwrap_or_default()
+    );
     Ok(Page::shared(&posts.rendering(&key, render), &headers))
 }

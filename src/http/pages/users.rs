@@ -9,8 +9,8 @@ use serde::Deserialize;
 
 use super::short_posts::post_list;
 use super::{
-    Draft, Field, Form, Head, Page, PageFeed, PageId, PageQuery, PageResult, Refusal, SITE_NAME, SameOrigin, Viewer, esc, form,
-    layout, page_layout, submit, url_part,
+    Draft, Field, Form, Head, Page, PageFeed, PageId, PageQuery, PageResult, Refusal, SITE_NAME,
+    SameOrigin, Viewer, esc, form, layout, page_layout, submit, url_part,
 };
 use crate::app::idempotency::IdempotencyKey;
 use crate::app::lists::{ListParams, OwnerKnown};
@@ -49,7 +49,16 @@ pub(crate) async fn user_page(
     PageId(user_id): PageId,
     PageQuery(params): PageQuery<ListParams>,
 ) -> PageResult {
-    render_user(&state, &viewer, &user_id, &params, Draft::default(), StatusCode::OK, Some(&headers)).await
+    render_user(
+        &state,
+        &viewer,
+        &user_id,
+        &params,
+        Draft::default(),
+        StatusCode::OK,
+        Some(&headers),
+    )
+    .await
 }
 
 async fn render_user(
@@ -61,8 +70,10 @@ async fn render_user(
     status: StatusCode,
     request: Option<&HeaderMap>,
 ) -> PageResult {
-    let (user, posts) =
-        tokio::join!(shown_user(state, user_id, viewer.is(user_id)), posts_of(state, user_id, params, OwnerKnown::Yes));
+    let (user, posts) = tokio::join!(
+        shown_user(state, user_id, viewer.is(user_id)),
+        posts_of(state, user_id, params, OwnerKnown::Yes)
+    );
     let user = match user {
         Ok(user) => user,
         // Signed in for the first time: their page is where they choose their name.
@@ -72,7 +83,8 @@ async fn render_user(
                 p { "Choose the name others will see beside your posts and comments." }
                 (form("/users", "profile", &USERNAME_FIELDS, &draft, "Create my profile"))
             };
-            return Ok(Page { status, html: layout("Welcome", viewer, main), private: true }.into_response());
+            return Ok(Page { status, html: layout("Welcome", viewer, main), private: true }
+                .into_response());
         }
         Err(error) => return Err(error.into()),
     };
@@ -108,10 +120,14 @@ async fn render_user(
         }
     };
     let feed_title = format!("{}: posts", user.username);
-    let feed = PageFeed { title: &feed_title, href: format!("/users/{}/feed.atom", url_part(user_id)) };
+    let feed =
+        PageFeed { title: &feed_title, href: format!("/users/{}/feed.atom", url_part(user_id)) };
     // A shared link to someone's page says whose it is, not what the blog is.
-    let head =
-        Head { description: Some(format!("Posts by {} on {SITE_NAME}.", user.username)), feed: Some(feed), ..Head::default() };
+    let head = Head {
+        description: Some(format!("Posts by {} on {SITE_NAME}.", user.username)),
+        feed: Some(feed),
+        ..Head::default()
+    };
     let html = page_layout(&user.username, viewer, head, main);
     let page = Page { status, html, private: viewer.id().is_some() };
     // Viewed, it revalidates with its ETag; shown again with a refused form, it is new.
@@ -187,6 +203,14 @@ pub(crate) async fn submit_rename(
     .await
 }
 
-fn username_draft<'a>(typed: &'a UsernameForm, error: &ApiError, key: Option<&'a IdempotencyKey>) -> Draft<'a> {
-    Draft { values: vec![("username", &typed.username)], refusal: Some(Refusal::of(error, &["username"])), key }
+fn username_draft<'a>(
+    typed: &'a UsernameForm,
+    error: &ApiError,
+    key: Option<&'a IdempotencyKey>,
+) -> Draft<'a> {
+    Draft {
+        values: vec![("username", &typed.username)],
+        refusal: Some(Refusal::of(error, &["username"])),
+        key,
+    }
 }

@@ -9,8 +9,8 @@ use serde::Deserialize;
 use super::extractors::PICTURE_FIELD;
 use super::posts::{POST_GONE, wrote_to};
 use super::{
-    ChosenPicture, Draft, Field, FormWithPicture, Page, PageId, PageResult, Refusal, SameOrigin, Viewer, esc, form_with, layout,
-    submit, url_part,
+    ChosenPicture, Draft, Field, FormWithPicture, Page, PageId, PageResult, Refusal, SameOrigin,
+    Viewer, esc, form_with, layout, submit, url_part,
 };
 use crate::app::AppState;
 use crate::app::idempotency::IdempotencyKey;
@@ -49,7 +49,9 @@ const POST_FIELDS: [Field; 3] = [
         optional: true,
     },
 ];
-const _: () = assert!(MAX_TITLE_CHARS == 200 && MAX_CONTENT_CHARS == 20_000 && MAX_TAGS == 5 && MAX_TAG_CHARS == 32);
+const _: () = assert!(
+    MAX_TITLE_CHARS == 200 && MAX_CONTENT_CHARS == 20_000 && MAX_TAGS == 5 && MAX_TAG_CHARS == 32
+);
 
 /// A post's title and text, as typed into the form, and the picture's description and which
 /// button sent it (`add-picture`: add the chosen picture to the text and show the form again).
@@ -88,7 +90,9 @@ pub(crate) async fn submit_new_post(
     viewer: Viewer,
     FormWithPicture(mut typed, key, picture): FormWithPicture<PostForm>,
 ) -> PageResult {
-    if let Some(form_again) = picture_first(&state, &viewer, None, key.as_ref(), &mut typed, picture).await {
+    if let Some(form_again) =
+        picture_first(&state, &viewer, None, key.as_ref(), &mut typed, picture).await
+    {
         return Ok(form_again);
     }
     submit(
@@ -96,26 +100,45 @@ pub(crate) async fn submit_new_post(
         &viewer,
         key.as_ref(),
         async |caller| {
-            create_post(&state, caller, &caller.id, typed.title.clone(), typed.content.clone(), split_typed(&typed.tags)).await
+            create_post(
+                &state,
+                caller,
+                &caller.id,
+                typed.title.clone(),
+                typed.content.clone(),
+                split_typed(&typed.tags),
+            )
+            .await
         },
         |post| format!("/posts/{}", url_part(&post.id)),
         &[],
         async |error| {
             let draft = post_draft(&typed, &error, key.as_ref());
-            Ok(PostFormPage { editing: None, draft, added: None }.render(&state, &viewer, error.status).await)
+            Ok(PostFormPage { editing: None, draft, added: None }
+                .render(&state, &viewer, error.status)
+                .await)
         },
     )
     .await
 }
 
 /// `GET /posts/{postId}/edit`: the form to edit a post, filled with it; only its author's.
-pub(crate) async fn edit_post_page(State(state): State<AppState>, viewer: Viewer, PageId(post_id): PageId) -> PageResult {
+pub(crate) async fn edit_post_page(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    PageId(post_id): PageId,
+) -> PageResult {
     let post = get_post(&state, &post_id).await?;
     viewer.caller()?.must_be(&post.user_id, "edit this post")?;
     let tags = post.tags.join(", ");
-    let draft =
-        Draft { values: vec![("title", &post.title), ("content", &post.content), ("tags", &tags)], refusal: None, key: None };
-    Ok(PostFormPage { editing: Some(&post_id), draft, added: None }.render(&state, &viewer, StatusCode::OK).await)
+    let draft = Draft {
+        values: vec![("title", &post.title), ("content", &post.content), ("tags", &tags)],
+        refusal: None,
+        key: None,
+    };
+    Ok(PostFormPage { editing: Some(&post_id), draft, added: None }
+        .render(&state, &viewer, StatusCode::OK)
+        .await)
 }
 
 /// `POST /posts/{postId}/edit`: C2 edit, then the post; with a picture, as [`submit_new_post`].
@@ -127,7 +150,9 @@ pub(crate) async fn submit_post_edit(
     FormWithPicture(mut typed, key, picture): FormWithPicture<PostForm>,
 ) -> PageResult {
     let editing = Some(post_id.as_str());
-    if let Some(form_again) = picture_first(&state, &viewer, editing, key.as_ref(), &mut typed, picture).await {
+    if let Some(form_again) =
+        picture_first(&state, &viewer, editing, key.as_ref(), &mut typed, picture).await
+    {
         return Ok(form_again);
     }
     let written = submit(
@@ -135,13 +160,23 @@ pub(crate) async fn submit_post_edit(
         &viewer,
         key.as_ref(),
         async |caller| {
-            edit_post(&state, caller, &post_id, typed.title.clone(), typed.content.clone(), Some(split_typed(&typed.tags))).await
+            edit_post(
+                &state,
+                caller,
+                &post_id,
+                typed.title.clone(),
+                typed.content.clone(),
+                Some(split_typed(&typed.tags)),
+            )
+            .await
         },
         |post| format!("/posts/{}", url_part(&post.id)),
         POST_GONE,
         async |error| {
             let draft = post_draft(&typed, &error, key.as_ref());
-            Ok(PostFormPage { editing, draft, added: None }.render(&state, &viewer, error.status).await)
+            Ok(PostFormPage { editing, draft, added: None }
+                .render(&state, &viewer, error.status)
+                .await)
         },
     )
     .await;
@@ -162,11 +197,14 @@ async fn picture_first(
 ) -> Option<Response> {
     let target = editing.map_or(PictureTarget::NewPost, PictureTarget::Post);
     let page = match with_picture(state, viewer, key, target, typed, picture).await {
-        Err(refused) => {
-            PostFormPage { editing, draft: refused.draft(typed, key), added: None }.render(state, viewer, refused.status())
-        }
+        Err(refused) => PostFormPage { editing, draft: refused.draft(typed, key), added: None }
+            .render(state, viewer, refused.status()),
         Ok(added) if typed.action == ADD_PICTURE => {
-            let values = vec![("title", typed.title.as_str()), ("content", &typed.content), ("tags", &typed.tags)];
+            let values = vec![
+                ("title", typed.title.as_str()),
+                ("content", &typed.content),
+                ("tags", &typed.tags),
+            ];
             let draft = Draft { values, refusal: None, key };
             PostFormPage { editing, draft, added }.render(state, viewer, StatusCode::OK)
         }
@@ -194,7 +232,12 @@ impl PictureRefused {
             refusal.field = Some(self.field);
         }
         Draft {
-            values: vec![("title", &typed.title), ("content", &typed.content), ("tags", &typed.tags), ("alt", &typed.alt)],
+            values: vec![
+                ("title", &typed.title),
+                ("content", &typed.content),
+                ("tags", &typed.tags),
+                ("alt", &typed.alt),
+            ],
             refusal: Some(refusal),
             key,
         }
@@ -215,7 +258,9 @@ async fn with_picture(
     let Some(picture) = picture else {
         if typed.action == ADD_PICTURE {
             return Err(refused(
-                ApiError::bad_request("Choose a picture to add, then press \u{201c}Add the picture\u{201d}."),
+                ApiError::bad_request(
+                    "Choose a picture to add, then press \u{201c}Add the picture\u{201d}.",
+                ),
                 "picture",
             ));
         }
@@ -233,12 +278,20 @@ async fn with_picture(
     .await
     .map_err(|error| refused(ApiError::from(error), "picture"))?;
     let text = typed.content.trim_end();
-    typed.content = if text.is_empty() { added.markdown.clone() } else { format!("{text}\n\n{}", added.markdown) };
+    typed.content = if text.is_empty() {
+        added.markdown.clone()
+    } else {
+        format!("{text}\n\n{}", added.markdown)
+    };
     typed.alt.clear();
     Ok(Some(added))
 }
 
-fn post_draft<'a>(typed: &'a PostForm, error: &ApiError, key: Option<&'a IdempotencyKey>) -> Draft<'a> {
+fn post_draft<'a>(
+    typed: &'a PostForm,
+    error: &ApiError,
+    key: Option<&'a IdempotencyKey>,
+) -> Draft<'a> {
     Draft {
         values: vec![("title", &typed.title), ("content", &typed.content), ("tags", &typed.tags)],
         refusal: Some(Refusal::of(error, &["title", "content", "tags"])),
@@ -258,7 +311,9 @@ impl PostFormPage<'_> {
     async fn render(self, state: &AppState, viewer: &Viewer, status: StatusCode) -> Response {
         let (heading, action, submit) = match self.editing {
             None => ("Write a post".to_owned(), "/write".to_owned(), "Publish"),
-            Some(id) => ("Edit your post".to_owned(), format!("/posts/{}/edit", url_part(id)), "Save"),
+            Some(id) => {
+                ("Edit your post".to_owned(), format!("/posts/{}/edit", url_part(id)), "Save")
+            }
         };
         // What the writer keeps, said on the form (nothing when the blog keeps no pictures).
         let usage = match viewer.id() {
@@ -294,8 +349,13 @@ impl PostFormPage<'_> {
 /// The part of the post's form that adds a picture: the file, what it shows, the button, and
 /// how many more the writer may keep.
 fn picture_fieldset(draft: &Draft, usage: Usage, quota: Quota) -> maud::Markup {
-    let error =
-        |field: &str| draft.refusal.as_ref().filter(|refusal| refusal.field == Some(field)).map(|refusal| refusal.detail.clone());
+    let error = |field: &str| {
+        draft
+            .refusal
+            .as_ref()
+            .filter(|refusal| refusal.field == Some(field))
+            .map(|refusal| refusal.detail.clone())
+    };
     let (picture_error, alt_error) = (error("picture"), error("alt"));
     let alt = draft.values.iter().find(|(name, _)| *name == "alt").map_or("", |(_, value)| value);
     let described = |error: &Option<String>, field: &str| {
@@ -357,7 +417,10 @@ mod tests {
 
     #[test]
     fn sizes_are_said_as_a_person_reads_them() {
-        let said: Vec<String> = [0, 1, 49_254, 1024 * 1024, 2_202_010, 500 * 1024 * 1024].into_iter().map(megabytes).collect();
+        let said: Vec<String> = [0, 1, 49_254, 1024 * 1024, 2_202_010, 500 * 1024 * 1024]
+            .into_iter()
+            .map(megabytes)
+            .collect();
         assert_eq!(said, ["0 MB", "1 KB", "49 KB", "1 MB", "2.1 MB", "500 MB"]);
     }
 }

@@ -22,7 +22,10 @@ fn emphasis_headings_lists_and_code_are_rendered() {
         "<h3 dir=\"auto\">In a comment</h3>\n<h6 dir=\"auto\">deep</h6>\n"
     );
     assert_eq!(html("- a\n- b"), "<ul>\n<li dir=\"auto\">a</li>\n<li dir=\"auto\">b</li>\n</ul>\n");
-    assert_eq!(html("```rust\nfn main() {}\n```"), "<pre><code class=\"language-rust\">fn main() {}\n</code></pre>\n");
+    assert_eq!(
+        html("```rust\nfn main() {}\n```"),
+        "<pre><code class=\"language-rust\">fn main() {}\n</code></pre>\n"
+    );
     assert_eq!(html("~~gone~~"), "<p dir=\"auto\"><del>gone</del></p>\n");
 }
 
@@ -33,13 +36,23 @@ fn a_typed_line_break_is_a_line_break() {
 
 #[test]
 fn raw_html_shows_as_text_and_never_as_markup() {
-    assert_eq!(html("<script>alert(1)</script>"), "<p dir=\"auto\">&lt;script&gt;alert(1)&lt;/script&gt;</p>\n");
-    assert_eq!(html("a <img src=x onerror=alert(1)> b"), "<p dir=\"auto\">a &lt;img src=x onerror=alert(1)&gt; b</p>\n");
+    assert_eq!(
+        html("<script>alert(1)</script>"),
+        "<p dir=\"auto\">&lt;script&gt;alert(1)&lt;/script&gt;</p>\n"
+    );
+    assert_eq!(
+        html("a <img src=x onerror=alert(1)> b"),
+        "<p dir=\"auto\">a &lt;img src=x onerror=alert(1)&gt; b</p>\n"
+    );
     assert_eq!(
         html("<div>\n<b>x</b>\n</div>"),
         "<p dir=\"auto\">&lt;div&gt;<br />\n&lt;b&gt;x&lt;/b&gt;<br />\n&lt;/div&gt;</p>\n"
     );
-    for attack in ["<a href=\"javascript:alert(1)\">x</a>", "<!-- c --><style>p{}</style>", "<iframe src=//e.com>"] {
+    for attack in [
+        "<a href=\"javascript:alert(1)\">x</a>",
+        "<!-- c --><style>p{}</style>",
+        "<iframe src=//e.com>",
+    ] {
         let rendered = html(attack);
         assert!(
             !rendered.contains("<a h")
@@ -58,7 +71,10 @@ fn links_are_followable_only_to_the_web_mail_or_the_blog_and_marked_as_user_cont
         "<p dir=\"auto\"><a href=\"https://example.com/a?b=1&amp;c=&#x27;d&#x27;\" rel=\"nofollow ugc\">site</a> and \
          <a href=\"mailto:mail@example.com\" rel=\"nofollow ugc\">mail@example.com</a></p>\n"
     );
-    assert_eq!(html("[post](/posts/p1)"), "<p dir=\"auto\"><a href=\"/posts/p1\" rel=\"nofollow ugc\">post</a></p>\n");
+    assert_eq!(
+        html("[post](/posts/p1)"),
+        "<p dir=\"auto\"><a href=\"/posts/p1\" rel=\"nofollow ugc\">post</a></p>\n"
+    );
     for refused in [
         "javascript:alert(1)",
         "JavaScript:alert(1)",
@@ -67,7 +83,11 @@ fn links_are_followable_only_to_the_web_mail_or_the_blog_and_marked_as_user_cont
         "vbscript:x",
         "&#106;avascript:alert(1)",
     ] {
-        assert_eq!(html(&format!("[click]({refused})")), "<p dir=\"auto\">click</p>\n", "{refused}");
+        assert_eq!(
+            html(&format!("[click]({refused})")),
+            "<p dir=\"auto\">click</p>\n",
+            "{refused}"
+        );
     }
     assert_eq!(html("[x](<java\tscript:alert(1)>)"), "<p dir=\"auto\">x</p>\n");
     assert!(!html("[x](\"onmouseover=alert(1))").contains("\" o"), "nothing leaves the attribute");
@@ -127,7 +147,9 @@ fn the_blogs_own_pictures_are_shown_with_their_size_and_others_are_links() {
     );
     // Wider than the phones' copy only: no screens' copy.
     let between = format!("/pictures/u1/p1/{hash}-1200x900.jpg");
-    assert!(html(&format!("![]({between})")).contains(&format!("-960x720.jpg 960w, {between} 1200w\"")));
+    assert!(
+        html(&format!("![]({between})")).contains(&format!("-960x720.jpg 960w, {between} 1200w\""))
+    );
     let small = format!("/pictures/u1/p1/{hash}-20x10.gif");
     assert_eq!(
         html(&format!("![]({small})")),
@@ -136,7 +158,9 @@ fn the_blogs_own_pictures_are_shown_with_their_size_and_others_are_links() {
         )
     );
     // Not the blog's picture (a bad name, another path), or inside a link: a link, or text.
-    for other in [format!("/pictures/u1/p1/{hash}.jpg"), format!("/elsewhere/u1/p1/{hash}-20x10.gif")] {
+    for other in
+        [format!("/pictures/u1/p1/{hash}.jpg"), format!("/elsewhere/u1/p1/{hash}-20x10.gif")]
+    {
         assert!(!html(&format!("![x]({other})")).contains("<img"), "{other}");
     }
     assert!(!html(&format!("[![x]({small})](https://e.com)")).contains("<img"));
@@ -148,7 +172,11 @@ fn the_blogs_own_pictures_are_shown_with_their_size_and_others_are_links() {
 #[test]
 fn only_the_posts_own_pictures_of_a_size_the_blog_takes_are_shown() {
     let hash = "0".repeat(64);
-    let link = |url: &str| format!("<p dir=\"auto\"><a href=\"{url}\" rel=\"nofollow ugc\" class=\"image\">Image: x</a></p>\n");
+    let link = |url: &str| {
+        format!(
+            "<p dir=\"auto\"><a href=\"{url}\" rel=\"nofollow ugc\" class=\"image\">Image: x</a></p>\n"
+        )
+    };
     for other in [
         format!("/pictures/u2/p1/{hash}-20x10.png"),
         format!("/pictures/u1/p2/{hash}-20x10.png"),
@@ -162,10 +190,16 @@ fn only_the_posts_own_pictures_of_a_size_the_blog_takes_are_shown() {
         assert_eq!(html(&format!("![x]({other})")), link(&other), "{other}");
     }
     let own = format!("/pictures/u1/p1/{hash}-8000x5000.png");
-    assert!(html(&format!("![x]({own})")).starts_with(&format!("<p dir=\"auto\"><img src=\"{own}\" alt=\"x\" width=\"8000\"")));
+    assert!(
+        html(&format!("![x]({own})"))
+            .starts_with(&format!("<p dir=\"auto\"><img src=\"{own}\" alt=\"x\" width=\"8000\""))
+    );
     // The owner is compared as the id it is, whatever escaping its address uses.
-    let escaped =
-        to_html(&format!("![x](/pictures/u%281%29/p1/{hash}-20x10.png)"), Pictures::Of { owner: "u(1)", post: "p1" }, 2);
+    let escaped = to_html(
+        &format!("![x](/pictures/u%281%29/p1/{hash}-20x10.png)"),
+        Pictures::Of { owner: "u(1)", post: "p1" },
+        2,
+    );
     assert!(escaped.contains("<img src=\"/pictures/u%281%29/p1/"), "{escaped}");
 }
 
@@ -173,8 +207,16 @@ fn only_the_posts_own_pictures_of_a_size_the_blog_takes_are_shown() {
 fn a_comment_shows_no_picture_not_even_its_posts_own() {
     let own = format!("/pictures/u1/p1/{}-20x10.png", "0".repeat(64));
     let comment = to_html(&format!("![x]({own})"), Pictures::None, 3);
-    assert_eq!(comment, format!("<p dir=\"auto\"><a href=\"{own}\" rel=\"nofollow ugc\" class=\"image\">Image: x</a></p>\n"));
-    assert!(html(&format!("![x]({own})")).contains("<img"), "the same text in the post is its picture");
+    assert_eq!(
+        comment,
+        format!(
+            "<p dir=\"auto\"><a href=\"{own}\" rel=\"nofollow ugc\" class=\"image\">Image: x</a></p>\n"
+        )
+    );
+    assert!(
+        html(&format!("![x]({own})")).contains("<img"),
+        "the same text in the post is its picture"
+    );
 }
 
 #[test]
@@ -191,7 +233,10 @@ fn plain_text_is_what_a_reader_reads() {
         whole("## Hello\n\nSome **bold** and `code`,\nnext line.\n\n- one\n- two"),
         "Hello Some bold and code, next line. one two"
     );
-    assert_eq!(whole("```\nlet x = 1;\n```\n[a link](https://e.com) ![an image](x.png)"), "let x = 1; a link");
+    assert_eq!(
+        whole("```\nlet x = 1;\n```\n[a link](https://e.com) ![an image](x.png)"),
+        "let x = 1; a link"
+    );
     assert_eq!(whole("<b>as typed</b> and *nix, 2 * 3"), "<b>as typed</b> and *nix, 2 * 3");
 }
 
@@ -229,7 +274,10 @@ fn plain_text_of_code_is_its_text_as_typed_with_no_space_at_its_edges() {
 #[test]
 fn plain_text_of_a_link_is_its_text_with_no_space_at_its_edges() {
     assert_eq!(plain("Also [a link](https://example.org)."), "Also a link.");
-    assert_eq!(plain("(<https://e.com>), <mail@example.com>;"), "(https://e.com), mail@example.com;");
+    assert_eq!(
+        plain("(<https://e.com>), <mail@example.com>;"),
+        "(https://e.com), mail@example.com;"
+    );
     assert_eq!(plain("[ref][r].\n\n[r]: https://e.com"), "ref.");
 }
 
@@ -275,7 +323,10 @@ fn plain_text_of_a_list_is_its_items_one_space_apart() {
 fn plain_text_of_right_to_left_text_keeps_its_order_and_no_stray_spaces() {
     assert_eq!(plain("שלום **עולם**, מה *נשמע*?"), "שלום עולם, מה נשמע?");
     assert_eq!(plain("# כותרת\n\nפסקה: `קוד`."), "כותרת פסקה: קוד.");
-    assert_eq!(plain("مرحبا **بالعالم**، كيف [الحال](https://e.com)؟"), "مرحبا بالعالم، كيف الحال؟");
+    assert_eq!(
+        plain("مرحبا **بالعالم**، كيف [الحال](https://e.com)؟"),
+        "مرحبا بالعالم، كيف الحال؟"
+    );
     assert_eq!(plain("English **עברית**: mixed."), "English עברית: mixed.");
 }
 
@@ -296,7 +347,11 @@ fn plain_text_of_a_cut_text_leaves_out_the_marks_the_cut_left_unpaired() {
     // A picture cut in half is left out as a whole one is, its address too.
     assert_eq!(cut("a ![alt te"), "a");
     assert_eq!(cut("A kite. ![A red kite](/pictures/u1/p1/0123"), "A kite.");
-    assert_eq!(to_plain_text("a ![alt te", false), "a ![alt te", "typed so in a whole text, it is text");
+    assert_eq!(
+        to_plain_text("a ![alt te", false),
+        "a ![alt te",
+        "typed so in a whole text, it is text"
+    );
     assert_eq!(cut("a `code sp"), "a code sp");
     assert_eq!(cut("kept: \\*, 2 * 3, a_b and **whole**"), "kept: *, 2 * 3, a_b and whole");
 }
@@ -309,7 +364,10 @@ fn plain_text_leaves_pictures_out() {
         to_plain_text("Up at dawn. ![A red kite](/pictures/u/p/kite.jpg) The kites came.", false),
         "Up at dawn. The kites came."
     );
-    assert_eq!(to_plain_text("a ![x](y.png) b [![inner](i.png) link](https://e.com)", false), "a b link");
+    assert_eq!(
+        to_plain_text("a ![x](y.png) b [![inner](i.png) link](https://e.com)", false),
+        "a b link"
+    );
 }
 
 /// The first picture of a post is the first one its page shows as an image: not an image of
@@ -319,8 +377,10 @@ fn plain_text_leaves_pictures_out() {
 fn the_first_picture_is_the_first_the_page_shows() {
     let hash = "0123456789abcdef".repeat(4);
     let own = |size: &str| format!("/pictures/u1/p1/{hash}-{size}.jpg");
-    let first =
-        |text: &str| first_picture(text, Pictures::Of { owner: "u1", post: "p1" }).map(|(address, alt)| (address.url(), alt));
+    let first = |text: &str| {
+        first_picture(text, Pictures::Of { owner: "u1", post: "p1" })
+            .map(|(address, alt)| (address.url(), alt))
+    };
     let text = format!(
         "[![linked]({})](https://e.com) ![other](/pictures/u2/p1/{hash}-20x10.jpg) ![x](https://e.com/x.png) \
          `![code]({})`\n\n![A *red* <b>kite</b>]({}) and ![second]({})",
@@ -333,7 +393,13 @@ fn the_first_picture_is_the_first_the_page_shows() {
     // As rendered: the same picture is the first `<img>` of the page, with the same alt text.
     let page = html(&text);
     let img = &page[page.find("<img").unwrap()..];
-    assert!(img.starts_with(&format!("<img src=\"{}\" alt=\"A red &lt;b&gt;kite&lt;/b&gt;\"", own("1920x1080"))), "{page}");
+    assert!(
+        img.starts_with(&format!(
+            "<img src=\"{}\" alt=\"A red &lt;b&gt;kite&lt;/b&gt;\"",
+            own("1920x1080")
+        )),
+        "{page}"
+    );
     // A link the page does not write (a `javascript:` one) leaves the picture in it shown.
     assert_eq!(
         first(&format!("[![in a dead link]({})](javascript:x)", own("40x30"))),
@@ -342,5 +408,9 @@ fn the_first_picture_is_the_first_the_page_shows() {
     assert!(html(&format!("[![in a dead link]({})](javascript:x)", own("40x30"))).contains("<img"));
     assert_eq!(first("No picture, ![only another site's](https://e.com/x.png)."), None);
     assert_eq!(first(&format!("![too big]({})", own("8001x1"))), None, "a size no upload has");
-    assert_eq!(first_picture(&format!("![x]({})", own("40x30")), Pictures::None), None, "a comment shows none");
+    assert_eq!(
+        first_picture(&format!("![x]({})", own("40x30")), Pictures::None),
+        None,
+        "a comment shows none"
+    );
 }

@@ -5,18 +5,35 @@ use super::*;
 #[test]
 fn a_connection_string_names_the_service_the_account_and_its_key() {
     let local = parse_connection_string("UseDevelopmentStorage=true").unwrap();
-    assert_eq!(local, ("http://127.0.0.1:10000/devstoreaccount1".into(), AZURITE_ACCOUNT.into(), AZURITE_KEY.into()));
+    assert_eq!(
+        local,
+        (
+            "http://127.0.0.1:10000/devstoreaccount1".into(),
+            AZURITE_ACCOUNT.into(),
+            AZURITE_KEY.into()
+        )
+    );
     // Azurite's README's full connection string, and one of an account on Azure.
     let full = format!(
         "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={AZURITE_KEY};BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;"
     );
-    assert_eq!(parse_connection_string(&full).unwrap().0, "http://127.0.0.1:10000/devstoreaccount1");
-    let azure =
-        format!("DefaultEndpointsProtocol=https;AccountName=blogpics;AccountKey={AZURITE_KEY};EndpointSuffix=core.windows.net");
+    assert_eq!(
+        parse_connection_string(&full).unwrap().0,
+        "http://127.0.0.1:10000/devstoreaccount1"
+    );
+    let azure = format!(
+        "DefaultEndpointsProtocol=https;AccountName=blogpics;AccountKey={AZURITE_KEY};EndpointSuffix=core.windows.net"
+    );
     let (service, account, _) = parse_connection_string(&azure).unwrap();
-    assert_eq!((service.as_str(), account.as_str()), ("https://blogpics.blob.core.windows.net", "blogpics"));
+    assert_eq!(
+        (service.as_str(), account.as_str()),
+        ("https://blogpics.blob.core.windows.net", "blogpics")
+    );
     for bad in ["", "AccountName=a", &format!("AccountKey={AZURITE_KEY}")] {
-        assert!(matches!(parse_connection_string(bad), Err(PictureStoreError::Unusable(_))), "{bad:?}");
+        assert!(
+            matches!(parse_connection_string(bad), Err(PictureStoreError::Unusable(_))),
+            "{bad:?}"
+        );
     }
 }
 
@@ -66,31 +83,54 @@ async fn no_error_text_carries_the_signature() {
         key: Secret::new(AZURITE_KEY),
         protocol: "https,http",
     };
-    let mut url = Url::parse(&format!("http://127.0.0.1:{port}/{AZURITE_ACCOUNT}/pictures/w%2Fp%2Fa.png?comp=tags")).unwrap();
+    let mut url = Url::parse(&format!(
+        "http://127.0.0.1:{port}/{AZURITE_ACCOUNT}/pictures/w%2Fp%2Fa.png?comp=tags"
+    ))
+    .unwrap();
     with_sas(&mut url, &key.sas(Scope::Container, time::OffsetDateTime::now_utc()).unwrap());
     let refused = reqwest::Client::new().get(url.as_str()).send().await.unwrap_err();
-    let error =
-        azure_core::Error::with_error(azure_core::error::ErrorKind::Connection, refused, "failed to execute `reqwest` request")
-            .with_context("retry policy expired and the request will no longer be retried");
+    let error = azure_core::Error::with_error(
+        azure_core::error::ErrorKind::Connection,
+        refused,
+        "failed to execute `reqwest` request",
+    )
+    .with_context("retry policy expired and the request will no longer be retried");
     let raw = crate::logging::with_causes(&error);
     assert!(raw.contains("&sig="), "the SDK's own text has it: {raw}");
     let PictureStoreError::Unavailable(said) = unavailable(error) else { panic!("unavailable") };
     assert!(!said.contains("sig") && !said.contains("sv="), "{said}");
-    let url = format!("for url (http://127.0.0.1:{port}/{AZURITE_ACCOUNT}/pictures/w%2Fp%2Fa.png?…): ");
-    assert!(said.starts_with("retry policy expired") && said.contains(&url), "where it failed is still said: {said}");
+    let url =
+        format!("for url (http://127.0.0.1:{port}/{AZURITE_ACCOUNT}/pictures/w%2Fp%2Fa.png?…): ");
+    assert!(
+        said.starts_with("retry policy expired") && said.contains(&url),
+        "where it failed is still said: {said}"
+    );
 }
 
 #[test]
 fn urls_lose_their_query_strings_and_nothing_else() {
     let same = "at https://a.blob.core.windows.net/pictures (no query), or none";
     assert_eq!(scrubbed(same), same);
-    assert_eq!(scrubbed("'HTTPS://A/b?sv=1&sig=x%3D', then (http://c/d?e=f)."), "'HTTPS://A/b?…', then (http://c/d?…).");
-    assert_eq!(scrubbed("<Value>se=1&SIG=abc%2B</Value> sig= sig=x"), "<Value>se=1&SIG=…</Value> sig= sig=…");
+    assert_eq!(
+        scrubbed("'HTTPS://A/b?sv=1&sig=x%3D', then (http://c/d?e=f)."),
+        "'HTTPS://A/b?…', then (http://c/d?…)."
+    );
+    assert_eq!(
+        scrubbed("<Value>se=1&SIG=abc%2B</Value> sig= sig=x"),
+        "<Value>se=1&SIG=…</Value> sig= sig=…"
+    );
 }
 
 /// A key that is not base64 is refused when the store is made, without being shown.
 #[test]
 fn a_key_that_cannot_sign_is_refused_at_once() {
-    let refused = BlobStore::with_account_key("http://127.0.0.1:1/a", "a", "not a key!", "pictures").err().unwrap();
-    assert!(matches!(refused, PictureStoreError::Unusable(_)) && !refused.to_string().contains("not a key"), "{refused}");
+    let refused =
+        BlobStore::with_account_key("http://127.0.0.1:1/a", "a", "not a key!", "pictures")
+            .err()
+            .unwrap();
+    assert!(
+        matches!(refused, PictureStoreError::Unusable(_))
+            && !refused.to_string().contains("not a key"),
+        "{refused}"
+    );
 }

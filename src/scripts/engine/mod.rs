@@ -153,14 +153,20 @@ impl Reads {
     /// Whether the net writes' conditions cover everything the run relied on: no query (a query
     /// depends on documents it did not return), and every id it read is written.
     pub(crate) fn covered_by(&self, writes: &[WriteOp]) -> bool {
-        !self.queried && self.items.iter().all(|(id, _)| writes.iter().any(|write| write_id(write) == Some(id)))
+        !self.queried
+            && self
+                .items
+                .iter()
+                .all(|(id, _)| writes.iter().any(|write| write_id(write) == Some(id)))
     }
 }
 
 /// The id a write is about.
 pub(crate) fn write_id(write: &WriteOp) -> Option<&str> {
     match write {
-        WriteOp::Create { document } | WriteOp::Upsert { document, .. } => document.get("id").and_then(Value::as_str),
+        WriteOp::Create { document } | WriteOp::Upsert { document, .. } => {
+            document.get("id").and_then(Value::as_str)
+        }
         WriteOp::Replace { id, .. } | WriteOp::Delete { id, .. } => Some(id),
     }
 }

@@ -73,7 +73,12 @@ fn not_found() -> Reply {
 }
 
 impl State {
-    pub(super) fn new(partition: Partition, reader: Rc<dyn PartitionReader>, limits: &Limits, invocation: &Invocation) -> State {
+    pub(super) fn new(
+        partition: Partition,
+        reader: Rc<dyn PartitionReader>,
+        limits: &Limits,
+        invocation: &Invocation,
+    ) -> State {
         // One operation of the batch is the fence's, one a trigger's request's.
         let mut state = State {
             partition,
@@ -88,7 +93,8 @@ impl State {
         };
         if let Invocation::PostTrigger { document, .. } = invocation {
             state.max_ids = state.max_ids.saturating_sub(1);
-            state.bytes_left = state.bytes_left.saturating_sub(document.to_string().len() + OPERATION_OVERHEAD);
+            state.bytes_left =
+                state.bytes_left.saturating_sub(document.to_string().len() + OPERATION_OVERHEAD);
         }
         state
     }
@@ -119,11 +125,15 @@ impl State {
                 self.failure = Some(ScriptError::Thrown(message));
                 return json!({"stop": "aborted"}).to_string();
             }
-            other => Err(ScriptError::Failed(ScriptFailure::UnknownOperation { operation: other.to_owned() })),
+            other => Err(ScriptError::Failed(ScriptFailure::UnknownOperation {
+                operation: other.to_owned(),
+            })),
         };
         let reply = match outcome {
             Ok(Reply::NotAccepted) => json!({"accepted": false}),
-            Ok(Reply::Failed(status, message)) => json!({"accepted": true, "error": {"status": status, "message": message}}),
+            Ok(Reply::Failed(status, message)) => {
+                json!({"accepted": true, "error": {"status": status, "message": message}})
+            }
             Ok(Reply::Done(mut reply)) => {
                 reply.insert("accepted".into(), Value::Bool(true));
                 Value::Object(reply)
@@ -140,26 +150,38 @@ impl State {
     fn read(&mut self, request: &Value) -> Result<Reply, ScriptError> {
         let Some(id) = self.target(&request["target"])? else { return Ok(not_found()) };
         let Some(document) = self.current(&id)? else { return Ok(not_found()) };
-        let unchanged =
-            request["options"]["ifNoneMatch"].as_str().is_some_and(|etag| document.get("_etag") == Some(&json!(etag)));
+        let unchanged = request["options"]["ifNoneMatch"]
+            .as_str()
+            .is_some_and(|etag| document.get("_etag") == Some(&json!(etag)));
         Ok(done(if unchanged { json!({"notModified": true}) } else { json!({"result": document}) }))
     }
 
     fn query(&mut self, request: &Value) -> Result<Reply, ScriptError> {
-        let Some(sql) = request["query"].as_str() else { return Ok(failed(400, "The query must be a string.")) };
+        let Some(sql) = request["query"].as_str() else {
+            return Ok(failed(400, "The query must be a string."));
+        };
         let mut parameters = Vec::new();
         for parameter in request["parameters"].as_array().into_iter().flatten() {
-            let Some(name) = parameter["name"].as_str() else { return Ok(failed(400, "A query parameter has no name.")) };
+            let Some(name) = parameter["name"].as_str() else {
+                return Ok(failed(400, "A query parameter has no name."));
+            };
             parameters.push((name.to_owned(), parameter["value"].clone()));
         }
-        let size = request["pageSize"].as_f64().filter(|size| *size >= 1.0).map_or(100, |size| size.min(1000.0) as u32);
-        let continuation = request["continuation"].as_str().filter(|token| !token.is_empty()).map(str::to_owned);
+        let size = request["pageSize"]
+            .as_f64()
+            .filter(|size| *size >= 1.0)
+            .map_or(100, |size| size.min(1000.0) as u32);
+        let continuation =
+            request["continuation"].as_str().filter(|token| !token.is_empty()).map(str::to_owned);
         self.queried = true;
-        let (documents, continuation) = match self.reader.query(sql, &parameters, PageRequest { size, continuation }) {
-            Ok(page) => page,
-            Err(StoreError::BadRequest(message) | StoreError::BadContinuation(message)) => return Ok(failed(400, message)),
-            Err(other) => return Err(ScriptError::Store(other)),
-        };
+        let (documents, continuation) =
+            match self.reader.query(sql, &parameters, PageRequest { size, continuation }) {
+                Ok(page) => page,
+                Err(StoreError::BadRequest(message) | StoreError::BadContinuation(message)) => {
+                    return Ok(failed(400, message));
+                }
+                Err(other) => return Err(ScriptError::Store(other)),
+            };
         let mut visible = Vec::with_capacity(documents.len());
         for document in documents {
             let Some(id) = document.get("id").and_then(Value::as_str).map(str::to_owned) else {
@@ -168,7 +190,8 @@ impl State {
             };
             self.note_stored(&id, Some(&document));
             // What the script deleted is gone; what it wrote shows as stored (the store ran the query).
-            if !matches!(self.entries.get(&id).and_then(|entry| entry.written.as_ref()), Some(None)) {
+            if !matches!(self.entries.get(&id).and_then(|entry| entry.written.as_ref()), Some(None))
+            {
                 visible.push(document);
             }
         }
@@ -179,9 +202,19 @@ impl State {
         let mut document = match &request["document"] {
             Value::String(text) => match serde_json::from_str::<Value>(text) {
                 Ok(document @ Value::Object(_)) => document,
-                _ => return Ok(failed(400, "The input content is invalid: the document must be a JSON object.")),
+                _ => {
+                    return Ok(failed(
+                        400,
+                        "The input content is invalid: the document must be a JSON object.",
+                    ));
+                }
             },
-            _ => return Ok(failed(400, "The input content is invalid: the document must be a JSON object.")),
+            _ => {
+                return Ok(failed(
+                    400,
+                    "The input content is invalid: the document must be a JSON object.",
+                ));
+            }
         };
         let generate = request["options"]["generateId"].as_bool().unwrap_or(false);
         if generate && is_falsy(document.get("id")) {
@@ -189,7 +222,10 @@ impl State {
         }
         let id = match document.get("id") {
             None => {
-                return Ok(failed(400, "The input content is invalid because the required properties - 'id; ' - are missing"));
+                return Ok(failed(
+                    400,
+                    "The input content is invalid because the required properties - 'id; ' - are missing",
+                ));
             }
             Some(Value::String(id)) if valid_id(id) => id.clone(),
             Some(other) => return Ok(failed(400, format!("The input name {other} is invalid."))),
@@ -197,7 +233,12 @@ impl State {
         if kind == "replace" {
             match self.target(&request["target"])? {
                 Some(target) if target == id => {}
-                Some(_) => return Ok(failed(400, "The id of the document does not match the id of its link.")),
+                Some(_) => {
+                    return Ok(failed(
+                        400,
+                        "The id of the document does not match the id of its link.",
+                    ));
+                }
                 None => return Ok(not_found()),
             }
         }
@@ -210,7 +251,9 @@ impl State {
         }
         let current = self.current(&id)?;
         match (kind, &current) {
-            ("create", Some(_)) => return Ok(failed(409, "Resource with specified id or name already exists.")),
+            ("create", Some(_)) => {
+                return Ok(failed(409, "Resource with specified id or name already exists."));
+            }
             ("replace", None) => return Ok(not_found()),
             _ => {}
         }
@@ -262,9 +305,15 @@ impl State {
         }
         let parameters = [("@rid".to_owned(), json!(rid))];
         let page = PageRequest { size: 1, continuation: None };
-        let (found, _) =
-            self.reader.query("SELECT * FROM c WHERE c._rid = @rid", &parameters, page).map_err(ScriptError::Store)?;
-        let id = found.first().and_then(|document| document.get("id")).and_then(Value::as_str).map(str::to_owned);
+        let (found, _) = self
+            .reader
+            .query("SELECT * FROM c WHERE c._rid = @rid", &parameters, page)
+            .map_err(ScriptError::Store)?;
+        let id = found
+            .first()
+            .and_then(|document| document.get("id"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         if let (Some(id), Some(document)) = (&id, found.first()) {
             self.note_stored(id, Some(document));
         }
@@ -294,8 +343,11 @@ impl State {
     fn note_stored(&mut self, id: &str, document: Option<&Value>) {
         let entry = self.entries.entry(id.to_owned()).or_default();
         if matches!(entry.stored, Stored::Unknown) {
-            entry.stored = document.map_or(Stored::Absent, |document| Stored::Present(document.clone()));
-            if let Some(rid) = document.and_then(|document| document.get("_rid")).and_then(Value::as_str) {
+            entry.stored =
+                document.map_or(Stored::Absent, |document| Stored::Present(document.clone()));
+            if let Some(rid) =
+                document.and_then(|document| document.get("_rid")).and_then(Value::as_str)
+            {
                 self.rids.insert(rid.to_owned(), id.to_owned());
             }
         }
@@ -321,7 +373,12 @@ impl State {
     /// `document` as the store would return it: the `_rid` it has (or a new one) and a new
     /// `_etag` and `_ts`. The store assigns the real ones at commit.
     fn with_system_properties(&mut self, id: &str, mut document: Value) -> Value {
-        let stored_rid = match self.entries.get(id).and_then(|entry| entry.written.as_ref()).and_then(Option::as_ref) {
+        let stored_rid = match self
+            .entries
+            .get(id)
+            .and_then(|entry| entry.written.as_ref())
+            .and_then(Option::as_ref)
+        {
             Some(written) => written.get("_rid").cloned(),
             None => match self.entries.get(id).map(|entry| &entry.stored) {
                 Some(Stored::Present(stored)) => stored.get("_rid").cloned(),
@@ -333,7 +390,9 @@ impl State {
             bytes[..8].iter().map(|byte| format!("{byte:02X}")).collect()
         });
         self.rids.insert(rid.clone(), id.to_owned());
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_secs());
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs());
         let fields = document.as_object_mut().expect("documents are objects");
         fields.insert("_rid".into(), json!(rid));
         fields.insert("_self".into(), json!(format!("{}docs/{rid}/", self.partition.self_link)));
@@ -345,7 +404,8 @@ impl State {
 
     /// What the run read, for the caller to check it is still current.
     pub(super) fn reads(&self) -> Reads {
-        let etag = |document: &Value| document.get("_etag").and_then(Value::as_str).map(str::to_owned);
+        let etag =
+            |document: &Value| document.get("_etag").and_then(Value::as_str).map(str::to_owned);
         let items = self
             .entries
             .iter()
@@ -365,18 +425,23 @@ impl State {
         for id in &self.write_order {
             let entry = &self.entries[id];
             let if_match = match &entry.stored {
-                Stored::Present(document) => document.get("_etag").and_then(Value::as_str).map(str::to_owned),
+                Stored::Present(document) => {
+                    document.get("_etag").and_then(Value::as_str).map(str::to_owned)
+                }
                 _ => None,
             };
             let write = match (&entry.written, &entry.stored) {
                 (Some(Some(document)), stored) => {
                     let mut document = document.clone();
-                    let fields: &mut Map<String, Value> = document.as_object_mut().expect("documents are objects");
+                    let fields: &mut Map<String, Value> =
+                        document.as_object_mut().expect("documents are objects");
                     for property in SYSTEM_PROPERTIES {
                         fields.remove(property);
                     }
                     match stored {
-                        Stored::Present(_) => WriteOp::Replace { id: id.clone(), document, if_match },
+                        Stored::Present(_) => {
+                            WriteOp::Replace { id: id.clone(), document, if_match }
+                        }
                         Stored::Absent => WriteOp::Create { document },
                         Stored::Unknown => WriteOp::Upsert { document, if_match: None },
                     }

@@ -69,7 +69,8 @@ fn execute(
         })));
     }
     let context = Context::full(&runtime).map_err(internal)?;
-    let result = context.with(|ctx| call(&ctx, source, function_name, invocation, partition, state));
+    let result =
+        context.with(|ctx| call(&ctx, source, function_name, invocation, partition, state));
     result.map_err(|failure| match failure {
         Failure::Exception { message, .. } if message == "out of memory" => out_of_memory(limits),
         Failure::Exception { message, number } => ScriptError::thrown(number, message),
@@ -109,8 +110,10 @@ fn call(
     let install: Function = ctx.eval(SERVER_API).map_err(fail)?;
     let host = {
         let state = state.clone();
-        Function::new(ctx.clone(), move |kind: String, payload: String| state.borrow_mut().dispatch(&kind, &payload))
-            .map_err(fail)?
+        Function::new(ctx.clone(), move |kind: String, payload: String| {
+            state.borrow_mut().dispatch(&kind, &payload)
+        })
+        .map_err(fail)?
     };
     let (args, trigger) = match invocation {
         Invocation::Procedure(args) => (Value::Array(args.clone()), Value::Null),
@@ -135,7 +138,9 @@ fn call(
         let syntax = exception.as_object().and_then(|error| error.get::<_, String>("name").ok());
         return Err(match (error, syntax.as_deref()) {
             (rquickjs::Error::Exception, Some("SyntaxError")) => {
-                Failure::Script(ScriptError::Failed(ScriptFailure::DoesNotCompile { message: describe(&exception) }))
+                Failure::Script(ScriptError::Failed(ScriptFailure::DoesNotCompile {
+                    message: describe(&exception),
+                }))
             }
             (rquickjs::Error::Exception, _) => Failure::exception(&exception),
             (other, _) => fail(other),
@@ -143,7 +148,9 @@ fn call(
     }
     let entry: JsValue = ctx.globals().get(function_name).map_err(fail)?;
     if !entry.is_function() {
-        return Err(Failure::Script(ScriptError::Failed(ScriptFailure::NoFunction { function: function_name.to_owned() })));
+        return Err(Failure::Script(ScriptError::Failed(ScriptFailure::NoFunction {
+            function: function_name.to_owned(),
+        })));
     }
     let invoke: Function = api.get("invoke").map_err(fail)?;
     let drain: Function = api.get("drain").map_err(fail)?;
@@ -158,7 +165,10 @@ fn call(
     match body.call::<_, Option<String>>(()).map_err(fail)? {
         None => Ok(Value::Null),
         Some(text) => serde_json::from_str(&text).map_err(|source| {
-            Failure::Script(ScriptError::Failed(ScriptFailure::BodyNotJson { script: function_name.to_owned(), source }))
+            Failure::Script(ScriptError::Failed(ScriptFailure::BodyNotJson {
+                script: function_name.to_owned(),
+                source,
+            }))
         }),
     }
 }
@@ -166,17 +176,25 @@ fn call(
 impl Failure {
     /// What the script threw, with the `number` it threw with, if any.
     fn exception(value: &JsValue<'_>) -> Failure {
-        let number = value.as_object().and_then(|error| error.get::<_, Option<f64>>("number").ok().flatten());
+        let number = value
+            .as_object()
+            .and_then(|error| error.get::<_, Option<f64>>("number").ok().flatten());
         // A whole number only: the substatus Cosmos DB would answer is one.
-        let number = number.filter(|number| number.fract() == 0.0 && number.abs() < 1e15).map(|number| number as i64);
+        let number = number
+            .filter(|number| number.fract() == 0.0 && number.abs() < 1e15)
+            .map(|number| number as i64);
         Failure::Exception { message: describe(value), number }
     }
 }
 
 /// The Error's `message`, or `String(value)`.
 fn describe(value: &JsValue<'_>) -> String {
-    if let Some(Ok(Some(message))) = value.as_object().map(|error| error.get::<_, Option<String>>("message")) {
+    if let Some(Ok(Some(message))) =
+        value.as_object().map(|error| error.get::<_, Option<String>>("message"))
+    {
         return message;
     }
-    value.get::<Coerced<String>>().map_or_else(|_| "<unprintable exception>".to_owned(), |Coerced(text)| text)
+    value
+        .get::<Coerced<String>>()
+        .map_or_else(|_| "<unprintable exception>".to_owned(), |Coerced(text)| text)
 }

@@ -54,12 +54,14 @@ pub(super) fn settling(status: u16, sign_in_settling: bool) -> Option<&'static s
     match status {
         503 => Some("the app is still starting"),
         502 | 504 => Some("the front end got no answer from the app (starting, or restarting)"),
-        500..=599 => Some("the blog failed, as it does while its access to Cosmos DB is being granted"),
+        500..=599 => {
+            Some("the blog failed, as it does while its access to Cosmos DB is being granted")
+        }
         408 => Some("the request timed out before the app took it"),
         429 => Some("too many requests for now"),
-        401 | 403 if sign_in_settling => {
-            Some("the sign-in is not accepted yet (a new app registration or role assignment takes minutes)")
-        }
+        401 | 403 if sign_in_settling => Some(
+            "the sign-in is not accepted yet (a new app registration or role assignment takes minutes)",
+        ),
         _ => None,
     }
 }
@@ -110,7 +112,12 @@ pub(super) fn root_cause(error: &dyn std::error::Error) -> String {
 
 /// A request that got no answer, or only part of one: a refused connection never reached the
 /// blog; a reset or timed-out one may have been done.
-pub(super) fn no_answer(method: &reqwest::Method, path: &str, what: &str, error: &reqwest::Error) -> Unsettled {
+pub(super) fn no_answer(
+    method: &reqwest::Method,
+    path: &str,
+    what: &str,
+    error: &reqwest::Error,
+) -> Unsettled {
     let meaning = match (error.is_connect(), error.is_timeout()) {
         (true, _) => "the app is not reachable yet",
         (false, true) => "the app did not answer in time",
@@ -133,12 +140,21 @@ pub(super) fn checked(
     expected: u16,
 ) -> Result<Answer, Failure> {
     if answer.status != expected {
-        return Err(fail(step, format!("{method} {path} answered {} (expected {expected}): {}", answer.status, answer.why())));
+        return Err(fail(
+            step,
+            format!(
+                "{method} {path} answered {} (expected {expected}): {}",
+                answer.status,
+                answer.why()
+            ),
+        ));
     }
     if answer.charge == "-" || answer.operations == "-" {
         return Err(fail(
             step,
-            format!("{method} {path} carries no x-ms-request-charge / x-cosmos-operations: is this the blog?"),
+            format!(
+                "{method} {path} carries no x-ms-request-charge / x-cosmos-operations: is this the blog?"
+            ),
         ));
     }
     Ok(answer)

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::answer::{
-    Answer, Unsettled, checked, jittered, may_have_been_done, next_pause, no_answer, settling, shown, status_text,
+    Answer, Unsettled, checked, jittered, may_have_been_done, next_pause, no_answer, settling,
+    shown, status_text,
 };
 use super::{Credential, FIRST_PAUSE, Failure, Options, POLL_EVERY, fail};
 
@@ -64,7 +65,9 @@ impl Run<'_> {
     ) -> Result<Answer, Failure> {
         let answer = self.settled(step, &method, path, body.as_ref()).await?;
         self.print(step, &method, path, &answer, "");
-        if let Some(earlier) = answer.unsure_attempt.as_deref().filter(|_| method != reqwest::Method::GET) {
+        if let Some(earlier) =
+            answer.unsure_attempt.as_deref().filter(|_| method != reqwest::Method::GET)
+        {
             let _ = writeln!(
                 self.out,
                 "{step:<4} sent again with its Idempotency-Key after {earlier}: answered {}, made once",
@@ -125,12 +128,19 @@ impl Run<'_> {
         if retried {
             format!("{last}; gave up after {settle} s: the blog did not settle (--settle)")
         } else {
-            format!("{last}; not retried: the {settle} s the blog had to settle (--settle) are over")
+            format!(
+                "{last}; not retried: the {settle} s the blog had to settle (--settle) are over"
+            )
         }
     }
 
     /// The answer as one that settles by itself, or `None` for the blog's own.
-    fn unsettled(&self, method: &reqwest::Method, path: &str, answer: &Answer) -> Option<Unsettled> {
+    fn unsettled(
+        &self,
+        method: &reqwest::Method,
+        path: &str,
+        answer: &Answer,
+    ) -> Option<Unsettled> {
         let meaning = settling(answer.status, self.sign_in_settling())?;
         let said = status_text(answer.status);
         let last = format!("{method} {path} answered {said}: {}", answer.why());
@@ -153,7 +163,8 @@ impl Run<'_> {
         body: Option<&Body>,
         key: Option<&str>,
     ) -> Result<Answer, Unsettled> {
-        let mut request = self.client.request(method.clone(), format!("{}{path}", self.options.base));
+        let mut request =
+            self.client.request(method.clone(), format!("{}{path}", self.options.base));
         if let Some(key) = key {
             request = request.header("idempotency-key", key);
         }
@@ -163,24 +174,52 @@ impl Run<'_> {
             Credential::DevUser(user) => request.header("x-dev-user", user),
         };
         request = match body {
-            Some(Body::Json(body)) => request.header("content-type", "application/json").body(body.to_string()),
-            Some(Body::Picture(bytes)) => request.header("content-type", "image/png").body(bytes.clone()),
+            Some(Body::Json(body)) => {
+                request.header("content-type", "application/json").body(body.to_string())
+            }
+            Some(Body::Picture(bytes)) => {
+                request.header("content-type", "image/png").body(bytes.clone())
+            }
             None => request,
         };
         let started = Instant::now();
-        let response = request.send().await.map_err(|error| no_answer(method, path, "got no answer", &error))?;
+        let response = request
+            .send()
+            .await
+            .map_err(|error| no_answer(method, path, "got no answer", &error))?;
         let status = response.status().as_u16();
-        let header = |name: &str| response.headers().get(name).and_then(|value| value.to_str().ok()).unwrap_or("-").to_owned();
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|value| value.to_str().ok())
+                .unwrap_or("-")
+                .to_owned()
+        };
         let (charge, operations) = (header("x-ms-request-charge"), header("x-cosmos-operations"));
         let is_json = header("content-type").contains("json");
-        let text = response.text().await.map_err(|error| no_answer(method, path, "the answer broke off", &error))?;
+        let text = response
+            .text()
+            .await
+            .map_err(|error| no_answer(method, path, "the answer broke off", &error))?;
         let latency = started.elapsed();
-        let body = if is_json { serde_json::from_str(&text).unwrap_or(Value::Null) } else { Value::String(text) };
+        let body = if is_json {
+            serde_json::from_str(&text).unwrap_or(Value::Null)
+        } else {
+            Value::String(text)
+        };
         Ok(Answer { status, body, charge, operations, latency, unsure_attempt: None })
     }
 
     /// One line: the step, the request, its status, latency, request units and operations.
-    fn print(&mut self, step: &str, method: &reqwest::Method, path: &str, answer: &Answer, note: &str) {
+    fn print(
+        &mut self,
+        step: &str,
+        method: &reqwest::Method,
+        path: &str,
+        answer: &Answer,
+        note: &str,
+    ) {
         let _ = writeln!(
             self.out,
             "{step:<4} {method:<6} {path:<60} {} {:>8.1} ms {:>7} RU {:>3} ops{note}",
@@ -236,8 +275,11 @@ impl Run<'_> {
         since: Instant,
         status: u16,
     ) -> Result<Duration, Failure> {
-        let gave_up = |_: u32, wait: u64, answer: &Answer| format!("GET {path} still answers {} after {wait} s", answer.status);
-        self.poll(step, what, path, since, |answer| Seen::holds(answer.status == status), gave_up).await
+        let gave_up = |_: u32, wait: u64, answer: &Answer| {
+            format!("GET {path} still answers {} after {wait} s", answer.status)
+        };
+        self.poll(step, what, path, since, |answer| Seen::holds(answer.status == status), gave_up)
+            .await
     }
 
     /// Polls `GET path` until `seen` says the answer shows `what` ([`Seen::Wrong`] fails the
@@ -265,14 +307,26 @@ impl Run<'_> {
                 }
                 Seen::Yes => {
                     let took = since.elapsed();
-                    self.print(step, &get, path, &answer, &format!("  {what} after {:.1} s ({polls} polls)", took.as_secs_f64()));
+                    self.print(
+                        step,
+                        &get,
+                        path,
+                        &answer,
+                        &format!("  {what} after {:.1} s ({polls} polls)", took.as_secs_f64()),
+                    );
                     return Ok(took);
                 }
                 Seen::NotYet => {}
             }
             if Instant::now() >= deadline {
                 let wait = self.options.wait.as_secs();
-                self.print(step, &get, path, &answer, &format!("  still not {what} after {wait} s"));
+                self.print(
+                    step,
+                    &get,
+                    path,
+                    &answer,
+                    &format!("  still not {what} after {wait} s"),
+                );
                 return Err(fail(step, gave_up(polls, wait, &answer)));
             }
             tokio::time::sleep(POLL_EVERY).await;

@@ -23,8 +23,7 @@ pub(super) async fn write_and_read(run: &mut Run<'_>) -> Result<(), Failure> {
     let title = format!("Smoke test {run_id}");
     // A tag of this run's own, so that the tag's page lists this post alone.
     let tag = format!("smoke-{}", &run_id[..12]);
-    let body =
-        json!({"userId": user_id, "title": title, "content": "Written by `handler smoke`, and deleted by it.", "tags": [tag]});
+    let body = json!({"userId": user_id, "title": title, "content": "Written by `handler smoke`, and deleted by it.", "tags": [tag]});
     let written = Instant::now();
     let post = run.expect("C2", Method::POST, "/api/posts", Some(body), 201).await?;
     let Some(post_id) = post.body["id"].as_str().map(str::to_owned) else {
@@ -33,7 +32,15 @@ pub(super) async fn write_and_read(run: &mut Run<'_>) -> Result<(), Failure> {
     let picture = add_picture(run, &post_id).await?;
     let comment_text = format!("A smoke test's comment on {title}.");
     let comment_body = json!({"userId": user_id, "content": comment_text});
-    let comment = run.expect("C3", Method::POST, &format!("/api/posts/{post_id}/comments"), Some(comment_body), 201).await?;
+    let comment = run
+        .expect(
+            "C3",
+            Method::POST,
+            &format!("/api/posts/{post_id}/comments"),
+            Some(comment_body),
+            201,
+        )
+        .await?;
     let comment_id = comment.body["id"].as_str().unwrap_or_default().to_owned();
     let like = json!({"userId": user_id});
     run.expect("C4", Method::POST, &format!("/api/posts/{post_id}/likes"), Some(like), 201).await?;
@@ -41,26 +48,51 @@ pub(super) async fn write_and_read(run: &mut Run<'_>) -> Result<(), Failure> {
     let read = run.expect("Q2", Method::GET, &format!("/api/posts/{post_id}"), None, 200).await?;
     let counts = (read.body["commentCount"].as_u64(), read.body["likeCount"].as_u64());
     if counts != (Some(1), Some(1)) || read.body["userUsername"] != username.as_str() {
-        return Err(fail("Q2", format!("expected 1 comment, 1 like, by {username:?}; the post reads {}", read.body)));
+        return Err(fail(
+            "Q2",
+            format!("expected 1 comment, 1 like, by {username:?}; the post reads {}", read.body),
+        ));
     }
-    let comments = run.expect("Q4", Method::GET, &format!("/api/posts/{post_id}/comments"), None, 200).await?;
+    let comments =
+        run.expect("Q4", Method::GET, &format!("/api/posts/{post_id}/comments"), None, 200).await?;
     if !lists(&comments.body, &comment_id) {
-        return Err(fail("Q4", format!("the comment {comment_id} is not listed: {}", comments.body)));
+        return Err(fail(
+            "Q4",
+            format!("the comment {comment_id} is not listed: {}", comments.body),
+        ));
     }
-    let likes = run.expect("Q5", Method::GET, &format!("/api/posts/{post_id}/likes"), None, 200).await?;
-    if !likes.body["items"].as_array().is_some_and(|items| items.iter().any(|like| like["userId"] == user_id.as_str())) {
+    let likes =
+        run.expect("Q5", Method::GET, &format!("/api/posts/{post_id}/likes"), None, 200).await?;
+    if !likes.body["items"]
+        .as_array()
+        .is_some_and(|items| items.iter().any(|like| like["userId"] == user_id.as_str()))
+    {
         return Err(fail("Q5", format!("the like by {user_id} is not listed: {}", likes.body)));
     }
     run.expect("Q1", Method::GET, &format!("/api/users/{user_id}"), None, 200).await?;
     let q3 = format!("/api/users/{user_id}/posts?limit=100");
-    let in_users = run.until("Q3", "copied into users", &q3, written, |body| lists(body, &post_id)).await?;
-    let in_feed = run.until("Q6", "copied into feed", "/api/feed?limit=100", written, |body| lists(body, &post_id)).await?;
+    let in_users =
+        run.until("Q3", "copied into users", &q3, written, |body| lists(body, &post_id)).await?;
+    let in_feed = run
+        .until("Q6", "copied into feed", "/api/feed?limit=100", written, |body| {
+            lists(body, &post_id)
+        })
+        .await?;
     let q7 = format!("/api/tags/{tag}/posts?limit=100");
-    let in_tags = run.until("Q7", "copied into tags", &q7, written, |body| lists(body, &post_id)).await?;
+    let in_tags =
+        run.until("Q7", "copied into tags", &q7, written, |body| lists(body, &post_id)).await?;
     run.expect("page", Method::GET, &format!("/posts/{post_id}"), None, 200).await?;
 
-    run.expect("C5", Method::DELETE, &format!("/api/posts/{post_id}/likes/{user_id}"), None, 204).await?;
-    run.expect("C6", Method::DELETE, &format!("/api/posts/{post_id}/comments/{comment_id}"), None, 204).await?;
+    run.expect("C5", Method::DELETE, &format!("/api/posts/{post_id}/likes/{user_id}"), None, 204)
+        .await?;
+    run.expect(
+        "C6",
+        Method::DELETE,
+        &format!("/api/posts/{post_id}/comments/{comment_id}"),
+        None,
+        204,
+    )
+    .await?;
     let deleted = Instant::now();
     run.expect("C7", Method::DELETE, &format!("/api/posts/{post_id}"), None, 204).await?;
     run.expect("Q2", Method::GET, &format!("/api/posts/{post_id}"), None, 404).await?;
@@ -69,7 +101,8 @@ pub(super) async fn write_and_read(run: &mut Run<'_>) -> Result<(), Failure> {
     }
     let none_listed = |body: &Value| !lists(body, &post_id);
     let gone_users = run.until("Q3", "gone from users", &q3, deleted, none_listed).await?;
-    let gone_feed = run.until("Q6", "gone from feed", "/api/feed?limit=100", deleted, none_listed).await?;
+    let gone_feed =
+        run.until("Q6", "gone from feed", "/api/feed?limit=100", deleted, none_listed).await?;
     let gone_tags = run.until("Q7", "gone from tags", &q7, deleted, none_listed).await?;
     let _ = writeln!(
         run.out,
@@ -90,9 +123,13 @@ pub(super) async fn write_and_read(run: &mut Run<'_>) -> Result<(), Failure> {
 async fn add_picture(run: &mut Run<'_>, post_id: &str) -> Result<Option<String>, Failure> {
     use reqwest::Method;
     let path = format!("/api/posts/{post_id}/pictures?alt=A%20smoke%20test");
-    let added = run.send_body("pic", Method::POST, &path, Some(Body::Picture(smoke_picture()))).await?;
+    let added =
+        run.send_body("pic", Method::POST, &path, Some(Body::Picture(smoke_picture()))).await?;
     if added.status == 501 {
-        let _ = writeln!(run.out, "pic  this blog keeps no pictures (BLOG_PICTURES is not set): not checked");
+        let _ = writeln!(
+            run.out,
+            "pic  this blog keeps no pictures (BLOG_PICTURES is not set): not checked"
+        );
         return Ok(None);
     }
     let added = checked("pic", &Method::POST, &path, added, 201)?;
@@ -101,7 +138,13 @@ async fn add_picture(run: &mut Run<'_>, post_id: &str) -> Result<Option<String>,
     };
     let shown = run.expect("pic", Method::GET, &url, None, 200).await?;
     if shown.operations != "0" {
-        return Err(fail("pic", format!("GET {url} read the database ({} operations): a picture reads none", shown.operations)));
+        return Err(fail(
+            "pic",
+            format!(
+                "GET {url} read the database ({} operations): a picture reads none",
+                shown.operations
+            ),
+        ));
     }
     Ok(Some(url))
 }
@@ -109,7 +152,11 @@ async fn add_picture(run: &mut Run<'_>, post_id: &str) -> Result<Option<String>,
 /// A 64×64 PNG, made here: two colours, so that it is a picture and not a blank.
 fn smoke_picture() -> Vec<u8> {
     let pixels = image::RgbImage::from_fn(64, 64, |x, y| {
-        if (x / 8 + y / 8) % 2 == 0 { image::Rgb([0, 120, 212]) } else { image::Rgb([255, 255, 255]) }
+        if (x / 8 + y / 8) % 2 == 0 {
+            image::Rgb([0, 120, 212])
+        } else {
+            image::Rgb([255, 255, 255])
+        }
     });
     let mut png = std::io::Cursor::new(Vec::new());
     pixels.write_to(&mut png, image::ImageFormat::Png).expect("a PNG is written to memory");
@@ -126,11 +173,17 @@ async fn ensure_user(run: &mut Run<'_>, user_id: &str) -> Result<Value, Failure>
     // A name is taken by someone else now and then: another is drawn.
     for _ in 0..3 {
         let name = format!("smoke-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
-        let created = run.send("C1", Method::POST, "/api/users", Some(json!({"username": name}))).await?;
+        let created =
+            run.send("C1", Method::POST, "/api/users", Some(json!({"username": name}))).await?;
         match created.status {
             201 => return Ok(created.body),
             409 if created.why().contains("is taken") => continue,
-            other => return Err(fail("C1", format!("POST /api/users answered {other}: {}", created.why()))),
+            other => {
+                return Err(fail(
+                    "C1",
+                    format!("POST /api/users answered {other}: {}", created.why()),
+                ));
+            }
         }
     }
     Err(fail("C1", "three usernames in a row were taken"))
@@ -142,6 +195,8 @@ async fn own_user(run: &mut Run<'_>, user_id: &str) -> Result<Option<Value>, Fai
     match read.status {
         200 => Ok(Some(read.body)),
         404 => Ok(None),
-        other => Err(fail("Q1", format!("GET /api/users/{user_id} answered {other}: {}", read.why()))),
+        other => {
+            Err(fail("Q1", format!("GET /api/users/{user_id} answered {other}: {}", read.why())))
+        }
     }
 }

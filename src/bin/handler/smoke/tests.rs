@@ -21,20 +21,30 @@ fn parse(args: &[&str], variable: Option<&str>) -> Result<Options, String> {
 
 #[test]
 fn arguments_are_read_and_bad_ones_named() {
-    let options = parse(&["http://localhost:7071/", "--dev-user", "alice", "--wait", "5"], None).unwrap();
+    let options =
+        parse(&["http://localhost:7071/", "--dev-user", "alice", "--wait", "5"], None).unwrap();
     assert_eq!(options.base, "http://localhost:7071");
     assert_eq!(options.credential, Credential::DevUser("alice".into()));
     assert_eq!(options.wait, Duration::from_secs(5));
     assert_eq!(options.settle, DEFAULT_SETTLE);
     assert_eq!(parse(&["http://x"], None).unwrap().wait, DEFAULT_WAIT);
     assert_eq!(parse(&["http://x", "--settle", "3"], None).unwrap().settle, Duration::from_secs(3));
-    assert_eq!(parse(&["https://x.azurewebsites.net"], Some("t0ken")).unwrap().credential, Credential::Token("t0ken".into()));
-    assert_eq!(parse(&["https://x.azurewebsites.net"], Some(" ")).unwrap().credential, Credential::Anonymous);
+    assert_eq!(
+        parse(&["https://x.azurewebsites.net"], Some("t0ken")).unwrap().credential,
+        Credential::Token("t0ken".into())
+    );
+    assert_eq!(
+        parse(&["https://x.azurewebsites.net"], Some(" ")).unwrap().credential,
+        Credential::Anonymous
+    );
     assert_eq!(
         parse(&["https://x.azurewebsites.net", "--token", "a"], Some("b")).unwrap().credential,
         Credential::Token("a".into())
     );
-    assert_eq!(parse(&["https://x.azurewebsites.net"], None).unwrap().credential, Credential::Anonymous);
+    assert_eq!(
+        parse(&["https://x.azurewebsites.net"], None).unwrap().credential,
+        Credential::Anonymous
+    );
 
     let refused = |args: &[&str], variable: Option<&str>, says: &str| {
         let error = parse(args, variable).unwrap_err();
@@ -57,7 +67,10 @@ fn arguments_are_read_and_bad_ones_named() {
 #[test]
 fn the_pauses_double_from_one_second_up_to_fifteen() {
     let pauses: Vec<u64> =
-        std::iter::successors(Some(FIRST_PAUSE), |&pause| Some(next_pause(pause))).take(7).map(|pause| pause.as_secs()).collect();
+        std::iter::successors(Some(FIRST_PAUSE), |&pause| Some(next_pause(pause)))
+            .take(7)
+            .map(|pause| pause.as_secs())
+            .collect();
     assert_eq!(pauses, [1, 2, 4, 8, 15, 15, 15]);
 }
 

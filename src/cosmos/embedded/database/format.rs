@@ -34,7 +34,8 @@ pub(super) const SCHEMA: &str = "
 /// in the database only (`embedded::mod`). An index beside the schema, not part of it: made at
 /// any start where it is missing (a file written before it, in a moment), and a handler that
 /// does not know it keeps it up to date as SQLite keeps any index.
-pub(super) const EXPIRING: &str = "CREATE INDEX IF NOT EXISTS items_expiring ON items (expires) WHERE expires IS NOT NULL;";
+pub(super) const EXPIRING: &str =
+    "CREATE INDEX IF NOT EXISTS items_expiring ON items (expires) WHERE expires IS NOT NULL;";
 
 /// The tallies' table, kept by every commit ([`Tally`]): one row per partition that holds items.
 pub(super) const PARTITIONS: &str = "
@@ -87,7 +88,14 @@ impl Row {
 
     /// The [`checksum`] of everything the row holds.
     pub(super) fn checksum(&self) -> u32 {
-        checksum::of_row(self.container, &self.partition_key, &self.id, &self.doc, self.seq, self.expires)
+        checksum::of_row(
+            self.container,
+            &self.partition_key,
+            &self.id,
+            &self.doc,
+            self.seq,
+            self.expires,
+        )
     }
 
     /// The row, if it matches `sum`, the checksum stored with it; refused, naming it, if not.
@@ -165,7 +173,9 @@ pub enum Damage {
     /// A file that carries this store's id or schema version but holds no table: never what the
     /// store leaves (it makes both in one transaction), but what a recovery that recovered
     /// nothing leaves (`sqlite3`'s `.recover` without the `sqlite_dbpage` table it needs).
-    #[error("it carries this store's marks (application id {application:#x}, schema version {version}) but holds no table")]
+    #[error(
+        "it carries this store's marks (application id {application:#x}, schema version {version}) but holds no table"
+    )]
     Emptied {
         /// Its application id.
         application: i32,
@@ -210,7 +220,9 @@ impl Damage {
     pub(crate) fn is_salvageable(&self) -> bool {
         match self {
             Damage::FailedCheck { .. } => true,
-            Damage::Sqlite(error) => error.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseCorrupt),
+            Damage::Sqlite(error) => {
+                error.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseCorrupt)
+            }
             _ => false,
         }
     }
@@ -234,7 +246,11 @@ fn is_wrong_type(error: &rusqlite::Error) -> bool {
 
 /// The refusal of `row` of `items`, which `source` could not read: a row of the wrong types,
 /// named by its key, or a damaged file.
-pub(super) fn unreadable_row(path: &Path, row: &rusqlite::Row, source: rusqlite::Error) -> StoreError {
+pub(super) fn unreadable_row(
+    path: &Path,
+    row: &rusqlite::Row,
+    source: rusqlite::Error,
+) -> StoreError {
     if !is_wrong_type(&source) {
         return damaged(path, source);
     }
@@ -246,7 +262,9 @@ pub(super) fn unreadable_row(path: &Path, row: &rusqlite::Row, source: rusqlite:
 pub(super) fn key_of(row: &rusqlite::Row) -> String {
     let key: Vec<String> = (0..3)
         .map(|column| match row.get_ref(column) {
-            Ok(rusqlite::types::ValueRef::Text(text)) => format!("{:?}", String::from_utf8_lossy(text)),
+            Ok(rusqlite::types::ValueRef::Text(text)) => {
+                format!("{:?}", String::from_utf8_lossy(text))
+            }
             Ok(value) => format!("({})", value.data_type()),
             Err(_) => "?".to_owned(),
         })
@@ -257,21 +275,32 @@ pub(super) fn key_of(row: &rusqlite::Row) -> String {
 /// Removes, in `transaction`, every row of `items` that does not read as an item (a column of
 /// the wrong type, an unknown container): what a repair cannot keep, since nothing can tell
 /// what it held. Answers their keys, as far as they read ([`key_of`]).
-pub(crate) fn remove_unreadable(path: &Path, transaction: &Connection) -> Result<Vec<String>, StoreError> {
+pub(crate) fn remove_unreadable(
+    path: &Path,
+    transaction: &Connection,
+) -> Result<Vec<String>, StoreError> {
     use rusqlite::types::Value;
     let failed = |error| damaged(path, error);
     let mut unreadable: Vec<(String, [Value; 3])> = Vec::new();
     {
-        let mut select = transaction.prepare("SELECT container, pk, id, doc, seq, expires, sum FROM items").map_err(failed)?;
+        let mut select = transaction
+            .prepare("SELECT container, pk, id, doc, seq, expires, sum FROM items")
+            .map_err(failed)?;
         let mut rows = select.query([]).map_err(failed)?;
         while let Some(row) = rows.next().map_err(failed)? {
             if Row::read(path, row).is_err() || row.get::<_, u32>(6).is_err() {
-                let key = [row.get(0).map_err(failed)?, row.get(1).map_err(failed)?, row.get(2).map_err(failed)?];
+                let key = [
+                    row.get(0).map_err(failed)?,
+                    row.get(1).map_err(failed)?,
+                    row.get(2).map_err(failed)?,
+                ];
                 unreadable.push((key_of(row), key));
             }
         }
     }
-    let mut delete = transaction.prepare("DELETE FROM items WHERE container IS ?1 AND pk IS ?2 AND id IS ?3").map_err(failed)?;
+    let mut delete = transaction
+        .prepare("DELETE FROM items WHERE container IS ?1 AND pk IS ?2 AND id IS ?3")
+        .map_err(failed)?;
     for (_, key) in &unreadable {
         delete.execute(rusqlite::params_from_iter(key)).map_err(failed)?;
     }
@@ -280,10 +309,16 @@ pub(crate) fn remove_unreadable(path: &Path, transaction: &Connection) -> Result
 
 /// How a failed read of the store's record `record` refuses the file: a record of the wrong
 /// type, or a damaged file.
-pub(super) fn unreadable_record(path: &Path, record: &str) -> impl Fn(rusqlite::Error) -> StoreError {
+pub(super) fn unreadable_record(
+    path: &Path,
+    record: &str,
+) -> impl Fn(rusqlite::Error) -> StoreError {
     move |source| {
         if is_wrong_type(&source) {
-            damaged(path, Damage::UnreadableRecord { record: record.to_owned(), source: Box::new(source) })
+            damaged(
+                path,
+                Damage::UnreadableRecord { record: record.to_owned(), source: Box::new(source) },
+            )
         } else {
             damaged(path, source)
         }
@@ -293,8 +328,9 @@ pub(super) fn unreadable_record(path: &Path, record: &str) -> impl Fn(rusqlite::
 /// Checks every page of the database (a damaged file is refused, not half loaded). What a row
 /// holds is checked by its checksum, as it is read.
 pub(super) fn check(path: &Path, connection: &Connection) -> Result<(), StoreError> {
-    let verdict: String =
-        connection.query_row("PRAGMA quick_check(1)", [], |row| row.get(0)).map_err(|error| damaged(path, error))?;
+    let verdict: String = connection
+        .query_row("PRAGMA quick_check(1)", [], |row| row.get(0))
+        .map_err(|error| damaged(path, error))?;
     if verdict != "ok" {
         return Err(damaged(path, Damage::FailedCheck { verdict }));
     }
@@ -318,20 +354,27 @@ pub(super) fn digest_key(container: Container) -> String {
 
 /// A meta value, `None` if its row is not there.
 pub(super) fn meta(connection: &Connection, key: &str) -> rusqlite::Result<Option<i64>> {
-    connection.query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| row.get(0)).optional()
+    connection
+        .query_row("SELECT value FROM meta WHERE key = ?1", [key], |row| row.get(0))
+        .optional()
 }
 
 impl Database {
     pub(super) fn connect(path: &Path) -> Result<Connection, Damage> {
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let connection = Connection::open_with_flags(path, flags)?;
-        let mode: String = connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+        let mode: String =
+            connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(Damage::NotWal { mode });
         }
         connection.execute_batch("PRAGMA synchronous = FULL")?;
-        let application: i32 = connection.query_row("PRAGMA application_id", [], |row| row.get(0))?;
-        let tables: i64 = connection.query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))?;
+        let application: i32 =
+            connection.query_row("PRAGMA application_id", [], |row| row.get(0))?;
+        let tables: i64 =
+            connection.query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))?;
         if application != APPLICATION_ID && (application != 0 || tables != 0) {
             return Err(Damage::OtherApplication { application });
         }
@@ -346,7 +389,11 @@ impl Database {
             let tallies: String = Container::ALL
                 .into_iter()
                 .map(|container| {
-                    format!("INSERT INTO meta VALUES ('{}', 0), ('{}', 0);", items_key(container), digest_key(container))
+                    format!(
+                        "INSERT INTO meta VALUES ('{}', 0), ('{}', 0);",
+                        items_key(container),
+                        digest_key(container)
+                    )
                 })
                 .collect();
             connection.execute_batch(&format!(

@@ -77,10 +77,15 @@ impl std::fmt::Display for Incomplete {
                 } else if found > recorded {
                     format!("{} items more than the {recorded} written", found - recorded)
                 } else {
-                    format!("{found} items, but not the ones written (an item replaced outside the handler)")
+                    format!(
+                        "{found} items, but not the ones written (an item replaced outside the handler)"
+                    )
                 };
-                let missing =
-                    if discrepancy.missing.is_empty() { String::new() } else { format!(" ({})", discrepancy.missing.join("; ")) };
+                let missing = if discrepancy.missing.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", discrepancy.missing.join("; "))
+                };
                 places.push(format!("{place}: {said}{missing}"));
             }
             if self.partitions > self.discrepancies.len() {
@@ -88,7 +93,9 @@ impl std::fmt::Display for Incomplete {
             }
             write!(out, " {}.", places.join("; "))?;
         }
-        let dir = checksum::shell_quoted(&self.path.parent().unwrap_or(Path::new(".")).display().to_string());
+        let dir = checksum::shell_quoted(
+            &self.path.parent().unwrap_or(Path::new(".")).display().to_string(),
+        );
         write!(
             out,
             " Restore the data directory from a backup; or, to go on with what is there, stop the blog and run \
@@ -104,15 +111,22 @@ impl std::error::Error for Incomplete {}
 /// The containers' recorded [`Tally`]s, refused if `meta` lost them or the write number: the
 /// database's creation records them (all zero), so a `meta` emptied is seen, before anything
 /// is loaded.
-pub(super) fn check_meta(path: &Path, connection: &Connection) -> Result<BTreeMap<Container, Tally>, StoreError> {
+pub(super) fn check_meta(
+    path: &Path,
+    connection: &Connection,
+) -> Result<BTreeMap<Container, Tally>, StoreError> {
     let mut meta_gone = Vec::new();
     let mut totals = BTreeMap::new();
     for container in Container::ALL {
         let (items_key, digest_key) = (items_key(container), digest_key(container));
-        let items = meta(connection, &items_key).map_err(unreadable_record(path, &format!("meta's {items_key}")))?;
-        let digest = meta(connection, &digest_key).map_err(unreadable_record(path, &format!("meta's {digest_key}")))?;
+        let items = meta(connection, &items_key)
+            .map_err(unreadable_record(path, &format!("meta's {items_key}")))?;
+        let digest = meta(connection, &digest_key)
+            .map_err(unreadable_record(path, &format!("meta's {digest_key}")))?;
         match (items, digest) {
-            (Some(items), Some(digest)) => drop(totals.insert(container, Tally { items, digest: digest as u64 })),
+            (Some(items), Some(digest)) => {
+                drop(totals.insert(container, Tally { items, digest: digest as u64 }))
+            }
             _ => meta_gone.extend([items_key, digest_key]),
         }
     }
@@ -143,7 +157,9 @@ pub(super) fn compare_tallies(
     let totals = check_meta(path, connection)?;
     let mut recorded: BTreeMap<(Container, String), Tally> = BTreeMap::new();
     {
-        let mut select = connection.prepare("SELECT container, pk, items, digest FROM partitions").map_err(failed)?;
+        let mut select = connection
+            .prepare("SELECT container, pk, items, digest FROM partitions")
+            .map_err(failed)?;
         let mut rows = select.query([]).map_err(failed)?;
         let record = unreadable_record(path, "a partition's tally (the table partitions)");
         while let Some(row) = rows.next().map_err(failed)? {
@@ -155,14 +171,19 @@ pub(super) fn compare_tallies(
     }
     let mut differing: Vec<(Container, Option<String>, Tally, Tally)> = Vec::new();
     for key in recorded.keys().chain(found.keys()).collect::<std::collections::BTreeSet<_>>() {
-        let (was, is) = (recorded.get(key).copied().unwrap_or_default(), found.get(key).copied().unwrap_or_default());
+        let (was, is) = (
+            recorded.get(key).copied().unwrap_or_default(),
+            found.get(key).copied().unwrap_or_default(),
+        );
         if was != is {
             differing.push((key.0, Some(key.1.clone()), was, is));
         }
     }
     for (container, total) in &totals {
-        let of_partitions =
-            recorded.iter().filter(|((of, _), _)| of == container).fold(Tally::default(), |sum, (_, tally)| sum.plus(*tally));
+        let of_partitions = recorded
+            .iter()
+            .filter(|((of, _), _)| of == container)
+            .fold(Tally::default(), |sum, (_, tally)| sum.plus(*tally));
         if of_partitions != *total {
             differing.push((*container, None, *total, of_partitions));
         }
@@ -181,10 +202,21 @@ pub(super) fn compare_tallies(
                 }
                 _ => Vec::new(),
             };
-            Ok(Discrepancy { container, partition_key, recorded: recorded.items, found: found.items, missing })
+            Ok(Discrepancy {
+                container,
+                partition_key,
+                recorded: recorded.items,
+                found: found.items,
+                missing,
+            })
         })
         .collect::<Result<Vec<_>, StoreError>>()?;
-    Err(StoreError::Incomplete(Box::new(Incomplete { path: path.to_owned(), meta_gone: Vec::new(), discrepancies, partitions })))
+    Err(StoreError::Incomplete(Box::new(Incomplete {
+        path: path.to_owned(),
+        meta_gone: Vec::new(),
+        discrepancies,
+        partitions,
+    })))
 }
 
 /// What the items left in a partition that lost some say about those lost: in `posts`, the post
@@ -197,7 +229,9 @@ fn what_is_missing(
     partition_key: &str,
 ) -> Result<Vec<String>, StoreError> {
     let failed = |error| damaged(path, error);
-    let mut select = connection.prepare("SELECT id, doc FROM items WHERE container = ?1 AND pk = ?2").map_err(failed)?;
+    let mut select = connection
+        .prepare("SELECT id, doc FROM items WHERE container = ?1 AND pk = ?2")
+        .map_err(failed)?;
     let mut rows = select.query(params![container.name(), partition_key]).map_err(failed)?;
     let mut items: Vec<(String, serde_json::Value)> = Vec::new();
     while let Some(row) = rows.next().map_err(failed)? {
@@ -222,7 +256,9 @@ fn what_is_missing(
                 }
             }
         }
-        Container::Users if partition_key.starts_with(crate::model::usernames::RESERVATION_ID_PREFIX) => {
+        Container::Users
+            if partition_key.starts_with(crate::model::usernames::RESERVATION_ID_PREFIX) =>
+        {
             missing.push("a username's reservation, so another user could take that name".into());
         }
         Container::Users => {

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::format::{
-    Damage, EXPIRING, IMPORT_PENDING, REPAIR_PENDING, Row, check, damaged, meta, unreadable_record, unreadable_row,
+    Damage, EXPIRING, IMPORT_PENDING, REPAIR_PENDING, Row, check, damaged, meta, unreadable_record,
+    unreadable_row,
 };
 use super::incomplete::{check_meta, compare_tallies};
 use super::tally::{Found, retally};
@@ -29,22 +30,39 @@ impl Database {
         upgrade(&path, &mut connection)?;
         connection.execute_batch(EXPIRING).map_err(|error| damaged(&path, error))?;
         if matches!(opening, Opening::Serve | Opening::Import) {
-            if meta(&connection, REPAIR_PENDING).map_err(unreadable_record(&path, "meta's repair_pending"))?.is_some() {
+            if meta(&connection, REPAIR_PENDING)
+                .map_err(unreadable_record(&path, "meta's repair_pending"))?
+                .is_some()
+            {
                 return Err(StoreError::RepairUnfinished { path, dir: dir.to_owned() });
             }
             check_meta(&path, &connection)?;
         }
         if opening == Opening::Serve {
             let mark: Option<String> = connection
-                .query_row("SELECT value FROM meta WHERE key = ?1", [IMPORT_PENDING], |row| row.get(0))
+                .query_row("SELECT value FROM meta WHERE key = ?1", [IMPORT_PENDING], |row| {
+                    row.get(0)
+                })
                 .optional()
                 .map_err(unreadable_record(&path, "meta's import_pending"))?;
             if let Some(mark) = mark {
-                let mark: crate::cosmos::error::ImportMark = serde_json::from_str(&mark).map_err(|error| {
-                    let error = rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(error));
-                    StoreError::database(format!("cannot read the mark of an import in {}", path.display()), error)
-                })?;
-                return Err(StoreError::ImportUnfinished { dir: dir.to_owned(), sha256: mark.sha256, file: mark.file });
+                let mark: crate::cosmos::error::ImportMark =
+                    serde_json::from_str(&mark).map_err(|error| {
+                        let error = rusqlite::Error::FromSqlConversionFailure(
+                            0,
+                            rusqlite::types::Type::Text,
+                            Box::new(error),
+                        );
+                        StoreError::database(
+                            format!("cannot read the mark of an import in {}", path.display()),
+                            error,
+                        )
+                    })?;
+                return Err(StoreError::ImportUnfinished {
+                    dir: dir.to_owned(),
+                    sha256: mark.sha256,
+                    file: mark.file,
+                });
             }
         }
         if opening == Opening::Repair {
@@ -67,7 +85,9 @@ impl Database {
         let last_seq: u64 = connection
             // Read as u64: rusqlite refuses a negative value (IntegralValueOutOfRange), which an
             // edited database could hold, instead of wrapping it into a huge write number.
-            .query_row("SELECT value FROM meta WHERE key = 'last_seq'", [], |row| row.get::<_, u64>(0))
+            .query_row("SELECT value FROM meta WHERE key = 'last_seq'", [], |row| {
+                row.get::<_, u64>(0)
+            })
             .optional()
             .map_err(unreadable_record(&path, "meta's last_seq"))?
             .unwrap_or(0);
@@ -89,7 +109,10 @@ impl Database {
     /// `last_seq` lowered outside the handler leaves, which [`Database::page`] refuses as it
     /// reads, and which the start asks about first where a change-feed position is beyond it
     /// (the position is then not what is wrong).
-    pub(crate) fn check_written_after_last(&self, connection: &Connection) -> Result<(), StoreError> {
+    pub(crate) fn check_written_after_last(
+        &self,
+        connection: &Connection,
+    ) -> Result<(), StoreError> {
         let last_seq = self.last_seq();
         let found: Option<(String, String, u64)> = connection
             .query_row(
@@ -111,7 +134,12 @@ impl Database {
 
     /// At most `limit` live items after `after` (container, partition key, id) in key order:
     /// start-up reads the items a page at a time, while the pages before load.
-    pub(crate) fn page(&self, connection: &Connection, after: Option<&Row>, limit: usize) -> Result<Vec<Row>, StoreError> {
+    pub(crate) fn page(
+        &self,
+        connection: &Connection,
+        after: Option<&Row>,
+        limit: usize,
+    ) -> Result<Vec<Row>, StoreError> {
         let failed = |error: rusqlite::Error| damaged(&self.path, error);
         let mut statement = connection
             .prepare_cached(
@@ -120,15 +148,23 @@ impl Database {
             )
             .map_err(failed)?;
         let last_seq = self.last_seq();
-        let start = after.map_or(("", "", ""), |row| (row.container.name(), row.partition_key.as_str(), row.id.as_str()));
-        let mut rows = statement.query(params![start.0, start.1, start.2, limit as i64]).map_err(failed)?;
+        let start = after.map_or(("", "", ""), |row| {
+            (row.container.name(), row.partition_key.as_str(), row.id.as_str())
+        });
+        let mut rows =
+            statement.query(params![start.0, start.1, start.2, limit as i64]).map_err(failed)?;
         let mut page = Vec::with_capacity(limit);
         while let Some(row) = rows.next().map_err(failed)? {
             let sum = row.get(6).map_err(|source| unreadable_row(&self.path, row, source))?;
             let row = Row::read(&self.path, row)?.verified(&self.path, sum)?;
             self.found.lock().expect("never poisoned").add(&row, sum);
             if row.seq > last_seq {
-                let damage = Damage::WrittenAfterLast { container: row.container, id: row.id, seq: row.seq, last_seq };
+                let damage = Damage::WrittenAfterLast {
+                    container: row.container,
+                    id: row.id,
+                    seq: row.seq,
+                    last_seq,
+                };
                 return Err(damaged(&self.path, damage));
             }
             page.push(row);
@@ -154,12 +190,20 @@ impl Database {
 
 /// Takes the lock of the data directory `dir` (made if missing): one process per data directory.
 pub(crate) fn lock(dir: &Path) -> Result<std::fs::File, StoreError> {
-    let io = |error| StoreError::io(format!("cannot open the data directory {}", dir.display()), error);
+    let io =
+        |error| StoreError::io(format!("cannot open the data directory {}", dir.display()), error);
     std::fs::create_dir_all(dir).map_err(io)?;
-    let lock = OpenOptions::new().create(true).truncate(false).write(true).open(dir.join(LOCK)).map_err(io)?;
+    let lock = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(LOCK))
+        .map_err(io)?;
     lock.try_lock().map_err(|error| match error {
         std::fs::TryLockError::WouldBlock => StoreError::InUse { dir: dir.to_owned() },
-        std::fs::TryLockError::Error(error) => StoreError::io(format!("cannot lock the data directory {}", dir.display()), error),
+        std::fs::TryLockError::Error(error) => {
+            StoreError::io(format!("cannot lock the data directory {}", dir.display()), error)
+        }
     })?;
     Ok(lock)
 }
@@ -174,7 +218,9 @@ pub(crate) fn import(
     marker: &str,
 ) -> Result<(), StoreError> {
     let failed = |error| damaged(path, error);
-    let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(failed)?;
+    let transaction = connection
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(failed)?;
     {
         let mut insert = transaction
             .prepare(
@@ -183,10 +229,20 @@ pub(crate) fn import(
             .map_err(failed)?;
         for row in rows {
             insert
-                .execute(params![row.container.name(), row.partition_key, row.id, row.doc, row.seq, row.expires, row.checksum()])
+                .execute(params![
+                    row.container.name(),
+                    row.partition_key,
+                    row.id,
+                    row.doc,
+                    row.seq,
+                    row.expires,
+                    row.checksum()
+                ])
                 .map_err(failed)?;
         }
-        let mut meta = transaction.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)").map_err(failed)?;
+        let mut meta = transaction
+            .prepare("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")
+            .map_err(failed)?;
         meta.execute(params!["last_seq", last_seq]).map_err(failed)?;
         meta.execute(params![marker, 1]).map_err(failed)?;
     }
@@ -196,11 +252,16 @@ pub(crate) fn import(
 
 /// Whether `marker` was recorded by [`import`].
 pub(crate) fn has_marker(connection: &Connection, marker: &str) -> rusqlite::Result<bool> {
-    connection.query_row("SELECT count(*) FROM meta WHERE key = ?1", [marker], |row| row.get::<_, i64>(0)).map(|count| count > 0)
+    connection
+        .query_row("SELECT count(*) FROM meta WHERE key = ?1", [marker], |row| row.get::<_, i64>(0))
+        .map(|count| count > 0)
 }
 
 /// Whether the database holds any item or write.
 pub(crate) fn is_empty(connection: &Connection) -> rusqlite::Result<bool> {
-    let items: i64 = connection.query_row("SELECT count(*) FROM (SELECT 1 FROM items LIMIT 1)", [], |row| row.get(0))?;
+    let items: i64 =
+        connection.query_row("SELECT count(*) FROM (SELECT 1 FROM items LIMIT 1)", [], |row| {
+            row.get(0)
+        })?;
     Ok(items == 0 && meta(connection, "last_seq")?.unwrap_or(0) == 0)
 }

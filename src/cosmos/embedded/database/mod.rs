@@ -133,7 +133,9 @@ impl Database {
     /// The mark of an import that writes ([`IMPORT_PENDING`]), if there is one.
     pub(crate) fn import_mark(&self) -> rusqlite::Result<Option<String>> {
         let reader = self.reader.lock().expect("never poisoned");
-        reader.query_row("SELECT value FROM meta WHERE key = ?1", [IMPORT_PENDING], |row| row.get(0)).optional()
+        reader
+            .query_row("SELECT value FROM meta WHERE key = ?1", [IMPORT_PENDING], |row| row.get(0))
+            .optional()
     }
 
     /// Records (`Some`) or removes the mark of an import that writes, on the reader's
@@ -154,12 +156,22 @@ impl Database {
 
     /// The item as the database holds it (`None`: absent or deleted): what a refused write is
     /// undone to. Checked against its checksum, as at start-up.
-    pub(crate) fn durable_item(&self, container: Container, partition_key: &str, id: &str) -> Result<Option<String>, StoreError> {
+    pub(crate) fn durable_item(
+        &self,
+        container: Container,
+        partition_key: &str,
+        id: &str,
+    ) -> Result<Option<String>, StoreError> {
         Ok(self.durable_row(container, partition_key, id)?.map(|row| row.doc))
     }
 
     /// [`Database::durable_item`] with its write number and expiry.
-    pub(crate) fn durable_row(&self, container: Container, partition_key: &str, id: &str) -> Result<Option<Row>, StoreError> {
+    pub(crate) fn durable_row(
+        &self,
+        container: Container,
+        partition_key: &str,
+        id: &str,
+    ) -> Result<Option<Row>, StoreError> {
         let read = self
             .reader
             .lock()
@@ -172,7 +184,14 @@ impl Database {
             .optional()
             .map_err(|error| StoreError::database(format!("cannot read {}", self.path.display()), error))?;
         let Some((doc, seq, expires, sum)) = read else { return Ok(None) };
-        let row = Row { container, partition_key: partition_key.to_owned(), id: id.to_owned(), doc, seq, expires };
+        let row = Row {
+            container,
+            partition_key: partition_key.to_owned(),
+            id: id.to_owned(),
+            doc,
+            seq,
+            expires,
+        };
         Ok(Some(row.verified(&self.path, sum)?))
     }
 
@@ -185,7 +204,9 @@ impl Database {
         now: u64,
         limit: usize,
     ) -> Result<Vec<(Container, String, String)>, StoreError> {
-        let failed = |error: rusqlite::Error| StoreError::database(format!("cannot read {}", self.path.display()), error);
+        let failed = |error: rusqlite::Error| {
+            StoreError::database(format!("cannot read {}", self.path.display()), error)
+        };
         let reader = self.reader.lock().expect("never poisoned");
         let mut statement = reader
             .prepare_cached(

@@ -47,10 +47,19 @@ type Rows = BTreeMap<Key, (Row, u32)>;
 /// lock is the caller's to hold.
 pub(crate) fn salvage(dir: &Path) -> Result<Salvaged, StoreError> {
     let path = dir.join(FILE);
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|since| since.as_secs()).unwrap_or(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|since| since.as_secs())
+        .unwrap_or(0);
     // A name no earlier salvage took: an earlier damaged file is never replaced.
     let kept = (0..)
-        .map(|n| dir.join(if n == 0 { format!("{FILE}.damaged-{now}") } else { format!("{FILE}.damaged-{now}-{n}") }))
+        .map(|n| {
+            dir.join(if n == 0 {
+                format!("{FILE}.damaged-{now}")
+            } else {
+                format!("{FILE}.damaged-{now}-{n}")
+            })
+        })
         .find(|kept| !kept.exists() && !beside(kept, "-wal").exists())
         .expect("a free name");
     let (wal, shm) = (beside(&path, "-wal"), beside(&path, "-shm"));
@@ -68,18 +77,22 @@ pub(crate) fn salvage(dir: &Path) -> Result<Salvaged, StoreError> {
     for leftover in [fresh.clone(), beside(&fresh, "-wal"), beside(&fresh, "-shm")] {
         remove_if_there(&leftover)?;
     }
-    let furthest = checkpoint::all(dir)?.into_iter().map(|(_, position)| position).max().unwrap_or(0);
-    let last_seq = rows.values().map(|row| row.0.seq).chain([last_seq, furthest]).max().unwrap_or(0);
+    let furthest =
+        checkpoint::all(dir)?.into_iter().map(|(_, position)| position).max().unwrap_or(0);
+    let last_seq =
+        rows.values().map(|row| row.0.seq).chain([last_seq, furthest]).max().unwrap_or(0);
     write_new(&fresh, &rows, last_seq)?;
     // The damaged file's log and shared memory go before the new file lands: SQLite would
     // otherwise replay the old log's frames onto it. What the log held is checkpointed into the
     // damaged file (and kept in the copy).
     remove_if_there(&wal)?;
     remove_if_there(&shm)?;
-    std::fs::rename(&fresh, &path).map_err(|error| StoreError::io(format!("cannot put {} in place", fresh.display()), error))?;
-    std::fs::File::open(dir)
-        .and_then(|dir| dir.sync_all())
-        .map_err(|error| StoreError::io(format!("cannot sync the data directory {}", dir.display()), error))?;
+    std::fs::rename(&fresh, &path).map_err(|error| {
+        StoreError::io(format!("cannot put {} in place", fresh.display()), error)
+    })?;
+    std::fs::File::open(dir).and_then(|dir| dir.sync_all()).map_err(|error| {
+        StoreError::io(format!("cannot sync the data directory {}", dir.display()), error)
+    })?;
     tracing::warn!(kept = %kept.display(), copied = rows.len(), dropped, "the damaged database was salvaged into a new file");
     Ok(Salvaged { kept, copied: rows.len(), dropped })
 }
@@ -89,7 +102,8 @@ pub(crate) fn salvage(dir: &Path) -> Result<Salvaged, StoreError> {
 /// where it reads (else 0).
 fn read_what_can_be_read(path: &Path) -> Result<(Rows, usize, u64), StoreError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let connection = Connection::open_with_flags(path, flags).map_err(|error| damaged(path, error))?;
+    let connection =
+        Connection::open_with_flags(path, flags).map_err(|error| damaged(path, error))?;
     // Its log into the file, where that can be done; where not, what the log holds is read
     // anyway, and kept in the copy.
     let _ = connection.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
@@ -113,9 +127,17 @@ fn read_what_can_be_read(path: &Path) -> Result<(Rows, usize, u64), StoreError> 
 
 /// Reads the rows in key order (`ASC` or `DESC`) into `rows` until the read fails, or meets a
 /// row already read (the other direction got there).
-fn read_in_order(connection: &Connection, path: &Path, order: &str, most: u64, rows: &mut Rows, dropped: &mut BTreeSet<String>) {
-    let sql =
-        format!("SELECT container, pk, id, doc, seq, expires, sum FROM items ORDER BY container {order}, pk {order}, id {order}");
+fn read_in_order(
+    connection: &Connection,
+    path: &Path,
+    order: &str,
+    most: u64,
+    rows: &mut Rows,
+    dropped: &mut BTreeSet<String>,
+) {
+    let sql = format!(
+        "SELECT container, pk, id, doc, seq, expires, sum FROM items ORDER BY container {order}, pk {order}, id {order}"
+    );
     let Ok(mut select) = connection.prepare(&sql) else { return };
     let Ok(mut read) = select.query([]) else { return };
     let mut count = 0;
@@ -146,14 +168,24 @@ fn read_in_order(connection: &Connection, path: &Path, order: &str, most: u64, r
 fn write_new(fresh: &Path, rows: &Rows, last_seq: u64) -> Result<(), StoreError> {
     let failed = |error| damaged(fresh, error);
     let mut connection = Database::connect(fresh).map_err(|error| damaged(fresh, error))?;
-    let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(failed)?;
+    let transaction = connection
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(failed)?;
     {
         let mut insert = transaction
             .prepare("INSERT INTO items (container, pk, id, doc, seq, expires, sum) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
             .map_err(failed)?;
         for (row, sum) in rows.values() {
             insert
-                .execute(params![row.container.name(), row.partition_key, row.id, row.doc, row.seq, row.expires, sum])
+                .execute(params![
+                    row.container.name(),
+                    row.partition_key,
+                    row.id,
+                    row.doc,
+                    row.seq,
+                    row.expires,
+                    sum
+                ])
                 .map_err(failed)?;
         }
         let mut meta = transaction
@@ -175,7 +207,9 @@ fn beside(path: &Path, suffix: &str) -> PathBuf {
 }
 
 fn copy_synced(from: &Path, to: &Path) -> Result<(), StoreError> {
-    let failed = |error| StoreError::io(format!("cannot keep {} as {}", from.display(), to.display()), error);
+    let failed = |error| {
+        StoreError::io(format!("cannot keep {} as {}", from.display(), to.display()), error)
+    };
     std::fs::copy(from, to).map_err(failed)?;
     std::fs::File::open(to).and_then(|file| file.sync_all()).map_err(failed)
 }

@@ -43,9 +43,13 @@ impl Tally {
 
 /// Every partition's [`Tally`] of the rows `connection` holds now, by container and partition
 /// key: one pass over the keys and checksums, not the documents.
-fn tally_rows(path: &Path, connection: &Connection) -> Result<BTreeMap<(Container, String), Tally>, StoreError> {
+fn tally_rows(
+    path: &Path,
+    connection: &Connection,
+) -> Result<BTreeMap<(Container, String), Tally>, StoreError> {
     let failed = |error| damaged(path, error);
-    let mut select = connection.prepare("SELECT container, pk, id, sum FROM items").map_err(failed)?;
+    let mut select =
+        connection.prepare("SELECT container, pk, id, sum FROM items").map_err(failed)?;
     let mut rows = select.query([]).map_err(failed)?;
     let mut tallies: BTreeMap<(Container, String), Tally> = BTreeMap::new();
     while let Some(row) = rows.next().map_err(failed)? {
@@ -71,10 +75,14 @@ pub(crate) fn retally(path: &Path, transaction: &rusqlite::Transaction) -> Resul
         Container::ALL.into_iter().map(|container| (container, Tally::default())).collect();
     {
         let mut insert = transaction
-            .prepare("INSERT INTO partitions (container, pk, items, digest) VALUES (?1, ?2, ?3, ?4)")
+            .prepare(
+                "INSERT INTO partitions (container, pk, items, digest) VALUES (?1, ?2, ?3, ?4)",
+            )
             .map_err(failed)?;
         for ((container, partition_key), tally) in &tallies {
-            insert.execute(params![container.name(), partition_key, tally.items, tally.digest as i64]).map_err(failed)?;
+            insert
+                .execute(params![container.name(), partition_key, tally.items, tally.digest as i64])
+                .map_err(failed)?;
             let total = totals.get_mut(container).expect("every container");
             *total = total.plus(*tally);
         }
@@ -85,7 +93,11 @@ pub(crate) fn retally(path: &Path, transaction: &rusqlite::Transaction) -> Resul
     Ok(totals.values().map(|total| total.items).sum())
 }
 
-pub(super) fn set_container_tally(connection: &Connection, container: Container, tally: Tally) -> rusqlite::Result<()> {
+pub(super) fn set_container_tally(
+    connection: &Connection,
+    container: Container,
+    tally: Tally,
+) -> rusqlite::Result<()> {
     let mut set = connection
         .prepare_cached("INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value")?;
     set.execute(params![items_key(container), tally.items])?;
@@ -108,7 +120,9 @@ impl Found {
     pub(super) fn add(&mut self, row: &Row, sum: u32) {
         let contribution = checksum::contribution(row.container, &row.partition_key, &row.id, sum);
         match &mut self.current {
-            Some(((container, partition_key), tally)) if *container == row.container && *partition_key == row.partition_key => {
+            Some(((container, partition_key), tally))
+                if *container == row.container && *partition_key == row.partition_key =>
+            {
                 tally.add(contribution)
             }
             _ => {
@@ -130,13 +144,18 @@ impl Found {
 
 /// Adds what a group `moved` to the tallies of its partitions and their containers. A partition
 /// left with no item loses its row, so the table holds one row per partition in use.
-pub(super) fn move_tallies(connection: &Connection, moved: &HashMap<(Container, &str), Tally>) -> rusqlite::Result<()> {
-    let mut read = connection.prepare_cached("SELECT items, digest FROM partitions WHERE container = ?1 AND pk = ?2")?;
+pub(super) fn move_tallies(
+    connection: &Connection,
+    moved: &HashMap<(Container, &str), Tally>,
+) -> rusqlite::Result<()> {
+    let mut read = connection
+        .prepare_cached("SELECT items, digest FROM partitions WHERE container = ?1 AND pk = ?2")?;
     let mut write = connection.prepare_cached(
         "INSERT INTO partitions (container, pk, items, digest) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (container, pk) DO UPDATE SET items = excluded.items, digest = excluded.digest",
     )?;
-    let mut clear = connection.prepare_cached("DELETE FROM partitions WHERE container = ?1 AND pk = ?2")?;
+    let mut clear =
+        connection.prepare_cached("DELETE FROM partitions WHERE container = ?1 AND pk = ?2")?;
     let mut containers: HashMap<Container, Tally> = HashMap::new();
     for ((container, partition_key), change) in moved {
         if *change == Tally::default() {
@@ -152,7 +171,12 @@ pub(super) fn move_tallies(connection: &Connection, moved: &HashMap<(Container, 
         if now == Tally::default() {
             clear.execute(params![container.name(), partition_key])?;
         } else {
-            write.execute(params![container.name(), partition_key, now.items, now.digest as i64])?;
+            write.execute(params![
+                container.name(),
+                partition_key,
+                now.items,
+                now.digest as i64
+            ])?;
         }
         let total = containers.entry(*container).or_default();
         *total = total.plus(*change);
@@ -160,7 +184,11 @@ pub(super) fn move_tallies(connection: &Connection, moved: &HashMap<(Container, 
     for (container, change) in containers {
         let items = meta(connection, &items_key(container))?.unwrap_or(0);
         let digest = meta(connection, &digest_key(container))?.unwrap_or(0);
-        set_container_tally(connection, container, Tally { items, digest: digest as u64 }.plus(change))?;
+        set_container_tally(
+            connection,
+            container,
+            Tally { items, digest: digest as u64 }.plus(change),
+        )?;
     }
     Ok(())
 }

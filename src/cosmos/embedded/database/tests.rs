@@ -38,7 +38,9 @@ fn writer(dir: &Path) -> (Database, Writer) {
 
 /// A comment in `post`'s partition, with the post's count moved: what C3 commits.
 fn comment(seq: u64, post: usize, comment: usize) -> Write {
-    let doc = |kind: &str| format!(r#"{{"type":"{kind}","postId":"p{post}","content":"{}"}}"#, "x".repeat(600));
+    let doc = |kind: &str| {
+        format!(r#"{{"type":"{kind}","postId":"p{post}","content":"{}"}}"#, "x".repeat(600))
+    };
     Write {
         seq,
         container: Container::Posts,
@@ -52,7 +54,8 @@ fn comment(seq: u64, post: usize, comment: usize) -> Write {
 
 /// The commit as it was before the tallies, to measure what they add.
 fn commit_untallied(connection: &mut Connection, writes: &[Write]) -> rusqlite::Result<()> {
-    let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let transaction =
+        connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     {
         let mut upsert = transaction.prepare_cached(
             "INSERT INTO items (container, pk, id, doc, seq, expires, sum) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
@@ -62,7 +65,14 @@ fn commit_untallied(connection: &mut Connection, writes: &[Write]) -> rusqlite::
         for write in writes {
             for record in &write.records {
                 let doc = record.doc.as_deref().expect("upserts only");
-                let sum = checksum::of_row(write.container, &write.partition_key, &record.id, doc, write.seq, None);
+                let sum = checksum::of_row(
+                    write.container,
+                    &write.partition_key,
+                    &record.id,
+                    doc,
+                    write.seq,
+                    None,
+                );
                 upsert.execute(params![
                     write.container.name(),
                     write.partition_key,
@@ -105,15 +115,21 @@ fn the_tallies_follow_every_write_and_the_start_checks_them() {
     writer.commit(&[delete(next(), "c1"), delete(next(), "c404")]).unwrap();
     writer.commit(&[comment(next(), 2, 3)]).unwrap();
     check_tallies(&database, &writer.connection).unwrap();
-    let recorded: i64 =
-        writer.connection.query_row("SELECT items FROM partitions WHERE pk = 'p1'", [], |row| row.get(0)).unwrap();
+    let recorded: i64 = writer
+        .connection
+        .query_row("SELECT items FROM partitions WHERE pk = 'p1'", [], |row| row.get(0))
+        .unwrap();
     assert_eq!(recorded, 2, "p1 holds its post and c2");
     writer.commit(&[delete(next(), "c2"), delete(next(), "p1")]).unwrap();
-    let partitions: i64 = writer.connection.query_row("SELECT count(*) FROM partitions", [], |row| row.get(0)).unwrap();
+    let partitions: i64 = writer
+        .connection
+        .query_row("SELECT count(*) FROM partitions", [], |row| row.get(0))
+        .unwrap();
     assert_eq!(partitions, 1, "a partition left empty has no tally");
     check_tallies(&database, &writer.connection).unwrap();
     writer.connection.execute("DELETE FROM items WHERE id = 'c3'", []).unwrap();
-    let Err(StoreError::Incomplete(incomplete)) = check_tallies(&database, &writer.connection) else {
+    let Err(StoreError::Incomplete(incomplete)) = check_tallies(&database, &writer.connection)
+    else {
         panic!("a deleted row is seen")
     };
     assert_eq!((incomplete.discrepancies[0].recorded, incomplete.discrepancies[0].found), (2, 1));
@@ -126,17 +142,28 @@ fn a_damaged_row_is_refused_as_what_it_is() {
     let dir = tempfile::tempdir().unwrap();
     let (database, mut writer) = writer(dir.path());
     writer.commit(&[comment(1, 1, 1)]).unwrap();
-    let first_page = |database: &Database, writer: &Writer| database.page(&writer.connection, None, 10).err();
+    let first_page =
+        |database: &Database, writer: &Writer| database.page(&writer.connection, None, 10).err();
     *database.last_seq.lock().unwrap() = 0;
-    let Some(StoreError::Damaged { path, damage: Damage::WrittenAfterLast { container, id, seq, last_seq } }) =
-        first_page(&database, &writer)
+    let Some(StoreError::Damaged {
+        path,
+        damage: Damage::WrittenAfterLast { container, id, seq, last_seq },
+    }) = first_page(&database, &writer)
     else {
         panic!("a row after the last write is refused")
     };
-    assert_eq!((path, container, id.as_str(), seq, last_seq), (database.path().to_owned(), Container::Posts, "c1", 1, 0));
+    assert_eq!(
+        (path, container, id.as_str(), seq, last_seq),
+        (database.path().to_owned(), Container::Posts, "c1", 1, 0)
+    );
     *database.last_seq.lock().unwrap() = 1;
-    writer.connection.execute("UPDATE items SET doc = replace(doc, 'xxx', 'xxy') WHERE id = 'c1'", []).unwrap();
-    let Some(StoreError::ChecksumMismatch { container, partition_key, id, expected, found, .. }) = first_page(&database, &writer)
+    writer
+        .connection
+        .execute("UPDATE items SET doc = replace(doc, 'xxx', 'xxy') WHERE id = 'c1'", [])
+        .unwrap();
+    let Some(StoreError::ChecksumMismatch {
+        container, partition_key, id, expected, found, ..
+    }) = first_page(&database, &writer)
     else {
         panic!("a changed row is refused")
     };
@@ -161,7 +188,9 @@ fn a_row_or_record_of_the_wrong_type_is_refused_naming_it_and_a_repair_removes_i
     *database.last_seq.lock().unwrap() = 1;
     writer.connection.execute("UPDATE items SET seq = 'x' WHERE id = 'c1'", []).unwrap();
     let refused = database.page(&writer.connection, None, 10).err().unwrap();
-    let Some(StoreError::Damaged { damage: damage @ Damage::UnreadableRow { key, .. }, .. }) = Some(&refused) else {
+    let Some(StoreError::Damaged { damage: damage @ Damage::UnreadableRow { key, .. }, .. }) =
+        Some(&refused)
+    else {
         panic!("a row of the wrong type is refused as such: {refused:?}")
     };
     assert_eq!(key, r#"("posts", "p1", "c1")"#);
@@ -171,7 +200,10 @@ fn a_row_or_record_of_the_wrong_type_is_refused_naming_it_and_a_repair_removes_i
     assert_eq!(removed, vec![r#"("posts", "p1", "c1")"#.to_owned()]);
     assert_eq!(database.page(&writer.connection, None, 10).unwrap().len(), 1, "the post is left");
 
-    writer.connection.execute("UPDATE meta SET value = 'many' WHERE key = 'items:tags'", []).unwrap();
+    writer
+        .connection
+        .execute("UPDATE meta SET value = 'many' WHERE key = 'items:tags'", [])
+        .unwrap();
     drop((database, writer));
     let refused = Database::open(dir.path(), Opening::Serve).err().unwrap();
     assert!(
@@ -203,10 +235,15 @@ fn a_row_or_record_of_the_wrong_type_is_refused_naming_it_and_a_repair_removes_i
 fn a_file_with_the_stores_marks_and_no_table_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let connection = Connection::open(dir.path().join(FILE)).unwrap();
-    connection.execute_batch("PRAGMA application_id = 1112297287; PRAGMA user_version = 3;").unwrap();
+    connection
+        .execute_batch("PRAGMA application_id = 1112297287; PRAGMA user_version = 3;")
+        .unwrap();
     drop(connection);
     let refused = Database::open(dir.path(), Opening::Repair).err().unwrap();
-    assert!(matches!(&refused, StoreError::Damaged { damage: Damage::Emptied { version: 3, .. }, .. }), "{refused:?}");
+    assert!(
+        matches!(&refused, StoreError::Damaged { damage: Damage::Emptied { version: 3, .. }, .. }),
+        "{refused:?}"
+    );
     assert!(!refused.to_string().contains("handler"), "no command puts it right: {refused}");
 }
 
@@ -228,7 +265,9 @@ fn a_damaged_file_is_salvaged_keeping_it_and_what_can_be_read() {
     let leaf = (1..bytes.len() / page_size)
         .find(|page| {
             bytes[page * page_size] == 10
-                && bytes[page * page_size..(page + 1) * page_size].windows(8).any(|at| at == b"xxxxxxxx")
+                && bytes[page * page_size..(page + 1) * page_size]
+                    .windows(8)
+                    .any(|at| at == b"xxxxxxxx")
         })
         .expect("a leaf of items");
     bytes[leaf * page_size..leaf * page_size + 12].fill(0xA5);
@@ -242,18 +281,32 @@ fn a_damaged_file_is_salvaged_keeping_it_and_what_can_be_read() {
     assert_eq!(std::fs::read(&salvaged.kept).unwrap(), bytes, "the damaged file is kept as it was");
     assert!(salvaged.copied > 0 && salvaged.copied < 80, "{salvaged:?}");
     let (database, connection) = Database::open(dir.path(), Opening::Repair).unwrap();
-    let copied: i64 = connection.query_row("SELECT count(*) FROM items", [], |row| row.get(0)).unwrap();
+    let copied: i64 =
+        connection.query_row("SELECT count(*) FROM items", [], |row| row.get(0)).unwrap();
     assert_eq!(copied as usize, salvaged.copied);
     assert_eq!(database.last_seq(), 40);
-    assert!(format::meta(&connection, REPAIR_PENDING).unwrap().is_some(), "the repair is left to finish");
+    assert!(
+        format::meta(&connection, REPAIR_PENDING).unwrap().is_some(),
+        "the repair is left to finish"
+    );
     drop((database, connection));
 
     std::fs::write(&path, vec![0xA5; 8192]).unwrap();
     let files = std::fs::read_dir(dir.path()).unwrap().count();
     let nothing = salvage(dir.path()).err().unwrap();
-    assert!(matches!(nothing, StoreError::Damaged { damage: Damage::NothingReadable, .. }), "{nothing:?}");
-    assert!(nothing.to_string().contains("backup") && !nothing.to_string().contains("handler"), "{nothing}");
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), files, "no copy is left of a file with nothing to salvage");
+    assert!(
+        matches!(nothing, StoreError::Damaged { damage: Damage::NothingReadable, .. }),
+        "{nothing:?}"
+    );
+    assert!(
+        nothing.to_string().contains("backup") && !nothing.to_string().contains("handler"),
+        "{nothing}"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        files,
+        "no copy is left of a file with nothing to salvage"
+    );
 }
 
 /// Each refusal of the file at opening is its own variant, with what it found: the lock
@@ -265,7 +318,10 @@ fn a_database_that_cannot_be_opened_is_refused_as_what_it_is() {
     let path = dir.path().join(FILE);
     let (database, writer) = writer(dir.path());
     let in_use = Database::open(dir.path(), Opening::Serve).err();
-    assert!(matches!(&in_use, Some(StoreError::InUse { dir: held }) if held == dir.path()), "{in_use:?}");
+    assert!(
+        matches!(&in_use, Some(StoreError::InUse { dir: held }) if held == dir.path()),
+        "{in_use:?}"
+    );
     drop((database, writer));
     let reopened = |sql: &str| {
         let connection = Connection::open(&path).unwrap();
@@ -292,9 +348,18 @@ fn a_database_that_cannot_be_opened_is_refused_as_what_it_is() {
     let (database, connection) = Database::open(dir.path(), Opening::Import).unwrap();
     drop((database, connection));
     let newer = reopened("DELETE FROM meta WHERE key = 'import_pending'; PRAGMA user_version = 7");
-    assert!(matches!(newer, Some(StoreError::NewerSchema { version: 7, known: SCHEMA_VERSION, .. })), "{newer:?}");
+    assert!(
+        matches!(newer, Some(StoreError::NewerSchema { version: 7, known: SCHEMA_VERSION, .. })),
+        "{newer:?}"
+    );
     let other = reopened("PRAGMA user_version = 2; PRAGMA application_id = 5");
-    assert!(matches!(other, Some(StoreError::Damaged { damage: Damage::OtherApplication { application: 5 }, .. })), "{other:?}");
+    assert!(
+        matches!(
+            other,
+            Some(StoreError::Damaged { damage: Damage::OtherApplication { application: 5 }, .. })
+        ),
+        "{other:?}"
+    );
     for leftover in ["sqlite-wal", "sqlite-shm"] {
         std::fs::remove_file(path.with_extension(leftover)).ok();
     }
@@ -368,8 +433,17 @@ fn measure_commits(writer: &mut Writer, seq: &mut u64, comments: &mut usize, pos
 }
 
 /// [`the_tallies_cost`]'s start: the check, against reading every row as the load does.
-fn measure_start(database: &Database, writer: &mut Writer, mut seq: u64, rows: usize, posts: usize) {
-    writer.connection.execute_batch("BEGIN; DELETE FROM items; DELETE FROM partitions; COMMIT;").unwrap();
+fn measure_start(
+    database: &Database,
+    writer: &mut Writer,
+    mut seq: u64,
+    rows: usize,
+    posts: usize,
+) {
+    writer
+        .connection
+        .execute_batch("BEGIN; DELETE FROM items; DELETE FROM partitions; COMMIT;")
+        .unwrap();
     let transaction = writer.connection.transaction().unwrap();
     retally(database.path(), &transaction).unwrap();
     transaction.commit().unwrap();
@@ -384,7 +458,8 @@ fn measure_start(database: &Database, writer: &mut Writer, mut seq: u64, rows: u
             .collect();
         writer.commit(&group).unwrap();
     }
-    let count: i64 = writer.connection.query_row("SELECT count(*) FROM items", [], |row| row.get(0)).unwrap();
+    let count: i64 =
+        writer.connection.query_row("SELECT count(*) FROM items", [], |row| row.get(0)).unwrap();
     *database.last_seq.lock().unwrap() = seq;
     let started = std::time::Instant::now();
     let mut after: Option<Row> = None;
@@ -399,7 +474,12 @@ fn measure_start(database: &Database, writer: &mut Writer, mut seq: u64, rows: u
     let compared = started.elapsed();
     let started = std::time::Instant::now();
     let hashed = (0..count).fold(0u64, |sum, index| {
-        sum.wrapping_add(checksum::contribution(Container::Posts, "3c95c2ba-5e85-48c8-8358-a985301da8ed", &format!("{index}"), 7))
+        sum.wrapping_add(checksum::contribution(
+            Container::Posts,
+            "3c95c2ba-5e85-48c8-8358-a985301da8ed",
+            &format!("{index}"),
+            7,
+        ))
     });
     let hashing = started.elapsed();
     eprintln!(

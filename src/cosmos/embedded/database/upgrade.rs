@@ -17,24 +17,38 @@ use crate::cosmos::{Container, StoreError};
 /// rows there now, for the same reason.
 pub(super) fn upgrade(path: &Path, connection: &mut Connection) -> Result<(), StoreError> {
     let failed = |error| damaged(path, error);
-    let version: i64 = connection.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(failed)?;
+    let version: i64 =
+        connection.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(failed)?;
     match version {
         SCHEMA_VERSION => return Ok(()),
         2 => return add_tags_container(path, connection),
         0 | 1 => {}
-        newer => return Err(StoreError::NewerSchema { path: path.to_owned(), version: newer, known: SCHEMA_VERSION }),
+        newer => {
+            return Err(StoreError::NewerSchema {
+                path: path.to_owned(),
+                version: newer,
+                known: SCHEMA_VERSION,
+            });
+        }
     }
     let started = std::time::Instant::now();
-    let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(failed)?;
+    let transaction = connection
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(failed)?;
     if version == 0 {
         add_checksums(path, &transaction)?;
     }
     transaction.execute_batch(PARTITIONS).map_err(failed)?;
     transaction
-        .execute("INSERT INTO meta (key, value) VALUES ('last_seq', 0) ON CONFLICT (key) DO NOTHING", [])
+        .execute(
+            "INSERT INTO meta (key, value) VALUES ('last_seq', 0) ON CONFLICT (key) DO NOTHING",
+            [],
+        )
         .map_err(failed)?;
     let items = retally(path, &transaction)?;
-    transaction.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}")).map_err(failed)?;
+    transaction
+        .execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
+        .map_err(failed)?;
     transaction.commit().map_err(failed)?;
     tracing::info!(
         path = %path.display(),
@@ -51,9 +65,13 @@ pub(super) fn upgrade(path: &Path, connection: &mut Connection) -> Result<(), St
 /// they would take in whatever was changed outside the handler before this start.
 fn add_tags_container(path: &Path, connection: &mut Connection) -> Result<(), StoreError> {
     let failed = |error| damaged(path, error);
-    let transaction = connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(failed)?;
+    let transaction = connection
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(failed)?;
     set_container_tally(&transaction, Container::Tags, Tally::default()).map_err(failed)?;
-    transaction.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}")).map_err(failed)?;
+    transaction
+        .execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
+        .map_err(failed)?;
     transaction.commit().map_err(failed)?;
     tracing::info!(path = %path.display(), from = 2, "the database was upgraded: it has the container tags");
     Ok(())
@@ -62,11 +80,15 @@ fn add_tags_container(path: &Path, connection: &mut Connection) -> Result<(), St
 /// Version 0 to 1: each item given the checksum of what it holds.
 fn add_checksums(path: &Path, transaction: &rusqlite::Transaction) -> Result<(), StoreError> {
     let failed = |error| damaged(path, error);
-    transaction.execute_batch("ALTER TABLE items ADD COLUMN sum INTEGER NOT NULL DEFAULT 0").map_err(failed)?;
+    transaction
+        .execute_batch("ALTER TABLE items ADD COLUMN sum INTEGER NOT NULL DEFAULT 0")
+        .map_err(failed)?;
     // The keys and checksums first, then the updates: a table is not changed under a cursor
     // that walks it.
     let sums = {
-        let mut select = transaction.prepare("SELECT container, pk, id, doc, seq, expires FROM items").map_err(failed)?;
+        let mut select = transaction
+            .prepare("SELECT container, pk, id, doc, seq, expires FROM items")
+            .map_err(failed)?;
         let mut rows = select.query([]).map_err(failed)?;
         let mut sums = Vec::new();
         while let Some(row) = rows.next().map_err(failed)? {
@@ -76,8 +98,9 @@ fn add_checksums(path: &Path, transaction: &rusqlite::Transaction) -> Result<(),
         }
         sums
     };
-    let mut update =
-        transaction.prepare("UPDATE items SET sum = ?4 WHERE container = ?1 AND pk = ?2 AND id = ?3").map_err(failed)?;
+    let mut update = transaction
+        .prepare("UPDATE items SET sum = ?4 WHERE container = ?1 AND pk = ?2 AND id = ?3")
+        .map_err(failed)?;
     for (container, partition_key, id, sum) in &sums {
         update.execute(params![container.name(), partition_key, id, sum]).map_err(failed)?;
     }

@@ -32,7 +32,11 @@ impl Refused {
     }
 
     pub(crate) fn into_store_error(self) -> StoreError {
-        if self.disk_full { StoreError::DiskFull } else { StoreError::NotCommitted { reason: self.message } }
+        if self.disk_full {
+            StoreError::DiskFull
+        } else {
+            StoreError::NotCommitted { reason: self.message }
+        }
     }
 }
 
@@ -64,7 +68,8 @@ impl Database {
         written: Arc<tokio::sync::Notify>,
     ) -> Result<(), StoreError> {
         let (messages, receiver) = mpsc::channel();
-        let writer = Writer { connection, faults, on_commit, settled: self.settled.clone(), written };
+        let writer =
+            Writer { connection, faults, on_commit, settled: self.settled.clone(), written };
         let writer = std::thread::Builder::new()
             .name("sqlite-writer".into())
             .spawn(move || writer.run(receiver))
@@ -85,9 +90,12 @@ impl Database {
         let mut last_seq = self.last_seq.lock().expect("never poisoned");
         *last_seq += 1;
         let seq = *last_seq;
-        let stopped = || Refused { disk_full: false, message: "the database's writer has stopped".into() };
+        let stopped =
+            || Refused { disk_full: false, message: "the database's writer has stopped".into() };
         let queued = match &self.messages {
-            Some(messages) => messages.send((Write { seq, container, partition_key, records }, ack)).map_err(|_| stopped()),
+            Some(messages) => messages
+                .send((Write { seq, container, partition_key, records }, ack))
+                .map_err(|_| stopped()),
             None => Err(stopped()),
         };
         drop(last_seq);
@@ -141,28 +149,49 @@ impl Writer {
     /// checksum is read before it is replaced or deleted (a point read of a page the write itself
     /// then changes), and each partition's tally is written once per group.
     pub(super) fn commit(&mut self, writes: &[Write]) -> rusqlite::Result<()> {
-        let transaction = self.connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let transaction =
+            self.connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         {
-            let mut before = transaction.prepare_cached("SELECT sum FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3")?;
+            let mut before = transaction.prepare_cached(
+                "SELECT sum FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3",
+            )?;
             let mut upsert = transaction.prepare_cached(
                 "INSERT INTO items (container, pk, id, doc, seq, expires, sum) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
                  ON CONFLICT (container, pk, id) DO UPDATE SET doc = excluded.doc, seq = excluded.seq,
                  expires = excluded.expires, sum = excluded.sum",
             )?;
-            let mut delete = transaction.prepare_cached("DELETE FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3")?;
+            let mut delete = transaction
+                .prepare_cached("DELETE FROM items WHERE container = ?1 AND pk = ?2 AND id = ?3")?;
             let mut moved: HashMap<(Container, &str), Tally> = HashMap::new();
             for write in writes {
                 for record in &write.records {
                     let key = (write.container, write.partition_key.as_str(), record.id.as_str());
                     let tally = moved.entry((key.0, key.1)).or_default();
-                    let old: Option<u32> = before.query_row(params![key.0.name(), key.1, key.2], |row| row.get(0)).optional()?;
+                    let old: Option<u32> = before
+                        .query_row(params![key.0.name(), key.1, key.2], |row| row.get(0))
+                        .optional()?;
                     if let Some(old) = old {
                         tally.remove(checksum::contribution(key.0, key.1, key.2, old));
                     }
                     match &record.doc {
                         Some(doc) => {
-                            let sum = checksum::of_row(key.0, key.1, key.2, doc, write.seq, record.expires);
-                            upsert.execute(params![key.0.name(), key.1, key.2, doc, write.seq, record.expires, sum])?;
+                            let sum = checksum::of_row(
+                                key.0,
+                                key.1,
+                                key.2,
+                                doc,
+                                write.seq,
+                                record.expires,
+                            );
+                            upsert.execute(params![
+                                key.0.name(),
+                                key.1,
+                                key.2,
+                                doc,
+                                write.seq,
+                                record.expires,
+                                sum
+                            ])?;
                             tally.add(checksum::contribution(key.0, key.1, key.2, sum));
                         }
                         None => drop(delete.execute(params![key.0.name(), key.1, key.2])?),

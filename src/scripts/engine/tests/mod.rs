@@ -65,7 +65,8 @@ impl PartitionReader for MemReader {
         } else {
             let condition = sql.strip_prefix("SELECT * FROM c WHERE c.").ok_or_else(bad)?;
             let (field, name) = condition.split_once(" = ").ok_or_else(bad)?;
-            let value = parameters.iter().find(|(n, _)| n == name).map(|(_, v)| v).ok_or_else(bad)?;
+            let value =
+                parameters.iter().find(|(n, _)| n == name).map(|(_, v)| v).ok_or_else(bad)?;
             self.docs.values().filter(|d| d.get(field) == Some(value)).cloned().collect()
         };
         let offset: usize = page.continuation.map_or(0, |c| c.parse().unwrap());
@@ -83,7 +84,12 @@ fn reader() -> Rc<MemReader> {
 }
 
 fn partition() -> Partition {
-    Partition { key: json!("post-1"), key_path: "/postId", self_link: SELF.into(), alt_link: ALT.into() }
+    Partition {
+        key: json!("post-1"),
+        key_path: "/postId",
+        self_link: SELF.into(),
+        alt_link: ALT.into(),
+    }
 }
 
 fn run_with(source: &str, invocation: Invocation, reader: Rc<MemReader>, limits: &Limits) -> Run {

@@ -23,7 +23,10 @@ fn writes_are_accepted_while_they_fit_one_batch() {
       getContext().getResponse().setBody({ n: n, late: late, again: again, called: called, reads: reads });
     }"#;
     let out = sp(source, vec![json!(1)], reader()).unwrap();
-    assert_eq!(out.body, json!({"n": 99, "late": false, "again": true, "called": false, "reads": 2000}));
+    assert_eq!(
+        out.body,
+        json!({"n": 99, "late": false, "again": true, "called": false, "reads": 2000})
+    );
     let out = sp(source, vec![json!(100_000)], reader()).unwrap();
     assert_eq!(out.body["n"], 20, "20 documents of 100 kB fit in 2 MB");
     let document = json!({"id": "req", "postId": "post-1"});
@@ -84,8 +87,16 @@ fn net_effect_per_id() {
         [
             WriteOp::Create { document: d("a", 2) },
             WriteOp::Create { document: d("u", 1) },
-            WriteOp::Replace { id: "post-3".into(), document: d("post-3", 1), if_match: etag("post-3") },
-            WriteOp::Replace { id: "post-6".into(), document: d("post-6", 9), if_match: etag("post-6") },
+            WriteOp::Replace {
+                id: "post-3".into(),
+                document: d("post-3", 1),
+                if_match: etag("post-3")
+            },
+            WriteOp::Replace {
+                id: "post-6".into(),
+                document: d("post-6", 9),
+                if_match: etag("post-6")
+            },
             WriteOp::Create { document: d("absent", 1) },
         ]
     );
@@ -116,24 +127,44 @@ fn time_memory_stack_and_compile_limits() {
     let looping = r#"function main() { __.readDocument(__.getAltLink() + "/docs/post-1", function () {
       try { for (;;) {} } catch (e) {} getContext().getResponse().setBody("escaped"); }); }"#;
     let result = run_with(looping, Invocation::Procedure(vec![]), reader(), &limits).result;
-    assert!(matches!(&result, Err(ScriptError::Failed(ScriptFailure::DidNotFinish { .. }))), "{result:?}");
+    assert!(
+        matches!(&result, Err(ScriptError::Failed(ScriptFailure::DidNotFinish { .. }))),
+        "{result:?}"
+    );
     assert!(start.elapsed() < Duration::from_secs(2));
 
     let limits = Limits { max_memory_bytes: 4 * 1024 * 1024, ..Limits::default() };
-    let hungry = r#"function main() { var a = []; for (;;) a.push(new Array(1000).fill("x" + a.length)); }"#;
+    let hungry =
+        r#"function main() { var a = []; for (;;) a.push(new Array(1000).fill("x" + a.length)); }"#;
     let result = run_with(hungry, Invocation::Procedure(vec![]), reader(), &limits).result;
-    assert!(matches!(&result, Err(ScriptError::Failed(ScriptFailure::OutOfMemory { .. }))), "{result:?}");
+    assert!(
+        matches!(&result, Err(ScriptError::Failed(ScriptFailure::OutOfMemory { .. }))),
+        "{result:?}"
+    );
 
-    let message = thrown(sp("function main() { function f(n) { return f(n + 1) + 1; } f(0); }", vec![], reader()));
+    let message = thrown(sp(
+        "function main() { function f(n) { return f(n + 1) + 1; } f(0); }",
+        vec![],
+        reader(),
+    ));
     assert!(message.contains("stack"), "{message}");
     // On a thread with tokio's default blocking stack (2 MiB), too.
     let deep = std::thread::Builder::new()
         .stack_size(2 * 1024 * 1024)
-        .spawn(|| thrown(sp("function main() { function f(n) { return f(n + 1) + 1; } f(0); }", vec![], reader())))
+        .spawn(|| {
+            thrown(sp(
+                "function main() { function f(n) { return f(n + 1) + 1; } f(0); }",
+                vec![],
+                reader(),
+            ))
+        })
         .unwrap();
     assert!(deep.join().unwrap().contains("stack"));
 
-    assert!(matches!(sp("function main( {", vec![], reader()), Err(ScriptError::Failed(ScriptFailure::DoesNotCompile { .. }))));
+    assert!(matches!(
+        sp("function main( {", vec![], reader()),
+        Err(ScriptError::Failed(ScriptFailure::DoesNotCompile { .. }))
+    ));
     assert!(
         matches!(sp("function other() {}", vec![], reader()), Err(ScriptError::Failed(ScriptFailure::NoFunction { function })) if function == "main")
     );
@@ -142,10 +173,16 @@ fn time_memory_stack_and_compile_limits() {
 /// A store failure under the script (429, timeout) is not the script's to see: the run ends with it.
 #[test]
 fn store_failures_end_the_run() {
-    let failing = MemReader { fail_with: Some(|| StoreError::Throttled { retry_after: None }), ..MemReader::default() };
+    let failing = MemReader {
+        fail_with: Some(|| StoreError::Throttled { retry_after: None }),
+        ..MemReader::default()
+    };
     let source = r#"function main() { try { __.readDocument(__.getAltLink() + "/docs/post-2", function (err) {
       getContext().getResponse().setBody("saw " + err); }); } catch (e) {} }"#;
-    assert!(matches!(sp(source, vec![], Rc::new(failing)), Err(ScriptError::Store(StoreError::Throttled { .. }))));
+    assert!(matches!(
+        sp(source, vec![], Rc::new(failing)),
+        Err(ScriptError::Store(StoreError::Throttled { .. }))
+    ));
 }
 
 /// `cargo test --release --lib -- --ignored --nocapture per_run_cost`
@@ -155,9 +192,10 @@ fn per_run_cost() {
     let r = reader();
     let create = r#"function main() { __.readDocument(__.getAltLink() + "/docs/post-1",
         function (e, p) { p.commentCount++; __.replaceDocument(p._self, p); }); }"#;
-    for (name, source) in
-        [("trivial", "function main(x) { getContext().getResponse().setBody(x + 1); }"), ("read+replace", create)]
-    {
+    for (name, source) in [
+        ("trivial", "function main(x) { getContext().getResponse().setBody(x + 1); }"),
+        ("read+replace", create),
+    ] {
         let start = Instant::now();
         for _ in 0..300 {
             sp(source, vec![json!(1)], r.clone()).unwrap();

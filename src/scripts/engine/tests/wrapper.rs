@@ -25,7 +25,10 @@ fn callbacks_get_the_stored_resource_after_the_turn() {
       });
       var marker = "after";
     }"#);
-    assert_eq!(out.body, json!({"log": ["read true after", "number", true, "object"], "accepted": true}));
+    assert_eq!(
+        out.body,
+        json!({"log": ["read true after", "number", true, "object"], "accepted": true})
+    );
     let mut replaced = reader().docs["post-1"].clone();
     for property in ["_rid", "_self", "_etag", "_ts"] {
         replaced.as_object_mut().unwrap().remove(property);
@@ -58,7 +61,10 @@ fn database_errors_reach_the_callback() {
         getContext().getResponse().setBody(got);
       });
     }"#);
-    assert_eq!(out.body, json!({"read": [404, true, 1, 1], "create": 409, "stale": 412, "del": [null, 2, "object"]}));
+    assert_eq!(
+        out.body,
+        json!({"read": [404, true, 1, 1], "create": 409, "stale": 412, "del": [null, 2, "object"]})
+    );
     assert_eq!(out.writes, [WriteOp::Delete { id: "post-3".into(), if_match: etag("post-3") }]);
 }
 
@@ -85,7 +91,10 @@ fn a_throw_writes_nothing() {
       __.createDocument(__.getSelfLink(), { id: "x", postId: "post-1" }, function (err, doc) { throw new Error("boom " + doc.id); });
     }"#;
     assert_eq!(thrown(sp(in_callback, vec![], reader())), "boom x");
-    assert_eq!(thrown(sp(r#"function main() { throw "plain " + 42; }"#, vec![], reader())), "plain 42");
+    assert_eq!(
+        thrown(sp(r#"function main() { throw "plain " + 42; }"#, vec![], reader())),
+        "plain 42"
+    );
 }
 
 /// A throw is classified by the number it was thrown with, never by its message: the keyed
@@ -147,7 +156,10 @@ fn links_are_checked_as_on_cosmos() {
         });
       });
     }"#);
-    assert_eq!(out.body, json!({"results": [400, 400, 400, 400, 400, 400], "self": SELF, "alt": ALT, "same": true}));
+    assert_eq!(
+        out.body,
+        json!({"results": [400, 400, 400, 400, 400, 400], "self": SELF, "alt": ALT, "same": true})
+    );
 }
 
 /// W createDocument: a string body is parsed; a missing id is generated (the caller's object is
@@ -207,7 +219,13 @@ fn queries_page_and_never_return_deleted_documents() {
         out.body,
         json!({"bad": 400, "ids": ["post-1:Hello", "post-3:Hello", "post-4:Hello", "post-5:Hello", "post-6:Hello"]})
     );
-    let pages: Vec<_> = r.queries.borrow().iter().skip(1).map(|(_, page)| (page.size, page.continuation.clone())).collect();
+    let pages: Vec<_> = r
+        .queries
+        .borrow()
+        .iter()
+        .skip(1)
+        .map(|(_, page)| (page.size, page.continuation.clone()))
+        .collect();
     assert_eq!(pages, [(4, None), (4, Some("4".to_owned()))]);
 }
 
@@ -216,7 +234,9 @@ fn queries_page_and_never_return_deleted_documents() {
 #[test]
 fn abort_rolls_back_from_a_promise() {
     let write = r#"__.createDocument(__.getSelfLink(), { id: "x", postId: "post-1" });"#;
-    let swallowed = format!("function main() {{ {write} Promise.resolve().then(function () {{ throw new Error('lost'); }}); }}");
+    let swallowed = format!(
+        "function main() {{ {write} Promise.resolve().then(function () {{ throw new Error('lost'); }}); }}"
+    );
     assert_eq!(sp(&swallowed, vec![], reader()).unwrap().writes.len(), 1);
     let aborted = format!(
         "function main() {{ {write} Promise.resolve().then(function () {{
@@ -245,7 +265,10 @@ fn request_and_response_are_property_maps() {
         reader(),
     )
     .unwrap();
-    assert_eq!(out.body, json!({"args": [{"k": 1}], "same": true, "requestIsReadOnly": true, "newHeader": 400, "body": "ab"}));
+    assert_eq!(
+        out.body,
+        json!({"args": [{"k": 1}], "same": true, "requestIsReadOnly": true, "newHeader": 400, "body": "ab"})
+    );
 }
 
 /// D1, Response.setBody: a post-trigger sees the request's body and operation, reads the
@@ -263,6 +286,9 @@ fn post_trigger_sees_the_written_document() {
     let document = json!({"id": "post-9", "postId": "post-1", "title": "new"});
     let invocation = Invocation::PostTrigger { operation: TriggerOperation::Create, document };
     let out = run_with(source, invocation, reader(), &Limits::default()).result.unwrap();
-    assert_eq!(out.body, json!({"op": "Create", "read": "new", "etag": true, "requestHasNoRid": true, "storedRid": "string"}));
+    assert_eq!(
+        out.body,
+        json!({"op": "Create", "read": "new", "etag": true, "requestHasNoRid": true, "storedRid": "string"})
+    );
     assert!(out.writes.is_empty());
 }
