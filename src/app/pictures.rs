@@ -1,4 +1,4 @@
-//! Pictures in posts (issue 32): a writer adds one to a post of theirs, within a quota; a
+//! Pictures in posts: a writer adds one to a post of theirs, within a quota; a
 //! reader's browser loads it without the database; it goes with its post.
 //!
 //! A picture lives under its writer and post ([`PictureAddress`]): the writer's quota is what

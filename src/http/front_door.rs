@@ -347,8 +347,6 @@ pub(crate) fn too_large_error(limit: usize) -> ApiError {
     ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, detail)
 }
 
-/// The 500 for a route that panicked, with the panic's message in the log (the default panic
-/// hook has printed it with its place already).
 /// The route's answer, or, past `budget`, 503 with `Retry-After` (an HTML page for a page): a
 /// slow database never holds a request without an answer. The route is dropped where it was; a
 /// write it had sent may be made (the embedded store commits what its emulator applied,
@@ -397,6 +395,8 @@ async fn within(
     }
 }
 
+/// The 500 for a route that panicked, with the panic's message in the log (the default panic
+/// hook has printed it with its place already).
 fn answer_to_a_panic(panic: &(dyn std::any::Any + Send)) -> Response {
     let message = panic
         .downcast_ref::<&str>()

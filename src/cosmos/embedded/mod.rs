@@ -462,13 +462,13 @@ impl Durability {
         self.database.settled()
     }
 
-    /// Woken after every write to the embedded store .
+    /// Woken after every write to the embedded store.
     pub(crate) fn write_signal(&self) -> Arc<tokio::sync::Notify> {
         self.written.clone()
     }
 
     /// At most `limit` items of `container` whose last write on the embedded store came after
-    /// position `after`, oldest change first .
+    /// position `after`, oldest change first.
     pub(crate) fn changed_after(&self, container: Container, after: u64, limit: usize) -> Changed {
         let settled = self.database.settled();
         let changes = self.changes.lock().expect("the change index's lock is never poisoned");
