@@ -125,7 +125,7 @@ pub(super) fn check_meta(
             .map_err(unreadable_record(path, &format!("meta's {digest_key}")))?;
         match (items, digest) {
             (Some(items), Some(digest)) => {
-                drop(totals.insert(container, Tally { items, digest: digest as u64 }))
+                totals.insert(container, Tally { items, digest: digest as u64 });
             }
             _ => meta_gone.extend([items_key, digest_key]),
         }
