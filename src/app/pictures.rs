@@ -16,6 +16,7 @@ use crate::cosmos::Container;
 use crate::model::picture::{Kind, PictureAddress};
 use crate::model::{self, Post};
 use crate::pictures::prepare::copy_of_stored;
+use crate::pictures::verified::KEPT_BYTES;
 use crate::pictures::{
     Limits, PictureError, PictureStore, PictureStoreError, Prepared, Usage, Verified, plan,
     prepare_planned, recognise,
@@ -308,9 +309,12 @@ pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppRe
     if let Some(version) = &stored.version
         && pictures.verified.holds(&key, version)
     {
-        // Held since its write, without its bytes: kept from now, and its check's age restarts,
-        // as what was read is that checked version.
-        pictures.verified.hold(&key, version.clone(), Some(&bytes));
+        // A small file held since its write, without its bytes, is kept from now, and its
+        // check's age restarts, as what was read is that checked version; a large one (never
+        // kept) is served as read, the set left as it is.
+        if bytes.len() <= KEPT_BYTES {
+            pictures.verified.hold(&key, version.clone(), Some(&bytes));
+        }
         return Ok(bytes);
     }
     // A file of a copy's size with no hash recorded beside it passes as a copy only where the
