@@ -418,6 +418,22 @@ fn setting_entries<'a>(site: &Resource<'a>, plan: Hosting) -> Vec<Node<'a>> {
         .unwrap_or_default()
 }
 
+/// The Function App's app settings on `plan`: name → value, where the value is a literal string.
+fn literal_settings(site: &Resource, plan: Hosting) -> BTreeMap<String, Option<String>> {
+    setting_entries(site, plan)
+        .into_iter()
+        .filter_map(|setting| {
+            let name =
+                site.file.literal(site.file.property(setting, "name")?)?.as_str()?.to_string();
+            let value = site
+                .file
+                .property(setting, "value")
+                .and_then(|value| site.file.literal(value)?.as_str().map(str::to_string));
+            Some((name, value))
+        })
+        .collect()
+}
+
 /// Every `.bicep` file under `infra/`, parsed.
 fn bicep_files() -> Vec<BicepFile> {
     let infra = repo_root().join("infra");
@@ -1337,18 +1353,7 @@ fn function_app_settings_are_identity_based() {
 
 /// The problems of the app settings on `plan`, for [`function_app_settings_are_identity_based`].
 fn identity_based_settings(site: &Resource, plan: Hosting, problems: &mut Vec<String>) {
-    let settings: BTreeMap<String, Option<String>> = setting_entries(site, plan)
-        .into_iter()
-        .filter_map(|setting| {
-            let name =
-                site.file.literal(site.file.property(setting, "name")?)?.as_str()?.to_string();
-            let value = site
-                .file
-                .property(setting, "value")
-                .and_then(|value| site.file.literal(value)?.as_str().map(str::to_string));
-            Some((name, value))
-        })
-        .collect();
+    let settings = literal_settings(site, plan);
     let required = [
         "AzureWebJobsStorage__accountName",
         "AzureWebJobsStorage__clientId",
@@ -1625,18 +1630,7 @@ fn a_dedicated_plan_has_what_flex_consumption_takes_elsewhere() {
     let files = bicep_files();
     let app_file = infra_file(&files, "modules/functionapp.bicep");
     let site = only_resource(app_file, SITE);
-    let settings: BTreeMap<String, Option<String>> = setting_entries(&site, Hosting::Dedicated)
-        .into_iter()
-        .filter_map(|entry| {
-            let name = app_file.literal(app_file.property(entry, "name")?)?.as_str()?.to_owned();
-            Some((
-                name,
-                app_file
-                    .property(entry, "value")
-                    .and_then(|value| app_file.literal(value)?.as_str().map(str::to_owned)),
-            ))
-        })
-        .collect();
+    let settings = literal_settings(&site, Hosting::Dedicated);
     for (name, value) in [
         ("FUNCTIONS_EXTENSION_VERSION", "~4"),
         ("FUNCTIONS_WORKER_RUNTIME", "custom"),
