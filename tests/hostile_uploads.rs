@@ -362,6 +362,46 @@ async fn a_picture_served_then_changed_in_place_is_refused() {
     }
 }
 
+/// A picture too large to be kept in memory is read whole and checked at its first view, then
+/// sent from the disk in pieces while its version is the one checked: with its length said, the
+/// same bytes as the file. Changed in place after that, it is refused.
+#[tokio::test]
+async fn a_large_picture_checked_once_is_sent_from_the_disk() {
+    let data = tempfile::tempdir().unwrap();
+    let handler = Handler::start(data.path(), &[]);
+    let client = reqwest::Client::new();
+    let post = handler.writers_post("photographer").await;
+    let photo = hostile::photo_jpeg_with_grain(1600, 1200, 7, 20);
+    let (status, body, _) = upload(&client, &handler, "photographer", &post, photo).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let url = serde_json::from_str::<serde_json::Value>(&body).unwrap()["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = data.path().join(url.trim_start_matches('/'));
+    let stored = std::fs::read(&path).unwrap();
+    assert!(stored.len() > 512 * 1024, "larger than the largest file kept: {}", stored.len());
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    for view in ["checked", "sent in pieces", "sent in pieces again"] {
+        let answer = client.get(format!("{}{url}", handler.base)).send().await.unwrap();
+        assert_eq!(answer.status(), StatusCode::OK, "{view}");
+        assert_eq!(answer.content_length(), Some(stored.len() as u64), "{view}");
+        assert_eq!(answer.bytes().await.unwrap(), stored, "{view}");
+    }
+
+    let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let mut changed = stored.clone();
+    changed[stored.len() / 2] ^= 0xFF;
+    let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    std::io::Write::write_all(&mut file, &changed).unwrap();
+    file.set_modified(modified).unwrap();
+    for wait in [0, 2_100] {
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+        let answer = client.get(format!("{}{url}", handler.base)).send().await.unwrap();
+        assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR, "{wait} ms after");
+    }
+}
+
 /// A picture uploaded exactly as wide as a phones' copy (960 pixels) is its own picture, not a
 /// copy: changed on disk, it is refused like any other, though a copy of that size, with no hash
 /// recorded beside it in the data directory, is let through as its picture's.

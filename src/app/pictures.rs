@@ -15,6 +15,7 @@ use tokio::sync::Semaphore;
 use crate::cosmos::Container;
 use crate::model::picture::{Kind, PictureAddress};
 use crate::model::{self, Post};
+use crate::pictures::directory::Pieces;
 use crate::pictures::prepare::copy_of_stored;
 use crate::pictures::verified::KEPT_BYTES;
 use crate::pictures::{
@@ -287,23 +288,50 @@ pub(crate) async fn store_prepared(
 /// A small copy or a screens' copy that a picture stored before they
 /// were made at upload lacks is made here, from that picture, and stored ([`made_copy`]): the
 /// lists and the post page link to them by their names alone.
-pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppResult<bytes::Bytes> {
+pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppResult<PictureBytes> {
     let not_found = || AppError::NotFound(format!("There is no picture at {}.", address.url()));
     let Some(pictures) = &state.pictures else { return Err(not_found()) };
     let key = address.key();
-    if let Some(version) = pictures.store.version_now(address)
-        && let Some(kept) = pictures.verified.kept(&key, &version)
-    {
-        return Ok(kept);
+    if let Some(version) = pictures.store.version_now(address) {
+        if let Some(kept) = pictures.verified.kept(&key, &version) {
+            return Ok(PictureBytes::InMemory(kept));
+        }
+        // A large file checked before is sent as it is read, in pieces that end in an error
+        // where it changes meanwhile; a small one is read whole below, and kept.
+        let large = version.file_length().is_some_and(|length| length > KEPT_BYTES as u64);
+        if large
+            && pictures.verified.holds(&key, &version)
+            && let Some(file) = pictures.store.open_at(address, &version)
+        {
+            return Ok(PictureBytes::InPieces(Pieces::new(file, version)));
+        }
     }
     if let Some(age) = pictures.store.kept_unasked_for()
         && let Some(kept) = pictures.verified.kept_within(&key, age)
     {
-        return Ok(kept);
+        return Ok(PictureBytes::InMemory(kept));
     }
+    whole_picture(pictures, address).await?.map(PictureBytes::InMemory).ok_or_else(not_found)
+}
+
+/// A picture's bytes as they are answered.
+pub(crate) enum PictureBytes {
+    /// Whole, in memory: a small file, or one read whole to be checked.
+    InMemory(bytes::Bytes),
+    /// Read from the disk as they are sent: a large file checked before.
+    InPieces(Pieces),
+}
+
+/// The picture at `address` read whole and checked against its name where this version of it
+/// was not, or made where it is a copy not made yet; `None` where there is none.
+async fn whole_picture(
+    pictures: &Pictures,
+    address: &PictureAddress,
+) -> AppResult<Option<bytes::Bytes>> {
+    let key = address.key();
     let Some(stored) = pictures.store.read(address).await? else {
         // Made from a picture checked as it was read, and held as checked as it was written.
-        return made_copy(pictures, address).await?.map(bytes::Bytes::from).ok_or_else(not_found);
+        return Ok(made_copy(pictures, address).await?.map(bytes::Bytes::from));
     };
     let bytes = bytes::Bytes::from(stored.bytes);
     if let Some(version) = &stored.version
@@ -315,7 +343,7 @@ pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppRe
         if bytes.len() <= KEPT_BYTES {
             pictures.verified.hold(&key, version.clone(), Some(&bytes));
         }
-        return Ok(bytes);
+        return Ok(Some(bytes));
     }
     // A file of a copy's size with no hash recorded beside it passes as a copy only where the
     // post holds the picture it is a copy of: an original that happens to be 960 pixels wide is
@@ -345,7 +373,7 @@ pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppRe
     if let Some(version) = stored.version {
         pictures.verified.hold(&key, version, Some(&bytes));
     }
-    Ok(bytes)
+    Ok(Some(bytes))
 }
 
 /// Whether `bytes` are what `address` names, as [`checked_as_named`] says with nothing

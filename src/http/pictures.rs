@@ -11,7 +11,9 @@ use utoipa::{IntoParams, ToSchema};
 use super::body::UnreadBody;
 use super::error::{ApiResult, PROBLEM, ProblemDetails, WriteProblems};
 use super::extract::{Id, QueryParams};
-use crate::app::pictures::{AddedPicture, PictureTarget, add_picture, destination, picture};
+use crate::app::pictures::{
+    AddedPicture, PictureBytes, PictureTarget, add_picture, destination, picture,
+};
 use crate::app::{AppState, Caller};
 use crate::model::picture::{PictureAddress, SMALL_SIZES};
 use crate::pictures::IMMUTABLE;
@@ -176,8 +178,21 @@ pub(super) async fn show(
         StatusCode::NOT_MODIFIED.into_response()
     } else {
         match picture(&state, &address).await {
-            Ok(bytes) => {
+            Ok(PictureBytes::InMemory(bytes)) => {
                 let mut response = bytes.into_response();
+                let kind = HeaderValue::from_static(address.name.kind().media_type());
+                response.headers_mut().insert(header::CONTENT_TYPE, kind);
+                response
+            }
+            Ok(PictureBytes::InPieces(pieces)) => {
+                let length = HeaderValue::from(pieces.length());
+                let pieces = futures::stream::unfold(pieces, |mut pieces| async move {
+                    pieces.next().await.map(|piece| (piece, pieces))
+                });
+                let mut response = axum::body::Body::from_stream(pieces).into_response();
+                // Hyper sends this length (the stream's own is unknown) and closes the
+                // connection where the pieces end early or in an error: the answer is cut short.
+                response.headers_mut().insert(header::CONTENT_LENGTH, length);
                 let kind = HeaderValue::from_static(address.name.kind().media_type());
                 response.headers_mut().insert(header::CONTENT_TYPE, kind);
                 response

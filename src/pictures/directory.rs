@@ -121,6 +121,12 @@ impl PictureStore for DirectoryStore {
         settled(&metadata, reading).then(|| version_of(&metadata))
     }
 
+    /// One `open` and one `fstat`, on the calling thread, as [`PictureStore::version_now`].
+    fn open_at(&self, address: &PictureAddress, version: &Version) -> Option<std::fs::File> {
+        let file = std::fs::File::open(self.path(address)).ok()?;
+        (version_of(&file.metadata().ok()?) == *version).then_some(file)
+    }
+
     async fn contains(&self, address: &PictureAddress) -> Result<bool, PictureStoreError> {
         let path = self.path(address);
         blocking(move || path.try_exists().map_err(|error| PictureStoreError::io(&path, error)))
@@ -255,6 +261,79 @@ fn read_with_version(path: &Path) -> std::io::Result<Stored> {
     Ok(Stored { bytes, version, recorded_sha256: None })
 }
 
+/// The bytes of a file sent in pieces of at most [`Pieces::PIECE`], each read on a blocking
+/// thread when the one before it was taken: a large picture is never whole in memory, and a
+/// client that reads slowly holds no thread, only its open file and one piece. The file must
+/// be its version to the end: the last piece is held back until the file's version, read again,
+/// is the one it was opened at, and where it is not, or the file ends early, the pieces end in
+/// an error; the answer, whose length was said, is then cut short, and is never a whole answer
+/// of other bytes.
+pub(crate) struct Pieces {
+    file: Option<std::fs::File>,
+    version: Version,
+    length: u64,
+    sent: u64,
+}
+
+impl Pieces {
+    /// The most bytes read at once.
+    const PIECE: u64 = 256 * 1024;
+
+    /// The pieces of `file`, opened at `version` ([`PictureStore::open_at`]).
+    pub(crate) fn new(file: std::fs::File, version: Version) -> Pieces {
+        let length = version.file_length().unwrap_or(0);
+        Pieces { file: Some(file), version, length, sent: 0 }
+    }
+
+    /// The file's length: the answer's `Content-Length`.
+    pub(crate) fn length(&self) -> u64 {
+        self.length
+    }
+
+    /// The next piece, `None` after the last; an error where the file changed or could not be
+    /// read (no piece follows one).
+    pub(crate) async fn next(&mut self) -> Option<std::io::Result<bytes::Bytes>> {
+        use std::io::Read;
+        let file = self.file.take()?;
+        if self.sent == self.length {
+            return None;
+        }
+        let wanted = Self::PIECE.min(self.length - self.sent);
+        let last = self.sent + wanted == self.length;
+        let version = last.then(|| self.version.clone());
+        let read = tokio::task::spawn_blocking(move || {
+            let mut piece = Vec::with_capacity(usize::try_from(wanted).unwrap_or(0));
+            (&file).take(wanted).read_to_end(&mut piece)?;
+            if piece.len() as u64 != wanted {
+                return Err(changed("it ended early"));
+            }
+            if let Some(version) = version
+                && version_of(&file.metadata()?) != version
+            {
+                return Err(changed("it changed while it was sent"));
+            }
+            Ok((file, piece))
+        })
+        .await;
+        match read {
+            Ok(Ok((file, piece))) => {
+                self.sent += wanted;
+                self.file = Some(file);
+                Some(Ok(bytes::Bytes::from(piece)))
+            }
+            Ok(Err(error)) => Some(Err(error)),
+            Err(joined) => Some(Err(std::io::Error::other(joined))),
+        }
+    }
+}
+
+fn changed(what: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!("a picture sent in pieces: {what}"),
+    )
+}
+
 /// Whether the file `metadata` describes changed last at least [`SETTLED_AFTER`] before
 /// `reading`, a time taken before it was read.
 fn settled(metadata: &std::fs::Metadata, reading: std::time::SystemTime) -> bool {
@@ -356,4 +435,69 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|error| PictureStoreError::Unavailable(error.to_string()))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file of three pieces and a half, written and settled (a change after it is in a later
+    /// tick of the clock), and its pieces from the version it was opened at.
+    fn settled_file(directory: &Path) -> (PathBuf, Vec<u8>, Pieces) {
+        let path = directory.join("photo");
+        let bytes: Vec<u8> = (0..Pieces::PIECE * 7 / 2).map(|at| (at % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        std::thread::sleep(SETTLED_AFTER);
+        let file = std::fs::File::open(&path).unwrap();
+        let version = version_of(&file.metadata().unwrap());
+        (path, bytes, Pieces::new(file, version))
+    }
+
+    async fn all(pieces: &mut Pieces) -> (Vec<u8>, Option<std::io::Error>) {
+        let mut sent = Vec::new();
+        while let Some(piece) = pieces.next().await {
+            match piece {
+                Ok(piece) => sent.extend_from_slice(&piece),
+                Err(error) => return (sent, Some(error)),
+            }
+        }
+        (sent, None)
+    }
+
+    #[tokio::test]
+    async fn an_unchanged_file_is_sent_whole_in_pieces() {
+        let directory = tempfile::tempdir().unwrap();
+        let (_, bytes, mut pieces) = settled_file(directory.path());
+        assert_eq!(pieces.length(), bytes.len() as u64);
+        let (sent, error) = all(&mut pieces).await;
+        assert!(error.is_none(), "{error:?}");
+        assert_eq!(sent, bytes);
+        assert!(pieces.next().await.is_none(), "nothing after the last piece");
+    }
+
+    #[tokio::test]
+    async fn a_file_changed_while_it_is_sent_ends_in_an_error() {
+        let directory = tempfile::tempdir().unwrap();
+        let (path, bytes, mut pieces) = settled_file(directory.path());
+        let first = pieces.next().await.unwrap().unwrap();
+        assert_eq!(first, bytes[..first.len()]);
+        // Changed behind what was sent, at the same length: only the version tells.
+        let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.write_all(&[0xFF]).unwrap();
+        let (sent, error) = all(&mut pieces).await;
+        assert_eq!(error.unwrap().kind(), std::io::ErrorKind::InvalidData);
+        assert!(first.len() + sent.len() < bytes.len(), "the last piece is held back");
+        assert!(pieces.next().await.is_none(), "nothing after an error");
+    }
+
+    #[tokio::test]
+    async fn a_file_cut_short_while_it_is_sent_ends_in_an_error() {
+        let directory = tempfile::tempdir().unwrap();
+        let (path, bytes, mut pieces) = settled_file(directory.path());
+        pieces.next().await.unwrap().unwrap();
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(10).unwrap();
+        let (sent, error) = all(&mut pieces).await;
+        assert_eq!(error.unwrap().kind(), std::io::ErrorKind::InvalidData);
+        assert!(sent.len() < bytes.len());
+    }
 }

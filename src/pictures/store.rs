@@ -92,6 +92,14 @@ pub enum Version {
 }
 
 impl Version {
+    /// The file's length, where the version is a file's.
+    pub(crate) fn file_length(&self) -> Option<u64> {
+        match self {
+            Version::File { length, .. } => Some(*length),
+            Version::Blob(_) => None,
+        }
+    }
+
     /// Its bytes on the heap.
     pub(crate) fn heap_bytes(&self) -> usize {
         match self {
@@ -137,6 +145,14 @@ pub trait PictureStore: Send + Sync {
     /// where it cannot, or the picture is not there or its version not yet told for certain
     /// ([`PictureStore::read`] then says).
     fn version_now(&self, _address: &PictureAddress) -> Option<Version> {
+        None
+    }
+
+    /// The file of the picture at `address`, opened, where the store keeps it on a local disk
+    /// and it is still at `version`: a large picture checked before is then sent in pieces as
+    /// it is read ([`super::directory::Pieces`]), never whole in memory. `None` where the store
+    /// keeps no local files, or the file is another version now (it is then read and checked).
+    fn open_at(&self, _address: &PictureAddress, _version: &Version) -> Option<std::fs::File> {
         None
     }
 
