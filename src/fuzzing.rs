@@ -491,7 +491,7 @@ pub fn change_log(data: &[u8]) {
         .filter(|name| !name.is_empty())
         .map(str::to_owned)
         .collect();
-    crate::app::changes::check_an_append(document, &names);
+    crate::app::kept::change_log::check_an_append(document, &names);
 }
 
 /// How many lines `BufRead::lines` reads in `data`.

@@ -130,7 +130,7 @@ pub struct Post {
 }
 
 /// A post as `posts` stores it: the post, and a version of each of its lists that no answer
-/// shows. A kept post view ([`crate::app::post_view`]) compares the versions it was read with to
+/// shows. A kept post view ([`crate::app::kept::post_views`]) compares the versions it was read with to
 /// the post's as read again, and reads again only the list whose version moved.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct StoredPost {

@@ -16,7 +16,7 @@ use blog::testing::cosmos::Container;
 use common::TestApp;
 use reqwest::StatusCode;
 
-/// Longer than the caches' lifetime (`MARKED_PAGE_LIFETIME`: a second):
+/// Longer than the caches' lifetime (`FRESH_FOR`: a second):
 /// the time a kept page is shown unchecked is what is tested, so the test waits it out.
 const LIFETIME: Duration = Duration::from_millis(1100);
 
@@ -52,7 +52,7 @@ async fn operations_when_shown(
 }
 
 /// A second instance on the same database keeps its own post views: once a view is older than
-/// `MARKED_PAGE_LIFETIME` it is checked by the change log (or, before the instance first read the
+/// `FRESH_FOR` it is checked by the change log (or, before the instance first read the
 /// log, by one point read of the post: its etag), shown again when nothing changed, and read
 /// again where something did: a like made through the first instance, and the liker's new name,
 /// show on the second's next check once the change feed delivered them.
@@ -194,7 +194,7 @@ async fn another_instance_reads_again_only_what_a_write_made_elsewhere_changed_i
 }
 
 /// The front page on a second instance is checked by one point read of the feed's change mark
-/// once it is older than `MARKED_PAGE_LIFETIME`, shown again when the mark did not change, and
+/// once it is older than `FRESH_FOR`, shown again when the mark did not change, and
 /// after each change `PostsChangeFeed` makes to `feed` through the first instance shows it: read
 /// again (the mark, then Q6) for a post that entered or left the feed, mended with a point read
 /// of each copy changed in place (a like, the author's new name).

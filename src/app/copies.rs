@@ -18,8 +18,9 @@ use futures::{StreamExt, TryStreamExt};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::kept::change_log;
 use super::posts::{PostRemoval, remove_post};
-use super::{AppError, AppResult, AppState, changes, usernames};
+use super::{AppError, AppResult, AppState, usernames};
 use crate::cosmos::{Container, QuerySpec, StoreError, Versioned, WriteOp};
 use crate::model::{
     self, CopyAction, FEED_PARTITION, Post, PostCopy, SourceVersion, User, validate_id,
@@ -155,7 +156,7 @@ pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppRe
         .await?;
     // What changed, for the change log: each post's page, and each list marked.
     let mut changed: BTreeSet<String> =
-        posts.iter().map(|post| changes::post(&post.post.id)).collect();
+        posts.iter().map(|post| change_log::post(&post.post.id)).collect();
     let authors: BTreeSet<&str> =
         user_copies.iter().flatten().map(|copy| copy.post.user_id.as_str()).collect();
     for author in authors {
@@ -170,7 +171,7 @@ pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppRe
     for post in posts {
         if let Some(refreshed) = refresh_copy(state, Target::Feed, post).await? {
             entered |= refreshed.created;
-            in_place.insert(changes::feed_post(&post.post.id));
+            in_place.insert(change_log::feed_post(&post.post.id));
         }
     }
     if !in_place.is_empty() {
@@ -178,14 +179,14 @@ pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppRe
     }
     // The whole feed named covers its posts: the log keeps its room for other changes.
     if entered {
-        changed.insert(changes::FEED.to_owned());
+        changed.insert(change_log::FEED.to_owned());
     } else {
         changed.extend(in_place);
     }
     if !posts.is_empty() {
         state.feed.invalidate();
     }
-    changes::append(state, &changed).await
+    change_log::append(state, &changed).await
 }
 
 /// A deleted post: its copies and its pictures go, and so does whatever its deletion left of
@@ -193,7 +194,7 @@ pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppRe
 /// delivers a deletion; it delivers the tombstone, and this is the only rule that sees it.
 pub(crate) async fn remove_post_copies(state: &AppState, post: &Post) -> AppResult<()> {
     // First: the copy in `users` says which tags have copies, and goes below.
-    let mut changed = BTreeSet::from([changes::post(&post.id), changes::FEED.to_owned()]);
+    let mut changed = BTreeSet::from([change_log::post(&post.id), change_log::FEED.to_owned()]);
     super::tags::remove_tag_copies(state, post, &mut changed).await?;
     for target in [Target::UserPosts, Target::Feed] {
         let delete = WriteOp::Delete { id: post.id.clone(), if_match: None };
@@ -214,7 +215,7 @@ pub(crate) async fn remove_post_copies(state: &AppState, post: &Post) -> AppResu
     super::pictures::remove_post_pictures(state, &post.user_id, &post.id).await?;
     match remove_post(state, &post.id, &post.user_id, None).await? {
         PostRemoval::Removed | PostRemoval::NothingLeft | PostRemoval::NotFound => {
-            changes::append(state, &changed).await
+            change_log::append(state, &changed).await
         }
         other => Err(ScriptError::Failed(crate::scripts::ScriptFailure::Answered {
             script: StoredProcedure::DeletePost.name(),
@@ -399,7 +400,7 @@ pub(crate) async fn user_changed(state: &AppState, delivered: User) -> AppResult
         copy_username(state, &user).await?;
     }
     state.users.invalidate(&user.user_id);
-    changes::append(state, &BTreeSet::from([changes::user(&user.user_id)])).await
+    change_log::append(state, &BTreeSet::from([change_log::user(&user.user_id)])).await
 }
 
 /// Writes the user's username, as it is NOW (`user` was just read), onto every item of theirs

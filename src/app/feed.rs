@@ -1,6 +1,6 @@
 //! Q6: the newest posts, in short form, and the cache that lets the front page, the Atom feed
 //! and `GET /api/feed` cost nothing while nothing is posted: pages kept and checked by the
-//! blog's change log, or where it cannot say by the feed's change mark ([`super::marked`]), which
+//! blog's change log, or where it cannot say by the feed's change mark ([`super::kept`]), which
 //! `PostsChangeFeed` writes after each change it makes to `feed`.
 
 use std::sync::Arc;
@@ -8,8 +8,8 @@ use std::sync::Arc;
 use crate::cosmos::{Container, queries};
 use crate::model::{FEED_MARK_ID, FEED_MARK_PARTITION, FEED_PARTITION, Post};
 
+use super::kept::{MAX_LIST_BYTES, Mark, MarkedPage, MarkedPages, PageBytes, etag_of};
 use super::lists::{DEFAULT_FEED_SIZE, ListPage, ListParams, wrap_token};
-use super::marked::{Checked, MAX_LIST_BYTES, Mark, MarkedPages, Weigh, etag_of};
 use super::{AppResult, AppState};
 
 /// The most feed pages kept at once (each page size and continuation is a page).
@@ -27,7 +27,10 @@ const FEED_MARK: Mark<'static> =
 /// a like, an edit, an author's new name: most writes) is mended instead, with one point read
 /// of each such copy: about 1 RU a post where Q6 is about 17. A post that entered or left the
 /// feed, or more changed posts than `MAX_MENDED`, has the page read whole.
-pub async fn feed_page(state: &AppState, params: &ListParams) -> AppResult<Arc<Checked<FeedPage>>> {
+pub async fn feed_page(
+    state: &AppState,
+    params: &ListParams,
+) -> AppResult<Arc<MarkedPage<FeedPage>>> {
     const LIST: &str = "feed";
     let page = params.page_request(&state.tokens, LIST, FEED_PARTITION, DEFAULT_FEED_SIZE)?;
     let first = page.continuation.is_none();
@@ -64,7 +67,11 @@ pub async fn feed_page(state: &AppState, params: &ListParams) -> AppResult<Arc<C
             Ok(mended(kept, first, copies).map(FeedPage::new))
         }
     };
-    state.feed.pages.page_mended(state, key, super::changes::FEED, FEED_MARK, read, mend).await
+    state
+        .feed
+        .pages
+        .page_mended(state, key, super::kept::change_log::FEED, FEED_MARK, read, mend)
+        .await
 }
 
 /// The most changed posts a kept page of the feed is mended with, one point read each; past
@@ -120,7 +127,7 @@ pub(crate) async fn mark_feed_changed(state: &AppState) -> AppResult<()> {
 }
 
 /// A feed page as read, with its JSON answer and that answer's ETag (what adapters render of it
-/// once for everyone is kept beside it: [`Checked::rendering`]).
+/// once for everyone is kept beside it: [`MarkedPage::rendering`]).
 pub struct FeedPage {
     /// The page's posts, newest first, and the token of the next page.
     pub list: ListPage<Post>,
@@ -130,7 +137,7 @@ pub struct FeedPage {
     pub etag: String,
 }
 
-impl Weigh for FeedPage {
+impl PageBytes for FeedPage {
     /// Its posts and their JSON.
     fn weight(&self) -> usize {
         self.list.weight() + self.json.len()

@@ -1,5 +1,6 @@
 //! C4 (like a post), C5 (unlike it) and Q5 (a post's likes).
 
+use crate::cosmos::Container;
 use crate::model::{self, Like};
 use crate::scripts::{CounterOutcome, DeleteOutcome, StoredProcedure};
 
@@ -81,4 +82,23 @@ pub(crate) async fn likes_of(
     known: OwnerKnown,
 ) -> AppResult<ListPage<Like>> {
     page_of_post(state, post_id, PostList::Likes, params, known).await
+}
+
+/// Whether `me` likes `post`: seen on the first page of its likes when it is there; past it (a
+/// post with more likes than one page), one point read of the like, whose id is derived from
+/// the user (`like-<userId>`), in the post's partition.
+pub(crate) async fn viewer_likes(
+    state: &AppState,
+    post: &model::Post,
+    first_page: &[Like],
+    me: &str,
+) -> AppResult<bool> {
+    if first_page.iter().any(|like| like.user_id == me) {
+        return Ok(true);
+    }
+    if post.like_count as usize <= first_page.len() {
+        return Ok(false);
+    }
+    let like = state.store.read::<Like>(Container::Posts, &post.id, &model::like_id(me)).await?;
+    Ok(like.is_some())
 }

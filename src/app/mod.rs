@@ -4,18 +4,16 @@
 //! API and the pages) and `changefeed` (the host's invocations and the local processors) are
 //! adapters that translate to and from them. Nothing here knows about HTTP.
 
-pub(crate) mod changes;
 pub(crate) mod comments;
 pub(crate) mod copies;
 mod error;
 pub(crate) mod feed;
 pub(crate) mod idempotency;
+pub(crate) mod kept;
 pub(crate) mod likes;
 pub(crate) mod lists;
-pub(crate) mod marked;
 pub(crate) mod pictures;
 pub(crate) mod post_lists;
-pub(crate) mod post_view;
 pub(crate) mod posts;
 pub(crate) mod tags;
 pub(crate) mod usernames;
@@ -107,10 +105,10 @@ pub struct Shared {
     /// feed and `GET /api/feed`.
     pub feed: Arc<feed::FeedCache>,
     /// The post pages' reads, kept and checked by the change log (or the post's etag), by post.
-    pub(crate) post_views: Arc<post_view::PostViewCache>,
+    pub(crate) post_views: Arc<kept::PostViewCache>,
     /// The blog's change log as this instance last read it: what lets every kept page be checked
     /// by one point read a second.
-    pub(crate) changes: Arc<changes::ChangeLog>,
+    pub(crate) changes: Arc<kept::ChangeLog>,
     /// Users as their pages show them (Q1), kept and checked by the change log.
     pub(crate) users: Arc<users::UserCache>,
     /// Users' pages of posts (Q3), kept and checked by the change log (or each user's posts mark).

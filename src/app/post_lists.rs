@@ -1,16 +1,16 @@
 //! Lists of short posts that live in one partition each and are kept by the instance: a user's
 //! posts (Q3, in their partition of `users`) and a tag's (Q7, in the tag's partition of `tags`).
 //! Each partition holds its list's mark beside the copies, which `PostsChangeFeed` writes again
-//! after it changed them; the pages read are kept and checked by it ([`super::marked`]).
+//! after it changed them; the pages read are kept and checked by it ([`super::kept`]).
 
 use std::sync::Arc;
 
 use crate::cosmos::{Container, QuerySpec, queries};
 use crate::model::{self, Post};
 
-use super::changes;
+use super::kept::change_log;
+use super::kept::{MAX_LIST_BYTES, Mark, MarkedPage, MarkedPages};
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
-use super::marked::{Checked, MAX_LIST_BYTES, Mark, MarkedPages};
 use super::{AppResult, AppState};
 
 /// The most pages of one kind of list one instance keeps (each partition, page size and
@@ -40,7 +40,7 @@ impl PostLists {
             Container::Users,
             queries::user_posts,
             (model::USER_POSTS_MARK_ID, model::USER_POSTS_MARK_TYPE),
-            changes::user_posts,
+            change_log::user_posts,
         )
     }
 
@@ -51,7 +51,7 @@ impl PostLists {
             Container::Tags,
             queries::tag_posts,
             (model::TAG_MARK_ID, model::TAG_MARK_TYPE),
-            changes::tag,
+            change_log::tag,
         )
     }
 
@@ -80,7 +80,7 @@ impl PostLists {
         state: &AppState,
         partition: &str,
         params: &ListParams,
-    ) -> AppResult<Arc<Checked<ListPage<Post>>>> {
+    ) -> AppResult<Arc<MarkedPage<ListPage<Post>>>> {
         let page = params.page_request(&state.tokens, self.list, partition, DEFAULT_PAGE_SIZE)?;
         let key = (partition.to_owned(), page.size, page.continuation.clone());
         self.pages

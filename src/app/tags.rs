@@ -25,8 +25,8 @@ use crate::cosmos::{Container, StoreError, Versioned, WriteOp};
 use crate::model::tags::{TagCopy, normalized, tag_in_address};
 use crate::model::{self, Post, PostCopy};
 
+use super::kept::MarkedPage;
 use super::lists::{ListPage, ListParams};
-use super::marked::Checked;
 use super::posts::to_document;
 use super::{AppError, AppResult, AppState};
 
@@ -205,7 +205,7 @@ pub(crate) async fn posts_with_tag(
     state: &AppState,
     tag: &str,
     params: &ListParams,
-) -> AppResult<Arc<Checked<ListPage<Post>>>> {
+) -> AppResult<Arc<MarkedPage<ListPage<Post>>>> {
     let tag = tag_in_address(tag).map_err(|why| AppError::Invalid(format!("`tag`: {why}")))?;
     state.tag_posts.page(state, &tag, params).await
 }

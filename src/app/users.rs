@@ -7,10 +7,10 @@ use crate::cosmos::{Container, StoreError, WriteOp, retry_pause};
 use crate::model::usernames::{is_default_ignorable, released_name};
 use crate::model::{self, MAX_USERNAME_CHARS, Post, User};
 
-use super::changes;
 use super::idempotency::{Committed, Once, commit};
+use super::kept::change_log;
+use super::kept::{KeptPages, LogCheckedRead, MarkedPage};
 use super::lists::{ListPage, ListParams, OwnerKnown};
-use super::marked::{Checked, KeptPages, KeptRead};
 use super::posts::to_document;
 use super::usernames;
 use super::{AppError, AppResult, AppState, Caller, validate_text};
@@ -199,13 +199,13 @@ pub(crate) async fn shown_user(state: &AppState, user_id: &str, fresh: bool) -> 
         .users
         .page_with(
             user_id.to_owned(),
-            &changes::user(user_id),
+            &change_log::user(user_id),
             fresh,
             state.changes.for_pages(state),
             |_| async {
                 let user = get_user(state, user_id).await?;
                 let weight = PER_USER + user.username.len() + user.user_id.len();
-                Ok(KeptRead::new(user, weight))
+                Ok(LogCheckedRead::new(user, weight))
             },
         )
         .await?;
@@ -218,7 +218,7 @@ const MAX_KEPT_USER_BYTES: usize = 2 * 1024 * 1024;
 
 /// The users one instance keeps for their pages.
 pub(crate) struct UserCache {
-    users: KeptPages<String, KeptRead<User>>,
+    users: KeptPages<String, LogCheckedRead<User>>,
 }
 
 impl Default for UserCache {
@@ -243,7 +243,7 @@ pub(crate) async fn posts_of(
     user_id: &str,
     params: &ListParams,
     known: OwnerKnown,
-) -> AppResult<Arc<Checked<ListPage<Post>>>> {
+) -> AppResult<Arc<MarkedPage<ListPage<Post>>>> {
     let found = state.user_posts.page(state, user_id, params).await?;
     if known == OwnerKnown::No && params.continuation().is_none() && found.items.is_empty() {
         get_user(state, user_id).await?;

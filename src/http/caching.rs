@@ -13,8 +13,8 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use crate::app::marked::etag_of;
-use crate::app::post_view::Freshness;
+use crate::app::kept::Freshness;
+use crate::app::kept::etag_of;
 
 /// An anonymous answer's `Cache-Control`:
 /// - `max-age=0`: a browser revalidates it every time (a 304 when unchanged, a few bytes), so a

@@ -13,8 +13,8 @@ use super::error::{
 };
 use super::extract::{Id, Ids, JsonBody, QueryParams};
 use crate::app::comments::{create_comment, delete_comment};
+use crate::app::kept::api_comments;
 use crate::app::lists::{ListPage, ListParams};
-use crate::app::post_view::api_comments;
 use crate::app::{AppState, Caller};
 use crate::model::Comment;
 

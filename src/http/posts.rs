@@ -12,7 +12,7 @@ use super::error::{
     ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems,
 };
 use super::extract::{Id, JsonBody};
-use crate::app::post_view::api_post;
+use crate::app::kept::api_post;
 use crate::app::posts::{create_post, delete_post, edit_post};
 use crate::app::{AppState, Caller};
 use crate::model::Post;
@@ -167,7 +167,7 @@ pub(super) async fn delete(
 
 /// Q2: `GET /api/posts/{postId}`: one point read returns the post with its author's username
 /// and both counters, all kept on the post itself; kept by the instance for callers who are not
-/// signed in, and checked by the change log (`app::post_view::api_post`).
+/// signed in, and checked by the change log (`app::kept::api_post`).
 #[utoipa::path(
     get,
     path = "/api/posts/{postId}",

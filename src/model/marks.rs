@@ -1,6 +1,6 @@
 //! The marks: small items the change feed writes again after it changed the copies a list
 //! reads, so that an instance keeping a page of the list checks it with one point read
-//! (`crate::app::marked`).
+//! (`crate::app::kept`).
 
 /// The partition of `feed` that holds its change mark, and the mark's id: one small item that
 /// `PostsChangeFeed` writes again after every change it makes to the feed's posts, so that its
@@ -29,7 +29,7 @@ pub(crate) const TAG_MARK_ID: &str = "\u{a7}tagMark";
 pub(crate) const TAG_MARK_TYPE: &str = "tagMark";
 
 /// The partition of `feed` that holds the blog's change log, and the log's id and `type`: one
-/// small item naming the kept pages the change feed changed lately (`crate::app::changes`), so
+/// small item naming the kept pages the change feed changed lately (`crate::app::kept::change_log`), so
 /// that an instance checks every page it keeps with one point read a second. A partition of its
 /// own, as the feed's mark has, so Q6 and `truncateFeed` never see it.
 pub(crate) const CHANGE_LOG_PARTITION: &str = "changeLog";

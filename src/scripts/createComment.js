@@ -5,7 +5,7 @@
  * Creates the comment and increments the post's `commentCount` in ONE transaction: a stored
  * procedure's writes inside one logical partition commit together or not at all. The same write
  * of the post sets its `commentsVersion` to the etag it had (etags never repeat), which tells a
- * kept view of the post that its comments changed (src/app/post_view.rs).
+ * kept view of the post that its comments changed (src/app/kept/post_views.rs).
  *
  * Changed from the article's version:
  * - the comment is created first and the counter moved only once that succeeded, and a missing

@@ -4,7 +4,7 @@
  *
  * Creates the like and increments the post's `likeCount` in ONE transaction, and sets its
  * `likesVersion` to the etag it had: a kept view of the post then reads its likes again
- * (src/app/post_view.rs).
+ * (src/app/kept/post_views.rs).
  *
  * Changed from the article's version:
  * - a like's id is derived from the user (`like-<userId>`), so a second like by the same user

@@ -4,7 +4,7 @@
  *
  * Deletes a comment and decrements the post's `commentCount` in ONE transaction, and sets its
  * `commentsVersion` to the etag it had: a kept view of the post then reads its comments again
- * (src/app/post_view.rs). Who may: the comment's author, and the post's author (who moderates
+ * (src/app/kept/post_views.rs). Who may: the comment's author, and the post's author (who moderates
  * the comments under their post). The check runs here, on the versions the transaction reads, so
  * it cannot race a change.
  * The body answers {outcome: "deleted"}, {outcome: "postNotFound"} (no post, or a deleted one),

@@ -4,7 +4,7 @@
  *
  * Deletes a user's like and decrements the post's `likeCount` in ONE transaction, so the count
  * always equals the likes stored; and sets its `likesVersion` to the etag it had, so a kept view
- * of the post reads its likes again (src/app/post_view.rs). The like's id is derived from the user (`like-<userId>`), so
+ * of the post reads its likes again (src/app/kept/post_views.rs). The like's id is derived from the user (`like-<userId>`), so
  * it is read by id, no query.
  * The body answers {outcome: "deleted"}, {outcome: "postNotFound"} (no post, or a deleted one),
  * or {outcome: "likeNotFound"} (this user does not like the post: a second unlike moves nothing).

@@ -16,7 +16,7 @@
  *   the post's etag changes in the same transaction as its comments' and likes' names, with the
  *   version of each list the page renames in (`commentsVersion`, `likesVersion`) set to the etag
  *   the post had: the post page's cache is checked by that etag, and reads again the lists
- *   whose versions moved (src/app/post_view.rs). Done first, so a run stopped after it rewrote
+ *   whose versions moved (src/app/kept/post_views.rs). Done first, so a run stopped after it rewrote
  *   nothing has names left to rewrite, and the next run writes the post again; a deleted post's
  *   tombstone is left as it is. The post itself is renamed as this run last wrote it, read
  *   again: a query may answer the version before, without the versions moved.

@@ -439,7 +439,7 @@ pub(crate) fn recorded() -> Vec<Measured> {
 }
 
 /// Reads of the change log a day: a view reads it only when its instance's copy is older than a
-/// second (`MARKED_PAGE_LIFETIME`). With views arriving at random at `rate` a second on an
+/// second (`FRESH_FOR`). With views arriving at random at `rate` a second on an
 /// instance, a read opens a second in which the others are checked by it, so the reads a second
 /// are `rate / (1 + rate)`. (A front page view checks its kept page with it, so this bounds the
 /// front page's checks too.)

@@ -46,7 +46,7 @@ pub(crate) use self::forms::{form, form_with, one_time_key, submit};
 use super::auth::page_viewer;
 use super::error::ApiError;
 use crate::app::AppError;
-use crate::app::marked::Rendering;
+use crate::app::kept::Rendering;
 use crate::config::PublicUrl;
 use crate::http::caching::{self, if_none_match};
 use crate::model::first_picture::FirstPicture;
@@ -57,7 +57,7 @@ const STYLESHEET: &str = include_str!("style.css");
 /// The stylesheet's address in the pages: versioned by its content, so browsers and CDNs may
 /// keep it for good and a new build's pages ask for the new one.
 static STYLESHEET_HREF: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    let etag = crate::app::marked::etag_of(STYLESHEET.as_bytes());
+    let etag = crate::app::kept::etag_of(STYLESHEET.as_bytes());
     format!("/style.css?v={}", etag.trim_matches('"'))
 });
 
@@ -176,7 +176,7 @@ impl Page {
     /// nobody is signed in to is the same for everyone, so a CDN may keep it for a few seconds
     /// ([`caching::SHARED`]); a signed-in one is theirs alone ([`caching::PRIVATE`]).
     pub(crate) fn revalidated(self, request: &HeaderMap) -> Response {
-        let etag = crate::app::marked::etag_of(self.html.as_bytes());
+        let etag = crate::app::kept::etag_of(self.html.as_bytes());
         let private = self.private;
         with_etag(
             if_none_match(request, &etag).unwrap_or_else(|| self.into_response()),

@@ -14,16 +14,14 @@ use super::{
 };
 use crate::app::comments::{comment_to_delete, create_comment, delete_comment, page_of_comment};
 use crate::app::idempotency::IdempotencyKey;
+use crate::app::kept::{Freshness, PostPage, PostView, read_post_page};
 use crate::app::likes::{create_like, delete_like};
 use crate::app::lists::{ListPage, ListParams};
-use crate::app::post_view::{Freshness, PostView, post_view};
 use crate::app::posts::{delete_post, get_post};
 use crate::app::{AppResult, AppState, Caller};
-use crate::cosmos::Container;
 use crate::http::auth::cookie;
-use crate::http::error::ApiError;
 use crate::model::{
-    Comment, Like, MAX_COMMENT_CHARS, Post, SHORT_CONTENT_CHARS, excerpt, like_id, truncate_chars,
+    Comment, Like, MAX_COMMENT_CHARS, Post, SHORT_CONTENT_CHARS, excerpt, truncate_chars,
 };
 
 // The hint says the limit the API applies; the assertion keeps it true.
@@ -70,7 +68,7 @@ const JUST_WROTE: &str = "blog_wrote";
 
 /// `GET /posts/{postId}`: the post, who likes it and its comments (paged with
 /// `?continuationToken=`): Q2, Q4 and Q5 run concurrently, or come from the last second's read
-/// of them ([`post_view`]). Answered 304 to a matching `If-None-Match`.
+/// of them ([`read_post_page`]). Answered 304 to a matching `If-None-Match`.
 pub(crate) async fn post_page(
     State(state): State<AppState>,
     viewer: Viewer,
@@ -109,24 +107,6 @@ pub(super) fn wrote_to(post_id: &str, written: PageResult) -> PageResult {
     Ok(response)
 }
 
-/// Whether `me` likes `post`: seen on the first page of likes when it is there; past it (a
-/// post with more likes than one page), one point read of the like, whose id is derived from
-/// the user (`like-<userId>`), in the post's partition.
-async fn likes_post(
-    state: &AppState,
-    post: &Post,
-    first_page: &[Like],
-    me: &str,
-) -> Result<bool, ApiError> {
-    if first_page.iter().any(|like| like.user_id == me) {
-        return Ok(true);
-    }
-    if post.like_count as usize <= first_page.len() {
-        return Ok(false);
-    }
-    Ok(state.store.read::<Like>(Container::Posts, &post.id, &like_id(me)).await?.is_some())
-}
-
 /// The post page: the post with its actions, who likes it, and a page of its comments with the
 /// comment form; `extra` is what a refused write brings back to it, `status` its status.
 async fn render_post(
@@ -139,13 +119,10 @@ async fn render_post(
     status: StatusCode,
 ) -> PageResult<Page> {
     // Likes are shown from their first page only; the comments are what `?continuationToken=` pages.
-    let view = post_view(state, post_id, params, freshness).await?;
+    let PostPage { view, liked } =
+        read_post_page(state, post_id, params, freshness, viewer.id()).await?;
     let PostView { post, comments, likes, .. } = &*view;
     let rendered = view.rendered();
-    let liked = match viewer.id() {
-        Some(me) => likes_post(state, post, &likes.items, me).await?,
-        None => false,
-    };
     let main = html! {
         (post_article(post, &rendered.content, viewer, liked, extra.like_refused.as_deref()))
         (liked_by(post, likes))

@@ -4,7 +4,7 @@
 //! Each kept page has a name here ([`post`], [`FEED`], [`user`], [`user_posts`], [`tag`]).
 //! After `PostsChangeFeed` has written a batch's copies and marks, it appends the names of what
 //! the batch changed, each change numbered; `UsersChangeFeed` appends each user it delivers. An instance reads the log at most once a
-//! [`MARKED_PAGE_LIFETIME`] (one read shared by every request waiting on it) and keeps, with each
+//! [`FRESH_FOR`] (one read shared by every request waiting on it) and keeps, with each
 //! page, the number of the last change it had seen when it read or checked the page. A page
 //! older than the lifetime is then shown again at no cost when the log still names every change
 //! since that number and none of them is the page: a post viewed once an hour costs nothing
@@ -14,29 +14,23 @@
 //!
 //! So a change made through one instance is shown by another once the change feed has delivered
 //! it, and a lifetime later at most: what the lists (Q3, Q6, Q7) already promised, and now the
-//! post page too. The writer sees their own write at once ([`super::post_view::Freshness`]).
+//! post page too. The writer sees their own write at once ([`super::post_views::Freshness`]).
 //!
 //! The log is bounded: at most [`MAX_NAMES`] names and [`MAX_NAME_BYTES`] bytes of them, the
 //! oldest dropped first, so it stays near a kilobyte and its point read about 1 RU.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
-use super::{AppResult, AppState};
+use super::{FRESH_FOR, age, now};
+use crate::app::{AppResult, AppState};
 use crate::cosmos::{Container, StoreError, WriteOp};
 use crate::model::{CHANGE_LOG_ID, CHANGE_LOG_PARTITION};
-
-/// How long one instance shows a page it read or checked before checking it again, and so how
-/// often at most it reads the log (the pages, `super::marked`, keep this rule; it is here because
-/// the log is below them). Where the local change-feed processors run, a change drops the
-/// instance's pages at once; under the Functions host, an instance that did not process the
-/// change shows it at most this late after the change feed delivered it.
-pub(crate) const MARKED_PAGE_LIFETIME: Duration = Duration::from_secs(1);
 
 /// The most names the log holds: with a write naming three or four pages (the post, the feed,
 /// its author's posts, its tags), the last fifteen or so writes, minutes of a busy blog, where an
@@ -87,7 +81,7 @@ pub(crate) fn tag(tag: &str) -> String {
 
 /// The log as stored, and as an instance last read it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Recent {
+pub(crate) struct StoredLog {
     /// When this log was begun: a log begun anew (deleted, damaged) numbers its changes from 0
     /// again, so a number is only compared within one beginning.
     began: String,
@@ -100,23 +94,23 @@ pub(crate) struct Recent {
 /// Where in the log a page was last known true: the log's beginning and the number of its last
 /// change then.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Seen {
+pub(crate) struct LogPlace {
     began: Arc<str>,
     change: u64,
 }
 
-impl Seen {
+impl LogPlace {
     /// Where a page read before this instance ever read the log was: nowhere any log can say
     /// anything of, so its first check is by its mark.
-    pub(crate) fn unknown() -> Seen {
-        Seen { began: Arc::from(""), change: u64::MAX }
+    pub(crate) fn unknown() -> LogPlace {
+        LogPlace { began: Arc::from(""), change: u64::MAX }
     }
 }
 
-impl Recent {
+impl StoredLog {
     /// Where this log is now.
-    pub(crate) fn seen(&self) -> Seen {
-        Seen { began: Arc::from(self.began.as_str()), change: self.last() }
+    pub(crate) fn place(&self) -> LogPlace {
+        LogPlace { began: Arc::from(self.began.as_str()), change: self.last() }
     }
 
     fn last(&self) -> u64 {
@@ -126,13 +120,13 @@ impl Recent {
     /// Whether `name` is unchanged since `seen`: `Some(true)` when the log names every change
     /// since and none is `name` (or under it), `Some(false)` when one is, `None` when the log
     /// cannot say.
-    pub(crate) fn unchanged_since(&self, seen: &Seen, name: &str) -> Option<bool> {
+    pub(crate) fn unchanged_since(&self, seen: &LogPlace, name: &str) -> Option<bool> {
         self.changes_since(seen, name).map(|changes| changes.is_empty())
     }
 
     /// The changes to `name` since `seen`, oldest first: `name` itself, or a name under it
     /// (`feed/<postId>` under `feed`); `None` when the log cannot say.
-    pub(crate) fn changes_since<'a>(&'a self, seen: &Seen, name: &str) -> Option<Vec<&'a str>> {
+    pub(crate) fn changes_since<'a>(&'a self, seen: &LogPlace, name: &str) -> Option<Vec<&'a str>> {
         if *seen.began != *self.began || seen.change < self.since || seen.change > self.last() {
             return None;
         }
@@ -146,9 +140,9 @@ impl Recent {
 
     /// The log with `names` appended, its oldest names dropped past its bounds (begun anew first
     /// if their numbers would pass [`MAX_CHANGE`]).
-    fn appended(mut self, names: &BTreeSet<String>) -> Recent {
+    fn appended(mut self, names: &BTreeSet<String>) -> StoredLog {
         if self.last().saturating_add(names.len() as u64) > MAX_CHANGE {
-            self = Recent::begun();
+            self = StoredLog::begun();
         }
         self.names.extend(names.iter().cloned());
         let mut bytes: usize = self.names.iter().map(String::len).sum();
@@ -163,8 +157,8 @@ impl Recent {
     }
 
     /// A log begun now, with nothing named.
-    fn begun() -> Recent {
-        Recent {
+    fn begun() -> StoredLog {
+        StoredLog {
             began: format!("{}/{}", crate::model::now(), uuid::Uuid::new_v4()),
             since: 0,
             names: Vec::new(),
@@ -174,13 +168,13 @@ impl Recent {
     /// The log as `document` holds it; a damaged one (unreadable, or numbered past
     /// [`MAX_CHANGE`]) is begun anew, which every instance then sees as a log that cannot say
     /// (each page checked by its own mark once).
-    fn from_document(document: Value) -> Recent {
-        serde_json::from_value::<Recent>(document)
+    fn from_document(document: Value) -> StoredLog {
+        serde_json::from_value::<StoredLog>(document)
             .ok()
             .filter(|log| {
                 log.since.checked_add(log.names.len() as u64).is_some_and(|last| last <= MAX_CHANGE)
             })
-            .unwrap_or_else(Recent::begun)
+            .unwrap_or_else(StoredLog::begun)
     }
 
     fn document(&self) -> Value {
@@ -206,10 +200,10 @@ pub(crate) async fn append(state: &AppState, names: &BTreeSet<String>) -> AppRes
         let write = match found {
             Some(found) => WriteOp::Replace {
                 id: CHANGE_LOG_ID.to_owned(),
-                document: Recent::from_document(found.item).appended(names).document(),
+                document: StoredLog::from_document(found.item).appended(names).document(),
                 if_match: Some(found.etag),
             },
-            None => WriteOp::Create { document: Recent::begun().appended(names).document() },
+            None => WriteOp::Create { document: StoredLog::begun().appended(names).document() },
         };
         match state.store.execute_write(Container::Feed, CHANGE_LOG_PARTITION, write).await {
             Ok(()) => return Ok(()),
@@ -226,13 +220,13 @@ pub(crate) async fn append(state: &AppState, names: &BTreeSet<String>) -> AppRes
 /// it writes is within the bounds and reads back the same, and every name appended reads as
 /// changed since, or the log cannot say, to a page seen before it.
 pub(crate) fn check_an_append(stored: Value, names: &BTreeSet<String>) {
-    let before = Recent::from_document(stored);
-    let seen = before.seen();
+    let before = StoredLog::from_document(stored);
+    let seen = before.place();
     let after = before.clone().appended(names);
     assert!(after.names.len() <= MAX_NAMES, "{} names", after.names.len());
     assert!(after.names.iter().map(String::len).sum::<usize>() <= MAX_NAME_BYTES, "past the bytes");
     assert!(after.last() <= MAX_CHANGE, "numbered past {MAX_CHANGE}");
-    assert_eq!(Recent::from_document(after.document()), after, "the log written reads back");
+    assert_eq!(StoredLog::from_document(after.document()), after, "the log written reads back");
     if after.began == before.began {
         assert_eq!(after.last(), before.last() + names.len() as u64, "each name appended numbered");
     }
@@ -245,29 +239,29 @@ pub(crate) fn check_an_append(stored: Value, names: &BTreeSet<String>) {
     }
 }
 
-type Cell = Arc<OnceCell<Arc<Recent>>>;
+type Cell = Arc<OnceCell<Arc<StoredLog>>>;
 
-/// The log as this instance last read it: read again at most once a [`MARKED_PAGE_LIFETIME`],
+/// The log as this instance last read it: read again at most once a [`FRESH_FOR`],
 /// by the first request that needs it then, while the others wait on the same read.
 #[derive(Default)]
 pub(crate) struct ChangeLog {
     read: Mutex<Option<(Instant, Cell)>>,
     /// The last log read, however old.
-    last: Mutex<Option<Arc<Recent>>>,
+    last: Mutex<Option<Arc<StoredLog>>>,
 }
 
-/// What kept pages are checked with ([`super::marked::KeptPages::page_with`]): the log as this
+/// What kept pages are checked with ([`super::pages::KeptPages::page_with`]): the log as this
 /// instance last read it, and a read of it no older than a lifetime, made only if awaited.
-pub(crate) struct LogRead<R> {
-    pub(crate) last: Option<Arc<Recent>>,
+pub(crate) struct LogForChecks<R> {
+    pub(crate) last: Option<Arc<StoredLog>>,
     pub(crate) recent: R,
 }
 
 #[cfg(test)]
-impl LogRead<std::future::Ready<AppResult<Arc<Recent>>>> {
+impl LogForChecks<std::future::Ready<AppResult<Arc<StoredLog>>>> {
     /// An empty log, never written.
     pub(crate) fn none() -> Self {
-        LogRead { last: None, recent: std::future::ready(Ok(Arc::default())) }
+        LogForChecks { last: None, recent: std::future::ready(Ok(Arc::default())) }
     }
 }
 
@@ -277,24 +271,24 @@ impl ChangeLog {
     pub(crate) fn for_pages<'a>(
         &'a self,
         state: &'a AppState,
-    ) -> LogRead<impl Future<Output = AppResult<Arc<Recent>>> + 'a> {
-        LogRead {
+    ) -> LogForChecks<impl Future<Output = AppResult<Arc<StoredLog>>> + 'a> {
+        LogForChecks {
             last: self.last.lock().expect("never poisoned").clone(),
             recent: self.recent(state),
         }
     }
 
-    /// The log, as read in the last [`MARKED_PAGE_LIFETIME`]. A log never written is an empty one:
+    /// The log, as read in the last [`FRESH_FOR`]. A log never written is an empty one:
     /// nothing was delivered since the blog began logging; the first delivery begins it, and a page
     /// seen before is then checked by its own mark once.
-    pub(crate) async fn recent(&self, state: &AppState) -> AppResult<Arc<Recent>> {
+    pub(crate) async fn recent(&self, state: &AppState) -> AppResult<Arc<StoredLog>> {
         let cell = {
             let mut read = self.read.lock().expect("never poisoned");
             match &*read {
-                Some((born, cell)) if born.elapsed() < MARKED_PAGE_LIFETIME => cell.clone(),
+                Some((born, cell)) if age(*born) < FRESH_FOR => cell.clone(),
                 _ => {
                     let cell = Cell::default();
-                    *read = Some((Instant::now(), cell.clone()));
+                    *read = Some((now(), cell.clone()));
                     cell
                 }
             }
@@ -305,7 +299,7 @@ impl ChangeLog {
                     .store
                     .read::<Value>(Container::Feed, CHANGE_LOG_PARTITION, CHANGE_LOG_ID)
                     .await?;
-                let recent = Arc::new(found.map(Recent::from_document).unwrap_or_default());
+                let recent = Arc::new(found.map(StoredLog::from_document).unwrap_or_default());
                 *self.last.lock().expect("never poisoned") = Some(recent.clone());
                 AppResult::Ok(recent)
             })
@@ -324,30 +318,30 @@ mod tests {
 
     #[test]
     fn a_page_is_unchanged_until_the_log_names_it() {
-        let log = Recent::begun().appended(&names(&["p/a"]));
-        let seen = log.seen();
+        let log = StoredLog::begun().appended(&names(&["p/a"]));
+        let seen = log.place();
         let log = log.appended(&names(&["p/b", "feed"]));
         assert_eq!(log.unchanged_since(&seen, "p/a"), Some(true));
         assert_eq!(log.unchanged_since(&seen, "p/b"), Some(false));
         assert_eq!(log.unchanged_since(&seen, "feed"), Some(false));
-        assert_eq!(log.unchanged_since(&log.seen(), "p/b"), Some(true), "seen after the change");
+        assert_eq!(log.unchanged_since(&log.place(), "p/b"), Some(true), "seen after the change");
     }
 
     /// A post's copy changed in the feed is a change of the feed, said with the post.
     #[test]
     fn a_name_under_a_page_is_a_change_of_it() {
-        let log = Recent::begun();
-        let seen = log.seen();
+        let log = StoredLog::begun();
+        let seen = log.place();
         let log = log.appended(&names(&["p/a", "feed/a", "feedx"]));
         assert_eq!(log.unchanged_since(&seen, FEED), Some(false));
         assert_eq!(log.changes_since(&seen, FEED), Some(vec!["feed/a"]), "feedx is another page");
-        assert_eq!(log.changes_since(&log.seen(), FEED), Some(vec![]));
+        assert_eq!(log.changes_since(&log.place(), FEED), Some(vec![]));
     }
 
     #[test]
     fn a_log_that_dropped_changes_or_began_anew_cannot_say() {
-        let log = Recent::begun();
-        let seen = log.seen();
+        let log = StoredLog::begun();
+        let seen = log.place();
         let many: Vec<String> = (0..MAX_NAMES + 1).map(|n| post(&n.to_string())).collect();
         let log = log.appended(&many.into_iter().collect());
         assert_eq!(log.names.len(), MAX_NAMES, "the oldest name dropped");
@@ -356,15 +350,18 @@ mod tests {
             None,
             "a change since is no longer named"
         );
-        let anew = Recent::begun();
-        assert_eq!(anew.unchanged_since(&log.seen(), "p/other"), None);
-        assert_eq!(Recent::default().unchanged_since(&Recent::default().seen(), "p/a"), Some(true));
+        let anew = StoredLog::begun();
+        assert_eq!(anew.unchanged_since(&log.place(), "p/other"), None);
+        assert_eq!(
+            StoredLog::default().unchanged_since(&StoredLog::default().place(), "p/a"),
+            Some(true)
+        );
     }
 
     #[test]
     fn the_log_keeps_within_its_bytes() {
         let long = "x".repeat(500);
-        let mut log = Recent::begun();
+        let mut log = StoredLog::begun();
         for n in 0..10 {
             log = log.appended(&names(&[&format!("p/{n}{long}")]));
             assert!(log.names.iter().map(String::len).sum::<usize>() <= MAX_NAME_BYTES);
@@ -375,15 +372,15 @@ mod tests {
 
     #[test]
     fn a_damaged_log_is_begun_anew() {
-        let log = Recent::from_document(serde_json::json!({"id": CHANGE_LOG_ID, "names": 7}));
+        let log = StoredLog::from_document(serde_json::json!({"id": CHANGE_LOG_ID, "names": 7}));
         assert!(log.names.is_empty() && !log.began.is_empty());
         let at_the_end = serde_json::json!({"began": "b", "since": u64::MAX, "names": ["p/a"]});
-        let log = Recent::from_document(at_the_end);
+        let log = StoredLog::from_document(at_the_end);
         assert!(log.began != "b" && log.last() == 0, "numbered past what it can take: {log:?}");
-        let near_the_end = Recent { began: "b".into(), since: MAX_CHANGE, names: Vec::new() };
+        let near_the_end = StoredLog { began: "b".into(), since: MAX_CHANGE, names: Vec::new() };
         let log = near_the_end.appended(&names(&["p/a"]));
         assert!(log.began != "b" && log.last() == 1, "{log:?}");
-        let stored = Recent::begun().appended(&names(&["feed"]));
-        assert_eq!(Recent::from_document(stored.document()), stored);
+        let stored = StoredLog::begun().appended(&names(&["feed"]));
+        assert_eq!(StoredLog::from_document(stored.document()), stored);
     }
 }

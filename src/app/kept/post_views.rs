@@ -1,8 +1,8 @@
 //! The post page's reads, shared by its viewers: Q2 (the post), a page of Q4 (its comments) and
 //! the first page of Q5 (its likes), read together and kept.
 //!
-//! For [`MARKED_PAGE_LIFETIME`](super::marked::MARKED_PAGE_LIFETIME) a view is shown as it is. After that, the blog's change log
-//! ([`super::changes`], one point read a second per instance for every page) says whether it
+//! For [`FRESH_FOR`](super::FRESH_FOR) a view is shown as it is. After that, the blog's change log
+//! ([`super::change_log`], one point read a second per instance for every page) says whether it
 //! changed: every write that changes the page writes the post (an edit; a comment or like added
 //! or deleted, whose stored procedure updates the post's counters in the same transaction; a
 //! commenter's or liker's new name, which `updateUsernames` writes with the post again, in the
@@ -16,26 +16,27 @@
 //! all three (about 17 RU) only where a version is not known (a post stored before posts had
 //! them). A post then costs nothing while nobody writes to it, where each of its views after the
 //! first second cost a point read. A view is read whole again at least every
-//! [`CHECKED_PAGE_LIFETIME`](super::marked::CHECKED_PAGE_LIFETIME) all the same, for what reaches a post's partition without its
+//! [`READ_WHOLE_WITHIN`](super::READ_WHOLE_WITHIN) all the same, for what reaches a post's partition without its
 //! post (an operator's repair), and views are kept within [`MAX_CACHED_VIEWS`] and
 //! [`MAX_CACHED_BYTES`], the least recently checked post's going first.
 //!
 //! Every write to a post through this instance (C2 edit, C3, C4, C5, C6, C7) has its views
 //! checked so on their next request, whatever their age; another instance shows the write once
-//! the change feed has delivered it, and [`MARKED_PAGE_LIFETIME`](super::marked::MARKED_PAGE_LIFETIME) later at most. A writer is sent back with [`Freshness::Read`] by the pages
+//! the change feed has delivered it, and [`FRESH_FOR`](super::FRESH_FOR) later at most. A writer is sent back with [`Freshness::Read`] by the pages
 //! (a cookie scoped to the post), which has a view checked at once, so whichever instance
 //! answers, they see their own write.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use super::changes;
-use super::comments::comments_of;
-use super::likes::likes_of;
-use super::lists::{ListPage, ListParams, OwnerKnown};
-use super::marked::{Kept, KeptPages, KeptRead};
-use super::posts::{get_post, get_post_versioned};
-use super::{AppResult, AppState};
+use super::change_log;
+use super::now;
+use super::pages::{KeptPage, KeptPages, LogCheckedRead};
+use crate::app::comments::comments_of;
+use crate::app::likes::{likes_of, viewer_likes};
+use crate::app::lists::{ListPage, ListParams, OwnerKnown};
+use crate::app::posts::{get_post, get_post_versioned};
+use crate::app::{AppResult, AppState};
 use crate::cosmos::Versioned;
 use crate::model::first_picture::FirstPicture;
 use crate::model::markdown::Pictures;
@@ -100,16 +101,16 @@ impl PostView {
 /// Whether a view may come from the cache.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Freshness {
-    /// Whatever this instance read in the last [`MARKED_PAGE_LIFETIME`](super::marked::MARKED_PAGE_LIFETIME).
+    /// Whatever this instance read in the last [`FRESH_FOR`](super::FRESH_FOR).
     Cached,
     /// Read now (and kept for the next viewers): for whoever just wrote to the post.
     Read,
 }
 
 /// Q2 + Q4 + Q5 of `post_id`, concurrently, through the cache; or, for a view kept longer than
-/// [`MARKED_PAGE_LIFETIME`](super::marked::MARKED_PAGE_LIFETIME), Q2 alone when the post's etag says nothing changed, and Q2 then
+/// [`FRESH_FOR`](super::FRESH_FOR), Q2 alone when the post's etag says nothing changed, and Q2 then
 /// the lists whose versions moved when it changed. `params` pages the comments.
-pub(crate) async fn post_view(
+async fn post_view(
     state: &AppState,
     post_id: &str,
     params: &ListParams,
@@ -125,7 +126,7 @@ pub(crate) async fn post_view(
         .views
         .page_with(
             key,
-            &changes::post(post_id),
+            &change_log::post(post_id),
             freshness == Freshness::Read,
             state.changes.for_pages(state),
             |kept| async move {
@@ -136,14 +137,9 @@ pub(crate) async fn post_view(
                         comments_of(state, post_id, params, OwnerKnown::Yes),
                         likes_of(state, post_id, &first_likes, OwnerKnown::Yes),
                     );
-                    return AppResult::Ok(Arc::new(PostView::new(
-                        post?,
-                        comments?,
-                        likes?,
-                        Instant::now(),
-                    )));
+                    return AppResult::Ok(Arc::new(PostView::new(post?, comments?, likes?, now())));
                 };
-                let read_at = Instant::now();
+                let read_at = now();
                 let post = get_post_versioned(state, post_id).await?;
                 if post.etag == kept.etag {
                     return Ok(kept);
@@ -167,6 +163,30 @@ pub(crate) async fn post_view(
             },
         )
         .await
+}
+
+/// The post page's reads for one viewer: the view all viewers share ([`post_view`]), and
+/// whether `viewer` (signed in) likes the post.
+pub(crate) struct PostPage {
+    pub view: Arc<PostView>,
+    pub liked: bool,
+}
+
+/// [`post_view`], and whether `viewer` likes the post ([`viewer_likes`]: seen on the view's
+/// first page of likes, or one point read past it).
+pub(crate) async fn read_post_page(
+    state: &AppState,
+    post_id: &str,
+    params: &ListParams,
+    freshness: Freshness,
+    viewer: Option<&str>,
+) -> AppResult<PostPage> {
+    let view = post_view(state, post_id, params, freshness).await?;
+    let liked = match viewer {
+        Some(me) => viewer_likes(state, &view.post, &view.likes.items, me).await?,
+        None => false,
+    };
+    Ok(PostPage { view, liked })
 }
 
 /// `read`'s page where the list's version `moved`, else the page `kept`.
@@ -212,7 +232,7 @@ impl PostView {
     }
 }
 
-impl Kept for PostView {
+impl KeptPage for PostView {
     fn read_whole(&self) -> Instant {
         self.read_whole
     }
@@ -231,13 +251,13 @@ struct ViewKey {
     comments_from: Option<String>,
 }
 
-/// The views one instance read or checked in the last [`CHECKED_PAGE_LIFETIME`](super::marked::CHECKED_PAGE_LIFETIME), within
+/// The views one instance read or checked in the last [`READ_WHOLE_WITHIN`](super::READ_WHOLE_WITHIN), within
 /// [`MAX_CACHED_VIEWS`] and [`MAX_CACHED_BYTES`], the least recently checked going first; and
 /// the API's reads of posts and their comments, kept the same way.
 pub(crate) struct PostViewCache {
     views: KeptPages<ViewKey, PostView>,
-    posts: KeptPages<String, KeptRead<Post>>,
-    comments: KeptPages<ViewKey, KeptRead<ListPage<Comment>>>,
+    posts: KeptPages<String, LogCheckedRead<Post>>,
+    comments: KeptPages<ViewKey, LogCheckedRead<ListPage<Comment>>>,
 }
 
 /// The most API reads of posts, and of pages of comments, one instance keeps, and the bytes each
@@ -275,9 +295,9 @@ pub(crate) async fn api_post(
     state: &AppState,
     post_id: &str,
     freshness: Freshness,
-) -> AppResult<Arc<KeptRead<Post>>> {
+) -> AppResult<Arc<LogCheckedRead<Post>>> {
     const PER_POST: usize = 300;
-    let name = changes::post(post_id);
+    let name = change_log::post(post_id);
     state
         .post_views
         .posts
@@ -292,7 +312,7 @@ pub(crate) async fn api_post(
                     + post.title.len()
                     + post.content.len()
                     + post.tags.iter().map(String::len).sum::<usize>();
-                Ok(KeptRead::new(post, weight))
+                Ok(LogCheckedRead::new(post, weight))
             },
         )
         .await
@@ -305,14 +325,14 @@ pub(crate) async fn api_comments(
     post_id: &str,
     params: &ListParams,
     freshness: Freshness,
-) -> AppResult<Arc<KeptRead<ListPage<Comment>>>> {
+) -> AppResult<Arc<LogCheckedRead<ListPage<Comment>>>> {
     const PER_COMMENT: usize = 300;
     let key = ViewKey {
         post_id: post_id.to_owned(),
         comments_limit: params.limit().map(str::to_owned),
         comments_from: params.continuation().map(str::to_owned),
     };
-    let name = changes::post(post_id);
+    let name = change_log::post(post_id);
     state
         .post_views
         .comments
@@ -328,7 +348,7 @@ pub(crate) async fn api_comments(
                     .iter()
                     .map(|comment| PER_COMMENT + comment.content.len())
                     .sum::<usize>();
-                Ok(KeptRead::new(comments, weight))
+                Ok(LogCheckedRead::new(comments, weight))
             },
         )
         .await
@@ -337,7 +357,7 @@ pub(crate) async fn api_comments(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::changes::LogRead;
+    use crate::app::kept::change_log::LogForChecks;
 
     fn view_of(post_id: &str, content_bytes: usize) -> Arc<PostView> {
         let post: Post = serde_json::from_value(serde_json::json!({
@@ -352,7 +372,7 @@ mod tests {
             item: StoredPost { post, versions: ListVersions::new() },
             etag: "\"1\"".into(),
         };
-        Arc::new(PostView::new(versioned, empty(), empty(), Instant::now()))
+        Arc::new(PostView::new(versioned, empty(), empty(), now()))
     }
 
     fn key(post_id: &str) -> ViewKey {
@@ -362,7 +382,7 @@ mod tests {
     async fn keep(cache: &PostViewCache, post_id: &str, content_bytes: usize) {
         let view = cache
             .views
-            .page_with(key(post_id), "p/post", false, LogRead::none(), |_| async {
+            .page_with(key(post_id), "p/post", false, LogForChecks::none(), |_| async {
                 Ok(view_of(post_id, content_bytes))
             })
             .await;
@@ -380,10 +400,13 @@ mod tests {
         }
         assert!(cache.views.len() <= 3, "{}", cache.views.len());
         let answered_kept = |post: &str| {
-            let kept =
-                cache.views.page_with(key(post), "p/post", false, LogRead::none(), |_| async {
-                    Err(crate::app::AppError::NotFound(String::new()))
-                });
+            let kept = cache.views.page_with(
+                key(post),
+                "p/post",
+                false,
+                LogForChecks::none(),
+                |_| async { Err(crate::app::AppError::NotFound(String::new())) },
+            );
             async move { kept.await.is_ok() }
         };
         assert!(answered_kept("d").await, "what was kept last stays");
@@ -402,7 +425,7 @@ mod tests {
         let checks = AtomicUsize::new(0);
         let (checks, cache) = (&checks, &cache);
         let view = |post: &'static str| {
-            cache.views.page_with(key(post), "p/post", false, LogRead::none(), move |kept| {
+            cache.views.page_with(key(post), "p/post", false, LogForChecks::none(), move |kept| {
                 assert!(kept.is_some(), "the view kept is given to check");
                 checks.fetch_add(1, Ordering::Relaxed);
                 async move { Ok(view_of(post, 10)) }
