@@ -44,7 +44,7 @@ pub(crate) async fn create_comment(
             repeated_creation(&state.store, once.as_ref(), post_id, record, "comment").await
         }
         CounterOutcome::AlreadyLiked => {
-            Err(AppError::Unexpected("createComment answered alreadyLiked".to_owned()))
+            Err(AppError::unexpected("createComment answered alreadyLiked"))
         }
     }
 }
@@ -83,7 +83,7 @@ pub(crate) async fn delete_comment(
             author.map_or_else(|| "unknown".to_owned(), |author| format!("{author:?}")),
             caller.id
         ))),
-        other => Err(AppError::Unexpected(format!("deleteComment answered {other:?}"))),
+        other => Err(AppError::unexpected(format!("deleteComment answered {other:?}"))),
     }
 }
 

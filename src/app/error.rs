@@ -38,9 +38,16 @@ pub enum AppError {
         /// How long until the next write is accepted.
         retry_after: std::time::Duration,
     },
-    /// A script or a step answered what it never should: a bug, or a test's crash.
-    #[error("{0}")]
-    Unexpected(String),
+    /// A script or a step answered what it never should: a bug, or a test's crash. The HTTP
+    /// answer says only that the server failed; the log has `what` and its cause's chain.
+    #[error("{what}")]
+    Unexpected {
+        /// What happened.
+        what: String,
+        /// What made it happen, where something did (a join error, a serializer's).
+        #[source]
+        cause: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
     /// The writer keeps as many pictures, or bytes of them, as a writer may: nothing was stored.
     #[error("{0}")]
     QuotaFull(String),
@@ -76,10 +83,25 @@ pub enum AppError {
 
 pub(crate) type AppResult<T> = Result<T, AppError>;
 
+impl AppError {
+    /// [`AppError::Unexpected`] with nothing behind it: a script's answer no step expects.
+    pub(crate) fn unexpected(what: impl Into<String>) -> AppError {
+        AppError::Unexpected { what: what.into(), cause: None }
+    }
+
+    /// [`AppError::Unexpected`], made by `cause`, kept as its source.
+    pub(crate) fn unexpected_from(
+        what: impl Into<String>,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> AppError {
+        AppError::Unexpected { what: what.into(), cause: Some(Box::new(cause)) }
+    }
+}
+
 /// A test stopped a use case between two steps, as a crash would (`test-support` only).
 #[cfg(any(test, feature = "test-support"))]
 impl From<crate::test_support::crash::Crashed> for AppError {
     fn from(crashed: crate::test_support::crash::Crashed) -> Self {
-        AppError::Unexpected(crashed.to_string())
+        AppError::unexpected_from("a test stopped the use case", crashed)
     }
 }

@@ -225,9 +225,8 @@ impl Once {
 
     /// [`Once::repeated`], for the record a stored procedure answered with `repeated`.
     pub(crate) fn repeated_record(&self, record: Value) -> AppResult<String> {
-        let found = serde_json::from_value::<RequestRecord>(record).map_err(|error| {
-            AppError::Unexpected(format!("a request record is not one: {error}"))
-        })?;
+        let found = serde_json::from_value::<RequestRecord>(record)
+            .map_err(|error| AppError::unexpected_from("a request record is not one", error))?;
         self.repeated(&found)
     }
 
@@ -337,9 +336,8 @@ pub(crate) async fn repeated_creation<T: DeserializeOwned>(
 
 /// The first answer's item id, from the record a stored procedure answered `repeated` with.
 fn repeated_by(once: Option<&Once>, record: Value) -> AppResult<String> {
-    let once = once.ok_or_else(|| {
-        AppError::Unexpected("a script repeated a request sent without a key".to_owned())
-    })?;
+    let once =
+        once.ok_or_else(|| AppError::unexpected("a script repeated a request sent without a key"))?;
     once.repeated_record(record)
 }
 

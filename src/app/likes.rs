@@ -70,7 +70,7 @@ pub(crate) async fn delete_like(
         DeleteOutcome::LikeNotFound => Err(AppError::NotFound(format!(
             "User {user_id:?} does not like post {post_id:?}; there is no like to take back."
         ))),
-        other => Err(AppError::Unexpected(format!("deleteLike answered {other:?}"))),
+        other => Err(AppError::unexpected(format!("deleteLike answered {other:?}"))),
     }
 }
 

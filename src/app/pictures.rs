@@ -458,7 +458,7 @@ async fn made_copy(pictures: &Pictures, address: &PictureAddress) -> AppResult<O
         return Err(AppError::DamagedPicture(source.url()));
     }
     let planned = planned.map_err(|error| {
-        AppError::Unexpected(format!("a stored picture cannot be read again: {error}"))
+        AppError::unexpected_from("a stored picture cannot be read again", error)
     })?;
     let permit = take_memory(pictures, planned.memory).await?;
     let copy = address.name.clone();
@@ -469,7 +469,7 @@ async fn made_copy(pictures: &Pictures, address: &PictureAddress) -> AppResult<O
     .await?;
     let which = if small { "small copy" } else { "screens' copy" };
     let made = made.map_err(|error| {
-        AppError::Unexpected(format!("a stored picture's {which} could not be made: {error}"))
+        AppError::unexpected_from(format!("a stored picture's {which} could not be made"), error)
     })?;
     // Served even where it cannot be stored now: it is made again on the next request.
     match pictures.put(address, &made.bytes).await {
@@ -674,7 +674,7 @@ async fn take_memory(
     };
     permit
         .map_err(|_| AppError::PicturesBusy { retry_after: MEMORY_WAIT })?
-        .map_err(|_| AppError::Unexpected("the pictures' memory closed".into()))
+        .map_err(|_| AppError::unexpected("the pictures' memory closed"))
 }
 
 impl Pictures {
@@ -724,7 +724,7 @@ impl Pictures {
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> AppResult<T> {
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(|error| AppError::Unexpected(format!("preparing a picture failed: {error}")))
+        .map_err(|error| AppError::unexpected_from("preparing a picture failed", error))
 }
 
 /// A declared media type must be the type of the bytes (or say nothing: octet-stream): a

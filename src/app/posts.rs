@@ -341,5 +341,5 @@ async fn list_of_post<T: serde::de::DeserializeOwned + Send + 'static>(
 /// An item as the JSON document a batch writes.
 pub(crate) fn to_document(item: &impl serde::Serialize) -> AppResult<Value> {
     serde_json::to_value(item)
-        .map_err(|error| AppError::Unexpected(format!("an item does not serialize: {error}")))
+        .map_err(|error| AppError::unexpected_from("an item does not serialize", error))
 }

@@ -76,6 +76,21 @@ impl ApiError {
     }
 }
 
+/// An error and each of its causes, joined by ": ", for the log.
+struct Chain<'a>(&'a dyn std::error::Error);
+
+impl std::fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut cause = self.0.source();
+        while let Some(next) = cause {
+            write!(f, ": {next}")?;
+            cause = next.source();
+        }
+        Ok(())
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match error {
@@ -203,7 +218,7 @@ impl From<AppError> for ApiError {
             ),
             AppError::Picture(error) => error.into(),
             AppError::PictureStore(error) => error.into(),
-            AppError::Unexpected(cause) => Self::internal(cause),
+            error @ AppError::Unexpected { .. } => Self::internal(Chain(&error)),
             AppError::Store(error) => error.into(),
             AppError::Script(error) => error.into(),
         }
@@ -332,6 +347,21 @@ fn whole_seconds(wait: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An unexpected error keeps what caused it: the log line names both, and the caller is
+    /// told only that the server failed.
+    #[test]
+    fn an_unexpected_errors_cause_reaches_the_log_line() {
+        let cause = std::io::Error::other("the blocking task panicked");
+        let error = AppError::unexpected_from("preparing a picture failed", cause);
+        assert_eq!(
+            Chain(&error).to_string(),
+            "preparing a picture failed: the blocking task panicked"
+        );
+        let answer = ApiError::from(error);
+        assert_eq!(answer.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(!answer.detail.contains("panicked"), "{}", answer.detail);
+    }
 
     /// A full disk under the data directory's pictures is 507, as for every write; an
     /// unreachable Blob Storage is 503 with `Retry-After`; each bad upload its own status.
