@@ -55,7 +55,7 @@ pub(crate) fn parameter_mappings() -> BTreeMap<String, String> {
     let mut mappings = BTreeMap::new();
     for (name, parameter) in json["parameters"].as_object().expect("a parameters object") {
         let value = parameter["value"].as_str().unwrap_or_default();
-        // `${NAME=default}`: the default where NAME is unset or empty (tests/deploy_parameters.rs).
+        // `${NAME=default}`: the default where NAME is unset or empty (tests/deploy_parameters/azd.rs).
         let variable = value
             .strip_prefix("${")
             .and_then(|rest| rest.strip_suffix('}'))
