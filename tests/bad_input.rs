@@ -108,7 +108,7 @@ async fn ids_cosmos_cannot_store_are_refused_in_paths() {
 async fn unknown_routes_and_wrong_methods_are_problems() {
     let app = TestApp::start().await;
     app.get("/api/nothing").await.problem(404);
-    // Outside the API a person followed a link: an HTML page says so (tests/pages.rs).
+    // Outside the API a person followed a link: an HTML page says so (tests/pages/rendering.rs).
     let page = app.get("/nothing").await;
     assert_eq!(
         (page.status.as_u16(), page.header("content-type")),

@@ -45,7 +45,7 @@ const PHRASES: [(&str, &str, &str); 3] = [
     (
         "a CSP of\n  its own (`",
         "docs/api.md",
-        "tests/pictures.rs: the pictures' Content-Security-Policy, as served",
+        "tests/pictures/uploads.rs: the pictures' Content-Security-Policy, as served",
     ),
     (
         "\n## Deploying without a local build: GitHub Actions\n",
