@@ -4,7 +4,7 @@
 use super::*;
 
 #[tokio::test]
-async fn q3_and_q6_show_each_post_with_its_author_counts_and_short_content() {
+async fn q3_q6_show_each_post_as_its_copy_holds_it() {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
     let bob = app.user("bob").await;
@@ -55,7 +55,7 @@ async fn q3_and_q6_show_each_post_with_its_author_counts_and_short_content() {
 }
 
 #[tokio::test]
-async fn a_rename_reaches_every_post_comment_like_and_copy() {
+async fn a_rename_reaches_everything_the_user_wrote() {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
     let bob = app.user("bob").await;

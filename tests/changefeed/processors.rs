@@ -28,7 +28,7 @@ async fn the_host_invocation_is_decoded_through_both_string_layers() {
 }
 
 #[tokio::test]
-async fn the_processors_meter_their_work_and_query_only_for_renamed_users() {
+async fn the_processors_query_only_for_renamed_users() {
     let app = TestApp::start().await;
     let deliveries = app.deliveries.clone().expect("the local processors run");
     let settled = |function: Function, items: u64| {

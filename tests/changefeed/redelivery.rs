@@ -56,7 +56,7 @@ async fn a_replayed_or_late_batch_leaves_the_same_state() {
 /// A deleted post's tombstone, delivered by the host, removes both copies; a late or repeated
 /// delivery of the post's live version afterwards brings neither back.
 #[tokio::test]
-async fn a_tombstone_removes_the_copies_and_a_late_live_version_does_not_bring_them_back() {
+async fn a_late_live_version_does_not_undo_a_tombstone() {
     let app = TestApp::start_as_host().await;
     let alice = app.user("alice").await;
     let post = app.post_by(&alice, "Hello").await;
@@ -88,7 +88,7 @@ async fn a_tombstone_removes_the_copies_and_a_late_live_version_does_not_bring_t
 }
 
 #[tokio::test]
-async fn a_restart_delivers_what_was_not_processed_and_rebuild_gives_the_same_copies() {
+async fn a_restart_delivers_what_was_not_processed() {
     let data = tempfile::tempdir().unwrap();
     // Written while nothing processes the change feed.
     let app = TestApp::start_with(data.path(), ChangeFeedMode::Host).await;

@@ -146,7 +146,7 @@ async fn a_malformed_item_is_set_aside_without_blocking_its_batch() {
 }
 
 #[tokio::test]
-async fn an_unreadable_invocation_is_acknowledged_and_kept_not_retried_forever() {
+async fn an_unreadable_invocation_is_kept_not_retried_forever() {
     let app = TestApp::start_as_host().await;
     for body in [
         &b"{\"Data\": {\"documents\": \"[1,\"}}"[..],
@@ -169,7 +169,7 @@ async fn an_unreadable_invocation_is_acknowledged_and_kept_not_retried_forever()
 }
 
 #[tokio::test]
-async fn a_version_from_the_future_is_set_aside_and_freezes_nothing() {
+async fn a_version_from_the_future_is_set_aside_freezing_nothing() {
     let app = TestApp::start_as_host().await;
     let alice = app.user("alice").await;
     let post = app.post_by(&alice, "Real").await;

@@ -43,7 +43,7 @@ async fn alices_post(dir: &std::path::Path) -> (String, Stop, Writer, String) {
 /// Every write (C1–C7) sent twice with one `Idempotency-Key` is made once, and the
 /// second answer is the first's (the same status, the same item).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_write_sent_again_with_its_key_is_made_once_and_answered_as_the_first_time() {
+async fn a_write_sent_again_with_its_key_is_made_once() {
     let dir = tempfile::tempdir().unwrap();
     let (_api, _stop, alice, post) = alices_post(dir.path()).await;
     let comment = json!({"userId": "alice", "content": "once"});
@@ -107,7 +107,7 @@ async fn a_write_sent_again_with_its_key_is_made_once_and_answered_as_the_first_
 
 /// A key sent again with another request is refused (422, saying so) and writes nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_key_sent_with_another_request_is_422_and_writes_nothing() {
+async fn a_key_sent_with_another_request_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (_api, _stop, alice, post) = alices_post(dir.path()).await;
     let comment = json!({"userId": "alice", "content": "once"});
@@ -236,7 +236,7 @@ impl LostAnswer {
 /// written twice: the counters equal what is listed, and so they are after a restart (the
 /// embedded store commits what the emulator applied though its answer was lost).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn with_a_key_a_write_whose_answer_was_lost_is_answered_as_done_and_made_once() {
+async fn with_a_key_a_write_whose_answer_was_lost_is_answered_as_done() {
     let dir = tempfile::tempdir().unwrap();
     let (statuses, kept, stop) = lose_every_answer(dir.path(), "alice", true).await;
     assert_eq!(
@@ -252,7 +252,7 @@ async fn with_a_key_a_write_whose_answer_was_lost_is_answered_as_done_and_made_o
 /// another's are answered as repeats are, a second like (409), an unlike or deletion of what is
 /// gone (404); still nothing is written twice, before or after a restart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_a_key_a_write_whose_answer_was_lost_is_answered_as_a_repeat_and_made_once() {
+async fn without_a_key_a_write_whose_answer_was_lost_is_answered_as_a_repeat() {
     let dir = tempfile::tempdir().unwrap();
     let (statuses, kept, stop) = lose_every_answer(dir.path(), "bob", false).await;
     assert_eq!(

@@ -8,7 +8,7 @@ use super::*;
 /// the same one-time key (the write may have been made); sent again once the database answers,
 /// it is made once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_form_sent_while_the_database_is_busy_keeps_the_text_and_its_key() {
+async fn a_form_sent_while_the_database_is_busy_keeps_what_was_typed() {
     let result = FaultInjectionResultBuilder::new()
         .with_error(FaultInjectionErrorType::ServiceUnavailable)
         .build();
@@ -136,7 +136,7 @@ async fn a_slow_database_never_holds_a_request_past_its_budget() {
 /// A write past its budget is 503 too, and sent again with its key once the database answers
 /// in time, it is made once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_write_past_its_budget_is_503_and_sent_again_with_its_key_made_once() {
+async fn a_write_past_its_budget_is_made_once_when_sent_again() {
     let dir = tempfile::tempdir().unwrap();
     let (_api, _stop, alice, post, _, slow_writes) = with_a_slow_database(dir.path()).await;
     slow_writes.enable();

@@ -23,7 +23,7 @@ fn failing_queries_of_posts(error: FaultInjectionErrorType) -> Arc<FaultInjectio
 /// passing failure (503 with `Retry-After`, in our words), never "your token is bad" and never
 /// the SDK's text; the same token works once the database answers again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_page_asked_for_while_the_database_fails_is_503_with_retry_after_and_no_sdk_text() {
+async fn a_page_asked_for_while_the_database_fails_is_503_with_retry_after() {
     let unavailable = failing_queries_of_posts(FaultInjectionErrorType::ServiceUnavailable);
     let timing_out = failing_queries_of_posts(FaultInjectionErrorType::Timeout);
     let dir = tempfile::tempdir().unwrap();
@@ -160,7 +160,7 @@ async fn a_throttled_read_says_when_to_come_back_as_cosmos_db_asked() {
 /// aside; the processors deliver it again later, nothing goes to the dead letters, and once the
 /// database answers the copy is there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_change_feed_functions_wait_out_an_unavailable_database_and_set_nothing_aside() {
+async fn the_change_feed_functions_wait_out_an_unavailable_database() {
     let failing = |container: &str, error| {
         let condition = FaultInjectionConditionBuilder::new().with_container_id(container).build();
         let result = FaultInjectionResultBuilder::new().with_error(error).build();

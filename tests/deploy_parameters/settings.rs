@@ -6,7 +6,7 @@ use super::*;
 /// The model of drone/envsubst against its own test cases (eval_test.go, `TestExpand`: "default
 /// not used", "default used", `${var:=xyz}`), plus the case that matters here, an empty value.
 #[test]
-fn the_substitution_model_gives_the_default_for_an_unset_and_an_empty_variable() {
+fn the_substitution_model_gives_the_default_for_an_unset_or_empty_variable() {
     let with = |pairs: &[(&str, &str)], template: &str| {
         let map: BTreeMap<String, String> =
             pairs.iter().map(|(name, value)| ((*name).to_owned(), (*value).to_owned())).collect();

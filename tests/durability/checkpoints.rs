@@ -7,7 +7,7 @@ use super::*;
 /// been reached: the file is damaged or from another copy, and a processor would wait for
 /// writes up to it forever. Refused at start, naming the file and what to do.
 #[tokio::test]
-async fn a_checkpoint_beyond_the_last_write_refuses_to_start_and_says_what_to_do() {
+async fn a_checkpoint_beyond_the_last_write_refuses_to_start() {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
     let first = app.post_by(&alice, "first").await;
@@ -59,7 +59,7 @@ async fn an_earlier_store_s_position_out_of_range_is_refused_at_import() {
 }
 
 #[tokio::test]
-async fn a_corrupt_checkpoint_refuses_to_start_and_says_what_to_do() {
+async fn a_corrupt_checkpoint_refuses_to_start() {
     let data = tempfile::tempdir().unwrap();
     let path = data.path().join("changefeed-PostsChangeFeed.json");
     std::fs::write(&path, r#"{"delivered_thr"#).unwrap();
@@ -73,7 +73,7 @@ async fn a_corrupt_checkpoint_refuses_to_start_and_says_what_to_do() {
 /// A directory where a processor's checkpoint file belongs (made by hand, or by a tool) is
 /// refused at start, naming it and saying what to do, as every other refusal does.
 #[tokio::test]
-async fn a_checkpoint_path_that_is_a_directory_refuses_to_start_and_says_what_to_do() {
+async fn a_checkpoint_path_that_is_a_directory_refuses_to_start() {
     let data = tempfile::tempdir().unwrap();
     let path = data.path().join("changefeed-UsersChangeFeed.json");
     std::fs::create_dir(&path).unwrap();

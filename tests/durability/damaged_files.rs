@@ -4,7 +4,7 @@
 use super::*;
 
 #[tokio::test]
-async fn a_damaged_journal_line_is_refused_with_its_file_and_line() {
+async fn a_damaged_journal_line_is_refused_naming_where_it_is() {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
     let post = app.post_by(&alice, "first").await;

@@ -41,7 +41,7 @@ impl BicepFile {
     /// and cannot parse them: a line `extension <alias>` whose alias `infra/bicepconfig.json`
     /// declares is recorded in [`BicepFile::extensions`] and blanked (kept as spaces, so that
     /// positions stay right) before parsing; any other `extension` line is left for the parser
-    /// to refuse, so nothing is skipped unseen. `extensions_are_declared_and_typed` checks them.
+    /// to refuse, so nothing is skipped unseen. `extensions_are_declared_with_their_types` checks them.
     pub(crate) fn parse(path: &Path) -> BicepFile {
         let original = fs::read_to_string(path)
             .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));

@@ -23,7 +23,7 @@ fn front_door(check: impl FnOnce(&[BicepFile], &BicepFile)) {
 /// Off unless `BLOG_FRONT_DOOR` says standard; deployed only when on, in front of the app,
 /// its address handed on.
 #[test]
-fn the_front_door_is_off_by_default_and_deployed_only_when_asked_for() {
+fn the_front_door_is_deployed_only_when_asked_for() {
     front_door(|files, front_door| {
         let (main, resources) =
             (infra_file(files, "main.bicep"), infra_file(files, "resources.bicep"));
@@ -88,7 +88,7 @@ fn the_front_door_is_off_by_default_and_deployed_only_when_asked_for() {
 /// A Standard profile whose origin is the app, reached by its own host name, and whose route
 /// caches each query string as its own page, through the bypass rules.
 #[test]
-fn the_front_door_routes_to_the_app_by_its_host_name_and_caches_by_query_string() {
+fn the_front_door_caches_each_query_string_apart() {
     front_door(|files, front_door| {
         let profile = only_resource(
             infra_file(files, "modules/frontdoor-endpoint.bicep"),
@@ -161,7 +161,7 @@ fn bypassed_by_rules(front_door: &BicepFile) -> BTreeSet<String> {
 /// Authentication's session cookie, a token, `/.auth/`) and for a writer just back from a write
 /// (the handler's own cookie, which the bypass names as the handler spells it).
 #[test]
-fn the_front_door_bypasses_its_cache_for_a_sign_in_and_a_writer() {
+fn the_front_door_bypasses_its_cache_for_a_sign_in_or_a_writer() {
     front_door(|_, front_door| {
         let bypassed = bypassed_by_rules(front_door);
         for expected in
@@ -208,7 +208,7 @@ fn app_settings(site: &Resource) -> BTreeMap<String, String> {
 /// app and the origin would wait on each other); without, the app's own host name, computed
 /// from its name, which holds only while the app does not opt in to a hashed default host name.
 #[test]
-fn the_public_url_is_the_front_door_endpoints_when_there_is_one_and_the_apps_own_otherwise() {
+fn the_public_url_is_the_front_doors_when_there_is_one() {
     let files = bicep_files();
     let (resources, app, endpoint_module) = (
         infra_file(&files, "resources.bicep"),

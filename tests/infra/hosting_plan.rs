@@ -6,7 +6,7 @@ use super::*;
 /// FTP and the SCM site's user names and passwords are off: both policies, `allow: false`, and
 /// each with the `location` Azure requires of them (see [`KNOWN_TYPE_INACCURACIES`]).
 #[test]
-fn publishing_with_passwords_is_off_and_the_policies_carry_location() {
+fn publishing_with_passwords_is_off() {
     let files = bicep_files();
     let policies =
         resources_of_type(&files, "Microsoft.Web/sites/basicPublishingCredentialsPolicies");

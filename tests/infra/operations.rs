@@ -21,7 +21,7 @@ fn operations(check: impl FnOnce(&[BicepFile], &BicepFile, &BicepFile)) {
 /// The operations read the Application Insights component the host writes to, and alert the
 /// address given, or the deployer's.
 #[test]
-fn the_operations_read_the_hosts_application_insights_and_alert_the_address_given() {
+fn the_operations_read_the_hosts_application_insights() {
     operations(|files, main, _| {
         assert_eq!(
             module_argument(main, "modules/operations.bicep", "appInsightsId"),

@@ -123,7 +123,7 @@ fn every_value_the_parameters_read_reaches_ci() {
 /// What the compiler checks for modules: the file exists, every given parameter is declared,
 /// every parameter without a default is given.
 #[test]
-fn modules_exist_and_get_their_parameters() {
+fn every_module_gets_its_parameters() {
     let mut problems = Vec::new();
     for file in bicep_files() {
         for module in descendants(file.tree.root_node())

@@ -49,7 +49,7 @@ fn the_pictures_have_a_private_container_named_as_the_handler_names_it() {
 
 /// The app's identity has Storage Blob Data Contributor on the pictures' container, scoped to it.
 #[test]
-fn the_apps_identity_may_write_the_pictures_container_and_nothing_more() {
+fn the_apps_identity_may_write_only_the_pictures_container() {
     pictures_storage(|_, main, storage, _| {
         let role = storage
             .resources()
@@ -79,7 +79,7 @@ fn the_apps_identity_may_write_the_pictures_container_and_nothing_more() {
 /// reached with the identity, and give the pictures half the instance's memory on Flex
 /// Consumption (a quarter of a dedicated plan's, whose host and extensions run in it too).
 #[test]
-fn the_app_settings_name_the_pictures_container_and_endpoint_reached_with_the_identity() {
+fn the_app_settings_reach_the_pictures_with_the_identity() {
     pictures_storage(|_, main, storage, app| {
         assert_eq!(
             module_argument(main, "modules/functionapp.bicep", "picturesBlobEndpoint"),

@@ -218,7 +218,7 @@ fn sign_in_declares_the_openid_connect_scopes() {
 /// Only the blog's own sign-in, the Azure CLI and the applications the operator names may
 /// call with a token: without the policy, any application of the tenant could.
 #[test]
-fn only_the_sign_in_the_azure_cli_and_named_applications_may_call_with_a_token() {
+fn only_named_clients_may_call_with_a_token() {
     sign_in(|SignIn { main, auth, .. }| {
         let policy = [
             "properties",
@@ -249,7 +249,7 @@ fn only_the_sign_in_the_azure_cli_and_named_applications_may_call_with_a_token()
 /// The managed identity is the registration's credential (issuer, subject and audience), the
 /// registration has a service principal and no client secret.
 #[test]
-fn sign_in_credential_is_the_managed_identity_and_no_secret() {
+fn sign_in_credential_is_the_managed_identity_not_a_secret() {
     sign_in(|SignIn { main, signin, registration, .. }| {
         let credential =
             only_resource(signin, "Microsoft.Graph/applications/federatedIdentityCredentials");

@@ -15,7 +15,7 @@ const BICEP_RESOURCE_KEYWORDS: [&str; 3] = ["parent", "scope", "dependsOn"];
 
 /// Where Azure's type definitions are known to be wrong: a top-level property the resource
 /// provider requires although its type definition lacks it. The type check accepts exactly these;
-/// `known_type_inaccuracies_are_still_needed_and_followed` holds each one to its resource in
+/// `known_type_inaccuracies_are_still_needed` holds each one to its resource in
 /// `infra/` and fails once the vendored types are fixed (then the entry goes).
 struct TypeInaccuracy {
     type_name: &'static str,
@@ -320,7 +320,7 @@ fn every_resource_matches_its_azure_type_definition() {
 /// lacks the property: when a refreshed file has it, the entry goes), and every resource of that
 /// type in `infra/` sets the property, since Azure refuses it otherwise.
 #[test]
-fn known_type_inaccuracies_are_still_needed_and_followed() {
+fn known_type_inaccuracies_are_still_needed() {
     let schemas = Schemas::load();
     let files = bicep_files();
     let mut problems = Vec::new();
@@ -431,7 +431,7 @@ fn no_resource_sets_a_property_the_service_refuses() {
 /// version is the one whose types are vendored here (so that the type check above is the
 /// compiler's).
 #[test]
-fn extensions_are_declared_and_typed() {
+fn extensions_are_declared_with_their_types() {
     let declared = declared_extensions();
     let mut problems = Vec::new();
     for file in bicep_files() {

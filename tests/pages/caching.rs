@@ -4,7 +4,7 @@
 use super::*;
 
 #[tokio::test]
-async fn the_front_page_and_the_feed_revalidate_with_an_etag() {
+async fn the_lists_revalidate_with_an_etag() {
     let app = TestApp::start().await;
     let user = app.user("alice").await;
     app.post_by(&user, "Cached").await;
@@ -163,7 +163,7 @@ async fn head_with_encoding(app: &TestApp, path: &str, encoding: &str) -> Header
 /// the pages' own markup passes (one stylesheet of the blog's, no script, no inline style), no
 /// framing, `nosniff` and a Referrer-Policy; the API's answers carry `nosniff` too.
 #[tokio::test]
-async fn pages_are_compressed_and_carry_security_headers() {
+async fn pages_are_served_compressed_with_security_headers() {
     let app = TestApp::start().await;
     let author = app.user("alice").await;
     let post = app.post_by(&author, "Headers").await;
@@ -220,7 +220,7 @@ async fn pages_are_compressed_and_carry_security_headers() {
 /// front page's are: a burst of views of a popular post costs its three reads about once a
 /// second; a write through this instance shows at once; the page revalidates with an ETag.
 #[tokio::test]
-async fn many_views_of_a_post_read_it_about_once_a_second_and_a_write_shows_at_once() {
+async fn many_views_of_a_post_read_it_about_once_a_second() {
     let app = TestApp::start().await;
     let author = app.user("author").await;
     let post = app.post_by(&author, "Popular").await;

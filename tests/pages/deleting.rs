@@ -33,7 +33,7 @@ async fn only_its_author_is_offered_to_delete_a_post() {
 /// A like taken back is gone from the page; taken back again (in another tab) it is 404, on
 /// the post's page saying why.
 #[tokio::test]
-async fn a_like_taken_back_is_gone_and_taken_back_again_is_404() {
+async fn a_like_taken_back_is_gone() {
     let app = TestApp::start().await;
     let (_alice, bob, post) = alice_bob_and_a_short_lived_post(&app).await;
     assert_eq!(bob.submit(&format!("{post}/likes"), &[]).await.status, StatusCode::SEE_OTHER);
@@ -63,7 +63,7 @@ async fn a_like_taken_back_is_gone_and_taken_back_again_is_404() {
 /// Bob deletes his own comment, after a confirmation, and no one else's; Alice, the post's
 /// author, may delete any under her post.
 #[tokio::test]
-async fn a_commenter_deletes_his_own_comments_and_the_author_any_under_her_post() {
+async fn a_comment_is_deleted_by_its_commenter_or_the_posts_author() {
     let app = TestApp::start().await;
     let (alice, bob, post) = alice_bob_and_a_short_lived_post(&app).await;
     bob.submit(&format!("{post}/comments"), &[("content", "Bob's first")]).await;
@@ -103,7 +103,7 @@ async fn a_commenter_deletes_his_own_comments_and_the_author_any_under_her_post(
 
 /// The post: a confirmation first (its author's only), then gone, and gone from the lists.
 #[tokio::test]
-async fn a_post_is_deleted_after_a_confirmation_and_leaves_the_lists() {
+async fn a_post_is_deleted_after_a_confirmation() {
     let app = TestApp::start().await;
     let (alice, bob, post) = alice_bob_and_a_short_lived_post(&app).await;
     alice.submit(&format!("{post}/comments"), &[("content", "Alice's")]).await;

@@ -76,7 +76,7 @@ async fn a_new_comment_on_a_long_post_is_on_the_page_the_writer_is_sent_to() {
 /// A like or unlike sends the reader back to the button they
 /// pressed, not to the top of a long post.
 #[tokio::test]
-async fn like_and_unlike_go_back_to_the_button() {
+async fn liking_goes_back_to_the_button() {
     let app = TestApp::start().await;
     let author = app.user("author").await;
     let post = app.post_by(&author, "Liked").await;
@@ -94,7 +94,7 @@ async fn like_and_unlike_go_back_to_the_button() {
 /// site), and the address a refused comment leaves in the browser opens the post's comments
 /// when reloaded rather than answering 405.
 #[tokio::test]
-async fn sign_in_from_a_post_returns_to_it_and_the_comment_forms_address_opens_the_comments() {
+async fn sign_in_from_a_post_returns_to_it() {
     let app = TestApp::start().await;
     let author = app.user("author").await;
     let post = app.post_by(&author, "Worth a comment").await;

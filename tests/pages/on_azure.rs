@@ -49,7 +49,7 @@ async fn entra_alices_post(app: &TestApp) -> String {
 
 /// Sign-in is the platform's, and comes back to the page it was asked from; never to another site.
 #[tokio::test]
-async fn on_azure_sign_in_is_the_platforms_and_comes_back_to_the_page_never_elsewhere() {
+async fn on_azure_sign_in_comes_back_to_the_page_never_elsewhere() {
     let app = on_azure().await;
     let sign_in = common::host::forward(&app, "GET", "/signin", &[], None).await;
     assert_eq!(
@@ -80,7 +80,7 @@ async fn on_azure_the_development_cookie_signs_nobody_in() {
 /// Without fetch metadata, a form is judged by its `Origin`: the blog's own is taken, another
 /// site's refused.
 #[tokio::test]
-async fn on_azure_a_form_from_the_blogs_origin_is_taken_and_from_another_refused() {
+async fn on_azure_only_a_form_from_the_blogs_origin_is_taken() {
     let app = on_azure().await;
     entra_alices_post(&app).await;
     let forged = forms::form_on_azure(

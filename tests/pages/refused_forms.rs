@@ -4,7 +4,7 @@
 use super::*;
 
 #[tokio::test]
-async fn a_refused_form_shows_the_api_detail_next_to_its_field_and_keeps_what_was_typed() {
+async fn a_refused_form_shows_the_api_detail_next_to_its_field() {
     let app = TestApp::start().await;
     let mut alice = Browser::new(&app);
     alice.sign_up("alice", "Alice").await;
@@ -78,7 +78,7 @@ async fn a_refused_form_shows_the_api_detail_next_to_its_field_and_keeps_what_wa
 }
 
 #[tokio::test]
-async fn a_taken_username_is_an_error_on_the_sign_up_and_rename_forms() {
+async fn a_taken_username_is_an_error_on_every_name_form() {
     let app = TestApp::start().await;
     let mut alice = Browser::new(&app);
     alice.sign_up("alice", "Alice").await;
@@ -107,7 +107,7 @@ async fn a_taken_username_is_an_error_on_the_sign_up_and_rename_forms() {
 }
 
 #[tokio::test]
-async fn every_form_refuses_another_sites_request_and_takes_the_blogs_own() {
+async fn every_form_refuses_another_sites_request() {
     let app = TestApp::start().await;
     let mut alice = Browser::new(&app);
     alice.sign_up("alice", "Alice").await;
@@ -171,7 +171,7 @@ async fn every_form_refuses_another_sites_request_and_takes_the_blogs_own() {
 /// session) is not sent: the form comes back with what they typed, says why, and links to the
 /// sign-in that returns to it; signed in again, the same text goes through.
 #[tokio::test]
-async fn a_form_sent_after_the_sign_in_ended_keeps_the_text_and_leads_back_through_sign_in() {
+async fn a_form_sent_after_the_sign_in_ended_keeps_the_text() {
     let app = TestApp::start().await;
     let author = app.user("author").await;
     let post = app.post_by(&author, "Worth a comment").await;
@@ -212,7 +212,7 @@ async fn a_form_sent_after_the_sign_in_ended_keeps_the_text_and_leads_back_throu
 /// 429 with `Retry-After`, saying when to send it, with what was typed kept, and nothing
 /// written.
 #[tokio::test]
-async fn a_form_past_the_write_limit_keeps_what_was_typed_and_says_when_to_send_it() {
+async fn a_form_past_the_write_limit_keeps_what_was_typed() {
     let dir = tempfile::tempdir().unwrap();
     let limit = blog::WriteLimitSetting { per_minute: 6, burst: 3 };
     let app = TestApp::start_configured(blog::Config {
@@ -249,7 +249,7 @@ async fn a_form_past_the_write_limit_keeps_what_was_typed_and_says_when_to_send_
 /// to the same result; sent again with other text it writes nothing and says what happened,
 /// keeping the text, with a new key to send it as a new comment.
 #[tokio::test]
-async fn a_form_sent_twice_writes_once_and_shows_the_first_result() {
+async fn a_form_sent_twice_writes_once() {
     let app = TestApp::start().await;
     let mut alice = Browser::new(&app);
     alice.sign_up("alice", "Alice").await;

@@ -4,7 +4,7 @@
 use super::*;
 
 #[tokio::test]
-async fn markup_in_titles_comments_and_names_shows_as_text() {
+async fn markup_shows_as_text_wherever_it_is_typed() {
     let app = TestApp::start().await;
     let mut mallory = Browser::new(&app);
     mallory.sign_up("mallory", "<script>alert('name')</script>").await;
@@ -85,7 +85,7 @@ async fn the_stylesheet_and_sign_in_page_are_served() {
 /// On the front page a long post's excerpt ends at a whole word with "…" and
 /// a link on to the post; a short one is shown whole, with no link.
 #[tokio::test]
-async fn a_long_posts_excerpt_ends_at_a_word_with_an_ellipsis_and_a_link_on() {
+async fn a_long_posts_excerpt_ends_at_a_word_with_a_link_on() {
     let app = TestApp::start().await;
     let mut alice = Browser::new(&app);
     alice.sign_up("alice", "Alice").await;
@@ -116,8 +116,7 @@ async fn a_long_posts_excerpt_ends_at_a_word_with_an_ellipsis_and_a_link_on() {
 /// the 404) and describes the blog; crawlers may read everything but the forms; the stylesheet
 /// follows the reader's light or dark preference.
 #[tokio::test]
-async fn every_page_has_an_icon_a_description_and_both_color_schemes_and_robots_may_not_crawl_the_forms()
- {
+async fn every_pages_head_is_complete() {
     let app = TestApp::start().await;
     let browser = Browser::new(&app);
     for path in ["/", "/signin", "/no-such-page"] {
@@ -164,7 +163,7 @@ async fn every_page_has_an_icon_a_description_and_both_color_schemes_and_robots_
 /// them, and count once against the limit, as the field's `maxlength` counts them. Every field
 /// carries the API's limit as its `maxlength`.
 #[tokio::test]
-async fn line_breaks_typed_in_a_browser_count_once_and_are_stored_as_lf() {
+async fn line_breaks_typed_in_a_browser_are_stored_as_lf() {
     let app = TestApp::start().await;
     let mut alice = Browser::new(&app);
     alice.sign_up("alice", "Alice").await;
@@ -226,7 +225,7 @@ async fn error_pages_show_the_signed_in_person_as_signed_in() {
 /// 2026"): every user-supplied name is isolated in `<bdi>`, and every title and text block
 /// takes its direction from its own first strong character (`dir="auto"`).
 #[tokio::test]
-async fn right_to_left_names_and_titles_are_isolated_from_the_text_around_them() {
+async fn right_to_left_text_is_isolated_from_the_text_around_it() {
     let app = TestApp::start().await;
     let mut fatima = Browser::new(&app);
     fatima.sign_up("fatima", "فاطمة الزهراء").await;
@@ -266,7 +265,7 @@ async fn right_to_left_names_and_titles_are_isolated_from_the_text_around_them()
 /// text, links only to the web with `rel="nofollow ugc"`, images as links, never loaded); the
 /// API returns the text as written; lists show it as plain text.
 #[tokio::test]
-async fn markdown_in_posts_and_comments_is_rendered_safely_and_the_api_keeps_it_as_written() {
+async fn markdown_is_rendered_safely_on_the_pages() {
     let app = TestApp::start().await;
     let mut alice = Browser::new(&app);
     alice.sign_up("alice", "Alice").await;
@@ -319,7 +318,7 @@ async fn markdown_in_posts_and_comments_is_rendered_safely_and_the_api_keeps_it_
 /// after an inline element, on the front page, the author's page and in the post page's
 /// description for search engines and link previews.
 #[tokio::test]
-async fn an_excerpt_and_a_description_have_no_space_before_punctuation_after_inline_elements() {
+async fn summaries_have_no_space_before_punctuation_after_inline_elements() {
     let app = TestApp::start().await;
     let mut alice = Browser::new(&app);
     alice.sign_up("alice", "Alice").await;
@@ -349,7 +348,7 @@ async fn an_excerpt_and_a_description_have_no_space_before_punctuation_after_inl
 /// canonical address without the query (a link shared with tracking parameters counts as the
 /// page), OpenGraph's title, type, description and address; a post's description is its start.
 #[tokio::test]
-async fn every_page_has_a_canonical_address_and_opengraph_and_a_post_describes_itself() {
+async fn every_page_describes_itself() {
     let app = TestApp::start().await;
     let author = app.user("author").await;
     let body = serde_json::json!({"userId": author, "title": "Seen in a preview", "content": "It **starts** like this, and goes on."});

@@ -33,7 +33,7 @@ async fn a_written_post_reaches_the_front_page_under_its_authors_name() {
 }
 
 #[tokio::test]
-async fn a_comment_and_a_like_sent_from_the_post_page_show_on_it() {
+async fn what_is_sent_from_the_post_page_shows_on_it() {
     let app = TestApp::start().await;
     let (alice, post) = alice_with_a_post(&app).await;
     let commented = alice.submit(&format!("{post}/comments"), &[("content", "First!")]).await;
@@ -62,7 +62,7 @@ async fn a_second_like_is_refused_on_the_page() {
 
 /// The edit page offers a way back to the post that changes nothing; an edited post says so.
 #[tokio::test]
-async fn an_edited_post_says_so_and_its_edit_page_offers_a_way_back() {
+async fn an_edited_post_says_so() {
     let app = TestApp::start().await;
     let (alice, post) = alice_with_a_post(&app).await;
     assert!(!alice.get(&post).await.html.contains(" · edited "), "not edited yet");
@@ -92,7 +92,7 @@ async fn a_rename_reaches_the_authors_posts() {
 
 /// Someone else sees no edit link, and may not edit.
 #[tokio::test]
-async fn someone_else_is_offered_no_edit_and_may_not_edit() {
+async fn someone_else_may_not_edit() {
     let app = TestApp::start().await;
     let (alice, post) = alice_with_a_post(&app).await;
     let mut bob = Browser::new(&app);
@@ -124,7 +124,7 @@ async fn signed_out_the_forms_are_gone() {
 /// tag shows next to its field with what was typed; the edit form carries the tags and removes
 /// them when emptied.
 #[tokio::test]
-async fn tags_are_written_on_the_form_shown_as_links_and_have_a_page() {
+async fn tags_written_on_the_form_link_to_their_page() {
     let app = TestApp::start().await;
     let mut alice = Browser::new(&app);
     alice.sign_up("alice", "Alice").await;

@@ -9,7 +9,7 @@ pub(super) use super::common::azurite::{ACCOUNT, Azurite, KEY};
 /// the SDK the deployed build uses; the container is made by the first upload.
 #[tokio::test]
 #[ignore = "needs Azurite: run tests/azurite/run.sh"]
-async fn a_picture_is_stored_read_and_removed_in_blob_storage() {
+async fn blob_storage_keeps_a_picture_as_the_directory_does() {
     let azurite = Azurite::start();
     let address = {
         let store =
@@ -90,7 +90,7 @@ async fn a_blob_replaced_under_its_name_is_refused() {
 /// `Retry-After`, the post is unchanged, and nothing hangs.
 #[tokio::test]
 #[ignore = "needs Azurite: run tests/azurite/run.sh"]
-async fn an_unreachable_blob_storage_is_503_and_changes_nothing() {
+async fn an_unreachable_blob_storage_changes_nothing() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let service = format!("http://127.0.0.1:{port}/{ACCOUNT}");
     let store = BlobStore::with_account_key(&service, ACCOUNT, KEY, "pictures").unwrap();

@@ -8,7 +8,7 @@ use super::{encoded, photo};
 /// Stored, read back (also after the store is opened again), stored again (nothing
 /// changes), removed with its post (and again: nothing to remove is no error).
 #[tokio::test]
-async fn a_picture_is_stored_read_and_removed_and_survives_a_restart() {
+async fn a_picture_store_keeps_a_picture_across_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let address = {
         let store = DirectoryStore::open(dir.path()).unwrap();

@@ -4,7 +4,7 @@
 use super::*;
 
 #[test]
-fn a_phones_photo_loses_its_gps_position_and_stays_upright() {
+fn a_phones_photo_loses_its_gps_position() {
     let upload = with_segment(&encoded(&photo(), ImageFormat::Jpeg), &exif_segment());
     assert!(contains(&upload, b"Exif\0\0"), "the upload carries EXIF");
     let prepared = prepare(&upload, &Limits::default()).unwrap();
@@ -30,7 +30,7 @@ fn a_phones_photo_loses_its_gps_position_and_stays_upright() {
 /// Its colour profile (a phone's Display P3) is the one thing kept beside the pixels: without it
 /// the photo would show duller. EXIF still goes.
 #[test]
-fn a_photos_colour_profile_is_kept_and_its_exif_is_not() {
+fn a_photos_exif_is_dropped_but_its_colour_profile_kept() {
     use image::ImageEncoder;
     let profile = b"a Display P3 colour profile, as a phone writes it".repeat(8);
     let mut jpeg = Vec::new();
@@ -101,7 +101,7 @@ fn webp_is_kept_as_jpeg_or_as_png_where_it_is_transparent() {
 }
 
 #[test]
-fn a_wide_picture_gets_a_smaller_jpeg_for_phones_and_a_narrow_one_none() {
+fn only_a_wide_picture_gets_a_smaller_jpeg_for_phones() {
     let limits = Limits::default();
     let wide = DynamicImage::ImageRgb8(RgbImage::from_pixel(2000, 100, Rgb([10, 120, 10])));
     let prepared = prepare(&encoded(&wide, ImageFormat::Png), &limits).unwrap();
@@ -202,7 +202,7 @@ fn a_photos_small_copies_are_at_most_20_kb() {
 /// say, a JPEG), for a post page's column at 2× and 3×: smaller than the photo, a fraction of a
 /// 12-megapixel one. A picture no wider gets none, and neither does an animation.
 #[test]
-fn a_photos_screen_copy_is_1440_pixels_wide_and_a_fraction_of_it() {
+fn a_photos_screen_copy_is_1440_pixels_wide() {
     // The picture tests' photos (grain 8), then the benches' (grain 20: `handler cost` weighs a
     // post page's picture by its screens' copy).
     for (width, height, seed, grain, screen_height) in [

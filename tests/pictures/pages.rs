@@ -80,7 +80,7 @@ async fn published_with_a_sky(painter: &Browser, key: &str, markdown: &str) -> G
 
 /// The write page's form says what may be added, and how many pictures the writer keeps.
 #[tokio::test]
-async fn the_write_page_offers_a_picture_and_says_how_many_the_writer_keeps() {
+async fn the_write_page_says_how_many_pictures_the_writer_keeps() {
     let app = super::uploads::blog_with_data_directory().await;
     let painter = painter(&app).await;
     let Got { status, html: page, .. } = painter.get("/write").await;
@@ -95,7 +95,7 @@ async fn the_write_page_offers_a_picture_and_says_how_many_the_writer_keeps() {
 /// Refusals keep the text and store nothing: no picture chosen, no description, not a
 /// picture, another site.
 #[tokio::test]
-async fn a_picture_refused_on_the_write_page_keeps_the_text_and_stores_nothing() {
+async fn a_picture_refused_on_the_write_page_stores_nothing() {
     let app = super::uploads::blog_with_data_directory().await;
     let painter = painter(&app).await;
     let key = form_key(&painter.get("/write").await.html, "/write");

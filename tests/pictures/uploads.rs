@@ -96,9 +96,7 @@ pub(crate) async fn a_photo_uploaded(app: &TestApp, user: &str) -> (String, Stri
 /// An upload is answered with its address (also as `Location`), its size upright, the
 /// addresses of its copies (phones', screens' where it is wider than them, the lists' small
 /// ones), and the Markdown to paste.
-pub(crate) async fn an_upload_is_answered_with_its_address_and_the_markdown_to_paste(
-    app: &TestApp,
-) {
+pub(crate) async fn an_upload_is_answered_with_the_markdown_to_paste(app: &TestApp) {
     let (writer, post, added) = a_photo_uploaded(app, "kite-watcher").await;
     let url = added.body["url"].as_str().unwrap().to_owned();
     assert_eq!(added.header("location"), Some(url.as_str()));
@@ -188,7 +186,7 @@ pub(crate) async fn the_same_picture_sent_again_is_stored_once(app: &TestApp) {
 }
 
 /// Pasted into the post, a picture is an `<img>` with its size and the phones' variant.
-pub(crate) async fn a_picture_in_a_post_shows_with_its_size_and_the_phones_variant(app: &TestApp) {
+pub(crate) async fn a_picture_in_a_post_shows_with_its_size(app: &TestApp) {
     let (_, post, added) = a_photo_uploaded(app, "kite-poster").await;
     let (url, phone_url) =
         (added.body["url"].as_str().unwrap(), added.body["phoneUrl"].as_str().unwrap());
@@ -212,7 +210,7 @@ pub(crate) async fn a_picture_in_a_post_shows_with_its_size_and_the_phones_varia
 }
 
 /// Every bad upload is refused with what to fix, and nothing is stored.
-pub(crate) async fn bad_uploads_are_refused_and_store_nothing(app: &TestApp) {
+pub(crate) async fn a_bad_upload_leaves_nothing(app: &TestApp) {
     let (writer, post, _) = a_photo_uploaded(app, "kite-spoiler").await;
     // What the writer keeps is counted on their latest post, found in their list: the
     // post's copy there follows the write.
@@ -243,12 +241,12 @@ pub(crate) async fn a_picture_is_deleted_with_its_post(app: &TestApp) {
 /// Everything an upload must do, one after the other on `app`: for a picture store that is
 /// costly to start once a test (Azurite).
 pub(crate) async fn everything_an_upload_must_do(app: &TestApp) {
-    an_upload_is_answered_with_its_address_and_the_markdown_to_paste(app).await;
+    an_upload_is_answered_with_the_markdown_to_paste(app).await;
     a_picture_is_served_as_stored_without_the_database(app).await;
     the_same_picture_sent_again_is_stored_once(app).await;
-    a_picture_in_a_post_shows_with_its_size_and_the_phones_variant(app).await;
-    bad_uploads_are_refused_and_store_nothing(app).await;
-    the_quota_is_said_and_kept(app).await;
+    a_picture_in_a_post_shows_with_its_size(app).await;
+    a_bad_upload_leaves_nothing(app).await;
+    the_quota_is_kept(app).await;
     a_picture_is_deleted_with_its_post(app).await;
 }
 
@@ -326,7 +324,7 @@ async fn bad_uploads_store_nothing(app: &TestApp, writer: &str, post: &str) {
 
 /// A writer keeps at most four pictures here (the quota of [`blog_with`]); the fifth is
 /// refused with what to do.
-pub(crate) async fn the_quota_is_said_and_kept(app: &TestApp) {
+pub(crate) async fn the_quota_is_kept(app: &TestApp) {
     let writer = app.user("prolific").await;
     let post = app.post_by(&writer, "Many").await;
     for n in 0..4_u8 {
@@ -374,11 +372,9 @@ mod on_the_data_directory {
     use super::blog_with_data_directory;
 
     #[tokio::test]
-    async fn an_upload_is_answered_with_its_address_and_the_markdown_to_paste() {
-        super::an_upload_is_answered_with_its_address_and_the_markdown_to_paste(
-            &blog_with_data_directory().await,
-        )
-        .await;
+    async fn an_upload_is_answered_with_the_markdown_to_paste() {
+        super::an_upload_is_answered_with_the_markdown_to_paste(&blog_with_data_directory().await)
+            .await;
     }
 
     #[tokio::test]
@@ -395,21 +391,18 @@ mod on_the_data_directory {
     }
 
     #[tokio::test]
-    async fn a_picture_in_a_post_shows_with_its_size_and_the_phones_variant() {
-        super::a_picture_in_a_post_shows_with_its_size_and_the_phones_variant(
-            &blog_with_data_directory().await,
-        )
-        .await;
+    async fn a_picture_in_a_post_shows_with_its_size() {
+        super::a_picture_in_a_post_shows_with_its_size(&blog_with_data_directory().await).await;
     }
 
     #[tokio::test]
-    async fn bad_uploads_are_refused_and_store_nothing() {
-        super::bad_uploads_are_refused_and_store_nothing(&blog_with_data_directory().await).await;
+    async fn a_bad_upload_leaves_nothing() {
+        super::a_bad_upload_leaves_nothing(&blog_with_data_directory().await).await;
     }
 
     #[tokio::test]
-    async fn the_quota_is_said_and_kept() {
-        super::the_quota_is_said_and_kept(&blog_with_data_directory().await).await;
+    async fn the_quota_is_kept() {
+        super::the_quota_is_kept(&blog_with_data_directory().await).await;
     }
 
     #[tokio::test]
@@ -433,7 +426,7 @@ pub(crate) async fn blog_with_data_directory() -> TestApp {
 /// A blog with no picture store (`BLOG_PICTURES=off`, or an account without one): an upload
 /// is 501 saying which setting is missing, and the write page offers none.
 #[tokio::test]
-async fn without_a_picture_store_an_upload_is_501_and_the_form_offers_none() {
+async fn without_a_picture_store_an_upload_is_501() {
     let app = blog_with(blog::PictureStorage::Off).await;
     let writer = app.user("plain").await;
     let post = app.post_by(&writer, "Words only").await;

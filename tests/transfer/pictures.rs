@@ -13,7 +13,7 @@ fn with_two_pictures(sample: &Sample) -> (String, [Vec<u8>; 2]) {
 
 /// A picture, where the blog keeps none, is refused and nothing is imported.
 #[tokio::test]
-async fn a_picture_where_the_blog_keeps_none_is_refused_and_nothing_is_imported() {
+async fn a_picture_where_the_blog_keeps_none_imports_nothing() {
     let target = Target::new().await;
     let (text, _) = with_two_pictures(&Sample::new());
     let imported = target.import(&text, &[("BLOG_PICTURES", "off")]);
@@ -23,7 +23,7 @@ async fn a_picture_where_the_blog_keeps_none_is_refused_and_nothing_is_imported(
 /// The whole file is taken once the names are its own; a writer over this blog's quota keeps
 /// their pictures, byte for byte, and the operator is told.
 #[tokio::test]
-async fn a_writer_over_the_quota_keeps_the_imported_pictures_and_the_operator_is_told() {
+async fn a_writer_over_the_quota_keeps_the_imported_pictures() {
     let target = Target::new().await;
     let (text, pictures) = with_two_pictures(&Sample::new());
     let imported = target.import(&text, &[("BLOG_PICTURES_PER_WRITER", "1")]);
@@ -48,7 +48,7 @@ async fn a_writer_over_the_quota_keeps_the_imported_pictures_and_the_operator_is
 /// turns it to another size than its name says, one that needs more than the pictures' memory,
 /// and bytes named as the phones' copy of no picture of the post.
 #[tokio::test]
-async fn a_picture_an_upload_would_refuse_is_refused_by_line_and_nothing_is_imported() {
+async fn a_picture_an_upload_would_refuse_imports_nothing() {
     use common::hostile;
     let target = Target::new().await;
     let sample = Sample::new();
@@ -143,7 +143,7 @@ async fn a_picture_an_upload_would_refuse_is_refused_by_line_and_nothing_is_impo
 /// copy made from it (the file's is not taken). No picture stored or served carries the
 /// position.
 #[tokio::test]
-async fn an_imported_photo_is_stored_as_an_upload_stores_it_and_no_gps_is_served() {
+async fn an_imported_photo_is_stored_as_an_upload_stores_it() {
     let target = Target::new().await;
     let sample = Sample::new();
     let (gps, wide) = (photo_with_gps(), common::hostile::photo_jpeg(1600, 900, 5));

@@ -6,7 +6,7 @@ use super::*;
 /// Every item the API would never write is refused naming its line and field, with nothing
 /// imported: the store the same, exported before and after.
 #[tokio::test]
-async fn what_the_api_would_never_write_is_refused_by_line_and_field_and_nothing_is_imported() {
+async fn what_the_api_would_never_write_imports_nothing() {
     let target = Target::new().await;
     let sample = Sample::new();
     let (whole, with) = (&sample.whole, |at, field, value| sample.with(at, field, value));

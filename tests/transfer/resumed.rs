@@ -7,7 +7,7 @@ use super::*;
 /// reached; on an account, a throttle past the SDK's retries does the same): it says where it
 /// stopped and that the same import finishes it, and it does.
 #[tokio::test]
-async fn an_import_stopped_by_a_failing_store_says_so_and_running_it_again_finishes_it() {
+async fn an_import_stopped_by_a_failing_store_is_finished_when_run_again() {
     let (to, files) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let date = "2026-01-01T00:00:00.000Z";
     let noise = common::noise_png_of(4, 4, 3);
