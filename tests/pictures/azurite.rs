@@ -1,4 +1,4 @@
-//! The same on Blob Storage as the real Azurite serves it, through the SDK the deployed build uses
+//! The picture store's checks and the uploads on Blob Storage as the real Azurite serves it
 //! (ignored by a plain `cargo test`: `tests/azurite/run.sh` runs them).
 
 use blog::testing::pictures::{BlobStore, PictureStore};
