@@ -462,7 +462,7 @@ mod tests {
     /// The versions are stored with the post and read back, and no answer (a [`super::Post`])
     /// carries them.
     #[test]
-    fn a_posts_list_versions_are_stored_and_never_answered() {
+    fn a_posts_list_versions_are_never_answered() {
         use super::{ListVersions, StoredPost, new_post, new_user};
         let post = new_post(
             "p1".into(),
@@ -486,7 +486,7 @@ mod tests {
     }
 
     #[test]
-    fn an_excerpt_ends_at_a_whole_word_and_says_it_goes_on() {
+    fn an_excerpt_ends_at_a_whole_word() {
         use super::{SHORT_CONTENT_CHARS, excerpt, truncate_chars};
         assert_eq!(excerpt("Short and whole."), ("Short and whole.".to_owned(), false));
         let long = "word ".repeat(100);
@@ -548,7 +548,7 @@ mod tests {
     }
 
     #[test]
-    fn creation_date_has_milliseconds_and_sorts_as_text() {
+    fn creation_date_sorts_as_text() {
         assert_eq!(
             creation_date(datetime!(2026-11-22 06:05:04.007 UTC)),
             "2026-11-22T06:05:04.007Z"
@@ -581,7 +581,7 @@ mod tests {
     }
 
     #[test]
-    fn new_post_copies_the_author_and_starts_counters_at_zero() {
+    fn new_post_starts_counters_at_zero() {
         let post = new_post("p1".into(), &alice(), "t".into(), "c".into(), "d".into());
         assert_eq!((post.id.as_str(), post.post_id.as_str()), ("p1", "p1"));
         assert_eq!((post.user_id.as_str(), post.user_username.as_str()), ("u1", "alice"));
@@ -589,7 +589,7 @@ mod tests {
     }
 
     #[test]
-    fn an_edit_keeps_author_counters_and_date() {
+    fn an_edit_keeps_what_it_does_not_change() {
         let mut post = new_post("p1".into(), &alice(), "t".into(), "c".into(), "d".into());
         post.comment_count = 3;
         post.like_count = 5;
@@ -637,7 +637,7 @@ mod tests {
     }
 
     #[test]
-    fn a_copy_is_the_short_post_with_its_source_version_and_reads_back_as_a_post() {
+    fn a_copy_reads_back_as_a_post() {
         let post = new_post("p1".into(), &alice(), "t".into(), "x".repeat(500), "d".into());
         let copy = post_copy(&post, version(7, "e"));
         let stored = serde_json::to_value(&copy).unwrap();

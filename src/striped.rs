@@ -31,7 +31,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_key_always_takes_the_same_stripe_and_keys_spread() {
+    fn a_key_always_takes_the_same_stripe() {
         let locks = StripedLock::new(64);
         let of = |key: &str| std::ptr::from_ref(locks.of(key));
         assert_eq!(of("alice"), of("alice"));

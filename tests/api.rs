@@ -19,7 +19,7 @@ fn is_creation_date(value: &Value) -> bool {
 }
 
 #[tokio::test]
-async fn c1_and_q1_create_edit_and_get_a_user() {
+async fn c1_q1_a_user_is_created_edited_then_read() {
     let app = TestApp::start().await;
 
     let created = app.post("/api/users", json!({"username": "alice"})).await;
@@ -44,7 +44,7 @@ async fn c1_and_q1_create_edit_and_get_a_user() {
 }
 
 #[tokio::test]
-async fn c1_usernames_are_unique_ignoring_case_and_unicode_form() {
+async fn c1_usernames_are_unique_ignoring_case_or_unicode_form() {
     let app = TestApp::start().await;
     let alice = app.user("Alice").await;
     for same in ["alice", "ALICE", "Ａｌｉｃｅ", " alice", "al\u{200B}ice"] {
@@ -85,7 +85,7 @@ async fn c1_usernames_are_unique_ignoring_case_and_unicode_form() {
 }
 
 #[tokio::test]
-async fn c2_and_q2_create_edit_and_get_a_post() {
+async fn c2_q2_a_post_is_created_edited_then_read() {
     let app = TestApp::start().await;
     let author = app.user("alice").await;
 
@@ -144,7 +144,7 @@ async fn c2_and_q2_create_edit_and_get_a_post() {
 }
 
 #[tokio::test]
-async fn c3_and_q4_comment_and_list_comments_oldest_first() {
+async fn c3_q4_comments_are_listed_oldest_first() {
     let app = TestApp::start().await;
     let author = app.user("alice").await;
     let commenter = app.user("bob").await;
@@ -202,7 +202,7 @@ async fn c3_and_q4_comment_and_list_comments_oldest_first() {
 }
 
 #[tokio::test]
-async fn c4_and_q5_like_once_and_list_likes() {
+async fn c4_q5_a_post_is_liked_once_per_user() {
     let app = TestApp::start().await;
     let author = app.user("alice").await;
     let fan = app.user("bob").await;
@@ -242,7 +242,7 @@ async fn c4_and_q5_like_once_and_list_likes() {
 }
 
 #[tokio::test]
-async fn q3_and_q6_read_the_copies_and_are_one_query_each() {
+async fn q3_q6_read_the_copies_in_one_query_each() {
     let app = TestApp::start().await;
     let author = app.user("alice").await;
 
@@ -446,7 +446,7 @@ async fn a_blog_can_be_opened_on_a_spawned_task() {
 /// The per-user write limit: past the burst, a user's write is 429 with `Retry-After` and
 /// writes nothing; another user is not limited, and reads never are.
 #[tokio::test]
-async fn a_user_past_the_write_limit_is_told_when_to_come_back_and_others_are_not_limited() {
+async fn a_user_past_the_write_limit_is_told_when_to_come_back() {
     let dir = tempfile::tempdir().unwrap();
     let limit = blog::WriteLimitSetting { per_minute: 6, burst: 3 };
     let app = TestApp::start_configured(blog::Config {

@@ -25,7 +25,7 @@ async fn snapshot(app: &TestApp) -> (Vec<Value>, Vec<Value>) {
 }
 
 #[tokio::test]
-async fn anonymous_writes_are_401_and_reads_are_public() {
+async fn anonymous_writes_are_401() {
     let app = TestApp::start_as_host().await;
     let alice = app.user("alice").await;
     let post = app.post_by(&alice, "Hello").await;

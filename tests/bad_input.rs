@@ -105,10 +105,10 @@ async fn ids_cosmos_cannot_store_are_refused_in_paths() {
 }
 
 #[tokio::test]
-async fn unknown_routes_and_wrong_methods_are_problems() {
+async fn unknown_routes_or_methods_are_problems() {
     let app = TestApp::start().await;
     app.get("/api/nothing").await.problem(404);
-    // Outside the API a person followed a link: an HTML page says so (tests/pages.rs).
+    // Outside the API a person followed a link: an HTML page says so (tests/pages/rendering.rs).
     let page = app.get("/nothing").await;
     assert_eq!(
         (page.status.as_u16(), page.header("content-type")),
@@ -125,7 +125,7 @@ async fn unknown_routes_and_wrong_methods_are_problems() {
 /// `GRACE`). (503 past `max_in_flight` is
 /// tested in src/http/mod.rs, where a handler can be held.)
 #[tokio::test]
-async fn slow_bodies_take_no_place_and_time_out() {
+async fn slow_bodies_time_out_taking_no_place() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     let dir = tempfile::tempdir().unwrap();

@@ -40,7 +40,7 @@ fn stderr(output: &Output) -> String {
 }
 
 #[test]
-fn help_is_printed_on_stdout_for_the_handler_and_each_command() {
+fn help_is_printed_on_stdout_for_every_command() {
     let data = tempfile::tempdir().unwrap();
     for (args, says) in [
         (
@@ -92,7 +92,7 @@ fn help_is_printed_on_stdout_for_the_handler_and_each_command() {
 }
 
 #[test]
-fn the_version_is_the_crate_version_and_a_commit() {
+fn the_version_is_the_crate_version_with_a_commit() {
     let data = tempfile::tempdir().unwrap();
     for flag in ["--version", "-V"] {
         let output = handler(&[flag], data.path());
@@ -111,7 +111,7 @@ fn the_version_is_the_crate_version_and_a_commit() {
 }
 
 #[test]
-fn a_usage_error_exits_2_with_the_usage_on_stderr_and_nothing_on_stdout() {
+fn a_usage_error_exits_2_with_the_usage_on_stderr() {
     let data = tempfile::tempdir().unwrap();
     for (args, says) in [
         (&["--frobnicate"][..], "unexpected argument '--frobnicate'"),
@@ -183,7 +183,7 @@ fn set_aside_two(data: &Path) {
 }
 
 #[test]
-fn dead_letters_prints_json_lines_alone_on_stdout_and_a_replay_its_summary_on_stderr() {
+fn dead_letters_prints_only_json_lines_on_stdout() {
     let data = tempfile::tempdir().unwrap();
     set_aside_two(data.path());
 
@@ -227,7 +227,7 @@ fn dead_letters_prints_json_lines_alone_on_stdout_and_a_replay_its_summary_on_st
 }
 
 #[test]
-fn rebuild_copies_says_what_it_did_on_stderr_and_nothing_on_stdout() {
+fn rebuild_copies_reports_on_stderr_only() {
     let data = tempfile::tempdir().unwrap();
     let output = handler(&["rebuild-copies"], data.path());
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
@@ -406,7 +406,7 @@ fn handler_cost_prices_the_instance_size_asked_for() {
 /// on its first progress line before: the line asked for the time under the lock it was drawn
 /// with.)
 #[tokio::test]
-async fn rebuild_copies_on_a_terminal_draws_its_progress_and_ends() {
+async fn rebuild_copies_on_a_terminal_draws_its_progress() {
     let app = common::TestApp::start().await;
     let alice = app.user("alice").await;
     let post = app.post_by(&alice, "first").await;
@@ -461,7 +461,7 @@ fn on_a_terminal(data: &Path, command: &str) -> (std::process::ExitStatus, Strin
 /// `handler export` and `import` on a terminal draw a bar once they know how much there is to
 /// do: the posts for an export, the file's items for an import.
 #[tokio::test]
-async fn export_and_import_on_a_terminal_draw_a_bar() {
+async fn transfers_on_a_terminal_draw_a_bar() {
     let app = common::TestApp::start().await;
     let alice = app.user("alice").await;
     for n in 0..3 {

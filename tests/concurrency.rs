@@ -225,7 +225,7 @@ async fn of_two_users_racing_for_one_free_name_exactly_one_wins() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_renames_of_one_user_leave_one_name_held_and_the_others_free() {
+async fn concurrent_renames_of_one_user_leave_one_name_held() {
     let app = Arc::new(TestApp::start().await);
     let user = app.user("start").await;
     let names = ["one", "two", "three"];

@@ -45,7 +45,7 @@ async fn items_in_partition(app: &TestApp, post: &str) -> Vec<Value> {
 }
 
 #[tokio::test]
-async fn an_unlike_takes_back_one_like_once_and_only_by_the_liker() {
+async fn only_the_liker_takes_back_a_like() {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
     let bob = app.user("bob").await;
@@ -135,7 +135,7 @@ async fn a_comment_is_deleted_by_its_author_or_the_posts_author_only() {
 /// The C7 case: a post with 25 comments and 100 likes goes whole, and its copies in
 /// `users` (Q3) and `feed` (Q6) follow through the change feed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_deleted_post_goes_with_its_comments_likes_and_copies() {
+async fn a_deleted_post_takes_everything_under_it() {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
     let keep = app.post_by(&alice, "Kept").await;

@@ -285,7 +285,7 @@ fn is_citation(text: &str) -> bool {
 /// can run here; the list says where each one's behaviour, as the page describes it, was read.
 /// Entries for commands the section no longer runs are reported too, so the list stays true.
 #[test]
-fn every_az_and_azd_command_in_the_runbooks_cites_its_source() {
+fn every_azure_cli_command_in_the_runbooks_cites_its_source() {
     let mut problems = Vec::new();
     for section in walked_sections() {
         let sources = listed_sources(&section);

@@ -45,7 +45,7 @@ const PHRASES: [(&str, &str, &str); 3] = [
     (
         "a CSP of\n  its own (`",
         "docs/api.md",
-        "tests/pictures.rs: the pictures' Content-Security-Policy, as served",
+        "tests/pictures/uploads.rs: the pictures' Content-Security-Policy, as served",
     ),
     (
         "\n## Deploying without a local build: GitHub Actions\n",
@@ -193,7 +193,7 @@ fn normalized(path: &Path) -> Option<PathBuf> {
 }
 
 #[test]
-fn every_relative_link_and_anchor_resolves() {
+fn every_relative_link_resolves() {
     let mut problems = Vec::new();
     let mut checked = 0;
     for document in documents() {

@@ -55,7 +55,7 @@ fn host_json_runs_the_handler_with_forwarding_at_the_root() {
 }
 
 #[test]
-fn every_http_function_is_a_forwarded_route_of_the_handler_and_back() {
+fn every_http_function_is_a_forwarded_route_of_the_handler() {
     let mut declared = BTreeSet::new();
     for (name, function) in functions() {
         let bindings = function["bindings"].as_array().unwrap();
@@ -95,7 +95,7 @@ fn every_http_function_is_a_forwarded_route_of_the_handler_and_back() {
 }
 
 #[tokio::test]
-async fn the_handler_answers_every_declared_route_and_method() {
+async fn the_handler_answers_every_declared_method_of_each_route() {
     let app = TestApp::start_as_host().await;
     for (name, method, route) in HttpFunction::ALL.iter().map(|f| (f.name(), f.method(), f.route()))
     {
@@ -269,7 +269,7 @@ async fn no_http_route_reaches_a_change_feed_function() {
 /// (with `DisableServerCertificateValidation=True`, which the Rust driver ignores: it relaxes
 /// certificate checks for a local emulator endpoint on its own).
 #[test]
-fn the_linux_emulator_settings_switch_the_triggers_off_and_the_handlers_processors_on() {
+fn the_linux_emulator_settings_hand_the_processors_to_the_handler() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     for (file, vnext) in
         [("local.settings.json.example", false), ("local.settings.vnext.json.example", true)]

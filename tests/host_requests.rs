@@ -17,7 +17,7 @@ async fn platform_app(dir: &std::path::Path) -> TestApp {
 }
 
 #[tokio::test]
-async fn a_signed_in_write_and_a_read_come_through_as_forwarded() {
+async fn requests_come_through_as_forwarded() {
     let dir = tempfile::tempdir().unwrap();
     let app = platform_app(dir.path()).await;
     let principal = "6f1c2b3a-0d4e-4f5a-9b8c-7d6e5f4a3b2c";
@@ -68,7 +68,7 @@ async fn a_write_whose_body_the_host_did_not_forward_is_answered_clearly() {
 }
 
 #[tokio::test]
-async fn a_repeated_query_parameter_is_refused_as_sent_and_as_the_host_joins_it() {
+async fn a_repeated_query_parameter_is_refused_however_the_host_sends_it() {
     let app = TestApp::start().await;
     // Locally, as the client sent it.
     let detail = app.get("/api/feed?limit=5&limit=6").await.problem(400);
@@ -109,7 +109,7 @@ async fn a_body_declared_in_another_charset_is_refused() {
 }
 
 #[tokio::test]
-async fn the_lists_of_a_post_that_does_not_exist_are_404_and_of_one_without_items_empty() {
+async fn the_lists_of_a_post_that_does_not_exist_are_404() {
     let app = TestApp::start().await;
     for list in ["comments", "likes"] {
         let detail = app.get(&format!("/api/posts/no-such-post/{list}")).await.problem(404);

@@ -54,7 +54,7 @@ async fn memory_at_rest(
 }
 
 #[tokio::test]
-async fn each_hostile_file_is_refused_saying_why_and_leaves_nothing() {
+async fn each_hostile_file_is_refused_leaving_nothing() {
     // Made before the handler starts: the client's connection is not left idle meanwhile.
     let half_photo = {
         let photo = hostile::photo_jpeg(1600, 900, 2);
@@ -116,7 +116,7 @@ async fn each_hostile_file_is_refused_saying_why_and_leaves_nothing() {
 /// one is prepared at a time, the others wait a moment and are told to come back (503 with
 /// `Retry-After`); reads keep answering; the memory stays within the budget and the bodies.
 #[tokio::test]
-async fn eight_large_uploads_at_once_stay_within_the_budget_and_reads_go_on() {
+async fn eight_large_uploads_at_once_stay_within_the_budget() {
     // The same photo eight times: each upload is decoded whole, whatever the others are.
     let photo = hostile::photo_jpeg(6_000, 4_000, 10);
     assert!(photo.len() < 10 * 1024 * 1024, "a photo of {} bytes is taken", photo.len());

@@ -67,7 +67,7 @@ fn reused(answer: &(u16, Option<String>, Value)) -> bool {
 }
 
 #[tokio::test]
-async fn a_key_used_on_one_post_is_refused_on_another_and_writes_nothing() {
+async fn a_key_used_on_one_post_writes_nothing_on_another() {
     let data = tempfile::tempdir().unwrap();
     let blog = Handler::start(data.path(), &[]);
     let alice = Caller::new(&blog.base, "alice");

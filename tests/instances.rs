@@ -57,7 +57,7 @@ async fn operations_when_shown(
 /// again where something did: a like made through the first instance, and the liker's new name,
 /// show on the second's next check once the change feed delivered them.
 #[tokio::test]
-async fn another_instance_checks_its_kept_post_view_by_one_read_and_shows_a_write_made_elsewhere() {
+async fn another_instance_shows_a_write_made_elsewhere_on_a_kept_post_view() {
     let app = TestApp::start().await;
     let author = app.user("author").await;
     let fan = app.user("fan").await;
@@ -199,8 +199,7 @@ async fn another_instance_reads_again_only_what_a_write_made_elsewhere_changed_i
 /// again (the mark, then Q6) for a post that entered or left the feed, mended with a point read
 /// of each copy changed in place (a like, the author's new name).
 #[tokio::test]
-async fn another_instance_checks_its_kept_front_page_by_the_feeds_mark_and_shows_each_change_made_elsewhere()
- {
+async fn another_instance_shows_each_change_made_elsewhere_on_its_kept_front_page() {
     let app = TestApp::start().await;
     let author = app.user("author").await;
     let fan = app.user("fan").await;
@@ -292,8 +291,7 @@ async fn another_instance_checks_its_kept_front_page_by_the_feeds_mark_and_shows
 /// one of them and the user's new name, made through the first instance, show at the second's
 /// next check. `GET /api/users/{id}/posts` shares the kept page.
 #[tokio::test]
-async fn another_instance_checks_its_kept_user_posts_by_the_users_mark_and_shows_each_change_made_elsewhere()
- {
+async fn another_instance_shows_each_change_made_elsewhere_on_its_kept_user_posts() {
     let app = TestApp::start().await;
     let author = app.user("author").await;
     let fan = app.user("fan").await;
@@ -359,8 +357,7 @@ async fn another_instance_checks_its_kept_user_posts_by_the_users_mark_and_shows
 /// a post tagged, a like on a tagged post and a tag removed by an edit, all made through the
 /// first instance, each show on the second's next check, a lifetime later at most.
 #[tokio::test]
-async fn another_instance_checks_its_kept_tag_page_by_the_tags_mark_and_shows_each_change_made_elsewhere()
- {
+async fn another_instance_shows_each_change_made_elsewhere_on_its_kept_tag_page() {
     let app = TestApp::start().await;
     let author = app.user("author").await;
     let fan = app.user("fan").await;

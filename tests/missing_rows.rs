@@ -123,7 +123,7 @@ async fn counts_equal_lists(app: &TestApp, post: &str) {
 }
 
 #[tokio::test]
-async fn a_deleted_comment_is_refused_naming_the_post_and_what_its_count_says() {
+async fn a_deleted_comment_is_refused_naming_the_post() {
     let blog = blog().await;
     assert_eq!(sql(blog.dir.path(), "DELETE FROM items WHERE doc LIKE '%\"b comment\"%'", &[]), 1);
     let error = refusal(blog.dir.path()).await;
@@ -141,7 +141,7 @@ async fn a_deleted_comment_is_refused_naming_the_post_and_what_its_count_says() 
 }
 
 #[tokio::test]
-async fn the_advised_repair_after_a_deleted_comment_recounts_and_rebuilds_the_copies() {
+async fn the_advised_repair_after_a_deleted_comment_rebuilds_the_copies() {
     let blog = blog().await;
     sql(blog.dir.path(), "DELETE FROM items WHERE doc LIKE '%\"b comment\"%'", &[]);
     let error = refusal(blog.dir.path()).await;
@@ -153,7 +153,7 @@ async fn the_advised_repair_after_a_deleted_comment_recounts_and_rebuilds_the_co
 }
 
 #[tokio::test]
-async fn a_deleted_reservation_is_refused_and_the_repair_reserves_the_name_again() {
+async fn the_repair_of_a_deleted_reservation_reserves_the_name_again() {
     let blog = blog().await;
     let owner = format!("%\"ownerId\":\"{}\"%", blog.alice);
     let deleted = sql(
@@ -185,7 +185,7 @@ async fn a_deleted_reservation_is_refused_and_the_repair_reserves_the_name_again
 }
 
 #[tokio::test]
-async fn a_deleted_post_is_refused_and_the_repair_removes_its_comments_likes_and_copies() {
+async fn the_repair_of_a_deleted_post_removes_what_was_under_it() {
     let blog = blog().await;
     assert_eq!(
         sql(
@@ -293,7 +293,7 @@ async fn an_emptied_table_with_its_tallies_deleted_too_is_refused() {
 }
 
 #[tokio::test]
-async fn the_advised_repair_after_meta_and_the_tallies_were_emptied_starts_the_blog_as_it_is() {
+async fn the_advised_repair_after_emptied_tallies_starts_the_blog_as_it_is() {
     let blog = blog().await;
     sql(blog.dir.path(), "DELETE FROM items WHERE doc LIKE '%\"a comment\"%'", &[]);
     sql(blog.dir.path(), "DROP TABLE partitions", &[]);
@@ -359,7 +359,7 @@ async fn the_advised_removal_of_an_item_with_a_hostile_id_runs_nothing_else() {
 /// A database whose items were counted by an earlier handler (schema 1, no tallies) is upgraded
 /// at its first start, the tallies made from what is there; from then on a deleted row is seen.
 #[tokio::test]
-async fn a_database_without_tallies_is_upgraded_and_then_checked() {
+async fn a_database_without_tallies_is_upgraded() {
     let blog = blog().await;
     let database = rusqlite::Connection::open(blog.dir.path().join("blog.sqlite")).unwrap();
     database
@@ -383,7 +383,7 @@ async fn a_database_without_tallies_is_upgraded_and_then_checked() {
 /// Writes keep the tallies: after comments, likes, an unlike, a deleted comment and a restart,
 /// the blog starts (the tallies match), and `handler repair` on a whole blog changes nothing.
 #[tokio::test]
-async fn writes_keep_the_tallies_and_a_repair_of_a_whole_blog_changes_nothing() {
+async fn a_repair_of_a_whole_blog_changes_nothing() {
     let blog = blog().await;
     let app = TestApp::start_in(blog.dir.path()).await;
     let comments = app.get(&format!("/api/posts/{}/comments", blog.post)).await.body;

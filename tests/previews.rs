@@ -119,7 +119,7 @@ fn first_picture(picture: &Value) -> Value {
 }
 
 #[tokio::test]
-async fn a_posts_page_offers_its_first_picture_to_link_previews_and_a_post_without_one_none() {
+async fn a_posts_page_offers_its_first_picture_to_link_previews() {
     let app = TestApp::start().await;
     let (user, post, picture) = post_with_a_picture(&app).await;
     let phone = picture["phoneUrl"].as_str().unwrap();
@@ -222,8 +222,7 @@ async fn the_lists_show_the_first_picture_small_beside_the_excerpt_at_its_size()
 }
 
 #[tokio::test]
-async fn an_edit_that_changes_or_removes_the_first_picture_changes_the_copies_and_a_rename_keeps_them()
- {
+async fn an_edit_of_the_first_picture_changes_the_copies() {
     let app = TestApp::start().await;
     let (user, post, picture) = post_with_a_picture(&app).await;
     listed(&app, "/api/feed", &post, |item| item["picture"] == first_picture(&picture)).await;
@@ -287,7 +286,7 @@ async fn an_edit_that_changes_or_removes_the_first_picture_changes_the_copies_an
 /// `handler import` made them) still read, and show no thumbnail; `handler rebuild-copies`
 /// gives them the picture.
 #[tokio::test]
-async fn copies_made_before_the_first_picture_still_read_and_rebuild_copies_fills_it() {
+async fn rebuild_copies_fills_in_the_first_picture() {
     let app = TestApp::start().await;
     let (user, post, picture) = post_with_a_picture(&app).await;
     // Waited for on the store itself: a list read now would keep its page, which a write made
@@ -366,7 +365,7 @@ async fn copies_with_the_picture(app: &TestApp, user: &str, post: &str) -> usize
 /// An export holds the posts as `posts` does, without a first picture (derived, it is made
 /// again); imported, the copies carry it again, and the lists show it.
 #[tokio::test]
-async fn an_export_holds_no_first_picture_and_an_import_makes_the_copies_with_it() {
+async fn an_import_makes_the_copies_with_the_first_picture() {
     let app = TestApp::start().await;
     let (_, post, picture) = post_with_a_picture(&app).await;
     listed(&app, "/api/feed", &post, |item| item["picture"] == first_picture(&picture)).await;

@@ -121,7 +121,7 @@ async fn a_script_whose_reads_went_stale_runs_again() {
 }
 
 #[tokio::test]
-async fn update_usernames_works_in_bounded_runs_and_rewrites_only_what_is_wrong() {
+async fn update_usernames_rewrites_only_what_is_wrong() {
     let (store, _dir) = store().await;
     // 150 items of the user in one post partition: more than one transactional batch (100).
     for n in 0..150 {

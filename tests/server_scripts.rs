@@ -180,7 +180,7 @@ async fn a_procedure_runs_with_its_arguments_in_its_partition() {
 }
 
 #[tokio::test]
-async fn throttling_is_waited_out_and_every_try_is_metered() {
+async fn throttling_is_waited_out() {
     let throttled: Reply = (
         429,
         0.5,
@@ -384,7 +384,7 @@ async fn a_partition_key_beyond_ascii_is_escaped_in_its_header() {
 }
 
 #[test]
-fn plain_http_and_bad_keys_are_refused() {
+fn untrusted_connections_are_refused() {
     let key = || ScriptCredential::Key(KEY.into());
     let error = ServerSideScripts::new("http://account.documents.azure.com:443/", "blog", key())
         .unwrap_err()

@@ -85,8 +85,7 @@ async fn silent_sockets_past_the_descriptor_limit_do_not_take_reads_down() {
 /// under way included, is written before it exits. (The Functions host kills its worker
 /// instead, with SIGKILL: see `shutdown_signal` in `src/bin/handler/main.rs`.)
 #[tokio::test]
-async fn reads_are_counted_by_the_minute_writes_have_their_lines_and_none_is_lost_when_the_worker_is_stopped()
- {
+async fn no_request_line_is_lost_when_the_worker_is_stopped() {
     let data = tempfile::tempdir().unwrap();
     let handler = Handler::start(data.path(), &[]);
     let client = reqwest::Client::new();
@@ -243,7 +242,7 @@ async fn requests_own_lines_are_bounded_by_the_minute() {
 /// where it says "warn"; a stdout line as information), so that they reach Application Insights
 /// at their level. The warning here: the picture store cannot be reached.
 #[tokio::test]
-async fn warnings_and_errors_are_written_to_stderr_and_the_rest_to_stdout() {
+async fn problems_are_written_to_stderr_the_rest_to_stdout() {
     let data = tempfile::tempdir().unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let key =

@@ -42,7 +42,7 @@ fn text(output: &Output) -> String {
 }
 
 #[tokio::test]
-async fn the_smoke_test_passes_on_a_working_blog_and_again_on_the_next_run() {
+async fn the_smoke_test_passes_on_a_working_blog_every_run() {
     let data = tempfile::tempdir().unwrap();
     let handler = Handler::start(data.path(), &[]);
     for run in 1..=2 {

@@ -53,7 +53,7 @@ fn tag_posts(tag: &str) -> String {
 }
 
 #[tokio::test]
-async fn tags_are_kept_as_typed_and_bad_tags_are_refused_naming_them() {
+async fn bad_tags_are_refused_naming_them() {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
     let post =
@@ -141,7 +141,7 @@ async fn tags_are_kept_as_typed_and_bad_tags_are_refused_naming_them() {
 /// scripts ("Rսst", with an Armenian ս), is refused on the API and on the write page, naming
 /// it; a Russian tag, and a tag of words in two scripts, are kept and linked.
 #[tokio::test]
-async fn a_dot_segment_or_a_word_of_two_scripts_is_refused_and_russian_is_kept() {
+async fn a_dot_segment_or_a_word_of_two_scripts_is_refused() {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
     let post =
@@ -234,7 +234,7 @@ async fn a_tag_lists_its_posts_newest_first_in_any_form_one_partition_paged() {
 }
 
 #[tokio::test]
-async fn the_copies_under_tags_follow_edits_deletes_and_renames() {
+async fn the_copies_under_tags_follow_every_change() {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
     let bob = app.user("bob").await;

@@ -249,7 +249,7 @@ async fn written() -> Written {
 /// The fields of a request, a delivery, a dead letter, the lag and a 429, as the handler writes
 /// them; then every query against them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_handlers_lines_carry_what_the_workbook_and_the_alerts_read() {
+async fn the_handlers_lines_carry_what_the_operations_read() {
     let written = written().await;
 
     let request = written

@@ -112,7 +112,7 @@ async fn past_the_upload_buffers_an_upload_is_told_to_come_back() {
 /// 3 MiB in about 15 s, past the fixed 10 s bodies once had); one that trickles is cut, 408,
 /// once it falls behind.
 #[tokio::test]
-async fn a_slow_link_is_read_and_a_trickle_is_cut() {
+async fn only_a_trickle_is_cut() {
     let data = tempfile::tempdir().unwrap();
     let handler = Handler::start(data.path(), &[]);
     let post = handler.writers_post("phone").await;

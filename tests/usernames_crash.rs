@@ -143,7 +143,7 @@ async fn a_sign_up_that_stopped_after_its_claim_leaves_the_name_to_the_next_clai
 }
 
 #[tokio::test]
-async fn a_second_sign_up_keeps_the_users_name_and_frees_the_one_it_claimed() {
+async fn a_second_sign_up_frees_the_name_it_claimed() {
     let blog = blog().await;
     blog.create("u", "alice").await.unwrap();
     let again = blog.create("u", "Alice").await.unwrap_err();
@@ -237,7 +237,7 @@ async fn the_name_a_stopped_rename_left_behind_goes_to_the_next_claimant_once_ol
 }
 
 #[tokio::test]
-async fn a_rename_that_stopped_after_releasing_is_done_and_a_retry_changes_nothing() {
+async fn a_rename_that_stopped_after_releasing_is_done() {
     let blog = blog().await;
     blog.create("u", "alice").await.unwrap();
     crashing(Step::Released, blog.rename("u", "bob")).await;
@@ -249,7 +249,7 @@ async fn a_rename_that_stopped_after_releasing_is_done_and_a_retry_changes_nothi
 }
 
 #[tokio::test]
-async fn a_change_of_case_keeps_the_name_and_a_rename_back_takes_it_again() {
+async fn a_change_of_case_keeps_the_name() {
     let blog = blog().await;
     blog.create("u", "alice").await.unwrap();
     let before = blog.reservation("alice").await.unwrap();
@@ -291,7 +291,7 @@ async fn the_change_feed_reserves_the_name_of_a_user_from_before_reservations() 
 }
 
 #[tokio::test]
-async fn a_taken_name_is_a_409_that_names_it_and_writes_nothing() {
+async fn a_taken_name_writes_nothing() {
     let blog = blog().await;
     blog.create("u", "alice").await.unwrap();
     blog.create("v", "bob").await.unwrap();

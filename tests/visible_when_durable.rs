@@ -77,7 +77,7 @@ async fn until_held(disk: &FaultyDisk) {
 /// its partition, not guessed to by a pause, and answer only once the commit is durable, with
 /// the comment and its count.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_comment_and_its_count_are_seen_only_once_the_commit_is_durable() {
+async fn a_comment_is_seen_only_once_the_commit_is_durable() {
     let dir = tempfile::tempdir().unwrap();
     let disk = Arc::new(FaultyDisk::default());
     let _release = ReleaseOnDrop(disk.clone());
@@ -177,7 +177,7 @@ async fn a_name_claim_is_not_refused_on_a_claim_that_never_became_durable() {
 }
 
 #[tokio::test]
-async fn on_a_full_disk_writes_are_507_and_not_seen_and_writing_resumes_once_there_is_room() {
+async fn writing_resumes_once_a_full_disk_has_room() {
     let dir = tempfile::tempdir().unwrap();
     let disk = Arc::new(FaultyDisk::default());
     let (api, stop, server, _) = serve(dir.path(), disk.clone()).await;

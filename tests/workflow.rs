@@ -117,7 +117,7 @@ fn dry_run_where_provision_fails(
 /// the token key, the API's other clients and the pipeline's own), then `azd deploy`, which is
 /// not given the secret.
 #[test]
-fn a_configured_repository_runs_every_step_and_provisions_with_the_environments_values() {
+fn a_configured_repository_provisions_with_the_environments_values() {
     let (vars, secrets) = configured();
     let (ran, failed, calls) = dry_run(&vars, &secrets);
     assert_eq!(failed, None, "steps run: {ran:?}");

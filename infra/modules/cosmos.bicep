@@ -243,7 +243,7 @@ resource leases 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2
 // The keyed procedures (C3 to C7) share their helpers, src/scripts/keyed_helpers.js: each body is
 // the procedure's file with them inside its function, in place of its line "keyed_helpers.js";, as
 // Cosmos DB registers a body as one function (why, and the same join for the in-process engine:
-// src/scripts/mod.rs, KEYED_HELPERS; tests/infra.rs checks that the two are the same bytes).
+// src/scripts/mod.rs, KEYED_HELPERS; tests/infra/cosmos.rs checks that the two are the same bytes).
 
 // C3: create a comment and increment the post's commentCount in one transaction.
 resource createComment 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers/storedProcedures@2025-04-15' = {

@@ -307,7 +307,7 @@ resource app 'Microsoft.Web/sites@2024-11-01' = {
 // without it: 400 "The parameter location has an invalid value" (Azure/bicep-types-az issues
 // 1317, 1529, 1571, open, labelled inaccuracy; Azure/bicep 5531). Microsoft's AVM module
 // avm/res/web/site/basic-publishing-credentials-policy sets it too. The compiler warns (BCP187);
-// tests/infra.rs lists this exception with those issues.
+// tests/infra/type_definitions.rs lists this exception with those issues.
 resource scmBasicAuth 'Microsoft.Web/sites/basicPublishingCredentialsPolicies@2024-11-01' = {
   parent: app
   name: 'scm'

@@ -407,7 +407,7 @@ mod tests {
     }
 
     #[test]
-    fn the_record_is_the_callers_and_the_keys_and_the_request_is_its_fingerprint() {
+    fn a_record_is_its_callers_key_with_the_request_as_fingerprint() {
         let once = Once::of(&caller("ana", Some("k1")), &["c3", "post", "hello"]).unwrap();
         let again = Once::of(&caller("ana", Some("k1")), &["c3", "post", "hello"]).unwrap();
         let other_text = Once::of(&caller("ana", Some("k1")), &["c3", "post", "hello!"]).unwrap();

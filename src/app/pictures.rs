@@ -792,7 +792,7 @@ mod tests {
     /// after its picture) against the SHA-256 its store recorded, and passes by its size where
     /// none was.
     #[test]
-    fn a_picture_is_checked_against_its_name_and_a_phones_copy_against_its_record() {
+    fn each_picture_is_checked_against_what_names_it() {
         let bytes = b"the bytes";
         let hash = crate::model::hex(&<sha2::Sha256 as sha2::Digest>::digest(bytes));
         let other = "0".repeat(64);

@@ -88,7 +88,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_burst_passes_then_the_rate_holds_and_each_user_has_their_own() {
+    fn each_user_gets_a_burst_then_the_rate() {
         let limit = WriteLimit::new(WriteLimitSetting { per_minute: 60, burst: 3 });
         let start = Instant::now();
         for _ in 0..3 {
@@ -109,7 +109,7 @@ mod tests {
     }
 
     #[test]
-    fn full_buckets_are_forgotten_and_busy_ones_kept() {
+    fn only_full_buckets_are_forgotten() {
         let limit = WriteLimit::new(WriteLimitSetting { per_minute: 60, burst: 2 });
         let start = Instant::now();
         for user in 0..=SWEEP_ABOVE {

@@ -198,7 +198,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_position_written_is_read_back_and_listed() {
+    fn a_position_written_is_read_back() {
         let dir = tempfile::tempdir().unwrap();
         let path = path(dir.path(), "PostsChangeFeed");
         assert_eq!(read(&path).unwrap(), 0, "no file yet: from the beginning");

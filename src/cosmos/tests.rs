@@ -214,7 +214,7 @@ async fn a_reader_waiting_on_a_refused_write_sees_the_item_as_it_was() {
 /// Writes to different partitions commit together: many concurrent writes, far fewer
 /// commits than writes would be one fsync each; all of them durable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_writes_to_different_partitions_share_commits_and_all_survive_a_restart() {
+async fn concurrent_writes_to_different_partitions_share_commits() {
     let dir = tempfile::tempdir().unwrap();
     let config = embedded_config(dir.path());
     let disk = Arc::new(FaultyDisk::default());
@@ -258,7 +258,7 @@ async fn concurrent_writes_to_different_partitions_share_commits_and_all_survive
 /// rest) and applies nothing; it is read back by its id, before and after a restart, though the
 /// emulator never holds it; and once expired it is no longer read, and the sweep removes it.
 #[tokio::test]
-async fn request_records_live_in_the_database_only_and_expire_there() {
+async fn request_records_expire_in_the_database() {
     let dir = tempfile::tempdir().unwrap();
     let config = embedded_config(dir.path());
     let record = |ttl: u64| json!({"id": "request-1", "type": "request", "postId": "p", "fingerprint": "f", "itemId": "c1", "ttl": ttl});

@@ -192,7 +192,7 @@ mod tests {
     use super::{PRIVATE, keep_private};
 
     #[test]
-    fn a_personal_answer_keeps_what_the_browser_may_do_and_drops_what_a_shared_cache_may() {
+    fn a_personal_answer_drops_what_a_shared_cache_may_do() {
         assert_eq!(keep_private(super::SHARED), "private, max-age=0");
         assert_eq!(
             keep_private("public, max-age=31536000, immutable"),

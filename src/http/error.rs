@@ -366,7 +366,7 @@ mod tests {
     /// A full disk under the data directory's pictures is 507, as for every write; an
     /// unreachable Blob Storage is 503 with `Retry-After`; each bad upload its own status.
     #[test]
-    fn a_picture_store_failure_and_a_bad_picture_are_answered_as_what_they_are() {
+    fn picture_failures_are_answered_as_what_they_are() {
         let full = PictureStoreError::io(
             std::path::Path::new("data/pictures/w/p"),
             std::io::ErrorKind::StorageFull.into(),
@@ -394,7 +394,7 @@ mod tests {
     }
 
     #[test]
-    fn a_full_disk_is_507_and_says_nothing_was_written() {
+    fn a_full_disk_is_507_saying_nothing_was_written() {
         let error = ApiError::from(StoreError::DiskFull);
         assert_eq!(error.status.as_u16(), 507);
         assert!(
@@ -428,7 +428,7 @@ mod tests {
     /// continuation token was in play became a 400 blaming the token, in the SDK's words, and a
     /// real 400 from the database on a token became a 500.
     #[test]
-    fn a_failure_while_paging_keeps_its_kind_and_no_database_text_reaches_the_caller() {
+    fn a_failure_while_paging_keeps_its_kind_without_database_text() {
         use crate::cosmos::resuming_error;
         let refused = ApiError::from(resuming_error(StoreError::BadRequest(
             "Message: {\"Errors\":[\"Invalid Continuation Token\"]}, ActivityId: 1f2e".into(),

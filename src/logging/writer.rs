@@ -157,7 +157,7 @@ mod tests {
     use super::batched;
 
     #[test]
-    fn lines_arrive_whole_in_order_and_in_few_writes_and_the_last_on_drop() {
+    fn every_line_arrives_whole_in_order_even_on_drop() {
         let out = Recorded::default();
         let (writer, flusher) = batched(out.clone());
         let lines: Vec<String> = (0..10_000).map(|n| format!("line {n}\n")).collect();

@@ -96,7 +96,7 @@ mod tests {
     use super::{IdError, MAX_ID_BYTES, validate_id};
 
     #[test]
-    fn a_refusal_says_which_rule_and_where() {
+    fn a_refusal_locates_the_broken_rule() {
         assert_eq!(validate_id(""), Err(IdError::Empty));
         assert_eq!(validate_id(&"x".repeat(300)), Err(IdError::TooLong { length: 300 }));
         assert_eq!(validate_id(".."), Err(IdError::RelativeSegment { id: "..".into() }));

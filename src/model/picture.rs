@@ -343,7 +343,7 @@ mod tests {
     }
 
     #[test]
-    fn a_name_is_a_content_address_and_a_size_never_a_path() {
+    fn a_name_is_a_content_address_never_a_path() {
         let hash = hash();
         for good in [
             format!("{hash}-1x1.jpg"),
@@ -421,7 +421,7 @@ mod tests {
     }
 
     #[test]
-    fn a_still_picture_has_small_copies_named_alike_from_it_and_from_its_phones_variant() {
+    fn a_still_pictures_small_copies_are_named_alike_from_any_source() {
         let hash = hash();
         let name = |text: &str| PictureName::parse(&format!("{hash}-{text}")).unwrap();
         let smalls = |of: &PictureName| {
@@ -472,7 +472,7 @@ mod tests {
     }
 
     #[test]
-    fn an_address_is_a_url_and_back_whatever_its_ids_hold() {
+    fn an_address_round_trips_through_a_url_whatever_its_ids_hold() {
         let name = PictureName::parse(&format!("{}-10x10.jpg", hash())).unwrap();
         for owner in ["2f1c-user", "a b", "quote\"s(x)<y>&z", "é"] {
             let Some(address) = PictureAddress::parse(owner, "post-1", name.as_str()) else {

@@ -349,7 +349,7 @@ mod tests {
     }
 
     #[test]
-    fn a_reclaim_is_fresh_and_keeps_a_release_still_to_do() {
+    fn a_reclaim_keeps_a_release_still_to_do() {
         let old = new_reservation(
             "alice".into(),
             "u1",

@@ -121,13 +121,14 @@ impl StoredProcedure {
 ///
 /// infra/modules/cosmos.bicep deploys `replace(loadTextContent(<procedure>), <marker>,
 /// loadTextContent(<helpers>))`, and [`StoredProcedure::source`] makes the same join, so the
-/// deployed body and the one run in process are the same bytes (tests/infra.rs checks it).
+/// deployed body and the one run in process are the same bytes (tests/infra/cosmos.rs checks
+/// it).
 pub const KEYED_HELPERS: &str = include_str!("keyed_helpers.js");
 
 /// The line of a keyed procedure's file that [`KEYED_HELPERS`] take the place of.
 ///
-/// A statement that does nothing, not a comment: the Bicep grammar tests/infra.rs parses with
-/// takes a `//` in a string for a comment.
+/// A statement that does nothing, not a comment: the Bicep grammar tests/infra/bicep_reader.rs
+/// parses with takes a `//` in a string for a comment.
 pub(crate) const KEYED_HELPERS_MARKER: &str = "\"keyed_helpers.js\";";
 
 /// A keyed procedure's file with the shared helpers in place of its marker: every occurrence,

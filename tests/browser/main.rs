@@ -102,7 +102,7 @@ async fn a_person_uses_the_whole_blog_in_a_browser() {
 
 #[tokio::test]
 #[ignore = "needs Chromium: run tests/browser/run.sh"]
-async fn markup_shows_as_text_and_a_forged_cross_site_form_is_refused() {
+async fn hostile_input_is_harmless_in_a_browser() {
     let app = TestApp::start().await;
     let browser = Browser::start().await;
     sign_up(&browser, &app, "mallory", "<script>document.title='owned'</script>").await;
@@ -206,7 +206,7 @@ async fn a_post_is_written_with_the_keyboard_alone() {
 /// size; axe finds no violation on the form with its picture part nor on the post.
 #[tokio::test]
 #[ignore = "needs Chromium: run tests/browser/run.sh"]
-async fn a_picture_is_added_on_the_write_page_and_shown_in_the_post() {
+async fn a_picture_added_on_the_write_page_shows_in_the_post() {
     let axe = std::fs::read_to_string(AXE)
         .unwrap_or_else(|error| panic!("{AXE}: {error}: run tests/browser/install.sh"));
     let script = axe_script(&axe);

@@ -392,7 +392,7 @@ mod tests {
     /// Views of large posts are kept within the bytes' budget: the least recently checked
     /// post's view goes first, and what was kept last stays.
     #[tokio::test]
-    async fn kept_views_stay_within_their_bytes_and_the_least_recent_goes_first() {
+    async fn kept_views_stay_within_their_bytes_dropping_the_least_recent() {
         let cache = PostViewCache::default();
         let large = MAX_CACHED_BYTES / 8; // each weighs 3/8 of the budget
         for post in ["a", "b", "c", "d"] {

@@ -860,7 +860,7 @@ mod tests {
     /// Views are priced by the measurement taken at the highest rate not above the row's, and
     /// computed (a bound) below every measurement.
     #[test]
-    fn views_are_priced_by_the_nearest_measurement_below_and_computed_under_all() {
+    fn views_are_priced_by_the_nearest_measurement_below() {
         let measured = [
             Measured { views_per_day: 100_000.0, view_ru_per_1000: 4_000.0 },
             Measured { views_per_day: 1_000_000.0, view_ru_per_1000: 2_000.0 },
@@ -878,7 +878,7 @@ mod tests {
     /// A shared cache saves executions and bytes and not request units; Front Door adds its
     /// base fee, its requests and its bytes.
     #[test]
-    fn a_cdn_saves_executions_and_bytes_and_front_door_costs_its_fees() {
+    fn a_cdn_is_priced_as_its_savings_less_front_doors_fees() {
         let busy = Traffic::of(1_000_000.0);
         let without = estimate(&busy, &Prices::LISTED, &[]);
         let cdn = estimate(&Traffic { cdn_hit_rate: 0.9, ..busy }, &Prices::LISTED, &[]);
@@ -906,7 +906,7 @@ mod tests {
 
     /// Pictures are most of the bytes, and only first visits download them.
     #[test]
-    fn bytes_out_are_pages_and_first_visits_pictures() {
+    fn bytes_out_are_pages_with_first_visits_pictures() {
         let busy = Traffic::of(1_000_000.0);
         let (pages, pictures) = busy.bytes_per_day();
         assert_eq!(pages, 1_000_000.0 * weights::PAGE);

@@ -240,7 +240,7 @@ mod tests {
     /// On a terminal: drawn at once, redrawn in place, erased for a log line and drawn again
     /// under it, erased for the summary.
     #[test]
-    fn a_terminal_line_is_redrawn_in_place_and_log_lines_go_above_it() {
+    fn log_lines_go_above_a_terminal_line_redrawn_in_place() {
         let out = Recorded::default();
         let mut progress = Progress::new(out.clone(), true, Duration::ZERO);
         progress.update(|| "1 post".into());

@@ -158,7 +158,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_column_is_covered_and_fields_are_framed() {
+    fn every_column_is_covered_in_framed_fields() {
         let base = of_row(Container::Posts, "p", "c", r#"{"a":1}"#, 7, None);
         assert_ne!(base, of_row(Container::Users, "p", "c", r#"{"a":1}"#, 7, None));
         assert_ne!(base, of_row(Container::Posts, "q", "c", r#"{"a":1}"#, 7, None));

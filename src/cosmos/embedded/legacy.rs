@@ -445,7 +445,7 @@ pub(crate) mod tests {
 
     /// Each refusal names its file and line, and says what it found there.
     #[test]
-    fn a_damaged_line_is_refused_with_its_file_its_line_and_what_is_wrong() {
+    fn a_damaged_line_is_refused_saying_what_is_wrong_where() {
         let dir = tempfile::tempdir().unwrap();
         let journal = dir.path().join(JOURNAL);
         write(dir.path(), SNAPSHOT, 1, 0, &[]);

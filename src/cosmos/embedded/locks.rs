@@ -135,7 +135,7 @@ mod tests {
     use futures::FutureExt;
 
     #[tokio::test]
-    async fn a_reader_of_a_partition_waits_for_its_writer_and_no_other() {
+    async fn a_reader_waits_only_for_its_partitions_writer() {
         let locks = Arc::new(Locks::default());
         let writing = locks.write(Container::Posts, "p1").await;
         assert!(

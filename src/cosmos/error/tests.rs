@@ -8,7 +8,7 @@ use crate::cosmos::Container;
 
 #[cfg(feature = "embedded")]
 #[tokio::test]
-async fn a_task_that_died_names_its_work_and_keeps_how_it_ended_as_its_source() {
+async fn a_task_that_died_keeps_how_it_ended_as_its_source() {
     let ended = tokio::spawn(async { panic!("the task's own words") }).await.unwrap_err();
     let error = StoreError::TaskDied { work: "a read of the database", source: ended };
     assert_eq!(error.to_string(), "a read of the database did not finish");
@@ -20,7 +20,7 @@ async fn a_task_that_died_names_its_work_and_keeps_how_it_ended_as_its_source() 
 
 #[cfg(feature = "embedded")]
 #[test]
-fn a_write_the_database_refused_says_why_and_a_full_disk_is_its_own_variant() {
+fn a_full_disk_is_its_own_kind_of_refused_write() {
     use crate::cosmos::embedded::database::Refused;
     let refused = Refused { disk_full: false, message: "database is locked".into() };
     let error = refused.into_store_error();
@@ -38,14 +38,14 @@ fn a_write_the_database_refused_says_why_and_a_full_disk_is_its_own_variant() {
 }
 
 #[test]
-fn a_copy_that_kept_changing_names_the_post_and_the_container() {
+fn a_copy_that_kept_changing_names_where_it_is() {
     let error = StoreError::CopyKeptChanging { post_id: "p1".into(), container: Container::Feed };
     assert_eq!(error.to_string(), "the copy of post p1 in feed kept changing");
     assert!(error.source().is_none());
 }
 
 #[test]
-fn a_change_log_that_kept_changing_says_how_often_and_how_much() {
+fn a_change_log_that_kept_changing_says_how_much_it_changed() {
     let error = StoreError::ChangeLogKeptChanging { attempts: 20, names: 3 };
     assert_eq!(
         error.to_string(),
@@ -55,7 +55,7 @@ fn a_change_log_that_kept_changing_says_how_often_and_how_much() {
 }
 
 #[test]
-fn a_procedure_that_did_not_finish_names_itself_and_the_post() {
+fn a_procedure_that_did_not_finish_names_itself_with_the_post() {
     let error =
         StoreError::ProcedureUnfinished { procedure: "updateUsernames", post_id: "p1".into() };
     assert_eq!(error.to_string(), "updateUsernames did not finish in post p1");

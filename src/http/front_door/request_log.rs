@@ -394,7 +394,7 @@ mod tests {
     /// Made-up paths and methods are counted under one name each: the minute's map stays as
     /// small as the router's routes.
     #[test]
-    fn made_up_paths_and_methods_do_not_grow_the_counts() {
+    fn made_up_requests_do_not_grow_the_counts() {
         let log = RequestLog::default();
         let correlation = Correlation { invocation_id: None, trace_id: None };
         for n in 0..1_000 {

@@ -253,7 +253,7 @@ mod tests {
     }
 
     #[test]
-    fn text_is_escaped_for_xml_and_what_xml_cannot_hold_is_replaced() {
+    fn text_is_made_safe_for_xml() {
         assert_eq!(escaped("<script>&\"'", false), "&lt;script&gt;&amp;&quot;&apos;");
         assert_eq!(escaped("a\tb\nc\rd", false), "a\tb\nc&#13;d");
         assert_eq!(escaped("a\tb\nc\rd", true), "a&#9;b&#10;c&#13;d");

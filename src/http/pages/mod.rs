@@ -504,7 +504,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_unexpected_failure_is_a_page_that_says_what_to_do_and_hides_the_cause() {
+    async fn an_unexpected_failure_page_hides_the_cause() {
         let response = PageError(ApiError::internal(
             "connection to https://secret.documents.azure.com refused",
         ))

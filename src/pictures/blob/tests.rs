@@ -3,7 +3,7 @@
 use super::*;
 
 #[test]
-fn a_connection_string_names_the_service_the_account_and_its_key() {
+fn a_connection_string_gives_the_service_with_its_account_key() {
     let local = parse_connection_string("UseDevelopmentStorage=true").unwrap();
     assert_eq!(
         local,
@@ -108,7 +108,7 @@ async fn no_error_text_carries_the_signature() {
 }
 
 #[test]
-fn urls_lose_their_query_strings_and_nothing_else() {
+fn urls_lose_only_their_query_strings() {
     let same = "at https://a.blob.core.windows.net/pictures (no query), or none";
     assert_eq!(scrubbed(same), same);
     assert_eq!(

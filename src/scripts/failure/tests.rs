@@ -68,7 +68,7 @@ fn an_unknown_operation_is_named() {
 }
 
 #[test]
-fn a_body_that_is_not_json_names_the_script_and_keeps_the_parser_s_words_as_source() {
+fn a_body_that_is_not_json_keeps_the_parser_s_words_as_source() {
     let failure = ScriptFailure::BodyNotJson { script: "createLike".into(), source: not_json() };
     let parser = not_json().to_string();
     let report = report(failure);
@@ -137,14 +137,14 @@ async fn no_answer_keeps_the_connection_s_error_as_its_source() {
 }
 
 #[test]
-fn a_refusal_says_the_status_and_cosmos_db_s_message() {
+fn a_refusal_says_cosmos_db_s_status_with_its_message() {
     let report =
         report(ScriptFailure::Refused { status: 403, message: "Request blocked by Auth".into() });
     assert_eq!(report, "the script failed: Cosmos DB answered 403: Request blocked by Auth");
 }
 
 #[test]
-fn an_unknown_answer_names_the_script_the_answer_and_the_post() {
+fn an_unknown_answer_names_where_it_came_from() {
     let in_post = ScriptFailure::Answered {
         script: "deletePost",
         post_id: Some("p1".into()),

@@ -20,7 +20,7 @@ fn parse(args: &[&str], variable: Option<&str>) -> Result<Options, String> {
 }
 
 #[test]
-fn arguments_are_read_and_bad_ones_named() {
+fn bad_arguments_are_named() {
     let options =
         parse(&["http://localhost:7071/", "--dev-user", "alice", "--wait", "5"], None).unwrap();
     assert_eq!(options.base, "http://localhost:7071");
@@ -90,7 +90,7 @@ fn jitter_adds_at_most_a_tenth() {
 /// 5xx, 408 and 429 settle by themselves; 401/403 only while the sign-in settles; every other
 /// 4xx, and every success, is the blog's own answer.
 #[test]
-fn what_settles_by_itself_is_retried_and_nothing_else() {
+fn only_what_settles_by_itself_is_retried() {
     for status in [500, 502, 503, 504, 507, 408, 429] {
         assert!(settling(status, false).is_some() && settling(status, true).is_some(), "{status}");
     }

@@ -95,7 +95,7 @@ fn commit_untallied(connection: &mut Connection, writes: &[Write]) -> rusqlite::
 }
 
 #[test]
-fn the_tallies_follow_every_write_and_the_start_checks_them() {
+fn the_tallies_follow_every_write() {
     let dir = tempfile::tempdir().unwrap();
     let (database, mut writer) = writer(dir.path());
     // The writes below are committed without being queued: the numbers they take.
@@ -181,7 +181,7 @@ fn a_damaged_row_is_refused_as_what_it_is() {
 /// a repair (which removes the row, or makes the record anew); so is a row numbered after the
 /// last write, which a repair numbers past.
 #[test]
-fn a_row_or_record_of_the_wrong_type_is_refused_naming_it_and_a_repair_removes_it() {
+fn a_row_or_record_of_the_wrong_type_is_refused_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let (database, mut writer) = writer(dir.path());
     writer.commit(&[comment(1, 1, 1)]).unwrap();
@@ -232,7 +232,7 @@ fn a_row_or_record_of_the_wrong_type_is_refused_naming_it_and_a_repair_removes_i
 /// A file that carries this store's marks but holds no table (what `.recover` without
 /// `sqlite_dbpage` makes) is refused, not taken for a new, empty blog.
 #[test]
-fn a_file_with_the_stores_marks_and_no_table_is_refused() {
+fn a_file_with_the_stores_marks_but_no_table_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let connection = Connection::open(dir.path().join(FILE)).unwrap();
     connection
@@ -251,7 +251,7 @@ fn a_file_with_the_stores_marks_and_no_table_is_refused() {
 /// row it can read that matches its checksum into a new file marked unfinished, and leaves the
 /// rows of the damaged page behind. A file of which nothing can be read is refused.
 #[test]
-fn a_damaged_file_is_salvaged_keeping_it_and_what_can_be_read() {
+fn a_damaged_file_is_salvaged_keeping_what_can_be_read() {
     let dir = tempfile::tempdir().unwrap();
     let (database, mut writer) = writer(dir.path());
     for post in 1..=40 {

@@ -192,7 +192,7 @@ fn create_bodies_and_generated_ids() {
 /// D1: queries "may not see changes to items made by the same script"; here they never return a
 /// document the script deleted, and show the stored version of one it replaced.
 #[test]
-fn queries_page_and_never_return_deleted_documents() {
+fn queries_never_return_deleted_documents() {
     let r = reader();
     let out = sp(
         r#"function main() {
