@@ -66,8 +66,7 @@ pub mod testing {
     /// The use cases.
     pub mod app {
         pub use crate::app::Caller;
-        pub use crate::app::feed::{FeedCache, feed_page};
-        pub use crate::app::lists::ListParams;
+        pub use crate::app::feed::FeedCache;
         pub use crate::app::pictures::{ABANDONED_AFTER, sweep_abandoned_pictures};
         pub use crate::app::post_lists::PostLists;
         pub use crate::app::users::{create_user, rename_user};

@@ -84,7 +84,7 @@ pub struct User {
 /// fields, is copied into `users` (partition `/userId`) and `feed` (partition `/type`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Post {
+pub(crate) struct Post {
     /// The post's id.
     pub id: String,
     /// `post`.

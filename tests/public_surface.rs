@@ -17,17 +17,11 @@
 
 use std::path::{Path, PathBuf};
 
-/// The most bare `pub` items the library may declare: 300 as chosen when the surface was cut
-/// down, one more for the change log's fuzz entry point (`blog::fuzzing::change_log`, which
-/// the fuzz crate names), and one for `handler import`'s own way into the store
-/// (`blog::connect_for_import`, which alone opens an embedded store an import has not finished),
-/// one for the blog's public address (`PublicUrl`, the type of a `Config` field the tests set),
-/// and one for what a repair salvaged from a damaged file (`Salvaged`, which the binary prints);
-/// two for what a picture store answers a read with (`Stored`, `Version`: the public
-/// `PictureStore` trait's types, which the tests drive); one for the allocator's setting `main`
-/// makes first (`purge_freed_memory_at_once`); and two for the log lines' billed sizes, which
-/// `handler cost` prices and the telemetry test holds (`BilledLines`, `BILLED_LINES`).
-const BOUND: usize = 309;
+/// The most bare `pub` items the library may declare: 300, as chosen when the surface was first
+/// cut down. An item the binary or a test comes to need is paid for by one they no longer do;
+/// a test that can go through the HTTP API does (the feed's cache test reads `GET /api/feed`,
+/// not the use case), so the bound is not raised to fit the code.
+const BOUND: usize = 300;
 
 /// The item kinds counted, after `pub `: as the command in the module's documentation.
 const KINDS: [&str; 11] = [

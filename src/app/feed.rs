@@ -27,7 +27,7 @@ const FEED_MARK: Mark<'static> =
 /// a like, an edit, an author's new name: most writes) is mended instead, with one point read
 /// of each such copy: about 1 RU a post where Q6 is about 17. A post that entered or left the
 /// feed, or more changed posts than `MAX_MENDED`, has the page read whole.
-pub async fn feed_page(
+pub(crate) async fn feed_page(
     state: &AppState,
     params: &ListParams,
 ) -> AppResult<Arc<MarkedPage<FeedPage>>> {
@@ -128,7 +128,7 @@ pub(crate) async fn mark_feed_changed(state: &AppState) -> AppResult<()> {
 
 /// A feed page as read, with its JSON answer and that answer's ETag (what adapters render of it
 /// once for everyone is kept beside it: [`MarkedPage::rendering`]).
-pub struct FeedPage {
+pub(crate) struct FeedPage {
     /// The page's posts, newest first, and the token of the next page.
     pub list: ListPage<Post>,
     /// The page as the API answers it, serialized once for every reader of the cached page.

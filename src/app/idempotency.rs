@@ -53,7 +53,7 @@ pub(crate) const KEY_REUSED: &str = "This Idempotency-Key was already used for a
 /// An idempotency key as the caller sent it, checked: 1 to [`MAX_KEY_CHARS`] printable ASCII
 /// characters.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct IdempotencyKey(String);
+pub(crate) struct IdempotencyKey(String);
 
 impl IdempotencyKey {
     /// Reads the header's value. The draft makes it a Structured Field string (`"8e03..."`, RFC

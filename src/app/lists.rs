@@ -26,7 +26,7 @@ const MAX_TOKEN_BYTES: usize = 8 * 1024;
 #[derive(Default, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub struct ListParams {
+pub(crate) struct ListParams {
     /// Page size, 1 to 100 (default 25; 10 for the feed).
     #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     limit: Option<String>,
@@ -48,7 +48,7 @@ pub(crate) enum OwnerKnown {
 /// One page of a list, as answered to the client.
 #[derive(Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ListPage<T> {
+pub(crate) struct ListPage<T> {
     /// This page's items.
     pub items: Vec<T>,
     /// Where the next page starts (`None`: this is the last page); opaque to the caller, signed.
@@ -68,7 +68,7 @@ struct Token {
 /// have the same one: `BLOG_TOKEN_KEY` (azd generates it once for a deployment). Without it, a random
 /// key of this process: fine for one process (`cargo run`), not for several instances.
 #[derive(Clone)]
-pub struct TokenKey(azure_core::credentials::Secret);
+pub(crate) struct TokenKey(azure_core::credentials::Secret);
 
 impl TokenKey {
     /// The key that signs continuation tokens: `setting`'s bytes as they are when given (any

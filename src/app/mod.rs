@@ -100,7 +100,7 @@ pub struct Shared {
     /// How callers are identified (the HTTP adapter reads it; the pages show sign-in with it).
     pub auth: AuthMode,
     /// Signs and checks the lists' continuation tokens.
-    pub tokens: lists::TokenKey,
+    pub(crate) tokens: lists::TokenKey,
     /// The feed pages kept and checked by the change log (or the feed's mark), shared by the front page, the Atom
     /// feed and `GET /api/feed`.
     pub feed: Arc<feed::FeedCache>,
@@ -128,7 +128,7 @@ pub struct Caller {
     /// The principal id: the user id.
     pub id: String,
     /// The `Idempotency-Key` of the request, or the one-time key of the form.
-    pub key: Option<idempotency::IdempotencyKey>,
+    pub(crate) key: Option<idempotency::IdempotencyKey>,
 }
 
 impl Caller {

@@ -54,7 +54,7 @@ impl Mark<'_> {
 
 /// A page of a list as read, with its mark's etag read before it, and what adapters render of
 /// it once for everyone ([`MarkedPage::rendering`]).
-pub struct MarkedPage<V> {
+pub(crate) struct MarkedPage<V> {
     /// The page.
     pub page: V,
     mark: Option<String>,
