@@ -19,9 +19,9 @@
 //! - Views arrive at random (a Poisson process) at `--views-per-day`, because the caches the
 //!   figures depend on are kept for a time (the feed's and each post's, a second per instance):
 //!   the same views sent as fast as possible would hit them far more often than readers do.
-//! - Each view is a page kind drawn from a fixed mix ([`MIX`]); a post or a user is drawn by
-//!   popularity, Zipf with s = 1 over a seeded ranking, as real blogs are read (the most read
-//!   of 500 posts takes 15% of the post views, the ten most read 43%).
+//! - Each view is a page kind drawn from a mix ([`DEFAULT_MIX`], or `--mix`); a post or a user
+//!   is drawn by popularity, Zipf with s = 1 over a seeded ranking, as real blogs are read (the
+//!   most read of 500 posts takes 15% of the post views, the ten most read 43%).
 //! - After every 100th view, a write: a comment or a like on a post drawn the same way (45% each),
 //!   or a new post (10%), which enters the ranking among the ten most read, as a new post does.
 //!   Writes go to the API, without an `Idempotency-Key`.
@@ -78,6 +78,15 @@ use cost::article::{C2, C3, C4, Q1, Q2, Q3, Q4, Q5, Q6};
 const POINT_READ_RU: f64 = Q1;
 use cost::{FEED_MARK_RU, USER_POSTS_MARK_RU};
 
+/// A tag's page of posts (Q7, not in the article): the same query as Q3, short copies in one
+/// partition (of `tags`), so priced as Q3; its mark a point read, as a user's posts mark.
+const Q7: f64 = Q3;
+const TAG_MARK_RU: f64 = USER_POSTS_MARK_RU;
+
+/// How many tags the blog's posts carry, one each (`topic-0` to `topic-11`, post by post in
+/// turn): a tag's page lists about a twelfth of the posts.
+const TAGS: usize = 12;
+
 /// What `handler cost` computes a page view costs at 1,000,000 views a day, per 1,000 views
 /// (every post view three reads, the front page read at most once a second).
 fn computed_ru_per_1000_views() -> f64 {
@@ -92,6 +101,7 @@ enum Kind {
     FrontPage,
     PostPage,
     UserPage,
+    TagPage,
     AtomFeed,
     UserAtomFeed,
     ApiFeed,
@@ -103,9 +113,11 @@ enum Kind {
     NewPost,
 }
 
-/// The views' mix: the pages most of it, the Atom feeds what feed readers poll, and a tenth API
-/// reads (an app or a script). Shares of all views; they add to 1.
-const MIX: [(Kind, f64); 9] = [
+/// The views' mix unless `--mix` says otherwise: the pages most of it, the Atom feeds what feed
+/// readers poll, and a tenth API reads (an app or a script). Shares of all views; they add to 1.
+/// Tag pages are not in it, so that its figures compare with the runs before they were
+/// (`--mix` adds them; `--smoke` has every kind).
+const DEFAULT_MIX: [(Kind, f64); 9] = [
     (Kind::FrontPage, 0.30),
     (Kind::PostPage, 0.42),
     (Kind::UserPage, 0.08),
@@ -127,6 +139,7 @@ impl Kind {
             Kind::FrontPage => ("front page", "front_page"),
             Kind::PostPage => ("post page", "post_page"),
             Kind::UserPage => ("user page", "user_page"),
+            Kind::TagPage => ("a tag's page", "tag_page"),
             Kind::AtomFeed => ("Atom feed", "atom_feed"),
             Kind::UserAtomFeed => ("a user's Atom feed", "user_atom_feed"),
             Kind::ApiFeed => ("API: feed", "api_feed"),
@@ -145,6 +158,7 @@ impl Kind {
             Kind::FrontPage => "GET /",
             Kind::PostPage => "GET /posts/{id}",
             Kind::UserPage => "GET /users/{id}",
+            Kind::TagPage => "GET /tags/{tag}",
             Kind::AtomFeed => "GET /feed.atom",
             Kind::UserAtomFeed => "GET /users/{id}/feed.atom",
             Kind::ApiFeed => "GET /api/feed",
@@ -169,6 +183,7 @@ impl Kind {
             }
             Kind::PostPage => ("Q2 + Q4 + Q5", 3, &[Q2, Q4, Q5]),
             Kind::UserPage => ("Q1 + the user's posts mark + Q3", 3, &[Q1, USER_POSTS_MARK_RU, Q3]),
+            Kind::TagPage => ("the tag's mark + Q7", 2, &[TAG_MARK_RU, Q7]),
             Kind::UserAtomFeed | Kind::ApiUserPosts => {
                 ("the user's posts mark + Q3 (+ Q1 when empty)", 2, &[USER_POSTS_MARK_RU, Q3, Q1])
             }
@@ -188,6 +203,7 @@ impl Kind {
             Kind::FrontPage | Kind::AtomFeed | Kind::ApiFeed => Some(Q6),
             Kind::PostPage => Some((Q4 + Q5) / 2.0),
             Kind::UserPage | Kind::UserAtomFeed | Kind::ApiUserPosts => Some(Q3),
+            Kind::TagPage => Some(Q7),
             Kind::ApiComments => Some(Q4),
             Kind::ApiPost | Kind::Comment | Kind::Like | Kind::NewPost => None,
         }
@@ -212,6 +228,20 @@ impl Kind {
         let beyond = operations as usize - known;
         prices[..known].iter().sum::<f64>() + beyond as f64 * prices[prices.len() - 1]
     }
+
+    /// The views a `--mix` may name, by the names it takes.
+    const VIEWS: [(&'static str, Kind); 10] = [
+        ("front", Kind::FrontPage),
+        ("post", Kind::PostPage),
+        ("user", Kind::UserPage),
+        ("tag", Kind::TagPage),
+        ("atom", Kind::AtomFeed),
+        ("user-atom", Kind::UserAtomFeed),
+        ("api-feed", Kind::ApiFeed),
+        ("api-post", Kind::ApiPost),
+        ("api-comments", Kind::ApiComments),
+        ("api-user-posts", Kind::ApiUserPosts),
+    ];
 
     fn is_write(self) -> bool {
         matches!(self, Kind::Comment | Kind::Like | Kind::NewPost)
@@ -247,6 +277,8 @@ struct Args {
     handler: Option<PathBuf>,
     /// Every kind of view and of write in turn instead of drawn (`--smoke`).
     in_turn: bool,
+    /// The views' kinds and their shares (adding to 1).
+    mix: Vec<(Kind, f64)>,
 }
 
 impl Args {
@@ -264,7 +296,9 @@ impl Args {
             json: None,
             handler: None,
             in_turn: false,
+            mix: DEFAULT_MIX.to_vec(),
         };
+        let mut mix_given = false;
         let mut given = std::env::args().skip(1);
         while let Some(flag) = given.next() {
             let mut value = |name: &str| -> f64 {
@@ -284,6 +318,13 @@ impl Args {
                     args.likes = 2;
                     args.views_per_write = 5;
                     args.in_turn = true;
+                    if !mix_given {
+                        args.mix = Kind::VIEWS.iter().map(|&(_, kind)| (kind, 0.1)).collect();
+                    }
+                }
+                "--mix" => {
+                    args.mix = parse_mix(&given.next().expect("--mix needs kind=share,…"));
+                    mix_given = true;
                 }
                 "--views-per-day" => args.views_per_day = value("--views-per-day"),
                 "--seconds" => args.seconds = value("--seconds"),
@@ -304,7 +345,8 @@ impl Args {
                 "--help" | "-h" => {
                     println!(
                         "cargo bench --bench readers -- [--smoke] [--handler PATH] [--views-per-day N=1000000] [--seconds S=120] \
-                         [--warm-up S=0] [--users N=20] [--posts N=500] [--views-per-write N=100] [--seed S=44] [--json PATH]"
+                         [--warm-up S=0] [--users N=20] [--posts N=500] [--views-per-write N=100] [--seed S=44] [--json PATH] \
+                         [--mix front=30,post=42,user=8,tag=0,atom=5,user-atom=2,api-feed=4,api-post=5,api-comments=2,api-user-posts=2]"
                     );
                     std::process::exit(0);
                 }
@@ -317,6 +359,28 @@ impl Args {
         );
         args
     }
+}
+
+/// `kind=share,…` as `--mix` takes it: each kind a name of [`Kind::VIEWS`], each share a
+/// number above 0 (the shares are scaled to add to 1).
+fn parse_mix(given: &str) -> Vec<(Kind, f64)> {
+    let mut mix = Vec::new();
+    for part in given.split(',') {
+        let (name, share) = part.split_once('=').unwrap_or_else(|| panic!("{part:?}: kind=share"));
+        let kind = Kind::VIEWS
+            .iter()
+            .find(|(known, _)| *known == name.trim())
+            .map(|&(_, kind)| kind)
+            .unwrap_or_else(|| panic!("{name:?} is none of {:?}", Kind::VIEWS.map(|(n, _)| n)));
+        let share: f64 = share.trim().parse().unwrap_or_else(|_| panic!("{share:?}: a number"));
+        assert!(share >= 0.0 && share.is_finite(), "{name}: a share of 0 or more");
+        if share > 0.0 && !mix.iter().any(|&(known, _)| known == kind) {
+            mix.push((kind, share));
+        }
+    }
+    let total: f64 = mix.iter().map(|&(_, share)| share).sum();
+    assert!(total > 0.0, "--mix names no view with a share above 0");
+    mix.into_iter().map(|(kind, share)| (kind, share / total)).collect()
 }
 
 fn main() {
@@ -397,8 +461,11 @@ fn schedule(args: &Args) -> Vec<Event> {
         if at >= args.warm_up + args.seconds {
             return events;
         }
-        let kind =
-            if args.in_turn { MIX[views % MIX.len()].0 } else { by_share(&MIX, unit(&mut rng)) };
+        let kind = if args.in_turn {
+            args.mix[views % args.mix.len()].0
+        } else {
+            by_share(&args.mix, unit(&mut rng))
+        };
         let (rank, user) = (posts.draw(&mut rng), users.draw(&mut rng));
         events.push(Event { at: Duration::from_secs_f64(at), kind, rank, user });
         views += 1;
@@ -518,8 +585,10 @@ async fn write_blog(client: &Client, args: &Args) -> (Blog, Written) {
             async move {
                 let plan = &plans[n];
                 let author = &users[plan.author];
-                let body =
-                    json!({ "userId": author, "title": plan.title, "content": plan.content });
+                let tag = format!("topic-{}", n % TAGS);
+                let body = json!({
+                    "userId": author, "title": plan.title, "content": plan.content, "tags": [tag]
+                });
                 let answer = client.post(author, "/api/posts", &body).await;
                 assert!(answer.ok(), "C2: {}", answer.sample.status);
                 ids.lock().unwrap()[n] = answer.id();
@@ -628,6 +697,8 @@ async fn send(client: &Client, blog: &Blog, event: &Event, seed: u64) -> (Kind, 
         Kind::FrontPage => client.get("/").await,
         Kind::PostPage => client.get(&format!("/posts/{}", post())).await,
         Kind::UserPage => client.get(&format!("/users/{user}")).await,
+
+        Kind::TagPage => client.get(&format!("/tags/topic-{}", event.rank % TAGS)).await,
         Kind::AtomFeed => client.get("/feed.atom").await,
         Kind::UserAtomFeed => client.get(&format!("/users/{user}/feed.atom")).await,
         Kind::ApiFeed => client.get("/api/feed").await,
@@ -664,7 +735,7 @@ async fn send(client: &Client, blog: &Blog, event: &Event, seed: u64) -> (Kind, 
         }
         Kind::NewPost => {
             let mut rng = Rng::new(seed);
-            let body = json!({ "userId": user, "title": data::text(&mut rng, TITLE_CHARS), "content": data::text(&mut rng, CONTENT_CHARS) });
+            let body = json!({ "userId": user, "title": data::text(&mut rng, TITLE_CHARS), "content": data::text(&mut rng, CONTENT_CHARS), "tags": [format!("topic-{}", event.rank % TAGS)] });
             let answer = client.post(user, "/api/posts", &body).await;
             if answer.ok() {
                 blog.ranked.lock().unwrap().insert(event.rank, answer.id());
@@ -781,7 +852,7 @@ async fn run(args: &Args, binary: &Path) {
     child.kill().expect("the handler stops");
     child.wait().expect("the handler is gone");
 
-    let views: Vec<Row> = MIX.iter().map(|&(kind, _)| Row::of(kind, &samples)).collect();
+    let views: Vec<Row> = args.mix.iter().map(|&(kind, _)| Row::of(kind, &samples)).collect();
     let writes: Vec<Row> = WRITES.iter().map(|&(kind, _)| Row::of(kind, &samples)).collect();
     let view_count: usize = views.iter().map(|row| row.count).sum();
     let write_count: usize = writes.iter().map(|row| row.count).sum();
