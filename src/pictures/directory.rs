@@ -31,12 +31,12 @@ use crate::model::picture::{PictureAddress, PictureName};
 const TEMPORARY: &str = ".partial-";
 
 /// How old a file's change time must be, when it is read, for its version to be told for
-/// certain: a file's times are only as fine as its filesystem keeps them (one second on ext4
-/// with 128-byte inodes, two on FAT) and the kernel's clock ticks (a few milliseconds, where
-/// Linux's fine-grained timestamps, 6.13 and later, are not used), so a change made within the
-/// same tick as the one before it leaves the same times (what git calls "racy": its
-/// Documentation/technical/racy-git.txt). A file read later than this after its last change is
-/// in a later tick than that change, so any change after the read shows.
+/// certain. A file's times are only as fine as its filesystem keeps them (one second on ext4
+/// with 128-byte inodes, two on FAT) and as the kernel's clock ticks (a few milliseconds,
+/// without Linux 6.13's fine-grained timestamps). So a change within the same tick as the one
+/// before it leaves the same times: what git calls "racy" (its
+/// Documentation/technical/racy-git.txt). A file read this long after its last change is in a
+/// later tick than that change, so any change after the read shows.
 const SETTLED_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The pictures of a data directory.

@@ -51,14 +51,16 @@ impl<T> KeptPage for LogCheckedRead<T> {
 
 type Cell<V> = Arc<OnceCell<Arc<V>>>;
 
-/// What a page about to be filled had before: nothing to go on, a page to check by its mark
-/// (the log cannot say, or it names the page: a mark read for nothing where it moved, as a
-/// list's does, but a post's etag is read with its view all the same, and its lists' versions
-/// say which to read again), or a page the log says changed only in what it names under the
-/// page's name (the post ids of `feed/<postId>`), oldest first, for the page to mend.
+/// What a page about to be filled had before it.
 pub(crate) enum PageBefore<V> {
+    /// Nothing to go on: the page is read whole.
     Nothing,
+    /// A page to check by its mark: the log cannot say, or it names the page. A list's mark read
+    /// where the list moved is a read for nothing; a post's view reads its post all the same, and
+    /// the post's list versions say which lists to read again.
     Check(Arc<V>),
+    /// A page the log says changed only under its name (`feed/<postId>`), with those names,
+    /// oldest first: the page mends itself.
     Mend(Arc<V>, Vec<String>),
 }
 
