@@ -11,7 +11,9 @@ use super::idempotency::{
 };
 use super::lists::{ListPage, ListParams, OwnerKnown};
 use super::posts::{PostList, existing_author, get_post, page_of_post};
-use super::{AppError, AppResult, AppState, Caller, post_not_found, valid_user_id, validate_text};
+use super::{
+    AppError, AppResult, AppState, Caller, Missing, post_not_found, valid_user_id, validate_text,
+};
 
 /// C3: the stored procedure `createComment` creates the comment and increments the post's
 /// `commentCount` in one transaction.
@@ -75,9 +77,10 @@ pub(crate) async fn delete_comment(
         DeleteOutcome::Deleted { .. } => Ok(()),
         DeleteOutcome::Repeated(record) => repeated_deletion(once.as_ref(), record),
         DeleteOutcome::PostNotFound => Err(post_not_found(post_id)),
-        DeleteOutcome::CommentNotFound => Err(AppError::NotFound(format!(
-            "There is no comment with id {comment_id:?} on post {post_id:?}."
-        ))),
+        DeleteOutcome::CommentNotFound => Err(AppError::NotFound(Missing::Comment {
+            post: post_id.to_owned(),
+            comment: comment_id.to_owned(),
+        })),
         DeleteOutcome::Forbidden { author } => Err(AppError::Forbidden(format!(
             "Only the comment's author ({}) or the post's author may delete it; you are signed in as {:?}.",
             author.map_or_else(|| "unknown".to_owned(), |author| format!("{author:?}")),
@@ -105,9 +108,10 @@ pub(crate) async fn comment_to_delete(
         .filter(|item| item.get("type").and_then(Value::as_str) == Some("comment"))
         .and_then(|item| serde_json::from_value::<Comment>(item).ok())
         .ok_or_else(|| {
-            AppError::NotFound(format!(
-                "There is no comment with id {comment_id:?} on post {post_id:?}."
-            ))
+            AppError::NotFound(Missing::Comment {
+                post: post_id.to_owned(),
+                comment: comment_id.to_owned(),
+            })
         })?;
     if caller.id != comment.user_id && caller.id != post.user_id {
         return Err(AppError::Forbidden(format!(

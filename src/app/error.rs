@@ -12,9 +12,9 @@ pub enum AppError {
     /// the message says what to fix.
     #[error("{0}")]
     Invalid(String),
-    /// What the request is about does not exist (a post, a user, a comment, a like).
+    /// What the request is about does not exist: which, in [`Missing`].
     #[error("{0}")]
-    NotFound(String),
+    NotFound(Missing),
     /// The request is well-formed, but names a user that does not exist as its writer.
     #[error("{0}")]
     NoSuchWriter(String),
@@ -82,6 +82,46 @@ pub enum AppError {
 }
 
 pub(crate) type AppResult<T> = Result<T, AppError>;
+
+/// What a request named that does not exist; its text is the answer's `detail`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Missing {
+    /// A post, or a deleted one.
+    #[error("There is no post with id {0:?}.")]
+    Post(String),
+    /// A user.
+    #[error("There is no user with id {0:?}.")]
+    User(String),
+    /// A comment on a post.
+    #[error("There is no comment with id {comment:?} on post {post:?}.")]
+    Comment {
+        /// The post.
+        post: String,
+        /// The comment's id.
+        comment: String,
+    },
+    /// A user's like of a post.
+    #[error("User {user:?} does not like post {post:?}; there is no like to take back.")]
+    Like {
+        /// The user.
+        user: String,
+        /// The post.
+        post: String,
+    },
+    /// A picture, by its address.
+    #[error("There is no picture at {0}.")]
+    Picture(String),
+    /// What a request made with an idempotency key wrote, deleted since.
+    #[error(
+        "This Idempotency-Key's request was made before, and the {what} it wrote ({item:?}) has been deleted since."
+    )]
+    DeletedSince {
+        /// What it wrote: a post, a comment, a like, a user.
+        what: String,
+        /// Its id.
+        item: String,
+    },
+}
 
 impl AppError {
     /// [`AppError::Unexpected`] with nothing behind it: a script's answer no step expects.

@@ -36,7 +36,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{AppError, AppResult, Caller};
+use super::{AppError, AppResult, Caller, Missing};
 use crate::cosmos::{Container, Store, StoreError, WriteOp};
 use crate::model::{REQUEST_RECORD_PREFIX, hex};
 use crate::scripts::ScriptError;
@@ -358,9 +358,7 @@ pub(crate) async fn first_answer<T: DeserializeOwned>(
 /// The answer to a repeated request whose item has been deleted since: not found, as a read of
 /// it would be, never the item's remains (a deleted post's tombstone).
 pub(crate) fn deleted_since(what: &str, item_id: &str) -> AppError {
-    AppError::NotFound(format!(
-        "This Idempotency-Key's request was made before, and the {what} it wrote ({item_id:?}) has been deleted since."
-    ))
+    AppError::NotFound(Missing::DeletedSince { what: what.to_owned(), item: item_id.to_owned() })
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use super::idempotency::{
 };
 use super::lists::{ListPage, ListParams, OwnerKnown};
 use super::posts::{PostList, existing_author, page_of_post};
-use super::{AppError, AppResult, AppState, Caller, post_not_found, valid_user_id};
+use super::{AppError, AppResult, AppState, Caller, Missing, post_not_found, valid_user_id};
 
 /// C4: the stored procedure `createLike` creates the like (its id is the liker's, so a post
 /// is liked once per user) and increments `likeCount`, in one transaction.
@@ -67,9 +67,10 @@ pub(crate) async fn delete_like(
         DeleteOutcome::Deleted { .. } => Ok(()),
         DeleteOutcome::Repeated(record) => repeated_deletion(once.as_ref(), record),
         DeleteOutcome::PostNotFound => Err(post_not_found(post_id)),
-        DeleteOutcome::LikeNotFound => Err(AppError::NotFound(format!(
-            "User {user_id:?} does not like post {post_id:?}; there is no like to take back."
-        ))),
+        DeleteOutcome::LikeNotFound => Err(AppError::NotFound(Missing::Like {
+            user: user_id.to_owned(),
+            post: post_id.to_owned(),
+        })),
         other => Err(AppError::unexpected(format!("deleteLike answered {other:?}"))),
     }
 }

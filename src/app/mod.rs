@@ -22,7 +22,7 @@ mod write_limit;
 
 use std::sync::Arc;
 
-pub(crate) use error::AppError;
+pub(crate) use error::{AppError, Missing};
 
 pub(crate) use error::AppResult;
 pub(crate) use write_limit::WriteLimit;
@@ -166,7 +166,7 @@ impl Caller {
 
 /// What a request about a post that does not exist (or is deleted) is answered.
 pub(crate) fn post_not_found(post_id: &str) -> AppError {
-    AppError::NotFound(format!("There is no post with id {post_id:?}."))
+    AppError::NotFound(Missing::Post(post_id.to_owned()))
 }
 
 /// Checks a user id given in a body (`userId`).

@@ -25,7 +25,7 @@ use crate::pictures::{
 use crate::striped::StripedLock;
 
 use super::idempotency::Once;
-use super::{AppError, AppResult, AppState, Caller, post_not_found};
+use super::{AppError, AppResult, AppState, Caller, Missing, post_not_found};
 
 /// How many pictures, and how many bytes of them, one writer may keep.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -289,7 +289,7 @@ pub(crate) async fn store_prepared(
 /// were made at upload lacks is made here, from that picture, and stored ([`made_copy`]): the
 /// lists and the post page link to them by their names alone.
 pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppResult<PictureBytes> {
-    let not_found = || AppError::NotFound(format!("There is no picture at {}.", address.url()));
+    let not_found = || AppError::NotFound(Missing::Picture(address.url()));
     let Some(pictures) = &state.pictures else { return Err(not_found()) };
     let key = address.key();
     if let Some(version) = pictures.store.version_now(address) {

@@ -13,7 +13,7 @@ use super::kept::{KeptPages, LogCheckedRead, MarkedPage};
 use super::lists::{ListPage, ListParams, OwnerKnown};
 use super::posts::to_document;
 use super::usernames;
-use super::{AppError, AppResult, AppState, Caller, validate_text};
+use super::{AppError, AppResult, AppState, Caller, Missing, validate_text};
 
 /// A username as given, checked: a visible, single-line name of at most
 /// [`MAX_USERNAME_CHARS`] characters.
@@ -258,5 +258,5 @@ pub(crate) async fn mark_user_posts_changed(state: &AppState, user_id: &str) -> 
 }
 
 pub(crate) fn user_not_found(user_id: &str) -> AppError {
-    AppError::NotFound(format!("There is no user with id {user_id:?}."))
+    AppError::NotFound(Missing::User(user_id.to_owned()))
 }

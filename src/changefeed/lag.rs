@@ -89,7 +89,7 @@ pub async fn measure(
 }
 
 /// How soon after the start the lag is first logged: what a restart left behind shows at once.
-pub const FIRST_REPORT_AFTER: Duration = Duration::from_secs(5);
+pub(crate) const FIRST_REPORT_AFTER: Duration = Duration::from_secs(5);
 
 /// Logs the lag once a minute while the blog runs, the first time [`FIRST_REPORT_AFTER`] after the start.
 /// Like the pictures' sweep, the task holds the blog's state only while it measures.

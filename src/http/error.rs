@@ -181,7 +181,7 @@ impl From<AppError> for ApiError {
     fn from(error: AppError) -> Self {
         match error {
             AppError::Invalid(detail) => Self::bad_request(detail),
-            AppError::NotFound(detail) => Self::not_found(detail),
+            AppError::NotFound(missing) => Self::not_found(missing.to_string()),
             AppError::NoSuchWriter(detail) => Self::unprocessable(detail),
             AppError::Forbidden(detail) => Self::new(StatusCode::FORBIDDEN, detail),
             AppError::Conflict(detail) => Self::conflict(detail),

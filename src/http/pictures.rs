@@ -14,7 +14,7 @@ use super::extract::{Id, QueryParams};
 use crate::app::pictures::{
     AddedPicture, PictureBytes, PictureTarget, add_picture, destination, picture,
 };
-use crate::app::{AppState, Caller};
+use crate::app::{AppState, Caller, Missing};
 use crate::model::picture::{PictureAddress, SMALL_SIZES};
 use crate::pictures::IMMUTABLE;
 
@@ -197,7 +197,9 @@ pub(super) async fn show(
                 response.headers_mut().insert(header::CONTENT_TYPE, kind);
                 response
             }
-            Err(crate::app::AppError::NotFound(_)) => return picture_not_found(&address.url()),
+            Err(crate::app::AppError::NotFound(Missing::Picture(_))) => {
+                return picture_not_found(&address.url());
+            }
             Err(error) => return super::pages::PageError(error.into()).into_response(),
         }
     };

@@ -405,7 +405,9 @@ mod tests {
                 "p/post",
                 false,
                 LogForChecks::none(),
-                |_| async { Err(crate::app::AppError::NotFound(String::new())) },
+                |_| async {
+                    Err(crate::app::AppError::NotFound(crate::app::Missing::Post("a".into())))
+                },
             );
             async move { kept.await.is_ok() }
         };

@@ -15,7 +15,7 @@ use super::{
 use crate::app::idempotency::IdempotencyKey;
 use crate::app::lists::{ListParams, OwnerKnown};
 use crate::app::users::{create_user, posts_of, rename_user, shown_user};
-use crate::app::{AppError, AppState};
+use crate::app::{AppError, AppState, Missing};
 use crate::http::error::ApiError;
 
 // The hint says the limit the API applies; the assertion keeps it true.
@@ -77,7 +77,7 @@ async fn render_user(
     let user = match user {
         Ok(user) => user,
         // Signed in for the first time: their page is where they choose their name.
-        Err(AppError::NotFound(_)) if viewer.is(user_id) => {
+        Err(AppError::NotFound(Missing::User(_))) if viewer.is(user_id) => {
             let main = html! {
                 h1 { "Welcome" }
                 p { "Choose the name others will see beside your posts and comments." }
