@@ -75,9 +75,11 @@ pub struct SdkFaults {
     /// 0 shows at once what the handler does once the SDK's retries are spent.
     pub throttle_retries: Option<u32>,
 }
-/// Faults the SDK injects: none outside the tests (feature `test-support`).
+/// Faults the SDK injects: none outside the tests (feature `test-support`). A unit struct
+/// rather than `()`, so that passing "no faults" reads as such (clippy's `unit_arg`).
 #[cfg(not(feature = "test-support"))]
-pub(crate) type SdkFaults = ();
+#[derive(Default)]
+pub(crate) struct SdkFaults;
 
 /// The SDK's clients on a new in-memory emulator, and the emulator itself: the client the
 /// application's requests go through (through `faults`, in a test that injects them), and the
@@ -127,7 +129,7 @@ pub(crate) async fn client(
     };
     #[cfg(not(feature = "test-support"))]
     let (runtime, faulty) = {
-        let () = faults;
+        let SdkFaults = faults;
         (CosmosRuntimeBuilder::from(emulator.runtime_builder()), false)
     };
     let client = build(runtime).await?;
