@@ -67,7 +67,7 @@ pub mod testing {
     pub mod app {
         pub use crate::app::Caller;
         pub use crate::app::feed::FeedCache;
-        pub use crate::app::pictures::{ABANDONED_AFTER, sweep_abandoned_pictures};
+        pub use crate::app::pictures::sweep_abandoned_pictures;
         pub use crate::app::post_lists::PostLists;
         pub use crate::app::users::{create_user, rename_user};
     }
@@ -101,10 +101,7 @@ pub mod testing {
     pub mod http {
         pub use crate::http::error::{ApiError, ApiResult};
         pub use crate::http::extract::ID_PATTERN;
-        pub use crate::http::pages::{
-            esc,
-            forms::{SENT_BEFORE, SIGNED_OUT},
-        };
+        pub use crate::http::pages::forms::{SENT_BEFORE, SIGNED_OUT};
         pub use crate::http::{FRONT_PAGE_ROUTE, HttpFunction, is_api_route, router_path};
     }
     /// The items.

@@ -1,5 +1,6 @@
 //! C3 (comment on a post), C6 (delete a comment) and Q4 (a post's comments).
 
+use super::NotAllowed;
 use serde_json::Value;
 
 use crate::cosmos::Container;
@@ -81,11 +82,12 @@ pub(crate) async fn delete_comment(
             post: post_id.to_owned(),
             comment: comment_id.to_owned(),
         })),
-        DeleteOutcome::Forbidden { author } => Err(AppError::Forbidden(format!(
-            "Only the comment's author ({}) or the post's author may delete it; you are signed in as {:?}.",
-            author.map_or_else(|| "unknown".to_owned(), |author| format!("{author:?}")),
-            caller.id
-        ))),
+        DeleteOutcome::Forbidden { author } => {
+            Err(AppError::Forbidden(NotAllowed::CommentOfAnother {
+                author,
+                caller: caller.id.clone(),
+            }))
+        }
         other => Err(AppError::unexpected(format!("deleteComment answered {other:?}"))),
     }
 }
@@ -114,10 +116,10 @@ pub(crate) async fn comment_to_delete(
             })
         })?;
     if caller.id != comment.user_id && caller.id != post.user_id {
-        return Err(AppError::Forbidden(format!(
-            "Only the comment's author or the post's author may delete it; you are signed in as {:?}.",
-            caller.id
-        )));
+        return Err(AppError::Forbidden(NotAllowed::CommentOfAnother {
+            author: None,
+            caller: caller.id.clone(),
+        }));
     }
     Ok((post, comment))
 }

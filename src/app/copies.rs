@@ -89,8 +89,9 @@ pub(crate) enum PostRefused {
     #[error("post {id}: its tags are not what the API allows")]
     BadTags {
         id: Value,
+        /// Boxed: the refusal is rare, and every copy's result carries this enum's size.
         #[source]
-        source: model::tags::TagError,
+        source: Box<model::tags::TagError>,
     },
 }
 
@@ -125,7 +126,7 @@ impl PostVersion {
             return Err(PostRefused::TooLong { id, field, max });
         }
         if let Err(source) = model::tags::stored_tags(post.tags.clone()) {
-            return Err(PostRefused::BadTags { id, source });
+            return Err(PostRefused::BadTags { id, source: Box::new(source) });
         }
         Ok(version)
     }

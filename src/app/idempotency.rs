@@ -31,6 +31,7 @@
 //! Both are *request records*, ids starting with [`REQUEST_RECORD_PREFIX`], read by their id
 //! alone: the embedded store keeps them on disk only (`cosmos::embedded`).
 
+use super::{BadInput, Clash, Contended};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -94,17 +95,11 @@ impl IdempotencyKey {
 
 /// A key sent with a request other than the one it was first sent with.
 fn key_reused() -> AppError {
-    AppError::KeyReused(format!(
-        "{KEY_REUSED} (other inputs, another write, or another item): nothing was written. Send a new key with a \
-         new request, and the same key only with the same request."
-    ))
+    AppError::KeyReused
 }
 
 fn invalid(why: &str) -> AppError {
-    AppError::Invalid(format!(
-        "The Idempotency-Key header is not valid: {why}. Send a new random value (a UUID) with each write, \
-         and the same value when you repeat it."
-    ))
+    AppError::Invalid(BadInput::IdempotencyKey(why.to_owned()))
 }
 
 /// One keyed write: its record's id, its claim's, and its fingerprint.
@@ -187,7 +182,7 @@ impl Once {
                 None => continue,
             }
         }
-        Err(AppError::Busy("The request with this key just expired; send it again.".to_owned()))
+        Err(AppError::Busy(Contended::KeyJustExpired))
     }
 
     /// The id of an item this write creates where the id must be known from the key alone (a
@@ -279,9 +274,7 @@ pub(crate) async fn commit(
             match once.find(store, container, partition_key).await? {
                 Some(item_id) => Ok(Committed::Repeated(item_id)),
                 // (Expired between the two calls: as if never made.)
-                None => Err(AppError::Busy(
-                    "The request with this key just expired; send it again.".to_owned(),
-                )),
+                None => Err(AppError::Busy(Contended::KeyJustExpired)),
             }
         }
         Err(other) => Err(other.of_failed_operation().into()),
@@ -307,11 +300,7 @@ pub(crate) fn record_argument(
 /// draft says of a request whose key is in use.
 pub(crate) fn script_error(error: ScriptError) -> AppError {
     match error {
-        ScriptError::InProgress(_) => AppError::Conflict(
-            "A request with this Idempotency-Key is being made right now: wait for its answer, or send this again \
-             in a moment to get it."
-                .to_owned(),
-        ),
+        ScriptError::InProgress(_) => AppError::Conflict(Clash::KeyInProgress),
         other => other.into(),
     }
 }
@@ -371,10 +360,7 @@ mod tests {
     fn a_key_in_use_is_409_by_the_throws_kind() {
         let message = "createLike: a request with this key is in progress";
         let in_use = script_error(ScriptError::InProgress(message.to_owned()));
-        assert!(
-            matches!(&in_use, AppError::Conflict(detail) if detail.contains("being made right now")),
-            "{in_use:?}"
-        );
+        assert!(matches!(&in_use, AppError::Conflict(Clash::KeyInProgress)), "{in_use:?}");
         let worded = script_error(ScriptError::Thrown(message.to_owned()));
         assert!(matches!(worded, AppError::Script(ScriptError::Thrown(_))), "{worded:?}");
     }
@@ -392,7 +378,7 @@ mod tests {
         for bad in ["", "\"\"", "\"a\"b\"", "caf\u{e9}", "a\tb", &"k".repeat(MAX_KEY_CHARS + 1)] {
             let error = IdempotencyKey::parse(bad).unwrap_err();
             assert!(
-                matches!(error, AppError::Invalid(ref detail) if detail.contains("Idempotency-Key")),
+                matches!(error, AppError::Invalid(BadInput::IdempotencyKey(_))),
                 "{bad:?}: {error}"
             );
         }
@@ -428,7 +414,7 @@ mod tests {
         assert_eq!(record["ttl"], KEY_LIFETIME_SECS);
         let found: RequestRecord = serde_json::from_value(record).unwrap();
         assert_eq!(once.repeated(&found).unwrap(), "comment-1");
-        assert!(matches!(other_text.repeated(&found), Err(AppError::KeyReused(_))));
+        assert!(matches!(other_text.repeated(&found), Err(AppError::KeyReused)));
         assert_eq!(once.record(Container::Users, "ana", "ana")["userId"], "ana");
         assert!(uuid::Uuid::parse_str(&once.item_id()).is_ok());
     }

@@ -1,5 +1,6 @@
 //! C4 (like a post), C5 (unlike it) and Q5 (a post's likes).
 
+use super::Clash;
 use crate::cosmos::Container;
 use crate::model::{self, Like};
 use crate::scripts::{CounterOutcome, DeleteOutcome, StoredProcedure};
@@ -38,10 +39,10 @@ pub(crate) async fn create_like(
             repeated_creation(&state.store, once.as_ref(), post_id, record, "like").await
         }
         CounterOutcome::PostNotFound => Err(post_not_found(post_id)),
-        CounterOutcome::AlreadyLiked => Err(AppError::Conflict(format!(
-            "User {:?} already likes post {post_id:?}; a post is liked once per user.",
-            author.user_id
-        ))),
+        CounterOutcome::AlreadyLiked => Err(AppError::Conflict(Clash::AlreadyLiked {
+            user: author.user_id.clone(),
+            post: post_id.to_owned(),
+        })),
     }
 }
 

@@ -4,6 +4,7 @@
 //! belongs to, signed (HMAC-SHA256 with the instance's [`TokenKey`]), so a token passed to another
 //! list, or edited, is refused with 400 before it reaches Cosmos.
 
+use super::BadInput;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
@@ -138,14 +139,10 @@ impl ListParams {
                 }
                 // (Under the Functions host a repeated `limit` arrives as one value with commas.)
                 _ if text.contains(',') => {
-                    return Err(AppError::Invalid(format!(
-                        "`limit` must be one whole number from 1 to {MAX_PAGE_SIZE}; it was {text:?}: give it once."
-                    )));
+                    return Err(AppError::Invalid(BadInput::LimitTwice(text.to_owned())));
                 }
                 _ => {
-                    return Err(AppError::Invalid(format!(
-                        "`limit` must be a whole number from 1 to {MAX_PAGE_SIZE}; it was {text:?}."
-                    )));
+                    return Err(AppError::Invalid(BadInput::Limit(text.to_owned())));
                 }
             },
         };
@@ -172,12 +169,7 @@ pub(crate) fn wrap_token(
 }
 
 fn unwrap_token(tokens: &TokenKey, text: &str, list: &str, key: &str) -> Result<String, AppError> {
-    let invalid = || {
-        AppError::Invalid(
-            "`continuationToken` is not a token this list issued; pass back the `continuationToken` of the previous page unchanged."
-                .to_owned(),
-        )
-    };
+    let invalid = || AppError::Invalid(BadInput::ContinuationToken);
     if text.is_empty() || text.len() > MAX_TOKEN_BYTES {
         return Err(invalid());
     }
@@ -193,10 +185,10 @@ fn unwrap_token(tokens: &TokenKey, text: &str, list: &str, key: &str) -> Result<
         return Err(invalid());
     }
     if token.list != list || token.key != key {
-        return Err(AppError::Invalid(format!(
-            "`continuationToken` was issued for another list; it belongs to {} of {:?}.",
-            token.list, token.key
-        )));
+        return Err(AppError::Invalid(BadInput::TokenOfAnotherList {
+            list: token.list,
+            key: token.key,
+        }));
     }
     Ok(token.sdk)
 }

@@ -22,7 +22,7 @@ mod write_limit;
 
 use std::sync::Arc;
 
-pub(crate) use error::{AppError, Missing};
+pub(crate) use error::{AppError, BadInput, Clash, Contended, Missing, NotAllowed};
 
 pub(crate) use error::AppResult;
 pub(crate) use write_limit::WriteLimit;
@@ -152,14 +152,11 @@ impl Caller {
     }
 
     /// [`AppError::Forbidden`] unless `owner` is the caller.
-    pub(crate) fn must_be(&self, owner: &str, what: &str) -> AppResult<()> {
+    pub(crate) fn must_be(&self, owner: &str, what: &'static str) -> AppResult<()> {
         if self.id == owner {
             Ok(())
         } else {
-            Err(AppError::Forbidden(format!(
-                "Only its owner may {what}; you are signed in as {:?}.",
-                self.id
-            )))
+            Err(AppError::Forbidden(NotAllowed::NotOwner { what, caller: self.id.clone() }))
         }
     }
 }
@@ -171,13 +168,13 @@ pub(crate) fn post_not_found(post_id: &str) -> AppError {
 
 /// Checks a user id given in a body (`userId`).
 fn valid_user_id(user_id: &str) -> AppResult<()> {
-    validate_id(user_id).map_err(|why| AppError::Invalid(format!("`userId` is not valid: {why}")))
+    validate_id(user_id).map_err(|why| AppError::Invalid(BadInput::UserId(why)))
 }
 
 /// Checks one text field of a body: not blank, at most `max_chars` characters, and no control
 /// characters other than line breaks and tabs (allowed only where `multiline`).
 pub(crate) fn validate_text(
-    field: &str,
+    field: &'static str,
     value: &str,
     max_chars: usize,
     multiline: bool,
@@ -185,19 +182,15 @@ pub(crate) fn validate_text(
     // Blank means only whitespace, as JavaScript's `\s` counts it (U+FEFF too), so that the
     // OpenAPI description's patterns say exactly what is accepted.
     if value.chars().all(|c| c.is_whitespace() || c == '\u{feff}') {
-        return Err(AppError::Invalid(format!("`{field}` must not be empty.")));
+        return Err(AppError::Invalid(BadInput::Empty(field)));
     }
     let chars = value.chars().count();
     if chars > max_chars {
-        return Err(AppError::Invalid(format!(
-            "`{field}` must be at most {max_chars} characters long; it has {chars}."
-        )));
+        return Err(AppError::Invalid(BadInput::TooLong { field, max_chars, chars }));
     }
     let allowed = |c: char| multiline && matches!(c, '\n' | '\r' | '\t');
     if let Some(bad) = value.chars().find(|&c| c.is_control() && !allowed(c)) {
-        return Err(AppError::Invalid(format!(
-            "`{field}` must not contain the control character {bad:?}."
-        )));
+        return Err(AppError::Invalid(BadInput::Control { field, bad }));
     }
     Ok(())
 }

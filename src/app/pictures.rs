@@ -7,6 +7,7 @@
 //! post's Markdown refers to it by its address, which carries its size, so the post page reads
 //! nothing more for it (Q2 stays one point read).
 
+use super::BadInput;
 use std::sync::Arc;
 
 use sha2::Digest;
@@ -524,13 +525,9 @@ async fn writers_post(
 ) -> AppResult<String> {
     let post_id = match target {
         PictureTarget::Post(post_id) => post_id.to_owned(),
-        PictureTarget::NewPost => {
-            Once::of(caller, &["createPost"]).map(|once| once.item_id()).ok_or_else(|| {
-                AppError::Invalid(
-                    "A picture for a post not yet published needs the form's key.".into(),
-                )
-            })?
-        }
+        PictureTarget::NewPost => Once::of(caller, &["createPost"])
+            .map(|once| once.item_id())
+            .ok_or_else(|| AppError::Invalid(BadInput::PictureWithoutFormKey))?,
     };
     let post = state.store.read::<Post>(Container::Posts, &post_id, &post_id).await?;
     match post {
@@ -545,7 +542,8 @@ async fn writers_post(
 
 /// How long the pictures added to a post that was never published are kept: a writer may leave
 /// the write page open that long, and publish with the pictures they added.
-pub const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 60 * 60);
+pub(crate) const ABANDONED_AFTER: std::time::Duration =
+    std::time::Duration::from_secs(7 * 24 * 60 * 60);
 
 /// How often a handler sweeps the abandoned pictures away.
 const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
@@ -610,11 +608,12 @@ pub(crate) fn spawn_sweep(state: &AppState) {
 
 fn within_quota(quota: Quota, usage: Usage, adding: u64) -> AppResult<()> {
     if usage.pictures + 1 > quota.pictures || usage.bytes + adding > quota.bytes {
-        return Err(AppError::QuotaFull(format!(
-            "You keep {} pictures of {} bytes; a writer may keep {} pictures of at most {} bytes in all. \
-             Nothing was stored: delete a post with pictures you no longer need, or add a smaller picture.",
-            usage.pictures, usage.bytes, quota.pictures, quota.bytes
-        )));
+        return Err(AppError::QuotaFull {
+            pictures: usage.pictures,
+            bytes: usage.bytes,
+            max_pictures: quota.pictures,
+            max_bytes: quota.bytes,
+        });
     }
     Ok(())
 }
@@ -742,22 +741,28 @@ fn check_declared(declared: Option<&str>, uploaded: Kind) -> AppResult<()> {
     {
         return Ok(());
     }
-    Err(AppError::WrongMediaType(format!(
-        "The upload was declared {declared}, but its bytes are a {} picture; send it as {} or application/octet-stream.",
-        uploaded.extension().to_uppercase(),
-        uploaded.media_type()
-    )))
+    Err(AppError::WrongMediaType {
+        declared: declared.to_owned(),
+        format: uploaded.extension(),
+        media_type: uploaded.media_type(),
+    })
 }
 
-/// Alt text: one line, at most 300 characters (it is read out by screen readers).
+/// The longest alt text: it is read out whole by screen readers.
+const MAX_ALT_CHARS: usize = 300;
+
+/// Alt text: one line, at most [`MAX_ALT_CHARS`] characters.
 fn validate_alt(alt: &str) -> AppResult<()> {
-    if alt.chars().count() > 300 {
-        return Err(AppError::Invalid("`alt` must be at most 300 characters long.".into()));
+    let chars = alt.chars().count();
+    if chars > MAX_ALT_CHARS {
+        return Err(AppError::Invalid(BadInput::TooLong {
+            field: "alt",
+            max_chars: MAX_ALT_CHARS,
+            chars,
+        }));
     }
     if let Some(bad) = alt.chars().find(|c| c.is_control()) {
-        return Err(AppError::Invalid(format!(
-            "`alt` must be one line, without the control character {bad:?}."
-        )));
+        return Err(AppError::Invalid(BadInput::AltNotOneLine(bad)));
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! C2 (create, edit post), C7 (delete post) and Q2 (get post), and what the lists of a post
 //! share.
 
+use super::{BadInput, Contended, NotAllowed};
 use serde_json::Value;
 
 use crate::cosmos::{
@@ -29,7 +30,7 @@ pub(crate) fn validate_post_text(title: &str, content: &str) -> AppResult<()> {
 
 /// A post's tags as given, checked ([`model::tags::valid_tags`]): the refusal names the tag.
 pub(crate) fn valid_tags(tags: Vec<String>) -> AppResult<Vec<String>> {
-    model::tags::valid_tags(tags).map_err(|why| AppError::Invalid(format!("`tags`: {why}")))
+    model::tags::valid_tags(tags).map_err(|why| AppError::Invalid(BadInput::Tags(why)))
 }
 
 /// The parts of a keyed request that say what it writes: `parts`, then its tags where it has
@@ -145,9 +146,7 @@ pub(crate) async fn edit_post(
             Err(other) => return Err(other),
         }
     }
-    Err(AppError::Busy(
-        "The post kept changing while it was being edited; retry in a moment.".to_owned(),
-    ))
+    Err(AppError::Busy(Contended::PostKeptChanging))
 }
 
 /// How many times `deletePost` is run for one request: each run deletes what the database
@@ -169,7 +168,9 @@ pub(crate) async fn delete_post(state: &AppState, caller: &Caller, post_id: &str
         PostRemoval::Removed => {
             // The post is gone for every reader; its pictures follow now, and where this fails,
             // when `PostsChangeFeed` delivers the tombstone.
-            if let Err(error) = super::pictures::remove_post_pictures(state, &caller.id, post_id).await {
+            if let Err(error) =
+                super::pictures::remove_post_pictures(state, &caller.id, post_id).await
+            {
                 tracing::warn!(post_id, error = %crate::logging::with_causes(&error), "a deleted post's pictures are left for the change feed");
             }
             Ok(())
@@ -177,12 +178,9 @@ pub(crate) async fn delete_post(state: &AppState, caller: &Caller, post_id: &str
         PostRemoval::Repeated(record) => repeated_deletion(once.as_ref(), record),
         PostRemoval::NothingLeft | PostRemoval::NotFound => Err(post_not_found(post_id)),
         PostRemoval::Forbidden => {
-            Err(AppError::Forbidden(format!("Only its author may delete this post; you are signed in as {:?}.", caller.id)))
+            Err(AppError::Forbidden(NotAllowed::PostOfAnother { caller: caller.id.clone() }))
         }
-        PostRemoval::Unfinished => Err(AppError::Busy(
-            "The post is deleted, but not all of its comments and likes yet; the change feed finishes it, or repeat the DELETE."
-                .to_owned(),
-        )),
+        PostRemoval::Unfinished => Err(AppError::Busy(Contended::PostRemovalUnfinished)),
     }
 }
 
@@ -263,11 +261,11 @@ pub(crate) async fn get_post_versioned(
 /// The user who writes a post, comment or like; [`AppError::NoSuchWriter`] when there is no
 /// such user.
 pub(crate) async fn existing_author(state: &AppState, user_id: &str) -> AppResult<User> {
-    state.store.read::<User>(Container::Users, user_id, user_id).await?.ok_or_else(|| {
-        AppError::NoSuchWriter(format!(
-            "`userId` {user_id:?} names no existing user; create the user first."
-        ))
-    })
+    state
+        .store
+        .read::<User>(Container::Users, user_id, user_id)
+        .await?
+        .ok_or_else(|| AppError::NoSuchWriter { user_id: user_id.to_owned() })
 }
 
 /// The lists kept in a post's partition: Q4 and Q5.

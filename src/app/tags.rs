@@ -16,6 +16,7 @@
 //! a post without tags (its copy in `users`, just written or read, says so), and for a tagged one
 //! a point read and a write per tag.
 
+use super::BadInput;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
@@ -206,7 +207,7 @@ pub(crate) async fn posts_with_tag(
     tag: &str,
     params: &ListParams,
 ) -> AppResult<Arc<MarkedPage<ListPage<Post>>>> {
-    let tag = tag_in_address(tag).map_err(|why| AppError::Invalid(format!("`tag`: {why}")))?;
+    let tag = tag_in_address(tag).map_err(|why| AppError::Invalid(BadInput::Tag(why)))?;
     state.tag_posts.page(state, &tag, params).await
 }
 

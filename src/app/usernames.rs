@@ -18,6 +18,7 @@
 //!
 //! [`CLAIM_GRACE`]: crate::model::usernames::CLAIM_GRACE
 
+use super::{Clash, Contended};
 use std::time::Instant;
 
 use time::OffsetDateTime;
@@ -102,9 +103,7 @@ pub(crate) async fn claim(
             Err(other) => return Err(other.into()),
         }
     }
-    Err(AppError::Busy(format!(
-        "Others are claiming the username {username:?} right now; retry in a moment."
-    )))
+    Err(AppError::Busy(Contended::UsernameClaimed(username.to_owned())))
 }
 
 /// The reservation of the normalized name `name`, with its etag, for a later [`release`]: read
@@ -208,8 +207,5 @@ async fn release_left_behind(store: &Store, user: &User, released: &str) -> Resu
 }
 
 fn taken(username: &str) -> AppError {
-    AppError::Conflict(format!(
-        "`username` {username:?} is taken: another user has this name, or one that differs from it only in case or in \
-         Unicode form (such as \"ＡＢＣ\" for \"abc\"). Choose another."
-    ))
+    AppError::Conflict(Clash::UsernameTaken(username.to_owned()))
 }

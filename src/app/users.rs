@@ -1,6 +1,7 @@
 //! C1 (create, edit user), Q1 (get user) and Q3 (a user's posts). Usernames are unique: the
 //! steps that keep them so are in [`usernames`].
 
+use super::{BadInput, Clash, Contended};
 use std::sync::Arc;
 
 use crate::cosmos::{Container, StoreError, WriteOp, retry_pause};
@@ -32,12 +33,10 @@ fn validate_display_name(name: &str) -> AppResult<()> {
     if let Some(bad) =
         name.chars().find(|c| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'))
     {
-        return Err(AppError::Invalid(format!(
-            "`username` must not contain the bidirectional control {bad:?}: it would reorder the text around the name."
-        )));
+        return Err(AppError::Invalid(BadInput::UsernameBidirectional(bad)));
     }
     if name.chars().all(|c| c.is_whitespace() || is_default_ignorable(c)) {
-        return Err(AppError::Invalid("`username` must contain a visible character.".to_owned()));
+        return Err(AppError::Invalid(BadInput::UsernameInvisible));
     }
     Ok(())
 }
@@ -84,10 +83,7 @@ pub async fn create_user(state: &AppState, caller: &Caller, username: String) ->
             {
                 tracing::warn!(error = %crate::logging::with_causes(&error), user = user.user_id, "a claim made for nothing stays until it is old");
             }
-            Err(AppError::Conflict(format!(
-                "You already have a user, {:?}; rename it with PUT instead.",
-                user.id
-            )))
+            Err(AppError::Conflict(Clash::UserExists(user.id)))
         }
         Err(other) => Err(other),
     }
@@ -174,9 +170,7 @@ pub async fn rename_user(
         crate::test_support::crash::after(crate::test_support::crash::Step::Released)?;
         return Ok(user);
     }
-    Err(AppError::Busy(
-        "The user is being renamed by other requests right now; retry in a moment.".to_owned(),
-    ))
+    Err(AppError::Busy(Contended::UserBeingRenamed))
 }
 
 /// Q1: one point read.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 /// An item read together with its etag, for a later conditional write.
-pub struct Versioned<T> {
+pub(crate) struct Versioned<T> {
     /// The item.
     pub item: T,
     /// Its entity tag, for a conditional write.

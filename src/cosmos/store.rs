@@ -152,7 +152,7 @@ impl Store {
     }
 
     /// Point read with the item's etag.
-    pub async fn read_versioned<T: DeserializeOwned>(
+    pub(crate) async fn read_versioned<T: DeserializeOwned>(
         &self,
         container: Container,
         partition_key: &str,

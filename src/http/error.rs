@@ -180,13 +180,18 @@ impl From<PictureStoreError> for ApiError {
 impl From<AppError> for ApiError {
     fn from(error: AppError) -> Self {
         match error {
-            AppError::Invalid(detail) => Self::bad_request(detail),
+            AppError::Invalid(bad) => Self::bad_request(bad.to_string()),
             AppError::NotFound(missing) => Self::not_found(missing.to_string()),
-            AppError::NoSuchWriter(detail) => Self::unprocessable(detail),
-            AppError::Forbidden(detail) => Self::new(StatusCode::FORBIDDEN, detail),
-            AppError::Conflict(detail) => Self::conflict(detail),
-            AppError::KeyReused(detail) => Self::unprocessable(detail),
-            AppError::Busy(detail) => Self::new(StatusCode::SERVICE_UNAVAILABLE, detail),
+            error @ (AppError::NoSuchWriter { .. } | AppError::KeyReused) => {
+                Self::unprocessable(error.to_string())
+            }
+            AppError::Forbidden(not_allowed) => {
+                Self::new(StatusCode::FORBIDDEN, not_allowed.to_string())
+            }
+            AppError::Conflict(clash) => Self::conflict(clash.to_string()),
+            AppError::Busy(contended) => {
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, contended.to_string())
+            }
             AppError::TooManyWrites { retry_after } => {
                 let detail = format!(
                     "You have sent more writes than this blog accepts from one user in a short time; the next is \
@@ -195,9 +200,9 @@ impl From<AppError> for ApiError {
                 );
                 Self::come_back_after(StatusCode::TOO_MANY_REQUESTS, detail, retry_after)
             }
-            AppError::QuotaFull(detail) => Self::conflict(detail),
-            AppError::WrongMediaType(detail) => {
-                Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, detail)
+            error @ AppError::QuotaFull { .. } => Self::conflict(error.to_string()),
+            error @ AppError::WrongMediaType { .. } => {
+                Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, error.to_string())
             }
             AppError::PicturesBusy { retry_after } => Self::come_back_after(
                 StatusCode::SERVICE_UNAVAILABLE,

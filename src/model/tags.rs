@@ -41,7 +41,7 @@ const SEPARATORS: [char; 2] = [',', '/'];
 
 /// Why a post's tags are refused; each names the tag (as typed) it is about.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum TagError {
+pub enum TagError {
     #[error("a post may carry at most {MAX_TAGS} tags; it has {0}.")]
     TooMany(usize),
     #[error("the tag {tag:?} is {chars} characters long; a tag may have at most {MAX_TAG_CHARS}.")]
@@ -71,9 +71,9 @@ pub(crate) enum TagError {
     #[error(
         "the tag {tag:?} mixes {} and {} letters in one word ({:?}), as a tag made to look like another does; write \
          each word in one script.",
-        .mixed.first, .mixed.second, .mixed.word
+        .first, .second, .word
     )]
-    MixedScripts { tag: String, mixed: Box<MixedWord> },
+    MixedScripts { tag: String, word: String, first: String, second: String },
 }
 
 /// The normal form of a tag: two tags are the same when theirs are equal. It is the partition
@@ -150,7 +150,8 @@ fn check_normal_form(tag: &str, normal: &str) -> Result<(), TagError> {
         return Err(TagError::DotSegment { tag: tag.to_owned(), normal: dots });
     }
     if let Some(mixed) = mixed_scripts(normal) {
-        return Err(TagError::MixedScripts { tag: tag.to_owned(), mixed: Box::new(mixed) });
+        let MixedWord { word, first, second } = mixed;
+        return Err(TagError::MixedScripts { tag: tag.to_owned(), word, first, second });
     }
     Ok(())
 }
@@ -442,11 +443,9 @@ mod tests {
         let refused = valid_tags(tags(&["go", "Rսst"])).unwrap_err();
         let mixed = TagError::MixedScripts {
             tag: "Rսst".into(),
-            mixed: Box::new(MixedWord {
-                word: "rսst".into(),
-                first: "Latin".into(),
-                second: "Armenian".into(),
-            }),
+            word: "rսst".into(),
+            first: "Latin".into(),
+            second: "Armenian".into(),
         };
         assert_eq!(refused, mixed);
         assert!(refused.to_string().contains("Latin and Armenian"), "{refused}");

@@ -60,7 +60,7 @@ impl PictureStoreError {
 
     /// Whether the same call may well succeed later: the store could not be reached, or the
     /// disk was full.
-    pub fn is_passing(&self) -> bool {
+    pub(crate) fn is_passing(&self) -> bool {
         matches!(self, PictureStoreError::Unavailable(_)) || self.is_disk_full()
     }
 

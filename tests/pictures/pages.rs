@@ -269,9 +269,9 @@ async fn the_pictures_of_a_post_never_published_are_swept_away() {
     assert_eq!(published.status, StatusCode::SEE_OTHER);
     assert!(drafter.get("/write").await.html.contains("You keep 2 of 4 pictures"));
 
-    // Too recent to sweep: nothing goes.
-    let week = blog::testing::app::ABANDONED_AFTER;
-    assert_eq!(blog::testing::app::sweep_abandoned_pictures(&app.state, week).await.unwrap(), 0);
+    // Too recent to sweep (younger than an hour): nothing goes.
+    let hour = std::time::Duration::from_secs(60 * 60);
+    assert_eq!(blog::testing::app::sweep_abandoned_pictures(&app.state, hour).await.unwrap(), 0);
     assert_eq!(
         blog::testing::app::sweep_abandoned_pictures(&app.state, std::time::Duration::ZERO)
             .await

@@ -114,7 +114,7 @@ const SITE_DESCRIPTION: &str = "A blog on Azure Cosmos DB, built as Microsoft's 
 /// a value reads the same on every page, `'` as `&#39;` included; in a link, [`url_part`] leaves
 /// nothing to escape. A value put in without either is still escaped, by maud.
 #[derive(Clone, Copy)]
-pub struct Escaped<'a>(pub &'a str);
+pub(crate) struct Escaped<'a>(pub &'a str);
 
 impl Display for Escaped<'_> {
     fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -142,7 +142,7 @@ impl Render for Escaped<'_> {
 }
 
 /// Escapes `text` for HTML.
-pub fn esc(text: &str) -> Escaped<'_> {
+pub(crate) fn esc(text: &str) -> Escaped<'_> {
     Escaped(text)
 }
 
