@@ -44,7 +44,7 @@ pub use config::{
 };
 #[cfg(feature = "embedded")]
 pub use cosmos::embedded::repair::ItemToRemove;
-pub use cosmos::{error::StoreError, schema::Container, store::Store};
+pub use cosmos::{error::StoreError, open_error::OpenError, schema::Container, store::Store};
 pub use logging::{
     BILLED_LINES, BilledLines, line_format::LineFormat, with_causes, writer::batched,
 };

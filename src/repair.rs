@@ -14,7 +14,9 @@
 use crate::app::AppState;
 use crate::changefeed::{FeedError, processor};
 use crate::config::{Backend, Config};
-use crate::cosmos::{self, Container, ItemToRemove, RepairRowsError, RowsRepaired, StoreError};
+use crate::cosmos::{
+    self, Container, ItemToRemove, OpenError, RepairRowsError, RowsRepaired, StoreError,
+};
 
 /// What a repair did.
 #[derive(Debug)]
@@ -39,6 +41,10 @@ pub enum RepairError {
     #[error(transparent)]
     Rows(#[from] RepairRowsError),
     /// The store could not be opened once the rows were repaired.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// A store call failed: the task that repairs the rows died, or the repair's end was not
+    /// recorded.
     #[error(transparent)]
     Store(#[from] StoreError),
     /// Replaying the change feeds failed.

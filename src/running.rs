@@ -45,7 +45,7 @@ pub struct Blog {
 impl Blog {
     /// Connects to the configured backend (creating the containers where configured to) and
     /// starts the local change-feed processors where configured to.
-    pub async fn open(config: &Config) -> Result<Blog, cosmos::StoreError> {
+    pub async fn open(config: &Config) -> Result<Blog, cosmos::OpenError> {
         Ok(Blog::start(config, connect(config).await?))
     }
 
@@ -141,13 +141,13 @@ enum Processors {
 }
 
 /// Connects to the configured backend and returns what the handlers share.
-pub async fn connect(config: &Config) -> Result<AppState, cosmos::StoreError> {
+pub async fn connect(config: &Config) -> Result<AppState, cosmos::OpenError> {
     state_on(config, connect_store(config).await?).await
 }
 
 /// [`connect`] for `handler import`, which alone opens an embedded store where an import has not
 /// finished (it finishes it).
-pub async fn connect_for_import(config: &Config) -> Result<AppState, cosmos::StoreError> {
+pub async fn connect_for_import(config: &Config) -> Result<AppState, cosmos::OpenError> {
     state_on(config, cosmos::Store::connect_for_import(config).await?).await
 }
 
@@ -155,7 +155,7 @@ pub async fn connect_for_import(config: &Config) -> Result<AppState, cosmos::Sto
 pub async fn state_on(
     config: &Config,
     store: cosmos::Store,
-) -> Result<AppState, cosmos::StoreError> {
+) -> Result<AppState, cosmos::OpenError> {
     if let Backend::Embedded { data_dir } = &config.backend {
         // Read before any write: also refuses to start on a checkpoint that cannot be read.
         changefeed::processor::furthest_position(data_dir)?;
@@ -177,18 +177,18 @@ pub async fn state_on(
             let credential = ScriptCredential::Key(parsed.account_key().secret().to_owned());
             Arc::new(
                 ServerSideScripts::new(parsed.account_endpoint(), &config.database, credential)
-                    .map_err(|error| cosmos::StoreError::Scripts(error.into()))?,
+                    .map_err(|error| cosmos::OpenError::Scripts(error.into()))?,
             )
         }
         (ScriptsMode::Server, Backend::Endpoint { endpoint, .. }) => {
-            let credential = store.credential().ok_or(cosmos::StoreError::NoCredential)?;
+            let credential = store.credential().ok_or(cosmos::OpenError::NoCredential)?;
             Arc::new(
                 ServerSideScripts::new(
                     endpoint,
                     &config.database,
                     ScriptCredential::Entra(credential),
                 )
-                .map_err(|error| cosmos::StoreError::Scripts(error.into()))?,
+                .map_err(|error| cosmos::OpenError::Scripts(error.into()))?,
             )
         }
     };
@@ -215,8 +215,8 @@ pub async fn state_on(
 }
 
 /// The picture store `config` names, with its limits and the writers' quota (`None`: none).
-fn open_pictures(config: &Config) -> Result<Option<app::pictures::Pictures>, cosmos::StoreError> {
-    let unusable = cosmos::StoreError::Pictures;
+fn open_pictures(config: &Config) -> Result<Option<app::pictures::Pictures>, cosmos::OpenError> {
+    let unusable = cosmos::OpenError::Pictures;
     let store: Arc<dyn pictures::PictureStore> = match &config.pictures {
         PictureStorage::Off => return Ok(None),
         PictureStorage::DataDirectory(data_dir) => {
@@ -252,7 +252,7 @@ fn open_pictures(config: &Config) -> Result<Option<app::pictures::Pictures>, cos
 /// The SDK contacts the account while the client is built, so a worker that starts while the
 /// network or the account is not ready yet would die at once. A remote account gets a few
 /// tries, within the host's 60 s start-up window; the embedded store is opened once.
-async fn connect_store(config: &Config) -> Result<cosmos::Store, cosmos::StoreError> {
+async fn connect_store(config: &Config) -> Result<cosmos::Store, cosmos::OpenError> {
     let mut pause = std::time::Duration::from_secs(1);
     let mut attempt = 1;
     loop {

@@ -6,7 +6,8 @@
 //!
 //! - [`schema`]: the containers, their partition keys and indexing.
 //! - [`store`]: [`Store`], every item operation; [`change_feed`]: a container read whole.
-//! - [`items`]: what callers hand the store and get back; [`error`]: what a call comes to.
+//! - [`items`]: what callers hand the store and get back; [`error`]: what a call comes to;
+//!   [`open_error`]: why opening the store or the blog was refused.
 //! - [`sdk`]: the SDK at our boundary (clients, time bounds, metering); [`meter`]: the cost.
 //! - [`checkpoint`]: the local change-feed processors' positions, which the embedded store checks.
 //! - `embedded`: the embedded store (the SDK's emulator made durable by SQLite), reached
@@ -31,6 +32,7 @@ pub(crate) mod embedded;
 pub(crate) mod error;
 pub(crate) mod items;
 pub(crate) mod meter;
+pub(crate) mod open_error;
 pub mod queries;
 pub(crate) mod schema;
 mod sdk;
@@ -53,6 +55,7 @@ pub(crate) use items::{Changed, Page, retry_pause};
 pub(crate) use items::{PageRequest, QuerySpec, WriteOp};
 pub(crate) use meter::Meter;
 pub(crate) use meter::Scope;
+pub(crate) use open_error::OpenError;
 pub(crate) use schema::Container;
 pub(crate) use sdk::entra_credential;
 pub(crate) use store::Store;

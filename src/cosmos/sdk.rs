@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::error::{CALL_TIMEOUT, StoreError};
+use super::open_error::OpenError;
 use super::schema::Container;
 use super::{Meter, Scope};
 
@@ -114,7 +115,7 @@ pub(crate) async fn key_client(connection_string: &str) -> azure_data_cosmos::Re
 /// elsewhere.
 pub(crate) fn entra_credential(
     client_id: Option<&str>,
-) -> Result<Arc<dyn TokenCredential>, StoreError> {
+) -> Result<Arc<dyn TokenCredential>, OpenError> {
     let credential: Arc<dyn TokenCredential> = if std::env::var_os("IDENTITY_ENDPOINT").is_some() {
         let options = azure_identity::ManagedIdentityCredentialOptions {
             user_assigned_id: client_id
@@ -122,11 +123,11 @@ pub(crate) fn entra_credential(
             ..Default::default()
         };
         azure_identity::ManagedIdentityCredential::new(Some(options)).map_err(|source| {
-            StoreError::Identity { what: "cannot set up the managed identity".into(), source }
+            OpenError::Identity { what: "cannot set up the managed identity".into(), source }
         })?
     } else {
         azure_identity::DeveloperToolsCredential::new(None).map_err(|source| {
-            StoreError::Identity {
+            OpenError::Identity {
                 what: "cannot set up the developer tools' credential".into(),
                 source,
             }

@@ -363,7 +363,7 @@ impl Store {
         Ok((page.items().to_vec(), continuation))
     }
     /// The Entra ID credential, when the account is reached with one.
-    pub fn credential(&self) -> Option<Arc<dyn TokenCredential>> {
+    pub(crate) fn credential(&self) -> Option<Arc<dyn TokenCredential>> {
         self.credential.clone()
     }
 

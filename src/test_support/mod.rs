@@ -15,7 +15,7 @@ pub use crate::cosmos::embedded::{
     emulator::SdkFaults,
     faulty_disk::{FaultyDisk, ReleaseOnDrop},
 };
-use crate::cosmos::{Store, StoreError};
+use crate::cosmos::{OpenError, Store};
 pub use azure_data_cosmos::fault_injection::{self as sdk_faults, FaultInjectionRule};
 
 /// The variable that stops `handler export` and `handler import` as a kill would
@@ -62,16 +62,13 @@ pub fn embedded_config(dir: &Path) -> Config {
 
 /// The embedded store of `config`, whose database commits through `disk`: it can be full, or
 /// hold commits back.
-pub async fn store_on(config: &Config, disk: Arc<FaultyDisk>) -> Result<Store, StoreError> {
+pub async fn store_on(config: &Config, disk: Arc<FaultyDisk>) -> Result<Store, OpenError> {
     Store::connect_with(config, disk, SdkFaults::default()).await
 }
 
 /// The embedded store of `config`, its SDK client reaching the emulator through `rules` (the
 /// SDK's own fault injection: throttling, timeouts, lost answers, below the SDK's retries).
 /// Enable and disable a rule (`FaultInjectionRule::enable`) to choose when it strikes.
-pub async fn store_with_sdk_faults(
-    config: &Config,
-    faults: SdkFaults,
-) -> Result<Store, StoreError> {
+pub async fn store_with_sdk_faults(config: &Config, faults: SdkFaults) -> Result<Store, OpenError> {
     Store::connect_with(config, Arc::new(FaultyDisk::default()), faults).await
 }

@@ -32,7 +32,7 @@ async fn a_damaged_journal_line_is_refused_naming_where_it_is() {
         text[comment] = &line;
         std::fs::write(&journal, text.join("\n") + "\n").unwrap();
         let error = refused(temp.path()).await;
-        assert!(matches!(error, blog::StoreError::Import(_)), "{error:?}");
+        assert!(matches!(error, blog::OpenError::Import(_)), "{error:?}");
         let error = blog::with_causes(&error);
         assert!(
             error.contains(&journal.display().to_string())
@@ -244,7 +244,7 @@ async fn an_item_changed_with_the_sqlite3_shell_is_refused() {
     drop(database);
     let error = refused(temp.path()).await;
     assert!(
-        matches!(&error, blog::StoreError::ChecksumMismatch { container: blog::Container::Posts, id, expected, found, .. } if !id.is_empty() && expected != found),
+        matches!(&error, blog::OpenError::Store(blog::StoreError::ChecksumMismatch { container: blog::Container::Posts, id, expected, found, .. }) if !id.is_empty() && expected != found),
         "{error:?}"
     );
     assert!(error.to_string().contains("does not match its checksum"), "{error}");

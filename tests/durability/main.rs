@@ -17,7 +17,7 @@ mod restarts;
 mod upgrades;
 
 /// Why `Blog::open` refused `dir`; panics if it started.
-async fn refused(dir: &std::path::Path) -> blog::StoreError {
+async fn refused(dir: &std::path::Path) -> blog::OpenError {
     match blog::Blog::open(&TestApp::config(dir)).await {
         Ok(_) => panic!("the handler started on {}", dir.display()),
         Err(error) => error,

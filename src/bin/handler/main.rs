@@ -15,8 +15,8 @@ use std::process::ExitCode;
 
 use blog::Blog;
 use blog::FeedError;
-use blog::StoreError;
 use blog::{Backend, Config};
+use blog::{OpenError, StoreError};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::writer::MakeWriterExt;
 
@@ -36,6 +36,10 @@ enum HandlerError {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot open the store")]
+    Open(#[from] OpenError),
+    // The same words as `Open`, as before the two were apart: a maintenance command's store
+    // calls (`dead-letters`, `lag`) fail through it, and their messages stay as they were.
     #[error("cannot open the store")]
     Store(#[from] StoreError),
     #[error("{what} failed")]

@@ -21,7 +21,7 @@ use azure_data_cosmos_driver::models::PartitionKeyDefinition;
 use super::Expiries;
 use super::database::{Database, Row};
 use crate::cosmos::changes::ChangeIndex;
-use crate::cosmos::{Container, StoreError};
+use crate::cosmos::{Container, OpenError, StoreError};
 
 /// The emulator's made-up account; nothing is ever sent there.
 const ENDPOINT: &str = "https://blog.emulator.local";
@@ -176,7 +176,7 @@ pub(crate) async fn load(
     // start-up future not `Send` (a connection is not `Sync`), so that `tokio::spawn(Blog::open(..))`
     // would not compile.
     connection: rusqlite::Connection,
-) -> Result<(ChangeIndex, Expiries, rusqlite::Connection), StoreError> {
+) -> Result<(ChangeIndex, Expiries, rusqlite::Connection), OpenError> {
     let mut changes = ChangeIndex::default();
     let mut expiries = Expiries::default();
     let mut loading = tokio::task::JoinSet::new();
@@ -204,7 +204,7 @@ pub(crate) async fn load(
             for row in page {
                 restore(&emulator, &database_name, row.container, &row.partition_key, &row.doc)
                     .await
-                    .map_err(|refusal| StoreError::Unloadable {
+                    .map_err(|refusal| OpenError::Unloadable {
                         path: path.clone(),
                         container: row.container,
                         partition_key: row.partition_key.clone(),
@@ -212,7 +212,7 @@ pub(crate) async fn load(
                         refusal: Box::new(refusal),
                     })?;
             }
-            Ok::<_, StoreError>(())
+            Ok::<_, OpenError>(())
         });
         while loading.len() >= PAGES_LOADING {
             join(loading.join_next().await)?;
@@ -232,13 +232,13 @@ pub(crate) async fn load(
 }
 
 fn join(
-    done: Option<Result<Result<(), StoreError>, tokio::task::JoinError>>,
-) -> Result<(), StoreError> {
+    done: Option<Result<Result<(), OpenError>, tokio::task::JoinError>>,
+) -> Result<(), OpenError> {
     match done {
         None => Ok(()),
         Some(Ok(outcome)) => outcome,
         Some(Err(source)) => {
-            Err(StoreError::TaskDied { work: "the load of the embedded store", source })
+            Err(StoreError::TaskDied { work: "the load of the embedded store", source }.into())
         }
     }
 }
@@ -283,7 +283,7 @@ pub(crate) async fn restore(
     })
 }
 
-/// Why the emulator did not take back a stored item: the cause of [`StoreError::Unloadable`].
+/// Why the emulator did not take back a stored item: the cause of [`OpenError::Unloadable`].
 #[derive(Debug, thiserror::Error)]
 pub enum RestoreError {
     /// It failed to take the request.

@@ -23,7 +23,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::database::Row;
-use crate::cosmos::{Container, StoreError};
+use crate::cosmos::{Container, OpenError, StoreError};
 
 pub(crate) const SNAPSHOT: &str = "snapshot.jsonl";
 pub(crate) const JOURNAL: &str = "journal.jsonl";
@@ -64,7 +64,7 @@ pub(crate) fn present(dir: &Path) -> bool {
 }
 
 /// Why the earlier store's files cannot be imported, with the files and what to do: the cause
-/// of [`StoreError::Import`].
+/// of [`OpenError::Import`].
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
     /// A file could not be read.
@@ -268,14 +268,14 @@ pub(crate) fn read(dir: &Path) -> Result<Imported, ImportError> {
 /// then syncs the directory; called once the import is committed. Any of the renames may be lost
 /// to a crash (or, before the sync, to a power cut); the next start does them again. A kept
 /// `*.imported` is never replaced: that is refused before anything is renamed.
-pub(crate) fn set_aside(dir: &Path) -> Result<(), StoreError> {
+pub(crate) fn set_aside(dir: &Path) -> Result<(), OpenError> {
     let renames: Vec<(PathBuf, PathBuf)> = [SNAPSHOT, JOURNAL]
         .into_iter()
         .map(|name| (dir.join(name), dir.join(format!("{name}{IMPORTED_SUFFIX}"))))
         .filter(|(file, _)| file.exists())
         .collect();
     if let Some((file, kept)) = renames.iter().find(|(_, kept)| kept.exists()) {
-        return Err(StoreError::ImportedNameTaken { file: file.clone(), kept: kept.clone() });
+        return Err(OpenError::ImportedNameTaken { file: file.clone(), kept: kept.clone() });
     }
     let failed = |error| {
         StoreError::io(format!("cannot rename the imported files in {}", dir.display()), error)
@@ -283,7 +283,7 @@ pub(crate) fn set_aside(dir: &Path) -> Result<(), StoreError> {
     for (file, kept) in &renames {
         fs::rename(file, kept).map_err(failed)?;
     }
-    fs::File::open(dir).and_then(|dir| dir.sync_all()).map_err(failed)
+    Ok(fs::File::open(dir).and_then(|dir| dir.sync_all()).map_err(failed)?)
 }
 
 /// The JSON of a line (without its newline), or why it is damaged.
@@ -491,7 +491,7 @@ pub(crate) mod tests {
         fs::write(kept(JOURNAL), "an earlier import's journal").unwrap();
         let error = set_aside(dir.path()).err().unwrap();
         assert!(
-            matches!(&error, StoreError::ImportedNameTaken { file, kept: taken } if *file == dir.path().join(JOURNAL) && *taken == kept(JOURNAL)),
+            matches!(&error, OpenError::ImportedNameTaken { file, kept: taken } if *file == dir.path().join(JOURNAL) && *taken == kept(JOURNAL)),
             "{error:?}"
         );
         let error = error.to_string();

@@ -41,7 +41,7 @@ use super::changes::ChangeIndex;
 use super::checkpoint::{self, CheckpointError};
 use super::error::ImportMark;
 use super::sdk::bounded;
-use super::{Changed, Container, MAX_POSITION, StoreError};
+use super::{Changed, Container, MAX_POSITION, OpenError, StoreError};
 use crate::model::REQUEST_RECORD_PREFIX;
 use database::{Database, Record, Refused};
 use locks::{Locks, PartitionGuard};
@@ -492,7 +492,7 @@ impl Durability {
 pub(crate) fn open(
     dir: &Path,
     opening: database::Opening,
-) -> Result<(Database, rusqlite::Connection), StoreError> {
+) -> Result<(Database, rusqlite::Connection), OpenError> {
     let (database, mut connection) = Database::open(dir, opening)?;
     if legacy::present(dir) {
         import_legacy(dir, &database, &mut connection)?;
@@ -503,7 +503,7 @@ pub(crate) fn open(
         // A row written after the last write recorded is the cause, where there is one: the
         // file's record of its last write was lowered, and the position is right.
         database.check_written_after_last(&connection)?;
-        return Err(beyond);
+        return Err(beyond.into());
     }
     Ok((database, connection))
 }
@@ -520,7 +520,7 @@ fn import_legacy(
     dir: &Path,
     database: &Database,
     connection: &mut rusqlite::Connection,
-) -> Result<(), StoreError> {
+) -> Result<(), OpenError> {
     let damaged =
         |error| StoreError::database(format!("cannot read {}", database.path().display()), error);
     if database::has_marker(connection, IMPORTED).map_err(damaged)? {
@@ -537,24 +537,24 @@ fn import_files(
     dir: &Path,
     database: &Database,
     connection: &mut rusqlite::Connection,
-) -> Result<(), StoreError> {
+) -> Result<(), OpenError> {
     let damaged =
         |error| StoreError::database(format!("cannot read {}", database.path().display()), error);
     if !database::is_empty(connection).map_err(damaged)? {
-        return Err(StoreError::TwoStores { database: database.path().to_owned() });
+        return Err(OpenError::TwoStores { database: database.path().to_owned() });
     }
     let imported = legacy::read(dir)?;
     // The earlier store gave numbers it never journaled (to redeliver undone writes), so a
     // processor may legitimately be past the journal's last write: the numbering goes on after
     // the furthest position, as that store's did.
     let mut last_seq = imported.last_seq;
-    for (path, position) in checkpoint::all(dir)? {
+    for (path, position) in checkpoint::all(dir).map_err(StoreError::from)? {
         if position > MAX_POSITION {
-            return Err(CheckpointError::BeyondLastWrite {
+            return Err(StoreError::from(CheckpointError::BeyondLastWrite {
                 path,
                 position,
                 last: imported.last_seq,
-            }
+            })
             .into());
         }
         last_seq = last_seq.max(position);

@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::checksum;
 use super::database::{self, Database, Opening, REPAIR_PENDING, Row, Salvaged};
-use crate::cosmos::{Container, StoreError};
+use crate::cosmos::{Container, OpenError, StoreError};
 
 /// An item named by the operator: container, partition key, id.
 #[derive(Clone, Debug)]
@@ -69,6 +69,9 @@ pub enum RepairRowsError {
         /// Its id.
         id: String,
     },
+    /// The data directory could not be opened for the repair: the refusal says what to do.
+    #[error(transparent)]
+    Open(#[from] OpenError),
     /// The database could not be read or written.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -83,7 +86,7 @@ pub(crate) fn repair_rows(
     let mut repaired = RowsRepaired::default();
     let (database, mut connection) = match super::open(dir, Opening::Repair) {
         // A damaged file: what can be read of it, in a new file, is what is repaired.
-        Err(StoreError::Damaged { damage, .. }) if damage.is_salvageable() => {
+        Err(OpenError::Store(StoreError::Damaged { damage, .. })) if damage.is_salvageable() => {
             let lock = database::lock(dir)?;
             repaired.salvaged = Some(database::salvage(dir)?);
             drop(lock);

@@ -12,6 +12,7 @@ use super::super::embedded;
 #[cfg(feature = "embedded")]
 use super::super::embedded::Durability;
 use super::super::error::StoreError;
+use super::super::open_error::OpenError;
 #[cfg(feature = "embedded")]
 use super::super::schema::Container;
 use super::super::sdk::{create_containers, entra_client, entra_credential, key_client};
@@ -21,7 +22,7 @@ use crate::config::{Backend, Config};
 impl Store {
     /// Connects to the backend `config` names, creating the database and containers first when
     /// `config.create_containers` is set (always, on the embedded store).
-    pub async fn connect(config: &Config) -> Result<Store, StoreError> {
+    pub async fn connect(config: &Config) -> Result<Store, OpenError> {
         let other = |error: CosmosError| {
             StoreError::sdk("cannot start the embedded store's emulator", error)
         };
@@ -39,7 +40,7 @@ impl Store {
                 .await;
             }
             #[cfg(not(feature = "embedded"))]
-            Backend::Embedded { .. } => return Err(StoreError::NoEmbeddedStore),
+            Backend::Embedded { .. } => return Err(OpenError::NoEmbeddedStore),
             Backend::ConnectionString(text) => key_client(text).await.map_err(other)?,
             Backend::Endpoint { endpoint, client_id } => {
                 let credential = entra_credential(client_id.as_deref())?;
@@ -50,7 +51,7 @@ impl Store {
         if config.create_containers {
             create_containers(&client, &config.database).await?;
         }
-        Self::on(&client, config, credential_for_scripts).await
+        Ok(Self::on(&client, config, credential_for_scripts).await?)
     }
 
     /// [`Store::connect`] on the embedded store, with faults injected into its commits (`disk`)
@@ -60,7 +61,7 @@ impl Store {
         config: &Config,
         disk: Arc<dyn embedded::database::Faults>,
         sdk: embedded::emulator::SdkFaults,
-    ) -> Result<Store, StoreError> {
+    ) -> Result<Store, OpenError> {
         match &config.backend {
             Backend::Embedded { data_dir } => {
                 Self::connect_embedded(
@@ -72,14 +73,14 @@ impl Store {
                 )
                 .await
             }
-            _ => Err(StoreError::NotEmbedded { what: "injecting faults" }),
+            _ => Err(StoreError::NotEmbedded { what: "injecting faults" }.into()),
         }
     }
 
     /// [`Store::connect`] for `handler import`: the embedded store opens while an import it
-    /// records as writing has not finished ([`StoreError::ImportUnfinished`]), which the import
+    /// records as writing has not finished ([`OpenError::ImportUnfinished`]), which the import
     /// finishes.
-    pub(crate) async fn connect_for_import(config: &Config) -> Result<Store, StoreError> {
+    pub(crate) async fn connect_for_import(config: &Config) -> Result<Store, OpenError> {
         match &config.backend {
             #[cfg(feature = "embedded")]
             Backend::Embedded { data_dir } => {
@@ -98,7 +99,7 @@ impl Store {
     pub(crate) async fn connect_for_repair(
         config: &Config,
         data_dir: &std::path::Path,
-    ) -> Result<Store, StoreError> {
+    ) -> Result<Store, OpenError> {
         let (opening, disk) =
             (embedded::database::Opening::Repair, Arc::new(embedded::database::NoFaults));
         Self::connect_embedded(config, data_dir, opening, disk, Default::default()).await
@@ -114,7 +115,7 @@ impl Store {
         opening: embedded::database::Opening,
         disk: Arc<dyn embedded::database::Faults>,
         sdk: embedded::emulator::SdkFaults,
-    ) -> Result<Store, StoreError> {
+    ) -> Result<Store, OpenError> {
         let other = |error: CosmosError| {
             StoreError::sdk("cannot start the embedded store's emulator", error)
         };

@@ -9,7 +9,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use super::super::checksum;
 use super::Database;
-use crate::cosmos::{Container, StoreError};
+use crate::cosmos::{Container, OpenError, StoreError};
 
 /// Marks the file as this store's (`PRAGMA application_id`), so that another SQLite file put
 /// in its place is refused instead of written to.
@@ -327,12 +327,12 @@ pub(super) fn unreadable_record(
 
 /// Checks every page of the database (a damaged file is refused, not half loaded). What a row
 /// holds is checked by its checksum, as it is read.
-pub(super) fn check(path: &Path, connection: &Connection) -> Result<(), StoreError> {
+pub(super) fn check(path: &Path, connection: &Connection) -> Result<(), OpenError> {
     let verdict: String = connection
         .query_row("PRAGMA quick_check(1)", [], |row| row.get(0))
         .map_err(|error| damaged(path, error))?;
     if verdict != "ok" {
-        return Err(damaged(path, Damage::FailedCheck { verdict }));
+        return Err(damaged(path, Damage::FailedCheck { verdict }).into());
     }
     Ok(())
 }

@@ -12,7 +12,7 @@ use super::super::checksum;
 use super::format::{container_named, damaged, meta, unreadable_record};
 use super::format::{digest_key, items_key};
 use super::tally::Tally;
-use crate::cosmos::{Container, StoreError};
+use crate::cosmos::{Container, OpenError, StoreError};
 
 /// What the tallies recorded and what the rows hold apart, in one partition (`partition_key`
 /// `None`: in partitions whose record is gone with their items, seen in the container's total).
@@ -114,7 +114,7 @@ impl std::error::Error for Incomplete {}
 pub(super) fn check_meta(
     path: &Path,
     connection: &Connection,
-) -> Result<BTreeMap<Container, Tally>, StoreError> {
+) -> Result<BTreeMap<Container, Tally>, OpenError> {
     let mut meta_gone = Vec::new();
     let mut totals = BTreeMap::new();
     for container in Container::ALL {
@@ -134,7 +134,7 @@ pub(super) fn check_meta(
         meta_gone.push("last_seq".into());
     }
     if !meta_gone.is_empty() {
-        return Err(StoreError::Incomplete(Box::new(Incomplete {
+        return Err(OpenError::Incomplete(Box::new(Incomplete {
             path: path.to_owned(),
             meta_gone,
             discrepancies: Vec::new(),
@@ -152,7 +152,7 @@ pub(super) fn compare_tallies(
     path: &Path,
     connection: &Connection,
     found: &BTreeMap<(Container, String), Tally>,
-) -> Result<(), StoreError> {
+) -> Result<(), OpenError> {
     let failed = |error| damaged(path, error);
     let totals = check_meta(path, connection)?;
     let mut recorded: BTreeMap<(Container, String), Tally> = BTreeMap::new();
@@ -211,7 +211,7 @@ pub(super) fn compare_tallies(
             })
         })
         .collect::<Result<Vec<_>, StoreError>>()?;
-    Err(StoreError::Incomplete(Box::new(Incomplete {
+    Err(OpenError::Incomplete(Box::new(Incomplete {
         path: path.to_owned(),
         meta_gone: Vec::new(),
         discrepancies,

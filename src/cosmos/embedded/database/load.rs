@@ -17,12 +17,12 @@ use super::incomplete::{check_meta, compare_tallies};
 use super::tally::{Found, retally};
 use super::upgrade::upgrade;
 use super::{Database, FILE, LOCK, Opening};
-use crate::cosmos::StoreError;
+use crate::cosmos::{OpenError, StoreError};
 
 impl Database {
     /// Opens (or creates) the database in `dir`, refusing a damaged one. Takes the directory's
     /// lock: one process per data directory.
-    pub(crate) fn open(dir: &Path, opening: Opening) -> Result<(Database, Connection), StoreError> {
+    pub(crate) fn open(dir: &Path, opening: Opening) -> Result<(Database, Connection), OpenError> {
         let lock = lock(dir)?;
         let path = dir.join(FILE);
         let mut connection = Self::connect(&path).map_err(|error| damaged(&path, error))?;
@@ -34,7 +34,7 @@ impl Database {
                 .map_err(unreadable_record(&path, "meta's repair_pending"))?
                 .is_some()
             {
-                return Err(StoreError::RepairUnfinished { path, dir: dir.to_owned() });
+                return Err(OpenError::RepairUnfinished { path, dir: dir.to_owned() });
             }
             check_meta(&path, &connection)?;
         }
@@ -58,7 +58,7 @@ impl Database {
                             error,
                         )
                     })?;
-                return Err(StoreError::ImportUnfinished {
+                return Err(OpenError::ImportUnfinished {
                     dir: dir.to_owned(),
                     sha256: mark.sha256,
                     file: mark.file,
@@ -112,7 +112,7 @@ impl Database {
     pub(crate) fn check_written_after_last(
         &self,
         connection: &Connection,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), OpenError> {
         let last_seq = self.last_seq();
         let found: Option<(String, String, u64)> = connection
             .query_row(
@@ -126,7 +126,8 @@ impl Database {
         match found {
             Some((name, id, seq)) => {
                 let container = super::format::container_named(&self.path, &name)?;
-                Err(damaged(&self.path, Damage::WrittenAfterLast { container, id, seq, last_seq }))
+                Err(damaged(&self.path, Damage::WrittenAfterLast { container, id, seq, last_seq })
+                    .into())
             }
             None => Ok(()),
         }
@@ -175,7 +176,7 @@ impl Database {
     /// Compares the tallies of every row the start read ([`Database::page`], which must have read
     /// them all, as the load does) with those recorded: refused, naming what is missing, unless
     /// they agree. Not for a repair, whose rows it makes whole itself.
-    pub(crate) fn check_loaded(&self, connection: &Connection) -> Result<(), StoreError> {
+    pub(crate) fn check_loaded(&self, connection: &Connection) -> Result<(), OpenError> {
         if self.opening == Opening::Repair {
             return Ok(());
         }
@@ -189,7 +190,7 @@ impl Database {
 }
 
 /// Takes the lock of the data directory `dir` (made if missing): one process per data directory.
-pub(crate) fn lock(dir: &Path) -> Result<std::fs::File, StoreError> {
+pub(crate) fn lock(dir: &Path) -> Result<std::fs::File, OpenError> {
     let io =
         |error| StoreError::io(format!("cannot open the data directory {}", dir.display()), error);
     std::fs::create_dir_all(dir).map_err(io)?;
@@ -200,9 +201,10 @@ pub(crate) fn lock(dir: &Path) -> Result<std::fs::File, StoreError> {
         .open(dir.join(LOCK))
         .map_err(io)?;
     lock.try_lock().map_err(|error| match error {
-        std::fs::TryLockError::WouldBlock => StoreError::InUse { dir: dir.to_owned() },
+        std::fs::TryLockError::WouldBlock => OpenError::InUse { dir: dir.to_owned() },
         std::fs::TryLockError::Error(error) => {
             StoreError::io(format!("cannot lock the data directory {}", dir.display()), error)
+                .into()
         }
     })?;
     Ok(lock)

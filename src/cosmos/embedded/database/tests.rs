@@ -11,9 +11,10 @@ use super::super::checksum;
 use super::format::SCHEMA_VERSION;
 use super::writer::{NoFaults, Writer};
 use super::*;
+use crate::cosmos::OpenError;
 
 /// The start's check: every row read, then compared.
-fn check_tallies(database: &Database, connection: &Connection) -> Result<(), StoreError> {
+fn check_tallies(database: &Database, connection: &Connection) -> Result<(), OpenError> {
     let mut after: Option<Row> = None;
     loop {
         let page = database.page(connection, after.as_ref(), 2048)?;
@@ -128,7 +129,7 @@ fn the_tallies_follow_every_write() {
     assert_eq!(partitions, 1, "a partition left empty has no tally");
     check_tallies(&database, &writer.connection).unwrap();
     writer.connection.execute("DELETE FROM items WHERE id = 'c3'", []).unwrap();
-    let Err(StoreError::Incomplete(incomplete)) = check_tallies(&database, &writer.connection)
+    let Err(OpenError::Incomplete(incomplete)) = check_tallies(&database, &writer.connection)
     else {
         panic!("a deleted row is seen")
     };
@@ -207,7 +208,7 @@ fn a_row_or_record_of_the_wrong_type_is_refused_naming_it() {
     drop((database, writer));
     let refused = Database::open(dir.path(), Opening::Serve).err().unwrap();
     assert!(
-        matches!(&refused, StoreError::Damaged { damage: Damage::UnreadableRecord { record, .. }, .. } if record == "meta's items:tags"),
+        matches!(&refused, OpenError::Store(StoreError::Damaged { damage: Damage::UnreadableRecord { record, .. }, .. }) if record == "meta's items:tags"),
         "{refused:?}"
     );
     assert!(refused.to_string().contains("handler repair"), "{refused}");
@@ -222,7 +223,7 @@ fn a_row_or_record_of_the_wrong_type_is_refused_naming_it() {
         .unwrap();
     let refused = Database::open(dir.path(), Opening::Serve).err().unwrap();
     assert!(
-        matches!(&refused, StoreError::Damaged { damage: Damage::UnreadableRecord { record, .. }, .. } if record == "meta's last_seq"),
+        matches!(&refused, OpenError::Store(StoreError::Damaged { damage: Damage::UnreadableRecord { record, .. }, .. }) if record == "meta's last_seq"),
         "{refused:?}"
     );
     let (database, _) = Database::open(dir.path(), Opening::Repair).unwrap();
@@ -241,7 +242,13 @@ fn a_file_with_the_stores_marks_but_no_table_is_refused() {
     drop(connection);
     let refused = Database::open(dir.path(), Opening::Repair).err().unwrap();
     assert!(
-        matches!(&refused, StoreError::Damaged { damage: Damage::Emptied { version: 3, .. }, .. }),
+        matches!(
+            &refused,
+            OpenError::Store(StoreError::Damaged {
+                damage: Damage::Emptied { version: 3, .. },
+                ..
+            })
+        ),
         "{refused:?}"
     );
     assert!(!refused.to_string().contains("handler"), "no command puts it right: {refused}");
@@ -273,7 +280,9 @@ fn a_damaged_file_is_salvaged_keeping_what_can_be_read() {
     bytes[leaf * page_size..leaf * page_size + 12].fill(0xA5);
     std::fs::write(&path, &bytes).unwrap();
     let refused = Database::open(dir.path(), Opening::Repair).err().unwrap();
-    let StoreError::Damaged { damage, .. } = &refused else { panic!("{refused:?}") };
+    let OpenError::Store(StoreError::Damaged { damage, .. }) = &refused else {
+        panic!("{refused:?}")
+    };
     assert!(damage.is_salvageable(), "{damage:?}");
     assert!(refused.to_string().contains("handler repair"), "{refused}");
 
@@ -319,7 +328,7 @@ fn a_database_that_cannot_be_opened_is_refused_as_what_it_is() {
     let (database, writer) = writer(dir.path());
     let in_use = Database::open(dir.path(), Opening::Serve).err();
     assert!(
-        matches!(&in_use, Some(StoreError::InUse { dir: held }) if held == dir.path()),
+        matches!(&in_use, Some(OpenError::InUse { dir: held }) if held == dir.path()),
         "{in_use:?}"
     );
     drop((database, writer));
@@ -331,7 +340,7 @@ fn a_database_that_cannot_be_opened_is_refused_as_what_it_is() {
     };
     let unfinished = reopened("INSERT INTO meta (key, value) VALUES ('repair_pending', 1)");
     assert!(
-        matches!(&unfinished, Some(StoreError::RepairUnfinished { path: file, dir: held }) if *file == path && held == dir.path()),
+        matches!(&unfinished, Some(OpenError::RepairUnfinished { path: file, dir: held }) if *file == path && held == dir.path()),
         "{unfinished:?}"
     );
     let importing = reopened(
@@ -339,7 +348,7 @@ fn a_database_that_cannot_be_opened_is_refused_as_what_it_is() {
          INSERT INTO meta (key, value) VALUES ('import_pending', '{\"sha256\": \"ab\", \"file\": \"/x/blog.jsonl\"}')",
     );
     assert!(
-        matches!(&importing, Some(StoreError::ImportUnfinished { dir: held, sha256, file: Some(file) })
+        matches!(&importing, Some(OpenError::ImportUnfinished { dir: held, sha256, file: Some(file) })
             if held == dir.path() && sha256 == "ab" && file == "/x/blog.jsonl"),
         "{importing:?}"
     );
@@ -349,14 +358,17 @@ fn a_database_that_cannot_be_opened_is_refused_as_what_it_is() {
     drop((database, connection));
     let newer = reopened("DELETE FROM meta WHERE key = 'import_pending'; PRAGMA user_version = 7");
     assert!(
-        matches!(newer, Some(StoreError::NewerSchema { version: 7, known: SCHEMA_VERSION, .. })),
+        matches!(newer, Some(OpenError::NewerSchema { version: 7, known: SCHEMA_VERSION, .. })),
         "{newer:?}"
     );
     let other = reopened("PRAGMA user_version = 2; PRAGMA application_id = 5");
     assert!(
         matches!(
             other,
-            Some(StoreError::Damaged { damage: Damage::OtherApplication { application: 5 }, .. })
+            Some(OpenError::Store(StoreError::Damaged {
+                damage: Damage::OtherApplication { application: 5 },
+                ..
+            }))
         ),
         "{other:?}"
     );
@@ -365,7 +377,9 @@ fn a_database_that_cannot_be_opened_is_refused_as_what_it_is() {
     }
     std::fs::write(&path, vec![b'x'; 8192]).unwrap();
     let garbage = Database::open(dir.path(), Opening::Serve).err();
-    let Some(StoreError::Damaged { path: named, damage: Damage::Sqlite(_) }) = &garbage else {
+    let Some(OpenError::Store(StoreError::Damaged { path: named, damage: Damage::Sqlite(_) })) =
+        &garbage
+    else {
         panic!("a file that is no database is refused: {garbage:?}")
     };
     assert_eq!(*named, path);

@@ -7,7 +7,7 @@ use rusqlite::{Connection, params};
 
 use super::format::{PARTITIONS, Row, SCHEMA_VERSION, damaged};
 use super::tally::{Tally, retally, set_container_tally};
-use crate::cosmos::{Container, StoreError};
+use crate::cosmos::{Container, OpenError, StoreError};
 
 /// Brings a database written by an earlier handler to [`SCHEMA_VERSION`], in place, in one
 /// transaction: a crash leaves it as it was, and the next start upgrades it again. Before
@@ -15,16 +15,16 @@ use crate::cosmos::{Container, StoreError};
 /// file passed `quick_check` just before; what a row held before this start cannot be known).
 /// Before version 2 nothing recorded how many items there were: the tallies are made from the
 /// rows there now, for the same reason.
-pub(super) fn upgrade(path: &Path, connection: &mut Connection) -> Result<(), StoreError> {
+pub(super) fn upgrade(path: &Path, connection: &mut Connection) -> Result<(), OpenError> {
     let failed = |error| damaged(path, error);
     let version: i64 =
         connection.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(failed)?;
     match version {
         SCHEMA_VERSION => return Ok(()),
-        2 => return add_tags_container(path, connection),
+        2 => return Ok(add_tags_container(path, connection)?),
         0 | 1 => {}
         newer => {
-            return Err(StoreError::NewerSchema {
+            return Err(OpenError::NewerSchema {
                 path: path.to_owned(),
                 version: newer,
                 known: SCHEMA_VERSION,
