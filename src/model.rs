@@ -80,6 +80,25 @@ pub struct User {
     pub renamed_at: Option<String>,
 }
 
+/// Who may read a post: everyone once it is published; before, its author alone. Only a
+/// published post is copied where readers find posts (`feed`, `tags`, the author's list).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum PostStatus {
+    /// Public: in the feed, under its tags, in its author's list.
+    #[default]
+    Published,
+    /// Kept for its author, who alone reads it; in no list but theirs of drafts.
+    Draft,
+}
+
+impl PostStatus {
+    /// Whether this is [`PostStatus::Published`]: the status a post without one has.
+    pub(crate) fn is_published(&self) -> bool {
+        *self == PostStatus::Published
+    }
+}
+
 /// A post in `posts` (partition `/postId`, which equals `id`). Its short form, with the same
 /// fields, is copied into `users` (partition `/userId`) and `feed` (partition `/type`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -109,12 +128,17 @@ pub(crate) struct Post {
     pub comment_count: u64,
     /// How many likes the post has (kept exact by the stored procedures).
     pub like_count: u64,
-    /// When it was written (RFC 3339, UTC, milliseconds).
+    /// When readers could first see it (RFC 3339, UTC, milliseconds): its creation, or the
+    /// moment a draft was published; on a draft, when it was first saved.
     pub creation_date: String,
     /// When its author last edited the title or content (C2 edit); absent on a post never
     /// edited, so readers can tell an edited post from the one first published.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited_at: Option<String>,
+    /// `draft` for a post its author alone reads; absent once published, as on every post
+    /// written before posts had drafts, so published posts keep the article's shape.
+    #[serde(default, skip_serializing_if = "PostStatus::is_published")]
+    pub status: PostStatus,
     /// Set by C7 (`deletePost`): the post is deleted and Cosmos DB removes it after its `ttl`.
     /// Until then it is a tombstone, kept only so that the change feed, which never delivers a
     /// deletion, delivers this update and `PostsChangeFeed` removes the post's copies. Every read
@@ -296,6 +320,7 @@ pub(crate) fn new_post(
         like_count: 0,
         creation_date,
         edited_at: None,
+        status: PostStatus::Published,
         deleted: false,
         picture: None,
     }
@@ -304,6 +329,29 @@ pub(crate) fn new_post(
 /// C2 edit: title and content change, and when; author, counters and creation date never do.
 pub(crate) fn edited_post(post: Post, title: String, content: String, edited_at: String) -> Post {
     Post { title, content, edited_at: Some(edited_at), ..post }
+}
+
+/// A post given `status` at `now`. Published from a draft, it is dated `now` and shows no edit:
+/// readers see it first now, so it enters the feed at the top (dated when the draft was begun,
+/// it would be older than the newest 100 and never shown). Any other change keeps its date.
+pub(crate) fn with_status(post: Post, status: PostStatus, now: &str) -> Post {
+    if status.is_published() && !post.status.is_published() {
+        Post { status, creation_date: now.to_owned(), edited_at: None, ..post }
+    } else {
+        Post { status, ..post }
+    }
+}
+
+/// Whether `reader` (`None`: nobody signed in) may read `post`: anyone a published post, its
+/// author alone a draft. Everyone else is answered as if it did not exist.
+pub(crate) fn readable_by(post: &Post, reader: Option<&str>) -> bool {
+    post.status.is_published() || reader == Some(post.user_id.as_str())
+}
+
+/// The tags a post shows readers: its own once published; none before, so a draft has no
+/// copies under its tags.
+pub(crate) fn shown_tags(post: &Post) -> &[String] {
+    if post.status.is_published() { &post.tags } else { &[] }
 }
 
 /// The short form of a post that `users` and `feed` hold: the same item with its content cut to

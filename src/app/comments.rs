@@ -1,6 +1,6 @@
 //! C3 (comment on a post), C6 (delete a comment) and Q4 (a post's comments).
 
-use super::NotAllowed;
+use super::{Clash, NotAllowed};
 use serde_json::Value;
 
 use crate::cosmos::Container;
@@ -43,6 +43,9 @@ pub(crate) async fn create_comment(
     match CounterOutcome::<Comment>::from_body(StoredProcedure::CreateComment, body)? {
         CounterOutcome::Created(created) => Ok(created),
         CounterOutcome::PostNotFound => Err(post_not_found(post_id)),
+        CounterOutcome::NotPublished => {
+            Err(AppError::Conflict(Clash::NotPublished(post_id.to_owned())))
+        }
         CounterOutcome::Repeated(record) => {
             repeated_creation(&state.store, once.as_ref(), post_id, record, "comment").await
         }

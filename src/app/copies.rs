@@ -152,7 +152,7 @@ pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppRe
         posts.iter().map(|post| refresh_copy(state, Target::UserPosts, post)).collect();
     let user_copies: Vec<Option<PostCopy>> = futures::stream::iter(refreshes)
         .buffer_unordered(CONCURRENT_USER_COPIES)
-        .map_ok(|found| found.map(|refreshed| refreshed.copy))
+        .map_ok(Refresh::held)
         .try_collect()
         .await?;
     // What changed, for the change log: each post's page, and each list marked.
@@ -170,12 +170,17 @@ pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppRe
     // the feed (and may push its 101st out), which only a whole read shows.
     let (mut in_place, mut entered) = (BTreeSet::new(), false);
     for post in posts {
-        if let Some(refreshed) = refresh_copy(state, Target::Feed, post).await? {
-            entered |= refreshed.created;
-            in_place.insert(change_log::feed_post(&post.post.id));
+        match refresh_copy(state, Target::Feed, post).await? {
+            Refresh::Held(refreshed) => {
+                entered |= refreshed.created;
+                in_place.insert(change_log::feed_post(&post.post.id));
+            }
+            // A post that left the feed (back to draft): only a whole read shows who moves up.
+            Refresh::Left => entered = true,
+            Refresh::Absent => {}
         }
     }
-    if !in_place.is_empty() {
+    if !in_place.is_empty() || entered {
         super::feed::mark_feed_changed(state).await?;
     }
     // The whole feed named covers its posts: the log keeps its room for other changes.
@@ -250,6 +255,15 @@ impl Target {
             Target::Feed => FEED_PARTITION,
         }
     }
+
+    /// Whether this place holds a copy of `post`: the author's partition every post, drafts
+    /// included (their list of drafts); the feed published posts only.
+    fn holds(self, post: &Post) -> bool {
+        match self {
+            Target::UserPosts => true,
+            Target::Feed => post.status.is_published(),
+        }
+    }
 }
 
 /// A copy as [`refresh_copy`] left it.
@@ -259,15 +273,35 @@ struct Refreshed {
     created: bool,
 }
 
+/// Where [`refresh_copy`] left a post's place.
+enum Refresh {
+    /// The copy, as it now is (boxed: a post's copy is large, the other outcomes empty).
+    Held(Box<Refreshed>),
+    /// The copy there was is deleted: the post is no longer one the place holds.
+    Left,
+    /// There is no copy, and was none.
+    Absent,
+}
+
+impl Refresh {
+    fn held(self) -> Option<PostCopy> {
+        match self {
+            Refresh::Held(refreshed) => Some(refreshed.copy),
+            Refresh::Left | Refresh::Absent => None,
+        }
+    }
+}
+
 /// Makes the copy of `changed` in `target` at least as new as `changed`, and never older than
 /// it was. The copy is written conditionally on the etag it was read with, so a concurrent
-/// writer of the same copy makes this start over rather than be overwritten. Answers the copy
-/// as it now is (`None`: there is none).
+/// writer of the same copy makes this start over rather than be overwritten. A version the
+/// place does not hold ([`Target::holds`]: a draft, in the feed) deletes the copy there is.
+/// Answers where the place is left.
 async fn refresh_copy(
     state: &AppState,
     target: Target,
     changed: &PostVersion,
-) -> AppResult<Option<Refreshed>> {
+) -> AppResult<Refresh> {
     let (container, partition_key) = (target.container(), target.partition_key(&changed.post));
     for _ in 0..ATTEMPTS {
         let existing = state
@@ -286,9 +320,7 @@ async fn refresh_copy(
             {
                 model::post_copy(&changed.post, changed.source())
             }
-            CopyAction::Keep => {
-                return Ok(existing.map(|found| Refreshed { copy: found.item, created: false }));
-            }
+            CopyAction::Keep => return Ok(kept(existing)),
             // No copy yet: made only while the post exists. A late or repeated delivery of a
             // version older than the post's deletion would otherwise bring back a copy that its
             // tombstone removed (nothing is left to compare versions with). One point read,
@@ -296,7 +328,7 @@ async fn refresh_copy(
             CopyAction::Write if existing.is_none() => {
                 match current_post(state, &changed.post.id).await? {
                     Some(current) => model::post_copy(&current.post, current.source()),
-                    None => return Ok(None),
+                    None => return Ok(Refresh::Absent),
                 }
             }
             CopyAction::Write => model::post_copy(&changed.post, changed.source()),
@@ -307,24 +339,34 @@ async fn refresh_copy(
                 {
                     model::post_copy(&current.post, current.source())
                 }
-                _ => {
-                    return Ok(existing.map(|found| Refreshed { copy: found.item, created: false }));
-                }
+                _ => return Ok(kept(existing)),
             },
         };
+        if !target.holds(&copy.post) {
+            let Some(found) = existing else { return Ok(Refresh::Absent) };
+            let delete =
+                WriteOp::Delete { id: changed.post.id.clone(), if_match: Some(found.etag) };
+            match state.store.execute_write(container, partition_key, delete).await {
+                Ok(()) => return Ok(Refresh::Left),
+                // Changed or deleted meanwhile: read again, and decide again.
+                Err(StoreError::PreconditionFailed | StoreError::NotFound) => continue,
+                Err(other) => return Err(other.into()),
+            }
+        }
         // The copy in `users` carries which tags may still have copies of the post, once the
         // tags it is replaced from are gone from it (see `super::tags`).
         let mut copy = copy;
         if let (Target::UserPosts, Some(found)) = (target, &existing) {
+            // The tags shown: a draft's copies under its tags go, as its feed copy does.
             copy.tagged_before = model::tags::tagged_before(
                 &found.item.tagged_before,
-                &found.item.post.tags,
-                &copy.post.tags,
+                model::shown_tags(&found.item.post),
+                model::shown_tags(&copy.post),
             );
         }
         let created = existing.is_none();
         match write_copy(state, target, partition_key, copy.clone(), existing).await {
-            Ok(()) => return Ok(Some(Refreshed { copy, created })),
+            Ok(()) => return Ok(Refresh::Held(Box::new(Refreshed { copy, created }))),
             Err(AppError::Store(StoreError::PreconditionFailed | StoreError::Conflict)) => continue,
             Err(AppError::Script(ScriptError::Store(
                 StoreError::PreconditionFailed | StoreError::Conflict,
@@ -334,12 +376,20 @@ async fn refresh_copy(
             Err(AppError::Script(ScriptError::Thrown(message)))
                 if message.starts_with(NOT_AMONG_NEWEST) =>
             {
-                return Ok(None);
+                return Ok(Refresh::Absent);
             }
             Err(other) => return Err(other),
         }
     }
     Err(StoreError::CopyKeptChanging { post_id: changed.post.id.clone(), container }.into())
+}
+
+/// The copy found, kept as it is.
+fn kept(existing: Option<Versioned<PostCopy>>) -> Refresh {
+    match existing {
+        Some(found) => Refresh::Held(Box::new(Refreshed { copy: found.item, created: false })),
+        None => Refresh::Absent,
+    }
 }
 
 /// Whether `copy` is of the version `delivered` is, yet not the copy the rules make of it now.

@@ -284,6 +284,23 @@ pub enum Clash {
          Unicode form (such as \"ＡＢＣ\" for \"abc\"). Choose another."
     )]
     UsernameTaken(String),
+    /// A post readers have answered, sent back to draft: their comments and likes would be
+    /// on a post nobody but its author reads.
+    #[error(
+        "Post {post:?} has {comments} comments and {likes} likes: a post readers have answered stays published. \
+         Edit it, or delete it."
+    )]
+    Answered {
+        /// The post.
+        post: String,
+        /// Its comments.
+        comments: u64,
+        /// Its likes.
+        likes: u64,
+    },
+    /// A comment or like on a draft, by its author: only a published post takes them.
+    #[error("Post {0:?} is a draft: it takes comments and likes once it is published.")]
+    NotPublished(String),
     /// The request with this idempotency key is being made.
     #[error(
         "A request with this Idempotency-Key is being made right now: wait for its answer, or send this again in \

@@ -39,6 +39,9 @@ pub(crate) async fn create_like(
             repeated_creation(&state.store, once.as_ref(), post_id, record, "like").await
         }
         CounterOutcome::PostNotFound => Err(post_not_found(post_id)),
+        CounterOutcome::NotPublished => {
+            Err(AppError::Conflict(Clash::NotPublished(post_id.to_owned())))
+        }
         CounterOutcome::AlreadyLiked => Err(AppError::Conflict(Clash::AlreadyLiked {
             user: author.user_id.clone(),
             post: post_id.to_owned(),

@@ -1,14 +1,14 @@
 //! C2 (create, edit post), C7 (delete post) and Q2 (get post), and what the lists of a post
 //! share.
 
-use super::{BadInput, Contended, NotAllowed};
+use super::{BadInput, Clash, Contended, NotAllowed};
 use serde_json::Value;
 
 use crate::cosmos::{
     Container, Page, PageRequest, QuerySpec, StoreError, Versioned, WriteOp, queries, retry_pause,
 };
 use crate::model::{
-    self, ListVersions, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, StoredPost, User,
+    self, ListVersions, MAX_CONTENT_CHARS, MAX_TITLE_CHARS, Post, PostStatus, StoredPost, User,
 };
 use crate::scripts::{DeleteOutcome, ScriptError, ScriptFailure, StoredProcedure};
 
@@ -45,8 +45,22 @@ fn with_tags<'a>(parts: &[&'a str], tags: Option<&'a [String]>) -> Vec<&'a str> 
     all
 }
 
+/// The parts of a keyed request that say the status it sets, after `parts`: none where it sets
+/// none (an edit that keeps it) or publishes a new post, so that a key sent before posts had
+/// drafts is still the same request.
+fn with_status(mut parts: Vec<&str>, status: Option<PostStatus>) -> Vec<&str> {
+    match status {
+        Some(PostStatus::Draft) => parts.extend(["status", "draft"]),
+        Some(PostStatus::Published) => parts.extend(["status", "published"]),
+        None => {}
+    }
+    parts
+}
+
 /// C2 create: validates, reads the author once, to copy their username into the post (the
-/// article's V2 step: Q2 then needs no second read), creates the post.
+/// article's V2 step: Q2 then needs no second read), creates the post: published, or a draft
+/// its author alone reads (`status`), which the change feed copies into their partition of
+/// `users` only.
 pub(crate) async fn create_post(
     state: &AppState,
     caller: &Caller,
@@ -54,6 +68,7 @@ pub(crate) async fn create_post(
     title: String,
     content: String,
     tags: Vec<String>,
+    status: PostStatus,
 ) -> AppResult<Post> {
     valid_user_id(user_id)?;
     caller.must_be(user_id, "post as this user")?;
@@ -62,6 +77,7 @@ pub(crate) async fn create_post(
     // With a key, the post's id (its partition) is derived from it, so a request sent again
     // finds the key's record there.
     let parts = with_tags(&["createPost", user_id, &title, &content], Some(&tags));
+    let parts = with_status(parts, Some(status).filter(|status| !status.is_published()));
     let once = Once::claimed(&state.store, caller, &parts).await?;
     let post_id = once.as_ref().map_or_else(model::new_id, Once::item_id);
     if let Some(first) = &once
@@ -70,7 +86,8 @@ pub(crate) async fn create_post(
         return first_post(state, &post_id).await;
     }
     let author = existing_author(state, user_id).await?;
-    let post = Post { tags, ..model::new_post(post_id, &author, title, content, model::now()) };
+    let post =
+        Post { tags, status, ..model::new_post(post_id, &author, title, content, model::now()) };
     let post = StoredPost { post, versions: ListVersions::new() };
     let create = WriteOp::Create { document: to_document(&post)? };
     let post = post.post;
@@ -94,9 +111,10 @@ async fn first_post(state: &AppState, post_id: &str) -> AppResult<Post> {
 }
 
 /// C2 edit: read, change title and content (and the tags, where `tags` is given: `None` keeps
-/// them, so a client that knows nothing of tags does not remove them), replace on the etag
-/// that was read: a comment or like landing in between moves a counter (and a list's version),
-/// and the edit is redone on the new version instead of writing the old ones back.
+/// them, so a client that knows nothing of tags does not remove them; and the status, where
+/// `status` is), replace on the etag that was read: a comment or like landing in between moves
+/// a counter (and a list's version), and the edit is redone on the new version instead of
+/// writing the old ones back. Someone else's draft is not found, as Q2 answers it.
 pub(crate) async fn edit_post(
     state: &AppState,
     caller: &Caller,
@@ -104,6 +122,7 @@ pub(crate) async fn edit_post(
     title: String,
     content: String,
     tags: Option<Vec<String>>,
+    status: Option<PostStatus>,
 ) -> AppResult<Post> {
     validate_post_text(&title, &content)?;
     let tags = tags.map(valid_tags).transpose()?;
@@ -112,18 +131,37 @@ pub(crate) async fn edit_post(
     if tags.as_ref().is_some_and(Vec::is_empty) {
         parts.push("no tags");
     }
+    let parts = with_status(parts, status);
     let once = Once::claimed(&state.store, caller, &parts).await?;
     for attempt in 0..EDIT_ATTEMPTS {
         let current =
             state.store.read_versioned::<StoredPost>(Container::Posts, post_id, post_id).await?;
         let current = current
             .filter(|found| model::is_live(&found.item.post))
+            .filter(|found| model::readable_by(&found.item.post, Some(&caller.id)))
             .ok_or_else(|| post_not_found(post_id))?;
         caller.must_be(&current.item.post.user_id, "edit this post")?;
+        let post = &current.item.post;
+        // Read with the post in this very version, so a comment or like that lands first makes
+        // the replace below fail and this check run again: no draft ever has either.
+        if status == Some(PostStatus::Draft)
+            && post.status.is_published()
+            && post.comment_count + post.like_count > 0
+        {
+            return Err(AppError::Conflict(Clash::Answered {
+                post: post_id.to_owned(),
+                comments: post.comment_count,
+                likes: post.like_count,
+            }));
+        }
+        let now = model::now();
         let mut edited =
-            model::edited_post(current.item.post, title.clone(), content.clone(), model::now());
+            model::edited_post(current.item.post, title.clone(), content.clone(), now.clone());
         if let Some(tags) = &tags {
             edited.tags.clone_from(tags);
+        }
+        if let Some(status) = status {
+            edited = model::with_status(edited, status, &now);
         }
         // Its lists' versions kept: an edit changes neither list.
         let edited = StoredPost { post: edited, versions: current.item.versions };
@@ -177,9 +215,14 @@ pub(crate) async fn delete_post(state: &AppState, caller: &Caller, post_id: &str
         }
         PostRemoval::Repeated(record) => repeated_deletion(once.as_ref(), record),
         PostRemoval::NothingLeft | PostRemoval::NotFound => Err(post_not_found(post_id)),
-        PostRemoval::Forbidden => {
-            Err(AppError::Forbidden(NotAllowed::PostOfAnother { caller: caller.id.clone() }))
-        }
+        // Someone else's draft is not found, as Q2 answers it: read only on this refusal.
+        PostRemoval::Forbidden => match get_post(state, post_id).await {
+            Ok(post) if model::readable_by(&post, Some(&caller.id)) => {
+                Err(AppError::Forbidden(NotAllowed::PostOfAnother { caller: caller.id.clone() }))
+            }
+            Ok(_) | Err(AppError::NotFound(_)) => Err(post_not_found(post_id)),
+            Err(other) => Err(other),
+        },
         PostRemoval::Unfinished => Err(AppError::Busy(Contended::PostRemovalUnfinished)),
     }
 }
@@ -245,6 +288,17 @@ pub(crate) async fn remove_post(
 /// on the post itself.
 pub(crate) async fn get_post(state: &AppState, post_id: &str) -> AppResult<Post> {
     Ok(get_post_versioned(state, post_id).await?.item.post)
+}
+
+/// Q2 for `reader` (`None`: nobody signed in): someone else's draft is not found, never
+/// forbidden, which would say that it exists.
+pub(crate) async fn get_post_for(
+    state: &AppState,
+    post_id: &str,
+    reader: Option<&str>,
+) -> AppResult<Post> {
+    let post = get_post(state, post_id).await?;
+    if model::readable_by(&post, reader) { Ok(post) } else { Err(post_not_found(post_id)) }
 }
 
 /// Q2 with the post's etag, which changes with every write to it: an edit, and every comment
@@ -329,8 +383,10 @@ async fn list_of_post<T: serde::de::DeserializeOwned + Send + 'static>(
             .store
             .read::<Post>(Container::Posts, post_id, post_id)
             .await?
-            .is_some_and(|post| model::is_live(&post))
+            .is_some_and(|post| model::is_live(&post) && post.status.is_published())
     {
+        // A draft's lists are empty (it takes no comments or likes), and not found, as the
+        // draft is to anyone but its author.
         return Err(post_not_found(post_id));
     }
     Ok(found)

@@ -69,7 +69,7 @@ async fn sync_tags(
 ) -> AppResult<()> {
     let (user_id, post_id) = (copy.post.user_id.clone(), copy.post.id.clone());
     for _ in 0..ATTEMPTS {
-        let tags = normalized(&copy.post.tags);
+        let tags = normalized(model::shown_tags(&copy.post));
         touched
             .lock()
             .expect("never poisoned")
@@ -156,11 +156,11 @@ async fn refresh_tag_copy(state: &AppState, tag: &str, copy: &PostCopy) -> AppRe
         .into())
 }
 
-/// Whether the post exists now and has `tag` (normal form).
+/// Whether the post exists now and shows `tag` (normal form): published, with it.
 async fn has_tag_now(state: &AppState, post_id: &str, tag: &str) -> AppResult<bool> {
     let current = state.store.read::<Post>(Container::Posts, post_id, post_id).await?;
     Ok(current.is_some_and(|post| {
-        model::is_live(&post) && normalized(&post.tags).iter().any(|own| own == tag)
+        model::is_live(&post) && normalized(model::shown_tags(&post)).iter().any(|own| own == tag)
     }))
 }
 

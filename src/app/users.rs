@@ -4,14 +4,14 @@
 use super::{BadInput, Clash, Contended};
 use std::sync::Arc;
 
-use crate::cosmos::{Container, StoreError, WriteOp, retry_pause};
+use crate::cosmos::{Container, StoreError, WriteOp, queries, retry_pause};
 use crate::model::usernames::{is_default_ignorable, released_name};
 use crate::model::{self, MAX_USERNAME_CHARS, Post, User};
 
 use super::idempotency::{Committed, Once, commit};
 use super::kept::change_log;
 use super::kept::{KeptPages, LogCheckedRead, MarkedPage};
-use super::lists::{ListPage, ListParams, OwnerKnown};
+use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, OwnerKnown, wrap_token};
 use super::posts::to_document;
 use super::usernames;
 use super::{AppError, AppResult, AppState, Caller, Missing, validate_text};
@@ -243,6 +243,26 @@ pub(crate) async fn posts_of(
         get_user(state, user_id).await?;
     }
     Ok(found)
+}
+
+/// A page of the caller's drafts, newest first: one query on their own partition of `users`,
+/// where the change feed copies every post, drafts with their `status`. Read anew each time
+/// (its one reader, the author, has always just written), so not kept.
+pub(crate) async fn drafts_of(
+    state: &AppState,
+    caller: &Caller,
+    user_id: &str,
+    params: &ListParams,
+) -> AppResult<ListPage<Post>> {
+    caller.must_be(user_id, "read these drafts")?;
+    const LIST: &str = "drafts";
+    let page = params.page_request(&state.tokens, LIST, user_id, DEFAULT_PAGE_SIZE)?;
+    let found = state
+        .store
+        .query_page::<Post>(Container::Users, user_id, queries::user_drafts(), page)
+        .await?;
+    let continuation_token = wrap_token(&state.tokens, found.continuation, LIST, user_id);
+    Ok(ListPage { items: found.items, continuation_token })
 }
 
 /// Writes the user's posts mark again, forgetting this instance's pages of their posts; answers

@@ -8,10 +8,22 @@ use serde_json::json;
 use super::QuerySpec;
 
 /// Q3: a user's posts, newest first, from the short copies in the user's partition of `users`.
+/// Published posts only: a draft's copy (its author's list of drafts) carries a `status`.
 pub(crate) fn user_posts() -> QuerySpec {
     QuerySpec {
         sql: Cow::Borrowed(
-            "SELECT * FROM c WHERE c.type = @type ORDER BY c.creationDate DESC, c.id DESC",
+            "SELECT * FROM c WHERE c.type = @type AND NOT IS_DEFINED(c.status) ORDER BY c.creationDate DESC, c.id DESC",
+        ),
+        parameters: vec![(Cow::Borrowed("@type"), json!("post"))],
+    }
+}
+
+/// A user's drafts, newest first, from their copies in the user's own partition of `users`:
+/// the copies with a `status` (a published post's copy has none).
+pub(crate) fn user_drafts() -> QuerySpec {
+    QuerySpec {
+        sql: Cow::Borrowed(
+            "SELECT * FROM c WHERE c.type = @type AND IS_DEFINED(c.status) ORDER BY c.creationDate DESC, c.id DESC",
         ),
         parameters: vec![(Cow::Borrowed("@type"), json!("post"))],
     }

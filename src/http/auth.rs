@@ -94,6 +94,22 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
+/// Who reads, where anyone may: the signed-in principal, or nobody (`None`). Never refused: a
+/// read without an identity the sign-in scheme vouches for is anonymous, and shown only what
+/// everyone is.
+pub(crate) struct Reader(pub Option<String>);
+
+impl FromRequestParts<AppState> for Reader {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, std::convert::Infallible> {
+        Ok(Reader(principal(parts, state.auth).ok()))
+    }
+}
+
 /// The API caller's principal id, from the header the sign-in scheme vouches for: 401 without
 /// one, 403 for one that cannot be a user id. Read from the request's head alone, so the front
 /// door asks it before it reads a write's body.

@@ -178,7 +178,21 @@ pub(crate) fn revalidated(
 /// A JSON read of the API, [`revalidated`]. Whether the value changed is known only from the
 /// value, so the read is made; a 304 then sends nothing of it.
 pub(crate) fn json<T: Serialize>(request: &HeaderMap, value: &T) -> Response {
+    json_for(request, value, false)
+}
+
+/// [`json`], [`PRIVATE`] where the answer is the reader's own (`private`: a draft, to its
+/// author), whatever the request carries.
+pub(crate) fn json_for<T: Serialize>(request: &HeaderMap, value: &T, private: bool) -> Response {
     match serde_json::to_vec(value) {
+        Ok(body) if private => {
+            let etag = etag_of(&body);
+            let response = if_none_match(request, &etag).unwrap_or_else(|| {
+                ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body)
+                    .into_response()
+            });
+            tagged(response, &etag, true)
+        }
         Ok(body) => revalidated(request, "application/json", body),
         Err(error) => {
             super::error::ApiError::internal(format!("an answer did not serialize: {error}"))

@@ -101,6 +101,7 @@ http_functions! {
     GetUser GET "api/users/{userId}" => users::get,
     GetMe GET "api/me" => users::me,
     ListUserPosts GET "api/users/{userId}/posts" => users::list_posts,
+    ListUserDrafts GET "api/users/{userId}/drafts" => users::list_drafts,
     CreatePost POST "api/posts" => posts::create,
     EditPost PUT "api/posts/{postId}" => posts::edit,
     GetPost GET "api/posts/{postId}" => posts::get,

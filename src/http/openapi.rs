@@ -92,6 +92,7 @@ const ANSWERS: &[(&str, &str, &str, Item)] = &[
     ("editPost", "200", "", Item::Post),
     ("getPost", "200", "", Item::Post),
     ("listUserPosts", "200", "/items/0", Item::Post),
+    ("listUserDrafts", "200", "/items/0", Item::Post),
     ("listFeed", "200", "/items/0", Item::Post),
     ("listTagPosts", "200", "/items/0", Item::Post),
     ("createComment", "201", "", Item::Comment),
@@ -127,6 +128,7 @@ fn leads_from(item: Item) -> Vec<Lead> {
             lead("getUser", "getUser", &[("userId", id)], &[]),
             lead("editUser", "editUser", &[("userId", id)], &[]),
             lead("listUserPosts", "listUserPosts", &[("userId", id)], &[]),
+            lead("listUserDrafts", "listUserDrafts", &[("userId", id)], &[]),
             lead("createPost", "createPost", &[], &[("userId", id)]),
         ],
         Item::Post => vec![
@@ -230,6 +232,7 @@ impl Modify for IdsLeadToOperations {
     ),
     paths(
         users::create, users::edit, users::get, users::me, users::list_posts,
+        users::list_drafts,
         posts::create, posts::edit, posts::get, posts::delete,
         comments::create, comments::list, comments::delete,
         likes::create, likes::list, likes::delete,

@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use super::auth::Reader;
 use super::caching;
 use super::error::{
     ApiResult, DeleteProblems, PROBLEM, ProblemDetails, ReadProblems, WriteProblems,
@@ -15,7 +16,7 @@ use super::extract::{Id, JsonBody};
 use crate::app::kept::api_post;
 use crate::app::posts::{create_post, delete_post, edit_post};
 use crate::app::{AppState, Caller};
-use crate::model::Post;
+use crate::model::{Post, PostStatus};
 
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -39,6 +40,10 @@ pub(super) struct NewPostBody {
     #[serde(default)]
     #[schema(schema_with = tags_schema)]
     tags: Vec<String>,
+    /// `published` (the default): readers see it at once; `draft`: its author alone reads it,
+    /// and it is in no list but theirs of drafts until it is published.
+    #[serde(default)]
+    status: PostStatus,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -60,6 +65,10 @@ pub(crate) struct EditPostBody {
     #[serde(default)]
     #[schema(schema_with = tags_schema)]
     tags: Option<Vec<String>>,
+    /// The post's status from now on (absent: kept as it is). A draft published is dated now;
+    /// a post with comments or likes cannot go back to draft (409).
+    #[serde(default)]
+    status: Option<PostStatus>,
 }
 
 /// What a tag may hold: no control characters, bidirectional controls, `,` or `/`, and at least
@@ -108,8 +117,16 @@ pub(super) async fn create(
     caller: Caller,
     JsonBody(body): JsonBody<NewPostBody>,
 ) -> ApiResult<impl IntoResponse> {
-    let post =
-        create_post(&state, &caller, &body.user_id, body.title, body.content, body.tags).await?;
+    let post = create_post(
+        &state,
+        &caller,
+        &body.user_id,
+        body.title,
+        body.content,
+        body.tags,
+        body.status,
+    )
+    .await?;
     let location = format!("/api/posts/{}", post.id);
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(post)))
 }
@@ -137,7 +154,8 @@ pub(super) async fn edit(
     Id(post_id): Id,
     JsonBody(body): JsonBody<EditPostBody>,
 ) -> ApiResult<Json<Post>> {
-    Ok(Json(edit_post(&state, &caller, &post_id, body.title, body.content, body.tags).await?))
+    let EditPostBody { title, content, tags, status } = body;
+    Ok(Json(edit_post(&state, &caller, &post_id, title, content, tags, status).await?))
 }
 
 /// C7: `DELETE /api/posts/{postId}`, by its author only. The stored procedure `deletePost` makes
@@ -167,7 +185,9 @@ pub(super) async fn delete(
 
 /// Q2: `GET /api/posts/{postId}`: one point read returns the post with its author's username
 /// and both counters, all kept on the post itself; kept by the instance for callers who are not
-/// signed in, and checked by the change log (`app::kept::api_post`).
+/// signed in, and checked by the change log (`app::kept::api_post`). A draft is its author's
+/// alone: to anyone else it is not found, and to them it is answered private, never kept by a
+/// shared cache.
 #[utoipa::path(
     get,
     path = "/api/posts/{postId}",
@@ -184,10 +204,9 @@ pub(super) async fn delete(
 pub(super) async fn get(
     State(state): State<AppState>,
     headers: HeaderMap,
+    Reader(reader): Reader,
     Id(post_id): Id,
 ) -> ApiResult<Response> {
-    Ok(caching::json(
-        &headers,
-        &api_post(&state, &post_id, caching::freshness(&headers)).await?.value,
-    ))
+    let read = api_post(&state, &post_id, caching::freshness(&headers), reader.as_deref()).await?;
+    Ok(caching::json_for(&headers, &read.value, !read.value.status.is_published()))
 }

@@ -12,7 +12,7 @@ use super::caching;
 use super::error::{ApiResult, PROBLEM, ProblemDetails, ReadProblems, WriteProblems};
 use super::extract::{Id, JsonBody, QueryParams};
 use crate::app::lists::{ListPage, ListParams, OwnerKnown};
-use crate::app::users::{create_user, get_user, posts_of, rename_user};
+use crate::app::users::{create_user, drafts_of, get_user, posts_of, rename_user};
 use crate::app::{AppState, Caller};
 use crate::model::{Post, User};
 
@@ -137,6 +137,34 @@ pub(super) async fn me(
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NoParams {}
+
+/// `GET /api/users/{userId}/drafts`: the caller's own drafts, newest first, in short form: one
+/// query on their partition of `users`, where the change feed keeps a copy of each (as of Q3's
+/// posts). Nobody else's: 403.
+#[utoipa::path(
+    get,
+    path = "/api/users/{userId}/drafts",
+    operation_id = "listUserDrafts",
+    tag = "users",
+    params(("userId" = String, Path, description = "The user's id: the caller's"), ListParams),
+    responses(
+        (status = 200, description = "The caller's drafts in short form, newest first", body = ListPage<Post>),
+        (status = 304, description = "Not modified since the ETag in If-None-Match"),
+        (status = 401, description = "Nobody signed in", body = ProblemDetails, content_type = PROBLEM),
+        (status = 403, description = "Another user's drafts", body = ProblemDetails, content_type = PROBLEM),
+        ReadProblems,
+    ),
+)]
+pub(crate) async fn list_drafts(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    caller: Caller,
+    Id(user_id): Id,
+    QueryParams(params): QueryParams<ListParams>,
+) -> ApiResult<Response> {
+    let drafts = drafts_of(&state, &caller, &user_id, &params).await?;
+    Ok(caching::json_for(&headers, &drafts, true))
+}
 
 /// Q3: `GET /api/users/{userId}/posts`, newest first: one query on the user's own partition of
 /// `users`, which holds the short copies of their posts.

@@ -15,7 +15,9 @@
  * - its id is new to the request, so an id found taken is the same request run again after its
  *   answer was lost: the comment is answered as created, and the counter not moved again;
  * - every call checks that the operation was accepted (bounded execution), and the response
- *   body says what happened: {outcome: "created", item} or {outcome: "postNotFound"}.
+ *   body says what happened: {outcome: "created", item} or {outcome: "postNotFound"};
+ * - a draft (a `status` other than "published") takes no comment: its author is answered
+ *   {outcome: "notPublished"}, anyone else {outcome: "postNotFound"}, as it is to them.
  * `request`, optional: the record of the caller's Idempotency-Key (see `firstTime`, keyed_helpers.js); a request
  * sent again with its key answers {outcome: "repeated", request: <the record>} and writes nothing.
  * ES5 only: it also runs on Cosmos DB's own JavaScript engine.
@@ -38,6 +40,11 @@ function createComment(postId, comment, request) {
             if (err) throw err;
             if (post.type !== "post" || post.deleted) {
                 response.setBody({ outcome: "postNotFound" });
+                return;
+            }
+            // A draft takes none: to anyone but its author, it does not exist.
+            if (post.status !== undefined && post.status !== "published") {
+                response.setBody({ outcome: comment.userId === post.userId ? "notPublished" : "postNotFound" });
                 return;
             }
 

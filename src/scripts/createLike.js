@@ -12,6 +12,8 @@
  *   double like changes nothing and answers {outcome: "alreadyLiked"};
  * - a missing or deleted post (a tombstone of C7) answers {outcome: "postNotFound"} instead of
  *   throwing;
+ * - a draft (a `status` other than "published") takes no like: its author is answered
+ *   {outcome: "notPublished"}, anyone else {outcome: "postNotFound"}, as it is to them;
  * - the like must already belong to this post, and every call checks `isAccepted`.
  * `request`, optional: the record of the caller's Idempotency-Key (see `firstTime`, keyed_helpers.js); a request
  * sent again with its key answers {outcome: "repeated", request: <the record>} and writes nothing.
@@ -35,6 +37,11 @@ function createLike(postId, like, request) {
             if (err) throw err;
             if (post.type !== "post" || post.deleted) {
                 response.setBody({ outcome: "postNotFound" });
+                return;
+            }
+            // A draft takes none: to anyone but its author, it does not exist.
+            if (post.status !== undefined && post.status !== "published") {
+                response.setBody({ outcome: like.userId === post.userId ? "notPublished" : "postNotFound" });
                 return;
             }
 

@@ -266,6 +266,8 @@ pub(crate) enum CounterOutcome<T> {
     Created(T),
     PostNotFound,
     AlreadyLiked,
+    /// The post is a draft, and the caller its author (to anyone else it is not found).
+    NotPublished,
     /// A request sent again with its idempotency key: the record its first time left.
     Repeated(Value),
 }
@@ -286,6 +288,7 @@ impl<T: DeserializeOwned> CounterOutcome<T> {
             }
             Some("postNotFound") => Ok(CounterOutcome::PostNotFound),
             Some("alreadyLiked") => Ok(CounterOutcome::AlreadyLiked),
+            Some("notPublished") => Ok(CounterOutcome::NotPublished),
             Some("repeated") => {
                 repeated(&body).map(CounterOutcome::Repeated).ok_or_else(unexpected)
             }

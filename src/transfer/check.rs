@@ -423,6 +423,11 @@ impl Checker {
                 why: sentence_part(why.to_string()),
             })?;
         }
+        // A draft takes no comment or like (the API refuses both), so none is imported on one.
+        if kind != "picture" && !current.post.status.is_published() {
+            let why = format!("a {kind} of post {post_id:?}, a draft, which takes none");
+            return Err(self.field("postId", why));
+        }
         if !current.ids.insert(id.to_owned()) {
             let field = if kind == "picture" { "name" } else { "id" };
             return Err(

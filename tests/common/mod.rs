@@ -106,6 +106,13 @@ pub(crate) struct Answer {
 }
 
 impl Answer {
+    /// The body as text: a page's HTML, or the JSON as it reads.
+    pub(crate) fn text(&self) -> String {
+        match &self.body {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        }
+    }
     pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|value| value.to_str().ok())
     }

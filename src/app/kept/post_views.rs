@@ -36,11 +36,11 @@ use crate::app::comments::comments_of;
 use crate::app::likes::{likes_of, viewer_likes};
 use crate::app::lists::{ListPage, ListParams, OwnerKnown};
 use crate::app::posts::{get_post, get_post_versioned};
-use crate::app::{AppResult, AppState};
+use crate::app::{AppResult, AppState, post_not_found};
 use crate::cosmos::Versioned;
 use crate::model::first_picture::FirstPicture;
 use crate::model::markdown::Pictures;
-use crate::model::{Comment, Like, ListVersions, Post, StoredPost, markdown};
+use crate::model::{self, Comment, Like, ListVersions, Post, StoredPost, markdown};
 
 /// The most views kept at once (each post and page of its comments is a view).
 const MAX_CACHED_VIEWS: usize = 4096;
@@ -182,6 +182,11 @@ pub(crate) async fn read_post_page(
     viewer: Option<&str>,
 ) -> AppResult<PostPage> {
     let view = post_view(state, post_id, params, freshness).await?;
+    // Checked on the kept view, for each viewer: a draft is kept as any post is, and its
+    // author's alone to see.
+    if !model::readable_by(&view.post, viewer) {
+        return Err(post_not_found(post_id));
+    }
     let liked = match viewer {
         Some(me) => viewer_likes(state, &view.post, &view.likes.items, me).await?,
         None => false,
@@ -295,10 +300,11 @@ pub(crate) async fn api_post(
     state: &AppState,
     post_id: &str,
     freshness: Freshness,
+    reader: Option<&str>,
 ) -> AppResult<Arc<LogCheckedRead<Post>>> {
     const PER_POST: usize = 300;
     let name = change_log::post(post_id);
-    state
+    let read = state
         .post_views
         .posts
         .page_with(
@@ -315,7 +321,9 @@ pub(crate) async fn api_post(
                 Ok(LogCheckedRead::new(post, weight))
             },
         )
-        .await
+        .await?;
+    // As the post page's view: kept for everyone, a draft shown to its author alone.
+    if model::readable_by(&read.value, reader) { Ok(read) } else { Err(post_not_found(post_id)) }
 }
 
 /// Q4 for the API (`GET /api/posts/{postId}/comments`), each page as asked: kept as [`api_post`]

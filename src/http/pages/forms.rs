@@ -138,7 +138,15 @@ pub(crate) fn form(
     draft: &Draft,
     submit: &str,
 ) -> Markup {
-    form_with(action, id, fields, draft, submit, None)
+    form_with(action, id, fields, draft, Submit { label: submit, also: None }, None)
+}
+
+/// A form's buttons: the one Enter presses, and another beside it that sends the form with
+/// `action` set to its value (`also`: its label and value).
+#[derive(Clone, Copy)]
+pub(crate) struct Submit<'a> {
+    pub label: &'a str,
+    pub also: Option<(&'a str, &'a str)>,
 }
 
 /// [`form`], with `extra` between the fields and the submit button: a part of its own that
@@ -148,7 +156,7 @@ pub(crate) fn form_with(
     id: &str,
     fields: &[Field],
     draft: &Draft,
-    submit: &str,
+    submit: Submit,
     extra: Option<Markup>,
 ) -> Markup {
     let enctype = extra.as_ref().map(|_| "multipart/form-data");
@@ -174,7 +182,12 @@ pub(crate) fn form_with(
             @if let Some(extra) = extra {
                 (extra)
             }
-            p { button type="submit" { (submit) } }
+            p {
+                button type="submit" { (submit.label) }
+                @if let Some((label, value)) = submit.also {
+                    " " button.secondary type="submit" name="action" value=(value) { (label) }
+                }
+            }
         }
     }
 }

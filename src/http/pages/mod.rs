@@ -244,6 +244,8 @@ pub(crate) struct Head<'a> {
     pub feed: Option<PageFeed<'a>>,
     /// The picture a link preview shows: a post's first.
     pub picture: Option<&'a FirstPicture>,
+    /// A page search engines are not to index or follow (a draft, to its author).
+    pub noindex: bool,
 }
 
 /// A feed of what a page shows, beside the blog's: its title and address.
@@ -270,6 +272,9 @@ pub(crate) fn page_layout(title: &str, viewer: &Viewer, head: Head<'_>, main: Ma
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 meta name="description" content=(esc(description));
                 meta name="color-scheme" content="light dark";
+                @if head.noindex {
+                    meta name="robots" content="noindex, nofollow";
+                }
                 title { (esc(title)) " · " (SITE_NAME) }
                 @if let Some(address) = &address {
                     link rel="canonical" href=(esc(address));

@@ -17,7 +17,7 @@ use crate::app::idempotency::IdempotencyKey;
 use crate::app::kept::{Freshness, PostPage, PostView, read_post_page};
 use crate::app::likes::{create_like, delete_like};
 use crate::app::lists::{ListPage, ListParams};
-use crate::app::posts::{delete_post, get_post};
+use crate::app::posts::{delete_post, get_post_for};
 use crate::app::{AppResult, AppState, Caller};
 use crate::http::auth::cookie;
 use crate::model::{
@@ -123,10 +123,21 @@ async fn render_post(
         read_post_page(state, post_id, params, freshness, viewer.id()).await?;
     let PostView { post, comments, likes, .. } = &*view;
     let rendered = view.rendered();
+    // A draft: to its author alone (others are answered 404 before this), without what
+    // readers do with a post, and told so.
+    let draft = !post.status.is_published();
     let main = html! {
+        @if draft {
+            p class="notice" role="status" {
+                "A draft: only you can see it. "
+                a href={ "/posts/" (url_part(&post.id)) "/edit" } { "Publish it" } " from its edit page."
+            }
+        }
         (post_article(post, &rendered.content, viewer, liked, extra.like_refused.as_deref()))
-        (liked_by(post, likes))
-        (comments_section(post, comments, &rendered.comments, viewer, &extra.comment))
+        @if !draft {
+            (liked_by(post, likes))
+            (comments_section(post, comments, &rendered.comments, viewer, &extra.comment))
+        }
     };
     // Link previews and search results show the start of the post, as the front page does, and
     // its first picture, as the lists do.
@@ -135,12 +146,13 @@ async fn render_post(
         description: Some(description),
         article: true,
         picture: rendered.picture.as_ref(),
+        noindex: draft,
         ..Head::default()
     };
     Ok(Page {
         status,
         html: page_layout(&post.title, viewer, head, main),
-        private: viewer.id().is_some(),
+        private: viewer.id().is_some() || draft,
     })
 }
 
@@ -179,6 +191,8 @@ fn post_article(
                     a href={ "/posts/" (id) "/delete" } { "Delete this post" }
                 }
                 @match viewer.id() {
+                    // A draft takes no likes: its author alone sees it.
+                    _ if !post.status.is_published() => {}
                     Some(_) if liked => {
                         span { "You like this post." }
                         form method="post" action={ "/posts/" (id) "/unlike" } {
@@ -443,7 +457,7 @@ pub(crate) async fn delete_post_page(
     viewer: Viewer,
     PageId(post_id): PageId,
 ) -> PageResult {
-    let post = get_post(&state, &post_id).await?;
+    let post = get_post_for(&state, &post_id, viewer.id()).await?;
     viewer.caller()?.must_be(&post.user_id, "delete this post")?;
     let id = url_part(&post.id);
     let main = html! {

@@ -10,15 +10,15 @@ use super::extractors::PICTURE_FIELD;
 use super::posts::{POST_GONE, wrote_to};
 use super::{
     ChosenPicture, Draft, Field, FormWithPicture, Page, PageId, PageResult, Refusal, SameOrigin,
-    Viewer, esc, form_with, layout, submit, url_part,
+    Viewer, esc, form_with, forms::Submit, layout, submit, url_part,
 };
 use crate::app::AppState;
 use crate::app::idempotency::IdempotencyKey;
 use crate::app::pictures::{self, AddedPicture, PictureTarget, Quota, add_picture, destination};
-use crate::app::posts::{create_post, edit_post, get_post};
+use crate::app::posts::{create_post, edit_post, get_post, get_post_for};
 use crate::http::error::ApiError;
 use crate::model::tags::{MAX_TAG_CHARS, MAX_TAGS, split_typed};
-use crate::model::{MAX_CONTENT_CHARS, MAX_TITLE_CHARS};
+use crate::model::{MAX_CONTENT_CHARS, MAX_TITLE_CHARS, PostStatus};
 use crate::pictures::Usage;
 
 // The hints say the limits the API applies; the assertion keeps them true.
@@ -73,10 +73,25 @@ pub(crate) struct PostForm {
 
 /// The value of the button that adds the chosen picture and shows the form again.
 const ADD_PICTURE: &str = "add-picture";
+/// The value of the button that keeps the post as a draft: saved for its writer alone.
+const SAVE_DRAFT: &str = "draft";
+/// The value of the button that publishes a draft.
+const PUBLISH: &str = "publish";
+
+impl PostForm {
+    /// The status the button pressed gives the post: `None` keeps it (an edit's Save).
+    fn status(&self) -> Option<PostStatus> {
+        match self.action.as_str() {
+            SAVE_DRAFT => Some(PostStatus::Draft),
+            PUBLISH => Some(PostStatus::Published),
+            _ => None,
+        }
+    }
+}
 
 /// `GET /write`: the form for a new post.
 pub(crate) async fn new_post_page(State(state): State<AppState>, viewer: Viewer) -> Response {
-    let form = PostFormPage { editing: None, draft: Draft::default(), added: None };
+    let form = PostFormPage { editing: None, draft: Draft::default(), added: None, status: None };
     form.render(&state, &viewer, StatusCode::OK).await
 }
 
@@ -107,6 +122,7 @@ pub(crate) async fn submit_new_post(
                 typed.title.clone(),
                 typed.content.clone(),
                 split_typed(&typed.tags),
+                typed.status().unwrap_or_default(),
             )
             .await
         },
@@ -114,7 +130,7 @@ pub(crate) async fn submit_new_post(
         &[],
         async |error| {
             let draft = post_draft(&typed, &error, key.as_ref());
-            Ok(PostFormPage { editing: None, draft, added: None }
+            Ok(PostFormPage { editing: None, draft, added: None, status: None }
                 .render(&state, &viewer, error.status)
                 .await)
         },
@@ -128,7 +144,7 @@ pub(crate) async fn edit_post_page(
     viewer: Viewer,
     PageId(post_id): PageId,
 ) -> PageResult {
-    let post = get_post(&state, &post_id).await?;
+    let post = get_post_for(&state, &post_id, viewer.id()).await?;
     viewer.caller()?.must_be(&post.user_id, "edit this post")?;
     let tags = post.tags.join(", ");
     let draft = Draft {
@@ -136,7 +152,7 @@ pub(crate) async fn edit_post_page(
         refusal: None,
         key: None,
     };
-    Ok(PostFormPage { editing: Some(&post_id), draft, added: None }
+    Ok(PostFormPage { editing: Some(&post_id), draft, added: None, status: Some(post.status) }
         .render(&state, &viewer, StatusCode::OK)
         .await)
 }
@@ -167,6 +183,7 @@ pub(crate) async fn submit_post_edit(
                 typed.title.clone(),
                 typed.content.clone(),
                 Some(split_typed(&typed.tags)),
+                typed.status(),
             )
             .await
         },
@@ -174,13 +191,20 @@ pub(crate) async fn submit_post_edit(
         POST_GONE,
         async |error| {
             let draft = post_draft(&typed, &error, key.as_ref());
-            Ok(PostFormPage { editing, draft, added: None }
+            let status = status_of(&state, editing).await;
+            Ok(PostFormPage { editing, draft, added: None, status }
                 .render(&state, &viewer, error.status)
                 .await)
         },
     )
     .await;
     wrote_to(&post_id, written)
+}
+
+/// The status of the post `editing`, which says the form's buttons: one point read, made only
+/// where the form is shown again (`None`: a new post, or one that cannot be read now).
+async fn status_of(state: &AppState, editing: Option<&str>) -> Option<PostStatus> {
+    get_post(state, editing?).await.ok().map(|post| post.status)
 }
 
 /// The form's picture, if one was chosen, added before the post is written (to the post being
@@ -197,8 +221,15 @@ async fn picture_first(
 ) -> Option<Response> {
     let target = editing.map_or(PictureTarget::NewPost, PictureTarget::Post);
     let page = match with_picture(state, viewer, key, target, typed, picture).await {
-        Err(refused) => PostFormPage { editing, draft: refused.draft(typed, key), added: None }
-            .render(state, viewer, refused.status()),
+        Err(refused) => {
+            let status = status_of(state, editing).await;
+            let draft = refused.draft(typed, key);
+            PostFormPage { editing, draft, added: None, status }.render(
+                state,
+                viewer,
+                refused.status(),
+            )
+        }
         Ok(added) if typed.action == ADD_PICTURE => {
             let values = vec![
                 ("title", typed.title.as_str()),
@@ -206,7 +237,8 @@ async fn picture_first(
                 ("tags", &typed.tags),
             ];
             let draft = Draft { values, refusal: None, key };
-            PostFormPage { editing, draft, added }.render(state, viewer, StatusCode::OK)
+            let status = status_of(state, editing).await;
+            PostFormPage { editing, draft, added, status }.render(state, viewer, StatusCode::OK)
         }
         Ok(_) => return None,
     };
@@ -305,16 +337,25 @@ struct PostFormPage<'a> {
     editing: Option<&'a str>,
     draft: Draft<'a>,
     added: Option<AddedPicture>,
+    /// The edited post's status, which says its buttons (`None`: a new post, or not known).
+    status: Option<PostStatus>,
 }
 
 impl PostFormPage<'_> {
     async fn render(self, state: &AppState, viewer: &Viewer, status: StatusCode) -> Response {
-        let (heading, action, submit) = match self.editing {
-            None => ("Write a post".to_owned(), "/write".to_owned(), "Publish"),
-            Some(id) => {
-                ("Edit your post".to_owned(), format!("/posts/{}/edit", url_part(id)), "Save")
-            }
+        let (heading, action) = match self.editing {
+            None => ("Write a post".to_owned(), "/write".to_owned()),
+            Some(id) => ("Edit your post".to_owned(), format!("/posts/{}/edit", url_part(id))),
         };
+        // Enter presses the first: what the writer does most with the post as it is.
+        let buttons = match (self.editing, self.status) {
+            (None, _) => Submit { label: "Publish", also: Some(("Save as draft", SAVE_DRAFT)) },
+            (Some(_), Some(PostStatus::Draft)) => {
+                Submit { label: "Save the draft", also: Some(("Publish", PUBLISH)) }
+            }
+            (Some(_), _) => Submit { label: "Save", also: Some(("Back to draft", SAVE_DRAFT)) },
+        };
+        let submit = buttons.label;
         // What the writer keeps, said on the form (nothing when the blog keeps no pictures).
         let usage = match viewer.id() {
             Some(writer) if state.pictures.is_some() => pictures::usage(state, writer).await.ok(),
@@ -335,7 +376,7 @@ impl PostFormPage<'_> {
                     }
                     p { img src=(added.address.url()) alt=(added.alt) width=(added.address.name.size().0.min(320)) height=(scaled_height(&added.address, 320)); }
                 }
-                (form_with(&action, "post", &POST_FIELDS, &self.draft, submit, picture_part))
+                (form_with(&action, "post", &POST_FIELDS, &self.draft, buttons, picture_part))
                 // Leaving the edit changes nothing: back to the post as it is.
                 @if let Some(id) = self.editing {
                     p { a href={ "/posts/" (url_part(id)) } { "Cancel" } }

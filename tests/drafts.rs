@@ -1,0 +1,230 @@
+//! Drafts: a post its author alone reads, copied into no list readers see, published by an edit
+//! (dated then), and sent back to draft only while readers have not answered it.
+
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::TestApp;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+fn ids(page: &Value) -> Vec<String> {
+    page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|post| post["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Alice's draft tagged "kites", once the change feed has copied it into her list of drafts.
+async fn alices_draft(app: &TestApp) -> (String, String) {
+    let alice = app.user("alice").await;
+    let body = json!({"userId": alice, "title": "Kites, not yet", "content": "Half written.",
+        "tags": ["kites"], "status": "draft"});
+    let created = app.post("/api/posts", body).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    assert_eq!(created.body["status"], "draft");
+    let draft = created.body["id"].as_str().unwrap().to_owned();
+    let drafts = format!("/api/users/{alice}/drafts");
+    wait_for(app, &alice, &drafts, |page| ids(page) == [draft.clone()]).await;
+    (alice, draft)
+}
+
+/// `GET path` as `reader` (`None`: nobody signed in), signed in as both the API and the pages
+/// tell it: the development header and the development cookie.
+async fn get_as(app: &TestApp, reader: Option<&str>, path: &str) -> common::Answer {
+    let mut request = app.client.get(format!("{}{path}", app.base));
+    if let Some(reader) = reader {
+        request = request
+            .header("x-dev-user", reader)
+            .header("cookie", format!("blog_dev_user={reader}"));
+    }
+    common::read(request.send().await.unwrap()).await
+}
+
+/// Waits until `path`, read as `user`, answers what `check` accepts.
+async fn wait_for(app: &TestApp, user: &str, path: &str, check: impl Fn(&Value) -> bool) -> Value {
+    for _ in 0..250 {
+        let answer = app.send_as(Some(user), Method::GET, path, None).await;
+        if answer.status == StatusCode::OK && check(&answer.body) {
+            return answer.body;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("{path} never answered as expected");
+}
+
+#[tokio::test]
+async fn a_draft_is_read_by_its_author_alone() {
+    let app = TestApp::start().await;
+    let (alice, draft) = alices_draft(&app).await;
+    let bob = app.user("bob").await;
+
+    let own = app.send_as(Some(&alice), Method::GET, &format!("/api/posts/{draft}"), None).await;
+    assert_eq!(own.status, StatusCode::OK);
+    assert_eq!(own.body["status"], "draft");
+    assert_eq!(
+        own.header("cache-control"),
+        Some("private, no-cache"),
+        "never kept by a shared cache"
+    );
+    let page = get_as(&app, Some(&alice), &format!("/posts/{draft}")).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let html = page.text();
+    assert!(html.contains("A draft: only you can see it."), "{html}");
+    assert!(html.contains(r#"<meta name="robots" content="noindex, nofollow">"#), "{html}");
+    assert!(!html.contains("Like</button>") && !html.contains(">Comment</button>"), "{html}");
+
+    // Anyone else: as if it did not exist, never 403 (which would say it does).
+    for reader in [None, Some(bob.as_str())] {
+        for path in [
+            format!("/api/posts/{draft}"),
+            format!("/api/posts/{draft}/comments"),
+            format!("/api/posts/{draft}/likes"),
+            format!("/posts/{draft}"),
+            format!("/posts/{draft}/edit"),
+            format!("/posts/{draft}/delete"),
+        ] {
+            let answer = get_as(&app, reader, &path).await;
+            assert_eq!(answer.status, StatusCode::NOT_FOUND, "{reader:?} {path}");
+            assert!(
+                !answer.header("cache-control").unwrap_or_default().contains("public"),
+                "{path}"
+            );
+        }
+    }
+    let edit = json!({"title": "Mine now", "content": "Taken."});
+    let as_bob = |method: Method, path: String, body: Option<Value>| {
+        let bob = bob.clone();
+        let app = &app;
+        async move { app.send_as(Some(&bob), method, &path, body).await }
+    };
+    as_bob(Method::PUT, format!("/api/posts/{draft}"), Some(edit)).await.problem(404);
+    as_bob(Method::DELETE, format!("/api/posts/{draft}"), None).await.problem(404);
+    let comment = json!({"userId": bob, "content": "First!"});
+    as_bob(Method::POST, format!("/api/posts/{draft}/comments"), Some(comment)).await.problem(404);
+    let like = json!({"userId": bob});
+    as_bob(Method::POST, format!("/api/posts/{draft}/likes"), Some(like)).await.problem(404);
+    as_bob(Method::GET, format!("/api/users/{alice}/drafts"), None).await.problem(403);
+    app.send_as(None, Method::GET, &format!("/api/users/{alice}/drafts"), None).await.problem(401);
+
+    // Its author is told why: a draft takes neither.
+    let comment = json!({"userId": alice, "content": "Note to self."});
+    let detail = app
+        .send_as(Some(&alice), Method::POST, &format!("/api/posts/{draft}/comments"), Some(comment))
+        .await
+        .problem(409);
+    assert!(detail.contains("is a draft"), "{detail}");
+
+    // In no list a reader sees, on the API or the pages, once the change feed has copied it:
+    // a post published after it is there, the draft is not.
+    let later = app.post_by(&alice, "Published").await;
+    app.eventually("/api/feed", |feed| ids(feed).contains(&later)).await;
+    app.eventually(&format!("/api/users/{alice}/posts"), |page| ids(page) == [later.clone()]).await;
+    for path in [
+        "/api/feed".to_owned(),
+        format!("/api/users/{alice}/posts"),
+        "/api/tags/kites/posts".to_owned(),
+        "/".to_owned(),
+        format!("/users/{alice}"),
+        "/tags/kites".to_owned(),
+        "/feed.atom".to_owned(),
+        format!("/users/{alice}/feed.atom"),
+        "/tags/kites/feed.atom".to_owned(),
+    ] {
+        for reader in [None, Some(bob.as_str()), Some(alice.as_str())] {
+            let answer = app.send_as(reader, Method::GET, &path, None).await;
+            assert!(
+                answer.status == StatusCode::OK || answer.status == StatusCode::NOT_FOUND,
+                "{path}"
+            );
+            assert!(!answer.text().contains(&draft), "{reader:?} {path} shows the draft");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_draft_published_is_dated_then_and_copied() {
+    let app = TestApp::start().await;
+    let (alice, draft) = alices_draft(&app).await;
+    let path = format!("/api/posts/{draft}");
+    let begun = app.send_as(Some(&alice), Method::GET, &path, None).await.body;
+
+    let still = app.put(&path, json!({"title": "Kites", "content": "Whole now."})).await;
+    assert_eq!(still.status, StatusCode::OK, "{}", still.body);
+    assert_eq!(still.body["status"], "draft", "an edit without a status keeps it");
+
+    let body = json!({"title": "Kites", "content": "Whole now.", "status": "published"});
+    let published = app.put(&path, body).await;
+    assert_eq!(published.status, StatusCode::OK, "{}", published.body);
+    let post = &published.body;
+    assert!(post.get("status").is_none(), "a published post has the article's shape: {post}");
+    assert!(post.get("editedAt").is_none(), "readers see it first now: {post}");
+    assert!(
+        post["creationDate"].as_str().unwrap() > begun["creationDate"].as_str().unwrap(),
+        "dated when published, not when begun: {post} {begun}"
+    );
+    // Everyone reads it, and every list has it, its tag's too; the drafts no longer do.
+    assert_eq!(app.send_as(None, Method::GET, &path, None).await.status, StatusCode::OK);
+    app.eventually("/api/feed", |feed| ids(feed) == [draft.clone()]).await;
+    app.eventually(&format!("/api/users/{alice}/posts"), |page| ids(page) == [draft.clone()]).await;
+    app.eventually("/api/tags/kites/posts", |page| ids(page) == [draft.clone()]).await;
+    wait_for(&app, &alice, &format!("/api/users/{alice}/drafts"), |page| ids(page).is_empty())
+        .await;
+    assert!(app.get("/feed.atom").await.text().contains(&draft));
+}
+
+#[tokio::test]
+async fn back_to_draft_takes_the_post_out_of_every_list_until_readers_answer_it() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    let body = json!({"userId": alice, "title": "Kites", "content": "Out.", "tags": ["kites"]});
+    let post = app.post("/api/posts", body).await.body["id"].as_str().unwrap().to_owned();
+    app.eventually("/api/tags/kites/posts", |page| ids(page) == [post.clone()]).await;
+    app.eventually("/api/feed", |feed| ids(feed) == [post.clone()]).await;
+
+    let path = format!("/api/posts/{post}");
+    let back =
+        app.put(&path, json!({"title": "Kites", "content": "Out.", "status": "draft"})).await;
+    assert_eq!(back.status, StatusCode::OK, "{}", back.body);
+    assert_eq!(back.body["status"], "draft");
+    app.eventually("/api/feed", |feed| ids(feed).is_empty()).await;
+    app.eventually("/api/tags/kites/posts", |page| ids(page).is_empty()).await;
+    app.eventually(&format!("/api/users/{alice}/posts"), |page| ids(page).is_empty()).await;
+    wait_for(&app, &alice, &format!("/api/users/{alice}/drafts"), |page| {
+        ids(page) == [post.clone()]
+    })
+    .await;
+    app.send_as(None, Method::GET, &path, None).await.problem(404);
+
+    // Published again, then answered: readers' words stay on a post they can read.
+    let again =
+        app.put(&path, json!({"title": "Kites", "content": "Out.", "status": "published"})).await;
+    assert_eq!(again.status, StatusCode::OK, "{}", again.body);
+    let bob = app.user("bob").await;
+    let liked = app.post(&format!("/api/posts/{post}/likes"), json!({"userId": bob})).await;
+    assert_eq!(liked.status, StatusCode::CREATED, "{}", liked.body);
+    let detail = app
+        .put(&path, json!({"title": "Kites", "content": "Out.", "status": "draft"}))
+        .await
+        .problem(409);
+    assert!(detail.contains("1 likes") && detail.contains("stays published"), "{detail}");
+    assert!(app.send_as(None, Method::GET, &path, None).await.body.get("status").is_none());
+}
+
+#[tokio::test]
+async fn an_unknown_status_is_refused_and_nothing_is_written() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    for status in [json!("scheduled"), json!("Draft"), json!(""), json!(1), Value::Null] {
+        let body = json!({"userId": alice, "title": "T", "content": "C", "status": status});
+        let answer = app.post("/api/posts", body).await;
+        assert!(answer.status.is_client_error(), "{status}: {}", answer.body);
+    }
+    assert!(ids(&app.get(&format!("/api/users/{alice}/posts")).await.body).is_empty());
+    let drafts = format!("/api/users/{alice}/drafts");
+    assert!(ids(&app.send_as(Some(&alice), Method::GET, &drafts, None).await.body).is_empty());
+}
