@@ -71,6 +71,10 @@ pub struct Config {
     /// How long a request may take in all, its database calls included, before it is answered
     /// 503 (`BLOG_REQUEST_TIMEOUT`, seconds; [`DEFAULT_REQUEST_TIMEOUT`] unless set).
     pub request_timeout: std::time::Duration,
+    /// How often a blog whose change feed runs in this process publishes the scheduled posts
+    /// due ([`DEFAULT_PUBLISH_EVERY`], as the timer function's schedule; the tests' is shorter).
+    /// Under the Functions host, its timer trigger does, on `functions/PublishScheduled`'s.
+    pub publish_every: std::time::Duration,
     /// Who vouches for the caller of a write.
     pub auth: AuthMode,
     /// `BLOG_TOKEN_KEY`: the key continuation tokens are signed with, the same on every instance
@@ -176,6 +180,10 @@ pub const DEFAULT_HEADER_TIMEOUT: std::time::Duration = std::time::Duration::fro
 /// ours.
 pub const DEFAULT_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// [`Config::publish_every`]: once a minute, as `functions/PublishScheduled`'s NCRONTAB
+/// schedule (`0 * * * * *`).
+pub const DEFAULT_PUBLISH_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// [`Config::max_in_flight`] unless `BLOG_MAX_IN_FLIGHT` says otherwise.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 128;
 
@@ -241,6 +249,7 @@ impl Config {
             max_in_flight,
             header_timeout,
             request_timeout,
+            publish_every: DEFAULT_PUBLISH_EVERY,
             auth: auth(lookup)?,
             token_key: token_key(lookup)?,
             write_limit: write_limit(lookup)?,

@@ -39,8 +39,8 @@ pub use changefeed::{FeedError, dead_letters, lag};
 pub use config::error::ConfigError;
 pub use config::{
     AuthMode, Backend, CONNECTION_SETTING, ChangeFeedMode, Config, DEFAULT_HEADER_TIMEOUT,
-    DEFAULT_MAX_IN_FLIGHT, DEFAULT_REQUEST_TIMEOUT, PICTURES_SETTING, PictureStorage, ScriptsMode,
-    WriteLimitSetting, public_url::PublicUrl,
+    DEFAULT_MAX_IN_FLIGHT, DEFAULT_PUBLISH_EVERY, DEFAULT_REQUEST_TIMEOUT, PICTURES_SETTING,
+    PictureStorage, ScriptsMode, WriteLimitSetting, public_url::PublicUrl,
 };
 #[cfg(feature = "embedded")]
 pub use cosmos::embedded::repair::ItemToRemove;

@@ -90,6 +90,8 @@ pub(crate) enum PostStatus {
     Published,
     /// Kept for its author, who alone reads it; in no list but theirs of drafts.
     Draft,
+    /// A draft the timer publishes at its `publishAt`.
+    Scheduled,
 }
 
 impl PostStatus {
@@ -139,6 +141,10 @@ pub(crate) struct Post {
     /// written before posts had drafts, so published posts keep the article's shape.
     #[serde(default, skip_serializing_if = "PostStatus::is_published")]
     pub status: PostStatus,
+    /// When a scheduled post is to be published (RFC 3339, UTC, milliseconds); on scheduled
+    /// posts only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publish_at: Option<String>,
     /// Set by C7 (`deletePost`): the post is deleted and Cosmos DB removes it after its `ttl`.
     /// Until then it is a tombstone, kept only so that the change feed, which never delivers a
     /// deletion, delivers this update and `PostsChangeFeed` removes the post's copies. Every read
@@ -321,6 +327,7 @@ pub(crate) fn new_post(
         creation_date,
         edited_at: None,
         status: PostStatus::Published,
+        publish_at: None,
         deleted: false,
         picture: None,
     }
@@ -331,14 +338,21 @@ pub(crate) fn edited_post(post: Post, title: String, content: String, edited_at:
     Post { title, content, edited_at: Some(edited_at), ..post }
 }
 
-/// A post given `status` at `now`. Published from a draft, it is dated `now` and shows no edit:
-/// readers see it first now, so it enters the feed at the top (dated when the draft was begun,
-/// it would be older than the newest 100 and never shown). Any other change keeps its date.
-pub(crate) fn with_status(post: Post, status: PostStatus, now: &str) -> Post {
+/// A post given `status` (and `publish_at`, for [`PostStatus::Scheduled`] only) at `now`.
+/// Published from a draft or a schedule, it is dated `now` and shows no edit: readers see it
+/// first now, so it enters the feed at the top (dated when the draft was begun, it would be
+/// older than the newest 100 and never shown). Any other change keeps its date.
+pub(crate) fn with_status(
+    post: Post,
+    status: PostStatus,
+    publish_at: Option<String>,
+    now: &str,
+) -> Post {
+    let publish_at = publish_at.filter(|_| status == PostStatus::Scheduled);
     if status.is_published() && !post.status.is_published() {
-        Post { status, creation_date: now.to_owned(), edited_at: None, ..post }
+        Post { status, publish_at, creation_date: now.to_owned(), edited_at: None, ..post }
     } else {
-        Post { status, ..post }
+        Post { status, publish_at, ..post }
     }
 }
 

@@ -67,6 +67,11 @@ impl Blog {
             changefeed::lag::spawn_reports(&state, followed);
         }
         app::pictures::spawn_sweep(&state);
+        // Where this process follows the change feed, it is the timer too; under the host, the
+        // host's timer trigger is (`POST /PublishScheduled`).
+        if config.change_feed == ChangeFeedMode::Local {
+            app::scheduled::spawn_local_timer(&state, config.publish_every);
+        }
         Blog {
             state,
             processors,

@@ -109,6 +109,17 @@ async fn a_draft_is_read_by_its_author_alone() {
     let like = json!({"userId": bob});
     as_bob(Method::POST, format!("/api/posts/{draft}/likes"), Some(like)).await.problem(404);
     as_bob(Method::GET, format!("/api/users/{alice}/drafts"), None).await.problem(403);
+    let listed =
+        app.send_as(Some(&alice), Method::GET, &format!("/api/users/{alice}/drafts"), None).await;
+    assert_eq!(
+        (listed.operations(), listed.partitions()),
+        (1, "users=1"),
+        "one query, one partition"
+    );
+    assert_eq!(listed.header("cache-control"), Some("private, no-cache"));
+    // Her own page lists it for her, and for nobody else.
+    let own_page = get_as(&app, Some(&alice), &format!("/users/{alice}")).await.text();
+    assert!(own_page.contains("Your drafts") && own_page.contains(&draft), "{own_page}");
     app.send_as(None, Method::GET, &format!("/api/users/{alice}/drafts"), None).await.problem(401);
 
     // Its author is told why: a draft takes neither.
@@ -136,12 +147,15 @@ async fn a_draft_is_read_by_its_author_alone() {
         "/tags/kites/feed.atom".to_owned(),
     ] {
         for reader in [None, Some(bob.as_str()), Some(alice.as_str())] {
-            let answer = app.send_as(reader, Method::GET, &path, None).await;
+            let answer = get_as(&app, reader, &path).await;
             assert!(
                 answer.status == StatusCode::OK || answer.status == StatusCode::NOT_FOUND,
                 "{path}"
             );
-            assert!(!answer.text().contains(&draft), "{reader:?} {path} shows the draft");
+            // Her own page lists it among her drafts, above her posts: not among them.
+            let text = answer.text();
+            let shown = text.split_once(r#"id="posts""#).map_or(text.as_str(), |(_, posts)| posts);
+            assert!(!shown.contains(&draft), "{reader:?} {path} shows the draft");
         }
     }
 }

@@ -14,8 +14,11 @@ use blog::ChangeFeedMode;
 use blog::testing::changefeed::Function;
 use blog::testing::http::HttpFunction;
 use common::TestApp;
-use reqwest::Method;
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+
+/// The timer function's folder (`functions/PublishScheduled`).
+const TIMER: &str = "PublishScheduled";
 
 fn read_json(path: &Path) -> Value {
     let text =
@@ -237,28 +240,42 @@ async fn no_http_route_reaches_a_change_feed_function() {
             front_pages += 1;
             continue;
         }
-        for change_feed in Function::ALL {
-            assert!(
-                !first.eq_ignore_ascii_case(change_feed.name()),
-                "{name}: {route} reaches /{}",
-                change_feed.name()
-            );
+        for invoked in Function::ALL.iter().map(|function| function.name()).chain([TIMER]) {
+            assert!(!first.eq_ignore_ascii_case(invoked), "{name}: {route} reaches /{invoked}");
         }
     }
     assert_eq!(front_pages, 1, "one front page");
 
     let app = TestApp::start().await;
-    for change_feed in Function::ALL {
-        let answer = app
-            .raw(Method::POST, &format!("/{}", change_feed.name()), Some("application/json"), "{}")
-            .await;
-        assert_eq!(
-            answer.status.as_u16(),
-            404,
-            "{}: only the host delivers changes",
-            change_feed.name()
-        );
+    for invoked in Function::ALL.iter().map(|function| function.name()).chain([TIMER]) {
+        let answer =
+            app.raw(Method::POST, &format!("/{invoked}"), Some("application/json"), "{}").await;
+        assert_eq!(answer.status.as_u16(), 404, "{invoked}: only the host invokes it");
     }
+}
+
+/// The timer function: its folder's one binding is the timer trigger, once a minute at second
+/// 0 (NCRONTAB, six fields: the Functions host's `CronSchedule`), named `timer` (the key of
+/// `Data` the handler reads), monitored so that a run missed while the app slept is run late
+/// (`IsPastDue`); no retry policy: the next minute's run is the retry. The host's invocation is
+/// answered where the host runs the triggers.
+#[tokio::test]
+async fn the_timer_function_is_declared_as_the_handler_serves_it() {
+    let timers: Vec<(String, Value)> = functions()
+        .into_iter()
+        .filter(|(_, function)| function["bindings"][0]["type"] == "timerTrigger")
+        .collect();
+    assert_eq!(timers.len(), 1, "one timer");
+    let (name, function) = &timers[0];
+    assert_eq!(name, TIMER);
+    assert_eq!(
+        function,
+        &json!({"bindings": [{"type": "timerTrigger", "direction": "in", "name": "timer",
+            "schedule": "0 * * * * *", "useMonitor": true, "runOnStartup": false}]})
+    );
+    let app = TestApp::start_as_host().await;
+    let answer = common::host::invoke(&app, TIMER, &common::host::timer_invocation(false)).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
 }
 
 /// The local settings for the Linux emulator (vNext), whose change feed the host's Cosmos DB
@@ -297,15 +314,11 @@ fn the_linux_emulator_settings_hand_the_processors_to_the_handler() {
             container: "pictures".into(),
         };
         assert_eq!(config.pictures, azurite, "{file}");
-        for function in Function::ALL {
-            assert!(root.join("functions").join(function.name()).join("function.json").is_file());
-            let disabled = value(&format!("AzureWebJobs.{}.Disabled", function.name()));
-            assert_eq!(
-                disabled.as_deref() == Some("true"),
-                vnext,
-                "{file}: {} trigger",
-                function.name()
-            );
+        // The handler is the timer too where it follows the change feed itself.
+        for function in Function::ALL.iter().map(|function| function.name()).chain([TIMER]) {
+            assert!(root.join("functions").join(function).join("function.json").is_file());
+            let disabled = value(&format!("AzureWebJobs.{function}.Disabled"));
+            assert_eq!(disabled.as_deref() == Some("true"), vnext, "{file}: {function} trigger");
         }
     }
 }

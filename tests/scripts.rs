@@ -26,6 +26,7 @@ async fn store() -> (Arc<Store>, tempfile::TempDir) {
         max_in_flight: 16,
         header_timeout: blog::DEFAULT_HEADER_TIMEOUT,
         request_timeout: blog::DEFAULT_REQUEST_TIMEOUT,
+        publish_every: blog::DEFAULT_PUBLISH_EVERY,
         write_limit: None,
         auth: blog::AuthMode::None,
         token_key: None,

@@ -23,7 +23,7 @@ use super::posts::{PostRemoval, remove_post};
 use super::{AppError, AppResult, AppState, usernames};
 use crate::cosmos::{Container, QuerySpec, StoreError, Versioned, WriteOp};
 use crate::model::{
-    self, CopyAction, FEED_PARTITION, Post, PostCopy, SourceVersion, User, validate_id,
+    self, CopyAction, FEED_PARTITION, Post, PostCopy, PostStatus, SourceVersion, User, validate_id,
 };
 use crate::scripts::{NOT_AMONG_NEWEST, PostTrigger, ScriptError, StoredProcedure};
 
@@ -150,11 +150,18 @@ pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppRe
     // for every lifetime, as the change-feed tasks need.
     let refreshes: Vec<_> =
         posts.iter().map(|post| refresh_copy(state, Target::UserPosts, post)).collect();
-    let user_copies: Vec<Option<PostCopy>> = futures::stream::iter(refreshes)
+    let user_copies: Vec<Option<Refreshed>> = futures::stream::iter(refreshes)
         .buffer_unordered(CONCURRENT_USER_COPIES)
         .map_ok(Refresh::held)
         .try_collect()
         .await?;
+    // The timer's list of scheduled posts follows the copies in `users`, as the tags do.
+    for refreshed in user_copies.iter().flatten() {
+        super::scheduled::list_if_scheduled(state, &refreshed.copy, refreshed.was_scheduled)
+            .await?;
+    }
+    let user_copies: Vec<Option<PostCopy>> =
+        user_copies.into_iter().map(|found| found.map(|refreshed| refreshed.copy)).collect();
     // What changed, for the change log: each post's page, and each list marked.
     let mut changed: BTreeSet<String> =
         posts.iter().map(|post| change_log::post(&post.post.id)).collect();
@@ -271,6 +278,9 @@ struct Refreshed {
     copy: PostCopy,
     /// Whether it was made just now, where there was none.
     created: bool,
+    /// Whether the copy there was before was of a scheduled post (the timer's list follows the
+    /// copy in `users`).
+    was_scheduled: bool,
 }
 
 /// Where [`refresh_copy`] left a post's place.
@@ -284,9 +294,9 @@ enum Refresh {
 }
 
 impl Refresh {
-    fn held(self) -> Option<PostCopy> {
+    fn held(self) -> Option<Refreshed> {
         match self {
-            Refresh::Held(refreshed) => Some(refreshed.copy),
+            Refresh::Held(refreshed) => Some(*refreshed),
             Refresh::Left | Refresh::Absent => None,
         }
     }
@@ -365,8 +375,12 @@ async fn refresh_copy(
             );
         }
         let created = existing.is_none();
+        let was_scheduled =
+            existing.as_ref().is_some_and(|found| found.item.post.status == PostStatus::Scheduled);
         match write_copy(state, target, partition_key, copy.clone(), existing).await {
-            Ok(()) => return Ok(Refresh::Held(Box::new(Refreshed { copy, created }))),
+            Ok(()) => {
+                return Ok(Refresh::Held(Box::new(Refreshed { copy, created, was_scheduled })));
+            }
             Err(AppError::Store(StoreError::PreconditionFailed | StoreError::Conflict)) => continue,
             Err(AppError::Script(ScriptError::Store(
                 StoreError::PreconditionFailed | StoreError::Conflict,
@@ -387,7 +401,10 @@ async fn refresh_copy(
 /// The copy found, kept as it is.
 fn kept(existing: Option<Versioned<PostCopy>>) -> Refresh {
     match existing {
-        Some(found) => Refresh::Held(Box::new(Refreshed { copy: found.item, created: false })),
+        Some(found) => {
+            let was_scheduled = found.item.post.status == PostStatus::Scheduled;
+            Refresh::Held(Box::new(Refreshed { copy: found.item, created: false, was_scheduled }))
+        }
         None => Refresh::Absent,
     }
 }

@@ -229,6 +229,32 @@ pub enum BadInput {
          same value when you repeat it."
     )]
     IdempotencyKey(String),
+    /// `status` `scheduled` without `publishAt`.
+    #[error(
+        "A scheduled post needs `publishAt`: when to publish it, as 2026-12-07T09:00:00+01:00."
+    )]
+    ScheduleWithoutTime,
+    /// `publishAt` with another status than `scheduled`.
+    #[error(
+        "`publishAt` is for a scheduled post: send it with `status` `scheduled`, or leave it out."
+    )]
+    PublishAtWithoutSchedule,
+    /// A `publishAt` that is not a date and time with its offset from UTC.
+    #[error(
+        "`publishAt` {0:?} is not an RFC 3339 date and time with its offset from UTC, as 2026-12-07T09:00:00+01:00 \
+         or 2026-12-07T08:00:00Z."
+    )]
+    PublishAtUnreadable(String),
+    /// A `publishAt` that has passed.
+    #[error(
+        "`publishAt` {0:?} is not in the future: to publish the post now, send `status` `published`."
+    )]
+    PublishAtPast(String),
+    /// A `publishAt` more than a year and a day ahead.
+    #[error(
+        "`publishAt` {0:?} is more than 366 days ahead; schedule it nearer, or keep it as a draft."
+    )]
+    PublishAtFar(String),
     /// A picture sent for a post not yet written, without the form's key that names it.
     #[error("A picture for a post not yet published needs the form's key.")]
     PictureWithoutFormKey,

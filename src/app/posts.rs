@@ -3,6 +3,8 @@
 
 use super::{BadInput, Clash, Contended, NotAllowed};
 use serde_json::Value;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 
 use crate::cosmos::{
     Container, Page, PageRequest, QuerySpec, StoreError, Versioned, WriteOp, queries, retry_pause,
@@ -45,16 +47,62 @@ fn with_tags<'a>(parts: &[&'a str], tags: Option<&'a [String]>) -> Vec<&'a str> 
     all
 }
 
-/// The parts of a keyed request that say the status it sets, after `parts`: none where it sets
-/// none (an edit that keeps it) or publishes a new post, so that a key sent before posts had
-/// drafts is still the same request.
-fn with_status(mut parts: Vec<&str>, status: Option<PostStatus>) -> Vec<&str> {
-    match status {
-        Some(PostStatus::Draft) => parts.extend(["status", "draft"]),
-        Some(PostStatus::Published) => parts.extend(["status", "published"]),
-        None => {}
+/// The status a write asks for, as the API's `status` and `publishAt` say it: `None` keeps the
+/// post's (an edit), and a new post without one is published.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct StatusAsked {
+    pub status: Option<PostStatus>,
+    /// For [`PostStatus::Scheduled`] only: when, as given (RFC 3339 with its offset).
+    pub publish_at: Option<String>,
+}
+
+/// The furthest ahead a post may be scheduled: a year and a day, so a date typed a year off by
+/// mistake is refused rather than kept waiting.
+const SCHEDULE_HORIZON: time::Duration = time::Duration::days(366);
+
+impl StatusAsked {
+    /// The status and publication time to give the post, checked against `now`: a scheduled
+    /// post needs a time in the future, within [`SCHEDULE_HORIZON`], and no other status takes
+    /// one. The time is kept as `creationDate` is written (UTC, milliseconds), so it sorts.
+    fn checked(&self, now: OffsetDateTime) -> AppResult<Option<(PostStatus, Option<String>)>> {
+        let refused = |bad| Err(AppError::Invalid(bad));
+        match (self.status, self.publish_at.as_deref()) {
+            (None, None) => Ok(None),
+            (Some(PostStatus::Scheduled), None) => refused(BadInput::ScheduleWithoutTime),
+            (None | Some(PostStatus::Published | PostStatus::Draft), Some(_)) => {
+                refused(BadInput::PublishAtWithoutSchedule)
+            }
+            (Some(status), None) => Ok(Some((status, None))),
+            (Some(PostStatus::Scheduled), Some(given)) => {
+                let Ok(at) = OffsetDateTime::parse(given, &Rfc3339) else {
+                    return refused(BadInput::PublishAtUnreadable(given.to_owned()));
+                };
+                if at <= now {
+                    return refused(BadInput::PublishAtPast(given.to_owned()));
+                }
+                if at > now + SCHEDULE_HORIZON {
+                    return refused(BadInput::PublishAtFar(given.to_owned()));
+                }
+                Ok(Some((PostStatus::Scheduled, Some(model::creation_date(at)))))
+            }
+        }
     }
-    parts
+
+    /// The parts of a keyed request that say the status it asks, after `parts`: none where it
+    /// asks none (an edit that keeps it, a new post published), so that a key sent before posts
+    /// had drafts is still the same request.
+    fn parts<'a>(&'a self, mut parts: Vec<&'a str>) -> Vec<&'a str> {
+        match self.status {
+            Some(PostStatus::Draft) => parts.extend(["status", "draft"]),
+            Some(PostStatus::Published) => parts.extend(["status", "published"]),
+            Some(PostStatus::Scheduled) => parts.extend(["status", "scheduled"]),
+            None => {}
+        }
+        if let Some(at) = &self.publish_at {
+            parts.extend(["publishAt", at.as_str()]);
+        }
+        parts
+    }
 }
 
 /// C2 create: validates, reads the author once, to copy their username into the post (the
@@ -68,16 +116,18 @@ pub(crate) async fn create_post(
     title: String,
     content: String,
     tags: Vec<String>,
-    status: PostStatus,
+    asked: StatusAsked,
 ) -> AppResult<Post> {
     valid_user_id(user_id)?;
     caller.must_be(user_id, "post as this user")?;
     validate_post_text(&title, &content)?;
     let tags = valid_tags(tags)?;
+    let now = OffsetDateTime::now_utc();
+    let (status, publish_at) = asked.checked(now)?.unwrap_or_default();
     // With a key, the post's id (its partition) is derived from it, so a request sent again
-    // finds the key's record there.
-    let parts = with_tags(&["createPost", user_id, &title, &content], Some(&tags));
-    let parts = with_status(parts, Some(status).filter(|status| !status.is_published()));
+    // finds the key's record there. A new post published asks nothing: its parts are as before.
+    let asked = if status.is_published() { StatusAsked::default() } else { asked };
+    let parts = asked.parts(with_tags(&["createPost", user_id, &title, &content], Some(&tags)));
     let once = Once::claimed(&state.store, caller, &parts).await?;
     let post_id = once.as_ref().map_or_else(model::new_id, Once::item_id);
     if let Some(first) = &once
@@ -86,8 +136,13 @@ pub(crate) async fn create_post(
         return first_post(state, &post_id).await;
     }
     let author = existing_author(state, user_id).await?;
-    let post =
-        Post { tags, status, ..model::new_post(post_id, &author, title, content, model::now()) };
+    let created = model::creation_date(now);
+    let post = Post {
+        tags,
+        status,
+        publish_at,
+        ..model::new_post(post_id, &author, title, content, created)
+    };
     let post = StoredPost { post, versions: ListVersions::new() };
     let create = WriteOp::Create { document: to_document(&post)? };
     let post = post.post;
@@ -122,16 +177,17 @@ pub(crate) async fn edit_post(
     title: String,
     content: String,
     tags: Option<Vec<String>>,
-    status: Option<PostStatus>,
+    asked: StatusAsked,
 ) -> AppResult<Post> {
     validate_post_text(&title, &content)?;
     let tags = tags.map(valid_tags).transpose()?;
+    let status = asked.checked(OffsetDateTime::now_utc())?;
     // Removing every tag is another request than keeping them: it is marked apart.
     let mut parts = with_tags(&["editPost", post_id, &title, &content], tags.as_deref());
     if tags.as_ref().is_some_and(Vec::is_empty) {
         parts.push("no tags");
     }
-    let parts = with_status(parts, status);
+    let parts = asked.parts(parts);
     let once = Once::claimed(&state.store, caller, &parts).await?;
     for attempt in 0..EDIT_ATTEMPTS {
         let current =
@@ -144,7 +200,7 @@ pub(crate) async fn edit_post(
         let post = &current.item.post;
         // Read with the post in this very version, so a comment or like that lands first makes
         // the replace below fail and this check run again: no draft ever has either.
-        if status == Some(PostStatus::Draft)
+        if status.as_ref().is_some_and(|(status, _)| !status.is_published())
             && post.status.is_published()
             && post.comment_count + post.like_count > 0
         {
@@ -160,8 +216,8 @@ pub(crate) async fn edit_post(
         if let Some(tags) = &tags {
             edited.tags.clone_from(tags);
         }
-        if let Some(status) = status {
-            edited = model::with_status(edited, status, &now);
+        if let Some((status, publish_at)) = status.clone() {
+            edited = model::with_status(edited, status, publish_at, &now);
         }
         // Its lists' versions kept: an edit changes neither list.
         let edited = StoredPost { post: edited, versions: current.item.versions };

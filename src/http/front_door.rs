@@ -206,7 +206,7 @@ impl Door {
                 return too_large(MAX_UPLOAD_BYTES);
             }
             body
-        } else if self.is_host_batch(&parts) || function.is_some() {
+        } else if self.is_host_invocation(&parts) || function.is_some() {
             match self.read_body(&parts, body).await {
                 Ok(body) => body,
                 Err(refusal) => return refusal,
@@ -225,7 +225,7 @@ impl Door {
         };
         let page = PageRequest::of(&parts, self.auth, &self.public_url);
         // A picture's route reads its body itself: its budget restarts once the body is in.
-        let deadline = (!self.is_host_batch(&parts)).then(|| {
+        let deadline = (!self.is_host_invocation(&parts)).then(|| {
             let first = if takes_picture {
                 body::allowance(MAX_UPLOAD_BYTES as u64)
             } else {
@@ -259,13 +259,14 @@ impl Door {
         super::auth::principal(parts, self.auth).err().map(IntoResponse::into_response)
     }
 
-    /// Whether the request is the Functions host delivering a change-feed batch.
-    fn is_host_batch(&self, parts: &Parts) -> bool {
+    /// Whether the request is the Functions host invoking a function of its own triggers: a
+    /// change-feed batch, or the timer's run.
+    fn is_host_invocation(&self, parts: &Parts) -> bool {
+        let name = parts.uri.path().strip_prefix('/');
         self.host_batches
             && parts.method == Method::POST
-            && changefeed::Function::ALL
-                .iter()
-                .any(|function| parts.uri.path().strip_prefix('/') == Some(function.name()))
+            && (changefeed::Function::ALL.iter().any(|function| name == Some(function.name()))
+                || name == Some(crate::app::scheduled::TIMER_FUNCTION))
     }
 
     /// The whole body, at [`body::MIN_RATE`] or faster and within the route's limit; otherwise
@@ -296,7 +297,7 @@ impl Door {
     /// The most bytes the request's body may have: a change-feed batch's, a picture's, or any
     /// other request's.
     fn body_limit(&self, parts: &Parts) -> usize {
-        if self.is_host_batch(parts) {
+        if self.is_host_invocation(parts) {
             HOST_BATCH_BYTES
         } else if self.takes_picture(parts) {
             MAX_UPLOAD_BYTES

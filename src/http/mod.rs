@@ -225,7 +225,11 @@ pub(crate) fn router(state: AppState, serving: Serving) -> Router {
         let host_batch_limit = axum::extract::DefaultBodyLimit::max(HOST_BATCH_BYTES);
         router = router
             .route("/PostsChangeFeed", post(host::posts).layer(host_batch_limit))
-            .route("/UsersChangeFeed", post(host::users).layer(host_batch_limit));
+            .route("/UsersChangeFeed", post(host::users).layer(host_batch_limit))
+            .route(
+                &format!("/{}", crate::app::scheduled::TIMER_FUNCTION),
+                post(host::publish_scheduled),
+            );
     }
     router
         .fallback(not_found)

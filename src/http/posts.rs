@@ -14,7 +14,7 @@ use super::error::{
 };
 use super::extract::{Id, JsonBody};
 use crate::app::kept::api_post;
-use crate::app::posts::{create_post, delete_post, edit_post};
+use crate::app::posts::{StatusAsked, create_post, delete_post, edit_post};
 use crate::app::{AppState, Caller};
 use crate::model::{Post, PostStatus};
 
@@ -41,9 +41,15 @@ pub(super) struct NewPostBody {
     #[schema(schema_with = tags_schema)]
     tags: Vec<String>,
     /// `published` (the default): readers see it at once; `draft`: its author alone reads it,
-    /// and it is in no list but theirs of drafts until it is published.
+    /// and it is in no list but theirs of drafts until it is published; `scheduled`: a draft
+    /// published at `publishAt`.
     #[serde(default)]
-    status: PostStatus,
+    status: Option<PostStatus>,
+    /// When a scheduled post is published: RFC 3339 with its offset from UTC, in the future
+    /// and at most 366 days ahead. With `status` `scheduled` only.
+    #[serde(default)]
+    #[schema(format = DateTime)]
+    publish_at: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -66,9 +72,13 @@ pub(crate) struct EditPostBody {
     #[schema(schema_with = tags_schema)]
     tags: Option<Vec<String>>,
     /// The post's status from now on (absent: kept as it is). A draft published is dated now;
-    /// a post with comments or likes cannot go back to draft (409).
+    /// a post with comments or likes cannot go back to draft or be scheduled (409).
     #[serde(default)]
     status: Option<PostStatus>,
+    /// With `status` `scheduled`: when it is published, as in C2 create.
+    #[serde(default, rename = "publishAt")]
+    #[schema(format = DateTime)]
+    publish_at: Option<String>,
 }
 
 /// What a tag may hold: no control characters, bidirectional controls, `,` or `/`, and at least
@@ -124,7 +134,7 @@ pub(super) async fn create(
         body.title,
         body.content,
         body.tags,
-        body.status,
+        StatusAsked { status: body.status, publish_at: body.publish_at },
     )
     .await?;
     let location = format!("/api/posts/{}", post.id);
@@ -154,8 +164,9 @@ pub(super) async fn edit(
     Id(post_id): Id,
     JsonBody(body): JsonBody<EditPostBody>,
 ) -> ApiResult<Json<Post>> {
-    let EditPostBody { title, content, tags, status } = body;
-    Ok(Json(edit_post(&state, &caller, &post_id, title, content, tags, status).await?))
+    let EditPostBody { title, content, tags, status, publish_at } = body;
+    let asked = StatusAsked { status, publish_at };
+    Ok(Json(edit_post(&state, &caller, &post_id, title, content, tags, asked).await?))
 }
 
 /// C7: `DELETE /api/posts/{postId}`, by its author only. The stored procedure `deletePost` makes

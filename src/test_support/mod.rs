@@ -48,6 +48,7 @@ pub fn embedded_config(dir: &Path) -> Config {
         max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         header_timeout: crate::config::DEFAULT_HEADER_TIMEOUT,
         request_timeout: crate::config::DEFAULT_REQUEST_TIMEOUT,
+        publish_every: crate::config::DEFAULT_PUBLISH_EVERY,
         auth: AuthMode::Development,
         token_key: None,
         write_limit: None,

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::model::picture::{PictureAddress, PictureName};
 use crate::model::usernames::normalize_username;
-use crate::model::{self, Comment, Like, MAX_COMMENT_CHARS, Post, User};
+use crate::model::{self, Comment, Like, MAX_COMMENT_CHARS, Post, PostStatus, User};
 
 use super::{Counts, End, FORMAT, Item, MAX_LINE_BYTES, NotWhole, TransferError, VERSION};
 
@@ -313,6 +313,17 @@ impl Checker {
         self.date("creationDate", &post.creation_date)?;
         if let Some(at) = &post.edited_at {
             self.date("editedAt", at)?;
+        }
+        // A scheduled post has its time, and no other post has one: the timer lists the first.
+        match (post.status, &post.publish_at) {
+            (PostStatus::Scheduled, Some(at)) => self.date("publishAt", at)?,
+            (PostStatus::Scheduled, None) => {
+                return Err(self.field("publishAt", "a scheduled post without its time"));
+            }
+            (_, Some(_)) => {
+                return Err(self.field("publishAt", "a time on a post that is not scheduled"));
+            }
+            (_, None) => {}
         }
         let listed = (self.line, post.user_id.clone(), post.comment_count, post.like_count);
         if self.posts.insert(post.id.clone(), listed).is_some() {

@@ -56,6 +56,37 @@ pub(crate) fn cosmos_invocation(function: &str, documents: &[Value], attempt: At
     json!({"Data": {"documents": data_value}, "Metadata": metadata}).to_string().into_bytes()
 }
 
+/// The body of the timer function's invocation (`functions/PublishScheduled`, binding `timer`),
+/// as the host builds it: `Data.timer` is `JObject.FromObject(TimerInfo)` (azure-functions-host
+/// `ScriptInvocationContextExtensions.GetHttpScriptInvocationContextValue`; the timer binding's
+/// type is `TimerInfo`, `CoreExtensionsScriptBindingProvider.TimerTriggerScriptBinding`), whose
+/// properties are `Schedule` (a `CronSchedule`: only `AdjustForDST`), `ScheduleStatus` (`Last`,
+/// `Next`, `LastUpdated`, local times: UTC on Azure, written with their offset) and `IsPastDue`
+/// (azure-webjobs-sdk-extensions `TimerInfo`, `ScheduleStatus`, `TimerListener.
+/// InvokeJobFunction`). `Metadata` holds `sys` alone: the binding's own data, `TimerTrigger`,
+/// ends in "trigger" and is dropped (`ToHttpScriptInvocationContext`).
+pub(crate) fn timer_invocation(past_due: bool) -> Vec<u8> {
+    let next = if past_due { "2026-11-23T11:42:00+00:00" } else { "2026-11-23T12:01:00+00:00" };
+    json!({
+        "Data": {"timer": {
+            "Schedule": {"AdjustForDST": true},
+            "ScheduleStatus": {
+                "Last": "2026-11-23T11:41:00.0123456+00:00",
+                "Next": next,
+                "LastUpdated": "2026-11-23T11:41:00.0123456+00:00",
+            },
+            "IsPastDue": past_due,
+        }},
+        "Metadata": {"sys": {
+            "MethodName": "PublishScheduled",
+            "UtcNow": "2026-11-23T12:07:00.0156789Z",
+            "RandGuid": "9b0e7f0a-2c55-4b3e-bf1d-0f8a3f5e6d21",
+        }},
+    })
+    .to_string()
+    .into_bytes()
+}
+
 /// `POST /{function}` as the host invokes a non-HTTP function: `ObjectContent` with
 /// `JsonMediaTypeFormatter`, which cannot tell its length, so the body is chunked; the headers of
 /// `DefaultHttpWorkerService.AddHeaders`.

@@ -188,6 +188,7 @@ impl TestApp {
             max_in_flight: blog::DEFAULT_MAX_IN_FLIGHT,
             header_timeout: blog::DEFAULT_HEADER_TIMEOUT,
             request_timeout: blog::DEFAULT_REQUEST_TIMEOUT,
+            publish_every: blog::DEFAULT_PUBLISH_EVERY,
             write_limit: None,
             // The local development scheme: the caller is the `x-dev-user` header.
             auth: blog::AuthMode::Development,

@@ -18,6 +18,7 @@ use reqwest::header::HeaderMap;
 
 mod caching;
 mod deleting;
+mod drafts;
 mod navigation;
 mod on_azure;
 mod refused_forms;

@@ -35,7 +35,8 @@ async fn what_the_api_would_never_write_imports_nothing() {
         (with(2, "tags", json!(["Rust", "RUST"])), "line 4, `tags`: the tags \"Rust\" and \"RUST\" are the same tag"),
         (with(2, "deleted", json!(true)), "line 4, `deleted`: a deleted post"),
         (with(2, "status", json!("draft")), "line 5, `postId`: a comment of post \"p1\", a draft, which takes none"),
-        (with(2, "status", json!("scheduled")), "line 4: not a \"post\" as the blog stores one"),
+        (with(2, "status", json!("scheduled")), "line 4, `publishAt`: a scheduled post without its time"),
+        (with(2, "publishAt", json!("2026-12-07T08:00:00.000Z")), "line 4, `publishAt`: a time on a post that is not scheduled"),
         (with(3, "creationDate", json!("yesterday")), "line 5, `creationDate`: \"yesterday\" is not an RFC 3339 date"),
         ([whole.clone(), vec![picture]].concat(), "line 7, `bytes`: their SHA-256 is not the one the picture's name says"),
         (

@@ -129,7 +129,11 @@ async fn render_post(
     let main = html! {
         @if draft {
             p class="notice" role="status" {
-                "A draft: only you can see it. "
+                @if let Some(at) = &post.publish_at {
+                    "Scheduled for " (time(at)) ": only you can see it until then. "
+                } @else {
+                    "A draft: only you can see it. "
+                }
                 a href={ "/posts/" (url_part(&post.id)) "/edit" } { "Publish it" } " from its edit page."
             }
         }

@@ -14,7 +14,7 @@ use super::{
 };
 use crate::app::idempotency::IdempotencyKey;
 use crate::app::lists::{ListParams, OwnerKnown};
-use crate::app::users::{create_user, posts_of, rename_user, shown_user};
+use crate::app::users::{create_user, drafts_of, posts_of, rename_user, shown_user};
 use crate::app::{AppError, AppState, Missing};
 use crate::http::error::ApiError;
 
@@ -89,6 +89,14 @@ async fn render_user(
         Err(error) => return Err(error.into()),
     };
     let posts = posts?;
+    // Their own page shows its owner their drafts, the newest first page of them: one query on
+    // their partition, read anew (they have always just written).
+    let drafts = match viewer.caller() {
+        Ok(caller) if viewer.is(user_id) => {
+            Some(drafts_of(state, &caller, user_id, &ListParams::default()).await?)
+        }
+        _ => None,
+    };
     let draft = if draft.values.is_empty() {
         Draft { values: vec![("username", &user.username)], refusal: None, key: None }
     } else {
@@ -100,6 +108,16 @@ async fn render_user(
             details open[draft.refusal.is_some()] {
                 summary { "Rename" }
                 (form(&format!("/users/{}", url_part(user_id)), "rename", &USERNAME_FIELDS, &draft, "Rename"))
+            }
+        }
+        @if let Some(drafts) = drafts.as_ref().filter(|drafts| !drafts.items.is_empty()) {
+            section aria-labelledby="drafts" {
+                h2 id="drafts" { "Your drafts" }
+                p class="hint" { "Only you can see these, until you publish them from their edit page." }
+                (post_list(&drafts.items, false))
+                @if drafts.continuation_token.is_some() {
+                    p class="hint" { "These are the newest " (drafts.items.len()) "; GET /api/users/" (url_part(user_id)) "/drafts lists them all." }
+                }
             }
         }
         section aria-labelledby="posts" {

@@ -15,7 +15,7 @@ use super::{
 use crate::app::AppState;
 use crate::app::idempotency::IdempotencyKey;
 use crate::app::pictures::{self, AddedPicture, PictureTarget, Quota, add_picture, destination};
-use crate::app::posts::{create_post, edit_post, get_post, get_post_for};
+use crate::app::posts::{StatusAsked, create_post, edit_post, get_post, get_post_for};
 use crate::http::error::ApiError;
 use crate::model::tags::{MAX_TAG_CHARS, MAX_TAGS, split_typed};
 use crate::model::{MAX_CONTENT_CHARS, MAX_TITLE_CHARS, PostStatus};
@@ -122,7 +122,7 @@ pub(crate) async fn submit_new_post(
                 typed.title.clone(),
                 typed.content.clone(),
                 split_typed(&typed.tags),
-                typed.status().unwrap_or_default(),
+                StatusAsked { status: typed.status(), publish_at: None },
             )
             .await
         },
@@ -183,7 +183,7 @@ pub(crate) async fn submit_post_edit(
                 typed.title.clone(),
                 typed.content.clone(),
                 Some(split_typed(&typed.tags)),
-                typed.status(),
+                StatusAsked { status: typed.status(), publish_at: None },
             )
             .await
         },
@@ -352,6 +352,9 @@ impl PostFormPage<'_> {
             (None, _) => Submit { label: "Publish", also: Some(("Save as draft", SAVE_DRAFT)) },
             (Some(_), Some(PostStatus::Draft)) => {
                 Submit { label: "Save the draft", also: Some(("Publish", PUBLISH)) }
+            }
+            (Some(_), Some(PostStatus::Scheduled)) => {
+                Submit { label: "Save", also: Some(("Publish now", PUBLISH)) }
             }
             (Some(_), _) => Submit { label: "Save", also: Some(("Back to draft", SAVE_DRAFT)) },
         };

@@ -1,0 +1,53 @@
+//! Drafts on the pages: saved from the write form, seen by their writer alone, published from
+//! the edit form, all without JavaScript.
+
+use super::*;
+
+#[tokio::test]
+async fn a_draft_saved_from_the_form_is_published_from_its_edit_page() {
+    let app = TestApp::start().await;
+    let mut alice = Browser::new(&app);
+    alice.sign_up("alice", "Alice").await;
+    let form = alice.get("/write").await.html;
+    assert!(
+        form.contains(r#"<button class="secondary" type="submit" name="action" value="draft">Save as draft</button>"#),
+        "{form}"
+    );
+
+    let fields = [("title", "Not yet"), ("content", "Half written."), ("action", "draft")];
+    let saved = alice.submit("/write", &fields).await;
+    assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.html);
+    let post = saved.location().to_owned();
+    let own = alice.get(&post).await;
+    assert!(own.html.contains("A draft: only you can see it."), "{}", own.html);
+    assert!(own.header("cache-control").starts_with("private"), "never shared");
+    let mut bob = Browser::new(&app);
+    bob.sign_up("bob", "Bob").await;
+    assert_eq!(bob.get(&post).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(Browser::new(&app).get(&post).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(bob.get(&format!("{post}/edit")).await.status, StatusCode::NOT_FOUND);
+
+    // Her page lists it for her; the edit form offers to publish it.
+    alice
+        .eventually("/users/alice", |html| html.contains("Your drafts") && html.contains(&post))
+        .await;
+    let edit = alice.get(&format!("{post}/edit")).await.html;
+    assert!(
+        edit.contains(">Save the draft</button>")
+            && edit.contains(r#"value="publish">Publish</button>"#),
+        "{edit}"
+    );
+    let fields = [("title", "Now"), ("content", "Whole."), ("action", "publish")];
+    let published = alice.submit(&format!("{post}/edit"), &fields).await;
+    assert_eq!(published.status, StatusCode::SEE_OTHER, "{}", published.html);
+    let read = bob.get(&post).await;
+    assert_eq!(read.status, StatusCode::OK);
+    assert!(
+        !read.html.contains("A draft") && read.html.contains(">Like</button>"),
+        "{}",
+        read.html
+    );
+    Browser::new(&app).eventually("/", |html| html.contains(&post)).await;
+    let edit = alice.get(&format!("{post}/edit")).await.html;
+    assert!(edit.contains(r#"value="draft">Back to draft</button>"#), "{edit}");
+}

@@ -1,0 +1,178 @@
+//! Scheduled posts: a draft its author alone reads until its time, then published by the timer
+//! (the Functions host's timer trigger, or the blog's own where it follows the change feed),
+//! once, whatever runs at the same time.
+
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::TestApp;
+use common::host::{self, Attempt};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+fn ids(page: &Value) -> Vec<String> {
+    let items = page["items"].as_array().unwrap();
+    items.iter().map(|post| post["id"].as_str().unwrap().to_owned()).collect()
+}
+
+/// `now` plus `ahead`, as a writer in Paris would type it (the offset kept).
+fn in_paris(ahead: Duration) -> String {
+    paris(OffsetDateTime::now_utc() + ahead)
+}
+
+/// `at`, as a writer in Paris would type it.
+fn paris(at: OffsetDateTime) -> String {
+    at.to_offset(time::UtcOffset::from_hms(1, 0, 0).unwrap()).format(&Rfc3339).unwrap()
+}
+
+/// Alice's post, scheduled `ahead` from now.
+async fn scheduled(app: &TestApp, ahead: Duration) -> (String, String, Value) {
+    let alice = app.user("alice").await;
+    let body = json!({"userId": alice, "title": "On Monday", "content": "At nine.",
+        "status": "scheduled", "publishAt": in_paris(ahead)});
+    let created = app.post("/api/posts", body).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    assert_eq!(created.body["status"], "scheduled");
+    let id = created.body["id"].as_str().unwrap().to_owned();
+    (alice, id, created.body)
+}
+
+#[tokio::test]
+async fn a_scheduled_post_is_its_authors_alone_until_the_local_timer_publishes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config =
+        blog::Config { publish_every: Duration::from_millis(200), ..TestApp::config(dir.path()) };
+    let mut app = TestApp::start_configured(config).await;
+    app.keep(dir);
+    let (alice, post, created) = scheduled(&app, Duration::from_secs(2)).await;
+    let publish_at = created["publishAt"].as_str().unwrap().to_owned();
+    assert!(publish_at.ends_with('Z') && publish_at.len() == 24, "kept in UTC: {publish_at}");
+    let path = format!("/api/posts/{post}");
+    app.send_as(None, Method::GET, &path, None).await.problem(404);
+    let drafts = format!("/api/users/{alice}/drafts");
+    assert_eq!(app.send_as(Some(&alice), Method::GET, &drafts, None).await.status, StatusCode::OK);
+
+    let published = app.eventually(&path, |post| post["title"] == "On Monday").await.body;
+    assert!(
+        published.get("status").is_none() && published.get("publishAt").is_none(),
+        "{published}"
+    );
+    assert!(
+        published["creationDate"].as_str().unwrap() >= publish_at.as_str(),
+        "dated when published, at its time or after: {published}"
+    );
+    app.eventually("/api/feed", |feed| ids(feed) == [post.clone()]).await;
+    app.eventually(&format!("/api/users/{alice}/posts"), |page| ids(page) == [post.clone()]).await;
+}
+
+#[tokio::test]
+async fn the_hosts_timer_publishes_each_post_due_once_under_two_runs_at_once() {
+    let app = TestApp::start_as_host().await;
+    let (_, post, _) = scheduled(&app, Duration::from_millis(1_500)).await;
+    // The host's change feed delivers the post: the timer's list now holds it.
+    let stored: Value =
+        app.state.store.read(blog::Container::Posts, &post, &post).await.unwrap().unwrap();
+    let delivered = host::invoke(
+        &app,
+        "PostsChangeFeed",
+        &host::cosmos_invocation("PostsChangeFeed", &[stored], Attempt::Retry(0)),
+    )
+    .await;
+    assert_eq!(delivered.status, StatusCode::OK, "{}", delivered.body);
+
+    // Before its time: nothing.
+    let early = host::invoke(&app, "PublishScheduled", &host::timer_invocation(false)).await;
+    assert_eq!(early.status, StatusCode::OK, "{}", early.body);
+    assert!(early.body["Logs"][0].as_str().unwrap().contains("0 published"), "{}", early.body);
+    app.send_as(None, Method::GET, &format!("/api/posts/{post}"), None).await.problem(404);
+
+    tokio::time::sleep(Duration::from_millis(1_600)).await;
+    let timer = host::timer_invocation(true);
+    let (first, second) = tokio::join!(
+        host::invoke(&app, "PublishScheduled", &timer),
+        host::invoke(&app, "PublishScheduled", &timer)
+    );
+    let published: usize = [&first, &second]
+        .iter()
+        .map(|run| {
+            assert_eq!(run.status, StatusCode::OK, "{}", run.body);
+            let line = run.body["Logs"][0].as_str().unwrap().to_owned();
+            assert!(line.starts_with("PublishScheduled (past due): "), "{line}");
+            usize::from(line.contains(": 1 published"))
+        })
+        .sum();
+    assert_eq!(published, 1, "published once: {} {}", first.body, second.body);
+    let read = app.send_as(None, Method::GET, &format!("/api/posts/{post}"), None).await;
+    assert_eq!(read.status, StatusCode::OK, "{}", read.body);
+
+    // An invocation not of the host's shape is set aside, not retried.
+    let odd = host::invoke(&app, "PublishScheduled", br#"{"Data":{"timer":"soon"}}"#).await;
+    assert_eq!(odd.status, StatusCode::OK, "{}", odd.body);
+    assert!(odd.body["Logs"][0].as_str().unwrap().contains("set aside"), "{}", odd.body);
+}
+
+#[tokio::test]
+async fn a_post_rescheduled_or_sent_back_to_draft_is_not_published_from_its_old_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let config =
+        blog::Config { publish_every: Duration::from_millis(200), ..TestApp::config(dir.path()) };
+    let mut app = TestApp::start_configured(config).await;
+    app.keep(dir);
+    let (alice, post, _) = scheduled(&app, Duration::from_secs(1)).await;
+    let path = format!("/api/posts/{post}");
+    let later = json!({"title": "On Monday", "content": "At nine.", "status": "scheduled",
+        "publishAt": in_paris(Duration::from_secs(3600))});
+    assert_eq!(app.put(&path, later).await.status, StatusCode::OK);
+    let (_, other, _) = {
+        let body = json!({"userId": alice, "title": "Soon", "content": "Then not.",
+            "status": "scheduled", "publishAt": in_paris(Duration::from_secs(1))});
+        let created = app.post("/api/posts", body).await;
+        ((), created.body["id"].as_str().unwrap().to_owned(), ())
+    };
+    let back = json!({"title": "Soon", "content": "Then not.", "status": "draft"});
+    assert_eq!(app.put(&format!("/api/posts/{other}"), back).await.status, StatusCode::OK);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    app.send_as(None, Method::GET, &path, None).await.problem(404);
+    app.send_as(None, Method::GET, &format!("/api/posts/{other}"), None).await.problem(404);
+    let own = app.send_as(Some(&alice), Method::GET, &path, None).await.body;
+    assert_eq!(own["status"], "scheduled", "{own}");
+}
+
+#[tokio::test]
+async fn a_publication_time_that_is_not_one_is_refused_and_nothing_is_written() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    let hour = Duration::from_secs(3600);
+    let cases = [
+        (json!("scheduled"), Value::Null, "needs `publishAt`"),
+        (json!("scheduled"), json!("2026-12-07T09:00:00"), "offset from UTC"),
+        (json!("scheduled"), json!("next monday"), "is not an RFC 3339"),
+        (
+            json!("scheduled"),
+            json!(paris(OffsetDateTime::now_utc() - hour)),
+            "is not in the future",
+        ),
+        (json!("scheduled"), json!(in_paris(hour * 24 * 400)), "more than 366 days ahead"),
+        (json!("draft"), json!(in_paris(hour)), "is for a scheduled post"),
+        (Value::Null, json!(in_paris(hour)), "is for a scheduled post"),
+    ];
+    for (status, publish_at, said) in cases {
+        let mut body = json!({"userId": alice, "title": "T", "content": "C"});
+        if !status.is_null() {
+            body["status"] = status.clone();
+        }
+        if !publish_at.is_null() {
+            body["publishAt"] = publish_at.clone();
+        }
+        let detail = app.post("/api/posts", body).await.problem(400);
+        assert!(detail.contains(said), "{status} {publish_at}: {detail}");
+    }
+    let drafts = format!("/api/users/{alice}/drafts");
+    assert!(ids(&app.send_as(Some(&alice), Method::GET, &drafts, None).await.body).is_empty());
+}
