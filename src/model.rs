@@ -168,6 +168,10 @@ pub(crate) struct StoredPost {
     pub post: Post,
     #[serde(flatten)]
     pub versions: ListVersions,
+    /// The key of the post's preview link, while its author shares one (never answered, never
+    /// copied: the copies are of [`Post`]).
+    #[serde(default, rename = "shareKey", skip_serializing_if = "Option::is_none")]
+    pub share_key: Option<String>,
 }
 
 /// The versions of a post's comments and likes: each a value no other version of the list had,
@@ -533,7 +537,7 @@ mod tests {
             "c".into(),
             "d".into(),
         );
-        let stored = StoredPost { post, versions: ListVersions::new() };
+        let stored = StoredPost { post, versions: ListVersions::new(), share_key: None };
         let document = serde_json::to_value(&stored).unwrap();
         assert!(
             document["commentsVersion"].is_string() && document["likesVersion"].is_string(),

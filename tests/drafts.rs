@@ -233,7 +233,7 @@ async fn back_to_draft_takes_the_post_out_of_every_list_until_readers_answer_it(
 async fn an_unknown_status_is_refused_and_nothing_is_written() {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
-    for status in [json!("scheduled"), json!("Draft"), json!(""), json!(1), Value::Null] {
+    for status in [json!("scheduled"), json!("Draft"), json!(""), json!(1), json!(["draft"])] {
         let body = json!({"userId": alice, "title": "T", "content": "C", "status": status});
         let answer = app.post("/api/posts", body).await;
         assert!(answer.status.is_client_error(), "{status}: {}", answer.body);
@@ -241,4 +241,67 @@ async fn an_unknown_status_is_refused_and_nothing_is_written() {
     assert!(ids(&app.get(&format!("/api/users/{alice}/posts")).await.body).is_empty());
     let drafts = format!("/api/users/{alice}/drafts");
     assert!(ids(&app.send_as(Some(&alice), Method::GET, &drafts, None).await.body).is_empty());
+}
+
+#[tokio::test]
+async fn a_preview_link_shows_the_draft_to_whoever_has_it_until_it_is_revoked() {
+    let app = TestApp::start().await;
+    let (alice, draft) = alices_draft(&app).await;
+    let bob = app.user("bob").await;
+    let share = format!("/api/posts/{draft}/preview");
+    app.send_as(Some(&bob), Method::POST, &share, None).await.problem(404);
+    let shared = app.send_as(Some(&alice), Method::POST, &share, None).await;
+    assert_eq!(shared.status, StatusCode::CREATED, "{}", shared.body);
+    let link = shared.body["path"].as_str().unwrap().to_owned();
+    let key = link.rsplit('/').next().unwrap().to_owned();
+    assert!(link.starts_with(&format!("/preview/{draft}/")) && key.len() == 32, "{link}");
+
+    for reader in [None, Some(bob.as_str())] {
+        let page = get_as(&app, reader, &link).await;
+        assert_eq!(page.status, StatusCode::OK, "{reader:?}");
+        let html = page.text();
+        assert!(
+            html.contains("A preview: this post is not published yet.")
+                && html.contains("Kites, not yet"),
+            "{html}"
+        );
+        assert!(html.contains(r#"<meta name="robots" content="noindex, nofollow">"#), "{html}");
+        assert!(page.header("cache-control").unwrap().starts_with("private"), "never public");
+        // A link followed from it tells another site the origin alone, never the key.
+        assert_eq!(page.header("referrer-policy"), Some("strict-origin-when-cross-origin"));
+    }
+    // A guess is not found, nor is the draft itself, nor its copies' fields: the key is no
+    // field of any answer.
+    let guess = format!("/preview/{draft}/{}", "0".repeat(32));
+    assert_eq!(get_as(&app, None, &guess).await.status, StatusCode::NOT_FOUND);
+    let own = app.send_as(Some(&alice), Method::GET, &format!("/api/posts/{draft}"), None).await;
+    assert!(!own.text().contains(&key), "{}", own.body);
+    let drafts = format!("/api/users/{alice}/drafts");
+    assert!(!app.send_as(Some(&alice), Method::GET, &drafts, None).await.text().contains(&key));
+
+    // A new link revokes the old; revoked, neither works.
+    let again = app.send_as(Some(&alice), Method::POST, &share, None).await.body;
+    let second = again["path"].as_str().unwrap().to_owned();
+    assert_ne!(second, link);
+    assert_eq!(get_as(&app, None, &link).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(get_as(&app, None, &second).await.status, StatusCode::OK);
+    let revoked = app.send_as(Some(&alice), Method::DELETE, &share, None).await;
+    assert_eq!(revoked.status, StatusCode::NO_CONTENT);
+    assert_eq!(get_as(&app, None, &second).await.status, StatusCode::NOT_FOUND);
+
+    // Published, a post's own address shares it.
+    let third = app.send_as(Some(&alice), Method::POST, &share, None).await.body;
+    let third = third["path"].as_str().unwrap().to_owned();
+    let body = json!({"title": "Kites", "content": "Out.", "status": "published"});
+    assert_eq!(app.put(&format!("/api/posts/{draft}"), body).await.status, StatusCode::OK);
+    // (The client follows the redirect to the post's page.)
+    let moved = get_as(&app, None, &third).await;
+    assert_eq!(moved.status, StatusCode::OK);
+    assert!(
+        !moved.text().contains("A preview") && moved.text().contains("Kites"),
+        "{}",
+        moved.text()
+    );
+    let detail = app.send_as(Some(&alice), Method::POST, &share, None).await.problem(409);
+    assert!(detail.contains("is published"), "{detail}");
 }

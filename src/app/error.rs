@@ -324,6 +324,9 @@ pub enum Clash {
         /// Its likes.
         likes: u64,
     },
+    /// A preview link asked for a published post, which its own address shares.
+    #[error("Post {0:?} is published: its own address shares it, so it needs no preview link.")]
+    AlreadyPublished(String),
     /// A comment or like on a draft, by its author: only a published post takes them.
     #[error("Post {0:?} is a draft: it takes comments and likes once it is published.")]
     NotPublished(String),

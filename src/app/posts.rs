@@ -143,7 +143,7 @@ pub(crate) async fn create_post(
         publish_at,
         ..model::new_post(post_id, &author, title, content, created)
     };
-    let post = StoredPost { post, versions: ListVersions::new() };
+    let post = StoredPost { post, versions: ListVersions::new(), share_key: None };
     let create = WriteOp::Create { document: to_document(&post)? };
     let post = post.post;
     match commit(&state.store, Container::Posts, &post.post_id, once.as_ref(), &post.id, create)
@@ -220,7 +220,11 @@ pub(crate) async fn edit_post(
             edited = model::with_status(edited, status, publish_at, &now);
         }
         // Its lists' versions kept: an edit changes neither list.
-        let edited = StoredPost { post: edited, versions: current.item.versions };
+        let edited = StoredPost {
+            post: edited,
+            versions: current.item.versions,
+            share_key: current.item.share_key,
+        };
         let replace = WriteOp::Replace {
             id: post_id.to_owned(),
             document: to_document(&edited)?,
@@ -452,4 +456,73 @@ async fn list_of_post<T: serde::de::DeserializeOwned + Send + 'static>(
 pub(crate) fn to_document(item: &impl serde::Serialize) -> AppResult<Value> {
     serde_json::to_value(item)
         .map_err(|error| AppError::unexpected_from("an item does not serialize", error))
+}
+
+/// How many times sharing or unsharing a preview is tried when the post changed between its
+/// read and its write (an edit landing in between).
+const SHARE_ATTEMPTS: usize = 8;
+
+/// Shares a preview of the caller's unpublished post: a new key, which revokes any before it,
+/// kept with the post in one conditional replace. Answers the key (`share`), or takes it off
+/// (`None`: the link stops working).
+pub(crate) async fn set_preview_key(
+    state: &AppState,
+    caller: &Caller,
+    post_id: &str,
+    share: bool,
+) -> AppResult<Option<String>> {
+    for attempt in 0..SHARE_ATTEMPTS {
+        let current = get_post_versioned(state, post_id).await?;
+        let post = &current.item.post;
+        if !model::readable_by(post, Some(&caller.id)) {
+            return Err(post_not_found(post_id));
+        }
+        caller.must_be(&post.user_id, "share this post")?;
+        if share && post.status.is_published() {
+            return Err(AppError::Conflict(Clash::AlreadyPublished(post_id.to_owned())));
+        }
+        // 122 random bits (a version 4 UUID, from the system's generator): not guessed.
+        let key = share.then(|| uuid::Uuid::new_v4().simple().to_string());
+        let shared = StoredPost { share_key: key.clone(), ..current.item };
+        let replace = WriteOp::Replace {
+            id: post_id.to_owned(),
+            document: to_document(&shared)?,
+            if_match: Some(current.etag),
+        };
+        match state.store.execute_write(Container::Posts, post_id, replace).await {
+            Ok(()) => return Ok(key),
+            Err(StoreError::PreconditionFailed) => tokio::time::sleep(retry_pause(attempt)).await,
+            Err(StoreError::NotFound) => return Err(post_not_found(post_id)),
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Err(AppError::Busy(Contended::PostKeptChanging))
+}
+
+/// The caller's own post with the key of its preview link, if one is shared: what its edit page
+/// shows. Someone else's draft is not found; someone else's post is theirs to edit (403).
+pub(crate) async fn own_post(
+    state: &AppState,
+    caller: &Caller,
+    post_id: &str,
+) -> AppResult<(Post, Option<String>)> {
+    let current = get_post_versioned(state, post_id).await?.item;
+    if !model::readable_by(&current.post, Some(&caller.id)) {
+        return Err(post_not_found(post_id));
+    }
+    caller.must_be(&current.post.user_id, "edit this post")?;
+    Ok((current.post, current.share_key))
+}
+
+/// The post a preview link shows, to whoever has it: one point read, and the key compared in a
+/// time that does not depend on where a guess first differs. Not found for a wrong key, or
+/// for a post that shares none.
+pub(crate) async fn previewed_post(state: &AppState, post_id: &str, key: &str) -> AppResult<Post> {
+    use subtle::ConstantTimeEq;
+    let current = get_post_versioned(state, post_id).await?;
+    let shared = current.item.share_key.as_deref().unwrap_or_default();
+    if shared.is_empty() || !bool::from(shared.as_bytes().ct_eq(key.as_bytes())) {
+        return Err(post_not_found(post_id));
+    }
+    Ok(current.item.post)
 }

@@ -14,7 +14,7 @@ use super::error::{
 };
 use super::extract::{Id, JsonBody};
 use crate::app::kept::api_post;
-use crate::app::posts::{StatusAsked, create_post, delete_post, edit_post};
+use crate::app::posts::{StatusAsked, create_post, delete_post, edit_post, set_preview_key};
 use crate::app::{AppState, Caller};
 use crate::model::{Post, PostStatus};
 
@@ -191,6 +191,64 @@ pub(super) async fn delete(
     Id(post_id): Id,
 ) -> ApiResult<StatusCode> {
     delete_post(&state, &caller, &post_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A preview link, as its author is given it.
+#[derive(serde::Serialize, ToSchema)]
+pub(crate) struct PreviewLink {
+    /// The preview's path on the blog: `/preview/{postId}/{key}`. Whoever has it reads the
+    /// post as readers will, until it is revoked.
+    path: String,
+}
+
+/// `POST /api/posts/{postId}/preview`: a link that shows the caller's unpublished post to
+/// whoever has it, as readers will see it. Its key is random (122 bits), kept with the post and
+/// in no copy; a new link revokes the one before.
+#[utoipa::path(
+    post,
+    path = "/api/posts/{postId}/preview",
+    operation_id = "sharePreview",
+    tag = "posts",
+    params(("postId" = String, Path, description = "The post's id")),
+    responses(
+        (status = 201, description = "The preview link, shared", body = PreviewLink),
+        (status = 404, description = "No such post, or another user's draft", body = ProblemDetails, content_type = PROBLEM),
+        (status = 409, description = "The post is published: its own address shares it", body = ProblemDetails, content_type = PROBLEM),
+        WriteProblems,
+    ),
+)]
+pub(super) async fn share_preview(
+    State(state): State<AppState>,
+    caller: Caller,
+    Id(post_id): Id,
+) -> ApiResult<impl IntoResponse> {
+    let key = set_preview_key(&state, &caller, &post_id, true).await?.unwrap_or_default();
+    let path = format!("/preview/{post_id}/{key}");
+    let headers =
+        [(header::LOCATION, path.clone()), (header::CACHE_CONTROL, "no-store".to_owned())];
+    Ok((StatusCode::CREATED, headers, Json(PreviewLink { path })))
+}
+
+/// `DELETE /api/posts/{postId}/preview`: the preview link stops working.
+#[utoipa::path(
+    delete,
+    path = "/api/posts/{postId}/preview",
+    operation_id = "revokePreview",
+    tag = "posts",
+    params(("postId" = String, Path, description = "The post's id")),
+    responses(
+        (status = 204, description = "The preview link, revoked"),
+        (status = 404, description = "No such post, or another user's draft", body = ProblemDetails, content_type = PROBLEM),
+        DeleteProblems,
+    ),
+)]
+pub(super) async fn revoke_preview(
+    State(state): State<AppState>,
+    caller: Caller,
+    Id(post_id): Id,
+) -> ApiResult<StatusCode> {
+    set_preview_key(&state, &caller, &post_id, false).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -173,7 +173,11 @@ async fn write(
         Item::Post(post) => {
             let content = pictures.named_as_stored(&post.post_id, post.content);
             // New versions of its lists: no instance kept a view of the post with them.
-            let post = StoredPost { post: Post { content, ..post }, versions: ListVersions::new() };
+            let post = StoredPost {
+                post: Post { content, ..post },
+                versions: ListVersions::new(),
+                share_key: None,
+            };
             (Container::Posts, post.post.post_id.clone(), document(&post)?, &mut counts.posts)
         }
         Item::Comment(comment) => {

@@ -31,6 +31,28 @@ async fn a_draft_saved_from_the_form_is_published_from_its_edit_page() {
     alice
         .eventually("/users/alice", |html| html.contains("Your drafts") && html.contains(&post))
         .await;
+    // A preview link, shared from the edit page, read by anyone, then revoked.
+    let edit = alice.get(&format!("{post}/edit")).await.html;
+    assert!(edit.contains(">Share a preview link</button>"), "{edit}");
+    let share = format!("{post}/preview");
+    let shared = alice.submit(&share, &[("idempotencyKey", &form_key(&edit, &share))]).await;
+    assert_eq!(shared.status, StatusCode::SEE_OTHER, "{}", shared.html);
+    assert_eq!(shared.location(), format!("{post}/edit#preview"));
+    let edit = alice.get(&format!("{post}/edit")).await.html;
+    let start = edit.find("href=\"/preview/").unwrap() + 6;
+    let link = edit[start..].split('"').next().unwrap().to_owned();
+    let preview = Browser::new(&app).get(&link).await;
+    assert_eq!(preview.status, StatusCode::OK);
+    assert!(
+        preview.html.contains("A preview: this post is not published yet."),
+        "{}",
+        preview.html
+    );
+    let revoke = format!("{post}/preview/revoke");
+    let revoked = alice.submit(&revoke, &[("idempotencyKey", &form_key(&edit, &revoke))]).await;
+    assert_eq!(revoked.status, StatusCode::SEE_OTHER, "{}", revoked.html);
+    assert_eq!(Browser::new(&app).get(&link).await.status, StatusCode::NOT_FOUND);
+
     let edit = alice.get(&format!("{post}/edit")).await.html;
     assert!(
         edit.contains(">Save the draft</button>")

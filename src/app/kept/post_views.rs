@@ -210,7 +210,7 @@ impl PostView {
         likes: ListPage<Like>,
         read_whole: Instant,
     ) -> PostView {
-        let StoredPost { post: item, versions } = post.item;
+        let StoredPost { post: item, versions, .. } = post.item;
         let weight = PostView::weight(&item, &comments, &likes);
         PostView {
             post: item,
@@ -377,7 +377,7 @@ mod tests {
             ListPage { items: Vec::new(), continuation_token: None }
         }
         let versioned = Versioned {
-            item: StoredPost { post, versions: ListVersions::new() },
+            item: StoredPost { post, versions: ListVersions::new(), share_key: None },
             etag: "\"1\"".into(),
         };
         Arc::new(PostView::new(versioned, empty(), empty(), now()))

@@ -17,7 +17,7 @@ use crate::app::idempotency::IdempotencyKey;
 use crate::app::kept::{Freshness, PostPage, PostView, read_post_page};
 use crate::app::likes::{create_like, delete_like};
 use crate::app::lists::{ListPage, ListParams};
-use crate::app::posts::{delete_post, get_post_for};
+use crate::app::posts::{delete_post, get_post_for, previewed_post};
 use crate::app::{AppResult, AppState, Caller};
 use crate::http::auth::cookie;
 use crate::model::{
@@ -453,6 +453,37 @@ pub(crate) async fn submit_comment_delete(
         &post_id,
         Ok(Redirect::to(&format!("/posts/{}#comments", url_part(&post_id))).into_response()),
     )
+}
+
+/// `GET /preview/{postId}/{key}`: an unpublished post as readers will see it, to whoever has
+/// its author's preview link: marked as a preview, `noindex`, private (never kept by a shared
+/// cache). A wrong key, or none shared, is not found; a post published since is at its own
+/// address.
+pub(crate) async fn preview_page(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    PageIds(post_id, key): PageIds,
+) -> PageResult {
+    let post = previewed_post(&state, &post_id, &key).await?;
+    if post.status.is_published() {
+        return Ok(Redirect::to(&format!("/posts/{}", url_part(&post_id))).into_response());
+    }
+    let content = crate::model::markdown::to_html(
+        &post.content,
+        crate::model::markdown::Pictures::Of { owner: &post.user_id, post: &post.id },
+        2,
+    );
+    let main = html! {
+        p class="notice" role="status" {
+            "A preview: this post is not published yet. Whoever has this link can read it, until its writer stops sharing it."
+        }
+        (post_article(&post, &content, &viewer, false, None))
+    };
+    let head = Head { article: true, noindex: true, ..Head::default() };
+    let html = page_layout(&post.title, &viewer, head, main);
+    // Its links tell another site the blog's origin alone, never this address with its key
+    // (every page's `Referrer-Policy`, `strict-origin-when-cross-origin`).
+    Ok(Page { status: StatusCode::OK, html, private: true }.into_response())
 }
 
 /// `GET /posts/{postId}/delete`: asks its author to confirm, since a deletion cannot be undone.

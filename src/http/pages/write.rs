@@ -3,19 +3,21 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use maud::html;
+use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::extractors::PICTURE_FIELD;
-use super::posts::{POST_GONE, wrote_to};
+use super::posts::{ButtonForm, POST_GONE, wrote_to};
 use super::{
-    ChosenPicture, Draft, Field, FormWithPicture, Page, PageId, PageResult, Refusal, SameOrigin,
-    Viewer, esc, form_with, forms::Submit, layout, submit, url_part,
+    ChosenPicture, Draft, Field, Form, FormWithPicture, Page, PageId, PageResult, Refusal,
+    SameOrigin, Viewer, esc, form_with, forms::Submit, layout, one_time_key, submit, url_part,
 };
 use crate::app::AppState;
 use crate::app::idempotency::IdempotencyKey;
 use crate::app::pictures::{self, AddedPicture, PictureTarget, Quota, add_picture, destination};
-use crate::app::posts::{StatusAsked, create_post, edit_post, get_post, get_post_for};
+use crate::app::posts::{
+    StatusAsked, create_post, edit_post, get_post, get_post_for, own_post, set_preview_key,
+};
 use crate::http::error::ApiError;
 use crate::model::tags::{MAX_TAG_CHARS, MAX_TAGS, split_typed};
 use crate::model::{MAX_CONTENT_CHARS, MAX_TITLE_CHARS, PostStatus};
@@ -144,17 +146,24 @@ pub(crate) async fn edit_post_page(
     viewer: Viewer,
     PageId(post_id): PageId,
 ) -> PageResult {
-    let post = get_post_for(&state, &post_id, viewer.id()).await?;
-    viewer.caller()?.must_be(&post.user_id, "edit this post")?;
+    let (post, preview) = match viewer.caller() {
+        Ok(caller) => own_post(&state, &caller, &post_id).await?,
+        // Nobody signed in: not found where it is a draft, else asked to sign in.
+        Err(signed_out) => {
+            get_post_for(&state, &post_id, None).await?;
+            return Err(signed_out.into());
+        }
+    };
     let tags = post.tags.join(", ");
     let draft = Draft {
         values: vec![("title", &post.title), ("content", &post.content), ("tags", &tags)],
         refusal: None,
         key: None,
     };
-    Ok(PostFormPage { editing: Some(&post_id), draft, added: None, status: Some(post.status) }
-        .render(&state, &viewer, StatusCode::OK)
-        .await)
+    let form =
+        PostFormPage { editing: Some(&post_id), draft, added: None, status: Some(post.status) };
+    let preview = (!post.status.is_published()).then(|| preview_part(&post_id, preview.as_deref()));
+    Ok(form.render_with(&state, &viewer, StatusCode::OK, preview).await)
 }
 
 /// `POST /posts/{postId}/edit`: C2 edit, then the post; with a picture, as [`submit_new_post`].
@@ -341,8 +350,89 @@ struct PostFormPage<'a> {
     status: Option<PostStatus>,
 }
 
+/// The edit page's part that shares an unpublished post before it is published: its preview
+/// link, if one is shared (`key`), and the button that shares one or stops sharing it.
+fn preview_part(post_id: &str, key: Option<&str>) -> Markup {
+    let id = url_part(post_id);
+    html! {
+        section aria-labelledby="preview" {
+            h2 id="preview" { "Preview link" }
+            @if let Some(key) = key {
+                p {
+                    "Whoever has this link reads the post as it will be published: "
+                    a href={ "/preview/" (id) "/" (url_part(key)) } { "the preview" } "."
+                }
+                form method="post" action={ "/posts/" (id) "/preview/revoke" } {
+                    (one_time_key())
+                    button.secondary type="submit" { "Stop sharing" }
+                }
+            } @else {
+                p { "Share the post before it is published: whoever has the link can read it, until you stop sharing it." }
+                form method="post" action={ "/posts/" (id) "/preview" } {
+                    (one_time_key())
+                    button.secondary type="submit" { "Share a preview link" }
+                }
+            }
+        }
+    }
+}
+
+/// `POST /posts/{postId}/preview`: shares a preview link of the writer's unpublished post (a
+/// new one revokes the one before), then back to its edit page, which shows it.
+pub(crate) async fn submit_share_preview(
+    State(state): State<AppState>,
+    _: SameOrigin,
+    viewer: Viewer,
+    PageId(post_id): PageId,
+    Form(ButtonForm {}, key): Form<ButtonForm>,
+) -> PageResult {
+    preview_button(&state, &viewer, key, &post_id, true).await
+}
+
+/// `POST /posts/{postId}/preview/revoke`: the preview link stops working.
+pub(crate) async fn submit_revoke_preview(
+    State(state): State<AppState>,
+    _: SameOrigin,
+    viewer: Viewer,
+    PageId(post_id): PageId,
+    Form(ButtonForm {}, key): Form<ButtonForm>,
+) -> PageResult {
+    preview_button(&state, &viewer, key, &post_id, false).await
+}
+
+async fn preview_button(
+    state: &AppState,
+    viewer: &Viewer,
+    key: Option<IdempotencyKey>,
+    post_id: &str,
+    share: bool,
+) -> PageResult {
+    submit(
+        state,
+        viewer,
+        key.as_ref(),
+        async |caller| set_preview_key(state, caller, post_id, share).await,
+        |_| format!("/posts/{}/edit#preview", url_part(post_id)),
+        &[],
+        // Refused (published meanwhile, signed out): the error page says why.
+        async |error| Err(error.into()),
+    )
+    .await
+}
+
 impl PostFormPage<'_> {
     async fn render(self, state: &AppState, viewer: &Viewer, status: StatusCode) -> Response {
+        self.render_with(state, viewer, status, None).await
+    }
+
+    /// The form's page, with `after` below the form (the preview link's part).
+    async fn render_with(
+        self,
+        state: &AppState,
+        viewer: &Viewer,
+        status: StatusCode,
+        after: Option<Markup>,
+    ) -> Response {
         let (heading, action) = match self.editing {
             None => ("Write a post".to_owned(), "/write".to_owned()),
             Some(id) => ("Edit your post".to_owned(), format!("/posts/{}/edit", url_part(id))),
@@ -383,6 +473,9 @@ impl PostFormPage<'_> {
                 // Leaving the edit changes nothing: back to the post as it is.
                 @if let Some(id) = self.editing {
                     p { a href={ "/posts/" (url_part(id)) } { "Cancel" } }
+                }
+                @if let Some(after) = after {
+                    (after)
                 }
             }
         };
