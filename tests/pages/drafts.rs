@@ -73,3 +73,49 @@ async fn a_draft_saved_from_the_form_is_published_from_its_edit_page() {
     let edit = alice.get(&format!("{post}/edit")).await.html;
     assert!(edit.contains(r#"value="draft">Back to draft</button>"#), "{edit}");
 }
+
+#[tokio::test]
+async fn a_post_scheduled_from_the_form_states_its_time_in_utc() {
+    let app = TestApp::start().await;
+    let mut alice = Browser::new(&app);
+    alice.sign_up("alice", "Alice").await;
+    let form = alice.get("/write").await.html;
+    assert!(
+        form.contains("Publish at (UTC)") && form.contains(r#"value="schedule">Schedule</button>"#),
+        "{form}"
+    );
+
+    // A time already past: the form again, what was typed kept, the reason at the field.
+    let past = [
+        ("title", "Monday"),
+        ("content", "At nine."),
+        ("publishAt", "2020-01-06 08:00"),
+        ("action", "schedule"),
+    ];
+    let refused = alice.submit("/write", &past).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.html);
+    assert!(
+        refused.html.contains("is not in the future") && refused.html.contains("2020-01-06 08:00"),
+        "{}",
+        refused.html
+    );
+
+    let at = (time::OffsetDateTime::now_utc() + time::Duration::days(3))
+        .format(&time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]"))
+        .unwrap();
+    let fields = [
+        ("title", "Monday"),
+        ("content", "At nine."),
+        ("publishAt", at.as_str()),
+        ("action", "schedule"),
+    ];
+    let scheduled = alice.submit("/write", &fields).await;
+    assert_eq!(scheduled.status, StatusCode::SEE_OTHER, "{}", scheduled.html);
+    let post = scheduled.location().to_owned();
+    let page = alice.get(&post).await.html;
+    assert!(page.contains("Scheduled for"), "{page}");
+    assert_eq!(Browser::new(&app).get(&post).await.status, StatusCode::NOT_FOUND);
+    let edit = alice.get(&format!("{post}/edit")).await.html;
+    assert!(edit.contains(&format!("value=\"{at}\"")), "its time, as typed: {edit}");
+    assert!(edit.contains(r#"value="publish">Publish now</button>"#), "{edit}");
+}

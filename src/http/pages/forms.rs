@@ -138,15 +138,15 @@ pub(crate) fn form(
     draft: &Draft,
     submit: &str,
 ) -> Markup {
-    form_with(action, id, fields, draft, Submit { label: submit, also: None }, None)
+    form_with(action, id, fields, draft, Submit { label: submit, also: &[] }, None)
 }
 
-/// A form's buttons: the one Enter presses, and another beside it that sends the form with
-/// `action` set to its value (`also`: its label and value).
+/// A form's buttons: the one Enter presses, and others beside it that send the form with
+/// `action` set to their value (`also`: each one's label and value).
 #[derive(Clone, Copy)]
 pub(crate) struct Submit<'a> {
     pub label: &'a str,
-    pub also: Option<(&'a str, &'a str)>,
+    pub also: &'a [(&'a str, &'a str)],
 }
 
 /// [`form`], with `extra` between the fields and the submit button: a part of its own that
@@ -184,7 +184,7 @@ pub(crate) fn form_with(
             }
             p {
                 button type="submit" { (submit.label) }
-                @if let Some((label, value)) = submit.also {
+                @for (label, value) in submit.also {
                     " " button.secondary type="submit" name="action" value=(value) { (label) }
                 }
             }

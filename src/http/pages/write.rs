@@ -24,7 +24,7 @@ use crate::model::{MAX_CONTENT_CHARS, MAX_TITLE_CHARS, PostStatus};
 use crate::pictures::Usage;
 
 // The hints say the limits the API applies; the assertion keeps them true.
-const POST_FIELDS: [Field; 3] = [
+const POST_FIELDS: [Field; 4] = [
     Field {
         name: "title",
         label: "Title",
@@ -50,6 +50,14 @@ const POST_FIELDS: [Field; 3] = [
         max_chars: MAX_TAGS * (MAX_TAG_CHARS + 2),
         optional: true,
     },
+    Field {
+        name: "publishAt",
+        label: "Publish at (UTC)",
+        hint: "For Schedule: a date and time in UTC, as 2026-12-07 08:00. Only you see the post until then.",
+        multiline: false,
+        max_chars: 40,
+        optional: true,
+    },
 ];
 const _: () = assert!(
     MAX_TITLE_CHARS == 200 && MAX_CONTENT_CHARS == 20_000 && MAX_TAGS == 5 && MAX_TAG_CHARS == 32
@@ -69,6 +77,9 @@ pub(crate) struct PostForm {
     tags: String,
     #[serde(default)]
     alt: String,
+    /// When to publish it, for Schedule: UTC, as the field's label says.
+    #[serde(default, rename = "publishAt")]
+    publish_at: String,
     #[serde(default)]
     action: String,
 }
@@ -79,15 +90,27 @@ const ADD_PICTURE: &str = "add-picture";
 const SAVE_DRAFT: &str = "draft";
 /// The value of the button that publishes a draft.
 const PUBLISH: &str = "publish";
+/// The value of the button that schedules the post at the form's time.
+const SCHEDULE: &str = "schedule";
 
 impl PostForm {
-    /// The status the button pressed gives the post: `None` keeps it (an edit's Save).
-    fn status(&self) -> Option<PostStatus> {
-        match self.action.as_str() {
+    /// The status the button pressed asks for the post: none keeps it (an edit's Save). The
+    /// time is the form's, in UTC as its label says; written as a date and a time of day
+    /// (`2026-12-07 08:00`, or as a browser's `datetime-local` sends it), or in RFC 3339 whole.
+    fn asked(&self) -> StatusAsked {
+        let status = match self.action.as_str() {
             SAVE_DRAFT => Some(PostStatus::Draft),
             PUBLISH => Some(PostStatus::Published),
+            SCHEDULE => Some(PostStatus::Scheduled),
             _ => None,
-        }
+        };
+        let typed = self.publish_at.trim();
+        let publish_at = (status == Some(PostStatus::Scheduled)).then(|| {
+            let (date, time) = typed.split_once([' ', 'T']).unwrap_or((typed, ""));
+            let is_minute = time.len() == 5 && time.as_bytes()[2] == b':' && date.len() == 10;
+            if is_minute { format!("{date}T{time}:00Z") } else { typed.to_owned() }
+        });
+        StatusAsked { status, publish_at: publish_at.filter(|at| !at.is_empty()) }
     }
 }
 
@@ -124,7 +147,7 @@ pub(crate) async fn submit_new_post(
                 typed.title.clone(),
                 typed.content.clone(),
                 split_typed(&typed.tags),
-                StatusAsked { status: typed.status(), publish_at: None },
+                typed.asked(),
             )
             .await
         },
@@ -155,8 +178,16 @@ pub(crate) async fn edit_post_page(
         }
     };
     let tags = post.tags.join(", ");
+    // A scheduled post's time, as the field takes it: UTC, to the minute.
+    let at = post.publish_at.as_deref().map(|at| at.get(..16).unwrap_or(at).replace('T', " "));
+    let at = at.unwrap_or_default();
     let draft = Draft {
-        values: vec![("title", &post.title), ("content", &post.content), ("tags", &tags)],
+        values: vec![
+            ("title", &post.title),
+            ("content", &post.content),
+            ("tags", &tags),
+            ("publishAt", &at),
+        ],
         refusal: None,
         key: None,
     };
@@ -192,7 +223,7 @@ pub(crate) async fn submit_post_edit(
                 typed.title.clone(),
                 typed.content.clone(),
                 Some(split_typed(&typed.tags)),
-                StatusAsked { status: typed.status(), publish_at: None },
+                typed.asked(),
             )
             .await
         },
@@ -244,6 +275,7 @@ async fn picture_first(
                 ("title", typed.title.as_str()),
                 ("content", &typed.content),
                 ("tags", &typed.tags),
+                ("publishAt", &typed.publish_at),
             ];
             let draft = Draft { values, refusal: None, key };
             let status = status_of(state, editing).await;
@@ -277,6 +309,7 @@ impl PictureRefused {
                 ("title", &typed.title),
                 ("content", &typed.content),
                 ("tags", &typed.tags),
+                ("publishAt", &typed.publish_at),
                 ("alt", &typed.alt),
             ],
             refusal: Some(refusal),
@@ -334,8 +367,13 @@ fn post_draft<'a>(
     key: Option<&'a IdempotencyKey>,
 ) -> Draft<'a> {
     Draft {
-        values: vec![("title", &typed.title), ("content", &typed.content), ("tags", &typed.tags)],
-        refusal: Some(Refusal::of(error, &["title", "content", "tags"])),
+        values: vec![
+            ("title", &typed.title),
+            ("content", &typed.content),
+            ("tags", &typed.tags),
+            ("publishAt", &typed.publish_at),
+        ],
+        refusal: Some(Refusal::of(error, &["title", "content", "tags", "publishAt"])),
         key,
     }
 }
@@ -439,14 +477,23 @@ impl PostFormPage<'_> {
         };
         // Enter presses the first: what the writer does most with the post as it is.
         let buttons = match (self.editing, self.status) {
-            (None, _) => Submit { label: "Publish", also: Some(("Save as draft", SAVE_DRAFT)) },
-            (Some(_), Some(PostStatus::Draft)) => {
-                Submit { label: "Save the draft", also: Some(("Publish", PUBLISH)) }
-            }
-            (Some(_), Some(PostStatus::Scheduled)) => {
-                Submit { label: "Save", also: Some(("Publish now", PUBLISH)) }
-            }
-            (Some(_), _) => Submit { label: "Save", also: Some(("Back to draft", SAVE_DRAFT)) },
+            (None, _) => Submit {
+                label: "Publish",
+                also: &[("Save as draft", SAVE_DRAFT), ("Schedule", SCHEDULE)],
+            },
+            (Some(_), Some(PostStatus::Draft)) => Submit {
+                label: "Save the draft",
+                also: &[("Publish", PUBLISH), ("Schedule", SCHEDULE)],
+            },
+            (Some(_), Some(PostStatus::Scheduled)) => Submit {
+                label: "Save",
+                also: &[
+                    ("Publish now", PUBLISH),
+                    ("Schedule", SCHEDULE),
+                    ("Back to draft", SAVE_DRAFT),
+                ],
+            },
+            (Some(_), _) => Submit { label: "Save", also: &[("Back to draft", SAVE_DRAFT)] },
         };
         let submit = buttons.label;
         // What the writer keeps, said on the form (nothing when the blog keeps no pictures).
