@@ -236,6 +236,17 @@ pub(crate) mod change_feed {
     pub(crate) const BATCH_RU: f64 = 11.0 + 2.0;
 }
 
+/// The timer function `PublishScheduled` (functions/PublishScheduled): one run a minute, its
+/// NCRONTAB `0 * * * * *`, each one query on the scheduled posts' partition of `feed`. A post it
+/// publishes is priced with the writes (an edit, then its copies).
+pub(crate) mod timer {
+    /// A run a minute.
+    pub(crate) const RUNS_PER_DAY: f64 = 1_440.0;
+    /// A query of one partition that finds nothing due: about Cosmos DB's least charge for a
+    /// query (the embedded store's meter charges its queries alike).
+    pub(crate) const QUERY_RU: f64 = 2.8;
+}
+
 /// Who is in front of the function app, answering a share of the requests from its cache.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Cdn {
@@ -507,6 +518,7 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
             + change_feed::RENEWALS_PER_DAY * change_feed::RENEWAL_RU
             + change_feed::ACQUIRES_PER_DAY * change_feed::ACQUIRE_RU)
         + all_batches * change_feed::BATCH_RU;
+    let timer_ru_per_day = timer::RUNS_PER_DAY * timer::QUERY_RU;
     let ru = |per_day: f64| per_day * DAYS_PER_MONTH / 1e6 * prices.per_million_ru;
     let millions = |per_day: f64| format!("{:.1} M RU", per_day * DAYS_PER_MONTH / 1e6);
 
@@ -528,13 +540,25 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
         free_seconds = (free_seconds - memory).max(0.0);
         let dollars = paid_memory * prices.per_gb_second
             + paid_executions / 1e6 * prices.per_million_executions;
-        (format!("{:.1} M executions, {} GB-s", executions / 1e6, grouped(memory)), dollars)
+        // A function with fewer (the timer's 43,200 a month) says its count whole.
+        let count = if executions < 1e5 {
+            format!("{} executions", grouped(executions))
+        } else {
+            format!("{:.1} M executions", executions / 1e6)
+        };
+        (format!("{count}, {} GB-s", grouped(memory)), dollars)
     };
-    let ((http_quantity, http_dollars), (trigger_quantity, trigger_dollars)) = match traffic.hosting
-    {
-        Hosting::Flex => {
-            (functions(http_executions, http_busy), functions(all_batches, trigger_busy))
-        }
+    let timer_busy = busy_seconds_per_day(timer::RUNS_PER_DAY);
+    let (
+        (http_quantity, http_dollars),
+        (trigger_quantity, trigger_dollars),
+        (timer_quantity, timer_dollars),
+    ) = match traffic.hosting {
+        Hosting::Flex => (
+            functions(http_executions, http_busy),
+            functions(all_batches, trigger_busy),
+            functions(timer::RUNS_PER_DAY, timer_busy),
+        ),
         Hosting::Dedicated(plan) => (
             (
                 format!(
@@ -549,6 +573,13 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
                 format!(
                     "{:.1} M batches, on the plan's instances",
                     all_batches * DAYS_PER_MONTH / 1e6
+                ),
+                0.0,
+            ),
+            (
+                format!(
+                    "{:.2} M runs, on the plan's instances",
+                    timer::RUNS_PER_DAY * DAYS_PER_MONTH / 1e6
                 ),
                 0.0,
             ),
@@ -568,7 +599,8 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
         + all_batches * rows::trace(blog::BILLED_LINES.delivered)
         + change_feed::FUNCTIONS * 1440.0 * rows::trace(blog::BILLED_LINES.lag);
     let instances_running = match traffic.hosting {
-        Hosting::Flex => traffic.instances + change_feed::FUNCTIONS,
+        // The timer on an instance of its own, while it runs.
+        Hosting::Flex => traffic.instances + change_feed::FUNCTIONS + 1.0,
         Hosting::Dedicated(_) => traffic.instances,
     };
     let metric_rows = rows::AGGREGATOR_FLUSHES_PER_DAY
@@ -619,6 +651,11 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
             dollars: ru(trigger_ru_per_day),
         },
         Line {
+            what: "Cosmos DB: the timer's query a minute (scheduled posts)",
+            quantity: millions(timer_ru_per_day),
+            dollars: ru(timer_ru_per_day),
+        },
+        Line {
             what: "Functions: HTTP (pages, pictures, API)",
             quantity: http_quantity,
             dollars: http_dollars,
@@ -627,6 +664,11 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
             what: "Functions: the change feed (two functions)",
             quantity: trigger_quantity,
             dollars: trigger_dollars,
+        },
+        Line {
+            what: "Functions: the timer (publishes scheduled posts)",
+            quantity: timer_quantity,
+            dollars: timer_dollars,
         },
         Line {
             what: "Application Insights",
