@@ -72,7 +72,8 @@ pub struct Config {
     /// 503 (`BLOG_REQUEST_TIMEOUT`, seconds; [`DEFAULT_REQUEST_TIMEOUT`] unless set).
     pub request_timeout: std::time::Duration,
     /// How often a blog whose change feed runs in this process publishes the scheduled posts
-    /// due ([`DEFAULT_PUBLISH_EVERY`], as the timer function's schedule; the tests' is shorter).
+    /// due (`BLOG_PUBLISH_EVERY`, seconds; [`DEFAULT_PUBLISH_EVERY`], the timer function's
+    /// schedule, unless set).
     /// Under the Functions host, its timer trigger does, on `functions/PublishScheduled`'s.
     pub publish_every: std::time::Duration,
     /// Who vouches for the caller of a write.
@@ -231,7 +232,8 @@ impl Config {
         let backend = backend(lookup)?;
         let StoreSettings { database, create_containers, change_feed, scripts } =
             store(lookup, &backend)?;
-        let Serving { listen, max_in_flight, header_timeout, request_timeout } = serving(lookup)?;
+        let Serving { listen, max_in_flight, header_timeout, request_timeout, publish_every } =
+            serving(lookup)?;
         let PictureSettings {
             pictures,
             pictures_per_writer,
@@ -249,7 +251,7 @@ impl Config {
             max_in_flight,
             header_timeout,
             request_timeout,
-            publish_every: DEFAULT_PUBLISH_EVERY,
+            publish_every,
             auth: auth(lookup)?,
             token_key: token_key(lookup)?,
             write_limit: write_limit(lookup)?,

@@ -44,7 +44,8 @@ fn text(output: &Output) -> String {
 #[tokio::test]
 async fn the_smoke_test_passes_on_a_working_blog_every_run() {
     let data = tempfile::tempdir().unwrap();
-    let handler = Handler::start(data.path(), &[]);
+    // Its timer each second, not each minute: the scheduled post goes out within the wait.
+    let handler = Handler::start(data.path(), &[("BLOG_PUBLISH_EVERY", "1")]);
     for run in 1..=2 {
         let output = tokio::task::spawn_blocking({
             let base = handler.base.clone();
@@ -54,9 +55,10 @@ async fn the_smoke_test_passes_on_a_working_blog_every_run() {
         .unwrap();
         let shown = text(&output);
         assert!(output.status.success(), "run {run}:\n{shown}");
-        for step in
-            ["Q6 ", "C2 ", "pic ", "C3 ", "C4 ", "Q2 ", "Q4 ", "Q5 ", "Q1 ", "C5 ", "C6 ", "C7 "]
-        {
+        for step in [
+            "Q6 ", "C2 ", "pic ", "C3 ", "C4 ", "Q2 ", "Q4 ", "Q5 ", "Q1 ", "C5 ", "C6 ", "C7 ",
+            "sch ",
+        ] {
             assert!(
                 shown.lines().any(|line| line.starts_with(step)),
                 "run {run}: no line for {step}:\n{shown}"
@@ -308,7 +310,7 @@ async fn smoke_through(args: Vec<String>) -> Output {
 #[tokio::test]
 async fn the_smoke_test_waits_until_a_new_deployment_settles() {
     let data = tempfile::tempdir().unwrap();
-    let handler = Handler::start(data.path(), &[]);
+    let handler = Handler::start(data.path(), &[("BLOG_PUBLISH_EVERY", "1")]);
     let refused = AtomicUsize::new(0);
     let proxy = Proxy::start(&handler.base, 1, move |seen| {
         if seen.number == 1 || seen.since_start < Duration::from_millis(2_500) {
@@ -354,7 +356,7 @@ async fn the_smoke_test_waits_until_a_new_deployment_settles() {
 #[tokio::test]
 async fn the_smoke_test_gives_up_on_a_blog_that_never_settles() {
     let data = tempfile::tempdir().unwrap();
-    let handler = Handler::start(data.path(), &[]);
+    let handler = Handler::start(data.path(), &[("BLOG_PUBLISH_EVERY", "1")]);
     let proxy = Proxy::start(&handler.base, 0, |_| Verdict::Answer(503)).await;
     let output =
         smoke_through(args(&proxy, &["--dev-user", "smoke-principal", "--settle", "3"])).await;
@@ -377,7 +379,7 @@ async fn the_smoke_test_gives_up_on_a_blog_that_never_settles() {
 #[tokio::test]
 async fn the_smoke_test_gives_up_on_a_sign_in_that_is_never_accepted() {
     let data = tempfile::tempdir().unwrap();
-    let handler = Handler::start(data.path(), &[]);
+    let handler = Handler::start(data.path(), &[("BLOG_PUBLISH_EVERY", "1")]);
     let proxy = Proxy::start(&handler.base, 0, |seen| {
         if seen.is_write() { Verdict::Answer(401) } else { Verdict::Forward }
     })
@@ -401,7 +403,7 @@ async fn the_smoke_test_gives_up_on_a_sign_in_that_is_never_accepted() {
 #[tokio::test]
 async fn a_write_retried_after_it_was_done_is_done_once() {
     let data = tempfile::tempdir().unwrap();
-    let handler = Handler::start(data.path(), &[]);
+    let handler = Handler::start(data.path(), &[("BLOG_PUBLISH_EVERY", "1")]);
     let answered = Mutex::new(HashSet::new());
     let proxy = Proxy::start(&handler.base, 0, move |seen| {
         if seen.is_write()

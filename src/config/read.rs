@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use super::{
     ACCOUNT_CLIENT_ID_SETTING, ACCOUNT_ENDPOINT_SETTING, AuthMode, Backend, CONNECTION_SETTING,
     ChangeFeedMode, ConfigError, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_IN_FLIGHT,
-    DEFAULT_REQUEST_TIMEOUT, LOCAL_ADDRESS, PICTURES_CLIENT_ID_SETTING, PICTURES_ENDPOINT_SETTING,
-    PICTURES_SETTING, PictureStorage, ScriptsMode, WriteLimitSetting,
+    DEFAULT_PUBLISH_EVERY, DEFAULT_REQUEST_TIMEOUT, LOCAL_ADDRESS, PICTURES_CLIENT_ID_SETTING,
+    PICTURES_ENDPOINT_SETTING, PICTURES_SETTING, PictureStorage, ScriptsMode, WriteLimitSetting,
 };
 
 /// A source of settings: the environment, or a test's map. Unset and blank are the same.
@@ -77,6 +77,7 @@ pub(super) struct Serving {
     pub(super) max_in_flight: usize,
     pub(super) header_timeout: std::time::Duration,
     pub(super) request_timeout: std::time::Duration,
+    pub(super) publish_every: std::time::Duration,
 }
 
 /// The address (`FUNCTIONS_CUSTOMHANDLER_PORT` under the host, else `BLOG_LISTEN`), how many
@@ -118,6 +119,8 @@ pub(super) fn serving(lookup: Lookup<'_>) -> Result<Serving, ConfigError> {
             .map_or(DEFAULT_HEADER_TIMEOUT, std::time::Duration::from_secs),
         request_timeout: seconds("BLOG_REQUEST_TIMEOUT")?
             .map_or(DEFAULT_REQUEST_TIMEOUT, std::time::Duration::from_secs),
+        publish_every: seconds("BLOG_PUBLISH_EVERY")?
+            .map_or(DEFAULT_PUBLISH_EVERY, std::time::Duration::from_secs),
     })
 }
 

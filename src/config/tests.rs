@@ -372,3 +372,18 @@ fn the_public_address_is_the_setting_then_the_platforms_host_name() {
         );
     }
 }
+
+/// The handler's own timer runs each minute, as the timer function's schedule, unless
+/// BLOG_PUBLISH_EVERY says otherwise (tests/smoke.rs runs it each second).
+#[test]
+fn the_local_timer_runs_each_minute_unless_set() {
+    assert_eq!(config(&[]).unwrap().publish_every, std::time::Duration::from_secs(60));
+    assert_eq!(
+        config(&[("BLOG_PUBLISH_EVERY", "1")]).unwrap().publish_every,
+        std::time::Duration::from_secs(1)
+    );
+    assert!(matches!(
+        config(&[("BLOG_PUBLISH_EVERY", "0")]).unwrap_err(),
+        ConfigError::OutOfRange { name: "BLOG_PUBLISH_EVERY", min: 1, .. }
+    ));
+}

@@ -266,6 +266,28 @@ impl Run<'_> {
         self.poll(step, what, path, since, seen, gave_up).await
     }
 
+    /// [`Run::until`] for what the timer function does: its failure names the timer.
+    pub(super) async fn until_timer(
+        &mut self,
+        step: &str,
+        what: &str,
+        path: &str,
+        since: Instant,
+        holds: impl Fn(&Value) -> bool,
+    ) -> Result<Duration, Failure> {
+        let seen = |answer: &Answer| match answer.status {
+            200 => Seen::holds(holds(&answer.body)),
+            other => Seen::Wrong(format!("GET {path} answered {other}: {}", answer.why())),
+        };
+        let gave_up = |polls: u32, wait: u64, _: &Answer| {
+            format!(
+                "not {what} within {wait} s ({polls} polls of GET {path}): is the timer function \
+                 PublishScheduled running? It runs once a minute, so give --wait 90 or more"
+            )
+        };
+        self.poll(step, what, path, since, seen, gave_up).await
+    }
+
     /// Polls `GET path` until it answers `status`; returns how long it took from `since`.
     pub(super) async fn until_status(
         &mut self,

@@ -104,6 +104,11 @@ pub(super) async fn write_and_read(run: &mut Run<'_>) -> Result<(), Failure> {
     let gone_feed =
         run.until("Q6", "gone from feed", "/api/feed?limit=100", deleted, none_listed).await?;
     let gone_tags = run.until("Q7", "gone from tags", &q7, deleted, none_listed).await?;
+    let published = scheduled_post(run, &user_id, &run_id).await?;
+    let _ = writeln!(
+        run.out,
+        "ok: a scheduled post published by the timer {published:.1} s after its time"
+    );
     let _ = writeln!(
         run.out,
         "ok: copies appeared in users after {:.1} s, in feed after {:.1} s and in tags after {:.1} s; went after {:.1} s, {:.1} s and {:.1} s",
@@ -115,6 +120,31 @@ pub(super) async fn write_and_read(run: &mut Run<'_>) -> Result<(), Failure> {
         gone_tags.as_secs_f64()
     );
     Ok(())
+}
+
+/// A post scheduled three seconds ahead, read by its author until the timer has published it
+/// (a minute's run, `functions/PublishScheduled`), then deleted: answers how long after its
+/// time it was published, as this client's clock tells.
+async fn scheduled_post(run: &mut Run<'_>, user_id: &str, run_id: &str) -> Result<f64, Failure> {
+    use reqwest::Method;
+    let at = time::OffsetDateTime::now_utc() + time::Duration::seconds(3);
+    let publish_at = at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
+    let body = json!({"userId": user_id, "title": format!("Smoke test {run_id}, scheduled"),
+        "content": "Published by the timer, then deleted by `handler smoke`.",
+        "status": "scheduled", "publishAt": publish_at});
+    let created = run.expect("sch", Method::POST, "/api/posts", Some(body), 201).await?;
+    let Some(post_id) = created.body["id"].as_str().map(str::to_owned) else {
+        return Err(fail("sch", format!("the scheduled post has no id: {}", created.body)));
+    };
+    let q2 = format!("/api/posts/{post_id}");
+    let since = Instant::now() + std::time::Duration::from_secs(3);
+    let waited = run
+        .until_timer("sch", "published by the timer", &q2, since, |post| {
+            post.get("status").is_none()
+        })
+        .await?;
+    run.expect("C7", Method::DELETE, &q2, None, 204).await?;
+    Ok(waited.as_secs_f64())
 }
 
 /// Adds a small picture to the post and reads it back as a reader's browser would: stored
