@@ -1,8 +1,8 @@
 //! Paged lists: `?limit=` and `?continuationToken=` in, `{items, continuationToken}` out.
 //!
 //! The continuation token a client sees wraps the SDK's token with the list and partition it
-//! belongs to, signed (HMAC-SHA256 with the instance's [`TokenKey`]), so a token passed to another
-//! list, or edited, is refused with 400 before it reaches Cosmos.
+//! belongs to. It is signed (HMAC-SHA256 with the instance's [`TokenKey`]). So a token passed
+//! to another list, or edited, is refused with 400 before it reaches Cosmos.
 
 use super::BadInput;
 use base64::Engine as _;
