@@ -193,10 +193,11 @@ async fn serve() -> Result<(), HandlerError> {
     blog.serve(listener, shutdown_signal()).await.map_err(HandlerError::Serve)
 }
 
-/// Ctrl-C locally; SIGTERM from a service manager or a container's stop. (The Functions host
-/// does not send it: it ends its worker with `Process.Kill()`, SIGKILL on Linux, in
-/// `WorkerProcess.Dispose`, azure-functions-host `src/WebJobs.Script/Workers/ProcessManagement/
-/// WorkerProcess.cs`; then no shutdown code runs, as under `kill -9`.)
+/// Ctrl-C locally; SIGTERM from a service manager or a container's stop. The Functions host
+/// does not send it. It ends its worker with `Process.Kill()`, SIGKILL on Linux, in
+/// `WorkerProcess.Dispose` (azure-functions-host
+/// `src/WebJobs.Script/Workers/ProcessManagement/WorkerProcess.cs`). Then no shutdown code
+/// runs, as under `kill -9`.
 async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
