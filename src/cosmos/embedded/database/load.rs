@@ -1,6 +1,7 @@
-//! Opening the database and reading it at start: the directory's lock, the file's checks and
-//! upgrade, the rows a page at a time (each verified, and counted into the tallies the start
-//! then compares), and the one-time import of an older data directory's rows.
+//! Opening the database and reading it at start. That is the directory's lock, the file's
+//! checks and upgrade, and the rows a page at a time (each verified, and counted into the
+//! tallies the start then compares). It is also the one-time import of an older data
+//! directory's rows.
 
 use std::fs::OpenOptions;
 use std::path::Path;
@@ -105,10 +106,10 @@ impl Database {
         Ok((database, connection))
     }
 
-    /// Refuses, naming it, a row written after the last write the file records: what a
-    /// `last_seq` lowered outside the handler leaves, which [`Database::page`] refuses as it
-    /// reads, and which the start asks about first where a change-feed position is beyond it
-    /// (the position is then not what is wrong).
+    /// Refuses, naming it, a row written after the last write the file records. That is what a
+    /// `last_seq` lowered outside the handler leaves, and [`Database::page`] refuses it as it
+    /// reads. The start asks about it first where a change-feed position is beyond it (the
+    /// position is then not what is wrong).
     pub(crate) fn check_written_after_last(
         &self,
         connection: &Connection,
