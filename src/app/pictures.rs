@@ -341,15 +341,15 @@ async fn whole_picture(
         && pictures.verified.holds(&key, version)
     {
         // A small file held since its write, without its bytes, is kept from now, and its
-        // check's age restarts, as what was read is that checked version; a large one (never
-        // kept) is served as read, the set left as it is.
+        // check's age restarts. What was read is that checked version. A large one (never kept)
+        // is served as read, the set left as it is.
         if bytes.len() <= KEPT_BYTES {
             pictures.verified.hold(&key, version.clone(), Some(&bytes));
         }
         return Ok(Some(bytes));
     }
     // A file of a copy's size with no hash recorded beside it passes as a copy only where the
-    // post holds the picture it is a copy of: an original that happens to be 960 pixels wide is
+    // post holds the picture it is a copy of. An original that happens to be 960 pixels wide is
     // checked against its own name. Listed once per version, as the check is made.
     let copy_of_a_picture = address.name.is_copy_size()
         && stored.recorded_sha256.is_none()

@@ -212,10 +212,11 @@ impl InProcessScripts {
             match self.store.execute_batch(script.container, partition_key, writes).await {
                 Ok(()) => return Ok(outcome.body),
                 // Something the script relied on changed (412), an id it found free was taken
-                // (409), or an item it deleted is gone (404), by another process or writer, or
-                // by this very batch, applied once already when its answer was lost and the SDK
-                // sent it again: it runs again on the new state, after a short randomized pause.
-                // (A conflict on the request's own write is the caller's.)
+                // (409), or an item it deleted is gone (404). That was done by another process
+                // or writer, or by this very batch, applied once already when its answer was
+                // lost and the SDK sent it again. The script runs again on the new state, after
+                // a short randomized pause. (A conflict on the request's own write is the
+                // caller's.)
                 Err(failed @ StoreError::BatchFailed { .. })
                     if is_script_conflict(&failed, request_write.is_some()) =>
                 {

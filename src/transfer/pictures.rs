@@ -76,9 +76,9 @@ impl PicturePlan {
             return Ok(());
         }
         // Bytes that are not those its name says pass the check only as a copy (named after its
-        // picture's hash, `crate::app::pictures::is_as_named`): one whose picture comes after
-        // it (a picture 961 to 999 pixels wide sorts after its phones' copy, one 1,441 to 9,999
-        // after its screens' copy, and most after their small copies), or none.
+        // picture's hash, `crate::app::pictures::is_as_named`). The copy's picture must come
+        // after it, or be missing. A picture 961 to 999 pixels wide sorts after its phones'
+        // copy, one 1,441 to 9,999 after its screens' copy, and most after their small copies.
         if crate::model::hex(&Sha256::digest(&bytes)) != hash {
             self.waiting.push((line, post, address.name.clone()));
             self.roles.insert(key, Role::Copy);

@@ -602,9 +602,9 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
                 + gb(page_bytes + picture_bytes) * prices.front_door_per_gb,
         ),
     };
-    // Blob Storage: a picture the function app serves is read from its blob at most once an hour
-    // on each instance while the instance keeps it (src/pictures/blob.rs, KEPT_UNASKED), and an
-    // instance keeps at most VERIFIED_ENTRIES files: counted as if every kept file were read
+    // Blob Storage: a picture the function app serves is read from its blob at most once an
+    // hour on each instance while the instance keeps it (src/pictures/blob.rs, KEPT_UNASKED).
+    // An instance keeps at most VERIFIED_ENTRIES files. Counted as if every kept file were read
     // every hour (a bound), and never more than the pictures served.
     let picture_reads =
         (traffic.pictures_per_day() * served).min(24.0 * VERIFIED_ENTRIES * traffic.instances);

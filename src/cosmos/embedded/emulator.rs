@@ -91,9 +91,9 @@ pub(crate) async fn client(
 ) -> azure_data_cosmos::Result<(CosmosClient, CosmosClient, Emulator)> {
     let url = Url::parse(ENDPOINT).expect("a valid URL");
     // Strong, because that is what one in-memory replica is: every read sees every acknowledged
-    // write. (Under the emulator's default, Session, the SDK sends every request a token of every
-    // partition it has written, `SessionContainer::build_composite_token` in the driver, and the
-    // emulator parses it: 8 % of the handler's CPU at 512 partitions, growing with them.)
+    // write. Under the emulator's default, Session, the SDK sends every request a token of
+    // every partition it has written (`SessionContainer::build_composite_token` in the driver).
+    // The emulator parses it: 8 % of the handler's CPU at 512 partitions, growing with them.
     let account = VirtualAccountConfig::new(vec![VirtualRegion::new("East US", url)])?
         .with_consistency(ConsistencyLevel::Strong);
     let emulator = Arc::new(InMemoryEmulatorHttpClient::new(account));

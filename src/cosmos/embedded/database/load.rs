@@ -68,9 +68,10 @@ impl Database {
         }
         if opening == Opening::Repair {
             // The write number deleted with the rest of `meta`, changed to what is not one, or
-            // lowered below a row's: the last write any row holds, so that the rows are not
-            // refused as written after it (a change-feed position beyond it is still refused,
-            // with what to do). Rows whose number is not one are the repair's to remove.
+            // lowered below a row's. It is set to the last write any row holds, so that the
+            // rows are not refused as written after it. A change-feed position beyond it is
+            // still refused, with what to do. Rows whose number is not one are the repair's to
+            // remove.
             connection
                 .execute(
                     "INSERT INTO meta (key, value)
