@@ -21,16 +21,13 @@
 //! (<https://www.sqlite.org/pragma.html#pragma_synchronous>, "WAL mode with synchronous=NORMAL
 //! ... loses durability"). Group commit is what keeps that affordable.
 //!
-//! Its parts, each a room of its own:
-//! - [`format`]: the file as it lies on disk (the schema, its versions and their upgrade, a row
-//!   and the checks it must pass, [`Damage`]);
-//! - [`writer`]: the thread that numbers, groups and commits the writes;
-//! - [`tally`]: the count and digest of every partition, kept in the commits;
-//! - [`load`]: opens the file and reads it at start;
-//! - [`incomplete`]: the refusal of a file whose rows do not match their tallies;
-//! - [`salvage`]: copies what can be read of a damaged file into a new one.
-//!
-//! This module holds the handle on all of it, and its point reads.
+//! Its parts, each a room of its own. The module [`format`] is the file as it lies on disk (the
+//! schema, its versions and their upgrade, a row and the checks it must pass, [`Damage`]). The
+//! module [`writer`] is the thread that numbers, groups and commits the writes. The module
+//! [`tally`] keeps the count and digest of every partition in the commits. The module [`load`]
+//! opens the file and reads it at start. The module [`incomplete`] is the refusal of a file
+//! whose rows do not match their tallies. The module [`salvage`] copies what can be read of a
+//! damaged file into a new one. This module holds the handle on all of it, and its point reads.
 
 mod format;
 mod incomplete;
