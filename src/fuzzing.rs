@@ -68,9 +68,9 @@ pub fn picture(data: &[u8]) {
 }
 
 /// The blog's own JPEG `jpeg` (one scan), its scan's coded data cut to half and its end marker
-/// put back: refused as cut off, or, where what was cut held nothing the decoder needed (the
-/// 1-bits that pad the last byte), taken as the same picture (`whole`, what `jpeg` is taken as):
-/// never a picture whose missing part the decoder made up.
+/// put back. It is refused as cut off. Or, where what was cut held nothing the decoder needed
+/// (the 1-bits that pad the last byte), it is taken as the same picture (`whole`, what `jpeg`
+/// is taken as). It is never a picture whose missing part the decoder made up.
 fn cut_short_is_refused(jpeg: &[u8], whole: &[u8], limits: &Limits) {
     let Some(scan) = jpeg.windows(2).position(|marker| marker == [0xFF, 0xDA]) else {
         panic!("the blog's JPEG has no scan");
@@ -213,13 +213,13 @@ fn render(text: &str, whose: Whose, top_heading: u8) -> String {
 /// first byte chooses whose text it is (its high bit: a comment) and the page's top heading
 /// (1 to 6); the rest is the text (lossily as UTF-8: the API takes JSON strings).
 ///
-/// The HTML must hold nothing but the renderer's own markup: every `<` starts a tag from a
+/// The HTML must hold nothing but the renderer's own markup. Every `<` starts a tag from a
 /// short list, with attributes from a short list, quoted, with nothing in their values that
-/// could end them; no `<script`; links only to the web, mail or the blog itself, never nested,
-/// each `rel="nofollow ugc"`; headings no higher than the page's top heading; `<img>` only of
-/// the post's own pictures (none in a comment), with the size its name says. The plain text
-/// (a list's excerpt) has only single spaces between words and none at its ends. The first
-/// picture [`markdown::first_picture`] finds is the first `<img>` of the HTML.
+/// could end them. There is no `<script`. Links go only to the web, mail or the blog itself,
+/// never nested, each `rel="nofollow ugc"`. Headings are no higher than the page's top heading.
+/// An `<img>` is only of the post's own pictures (none in a comment), with the size its name
+/// says. The plain text (a list's excerpt) has only single spaces between words and none at its
+/// ends. The first picture [`markdown::first_picture`] finds is the first `<img>` of the HTML.
 pub fn markdown(data: &[u8]) {
     let Some((&choice, text)) = data.split_first() else { return };
     let whose = if choice & 0x80 == 0 { Whose::Post } else { Whose::Comment };
@@ -404,9 +404,10 @@ enum TagError {
     ClosingWithAttributes,
 }
 
-/// Whether a link's (escaped) address is `http`, `https`, `mailto`, or has no scheme: the
-/// scheme is what comes before the first `:` unless a `/`, `?` or `#` comes first (as a
-/// browser reads it; `&` too, which starts an escape here, and `%`, which a scheme never holds).
+/// Whether a link's (escaped) address is `http`, `https`, `mailto`, or has no scheme. The
+/// scheme is what comes before the first `:` unless a `/`, `?` or `#` comes first, as a browser
+/// reads it. Here `&` counts too, which starts an escape here, and `%`, which a scheme never
+/// holds.
 fn is_web_mail_or_here(href: &str) -> bool {
     match href.find([':', '/', '?', '#']) {
         Some(at) if href.as_bytes()[at] == b':' => {
@@ -441,11 +442,11 @@ fn check_img(tag: &ParsedTag<'_>, whose: Whose, html: &str) {
     assert_eq!(tag.attribute("height"), Some(height.to_string().as_str()), "{html:?}");
 }
 
-/// An import file (`handler import`): the input is the whole file, its header line first.
-/// Its lines are checked as the import checks them before it writes anything (but for what
-/// needs the store, and for the last line, whose digest a fuzzer cannot make): a file taken
-/// has one item a line (blank lines aside); a file refused is refused naming one of its lines,
-/// and never with a panic.
+/// An import file (`handler import`): the input is the whole file, its header line first. Its
+/// lines are checked as the import checks them before it writes anything. The exceptions are
+/// what needs the store, and the last line, whose digest a fuzzer cannot make. A file taken has
+/// one item a line (blank lines aside). A file refused is refused naming one of its lines, and
+/// never with a panic.
 pub fn import_line(data: &[u8]) {
     use crate::transfer::TransferError;
     let lines = lines_of(data);

@@ -135,12 +135,13 @@ pub mod testing {
 
 /// The embedded store's allocator. Its emulator copies a whole physical partition for every
 /// transactional batch (C3, C4 and the other scripts) and frees it again, so the handler's
-/// allocation rate grows with the data; glibc's malloc spent a growing share of the CPU in
-/// `_int_malloc`, `malloc_consolidate` and `unlink_chunk` (11 % at 90k items). mimalloc took C3
-/// at 100k items from 0.66x to 0.92x of its rate at 20k, restart at 100k from 5.7 s to 3.6 s, with
-/// the same resident memory (BENCHMARKS.md, "The allocator"). The deployed build talks to an
-/// account over HTTP, where nothing grows with the data: it keeps the system's allocator. Set
-/// here, not in `main.rs`, so that the tests and the benchmarks run the handler's allocator too.
+/// allocation rate grows with the data. Under glibc's malloc, a growing share of the CPU went
+/// to `_int_malloc`, `malloc_consolidate` and `unlink_chunk` (11 % at 90k items). With
+/// mimalloc, C3 at 100k items went from 0.66x to 0.92x of its rate at 20k, and restart at 100k
+/// from 5.7 s to 3.6 s, with the same resident memory (BENCHMARKS.md, "The allocator"). The
+/// deployed build talks to an account over HTTP, where nothing grows with the data: it keeps
+/// the system's allocator. Set here, not in `main.rs`, so that the tests and the benchmarks run
+/// the handler's allocator too.
 #[cfg(feature = "embedded")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -161,11 +162,11 @@ unsafe extern "C" {
 }
 
 /// Makes mimalloc give the memory of an emptied page back to the system at once rather than a
-/// second later (its `purge_delay`, 1,000 ms by default), unless `MIMALLOC_PURGE_DELAY` (or its
-/// old name `MIMALLOC_RESET_DELAY`) sets it. The handler's live heap is a few MiB; its resident
-/// memory above that is pages mimalloc keeps for each thread, emptied and taken again faster
-/// than a second under load: with the delay, a keyed soak held 14–30 MiB more, at the same rate
-/// (BENCHMARKS.md, "A keyed soak").
+/// second later (its `purge_delay`, 1,000 ms by default). A value set in `MIMALLOC_PURGE_DELAY`
+/// (or its old name `MIMALLOC_RESET_DELAY`) is left as it is. The handler's live heap is a few
+/// MiB. Its resident memory above that is pages mimalloc keeps for each thread, emptied and
+/// taken again faster than a second under load. With the delay, a keyed soak held 14–30 MiB
+/// more, at the same rate (BENCHMARKS.md, "A keyed soak").
 ///
 /// # Safety
 ///

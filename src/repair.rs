@@ -1,15 +1,16 @@
 //! `handler repair` and `handler remove`: a stopped embedded store made a consistent blog again
-//! after rows went missing from its database, or after the operator chose to go on without a
-//! damaged item, instead of a raw SQL statement that leaves a post's comments, counts or copies
-//! behind it.
+//! after rows went missing from its database. It also serves after the operator chose to go on
+//! without a damaged item. A raw SQL statement would instead leave a post's comments, counts or
+//! copies behind it.
 //!
 //! Two parts, in this order. The rows, in one SQLite transaction ([`cosmos::repair_rows`]): the
-//! named item removed, then the comments, likes and copies of posts that are gone and the
-//! reservations of users that are gone, each post's counts set to what it lists, and what is
-//! left recorded as whole, marked unfinished. Then through the store, as `handler
-//! rebuild-copies` does: every user's name reserved again, every copy rebuilt, a removed post's
-//! pictures removed, and the mark taken away. Both parts are idempotent, so a repair cut short
-//! is finished by running `handler repair` again (the blog refuses to start until then).
+//! named item is removed first. Then the comments, likes and copies of posts that are gone and
+//! the reservations of users that are gone are removed. Each post's counts are set to what it
+//! lists, and what is left is recorded as whole, marked unfinished. Then through the store, as
+//! `handler rebuild-copies` does: every user's name reserved again, every copy rebuilt, a
+//! removed post's pictures removed, and the mark taken away. Both parts are idempotent, so a
+//! repair cut short is finished by running `handler repair` again (the blog refuses to start
+//! until then).
 
 use crate::app::AppState;
 use crate::changefeed::{FeedError, processor};

@@ -1,7 +1,7 @@
-//! Locks by stripe: a fixed number of async locks, a key taking the one its hash picks, so that
-//! what shares a key takes turns and keys that share a stripe merely wait for each other,
-//! without a map of locks that would grow with the keys. The pictures' writers and the
-//! in-process scripts' partitions take their turns on one.
+//! Locks by stripe: a fixed number of async locks, a key taking the one its hash picks. So what
+//! shares a key takes turns, and keys that share a stripe merely wait for each other. There is
+//! no map of locks that would grow with the keys. The pictures' writers and the in-process
+//! scripts' partitions take their turns on one.
 
 use std::hash::{BuildHasher, Hash};
 
@@ -16,9 +16,9 @@ impl StripedLock {
         StripedLock { stripes: (0..stripes.max(1)).map(|_| tokio::sync::Mutex::new(())).collect() }
     }
 
-    /// The lock `key` takes, the same for equal keys. std's SipHash with its fixed keys
-    /// (`DefaultHasher::new`): keys come from callers, and a keyed hash spreads them however
-    /// they are chosen; fixed keys keep a key's stripe the same for the whole process.
+    /// The lock `key` takes, the same for equal keys. It hashes with std's SipHash with its
+    /// fixed keys (`DefaultHasher::new`). Keys come from callers, and a keyed hash spreads them
+    /// however they are chosen; fixed keys keep a key's stripe the same for the whole process.
     pub(crate) fn of(&self, key: impl Hash) -> &tokio::sync::Mutex<()> {
         let hash =
             std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default().hash_one(key);

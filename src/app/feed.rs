@@ -1,7 +1,8 @@
-//! Q6: the newest posts, in short form, and the cache that lets the front page, the Atom feed
-//! and `GET /api/feed` cost nothing while nothing is posted: pages kept and checked by the
-//! blog's change log, or where it cannot say by the feed's change mark ([`super::kept`]), which
-//! `PostsChangeFeed` writes after each change it makes to `feed`.
+//! Q6: the newest posts, in short form, and their cache. The cache lets the front page, the
+//! Atom feed and `GET /api/feed` cost nothing while nothing is posted. Pages are kept and
+//! checked by the blog's change log. Where the log cannot say, they are checked by the feed's
+//! change mark ([`super::kept`]), which `PostsChangeFeed` writes after each change it makes to
+//! `feed`.
 
 use std::sync::Arc;
 
@@ -19,14 +20,15 @@ const MAX_CACHED_PAGES: usize = 256;
 const FEED_MARK: Mark<'static> =
     Mark { container: Container::Feed, partition_key: FEED_MARK_PARTITION, id: FEED_MARK_ID };
 
-/// Q6, newest first, through the cache: one query on the single partition of `feed`, which
-/// the change feed keeps at the newest 100 posts; or, for a page kept longer than a second, one
-/// point read of the feed's change mark when it did not change.
+/// Q6, newest first, through the cache. A read is one query on the single partition of `feed`,
+/// which the change feed keeps at the newest 100 posts. For a page kept longer than a second,
+/// it is one point read of the feed's change mark when the mark did not change.
 ///
-/// A kept page the change log says changed only in posts' copies changed in place (a comment,
-/// a like, an edit, an author's new name: most writes) is mended instead, with one point read
-/// of each such copy: about 1 RU a post where Q6 is about 17. A post that entered or left the
-/// feed, or more changed posts than `MAX_MENDED`, has the page read whole.
+/// A kept page that the change log says changed only in posts' copies changed in place is
+/// mended instead. Those are most writes: a comment, a like, an edit, an author's new name.
+/// Mending costs one point read of each such copy: about 1 RU a post where Q6 is about 17. A
+/// post that entered or left the feed, or more changed posts than `MAX_MENDED`, has the page
+/// read whole.
 pub(crate) async fn feed_page(
     state: &AppState,
     params: &ListParams,
@@ -86,10 +88,10 @@ fn shown_in_the_feed(document: serde_json::Value) -> Option<Post> {
     serde_json::from_value(document).ok()
 }
 
-/// `kept` with each changed post's copy put in its place, or `None` where that is not the page
-/// Q6 would answer: a post the page holds is gone from the feed, or one it does not hold falls
-/// within its span (it entered the feed), or an edit moved a post. `first`: the page is the
-/// feed's first, whose span has no upper end.
+/// `kept` with each changed post's copy put in its place. `None` where that is not the page Q6
+/// would answer: a post the page holds is gone from the feed, or an edit moved a post. It is
+/// also `None` when a post the page does not hold falls within its span (it entered the feed).
+/// `first`: the page is the feed's first, whose span has no upper end.
 fn mended(
     mut kept: ListPage<Post>,
     first: bool,
@@ -119,9 +121,9 @@ fn mended(
     kept.items.windows(2).all(|pair| order(&pair[0]) > order(&pair[1])).then_some(kept)
 }
 
-/// Writes the feed's change mark again: after every change made to the feed's posts, and after
-/// a change that may have been made before a failure (a delivery repeated), so that no instance
-/// keeps showing a page the change made old.
+/// Writes the feed's change mark again, so that no instance keeps showing a page the change
+/// made old. It is written after every change made to the feed's posts. It is also written
+/// after a change that may have been made before a failure (a delivery repeated).
 pub(crate) async fn mark_feed_changed(state: &AppState) -> AppResult<()> {
     FEED_MARK.write(state, FEED_MARK_PARTITION).await
 }
@@ -204,9 +206,9 @@ mod tests {
         assert_eq!(mended.continuation_token.as_deref(), Some("next"));
     }
 
-    /// A post changed on another page leaves this one as it was; one that falls within this
-    /// page's span without being on it (it entered the feed), or one gone from the feed that it
-    /// holds, has the page read whole.
+    /// A post changed on another page leaves this one as it was. The page is read whole for a
+    /// post that falls within its span without being on it (it entered the feed). It is also
+    /// read whole for a post it holds that is gone from the feed.
     #[test]
     fn only_what_the_page_holds_or_spans_decides() {
         let second = || page(&[("c", 13), ("b", 12)], true);

@@ -2,12 +2,12 @@
 //! httpapi draft), or the one-time key every form of the pages carries.
 //!
 //! A keyed write commits a *request record* in the same transaction as the write, in the same
-//! partition: an item of type `request` whose id is derived from the caller and the key, so that
-//! Cosmos DB itself refuses a second one. A request sent again with the key finds the record
-//! instead of writing again:
-//! - the same request (its [fingerprint](Once::of)) gets the first answer: its status, and the
-//!   item it wrote as that item is now;
-//! - another request with the key is refused ([`AppError::KeyReused`]), and nothing is written.
+//! partition. The record is an item of type `request` whose id is derived from the caller and
+//! the key, so that Cosmos DB itself refuses a second one. A request sent again with the key
+//! finds the record instead of writing again:
+//! - The same request (its [fingerprint](Once::of)) gets the first answer. That is its status,
+//!   and the item it wrote as that item is now.
+//! - Another request with the key is refused ([`AppError::KeyReused`]), and nothing is written.
 //!
 //! So an answer lost after Cosmos DB committed the write (a timeout, a dropped connection, a
 //! crash of the instance) costs nothing: the caller sends the request again with its key and
@@ -21,12 +21,13 @@
 //!
 //! The record is in the write's partition, so it alone would remember a key per post (or per
 //! user): the same key on another post would write again. So before its write, a keyed request
-//! also *claims* its key in the caller's own partition of `users` ([`Once::claimed`]): one
-//! create, which Cosmos DB refuses when the key was claimed before; the claim found, a request
-//! with another fingerprint is refused there, whatever partition it writes to. The claim is not
-//! in the write's transaction (no transaction spans two partitions): a request cut off between
-//! the two leaves a claim and no write, and the same request sent again finds its own claim and
-//! goes on. So a key is bound to the first request it came with, made or not.
+//! also *claims* its key in the caller's own partition of `users` ([`Once::claimed`]). The
+//! claim is one create, which Cosmos DB refuses when the key was claimed before. Once the claim
+//! is found, a request with another fingerprint is refused there, whatever partition it writes
+//! to. The claim is not in the write's transaction (no transaction spans two partitions): a
+//! request cut off between the two leaves a claim and no write, and the same request sent again
+//! finds its own claim and goes on. So a key is bound to the first request it came with, made
+//! or not.
 //!
 //! Both are *request records*, ids starting with [`REQUEST_RECORD_PREFIX`], read by their id
 //! alone: the embedded store keeps them on disk only (`cosmos::embedded`).
@@ -128,9 +129,9 @@ pub(crate) struct RequestRecord {
 }
 
 impl Once {
-    /// The keyed write `request` of `caller`, if they sent a key: `request` names the use case
+    /// The keyed write `request` of `caller`, if they sent a key. `request` names the use case
     /// and every input it acts on (ids from the path, fields of the body), which make its
-    /// fingerprint; a key sent again with other inputs is another request.
+    /// fingerprint. A key sent again with other inputs is another request.
     pub(crate) fn of(caller: &Caller, request: &[&str]) -> Option<Once> {
         let key = caller.key.as_ref()?;
         let digest = |purpose: &str, parts: &[&str]| {
@@ -185,9 +186,9 @@ impl Once {
         Err(AppError::Busy(Contended::KeyJustExpired))
     }
 
-    /// The id of an item this write creates where the id must be known from the key alone (a
-    /// new post: its id is its partition, where the record is looked up): a UUID (version 8)
-    /// derived from the caller and the key.
+    /// The id of an item this write creates where the id must be known from the key alone. A
+    /// new post is such an item: its id is its partition, where the record is looked up. The id
+    /// is a UUID (version 8) derived from the caller and the key.
     pub(crate) fn item_id(&self) -> String {
         let mut bytes = [0; 16];
         bytes.copy_from_slice(&self.derived[..16]);

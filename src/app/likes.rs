@@ -89,9 +89,9 @@ pub(crate) async fn likes_of(
     page_of_post(state, post_id, PostList::Likes, params, known).await
 }
 
-/// Whether `me` likes `post`: seen on the first page of its likes when it is there; past it (a
-/// post with more likes than one page), one point read of the like, whose id is derived from
-/// the user (`like-<userId>`), in the post's partition.
+/// Whether `me` likes `post`: seen on the first page of its likes when it is there. Past it (a
+/// post with more likes than one page), it takes one point read of the like in the post's
+/// partition. The like's id is derived from the user (`like-<userId>`).
 pub(crate) async fn viewer_likes(
     state: &AppState,
     post: &model::Post,

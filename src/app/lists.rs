@@ -1,8 +1,8 @@
 //! Paged lists: `?limit=` and `?continuationToken=` in, `{items, continuationToken}` out.
 //!
 //! The continuation token a client sees wraps the SDK's token with the list and partition it
-//! belongs to, signed (HMAC-SHA256 with the instance's [`TokenKey`]), so a token passed to another
-//! list, or edited, is refused with 400 before it reaches Cosmos.
+//! belongs to. It is signed (HMAC-SHA256 with the instance's [`TokenKey`]). So a token passed
+//! to another list, or edited, is refused with 400 before it reaches Cosmos.
 
 use super::BadInput;
 use base64::Engine as _;
@@ -175,9 +175,9 @@ fn unwrap_token(tokens: &TokenKey, text: &str, list: &str, key: &str) -> Result<
     }
     let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| invalid())?;
     let token: Token = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
-    // Compared in a time that does not depend on where the two first differ: a comparison that
+    // Compared in a time that does not depend on where the two first differ. A comparison that
     // stops at the first differing byte would tell a forger, by its time, how much of a forged
-    // MAC is right. `subtle` (already built for the SDK's HMAC) says so of `ct_eq`; slices of
+    // MAC is right. `subtle` (already built for the SDK's HMAC) says so of `ct_eq`. Slices of
     // different lengths are unequal at once, and a MAC's length is no secret.
     if !bool::from(
         token.mac.as_bytes().ct_eq(tokens.sign(&token.list, &token.key, &token.sdk).as_bytes()),

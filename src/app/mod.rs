@@ -1,8 +1,9 @@
 //! The blog's use cases, below every way of reaching them: the article's commands and queries
-//! (C1–C7, Q1–Q6), the copies that denormalize them, the unique usernames, the feed cache. Each is a plain async function over
-//! [`AppState`] that answers its result or an [`AppError`] saying what happened; `http` (the JSON
-//! API and the pages) and `changefeed` (the host's invocations and the local processors) are
-//! adapters that translate to and from them. Nothing here knows about HTTP.
+//! (C1–C7, Q1–Q6), the copies that denormalize them, the unique usernames, the feed cache. Each
+//! is a plain async function over [`AppState`] that answers its result or an [`AppError`]
+//! saying what happened. Adapters translate to and from them: `http` (the JSON API and the
+//! pages) and `changefeed` (the host's invocations and the local processors). Nothing here
+//! knows about HTTP.
 
 pub(crate) mod comments;
 pub(crate) mod copies;
@@ -34,8 +35,9 @@ use crate::model::validate_id;
 use crate::scripts::ScriptExecutor;
 
 /// What every use case shares (see [`Shared`]). The HTTP adapter's extractors and middleware
-/// clone it on every request, so it is one `Arc`: one reference count to touch per clone rather
-/// than one per field (the six counts, shared by both cores, were 5 % of the front page's time).
+/// clone it on every request, so it is one `Arc`. That is one reference count to touch per
+/// clone rather than one per field. The six counts, shared by both cores, were 5 % of the front
+/// page's time.
 #[derive(Clone)]
 pub struct AppState(Arc<Shared>);
 
@@ -45,9 +47,9 @@ impl AppState {
         AppState(Arc::new(shared))
     }
 
-    /// A handle that does not keep the blog alive: the background tasks (the pictures' sweep,
-    /// the lag reports) hold the state only while they work, so that a blog that stops lets go
-    /// of its store (and of the data directory's lock) at once.
+    /// A handle that does not keep the blog alive. The background tasks (the pictures' sweep,
+    /// the lag reports) hold the state only while they work. So a blog that stops lets go of
+    /// its store (and of the data directory's lock) at once.
     pub(crate) fn downgrade(&self) -> WeakAppState {
         WeakAppState(Arc::downgrade(&self.0))
     }

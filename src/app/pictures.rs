@@ -1,9 +1,9 @@
 //! Pictures in posts: a writer adds one to a post of theirs, within a quota; a
 //! reader's browser loads it without the database; it goes with its post.
 //!
-//! A picture lives under its writer and post ([`PictureAddress`]): the writer's quota is what
-//! is stored under them, and deleting a post removes what is stored under it (C7 at once, and
-//! `PostsChangeFeed` when it delivers the tombstone, so a deletion cut short is finished). The
+//! A picture lives under its writer and post ([`PictureAddress`]). The writer's quota is what
+//! is stored under them. Deleting a post removes what is stored under it: C7 at once, and
+//! `PostsChangeFeed` when it delivers the tombstone, so a deletion cut short is finished. The
 //! post's Markdown refers to it by its address, which carries its size, so the post page reads
 //! nothing more for it (Q2 stays one point read).
 
@@ -75,10 +75,11 @@ pub(crate) struct PictureMemory {
 }
 
 impl PictureMemory {
-    /// 256 MiB: a 24-megapixel photo (6,000 × 4,000 JPEG) fits, and the handler stays under
-    /// about 350 MB with its own memory (docs/api.md, "Pictures in posts"), and about 32 MiB more
-    /// with the checked pictures it keeps ([`Verified::DEFAULT`]). `infra/` gives a quarter
-    /// of the instance's memory (128 MiB on the smallest Flex Consumption instance, 512 MB).
+    /// 256 MiB: a 24-megapixel photo (6,000 × 4,000 JPEG) fits. The handler then stays under
+    /// about 350 MB with its own memory (docs/api.md, "Pictures in posts"). The checked
+    /// pictures it keeps add about 32 MiB more ([`Verified::DEFAULT`]). `infra/` gives a
+    /// quarter of the instance's memory (128 MiB on the smallest Flex Consumption instance, 512
+    /// MB).
     pub(crate) const DEFAULT: PictureMemory = PictureMemory { bytes: 256 * 1024 * 1024 };
 }
 
@@ -190,12 +191,12 @@ pub(crate) async fn may_add_to(state: &AppState, caller: &Caller, post_id: &str)
     writers_post(state, caller, PictureTarget::Post(post_id)).await.map(drop)
 }
 
-/// Adds `upload` to the post its [`Destination`] names, by its writer only: recognised, bounded,
-/// stripped and encoded anew ([`prepare`]), counted against the writer's quota, stored (its
-/// copies first, so that no page names a copy that is not there: [`store_prepared`]). `declared` is the
-/// media type the upload came with, if any: a picture type that is not what its bytes are is
-/// refused, not guessed past. Adding the same picture twice stores it once and answers the same
-/// address.
+/// Adds `upload` to the post its [`Destination`] names, by its writer only. The upload is
+/// recognised, bounded, stripped and encoded anew ([`prepare`]), and counted against the
+/// writer's quota. Then it is stored, its copies first, so that no page names a copy that is
+/// not there ([`store_prepared`]). The media type the upload came with, if any, is `declared`.
+/// A picture type that is not what its bytes are is refused, not guessed past. Adding the same
+/// picture twice stores it once and answers the same address.
 ///
 /// [`prepare`]: crate::pictures::prepare
 pub(crate) async fn add_picture(
@@ -237,10 +238,11 @@ pub(crate) async fn add_picture(
     })
 }
 
-/// Stores a prepared picture at `address` with its copies: the copies first, so that no answer
-/// or page names a copy that is missing; those it added taken back if a later one or the picture
-/// itself is then refused (a full disk, the store gone), unless they were there before (the same
-/// picture, added earlier, whose pages name them). Import stores what it prepares the same way.
+/// Stores a prepared picture at `address` with its copies. The copies go first, so that no
+/// answer or page names a copy that is missing. If a later one or the picture itself is then
+/// refused (a full disk, the store gone), the copies it added are taken back. Those that were
+/// there before stay (the same picture, added earlier, whose pages name them). Import stores
+/// what it prepares the same way.
 pub(crate) async fn store_prepared(
     pictures: &Pictures,
     address: &PictureAddress,
@@ -281,12 +283,12 @@ pub(crate) async fn store_prepared(
 
 /// The bytes of the picture at `address`, or not found. Reads no database: the address is all
 /// it needs, and a removed post's pictures are removed with it. A stored file is checked
-/// against its name once per version ([`checked_as_named`], off the async threads), at its write
-/// or its first read in this process, and not hashed again while its version is the same; a
-/// small one checked is kept, and served from memory while the store says its version is the
-/// same without reading it, or, where asking is billed (Blob Storage), for the store's
-/// [`kept_unasked_for`](crate::pictures::store::PictureStore::kept_unasked_for) after its check.
-/// A small copy or a screens' copy that a picture stored before they
+/// against its name once per version ([`checked_as_named`], off the async threads), at its
+/// write or its first read in this process. It is not hashed again while its version is the
+/// same. A small one checked is kept, and served from memory without reading it while the store
+/// says its version is the same. Where asking is billed (Blob Storage), it is served for the
+/// store's [`kept_unasked_for`](crate::pictures::store::PictureStore::kept_unasked_for) after
+/// its check without asking. A small copy or a screens' copy that a picture stored before they
 /// were made at upload lacks is made here, from that picture, and stored ([`made_copy`]): the
 /// lists and the post page link to them by their names alone.
 pub(crate) async fn picture(state: &AppState, address: &PictureAddress) -> AppResult<PictureBytes> {
@@ -339,15 +341,15 @@ async fn whole_picture(
         && pictures.verified.holds(&key, version)
     {
         // A small file held since its write, without its bytes, is kept from now, and its
-        // check's age restarts, as what was read is that checked version; a large one (never
-        // kept) is served as read, the set left as it is.
+        // check's age restarts. What was read is that checked version. A large one (never kept)
+        // is served as read, the set left as it is.
         if bytes.len() <= KEPT_BYTES {
             pictures.verified.hold(&key, version.clone(), Some(&bytes));
         }
         return Ok(Some(bytes));
     }
     // A file of a copy's size with no hash recorded beside it passes as a copy only where the
-    // post holds the picture it is a copy of: an original that happens to be 960 pixels wide is
+    // post holds the picture it is a copy of. An original that happens to be 960 pixels wide is
     // checked against its own name. Listed once per version, as the check is made.
     let copy_of_a_picture = address.name.is_copy_size()
         && stored.recorded_sha256.is_none()
@@ -377,22 +379,23 @@ async fn whole_picture(
     Ok(Some(bytes))
 }
 
-/// Whether `bytes` are what `address` names, as [`checked_as_named`] says with nothing
-/// recorded beside them, a copy's size taken as a copy: for a picture in an export, whose copies
-/// the import matches with their pictures itself, and the picture a copy is made from.
+/// Whether `bytes` are what `address` names, as [`checked_as_named`] says with nothing recorded
+/// beside them. A copy's size is taken as a copy. This is for a picture in an export, whose
+/// copies the import matches with their pictures itself, and for the picture a copy is made
+/// from.
 pub(crate) fn is_as_named(address: &PictureAddress, bytes: &[u8]) -> bool {
     checked_as_named(address, bytes, None, true)
 }
 
-/// Whether `bytes` are what `address` names: the SHA-256 of its bytes is in the name. A
-/// phones' copy, a screens' copy and a small copy are named after their picture's hash, not
-/// their own, so one of a copy's size (a JPEG 960 or 1,440 pixels wide; a small copy's size) is
-/// checked against `recorded`, the SHA-256 its store recorded when it wrote it (Blob Storage's
-/// metadata). Where none was recorded (the data directory, where no place beside a file would
-/// keep one through the copies a data directory goes through, `cp` and `rsync` dropping
-/// extended attributes; blobs written before) it passes where `copy_of_a_picture`, the post
-/// holding the picture it is a copy of: it is made from a picture that is checked, and a damaged
-/// one shows as a damaged small copy, never as the original.
+/// Whether `bytes` are what `address` names: the SHA-256 of its bytes is in the name. A phones'
+/// copy, a screens' copy and a small copy are named after their picture's hash, not their own.
+/// So one of a copy's size (a JPEG 960 or 1,440 pixels wide; a small copy's size) is checked
+/// against `recorded`. That is the SHA-256 its store recorded when it wrote it (Blob Storage's
+/// metadata). Sometimes none was recorded: blobs written before, or the data directory, where
+/// no place beside a file would keep one through the copies a data directory goes through (`cp`
+/// and `rsync` drop extended attributes). Then it passes where `copy_of_a_picture`, the post
+/// holding the picture it is a copy of. It is made from a picture that is checked, and a
+/// damaged one shows as a damaged small copy, never as the original.
 fn checked_as_named(
     address: &PictureAddress,
     bytes: &[u8],
@@ -411,14 +414,14 @@ fn checked_as_named(
 }
 
 /// The small copy or screens' copy at `address` made now from the picture of its post it is a
-/// copy of, and stored, where there is such a picture: a picture stored before these copies
+/// copy of, and stored, where there is such a picture. A picture stored before these copies
 /// were made at upload has none, and the lists and the post page link to them by their names.
 /// Made as an upload is prepared: within the pictures' memory (503 with `Retry-After` where
-/// others hold it for [`MEMORY_WAIT`]), off the async threads, from the picture it is made from
-/// at upload (for a small copy its phones' variant, or itself; for a screens' copy the picture),
-/// checked as it is served. Not counted against the writer's quota when it is made (a few
-/// kilobytes past it for a small copy, a few hundred for a screens' copy, at most). Answers
-/// `None` where the name is no copy of a picture there.
+/// others hold it for [`MEMORY_WAIT`]), off the async threads. It is made from the picture it
+/// is made from at upload (for a small copy its phones' variant, or itself; for a screens' copy
+/// the picture), and checked as it is served. Not counted against the writer's quota when it is
+/// made (a few kilobytes past it for a small copy, a few hundred for a screens' copy, at most).
+/// Answers `None` where the name is no copy of a picture there.
 async fn made_copy(pictures: &Pictures, address: &PictureAddress) -> AppResult<Option<Vec<u8>>> {
     let (small, screen) = (address.name.is_small_size(), address.name.is_scaled_copy_size());
     if !small && !screen {
@@ -550,11 +553,11 @@ pub(crate) const ABANDONED_AFTER: std::time::Duration =
 const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
 
 /// Removes the pictures of posts that do not exist and whose last picture is older than
-/// `older_than`: added on the write page to a post never published (the form's key names a post
-/// id before the post exists, [`PictureTarget::NewPost`]), so that they do not count against
-/// the writer's quota for ever; and a deleted post's, if its removal failed. One point read per
-/// post with pictures, once per process for those found published. Answers how many posts'
-/// pictures it removed.
+/// `older_than`. Those are pictures added on the write page to a post never published, so that
+/// they do not count against the writer's quota for ever. The form's key names a post id before
+/// the post exists ([`PictureTarget::NewPost`]). It also removes a deleted post's pictures, if
+/// their removal failed. One point read per post with pictures, once per process for those
+/// found published. Answers how many posts' pictures it removed.
 pub async fn sweep_abandoned_pictures(
     state: &AppState,
     older_than: std::time::Duration,
@@ -621,11 +624,11 @@ fn within_quota(quota: Quota, usage: Usage, adding: u64) -> AppResult<()> {
 
 /// Prepares `upload` off the async threads within the pictures' memory: its header is read
 /// first ([`plan`]), the memory it says is taken, and only then is it decoded. The memory's
-/// permit is moved into the blocking task, so that it is given back when the decoding ends,
-/// not when the request does: a request cut off by its budget or its client leaves its decode
-/// running (a blocking task cannot be stopped), and that decode still holds its memory, so no
-/// other starts beside it past the budget. An upload whose own plan is more than all of it is
-/// refused 422; one that finds it in use by others for [`MEMORY_WAIT`] is refused 503.
+/// permit is moved into the blocking task, so that it is given back when the decoding ends, not
+/// when the request does. A request cut off by its budget or its client leaves its decode
+/// running (a blocking task cannot be stopped). That decode still holds its memory, so no other
+/// starts beside it past the budget. An upload whose own plan is more than all of it is refused
+/// 422; one that finds it in use by others for [`MEMORY_WAIT`] is refused 503.
 async fn prepare_off_the_async_threads(
     pictures: &Pictures,
     upload: bytes::Bytes,
@@ -679,10 +682,10 @@ async fn take_memory(
 
 impl Pictures {
     /// Prepares `stored`, a picture as a blog stored it (`handler import`), as an upload is
-    /// prepared ([`prepare_off_the_async_threads`]): within the same limits, but for the
-    /// upload's size (a picture as stored can be larger than the upload it was made from: a JPEG
-    /// encoded anew at quality 90), which is `max_bytes` here; and within the pictures' memory,
-    /// waiting for it as long as others hold it.
+    /// prepared ([`prepare_off_the_async_threads`]). The limits are the same, but for the
+    /// upload's size, which is `max_bytes` here: a picture as stored can be larger than the
+    /// upload it was made from (a JPEG encoded anew at quality 90). It is prepared within the
+    /// pictures' memory, waiting for it as long as others hold it.
     pub(crate) async fn prepare_stored(
         &self,
         stored: Vec<u8>,

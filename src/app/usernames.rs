@@ -6,9 +6,9 @@
 //! an order where a crash between any two leaves every user with a name they hold, and no name
 //! held for good by nobody:
 //!
-//! 1. [`claim`] the new name (create its reservation; retry, or take over an abandoned one);
-//! 2. write the user with it (conditional on the version read first, so that concurrent renames
-//!    of one user take turns), in [`super::users`];
+//! 1. [`claim`] the new name (create its reservation; retry, or take over an abandoned one).
+//! 2. Write the user with it (conditional on the version read first, so that concurrent renames
+//!    of one user take turns), in [`super::users`].
 //! 3. [`release`] the old name, only if still the user's and unchanged since before step 2.
 //!
 //! After a crash in 1–2 the claim is the user's own: a retry goes on from it, and anyone else
@@ -154,11 +154,11 @@ pub(crate) async fn abandon(
 }
 
 /// Finishes what a C1 write may have left undone, for `UsersChangeFeed` (see
-/// [`super::copies::user_changed`]): reserves the user's current name if nobody has (a crash, or
-/// a user from before reservations: `handler rebuild-copies` replays every user through here),
-/// and deletes the reservation of the name the current one replaced if the user still holds it.
-/// One point read when all is in order (two for a renamed user: the name it gave up is looked at
-/// again).
+/// [`super::copies::user_changed`]). It reserves the user's current name if nobody has: after a
+/// crash, or for a user from before reservations (`handler rebuild-copies` replays every user
+/// through here). It deletes the reservation of the name the current one replaced if the user
+/// still holds it. One point read when all is in order (two for a renamed user: the name it
+/// gave up is looked at again).
 pub(crate) async fn tidy_reservations(store: &Store, user: &User) -> Result<(), StoreError> {
     let name = normalize_username(&user.username);
     let id = reservation_id(&name);

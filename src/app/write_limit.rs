@@ -1,12 +1,12 @@
 //! How many writes one user may send: a token bucket per user, in this instance's memory.
 //!
-//! Every write one account sends costs request units (on serverless Cosmos DB, money) and takes a
-//! share of the database's throughput that other users then meet as throttling. A person writes a
-//! few posts, comments and likes a minute; a script writes as fast as the database accepts. The
-//! bucket lets a person's burst through (a few likes in a row) and holds a script to the steady
-//! rate: each user has `burst` writes at once, refilled at `per_minute`; past it, the write is
-//! refused before it reaches the database, saying when the next one will be accepted. Reads are
-//! never counted.
+//! Every write one account sends costs request units (on serverless Cosmos DB, money) and takes
+//! a share of the database's throughput that other users then meet as throttling. A person
+//! writes a few posts, comments and likes a minute; a script writes as fast as the database
+//! accepts. The bucket lets a person's burst through (a few likes in a row) and holds a script
+//! to the steady rate. Each user has `burst` writes at once, refilled at `per_minute`. Past it,
+//! the write is refused before it reaches the database, saying when the next one will be
+//! accepted. Reads are never counted.
 //!
 //! The buckets live in the instance that serves the write: on Azure, each instance of the function
 //! app limits on its own, so a user spread over `n` instances may write up to `n` times as fast.
@@ -29,9 +29,9 @@ pub(crate) struct WriteLimit {
     buckets: Mutex<Buckets>,
 }
 
-/// Every user's bucket, and how many there may be before the next sweep: after a sweep that
-/// left many (that many users writing at once), the next waits until they have doubled, so
-/// that a write does not walk them all each time.
+/// Every user's bucket, and how many there may be before the next sweep. After a sweep that
+/// left many (that many users writing at once), the next waits until they have doubled. So a
+/// write does not walk them all each time.
 struct Buckets {
     by_user: HashMap<String, Bucket>,
     sweep_above: usize,

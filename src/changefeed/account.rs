@@ -1,16 +1,16 @@
 //! The change-feed functions on a Cosmos DB account whose change feed the Functions host cannot
-//! deliver: the Linux emulator ("vNext") serves the change feed to SDKs, but the host's Cosmos DB
-//! trigger does not work against it (Azure/azure-cosmos-db-emulator-docker issue 257). With
+//! deliver. The Linux emulator ("vNext") serves the change feed to SDKs, but the host's Cosmos
+//! DB trigger does not work against it (Azure/azure-cosmos-db-emulator-docker issue 257). With
 //! `BLOG_CHANGE_FEED=local` on an account, a processor per function in the handler reads the
-//! container's change feed through the SDK (latest-version mode, every feed range, one
-//! continuation token for all of them) and delivers each page to the same functions the host
-//! invokes, with the same retries and dead letters.
+//! container's change feed through the SDK. It reads in latest-version mode, every feed range,
+//! with one continuation token for all of them. It delivers each page to the same functions the
+//! host invokes, with the same retries and dead letters.
 //!
-//! Its position is an item in the `leases` container (`localProcessor-<Function>`, which neither
-//! the trigger's leases, named after the functions' `leaseContainerPrefix`, nor a dead letter can
-//! be), saved after each page is applied: a restart delivers again at most the page it was on
-//! (the functions are idempotent). One process should follow an account this way at a time; it
-//! is for local runs, where the host's trigger is off (docs/local.md).
+//! Its position is an item in the `leases` container, saved after each page is applied. The
+//! item is `localProcessor-<Function>`, which neither the trigger's leases, named after the
+//! functions' `leaseContainerPrefix`, nor a dead letter can be. A restart delivers again at
+//! most the page it was on (the functions are idempotent). One process should follow an account
+//! this way at a time; it is for local runs, where the host's trigger is off (docs/local.md).
 
 use std::sync::{Arc, Mutex};
 

@@ -1,12 +1,12 @@
 //! Changes that can never be applied, set aside where a person can inspect and replay them.
 //!
 //! A change-feed function that refused a change for good (an item of the wrong shape), or an
-//! invocation it cannot even read, must not block its feed: under the host's retry policy
+//! invocation it cannot even read, must not block its feed. Under the host's retry policy
 //! (`maxRetryCount: -1`) a failed batch is delivered again forever and its lease never moves,
-//! so every later change waits behind it. So the function acknowledges it, and keeps it here:
-//! a `deadLetter` item in the `leases` container (the one container the app owns that no request
-//! reads; the trigger's own leases there have ids that start with the functions'
-//! `leaseContainerPrefix`, which a dead letter's id never does). `handler dead-letters` lists
+//! so every later change waits behind it. So the function acknowledges it, and keeps it here: a
+//! `deadLetter` item in the `leases` container. That is the one container the app owns that no
+//! request reads. The trigger's own leases there have ids that start with the functions'
+//! `leaseContainerPrefix`, which a dead letter's id never does. `handler dead-letters` lists
 //! them; `handler dead-letters replay` delivers each again and removes those that now apply.
 
 use std::borrow::Cow;

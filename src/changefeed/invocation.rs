@@ -4,10 +4,10 @@
 //! `DefaultHttpWorkerService.ProcessDefaultInvocationRequest`,
 //! `ScriptInvocationContextExtensions.ToHttpScriptInvocationContext`). The Cosmos DB extension
 //! hands a custom handler's documents over as one compact JSON string
-//! (azure-webjobs-sdk-extensions, `CosmosDBTriggerValueBinder.GetValueAsync`: `JArray.ToString(
-//! Formatting.None)`), and the host serializes that string once more
-//! (`GetHttpScriptInvocationContextValue`: `JsonConvert.SerializeObject`, as the host's own
-//! `ScriptInvocationContextExtensionsTests` and `DefaultHttpWorkerServiceTests` expect), so
+//! (azure-webjobs-sdk-extensions, `CosmosDBTriggerValueBinder.GetValueAsync`:
+//! `JArray.ToString(Formatting.None)`). The host serializes that string once more
+//! (`GetHttpScriptInvocationContextValue`: `JsonConvert.SerializeObject`). The host's own
+//! `ScriptInvocationContextExtensionsTests` and `DefaultHttpWorkerServiceTests` expect that. So
 //! `Data.documents` is a JSON string holding a JSON string holding the array. [`documents`]
 //! unwraps every string layer; an array as such is accepted too. Read by [`super::host`] as
 //! invocations arrive, and by [`super::dead_letters`] to deliver a set-aside one again.

@@ -1,15 +1,17 @@
 //! How far each change-feed function is behind: the changes not delivered to it yet, and how
-//! old the oldest of them is. `handler lag` prints it, and a served blog logs it once a minute
-//! (the workbook's and the lag alert's `lag` line; see `crate::running::followed` for where).
+//! old the oldest of them is. `handler lag` prints it, and a served blog logs it once a minute.
+//! That is the workbook's and the lag alert's `lag` line; see `crate::running::followed` for
+//! where.
 //!
-//! It is measured from the positions the functions are delivered from: the embedded store's
-//! processors' (their checkpoint files), the account processors' of `BLOG_CHANGE_FEED=local`
-//! (their `localProcessor-*` items), or the Functions host's Cosmos DB trigger's, whose leases
-//! keep, per feed range, the ETag of the last page delivered (`trigger_positions`). From there
-//! the changes are read, as the function will be given them, and counted: items, not the
-//! transactions Cosmos DB's estimator counts (azure-cosmos-dotnet-v3, `ChangeFeedEstimatorIterator`:
-//! the session token's LSN less the first change's `_lsn`), because items are what the copies
-//! wait on, and the SDK here gives no session token per range.
+//! It is measured from the positions the functions are delivered from. Those are the embedded
+//! store's processors' (their checkpoint files), or the account processors' of
+//! `BLOG_CHANGE_FEED=local` (their `localProcessor-*` items). Or they are the Functions host's
+//! Cosmos DB trigger's, whose leases keep, per feed range, the ETag of the last page delivered
+//! (`trigger_positions`). From there the changes are read, as the function will be given them,
+//! and counted. It counts items, not the transactions Cosmos DB's estimator counts
+//! (azure-cosmos-dotnet-v3, `ChangeFeedEstimatorIterator`: the session token's LSN less the
+//! first change's `_lsn`). Items are what the copies wait on, and the SDK here gives no session
+//! token per range.
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -70,9 +70,10 @@ impl Function {
         }
     }
 
-    /// Applies one batch, as the host's trigger or a local processor delivers it, and sets aside
-    /// the changes that can never be applied. `Err` means the whole batch must be delivered
-    /// again (a passing failure: throttling, a timeout, the store unreachable).
+    /// Applies one batch, as the host's trigger or a local processor delivers it, and sets
+    /// aside the changes that can never be applied. `Err` means the whole batch must be
+    /// delivered again. That is a passing failure: throttling, a timeout, the store
+    /// unreachable.
     pub async fn deliver(
         self,
         state: &AppState,

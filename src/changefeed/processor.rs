@@ -207,11 +207,11 @@ async fn follow(
     }
 }
 
-/// The changed items as they are now, with their system properties, as the change feed
-/// delivers them; an item deleted since is left out (the feed never shows deletions), and so is
-/// one whose newest write is not on disk yet (it comes again once it is). An item
-/// the store refuses to read (not a passing failure: it would refuse it every time) is set aside
-/// as `unreadable`, with its partition key and id, so that the rest goes on.
+/// The changed items as they are now, with their system properties, as the change feed delivers
+/// them. An item deleted since is left out (the feed never shows deletions). So is one whose
+/// newest write is not on disk yet (it comes again once it is). An item the store refuses to
+/// read (not a passing failure: it would refuse it every time) is set aside as `unreadable`,
+/// with its partition key and id, so that the rest goes on.
 async fn read_current(
     state: &AppState,
     function: Function,
@@ -378,11 +378,11 @@ fn checkpoint_path(data_dir: &Path, function: Function) -> PathBuf {
     checkpoint::path(data_dir, function.name())
 }
 
-/// Delivers the whole `users` change feed from its beginning to `UsersChangeFeed`: every
+/// Delivers the whole `users` change feed from its beginning to `UsersChangeFeed`. Every
 /// renamed user's name is carried onto their items again, and every user's current name is
-/// reserved (the migration of data written before usernames were unique; where two users show
-/// one name, the first delivered holds it). Idempotent, like the function. Returns how many
-/// users it delivered.
+/// reserved. That is the migration of data written before usernames were unique; where two
+/// users show one name, the first delivered holds it. Idempotent, like the function. Returns
+/// how many users it delivered.
 pub async fn replay_users(state: &AppState) -> Result<usize, FeedError> {
     replay_users_reporting(state, &mut |_| {}).await
 }

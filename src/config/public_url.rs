@@ -1,16 +1,17 @@
 //! The blog's public address: where its readers reach it, written into every absolute link the
 //! pages and feeds give (the canonical address, `og:url`, `og:image`, the Atom feeds' links).
 //!
-//! It comes from configuration, never from the request: a page kept by a shared cache (a CDN
-//! keys its copies by URL alone) would otherwise carry whatever `Host` or `X-Forwarded-Host` its
-//! first requester sent, to every reader after them, and search engines would read that address
+//! It comes from configuration, never from the request. Otherwise a page kept by a shared cache
+//! (a CDN keys its copies by URL alone) would carry whatever `Host` or `X-Forwarded-Host` its
+//! first requester sent, to every reader after them. And search engines would read that address
 //! as the canonical one. So the pages and feeds are the same bytes whatever a request's headers
-//! say. In order: `BLOG_PUBLIC_URL` (Bicep sets it to the Front Door endpoint when there is one);
-//! else `WEBSITE_HOSTNAME`, the function app's default host name where the platform sets it
-//! (azure-functions-host reads it as `EnvironmentSettingNames.AzureWebsiteHostName`), which
-//! Core Tools sets to `localhost:<port>` (azure-functions-core-tools `StartHostAction.
-//! GetConfigurationSettings`) and the custom handler inherits with the host's environment
-//! (`DefaultWorkerProcessFactory.CreateWorkerProcess`); else the address the handler listens on.
+//! say. In order, it is first `BLOG_PUBLIC_URL` (Bicep sets it to the Front Door endpoint when
+//! there is one). Else it is `WEBSITE_HOSTNAME`, the function app's default host name where the
+//! platform sets it (azure-functions-host reads it as
+//! `EnvironmentSettingNames.AzureWebsiteHostName`). Core Tools sets that to `localhost:<port>`
+//! (azure-functions-core-tools `StartHostAction.GetConfigurationSettings`). The custom handler
+//! inherits it with the host's environment (`DefaultWorkerProcessFactory.CreateWorkerProcess`).
+//! Else it is the address the handler listens on.
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! How each setting is read from the environment: one reader per area (the store, serving,
-//! sign-in, pictures, the write limit), each with its defaults and its bounds, so that a
-//! setting that is wrong stops the start with its name and why, never later with a panic or an
+//! sign-in, pictures, the write limit), each with its defaults and its bounds. So a setting
+//! that is wrong stops the start with its name and why, never later with a panic or an
 //! overflow. `Config::from_lookup` only puts their answers together.
 
 use std::net::SocketAddr;
@@ -271,8 +271,8 @@ pub(super) fn write_limit(lookup: Lookup<'_>) -> Result<Option<WriteLimitSetting
 }
 
 /// The most `BLOG_MAX_IN_FLIGHT` may be: as many as the connections the server can hold at most
-/// (`http::serve`: one a file descriptor, of at most 2^20), far below what a semaphore can count (`Semaphore::MAX_PERMITS`, which a
-/// larger setting made the start panic on).
+/// (`http::serve`: one a file descriptor, of at most 2^20). That is far below what a semaphore
+/// can count (`Semaphore::MAX_PERMITS`, which a larger setting made the start panic on).
 pub(crate) const MAX_IN_FLIGHT_LIMIT: u64 = 1 << 20;
 
 /// The longest `BLOG_HEADER_TIMEOUT` and `BLOG_REQUEST_TIMEOUT`: an hour, far past the 230 s after

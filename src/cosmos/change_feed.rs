@@ -83,9 +83,9 @@ impl Store {
     }
 }
 
-/// One feed range's position in a container's change feed as the Functions host's Cosmos DB
-/// trigger keeps it, in a lease: the range's effective partition keys, and the ETag the service
-/// answered for the last page delivered from it (`None`: nothing delivered yet).
+/// One feed range's position in a container's change feed, as the Functions host's Cosmos DB
+/// trigger keeps it in a lease. It holds the range's effective partition keys, and the ETag the
+/// service answered for the last page delivered from it (`None`: nothing delivered yet).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RangePosition {
     /// The range's lowest effective partition key (inclusive), in hex (`""` for the first).
@@ -100,12 +100,13 @@ impl Store {
     /// The change feed of `container` from the positions of `ranges`, as the trigger's leases
     /// hold them; a range with no ETag from the beginning (the trigger's `startFromBeginning`).
     ///
-    /// For the change feed, the SDK keeps per feed range the service's ETag, which it sends again
-    /// as `If-None-Match` (azure_data_cosmos_driver 1.0, `RequestNode::
-    /// handle_change_feed_response`), as .NET's change feed processor keeps it in a lease's
-    /// `ContinuationToken` (azure-cosmos-dotnet-v3, `ChangeFeedPartitionKeyResultSetIteratorCore`:
-    /// "Change Feed uses etag as continuation token"). So the SDK's own position for this container
-    /// from its beginning is taken, and each range's ETag set in it.
+    /// For the change feed, the SDK keeps per feed range the service's ETag, which it sends
+    /// again as `If-None-Match` (azure_data_cosmos_driver 1.0,
+    /// `RequestNode::handle_change_feed_response`). The change feed processor of .NET keeps it
+    /// the same way, in a lease's `ContinuationToken` (azure-cosmos-dotnet-v3,
+    /// `ChangeFeedPartitionKeyResultSetIteratorCore`: "Change Feed uses etag as continuation
+    /// token"). So the SDK's own position for this container from its beginning is taken, and
+    /// each range's ETag set in it.
     pub(crate) async fn change_feed_at(
         &self,
         container: Container,

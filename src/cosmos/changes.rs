@@ -2,7 +2,7 @@
 //! change-feed processors follow, in place of the SDK's change feed.
 //!
 //! The in-memory emulator answers each change-feed poll by copying every item of the polled
-//! feed range and keeping the newer ones, so following it costs time proportional to all the
+//! feed range and keeping the newer ones. So following it costs time proportional to all the
 //! data on every poll; under a steady write load the processors fell further behind as the data
 //! grew. The database already numbers every write in the order the store applied it. This index
 //! keeps each live item's latest number, so "what changed after n" costs what changed.
@@ -87,8 +87,8 @@ impl ChangeIndex {
     }
 
     /// At most `limit` items of `container` whose last write is numbered after `after` and at
-    /// most `settled`: a reader is never taken past a write that is not on disk yet, since a
-    /// crash would lose it and the numbers after the restart would start again below its
+    /// most `settled`. A reader is never taken past a write that is not on disk yet. A crash
+    /// would lose that write, and the numbers after the restart would start again below its
     /// position.
     pub(crate) fn changed_after(
         &self,

@@ -301,8 +301,8 @@ impl StoreError {
 mod tests;
 
 /// What an import that writes records in the embedded store, so that the store is refused until
-/// it has finished (`handler import`): the file it imports, by its digest (its last line's
-/// SHA-256) and its path as given (`None`: standard input).
+/// it has finished (`handler import`). It is the file it imports, by its digest (its last
+/// line's SHA-256) and its path as given (`None`: standard input).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ImportMark {
     /// The file's SHA-256, as its last line says it.

@@ -84,8 +84,8 @@ pub(crate) struct Changed {
     pub through: u64,
 }
 
-/// The pause before attempt `attempt + 1` of an optimistic write that lost a race (412/409):
-/// up to 1 ms, doubling per attempt up to 64 ms, scaled by a random factor so that the
+/// The pause before attempt `attempt + 1` of an optimistic write that lost a race (412/409). It
+/// is up to 1 ms, doubling per attempt up to 64 ms. A random factor scales it so that the
 /// contenders spread out instead of colliding again.
 pub(crate) fn retry_pause(attempt: usize) -> Duration {
     let ceiling_micros = 1_000u64 << attempt.min(6);

@@ -1,8 +1,8 @@
 //! Every Cosmos DB call the application makes, through the official SDK (`azure_data_cosmos`).
 //!
 //! Handlers and scripts speak in items, partition keys and pages; this module turns that into
-//! SDK calls, records each call's cost on the request's [`Meter`], bounds it in time, and maps
-//! the SDK's errors to the few outcomes the application acts on ([`StoreError`]).
+//! SDK calls. It records each call's cost on the request's [`Meter`] and bounds it in time. It
+//! maps the SDK's errors to the few outcomes the application acts on ([`StoreError`]).
 //!
 //! - [`schema`]: the containers, their partition keys and indexing.
 //! - [`store`]: [`Store`], every item operation; [`change_feed`]: a container read whole.
@@ -20,9 +20,9 @@ mod changes;
 pub(crate) mod checkpoint;
 /// The embedded store, SQLite and all, is compiled only with the `embedded` feature. A build
 /// without it (the deployed build) compiles `embedded/absent.rs` in its place, where the
-/// store's `Durability` is a type with no values: `Store` holds an `Option` of it that is always
-/// `None` there, so the store's reads and writes are one code for both builds (only
-/// [`Store::connect`] says which backends a build has), and every path to the embedded store is
+/// store's `Durability` is a type with no values. `Store` holds an `Option` of it that is
+/// always `None` there. So the store's reads and writes are one code for both builds (only
+/// [`Store::connect`] says which backends a build has). Every path to the embedded store is
 /// dead by its type and compiled out. Why so, rather than `cfg` through the store: see there.
 #[cfg(feature = "embedded")]
 pub(crate) mod embedded;
@@ -60,11 +60,11 @@ pub(crate) use schema::Container;
 pub(crate) use sdk::entra_credential;
 pub(crate) use store::Store;
 
-/// The furthest a write number, and so a change-feed processor's position, may go: one
+/// The furthest a write number, and so a change-feed processor's position, may go. It is one
 /// definition for the store, which numbers writes, and the processors, whose checkpoints hold
 /// positions. SQLite's integers are signed 64-bit, and numbering must have room to go on after
-/// any position (a position near `u64::MAX` wrapped around, and the processors chased it for
-/// ever); 2^62 − 1 writes are more than any data directory will see.
+/// any position. A position near `u64::MAX` wrapped around, and the processors chased it for
+/// ever. 2^62 − 1 writes are more than any data directory will see.
 pub(crate) const MAX_POSITION: u64 = (i64::MAX / 2) as u64;
 #[cfg(test)]
 pub(crate) use store::resuming_error;

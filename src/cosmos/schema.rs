@@ -75,10 +75,11 @@ impl Container {
         policy
     }
 
-    /// Whether the container has time to live on with no default (`defaultTtl: -1`), so that an
-    /// item carrying a `ttl` is removed that many seconds after its last write: `posts`, for the
-    /// tombstones of deleted posts (C7), and both `posts` and `users` for the records of
-    /// idempotency keys (`app::idempotency`). Cosmos DB ignores an item's `ttl` elsewhere.
+    /// Whether the container has time to live on with no default (`defaultTtl: -1`). Then an
+    /// item carrying a `ttl` is removed that many seconds after its last write. That is
+    /// `posts`, for the tombstones of deleted posts (C7), and both `posts` and `users` for the
+    /// records of idempotency keys (`app::idempotency`). Cosmos DB ignores an item's `ttl`
+    /// elsewhere.
     pub fn expires_items(self) -> bool {
         matches!(self, Container::Posts | Container::Users)
     }

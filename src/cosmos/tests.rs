@@ -8,8 +8,8 @@ use super::*;
 use crate::test_support::{FaultyDisk, embedded_config};
 
 /// Cosmos DB removes an item `ttl` seconds after its last write, in a container with time to
-/// live on; the embedded store's sweep must too, by a deletion committed to the database, and a restart must
-/// neither forget nor reset an expiry.
+/// live on. The embedded store's sweep must too, by a deletion committed to the database. A
+/// restart must neither forget nor reset an expiry.
 #[tokio::test]
 async fn items_expire_ttl_seconds_after_their_last_write_across_restarts() {
     let dir = tempfile::tempdir().unwrap();
@@ -254,9 +254,9 @@ async fn concurrent_writes_to_different_partitions_share_commits() {
 }
 
 /// Request records are kept in the database only: a batch creates one with its write, in one
-/// commit; a second create of it fails the batch as Cosmos DB would (409 for it, 424 for the
-/// rest) and applies nothing; it is read back by its id, before and after a restart, though the
-/// emulator never holds it; and once expired it is no longer read, and the sweep removes it.
+/// commit. A second create of it fails the batch as Cosmos DB would (409 for it, 424 for the
+/// rest) and applies nothing. It is read back by its id, before and after a restart, though the
+/// emulator never holds it. Once expired it is no longer read, and the sweep removes it.
 #[tokio::test]
 async fn request_records_expire_in_the_database() {
     let dir = tempfile::tempdir().unwrap();

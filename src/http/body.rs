@@ -2,20 +2,20 @@
 //! picture, only once its sender may add it and within a budget of bytes held across requests.
 //!
 //! **A rate, not a time.** A body must keep arriving at [`MIN_RATE`] on average after a
-//! [`GRACE`] for its first bytes: the time it may take grows with what it sends (a 10 MiB photo
-//! over a phone's 1 Mbit/s link takes 80 s and is read), and a client that trickles (a byte a
+//! [`GRACE`] for its first bytes. The time it may take grows with what it sends: a 10 MiB photo
+//! over a phone's 1 Mbit/s link takes 80 s and is read. A client that trickles (a byte a
 //! second) is cut as soon as it falls behind, whatever it claims to send. Each chunk is awaited
 //! until the moment the bytes so far are due by, so the check costs one timer per chunk.
 //!
 //! **A picture's body is read last.** The front door reads every other body before the route
-//! runs; a picture route gets an [`UnreadBody`] instead, and reads it after it has checked who
+//! runs. A picture route gets an [`UnreadBody`] instead, and reads it after it has checked who
 //! sends it and where it goes (401, 403 and 404 cost the blog no body). Its bytes are then held
-//! under a permit of the [`UploadBuffers`], taken for its declared length (or the largest upload,
-//! where none is declared) before a byte is read: past the budget the answer is 503 with
-//! `Retry-After`, never a connection more buffering 10 MiB. The permit goes with the bytes
-//! ([`bytes::Bytes::from_owner`]), so it is given back when the last holder of the picture's
-//! bytes (the blocking task that decodes it) lets go, not when the request ends. The request's
-//! time budget counts from when its body is in ([`Deadline`]).
+//! under a permit of the [`UploadBuffers`]. The permit is taken for its declared length (or the
+//! largest upload, where none is declared) before a byte is read. Past the budget the answer is
+//! 503 with `Retry-After`, never a connection more buffering 10 MiB. The permit goes with the
+//! bytes ([`bytes::Bytes::from_owner`]). So it is given back when the last holder of the
+//! picture's bytes (the blocking task that decodes it) lets go, not when the request ends. The
+//! request's time budget counts from when its body is in ([`Deadline`]).
 //!
 //! Where this holds: per process. On Azure the Functions host reads the whole request before it
 //! forwards it to the handler (its own limits apply first), so the rate is the host's to keep
@@ -121,10 +121,10 @@ impl UploadBuffers {
     }
 }
 
-/// When a request's time runs out. A picture's request counts its budget from when its body
-/// is in ([`Deadline::restart`]), so that a slow link's upload has its time to arrive (at
-/// [`MIN_RATE`]) and then the same time to be prepared as any other request: the front door
-/// waits for the route until the deadline, and again while it has moved on.
+/// When a request's time runs out. A picture's request counts its budget from when its body is
+/// in ([`Deadline::restart`]). So a slow link's upload has its time to arrive (at [`MIN_RATE`])
+/// and then the same time to be prepared as any other request. The front door waits for the
+/// route until the deadline, and again while it has moved on.
 #[derive(Clone, Debug)]
 pub(crate) struct Deadline {
     at: Arc<tokio::sync::watch::Sender<tokio::time::Instant>>,

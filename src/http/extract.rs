@@ -55,8 +55,8 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 }
 
 /// Why a write arrived without a body. Under the Functions host the likely cause is the
-/// client's framing: the host copies a request's body only when its `Content-Length` is above 0
-/// (azure-functions-host `DefaultHttpWorkerService`, forwarding), so a chunked body is dropped
+/// client's framing. The host copies a request's body only when its `Content-Length` is above 0
+/// (azure-functions-host `DefaultHttpWorkerService`, forwarding). So a chunked body is dropped
 /// on the way and its `Transfer-Encoding` header arrives alone.
 fn missing_body(headers: &axum::http::HeaderMap) -> ApiError {
     let declared_empty = headers.get(header::CONTENT_LENGTH).is_some_and(|length| length == "0");
@@ -226,8 +226,8 @@ pub(crate) fn field_names<T: DeserializeOwned>() -> &'static [&'static str] {
 #[allow(dead_code)]
 pub(crate) struct IdempotencyKeyHeader {
     /// A new random value (a UUID) with each write, and the same value when the write is sent
-    /// again: a write repeated with its key within a day is made once, and answered as the first
-    /// time (the item as it is now). The same key with another request is 422.
+    /// again. A write repeated with its key within a day is made once, and answered as the
+    /// first time (the item as it is now). The same key with another request is 422.
     #[param(rename = "Idempotency-Key", min_length = 1, max_length = 255, pattern = "^[ -~]+$")]
     idempotency_key: Option<String>,
 }

@@ -8,20 +8,20 @@
 //! request's headers, idle kept-alive connections included; the body has its own minimum rate
 //! (`super::body`).
 //!
-//! The timeout is kept by the connection's own task, from the time the connection has waited for
-//! a request (the same window as hyper's `header_read_timeout`: from the end of the last answer
-//! to the end of the next request's headers), with one timer per connection that is looked at
-//! when it fires. hyper's own timeout arms a new timer for every request (`Conn::poll_read_head`
-//! in hyper's `src/proto/h1/conn.rs` makes a `Sleep` when it starts reading a head and drops it
-//! once the head is read), and that cost the front page 5 % of its throughput (BENCHMARKS.md,
-//! "The front page against nginx").
+//! The timeout is kept by the connection's own task, from the time the connection has waited
+//! for a request. That is the same window as hyper's `header_read_timeout`: from the end of the
+//! last answer to the end of the next request's headers. There is one timer per connection,
+//! looked at when it fires. The hyper crate's own timeout arms a new timer for every request,
+//! and that cost the front page 5 % of its throughput (BENCHMARKS.md, "The front page against
+//! nginx"). In hyper's `src/proto/h1/conn.rs`, `Conn::poll_read_head` makes a `Sleep` when it
+//! starts reading a head and drops it once the head is read.
 //!
 //! A timeout alone still lets a few hundred silent sockets take every file descriptor for 30 s,
 //! and then nobody is served. So connections are counted against [`Limits::max_connections`],
-//! kept below the process's descriptor limit so that one can always be accepted; at the limit,
-//! the connection that has waited longest for a request (a silent, trickling or idle kept-alive
-//! socket: it costs its client nothing to open another) is closed to make room, and only when
-//! every connection is working on a request is the newcomer answered 503 at once.
+//! kept below the process's descriptor limit so that one can always be accepted. At the limit,
+//! the connection that has waited longest for a request is closed to make room. That is a
+//! silent, trickling or idle kept-alive socket: it costs its client nothing to open another.
+//! Only when every connection is working on a request is the newcomer answered 503 at once.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -311,8 +311,8 @@ async fn connection(
 }
 
 /// Answers a connection the server has no room for: 503 with a problem body, then closes it.
-/// The request's head is read first (HTTP clients take an answer that comes before their
-/// request for a broken connection, not for an answer); all of it bounded by one second, so
+/// The request's head is read first: HTTP clients take an answer that comes before their
+/// request for a broken connection, not for an answer. All of it is bounded by one second, so
 /// that a client that sends or reads nothing cannot hold the descriptor.
 async fn refuse_busy(mut stream: TcpStream) {
     const BODY: &str = r#"{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"The server has as many connections open as it can serve, all working on requests; retry in a moment."}"#;

@@ -9,8 +9,8 @@ use tracing_subscriber::fmt::{FmtContext, FormattedFields};
 use tracing_subscriber::registry::LookupSpan;
 
 /// The layout of `tracing-subscriber`'s default format without colour (`Format<Full>`:
-/// `2026-11-25T18:30:00.123456Z  INFO target: message key=value`), written with less work per
-/// line: the date and time to the second are formatted once a second per thread, and integers,
+/// `2026-11-25T18:30:00.123456Z INFO target: message key=value`), written with less work per
+/// line. The date and time to the second are formatted once a second per thread. Integers,
 /// strings and booleans go into the line directly instead of through `fmt::Debug`. The request
 /// line is written on every request; the default formatter was most of its cost (BENCHMARKS.md,
 /// "The front page against nginx"). A test holds the two layouts equal.

@@ -1,15 +1,15 @@
 //! Log lines into one buffer in memory, which a thread of its own writes out a batch at a time.
 //!
 //! Every request logs a line, so the line's way out is on the request path. Written in place,
-//! each line was a `write(2)` on a worker thread (a quarter of the front page's throughput);
-//! through `tracing-appender`'s channel, each line was still an allocation, a wake of its writer
-//! thread and a `write(2)` there, on a machine with two cores. Here a line is a copy into a
-//! buffer under a lock nobody holds for long; the writer wakes every [`FLUSH_EVERY`], or at once
-//! when a batch reaches [`BATCH_BYTES`], and writes the whole batch in one call.
+//! each line was a `write(2)` on a worker thread (a quarter of the front page's throughput).
+//! Through `tracing-appender`'s channel, each line was still an allocation, a wake of its
+//! writer thread and a `write(2)` there, on a machine with two cores. Here a line is a copy
+//! into a buffer under a lock nobody holds for long. The writer wakes every [`FLUSH_EVERY`], or
+//! at once when a batch reaches [`BATCH_BYTES`], and writes the whole batch in one call.
 //!
 //! Nothing is dropped: when the writer falls [`MAX_WAITING_BYTES`] behind (stdout blocked), a
 //! line waits for room. Lines still in memory when the process is killed are lost, at most
-//! [`FLUSH_EVERY`]'s worth (the Functions host ends its worker that way, with SIGKILL); an
+//! [`FLUSH_EVERY`]'s worth (the Functions host ends its worker that way, with SIGKILL). An
 //! orderly exit writes them ([`Flusher`]'s drop), waiting at most [`LAST_BATCH_WAIT`] for a
 //! stdout that no longer takes them.
 

@@ -15,12 +15,13 @@ use super::{Post, truncate_chars};
 pub(crate) const MAX_PREVIEW_ALT_CHARS: usize = 420;
 
 /// A post's first picture (the first its page shows as an image), as the lists show it beside
-/// the post's excerpt and a link preview shows it: its phones' copy, where it has one (960
-/// pixels wide: small enough for the platforms that fetch previews, which refuse files over 5 or
-/// 8 MB where an original may be 10 MiB, and wide enough for a large preview card, which asks
-/// for 600), else the picture itself (it is no wider, or an animation). The blog keeps no other
-/// size. Derived from the post's Markdown whenever its short copies are made, and kept on them,
-/// so that a list shows it from the copy it reads already.
+/// the post's excerpt and a link preview shows it. That is its phones' copy, where it has one,
+/// else the picture itself (it is no wider, or an animation). The phones' copy is 960 pixels
+/// wide. That is small enough for the platforms that fetch previews, which refuse files over 5
+/// or 8 MB where an original may be 10 MiB. It is wide enough for a large preview card, which
+/// asks for 600. The blog keeps no other size. Derived from the post's Markdown whenever its
+/// short copies are made, and kept on them, so that a list shows it from the copy it reads
+/// already.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub(crate) struct FirstPicture {
     /// Its path on the blog (`/pictures/{userId}/{postId}/{name}`).
@@ -50,9 +51,9 @@ impl FirstPicture {
         })
     }
 
-    /// Whether it is a picture of `post`'s own, at the size it says: what a page shows as an
-    /// image, as the post's page shows only its own pictures (the copy is the blog's own writing,
-    /// and this costs no read).
+    /// Whether it is a picture of `post`'s own, at the size it says. That is what a page shows
+    /// as an image, as the post's page shows only its own pictures (the copy is the blog's own
+    /// writing, and this costs no read).
     pub(crate) fn is_of(&self, post: &Post) -> bool {
         PictureAddress::of_url(&self.url).is_some_and(|address| {
             address.owner == post.user_id

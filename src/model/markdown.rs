@@ -3,39 +3,40 @@
 //! written.
 //!
 //! **Why no sanitizer (such as ammonia).** Raw HTML in the text is not cleaned but never taken
-//! as HTML at all: every raw HTML event the parser reports is turned into text, which the
-//! renderer escapes, so `<b>` or `<script>` shows as typed (as it did before Markdown, and as
-//! the API returns it). So every tag in the output is one this module or pulldown-cmark's
-//! renderer writes, from a short list, and every attribute value is escaped: there is nothing
+//! as HTML at all. Every raw HTML event the parser reports is turned into text, which the
+//! renderer escapes. So `<b>` or `<script>` shows as typed (as it did before Markdown, and as
+//! the API returns it). Thus every tag in the output is one this module or pulldown-cmark's
+//! renderer writes, from a short list, and every attribute value is escaped. There is nothing
 //! left for a sanitizer to remove, and no HTML parser (ammonia brings html5ever and some 20
-//! crates) to build and trust. Links are the one way out of the page: only `http`, `https`,
+//! crates) to build and trust. Links are the one way out of the page. Only `http`, `https`,
 //! `mailto` and addresses without a scheme are written as links ([`is_allowed_url`]; a
-//! `javascript:` or `data:` link shows as its text), each with `rel="nofollow ugc"` (links in
-//! user content, which search engines should not count as the blog's: Google's "Qualify your
-//! outbound links"), and none with a `target`, so nothing needs `noopener`.
+//! `javascript:` or `data:` link shows as its text). Each has `rel="nofollow ugc"`: links in
+//! user content, which search engines should not count as the blog's (Google's "Qualify your
+//! outbound links"). None has a `target`, so nothing needs `noopener`.
 //!
-//! **Only the post's own pictures are loaded**: an image whose address is a picture of the blog
-//! ([`PictureAddress::url`]) under the post's writer and the post itself (`Pictures::Of`), of a
-//! size an upload can have (`PictureName::within_limits`), is an `<img>` with that size and its
-//! phones' variant, both read from its address. A comment shows no picture (`Pictures::None`). Any
-//! other image becomes a link to it, labelled with its alt text (or its address when it has none),
-//! a `/pictures/…` address of another writer or post, or of a size no upload has, too. The page
-//! believes the size its address says without asking the store (no read per picture), so whoever
-//! typed an address could otherwise lay out a frame of any size (`height="4294967295"`) and show,
-//! in a post or under it, a picture its writer never put there; a name made up under the post's own
-//! address is the post's writer's own doing, and shows as a missing picture of a size the blog
-//! takes. Loading an image from another site would tell that site the IP address and visit time of
-//! every reader of the page, and the pages' Content-Security-Policy allows images from the blog
-//! alone (`img-src 'self'`), so a browser would refuse it anyway and log an error.
+//! **Only the post's own pictures are loaded**: images whose address is a picture of the blog
+//! ([`PictureAddress::url`]) under the post's writer and the post itself (`Pictures::Of`). Such
+//! an image, of a size an upload can have (`PictureName::within_limits`), is an `<img>` with
+//! that size and its phones' variant, both read from its address. A comment shows no picture
+//! (`Pictures::None`). Any other image becomes a link to it, labelled with its alt text (or its
+//! address when it has none). That includes a `/pictures/…` address of another writer or post,
+//! or of a size no upload has. The page believes the size its address says without asking the
+//! store (no read per picture). So whoever typed an address could otherwise lay out a frame of
+//! any size (`height="4294967295"`). They could also show, in a post or under it, a picture its
+//! writer never put there. A name made up under the post's own address is the post's writer's
+//! own doing, and shows as a missing picture of a size the blog takes. Loading an image from
+//! another site would tell that site the IP address and visit time of every reader of the page.
+//! And the pages' Content-Security-Policy allows images from the blog alone (`img-src 'self'`),
+//! so a browser would refuse it anyway and log an error.
 //!
-//! **Bare URLs become links** (`https://…` in running text, as GitHub's "autolink literals"):
-//! pulldown-cmark links only `<https://…>`, so text outside links and code goes through
-//! linkify, which knows where a URL in prose ends (a trailing `.` or `)` is not part of it).
+//! **Bare URLs become links** (`https://…` in running text, as GitHub's "autolink literals").
+//! Since pulldown-cmark links only `<https://…>`, text outside links and code goes through
+//! linkify. Linkify knows where a URL in prose ends (a trailing `.` or `)` is not part of it).
 //! Only `http` and `https` addresses are made links, and `www.example.com` without a scheme is
 //! not: a scheme-less rule would also link names such as `README.md`.
 //!
 //! A line break typed in the text is a line break on the page (CommonMark's soft breaks are
-//! rendered as `<br>`, as GitHub does for comments): the blog showed the text with its line
+//! rendered as `<br>`, as GitHub does for comments). The blog showed the text with its line
 //! breaks before it read Markdown, and a post written then keeps its look.
 
 use super::picture::PictureAddress;
@@ -78,13 +79,13 @@ impl Pictures<'_> {
     }
 }
 
-/// `text` as HTML, safe to put in a page as it is. `pictures`: whose text it is, so which
-/// pictures are shown as images (see the module's documentation); any other image is a link. A
-/// heading ranks below the page's own around it: one of a higher rank than `top_heading` is
-/// written as `<h{top_heading}>` (a post's title is `h1`, so in its text `#` and `##` are both
-/// `h2`, and `###` stays `h3`), so that the page's outline stays whole and a writer's `##` keeps
-/// its level. Every block takes its own direction (`dir="auto"`), so a right-to-left paragraph
-/// reads right to left in a left-to-right post.
+/// `text` as HTML, safe to put in a page as it is. `pictures` says whose text it is, and so
+/// which pictures are shown as images (see the module's documentation). Any other image is a
+/// link. A heading ranks below the page's own around it. One of a higher rank than
+/// `top_heading` is written as `<h{top_heading}>`, so that the page's outline stays whole and a
+/// writer's `##` keeps its level. A post's title is `h1`, so in its text `#` and `##` are both
+/// `h2`, and `###` stays `h3`. Every block takes its own direction (`dir="auto"`), so a
+/// right-to-left paragraph reads right to left in a left-to-right post.
 pub(crate) fn to_html(text: &str, pictures: Pictures<'_>, top_heading: u8) -> String {
     let mut html = String::with_capacity(text.len() + text.len() / 2);
     pulldown_cmark::html::push_html(
@@ -110,9 +111,10 @@ pub(crate) fn to_html(text: &str, pictures: Pictures<'_>, top_heading: u8) -> St
 /// cat](…)." reads "See.").
 ///
 /// `cut`: `text` is the start of a longer text (a short copy), so a construct may be cut in
-/// half (`**bold te`, `[link te`): the marks the parser found no partner for are left out (a
-/// mark typed escaped, `\*`, stays), and the reader sees `bold te`, `link te`; a picture cut in
-/// half (`![alt te`) is left out, and what follows it with it (only the cut leaves it unpaired).
+/// half (`**bold te`, `[link te`). The marks the parser found no partner for are left out (a
+/// mark typed escaped, `\*`, stays), and the reader sees `bold te`, `link te`. A picture cut in
+/// half (`![alt te`) is left out, and what follows it with it (only the cut leaves it
+/// unpaired).
 pub(crate) fn to_plain_text(text: &str, cut: bool) -> String {
     plain_text(text, cut).0
 }
@@ -444,10 +446,10 @@ fn alt_text<'a>(events: &mut impl Iterator<Item = Event<'a>>) -> String {
     alt
 }
 
-/// One of the post's own pictures, as an `<img>`: its size from its name (so nothing moves as it
-/// loads), loaded when it comes near the screen, and where it has a phones' variant and a
-/// screens' copy, those for a slot they cover (`srcset`; the content column is at most 44rem
-/// wide, 1,408 device pixels at two a CSS pixel).
+/// One of the post's own pictures, as an `<img>`. Its size comes from its name (so nothing
+/// moves as it loads), and it is loaded when it comes near the screen. Where it has a phones'
+/// variant and a screens' copy, those are given for a slot they cover (`srcset`). The content
+/// column is at most 44rem wide, 1,408 device pixels at two a CSS pixel.
 fn picture(address: &PictureAddress, alt: &str) -> String {
     let (width, height) = address.name.size();
     let mut tag = String::from("<img src=\"");
@@ -487,9 +489,9 @@ fn anchor<'a>(href: &str, attributes: &str) -> Event<'a> {
 
 /// Whether a link may lead to `url`: `http`, `https`, `mailto`, or an address with no scheme
 /// (on the blog itself, or `//host/...`). A URL's scheme is all before its first `:` unless a
-/// `/`, `?` or `#` comes first (the WHATWG URL Standard's scheme state); whatever a browser
+/// `/`, `?` or `#` comes first (the WHATWG URL Standard's scheme state). Whatever a browser
 /// would strip from a scheme first (spaces, tabs, line breaks, control characters) stays in it
-/// here, so `java\tscript:` is an unknown scheme and refused.
+/// here. So `java\tscript:` is an unknown scheme and refused.
 fn is_allowed_url(url: &str) -> bool {
     match url.find([':', '/', '?', '#']) {
         Some(at) if url.as_bytes()[at] == b':' => {

@@ -28,10 +28,11 @@ pub(crate) const TAG_MARK_ID: &str = "\u{a7}tagMark";
 /// The `type` of a tag's mark.
 pub(crate) const TAG_MARK_TYPE: &str = "tagMark";
 
-/// The partition of `feed` that holds the blog's change log, and the log's id and `type`: one
-/// small item naming the kept pages the change feed changed lately (`crate::app::kept::change_log`), so
-/// that an instance checks every page it keeps with one point read a second. A partition of its
-/// own, as the feed's mark has, so Q6 and `truncateFeed` never see it.
+/// The partition of `feed` that holds the blog's change log, and the log's id and `type`. The
+/// log is one small item naming the kept pages the change feed changed lately
+/// (`crate::app::kept::change_log`). With it, an instance checks every page it keeps with one
+/// point read a second. A partition of its own, as the feed's mark has, so Q6 and
+/// `truncateFeed` never see it.
 pub(crate) const CHANGE_LOG_PARTITION: &str = "changeLog";
 /// The change log's id (in [`CHANGE_LOG_PARTITION`]).
 pub(crate) const CHANGE_LOG_ID: &str = "changeLog";

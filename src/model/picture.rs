@@ -51,17 +51,18 @@ impl Kind {
 /// The width of the smaller JPEG a wider still picture also gets, for phones (`srcset`).
 pub(crate) const PHONE_WIDTH: u32 = 960;
 
-/// The width of the screens' copy a still picture wider than it also gets: a post page's 44rem
-/// column on a screen of two device pixels per CSS pixel is 1,408 of them, and a phone of three
-/// at 390 CSS pixels 1,170, more than the phones' copy and far less than a photo as taken.
+/// The width of the screens' copy a still picture wider than it also gets. A post page's 44rem
+/// column on a screen of two device pixels per CSS pixel is 1,408 of them, and on a phone of
+/// three at 390 CSS pixels 1,170. That is more than the phones' copy and far less than a photo
+/// as taken.
 pub(crate) const SCREEN_WIDTH: u32 = 1_440;
 
-/// The sizes of a picture's small copies, for the lists' thumbnails at one and two device pixels
-/// per CSS pixel (`srcset` 1x, 2x): the lists' box (`.posts .thumb` in `style.css`) is 8 × 6 rem,
-/// 128 × 96 CSS pixels at a browser's default 16 px (6 × 4.5 rem on a phone, the same 4:3), and
-/// the picture is cropped to fill it. So a copy is that box exactly, cropped as the stylesheet's
-/// `object-fit: cover` crops (about its middle), and the box on a phone of three device pixels
-/// per CSS pixel (288 × 216) takes the 2× copy, barely scaled.
+/// The sizes of a picture's small copies, for the lists' thumbnails at one and two device
+/// pixels per CSS pixel (`srcset` 1x, 2x). The lists' box (`.posts .thumb` in `style.css`) is 8
+/// × 6 rem, 128 × 96 CSS pixels at a browser's default 16 px (6 × 4.5 rem on a phone, the same
+/// 4:3). The picture is cropped to fill it. So a copy is that box exactly, cropped as the
+/// stylesheet's `object-fit: cover` crops (about its middle). The box on a phone of three
+/// device pixels per CSS pixel (288 × 216) takes the 2× copy, barely scaled.
 pub(crate) const SMALL_SIZES: [(u32, u32); 2] = [(128, 96), (256, 192)];
 
 /// The longest side of a picture the blog takes, in pixels ([`Limits`](crate::pictures::Limits)'s
@@ -94,8 +95,8 @@ fn scaled_to(to: u32, width: u32, height: u32) -> (u32, u32) {
 /// A picture's name as stored and served: the SHA-256 of its bytes in hex, its size, and its
 /// extension (`<hash>-<width>x<height>.jpg`). The size is in the name so that a page can give
 /// `width` and `height` (nothing jumps as it loads) and the phones' variant's address, reading
-/// nothing; the hash, so that a name never holds other bytes and may be cached for good.
-/// Checked, so that a name is never a path.
+/// nothing. The hash is in it so that a name never holds other bytes and may be cached for
+/// good. Checked, so that a name is never a path.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PictureName {
     text: String,
@@ -139,8 +140,8 @@ impl PictureName {
     }
 
     /// Whether its size is one the blog takes ([`MAX_SIDE`], [`MAX_PIXELS`], every side at
-    /// least 1): anything else is a name made up by hand, never a picture uploaded, and a page
-    /// that believed it would lay out an `<img>` billions of pixels high.
+    /// least 1). Anything else is a name made up by hand, never a picture uploaded. A page that
+    /// believed it would lay out an `<img>` billions of pixels high.
     pub(crate) fn within_limits(&self) -> bool {
         let (width, height) = self.size();
         width >= 1
@@ -179,12 +180,12 @@ impl PictureName {
     }
 
     /// The name of this picture's small copy of `size` (one of [`SMALL_SIZES`]), where it has
-    /// one: a still picture that covers the size and is not of it already. Made from what the
-    /// lists showed before small copies (its phones' variant, or itself where it has none), so
-    /// that the picture's name and its phones' variant's give the same name: a list knows it
-    /// from the short copy's picture, reading nothing. A JPEG, or a PNG where that is a PNG
-    /// (no wider than [`PHONE_WIDTH`]: a diagram or a logo, whose transparency stays); an
-    /// animation has none.
+    /// one: a still picture that covers the size and is not of it already. It is made from what
+    /// the lists showed before small copies (its phones' variant, or itself where it has none).
+    /// So the picture's name and its phones' variant's give the same name: a list knows it from
+    /// the short copy's picture, reading nothing. A JPEG, or a PNG where that is a PNG (no
+    /// wider than [`PHONE_WIDTH`]: a diagram or a logo, whose transparency stays); an animation
+    /// has none.
     pub(crate) fn small(&self, size: (u32, u32)) -> Option<PictureName> {
         let source = self.phone().unwrap_or_else(|| self.clone());
         let (width, height) = source.size();
@@ -301,9 +302,9 @@ impl PictureAddress {
 /// Where the blog serves pictures.
 pub(crate) const PICTURES_PATH: &str = "/pictures/";
 
-/// An id as one path segment of a URL, and of a Markdown link's destination: letters, digits
-/// and `-._~` as they are (every UUID), anything else `%XX`, so that no id can end the segment,
-/// the link or the attribute it is written in.
+/// An id as one path segment of a URL, and of a Markdown link's destination. Letters, digits
+/// and `-._~` stay as they are (every UUID), anything else becomes `%XX`. So no id can end the
+/// segment, the link or the attribute it is written in.
 fn escape_segment(id: &str) -> String {
     let mut escaped = String::with_capacity(id.len());
     for byte in id.bytes() {

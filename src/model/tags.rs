@@ -5,15 +5,16 @@
 //! form is what the copies in `tags` are partitioned by and what a tag's page is found by, so a
 //! reader following "Rust" finds the posts tagged "rust" too.
 //!
-//! Letters that only look alike are not made one tag: Unicode's confusable skeletons (UTS #39)
-//! fold "rn" into "m" and Cyrillic "сор" into Latin "cop", which as a partition key would put
+//! Letters that only look alike are not made one tag. Unicode's confusable skeletons (UTS #39)
+//! fold "rn" into "m" and Cyrillic "сор" into Latin "cop". As a partition key, that would put
 //! "burn" and "bum", or a Russian word and an English one, under one page. A tag is instead
-//! refused where one of its words mixes scripts ([`mixed_scripts`]: UTS #39's resolved script
-//! set, the test behind its "single script" restriction level), which is how a look-alike is
-//! made ("Rսst", Armenian ս among Latin letters, or "Сosmos" with a Cyrillic С), while a word
-//! wholly in one script ("модель", "Straße", "año") and a tag of words in two ("Azure функции")
-//! are kept. What this leaves: a word written wholly in another script that happens to look like
-//! one in Latin ("сор"), which is a word of that language, not a disguise of a Latin one.
+//! refused where one of its words mixes scripts, which is how a look-alike is made ("Rսst",
+//! Armenian ս among Latin letters, or "Сosmos" with a Cyrillic С). The test is
+//! [`mixed_scripts`]: UTS #39's resolved script set, the test behind its "single script"
+//! restriction level. A word wholly in one script ("модель", "Straße", "año") and a tag of
+//! words in two ("Azure функции") are kept. What this leaves: a word written wholly in another
+//! script that happens to look like one in Latin ("сор"), which is a word of that language, not
+//! a disguise of a Latin one.
 
 use icu_properties::props::Script;
 use icu_properties::script::ScriptWithExtensions;
@@ -23,16 +24,17 @@ use super::usernames::{is_default_ignorable, normalize_username};
 use super::{Post, SourceVersion};
 
 /// The most tags a post may carry. Each tag is one more copy of the post that `PostsChangeFeed`
-/// writes on every change of it (an edit, and every comment or like, which move its counters),
-/// so the bound is what a post's changes may cost: 5 tags make a change of a tagged post write 7
-/// copies instead of 2. Five is also what Stack Overflow allows, enough to say what a post is
+/// writes on every change of it (an edit, and every comment or like, which move its counters).
+/// So the bound is what a post's changes may cost: 5 tags make a change of a tagged post write
+/// 7 copies instead of 2. Five is also what Stack Overflow allows, enough to say what a post is
 /// about and too few to stuff it with keywords.
 pub(crate) const MAX_TAGS: usize = 5;
 
 /// The longest tag accepted, in characters. A tag is a word or two ("rust", "machine learning",
-/// "Cosmos DB"), shown in a row of links under a post's title and in its excerpt; 32 characters
-/// keep that row short on a phone, and keep the tag's page address and its partition key (at
-/// most 4 bytes a character: 128 bytes, far below Cosmos DB's 2 KiB key) small.
+/// "Cosmos DB"), shown in a row of links under a post's title and in its excerpt. A limit of 32
+/// characters keeps that row short on a phone. It also keeps the tag's page address and its
+/// partition key small (at most 4 bytes a character: 128 bytes, far below Cosmos DB's 2 KiB
+/// key).
 pub(crate) const MAX_TAG_CHARS: usize = 32;
 
 /// The characters a tag may not hold, beyond control characters: `,` separates tags in the
@@ -142,9 +144,9 @@ fn check_tag(tag: &str) -> Result<(), TagError> {
     Ok(())
 }
 
-/// What a tag's normal form, the last segment of its page's address, may not be: a dot segment,
-/// which a browser resolves (RFC 3986, 5.2.4: `/tags/..` is `/`), however it was typed ("．．",
-/// "‥" are `..` in normal form); and a word of mixed scripts.
+/// What a tag's normal form, the last segment of its page's address, may not be. It may not be
+/// a dot segment, which a browser resolves (RFC 3986, 5.2.4: `/tags/..` is `/`), however it was
+/// typed ("．．", "‥" are `..` in normal form). Nor may it be a word of mixed scripts.
 fn check_normal_form(tag: &str, normal: &str) -> Result<(), TagError> {
     if let Some(dots) = [".", ".."].into_iter().find(|dots| *dots == normal) {
         return Err(TagError::DotSegment { tag: tag.to_owned(), normal: dots });
@@ -164,12 +166,12 @@ pub(crate) struct MixedWord {
     pub second: String,
 }
 
-/// The first word of `text` whose letters cannot all be of one script, if any: UTS #39's
-/// resolved script set (section 5.1) of each word, the intersection of its characters'
-/// `Script_Extensions`, where a character of every script (Common, Inherited: digits, marks)
-/// counts as any, and Han goes with Hiragana and Katakana (Japanese), with Hangul (Korean) and
-/// with Bopomofo, as one writing. A word is what lies between spaces, punctuation and symbols
-/// (characters of the Common script that are not letters or digits), so a tag of words in two
+/// The first word of `text` whose letters cannot all be of one script, if any. The test is
+/// UTS #39's resolved script set (section 5.1) of each word, the intersection of its characters'
+/// `Script_Extensions`. A character of every script (Common, Inherited: digits, marks) counts
+/// as any. Han goes with Hiragana and Katakana (Japanese), with Hangul (Korean) and with
+/// Bopomofo, as one writing. A word is what lies between spaces, punctuation and symbols
+/// (characters of the Common script that are not letters or digits). So a tag of words in two
 /// scripts ("Azure функции") is not mixed, and a word whose letters are ("Rսst") is.
 pub(crate) fn mixed_scripts(text: &str) -> Option<MixedWord> {
     let scripts = ScriptWithExtensions::new();
@@ -283,10 +285,10 @@ pub(crate) struct TagCopy {
     pub tag: String,
 }
 
-/// What a post's copy in `users` records when it is replaced: the tags other than the new
-/// copy's own under which a copy may still be in `tags` (those the old copy recorded, and the old
-/// copy's own tags), so that they are removed even when the change feed delivered neither the
-/// version that added them nor the one that removed them.
+/// What a post's copy in `users` records when it is replaced. It records the tags other than
+/// the new copy's own under which a copy may still be in `tags`: those the old copy recorded,
+/// and the old copy's own tags. So they are removed even when the change feed delivered neither
+/// the version that added them nor the one that removed them.
 pub(crate) fn tagged_before(
     recorded: &[String],
     old_tags: &[String],

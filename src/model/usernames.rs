@@ -1,11 +1,11 @@
 //! Unique usernames: how names are compared, and the reservation items that make them unique.
 //!
-//! Cosmos DB enforces uniqueness only inside one logical partition, so a name is held by a
-//! reservation item whose id, and partition key, is derived from the name itself: two users
+//! Cosmos DB enforces uniqueness only inside one logical partition. So a name is held by a
+//! reservation item whose id, and partition key, is derived from the name itself. Two users
 //! claiming one name create the same item in the same partition, and the store lets one create
-//! win. Reservations live in `users` (partition `/userId`: the item's `userId` is its own id), so
-//! nothing new is deployed. The steps that claim and release them are in `src/app/usernames.rs`;
-//! everything here is a pure rule.
+//! win. Reservations live in `users` (partition `/userId`: the item's `userId` is its own id),
+//! so nothing new is deployed. The steps that claim and release them are in
+//! `src/app/usernames.rs`; everything here is a pure rule.
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -14,11 +14,11 @@ use time::format_description::well_known::Rfc3339;
 
 /// How long a reservation whose owner does not (yet) show its name counts as a claim in
 /// progress that nobody else may take. It must exceed how long a claimant can take from its
-/// claim to writing its user (step 2): a claimant that finds its claim older than
-/// [`MAX_CLAIM_AGE_AT_WRITE`] claims again before writing, and that write is bounded by the
-/// store's 30 s call timeout, so a claim is never taken over while its user write may still
-/// land. What is left of the 5 minutes covers clocks that differ between instances (the age is
-/// judged on another instance's clock than the one that stamped it).
+/// claim to writing its user (step 2). A claimant that finds its claim older than
+/// [`MAX_CLAIM_AGE_AT_WRITE`] claims again before writing. That write is bounded by the store's
+/// 30 s call timeout, so a claim is never taken over while its user write may still land. What
+/// is left of the 5 minutes covers clocks that differ between instances (the age is judged on
+/// another instance's clock than the one that stamped it).
 pub(crate) const CLAIM_GRACE: time::Duration = time::Duration::minutes(5);
 
 /// The oldest a claim may be when its claimant writes the user with the name (step 2); an older
@@ -179,8 +179,8 @@ pub(crate) fn released_name(old: &str, new: &str) -> Option<String> {
 }
 
 /// Whether the change feed may delete `reservation` as left behind by `user_id`, whose current
-/// username is `current_username`: it is theirs, they no longer show it, and it is no claim in
-/// progress (they may be renaming back to it right now).
+/// username is `current_username`. It may when the reservation is theirs, they no longer show
+/// it, and it is no claim in progress (they may be renaming back to it right now).
 pub(crate) fn is_left_behind(
     reservation: &Reservation,
     user_id: &str,

@@ -9,14 +9,14 @@
 //! itself never leaves the process, and no error text the SDK gives carries a URL's query
 //! string past [`unavailable`] and [`unusable`].
 //!
-//! A blob read is told apart from its other versions by its ETag ([`Version::Blob`]): Blob
+//! A blob read is told apart from its other versions by its ETag ([`Version::Blob`]). Blob
 //! Storage gives a blob a new ETag at every change of its content, metadata or properties
-//! (Microsoft Learn, "Manage concurrency in Blob Storage"), and the SDK reads a blob larger
-//! than one request in ranges each held to the first range's ETag with `If-Match`
-//! (`azure_storage_blob` 1.1, `partitioned_transfer/download.rs`, `etag_lock`), so the bytes
+//! (Microsoft Learn, "Manage concurrency in Blob Storage"). The SDK reads a blob larger than
+//! one request in ranges, each held to the first range's ETag with `If-Match`
+//! (`azure_storage_blob` 1.1, `partitioned_transfer/download.rs`, `etag_lock`). So the bytes
 //! answered are all of the version that ETag names. Each blob is written with the SHA-256 of
-//! its bytes in its metadata ([`SHA256_METADATA`]), returned with them: what a phones' copy,
-//! whose name is its picture's hash, is checked against.
+//! its bytes in its metadata ([`SHA256_METADATA`]), returned with them. A phones' copy, whose
+//! name is its picture's hash, is checked against it.
 
 use std::sync::Arc;
 
@@ -43,11 +43,11 @@ pub(crate) const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 /// The metadata that holds the SHA-256 (hex) of a blob's bytes, written with them.
 ///
 /// Not the blob's `Content-MD5`: the service stores and returns that property without checking
-/// it against the bytes (Microsoft Learn, `BlobRequestOptions.StoreBlobContentMD5`: "not
-/// validated by the Azure Storage service on upload or download"; a picture over 4 MiB goes up
-/// in blocks, whose list takes it unchecked, Put Block List's `x-ms-blob-content-md5`), so it
-/// is a recorded checksum as this one is, and would need an MD5 of our own. Either changes the
-/// blob's ETag when it changes.
+/// it against the bytes. Microsoft Learn says so of `BlobRequestOptions.StoreBlobContentMD5`:
+/// "not validated by the Azure Storage service on upload or download". A picture over 4 MiB
+/// goes up in blocks, whose list takes it unchecked (Put Block List's `x-ms-blob-content-md5`).
+/// So it is a recorded checksum as this one is, and would need an MD5 of our own. Either
+/// changes the blob's ETag when it changes.
 const SHA256_METADATA: &str = "sha256";
 
 /// A container of pictures in Blob Storage.
@@ -75,11 +75,12 @@ impl BlobStore {
         Ok(BlobStore { container: service.blob_container_client(container), creator: None })
     }
 
-    /// The container `container` of the account a connection string names, with its key:
-    /// `UseDevelopmentStorage=true` (Azurite on its usual port), or `AccountName` and
-    /// `AccountKey` with `BlobEndpoint=` (Azurite elsewhere) or `DefaultEndpointsProtocol=` and
-    /// `EndpointSuffix=` (an account on Azure; `infra/` uses Entra ID instead,
-    /// [`BlobStore::on_azure`]). Signed as [`BlobStore::with_account_key`] says.
+    /// The container `container` of the account a connection string names, with its key. The
+    /// string is `UseDevelopmentStorage=true` (Azurite on its usual port), or `AccountName` and
+    /// `AccountKey` with one of two more. With `BlobEndpoint=` it is Azurite elsewhere; with
+    /// `DefaultEndpointsProtocol=` and `EndpointSuffix=` it is an account on Azure (`infra/`
+    /// uses Entra ID instead, [`BlobStore::on_azure`]). Signed as
+    /// [`BlobStore::with_account_key`] says.
     pub fn from_connection_string(
         connection_string: &str,
         container: &str,
@@ -92,13 +93,14 @@ impl BlobStore {
     /// `http://127.0.0.1:10000/devstoreaccount1`), account `account` with key `key` (base64).
     ///
     /// The key only signs: each try of each request carries a SAS made for it as it leaves,
-    /// valid 15 minutes: a service SAS for this container (read, write, delete, list; nothing
-    /// else of the account), or, for the request that creates the container (which no service
-    /// SAS may do), an account SAS that can only create containers. So what reaches the wire,
-    /// and so any proxy's log or a log line that would quote a URL, opens one container for
-    /// minutes, never the account. A key of an account on Azure is taken too, and signs the same
-    /// way: refusing it would not take it out of the setting, and a key is what a machine off
-    /// Azure has (on Azure, `infra/` gives the managed identity instead, [`BlobStore::on_azure`]).
+    /// valid 15 minutes. That is a service SAS for this container (read, write, delete, list;
+    /// nothing else of the account). The request that creates the container (which no service
+    /// SAS may do) gets an account SAS that can only create containers. So what reaches the
+    /// wire, and so any proxy's log or a log line that would quote a URL, opens one container
+    /// for minutes, never the account. A key of an account on Azure is taken too, and signs the
+    /// same way. Refusing it would not take it out of the setting, and a key is what a machine
+    /// off Azure has (on Azure, `infra/` gives the managed identity instead,
+    /// [`BlobStore::on_azure`]).
     pub fn with_account_key(
         service_url: &str,
         account: &str,
@@ -147,11 +149,12 @@ impl BlobStore {
 }
 
 /// How long a small picture checked against its name is served from memory without a read of
-/// its blob: an hour, so that each instance reads each picture it serves at most once an hour (a
-/// read operation is billed, about $0.004 per 10,000, as much as the view's execution) instead of
-/// at every view. What waits that long on another instance: a deleted post's pictures, which no
-/// page links any more and which readers' browsers keep a year anyway, and a blob put in a
-/// picture's place, which is refused at the next read while the checked bytes are served till then.
+/// its blob. It is an hour, so that each instance reads each picture it serves at most once an
+/// hour instead of at every view. A read operation is billed, about $0.004 per 10,000, as much
+/// as the view's execution. What waits that long on another instance: a deleted post's
+/// pictures, which no page links any more and which readers' browsers keep a year anyway. Also
+/// a blob put in a picture's place, which is refused at the next read while the checked bytes
+/// are served till then.
 const KEPT_UNASKED: std::time::Duration = std::time::Duration::from_secs(3600);
 
 #[async_trait]
@@ -372,9 +375,9 @@ fn parse_connection_string(text: &str) -> Result<(String, String, String), Pictu
     Ok((service, account, key))
 }
 
-/// A few quick retries, within seconds: the SDK's default (8 retries within a minute) held a
+/// A few quick retries, within seconds. The SDK's default (8 retries within a minute) held a
 /// writer for 80 s when the storage could not be reached, longer than a request may take
-/// (`BLOG_REQUEST_TIMEOUT`); the writer is better told to come back. `signer`, if any, signs
+/// (`BLOG_REQUEST_TIMEOUT`). The writer is better told to come back. `signer`, if any, signs
 /// each try.
 fn client_options(signer: Option<Arc<dyn Policy>>) -> ClientOptions {
     let retry = ExponentialRetryOptions {
@@ -486,9 +489,9 @@ impl AccountKey {
     }
 }
 
-/// Signs each try of a request, as it leaves, with a SAS of its own ([`AccountKey::sas`]):
-/// fresh for every try, so none lapses however long the process runs, and none lives long.
-/// (The SDK's log lines show a request's URL with `sig` redacted.)
+/// Signs each try of a request, as it leaves, with a SAS of its own ([`AccountKey::sas`]). The
+/// SAS is fresh for every try, so none lapses however long the process runs, and none lives
+/// long. (The SDK's log lines show a request's URL with `sig` redacted.)
 #[derive(Debug)]
 struct SignWithSas {
     key: Arc<AccountKey>,

@@ -2,20 +2,20 @@
 //! per writer and one within it per post, durable as the rest of it.
 //!
 //! A picture is written to a temporary file, flushed to the disk, and only then renamed to its
-//! name (and the directory flushed), so a name is there only with all of its bytes: a crash
+//! name (and the directory flushed). So a name is there only with all of its bytes. A crash
 //! (`kill -9`, a power cut) leaves at most a temporary file, which the next start removes, and
 //! never a half picture under a name. Names are content addresses ([`PictureName`]), so a
 //! picture stored twice is the same file, and one never changes under its name.
 //!
 //! A file read is told apart from its other versions by what changes whenever its bytes may
-//! ([`Version::File`]): its device and inode (a file put in its place is another inode), its
-//! length, and its times of last modification and of change in nanoseconds. The change time
-//! (`st_ctime`) cannot be set from user space: every write, truncation or `touch` sets it to the
-//! kernel's clock (Linux's `file_update_time`, called by `write(2)` before it copies a byte), so
-//! a file changed in place under its name has another version even when its length and
-//! modification time are put back. The few changes it does not show: a program writing into the
-//! file through a shared mapping sets it at its first write to each page only, and a disk that
-//! hands back other bytes without an error changes nothing on the file at all.
+//! ([`Version::File`]). That is its device and inode (a file put in its place is another
+//! inode), its length, and its times of last modification and of change in nanoseconds. The
+//! change time (`st_ctime`) cannot be set from user space. Every write, truncation or `touch`
+//! sets it to the kernel's clock (Linux's `file_update_time`, called by `write(2)` before it
+//! copies a byte). So a file changed in place under its name has another version even when its
+//! length and modification time are put back. The few changes it does not show: a program
+//! writing into the file through a shared mapping sets it at its first write to each page only.
+//! And a disk that hands back other bytes without an error changes nothing on the file at all.
 //!
 //! [`PictureName`]: super::PictureName
 
@@ -113,8 +113,8 @@ impl PictureStore for DirectoryStore {
     }
 
     /// One `stat`, on the calling (async) thread: a picture served before has its directory
-    /// entry and inode in memory, and not handing the request to a blocking thread is most of
-    /// what serving a kept small picture saves (BENCHMARKS.md, "Pictures, checked once").
+    /// entry and inode in memory. Not handing the request to a blocking thread is most of what
+    /// serving a kept small picture saves (BENCHMARKS.md, "Pictures, checked once").
     fn version_now(&self, address: &PictureAddress) -> Option<Version> {
         let reading = std::time::SystemTime::now();
         let metadata = std::fs::metadata(self.path(address)).ok()?;
@@ -243,10 +243,10 @@ impl PictureStore for DirectoryStore {
     }
 }
 
-/// The file at `path`, with its version where it can be told for certain: the same before and
-/// after the read, and changed last at least [`SETTLED_AFTER`] before it (the clock is read
-/// before the file is, so a change in the tick of the last one would have come before the
-/// read: it is in the bytes and the first version).
+/// The file at `path`, with its version where it can be told for certain. The version must be
+/// the same before and after the read, and changed last at least [`SETTLED_AFTER`] before it.
+/// The clock is read before the file is, so a change in the tick of the last one would have
+/// come before the read: it is in the bytes and the first version.
 fn read_with_version(path: &Path) -> std::io::Result<Stored> {
     use std::io::Read;
     let reading = std::time::SystemTime::now();
@@ -262,12 +262,12 @@ fn read_with_version(path: &Path) -> std::io::Result<Stored> {
 }
 
 /// The bytes of a file sent in pieces of at most [`Pieces::PIECE`], each read on a blocking
-/// thread when the one before it was taken: a large picture is never whole in memory, and a
-/// client that reads slowly holds no thread, only its open file and one piece. The file must
-/// be its version to the end: the last piece is held back until the file's version, read again,
-/// is the one it was opened at, and where it is not, or the file ends early, the pieces end in
-/// an error; the answer, whose length was said, is then cut short, and is never a whole answer
-/// of other bytes.
+/// thread when the one before it was taken. A large picture is never whole in memory, and a
+/// client that reads slowly holds no thread, only its open file and one piece. The file must be
+/// its version to the end. The last piece is held back until the file's version, read again, is
+/// the one it was opened at. Where it is not, or the file ends early, the pieces end in an
+/// error. The answer, whose length was said, is then cut short, and is never a whole answer of
+/// other bytes.
 pub(crate) struct Pieces {
     file: Option<std::fs::File>,
     version: Version,

@@ -1,9 +1,9 @@
-//! What an upload's own bytes say of it before any pixel is decoded: its size, how it is
-//! coded, and whether it is whole. Read by walking the format's structure (a JPEG's markers, a
-//! PNG's chunks), which costs one pass over the bytes and allocates nothing but a bounded
-//! colour profile: the decoders read some of this too, but only as they decode, when the
-//! memory is spent, and the image library's JPEG decoder fills a cut-off file with grey instead
-//! of failing (`zune-jpeg` with `strict_mode(false)`, as `image` builds it).
+//! What an upload's own bytes say of it before any pixel is decoded: its size, how it is coded,
+//! and whether it is whole. Read by walking the format's structure (a JPEG's markers, a PNG's
+//! chunks). That costs one pass over the bytes and allocates nothing but a bounded colour
+//! profile. The decoders read some of this too, but only as they decode, when the memory is
+//! spent. And the image library's JPEG decoder fills a cut-off file with grey instead of
+//! failing (`zune-jpeg` with `strict_mode(false)`, as `image` builds it).
 
 use std::borrow::Cow;
 
@@ -22,10 +22,10 @@ pub(super) struct JpegFrame {
     pub scans: u32,
 }
 
-/// A JPEG's frame, once its markers have been walked from SOI to EOI: a file that ends before
+/// A JPEG's frame, once its markers have been walked from SOI to EOI. A file that ends before
 /// its end marker (cut off in transit, or on purpose) is refused here, because the decoder
-/// would show its missing part as flat grey. A scan cut short with an end marker put back
-/// after it passes here (its markers are all there): `prepare` tells it by decoding.
+/// would show its missing part as flat grey. A scan cut short with an end marker put back after
+/// it passes here (its markers are all there): `prepare` tells it by decoding.
 pub(super) fn jpeg_frame(bytes: &[u8]) -> Result<JpegFrame, PictureError> {
     walk_jpeg(bytes, &mut |_| {})
 }
@@ -179,13 +179,13 @@ pub(super) fn png_header(bytes: &[u8]) -> Result<PngHeader, PictureError> {
     })
 }
 
-/// A PNG made ready for the decoder: its colour profile inflated here within `max_profile`
-/// bytes, and every chunk that inflates or that nobody reads left out (iCCP, tEXt, zTXt, iTXt),
-/// so that the decoder never inflates a profile or a text into memory it was not given: `png`
-/// inflates an iCCP chunk up to its whole allocation limit before anyone can look at its size
-/// (`StreamingDecoder::parse_iccp_raw`), a 1 MB chunk to 1 GiB, for a profile we keep only
-/// up to 64 KB. A profile that inflates past that is refused; one that does not inflate at all
-/// is damage.
+/// A PNG made ready for the decoder. Its colour profile is inflated here within `max_profile`
+/// bytes. Every chunk that inflates or that nobody reads is left out (iCCP, tEXt, zTXt, iTXt).
+/// So the decoder never inflates a profile or a text into memory it was not given. The `png`
+/// crate inflates an iCCP chunk up to its whole allocation limit before anyone can look at its
+/// size (`StreamingDecoder::parse_iccp_raw`). That takes a 1 MB chunk to 1 GiB, for a profile
+/// we keep only up to 64 KB. A profile that inflates past that is refused; one that does not
+/// inflate at all is damage.
 pub(super) struct PngParts<'a> {
     pub bytes: Cow<'a, [u8]>,
     pub colour_profile: Option<Vec<u8>>,

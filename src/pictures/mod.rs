@@ -2,19 +2,19 @@
 //! kept of it.
 //!
 //! A picture is taken only as JPEG, PNG, WebP or GIF, recognised by its bytes (never by its
-//! name or declared type: SVG, HTML and anything else are refused), within [`Limits`] checked
-//! from its header before anything is decoded (a small file that says it is huge is refused, not
-//! decoded). It is then decoded and **encoded anew** ([`prepare`]), so that nothing but its
-//! pixels (and its colour profile, which says how to show them) reaches a reader: no EXIF (a
-//! phone's GPS position), no XMP, no comment, no bytes after the image (a JPEG that is also an
-//! HTML page). Its orientation is applied first, so a phone's
+//! name or declared type: SVG, HTML and anything else are refused). It must be within
+//! [`Limits`], checked from its header before anything is decoded (a small file that says it is
+//! huge is refused, not decoded). It is then decoded and **encoded anew** ([`prepare`]), so
+//! that nothing but its pixels (and its colour profile, which says how to show them) reaches a
+//! reader. So there is no EXIF (a phone's GPS position), no XMP, no comment, no bytes after the
+//! image (a JPEG that is also an HTML page). Its orientation is applied first, so a phone's
 //! portrait photo stays upright without the EXIF tag that said so. A wide picture also gets a
 //! smaller JPEG for phones, made once here.
 //!
 //! What is stored is named by the SHA-256 of its bytes and its size ([`PictureName`]), under
-//! its writer and post ([`PictureAddress`]), so a stored picture never changes under its name and
-//! may be cached for good, a page knows its size without reading it, and a post's pictures go
-//! with it.
+//! its writer and post ([`PictureAddress`]). So a stored picture never changes under its name
+//! and may be cached for good. A page knows its size without reading it, and a post's pictures
+//! go with it.
 
 pub(crate) mod blob;
 pub(crate) mod directory;

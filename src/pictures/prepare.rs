@@ -203,11 +203,12 @@ pub(crate) fn prepare_planned(
 /// the pixels: a few MiB, measured (BENCHMARKS.md, "Pictures"), with room.
 const FIXED_MEMORY: u64 = 8 * 1024 * 1024;
 
-/// The memory of a still picture's preparation: `decoded` pixels, plus the decoder's own
-/// `working` copy while it decodes, or else a second copy while its orientation is applied;
-/// what the encoder is given where it is not the decoded pixels (`converted`); the picture
-/// written anew (at most about as large as its RGB pixels); the phones' copy; the screens' copy
-/// (made and encoded while the phones' is held); and the small copies.
+/// The memory of a still picture's preparation. That is the `decoded` pixels, plus the
+/// decoder's own `working` copy while it decodes, or else a second copy while its orientation
+/// is applied. It adds what the encoder is given where it is not the decoded pixels
+/// (`converted`), and the picture written anew (at most about as large as its RGB pixels). It
+/// adds the phones' copy, the screens' copy (made and encoded while the phones' is held), and
+/// the small copies.
 fn still_memory(decoded: u64, working: u64, converted: u64, width: u32, height: u32) -> u64 {
     let pixels = u64::from(width) * u64::from(height);
     let scaled = |wider_than: u32, size: fn(u32, u32) -> (u32, u32)| {
@@ -302,10 +303,10 @@ fn written_gif_bound(upload: &[u8]) -> usize {
     upload.len() * 2 + 64 * 1024
 }
 
-/// A GIF, still or animated: each frame read as its colours' indexes and written anew at once
-/// with its own palette, timing and disposal, so that one frame at a time is held, never the
-/// canvas of each (the image library composes every frame onto a full RGBA canvas). What is
-/// not a frame is left out: comments, and the application extensions XMP travels in. Frames are
+/// A GIF, still or animated. Each frame is read as its colours' indexes and written anew at
+/// once with its own palette, timing and disposal. So one frame at a time is held, never the
+/// canvas of each (the image library composes every frame onto a full RGBA canvas). What is not
+/// a frame is left out: comments, and the application extensions XMP travels in. Frames are
 /// counted, each as the canvas's pixels, before each is decoded.
 fn animation(upload: &[u8], plan: &Plan, limits: &Limits) -> Result<Prepared, PictureError> {
     let too_many = || PictureError::TooManyFrames {
@@ -452,9 +453,9 @@ fn scaled_copy(
     Ok(Picture { bytes, kind: Kind::Jpeg, width, height, name })
 }
 
-/// The quality of the small copies' JPEG: at the lists' size the loss is not seen, and a
-/// 12-megapixel photo's 2× copy is about 18 KB at 70 against 20 at 75 and 22 at 80 (measured on
-/// the benches' noisy photo: BENCHMARKS.md, "Thumbnails sized for their box").
+/// The quality of the small copies' JPEG: at the lists' size the loss is not seen. A
+/// 12-megapixel photo's 2× copy is about 18 KB at 70 against 20 at 75 and 22 at 80. That was
+/// measured on the benches' noisy photo (BENCHMARKS.md, "Thumbnails sized for their box").
 const SMALL_QUALITY: u8 = 70;
 
 /// The small copies [`PictureName::small`] says `name` has, made from `source`: the picture as
@@ -511,10 +512,10 @@ fn cover_crop(source_width: u32, source_height: u32, width: u32, height: u32) ->
     }
 }
 
-/// The most bytes making a picture's small copies holds beside its pixels: the crop (at most
-/// 960 × 720, the 4:3 part of a source at most [`PHONE_WIDTH`] wide, at most 8 bytes a pixel),
-/// the scaler's rows (4 floats a pixel, the crop's width by the copy's height), the copy and its
-/// RGB for the encoder.
+/// The most bytes making a picture's small copies holds beside its pixels. That is the crop (at
+/// most 960 × 720, the 4:3 part of a source at most [`PHONE_WIDTH`] wide, at most 8 bytes a
+/// pixel). It adds the scaler's rows (4 floats a pixel, the crop's width by the copy's height),
+/// the copy and its RGB for the encoder.
 fn small_copies_memory() -> u64 {
     let (width, height) = SMALL_SIZES[SMALL_SIZES.len() - 1];
     let crop = u64::from(PHONE_WIDTH) * u64::from(PHONE_WIDTH) * 3 / 4 * 8;
@@ -522,11 +523,11 @@ fn small_copies_memory() -> u64 {
     crop + scaling + u64::from(width) * u64::from(height) * (4 + 3)
 }
 
-/// The copy named `copy` of a picture as stored: `stored`, the picture it is made from at upload
-/// (for a small copy, [`PictureName::small`]'s: its phones' variant, or itself where it has
-/// none; for the screens' copy, the picture), decoded within the memory of its `plan`
-/// ([`plan`]). For a picture stored before such copies were made at upload. Stored pictures
-/// were prepared already: upright, without metadata, whole.
+/// The copy named `copy` of a picture as stored, decoded within the memory of its `plan`
+/// ([`plan`]). `stored` is the picture it is made from at upload. For a small copy that is
+/// [`PictureName::small`]'s: its phones' variant, or itself where it has none. For the screens'
+/// copy it is the picture. For a picture stored before such copies were made at upload. Stored
+/// pictures were prepared already: upright, without metadata, whole.
 pub(crate) fn copy_of_stored(
     stored: &[u8],
     plan: &Plan,
@@ -551,9 +552,9 @@ pub(crate) fn copy_of_stored(
 }
 
 /// What is put after each scan's coded data for [`pixels_with_scan_fill`]: 1-bits (0xFF, each
-/// followed by the 0x00 that says it is data), more than a symbol and its extra bits (at most
-/// 16 + 15) and then a whole Huffman code can take. No Huffman code is all 1-bits (ITU T.81,
-/// Annex C), so a decoder that reads them meets a code that is none.
+/// followed by the 0x00 that says it is data). There are more of them than a symbol and its
+/// extra bits (at most 16 + 15) and then a whole Huffman code can take. No Huffman code is all
+/// 1-bits (ITU T.81, Annex C), so a decoder that reads them meets a code that is none.
 const SCAN_FILL: [u8; 16] = [
     0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00, 0xFF, 0x00,
 ];
@@ -562,29 +563,29 @@ const SCAN_FILL: [u8; 16] = [
 /// to compare with those of the JPEG as it is: the same when every scan holds all of its rows.
 ///
 /// A scan whose coded data ends before its last row (a file cut short, with its end marker put
-/// back or another scan after it) is not an error to the decoder: zune-jpeg, which `image`
-/// builds with `strict_mode(false)`, fills in what is missing. Data that runs out at the end
-/// of the file is counted in `BitStream::overread_by` and said as "Premature end of buffer"
-/// (zune-jpeg 0.5, `mcu.rs`, `decode_mcu_ycbcr_baseline`: an error in strict mode only, else
-/// the rest filled with grey); a marker met inside the scan is taken as its end, and the rows
-/// after it are decoded from zeros without a word, strict or not (`mcu.rs`,
-/// `check_stream_marker_after_mcu_width`, which sets `seen_eoi`, then `BitStream::refill`:
-/// "fill with zeroes"). The marker walk ([`header::jpeg_frame`]) cannot tell either: it sees a
-/// marker where it expects one. So the decoder's own filling is made to show: given 1-bits
-/// before the marker instead of the zeros it would make up, a decoder that needs more data than
-/// the scan holds reads them, meets no valid code, and gives other pixels; one that does not
-/// never reads them.
+/// back or another scan after it) is not an error to the decoder. The decoder is zune-jpeg,
+/// which `image` builds with `strict_mode(false)`, and it fills in what is missing. Data that
+/// runs out at the end of the file is counted in `BitStream::overread_by` and said as
+/// "Premature end of buffer". That is an error in strict mode only, else the rest is filled
+/// with grey (zune-jpeg 0.5, `mcu.rs`, `decode_mcu_ycbcr_baseline`). A marker met inside the
+/// scan is taken as its end, and the rows after it are decoded from zeros without a word,
+/// strict or not. See `mcu.rs`, `check_stream_marker_after_mcu_width`, which sets `seen_eoi`,
+/// then `BitStream::refill`: "fill with zeroes". The marker walk ([`header::jpeg_frame`])
+/// cannot tell either: it sees a marker where it expects one. So the decoder's own filling is
+/// made to show. It is given 1-bits before the marker instead of the zeros it would make up. A
+/// decoder that needs more data than the scan holds reads them, meets no valid code, and gives
+/// other pixels; one that does not never reads them.
 ///
 /// Where the decoder must see the marker that ends a scan while it reads the scan's last bits,
-/// the fill cannot go: between a sequential JPEG's scans (`decode_mcu_ycbcr_baseline` goes on
-/// to the next scan only on a marker seen so), so only its last scan is filled, and a scan put
-/// after the last one its components need is refused by the walk; after a progressive JPEG's
-/// first scan (`decode_mcu_ycbcr_progressive`: "Marker missing where expected"), which is
-/// decoded alone instead, filled: a whole one leaves the fill unread and the decoder, finding
-/// no marker, fails; one cut short reads the fill, and the decoder passes over the bad code
-/// and gives a picture. One more decoding of each JPEG (two for a progressive one, the first
-/// of its first scan only), within the memory of its plan: each decoding's pixels are let go
-/// before the next.
+/// the fill cannot go. One such place is between a sequential JPEG's scans
+/// (`decode_mcu_ycbcr_baseline` goes on to the next scan only on a marker seen so). So only its
+/// last scan is filled, and a scan put after the last one its components need is refused by the
+/// walk. The other is after a progressive JPEG's first scan (`decode_mcu_ycbcr_progressive`:
+/// "Marker missing where expected"). That scan is decoded alone instead, filled. A whole one
+/// leaves the fill unread and the decoder, finding no marker, fails. One cut short reads the
+/// fill, and the decoder passes over the bad code and gives a picture. One more decoding of
+/// each JPEG (two for a progressive one, the first of its first scan only), within the memory
+/// of its plan: each decoding's pixels are let go before the next.
 fn pixels_with_scan_fill(
     upload: &[u8],
     plan: &Plan,
@@ -636,7 +637,7 @@ fn pixels_digest(image: &DynamicImage) -> [u8; 32] {
 }
 
 /// The largest colour profile kept. A camera's or a phone's (Display P3: about 0.5 KB; a
-/// printer's may be a few hundred) fits; a picture with a larger one is refused, saying so: a
+/// printer's may be a few hundred) fits. A picture with a larger one is refused, saying so: a
 /// profile that large is a mistake, or a PNG's chunk made to inflate without end.
 pub(crate) const MAX_COLOUR_PROFILE_BYTES: usize = 64 * 1024;
 

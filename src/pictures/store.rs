@@ -141,15 +141,15 @@ pub trait PictureStore: Send + Sync {
     async fn read(&self, address: &PictureAddress) -> Result<Option<Stored>, PictureStoreError>;
 
     /// The version of the picture at `address`, told without reading it and on the calling
-    /// thread, where the store can do so at the cost of one `stat` (the data directory); `None`
-    /// where it cannot, or the picture is not there or its version not yet told for certain
-    /// ([`PictureStore::read`] then says).
+    /// thread. The store tells it where it can do so at the cost of one `stat` (the data
+    /// directory). `None` where it cannot, or the picture is not there or its version not yet
+    /// told for certain ([`PictureStore::read`] then says).
     fn version_now(&self, _address: &PictureAddress) -> Option<Version> {
         None
     }
 
     /// The file of the picture at `address`, opened, where the store keeps it on a local disk
-    /// and it is still at `version`: a large picture checked before is then sent in pieces as
+    /// and it is still at `version`. A large picture checked before is then sent in pieces as
     /// it is read ([`super::directory::Pieces`]), never whole in memory. `None` where the store
     /// keeps no local files, or the file is another version now (it is then read and checked).
     fn open_at(&self, _address: &PictureAddress, _version: &Version) -> Option<std::fs::File> {
@@ -157,8 +157,8 @@ pub trait PictureStore: Send + Sync {
     }
 
     /// How long a small file checked against its name may be served from memory without asking
-    /// the store whether it is still there as it was: `None` for a store that tells a version
-    /// cheaply ([`PictureStore::version_now`]), the data directory; Blob Storage bills every
+    /// the store whether it is still there as it was. `None` for a store that tells a version
+    /// cheaply ([`PictureStore::version_now`]): the data directory. Blob Storage bills every
     /// question as a read operation ([`super::verified`] says what the wait allows).
     fn kept_unasked_for(&self) -> Option<std::time::Duration> {
         None

@@ -1,17 +1,18 @@
-//! The stored pictures this process has checked against their names, each by the version it
-//! was read at ([`Version`]): a picture whose version is held is served without being hashed
-//! again; any other version of it is hashed before it is served, as an unknown one is.
+//! The stored pictures this process has checked against their names, each by the version it was
+//! read at ([`Version`]). A picture whose version is held is served without being hashed again.
+//! Any other version of it is hashed before it is served, as an unknown one is.
 //!
 //! An entry of a small file (at most [`KEPT_BYTES`]: a phones' copy, a small picture) also
-//! keeps its bytes, so that a store that tells a file's version without reading it (the data
+//! keeps its bytes. So a store that tells a file's version without reading it (the data
 //! directory, from one `stat`) serves it from memory while its version is the same.
 //!
 //! A store that cannot tell a version without a billed request (Blob Storage: a read operation
-//! each time) serves a kept file from memory for [`PictureStore::kept_unasked_for`] after it was
-//! checked, without asking: a name holds one picture for good, so the bytes kept are always the
-//! ones the name says, and what is left to learn (the post deleted, a blob put in its place)
-//! waits that long on an instance that did not make the change. A post's pictures removed by this
-//! instance are forgotten at once ([`Verified::forget_post`]).
+//! each time) serves a kept file from memory without asking. It does so for
+//! [`PictureStore::kept_unasked_for`] after the file was checked. A name holds one picture for
+//! good, so the bytes kept are always the ones the name says. What is left to learn (the post
+//! deleted, a blob put in its place) waits that long on an instance that did not make the
+//! change. A post's pictures removed by this instance are forgotten at once
+//! ([`Verified::forget_post`]).
 //!
 //! [`PictureStore::kept_unasked_for`]: super::store::PictureStore::kept_unasked_for
 //!
@@ -70,8 +71,8 @@ impl Entry {
 
 impl Verified {
     /// 16,384 files (the quotas of 40 writers who keep all they may, their phones' copies
-    /// included) and 32 MiB: about 400 bytes an entry without its bytes, and the bytes of the
-    /// small files held last (a front page's ten phones' copies are 0.5 to 2.5 MB).
+    /// included) and 32 MiB. That is about 400 bytes an entry without its bytes, and the bytes
+    /// of the small files held last (a front page's ten phones' copies are 0.5 to 2.5 MB).
     pub(crate) const DEFAULT: Bound = Bound { entries: 16_384, bytes: 32 * 1024 * 1024 };
 
     pub(crate) fn new(bound: Bound) -> Verified {

@@ -1,7 +1,7 @@
-//! Why a script could not run to its end, or answered what its caller does not know: each case
-//! with what it found, so that a caller tells them apart by kind and a log line says them from
-//! their data. A cause (the engine's, the network's, the JSON parser's) is the source, never
-//! repeated in the message.
+//! Why a script could not run to its end, or answered what its caller does not know. Each case
+//! comes with what it found, so that a caller tells them apart by kind and a log line says them
+//! from their data. A cause (the engine's, the network's, the JSON parser's) is the source,
+//! never repeated in the message.
 
 use std::time::Duration;
 

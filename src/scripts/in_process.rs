@@ -3,13 +3,13 @@
 //!
 //! The script runs on a blocking thread, reading the partition through the store (see
 //! [`engine`]). Its net writes are then committed as ONE transactional batch, every replace or
-//! delete conditioned on the etag the script read and every create on the id being free. A
-//! script whose decision rests on more than the documents it writes (it queried, or read a
-//! document it does not write) also replaces the partition's fence item ([`FENCE_ID`]) under the
-//! etag it had when the run began: every committing script moves the fence, so of two scripts of
-//! one partition that overlap in time, in any number of processes, only the first commits and
-//! the other runs again on the new state, as Cosmos DB runs a partition's scripts one after
-//! another. A script that throws writes nothing.
+//! delete conditioned on the etag the script read and every create on the id being free. Some
+//! scripts' decisions rest on more than the documents they write: they queried, or read a
+//! document they do not write. Such a script also replaces the partition's fence item
+//! ([`FENCE_ID`]) under the etag it had when the run began. Every committing script moves the
+//! fence. So of two scripts of one partition that overlap in time, in any number of processes,
+//! only the first commits. The other runs again on the new state, as Cosmos DB runs a
+//! partition's scripts one after another. A script that throws writes nothing.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -124,9 +124,9 @@ impl InProcessScripts {
     }
 
     /// Whether every item in `reads` is still as the script saw it. The script's reads are
-    /// separate point reads, not one snapshot as inside Cosmos DB; a script that threw on a view
-    /// mixing old and new state must run again rather than report an error that a consistent
-    /// view would not have produced.
+    /// separate point reads, not one snapshot as inside Cosmos DB. A script that threw on a
+    /// view mixing old and new state must run again. It must not report an error that a
+    /// consistent view would not have produced.
     async fn still_current(
         &self,
         container: Container,
@@ -212,10 +212,11 @@ impl InProcessScripts {
             match self.store.execute_batch(script.container, partition_key, writes).await {
                 Ok(()) => return Ok(outcome.body),
                 // Something the script relied on changed (412), an id it found free was taken
-                // (409), or an item it deleted is gone (404), by another process or writer, or
-                // by this very batch, applied once already when its answer was lost and the SDK
-                // sent it again: it runs again on the new state, after a short randomized pause.
-                // (A conflict on the request's own write is the caller's.)
+                // (409), or an item it deleted is gone (404). That was done by another process
+                // or writer, or by this very batch, applied once already when its answer was
+                // lost and the SDK sent it again. The script runs again on the new state, after
+                // a short randomized pause. (A conflict on the request's own write is the
+                // caller's.)
                 Err(failed @ StoreError::BatchFailed { .. })
                     if is_script_conflict(&failed, request_write.is_some()) =>
                 {

@@ -145,10 +145,11 @@ impl ServerSideScripts {
     }
 
     /// The `authorization` header for master-key access, as the Cosmos DB REST API documents it
-    /// and the SDKs compute it: the verb, resource type, resource link and date (`x-ms-date`),
-    /// each on its own line, verb, type and date lowercased, the link as is, then an empty line;
-    /// signed with HMAC-SHA256 under the decoded key; the whole URL-encoded. Public so that the
-    /// tests can check it against vectors computed by Microsoft's Python SDK.
+    /// and the SDKs compute it. It holds the verb, resource type, resource link and date
+    /// (`x-ms-date`), each on its own line, then an empty line. The verb, type and date are
+    /// lowercased, the link as is. That is signed with HMAC-SHA256 under the decoded key, and
+    /// the whole is URL-encoded. Public so that the tests can check it against vectors computed
+    /// by Microsoft's Python SDK.
     pub fn master_key_authorization(
         verb: &str,
         resource_type: &str,

@@ -23,9 +23,9 @@ pub use azure_data_cosmos::fault_injection::{self as sdk_faults, FaultInjectionR
 pub(crate) const KILL_AFTER: &str = "BLOG_TEST_KILL_AFTER";
 
 /// Ends the process at once, as `kill -9` would (no destructor runs, no buffer is flushed),
-/// once `done` reaches [`KILL_AFTER`]: `handler export` calls it after each item or picture it
-/// writes to its file, `handler import` after each it writes into the store, so that a test
-/// stops either at a known place instead of by timing.
+/// once `done` reaches [`KILL_AFTER`]. Both commands call it: `handler export` after each item
+/// or picture it writes to its file, `handler import` after each it writes into the store. So a
+/// test stops either at a known place instead of by timing.
 pub(crate) fn kill_after(done: usize) {
     static AT: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
     if AT

@@ -35,12 +35,12 @@ impl Hashing<'_> {
 }
 
 /// Writes every user, post, comment, like and picture of `state`'s stores to `out`, then the
-/// last line, telling `progress` the counts so far, and once the posts are known, how many of
+/// last line. It tells `progress` the counts so far, and once the posts are known, how many of
 /// them have been gone through and how many there are. The users and the posts are found
 /// through each container's change feed from its beginning (the latest version of every item,
-/// on an account and on the embedded store); each post is then read again, and its comments and
-/// likes listed, in its own partition, and its pictures read one at a time: the long part, whose
-/// length is known before it starts.
+/// on an account and on the embedded store). Each post is then read again, and its comments and
+/// likes listed, in its own partition. Its pictures are read one at a time: the long part,
+/// whose length is known before it starts.
 pub async fn export(
     state: &AppState,
     out: &mut dyn Write,

@@ -3,7 +3,7 @@
 use std::io::{Read, Write};
 
 /// A file written under a temporary name beside where it is to be, and renamed to its name only
-/// once whole and on the disk: an export stopped (an error, Ctrl-C, a kill, a power cut) leaves
+/// once whole and on the disk. An export stopped (an error, Ctrl-C, a kill, a power cut) leaves
 /// the file that was there before, or none, never a cut one. A temporary file a kill left
 /// behind (`.NAME.partial-…`, hidden) is removed by the next export to the same name; one
 /// stopped otherwise removes its own.

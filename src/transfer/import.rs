@@ -41,10 +41,10 @@ pub enum ImportProgress {
     },
 }
 
-/// Checks the whole export at `path`, then writes every item and picture into `state`'s stores,
-/// then makes the copies and reserves the names (the replay of `rebuild-copies`). `given` is the
-/// file as the command names it (`None`: standard input), which the embedded store records while
-/// the import writes, to say how to finish it. `progress` is told how far it has got.
+/// Checks the whole export at `path`, then writes every item and picture into `state`'s stores.
+/// Then it makes the copies and reserves the names (the replay of `rebuild-copies`). `given` is
+/// the file as the command names it (`None`: standard input). The embedded store records it
+/// while the import writes, to say how to finish it. `progress` is told how far it has got.
 pub async fn import(
     state: &AppState,
     path: &std::path::Path,
@@ -209,8 +209,8 @@ fn document(item: &impl serde::Serialize) -> Result<Value, TransferError> {
 }
 
 /// Says which of `owners` keep more pictures than this blog's quota lets a writer keep. Their
-/// pictures are imported all the same (they were taken where they come from, and the posts show
-/// them); the quota counts what is stored under a writer, so such a writer can add no picture
+/// pictures are imported all the same: they were taken where they come from, and the posts show
+/// them. The quota counts what is stored under a writer. So such a writer can add no picture
 /// until they delete some, as the operator is told here.
 async fn over_quota(
     state: &AppState,
@@ -234,13 +234,14 @@ async fn over_quota(
     Ok(())
 }
 
-/// What the first pass leaves to the store: that each user named but not in the file is in it,
-/// that no name of the file is held there by another user, that the file's users are not there
-/// under other names, and its posts not there as other posts (another author, other counters;
-/// one that is the file's, written by an import stopped halfway, is). `resuming`: the store
-/// records this file's import as unfinished, and nothing but an import has opened it since, so
-/// its posts are the file's whatever their counters say (a `handler repair` meanwhile counts
-/// what was written so far): they are written again. Point reads: one per post, two per user.
+/// What the first pass leaves to the store. Each user named but not in the file must be in it,
+/// and no name of the file may be held there by another user. The file's users must not be
+/// there under other names. Its posts must not be there as other posts (another author, other
+/// counters; one that is the file's, written by an import stopped halfway, is). The flag
+/// `resuming` says the store records this file's import as unfinished, and nothing but an
+/// import has opened it since. Then its posts are the file's whatever their counters say (a
+/// `handler repair` meanwhile counts what was written so far): they are written again. Point
+/// reads: one per post, two per user.
 async fn check_in_store(
     state: &AppState,
     checker: &Checker,

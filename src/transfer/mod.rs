@@ -3,38 +3,40 @@
 //! store, an account, and back.
 //!
 //! The file (version 2) is a header line, `{"format": "cosmos-blog", "version": 2}`, then one
-//! item a line as the blog stores it (`type` says which), without Cosmos DB's system properties:
-//! users first, then each post followed by its comments, its likes and its pictures; then a last
-//! line that says what the file holds and its digest:
-//! `{"format": "cosmos-blog", "end": {"users": …, "posts": …, "comments": …, "likes": …,
-//! "pictures": …, "sha256": …}}`, the SHA-256 of every byte before that line. A file cut short
+//! item a line as the blog stores it (`type` says which). Items come without Cosmos DB's system
+//! properties: users first, then each post followed by its comments, its likes and its
+//! pictures. Then a last line says what the file holds and its digest: `{"format":
+//! "cosmos-blog", "end": {"users": …, "posts": …, "comments": …, "likes": …, "pictures": …,
+//! "sha256": …}}`. The digest is the SHA-256 of every byte before that line. A file cut short
 //! has no last line, one put after another has lines after it, and one changed has another
-//! digest: each is refused, naming what is wrong. A picture is a line of its own,
-//! `{"type": "picture", "postId", "userId", "name", "bytes"}`, its stored bytes in base64: one
-//! file whatever holds the pictures, so that it can go to stdout and through a pipe, and one
-//! rename makes the whole of it appear (a third larger than the pictures themselves).
+//! digest: each is refused, naming what is wrong. A picture is a line of its own, `{"type":
+//! "picture", "postId", "userId", "name", "bytes"}`, its stored bytes in base64. So there is
+//! one file whatever holds the pictures: it can go to stdout and through a pipe, and one rename
+//! makes the whole of it appear. The file is a third larger than the pictures themselves.
 //!
 //! What the blog derives is not in the file, and is made again after an import: the short
 //! copies in `users` and `feed`, and the reserved usernames (the same replay as `handler
 //! rebuild-copies`). Deleted posts, request records and dead letters are left out, and the
 //! pictures of posts never published.
 //!
-//! An import goes through the file twice. The first time it checks every line by the rules the
-//! API applies to what it writes (the same functions: ids, lengths, names), that every item is
-//! in its own partition, that every author is a user of the file or of the store, that each
-//! post's counters are what the file lists, that no two users of the file, nor a user of the
-//! file and one of the store, have one name, that each picture's bytes are the ones its name
-//! says, and prepares each picture as an upload is prepared, refusing what an upload would
-//! (`pictures`); and writes nothing if anything is wrong, naming the line and the field. The
-//! second time it writes each item as it is (upsert; a post naming its pictures as they are
-//! stored) and each picture as preparation makes it, so that an import stopped halfway (a
-//! throttle, a kill) is finished by running it again, and one run twice leaves the same data.
-//! On the embedded store it records itself before its first write and takes the record away
-//! once the copies are made; while it is there, only an import opens the store, and the same
-//! file's finishes it (`crate::cosmos::error::ImportMark`). It holds one line at a time (at
-//! most [`MAX_LINE_BYTES`], measured before it is held), then a picture's bytes while it is
-//! prepared, and what the checks need of the whole file: each user's id and name, each post's
-//! id, each picture's name, and the ids of the post being read's comments, likes and pictures.
+//! An import goes through the file twice. The first time, it checks every line by the rules the
+//! API applies to what it writes (the same functions: ids, lengths, names). It checks that
+//! every item is in its own partition, and that every author is a user of the file or of the
+//! store. It checks that each post's counters are what the file lists. It checks that no two
+//! users of the file, nor a user of the file and one of the store, have one name. It checks
+//! that each picture's bytes are the ones its name says. And it prepares each picture as an
+//! upload is prepared, refusing what an upload would (`pictures`). It writes nothing if
+//! anything is wrong, naming the line and the field. The second time it writes each item as it
+//! is (upsert; a post naming its pictures as they are stored) and each picture as preparation
+//! makes it. So an import stopped halfway (a throttle, a kill) is finished by running it again,
+//! and one run twice leaves the same data. On the embedded store it records itself before its
+//! first write and takes the record away once the copies are made. While the record is there,
+//! only an import opens the store, and the same file's finishes it
+//! (`crate::cosmos::error::ImportMark`). It holds one line at a time (at most
+//! [`MAX_LINE_BYTES`], measured before it is held), then a picture's bytes while it is
+//! prepared. It also holds what the checks need of the whole file: each user's id and name,
+//! each post's id, each picture's name, and the ids of the post being read's comments, likes
+//! and pictures.
 //!
 //! The parts, by role: the file's lines read and checked (`check`), the pictures prepared
 //! (`pictures`), what an export writes (`export`), what an import writes (`import`), and the

@@ -3,16 +3,16 @@
 //! anew: `crate::pictures::prepare`), and stored as preparation makes it. What an upload
 //! would refuse is refused, naming its line.
 //!
-//! A picture the blog prepared comes out of preparation as it went in where its format
-//! loses nothing (PNG, GIF), and keeps its name. A JPEG is encoded anew at a loss, so a JPEG
-//! (as any picture whose bytes preparation changes) is stored as preparation makes it, under
-//! the name its new bytes make: the same size and kind, another hash, and its post's Markdown
+//! A picture the blog prepared comes out of preparation as it went in where its format loses
+//! nothing (PNG, GIF), and keeps its name. A JPEG is encoded anew at a loss. So a JPEG (as any
+//! picture whose bytes preparation changes) is stored as preparation makes it, under the name
+//! its new bytes make. It keeps the same size and kind, with another hash. Its post's Markdown
 //! is written with that name in place of the file's (the hash is the only part that changes,
 //! and is as long). A picture whose size or kind is not what its name says is refused. A
-//! picture's copy in the file (its phones' variant, the JPEG 960 pixels wide, its screens' copy,
-//! 1,440 wide, or a small copy for the lists, each named after its picture's hash) is not taken:
-//! preparing its picture makes it again, and makes the copies a file written before they were
-//! made lacks.
+//! picture's copy in the file is not taken: preparing its picture makes it again. That is its
+//! phones' variant (the JPEG 960 pixels wide), its screens' copy (1,440 wide), or a small copy
+//! for the lists, each named after its picture's hash. Preparing also makes the copies a file
+//! written before they were made lacks.
 
 use std::collections::HashMap;
 
@@ -76,9 +76,9 @@ impl PicturePlan {
             return Ok(());
         }
         // Bytes that are not those its name says pass the check only as a copy (named after its
-        // picture's hash, `crate::app::pictures::is_as_named`): one whose picture comes after
-        // it (a picture 961 to 999 pixels wide sorts after its phones' copy, one 1,441 to 9,999
-        // after its screens' copy, and most after their small copies), or none.
+        // picture's hash, `crate::app::pictures::is_as_named`). The copy's picture must come
+        // after it, or be missing. A picture 961 to 999 pixels wide sorts after its phones'
+        // copy, one 1,441 to 9,999 after its screens' copy, and most after their small copies.
         if crate::model::hex(&Sha256::digest(&bytes)) != hash {
             self.waiting.push((line, post, address.name.clone()));
             self.roles.insert(key, Role::Copy);

@@ -3,14 +3,14 @@
 //!
 //! Each kept page has a name here ([`post`], [`FEED`], [`user`], [`user_posts`], [`tag`]).
 //! After `PostsChangeFeed` has written a batch's copies and marks, it appends the names of what
-//! the batch changed, each change numbered; `UsersChangeFeed` appends each user it delivers. An instance reads the log at most once a
-//! [`FRESH_FOR`] (one read shared by every request waiting on it) and keeps, with each
-//! page, the number of the last change it had seen when it read or checked the page. A page
-//! older than the lifetime is then shown again at no cost when the log still names every change
-//! since that number and none of them is the page: a post viewed once an hour costs nothing
-//! while nobody writes to it, where checking it by its etag cost a read a view. A page the log
-//! names is read whole; one the log no longer covers (more changes than it holds, or a log begun
-//! anew) is checked by its own mark, as before the log.
+//! the batch changed, each change numbered; `UsersChangeFeed` appends each user it delivers. An
+//! instance reads the log at most once a [`FRESH_FOR`] (one read shared by every request
+//! waiting on it) and keeps, with each page, the number of the last change it had seen when it
+//! read or checked the page. A page older than the lifetime is then shown again at no cost when
+//! the log still names every change since that number and none of them is the page. So a post
+//! viewed once an hour costs nothing while nobody writes to it, where checking it by its etag
+//! cost a read a view. A page the log names is read whole; one the log no longer covers (more
+//! changes than it holds, or a log begun anew) is checked by its own mark, as before the log.
 //!
 //! So a change made through one instance is shown by another once the change feed has delivered
 //! it, and a lifetime later at most: what the lists (Q3, Q6, Q7) already promised, and now the
@@ -32,9 +32,9 @@ use crate::app::{AppResult, AppState};
 use crate::cosmos::{Container, StoreError, WriteOp};
 use crate::model::{CHANGE_LOG_ID, CHANGE_LOG_PARTITION};
 
-/// The most names the log holds: with a write naming three or four pages (the post, the feed,
-/// its author's posts, its tags), the last fifteen or so writes, minutes of a busy blog, where an
-/// instance that serves views reads the log every second.
+/// The most names the log holds. A write names three or four pages (the post, the feed, its
+/// author's posts, its tags), so this is the last fifteen or so writes. That is minutes of a
+/// busy blog, where an instance that serves views reads the log every second.
 pub(crate) const MAX_NAMES: usize = 64;
 /// The most bytes of names the log holds: ids and tags may be long, and a point read costs by
 /// the item's size (1 RU up to about 1 KB).
@@ -216,9 +216,9 @@ pub(crate) async fn append(state: &AppState, names: &BTreeSet<String>) -> AppRes
     Err(StoreError::ChangeLogKeptChanging { attempts: ATTEMPTS, names: names.len() }.into())
 }
 
-/// The invariants of an append to the log `stored` holds ([`crate::fuzzing::change_log`]): what
-/// it writes is within the bounds and reads back the same, and every name appended reads as
-/// changed since, or the log cannot say, to a page seen before it.
+/// The invariants of an append to the log `stored` holds ([`crate::fuzzing::change_log`]). What
+/// it writes is within the bounds and reads back the same. Every name appended reads as changed
+/// since, or the log cannot say, to a page seen before it.
 pub(crate) fn check_an_append(stored: Value, names: &BTreeSet<String>) {
     let before = StoredLog::from_document(stored);
     let seen = before.place();

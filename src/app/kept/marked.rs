@@ -1,9 +1,9 @@
 //! Pages of a list checked by a mark: the front page (Q6), a user's posts (Q3) and a tag's
 //! posts (Q7). A mark is one small item that `PostsChangeFeed` writes again after every change
-//! it makes to the copies a list reads (`feed`'s posts for Q6, a user's post copies for Q3, a
-//! tag's for Q7), so its etag changes whenever the list's answer may have. A page is kept with
-//! the mark's etag read just before it; one point read of the mark (about 1 RU) then says
-//! whether it may be shown again, where the change log cannot.
+//! it makes to the copies a list reads. Those copies are `feed`'s posts for Q6, a user's post
+//! copies for Q3, a tag's for Q7. So the mark's etag changes whenever the list's answer may
+//! have. A page is kept with the mark's etag read just before it; one point read of the mark
+//! (about 1 RU) then says whether it may be shown again, where the change log cannot.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -39,9 +39,10 @@ impl Mark<'_> {
         Ok(found.map(|mark| mark.etag))
     }
 
-    /// Writes the mark again, giving it a new etag. Called after a change to what the list reads,
-    /// never before (a reader that sees the new mark reads a page that has the change), and after
-    /// a change that may have been made by a delivery that failed before its mark.
+    /// Writes the mark again, giving it a new etag. Called after a change to what the list
+    /// reads, never before: a reader that sees the new mark reads a page that has the change.
+    /// Also called after a change that may have been made by a delivery that failed before its
+    /// mark.
     pub(crate) async fn write(self, state: &AppState, kind: &str) -> AppResult<()> {
         let mut document = json!({ "id": self.id, "type": kind, "changed": model::now() });
         document[self.container.partition_key_path().trim_start_matches('/')] =
@@ -155,18 +156,18 @@ impl PageBytes for ListPage<Post> {
     }
 }
 
-/// The most bytes one kind of list's kept pages may hold, [`PageBytes`] counting: a page of 100
-/// short posts with the longest titles weighs about 200 KB, so about 80 of those, or thousands
-/// of the usual pages of 10 (a few KB each), fit; the count of pages bounds those first.
+/// The most bytes one kind of list's kept pages may hold, [`PageBytes`] counting. A page of 100
+/// short posts with the longest titles weighs about 200 KB. So about 80 of those fit, or
+/// thousands of the usual pages of 10 (a few KB each); the count of pages bounds those first.
 pub(crate) const MAX_LIST_BYTES: usize = 16 * 1024 * 1024;
 
 /// Pages of a list, each checked by one point read of its list's [`Mark`].
 pub(crate) type MarkedPages<K, V> = KeptPages<K, MarkedPage<V>>;
 
 impl<K: Hash + Eq + Clone, V: PageBytes> MarkedPages<K, V> {
-    /// The page under `key` (`name` in the change log): the one kept if it is fresh or the log
-    /// says it is unchanged, or checked by `mark` and kept again, or read by `read` when there was
-    /// none, or it changed.
+    /// The page under `key` (`name` in the change log). It is the one kept if it is fresh or
+    /// the log says it is unchanged, or else checked by `mark` and kept again. It is read by
+    /// `read` when there was none, or when it changed.
     pub(crate) async fn page<F, Fut>(
         &self,
         state: &AppState,
@@ -184,9 +185,10 @@ impl<K: Hash + Eq + Clone, V: PageBytes> MarkedPages<K, V> {
     }
 
     /// [`Self::page`], where a page the log says changed only under its name is given to `mend`
-    /// with what changed (oldest first): its answer, when it has one, is kept with the log's place
-    /// and the time the page was last read whole, so it is read whole again within
-    /// [`READ_WHOLE_WITHIN`](super::READ_WHOLE_WITHIN) all the same; `None` has the page read whole now.
+    /// with what changed (oldest first). Its answer, when it has one, is kept with the log's
+    /// place and the time the page was last read whole. So it is read whole again within
+    /// [`READ_WHOLE_WITHIN`](super::READ_WHOLE_WITHIN) all the same. `None` has the page read
+    /// whole now.
     pub(crate) async fn page_mended<F, Fut, M, MFut>(
         &self,
         state: &AppState,

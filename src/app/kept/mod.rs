@@ -1,16 +1,17 @@
-//! Pages an instance keeps in memory, and the one rule that says when a kept page may be shown:
-//! the front page (Q6), a user's posts (Q3), a tag's posts (Q7), a user (Q1) and a post's view
-//! (Q2 with Q4 and Q5), and the API's reads of posts and comments.
+//! Pages an instance keeps in memory, and the one rule that says when a kept page may be shown.
+//! The pages are the front page (Q6), a user's posts (Q3), a tag's posts (Q7), a user (Q1) and
+//! a post's view (Q2 with Q4 and Q5). The API's reads of posts and comments are kept too.
 //!
 //! Three things tell a kept page's freshness, each cheaper than reading the page again:
 //!
 //! - **Its age.** For [`FRESH_FOR`] after it was read or checked, a page is shown as it is.
 //! - **The change log** ([`change_log`]): one small item in `feed` that names the pages the
 //!   change feed changed lately. An instance reads it at most once per [`FRESH_FOR`], one read
-//!   shared by every page, and keeps with each page where the log was when the page was read.
+//!   shared by every page. It keeps with each page where the log was when the page was read.
 //! - **The page's mark** ([`marked::Mark`]): one small item written again after every change to
-//!   what a list reads, or for a post's view, the post itself, whose etag every write to the
-//!   post's page moves. One point read (about 1 RU) says whether the page may be shown again.
+//!   what a list reads. For a post's view, the mark is the post itself, whose etag every write
+//!   to the post's page moves. One point read (about 1 RU) says whether the page may be shown
+//!   again.
 //!
 //! Whatever they say, a page is read whole again within [`READ_WHOLE_WITHIN`], for what reaches
 //! the data without the change feed (an operator's repair).

@@ -1,6 +1,6 @@
-//! An instance's kept pages of one kind ([`KeptPages`]): the rule of the module above, applied
-//! to pages by key, within a count and a byte budget, with one read shared by every request
-//! that finds a page to read or check.
+//! An instance's kept pages of one kind ([`KeptPages`]). They follow the rule of the module
+//! above, applied to pages by key, within a count and a byte budget. One read is shared by
+//! every request that finds a page to read or check.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -23,8 +23,8 @@ pub(crate) trait KeptPage {
     fn weight(&self) -> usize;
 }
 
-/// A read kept as it was read, checked by the change log alone: where the log cannot say, it is
-/// read again, which costs about what a mark's check would (a point read) or is rare enough (a
+/// A read kept as it was read, checked by the change log alone. Where the log cannot say, it is
+/// read again. That costs about what a mark's check would (a point read), or is rare enough (a
 /// page of comments after the log dropped changes) to need no mark of its own.
 pub(crate) struct LogCheckedRead<T> {
     pub(crate) value: T,
@@ -101,13 +101,13 @@ impl<K: Hash + Eq + Clone, V: KeptPage> KeptPages<K, V> {
         KeptPages { pages: Mutex::default(), max_pages, max_bytes }
     }
 
-    /// The page under `key`, which the change log calls `name`: the one kept while it is fresh,
-    /// or while the log says it did not change; otherwise the one `fill` answers, given the page
-    /// kept (still within [`READ_WHOLE_WITHIN`]) to be checked by its mark (`read_now` has a
-    /// page kept checked so, whatever its age and the log say). The log is read (`log.recent`) only
-    /// to check a page kept: a page read anew is kept with the log as this instance last read it,
-    /// which is older than the page, so a change it names makes the page read again, never shown
-    /// too long.
+    /// The page under `key`, which the change log calls `name`. It is the one kept while it is
+    /// fresh, or while the log says it did not change. Otherwise it is the one `fill` answers,
+    /// given the page kept (still within [`READ_WHOLE_WITHIN`]) to be checked by its mark.
+    /// `read_now` has a page kept checked so, whatever its age and the log say. The log is read
+    /// (`log.recent`) only to check a page kept. A page read anew is kept with the log as this
+    /// instance last read it, which is older than the page. So a change the log names makes the
+    /// page read again, and it is never shown too long.
     pub(crate) async fn page_with<R, F, Fut>(
         &self,
         key: K,
@@ -152,10 +152,11 @@ impl<K: Hash + Eq + Clone, V: KeptPage> KeptPages<K, V> {
         Ok(cell.get_or_try_init(|| fill(prior)).await?.clone())
     }
 
-    /// The cell for `key`: the fresh one, or the kept one made fresh again when `recent` (the log
-    /// read in the last lifetime) says it is unchanged; or a new empty one that the caller fills,
-    /// with the page it replaces to be checked by its mark, or mended, and kept with `last` (the
-    /// log as last read). `None` when a page is kept and no `recent` is given to check it with.
+    /// The cell for `key`: the fresh one, or the kept one made fresh again when `recent` (the
+    /// log read in the last lifetime) says it is unchanged. Otherwise a new empty one that the
+    /// caller fills, and keeps with `last` (the log as last read). The page it replaces goes
+    /// with it, to be checked by its mark, or mended. `None` when a page is kept and no
+    /// `recent` is given to check it with.
     fn cell(
         &self,
         key: &K,

@@ -1,8 +1,8 @@
-//! What the blog costs to run on Azure, from its traffic: request units from the article's
-//! measured charges and this blog's own operations per request and caches, executions of the
-//! function app, and both priced with list prices whose source and date are named below.
-//! `handler cost` prints it for the operator's own numbers; docs/costs.md's table is its output for
-//! three sizes of blog (a test holds the two equal).
+//! What the blog costs to run on Azure, from its traffic. It counts request units, from the
+//! article's measured charges and this blog's own operations per request and caches. It counts
+//! executions of the function app. Both are priced with list prices whose source and date are
+//! named below. `handler cost` prints it for the operator's own numbers; docs/costs.md's table
+//! is its output for three sizes of blog (a test holds the two equal).
 //!
 //! Pure arithmetic: nothing here reads a store or the network.
 
@@ -55,17 +55,18 @@ pub(crate) const FRONT_PAGE_RU: f64 = FEED_MARK_RU + article::Q6;
 /// page of its comments (Q4) and of its likes (Q5), the page's three reads.
 pub(crate) const POST_PAGE_RU: f64 = article::Q2 + article::Q4 + article::Q5;
 
-/// What the change-feed functions write after a write to a post (a new post, a comment or a like
-/// changes the post, and its counters): its short copy in `users` and in `feed`, each priced as
-/// the article's C1, the write of one small item.
+/// What the change-feed functions write after a write to a post (a new post, a comment or a
+/// like changes the post, and its counters). They write its short copy in `users` and in
+/// `feed`, each priced as the article's C1, the write of one small item.
 pub(crate) const COPIES_RU: f64 = 2.0 * article::C1;
 
-/// What the marks add to a write: `PostsChangeFeed` writes the author's posts mark after the
-/// post's copy in `users`, and the feed's change mark after its copy in `feed` (two small items,
-/// each priced as C1; a write to a post older than the feed's newest 100 leaves the feed and its
-/// mark alone, so counting every write with both is an upper bound). Not counted: a tagged post's
-/// write adds, per tag, a point read and a write of its copy under the tag and the tag's mark
-/// (about 2 × C1 + Q1 per tag); the reader load this table is measured on has no tags.
+/// What the marks add to a write. `PostsChangeFeed` writes the author's posts mark after the
+/// post's copy in `users`, and the feed's change mark after its copy in `feed`. These are two
+/// small items, each priced as C1. A write to a post older than the feed's newest 100 leaves
+/// the feed and its mark alone, so counting every write with both is an upper bound. Not
+/// counted: a tagged post's write adds, per tag, a point read and a write of its copy under the
+/// tag and the tag's mark (about 2 × C1 + Q1 per tag). The reader load this table is measured
+/// on has no tags.
 pub(crate) const MARKS_RU: f64 = 2.0 * article::C1;
 
 /// Request units of a point read of the blog's change log, one small item (about a kilobyte
@@ -78,9 +79,10 @@ pub(crate) const CHANGE_LOG_RU: f64 = article::Q1;
 /// each came in a batch of its own: an upper bound.
 pub(crate) const LOG_APPEND_RU: f64 = CHANGE_LOG_RU + article::C1;
 
-/// What an `Idempotency-Key` adds to a write (every form of the pages sends one, and careful API
-/// clients do): the key's claim in the caller's partition of `users` and the request record in
-/// the write's own, each priced as the article's C1, the create of one small item.
+/// What an `Idempotency-Key` adds to a write (every form of the pages sends one, and careful
+/// API clients do). It adds the key's claim in the caller's partition of `users` and the
+/// request record in the write's own. Each is priced as the article's C1, the create of one
+/// small item.
 pub(crate) const KEY_RU: f64 = 2.0 * article::C1;
 
 /// What a new post costs beyond C2 and its copies: the post-trigger that keeps `feed` at the
@@ -131,8 +133,9 @@ pub(crate) struct Prices {
     /// (bunny.net's standard network, docs.bunny.net/cdn/pricing, read in 2026).
     pub(crate) cdn_per_gb: f64,
     /// Blob Storage, Hot tier, LRS, per 10,000 read operations (a picture's download is one):
-    /// $0.0044 (East US, the pricing page's figure as tables quoting it give it for 2024; "about
-    /// $0.004" as the README's pictures section (now docs/api.md's) read it in 2025).
+    /// $0.0044. That is East US, the pricing page's figure as tables quoting it give it
+    /// for 2024. The README's pictures section (now docs/api.md's) read it as "about $0.004"
+    /// in 2025.
     pub(crate) per_10k_blob_reads: f64,
 }
 
@@ -166,22 +169,23 @@ pub(crate) const DEFAULT_INSTANCE_MB: u32 = 512;
 const VERIFIED_ENTRIES: f64 = 16_384.0;
 
 /// What readers' browsers download, in bytes. Pages are the reader-load bench's blog as the
-/// handler sends them to a browser (gzip): its front page 2.5 KB, a post page about 1.5 KB,
-/// its Atom feed 2 KB; 4 KB a page with the answer's headers is generous for text.
+/// handler sends them to a browser (gzip). Its front page is 2.5 KB, a post page about 1.5 KB,
+/// its Atom feed 2 KB. So 4 KB a page with the answer's headers is generous for text.
 pub(crate) mod weights {
     /// A page, compressed, with its headers.
     pub(crate) const PAGE: f64 = 4_000.0;
-    /// A list page's thumbnail of a post with a picture, as a 2× screen takes it: the 256 × 192
-    /// small copy of a 12-megapixel photo (BENCHMARKS.md, "Thumbnails sized for their box":
-    /// 17,684 bytes; the phones' 960-pixel copy the lists took before was 51 KB to 204 KB).
+    /// A list page's thumbnail of a post with a picture, as a 2× screen takes it. It is the 256
+    /// × 192 small copy of a 12-megapixel photo: 17,684 bytes (BENCHMARKS.md, "Thumbnails sized
+    /// for their box"). The phones' 960-pixel copy the lists took before was 51 KB to 204 KB.
     pub(crate) const THUMBNAIL: f64 = 17_684.0;
     /// The posts a list page shows.
     pub(crate) const POSTS_ON_A_LIST_PAGE: f64 = 10.0;
-    /// A post page's picture as a 2× screen takes it (a 44rem column is 1,408 pixels there, wider
-    /// than the phones' copy): its screens' copy, 1,440 pixels wide, 267,067 bytes for the
-    /// benches' 12-megapixel photo (`benches/pictures.rs`'s `photo_jpeg`, 4032 × 3024, grain 20;
-    /// measured by `cargo test --test pictures a_photos_screen_copy -- --nocapture`), where it
-    /// took the photo as uploaded, 4.75 MB, before (BENCHMARKS.md, "Pictures in posts").
+    /// A post page's picture as a 2× screen takes it (a 44rem column is 1,408 pixels there,
+    /// wider than the phones' copy). That is its screens' copy, 1,440 pixels wide. It is
+    /// 267,067 bytes for the benches' 12-megapixel photo (`benches/pictures.rs`'s `photo_jpeg`,
+    /// 4032 × 3024, grain 20). It was measured by `cargo test --test pictures
+    /// a_photos_screen_copy -- --nocapture`. Before, the page took the photo as uploaded, 4.75
+    /// MB (BENCHMARKS.md, "Pictures in posts").
     pub(crate) const POST_PICTURE: f64 = 267_067.0;
 }
 
@@ -211,11 +215,11 @@ pub(crate) mod rows {
     pub(crate) const COUNTERS_PER_INSTANCE_PER_DAY: f64 = 3.0 * 1440.0;
 }
 
-/// The change-feed functions and what their trigger does on its own (the Cosmos DB extension 4.x
-/// on the .NET SDK's change-feed processor: `ChangeFeedProcessorBuilder`'s defaults, our
+/// The change-feed functions and what their trigger does on its own (the Cosmos DB extension
+/// 4.x on the .NET SDK's change-feed processor: `ChangeFeedProcessorBuilder`'s defaults, our
 /// `feedPollDelay` in `functions/*/function.json`). Request units are estimates from Microsoft
-/// Learn's "Plan and manage costs" (a point read 1 RU, a 1 KB replace about 10 RU, a small query
-/// a few RU; an empty read of a change feed is not documented, azure-docs issue 99609).
+/// Learn's "Plan and manage costs". A point read is 1 RU, a 1 KB replace about 10 RU, a small
+/// query a few RU. An empty read of a change feed is not documented (azure-docs issue 99609).
 pub(crate) mod change_feed {
     /// `PostsChangeFeed` and `UsersChangeFeed`, each on instances of its own (Flex Consumption
     /// scales every trigger but HTTP, blobs and Durable per function: "Flex Consumption plan
@@ -325,9 +329,10 @@ pub(crate) struct Traffic {
 }
 
 impl Traffic {
-    /// A blog of `views_per_day` with the defaults of `handler cost`: half the views a post's
-    /// page, one write for every 100 views, a tenth of them new posts, half the posts with a
-    /// picture, half the views by returning readers, one instance of the deployment's size.
+    /// A blog of `views_per_day` with the defaults of `handler cost`. Half the views are a
+    /// post's page, and there is one write for every 100 views, a tenth of them new posts. Half
+    /// the posts have a picture, half the views are by returning readers, and there is one
+    /// instance of the deployment's size.
     pub(crate) fn of(views_per_day: f64) -> Traffic {
         Traffic {
             views_per_day,
@@ -414,9 +419,9 @@ pub(crate) enum ViewsPriced {
     Measured { at_views_per_day: f64 },
 }
 
-/// What the reader-load bench measured (`cargo bench --bench readers -- --json PATH`): the views
-/// of its mix (front page, post pages, user pages, the feeds and the API's reads), priced at the
-/// article's request units, at the rate it replayed them.
+/// What the reader-load bench measured (`cargo bench --bench readers -- --json PATH`). These
+/// are the views of its mix (front page, post pages, user pages, the feeds and the API's
+/// reads). They are priced at the article's request units, at the rate it replayed them.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Measured {
     /// The rate the views were replayed at.
@@ -450,19 +455,20 @@ pub(crate) fn recorded() -> Vec<Measured> {
 }
 
 /// Reads of the change log a day: a view reads it only when its instance's copy is older than a
-/// second (`FRESH_FOR`). With views arriving at random at `rate` a second on an
-/// instance, a read opens a second in which the others are checked by it, so the reads a second
-/// are `rate / (1 + rate)`. (A front page view checks its kept page with it, so this bounds the
-/// front page's checks too.)
+/// second (`FRESH_FOR`). Say views arrive at random at `rate` a second on an instance. A read
+/// opens a second in which the others are checked by it, so the reads a second are `rate / (1 +
+/// rate)`. A front page view checks its kept page with it, so this bounds the front page's
+/// checks too.
 fn change_log_reads_per_day(traffic: &Traffic) -> f64 {
     let rate = traffic.views_per_day / SECONDS_PER_DAY / traffic.instances;
     rate / (1.0 + rate) * SECONDS_PER_DAY * traffic.instances
 }
 
-/// The request units of a day's views, computed from the caches' rules: each read of the change
-/// log (1 RU), the feed's mark and Q6 on each instance after each write (every write counted as
-/// one that changes the feed, and never more than the log's reads), and every post view read
-/// whole (17.64 RU: the per-post cache counted as helping nothing).
+/// The request units of a day's views, computed from the caches' rules. It counts each read of
+/// the change log (1 RU), and the feed's mark and Q6 on each instance after each write. Every
+/// write is counted as one that changes the feed, and never more than the log's reads. Every
+/// post view is counted as read whole (17.64 RU: the per-post cache counted as helping
+/// nothing).
 fn computed_view_ru_per_day(traffic: &Traffic) -> f64 {
     let log_reads = change_log_reads_per_day(traffic);
     let feed_reads = (traffic.writes_per_day * traffic.instances).min(log_reads);
@@ -628,9 +634,9 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
                 + gb(page_bytes + picture_bytes) * prices.front_door_per_gb,
         ),
     };
-    // Blob Storage: a picture the function app serves is read from its blob at most once an hour
-    // on each instance while the instance keeps it (src/pictures/blob.rs, KEPT_UNASKED), and an
-    // instance keeps at most VERIFIED_ENTRIES files: counted as if every kept file were read
+    // Blob Storage: a picture the function app serves is read from its blob at most once an
+    // hour on each instance while the instance keeps it (src/pictures/blob.rs, KEPT_UNASKED).
+    // An instance keeps at most VERIFIED_ENTRIES files. Counted as if every kept file were read
     // every hour (a bound), and never more than the pictures served.
     let picture_reads =
         (traffic.pictures_per_day() * served).min(24.0 * VERIFIED_ENTRIES * traffic.instances);

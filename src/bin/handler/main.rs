@@ -1,9 +1,9 @@
 //! `handler`: the executable the Azure Functions host starts (see `host.json`), and the one
 //! `cargo run` starts locally on the embedded store.
 
-// The commands that are `handler`'s alone sit with the binary, not in the library: nothing
-// but `main` calls them, so the library's surface holds only what the binary, the benches
-// and the tests share (ripgrep's layout: the executable's code in the executable).
+// The commands that are `handler`'s alone sit with the binary, not in the library. Nothing but
+// `main` calls them, so the library's surface holds only what the binary, the benches and the
+// tests share. That is ripgrep's layout: the executable's code in the executable.
 mod cli;
 mod commands;
 mod cost;
@@ -132,14 +132,14 @@ type LogLines = tracing_subscriber::fmt::SubscriberBuilder<
 /// Serves until stopped, logging as the Functions host expects.
 async fn serving(lines: LogLines) -> ExitCode {
     // Serving, the log is stdout, as the Functions host expects: it captures a custom handler's
-    // stdout into its own log stream. Log lines are written by a thread of their own, a batch at
-    // a time, off the request path (see `blog::batched`). The guard writes what is waiting when
-    // `handler` returns.
-    // Warnings and errors go to stderr: the Functions host logs each stderr line of a custom
+    // stdout into its own log stream. Log lines are written by a thread of their own, a batch
+    // at a time, off the request path (see `blog::batched`). The guard writes what is waiting
+    // when `handler` returns. Warnings and errors go to stderr, so that errors reach
+    // Application Insights as errors. The Functions host logs each stderr line of a custom
     // handler as an error (as a warning where the line says "warn", as ours do), and each
-    // stdout line as information (azure-functions-host `WorkerProcess.ParseErrorMessageAndLog`,
-    // with `HttpWorkerDescription.UseStdErrorStreamForErrorsOnly`), so that errors reach
-    // Application Insights as errors.
+    // stdout line as information. See azure-functions-host
+    // `WorkerProcess.ParseErrorMessageAndLog`, with
+    // `HttpWorkerDescription.UseStdErrorStreamForErrorsOnly`.
     let under_host = std::env::var_os("FUNCTIONS_CUSTOMHANDLER_PORT").is_some();
     let (stdout, _flush_on_exit) = blog::batched(std::io::stdout());
     let (stderr, _flush_errors_on_exit) = blog::batched(std::io::stderr());
@@ -193,10 +193,11 @@ async fn serve() -> Result<(), HandlerError> {
     blog.serve(listener, shutdown_signal()).await.map_err(HandlerError::Serve)
 }
 
-/// Ctrl-C locally; SIGTERM from a service manager or a container's stop. (The Functions host
-/// does not send it: it ends its worker with `Process.Kill()`, SIGKILL on Linux, in
-/// `WorkerProcess.Dispose`, azure-functions-host `src/WebJobs.Script/Workers/ProcessManagement/
-/// WorkerProcess.cs`; then no shutdown code runs, as under `kill -9`.)
+/// Ctrl-C locally; SIGTERM from a service manager or a container's stop. The Functions host
+/// does not send it. It ends its worker with `Process.Kill()`, SIGKILL on Linux, in
+/// `WorkerProcess.Dispose` (azure-functions-host
+/// `src/WebJobs.Script/Workers/ProcessManagement/WorkerProcess.cs`). Then no shutdown code
+/// runs, as under `kill -9`.
 async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;

@@ -2,15 +2,15 @@
 //! stderr, and the command's log lines with it.
 //!
 //! On a terminal, one line redrawn in place (at most every [`TERMINAL_EVERY`]); a log line
-//! written meanwhile clears it, and it is drawn again under the log line. Anywhere else (a file,
-//! a pipe, a CI log) a plain line every [`PLAIN_EVERY`], so that a long run says it is alive
-//! without filling the log. Either way the command ends with its summary, a line of its own.
-//! Where the total is known (`import`, which has read and checked its whole file first), the
-//! line starts with a [`bar`]; where it is not (a change feed read from its beginning says
+//! written meanwhile clears it, and it is drawn again under the log line. Anywhere else (a
+//! file, a pipe, a CI log) a plain line every [`PLAIN_EVERY`], so that a long run says it is
+//! alive without filling the log. Either way the command ends with its summary, a line of its
+//! own. Where the total is known (`import`, which has read and checked its whole file first),
+//! the line starts with a [`bar`]. Where it is not (a change feed read from its beginning says
 //! nothing of its length), it says the counts so far.
 //!
 //! Not indicatif, measured against it: three more crates, 13 s more to build, 220 KB more
-//! binary, and it draws only the terminal's case; the plain lines every 10 s for a CI log or
+//! binary. And it draws only the terminal's case. The plain lines every 10 s for a CI log or
 //! Azure's log stream, and the log lines interleaved with the bar, would still be ours.
 
 use std::io::{IsTerminal, Write};
@@ -83,10 +83,10 @@ impl Progress {
         self.started.elapsed()
     }
 
-    /// Shows `line()` if it is time: on a terminal at once the first time, then at most every
-    /// `every`; elsewhere a line of its own once `every` has passed since the start or the last.
-    /// `line` runs under this progress's lock: it may call [`Progress::elapsed`], and nothing
-    /// else of it.
+    /// Shows `line()` if it is time. On a terminal, it shows at once the first time, then at
+    /// most every `every`. Elsewhere, it writes a line of its own once `every` has passed since
+    /// the start or the last. `line` runs under this progress's lock: it may call
+    /// [`Progress::elapsed`], and nothing else of it.
     pub(crate) fn update(&self, line: impl FnOnce() -> String) {
         let mut shared = self.lock();
         let now = Instant::now();

@@ -1,24 +1,26 @@
 //! `handler smoke <base-url>`: proves that a running blog works, end to end, from outside, the
-//! way its users reach it: the requests of the article (C1–C7, Q1–Q6) over HTTP, their answers
-//! checked, and the change feed's copies awaited in Q3 and Q6. It prints one line per request
-//! (status, latency, request units, Cosmos DB operations) and stops at the first thing wrong,
-//! naming the step. `azd up` runs it after each deployment; `cargo run -- smoke` runs it against
-//! a local blog.
+//! way its users reach it. It sends the requests of the article (C1–C7, Q1–Q6) over HTTP,
+//! checks their answers, and awaits the change feed's copies in Q3 and Q6. It prints one line
+//! per request (status, latency, request units, Cosmos DB operations) and stops at the first
+//! thing wrong, naming the step. `azd up` runs it after each deployment; `cargo run -- smoke`
+//! runs it against a local blog.
 //!
 //! Without a credential it only reads (anonymous reads are public). With `--token` (an Entra ID
 //! access token, as App Service Authentication takes it) or `--dev-user` (the development
-//! sign-in of `BLOG_AUTH=development`), it also writes: it makes sure the caller has a user,
-//! writes a post, adds a picture to it and reads the picture back (on Azure: Blob Storage with
-//! the app's identity; a blog with no picture store says so and is not failed), writes a
-//! comment and a like, waits for the post's copies, reads everything back, then takes the like
-//! back and deletes what it wrote, and waits for the copies and the picture to go.
+//! sign-in of `BLOG_AUTH=development`), it also writes. It makes sure the caller has a user,
+//! writes a post, adds a picture to it and reads the picture back. On Azure the picture goes to
+//! Blob Storage with the app's identity; a blog with no picture store says so and is not
+//! failed. Then it writes a comment and a like, waits for the post's copies and reads
+//! everything back. Last, it takes the like back, deletes what it wrote, and waits for the
+//! copies and the picture to go.
 //!
 //! It runs right after `azd deploy`, when a new deployment answers for a while with what
-//! settles by itself: 5xx and refused or broken connections while the Functions host starts and
-//! mounts the app's package, 401/403 while a new app registration or role assignment reaches
-//! everything. For `--settle` seconds from its start (default 300) it waits those out, each
-//! request retried after a pause that doubles, one line per retry (`settling` says which
-//! answers, `Run::settled` how). Any other answer is the blog's own and is checked at once.
+//! settles by itself. It gets 5xx and refused or broken connections while the Functions host
+//! starts and mounts the app's package. It gets 401/403 while a new app registration or role
+//! assignment reaches everything. For `--settle` seconds from its start (default 300) it waits
+//! those out, each request retried after a pause that doubles, one line per retry (`settling`
+//! says which answers, `Run::settled` how). Any other answer is the blog's own and is checked
+//! at once.
 
 mod answer;
 mod run;
@@ -38,13 +40,13 @@ pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(120);
 const POLL_EVERY: Duration = Duration::from_millis(250);
 /// One request's limit: past it the blog counts as not answering.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long a new deployment may take to settle when `--settle` does not say: the Functions
-/// host's cold start on Flex Consumption (the package mounted, the host and the handler started)
-/// takes a minute or two, and a new role assignment or app registration minutes to be accepted
-/// everywhere.
+/// How long a new deployment may take to settle when `--settle` does not say. The Functions
+/// host's cold start on Flex Consumption (the package mounted, the host and the handler
+/// started) takes a minute or two. A new role assignment or app registration takes minutes to
+/// be accepted everywhere.
 pub(crate) const DEFAULT_SETTLE: Duration = Duration::from_secs(300);
 /// The pause before a request's first retry; each next one is twice as long, up to
-/// [`LONGEST_PAUSE`]: a blog that settles in a second is not kept waiting long, and one that
+/// [`LONGEST_PAUSE`]. So a blog that settles in a second is not kept waiting long, and one that
 /// takes minutes is not asked several times a second.
 const FIRST_PAUSE: Duration = Duration::from_secs(1);
 const LONGEST_PAUSE: Duration = Duration::from_secs(15);

@@ -1,16 +1,16 @@
 //! The embedded store in a build without it (no `embedded` feature: the deployed build, which
 //! reaches an account and has no SQLite in it). Compiled in `mod.rs`'s place (`cosmos/mod.rs`).
 //!
-//! The store's code is the same in every build: a [`Store`](crate::cosmos::Store) holds an
+//! The store's code is the same in every build. A [`Store`](crate::cosmos::Store) holds an
 //! `Option<Arc<Durability>>`, and what it does on the embedded store (take the locks, commit
 //! each write) it does when that is `Some`; the local change-feed processors likewise. Here
-//! [`Durability`] is a type with no values, so that option is always `None`: the methods that
-//! code calls exist with the embedded build's signatures, but none can ever be called, and each
+//! [`Durability`] is a type with no values, so that option is always `None`. The methods that
+//! code calls exist with the embedded build's signatures, but none can ever be called. Each
 //! body says so (`match *self {}`, which the compiler accepts only because no value exists).
 //! They stand for nothing: every path that would reach one is dead, the optimizer drops it, and
 //! nothing of the database, the emulator or SQLite is compiled in. The alternative, `cfg` in
 //! every function that touches the embedded store, would leave the store's code reading
-//! differently in each build; here it is one code, checked by the compiler in both.
+//! differently in each build. Here it is one code, checked by the compiler in both.
 //!
 //! The locks are the embedded store's own (`locks.rs`, which needs no SQLite): the store's
 //! signatures name their guards, which a build without the embedded store never takes.

@@ -1,32 +1,32 @@
 //! Each stored item's checksum: what keeps a changed byte from being served.
 //!
 //! SQLite checks its file's structure (`PRAGMA quick_check`), not what a record holds, and
-//! keeps no checksum of its pages: a bit flipped by a failing disk inside an item's JSON, or an
-//! edit of the file that leaves valid JSON (`"commentCount":3` made `9`), reads back as if it
-//! had been written. So every row of `items` carries a CRC-32 of all it holds (its container,
-//! partition key, id, document, write number and expiry), computed when the write is committed
-//! and checked wherever the row is read back from the file: at start-up, when every item is
-//! loaded, and when a refused write is undone to what the file holds.
+//! keeps no checksum of its pages. So some changes read back as if they had been written: a bit
+//! flipped by a failing disk inside an item's JSON, or an edit of the file that leaves valid
+//! JSON (`"commentCount":3` made `9`). So every row of `items` carries a CRC-32 of all it holds
+//! (its container, partition key, id, document, write number and expiry). It is computed when
+//! the write is committed and checked wherever the row is read back from the file: at start-up,
+//! when every item is loaded, and when a refused write is undone to what the file holds.
 //!
 //! Why a per-row checksum rather than SQLite's checksum VFS (`ext/misc/cksumvfs.c`, a checksum
-//! of every page in 8 reserved bytes), measured side by side in BENCHMARKS.md ("A checksum per
-//! item, or per page"): both cost little, but the checksum VFS is C code outside the
-//! amalgamation that `rusqlite` bundles (this crate would compile and register it), its
-//! conversion rewrites the file (twice, as measured), it names no item, and it is only as good
-//! as its loading: the `sqlite3` shell, the tool for a damaged file, does not load it, so
-//! a row changed there leaves its page's checksum stale, and every read of the table fails. A
-//! row's own checksum names the one item that changed, costs one CRC of the item's bytes per
+//! of every page in 8 reserved bytes)? They are measured side by side in BENCHMARKS.md ("A
+//! checksum per item, or per page"), and both cost little. But the checksum VFS is C code
+//! outside the amalgamation that `rusqlite` bundles (this crate would compile and register it).
+//! Its conversion rewrites the file (twice, as measured), and it names no item. And it is only
+//! as good as its loading: the `sqlite3` shell, the tool for a damaged file, does not load it.
+//! So a row changed there leaves its page's checksum stale, and every read of the table fails.
+//! A row's own checksum names the one item that changed, costs one CRC of the item's bytes per
 //! write and per load, and needs nothing but a column.
 //!
-//! A row's checksum cannot see a row that is not there: a row deleted, or the table emptied, is
+//! A row's checksum cannot see a row that is not there. A row deleted, or the table emptied, is
 //! seen by the tallies each commit keeps of every partition and container
-//! (`database::tally::Tally`), checked at start against the rows, to which each row
+//! (`database::tally::Tally`). They are checked at start against the rows, to which each row
 //! contributes a hash of its key and this checksum.
 //!
-//! What neither catches: a change to the WAL (`blog.sqlite-wal`) before it is checkpointed,
-//! which SQLite's own frame checksums meet by ending the log at that frame: the writes after it
-//! are lost, consistently, as if they had never been committed, and a change-feed position
-//! beyond them is then refused at start ([`super::check_positions`]).
+//! What neither catches: a change to the WAL (`blog.sqlite-wal`) before it is checkpointed.
+//! SQLite's own frame checksums meet that by ending the log at that frame. The writes after it
+//! are lost, consistently, as if they had never been committed. A change-feed position beyond
+//! them is then refused at start ([`super::check_positions`]).
 
 use crate::cosmos::Container;
 
@@ -60,11 +60,11 @@ pub(crate) fn of_row(
 /// What one row adds to its partition's digest: the CRC-32 of its key and its checksum, as one
 /// 64-bit number mixed by SplitMix64's finalizer (a bijection, so two rows add the same only
 /// when both CRCs agree). Digests are sums of these (wrapping), so a row removed is a
-/// subtraction and the order rows are met in does not matter. The checksum stands for the
-/// row's contents, so a row changed with its checksum made anew, or put back from an older copy
-/// of the file, changes the digest too. CRC-32 rather than SHA-256: the start computes one per
-/// row, and SHA-256 took 17 µs a row in the debug build `cargo run` makes (0.9 s at 50,000 rows);
-/// what the digest is for is noticing rows gone, not resisting someone who forges it.
+/// subtraction and the order rows are met in does not matter. The checksum stands for the row's
+/// contents. So a row changed with its checksum made anew, or put back from an older copy of
+/// the file, changes the digest too. CRC-32 rather than SHA-256: the start computes one per
+/// row, and SHA-256 took 17 µs a row in the debug build `cargo run` makes (0.9 s at 50,000
+/// rows). What the digest is for is noticing rows gone, not resisting someone who forges it.
 pub(crate) fn contribution(container: Container, partition_key: &str, id: &str, sum: u32) -> u64 {
     let mut hasher = crc32fast::Hasher::new();
     for text in [container.name(), partition_key, id] {

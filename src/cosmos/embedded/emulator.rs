@@ -28,11 +28,11 @@ const ENDPOINT: &str = "https://blog.emulator.local";
 
 /// How many physical partitions each embedded container has (the emulator's default is 4). The
 /// emulator runs a transactional batch on a copy of the batch's whole physical partition
-/// (`in_memory_emulator/operations.rs`, `handle_batch`), so a batch costs time in proportion to
+/// (`in_memory_emulator/operations.rs`, `handle_batch`). So a batch costs time in proportion to
 /// the items sharing that partition; in `posts` every comment and like is one (the stored
 /// procedures commit through a batch here). More partitions make the copy smaller, but each
-/// request also costs more (the emulator finds a partition by walking the list of them, and a
-/// restart loads each item that way), and a query across `posts` asks every one of them.
+/// request also costs more. The emulator finds a partition by walking the list of them, and a
+/// restart loads each item that way. And a query across `posts` asks every one of them.
 /// Measured with `cargo bench --bench scale` at 20,000 and 100,000 items (BENCHMARKS.md), C3/s
 /// as the data grows:
 ///
@@ -81,19 +81,19 @@ pub struct SdkFaults {
 #[derive(Default)]
 pub(crate) struct SdkFaults;
 
-/// The SDK's clients on a new in-memory emulator, and the emulator itself: the client the
-/// application's requests go through (through `faults`, in a test that injects them), and the
-/// store's own, which never meets an injected fault: with it the store settles its file to what
-/// the emulator holds (`Durability::commit_as_is`, `undo`), and a fault there would leave the
-/// file behind the emulator, which no fault on Azure can do.
+/// The SDK's clients on a new in-memory emulator, and the emulator itself. One client is the
+/// one the application's requests go through (through `faults`, in a test that injects them).
+/// The other is the store's own, which never meets an injected fault. With it the store settles
+/// its file to what the emulator holds (`Durability::commit_as_is`, `undo`). A fault there
+/// would leave the file behind the emulator, which no fault on Azure can do.
 pub(crate) async fn client(
     faults: SdkFaults,
 ) -> azure_data_cosmos::Result<(CosmosClient, CosmosClient, Emulator)> {
     let url = Url::parse(ENDPOINT).expect("a valid URL");
     // Strong, because that is what one in-memory replica is: every read sees every acknowledged
-    // write. (Under the emulator's default, Session, the SDK sends every request a token of every
-    // partition it has written, `SessionContainer::build_composite_token` in the driver, and the
-    // emulator parses it: 8 % of the handler's CPU at 512 partitions, growing with them.)
+    // write. Under the emulator's default, Session, the SDK sends every request a token of
+    // every partition it has written (`SessionContainer::build_composite_token` in the driver).
+    // The emulator parses it: 8 % of the handler's CPU at 512 partitions, growing with them.
     let account = VirtualAccountConfig::new(vec![VirtualRegion::new("East US", url)])?
         .with_consistency(ConsistencyLevel::Strong);
     let emulator = Arc::new(InMemoryEmulatorHttpClient::new(account));

@@ -45,9 +45,9 @@ impl Expiries {
     }
 }
 
-/// When an item written at `now` (Unix seconds) expires, as Cosmos DB reads its `ttl`: a
-/// positive number of seconds after the write, in a container with time to live on; `-1`, or
-/// none (the container's default, which is none here), never.
+/// When an item written at `now` (Unix seconds) expires, as Cosmos DB reads its `ttl`. A
+/// positive number means that many seconds after the write, in a container with time to live
+/// on. `-1`, or none (the container's default, which is none here), means never.
 pub(crate) fn expiry(container: Container, document: &Value, now: u64) -> Option<u64> {
     let ttl = document.get("ttl")?.as_u64().filter(|ttl| *ttl > 0)?;
     container.expires_items().then_some(now + ttl)
@@ -65,8 +65,8 @@ pub(crate) fn unix_now() -> u64 {
 const EXPIRY_SWEEP_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The most expired request records one sweep removes (one write per partition, all
-/// group-committed): at one sweep a second this keeps up with far more keyed writes than the
-/// store takes, and a record not yet removed is not read as there anyway.
+/// group-committed). At one sweep a second this keeps up with far more keyed writes than the
+/// store takes. A record not yet removed is not read as there anyway.
 const RECORDS_PER_SWEEP: usize = 256;
 
 /// Removes expired items from the embedded store every [`EXPIRY_SWEEP_INTERVAL`] for as long as
@@ -94,8 +94,8 @@ pub(crate) fn spawn_expiry_sweep(store: &Arc<Store>) {
 
 impl Durability {
     /// Removes the items of `store` whose `ttl` ran out by `now` (Unix seconds), as Cosmos DB
-    /// does by itself: each removal is a deletion like any other, through `store`, committed, so
-    /// it survives a restart, and an expiry a restart would not reset. Returns how many it
+    /// does by itself. Each removal is a deletion like any other, through `store`, committed.
+    /// So it survives a restart, and an expiry a restart would not reset. Returns how many it
     /// removed.
     pub async fn remove_expired(&self, store: &Store, now: u64) -> Result<usize, StoreError> {
         let durability = self;

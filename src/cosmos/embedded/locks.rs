@@ -1,14 +1,14 @@
 //! The embedded store's locks: what makes a write visible only once it is durable.
 //!
 //! The emulator shows a write as soon as it applies it, and the write reaches the disk only
-//! afterwards, when its transaction commits. Strict two-phase locking closes that window: a
+//! afterwards, when its transaction commits. Strict two-phase locking closes that window. A
 //! write holds its logical partition (container, partition key) exclusively from before the
-//! emulator applies it until its commit is durable (or until it is undone, when the commit is
-//! refused); a read or a single-partition query of that partition holds it shared, so it waits.
-//! A query across partitions (and a read of a whole change feed) waits for every pending write
-//! of its container: writes hold their container shared, such a reader holds it exclusively.
-//! Writes to different partitions take different locks, so they overlap, and their commits
-//! share one fsync.
+//! emulator applies it until its commit is durable. If the commit is refused, it holds it until
+//! the write is undone. A read or a single-partition query of that partition holds it shared,
+//! so it waits. A query across partitions (and a read of a whole change feed) waits for every
+//! pending write of its container: writes hold their container shared, such a reader holds it
+//! exclusively. Writes to different partitions take different locks, so they overlap, and their
+//! commits share one fsync.
 //!
 //! Locks are always taken container first, then partition, and no one holding a partition
 //! waits for a container: no deadlock.

@@ -3,15 +3,15 @@
 //! holds across restarts ([`database`]). At start-up the emulator is loaded from the database.
 //!
 //! A write is visible only once it is durable: it holds its partition from before the emulator
-//! applies it until its commit is on disk ([`locks`]); a commit the database refuses (a full
+//! applies it until its commit is on disk ([`locks`]). A commit the database refuses (a full
 //! disk) is undone in the emulator before the partition is let go, so no reader ever sees it.
 //!
-//! Request records (the items `app::idempotency` writes for each keyed write, ids starting
-//! with [`REQUEST_RECORD_PREFIX`]) are kept in the database only, never in the emulator nor in
-//! the change index: they are read by their id alone, never listed nor followed by a change
-//! feed, and a day of them at a keyed write a second would be 86,400 items of the emulator's
+//! Request records (the items `app::idempotency` writes for each keyed write, ids starting with
+//! [`REQUEST_RECORD_PREFIX`]) are kept in the database only. They are never in the emulator nor
+//! in the change index. They are read by their id alone, never listed nor followed by a change
+//! feed. And a day of them at a keyed write a second would be 86,400 items of the emulator's
 //! memory (about 4 KiB each). The store reads them from the database and commits them with the
-//! write they belong to, in the same transaction ([`Durability::request_record`]); a sweep
+//! write they belong to, in the same transaction ([`Durability::request_record`]). A sweep
 //! removes them once expired ([`expiry`]).
 //!
 //! Compiled only with the `embedded` feature; a build without it compiles `absent.rs` in this
@@ -215,10 +215,10 @@ impl Durability {
         );
     }
 
-    /// Commits `ids` as the emulator holds them now: for a write whose request was dropped
-    /// while the emulator applied it, so that whether or not it was applied, reads, the database
-    /// and the change feed agree. (Its request got no answer, so either outcome is one it may
-    /// see.) The partition stays held until then.
+    /// Commits `ids` as the emulator holds them now. This is for a write whose request was
+    /// dropped while the emulator applied it. Whether or not it was applied, reads, the
+    /// database and the change feed then agree. (Its request got no answer, so either outcome
+    /// is one it may see.) The partition stays held until then.
     ///
     /// Also for a write that failed: a failure may follow a write applied anyway (its answer
     /// lost, the SDK sent it again, and the second try was refused as a duplicate, 409 or 412).
@@ -298,11 +298,11 @@ impl Durability {
 /// The database's reads, off the async workers.
 impl Durability {
     /// Runs `read` on tokio's blocking threads. SQLite reads are synchronous and go through the
-    /// one reader connection behind a std `Mutex`, so on a worker thread a read that waits for
-    /// the lock or the disk stalls every task queued there (the HTTP requests among them).
-    /// `spawn_blocking` rather than `block_in_place`: the latter panics on the current-thread
-    /// runtime the tests and the commands run, and the lock is never held across an `await`, so
-    /// the whole read moves with nothing but an `Arc` of the store.
+    /// one reader connection behind a std `Mutex`. So on a worker thread a read that waits for
+    /// the lock or the disk stalls every task queued there (the HTTP requests among them). It
+    /// uses `spawn_blocking` rather than `block_in_place`, because the latter panics on the
+    /// current-thread runtime the tests and the commands run. The lock is never held across an
+    /// `await`, so the whole read moves with nothing but an `Arc` of the store.
     async fn off_the_workers<T: Send + 'static>(
         self: &Arc<Self>,
         read: impl FnOnce(&Durability) -> Result<T, StoreError> + Send + 'static,
@@ -567,8 +567,8 @@ fn import_files(
     Ok(())
 }
 
-/// Refuses a processor's position beyond `last_seq`, the last write the database numbered: no
-/// processor can have got there (the numbering is committed with the writes), so the file is
+/// Refuses a processor's position beyond `last_seq`, the last write the database numbered. No
+/// processor can have got there (the numbering is committed with the writes). So the file is
 /// damaged or from another copy, and a processor would wait for writes up to it forever. A
 /// checkpoint that cannot be read is refused here too, before anything is served.
 fn check_positions(dir: &Path, last_seq: u64) -> Result<(), StoreError> {

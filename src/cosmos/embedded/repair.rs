@@ -1,17 +1,18 @@
 //! The repair of a stopped data directory whose rows went missing, or whose damaged item the
-//! operator chose to go on without (`handler repair`, `handler remove`): what the blog's own
-//! writes would have left, made from what is there, rather than a raw `DELETE` that leaves a
+//! operator chose to go on without (`handler repair`, `handler remove`). It makes what the
+//! blog's own writes would have left, from what is there. A raw `DELETE` would instead leave a
 //! post's comments behind it or its count wrong.
 //!
-//! This part works on the rows, in one SQLite transaction, before anything is loaded: the item
-//! removed (if one is named), then what no longer fits the rest: comments and likes of a post
-//! that is gone, copies of a post that is gone, reservations of a user that is gone; each live
-//! post's `commentCount` and `likeCount` set to what is listed, as a new write (so the change
-//! feed carries it to the copies). Then the tallies are made anew from the rows, with a mark
-//! that the repair is unfinished, which refuses the blog's start until `handler repair` has also
-//! reserved every user's name and rebuilt the copies through the store (`crate::repair`), the
-//! part that needs the application's own code. A crash anywhere leaves either the data
-//! directory as it was, or one that the next `handler repair` finishes.
+//! This part works on the rows, in one SQLite transaction, before anything is loaded. First the
+//! item is removed (if one is named). Then it removes what no longer fits the rest: comments
+//! and likes of a post that is gone, copies of a post that is gone, reservations of a user that
+//! is gone. Each live post's `commentCount` and `likeCount` is set to what is listed, as a new
+//! write (so the change feed carries it to the copies). Then the tallies are made anew from the
+//! rows, with a mark that the repair is unfinished. The mark refuses the blog's start until
+//! `handler repair` has also reserved every user's name and rebuilt the copies through the
+//! store (`crate::repair`). That is the part that needs the application's own code. A crash
+//! anywhere leaves either the data directory as it was, or one that the next `handler repair`
+//! finishes.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;

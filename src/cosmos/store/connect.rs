@@ -105,9 +105,10 @@ impl Store {
         Self::connect_embedded(config, data_dir, opening, disk, Default::default()).await
     }
 
-    /// The embedded store whose data is in `data_dir`: its database opened, the emulator loaded
-    /// from it (with the containers, created always), and every write committed to it from here
-    /// on, through `disk`; the SDK reaches the emulator through `sdk` (the tests' faults).
+    /// The embedded store whose data is in `data_dir`. Its database is opened, the emulator
+    /// loaded from it (with the containers, created always), and every write from here on
+    /// committed to it, through `disk`. The SDK reaches the emulator through `sdk` (the tests'
+    /// faults).
     #[cfg(feature = "embedded")]
     async fn connect_embedded(
         config: &Config,

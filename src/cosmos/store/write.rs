@@ -1,7 +1,7 @@
-//! Writes: one operation, or a transactional batch, and on the embedded store each made
-//! durable before it is acknowledged (the partition held from before the write until its
-//! commit, a request dropped midway committed as the emulator holds it), with the request
-//! records the database alone keeps.
+//! Writes: one operation, or a transactional batch. On the embedded store each is made durable
+//! before it is acknowledged: the partition is held from before the write until its commit, and
+//! a request dropped midway is committed as the emulator holds it. Also the request records the
+//! database alone keeps.
 
 use std::sync::Arc;
 
@@ -20,12 +20,12 @@ use super::super::schema::Container;
 use super::super::sdk::{document_id, metered};
 use super::Store;
 
-/// Holds a write's partition while the emulator applies it: a request dropped then (its client
-/// went away) drops the write's future, and the emulator may have applied it without the
-/// database or the change index ever hearing of it (a post readable now, never copied, and
-/// gone after a restart). On drop, it has the items committed as the emulator holds them, the
-/// partition still held until then. (It borrows the write's own records: nothing is copied
-/// unless it is dropped holding the partition.)
+/// Holds a write's partition while the emulator applies it. A request dropped then (its client
+/// went away) drops the write's future. The emulator may have applied it without the database
+/// or the change index ever hearing of it (a post readable now, never copied, and gone after a
+/// restart). On drop, it has the items committed as the emulator holds them, the partition
+/// still held until then. (It borrows the write's own records: nothing is copied unless it is
+/// dropped holding the partition.)
 struct DroppedMidway<'a> {
     durability: &'a Arc<Durability>,
     container: Container,
@@ -120,13 +120,13 @@ impl Store {
         }
     }
 
-    /// [`Store::execute_batch`] on the embedded store, for a batch that creates request records,
-    /// which the database alone keeps (see `embedded`): under the partition's lock, a record
-    /// that is there already fails the batch as Cosmos DB would (409 for it, 424 for the rest,
-    /// as the SDK's emulator answers a failed batch: `azure_data_cosmos_driver` 1.0.0,
-    /// `in_memory_emulator/operations.rs`, `failed_batch_results`), before anything is applied;
-    /// else the other operations go to the emulator, and the records are committed with them,
-    /// in one transaction.
+    /// [`Store::execute_batch`] on the embedded store, for a batch that creates request
+    /// records, which the database alone keeps (see `embedded`). Under the partition's lock, a
+    /// record that is there already fails the batch as Cosmos DB would, before anything is
+    /// applied. That is 409 for it and 424 for the rest, as the SDK's emulator answers a failed
+    /// batch (`azure_data_cosmos_driver` 1.0.0, `in_memory_emulator/operations.rs`,
+    /// `failed_batch_results`). Else the other operations go to the emulator, and the records
+    /// are committed with them, in one transaction.
     async fn batch_with_records(
         &self,
         durability: &Arc<Durability>,
@@ -181,8 +181,8 @@ impl Store {
         }
     }
 
-    /// Runs a write; on the embedded store, also commits what it left (`records`: id and
-    /// document, `None` for a deletion) to the database before acknowledging it, holding the
+    /// Runs a write. On the embedded store, it also commits what it left (`records`: id and
+    /// document, `None` for a deletion) to the database before acknowledging it. It holds the
     /// partition from before the write until then, so no one sees it before it is durable.
     pub(in crate::cosmos) async fn durably<R>(
         &self,

@@ -1,14 +1,14 @@
 //! What the handler says about the requests it answers.
 //!
 //! Under the Functions host every line on stdout becomes a row of Application Insights, billed
-//! by the gigabyte: a line for each of a million page views a day is about 30 GB a month, more
+//! by the gigabyte. A line for each of a million page views a day is about 30 GB a month, more
 //! than the rest of the bill together (BENCHMARKS.md, "The whole bill"). So a read that went
-//! well is counted, not written: each minute, one line per route and method says how many
-//! requests it had, their statuses, request units, round trips and latency
-//! (`blog::http: requests`). A request still has a line of its own (`blog::http: request`) where
-//! an operator looks for that one request: a write that was made, an answer 5xx, an answer that
+//! well is counted, not written. Each minute, one line per route and method says how many
+//! requests it had, their statuses, request units, round trips and latency (`blog::http:
+//! requests`). A request still has a line of its own (`blog::http: request`) where an operator
+//! looks for that one request. That is a write that was made, an answer 5xx, or an answer that
 //! took [`SLOW`] or longer. At most [`OWN_LINES_PER_MINUTE`] of those a minute on an instance,
-//! so that nobody can buy the blog a bill by sending it requests; the others are counted in the
+//! so that nobody can buy the blog a bill by sending it requests. The others are counted in the
 //! minute's lines and said to be left out. `RUST_LOG=blog::http=debug` gives every request its
 //! line again.
 //!

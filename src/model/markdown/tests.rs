@@ -167,8 +167,8 @@ fn only_the_blogs_own_pictures_are_shown() {
 }
 
 /// A picture's address is `/pictures/{owner}/{post}/{hash}-{width}x{height}.{ext}`, and the
-/// page believes what it says without asking the store: only the post's own pictures, of a
-/// size an upload can have, are shown; any other is a link to it, as a foreign image is.
+/// page believes what it says without asking the store. So only the post's own pictures, of a
+/// size an upload can have, are shown. Any other is a link to it, as a foreign image is.
 #[test]
 fn only_the_posts_own_pictures_of_a_size_the_blog_takes_are_shown() {
     let hash = "0".repeat(64);
@@ -370,9 +370,9 @@ fn plain_text_leaves_pictures_out() {
     );
 }
 
-/// The first picture of a post is the first one its page shows as an image: not an image of
-/// another post or site, nor one inside a link (which the page shows as its alt text), nor one
-/// in a comment; its alt text as the page gives it.
+/// The first picture of a post is the first one its page shows as an image. It is not an image
+/// of another post or site, nor one inside a link (which the page shows as its alt text), nor
+/// one in a comment. Its alt text is as the page gives it.
 #[test]
 fn the_first_picture_is_the_first_the_page_shows() {
     let hash = "0123456789abcdef".repeat(4);

@@ -1,9 +1,9 @@
 //! Runs Cosmos DB server-side JavaScript (stored procedures and post-triggers) in this process,
 //! on QuickJS (`rquickjs`), for backends that cannot run scripts.
 //!
-//! The script reads its ONE logical partition through a [`PartitionReader`]; its writes go to an
-//! in-memory overlay and come back as its net effect ([`ScriptOutcome::writes`]), each conditioned
-//! on what the script saw, for the caller to commit as one transactional batch
+//! The script reads its ONE logical partition through a [`PartitionReader`]. Its writes go to
+//! an in-memory overlay and come back as its net effect ([`ScriptOutcome::writes`]), each
+//! conditioned on what the script saw. The caller commits them as one transactional batch
 //! (`in_process.rs`). The run happens on the calling thread, which blocks on the reader.
 //!
 //! * [`server_api.js`](server_api.js): the API as scripts see it (`getContext()`, `__`,
@@ -16,19 +16,19 @@
 //!
 //! # Where this differs from Cosmos DB, and why
 //! * Limits: Cosmos DB bounds a script by time (5 s) only. Here its writes must also fit ONE
-//!   transactional batch (100 operations, 2 MB), shared with the partition's fence item and, for
-//!   a trigger, the request's own write. So a write that would not fit (the 100th distinct id of
-//!   a stored procedure, the 99th of a trigger, or past 2 MB of written documents) returns
-//!   `false` and its callback is never called, as when Cosmos DB stops accepting operations;
-//!   the script ends early and commits what it did (a script written for Cosmos DB checks
-//!   `isAccepted` anyway).
+//!   transactional batch (100 operations, 2 MB), shared with the partition's fence item and,
+//!   for a trigger, the request's own write. So some writes would not fit: the 100th distinct
+//!   id of a stored procedure, the 99th of a trigger, or past 2 MB of written documents. Such a
+//!   write returns `false` and its callback is never called, as when Cosmos DB stops accepting
+//!   operations. The script ends early and commits what it did (a script written for Cosmos DB
+//!   checks `isAccepted` anyway).
 //! * Queries run in the store, which has no SQL evaluator for the overlay: a query does not see
 //!   the script's own creates and replaces (it returns the stored versions), but never returns a
 //!   document the script deleted. Microsoft documents that queries in a script "may not see
 //!   changes to items made by the same script transaction", so both are legal there too.
 //! * System properties of written documents (`_rid`, `_self`, `_etag`, `_ts`) are synthesized
-//!   for the run, consistently (a later `options.etag` check or `_self` link works); the store
-//!   assigns the real ones at commit, so a response body that shows a written document shows
+//!   for the run, consistently (a later `options.etag` check or `_self` link works). The store
+//!   assigns the real ones at commit. So a response body that shows a written document shows
 //!   the synthesized values.
 //! * Links by name are not percent-decoded (the wrapper hands them on unchanged; ids cannot
 //!   contain `/`). Headers are not modelled: `getValue(name)` knows `Body` (and a trigger's

@@ -1,6 +1,6 @@
-//! An answer as the smoke test reads it, and what it makes of one: whether a deployment that is
-//! still settling gave it (and so it is waited out), how long to wait before the next try, and
-//! whether it is the answer a step expects.
+//! An answer as the smoke test reads it, and what it makes of one. It says whether a deployment
+//! that is still settling gave it (and so it is waited out), and how long to wait before the
+//! next try. It also says whether it is the answer a step expects.
 
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ pub(super) struct Answer {
     pub(super) operations: String,
     pub(super) latency: Duration,
     /// What an earlier attempt of this request was answered when that answer does not say
-    /// whether the attempt was done ("502 Bad Gateway", "no answer (…)"); its retry carried the
+    /// whether the attempt was done ("502 Bad Gateway", "no answer (…)"). Its retry carried the
     /// same Idempotency-Key, so the blog made it once either way. `None` when no attempt was in
     /// doubt.
     pub(super) unsure_attempt: Option<String>,

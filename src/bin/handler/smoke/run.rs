@@ -1,6 +1,6 @@
-//! The smoke test's client: one request sent and its line printed, retried while the deployment
-//! settles (`answer::settling`) and, for a write that may have been applied, sent again only as
-//! what it is; and the waits for the copies, polled until they appear or go.
+//! The smoke test's client. It sends one request and prints its line, retried while the
+//! deployment settles (`answer::settling`). A write that may have been applied is sent again
+//! only as what it is. It also waits for the copies, polled until they appear or go.
 
 use std::time::{Duration, Instant};
 
@@ -78,9 +78,10 @@ impl Run<'_> {
     }
 
     /// Sends one request until its answer is the blog's own. Until `settle_until`, an answer
-    /// that settles by itself ([`settling`], or no answer) is retried after a pause that starts
-    /// at [`FIRST_PAUSE`] for each request and doubles, with one line that says what was
-    /// answered; past it, such an answer fails the step, saying so. Prints nothing else.
+    /// that settles by itself ([`settling`], or no answer) is retried after a pause. The pause
+    /// starts at [`FIRST_PAUSE`] for each request and doubles, with one line that says what was
+    /// answered. Past `settle_until`, such an answer fails the step, saying so. Prints nothing
+    /// else.
     async fn settled(
         &mut self,
         step: &str,

@@ -1,7 +1,7 @@
-//! The database file as it lies on disk: the schema a new file is made with, its version and
-//! the upgrade of an older one in place, a row as read back and the checksum it must match, and
-//! [`Damage`], what makes a file unusable as this store's. What a file holds is decided here
-//! alone, so that a change of format is one module's.
+//! The database file as it lies on disk. That is the schema a new file is made with, its
+//! version and the upgrade of an older one in place, and a row as read back and the checksum it
+//! must match. It is also [`Damage`], what makes a file unusable as this store's. What a file
+//! holds is decided here alone, so that a change of format is one module's.
 
 use std::path::Path;
 
@@ -31,9 +31,9 @@ pub(super) const SCHEMA: &str = "
     CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 ";
 /// The items that expire, by when: what the sweep of expired request records reads, which are
-/// in the database only (`embedded::mod`). An index beside the schema, not part of it: made at
-/// any start where it is missing (a file written before it, in a moment), and a handler that
-/// does not know it keeps it up to date as SQLite keeps any index.
+/// in the database only (`embedded::mod`). An index beside the schema, not part of it. It is
+/// made at any start where it is missing (a file written before it, in a moment). A handler
+/// that does not know it keeps it up to date as SQLite keeps any index.
 pub(super) const EXPIRING: &str =
     "CREATE INDEX IF NOT EXISTS items_expiring ON items (expires) WHERE expires IS NOT NULL;";
 
@@ -170,9 +170,9 @@ pub enum Damage {
     /// A damaged file of which not one item can be read: nothing to salvage.
     #[error("not one item in it can be read")]
     NothingReadable,
-    /// A file that carries this store's id or schema version but holds no table: never what the
-    /// store leaves (it makes both in one transaction), but what a recovery that recovered
-    /// nothing leaves (`sqlite3`'s `.recover` without the `sqlite_dbpage` table it needs).
+    /// A file that carries this store's id or schema version but holds no table. The store
+    /// never leaves that: it makes both in one transaction. A recovery that recovered nothing
+    /// leaves it (`sqlite3`'s `.recover` without the `sqlite_dbpage` table it needs).
     #[error(
         "it carries this store's marks (application id {application:#x}, schema version {version}) but holds no table"
     )]
@@ -200,9 +200,9 @@ pub enum Damage {
 }
 
 impl Damage {
-    /// Whether the file itself is sound and what is wrong is in what its rows and records hold,
-    /// which `handler repair` puts right (removing the rows it cannot read, numbering the writes
-    /// after the last row's); otherwise the file is what is damaged.
+    /// Whether the file itself is sound and what is wrong is in what its rows and records hold.
+    /// That is what `handler repair` puts right (removing the rows it cannot read, numbering
+    /// the writes after the last row's). Otherwise the file is what is damaged.
     pub(crate) fn is_in_the_rows(&self) -> bool {
         matches!(
             self,

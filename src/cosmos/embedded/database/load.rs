@@ -1,6 +1,7 @@
-//! Opening the database and reading it at start: the directory's lock, the file's checks and
-//! upgrade, the rows a page at a time (each verified, and counted into the tallies the start
-//! then compares), and the one-time import of an older data directory's rows.
+//! Opening the database and reading it at start. That is the directory's lock, the file's
+//! checks and upgrade, and the rows a page at a time (each verified, and counted into the
+//! tallies the start then compares). It is also the one-time import of an older data
+//! directory's rows.
 
 use std::fs::OpenOptions;
 use std::path::Path;
@@ -67,9 +68,10 @@ impl Database {
         }
         if opening == Opening::Repair {
             // The write number deleted with the rest of `meta`, changed to what is not one, or
-            // lowered below a row's: the last write any row holds, so that the rows are not
-            // refused as written after it (a change-feed position beyond it is still refused,
-            // with what to do). Rows whose number is not one are the repair's to remove.
+            // lowered below a row's. It is set to the last write any row holds, so that the
+            // rows are not refused as written after it. A change-feed position beyond it is
+            // still refused, with what to do. Rows whose number is not one are the repair's to
+            // remove.
             connection
                 .execute(
                     "INSERT INTO meta (key, value)
@@ -105,10 +107,10 @@ impl Database {
         Ok((database, connection))
     }
 
-    /// Refuses, naming it, a row written after the last write the file records: what a
-    /// `last_seq` lowered outside the handler leaves, which [`Database::page`] refuses as it
-    /// reads, and which the start asks about first where a change-feed position is beyond it
-    /// (the position is then not what is wrong).
+    /// Refuses, naming it, a row written after the last write the file records. That is what a
+    /// `last_seq` lowered outside the handler leaves, and [`Database::page`] refuses it as it
+    /// reads. The start asks about it first where a change-feed position is beyond it (the
+    /// position is then not what is wrong).
     pub(crate) fn check_written_after_last(
         &self,
         connection: &Connection,

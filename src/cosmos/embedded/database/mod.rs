@@ -1,32 +1,33 @@
 //! The embedded store's durable state: one SQLite database in the data directory.
 //!
 //! Why SQLite (through `rusqlite`, SQLite compiled in by its `bundled` feature) rather than
-//! redb: both are crash-safe embedded stores, but SQLite is the most tested storage engine in
-//! use (its test suite covers every branch, with injected I/O errors, power cuts and full
-//! disks), its file format has been stable since 2004, and a damaged or puzzling file can be
-//! opened and checked with the `sqlite3` shell (`PRAGMA integrity_check`) by anyone, and what
-//! can still be read of a damaged one copied out (`handler repair`, [`salvage`]); redb is younger, changed its file format at 2.0, and has no such
-//! tools. A full disk is SQLite's own error (`SQLITE_FULL`), after which the transaction is
-//! rolled back whole and the database goes on.
+//! redb? Both are crash-safe embedded stores. But SQLite is the most tested storage engine in
+//! use: its test suite covers every branch, with injected I/O errors, power cuts and full
+//! disks. Its file format has been stable since 2004. Anyone can open and check a damaged or
+//! puzzling file with the `sqlite3` shell (`PRAGMA integrity_check`), and copy out what can
+//! still be read of a damaged one (`handler repair`, [`salvage`]). The younger redb changed its
+//! file format at 2.0, and has no such tools. A full disk is SQLite's own error
+//! (`SQLITE_FULL`), after which the transaction is rolled back whole and the database goes on.
 //!
 //! The database holds each live item once (its JSON as written, the number of its last write,
 //! when it expires), and the number of the last write committed. A write is one row per item
 //! it touched; concurrent writes are group-committed: a writer thread takes every write queued
 //! while the previous commit ran and commits them in one transaction, one fsync for all.
 //!
-//! WAL mode with `synchronous=FULL`: in WAL mode, `NORMAL` syncs the log only at checkpoints,
-//! so a committed transaction survives the process dying (`kill -9`) but may be rolled back by
-//! a power cut or an OS crash; `FULL` syncs the log at every commit, so an acknowledged write
-//! survives those too (<https://www.sqlite.org/pragma.html#pragma_synchronous>, "WAL mode with
-//! synchronous=NORMAL ... loses durability"). Group commit is what keeps that affordable.
+//! WAL mode with `synchronous=FULL`. In WAL mode, `NORMAL` syncs the log only at checkpoints.
+//! So a committed transaction survives the process dying (`kill -9`) but may be rolled back by
+//! a power cut or an OS crash. The `FULL` setting syncs the log at every commit, so an
+//! acknowledged write survives those too
+//! (<https://www.sqlite.org/pragma.html#pragma_synchronous>, "WAL mode with synchronous=NORMAL
+//! ... loses durability"). Group commit is what keeps that affordable.
 //!
-//! Its parts, each a room of its own: [`format`] is the file as it lies on disk (the schema,
-//! its versions and their upgrade, a row and the checks it must pass, [`Damage`]); [`writer`]
-//! is the thread that numbers, groups and commits the writes; [`tally`] keeps the count and
-//! digest of every partition in the commits; [`load`] opens the file and reads it at start,
-//! [`incomplete`] is the refusal of a file whose rows do not match their tallies, and
-//! [`salvage`] copies what can be read of a damaged file into a new one. This
-//! module holds the handle on all of it, and its point reads.
+//! Its parts, each a room of its own. The module [`format`] is the file as it lies on disk (the
+//! schema, its versions and their upgrade, a row and the checks it must pass, [`Damage`]). The
+//! module [`writer`] is the thread that numbers, groups and commits the writes. The module
+//! [`tally`] keeps the count and digest of every partition in the commits. The module [`load`]
+//! opens the file and reads it at start. The module [`incomplete`] is the refusal of a file
+//! whose rows do not match their tallies. The module [`salvage`] copies what can be read of a
+//! damaged file into a new one. This module holds the handle on all of it, and its point reads.
 
 mod format;
 mod incomplete;
@@ -60,10 +61,10 @@ pub(crate) use writer::{Faults, NoFaults, Refused};
 pub(crate) const FILE: &str = "blog.sqlite";
 const LOCK: &str = "lock";
 
-/// Whether the store is opened to serve (every check), to import into (every check, but an
-/// unfinished import is the import's to finish), or to be repaired (`handler repair`, `handler
-/// remove`: the rows and tallies are the repair's to put right, and an unfinished repair is
-/// finished).
+/// Whether the store is opened to serve, to import into, or to be repaired. To serve, every
+/// check runs. To import into, every check runs, but an unfinished import is the import's to
+/// finish. To be repaired (`handler repair`, `handler remove`), the rows and tallies are the
+/// repair's to put right, and an unfinished repair is finished.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Opening {
     Serve,

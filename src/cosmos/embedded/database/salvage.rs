@@ -1,14 +1,14 @@
 //! What `handler repair` does with a database file SQLite finds damaged (`PRAGMA quick_check`
-//! fails, or a read meets a damaged page): the file is kept as it is beside the new one, and
-//! every item that can still be read and matches its checksum is copied into a new file, which
+//! fails, or a read meets a damaged page). The file is kept as it is beside the new one. Every
+//! item that can still be read and matches its checksum is copied into a new file. That file
 //! takes its place and is then repaired as any file whose rows went missing.
 //!
 //! SQLite's own tool for this, the `sqlite3` shell's `.recover`, needs the `sqlite_dbpage`
-//! table, which the shell Debian 12 ships (3.40.1) is built without: there it writes the
-//! pragmas, no table, and "SQL logic error", so the file it makes holds nothing. The rows are
-//! read here in key order until a damaged page stops the read, then from the other end back to
-//! it, as the shell's `.dump` does: what is lost is what lay on the damaged pages, which the
-//! repair's tallies, made from the rows copied, then no longer expect.
+//! table. The shell Debian 12 ships (3.40.1) is built without it: there it writes the pragmas,
+//! no table, and "SQL logic error", so the file it makes holds nothing. The rows are read here
+//! in key order until a damaged page stops the read, then from the other end back to it, as the
+//! shell's `.dump` does. What is lost is what lay on the damaged pages, which the repair's
+//! tallies, made from the rows copied, then no longer expect.
 //!
 //! A crash anywhere leaves the damaged file in place (the next `handler repair` salvages it
 //! again), or the new file in its place, marked unfinished, which the next `handler repair`

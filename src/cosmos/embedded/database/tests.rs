@@ -179,7 +179,7 @@ fn a_damaged_row_is_refused_as_what_it_is() {
 }
 
 /// A row or a record of the wrong type is refused as what it is, naming it, with the advice of
-/// a repair (which removes the row, or makes the record anew); so is a row numbered after the
+/// a repair (which removes the row, or makes the record anew). So is a row numbered after the
 /// last write, which a repair numbers past.
 #[test]
 fn a_row_or_record_of_the_wrong_type_is_refused_naming_it() {
@@ -318,9 +318,9 @@ fn a_damaged_file_is_salvaged_keeping_what_can_be_read() {
     );
 }
 
-/// Each refusal of the file at opening is its own variant, with what it found: the lock
-/// another process holds, a newer schema, an unfinished repair, an unfinished import (which
-/// an import opens), another application's file, a file that is no database.
+/// Each refusal of the file at opening is its own variant, with what it found. The refusals
+/// are: the lock another process holds, a newer schema, an unfinished repair, an unfinished
+/// import (which an import opens), another application's file, a file that is no database.
 #[test]
 fn a_database_that_cannot_be_opened_is_refused_as_what_it_is() {
     let dir = tempfile::tempdir().unwrap();

@@ -144,10 +144,10 @@ impl Writer {
         }
     }
 
-    /// Commits the group in one transaction; on failure nothing of it is left. The tallies of the
-    /// partitions and containers it touched are moved in the same transaction: each row's old
-    /// checksum is read before it is replaced or deleted (a point read of a page the write itself
-    /// then changes), and each partition's tally is written once per group.
+    /// Commits the group in one transaction; on failure nothing of it is left. The tallies of
+    /// the partitions and containers it touched are moved in the same transaction. Each row's
+    /// old checksum is read before it is replaced or deleted (a point read of a page the write
+    /// itself then changes). Each partition's tally is written once per group.
     pub(super) fn commit(&mut self, writes: &[Write]) -> rusqlite::Result<()> {
         let transaction =
             self.connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;

@@ -3,8 +3,8 @@
 //!
 //! The helpers are here: a partition in memory and the runs on it. `wrapper` checks the
 //! collection's API as a script calls it (callbacks, errors, links, bodies, queries, the
-//! request and response maps); `outcome` checks what a run leaves (one batch's worth of writes,
-//! the etags, the net effect per id, the read set, the limits).
+//! request and response maps). The module `outcome` checks what a run leaves (one batch's worth
+//! of writes, the etags, the net effect per id, the read set, the limits).
 
 mod outcome;
 mod wrapper;
