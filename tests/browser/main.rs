@@ -471,7 +471,18 @@ async fn axe_finds_no_accessibility_violation_on_any_page() {
         axe_check(&browser, &script, format!("{path}, signed out")).await;
     }
     sign_up(&browser, &app, "reader", "A reader").await;
+    // Their draft, with a preview link: its page, its edit form with the link, the preview,
+    // their page listing it.
+    let draft = serde_json::json!({"userId": "reader", "title": "Not yet", "content": text, "status": "draft"});
+    let draft = app.send_as(Some("reader"), reqwest::Method::POST, "/api/posts", Some(draft)).await;
+    let draft = draft.body["id"].as_str().unwrap().to_owned();
+    let share = format!("/api/posts/{draft}/preview");
+    let shared = app.send_as(Some("reader"), reqwest::Method::POST, &share, None).await;
+    let preview = shared.body["path"].as_str().unwrap().to_owned();
     let signed_in = [
+        format!("/posts/{draft}"),
+        format!("/posts/{draft}/edit"),
+        preview,
         "/".to_owned(),
         format!("/posts/{post}"),
         "/write".to_owned(),
