@@ -10,6 +10,7 @@ mod common;
 use std::time::Duration;
 
 use common::TestApp;
+use common::binary::Handler;
 use common::host::{self, Attempt};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -175,4 +176,104 @@ async fn a_publication_time_that_is_not_one_is_refused_and_nothing_is_written() 
     }
     let drafts = format!("/api/users/{alice}/drafts");
     assert!(ids(&app.send_as(Some(&alice), Method::GET, &drafts, None).await.body).is_empty());
+}
+
+/// `GET path` of the real binary at `base` as `user` (`None`: anonymous): status and body.
+async fn get(base: &str, user: Option<&str>, path: &str) -> (StatusCode, Value) {
+    let mut request = reqwest::Client::new().get(format!("{base}{path}"));
+    if let Some(user) = user {
+        request = request.header("x-dev-user", user);
+    }
+    let answer = request.send().await.unwrap();
+    let status = answer.status();
+    (status, answer.json().await.unwrap_or(Value::Null))
+}
+
+/// `GET path` until `holds` is true of the body, for at most 20 s.
+async fn until(
+    base: &str,
+    user: Option<&str>,
+    path: &str,
+    holds: impl Fn(StatusCode, &Value) -> bool,
+) -> Value {
+    for _ in 0..400 {
+        let (status, body) = get(base, user, path).await;
+        if holds(status, &body) {
+            return body;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{path} never answered as expected");
+}
+
+/// The real binary killed (`kill -9`) while a post waits for its time, and again right after
+/// the timer published one: started again, the first is published at once (the missed run
+/// caught up at the start) and the second is not published a second time; both are copied.
+#[tokio::test]
+async fn a_scheduled_post_is_published_once_across_kill_9() {
+    let data = tempfile::tempdir().unwrap();
+    let every_second = [("BLOG_PUBLISH_EVERY", "1")];
+    let handler = Handler::start(data.path(), &[]);
+    let base = handler.base.clone();
+    let client = reqwest::Client::new();
+    let write = |method: reqwest::Method, path: &str, body: Value| {
+        client
+            .request(method, format!("{base}{path}"))
+            .header("x-dev-user", "ada")
+            .json(&body)
+            .send()
+    };
+    write(reqwest::Method::POST, "/api/users", json!({"username": "ada"})).await.unwrap();
+    let schedule = |title: &str, ahead: Duration| json!({"userId": "ada", "title": title, "content": "Then.", "status": "scheduled", "publishAt": in_paris(ahead)});
+    let asleep: Value =
+        write(reqwest::Method::POST, "/api/posts", schedule("Asleep", Duration::from_secs(2)))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    let asleep = asleep["id"].as_str().unwrap().to_owned();
+    // Listed for the timer by the change feed (the drafts list is the same delivery's copy).
+    until(&base, Some("ada"), "/api/users/ada/drafts", |_, page| ids(page) == [asleep.clone()])
+        .await;
+    handler.kill_9();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    // Started again, its timer a minute apart: its first run, at the start, publishes what was
+    // due while it was down (the 20 s waited for it are well within the minute).
+    let handler = Handler::start(data.path(), &[]);
+    let base = handler.base.clone();
+    let path = format!("/api/posts/{asleep}");
+    let published = until(&base, None, &path, |status, _| status == StatusCode::OK).await;
+    until(&base, None, "/api/feed", |_, feed| ids(feed) == [asleep.clone()]).await;
+    handler.stop();
+    let handler = Handler::start(data.path(), &every_second);
+    let base = handler.base.clone();
+
+    // Killed right after the timer published a second post, maybe before its copies.
+    let client = reqwest::Client::new();
+    let body = schedule("Killed after", Duration::from_secs(1));
+    let second: Value = client
+        .post(format!("{base}/api/posts"))
+        .header("x-dev-user", "ada")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let second = second["id"].as_str().unwrap().to_owned();
+    let second_path = format!("/api/posts/{second}");
+    let first_seen = until(&base, None, &second_path, |status, _| status == StatusCode::OK).await;
+    handler.kill_9();
+    let handler = Handler::start(data.path(), &every_second);
+    let base = handler.base.clone();
+    let feed = until(&base, None, "/api/feed", |_, feed| ids(feed).len() == 2).await;
+    assert_eq!(ids(&feed), [second.clone(), asleep.clone()], "each once, newest first");
+    let (_, after) = get(&base, None, &second_path).await;
+    assert_eq!(after["creationDate"], first_seen["creationDate"], "published once: {after}");
+    assert_eq!(get(&base, None, &path).await.1["creationDate"], published["creationDate"]);
+    // And neither is a draft any more.
+    until(&base, Some("ada"), "/api/users/ada/drafts", |_, page| ids(page).is_empty()).await;
 }
