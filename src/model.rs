@@ -172,6 +172,64 @@ pub(crate) struct StoredPost {
     /// copied: the copies are of [`Post`]).
     #[serde(default, rename = "shareKey", skip_serializing_if = "Option::is_none")]
     pub share_key: Option<String>,
+    /// How many revisions the post's edits have kept, ever: the next one's number. Written
+    /// with every edit, so two edits at once cannot keep two revisions of one number.
+    #[serde(default, rename = "revisionCount", skip_serializing_if = "is_zero")]
+    pub revision_count: u64,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
+}
+
+/// The `type` of a kept revision, in its post's partition of `posts`.
+pub(crate) const REVISION_TYPE: &str = "revision";
+
+/// A version of a post that an edit replaced, kept in the post's partition of `posts` for its
+/// author alone: never copied, never shown to readers, deleted with the post.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Revision {
+    /// `revision-<number>`.
+    pub id: String,
+    /// `revision`.
+    #[serde(rename = "type")]
+    pub item_type: String,
+    /// The post: its partition key in `posts`.
+    pub post_id: String,
+    /// The revision's number: 0 for the first version an edit replaced, then 1, 2, ...
+    pub number: u64,
+    /// The title it had.
+    pub title: String,
+    /// The content it had.
+    pub content: String,
+    /// The tags it had.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// When that version was written (its edit, or the post's creation).
+    pub written_at: String,
+    /// When an edit replaced it.
+    pub replaced_at: String,
+}
+
+/// The id of revision `number`.
+pub(crate) fn revision_id(number: u64) -> String {
+    format!("revision-{number}")
+}
+
+/// The revision `post` becomes when an edit at `now` replaces it, numbered `number`.
+pub(crate) fn revision_of(post: &Post, number: u64, now: &str) -> Revision {
+    Revision {
+        id: revision_id(number),
+        item_type: REVISION_TYPE.to_owned(),
+        post_id: post.id.clone(),
+        number,
+        title: post.title.clone(),
+        content: post.content.clone(),
+        tags: post.tags.clone(),
+        written_at: post.edited_at.clone().unwrap_or_else(|| post.creation_date.clone()),
+        replaced_at: now.to_owned(),
+    }
 }
 
 /// The versions of a post's comments and likes: each a value no other version of the list had,
@@ -537,7 +595,8 @@ mod tests {
             "c".into(),
             "d".into(),
         );
-        let stored = StoredPost { post, versions: ListVersions::new(), share_key: None };
+        let stored =
+            StoredPost { post, versions: ListVersions::new(), share_key: None, revision_count: 0 };
         let document = serde_json::to_value(&stored).unwrap();
         assert!(
             document["commentsVersion"].is_string() && document["likesVersion"].is_string(),

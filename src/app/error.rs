@@ -141,6 +141,14 @@ pub enum Missing {
         /// The post.
         post: String,
     },
+    /// A revision of a post.
+    #[error("Post {post:?} keeps no revision {number}.")]
+    Revision {
+        /// The post.
+        post: String,
+        /// The revision's number.
+        number: u64,
+    },
     /// A picture, by its address.
     #[error("There is no picture at {0}.")]
     Picture(String),

@@ -249,24 +249,33 @@ pub(crate) enum Committed {
     Repeated(String),
 }
 
-/// Commits `write` in `container`'s partition `partition_key`, with the key's record naming
-/// `item_id` when there is a key, in one transactional batch: both or neither. A record there
+/// Commits `writes` in `container`'s partition `partition_key`, with the key's record naming
+/// `item_id` when there is a key, in one transactional batch: all or none. A record there
 /// already (a request with the key, committed meanwhile) fails the batch, and its answer is
-/// the first one's. The write's own refusals are the errors [`Store::execute_write`] gives.
+/// the first one's. A write's own refusals are the errors [`Store::execute_write`] gives.
 pub(crate) async fn commit(
     store: &Store,
     container: Container,
     partition_key: &str,
     once: Option<&Once>,
     item_id: &str,
-    write: WriteOp,
+    mut writes: Vec<WriteOp>,
 ) -> AppResult<Committed> {
     let Some(once) = once else {
-        store.execute_write(container, partition_key, write).await?;
+        if writes.len() == 1 {
+            let write = writes.pop().expect("one write");
+            store.execute_write(container, partition_key, write).await?;
+        } else {
+            store
+                .execute_batch(container, partition_key, writes)
+                .await
+                .map_err(StoreError::of_failed_operation)?;
+        }
         return Ok(Committed::Written);
     };
     let record = WriteOp::Create { document: once.record(container, partition_key, item_id) };
-    match store.execute_batch(container, partition_key, vec![record, write]).await {
+    writes.insert(0, record);
+    match store.execute_batch(container, partition_key, writes).await {
         Ok(()) => Ok(Committed::Written),
         // The record, the batch's first operation, is there already.
         Err(failed @ StoreError::BatchFailed { .. })

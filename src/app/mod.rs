@@ -16,6 +16,7 @@ pub(crate) mod lists;
 pub(crate) mod pictures;
 pub(crate) mod post_lists;
 pub(crate) mod posts;
+pub(crate) mod revisions;
 pub(crate) mod scheduled;
 pub(crate) mod tags;
 pub(crate) mod usernames;

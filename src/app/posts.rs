@@ -143,11 +143,19 @@ pub(crate) async fn create_post(
         publish_at,
         ..model::new_post(post_id, &author, title, content, created)
     };
-    let post = StoredPost { post, versions: ListVersions::new(), share_key: None };
+    let post =
+        StoredPost { post, versions: ListVersions::new(), share_key: None, revision_count: 0 };
     let create = WriteOp::Create { document: to_document(&post)? };
     let post = post.post;
-    match commit(&state.store, Container::Posts, &post.post_id, once.as_ref(), &post.id, create)
-        .await
+    match commit(
+        &state.store,
+        Container::Posts,
+        &post.post_id,
+        once.as_ref(),
+        &post.id,
+        vec![create],
+    )
+    .await
     {
         Ok(Committed::Written) => Ok(post),
         Ok(Committed::Repeated(post_id)) => first_post(state, &post_id).await,
@@ -211,8 +219,15 @@ pub(crate) async fn edit_post(
             }));
         }
         let now = model::now();
-        let mut edited =
-            model::edited_post(current.item.post, title.clone(), content.clone(), now.clone());
+        // The version replaced is kept as a revision, in the same transaction: both or neither.
+        let (revision_writes, revision_count) =
+            super::revisions::keep(&current.item.post, current.item.revision_count, &now)?;
+        let mut edited = model::edited_post(
+            current.item.post.clone(),
+            title.clone(),
+            content.clone(),
+            now.clone(),
+        );
         if let Some(tags) = &tags {
             edited.tags.clone_from(tags);
         }
@@ -220,17 +235,14 @@ pub(crate) async fn edit_post(
             edited = model::with_status(edited, status, publish_at, &now);
         }
         // Its lists' versions kept: an edit changes neither list.
-        let edited = StoredPost {
-            post: edited,
-            versions: current.item.versions,
-            share_key: current.item.share_key,
-        };
+        let edited = StoredPost { post: edited, revision_count, ..current.item };
         let replace = WriteOp::Replace {
             id: post_id.to_owned(),
             document: to_document(&edited)?,
             if_match: Some(current.etag),
         };
-        match commit(&state.store, Container::Posts, post_id, once.as_ref(), post_id, replace).await
+        let writes = [vec![replace], revision_writes].concat();
+        match commit(&state.store, Container::Posts, post_id, once.as_ref(), post_id, writes).await
         {
             Ok(Committed::Written) => {
                 state.post_views.invalidate(post_id);

@@ -148,8 +148,7 @@ async fn publish_one(state: &AppState, due: &DuePost, now: &str) -> AppResult<bo
             return Ok(false);
         };
         let post = model::with_status(current.item.post, PostStatus::Published, None, now);
-        let published =
-            StoredPost { post, versions: current.item.versions, share_key: current.item.share_key };
+        let published = StoredPost { post, ..current.item };
         let replace = WriteOp::Replace {
             id: due.id.clone(),
             document: super::posts::to_document(&published)?,

@@ -67,7 +67,7 @@ pub async fn create_user(state: &AppState, caller: &Caller, username: String) ->
         &user.user_id,
         once.as_ref(),
         &user.user_id,
-        create,
+        vec![create],
     )
     .await
     {
@@ -146,7 +146,8 @@ pub async fn rename_user(
             document: to_document(&user)?,
             if_match: Some(current.etag),
         };
-        match commit(store, Container::Users, user_id, once.as_ref(), user_id, replace).await {
+        match commit(store, Container::Users, user_id, once.as_ref(), user_id, vec![replace]).await
+        {
             Ok(Committed::Written) => {}
             Ok(Committed::Repeated(_)) => return get_user(state, user_id).await,
             // Renamed meanwhile by another request: start again from what it wrote.

@@ -20,6 +20,7 @@ pub(crate) mod openapi;
 pub(crate) mod pages;
 mod pictures;
 mod posts;
+mod revisions;
 pub(crate) mod serve;
 mod tags;
 mod users;
@@ -108,6 +109,9 @@ http_functions! {
     DeletePost DELETE "api/posts/{postId}" => posts::delete,
     SharePreview POST "api/posts/{postId}/preview" => posts::share_preview,
     RevokePreview DELETE "api/posts/{postId}/preview" => posts::revoke_preview,
+    ListRevisions GET "api/posts/{postId}/revisions" => revisions::list,
+    GetRevision GET "api/posts/{postId}/revisions/{number}" => revisions::get,
+    RestoreRevision POST "api/posts/{postId}/revisions/{number}/restore" => revisions::restore_one,
     CreateComment POST "api/posts/{postId}/comments" => comments::create,
     ListComments GET "api/posts/{postId}/comments" => comments::list,
     DeleteComment DELETE "api/posts/{postId}/comments/{commentId}" => comments::delete,

@@ -9,13 +9,13 @@ use utoipa::openapi::path::{Operation, ParameterIn};
 use utoipa::openapi::{RefOr, Required};
 use utoipa::{Modify, OpenApi};
 
-use super::{comments, feed, likes, pictures, posts, tags, users};
+use super::{comments, feed, likes, pictures, posts, revisions, tags, users};
 
 pub(crate) use super::extract::item_id;
 
-/// Every path parameter of the API but a tag is an item's id (`{userId}`, `{postId}`,
-/// `{commentId}`): each gets [`item_id`]'s schema here, once, rather than the pattern in every
-/// annotation; a `{tag}` gets a tag's.
+/// Every path parameter of the API but a tag and a revision's number is an item's id (`{userId}`,
+/// `{postId}`, `{commentId}`): each gets [`item_id`]'s schema here, once, rather than the pattern
+/// in every annotation; a `{tag}` gets a tag's, a `{number}` a whole number's.
 struct PathIdsAreItemIds;
 
 impl Modify for PathIdsAreItemIds {
@@ -27,6 +27,16 @@ impl Modify for PathIdsAreItemIds {
                 for parameter in operation.parameters.iter_mut().flatten() {
                     if parameter.parameter_in == ParameterIn::Path && parameter.name == "tag" {
                         parameter.schema = Some(RefOr::T(super::posts::tag_schema().into()));
+                        parameter.required = Required::True;
+                    } else if parameter.parameter_in == ParameterIn::Path
+                        && parameter.name == "number"
+                    {
+                        use utoipa::openapi::schema::{ObjectBuilder, Type};
+                        let number = ObjectBuilder::new()
+                            .schema_type(Type::Integer)
+                            .minimum(Some(0))
+                            .build();
+                        parameter.schema = Some(RefOr::T(number.into()));
                         parameter.required = Required::True;
                     } else if parameter.parameter_in == ParameterIn::Path {
                         assert!(
@@ -79,6 +89,7 @@ enum Item {
     Post,
     Comment,
     Like,
+    Revision,
 }
 
 /// Which answers hold an item, and where in their body (a JSON pointer: "" for the body itself,
@@ -99,6 +110,7 @@ const ANSWERS: &[(&str, &str, &str, Item)] = &[
     ("listComments", "200", "/items/0", Item::Comment),
     ("createLike", "201", "", Item::Like),
     ("listLikes", "200", "/items/0", Item::Like),
+    ("listRevisions", "200", "/items/0", Item::Revision),
 ];
 
 /// One link from an item: the operation it leads to, and which of the item's fields fill which
@@ -137,6 +149,7 @@ fn leads_from(item: Item) -> Vec<Lead> {
             lead("deletePost", "deletePost", &[("postId", "id")], &[]),
             lead("sharePreview", "sharePreview", &[("postId", "id")], &[]),
             lead("revokePreview", "revokePreview", &[("postId", "id")], &[]),
+            lead("listRevisions", "listRevisions", &[("postId", "id")], &[]),
             lead("listComments", "listComments", &[("postId", "id")], &[]),
             lead("createComment", "createComment", &[("postId", "id")], &[("userId", "userId")]),
             lead("listLikes", "listLikes", &[("postId", "id")], &[]),
@@ -161,6 +174,16 @@ fn leads_from(item: Item) -> Vec<Lead> {
             lead("listLikes", "listLikes", &[("postId", "postId")], &[]),
             lead("deleteLike", "deleteLike", &[("postId", "postId"), ("userId", "userId")], &[]),
             lead("getLiker", "getUser", &[("userId", "userId")], &[]),
+        ],
+        Item::Revision => vec![
+            lead("getPost", "getPost", &[("postId", "postId")], &[]),
+            lead("getRevision", "getRevision", &[("postId", "postId"), ("number", "number")], &[]),
+            lead(
+                "restoreRevision",
+                "restoreRevision",
+                &[("postId", "postId"), ("number", "number")],
+                &[],
+            ),
         ],
     }
 }
@@ -237,6 +260,7 @@ impl Modify for IdsLeadToOperations {
         users::list_drafts,
         posts::create, posts::edit, posts::get, posts::delete,
         posts::share_preview, posts::revoke_preview,
+        revisions::list, revisions::get, revisions::restore_one,
         comments::create, comments::list, comments::delete,
         likes::create, likes::list, likes::delete,
         pictures::upload,

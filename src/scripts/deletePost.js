@@ -7,7 +7,7 @@
  * deletion, but it does deliver this update: `PostsChangeFeed` then deletes the post's copies
  * in `users` and `feed`. From that write on, every read treats the post as missing, and
  * `createComment` and `createLike` refuse it, so its comments and likes can only decrease.
- * Then, in the same call and the calls after it, it deletes the post's comments and likes,
+ * Then, in the same call and the calls after it, it deletes the post's comments, likes and revisions,
  * as many as the database accepts per call (`isAccepted`): each call commits what it did, and a
  * post of any size is deleted in bounded pieces. A caller that stops early leaves a tombstone
  * that `PostsChangeFeed`, or a repeated DELETE, finishes.
@@ -23,7 +23,7 @@ function deletePost(postId, callerId, ttl, request) {
     var collection = getContext().getCollection();
     var response = getContext().getResponse();
     var procedure = "deletePost";
-    var query = { query: "SELECT * FROM c WHERE c.type = 'comment' OR c.type = 'like'" };
+    var query = { query: "SELECT * FROM c WHERE c.type = 'comment' OR c.type = 'like' OR c.type = 'revision'" };
     var marked = false;
     var removed = 0;
 

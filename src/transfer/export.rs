@@ -74,8 +74,14 @@ pub async fn export(
         else {
             continue;
         };
-        // An import makes the lists' versions anew.
-        out.line(&model::ListVersions::removed_from(without_system_properties(post)))?;
+        // An import makes the lists' versions anew; a preview link is not carried to another
+        // store, and the revisions' count starts again with the revisions an import writes.
+        let mut post = model::ListVersions::removed_from(without_system_properties(post));
+        if let Some(fields) = post.as_object_mut() {
+            fields.remove("shareKey");
+            fields.remove("revisionCount");
+        }
+        out.line(&post)?;
         counts.posts += 1;
         for (query, count) in [
             (queries::post_comments as fn() -> QuerySpec, &mut counts.comments),

@@ -177,6 +177,7 @@ async fn write(
                 post: Post { content, ..post },
                 versions: ListVersions::new(),
                 share_key: None,
+                revision_count: 0,
             };
             (Container::Posts, post.post.post_id.clone(), document(&post)?, &mut counts.posts)
         }

@@ -377,7 +377,12 @@ mod tests {
             ListPage { items: Vec::new(), continuation_token: None }
         }
         let versioned = Versioned {
-            item: StoredPost { post, versions: ListVersions::new(), share_key: None },
+            item: StoredPost {
+                post,
+                versions: ListVersions::new(),
+                share_key: None,
+                revision_count: 0,
+            },
             etag: "\"1\"".into(),
         };
         Arc::new(PostView::new(versioned, empty(), empty(), now()))
