@@ -16,9 +16,9 @@ use read::{
 };
 
 /// The app setting that names the Cosmos DB account. The change-feed triggers' `connection`
-/// property names the same setting, so the handler and the triggers always use one account:
-/// `CosmosDB` holds a connection string (the emulator, with its key), or
-/// `CosmosDB__accountEndpoint` an account endpoint reached with Entra ID (Azure).
+/// property names the same setting, so the handler and the triggers always use one account.
+/// Either `CosmosDB` holds a connection string (the emulator, with its key), or
+/// `CosmosDB__accountEndpoint` holds an account endpoint reached with Entra ID (Azure).
 pub const CONNECTION_SETTING: &str = "CosmosDB";
 
 /// The address `cargo run` serves on: `func start`'s port, so the same curl lines work for both.
@@ -101,11 +101,11 @@ pub struct Config {
     pub public_url: Option<PublicUrl>,
 }
 
-/// The app setting that names the pictures' Blob Storage, as `CosmosDB` names the account:
-/// `BLOG_PICTURES` holds a connection string (Azurite's `UseDevelopmentStorage=true`, or one
-/// with an account key), or `BLOG_PICTURES__blobServiceUri` an account's blob endpoint reached
-/// with Entra ID (Azure: the function app's managed identity; `__clientId` selects a
-/// user-assigned one).
+/// The app setting that names the pictures' Blob Storage, as `CosmosDB` names the account.
+/// Either `BLOG_PICTURES` holds a connection string (Azurite's `UseDevelopmentStorage=true`, or
+/// one with an account key). Or `BLOG_PICTURES__blobServiceUri` holds an account's blob
+/// endpoint reached with Entra ID (Azure: the function app's managed identity; `__clientId`
+/// selects a user-assigned one).
 pub const PICTURES_SETTING: &str = "BLOG_PICTURES";
 
 /// The most memory for pictures a configuration may give (`BLOG_PICTURE_MEMORY_MB`, 64 GiB):
@@ -175,10 +175,10 @@ pub enum AuthMode {
 /// would be safest; 30 s is hyper's own default for this timeout.
 pub const DEFAULT_HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// [`Config::request_timeout`] unless `BLOG_REQUEST_TIMEOUT` says otherwise: above one Cosmos DB
-/// call's own bound (30 s, so that a slow call is answered as such first), far below the 230 s
-/// after which Azure's front end gives up on an HTTP function and the client gets no answer of
-/// ours.
+/// [`Config::request_timeout`] unless `BLOG_REQUEST_TIMEOUT` says otherwise. It is above one
+/// Cosmos DB call's own bound (30 s), so that a slow call is answered as such first. It is far
+/// below the 230 s after which Azure's front end gives up on an HTTP function and the client
+/// gets no answer of ours.
 pub const DEFAULT_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// [`Config::publish_every`]: once a minute, as `functions/PublishScheduled`'s NCRONTAB

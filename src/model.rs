@@ -232,12 +232,12 @@ pub(crate) fn revision_of(post: &Post, number: u64, now: &str) -> Revision {
     }
 }
 
-/// The versions of a post's comments and likes: each a value no other version of the list had,
-/// written in the same transaction as every change to the list (the stored procedures that add
-/// or delete a comment or like, and `updateUsernames` when it renames one), which sets it to the
-/// etag the post had before (an etag never repeats). A new post's, and an imported one's, are
-/// new ids. Absent on a post written before posts carried them: a list whose version is absent
-/// may have changed.
+/// The versions of a post's comments and likes: each a value no other version of the list had.
+/// It is written in the same transaction as every change to the list: the stored procedures
+/// that add or delete a comment or like, and `updateUsernames` when it renames one. That write
+/// sets it to the etag the post had before (an etag never repeats). A new post's, and an
+/// imported one's, are new ids. Absent on a post written before posts carried them: a list
+/// whose version is absent may have changed.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ListVersions {
@@ -274,11 +274,11 @@ impl ListVersions {
     }
 }
 
-/// How long a deleted post's tombstone stays before Cosmos DB's TTL removes it: long enough
-/// for `PostsChangeFeed` to see it even after a day-long outage of the change-feed functions
-/// (once the tombstone is gone, a change feed that had not read it never will, and the copies
-/// would stay). The tombstone keeps no title, content or counts, so the wait costs a few
-/// hundred bytes and shows the author's words to no one.
+/// How long a deleted post's tombstone stays before Cosmos DB's TTL removes it. It is long
+/// enough for `PostsChangeFeed` to see it even after a day-long outage of the change-feed
+/// functions. Once the tombstone is gone, a change feed that had not read it never will, and
+/// the copies would stay. The tombstone keeps no title, content or counts, so the wait costs a
+/// few hundred bytes and shows the author's words to no one.
 pub const DELETED_POST_TTL_SECS: u32 = 24 * 60 * 60;
 
 /// Whether a post item is a post that exists: not a comment or like of the partition, and not
@@ -401,9 +401,9 @@ pub(crate) fn edited_post(post: Post, title: String, content: String, edited_at:
 }
 
 /// A post given `status` (and `publish_at`, for [`PostStatus::Scheduled`] only) at `now`.
-/// Published from a draft or a schedule, it is dated `now` and shows no edit: readers see it
-/// first now, so it enters the feed at the top (dated when the draft was begun, it would be
-/// older than the newest 100 and never shown). Any other change keeps its date.
+/// Published from a draft or a schedule, it is dated `now` and shows no edit. Readers see it
+/// first now, so it enters the feed at the top. Dated when the draft was begun, it would be
+/// older than the newest 100 and never shown. Any other change keeps its date.
 pub(crate) fn with_status(
     post: Post,
     status: PostStatus,
@@ -450,7 +450,7 @@ pub(crate) struct SourceVersion {
 }
 
 /// A short copy of a post as stored in `users` and `feed`: the article's short post, plus the
-/// version of the post it was made from, so that a late or repeated change-feed delivery never
+/// version of the post it was made from. With it, a late or repeated change-feed delivery never
 /// turns a copy back into an older version. Reads deserialize copies as [`Post`], which leaves
 /// the version out of every answer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,7 +1,7 @@
 //! A running blog: the store connected to as the configuration says, what the handlers share
-//! ([`AppState`]), the local change-feed processors, and the server loop ([`Blog::serve`]).
-//! `main`, the tests and the benchmarks start a blog here, the same way; the crate root only
-//! hands it on.
+//! ([`AppState`]), the local change-feed processors, and the server loop ([`Blog::serve`]). The
+//! `main` function, the tests and the benchmarks start a blog here, the same way; the crate
+//! root only hands it on.
 
 use std::sync::Arc;
 
@@ -14,8 +14,8 @@ use crate::{changefeed, cosmos, http, pictures};
 
 /// Whose change-feed positions the blog is delivered from, and so the lag of which it logs each
 /// minute ([`changefeed::lag`]): the local processors', or on an account under the Functions
-/// host, the trigger's leases. `None` for the embedded store under the host, where nothing
-/// delivers but a test playing the host.
+/// host, the trigger's leases. It is `None` for the embedded store under the host, where
+/// nothing delivers but a test playing the host.
 pub fn followed(config: &Config) -> Option<changefeed::lag::Followed> {
     match (&config.backend, config.change_feed) {
         (Backend::Embedded { data_dir }, ChangeFeedMode::Local) => {

@@ -27,10 +27,10 @@ use crate::model::{
 };
 use crate::scripts::{NOT_AMONG_NEWEST, PostTrigger, ScriptError, StoredProcedure};
 
-/// How far ahead of this instance's clock a change's `_ts` may be. `_ts` is the second Cosmos DB
-/// stored the version at, and a copy never goes back to a version with a smaller `_ts`: a
-/// version claiming to come from the future would freeze its copies for good, so it is refused.
-/// Five minutes is far beyond the skew of NTP-synchronized clocks.
+/// How far ahead of this instance's clock a change's `_ts` may be. The `_ts` is the second
+/// Cosmos DB stored the version at, and a copy never goes back to a version with a smaller
+/// `_ts`. A version claiming to come from the future would freeze its copies for good, so it is
+/// refused. Five minutes is far beyond the skew of NTP-synchronized clocks.
 pub(crate) const MAX_CLOCK_SKEW_SECS: i64 = 300;
 
 /// How often a copy is re-read and re-written when another writer changed it in between.
@@ -140,11 +140,11 @@ impl PostVersion {
 /// in the authors' partitions and each is written conditionally, so they are refreshed
 /// concurrently (their writes then share the embedded store's commits, or Cosmos DB's round
 /// trips). The copies in `feed` all go to one partition through `truncateFeed`, which deletes
-/// what falls out: one after the other, as the trigger assumes. Then the marks are written: each
-/// author's posts mark, and the feed's change mark, where a copy of these posts is held (it may
-/// have just been written, or written by a delivery that failed before its mark, so a repeated
-/// delivery marks it too). This instance's kept pages of them are dropped at once. Last, the
-/// change log names the posts and the lists marked, for every other instance.
+/// what falls out: one after the other, as the trigger assumes. Then the marks are written:
+/// each author's posts mark, and the feed's change mark, where a copy of these posts is held.
+/// Such a copy may have just been written, or written by a delivery that failed before its
+/// mark, so a repeated delivery marks it too. This instance's kept pages of them are dropped at
+/// once. Last, the change log names the posts and the lists marked, for every other instance.
 pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppResult<()> {
     // The futures made first: a stream mapping the posts through a closure would not be `Send`
     // for every lifetime, as the change-feed tasks need.
@@ -173,7 +173,7 @@ pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppRe
     // The copies under tags follow the copies in `users`, as they now are.
     super::tags::copy_tags(state, user_copies.into_iter().flatten(), &mut changed).await?;
     // A copy changed in place is named with its post, so that the other instances' kept pages
-    // of the feed mend themselves with one point read (`super::feed`); a copy made anew enters
+    // of the feed mend themselves with one point read (`super::feed`). A copy made anew enters
     // the feed (and may push its 101st out), which only a whole read shows.
     let (mut in_place, mut entered) = (BTreeSet::new(), false);
     for post in posts {
@@ -475,10 +475,10 @@ pub(crate) async fn user_changed(state: &AppState, delivered: User) -> AppResult
 /// in `posts`. Using the current name (not the delivered one) makes an old or repeated delivery
 /// harmless.
 async fn copy_username(state: &AppState, user: &User) -> AppResult<()> {
-    // Which posts hold items of this user that show another name: the one query across
-    // partitions in the whole application; a rename is rare, and the article's design accepts
-    // this fan-out on the write path so that every read stays in one partition.
-    // (Deduplicated here: a cross-partition DISTINCT needs the SDK to buffer a bounded window.)
+    // Which posts hold items of this user that show another name. This is the one query across
+    // partitions in the whole application. A rename is rare, and the article's design accepts
+    // this fan-out on the write path so that every read stays in one partition. (Deduplicated
+    // here: a cross-partition DISTINCT needs the SDK to buffer a bounded window.)
     let query = QuerySpec {
         sql: Cow::Borrowed(
             "SELECT VALUE c.postId FROM c WHERE c.userId = @userId AND c.userUsername != @username AND NOT IS_DEFINED(c.deleted)",

@@ -88,9 +88,9 @@ impl StatusAsked {
         }
     }
 
-    /// The parts of a keyed request that say the status it asks, after `parts`: none where it
-    /// asks none (an edit that keeps it, a new post published), so that a key sent before posts
-    /// had drafts is still the same request.
+    /// The parts of a keyed request that say the status it asks, after `parts`. There are none
+    /// where it asks none (an edit that keeps it, a new post published). So a key sent before
+    /// posts had drafts is still the same request.
     fn parts<'a>(&'a self, mut parts: Vec<&'a str>) -> Vec<&'a str> {
         match self.status {
             Some(PostStatus::Draft) => parts.extend(["status", "draft"]),
@@ -173,11 +173,12 @@ async fn first_post(state: &AppState, post_id: &str) -> AppResult<Post> {
     if model::is_live(&post) { Ok(post) } else { Err(deleted_since("post", post_id)) }
 }
 
-/// C2 edit: read, change title and content (and the tags, where `tags` is given: `None` keeps
-/// them, so a client that knows nothing of tags does not remove them; and the status, where
-/// `status` is), replace on the etag that was read: a comment or like landing in between moves
-/// a counter (and a list's version), and the edit is redone on the new version instead of
-/// writing the old ones back. Someone else's draft is not found, as Q2 answers it.
+/// C2 edit: read, change title and content, and replace on the etag that was read. The tags
+/// change too where `tags` is given; `None` keeps them, so a client that knows nothing of tags
+/// does not remove them. The status changes where `status` is given. A comment or like landing
+/// in between moves a counter (and a list's version). The edit is then redone on the new
+/// version instead of writing the old ones back. Someone else's draft is not found, as Q2
+/// answers it.
 pub(crate) async fn edit_post(
     state: &AppState,
     caller: &Caller,
@@ -259,16 +260,17 @@ pub(crate) async fn edit_post(
     Err(AppError::Busy(Contended::PostKeptChanging))
 }
 
-/// How many times `deletePost` is run for one request: each run deletes what the database
-/// accepts in one transaction (on the embedded store, 98 comments and likes), so this bounds a
-/// post at about 6,000 of them per request; a bigger one is finished by the change feed.
+/// How many times `deletePost` is run for one request. Each run deletes what the database
+/// accepts in one transaction (on the embedded store, 98 comments and likes). So this bounds a
+/// post at about 6,000 of them per request; the change feed finishes a bigger one.
 const MAX_DELETE_RUNS: usize = 64;
 
-/// C7, by its author only. The stored procedure `deletePost` makes the post a tombstone (every
+/// C7, by its author only. The stored procedure `deletePost` makes the post a tombstone: every
 /// read then answers not found, and `PostsChangeFeed` removes its copies from `users` and
-/// `feed`), then deletes its comments and likes in bounded pieces, run after run; Cosmos DB's
-/// time to live removes the tombstone a day later. A repeated deletion of a post whose deletion
-/// was cut short finishes it; of a post already wholly deleted, not found.
+/// `feed`. Then it deletes the post's comments and likes in bounded pieces, run after run.
+/// Cosmos DB's time to live removes the tombstone a day later. A repeated deletion of a post
+/// whose deletion was cut short finishes it. For a post already wholly deleted, it answers not
+/// found.
 pub(crate) async fn delete_post(state: &AppState, caller: &Caller, post_id: &str) -> AppResult<()> {
     let once = Once::claimed(&state.store, caller, &["deletePost", post_id]).await?;
     let request = record_argument(once.as_ref(), post_id, post_id);
@@ -373,9 +375,10 @@ pub(crate) async fn get_post_for(
     if model::readable_by(&post, reader) { Ok(post) } else { Err(post_not_found(post_id)) }
 }
 
-/// Q2 with the post's etag, which changes with every write to it: an edit, and every comment
-/// and like added or deleted (their stored procedures update its counters in the same
-/// transaction); and with its lists' versions, which say which of those writes changed a list.
+/// Q2 with the post's etag and its lists' versions. The etag changes with every write to the
+/// post: an edit, and every comment and like added or deleted (their stored procedures update
+/// its counters in the same transaction). The lists' versions say which of those writes changed
+/// a list.
 pub(crate) async fn get_post_versioned(
     state: &AppState,
     post_id: &str,

@@ -1,16 +1,16 @@
 //! Scheduled posts, published on time by a timer.
 //!
 //! While a post is scheduled, `feed` holds a small item for it in a partition of its own
-//! (`type` = [`SCHEDULED_PARTITION`]): its id, author and `publishAt`. `PostsChangeFeed` keeps
-//! it from the post's copy in `users`, as the other copies are kept, so the timer finds every
-//! post due with one query on one partition, never a scan of `posts`.
+//! (`type` = [`SCHEDULED_PARTITION`]): its id, author and `publishAt`. The change feed
+//! (`PostsChangeFeed`) keeps it from the post's copy in `users`, as the other copies are kept.
+//! So the timer finds every post due with one query on one partition, never a scan of `posts`.
 //!
 //! The timer ([`publish_due`]) reads that partition, then publishes each post whose time has
 //! come with one write conditioned on the version it read. So two runs at once publish a post
-//! once (the second write fails on the etag, and its read again finds the post published), and
-//! a post edited, rescheduled or deleted after the read is not published from the stale read.
-//! A run missed (the app asleep, an instance lost) is caught up by the next: it reads every
-//! post due by then. The change feed then copies the published post, as any other.
+//! once: the second write fails on the etag, and its read again finds the post published. And a
+//! post edited, rescheduled or deleted after the read is not published from the stale read. A
+//! run missed (the app asleep, an instance lost) is caught up by the next: it reads every post
+//! due by then. The change feed then copies the published post, as any other.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -46,8 +46,8 @@ struct DuePost {
 }
 
 /// Brings the timer's list up to `copy`, the post's copy in `users` as the change feed just
-/// left it (`was_scheduled`: the copy before it was scheduled): listed while it is scheduled,
-/// at its time; taken off once it is not. A post never scheduled costs nothing.
+/// left it (`was_scheduled`: the copy before it was scheduled). The post is listed while it is
+/// scheduled, at its time, and taken off once it is not. A post never scheduled costs nothing.
 pub(crate) async fn list_if_scheduled(
     state: &AppState,
     copy: &PostCopy,
@@ -169,10 +169,10 @@ async fn publish_one(state: &AppState, due: &DuePost, now: &str) -> AppResult<bo
         .into())
 }
 
-/// Runs [`publish_due`] every `every`, the first time at once (a run missed while the blog was
-/// stopped is caught up at its start): the timer of a blog whose change feed runs in this
-/// process, where no Functions host triggers it. Holds the blog's state only while it runs, so
-/// a blog that stops lets go of its store; it ends at its next wake.
+/// Runs [`publish_due`] every `every`, the first time at once, so a run missed while the blog
+/// was stopped is caught up at its start. This is the timer of a blog whose change feed runs in
+/// this process, where no Functions host triggers it. It holds the blog's state only while it
+/// runs, so a blog that stops lets go of its store; it ends at its next wake.
 pub(crate) fn spawn_local_timer(state: &AppState, every: std::time::Duration) {
     let blog = state.downgrade();
     tokio::spawn(async move {

@@ -1,20 +1,20 @@
-//! Tags: the copy of a post under each of its tags (the article's method for a new access
-//! pattern: a container partitioned by what the query filters on, kept by the change feed), and
-//! Q7, the newest posts with a tag, one query on the tag's partition.
+//! Tags: the copy of a post under each of its tags, and Q7, the newest posts with a tag, one
+//! query on the tag's partition. The copies follow the article's method for a new access
+//! pattern: a container partitioned by what the query filters on, kept by the change feed.
 //!
 //! The copies under tags mirror the post's copy in its author's partition of `users`, never the
-//! delivered version directly: that copy is already kept at the newest version delivered (a late
-//! or repeated delivery never takes it back, [`super::copies`]), so the tag copies follow it and
-//! inherit that order. Which tags to remove copies from is recorded on that copy too:
-//! `taggedBefore`, the tags of the copies it replaced (`model::tags::tagged_before`), written in
-//! the same write that replaces it, and cleared only once those copies are deleted. So a tag
-//! removed is found even when the change feed never delivered the version that had it (in its
-//! latest-version mode, versions between two deliveries are never seen), and a crash between
-//! two steps leaves the record to be finished by the next delivery. A query across the
-//! partitions of `tags` for the post would find them too, but on every change of every post (a
-//! comment moves its counter): a fan-out on the busiest write path, where this costs nothing for
-//! a post without tags (its copy in `users`, just written or read, says so), and for a tagged one
-//! a point read and a write per tag.
+//! delivered version directly. That copy is already kept at the newest version delivered: a
+//! late or repeated delivery never takes it back ([`super::copies`]). So the tag copies follow
+//! it and inherit that order. Which tags to remove copies from is recorded on that copy too, as
+//! `taggedBefore`: the tags of the copies it replaced (`model::tags::tagged_before`). It is
+//! written in the same write that replaces the copy, and cleared only once those copies are
+//! deleted. So a tag removed is found even when the change feed never delivered the version
+//! that had it: in its latest-version mode, versions between two deliveries are never seen. And
+//! a crash between two steps leaves the record to be finished by the next delivery. A query
+//! across the partitions of `tags` for the post would find them too, but on every change of
+//! every post (a comment moves its counter). That is a fan-out on the busiest write path. The
+//! record costs nothing for a post without tags (its copy in `users`, just written or read,
+//! says so), and for a tagged one a point read and a write per tag.
 
 use super::BadInput;
 use std::collections::BTreeSet;
@@ -42,9 +42,9 @@ const CONCURRENT_POSTS: usize = 8;
 /// under a tag it no longer has. A post that has no tags and had none costs nothing more.
 /// Idempotent: a delivery repeated or late finds the copies as they should be.
 ///
-/// Then each tag whose copies were brought up to date, or may have been by a delivery that
-/// failed before its mark (any tag the post has or had), is marked once for the whole batch, and
-/// named in `changed` for the change log.
+/// Then each tag whose copies were brought up to date is marked once for the whole batch, and
+/// named in `changed` for the change log. So is each tag whose copies may have been, by a
+/// delivery that failed before its mark: any tag the post has or had.
 pub(crate) async fn copy_tags(
     state: &AppState,
     user_copies: impl Iterator<Item = PostCopy>,
@@ -83,9 +83,9 @@ async fn sync_tags(
         for tag in &copy.tagged_before {
             delete_tag_copy(state, tag, &post_id).await?;
         }
-        // Those copies are gone: the record is cleared, on the copy as it is stored, if it is
-        // still the one these tags were read from; changed since (a newer version copied, its
-        // record grown), the copies are brought up to it instead.
+        // Those copies are gone. The record is cleared, on the copy as it is stored, if it is
+        // still the one these tags were read from. If that copy changed since (a newer version
+        // copied, its record grown), the copies are brought up to it instead.
         let Some(found) =
             state.store.read_versioned::<PostCopy>(Container::Users, &user_id, &post_id).await?
         else {

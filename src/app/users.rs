@@ -24,11 +24,11 @@ pub(crate) fn valid_username(username: String) -> AppResult<String> {
     Ok(username)
 }
 
-/// A username is shown beside everything its user writes, so it must show as what it is: not
-/// only invisible characters (Unicode's default-ignorable code points: zero-width spaces and
-/// joiners, fillers, variation selectors, ...; the ones names are compared without), and no
-/// bidirectional embedding, override or isolate (U+202A-U+202E, U+2066-U+2069), which would
-/// reorder the text shown after it.
+/// A username is shown beside everything its user writes, so it must show as what it is. It
+/// must not be only invisible characters: Unicode's default-ignorable code points (zero-width
+/// spaces and joiners, fillers, variation selectors, ...), the ones names are compared without.
+/// And it must hold no bidirectional embedding, override or isolate (U+202A-U+202E,
+/// U+2066-U+2069), which would reorder the text shown after it.
 fn validate_display_name(name: &str) -> AppResult<()> {
     if let Some(bad) =
         name.chars().find(|c| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'))
@@ -46,9 +46,9 @@ fn validate_display_name(name: &str) -> AppResult<()> {
 /// user: a crash in between leaves a claim that a retry reuses and that anyone else may take
 /// once it is old.
 ///
-/// A create answered conflict whose user has the very name asked is answered as created: it is
-/// this request's own write, when the SDK sent it again after its answer was lost (or the same
-/// request sent twice), and nothing is written twice.
+/// A create answered conflict whose user has the very name asked is answered as created. That
+/// user is this request's own write, when the SDK sent it again after its answer was lost (or
+/// the same request sent twice). Nothing is written twice.
 pub async fn create_user(state: &AppState, caller: &Caller, username: String) -> AppResult<User> {
     let user = model::new_user(caller.id.clone(), valid_username(username)?);
     let once = Once::claimed(&state.store, caller, &["createUser", &user.username]).await?;
@@ -183,10 +183,11 @@ pub(crate) async fn get_user(state: &AppState, user_id: &str) -> AppResult<User>
         .ok_or_else(|| user_not_found(user_id))
 }
 
-/// Q1 as the user page shows it: kept by the instance and checked by the change log, which
-/// `UsersChangeFeed` names the user in after each change (`x-cosmos-operations: 0` while nothing
-/// changed; one point read where the log cannot say). `fresh` reads it anew: the user viewing
-/// their own page sees their rename at once, whichever instance answers.
+/// Q1 as the user page shows it: kept by the instance and checked by the change log. The change
+/// feed (`UsersChangeFeed`) names the user in that log after each change
+/// (`x-cosmos-operations: 0` while nothing changed; one point read where the log cannot say).
+/// With `fresh` it is read anew: the user viewing their own page sees their rename at once,
+/// whichever instance answers.
 pub(crate) async fn shown_user(state: &AppState, user_id: &str, fresh: bool) -> AppResult<User> {
     const PER_USER: usize = 300;
     let kept = state
@@ -230,9 +231,9 @@ impl UserCache {
 }
 
 /// Q3, newest first: one query on the user's own partition of `users`, which holds the short
-/// copies of their posts, kept and checked by the user's posts mark ([`super::post_lists`]); not
-/// found when the user does not exist ([`OwnerKnown`]). The user page reads the user itself (Q1)
-/// alongside, so it passes `OwnerKnown::Yes`.
+/// copies of their posts. It is kept and checked by the user's posts mark
+/// ([`super::post_lists`]), and not found when the user does not exist ([`OwnerKnown`]). The
+/// user page reads the user itself (Q1) alongside, so it passes `OwnerKnown::Yes`.
 pub(crate) async fn posts_of(
     state: &AppState,
     user_id: &str,

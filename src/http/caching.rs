@@ -2,9 +2,9 @@
 //! that has one, and the one rule ([`cache_control`]) that says who may keep an answer.
 //!
 //! A read that is the same for everyone who is not signed in (the pages such a reader sees, the
-//! Atom feeds, the JSON API's reads) answers with a strong `ETag` of its bytes and 304 to a
-//! matching `If-None-Match`, and may be kept by a shared cache (a CDN, Azure Front Door) for a
-//! few seconds: one execution of the function then answers every reader of a popular page in
+//! Atom feeds, the JSON API's reads) answers with a strong `ETag` of its bytes. It answers 304
+//! to a matching `If-None-Match`. A shared cache (a CDN, Azure Front Door) may keep it for a
+//! few seconds. One execution of the function then answers every reader of a popular page in
 //! that time, instead of one each. Everything else (a signed-in reader's page, an answer that
 //! sets a cookie, an answer to a request that carries a cookie or credentials) is the browser's
 //! alone.
@@ -33,8 +33,8 @@ pub(crate) const PRIVATE: &str = "private, no-cache";
 
 /// An answer no cache may keep: every error and redirect, and any answer whose route said
 /// nothing of how long it may be kept. A cache applies its own rule to an answer that says
-/// nothing (Azure Front Door keeps one for one to three days, "Caching with Azure Front Door"),
-/// so one overloaded second's 503 would otherwise be served for days.
+/// nothing: Azure Front Door keeps one for one to three days ("Caching with Azure Front Door").
+/// So one overloaded second's 503 would otherwise be served for days.
 pub(crate) const NOT_KEPT: &str = "no-store";
 
 /// The request headers that carry who is signed in, or credentials: App Service
@@ -51,25 +51,25 @@ const CREDENTIAL_HEADERS: &[&str] = &[
 
 /// Whether the answer to this request is the asker's alone: it carries credentials, or any
 /// cookie. App Service Authentication's session cookie (`AppServiceAuthSession`) is how a
-/// browser is signed in on Azure, the development sign-in is a cookie, and the post page reads
-/// anew for a reader carrying the cookie a write set: what a cookie means to the answer is not
+/// browser is signed in on Azure, and the development sign-in is a cookie. The post page reads
+/// anew for a reader carrying the cookie a write set. What a cookie means to the answer is not
 /// for a shared cache to guess, so no answer to a request with one is shared.
 pub(crate) fn is_personal(request: &HeaderMap) -> bool {
     request.contains_key(header::COOKIE)
         || CREDENTIAL_HEADERS.iter().any(|name| request.contains_key(*name))
 }
 
-/// How fresh a read for this request must be: read anew for a personal one (a signed-in caller
-/// may have just written, and sees their write whichever instance answers), from what the
-/// instance keeps otherwise, as a shared cache would keep the answer.
+/// How fresh a read for this request must be. A personal one is read anew: a signed-in caller
+/// may have just written, and sees their write whichever instance answers. Any other is read
+/// from what the instance keeps, as a shared cache would keep the answer.
 pub(crate) fn freshness(request: &HeaderMap) -> Freshness {
     if is_personal(request) { Freshness::Read } else { Freshness::Cached }
 }
 
-/// The rule, applied to every answer on its way out ([`super::front_door`]): [`NOT_KEPT`] for an
-/// error, a redirect, or an answer whose route chose nothing; else the `Cache-Control` the route
-/// chose, unless the answer is personal (the request [`is_personal`], or the answer sets a
-/// cookie), in which case nothing in it may let a shared cache keep it.
+/// The rule, applied to every answer on its way out ([`super::front_door`]). An error, a
+/// redirect, or an answer whose route chose nothing gets [`NOT_KEPT`]. Any other gets the
+/// `Cache-Control` the route chose, unless the answer is personal (the request [`is_personal`],
+/// or the answer sets a cookie). Then nothing in it may let a shared cache keep it.
 ///
 /// Why here and not in each route: a shared cache (Azure Front Door among them) keys its copies
 /// by URL alone and ignores `Vary: Cookie`, so one signed-in answer marked `public` under a
@@ -103,9 +103,9 @@ pub(crate) fn cache_control(personal_request: bool, response: &mut Response) {
 }
 
 /// `directives` with `private` and without anything addressed to a shared cache (`public`,
-/// `s-maxage`, `proxy-revalidate`, `stale-while-revalidate`), what the browser may do kept as it
-/// was (an immutable stylesheet stays immutable for its reader); `private, no-cache` when
-/// nothing is left.
+/// `s-maxage`, `proxy-revalidate`, `stale-while-revalidate`). What the browser may do is kept
+/// as it was: an immutable stylesheet stays immutable for its reader. When nothing is left,
+/// `private, no-cache`.
 fn keep_private(directives: &str) -> String {
     let shared = ["public", "private", "s-maxage", "proxy-revalidate", "stale-while-revalidate"];
     let mut kept: Vec<&str> = vec!["private"];

@@ -1,37 +1,38 @@
 //! What every request passes on its way in and out, once, around its route:
 //!
 //! 1. **Admission.** An API write's caller is known from the request's head before a byte of
-//!    its body is read: one that names none is answered 401 at once. No body is read for a read,
-//!    nor for a route that does not exist. Then the whole body is read, at [`body::MIN_RATE`] or
-//!    faster, and only then is a place taken: a client that trickles its body holds its own
-//!    connection, never a place, and is cut when it falls behind. A picture's body is the
-//!    route's to read, after it has checked who sends it and where it goes, within the upload
-//!    buffers ([`body`]). So a client that is not signed in never holds a place, an upload's
-//!    share or a decode; what it can hold is its own connection, and a page form's body of at
-//!    most [`MAX_BODY_BYTES`], which is read so that a writer whose sign-in ended gets their
-//!    text back with the 401. Past
-//!    `max_in_flight` places a request is answered 503 at once instead of queued without bound
-//!    (the host and clients retry; the instance stays healthy). Reads and writes have places of
-//!    their own, so that a flood of one kind cannot starve the other.
+//!    its body is read: one that names none is answered 401 at once. No body is read for a
+//!    read, nor for a route that does not exist. Then the whole body is read, at
+//!    [`body::MIN_RATE`] or faster, and only then is a place taken. A client that trickles its
+//!    body holds its own connection, never a place, and is cut when it falls behind. A
+//!    picture's body is the route's to read, after it has checked who sends it and where it
+//!    goes, within the upload buffers ([`body`]). So a client that is not signed in never holds
+//!    a place, an upload's share or a decode. What it can hold is its own connection, and a
+//!    page form's body of at most [`MAX_BODY_BYTES`]. That body is read so that a writer whose
+//!    sign-in ended gets their text back with the 401. Past `max_in_flight` places a request is
+//!    answered 503 at once instead of queued without bound (the host and clients retry; the
+//!    instance stays healthy). Reads and writes have places of their own, so that a flood of
+//!    one kind cannot starve the other.
 //! 2. **The page request.** Who is signed in and the page's address, read once for a page
 //!    ([`PageRequest`]), so that error pages rendered where no handler asked still show them.
 //! 3. **Compression**, gzip or brotli, for a client that accepts it (browsers do): pages and
 //!    JSON lists are repetitive text. The body is compressed as it is sent.
-//! 4. **On the way out,** the security headers ([`pages::add_security_headers`]), what a shared
-//!    cache may keep ([`caching::cache_control`]: nothing of a signed-in or cookie-bearing
-//!    request's answer, nor of one that sets a cookie), the request's
-//!    Cosmos cost in headers: `x-ms-request-charge` (RU), `x-cosmos-operations` (database round
-//!    trips), `x-cosmos-queries` (how many of them were queries; absent when there were none at
-//!    all) and `x-cosmos-partitions` (the logical partitions they touched, per container:
-//!    `users=1, posts=1`; `posts=*` for a query across all partitions; absent when none), and one
-//!    log line.
+//! 4. **On the way out,** the answer gets the security headers
+//!    ([`pages::add_security_headers`]) and what a shared cache may keep
+//!    ([`caching::cache_control`]). A shared cache may keep nothing of a signed-in or
+//!    cookie-bearing request's answer, nor of one that sets a cookie. The request's Cosmos cost
+//!    goes in headers: `x-ms-request-charge` (RU), `x-cosmos-operations` (database round trips)
+//!    and `x-cosmos-queries` (how many of them were queries; absent when there were none at
+//!    all). A fourth, `x-cosmos-partitions`, names the logical partitions they touched, per
+//!    container (`users=1, posts=1`; `posts=*` for a query across all partitions; absent when
+//!    none). Last, one log line is written.
 //!
-//! One hand-written layer rather than one `from_fn` layer per concern: each such layer boxes a
-//! future and clones the route it wraps on every request, and with five of them the layers cost
-//! the front page more than its own handler did (BENCHMARKS.md, "The front page against nginx").
-//! Compression is here so that it runs only for a request that accepts an encoding: as a router
-//! layer of its own it ran for every request, and cost one that accepts none 8 % of the front
-//! page's throughput (BENCHMARKS.md, "what each part costs").
+//! One hand-written layer rather than one `from_fn` layer per concern. Each such layer boxes a
+//! future and clones the route it wraps on every request. With five of them, the layers cost
+//! the front page more than its own handler did (BENCHMARKS.md, "The front page against
+//! nginx"). Compression is here so that it runs only for a request that accepts an encoding. As
+//! a router layer of its own it ran for every request, and cost one that accepts none 8 % of
+//! the front page's throughput (BENCHMARKS.md, "what each part costs").
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -251,9 +252,10 @@ impl Door {
     }
 
     /// The answer to an API write whose head names no caller: 401 (or 403 for an identity that
-    /// cannot be a user's), as the route itself would answer, before its body is read. `None`
-    /// lets the request in. `function` is a write's (`None` for a read). The pages' forms check
-    /// their viewer in their routes (see [`pages::FormWithPicture`]).
+    /// cannot be a user's), as the route itself would answer, before its body is read. An
+    /// answer of `None` lets the request in. The `function` argument is a write's (`None` for a
+    /// read). The pages' forms check their viewer in their routes (see
+    /// [`pages::FormWithPicture`]).
     fn unknown_writer(&self, parts: &Parts, function: Option<HttpFunction>) -> Option<Response> {
         function.filter(|function| super::is_api_route(function.route()))?;
         super::auth::principal(parts, self.auth).err().map(IntoResponse::into_response)
@@ -407,11 +409,11 @@ fn answer_to_a_panic(panic: &(dyn std::any::Any + Send)) -> Response {
     ApiError::internal(format!("the route panicked: {message}")).into_response()
 }
 
-/// The route's answer, compressed when the request accepts an encoding that fits the answer.
-/// An answer that could have been compressed says `Vary: Accept-Encoding` either way, so that a
-/// shared cache does not hand a compressed answer to a client that cannot read it: without
-/// `Accept-Encoding`, the `Vary` is added on the same condition as tower-http's compression adds
-/// it (`ResponseFuture::poll` in its `src/compression/future.rs`).
+/// The route's answer, compressed when the request accepts an encoding that fits the answer. An
+/// answer that could have been compressed says `Vary: Accept-Encoding` either way, so that a
+/// shared cache does not hand a compressed answer to a client that cannot read it. Without
+/// `Accept-Encoding`, the `Vary` is added on the same condition as tower-http's compression
+/// adds it (`ResponseFuture::poll` in its `src/compression/future.rs`).
 async fn compressed_as_accepted<S>(route: S, request: Request) -> Response
 where
     S: Service<Request, Response = Response, Error = Infallible>,

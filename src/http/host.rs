@@ -34,12 +34,12 @@ pub(super) async fn users(
 
 /// `POST /PublishScheduled`: the timer function's invocation (`functions/PublishScheduled`,
 /// once a minute). The host sends `{"Data": {"timer": <TimerInfo>}, "Metadata": {...}}`
-/// (azure-functions-host `ScriptInvocationContextExtensions.ToHttpScriptInvocationContext`;
-/// `TimerInfo` of azure-webjobs-sdk-extensions: `Schedule`, `ScheduleStatus`, `IsPastDue`).
-/// Nothing in it changes what the run does: every post due by now is published, so a past-due
-/// run catches up as any other. An invocation that is not of that shape is set aside (logged,
-/// answered 200 so the host does not retry it) and the next minute's run publishes; a run that
-/// fails is answered 500, the host logs it, and the next minute's run tries again.
+/// (azure-functions-host `ScriptInvocationContextExtensions.ToHttpScriptInvocationContext`).
+/// Its `TimerInfo` is azure-webjobs-sdk-extensions' type, with `Schedule`, `ScheduleStatus` and
+/// `IsPastDue`. Nothing in it changes what the run does: every post due by now is published, so
+/// a past-due run catches up as any other. An invocation that is not of that shape is set aside
+/// (logged, answered 200 so the host does not retry it), and the next minute's run publishes. A
+/// run that fails is answered 500; the host logs it, and the next minute's run tries again.
 pub(super) async fn publish_scheduled(
     State(state): State<AppState>,
     headers: HeaderMap,

@@ -1,7 +1,7 @@
-//! The HTTP functions: one module per resource, a router that serves them at the paths the
-//! Functions host forwards (the JSON API under `/api/...`, the pages at the root, the
-//! change-feed functions at `/{FunctionName}` under the host), and the few extractors they
-//! share.
+//! The HTTP functions: one module per resource, a router, and the few extractors they share.
+//! The router serves them at the paths the Functions host forwards: the JSON API under
+//! `/api/...`, the pages at the root, the change-feed functions at `/{FunctionName}` under the
+//! host.
 //!
 //! Handlers stay thin: read the request, call the use case in [`crate::app`], answer; what a
 //! use case's error means in HTTP is decided once, in [`error`].
@@ -42,8 +42,8 @@ pub(crate) use pictures::MAX_UPLOAD_BYTES;
 /// The largest change-feed batch the host may deliver in one invocation.
 pub(crate) const HOST_BATCH_BYTES: usize = 64 * 1024 * 1024;
 
-/// The route of the front page: under the Functions host an empty route is not served at the
-/// root (it falls back to the function's name), so it is an optional parameter that only the
+/// The route of the front page. Under the Functions host an empty route is not served at the
+/// root (it falls back to the function's name). So it is an optional parameter that only the
 /// empty path matches (ASP.NET Core's `maxlength(0)` constraint).
 pub const FRONT_PAGE_ROUTE: &str = "{home:maxlength(0)?}";
 
@@ -205,16 +205,16 @@ pub fn is_api_route(route: &str) -> bool {
     route.starts_with("api/")
 }
 
-/// Every route the handler serves: the HTTP functions at the paths the host forwards (the
-/// front page at `/` is also the host's readiness probe: it waits for any answer to `GET /`),
-/// and, when the Functions host delivers the change feed (`host_change_feed`), the change-feed
-/// functions at `/{FunctionName}`.
+/// Every route the handler serves: the HTTP functions at the paths the host forwards, and, when
+/// the Functions host delivers the change feed (`host_change_feed`), the change-feed functions
+/// at `/{FunctionName}`. The front page at `/` is also the host's readiness probe: it waits for
+/// any answer to `GET /`.
 ///
 /// The change-feed routes write copies from whatever batch they are given, so they exist only
-/// where the host is their one caller: the host reaches them on loopback, and a client cannot,
-/// because no HTTP function's route can match `/{FunctionName}` (explicit routes only, no
-/// catch-all; a test holds every `function.json` to that). Where the local processors deliver
-/// the changes, nothing else may.
+/// where the host is their one caller. The host reaches them on loopback, and a client cannot:
+/// no HTTP function's route can match `/{FunctionName}` (explicit routes only, no catch-all; a
+/// test holds every `function.json` to that). Where the local processors deliver the changes,
+/// nothing else may.
 pub(crate) fn router(state: AppState, serving: Serving) -> Router {
     let host_change_feed = serving.host_change_feed;
     let mut router = Router::new();
@@ -286,10 +286,10 @@ mod tests {
     use super::{FrontDoor, serve};
     use crate::config::AuthMode;
 
-    /// What a test holds `POST /api/hold` with: told when a request is inside the handler
-    /// (`notify_one` keeps the wake for a waiter yet to come), released by a permit (kept for
-    /// a request yet to wait): no sleep guesses when the request got there, and no release is
-    /// lost on a request that had not got there yet.
+    /// What a test holds `POST /api/hold` with. The test is told when a request is inside the
+    /// handler (`notify_one` keeps the wake for a waiter yet to come). It releases the request
+    /// by a permit (kept for a request yet to wait). So no sleep guesses when the request got
+    /// there, and no release is lost on a request that had not got there yet.
     #[derive(Clone)]
     struct Hold {
         entered: Arc<Notify>,

@@ -54,9 +54,9 @@ impl Modify for PathIdsAreItemIds {
 }
 
 /// A request body sent as `application/octet-stream` (a picture's upload) is bytes: a string of
-/// format `binary` (OpenAPI 3.1, "Considerations for File Uploads"), what generated clients send
-/// as a file. utoipa 5 describes the annotation's `Vec<u8>` as an array of integers, which a
-/// client generated from it would send as JSON.
+/// format `binary` (OpenAPI 3.1, "Considerations for File Uploads"), what generated clients
+/// send as a file. Version 5 of utoipa describes the annotation's `Vec<u8>` as an array of
+/// integers, which a client generated from it would send as JSON.
 struct OctetStreamBodiesAreBytes;
 
 impl Modify for OctetStreamBodiesAreBytes {
@@ -132,7 +132,7 @@ fn lead(
 }
 
 /// Where each kind of item leads. A post's author may comment on it and like it, so a post's
-/// `userId` fills a new comment's or like's as a user's id fills a new post's; a like's
+/// `userId` fills a new comment's or like's, as a user's id fills a new post's. A like's
 /// `userId` is its liker's, the one who may take it back.
 fn leads_from(item: Item) -> Vec<Lead> {
     match item {
@@ -278,8 +278,8 @@ impl Modify for IdsLeadToOperations {
 pub(crate) struct ApiDoc;
 
 /// `GET /api/openapi.json`: the same bytes for every request to this build, made once, with an
-/// ETag and kept by shared caches as the API's reads are (an answer that said nothing of how
-/// long it may be kept would be `no-store`).
+/// ETag. Shared caches keep it as they keep the API's reads; an answer that said nothing of how
+/// long it may be kept would be `no-store`.
 pub(crate) async fn document(headers: axum::http::HeaderMap) -> axum::response::Response {
     static DOCUMENT: std::sync::LazyLock<axum::body::Bytes> = std::sync::LazyLock::new(|| {
         serde_json::to_vec(&ApiDoc::openapi()).expect("the description serializes").into()

@@ -141,9 +141,9 @@ pub(super) async fn create(
     Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(post)))
 }
 
-/// C2 edit: `PUT /api/posts/{postId}`. Read, change title and content, replace on the etag
-/// that was read: a comment or like landing in between moves a counter, and the edit is redone
-/// on the new version instead of writing the old count back.
+/// C2 edit: `PUT /api/posts/{postId}`. Read, change title and content, replace on the etag that
+/// was read. A comment or like landing in between moves a counter, and the edit is redone on
+/// the new version instead of writing the old count back.
 #[utoipa::path(
     put,
     path = "/api/posts/{postId}",
@@ -169,10 +169,10 @@ pub(super) async fn edit(
     Ok(Json(edit_post(&state, &caller, &post_id, title, content, tags, asked).await?))
 }
 
-/// C7: `DELETE /api/posts/{postId}`, by its author only. The stored procedure `deletePost` makes
-/// the post a tombstone (every read then answers 404, and `PostsChangeFeed` removes its copies
-/// from `users` and `feed`), then deletes its comments and likes in bounded pieces, run after
-/// run; Cosmos DB's time to live removes the tombstone a day later.
+/// C7: `DELETE /api/posts/{postId}`, by its author only. The stored procedure `deletePost`
+/// makes the post a tombstone: every read then answers 404, and `PostsChangeFeed` removes its
+/// copies from `users` and `feed`. Then it deletes the post's comments and likes in bounded
+/// pieces, run after run. Cosmos DB's time to live removes the tombstone a day later.
 #[utoipa::path(
     delete,
     path = "/api/posts/{postId}",
@@ -253,10 +253,10 @@ pub(super) async fn revoke_preview(
 }
 
 /// Q2: `GET /api/posts/{postId}`: one point read returns the post with its author's username
-/// and both counters, all kept on the post itself; kept by the instance for callers who are not
-/// signed in, and checked by the change log (`app::kept::api_post`). A draft is its author's
-/// alone: to anyone else it is not found, and to them it is answered private, never kept by a
-/// shared cache.
+/// and both counters, all kept on the post itself. It is kept by the instance for callers who
+/// are not signed in, and checked by the change log (`app::kept::api_post`). A draft is its
+/// author's alone: to anyone else it is not found, and to them it is answered private, never
+/// kept by a shared cache.
 #[utoipa::path(
     get,
     path = "/api/posts/{postId}",

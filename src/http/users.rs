@@ -110,10 +110,10 @@ pub(crate) struct Me {
     pub user_id: String,
 }
 
-/// `GET /api/me`: the signed-in caller's user id, no store operation. A user IS a principal, and
-/// a client with a token knows its token, not the id the platform derives from it (App Service
-/// Authentication's `X-MS-CLIENT-PRINCIPAL-ID`): this says which `userId` its writes must name,
-/// and where its user is (`GET /api/users/{userId}`, 404 until C1 created it).
+/// `GET /api/me`: the signed-in caller's user id, no store operation. A user IS a principal,
+/// and a client with a token knows its token, not the id the platform derives from it (App
+/// Service Authentication's `X-MS-CLIENT-PRINCIPAL-ID`). This says which `userId` its writes
+/// must name, and where its user is (`GET /api/users/{userId}`, 404 until C1 created it).
 #[utoipa::path(
     get,
     path = "/api/me",

@@ -112,12 +112,12 @@ impl StoredProcedure {
 /// and the check that the database accepted an operation), kept once in `keyed_helpers.js`.
 ///
 /// They go inside each procedure's function, where its [`KEYED_HELPERS_MARKER`] line is, not
-/// beside it: Cosmos DB registers a stored procedure's body as its one function, and a body with
-/// other top-level functions is refused (observed on DocumentDB, benoitpatra.com, "Programming
-/// well structured Javascript stored procedures for DocumentDB", 2016: "you cannot create other
-/// functions in the file otherwise DocumentDB will complain"; every sample of
-/// Azure/azure-cosmosdb-js-server nests its helpers). Nested, they also see the procedure's
-/// arguments, as they did when each procedure carried its own copy.
+/// beside it. Cosmos DB registers a stored procedure's body as its one function, and refuses a
+/// body with other top-level functions. This was observed on DocumentDB (benoitpatra.com,
+/// "Programming well structured Javascript stored procedures for DocumentDB", 2016): "you
+/// cannot create other functions in the file otherwise DocumentDB will complain". Every sample
+/// of Azure/azure-cosmosdb-js-server nests its helpers too. Nested, they also see the
+/// procedure's arguments, as they did when each procedure carried its own copy.
 ///
 /// infra/modules/cosmos.bicep deploys `replace(loadTextContent(<procedure>), <marker>,
 /// loadTextContent(<helpers>))`, and [`StoredProcedure::source`] makes the same join, so the
@@ -196,7 +196,7 @@ pub enum ScriptError {
 /// The number the keyed stored procedures throw with (`new Error(IN_PROGRESS, message)`, in
 /// keyed_helpers.js) when their request record was created meanwhile. Cosmos DB answers a
 /// stored procedure's `new Error(number, message)` as a 400 whose `x-ms-substatus` is the
-/// number, and the in-process engine keeps it as the error's `number`, so both engines tell it
+/// number. The in-process engine keeps it as the error's `number`, so both engines tell it
 /// apart without reading the message. Chosen apart from the substatuses the service documents
 /// for its own 400s.
 pub(crate) const IN_PROGRESS: i64 = 4090;

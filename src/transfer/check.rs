@@ -72,10 +72,10 @@ impl<R: BufRead + Seek> Reader<R> {
 const KEPT_BUFFER_BYTES: usize = 1024 * 1024;
 
 /// Reads `input` up to and with the next line break, or to its end, into `line` (empty), and
-/// answers how many bytes it read, or `MAX_LINE_BYTES + 1` for a longer line, which is not held.
-/// A line within the reader's buffer is copied from it; a longer one is measured first, reading
-/// on without holding it, then read again from its start into room of its own length: never more
-/// than the line is held, and never a copy of it while it grows.
+/// answers how many bytes it read, or `MAX_LINE_BYTES + 1` for a longer line, which is not
+/// held. A line within the reader's buffer is copied from it. A longer one is measured first,
+/// reading on without holding it, then read again from its start into room of its own length.
+/// So never more than the line is held, and never a copy of it while it grows.
 fn read_line(
     input: &mut (impl BufRead + Seek),
     line: &mut Vec<u8>,
@@ -554,8 +554,8 @@ struct PictureLine<'a> {
 }
 
 /// Every item of `input`, checked as an import checks it before it writes anything, but for
-/// what needs the store, and without the last line (the fuzzer's inputs cannot make a digest):
-/// how many items and pictures it holds.
+/// what needs the store. The last line is left out (the fuzzer's inputs cannot make a digest).
+/// Answers how many items and pictures it holds.
 pub(crate) fn check_unsealed(input: &[u8]) -> Result<usize, TransferError> {
     let mut reader = Reader::new(std::io::Cursor::new(input), true, false);
     let mut items = 0;

@@ -1,30 +1,32 @@
 //! The post page's reads, shared by its viewers: Q2 (the post), a page of Q4 (its comments) and
 //! the first page of Q5 (its likes), read together and kept.
 //!
-//! For [`FRESH_FOR`](super::FRESH_FOR) a view is shown as it is. After that, the blog's change log
-//! ([`super::change_log`], one point read a second per instance for every page) says whether it
-//! changed: every write that changes the page writes the post (an edit; a comment or like added
-//! or deleted, whose stored procedure updates the post's counters in the same transaction; a
-//! commenter's or liker's new name, which `updateUsernames` writes with the post again, in the
-//! same transaction), and `PostsChangeFeed` names every post it delivers there. A view the log
-//! names, or where the log cannot say, is checked by one point read of the post: its etag
-//! changes with every one of those writes, so an unchanged etag says the comments and likes kept
-//! are still the ones stored. A changed post says which of its lists changed: each carries a
-//! version ([`ListVersions`]) that the same transactions move, so the view reads again only the
-//! lists whose versions moved: after an edit the post alone (about 1 RU), after a comment the
-//! post and its comments (about 9 RU), after a like the post and its likes (about 10 RU), and
-//! all three (about 17 RU) only where a version is not known (a post stored before posts had
-//! them). A post then costs nothing while nobody writes to it, where each of its views after the
-//! first second cost a point read. A view is read whole again at least every
-//! [`READ_WHOLE_WITHIN`](super::READ_WHOLE_WITHIN) all the same, for what reaches a post's partition without its
-//! post (an operator's repair), and views are kept within [`MAX_CACHED_VIEWS`] and
-//! [`MAX_CACHED_BYTES`], the least recently checked post's going first.
+//! For [`FRESH_FOR`](super::FRESH_FOR) a view is shown as it is. After that, the blog's change
+//! log ([`super::change_log`], one point read a second per instance for every page) says
+//! whether it changed. Every write that changes the page writes the post. An edit does. So does
+//! a comment or like added or deleted: its stored procedure updates the post's counters in the
+//! same transaction. So does a commenter's or liker's new name: `updateUsernames` writes it
+//! with the post again, in the same transaction. The change feed (`PostsChangeFeed`) names
+//! every post it delivers in that log. A view the log names, or where the log cannot say, is
+//! checked by one point read of the post. Its etag changes with every one of those writes, so
+//! an unchanged etag says the comments and likes kept are still the ones stored. A changed post
+//! says which of its lists changed: each carries a version ([`ListVersions`]) that the same
+//! transactions move. So the view reads again only the lists whose versions moved. After an
+//! edit it reads the post alone (about 1 RU), after a comment the post and its comments (about
+//! 9 RU), after a like the post and its likes (about 10 RU). It reads all three (about 17 RU)
+//! only where a version is not known (a post stored before posts had them). A post then costs
+//! nothing while nobody writes to it, where each of its views after the first second cost a
+//! point read. A view is read whole again at least every
+//! [`READ_WHOLE_WITHIN`](super::READ_WHOLE_WITHIN) all the same, for what reaches a post's
+//! partition without its post (an operator's repair). Views are kept within
+//! [`MAX_CACHED_VIEWS`] and [`MAX_CACHED_BYTES`], the least recently checked post's going
+//! first.
 //!
 //! Every write to a post through this instance (C2 edit, C3, C4, C5, C6, C7) has its views
-//! checked so on their next request, whatever their age; another instance shows the write once
-//! the change feed has delivered it, and [`FRESH_FOR`](super::FRESH_FOR) later at most. A writer is sent back with [`Freshness::Read`] by the pages
-//! (a cookie scoped to the post), which has a view checked at once, so whichever instance
-//! answers, they see their own write.
+//! checked so on their next request, whatever their age. Another instance shows the write once
+//! the change feed has delivered it, and [`FRESH_FOR`](super::FRESH_FOR) later at most. A
+//! writer is sent back with [`Freshness::Read`] by the pages (a cookie scoped to the post),
+//! which has a view checked at once. So whichever instance answers, they see their own write.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -44,9 +46,9 @@ use crate::model::{self, Comment, Like, ListVersions, Post, StoredPost, markdown
 
 /// The most views kept at once (each post and page of its comments is a view).
 const MAX_CACHED_VIEWS: usize = 4096;
-/// The most bytes the kept views may hold, as [`PostView::weight`] counts them: a view of the
-/// largest post with a page of 100 of the largest comments weighs about 2.6 MB, so a dozen of
-/// those, or thousands of usual ones (a few KB each), fit.
+/// The most bytes the kept views may hold, as [`PostView::weight`] counts them. A view of the
+/// largest post with a page of 100 of the largest comments weighs about 2.6 MB. So a dozen of
+/// those fit, or thousands of usual ones (a few KB each).
 const MAX_CACHED_BYTES: usize = 32 * 1024 * 1024;
 
 /// What the post page shows of a post, the same for every viewer.
@@ -107,9 +109,9 @@ pub(crate) enum Freshness {
     Read,
 }
 
-/// Q2 + Q4 + Q5 of `post_id`, concurrently, through the cache; or, for a view kept longer than
-/// [`FRESH_FOR`](super::FRESH_FOR), Q2 alone when the post's etag says nothing changed, and Q2 then
-/// the lists whose versions moved when it changed. `params` pages the comments.
+/// Q2 + Q4 + Q5 of `post_id`, concurrently, through the cache. For a view kept longer than
+/// [`FRESH_FOR`](super::FRESH_FOR): Q2 alone when the post's etag says nothing changed, and Q2
+/// then the lists whose versions moved when it changed. The comments are paged by `params`.
 async fn post_view(
     state: &AppState,
     post_id: &str,
@@ -224,10 +226,10 @@ impl PostView {
         }
     }
 
-    /// The bytes a view holds: its texts three times (as read, and rendered to HTML, which
-    /// escapes and wraps them: about twice their length for prose, more for markup-heavy text,
-    /// the bound being the cache's total, not each view's), and a few hundred bytes an item for
-    /// ids, names and dates.
+    /// The bytes a view holds: its texts three times, and a few hundred bytes an item for ids,
+    /// names and dates. Three times, because a text is held as read and rendered to HTML, which
+    /// escapes and wraps it: about twice its length for prose, more for markup-heavy text. The
+    /// bound is the cache's total, not each view's.
     fn weight(post: &Post, comments: &ListPage<Comment>, likes: &ListPage<Like>) -> usize {
         const PER_ITEM: usize = 300;
         let texts = post.title.len()
@@ -265,9 +267,9 @@ pub(crate) struct PostViewCache {
     comments: KeptPages<ViewKey, LogCheckedRead<ListPage<Comment>>>,
 }
 
-/// The most API reads of posts, and of pages of comments, one instance keeps, and the bytes each
-/// kind may hold: a post is a few KB (its content at most 100,000 characters), a page of
-/// comments a few to a few hundred.
+/// The most API reads of posts, and of pages of comments, one instance keeps, and the bytes
+/// each kind may hold. A post is a few KB (its content at most 100,000 characters); a page of
+/// comments is a few to a few hundred.
 const MAX_API_READS: usize = 2048;
 const MAX_API_READ_BYTES: usize = 8 * 1024 * 1024;
 
@@ -294,8 +296,8 @@ impl PostViewCache {
 
 /// Q2 for the API (`GET /api/posts/{postId}`): kept and checked by the change log as the post's
 /// page is, and read again where the log cannot say (one point read, what a check would cost).
-/// `freshness` is [`Freshness::Read`] for a caller who may have just written (signed in), so a
-/// writer reads their write whichever instance answers.
+/// The `freshness` argument is [`Freshness::Read`] for a caller who may have just written
+/// (signed in), so a writer reads their write whichever instance answers.
 pub(crate) async fn api_post(
     state: &AppState,
     post_id: &str,

@@ -1,20 +1,20 @@
-//! The Atom feeds ([RFC 4287](https://www.rfc-editor.org/rfc/rfc4287)): the newest posts at
-//! `/feed.atom`, from the front page's own cached feed page (Q6, [`crate::app::feed`]), and a
-//! user's newest posts at `/users/{userId}/feed.atom` (Q3: one query on the user's partition),
-//! and a tag's newest posts at `/tags/{tag}/feed.atom` (Q7: one query on the tag's partition).
-//! Each answers with an ETag, and a matching `If-None-Match` is a 304.
+//! The Atom feeds ([RFC 4287](https://www.rfc-editor.org/rfc/rfc4287)). The newest posts are at
+//! `/feed.atom`, from the front page's own cached feed page (Q6, [`crate::app::feed`]). A
+//! user's newest posts are at `/users/{userId}/feed.atom` (Q3: one query on the user's
+//! partition). A tag's newest posts are at `/tags/{tag}/feed.atom` (Q7: one query on the tag's
+//! partition). Each answers with an ETag, and a matching `If-None-Match` is a 304.
 //!
 //! **Addresses.** A feed's links must be absolute (RFC 4287 §4.2.7: `href` is an IRI reference,
-//! and a reader fetched the feed from elsewhere than the pages): they are at the blog's public
-//! address, from configuration ([`crate::config::PublicUrl`]), never from the request, so a
+//! and a reader fetched the feed from elsewhere than the pages). They are at the blog's public
+//! address, from configuration ([`crate::config::PublicUrl`]), never from the request. So a
 //! feed is the same bytes whatever its request's headers say. An entry's id does not depend on
-//! the address either: it is `urn:uuid:{postId}` (RFC 4287 §4.2.6 and its example; every post
-//! C2 creates has a UUID for id), the same if the blog moves to another address; a post with
+//! the address either. It is `urn:uuid:{postId}` (RFC 4287 §4.2.6 and its example; every post
+//! C2 creates has a UUID for id), the same if the blog moves to another address. A post with
 //! another kind of id has its absolute address for id.
 //!
 //! **Content.** The feed pages hold short copies (their content cut to `SHORT_CONTENT_CHARS`),
-//! as the front page shows them: a post whose copy is whole is its `content`, rendered from
-//! Markdown as on its page (`type="html"`, escaped); a longer one is its excerpt as `summary`
+//! as the front page shows them. A post whose copy is whole is its `content`, rendered from
+//! Markdown as on its page (`type="html"`, escaped). A longer one is its excerpt as `summary`
 //! (plain text, ended with "…") beside the link to the whole post. Reading each whole post
 //! would cost one more read per entry per feed view.
 
@@ -218,12 +218,12 @@ impl Xml {
     }
 }
 
-/// `text` as XML character data, fit for text and double- or single-quoted attributes: the five
-/// characters XML gives meaning (`& < > " '`) as references, and the characters XML 1.0 does
-/// not allow in a document at all (§2.2 `Char`: the C0 controls but tab, line feed and carriage
-/// return; U+FFFE and U+FFFF), which no reference can carry either, as U+FFFD. A carriage return
-/// is a reference, or a parser would read it as a line feed (§2.11); in an `attribute`, so are
-/// line feeds and tabs, or it would read them as spaces (§3.3.3).
+/// `text` as XML character data, fit for text and double- or single-quoted attributes. The five
+/// characters XML gives meaning (`& < > " '`) become references. The characters XML 1.0 does
+/// not allow in a document at all become U+FFFD: no reference can carry them either. They are
+/// the C0 controls but tab, line feed and carriage return, and U+FFFE and U+FFFF (§2.2 `Char`).
+/// A carriage return is a reference, or a parser would read it as a line feed (§2.11); in an
+/// `attribute`, so are line feeds and tabs, or it would read them as spaces (§3.3.3).
 fn escape(text: &str, attribute: bool, out: &mut String) {
     for c in text.chars() {
         match c {

@@ -68,9 +68,9 @@ impl Viewer {
 }
 
 /// A page's query string: the parameters the page knows are checked as the API checks them
-/// (refused with an HTML page); the others are ignored, as every site ignores them: links are
+/// (refused with an HTML page). The others are ignored, as every site ignores them: links are
 /// shared with tracking parameters (`?utm_source=…`, `?fbclid=…`) that the reader did not add.
-/// (The JSON API stays strict: a typo there is a client's bug to report.)
+/// The JSON API stays strict: a typo there is a client's bug to report.
 pub(crate) struct PageQuery<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for PageQuery<T> {
@@ -108,11 +108,11 @@ impl<S: Send + Sync> FromRequestParts<S> for PageIds {
     }
 }
 
-/// Refuses a state-changing request that another site made the browser send (cross-site
-/// request forgery): its `Sec-Fetch-Site` says it did not come from a page of this blog, or,
-/// from a browser that sends no fetch metadata, its `Origin` is neither the blog's public address
-/// nor the host the request was sent to. A request with neither header did not come from a
-/// browser page, which is the only thing a forger controls.
+/// Refuses a state-changing request that another site made the browser send (cross-site request
+/// forgery). It refuses one whose `Sec-Fetch-Site` says it did not come from a page of this
+/// blog. From a browser that sends no fetch metadata, it refuses one whose `Origin` is neither
+/// the blog's public address nor the host the request was sent to. A request with neither
+/// header did not come from a browser page, which is the only thing a forger controls.
 pub(crate) struct SameOrigin;
 
 impl<S: Send + Sync> FromRequestParts<S> for SameOrigin {
@@ -200,8 +200,8 @@ impl<T: DeserializeOwned> FromRequest<AppState> for FormWithPicture<T> {
     type Rejection = PageError;
 
     /// On a route that takes a picture (the front door left its body unread), a form is read
-    /// only from a signed-in writer, and, where it edits a post, only once the post is theirs:
-    /// 401, 403 and 404 before its body, whatever its `Content-Type` says it holds.
+    /// only from a signed-in writer, and, where it edits a post, only once the post is theirs.
+    /// So 401, 403 and 404 come before its body, whatever its `Content-Type` says it holds.
     async fn from_request(request: Request, state: &AppState) -> Result<Self, PageError> {
         let content_type = request
             .headers()
@@ -305,9 +305,9 @@ impl<T: DeserializeOwned> FromRequest<AppState> for FormWithPicture<T> {
 }
 
 /// A browser sends every line break of a form's text as CR LF (the HTML standard's form data
-/// set encoding: "newline normalization"), so a comment of 1,000 short lines would count twice
-/// against its limit and be stored in another form than the API's: each CR LF, and any lone
-/// CR, becomes LF, as a `textarea`'s value and its `maxlength` count them.
+/// set encoding: "newline normalization"). So a comment of 1,000 short lines would count twice
+/// against its limit and be stored in another form than the API's. Each CR LF, and any lone CR,
+/// becomes LF, as a `textarea`'s value and its `maxlength` count them.
 fn normalize_line_breaks(value: String) -> String {
     if !value.contains('\r') {
         return value;

@@ -22,13 +22,14 @@ pub(crate) struct Refusal {
     pub signed_out: bool,
 }
 
-/// What a form says when it was sent by nobody signed in: its page showed the form to someone
+/// What a form says when it was sent by nobody signed in. Its page showed the form to someone
 /// signed in, so their sign-in ended meanwhile (signed out in another tab, the cookie or the
 /// platform's session expired).
 pub const SIGNED_OUT: &str = "You are no longer signed in, so this was not sent. Copy what you typed, sign in, then send it again.";
 
 /// What a form says when it was sent before with other text (the back button, the text changed,
-/// sent again): the first was saved; what was typed now is shown with a new key, to send as well.
+/// sent again). The first was saved; what was typed now is shown with a new key, to send as
+/// well.
 pub const SENT_BEFORE: &str = "This form was sent before with other text, and that was saved. What you typed now is below: send it to save it too.";
 
 /// What a form says when the blog was too busy to confirm the write: it may have been made, so
@@ -91,7 +92,7 @@ pub(crate) struct Draft<'a> {
     pub values: Vec<(&'static str, &'a str)>,
     /// Why the form was refused, if it was.
     pub refusal: Option<Refusal>,
-    /// The one-time key the refused form was sent with, which the form shown again keeps: a
+    /// The one-time key the refused form was sent with, which the form shown again keeps. A
     /// write refused as busy may have been made, and sent again with its key it is made once.
     /// (Not after [`SENT_BEFORE`]: that key is spent on the first text.)
     pub key: Option<&'a IdempotencyKey>,
@@ -103,10 +104,10 @@ impl Draft<'_> {
     }
 }
 
-/// The hidden field that makes a form's write once: a new key each time the form is shown, so
-/// that the form sent twice (a double click, the back button, sent again after an error page)
-/// writes once and shows the result of the first (`app::idempotency`). A form shown again after
-/// a refusal has a new key.
+/// The hidden field that makes a form's write once: a new key each time the form is shown. So
+/// the form sent twice (a double click, the back button, sent again after an error page) writes
+/// once and shows the result of the first (`app::idempotency`). A form shown again after a
+/// refusal has a new key.
 pub(crate) fn one_time_key() -> Markup {
     html! { input type="hidden" name=(KEY_FIELD) value=(IdempotencyKey::new_random().as_str()); }
 }

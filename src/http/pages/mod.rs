@@ -1,7 +1,7 @@
 //! The blog in a browser: server-rendered HTML pages over the same functions as the JSON API.
 //!
 //! Each page handler calls the API's own functions (validation, model, store calls) and renders
-//! the result; every form is post/redirect/get, and a refused write renders its form again with
+//! the result. Every form is post/redirect/get. A refused write renders its form again, with
 //! the API's `detail` next to the field and what was typed kept. No JavaScript.
 //!
 //! The markup is written with maud's `html!`, which escapes every value put in it: text goes in
@@ -110,8 +110,8 @@ const SITE_DESCRIPTION: &str = "A blog on Azure Cosmos DB, built as Microsoft's 
 ///
 /// maud escapes every value put in a template already, all but `'` (its attributes are all
 /// double-quoted, where `'` is plain text). The pages put every value that does not come from
-/// the code itself (stored, typed, an error's detail) through [`esc`] all the same, so that such
-/// a value reads the same on every page, `'` as `&#39;` included; in a link, [`url_part`] leaves
+/// the code itself (stored, typed, an error's detail) through [`esc`] all the same. So such a
+/// value reads the same on every page, `'` as `&#39;` included. In a link, [`url_part`] leaves
 /// nothing to escape. A value put in without either is still escaped, by maud.
 #[derive(Clone, Copy)]
 pub(crate) struct Escaped<'a>(pub &'a str);
@@ -351,20 +351,20 @@ fn preview_picture(picture: &FirstPicture, origin: &str) -> Markup {
 }
 
 /// What an HTML page may load and who may frame it. The pages are server-rendered with one
-/// stylesheet of their own and no script, so everything else is refused: an injected
-/// `<script>` or inline style would not run even if escaping ever failed, and no other site may
-/// frame the forms (clickjacking). Forms post to the blog itself; sign-in and sign-out leave it
-/// by redirects, which `form-action` would also govern, so it is left out. `connect-src 'self'`
-/// grants nothing to the pages, which run no script, but lets tools that fetch from inside a
-/// page read the blog's own files: Lighthouse reads `/robots.txt` that way, and under
-/// `default-src 'none'` alone it reported "unable to download a robots.txt file"
-/// (GoogleChrome/lighthouse#4386).
+/// stylesheet of their own and no script, so everything else is refused. An injected `<script>`
+/// or inline style would not run even if escaping ever failed, and no other site may frame the
+/// forms (clickjacking). Forms post to the blog itself; sign-in and sign-out leave it by
+/// redirects, which `form-action` would also govern, so it is left out. The
+/// `connect-src 'self'` directive grants nothing to the pages, which run no script. But it lets
+/// tools that fetch from inside a page read the blog's own files. Lighthouse reads
+/// `/robots.txt` that way, and under `default-src 'none'` alone it reported "unable to download
+/// a robots.txt file" (GoogleChrome/lighthouse#4386).
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 /// The headers every answer carries (`nosniff`), and those of HTML pages: the
 /// [`CONTENT_SECURITY_POLICY`], no framing for browsers older than `frame-ancestors`, and links
-/// followed from a post that tell other sites no more than the blog's origin. (Added on the way
-/// out by [`crate::http::front_door`].)
+/// followed from a post that tell other sites no more than the blog's origin. They are added on
+/// the way out by [`crate::http::front_door`].
 pub(crate) fn add_security_headers(headers: &mut HeaderMap) {
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     let html = headers
@@ -384,8 +384,9 @@ pub(crate) fn add_security_headers(headers: &mut HeaderMap) {
 }
 
 /// What a page request says of itself, read once on the way in (by [`crate::http::front_door`])
-/// and current while its page is rendered: error pages are rendered where no handler asked (a
-/// refused extractor, an unknown path), and must still show who is signed in and where they are.
+/// and current while its page is rendered. Error pages are rendered where no handler asked (a
+/// refused extractor, an unknown path), and must still show who is signed in and where they
+/// are.
 pub(crate) struct PageRequest {
     viewer: Option<super::auth::SignedIn>,
     /// The blog's public address, from configuration ([`PublicUrl`]), never from the request's

@@ -36,7 +36,7 @@ const COMMENT_FIELDS: [Field; 1] = [Field {
 const _: () = assert!(MAX_COMMENT_CHARS == 2_000);
 
 /// The refusals of a post's comment and edit forms that are an error page rather than the form
-/// again: the post is gone (404); anything else is about what was typed. (The server failing is
+/// again: the post is gone (404). Anything else is about what was typed. (The server failing is
 /// the error page on every form.)
 pub(super) const POST_GONE: &[StatusCode] = &[StatusCode::NOT_FOUND];
 
@@ -160,9 +160,9 @@ async fn render_post(
     })
 }
 
-/// The post itself: its title, writer, dates and tags, its text (`content`, rendered), its
-/// counts, and what the viewer may do with it (edit and delete it when it is theirs, like it or
-/// take their like back), with why a like was refused.
+/// The post itself: its title, writer, dates and tags, its text (`content`, rendered) and its
+/// counts. Then what the viewer may do with it (edit and delete it when it is theirs, like it
+/// or take their like back), with why a like was refused.
 fn post_article(
     post: &Post,
     content: &str,

@@ -50,14 +50,14 @@ pub(crate) fn post_list(posts: &[Post], show_author: bool) -> Markup {
     }
 }
 
-/// A post's first picture, small beside its excerpt: its small copy for the box, 1× and 2×
-/// (`srcset`), named from the short copy's picture alone, with the copy's size (the stylesheet
-/// sets the box, so nothing moves as it loads), loaded as it comes near the screen; a picture too
-/// small for a copy, or an animation, as it is. It sits in the title's link, which leads where a
-/// click on it is expected to: so its alt text is empty (decorative, as WCAG's technique H2 for
-/// an image and text in one link), and the link is read as the title alone, rather than as the
-/// picture's description and then the title (the post's page shows the picture with its
-/// description).
+/// A post's first picture, small beside its excerpt. It is its small copy for the box, 1× and
+/// 2× (`srcset`), named from the short copy's picture alone. It has the copy's size (the
+/// stylesheet sets the box, so nothing moves as it loads) and loads as it comes near the
+/// screen. A picture too small for a copy, or an animation, is shown as it is. It sits in the
+/// title's link, which leads where a click on it is expected to. So its alt text is empty
+/// (decorative, as WCAG's technique H2 for an image and text in one link). The link is then
+/// read as the title alone, rather than as the picture's description and then the title. The
+/// post's page shows the picture with its description.
 fn thumbnail(picture: &FirstPicture) -> Markup {
     let small = PictureAddress::of_url(&picture.url).and_then(|shown| {
         let [one, two] = SMALL_SIZES.map(|size| shown.small(size));

@@ -87,10 +87,10 @@ pub(crate) async fn tag_page(
         return Ok(Page { status: axum::http::StatusCode::OK, html: render(), private: true }
             .revalidated(&headers));
     }
-    // The same for everyone who is not signed in, as the front page is: rendered once per page
-    // read, for the page's address as requested (the blog's, and the path with the tag as typed,
-    // which an empty page shows; the tag again where the request gave no address) and the page
-    // size asked for.
+    // The same for everyone who is not signed in, as the front page is. It is rendered once per
+    // page read, for the page's address as requested and the page size asked for. That address
+    // is the blog's, and the path with the tag as typed, which an empty page shows; the tag
+    // again where the request gave no address.
     let key = format!(
         "{}\n{}\n{given}",
         page_address().unwrap_or_default(),
