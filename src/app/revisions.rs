@@ -111,7 +111,12 @@ async fn read_revision(state: &AppState, post_id: &str, number: u64) -> AppResul
 /// What changed from `before` to `after`, line by line.
 pub(crate) fn changes(before: &str, after: &str) -> Vec<LineChange> {
     use similar::{ChangeTag, TextDiff};
-    TextDiff::from_lines(before, after)
+    // Each text's last line ended as the others are, so that a line added after it does not
+    // show it as changed.
+    let ended =
+        |text: &str| if text.ends_with('\n') { text.to_owned() } else { format!("{text}\n") };
+    let (before, after) = (ended(before), ended(after));
+    TextDiff::from_lines(&before, &after)
         .iter_all_changes()
         .map(|change| LineChange {
             change: match change.tag() {
