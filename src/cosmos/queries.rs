@@ -29,6 +29,15 @@ pub(crate) fn user_drafts() -> QuerySpec {
     }
 }
 
+/// A post's revisions, oldest first, from the post's partition of `posts` (its author's, and
+/// the export's).
+pub(crate) fn post_revisions() -> QuerySpec {
+    QuerySpec {
+        sql: Cow::Borrowed("SELECT * FROM c WHERE c.type = @type ORDER BY c.number"),
+        parameters: vec![(Cow::Borrowed("@type"), json!("revision"))],
+    }
+}
+
 /// Q4: a post's comments, oldest first, from the post's partition of `posts`.
 pub fn post_comments() -> QuerySpec {
     QuerySpec {

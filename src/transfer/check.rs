@@ -9,9 +9,10 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::app::revisions::MAX_REVISIONS;
 use crate::model::picture::{PictureAddress, PictureName};
 use crate::model::usernames::normalize_username;
-use crate::model::{self, Comment, Like, MAX_COMMENT_CHARS, Post, PostStatus, User};
+use crate::model::{self, Comment, Like, MAX_COMMENT_CHARS, Post, PostStatus, Revision, User};
 
 use super::{Counts, End, FORMAT, Item, MAX_LINE_BYTES, NotWhole, TransferError, VERSION};
 
@@ -148,6 +149,9 @@ struct CurrentPost {
     post: Post,
     comments: u64,
     likes: u64,
+    /// The revisions its edits have kept, ever (`revisionCount`): its revisions' numbers are
+    /// below it, and among the newest the post keeps.
+    revisions: u64,
     /// Ids in its partition (its own included), and its pictures' names.
     ids: HashSet<String>,
 }
@@ -220,13 +224,22 @@ impl Checker {
         let kind = value["type"].as_str().map(str::to_owned);
         let item = match kind.as_deref() {
             Some("user") => Item::User(self.user(self.shape(value)?)?),
-            Some("post") => Item::Post(self.post(self.shape(value)?)?),
+            Some("post") => {
+                let revisions = match value.get("revisionCount") {
+                    None => 0,
+                    Some(count) => count.as_u64().ok_or_else(|| {
+                        self.field("revisionCount", "a count of revisions is a whole number")
+                    })?,
+                };
+                Item::Post(self.post(self.shape(value)?, revisions)?, revisions)
+            }
             Some("comment") => Item::Comment(self.comment(self.shape(value)?)?),
             Some("like") => Item::Like(self.like(self.shape(value)?)?),
+            Some("revision") => Item::Revision(self.revision(self.shape(value)?)?),
             other => {
                 let found = other.map_or_else(|| "missing".to_owned(), |kind| format!("{kind:?}"));
                 return Err(self.malformed(format!(
-                    "`type` is {found}, not user, post, comment, like or picture"
+                    "`type` is {found}, not user, post, comment, like, revision or picture"
                 )));
             }
         };
@@ -287,7 +300,7 @@ impl Checker {
         Ok(user)
     }
 
-    fn post(&mut self, post: Post) -> Result<Post, TransferError> {
+    fn post(&mut self, post: Post, revisions: u64) -> Result<Post, TransferError> {
         self.end_of_post()?;
         // A post's first picture is derived, on its short copies only, which the import makes
         // again: never stored with the post.
@@ -330,8 +343,14 @@ impl Checker {
             return Err(self.field("id", format!("post {:?} is in the file twice", post.id)));
         }
         let ids = HashSet::from([post.id.clone()]);
-        self.current =
-            Some(CurrentPost { line: self.line, post: post.clone(), comments: 0, likes: 0, ids });
+        self.current = Some(CurrentPost {
+            line: self.line,
+            post: post.clone(),
+            comments: 0,
+            likes: 0,
+            revisions,
+            ids,
+        });
         self.counts.posts += 1;
         Ok(post)
     }
@@ -362,6 +381,30 @@ impl Checker {
         self.current.as_mut().expect("checked: a post is being read").likes += 1;
         self.counts.likes += 1;
         Ok(like)
+    }
+
+    fn revision(&mut self, revision: Revision) -> Result<Revision, TransferError> {
+        self.of_current_post("revision", &revision.post_id, &revision.id)?;
+        let count = self.current.as_ref().expect("checked: a post is being read").revisions;
+        let kept = count.saturating_sub(MAX_REVISIONS)..count;
+        if !kept.contains(&revision.number) {
+            let why = format!(
+                "revision {} of a post whose edits kept {count}: its revisions are numbered {kept:?}",
+                revision.number
+            );
+            return Err(self.field("number", why));
+        }
+        if revision.id != model::revision_id(revision.number) {
+            let why = format!("{:?} is not {:?}", revision.id, model::revision_id(revision.number));
+            return Err(self.field("id", why));
+        }
+        crate::app::posts::validate_post_text(&revision.title, &revision.content)
+            .map_err(|why| self.malformed(why.to_string()))?;
+        model::tags::valid_tags(revision.tags.clone()).map_err(|why| self.field("tags", why))?;
+        self.date("writtenAt", &revision.written_at)?;
+        self.date("replacedAt", &revision.replaced_at)?;
+        self.counts.revisions += 1;
+        Ok(revision)
     }
 
     fn picture(
@@ -435,7 +478,7 @@ impl Checker {
             })?;
         }
         // A draft takes no comment or like (the API refuses both), so none is imported on one.
-        if kind != "picture" && !current.post.status.is_published() {
+        if matches!(kind, "comment" | "like") && !current.post.status.is_published() {
             let why = format!("a {kind} of post {post_id:?}, a draft, which takes none");
             return Err(self.field("postId", why));
         }

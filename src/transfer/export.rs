@@ -75,17 +75,17 @@ pub async fn export(
             continue;
         };
         // An import makes the lists' versions anew; a preview link is not carried to another
-        // store, and the revisions' count starts again with the revisions an import writes.
+        // store. The revisions' count is, with the revisions.
         let mut post = model::ListVersions::removed_from(without_system_properties(post));
         if let Some(fields) = post.as_object_mut() {
             fields.remove("shareKey");
-            fields.remove("revisionCount");
         }
         out.line(&post)?;
         counts.posts += 1;
         for (query, count) in [
             (queries::post_comments as fn() -> QuerySpec, &mut counts.comments),
             (queries::post_likes, &mut counts.likes),
+            (queries::post_revisions, &mut counts.revisions),
         ] {
             for item in all_of_partition(state, id, query).await? {
                 out.line(&without_system_properties(item))?;

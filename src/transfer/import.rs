@@ -170,14 +170,14 @@ async fn write(
         Item::User(user) => {
             (Container::Users, user.user_id.clone(), document(&user)?, &mut counts.users)
         }
-        Item::Post(post) => {
+        Item::Post(post, revision_count) => {
             let content = pictures.named_as_stored(&post.post_id, post.content);
             // New versions of its lists: no instance kept a view of the post with them.
             let post = StoredPost {
                 post: Post { content, ..post },
                 versions: ListVersions::new(),
                 share_key: None,
-                revision_count: 0,
+                revision_count,
             };
             (Container::Posts, post.post.post_id.clone(), document(&post)?, &mut counts.posts)
         }
@@ -187,6 +187,12 @@ async fn write(
         Item::Like(like) => {
             (Container::Posts, like.post_id.clone(), document(&like)?, &mut counts.likes)
         }
+        Item::Revision(revision) => (
+            Container::Posts,
+            revision.post_id.clone(),
+            document(&revision)?,
+            &mut counts.revisions,
+        ),
         Item::Picture(address, bytes) => {
             let store = state
                 .pictures

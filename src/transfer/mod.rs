@@ -51,7 +51,7 @@ mod pictures;
 use crate::changefeed::FeedError;
 use crate::cosmos::StoreError;
 use crate::model::picture::PictureAddress;
-use crate::model::{Comment, Like, Post, User};
+use crate::model::{Comment, Like, Post, Revision, User};
 use crate::pictures::PictureStoreError;
 
 pub(crate) use check::check_unsealed;
@@ -318,12 +318,20 @@ pub struct Counts {
     pub likes: usize,
     /// Pictures' files (a picture and its phones' variant are two).
     pub pictures: usize,
+    /// Revisions the posts' edits kept (absent from a file that has none, as from every file
+    /// written before posts kept them).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub revisions: usize,
+}
+
+fn is_zero(count: &usize) -> bool {
+    *count == 0
 }
 
 impl Counts {
     /// Items and pictures of every kind.
     pub fn total(&self) -> usize {
-        self.users + self.posts + self.comments + self.likes + self.pictures
+        self.users + self.posts + self.comments + self.likes + self.pictures + self.revisions
     }
 }
 
@@ -333,7 +341,11 @@ impl std::fmt::Display for Counts {
             f,
             "{} users, {} posts, {} comments, {} likes, {} pictures",
             self.users, self.posts, self.comments, self.likes, self.pictures
-        )
+        )?;
+        if self.revisions > 0 {
+            write!(f, ", {} revisions", self.revisions)?;
+        }
+        Ok(())
     }
 }
 
@@ -359,8 +371,10 @@ fn stop_here(done: usize) {
 /// blog does not know are not carried).
 pub(crate) enum Item {
     User(User),
-    Post(Post),
+    /// A post, and how many revisions its edits have kept (`revisionCount`).
+    Post(Post, u64),
     Comment(Comment),
     Like(Like),
+    Revision(Revision),
     Picture(PictureAddress, Vec<u8>),
 }

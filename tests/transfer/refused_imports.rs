@@ -13,7 +13,20 @@ async fn what_the_api_would_never_write_imports_nothing() {
     let noise = common::noise_png_of(4, 4, 1);
     let picture = json!({"type": "picture", "postId": "p1", "userId": "ada",
         "name": format!("{}-4x4.png", "0".repeat(64)), "bytes": base64_of(&noise)});
+    let revision = |number: u64, id: &str| {
+        json!({"id": id, "type": "revision", "postId": "p1", "number": number, "title": "T0", "content": "C0",
+            "writtenAt": "2026-01-01T00:00:00.000Z", "replacedAt": "2026-01-02T00:00:00.000Z"})
+    };
+    let with_revisions = |count: u64, revision: Value| {
+        let mut items = sample.with(2, "revisionCount", json!(count));
+        items.insert(5, revision);
+        items
+    };
     let cases: Vec<(Vec<Value>, &str)> = vec![
+        (with_revisions(0, revision(0, "revision-0")), "line 7, `number`: revision 0 of a post whose edits kept 0"),
+        (with_revisions(30, revision(3, "revision-3")), "line 7, `number`: revision 3 of a post whose edits kept 30: its revisions are numbered 10..30"),
+        (with_revisions(1, revision(0, "revision-9")), "line 7, `id`: \"revision-9\" is not \"revision-0\""),
+        (with(2, "revisionCount", json!(-1)), "line 4, `revisionCount`: a count of revisions is a whole number"),
         (with(2, "postId", json!("other")), "line 4, `postId`: \"other\" is not the post's `id`"),
         (with(3, "content", json!("x".repeat(3_000_000))), "line 5, `content`: `content` must be at most 2000 characters long"),
         (

@@ -144,7 +144,7 @@ pub(crate) async fn shows_the_same(data: &Path, extra: &[(&str, &str)], shown: &
     blog.stop();
 }
 
-pub(crate) const EXPORTED: &str = "3 users, 4 posts, 4 comments, 4 likes, 4 pictures";
+pub(crate) const EXPORTED: &str = "3 users, 4 posts, 4 comments, 4 likes, 4 pictures, 1 revisions";
 
 /// [`a_blog`] (its pictures kept as `settings` say), exported to `blog.jsonl` in a directory of
 /// its own: the export said what it wrote, and the file holds no system property, no deleted
