@@ -132,6 +132,8 @@ http_functions! {
     SubmitPostEdit POST "posts/{postId}/edit" => pages::write::submit_post_edit,
     SubmitSharePreview POST "posts/{postId}/preview" => pages::write::submit_share_preview,
     SubmitRevokePreview POST "posts/{postId}/preview/revoke" => pages::write::submit_revoke_preview,
+    RevisionPage GET "posts/{postId}/revisions/{number}" => pages::revisions::revision_page,
+    SubmitRestore POST "posts/{postId}/revisions/{number}/restore" => pages::revisions::submit_restore,
     SubmitComment POST "posts/{postId}/comments" => pages::posts::submit_comment,
     PostComments GET "posts/{postId}/comments" => pages::posts::post_comments,
     SubmitLike POST "posts/{postId}/likes" => pages::posts::submit_like,

@@ -479,7 +479,13 @@ async fn axe_finds_no_accessibility_violation_on_any_page() {
     let share = format!("/api/posts/{draft}/preview");
     let shared = app.send_as(Some("reader"), reqwest::Method::POST, &share, None).await;
     let preview = shared.body["path"].as_str().unwrap().to_owned();
+    // And an earlier version of it, with what changed since.
+    let edit = serde_json::json!({"title": "Not yet", "content": format!("{text}\n\nMore.")});
+    let draft_path = format!("/api/posts/{draft}");
+    let edited = app.send_as(Some("reader"), reqwest::Method::PUT, &draft_path, Some(edit)).await;
+    assert_eq!(edited.status, reqwest::StatusCode::OK);
     let signed_in = [
+        format!("/posts/{draft}/revisions/0"),
         format!("/posts/{draft}"),
         format!("/posts/{draft}/edit"),
         preview,

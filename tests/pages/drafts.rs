@@ -119,3 +119,42 @@ async fn a_post_scheduled_from_the_form_states_its_time_in_utc() {
     assert!(edit.contains(&format!("value=\"{at}\"")), "its time, as typed: {edit}");
     assert!(edit.contains(r#"value="publish">Publish now</button>"#), "{edit}");
 }
+
+#[tokio::test]
+async fn an_earlier_version_is_read_and_restored_from_the_edit_page() {
+    let app = TestApp::start().await;
+    let mut alice = Browser::new(&app);
+    alice.sign_up("alice", "Alice").await;
+    let post = alice.write("First", "One line.").await;
+    let edit = format!("{post}/edit");
+    let fields = [("title", "Second"), ("content", "One line.\nAnother.")];
+    assert_eq!(alice.submit(&edit, &fields).await.status, StatusCode::SEE_OTHER);
+
+    let page = alice.get(&edit).await.html;
+    assert!(
+        page.contains("Earlier versions") && page.contains(&format!("href=\"{post}/revisions/0\"")),
+        "{page}"
+    );
+    let revision = alice.get(&format!("{post}/revisions/0")).await;
+    assert_eq!(revision.status, StatusCode::OK);
+    assert!(
+        revision.html.contains("<ins>Another.</ins>") && revision.html.contains("One line."),
+        "{}",
+        revision.html
+    );
+    assert!(revision.header("cache-control").starts_with("private"));
+    let mut bob = Browser::new(&app);
+    bob.sign_up("bob", "Bob").await;
+    assert_eq!(bob.get(&format!("{post}/revisions/0")).await.status, StatusCode::FORBIDDEN);
+
+    let restore = format!("{post}/revisions/0/restore");
+    let key = form_key(&revision.html, &restore);
+    let restored = alice.submit(&restore, &[("idempotencyKey", &key)]).await;
+    assert_eq!(restored.status, StatusCode::SEE_OTHER, "{}", restored.html);
+    assert!(alice.get(&post).await.html.contains(">First</h1>"));
+    let page = alice.get(&edit).await.html;
+    assert!(
+        page.contains(&format!("href=\"{post}/revisions/1\"")),
+        "the version restored over, kept: {page}"
+    );
+}

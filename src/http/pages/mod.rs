@@ -20,6 +20,7 @@ pub(crate) mod feed;
 pub(crate) mod forms;
 pub(crate) mod multipart;
 pub(crate) mod posts;
+pub(crate) mod revisions;
 pub(crate) mod session;
 mod short_posts;
 pub(crate) mod tags;

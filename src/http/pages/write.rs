@@ -14,10 +14,12 @@ use super::{
 };
 use crate::app::AppState;
 use crate::app::idempotency::IdempotencyKey;
+use crate::app::lists::ListParams;
 use crate::app::pictures::{self, AddedPicture, PictureTarget, Quota, add_picture, destination};
 use crate::app::posts::{
     StatusAsked, create_post, edit_post, get_post, get_post_for, own_post, set_preview_key,
 };
+use crate::app::revisions::revisions_of;
 use crate::http::error::ApiError;
 use crate::model::tags::{MAX_TAG_CHARS, MAX_TAGS, split_typed};
 use crate::model::{MAX_CONTENT_CHARS, MAX_TITLE_CHARS, PostStatus};
@@ -169,8 +171,12 @@ pub(crate) async fn edit_post_page(
     viewer: Viewer,
     PageId(post_id): PageId,
 ) -> PageResult {
-    let (post, preview) = match viewer.caller() {
-        Ok(caller) => own_post(&state, &caller, &post_id).await?,
+    let (post, preview, revisions) = match viewer.caller() {
+        Ok(caller) => {
+            let (post, preview) = own_post(&state, &caller, &post_id).await?;
+            let listed = revisions_of(&state, &caller, &post_id, &ListParams::default()).await?;
+            (post, preview, listed)
+        }
         // Nobody signed in: not found where it is a draft, else asked to sign in.
         Err(signed_out) => {
             get_post_for(&state, &post_id, None).await?;
@@ -194,7 +200,11 @@ pub(crate) async fn edit_post_page(
     let form =
         PostFormPage { editing: Some(&post_id), draft, added: None, status: Some(post.status) };
     let preview = (!post.status.is_published()).then(|| preview_part(&post_id, preview.as_deref()));
-    Ok(form.render_with(&state, &viewer, StatusCode::OK, preview).await)
+    let after = html! {
+        @if let Some(preview) = preview { (preview) }
+        (super::revisions::revisions_part(&post_id, &revisions))
+    };
+    Ok(form.render_with(&state, &viewer, StatusCode::OK, Some(after)).await)
 }
 
 /// `POST /posts/{postId}/edit`: C2 edit, then the post; with a picture, as [`submit_new_post`].
