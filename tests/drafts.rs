@@ -305,3 +305,19 @@ async fn a_preview_link_shows_the_draft_to_whoever_has_it_until_it_is_revoked() 
     let detail = app.send_as(Some(&alice), Method::POST, &share, None).await.problem(409);
     assert!(detail.contains("is published"), "{detail}");
 }
+
+/// `handler rebuild-copies` makes every copy again from `posts` by the same rules: a draft's
+/// copy in its author's partition, none in the feed or under its tags.
+#[tokio::test]
+async fn copies_rebuilt_keep_a_draft_out_of_every_list() {
+    let app = TestApp::start().await;
+    let (alice, draft) = alices_draft(&app).await;
+    let published = app.post_by(&alice, "Out").await;
+    app.eventually("/api/feed", |feed| ids(feed) == [published.clone()]).await;
+    blog::testing::changefeed::processor::rebuild_copies(&app.state).await.unwrap();
+    assert_eq!(ids(&app.get("/api/feed").await.body), [published.clone()]);
+    assert!(ids(&app.get("/api/tags/kites/posts").await.body).is_empty());
+    assert_eq!(ids(&app.get(&format!("/api/users/{alice}/posts")).await.body), [published]);
+    let drafts = format!("/api/users/{alice}/drafts");
+    assert_eq!(ids(&app.send_as(Some(&alice), Method::GET, &drafts, None).await.body), [draft]);
+}

@@ -91,3 +91,35 @@ async fn a_post_keeps_its_newest_twenty_revisions() {
     let listed = app.send_as(Some(&alice), Method::GET, &revisions, None).await.body;
     assert_eq!(numbers(&listed), (3..23).rev().collect::<Vec<u64>>(), "the oldest three dropped");
 }
+
+/// A restore and an edit at once: each is made on the other's version (the etag refuses a
+/// write from a stale read, and it is made again), so neither is lost: the post is one of them,
+/// and the other is a revision.
+#[tokio::test]
+async fn a_restore_racing_an_edit_loses_neither() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    let post = app.post_by(&alice, "Original").await;
+    let path = format!("/api/posts/{post}");
+    let body = json!({"title": "Edited once", "content": "Some content."});
+    assert_eq!(app.put(&path, body).await.status, StatusCode::OK);
+    let restore = format!("{path}/revisions/0/restore");
+    let racing = json!({"title": "Racing", "content": "Some content."});
+    let (restored, edited) = tokio::join!(
+        app.send_as(Some(&alice), Method::POST, &restore, None),
+        app.put(&path, racing)
+    );
+    assert_eq!((restored.status, edited.status), (StatusCode::OK, StatusCode::OK));
+    let now = app.get(&path).await.body["title"].as_str().unwrap().to_owned();
+    let revisions = format!("{path}/revisions");
+    let kept = app.send_as(Some(&alice), Method::GET, &revisions, None).await.body;
+    let mut titles: Vec<String> = kept["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|revision| revision["title"].as_str().unwrap().to_owned())
+        .collect();
+    titles.push(now);
+    titles.sort();
+    assert_eq!(titles, ["Edited once", "Original", "Original", "Racing"], "{kept}");
+}
