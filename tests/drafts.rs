@@ -161,7 +161,7 @@ async fn a_draft_is_read_by_its_author_alone() {
 }
 
 #[tokio::test]
-async fn a_draft_published_is_dated_then_and_copied() {
+async fn a_draft_published_is_dated_when_published() {
     let app = TestApp::start().await;
     let (alice, draft) = alices_draft(&app).await;
     let path = format!("/api/posts/{draft}");

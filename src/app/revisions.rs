@@ -1,9 +1,9 @@
 //! Revisions: every edit of a post keeps the version it replaced.
 //!
 //! A revision is an item of the post's partition of `posts` (`type` `revision`, id
-//! `revision-<number>`), written in the edit's own transactional batch: the edit and its revision
-//! commit together or not at all, as the article's stored procedures keep a counter with its
-//! comment. The post counts its revisions (`revisionCount`, never answered), so two edits at once
+//! `revision-<number>`). It is written in the edit's own transactional batch: the edit and its
+//! revision commit together or not at all, as the article's stored procedures keep a counter
+//! with its comment. The post counts its revisions (`revisionCount`, never answered), so two edits at once
 //! cannot number two revisions alike: the second fails on the post's etag and is redone. A post
 //! keeps its newest [`MAX_REVISIONS`]; the batch that keeps one more deletes the oldest.
 //!

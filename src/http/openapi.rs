@@ -14,8 +14,8 @@ use super::{comments, feed, likes, pictures, posts, revisions, tags, users};
 pub(crate) use super::extract::item_id;
 
 /// Every path parameter of the API but a tag and a revision's number is an item's id (`{userId}`,
-/// `{postId}`, `{commentId}`): each gets [`item_id`]'s schema here, once, rather than the pattern
-/// in every annotation; a `{tag}` gets a tag's, a `{number}` a whole number's.
+/// `{postId}`, `{commentId}`). Each gets [`item_id`]'s schema here, once, rather than the
+/// pattern in every annotation; a `{tag}` gets a tag's, a `{number}` a whole number's.
 struct PathIdsAreItemIds;
 
 impl Modify for PathIdsAreItemIds {

@@ -121,7 +121,7 @@ async fn a_post_scheduled_from_the_form_states_its_time_in_utc() {
 }
 
 #[tokio::test]
-async fn an_earlier_version_is_read_and_restored_from_the_edit_page() {
+async fn an_earlier_version_is_restored_from_the_edit_page() {
     let app = TestApp::start().await;
     let mut alice = Browser::new(&app);
     alice.sign_up("alice", "Alice").await;
