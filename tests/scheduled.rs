@@ -58,6 +58,25 @@ async fn a_scheduled_post_is_its_authors_alone_until_the_local_timer_publishes_i
     app.send_as(None, Method::GET, &path, None).await.problem(404);
     let drafts = format!("/api/users/{alice}/drafts");
     assert_eq!(app.send_as(Some(&alice), Method::GET, &drafts, None).await.status, StatusCode::OK);
+    // Her page lists it among her drafts with its time, once the change feed has copied it
+    // (well within the two seconds before its time).
+    let mut page = String::new();
+    for _ in 0..30 {
+        page = reqwest::Client::new()
+            .get(format!("{}/users/{alice}", app.base))
+            .header("cookie", format!("blog_dev_user={alice}"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        if page.contains("scheduled for") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(page.contains("Your drafts") && page.contains("scheduled for"), "{page}");
 
     let published = app.eventually(&path, |post| post["title"] == "On Monday").await.body;
     assert!(

@@ -7,7 +7,7 @@ use super::{esc, url_part};
 use crate::model::first_picture::FirstPicture;
 use crate::model::picture::{PictureAddress, SMALL_SIZES};
 use crate::model::tags::normalize_tag;
-use crate::model::{Post, excerpt};
+use crate::model::{Post, PostStatus, excerpt};
 
 /// Posts in short form: title (a link to the post) with the post's first picture small beside
 /// them, author (a link to them, unless the list is theirs), time, the start of the content, and
@@ -31,6 +31,12 @@ pub(crate) fn post_list(posts: &[Post], show_author: bool) -> Markup {
                                 "by " a href={ "/users/" (url_part(&post.user_id)) } { bdi { (esc(&post.user_username)) } } " · "
                             }
                             (time(&post.creation_date))
+                            // (Only its author's list of drafts holds a post not published.)
+                            @match (&post.status, &post.publish_at) {
+                                (PostStatus::Scheduled, Some(at)) => { " · scheduled for " (time(at)) }
+                                (PostStatus::Draft, _) => { " · a draft" }
+                                _ => {}
+                            }
                         }
                         (tag_links(&post.tags))
                         @let (excerpt, cut) = excerpt(&post.content);
