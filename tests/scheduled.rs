@@ -9,6 +9,7 @@ mod common;
 
 use std::time::Duration;
 
+use blog::testing::cosmos::{Container, PageRequest, QuerySpec};
 use common::TestApp;
 use common::binary::Handler;
 use common::host::{self, Attempt};
@@ -295,4 +296,35 @@ async fn a_scheduled_post_is_published_once_across_kill_9() {
     assert_eq!(get(&base, None, &path).await.1["creationDate"], published["creationDate"]);
     // And neither is a draft any more.
     until(&base, Some("ada"), "/api/users/ada/drafts", |_, page| ids(page).is_empty()).await;
+}
+
+/// A scheduled post deleted before its time: the timer's run finds its listing, reads the post
+/// gone, and takes the listing off; nothing is published.
+#[tokio::test]
+async fn a_scheduled_post_deleted_before_its_time_is_never_published() {
+    let dir = tempfile::tempdir().unwrap();
+    let config =
+        blog::Config { publish_every: Duration::from_millis(200), ..TestApp::config(dir.path()) };
+    let mut app = TestApp::start_configured(config).await;
+    app.keep(dir);
+    let (alice, post, _) = scheduled(&app, Duration::from_secs(1)).await;
+    let listed = || async {
+        let query = QuerySpec { sql: "SELECT * FROM c".into(), parameters: vec![] };
+        let page = PageRequest { size: 10, continuation: None };
+        app.state.store.query_documents(Container::Feed, "scheduled", query, page).await.unwrap().0
+    };
+    for _ in 0..40 {
+        if !listed().await.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(listed().await.len(), 1, "listed for the timer");
+    let path = format!("/api/posts/{post}");
+    let deleted = app.send_as(Some(&alice), Method::DELETE, &path, None).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    app.send_as(None, Method::GET, &path, None).await.problem(404);
+    assert!(ids(&app.get("/api/feed").await.body).is_empty());
+    assert!(listed().await.is_empty(), "the listing taken off");
 }
