@@ -139,7 +139,7 @@ async fn every_pages_head_is_complete() {
     let robots = browser.get("/robots.txt").await;
     assert_eq!(robots.status, StatusCode::OK);
     assert_eq!(robots.header("content-type"), "text/plain; charset=utf-8");
-    for form in ["/write", "/signin", "/posts/*/edit", "/posts/*/delete"] {
+    for form in ["/write", "/signin", "/posts/*/edit", "/posts/*/delete", "/posts/*/revisions/"] {
         assert!(robots.html.contains(&format!("Disallow: {form}\n")), "{form}: {}", robots.html);
     }
     assert!(!robots.html.contains("Disallow: /\n"), "the pages themselves may be crawled");
