@@ -33,6 +33,17 @@ fn paris(at: OffsetDateTime) -> String {
     at.to_offset(time::UtcOffset::from_hms(1, 0, 0).unwrap()).format(&Rfc3339).unwrap()
 }
 
+/// A blog whose own timer runs every 200 ms, so that a post scheduled a second ahead goes out
+/// within the test.
+async fn with_a_fast_timer() -> TestApp {
+    let dir = tempfile::tempdir().unwrap();
+    let config =
+        blog::Config { publish_every: Duration::from_millis(200), ..TestApp::config(dir.path()) };
+    let mut app = TestApp::start_configured(config).await;
+    app.keep(dir);
+    app
+}
+
 /// Alice's post, scheduled `ahead` from now.
 async fn scheduled(app: &TestApp, ahead: Duration) -> (String, String, Value) {
     let alice = app.user("alice").await;
@@ -47,11 +58,7 @@ async fn scheduled(app: &TestApp, ahead: Duration) -> (String, String, Value) {
 
 #[tokio::test]
 async fn a_scheduled_post_is_its_authors_alone_until_the_local_timer_publishes_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let config =
-        blog::Config { publish_every: Duration::from_millis(200), ..TestApp::config(dir.path()) };
-    let mut app = TestApp::start_configured(config).await;
-    app.keep(dir);
+    let app = with_a_fast_timer().await;
     let (alice, post, created) = scheduled(&app, Duration::from_secs(2)).await;
     let publish_at = created["publishAt"].as_str().unwrap().to_owned();
     assert!(publish_at.ends_with('Z') && publish_at.len() == 24, "kept in UTC: {publish_at}");
@@ -140,11 +147,7 @@ async fn the_hosts_timer_publishes_each_post_due_once_under_two_runs_at_once() {
 
 #[tokio::test]
 async fn a_post_rescheduled_or_sent_back_to_draft_is_not_published_from_its_old_time() {
-    let dir = tempfile::tempdir().unwrap();
-    let config =
-        blog::Config { publish_every: Duration::from_millis(200), ..TestApp::config(dir.path()) };
-    let mut app = TestApp::start_configured(config).await;
-    app.keep(dir);
+    let app = with_a_fast_timer().await;
     let (alice, post, _) = scheduled(&app, Duration::from_secs(1)).await;
     let path = format!("/api/posts/{post}");
     let later = json!({"title": "On Monday", "content": "At nine.", "status": "scheduled",
@@ -302,11 +305,7 @@ async fn a_scheduled_post_is_published_once_across_kill_9() {
 /// gone, and takes the listing off; nothing is published.
 #[tokio::test]
 async fn a_scheduled_post_deleted_before_its_time_is_never_published() {
-    let dir = tempfile::tempdir().unwrap();
-    let config =
-        blog::Config { publish_every: Duration::from_millis(200), ..TestApp::config(dir.path()) };
-    let mut app = TestApp::start_configured(config).await;
-    app.keep(dir);
+    let app = with_a_fast_timer().await;
     let (alice, post, _) = scheduled(&app, Duration::from_secs(1)).await;
     let listed = || async {
         let query = QuerySpec { sql: "SELECT * FROM c".into(), parameters: vec![] };

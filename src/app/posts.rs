@@ -514,19 +514,21 @@ pub(crate) async fn set_preview_key(
     Err(AppError::Busy(Contended::PostKeptChanging))
 }
 
-/// The caller's own post with the key of its preview link, if one is shared: what its edit page
-/// shows. Someone else's draft is not found; someone else's post is theirs to edit (403).
+/// The caller's own post as stored (with its preview link's key, if one is shared), for what
+/// its author alone does with it (`what`, as "edit this post"). Someone else's draft is not
+/// found; someone else's post is theirs (403).
 pub(crate) async fn own_post(
     state: &AppState,
     caller: &Caller,
     post_id: &str,
-) -> AppResult<(Post, Option<String>)> {
+    what: &'static str,
+) -> AppResult<StoredPost> {
     let current = get_post_versioned(state, post_id).await?.item;
     if !model::readable_by(&current.post, Some(&caller.id)) {
         return Err(post_not_found(post_id));
     }
-    caller.must_be(&current.post.user_id, "edit this post")?;
-    Ok((current.post, current.share_key))
+    caller.must_be(&current.post.user_id, what)?;
+    Ok(current)
 }
 
 /// The post a preview link shows, to whoever has it: one point read, and the key compared in a

@@ -14,9 +14,9 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::lists::{DEFAULT_PAGE_SIZE, ListPage, ListParams, wrap_token};
-use super::posts::{StatusAsked, edit_post, get_post_versioned, to_document};
-use super::{AppError, AppResult, AppState, Caller, Missing, post_not_found};
-use crate::cosmos::{Container, QuerySpec, WriteOp};
+use super::posts::{StatusAsked, edit_post, own_post, to_document};
+use super::{AppError, AppResult, AppState, Caller, Missing};
+use crate::cosmos::{Container, WriteOp, queries};
 use crate::model::{self, Post, Revision};
 
 /// The most revisions a post keeps: the newest; an edit past them drops the oldest.
@@ -37,30 +37,32 @@ pub(crate) fn keep(replaced: &Post, count: u64, now: &str) -> AppResult<(Vec<Wri
 
 /// The post `post_id`, for its author: someone else's draft is not found, someone else's
 /// published post has revisions they may not read (403).
-async fn own_post(state: &AppState, caller: &Caller, post_id: &str) -> AppResult<Post> {
-    let post = get_post_versioned(state, post_id).await?.item.post;
-    if !model::readable_by(&post, Some(&caller.id)) {
-        return Err(post_not_found(post_id));
-    }
-    caller.must_be(&post.user_id, "read this post's revisions")?;
-    Ok(post)
+async fn authors_post(state: &AppState, caller: &Caller, post_id: &str) -> AppResult<Post> {
+    Ok(own_post(state, caller, post_id, "read this post's revisions").await?.post)
 }
 
-/// The caller's post's revisions, newest first: a point read of the post, then one query on
-/// its partition.
+/// The caller's post's revisions, newest first: a point read of the post, then
+/// [`revisions_page`].
 pub(crate) async fn revisions_of(
     state: &AppState,
     caller: &Caller,
     post_id: &str,
     params: &ListParams,
 ) -> AppResult<ListPage<Revision>> {
-    own_post(state, caller, post_id).await?;
+    authors_post(state, caller, post_id).await?;
+    revisions_page(state, post_id, params).await
+}
+
+/// A page of the revisions of `post_id`, newest first, for a caller known to be its author:
+/// one query on its partition.
+pub(crate) async fn revisions_page(
+    state: &AppState,
+    post_id: &str,
+    params: &ListParams,
+) -> AppResult<ListPage<Revision>> {
     const LIST: &str = "revisions";
     let page = params.page_request(&state.tokens, LIST, post_id, DEFAULT_PAGE_SIZE)?;
-    let query = QuerySpec {
-        sql: "SELECT * FROM c WHERE c.type = @type ORDER BY c.number DESC".into(),
-        parameters: vec![("@type".into(), serde_json::json!(model::REVISION_TYPE))],
-    };
+    let query = queries::post_revisions();
     let found = state.store.query_page::<Revision>(Container::Posts, post_id, query, page).await?;
     let continuation_token = wrap_token(&state.tokens, found.continuation, LIST, post_id);
     Ok(ListPage { items: found.items, continuation_token })
@@ -93,7 +95,7 @@ pub(crate) async fn revision(
     post_id: &str,
     number: u64,
 ) -> AppResult<RevisionRead> {
-    let post = own_post(state, caller, post_id).await?;
+    let post = authors_post(state, caller, post_id).await?;
     let revision = read_revision(state, post_id, number).await?;
     let changes = changes(&revision.content, &post.content);
     Ok(RevisionRead { revision, title_now: post.title, changes })
@@ -138,7 +140,7 @@ pub(crate) async fn restore(
     post_id: &str,
     number: u64,
 ) -> AppResult<Post> {
-    own_post(state, caller, post_id).await?;
+    authors_post(state, caller, post_id).await?;
     let revision = read_revision(state, post_id, number).await?;
     let Revision { title, content, tags, .. } = revision;
     edit_post(state, caller, post_id, title, content, Some(tags), StatusAsked::default()).await

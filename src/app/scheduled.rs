@@ -13,11 +13,11 @@
 //! due by then. The change feed then copies the published post, as any other.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use time::OffsetDateTime;
 
 use super::{AppResult, AppState};
-use crate::cosmos::{Container, PageRequest, QuerySpec, StoreError, WriteOp};
+use crate::cosmos::{Container, PageRequest, StoreError, WriteOp, queries};
 use crate::model::{self, PostCopy, PostStatus, StoredPost};
 
 /// The timer function's name: its folder under `functions/`, and the path the host invokes.
@@ -100,10 +100,7 @@ pub(crate) async fn publish_due(state: &AppState, now: OffsetDateTime) -> AppRes
     let mut done = Published::default();
     let mut continuation = None;
     loop {
-        let query = QuerySpec {
-            sql: "SELECT * FROM c WHERE c.publishAt <= @now".into(),
-            parameters: vec![("@now".into(), json!(now))],
-        };
+        let query = queries::due_posts(&now);
         let page = PageRequest { size: 100, continuation };
         let found = state
             .store

@@ -29,12 +29,21 @@ pub(crate) fn user_drafts() -> QuerySpec {
     }
 }
 
-/// A post's revisions, oldest first, from the post's partition of `posts` (its author's, and
-/// the export's).
+/// A post's revisions, newest first, from the post's partition of `posts` (its author's list,
+/// and the export's).
 pub(crate) fn post_revisions() -> QuerySpec {
     QuerySpec {
-        sql: Cow::Borrowed("SELECT * FROM c WHERE c.type = @type ORDER BY c.number"),
+        sql: Cow::Borrowed("SELECT * FROM c WHERE c.type = @type ORDER BY c.number DESC"),
         parameters: vec![(Cow::Borrowed("@type"), json!("revision"))],
+    }
+}
+
+/// The scheduled posts due by `now` (as `creationDate` writes a time), from the timer's
+/// partition of `feed`: a range on one field, which the default index serves.
+pub(crate) fn due_posts(now: &str) -> QuerySpec {
+    QuerySpec {
+        sql: Cow::Borrowed("SELECT * FROM c WHERE c.publishAt <= @now"),
+        parameters: vec![(Cow::Borrowed("@now"), json!(now))],
     }
 }
 

@@ -167,12 +167,21 @@ pub(crate) fn revalidated(
     content_type: &'static str,
     body: impl Into<axum::body::Bytes>,
 ) -> Response {
-    let body = body.into();
+    revalidated_for(request, content_type, body.into(), false)
+}
+
+/// [`revalidated`], [`PRIVATE`] where `private` (the answer is the reader's own).
+fn revalidated_for(
+    request: &HeaderMap,
+    content_type: &'static str,
+    body: axum::body::Bytes,
+    private: bool,
+) -> Response {
     let etag = etag_of(&body);
     let response = if_none_match(request, &etag).unwrap_or_else(|| {
         ([(header::CONTENT_TYPE, HeaderValue::from_static(content_type))], body).into_response()
     });
-    tagged(response, &etag, false)
+    tagged(response, &etag, private)
 }
 
 /// A JSON read of the API, [`revalidated`]. Whether the value changed is known only from the
@@ -185,15 +194,7 @@ pub(crate) fn json<T: Serialize>(request: &HeaderMap, value: &T) -> Response {
 /// author), whatever the request carries.
 pub(crate) fn json_for<T: Serialize>(request: &HeaderMap, value: &T, private: bool) -> Response {
     match serde_json::to_vec(value) {
-        Ok(body) if private => {
-            let etag = etag_of(&body);
-            let response = if_none_match(request, &etag).unwrap_or_else(|| {
-                ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body)
-                    .into_response()
-            });
-            tagged(response, &etag, true)
-        }
-        Ok(body) => revalidated(request, "application/json", body),
+        Ok(body) => revalidated_for(request, "application/json", body.into(), private),
         Err(error) => {
             super::error::ApiError::internal(format!("an answer did not serialize: {error}"))
                 .into_response()

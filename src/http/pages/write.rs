@@ -19,7 +19,7 @@ use crate::app::pictures::{self, AddedPicture, PictureTarget, Quota, add_picture
 use crate::app::posts::{
     StatusAsked, create_post, edit_post, get_post, get_post_for, own_post, set_preview_key,
 };
-use crate::app::revisions::revisions_of;
+use crate::app::revisions::revisions_page;
 use crate::http::error::ApiError;
 use crate::model::tags::{MAX_TAG_CHARS, MAX_TAGS, split_typed};
 use crate::model::{MAX_CONTENT_CHARS, MAX_TITLE_CHARS, PostStatus};
@@ -173,9 +173,10 @@ pub(crate) async fn edit_post_page(
 ) -> PageResult {
     let (post, preview, revisions) = match viewer.caller() {
         Ok(caller) => {
-            let (post, preview) = own_post(&state, &caller, &post_id).await?;
-            let listed = revisions_of(&state, &caller, &post_id, &ListParams::default()).await?;
-            (post, preview, listed)
+            let own = own_post(&state, &caller, &post_id, "edit this post").await?;
+            // Its author's already: the list needs no second read of the post.
+            let listed = revisions_page(&state, &post_id, &ListParams::default()).await?;
+            (own.post, own.share_key, listed)
         }
         // Nobody signed in: not found where it is a draft, else asked to sign in.
         Err(signed_out) => {

@@ -254,15 +254,27 @@ impl Run<'_> {
         since: Instant,
         holds: impl Fn(&Value) -> bool,
     ) -> Result<Duration, Failure> {
+        let hint = "the change feed did not deliver (is the change-feed function running? `handler \
+                    dead-letters` lists what it set aside)";
+        self.until_else(step, what, path, since, holds, hint).await
+    }
+
+    /// [`Run::until`], whose failure says `hint` of what did not happen.
+    async fn until_else(
+        &mut self,
+        step: &str,
+        what: &str,
+        path: &str,
+        since: Instant,
+        holds: impl Fn(&Value) -> bool,
+        hint: &str,
+    ) -> Result<Duration, Failure> {
         let seen = |answer: &Answer| match answer.status {
             200 => Seen::holds(holds(&answer.body)),
             other => Seen::Wrong(format!("GET {path} answered {other}: {}", answer.why())),
         };
         let gave_up = |polls: u32, wait: u64, _: &Answer| {
-            format!(
-                "not {what} within {wait} s ({polls} polls of GET {path}): the change feed did not deliver \
-                 (is the change-feed function running? `handler dead-letters` lists what it set aside)"
-            )
+            format!("not {what} within {wait} s ({polls} polls of GET {path}): {hint}")
         };
         self.poll(step, what, path, since, seen, gave_up).await
     }
@@ -276,17 +288,9 @@ impl Run<'_> {
         since: Instant,
         holds: impl Fn(&Value) -> bool,
     ) -> Result<Duration, Failure> {
-        let seen = |answer: &Answer| match answer.status {
-            200 => Seen::holds(holds(&answer.body)),
-            other => Seen::Wrong(format!("GET {path} answered {other}: {}", answer.why())),
-        };
-        let gave_up = |polls: u32, wait: u64, _: &Answer| {
-            format!(
-                "not {what} within {wait} s ({polls} polls of GET {path}): is the timer function \
-                 PublishScheduled running? It runs once a minute, so give --wait 90 or more"
-            )
-        };
-        self.poll(step, what, path, since, seen, gave_up).await
+        let hint = "is the timer function PublishScheduled running? It runs once a minute, so give \
+                    --wait 90 or more";
+        self.until_else(step, what, path, since, holds, hint).await
     }
 
     /// Polls `GET path` until it answers `status`; returns how long it took from `since`.
