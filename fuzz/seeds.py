@@ -357,11 +357,13 @@ def export(*items, sealed=True):
     text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     if not sealed:
         return text
-    counts = {"users": 0, "posts": 0, "comments": 0, "likes": 0, "pictures": 0}
+    counts = {"users": 0, "posts": 0, "comments": 0, "likes": 0, "pictures": 0, "revisions": 0}
     for item in items:
         kind = str(item.get("type")) + "s"
         if kind in counts:
             counts[kind] += 1
+    if counts["revisions"] == 0:
+        del counts["revisions"]  # absent from a file that has none
     end = {**counts, "sha256": hashlib.sha256(text.encode()).hexdigest()}
     return text + json.dumps({"format": "cosmos-blog", "end": end}) + "\n"
 
@@ -403,6 +405,14 @@ def imports():
     write("import_line", "tagged", export(user, {**zero, "tags": ["Kites", "модель", "Straße", "año", "Azure функции"]}))
     write("import_line", "tag-dot-segment", export(user, {**zero, "tags": ["ok", "．．"]}))
     write("import_line", "tag-mixed-scripts", export(user, {**zero, "tags": ["Rսst"]}))
+    # Revisions after their post's comments and likes, numbered below its revisionCount; a draft
+    # and a scheduled post (its time with it); a comment on a draft, which is refused.
+    def revision(number):
+        return {"id": f"revision-{number}", "type": "revision", "postId": "p1", "number": number, "title": f"Kites {number}",
+                "content": "An earlier day.", "writtenAt": "2024-05-01T09:00:00.000Z", "replacedAt": "2024-05-01T09:30:00.000Z"}
+    write("import_line", "revisions", export(user, renamed, {**post, "revisionCount": 22}, comment, like, revision(20), revision(21)))
+    write("import_line", "scheduled", export(user, {**zero, "status": "scheduled", "publishAt": "2030-01-01T09:00:00.000Z"}))
+    write("import_line", "comment-on-a-draft", export(user, renamed, {**post, "status": "draft"}, comment, like))
 
 
 # --- the change log ----------------------------------------------------------------------------
