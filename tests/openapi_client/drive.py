@@ -18,6 +18,7 @@ import struct
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 import uuid
 import zlib
@@ -98,12 +99,16 @@ from blog_client.models import (
     ListPageComment,
     ListPageLike,
     ListPagePost,
+    ListPageRevision,
     Me,
     NewCommentBody,
     NewLikeBody,
     NewPostBody,
     Post,
+    PostStatus,
+    PreviewLink,
     ProblemDetails,
+    RevisionRead,
     User,
     UserBody,
 )
@@ -158,6 +163,19 @@ def png(width, height):
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
 
 
+def listed_once_copied(operation_id, client, wanted_id, *args):
+    """Calls a list of copies until it shows `wanted_id`: the change feed writes the copy after
+    the write that caused it is answered."""
+    deadline = time.monotonic() + COPIES_WAIT
+    while True:
+        page = call(operation_id, HTTPStatus.OK, ListPagePost, client, *args, limit=50)
+        if wanted_id in [item.id for item in page.items]:
+            return
+        if time.monotonic() > deadline:
+            fail(f"{operation_id}: the post is not listed after {COPIES_WAIT:.0f} s")
+        time.sleep(0.25)
+
+
 run = uuid.uuid4().hex[:8]
 author_id, reader_id = f"author-{run}", f"reader-{run}"
 anonymous = Client(base_url=base_url, raise_on_unexpected_status=True)
@@ -198,6 +216,47 @@ post = call(
 )
 expect("editPost", "title", post.title, "A generated client")
 expect("editPost", "tags (kept when not sent)", post.tags, [tag])
+
+# The edit kept the version it replaced: its author lists it, reads what changed, and restores it
+# (itself an edit, so the restore keeps a revision too).
+revisions = call("listRevisions", HTTPStatus.OK, ListPageRevision, author, post_id, limit=10)
+expect("listRevisions", "numbers", [item.number for item in revisions.items], [0])
+expect("listRevisions", "title", revisions.items[0].title, "A client")
+read = call("getRevision", HTTPStatus.OK, RevisionRead, author, post_id, 0)
+expect("getRevision", "titleNow", read.title_now, "A generated client")
+expect(
+    "getRevision",
+    "changes",
+    [(line.change, line.line) for line in read.changes],
+    [("removed", "Generated from the description."), ("added", "Every operation, called.")],
+)
+post = call("restoreRevision", HTTPStatus.OK, Post, author, post_id, 0, idempotency_key=key())
+expect("restoreRevision", "title", post.title, "A client")
+problem = call("listRevisions", HTTPStatus.FORBIDDEN, ProblemDetails, reader, post_id)
+expect("listRevisions (someone else's post)", "status", problem.status, 403)
+
+# A draft: in its author's list of drafts, shown by a preview link until that is revoked.
+draft = call(
+    "createPost",
+    HTTPStatus.CREATED,
+    Post,
+    author,
+    body=NewPostBody(user_id=author_id, title="Not yet", content="A draft.", status=PostStatus.DRAFT),
+    idempotency_key=key(),
+)
+expect("createPost (a draft)", "status", draft.status, PostStatus.DRAFT)
+# The list of drafts is a copy in the author's partition of `users`, made by the change feed.
+listed_once_copied("listUserDrafts", author, draft.id, author_id)
+link = call("sharePreview", HTTPStatus.CREATED, PreviewLink, author, draft.id)
+with urllib.request.urlopen(f"{base_url}{link.path}") as answer:
+    expect("sharePreview", "the preview page's status", answer.status, 200)
+call("revokePreview", HTTPStatus.NO_CONTENT, None, author, draft.id)
+try:
+    urllib.request.urlopen(f"{base_url}{link.path}")
+    fail("revokePreview: the preview link still answers")
+except urllib.error.HTTPError as error:
+    expect("revokePreview", "the revoked link's status", error.code, 404)
+call("deletePost", HTTPStatus.NO_CONTENT, None, author, draft.id, idempotency_key=key())
 picture = call(
     "uploadPicture",
     HTTPStatus.CREATED,
@@ -233,14 +292,7 @@ expect("getPost", "userUsername", post.user_username, f"Writer {run}")
 
 # The lists of copies, made by the change feed: each shows the post once its copy is written.
 for operation_id, args in [("listUserPosts", (author_id,)), ("listFeed", ()), ("listTagPosts", (tag.lower(),))]:
-    deadline = time.monotonic() + COPIES_WAIT
-    while True:
-        page = call(operation_id, HTTPStatus.OK, ListPagePost, anonymous, *args, limit=50)
-        if post_id in [item.id for item in page.items]:
-            break
-        if time.monotonic() > deadline:
-            fail(f"{operation_id}: the post is not listed after {COPIES_WAIT:.0f} s")
-        time.sleep(0.25)
+    listed_once_copied(operation_id, anonymous, post_id, *args)
 
 # An error is a problem the client parses: another user's post is not the reader's to delete.
 problem = call("deletePost", HTTPStatus.FORBIDDEN, ProblemDetails, reader, post_id)
