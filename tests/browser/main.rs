@@ -174,8 +174,9 @@ async fn a_post_is_written_with_the_keyboard_alone() {
     let focused = browser.focused().await;
     assert_eq!(browser.attribute(&focused, "id").await.as_deref(), Some("post-tags"));
     browser.press("Keyboard, Access").await;
-    // Past the picture's part: the file, what it shows, the button that adds it.
-    for stop in ["post-picture", "post-alt"] {
+    // Past the time a scheduled post goes out (left empty: published now), then the picture's
+    // part: the file, what it shows, the button that adds it.
+    for stop in ["post-publishAt", "post-picture", "post-alt"] {
         browser.press(TAB).await;
         let focused = browser.focused().await;
         assert_eq!(browser.attribute(&focused, "id").await.as_deref(), Some(stop));
