@@ -375,7 +375,7 @@ fn handler_is_embedded_default() -> bool {
 async fn settle(handler: &InProcess, data: &DataSet, loaded: &Loaded) -> Duration {
     let started = Instant::now();
     if !handler.embedded {
-        blog::testing::changefeed::processor::rebuild_copies(&handler.state)
+        blog::testing::changefeed::processor::rebuild_copies(&handler.state, &mut |_| {})
             .await
             .expect("rebuild-copies");
     }

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-30}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(picture multipart markdown import_line change_log)
+[ ${#targets[@]} -gt 0 ] || targets=(picture multipart markdown import_line change_log search)
 
 # MB, for both -rss_limit_mb and -malloc_limit_mb. The same limits are in tests/fuzz_regressions.rs.
 # picture: 1024. The target prepares an upload as the handler does, only where its plan fits

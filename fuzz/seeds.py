@@ -429,9 +429,28 @@ def change_logs():
     write("change_log", "damaged", '{"began": 7, "names": "feed"}\np/p1\n')
 
 
+# --- search ------------------------------------------------------------------------------------
+
+def searches():
+    """A reader's query, then a post's text to cut into words and make a snippet of."""
+    text = "Partitioning kites: how a partition key spreads the load.\nDie Partitionen, las particiones, модели."
+    write("search", "words-phrase-minus", 'kites "partition key" -storm -"hot partition"\n' + text)
+    write("search", "four-languages", "kites Partitionen particiones модели\n" + text)
+    write("search", "stop-words-only", "the und и\n" + text)
+    write("search", "unclosed-quote", 'kite "partition\n' + text)
+    write("search", "store-syntax", "SELECT * FROM c WHERE c.id = '1' OR 1=1 --\n" + text)
+    write("search", "mixed-scripts", "Сosmos\n" + text)
+    write("search", "control", "kite\x00\x1b[31m\n" + text)
+    write("search", "compatibility-forms", "ﬁle ２０２４ Ⅻ café naïve Straße\nThe ﬁle of ２０２４: café, naïve, Straße.")
+    write("search", "many-words", " ".join(["kite"] * 1000) + "\n" + "kite " * 500)
+    write("search", "long-word", "a" * 300 + "\n" + "я" * 5000)
+    write("search", "punctuation", "*** ??? :: -- \"\"\n...!!!")
+
+
 if __name__ == "__main__":
     pictures()
     forms()
     markdowns()
     imports()
     change_logs()
+    searches()

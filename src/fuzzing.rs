@@ -501,6 +501,48 @@ fn lines_of(data: &[u8]) -> usize {
     breaks + usize::from(!data.is_empty() && !data.ends_with(b"\n"))
 }
 
+/// A reader's query and a post's text, split at the first newline: the query is parsed as a
+/// search is (an error is a refusal, and fine), the text cut into words and keys in each
+/// language, and a snippet made of it for the query's words.
+///
+/// Holds for any input: a parsed query searches for 1 to 8 words, each key 1 to 64 bytes and
+/// folded already (folding it again changes nothing); a text's words lie on its character
+/// boundaries, in order; a snippet's marked segments are words of the text.
+pub fn search(data: &[u8]) {
+    use crate::model::search::{Language, fold, keys, parse, postings, snippet};
+    use crate::model::search::{MAX_KEY_BYTES, MAX_TERMS};
+    let data = String::from_utf8_lossy(data);
+    let (query, text) = data.split_once('\n').unwrap_or((&data, ""));
+    let parsed = parse(query);
+    if let Ok(parsed) = &parsed {
+        let terms = parsed.required.len() + parsed.excluded.len();
+        assert!((1..=MAX_TERMS).contains(&terms), "{terms} terms searched");
+        for term in parsed.required.iter().chain(&parsed.excluded) {
+            for key in &term.keys {
+                assert!((1..=MAX_KEY_BYTES).contains(&key.len()), "key {key:?}");
+                if !matches!(key.chars().find(|c| c.is_alphabetic()), Some('\u{400}'..='\u{52F}')) {
+                    assert_eq!(&fold(key), key, "a key not folded");
+                }
+            }
+        }
+    }
+    let marked = parsed.as_ref().map(|query| query.marked_keys()).unwrap_or_default();
+    for language in Language::ALL {
+        let mut last_end = 0;
+        for word in keys(text, language) {
+            assert!(word.start >= last_end && word.start < word.end, "words out of order");
+            assert!(text.is_char_boundary(word.start) && text.is_char_boundary(word.end));
+            assert!((1..=MAX_KEY_BYTES).contains(&word.key.len()));
+            last_end = word.end;
+        }
+        for segment in snippet(text, language, &marked, 200).iter().filter(|s| s.marked) {
+            assert!(text.contains(&segment.text), "a marked segment not in the text");
+        }
+    }
+    let (found, _) = postings(query, &[], text, Language::English, 50.0);
+    assert!(found.iter().all(|posting| (1..=1000).contains(&posting.impact)));
+}
+
 #[cfg(test)]
 mod tests {
     use super::{TagError, UploadRefused, parse_tag, upload};

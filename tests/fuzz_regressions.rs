@@ -34,6 +34,7 @@ const TARGETS: &[Target] = &[
     Target { name: "markdown", run: blog::fuzzing::markdown, megabytes: 512 },
     Target { name: "import_line", run: blog::fuzzing::import_line, megabytes: 512 },
     Target { name: "change_log", run: blog::fuzzing::change_log, megabytes: 512 },
+    Target { name: "search", run: blog::fuzzing::search, megabytes: 512 },
 ];
 
 /// A child's case: `<target>:<path>`.

@@ -331,7 +331,7 @@ async fn rebuild_copies_fills_in_the_first_picture() {
         );
     }
 
-    blog::testing::changefeed::processor::rebuild_copies(&app.state).await.unwrap();
+    blog::testing::changefeed::processor::rebuild_copies(&app.state, &mut |_| {}).await.unwrap();
     assert_eq!(
         copies_with_the_picture(&app, &user, &post).await,
         3,
@@ -346,7 +346,7 @@ async fn rebuild_copies_fills_in_the_first_picture() {
     }
     // Once made by the rules, a copy is kept as it is: a second rebuild writes nothing.
     let before = copies(&app, &user, &post, "kites").await;
-    blog::testing::changefeed::processor::rebuild_copies(&app.state).await.unwrap();
+    blog::testing::changefeed::processor::rebuild_copies(&app.state, &mut |_| {}).await.unwrap();
     assert_eq!(copies(&app, &user, &post, "kites").await, before, "not written again (same etags)");
 }
 

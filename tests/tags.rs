@@ -460,7 +460,12 @@ async fn rebuilding_the_copies_makes_the_tag_copies_again() {
         json!({"userId": alice, "title": "Tagged", "content": "Some.", "tags": ["Rust", "Go"]});
     let post = app.post("/api/posts", body).await.body["id"].as_str().unwrap().to_owned();
     app.post_by(&alice, "Untagged").await;
-    assert_eq!(blog::testing::changefeed::processor::rebuild_copies(&app.state).await.unwrap(), 2);
+    assert_eq!(
+        blog::testing::changefeed::processor::rebuild_copies(&app.state, &mut |_| {})
+            .await
+            .unwrap(),
+        2
+    );
     let built = (under_tag(&app, "rust").await, under_tag(&app, "go").await);
     assert_eq!((built.0.len(), built.1.len()), (1, 1));
     for tag in ["rust", "go"] {
@@ -468,7 +473,12 @@ async fn rebuilding_the_copies_makes_the_tag_copies_again() {
         app.state.store.execute_write(Container::Tags, tag, delete).await.unwrap();
     }
     assert!(ids(&app.get(&tag_posts("rust")).await.body).is_empty());
-    assert_eq!(blog::testing::changefeed::processor::rebuild_copies(&app.state).await.unwrap(), 2);
+    assert_eq!(
+        blog::testing::changefeed::processor::rebuild_copies(&app.state, &mut |_| {})
+            .await
+            .unwrap(),
+        2
+    );
     assert_eq!((under_tag(&app, "rust").await, under_tag(&app, "go").await), built);
     assert_eq!(ids(&app.get(&tag_posts("go")).await.body), vec![post]);
 }

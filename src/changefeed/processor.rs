@@ -310,14 +310,9 @@ pub(super) async fn deliver_until_done(
 
 /// Rebuilds every short copy in `users` and `feed` from `posts`, by delivering the whole
 /// `posts` change feed from its beginning to `PostsChangeFeed`. Copies already up to date are
-/// left alone, so running it on a live system is safe. Returns how many posts it delivered.
-pub async fn rebuild_copies(state: &AppState) -> Result<usize, FeedError> {
-    rebuild_copies_reporting(state, &mut |_| {}).await
-}
-
-/// [`rebuild_copies`], telling `delivered` how many posts it has delivered so far after each
-/// batch (`handler rebuild-copies` shows it as it goes).
-pub async fn rebuild_copies_reporting(
+/// left alone, so running it on a live system is safe. Returns how many posts it delivered,
+/// and tells `delivered` the count so far after each batch (`handler rebuild-copies` shows it).
+pub async fn rebuild_copies(
     state: &AppState,
     delivered: &mut dyn FnMut(usize),
 ) -> Result<usize, FeedError> {

@@ -144,7 +144,7 @@ pub async fn import(
     .await
     .map_err(TransferError::Copies)?;
     stop_here(total + 1);
-    processor::rebuild_copies_reporting(state, &mut |posts| {
+    processor::rebuild_copies(state, &mut |posts| {
         progress(ImportProgress::Copies { users, posts })
     })
     .await

@@ -154,7 +154,9 @@ async fn a_restart_delivers_what_was_not_processed() {
             .unwrap();
     }
     assert_eq!(app.get("/api/feed").await.body["items"], json!([]));
-    let rebuilt = blog::testing::changefeed::processor::rebuild_copies(&app.state).await.unwrap();
+    let rebuilt = blog::testing::changefeed::processor::rebuild_copies(&app.state, &mut |_| {})
+        .await
+        .unwrap();
     assert_eq!(rebuilt, 2);
     let strip_versions = |mut documents: Vec<Value>| {
         for document in &mut documents {

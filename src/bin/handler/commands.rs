@@ -85,7 +85,7 @@ async fn rebuild_copies(config: Config, stderr: &Progress) -> Result<(), Handler
     })
     .await
     .map_err(|source| HandlerError::Feed { what: "the replay of users", source })?;
-    let posts = blog::rebuild_copies_reporting(&state, &mut |posts| {
+    let posts = blog::rebuild_copies(&state, &mut |posts| {
         stderr.update(|| {
             format!(
                 "rebuild-copies: {users} users replayed, {posts} posts delivered ({})",
