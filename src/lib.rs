@@ -34,7 +34,7 @@ pub mod test_support;
 mod transfer;
 
 pub use app::AppState;
-pub use changefeed::processor::{Deliveries, rebuild_copies, replay_users_reporting};
+pub use changefeed::processor::{Deliveries, rebuild_copies, replay_users};
 pub use changefeed::{FeedError, dead_letters, lag};
 pub use config::error::ConfigError;
 pub use config::{

@@ -10,7 +10,6 @@ pub(crate) mod ids;
 pub(crate) mod markdown;
 mod marks;
 pub(crate) mod picture;
-#[expect(dead_code, unused_imports, reason = "the index and the search use them next")]
 pub(crate) mod search;
 pub(crate) mod tags;
 pub mod usernames;

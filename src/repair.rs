@@ -74,7 +74,7 @@ pub async fn repair(
     };
     let store = cosmos::Store::connect_for_repair(config, data_dir).await?;
     let state: AppState = crate::running::state_on(config, store).await?;
-    let users = processor::replay_users(&state).await.map_err(RepairError::Feed)?;
+    let users = processor::replay_users(&state, &mut |_| {}).await.map_err(RepairError::Feed)?;
     let posts = processor::rebuild_copies(&state, &mut |_| {}).await.map_err(RepairError::Feed)?;
     if let (Some(item), Some(removed)) = (&remove, &rows.removed)
         && item.container == Container::Posts

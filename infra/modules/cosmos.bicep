@@ -65,6 +65,23 @@ var leasesIndexingPolicy = {
   ]
 }
 
+// The search index's policy: every path but the postings, the bulk of each item, which no
+// query filters on (`Container::indexing_policy`); leaving them out makes indexing a post cheaper.
+var wordsIndexingPolicy = {
+  indexingMode: 'consistent'
+  automatic: true
+  includedPaths: [
+    {
+      path: '/*'
+    }
+  ]
+  excludedPaths: [
+    {
+      path: '/postings/*'
+    }
+  ]
+}
+
 // Point-in-time restore of the last 7 days, at no charge for the backup's storage (the 30-day
 // tier is charged per GB): docs/deploy.md, "Restoring from backup". A restore makes a new account.
 var continuousBackupPolicy = {
@@ -222,6 +239,24 @@ resource tagCopies 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/container
 
 // The change-feed functions' positions; the trigger must not create it (the data-plane role
 // cannot).
+resource words 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2025-04-15' = {
+  parent: database
+  name: 'words'
+  properties: {
+    resource: {
+      id: 'words'
+      partitionKey: {
+        paths: [
+          '/word'
+        ]
+        kind: 'Hash'
+        version: 2
+      }
+      indexingPolicy: wordsIndexingPolicy
+    }
+  }
+}
+
 resource leases 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2025-04-15' = {
   parent: database
   name: 'leases'

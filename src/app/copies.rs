@@ -131,7 +131,12 @@ impl PostVersion {
         Ok(version)
     }
 
-    fn source(&self) -> SourceVersion {
+    /// The same version, owned (the index keeps it past the delivery's borrow).
+    pub(crate) fn clone_version(&self) -> PostVersion {
+        PostVersion { post: self.post.clone(), ts: self.ts, etag: self.etag.clone() }
+    }
+
+    pub(crate) fn source(&self) -> SourceVersion {
         SourceVersion { source_ts: self.ts, source_etag: self.etag.clone() }
     }
 }
@@ -199,7 +204,9 @@ pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppRe
     if !posts.is_empty() {
         state.feed.invalidate();
     }
-    change_log::append(state, &changed).await
+    change_log::append(state, &changed).await?;
+    // The search index last: the copies readers see first never wait for it.
+    super::search::index_posts(state, posts).await
 }
 
 /// A deleted post: its copies and its pictures go, and so does whatever its deletion left of
@@ -208,6 +215,7 @@ pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppRe
 pub(crate) async fn remove_post_copies(state: &AppState, post: &Post) -> AppResult<()> {
     // First: the copy in `users` says which tags have copies, and goes below.
     let mut changed = BTreeSet::from([change_log::post(&post.id), change_log::FEED.to_owned()]);
+    super::search::unindex_post(state, post).await?;
     super::tags::remove_tag_copies(state, post, &mut changed).await?;
     for target in [Target::UserPosts, Target::Feed] {
         let delete = WriteOp::Delete { id: post.id.clone(), if_match: None };
@@ -416,7 +424,10 @@ fn made_otherwise(copy: &PostCopy, delivered: &PostVersion) -> bool {
 
 /// The post as it is now in `posts`, with its version; `None` once it is deleted (its copies
 /// are removed when its tombstone is delivered, and none is made again).
-async fn current_post(state: &AppState, post_id: &str) -> AppResult<Option<PostVersion>> {
+pub(crate) async fn current_post(
+    state: &AppState,
+    post_id: &str,
+) -> AppResult<Option<PostVersion>> {
     let document = state.store.read::<Value>(Container::Posts, post_id, post_id).await?;
     Ok(document
         .and_then(|document| PostVersion::from_document(&document).ok())

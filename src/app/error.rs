@@ -4,8 +4,10 @@
 
 use super::idempotency::KEY_REUSED;
 use super::lists::MAX_PAGE_SIZE;
+use super::search::MAX_RESULTS;
 use crate::cosmos::StoreError;
 use crate::model::ids::IdError;
+use crate::model::search::QueryError;
 use crate::model::tags::TagError;
 use crate::scripts::ScriptError;
 
@@ -209,6 +211,12 @@ pub enum BadInput {
     /// A tag in an address.
     #[error("`tag`: {0}")]
     Tag(TagError),
+    /// A search's query that is not searched.
+    #[error("`q`: {0}")]
+    Search(QueryError),
+    /// A search's `limit` outside its bounds.
+    #[error("`limit` must be a whole number from 1 to {MAX_RESULTS}; it was {0}.")]
+    SearchLimit(u32),
     /// `limit` given more than once.
     #[error(
         "`limit` must be one whole number from 1 to {MAX_PAGE_SIZE}; it was {0:?}: give it once."

@@ -168,7 +168,12 @@ pub(crate) fn wrap_token(
     Some(URL_SAFE_NO_PAD.encode(serde_json::to_vec(&token).expect("a token serializes")))
 }
 
-fn unwrap_token(tokens: &TokenKey, text: &str, list: &str, key: &str) -> Result<String, AppError> {
+pub(crate) fn unwrap_token(
+    tokens: &TokenKey,
+    text: &str,
+    list: &str,
+    key: &str,
+) -> Result<String, AppError> {
     let invalid = || AppError::Invalid(BadInput::ContinuationToken);
     if text.is_empty() || text.len() > MAX_TOKEN_BYTES {
         return Err(invalid());

@@ -128,12 +128,6 @@ pub(crate) async fn remove(store: &Store, letter: &DeadLetter) -> Result<(), Sto
     Ok(())
 }
 
-/// Delivers every dead letter again to its function and removes those it now applies (after a
-/// fix of the function, or of the data it needed). Returns (applied and removed, still refused).
-pub async fn replay(state: &AppState) -> Result<(usize, usize), FeedError> {
-    replay_reporting(state, &mut |_| {}).await
-}
-
 /// How far a replay has got: of `total` dead letters, `applied` were applied and removed, `kept`
 /// were refused again and kept.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -146,9 +140,11 @@ pub struct Replayed {
     pub total: usize,
 }
 
-/// [`replay`], telling `progress` how far it has got before the first dead letter and after
-/// each (`handler dead-letters replay` shows it as it goes).
-pub async fn replay_reporting(
+/// Delivers every dead letter again to its function and removes those it now applies (after a
+/// fix of the function, or of the data it needed). Returns (applied and removed, still refused),
+/// and tells `progress` how far it has got before the first dead letter and after each
+/// (`handler dead-letters replay` shows it as it goes).
+pub async fn replay(
     state: &AppState,
     progress: &mut dyn FnMut(Replayed),
 ) -> Result<(usize, usize), FeedError> {

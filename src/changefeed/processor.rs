@@ -377,13 +377,8 @@ fn checkpoint_path(data_dir: &Path, function: Function) -> PathBuf {
 /// renamed user's name is carried onto their items again, and every user's current name is
 /// reserved. That is the migration of data written before usernames were unique; where two
 /// users show one name, the first delivered holds it. Idempotent, like the function. Returns
-/// how many users it delivered.
-pub async fn replay_users(state: &AppState) -> Result<usize, FeedError> {
-    replay_users_reporting(state, &mut |_| {}).await
-}
-
-/// [`replay_users`], telling `delivered` how many users it has delivered so far after each batch.
-pub async fn replay_users_reporting(
+/// how many users it delivered, and tells `delivered` the count so far after each batch.
+pub async fn replay_users(
     state: &AppState,
     delivered: &mut dyn FnMut(usize),
 ) -> Result<usize, FeedError> {

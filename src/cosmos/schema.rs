@@ -19,12 +19,22 @@ pub enum Container {
     Tags,
     /// The change-feed leases and the dead letters (`/id`).
     Leases,
+    /// The search index (`/word`): a partition per word's key, holding which published posts
+    /// have it and how well they match; and the posts' own records (`§docs`). A search reads one
+    /// partition a word.
+    Words,
 }
 
 impl Container {
     /// Every container.
-    pub const ALL: [Container; 5] =
-        [Container::Users, Container::Posts, Container::Feed, Container::Tags, Container::Leases];
+    pub const ALL: [Container; 6] = [
+        Container::Users,
+        Container::Posts,
+        Container::Feed,
+        Container::Tags,
+        Container::Leases,
+        Container::Words,
+    ];
 
     /// The container's name in the account.
     pub fn name(self) -> &'static str {
@@ -34,6 +44,7 @@ impl Container {
             Container::Feed => "feed",
             Container::Tags => "tags",
             Container::Leases => "leases",
+            Container::Words => "words",
         }
     }
 
@@ -48,17 +59,24 @@ impl Container {
             // what the partition holds rather than reusing `type`, which every copy also has.
             Container::Tags => "/tag",
             Container::Leases => "/id",
+            // A word's key is its partition; `word` says what the partition holds.
+            Container::Words => "/word",
         }
     }
 
     /// Lists sort by `creationDate`, then `id` so that equal dates keep one order. Cosmos DB
     /// needs a composite index for an ORDER BY on two properties; one ascending index also serves
     /// the same ORDER BY fully descending.
+    /// In `words`, the postings (`postings`), the bulk of every item, are never filtered on and
+    /// are left out of the index, so that writing them costs less.
     pub(crate) fn indexing_policy(self) -> IndexingPolicy {
         let mut policy = IndexingPolicy::default()
             .with_indexing_mode(IndexingMode::Consistent)
             .with_included_path("/*");
-        if self != Container::Leases {
+        if self == Container::Words {
+            policy = policy.with_excluded_path("/postings/*");
+        }
+        if !matches!(self, Container::Leases | Container::Words) {
             policy = policy.with_composite_index(
                 CompositeIndex::default()
                     .with_property(CompositeIndexProperty::new(

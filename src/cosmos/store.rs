@@ -34,6 +34,7 @@ pub struct Store {
     pub(super) posts: ContainerClient,
     pub(super) feed: ContainerClient,
     pub(super) tags: ContainerClient,
+    pub(super) words: ContainerClient,
     pub(super) leases: ContainerClient,
     pub(super) database: String,
     /// Present on the embedded store: every acknowledged write is also committed to its
@@ -72,6 +73,7 @@ impl Store {
             posts: open(Container::Posts).await?,
             feed: open(Container::Feed).await?,
             tags: open(Container::Tags).await?,
+            words: open(Container::Words).await?,
             leases: open(Container::Leases).await?,
             database: config.database.clone(),
             durability: None,
@@ -121,6 +123,7 @@ impl Store {
             Container::Posts => &self.posts,
             Container::Feed => &self.feed,
             Container::Tags => &self.tags,
+            Container::Words => &self.words,
             Container::Leases => &self.leases,
         }
     }

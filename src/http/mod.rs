@@ -21,6 +21,7 @@ pub(crate) mod pages;
 mod pictures;
 mod posts;
 mod revisions;
+mod search;
 pub(crate) mod serve;
 mod tags;
 mod users;
@@ -121,6 +122,7 @@ http_functions! {
     AddPicture POST "api/posts/{postId}/pictures" => pictures::upload,
     GetFeed GET "api/feed" => feed::list,
     ListTagPosts GET "api/tags/{tag}/posts" => tags::list_posts,
+    SearchPosts GET "api/search" => search::search,
     GetOpenApi GET "api/openapi.json" => openapi::document,
     // The pages.
     FrontPage GET FRONT_PAGE_ROUTE => pages::feed::front_page,

@@ -9,7 +9,7 @@ use utoipa::openapi::path::{Operation, ParameterIn};
 use utoipa::openapi::{RefOr, Required};
 use utoipa::{Modify, OpenApi};
 
-use super::{comments, feed, likes, pictures, posts, revisions, tags, users};
+use super::{comments, feed, likes, pictures, posts, revisions, search, tags, users};
 
 pub(crate) use super::extract::item_id;
 
@@ -111,6 +111,7 @@ const ANSWERS: &[(&str, &str, &str, Item)] = &[
     ("createLike", "201", "", Item::Like),
     ("listLikes", "200", "/items/0", Item::Like),
     ("listRevisions", "200", "/items/0", Item::Revision),
+    ("searchPosts", "200", "/items/0/post", Item::Post),
 ];
 
 /// One link from an item: the operation it leads to, and which of the item's fields fill which
@@ -266,6 +267,7 @@ impl Modify for IdsLeadToOperations {
         pictures::upload,
         feed::list,
         tags::list_posts,
+        search::search,
     ),
     modifiers(&PathIdsAreItemIds, &OctetStreamBodiesAreBytes, &IdsLeadToOperations),
     tags(
@@ -273,6 +275,7 @@ impl Modify for IdsLeadToOperations {
         (name = "posts", description = "C2, Q2, C7, C3, Q4, C6, C4, Q5, C5"),
         (name = "feed", description = "Q6"),
         (name = "tags", description = "Q7"),
+        (name = "search", description = "Q8"),
     )
 )]
 pub(crate) struct ApiDoc;

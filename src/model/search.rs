@@ -16,6 +16,7 @@
 //! Nothing here reads the store: these are the pure steps of indexing and of answering a
 //! query, fuzzed as they are ([`crate::fuzzing::search`]).
 
+pub(crate) mod index;
 mod query;
 mod rank;
 mod snippet;
@@ -27,10 +28,10 @@ mod words;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-pub(crate) use query::{MAX_QUERY_BYTES, MAX_TERMS, MAX_WORDS, Query, QueryError, Term, parse};
-pub(crate) use rank::{Field, Lengths, MAX_POSTINGS_PER_POST, Posting, idf, postings};
+pub(crate) use query::{MAX_TERMS, Query, QueryError, Term, parse};
+pub(crate) use rank::{Posting, idf, postings};
 pub(crate) use snippet::{Segment, snippet};
-pub(crate) use words::{MAX_KEY_BYTES, Word, fold, keys, surface};
+pub(crate) use words::{MAX_KEY_BYTES, fold, keys, surface};
 
 /// The language a post is written in: the article's editions' four. It chooses the stemmer of
 /// the post's Latin words; its Cyrillic words are always Russian.
@@ -53,19 +54,18 @@ impl Language {
     pub(crate) const ALL: [Language; 4] =
         [Language::English, Language::Spanish, Language::German, Language::Russian];
 
-    /// Its code, as in a post's `language` and a page's `lang`.
-    pub(crate) fn code(self) -> &'static str {
-        match self {
-            Language::English => "en",
-            Language::Spanish => "es",
-            Language::German => "de",
-            Language::Russian => "ru",
+    /// The language `text` is most likely in, of the four; English when that is not clear
+    /// (a short text). Cyrillic text is Russian whatever this says: the script decides.
+    pub(crate) fn detect(text: &str) -> Language {
+        use whatlang::Lang;
+        let detector =
+            whatlang::Detector::with_allowlist(vec![Lang::Eng, Lang::Spa, Lang::Deu, Lang::Rus]);
+        match detector.detect(text).filter(whatlang::Info::is_reliable).map(|info| info.lang()) {
+            Some(Lang::Spa) => Language::Spanish,
+            Some(Lang::Deu) => Language::German,
+            Some(Lang::Rus) => Language::Russian,
+            _ => Language::English,
         }
-    }
-
-    /// The language of `code`, if it is one of the four.
-    pub(crate) fn from_code(code: &str) -> Option<Language> {
-        Language::ALL.into_iter().find(|language| language.code() == code)
     }
 
     fn stemmer(self) -> frostem::Stemmer {

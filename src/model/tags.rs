@@ -160,7 +160,7 @@ fn check_normal_form(tag: &str, normal: &str) -> Result<(), TagError> {
 
 /// A word whose letters are of two scripts, and the two.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct MixedWord {
+pub struct MixedWord {
     pub word: String,
     pub first: String,
     pub second: String,

@@ -138,7 +138,7 @@ pub async fn import(
     }
     over_quota(state, &checker.picture_owners).await?;
     state.feed.invalidate();
-    let users = processor::replay_users_reporting(state, &mut |users| {
+    let users = processor::replay_users(state, &mut |users| {
         progress(ImportProgress::Copies { users, posts: 0 })
     })
     .await

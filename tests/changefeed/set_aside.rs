@@ -140,7 +140,7 @@ async fn a_malformed_item_is_set_aside_without_blocking_its_batch() {
     )
     .await
     .unwrap();
-    assert_eq!(dead_letters::replay(&app.state).await.unwrap(), (1, 6));
+    assert_eq!(dead_letters::replay(&app.state, &mut |_| {}).await.unwrap(), (1, 6));
     assert_eq!(dead_letters::list(&app.state.store).await.unwrap().len(), 6);
     assert_eq!(ids(&app.get("/api/feed").await.body), vec![second, post]);
 }

@@ -223,6 +223,22 @@ fn sorted_containers_have_the_composite_index() {
     assert_no_problems("indexing policies", &problems);
 }
 
+/// The search index leaves its postings out of the index, as `Container::indexing_policy`
+/// does: each posting indexed would make every write of a word dearer.
+#[test]
+fn the_search_index_leaves_its_postings_unindexed() {
+    let files = bicep_files();
+    let words = resources_of_type(&files, CONTAINER)
+        .into_iter()
+        .find(|container| {
+            container.literal_at(&["properties", "resource", "id"]) == Some(json!("words"))
+        })
+        .expect("the container words in infra/");
+    let policy = words.literal_at(&["properties", "resource", "indexingPolicy"]).unwrap();
+    assert_eq!(policy["excludedPaths"], json!([{"path": "/postings/*"}]), "{policy}");
+    assert_eq!(policy["includedPaths"], json!([{"path": "/*"}]), "{policy}");
+}
+
 /// The app authenticates with Entra ID only; keys must not work at all.
 #[test]
 fn cosmos_account_accepts_entra_id_only() {

@@ -87,12 +87,13 @@ const SITE: &str = "Microsoft.Web/sites";
 
 /// The containers and partition key paths the application uses: `Container::partition_key_path`
 /// in src/cosmos/mod.rs. A container deployed with another key cannot be changed afterwards.
-const APP_CONTAINERS: [(&str, &str); 5] = [
+const APP_CONTAINERS: [(&str, &str); 6] = [
     ("users", "/userId"),
     ("posts", "/postId"),
     ("feed", "/type"),
     ("tags", "/tag"),
     ("leases", "/id"),
+    ("words", "/word"),
 ];
 
 /// The containers whose lists sort by creationDate, then id (`Container::indexing_policy`).

@@ -78,7 +78,7 @@ fn seconds(elapsed: std::time::Duration) -> String {
 /// on stderr.
 async fn rebuild_copies(config: Config, stderr: &Progress) -> Result<(), HandlerError> {
     let state = blog::connect(&config).await?;
-    let users = blog::replay_users_reporting(&state, &mut |users| {
+    let users = blog::replay_users(&state, &mut |users| {
         stderr.update(|| {
             format!("rebuild-copies: {users} users replayed ({})", seconds(stderr.elapsed()))
         })
@@ -126,7 +126,7 @@ async fn dead_letters(config: Config) -> Result<(), HandlerError> {
 async fn replay_dead_letters(config: Config, stderr: &Progress) -> Result<(), HandlerError> {
     use blog::dead_letters;
     let state = blog::connect(&config).await?;
-    let (applied, kept) = dead_letters::replay_reporting(&state, &mut |done| {
+    let (applied, kept) = dead_letters::replay(&state, &mut |done| {
         stderr.update(|| {
             format!(
                 "dead-letters replay: {} of {} delivered again: {} applied, {} kept ({})",

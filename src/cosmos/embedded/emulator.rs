@@ -49,7 +49,11 @@ const ENDPOINT: &str = "https://blog.emulator.local";
 fn partitions(container: Container) -> u32 {
     match container {
         Container::Posts => 512,
-        Container::Users | Container::Feed | Container::Tags | Container::Leases => 64,
+        Container::Users
+        | Container::Feed
+        | Container::Tags
+        | Container::Leases
+        | Container::Words => 64,
     }
 }
 

@@ -24,7 +24,7 @@ type PartitionKey = (Container, Box<str>);
 
 #[derive(Default)]
 pub(crate) struct Locks {
-    containers: [Arc<RwLock<()>>; 5],
+    containers: [Arc<RwLock<()>>; 6],
     /// The partitions someone holds or waits for; an entry goes once no one does.
     partitions: Mutex<HashMap<PartitionKey, Arc<RwLock<()>>>>,
 }
@@ -36,6 +36,7 @@ fn slot(container: Container) -> usize {
         Container::Feed => 2,
         Container::Leases => 3,
         Container::Tags => 4,
+        Container::Words => 5,
     }
 }
 

@@ -27,7 +27,7 @@ pub(crate) const MAX_TERMS: usize = 8;
 
 /// Why a query is refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum QueryError {
+pub enum QueryError {
     #[error("the query is empty: type a word to search for")]
     Empty,
     #[error("the query is {bytes} bytes long; at most {MAX_QUERY_BYTES} are searched")]

@@ -1,5 +1,7 @@
 use std::collections::BTreeSet;
 
+use super::query::MAX_WORDS;
+use super::rank::MAX_POSTINGS_PER_POST;
 use super::*;
 
 fn keys_of(text: &str, language: Language) -> Vec<String> {

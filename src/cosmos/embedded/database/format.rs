@@ -49,8 +49,9 @@ pub(super) const PARTITIONS: &str = "
 ";
 /// The schema's version, in `PRAGMA user_version`: 0 before items carried their checksum, 1
 /// before partitions and containers carried their [`Tally`], 2 before the container `tags`, 3
-/// since (upgraded in place at the first start, see [`upgrade`]).
-pub(super) const SCHEMA_VERSION: i64 = 3;
+/// before the container `words`, 4 since (upgraded in place at the first start, see
+/// [`upgrade`]).
+pub(super) const SCHEMA_VERSION: i64 = 4;
 /// The meta key of an import that writes ([`crate::cosmos::error::ImportMark`], as JSON): recorded
 /// before its first write, removed once it has made the copies; a start to serve refuses while it
 /// is there, and only an import opens the store then.

@@ -266,7 +266,7 @@ fn what_is_missing(
                 missing.push(format!("the user {partition_key:?} itself"));
             }
         }
-        Container::Feed | Container::Tags | Container::Leases => {}
+        Container::Feed | Container::Tags | Container::Leases | Container::Words => {}
     }
     Ok(missing)
 }

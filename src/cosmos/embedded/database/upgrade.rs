@@ -21,7 +21,8 @@ pub(super) fn upgrade(path: &Path, connection: &mut Connection) -> Result<(), Op
         connection.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(failed)?;
     match version {
         SCHEMA_VERSION => return Ok(()),
-        2 => return Ok(add_tags_container(path, connection)?),
+        2 => return Ok(add_containers(path, connection, 2, &[Container::Tags, Container::Words])?),
+        3 => return Ok(add_containers(path, connection, 3, &[Container::Words])?),
         0 | 1 => {}
         newer => {
             return Err(OpenError::NewerSchema {
@@ -60,20 +61,29 @@ pub(super) fn upgrade(path: &Path, connection: &mut Connection) -> Result<(), Op
     Ok(())
 }
 
-/// Version 2 to 3: the container `tags`, empty, given its tallies (zero), in one transaction.
-/// The other containers' tallies stay as their commits recorded them: made again from the rows,
-/// they would take in whatever was changed outside the handler before this start.
-fn add_tags_container(path: &Path, connection: &mut Connection) -> Result<(), StoreError> {
+/// Version 2 or 3 to 4: the containers added since (`tags` at 3, `words` at 4), empty, given
+/// their tallies (zero), in one transaction. The other containers' tallies stay as their commits
+/// recorded them: made again from the rows, they would take in whatever was changed outside the
+/// handler before this start.
+fn add_containers(
+    path: &Path,
+    connection: &mut Connection,
+    from: i64,
+    added: &[Container],
+) -> Result<(), StoreError> {
     let failed = |error| damaged(path, error);
     let transaction = connection
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .map_err(failed)?;
-    set_container_tally(&transaction, Container::Tags, Tally::default()).map_err(failed)?;
+    for container in added {
+        set_container_tally(&transaction, *container, Tally::default()).map_err(failed)?;
+    }
     transaction
         .execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
         .map_err(failed)?;
     transaction.commit().map_err(failed)?;
-    tracing::info!(path = %path.display(), from = 2, "the database was upgraded: it has the container tags");
+    let added: Vec<&str> = added.iter().map(|container| container.name()).collect();
+    tracing::info!(path = %path.display(), from, added = ?added, "the database was upgraded: it has new containers, empty");
     Ok(())
 }
 

@@ -1,0 +1,405 @@
+//! Keeping the index: a post's postings written where its words are, and only those that changed.
+//!
+//! A change of a post is three steps, each safe to repeat. First its record in `§docs` is
+//! written with the new postings and `pending`, with the statistics in the same batch. Then
+//! each word whose posting changed is mended in its own partition: a batch on its head (and
+//! chunks) conditional on their etags, so two posts sharing a word never lose one's posting.
+//! Last the record's `pending` is cleared (or the record deleted, for a post no longer indexed).
+//! A delivery that fails half-way is delivered again and finds `pending`: it finishes the words
+//! from the record's `wordsBefore` and `words`.
+//!
+//! Only published posts are indexed. A draft or scheduled post has no record, and a post sent
+//! back to draft, or deleted, is taken out. A comment or like changes the post but not its
+//! text: one point read of the record, and its hash says nothing changed.
+
+use futures::{StreamExt, TryStreamExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::app::copies::{PostVersion, current_post};
+use crate::app::{AppResult, AppState};
+use crate::cosmos::{Container, StoreError, Versioned, WriteOp};
+use crate::model::markdown::to_plain_text;
+use crate::model::search::index::{
+    Chunk, DOCS, Doc, Entry, HEAD_ID, Head, INDEX_RULES, INLINE_POSTINGS, STATS_ID, Stats,
+    chunk_id, take_out, text_hash, tier,
+};
+use crate::model::search::{Language, Posting, postings};
+use crate::model::{self, CopyAction, Post, SourceVersion};
+
+/// How often a conditional write that lost a race is tried again, with fresh reads.
+const ATTEMPTS: usize = 10;
+
+/// How many posts of a delivery are indexed at once.
+const CONCURRENT_POSTS: usize = 4;
+
+/// How many words' partitions one post's change mends at once.
+const CONCURRENT_WORDS: usize = 8;
+
+/// Brings the index up to each delivered post: its words indexed if it is published and live,
+/// taken out if it is not. One point read for a post whose text has not changed.
+pub(crate) async fn index_posts(state: &AppState, posts: &[PostVersion]) -> AppResult<()> {
+    // Posts at once, as their copies in `users` are: each has its own record, and a word two
+    // of them share is written conditionally.
+    // The futures made first: a stream mapping through a closure would not be `Send` for
+    // every lifetime, as the change-feed tasks need (as in `copy_posts`).
+    let indexed: Vec<_> = posts.iter().map(|post| index_post(state, post)).collect();
+    futures::stream::iter(indexed)
+        .buffer_unordered(CONCURRENT_POSTS)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
+}
+
+/// Takes a deleted post out of the index (its tombstone's delivery).
+pub(crate) async fn unindex_post(state: &AppState, post: &Post) -> AppResult<()> {
+    for _ in 0..ATTEMPTS {
+        let doc = read::<Doc>(state, DOCS, &post.id).await?;
+        let Some(found) = doc else { return Ok(()) };
+        let source = found.item.source.clone();
+        match change(state, &post.id, Some(found), None, source).await {
+            Err(error) if lost_race(&error) => continue,
+            other => return other,
+        }
+    }
+    Err(contended(&post.id))
+}
+
+async fn index_post(state: &AppState, delivered: &PostVersion) -> AppResult<()> {
+    let post_id = &delivered.post.id;
+    for _ in 0..ATTEMPTS {
+        let doc = read::<Doc>(state, DOCS, post_id).await?;
+        let source = delivered.source();
+        let current =
+            match model::copy_action(doc.as_ref().map(|found| &found.item.source), &source) {
+                // An older version, or this one: nothing to do but finish an interrupted change.
+                CopyAction::Keep => match &doc {
+                    Some(found) if found.item.pending || found.item.rules != INDEX_RULES => {
+                        current_post(state, post_id).await?
+                    }
+                    _ => return Ok(()),
+                },
+                // No record yet: indexed only while the post exists, so that a late delivery never
+                // brings back a deleted post. The current version is at least as new as delivered.
+                CopyAction::Write if doc.is_none() => current_post(state, post_id).await?,
+                CopyAction::Write => Some(delivered.clone_version()),
+                CopyAction::WriteFromCurrent => current_post(state, post_id).await?,
+            };
+        let wanted = current.filter(|version| indexable(&version.post));
+        let source = wanted.as_ref().map_or(source, PostVersion::source);
+        if let (Some(found), Some(version)) = (&doc, &wanted)
+            && !found.item.pending
+            && found.item.rules == INDEX_RULES
+            && found.item.hash == hash(&version.post)
+        {
+            return Ok(());
+        }
+        if doc.is_none() && wanted.is_none() {
+            return Ok(());
+        }
+        match change(state, post_id, doc, wanted.map(|version| version.post), source).await {
+            Err(error) if lost_race(&error) => continue,
+            other => return other,
+        }
+    }
+    Err(contended(post_id))
+}
+
+/// Whether the index holds `post`: published and not deleted, as the feed's copies.
+fn indexable(post: &Post) -> bool {
+    model::is_live(post) && post.status.is_published()
+}
+
+fn hash(post: &Post) -> String {
+    text_hash(&post.title, &post.content, &post.tags)
+}
+
+/// The three steps: the record (and statistics), the words, the record again.
+async fn change(
+    state: &AppState,
+    post_id: &str,
+    doc: Option<Versioned<Doc>>,
+    wanted: Option<Post>,
+    source: SourceVersion,
+) -> AppResult<()> {
+    let stats = read::<Stats>(state, DOCS, STATS_ID).await?;
+    let average = stats.as_ref().map_or(0.0, |found| found.item.average_body());
+    let (before, old_indexed, old_body) = match &doc {
+        Some(found) => {
+            let record = &found.item;
+            let mut before = record.words_before.clone();
+            before.extend(record.words.iter().cloned());
+            let counted = record.indexed() && !record.pending_removal();
+            (before, counted, if counted { record.body_words } else { 0 })
+        }
+        None => (Vec::new(), false, 0),
+    };
+    let record = match &wanted {
+        Some(post) => {
+            let plain = to_plain_text(&post.content, false);
+            let language = Language::detect(&format!("{}\n{plain}", post.title));
+            let (words, lengths) = postings(&post.title, &post.tags, &plain, language, average);
+            Doc {
+                id: post_id.into(),
+                word: DOCS.into(),
+                kind: "doc".into(),
+                source,
+                rules: INDEX_RULES,
+                hash: hash(post),
+                created: post.creation_date.clone(),
+                language,
+                body_words: lengths.body,
+                words,
+                words_before: before.clone(),
+                pending: true,
+            }
+        }
+        None => Doc {
+            id: post_id.into(),
+            word: DOCS.into(),
+            kind: "doc".into(),
+            source,
+            rules: INDEX_RULES,
+            hash: String::new(),
+            created: String::new(),
+            language: Language::English,
+            body_words: 0,
+            words: Vec::new(),
+            words_before: before.clone(),
+            pending: true,
+        },
+    };
+    let new_indexed = record.indexed();
+    let new_body = if new_indexed { record.body_words } else { 0 };
+    // Step 1: the record, pending, and the statistics, in one batch.
+    let mut counts = stats.as_ref().map_or_else(Stats::new, |found| found.item.clone());
+    counts.posts = (counts.posts + u64::from(new_indexed)).saturating_sub(u64::from(old_indexed));
+    counts.body_words =
+        (counts.body_words + u64::from(new_body)).saturating_sub(u64::from(old_body));
+    let mut batch = vec![write(&record, doc.as_ref().map(|found| found.etag.clone()), &record.id)?];
+    if counts != stats.as_ref().map_or_else(Stats::new, |found| found.item.clone()) {
+        batch.push(write(&counts, stats.map(|found| found.etag), STATS_ID)?);
+    }
+    state
+        .store
+        .execute_batch(Container::Words, DOCS, batch)
+        .await
+        .map_err(StoreError::of_failed_operation)?;
+    // Step 2: each word whose posting changed.
+    let changes = word_changes(&before, &record.words);
+    let mended: Vec<_> = changes
+        .iter()
+        .map(|(key, old, new)| mend_word(state, key, post_id, old, new.clone()))
+        .collect();
+    futures::stream::iter(mended)
+        .buffer_unordered(CONCURRENT_WORDS)
+        .try_collect::<Vec<()>>()
+        .await?;
+    // Step 3: the record finished, or gone with the post's last word.
+    let Some(written) = read::<Doc>(state, DOCS, post_id).await? else { return Ok(()) };
+    if written.item != record {
+        // Changed by another delivery meanwhile: it finishes its own change.
+        return Ok(());
+    }
+    let finish = if new_indexed {
+        let done = Doc { words_before: Vec::new(), pending: false, ..record };
+        write(&done, Some(written.etag), post_id)?
+    } else {
+        WriteOp::Delete { id: post_id.into(), if_match: Some(written.etag) }
+    };
+    match state.store.execute_write(Container::Words, DOCS, finish).await {
+        Ok(()) | Err(StoreError::PreconditionFailed | StoreError::NotFound) => Ok(()),
+        Err(other) => Err(other.into()),
+    }
+}
+
+impl Doc {
+    /// A record kept only while its post's words are taken out: it no longer counts.
+    fn pending_removal(&self) -> bool {
+        self.pending && self.words.is_empty()
+    }
+}
+
+/// Each key whose posting changes: the impacts it may have had (where it may lie), and what it
+/// becomes (`None`: taken out).
+fn word_changes(before: &[Posting], after: &[Posting]) -> Vec<(String, Vec<u16>, Option<Entry>)> {
+    let mut keys: Vec<&str> =
+        before.iter().chain(after).map(|posting| posting.key.as_str()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.into_iter()
+        .filter_map(|key| {
+            let old: Vec<&Posting> = before.iter().filter(|posting| posting.key == key).collect();
+            let new = after.iter().find(|posting| posting.key == key);
+            // Unchanged, and never half-written: nothing to do.
+            if let ([only], Some(new)) = (old.as_slice(), new)
+                && *only == new
+            {
+                return None;
+            }
+            let impacts = old.iter().map(|posting| posting.impact).collect();
+            let new = new.map(|posting| Entry(String::new(), posting.impact, posting.fields));
+            Some((key.to_owned(), impacts, new))
+        })
+        .collect()
+}
+
+/// Sets `post_id`'s posting under `key` to `new` (or none), wherever it was (`old`: the impacts
+/// it may have had), keeping the head's count exact. Conditional on every item read.
+async fn mend_word(
+    state: &AppState,
+    key: &str,
+    post_id: &str,
+    old: &[u16],
+    new: Option<Entry>,
+) -> AppResult<()> {
+    let new = new.map(|Entry(_, impact, fields)| Entry(post_id.to_owned(), impact, fields));
+    for _ in 0..ATTEMPTS {
+        let head = read::<Head>(state, key, HEAD_ID).await?;
+        let operations = match head {
+            None if new.is_none() => return Ok(()),
+            None => {
+                let mut head = Head::new(key);
+                head.df = 1;
+                head.postings.extend(new.clone());
+                vec![write(&head, None, HEAD_ID)?]
+            }
+            Some(found) if !found.item.spilled => inline(key, found, post_id, new.clone())?,
+            Some(found) => spilled(state, key, found, post_id, old, new.clone()).await?,
+        };
+        let written = state.store.execute_batch(Container::Words, key, operations).await;
+        match written.map_err(StoreError::of_failed_operation) {
+            Ok(()) => return Ok(()),
+            // Another post's change of the word came first: read again, and redo.
+            Err(StoreError::PreconditionFailed | StoreError::Conflict | StoreError::NotFound) => {}
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Err(contended(post_id))
+}
+
+/// A word whose head holds its postings: mended there, moved into chunks once too many.
+fn inline(
+    key: &str,
+    found: Versioned<Head>,
+    post_id: &str,
+    new: Option<Entry>,
+) -> AppResult<Vec<WriteOp>> {
+    let mut head = found.item;
+    take_out(&mut head.postings, post_id);
+    head.postings.extend(new);
+    head.df = head.postings.len() as u64;
+    if head.postings.is_empty() {
+        return Ok(vec![WriteOp::Delete { id: HEAD_ID.into(), if_match: Some(found.etag) }]);
+    }
+    if head.postings.len() <= INLINE_POSTINGS {
+        return Ok(vec![write(&head, Some(found.etag), HEAD_ID)?]);
+    }
+    // Past the inline bound: every posting into its chunk, in the same batch (a word's first
+    // chunks, so none exists yet).
+    let mut chunks: Vec<Chunk> = Vec::new();
+    for entry in std::mem::take(&mut head.postings) {
+        let id = chunk_id(entry.1, &entry.0);
+        match chunks.iter_mut().find(|chunk| chunk.id == id) {
+            Some(chunk) => chunk.postings.push(entry),
+            None => {
+                let mut chunk = Chunk::new(key, id, tier(entry.1));
+                chunk.postings.push(entry);
+                chunks.push(chunk);
+            }
+        }
+    }
+    head.spilled = true;
+    let mut operations = vec![write(&head, Some(found.etag), HEAD_ID)?];
+    for chunk in &chunks {
+        operations.push(WriteOp::Create { document: document(chunk)? });
+    }
+    Ok(operations)
+}
+
+/// A word whose postings are in chunks: the chunks the posting may be in are read, it is
+/// taken out of them and put in its new one, and the head's count follows.
+async fn spilled(
+    state: &AppState,
+    key: &str,
+    found: Versioned<Head>,
+    post_id: &str,
+    old: &[u16],
+    new: Option<Entry>,
+) -> AppResult<Vec<WriteOp>> {
+    let mut ids: Vec<String> = old.iter().map(|impact| chunk_id(*impact, post_id)).collect();
+    let new_id = new.as_ref().map(|entry| chunk_id(entry.1, post_id));
+    ids.extend(new_id.clone());
+    ids.sort_unstable();
+    ids.dedup();
+    let (mut was, mut operations) = (false, Vec::new());
+    for id in ids {
+        let chunk = read::<Chunk>(state, key, &id).await?;
+        let (mut item, etag) = match chunk {
+            Some(found) => (found.item, Some(found.etag)),
+            None => {
+                let tier = new.as_ref().map_or(0, |entry| tier(entry.1));
+                (Chunk::new(key, id.clone(), tier), None)
+            }
+        };
+        let before = item.postings.clone();
+        was |= take_out(&mut item.postings, post_id);
+        if Some(&id) == new_id.as_ref() {
+            item.postings.extend(new.clone());
+        }
+        if item.postings == before {
+            continue;
+        }
+        operations.push(match (item.postings.is_empty(), etag) {
+            (true, Some(etag)) => WriteOp::Delete { id, if_match: Some(etag) },
+            (true, None) => continue,
+            (false, etag) => write(&item, etag, &id)?,
+        });
+    }
+    let mut head = found.item;
+    head.df = (head.df + u64::from(new.is_some())).saturating_sub(u64::from(was));
+    if head.df == 0 {
+        operations.push(WriteOp::Delete { id: HEAD_ID.into(), if_match: Some(found.etag) });
+    } else {
+        operations.push(write(&head, Some(found.etag), HEAD_ID)?);
+    }
+    Ok(operations)
+}
+
+/// A point read of the index, with its etag.
+async fn read<T: DeserializeOwned>(
+    state: &AppState,
+    partition_key: &str,
+    id: &str,
+) -> AppResult<Option<Versioned<T>>> {
+    Ok(state.store.read_versioned(Container::Words, partition_key, id).await?)
+}
+
+/// A write of `item`: a replace on `etag`, or a create where there was none.
+fn write<T: Serialize>(item: &T, etag: Option<String>, id: &str) -> AppResult<WriteOp> {
+    let document = document(item)?;
+    Ok(match etag {
+        Some(etag) => WriteOp::Replace { id: id.into(), document, if_match: Some(etag) },
+        None => WriteOp::Create { document },
+    })
+}
+
+fn document<T: Serialize>(item: &T) -> AppResult<serde_json::Value> {
+    Ok(serde_json::to_value(item).map_err(|error| {
+        StoreError::json("an item of the search index does not serialize", error)
+    })?)
+}
+
+/// Whether `error` is a conditional write that lost to another writer: read again, and retry.
+fn lost_race(error: &crate::app::AppError) -> bool {
+    matches!(
+        error,
+        crate::app::AppError::Store(
+            StoreError::PreconditionFailed | StoreError::Conflict | StoreError::NotFound
+        )
+    )
+}
+
+fn contended(post_id: &str) -> crate::app::AppError {
+    StoreError::CopyKeptChanging { post_id: post_id.to_owned(), container: Container::Words }.into()
+}

@@ -1,0 +1,466 @@
+//! Answering a search: Q8, a few single-partition reads whatever the number of posts.
+//!
+//! 1. The query is parsed ([`parse`]); its words' heads and the statistics are point reads.
+//! 2. Candidates come from the rarest required word only: its head's postings, or its chunks,
+//!    best tier first, a page of chunks a round.
+//! 3. One query on `§docs` reads the candidates' postings under every key the query names:
+//!    a post missing a required word, or having an excluded one, drops out; the rest are scored
+//!    `Σ idf × impact` (BM25F, [`crate::model::search`]).
+//! 4. A round ends the search once the page is full of results that no unread posting could
+//!    beat: the rarest word's next tier bounds what is left. At most [`MAX_ROUNDS`] rounds; past
+//!    that the answer says it is not `complete`.
+//! 5. The page's posts are point-read, for what a result shows and for the phrases' check.
+//!
+//! Paging is stable while posts are written: the token keeps the statistics page 1 scored with
+//! and the last result's place, and the next page starts strictly after it.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+
+use crate::app::lists::{unwrap_token, wrap_token};
+use crate::app::{AppError, AppResult, AppState, BadInput};
+use crate::cosmos::{Container, PageRequest, queries};
+use crate::model::markdown::to_plain_text;
+use crate::model::search::index::{Chunk, DOCS, HEAD_ID, Head, STATS_ID, Stats, tier_ceiling};
+use crate::model::search::{Language, Query, Segment, Term, idf, parse, snippet, surface};
+use crate::model::{self, Post};
+
+/// The most rounds of candidates one page reads. Four pages of a common word's chunks hold the
+/// best few thousand of its postings.
+const MAX_ROUNDS: usize = 4;
+
+/// How many chunks of a word one round reads: a tier's.
+const CHUNKS_A_ROUND: u32 = 16;
+
+/// The results a page shows unless asked for fewer.
+pub(crate) const DEFAULT_RESULTS: u32 = 10;
+/// The most results a page shows: each is a point read of its post.
+pub(crate) const MAX_RESULTS: u32 = 25;
+
+/// How long a snippet is, in bytes of its text.
+const SNIPPET_BYTES: usize = 200;
+
+/// A page of results.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SearchPage {
+    /// The posts found, best first.
+    pub items: Vec<Found>,
+    /// Authors whose name is the query (first page only).
+    pub authors: Vec<AuthorFound>,
+    /// Tags the query names that have posts (first page only).
+    pub tags: Vec<String>,
+    /// Whether every posting that could rank on this page was read: `false` when the words
+    /// seldom meet and the search stopped after its rounds.
+    pub complete: bool,
+    /// Where the next page starts (`None`: this is the last page); opaque, signed.
+    pub continuation_token: Option<String>,
+}
+
+/// A post found: its short form, its snippet, its score.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Found {
+    pub post: Post,
+    /// The text around the first match, the matches marked.
+    pub snippet: Vec<SnippetPart>,
+    /// How well it matches (BM25F): only its order means anything.
+    pub score: f64,
+}
+
+/// A piece of a snippet.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub(crate) struct SnippetPart {
+    pub text: String,
+    /// Whether it is a word that matched.
+    pub marked: bool,
+}
+
+/// An author whose name is the query.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AuthorFound {
+    pub user_id: String,
+    pub username: String,
+}
+
+/// Where a page ended, and the statistics the first page scored with.
+#[derive(Serialize, Deserialize)]
+struct Cursor {
+    posts: u64,
+    df: Vec<u64>,
+    score: f64,
+    created: String,
+    id: String,
+}
+
+/// A candidate scored.
+#[derive(Clone, Debug)]
+struct Scored {
+    score: f64,
+    created: String,
+    id: String,
+    language: Language,
+}
+
+/// A row of the candidates' query: a post's posting under one of the query's keys.
+#[derive(Deserialize)]
+struct DocWord {
+    id: String,
+    created: String,
+    language: Language,
+    k: String,
+    i: u16,
+}
+
+/// Q8: the posts that have every required word of `text` (in any of its forms) and none of the
+/// excluded, best first, `limit` a page.
+pub(crate) async fn search(
+    state: &AppState,
+    text: &str,
+    limit: Option<u32>,
+    continuation_token: Option<&str>,
+) -> AppResult<SearchPage> {
+    let query = parse(text).map_err(|why| AppError::Invalid(BadInput::Search(why)))?;
+    let limit = limit.unwrap_or(DEFAULT_RESULTS);
+    if !(1..=MAX_RESULTS).contains(&limit) {
+        return Err(AppError::Invalid(BadInput::SearchLimit(limit)));
+    }
+    let limit = limit as usize;
+    let list_key = query_key(&query);
+    let cursor: Option<Cursor> = continuation_token
+        .map(|token| {
+            let inner = unwrap_token(&state.tokens, token, "search", &list_key)?;
+            serde_json::from_str(&inner).map_err(|_| AppError::Invalid(BadInput::ContinuationToken))
+        })
+        .transpose()?;
+
+    // The keys and their heads, and the statistics: point reads, at once.
+    let keys: Vec<String> = query
+        .required
+        .iter()
+        .chain(&query.excluded)
+        .flat_map(|term| term.keys.iter().cloned())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let reads: Vec<_> = keys.iter().map(|key| read_head(state, key)).collect();
+    let (heads, stats) = futures::future::join(
+        futures::future::try_join_all(reads),
+        state.store.read::<Stats>(Container::Words, DOCS, STATS_ID),
+    )
+    .await;
+    let heads = heads?;
+    let stats = stats?.unwrap_or_else(Stats::new);
+    let (posts, df): (u64, Vec<u64>) = match &cursor {
+        Some(cursor) if cursor.df.len() == keys.len() => (cursor.posts, cursor.df.clone()),
+        _ => (stats.posts, heads.iter().map(|head| head.as_ref().map_or(0, |h| h.df)).collect()),
+    };
+    let df_of = |key: &str| keys.iter().position(|each| each == key).map_or(0, |at| df[at]);
+    let term_idf = |term: &Term| idf(posts, term.keys.iter().map(|key| df_of(key)).sum());
+
+    // The rarest required word gives the candidates.
+    let Some(rarest) = query
+        .required
+        .iter()
+        .min_by_key(|term| term.keys.iter().map(|key| df_of(key)).sum::<u64>())
+    else {
+        return Ok(empty(true));
+    };
+    let others_bound: f64 =
+        query.required.iter().filter(|term| *term != rarest).map(&term_idf).sum();
+    let rarest_idf = term_idf(rarest);
+    let mut sources: Vec<Source> = rarest
+        .keys
+        .iter()
+        .filter_map(|key| {
+            let head = heads[keys.iter().position(|each| each == key)?].clone()?;
+            Some(Source::new(key.clone(), head))
+        })
+        .collect();
+    let mut seen = HashSet::new();
+    let mut results: Vec<Scored> = Vec::new();
+    let mut complete = false;
+    let after = |scored: &Scored| match &cursor {
+        None => true,
+        Some(cursor) => ranks_after(scored, cursor),
+    };
+    for _ in 0..MAX_ROUNDS {
+        let mut candidates = Vec::new();
+        for source in sources.iter_mut().filter(|source| !source.done) {
+            for id in source.next(state).await? {
+                if seen.insert(id.clone()) {
+                    candidates.push(id);
+                }
+            }
+        }
+        for group in candidates.chunks(queries::MAX_DOC_IDS) {
+            results.extend(score(state, &query, &keys, group, &term_idf).await?);
+        }
+        if sources.iter().all(|source| source.done) {
+            complete = true;
+            break;
+        }
+        let ceiling = sources.iter().map(|source| source.ceiling).max().unwrap_or(0);
+        let bound = rarest_idf * f64::from(ceiling) / 1000.0 + others_bound;
+        // One more than the page: whether a next page exists is known too.
+        if results.iter().filter(|scored| after(scored) && scored.score > bound).count() > limit {
+            complete = true;
+            break;
+        }
+    }
+    results.retain(|scored| after(scored));
+    results.sort_by(order);
+    // Phrases are checked on the posts' text: a page with phrases reads more to fill itself.
+    let wanted = if query.phrases.is_empty() && query.excluded_phrases.is_empty() {
+        limit
+    } else {
+        limit * 2
+    };
+    let more = results.len() > wanted || !complete;
+    results.truncate(wanted);
+    let mut items = Vec::new();
+    let mut last = None;
+    let marked = query.marked_keys();
+    for scored in results {
+        if items.len() == limit {
+            break;
+        }
+        last = Some(scored.clone());
+        let Some(post) = state.store.read::<Post>(Container::Posts, &scored.id, &scored.id).await?
+        else {
+            continue;
+        };
+        // The index follows the change feed: a post deleted or unpublished since is not shown.
+        if !model::is_live(&post) || !post.status.is_published() {
+            continue;
+        }
+        let plain = to_plain_text(&post.content, false);
+        let whole = format!("{}\n{plain}", post.title);
+        if !phrases_hold(&query, &whole) {
+            continue;
+        }
+        let segments = snippet(&plain, scored.language, &marked, SNIPPET_BYTES);
+        items.push(Found {
+            post: model::short_post(&post),
+            snippet: segments.into_iter().map(SnippetPart::from).collect(),
+            score: scored.score,
+        });
+    }
+    let continuation_token = match (&last, more || items.len() == limit) {
+        (Some(last), true) => {
+            let cursor = Cursor {
+                posts,
+                df: df.clone(),
+                score: last.score,
+                created: last.created.clone(),
+                id: last.id.clone(),
+            };
+            let inner = serde_json::to_string(&cursor).expect("a cursor serializes");
+            wrap_token(&state.tokens, Some(inner), "search", &list_key)
+        }
+        _ => None,
+    };
+    let (authors, tags) = if cursor.is_none() {
+        (authors_named(state, text).await?, tags_named(state, text).await?)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    Ok(SearchPage { items, authors, tags, complete, continuation_token })
+}
+
+impl From<Segment> for SnippetPart {
+    fn from(segment: Segment) -> SnippetPart {
+        SnippetPart { text: segment.text, marked: segment.marked }
+    }
+}
+
+fn empty(complete: bool) -> SearchPage {
+    SearchPage {
+        items: Vec::new(),
+        authors: Vec::new(),
+        tags: Vec::new(),
+        complete,
+        continuation_token: None,
+    }
+}
+
+/// What a token is bound to: the query as parsed, so that "Kites" and "kites " share pages.
+fn query_key(query: &Query) -> String {
+    let mut hash = Sha256::new();
+    for (kind, terms) in [("+", &query.required), ("-", &query.excluded)] {
+        for term in terms {
+            hash.update(kind);
+            hash.update(term.keys.join(" "));
+            hash.update("\n");
+        }
+    }
+    for (kind, phrases) in [("\"", &query.phrases), ("-\"", &query.excluded_phrases)] {
+        for phrase in phrases {
+            hash.update(kind);
+            for term in phrase {
+                hash.update(&term.surface);
+                hash.update(" ");
+            }
+        }
+    }
+    hash.finalize().iter().take(16).map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Results best first: score, then the newer post, then the id.
+fn order(a: &Scored, b: &Scored) -> std::cmp::Ordering {
+    b.score
+        .total_cmp(&a.score)
+        .then_with(|| b.created.cmp(&a.created))
+        .then_with(|| a.id.cmp(&b.id))
+}
+
+/// Whether `scored` comes strictly after the cursor's place.
+fn ranks_after(scored: &Scored, cursor: &Cursor) -> bool {
+    let place = Scored {
+        score: cursor.score,
+        created: cursor.created.clone(),
+        id: cursor.id.clone(),
+        language: Language::English,
+    };
+    order(&place, scored) == std::cmp::Ordering::Less
+}
+
+/// A word's postings, read a batch at a time: the head's, or its chunks best tier first.
+struct Source {
+    key: String,
+    head: Option<Head>,
+    continuation: Option<String>,
+    done: bool,
+    /// The highest impact a posting not yet read may have.
+    ceiling: u16,
+}
+
+impl Source {
+    fn new(key: String, head: Head) -> Source {
+        Source { key, head: Some(head), continuation: None, done: false, ceiling: 1000 }
+    }
+
+    async fn next(&mut self, state: &AppState) -> AppResult<Vec<String>> {
+        if let Some(head) = self.head.take().filter(|head| !head.spilled) {
+            self.done = true;
+            self.ceiling = 0;
+            return Ok(head.postings.into_iter().map(|entry| entry.0).collect());
+        }
+        let page = PageRequest { size: CHUNKS_A_ROUND, continuation: self.continuation.take() };
+        let chunks = state
+            .store
+            .query_page::<Chunk>(Container::Words, &self.key, queries::word_chunks(), page)
+            .await?;
+        self.continuation = chunks.continuation;
+        self.done = self.continuation.is_none();
+        self.ceiling = match (self.done, chunks.items.last()) {
+            (true, _) => 0,
+            (false, Some(last)) => tier_ceiling(last.tier),
+            (false, None) => 0,
+        };
+        Ok(chunks.items.into_iter().flat_map(|chunk| chunk.postings).map(|entry| entry.0).collect())
+    }
+}
+
+async fn read_head(state: &AppState, key: &str) -> AppResult<Option<Head>> {
+    Ok(state.store.read::<Head>(Container::Words, key, HEAD_ID).await?)
+}
+
+/// The candidates that have every required word and no excluded one, scored: one query on
+/// their records.
+async fn score(
+    state: &AppState,
+    query: &Query,
+    keys: &[String],
+    candidates: &[String],
+    term_idf: &impl Fn(&Term) -> f64,
+) -> AppResult<Vec<Scored>> {
+    let mut words: BTreeMap<String, (String, Language, BTreeMap<String, u16>)> = BTreeMap::new();
+    let mut page = PageRequest { size: 1000, continuation: None };
+    loop {
+        let rows = state
+            .store
+            .query_page::<DocWord>(
+                Container::Words,
+                DOCS,
+                queries::doc_words(candidates, keys),
+                page,
+            )
+            .await?;
+        for row in rows.items {
+            let entry =
+                words.entry(row.id).or_insert_with(|| (row.created, row.language, BTreeMap::new()));
+            entry.2.insert(row.k, row.i);
+        }
+        match rows.continuation {
+            Some(next) => page = PageRequest { size: 1000, continuation: Some(next) },
+            None => break,
+        }
+    }
+    let impact = |have: &BTreeMap<String, u16>, term: &Term| {
+        term.keys.iter().filter_map(|key| have.get(key)).max().copied()
+    };
+    Ok(words
+        .into_iter()
+        .filter_map(|(id, (created, language, have))| {
+            if query.excluded.iter().any(|term| impact(&have, term).is_some()) {
+                return None;
+            }
+            let mut score = 0.0;
+            for term in &query.required {
+                score += term_idf(term) * f64::from(impact(&have, term)?) / 1000.0;
+            }
+            Some(Scored { score, created, id, language })
+        })
+        .collect())
+}
+
+/// Whether the text has every phrase and none of the excluded ones, word after word.
+fn phrases_hold(query: &Query, text: &str) -> bool {
+    if query.phrases.is_empty() && query.excluded_phrases.is_empty() {
+        return true;
+    }
+    use unicode_segmentation::UnicodeSegmentation;
+    let words: Vec<String> = text.unicode_words().filter_map(surface).collect();
+    let has = |phrase: &Vec<Term>| {
+        let wanted: Vec<&str> = phrase.iter().map(|term| term.surface.as_str()).collect();
+        !wanted.is_empty()
+            && words
+                .windows(wanted.len())
+                .any(|window| window.iter().zip(&wanted).all(|(a, b)| a == b))
+    };
+    query.phrases.iter().all(has) && !query.excluded_phrases.iter().any(has)
+}
+
+/// The author whose name is `text` (compared as usernames are), if any: one point read.
+async fn authors_named(state: &AppState, text: &str) -> AppResult<Vec<AuthorFound>> {
+    let name = crate::model::usernames::normalize_username(text.trim());
+    if name.is_empty() || crate::model::validate_id(&name).is_err() {
+        return Ok(Vec::new());
+    }
+    let Some(reservation) = crate::app::usernames::reservation_of(&state.store, &name).await?
+    else {
+        return Ok(Vec::new());
+    };
+    let owner = reservation.item.owner_id;
+    let user = state.store.read::<model::User>(Container::Users, &owner, &owner).await?;
+    Ok(user
+        .map(|user| AuthorFound { user_id: user.id, username: user.username })
+        .into_iter()
+        .collect())
+}
+
+/// The tag that `text` is, if it is one with posts: one query of a page of one.
+async fn tags_named(state: &AppState, text: &str) -> AppResult<Vec<String>> {
+    let Ok(tag) = crate::model::tags::tag_in_address(text.trim()) else { return Ok(Vec::new()) };
+    let page = PageRequest { size: 1, continuation: None };
+    let found = state
+        .store
+        .query_documents(Container::Tags, &tag, queries::any_tagged_post(), page)
+        .await?;
+    Ok(if found.0.is_empty() { Vec::new() } else { vec![text.trim().to_owned()] })
+}

@@ -1,0 +1,215 @@
+//! The search index that `PostsChangeFeed` keeps in `words`: a published post's postings under
+//! each of its words, its record in `§docs`, the statistics; drafts never indexed; edits write
+//! only the words that changed; deletes take everything out.
+
+// Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use blog::testing::cosmos::{Container, PageRequest, QuerySpec};
+use common::TestApp;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+const DOCS: &str = "§docs";
+
+/// An item of `words`, as stored (its `_etag` with it).
+async fn item(app: &TestApp, partition: &str, id: &str) -> Option<Value> {
+    app.state.store.read::<Value>(Container::Words, partition, id).await.unwrap()
+}
+
+/// Waits until `check` holds for the item (`None`: absent); 30 s ends a wait that would never end.
+async fn until(app: &TestApp, partition: &str, id: &str, check: impl Fn(Option<&Value>) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let found = item(app, partition, id).await;
+        if check(found.as_ref()) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{partition}/{id} never satisfied the check: {found:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until the post's record is written and finished (or, `false`, gone).
+async fn indexed(app: &TestApp, post: &str, present: bool) {
+    until(app, DOCS, post, |doc| match doc {
+        Some(doc) => present && doc.get("pending").is_none(),
+        None => !present,
+    })
+    .await;
+}
+
+/// The post ids under a word, from its head or its chunks.
+async fn posts_under(app: &TestApp, word: &str) -> Vec<String> {
+    let query = QuerySpec { sql: "SELECT * FROM c".into(), parameters: vec![] };
+    let page = PageRequest { size: 1000, continuation: None };
+    let items =
+        app.state.store.query_documents(Container::Words, word, query, page).await.unwrap().0;
+    let mut posts: Vec<String> = items
+        .iter()
+        .flat_map(|item| item["postings"].as_array().cloned().unwrap_or_default())
+        .map(|entry| entry[0].as_str().unwrap().to_owned())
+        .collect();
+    posts.sort();
+    posts
+}
+
+async fn post(app: &TestApp, body: Value) -> String {
+    let answer = app.post("/api/posts", body).await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+    answer.body["id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_published_post_is_indexed_under_its_words_with_their_fields() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    let id = post(
+        &app,
+        json!({"userId": alice, "title": "Kites in a storm", "content": "Flying kites is hard.", "tags": ["Weather"]}),
+    )
+    .await;
+    indexed(&app, &id, true).await;
+    let head = item(&app, "kite", "head").await.unwrap();
+    assert_eq!(head["df"], 1);
+    let entry = &head["postings"][0];
+    assert_eq!(entry[0], json!(id));
+    assert_eq!(entry[2], 1 | 4, "in the title and the body: {head}");
+    assert_eq!(item(&app, "weather", "head").await.unwrap()["postings"][0][2], 2);
+    assert!(item(&app, "the", "head").await.is_none());
+    let stats = item(&app, DOCS, "stats").await.unwrap();
+    assert_eq!((stats["posts"].clone(), stats["bodyWords"].clone()), (json!(1), json!(4)));
+}
+
+#[tokio::test]
+async fn a_draft_is_never_indexed_and_goes_out_when_sent_back_to_draft() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    let id = post(
+        &app,
+        json!({"userId": alice, "title": "Secret kites", "content": "Not yet.", "status": "draft"}),
+    )
+    .await;
+    // The draft's copy in its author's list is made: by then the index has seen it too.
+    app.eventually(&format!("/api/users/{alice}/drafts"), |_| true).await;
+    let published = json!({"title": "Secret kites", "content": "Not yet.", "status": "published"});
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(item(&app, DOCS, &id).await.is_none(), "a draft has no record");
+    assert!(item(&app, "kite", "head").await.is_none(), "nor postings");
+
+    let answer = app.put(&format!("/api/posts/{id}"), published).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    indexed(&app, &id, true).await;
+    assert_eq!(posts_under(&app, "kite").await, std::slice::from_ref(&id));
+
+    let draft = json!({"title": "Secret kites", "content": "Not yet.", "status": "draft"});
+    let answer = app.put(&format!("/api/posts/{id}"), draft).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    indexed(&app, &id, false).await;
+    assert!(item(&app, "kite", "head").await.is_none());
+    assert_eq!(item(&app, DOCS, "stats").await.unwrap()["posts"], 0);
+}
+
+#[tokio::test]
+async fn an_edit_writes_only_the_words_that_changed() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    let id = post(
+        &app,
+        json!({"userId": alice, "title": "Kites", "content": "Strings and tails and wind."}),
+    )
+    .await;
+    indexed(&app, &id, true).await;
+    let etag = |item: Option<Value>| item.unwrap()["_etag"].as_str().unwrap().to_owned();
+    let (string_before, kite_before) =
+        (etag(item(&app, "string", "head").await), etag(item(&app, "kite", "head").await));
+
+    let edited = json!({"title": "Kites", "content": "Strings and tails and rain."});
+    assert_eq!(app.put(&format!("/api/posts/{id}"), edited).await.status, StatusCode::OK);
+    until(&app, "rain", "head", |head| head.is_some()).await;
+    indexed(&app, &id, true).await;
+    assert!(item(&app, "wind", "head").await.is_none(), "the word edited out is gone");
+    assert_eq!(etag(item(&app, "string", "head").await), string_before, "untouched");
+    assert_eq!(etag(item(&app, "kite", "head").await), kite_before, "untouched");
+}
+
+#[tokio::test]
+async fn a_comment_leaves_the_index_alone() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    let id = post(&app, json!({"userId": alice, "title": "Kites", "content": "Wind."})).await;
+    indexed(&app, &id, true).await;
+    let doc_before = item(&app, DOCS, &id).await.unwrap();
+    let comment = json!({"userId": alice, "content": "Nice kites."});
+    let answer = app.post(&format!("/api/posts/{id}/comments"), comment).await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+    app.eventually(&format!("/api/users/{alice}/posts"), |page| {
+        page["items"][0]["commentCount"] == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(item(&app, DOCS, &id).await.unwrap()["_etag"], doc_before["_etag"]);
+}
+
+#[tokio::test]
+async fn deleting_a_post_takes_every_posting_out() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    let id =
+        post(&app, json!({"userId": alice, "title": "Kites", "content": "Wind and rain."})).await;
+    indexed(&app, &id, true).await;
+    let answer = app.send(Method::DELETE, &format!("/api/posts/{id}"), None).await;
+    assert_eq!(answer.status, StatusCode::NO_CONTENT, "{}", answer.body);
+    indexed(&app, &id, false).await;
+    for word in ["kite", "wind", "rain"] {
+        assert!(item(&app, word, "head").await.is_none(), "{word}");
+    }
+    assert_eq!(item(&app, DOCS, "stats").await.unwrap()["posts"], 0);
+}
+
+#[tokio::test]
+async fn a_word_of_many_posts_moves_into_chunks_and_keeps_its_count() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    let mut ids = Vec::new();
+    for n in 0..34 {
+        let content = format!("Kite number {n}.");
+        ids.push(
+            post(&app, json!({"userId": alice, "title": format!("Post {n}"), "content": content}))
+                .await,
+        );
+    }
+    for id in &ids {
+        indexed(&app, id, true).await;
+    }
+    let head = item(&app, "kite", "head").await.unwrap();
+    assert_eq!(head["df"], 34);
+    assert_eq!(head["spilled"], true);
+    assert_eq!(head["postings"], json!([]));
+    let mut expected = ids.clone();
+    expected.sort();
+    assert_eq!(posts_under(&app, "kite").await, expected);
+
+    let gone = ids.pop().unwrap();
+    app.send(Method::DELETE, &format!("/api/posts/{gone}"), None).await;
+    indexed(&app, &gone, false).await;
+    assert_eq!(item(&app, "kite", "head").await.unwrap()["df"], 33);
+    ids.sort();
+    assert_eq!(posts_under(&app, "kite").await, ids);
+}
+
+#[tokio::test]
+async fn a_repeated_delivery_changes_nothing() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    let id = post(&app, json!({"userId": alice, "title": "Kites", "content": "Wind."})).await;
+    indexed(&app, &id, true).await;
+    let before = (item(&app, DOCS, &id).await.unwrap(), item(&app, "kite", "head").await.unwrap());
+    blog::testing::changefeed::processor::rebuild_copies(&app.state, &mut |_| {}).await.unwrap();
+    let after = (item(&app, DOCS, &id).await.unwrap(), item(&app, "kite", "head").await.unwrap());
+    assert_eq!(before, after);
+}
