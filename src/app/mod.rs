@@ -18,6 +18,7 @@ pub(crate) mod post_lists;
 pub(crate) mod posts;
 pub(crate) mod revisions;
 pub(crate) mod scheduled;
+pub(crate) mod sitemap;
 pub(crate) mod tags;
 pub(crate) mod usernames;
 pub(crate) mod users;
