@@ -27,12 +27,19 @@ const NAMESPACE: &str = "http://www.sitemaps.org/schemas/sitemap/0.9";
 /// at most, and a new post waits no longer than this to be listed to them.
 const CACHE_CONTROL: &str = "public, max-age=3600";
 
-/// `GET /sitemap.xml`: each month's file, with the latest change of its list.
+/// `GET /sitemap.xml`: each month's file, with the latest change of its list. A blog with no
+/// published post is 404: the protocol's index lists one file at least.
 pub(crate) async fn sitemap_index(State(state): State<AppState>, headers: HeaderMap) -> PageResult {
     let origin = public_origin()?;
+    let months = months(&state).await?;
+    if months.is_empty() {
+        return Err(
+            ApiError::not_found("The sitemap lists no file yet: no post is published.").into()
+        );
+    }
     let mut xml = Xml(String::from("<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"));
     xml.open("sitemapindex", &[("xmlns", NAMESPACE)]);
-    for month in months(&state).await? {
+    for month in months {
         for part in 1..=month.posts.div_ceil(URLS_PER_FILE) {
             xml.open("sitemap", &[]);
             xml.leaf("loc", &[], &format!("{origin}/sitemaps/{}", file_name(&month.month, part)));
