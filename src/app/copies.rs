@@ -164,6 +164,8 @@ pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppRe
     for refreshed in user_copies.iter().flatten() {
         super::scheduled::list_if_scheduled(state, &refreshed.copy, refreshed.was_scheduled)
             .await?;
+        let listed_before = refreshed.listed_before.as_deref();
+        super::sitemap::follow_copy(state, &refreshed.copy, listed_before).await?;
     }
     let user_copies: Vec<Option<PostCopy>> =
         user_copies.into_iter().map(|found| found.map(|refreshed| refreshed.copy)).collect();
@@ -216,6 +218,7 @@ pub(crate) async fn remove_post_copies(state: &AppState, post: &Post) -> AppResu
     // First: the copy in `users` says which tags have copies, and goes below.
     let mut changed = BTreeSet::from([change_log::post(&post.id), change_log::FEED.to_owned()]);
     super::search::unindex_post(state, post).await?;
+    super::sitemap::remove_post(state, post).await?;
     super::tags::remove_tag_copies(state, post, &mut changed).await?;
     for target in [Target::UserPosts, Target::Feed] {
         let delete = WriteOp::Delete { id: post.id.clone(), if_match: None };
@@ -289,6 +292,8 @@ struct Refreshed {
     /// Whether the copy there was before was of a scheduled post (the timer's list follows the
     /// copy in `users`).
     was_scheduled: bool,
+    /// The `creationDate` of the copy there was before, if published (the sitemap's month).
+    listed_before: Option<String>,
 }
 
 /// Where [`refresh_copy`] left a post's place.
@@ -385,9 +390,11 @@ async fn refresh_copy(
         let created = existing.is_none();
         let was_scheduled =
             existing.as_ref().is_some_and(|found| found.item.post.status == PostStatus::Scheduled);
+        let listed_before = existing.as_ref().and_then(|found| listed(&found.item));
         match write_copy(state, target, partition_key, copy.clone(), existing).await {
             Ok(()) => {
-                return Ok(Refresh::Held(Box::new(Refreshed { copy, created, was_scheduled })));
+                let refreshed = Refreshed { copy, created, was_scheduled, listed_before };
+                return Ok(Refresh::Held(Box::new(refreshed)));
             }
             Err(AppError::Store(StoreError::PreconditionFailed | StoreError::Conflict)) => continue,
             Err(AppError::Script(ScriptError::Store(
@@ -411,10 +418,22 @@ fn kept(existing: Option<Versioned<PostCopy>>) -> Refresh {
     match existing {
         Some(found) => {
             let was_scheduled = found.item.post.status == PostStatus::Scheduled;
-            Refresh::Held(Box::new(Refreshed { copy: found.item, created: false, was_scheduled }))
+            let listed_before = listed(&found.item);
+            let copy = found.item;
+            Refresh::Held(Box::new(Refreshed {
+                copy,
+                created: false,
+                was_scheduled,
+                listed_before,
+            }))
         }
         None => Refresh::Absent,
     }
+}
+
+/// The `creationDate` of a published copy: the month the sitemap lists it in.
+fn listed(copy: &PostCopy) -> Option<String> {
+    copy.post.status.is_published().then(|| copy.post.creation_date.clone())
 }
 
 /// Whether `copy` is of the version `delivered` is, yet not the copy the rules make of it now.

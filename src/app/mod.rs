@@ -19,6 +19,7 @@ pub(crate) mod posts;
 pub(crate) mod revisions;
 pub(crate) mod scheduled;
 pub(crate) mod search;
+pub(crate) mod sitemap;
 pub(crate) mod tags;
 pub(crate) mod usernames;
 pub(crate) mod users;

@@ -127,3 +127,26 @@ pub(crate) fn tag_posts() -> QuerySpec {
         parameters: vec![(Cow::Borrowed("@type"), json!("post"))],
     }
 }
+
+/// The sitemap's index: each month that lists a post, from the index's partition of `feed`.
+/// A month whose posts all left keeps its item at zero, which is not listed.
+pub(crate) fn sitemap_months() -> QuerySpec {
+    QuerySpec {
+        sql: Cow::Borrowed("SELECT * FROM c WHERE c.posts > 0 ORDER BY c.id"),
+        parameters: Vec::new(),
+    }
+}
+
+/// One file of a month's sitemap: `limit` of its posts' addresses after the first `offset`,
+/// oldest first, from the month's partition of `feed` (its summary has no `creationDate`).
+pub(crate) fn sitemap_entries(offset: u64, limit: u64) -> QuerySpec {
+    QuerySpec {
+        sql: Cow::Borrowed(
+            "SELECT c.id, c.lastmod FROM c WHERE IS_DEFINED(c.creationDate) ORDER BY c.creationDate ASC, c.id ASC OFFSET @offset LIMIT @limit",
+        ),
+        parameters: vec![
+            (Cow::Borrowed("@offset"), json!(offset)),
+            (Cow::Borrowed("@limit"), json!(limit)),
+        ],
+    }
+}

@@ -154,6 +154,8 @@ http_functions! {
     Stylesheet GET "style.css" => pages::stylesheet,
     Favicon GET "favicon.svg" => pages::favicon,
     Robots GET "robots.txt" => pages::robots,
+    Sitemap GET "sitemap.xml" => pages::sitemap::sitemap_index,
+    SitemapFile GET "sitemaps/{file}" => pages::sitemap::sitemap_file,
     AtomFeed GET "feed.atom" => pages::atom::blog_feed,
     UserAtomFeed GET "users/{userId}/feed.atom" => pages::atom::user_feed,
     TagPage GET "tags/{tag}" => pages::tags::tag_page,

@@ -183,10 +183,10 @@ fn updated(post: &Post) -> &str {
 
 /// A small XML writer: names and attribute names are the code's own; every value, text or
 /// attribute, goes through [`escape`].
-struct Xml(String);
+pub(super) struct Xml(pub(super) String);
 
 impl Xml {
-    fn start(&mut self, name: &str, attributes: &[(&str, &str)]) {
+    pub(super) fn start(&mut self, name: &str, attributes: &[(&str, &str)]) {
         self.0.push('<');
         self.0.push_str(name);
         for (attribute, value) in attributes {
@@ -196,21 +196,21 @@ impl Xml {
         }
     }
 
-    fn open(&mut self, name: &str, attributes: &[(&str, &str)]) {
+    pub(super) fn open(&mut self, name: &str, attributes: &[(&str, &str)]) {
         self.start(name, attributes);
         self.0.push_str(">\n");
     }
 
-    fn close(&mut self, name: &str) {
+    pub(super) fn close(&mut self, name: &str) {
         self.0.push_str(&format!("</{name}>\n"));
     }
 
-    fn empty(&mut self, name: &str, attributes: &[(&str, &str)]) {
+    pub(super) fn empty(&mut self, name: &str, attributes: &[(&str, &str)]) {
         self.start(name, attributes);
         self.0.push_str("/>\n");
     }
 
-    fn leaf(&mut self, name: &str, attributes: &[(&str, &str)], text: &str) {
+    pub(super) fn leaf(&mut self, name: &str, attributes: &[(&str, &str)], text: &str) {
         self.start(name, attributes);
         self.0.push('>');
         escape(text, false, &mut self.0);
@@ -224,7 +224,7 @@ impl Xml {
 /// the C0 controls but tab, line feed and carriage return, and U+FFFE and U+FFFF (§2.2 `Char`).
 /// A carriage return is a reference, or a parser would read it as a line feed (§2.11); in an
 /// `attribute`, so are line feeds and tabs, or it would read them as spaces (§3.3.3).
-fn escape(text: &str, attribute: bool, out: &mut String) {
+pub(super) fn escape(text: &str, attribute: bool, out: &mut String) {
     for c in text.chars() {
         match c {
             '&' => out.push_str("&amp;"),

@@ -23,6 +23,7 @@ pub(crate) mod posts;
 pub(crate) mod revisions;
 pub(crate) mod session;
 mod short_posts;
+pub(crate) mod sitemap;
 pub(crate) mod tags;
 pub(crate) mod users;
 pub(crate) mod write;
@@ -31,7 +32,7 @@ use std::fmt::{self, Display, Write as _};
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use maud::{DOCTYPE, Markup, Render, html};
+use maud::{DOCTYPE, Markup, PreEscaped, Render, html};
 
 pub(crate) use self::extractors::Viewer;
 
@@ -95,9 +96,18 @@ pub(crate) async fn favicon() -> Response {
 /// What crawlers may visit: everything but the forms.
 const ROBOTS: &str = include_str!("robots.txt");
 
-/// `GET /robots.txt`.
+/// `GET /robots.txt`: [`ROBOTS`], and where the sitemap is. Its address must be absolute (the
+/// sitemaps protocol): the blog's public address, from configuration, never from the request.
 pub(crate) async fn robots() -> Response {
-    static_file("text/plain; charset=utf-8", "public, max-age=86400", ROBOTS)
+    let origin = page_origin().map(|origin| origin.as_str().to_owned()).unwrap_or_default();
+    (
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8")),
+            (header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=86400")),
+        ],
+        format!("{ROBOTS}\nSitemap: {origin}/sitemap.xml\n"),
+    )
+        .into_response()
 }
 
 /// The blog's name, in every page's title and the feeds'.
@@ -247,6 +257,28 @@ pub(crate) struct Head<'a> {
     pub picture: Option<&'a FirstPicture>,
     /// A page search engines are not to index or follow (a draft, to its author).
     pub noindex: bool,
+    /// What the page is, as schema.org's JSON-LD (a published post's `BlogPosting`): made by
+    /// [`json_ld`], so safe inside its `<script>` element.
+    pub structured_data: Option<JsonLd>,
+}
+
+/// JSON-LD made safe to put in a `<script type="application/ld+json">` element ([`json_ld`]).
+pub(crate) struct JsonLd(String);
+
+/// `value` as JSON fit for a script element. `<`, `>` and `&` are written as JSON's `\u003c`,
+/// `\u003e` and `\u0026`, which read back the same: no `</script>` or `<!--` in a value can end
+/// the element early. A data block is not run, so the page's policy does not refuse it.
+pub(crate) fn json_ld(value: &serde_json::Value) -> JsonLd {
+    let mut safe = String::new();
+    for c in value.to_string().chars() {
+        match c {
+            '<' => safe.push_str("\\u003c"),
+            '>' => safe.push_str("\\u003e"),
+            '&' => safe.push_str("\\u0026"),
+            c => safe.push(c),
+        }
+    }
+    JsonLd(safe)
 }
 
 /// A feed of what a page shows, beside the blog's: its title and address.
@@ -293,6 +325,10 @@ pub(crate) fn page_layout(title: &str, viewer: &Viewer, head: Head<'_>, main: Ma
                 link rel="alternate" type="application/atom+xml" title={ (SITE_NAME) ": newest posts" } href="/feed.atom";
                 @if let Some(feed) = feed {
                     link rel="alternate" type="application/atom+xml" title=(esc(feed.title)) href=(feed.href);
+                }
+                @if let Some(data) = &head.structured_data {
+                    // JSON with every `<`, `>` and `&` escaped by `json_ld`: it cannot close the element.
+                    script type="application/ld+json" { (PreEscaped(&data.0)) }
                 }
             }
             body {
@@ -508,6 +544,15 @@ mod tests {
         );
         assert_eq!(esc("plain é").to_string(), "plain é");
         assert_eq!(url_part("a b?c#d&e/f"), "a%20b%3Fc%23d%26e%2Ff");
+    }
+
+    #[test]
+    fn json_ld_cannot_close_its_script_element() {
+        let value = serde_json::json!({"headline": "</script><!-- & more"});
+        let JsonLd(safe) = json_ld(&value);
+        assert!(!safe.contains('<') && !safe.contains('>') && !safe.contains('&'), "{safe}");
+        let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
+        assert_eq!(back, value);
     }
 
     #[tokio::test]

@@ -6,11 +6,12 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, PreEscaped, html};
 use serde::Deserialize;
+use serde_json::json;
 
 use super::short_posts::{count, tag_links, time};
 use super::{
-    Draft, Field, Form, Head, Page, PageId, PageIds, PageQuery, PageResult, Refusal, SameOrigin,
-    Viewer, esc, form, layout, one_time_key, page_layout, submit, url_part,
+    Draft, Field, Form, Head, JsonLd, Page, PageId, PageIds, PageQuery, PageResult, Refusal,
+    SameOrigin, Viewer, esc, form, json_ld, layout, one_time_key, page_layout, submit, url_part,
 };
 use crate::app::comments::{comment_to_delete, create_comment, delete_comment, page_of_comment};
 use crate::app::idempotency::IdempotencyKey;
@@ -20,6 +21,7 @@ use crate::app::lists::{ListPage, ListParams};
 use crate::app::posts::{delete_post, get_post_for, previewed_post};
 use crate::app::{AppResult, AppState, Caller};
 use crate::http::auth::cookie;
+use crate::model::first_picture::FirstPicture;
 use crate::model::{
     Comment, Like, MAX_COMMENT_CHARS, Post, SHORT_CONTENT_CHARS, excerpt, truncate_chars,
 };
@@ -151,6 +153,8 @@ async fn render_post(
         article: true,
         picture: rendered.picture.as_ref(),
         noindex: draft,
+        // What search engines read of a post readers can see; never of a draft.
+        structured_data: (!draft).then(|| blog_posting(post, rendered.picture.as_ref())).flatten(),
         ..Head::default()
     };
     Ok(Page {
@@ -158,6 +162,30 @@ async fn render_post(
         html: page_layout(&post.title, viewer, head, main),
         private: viewer.id().is_some() || draft,
     })
+}
+
+/// The post as schema.org's `BlogPosting`, in JSON-LD: its title, author, dates and first
+/// picture, each address absolute at the blog's public address. `None` outside a page request.
+fn blog_posting(post: &Post, picture: Option<&FirstPicture>) -> Option<JsonLd> {
+    let origin = super::page_origin()?;
+    let origin = origin.as_str();
+    let mut data = json!({
+        "@context": "https://schema.org",
+        "@type": "BlogPosting",
+        "headline": post.title,
+        "author": {
+            "@type": "Person",
+            "name": post.user_username,
+            "url": format!("{origin}/users/{}", url_part(&post.user_id)),
+        },
+        "datePublished": post.creation_date,
+        "dateModified": post.edited_at.as_deref().unwrap_or(&post.creation_date),
+        "mainEntityOfPage": format!("{origin}/posts/{}", url_part(&post.id)),
+    });
+    if let Some(picture) = picture {
+        data["image"] = json!([format!("{origin}{}", picture.url)]);
+    }
+    Some(json_ld(&data))
 }
 
 /// The post itself: its title, writer, dates and tags, its text (`content`, rendered) and its
