@@ -288,7 +288,9 @@ async fn a_repeated_delivery_changes_nothing_and_a_rebuild_makes_the_sitemap_aga
     let before = sitemap_items(&app, &[month]).await;
     assert_eq!(before.len(), 4, "the index's month, the month's summary, two entries: {before:?}");
 
-    let delivered = blog::testing::changefeed::processor::rebuild_copies(&app.state).await.unwrap();
+    let delivered = blog::testing::changefeed::processor::rebuild_copies(&app.state, &mut |_| {})
+        .await
+        .unwrap();
     assert_eq!(delivered, 2);
     assert_eq!(sitemap_items(&app, &[month]).await, before, "a repeated delivery changes nothing");
 
@@ -299,7 +301,7 @@ async fn a_repeated_delivery_changes_nothing_and_a_rebuild_makes_the_sitemap_aga
         app.state.store.execute_write(Container::Feed, partition, delete).await.unwrap();
     }
     assert_eq!(get(&app, "/sitemap.xml", &[]).await.status, StatusCode::NOT_FOUND);
-    blog::testing::changefeed::processor::rebuild_copies(&app.state).await.unwrap();
+    blog::testing::changefeed::processor::rebuild_copies(&app.state, &mut |_| {}).await.unwrap();
     let strip = |items: Vec<Value>| -> BTreeSet<String> {
         items
             .into_iter()
