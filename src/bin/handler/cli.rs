@@ -52,7 +52,7 @@ pub(crate) enum Command {
 /// The commands other than serving; `handler --help` lists them after `serve`, as one list.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum Maintenance {
-    /// Rebuild every short copy in users, feed and tags from the change feeds' beginning
+    /// Rebuild the copies in users, feed and tags, and the search index, from the change feeds
     #[command(after_help = "\
 Delivers the whole users change feed to UsersChangeFeed (every renamed user's name carried onto
 their items again, every user's current name reserved), then the whole posts change feed to
