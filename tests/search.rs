@@ -9,6 +9,7 @@ mod common;
 use common::TestApp;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The ids of a search's results, in order.
 fn found(page: &Value) -> Vec<String> {
@@ -245,4 +246,109 @@ async fn query_syntax_of_the_store_is_searched_as_words() {
             assert_eq!(found(&answer.body), Vec::<String>::new(), "{q}");
         }
     }
+}
+
+/// A thousand hostile queries against the handler binary, as `main` starts it: each is
+/// answered 200 or 400 (a query too long for the request line before it reaches the handler:
+/// 414 or 431), never a 5xx, and the handler serves on.
+#[tokio::test]
+async fn hostile_queries_are_answered_or_refused_by_the_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut handler = common::binary::Handler::start(dir.path(), &[]);
+    let client = reqwest::Client::new();
+    let writer = "hostile-writer";
+    let body = json!({"username": writer});
+    let user = client.post(format!("{}/api/users", handler.base)).header("x-dev-user", writer);
+    assert_eq!(user.json(&body).send().await.unwrap().status(), StatusCode::CREATED);
+    let post = json!({"userId": writer, "title": "Kites and storms", "content": "Kites fly."});
+    let created = client.post(format!("{}/api/posts", handler.base)).header("x-dev-user", writer);
+    assert_eq!(created.json(&post).send().await.unwrap().status(), StatusCode::CREATED);
+    let pieces = [
+        "\"",
+        "-",
+        "*",
+        "?",
+        "OR",
+        "SELECT",
+        "c.id",
+        "=",
+        "'",
+        "\\",
+        "(",
+        ")",
+        ":",
+        "%",
+        "kite",
+        "kites",
+        "storm",
+        "the",
+        "und",
+        "и",
+        "\u{202E}",
+        "\u{FEFF}",
+        "\u{200B}",
+        "Ω",
+        "ﬁ",
+        "２０２４",
+        "Сosmos",
+        "é",
+        "e\u{301}",
+        "🪁",
+        "\u{1}",
+        "\u{7F}",
+        "--",
+        "/*",
+        "*/",
+        "ARRAY_CONTAINS(",
+    ];
+    let long_word = "a".repeat(300);
+    let long_cyrillic = "я".repeat(100);
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for n in 0..1000 {
+        let words = 1 + next() % 40;
+        let mut q = String::new();
+        for _ in 0..words {
+            let piece = match next() % 50 {
+                0 => long_word.as_str(),
+                1 => long_cyrillic.as_str(),
+                pick => pieces[pick as usize % pieces.len()],
+            };
+            q.push_str(piece);
+            if next() % 3 != 0 {
+                q.push(' ');
+            }
+        }
+        let answer = client.get(format!("{}{}", handler.base, search(&q))).send().await.unwrap();
+        let status = answer.status();
+        let text = answer.text().await.unwrap();
+        assert!(
+            status == StatusCode::OK || status == StatusCode::BAD_REQUEST,
+            "query {n} {q:?}: {status} {text}"
+        );
+        if status == StatusCode::BAD_REQUEST {
+            assert!(text.contains("\"detail\""), "query {n}: a problem with a detail: {text}");
+        }
+    }
+    // A query of a megabyte: no client library builds such an address, so it goes on the wire.
+    let megabyte = search(&"kite ".repeat(200_000));
+    let mut stream = tokio::net::TcpStream::connect(handler.address()).await.unwrap();
+    let head = format!("GET {megabyte} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    // The server may answer and close before it has read it all: a failed write is fine.
+    let _ = stream.write_all(head.as_bytes()).await;
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer).await;
+    let status_line = String::from_utf8_lossy(&answer).lines().next().unwrap_or("").to_owned();
+    assert!(
+        ["414", "431", "400"].iter().any(|status| status_line.contains(status)),
+        "a megabyte's query: {status_line:?}"
+    );
+    assert!(handler.is_alive(), "the handler serves on");
+    let after = client.get(format!("{}{}", handler.base, search("kites"))).send().await.unwrap();
+    assert_eq!(after.status(), StatusCode::OK);
 }

@@ -295,8 +295,9 @@ fn inline(
     if head.postings.len() <= INLINE_POSTINGS {
         return Ok(vec![write(&head, Some(found.etag), HEAD_ID)?]);
     }
-    // Past the inline bound: every posting into its chunk, in the same batch (a word's first
-    // chunks, so none exists yet).
+    // Past the inline bound: every posting into its chunk, in the same batch. Upserted: a
+    // chunk left by postings whose record was lost is garbage, and every write of the word's
+    // items is conditional on its head, so nothing else writes them meanwhile.
     let mut chunks: Vec<Chunk> = Vec::new();
     for entry in std::mem::take(&mut head.postings) {
         let id = chunk_id(entry.1, &entry.0);
@@ -312,7 +313,7 @@ fn inline(
     head.spilled = true;
     let mut operations = vec![write(&head, Some(found.etag), HEAD_ID)?];
     for chunk in &chunks {
-        operations.push(WriteOp::Create { document: document(chunk)? });
+        operations.push(WriteOp::Upsert { document: document(chunk)?, if_match: None });
     }
     Ok(operations)
 }

@@ -250,7 +250,7 @@ pub(crate) async fn search(
             score: scored.score,
         });
     }
-    let continuation_token = match (&last, more || items.len() == limit) {
+    let continuation_token = match (&last, more) {
         (Some(last), true) => {
             let cursor = Cursor {
                 posts,
@@ -439,7 +439,7 @@ fn phrases_hold(query: &Query, text: &str) -> bool {
 /// The author whose name is `text` (compared as usernames are), if any: one point read.
 async fn authors_named(state: &AppState, text: &str) -> AppResult<Vec<AuthorFound>> {
     let name = crate::model::usernames::normalize_username(text.trim());
-    if name.is_empty() || crate::model::validate_id(&name).is_err() {
+    if name.is_empty() {
         return Ok(Vec::new());
     }
     let Some(reservation) = crate::app::usernames::reservation_of(&state.store, &name).await?
