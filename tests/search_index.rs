@@ -213,3 +213,50 @@ async fn a_repeated_delivery_changes_nothing() {
     let after = (item(&app, DOCS, &id).await.unwrap(), item(&app, "kite", "head").await.unwrap());
     assert_eq!(before, after);
 }
+
+/// A change interrupted after its record was written (`pending`, the postings before kept as
+/// `wordsBefore`) and before its words were mended: the next delivery of the post finishes it.
+#[tokio::test]
+async fn an_interrupted_change_is_finished_by_the_next_delivery() {
+    use common::host::{self, Attempt};
+    // No local processors: this test plays the host.
+    let app = TestApp::start_as_host().await;
+    let alice = app.user("alice").await;
+    let id = post(&app, json!({"userId": alice, "title": "Kites", "content": "Wind."})).await;
+    let deliver = |version: Value| {
+        let body = host::cosmos_invocation("PostsChangeFeed", &[version], Attempt::Retry(0));
+        let app = &app;
+        async move {
+            let answer = host::invoke(app, "PostsChangeFeed", &body).await;
+            assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+        }
+    };
+    let first = app.state.store.read::<Value>(Container::Posts, &id, &id).await.unwrap().unwrap();
+    deliver(first).await;
+    indexed(&app, &id, true).await;
+    let record = item(&app, DOCS, &id).await.unwrap();
+
+    let edit = json!({"title": "Kites", "content": "Rain."});
+    assert_eq!(app.put(&format!("/api/posts/{id}"), edit).await.status, StatusCode::OK);
+    let edited = app.state.store.read::<Value>(Container::Posts, &id, &id).await.unwrap().unwrap();
+    // What the first step of the edit's change leaves: the record pending, its words before
+    // kept, its source the edit's; no word mended yet.
+    let mut pending = record.clone();
+    pending.as_object_mut().unwrap().retain(|name, _| !name.starts_with('_'));
+    pending["pending"] = json!(true);
+    pending["wordsBefore"] = record["words"].clone();
+    pending["words"] = json!([{"k": "kite", "i": 800, "f": 1}, {"k": "rain", "i": 500, "f": 4}]);
+    pending["hash"] = json!("");
+    pending["source"] = json!({"sourceTs": edited["_ts"], "sourceEtag": edited["_etag"]});
+    app.state.store.upsert(Container::Words, DOCS, &pending).await.unwrap();
+    assert!(item(&app, "rain", "head").await.is_none());
+
+    deliver(edited).await;
+    indexed(&app, &id, true).await;
+    assert!(item(&app, "wind", "head").await.is_none(), "the word edited out is taken out");
+    assert_eq!(posts_under(&app, "rain").await, std::slice::from_ref(&id));
+    assert_eq!(posts_under(&app, "kite").await, std::slice::from_ref(&id));
+    let finished = item(&app, DOCS, &id).await.unwrap();
+    assert!(finished.get("wordsBefore").is_none(), "{finished}");
+    assert_eq!(item(&app, DOCS, "stats").await.unwrap()["posts"], 1);
+}
