@@ -132,6 +132,23 @@ pub(crate) async fn shows_the_same(data: &Path, extra: &[(&str, &str)], shown: &
         assert_eq!(status, 200, "{run}: {url}");
         assert!(found == *bytes, "{run}: {url} has other bytes after the import");
     }
+    // The search index is not exported: the import made it again from the posts.
+    let found: Value = reqwest::get(format!("{}/api/search?q=post&limit=25", blog.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut ids: Vec<&str> = found["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["post"]["id"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    let mut expected: Vec<&str> = posts.iter().map(String::as_str).collect();
+    expected.sort_unstable();
+    assert_eq!(ids, expected, "{run}: every post is found by search after the import: {found}");
     // The names came with the users: a new user cannot take one.
     let taken = reqwest::Client::new()
         .post(format!("{}/api/users", blog.base))
