@@ -260,3 +260,16 @@ async fn an_interrupted_change_is_finished_by_the_next_delivery() {
     assert!(finished.get("wordsBefore").is_none(), "{finished}");
     assert_eq!(item(&app, DOCS, "stats").await.unwrap()["posts"], 1);
 }
+
+/// A post whose words are all stop words has nothing to index: no record, and a comment on it
+/// writes nothing either.
+#[tokio::test]
+async fn a_post_of_stop_words_alone_has_no_record() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    let id = post(&app, json!({"userId": alice, "title": "The", "content": "And so it is."})).await;
+    let marker = post(&app, json!({"userId": alice, "title": "Kites", "content": "Wind."})).await;
+    indexed(&app, &marker, true).await;
+    assert!(item(&app, DOCS, &id).await.is_none());
+    assert_eq!(item(&app, DOCS, "stats").await.unwrap()["posts"], 1);
+}

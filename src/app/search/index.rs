@@ -170,6 +170,10 @@ async fn change(
         },
     };
     let new_indexed = record.indexed();
+    // A post with no word to index (its words all stop words) has no record: nothing to write.
+    if doc.is_none() && !new_indexed {
+        return Ok(());
+    }
     let new_body = if new_indexed { record.body_words } else { 0 };
     // Step 1: the record, pending, and the statistics, in one batch.
     let mut counts = stats.as_ref().map_or_else(Stats::new, |found| found.item.clone());
