@@ -15,6 +15,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 const DOCS: &str = "§docs";
+const STATS: &str = "§stats";
 
 /// An item of `words`, as stored (its `_etag` with it).
 async fn item(app: &TestApp, partition: &str, id: &str) -> Option<Value> {
@@ -81,7 +82,7 @@ async fn a_published_post_is_indexed_under_its_words_with_their_fields() {
     assert_eq!(entry[2], 1 | 4, "in the title and the body: {head}");
     assert_eq!(item(&app, "weather", "head").await.unwrap()["postings"][0][2], 2);
     assert!(item(&app, "the", "head").await.is_none());
-    let stats = item(&app, DOCS, "stats").await.unwrap();
+    let stats = item(&app, DOCS, STATS).await.unwrap();
     assert_eq!((stats["posts"].clone(), stats["bodyWords"].clone()), (json!(1), json!(4)));
 }
 
@@ -111,7 +112,7 @@ async fn a_draft_is_never_indexed_and_goes_out_when_sent_back_to_draft() {
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
     indexed(&app, &id, false).await;
     assert!(item(&app, "kite", "head").await.is_none());
-    assert_eq!(item(&app, DOCS, "stats").await.unwrap()["posts"], 0);
+    assert_eq!(item(&app, DOCS, STATS).await.unwrap()["posts"], 0);
 }
 
 #[tokio::test]
@@ -168,7 +169,7 @@ async fn deleting_a_post_takes_every_posting_out() {
     for word in ["kite", "wind", "rain"] {
         assert!(item(&app, word, "head").await.is_none(), "{word}");
     }
-    assert_eq!(item(&app, DOCS, "stats").await.unwrap()["posts"], 0);
+    assert_eq!(item(&app, DOCS, STATS).await.unwrap()["posts"], 0);
 }
 
 #[tokio::test]
@@ -258,7 +259,7 @@ async fn an_interrupted_change_is_finished_by_the_next_delivery() {
     assert_eq!(posts_under(&app, "kite").await, std::slice::from_ref(&id));
     let finished = item(&app, DOCS, &id).await.unwrap();
     assert!(finished.get("wordsBefore").is_none(), "{finished}");
-    assert_eq!(item(&app, DOCS, "stats").await.unwrap()["posts"], 1);
+    assert_eq!(item(&app, DOCS, STATS).await.unwrap()["posts"], 1);
 }
 
 /// A post whose words are all stop words has nothing to index: no record, and a comment on it
@@ -271,5 +272,5 @@ async fn a_post_of_stop_words_alone_has_no_record() {
     let marker = post(&app, json!({"userId": alice, "title": "Kites", "content": "Wind."})).await;
     indexed(&app, &marker, true).await;
     assert!(item(&app, DOCS, &id).await.is_none());
-    assert_eq!(item(&app, DOCS, "stats").await.unwrap()["posts"], 1);
+    assert_eq!(item(&app, DOCS, STATS).await.unwrap()["posts"], 1);
 }

@@ -22,9 +22,11 @@ use crate::model::SourceVersion;
 /// letters and digits (the same idea as the reservations' `§username-` in `users`).
 pub(crate) const DOCS: &str = "§docs";
 
-/// The id of a word's head item, and of the statistics item in [`DOCS`].
+/// The id of a word's head item.
 pub(crate) const HEAD_ID: &str = "head";
-pub(crate) const STATS_ID: &str = "stats";
+/// The id of the statistics in [`DOCS`], beside the posts' records, whose ids are the posts':
+/// `§` is no id's (`model::validate_id` takes printable ASCII only), so no post can be it.
+pub(crate) const STATS_ID: &str = "§stats";
 
 /// The most postings a head holds itself. A word of more has its postings in chunks, for
 /// good: its head then holds none.
