@@ -109,6 +109,7 @@ from blog_client.models import (
     PreviewLink,
     ProblemDetails,
     RevisionRead,
+    SearchPage,
     User,
     UserBody,
 )
@@ -293,6 +294,18 @@ expect("getPost", "userUsername", post.user_username, f"Writer {run}")
 # The lists of copies, made by the change feed: each shows the post once its copy is written.
 for operation_id, args in [("listUserPosts", (author_id,)), ("listFeed", ()), ("listTagPosts", (tag.lower(),))]:
     listed_once_copied(operation_id, anonymous, post_id, *args)
+
+# Q8: the post found by a word of its title once the change feed has indexed it.
+deadline = time.monotonic() + COPIES_WAIT
+while True:
+    found = call("searchPosts", HTTPStatus.OK, SearchPage, anonymous, q="generated", limit=5)
+    if post_id in [item.post.id for item in found.items]:
+        break
+    if time.monotonic() > deadline:
+        fail(f"searchPosts: the post is not found after {COPIES_WAIT:.0f} s")
+    time.sleep(0.25)
+problem = call("searchPosts", HTTPStatus.BAD_REQUEST, ProblemDetails, anonymous, q="***")
+expect("searchPosts (only punctuation)", "status", problem.status, 400)
 
 # An error is a problem the client parses: another user's post is not the reader's to delete.
 problem = call("deletePost", HTTPStatus.FORBIDDEN, ProblemDetails, reader, post_id)
