@@ -164,3 +164,8 @@ pub(super) fn checked(
 pub(super) fn lists(body: &Value, id: &str) -> bool {
     body["items"].as_array().is_some_and(|items| items.iter().any(|item| item["id"] == id))
 }
+
+/// Whether a search's page (Q8) finds the post `id`.
+pub(super) fn finds(body: &Value, id: &str) -> bool {
+    body["items"].as_array().is_some_and(|items| items.iter().any(|item| item["post"]["id"] == id))
+}

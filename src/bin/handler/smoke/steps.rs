@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use super::answer::{checked, lists};
+use super::answer::{checked, finds, lists};
 use super::run::{Body, Run};
 use super::{Failure, fail};
 
@@ -81,6 +81,10 @@ pub(super) async fn write_and_read(run: &mut Run<'_>) -> Result<(), Failure> {
     let q7 = format!("/api/tags/{tag}/posts?limit=100");
     let in_tags =
         run.until("Q7", "copied into tags", &q7, written, |body| lists(body, &post_id)).await?;
+    // Q8: the run's id is a word of the title, which no other post has.
+    let q8 = format!("/api/search?q={run_id}");
+    let in_search =
+        run.until("Q8", "indexed for search", &q8, written, |body| finds(body, &post_id)).await?;
     run.expect("page", Method::GET, &format!("/posts/{post_id}"), None, 200).await?;
 
     run.expect("C5", Method::DELETE, &format!("/api/posts/{post_id}/likes/{user_id}"), None, 204)
@@ -104,6 +108,8 @@ pub(super) async fn write_and_read(run: &mut Run<'_>) -> Result<(), Failure> {
     let gone_feed =
         run.until("Q6", "gone from feed", "/api/feed?limit=100", deleted, none_listed).await?;
     let gone_tags = run.until("Q7", "gone from tags", &q7, deleted, none_listed).await?;
+    let gone_search =
+        run.until("Q8", "gone from search", &q8, deleted, |body| !finds(body, &post_id)).await?;
     let published = scheduled_post(run, &user_id, &run_id).await?;
     let _ = writeln!(
         run.out,
@@ -118,6 +124,12 @@ pub(super) async fn write_and_read(run: &mut Run<'_>) -> Result<(), Failure> {
         gone_users.as_secs_f64(),
         gone_feed.as_secs_f64(),
         gone_tags.as_secs_f64()
+    );
+    let _ = writeln!(
+        run.out,
+        "ok: found by search after {:.1} s; not found after {:.1} s once deleted",
+        in_search.as_secs_f64(),
+        gone_search.as_secs_f64()
     );
     Ok(())
 }
