@@ -177,7 +177,7 @@ async fn a_word_of_many_posts_moves_into_chunks_and_keeps_its_count() {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
     let mut ids = Vec::new();
-    for n in 0..34 {
+    for n in 0..140 {
         let content = format!("Kite number {n}.");
         ids.push(
             post(&app, json!({"userId": alice, "title": format!("Post {n}"), "content": content}))
@@ -188,9 +188,12 @@ async fn a_word_of_many_posts_moves_into_chunks_and_keeps_its_count() {
         indexed(&app, id, true).await;
     }
     let head = item(&app, "kite", "head").await.unwrap();
-    assert_eq!(head["df"], 34);
+    assert_eq!(head["df"], 140);
     assert_eq!(head["spilled"], true);
     assert_eq!(head["postings"], json!([]));
+    // One tier, past 128 postings: its first chunk was split (linear hashing).
+    let spread = &head["tiers"].as_object().unwrap().values().next().unwrap().clone();
+    assert!(spread["buckets"].as_u64().unwrap() + spread["split"].as_u64().unwrap() >= 2, "{head}");
     let mut expected = ids.clone();
     expected.sort();
     assert_eq!(posts_under(&app, "kite").await, expected);
@@ -198,7 +201,7 @@ async fn a_word_of_many_posts_moves_into_chunks_and_keeps_its_count() {
     let gone = ids.pop().unwrap();
     app.send(Method::DELETE, &format!("/api/posts/{gone}"), None).await;
     indexed(&app, &gone, false).await;
-    assert_eq!(item(&app, "kite", "head").await.unwrap()["df"], 33);
+    assert_eq!(item(&app, "kite", "head").await.unwrap()["df"], 139);
     ids.sort();
     assert_eq!(posts_under(&app, "kite").await, ids);
 }

@@ -71,7 +71,7 @@ pub(crate) fn doc_words(ids: &[String], keys: &[String]) -> QuerySpec {
     }
     QuerySpec {
         sql: Cow::Owned(format!(
-            "SELECT c.id, c.created, c.language, w.k, w.i FROM c JOIN w IN c.words \
+            "SELECT c.id, c.language, w.k, w.i FROM c JOIN w IN c.words \
              WHERE c.type = @type AND c.id IN ({}) AND ARRAY_CONTAINS(@keys, w.k)",
             names.join(", ")
         )),

@@ -12,6 +12,8 @@
 //! back to draft, or deleted, is taken out. A comment or like changes the post but not its
 //! text: one point read of the record, and its hash says nothing changed.
 
+use std::collections::BTreeMap;
+
 use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -29,6 +31,10 @@ use crate::model::{self, CopyAction, Post, SourceVersion};
 
 /// How often a conditional write that lost a race is tried again, with fresh reads.
 const ATTEMPTS: usize = 10;
+
+/// How often a word's mending is tried again after another post's change of the word came
+/// first. A delivery indexes several posts at once, and common words are in all of them.
+const WORD_ATTEMPTS: u32 = 40;
 
 /// How many posts of a delivery are indexed at once.
 const CONCURRENT_POSTS: usize = 4;
@@ -129,6 +135,9 @@ async fn change(
             let record = &found.item;
             let mut before = record.words_before.clone();
             before.extend(record.words.iter().cloned());
+            // Each posting once: a change redone many times must not grow its record.
+            before.sort_by(|a, b| (&a.key, a.impact, a.fields).cmp(&(&b.key, b.impact, b.fields)));
+            before.dedup();
             let counted = record.indexed() && !record.pending_removal();
             (before, counted, if counted { record.body_words } else { 0 })
         }
@@ -146,7 +155,6 @@ async fn change(
                 source,
                 rules: INDEX_RULES,
                 hash: hash(post),
-                created: post.creation_date.clone(),
                 language,
                 body_words: lengths.body,
                 words,
@@ -161,7 +169,6 @@ async fn change(
             source,
             rules: INDEX_RULES,
             hash: String::new(),
-            created: String::new(),
             language: Language::English,
             body_words: 0,
             words: Vec::new(),
@@ -190,7 +197,9 @@ async fn change(
         .await
         .map_err(StoreError::of_failed_operation)?;
     // Step 2: each word whose posting changed.
-    let changes = word_changes(&before, &record.words);
+    // A pending record's words may not all be written: each is written again.
+    let redo = doc.as_ref().is_some_and(|found| found.item.pending);
+    let changes = word_changes(&before, &record.words, redo);
     let mended: Vec<_> = changes
         .iter()
         .map(|(key, old, new)| mend_word(state, key, post_id, old, new.clone()))
@@ -226,7 +235,11 @@ impl Doc {
 
 /// Each key whose posting changes: the impacts it may have had (where it may lie), and what it
 /// becomes (`None`: taken out).
-fn word_changes(before: &[Posting], after: &[Posting]) -> Vec<(String, Vec<u16>, Option<Entry>)> {
+fn word_changes(
+    before: &[Posting],
+    after: &[Posting],
+    redo: bool,
+) -> Vec<(String, Vec<u16>, Option<Entry>)> {
     let mut keys: Vec<&str> =
         before.iter().chain(after).map(|posting| posting.key.as_str()).collect();
     keys.sort_unstable();
@@ -238,6 +251,7 @@ fn word_changes(before: &[Posting], after: &[Posting]) -> Vec<(String, Vec<u16>,
             // Unchanged, and never half-written: nothing to do.
             if let ([only], Some(new)) = (old.as_slice(), new)
                 && *only == new
+                && !redo
             {
                 return None;
             }
@@ -258,8 +272,10 @@ async fn mend_word(
     new: Option<Entry>,
 ) -> AppResult<()> {
     let new = new.map(|Entry(_, impact, fields)| Entry(post_id.to_owned(), impact, fields));
-    for _ in 0..ATTEMPTS {
+    for attempt in 0..WORD_ATTEMPTS {
         let head = read::<Head>(state, key, HEAD_ID).await?;
+        // A split of a crowded tier is a batch of its own; the posting's change comes after.
+        let mut split_first = false;
         let operations = match head {
             None if new.is_none() => return Ok(()),
             None => {
@@ -269,13 +285,26 @@ async fn mend_word(
                 vec![write(&head, None, HEAD_ID)?]
             }
             Some(found) if !found.item.spilled => inline(key, found, post_id, new.clone())?,
-            Some(found) => spilled(state, key, found, post_id, old, new.clone()).await?,
+            Some(found) => {
+                let crowded = new.as_ref().map(|entry| tier(entry.1));
+                match crowded.filter(|tier| found.item.spread(*tier).crowded()) {
+                    Some(tier) => {
+                        split_first = true;
+                        split(state, key, found.item, found.etag, tier).await?
+                    }
+                    None => spilled(state, key, found, post_id, old, new.clone()).await?,
+                }
+            }
         };
         let written = state.store.execute_batch(Container::Words, key, operations).await;
         match written.map_err(StoreError::of_failed_operation) {
+            Ok(()) if split_first => {}
             Ok(()) => return Ok(()),
-            // Another post's change of the word came first: read again, and redo.
-            Err(StoreError::PreconditionFailed | StoreError::Conflict | StoreError::NotFound) => {}
+            // Another post's change of the word came first: read again, and redo, after a
+            // pause that differs from post to post so that the next tries do not meet again.
+            Err(StoreError::PreconditionFailed | StoreError::Conflict | StoreError::NotFound) => {
+                tokio::time::sleep(backoff(post_id, attempt)).await;
+            }
             Err(other) => return Err(other.into()),
         }
     }
@@ -299,31 +328,26 @@ fn inline(
     if head.postings.len() <= INLINE_POSTINGS {
         return Ok(vec![write(&head, Some(found.etag), HEAD_ID)?]);
     }
-    // Past the inline bound: every posting into its chunk, in the same batch. Upserted: a
-    // chunk left by postings whose record was lost is garbage, and every write of the word's
-    // items is conditional on its head, so nothing else writes them meanwhile.
-    let mut chunks: Vec<Chunk> = Vec::new();
+    // Past the inline bound: every posting into its tier's first chunk, in the same batch.
+    // Upserted: a chunk left by postings whose record was lost is garbage, and every write of
+    // the word's items is conditional on its head, so nothing else writes them meanwhile.
+    let mut chunks: BTreeMap<u16, Chunk> = BTreeMap::new();
     for entry in std::mem::take(&mut head.postings) {
-        let id = chunk_id(entry.1, &entry.0);
-        match chunks.iter_mut().find(|chunk| chunk.id == id) {
-            Some(chunk) => chunk.postings.push(entry),
-            None => {
-                let mut chunk = Chunk::new(key, id, tier(entry.1));
-                chunk.postings.push(entry);
-                chunks.push(chunk);
-            }
-        }
+        let tier = tier(entry.1);
+        head.spread_mut(tier).count += 1;
+        let chunk = chunks.entry(tier).or_insert_with(|| Chunk::new(key, chunk_id(tier, 0), tier));
+        chunk.postings.push(entry);
     }
     head.spilled = true;
     let mut operations = vec![write(&head, Some(found.etag), HEAD_ID)?];
-    for chunk in &chunks {
+    for chunk in chunks.values() {
         operations.push(WriteOp::Upsert { document: document(chunk)?, if_match: None });
     }
     Ok(operations)
 }
 
 /// A word whose postings are in chunks: the chunks the posting may be in are read, it is
-/// taken out of them and put in its new one, and the head's count follows.
+/// taken out of them and put in its new one, and the head's counts follow.
 async fn spilled(
     state: &AppState,
     key: &str,
@@ -332,25 +356,31 @@ async fn spilled(
     old: &[u16],
     new: Option<Entry>,
 ) -> AppResult<Vec<WriteOp>> {
-    let mut ids: Vec<String> = old.iter().map(|impact| chunk_id(*impact, post_id)).collect();
-    let new_id = new.as_ref().map(|entry| chunk_id(entry.1, post_id));
-    ids.extend(new_id.clone());
-    ids.sort_unstable();
-    ids.dedup();
-    let (mut was, mut operations) = (false, Vec::new());
-    for id in ids {
+    let mut head = found.item;
+    let place = |head: &Head, tier: u16| chunk_id(tier, head.spread(tier).bucket(post_id));
+    let mut places: Vec<(u16, String)> =
+        old.iter().map(|impact| (tier(*impact), place(&head, tier(*impact)))).collect();
+    let new_place = new.as_ref().map(|entry| (tier(entry.1), place(&head, tier(entry.1))));
+    places.extend(new_place.clone());
+    places.sort_unstable();
+    places.dedup();
+    let mut operations = Vec::new();
+    for (tier, id) in places {
         let chunk = read::<Chunk>(state, key, &id).await?;
         let (mut item, etag) = match chunk {
             Some(found) => (found.item, Some(found.etag)),
-            None => {
-                let tier = new.as_ref().map_or(0, |entry| tier(entry.1));
-                (Chunk::new(key, id.clone(), tier), None)
-            }
+            None => (Chunk::new(key, id.clone(), tier), None),
         };
         let before = item.postings.clone();
-        was |= take_out(&mut item.postings, post_id);
-        if Some(&id) == new_id.as_ref() {
+        if take_out(&mut item.postings, post_id) {
+            head.df = head.df.saturating_sub(1);
+            let spread = head.spread_mut(tier);
+            spread.count = spread.count.saturating_sub(1);
+        }
+        if new_place.as_ref().is_some_and(|(_, place)| *place == id) {
             item.postings.extend(new.clone());
+            head.df += 1;
+            head.spread_mut(tier).count += 1;
         }
         if item.postings == before {
             continue;
@@ -361,14 +391,52 @@ async fn spilled(
             (false, etag) => write(&item, etag, &id)?,
         });
     }
-    let mut head = found.item;
-    head.df = (head.df + u64::from(new.is_some())).saturating_sub(u64::from(was));
     if head.df == 0 {
         operations.push(WriteOp::Delete { id: HEAD_ID.into(), if_match: Some(found.etag) });
     } else {
         operations.push(write(&head, Some(found.etag), HEAD_ID)?);
     }
     Ok(operations)
+}
+
+/// Splits the next chunk of a crowded tier: about half of its postings move to a new chunk,
+/// with the head's spread, in one batch. The posting's own change comes after, read anew.
+async fn split(
+    state: &AppState,
+    key: &str,
+    mut head: Head,
+    etag: String,
+    tier: u16,
+) -> AppResult<Vec<WriteOp>> {
+    let spread = head.spread_mut(tier);
+    let (from, to) = spread.split_next();
+    let spread = *spread;
+    let (from_id, to_id) = (chunk_id(tier, from), chunk_id(tier, to));
+    let chunk = read::<Chunk>(state, key, &from_id).await?;
+    let mut operations = vec![write(&head, Some(etag), HEAD_ID)?];
+    if let Some(found) = chunk {
+        let (stay, moved): (Vec<Entry>, Vec<Entry>) =
+            found.item.postings.iter().cloned().partition(|entry| spread.bucket(&entry.0) == from);
+        let mut kept = found.item.clone();
+        kept.postings = stay;
+        operations.push(if kept.postings.is_empty() {
+            WriteOp::Delete { id: from_id, if_match: Some(found.etag) }
+        } else {
+            write(&kept, Some(found.etag), &kept.id)?
+        });
+        if !moved.is_empty() {
+            let mut new_chunk = Chunk::new(key, to_id, tier);
+            new_chunk.postings = moved;
+            operations.push(WriteOp::Upsert { document: document(&new_chunk)?, if_match: None });
+        }
+    }
+    Ok(operations)
+}
+
+/// A pause of up to a few milliseconds, longer with each attempt, spread by the post's id.
+fn backoff(post_id: &str, attempt: u32) -> std::time::Duration {
+    let spread = post_id.bytes().fold(attempt, |sum, byte| sum.wrapping_mul(31) ^ u32::from(byte));
+    std::time::Duration::from_micros(u64::from(attempt.min(8) * 500 + spread % 1000))
 }
 
 /// A point read of the index, with its etag.

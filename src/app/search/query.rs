@@ -14,7 +14,7 @@
 //! Paging is stable while posts are written: the token keeps the statistics page 1 scored with
 //! and the last result's place, and the next page starts strictly after it.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -24,7 +24,9 @@ use crate::app::lists::{unwrap_token, wrap_token};
 use crate::app::{AppError, AppResult, AppState, BadInput};
 use crate::cosmos::{Container, PageRequest, queries};
 use crate::model::markdown::to_plain_text;
-use crate::model::search::index::{Chunk, DOCS, HEAD_ID, Head, STATS_ID, Stats, tier_ceiling};
+use crate::model::search::index::{
+    Chunk, DOCS, Entry, HEAD_ID, Head, STATS_ID, Stats, tier_ceiling,
+};
 use crate::model::search::{Language, Query, Segment, Term, idf, parse, snippet, surface};
 use crate::model::{self, Post};
 
@@ -32,8 +34,9 @@ use crate::model::{self, Post};
 /// best few thousand of its postings.
 const MAX_ROUNDS: usize = 4;
 
-/// How many chunks of a word one round reads: a tier's.
-const CHUNKS_A_ROUND: u32 = 16;
+/// How many chunks of a word one round reads: about 256 postings, whatever the number of posts
+/// (a chunk holds about `CHUNK_POSTINGS`).
+const CHUNKS_A_ROUND: u32 = 2;
 
 /// The results a page shows unless asked for fewer.
 pub(crate) const DEFAULT_RESULTS: u32 = 10;
@@ -93,24 +96,21 @@ struct Cursor {
     posts: u64,
     df: Vec<u64>,
     score: f64,
-    created: String,
     id: String,
 }
 
-/// A candidate scored.
+/// A candidate scored, with its language when its record was read.
 #[derive(Clone, Debug)]
 struct Scored {
     score: f64,
-    created: String,
     id: String,
-    language: Language,
+    language: Option<Language>,
 }
 
 /// A row of the candidates' query: a post's posting under one of the query's keys.
 #[derive(Deserialize)]
 struct DocWord {
     id: String,
-    created: String,
     language: Language,
     k: String,
     i: u16,
@@ -181,6 +181,9 @@ pub(crate) async fn search(
             Some(Source::new(key.clone(), head))
         })
         .collect();
+    // One word, nothing excluded: a posting's impact is the score, and no record is read.
+    let direct = query.required.len() == 1 && query.excluded.is_empty();
+    let mut direct_scores: HashMap<String, f64> = HashMap::new();
     let mut seen = HashSet::new();
     let mut results: Vec<Scored> = Vec::new();
     let mut complete = false;
@@ -191,11 +194,21 @@ pub(crate) async fn search(
     for _ in 0..MAX_ROUNDS {
         let mut candidates = Vec::new();
         for source in sources.iter_mut().filter(|source| !source.done) {
-            for id in source.next(state).await? {
-                if seen.insert(id.clone()) {
+            for Entry(id, impact, _) in source.next(state).await? {
+                if direct {
+                    let score = rarest_idf * f64::from(impact) / 1000.0;
+                    let best = direct_scores.entry(id).or_insert(score);
+                    *best = best.max(score);
+                } else if seen.insert(id.clone()) {
                     candidates.push(id);
                 }
             }
+        }
+        if direct {
+            results = direct_scores
+                .iter()
+                .map(|(id, score)| Scored { score: *score, id: id.clone(), language: None })
+                .collect();
         }
         for group in candidates.chunks(queries::MAX_DOC_IDS) {
             results.extend(score(state, &query, &keys, group, &term_idf).await?);
@@ -243,7 +256,8 @@ pub(crate) async fn search(
         if !phrases_hold(&query, &whole) {
             continue;
         }
-        let segments = snippet(&plain, scored.language, &marked, SNIPPET_BYTES);
+        let language = scored.language.unwrap_or_else(|| Language::detect(&whole));
+        let segments = snippet(&plain, language, &marked, SNIPPET_BYTES);
         items.push(Found {
             post: model::short_post(&post),
             snippet: segments.into_iter().map(SnippetPart::from).collect(),
@@ -252,13 +266,7 @@ pub(crate) async fn search(
     }
     let continuation_token = match (&last, more) {
         (Some(last), true) => {
-            let cursor = Cursor {
-                posts,
-                df: df.clone(),
-                score: last.score,
-                created: last.created.clone(),
-                id: last.id.clone(),
-            };
+            let cursor = Cursor { posts, df: df.clone(), score: last.score, id: last.id.clone() };
             let inner = serde_json::to_string(&cursor).expect("a cursor serializes");
             wrap_token(&state.tokens, Some(inner), "search", &list_key)
         }
@@ -310,22 +318,14 @@ fn query_key(query: &Query) -> String {
     hash.finalize().iter().take(16).map(|byte| format!("{byte:02x}")).collect()
 }
 
-/// Results best first: score, then the newer post, then the id.
+/// Results best first: score, then the post's id, so that equal scores keep one order.
 fn order(a: &Scored, b: &Scored) -> std::cmp::Ordering {
-    b.score
-        .total_cmp(&a.score)
-        .then_with(|| b.created.cmp(&a.created))
-        .then_with(|| a.id.cmp(&b.id))
+    b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id))
 }
 
 /// Whether `scored` comes strictly after the cursor's place.
 fn ranks_after(scored: &Scored, cursor: &Cursor) -> bool {
-    let place = Scored {
-        score: cursor.score,
-        created: cursor.created.clone(),
-        id: cursor.id.clone(),
-        language: Language::English,
-    };
+    let place = Scored { score: cursor.score, id: cursor.id.clone(), language: None };
     order(&place, scored) == std::cmp::Ordering::Less
 }
 
@@ -344,11 +344,11 @@ impl Source {
         Source { key, head: Some(head), continuation: None, done: false, ceiling: 1000 }
     }
 
-    async fn next(&mut self, state: &AppState) -> AppResult<Vec<String>> {
+    async fn next(&mut self, state: &AppState) -> AppResult<Vec<Entry>> {
         if let Some(head) = self.head.take().filter(|head| !head.spilled) {
             self.done = true;
             self.ceiling = 0;
-            return Ok(head.postings.into_iter().map(|entry| entry.0).collect());
+            return Ok(head.postings);
         }
         let page = PageRequest { size: CHUNKS_A_ROUND, continuation: self.continuation.take() };
         let chunks = state
@@ -362,7 +362,7 @@ impl Source {
             (false, Some(last)) => tier_ceiling(last.tier),
             (false, None) => 0,
         };
-        Ok(chunks.items.into_iter().flat_map(|chunk| chunk.postings).map(|entry| entry.0).collect())
+        Ok(chunks.items.into_iter().flat_map(|chunk| chunk.postings).collect())
     }
 }
 
@@ -379,7 +379,7 @@ async fn score(
     candidates: &[String],
     term_idf: &impl Fn(&Term) -> f64,
 ) -> AppResult<Vec<Scored>> {
-    let mut words: BTreeMap<String, (String, Language, BTreeMap<String, u16>)> = BTreeMap::new();
+    let mut words: BTreeMap<String, (Language, BTreeMap<String, u16>)> = BTreeMap::new();
     let mut page = PageRequest { size: 1000, continuation: None };
     loop {
         let rows = state
@@ -392,9 +392,8 @@ async fn score(
             )
             .await?;
         for row in rows.items {
-            let entry =
-                words.entry(row.id).or_insert_with(|| (row.created, row.language, BTreeMap::new()));
-            entry.2.insert(row.k, row.i);
+            let entry = words.entry(row.id).or_insert_with(|| (row.language, BTreeMap::new()));
+            entry.1.insert(row.k, row.i);
         }
         match rows.continuation {
             Some(next) => page = PageRequest { size: 1000, continuation: Some(next) },
@@ -406,7 +405,7 @@ async fn score(
     };
     Ok(words
         .into_iter()
-        .filter_map(|(id, (created, language, have))| {
+        .filter_map(|(id, (language, have))| {
             if query.excluded.iter().any(|term| impact(&have, term).is_some()) {
                 return None;
             }
@@ -414,7 +413,7 @@ async fn score(
             for term in &query.required {
                 score += term_idf(term) * f64::from(impact(&have, term)?) / 1000.0;
             }
-            Some(Scored { score, created, id, language })
+            Some(Scored { score, id, language: Some(language) })
         })
         .collect())
 }

@@ -3,8 +3,10 @@
 //! A word's key is a partition. Its `head` says how many published posts have the word (`df`)
 //! and, while at most [`INLINE_POSTINGS`] do, holds their postings itself: most words are rare,
 //! and so one item. Past that the postings move into chunks, by impact tier (an impact's
-//! sixteenth) and by the post id's hash within a tier ([`chunk_id`]). A search reads a common
-//! word's best tiers first and stops when the rest cannot change its page.
+//! sixteenth), and within a tier by the post id's hash ([`Spread`]: linear hashing, so that a
+//! chunk holds about [`CHUNK_POSTINGS`] whatever the number of posts). A search reads a common
+//! word's best tiers first, a few chunks at a time, and stops when the rest cannot change its
+//! page: what it reads does not grow with the number of posts.
 //!
 //! Each post has a record in the partition [`DOCS`]: the postings it has in the index, what its
 //! text hashed to, and the version of the post they are from. It is the index's forward half: an
@@ -32,9 +34,9 @@ pub(crate) const STATS_ID: &str = "§stats";
 /// good: its head then holds none.
 pub(crate) const INLINE_POSTINGS: usize = 32;
 
-/// How many chunks share one tier of a word, by the post id's hash: a tier of 100,000 posts
-/// is 16 items of about 250 KB, within Cosmos DB's 2 MB.
-pub(crate) const BUCKETS: u8 = 16;
+/// About how many postings a chunk holds: a tier holding more on average has a chunk split
+/// ([`Spread`]). 128 postings are about 6 KB, a point read or write of a few RU.
+pub(crate) const CHUNK_POSTINGS: u64 = 128;
 
 /// The rules the index is made by: a record made by other rules is made again (as the copies'
 /// `made_otherwise`), so `handler rebuild-copies` brings the index up to them.
@@ -56,9 +58,67 @@ pub(crate) struct Head {
     pub spilled: bool,
     #[serde(default)]
     pub postings: Vec<Entry>,
+    /// Once spilled: how each tier's postings are spread over its chunks, by the tier (as a
+    /// string: a JSON object's keys are, and items are read through `serde_json::Value`, which
+    /// reads no number from a key).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub tiers: std::collections::BTreeMap<String, Spread>,
+}
+
+/// How a tier's postings are spread over its chunks, by linear hashing (Litwin, 1980): bucket
+/// `hash mod buckets`, or `hash mod 2·buckets` below `split`. Each split moves about half of
+/// one chunk into a new one, in one batch, so no write ever moves a whole tier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Spread {
+    pub buckets: u32,
+    pub split: u32,
+    /// The postings in the tier.
+    pub count: u64,
+}
+
+impl Default for Spread {
+    fn default() -> Spread {
+        Spread { buckets: 1, split: 0, count: 0 }
+    }
+}
+
+impl Spread {
+    /// The bucket `post_id`'s posting is in.
+    pub(crate) fn bucket(&self, post_id: &str) -> u32 {
+        let digest = Sha256::digest(post_id.as_bytes());
+        let hash = u32::from_le_bytes([digest[0], digest[1], digest[2], digest[3]]);
+        let bucket = hash % self.buckets;
+        if bucket < self.split { hash % (2 * self.buckets) } else { bucket }
+    }
+
+    /// Whether the tier's chunks hold more than [`CHUNK_POSTINGS`] each on average.
+    pub(crate) fn crowded(&self) -> bool {
+        self.count > CHUNK_POSTINGS * u64::from(self.buckets + self.split)
+    }
+
+    /// Splits the next bucket: answers it and the bucket its moved postings go to.
+    pub(crate) fn split_next(&mut self) -> (u32, u32) {
+        let (from, to) = (self.split, self.split + self.buckets);
+        self.split += 1;
+        if self.split == self.buckets {
+            self.buckets *= 2;
+            self.split = 0;
+        }
+        (from, to)
+    }
 }
 
 impl Head {
+    /// How `tier` is spread (the first chunk alone, for a tier it has not used yet).
+    pub(crate) fn spread(&self, tier: u16) -> Spread {
+        self.tiers.get(&tier.to_string()).copied().unwrap_or_default()
+    }
+
+    /// `tier`'s spread, to change.
+    pub(crate) fn spread_mut(&mut self, tier: u16) -> &mut Spread {
+        self.tiers.entry(tier.to_string()).or_default()
+    }
+
     pub(crate) fn new(word: &str) -> Head {
         Head {
             id: HEAD_ID.into(),
@@ -67,6 +127,7 @@ impl Head {
             df: 0,
             spilled: false,
             postings: Vec::new(),
+            tiers: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -100,8 +161,6 @@ pub(crate) struct Doc {
     pub source: SourceVersion,
     pub rules: u32,
     pub hash: String,
-    /// The post's `creationDate`: a search's ties go to the newer post.
-    pub created: String,
     pub language: Language,
     pub body_words: u32,
     pub words: Vec<Posting>,
@@ -152,11 +211,10 @@ pub(crate) fn tier_ceiling(tier: u16) -> u16 {
     (tier * 16 + 15).min(1000)
 }
 
-/// The chunk a post's posting of `impact` is in: `t<tier>-<bucket>`, the tier written with
-/// two digits so that ids sort as tiers do.
-pub(crate) fn chunk_id(impact: u16, post_id: &str) -> String {
-    let bucket = Sha256::digest(post_id.as_bytes())[0] % BUCKETS;
-    format!("t{:02}-{bucket:x}", tier(impact))
+/// A chunk's id: `t<tier>-<bucket>`, the tier written with two digits so that ids sort as
+/// tiers do.
+pub(crate) fn chunk_id(tier: u16, bucket: u32) -> String {
+    format!("t{tier:02}-{bucket:x}")
 }
 
 /// What a post's text hashes to, with the rules: a record of the same hash needs no change.
@@ -175,4 +233,39 @@ pub(crate) fn take_out(postings: &mut Vec<Entry>, post_id: &str) -> bool {
     let before = postings.len();
     postings.retain(|entry| entry.0 != post_id);
     postings.len() != before
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every split keeps each posting findable: a posting is in the bucket `bucket` says,
+    /// before and after, and the buckets grow one at a time.
+    #[test]
+    fn a_spread_finds_every_posting_through_its_splits() {
+        let posts: Vec<String> = (0..2000).map(|n| format!("post-{n}")).collect();
+        let mut spread = Spread::default();
+        let mut buckets: std::collections::BTreeMap<u32, Vec<&str>> = Default::default();
+        for post in &posts {
+            spread.count += 1;
+            buckets.entry(spread.bucket(post)).or_default().push(post);
+            while spread.crowded() {
+                let (from, to) = spread.split_next();
+                let moving = buckets.remove(&from).unwrap_or_default();
+                for moved in moving {
+                    let now = spread.bucket(moved);
+                    assert!(now == from || now == to, "{moved} went to {now}");
+                    buckets.entry(now).or_default().push(moved);
+                }
+            }
+        }
+        for (bucket, held) in &buckets {
+            for post in held {
+                assert_eq!(spread.bucket(post), *bucket);
+            }
+        }
+        let largest = buckets.values().map(Vec::len).max().unwrap_or(0) as u64;
+        assert!(largest <= 3 * CHUNK_POSTINGS, "a chunk of {largest}");
+        assert_eq!(u64::from(spread.buckets + spread.split), buckets.len() as u64);
+    }
 }
