@@ -1,5 +1,6 @@
 //! Posts as every list shows them, in short: the excerpts of the front page, a user's page and a
-//! tag's page, with the rows of tag links and the times and counts the post page shows too.
+//! tag's page, and a search's results with their snippets. With them, the rows of tag links and
+//! the times and counts the post page shows too.
 
 use maud::{Markup, html};
 
