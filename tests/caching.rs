@@ -45,6 +45,9 @@ async fn blog_with_a_post(app: &TestApp) -> (String, String) {
     };
     app.eventually("/api/feed", settled).await;
     app.eventually(&format!("/api/users/{user}/posts"), settled).await;
+    // And in the search index, which the change feed keeps too.
+    app.eventually("/api/search?q=cached", |body| body["items"][0]["post"]["id"] == post.as_str())
+        .await;
     (user, post)
 }
 
@@ -54,6 +57,7 @@ fn anonymous_reads(user: &str, post: &str) -> Vec<String> {
         "/".to_owned(),
         format!("/posts/{post}"),
         format!("/users/{user}"),
+        "/search?q=cached".to_owned(),
         "/feed.atom".to_owned(),
         format!("/users/{user}/feed.atom"),
         "/api/feed".to_owned(),

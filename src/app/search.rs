@@ -10,4 +10,4 @@ mod index;
 mod query;
 
 pub(crate) use index::{index_posts, unindex_post};
-pub(crate) use query::{MAX_RESULTS, SearchPage, search};
+pub(crate) use query::{MAX_RESULTS, SearchPage, SnippetPart, search};

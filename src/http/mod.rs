@@ -160,6 +160,7 @@ http_functions! {
     UserAtomFeed GET "users/{userId}/feed.atom" => pages::atom::user_feed,
     TagPage GET "tags/{tag}" => pages::tags::tag_page,
     TagAtomFeed GET "tags/{tag}/feed.atom" => pages::atom::tag_feed,
+    SearchPage GET "search" => pages::search::search_page,
 }
 
 impl HttpFunction {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Lighthouse's four scores (performance, accessibility, best practices, SEO) for the front page,
-# a post and a tag's page, on a phone (Lighthouse's default, mobile emulation and throttling) and
+# a post, a tag's page and a search that finds the ten posts, on a phone (Lighthouse's default, mobile emulation and throttling) and
 # a desktop (`--preset=desktop`), against the handler as `cargo run` starts it, seeded through the
 # API: ten posts, each with a photo of its own (the lists show each small beside its excerpt),
 # the last with a comment. With each score, the page's weight as Lighthouse loaded it
@@ -52,7 +52,8 @@ api -X POST "$base/api/posts/$post/comments" -d '{"userId":"ada","content":"A *c
 curl -fs "$base/posts/$post" | grep -q '<img src="/pictures/' || { echo "the post measured shows no picture" >&2; exit 1; }
 # The change feed copies the posts into the feed and under their tag, with their pictures.
 thumbs() { curl -fs "$base$1" | grep -o 'class="thumb"' | wc -l; }
-for _ in $(seq 200); do [ "$(thumbs /tags/engines)" = 10 ] && [ "$(thumbs /)" = 10 ] && break; sleep 0.1; done
+# The search index too: a search for "loom" finds the ten posts.
+for _ in $(seq 200); do [ "$(thumbs /tags/engines)" = 10 ] && [ "$(thumbs /)" = 10 ] && [ "$(thumbs '/search?q=loom')" = 10 ] && break; sleep 0.1; done
 [ "$(thumbs /)" = 10 ] || { echo "the front page shows $(thumbs /) thumbnails, not 10" >&2; exit 1; }
 # Every thumbnail the front page names, at each density its markup offers (`src`, then each
 # `srcset` entry): their bytes, as served.
@@ -75,10 +76,10 @@ PY
 if [ -n "${SCREENSHOT:-}" ]; then
   chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1280,2200 --virtual-time-budget=10000 --screenshot="$SCREENSHOT" "$base/" 2>/dev/null
 fi
-for page in / "/posts/$post" /tags/engines; do
+for page in / "/posts/$post" /tags/engines "/search?q=loom"; do
   for preset in mobile desktop; do
     flags=(); [ "$preset" = desktop ] && flags=(--preset=desktop)
-    case "$page" in /) label="front page" ;; /tags/*) label="a tag" ;; *) label="a post" ;; esac
+    case "$page" in /) label="front page" ;; /tags/*) label="a tag" ;; /search*) label="a search" ;; *) label="a post" ;; esac
     CHROME_PATH=${CHROME_PATH:-/usr/bin/chromium} "$here/node_modules/.bin/lighthouse" "$base$page" "${flags[@]}" --quiet \
       --chrome-flags="--headless --no-sandbox --disable-gpu" --only-categories=performance,accessibility,best-practices,seo \
       --output=json --output-path="$work/report.json"

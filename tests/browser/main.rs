@@ -155,17 +155,20 @@ async fn a_post_is_written_with_the_keyboard_alone() {
     let browser = Browser::start().await;
     sign_up(&browser, &app, "kim", "Kim").await;
     browser.open(&format!("{}/write", app.base)).await;
-    // Tab through the page until the title field has the focus (skip link, site links first).
-    let mut tabs = 0;
+    // Tab through the page until the title field has the focus: the skip link, the blog's
+    // name, the header's search box and its button, and the site links come first.
+    let mut passed = Vec::new();
     loop {
         browser.press(TAB).await;
-        tabs += 1;
         let focused = browser.focused().await;
-        if browser.attribute(&focused, "id").await.as_deref() == Some("post-title") {
+        let id = browser.attribute(&focused, "id").await;
+        if id.as_deref() == Some("post-title") {
             break;
         }
-        assert!(tabs < 20, "the title field is reachable with Tab");
+        passed.push(id.unwrap_or_default());
+        assert!(passed.len() < 20, "the title field is reachable with Tab: {passed:?}");
     }
+    assert!(passed.iter().any(|id| id == "site-search"), "Tab passes the search box: {passed:?}");
     browser.press("Typed, not clicked").await;
     browser.press(TAB).await;
     browser.press("Every key pressed.").await;
@@ -200,6 +203,36 @@ async fn a_post_is_written_with_the_keyboard_alone() {
         browser.source().await.contains("href=\"/tags/keyboard\""),
         "the typed tags link to their pages"
     );
+}
+
+/// A reader searches from the box in a post's header, by the keyboard alone: the results show
+/// the post with the word marked, and the box keeps what was typed.
+#[tokio::test]
+#[ignore = "needs Chromium: run tests/browser/run.sh"]
+async fn a_reader_searches_from_the_header() {
+    let app = TestApp::start().await;
+    let browser = Browser::start().await;
+    let author = app.user("writer").await;
+    let body = serde_json::json!({"userId": author, "title": "Kites", "content": "Strings snapped in the gale."});
+    let post = app.post("/api/posts", body).await.body["id"].as_str().unwrap().to_owned();
+    app.eventually("/api/search?q=gale", |found| found["items"][0]["post"]["id"] == post.as_str())
+        .await;
+    browser.open(&format!("{}/posts/{post}", app.base)).await;
+    // The skip link, the blog's name, then the box.
+    for _ in 0..3 {
+        browser.press(TAB).await;
+    }
+    let focused = browser.focused().await;
+    assert_eq!(browser.attribute(&focused, "id").await.as_deref(), Some("site-search"));
+    browser.press("gale").await;
+    browser.press(ENTER).await;
+    browser.until_gone(&focused).await;
+    assert!(browser.url().await.ends_with("/search?q=gale"), "{}", browser.url().await);
+    assert_eq!(browser.title().await, "Search: gale · Cosmos Blog");
+    assert_eq!(browser.text("ol.posts h2").await, "Kites");
+    assert_eq!(browser.text("ol.posts mark").await, "gale");
+    let shown = browser.find("#site-search").await;
+    assert_eq!(browser.attribute(&shown, "value").await.as_deref(), Some("gale"));
 }
 
 /// A writer adds a picture on the write page (a real file chosen in the file
@@ -455,6 +488,10 @@ async fn axe_finds_no_accessibility_violation_on_any_page() {
     app.eventually("/api/tags/cosmos%20db/posts", |list| list["items"][0].get("picture").is_some())
         .await;
     app.eventually("/api/feed", |feed| feed["items"][0].get("picture").is_some()).await;
+    // A search that finds it, its word marked in the snippet.
+    let search = "/search?q=link";
+    app.eventually("/api/search?q=link", |found| found["items"][0]["post"]["id"] == post.as_str())
+        .await;
     let comments = app.get(&format!("/api/posts/{post}/comments")).await.body;
     let comment = comments["items"][0]["id"].as_str().unwrap().to_owned();
     let tag = "/tags/cosmos%20db";
@@ -464,6 +501,9 @@ async fn axe_finds_no_accessibility_violation_on_any_page() {
         &format!("/posts/{post}"),
         &format!("/users/{author}"),
         tag,
+        search,
+        "/search",
+        "/search?q=%D0%B8+%D0%B2",
         "/signin",
         "/posts/nothing-here",
     ];
@@ -496,6 +536,7 @@ async fn axe_finds_no_accessibility_violation_on_any_page() {
         "/users/reader".to_owned(),
         format!("/users/{author}"),
         tag.to_owned(),
+        search.to_owned(),
         format!("/posts/{post}/comments/{comment}/delete"),
     ];
     for path in &signed_in {
@@ -504,7 +545,7 @@ async fn axe_finds_no_accessibility_violation_on_any_page() {
     }
     // The lists with their thumbnails, on a desktop (the browser's size) and on a phone, light
     // and dark; each thumbnail at the size its markup says, loaded.
-    let lists = ["/".to_owned(), format!("/users/{author}"), tag.to_owned()];
+    let lists = ["/".to_owned(), format!("/users/{author}"), tag.to_owned(), search.to_owned()];
     for path in &lists {
         browser.open(&format!("{}{path}", app.base)).await;
         assert_thumbnail_shown(&browser, path).await;
@@ -516,7 +557,7 @@ async fn axe_finds_no_accessibility_violation_on_any_page() {
         axe_check(&browser, &script, format!("{path}, on a phone")).await;
     }
     browser.prefer_color_scheme("dark").await;
-    for path in ["/".to_owned(), format!("/posts/{post}"), tag.to_owned()] {
+    for path in ["/".to_owned(), format!("/posts/{post}"), tag.to_owned(), search.to_owned()] {
         browser.open(&format!("{}{path}", app.base)).await;
         axe_check(&browser, &script, format!("{path}, dark, on a phone")).await;
     }

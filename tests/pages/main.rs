@@ -23,6 +23,7 @@ mod navigation;
 mod on_azure;
 mod refused_forms;
 mod rendering;
+mod search;
 mod writing;
 
 use on_azure::*;

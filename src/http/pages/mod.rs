@@ -12,6 +12,7 @@
 //!   and edit forms (C2).
 //! - [`users`]: a user (Q1 + Q3), create and rename (C1).
 //! - [`session`]: sign in and out.
+//! - [`search`]: the search page (Q8), whose box is in every page's header.
 //! - [`extractors`]: what the pages take from a request; [`forms`]: the forms.
 
 pub(crate) mod atom;
@@ -21,6 +22,7 @@ pub(crate) mod forms;
 pub(crate) mod multipart;
 pub(crate) mod posts;
 pub(crate) mod revisions;
+pub(crate) mod search;
 pub(crate) mod session;
 mod short_posts;
 pub(crate) mod sitemap;
@@ -218,6 +220,12 @@ pub(crate) fn page_address() -> Option<String> {
     PAGE_REQUEST.try_with(|page| page.address.clone()).ok()
 }
 
+/// What the search page was asked for (its `q`), on the search page alone: the header's box
+/// shows it there, on the error page of a refused query too.
+fn page_search() -> Option<String> {
+    PAGE_REQUEST.try_with(|page| page.search.clone()).ok().flatten()
+}
+
 /// The blog's public address (`http(s)://host[:port]`, see [`PageRequest`]); `None` outside a
 /// page request.
 pub(crate) fn page_origin() -> Option<PublicUrl> {
@@ -336,6 +344,7 @@ pub(crate) fn page_layout(title: &str, viewer: &Viewer, head: Head<'_>, main: Ma
                 header class="site" {
                     div class="bar" {
                         a class="brand" href="/" { "Cosmos Blog" }
+                        (search_box(page_search().as_deref()))
                         nav aria-label="Site" {
                             ul {
                                 @if let (Some(id), Some(name)) = (viewer.id(), viewer.name()) {
@@ -366,6 +375,23 @@ pub(crate) fn page_layout(title: &str, viewer: &Viewer, head: Head<'_>, main: Ma
         }
     }
     .into_string()
+}
+
+/// The search box in every page's header: a plain GET form, so it works without script. Its
+/// label is hidden (the button says what the box is for) but read by screen readers. On the
+/// search page it holds the query, and that page has no form of its own.
+fn search_box(query: Option<&str>) -> Markup {
+    // A control character refused in a query is left out of the box: it cannot be typed there.
+    let shown: Option<String> =
+        query.map(|query| query.chars().filter(|c| !c.is_control()).collect());
+    html! {
+        form class="search" role="search" method="get" action="/search" {
+            label class="visually-hidden" for="site-search" { "Search posts" }
+            input type="search" id="site-search" name="q" maxlength=(search::MAX_QUERY_CHARS)
+                value=[shown.as_deref().map(esc)];
+            button type="submit" { "Search" }
+        }
+    }
 }
 
 /// A link preview's picture (OpenGraph's `og:image` and its size and description), shown large
@@ -431,6 +457,8 @@ pub(crate) struct PageRequest {
     origin: PublicUrl,
     /// The page's canonical address (`origin` + path, no query): every page's `<head>` gives it.
     address: String,
+    /// The search page's `q`, as given (see [`page_search`]).
+    search: Option<String>,
 }
 
 tokio::task_local! {
@@ -452,7 +480,10 @@ impl PageRequest {
         let mut address = String::with_capacity(public_url.as_str().len() + parts.uri.path().len());
         address.push_str(public_url.as_str());
         address.push_str(parts.uri.path());
-        Some(PageRequest { viewer, origin: public_url.clone(), address })
+        let search = (parts.uri.path() == search::PATH)
+            .then(|| search::query_of(parts.uri.query().unwrap_or_default()))
+            .flatten();
+        Some(PageRequest { viewer, origin: public_url.clone(), address, search })
     }
 
     /// Runs `page` with this request current.

@@ -1,5 +1,6 @@
 //! Posts as every list shows them, in short: the excerpts of the front page, a user's page and a
-//! tag's page, with the rows of tag links and the times and counts the post page shows too.
+//! tag's page, and a search's results with their snippets. With them, the rows of tag links and
+//! the times and counts the post page shows too.
 
 use maud::{Markup, html};
 
@@ -13,9 +14,23 @@ use crate::model::{Post, PostStatus, excerpt};
 /// them, author (a link to them, unless the list is theirs), time, the start of the content, and
 /// the counts.
 pub(crate) fn post_list(posts: &[Post], show_author: bool) -> Markup {
+    list_of(posts.iter().map(|post| (post, None)), show_author)
+}
+
+/// Posts found by a search, as [`post_list`] shows posts: each with its snippet (the text
+/// around what matched) in place of the start of its text.
+pub(crate) fn found_list<'a>(found: impl Iterator<Item = (&'a Post, Markup)>) -> Markup {
+    list_of(found.map(|(post, snippet)| (post, Some(snippet))), true)
+}
+
+/// The list of [`post_list`]; a post with a snippet shows it rather than its excerpt.
+fn list_of<'a>(
+    posts: impl Iterator<Item = (&'a Post, Option<Markup>)>,
+    show_author: bool,
+) -> Markup {
     html! {
         ol class="posts" {
-            @for post in posts {
+            @for (post, snippet) in posts {
                 li {
                     article {
                         h2 {
@@ -39,11 +54,15 @@ pub(crate) fn post_list(posts: &[Post], show_author: bool) -> Markup {
                             }
                         }
                         (tag_links(&post.tags))
-                        @let (excerpt, cut) = excerpt(&post.content);
-                        p class="excerpt" dir="auto" { (esc(&excerpt)) }
-                        @if cut {
-                            p class="more" {
-                                a href={ "/posts/" (url_part(&post.id)) } { "Continue reading " bdi { (esc(&post.title)) } }
+                        @if let Some(snippet) = snippet {
+                            p class="excerpt" dir="auto" { (snippet) }
+                        } @else {
+                            @let (excerpt, cut) = excerpt(&post.content);
+                            p class="excerpt" dir="auto" { (esc(&excerpt)) }
+                            @if cut {
+                                p class="more" {
+                                    a href={ "/posts/" (url_part(&post.id)) } { "Continue reading " bdi { (esc(&post.title)) } }
+                                }
                             }
                         }
                         p class="counts" {
