@@ -60,15 +60,26 @@ async fn a_restarted_processor_goes_on_from_its_saved_position() {
         posts.push(app.post_by(&alice, &format!("post {n}")).await);
     }
     app.eventually("/api/feed", |body| ids(body).len() == 5).await;
-    let before = processors.deliveries().of(Function::PostsChangeFeed);
+    // A delivery is counted once it is done, after the copies (the search index comes last).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut before = processors.deliveries().of(Function::PostsChangeFeed);
+    while before.items < 5 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        before = processors.deliveries().of(Function::PostsChangeFeed);
+    }
     assert!(before.items >= 5, "{before:?}");
     processors.stop().await;
 
     let late = app.post_by(&alice, "written while stopped").await;
     let processors = AccountProcessors::start(&app.state);
     app.eventually("/api/feed", |body| ids(body).contains(&late)).await;
-    // The one new post, not the five before it.
-    let after = processors.deliveries().of(Function::PostsChangeFeed);
+    // The one new post, not the five before it (counted once its delivery is done).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut after = processors.deliveries().of(Function::PostsChangeFeed);
+    while after.items < 1 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        after = processors.deliveries().of(Function::PostsChangeFeed);
+    }
     assert_eq!(after.items, 1, "delivered again from the start: {after:?} after {before:?}");
     processors.stop().await;
 }

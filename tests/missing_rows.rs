@@ -375,7 +375,7 @@ async fn a_database_without_tallies_is_upgraded() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     sql(blog.dir.path(), "DELETE FROM items WHERE doc LIKE '%\"a comment\"%'", &[]);
     assert!(refusal(blog.dir.path()).await.contains("1 of 5 items missing"));
 }

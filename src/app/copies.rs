@@ -217,7 +217,7 @@ pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppRe
 pub(crate) async fn remove_post_copies(state: &AppState, post: &Post) -> AppResult<()> {
     // First: the copy in `users` says which tags have copies, and goes below.
     let mut changed = BTreeSet::from([change_log::post(&post.id), change_log::FEED.to_owned()]);
-    super::search::unindex_post(state, post).await?;
+    // The sitemap reads the copy in `users` (the month it may also be listed in) before it goes.
     super::sitemap::remove_post(state, post).await?;
     super::tags::remove_tag_copies(state, post, &mut changed).await?;
     for target in [Target::UserPosts, Target::Feed] {
@@ -236,6 +236,8 @@ pub(crate) async fn remove_post_copies(state: &AppState, post: &Post) -> AppResu
     changed.insert(super::users::mark_user_posts_changed(state, &post.user_id).await?);
     super::feed::mark_feed_changed(state).await?;
     state.feed.invalidate();
+    // The search index after the copies readers see, as for a change.
+    super::search::unindex_post(state, post).await?;
     super::pictures::remove_post_pictures(state, &post.user_id, &post.id).await?;
     match remove_post(state, &post.id, &post.user_id, None).await? {
         PostRemoval::Removed | PostRemoval::NothingLeft | PostRemoval::NotFound => {
