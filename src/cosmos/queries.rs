@@ -56,29 +56,6 @@ pub(crate) fn word_chunks() -> QuerySpec {
     }
 }
 
-/// The most posts one [`doc_words`] asks about: its `IN` list's length.
-pub(crate) const MAX_DOC_IDS: usize = 100;
-
-/// The postings of the posts `ids` under the keys `keys`, from their records in the partition
-/// `§docs` of `words`: one row a post and key it has. `IN` on `id`, which Cosmos DB always
-/// indexes, finds the records; the keys filter their words.
-pub(crate) fn doc_words(ids: &[String], keys: &[String]) -> QuerySpec {
-    let mut parameters =
-        vec![(Cow::Borrowed("@type"), json!("doc")), (Cow::Borrowed("@keys"), json!(keys))];
-    let names: Vec<String> = (0..ids.len().min(MAX_DOC_IDS)).map(|n| format!("@i{n}")).collect();
-    for (name, id) in names.iter().zip(ids) {
-        parameters.push((Cow::Owned(name.clone()), json!(id)));
-    }
-    QuerySpec {
-        sql: Cow::Owned(format!(
-            "SELECT c.id, c.language, w.k, w.i FROM c JOIN w IN c.words \
-             WHERE c.type = @type AND c.id IN ({}) AND ARRAY_CONTAINS(@keys, w.k)",
-            names.join(", ")
-        )),
-        parameters,
-    }
-}
-
 /// Whether a tag's partition of `tags` holds a post: a page of one.
 pub(crate) fn any_tagged_post() -> QuerySpec {
     QuerySpec {
