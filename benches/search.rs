@@ -5,6 +5,8 @@
 //!     cargo bench --bench search                                  # 1,000 and 10,000 posts
 //!     cargo bench --bench search -- --posts 1000,10000,100000     # the sizes to load
 //!     cargo bench --bench search -- --runs 100                    # searches of each query a size
+//!     cargo bench --bench search -- --posts 10000 --queries 1,4,6 --runs 1 --warm-up 0
+//!                                           # only some queries (by number in QUERIES), once each
 //!     cargo bench --bench search -- --handler OTHER_BUILD         # another build, to compare
 //!     cargo test --bench search -- --smoke --handler target/debug/handler   # every part once
 //!
@@ -62,6 +64,10 @@ use data::Rng;
 struct Args {
     posts: Vec<usize>,
     runs: usize,
+    /// Rounds of every query before those measured.
+    warm_up: usize,
+    /// The queries of [`QUERIES`] to run, by number from 1 (all unless `--queries`).
+    queries: Vec<usize>,
     /// New posts, edits and comments whose indexing is measured, each.
     changes: usize,
     in_flight: usize,
@@ -76,6 +82,8 @@ impl Args {
         let mut args = Args {
             posts: vec![1_000, 10_000],
             runs: 50,
+            warm_up: 1,
+            queries: (1..=QUERIES.len()).collect(),
             changes: 10,
             in_flight: 8,
             body_words: (80, 240),
@@ -108,6 +116,13 @@ impl Args {
                         .collect()
                 }
                 "--runs" => args.runs = number("--runs", value("--runs")).max(1),
+                "--warm-up" => args.warm_up = number("--warm-up", value("--warm-up")),
+                "--queries" => {
+                    args.queries = value("--queries")
+                        .split(',')
+                        .map(|at| number("--queries", at.to_owned()).clamp(1, QUERIES.len()))
+                        .collect()
+                }
                 "--changes" => args.changes = number("--changes", value("--changes")).max(1),
                 "--in-flight" => {
                     args.in_flight = number("--in-flight", value("--in-flight")).max(1)
@@ -117,7 +132,7 @@ impl Args {
                 "--help" | "-h" => {
                     println!(
                         "cargo bench --bench search -- [--smoke] [--posts N,N,…=1000,10000] [--runs N=50] \
-                         [--changes N=10] [--in-flight N=8] [--seed S=42] [--handler PATH]"
+                         [--warm-up N=1] [--queries 1,4,…] [--changes N=10] [--in-flight N=8] [--seed S=42] [--handler PATH]"
                     );
                     std::process::exit(0);
                 }
@@ -717,6 +732,8 @@ struct Searched {
     words: usize,
     query: String,
     stats: Stats,
+    /// `x-cosmos-queries`: how many of the operations were queries (the rest point reads).
+    queries: (u64, u64),
     ru: (f64, f64),
     complete: usize,
     found: usize,
@@ -741,7 +758,8 @@ async fn measure_size(
     let data = tempfile::tempdir().expect("a temporary directory");
     let handler = Handler::spawn(binary, data.path());
     process::first_answer(&handler.base, handler.started).await;
-    let client = Client::new(handler.base.clone());
+    // A search whose candidates' query is slow on the embedded store may take minutes.
+    let client = Client::with_timeout(handler.base.clone(), Duration::from_secs(900));
     let db = Database::open(data.path());
 
     // Users, then the posts, a few at once.
@@ -873,25 +891,28 @@ async fn measure_size(
     let restart_ms = ms(process::first_answer(&handler.base, handler.started).await);
     tokio::time::sleep(Duration::from_secs(2)).await;
     let rss_restart_kib = handler.rss_kib();
-    let client = Client::new(handler.base.clone());
+    // A search whose candidates' query is slow on the embedded store may take minutes.
+    let client = Client::with_timeout(handler.base.clone(), Duration::from_secs(900));
 
-    // The searches: every query in turn, `runs` rounds, after two rounds unmeasured.
-    let queries: Vec<(&'static str, usize, String)> = QUERIES
+    // The searches: every query in turn, `runs` rounds, after `warm_up` rounds unmeasured.
+    let queries: Vec<(&'static str, usize, String)> = args
+        .queries
         .iter()
+        .map(|at| QUERIES[at - 1])
         .map(|(label, words, query)| {
             let query = query
                 .replace("{top1}", text.top(0))
                 .replace("{top2}", text.top(1))
                 .replace("{top3}", text.top(2));
-            (*label, *words, query)
+            (label, words, query)
         })
         .collect();
     let mut samples: Vec<Vec<(Sample, Value)>> = vec![Vec::new(); queries.len()];
-    for round in 0..args.runs + 2 {
+    for round in 0..args.runs + args.warm_up {
         for (at, (_, _, query)) in queries.iter().enumerate() {
             let answer = client.get(&search_path(query)).await;
             assert!(answer.ok(), "Q8 {query:?}: {} {}", answer.sample.status, answer.body);
-            if round >= 2 {
+            if round >= args.warm_up {
                 samples[at].push((answer.sample, answer.body));
             }
         }
@@ -908,6 +929,12 @@ async fn measure_size(
                 words,
                 query,
                 stats: Stats::of(&plain),
+                queries: plain
+                    .iter()
+                    .map(|sample| sample.queries.unwrap_or(0))
+                    .fold((u64::MAX, 0), |(low, high), queries| {
+                        (low.min(queries), high.max(queries))
+                    }),
                 ru: charges.fold((f64::MAX, 0.0f64), |(low, high), ru| (low.min(ru), high.max(ru))),
                 complete: samples.iter().filter(|(_, body)| body["complete"] == true).count(),
                 found: last["items"].as_array().map_or(0, Vec::len),
@@ -1121,9 +1148,9 @@ fn print_searches(sizes: &[Size]) {
         sizes.first().map_or(0, |size| size.searches.first().map_or(0, |s| s.stats.count))
     );
     println!(
-        "| query | words | posts | RU | operations | partitions | p50 ms | p99 ms | complete | found |"
+        "| query | words | posts | RU | operations | of them queries | partitions | p50 ms | p99 ms | complete | found |"
     );
-    println!("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |");
     let queries = sizes.first().map_or(0, |size| size.searches.len());
     for at in 0..queries {
         for size in sizes {
@@ -1134,12 +1161,17 @@ fn print_searches(sizes: &[Size]) {
                 format!("{:.2}–{:.2}", searched.ru.0, searched.ru.1)
             };
             println!(
-                "| {} `{}` | {} | {} | {ru} | {} | {} | {:.1} | {:.1} | {}/{} | {}{} |",
+                "| {} `{}` | {} | {} | {ru} | {} | {} | {} | {:.1} | {:.1} | {}/{} | {}{} |",
                 searched.label,
                 searched.query,
                 searched.words,
                 grouped(size.posts as f64),
                 searched.stats.operations_text(),
+                if searched.queries.0 == searched.queries.1 {
+                    searched.queries.0.to_string()
+                } else {
+                    format!("{}–{}", searched.queries.0, searched.queries.1)
+                },
                 searched.stats.partitions_text(),
                 searched.stats.p50_ms,
                 searched.stats.p99_ms,
