@@ -522,6 +522,9 @@ fn delivered(line: &str) -> Option<Option<Delivery>> {
 // ---------------------------------------------------------------------------------------------
 // The store's file, read-only.
 
+/// A key of `words`: its name, df, whether its postings are in chunks, its items and bytes.
+type KeyFigures = (String, u64, bool, u64, u64);
+
 /// The embedded store's SQLite file: what the index holds, read beside the handler.
 struct Database(rusqlite::Connection);
 
@@ -608,7 +611,7 @@ impl Database {
 
     /// The keys of `word` in the index (its stems), each with its df, whether its postings are
     /// in chunks, and its items and bytes.
-    fn word(&self, word: &str) -> Vec<(String, u64, bool, u64, u64)> {
+    fn word(&self, word: &str) -> Vec<KeyFigures> {
         let prefix: String = word.chars().take(6).collect();
         let mut statement = self
             .0
@@ -704,7 +707,7 @@ struct Size {
     words_by_kind: Vec<(String, u64, u64)>,
     all_items: (u64, u64),
     file_bytes: u64,
-    markers: Vec<(&'static str, Vec<(String, u64, bool, u64, u64)>)>,
+    markers: Vec<(&'static str, Vec<KeyFigures>)>,
     restart_ms: f64,
     rss_restart_kib: Option<u64>,
     rss_after_kib: Option<u64>,
@@ -1225,12 +1228,11 @@ fn print_indexing(sizes: &[Size]) {
     println!();
     for size in sizes {
         println!(
-            "- {} posts: written through the API in {:.0} s ({:.0} posts/s, {} at once), indexed {:.0} s after the last write; \
+            "- {} posts: written through the API in {:.0} s ({:.0} posts/s, --in-flight at once), indexed {:.0} s after the last write; \
              restart to the first answer {:.0} ms",
             grouped(size.posts as f64),
             size.load_s,
             size.posts as f64 / size.load_s,
-            "the bench's --in-flight",
             size.index_wait_s,
             size.restart_ms,
         );
