@@ -63,6 +63,18 @@ impl Client {
         Client { base, http }
     }
 
+    /// [`Client::new`] whose requests may take `timeout` (benches/search.rs: Q8 on the embedded
+    /// store takes longer as the posts grow).
+    #[allow(dead_code)]
+    pub(crate) fn with_timeout(base: String, timeout: Duration) -> Client {
+        let http = reqwest::Client::builder()
+            .pool_max_idle_per_host(256)
+            .timeout(timeout)
+            .build()
+            .expect("an HTTP client");
+        Client { base, http }
+    }
+
     pub(crate) async fn get(&self, path: &str) -> Answer {
         self.send(self.http.get(format!("{}{path}", self.base))).await
     }

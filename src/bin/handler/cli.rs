@@ -157,6 +157,9 @@ pub(crate) struct CostArgs {
     /// Writes (posts, comments, likes) a day [default: one per 100 views]
     #[arg(long = "writes-per-day", value_name = "N")]
     pub(crate) writes_per_day: Option<u64>,
+    /// Searches a day [default: one per 50 views]
+    #[arg(long = "searches-per-day", value_name = "N")]
+    pub(crate) searches_per_day: Option<u64>,
     /// The share of views that are a post's page, the rest the front page
     #[arg(long = "post-share", value_name = "SHARE", default_value_t = 0.5, value_parser = share)]
     pub(crate) post_share: f64,

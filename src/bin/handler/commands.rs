@@ -197,6 +197,9 @@ fn cost(args: &CostArgs) -> std::io::Result<()> {
                 writes_per_day: args
                     .writes_per_day
                     .map_or(traffic.writes_per_day, |writes| writes as f64),
+                searches_per_day: args
+                    .searches_per_day
+                    .map_or(traffic.searches_per_day, |searches| searches as f64),
                 instances: f64::from(args.instances),
                 instance_gb: f64::from(args.instance_memory_mb) / 1024.0,
                 picture_share: args.picture_share,

@@ -89,6 +89,47 @@ pub(crate) const KEY_RU: f64 = 2.0 * article::C1;
 /// newest 100 deletes the 101st, priced as one small write.
 pub(crate) const FEED_TRIM_RU: f64 = article::C1;
 
+/// Search (Q8, `GET /api/search`) and the index `PostsChangeFeed` keeps for it in `words`
+/// (issue 56). Priced from what `cargo bench --bench search` counted (BENCHMARKS.md, "Search"):
+/// its operations, each priced as Cosmos DB charges its kind, since the embedded store's own
+/// RU are synthetic.
+pub(crate) mod search {
+    use super::{article, timer};
+
+    /// A search of two words with a full page of results (BENCHMARKS.md, "Search"). The bench's
+    /// `vorpalix kelmarth` (a rare word and one in 80% of the posts) made 9 point reads and 2
+    /// queries at 100, 300 and 1,000 posts: the two words' heads, the index's statistics, the 6
+    /// posts it found, the candidates' records in `§docs`, and the tag the query might name. A
+    /// full page reads 4 posts more: 13 point reads at 1 RU and 2 small queries at 2.8 RU. Two common words cost
+    /// more, and more as the posts grow (BENCHMARKS.md says how much).
+    pub(crate) const SEARCH_RU: f64 = 13.0 * article::Q2 + 2.0 * timer::QUERY_RU;
+
+    /// Mending one word's partition: a point read of its head and its replace (a small item,
+    /// priced as the article's C1).
+    const WORD_RU: f64 = article::Q1 + article::C1;
+
+    /// A post's record in `§docs`, written twice (pending, then finished) with the statistics,
+    /// and read twice: about 3 KB in the bench, priced as three C1 a write.
+    const RECORD_RU: f64 = 2.0 * 3.0 * article::C1 + article::C1 + 3.0 * article::Q1;
+
+    /// Indexing a new post: the bench's new posts (80 to 240 words in the body) at 1,000 posts
+    /// wrote 139 items of `words` each: the record, and a head or a chunk of each word. Priced
+    /// as 138 small writes, each after a point read.
+    pub(crate) const NEW_POST_INDEX_RU: f64 = 138.0 * WORD_RU + RECORD_RU;
+
+    /// An edit of a post's text mends only the words whose posting changed: the bench's edits of
+    /// one word wrote 3.2 items of `words` at 1,000 posts: the record and 2.2 heads or chunks.
+    pub(crate) const EDIT_INDEX_RU: f64 = 2.2 * WORD_RU + RECORD_RU;
+
+    /// A comment or a like changes the post but not its text: one point read of its record,
+    /// whose hash says so (the bench's comments wrote nothing in `words`).
+    pub(crate) const CHECK_RU: f64 = article::Q2;
+
+    /// Searches a day unless `--searches-per-day` says: one for every 50 page views (an
+    /// assumption, not a measurement: a blog's readers mostly arrive at a post from elsewhere).
+    pub(crate) const VIEWS_PER_SEARCH: f64 = 50.0;
+}
+
 /// List prices, with their sources. None could be confirmed from Azure's pricing pages here (no
 /// network but package registries); check them in the pricing calculator for your region.
 #[derive(Clone, Copy, Debug)]
@@ -307,6 +348,9 @@ pub(crate) struct Traffic {
     pub(crate) writes_per_day: f64,
     /// The share of the writes that are new posts (the rest, comments and likes alike).
     pub(crate) post_write_share: f64,
+    /// Searches a day (`GET /search` or `/api/search`): each reaches the function app and
+    /// Cosmos DB, never a CDN's or an instance's cache.
+    pub(crate) searches_per_day: f64,
     /// Function app instances serving the HTTP functions (each has its own caches).
     pub(crate) instances: f64,
     /// Each instance's memory, in GB (`instanceMemoryMB` in infra/main.bicep: 512 MB unless
@@ -330,15 +374,16 @@ pub(crate) struct Traffic {
 
 impl Traffic {
     /// A blog of `views_per_day` with the defaults of `handler cost`. Half the views are a
-    /// post's page, and there is one write for every 100 views, a tenth of them new posts. Half
-    /// the posts have a picture, half the views are by returning readers, and there is one
-    /// instance of the deployment's size.
+    /// post's page, and there is one write for every 100 views, a tenth of them new posts, and
+    /// a search for every 50 views. Half the posts have a picture, half the views are by
+    /// returning readers, and there is one instance of the deployment's size.
     pub(crate) fn of(views_per_day: f64) -> Traffic {
         Traffic {
             views_per_day,
             post_share: 0.5,
             writes_per_day: views_per_day / 100.0,
             post_write_share: 0.1,
+            searches_per_day: views_per_day / search::VIEWS_PER_SEARCH,
             instances: 1.0,
             instance_gb: DEFAULT_INSTANCE_MB as f64 / 1024.0,
             picture_share: 0.5,
@@ -525,14 +570,17 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
             + change_feed::ACQUIRES_PER_DAY * change_feed::ACQUIRE_RU)
         + all_batches * change_feed::BATCH_RU;
     let timer_ru_per_day = timer::RUNS_PER_DAY * timer::QUERY_RU;
+    let search_ru_per_day = traffic.searches_per_day * search::SEARCH_RU;
+    let index_ru_per_day = new_posts * search::NEW_POST_INDEX_RU + reactions * search::CHECK_RU;
     let ru = |per_day: f64| per_day * DAYS_PER_MONTH / 1e6 * prices.per_million_ru;
     let millions = |per_day: f64| format!("{:.1} M RU", per_day * DAYS_PER_MONTH / 1e6);
 
     // The function app: the HTTP functions share their instances; each change-feed function
     // has its own. The free grants are the app's, taken off the HTTP functions first.
     let served = 1.0 - traffic.cdn_hit_rate;
-    let http_executions =
-        (traffic.views_per_day + traffic.pictures_per_day()) * served + traffic.writes_per_day;
+    let http_executions = (traffic.views_per_day + traffic.pictures_per_day()) * served
+        + traffic.writes_per_day
+        + traffic.searches_per_day;
     let http_busy = busy_seconds_per_day(http_executions / traffic.instances) * traffic.instances;
     let trigger_busy: f64 = batches.iter().map(|&batches| busy_seconds_per_day(batches)).sum();
     let gb_seconds = |busy: f64| busy * traffic.instance_gb * DAYS_PER_MONTH;
@@ -620,7 +668,9 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
     // egress, and what the CDN sends at its own price.
     let (page_bytes, picture_bytes) = traffic.bytes_per_day();
     let gb = |bytes_per_day: f64| bytes_per_day * DAYS_PER_MONTH / 1e9;
-    let origin_gb = gb((page_bytes + picture_bytes) * served);
+    // A page of results each search, always from the function app.
+    let search_bytes = traffic.searches_per_day * weights::PAGE;
+    let origin_gb = gb((page_bytes + picture_bytes) * served + search_bytes);
     let egress_dollars = (origin_gb - prices.free_gb_egress).max(0.0) * prices.per_gb_egress;
     let cdn_gb = gb((page_bytes + picture_bytes) * traffic.cdn_hit_rate);
     let requests_per_month = (traffic.views_per_day + traffic.pictures_per_day()) * DAYS_PER_MONTH;
@@ -650,6 +700,16 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
             what: "Cosmos DB: writes and their copies",
             quantity: millions(write_ru_per_day),
             dollars: ru(write_ru_per_day),
+        },
+        Line {
+            what: "Cosmos DB: search",
+            quantity: millions(search_ru_per_day),
+            dollars: ru(search_ru_per_day),
+        },
+        Line {
+            what: "Cosmos DB: search index",
+            quantity: millions(index_ru_per_day),
+            dollars: ru(index_ru_per_day),
         },
         Line {
             what: "Cosmos DB: the change-feed triggers' polls, leases and checkpoints",
@@ -691,7 +751,8 @@ pub(crate) fn estimate(traffic: &Traffic, prices: &Prices, measured: &[Measured]
             quantity: format!(
                 "{} GB ({:.0}% pictures)",
                 grouped(origin_gb),
-                100.0 * picture_bytes / (page_bytes + picture_bytes)
+                100.0 * picture_bytes * served
+                    / ((page_bytes + picture_bytes) * served + search_bytes)
             ),
             dollars: egress_dollars,
         },
@@ -831,10 +892,17 @@ pub(crate) fn per_request() -> String {
          {POST_PAGE_RU:.2} RU (Q2, Q4, Q5). A kept page is checked by the change log, {CHANGE_LOG_RU:.2} RU a second per \
          instance for all of them; where the log cannot say, by its own mark or post ({FEED_MARK_RU:.2} RU). \
          A new post: {:.2} RU (C2, its two copies, the feed's trim, two marks, the log, its key's two records); a comment or a \
-         like: {:.2} RU (C3 or C4, two copies, two marks, the log, two records). Half the posts have a picture and half the \
+         like: {:.2} RU (C3 or C4, two copies, two marks, the log, two records). A search of two words: {:.2} RU; the \
+         search index, kept by the change feed: {:.2} RU a new post, {:.2} an edit, {:.2} a comment or a like (a point read); a \
+         search for every {:.0} views (`--searches-per-day`). Half the posts have a picture and half the \
          views are by returning readers, whose browsers keep the pictures (`--picture-share`, `--repeat-share`).\n",
         article::C2 + COPIES_RU + FEED_TRIM_RU + MARKS_RU + LOG_APPEND_RU + KEY_RU,
         (article::C3 + article::C4) / 2.0 + COPIES_RU + MARKS_RU + LOG_APPEND_RU + KEY_RU,
+        search::SEARCH_RU,
+        search::NEW_POST_INDEX_RU,
+        search::EDIT_INDEX_RU,
+        search::CHECK_RU,
+        search::VIEWS_PER_SEARCH,
     )
 }
 
@@ -1024,6 +1092,25 @@ mod tests {
             "the plan changes no request unit"
         );
         assert!(flex.part("Functions") > dedicated.part("Functions"), "{flex:?}");
+    }
+
+    /// Searches and the index the change feed keeps for them are lines of their own, priced
+    /// at the searches a day asked for: none without searches or writes.
+    #[test]
+    fn searches_and_their_index_are_lines_of_their_own() {
+        let line = |estimate: &Estimate, what: &str| {
+            estimate.lines.iter().find(|line| line.what == what).unwrap().dollars
+        };
+        let none = Traffic { searches_per_day: 0.0, writes_per_day: 0.0, ..Traffic::of(1e6) };
+        let quiet = estimate(&none, &Prices::LISTED, &[]);
+        assert_eq!(line(&quiet, "Cosmos DB: search"), 0.0);
+        assert_eq!(line(&quiet, "Cosmos DB: search index"), 0.0);
+        let busy = estimate(&Traffic::of(1e6), &Prices::LISTED, &[]);
+        let searches = 1e6 / search::VIEWS_PER_SEARCH * search::SEARCH_RU * DAYS_PER_MONTH / 1e6;
+        assert!((line(&busy, "Cosmos DB: search") - searches * 0.25).abs() < 1e-9, "{busy:?}");
+        let writes = 10_000.0 * (0.1 * search::NEW_POST_INDEX_RU + 0.9 * search::CHECK_RU);
+        let index = writes * DAYS_PER_MONTH / 1e6 * 0.25;
+        assert!((line(&busy, "Cosmos DB: search index") - index).abs() < 1e-9, "{busy:?}");
     }
 
     #[test]
