@@ -12,12 +12,14 @@
 //! run missed (the app asleep, an instance lost) is caught up by the next: it reads every post
 //! due by then. The change feed then copies the published post, as any other.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;
 
 use super::{AppResult, AppState};
-use crate::cosmos::{Container, PageRequest, StoreError, WriteOp, queries};
+use crate::cosmos::{Container, Meter, PageRequest, StoreError, WriteOp, queries};
 use crate::model::{self, PostCopy, PostStatus, StoredPost};
 
 /// The timer function's name: its folder under `functions/`, and the path the host invokes.
@@ -96,6 +98,7 @@ pub(crate) struct Published {
 /// The timer's run at `now`: every post listed as due by then is published, with one query on
 /// the timer's partition and, for each post due, a point read and a conditional replace.
 pub(crate) async fn publish_due(state: &AppState, now: OffsetDateTime) -> AppResult<Published> {
+    let started = std::time::Instant::now();
     let now = model::creation_date(now);
     let mut done = Published::default();
     let mut continuation = None;
@@ -121,8 +124,15 @@ pub(crate) async fn publish_due(state: &AppState, now: OffsetDateTime) -> AppRes
             break;
         }
     }
-    if done != Published::default() {
-        tracing::info!(target: "blog::scheduled", published = done.published, stale = done.stale, "scheduled posts");
+    // What the run cost, from the meter it runs under: the host invocation's request, or the
+    // local timer's own (a run with nothing due is one query; said at debug level only).
+    let (ru, operations) = Meter::current().map_or((0.0, 0), |meter| meter.totals());
+    let ru = format_args!("{ru:.2}");
+    let ms = format_args!("{:.1}", started.elapsed().as_secs_f64() * 1000.0);
+    if done == Published::default() {
+        tracing::debug!(target: "blog::scheduled", %ru, operations, %ms, "no scheduled post due");
+    } else {
+        tracing::info!(target: "blog::scheduled", published = done.published, stale = done.stale, %ru, operations, %ms, "scheduled posts");
     }
     Ok(done)
 }
@@ -166,21 +176,67 @@ async fn publish_one(state: &AppState, due: &DuePost, now: &str) -> AppResult<bo
         .into())
 }
 
-/// Runs [`publish_due`] every `every`, the first time at once, so a run missed while the blog
-/// was stopped is caught up at its start. This is the timer of a blog whose change feed runs in
-/// this process, where no Functions host triggers it. It holds the blog's state only while it
-/// runs, so a blog that stops lets go of its store; it ends at its next wake.
+/// Runs [`publish_due`] at once, so that a run missed while the blog was stopped is caught up
+/// at its start, then at every whole multiple of `every` since the Unix epoch: once a minute,
+/// that is at second 0 of each minute, as `functions/PublishScheduled`'s NCRONTAB `0 * * * * *`
+/// runs it under the host. So a post scheduled for 9:00 goes out at 9:00 here too, not up to a
+/// minute later. This is the timer of a blog whose change feed runs in this process, where no
+/// Functions host triggers it. It holds the blog's state only while it runs, so a blog that
+/// stops lets go of its store; it ends at its next wake.
 pub(crate) fn spawn_local_timer(state: &AppState, every: std::time::Duration) {
     let blog = state.downgrade();
     tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(every);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut next = tokio::time::Instant::now();
         loop {
-            ticks.tick().await;
+            tokio::time::sleep_until(next).await;
             let Some(state) = blog.upgrade() else { return };
-            if let Err(error) = publish_due(&state, OffsetDateTime::now_utc()).await {
-                tracing::warn!(target: "blog::scheduled", error = %crate::logging::with_causes(&error), "the scheduled posts' run failed; the next runs in a minute");
+            let run = publish_due(&state, OffsetDateTime::now_utc());
+            if let Err(error) = Arc::new(Meter::default()).measure(run).await {
+                tracing::warn!(target: "blog::scheduled", error = %crate::logging::with_causes(&error), "the scheduled posts' run failed; the next runs at the next tick");
             }
+            drop(state);
+            next = tokio::time::Instant::now() + until_next_tick(OffsetDateTime::now_utc(), every);
         }
     });
+}
+
+/// How long from `now` to the next whole multiple of `every` since the Unix epoch (a whole
+/// `every` when `now` is one).
+fn until_next_tick(now: OffsetDateTime, every: std::time::Duration) -> std::time::Duration {
+    let every_ns = every.as_nanos().max(1);
+    let since_epoch = u128::try_from(now.unix_timestamp_nanos()).unwrap_or(0);
+    let left = every_ns - since_epoch % every_ns;
+    std::time::Duration::from_nanos(u64::try_from(left).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use time::macros::datetime;
+
+    use super::until_next_tick;
+
+    #[test]
+    fn the_local_timer_ticks_at_second_0_of_each_minute() {
+        let minute = Duration::from_secs(60);
+        assert_eq!(
+            until_next_tick(datetime!(2026-12-07 08:59:59.250 UTC), minute),
+            Duration::from_millis(750)
+        );
+        assert_eq!(until_next_tick(datetime!(2026-12-07 09:00:00 UTC), minute), minute);
+        assert_eq!(
+            until_next_tick(datetime!(2026-12-07 09:00:01 UTC), minute),
+            Duration::from_secs(59)
+        );
+    }
+
+    #[test]
+    fn a_timer_of_seconds_ticks_at_each_whole_second() {
+        let second = Duration::from_secs(1);
+        assert_eq!(
+            until_next_tick(datetime!(2026-12-07 09:00:00.9 UTC), second),
+            Duration::from_millis(100)
+        );
+    }
 }
