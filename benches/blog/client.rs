@@ -79,6 +79,12 @@ impl Client {
         self.send(self.http.get(format!("{}{path}", self.base))).await
     }
 
+    /// A read as `caller`: what only they may read (their drafts, their post's revisions).
+    #[allow(dead_code)]
+    pub(crate) async fn get_as(&self, caller: &str, path: &str) -> Answer {
+        self.send(self.http.get(format!("{}{path}", self.base)).header("x-dev-user", caller)).await
+    }
+
     /// A write as `caller`: every write needs a signed-in caller, who may only write as
     /// themselves. The bench runs the handler with `BLOG_AUTH=development`, where the caller is
     /// whoever `x-dev-user` names (a user's id is their principal id).
