@@ -276,7 +276,7 @@ async fn the_sitemap_lists_the_published_posts_as_the_change_feed_delivers_them(
 /// A delivery repeated (here, every post's, as `handler rebuild-copies` delivers them) changes
 /// nothing; and the sitemap, removed, is made again by a rebuild.
 #[tokio::test]
-async fn a_repeated_delivery_changes_nothing_and_a_rebuild_makes_the_sitemap_again() {
+async fn a_rebuild_changes_nothing_but_a_missing_sitemap() {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
     let first = app.post_by(&alice, "One").await;
