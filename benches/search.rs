@@ -17,8 +17,8 @@
 //!    four languages of the article's editions: a Zipf vocabulary of made-up words per language
 //!    (Latin syllables for English, Spanish and German, Cyrillic for Russian), the language's
 //!    own stop words between them, and marker words of known frequency ([`Marker`]);
-//! 2. waits until the index has every post: the statistics item in `words`/`§docs` counts them
-//!    and no record is pending (read from the store's SQLite file, read-only);
+//! 2. waits until the index has every post: the buckets' statistics in `words` (`§docs-00` to
+//!    `§docs-ff`) count them and no record is pending (read from the store's SQLite file, read-only);
 //! 3. measures what `PostsChangeFeed` spends on a new post, an edit of 1 and of 10 words and a
 //!    comment: the RU and operations of its `delivered` log lines (the same figures
 //!    `Deliveries` keeps in-process), and the items of `words` written (their `seq` moved);
@@ -538,13 +538,13 @@ impl Database {
         Database(connection)
     }
 
-    /// The posts the index's statistics count, and the records still pending.
+    /// The posts the index's buckets count, and the records still pending.
     fn indexed(&self) -> (u64, u64) {
         let posts = self
             .0
             .query_row(
-                "SELECT json_extract(doc, '$.posts') FROM items \
-                 WHERE container = 'words' AND pk = '§docs' AND id = '§stats'",
+                "SELECT sum(json_extract(doc, '$.posts')) FROM items \
+                 WHERE container = 'words' AND pk LIKE '§docs-%' AND id = '§stats'",
                 [],
                 |row| row.get::<_, Option<i64>>(0),
             )
@@ -553,7 +553,7 @@ impl Database {
         let pending: i64 = self
             .0
             .query_row(
-                "SELECT count(*) FROM items WHERE container = 'words' AND pk = '§docs' \
+                "SELECT count(*) FROM items WHERE container = 'words' AND pk LIKE '§docs-%' \
                  AND json_extract(doc, '$.pending') = 1",
                 [],
                 |row| row.get(0),

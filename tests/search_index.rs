@@ -1,6 +1,6 @@
 //! The search index that `PostsChangeFeed` keeps in `words`: a published post's postings under
-//! each of its words, its record in `§docs`, the statistics; drafts never indexed; edits write
-//! only the words that changed; deletes take everything out.
+//! each of its words, its record in its bucket's partition, the statistics; drafts never
+//! indexed; edits write only the words that changed; deletes take everything out.
 
 // Test code: a failed unwrap is a failed test (Cargo.toml's unwrap_used is for the code that runs).
 #![allow(clippy::unwrap_used)]
@@ -14,8 +14,18 @@ use common::TestApp;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-const DOCS: &str = "§docs";
+/// The partition of the totals (`model/search/index.rs`, `SUMMARY`).
+const SUMMARY: &str = "§summary";
 const STATS: &str = "§stats";
+
+/// The partition of `post`'s record: its id's SHA-256, bytes 4 to 7 little-endian, modulo the
+/// 256 buckets (`model/search/index.rs`, `record_bucket`).
+fn docs(post: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(post.as_bytes());
+    let bucket = u32::from_le_bytes([digest[4], digest[5], digest[6], digest[7]]) % 256;
+    format!("§docs-{bucket:02x}")
+}
 
 /// An item of `words`, as stored (its `_etag` with it).
 async fn item(app: &TestApp, partition: &str, id: &str) -> Option<Value> {
@@ -37,7 +47,7 @@ async fn until(app: &TestApp, partition: &str, id: &str, check: impl Fn(Option<&
 
 /// Waits until the post's record is written and finished (or, `false`, gone).
 async fn indexed(app: &TestApp, post: &str, present: bool) {
-    until(app, DOCS, post, |doc| match doc {
+    until(app, &docs(post), post, |doc| match doc {
         Some(doc) => present && doc.get("pending").is_none(),
         None => !present,
     })
@@ -82,12 +92,12 @@ async fn a_published_post_is_indexed_under_its_words_with_their_fields() {
     assert_eq!(entry[2], 1 | 4, "in the title and the body: {head}");
     assert_eq!(item(&app, "weather", "head").await.unwrap()["postings"][0][2], 2);
     assert!(item(&app, "the", "head").await.is_none());
-    let stats = item(&app, DOCS, STATS).await.unwrap();
+    let stats = item(&app, SUMMARY, STATS).await.unwrap();
     assert_eq!((stats["posts"].clone(), stats["bodyWords"].clone()), (json!(1), json!(4)));
 }
 
 #[tokio::test]
-async fn a_draft_is_never_indexed_and_goes_out_when_sent_back_to_draft() {
+async fn only_a_published_post_is_in_the_index() {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
     let id = post(
@@ -99,7 +109,7 @@ async fn a_draft_is_never_indexed_and_goes_out_when_sent_back_to_draft() {
     app.eventually(&format!("/api/users/{alice}/drafts"), |_| true).await;
     let published = json!({"title": "Secret kites", "content": "Not yet.", "status": "published"});
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(item(&app, DOCS, &id).await.is_none(), "a draft has no record");
+    assert!(item(&app, &docs(&id), &id).await.is_none(), "a draft has no record");
     assert!(item(&app, "kite", "head").await.is_none(), "nor postings");
 
     let answer = app.put(&format!("/api/posts/{id}"), published).await;
@@ -112,7 +122,7 @@ async fn a_draft_is_never_indexed_and_goes_out_when_sent_back_to_draft() {
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
     indexed(&app, &id, false).await;
     assert!(item(&app, "kite", "head").await.is_none());
-    assert_eq!(item(&app, DOCS, STATS).await.unwrap()["posts"], 0);
+    assert_eq!(item(&app, SUMMARY, STATS).await.unwrap()["posts"], 0);
 }
 
 #[tokio::test]
@@ -144,7 +154,7 @@ async fn a_comment_leaves_the_index_alone() {
     let alice = app.user("alice").await;
     let id = post(&app, json!({"userId": alice, "title": "Kites", "content": "Wind."})).await;
     indexed(&app, &id, true).await;
-    let doc_before = item(&app, DOCS, &id).await.unwrap();
+    let doc_before = item(&app, &docs(&id), &id).await.unwrap();
     let comment = json!({"userId": alice, "content": "Nice kites."});
     let answer = app.post(&format!("/api/posts/{id}/comments"), comment).await;
     assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
@@ -153,7 +163,7 @@ async fn a_comment_leaves_the_index_alone() {
     })
     .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(item(&app, DOCS, &id).await.unwrap()["_etag"], doc_before["_etag"]);
+    assert_eq!(item(&app, &docs(&id), &id).await.unwrap()["_etag"], doc_before["_etag"]);
 }
 
 #[tokio::test]
@@ -169,11 +179,11 @@ async fn deleting_a_post_takes_every_posting_out() {
     for word in ["kite", "wind", "rain"] {
         assert!(item(&app, word, "head").await.is_none(), "{word}");
     }
-    assert_eq!(item(&app, DOCS, STATS).await.unwrap()["posts"], 0);
+    assert_eq!(item(&app, SUMMARY, STATS).await.unwrap()["posts"], 0);
 }
 
 #[tokio::test]
-async fn a_word_of_many_posts_moves_into_chunks_and_keeps_its_count() {
+async fn a_word_of_many_posts_keeps_its_count_in_chunks() {
     let app = TestApp::start().await;
     let alice = app.user("alice").await;
     let mut ids = Vec::new();
@@ -212,9 +222,11 @@ async fn a_repeated_delivery_changes_nothing() {
     let alice = app.user("alice").await;
     let id = post(&app, json!({"userId": alice, "title": "Kites", "content": "Wind."})).await;
     indexed(&app, &id, true).await;
-    let before = (item(&app, DOCS, &id).await.unwrap(), item(&app, "kite", "head").await.unwrap());
+    let before =
+        (item(&app, &docs(&id), &id).await.unwrap(), item(&app, "kite", "head").await.unwrap());
     blog::testing::changefeed::processor::rebuild_copies(&app.state, &mut |_| {}).await.unwrap();
-    let after = (item(&app, DOCS, &id).await.unwrap(), item(&app, "kite", "head").await.unwrap());
+    let after =
+        (item(&app, &docs(&id), &id).await.unwrap(), item(&app, "kite", "head").await.unwrap());
     assert_eq!(before, after);
 }
 
@@ -238,7 +250,7 @@ async fn an_interrupted_change_is_finished_by_the_next_delivery() {
     let first = app.state.store.read::<Value>(Container::Posts, &id, &id).await.unwrap().unwrap();
     deliver(first).await;
     indexed(&app, &id, true).await;
-    let record = item(&app, DOCS, &id).await.unwrap();
+    let record = item(&app, &docs(&id), &id).await.unwrap();
 
     let edit = json!({"title": "Kites", "content": "Rain."});
     assert_eq!(app.put(&format!("/api/posts/{id}"), edit).await.status, StatusCode::OK);
@@ -252,7 +264,7 @@ async fn an_interrupted_change_is_finished_by_the_next_delivery() {
     pending["words"] = json!([{"k": "kite", "i": 800, "f": 1}, {"k": "rain", "i": 500, "f": 4}]);
     pending["hash"] = json!("");
     pending["source"] = json!({"sourceTs": edited["_ts"], "sourceEtag": edited["_etag"]});
-    app.state.store.upsert(Container::Words, DOCS, &pending).await.unwrap();
+    app.state.store.upsert(Container::Words, &docs(&id), &pending).await.unwrap();
     assert!(item(&app, "rain", "head").await.is_none());
 
     deliver(edited).await;
@@ -260,9 +272,9 @@ async fn an_interrupted_change_is_finished_by_the_next_delivery() {
     assert!(item(&app, "wind", "head").await.is_none(), "the word edited out is taken out");
     assert_eq!(posts_under(&app, "rain").await, std::slice::from_ref(&id));
     assert_eq!(posts_under(&app, "kite").await, std::slice::from_ref(&id));
-    let finished = item(&app, DOCS, &id).await.unwrap();
+    let finished = item(&app, &docs(&id), &id).await.unwrap();
     assert!(finished.get("wordsBefore").is_none(), "{finished}");
-    assert_eq!(item(&app, DOCS, STATS).await.unwrap()["posts"], 1);
+    assert_eq!(item(&app, SUMMARY, STATS).await.unwrap()["posts"], 1);
 }
 
 /// A post whose words are all stop words has nothing to index: no record, and a comment on it
@@ -274,6 +286,67 @@ async fn a_post_of_stop_words_alone_has_no_record() {
     let id = post(&app, json!({"userId": alice, "title": "The", "content": "And so it is."})).await;
     let marker = post(&app, json!({"userId": alice, "title": "Kites", "content": "Wind."})).await;
     indexed(&app, &marker, true).await;
-    assert!(item(&app, DOCS, &id).await.is_none());
-    assert_eq!(item(&app, DOCS, STATS).await.unwrap()["posts"], 1);
+    assert!(item(&app, &docs(&id), &id).await.is_none());
+    assert_eq!(item(&app, SUMMARY, STATS).await.unwrap()["posts"], 1);
+}
+
+/// Posts delivered together are indexed together: a word they share is mended once with all
+/// their postings, here 60 new posts at once, past the head's 32 into chunks in one batch.
+#[tokio::test]
+async fn posts_delivered_together_share_each_words_write() {
+    use common::host::{self, Attempt};
+    // No local processors: this test plays the host, with one delivery of every post.
+    let app = TestApp::start_as_host().await;
+    let alice = app.user("alice").await;
+    let mut ids = Vec::new();
+    for n in 0..60 {
+        let body = json!({"userId": alice, "title": format!("Kite {n}"), "content": "Wind."});
+        ids.push(post(&app, body).await);
+    }
+    let mut versions = Vec::new();
+    for id in &ids {
+        versions
+            .push(app.state.store.read::<Value>(Container::Posts, id, id).await.unwrap().unwrap());
+    }
+    let body = host::cosmos_invocation("PostsChangeFeed", &versions, Attempt::Retry(0));
+    let answer = host::invoke(&app, "PostsChangeFeed", &body).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    for id in &ids {
+        indexed(&app, id, true).await;
+    }
+    let head = item(&app, "kite", "head").await.unwrap();
+    assert_eq!((head["df"].clone(), head["spilled"].clone()), (json!(60), json!(true)), "{head}");
+    ids.sort();
+    assert_eq!(posts_under(&app, "kite").await, ids);
+    assert_eq!(posts_under(&app, "wind").await, ids);
+    assert_eq!(item(&app, SUMMARY, STATS).await.unwrap()["posts"], 60);
+}
+
+/// An index of the layout before the records were spread over buckets (all of them in `§docs`,
+/// beside the statistics) is emptied by `handler rebuild-copies`, then made anew: the old
+/// records and the postings they alone could find are gone.
+#[tokio::test]
+async fn a_rebuild_makes_an_index_of_the_earlier_layout_anew() {
+    let app = TestApp::start().await;
+    let alice = app.user("alice").await;
+    let id = post(&app, json!({"userId": alice, "title": "Kites", "content": "Wind."})).await;
+    indexed(&app, &id, true).await;
+    // What the earlier layout left: its statistics and a record in `§docs`, and a posting of a
+    // post since deleted under a word no post has now.
+    let words = Container::Words;
+    let old_stats =
+        json!({"id": STATS, "word": "§docs", "type": "stats", "posts": 2, "bodyWords": 3});
+    app.state.store.upsert(words, "§docs", &old_stats).await.unwrap();
+    let old_record = json!({"id": "gone", "word": "§docs", "type": "doc", "words": []});
+    app.state.store.upsert(words, "§docs", &old_record).await.unwrap();
+    let stale = json!({"id": "head", "word": "storm", "type": "head", "df": 1, "postings": [["gone", 500, 4]]});
+    app.state.store.upsert(words, "storm", &stale).await.unwrap();
+
+    blog::testing::changefeed::processor::rebuild_copies(&app.state, &mut |_| {}).await.unwrap();
+    assert!(item(&app, "storm", "head").await.is_none(), "the stale posting is gone");
+    assert!(item(&app, "§docs", "gone").await.is_none());
+    assert!(item(&app, "§docs", STATS).await.is_none(), "the old statistics last");
+    indexed(&app, &id, true).await;
+    assert_eq!(posts_under(&app, "kite").await, vec![id]);
+    assert_eq!(item(&app, SUMMARY, STATS).await.unwrap()["posts"], 1);
 }

@@ -316,6 +316,14 @@ pub async fn rebuild_copies(
     state: &AppState,
     delivered: &mut dyn FnMut(usize),
 ) -> Result<usize, FeedError> {
+    // An index of an earlier layout is emptied first: the replay makes it anew.
+    let cleared = crate::app::search::clear_legacy_index(state).await?;
+    if cleared > 0 {
+        tracing::info!(
+            items = cleared,
+            "the search index was of an earlier layout: emptied, to be made anew"
+        );
+    }
     let mut feed = state.store.change_feed_from_beginning(Container::Posts).await?;
     let mut posts = 0;
     while let Some(documents) = feed.next_changes().await? {

@@ -1,18 +1,19 @@
 //! Keeping the index: a post's postings written where its words are, and only those that changed.
 //!
-//! A change of a post is three steps, each safe to repeat. First its record in `§docs` is
-//! written with the new postings and `pending`, with the statistics in the same batch. Then
-//! each word whose posting changed is mended in its own partition: a batch on its head (and
-//! chunks) conditional on their etags, so two posts sharing a word never lose one's posting.
-//! Last the record's `pending` is cleared (or the record deleted, for a post no longer indexed).
-//! A delivery that fails half-way is delivered again and finds `pending`: it finishes the words
-//! from the record's `wordsBefore` and `words`.
+//! A delivery's posts are indexed together, in three steps, each safe to repeat. First each
+//! post's record is written with its new postings and `pending`, with its bucket's statistics
+//! in the same batch; the totals are then summed from the buckets that changed. Then each word
+//! whose postings changed is mended once for the whole delivery, in its own partition: a batch
+//! on its head (and chunks) conditional on their etags, so two deliveries sharing a word never
+//! lose one's posting. Last each record's `pending` is cleared (or the record deleted, for a
+//! post no longer indexed). A delivery that fails half-way is delivered again and finds
+//! `pending`: it finishes the words from the record's `wordsBefore` and `words`.
 //!
 //! Only published posts are indexed. A draft or scheduled post has no record, and a post sent
 //! back to draft, or deleted, is taken out. A comment or like changes the post but not its
 //! text: one point read of the record, and its hash says nothing changed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
@@ -23,8 +24,9 @@ use crate::app::{AppResult, AppState};
 use crate::cosmos::{Container, StoreError, Versioned, WriteOp};
 use crate::model::markdown::to_plain_text;
 use crate::model::search::index::{
-    Chunk, DOCS, Doc, Entry, HEAD_ID, Head, INDEX_RULES, INLINE_POSTINGS, STATS_ID, Stats,
-    chunk_id, take_out, text_hash, tier,
+    COUNTED_ID, Chunk, Counted, Doc, Entry, HEAD_ID, Head, INDEX_RULES, INLINE_POSTINGS,
+    LEGACY_DOCS, STATS_ID, SUMMARY, Stats, chunk_id, record_bucket, records_partition, take_out,
+    text_hash, tier,
 };
 use crate::model::search::{Language, Posting, postings};
 use crate::model::{self, CopyAction, Post, SourceVersion};
@@ -32,49 +34,157 @@ use crate::model::{self, CopyAction, Post, SourceVersion};
 /// How often a conditional write that lost a race is tried again, with fresh reads.
 const ATTEMPTS: usize = 10;
 
-/// How often a word's mending is tried again after another post's change of the word came
-/// first. A delivery indexes several posts at once, and common words are in all of them.
+/// How often a word's mending is tried again after another delivery's change of the word came
+/// first: common words are in every post, and deliveries run at once on several leases.
 const WORD_ATTEMPTS: u32 = 40;
 
-/// How many posts of a delivery are indexed at once.
-const CONCURRENT_POSTS: usize = 4;
+/// How many posts of a delivery have their records read and written at once.
+const CONCURRENT_POSTS: usize = 8;
 
-/// How many words' partitions one post's change mends at once.
-const CONCURRENT_WORDS: usize = 8;
+/// How many words' partitions a delivery mends at once.
+const CONCURRENT_WORDS: usize = 16;
+
+/// The most operations of one transactional batch (Cosmos DB's limit). A word whose changes
+/// touch more chunks is mended in several batches, each whole.
+const MAX_BATCH: usize = 100;
+
+/// One post's change of one word: the impacts its posting may have had (where it may lie), and
+/// what it becomes (`None`: taken out).
+struct WordChange {
+    post_id: String,
+    old: Vec<u16>,
+    new: Option<Entry>,
+}
+
+/// A post whose record step 1 wrote: its record as written, and its words' changes.
+struct Prepared {
+    record: Doc,
+    bucket: u32,
+    changes: Vec<(String, Vec<u16>, Option<Entry>)>,
+}
 
 /// Brings the index up to each delivered post: its words indexed if it is published and live,
 /// taken out if it is not. One point read for a post whose text has not changed.
 pub(crate) async fn index_posts(state: &AppState, posts: &[PostVersion]) -> AppResult<()> {
-    // Posts at once, as their copies in `users` are: each has its own record, and a word two
-    // of them share is written conditionally.
+    // A post delivered twice (two versions in one batch) is indexed once, at its last.
+    let mut last: BTreeMap<&str, &PostVersion> = BTreeMap::new();
+    for post in posts {
+        last.insert(post.post.id.as_str(), post);
+    }
+    let average = average_body(state).await?;
     // The futures made first: a stream mapping through a closure would not be `Send` for
     // every lifetime, as the change-feed tasks need (as in `copy_posts`).
-    let indexed: Vec<_> = posts.iter().map(|post| index_post(state, post)).collect();
-    futures::stream::iter(indexed)
+    let prepared: Vec<_> = last.values().map(|post| prepare_post(state, post, average)).collect();
+    let prepared: Vec<Option<Prepared>> =
+        futures::stream::iter(prepared).buffer_unordered(CONCURRENT_POSTS).try_collect().await?;
+    apply(state, prepared.into_iter().flatten().collect()).await
+}
+
+/// Takes a deleted post out of the index (its tombstone's delivery).
+pub(crate) async fn unindex_post(state: &AppState, post: &Post) -> AppResult<()> {
+    let partition = records_partition(record_bucket(&post.id));
+    let mut prepared = None;
+    for _ in 0..ATTEMPTS {
+        let Some(found) = read::<Doc>(state, &partition, &post.id).await? else { return Ok(()) };
+        let source = found.item.source.clone();
+        match record_change(state, &post.id, Some(found), None, source, 0.0).await {
+            Err(error) if lost_race(&error) => continue,
+            Ok(done) => {
+                prepared = Some(done);
+                break;
+            }
+            Err(other) => return Err(other),
+        }
+    }
+    match prepared {
+        Some(prepared) => apply(state, prepared.into_iter().collect()).await,
+        None => Err(contended(&post.id)),
+    }
+}
+
+/// Empties the index if it is of the layout before [`INDEX_RULES`] 2 (every record in one
+/// partition, [`LEGACY_DOCS`]), so that `handler rebuild-copies`, which calls this first, makes
+/// it anew: its postings could not be found from the records where they are now. Every item of
+/// `words` is deleted, listed by its change feed; the old statistics last, so that a rebuild
+/// stopped half-way empties it again. Answers the items deleted (0: the index is of this layout).
+pub(crate) async fn clear_legacy_index(state: &AppState) -> AppResult<usize> {
+    if read::<Stats>(state, LEGACY_DOCS, STATS_ID).await?.is_none() {
+        return Ok(0);
+    }
+    let mut feed = state.store.change_feed_from_beginning(Container::Words).await?;
+    let mut deleted = 0;
+    while let Some(documents) = feed.next_changes().await? {
+        for document in documents {
+            let (Some(word), Some(id)) = (document["word"].as_str(), document["id"].as_str())
+            else {
+                continue;
+            };
+            if word == LEGACY_DOCS && id == STATS_ID {
+                continue;
+            }
+            let delete = WriteOp::Delete { id: id.to_owned(), if_match: None };
+            match state.store.execute_write(Container::Words, word, delete).await {
+                Ok(()) | Err(StoreError::NotFound) => deleted += 1,
+                Err(other) => return Err(other.into()),
+            }
+        }
+    }
+    let delete = WriteOp::Delete { id: STATS_ID.into(), if_match: None };
+    match state.store.execute_write(Container::Words, LEGACY_DOCS, delete).await {
+        Ok(()) | Err(StoreError::NotFound) => Ok(deleted + 1),
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// Steps 2 and 3 for the posts whose records were written, and the totals summed first.
+async fn apply(state: &AppState, prepared: Vec<Prepared>) -> AppResult<()> {
+    if prepared.is_empty() {
+        return Ok(());
+    }
+    let buckets: BTreeSet<u32> = prepared.iter().map(|post| post.bucket).collect();
+    sum_totals(state, &buckets).await?;
+    // Step 2: each word once, with every post's change of it.
+    let mut by_word: BTreeMap<String, Vec<WordChange>> = BTreeMap::new();
+    for post in &prepared {
+        for (key, old, new) in &post.changes {
+            let new = new
+                .clone()
+                .map(|Entry(_, impact, fields)| Entry(post.record.id.clone(), impact, fields));
+            let change = WordChange { post_id: post.record.id.clone(), old: old.clone(), new };
+            by_word.entry(key.clone()).or_default().push(change);
+        }
+    }
+    let mended: Vec<_> =
+        by_word.iter().map(|(key, changes)| mend_word(state, key, changes)).collect();
+    futures::stream::iter(mended)
+        .buffer_unordered(CONCURRENT_WORDS)
+        .try_collect::<Vec<()>>()
+        .await?;
+    // Step 3: each record finished, or gone with the post's last word.
+    let finished: Vec<_> = prepared.iter().map(|post| finish(state, post)).collect();
+    futures::stream::iter(finished)
         .buffer_unordered(CONCURRENT_POSTS)
         .try_collect::<Vec<()>>()
         .await?;
     Ok(())
 }
 
-/// Takes a deleted post out of the index (its tombstone's delivery).
-pub(crate) async fn unindex_post(state: &AppState, post: &Post) -> AppResult<()> {
-    for _ in 0..ATTEMPTS {
-        let doc = read::<Doc>(state, DOCS, &post.id).await?;
-        let Some(found) = doc else { return Ok(()) };
-        let source = found.item.source.clone();
-        match change(state, &post.id, Some(found), None, source).await {
-            Err(error) if lost_race(&error) => continue,
-            other => return other,
-        }
-    }
-    Err(contended(&post.id))
+/// The average body's words, as the totals say now: what a new post's impacts are weighed by.
+async fn average_body(state: &AppState) -> AppResult<f64> {
+    let totals = read::<Stats>(state, SUMMARY, STATS_ID).await?;
+    Ok(totals.map_or(0.0, |found| found.item.average_body()))
 }
 
-async fn index_post(state: &AppState, delivered: &PostVersion) -> AppResult<()> {
+/// Step 1 for one delivered post, if its index needs a change: its record written, pending.
+async fn prepare_post(
+    state: &AppState,
+    delivered: &PostVersion,
+    average: f64,
+) -> AppResult<Option<Prepared>> {
     let post_id = &delivered.post.id;
+    let partition = records_partition(record_bucket(post_id));
     for _ in 0..ATTEMPTS {
-        let doc = read::<Doc>(state, DOCS, post_id).await?;
+        let doc = read::<Doc>(state, &partition, post_id).await?;
         let source = delivered.source();
         let current =
             match model::copy_action(doc.as_ref().map(|found| &found.item.source), &source) {
@@ -83,7 +193,7 @@ async fn index_post(state: &AppState, delivered: &PostVersion) -> AppResult<()> 
                     Some(found) if found.item.pending || found.item.rules != INDEX_RULES => {
                         current_post(state, post_id).await?
                     }
-                    _ => return Ok(()),
+                    _ => return Ok(None),
                 },
                 // No record yet: indexed only while the post exists, so that a late delivery never
                 // brings back a deleted post. The current version is at least as new as delivered.
@@ -98,12 +208,13 @@ async fn index_post(state: &AppState, delivered: &PostVersion) -> AppResult<()> 
             && found.item.rules == INDEX_RULES
             && found.item.hash == hash(&version.post)
         {
-            return Ok(());
+            return Ok(None);
         }
         if doc.is_none() && wanted.is_none() {
-            return Ok(());
+            return Ok(None);
         }
-        match change(state, post_id, doc, wanted.map(|version| version.post), source).await {
+        let wanted = wanted.map(|version| version.post);
+        match record_change(state, post_id, doc, wanted, source, average).await {
             Err(error) if lost_race(&error) => continue,
             other => return other,
         }
@@ -120,16 +231,18 @@ fn hash(post: &Post) -> String {
     text_hash(&post.title, &post.content, &post.tags)
 }
 
-/// The three steps: the record (and statistics), the words, the record again.
-async fn change(
+/// Step 1: the record, pending, with the postings `wanted` has (none: taken out), and its
+/// bucket's statistics, in one batch. `None` when there is nothing to write.
+async fn record_change(
     state: &AppState,
     post_id: &str,
     doc: Option<Versioned<Doc>>,
     wanted: Option<Post>,
     source: SourceVersion,
-) -> AppResult<()> {
-    let stats = read::<Stats>(state, DOCS, STATS_ID).await?;
-    let average = stats.as_ref().map_or(0.0, |found| found.item.average_body());
+    average: f64,
+) -> AppResult<Option<Prepared>> {
+    let bucket = record_bucket(post_id);
+    let partition = records_partition(bucket);
     let (before, old_indexed, old_body) = match &doc {
         Some(found) => {
             let record = &found.item;
@@ -143,87 +256,113 @@ async fn change(
         }
         None => (Vec::new(), false, 0),
     };
-    let record = match &wanted {
-        Some(post) => {
-            let plain = to_plain_text(&post.content, false);
-            let language = Language::detect(&format!("{}\n{plain}", post.title));
-            let (words, lengths) = postings(&post.title, &post.tags, &plain, language, average);
-            Doc {
-                id: post_id.into(),
-                word: DOCS.into(),
-                kind: "doc".into(),
-                source,
-                rules: INDEX_RULES,
-                hash: hash(post),
-                language,
-                body_words: lengths.body,
-                words,
-                words_before: before.clone(),
-                pending: true,
-            }
-        }
-        None => Doc {
-            id: post_id.into(),
-            word: DOCS.into(),
-            kind: "doc".into(),
-            source,
-            rules: INDEX_RULES,
-            hash: String::new(),
-            language: Language::English,
-            body_words: 0,
-            words: Vec::new(),
-            words_before: before.clone(),
-            pending: true,
-        },
+    let mut record = Doc {
+        id: post_id.into(),
+        word: partition.clone(),
+        kind: "doc".into(),
+        source,
+        rules: INDEX_RULES,
+        hash: String::new(),
+        language: Language::English,
+        body_words: 0,
+        words: Vec::new(),
+        words_before: before.clone(),
+        pending: true,
     };
+    if let Some(post) = &wanted {
+        let plain = to_plain_text(&post.content, false);
+        let language = Language::detect(&format!("{}\n{plain}", post.title));
+        let (words, lengths) = postings(&post.title, &post.tags, &plain, language, average);
+        record.hash = hash(post);
+        record.language = language;
+        record.body_words = lengths.body;
+        record.words = words;
+    }
     let new_indexed = record.indexed();
     // A post with no word to index (its words all stop words) has no record: nothing to write.
     if doc.is_none() && !new_indexed {
-        return Ok(());
+        return Ok(None);
     }
     let new_body = if new_indexed { record.body_words } else { 0 };
-    // Step 1: the record, pending, and the statistics, in one batch.
-    let mut counts = stats.as_ref().map_or_else(Stats::new, |found| found.item.clone());
+    let stats = read::<Stats>(state, &partition, STATS_ID).await?;
+    let was = stats.as_ref().map_or_else(|| Stats::new(&partition), |found| found.item.clone());
+    let mut counts = was.clone();
     counts.posts = (counts.posts + u64::from(new_indexed)).saturating_sub(u64::from(old_indexed));
     counts.body_words =
         (counts.body_words + u64::from(new_body)).saturating_sub(u64::from(old_body));
-    let mut batch = vec![write(&record, doc.as_ref().map(|found| found.etag.clone()), &record.id)?];
-    if counts != stats.as_ref().map_or_else(Stats::new, |found| found.item.clone()) {
+    let mut batch = vec![write(&record, doc.as_ref().map(|found| found.etag.clone()), post_id)?];
+    if counts != was {
+        counts.version += 1;
         batch.push(write(&counts, stats.map(|found| found.etag), STATS_ID)?);
     }
-    state
-        .store
-        .execute_batch(Container::Words, DOCS, batch)
-        .await
-        .map_err(StoreError::of_failed_operation)?;
-    // Step 2: each word whose posting changed.
+    commit(state, &partition, batch).await?;
     // A pending record's words may not all be written: each is written again.
     let redo = doc.as_ref().is_some_and(|found| found.item.pending);
     let changes = word_changes(&before, &record.words, redo);
-    let mended: Vec<_> = changes
-        .iter()
-        .map(|(key, old, new)| mend_word(state, key, post_id, old, new.clone()))
-        .collect();
-    futures::stream::iter(mended)
-        .buffer_unordered(CONCURRENT_WORDS)
-        .try_collect::<Vec<()>>()
-        .await?;
-    // Step 3: the record finished, or gone with the post's last word.
-    let Some(written) = read::<Doc>(state, DOCS, post_id).await? else { return Ok(()) };
-    if written.item != record {
+    Ok(Some(Prepared { record, bucket, changes }))
+}
+
+/// Step 3: the record finished, or gone with the post's last word.
+async fn finish(state: &AppState, prepared: &Prepared) -> AppResult<()> {
+    let record = &prepared.record;
+    let partition = records_partition(prepared.bucket);
+    let Some(written) = read::<Doc>(state, &partition, &record.id).await? else { return Ok(()) };
+    if written.item != *record {
         // Changed by another delivery meanwhile: it finishes its own change.
         return Ok(());
     }
-    let finish = if new_indexed {
-        let done = Doc { words_before: Vec::new(), pending: false, ..record };
-        write(&done, Some(written.etag), post_id)?
+    let finish = if record.indexed() {
+        let done = Doc { words_before: Vec::new(), pending: false, ..record.clone() };
+        write(&done, Some(written.etag), &record.id)?
     } else {
-        WriteOp::Delete { id: post_id.into(), if_match: Some(written.etag) }
+        WriteOp::Delete { id: record.id.clone(), if_match: Some(written.etag) }
     };
-    match state.store.execute_write(Container::Words, DOCS, finish).await {
+    match state.store.execute_write(Container::Words, &partition, finish).await {
         Ok(()) | Err(StoreError::PreconditionFailed | StoreError::NotFound) => Ok(()),
         Err(other) => Err(other.into()),
     }
+}
+
+/// Sums the totals anew from `buckets`' statistics: each bucket's counts are taken in once
+/// they are newer than those last taken, and the totals and what was taken are written in one
+/// batch, conditional on what was read. So two deliveries summing at once never lose a change.
+async fn sum_totals(state: &AppState, buckets: &BTreeSet<u32>) -> AppResult<()> {
+    for attempt in 0..WORD_ATTEMPTS {
+        let counted = read::<Counted>(state, SUMMARY, COUNTED_ID).await?;
+        let totals = read::<Stats>(state, SUMMARY, STATS_ID).await?;
+        let read_stats: Vec<_> = buckets
+            .iter()
+            .map(|bucket| async move {
+                let stats = read::<Stats>(state, &records_partition(*bucket), STATS_ID).await?;
+                AppResult::Ok((*bucket, stats))
+            })
+            .collect();
+        let found: Vec<(u32, Option<Versioned<Stats>>)> = futures::stream::iter(read_stats)
+            .buffer_unordered(CONCURRENT_POSTS)
+            .try_collect()
+            .await?;
+        let mut next = counted.as_ref().map_or_else(Counted::new, |found| found.item.clone());
+        let mut changed = false;
+        for (bucket, stats) in found {
+            if let Some(stats) = stats {
+                changed |= next.take(bucket, &stats.item);
+            }
+        }
+        if !changed {
+            return Ok(());
+        }
+        let batch = vec![
+            write(&next, counted.map(|found| found.etag), COUNTED_ID)?,
+            write(&next.totals(), totals.map(|found| found.etag), STATS_ID)?,
+        ];
+        match commit(state, SUMMARY, batch).await {
+            Err(StoreError::PreconditionFailed | StoreError::Conflict | StoreError::NotFound) => {
+                tokio::time::sleep(backoff(attempt)).await;
+            }
+            other => return Ok(other?),
+        }
+    }
+    Err(contended(SUMMARY))
 }
 
 impl Doc {
@@ -262,71 +401,99 @@ fn word_changes(
         .collect()
 }
 
-/// Sets `post_id`'s posting under `key` to `new` (or none), wherever it was (`old`: the impacts
-/// it may have had), keeping the head's count exact. Conditional on every item read.
-async fn mend_word(
-    state: &AppState,
-    key: &str,
-    post_id: &str,
-    old: &[u16],
-    new: Option<Entry>,
-) -> AppResult<()> {
-    let new = new.map(|Entry(_, impact, fields)| Entry(post_id.to_owned(), impact, fields));
+/// Applies `changes` (each post's posting under `key`, wherever it was) in as few batches as
+/// its chunks allow, keeping the head's count exact. Conditional on every item read.
+async fn mend_word(state: &AppState, key: &str, changes: &[WordChange]) -> AppResult<()> {
+    let mut left = changes;
     for attempt in 0..WORD_ATTEMPTS {
         let head = read::<Head>(state, key, HEAD_ID).await?;
-        // A split of a crowded tier is a batch of its own; the posting's change comes after.
+        // A split of a crowded tier is a batch of its own; the postings' changes come after.
         let mut split_first = false;
-        let operations = match head {
-            None if new.is_none() => return Ok(()),
-            None => {
-                let mut head = Head::new(key);
-                head.df = 1;
-                head.postings.extend(new.clone());
-                vec![write(&head, None, HEAD_ID)?]
-            }
-            Some(found) if !found.item.spilled => inline(key, found, post_id, new.clone())?,
+        let (operations, taken) = match head {
+            None if left.iter().all(|change| change.new.is_none()) => return Ok(()),
+            None => inline(key, None, left)?,
+            Some(found) if !found.item.spilled => inline(key, Some(found), left)?,
             Some(found) => {
-                let crowded = new.as_ref().map(|entry| tier(entry.1));
-                match crowded.filter(|tier| found.item.spread(*tier).crowded()) {
+                // Crowded once the postings coming are in: split before they come.
+                let mut coming: BTreeMap<u16, u64> = BTreeMap::new();
+                for entry in left.iter().filter_map(|change| change.new.as_ref()) {
+                    *coming.entry(tier(entry.1)).or_default() += 1;
+                }
+                let crowded = coming.into_iter().find_map(|(tier, count)| {
+                    let mut spread = found.item.spread(tier);
+                    spread.count += count;
+                    spread.crowded().then_some(tier)
+                });
+                match crowded {
                     Some(tier) => {
                         split_first = true;
-                        split(state, key, found.item, found.etag, tier).await?
+                        (split(state, key, found.item, found.etag, tier).await?, 0)
                     }
-                    None => spilled(state, key, found, post_id, old, new.clone()).await?,
+                    None => spilled(state, key, found, left).await?,
                 }
             }
         };
-        let written = state.store.execute_batch(Container::Words, key, operations).await;
-        match written.map_err(StoreError::of_failed_operation) {
-            Ok(()) if split_first => {}
-            Ok(()) => return Ok(()),
-            // Another post's change of the word came first: read again, and redo, after a
-            // pause that differs from post to post so that the next tries do not meet again.
+        match commit(state, key, operations).await {
+            Ok(()) => {
+                left = &left[taken..];
+                if left.is_empty() && !split_first {
+                    return Ok(());
+                }
+            }
+            // Another delivery's change of the word came first: read again, and redo, after a
+            // pause.
             Err(StoreError::PreconditionFailed | StoreError::Conflict | StoreError::NotFound) => {
-                tokio::time::sleep(backoff(post_id, attempt)).await;
+                tokio::time::sleep(backoff(attempt)).await;
             }
             Err(other) => return Err(other.into()),
         }
     }
-    Err(contended(post_id))
+    Err(contended(&changes.first().map_or_else(String::new, |change| change.post_id.clone())))
 }
 
-/// A word whose head holds its postings: mended there, moved into chunks once too many.
+/// Commits `operations` in `partition` of `words`: one alone as a point write, more as one
+/// transactional batch (a batch is what a write that must go with others needs, and costs
+/// more: the emulator copies the partition for it).
+async fn commit(
+    state: &AppState,
+    partition: &str,
+    mut operations: Vec<WriteOp>,
+) -> Result<(), StoreError> {
+    if operations.len() == 1 {
+        let only = operations.pop().expect("one operation");
+        return state.store.execute_write(Container::Words, partition, only).await;
+    }
+    state
+        .store
+        .execute_batch(Container::Words, partition, operations)
+        .await
+        .map_err(StoreError::of_failed_operation)
+}
+
+/// A word whose head holds its postings (or a new word, `found` none): every change made
+/// there, the postings moved into chunks once too many. Answers the batch and how many of
+/// `changes` it makes: all.
 fn inline(
     key: &str,
-    found: Versioned<Head>,
-    post_id: &str,
-    new: Option<Entry>,
-) -> AppResult<Vec<WriteOp>> {
-    let mut head = found.item;
-    take_out(&mut head.postings, post_id);
-    head.postings.extend(new);
+    found: Option<Versioned<Head>>,
+    changes: &[WordChange],
+) -> AppResult<(Vec<WriteOp>, usize)> {
+    let (mut head, etag) = match found {
+        Some(found) => (found.item, Some(found.etag)),
+        None => (Head::new(key), None),
+    };
+    for change in changes {
+        take_out(&mut head.postings, &change.post_id);
+    }
+    head.postings.extend(changes.iter().filter_map(|change| change.new.clone()));
     head.df = head.postings.len() as u64;
+    let all = changes.len();
     if head.postings.is_empty() {
-        return Ok(vec![WriteOp::Delete { id: HEAD_ID.into(), if_match: Some(found.etag) }]);
+        let delete = etag.map(|etag| WriteOp::Delete { id: HEAD_ID.into(), if_match: Some(etag) });
+        return Ok((delete.into_iter().collect(), all));
     }
     if head.postings.len() <= INLINE_POSTINGS {
-        return Ok(vec![write(&head, Some(found.etag), HEAD_ID)?]);
+        return Ok((vec![write(&head, etag, HEAD_ID)?], all));
     }
     // Past the inline bound: every posting into its tier's first chunk, in the same batch.
     // Upserted: a chunk left by postings whose record was lost is garbage, and every write of
@@ -339,64 +506,99 @@ fn inline(
         chunk.postings.push(entry);
     }
     head.spilled = true;
-    let mut operations = vec![write(&head, Some(found.etag), HEAD_ID)?];
+    let mut operations = vec![write(&head, etag, HEAD_ID)?];
     for chunk in chunks.values() {
         operations.push(WriteOp::Upsert { document: document(chunk)?, if_match: None });
     }
-    Ok(operations)
+    Ok((operations, all))
 }
 
-/// A word whose postings are in chunks: the chunks the posting may be in are read, it is
-/// taken out of them and put in its new one, and the head's counts follow.
+/// A word whose postings are in chunks: the chunks each change's posting may be in are read,
+/// it is taken out of them and put in its new one, and the head's counts follow. Answers the
+/// batch and how many of `changes` (the first) it makes: as many as one batch's chunks hold.
 async fn spilled(
     state: &AppState,
     key: &str,
     found: Versioned<Head>,
-    post_id: &str,
-    old: &[u16],
-    new: Option<Entry>,
-) -> AppResult<Vec<WriteOp>> {
+    changes: &[WordChange],
+) -> AppResult<(Vec<WriteOp>, usize)> {
+    let head_etag = found.etag;
     let mut head = found.item;
-    let place = |head: &Head, tier: u16| chunk_id(tier, head.spread(tier).bucket(post_id));
-    let mut places: Vec<(u16, String)> =
-        old.iter().map(|impact| (tier(*impact), place(&head, tier(*impact)))).collect();
-    let new_place = new.as_ref().map(|entry| (tier(entry.1), place(&head, tier(entry.1))));
-    places.extend(new_place.clone());
-    places.sort_unstable();
-    places.dedup();
+    // Where each change may touch: the tiers of its old impacts, and its new one's.
+    let mut places: Vec<Vec<(u16, String)>> = Vec::new();
+    let mut wanted: BTreeMap<String, u16> = BTreeMap::new();
+    for change in changes {
+        let place = |tier: u16| (tier, chunk_id(tier, head.spread(tier).bucket(&change.post_id)));
+        let mut touched: Vec<(u16, String)> =
+            change.old.iter().map(|impact| place(tier(*impact))).collect();
+        touched.extend(change.new.as_ref().map(|entry| place(tier(entry.1))));
+        touched.sort_unstable();
+        touched.dedup();
+        let fresh = touched.iter().filter(|(_, id)| !wanted.contains_key(id)).count();
+        // The head is written too: one place kept for it.
+        if !places.is_empty() && wanted.len() + fresh + 1 > MAX_BATCH {
+            break;
+        }
+        wanted.extend(touched.iter().map(|(tier, id)| (id.clone(), *tier)));
+        places.push(touched);
+    }
+    let taken = places.len();
+    let reads: Vec<_> = wanted
+        .iter()
+        .map(|(id, tier)| async move {
+            let chunk = read::<Chunk>(state, key, id).await?;
+            AppResult::Ok((id.clone(), *tier, chunk))
+        })
+        .collect();
+    let read_chunks: Vec<(String, u16, Option<Versioned<Chunk>>)> =
+        futures::stream::iter(reads).buffer_unordered(CONCURRENT_WORDS).try_collect().await?;
+    let mut chunks: BTreeMap<String, (Chunk, Option<String>, Vec<Entry>)> = read_chunks
+        .into_iter()
+        .map(|(id, tier, chunk)| {
+            let (item, etag) = match chunk {
+                Some(found) => (found.item, Some(found.etag)),
+                None => (Chunk::new(key, id.clone(), tier), None),
+            };
+            let before = item.postings.clone();
+            (id, (item, etag, before))
+        })
+        .collect();
+    for (change, touched) in changes.iter().zip(&places) {
+        for (tier, id) in touched {
+            let Some((chunk, _, _)) = chunks.get_mut(id) else { continue };
+            if take_out(&mut chunk.postings, &change.post_id) {
+                head.df = head.df.saturating_sub(1);
+                let spread = head.spread_mut(*tier);
+                spread.count = spread.count.saturating_sub(1);
+            }
+        }
+        if let Some(entry) = &change.new {
+            let tier = tier(entry.1);
+            let id = chunk_id(tier, head.spread(tier).bucket(&change.post_id));
+            if let Some((chunk, _, _)) = chunks.get_mut(&id) {
+                chunk.postings.push(entry.clone());
+                head.df += 1;
+                head.spread_mut(tier).count += 1;
+            }
+        }
+    }
     let mut operations = Vec::new();
-    for (tier, id) in places {
-        let chunk = read::<Chunk>(state, key, &id).await?;
-        let (mut item, etag) = match chunk {
-            Some(found) => (found.item, Some(found.etag)),
-            None => (Chunk::new(key, id.clone(), tier), None),
-        };
-        let before = item.postings.clone();
-        if take_out(&mut item.postings, post_id) {
-            head.df = head.df.saturating_sub(1);
-            let spread = head.spread_mut(tier);
-            spread.count = spread.count.saturating_sub(1);
-        }
-        if new_place.as_ref().is_some_and(|(_, place)| *place == id) {
-            item.postings.extend(new.clone());
-            head.df += 1;
-            head.spread_mut(tier).count += 1;
-        }
-        if item.postings == before {
+    for (id, (chunk, etag, before)) in chunks {
+        if chunk.postings == before {
             continue;
         }
-        operations.push(match (item.postings.is_empty(), etag) {
+        operations.push(match (chunk.postings.is_empty(), etag) {
             (true, Some(etag)) => WriteOp::Delete { id, if_match: Some(etag) },
             (true, None) => continue,
-            (false, etag) => write(&item, etag, &id)?,
+            (false, etag) => write(&chunk, etag, &id)?,
         });
     }
-    if head.df == 0 {
-        operations.push(WriteOp::Delete { id: HEAD_ID.into(), if_match: Some(found.etag) });
+    operations.push(if head.df == 0 {
+        WriteOp::Delete { id: HEAD_ID.into(), if_match: Some(head_etag) }
     } else {
-        operations.push(write(&head, Some(found.etag), HEAD_ID)?);
-    }
-    Ok(operations)
+        write(&head, Some(head_etag), HEAD_ID)?
+    });
+    Ok((operations, taken))
 }
 
 /// Splits the next chunk of a crowded tier: about half of its postings move to a new chunk,
@@ -433,10 +635,13 @@ async fn split(
     Ok(operations)
 }
 
-/// A pause of up to a few milliseconds, longer with each attempt, spread by the post's id.
-fn backoff(post_id: &str, attempt: u32) -> std::time::Duration {
-    let spread = post_id.bytes().fold(attempt, |sum, byte| sum.wrapping_mul(31) ^ u32::from(byte));
-    std::time::Duration::from_micros(u64::from(attempt.min(8) * 500 + spread % 1000))
+/// A pause of up to a few milliseconds, longer with each attempt, with a jitter taken from
+/// the clock, so that two writers that met do not wait alike and meet again.
+fn backoff(attempt: u32) -> std::time::Duration {
+    let jitter = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.subsec_nanos() / 1000 % 1000);
+    std::time::Duration::from_micros(u64::from(attempt.min(8) * 500 + jitter))
 }
 
 /// A point read of the index, with its etag.

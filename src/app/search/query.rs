@@ -3,7 +3,7 @@
 //! 1. The query is parsed ([`parse`]); its words' heads and the statistics are point reads.
 //! 2. Candidates come from the rarest required word only: its head's postings, or its chunks,
 //!    best tier first, a page of chunks a round.
-//! 3. One query on `§docs` reads the candidates' postings under every key the query names:
+//! 3. Point reads of the candidates' records give their postings under every key the query names:
 //!    a post missing a required word, or having an excluded one, drops out; the rest are scored
 //!    `Σ idf × impact` (BM25F, [`crate::model::search`]).
 //! 4. A round ends the search once the page is full of results that no unread posting could
@@ -26,7 +26,7 @@ use crate::app::{AppError, AppResult, AppState, BadInput};
 use crate::cosmos::{Container, PageRequest, queries};
 use crate::model::markdown::to_plain_text;
 use crate::model::search::index::{
-    Chunk, DOCS, Doc, Entry, HEAD_ID, Head, STATS_ID, Stats, tier_ceiling,
+    Chunk, Doc, Entry, HEAD_ID, Head, STATS_ID, SUMMARY, Stats, record_partition, tier_ceiling,
 };
 use crate::model::search::{Language, Query, Segment, Term, idf, parse, snippet, surface};
 use crate::model::{self, Post};
@@ -149,11 +149,11 @@ pub(crate) async fn search(
     let reads: Vec<_> = keys.iter().map(|key| read_head(state, key)).collect();
     let (heads, stats) = futures::future::join(
         futures::future::try_join_all(reads),
-        state.store.read::<Stats>(Container::Words, DOCS, STATS_ID),
+        state.store.read::<Stats>(Container::Words, SUMMARY, STATS_ID),
     )
     .await;
     let heads = heads?;
-    let stats = stats?.unwrap_or_else(Stats::new);
+    let stats = stats?.unwrap_or_else(|| Stats::new(SUMMARY));
     let (posts, df): (u64, Vec<u64>) = match &cursor {
         Some(cursor) if cursor.df.len() == keys.len() => (cursor.posts, cursor.df.clone()),
         _ => (stats.posts, heads.iter().map(|head| head.as_ref().map_or(0, |h| h.df)).collect()),
@@ -397,8 +397,13 @@ async fn score(
     candidates: &[String],
     term_idf: &impl Fn(&Term) -> f64,
 ) -> AppResult<Vec<Scored>> {
-    let reads: Vec<_> =
-        candidates.iter().map(|id| state.store.read::<Doc>(Container::Words, DOCS, id)).collect();
+    let reads: Vec<_> = candidates
+        .iter()
+        .map(|id| async move {
+            let partition = record_partition(id);
+            state.store.read::<Doc>(Container::Words, &partition, id).await
+        })
+        .collect();
     let records: Vec<Option<Doc>> =
         futures::stream::iter(reads).buffer_unordered(CONCURRENT_READS).try_collect().await?;
     let impact = |record: &Doc, term: &Term| {

@@ -99,7 +99,7 @@ pub(crate) mod search {
     /// A search of two words with a full page of results (BENCHMARKS.md, "Search"). The bench's
     /// `vorpalix kelmarth` (a rare word and one in 80% of the posts) made 9 point reads and 2
     /// queries at 100, 300 and 1,000 posts: the two words' heads, the index's statistics, the 6
-    /// posts it found, the candidates' records in `§docs`, and the tag the query might name. A
+    /// posts it found, the candidates' records, and the tag the query might name. A
     /// full page reads 4 posts more: 13 point reads at 1 RU and 2 small queries at 2.8 RU. Two common words cost
     /// more, and more as the posts grow (BENCHMARKS.md says how much).
     pub(crate) const SEARCH_RU: f64 = 13.0 * article::Q2 + 2.0 * timer::QUERY_RU;
@@ -108,9 +108,14 @@ pub(crate) mod search {
     /// priced as the article's C1).
     const WORD_RU: f64 = article::Q1 + article::C1;
 
-    /// A post's record in `§docs`, written twice (pending, then finished) with the statistics,
-    /// and read twice: about 3 KB in the bench, priced as three C1 a write.
-    const RECORD_RU: f64 = 2.0 * 3.0 * article::C1 + article::C1 + 3.0 * article::Q1;
+    /// A post's record, written twice (pending, then finished; the first with its bucket's
+    /// statistics) and read twice: about 3 KB in the bench, priced as three C1 a write.
+    const RECORD_RU: f64 = 2.0 * 3.0 * article::C1 + article::C1 + 3.0 * article::Q1 + SUM_RU;
+
+    /// Summing the totals after a delivery of one post: point reads of the totals, of what each
+    /// bucket had counted (about 4 KB) and of the bucket's statistics, then the first two
+    /// written in one batch: priced as three Q1 and three C1 (the 4 KB item as two).
+    const SUM_RU: f64 = 3.0 * article::Q1 + 3.0 * article::C1;
 
     /// Indexing a new post: the bench's new posts (80 to 240 words in the body) at 1,000 posts
     /// wrote 139 items of `words` each: the record, and a head or a chunk of each word. Priced

@@ -8,11 +8,14 @@
 //! word's best tiers first, a few chunks at a time, and stops when the rest cannot change its
 //! page: what it reads does not grow with the number of posts.
 //!
-//! Each post has a record in the partition [`DOCS`]: the postings it has in the index, what its
-//! text hashed to, and the version of the post they are from. It is the index's forward half: an
-//! edit writes only the keys whose posting changed, and a search scores its candidates from
-//! their records in one query. Beside the records, [`Stats`] counts the posts indexed and their
-//! words, written in the same batch as a record, so BM25's numbers are exact.
+//! Each post has a record: the postings it has in the index, what its text hashed to, and the
+//! version of the post they are from. It is the index's forward half: an edit writes only the
+//! keys whose posting changed, and a search scores its candidates by point reads of their
+//! records. The records are spread over [`RECORD_BUCKETS`] partitions by the post id's hash, so
+//! that no partition holds them all: each write and read of a record is on a partition of a few
+//! hundred posts at most, whatever the number of posts. Each bucket counts its posts and their
+//! words ([`Stats`]), written in the same batch as a record, and the totals BM25 needs are
+//! summed from the buckets into one item of [`SUMMARY`] after each delivery.
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -20,15 +23,25 @@ use sha2::{Digest, Sha256};
 use super::{Language, Posting};
 use crate::model::SourceVersion;
 
-/// The partition of the posts' records and the statistics. `§` starts no key: a word is
-/// letters and digits (the same idea as the reservations' `§username-` in `users`).
-pub(crate) const DOCS: &str = "§docs";
+/// The partition of the totals a search reads ([`STATS_ID`]) and of what each bucket of
+/// records counted ([`COUNTED_ID`]). `§` starts no key: a word is letters and digits (the same
+/// idea as the reservations' `§username-` in `users`).
+pub(crate) const SUMMARY: &str = "§summary";
+
+/// The partition that held every record and the statistics before [`INDEX_RULES`] 2. Found,
+/// it says the index is of that layout: `handler rebuild-copies` makes it anew.
+pub(crate) const LEGACY_DOCS: &str = "§docs";
+
+/// How many partitions the records are spread over: at 100,000 posts, about 400 records each.
+pub(crate) const RECORD_BUCKETS: u32 = 256;
 
 /// The id of a word's head item.
 pub(crate) const HEAD_ID: &str = "head";
-/// The id of the statistics in [`DOCS`], beside the posts' records, whose ids are the posts':
-/// `§` is no id's (`model::validate_id` takes printable ASCII only), so no post can be it.
+/// The id of the statistics: a bucket's, beside its records (whose ids are the posts': `§` is
+/// no id's, as `model::validate_id` takes printable ASCII only), and the totals in [`SUMMARY`].
 pub(crate) const STATS_ID: &str = "§stats";
+/// The id of what each bucket had counted when the totals were last summed, in [`SUMMARY`].
+pub(crate) const COUNTED_ID: &str = "§counted";
 
 /// The most postings a head holds itself. A word of more has its postings in chunks, for
 /// good: its head then holds none.
@@ -40,7 +53,7 @@ pub(crate) const CHUNK_POSTINGS: u64 = 128;
 
 /// The rules the index is made by: a record made by other rules is made again (as the copies'
 /// `made_otherwise`), so `handler rebuild-copies` brings the index up to them.
-pub(crate) const INDEX_RULES: u32 = 1;
+pub(crate) const INDEX_RULES: u32 = 2;
 
 /// A post's posting under one word: its id, its impact (1 to 1000), its fields.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -178,7 +191,7 @@ impl Doc {
 }
 
 /// How many posts are indexed and how many words their bodies have: BM25's N and average
-/// length.
+/// length. A bucket's count its records; the totals in [`SUMMARY`], all of them.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct Stats {
@@ -188,17 +201,88 @@ pub(crate) struct Stats {
     pub kind: String,
     pub posts: u64,
     pub body_words: u64,
+    /// A bucket's: how many times its counts changed, so that the totals take each change once.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub version: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 impl Stats {
-    pub(crate) fn new() -> Stats {
-        Stats { id: STATS_ID.into(), word: DOCS.into(), kind: "stats".into(), ..Stats::default() }
+    /// No post counted, in `partition` (a bucket's, or [`SUMMARY`]).
+    pub(crate) fn new(partition: &str) -> Stats {
+        Stats {
+            id: STATS_ID.into(),
+            word: partition.into(),
+            kind: "stats".into(),
+            ..Stats::default()
+        }
     }
 
     /// The average body's words, 0 with no post indexed.
     pub(crate) fn average_body(&self) -> f64 {
         if self.posts == 0 { 0.0 } else { self.body_words as f64 / self.posts as f64 }
     }
+}
+
+/// What each bucket had counted when the totals were last summed: by bucket, its `version`,
+/// posts and body words. Written in one batch with the totals, so the two always agree.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Counted {
+    pub id: String,
+    pub word: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub buckets: Vec<[u64; 3]>,
+}
+
+impl Counted {
+    pub(crate) fn new() -> Counted {
+        Counted {
+            id: COUNTED_ID.into(),
+            word: SUMMARY.into(),
+            kind: "counted".into(),
+            buckets: vec![[0; 3]; RECORD_BUCKETS as usize],
+        }
+    }
+
+    /// Takes in `bucket`'s statistics if they are newer than what was counted: whether they were.
+    pub(crate) fn take(&mut self, bucket: u32, stats: &Stats) -> bool {
+        let Some(counted) = self.buckets.get_mut(bucket as usize) else { return false };
+        if stats.version <= counted[0] {
+            return false;
+        }
+        *counted = [stats.version, stats.posts, stats.body_words];
+        true
+    }
+
+    /// The totals of every bucket counted.
+    pub(crate) fn totals(&self) -> Stats {
+        let mut totals = Stats::new(SUMMARY);
+        for [_, posts, body_words] in &self.buckets {
+            totals.posts += posts;
+            totals.body_words += body_words;
+        }
+        totals
+    }
+}
+
+/// The bucket of `post_id`'s record: its id's hash, modulo [`RECORD_BUCKETS`].
+pub(crate) fn record_bucket(post_id: &str) -> u32 {
+    let digest = Sha256::digest(post_id.as_bytes());
+    u32::from_le_bytes([digest[4], digest[5], digest[6], digest[7]]) % RECORD_BUCKETS
+}
+
+/// The partition of `bucket`'s records and statistics: `§docs-00` to `§docs-ff`.
+pub(crate) fn records_partition(bucket: u32) -> String {
+    format!("{LEGACY_DOCS}-{bucket:02x}")
+}
+
+/// The partition of `post_id`'s record.
+pub(crate) fn record_partition(post_id: &str) -> String {
+    records_partition(record_bucket(post_id))
 }
 
 /// An impact's tier: 0 to 62.
