@@ -43,17 +43,15 @@ const ENDPOINT: &str = "https://blog.emulator.local";
 /// | 512 | 402 | 272 | 1.68 s |
 /// | 1024 | 312 | 220 | 1.80 s |
 ///
-/// 512 is the fastest at 100,000 items and close to the fastest at 20,000. The other containers
-/// run no batch of more than a few items (`feed` is one logical partition of at most 100), so
-/// they keep 64. Cosmos DB itself does not work this way.
+/// 512 is the fastest at 100,000 items and close to the fastest at 20,000. `words`, the search
+/// index, has as many: each change of a common word is a batch, and at 10,000 posts it holds
+/// about 200,000 items (BENCHMARKS.md, "Search"). The other containers run no batch of more
+/// than a few items (`feed` is one logical partition of at most 100), so they keep 64. Cosmos
+/// DB itself does not work this way.
 fn partitions(container: Container) -> u32 {
     match container {
-        Container::Posts => 512,
-        Container::Users
-        | Container::Feed
-        | Container::Tags
-        | Container::Leases
-        | Container::Words => 64,
+        Container::Posts | Container::Words => 512,
+        Container::Users | Container::Feed | Container::Tags | Container::Leases => 64,
     }
 }
 
