@@ -640,7 +640,7 @@ async fn split(
 fn backoff(attempt: u32) -> std::time::Duration {
     let jitter = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| since.subsec_nanos() / 1000 % 1000);
+        .map_or(0, |since| since.subsec_micros() % 1000);
     std::time::Duration::from_micros(u64::from(attempt.min(8) * 500 + jitter))
 }
 
