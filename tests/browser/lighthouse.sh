@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Lighthouse's four scores (performance, accessibility, best practices, SEO) for the front page,
-# a post, a tag's page and a search that finds the ten posts, on a phone (Lighthouse's default, mobile emulation and throttling) and
+# a post, a tag's page and a search that finds the ten posts, and the first three for a writer's
+# pages (a draft's preview link, their own page, the write page, a draft's edit page, all
+# `noindex` or private), on a phone (Lighthouse's default, mobile emulation and throttling) and
 # a desktop (`--preset=desktop`), against the handler as `cargo run` starts it, seeded through the
 # API: ten posts, each with a photo of its own (the lists show each small beside its excerpt),
 # the last with a comment. With each score, the page's weight as Lighthouse loaded it
@@ -76,18 +78,30 @@ PY
 if [ -n "${SCREENSHOT:-}" ]; then
   chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1280,2200 --virtual-time-budget=10000 --screenshot="$SCREENSHOT" "$base/" 2>/dev/null
 fi
-for page in / "/posts/$post" /tags/engines "/search?q=loom"; do
+# A writer's pages: a draft, scheduled for tomorrow, its share link, and the writer signed in
+# (the development sign-in's cookie) on their own page, the write page and the draft's edit page.
+tomorrow=$(python3 -c "import datetime; print((datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=1)).strftime('%Y-%m-%dT09:00:00+00:00'))")
+draft=$(api -X POST "$base/api/posts" -d "{\"userId\":\"ada\",\"title\":\"Notes on the loom\",\"content\":\"A draft, **scheduled**.\",\"status\":\"scheduled\",\"publishAt\":\"$tomorrow\"}" | sed 's/.*"id":"\([^"]*\)".*/\1/')
+preview=$(api -X POST "$base/api/posts/$draft/preview" | sed 's/.*"path":"\([^"]*\)".*/\1/')
+for page in / "/posts/$post" /tags/engines "/search?q=loom" "$preview" /users/ada /write "/posts/$draft/edit"; do
   for preset in mobile desktop; do
     flags=(); [ "$preset" = desktop ] && flags=(--preset=desktop)
-    case "$page" in /) label="front page" ;; /tags/*) label="a tag" ;; /search*) label="a search" ;; *) label="a post" ;; esac
+    # The writer's pages are `noindex` (a draft is nobody else's): SEO is not asked of them.
+    categories=performance,accessibility,best-practices,seo
+    case "$page" in /) label="front page" ;; /tags/*) label="a tag" ;; /search*) label="a search" ;;
+      /preview/*) label="a preview"; categories=performance,accessibility,best-practices ;;
+      /users/*) label="own page"; categories=performance,accessibility,best-practices; flags+=(--extra-headers='{"Cookie":"blog_dev_user=ada"}') ;;
+      /write) label="write"; categories=performance,accessibility,best-practices; flags+=(--extra-headers='{"Cookie":"blog_dev_user=ada"}') ;;
+      */edit) label="a draft's edit"; categories=performance,accessibility,best-practices; flags+=(--extra-headers='{"Cookie":"blog_dev_user=ada"}') ;;
+      *) label="a post" ;; esac
     CHROME_PATH=${CHROME_PATH:-/usr/bin/chromium} "$here/node_modules/.bin/lighthouse" "$base$page" "${flags[@]}" --quiet \
-      --chrome-flags="--headless --no-sandbox --disable-gpu" --only-categories=performance,accessibility,best-practices,seo \
+      --chrome-flags="--headless --no-sandbox --disable-gpu" --only-categories="$categories" \
       --output=json --output-path="$work/report.json"
     python3 -c "
 import json, sys
 report = json.load(open('$work/report.json'))
 scores = ', '.join(f\"{name} {round(category['score'] * 100)}\" for name, category in report['categories'].items())
 weight = report['audits']['total-byte-weight']['numericValue']
-print(f\"{sys.argv[1]:<12} {sys.argv[2]:<8} Lighthouse {report['lighthouseVersion']}: {scores}; total-byte-weight {weight:.0f} bytes\")" "$label" "$preset"
+print(f\"{sys.argv[1]:<15} {sys.argv[2]:<8} Lighthouse {report['lighthouseVersion']}: {scores}; total-byte-weight {weight:.0f} bytes\")" "$label" "$preset"
   done
 done
