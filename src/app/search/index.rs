@@ -56,11 +56,11 @@ struct WordChange {
     new: Option<Entry>,
 }
 
-/// A post whose record step 1 wrote: its record as written, and its words' changes.
+/// A post whose record step 1 wrote: its record as written, and its changes by word.
 struct Prepared {
     record: Doc,
     bucket: u32,
-    changes: Vec<(String, Vec<u16>, Option<Entry>)>,
+    changes: Vec<(String, WordChange)>,
 }
 
 /// Brings the index up to each delivered post: its words indexed if it is published and live,
@@ -145,14 +145,12 @@ async fn apply(state: &AppState, prepared: Vec<Prepared>) -> AppResult<()> {
     sum_totals(state, &buckets).await?;
     // Step 2: each word once, with every post's change of it.
     let mut by_word: BTreeMap<String, Vec<WordChange>> = BTreeMap::new();
-    for post in &prepared {
-        for (key, old, new) in &post.changes {
-            let new = new
-                .clone()
-                .map(|Entry(_, impact, fields)| Entry(post.record.id.clone(), impact, fields));
-            let change = WordChange { post_id: post.record.id.clone(), old: old.clone(), new };
-            by_word.entry(key.clone()).or_default().push(change);
+    let mut records = Vec::with_capacity(prepared.len());
+    for post in prepared {
+        for (key, change) in post.changes {
+            by_word.entry(key).or_default().push(change);
         }
+        records.push((post.record, post.bucket));
     }
     let mended: Vec<_> =
         by_word.iter().map(|(key, changes)| mend_word(state, key, changes)).collect();
@@ -161,7 +159,8 @@ async fn apply(state: &AppState, prepared: Vec<Prepared>) -> AppResult<()> {
         .try_collect::<Vec<()>>()
         .await?;
     // Step 3: each record finished, or gone with the post's last word.
-    let finished: Vec<_> = prepared.iter().map(|post| finish(state, post)).collect();
+    let finished: Vec<_> =
+        records.iter().map(|(record, bucket)| finish(state, record, *bucket)).collect();
     futures::stream::iter(finished)
         .buffer_unordered(CONCURRENT_POSTS)
         .try_collect::<Vec<()>>()
@@ -298,14 +297,13 @@ async fn record_change(
     commit(state, &partition, batch).await?;
     // A pending record's words may not all be written: each is written again.
     let redo = doc.as_ref().is_some_and(|found| found.item.pending);
-    let changes = word_changes(&before, &record.words, redo);
+    let changes = word_changes(post_id, &before, &record.words, redo);
     Ok(Some(Prepared { record, bucket, changes }))
 }
 
-/// Step 3: the record finished, or gone with the post's last word.
-async fn finish(state: &AppState, prepared: &Prepared) -> AppResult<()> {
-    let record = &prepared.record;
-    let partition = records_partition(prepared.bucket);
+/// Step 3: the record (in `bucket`) finished, or gone with the post's last word.
+async fn finish(state: &AppState, record: &Doc, bucket: u32) -> AppResult<()> {
+    let partition = records_partition(bucket);
     let Some(written) = read::<Doc>(state, &partition, &record.id).await? else { return Ok(()) };
     if written.item != *record {
         // Changed by another delivery meanwhile: it finishes its own change.
@@ -372,13 +370,14 @@ impl Doc {
     }
 }
 
-/// Each key whose posting changes: the impacts it may have had (where it may lie), and what it
-/// becomes (`None`: taken out).
+/// Each key whose posting of `post_id` changes, with the change: the impacts it may have had
+/// (where it may lie), and what it becomes (`None`: taken out).
 fn word_changes(
+    post_id: &str,
     before: &[Posting],
     after: &[Posting],
     redo: bool,
-) -> Vec<(String, Vec<u16>, Option<Entry>)> {
+) -> Vec<(String, WordChange)> {
     let mut keys: Vec<&str> =
         before.iter().chain(after).map(|posting| posting.key.as_str()).collect();
     keys.sort_unstable();
@@ -394,9 +393,9 @@ fn word_changes(
             {
                 return None;
             }
-            let impacts = old.iter().map(|posting| posting.impact).collect();
-            let new = new.map(|posting| Entry(String::new(), posting.impact, posting.fields));
-            Some((key.to_owned(), impacts, new))
+            let old = old.iter().map(|posting| posting.impact).collect();
+            let new = new.map(|posting| Entry(post_id.to_owned(), posting.impact, posting.fields));
+            Some((key.to_owned(), WordChange { post_id: post_id.to_owned(), old, new }))
         })
         .collect()
 }
