@@ -290,10 +290,11 @@ async fn a_post_of_stop_words_alone_has_no_record() {
     assert_eq!(item(&app, SUMMARY, STATS).await.unwrap()["posts"], 1);
 }
 
-/// Posts delivered together are indexed together: a word they share is mended once with all
-/// their postings, here 60 new posts at once, past the head's 32 into chunks in one batch.
+/// Posts delivered together are indexed together: a word they share gets every one's posting,
+/// here 60 new posts at once, past the head's 32 into chunks in one batch. (That the word is
+/// written once for them is what `cargo bench --bench search` counts, its operations a post.)
 #[tokio::test]
-async fn posts_delivered_together_share_each_words_write() {
+async fn sixty_posts_in_one_delivery_are_all_indexed_under_a_shared_word() {
     use common::host::{self, Attempt};
     // No local processors: this test plays the host, with one delivery of every post.
     let app = TestApp::start_as_host().await;

@@ -323,11 +323,11 @@ async fn finish(state: &AppState, record: &Doc, bucket: u32) -> AppResult<()> {
 
 /// Sums the totals anew from `buckets`' statistics: each bucket's counts are taken in once
 /// they are newer than those last taken, and the totals and what was taken are written in one
-/// batch, conditional on what was read. So two deliveries summing at once never lose a change.
+/// batch, conditional on what was taken as read. So two deliveries summing at once never lose a
+/// change. The totals are derived from what was taken: upserted in that batch, never read here.
 async fn sum_totals(state: &AppState, buckets: &BTreeSet<u32>) -> AppResult<()> {
     for attempt in 0..WORD_ATTEMPTS {
         let counted = read::<Counted>(state, SUMMARY, COUNTED_ID).await?;
-        let totals = read::<Stats>(state, SUMMARY, STATS_ID).await?;
         let read_stats: Vec<_> = buckets
             .iter()
             .map(|bucket| async move {
@@ -351,7 +351,7 @@ async fn sum_totals(state: &AppState, buckets: &BTreeSet<u32>) -> AppResult<()> 
         }
         let batch = vec![
             write(&next, counted.map(|found| found.etag), COUNTED_ID)?,
-            write(&next.totals(), totals.map(|found| found.etag), STATS_ID)?,
+            WriteOp::Upsert { document: document(&next.totals())?, if_match: None },
         ];
         match commit(state, SUMMARY, batch).await {
             Err(StoreError::PreconditionFailed | StoreError::Conflict | StoreError::NotFound) => {
