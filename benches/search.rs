@@ -656,7 +656,7 @@ async fn run() {
     };
     let text = Text::new(args.seed);
     println!("# Search (`cargo bench --bench search`)\n");
-    println!("{}", machine(&binary));
+    println!("{}", process::machine(&binary));
     println!(
         "posts: {} (seed {}), bodies of {}–{} words ({:.0}% stop words) in en/es/de/ru \
          {:.0}/{:.0}/{:.0}/{:.0}%, a Zipf vocabulary (s = {ZIPF_S}) of {VOCABULARY} made-up \
@@ -1339,36 +1339,6 @@ fn print_hostile(size: &Size) {
         );
     }
     println!();
-}
-
-/// The machine and the build, as the other benches print them.
-fn machine(binary: &Path) -> String {
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find(|line| line.starts_with("model name"))
-                .and_then(|line| line.split(':').nth(1))
-                .map(|name| name.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown".into());
-    let commit = Command::new("git")
-        .args(["rev-parse", "--short", "HEAD"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .ok()
-        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-        .unwrap_or_default();
-    let kind = if binary.components().any(|part| part.as_os_str() == "release") {
-        "release build"
-    } else {
-        "not a release build: its times are not the handler's"
-    };
-    format!(
-        "machine: {cpus} CPUs ({model}); commit `{commit}`; handler: {} ({kind}); embedded store\n",
-        binary.display()
-    )
 }
 
 /// `12345.6` as `12,346`.

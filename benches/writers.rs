@@ -198,7 +198,7 @@ async fn run() {
         None => process::handler_binary().unwrap_or_else(|error| panic!("{error}")),
     };
     println!("# Writers (`cargo bench --bench writers`)\n");
-    println!("{}", machine(&binary));
+    println!("{}", process::machine(&binary));
     let handler = Handler::spawn(&binary, args.every);
     process::first_answer(&handler.base, Instant::now()).await;
     let client = Client::new(handler.base.clone());
@@ -475,24 +475,4 @@ fn next_tick(at: OffsetDateTime, every: Duration) -> OffsetDateTime {
 /// `at` as RFC 3339 with its offset, whole seconds.
 fn rfc3339(at: OffsetDateTime) -> String {
     at.replace_nanosecond(0).unwrap().format(&Rfc3339).unwrap().replace('Z', "+00:00")
-}
-
-fn machine(binary: &Path) -> String {
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let commit = Command::new("git")
-        .args(["rev-parse", "--short", "HEAD"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .ok()
-        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-        .unwrap_or_default();
-    let kind = if binary.components().any(|part| part.as_os_str() == "release") {
-        "release build"
-    } else {
-        "not a release build: its times are not the handler's"
-    };
-    format!(
-        "machine: {cpus} CPUs; commit `{commit}`; handler: {} ({kind}); embedded store\n",
-        binary.display()
-    )
 }

@@ -250,3 +250,35 @@ async fn load_with_memory(
     let per_second = samples.len() as f64 / started.elapsed().as_secs_f64();
     (Stats::of(&samples), per_second, peak)
 }
+
+/// The machine, the commit and the build a bench measured (benches/search.rs, writers.rs;
+/// benches/blog.rs prints its own, with the figures of its process).
+#[allow(dead_code)]
+pub(crate) fn machine(binary: &Path) -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|line| line.starts_with("model name"))
+                .and_then(|line| line.split(':').nth(1))
+                .map(|name| name.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let commit = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        .unwrap_or_default();
+    let kind = if binary.components().any(|part| part.as_os_str() == "release") {
+        "release build"
+    } else {
+        "not a release build: its times are not the handler's"
+    };
+    format!(
+        "machine: {cpus} CPUs ({model}); commit `{commit}`; handler: {} ({kind}); embedded store\n",
+        binary.display()
+    )
+}
