@@ -8,12 +8,15 @@
 //!     cargo bench --bench search -- --posts 10000 --queries 1,4,6 --runs 1 --warm-up 0
 //!                                           # only some queries (by number in QUERIES), once each
 //!     cargo bench --bench search -- --handler OTHER_BUILD         # another build, to compare
+//!     cargo bench --bench search -- --posts 100000 --load import  # loaded by `handler import`
 //!     cargo test --bench search -- --smoke --handler target/debug/handler   # every part once
 //!
 //! For each size the `handler` executable runs as a child process on an empty data directory
 //! (embedded store, local change-feed processors, `BLOG_AUTH=development`), and the bench:
 //!
-//! 1. writes the posts through the API (C1, C2; `--in-flight` at once), seeded text in the
+//! 1. writes the posts through the API (C1, C2; `--in-flight` at once), or with `--load import`
+//!    as an export file loaded by `handler import` before the handler starts (the index then
+//!    made by the import's rebuild of the copies), seeded text in the
 //!    four languages of the article's editions: a Zipf vocabulary of made-up words per language
 //!    (Latin syllables for English, Spanish and German, Cyrillic for Russian), the language's
 //!    own stop words between them, and marker words of known frequency ([`Marker`]);
@@ -75,6 +78,15 @@ struct Args {
     body_words: (usize, usize),
     seed: u64,
     handler: Option<PathBuf>,
+    /// How the posts get into the blog: through the API (C2, indexed by the change feed), or
+    /// by `handler import` of a file of them (indexed by its rebuild of the copies).
+    load: Load,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Load {
+    Api,
+    Import,
 }
 
 impl Args {
@@ -89,6 +101,7 @@ impl Args {
             body_words: (80, 240),
             seed: 42,
             handler: None,
+            load: Load::Api,
         };
         let mut given = std::env::args().skip(1);
         while let Some(flag) = given.next() {
@@ -129,10 +142,17 @@ impl Args {
                 }
                 "--seed" => args.seed = number("--seed", value("--seed")) as u64,
                 "--handler" => args.handler = Some(PathBuf::from(value("--handler"))),
+                "--load" => {
+                    args.load = match value("--load").as_str() {
+                        "api" => Load::Api,
+                        "import" => Load::Import,
+                        other => panic!("--load is api or import, not {other:?}"),
+                    }
+                }
                 "--help" | "-h" => {
                     println!(
                         "cargo bench --bench search -- [--smoke] [--posts N,N,…=1000,10000] [--runs N=50] \
-                         [--warm-up N=1] [--queries 1,4,…] [--changes N=10] [--in-flight N=8] [--seed S=42] [--handler PATH]"
+                         [--warm-up N=1] [--queries 1,4,…] [--changes N=10] [--in-flight N=8] [--seed S=42] [--handler PATH] [--load api|import]"
                     );
                     std::process::exit(0);
                 }
@@ -700,6 +720,8 @@ async fn run() {
 /// What one size measured.
 struct Size {
     posts: usize,
+    /// What `handler import` took, when the posts came that way (`--load import`).
+    imported: Option<Imported>,
     load_s: f64,
     index_wait_s: f64,
     load_tally: Tally,
@@ -759,49 +781,19 @@ async fn measure_size(
     hostile: bool,
 ) -> Size {
     let data = tempfile::tempdir().expect("a temporary directory");
+    let imported =
+        (args.load == Load::Import).then(|| import_posts(args, binary, text, posts, data.path()));
     let handler = Handler::spawn(binary, data.path());
     process::first_answer(&handler.base, handler.started).await;
     // A search whose candidates' query is slow on the embedded store may take minutes.
     let client = Client::with_timeout(handler.base.clone(), Duration::from_secs(900));
     let db = Database::open(data.path());
 
-    // Users, then the posts, a few at once.
-    let users: Vec<String> = {
-        let mut ids = Vec::new();
-        for u in 0..(posts / 100).clamp(2, 100) {
-            let name = format!("writer{u}");
-            let answer = client.post(&name, "/api/users", &json!({ "username": name })).await;
-            assert!(answer.ok(), "C1: {} {}", answer.sample.status, answer.body);
-            ids.push(answer.id());
-        }
-        ids
+    let (users, ids, load_s) = match &imported {
+        Some(imported) => (imported.users.clone(), imported.ids.clone(), imported.seconds),
+        None => load_through_api(args, &client, text, posts).await,
     };
-    let started = Instant::now();
-    let progress_every = (posts / 10).max(1);
-    let ids: Vec<String> = futures::stream::iter(0..posts)
-        .map(|index| {
-            let (client, users) = (client.clone(), &users);
-            async move {
-                let planned = text.post(args.seed, index, posts, args.body_words);
-                let user = &users[index % users.len()];
-                let body = json!({
-                    "userId": user,
-                    "title": planned.title,
-                    "content": planned.content,
-                    "tags": [planned.tag],
-                });
-                let answer = client.post(user, "/api/posts", &body).await;
-                assert!(answer.ok(), "C2: {} {}", answer.sample.status, answer.body);
-                if (index + 1) % progress_every == 0 {
-                    eprintln!("search bench: {posts} posts: {} written", index + 1);
-                }
-                answer.id()
-            }
-        })
-        .buffered(args.in_flight)
-        .collect()
-        .await;
-    let load_s = started.elapsed().as_secs_f64();
+    let written = Instant::now();
     loop {
         let (indexed, pending) = db.indexed();
         if indexed as usize >= posts && pending == 0 {
@@ -809,7 +801,7 @@ async fn measure_size(
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    let index_wait_s = started.elapsed().as_secs_f64() - load_s;
+    let index_wait_s = written.elapsed().as_secs_f64();
     settle(&handler).await;
     let load_tally = handler.tally();
     eprintln!(
@@ -951,6 +943,7 @@ async fn measure_size(
     handler.stop();
     Size {
         posts,
+        imported,
         load_s,
         index_wait_s,
         load_tally,
@@ -966,6 +959,158 @@ async fn measure_size(
         searches,
         hostile,
     }
+}
+
+/// What `handler import` of the posts took (`--load import`).
+struct Imported {
+    users: Vec<String>,
+    ids: Vec<String>,
+    /// The file's bytes.
+    file_bytes: u64,
+    /// The whole import: checked, written, the copies and the index made.
+    seconds: f64,
+    /// Of it, the copies and the index (from its first progress line saying so: to 10 s).
+    copies_s: Option<f64>,
+    peak_rss_kib: Option<u64>,
+}
+
+/// Writes the users and the posts as an export file (the format `src/transfer/mod.rs` says,
+/// as `transfer::export` writes it: a header, a user a line, a post a line, the last line with
+/// the counts and the SHA-256 of every byte before it), then runs `handler import` of it on
+/// `data`. The posts are the same as the API would have been given, with made ids and dates.
+fn import_posts(args: &Args, binary: &Path, text: &Text, posts: usize, data: &Path) -> Imported {
+    use sha2::{Digest, Sha256};
+    use std::io::Write;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("posts.jsonl");
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let mut digest = Sha256::new();
+    let mut line = |value: &Value, file: &mut std::io::BufWriter<std::fs::File>| {
+        let raw = format!("{value}\n");
+        digest.update(raw.as_bytes());
+        file.write_all(raw.as_bytes()).unwrap();
+    };
+    line(&json!({ "format": "cosmos-blog", "version": 2 }), &mut file);
+    let users: Vec<String> =
+        (0..(posts / 100).clamp(2, 100)).map(|u| format!("writer{u}")).collect();
+    for user in &users {
+        line(&json!({ "id": user, "type": "user", "userId": user, "username": user }), &mut file);
+    }
+    let mut ids = Vec::with_capacity(posts);
+    for index in 0..posts {
+        let planned = text.post(args.seed, index, posts, args.body_words);
+        let user = &users[index % users.len()];
+        let id = format!("bench-post-{index:07}");
+        // A minute apart from the first of January, 2026, the newest last (as written).
+        let minutes = index as u64;
+        let date = format!(
+            "2026-{:02}-{:02}T{:02}:{:02}:00.000Z",
+            1 + minutes / (28 * 24 * 60),
+            1 + minutes / (24 * 60) % 28,
+            minutes / 60 % 24,
+            minutes % 60
+        );
+        let post = json!({
+            "id": id, "type": "post", "postId": id, "userId": user, "userUsername": user,
+            "title": planned.title, "content": planned.content, "tags": [planned.tag],
+            "commentCount": 0, "likeCount": 0, "creationDate": date,
+        });
+        line(&post, &mut file);
+        ids.push(id);
+    }
+    let sha256: String = digest.finalize().iter().map(|byte| format!("{byte:02x}")).collect();
+    let end = json!({ "format": "cosmos-blog", "end": {
+        "users": users.len(), "posts": posts, "comments": 0, "likes": 0, "pictures": 0, "sha256": sha256,
+    }});
+    writeln!(file, "{end}").unwrap();
+    file.into_inner().unwrap().sync_all().unwrap();
+    let file_bytes = std::fs::metadata(&path).unwrap().len();
+    eprintln!("search bench: {posts} posts: {file_bytes} bytes to import");
+
+    let started = Instant::now();
+    let mut child = Command::new(binary)
+        .arg("import")
+        .arg(&path)
+        .env("BLOG_DATA_DIR", data)
+        .env("RUST_LOG", "warn")
+        .env_remove("CosmosDB")
+        .env_remove("CosmosDB__accountEndpoint")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("handler import starts");
+    let pid = child.id();
+    let copies_from = Arc::new(Mutex::new(None::<f64>));
+    let stderr = child.stderr.take().unwrap();
+    let seen = copies_from.clone();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if line.contains("making the copies") {
+                seen.lock().unwrap().get_or_insert(started.elapsed().as_secs_f64());
+            }
+            eprintln!("handler: {line}");
+        }
+    });
+    let mut peak_rss_kib = None;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        peak_rss_kib = process::status_field(pid, "VmHWM:").or(peak_rss_kib);
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    reader.join().unwrap();
+    assert!(status.success(), "handler import failed: {status}");
+    let seconds = started.elapsed().as_secs_f64();
+    let copies_s = copies_from.lock().unwrap().map(|from| seconds - from);
+    Imported { users, ids, file_bytes, seconds, copies_s, peak_rss_kib }
+}
+
+/// Users (C1), then the posts (C2), `--in-flight` at once: the users' ids, the posts' ids,
+/// and the seconds the posts took.
+async fn load_through_api(
+    args: &Args,
+    client: &Client,
+    text: &Text,
+    posts: usize,
+) -> (Vec<String>, Vec<String>, f64) {
+    let users: Vec<String> = {
+        let mut ids = Vec::new();
+        for u in 0..(posts / 100).clamp(2, 100) {
+            let name = format!("writer{u}");
+            let answer = client.post(&name, "/api/users", &json!({ "username": name })).await;
+            assert!(answer.ok(), "C1: {} {}", answer.sample.status, answer.body);
+            ids.push(answer.id());
+        }
+        ids
+    };
+    let started = Instant::now();
+    let progress_every = (posts / 10).max(1);
+    let ids: Vec<String> = futures::stream::iter(0..posts)
+        .map(|index| {
+            let (client, users) = (client.clone(), &users);
+            async move {
+                let planned = text.post(args.seed, index, posts, args.body_words);
+                let user = &users[index % users.len()];
+                let body = json!({
+                    "userId": user,
+                    "title": planned.title,
+                    "content": planned.content,
+                    "tags": [planned.tag],
+                });
+                let answer = client.post(user, "/api/posts", &body).await;
+                assert!(answer.ok(), "C2: {} {}", answer.sample.status, answer.body);
+                if (index + 1) % progress_every == 0 {
+                    eprintln!("search bench: {posts} posts: {} written", index + 1);
+                }
+                answer.id()
+            }
+        })
+        .buffered(args.in_flight)
+        .collect()
+        .await;
+    (users, ids, started.elapsed().as_secs_f64())
 }
 
 /// `old` replaced by `new` where it is a whole word, once.
@@ -1227,15 +1372,34 @@ fn print_indexing(sizes: &[Size]) {
     }
     println!();
     for size in sizes {
-        println!(
-            "- {} posts: written through the API in {:.0} s ({:.0} posts/s, --in-flight at once), indexed {:.0} s after the last write; \
-             restart to the first answer {:.0} ms",
-            grouped(size.posts as f64),
-            size.load_s,
-            size.posts as f64 / size.load_s,
-            size.index_wait_s,
-            size.restart_ms,
-        );
+        match &size.imported {
+            None => println!(
+                "- {} posts: written through the API in {:.0} s ({:.0} posts/s, --in-flight at once), indexed {:.0} s after the last write; \
+                 restart to the first answer {:.0} ms",
+                grouped(size.posts as f64),
+                size.load_s,
+                size.posts as f64 / size.load_s,
+                size.index_wait_s,
+                size.restart_ms,
+            ),
+            Some(imported) => println!(
+                "- {} posts: `handler import` of a {:.1} MB file in {:.0} s ({:.0} posts/s), of which the copies and \
+                 the index {}; its peak RSS {}; indexed {:.0} s after it; restart to the first answer {:.0} ms",
+                grouped(size.posts as f64),
+                imported.file_bytes as f64 / 1e6,
+                imported.seconds,
+                size.posts as f64 / imported.seconds,
+                imported
+                    .copies_s
+                    .map_or_else(|| "(not seen)".to_owned(), |s| format!("{s:.0} s (± 10 s)")),
+                imported.peak_rss_kib.map_or_else(
+                    || "?".to_owned(),
+                    |kib| format!("{:.0} MiB", kib as f64 / 1024.0)
+                ),
+                size.index_wait_s,
+                size.restart_ms,
+            ),
+        }
     }
     println!();
 }

@@ -351,3 +351,51 @@ async fn a_rebuild_makes_an_index_of_the_earlier_layout_anew() {
     assert_eq!(posts_under(&app, "kite").await, vec![id]);
     assert_eq!(item(&app, SUMMARY, STATS).await.unwrap()["posts"], 1);
 }
+
+/// A rebuild (as an import's) indexes its posts together, not a batch at a time: a word of
+/// hundreds of them is spread over as many chunks as they need in one write, and a delivery
+/// of hundreds more splits those chunks before its postings come.
+#[tokio::test]
+async fn a_rebuild_spreads_a_word_of_hundreds_of_posts_and_a_delivery_splits_it() {
+    use common::host::{self, Attempt};
+    // No local processors: the rebuild indexes the first posts, the test plays the host after.
+    let app = TestApp::start_as_host().await;
+    let alice = app.user("alice").await;
+    let mut ids = Vec::new();
+    for n in 0..300 {
+        let body = json!({"userId": alice, "title": format!("Kite {n}"), "content": "Wind."});
+        ids.push(post(&app, body).await);
+    }
+    blog::testing::changefeed::processor::rebuild_copies(&app.state, &mut |_| {}).await.unwrap();
+    let head = item(&app, "kite", "head").await.unwrap();
+    assert_eq!((head["df"].clone(), head["spilled"].clone()), (json!(300), json!(true)), "{head}");
+    // Every post's posting of the word alike, so one tier: 300 postings need 4 chunks of 128.
+    let tiers = head["tiers"].as_object().unwrap();
+    assert_eq!(tiers.len(), 1, "{head}");
+    let spread = tiers.values().next().unwrap();
+    assert_eq!((spread["buckets"].as_u64(), spread["split"].as_u64()), (Some(4), Some(0)));
+    let mut expected = ids.clone();
+    expected.sort();
+    assert_eq!(posts_under(&app, "kite").await, expected);
+
+    let mut versions = Vec::new();
+    for n in 300..500 {
+        let body = json!({"userId": alice, "title": format!("Kite {n}"), "content": "Wind."});
+        let id = post(&app, body).await;
+        versions.push(
+            app.state.store.read::<Value>(Container::Posts, &id, &id).await.unwrap().unwrap(),
+        );
+        ids.push(id);
+    }
+    let body = host::cosmos_invocation("PostsChangeFeed", &versions, Attempt::Retry(0));
+    let answer = host::invoke(&app, "PostsChangeFeed", &body).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let head = item(&app, "kite", "head").await.unwrap();
+    assert_eq!(head["df"], 500, "{head}");
+    let spread = head["tiers"].as_object().unwrap().values().next().unwrap().clone();
+    let chunks = spread["buckets"].as_u64().unwrap() + spread["split"].as_u64().unwrap();
+    assert!(chunks * 128 >= 500, "split before the postings came: {head}");
+    ids.sort();
+    assert_eq!(posts_under(&app, "kite").await, ids);
+    assert_eq!(item(&app, SUMMARY, STATS).await.unwrap()["posts"], 500);
+}

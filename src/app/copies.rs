@@ -206,9 +206,7 @@ pub(crate) async fn copy_posts(state: &AppState, posts: &[PostVersion]) -> AppRe
     if !posts.is_empty() {
         state.feed.invalidate();
     }
-    change_log::append(state, &changed).await?;
-    // The search index last: the copies readers see first never wait for it.
-    super::search::index_posts(state, posts).await
+    change_log::append(state, &changed).await
 }
 
 /// A deleted post: its copies and its pictures go, and so does whatever its deletion left of

@@ -401,10 +401,13 @@ fn word_changes(
 }
 
 /// Applies `changes` (each post's posting under `key`, wherever it was) in as few batches as
-/// its chunks allow, keeping the head's count exact. Conditional on every item read.
+/// its chunks allow, keeping the head's count exact. Conditional on every item read. Each
+/// round either makes some of the changes or splits chunks the coming postings would crowd,
+/// so it ends; only a round lost to another writer counts against [`WORD_ATTEMPTS`].
 async fn mend_word(state: &AppState, key: &str, changes: &[WordChange]) -> AppResult<()> {
     let mut left = changes;
-    for attempt in 0..WORD_ATTEMPTS {
+    let mut lost = 0;
+    loop {
         let head = read::<Head>(state, key, HEAD_ID).await?;
         // A split of a crowded tier is a batch of its own; the postings' changes come after.
         let mut split_first = false;
@@ -418,17 +421,16 @@ async fn mend_word(state: &AppState, key: &str, changes: &[WordChange]) -> AppRe
                 for entry in left.iter().filter_map(|change| change.new.as_ref()) {
                     *coming.entry(tier(entry.1)).or_default() += 1;
                 }
-                let crowded = coming.into_iter().find_map(|(tier, count)| {
-                    let mut spread = found.item.spread(tier);
+                let crowded = coming.iter().any(|(tier, count)| {
+                    let mut spread = found.item.spread(*tier);
                     spread.count += count;
-                    spread.crowded().then_some(tier)
+                    spread.crowded()
                 });
-                match crowded {
-                    Some(tier) => {
-                        split_first = true;
-                        (split(state, key, found.item, found.etag, tier).await?, 0)
-                    }
-                    None => spilled(state, key, found, left).await?,
+                if crowded {
+                    split_first = true;
+                    (split(state, key, found.item, found.etag, &coming).await?, 0)
+                } else {
+                    spilled(state, key, found, left).await?
                 }
             }
         };
@@ -442,12 +444,16 @@ async fn mend_word(state: &AppState, key: &str, changes: &[WordChange]) -> AppRe
             // Another delivery's change of the word came first: read again, and redo, after a
             // pause.
             Err(StoreError::PreconditionFailed | StoreError::Conflict | StoreError::NotFound) => {
-                tokio::time::sleep(backoff(attempt)).await;
+                lost += 1;
+                if lost >= WORD_ATTEMPTS {
+                    let post = changes.first().map_or_else(String::new, |c| c.post_id.clone());
+                    return Err(contended(&post));
+                }
+                tokio::time::sleep(backoff(lost)).await;
             }
             Err(other) => return Err(other.into()),
         }
     }
-    Err(contended(&changes.first().map_or_else(String::new, |change| change.post_id.clone())))
 }
 
 /// Commits `operations` in `partition` of `words`: one alone as a point write, more as one
@@ -471,45 +477,77 @@ async fn commit(
 
 /// A word whose head holds its postings (or a new word, `found` none): every change made
 /// there, the postings moved into chunks once too many. Answers the batch and how many of
-/// `changes` it makes: all.
+/// `changes` (the first) it makes: all, unless the chunks they would fill are more than one
+/// batch holds (a rebuild's thousands of postings of a new word): then as many as fit.
 fn inline(
     key: &str,
     found: Option<Versioned<Head>>,
     changes: &[WordChange],
 ) -> AppResult<(Vec<WriteOp>, usize)> {
-    let (mut head, etag) = match found {
+    let (head, etag) = match found {
         Some(found) => (found.item, Some(found.etag)),
         None => (Head::new(key), None),
     };
-    for change in changes {
-        take_out(&mut head.postings, &change.post_id);
+    let mut taken = changes.len();
+    loop {
+        let mut head = head.clone();
+        let changes = &changes[..taken];
+        for change in changes {
+            take_out(&mut head.postings, &change.post_id);
+        }
+        head.postings.extend(changes.iter().filter_map(|change| change.new.clone()));
+        head.df = head.postings.len() as u64;
+        if head.postings.is_empty() {
+            let delete =
+                etag.map(|etag| WriteOp::Delete { id: HEAD_ID.into(), if_match: Some(etag) });
+            return Ok((delete.into_iter().collect(), taken));
+        }
+        if head.postings.len() <= INLINE_POSTINGS {
+            return Ok((vec![write(&head, etag, HEAD_ID)?], taken));
+        }
+        // Past the inline bound: every posting into its tier's chunks, each tier spread over as
+        // many as its postings need, in the same batch. Upserted: a chunk left by postings whose
+        // record was lost is garbage, and every write of the word's items is conditional on its
+        // head, so nothing else writes them meanwhile.
+        let chunks = spill(&mut head);
+        // One place kept for the head; a single change always fits (33 postings, 33 chunks).
+        if chunks.len() < MAX_BATCH || taken == 1 {
+            let mut operations = vec![write(&head, etag, HEAD_ID)?];
+            for chunk in chunks {
+                operations.push(WriteOp::Upsert { document: document(&chunk)?, if_match: None });
+            }
+            return Ok((operations, taken));
+        }
+        taken = (taken * (MAX_BATCH - 1) / chunks.len()).clamp(1, taken - 1);
     }
-    head.postings.extend(changes.iter().filter_map(|change| change.new.clone()));
-    head.df = head.postings.len() as u64;
-    let all = changes.len();
-    if head.postings.is_empty() {
-        let delete = etag.map(|etag| WriteOp::Delete { id: HEAD_ID.into(), if_match: Some(etag) });
-        return Ok((delete.into_iter().collect(), all));
+}
+
+/// Moves `head`'s postings into chunks: each tier spread over the fewest buckets (a power of
+/// two) that leave it uncrowded. Answers the chunks.
+fn spill(head: &mut Head) -> Vec<Chunk> {
+    let mut counts: BTreeMap<u16, u64> = BTreeMap::new();
+    for entry in &head.postings {
+        *counts.entry(tier(entry.1)).or_default() += 1;
     }
-    if head.postings.len() <= INLINE_POSTINGS {
-        return Ok((vec![write(&head, etag, HEAD_ID)?], all));
+    for (tier, count) in counts {
+        let spread = head.spread_mut(tier);
+        spread.count = count;
+        while spread.crowded() {
+            spread.buckets *= 2;
+        }
     }
-    // Past the inline bound: every posting into its tier's first chunk, in the same batch.
-    // Upserted: a chunk left by postings whose record was lost is garbage, and every write of
-    // the word's items is conditional on its head, so nothing else writes them meanwhile.
-    let mut chunks: BTreeMap<u16, Chunk> = BTreeMap::new();
+    let mut chunks: BTreeMap<String, Chunk> = BTreeMap::new();
     for entry in std::mem::take(&mut head.postings) {
         let tier = tier(entry.1);
-        head.spread_mut(tier).count += 1;
-        let chunk = chunks.entry(tier).or_insert_with(|| Chunk::new(key, chunk_id(tier, 0), tier));
-        chunk.postings.push(entry);
+        let id = chunk_id(tier, head.spread(tier).bucket(&entry.0));
+        chunks
+            .entry(id.clone())
+            .or_insert_with(|| Chunk::new(&head.word, id, tier))
+            .postings
+            .push(entry);
     }
     head.spilled = true;
-    let mut operations = vec![write(&head, etag, HEAD_ID)?];
-    for chunk in chunks.values() {
-        operations.push(WriteOp::Upsert { document: document(chunk)?, if_match: None });
-    }
-    Ok((operations, all))
+    chunks.into_values().collect()
 }
 
 /// A word whose postings are in chunks: the chunks each change's posting may be in are read,
@@ -600,36 +638,60 @@ async fn spilled(
     Ok((operations, taken))
 }
 
-/// Splits the next chunk of a crowded tier: about half of its postings move to a new chunk,
-/// with the head's spread, in one batch. The posting's own change comes after, read anew.
+/// Splits the chunks of the tiers that `coming` postings would crowd, one after another as
+/// linear hashing orders them, as many as one batch holds: about half of each split chunk's
+/// postings move to a new chunk, with the head's spreads, in one batch. The postings' own
+/// changes come after, read anew.
 async fn split(
     state: &AppState,
     key: &str,
     mut head: Head,
     etag: String,
-    tier: u16,
+    coming: &BTreeMap<u16, u64>,
 ) -> AppResult<Vec<WriteOp>> {
-    let spread = head.spread_mut(tier);
-    let (from, to) = spread.split_next();
-    let spread = *spread;
-    let (from_id, to_id) = (chunk_id(tier, from), chunk_id(tier, to));
-    let chunk = read::<Chunk>(state, key, &from_id).await?;
-    let mut operations = vec![write(&head, Some(etag), HEAD_ID)?];
-    if let Some(found) = chunk {
-        let (stay, moved): (Vec<Entry>, Vec<Entry>) =
-            found.item.postings.iter().cloned().partition(|entry| spread.bucket(&entry.0) == from);
-        let mut kept = found.item.clone();
-        kept.postings = stay;
-        operations.push(if kept.postings.is_empty() {
-            WriteOp::Delete { id: from_id, if_match: Some(found.etag) }
-        } else {
-            write(&kept, Some(found.etag), &kept.id)?
-        });
-        if !moved.is_empty() {
-            let mut new_chunk = Chunk::new(key, to_id, tier);
+    // Each chunk touched: as it will be written, its etag as read (`None`: it was not there).
+    let mut touched: BTreeMap<String, (Chunk, Option<String>)> = BTreeMap::new();
+    'tiers: for (&tier, &count) in coming {
+        loop {
+            let mut spread = head.spread(tier);
+            spread.count += count;
+            if !spread.crowded() {
+                break;
+            }
+            // Two chunks a split; one place kept for the head.
+            if touched.len() + 2 >= MAX_BATCH {
+                break 'tiers;
+            }
+            let spread = head.spread_mut(tier);
+            let (from, to) = spread.split_next();
+            let spread = *spread;
+            let (from_id, to_id) = (chunk_id(tier, from), chunk_id(tier, to));
+            if !touched.contains_key(&from_id) {
+                let chunk = match read::<Chunk>(state, key, &from_id).await? {
+                    Some(found) => (found.item, Some(found.etag)),
+                    None => (Chunk::new(key, from_id.clone(), tier), None),
+                };
+                touched.insert(from_id.clone(), chunk);
+            }
+            let (chunk, _) = touched.get_mut(&from_id).expect("just read");
+            let (stay, moved): (Vec<Entry>, Vec<Entry>) = std::mem::take(&mut chunk.postings)
+                .into_iter()
+                .partition(|entry| spread.bucket(&entry.0) == from);
+            chunk.postings = stay;
+            // A new bucket's chunk: any item of its id is garbage (see `inline`), replaced.
+            let mut new_chunk = Chunk::new(key, to_id.clone(), tier);
             new_chunk.postings = moved;
-            operations.push(WriteOp::Upsert { document: document(&new_chunk)?, if_match: None });
+            touched.insert(to_id, (new_chunk, None));
         }
+    }
+    let mut operations = vec![write(&head, Some(etag), HEAD_ID)?];
+    for (id, (chunk, etag)) in touched {
+        operations.push(match (chunk.postings.is_empty(), etag) {
+            (true, Some(etag)) => WriteOp::Delete { id, if_match: Some(etag) },
+            (true, None) => continue,
+            (false, Some(etag)) => write(&chunk, Some(etag), &id)?,
+            (false, None) => WriteOp::Upsert { document: document(&chunk)?, if_match: None },
+        });
     }
     Ok(operations)
 }
@@ -679,4 +741,39 @@ fn lost_race(error: &crate::app::AppError) -> bool {
 
 fn contended(post_id: &str) -> crate::app::AppError {
     StoreError::CopyKeptChanging { post_id: post_id.to_owned(), container: Container::Words }.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new_posting(n: usize, impact: u16) -> WordChange {
+        let post_id = format!("post-{n}");
+        WordChange {
+            post_id: post_id.clone(),
+            old: Vec::new(),
+            new: Some(Entry(post_id, impact, 4)),
+        }
+    }
+
+    #[test]
+    fn a_new_word_of_thousands_of_postings_is_spilled_into_one_batch_at_most() {
+        // 40,000 postings over 4 tiers: 10,000 a tier want 128 chunks each, far past a batch.
+        let changes: Vec<WordChange> =
+            (0..40_000).map(|n| new_posting(n, 100 + 16 * (n % 4) as u16)).collect();
+        let (operations, taken) = inline("kite", None, &changes).unwrap();
+        assert!(operations.len() <= MAX_BATCH, "{} operations", operations.len());
+        assert!((1..changes.len()).contains(&taken), "took {taken}");
+        let WriteOp::Create { document } = &operations[0] else { panic!("the head first") };
+        let head: Head = serde_json::from_value(document.clone()).unwrap();
+        assert_eq!(head.df, taken as u64);
+        assert!(head.tiers.values().all(|spread| !spread.crowded()), "{:?}", head.tiers);
+    }
+
+    #[test]
+    fn a_few_postings_past_the_inline_bound_fill_one_chunk_a_tier() {
+        let changes: Vec<WordChange> = (0..40).map(|n| new_posting(n, 500)).collect();
+        let (operations, taken) = inline("kite", None, &changes).unwrap();
+        assert_eq!((operations.len(), taken), (2, 40));
+    }
 }
