@@ -1001,14 +1001,17 @@ fn import_posts(args: &Args, binary: &Path, text: &Text, posts: usize, data: &Pa
         let planned = text.post(args.seed, index, posts, args.body_words);
         let user = &users[index % users.len()];
         let id = format!("bench-post-{index:07}");
-        // A minute apart from the first of January, 2026, the newest last (as written).
-        let minutes = index as u64;
+        // An hour apart from the first of January, 2010, the newest last (as written): a
+        // blog's years, some 700 posts a month (the sitemap keeps a partition a month, and a
+        // month of tens of thousands would make the emulator copy it for every entry).
+        let hours = index as u64;
+        let month = hours / (28 * 24);
         let date = format!(
-            "2026-{:02}-{:02}T{:02}:{:02}:00.000Z",
-            1 + minutes / (28 * 24 * 60),
-            1 + minutes / (24 * 60) % 28,
-            minutes / 60 % 24,
-            minutes % 60
+            "{}-{:02}-{:02}T{:02}:00:00.000Z",
+            2010 + month / 12,
+            1 + month % 12,
+            1 + hours / 24 % 28,
+            hours % 24
         );
         let post = json!({
             "id": id, "type": "post", "postId": id, "userId": user, "userUsername": user,
