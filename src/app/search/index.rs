@@ -405,7 +405,7 @@ fn word_changes(
 /// round either makes some of the changes or splits chunks the coming postings would crowd,
 /// so it ends; only a round lost to another writer counts against [`WORD_ATTEMPTS`].
 async fn mend_word(state: &AppState, key: &str, changes: &[WordChange]) -> AppResult<()> {
-    let mut left = changes;
+    let mut left: Vec<&WordChange> = changes.iter().collect();
     let mut lost = 0;
     loop {
         let head = read::<Head>(state, key, HEAD_ID).await?;
@@ -413,8 +413,8 @@ async fn mend_word(state: &AppState, key: &str, changes: &[WordChange]) -> AppRe
         let mut split_first = false;
         let (operations, taken) = match head {
             None if left.iter().all(|change| change.new.is_none()) => return Ok(()),
-            None => inline(key, None, left)?,
-            Some(found) if !found.item.spilled => inline(key, Some(found), left)?,
+            None => inline(key, None, &left)?,
+            Some(found) if !found.item.spilled => inline(key, Some(found), &left)?,
             Some(found) => {
                 // Crowded once the postings coming are in: split before they come.
                 let mut coming: BTreeMap<u16, u64> = BTreeMap::new();
@@ -428,15 +428,19 @@ async fn mend_word(state: &AppState, key: &str, changes: &[WordChange]) -> AppRe
                 });
                 if crowded {
                     split_first = true;
-                    (split(state, key, found.item, found.etag, &coming).await?, 0)
+                    (split(state, key, found.item, found.etag, &coming).await?, Vec::new())
                 } else {
-                    spilled(state, key, found, left).await?
+                    spilled(state, key, found, &left).await?
                 }
             }
         };
         match commit(state, key, operations).await {
             Ok(()) => {
-                left = &left[taken..];
+                let mut at = 0;
+                left.retain(|_| {
+                    at += 1;
+                    taken.binary_search(&(at - 1)).is_err()
+                });
                 if left.is_empty() && !split_first {
                     return Ok(());
                 }
@@ -476,14 +480,15 @@ async fn commit(
 }
 
 /// A word whose head holds its postings (or a new word, `found` none): every change made
-/// there, the postings moved into chunks once too many. Answers the batch and how many of
-/// `changes` (the first) it makes: all, unless the chunks they would fill are more than one
-/// batch holds (a rebuild's thousands of postings of a new word): then as many as fit.
+/// there, the postings moved into chunks once too many. Answers the batch and which of
+/// `changes` (their places, ascending) it makes: all, unless the chunks they would fill are more
+/// than one batch holds (a rebuild's thousands of postings of a new word): then the first ones
+/// that fit.
 fn inline(
     key: &str,
     found: Option<Versioned<Head>>,
-    changes: &[WordChange],
-) -> AppResult<(Vec<WriteOp>, usize)> {
+    changes: &[&WordChange],
+) -> AppResult<(Vec<WriteOp>, Vec<usize>)> {
     let (head, etag) = match found {
         Some(found) => (found.item, Some(found.etag)),
         None => (Head::new(key), None),
@@ -500,10 +505,10 @@ fn inline(
         if head.postings.is_empty() {
             let delete =
                 etag.map(|etag| WriteOp::Delete { id: HEAD_ID.into(), if_match: Some(etag) });
-            return Ok((delete.into_iter().collect(), taken));
+            return Ok((delete.into_iter().collect(), (0..taken).collect()));
         }
         if head.postings.len() <= INLINE_POSTINGS {
-            return Ok((vec![write(&head, etag, HEAD_ID)?], taken));
+            return Ok((vec![write(&head, etag, HEAD_ID)?], (0..taken).collect()));
         }
         // Past the inline bound: every posting into its tier's chunks, each tier spread over as
         // many as its postings need, in the same batch. Upserted: a chunk left by postings whose
@@ -516,7 +521,7 @@ fn inline(
             for chunk in chunks {
                 operations.push(WriteOp::Upsert { document: document(&chunk)?, if_match: None });
             }
-            return Ok((operations, taken));
+            return Ok((operations, (0..taken).collect()));
         }
         taken = (taken * (MAX_BATCH - 1) / chunks.len()).clamp(1, taken - 1);
     }
@@ -552,19 +557,22 @@ fn spill(head: &mut Head) -> Vec<Chunk> {
 
 /// A word whose postings are in chunks: the chunks each change's posting may be in are read,
 /// it is taken out of them and put in its new one, and the head's counts follow. Answers the
-/// batch and how many of `changes` (the first) it makes: as many as one batch's chunks hold.
+/// batch and which of `changes` (their places, ascending) it makes: as many as one batch's
+/// chunks hold.
 async fn spilled(
     state: &AppState,
     key: &str,
     found: Versioned<Head>,
-    changes: &[WordChange],
-) -> AppResult<(Vec<WriteOp>, usize)> {
+    changes: &[&WordChange],
+) -> AppResult<(Vec<WriteOp>, Vec<usize>)> {
     let head_etag = found.etag;
     let mut head = found.item;
-    // Where each change may touch: the tiers of its old impacts, and its new one's.
-    let mut places: Vec<Vec<(u16, String)>> = Vec::new();
+    // Where each change may touch: the tiers of its old impacts, and its new one's. Every
+    // change whose chunks the batch has room for is taken, not only the first ones: thousands
+    // of postings coming at once fill a few batches, each of their chunks written once.
+    let mut places: Vec<(usize, Vec<(u16, String)>)> = Vec::new();
     let mut wanted: BTreeMap<String, u16> = BTreeMap::new();
-    for change in changes {
+    for (at, change) in changes.iter().enumerate() {
         let place = |tier: u16| (tier, chunk_id(tier, head.spread(tier).bucket(&change.post_id)));
         let mut touched: Vec<(u16, String)> =
             change.old.iter().map(|impact| place(tier(*impact))).collect();
@@ -574,12 +582,12 @@ async fn spilled(
         let fresh = touched.iter().filter(|(_, id)| !wanted.contains_key(id)).count();
         // The head is written too: one place kept for it.
         if !places.is_empty() && wanted.len() + fresh + 1 > MAX_BATCH {
-            break;
+            continue;
         }
         wanted.extend(touched.iter().map(|(tier, id)| (id.clone(), *tier)));
-        places.push(touched);
+        places.push((at, touched));
     }
-    let taken = places.len();
+    let taken = places.iter().map(|(at, _)| *at).collect();
     let reads: Vec<_> = wanted
         .iter()
         .map(|(id, tier)| async move {
@@ -600,7 +608,8 @@ async fn spilled(
             (id, (item, etag, before))
         })
         .collect();
-    for (change, touched) in changes.iter().zip(&places) {
+    for (at, touched) in &places {
+        let change = changes[*at];
         for (tier, id) in touched {
             let Some((chunk, _, _)) = chunks.get_mut(id) else { continue };
             if take_out(&mut chunk.postings, &change.post_id) {
@@ -761,8 +770,10 @@ mod tests {
         // 40,000 postings over 4 tiers: 10,000 a tier want 128 chunks each, far past a batch.
         let changes: Vec<WordChange> =
             (0..40_000).map(|n| new_posting(n, 100 + 16 * (n % 4) as u16)).collect();
+        let changes: Vec<&WordChange> = changes.iter().collect();
         let (operations, taken) = inline("kite", None, &changes).unwrap();
         assert!(operations.len() <= MAX_BATCH, "{} operations", operations.len());
+        let taken = taken.len();
         assert!((1..changes.len()).contains(&taken), "took {taken}");
         let WriteOp::Create { document } = &operations[0] else { panic!("the head first") };
         let head: Head = serde_json::from_value(document.clone()).unwrap();
@@ -773,7 +784,8 @@ mod tests {
     #[test]
     fn a_few_postings_past_the_inline_bound_fill_one_chunk_a_tier() {
         let changes: Vec<WordChange> = (0..40).map(|n| new_posting(n, 500)).collect();
+        let changes: Vec<&WordChange> = changes.iter().collect();
         let (operations, taken) = inline("kite", None, &changes).unwrap();
-        assert_eq!((operations.len(), taken), (2, 40));
+        assert_eq!((operations.len(), taken.len()), (2, 40));
     }
 }
