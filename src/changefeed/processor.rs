@@ -376,7 +376,11 @@ impl IndexGroup {
         self.posts.len() >= INDEX_GROUP_POSTS || self.bytes >= INDEX_GROUP_BYTES
     }
 
+    /// Indexes the posts held (none: nothing to read or write), and lets them go.
     async fn index(&mut self, state: &AppState) -> Result<(), FeedError> {
+        if self.posts.is_empty() {
+            return Ok(());
+        }
         crate::app::search::index_posts(state, &self.posts).await?;
         *self = IndexGroup::default();
         Ok(())
