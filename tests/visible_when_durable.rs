@@ -88,13 +88,14 @@ async fn a_comment_is_seen_only_once_the_commit_is_durable() {
             .0,
         201
     );
-    let post_body = json!({"userId": "alice", "title": "t", "content": "c"});
+    let post_body = json!({"userId": "alice", "title": "Kites", "content": "c"});
     let (_, post) = send(Method::POST, format!("{api}/posts"), "alice", Some(post_body)).await;
     let post = post["id"].as_str().unwrap().to_owned();
-    // The post's copies written first: otherwise the commit held below can be a copy's (in
-    // `users` or `feed`), the comment waits behind it before it is applied, and the reads see
-    // nothing to wait for.
-    for list in [format!("{api}/users/alice/posts"), format!("{api}/feed")] {
+    // The post's copies and its index written first (the index is the delivery's last write):
+    // otherwise the commit held below can be one of theirs, and the reads race the delivery.
+    for list in
+        [format!("{api}/users/alice/posts"), format!("{api}/feed"), format!("{api}/search?q=kites")]
+    {
         let started = std::time::Instant::now();
         while send(Method::GET, list.clone(), "x", None).await.1["items"]
             .as_array()

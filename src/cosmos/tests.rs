@@ -346,3 +346,168 @@ async fn request_records_expire_in_the_database() {
         .unwrap();
     assert!(store.read::<Value>(Container::Posts, "p", "request-1").await.unwrap().is_some());
 }
+
+/// The embedded store runs a batch itself, checked and then applied an item at a time
+/// (`embedded::batch`); the SDK's emulator runs it on a copy of its partition
+/// (`azure_data_cosmos_driver` 1.0.0, `in_memory_emulator/operations.rs`, `handle_batch`). The
+/// same batch on the same items, in two partitions: the same statuses, and the same items after.
+#[tokio::test]
+async fn a_batch_is_decided_as_the_emulator_decides_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::connect(&embedded_config(dir.path())).await.unwrap();
+    let item = |partition: &str, id: &str, n: u32| json!({"id": id, "postId": partition, "n": n});
+    fn stale() -> Option<String> {
+        Some("\"stale\"".to_owned())
+    }
+    type Case = fn(&dyn Fn(&str, u32) -> Value, Option<String>) -> Vec<WriteOp>;
+    // Each batch, given how to make an item of its partition and the etag of `a` there.
+    let cases: Vec<(&str, Case)> = vec![
+        ("create what is there", |item, _| vec![WriteOp::Create { document: item("a", 1) }]),
+        ("a later operation fails", |item, _| {
+            vec![
+                WriteOp::Create { document: item("b", 1) },
+                WriteOp::Create { document: item("a", 1) },
+            ]
+        }),
+        ("replace what is not there", |item, _| {
+            vec![WriteOp::Replace { id: "c".into(), document: item("c", 1), if_match: None }]
+        }),
+        ("replace at a stale etag", |item, _| {
+            vec![WriteOp::Replace { id: "a".into(), document: item("a", 1), if_match: stale() }]
+        }),
+        ("replace twice at the etag read", |item, etag| {
+            vec![
+                WriteOp::Replace { id: "a".into(), document: item("a", 1), if_match: etag.clone() },
+                WriteOp::Replace { id: "a".into(), document: item("a", 2), if_match: etag },
+            ]
+        }),
+        ("delete what is not there", |_, _| {
+            vec![WriteOp::Delete { id: "c".into(), if_match: None }]
+        }),
+        ("delete at a stale etag", |_, _| {
+            vec![WriteOp::Delete { id: "a".into(), if_match: stale() }]
+        }),
+        ("upsert at a stale etag", |item, _| {
+            vec![WriteOp::Upsert { document: item("a", 1), if_match: stale() }]
+        }),
+        ("upsert at an etag of nothing", |item, _| {
+            vec![WriteOp::Upsert { document: item("c", 1), if_match: stale() }]
+        }),
+        ("create, delete and create again", |item, _| {
+            vec![
+                WriteOp::Create { document: item("b", 1) },
+                WriteOp::Delete { id: "b".into(), if_match: None },
+                WriteOp::Create { document: item("b", 2) },
+            ]
+        }),
+        ("delete then create", |item, etag| {
+            vec![
+                WriteOp::Delete { id: "a".into(), if_match: etag },
+                WriteOp::Create { document: item("a", 3) },
+            ]
+        }),
+        ("upsert, then replace at the etag read", |item, etag| {
+            vec![
+                WriteOp::Upsert { document: item("a", 1), if_match: None },
+                WriteOp::Replace { id: "a".into(), document: item("a", 2), if_match: etag },
+            ]
+        }),
+        ("all applied", |item, etag| {
+            vec![
+                WriteOp::Replace { id: "a".into(), document: item("a", 4), if_match: etag },
+                WriteOp::Create { document: item("b", 4) },
+                WriteOp::Upsert { document: item("c", 4), if_match: None },
+            ]
+        }),
+    ];
+    for (number, (case, batch)) in cases.into_iter().enumerate() {
+        let mut outcomes = Vec::new();
+        for side in ["embedded", "emulator"] {
+            let partition = format!("{side}-{number}");
+            store.create(Container::Posts, &partition, &item(&partition, "a", 0)).await.unwrap();
+            let etag = store
+                .read_versioned::<Value>(Container::Posts, &partition, "a")
+                .await
+                .unwrap()
+                .map(|found| found.etag);
+            let operations = batch(&|id, n| item(&partition, id, n), etag);
+            let outcome = match side {
+                "embedded" => store.execute_batch(Container::Posts, &partition, operations).await,
+                _ => store.emulator_batch(Container::Posts, &partition, operations).await,
+            };
+            let status = match outcome {
+                Ok(()) => vec![200],
+                Err(StoreError::BatchFailed { statuses }) => statuses,
+                Err(other) => panic!("{case}, {side}: {other}"),
+            };
+            let mut items = Vec::new();
+            for id in ["a", "b", "c"] {
+                let found = store.read::<Value>(Container::Posts, &partition, id).await.unwrap();
+                items.push(found.map(|found| found["n"].clone()));
+            }
+            outcomes.push((status, items));
+        }
+        assert_eq!(outcomes[0], outcomes[1], "{case}: the embedded store's, then the emulator's");
+    }
+}
+
+/// A point write of a batch that fails once others were applied (here, an item of another
+/// partition, which the emulator refuses whole with 400): the ones applied are put back, in the
+/// emulator and so after a restart, and the batch fails as the emulator's would.
+#[tokio::test]
+async fn a_batch_that_fails_midway_is_put_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = embedded_config(dir.path());
+    let batch = |partition: &str| {
+        vec![
+            WriteOp::Upsert {
+                document: json!({"id": "a", "postId": partition, "n": 1}),
+                if_match: None,
+            },
+            WriteOp::Create { document: json!({"id": "b", "postId": partition, "n": 1}) },
+            WriteOp::Create { document: json!({"id": "c", "postId": "elsewhere"}) },
+        ]
+    };
+    {
+        let store = Store::connect(&config).await.unwrap();
+        for partition in ["embedded", "emulator"] {
+            let a = json!({"id": "a", "postId": partition, "n": 0});
+            store.create(Container::Posts, partition, &a).await.unwrap();
+        }
+        let theirs = store.emulator_batch(Container::Posts, "emulator", batch("emulator")).await;
+        assert!(matches!(theirs, Err(StoreError::BadRequest(_))), "{theirs:?}");
+        let ours = store.execute_batch(Container::Posts, "embedded", batch("embedded")).await;
+        assert!(matches!(ours, Err(StoreError::BadRequest(_))), "{ours:?}");
+        for partition in ["embedded", "emulator"] {
+            let a = store.read::<Value>(Container::Posts, partition, "a").await.unwrap().unwrap();
+            assert_eq!(a["n"], 0, "{partition}");
+            assert!(store.read::<Value>(Container::Posts, partition, "b").await.unwrap().is_none());
+        }
+    }
+    let store = Store::connect(&config).await.unwrap();
+    let a = store.read::<Value>(Container::Posts, "embedded", "a").await.unwrap().unwrap();
+    assert_eq!(a["n"], 0, "after a restart");
+    assert!(store.read::<Value>(Container::Posts, "embedded", "b").await.unwrap().is_none());
+}
+
+/// A batch whose request is dropped once it started (the client went away) is applied whole,
+/// and committed: its own task holds the partition until then, so no half of it is ever seen.
+#[tokio::test]
+async fn a_batch_whose_request_is_dropped_is_applied_whole() {
+    use futures::FutureExt;
+    let dir = tempfile::tempdir().unwrap();
+    let config = embedded_config(dir.path());
+    let store = Store::connect(&config).await.unwrap();
+    let operations: Vec<WriteOp> = (0..50)
+        .map(|n| WriteOp::Create { document: json!({"id": format!("i{n}"), "postId": "p"}) })
+        .collect();
+    let batch = store.execute_batch(Container::Posts, "p", operations);
+    assert!(batch.now_or_never().is_none(), "started, then dropped");
+    // A read waits for the partition, which the batch's task holds until its commit.
+    assert!(store.read::<Value>(Container::Posts, "p", "i49").await.unwrap().is_some());
+    assert!(store.read::<Value>(Container::Posts, "p", "i0").await.unwrap().is_some());
+    drop(store);
+    let store = Store::connect(&config).await.unwrap();
+    assert!(store.read::<Value>(Container::Posts, "p", "i0").await.unwrap().is_some());
+    assert!(store.read::<Value>(Container::Posts, "p", "i49").await.unwrap().is_some());
+}

@@ -75,10 +75,19 @@ impl Durability {
         _: Container,
         _: String,
         _: Vec<String>,
-        _: Vec<(String, Option<Value>)>,
         _: PartitionGuard,
     ) {
         match *self {}
+    }
+
+    pub(crate) async fn batch(
+        self: &Arc<Self>,
+        _: Container,
+        _: &str,
+        _: Vec<crate::cosmos::WriteOp>,
+        _: PartitionGuard,
+    ) -> Result<(), StoreError> {
+        match **self {}
     }
 
     pub(crate) async fn request_record(

@@ -17,6 +17,7 @@
 //! Compiled only with the `embedded` feature; a build without it compiles `absent.rs` in this
 //! module's place (see there).
 
+mod batch;
 pub(crate) mod checksum;
 pub(crate) mod database;
 pub(crate) mod emulator;
@@ -171,20 +172,33 @@ impl Durability {
         ids: &[String],
         refused: &Refused,
     ) {
+        self.restore(container, partition_key, ids).await;
+        tracing::warn!(
+            container = container.name(),
+            items = ids.len(),
+            why = refused.message,
+            "a refused write was undone"
+        );
+    }
+
+    /// Puts the items `ids` back in the emulator as the database holds them (absent where it
+    /// holds none), for a write that was applied and is not to be committed. The caller holds
+    /// their partition.
+    async fn restore(self: &Arc<Self>, container: Container, partition_key: &str, ids: &[String]) {
         let client = &self.containers[&container];
         // (A request record was never in the emulator: nothing to undo there.)
         let undone: Vec<String> = ids.iter().filter(|id| !on_disk_only(id)).cloned().collect();
         let durable = match self.durable_items(container, partition_key, undone.clone()).await {
             Ok(durable) => durable,
             Err(error) => {
-                return tracing::error!(container = container.name(), error = %crate::logging::with_causes(&error), "cannot read a refused write's items back from the database; reads show the write until a restart");
+                return tracing::error!(container = container.name(), error = %crate::logging::with_causes(&error), "cannot read an undone write's items back from the database; reads show the write until a restart");
             }
         };
         for (id, durable) in undone.iter().zip(durable) {
             let durable = match durable {
                 Ok(durable) => durable.map(|doc| serde_json::from_str::<Value>(&doc)),
                 Err(error) => {
-                    tracing::error!(container = container.name(), id, error = %crate::logging::with_causes(&error), "cannot read a refused write's item back from the database; reads show the write until a restart");
+                    tracing::error!(container = container.name(), id, error = %crate::logging::with_causes(&error), "cannot read an undone write's item back from the database; reads show the write until a restart");
                     continue;
                 }
             };
@@ -195,7 +209,7 @@ impl Durability {
                         .map(drop)
                 }
                 Some(Err(error)) => {
-                    Err(StoreError::json("a refused write's item as the database holds it", error))
+                    Err(StoreError::json("an undone write's item as the database holds it", error))
                 }
                 None => match bounded(client.delete_item(partition_key.to_owned(), id, None)).await
                 {
@@ -204,15 +218,9 @@ impl Durability {
                 },
             };
             if let Err(error) = undone {
-                tracing::error!(container = container.name(), id, %error, "cannot undo a refused write; reads show it until a restart");
+                tracing::error!(container = container.name(), id, %error, "cannot undo a write; reads show it until a restart");
             }
         }
-        tracing::warn!(
-            container = container.name(),
-            items = ids.len(),
-            why = refused.message,
-            "a refused write was undone"
-        );
     }
 
     /// Commits `ids` as the emulator holds them now. This is for a write whose request was
@@ -224,15 +232,11 @@ impl Durability {
     /// lost, the SDK sent it again, and the second try was refused as a duplicate, 409 or 412).
     /// Where the emulator holds what the file holds, which is the case for nearly every failed
     /// write, nothing is committed.
-    ///
-    /// `on_disk`: the request records of the write, which the emulator never holds: committed
-    /// with the rest where the write was applied, else not, as a batch is whole or nothing.
     pub(crate) async fn commit_as_is(
         self: Arc<Self>,
         container: Container,
         partition_key: String,
         ids: Vec<String>,
-        on_disk: Vec<(String, Option<Value>)>,
         guard: PartitionGuard,
     ) {
         let client = &self.containers[&container];
@@ -288,7 +292,6 @@ impl Durability {
         if same {
             return;
         }
-        records.extend(on_disk);
         if let Err(error) = self.commit(container, &partition_key, records, guard).await {
             tracing::error!(%error, "a write whose request was dropped cannot be committed");
         }
