@@ -7,17 +7,29 @@
 //! store needs no copy. A write holds its logical partition exclusively until its commit, and no
 //! one reads or writes the partition meanwhile ([`super::locks`]). So a batch is checked against
 //! the items as they are, as Cosmos DB checks it, then applied as point writes and committed as
-//! one. Nobody sees it in between. A point write that fails midway (a body whose partition key is
-//! not the batch's) has the items put back as the database holds them. Cosmos DB runs its own
-//! batches: this is the embedded store's alone.
+//! one. Nobody sees it in between. Cosmos DB runs its own batches: this is the embedded store's
+//! alone.
+//!
+//! The SDK's faults and its resending must still meet a batch as one request, as on Azure (the
+//! tests' faults are the SDK's fault injection, the network between the handler and the
+//! database). So the batch's request goes through the application's client: a batch of one
+//! upsert into a container of the emulator's own, where it copies next to nothing
+//! ([`super::emulator::BATCHES`]), under a partition key that marks it. The emulator counts its
+//! arrivals ([`super::emulator::BatchArrivals`]), and the store runs the batch once for each: not
+//! at all if a fault stopped the request on its way, twice if the SDK sent it again after its
+//! answer was lost. The caller gets the last run's outcome, or the fault if the last answer was
+//! lost. (A fault rule for batches of one container only never meets that request; the tests'
+//! rules for batches name no container.)
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::Arc;
 
+use azure_data_cosmos::{ContainerClient, TransactionalBatch};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::emulator::BATCH_MARK;
 use super::locks::PartitionGuard;
 use super::{Durability, on_disk_only};
 use crate::cosmos::items::WriteOp;
@@ -64,7 +76,7 @@ impl Durability {
         let (durability, total) = (self.clone(), operations.len());
         let owned_key = partition_key.to_owned();
         let outcome = tokio::spawn(async move {
-            durability.run_batch(container, &owned_key, operations, guard).await
+            durability.send_and_run(container, &owned_key, operations, guard).await
         })
         .await
         .map_err(|source| StoreError::TaskDied { work: "a transactional batch", source })
@@ -73,6 +85,49 @@ impl Durability {
         outcome
     }
 
+    /// [`Durability::batch`] in its task: sends the batch's request through the application's
+    /// client, then runs the batch once for each time the request reached the emulator.
+    async fn send_and_run(
+        self: &Arc<Self>,
+        container: Container,
+        partition_key: &str,
+        mut operations: Vec<WriteOp>,
+        guard: PartitionGuard,
+    ) -> Result<(), StoreError> {
+        check_bounds(&operations)?;
+        let number = self.next_batch.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let answer = bounded(
+            self.batch_requests.container.execute_transactional_batch(request(number)?, None),
+        )
+        .await;
+        let arrived = self.batch_requests.arrivals.take(number);
+        let fault = match answer {
+            Ok(_) if arrived > 0 => None,
+            Ok(_) => Some(StoreError::BadRequest(
+                "a transactional batch was answered without reaching the emulator".into(),
+            )),
+            Err(fault) => Some(fault),
+        };
+        let mut guard = Some(guard);
+        let mut outcome = Ok(());
+        for run in 1..=arrived {
+            let guard = match guard.take() {
+                Some(guard) => guard,
+                // Sent again: the partition was let go after the run before, as on Azure.
+                None => self.locks().write(container, partition_key).await,
+            };
+            let operations =
+                if run == arrived { std::mem::take(&mut operations) } else { operations.clone() };
+            outcome = self.run_batch(container, partition_key, operations, guard).await;
+        }
+        match fault {
+            Some(fault) => Err(fault),
+            None => outcome,
+        }
+    }
+
+    /// Runs `operations` as one batch, holding `guard`: checked, applied through the store's own
+    /// client (the database's work, which no fault meets), committed.
     async fn run_batch(
         self: &Arc<Self>,
         container: Container,
@@ -80,7 +135,6 @@ impl Durability {
         operations: Vec<WriteOp>,
         guard: PartitionGuard,
     ) -> Result<(), StoreError> {
-        check_bounds(&operations)?;
         if let Some((index, status)) =
             self.first_failure(container, partition_key, &operations).await?
         {
@@ -88,7 +142,7 @@ impl Durability {
                 (0..operations.len()).map(|at| if at == index { status } else { 424 }).collect();
             return Err(StoreError::BatchFailed { statuses });
         }
-        let client = &self.containers[&container];
+        let own = &self.containers[&container];
         let mut records = Vec::with_capacity(operations.len());
         for operation in operations {
             let (id, document) = match operation {
@@ -99,16 +153,10 @@ impl Durability {
                 WriteOp::Delete { id, .. } => (id, None),
             };
             // A request record is the database's alone (see `super`): committed, not applied.
-            let applied = match &document {
-                _ if on_disk_only(&id) => Ok(()),
-                Some(document) => {
-                    bounded(client.upsert_item(partition_key.to_owned(), &id, document, None))
-                        .await
-                        .map(drop)
-                }
-                None => {
-                    bounded(client.delete_item(partition_key.to_owned(), &id, None)).await.map(drop)
-                }
+            let applied = if on_disk_only(&id) {
+                Ok(())
+            } else {
+                apply(own, partition_key, &id, document.as_ref()).await
             };
             records.push((id, document));
             if let Err(error) = applied {
@@ -197,6 +245,32 @@ impl Durability {
             Err(other) => Err(other),
         }
     }
+}
+
+/// The request that stands for batch `number` on its way to the emulator: an item written and
+/// deleted again (a write, so that a fault that loses a written batch's answer meets it; nothing
+/// left), in a partition of [`super::emulator::BATCHES`] that its key marks.
+fn request(number: u64) -> Result<TransactionalBatch, StoreError> {
+    let key = format!("{BATCH_MARK}{number}");
+    Ok(TransactionalBatch::new(key.clone())
+        .upsert_item(serde_json::json!({"id": "batch", "key": key}), None)
+        .map_err(|error| StoreError::sdk("a transactional batch's request", error))?
+        .delete_item("batch", None))
+}
+
+/// One write of a batch, unconditional: the batch was checked under the partition's lock.
+async fn apply(
+    client: &ContainerClient,
+    partition_key: &str,
+    id: &str,
+    document: Option<&Value>,
+) -> Result<(), StoreError> {
+    let partition_key = partition_key.to_owned();
+    match document {
+        Some(document) => bounded(client.upsert_item(partition_key, id, document, None)).await,
+        None => bounded(client.delete_item(partition_key, id, None)).await,
+    }
+    .map(drop)
 }
 
 /// Refuses a batch Cosmos DB refuses whole (400 past 100 operations, 413 past 2 MB of body).

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use azure_core::credentials::Secret;
+use azure_core::http::headers::HeaderName;
 use azure_core::http::{Method, Request, Url};
 use azure_data_cosmos::options::Region;
 use azure_data_cosmos::{
@@ -57,7 +58,58 @@ fn partitions(container: Container) -> u32 {
 
 /// The in-memory emulator under the SDK's client.
 #[derive(Clone)]
-pub(crate) struct Emulator(Arc<InMemoryEmulatorHttpClient>);
+pub(crate) struct Emulator(Arc<InMemoryEmulatorHttpClient>, pub(crate) Arc<BatchArrivals>);
+
+/// The transactional batches' requests that reached the emulator, by the mark in their partition
+/// key. The store sends each batch's request to the emulator as a one-item batch in a container
+/// of its own ([`BATCHES`]), and runs the batch itself once for each time its request arrived
+/// (`batch.rs`): so the SDK's faults and its own resending meet a batch as one request, as on
+/// Azure. The emulator calls this for every request it receives, before handling it
+/// (`RequestObserver`, `in_memory_emulator/client.rs`, `execute_request`).
+#[derive(Debug, Default)]
+pub(crate) struct BatchArrivals(std::sync::Mutex<std::collections::HashMap<u64, u32>>);
+
+/// Where the batches' requests go (the application's client of [`BATCHES`]), and what counts
+/// their arrivals.
+pub(crate) struct BatchRequests {
+    pub(crate) container: azure_data_cosmos::ContainerClient,
+    pub(crate) arrivals: Arc<BatchArrivals>,
+}
+
+/// What a batch's request's partition key starts with, then its number.
+pub(crate) const BATCH_MARK: &str = "embedded-batch~";
+
+/// The emulator's container the batches' requests go to: one item a request, in a partition of
+/// its own, so that the emulator's batch copies next to nothing (it copies the request's whole
+/// physical partition, `handle_batch`). Never in the database, nor in Cosmos DB.
+pub(crate) const BATCHES: &str = "embedded-batches";
+
+impl BatchArrivals {
+    /// How many times the batch `number`'s request arrived; forgets it.
+    pub(crate) fn take(&self, number: u64) -> u32 {
+        self.0.lock().expect("never poisoned").remove(&number).unwrap_or(0)
+    }
+}
+
+impl azure_data_cosmos_driver::in_memory_emulator::RequestObserver for BatchArrivals {
+    fn on_request(&self, request: &Request) {
+        static IS_BATCH: HeaderName = HeaderName::from_static("x-ms-cosmos-is-batch-request");
+        static PARTITION_KEY: HeaderName = HeaderName::from_static("x-ms-documentdb-partitionkey");
+        let headers = request.headers();
+        if !headers.get_optional_str(&IS_BATCH).is_some_and(|is| is.eq_ignore_ascii_case("true")) {
+            return;
+        }
+        // The header is the key as JSON (`["embedded-batch~12"]`).
+        let number = headers.get_optional_str(&PARTITION_KEY).and_then(|key| {
+            let after = &key[key.find(BATCH_MARK)? + BATCH_MARK.len()..];
+            let digits = after.find(|c: char| !c.is_ascii_digit()).unwrap_or(after.len());
+            after[..digits].parse::<u64>().ok()
+        });
+        if let Some(number) = number {
+            *self.0.lock().expect("never poisoned").entry(number).or_default() += 1;
+        }
+    }
+}
 
 /// How many items start-up reads from the database at once, and how many such pages load into
 /// the emulator at the same time.
@@ -98,7 +150,9 @@ pub(crate) async fn client(
     // The emulator parses it: 8 % of the handler's CPU at 512 partitions, growing with them.
     let account = VirtualAccountConfig::new(vec![VirtualRegion::new("East US", url)])?
         .with_consistency(ConsistencyLevel::Strong);
-    let emulator = Arc::new(InMemoryEmulatorHttpClient::new(account));
+    let arrivals = Arc::new(BatchArrivals::default());
+    let emulator =
+        Arc::new(InMemoryEmulatorHttpClient::new(account).with_request_observer(arrivals.clone()));
     // The emulator checks that requests are signed, not with which key.
     let account =
         AccountReference::with_authentication_key(ENDPOINT.parse()?, Secret::new("ZW1iZWRkZWQ="));
@@ -140,7 +194,7 @@ pub(crate) async fn client(
     } else {
         client.clone()
     };
-    Ok((client, own, Emulator(emulator)))
+    Ok((client, own, Emulator(emulator, arrivals)))
 }
 
 /// Creates the database and the containers with their [`partitions`] (only
@@ -153,6 +207,9 @@ pub(crate) async fn create_containers(
 ) -> azure_data_cosmos::Result<()> {
     let emulator: Arc<EmulatorStore> = emulator.0.store();
     emulator.create_database(database);
+    let batches = PartitionKeyDefinition::new(vec!["/key".into()]);
+    let config = ContainerConfig::new().with_partition_count(1).build()?;
+    emulator.create_container_with_config(database, BATCHES, batches, config);
     for container in Container::ALL {
         let partition_key =
             PartitionKeyDefinition::new(vec![container.partition_key_path().into()]);

@@ -58,6 +58,16 @@ pub(crate) fn on_disk_only(id: &str) -> bool {
     id.starts_with(REQUEST_RECORD_PREFIX)
 }
 
+/// An item as the emulator holds it, without what the emulator adds: as it was written.
+fn as_written(mut document: Value) -> Value {
+    if let Some(fields) = document.as_object_mut() {
+        fields.retain(|name, _| {
+            !matches!(name.as_str(), "_rid" | "_self" | "_etag" | "_attachments" | "_ts")
+        });
+    }
+    document
+}
+
 /// The embedded store's durability: the database, the locks that keep unsettled writes from
 /// being seen, and what the local change-feed processors and the expiry sweep follow.
 pub struct Durability {
@@ -72,6 +82,10 @@ pub struct Durability {
     /// When the items that carry a `ttl` expire: the emulator does not remove them, so the
     /// store does.
     pub(crate) expiries: Arc<Mutex<Expiries>>,
+    /// Where the batches' requests go, through the application's client (the tests' faults),
+    /// and how many times each reached the emulator; the next batch's number (`batch`).
+    batch_requests: emulator::BatchRequests,
+    next_batch: std::sync::atomic::AtomicU64,
 }
 
 impl Durability {
@@ -84,6 +98,7 @@ impl Durability {
         changes: ChangeIndex,
         expiries: Expiries,
         containers: HashMap<Container, ContainerClient>,
+        batch_requests: emulator::BatchRequests,
     ) -> Result<Durability, StoreError> {
         let changes = Arc::new(Mutex::new(changes));
         let expiries = Arc::new(Mutex::new(expiries));
@@ -119,6 +134,8 @@ impl Durability {
             changes,
             containers,
             expiries,
+            batch_requests,
+            next_batch: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -244,18 +261,7 @@ impl Durability {
         for id in ids {
             let document = match bounded(client.read_item(partition_key.clone(), &id, None)).await {
                 Ok(response) => match response.into_model::<Value>() {
-                    Ok(mut document) => {
-                        // As written, without what the store adds.
-                        if let Some(fields) = document.as_object_mut() {
-                            fields.retain(|name, _| {
-                                !matches!(
-                                    name.as_str(),
-                                    "_rid" | "_self" | "_etag" | "_attachments" | "_ts"
-                                )
-                            });
-                        }
-                        Some(document)
-                    }
+                    Ok(document) => Some(as_written(document)),
                     Err(error) => {
                         return tracing::error!(id, %error, "a write whose request was dropped cannot be committed");
                     }

@@ -135,8 +135,23 @@ impl Store {
             .into_iter()
             .map(|container| (container, own.container(container).clone()))
             .collect();
-        let durability =
-            Durability::start(database, connection, disk, changes, expiries, containers)?;
+        let batch_requests = embedded::emulator::BatchRequests {
+            container: client
+                .database_client(&config.database)
+                .container_client(embedded::emulator::BATCHES, None)
+                .await
+                .map_err(other)?,
+            arrivals: emulator.1,
+        };
+        let durability = Durability::start(
+            database,
+            connection,
+            disk,
+            changes,
+            expiries,
+            containers,
+            batch_requests,
+        )?;
         Ok(Store { durability: Some(Arc::new(durability)), ..store })
     }
 }
