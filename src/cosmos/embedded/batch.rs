@@ -12,9 +12,9 @@
 //!
 //! The SDK's faults and its resending must still meet a batch as one request, as on Azure (the
 //! tests' faults are the SDK's fault injection, the network between the handler and the
-//! database). So the batch's request goes through the application's client: a batch of one
-//! upsert into a container of the emulator's own, where it copies next to nothing
-//! ([`super::emulator::BATCHES`]), under a partition key that marks it. The emulator counts its
+//! database). So the batch's request goes through the application's client: a batch that writes
+//! an item and deletes it again in a container of the emulator's own, where it copies next to
+//! nothing ([`super::emulator::BATCHES`]), the item's id numbered. The emulator counts its
 //! arrivals ([`super::emulator::BatchArrivals`]), and the store runs the batch once for each: not
 //! at all if a fault stopped the request on its way, twice if the SDK sent it again after its
 //! answer was lost. The caller gets the last run's outcome, or the fault if the last answer was
@@ -249,13 +249,13 @@ impl Durability {
 
 /// The request that stands for batch `number` on its way to the emulator: an item written and
 /// deleted again (a write, so that a fault that loses a written batch's answer meets it; nothing
-/// left), in a partition of [`super::emulator::BATCHES`] that its key marks.
+/// left), in [`super::emulator::BATCHES`], its id numbered.
 fn request(number: u64) -> Result<TransactionalBatch, StoreError> {
-    let key = format!("{BATCH_MARK}{number}");
-    Ok(TransactionalBatch::new(key.clone())
-        .upsert_item(serde_json::json!({"id": "batch", "key": key}), None)
+    let id = format!("{BATCH_MARK}{number}");
+    Ok(TransactionalBatch::new(BATCH_MARK)
+        .upsert_item(serde_json::json!({"id": id, "key": BATCH_MARK}), None)
         .map_err(|error| StoreError::sdk("a transactional batch's request", error))?
-        .delete_item("batch", None))
+        .delete_item(id, None))
 }
 
 /// One write of a batch, unconditional: the batch was checked under the partition's lock.

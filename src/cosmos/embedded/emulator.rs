@@ -60,8 +60,8 @@ fn partitions(container: Container) -> u32 {
 #[derive(Clone)]
 pub(crate) struct Emulator(Arc<InMemoryEmulatorHttpClient>, pub(crate) Arc<BatchArrivals>);
 
-/// The transactional batches' requests that reached the emulator, by the mark in their partition
-/// key. The store sends each batch's request to the emulator as a one-item batch in a container
+/// The transactional batches' requests that reached the emulator, by the number in their item's
+/// id. The store sends each batch's request to the emulator as a one-item batch in a container
 /// of its own ([`BATCHES`]), and runs the batch itself once for each time its request arrived
 /// (`batch.rs`): so the SDK's faults and its own resending meet a batch as one request, as on
 /// Azure. The emulator calls this for every request it receives, before handling it
@@ -76,12 +76,15 @@ pub(crate) struct BatchRequests {
     pub(crate) arrivals: Arc<BatchArrivals>,
 }
 
-/// What a batch's request's partition key starts with, then its number.
+/// What a batch's request's item id starts with, then its number; also the partition key of
+/// every such request.
 pub(crate) const BATCH_MARK: &str = "embedded-batch~";
 
-/// The emulator's container the batches' requests go to: one item a request, in a partition of
-/// its own, so that the emulator's batch copies next to nothing (it copies the request's whole
-/// physical partition, `handle_batch`). Never in the database, nor in Cosmos DB.
+/// The emulator's container the batches' requests go to: each writes an item and deletes it
+/// again, in one logical partition that holds nothing between requests, so that the emulator's
+/// batch copies next to nothing (it copies the request's whole physical partition,
+/// `handle_batch`; a key a request would leave an empty entry behind each). Never in the
+/// database, nor in Cosmos DB.
 pub(crate) const BATCHES: &str = "embedded-batches";
 
 impl BatchArrivals {
@@ -94,18 +97,22 @@ impl BatchArrivals {
 impl azure_data_cosmos_driver::in_memory_emulator::RequestObserver for BatchArrivals {
     fn on_request(&self, request: &Request) {
         static IS_BATCH: HeaderName = HeaderName::from_static("x-ms-cosmos-is-batch-request");
-        static PARTITION_KEY: HeaderName = HeaderName::from_static("x-ms-documentdb-partitionkey");
         let headers = request.headers();
         if !headers.get_optional_str(&IS_BATCH).is_some_and(|is| is.eq_ignore_ascii_case("true")) {
             return;
         }
-        // The header is the key as JSON (`["embedded-batch~12"]`).
-        let number = headers.get_optional_str(&PARTITION_KEY).and_then(|key| {
-            let after = &key[key.find(BATCH_MARK)? + BATCH_MARK.len()..];
-            let digits = after.find(|c: char| !c.is_ascii_digit()).unwrap_or(after.len());
-            after[..digits].parse::<u64>().ok()
-        });
-        if let Some(number) = number {
+        // Its item's id, in the body: `"id":"embedded-batch~12"`.
+        let azure_core::http::Body::Bytes(body) = request.body() else { return };
+        let Some(at) = body.windows(BATCH_MARK.len()).position(|at| at == BATCH_MARK.as_bytes())
+        else {
+            return;
+        };
+        let digits: String = body[at + BATCH_MARK.len()..]
+            .iter()
+            .take_while(|byte| byte.is_ascii_digit())
+            .map(|&byte| char::from(byte))
+            .collect();
+        if let Ok(number) = digits.parse::<u64>() {
             *self.0.lock().expect("never poisoned").entry(number).or_default() += 1;
         }
     }
