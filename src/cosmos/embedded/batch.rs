@@ -4,12 +4,12 @@
 //! (`azure_data_cosmos_driver` 1.0.0, `in_memory_emulator/operations.rs`, `handle_batch`:
 //! `docs_guard.clone()`), so each batch cost as much as its physical partition held: the search
 //! index (a common word's chunks, and every item that shares their physical partition) took
-//! longer a batch the more posts it indexed, and a post's comments longer the more it had. The embedded
-//! store needs no copy. A write holds its logical partition exclusively until its commit, and no
-//! one reads or writes the partition meanwhile ([`super::locks`]). So a batch is checked against
-//! the items as they are, as Cosmos DB checks it, then applied as point writes and committed as
-//! one. Nobody sees it in between. Cosmos DB runs its own batches: this is the embedded store's
-//! alone.
+//! longer a batch the more posts it indexed, and a post's comments longer the more it had. The
+//! embedded store needs no copy. A write holds its logical partition exclusively until its
+//! commit, and no one reads or writes the partition meanwhile ([`super::locks`]). So a batch is
+//! checked against the items as they are, as Cosmos DB checks it, then applied as point writes
+//! and committed as one. Nobody sees it in between. Cosmos DB runs its own batches: this is the
+//! embedded store's alone.
 //!
 //! The SDK's faults and its resending must still meet a batch as one request, as on Azure (the
 //! tests' faults are the SDK's fault injection, the network between the handler and the
