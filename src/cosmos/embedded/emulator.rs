@@ -145,8 +145,9 @@ pub(crate) struct SdkFaults;
 /// The SDK's clients on a new in-memory emulator, and the emulator itself. One client is the
 /// one the application's requests go through (through `faults`, in a test that injects them).
 /// The other is the store's own, which never meets an injected fault. With it the store settles
-/// its file to what the emulator holds (`Durability::commit_as_is`, `undo`). A fault there
-/// would leave the file behind the emulator, which no fault on Azure can do.
+/// its file to what the emulator holds (`Durability::commit_as_is`, `undo`) and applies a batch
+/// whose request arrived (`batch.rs`). A fault there would leave the file behind the emulator,
+/// or a batch half applied, which no fault on Azure can do.
 pub(crate) async fn client(
     faults: SdkFaults,
 ) -> azure_data_cosmos::Result<(CosmosClient, CosmosClient, Emulator)> {

@@ -77,7 +77,8 @@ pub struct Durability {
     pub(crate) written: Arc<tokio::sync::Notify>,
     /// Which items changed after which write (committed writes only).
     pub(crate) changes: Arc<Mutex<ChangeIndex>>,
-    /// The containers, to undo refused writes in.
+    /// The containers through the store's own client, which no injected fault meets: to apply
+    /// batches in and to undo refused writes in.
     pub(crate) containers: HashMap<Container, ContainerClient>,
     /// When the items that carry a `ttl` expire: the emulator does not remove them, so the
     /// store does.
